@@ -1,0 +1,65 @@
+# KafkaIQ build. `make` builds build/kafkaiq; `make run` starts a broker on
+# 127.0.0.1:9092; `make test` runs every suite and prints "N passed, N failed".
+CC      ?= cc
+BUILD   ?= build
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration \
+           -pthread -Iengine -I$(BUILD)/gen -I/usr/include/luajit-2.1 -MMD -MP
+LDLIBS  := -lev -llz4 -lzstd -lz -lsnappy -lluajit-5.1 -lpthread -lm -ldl
+LUAJIT  ?= luajit
+
+ENGINE_SRC := $(shell find engine -name '*.c' ! -path 'engine/cmd/*' | sort)
+CMD_SRC    := $(wildcard engine/cmd/*.c)
+SCHEMA     := $(sort $(wildcard engine/proto/schema/*.lua))
+GEN_C      := $(BUILD)/gen/proto/messages.c
+GEN_H      := $(BUILD)/gen/proto/messages.h
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/messages.o
+CMD_OBJ    := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all deps run test unit lua-test interop bench clean
+all: $(BUILD)/kafkaiq
+
+deps:
+	@scripts/deps.sh
+
+$(GEN_H) $(GEN_C) &: scripts/gen_codec.lua $(SCHEMA)
+	@mkdir -p $(dir $(GEN_C))
+	$(LUAJIT) scripts/gen_codec.lua $(BUILD)/gen/proto $(SCHEMA)
+
+$(BUILD)/obj/gen/messages.o: $(GEN_C) $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/%.o: %.c $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libkiq.a: $(ENGINE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/kafkaiq: $(CMD_OBJ) $(BUILD)/libkiq.a
+	$(CC) $(CFLAGS) -rdynamic -o $@ $(CMD_OBJ) $(BUILD)/libkiq.a $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiq.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libkiq.a $(LDLIBS) -lcmocka
+
+unit: $(UNIT_BIN)
+
+run: deps all
+	@mkdir -p data
+	$(BUILD)/kafkaiq serve config/server.properties
+
+test: deps all unit
+	@scripts/run-tests.sh
+
+bench: deps all
+	@scripts/bench.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

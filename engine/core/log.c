@@ -1,0 +1,47 @@
+#include "core/log.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+static atomic_int log_level = KIQ_LOG_INFO;
+static _Thread_local char thread_name[24] = "main";
+static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
+
+void kiq_log_set_level(enum kiq_log_level level) { atomic_store(&log_level, level); }
+
+enum kiq_log_level kiq_log_get_level(void) { return atomic_load(&log_level); }
+
+int kiq_log_level_parse(const char *name)
+{
+    static const char *const lower[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, lower[i]) == 0) return i;
+    return -1;
+}
+
+void kiq_log_thread_name(const char *name)
+{
+    snprintf(thread_name, sizeof thread_name, "%s", name);
+}
+
+void kiq_log(enum kiq_log_level level, const char *fmt, ...)
+{
+    if (!kiq_log_enabled(level)) return;
+    char line[2048];
+    struct timeval tv;
+    struct tm tm;
+    gettimeofday(&tv, NULL);
+    localtime_r(&tv.tv_sec, &tm);
+    int n = snprintf(line, sizeof line, "[%04d-%02d-%02d %02d:%02d:%02d.%03d] %-5s [%s] ",
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                     tm.tm_sec, (int)(tv.tv_usec / 1000), level_names[level], thread_name);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s\n", line);
+}
