@@ -13,6 +13,7 @@ CMD_SRC    := $(wildcard engine/cmd/*.c)
 SCHEMA     := $(sort $(wildcard engine/proto/schema/*.lua))
 GEN_C      := $(BUILD)/gen/proto/messages.c
 GEN_H      := $(BUILD)/gen/proto/messages.h
+GEN_SAMPLE := $(BUILD)/gen/proto/messages_sample.c
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/messages.o
 CMD_OBJ    := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
@@ -24,11 +25,11 @@ all: $(BUILD)/kafkaiq
 deps:
 	@scripts/deps.sh
 
-$(GEN_H) $(GEN_C) &: scripts/gen_codec.lua $(SCHEMA)
+$(GEN_H) $(GEN_C) $(GEN_SAMPLE) &: scripts/gen_codec.lua $(SCHEMA)
 	@mkdir -p $(dir $(GEN_C))
 	$(LUAJIT) scripts/gen_codec.lua $(BUILD)/gen/proto $(SCHEMA)
 
-$(BUILD)/obj/gen/messages.o: $(GEN_C) $(GEN_H)
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/proto/%.c $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -43,9 +44,9 @@ $(BUILD)/libkiq.a: $(ENGINE_OBJ)
 $(BUILD)/kafkaiq: $(CMD_OBJ) $(BUILD)/libkiq.a
 	$(CC) $(CFLAGS) -rdynamic -o $@ $(CMD_OBJ) $(BUILD)/libkiq.a $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiq.a
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiq.a $(BUILD)/obj/gen/messages_sample.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libkiq.a $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/obj/gen/messages_sample.o $(BUILD)/libkiq.a $(LDLIBS) -lcmocka
 
 unit: $(UNIT_BIN)
 

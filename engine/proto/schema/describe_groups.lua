@@ -1,0 +1,30 @@
+-- DescribeGroups (15): 0-5; v5 is flexible.
+
+return {
+  key = 15, name = "DescribeGroups",
+  versions = "0-5",
+  flexible = "5+",
+  request = {
+    { "groups", "[]string" },
+    { "include_authorized_operations", "bool", v = "3+" },
+  },
+  response = {
+    { "throttle_time_ms", "int32", v = "1+" },
+    { "groups", "[]", fields = {
+        { "error_code", "int16" },
+        { "group_id", "string" },
+        { "group_state", "string" },
+        { "protocol_type", "string" },
+        { "protocol_data", "string" },
+        { "members", "[]", fields = {
+            { "member_id", "string" },
+            { "group_instance_id", "string", v = "4+", null = "4+", default = "null" },
+            { "client_id", "string" },
+            { "client_host", "string" },
+            { "member_metadata", "bytes" },
+            { "member_assignment", "bytes" },
+        } },
+        { "authorized_operations", "int32", v = "3+", default = -2147483648 },
+    } },
+  },
+}

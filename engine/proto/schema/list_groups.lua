@@ -1,0 +1,19 @@
+-- ListGroups (16): 0-4; v4 filters by state. v3+ is flexible.
+
+return {
+  key = 16, name = "ListGroups",
+  versions = "0-4",
+  flexible = "3+",
+  request = {
+    { "states_filter", "[]string", v = "4+" },
+  },
+  response = {
+    { "throttle_time_ms", "int32", v = "1+" },
+    { "error_code", "int16" },
+    { "groups", "[]", fields = {
+        { "group_id", "string" },
+        { "protocol_type", "string" },
+        { "group_state", "string", v = "4+" },
+    } },
+  },
+}

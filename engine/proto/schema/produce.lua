@@ -1,0 +1,40 @@
+-- Produce (0): 3-9. librdkafka enables RecordBatch v2 only when v3 is in
+-- range (older versions carry the legacy message sets, which are not
+-- stored); v9 is the first flexible version. v10+ adds leader hints we do
+-- not advertise.
+
+return {
+  key = 0, name = "Produce",
+  versions = "3-9",
+  flexible = "9+",
+  request = {
+    { "transactional_id", "string", v = "3+", null = "3+", default = "null" },
+    { "acks", "int16" },
+    { "timeout_ms", "int32" },
+    { "topic_data", "[]", fields = {
+        { "name", "string" },
+        { "partition_data", "[]", fields = {
+            { "index", "int32" },
+            { "records", "records", null = "0+" }, -- RecordBatch v2 bytes
+        } },
+    } },
+  },
+  response = {
+    { "responses", "[]", fields = {
+        { "name", "string" },
+        { "partition_responses", "[]", fields = {
+            { "index", "int32" },
+            { "error_code", "int16" },
+            { "base_offset", "int64" },
+            { "log_append_time_ms", "int64", v = "2+", default = -1 },
+            { "log_start_offset", "int64", v = "5+", default = -1 },
+            { "record_errors", "[]", v = "8+", fields = {
+                { "batch_index", "int32", v = "8+" },
+                { "batch_index_error_message", "string", v = "8+", null = "8+", default = "null" },
+            } },
+            { "error_message", "string", v = "8+", null = "8+", default = "null" },
+        } },
+    } },
+    { "throttle_time_ms", "int32", v = "1+" },
+  },
+}
