@@ -1,0 +1,210 @@
+#include "config/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/log.h"
+
+const kiq_config_def_t kiq_config_defs[KIQ_CFG__COUNT] = {
+#define KIQ_CFG_DEF(id, name, type, def, min, max, valid, doc) \
+    [KIQ_CFG_##id] = {name, KIQ_CFG_##type, def, min, max, valid, doc},
+    KIQ_BROKER_CONFIGS(KIQ_CFG_DEF)
+#undef KIQ_CFG_DEF
+};
+
+typedef struct config_value {
+    char *text;
+    int64_t num;
+    bool set;
+} config_value_t;
+
+/* Built on one thread, read-only once the broker starts. */
+struct kiq_config {
+    config_value_t v[KIQ_CFG__COUNT];
+};
+
+int kiq_config_find(const char *name)
+{
+    for (int i = 0; i < KIQ_CFG__COUNT; i++)
+        if (strcmp(kiq_config_defs[i].name, name) == 0) return i;
+    return -1;
+}
+
+static bool in_list(const char *list, const char *s)
+{
+    size_t n = strlen(s);
+    for (const char *p = list; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == n && strncmp(p, s, n) == 0) return true;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    return false;
+}
+
+static int parse_value(int id, const char *text, int64_t *num)
+{
+    const kiq_config_def_t *d = &kiq_config_defs[id];
+    switch (d->type) {
+    case KIQ_CFG_INT:
+    case KIQ_CFG_LONG: {
+        char *end;
+        errno = 0;
+        long long v = strtoll(text, &end, 10);
+        if (errno || end == text || *end)
+            return kiq_error_set("%s: '%s' is not a number", d->name, text);
+        if (v < d->min || v > d->max)
+            return kiq_error_set("%s: %lld is out of range [%lld, %lld]", d->name, v,
+                                 (long long)d->min, (long long)d->max);
+        *num = v;
+        return 0;
+    }
+    case KIQ_CFG_BOOL:
+        if (strcmp(text, "true") == 0) *num = 1;
+        else if (strcmp(text, "false") == 0) *num = 0;
+        else return kiq_error_set("%s: '%s' is not true or false", d->name, text);
+        return 0;
+    case KIQ_CFG_STRING:
+        if (d->valid && !in_list(d->valid, text))
+            return kiq_error_set("%s: '%s' is not one of %s", d->name, text, d->valid);
+        *num = 0;
+        return 0;
+    }
+    return kiq_error_set("%s: unknown type", d->name);
+}
+
+static int assign(kiq_config_t *c, int id, const char *text, bool explicit)
+{
+    int64_t num = 0;
+    if (parse_value(id, text, &num) != 0) return -1;
+    char *copy = strdup(text);
+    if (!copy) return kiq_error_set("out of memory");
+    free(c->v[id].text);
+    c->v[id] = (config_value_t){copy, num, explicit};
+    return 0;
+}
+
+kiq_config_t *kiq_config_new(void)
+{
+    kiq_config_t *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    for (int i = 0; i < KIQ_CFG__COUNT; i++) {
+        if (assign(c, i, kiq_config_defs[i].default_value, false) != 0) {
+            kiq_config_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+void kiq_config_free(kiq_config_t *c)
+{
+    if (!c) return;
+    for (int i = 0; i < KIQ_CFG__COUNT; i++) free(c->v[i].text);
+    free(c);
+}
+
+kiq_config_t *kiq_config_copy(const kiq_config_t *src)
+{
+    kiq_config_t *c = kiq_config_new();
+    if (!c) return NULL;
+    for (int i = 0; i < KIQ_CFG__COUNT; i++) {
+        if (assign(c, i, src->v[i].text, src->v[i].set) != 0) {
+            kiq_config_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+/* Kafka spells this one both ways; accept the broker-level alias too. */
+static const char *canonical_name(const char *name)
+{
+    if (strcmp(name, "message.timestamp.type") == 0) return "log.message.timestamp.type";
+    if (strcmp(name, "log.dir") == 0) return "log.dirs";
+    return name;
+}
+
+int kiq_config_set(kiq_config_t *c, const char *name, const char *value)
+{
+    int id = kiq_config_find(canonical_name(name));
+    if (id < 0) {
+        KIQ_WARN("the configuration '%s' was supplied but is not a known config", name);
+        return 0;
+    }
+    return assign(c, id, value, true);
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
+    return s;
+}
+
+static int set_assignment(kiq_config_t *c, char *line, const char *where, int lineno)
+{
+    char *sep = strpbrk(line, "=:");
+    if (!sep) {
+        if (lineno) return kiq_error_set("%s:%d: expected key=value", where, lineno);
+        return kiq_error_set("%s: expected key=value, got '%s'", where, line);
+    }
+    *sep = '\0';
+    char *key = trim(line), *value = trim(sep + 1);
+    if (!*key) return kiq_error_set("%s:%d: empty key", where, lineno);
+    return kiq_config_set(c, key, value);
+}
+
+int kiq_config_load_file(kiq_config_t *c, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return kiq_error_errno("cannot open %s", path);
+    char line[4096];
+    int lineno = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *s = trim(line);
+        if (!*s || *s == '#' || *s == '!') continue;
+        rc = set_assignment(c, s, path, lineno);
+    }
+    fclose(f);
+    return rc;
+}
+
+int kiq_config_override(kiq_config_t *c, const char *assignment)
+{
+    char buf[4096];
+    if (strlen(assignment) >= sizeof buf) return kiq_error_set("--override: value too long");
+    strcpy(buf, assignment);
+    if (!strchr(buf, '=')) return kiq_error_set("--override: expected key=value, got '%s'", buf);
+    return set_assignment(c, buf, "--override", 0);
+}
+
+int kiq_config_validate(const kiq_config_t *c)
+{
+    const char *l = kiq_config_str(c, KIQ_CFG_LISTENERS);
+    if (strncmp(l, "PLAINTEXT://", 12) != 0 || !strrchr(l + 12, ':'))
+        return kiq_error_set("listeners: '%s' must look like PLAINTEXT://host:port", l);
+    if (!*kiq_config_str(c, KIQ_CFG_LOG_DIRS)) return kiq_error_set("log.dirs: must not be empty");
+    if (strchr(kiq_config_str(c, KIQ_CFG_LOG_DIRS), ','))
+        return kiq_error_set("log.dirs: one directory is supported for now");
+    return 0;
+}
+
+int64_t kiq_config_int(const kiq_config_t *c, enum kiq_config_id id) { return c->v[id].num; }
+
+bool kiq_config_bool(const kiq_config_t *c, enum kiq_config_id id) { return c->v[id].num != 0; }
+
+const char *kiq_config_str(const kiq_config_t *c, enum kiq_config_id id) { return c->v[id].text; }
+
+const char *kiq_config_text(const kiq_config_t *c, enum kiq_config_id id, bool *is_default)
+{
+    if (is_default) *is_default = !c->v[id].set;
+    return c->v[id].text;
+}

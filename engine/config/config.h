@@ -1,0 +1,98 @@
+/* Broker configuration with Kafka's names, declared once in KIQ_BROKER_CONFIGS
+ * and read from a properties file and `--override key=value` flags. A config
+ * is built on one thread, then read-only and shared by the broker's threads. */
+#ifndef KIQ_CONFIG_CONFIG_H
+#define KIQ_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING };
+
+/* X(id, name, type, default, min, max, valid-strings or NULL, doc) */
+#define KIQ_BROKER_CONFIGS(X)                                                                   \
+    X(BROKER_ID, "broker.id", INT, "0", 0, INT32_MAX, NULL, "this broker's id")                \
+    X(LISTENERS, "listeners", STRING, "PLAINTEXT://127.0.0.1:9092", 0, 0, NULL,                 \
+      "where to listen: PLAINTEXT://host:port (port 0 picks a free one)")                      \
+    X(ADVERTISED_LISTENERS, "advertised.listeners", STRING, "", 0, 0, NULL,                     \
+      "address given to clients in Metadata; empty means the bound listener")                  \
+    X(LOG_DIRS, "log.dirs", STRING, "data", 0, 0, NULL, "the data directory")                  \
+    X(NUM_NETWORK_THREADS, "num.network.threads", INT, "2", 1, 64, NULL,                        \
+      "processor threads, each with its own event loop")                                        \
+    X(NUM_IO_THREADS, "num.io.threads", INT, "4", 1, 256, NULL, "request handler threads")     \
+    X(QUEUED_MAX_REQUESTS, "queued.max.requests", INT, "500", 1, 1000000, NULL,                 \
+      "request queue bound; a full queue mutes socket reads")                                   \
+    X(SOCKET_REQUEST_MAX_BYTES, "socket.request.max.bytes", INT, "104857600", 64, INT32_MAX,    \
+      NULL, "largest request frame accepted")                                                   \
+    X(NUM_PARTITIONS, "num.partitions", INT, "1", 1, 100000, NULL,                               \
+      "partitions of auto-created topics and of CreateTopics with -1")                         \
+    X(DEFAULT_REPLICATION_FACTOR, "default.replication.factor", INT, "1", 1, 32767, NULL,       \
+      "replication factor of auto-created topics")                                              \
+    X(MIN_INSYNC_REPLICAS, "min.insync.replicas", INT, "1", 1, 32767, NULL,                     \
+      "replicas that must acknowledge an acks=all write")                                       \
+    X(AUTO_CREATE_TOPICS_ENABLE, "auto.create.topics.enable", BOOL, "true", 0, 0, NULL,         \
+      "create unknown topics asked for in Metadata")                                            \
+    X(DELETE_TOPIC_ENABLE, "delete.topic.enable", BOOL, "true", 0, 0, NULL,                     \
+      "allow DeleteTopics")                                                                     \
+    X(LOG_SEGMENT_BYTES, "log.segment.bytes", INT, "1073741824", 14, INT32_MAX, NULL,           \
+      "roll a new segment past this size")                                                      \
+    X(LOG_INDEX_INTERVAL_BYTES, "log.index.interval.bytes", INT, "4096", 0, INT32_MAX, NULL,    \
+      "bytes between offset index entries")                                                     \
+    X(LOG_INDEX_SIZE_MAX_BYTES, "log.index.size.max.bytes", INT, "10485760", 4, INT32_MAX,      \
+      NULL, "largest offset index; a full index rolls the segment")                            \
+    X(LOG_RETENTION_HOURS, "log.retention.hours", INT, "168", -1, INT32_MAX, NULL,              \
+      "retention of old segments (applied by the storage issue)")                              \
+    X(LOG_CLEANUP_POLICY, "log.cleanup.policy", STRING, "delete", 0, 0, "delete,compact",       \
+      "default cleanup policy")                                                                 \
+    X(MESSAGE_MAX_BYTES, "message.max.bytes", INT, "1048588", 0, INT32_MAX, NULL,               \
+      "largest record batch accepted")                                                          \
+    X(MESSAGE_TIMESTAMP_TYPE, "log.message.timestamp.type", STRING, "CreateTime", 0, 0,         \
+      "CreateTime,LogAppendTime", "timestamp kept in batches")                                  \
+    X(COMPRESSION_TYPE, "compression.type", STRING, "producer", 0, 0,                           \
+      "producer,uncompressed,gzip,snappy,lz4,zstd", "codec of stored batches")                 \
+    X(LOG_LEVEL, "kafkaiq.log.level", STRING, "info", 0, 0, "error,warn,info,debug",            \
+      "stderr log level")
+
+enum kiq_config_id {
+#define KIQ_CFG_ENUM(id, ...) KIQ_CFG_##id,
+    KIQ_BROKER_CONFIGS(KIQ_CFG_ENUM)
+#undef KIQ_CFG_ENUM
+    KIQ_CFG__COUNT
+};
+
+typedef struct kiq_config_def {
+    const char *name;
+    enum kiq_config_type type;
+    const char *default_value;
+    int64_t min, max;
+    const char *valid; /* comma-separated allowed strings, or NULL */
+    const char *doc;
+} kiq_config_def_t;
+
+typedef struct kiq_config kiq_config_t;
+
+extern const kiq_config_def_t kiq_config_defs[KIQ_CFG__COUNT];
+
+kiq_config_t *kiq_config_new(void);
+void kiq_config_free(kiq_config_t *c);
+/* Sets one value by Kafka name, checking it; -1 with the reason (naming the
+ * key) for a bad value. An unknown name is accepted with a warning, as Kafka
+ * does, and kept for DescribeConfigs. */
+int kiq_config_set(kiq_config_t *c, const char *name, const char *value);
+/* Reads a properties file (key=value or key: value, # and ! comments). */
+int kiq_config_load_file(kiq_config_t *c, const char *path);
+/* Parses "key=value" as given to --override. */
+int kiq_config_override(kiq_config_t *c, const char *assignment);
+/* Cross-key checks once everything is set. */
+int kiq_config_validate(const kiq_config_t *c);
+
+int64_t kiq_config_int(const kiq_config_t *c, enum kiq_config_id id);
+bool kiq_config_bool(const kiq_config_t *c, enum kiq_config_id id);
+const char *kiq_config_str(const kiq_config_t *c, enum kiq_config_id id);
+/* The value as text and whether it was set explicitly (DescribeConfigs). */
+const char *kiq_config_text(const kiq_config_t *c, enum kiq_config_id id, bool *is_default);
+/* Looks a Kafka name up; -1 when unknown. */
+int kiq_config_find(const char *name);
+kiq_config_t *kiq_config_copy(const kiq_config_t *c);
+
+#endif

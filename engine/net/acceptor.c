@@ -1,0 +1,155 @@
+#include "net/acceptor.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/log.h"
+
+/* The loop and listening socket belong to the acceptor thread once started. */
+struct kiq_acceptor {
+    int fd;
+    int port;
+    struct ev_loop *loop;
+    ev_io accept_io;
+    ev_async stop_async;
+    pthread_t thread;
+    bool started;
+    kiq_processor_t **processors;
+    int nprocessors;
+    int next;
+};
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    kiq_acceptor_t *a = w->data;
+    for (;;) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        int fd = accept4(a->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) KIQ_WARN("accept: %s", strerror(errno));
+            return;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        char host[INET6_ADDRSTRLEN] = "?", peer[64];
+        int port = 0;
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+            port = ntohs(in->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+            port = ntohs(in6->sin6_port);
+        }
+        snprintf(peer, sizeof peer, "%s:%d", host, port);
+        kiq_processor_add_socket(a->processors[a->next], fd, peer);
+        a->next = (a->next + 1) % a->nprocessors;
+    }
+}
+
+static void stop_cb(struct ev_loop *loop, ev_async *w, int revents) { ev_break(loop, EVBREAK_ALL); }
+
+kiq_acceptor_t *kiq_acceptor_new(const char *host, int port, kiq_processor_t **processors,
+                                 int nprocessors)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res;
+    char service[16];
+    snprintf(service, sizeof service, "%d", port);
+    int rc = getaddrinfo(*host ? host : NULL, service, &hints, &res);
+    if (rc != 0) {
+        kiq_error_set("listener %s:%d: %s", host, port, gai_strerror(rc));
+        return NULL;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        freeaddrinfo(res);
+        kiq_error_errno("listener %s:%d: socket", host, port);
+        return NULL;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+        kiq_error_errno("listener %s:%d: cannot bind", host, port);
+        freeaddrinfo(res);
+        close(fd);
+        return NULL;
+    }
+    freeaddrinfo(res);
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &len);
+    kiq_acceptor_t *a = calloc(1, sizeof *a);
+    if (!a) {
+        close(fd);
+        return NULL;
+    }
+    a->fd = fd;
+    a->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                            : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    a->processors = processors;
+    a->nprocessors = nprocessors;
+    a->loop = ev_loop_new(EVFLAG_AUTO);
+    if (!a->loop) {
+        kiq_acceptor_free(a);
+        kiq_error_set("acceptor: cannot create event loop");
+        return NULL;
+    }
+    ev_io_init(&a->accept_io, accept_cb, fd, EV_READ);
+    a->accept_io.data = a;
+    ev_io_start(a->loop, &a->accept_io);
+    ev_async_init(&a->stop_async, stop_cb);
+    ev_async_start(a->loop, &a->stop_async);
+    return a;
+}
+
+int kiq_acceptor_port(const kiq_acceptor_t *a) { return a->port; }
+
+static void *acceptor_main(void *arg)
+{
+    kiq_acceptor_t *a = arg;
+    kiq_log_thread_name("acceptor");
+    ev_run(a->loop, 0);
+    return NULL;
+}
+
+int kiq_acceptor_start(kiq_acceptor_t *a)
+{
+    if (pthread_create(&a->thread, NULL, acceptor_main, a) != 0)
+        return kiq_error_errno("acceptor: cannot start thread");
+    a->started = true;
+    return 0;
+}
+
+void kiq_acceptor_stop(kiq_acceptor_t *a)
+{
+    if (!a || !a->started) return;
+    ev_async_send(a->loop, &a->stop_async);
+    pthread_join(a->thread, NULL);
+    a->started = false;
+}
+
+void kiq_acceptor_free(kiq_acceptor_t *a)
+{
+    if (!a) return;
+    kiq_acceptor_stop(a);
+    if (a->loop) ev_loop_destroy(a->loop);
+    close(a->fd);
+    free(a);
+}

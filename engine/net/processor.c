@@ -1,0 +1,453 @@
+#include "net/processor.h"
+
+#include <errno.h>
+#include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+
+enum { READ_CHUNK = 65536 };
+
+/* Owned by the processor thread. */
+typedef struct conn {
+    uint64_t id;
+    int fd;
+    ev_io rio, wio;
+    kiq_processor_t *p;
+    char peer[64];
+    uint8_t *in; /* bytes read but not yet framed */
+    size_t in_len, in_cap;
+    kiq_request_t *inflight; /* the one request out of this connection */
+    bool queued;             /* inflight is on the request queue / with a handler */
+    uint8_t *out;            /* response being written */
+    size_t out_len, out_off;
+    kiq_request_t *out_req;
+    struct conn *next_waiting; /* on p->waiting while the queue is full */
+    bool waiting;
+    struct conn *hnext; /* hash chain */
+} conn_t;
+
+typedef struct inbox_socket {
+    int fd;
+    char peer[64];
+    struct inbox_socket *next;
+} inbox_socket_t;
+
+struct kiq_processor {
+    kiq_processor_config_t cfg;
+    pthread_t thread;
+    bool started;
+    struct ev_loop *loop;
+    ev_async wake;
+
+    pthread_mutex_t inbox_lock; /* guards the inbox fields */
+    inbox_socket_t *new_sockets;
+    kiq_request_t *done_head, *done_tail;
+    bool space_available;
+    bool stopping;
+
+    /* processor thread only */
+    conn_t **table;
+    size_t table_size;
+    uint64_t next_id;
+    conn_t *waiting; /* connections whose request waits for queue space */
+    atomic_int nconns;
+};
+
+static conn_t *conn_find(kiq_processor_t *p, uint64_t id)
+{
+    for (conn_t *c = p->table[id % p->table_size]; c; c = c->hnext)
+        if (c->id == id) return c;
+    return NULL;
+}
+
+static void conn_close(conn_t *c, const char *why)
+{
+    kiq_processor_t *p = c->p;
+    if (why) KIQ_DEBUG("closing connection %s: %s", c->peer, why);
+    ev_io_stop(p->loop, &c->rio);
+    ev_io_stop(p->loop, &c->wio);
+    close(c->fd);
+    conn_t **pp = &p->table[c->id % p->table_size];
+    while (*pp != c) pp = &(*pp)->hnext;
+    *pp = c->hnext;
+    if (c->waiting) {
+        conn_t **wp = &p->waiting;
+        while (*wp != c) wp = &(*wp)->next_waiting;
+        *wp = c->next_waiting;
+    }
+    /* A request with an I/O thread is freed when it comes back; others now. */
+    if (c->inflight && !c->queued) kiq_request_free(c->inflight);
+    kiq_request_free(c->out_req);
+    free(c->in);
+    free(c);
+    atomic_fetch_sub(&p->nconns, 1);
+}
+
+static void conn_process_input(conn_t *c);
+
+static void conn_enqueue(conn_t *c)
+{
+    kiq_processor_t *p = c->p;
+    if (kiq_request_queue_try_push(p->cfg.queue, c->inflight)) {
+        c->queued = true;
+        return;
+    }
+    /* Queue full: keep the request and stay muted until a pop makes room. */
+    if (!c->waiting) {
+        c->waiting = true;
+        c->next_waiting = p->waiting;
+        p->waiting = c;
+    }
+}
+
+/* Frames one request out of the input buffer, if a whole one is there. */
+static void conn_process_input(conn_t *c)
+{
+    kiq_processor_t *p = c->p;
+    if (c->inflight || c->out) return;
+    if (c->in_len < 4) {
+        ev_io_start(p->loop, &c->rio);
+        return;
+    }
+    int32_t size = (int32_t)kiq_be32(c->in);
+    if (size < 0 || (size_t)size > p->cfg.max_request_bytes) {
+        KIQ_WARN("connection %s: frame size %d outside [0, %zu] (socket.request.max.bytes), closing",
+                 c->peer, size, p->cfg.max_request_bytes);
+        conn_close(c, NULL);
+        return;
+    }
+    size_t need = 4 + (size_t)size;
+    if (c->in_len < need) {
+        if (c->in_cap < need) {
+            uint8_t *n = realloc(c->in, need);
+            if (!n) {
+                KIQ_ERROR("connection %s: out of memory for a %d-byte frame", c->peer, size);
+                conn_close(c, NULL);
+                return;
+            }
+            c->in = n;
+            c->in_cap = need;
+        }
+        ev_io_start(p->loop, &c->rio);
+        return;
+    }
+    uint8_t *frame = malloc(size ? (size_t)size : 1);
+    kiq_request_t *r = frame ? kiq_request_new(p, c->id, frame, (size_t)size) : NULL;
+    if (!r) {
+        free(frame);
+        conn_close(c, "out of memory");
+        return;
+    }
+    memcpy(frame, c->in + 4, (size_t)size);
+    memmove(c->in, c->in + need, c->in_len - need);
+    c->in_len -= need;
+    r->t.received = kiq_clock_mono_ns();
+    r->listener = p->cfg.listener;
+    snprintf(r->peer, sizeof r->peer, "%s", c->peer);
+
+    kiq_rd_t rd;
+    kiq_rd_init(&rd, frame, (size_t)size);
+    if (kiq_request_header_decode(&rd, &r->header) != 0) {
+        KIQ_WARN("connection %s: malformed request header (api key %d, version %d) at offset %zu: %s; closing",
+                 c->peer, r->header.api_key, r->header.api_version, kiq_rd_offset(&rd), rd.err);
+        kiq_request_free(r);
+        conn_close(c, NULL);
+        return;
+    }
+    r->body_offset = kiq_rd_offset(&rd);
+    if (p->cfg.admit(p->cfg.admit_ctx, r) != 0) {
+        kiq_request_free(r);
+        conn_close(c, NULL);
+        return;
+    }
+    /* One request in flight per connection: stop reading until it is done. */
+    ev_io_stop(p->loop, &c->rio);
+    c->inflight = r;
+    conn_enqueue(c);
+}
+
+static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    conn_t *c = w->data;
+    for (;;) {
+        size_t want = READ_CHUNK;
+        if (c->in_len >= 4) {
+            int32_t size = (int32_t)kiq_be32(c->in);
+            /* a bad size is reported by conn_process_input */
+            if (size < 0 || (size_t)size > c->p->cfg.max_request_bytes) break;
+            if (4 + (size_t)size > want) want = 4 + (size_t)size;
+        }
+        if (c->in_cap < want) {
+            uint8_t *n = realloc(c->in, want);
+            if (!n) return conn_close(c, "out of memory");
+            c->in = n;
+            c->in_cap = want;
+        }
+        ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+        if (n > 0) {
+            c->in_len += (size_t)n;
+            if (c->in_len == c->in_cap) break;
+            continue;
+        }
+        if (n == 0) return conn_close(c, "peer closed");
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        return conn_close(c, strerror(errno));
+    }
+    ev_io_stop(loop, &c->rio);
+    conn_process_input(c);
+}
+
+static void conn_finish_write(conn_t *c)
+{
+    c->out_req->t.sent = kiq_clock_mono_ns();
+    kiq_request_log_timing(c->out_req);
+    bool close_after = c->out_req->close_after;
+    kiq_request_free(c->out_req);
+    c->out_req = NULL;
+    c->out = NULL;
+    if (close_after) return conn_close(c, "closed by the request handler");
+    conn_process_input(c);
+}
+
+/* Returns false when the connection was closed. */
+static bool conn_flush(conn_t *c)
+{
+    while (c->out_off < c->out_len) {
+        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+        if (n > 0) {
+            c->out_off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            ev_io_start(c->p->loop, &c->wio);
+            return true;
+        }
+        conn_close(c, n < 0 ? strerror(errno) : "short write");
+        return false;
+    }
+    ev_io_stop(c->p->loop, &c->wio);
+    conn_finish_write(c);
+    return true;
+}
+
+static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents) { conn_flush(w->data); }
+
+static void conn_respond(conn_t *c, kiq_request_t *r)
+{
+    c->inflight = NULL;
+    c->queued = false;
+    c->out_req = r;
+    if (!r->response) {
+        /* acks=0 produce, or a connection the handler wants dropped */
+        conn_finish_write(c);
+        return;
+    }
+    c->out = r->response;
+    c->out_len = r->response_len;
+    c->out_off = 0;
+    conn_flush(c);
+}
+
+static void adopt_socket(kiq_processor_t *p, inbox_socket_t *s)
+{
+    conn_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(s->fd);
+        return;
+    }
+    c->id = ++p->next_id;
+    c->fd = s->fd;
+    c->p = p;
+    snprintf(c->peer, sizeof c->peer, "%s", s->peer);
+    ev_io_init(&c->rio, conn_read_cb, c->fd, EV_READ);
+    ev_io_init(&c->wio, conn_write_cb, c->fd, EV_WRITE);
+    c->rio.data = c->wio.data = c;
+    c->hnext = p->table[c->id % p->table_size];
+    p->table[c->id % p->table_size] = c;
+    atomic_fetch_add(&p->nconns, 1);
+    ev_io_start(p->loop, &c->rio);
+}
+
+static void retry_waiting(kiq_processor_t *p)
+{
+    conn_t *list = p->waiting;
+    p->waiting = NULL;
+    while (list) {
+        conn_t *c = list;
+        list = c->next_waiting;
+        c->waiting = false;
+        conn_enqueue(c);
+    }
+}
+
+static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+    kiq_processor_t *p = w->data;
+    pthread_mutex_lock(&p->inbox_lock);
+    inbox_socket_t *sockets = p->new_sockets;
+    kiq_request_t *done = p->done_head;
+    bool space = p->space_available, stopping = p->stopping;
+    p->new_sockets = NULL;
+    p->done_head = p->done_tail = NULL;
+    p->space_available = false;
+    pthread_mutex_unlock(&p->inbox_lock);
+
+    while (sockets) {
+        inbox_socket_t *s = sockets;
+        sockets = s->next;
+        if (stopping)
+            close(s->fd);
+        else
+            adopt_socket(p, s);
+        free(s);
+    }
+    while (done) {
+        kiq_request_t *r = done;
+        done = r->next;
+        r->next = NULL;
+        conn_t *c = conn_find(p, r->conn_id);
+        if (c && c->inflight == r)
+            conn_respond(c, r);
+        else
+            kiq_request_free(r); /* the connection went away meanwhile */
+    }
+    if (space) retry_waiting(p);
+    if (stopping) ev_break(loop, EVBREAK_ALL);
+}
+
+static void *processor_main(void *arg)
+{
+    kiq_processor_t *p = arg;
+    char name[24];
+    snprintf(name, sizeof name, "processor-%d", p->cfg.id);
+    kiq_log_thread_name(name);
+    ev_run(p->loop, 0);
+    /* Close what is left; requests still with I/O threads come back to a
+     * missing connection and are freed in the final inbox drain. */
+    for (size_t i = 0; i < p->table_size; i++)
+        while (p->table[i]) conn_close(p->table[i], NULL);
+    return NULL;
+}
+
+kiq_processor_t *kiq_processor_new(const kiq_processor_config_t *cfg)
+{
+    kiq_processor_t *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->cfg = *cfg;
+    p->table_size = 1024;
+    p->table = calloc(p->table_size, sizeof *p->table);
+    p->loop = ev_loop_new(EVFLAG_AUTO);
+    if (!p->table || !p->loop) {
+        kiq_processor_free(p);
+        kiq_error_set("processor %d: cannot create event loop", cfg->id);
+        return NULL;
+    }
+    pthread_mutex_init(&p->inbox_lock, NULL);
+    ev_async_init(&p->wake, wake_cb);
+    p->wake.data = p;
+    ev_async_start(p->loop, &p->wake);
+    return p;
+}
+
+int kiq_processor_start(kiq_processor_t *p)
+{
+    if (pthread_create(&p->thread, NULL, processor_main, p) != 0)
+        return kiq_error_errno("processor %d: cannot start thread", p->cfg.id);
+    p->started = true;
+    return 0;
+}
+
+static void wake(kiq_processor_t *p) { ev_async_send(p->loop, &p->wake); }
+
+void kiq_processor_stop(kiq_processor_t *p)
+{
+    if (!p || !p->started) return;
+    pthread_mutex_lock(&p->inbox_lock);
+    p->stopping = true;
+    pthread_mutex_unlock(&p->inbox_lock);
+    wake(p);
+    pthread_join(p->thread, NULL);
+    pthread_mutex_lock(&p->inbox_lock);
+    p->started = false;
+    pthread_mutex_unlock(&p->inbox_lock);
+}
+
+void kiq_processor_free(kiq_processor_t *p)
+{
+    if (!p) return;
+    kiq_processor_stop(p);
+    while (p->new_sockets) {
+        inbox_socket_t *s = p->new_sockets;
+        p->new_sockets = s->next;
+        close(s->fd);
+        free(s);
+    }
+    while (p->done_head) {
+        kiq_request_t *r = p->done_head;
+        p->done_head = r->next;
+        kiq_request_free(r);
+    }
+    if (p->loop) ev_loop_destroy(p->loop);
+    pthread_mutex_destroy(&p->inbox_lock);
+    free(p->table);
+    free(p);
+}
+
+void kiq_processor_add_socket(kiq_processor_t *p, int fd, const char *peer)
+{
+    inbox_socket_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        close(fd);
+        return;
+    }
+    s->fd = fd;
+    snprintf(s->peer, sizeof s->peer, "%s", peer);
+    pthread_mutex_lock(&p->inbox_lock);
+    s->next = p->new_sockets;
+    p->new_sockets = s;
+    pthread_mutex_unlock(&p->inbox_lock);
+    wake(p);
+}
+
+void kiq_processor_complete(kiq_request_t *r)
+{
+    kiq_processor_t *p = r->processor;
+    r->t.response_queued = kiq_clock_mono_ns();
+    r->next = NULL;
+    pthread_mutex_lock(&p->inbox_lock);
+    bool stopped = p->stopping && !p->started;
+    if (!stopped) {
+        if (p->done_tail)
+            p->done_tail->next = r;
+        else
+            p->done_head = r;
+        p->done_tail = r;
+    }
+    pthread_mutex_unlock(&p->inbox_lock);
+    if (stopped)
+        kiq_request_free(r);
+    else
+        wake(p);
+}
+
+void kiq_processor_queue_space(void *processor)
+{
+    kiq_processor_t *p = processor;
+    pthread_mutex_lock(&p->inbox_lock);
+    p->space_available = true;
+    pthread_mutex_unlock(&p->inbox_lock);
+    wake(p);
+}
+
+int kiq_processor_connection_count(kiq_processor_t *p) { return atomic_load(&p->nconns); }

@@ -1,0 +1,45 @@
+/* A processor (num.network.threads of them): one thread running its own libev
+ * loop over the connections the acceptor gives it. It frames requests,
+ * parses headers, puts one request per connection at a time on the request
+ * queue, and writes responses back in order. Its inbox (new sockets,
+ * finished requests, wake-ups) is the only state other threads touch; they
+ * reach it through the functions marked "any thread", which lock the inbox
+ * and ev_async_send the loop. */
+#ifndef KIQ_NET_PROCESSOR_H
+#define KIQ_NET_PROCESSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/request.h"
+#include "net/request_queue.h"
+
+typedef struct kiq_processor kiq_processor_t;
+
+typedef struct kiq_processor_config {
+    int id;
+    int listener;
+    size_t max_request_bytes; /* socket.request.max.bytes */
+    kiq_request_queue_t *queue;
+    /* Admission check run on the processor thread once a header parses;
+     * non-zero means refuse (close) the connection. */
+    int (*admit)(void *ctx, kiq_request_t *r);
+    void *admit_ctx;
+} kiq_processor_config_t;
+
+kiq_processor_t *kiq_processor_new(const kiq_processor_config_t *cfg);
+int kiq_processor_start(kiq_processor_t *p);
+/* Any thread: stops the loop, closes connections, joins the thread. */
+void kiq_processor_stop(kiq_processor_t *p);
+void kiq_processor_free(kiq_processor_t *p);
+
+/* Any thread: adopt an accepted socket. */
+void kiq_processor_add_socket(kiq_processor_t *p, int fd, const char *peer);
+/* Any thread: the request is done; its response (if any) goes out and the
+ * connection reads its next request. Takes ownership of r. */
+void kiq_processor_complete(kiq_request_t *r);
+/* Any thread: the request queue has room again (request-queue callback). */
+void kiq_processor_queue_space(void *processor);
+int kiq_processor_connection_count(kiq_processor_t *p);
+
+#endif

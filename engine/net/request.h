@@ -1,0 +1,59 @@
+/* A request's life: read and framed by a processor, queued, handled by an I/O
+ * thread (possibly parked in a purgatory and completed by another thread),
+ * then its response handed back to the processor that owns the connection.
+ * Exactly one thread holds a request at any time; handing it over (queue,
+ * purgatory, response queue) is the synchronisation. */
+#ifndef KIQ_NET_REQUEST_H
+#define KIQ_NET_REQUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/arena.h"
+#include "proto/header.h"
+#include "proto/messages.h"
+
+struct kiq_processor;
+
+/* Timestamps (monotonic ns) of each stage, for request metrics and record
+ * journeys: Kafka's queue/local/remote/response-queue/send split. */
+typedef struct kiq_request_times {
+    int64_t received;         /* whole frame read */
+    int64_t enqueued;         /* put on the request queue */
+    int64_t dequeued;         /* taken by an I/O thread */
+    int64_t handled;          /* handler done (or parked) */
+    int64_t completed;        /* response built (differs from handled when parked) */
+    int64_t response_queued;  /* on the processor's response queue */
+    int64_t sent;             /* last byte written to the socket */
+} kiq_request_times_t;
+
+typedef struct kiq_request {
+    struct kiq_processor *processor;
+    uint64_t conn_id;
+    int listener;
+    char peer[64];
+
+    uint8_t *frame; /* request bytes without the size prefix */
+    size_t frame_len;
+    kiq_request_header_t header;
+    size_t body_offset;
+    const kiq_api_codec_t *codec;
+
+    kiq_arena_t arena; /* decoded request, response message, handler scratch */
+    void *body;        /* decoded request message */
+
+    uint8_t *response; /* whole frame with size prefix; NULL when none is sent */
+    size_t response_len;
+    bool close_after; /* drop the connection instead of (or after) answering */
+
+    kiq_request_times_t t;
+    struct kiq_request *next; /* link on whichever queue holds it */
+} kiq_request_t;
+
+kiq_request_t *kiq_request_new(struct kiq_processor *p, uint64_t conn_id, uint8_t *frame,
+                               size_t len);
+void kiq_request_free(kiq_request_t *r);
+/* Debug-level line with the request's stage times. */
+void kiq_request_log_timing(const kiq_request_t *r);
+
+#endif

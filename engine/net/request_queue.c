@@ -1,0 +1,102 @@
+#include "net/request_queue.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+
+enum { MAX_SPACE_WATCHERS = 64 };
+
+struct kiq_request_queue {
+    pthread_mutex_t lock; /* guards everything below */
+    pthread_cond_t nonempty;
+    kiq_request_t **ring;
+    size_t capacity, head, count;
+    bool closed;
+    struct { kiq_queue_space_fn fn; void *ctx; } watchers[MAX_SPACE_WATCHERS];
+    int nwatchers;
+};
+
+kiq_request_queue_t *kiq_request_queue_new(size_t capacity)
+{
+    kiq_request_queue_t *q = calloc(1, sizeof *q);
+    if (!q) return NULL;
+    q->ring = calloc(capacity, sizeof *q->ring);
+    if (!q->ring) {
+        free(q);
+        return NULL;
+    }
+    q->capacity = capacity;
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->nonempty, NULL);
+    return q;
+}
+
+void kiq_request_queue_free(kiq_request_queue_t *q)
+{
+    if (!q) return;
+    for (size_t i = 0; i < q->count; i++)
+        kiq_request_free(q->ring[(q->head + i) % q->capacity]);
+    pthread_mutex_destroy(&q->lock);
+    pthread_cond_destroy(&q->nonempty);
+    free(q->ring);
+    free(q);
+}
+
+int kiq_request_queue_on_space(kiq_request_queue_t *q, kiq_queue_space_fn fn, void *ctx)
+{
+    if (q->nwatchers == MAX_SPACE_WATCHERS) return kiq_error_set("too many queue watchers");
+    q->watchers[q->nwatchers].fn = fn;
+    q->watchers[q->nwatchers].ctx = ctx;
+    q->nwatchers++;
+    return 0;
+}
+
+bool kiq_request_queue_try_push(kiq_request_queue_t *q, kiq_request_t *r)
+{
+    pthread_mutex_lock(&q->lock);
+    bool ok = !q->closed && q->count < q->capacity;
+    if (ok) {
+        r->t.enqueued = kiq_clock_mono_ns();
+        q->ring[(q->head + q->count) % q->capacity] = r;
+        q->count++;
+        pthread_cond_signal(&q->nonempty);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return ok;
+}
+
+kiq_request_t *kiq_request_queue_pop(kiq_request_queue_t *q)
+{
+    pthread_mutex_lock(&q->lock);
+    while (q->count == 0 && !q->closed) pthread_cond_wait(&q->nonempty, &q->lock);
+    kiq_request_t *r = NULL;
+    bool was_full = q->count == q->capacity;
+    if (q->count > 0) {
+        r = q->ring[q->head];
+        q->head = (q->head + 1) % q->capacity;
+        q->count--;
+        r->t.dequeued = kiq_clock_mono_ns();
+    }
+    pthread_mutex_unlock(&q->lock);
+    if (r && was_full)
+        for (int i = 0; i < q->nwatchers; i++) q->watchers[i].fn(q->watchers[i].ctx);
+    return r;
+}
+
+void kiq_request_queue_close(kiq_request_queue_t *q)
+{
+    pthread_mutex_lock(&q->lock);
+    q->closed = true;
+    pthread_cond_broadcast(&q->nonempty);
+    pthread_mutex_unlock(&q->lock);
+}
+
+size_t kiq_request_queue_depth(kiq_request_queue_t *q)
+{
+    pthread_mutex_lock(&q->lock);
+    size_t n = q->count;
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
