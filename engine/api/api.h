@@ -1,0 +1,46 @@
+/* Request handlers, one file per API. A handler runs on an I/O thread with
+ * the decoded request and a response message initialised to its defaults,
+ * and says what happens next. */
+#ifndef KIQ_API_API_H
+#define KIQ_API_API_H
+
+#include "net/request.h"
+#include "proto/errors.h"
+#include "server/broker.h"
+
+enum kiq_handler_result {
+    KIQ_HANDLER_CLOSE = -1,      /* drop the connection, no response */
+    KIQ_HANDLER_RESPOND = 0,     /* encode the response now */
+    KIQ_HANDLER_NO_RESPONSE = 1, /* acks=0 produce: the client expects nothing */
+    KIQ_HANDLER_PARKED = 2,      /* the handler answers later via kiq_api_respond */
+};
+
+typedef int (*kiq_api_handler_fn)(kiq_broker_t *b, kiq_request_t *r, const void *request,
+                                  void *response);
+
+/* NULL for APIs this broker does not serve (it refuses them like Kafka:
+ * by closing the connection). */
+kiq_api_handler_fn kiq_api_handler(int16_t api_key);
+
+/* Any thread: encodes the response with its header and hands the request
+ * back to its processor. */
+void kiq_api_respond(kiq_request_t *r, const void *response);
+/* Any thread: finishes a request without a response. */
+void kiq_api_finish(kiq_request_t *r, bool close_connection);
+
+int kiq_api_versions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_list_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_delete_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req,
+                                    void *resp);
+
+/* Arena copy of a C string as a protocol string. */
+kiq_str_t kiq_api_str(kiq_request_t *r, const char *s);
+/* Arena copy of the error slot's text (for error_message fields). */
+kiq_str_t kiq_api_error_message(kiq_request_t *r);
+
+#endif

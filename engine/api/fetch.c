@@ -1,0 +1,150 @@
+/* Fetch: whole batches from each partition's log up to the high watermark,
+ * sized by partition_max_bytes and max_bytes (at least one batch always goes
+ * out). With nothing to return and max_wait_ms > 0 the request waits in the
+ * purgatory until data is appended or the wait ends. Fetch sessions are
+ * declined (session id 0): every fetch is a full fetch, which Kafka allows. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+
+typedef struct fetch_op {
+    kiq_delayed_op_t op; /* first: the purgatory hands this pointer back */
+    kiq_broker_t *b;
+    kiq_request_t *r;
+    const kiq_fetch_request_t *req;
+    kiq_fetch_response_t *resp;
+} fetch_op_t;
+
+static int16_t check_epoch(int32_t asked, int32_t current)
+{
+    if (asked < 0 || asked == current) return KIQ_ERR_NONE;
+    return asked < current ? KIQ_ERR_FENCED_LEADER_EPOCH : KIQ_ERR_UNKNOWN_LEADER_EPOCH;
+}
+
+/* Fills the response; returns the record bytes it holds. */
+static int64_t fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req,
+                          kiq_fetch_response_t *out)
+{
+    int64_t total = 0;
+    int64_t budget = req->max_bytes > 0 ? req->max_bytes : INT32_MAX;
+    out->error_code = KIQ_ERR_NONE;
+    out->session_id = 0;
+    out->responses_n = req->topics_n;
+    out->responses = kiq_arena_calloc(&r->arena, (size_t)(req->topics_n > 0 ? req->topics_n : 0),
+                                      sizeof *out->responses);
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    for (int32_t i = 0; i < req->topics_n; i++) {
+        const kiq_fetch_request_topics_t *t = &req->topics[i];
+        kiq_fetch_response_responses_t *tr = &out->responses[i];
+        kiq_fetch_response_responses_init(tr);
+        tr->topic = t->topic;
+        tr->partitions_n = t->partitions_n;
+        tr->partitions = kiq_arena_calloc(&r->arena, (size_t)(t->partitions_n > 0 ? t->partitions_n : 0),
+                                          sizeof *tr->partitions);
+        kiq_topic_t *topic = kiq_topics_get(b->topics, t->topic);
+        for (int32_t j = 0; j < t->partitions_n; j++) {
+            const kiq_fetch_request_topics_partitions_t *p = &t->partitions[j];
+            kiq_fetch_response_responses_partitions_t *pr = &tr->partitions[j];
+            kiq_fetch_response_responses_partitions_init(pr);
+            pr->partition_index = p->partition;
+            pr->records = (kiq_bytes_t){(const uint8_t *)"", 0};
+            if (!topic || p->partition < 0 || p->partition >= topic->npartitions) {
+                pr->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                pr->high_watermark = -1;
+                continue;
+            }
+            kiq_partition_t *part = &topic->partitions[p->partition];
+            kiq_partition_log_t *log = part->log;
+            int64_t hw = kiq_partition_log_end_offset(log);
+            pr->high_watermark = pr->last_stable_offset = hw;
+            pr->log_start_offset = kiq_partition_log_start_offset(log);
+            pr->error_code = check_epoch(p->current_leader_epoch, part->leader_epoch);
+            if (pr->error_code) continue;
+            /* Past the first batch returned, respect the request's max_bytes. */
+            int32_t limit = p->partition_max_bytes;
+            if (total > 0 && budget - total < limit) limit = (int32_t)(budget - total);
+            if (limit <= 0 && total > 0) continue;
+            w.len = 0;
+            int64_t n = kiq_partition_log_read(log, p->fetch_offset, limit, hw, &w);
+            if (n == KIQ_LOG_OUT_OF_RANGE) {
+                pr->error_code = KIQ_ERR_OFFSET_OUT_OF_RANGE;
+                continue;
+            }
+            if (n < 0 || w.err) {
+                KIQ_ERROR("fetch %s-%d at %lld: %s", topic->name, p->partition,
+                          (long long)p->fetch_offset, kiq_error_get());
+                pr->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
+                continue;
+            }
+            if (w.len) {
+                uint8_t *copy = kiq_arena_alloc(&r->arena, w.len);
+                memcpy(copy, w.buf, w.len);
+                pr->records = (kiq_bytes_t){copy, (int32_t)w.len};
+                total += (int64_t)w.len;
+            }
+        }
+        kiq_topic_unref(topic);
+    }
+    kiq_wr_free(&w);
+    return total;
+}
+
+/* True when any requested partition has data past the fetch offset or an
+ * error to report: cheap, without reading the log. */
+static bool fetch_ready(kiq_broker_t *b, const kiq_fetch_request_t *req)
+{
+    bool ready = false;
+    for (int32_t i = 0; i < req->topics_n && !ready; i++) {
+        const kiq_fetch_request_topics_t *t = &req->topics[i];
+        kiq_topic_t *topic = kiq_topics_get(b->topics, t->topic);
+        for (int32_t j = 0; j < t->partitions_n && !ready; j++) {
+            const kiq_fetch_request_topics_partitions_t *p = &t->partitions[j];
+            if (!topic || p->partition < 0 || p->partition >= topic->npartitions) {
+                ready = true;
+                break;
+            }
+            kiq_partition_log_t *log = topic->partitions[p->partition].log;
+            ready = kiq_partition_log_end_offset(log) != p->fetch_offset;
+        }
+        if (!topic) ready = true;
+        kiq_topic_unref(topic);
+    }
+    return ready;
+}
+
+static bool fetch_try_complete(kiq_delayed_op_t *op, bool expired)
+{
+    fetch_op_t *f = (fetch_op_t *)op;
+    if (!expired && !fetch_ready(f->b, f->req)) return false;
+    kiq_fetch_response_init(f->resp);
+    fetch_read(f->b, f->r, f->req, f->resp);
+    f->r->t.completed = kiq_clock_mono_ns();
+    kiq_api_respond(f->r, f->resp); /* frees f with the request's arena */
+    return true;
+}
+
+int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_fetch_request_t *req = request;
+    kiq_fetch_response_t *out = response;
+    int64_t bytes = fetch_read(b, r, req, out);
+    if (req->max_wait_ms <= 0 || bytes >= (req->min_bytes > 0 ? req->min_bytes : 1))
+        return KIQ_HANDLER_RESPOND;
+    for (int32_t i = 0; i < out->responses_n; i++)
+        for (int32_t j = 0; j < out->responses[i].partitions_n; j++)
+            if (out->responses[i].partitions[j].error_code) return KIQ_HANDLER_RESPOND;
+    fetch_op_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
+    f->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)req->max_wait_ms * 1000000;
+    f->op.try_complete = fetch_try_complete;
+    f->b = b;
+    f->r = r;
+    f->req = req;
+    f->resp = out;
+    kiq_purgatory_park(b->purgatory, &f->op);
+    return KIQ_HANDLER_PARKED;
+}

@@ -1,0 +1,85 @@
+/* ListOffsets: earliest (-2), latest (-1), max timestamp (-3, v7) and the
+ * first offset at or after a timestamp. */
+#include "api/api.h"
+#include "core/error.h"
+#include "core/log.h"
+
+enum { LATEST = -1, EARLIEST = -2, MAX_TIMESTAMP = -3 };
+
+static void list_partition(kiq_topic_t *topic, int16_t v,
+                           const kiq_list_offsets_request_topics_partitions_t *in,
+                           kiq_list_offsets_response_topics_partitions_t *out)
+{
+    out->partition_index = in->partition_index;
+    if (!topic || in->partition_index < 0 || in->partition_index >= topic->npartitions) {
+        out->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        return;
+    }
+    kiq_partition_t *part = &topic->partitions[in->partition_index];
+    if (in->current_leader_epoch >= 0 && in->current_leader_epoch != part->leader_epoch) {
+        out->error_code = in->current_leader_epoch < part->leader_epoch ? KIQ_ERR_FENCED_LEADER_EPOCH
+                                                                        : KIQ_ERR_UNKNOWN_LEADER_EPOCH;
+        return;
+    }
+    out->leader_epoch = part->leader_epoch;
+    out->timestamp = -1;
+    switch (in->timestamp) {
+    case LATEST: out->offset = kiq_partition_log_end_offset(part->log); break;
+    case EARLIEST: out->offset = kiq_partition_log_start_offset(part->log); break;
+    case MAX_TIMESTAMP:
+        if (v < 7) {
+            out->error_code = KIQ_ERR_UNSUPPORTED_VERSION;
+            return;
+        }
+        /* fallthrough */
+    default: {
+        int64_t ts = in->timestamp;
+        if (ts == MAX_TIMESTAMP) {
+            /* the batch holding the newest timestamp */
+            kiq_log_segment_info_t segs[64];
+            int n = kiq_partition_log_segments(part->log, segs, 64);
+            ts = -1;
+            for (int i = 0; i < n && i < 64; i++)
+                if (segs[i].max_timestamp > ts) ts = segs[i].max_timestamp;
+            if (ts < 0) {
+                out->offset = -1;
+                return;
+            }
+        }
+        int64_t offset;
+        if (kiq_partition_log_offset_for_time(part->log, ts, &offset) != 0) {
+            KIQ_ERROR("ListOffsets %s-%d: %s", topic->name, in->partition_index, kiq_error_get());
+            out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
+            return;
+        }
+        out->offset = offset;
+        if (offset >= 0) out->timestamp = ts;
+    }
+    }
+}
+
+int kiq_api_list_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
+                                void *response)
+{
+    const kiq_list_offsets_request_t *req = request;
+    kiq_list_offsets_response_t *out = response;
+    int32_t n = req->topics_n > 0 ? req->topics_n : 0;
+    out->topics_n = n;
+    out->topics = kiq_arena_calloc(&r->arena, (size_t)n, sizeof *out->topics);
+    for (int32_t i = 0; i < n; i++) {
+        const kiq_list_offsets_request_topics_t *t = &req->topics[i];
+        kiq_list_offsets_response_topics_t *tr = &out->topics[i];
+        kiq_list_offsets_response_topics_init(tr);
+        tr->name = t->name;
+        int32_t np = t->partitions_n > 0 ? t->partitions_n : 0;
+        tr->partitions_n = np;
+        tr->partitions = kiq_arena_calloc(&r->arena, (size_t)np, sizeof *tr->partitions);
+        kiq_topic_t *topic = kiq_topics_get(b->topics, t->name);
+        for (int32_t j = 0; j < np; j++) {
+            kiq_list_offsets_response_topics_partitions_init(&tr->partitions[j]);
+            list_partition(topic, r->header.api_version, &t->partitions[j], &tr->partitions[j]);
+        }
+        kiq_topic_unref(topic);
+    }
+    return KIQ_HANDLER_RESPOND;
+}

@@ -1,0 +1,125 @@
+/* Produce: validate each partition's batches (framing, magic, CRC, records),
+ * stamp offsets (and LogAppendTime when configured), append to the log.
+ * A partition's data is accepted or refused whole, as in Kafka. */
+#include <string.h>
+
+#include "api/api.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "record/batch.h"
+
+/* Checks every batch of one partition's records; returns a Kafka error code. */
+static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int *nbatches)
+{
+    if (!p || len == 0) return kiq_error_set("no record batches"), KIQ_ERR_INVALID_RECORD;
+    kiq_batch_iter_t it;
+    kiq_batch_iter_init(&it, p, len, false);
+    const uint8_t *batch;
+    size_t blen;
+    kiq_batch_header_t h;
+    int rc;
+    *nbatches = 0;
+    while ((rc = kiq_batch_iter_next(&it, &batch, &blen, &h)) == 1) {
+        if (h.magic != KIQ_BATCH_MAGIC) {
+            kiq_error_set("message format v%d is not supported; use RecordBatch v2", h.magic);
+            return KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
+        }
+        int err = kiq_batch_validate(batch, blen, max_bytes, &h);
+        if (err) return err;
+        (*nbatches)++;
+    }
+    return rc == 0 ? KIQ_ERR_NONE : KIQ_ERR_CORRUPT_MESSAGE;
+}
+
+static void stamp_log_append_time(uint8_t *p, size_t len, int64_t now)
+{
+    kiq_batch_iter_t it;
+    kiq_batch_iter_init(&it, p, len, false);
+    const uint8_t *batch;
+    size_t blen;
+    kiq_batch_header_t h;
+    while (kiq_batch_iter_next(&it, &batch, &blen, &h) == 1)
+        kiq_batch_set_log_append_time((uint8_t *)batch, now);
+}
+
+static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic,
+                              const kiq_produce_request_topic_data_partition_data_t *in,
+                              kiq_produce_response_responses_partition_responses_t *out)
+{
+    out->index = in->index;
+    if (!topic || in->index < 0 || in->index >= topic->npartitions) {
+        out->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        return;
+    }
+    kiq_partition_t *part = &topic->partitions[in->index];
+    /* the frame is this request's own buffer, so stamping in place is safe */
+    uint8_t *data = (uint8_t *)in->records.p;
+    size_t len = (size_t)in->records.len;
+    int nbatches;
+    int err = validate_batches(data, len, (size_t)kiq_config_int(b->config, KIQ_CFG_MESSAGE_MAX_BYTES),
+                               &nbatches);
+    if (err) {
+        KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
+                 err, kiq_error_get());
+        out->error_code = (int16_t)err;
+        out->error_message = kiq_api_error_message(r);
+        return;
+    }
+    if (strcmp(kiq_config_str(b->config, KIQ_CFG_MESSAGE_TIMESTAMP_TYPE), "LogAppendTime") == 0) {
+        out->log_append_time_ms = kiq_clock_wall_ms();
+        stamp_log_append_time(data, len, out->log_append_time_ms);
+    }
+    int64_t base, last;
+    if (kiq_partition_log_append(part->log, data, len, part->leader_epoch, &base, &last) != 0) {
+        KIQ_ERROR("append to %s-%d failed: %s", topic->name, in->index, kiq_error_get());
+        out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
+        out->error_message = kiq_api_error_message(r);
+        return;
+    }
+    out->base_offset = base;
+    out->log_start_offset = kiq_partition_log_start_offset(part->log);
+}
+
+int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_produce_request_t *req = request;
+    kiq_produce_response_t *out = response;
+    bool acks_valid = req->acks == 0 || req->acks == 1 || req->acks == -1;
+    bool any_error = false, appended = false;
+
+    out->responses_n = req->topic_data_n;
+    out->responses = kiq_arena_calloc(&r->arena, (size_t)(req->topic_data_n > 0 ? req->topic_data_n : 0),
+                                      sizeof *out->responses);
+    for (int32_t i = 0; i < req->topic_data_n; i++) {
+        const kiq_produce_request_topic_data_t *td = &req->topic_data[i];
+        kiq_produce_response_responses_t *tr = &out->responses[i];
+        kiq_produce_response_responses_init(tr);
+        tr->name = td->name;
+        tr->partition_responses_n = td->partition_data_n;
+        tr->partition_responses = kiq_arena_calloc(
+            &r->arena, (size_t)(td->partition_data_n > 0 ? td->partition_data_n : 0),
+            sizeof *tr->partition_responses);
+        kiq_topic_t *topic = acks_valid ? kiq_topics_get(b->topics, td->name) : NULL;
+        for (int32_t j = 0; j < td->partition_data_n; j++) {
+            kiq_produce_response_responses_partition_responses_t *pr = &tr->partition_responses[j];
+            kiq_produce_response_responses_partition_responses_init(pr);
+            if (!acks_valid) {
+                pr->index = td->partition_data[j].index;
+                pr->error_code = KIQ_ERR_INVALID_REQUIRED_ACKS;
+            } else {
+                produce_partition(b, r, topic, &td->partition_data[j], pr);
+                appended |= pr->error_code == KIQ_ERR_NONE;
+            }
+            any_error |= pr->error_code != KIQ_ERR_NONE;
+        }
+        kiq_topic_unref(topic);
+    }
+    if (appended) kiq_topics_notify_append(b->topics);
+    if (req->acks == 0) {
+        /* No response with acks=0; an error closes the connection so the
+         * client notices (Kafka does the same). */
+        return any_error ? KIQ_HANDLER_CLOSE : KIQ_HANDLER_NO_RESPONSE;
+    }
+    return KIQ_HANDLER_RESPOND;
+}

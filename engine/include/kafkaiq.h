@@ -1,0 +1,25 @@
+/* KafkaIQ engine: the public C API. A broker is a value, not a process: many
+ * can live in one process. */
+#ifndef KAFKAIQ_H
+#define KAFKAIQ_H
+
+#include "config/config.h"
+
+#define KIQ_VERSION "0.1.0"
+
+typedef struct kiq_broker kiq_broker_t;
+
+/* Takes a copy of the configuration; checks it and prepares the data
+ * directory (locks it, reads meta.properties). NULL with the reason in the
+ * error slot. */
+kiq_broker_t *kiq_broker_new(const kiq_config_t *config);
+/* Loads the logs, binds the listener, starts every thread. */
+int kiq_broker_start(kiq_broker_t *b);
+/* Any thread but the broker's own: clean shutdown (logs flushed and marked
+ * clean). Idempotent. */
+void kiq_broker_stop(kiq_broker_t *b);
+void kiq_broker_free(kiq_broker_t *b);
+/* The bound port (useful with port 0). */
+int kiq_broker_port(const kiq_broker_t *b);
+
+#endif

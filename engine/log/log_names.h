@@ -1,0 +1,27 @@
+/* Kafka's on-disk names: a partition lives in `<topic>-<partition>/`, a
+ * segment is `<base offset, 20 digits zero-padded><suffix>` in it. Pure
+ * functions, callable from any thread. */
+#ifndef KIQ_LOG_LOG_NAMES_H
+#define KIQ_LOG_LOG_NAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KIQ_LOG_SUFFIX ".log"
+#define KIQ_INDEX_SUFFIX ".index"
+#define KIQ_TIMEINDEX_SUFFIX ".timeindex"
+
+/* "<topic>-<partition>" into buf. -1 (with the reason) when the topic is not
+ * a legal Kafka topic name (so it can never escape the log directory), the
+ * partition is negative, or buf is too small. */
+int kiq_log_dir_name(char *buf, size_t n, const char *topic, int32_t partition);
+/* The reverse: splits a directory name at its last '-'. -1 when it is not a
+ * partition directory. */
+int kiq_log_dir_parse(const char *name, char *topic, size_t n, int32_t *partition);
+/* "<dir>/<20-digit base><suffix>" into buf; -1 when it does not fit. */
+int kiq_log_segment_path(char *buf, size_t n, const char *dir, int64_t base_offset, const char *suffix);
+/* True when name is exactly 20 digits followed by suffix; *base_offset gets the number. */
+bool kiq_log_segment_name_parse(const char *name, const char *suffix, int64_t *base_offset);
+
+#endif

@@ -1,0 +1,501 @@
+#include "log/partition_log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "log/file_io.h"
+#include "log/log_names.h"
+#include "record/batch.h"
+
+/* Attempts of a read whose copy raced with a truncation. */
+#define READ_ATTEMPTS 3
+
+/* Guarded by mu, except dir and cfg, which never change after open. */
+struct kiq_partition_log {
+    pthread_mutex_t mu;
+    char *dir;
+    kiq_log_config_t cfg;
+    kiq_segment_t **segs; /* by base offset; the last is active; never empty */
+    size_t nsegs, cap;
+    int64_t start_offset;
+    /* Bumped whenever bytes already in the log are removed, so a copy made
+     * outside the mutex can tell it may have read something else. */
+    uint64_t generation;
+    kiq_segment_recovery_t recovery;
+};
+
+static kiq_segment_t *active(const kiq_partition_log_t *l) { return l->segs[l->nsegs - 1]; }
+
+static int push_segment(kiq_partition_log_t *l, kiq_segment_t *seg)
+{
+    if (l->nsegs == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        kiq_segment_t **p = realloc(l->segs, cap * sizeof *p);
+        if (!p) return kiq_error_set("out of memory");
+        l->segs = p;
+        l->cap = cap;
+    }
+    l->segs[l->nsegs++] = seg;
+    return 0;
+}
+
+/* ---- Opening ---- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool has_base(const int64_t *bases, size_t n, int64_t base)
+{
+    return bsearch(&base, bases, n, sizeof *bases, cmp_i64) != NULL;
+}
+
+/* The base offsets of the .log files in dir, sorted; index files without
+ * their .log (left by a crash while a segment was created or deleted) are
+ * removed. */
+static int list_segments(const char *dir, int64_t **bases_out, size_t *n_out)
+{
+    DIR *d = opendir(dir);
+    if (!d) return kiq_error_errno("open directory %s", dir);
+    int64_t *bases = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    int64_t base;
+    while ((e = readdir(d))) {
+        if (!kiq_log_segment_name_parse(e->d_name, KIQ_LOG_SUFFIX, &base)) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            int64_t *p = realloc(bases, cap * sizeof *p);
+            if (!p) {
+                free(bases);
+                closedir(d);
+                return kiq_error_set("out of memory");
+            }
+            bases = p;
+        }
+        bases[n++] = base;
+    }
+    if (n) qsort(bases, n, sizeof *bases, cmp_i64);
+    rewinddir(d);
+    while ((e = readdir(d))) {
+        if ((kiq_log_segment_name_parse(e->d_name, KIQ_INDEX_SUFFIX, &base) ||
+             kiq_log_segment_name_parse(e->d_name, KIQ_TIMEINDEX_SUFFIX, &base)) &&
+            !has_base(bases, n, base)) {
+            KIQ_WARN("%s/%s has no log file; removing it", dir, e->d_name);
+            if (unlinkat(dirfd(d), e->d_name, 0) < 0) KIQ_WARN("unlink %s/%s: %s", dir, e->d_name, strerror(errno));
+        }
+    }
+    closedir(d);
+    *bases_out = bases;
+    *n_out = n;
+    return 0;
+}
+
+static void log_release(kiq_partition_log_t *l)
+{
+    pthread_mutex_destroy(&l->mu);
+    free(l->segs);
+    free(l->dir);
+    free(l);
+}
+
+kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_config_t *cfg)
+{
+    if (kiq_log_config_check(cfg) < 0 || kiq_mkdir_p(dir) < 0) return NULL;
+    kiq_partition_log_t *l = calloc(1, sizeof *l);
+    if (!l) {
+        kiq_error_set("out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&l->mu, NULL);
+    l->cfg = *cfg;
+    l->dir = strdup(dir);
+    if (!l->dir) {
+        kiq_error_set("out of memory");
+        log_release(l);
+        return NULL;
+    }
+    int64_t *bases = NULL;
+    size_t n = 0;
+    if (list_segments(dir, &bases, &n) < 0) {
+        log_release(l);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bool last = i + 1 == n;
+        kiq_segment_t *seg = kiq_segment_open(dir, bases[i], cfg, last && !cfg->clean_shutdown, &l->recovery);
+        if (!seg || push_segment(l, seg) < 0) {
+            kiq_segment_unref(seg);
+            goto fail;
+        }
+        if (i > 0 && l->segs[i - 1]->next_offset > seg->base_offset)
+            KIQ_WARN("%s: segment %" PRId64 " overlaps the previous one, which ends at %" PRId64, dir,
+                     seg->base_offset, l->segs[i - 1]->next_offset);
+    }
+    if (n == 0) {
+        kiq_segment_t *seg = kiq_segment_create(dir, 0, cfg);
+        if (!seg || push_segment(l, seg) < 0) {
+            kiq_segment_unref(seg);
+            goto fail;
+        }
+        if (kiq_fsync_dir(dir) < 0) goto fail;
+    }
+    free(bases);
+    l->start_offset = l->segs[0]->base_offset;
+    KIQ_DEBUG("opened %s: %zu segments, offsets %" PRId64 "..%" PRId64, dir, l->nsegs, l->start_offset,
+              active(l)->next_offset);
+    return l;
+fail:
+    free(bases);
+    for (size_t i = 0; i < l->nsegs; i++) kiq_segment_unref(l->segs[i]);
+    log_release(l);
+    return NULL;
+}
+
+void kiq_partition_log_free(kiq_partition_log_t *l)
+{
+    if (!l) return;
+    if (kiq_segment_sync(active(l)) < 0) KIQ_WARN("closing %s: %s", l->dir, kiq_error_get());
+    for (size_t i = 0; i < l->nsegs; i++) kiq_segment_close(l->segs[i]);
+    log_release(l);
+}
+
+int kiq_partition_log_delete(kiq_partition_log_t *l)
+{
+    int rc = 0;
+    for (size_t i = 0; i < l->nsegs; i++)
+        if (kiq_segment_delete(l->segs[i]) < 0) rc = -1;
+    /* Whatever else lives there (checkpoints, snapshots) goes too. */
+    DIR *d = opendir(l->dir);
+    if (!d) {
+        rc = kiq_error_errno("open directory %s", l->dir);
+    } else {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            if (unlinkat(dirfd(d), e->d_name, 0) < 0) rc = kiq_error_errno("unlink %s/%s", l->dir, e->d_name);
+        }
+        closedir(d);
+        if (rmdir(l->dir) < 0) rc = kiq_error_errno("rmdir %s", l->dir);
+    }
+    log_release(l);
+    return rc;
+}
+
+/* ---- Appending ---- */
+
+/* Makes a fresh active segment at the LEO; the old one is sealed first so
+ * that only the active segment ever needs a full recovery scan. */
+static int roll(kiq_partition_log_t *l)
+{
+    kiq_segment_t *old = active(l);
+    if (kiq_segment_seal(old) < 0) return -1;
+    kiq_segment_t *seg = kiq_segment_create(l->dir, old->next_offset, &l->cfg);
+    if (!seg) return -1;
+    if (push_segment(l, seg) < 0) {
+        kiq_segment_delete(seg);
+        return -1;
+    }
+    if (kiq_fsync_dir(l->dir) < 0) KIQ_WARN("rolling %s: %s", l->dir, kiq_error_get());
+    KIQ_DEBUG("%s: rolled to segment %" PRId64 " (previous: %" PRIu64 " bytes)", l->dir, seg->base_offset,
+              old->size);
+    return 0;
+}
+
+int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
+                             int64_t *base_offset_out, int64_t *last_offset_out)
+{
+    if (len == 0) return kiq_error_set("%s: nothing to append", l->dir);
+    if (len > INT32_MAX) return kiq_error_set("%s: append of %zu bytes is too large", l->dir, len);
+    pthread_mutex_lock(&l->mu);
+    int rc = -1;
+    const int64_t first = active(l)->next_offset;
+    int64_t next = first;
+    kiq_batch_iter_t it;
+    const uint8_t *b;
+    size_t blen;
+    kiq_batch_header_t h;
+    int r;
+    kiq_batch_iter_init(&it, batches, len, false);
+    while ((r = kiq_batch_iter_next(&it, &b, &blen, &h)) == 1) {
+        if (h.magic != KIQ_BATCH_MAGIC || h.last_offset_delta < 0) {
+            kiq_error_set("%s: not a v2 batch with a sane last offset delta", l->dir);
+            goto out;
+        }
+        uint8_t *mb = batches + (b - batches);
+        kiq_batch_set_base_offset(mb, next);
+        kiq_batch_set_leader_epoch(mb, leader_epoch);
+        next += (int64_t)h.last_offset_delta + 1;
+    }
+    if (r < 0) goto out;
+    const int64_t last = next - 1;
+    if (last - first > INT32_MAX) {
+        kiq_error_set("%s: append spans %" PRId64 " offsets, more than a segment can index", l->dir, last - first + 1);
+        goto out;
+    }
+
+    kiq_segment_t *seg = active(l);
+    bool rolled = false;
+    if (seg->size > 0 && (seg->size + len > (uint64_t)l->cfg.segment_bytes || kiq_segment_index_full(seg) ||
+                          last - seg->base_offset > INT32_MAX)) {
+        if (roll(l) < 0) goto out;
+        seg = active(l);
+        rolled = true;
+    }
+    if (kiq_segment_append(seg, batches, len) < 0) {
+        /* Leave no empty segment behind: the previous one is active again. */
+        if (rolled) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", kiq_error_get());
+            l->nsegs--;
+            kiq_segment_delete(seg);
+            kiq_error_set("%s", why);
+        }
+        goto out;
+    }
+    if (base_offset_out) *base_offset_out = first;
+    if (last_offset_out) *last_offset_out = last;
+    rc = 0;
+out:
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+/* ---- Reading ---- */
+
+/* The last segment whose base offset is <= offset (the first if none). */
+static size_t segment_for(const kiq_partition_log_t *l, int64_t offset)
+{
+    size_t lo = 0, hi = l->nsegs;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->segs[mid]->base_offset <= offset)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Gathers consecutive batches of one segment into the current slice. */
+typedef struct gather {
+    int64_t max_offset;
+    uint64_t budget;
+    uint64_t total; /* over all slices so far */
+    bool stop;      /* budget or max_offset reached: no further segment either */
+    kiq_log_slice_t *slice;
+} gather_t;
+
+static int gather_batch(const kiq_batch_loc_t *loc, void *ctx)
+{
+    gather_t *g = ctx;
+    bool first = g->total == 0;
+    if (loc->base_offset >= g->max_offset || (!first && g->total + loc->size > g->budget)) {
+        g->stop = true;
+        return 1;
+    }
+    if (g->slice->length == 0) {
+        g->slice->position = loc->position;
+        g->slice->base_offset = loc->base_offset;
+    }
+    g->slice->length += loc->size;
+    g->slice->last_offset = loc->last_offset;
+    g->total += loc->size;
+    return 0;
+}
+
+int kiq_partition_log_locate(kiq_partition_log_t *l, int64_t offset, int32_t max_bytes, int64_t max_offset,
+                             kiq_log_slices_t *out)
+{
+    out->n = 0;
+    pthread_mutex_lock(&l->mu);
+    out->generation = l->generation;
+    int64_t leo = active(l)->next_offset;
+    if (offset < l->start_offset || offset > leo) {
+        kiq_error_set("%s: offset %" PRId64 " is outside [%" PRId64 ", %" PRId64 "]", l->dir, offset, l->start_offset,
+                      leo);
+        pthread_mutex_unlock(&l->mu);
+        return KIQ_LOG_OUT_OF_RANGE;
+    }
+    if (offset >= leo || offset >= max_offset) {
+        pthread_mutex_unlock(&l->mu);
+        return 0;
+    }
+    gather_t g = {.max_offset = max_offset, .budget = max_bytes > 0 ? (uint64_t)max_bytes : 0};
+    for (size_t i = segment_for(l, offset); i < l->nsegs && !g.stop && out->n < KIQ_LOG_MAX_SLICES; i++) {
+        kiq_segment_t *seg = l->segs[i];
+        kiq_batch_loc_t loc;
+        int rc = kiq_segment_find(seg, offset, &loc);
+        if (rc == 0) continue;
+        kiq_log_slice_t *s = &out->s[out->n];
+        *s = (kiq_log_slice_t){.seg = seg, .fd = seg->fd};
+        g.slice = s;
+        if (rc > 0) rc = kiq_segment_walk(seg, loc.position, gather_batch, &g);
+        if (rc < 0) {
+            pthread_mutex_unlock(&l->mu);
+            kiq_log_slices_release(out);
+            return -1;
+        }
+        if (s->length > 0) {
+            kiq_segment_ref(seg);
+            out->n++;
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    return (int)g.total;
+}
+
+void kiq_log_slices_release(kiq_log_slices_t *s)
+{
+    for (int i = 0; i < s->n; i++) kiq_segment_unref(s->s[i].seg);
+    s->n = 0;
+}
+
+bool kiq_partition_log_unchanged(kiq_partition_log_t *l, uint64_t generation)
+{
+    pthread_mutex_lock(&l->mu);
+    bool same = l->generation == generation;
+    pthread_mutex_unlock(&l->mu);
+    return same;
+}
+
+int kiq_partition_log_read(kiq_partition_log_t *l, int64_t offset, int32_t max_bytes, int64_t max_offset,
+                           kiq_wr_t *out)
+{
+    const size_t start = out->len;
+    for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+        kiq_log_slices_t sl;
+        int total = kiq_partition_log_locate(l, offset, max_bytes, max_offset, &sl);
+        if (total <= 0) return total;
+        bool whole = true;
+        for (int i = 0; i < sl.n && whole; i++) {
+            uint8_t *dst = kiq_wr_reserve(out, sl.s[i].length);
+            if (!dst) {
+                kiq_log_slices_release(&sl);
+                out->len = start;
+                return kiq_error_set("%s: out of memory reading %" PRIu32 " bytes", l->dir, sl.s[i].length);
+            }
+            ssize_t r = kiq_pread_full(sl.s[i].fd, dst, sl.s[i].length, sl.s[i].position);
+            if (r < 0) {
+                kiq_log_slices_release(&sl);
+                out->len = start;
+                return kiq_error_set("%s: %s", sl.s[i].seg->path, kiq_error_get());
+            }
+            whole = (size_t)r == sl.s[i].length;
+        }
+        kiq_log_slices_release(&sl);
+        if (whole && kiq_partition_log_unchanged(l, sl.generation)) return total;
+        out->len = start;
+    }
+    return kiq_error_set("%s: the log kept being truncated while reading offset %" PRId64, l->dir, offset);
+}
+
+int kiq_partition_log_offset_for_time(kiq_partition_log_t *l, int64_t ts, int64_t *offset)
+{
+    int rc = 0;
+    *offset = -1;
+    pthread_mutex_lock(&l->mu);
+    for (size_t i = 0; i < l->nsegs; i++) {
+        kiq_batch_loc_t loc;
+        rc = kiq_segment_find_time(l->segs[i], ts, &loc);
+        if (rc < 0) break;
+        if (rc > 0) {
+            *offset = loc.base_offset > l->start_offset ? loc.base_offset : l->start_offset;
+            rc = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+/* ---- Truncation and state ---- */
+
+int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset)
+{
+    pthread_mutex_lock(&l->mu);
+    int rc = 0;
+    int64_t leo = active(l)->next_offset;
+    if (offset < l->start_offset || offset > leo) {
+        rc = kiq_error_set("%s: cannot truncate to %" PRId64 ", outside [%" PRId64 ", %" PRId64 "]", l->dir, offset,
+                           l->start_offset, leo);
+        goto out;
+    }
+    if (offset == leo) goto out;
+    l->generation++;
+    while (l->nsegs > 1 && active(l)->base_offset >= offset) {
+        kiq_segment_t *seg = active(l);
+        l->nsegs--;
+        if (kiq_segment_delete(seg) < 0) KIQ_WARN("truncating %s: %s", l->dir, kiq_error_get());
+    }
+    rc = kiq_segment_truncate_to(active(l), offset);
+    if (rc == 0)
+        KIQ_INFO("%s: truncated to offset %" PRId64 " (log end was %" PRId64 ")", l->dir, active(l)->next_offset, leo);
+out:
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+int64_t kiq_partition_log_start_offset(kiq_partition_log_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int64_t v = l->start_offset;
+    pthread_mutex_unlock(&l->mu);
+    return v;
+}
+
+int64_t kiq_partition_log_end_offset(kiq_partition_log_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int64_t v = active(l)->next_offset;
+    pthread_mutex_unlock(&l->mu);
+    return v;
+}
+
+int kiq_partition_log_segments(kiq_partition_log_t *l, kiq_log_segment_info_t *out, int max)
+{
+    pthread_mutex_lock(&l->mu);
+    int n = (int)l->nsegs;
+    for (int i = 0; i < n && i < max; i++) {
+        const kiq_segment_t *s = l->segs[i];
+        out[i] = (kiq_log_segment_info_t){
+            .base_offset = s->base_offset,
+            .next_offset = s->next_offset,
+            .size = s->size,
+            .max_timestamp = s->max_timestamp,
+            .index_entries = s->oix.count,
+            .time_index_entries = s->tix.count,
+        };
+    }
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+void kiq_partition_log_recovery(kiq_partition_log_t *l, kiq_segment_recovery_t *out)
+{
+    pthread_mutex_lock(&l->mu);
+    *out = l->recovery;
+    pthread_mutex_unlock(&l->mu);
+}
+
+const char *kiq_partition_log_dir(const kiq_partition_log_t *l) { return l->dir; }
+
+int kiq_partition_log_flush(kiq_partition_log_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int rc = kiq_segment_sync(active(l));
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}

@@ -1,0 +1,124 @@
+/* The log of one partition: its segments in `<log.dir>/<topic>-<partition>/`
+ * ordered by base offset, the log start offset and the log end offset
+ * (LEO, the next offset to assign). The last segment is the active one;
+ * appends roll to a new segment named after the LEO when the active one
+ * would pass log.segment.bytes or its index is full.
+ *
+ * Thread safety: each log has its own mutex and every function below is
+ * callable from any thread, except kiq_partition_log_free/delete, which
+ * must be the last call on the log. Reads copy data outside the mutex,
+ * holding references to the segments they read (see kiq_log_slices_t). */
+#ifndef KIQ_LOG_PARTITION_LOG_H
+#define KIQ_LOG_PARTITION_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log/log_config.h"
+#include "log/segment.h"
+#include "proto/writer.h"
+
+/* A fetch offset outside [log start, LEO]: the caller answers
+ * OFFSET_OUT_OF_RANGE (the reason is in kiq_error_get). */
+#define KIQ_LOG_OUT_OF_RANGE (-2)
+/* Slices one read may take: a read continues into following segments. */
+#define KIQ_LOG_MAX_SLICES 8
+
+typedef struct kiq_partition_log kiq_partition_log_t;
+
+/* Whole batches lying contiguously in one segment file. */
+typedef struct kiq_log_slice {
+    kiq_segment_t *seg; /* a reference, dropped by kiq_log_slices_release */
+    int fd;             /* seg's .log descriptor, open while the reference is held */
+    uint64_t position;
+    uint32_t length;
+    int64_t base_offset; /* of the first batch */
+    int64_t last_offset; /* of the last batch */
+} kiq_log_slice_t;
+
+/* What a read will send, found under the mutex and used outside it (pread
+ * now, sendfile later). Owned by the calling thread. The references keep
+ * each file open even if its segment is deleted meanwhile; a truncation of
+ * the log meanwhile is detected by passing `generation` to
+ * kiq_partition_log_unchanged after copying. */
+typedef struct kiq_log_slices {
+    kiq_log_slice_t s[KIQ_LOG_MAX_SLICES];
+    int n;
+    uint64_t generation;
+} kiq_log_slices_t;
+
+/* State of a segment, for reporting. */
+typedef struct kiq_log_segment_info {
+    int64_t base_offset;
+    int64_t next_offset;
+    uint64_t size;
+    int64_t max_timestamp;
+    size_t index_entries;
+    size_t time_index_entries;
+} kiq_log_segment_info_t;
+
+/* Opens the partition directory (created if needed), loads its segments
+ * sorted by the base offsets in their names, and recovers the last one:
+ * from its last index entry when cfg->clean_shutdown, from its start
+ * otherwise (other segments were synced when they were rolled, and are
+ * only checked from their last index entry). An empty directory gets one
+ * empty segment at offset 0. NULL with the reason on failure. */
+kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_config_t *cfg);
+/* Clean close: syncs the active segment, writes the final time index
+ * entries, trims the index files, frees. NULL is fine. */
+void kiq_partition_log_free(kiq_partition_log_t *l);
+/* Closes the log and removes its directory with every file in it. The log
+ * is freed whatever the result. */
+int kiq_partition_log_delete(kiq_partition_log_t *l);
+
+/* Appends already-validated v2 batches (one or several concatenated):
+ * stamps each batch's base offset (assigned from the LEO on) and
+ * partitionLeaderEpoch in place, which the CRC does not cover, rolls first
+ * if needed, writes, and moves the LEO. *base_offset_out / *last_offset_out
+ * (may be NULL) get the first and last offsets assigned. 0 or -1; after -1
+ * the log is unchanged. */
+int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
+                             int64_t *base_offset_out, int64_t *last_offset_out);
+
+/* Finds what a fetch at `offset` returns: whole batches from the one
+ * holding offset on, up to max_bytes in total, but always at least the
+ * first batch even if it is larger (Kafka's rule, so a consumer can never
+ * be stuck), never a batch whose base offset is >= max_offset (exclusive
+ * bound, e.g. the high watermark). Returns the bytes found (0 when nothing
+ * is there yet: offset at the LEO or at/above max_offset),
+ * KIQ_LOG_OUT_OF_RANGE when offset is outside [log start, LEO], or -1. On
+ * success, release out with kiq_log_slices_release. */
+int kiq_partition_log_locate(kiq_partition_log_t *l, int64_t offset, int32_t max_bytes, int64_t max_offset,
+                             kiq_log_slices_t *out);
+void kiq_log_slices_release(kiq_log_slices_t *s);
+/* True when the log was not truncated since `generation` was taken, so the
+ * bytes copied from slices taken then are what they were meant to be. */
+bool kiq_partition_log_unchanged(kiq_partition_log_t *l, uint64_t generation);
+/* kiq_partition_log_locate, then the bytes appended to out. Returns the
+ * bytes appended (0 when none), KIQ_LOG_OUT_OF_RANGE, or -1. */
+int kiq_partition_log_read(kiq_partition_log_t *l, int64_t offset, int32_t max_bytes, int64_t max_offset,
+                           kiq_wr_t *out);
+
+/* The base offset of the first batch whose max timestamp is >= ts, in file
+ * order, into *offset (-1 when there is none). Batch granularity: the
+ * batch's earlier records may be older than ts. 0 or -1 on error. */
+int kiq_partition_log_offset_for_time(kiq_partition_log_t *l, int64_t ts, int64_t *offset);
+
+/* Removes every batch from the one holding offset on (whole segments where
+ * possible); the LEO becomes where the log then ends. offset must be within
+ * [log start, LEO]; offset == LEO is a no-op. */
+int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset);
+
+int64_t kiq_partition_log_start_offset(kiq_partition_log_t *l);
+int64_t kiq_partition_log_end_offset(kiq_partition_log_t *l);
+/* Fills up to max entries (oldest first) and returns the number of segments. */
+int kiq_partition_log_segments(kiq_partition_log_t *l, kiq_log_segment_info_t *out, int max);
+/* What recovery found when the log was opened (summed over segments). */
+void kiq_partition_log_recovery(kiq_partition_log_t *l, kiq_segment_recovery_t *out);
+/* The directory, fixed at open. */
+const char *kiq_partition_log_dir(const kiq_partition_log_t *l);
+/* fdatasync of the active segment and its indexes. */
+int kiq_partition_log_flush(kiq_partition_log_t *l);
+
+#endif

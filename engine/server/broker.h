@@ -1,0 +1,46 @@
+/* The broker's parts, for the request handlers. Everything here is set up
+ * before threads start and torn down after they stop; what changes while
+ * running has its own lock (topics, queue, purgatory). */
+#ifndef KIQ_SERVER_BROKER_H
+#define KIQ_SERVER_BROKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "include/kafkaiq.h"
+#include "log/log_config.h"
+#include "net/acceptor.h"
+#include "net/processor.h"
+#include "net/request_queue.h"
+#include "server/purgatory.h"
+#include "server/topics.h"
+
+struct kiq_broker {
+    kiq_config_t *config;
+    int32_t node_id;
+    char host[256];
+    int port;             /* configured; 0 = pick one */
+    int bound_port;
+    char advertised_host[256];
+    int advertised_port;
+    char cluster_id[23];
+    char *log_dir;
+    int lock_fd;
+    bool clean_shutdown; /* the previous run stopped cleanly */
+    kiq_log_config_t log_cfg;
+
+    kiq_topics_t *topics;
+    kiq_request_queue_t *queue;
+    kiq_processor_t **processors;
+    int nprocessors;
+    kiq_acceptor_t *acceptor;
+    pthread_t *io_threads;
+    int nio_threads;
+    kiq_purgatory_t *purgatory;
+    bool running;
+};
+
+/* The I/O thread's entry: decode, dispatch, answer. */
+void kiq_broker_handle(kiq_broker_t *b, kiq_request_t *r);
+
+#endif

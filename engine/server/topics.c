@@ -1,0 +1,377 @@
+#include "server/topics.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/uuid.h"
+#include "log/file_io.h"
+#include "log/log_names.h"
+#include "proto/errors.h"
+
+struct kiq_topics {
+    pthread_rwlock_t lock; /* guards topics/count/cap */
+    kiq_topic_t **topics;  /* sorted by name */
+    int count, cap;
+    char *dir;
+    kiq_log_config_t log_cfg;
+    void (*on_append)(void *ctx);
+    void *on_append_ctx;
+};
+
+bool kiq_topic_name_valid(kiq_str_t name, const char **why)
+{
+    if (!name.p || name.len == 0) return *why = "topic name is empty", false;
+    if (name.len > 249) return *why = "topic name is longer than 249 characters", false;
+    if ((name.len == 1 && name.p[0] == '.') || (name.len == 2 && !memcmp(name.p, "..", 2)))
+        return *why = "topic name cannot be '.' or '..'", false;
+    for (int32_t i = 0; i < name.len; i++) {
+        char c = name.p[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return *why = "topic name has a character outside [a-zA-Z0-9._-]", false;
+    }
+    return true;
+}
+
+static int find_index(kiq_topics_t *t, kiq_str_t name, bool *found)
+{
+    int lo = 0, hi = t->count;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        const char *n = t->topics[mid]->name;
+        size_t nl = strlen(n);
+        int c = memcmp(n, name.p, nl < (size_t)name.len ? nl : (size_t)name.len);
+        if (c == 0) c = nl < (size_t)name.len ? -1 : nl > (size_t)name.len ? 1 : 0;
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+static void topic_destroy(kiq_topic_t *topic)
+{
+    bool remove = atomic_load(&topic->deleted);
+    for (int32_t i = 0; i < topic->npartitions; i++) {
+        kiq_partition_log_t *l = topic->partitions[i].log;
+        if (!l) continue;
+        if (remove) {
+            if (kiq_partition_log_delete(l) != 0)
+                KIQ_ERROR("deleting %s-%d: %s", topic->name, i, kiq_error_get());
+        } else {
+            kiq_partition_log_free(l);
+        }
+    }
+    if (remove) KIQ_INFO("deleted the files of topic %s", topic->name);
+    free(topic->partitions);
+    free(topic->name);
+    free(topic->dir);
+    free(topic);
+}
+
+void kiq_topic_unref(kiq_topic_t *topic)
+{
+    if (topic && atomic_fetch_sub(&topic->refs, 1) == 1) topic_destroy(topic);
+}
+
+static kiq_topic_t *topic_alloc(const char *name, int32_t npartitions, const char *dir)
+{
+    kiq_topic_t *topic = calloc(1, sizeof *topic);
+    if (!topic) return NULL;
+    topic->name = strdup(name);
+    topic->dir = strdup(dir);
+    topic->partitions = calloc((size_t)npartitions, sizeof *topic->partitions);
+    if (!topic->name || !topic->dir || !topic->partitions) {
+        free(topic->name);
+        free(topic->dir);
+        free(topic->partitions);
+        free(topic);
+        return NULL;
+    }
+    topic->npartitions = npartitions;
+    topic->replication_factor = 1;
+    atomic_init(&topic->refs, 1);
+    atomic_init(&topic->deleted, false);
+    for (int32_t i = 0; i < npartitions; i++) {
+        topic->partitions[i].topic = topic;
+        topic->partitions[i].index = i;
+    }
+    return topic;
+}
+
+static int partition_path(char *buf, size_t n, const kiq_topic_t *topic, int32_t p)
+{
+    char name[300];
+    if (kiq_log_dir_name(name, sizeof name, topic->name, p) != 0) return -1;
+    if ((size_t)snprintf(buf, n, "%s/%s", topic->dir, name) >= n)
+        return kiq_error_set("path too long for %s", name);
+    return 0;
+}
+
+/* partition.metadata, as Kafka writes it: the topic id, so a topic deleted
+ * and re-created under the same name is told apart. */
+static int write_partition_metadata(const char *pdir, const kiq_uuid_t *id)
+{
+    char path[PATH_MAX + 32], tmp[PATH_MAX + 40], b64[23];
+    snprintf(path, sizeof path, "%s/partition.metadata", pdir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    kiq_uuid_to_base64(id, b64);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return kiq_error_errno("cannot write %s", tmp);
+    fprintf(f, "version: 0\ntopic_id: %s\n", b64);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        fclose(f);
+        return kiq_error_errno("cannot write %s", tmp);
+    }
+    fclose(f);
+    if (rename(tmp, path) != 0) return kiq_error_errno("cannot rename %s", tmp);
+    return 0;
+}
+
+static int read_partition_metadata(const char *pdir, kiq_uuid_t *id)
+{
+    char path[PATH_MAX + 32], line[128], b64[64] = "";
+    snprintf(path, sizeof path, "%s/partition.metadata", pdir);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "topic_id: %63s", b64) == 1) break;
+    fclose(f);
+    return b64[0] ? kiq_uuid_from_base64(b64, id) : -1;
+}
+
+static int open_partition_logs(kiq_topics_t *t, kiq_topic_t *topic, bool create)
+{
+    for (int32_t i = 0; i < topic->npartitions; i++) {
+        char pdir[PATH_MAX];
+        if (partition_path(pdir, sizeof pdir, topic, i) != 0) return -1;
+        topic->partitions[i].log = kiq_partition_log_open(pdir, &t->log_cfg);
+        if (!topic->partitions[i].log) return -1;
+        if (create && write_partition_metadata(pdir, &topic->id) != 0) return -1;
+    }
+    return 0;
+}
+
+static int insert_topic(kiq_topics_t *t, kiq_topic_t *topic, int at)
+{
+    if (t->count == t->cap) {
+        int cap = t->cap ? t->cap * 2 : 16;
+        kiq_topic_t **n = realloc(t->topics, (size_t)cap * sizeof *n);
+        if (!n) return kiq_error_set("out of memory");
+        t->topics = n;
+        t->cap = cap;
+    }
+    memmove(&t->topics[at + 1], &t->topics[at], (size_t)(t->count - at) * sizeof *t->topics);
+    t->topics[at] = topic;
+    t->count++;
+    return 0;
+}
+
+/* Groups the partition directories of log_dir by topic. */
+static int load_existing(kiq_topics_t *t)
+{
+    DIR *d = opendir(t->dir);
+    if (!d) return kiq_error_errno("cannot open log directory %s", t->dir);
+    struct entry { char topic[256]; int32_t partition; } *entries = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct entry e;
+        if (de->d_name[0] == '.') continue;
+        if (kiq_log_dir_parse(de->d_name, e.topic, sizeof e.topic, &e.partition) != 0) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct entry *ne = realloc(entries, cap * sizeof *ne);
+            if (!ne) {
+                closedir(d);
+                free(entries);
+                return kiq_error_set("out of memory");
+            }
+            entries = ne;
+        }
+        entries[n++] = e;
+    }
+    closedir(d);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (!entries[i].topic[0]) continue;
+        int32_t max = -1;
+        for (size_t j = i; j < n; j++)
+            if (strcmp(entries[j].topic, entries[i].topic) == 0 && entries[j].partition > max)
+                max = entries[j].partition;
+        char name[256];
+        snprintf(name, sizeof name, "%s", entries[i].topic);
+        for (size_t j = i; j < n; j++)
+            if (strcmp(entries[j].topic, name) == 0) entries[j].topic[0] = '\0';
+        kiq_topic_t *topic = topic_alloc(name, max + 1, t->dir);
+        if (!topic) {
+            rc = kiq_error_set("out of memory");
+            break;
+        }
+        char pdir[PATH_MAX];
+        bool have_id = false;
+        for (int32_t p = 0; p <= max && !have_id; p++)
+            if (partition_path(pdir, sizeof pdir, topic, p) == 0 &&
+                read_partition_metadata(pdir, &topic->id) == 0)
+                have_id = true;
+        if (!have_id) kiq_uuid_random(&topic->id);
+        if (open_partition_logs(t, topic, !have_id) != 0) {
+            KIQ_ERROR("cannot load topic %s: %s", name, kiq_error_get());
+            topic_destroy(topic);
+            rc = -1;
+            break;
+        }
+        bool found;
+        int at = find_index(t, KIQ_STR(topic->name), &found);
+        insert_topic(t, topic, at);
+        KIQ_INFO("loaded topic %s with %d partition(s)", name, topic->npartitions);
+    }
+    free(entries);
+    return rc;
+}
+
+kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_cfg)
+{
+    kiq_topics_t *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->dir = strdup(log_dir);
+    t->log_cfg = *log_cfg;
+    pthread_rwlock_init(&t->lock, NULL);
+    if (!t->dir || load_existing(t) != 0) {
+        kiq_topics_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void kiq_topics_free(kiq_topics_t *t)
+{
+    if (!t) return;
+    for (int i = 0; i < t->count; i++) kiq_topic_unref(t->topics[i]);
+    free(t->topics);
+    pthread_rwlock_destroy(&t->lock);
+    free(t->dir);
+    free(t);
+}
+
+kiq_topic_t *kiq_topics_get(kiq_topics_t *t, kiq_str_t name)
+{
+    if (!name.p) return NULL;
+    pthread_rwlock_rdlock(&t->lock);
+    bool found;
+    int i = find_index(t, name, &found);
+    kiq_topic_t *topic = found ? t->topics[i] : NULL;
+    if (topic) atomic_fetch_add(&topic->refs, 1);
+    pthread_rwlock_unlock(&t->lock);
+    return topic;
+}
+
+kiq_topic_t *kiq_topics_get_by_id(kiq_topics_t *t, const kiq_uuid_t *id)
+{
+    kiq_topic_t *topic = NULL;
+    pthread_rwlock_rdlock(&t->lock);
+    for (int i = 0; i < t->count && !topic; i++)
+        if (memcmp(t->topics[i]->id.b, id->b, 16) == 0) topic = t->topics[i];
+    if (topic) atomic_fetch_add(&topic->refs, 1);
+    pthread_rwlock_unlock(&t->lock);
+    return topic;
+}
+
+int kiq_topics_create(kiq_topics_t *t, kiq_str_t name, int32_t partitions,
+                      int16_t replication_factor, bool validate_only)
+{
+    const char *why;
+    if (!kiq_topic_name_valid(name, &why)) {
+        kiq_error_set("%s", why);
+        return KIQ_ERR_INVALID_TOPIC_EXCEPTION;
+    }
+    pthread_rwlock_wrlock(&t->lock);
+    bool found;
+    int at = find_index(t, name, &found);
+    int rc = KIQ_ERR_NONE;
+    if (found) {
+        kiq_error_set("Topic '%.*s' already exists.", name.len, name.p);
+        rc = KIQ_ERR_TOPIC_ALREADY_EXISTS;
+    } else if (!validate_only) {
+        char cname[256];
+        snprintf(cname, sizeof cname, "%.*s", name.len, name.p);
+        kiq_topic_t *topic = topic_alloc(cname, partitions, t->dir);
+        if (!topic || kiq_uuid_random(&topic->id) != 0 ||
+            open_partition_logs(t, topic, true) != 0 || insert_topic(t, topic, at) != 0) {
+            KIQ_ERROR("cannot create topic %s: %s", cname, kiq_error_get());
+            if (topic) {
+                atomic_store(&topic->deleted, true);
+                topic_destroy(topic);
+            }
+            rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
+        } else {
+            topic->replication_factor = replication_factor;
+            kiq_fsync_dir(t->dir);
+            KIQ_INFO("created topic %s with %d partition(s)", cname, partitions);
+        }
+    }
+    pthread_rwlock_unlock(&t->lock);
+    return rc;
+}
+
+int kiq_topics_delete(kiq_topics_t *t, kiq_topic_t *topic)
+{
+    pthread_rwlock_wrlock(&t->lock);
+    bool found;
+    int i = find_index(t, KIQ_STR(topic->name), &found);
+    if (!found || t->topics[i] != topic) {
+        pthread_rwlock_unlock(&t->lock);
+        return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    }
+    memmove(&t->topics[i], &t->topics[i + 1], (size_t)(t->count - i - 1) * sizeof *t->topics);
+    t->count--;
+    atomic_store(&topic->deleted, true);
+    pthread_rwlock_unlock(&t->lock);
+    KIQ_INFO("deleted topic %s", topic->name);
+    kiq_topic_unref(topic); /* the registry's reference */
+    return KIQ_ERR_NONE;
+}
+
+kiq_topic_t **kiq_topics_list(kiq_topics_t *t, int *count)
+{
+    pthread_rwlock_rdlock(&t->lock);
+    kiq_topic_t **list = malloc((size_t)(t->count ? t->count : 1) * sizeof *list);
+    *count = 0;
+    if (list) {
+        for (int i = 0; i < t->count; i++) {
+            list[i] = t->topics[i];
+            atomic_fetch_add(&list[i]->refs, 1);
+        }
+        *count = t->count;
+    }
+    pthread_rwlock_unlock(&t->lock);
+    return list;
+}
+
+void kiq_topics_list_free(kiq_topic_t **list, int count)
+{
+    for (int i = 0; i < count; i++) kiq_topic_unref(list[i]);
+    free(list);
+}
+
+void kiq_topics_set_append_listener(kiq_topics_t *t, void (*fn)(void *ctx), void *ctx)
+{
+    t->on_append = fn;
+    t->on_append_ctx = ctx;
+}
+
+void kiq_topics_notify_append(kiq_topics_t *t)
+{
+    if (t->on_append) t->on_append(t->on_append_ctx);
+}
