@@ -3,7 +3,8 @@
 CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration \
+# Flags the build needs whatever CFLAGS a caller (luarocks, CI) passes.
+KIQ_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration \
            -pthread -Iengine -I$(BUILD)/gen -I/usr/include/luajit-2.1 -MMD -MP
 LDLIBS  := -lev -llz4 -lzstd -lz -lsnappy -lluajit-5.1 -lpthread -lm -ldl
 LUAJIT  ?= luajit
@@ -19,7 +20,7 @@ CMD_OBJ    := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test unit lua-test interop bench clean
+.PHONY: all deps run test unit bench install clean
 all: $(BUILD)/kafkaiq
 
 deps:
@@ -31,22 +32,22 @@ $(GEN_H) $(GEN_C) $(GEN_SAMPLE) &: scripts/gen_codec.lua $(SCHEMA)
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/proto/%.c $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -c -o $@ $<
 
 $(BUILD)/obj/%.o: %.c $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -c -o $@ $<
 
 $(BUILD)/libkiq.a: $(ENGINE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(BUILD)/kafkaiq: $(CMD_OBJ) $(BUILD)/libkiq.a
-	$(CC) $(CFLAGS) -rdynamic -o $@ $(CMD_OBJ) $(BUILD)/libkiq.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -rdynamic -o $@ $(CMD_OBJ) $(BUILD)/libkiq.a $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiq.a $(BUILD)/obj/gen/messages_sample.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/obj/gen/messages_sample.o $(BUILD)/libkiq.a $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -Itests/unit -o $@ $< $(BUILD)/obj/gen/messages_sample.o $(BUILD)/libkiq.a $(LDLIBS) -lcmocka
 
 unit: $(UNIT_BIN)
 
@@ -59,6 +60,11 @@ test: deps all unit
 
 bench: deps all
 	@scripts/bench.sh
+
+BINDIR ?= /usr/local/bin
+install: $(BUILD)/kafkaiq
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(BUILD)/kafkaiq $(DESTDIR)$(BINDIR)/kafkaiq
 
 clean:
 	rm -rf $(BUILD)

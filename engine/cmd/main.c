@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -23,6 +24,17 @@ static int list_configs(void)
         printf("%-30s %-28s %s\n", kiq_config_defs[i].name, kiq_config_defs[i].default_value,
                kiq_config_defs[i].doc);
     return 0;
+}
+
+/* Each connection and each segment holds descriptors; the usual soft limit
+ * of 1024 is too low for a broker, so take what the hard limit allows. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 }
 
 static int serve(int argc, char **argv)
@@ -59,6 +71,7 @@ static int serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    raise_fd_limit();
     kiq_broker_t *b = kiq_broker_new(cfg);
     if (!b || kiq_broker_start(b) != 0) {
         KIQ_ERROR("cannot start the broker: %s", kiq_error_get());

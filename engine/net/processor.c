@@ -150,6 +150,14 @@ static void conn_process_input(conn_t *c)
     memcpy(frame, c->in + 4, (size_t)size);
     memmove(c->in, c->in + need, c->in_len - need);
     c->in_len -= need;
+    /* give back the room a large frame needed once it is gone */
+    if (c->in_cap > 4 * READ_CHUNK && c->in_len <= READ_CHUNK) {
+        uint8_t *small = realloc(c->in, READ_CHUNK);
+        if (small) {
+            c->in = small;
+            c->in_cap = READ_CHUNK;
+        }
+    }
     r->t.received = kiq_clock_mono_ns();
     r->listener = p->cfg.listener;
     snprintf(r->peer, sizeof r->peer, "%s", c->peer);

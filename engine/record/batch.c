@@ -54,17 +54,17 @@ static int check_frame(const uint8_t *p, size_t len, kiq_batch_header_t *h)
         if (h->batch_length < 0 || (size_t)h->batch_length + KIQ_BATCH_LOG_OVERHEAD != len) {
             kiq_error_set("record batch length field says %d bytes, but %zu follow it", h->batch_length,
                           len - KIQ_BATCH_LOG_OVERHEAD);
-            return KIQ_BATCH_CORRUPT_MESSAGE;
+            return KIQ_ERR_CORRUPT_MESSAGE;
         }
-        return KIQ_BATCH_OK;
+        return KIQ_ERR_NONE;
     }
     if (h->magic == 0 || h->magic == 1) {
         kiq_error_set("message format v%d is not supported: only v2 record batches are", h->magic);
-        return KIQ_BATCH_UNSUPPORTED_FOR_MESSAGE_FORMAT;
+        return KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
     }
     if (h->magic != -1 && h->magic != KIQ_BATCH_MAGIC)
         kiq_error_set("record batch has unknown magic %d", h->magic);
-    return KIQ_BATCH_CORRUPT_MESSAGE;
+    return KIQ_ERR_CORRUPT_MESSAGE;
 }
 
 static int check_crc(const uint8_t *p, size_t len, const kiq_batch_header_t *h)
@@ -73,9 +73,9 @@ static int check_crc(const uint8_t *p, size_t len, const kiq_batch_header_t *h)
     if (crc != h->crc) {
         kiq_error_set("record batch at offset %lld has CRC 0x%08x, its data gives 0x%08x",
                       (long long)h->base_offset, h->crc, crc);
-        return KIQ_BATCH_CORRUPT_MESSAGE;
+        return KIQ_ERR_CORRUPT_MESSAGE;
     }
-    return KIQ_BATCH_OK;
+    return KIQ_ERR_NONE;
 }
 
 int kiq_batch_check(const uint8_t *p, size_t len, kiq_batch_header_t *h)
@@ -180,27 +180,27 @@ int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, kiq
     /* Size before CRC, in Kafka's order. */
     if (max_batch_bytes && len > max_batch_bytes) {
         kiq_error_set("record batch of %zu bytes exceeds the limit of %zu", len, max_batch_bytes);
-        return KIQ_BATCH_MESSAGE_TOO_LARGE;
+        return KIQ_ERR_MESSAGE_TOO_LARGE;
     }
     rc = check_crc(p, len, h);
     if (rc) return rc;
     if (h->record_count <= 0) {
         kiq_error_set("record batch has record count %d", h->record_count);
-        return KIQ_BATCH_INVALID_RECORD;
+        return KIQ_ERR_INVALID_RECORD;
     }
     if ((int64_t)h->last_offset_delta != (int64_t)h->record_count - 1) {
         kiq_error_set("record batch has %d records but last offset delta %d", h->record_count,
                       h->last_offset_delta);
-        return KIQ_BATCH_INVALID_RECORD;
+        return KIQ_ERR_INVALID_RECORD;
     }
     kiq_wr_t scratch;
     kiq_wr_init(&scratch);
     const uint8_t *recs = NULL;
     size_t recs_len = 0;
-    rc = KIQ_BATCH_OK;
+    rc = KIQ_ERR_NONE;
     if (batch_records(p, len, h, KIQ_BATCH_MAX_DECOMPRESSED, &scratch, &recs, &recs_len) ||
         walk_records(h, recs, recs_len, true, NULL, NULL))
-        rc = KIQ_BATCH_INVALID_RECORD;
+        rc = KIQ_ERR_INVALID_RECORD;
     kiq_wr_free(&scratch);
     return rc;
 }

@@ -13,6 +13,7 @@
 #ifndef KIQ_RECORD_BATCH_H
 #define KIQ_RECORD_BATCH_H
 
+#include "proto/errors.h"
 #include "proto/reader.h"
 #include "proto/writer.h"
 
@@ -43,15 +44,6 @@
 #define KIQ_BATCH_ATTR_CONTROL 0x20
 /* Set by Kafka's log cleaner (3.1+) when baseTimestamp holds a delete horizon. */
 #define KIQ_BATCH_ATTR_DELETE_HORIZON 0x40
-
-/* Kafka error codes the batch checks return (0 = fine). */
-enum kiq_batch_err {
-    KIQ_BATCH_OK = 0,
-    KIQ_BATCH_CORRUPT_MESSAGE = 2,
-    KIQ_BATCH_MESSAGE_TOO_LARGE = 10,
-    KIQ_BATCH_UNSUPPORTED_FOR_MESSAGE_FORMAT = 43,
-    KIQ_BATCH_INVALID_RECORD = 87,
-};
 
 /* What kiq_batch_validate lets a batch decompress to (guard against
  * decompression bombs; Kafka itself has no such limit). */
@@ -108,7 +100,7 @@ int kiq_batch_header_parse(const uint8_t *p, size_t len, kiq_batch_header_t *h);
 
 /* Checks that p[0..len) is exactly one well-formed v2 batch whose CRC
  * matches: what the log needs on recovery and replication. Returns 0 or a
- * Kafka error code (2 bad length or CRC, 43 magic 0/1, 2 other magic) with
+ * KIQ_ERR_* code (2 bad length or CRC, 43 magic 0/1, 2 other magic) with
  * the reason in kiq_error_set; h (may be NULL) gets the header. */
 int kiq_batch_check(const uint8_t *p, size_t len, kiq_batch_header_t *h);
 
@@ -117,7 +109,7 @@ int kiq_batch_check(const uint8_t *p, size_t len, kiq_batch_header_t *h);
  * no limit; larger -> 10), CRC (-> 2), then the records, decompressed up to
  * KIQ_BATCH_MAX_DECOMPRESSED: unknown codec, undecodable data, record_count
  * <= 0 or not lastOffsetDelta + 1, offset deltas other than 0..n-1, or any
- * record that does not parse exactly -> 87. Returns 0 or that Kafka error
+ * record that does not parse exactly -> 87. Returns 0 or that KIQ_ERR_*
  * code, with the reason in kiq_error_set. Does not check baseOffset == 0,
  * control batches or timestamps: those are the produce handler's policy. */
 int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, kiq_batch_header_t *h);
