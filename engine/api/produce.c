@@ -27,6 +27,10 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int *nbatc
         }
         int err = kiq_batch_validate(batch, blen, max_bytes, &h);
         if (err) return err;
+        if (h.attributes & KIQ_BATCH_ATTR_CONTROL) {
+            kiq_error_set("clients are not allowed to write control records");
+            return KIQ_ERR_INVALID_RECORD;
+        }
         (*nbatches)++;
     }
     return rc == 0 ? KIQ_ERR_NONE : KIQ_ERR_CORRUPT_MESSAGE;

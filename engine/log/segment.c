@@ -247,7 +247,8 @@ static int cut_file(int fd, const char *path, uint64_t size)
 /* Scans from `anchor` (the last offset index entry; NULL: from the start,
  * with the indexes already emptied) as described at kiq_segment_recover.
  * Returns 1 when the anchor proves untrustworthy: the caller then rescans
- * from the start, which is safe whatever this scan already cut. */
+ * from the start, which is safe whatever this scan already cut. Returns 2
+ * when the scan must be repeated from the same anchor (see below). */
 static int segment_scan(kiq_segment_t *seg, const kiq_offset_entry_t *anchor, kiq_segment_recovery_t *rep)
 {
     struct stat st;
@@ -314,8 +315,13 @@ static int segment_scan(kiq_segment_t *seg, const kiq_offset_entry_t *anchor, ki
     /* Entries past the cut (only possible after one) describe lost batches. */
     if (kiq_offset_index_truncate_position(&seg->oix, pos) < 0) return -1;
     if (kiq_time_index_last(&seg->tix, &te) && te.offset >= seg->next_offset) {
-        if (anchor) return 1;
-        if (kiq_time_index_truncate_offset(&seg->tix, seg->next_offset) < 0) return -1;
+        /* Typically the final entry written at the last close, naming a
+         * batch that is now cut off: the largest timestamp was seeded from
+         * it, so keep only the entries the anchor vouches for and redo the
+         * accounting from there. */
+        if (kiq_time_index_truncate_offset(&seg->tix, anchor ? anchor->offset + 1 : seg->next_offset) < 0)
+            return -1;
+        if (anchor) return 2;
     }
     return 0;
 }
@@ -325,6 +331,10 @@ int kiq_segment_recover(kiq_segment_t *seg, bool from_last_index, kiq_segment_re
     kiq_offset_entry_t last;
     if (from_last_index && kiq_offset_index_last(&seg->oix, &last)) {
         int rc = segment_scan(seg, &last, rep);
+        if (rc == 2) {
+            kiq_segment_recovery_t again = {0};
+            rc = segment_scan(seg, &last, &again);
+        }
         if (rc <= 0) return rc;
     }
     if (kiq_offset_index_reset(&seg->oix) < 0 || kiq_time_index_reset(&seg->tix) < 0) return -1;

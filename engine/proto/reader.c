@@ -46,7 +46,7 @@ int64_t kiq_rd_i64(kiq_rd_t *r)
 {
     uint64_t hi = kiq_rd_u32(r);
     uint64_t lo = kiq_rd_u32(r);
-    return (int64_t)(hi << 32 | lo);
+    return r->err ? 0 : (int64_t)(hi << 32 | lo);
 }
 
 double kiq_rd_f64(kiq_rd_t *r)
@@ -78,11 +78,19 @@ static uint64_t rd_uvarint64(kiq_rd_t *r, int max_bytes)
     return 0;
 }
 
-uint32_t kiq_rd_uvarint(kiq_rd_t *r) { return (uint32_t)rd_uvarint64(r, 5); }
+/* A 5-byte varint may carry at most 4 bits in its last byte. */
+static uint32_t rd_uvarint32(kiq_rd_t *r)
+{
+    uint64_t v = rd_uvarint64(r, 5);
+    if (v > UINT32_MAX) return (uint32_t)kiq_rd_fail(r, "varint overflows 32 bits");
+    return (uint32_t)v;
+}
+
+uint32_t kiq_rd_uvarint(kiq_rd_t *r) { return rd_uvarint32(r); }
 
 int32_t kiq_rd_varint(kiq_rd_t *r)
 {
-    uint32_t u = (uint32_t)rd_uvarint64(r, 5);
+    uint32_t u = rd_uvarint32(r);
     return (int32_t)(u >> 1) ^ -(int32_t)(u & 1);
 }
 

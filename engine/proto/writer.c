@@ -25,7 +25,9 @@ uint8_t *kiq_wr_steal(kiq_wr_t *w, size_t *len)
 
 uint8_t *kiq_wr_reserve(kiq_wr_t *w, size_t n)
 {
+    static uint8_t none;
     if (w->err) return NULL;
+    if (n == 0) return w->buf ? w->buf + w->len : &none;
     if (w->cap - w->len < n) {
         size_t cap = w->cap ? w->cap : 256;
         while (cap - w->len < n) cap *= 2;
@@ -142,6 +144,10 @@ void kiq_wr_string(kiq_wr_t *w, kiq_str_t s, bool compact, bool nullable)
         return;
     }
     int32_t n = s.p ? s.len : 0;
+    if (n < 0 || (!compact && n > INT16_MAX)) {
+        w->err = true; /* cannot be framed: refuse rather than corrupt */
+        return;
+    }
     if (compact)
         kiq_wr_uvarint(w, (uint32_t)n + 1);
     else
@@ -159,6 +165,10 @@ void kiq_wr_bytes(kiq_wr_t *w, kiq_bytes_t b, bool compact, bool nullable)
         return;
     }
     int32_t n = b.p ? b.len : 0;
+    if (n < 0) {
+        w->err = true;
+        return;
+    }
     if (compact)
         kiq_wr_uvarint(w, (uint32_t)n + 1);
     else
@@ -170,7 +180,7 @@ void kiq_wr_array_len(kiq_wr_t *w, int32_t n, bool compact, bool nullable)
 {
     if (n < 0 && !nullable) n = 0;
     if (compact)
-        kiq_wr_uvarint(w, (uint32_t)(n + 1));
+        kiq_wr_uvarint(w, (uint32_t)n + 1);
     else
         kiq_wr_i32(w, n);
 }

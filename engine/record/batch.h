@@ -49,6 +49,7 @@
  * decompression bombs; Kafka itself has no such limit). */
 #define KIQ_BATCH_MAX_DECOMPRESSED ((size_t)128 << 20)
 
+/* A decoded header: a plain value, owned by whoever holds the copy. */
 typedef struct kiq_batch_header {
     int64_t base_offset;
     int32_t batch_length;
@@ -136,6 +137,7 @@ void kiq_batch_iter_init(kiq_batch_iter_t *it, const uint8_t *p, size_t len, boo
 int kiq_batch_iter_next(kiq_batch_iter_t *it, const uint8_t **batch, size_t *batch_len,
                         kiq_batch_header_t *h);
 
+/* A plain value pointing into the record it was read from. */
 typedef struct kiq_record_header {
     kiq_str_t key;     /* never null */
     kiq_bytes_t value; /* p == NULL: null */
@@ -157,6 +159,7 @@ typedef struct kiq_record {
     size_t headers_len;
 } kiq_record_t;
 
+/* Walks a record's headers; a local of the thread reading the record. */
 typedef struct kiq_record_header_iter {
     kiq_rd_t rd;
     int32_t left;

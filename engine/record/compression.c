@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <lz4frame.h>
 #include <snappy-c.h>
+#include <string.h>
 #include <strings.h>
 #include <zlib.h>
 #include <zstd.h>
