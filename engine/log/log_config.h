@@ -1,5 +1,6 @@
 /* Settings of one partition log, named after the Kafka broker properties
- * they mirror. Plain values, copied into each log at open. */
+ * they mirror. A plain value owned by whoever fills it in; each log keeps
+ * its own copy from open on. */
 #ifndef KIQ_LOG_LOG_CONFIG_H
 #define KIQ_LOG_LOG_CONFIG_H
 

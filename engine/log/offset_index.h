@@ -15,6 +15,7 @@
 
 #define KIQ_OFFSET_INDEX_ENTRY_SIZE 8
 
+/* A value handed out by lookups. */
 typedef struct kiq_offset_entry {
     int64_t offset;
     uint32_t position;

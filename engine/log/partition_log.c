@@ -289,7 +289,8 @@ static size_t segment_for(const kiq_partition_log_t *l, int64_t offset)
     return lo;
 }
 
-/* Gathers consecutive batches of one segment into the current slice. */
+/* Gathers consecutive batches of one segment into the current slice; on
+ * the stack of kiq_partition_log_locate, under the log's mutex. */
 typedef struct gather {
     int64_t max_offset;
     uint64_t budget;

@@ -27,7 +27,8 @@
 
 typedef struct kiq_partition_log kiq_partition_log_t;
 
-/* Whole batches lying contiguously in one segment file. */
+/* Whole batches lying contiguously in one segment file. Part of a
+ * kiq_log_slices_t, owned with it. */
 typedef struct kiq_log_slice {
     kiq_segment_t *seg; /* a reference, dropped by kiq_log_slices_release */
     int fd;             /* seg's .log descriptor, open while the reference is held */
@@ -48,7 +49,7 @@ typedef struct kiq_log_slices {
     uint64_t generation;
 } kiq_log_slices_t;
 
-/* State of a segment, for reporting. */
+/* State of a segment, for reporting: a copy owned by the caller. */
 typedef struct kiq_log_segment_info {
     int64_t base_offset;
     int64_t next_offset;

@@ -28,6 +28,7 @@
 
 /* ---- Buffered sequential reading of batch headers ---- */
 
+/* Lives on the stack of one scan, under the owning log's lock. */
 typedef struct scan {
     int fd;
     uint64_t end; /* bytes of the file that may be read */
@@ -359,7 +360,8 @@ int kiq_segment_append(kiq_segment_t *seg, const uint8_t *batches, size_t len)
     kiq_batch_iter_init(&it, batches, len, false);
     while ((rc = kiq_batch_iter_next(&it, &b, &blen, &h)) == 1) {
         if (h.magic != KIQ_BATCH_MAGIC) return kiq_error_set("%s: only v2 batches can be stored", seg->path);
-        if (h.last_offset_delta < 0 || h.base_offset < next || kiq_batch_last_offset(&h) - seg->base_offset > REL_OFFSET_MAX)
+        if (h.last_offset_delta < 0 || h.base_offset < next ||
+            kiq_batch_last_offset(&h) - seg->base_offset > REL_OFFSET_MAX)
             return kiq_error_set("%s: batch offsets %" PRId64 "..%" PRId64 " do not follow %" PRId64, seg->path,
                                  h.base_offset, kiq_batch_last_offset(&h), next - 1);
         next = kiq_batch_last_offset(&h) + 1;
@@ -408,7 +410,7 @@ int kiq_segment_walk(kiq_segment_t *seg, uint64_t position, int (*cb)(const kiq_
     }
 }
 
-/* A walk looking for the first batch that matches a key. */
+/* A walk looking for the first batch that matches a key; on the caller's stack. */
 typedef struct search {
     int64_t key;
     kiq_batch_loc_t *out;

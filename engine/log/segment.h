@@ -18,7 +18,8 @@
 #include "log/offset_index.h"
 #include "log/time_index.h"
 
-/* Where a batch is in a segment file, with the header fields lookups need. */
+/* Where a batch is in a segment file, with the header fields lookups need.
+ * A value owned by the caller. */
 typedef struct kiq_batch_loc {
     uint64_t position;
     uint32_t size;
@@ -27,7 +28,8 @@ typedef struct kiq_batch_loc {
     int64_t max_timestamp;
 } kiq_batch_loc_t;
 
-/* What a recovery scan found; counts add up over several scans. */
+/* What a recovery scan found; counts add up over several scans. Owned by
+ * the caller (the partition log keeps its copy under its mutex). */
 typedef struct kiq_segment_recovery {
     int64_t batches;          /* sound batches scanned */
     uint64_t bytes_truncated; /* torn or corrupt bytes cut off the end */

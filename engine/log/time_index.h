@@ -15,6 +15,7 @@
 
 #define KIQ_TIME_INDEX_ENTRY_SIZE 12
 
+/* A value handed out by lookups. */
 typedef struct kiq_time_entry {
     int64_t timestamp;
     int64_t offset;
