@@ -47,7 +47,8 @@ $(BUILD)/kafkaiq: $(CMD_OBJ) $(BUILD)/libkiq.a
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiq.a $(BUILD)/obj/gen/messages_sample.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -Itests/unit -o $@ $< $(BUILD)/obj/gen/messages_sample.o $(BUILD)/libkiq.a $(LDLIBS) -lcmocka
+	@mkdir -p $(BUILD)/obj/tests
+	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -MF $(BUILD)/obj/tests/$*.d -Itests/unit -o $@ $< $(BUILD)/obj/gen/messages_sample.o $(BUILD)/libkiq.a $(LDLIBS) -lcmocka
 
 unit: $(UNIT_BIN)
 

@@ -538,6 +538,7 @@ for _, api in ipairs(apis) do
     emit(C, "    enc_%s(w, version, m);\n    return w->err ? -1 : 0;\n}\n", n)
     emit(C, "static int %s_decode_any(kiq_rd_t *r, int16_t v, kiq_arena_t *a, void *m)\n{", n)
     emit(C, "    return %s_decode(r, v, a, m);\n}\n", n)
+    emit(C, "static void %s_init_any(void *m)\n{\n    %s_init(m);\n}\n", n, n)
     emit(C, "static int %s_encode_any(kiq_wr_t *w, int16_t v, const void *m)\n{", n)
     emit(C, "    return %s_encode(w, v, m);\n}\n", n)
     each_struct(st, function(s) gen_sample(s, api.vr) end)
@@ -561,8 +562,10 @@ typedef struct kiq_api_codec {
     int16_t flexible_min; /* first flexible version; INT16_MAX when none */
     size_t request_size;
     size_t response_size;
+    void (*request_init)(void *m);
     kiq_decode_fn request_decode;
     kiq_encode_fn request_encode;
+    void (*response_init)(void *m);
     kiq_decode_fn response_decode;
     kiq_encode_fn response_encode;
 } kiq_api_codec_t;
@@ -583,8 +586,10 @@ for _, api in ipairs(apis) do
   local flexmin = empty(api.flex) and "INT16_MAX" or tostring(math.max(api.flex[1], api.vr[1]))
   emit(C, '    {%d, "%s", %d, %d, %s, sizeof(kiq_%s_request_t), sizeof(kiq_%s_response_t),',
     api.key, api.name, api.vr[1], api.vr[2], flexmin, api.cname, api.cname)
-  emit(C, "     kiq_%s_request_decode_any, kiq_%s_request_encode_any,", api.cname, api.cname)
-  emit(C, "     kiq_%s_response_decode_any, kiq_%s_response_encode_any},", api.cname, api.cname)
+  emit(C, "     kiq_%s_request_init_any, kiq_%s_request_decode_any, kiq_%s_request_encode_any,",
+    api.cname, api.cname, api.cname)
+  emit(C, "     kiq_%s_response_init_any, kiq_%s_response_decode_any, kiq_%s_response_encode_any},",
+    api.cname, api.cname, api.cname)
 end
 emit(C, "};\nconst size_t kiq_api_codec_count = sizeof kiq_api_codecs / sizeof kiq_api_codecs[0];\n")
 emit(C, "const kiq_api_codec_t *kiq_api_codec(int16_t key)\n{")
