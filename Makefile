@@ -15,7 +15,8 @@ SCHEMA     := $(sort $(wildcard engine/proto/schema/*.lua))
 GEN_C      := $(BUILD)/gen/proto/messages.c
 GEN_H      := $(BUILD)/gen/proto/messages.h
 GEN_SAMPLE := $(BUILD)/gen/proto/messages_sample.c
-ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/messages.o
+GEN_LUA    := $(BUILD)/gen/proto/messages_lua.c $(BUILD)/gen/proto/messages_lua.h
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/messages.o $(BUILD)/obj/gen/messages_lua.o
 CMD_OBJ    := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -26,7 +27,7 @@ all: $(BUILD)/kafkaiq
 deps:
 	@scripts/deps.sh
 
-$(GEN_H) $(GEN_C) $(GEN_SAMPLE) &: scripts/gen_codec.lua $(SCHEMA)
+$(GEN_H) $(GEN_C) $(GEN_SAMPLE) $(GEN_LUA) &: scripts/gen_codec.lua $(SCHEMA)
 	@mkdir -p $(dir $(GEN_C))
 	$(LUAJIT) scripts/gen_codec.lua $(BUILD)/gen/proto $(SCHEMA)
 

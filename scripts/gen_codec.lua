@@ -4,8 +4,9 @@
 --   luajit scripts/gen_codec.lua OUTDIR schema1.lua schema2.lua ...
 --
 -- Writes OUTDIR/messages.h, OUTDIR/messages.c (structs, init, decode,
--- encode, the API table) and OUTDIR/messages_sample.c (fills every field of
--- a message with non-default values, for the round-trip tests only).
+-- encode, the API table), OUTDIR/messages_lua.{h,c} (messages to and from
+-- Lua tables) and OUTDIR/messages_sample.c (fills every field of a message
+-- with non-default values, for the round-trip tests only).
 -- A schema error stops the build with the file and field that are wrong.
 
 local outdir = assert(arg[1], "usage: gen_codec.lua OUTDIR SCHEMA...")
@@ -480,6 +481,103 @@ local function mark_tag_structs(st)
   end
 end
 
+-- Lua converters: a message as a Lua table keyed by field name, for the
+-- Lua module (the engine's own client speaks through the same codec).
+local L, LH = {}, {}
+local int_range = {
+  int8 = { "INT8_MIN", "INT8_MAX" }, int16 = { "INT16_MIN", "INT16_MAX" },
+  uint16 = { "0", "UINT16_MAX" }, int32 = { "INT32_MIN", "INT32_MAX" },
+  int64 = { "INT64_MIN", "INT64_MAX" },
+}
+
+local function lua_push_value(kind, t, src, st_fd)
+  if kind == "struct" then return ("push_%s(L, v, &%s);"):format(fname(st_fd.struct), src) end
+  if t == "bool" then return ("lua_pushboolean(L, %s);"):format(src) end
+  if t == "string" then return ("kiq_lua_push_str(L, %s);"):format(src) end
+  if t == "bytes" or t == "records" then return ("kiq_lua_push_bytes(L, %s);"):format(src) end
+  if t == "uuid" then return ("kiq_lua_push_uuid(L, &%s);"):format(src) end
+  if t == "int64" then return ("kiq_lua_push_int64(L, %s);"):format(src) end
+  return ("lua_pushnumber(L, (lua_Number)%s);"):format(src)
+end
+
+local function lua_check_value(kind, t, dst, fd, idx)
+  local name = fd.name
+  if kind == "struct" then
+    return ("if (!lua_istable(L, %s)) luaL_error(L, \"field '%s': table expected\");\n"):format(idx, name) ..
+      ("        check_%s(L, %s, v, a, &%s);"):format(fname(fd.struct), idx, dst)
+  end
+  if t == "bool" then return ("%s = kiq_lua_to_bool(L, %s, %q);"):format(dst, idx, name) end
+  if t == "string" then return ("%s = kiq_lua_to_str(L, %s, a, %q);"):format(dst, idx, name) end
+  if t == "bytes" or t == "records" then return ("%s = kiq_lua_to_bytes(L, %s, a, %q);"):format(dst, idx, name) end
+  if t == "uuid" then return ("%s = kiq_lua_to_uuid(L, %s, %q);"):format(dst, idx, name) end
+  if t == "float64" then return ("%s = kiq_lua_to_double(L, %s, %q);"):format(dst, idx, name) end
+  local r = int_range[t]
+  return ("%s = (%s)kiq_lua_to_int(L, %s, %s, %s, %q);"):format(dst, prim[t].c, idx, r[1], r[2], name)
+end
+
+local function gen_lua(st, vr)
+  local n = fname(st)
+  emit(L, "static void push_%s(lua_State *L, int16_t v, const %s *m)\n{", n, st.ctype)
+  emit(L, "    (void)v;\n    lua_createtable(L, 0, %d);", #st.fields)
+  for _, fd in ipairs(st.fields) do
+    local present = cond(fd.v, vr)
+    if present ~= "0" then
+      emit(L, "    if (%s) {", present)
+      local src = "m->" .. fd.name
+      if fd.kind == "sarray" or fd.kind == "parray" then
+        emit(L, "        if (%s_n < 0) {\n            lua_pushnil(L);\n        } else {", src)
+        emit(L, "            lua_createtable(L, %s_n, 0);", src)
+        emit(L, "            for (int32_t i = 0; i < %s_n; i++) {", src)
+        if fd.kind == "sarray" then
+          emit(L, "                push_%s(L, v, &%s[i]);", fname(fd.struct), src)
+        else
+          emit(L, "                %s", lua_push_value("prim", fd.elem, src .. "[i]"))
+        end
+        emit(L, "                lua_rawseti(L, -2, i + 1);\n            }\n        }")
+      else
+        emit(L, "        %s", lua_push_value(fd.kind, fd.type, src, fd))
+      end
+      emit(L, "        lua_setfield(L, -2, %q);\n    }", fd.name)
+    end
+  end
+  emit(L, "}\n")
+
+  emit(L, "static void check_%s(lua_State *L, int idx, int16_t v, kiq_arena_t *a, %s *m)\n{", n, st.ctype)
+  emit(L, "    (void)v;\n    (void)a;\n    %s_init(m);", n)
+  for _, fd in ipairs(st.fields) do
+    local present = cond(fd.v, vr)
+    if present ~= "0" then
+      emit(L, "    if (%s) {", present)
+      emit(L, "        lua_getfield(L, idx, %q);", fd.name)
+      emit(L, "        int top = lua_gettop(L);")
+      emit(L, "        if (!lua_isnil(L, top)) {")
+      local dst = "m->" .. fd.name
+      if fd.kind == "sarray" or fd.kind == "parray" then
+        local et = fd.kind == "sarray" and fd.struct.ctype or prim[fd.elem].c
+        emit(L, "            %s_n = kiq_lua_array_len(L, top, %q);", dst, fd.name)
+        emit(L, "            %s = kiq_arena_calloc(a, (size_t)%s_n, sizeof(%s));", dst, dst, et)
+        emit(L, "            for (int32_t i = 0; i < %s_n; i++) {", dst)
+        emit(L, "                lua_rawgeti(L, top, i + 1);")
+        if fd.kind == "sarray" then
+          emit(L, "                %s", lua_check_value("struct", nil, dst .. "[i]", fd, "top + 1"))
+        else
+          emit(L, "                %s", lua_check_value("prim", fd.elem, dst .. "[i]", fd, "top + 1"))
+        end
+        emit(L, "                lua_pop(L, 1);\n            }")
+      else
+        emit(L, "            %s", lua_check_value(fd.kind, fd.type, dst, fd, "top"))
+      end
+      emit(L, "        }\n        lua_pop(L, 1);\n    }")
+    end
+  end
+  emit(L, "}\n")
+end
+
+emit(L, "/* Generated by scripts/gen_codec.lua: messages as Lua tables. */")
+emit(L, '#include "proto/messages_lua.h"\n\n#include <stdint.h>\n\n#include "lua/convert.h"\n')
+emit(L, "static int lua_absindex_compat(lua_State *L, int idx)\n{")
+emit(L, "    return idx > 0 || idx <= LUA_REGISTRYINDEX ? idx : lua_gettop(L) + idx + 1;\n}\n")
+
 emit(H, "/* Generated by scripts/gen_codec.lua from engine/proto/schema. Do not edit. */")
 emit(H, "#ifndef KIQ_PROTO_MESSAGES_H\n#define KIQ_PROTO_MESSAGES_H\n")
 emit(H, '#include "core/arena.h"\n#include "proto/reader.h"\n#include "proto/writer.h"\n')
@@ -542,6 +640,14 @@ for _, api in ipairs(apis) do
     emit(C, "static int %s_encode_any(kiq_wr_t *w, int16_t v, const void *m)\n{", n)
     emit(C, "    return %s_encode(w, v, m);\n}\n", n)
     each_struct(st, function(s) gen_sample(s, api.vr) end)
+    each_struct(st, function(s)
+      emit(L, "static void push_%s(lua_State *L, int16_t v, const %s *m);", fname(s), s.ctype)
+      emit(L, "static void check_%s(lua_State *L, int idx, int16_t v, kiq_arena_t *a, %s *m);", fname(s), s.ctype)
+    end)
+    each_struct(st, function(s) gen_lua(s, api.vr) end)
+    emit(L, "static void %s_push_any(lua_State *L, int16_t v, const void *m)\n{\n    push_%s(L, v, m);\n}\n", n, n)
+    emit(L, "static void %s_check_any(lua_State *L, int idx, int16_t v, kiq_arena_t *a, void *m)\n{", n)
+    emit(L, "    check_%s(L, lua_absindex_compat(L, idx), v, a, m);\n}\n", n)
     emit(S, "static void %s_sample_any(void *m, int16_t v, kiq_arena_t *a, unsigned seed)\n{", n)
     emit(S, "    sample_%s(m, v, a, seed);\n}\n", n)
   end
@@ -605,6 +711,24 @@ for _, dir in ipairs({ "request", "response" }) do
   emit(S, "    default:\n        return NULL;\n    }\n}\n")
 end
 
+emit(LH, "/* Generated by scripts/gen_codec.lua: messages as Lua tables. Do not edit. */")
+emit(LH, "#ifndef KIQ_PROTO_MESSAGES_LUA_H\n#define KIQ_PROTO_MESSAGES_LUA_H\n")
+emit(LH, '#include <lua.h>\n\n#include "proto/messages.h"\n')
+emit(LH, "/* Push a decoded message as a table / fill a message from the table at idx")
+emit(LH, " * (missing fields keep their defaults; wrong types raise a Lua error). */")
+emit(LH, "typedef void (*kiq_lua_push_fn)(lua_State *L, int16_t version, const void *m);")
+emit(LH, "typedef void (*kiq_lua_check_fn)(lua_State *L, int idx, int16_t version, kiq_arena_t *a, void *m);\n")
+emit(LH, "kiq_lua_push_fn kiq_api_lua_push(int16_t key, bool request);")
+emit(LH, "kiq_lua_check_fn kiq_api_lua_check(int16_t key, bool request);\n\n#endif")
+for _, what in ipairs({ "push", "check" }) do
+  emit(L, "kiq_lua_%s_fn kiq_api_lua_%s(int16_t key, bool request)\n{\n    switch (key) {", what, what)
+  for _, api in ipairs(apis) do
+    emit(L, "    case %d:\n        return request ? kiq_%s_request_%s_any : kiq_%s_response_%s_any;",
+      api.key, api.cname, what, api.cname, what)
+  end
+  emit(L, "    default:\n        return NULL;\n    }\n}\n")
+end
+
 local function write(name, buf)
   local path = outdir .. "/" .. name
   local f = assert(io.open(path .. ".tmp", "w"))
@@ -615,3 +739,5 @@ end
 write("messages.h", H)
 write("messages.c", C)
 write("messages_sample.c", S)
+write("messages_lua.h", LH)
+write("messages_lua.c", L)
