@@ -567,6 +567,11 @@ local function gen_lua(st, vr)
       else
         emit(L, "            %s", lua_check_value(fd.kind, fd.type, dst, fd, "top"))
       end
+      local nul = cond(fd.null, vr)
+      if (fd.kind == "sarray" or fd.kind == "parray") and nul ~= "0" then
+        -- an absent nullable array is null (Metadata: nil topics = all)
+        emit(L, "        } else if (%s) {\n            %s_n = -1;", nul, dst)
+      end
       emit(L, "        }\n        lua_pop(L, 1);\n    }")
     end
   end
