@@ -12,7 +12,8 @@ enum kiq_handler_result {
     KIQ_HANDLER_CLOSE = -1,      /* drop the connection, no response */
     KIQ_HANDLER_RESPOND = 0,     /* encode the response now */
     KIQ_HANDLER_NO_RESPONSE = 1, /* acks=0 produce: the client expects nothing */
-    KIQ_HANDLER_PARKED = 2,      /* the handler answers later via kiq_api_respond */
+    KIQ_HANDLER_PARKED = 2,      /* the handler stamped t.handled, handed the request
+                                  * to the purgatory and answers via kiq_api_respond */
 };
 
 typedef int (*kiq_api_handler_fn)(kiq_broker_t *b, kiq_request_t *r, const void *request,

@@ -39,5 +39,8 @@ int kiq_api_delete_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *
         else
             delete_one(b, r, req->topic_names[i], NULL, &out->responses[i]);
     }
+    /* Fetches parked on a deleted topic answer UNKNOWN_TOPIC_OR_PARTITION
+     * now instead of at the end of their max_wait. */
+    if (n > 0) kiq_purgatory_poke(b->purgatory);
     return KIQ_HANDLER_RESPOND;
 }

@@ -42,7 +42,9 @@ void kiq_api_respond(kiq_request_t *r, const void *response)
 {
     int16_t v = r->header.api_version;
     /* ApiVersions answers an unsupported version as v0 (PROTOCOL.md) */
-    if (r->header.api_key == KIQ_API_API_VERSIONS && v > r->codec->max_version) v = 0;
+    if (r->header.api_key == KIQ_API_API_VERSIONS &&
+        (v < r->codec->min_version || v > r->codec->max_version))
+        v = 0;
     kiq_wr_t w;
     kiq_wr_init(&w);
     kiq_wr_i32(&w, 0);
@@ -85,11 +87,13 @@ void kiq_broker_handle(kiq_broker_t *b, kiq_request_t *r)
     r->body = req;
     kiq_error_clear();
     int rc = kiq_api_handler(c->key)(b, r, req, resp);
+    /* A parked request belongs to the purgatory, which may already have
+     * answered and freed it: the handler stamped it before parking. */
+    if (rc == KIQ_HANDLER_PARKED) return;
     r->t.handled = kiq_clock_mono_ns();
     switch (rc) {
     case KIQ_HANDLER_RESPOND: kiq_api_respond(r, resp); break;
     case KIQ_HANDLER_NO_RESPONSE: kiq_api_finish(r, false); break;
-    case KIQ_HANDLER_PARKED: break;
     default: kiq_api_finish(r, true); break;
     }
 }

@@ -81,6 +81,9 @@ static int64_t fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_req
                 pr->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
                 continue;
             }
+            /* Only the first data returned may exceed the limits (so a batch
+             * bigger than them is never stuck); later ones must fit. */
+            if (total > 0 && (int64_t)w.len > limit) w.len = 0;
             if (w.len) {
                 uint8_t *copy = kiq_arena_alloc(&r->arena, w.len);
                 memcpy(copy, w.buf, w.len);
@@ -145,6 +148,7 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
     f->r = r;
     f->req = req;
     f->resp = out;
+    r->t.handled = kiq_clock_mono_ns(); /* r is the purgatory's from the park on */
     kiq_purgatory_park(b->purgatory, &f->op);
     return KIQ_HANDLER_PARKED;
 }

@@ -1,5 +1,7 @@
 /* ListOffsets: earliest (-2), latest (-1), max timestamp (-3, v7) and the
  * first offset at or after a timestamp. */
+#include <stdlib.h>
+
 #include "api/api.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -35,12 +37,25 @@ static void list_partition(kiq_topic_t *topic, int16_t v,
     default: {
         int64_t ts = in->timestamp;
         if (ts == MAX_TIMESTAMP) {
-            /* the batch holding the newest timestamp */
-            kiq_log_segment_info_t segs[64];
-            int n = kiq_partition_log_segments(part->log, segs, 64);
+            /* the batch holding the newest timestamp, in any segment (the
+             * log may roll between counting and listing them) */
+            kiq_log_segment_info_t *segs = NULL;
+            int cap = 0, n = kiq_partition_log_segments(part->log, NULL, 0);
+            while (n > cap) {
+                cap = n;
+                kiq_log_segment_info_t *grown = realloc(segs, (size_t)cap * sizeof *segs);
+                if (!grown) {
+                    free(segs);
+                    out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
+                    return;
+                }
+                segs = grown;
+                n = kiq_partition_log_segments(part->log, segs, cap);
+            }
             ts = -1;
-            for (int i = 0; i < n && i < 64; i++)
+            for (int i = 0; i < n; i++)
                 if (segs[i].max_timestamp > ts) ts = segs[i].max_timestamp;
+            free(segs);
             if (ts < 0) {
                 out->offset = -1;
                 return;

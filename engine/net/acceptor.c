@@ -17,12 +17,16 @@
 #include "core/error.h"
 #include "core/log.h"
 
+/* Seconds without accepting after accept() fails for want of resources. */
+#define ACCEPT_PAUSE 0.1
+
 /* The loop and listening socket belong to the acceptor thread once started. */
 struct kiq_acceptor {
     int fd;
     int port;
     struct ev_loop *loop;
     ev_io accept_io;
+    ev_timer resume; /* restarts accepting after an accept error */
     ev_async stop_async;
     pthread_t thread;
     bool started;
@@ -39,8 +43,15 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         socklen_t len = sizeof ss;
         int fd = accept4(a->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK) KIQ_WARN("accept: %s", strerror(errno));
+            int err = errno;
+            if (err == EINTR || err == ECONNABORTED) continue;
+            if (err == EAGAIN || err == EWOULDBLOCK) return;
+            /* Out of descriptors or memory, the pending connection stays
+             * readable: pause rather than spin and flood the log. */
+            KIQ_WARN("accept: %s; pausing accepts for %.0f ms", strerror(err), ACCEPT_PAUSE * 1e3);
+            ev_io_stop(loop, &a->accept_io);
+            ev_timer_set(&a->resume, ACCEPT_PAUSE, 0.); /* a fired one-shot timer restarts at once */
+            ev_timer_start(loop, &a->resume);
             return;
         }
         int one = 1;
@@ -60,6 +71,12 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         kiq_processor_add_socket(a->processors[a->next], fd, peer);
         a->next = (a->next + 1) % a->nprocessors;
     }
+}
+
+static void resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    kiq_acceptor_t *a = w->data;
+    ev_io_start(loop, &a->accept_io);
 }
 
 static void stop_cb(struct ev_loop *loop, ev_async *w, int revents) { ev_break(loop, EVBREAK_ALL); }
@@ -114,6 +131,8 @@ kiq_acceptor_t *kiq_acceptor_new(const char *host, int port, kiq_processor_t **p
     ev_io_init(&a->accept_io, accept_cb, fd, EV_READ);
     a->accept_io.data = a;
     ev_io_start(a->loop, &a->accept_io);
+    ev_timer_init(&a->resume, resume_cb, ACCEPT_PAUSE, 0.);
+    a->resume.data = a;
     ev_async_init(&a->stop_async, stop_cb);
     ev_async_start(a->loop, &a->stop_async);
     return a;

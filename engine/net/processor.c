@@ -32,6 +32,7 @@ typedef struct conn {
     kiq_request_t *out_req;
     struct conn *next_waiting; /* on p->waiting while the queue is full */
     bool waiting;
+    bool eof;           /* the peer closed its side: serve what was read, then close */
     struct conn *hnext; /* hash chain */
 } conn_t;
 
@@ -94,6 +95,15 @@ static void conn_close(conn_t *c, const char *why)
 
 static void conn_process_input(conn_t *c);
 
+/* The buffer holds no whole request: read more, unless none can come. */
+static void conn_wait_input(conn_t *c)
+{
+    if (c->eof)
+        conn_close(c, "peer closed");
+    else
+        ev_io_start(c->p->loop, &c->rio);
+}
+
 static void conn_enqueue(conn_t *c)
 {
     kiq_processor_t *p = c->p;
@@ -115,7 +125,7 @@ static void conn_process_input(conn_t *c)
     kiq_processor_t *p = c->p;
     if (c->inflight || c->out) return;
     if (c->in_len < 4) {
-        ev_io_start(p->loop, &c->rio);
+        conn_wait_input(c);
         return;
     }
     int32_t size = (int32_t)kiq_be32(c->in);
@@ -137,7 +147,7 @@ static void conn_process_input(conn_t *c)
             c->in = n;
             c->in_cap = need;
         }
-        ev_io_start(p->loop, &c->rio);
+        conn_wait_input(c);
         return;
     }
     uint8_t *frame = malloc(size ? (size_t)size : 1);
@@ -196,7 +206,10 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         }
         if (c->in_cap < want) {
             uint8_t *n = realloc(c->in, want);
-            if (!n) return conn_close(c, "out of memory");
+            if (!n) {
+                conn_close(c, "out of memory");
+                return;
+            }
             c->in = n;
             c->in_cap = want;
         }
@@ -206,10 +219,16 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
             if (c->in_len == c->in_cap) break;
             continue;
         }
-        if (n == 0) return conn_close(c, "peer closed");
+        if (n == 0) {
+            /* Requests read before the close are still served, as Kafka
+             * does: an acks=0 producer may close right after its last send. */
+            c->eof = true;
+            break;
+        }
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        return conn_close(c, strerror(errno));
+        conn_close(c, strerror(errno));
+        return;
     }
     ev_io_stop(loop, &c->rio);
     conn_process_input(c);
@@ -223,7 +242,10 @@ static void conn_finish_write(conn_t *c)
     kiq_request_free(c->out_req);
     c->out_req = NULL;
     c->out = NULL;
-    if (close_after) return conn_close(c, "closed by the request handler");
+    if (close_after) {
+        conn_close(c, "closed by the request handler");
+        return;
+    }
     conn_process_input(c);
 }
 

@@ -23,7 +23,8 @@ static int parse_listener(const char *l, char *host, size_t hn, int *port)
     const char *colon = strrchr(hp, ':');
     char *end;
     long p = strtol(colon + 1, &end, 10);
-    if (*end || p < 0 || p > 65535) return kiq_error_set("listeners: bad port in '%s'", l);
+    if (end == colon + 1 || *end || p < 0 || p > 65535)
+        return kiq_error_set("listeners: bad port in '%s'", l);
     size_t n = (size_t)(colon - hp);
     if (n >= hn) return kiq_error_set("listeners: host too long in '%s'", l);
     memcpy(host, hp, n);

@@ -16,9 +16,10 @@
 #include "proto/errors.h"
 
 struct kiq_topics {
-    pthread_rwlock_t lock; /* guards topics/count/cap */
+    pthread_rwlock_t lock; /* guards topics/count/cap, doomed and its links */
     kiq_topic_t **topics;  /* sorted by name */
     int count, cap;
+    kiq_topic_t *doomed; /* deleted, files not yet removed */
     char *dir;
     kiq_log_config_t log_cfg;
     void (*on_append)(void *ctx);
@@ -74,6 +75,14 @@ static void topic_destroy(kiq_topic_t *topic)
         }
     }
     if (remove) KIQ_INFO("deleted the files of topic %s", topic->name);
+    kiq_topics_t *t = topic->doomed_in;
+    if (t) {
+        pthread_rwlock_wrlock(&t->lock);
+        kiq_topic_t **pp = &t->doomed;
+        while (*pp != topic) pp = &(*pp)->next_doomed;
+        *pp = topic->next_doomed;
+        pthread_rwlock_unlock(&t->lock);
+    }
     free(topic->partitions);
     free(topic->name);
     free(topic->dir);
@@ -288,6 +297,14 @@ kiq_topic_t *kiq_topics_get_by_id(kiq_topics_t *t, const kiq_uuid_t *id)
     return topic;
 }
 
+/* Under the registry lock. */
+static bool is_doomed(kiq_topics_t *t, kiq_str_t name)
+{
+    for (kiq_topic_t *d = t->doomed; d; d = d->next_doomed)
+        if (kiq_str_eq(name, d->name)) return true;
+    return false;
+}
+
 int kiq_topics_create(kiq_topics_t *t, kiq_str_t name, int32_t partitions,
                       int16_t replication_factor, bool validate_only)
 {
@@ -302,6 +319,9 @@ int kiq_topics_create(kiq_topics_t *t, kiq_str_t name, int32_t partitions,
     int rc = KIQ_ERR_NONE;
     if (found) {
         kiq_error_set("Topic '%.*s' already exists.", name.len, name.p);
+        rc = KIQ_ERR_TOPIC_ALREADY_EXISTS;
+    } else if (is_doomed(t, name)) {
+        kiq_error_set("Topic '%.*s' is marked for deletion.", name.len, name.p);
         rc = KIQ_ERR_TOPIC_ALREADY_EXISTS;
     } else if (!validate_only) {
         char cname[256];
@@ -337,6 +357,9 @@ int kiq_topics_delete(kiq_topics_t *t, kiq_topic_t *topic)
     memmove(&t->topics[i], &t->topics[i + 1], (size_t)(t->count - i - 1) * sizeof *t->topics);
     t->count--;
     atomic_store(&topic->deleted, true);
+    topic->doomed_in = t;
+    topic->next_doomed = t->doomed;
+    t->doomed = topic;
     pthread_rwlock_unlock(&t->lock);
     KIQ_INFO("deleted topic %s", topic->name);
     kiq_topic_unref(topic); /* the registry's reference */

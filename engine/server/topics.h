@@ -25,7 +25,8 @@ typedef struct kiq_partition {
     kiq_partition_log_t *log;
 } kiq_partition_t;
 
-/* Immutable after creation except the refcount and the deleted flag. */
+/* Immutable after creation except the refcount, the deleted flag and the
+ * links below, which the registry's lock guards. */
 struct kiq_topic {
     char *name;
     kiq_uuid_t id;
@@ -35,6 +36,10 @@ struct kiq_topic {
     atomic_int refs;
     atomic_bool deleted;
     char *dir; /* log directory holding the partition directories */
+    /* Once deleted and until its files are gone: the registry listing it
+     * (so the name cannot be re-created over directories still in use). */
+    struct kiq_topics *doomed_in;
+    kiq_topic_t *next_doomed;
 };
 
 typedef struct kiq_topics kiq_topics_t;
@@ -54,12 +59,15 @@ void kiq_topic_unref(kiq_topic_t *topic);
 bool kiq_topic_name_valid(kiq_str_t name, const char **why);
 
 /* Creates a topic and its partition logs. Returns a Kafka error code:
- * 0, TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, or KAFKA_STORAGE_ERROR
- * (the reason in the error slot). validate_only checks without creating. */
+ * 0, TOPIC_ALREADY_EXISTS (also while a deleted topic of that name still
+ * has its files, as Kafka's "marked for deletion"), INVALID_TOPIC_EXCEPTION,
+ * or KAFKA_STORAGE_ERROR (the reason in the error slot). validate_only
+ * checks without creating. */
 int kiq_topics_create(kiq_topics_t *t, kiq_str_t name, int32_t partitions,
                       int16_t replication_factor, bool validate_only);
-/* Removes the topic from the registry and deletes its files once unused.
- * Kafka error code: 0 or UNKNOWN_TOPIC_OR_PARTITION. */
+/* Removes the topic from the registry and deletes its files once unused
+ * (by the thread dropping the last reference, which must not hold the
+ * registry). Kafka error code: 0 or UNKNOWN_TOPIC_OR_PARTITION. */
 int kiq_topics_delete(kiq_topics_t *t, kiq_topic_t *topic);
 
 /* A referenced snapshot of all topics, sorted by name; free with
