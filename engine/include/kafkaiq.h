@@ -18,6 +18,9 @@ int kiq_broker_start(kiq_broker_t *b);
 /* Any thread but the broker's own: clean shutdown (logs flushed and marked
  * clean). Idempotent. */
 void kiq_broker_stop(kiq_broker_t *b);
+/* Like a crash as far as the data directory can tell: no clean-shutdown
+ * marker, so the next start recovers the logs from scratch. */
+void kiq_broker_kill(kiq_broker_t *b);
 void kiq_broker_free(kiq_broker_t *b);
 /* The bound port (useful with port 0). */
 int kiq_broker_port(const kiq_broker_t *b);

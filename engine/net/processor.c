@@ -238,6 +238,7 @@ static void conn_finish_write(conn_t *c)
 {
     c->out_req->t.sent = kiq_clock_mono_ns();
     kiq_request_log_timing(c->out_req);
+    if (c->p->cfg.done) c->p->cfg.done(c->p->cfg.admit_ctx, c->out_req);
     bool close_after = c->out_req->close_after;
     kiq_request_free(c->out_req);
     c->out_req = NULL;
@@ -347,10 +348,12 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
         done = r->next;
         r->next = NULL;
         conn_t *c = conn_find(p, r->conn_id);
-        if (c && c->inflight == r)
+        if (c && c->inflight == r) {
+            r->t.response_dequeued = kiq_clock_mono_ns();
             conn_respond(c, r);
-        else
+        } else {
             kiq_request_free(r); /* the connection went away meanwhile */
+        }
     }
     if (space) retry_waiting(p);
     if (stopping) ev_break(loop, EVBREAK_ALL);

@@ -24,7 +24,10 @@ typedef struct kiq_processor_config {
     /* Admission check run on the processor thread once a header parses;
      * non-zero means refuse (close) the connection. */
     int (*admit)(void *ctx, kiq_request_t *r);
-    void *admit_ctx;
+    /* Called on the processor thread when a request is finished (answered,
+     * or not), before it is freed: request metrics. */
+    void (*done)(void *ctx, const kiq_request_t *r);
+    void *admit_ctx; /* passed to admit and done */
 } kiq_processor_config_t;
 
 kiq_processor_t *kiq_processor_new(const kiq_processor_config_t *cfg);

@@ -36,6 +36,6 @@ void kiq_request_log_timing(const kiq_request_t *r)
               r->codec ? r->codec->name : "?", r->header.api_version, r->header.correlation_id,
               KIQ_STR_ARG(r->header.client_id), r->peer, us(t->received, t->sent),
               us(t->enqueued, t->dequeued), us(t->dequeued, t->handled),
-              us(t->handled, t->completed), us(t->completed, t->response_queued),
-              us(t->response_queued, t->sent));
+              us(t->handled, t->completed), us(t->response_queued, t->response_dequeued),
+              us(t->response_dequeued, t->sent));
 }

@@ -24,6 +24,7 @@ typedef struct kiq_request_times {
     int64_t handled;          /* handler done (or parked) */
     int64_t completed;        /* response built (differs from handled when parked) */
     int64_t response_queued;  /* on the processor's response queue */
+    int64_t response_dequeued; /* taken off it by the processor */
     int64_t sent;             /* last byte written to the socket */
 } kiq_request_times_t;
 

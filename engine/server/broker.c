@@ -132,6 +132,13 @@ static int admit(void *ctx, kiq_request_t *r)
     return 0;
 }
 
+/* Processor thread: a request is finished. */
+static void request_done(void *ctx, const kiq_request_t *r)
+{
+    kiq_broker_t *b = ctx;
+    kiq_request_stats_record(&b->stats, r);
+}
+
 static void *io_thread_main(void *arg)
 {
     kiq_broker_t *b = arg;
@@ -171,6 +178,7 @@ int kiq_broker_start(kiq_broker_t *b)
             .max_request_bytes = (size_t)kiq_config_int(b->config, KIQ_CFG_SOCKET_REQUEST_MAX_BYTES),
             .queue = b->queue,
             .admit = admit,
+            .done = request_done,
             .admit_ctx = b,
         };
         b->processors[i] = kiq_processor_new(&pc);
@@ -180,6 +188,8 @@ int kiq_broker_start(kiq_broker_t *b)
     b->acceptor = kiq_acceptor_new(b->host, b->port, b->processors, b->nprocessors);
     if (!b->acceptor) return -1;
     b->bound_port = kiq_acceptor_port(b->acceptor);
+    b->port = b->bound_port; /* a restart comes back on the same port */
+    memset(&b->stats, 0, sizeof b->stats);
     if (!b->advertised_host[0]) {
         snprintf(b->advertised_host, sizeof b->advertised_host, "%s", *b->host ? b->host : "127.0.0.1");
         b->advertised_port = b->bound_port;
@@ -206,10 +216,17 @@ int kiq_broker_start(kiq_broker_t *b)
 
 int kiq_broker_port(const kiq_broker_t *b) { return b->bound_port; }
 
-void kiq_broker_stop(kiq_broker_t *b)
+static void broker_shutdown(kiq_broker_t *b, bool clean);
+
+void kiq_broker_stop(kiq_broker_t *b) { broker_shutdown(b, true); }
+
+void kiq_broker_kill(kiq_broker_t *b) { broker_shutdown(b, false); }
+
+static void broker_shutdown(kiq_broker_t *b, bool clean)
 {
     if (!b) return;
-    bool was_running = b->running;
+    bool mark_clean = b->running && clean;
+    if (b->running && !clean) KIQ_WARN("[KafkaIQ broker %d] killed: no clean shutdown", b->node_id);
     b->running = false;
     /* Stop taking work, answer what is parked, drain the handlers, then the
      * network, and only then close the logs and mark the shutdown clean. */
@@ -230,7 +247,7 @@ void kiq_broker_stop(kiq_broker_t *b)
     if (b->topics) {
         kiq_topics_free(b->topics);
         b->topics = NULL;
-        if (was_running) {
+        if (mark_clean) {
             char marker[PATH_MAX];
             snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dir);
             int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -13,6 +13,7 @@
 #include "net/processor.h"
 #include "net/request_queue.h"
 #include "server/purgatory.h"
+#include "server/request_stats.h"
 #include "server/topics.h"
 
 struct kiq_broker {
@@ -37,6 +38,7 @@ struct kiq_broker {
     pthread_t *io_threads;
     int nio_threads;
     kiq_purgatory_t *purgatory;
+    kiq_request_stats_t stats;
     bool running;
 };
 

@@ -1,0 +1,31 @@
+#include "server/request_stats.h"
+
+const char *const kiq_request_stage_names[KIQ_STAGE__COUNT] = {
+    "queue", "local", "remote", "response_queue", "send", "total",
+};
+
+static int64_t span(int64_t from, int64_t to) { return from && to && to > from ? to - from : 0; }
+
+void kiq_request_stats_record(kiq_request_stats_t *s, const kiq_request_t *r)
+{
+    int16_t key = r->header.api_key;
+    if (key < 0 || key >= KIQ_STATS_MAX_API || !r->codec) return;
+    const kiq_request_times_t *t = &r->t;
+    int64_t stage[KIQ_STAGE__COUNT] = {
+        span(t->enqueued, t->dequeued),          span(t->dequeued, t->handled),
+        span(t->handled, t->completed),          span(t->response_queued, t->response_dequeued),
+        span(t->response_dequeued, t->sent),     span(t->received, t->sent),
+    };
+    atomic_fetch_add_explicit(&s->count[key], 1, memory_order_relaxed);
+    for (int i = 0; i < KIQ_STAGE__COUNT; i++)
+        atomic_fetch_add_explicit(&s->ns[key][i], stage[i], memory_order_relaxed);
+}
+
+uint64_t kiq_request_stats_get(kiq_request_stats_t *s, int16_t api_key,
+                               int64_t ns[KIQ_STAGE__COUNT])
+{
+    if (api_key < 0 || api_key >= KIQ_STATS_MAX_API) return 0;
+    for (int i = 0; i < KIQ_STAGE__COUNT; i++)
+        ns[i] = atomic_load_explicit(&s->ns[api_key][i], memory_order_relaxed);
+    return atomic_load_explicit(&s->count[api_key], memory_order_relaxed);
+}

@@ -1,0 +1,37 @@
+/* Kafka-style request metrics per API: how many requests, and the time they
+ * spent in each stage (queue, local, remote, response queue, send). Updated
+ * by processor threads with relaxed atomics, read by anyone. */
+#ifndef KIQ_SERVER_REQUEST_STATS_H
+#define KIQ_SERVER_REQUEST_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "net/request.h"
+
+enum { KIQ_STATS_MAX_API = 128 };
+
+enum kiq_request_stage {
+    KIQ_STAGE_QUEUE,          /* waiting for an I/O thread */
+    KIQ_STAGE_LOCAL,          /* the handler running */
+    KIQ_STAGE_REMOTE,         /* parked in a purgatory */
+    KIQ_STAGE_RESPONSE_QUEUE, /* waiting for the processor */
+    KIQ_STAGE_SEND,           /* being written to the socket */
+    KIQ_STAGE_TOTAL,
+    KIQ_STAGE__COUNT
+};
+
+extern const char *const kiq_request_stage_names[KIQ_STAGE__COUNT];
+
+typedef struct kiq_request_stats {
+    atomic_uint_fast64_t count[KIQ_STATS_MAX_API];
+    atomic_int_fast64_t ns[KIQ_STATS_MAX_API][KIQ_STAGE__COUNT];
+} kiq_request_stats_t;
+
+/* Any thread. */
+void kiq_request_stats_record(kiq_request_stats_t *s, const kiq_request_t *r);
+/* Any thread: totals for one api key (ns per stage). */
+uint64_t kiq_request_stats_get(kiq_request_stats_t *s, int16_t api_key,
+                               int64_t ns[KIQ_STAGE__COUNT]);
+
+#endif
