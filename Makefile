@@ -4,9 +4,10 @@ CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 # Flags the build needs whatever CFLAGS a caller (luarocks, CI) passes.
-KIQ_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration \
+KIQ_CFLAGS := -std=c11 -fPIC -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration \
            -pthread -Iengine -I$(BUILD)/gen -I/usr/include/luajit-2.1 -MMD -MP
-LDLIBS  := -lev -llz4 -lzstd -lz -lsnappy -lluajit-5.1 -lpthread -lm -ldl
+ENGINE_LIBS := -lev -llz4 -lzstd -lz -lsnappy -lpthread -lm
+LDLIBS  := $(ENGINE_LIBS) -lluajit-5.1 -ldl
 LUAJIT  ?= luajit
 
 ENGINE_SRC := $(shell find engine -name '*.c' ! -path 'engine/cmd/*' | sort)
@@ -22,7 +23,7 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps run test unit bench install clean
-all: $(BUILD)/kafkaiq
+all: $(BUILD)/kafkaiq $(BUILD)/lua/kafkaiq/core.so
 
 deps:
 	@scripts/deps.sh
@@ -45,6 +46,11 @@ $(BUILD)/libkiq.a: $(ENGINE_OBJ)
 
 $(BUILD)/kafkaiq: $(CMD_OBJ) $(BUILD)/libkiq.a
 	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -rdynamic -o $@ $(CMD_OBJ) $(BUILD)/libkiq.a $(LDLIBS)
+
+# The Lua C module: the host (luajit or kafkaiq) provides the Lua symbols.
+$(BUILD)/lua/kafkaiq/core.so: $(BUILD)/libkiq.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -shared -o $@ -Wl,--whole-archive $(BUILD)/libkiq.a -Wl,--no-whole-archive $(ENGINE_LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiq.a $(BUILD)/obj/gen/messages_sample.o
 	@mkdir -p $(dir $@)
