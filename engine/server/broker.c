@@ -54,6 +54,7 @@ static int load_meta(kiq_broker_t *b)
         memcpy(b->cluster_id, cluster, 23);
         return 0;
     }
+    b->fresh_dir = true;
     kiq_uuid_t u;
     if (kiq_uuid_random(&u) != 0) return -1;
     kiq_uuid_to_base64(&u, b->cluster_id);
@@ -157,7 +158,8 @@ int kiq_broker_start(kiq_broker_t *b)
     snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dir);
     b->clean_shutdown = access(marker, F_OK) == 0;
     b->log_cfg.clean_shutdown = b->clean_shutdown;
-    if (!b->clean_shutdown) KIQ_INFO("no clean-shutdown marker in %s: recovering logs", b->log_dir);
+    if (!b->clean_shutdown && !b->fresh_dir)
+        KIQ_INFO("no clean-shutdown marker in %s: recovering logs", b->log_dir);
     b->topics = kiq_topics_open(b->log_dir, &b->log_cfg);
     if (!b->topics) return -1;
     /* from now on the logs are open and a crash is unclean */

@@ -28,6 +28,7 @@ struct kiq_broker {
     char *log_dir;
     int lock_fd;
     bool clean_shutdown; /* the previous run stopped cleanly */
+    bool fresh_dir;      /* no meta.properties was there: nothing to recover */
     kiq_log_config_t log_cfg;
 
     kiq_topics_t *topics;

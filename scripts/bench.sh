@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Throughput benchmark (scripts/bench/kiq_bench.c, built on librdkafka).
+#
+#   scripts/bench.sh                      start build/kafkaiq on a free port with a
+#                                         temporary data dir, bench it, stop it
+#   scripts/bench.sh --bootstrap H:P      bench that address only (any Kafka server)
+#   scripts/bench.sh --peer               also bench librdkafka's mock cluster
+#                                         (../shared/tools/mockpeer.c), side by side
+#
+# Other options go to kiq_bench: --count-small N (100 B messages, default
+# 1000000), --count-large N (1 KiB, default 300000), --acks 0|1|all (default 1),
+# --partitions N (default 3), --topic NAME.
+# The mock cluster keeps data in memory only (the last 5 MiB per partition) and
+# ignores acks: compare its produce figures at acks=1 and read its consume
+# figures as "of what it kept".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BENCH_DIR=build/bench
+BENCH_BIN=$BENCH_DIR/kiq_bench
+MOCK_SRC=${KIQ_MOCKPEER_SRC:-../shared/tools/mockpeer.c}
+MOCK_BIN=$BENCH_DIR/mockpeer
+READY_TIMEOUT=10
+
+bootstrap=""
+peer=0
+partitions=3
+topic="kiq-bench-$$"
+pass=()
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+    --bootstrap) bootstrap=$2; shift 2 ;;
+    --peer) peer=1; shift ;;
+    --partitions) partitions=$2; shift 2 ;;
+    --topic) topic=$2; shift 2 ;;
+    --count-small | --count-large | --acks) pass+=("$1" "$2"); shift 2 ;;
+    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+
+mkdir -p "$BENCH_DIR"
+if [[ ! -x $BENCH_BIN || scripts/bench/kiq_bench.c -nt $BENCH_BIN ]]; then
+    gcc -std=c11 -O2 -Wall -Wextra -o "$BENCH_BIN" scripts/bench/kiq_bench.c -lrdkafka
+fi
+
+pids=()
+tmpdirs=()
+cleanup() {
+    local pid
+    for pid in "${pids[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    for d in "${tmpdirs[@]}"; do
+        rm -rf "$d"
+    done
+}
+trap cleanup EXIT
+
+free_port() {
+    /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_port HOST PORT PID: polls connect() until it succeeds, the process dies,
+# or READY_TIMEOUT passes.
+wait_port() {
+    local deadline=$((SECONDS + READY_TIMEOUT))
+    while ((SECONDS < deadline)); do
+        kill -0 "$3" 2>/dev/null || return 1
+        if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then
+            return 0
+        fi
+        sleep 0.05
+    done
+    return 1
+}
+
+header=()
+run_bench() { # LABEL BOOTSTRAP
+    "$BENCH_BIN" --bootstrap "$2" --label "$1" --topic "$topic" --partitions "$partitions" \
+        "${pass[@]}" "${header[@]}"
+    header=(--no-header)
+}
+
+if [[ -n $bootstrap ]]; then
+    run_bench target "$bootstrap"
+else
+    [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
+    data=$(mktemp -d)
+    tmpdirs+=("$data")
+    port=$(free_port)
+    build/kafkaiq serve config/server.properties \
+        --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$data/data" \
+        --override kafkaiq.log.level=warn 2>"$data/broker.stderr" &
+    kiq_pid=$!
+    pids+=("$kiq_pid")
+    if ! wait_port 127.0.0.1 "$port" "$kiq_pid"; then
+        echo "bench.sh: kafkaiq not ready on port $port" >&2
+        cat "$data/broker.stderr" >&2
+        exit 1
+    fi
+    run_bench kafkaiq "127.0.0.1:$port"
+    kill -TERM "$kiq_pid"
+    if ! wait "$kiq_pid"; then
+        echo "bench.sh: kafkaiq did not exit cleanly" >&2
+        cat "$data/broker.stderr" >&2
+        exit 1
+    fi
+    pids=()
+fi
+
+if [[ $peer -eq 1 ]]; then
+    [[ -f $MOCK_SRC ]] || { echo "bench.sh: $MOCK_SRC not found" >&2; exit 1; }
+    if [[ ! -x $MOCK_BIN || $MOCK_SRC -nt $MOCK_BIN ]]; then
+        gcc -O2 -o "$MOCK_BIN" "$MOCK_SRC" -lrdkafka
+    fi
+    out=$(mktemp -d)
+    tmpdirs+=("$out")
+    # One broker, with the topic made up front: the mock cannot run CreateTopics.
+    "$MOCK_BIN" 1 "$topic" "$partitions" >"$out/stdout" 2>"$out/stderr" &
+    mock_pid=$!
+    pids+=("$mock_pid")
+    deadline=$((SECONDS + READY_TIMEOUT))
+    until mock_bs=$(grep -m1 -E '^[^ ]+:[0-9]+' "$out/stdout"); do
+        if ((SECONDS >= deadline)) || ! kill -0 "$mock_pid" 2>/dev/null; then
+            echo "bench.sh: mock peer did not start" >&2
+            cat "$out/stderr" >&2
+            exit 1
+        fi
+        sleep 0.05
+    done
+    run_bench mock-peer "$mock_bs"
+fi

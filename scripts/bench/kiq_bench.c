@@ -1,0 +1,428 @@
+/* kiq_bench: produce and consume throughput against any Kafka-protocol
+ * address (KafkaIQ, librdkafka's mock cluster, Apache Kafka), with librdkafka.
+ *
+ * For each message size (100 B and 1 KiB) it notes every partition's high
+ * watermark, produces COUNT messages (linger.ms 5, batch.size 1 MiB, no
+ * compression, acks as asked), then reads back from the noted offsets with an
+ * assign()ed consumer (no group) and prints messages/s and MB/s (10^6 bytes of
+ * payload) for both phases. Starting from the noted offsets lets reruns share
+ * a topic. A server that keeps less than was produced (the mock cluster keeps
+ * 5 MiB per partition) is read from its low watermark; the figures say how
+ * many messages were read.
+ *
+ * usage: kiq_bench --bootstrap HOST:PORT [--topic NAME] [--partitions N]
+ *                  [--count-small N] [--count-large N] [--acks 0|1|all]
+ *                  [--label NAME] [--no-header]
+ */
+#define _GNU_SOURCE
+#include <librdkafka/rdkafka.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_PARTITIONS 256
+#define OP_TIMEOUT_MS 10000
+#define STALL_LIMIT_S 30.0 /* a phase making no progress this long gives up */
+
+/* Settings from the command line; owned by main's thread (the only one of ours). */
+struct bench_opts {
+    const char *bootstrap;
+    const char *topic;
+    const char *acks;
+    const char *label;
+    int partitions;
+    long count_small;
+    long count_large;
+    int header;
+};
+
+/* Result of one phase. */
+struct phase_result {
+    long msgs;
+    long long bytes;
+    double seconds;
+    long errors;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("kiq_bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+static void conf_set(rd_kafka_conf_t *conf, const char *key, const char *value)
+{
+    char err[512];
+    if (rd_kafka_conf_set(conf, key, value, err, sizeof err) != RD_KAFKA_CONF_OK)
+        die("config %s=%s: %s", key, value, err);
+}
+
+static rd_kafka_t *client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf)
+{
+    char err[512];
+    rd_kafka_t *rk = rd_kafka_new(type, conf, err, sizeof err);
+    if (!rk)
+        die("rd_kafka_new: %s", err);
+    return rk;
+}
+
+/* Delivery reports count into the phase result passed as the opaque. */
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    struct phase_result *r = opaque;
+    (void)rk;
+    if (m->err) {
+        if (r->errors++ == 0)
+            fprintf(stderr, "kiq_bench: delivery failed: %s\n", rd_kafka_err2str(m->err));
+    } else {
+        r->msgs++;
+        r->bytes += (long long)m->len;
+    }
+}
+
+static rd_kafka_t *producer_new(const struct bench_opts *o, struct phase_result *r)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    conf_set(conf, "bootstrap.servers", o->bootstrap);
+    conf_set(conf, "acks", o->acks);
+    conf_set(conf, "linger.ms", "5");
+    conf_set(conf, "batch.size", "1048576");
+    conf_set(conf, "batch.num.messages", "100000");
+    conf_set(conf, "compression.type", "none");
+    conf_set(conf, "queue.buffering.max.messages", "2000000");
+    conf_set(conf, "queue.buffering.max.kbytes", "1048576");
+    conf_set(conf, "message.timeout.ms", "120000");
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_conf_set_opaque(conf, r);
+    return client_new(RD_KAFKA_PRODUCER, conf);
+}
+
+/* Creates the topic; an existing topic, or a server that cannot create topics
+ * (it will auto-create on first use), is not an error. */
+static void topic_create(rd_kafka_t *rk, const struct bench_opts *o)
+{
+    char err[512];
+    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(o->topic, o->partitions, 1, err, sizeof err);
+    if (!nt)
+        die("NewTopic: %s", err);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    rd_kafka_AdminOptions_set_request_timeout(ao, OP_TIMEOUT_MS, err, sizeof err);
+    rd_kafka_AdminOptions_set_operation_timeout(ao, OP_TIMEOUT_MS, err, sizeof err);
+    rd_kafka_CreateTopics(rk, &nt, 1, ao, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, OP_TIMEOUT_MS + 5000);
+    if (!ev) {
+        fprintf(stderr, "kiq_bench: CreateTopics: no answer; relying on auto-creation\n");
+    } else {
+        const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
+        size_t n = 0;
+        const rd_kafka_topic_result_t **tr = res ? rd_kafka_CreateTopics_result_topics(res, &n)
+                                                 : NULL;
+        rd_kafka_resp_err_t e = rd_kafka_event_error(ev);
+        if (!e && n == 1)
+            e = rd_kafka_topic_result_error(tr[0]);
+        if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+            fprintf(stderr, "kiq_bench: CreateTopics %s: %s; relying on auto-creation\n",
+                    o->topic, rd_kafka_err2str(e));
+        rd_kafka_event_destroy(ev);
+    }
+    rd_kafka_AdminOptions_destroy(ao);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_NewTopic_destroy(nt);
+}
+
+/* Whether the topic exists, asking for all topics so nothing gets auto-created. */
+static int topic_exists(rd_kafka_t *rk, const char *topic)
+{
+    const struct rd_kafka_metadata *md;
+    int found = 0;
+    if (rd_kafka_metadata(rk, 1, NULL, &md, OP_TIMEOUT_MS) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return 0;
+    for (int i = 0; i < md->topic_cnt; i++)
+        if (!strcmp(md->topics[i].topic, topic) && !md->topics[i].err)
+            found = 1;
+    rd_kafka_metadata_destroy(md);
+    return found;
+}
+
+/* Partition count of the topic from metadata, waiting for it to appear. */
+static int topic_partitions(rd_kafka_t *rk, const char *topic)
+{
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    double deadline = now_s() + OP_TIMEOUT_MS / 1000.0;
+    int n = 0;
+    while (n == 0 && now_s() < deadline) {
+        const struct rd_kafka_metadata *md;
+        if (rd_kafka_metadata(rk, 0, rkt, &md, OP_TIMEOUT_MS) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            if (md->topic_cnt == 1 && !md->topics[0].err)
+                n = md->topics[0].partition_cnt;
+            rd_kafka_metadata_destroy(md);
+        }
+        if (n == 0) {
+            struct timespec ts = { 0, 200 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    rd_kafka_topic_destroy(rkt);
+    if (n == 0)
+        die("topic %s did not appear in metadata", topic);
+    if (n > MAX_PARTITIONS)
+        die("topic %s has %d partitions; at most %d supported", topic, n, MAX_PARTITIONS);
+    return n;
+}
+
+static void watermarks(rd_kafka_t *rk, const char *topic, int nparts, int64_t *lo, int64_t *hi)
+{
+    for (int p = 0; p < nparts; p++) {
+        rd_kafka_resp_err_t e =
+            rd_kafka_query_watermark_offsets(rk, topic, p, &lo[p], &hi[p], OP_TIMEOUT_MS);
+        if (e)
+            die("watermarks of %s [%d]: %s", topic, p, rd_kafka_err2str(e));
+    }
+}
+
+static struct phase_result produce_phase(const struct bench_opts *o, rd_kafka_t *rk,
+                                         struct phase_result *dr, long count, size_t size)
+{
+    char *payload = malloc(size);
+    if (!payload)
+        die("out of memory");
+    for (size_t i = 0; i < size; i++)
+        payload[i] = (char)('a' + (i * 7 + i / 13) % 26);
+    memset(dr, 0, sizeof *dr);
+
+    double start = now_s();
+    for (long i = 0; i < count; i++) {
+        for (;;) {
+            rd_kafka_resp_err_t e = rd_kafka_producev(
+                rk, RD_KAFKA_V_TOPIC(o->topic), RD_KAFKA_V_VALUE(payload, size),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+            if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+                break;
+            if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                die("produce: %s", rd_kafka_err2str(e));
+            rd_kafka_poll(rk, 1);
+        }
+        if ((i & 1023) == 0)
+            rd_kafka_poll(rk, 0);
+    }
+    long last = -1;
+    double last_progress = now_s();
+    while (rd_kafka_outq_len(rk) > 0) {
+        rd_kafka_poll(rk, 100);
+        long done = dr->msgs + dr->errors;
+        if (done != last) {
+            last = done;
+            last_progress = now_s();
+        } else if (now_s() - last_progress > STALL_LIMIT_S) {
+            fprintf(stderr, "kiq_bench: produce stalled with %d messages unacknowledged\n",
+                    rd_kafka_outq_len(rk));
+            break;
+        }
+    }
+    struct phase_result r = *dr;
+    r.seconds = now_s() - start;
+    free(payload);
+    return r;
+}
+
+static struct phase_result consume_phase(const struct bench_opts *o, int nparts,
+                                         const int64_t *from, const int64_t *to)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    conf_set(conf, "bootstrap.servers", o->bootstrap);
+    /* librdkafka's assign() needs a group id; nothing is ever committed to it. */
+    conf_set(conf, "group.id", "kiq-bench");
+    conf_set(conf, "enable.auto.commit", "false");
+    conf_set(conf, "enable.partition.eof", "false");
+    conf_set(conf, "fetch.max.bytes", "52428800");
+    conf_set(conf, "max.partition.fetch.bytes", "10485760");
+    conf_set(conf, "fetch.wait.max.ms", "100");
+    conf_set(conf, "queued.min.messages", "1000000");
+    rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER, conf);
+    rd_kafka_poll_set_consumer(rk);
+
+    rd_kafka_topic_partition_list_t *tpl = rd_kafka_topic_partition_list_new(nparts);
+    long want = 0;
+    int open_parts = 0;
+    for (int p = 0; p < nparts; p++) {
+        if (to[p] <= from[p])
+            continue;
+        rd_kafka_topic_partition_list_add(tpl, o->topic, p)->offset = from[p];
+        want += (long)(to[p] - from[p]);
+        open_parts++;
+    }
+    struct phase_result r = { 0 };
+    double start = now_s(), last_progress = start, last_msg = start;
+    rd_kafka_resp_err_t e = rd_kafka_assign(rk, tpl);
+    if (e)
+        die("assign: %s", rd_kafka_err2str(e));
+
+    int64_t next[MAX_PARTITIONS];
+    for (int p = 0; p < nparts; p++)
+        next[p] = from[p];
+    while (open_parts > 0) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        if (!m) {
+            if (now_s() - last_progress > STALL_LIMIT_S) {
+                fprintf(stderr, "kiq_bench: consume stalled after %ld of %ld messages\n",
+                        r.msgs, want);
+                break;
+            }
+            continue;
+        }
+        if (m->err) {
+            if (r.errors++ == 0)
+                fprintf(stderr, "kiq_bench: consume error: %s\n", rd_kafka_message_errstr(m));
+        } else if (m->partition >= 0 && m->partition < nparts && m->offset >= next[m->partition]) {
+            r.msgs++;
+            r.bytes += (long long)m->len;
+            next[m->partition] = m->offset + 1;
+            if (next[m->partition] == to[m->partition])
+                open_parts--;
+            last_msg = last_progress = now_s();
+        }
+        rd_kafka_message_destroy(m);
+    }
+    r.seconds = last_msg - start;
+    rd_kafka_topic_partition_list_destroy(tpl);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return r;
+}
+
+static void print_row(const struct bench_opts *o, size_t size, const char *phase,
+                      const struct phase_result *r, long asked)
+{
+    double s = r->seconds > 0 ? r->seconds : 1e-9;
+    printf("%-12s %6zu %-8s %10ld %9.2f %12.0f %9.1f", o->label, size, phase, r->msgs, r->seconds,
+           r->msgs / s, r->bytes / s / 1e6);
+    if (r->msgs != asked)
+        printf("   (of %ld)", asked);
+    if (r->errors)
+        printf("   %ld errors", r->errors);
+    putchar('\n');
+    fflush(stdout);
+}
+
+static void run_size(const struct bench_opts *o, rd_kafka_t *prod, struct phase_result *dr,
+                     int nparts, long count, size_t size)
+{
+    int64_t lo[MAX_PARTITIONS], before[MAX_PARTITIONS], after[MAX_PARTITIONS];
+    watermarks(prod, o->topic, nparts, lo, before);
+    struct phase_result pr = produce_phase(o, prod, dr, count, size);
+    print_row(o, size, "produce", &pr, count);
+
+    /* Read what the server holds of this run: from the noted high watermark,
+     * or from the low one if the server dropped the start already. */
+    long held = 0;
+    watermarks(prod, o->topic, nparts, lo, after);
+    for (int p = 0; p < nparts; p++) {
+        if (lo[p] > before[p])
+            before[p] = lo[p];
+        if (after[p] > before[p])
+            held += (long)(after[p] - before[p]);
+    }
+    struct phase_result cr = consume_phase(o, nparts, before, after);
+    print_row(o, size, "consume", &cr, held);
+}
+
+static long parse_count(const char *s, const char *opt)
+{
+    char *end;
+    long n = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || n <= 0)
+        die("%s wants a positive number, not '%s'", opt, s);
+    return n;
+}
+
+static void usage(void)
+{
+    fputs("usage: kiq_bench --bootstrap HOST:PORT [--topic NAME] [--partitions N]\n"
+          "                 [--count-small N] [--count-large N] [--acks 0|1|all]\n"
+          "                 [--label NAME] [--no-header]\n",
+          stderr);
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_opts o = {
+        .topic = "kiq-bench",
+        .acks = "1",
+        .label = "target",
+        .partitions = 3,
+        .count_small = 1000000,
+        .count_large = 300000,
+        .header = 1,
+    };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--no-header")) {
+            o.header = 0;
+            continue;
+        }
+        if (!v)
+            usage();
+        i++;
+        if (!strcmp(a, "--bootstrap"))
+            o.bootstrap = v;
+        else if (!strcmp(a, "--topic"))
+            o.topic = v;
+        else if (!strcmp(a, "--partitions"))
+            o.partitions = (int)parse_count(v, a);
+        else if (!strcmp(a, "--count-small"))
+            o.count_small = parse_count(v, a);
+        else if (!strcmp(a, "--count-large"))
+            o.count_large = parse_count(v, a);
+        else if (!strcmp(a, "--acks"))
+            o.acks = v;
+        else if (!strcmp(a, "--label"))
+            o.label = v;
+        else
+            usage();
+    }
+    if (!o.bootstrap)
+        usage();
+    if (strcmp(o.acks, "0") && strcmp(o.acks, "1") && strcmp(o.acks, "all") &&
+        strcmp(o.acks, "-1"))
+        die("--acks wants 0, 1 or all");
+    if (o.partitions > MAX_PARTITIONS)
+        die("--partitions: at most %d", MAX_PARTITIONS);
+
+    struct phase_result dr;
+    rd_kafka_t *prod = producer_new(&o, &dr);
+    if (!topic_exists(prod, o.topic))
+        topic_create(prod, &o);
+    int nparts = topic_partitions(prod, o.topic);
+
+    if (o.header) {
+        printf("# topic %s, %d partitions, acks=%s, linger.ms=5, batch.size=1MiB, "
+               "compression none; MB = 10^6 payload bytes\n",
+               o.topic, nparts, o.acks);
+        printf("%-12s %6s %-8s %10s %9s %12s %9s\n", "target", "bytes", "phase", "messages",
+               "seconds", "msg/s", "MB/s");
+    }
+    run_size(&o, prod, &dr, nparts, o.count_small, 100);
+    run_size(&o, prod, &dr, nparts, o.count_large, 1024);
+
+    rd_kafka_flush(prod, OP_TIMEOUT_MS);
+    rd_kafka_destroy(prod);
+    return 0;
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Runs every test suite — cmocka unit binaries, busted specs on LuaJIT, the
+# interop suite with real clients — showing each one's output as it runs, and
+# ends with one line "N passed, M failed" summed over all of them. Exits
+# non-zero if anything failed or a suite could not run (a crash, a timeout or
+# output without a summary line each count as one failure).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+UNIT_TIMEOUT=${KIQ_UNIT_TIMEOUT:-300}
+LUA_TIMEOUT=${KIQ_LUA_TIMEOUT:-600}
+INTEROP_TIMEOUT=${KIQ_INTEROP_TIMEOUT:-2700}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+passed=0
+failed=0
+skipped=0
+report=()
+
+# record SUITE PASSED FAILED [NOTE]
+record() {
+    passed=$((passed + $2))
+    failed=$((failed + $3))
+    report+=("$(printf '%-28s %5d passed, %d failed%s' "$1" "$2" "$3" "${4:+  ($4)}")")
+}
+
+banner() {
+    printf '\n==== %s ====\n' "$1"
+}
+
+strip_ansi() {
+    sed 's/\x1b\[[0-9;]*[A-Za-z]//g'
+}
+
+count_of() { # WORD LINE -> the number before WORD in LINE, or 0
+    local n
+    n=$(echo "$2" | grep -oE "[0-9]+ $1" | head -n 1 | grep -oE '^[0-9]+')
+    echo "${n:-0}"
+}
+
+# ------------------------------------------------------------------ unit (cmocka)
+run_unit() {
+    local src bin name out rc p f
+    # A test source without its binary means the build did not produce it.
+    for src in tests/unit/test_*.c; do
+        [[ -e "$src" ]] || continue
+        name=$(basename "$src" .c)
+        if [[ ! -x "build/tests/$name" ]]; then
+            banner "unit: $name"
+            echo "build/tests/$name is missing (run make unit)"
+            record "unit/$name" 0 1 "not built"
+        fi
+    done
+    for bin in build/tests/test_*; do
+        [[ -f "$bin" && -x "$bin" ]] || continue
+        name=$(basename "$bin")
+        out="$work/$name.out"
+        banner "unit: $name"
+        CMOCKA_MESSAGE_OUTPUT=STDOUT timeout -k 10 "$UNIT_TIMEOUT" "$bin" 2>&1 | tee "$out"
+        rc=${PIPESTATUS[0]}
+        p=$(strip_ansi <"$out" | awk '/^\[  PASSED  \] [0-9]+ test/ { n += $4 } END { print n + 0 }')
+        f=$(strip_ansi <"$out" | awk '/^\[  FAILED  \] [0-9]+ test/ { n += $4 } END { print n + 0 }')
+        if ! strip_ansi <"$out" | grep -qE '^\[  (PASSED|FAILED)  \] [0-9]+ test'; then
+            record "unit/$name" "$p" $((f + 1)) "no summary, exit $rc"
+        elif [[ $rc -ne 0 && $f -eq 0 ]]; then
+            record "unit/$name" "$p" 1 "exit $rc"
+        else
+            record "unit/$name" "$p" "$f"
+        fi
+    done
+}
+
+# ------------------------------------------------------------------ lua (busted)
+run_lua() {
+    local out="$work/busted.out" rc line p f e pend
+    if ! compgen -G 'tests/lua/*_spec.lua' >/dev/null; then
+        return
+    fi
+    banner "lua: busted tests/lua"
+    timeout -k 10 "$LUA_TIMEOUT" luajit /usr/bin/busted --lpath='lua/?.lua;lua/?/init.lua' \
+        tests/lua 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    line=$(strip_ansi <"$out" |
+        grep -E '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' | tail -n 1)
+    if [[ -z "$line" ]]; then
+        record "lua/busted" 0 1 "no summary, exit $rc"
+        return
+    fi
+    p=$(count_of success "$line")
+    f=$(count_of failure "$line")
+    e=$(count_of error "$line")
+    pend=$(count_of pending "$line")
+    skipped=$((skipped + pend))
+    if [[ $rc -ne 0 && $((f + e)) -eq 0 ]]; then
+        record "lua/busted" "$p" 1 "exit $rc"
+    else
+        record "lua/busted" "$p" $((f + e)) "${pend} pending"
+    fi
+}
+
+# ------------------------------------------------------------------ interop (pytest)
+run_interop() {
+    local out="$work/pytest.out" rc line p f e s
+    banner "interop: pytest tests/interop"
+    PYTHONDONTWRITEBYTECODE=1 timeout -k 30 "$INTEROP_TIMEOUT" \
+        /usr/bin/python3 -m pytest tests/interop -q -p no:cacheprovider 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    # pytest's closing line, e.g. "2 failed, 95 passed, 3 skipped, 1 error in 99.35s"
+    line=$(strip_ansi <"$out" | grep -E '([0-9]+ (passed|failed|errors?|skipped)|no tests ran).* in [0-9.]+s' |
+        tail -n 1)
+    if [[ -z "$line" ]]; then
+        record "interop/pytest" 0 1 "no summary, exit $rc"
+        return
+    fi
+    p=$(count_of passed "$line")
+    f=$(count_of failed "$line")
+    e=$(count_of error "$line")
+    s=$(count_of skipped "$line")
+    skipped=$((skipped + s))
+    if [[ $((p + f + e)) -eq 0 ]]; then
+        record "interop/pytest" 0 1 "no test ran, exit $rc"
+    elif [[ $rc -ne 0 && $((f + e)) -eq 0 ]]; then
+        record "interop/pytest" "$p" 1 "exit $rc"
+    else
+        record "interop/pytest" "$p" $((f + e)) "$s skipped, $e errors"
+    fi
+}
+
+run_unit
+run_lua
+run_interop
+
+banner "summary"
+printf '%s\n' "${report[@]}"
+[[ $skipped -gt 0 ]] && echo "($skipped skipped or pending, not counted)"
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
