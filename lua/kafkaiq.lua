@@ -1,0 +1,169 @@
+-- kafkaiq: drive KafkaIQ brokers from LuaJIT (see lua/README.md).
+-- Brokers run on their own engine threads; this module runs in the caller's
+-- Lua state and talks to them through kafkaiq.core's thread-safe calls.
+local core = require "kafkaiq.core"
+
+local kiq = { core = core, version = core.version }
+
+local function check_opts(opts, allowed, what, level)
+  if type(opts) ~= "table" then error(what .. ": options table expected", level + 1) end
+  for k in pairs(opts) do
+    if type(k) ~= "string" then error(what .. ": option names must be strings", level + 1) end
+    if allowed[k] == nil and not k:find("%.") then
+      error(what .. ": unknown option '" .. k .. "'", level + 1)
+    end
+  end
+end
+
+local function make_temp_dir()
+  local p = io.popen("mktemp -d /tmp/kafkaiq-XXXXXX")
+  local dir = p and p:read("*l")
+  if p then p:close() end
+  return dir
+end
+
+-- Polls cond() every few milliseconds until it returns a true value or
+-- timeout_ms passes. Returns cond's value, or nil, "timed out ... <what>".
+function kiq.wait_for(cond, timeout_ms, what)
+  if type(cond) ~= "function" then error("wait_for: function expected", 2) end
+  if type(timeout_ms) ~= "number" then error("wait_for: timeout_ms expected", 2) end
+  local deadline = core.now_ms() + timeout_ms
+  local pause = 1
+  while true do
+    local v = cond()
+    if v then return v end
+    if core.now_ms() >= deadline then
+      return nil, ("timed out after %d ms waiting for %s"):format(timeout_ms, what or "the condition")
+    end
+    core.sleep_ms(pause)
+    if pause < 20 then pause = pause * 2 end
+  end
+end
+
+local Broker = {}
+Broker.__index = Broker
+
+local broker_opts = { dir = true, host = true, port = true, id = true, start = true }
+
+-- kiq.broker{ dir=, host="127.0.0.1", port=0, id=0, start=true, ["kafka.name"]=value, ... }
+-- Starts an in-process broker (unless start=false). Returns the broker, or
+-- nil, err for a bad config value, a taken port or an unusable directory.
+function kiq.broker(opts)
+  opts = opts or {}
+  check_opts(opts, broker_opts, "broker", 2)
+  local dir = opts.dir or make_temp_dir()
+  if not dir then return nil, "cannot create a data directory" end
+  local host = opts.host or "127.0.0.1"
+  local cfg = {
+    ["listeners"] = ("PLAINTEXT://%s:%d"):format(host, opts.port or 0),
+    ["log.dirs"] = dir,
+    ["broker.id"] = opts.id or 0,
+  }
+  for k, v in pairs(opts) do
+    if k:find("%.") then cfg[k] = v end
+  end
+  local handle, err = core.broker_new(cfg)
+  if not handle then return nil, err end
+  local self = setmetatable({ handle = handle, dir = dir, host = host }, Broker)
+  if opts.start ~= false then
+    local ok, serr = self:start()
+    if not ok then return nil, serr end
+  end
+  return self
+end
+
+-- Starts (or restarts, on the same port and directory) the broker.
+function Broker:start()
+  local ok, err = self.handle:start()
+  if not ok then return nil, err end
+  self.port = self.handle:port()
+  self.bootstrap = ("%s:%d"):format(self.host, self.port)
+  return true
+end
+
+-- Clean shutdown: in-flight requests answered, logs flushed and marked clean.
+function Broker:stop() self.handle:stop() end
+
+-- Unclean: no clean-shutdown marker, so the next start recovers the logs.
+function Broker:kill() self.handle:kill() end
+
+function Broker:restart()
+  if self.handle:running() then self.handle:stop() end
+  return self:start()
+end
+
+function Broker:running() return self.handle:running() end
+
+-- Topics, partitions (log_start_offset, log_end_offset, high_watermark,
+-- leader_epoch, segments), queue_depth, parked requests.
+function Broker:state() return self.handle:state() end
+
+-- Per API: count and milliseconds spent in queue, local, remote,
+-- response_queue, send and total.
+function Broker:request_stats() return self.handle:request_stats() end
+
+-- Waits until the partition's high watermark reaches offset.
+function Broker:wait_for_offset(topic, partition, offset, timeout_ms)
+  return kiq.wait_for(function()
+    local t = self:state().topics[topic]
+    local p = t and t.partitions[partition]
+    return p and p.high_watermark >= offset
+  end, timeout_ms or 10000, ("%s-%d to reach offset %d"):format(topic, partition, offset))
+end
+
+-- Broker interceptors (run on the broker's I/O threads, see DESIGN §6).
+function Broker:intercept(spec) return self.handle:intercept(spec) end
+function Broker:remove_intercept(id) return self.handle:remove_intercept(id) end
+
+local function client_module()
+  return require "kafkaiq.client"
+end
+
+local function with_bootstrap(self, opts)
+  local o = {}
+  for k, v in pairs(opts or {}) do o[k] = v end
+  o.bootstrap = o.bootstrap or self.bootstrap
+  return o
+end
+
+function Broker:producer(opts) return client_module().producer(with_bootstrap(self, opts)) end
+function Broker:consumer(opts) return client_module().consumer(with_bootstrap(self, opts)) end
+function Broker:admin(opts) return client_module().admin(with_bootstrap(self, opts)) end
+
+function kiq.producer(opts) return client_module().producer(opts) end
+function kiq.consumer(opts) return client_module().consumer(opts) end
+function kiq.admin(opts) return client_module().admin(opts) end
+
+kiq.partitioners = setmetatable({}, {
+  __index = function(t, k)
+    local p = require "kafkaiq.partitioner"
+    setmetatable(t, { __index = p })
+    return p[k]
+  end,
+})
+
+-- A seeded pseudo-random source (xorshift32), so a scenario replays the
+-- same choices for the same seed. r:next() in [0, 1); r:int(lo, hi) inclusive.
+function kiq.random(seed)
+  if type(seed) ~= "number" then error("random: numeric seed expected", 2) end
+  local bit = require "bit"
+  local x = bit.tobit(seed)
+  if x == 0 then x = 0x2545f491 end
+  local r = { seed = seed }
+  function r:next()
+    x = bit.bxor(x, bit.lshift(x, 13))
+    x = bit.bxor(x, bit.rshift(x, 17))
+    x = bit.bxor(x, bit.lshift(x, 5))
+    return (x % 4294967296) / 4294967296
+  end
+  -- small seeds start in a low corner of the state space: stir first
+  for _ = 1, 16 do r:next() end
+  function r:int(lo, hi)
+    if hi < lo then error("random:int: empty range", 2) end
+    return lo + math.floor(self:next() * (hi - lo + 1))
+  end
+  function r:pick(list) return list[self:int(1, #list)] end
+  return r
+end
+
+return kiq
