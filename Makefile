@@ -69,10 +69,17 @@ test: deps all unit
 bench: deps all
 	@scripts/bench.sh
 
-BINDIR ?= /usr/local/bin
-install: $(BUILD)/kafkaiq
-	install -d $(DESTDIR)$(BINDIR)
+# Installed by `luarocks make` (which sets these) or by hand.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LUADIR ?= $(PREFIX)/share/lua/5.1
+LIBDIR ?= $(PREFIX)/lib/lua/5.1
+install: $(BUILD)/kafkaiq $(BUILD)/lua/kafkaiq/core.so
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUADIR)/kafkaiq $(DESTDIR)$(LIBDIR)/kafkaiq
 	install -m 0755 $(BUILD)/kafkaiq $(DESTDIR)$(BINDIR)/kafkaiq
+	install -m 0644 lua/kafkaiq.lua $(DESTDIR)$(LUADIR)/kafkaiq.lua
+	$(if $(wildcard lua/kafkaiq/*.lua),install -m 0644 $(wildcard lua/kafkaiq/*.lua) $(DESTDIR)$(LUADIR)/kafkaiq/)
+	install -m 0755 $(BUILD)/lua/kafkaiq/core.so $(DESTDIR)$(LIBDIR)/kafkaiq/core.so
 
 clean:
 	rm -rf $(BUILD)

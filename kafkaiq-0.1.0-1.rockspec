@@ -1,4 +1,4 @@
--- Installs the kafkaiq command (and, with the Lua issue, the kafkaiq module).
+-- Installs the kafkaiq Lua module (kafkaiq, kafkaiq.core, kafkaiq.*) and the kafkaiq command.
 package = "kafkaiq"
 version = "0.1.0-1"
 source = {
@@ -24,5 +24,7 @@ build = {
    },
    install_variables = {
       BINDIR = "$(BINDIR)",
+      LUADIR = "$(LUADIR)",
+      LIBDIR = "$(LIBDIR)",
    },
 }
