@@ -5,6 +5,9 @@ local core = require "kafkaiq.core"
 
 local kiq = { core = core, version = core.version }
 
+-- Engine log level on stderr: "error", "warn", "info" (default), "debug".
+kiq.log_level = core.log_level
+
 local function check_opts(opts, allowed, what, level)
   if type(opts) ~= "table" then error(what .. ": options table expected", level + 1) end
   for k in pairs(opts) do

@@ -79,7 +79,7 @@ run_lua() {
         return
     fi
     banner "lua: busted tests/lua"
-    timeout -k 10 "$LUA_TIMEOUT" luajit /usr/bin/busted --lpath='lua/?.lua;lua/?/init.lua' \
+    timeout -k 10 "$LUA_TIMEOUT" luajit /usr/bin/busted --lpath='lua/?.lua;lua/?/init.lua' --cpath='build/lua/?.so' \
         tests/lua 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
     line=$(strip_ansi <"$out" |
