@@ -75,10 +75,9 @@ BINDIR ?= $(PREFIX)/bin
 LUADIR ?= $(PREFIX)/share/lua/5.1
 LIBDIR ?= $(PREFIX)/lib/lua/5.1
 install: $(BUILD)/kafkaiq $(BUILD)/lua/kafkaiq/core.so
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUADIR)/kafkaiq $(DESTDIR)$(LIBDIR)/kafkaiq
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/kafkaiq
 	install -m 0755 $(BUILD)/kafkaiq $(DESTDIR)$(BINDIR)/kafkaiq
-	install -m 0644 lua/kafkaiq.lua $(DESTDIR)$(LUADIR)/kafkaiq.lua
-	$(if $(wildcard lua/kafkaiq/*.lua),install -m 0644 $(wildcard lua/kafkaiq/*.lua) $(DESTDIR)$(LUADIR)/kafkaiq/)
+	cd lua && find . -name '*.lua' -exec install -D -m 0644 {} $(DESTDIR)$(LUADIR)/{} \;
 	install -m 0755 $(BUILD)/lua/kafkaiq/core.so $(DESTDIR)$(LIBDIR)/kafkaiq/core.so
 
 clean:
