@@ -192,6 +192,9 @@ function Cluster:controller_conn()
   local resp, err = self:refresh({}, false)
   if not resp then return nil, err end
   if self.controller_id < 0 then return nil, "no controller: metadata names none" end
+  if not self.brokers[self.controller_id] then
+    return nil, ("controller %d is not among the brokers metadata lists"):format(self.controller_id)
+  end
   return self:broker_conn(self.controller_id)
 end
 

@@ -18,7 +18,6 @@ for _, a in ipairs(core.apis()) do
   ours[a.key] = a
   api_names[a.key] = a.name
 end
-M.api_names = api_names
 
 -- api_name(key) -> "Produce" etc.
 function M.api_name(key)
@@ -68,6 +67,8 @@ function M.open(host, port, cfg)
   return c
 end
 
+-- Sends one request; returns the response frame and the correlation id sent
+-- (or true for no_response) | nil, err.
 function Connection:_exchange(api_key, version, body, no_response, timeout)
   self.corr = (self.corr + 1) % 2147483647
   local corr = self.corr
@@ -82,39 +83,41 @@ function Connection:_exchange(api_key, version, body, no_response, timeout)
   return frame, corr
 end
 
+-- Closes the connection after a failure and returns nil, "host:port: err".
 function Connection:_fail(err)
   self:close()
   return nil, ("%s: %s"):format(self.addr, err)
 end
 
+-- ApiVersions: learns the broker's ranges and picks our version per API.
 function Connection:_negotiate()
   local ours_v = ours[API_VERSIONS].max_version
   local body = { client_software_name = "kafkaiq-lua", client_software_version = core.version }
   for _ = 1, 2 do
     local frame, corr = self:_exchange(API_VERSIONS, ours_v, body, false, self.timeout)
     if not frame then return nil, corr end
-    local code = peek_error(frame)
-    -- A broker that does not know our version answers in v0's layout.
-    local decode_v = code == UNSUPPORTED_VERSION and 0 or ours_v
-    local rcorr, resp = core.decode_response(API_VERSIONS, decode_v, frame)
-    if not rcorr then return self:_fail(resp) end
+    local rcorr = core.decode_response(API_VERSIONS, 0, frame:sub(1, 4) .. "\0\0\0\0\0\0")
     if rcorr ~= corr then
-      return self:_fail(("correlation id mismatch: sent %d, got %d"):format(corr, rcorr))
+      return self:_fail(("correlation id mismatch: sent %d, got %s"):format(corr, tostring(rcorr)))
     end
-    if resp.error_code == UNSUPPORTED_VERSION then
-      local theirs
-      for _, a in ipairs(resp.api_keys or {}) do
+    if peek_error(frame) == UNSUPPORTED_VERSION then
+      -- Kafka answers an unknown version in v0's layout, naming its range;
+      -- some servers (librdkafka's mock) use another layout, so when that
+      -- does not decode, fall back to v0, which every broker speaks.
+      local _, resp = core.decode_response(API_VERSIONS, 0, frame)
+      local theirs = 0
+      for _, a in ipairs(type(resp) == "table" and resp.api_keys or {}) do
         if a.api_key == API_VERSIONS then theirs = a.max_version end
       end
-      if not theirs or theirs >= ours_v then
-        return self:_fail(errors.format("ApiVersions", resp.error_code))
+      if ours_v == 0 or theirs >= ours_v then
+        return self:_fail(errors.format("ApiVersions", UNSUPPORTED_VERSION))
       end
       ours_v = theirs
-    elseif resp.error_code ~= 0 then
-      return self:_fail(errors.format("ApiVersions", resp.error_code))
     else
+      local ok, resp = core.decode_response(API_VERSIONS, ours_v, frame)
+      if not ok then return self:_fail(resp) end
+      if resp.error_code ~= 0 then return self:_fail(errors.format("ApiVersions", resp.error_code)) end
       self.versions = negotiate(resp.api_keys)
-      self.api_versions_version = decode_v
       return true
     end
   end

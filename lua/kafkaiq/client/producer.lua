@@ -1,0 +1,343 @@
+-- The producer: records are partitioned when sent, buffered per partition,
+-- and go out in one Produce request per leader when a batch fills up, when
+-- poll() finds linger_ms passed, or on flush(). Requests are synchronous:
+-- delivery reports (on_delivery, on_acknowledgement) run inside the send,
+-- poll or flush call that sent the batch.
+
+local core = require "kafkaiq.core"
+local options = require "kafkaiq.client.options"
+local common = require "kafkaiq.client.common"
+local errors = require "kafkaiq.client.errors"
+local partitioners = require "kafkaiq.partitioner"
+
+local M = {}
+local Producer = {}
+Producer.__index = Producer
+
+local PRODUCE = 0
+local RECORD_OVERHEAD = 24 -- a record's framing, roughly: lengths, attributes, deltas
+local BATCH_OVERHEAD = 61
+
+local SPEC = options.with(options.common(), {
+  acks = options.enum({ 0, 1, -1 }, -1, { all = -1, ["0"] = 0, ["1"] = 1, ["-1"] = -1 }),
+  compression = options.enum({ "none", "gzip", "snappy", "lz4", "zstd" }, "none"),
+  linger_ms = options.integer(0, 2 ^ 31 - 1, 5),
+  batch_size = options.integer(1, 2 ^ 30, 16384),
+  partitioner = options.custom(function(v)
+    local f, err = partitioners.get(v)
+    if not f then return nil, err end
+    return f
+  end, partitioners.murmur2),
+  on_delivery = options.func(),
+  interceptors = options.hooks({ "on_send", "on_acknowledgement" }),
+  allow_auto_create_topics = options.boolean(true),
+})
+
+-- new(opts) -> producer. opts: bootstrap (required), acks (0, 1, -1 or "all";
+-- default "all"), compression ("none", "gzip", "snappy", "lz4", "zstd"),
+-- linger_ms (5), batch_size (16384 bytes), partitioner ("murmur2" default,
+-- "consistent_random", "consistent", "random", or function(key, n, record)),
+-- on_delivery(err, record), interceptors {on_send, on_acknowledgement},
+-- allow_auto_create_topics (true), client_id, request_timeout_ms,
+-- connect_timeout_ms, retries, retry_backoff_ms, log(msg).
+function M.new(opts)
+  local cfg = options.check(opts, SPEC, "producer", 2)
+  local p = common.setup(setmetatable({}, Producer), cfg, "producer", 2)
+  p.queues = {}  -- "topic\0partition" -> batch { topic, partition, records, bytes, created }
+  p.order = {}   -- keys of queues in creation order, so older batches leave first
+  p.stats = { failed = 0, delivered = 0 }
+  return p
+end
+
+local function check_headers(h)
+  if type(h) ~= "table" then return nil, "list of {key, value} expected" end
+  for i, kv in ipairs(h) do
+    if type(kv) ~= "table" or type(kv[1]) ~= "string" or (kv[2] ~= nil and type(kv[2]) ~= "string") then
+      return nil, ("header %d: {string key, string or nil value} expected"):format(i)
+    end
+  end
+  return h
+end
+
+local SEND_SPEC = {
+  headers = options.custom(check_headers),
+  timestamp = options.integer(-2 ^ 53, 2 ^ 53),
+  partition = options.integer(0, 2 ^ 31 - 1),
+}
+
+-- A record an on_send interceptor returned must still be sendable.
+local function check_record(r)
+  if type(r.topic) ~= "string" or r.topic == "" then return "topic must be a non-empty string" end
+  if r.key ~= nil and type(r.key) ~= "string" then return "key must be a string or nil" end
+  if r.value ~= nil and type(r.value) ~= "string" then return "value must be a string or nil" end
+  if r.headers ~= nil and select(2, check_headers(r.headers)) then return "bad headers" end
+  if r.timestamp ~= nil and not options.is_integer(r.timestamp) then return "timestamp must be an integer" end
+  return nil
+end
+
+local function record_size(r)
+  local n = RECORD_OVERHEAD + #(r.key or "") + #(r.value or "")
+  for _, h in ipairs(r.headers or {}) do n = n + 8 + #h[1] + #(h[2] or "") end
+  return n
+end
+
+-- Picks the partition for r among n with the configured partitioner;
+-- partition | nil, err naming what the partitioner did.
+function Producer:_partition(r, n)
+  local ok, p = pcall(self.cfg.partitioner, r.key, n, r)
+  local where = ("partitioner for topic '%s' (%d partitions)"):format(r.topic, n)
+  if not ok then return nil, ("%s raised: %s"):format(where, tostring(p)) end
+  if not options.is_integer(p) or p < 0 or p >= n then
+    return nil, ("%s returned %s (%s): expected an integer in [0, %d]")
+      :format(where, tostring(p), type(p), n - 1)
+  end
+  return p
+end
+
+-- p:send(topic, key, value[, {headers = {{k, v}, ...}, timestamp = ms, partition = n}])
+-- -> true | nil, err. Buffers the record for its partition (chosen here by
+-- opts.partition or the partitioner, after the on_send interceptor). The
+-- record is delivered later: its report reaches on_delivery. Fails at once
+-- for an unknown topic, an invalid partition or a failing partitioner.
+function Producer:send(topic, key, value, opts)
+  if getmetatable(self) ~= Producer then error("send: call as producer:send(...)", 2) end
+  if self.closed then error("send: producer is closed", 2) end
+  common.check_name(topic, "send: topic", 2)
+  if key ~= nil and type(key) ~= "string" then error("send: key must be a string or nil, got " .. type(key), 2) end
+  if value ~= nil and type(value) ~= "string" then error("send: value must be a string or nil, got " .. type(value), 2) end
+  local o = options.check(opts, SEND_SPEC, "send", 2)
+  local r = {
+    topic = topic, key = key, value = value, headers = o.headers or {},
+    timestamp = o.timestamp or core.now_ms(), partition = o.partition,
+  }
+  local hook = self.cfg.interceptors.on_send
+  if hook then
+    local ok, replaced = common.call_hook(self, "interceptor on_send", hook, r)
+    if ok and type(replaced) == "table" then r = replaced end
+    local bad = check_record(r)
+    if bad then return nil, "send: record from the on_send interceptor: " .. bad end
+    r.headers = r.headers or {}
+    r.timestamp = r.timestamp or core.now_ms()
+  end
+  local t, err = self.cluster:topic(r.topic, self.cfg.allow_auto_create_topics)
+  if not t then return nil, "send: " .. err end
+  if r.partition ~= nil then
+    if not options.is_integer(r.partition) or r.partition < 0 or r.partition >= t.count then
+      return nil, "send: " .. errors.format(("partition %s of topic '%s' (%d partitions)")
+        :format(tostring(r.partition), r.topic, t.count), 3)
+    end
+  else
+    r.partition, err = self:_partition(r, t.count)
+    if not r.partition then return nil, "send: " .. err end
+  end
+  local qk = r.topic .. "\0" .. r.partition
+  local b = self.queues[qk]
+  if not b then
+    b = { topic = r.topic, partition = r.partition, records = {}, bytes = BATCH_OVERHEAD, created = core.now_ms() }
+    self.queues[qk] = b
+    self.order[#self.order + 1] = qk
+  end
+  b.records[#b.records + 1] = r
+  b.bytes = b.bytes + record_size(r)
+  local now = core.now_ms()
+  self:_send_where(function(q) return q.bytes >= self.cfg.batch_size or now - q.created >= self.cfg.linger_ms end)
+  return true
+end
+
+-- p:poll() -> number of records whose delivery was reported. Sends the
+-- batches whose linger_ms has passed (or that are full).
+function Producer:poll()
+  if getmetatable(self) ~= Producer then error("poll: call as producer:poll()", 2) end
+  local now = core.now_ms()
+  local before = self.stats.delivered + self.stats.failed
+  self:_send_where(function(q) return q.bytes >= self.cfg.batch_size or now - q.created >= self.cfg.linger_ms end)
+  return self.stats.delivered + self.stats.failed - before
+end
+
+-- p:flush([timeout_ms]) -> true | nil, err. Sends everything buffered and
+-- waits for the answers (retries included, within timeout_ms, default the
+-- request timeout). err counts the records that failed and names the first
+-- failure; each one's own error went to on_delivery.
+function Producer:flush(timeout_ms)
+  if getmetatable(self) ~= Producer then error("flush: call as producer:flush(...)", 2) end
+  if timeout_ms ~= nil and (not options.is_integer(timeout_ms) or timeout_ms < 0) then
+    error("flush: timeout_ms must be a non-negative integer", 2)
+  end
+  local failed0, delivered0 = self.stats.failed, self.stats.delivered
+  self.first_error = nil
+  self:_send_where(function() return true end, core.now_ms() + (timeout_ms or self.cfg.request_timeout_ms))
+  local failed = self.stats.failed - failed0
+  if failed > 0 then
+    return nil, ("flush: %d of %d records failed, first: %s")
+      :format(failed, failed + self.stats.delivered - delivered0, self.first_error)
+  end
+  return true
+end
+
+-- p:buffered() -> number of records waiting in batches.
+function Producer:buffered()
+  local n = 0
+  for _, b in pairs(self.queues) do n = n + #b.records end
+  return n
+end
+
+-- p:close([timeout_ms]) -> flush's result; then closes the connections.
+-- Sending afterwards is an error.
+function Producer:close(timeout_ms)
+  if self.closed then return true end
+  local ok, err = self:flush(timeout_ms)
+  self.closed = true
+  self.cluster:close()
+  return ok, err
+end
+
+-- Reports one batch's outcome, record by record: on_acknowledgement first,
+-- then on_delivery, as the Java client orders them.
+function Producer:_report(b, err, base_offset, append_time)
+  local hooks = self.cfg.interceptors
+  for i, r in ipairs(b.records) do
+    r.partition = b.partition
+    if err then
+      r.offset = -1
+    else
+      r.offset = base_offset >= 0 and base_offset + i - 1 or -1
+      if append_time and append_time >= 0 then r.timestamp = append_time end
+    end
+    if err then
+      self.stats.failed = self.stats.failed + 1
+      self.first_error = self.first_error or err
+    else
+      self.stats.delivered = self.stats.delivered + 1
+    end
+    if hooks.on_acknowledgement then
+      common.call_hook(self, "interceptor on_acknowledgement", hooks.on_acknowledgement, r, err)
+    end
+    if self.cfg.on_delivery then
+      common.call_hook(self, "on_delivery", self.cfg.on_delivery, err, r)
+    end
+  end
+end
+
+-- Takes the queued batches matching pred out of the queues and sends them.
+function Producer:_send_where(pred, deadline)
+  local ready, keep = {}, {}
+  for _, qk in ipairs(self.order) do
+    local b = self.queues[qk]
+    if pred(b) then
+      ready[#ready + 1] = b
+      self.queues[qk] = nil
+    else
+      keep[#keep + 1] = qk
+    end
+  end
+  self.order = keep
+  if #ready > 0 then self:_produce(ready, deadline or core.now_ms() + self.cfg.request_timeout_ms) end
+end
+
+-- Sends batches, one Produce request per leader; retries retriable
+-- failures (refreshing metadata) up to cfg.retries times or the deadline.
+function Producer:_produce(batches, deadline)
+  local cfg = self.cfg
+  local pending = batches
+  for attempt = 0, cfg.retries do
+    local retry = {}
+    local by_leader, leaders = {}, {}
+    for _, b in ipairs(pending) do
+      if not b.bytes_encoded then
+        local recs = {}
+        for i, r in ipairs(b.records) do
+          recs[i] = { key = r.key, value = r.value, headers = r.headers, timestamp = r.timestamp }
+        end
+        local bytes, berr = core.build_batch { codec = cfg.compression, records = recs,
+          base_timestamp = b.records[1].timestamp }
+        if not bytes then
+          self:_report(b, ("produce to %s[%d]: cannot build the batch: %s"):format(b.topic, b.partition, berr))
+        end
+        b.bytes_encoded = bytes
+      end
+      if b.bytes_encoded then
+        local leader, err = self.cluster:leader(b.topic, b.partition, cfg.allow_auto_create_topics)
+        if not leader then
+          b.err = "produce: " .. err
+          retry[#retry + 1] = b
+        else
+          if not by_leader[leader] then
+            by_leader[leader] = {}
+            leaders[#leaders + 1] = leader
+          end
+          table.insert(by_leader[leader], b)
+        end
+      end
+    end
+    for _, leader in ipairs(leaders) do
+      self:_produce_to(leader, by_leader[leader], retry, deadline)
+    end
+    pending = retry
+    if #pending == 0 then return end
+    if attempt == cfg.retries or core.now_ms() + cfg.retry_backoff_ms >= deadline then break end
+    core.sleep_ms(cfg.retry_backoff_ms)
+  end
+  for _, b in ipairs(pending) do self:_report(b, b.err) end
+end
+
+-- One Produce request to one leader; batches to retry go into `retry`.
+function Producer:_produce_to(leader, list, retry, deadline)
+  local cfg = self.cfg
+  local conn, err = self.cluster:broker_conn(leader)
+  if not conn then
+    for _, b in ipairs(list) do
+      b.err = ("produce to %s[%d]: %s"):format(b.topic, b.partition, err)
+      retry[#retry + 1] = b
+    end
+    return
+  end
+  local topics, by_topic = {}, {}
+  for _, b in ipairs(list) do
+    local t = by_topic[b.topic]
+    if not t then
+      t = { name = b.topic, partition_data = {} }
+      by_topic[b.topic] = t
+      topics[#topics + 1] = t
+    end
+    t.partition_data[#t.partition_data + 1] = { index = b.partition, records = b.bytes_encoded }
+  end
+  local timeout = math.max(1, math.min(cfg.request_timeout_ms, deadline - core.now_ms()))
+  local resp
+  resp, err = conn:request(PRODUCE, { acks = cfg.acks, timeout_ms = timeout, topic_data = topics },
+    { no_response = cfg.acks == 0, timeout_ms = timeout + 1000 })
+  if not resp then
+    for _, b in ipairs(list) do
+      b.err = ("produce to %s[%d]: %s"):format(b.topic, b.partition, err)
+      retry[#retry + 1] = b
+    end
+    return
+  end
+  if cfg.acks == 0 then
+    for _, b in ipairs(list) do self:_report(b, nil, -1) end
+    return
+  end
+  local answers = {}
+  for _, t in ipairs(resp.responses) do
+    for _, pr in ipairs(t.partition_responses) do answers[t.name .. "\0" .. pr.index] = pr end
+  end
+  for _, b in ipairs(list) do
+    local pr = answers[b.topic .. "\0" .. b.partition]
+    local where = ("produce to %s[%d]"):format(b.topic, b.partition)
+    if not pr then
+      self:_report(b, where .. ": partition missing from the broker's response")
+    elseif pr.error_code == 0 then
+      self:_report(b, nil, pr.base_offset, pr.log_append_time_ms)
+    else
+      local e = errors.format(where, pr.error_code, pr.error_message)
+      if errors.stale_metadata[pr.error_code] then self.cluster:invalidate(b.topic) end
+      if errors.retriable[pr.error_code] then
+        b.err = e
+        retry[#retry + 1] = b
+      else
+        self:_report(b, e)
+      end
+    end
+  end
+end
+
+return M
