@@ -1,0 +1,119 @@
+-- Scenarios: each invariant fails the run with the record that shows it and
+-- the seed; the shipped examples run to completion.
+local kiq = require "kafkaiq"
+local scenario = require "kafkaiq.scenario"
+kiq.log_level("warn")
+
+-- A stand-in for a broker whose state the test controls.
+local function fake_broker(hw)
+  local b = { bootstrap = "fake:1", hw = hw }
+  function b:running() return true end
+  function b:state()
+    return { topics = { t = { partition_count = 1, partitions = { [0] = { high_watermark = self.hw } } } } }
+  end
+  return b
+end
+
+local function rec(offset, value) return { topic = "t", partition = 0, offset = offset, key = "k", value = value or "v" } end
+
+local function violation_of(fn)
+  local ok, err = pcall(fn)
+  assert.is_false(ok)
+  return err
+end
+
+describe("kafkaiq.scenario invariants", function()
+  it("accepts dense offsets below the high watermark", function()
+    local sc = scenario.new{ seed = 1, brokers = { fake_broker(10) }, log = false }
+    sc:on_delivery()(nil, rec(0))
+    sc:on_consume()({ rec(0), rec(1), rec(2) })
+    sc:check()
+    assert.are.equal(3, sc.counts.consumed)
+  end)
+
+  it("fails on a gap in consumed offsets, naming the record and the seed", function()
+    local sc = scenario.new{ seed = 77, brokers = { fake_broker(10) }, log = false }
+    local err = violation_of(function() sc:consumed_records{ rec(0), rec(2) } end)
+    assert.truthy(err:find("offsets dense and increasing", 1, true))
+    assert.truthy(err:find("offset 2", 1, true))
+    assert.truthy(err:find("--seed 77", 1, true))
+  end)
+
+  it("fails when a consumer is served data at or above the high watermark", function()
+    local sc = scenario.new{ seed = 2, brokers = { fake_broker(1) }, log = false }
+    local err = violation_of(function() sc:consumed_records{ rec(0), rec(1) } end)
+    assert.truthy(err:find("above the high watermark", 1, true))
+  end)
+
+  it("fails when the high watermark decreases", function()
+    local b = fake_broker(5)
+    local sc = scenario.new{ seed = 3, brokers = { b }, log = false }
+    sc:check()
+    b.hw = 4
+    local err = violation_of(function() sc:check() end)
+    assert.truthy(err:find("high watermark never decreasing", 1, true))
+    assert.truthy(err:find("from 5 to 4", 1, true))
+  end)
+
+  it("fails when a consumed record differs from what was acknowledged at its offset", function()
+    local sc = scenario.new{ seed = 4, brokers = { fake_broker(10) }, log = false }
+    sc:on_delivery()(nil, rec(0, "original"))
+    local err = violation_of(function() sc:consumed_records{ rec(0, "changed") } end)
+    assert.truthy(err:find("nothing acknowledged lost", 1, true))
+  end)
+
+  it("fails verify when an acknowledged record is missing from the log", function()
+    local b = assert(kiq.broker{})
+    local sc = scenario.new{ seed = 5, brokers = { b }, log = false }
+    local p = b:producer{ acks = "all", on_delivery = sc:on_delivery() }
+    assert(p:send("v", "k", "real"))
+    assert(p:flush(5000))
+    -- claim an acknowledgement the broker never gave
+    sc:acknowledged{ topic = "v", partition = 0, offset = 1, key = "k", value = "ghost" }
+    local err = violation_of(function() sc:verify(b.bootstrap, 2000) end)
+    assert.truthy(err:find("nothing acknowledged lost", 1, true))
+    assert.truthy(err:find("ghost", 1, true))
+    p:close()
+    b:stop()
+  end)
+
+  it("raises on misuse", function()
+    assert.has_error(function() scenario.new{ nope = 1 } end)
+    assert.has_error(function() scenario.new{ log = false }:run{} end)
+  end)
+
+  it("draws the same choices for the same seed", function()
+    local a, b = scenario.new{ seed = 9, log = false }, scenario.new{ seed = 9, log = false }
+    for _ = 1, 20 do assert.are.equal(a.random:int(1, 1e6), b.random:int(1, 1e6)) end
+  end)
+end)
+
+describe("examples", function()
+  local function run(cmd)
+    local p = assert(io.popen("timeout 120 " .. cmd .. " 2>&1; echo \"<exit:$?>\""))
+    local out = p:read("*a")
+    p:close()
+    return out, tonumber(out:match("<exit:(%d+)>"))
+  end
+
+  it("kill_restart_scenario holds its invariants through kills and restarts", function()
+    local out, code = run("build/kafkaiq run --seed 11 examples/kill_restart_scenario.lua 40")
+    assert.are.equal(0, code, out)
+    assert.truthy(out:find("seed 11: %d+ sent, %d+ acknowledged, %d+ consumed, %d+ faults, invariants held"), out)
+    assert.truthy(out:find("kill broker", 1, true), out)
+  end)
+
+  it("partitioner_compare reports both spreads and checks placement on a broker", function()
+    local out, code = run("build/kafkaiq run examples/partitioner_compare.lua")
+    assert.are.equal(0, code, out)
+    assert.truthy(out:find("murmur2 +counts"), out)
+    assert.truthy(out:find("each landed where by_customer said", 1, true), out)
+  end)
+
+  it("broker_fixture_spec passes under busted", function()
+    local out, code = run("luajit /usr/bin/busted --lpath='lua/?.lua;lua/?/init.lua' --cpath='build/lua/?.so' " ..
+                          "examples/broker_fixture_spec.lua")
+    assert.are.equal(0, code, out)
+    assert.truthy(out:find("2 successes / 0 failures", 1, true), out)
+  end)
+end)
