@@ -1,5 +1,6 @@
-/* From a framed request to its response: decode, run the handler, encode.
- * Runs on I/O threads; kiq_api_respond also on the purgatory thread. */
+/* From a framed request to its response: decode, let request interceptors
+ * have their say, run the handler, encode. Runs on I/O threads; delayed
+ * requests and kiq_api_respond also on the purgatory thread. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,15 +32,21 @@ kiq_str_t kiq_api_str(kiq_request_t *r, const char *s)
 
 kiq_str_t kiq_api_error_message(kiq_request_t *r) { return kiq_api_str(r, kiq_error_get()); }
 
+/* close_after may already be set: an interceptor's drop = "after". */
 void kiq_api_finish(kiq_request_t *r, bool close_connection)
 {
     r->t.completed = kiq_clock_mono_ns();
-    r->close_after = close_connection;
+    r->close_after = r->close_after || close_connection;
     kiq_processor_complete(r);
 }
 
 void kiq_api_respond(kiq_request_t *r, const void *response)
 {
+    if (r->close_after) {
+        /* the handler ran; the interceptor wants the answer lost */
+        kiq_api_finish(r, true);
+        return;
+    }
     int16_t v = r->header.api_version;
     /* ApiVersions answers an unsupported version as v0 (PROTOCOL.md) */
     if (r->header.api_key == KIQ_API_API_VERSIONS &&
@@ -59,6 +66,83 @@ void kiq_api_respond(kiq_request_t *r, const void *response)
     kiq_wr_patch_i32(&w, 0, (int32_t)(w.len - 4));
     r->response = kiq_wr_steal(&w, &r->response_len);
     kiq_api_finish(r, false);
+}
+
+static void run_handler(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp, bool stamp)
+{
+    kiq_error_clear();
+    int rc = kiq_api_handler(r->codec->key)(b, r, req, resp);
+    /* A parked request belongs to the purgatory, which may already have
+     * answered and freed it: the handler stamped it before parking. */
+    if (rc == KIQ_HANDLER_PARKED) return;
+    if (stamp) r->t.handled = kiq_clock_mono_ns();
+    switch (rc) {
+    case KIQ_HANDLER_RESPOND: kiq_api_respond(r, resp); break;
+    case KIQ_HANDLER_NO_RESPONSE: kiq_api_finish(r, false); break;
+    default: kiq_api_finish(r, true); break;
+    }
+}
+
+/* Does what the interceptors decided (KIQ_HOOK_PROCEED when none spoke).
+ * stamp: whether t.handled is still to be set (a delayed request set it
+ * when it was parked). */
+static void run_verdict(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp,
+                        enum kiq_hook_verdict verdict, bool stamp)
+{
+    switch (verdict) {
+    case KIQ_HOOK_PROCEED: run_handler(b, r, req, resp, stamp); return;
+    case KIQ_HOOK_DROP_AFTER:
+        r->close_after = true; /* kiq_api_respond drops the answer */
+        run_handler(b, r, req, resp, stamp);
+        return;
+    case KIQ_HOOK_DROP:
+        if (stamp) r->t.handled = kiq_clock_mono_ns();
+        kiq_api_finish(r, true);
+        return;
+    case KIQ_HOOK_ANSWER:
+        if (stamp) r->t.handled = kiq_clock_mono_ns();
+        /* acks=0 expects no answer: an error closes the connection, as the
+         * produce handler does */
+        if (r->codec->key == KIQ_API_PRODUCE && ((const kiq_produce_request_t *)req)->acks == 0)
+            kiq_api_finish(r, true);
+        else
+            kiq_api_respond(r, resp);
+        return;
+    }
+}
+
+/* A request an interceptor delays: parked until its deadline, then the
+ * verdict runs on the purgatory thread, so no I/O thread waits. Lives in
+ * the request's arena. */
+typedef struct delayed_request {
+    kiq_delayed_op_t op; /* first: the purgatory hands this pointer back */
+    kiq_broker_t *b;
+    kiq_request_t *r;
+    void *req, *resp;
+    enum kiq_hook_verdict verdict;
+} delayed_request_t;
+
+static bool delayed_try_complete(kiq_delayed_op_t *op, bool expired)
+{
+    if (!expired) return false;
+    delayed_request_t d = *(delayed_request_t *)op; /* the arena goes with the request */
+    run_verdict(d.b, d.r, d.req, d.resp, d.verdict, false);
+    return true;
+}
+
+static void delay_request(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp,
+                          const kiq_hook_action_t *act)
+{
+    delayed_request_t *d = kiq_arena_alloc(&r->arena, sizeof *d);
+    d->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)act->delay_ms * 1000000;
+    d->op.try_complete = delayed_try_complete;
+    d->b = b;
+    d->r = r;
+    d->req = req;
+    d->resp = resp;
+    d->verdict = act->verdict;
+    r->t.handled = kiq_clock_mono_ns(); /* r is the purgatory's from the park on */
+    kiq_purgatory_park(b->purgatory, &d->op);
 }
 
 void kiq_broker_handle(kiq_broker_t *b, kiq_request_t *r)
@@ -85,15 +169,11 @@ void kiq_broker_handle(kiq_broker_t *b, kiq_request_t *r)
         }
     }
     r->body = req;
-    kiq_error_clear();
-    int rc = kiq_api_handler(c->key)(b, r, req, resp);
-    /* A parked request belongs to the purgatory, which may already have
-     * answered and freed it: the handler stamped it before parking. */
-    if (rc == KIQ_HANDLER_PARKED) return;
-    r->t.handled = kiq_clock_mono_ns();
-    switch (rc) {
-    case KIQ_HANDLER_RESPOND: kiq_api_respond(r, resp); break;
-    case KIQ_HANDLER_NO_RESPONSE: kiq_api_finish(r, false); break;
-    default: kiq_api_finish(r, true); break;
+    kiq_hook_action_t act = {KIQ_HOOK_PROCEED, 0, 0};
+    if (kiq_hooks_active(b->hooks, KIQ_HOOK_REQUEST)) kiq_hooks_on_request(b->hooks, r, req, resp, &act);
+    if (act.delay_ms > 0) {
+        delay_request(b, r, req, resp, &act);
+        return;
     }
+    run_verdict(b, r, req, resp, act.verdict, true);
 }

@@ -2,7 +2,9 @@
  * sized by partition_max_bytes and max_bytes (at least one batch always goes
  * out). With nothing to return and max_wait_ms > 0 the request waits in the
  * purgatory until data is appended or the wait ends. Fetch sessions are
- * declined (session id 0): every fetch is a full fetch, which Kafka allows. */
+ * declined (session id 0): every fetch is a full fetch, which Kafka allows.
+ * Fetch interceptors see each partition's answer once, just before it is
+ * sent (on the I/O thread, or on the purgatory thread after a wait). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,12 +122,40 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_fetch_request_t *req)
     return ready;
 }
 
+/* Lets fetch interceptors turn partitions' answers into errors. */
+static void fetch_intercept(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req,
+                            kiq_fetch_response_t *out)
+{
+    if (!kiq_hooks_active(b->hooks, KIQ_HOOK_FETCH)) return;
+    for (int32_t i = 0; i < out->responses_n && i < req->topics_n; i++) {
+        kiq_fetch_response_responses_t *tr = &out->responses[i];
+        for (int32_t j = 0; j < tr->partitions_n && j < req->topics[i].partitions_n; j++) {
+            kiq_fetch_response_responses_partitions_t *pr = &tr->partitions[j];
+            if (pr->error_code) continue;
+            kiq_hook_fetch_t f = {
+                .topic = tr->topic,
+                .partition = pr->partition_index,
+                .fetch_offset = req->topics[i].partitions[j].fetch_offset,
+                .high_watermark = pr->high_watermark,
+                .log_start_offset = pr->log_start_offset,
+                .records = pr->records,
+            };
+            kiq_hooks_on_fetch(b->hooks, r, &f);
+            if (f.error_code) {
+                pr->error_code = f.error_code;
+                pr->records = (kiq_bytes_t){(const uint8_t *)"", 0};
+            }
+        }
+    }
+}
+
 static bool fetch_try_complete(kiq_delayed_op_t *op, bool expired)
 {
     fetch_op_t *f = (fetch_op_t *)op;
     if (!expired && !fetch_ready(f->b, f->req)) return false;
     kiq_fetch_response_init(f->resp);
     fetch_read(f->b, f->r, f->req, f->resp);
+    fetch_intercept(f->b, f->r, f->req, f->resp);
     f->r->t.completed = kiq_clock_mono_ns();
     kiq_api_respond(f->r, f->resp); /* frees f with the request's arena */
     return true;
@@ -136,11 +166,14 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
     const kiq_fetch_request_t *req = request;
     kiq_fetch_response_t *out = response;
     int64_t bytes = fetch_read(b, r, req, out);
-    if (req->max_wait_ms <= 0 || bytes >= (req->min_bytes > 0 ? req->min_bytes : 1))
+    bool respond = req->max_wait_ms <= 0 || bytes >= (req->min_bytes > 0 ? req->min_bytes : 1);
+    for (int32_t i = 0; i < out->responses_n && !respond; i++)
+        for (int32_t j = 0; j < out->responses[i].partitions_n && !respond; j++)
+            respond = out->responses[i].partitions[j].error_code != 0;
+    if (respond) {
+        fetch_intercept(b, r, req, out);
         return KIQ_HANDLER_RESPOND;
-    for (int32_t i = 0; i < out->responses_n; i++)
-        for (int32_t j = 0; j < out->responses[i].partitions_n; j++)
-            if (out->responses[i].partitions[j].error_code) return KIQ_HANDLER_RESPOND;
+    }
     fetch_op_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
     f->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)req->max_wait_ms * 1000000;
     f->op.try_complete = fetch_try_complete;

@@ -1,6 +1,7 @@
 /* Produce: validate each partition's batches (framing, magic, CRC, records),
- * stamp offsets (and LogAppendTime when configured), append to the log.
- * A partition's data is accepted or refused whole, as in Kafka. */
+ * let produce interceptors refuse or rewrite them, stamp offsets (and
+ * LogAppendTime when configured), append to the log. A partition's data is
+ * accepted or refused whole, as in Kafka. */
 #include <string.h>
 
 #include "api/api.h"
@@ -69,6 +70,29 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         out->error_code = (int16_t)err;
         out->error_message = kiq_api_error_message(r);
         return;
+    }
+    if (kiq_hooks_active(b->hooks, KIQ_HOOK_PRODUCE)) {
+        kiq_hook_produce_t hp = {.topic = topic->name, .partition = in->index, .records = data, .len = len};
+        kiq_hooks_on_produce(b->hooks, r, &hp);
+        if (hp.error_code) {
+            out->error_code = hp.error_code;
+            out->error_message = hp.error_message;
+            return;
+        }
+        if (hp.rewritten) {
+            data = hp.rewritten;
+            len = hp.rewritten_len;
+            /* built here, but the limits still hold */
+            err = validate_batches(data, len, (size_t)kiq_config_int(b->config, KIQ_CFG_MESSAGE_MAX_BYTES),
+                                   &nbatches);
+            if (err) {
+                KIQ_WARN("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
+                         topic->name, in->index, r->peer, err, kiq_error_get());
+                out->error_code = (int16_t)err;
+                out->error_message = kiq_api_error_message(r);
+                return;
+            }
+        }
     }
     if (strcmp(kiq_config_str(b->config, KIQ_CFG_MESSAGE_TIMESTAMP_TYPE), "LogAppendTime") == 0) {
         out->log_append_time_ms = kiq_clock_wall_ms();

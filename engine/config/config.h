@@ -51,7 +51,9 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(COMPRESSION_TYPE, "compression.type", STRING, "producer", 0, 0,                           \
       "producer,uncompressed,gzip,snappy,lz4,zstd", "codec of stored batches")                 \
     X(LOG_LEVEL, "kafkaiq.log.level", STRING, "info", 0, 0, "error,warn,info,debug",            \
-      "stderr log level")
+      "stderr log level")                                                                       \
+    X(HOOK_MAX_INSTRUCTIONS, "kafkaiq.hook.max.instructions", LONG, "10000000", 1000,           \
+      INT64_MAX, NULL, "Lua instructions one interceptor call may run before it is stopped")
 
 enum kiq_config_id {
 #define KIQ_CFG_ENUM(id, ...) KIQ_CFG_##id,

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -225,6 +226,115 @@ static int l_broker_request_stats(lua_State *L)
         }
         lua_setfield(L, -2, kiq_api_codecs[i].name);
     }
+    return 1;
+}
+
+/* ---- interceptors (engine/lua/hooks.h) -------------------------------- */
+
+/* An api given by name ("Produce", any case) or key. */
+static int check_api_key(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) == LUA_TNUMBER) {
+        lua_Number n = lua_tonumber(L, idx);
+        if (!(n >= 0 && n <= INT16_MAX) || n != (lua_Number)(int16_t)n || !kiq_api_codec((int16_t)n))
+            return luaL_error(L, "intercept: unknown api key %s", lua_tostring(L, idx));
+        return (int)n;
+    }
+    if (lua_type(L, idx) != LUA_TSTRING) return luaL_error(L, "intercept: api must be a name or a key");
+    const char *name = lua_tostring(L, idx);
+    for (size_t i = 0; i < kiq_api_codec_count; i++)
+        if (strcasecmp(kiq_api_codecs[i].name, name) == 0) return kiq_api_codecs[i].key;
+    return luaL_error(L, "intercept: unknown api '%s'", name);
+}
+
+static const char *opt_string(lua_State *L, int t, const char *key, size_t *len)
+{
+    lua_getfield(L, t, key);
+    if (lua_isnil(L, -1)) return NULL;
+    if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "intercept: %s must be a string", key);
+    return lua_tolstring(L, -1, len); /* the options table keeps it alive */
+}
+
+/* b:intercept{ on = "request"|"produce"|"fetch", source = "<chunk returning a function>",
+ *   api = name or key (request only), client_id =, topic = } -> id | nil, err */
+static int l_broker_intercept(lua_State *L)
+{
+    static const char *const options[] = {"on", "source", "api", "client_id", "topic", NULL};
+    kiq_broker_t *b = check_broker(L);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+        lua_pop(L, 1);
+        bool known = false;
+        if (lua_type(L, -1) == LUA_TSTRING)
+            for (int i = 0; options[i] && !known; i++) known = strcmp(lua_tostring(L, -1), options[i]) == 0;
+        if (!known)
+            return luaL_error(L, "intercept: unknown option '%s'",
+                              lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1));
+    }
+    const char *on = opt_string(L, 2, "on", NULL);
+    int point = on ? kiq_hook_point_parse(on) : -1;
+    if (point < 0) return luaL_error(L, "intercept: on must be \"request\", \"produce\" or \"fetch\"");
+    kiq_hook_spec_t spec = {.point = (enum kiq_hook_point)point, .api_key = -1};
+    spec.source = opt_string(L, 2, "source", &spec.source_len);
+    if (!spec.source) return luaL_error(L, "intercept: source (a Lua chunk returning a function) is required");
+    lua_getfield(L, 2, "api");
+    if (!lua_isnil(L, -1)) {
+        if (point != KIQ_HOOK_REQUEST) return luaL_error(L, "intercept: api selects request interceptors only");
+        spec.api_key = check_api_key(L, lua_gettop(L));
+    }
+    spec.client_id = opt_string(L, 2, "client_id", NULL);
+    spec.topic = opt_string(L, 2, "topic", NULL);
+    int id = kiq_hooks_add(b->hooks, &spec);
+    if (id < 0) return fail(L, kiq_error_get());
+    lua_pushinteger(L, id);
+    return 1;
+}
+
+/* b:remove_intercept(id) -> true | nil, err */
+static int l_broker_remove_intercept(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    int id = (int)luaL_checkinteger(L, 2);
+    if (kiq_hooks_remove(b->hooks, id) != 0) return fail(L, kiq_error_get());
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* b:intercepts() -> { { id, on, api, client_id, topic, failures, last_error }, ... } */
+static int l_broker_intercepts(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    kiq_hook_info_t *list;
+    int n = kiq_hooks_list(b->hooks, &list);
+    if (n < 0) return fail(L, kiq_error_get());
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_createtable(L, 0, 7);
+        set_num(L, "id", list[i].id);
+        lua_pushstring(L, kiq_hook_point_names[list[i].point]);
+        lua_setfield(L, -2, "on");
+        const kiq_api_codec_t *c = list[i].api_key >= 0 ? kiq_api_codec((int16_t)list[i].api_key) : NULL;
+        if (c) {
+            lua_pushstring(L, c->name);
+            lua_setfield(L, -2, "api");
+        }
+        if (list[i].client_id) {
+            lua_pushstring(L, list[i].client_id);
+            lua_setfield(L, -2, "client_id");
+        }
+        if (list[i].topic) {
+            lua_pushstring(L, list[i].topic);
+            lua_setfield(L, -2, "topic");
+        }
+        set_num(L, "failures", (double)list[i].failures);
+        if (list[i].last_error) {
+            lua_pushstring(L, list[i].last_error);
+            lua_setfield(L, -2, "last_error");
+        }
+        lua_rawseti(L, -2, i + 1);
+    }
+    kiq_hooks_list_free(list, n);
     return 1;
 }
 
@@ -708,7 +818,9 @@ int luaopen_kafkaiq_core(lua_State *L)
     static const luaL_Reg broker_methods[] = {
         {"start", l_broker_start},     {"stop", l_broker_stop},   {"kill", l_broker_kill},
         {"running", l_broker_running}, {"port", l_broker_port},   {"state", l_broker_state},
-        {"request_stats", l_broker_request_stats},                {NULL, NULL},
+        {"request_stats", l_broker_request_stats},                {"intercept", l_broker_intercept},
+        {"remove_intercept", l_broker_remove_intercept},          {"intercepts", l_broker_intercepts},
+        {NULL, NULL},
     };
     static const luaL_Reg conn_methods[] = {
         {"send", l_conn_send}, {"receive", l_conn_receive}, {"close", l_conn_close}, {NULL, NULL},

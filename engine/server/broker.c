@@ -108,6 +108,11 @@ kiq_broker_t *kiq_broker_new(const kiq_config_t *config)
     b->log_cfg.segment_index_bytes =
         (int32_t)kiq_config_int(config, KIQ_CFG_LOG_INDEX_SIZE_MAX_BYTES);
     if (kiq_log_config_check(&b->log_cfg) != 0) goto fail;
+    b->hooks = kiq_hooks_new(kiq_config_int(config, KIQ_CFG_HOOK_MAX_INSTRUCTIONS));
+    if (!b->hooks) {
+        kiq_error_set("out of memory");
+        goto fail;
+    }
     return b;
 fail:
     kiq_broker_free(b);
@@ -271,6 +276,7 @@ void kiq_broker_free(kiq_broker_t *b)
     kiq_broker_stop(b);
     if (b->lock_fd >= 0) close(b->lock_fd);
     kiq_config_free(b->config);
+    kiq_hooks_free(b->hooks); /* the threads that ran hooks are joined */
     free(b->log_dir);
     free(b);
 }

@@ -9,6 +9,7 @@
 
 #include "include/kafkaiq.h"
 #include "log/log_config.h"
+#include "lua/hooks.h"
 #include "net/acceptor.h"
 #include "net/processor.h"
 #include "net/request_queue.h"
@@ -40,6 +41,7 @@ struct kiq_broker {
     int nio_threads;
     kiq_purgatory_t *purgatory;
     kiq_request_stats_t stats;
+    kiq_hooks_t *hooks; /* interceptors: from new to free, across restarts; own lock */
     bool running;
 };
 

@@ -1,0 +1,27 @@
+/* Records between RecordBatch v2 bytes and Lua tables, for interceptors.
+ * Both run on the thread that owns the lua_State, inside a protected call:
+ * they raise Lua errors. A record table is { key, value, timestamp,
+ * headers = { {name, value}, ... } } plus `offset` (fetched data) or
+ * `offset_delta` (produced data); null keys and values are nil. */
+#ifndef KIQ_LUA_HOOK_RECORDS_H
+#define KIQ_LUA_HOOK_RECORDS_H
+
+#include <lua.h>
+
+#include "core/arena.h"
+#include "record/batch.h"
+
+/* Pushes the records of the v2 batches in data[0..len) as an array.
+ * Control batches are left out. fetched: the data comes from the log (a
+ * truncated last batch is skipped, records carry absolute offsets);
+ * otherwise from a producer (offset deltas). */
+void kiq_hook_push_records(lua_State *L, const uint8_t *data, size_t len, bool fetched);
+
+/* Builds one batch from the array of record tables at idx, with the codec,
+ * producer fields and transactional flag of `like`. A record without a
+ * timestamp gets like->base_timestamp. Returns the batch in arena memory, or
+ * NULL (with *len 0) when the array is empty. */
+uint8_t *kiq_hook_build_batch(lua_State *L, int idx, const kiq_batch_header_t *like,
+                              kiq_arena_t *a, size_t *len);
+
+#endif
