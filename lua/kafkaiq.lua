@@ -117,6 +117,7 @@ end
 -- Broker interceptors (run on the broker's I/O threads, see DESIGN §6).
 function Broker:intercept(spec) return self.handle:intercept(spec) end
 function Broker:remove_intercept(id) return self.handle:remove_intercept(id) end
+function Broker:intercepts() return self.handle:intercepts() end
 
 local function client_module()
   return require "kafkaiq.client"

@@ -46,6 +46,7 @@ function M.new(opts)
   p.queues = {}  -- "topic\0partition" -> batch { topic, partition, records, bytes, created }
   p.order = {}   -- keys of queues in creation order, so older batches leave first
   p.stats = { failed = 0, delivered = 0 }
+  p.flushed = { failed = 0, delivered = 0 } -- stats at the last flush
   return p
 end
 
@@ -156,20 +157,22 @@ end
 
 -- p:flush([timeout_ms]) -> true | nil, err. Sends everything buffered and
 -- waits for the answers (retries included, within timeout_ms, default the
--- request timeout). err counts the records that failed and names the first
--- failure; each one's own error went to on_delivery.
+-- request timeout). err counts the records that failed since the previous
+-- flush (those sent by send or poll included) and names the first failure;
+-- each one's own error went to on_delivery.
 function Producer:flush(timeout_ms)
   if getmetatable(self) ~= Producer then error("flush: call as producer:flush(...)", 2) end
   if timeout_ms ~= nil and (not options.is_integer(timeout_ms) or timeout_ms < 0) then
     error("flush: timeout_ms must be a non-negative integer", 2)
   end
-  local failed0, delivered0 = self.stats.failed, self.stats.delivered
-  self.first_error = nil
   self:_send_where(function() return true end, core.now_ms() + (timeout_ms or self.cfg.request_timeout_ms))
-  local failed = self.stats.failed - failed0
+  local failed = self.stats.failed - self.flushed.failed
+  local delivered = self.stats.delivered - self.flushed.delivered
+  local first = self.first_error
+  self.flushed.failed, self.flushed.delivered = self.stats.failed, self.stats.delivered
+  self.first_error = nil
   if failed > 0 then
-    return nil, ("flush: %d of %d records failed, first: %s")
-      :format(failed, failed + self.stats.delivered - delivered0, self.first_error)
+    return nil, ("flush: %d of %d records failed, first: %s"):format(failed, failed + delivered, first)
   end
   return true
 end
