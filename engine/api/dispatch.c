@@ -54,6 +54,8 @@ void kiq_api_respond(kiq_request_t *r, const void *response)
         v = 0;
     kiq_wr_t w;
     kiq_wr_init(&w);
+    /* one allocation for large responses instead of doubling copies */
+    if (r->response_size_hint && kiq_wr_reserve(&w, r->response_size_hint)) w.len = 0;
     kiq_wr_i32(&w, 0);
     kiq_response_header_encode(&w, r->header.api_key, v, r->header.correlation_id);
     r->codec->response_encode(&w, v, response);

@@ -38,8 +38,6 @@ static int64_t fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_req
     out->responses_n = req->topics_n;
     out->responses = kiq_arena_calloc(&r->arena, (size_t)(req->topics_n > 0 ? req->topics_n : 0),
                                       sizeof *out->responses);
-    kiq_wr_t w;
-    kiq_wr_init(&w);
     for (int32_t i = 0; i < req->topics_n; i++) {
         const kiq_fetch_request_topics_t *t = &req->topics[i];
         kiq_fetch_response_responses_t *tr = &out->responses[i];
@@ -71,13 +69,16 @@ static int64_t fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_req
             int32_t limit = p->partition_max_bytes;
             if (total > 0 && budget - total < limit) limit = (int32_t)(budget - total);
             if (limit <= 0 && total > 0) continue;
-            w.len = 0;
+            kiq_wr_t w;
+            kiq_wr_init(&w);
             int64_t n = kiq_partition_log_read(log, p->fetch_offset, limit, hw, &w);
             if (n == KIQ_LOG_OUT_OF_RANGE) {
+                kiq_wr_free(&w);
                 pr->error_code = KIQ_ERR_OFFSET_OUT_OF_RANGE;
                 continue;
             }
             if (n < 0 || w.err) {
+                kiq_wr_free(&w);
                 KIQ_ERROR("fetch %s-%d at %lld: %s", topic->name, p->partition,
                           (long long)p->fetch_offset, kiq_error_get());
                 pr->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
@@ -87,15 +88,19 @@ static int64_t fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_req
              * bigger than them is never stuck); later ones must fit. */
             if (total > 0 && (int64_t)w.len > limit) w.len = 0;
             if (w.len) {
-                uint8_t *copy = kiq_arena_alloc(&r->arena, w.len);
-                memcpy(copy, w.buf, w.len);
-                pr->records = (kiq_bytes_t){copy, (int32_t)w.len};
-                total += (int64_t)w.len;
+                /* the read buffer itself goes into the response: no copy */
+                size_t len;
+                uint8_t *buf = kiq_wr_steal(&w, &len);
+                kiq_request_own(r, buf);
+                pr->records = (kiq_bytes_t){buf, (int32_t)len};
+                total += (int64_t)len;
+            } else {
+                kiq_wr_free(&w);
             }
         }
         kiq_topic_unref(topic);
     }
-    kiq_wr_free(&w);
+    r->response_size_hint = (size_t)total + 4096;
     return total;
 }
 

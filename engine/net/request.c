@@ -17,9 +17,23 @@ kiq_request_t *kiq_request_new(struct kiq_processor *p, uint64_t conn_id, uint8_
     return r;
 }
 
+typedef struct kiq_owned {
+    void *buf;
+    struct kiq_owned *next;
+} kiq_owned_t;
+
+void kiq_request_own(kiq_request_t *r, void *buf)
+{
+    kiq_owned_t *o = kiq_arena_alloc(&r->arena, sizeof *o);
+    o->buf = buf;
+    o->next = r->owned;
+    r->owned = o;
+}
+
 void kiq_request_free(kiq_request_t *r)
 {
     if (!r) return;
+    for (kiq_owned_t *o = r->owned; o; o = o->next) free(o->buf);
     kiq_arena_reset(&r->arena);
     free(r->frame);
     free(r->response);

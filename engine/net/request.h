@@ -43,6 +43,9 @@ typedef struct kiq_request {
     kiq_arena_t arena; /* decoded request, response message, handler scratch */
     void *body;        /* decoded request message */
 
+    struct kiq_owned *owned; /* heap buffers the response points into */
+    size_t response_size_hint; /* room to reserve when encoding the response */
+
     uint8_t *response; /* whole frame with size prefix; NULL when none is sent */
     size_t response_len;
     bool close_after; /* drop the connection instead of (or after) answering */
@@ -54,6 +57,9 @@ typedef struct kiq_request {
 kiq_request_t *kiq_request_new(struct kiq_processor *p, uint64_t conn_id, uint8_t *frame,
                                size_t len);
 void kiq_request_free(kiq_request_t *r);
+/* The request takes a malloc'd buffer and frees it with itself. Called by
+ * the thread holding the request. */
+void kiq_request_own(kiq_request_t *r, void *buf);
 /* Debug-level line with the request's stage times. */
 void kiq_request_log_timing(const kiq_request_t *r);
 
