@@ -21,6 +21,10 @@ static int push_record(const kiq_record_t *rec, void *arg)
     lua_setfield(L, -2, pc->fetched ? "offset" : "offset_delta");
     kiq_lua_push_int64(L, rec->timestamp);
     lua_setfield(L, -2, "timestamp");
+    if (pc->fetched) {
+        lua_pushinteger(L, rec->batch->partition_leader_epoch);
+        lua_setfield(L, -2, "leader_epoch");
+    }
     kiq_lua_push_bytes(L, rec->key);
     lua_setfield(L, -2, "key");
     kiq_lua_push_bytes(L, rec->value);

@@ -1,8 +1,9 @@
 /* Records between RecordBatch v2 bytes and Lua tables, for interceptors.
  * Both run on the thread that owns the lua_State, inside a protected call:
  * they raise Lua errors. A record table is { key, value, timestamp,
- * headers = { {name, value}, ... } } plus `offset` (fetched data) or
- * `offset_delta` (produced data); null keys and values are nil. */
+ * headers = { {name, value}, ... } } plus `offset` and `leader_epoch`
+ * (fetched data) or `offset_delta` (produced data); null keys and values
+ * are nil. kafkaiq.core's parse_records uses the same shape. */
 #ifndef KIQ_LUA_HOOK_RECORDS_H
 #define KIQ_LUA_HOOK_RECORDS_H
 

@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "include/kafkaiq.h"
 #include "lua/convert.h"
+#include "lua/hook_records.h"
 #include "lua/module.h"
 #include "proto/header.h"
 #include "proto/messages_lua.h"
@@ -684,49 +685,21 @@ static int l_build_batch(lua_State *L)
     return 1;
 }
 
-typedef struct parse_ctx {
-    lua_State *L;
-    int n;
-} parse_ctx_t;
-
-static int push_record(const kiq_record_t *r, void *ctx)
+static int push_records_protected(lua_State *L)
 {
-    parse_ctx_t *pc = ctx;
-    lua_State *L = pc->L;
-    lua_createtable(L, 0, 6);
-    set_num(L, "offset", (double)r->offset);
-    set_num(L, "timestamp", (double)r->timestamp);
-    set_num(L, "leader_epoch", r->batch->partition_leader_epoch);
-    kiq_lua_push_bytes(L, r->key);
-    lua_setfield(L, -2, "key");
-    kiq_lua_push_bytes(L, r->value);
-    lua_setfield(L, -2, "value");
-    lua_createtable(L, r->header_count > 0 ? r->header_count : 0, 0);
-    kiq_record_header_iter_t it;
-    kiq_record_headers_init(&it, r);
-    kiq_record_header_t h;
-    int i = 0;
-    while (kiq_record_headers_next(&it, &h) == 1) {
-        lua_createtable(L, 2, 0);
-        kiq_lua_push_str(L, h.key);
-        lua_rawseti(L, -2, 1);
-        kiq_lua_push_bytes(L, h.value);
-        lua_rawseti(L, -2, 2);
-        lua_rawseti(L, -2, ++i);
-    }
-    lua_setfield(L, -2, "headers");
-    lua_rawseti(L, -2, ++pc->n);
-    return 0;
+    size_t len;
+    const uint8_t *p = (const uint8_t *)lua_tolstring(L, 1, &len);
+    kiq_hook_push_records(L, p, len, true);
+    return 1;
 }
 
-/* core.parse_records(bytes) -> { {offset, timestamp, key, value, headers}, ... } | nil, err
- * A truncated trailing batch (as a Fetch may return) is ignored. */
+/* core.parse_records(bytes) -> { {offset, timestamp, leader_epoch, key, value,
+ * headers}, ... } | nil, err. Every whole batch's CRC is checked first; a
+ * truncated trailing batch (as a Fetch may return) is ignored. */
 static int l_parse_records(lua_State *L)
 {
     size_t len;
     const uint8_t *p = (const uint8_t *)luaL_checklstring(L, 1, &len);
-    lua_newtable(L);
-    parse_ctx_t pc = {L, 0};
     kiq_batch_iter_t it;
     kiq_batch_iter_init(&it, p, len, true);
     const uint8_t *batch;
@@ -736,11 +709,15 @@ static int l_parse_records(lua_State *L)
     while ((rc = kiq_batch_iter_next(&it, &batch, &blen, &h)) == 1) {
         if (h.magic != KIQ_BATCH_MAGIC) return fail(L, "unsupported message format");
         if (kiq_batch_check(batch, blen, &h) != 0) return fail(L, kiq_error_get());
-        if (h.attributes & KIQ_BATCH_ATTR_CONTROL) continue;
-        if (kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, push_record, &pc) != 0)
-            return fail(L, kiq_error_get());
     }
     if (rc < 0) return fail(L, kiq_error_get());
+    lua_pushcfunction(L, push_records_protected);
+    lua_pushvalue(L, 1);
+    if (lua_pcall(L, 1, 1, 0) != 0) {
+        lua_pushnil(L);
+        lua_insert(L, -2);
+        return 2;
+    }
     return 1;
 }
 
