@@ -76,6 +76,22 @@ describe("kiq.broker", function()
     assert.are.equal(3, b:state().topics.crash.partitions[0].log_end_offset)
   end)
 
+  it("runs several brokers in one process, each with its own port, directory and data", function()
+    local brokers = {}
+    for i = 1, 3 do brokers[i] = assert(kiq.broker{ id = i }) end
+    for i, br in ipairs(brokers) do
+      kcat("-b " .. br.bootstrap .. " -P -t own -K:", ("k:%d\n"):rep(i):format(i, i, i))
+    end
+    for i, br in ipairs(brokers) do
+      assert.truthy(br:wait_for_offset("own", 0, i, 10000))
+      assert.are.equal(i, br:state().node_id)
+      for j, other in ipairs(brokers) do
+        if j ~= i then assert.are_not.equal(other.port, br.port) end
+      end
+    end
+    for _, br in ipairs(brokers) do br:stop() end
+  end)
+
   it("refuses unknown config names and bad values with a message naming them", function()
     local nb, err = kiq.broker{ ["no.such.config"] = 1 }
     assert.is_nil(nb)
