@@ -7,17 +7,16 @@
 #include "core/error.h"
 #include "proto/writer.h"
 
-static int reserve(kiq_offset_index_t *ix, size_t n)
+static void decode(void *slot, const uint8_t *e)
 {
-    if (n <= ix->cap) return 0;
-    size_t cap = ix->cap ? ix->cap : 64;
-    while (cap < n) cap *= 2;
-    void *p = realloc(ix->slots, cap * sizeof *ix->slots);
-    if (!p) return kiq_error_set("out of memory growing %s", ix->file.path);
-    ix->slots = p;
-    ix->cap = cap;
-    return 0;
+    *(struct kiq_offset_slot *)slot = (struct kiq_offset_slot){.rel = kiq_be32(e), .pos = kiq_be32(e + 4)};
 }
+
+static const kiq_index_layout_t layout = {
+    .entry_size = KIQ_OFFSET_INDEX_ENTRY_SIZE,
+    .slot_size = sizeof(struct kiq_offset_slot),
+    .decode = decode,
+};
 
 int kiq_offset_index_open(kiq_offset_index_t *ix, const char *path, int64_t base_offset, int32_t max_bytes,
                           bool truncate)
@@ -25,30 +24,11 @@ int kiq_offset_index_open(kiq_offset_index_t *ix, const char *path, int64_t base
     memset(ix, 0, sizeof *ix);
     ix->base_offset = base_offset;
     ix->max_entries = (size_t)max_bytes / KIQ_OFFSET_INDEX_ENTRY_SIZE;
-    uint8_t *data;
-    size_t len;
-    /* A file far beyond the configured size is damaged; a little beyond is a
-     * shrunken limit and still loads (the segment then rolls at once). */
-    size_t max_len = (size_t)max_bytes * 2;
-    if (kiq_index_file_open(&ix->file, path, KIQ_OFFSET_INDEX_ENTRY_SIZE, truncate, max_len, &data, &len) < 0)
+    void *slots;
+    if (kiq_index_file_load(&ix->file, &layout, path, max_bytes, truncate, &slots, &ix->count, &ix->cap,
+                            &ix->torn) < 0)
         return -1;
-    if (len > max_len) {
-        ix->torn = true;
-        return 0;
-    }
-    size_t n = len / KIQ_OFFSET_INDEX_ENTRY_SIZE;
-    ix->torn = len % KIQ_OFFSET_INDEX_ENTRY_SIZE != 0;
-    if (reserve(ix, n) < 0) {
-        free(data);
-        kiq_offset_index_close(ix);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        ix->slots[i].rel = kiq_be32(data + i * KIQ_OFFSET_INDEX_ENTRY_SIZE);
-        ix->slots[i].pos = kiq_be32(data + i * KIQ_OFFSET_INDEX_ENTRY_SIZE + 4);
-    }
-    ix->count = n;
-    free(data);
+    ix->slots = slots;
     return 0;
 }
 
@@ -76,7 +56,9 @@ int kiq_offset_index_append(kiq_offset_index_t *ix, int64_t offset, uint32_t pos
     if (ix->count > 0 && (rel <= ix->slots[ix->count - 1].rel || position <= ix->slots[ix->count - 1].pos))
         return kiq_error_set("%s: entry (%" PRId64 ", %" PRIu32 ") does not increase", ix->file.path, offset,
                              position);
-    if (reserve(ix, ix->count + 1) < 0) return -1;
+    struct kiq_offset_slot *grown = kiq_index_file_grow(&ix->file, ix->slots, &ix->cap, ix->count + 1);
+    if (!grown) return -1;
+    ix->slots = grown;
     uint8_t e[KIQ_OFFSET_INDEX_ENTRY_SIZE];
     kiq_put_be32(e, rel);
     kiq_put_be32(e + 4, position);

@@ -7,17 +7,16 @@
 #include "core/error.h"
 #include "proto/writer.h"
 
-static int reserve(kiq_time_index_t *ix, size_t n)
+static void decode(void *slot, const uint8_t *e)
 {
-    if (n <= ix->cap) return 0;
-    size_t cap = ix->cap ? ix->cap : 64;
-    while (cap < n) cap *= 2;
-    void *p = realloc(ix->slots, cap * sizeof *ix->slots);
-    if (!p) return kiq_error_set("out of memory growing %s", ix->file.path);
-    ix->slots = p;
-    ix->cap = cap;
-    return 0;
+    *(struct kiq_time_slot *)slot = (struct kiq_time_slot){.ts = (int64_t)kiq_be64(e), .rel = kiq_be32(e + 8)};
 }
+
+static const kiq_index_layout_t layout = {
+    .entry_size = KIQ_TIME_INDEX_ENTRY_SIZE,
+    .slot_size = sizeof(struct kiq_time_slot),
+    .decode = decode,
+};
 
 int kiq_time_index_open(kiq_time_index_t *ix, const char *path, int64_t base_offset, int32_t max_bytes,
                         bool truncate)
@@ -25,28 +24,11 @@ int kiq_time_index_open(kiq_time_index_t *ix, const char *path, int64_t base_off
     memset(ix, 0, sizeof *ix);
     ix->base_offset = base_offset;
     ix->max_entries = (size_t)max_bytes / KIQ_TIME_INDEX_ENTRY_SIZE;
-    uint8_t *data;
-    size_t len;
-    size_t max_len = (size_t)max_bytes * 2;
-    if (kiq_index_file_open(&ix->file, path, KIQ_TIME_INDEX_ENTRY_SIZE, truncate, max_len, &data, &len) < 0)
+    void *slots;
+    if (kiq_index_file_load(&ix->file, &layout, path, max_bytes, truncate, &slots, &ix->count, &ix->cap,
+                            &ix->torn) < 0)
         return -1;
-    if (len > max_len) {
-        ix->torn = true;
-        return 0;
-    }
-    size_t n = len / KIQ_TIME_INDEX_ENTRY_SIZE;
-    ix->torn = len % KIQ_TIME_INDEX_ENTRY_SIZE != 0;
-    if (reserve(ix, n) < 0) {
-        free(data);
-        kiq_time_index_close(ix);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        ix->slots[i].ts = (int64_t)kiq_be64(data + i * KIQ_TIME_INDEX_ENTRY_SIZE);
-        ix->slots[i].rel = kiq_be32(data + i * KIQ_TIME_INDEX_ENTRY_SIZE + 8);
-    }
-    ix->count = n;
-    free(data);
+    ix->slots = slots;
     return 0;
 }
 
@@ -71,7 +53,9 @@ int kiq_time_index_maybe_append(kiq_time_index_t *ix, int64_t timestamp, int64_t
     uint32_t rel = (uint32_t)(offset - ix->base_offset);
     if (ix->count > 0 && rel < ix->slots[ix->count - 1].rel)
         return kiq_error_set("%s: offset %" PRId64 " goes backwards", ix->file.path, offset);
-    if (reserve(ix, ix->count + 1) < 0) return -1;
+    struct kiq_time_slot *grown = kiq_index_file_grow(&ix->file, ix->slots, &ix->cap, ix->count + 1);
+    if (!grown) return -1;
+    ix->slots = grown;
     uint8_t e[KIQ_TIME_INDEX_ENTRY_SIZE];
     kiq_put_be64(e, (uint64_t)timestamp);
     kiq_put_be32(e + 8, rel);

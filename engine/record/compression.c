@@ -31,25 +31,55 @@ int kiq_codec_parse(const char *name)
 #define STEP_MIN ((size_t)64 << 10)
 #define STEP_MAX ((size_t)1 << 30)
 
-/* Reserves the next piece of decompressed output. It never reaches more than
- * one byte past max_out, so a bomb shows up as "produced > max_out" without
- * allocating for it. Returns NULL on allocation failure. */
-static uint8_t *grow(kiq_wr_t *out, size_t start, size_t max_out, size_t *room)
-{
-    size_t produced = out->len - start;
-    size_t want = produced > STEP_MIN ? produced : STEP_MIN;
-    if (want > STEP_MAX) want = STEP_MAX;
-    if (max_out - produced < want) want = max_out - produced + 1;
-    *room = want;
-    return kiq_wr_reserve(out, want);
-}
-
 static int too_large(const char *codec, size_t max_out)
 {
     return kiq_error_set("%s: decompressed data exceeds the limit of %zu bytes", codec, max_out);
 }
 
 static int no_memory(const char *codec) { return kiq_error_set("%s: out of memory", codec); }
+
+/* Reserves the next piece of decompressed output. It never reaches more than
+ * one byte past max_out, so a bomb shows up as "produced > max_out" (see
+ * over_limit) without allocating for it. Returns NULL, with the error set,
+ * on allocation failure. */
+static uint8_t *grow(const char *codec, kiq_wr_t *out, size_t start, size_t max_out, size_t *room)
+{
+    size_t produced = out->len - start;
+    size_t want = produced > STEP_MIN ? produced : STEP_MIN;
+    if (want > STEP_MAX) want = STEP_MAX;
+    if (max_out - produced < want) want = max_out - produced + 1;
+    *room = want;
+    uint8_t *dst = kiq_wr_reserve(out, want);
+    if (!dst) no_memory(codec);
+    return dst;
+}
+
+/* True, with the error set, once the output since start passes max_out. */
+static bool over_limit(const char *codec, const kiq_wr_t *out, size_t start, size_t max_out)
+{
+    if (out->len - start <= max_out) return false;
+    too_large(codec, max_out);
+    return true;
+}
+
+/* Runs a one-shot compressor, fn, with room for `bound` bytes (its worst
+ * case) at the end of out; fn sets *n to what it wrote. On failure out is
+ * left as it was. */
+static int compress_into(const char *codec, size_t bound,
+                         int (*fn)(const uint8_t *in, size_t len, uint8_t *dst, size_t *n), const uint8_t *in,
+                         size_t len, kiq_wr_t *out)
+{
+    size_t start = out->len;
+    uint8_t *dst = kiq_wr_reserve(out, bound);
+    if (!dst) return no_memory(codec);
+    size_t n = bound;
+    if (fn(in, len, dst, &n) < 0) {
+        out->len = start;
+        return -1;
+    }
+    out->len = start + n;
+    return 0;
+}
 
 static int gzip_compress(const uint8_t *in, size_t len, kiq_wr_t *out)
 {
@@ -93,19 +123,13 @@ static int gzip_decompress(const uint8_t *in, size_t len, size_t max_out, kiq_wr
     int rc = -1;
     for (;;) {
         size_t room;
-        uint8_t *dst = grow(out, start, max_out, &room);
-        if (!dst) {
-            no_memory("gzip");
-            break;
-        }
+        uint8_t *dst = grow("gzip", out, start, max_out, &room);
+        if (!dst) break;
         zs.next_out = dst;
         zs.avail_out = (uInt)room;
         int zr = inflate(&zs, Z_NO_FLUSH);
         out->len -= zs.avail_out;
-        if (out->len - start > max_out) {
-            too_large("gzip", max_out);
-            break;
-        }
+        if (over_limit("gzip", out, start, max_out)) break;
         if (zr == Z_STREAM_END) {
             if (zs.avail_in == 0) {
                 rc = 0;
@@ -129,17 +153,10 @@ static int gzip_decompress(const uint8_t *in, size_t len, size_t max_out, kiq_wr
     return rc;
 }
 
-static int snappy_compress_raw(const uint8_t *in, size_t len, kiq_wr_t *out)
+static int snappy_compress_raw(const uint8_t *in, size_t len, uint8_t *dst, size_t *n)
 {
-    size_t start = out->len;
-    size_t n = snappy_max_compressed_length(len);
-    uint8_t *dst = kiq_wr_reserve(out, n);
-    if (!dst) return no_memory("snappy");
-    if (snappy_compress((const char *)in, len, (char *)dst, &n) != SNAPPY_OK) {
-        out->len = start;
+    if (snappy_compress((const char *)in, len, (char *)dst, n) != SNAPPY_OK)
         return kiq_error_set("snappy: compression failed");
-    }
-    out->len = start + n;
     return 0;
 }
 
@@ -197,24 +214,17 @@ static int snappy_decompress(const uint8_t *in, size_t len, size_t max_out, kiq_
     return 0;
 }
 
-static int lz4_compress(const uint8_t *in, size_t len, kiq_wr_t *out)
+/* Independent 64 KiB blocks without content size or checksum: the frame the
+ * Java client writes, which every Kafka reader accepts. */
+static const LZ4F_preferences_t lz4_prefs = {
+    .frameInfo = {.blockSizeID = LZ4F_max64KB, .blockMode = LZ4F_blockIndependent},
+};
+
+static int lz4_compress(const uint8_t *in, size_t len, uint8_t *dst, size_t *n)
 {
-    /* Independent 64 KiB blocks without content size or checksum: the frame
-     * the Java client writes, which every Kafka reader accepts. */
-    LZ4F_preferences_t prefs;
-    memset(&prefs, 0, sizeof prefs);
-    prefs.frameInfo.blockSizeID = LZ4F_max64KB;
-    prefs.frameInfo.blockMode = LZ4F_blockIndependent;
-    size_t start = out->len;
-    size_t bound = LZ4F_compressFrameBound(len, &prefs);
-    uint8_t *dst = kiq_wr_reserve(out, bound);
-    if (!dst) return no_memory("lz4");
-    size_t n = LZ4F_compressFrame(dst, bound, in, len, &prefs);
-    if (LZ4F_isError(n)) {
-        out->len = start;
-        return kiq_error_set("lz4: compression failed: %s", LZ4F_getErrorName(n));
-    }
-    out->len = start + n;
+    size_t r = LZ4F_compressFrame(dst, *n, in, len, &lz4_prefs);
+    if (LZ4F_isError(r)) return kiq_error_set("lz4: compression failed: %s", LZ4F_getErrorName(r));
+    *n = r;
     return 0;
 }
 
@@ -228,11 +238,8 @@ static int lz4_decompress(const uint8_t *in, size_t len, size_t max_out, kiq_wr_
     int rc = -1;
     for (;;) {
         size_t room;
-        uint8_t *dst = grow(out, start, max_out, &room);
-        if (!dst) {
-            no_memory("lz4");
-            break;
-        }
+        uint8_t *dst = grow("lz4", out, start, max_out, &room);
+        if (!dst) break;
         size_t dsz = room, ssz = len - pos;
         size_t hint = LZ4F_decompress(dctx, dst, &dsz, in + pos, &ssz, NULL);
         out->len -= room - dsz;
@@ -241,10 +248,7 @@ static int lz4_decompress(const uint8_t *in, size_t len, size_t max_out, kiq_wr_
             break;
         }
         pos += ssz;
-        if (out->len - start > max_out) {
-            too_large("lz4", max_out);
-            break;
-        }
+        if (over_limit("lz4", out, start, max_out)) break;
         /* hint 0: a frame ended; more input means another frame follows. */
         if (hint == 0 && pos == len) {
             rc = 0;
@@ -260,18 +264,11 @@ static int lz4_decompress(const uint8_t *in, size_t len, size_t max_out, kiq_wr_
     return rc;
 }
 
-static int zstd_compress(const uint8_t *in, size_t len, kiq_wr_t *out)
+static int zstd_compress(const uint8_t *in, size_t len, uint8_t *dst, size_t *n)
 {
-    size_t start = out->len;
-    size_t bound = ZSTD_compressBound(len);
-    uint8_t *dst = kiq_wr_reserve(out, bound);
-    if (!dst) return no_memory("zstd");
-    size_t n = ZSTD_compress(dst, bound, in, len, ZSTD_CLEVEL_DEFAULT);
-    if (ZSTD_isError(n)) {
-        out->len = start;
-        return kiq_error_set("zstd: compression failed: %s", ZSTD_getErrorName(n));
-    }
-    out->len = start + n;
+    size_t r = ZSTD_compress(dst, *n, in, len, ZSTD_CLEVEL_DEFAULT);
+    if (ZSTD_isError(r)) return kiq_error_set("zstd: compression failed: %s", ZSTD_getErrorName(r));
+    *n = r;
     return 0;
 }
 
@@ -285,11 +282,8 @@ static int zstd_decompress(const uint8_t *in, size_t len, size_t max_out, kiq_wr
     int rc = -1;
     for (;;) {
         size_t room;
-        uint8_t *dst = grow(out, start, max_out, &room);
-        if (!dst) {
-            no_memory("zstd");
-            break;
-        }
+        uint8_t *dst = grow("zstd", out, start, max_out, &room);
+        if (!dst) break;
         ZSTD_outBuffer o = {dst, room, 0};
         size_t before = src.pos;
         size_t hint = ZSTD_decompressStream(dctx, &o, &src);
@@ -298,10 +292,7 @@ static int zstd_decompress(const uint8_t *in, size_t len, size_t max_out, kiq_wr
             kiq_error_set("zstd: corrupt input: %s", ZSTD_getErrorName(hint));
             break;
         }
-        if (out->len - start > max_out) {
-            too_large("zstd", max_out);
-            break;
-        }
+        if (over_limit("zstd", out, start, max_out)) break;
         /* hint 0: a frame ended and is flushed; more input is another frame. */
         if (hint == 0 && src.pos == src.size) {
             rc = 0;
@@ -331,9 +322,11 @@ int kiq_compress(int codec, const uint8_t *in, size_t len, kiq_wr_t *out)
         return 0;
     }
     case KIQ_CODEC_GZIP: return gzip_compress(in, len, out);
-    case KIQ_CODEC_SNAPPY: return snappy_compress_raw(in, len, out);
-    case KIQ_CODEC_LZ4: return lz4_compress(in, len, out);
-    case KIQ_CODEC_ZSTD: return zstd_compress(in, len, out);
+    case KIQ_CODEC_SNAPPY:
+        return compress_into("snappy", snappy_max_compressed_length(len), snappy_compress_raw, in, len, out);
+    case KIQ_CODEC_LZ4:
+        return compress_into("lz4", LZ4F_compressFrameBound(len, &lz4_prefs), lz4_compress, in, len, out);
+    case KIQ_CODEC_ZSTD: return compress_into("zstd", ZSTD_compressBound(len), zstd_compress, in, len, out);
     default: return kiq_error_set("unknown compression codec %d", codec);
     }
 }
