@@ -38,6 +38,18 @@ int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *
 int kiq_api_delete_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req,
                                     void *resp);
+int kiq_api_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_incremental_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req,
+                                             void *resp);
+
+/* Config resource types of the *Configs APIs. */
+enum { KIQ_API_RESOURCE_TOPIC = 2, KIQ_API_RESOURCE_BROKER = 4 };
+/* AlterConfigs / IncrementalAlterConfigs on a broker resource: every
+ * broker config is static, so any change is refused with INVALID_REQUEST
+ * naming the configs, as Kafka refuses its read-only ones (an empty change
+ * succeeds). Kafka error code, the reason in the error slot. */
+int kiq_api_alter_broker_check(kiq_broker_t *b, kiq_str_t resource_name, const kiq_str_t *names,
+                               int32_t n);
 
 /* Arena copy of a C string as a protocol string. */
 kiq_str_t kiq_api_str(kiq_request_t *r, const char *s);

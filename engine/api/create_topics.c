@@ -1,6 +1,7 @@
 /* CreateTopics: this broker is the controller, so it creates topics itself.
  * Partition count and replication factor follow Kafka's rules and
- * defaults; unknown topic config names are refused with INVALID_CONFIG. */
+ * defaults; the topic's configs are checked (INVALID_CONFIG naming the bad
+ * one) and kept, and v5+ answers with the effective configs. */
 #include <stdio.h>
 
 #include "api/api.h"
@@ -8,7 +9,7 @@
 #include "core/error.h"
 
 static int16_t check_topic(kiq_broker_t *b, const kiq_create_topics_request_topics_t *t,
-                           int32_t *partitions, int16_t *rf)
+                           int32_t *partitions, int16_t *rf, kiq_topic_configs_t *cfg)
 {
     *partitions = t->num_partitions;
     *rf = t->replication_factor;
@@ -49,13 +50,29 @@ static int16_t check_topic(kiq_broker_t *b, const kiq_create_topics_request_topi
         return KIQ_ERR_INVALID_REPLICATION_FACTOR;
     }
     for (int32_t i = 0; i < t->configs_n; i++) {
-        kiq_str_t name = t->configs[i].name;
-        if (!name.p || kiq_topic_config_find(name.p, name.len) < 0) {
-            kiq_error_set("Unknown topic config name: " KIQ_STR_FMT, KIQ_STR_ARG(name));
-            return KIQ_ERR_INVALID_CONFIG;
-        }
+        kiq_str_t name = t->configs[i].name, value = t->configs[i].value;
+        int err = kiq_topic_configs_set(cfg, name.p, name.len, value.p, value.p ? value.len : -1);
+        if (err) return (int16_t)err;
     }
     return KIQ_ERR_NONE;
+}
+
+/* v5+: every topic config with its value and where it comes from. */
+static void list_configs(kiq_broker_t *b, kiq_request_t *r, const kiq_topic_configs_t *cfg,
+                         kiq_create_topics_response_topics_t *tr)
+{
+    tr->configs = kiq_arena_calloc(&r->arena, (size_t)kiq_topic_config_count, sizeof *tr->configs);
+    tr->configs_n = kiq_topic_config_count;
+    for (int i = 0; i < kiq_topic_config_count; i++) {
+        kiq_create_topics_response_topics_configs_t *c = &tr->configs[i];
+        kiq_create_topics_response_topics_configs_init(c);
+        char buf[32];
+        int source;
+        const char *value = kiq_topic_config_effective(b->config, cfg, i, buf, sizeof buf, &source);
+        c->name = kiq_api_str(r, kiq_topic_config_defs[i].name);
+        c->value = kiq_api_str(r, value);
+        c->config_source = (int8_t)source;
+    }
 }
 
 int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
@@ -73,22 +90,28 @@ int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *
         tr->name = t->name;
         int32_t partitions;
         int16_t rf;
+        kiq_topic_configs_t cfg = {0};
         kiq_error_clear();
-        int16_t err = check_topic(b, t, &partitions, &rf);
+        int16_t err = check_topic(b, t, &partitions, &rf, &cfg);
         for (int32_t j = 0; j < i && !err; j++)
             if (req->topics[j].name.len == t->name.len && t->name.p &&
                 memcmp(req->topics[j].name.p, t->name.p, (size_t)t->name.len) == 0) {
                 kiq_error_set("Create topics request from client contains a duplicate topic");
                 err = KIQ_ERR_INVALID_REQUEST;
             }
-        if (!err) err = (int16_t)kiq_topics_create(b->topics, t->name, partitions, rf, req->validate_only);
+        if (!err)
+            err = (int16_t)kiq_topics_create_with_configs(b->topics, t->name, partitions, rf, &cfg,
+                                                          req->validate_only);
         tr->error_code = err;
         if (err) {
             tr->error_message = kiq_api_error_message(r);
+            kiq_topic_configs_clear(&cfg);
             continue;
         }
         tr->num_partitions = partitions;
         tr->replication_factor = rf;
+        if (r->header.api_version >= 5) list_configs(b, r, &cfg, tr);
+        kiq_topic_configs_clear(&cfg);
         kiq_topic_t *topic = req->validate_only ? NULL : kiq_topics_get(b->topics, t->name);
         if (topic) {
             tr->topic_id = topic->id;

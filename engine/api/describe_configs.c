@@ -1,5 +1,6 @@
 /* DescribeConfigs for topics (2) and brokers (4), with config sources and
- * synonyms as Kafka reports them. */
+ * synonyms as Kafka reports them. Topic configs can be altered; broker
+ * configs are all static (read-only). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +32,13 @@ static void add_synonym(kiq_request_t *r, config_entry_t *e, const char *name, c
 }
 
 static void fill_entry(kiq_request_t *r, const kiq_describe_configs_request_t *req, config_entry_t *e,
-                       const char *name, const char *value, int source, int type, const char *doc)
+                       const char *name, const char *value, int source, int type, bool read_only,
+                       const char *doc)
 {
     kiq_describe_configs_response_results_configs_init(e);
     e->name = kiq_api_str(r, name);
     e->value = kiq_api_str(r, value);
-    e->read_only = true; /* dynamic configs come with AlterConfigs */
+    e->read_only = read_only;
     e->is_default = source == KIQ_CONFIG_SOURCE_DEFAULT;
     e->config_source = (int8_t)source;
     e->config_type = (int8_t)type;
@@ -54,20 +56,34 @@ static void describe_topic(kiq_broker_t *b, kiq_request_t *r, const kiq_describe
         out->error_message = kiq_api_str(r, "Topic does not exist");
         return;
     }
+    kiq_topic_configs_t tc = {0};
+    int rc = kiq_topic_configs_snapshot(topic, &tc);
     kiq_topic_unref(topic);
+    if (rc != 0) {
+        out->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        out->error_message = kiq_api_error_message(r);
+        return;
+    }
     out->configs = kiq_arena_calloc(&r->arena, (size_t)kiq_topic_config_count, sizeof *out->configs);
     for (int i = 0; i < kiq_topic_config_count; i++) {
         const kiq_topic_config_def_t *d = &kiq_topic_config_defs[i];
         if (!wanted(res, d->name)) continue;
         char buf[32];
         int source;
-        const char *value = kiq_topic_config_default(b->config, i, buf, sizeof buf, &source);
+        const char *value = kiq_topic_config_effective(b->config, &tc, i, buf, sizeof buf, &source);
         config_entry_t *e = &out->configs[out->configs_n++];
-        fill_entry(r, req, e, d->name, value, source, d->type, NULL);
-        if (req->include_synonyms && d->broker_config >= 0)
-            add_synonym(r, e, kiq_config_defs[d->broker_config].name,
-                        kiq_config_str(b->config, d->broker_config), (int8_t)source);
+        fill_entry(r, req, e, d->name, value, source, d->type, false, NULL);
+        if (!req->include_synonyms) continue;
+        /* the topic's own value first, then what it would inherit */
+        if (source == KIQ_CONFIG_SOURCE_DYNAMIC_TOPIC) add_synonym(r, e, d->name, value, (int8_t)source);
+        if (d->broker_config >= 0) {
+            bool is_default;
+            const char *bv = kiq_config_text(b->config, d->broker_config, &is_default);
+            add_synonym(r, e, kiq_config_defs[d->broker_config].name, bv,
+                        is_default ? KIQ_CONFIG_SOURCE_DEFAULT : KIQ_CONFIG_SOURCE_STATIC_BROKER);
+        }
     }
+    kiq_topic_configs_clear(&tc);
 }
 
 static void describe_broker(kiq_broker_t *b, kiq_request_t *r, const kiq_describe_configs_request_t *req,
@@ -89,7 +105,7 @@ static void describe_broker(kiq_broker_t *b, kiq_request_t *r, const kiq_describ
         const char *value = kiq_config_text(b->config, i, &is_default);
         int source = is_default ? KIQ_CONFIG_SOURCE_DEFAULT : KIQ_CONFIG_SOURCE_STATIC_BROKER;
         config_entry_t *e = &out->configs[out->configs_n++];
-        fill_entry(r, req, e, d->name, value, source, kiq_config_wire_type(i), d->doc);
+        fill_entry(r, req, e, d->name, value, source, kiq_config_wire_type(i), true, d->doc);
         if (req->include_synonyms) add_synonym(r, e, d->name, value, (int8_t)source);
     }
 }

@@ -48,6 +48,21 @@ static void stamp_log_append_time(uint8_t *p, size_t len, int64_t now)
         kiq_batch_set_log_append_time((uint8_t *)batch, now);
 }
 
+/* The topic's max.message.bytes, else the broker's message.max.bytes. */
+static size_t max_batch_bytes(kiq_broker_t *b, kiq_topic_t *topic)
+{
+    int v = atomic_load(&topic->max_message_bytes);
+    return (size_t)(v >= 0 ? v : kiq_config_int(b->config, KIQ_CFG_MESSAGE_MAX_BYTES));
+}
+
+/* The topic's message.timestamp.type, else the broker's. */
+static bool log_append_time(kiq_broker_t *b, kiq_topic_t *topic)
+{
+    int v = atomic_load(&topic->log_append_time);
+    if (v >= 0) return v == 1;
+    return strcmp(kiq_config_str(b->config, KIQ_CFG_MESSAGE_TIMESTAMP_TYPE), "LogAppendTime") == 0;
+}
+
 static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic,
                               const kiq_produce_request_topic_data_partition_data_t *in,
                               kiq_produce_response_responses_partition_responses_t *out)
@@ -62,8 +77,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     uint8_t *data = (uint8_t *)in->records.p;
     size_t len = (size_t)in->records.len;
     int nbatches;
-    int err = validate_batches(data, len, (size_t)kiq_config_int(b->config, KIQ_CFG_MESSAGE_MAX_BYTES),
-                               &nbatches);
+    int err = validate_batches(data, len, max_batch_bytes(b, topic), &nbatches);
     if (err) {
         KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
                  err, kiq_error_get());
@@ -83,8 +97,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             data = hp.rewritten;
             len = hp.rewritten_len;
             /* built here, but the limits still hold */
-            err = validate_batches(data, len, (size_t)kiq_config_int(b->config, KIQ_CFG_MESSAGE_MAX_BYTES),
-                                   &nbatches);
+            err = validate_batches(data, len, max_batch_bytes(b, topic), &nbatches);
             if (err) {
                 KIQ_WARN("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
                          topic->name, in->index, r->peer, err, kiq_error_get());
@@ -94,7 +107,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             }
         }
     }
-    if (strcmp(kiq_config_str(b->config, KIQ_CFG_MESSAGE_TIMESTAMP_TYPE), "LogAppendTime") == 0) {
+    if (log_append_time(b, topic)) {
         out->log_append_time_ms = kiq_clock_wall_ms();
         stamp_log_append_time(data, len, out->log_append_time_ms);
     }

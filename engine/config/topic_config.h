@@ -1,6 +1,7 @@
-/* Topic-level configs with Kafka's names and the broker config each one
- * defaults to. Read-only table, any thread. (Per-topic values set through
- * CreateTopics/AlterConfigs arrive with the storage issue.) */
+/* Topic-level configs with Kafka's names, the broker config each one
+ * defaults to, and their validation. The definition table is read-only and
+ * shared by all threads; a kiq_topic_configs_t is a plain value owned by
+ * whoever holds it (a topic keeps its own under its config lock). */
 #ifndef KIQ_CONFIG_TOPIC_CONFIG_H
 #define KIQ_CONFIG_TOPIC_CONFIG_H
 
@@ -14,6 +15,7 @@ enum kiq_config_wire_type {
     KIQ_CONFIG_WIRE_STRING = 2,
     KIQ_CONFIG_WIRE_INT = 3,
     KIQ_CONFIG_WIRE_LONG = 5,
+    KIQ_CONFIG_WIRE_DOUBLE = 6,
     KIQ_CONFIG_WIRE_LIST = 7,
 };
 
@@ -24,22 +26,80 @@ enum kiq_config_source {
     KIQ_CONFIG_SOURCE_DEFAULT = 5,
 };
 
+/* Indexes into kiq_topic_config_defs, for the configs the broker acts on. */
+enum kiq_topic_config_id {
+    KIQ_TCFG_CLEANUP_POLICY,
+    KIQ_TCFG_COMPRESSION_TYPE,
+    KIQ_TCFG_DELETE_RETENTION_MS,
+    KIQ_TCFG_FLUSH_MESSAGES,
+    KIQ_TCFG_FLUSH_MS,
+    KIQ_TCFG_INDEX_INTERVAL_BYTES,
+    KIQ_TCFG_MAX_MESSAGE_BYTES,
+    KIQ_TCFG_MESSAGE_TIMESTAMP_TYPE,
+    KIQ_TCFG_MIN_CLEANABLE_DIRTY_RATIO,
+    KIQ_TCFG_MIN_COMPACTION_LAG_MS,
+    KIQ_TCFG_MIN_INSYNC_REPLICAS,
+    KIQ_TCFG_RETENTION_BYTES,
+    KIQ_TCFG_RETENTION_MS,
+    KIQ_TCFG_SEGMENT_BYTES,
+    KIQ_TCFG_SEGMENT_INDEX_BYTES,
+    KIQ_TCFG_SEGMENT_MS,
+    KIQ_TCFG_UNCLEAN_LEADER_ELECTION_ENABLE,
+    KIQ_TOPIC_CONFIG_COUNT
+};
+
 typedef struct kiq_topic_config_def {
     const char *name;
     int broker_config;  /* KIQ_CFG_* it inherits, or -1 */
     const char *fixed;  /* the default when no broker config backs it */
     int64_t scale;      /* broker value times this (log.retention.hours -> ms) */
     enum kiq_config_wire_type type;
+    int64_t min, max;   /* INT/LONG range */
+    const char *valid;  /* STRING/LIST: comma-separated allowed values, or NULL */
 } kiq_topic_config_def_t;
 
-extern const kiq_topic_config_def_t kiq_topic_config_defs[];
+extern const kiq_topic_config_def_t kiq_topic_config_defs[KIQ_TOPIC_CONFIG_COUNT];
 extern const int kiq_topic_config_count;
+
+/* A topic's dynamic configs: value[i] is the text set for config i (heap),
+ * NULL when the topic inherits the default. */
+typedef struct kiq_topic_configs {
+    char *value[KIQ_TOPIC_CONFIG_COUNT];
+} kiq_topic_configs_t;
 
 int kiq_topic_config_find(const char *name, int len);
 /* The effective default of topic config i for this broker, into buf;
  * *source gets DEFAULT or STATIC_BROKER. */
 const char *kiq_topic_config_default(const kiq_config_t *c, int i, char *buf, size_t n,
                                      int *source);
+/* What config i is for a topic with these dynamic configs (NULL: none):
+ * its own value (source DYNAMIC_TOPIC) or the default, as above. */
+const char *kiq_topic_config_effective(const kiq_config_t *c, const kiq_topic_configs_t *tc, int i,
+                                       char *buf, size_t n, int *source);
 enum kiq_config_wire_type kiq_config_wire_type(enum kiq_config_id id);
+
+/* Checks value (len bytes, surrounding spaces ignored, as Kafka trims)
+ * against config i's type, range and allowed values. 0, or
+ * KIQ_ERR_INVALID_CONFIG with a message naming the config and the value. */
+int kiq_topic_config_check(int i, const char *value, int len);
+
+void kiq_topic_configs_clear(kiq_topic_configs_t *c);
+/* Deep copy into an empty dst; -1 when out of memory (dst left empty). */
+int kiq_topic_configs_copy(kiq_topic_configs_t *dst, const kiq_topic_configs_t *src);
+/* Sets a config by name after checking it: 0, or KIQ_ERR_INVALID_CONFIG
+ * (unknown name, null or bad value) with the reason in the error slot. The
+ * trimmed value is kept. */
+int kiq_topic_configs_set(kiq_topic_configs_t *c, const char *name, int name_len, const char *value,
+                          int value_len);
+/* IncrementalAlterConfigs' APPEND and SUBTRACT on a LIST config: `current`
+ * is the effective value (the topic's or the default); items already there
+ * are not appended twice, and every copy of a subtracted item goes. The
+ * result is checked like a SET. Error codes as kiq_topic_configs_set. */
+int kiq_topic_configs_append(kiq_topic_configs_t *c, int i, const char *current, const char *items,
+                             int items_len);
+int kiq_topic_configs_subtract(kiq_topic_configs_t *c, int i, const char *current, const char *items,
+                               int items_len);
+/* Config i as an integer, or dflt when not set. */
+int64_t kiq_topic_configs_int(const kiq_topic_configs_t *c, int i, int64_t dflt);
 
 #endif

@@ -20,7 +20,7 @@
 /* Attempts of a read whose copy raced with a truncation. */
 #define READ_ATTEMPTS 3
 
-/* Guarded by mu, except dir and cfg, which never change after open. */
+/* Guarded by mu, except dir, which never changes after open. */
 struct kiq_partition_log {
     pthread_mutex_t mu;
     char *dir;
@@ -499,4 +499,13 @@ int kiq_partition_log_flush(kiq_partition_log_t *l)
     int rc = kiq_segment_sync(active(l));
     pthread_mutex_unlock(&l->mu);
     return rc;
+}
+
+void kiq_partition_log_set_config(kiq_partition_log_t *l, const kiq_log_config_t *cfg)
+{
+    pthread_mutex_lock(&l->mu);
+    l->cfg.segment_bytes = cfg->segment_bytes;
+    l->cfg.index_interval_bytes = cfg->index_interval_bytes;
+    l->cfg.segment_index_bytes = cfg->segment_index_bytes;
+    pthread_mutex_unlock(&l->mu);
 }

@@ -121,5 +121,9 @@ void kiq_partition_log_recovery(kiq_partition_log_t *l, kiq_segment_recovery_t *
 const char *kiq_partition_log_dir(const kiq_partition_log_t *l);
 /* fdatasync of the active segment and its indexes. */
 int kiq_partition_log_flush(kiq_partition_log_t *l);
+/* Changes the roll size (from the next append) and the index settings of
+ * segments created from now on; existing segments keep theirs.
+ * clean_shutdown is ignored. cfg must pass kiq_log_config_check. */
+void kiq_partition_log_set_config(kiq_partition_log_t *l, const kiq_log_config_t *cfg);
 
 #endif

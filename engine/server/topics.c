@@ -14,6 +14,12 @@
 #include "log/file_io.h"
 #include "log/log_names.h"
 #include "proto/errors.h"
+#include "server/topic_config_store.h"
+
+/* The engine's floors (log_config.c): a smaller Kafka value behaves the
+ * same here, rolling before every batch or indexing one entry. */
+#define LOG_MIN_SEGMENT_BYTES 61
+#define LOG_MIN_INDEX_BYTES 12
 
 struct kiq_topics {
     pthread_rwlock_t lock; /* guards topics/count/cap, doomed and its links */
@@ -22,6 +28,7 @@ struct kiq_topics {
     kiq_topic_t *doomed; /* deleted, files not yet removed */
     char *dir;
     kiq_log_config_t log_cfg;
+    kiq_topic_config_store_t *store; /* its own thread safety; writes under each topic's config_mu */
     void (*on_append)(void *ctx);
     void *on_append_ctx;
 };
@@ -83,6 +90,8 @@ static void topic_destroy(kiq_topic_t *topic)
         *pp = topic->next_doomed;
         pthread_rwlock_unlock(&t->lock);
     }
+    kiq_topic_configs_clear(&topic->configs);
+    pthread_mutex_destroy(&topic->config_mu);
     free(topic->partitions);
     free(topic->name);
     free(topic->dir);
@@ -112,6 +121,9 @@ static kiq_topic_t *topic_alloc(const char *name, int32_t npartitions, const cha
     topic->replication_factor = 1;
     atomic_init(&topic->refs, 1);
     atomic_init(&topic->deleted, false);
+    pthread_mutex_init(&topic->config_mu, NULL);
+    atomic_init(&topic->max_message_bytes, -1);
+    atomic_init(&topic->log_append_time, -1);
     for (int32_t i = 0; i < npartitions; i++) {
         topic->partitions[i].topic = topic;
         topic->partitions[i].index = i;
@@ -160,12 +172,38 @@ static int read_partition_metadata(const char *pdir, kiq_uuid_t *id)
     return b64[0] ? kiq_uuid_from_base64(b64, id) : -1;
 }
 
+/* The broker's log settings with the topic's own on top. */
+static void topic_log_config(const kiq_topics_t *t, const kiq_topic_configs_t *c, kiq_log_config_t *out)
+{
+    *out = t->log_cfg;
+    int64_t v = kiq_topic_configs_int(c, KIQ_TCFG_SEGMENT_BYTES, out->segment_bytes);
+    out->segment_bytes = (int32_t)(v < LOG_MIN_SEGMENT_BYTES ? LOG_MIN_SEGMENT_BYTES : v);
+    v = kiq_topic_configs_int(c, KIQ_TCFG_SEGMENT_INDEX_BYTES, out->segment_index_bytes);
+    out->segment_index_bytes = (int32_t)(v < LOG_MIN_INDEX_BYTES ? LOG_MIN_INDEX_BYTES : v);
+    out->index_interval_bytes =
+        (int32_t)kiq_topic_configs_int(c, KIQ_TCFG_INDEX_INTERVAL_BYTES, out->index_interval_bytes);
+}
+
+/* Under the topic's config_mu (or before the topic is shared): the values
+ * the request path reads without the lock. */
+static void apply_hot_configs(kiq_topic_t *topic)
+{
+    const kiq_topic_configs_t *c = &topic->configs;
+    atomic_store(&topic->max_message_bytes, (int)kiq_topic_configs_int(c, KIQ_TCFG_MAX_MESSAGE_BYTES, -1));
+    const char *ts = c->value[KIQ_TCFG_MESSAGE_TIMESTAMP_TYPE];
+    atomic_store(&topic->log_append_time, ts ? strcmp(ts, "LogAppendTime") == 0 : -1);
+}
+
+/* Also sets the topic's hot config values (before the topic is shared). */
 static int open_partition_logs(kiq_topics_t *t, kiq_topic_t *topic, bool create)
 {
+    apply_hot_configs(topic);
+    kiq_log_config_t cfg;
+    topic_log_config(t, &topic->configs, &cfg);
     for (int32_t i = 0; i < topic->npartitions; i++) {
         char pdir[PATH_MAX];
         if (partition_path(pdir, sizeof pdir, topic, i) != 0) return -1;
-        topic->partitions[i].log = kiq_partition_log_open(pdir, &t->log_cfg);
+        topic->partitions[i].log = kiq_partition_log_open(pdir, &cfg);
         if (!topic->partitions[i].log) return -1;
         if (create && write_partition_metadata(pdir, &topic->id) != 0) return -1;
     }
@@ -235,6 +273,8 @@ static int load_existing(kiq_topics_t *t)
                 read_partition_metadata(pdir, &topic->id) == 0)
                 have_id = true;
         if (!have_id) kiq_uuid_random(&topic->id);
+        if (kiq_topic_config_store_load(t->store, name, &topic->configs) != 0)
+            KIQ_ERROR("topic %s starts with default configs: %s", name, kiq_error_get());
         if (open_partition_logs(t, topic, !have_id) != 0) {
             KIQ_ERROR("cannot load topic %s: %s", name, kiq_error_get());
             topic_destroy(topic);
@@ -250,6 +290,14 @@ static int load_existing(kiq_topics_t *t)
     return rc;
 }
 
+/* At open, before the registry is shared. */
+static bool topic_loaded(const char *name, void *ctx)
+{
+    bool found;
+    find_index(ctx, KIQ_STR(name), &found);
+    return found;
+}
+
 kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_cfg)
 {
     kiq_topics_t *t = calloc(1, sizeof *t);
@@ -257,10 +305,12 @@ kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_c
     t->dir = strdup(log_dir);
     t->log_cfg = *log_cfg;
     pthread_rwlock_init(&t->lock, NULL);
-    if (!t->dir || load_existing(t) != 0) {
+    t->store = t->dir ? kiq_topic_config_store_files_new(t->dir) : NULL;
+    if (!t->store || load_existing(t) != 0) {
         kiq_topics_free(t);
         return NULL;
     }
+    t->store->ops->prune(t->store, topic_loaded, t);
     return t;
 }
 
@@ -269,6 +319,7 @@ void kiq_topics_free(kiq_topics_t *t)
     if (!t) return;
     for (int i = 0; i < t->count; i++) kiq_topic_unref(t->topics[i]);
     free(t->topics);
+    kiq_topic_config_store_free(t->store);
     pthread_rwlock_destroy(&t->lock);
     free(t->dir);
     free(t);
@@ -308,6 +359,13 @@ static bool is_doomed(kiq_topics_t *t, kiq_str_t name)
 int kiq_topics_create(kiq_topics_t *t, kiq_str_t name, int32_t partitions,
                       int16_t replication_factor, bool validate_only)
 {
+    return kiq_topics_create_with_configs(t, name, partitions, replication_factor, NULL, validate_only);
+}
+
+int kiq_topics_create_with_configs(kiq_topics_t *t, kiq_str_t name, int32_t partitions,
+                                   int16_t replication_factor, const kiq_topic_configs_t *configs,
+                                   bool validate_only)
+{
     const char *why;
     if (!kiq_topic_name_valid(name, &why)) {
         kiq_error_set("%s", why);
@@ -327,10 +385,15 @@ int kiq_topics_create(kiq_topics_t *t, kiq_str_t name, int32_t partitions,
         char cname[256];
         snprintf(cname, sizeof cname, "%.*s", name.len, name.p);
         kiq_topic_t *topic = topic_alloc(cname, partitions, t->dir);
+        /* saved even when empty: that clears what a lost delete left */
         if (!topic || kiq_uuid_random(&topic->id) != 0 ||
-            open_partition_logs(t, topic, true) != 0 || insert_topic(t, topic, at) != 0) {
+            (configs && kiq_topic_configs_copy(&topic->configs, configs) != 0) ||
+            kiq_topic_config_store_save(t->store, cname, &topic->configs) != 0 ||
+            open_partition_logs(t, topic, true) != 0 ||
+            insert_topic(t, topic, at) != 0) {
             KIQ_ERROR("cannot create topic %s: %s", cname, kiq_error_get());
             if (topic) {
+                kiq_topic_config_store_remove(t->store, cname);
                 atomic_store(&topic->deleted, true);
                 topic_destroy(topic);
             }
@@ -361,6 +424,11 @@ int kiq_topics_delete(kiq_topics_t *t, kiq_topic_t *topic)
     topic->next_doomed = t->doomed;
     t->doomed = topic;
     pthread_rwlock_unlock(&t->lock);
+    /* after `deleted` is set, so no config change can save it again */
+    pthread_mutex_lock(&topic->config_mu);
+    if (kiq_topic_config_store_remove(t->store, topic->name) != 0)
+        KIQ_ERROR("removing the configs of topic %s: %s", topic->name, kiq_error_get());
+    pthread_mutex_unlock(&topic->config_mu);
     KIQ_INFO("deleted topic %s", topic->name);
     kiq_topic_unref(topic); /* the registry's reference */
     return KIQ_ERR_NONE;
@@ -397,4 +465,48 @@ void kiq_topics_set_append_listener(kiq_topics_t *t, void (*fn)(void *ctx), void
 void kiq_topics_notify_append(kiq_topics_t *t)
 {
     if (t->on_append) t->on_append(t->on_append_ctx);
+}
+
+int kiq_topic_configs_snapshot(kiq_topic_t *topic, kiq_topic_configs_t *out)
+{
+    pthread_mutex_lock(&topic->config_mu);
+    int rc = kiq_topic_configs_copy(out, &topic->configs);
+    pthread_mutex_unlock(&topic->config_mu);
+    return rc;
+}
+
+int kiq_topics_update_configs(kiq_topics_t *t, kiq_topic_t *topic,
+                              int (*edit)(kiq_topic_configs_t *cfg, void *ctx), void *ctx,
+                              bool validate_only)
+{
+    kiq_topic_configs_t next = {0};
+    pthread_mutex_lock(&topic->config_mu);
+    int rc = KIQ_ERR_NONE;
+    if (atomic_load(&topic->deleted)) {
+        kiq_error_set("Topic %s does not exist", topic->name);
+        rc = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    } else if (kiq_topic_configs_copy(&next, &topic->configs) != 0) {
+        rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    } else {
+        rc = edit(&next, ctx);
+    }
+    if (rc == KIQ_ERR_NONE && !validate_only) {
+        if (kiq_topic_config_store_save(t->store, topic->name, &next) != 0) {
+            KIQ_ERROR("cannot save the configs of topic %s: %s", topic->name, kiq_error_get());
+            rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
+        } else {
+            kiq_topic_configs_t old = topic->configs;
+            topic->configs = next;
+            next = old;
+            apply_hot_configs(topic);
+            kiq_log_config_t cfg;
+            topic_log_config(t, &topic->configs, &cfg);
+            for (int32_t i = 0; i < topic->npartitions; i++)
+                kiq_partition_log_set_config(topic->partitions[i].log, &cfg);
+            KIQ_INFO("changed the configs of topic %s", topic->name);
+        }
+    }
+    pthread_mutex_unlock(&topic->config_mu);
+    kiq_topic_configs_clear(&next);
+    return rc;
 }

@@ -6,9 +6,12 @@
 #ifndef KIQ_SERVER_TOPICS_H
 #define KIQ_SERVER_TOPICS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "config/topic_config.h"
 
 #include "log/log_config.h"
 #include "log/partition_log.h"
@@ -25,8 +28,8 @@ typedef struct kiq_partition {
     kiq_partition_log_t *log;
 } kiq_partition_t;
 
-/* Immutable after creation except the refcount, the deleted flag and the
- * links below, which the registry's lock guards. */
+/* Immutable after creation except the refcount, the deleted flag, the
+ * links below, which the registry's lock guards, and the configs. */
 struct kiq_topic {
     char *name;
     kiq_uuid_t id;
@@ -40,12 +43,21 @@ struct kiq_topic {
      * (so the name cannot be re-created over directories still in use). */
     struct kiq_topics *doomed_in;
     kiq_topic_t *next_doomed;
+    /* Guards configs and serialises their changes with the store. */
+    pthread_mutex_t config_mu;
+    kiq_topic_configs_t configs; /* the dynamic (topic-set) configs */
+    /* The configs the request path reads per batch, kept in step with
+     * configs: -1 when the broker's value applies. */
+    atomic_int max_message_bytes;
+    atomic_int log_append_time; /* 1 LogAppendTime, 0 CreateTime */
 };
 
 typedef struct kiq_topics kiq_topics_t;
 
-/* Loads every partition directory found in log_dir. clean_shutdown tells the
- * logs how much recovery they need. */
+/* Loads every partition directory found in log_dir, with each topic's
+ * saved configs (the file config store under log_dir; configs of topics
+ * no longer there are dropped). clean_shutdown tells the logs how much
+ * recovery they need. */
 kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_cfg);
 /* Closes every log cleanly (the caller has stopped all request handling). */
 void kiq_topics_free(kiq_topics_t *t);
@@ -65,6 +77,24 @@ bool kiq_topic_name_valid(kiq_str_t name, const char **why);
  * checks without creating. */
 int kiq_topics_create(kiq_topics_t *t, kiq_str_t name, int32_t partitions,
                       int16_t replication_factor, bool validate_only);
+/* The same with the topic's dynamic configs (already checked; NULL for
+ * none), saved to the config store before the logs are made. */
+int kiq_topics_create_with_configs(kiq_topics_t *t, kiq_str_t name, int32_t partitions,
+                                   int16_t replication_factor, const kiq_topic_configs_t *configs,
+                                   bool validate_only);
+
+/* A copy of the topic's dynamic configs into an empty *out; -1 when out
+ * of memory. */
+int kiq_topic_configs_snapshot(kiq_topic_t *topic, kiq_topic_configs_t *out);
+/* Changes the topic's dynamic configs: edit gets a copy of them and returns
+ * a Kafka error code; when it returns 0 (and not validate_only) the new set
+ * is saved to the store, then applied to the topic and its logs. Runs with
+ * the topic's config lock held, so read-modify-write edits do not race.
+ * Kafka error code: edit's, UNKNOWN_TOPIC_OR_PARTITION for a deleted topic,
+ * KAFKA_STORAGE_ERROR when the store fails (nothing changed then). */
+int kiq_topics_update_configs(kiq_topics_t *t, kiq_topic_t *topic,
+                              int (*edit)(kiq_topic_configs_t *cfg, void *ctx), void *ctx,
+                              bool validate_only);
 /* Removes the topic from the registry and deletes its files once unused
  * (by the thread dropping the last reference, which must not hold the
  * registry). Kafka error code: 0 or UNKNOWN_TOPIC_OR_PARTITION. */

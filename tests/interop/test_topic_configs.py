@@ -1,0 +1,248 @@
+"""Per-topic configs through real admin clients: CreateTopics with configs,
+DescribeConfigs sources and synonyms, AlterConfigs, IncrementalAlterConfigs
+(raw frames: confluent-kafka 1.7 has no incremental_alter_configs), the
+configs surviving a restart and going with the topic, INVALID_CONFIG naming
+the bad config, and the broker acting on max.message.bytes,
+message.timestamp.type and segment.bytes per topic."""
+
+import struct
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as CTopicPartition
+from confluent_kafka.admin import ConfigResource, NewTopic
+
+import kiq_clients as kc
+import kiq_wire as w
+
+DYNAMIC_TOPIC_CONFIG = 1
+INVALID_CONFIG = 40
+INVALID_REQUEST = 42
+MESSAGE_TOO_LARGE = 10
+
+pytestmark = pytest.mark.usefixtures("broker")
+
+
+@pytest.fixture(autouse=True)
+def _managed_only(broker):
+    if not broker.managed:
+        pytest.skip("needs a kafkaiq broker it can restart and whose files it can see")
+
+
+def create(bootstrap, topic, config, partitions=1):
+    a = kc.admin(bootstrap)
+    fut = a.create_topics([NewTopic(topic, partitions, 1, config=config)],
+                          operation_timeout=10, request_timeout=15)[topic]
+    return fut.result(timeout=20)
+
+
+def create_error(bootstrap, topic, config):
+    with pytest.raises(KafkaException) as e:
+        create(bootstrap, topic, config)
+    return e.value.args[0]
+
+
+def describe(bootstrap, topic):
+    a = kc.admin(bootstrap)
+    fut = a.describe_configs([ConfigResource("topic", topic)], request_timeout=15)
+    return list(fut.values())[0].result(timeout=20)
+
+
+def alter(bootstrap, restype, name, configs):
+    a = kc.admin(bootstrap)
+    fut = a.alter_configs([ConfigResource(restype, name, set_config=configs)], request_timeout=15)
+    return list(fut.values())[0].result(timeout=20)
+
+
+def incremental(broker, resources, validate_only=False):
+    """IncrementalAlterConfigs v0: resources [(type, name, [(config, op, value)])];
+    returns [(error, message, type, name)]."""
+    def config(c):
+        name, op, value = c
+        return w.string(name) + struct.pack(">b", op) + w.string(value)
+    body = w.array([struct.pack(">b", t) + w.string(n) + w.array([config(c) for c in cs])
+                    for t, n, cs in resources]) + struct.pack(">b", 1 if validate_only else 0)
+    with w.Conn(broker.host, broker.port) as c:
+        r = w.Reader(c.call(44, 0, body))
+    r.int32()
+    return r.array(lambda r: (r.int16(), r.string(), r.int8(), r.string()))
+
+
+def produce_raw(broker, topic, value):
+    batch = w.record_batch([(b"k", value, ())])
+    with w.Conn(broker.host, broker.port) as c:
+        out = w.parse_produce_v3(c.call(0, 3, w.produce_v3_body(topic, 0, batch, acks=1)))
+    return out[(topic, 0)]
+
+
+def segment_files(broker, topic):
+    return sorted((broker.data_dir / f"{topic}-0").glob("*.log"))
+
+
+def test_create_with_configs_described_as_dynamic(broker):
+    topic = kc.fresh_name("tcfg-create", broker)
+    create(broker.bootstrap, topic, {"cleanup.policy": "compact", "retention.ms": "3600000"})
+    d = describe(broker.bootstrap, topic)
+    assert d["cleanup.policy"].value == "compact"
+    assert d["cleanup.policy"].source == DYNAMIC_TOPIC_CONFIG
+    assert not d["cleanup.policy"].is_default
+    assert not d["cleanup.policy"].is_read_only
+    syn = list(d["cleanup.policy"].synonyms.values())
+    assert [(s.name, s.value, s.source) for s in syn][0] == ("cleanup.policy", "compact", 1)
+    assert syn[1].name == "log.cleanup.policy"
+    assert d["retention.ms"].value == "3600000"
+    assert d["segment.bytes"].source != DYNAMIC_TOPIC_CONFIG
+
+
+def test_bad_configs_refused_naming_them(broker):
+    topic = kc.fresh_name("tcfg-bad", broker)
+    err = create_error(broker.bootstrap, topic, {"no.such.config": "1"})
+    assert err.code() == INVALID_CONFIG and "no.such.config" in err.str()
+    err = create_error(broker.bootstrap, topic, {"cleanup.policy": "shred"})
+    assert err.code() == INVALID_CONFIG and "cleanup.policy" in err.str() and "shred" in err.str()
+    err = create_error(broker.bootstrap, topic, {"segment.bytes": "13"})
+    assert err.code() == INVALID_CONFIG and "segment.bytes" in err.str()
+    assert kc.topic_partitions(broker.bootstrap, topic) is None
+    create(broker.bootstrap, topic, {})
+    with pytest.raises(KafkaException) as e:
+        alter(broker.bootstrap, "topic", topic, {"message.timestamp.type": "Sometime"})
+    assert e.value.args[0].code() == INVALID_CONFIG
+    assert "message.timestamp.type" in e.value.args[0].str()
+    [(code, msg, _, _)] = incremental(broker, [(2, topic, [("min.insync.replicas", 0, "0")])])
+    assert code == INVALID_CONFIG and "min.insync.replicas" in msg
+
+
+def test_alter_replaces_the_whole_set(broker):
+    topic = kc.fresh_name("tcfg-alter", broker)
+    create(broker.bootstrap, topic, {"retention.ms": "1000"})
+    alter(broker.bootstrap, "topic", topic, {"segment.ms": "60000"})
+    d = describe(broker.bootstrap, topic)
+    assert d["segment.ms"].value == "60000" and d["segment.ms"].source == DYNAMIC_TOPIC_CONFIG
+    assert d["retention.ms"].source != DYNAMIC_TOPIC_CONFIG
+
+
+def test_broker_configs_are_read_only(broker):
+    with pytest.raises(KafkaException) as e:
+        alter(broker.bootstrap, "broker", "0", {"log.retention.hours": "1"})
+    assert e.value.args[0].code() == INVALID_REQUEST
+    assert "log.retention.hours" in e.value.args[0].str()
+    [(code, msg, typ, _)] = incremental(broker, [(4, "0", [("num.io.threads", 0, "8")])])
+    assert (code, typ) == (INVALID_REQUEST, 4) and "num.io.threads" in msg
+
+
+def test_incremental_set_delete_append_subtract(broker):
+    topic = kc.fresh_name("tcfg-incr", broker)
+    create(broker.bootstrap, topic, {"retention.ms": "5000"})
+    res = incremental(broker, [(2, topic, [("cleanup.policy", 2, "compact"),
+                                           ("retention.ms", 1, None),
+                                           ("max.message.bytes", 0, "4096")])])
+    assert res[0][0] == 0, res
+    d = describe(broker.bootstrap, topic)
+    assert d["cleanup.policy"].value == "delete,compact"
+    assert d["retention.ms"].source != DYNAMIC_TOPIC_CONFIG
+    assert d["max.message.bytes"].value == "4096"
+    assert incremental(broker, [(2, topic, [("cleanup.policy", 3, "delete")])])[0][0] == 0
+    assert describe(broker.bootstrap, topic)["cleanup.policy"].value == "compact"
+    # validate_only changes nothing; APPEND on a non-list config is refused
+    assert incremental(broker, [(2, topic, [("cleanup.policy", 0, "delete")])], True)[0][0] == 0
+    assert describe(broker.bootstrap, topic)["cleanup.policy"].value == "compact"
+    code, msg, _, _ = incremental(broker, [(2, topic, [("retention.ms", 2, "1")])])[0]
+    assert code == INVALID_CONFIG and "retention.ms" in msg
+    code, _, _, _ = incremental(broker, [(2, topic, [("retention.ms", 9, "1")])])[0]
+    assert code == INVALID_REQUEST
+
+
+def test_configs_survive_restart_and_go_with_the_topic(broker):
+    topic = kc.fresh_name("tcfg-restart", broker)
+    create(broker.bootstrap, topic, {"max.message.bytes": "2000", "cleanup.policy": "compact,delete"})
+    broker.restart()
+    d = describe(broker.bootstrap, topic)
+    assert d["max.message.bytes"].value == "2000"
+    assert d["max.message.bytes"].source == DYNAMIC_TOPIC_CONFIG
+    assert d["cleanup.policy"].value == "compact,delete"
+    a = kc.admin(broker.bootstrap)
+    a.delete_topics([topic], operation_timeout=10)[topic].result(timeout=20)
+    kc.wait_topic(broker.bootstrap, topic, present=False)
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            create(broker.bootstrap, topic, {})
+            break
+        except KafkaException as e:  # files of the old topic still going
+            assert time.monotonic() < deadline, e
+            time.sleep(0.2)
+    d = describe(broker.bootstrap, topic)
+    assert d["max.message.bytes"].source != DYNAMIC_TOPIC_CONFIG
+    assert d["cleanup.policy"].source != DYNAMIC_TOPIC_CONFIG
+
+
+def test_topic_max_message_bytes_limits_produce(broker):
+    topic = kc.fresh_name("tcfg-maxbytes", broker)
+    create(broker.bootstrap, topic, {"max.message.bytes": "1000"})
+    kc.wait_topic(broker.bootstrap, topic, 1)
+    assert produce_raw(broker, topic, b"x" * 2000)[0] == MESSAGE_TOO_LARGE
+    assert produce_raw(broker, topic, b"x" * 100)[0] == 0
+    alter(broker.bootstrap, "topic", topic, {"max.message.bytes": "100000"})
+    assert produce_raw(broker, topic, b"x" * 2000)[0] == 0
+
+
+def test_log_append_time_topic_gives_broker_timestamps(broker):
+    topic = kc.fresh_name("tcfg-lat", broker)
+    create(broker.bootstrap, topic, {"message.timestamp.type": "LogAppendTime"})
+    kc.wait_topic(broker.bootstrap, topic, 1)
+    before = int(time.time() * 1000)
+    batch = w.record_batch([(b"k", b"v", ())], base_ts=1000)  # a client time long past
+    with w.Conn(broker.host, broker.port) as c:
+        assert w.parse_produce_v3(c.call(0, 3, w.produce_v3_body(topic, 0, batch, acks=1)))[(topic, 0)][0] == 0
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "kiq-tcfg",
+                  "enable.auto.commit": False})
+    try:
+        c.assign([CTopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 20
+        msg = None
+        while msg is None:
+            assert time.monotonic() < deadline, "no record"
+            m = c.poll(1.0)
+            if m is not None and m.error() is None:
+                msg = m
+    finally:
+        c.close()
+    kind, ts = msg.timestamp()
+    assert kind == 2  # TIMESTAMP_LOG_APPEND_TIME
+    assert before - 1000 <= ts <= int(time.time() * 1000) + 1000
+
+
+def test_segment_bytes_rolls_per_topic(broker):
+    topic = kc.fresh_name("tcfg-seg", broker)
+    create(broker.bootstrap, topic, {})
+    kc.wait_topic(broker.bootstrap, topic, 1)
+    assert produce_raw(broker, topic, b"a" * 300)[0] == 0
+    assert len(segment_files(broker, topic)) == 1
+    # applied to the live log: each later batch gets a segment of its own
+    alter(broker.bootstrap, "topic", topic, {"segment.bytes": "400"})
+    for _ in range(3):
+        assert produce_raw(broker, topic, b"b" * 300)[0] == 0
+    assert len(segment_files(broker, topic)) == 4
+
+
+def test_kafka_python_describe_and_alter(broker):
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource as KConfigResource, ConfigResourceType
+    topic = kc.fresh_name("tcfg-kp", broker)
+    create(broker.bootstrap, topic, {})
+    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=15000)
+    try:
+        res = a.alter_configs([KConfigResource(ConfigResourceType.TOPIC, topic,
+                                               configs={"retention.bytes": "123456"})])
+        assert [r[0] for r in res.resources] == [0]
+        res = a.alter_configs([KConfigResource(ConfigResourceType.TOPIC, topic,
+                                               configs={"retention.bytes": "lots"})])
+        assert res.resources[0][0] == INVALID_CONFIG and "retention.bytes" in res.resources[0][1]
+        [resp] = a.describe_configs([KConfigResource(ConfigResourceType.TOPIC, topic)])
+        [(err, _, _, _, entries)] = resp.resources
+        assert err == 0
+        found = {e[0]: e for e in entries}
+        assert found["retention.bytes"][1] == "123456"
+    finally:
+        a.close()
