@@ -6,7 +6,13 @@
 #   scripts/bench.sh --bootstrap H:P      bench that address only (any Kafka server)
 #   scripts/bench.sh --peer               also bench librdkafka's mock cluster
 #                                         (../shared/tools/mockpeer.c), side by side
+#   scripts/bench.sh --broker-override K=V  pass --override K=V to the kafkaiq it
+#                                         starts (repeatable), e.g.
+#                                         kafkaiq.fetch.sendfile=false
 #
+# For the kafkaiq it starts, each row also shows the broker's CPU seconds
+# (user + system, from /proc) spent since the previous row: the produce
+# phase, then the consume phase.
 # Other options go to kiq_bench: --count-small N (100 B messages, default
 # 1000000), --count-large N (1 KiB, default 300000), --acks 0|1|all (default 1),
 # --partitions N (default 3), --topic NAME.
@@ -27,14 +33,16 @@ peer=0
 partitions=3
 topic="kiq-bench-$$"
 pass=()
+broker_overrides=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
     --bootstrap) bootstrap=$2; shift 2 ;;
     --peer) peer=1; shift ;;
     --partitions) partitions=$2; shift 2 ;;
     --topic) topic=$2; shift 2 ;;
+    --broker-override) broker_overrides+=(--override "$2"); shift 2 ;;
     --count-small | --count-large | --acks) pass+=("$1" "$2"); shift 2 ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -83,6 +91,36 @@ run_bench() { # LABEL BOOTSTRAP
     header=(--no-header)
 }
 
+# cpu_ticks PID: user + system time of the process, in clock ticks. The
+# command name (field 2) may hold spaces, so fields are counted after ')'.
+cpu_ticks() {
+    local stat
+    stat=$(<"/proc/$1/stat")
+    stat=${stat##*) }
+    local f
+    read -r -a f <<<"$stat"
+    echo $((f[11] + f[12]))
+}
+
+# with_cpu PID: copies kiq_bench's rows, adding the broker CPU seconds spent
+# since the previous row (kiq_bench flushes each row as its phase ends).
+with_cpu() {
+    local hz mark now line
+    hz=$(getconf CLK_TCK)
+    mark=$(cpu_ticks "$1")
+    while IFS= read -r line; do
+        if [[ $line == '#'* ]]; then
+            echo "$line; cpu s = broker user+system CPU seconds of the phase"
+        elif [[ $line == target* ]]; then
+            printf '%s %9s\n' "$line" "cpu s"
+        else
+            now=$(cpu_ticks "$1")
+            awk -v l="$line" -v t=$((now - mark)) -v hz="$hz" 'BEGIN { printf "%s %9.2f\n", l, t / hz }'
+            mark=$now
+        fi
+    done
+}
+
 if [[ -n $bootstrap ]]; then
     run_bench target "$bootstrap"
 else
@@ -92,7 +130,7 @@ else
     port=$(free_port)
     build/kafkaiq serve config/server.properties \
         --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$data/data" \
-        --override kafkaiq.log.level=warn 2>"$data/broker.stderr" &
+        --override kafkaiq.log.level=warn "${broker_overrides[@]}" 2>"$data/broker.stderr" &
     kiq_pid=$!
     pids+=("$kiq_pid")
     if ! wait_port 127.0.0.1 "$port" "$kiq_pid"; then
@@ -100,7 +138,8 @@ else
         cat "$data/broker.stderr" >&2
         exit 1
     fi
-    run_bench kafkaiq "127.0.0.1:$port"
+    run_bench kafkaiq "127.0.0.1:$port" | with_cpu "$kiq_pid"
+    header=(--no-header) # run_bench ran in the pipeline's subshell
     kill -TERM "$kiq_pid"
     if ! wait "$kiq_pid"; then
         echo "bench.sh: kafkaiq did not exit cleanly" >&2

@@ -189,6 +189,8 @@ local function gen_struct_decl(st)
   for _, fd in ipairs(st.fields) do
     if fd.kind == "prim" then
       emit(H, "    %s %s;", prim[fd.type].c, fd.name)
+      -- records may instead lie in files (sendfile); NULL means in memory
+      if fd.type == "records" then emit(H, "    const kiq_file_records_t *%s_file;", fd.name) end
     elseif fd.kind == "struct" then
       emit(H, "    %s %s;", fd.struct.ctype, fd.name)
     else
@@ -253,6 +255,9 @@ local function wr_value(fd, vr, src, indent)
   local nul = cond(fd.null, vr)
   if fd.kind == "prim" then
     local p = prim[fd.type]
+    if fd.type == "records" then
+      return { indent .. ("kiq_wr_records(w, %s, %s_file, flex, %s);"):format(src, src, nul) }
+    end
     if p.nullable then return { indent .. p.wr:format(src, nul) .. ";" } end
     return { indent .. p.wr:format(src) .. ";" }
   elseif fd.kind == "struct" then

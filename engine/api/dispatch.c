@@ -20,6 +20,8 @@ kiq_api_handler_fn kiq_api_handler(int16_t api_key)
     case KIQ_API_CREATE_TOPICS: return kiq_api_create_topics_handle;
     case KIQ_API_DELETE_TOPICS: return kiq_api_delete_topics_handle;
     case KIQ_API_DESCRIBE_CONFIGS: return kiq_api_describe_configs_handle;
+    case KIQ_API_ALTER_CONFIGS: return kiq_api_alter_configs_handle;
+    case KIQ_API_INCREMENTAL_ALTER_CONFIGS: return kiq_api_incremental_alter_configs_handle;
     default: return NULL;
     }
 }
@@ -65,7 +67,16 @@ void kiq_api_respond(kiq_request_t *r, const void *response)
         kiq_api_finish(r, true);
         return;
     }
-    kiq_wr_patch_i32(&w, 0, (int32_t)(w.len - 4));
+    uint64_t size = kiq_wr_size(&w) - 4;
+    if (size > INT32_MAX) {
+        KIQ_ERROR("%s v%d: a %llu-byte response cannot be framed; closing", r->codec->name, v,
+                  (unsigned long long)size);
+        kiq_wr_free(&w);
+        kiq_api_finish(r, true);
+        return;
+    }
+    kiq_wr_patch_i32(&w, 0, (int32_t)size);
+    r->response_parts = kiq_wr_steal_parts(&w, &r->response_nparts);
     r->response = kiq_wr_steal(&w, &r->response_len);
     kiq_api_finish(r, false);
 }

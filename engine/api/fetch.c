@@ -4,7 +4,15 @@
  * purgatory until data is appended or the wait ends. Fetch sessions are
  * declined (session id 0): every fetch is a full fetch, which Kafka allows.
  * Fetch interceptors see each partition's answer once, just before it is
- * sent (on the I/O thread, or on the purgatory thread after a wait). */
+ * sent (on the I/O thread, or on the purgatory thread after a wait).
+ *
+ * Zero copy: unless kafkaiq.fetch.sendfile is off or a fetch interceptor
+ * needs the bytes, a partition's records are not read at all: the response
+ * carries the located log slices as file parts, which the processor sends
+ * with sendfile() from the page cache, holding the segments until the last
+ * byte is out. As in Kafka, a truncation of the log after the slices were
+ * located is not detected for these: a shortened file closes the
+ * connection mid-response, and the client retries. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +20,23 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+
+/* One partition's answer as it lies in its log: the slices (holding their
+ * segments) and the ranges the encoder places in the frame. In the
+ * request's arena; released when the request is freed or the fetch parks. */
+typedef struct fetch_files {
+    kiq_log_slices_t sl;
+    kiq_file_range_t ranges[KIQ_LOG_MAX_SLICES];
+    kiq_file_records_t records;
+    struct fetch_files *next;
+} fetch_files_t;
+
+/* What one fetch_read produced, kept by the thread holding the request. */
+typedef struct fetch_result {
+    int64_t bytes;       /* records in the answer */
+    bool zero_copy;      /* answered from files: interceptors did not ask */
+    fetch_files_t *held; /* slices referenced by the answer */
+} fetch_result_t;
 
 typedef struct fetch_op {
     kiq_delayed_op_t op; /* first: the purgatory hands this pointer back */
@@ -21,17 +46,79 @@ typedef struct fetch_op {
     kiq_fetch_response_t *resp;
 } fetch_op_t;
 
+static void fetch_files_release(void *arg) { kiq_log_slices_release(&((fetch_files_t *)arg)->sl); }
+
+/* Drops the segments a first read held, so a parked fetch keeps none while
+ * it waits (it locates again when it completes). Releasing twice is fine. */
+static void fetch_release_held(fetch_result_t *res)
+{
+    for (fetch_files_t *f = res->held; f; f = f->next) fetch_files_release(f);
+    res->held = NULL;
+}
+
+/* Locates a partition's answer and puts it in the response as file parts.
+ * Returns the bytes, 0, KIQ_LOG_OUT_OF_RANGE or -1, like the copy path. */
+static int64_t fetch_locate(kiq_request_t *r, kiq_partition_log_t *log, int64_t offset, int32_t limit,
+                            int64_t hw, bool later, kiq_fetch_response_responses_partitions_t *pr,
+                            fetch_result_t *res)
+{
+    fetch_files_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
+    int n = kiq_partition_log_locate(log, offset, limit, hw, &f->sl);
+    if (n <= 0) return n;
+    if (later && n > limit) {
+        kiq_log_slices_release(&f->sl);
+        return 0;
+    }
+    for (int i = 0; i < f->sl.n; i++)
+        f->ranges[i] = (kiq_file_range_t){f->sl.s[i].fd, f->sl.s[i].position, f->sl.s[i].length};
+    f->records = (kiq_file_records_t){f->ranges, f->sl.n};
+    kiq_request_defer(r, fetch_files_release, f);
+    f->next = res->held;
+    res->held = f;
+    pr->records_file = &f->records;
+    return n;
+}
+
+/* Reads a partition's answer into a heap buffer the response owns.
+ * Returns the bytes, 0, KIQ_LOG_OUT_OF_RANGE or -1. */
+static int64_t fetch_copy(kiq_request_t *r, kiq_partition_log_t *log, int64_t offset, int32_t limit,
+                          int64_t hw, bool later, kiq_fetch_response_responses_partitions_t *pr)
+{
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    int64_t n = kiq_partition_log_read(log, offset, limit, hw, &w);
+    if (n < 0 || w.err) {
+        kiq_wr_free(&w);
+        return n == KIQ_LOG_OUT_OF_RANGE ? n : -1;
+    }
+    if (later && (int64_t)w.len > limit) w.len = 0;
+    if (!w.len) {
+        kiq_wr_free(&w);
+        return 0;
+    }
+    /* the read buffer itself goes into the response: no second copy */
+    size_t len;
+    uint8_t *buf = kiq_wr_steal(&w, &len);
+    kiq_request_own(r, buf);
+    pr->records = (kiq_bytes_t){buf, (int32_t)len};
+    return (int64_t)len;
+}
+
 static int16_t check_epoch(int32_t asked, int32_t current)
 {
     if (asked < 0 || asked == current) return KIQ_ERR_NONE;
     return asked < current ? KIQ_ERR_FENCED_LEADER_EPOCH : KIQ_ERR_UNKNOWN_LEADER_EPOCH;
 }
 
-/* Fills the response; returns the record bytes it holds. */
-static int64_t fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req,
-                          kiq_fetch_response_t *out)
+/* Fills the response and *res. */
+static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req,
+                       kiq_fetch_response_t *out, fetch_result_t *res)
 {
-    int64_t total = 0;
+    int64_t total = 0, copied = 0;
+    *res = (fetch_result_t){
+        .zero_copy = kiq_config_bool(b->config, KIQ_CFG_FETCH_SENDFILE) &&
+                     !kiq_hooks_active(b->hooks, KIQ_HOOK_FETCH),
+    };
     int64_t budget = req->max_bytes > 0 ? req->max_bytes : INT32_MAX;
     out->error_code = KIQ_ERR_NONE;
     out->session_id = 0;
@@ -69,39 +156,29 @@ static int64_t fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_req
             int32_t limit = p->partition_max_bytes;
             if (total > 0 && budget - total < limit) limit = (int32_t)(budget - total);
             if (limit <= 0 && total > 0) continue;
-            kiq_wr_t w;
-            kiq_wr_init(&w);
-            int64_t n = kiq_partition_log_read(log, p->fetch_offset, limit, hw, &w);
+            /* Only the first data returned may exceed the limits (so a batch
+             * bigger than them is never stuck); later ones must fit. */
+            bool later = total > 0;
+            int64_t n = res->zero_copy
+                            ? fetch_locate(r, log, p->fetch_offset, limit, hw, later, pr, res)
+                            : fetch_copy(r, log, p->fetch_offset, limit, hw, later, pr);
             if (n == KIQ_LOG_OUT_OF_RANGE) {
-                kiq_wr_free(&w);
                 pr->error_code = KIQ_ERR_OFFSET_OUT_OF_RANGE;
                 continue;
             }
-            if (n < 0 || w.err) {
-                kiq_wr_free(&w);
+            if (n < 0) {
                 KIQ_ERROR("fetch %s-%d at %lld: %s", topic->name, p->partition,
                           (long long)p->fetch_offset, kiq_error_get());
                 pr->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
                 continue;
             }
-            /* Only the first data returned may exceed the limits (so a batch
-             * bigger than them is never stuck); later ones must fit. */
-            if (total > 0 && (int64_t)w.len > limit) w.len = 0;
-            if (w.len) {
-                /* the read buffer itself goes into the response: no copy */
-                size_t len;
-                uint8_t *buf = kiq_wr_steal(&w, &len);
-                kiq_request_own(r, buf);
-                pr->records = (kiq_bytes_t){buf, (int32_t)len};
-                total += (int64_t)len;
-            } else {
-                kiq_wr_free(&w);
-            }
+            total += n;
+            if (!res->zero_copy) copied += n;
         }
         kiq_topic_unref(topic);
     }
-    r->response_size_hint = (size_t)total + 4096;
-    return total;
+    r->response_size_hint = (size_t)copied + 4096;
+    res->bytes = total;
 }
 
 /* True when any requested partition has data past the fetch offset or an
@@ -127,11 +204,13 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_fetch_request_t *req)
     return ready;
 }
 
-/* Lets fetch interceptors turn partitions' answers into errors. */
+/* Lets fetch interceptors turn partitions' answers into errors. A fetch
+ * answered from files was read before any interceptor was installed: it
+ * goes out as it is. */
 static void fetch_intercept(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req,
-                            kiq_fetch_response_t *out)
+                            kiq_fetch_response_t *out, const fetch_result_t *res)
 {
-    if (!kiq_hooks_active(b->hooks, KIQ_HOOK_FETCH)) return;
+    if (res->zero_copy || !kiq_hooks_active(b->hooks, KIQ_HOOK_FETCH)) return;
     for (int32_t i = 0; i < out->responses_n && i < req->topics_n; i++) {
         kiq_fetch_response_responses_t *tr = &out->responses[i];
         for (int32_t j = 0; j < tr->partitions_n && j < req->topics[i].partitions_n; j++) {
@@ -159,8 +238,9 @@ static bool fetch_try_complete(kiq_delayed_op_t *op, bool expired)
     fetch_op_t *f = (fetch_op_t *)op;
     if (!expired && !fetch_ready(f->b, f->req)) return false;
     kiq_fetch_response_init(f->resp);
-    fetch_read(f->b, f->r, f->req, f->resp);
-    fetch_intercept(f->b, f->r, f->req, f->resp);
+    fetch_result_t res;
+    fetch_read(f->b, f->r, f->req, f->resp, &res);
+    fetch_intercept(f->b, f->r, f->req, f->resp, &res);
     f->r->t.completed = kiq_clock_mono_ns();
     kiq_api_respond(f->r, f->resp); /* frees f with the request's arena */
     return true;
@@ -170,15 +250,18 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
 {
     const kiq_fetch_request_t *req = request;
     kiq_fetch_response_t *out = response;
-    int64_t bytes = fetch_read(b, r, req, out);
+    fetch_result_t res;
+    fetch_read(b, r, req, out, &res);
+    int64_t bytes = res.bytes;
     bool respond = req->max_wait_ms <= 0 || bytes >= (req->min_bytes > 0 ? req->min_bytes : 1);
     for (int32_t i = 0; i < out->responses_n && !respond; i++)
         for (int32_t j = 0; j < out->responses[i].partitions_n && !respond; j++)
             respond = out->responses[i].partitions[j].error_code != 0;
     if (respond) {
-        fetch_intercept(b, r, req, out);
+        fetch_intercept(b, r, req, out, &res);
         return KIQ_HANDLER_RESPOND;
     }
+    fetch_release_held(&res);
     fetch_op_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
     f->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)req->max_wait_ms * 1000000;
     f->op.try_complete = fetch_try_complete;

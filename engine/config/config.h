@@ -53,7 +53,9 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(LOG_LEVEL, "kafkaiq.log.level", STRING, "info", 0, 0, "error,warn,info,debug",            \
       "stderr log level")                                                                       \
     X(HOOK_MAX_INSTRUCTIONS, "kafkaiq.hook.max.instructions", LONG, "10000000", 1000,           \
-      INT64_MAX, NULL, "Lua instructions one interceptor call may run before it is stopped")
+      INT64_MAX, NULL, "Lua instructions one interceptor call may run before it is stopped")  \
+    X(FETCH_SENDFILE, "kafkaiq.fetch.sendfile", BOOL, "true", 0, 0, NULL,                        \
+      "send fetched records with sendfile() from the segment files unless a fetch interceptor needs them")
 
 enum kiq_config_id {
 #define KIQ_CFG_ENUM(id, ...) KIQ_CFG_##id,

@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <ev.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,8 +29,12 @@ typedef struct conn {
     size_t in_len, in_cap;
     kiq_request_t *inflight; /* the one request out of this connection */
     bool queued;             /* inflight is on the request queue / with a handler */
-    uint8_t *out;            /* response being written */
+    uint8_t *out;            /* response bytes being written */
     size_t out_len, out_off;
+    const kiq_file_part_t *parts; /* the response's file parts, between its bytes */
+    size_t nparts;
+    size_t part;       /* next file part to send */
+    uint32_t part_off; /* bytes of that part already sent */
     kiq_request_t *out_req;
     struct conn *next_waiting; /* on p->waiting while the queue is full */
     bool waiting;
@@ -243,6 +249,8 @@ static void conn_finish_write(conn_t *c)
     kiq_request_free(c->out_req);
     c->out_req = NULL;
     c->out = NULL;
+    c->parts = NULL;
+    c->nparts = 0;
     if (close_after) {
         conn_close(c, "closed by the request handler");
         return;
@@ -250,21 +258,47 @@ static void conn_finish_write(conn_t *c)
     conn_process_input(c);
 }
 
+/* Sends from where the response stands: the bytes up to the next file
+ * part with send() (MSG_MORE when a part follows, so a small header and the
+ * file data share segments), the part with sendfile(). Returns what the
+ * call returned; 0 from sendfile means the file is shorter than its part
+ * (the log was truncated after the fetch located it). */
+static ssize_t conn_send_some(conn_t *c)
+{
+    size_t upto = c->part < c->nparts ? c->parts[c->part].at : c->out_len;
+    if (c->out_off < upto) {
+        int flags = MSG_NOSIGNAL | (c->part < c->nparts ? MSG_MORE : 0);
+        ssize_t n = send(c->fd, c->out + c->out_off, upto - c->out_off, flags);
+        if (n > 0) c->out_off += (size_t)n;
+        return n;
+    }
+    const kiq_file_range_t *f = &c->parts[c->part].range;
+    off_t pos = (off_t)(f->offset + c->part_off);
+    ssize_t n = sendfile(c->fd, f->fd, &pos, f->length - c->part_off);
+    if (n > 0) {
+        c->part_off += (uint32_t)n;
+        if (c->part_off == f->length) {
+            c->part++;
+            c->part_off = 0;
+        }
+    }
+    return n;
+}
+
 /* Returns false when the connection was closed. */
 static bool conn_flush(conn_t *c)
 {
-    while (c->out_off < c->out_len) {
-        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-        if (n > 0) {
-            c->out_off += (size_t)n;
-            continue;
-        }
+    while (c->out_off < c->out_len || c->part < c->nparts) {
+        ssize_t n = conn_send_some(c);
+        if (n > 0) continue;
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             ev_io_start(c->p->loop, &c->wio);
             return true;
         }
-        conn_close(c, n < 0 ? strerror(errno) : "short write");
+        /* A response cut short cannot be framed any more: the client sees
+         * the connection close and retries. */
+        conn_close(c, n < 0 ? strerror(errno) : "nothing sent (a segment file truncated under a fetch?)");
         return false;
     }
     ev_io_stop(c->p->loop, &c->wio);
@@ -287,6 +321,10 @@ static void conn_respond(conn_t *c, kiq_request_t *r)
     c->out = r->response;
     c->out_len = r->response_len;
     c->out_off = 0;
+    c->parts = r->response_parts;
+    c->nparts = r->response_nparts;
+    c->part = 0;
+    c->part_off = 0;
     conn_flush(c);
 }
 
@@ -365,6 +403,13 @@ static void *processor_main(void *arg)
     char name[24];
     snprintf(name, sizeof name, "processor-%d", p->cfg.id);
     kiq_log_thread_name(name);
+    /* sendfile() has no MSG_NOSIGNAL: a peer gone mid-response must give
+     * EPIPE, not kill a process that embeds the engine and kept SIGPIPE's
+     * default. The signal stays pending on this thread, harmlessly. */
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
     ev_run(p->loop, 0);
     /* Close what is left; requests still with I/O threads come back to a
      * missing connection and are freed in the final inbox drain. */

@@ -18,25 +18,30 @@ kiq_request_t *kiq_request_new(struct kiq_processor *p, uint64_t conn_id, uint8_
 }
 
 typedef struct kiq_owned {
-    void *buf;
+    void (*fn)(void *);
+    void *arg;
     struct kiq_owned *next;
 } kiq_owned_t;
 
-void kiq_request_own(kiq_request_t *r, void *buf)
+void kiq_request_defer(kiq_request_t *r, void (*fn)(void *), void *arg)
 {
     kiq_owned_t *o = kiq_arena_alloc(&r->arena, sizeof *o);
-    o->buf = buf;
+    o->fn = fn;
+    o->arg = arg;
     o->next = r->owned;
     r->owned = o;
 }
 
+void kiq_request_own(kiq_request_t *r, void *buf) { kiq_request_defer(r, free, buf); }
+
 void kiq_request_free(kiq_request_t *r)
 {
     if (!r) return;
-    for (kiq_owned_t *o = r->owned; o; o = o->next) free(o->buf);
+    for (kiq_owned_t *o = r->owned; o; o = o->next) o->fn(o->arg);
     kiq_arena_reset(&r->arena);
     free(r->frame);
     free(r->response);
+    free(r->response_parts);
     free(r);
 }
 

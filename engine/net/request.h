@@ -43,11 +43,15 @@ typedef struct kiq_request {
     kiq_arena_t arena; /* decoded request, response message, handler scratch */
     void *body;        /* decoded request message */
 
-    struct kiq_owned *owned; /* heap buffers the response points into */
+    struct kiq_owned *owned; /* what the response points into, released with it */
     size_t response_size_hint; /* room to reserve when encoding the response */
 
-    uint8_t *response; /* whole frame with size prefix; NULL when none is sent */
+    /* The frame with its size prefix: these bytes with the file parts
+     * placed between them (see proto/writer.h). NULL when none is sent. */
+    uint8_t *response;
     size_t response_len;
+    kiq_file_part_t *response_parts; /* NULL when the frame is all bytes */
+    size_t response_nparts;
     bool close_after; /* drop the connection instead of (or after) answering */
 
     kiq_request_times_t t;
@@ -60,6 +64,12 @@ void kiq_request_free(kiq_request_t *r);
 /* The request takes a malloc'd buffer and frees it with itself. Called by
  * the thread holding the request. */
 void kiq_request_own(kiq_request_t *r, void *buf);
+/* fn(arg) runs when the request is freed: after the last byte of its
+ * response was sent, or when its connection went away, on whichever thread
+ * frees it (the processor's, usually). Releases what the response refers to
+ * (e.g. log segments its file parts read). Called by the thread holding the
+ * request; fns run most recent first. */
+void kiq_request_defer(kiq_request_t *r, void (*fn)(void *), void *arg);
 /* Debug-level line with the request's stage times. */
 void kiq_request_log_timing(const kiq_request_t *r);
 

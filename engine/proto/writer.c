@@ -7,11 +7,15 @@ void kiq_wr_init(kiq_wr_t *w)
     w->buf = NULL;
     w->len = w->cap = 0;
     w->err = false;
+    w->parts = NULL;
+    w->nparts = w->parts_cap = 0;
+    w->file_bytes = 0;
 }
 
 void kiq_wr_free(kiq_wr_t *w)
 {
     free(w->buf);
+    free(w->parts);
     kiq_wr_init(w);
 }
 
@@ -19,8 +23,36 @@ uint8_t *kiq_wr_steal(kiq_wr_t *w, size_t *len)
 {
     uint8_t *b = w->buf;
     *len = w->len;
+    free(w->parts);
     kiq_wr_init(w);
     return b;
+}
+
+kiq_file_part_t *kiq_wr_steal_parts(kiq_wr_t *w, size_t *n)
+{
+    kiq_file_part_t *p = w->parts;
+    *n = w->nparts;
+    w->parts = NULL;
+    w->nparts = w->parts_cap = 0;
+    w->file_bytes = 0;
+    return p;
+}
+
+void kiq_wr_file(kiq_wr_t *w, kiq_file_range_t range)
+{
+    if (w->err || range.length == 0) return;
+    if (w->nparts == w->parts_cap) {
+        size_t cap = w->parts_cap ? w->parts_cap * 2 : 8;
+        kiq_file_part_t *p = realloc(w->parts, cap * sizeof *p);
+        if (!p) {
+            w->err = true;
+            return;
+        }
+        w->parts = p;
+        w->parts_cap = cap;
+    }
+    w->parts[w->nparts++] = (kiq_file_part_t){.at = w->len, .range = range};
+    w->file_bytes += range.length;
 }
 
 uint8_t *kiq_wr_reserve(kiq_wr_t *w, size_t n)
@@ -174,6 +206,26 @@ void kiq_wr_bytes(kiq_wr_t *w, kiq_bytes_t b, bool compact, bool nullable)
     else
         kiq_wr_i32(w, n);
     kiq_wr_raw(w, b.p, (size_t)n);
+}
+
+void kiq_wr_records(kiq_wr_t *w, kiq_bytes_t b, const kiq_file_records_t *files, bool compact,
+                    bool nullable)
+{
+    if (!files) {
+        kiq_wr_bytes(w, b, compact, nullable);
+        return;
+    }
+    uint64_t n = 0;
+    for (int i = 0; i < files->n; i++) n += files->ranges[i].length;
+    if (n > INT32_MAX) {
+        w->err = true; /* cannot be framed */
+        return;
+    }
+    if (compact)
+        kiq_wr_uvarint(w, (uint32_t)n + 1);
+    else
+        kiq_wr_i32(w, (int32_t)n);
+    for (int i = 0; i < files->n; i++) kiq_wr_file(w, files->ranges[i]);
 }
 
 void kiq_wr_array_len(kiq_wr_t *w, int32_t n, bool compact, bool nullable)

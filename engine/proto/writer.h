@@ -1,21 +1,58 @@
 /* Growable output buffer for encoding frames. Allocation failure is sticky
- * (`err`), checked once when the frame is finished. Owned by one thread. */
+ * (`err`), checked once when the frame is finished. Owned by one thread.
+ *
+ * A frame may also carry file parts: ranges of files that go into the frame
+ * at a position of the buffer without being copied into it (log segments
+ * sent with sendfile()). The frame is then buf[0, at1), file part 1,
+ * buf[at1, at2), file part 2, ... buf[atN, len). */
 #ifndef KIQ_PROTO_WRITER_H
 #define KIQ_PROTO_WRITER_H
 
 #include "proto/types.h"
+
+/* Bytes [offset, offset + length) of the open file fd. */
+typedef struct kiq_file_range {
+    int fd;
+    uint64_t offset;
+    uint32_t length;
+} kiq_file_range_t;
+
+/* A records value that lies in files, given to the encoder beside (and
+ * instead of) the in-memory kiq_bytes_t: its bytes are the ranges, in
+ * order. The ranges stay valid while the frame is being sent; keeping the
+ * files open is the owner's business. */
+typedef struct kiq_file_records {
+    const kiq_file_range_t *ranges;
+    int n;
+} kiq_file_records_t;
+
+/* A file range placed at buffer position `at` of a frame. */
+typedef struct kiq_file_part {
+    size_t at;
+    kiq_file_range_t range;
+} kiq_file_part_t;
 
 typedef struct kiq_wr {
     uint8_t *buf;
     size_t len;
     size_t cap;
     bool err;
+    kiq_file_part_t *parts; /* in buffer order */
+    size_t nparts, parts_cap;
+    uint64_t file_bytes; /* sum of the parts' lengths */
 } kiq_wr_t;
 
 void kiq_wr_init(kiq_wr_t *w);
 void kiq_wr_free(kiq_wr_t *w);
-/* Gives the buffer away (caller frees it) and resets the writer. */
+/* Gives the buffer away (caller frees it) and resets the writer; file parts
+ * not taken with kiq_wr_steal_parts before are dropped. */
 uint8_t *kiq_wr_steal(kiq_wr_t *w, size_t *len);
+/* Gives the file parts away (caller frees the array; NULL when none). */
+kiq_file_part_t *kiq_wr_steal_parts(kiq_wr_t *w, size_t *n);
+/* Bytes of the frame so far: the buffer and the file parts. */
+static inline uint64_t kiq_wr_size(const kiq_wr_t *w) { return w->len + w->file_bytes; }
+/* Places a file range at the current position (no bytes are read). */
+void kiq_wr_file(kiq_wr_t *w, kiq_file_range_t range);
 /* Room for n more bytes; returns where they go, or NULL (and err). */
 uint8_t *kiq_wr_reserve(kiq_wr_t *w, size_t n);
 
@@ -38,6 +75,10 @@ size_t kiq_varlong_size(int64_t v);
 
 void kiq_wr_string(kiq_wr_t *w, kiq_str_t s, bool compact, bool nullable);
 void kiq_wr_bytes(kiq_wr_t *w, kiq_bytes_t b, bool compact, bool nullable);
+/* A records field: like kiq_wr_bytes when files is NULL, else the length
+ * prefix of the files' bytes followed by file parts (b is ignored). */
+void kiq_wr_records(kiq_wr_t *w, kiq_bytes_t b, const kiq_file_records_t *files, bool compact,
+                    bool nullable);
 /* n < 0 writes null when nullable, else an empty array. */
 void kiq_wr_array_len(kiq_wr_t *w, int32_t n, bool compact, bool nullable);
 
