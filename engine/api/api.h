@@ -34,6 +34,7 @@ int kiq_api_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, 
 int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_list_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_delete_records_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_delete_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req,

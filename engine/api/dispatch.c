@@ -15,6 +15,7 @@ kiq_api_handler_fn kiq_api_handler(int16_t api_key)
     case KIQ_API_PRODUCE: return kiq_api_produce_handle;
     case KIQ_API_FETCH: return kiq_api_fetch_handle;
     case KIQ_API_LIST_OFFSETS: return kiq_api_list_offsets_handle;
+    case KIQ_API_DELETE_RECORDS: return kiq_api_delete_records_handle;
     case KIQ_API_METADATA: return kiq_api_metadata_handle;
     case KIQ_API_API_VERSIONS: return kiq_api_versions_handle;
     case KIQ_API_CREATE_TOPICS: return kiq_api_create_topics_handle;

@@ -40,8 +40,20 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "bytes between offset index entries")                                                     \
     X(LOG_INDEX_SIZE_MAX_BYTES, "log.index.size.max.bytes", INT, "10485760", 4, INT32_MAX,      \
       NULL, "largest offset index; a full index rolls the segment")                            \
+    X(LOG_ROLL_MS, "log.roll.ms", LONG, "604800000", 1, INT64_MAX, NULL,                         \
+      "roll a segment whose first batch is this much older than a new one; when set, wins over log.roll.hours") \
+    X(LOG_ROLL_HOURS, "log.roll.hours", INT, "168", 1, INT32_MAX, NULL,                         \
+      "log.roll.ms in hours")                                                                    \
+    X(LOG_RETENTION_MS, "log.retention.ms", LONG, "604800000", -1, INT64_MAX, NULL,             \
+      "delete segments whose newest timestamp is older (-1: forever); when set, wins over minutes and hours") \
+    X(LOG_RETENTION_MINUTES, "log.retention.minutes", INT, "10080", -1, INT32_MAX, NULL,        \
+      "log.retention.ms in minutes; when set, wins over log.retention.hours")                  \
     X(LOG_RETENTION_HOURS, "log.retention.hours", INT, "168", -1, INT32_MAX, NULL,              \
-      "retention of old segments (applied by the storage issue)")                              \
+      "log.retention.ms in hours")                                                               \
+    X(LOG_RETENTION_BYTES, "log.retention.bytes", LONG, "-1", -1, INT64_MAX, NULL,              \
+      "delete the oldest segments while a partition is larger (-1: unlimited)")                \
+    X(LOG_RETENTION_CHECK_INTERVAL_MS, "log.retention.check.interval.ms", LONG, "300000", 1,    \
+      INT64_MAX, NULL, "how often the retention pass runs")                                     \
     X(LOG_CLEANUP_POLICY, "log.cleanup.policy", STRING, "delete", 0, 0, "delete,compact",       \
       "default cleanup policy")                                                                 \
     X(MESSAGE_MAX_BYTES, "message.max.bytes", INT, "1048588", 0, INT32_MAX, NULL,               \

@@ -37,7 +37,8 @@ const kiq_topic_config_def_t kiq_topic_config_defs[KIQ_TOPIC_CONFIG_COUNT] = {
                                         INT64_MAX, NULL},
     [KIQ_TCFG_MIN_INSYNC_REPLICAS] = {"min.insync.replicas", KIQ_CFG_MIN_INSYNC_REPLICAS, NULL, 1,
                                       KIQ_CONFIG_WIRE_INT, 1, INT32_MAX, NULL},
-    [KIQ_TCFG_RETENTION_BYTES] = {"retention.bytes", -1, "-1", 1, KIQ_CONFIG_WIRE_LONG, L64, NULL},
+    [KIQ_TCFG_RETENTION_BYTES] = {"retention.bytes", KIQ_CFG_LOG_RETENTION_BYTES, NULL, 1, KIQ_CONFIG_WIRE_LONG,
+                                  L64, NULL},
     [KIQ_TCFG_RETENTION_MS] = {"retention.ms", KIQ_CFG_LOG_RETENTION_HOURS, NULL, 3600000,
                                KIQ_CONFIG_WIRE_LONG, -1, INT64_MAX, NULL},
     /* 14: Kafka's smallest legacy record, its lower bound */
@@ -45,7 +46,8 @@ const kiq_topic_config_def_t kiq_topic_config_defs[KIQ_TOPIC_CONFIG_COUNT] = {
                                 INT32_MAX, NULL},
     [KIQ_TCFG_SEGMENT_INDEX_BYTES] = {"segment.index.bytes", KIQ_CFG_LOG_INDEX_SIZE_MAX_BYTES, NULL, 1,
                                       KIQ_CONFIG_WIRE_INT, 4, INT32_MAX, NULL},
-    [KIQ_TCFG_SEGMENT_MS] = {"segment.ms", -1, "604800000", 1, KIQ_CONFIG_WIRE_LONG, 1, INT64_MAX, NULL},
+    [KIQ_TCFG_SEGMENT_MS] = {"segment.ms", KIQ_CFG_LOG_ROLL_HOURS, NULL, 3600000, KIQ_CONFIG_WIRE_LONG, 1,
+                             INT64_MAX, NULL},
     [KIQ_TCFG_UNCLEAN_LEADER_ELECTION_ENABLE] = {"unclean.leader.election.enable", -1, "false", 1,
                                                  KIQ_CONFIG_WIRE_BOOLEAN, 0, 0, NULL},
 };
@@ -61,10 +63,33 @@ int kiq_topic_config_find(const char *name, int len)
     return -1;
 }
 
+/* Broker configs that, when set explicitly, win over the one in the table
+ * (Kafka's precedence: log.retention.ms > minutes > hours, log.roll.ms >
+ * log.roll.hours), most precise first. */
+static const struct {
+    int topic_config;
+    enum kiq_config_id broker_config;
+    int64_t scale;
+} preferred_synonyms[] = {
+    {KIQ_TCFG_RETENTION_MS, KIQ_CFG_LOG_RETENTION_MS, 1},
+    {KIQ_TCFG_RETENTION_MS, KIQ_CFG_LOG_RETENTION_MINUTES, 60000},
+    {KIQ_TCFG_SEGMENT_MS, KIQ_CFG_LOG_ROLL_MS, 1},
+};
+
 const char *kiq_topic_config_default(const kiq_config_t *c, int i, char *buf, size_t n, int *source)
 {
     const kiq_topic_config_def_t *d = &kiq_topic_config_defs[i];
     *source = KIQ_CONFIG_SOURCE_DEFAULT;
+    for (size_t k = 0; k < sizeof preferred_synonyms / sizeof *preferred_synonyms; k++) {
+        bool is_default;
+        if (preferred_synonyms[k].topic_config != i) continue;
+        kiq_config_text(c, preferred_synonyms[k].broker_config, &is_default);
+        if (is_default) continue;
+        int64_t v = kiq_config_int(c, preferred_synonyms[k].broker_config);
+        *source = KIQ_CONFIG_SOURCE_STATIC_BROKER;
+        snprintf(buf, n, "%lld", (long long)(v < 0 ? -1 : v * preferred_synonyms[k].scale));
+        return buf;
+    }
     if (d->broker_config < 0) return d->fixed;
     bool is_default;
     const char *text = kiq_config_text(c, d->broker_config, &is_default);

@@ -32,7 +32,15 @@ struct kiq_partition_log {
      * outside the mutex can tell it may have read something else. */
     uint64_t generation;
     kiq_segment_recovery_t recovery;
+    /* Time and size policies, -1 for none (kiq_partition_log_set_retention). */
+    int64_t segment_ms, retention_ms, retention_bytes;
+    /* Max timestamp of the active segment's first batch, which segment.ms
+     * is measured from (Kafka's rolling-based timestamp); UNKNOWN_TS until
+     * read back from the file after open, roll or truncation. */
+    int64_t active_first_ts;
 };
+
+#define UNKNOWN_TS INT64_MIN
 
 static kiq_segment_t *active(const kiq_partition_log_t *l) { return l->segs[l->nsegs - 1]; }
 
@@ -121,6 +129,8 @@ kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_confi
     }
     pthread_mutex_init(&l->mu, NULL);
     l->cfg = *cfg;
+    l->segment_ms = l->retention_ms = l->retention_bytes = -1;
+    l->active_first_ts = UNKNOWN_TS;
     l->dir = strdup(dir);
     if (!l->dir) {
         kiq_error_set("out of memory");
@@ -209,9 +219,29 @@ static int roll(kiq_partition_log_t *l)
         return -1;
     }
     if (kiq_fsync_dir(l->dir) < 0) KIQ_WARN("rolling %s: %s", l->dir, kiq_error_get());
+    l->active_first_ts = UNKNOWN_TS;
     KIQ_DEBUG("%s: rolled to segment %" PRId64 " (previous: %" PRIu64 " bytes)", l->dir, seg->base_offset,
               old->size);
     return 0;
+}
+
+static int first_batch_ts(const kiq_batch_loc_t *loc, void *ctx)
+{
+    *(int64_t *)ctx = loc->max_timestamp;
+    return 1;
+}
+
+/* Whether an append whose newest timestamp is max_ts must roll first by
+ * segment.ms; under the mutex, the active segment not empty. */
+static bool time_to_roll(kiq_partition_log_t *l, int64_t max_ts)
+{
+    if (l->segment_ms < 0 || max_ts < 0) return false;
+    if (l->active_first_ts == UNKNOWN_TS) {
+        int64_t ts = -1;
+        if (kiq_segment_walk(active(l), 0, first_batch_ts, &ts) < 0) return false;
+        l->active_first_ts = ts;
+    }
+    return l->active_first_ts >= 0 && max_ts - l->active_first_ts > l->segment_ms;
 }
 
 int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
@@ -223,6 +253,7 @@ int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t le
     int rc = -1;
     const int64_t first = active(l)->next_offset;
     int64_t next = first;
+    int64_t max_ts = -1;
     kiq_batch_iter_t it;
     const uint8_t *b;
     size_t blen;
@@ -238,6 +269,7 @@ int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t le
         kiq_batch_set_base_offset(mb, next);
         kiq_batch_set_leader_epoch(mb, leader_epoch);
         next += (int64_t)h.last_offset_delta + 1;
+        if (h.max_timestamp > max_ts) max_ts = h.max_timestamp;
     }
     if (r < 0) goto out;
     const int64_t last = next - 1;
@@ -249,7 +281,7 @@ int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t le
     kiq_segment_t *seg = active(l);
     bool rolled = false;
     if (seg->size > 0 && (seg->size + len > (uint64_t)l->cfg.segment_bytes || kiq_segment_index_full(seg) ||
-                          last - seg->base_offset > INT32_MAX)) {
+                          last - seg->base_offset > INT32_MAX || time_to_roll(l, max_ts))) {
         if (roll(l) < 0) goto out;
         seg = active(l);
         rolled = true;
@@ -265,6 +297,7 @@ int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t le
         }
         goto out;
     }
+    if (seg->size == len) l->active_first_ts = UNKNOWN_TS;
     if (base_offset_out) *base_offset_out = first;
     if (last_offset_out) *last_offset_out = last;
     rc = 0;
@@ -441,6 +474,7 @@ int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset)
         l->nsegs--;
         if (kiq_segment_delete(seg) < 0) KIQ_WARN("truncating %s: %s", l->dir, kiq_error_get());
     }
+    l->active_first_ts = UNKNOWN_TS;
     rc = kiq_segment_truncate_to(active(l), offset);
     if (rc == 0)
         KIQ_INFO("%s: truncated to offset %" PRId64 " (log end was %" PRId64 ")", l->dir, active(l)->next_offset, leo);
@@ -508,4 +542,98 @@ void kiq_partition_log_set_config(kiq_partition_log_t *l, const kiq_log_config_t
     l->cfg.index_interval_bytes = cfg->index_interval_bytes;
     l->cfg.segment_index_bytes = cfg->segment_index_bytes;
     pthread_mutex_unlock(&l->mu);
+}
+
+void kiq_partition_log_set_retention(kiq_partition_log_t *l, int64_t segment_ms, int64_t retention_ms,
+                                     int64_t retention_bytes)
+{
+    pthread_mutex_lock(&l->mu);
+    l->segment_ms = segment_ms;
+    l->retention_ms = retention_ms;
+    l->retention_bytes = retention_bytes;
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* ---- Retention ---- */
+
+/* Under the mutex: removes the n oldest segments (never the active one)
+ * and moves the log start up to the first one left. Readers holding
+ * references keep reading the unlinked files; offsets at or above the new
+ * start are untouched, so the generation stays. */
+static void drop_oldest(kiq_partition_log_t *l, size_t n, const char *why)
+{
+    for (size_t i = 0; i < n; i++) {
+        kiq_segment_t *seg = l->segs[i];
+        KIQ_INFO("%s: deleting segment %" PRId64 " (offsets up to %" PRId64 ", %" PRIu64 " bytes): %s", l->dir,
+                 seg->base_offset, seg->next_offset - 1, seg->size, why);
+        if (kiq_segment_delete(seg) < 0) KIQ_WARN("deleting a segment of %s: %s", l->dir, kiq_error_get());
+    }
+    memmove(l->segs, l->segs + n, (l->nsegs - n) * sizeof *l->segs);
+    l->nsegs -= n;
+    if (l->segs[0]->base_offset > l->start_offset) l->start_offset = l->segs[0]->base_offset;
+    if (n && kiq_fsync_dir(l->dir) < 0) KIQ_WARN("deleting segments of %s: %s", l->dir, kiq_error_get());
+}
+
+/* Segments (from the oldest, never the active one) lying wholly below the
+ * log start offset. */
+static size_t below_start(const kiq_partition_log_t *l)
+{
+    size_t n = 0;
+    while (n + 1 < l->nsegs && l->segs[n + 1]->base_offset <= l->start_offset) n++;
+    return n;
+}
+
+/* The segment's newest timestamp, or its file's mtime when it holds none
+ * (Kafka's fallback for batches without timestamps). */
+static int64_t segment_newest(const kiq_segment_t *seg)
+{
+    if (seg->max_timestamp >= 0) return seg->max_timestamp;
+    struct stat st;
+    if (fstat(seg->fd, &st) < 0) return INT64_MAX;
+    return (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+}
+
+int kiq_partition_log_enforce_retention(kiq_partition_log_t *l, int64_t now_ms)
+{
+    pthread_mutex_lock(&l->mu);
+    int deleted = 0;
+    size_t n = below_start(l);
+    if (n) drop_oldest(l, n, "below the log start offset");
+    deleted += (int)n;
+    if (l->retention_ms >= 0) {
+        n = 0;
+        while (n + 1 < l->nsegs && now_ms - segment_newest(l->segs[n]) > l->retention_ms) n++;
+        if (n) drop_oldest(l, n, "older than retention.ms");
+        deleted += (int)n;
+    }
+    if (l->retention_bytes >= 0) {
+        uint64_t total = 0;
+        for (size_t i = 0; i < l->nsegs; i++) total += l->segs[i]->size;
+        n = 0;
+        while (n + 1 < l->nsegs && total >= (uint64_t)l->retention_bytes + l->segs[n]->size &&
+               total > (uint64_t)l->retention_bytes)
+            total -= l->segs[n++]->size;
+        if (n) drop_oldest(l, n, "partition larger than retention.bytes");
+        deleted += (int)n;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return deleted;
+}
+
+int kiq_partition_log_advance_start(kiq_partition_log_t *l, int64_t offset)
+{
+    pthread_mutex_lock(&l->mu);
+    int rc = 0;
+    int64_t leo = active(l)->next_offset;
+    if (offset > leo) {
+        kiq_error_set("%s: log start offset %" PRId64 " is beyond the log end %" PRId64, l->dir, offset, leo);
+        rc = KIQ_LOG_OUT_OF_RANGE;
+    } else if (offset > l->start_offset) {
+        KIQ_INFO("%s: log start offset %" PRId64 " -> %" PRId64, l->dir, l->start_offset, offset);
+        l->start_offset = offset;
+        size_t n = below_start(l);
+        if (n) drop_oldest(l, n, "below the log start offset");
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
 }

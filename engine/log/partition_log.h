@@ -2,7 +2,9 @@
  * ordered by base offset, the log start offset and the log end offset
  * (LEO, the next offset to assign). The last segment is the active one;
  * appends roll to a new segment named after the LEO when the active one
- * would pass log.segment.bytes or its index is full.
+ * would pass log.segment.bytes, its index is full or its first batch is
+ * older than segment.ms. Retention deletes whole segments from the oldest
+ * on, moving the log start offset.
  *
  * Thread safety: each log has its own mutex and every function below is
  * callable from any thread, except kiq_partition_log_free/delete, which
@@ -121,6 +123,28 @@ void kiq_partition_log_recovery(kiq_partition_log_t *l, kiq_segment_recovery_t *
 const char *kiq_partition_log_dir(const kiq_partition_log_t *l);
 /* fdatasync of the active segment and its indexes. */
 int kiq_partition_log_flush(kiq_partition_log_t *l);
+/* Sets the time and size policies (-1 for none): segment_ms rolls the
+ * active segment on an append whose batches are more than segment_ms newer
+ * than the active segment's first batch (Kafka compares message timestamps,
+ * not wall time, so a replayed or backfilled log rolls the same way);
+ * retention_ms and retention_bytes are applied by
+ * kiq_partition_log_enforce_retention. */
+void kiq_partition_log_set_retention(kiq_partition_log_t *l, int64_t segment_ms, int64_t retention_ms,
+                                     int64_t retention_bytes);
+/* One retention pass at time now_ms (ms since the epoch): deletes, oldest
+ * first and never the active segment, the segments wholly below the log
+ * start offset, those whose newest timestamp is more than retention_ms
+ * before now_ms (the file's mtime when they hold no timestamp), and those
+ * whose removal keeps the partition at or above retention_bytes; then the
+ * log start offset moves up to the first remaining segment. Returns the
+ * number of segments deleted. */
+int kiq_partition_log_enforce_retention(kiq_partition_log_t *l, int64_t now_ms);
+/* Moves the log start offset up to offset (DeleteRecords, or a checkpoint
+ * read at start) and deletes the non-active segments wholly below it. An
+ * offset at or below the current start changes nothing; one above the LEO
+ * is refused with KIQ_LOG_OUT_OF_RANGE. 0 on success. */
+int kiq_partition_log_advance_start(kiq_partition_log_t *l, int64_t offset);
+
 /* Changes the roll size (from the next append) and the index settings of
  * segments created from now on; existing segments keep theirs.
  * clean_shutdown is ignored. cfg must pass kiq_log_config_check. */

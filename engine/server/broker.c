@@ -171,6 +171,9 @@ int kiq_broker_start(kiq_broker_t *b)
     if (b->clean_shutdown && unlink(marker) != 0)
         return kiq_error_errno("cannot remove %s", marker);
 
+    b->retention = kiq_log_retention_new(b->topics, b->config);
+    if (!b->retention) return -1;
+
     b->purgatory = kiq_purgatory_new();
     b->queue = kiq_request_queue_new((size_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS));
     if (!b->purgatory || !b->queue) return kiq_error_set("out of memory");
@@ -239,6 +242,8 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
      * network, and only then close the logs and mark the shutdown clean. */
     kiq_acceptor_free(b->acceptor);
     b->acceptor = NULL;
+    kiq_log_retention_free(b->retention);
+    b->retention = NULL;
     if (b->purgatory) kiq_purgatory_stop(b->purgatory);
     if (b->queue) kiq_request_queue_close(b->queue);
     for (int i = 0; i < b->nio_threads; i++) pthread_join(b->io_threads[i], NULL);

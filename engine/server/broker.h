@@ -13,6 +13,7 @@
 #include "net/acceptor.h"
 #include "net/processor.h"
 #include "net/request_queue.h"
+#include "server/log_retention.h"
 #include "server/purgatory.h"
 #include "server/request_stats.h"
 #include "server/topics.h"
@@ -33,6 +34,7 @@ struct kiq_broker {
     kiq_log_config_t log_cfg;
 
     kiq_topics_t *topics;
+    kiq_log_retention_t *retention; /* its thread, from start to shutdown */
     kiq_request_queue_t *queue;
     kiq_processor_t **processors;
     int nprocessors;

@@ -1,6 +1,7 @@
 #include "server/topics.h"
 
 #include <dirent.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
  * same here, rolling before every batch or indexing one entry. */
 #define LOG_MIN_SEGMENT_BYTES 61
 #define LOG_MIN_INDEX_BYTES 12
+#define LOG_START_CHECKPOINT "log-start-offset-checkpoint"
 
 struct kiq_topics {
     pthread_rwlock_t lock; /* guards topics/count/cap, doomed and its links */
@@ -31,6 +33,7 @@ struct kiq_topics {
     kiq_topic_config_store_t *store; /* its own thread safety; writes under each topic's config_mu */
     void (*on_append)(void *ctx);
     void *on_append_ctx;
+    pthread_mutex_t checkpoint_mu; /* one writer of the log start checkpoint at a time */
 };
 
 bool kiq_topic_name_valid(kiq_str_t name, const char **why)
@@ -290,6 +293,77 @@ static int load_existing(kiq_topics_t *t)
     return rc;
 }
 
+/* At open, before the registry is shared: a saved log start above a log's
+ * first offset is honoured (reads below it are then out of range). */
+static void load_log_start_checkpoint(kiq_topics_t *t)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/" LOG_START_CHECKPOINT, t->dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    int version = -1, count = -1;
+    if (fscanf(f, "%d %d", &version, &count) != 2 || version != 0 || count < 0) {
+        KIQ_WARN("%s: unreadable header; log start offsets not restored", path);
+        fclose(f);
+        return;
+    }
+    char name[256];
+    int32_t partition;
+    long long offset;
+    for (int i = 0; i < count; i++) {
+        if (fscanf(f, "%255s %" SCNd32 " %lld", name, &partition, &offset) != 3) {
+            KIQ_WARN("%s: entry %d is unreadable; the rest are ignored", path, i + 1);
+            break;
+        }
+        bool found;
+        int at = find_index(t, KIQ_STR(name), &found);
+        if (!found || partition < 0 || partition >= t->topics[at]->npartitions) continue;
+        if (kiq_partition_log_advance_start(t->topics[at]->partitions[partition].log, offset) != 0)
+            KIQ_WARN("%s-%d: saved log start %lld not applied: %s", name, partition, offset, kiq_error_get());
+    }
+    fclose(f);
+}
+
+int kiq_topics_checkpoint_log_start(kiq_topics_t *t)
+{
+    int count;
+    kiq_topic_t **list = kiq_topics_list(t, &count);
+    if (!list) return kiq_error_set("out of memory");
+    char path[PATH_MAX], tmp[PATH_MAX];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s/" LOG_START_CHECKPOINT ".tmp", t->dir) >= sizeof tmp) {
+        kiq_topics_list_free(list, count);
+        return kiq_error_set("log directory path too long");
+    }
+    snprintf(path, sizeof path, "%s/" LOG_START_CHECKPOINT, t->dir);
+    pthread_mutex_lock(&t->checkpoint_mu);
+    int rc = -1;
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        kiq_error_errno("cannot write %s", tmp);
+        goto out;
+    }
+    int n = 0;
+    for (int i = 0; i < count; i++) n += list[i]->npartitions;
+    fprintf(f, "0\n%d\n", n);
+    for (int i = 0; i < count; i++)
+        for (int32_t p = 0; p < list[i]->npartitions; p++)
+            fprintf(f, "%s %d %lld\n", list[i]->name, p,
+                    (long long)kiq_partition_log_start_offset(list[i]->partitions[p].log));
+    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (fclose(f) != 0) ok = false;
+    if (!ok || rename(tmp, path) != 0) {
+        kiq_error_errno("cannot write %s", path);
+        unlink(tmp);
+        goto out;
+    }
+    kiq_fsync_dir(t->dir);
+    rc = 0;
+out:
+    pthread_mutex_unlock(&t->checkpoint_mu);
+    kiq_topics_list_free(list, count);
+    return rc;
+}
+
 /* At open, before the registry is shared. */
 static bool topic_loaded(const char *name, void *ctx)
 {
@@ -305,22 +379,27 @@ kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_c
     t->dir = strdup(log_dir);
     t->log_cfg = *log_cfg;
     pthread_rwlock_init(&t->lock, NULL);
+    pthread_mutex_init(&t->checkpoint_mu, NULL);
     t->store = t->dir ? kiq_topic_config_store_files_new(t->dir) : NULL;
     if (!t->store || load_existing(t) != 0) {
         kiq_topics_free(t);
         return NULL;
     }
     t->store->ops->prune(t->store, topic_loaded, t);
+    load_log_start_checkpoint(t);
     return t;
 }
 
 void kiq_topics_free(kiq_topics_t *t)
 {
     if (!t) return;
+    if (t->dir && t->store && kiq_topics_checkpoint_log_start(t) != 0)
+        KIQ_WARN("cannot write the log start offsets: %s", kiq_error_get());
     for (int i = 0; i < t->count; i++) kiq_topic_unref(t->topics[i]);
     free(t->topics);
     kiq_topic_config_store_free(t->store);
     pthread_rwlock_destroy(&t->lock);
+    pthread_mutex_destroy(&t->checkpoint_mu);
     free(t->dir);
     free(t);
 }

@@ -105,6 +105,12 @@ int kiq_topics_delete(kiq_topics_t *t, kiq_topic_t *topic);
 kiq_topic_t **kiq_topics_list(kiq_topics_t *t, int *count);
 void kiq_topics_list_free(kiq_topic_t **list, int count);
 
+/* Writes every partition's log start offset to the log directory's
+ * `log-start-offset-checkpoint` (Kafka's format: a version line "0", a
+ * count line, then "topic partition offset" lines), atomically by rename.
+ * Read back by kiq_topics_open. Callable from any thread; 0 or -1. */
+int kiq_topics_checkpoint_log_start(kiq_topics_t *t);
+
 /* Lets waiters know data arrived (set by the broker to its purgatory). */
 void kiq_topics_set_append_listener(kiq_topics_t *t, void (*fn)(void *ctx), void *ctx);
 void kiq_topics_notify_append(kiq_topics_t *t);

@@ -1,0 +1,145 @@
+#include "server/log_retention.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "core/log.h"
+
+/* The stop flag is guarded by mu; topics and config are shared read-only
+ * (the topics have their own locks). */
+struct kiq_log_retention {
+    kiq_topics_t *topics;
+    const kiq_config_t *config;
+    int64_t interval_ms;
+    pthread_mutex_t mu;
+    pthread_cond_t cond; /* on CLOCK_MONOTONIC, signalled to stop */
+    bool stop;
+    pthread_t thread;
+};
+
+static int64_t effective_int(const kiq_config_t *config, const kiq_topic_configs_t *tc, int i)
+{
+    char buf[32];
+    int source;
+    const char *v = kiq_topic_config_effective(config, tc, i, buf, sizeof buf, &source);
+    return v ? strtoll(v, NULL, 10) : -1;
+}
+
+static void apply_topic(kiq_topic_t *topic, const kiq_config_t *config)
+{
+    kiq_topic_configs_t tc = {0};
+    bool have = kiq_topic_configs_snapshot(topic, &tc) == 0;
+    const kiq_topic_configs_t *c = have ? &tc : NULL;
+    int64_t segment_ms = effective_int(config, c, KIQ_TCFG_SEGMENT_MS);
+    int64_t retention_ms = effective_int(config, c, KIQ_TCFG_RETENTION_MS);
+    int64_t retention_bytes = effective_int(config, c, KIQ_TCFG_RETENTION_BYTES);
+    kiq_topic_configs_clear(&tc);
+    for (int32_t p = 0; p < topic->npartitions; p++)
+        kiq_partition_log_set_retention(topic->partitions[p].log, segment_ms, retention_ms < 0 ? -1 : retention_ms,
+                                        retention_bytes < 0 ? -1 : retention_bytes);
+}
+
+void kiq_log_retention_apply_configs(kiq_topics_t *topics, const kiq_config_t *config)
+{
+    int count;
+    kiq_topic_t **list = kiq_topics_list(topics, &count);
+    if (!list) return;
+    for (int i = 0; i < count; i++) apply_topic(list[i], config);
+    kiq_topics_list_free(list, count);
+}
+
+int kiq_log_retention_run(kiq_topics_t *topics, const kiq_config_t *config, int64_t now_ms)
+{
+    int count, deleted = 0;
+    kiq_topic_t **list = kiq_topics_list(topics, &count);
+    if (!list) return 0;
+    for (int i = 0; i < count; i++) {
+        kiq_topic_t *topic = list[i];
+        /* a topic is only ever deleted whole; its files go with it */
+        if (atomic_load(&topic->deleted)) continue;
+        apply_topic(topic, config);
+        for (int32_t p = 0; p < topic->npartitions; p++)
+            deleted += kiq_partition_log_enforce_retention(topic->partitions[p].log, now_ms);
+    }
+    kiq_topics_list_free(list, count);
+    if (deleted > 0 && kiq_topics_checkpoint_log_start(topics) != 0)
+        KIQ_WARN("retention: cannot save the log start offsets: %s", kiq_error_get());
+    return deleted;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void *retention_main(void *arg)
+{
+    kiq_log_retention_t *r = arg;
+    kiq_log_thread_name("log-retention");
+    pthread_mutex_lock(&r->mu);
+    while (!r->stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += (time_t)(r->interval_ms / 1000);
+        until.tv_nsec += (long)(r->interval_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        int rc = 0;
+        while (!r->stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&r->cond, &r->mu, &until);
+        if (r->stop) break;
+        pthread_mutex_unlock(&r->mu);
+        int n = kiq_log_retention_run(r->topics, r->config, wall_ms());
+        if (n > 0) KIQ_INFO("retention: deleted %d segment(s)", n);
+        pthread_mutex_lock(&r->mu);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+kiq_log_retention_t *kiq_log_retention_new(kiq_topics_t *topics, const kiq_config_t *config)
+{
+    kiq_log_retention_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        kiq_error_set("out of memory");
+        return NULL;
+    }
+    r->topics = topics;
+    r->config = config;
+    r->interval_ms = kiq_config_int(config, KIQ_CFG_LOG_RETENTION_CHECK_INTERVAL_MS);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    kiq_log_retention_apply_configs(topics, config);
+    if (pthread_create(&r->thread, NULL, retention_main, r) != 0) {
+        kiq_error_errno("cannot start the retention thread");
+        pthread_cond_destroy(&r->cond);
+        pthread_mutex_destroy(&r->mu);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void kiq_log_retention_free(kiq_log_retention_t *r)
+{
+    if (!r) return;
+    pthread_mutex_lock(&r->mu);
+    r->stop = true;
+    pthread_cond_signal(&r->cond);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->thread, NULL);
+    pthread_cond_destroy(&r->cond);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
