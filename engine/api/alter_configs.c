@@ -8,6 +8,7 @@
 #include "api/api.h"
 #include "config/topic_config.h"
 #include "core/error.h"
+#include "server/log_retention.h"
 
 int kiq_api_alter_broker_check(kiq_broker_t *b, kiq_str_t resource_name, const kiq_str_t *names, int32_t n)
 {
@@ -59,6 +60,7 @@ static int16_t alter_resource(kiq_broker_t *b, kiq_request_t *r, const kiq_alter
         return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     }
     int err = kiq_topics_update_configs(b->topics, topic, replace_all, (void *)res, validate_only);
+    if (!err && !validate_only) kiq_log_retention_apply_topic(topic, b->config);
     kiq_topic_unref(topic);
     return (int16_t)err;
 }

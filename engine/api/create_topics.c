@@ -7,6 +7,7 @@
 #include "api/api.h"
 #include "config/topic_config.h"
 #include "core/error.h"
+#include "server/log_retention.h"
 
 static int16_t check_topic(kiq_broker_t *b, const kiq_create_topics_request_topics_t *t,
                            int32_t *partitions, int16_t *rf, kiq_topic_configs_t *cfg)
@@ -113,6 +114,7 @@ int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *
         if (r->header.api_version >= 5) list_configs(b, r, &cfg, tr);
         kiq_topic_configs_clear(&cfg);
         kiq_topic_t *topic = req->validate_only ? NULL : kiq_topics_get(b->topics, t->name);
+        if (topic) kiq_log_retention_apply_topic(topic, b->config);
         if (topic) {
             tr->topic_id = topic->id;
             kiq_topic_unref(topic);

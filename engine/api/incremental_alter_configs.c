@@ -8,6 +8,7 @@
 #include "api/api.h"
 #include "config/topic_config.h"
 #include "core/error.h"
+#include "server/log_retention.h"
 
 enum { OP_SET = 0, OP_DELETE = 1, OP_APPEND = 2, OP_SUBTRACT = 3 };
 
@@ -97,6 +98,7 @@ static int16_t alter_resource(kiq_broker_t *b, kiq_request_t *r,
     }
     edit_ctx_t ctx = {b, res};
     err = (int16_t)kiq_topics_update_configs(b->topics, topic, edit, &ctx, validate_only);
+    if (!err && !validate_only) kiq_log_retention_apply_topic(topic, b->config);
     kiq_topic_unref(topic);
     return err;
 }

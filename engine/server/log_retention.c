@@ -29,7 +29,7 @@ static int64_t effective_int(const kiq_config_t *config, const kiq_topic_configs
     return v ? strtoll(v, NULL, 10) : -1;
 }
 
-static void apply_topic(kiq_topic_t *topic, const kiq_config_t *config)
+void kiq_log_retention_apply_topic(kiq_topic_t *topic, const kiq_config_t *config)
 {
     kiq_topic_configs_t tc = {0};
     bool have = kiq_topic_configs_snapshot(topic, &tc) == 0;
@@ -48,7 +48,7 @@ void kiq_log_retention_apply_configs(kiq_topics_t *topics, const kiq_config_t *c
     int count;
     kiq_topic_t **list = kiq_topics_list(topics, &count);
     if (!list) return;
-    for (int i = 0; i < count; i++) apply_topic(list[i], config);
+    for (int i = 0; i < count; i++) kiq_log_retention_apply_topic(list[i], config);
     kiq_topics_list_free(list, count);
 }
 
@@ -61,7 +61,7 @@ int kiq_log_retention_run(kiq_topics_t *topics, const kiq_config_t *config, int6
         kiq_topic_t *topic = list[i];
         /* a topic is only ever deleted whole; its files go with it */
         if (atomic_load(&topic->deleted)) continue;
-        apply_topic(topic, config);
+        kiq_log_retention_apply_topic(topic, config);
         for (int32_t p = 0; p < topic->npartitions; p++)
             deleted += kiq_partition_log_enforce_retention(topic->partitions[p].log, now_ms);
     }
