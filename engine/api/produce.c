@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "record/batch.h"
+#include "server/log_cleaner.h"
 
 /* Checks every batch of one partition's records; returns a Kafka error code. */
 static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int *nbatches)
@@ -35,6 +36,29 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int *nbatc
         (*nbatches)++;
     }
     return rc == 0 ? KIQ_ERR_NONE : KIQ_ERR_CORRUPT_MESSAGE;
+}
+
+static int refuse_null_key(const kiq_record_t *rec, void *ctx)
+{
+    (void)ctx;
+    return rec->key.p ? 0 : 1;
+}
+
+/* Kafka refuses keyless records on a compacted topic (the cleaner could
+ * only drop them): INVALID_RECORD. The batches were validated already. */
+static int check_keys(const uint8_t *p, size_t len)
+{
+    kiq_batch_iter_t it;
+    kiq_batch_iter_init(&it, p, len, false);
+    const uint8_t *batch;
+    size_t blen;
+    kiq_batch_header_t h;
+    while (kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
+        int rc = kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, refuse_null_key, NULL);
+        if (rc == 1) return kiq_error_set("Compacted topic cannot accept message without key"), KIQ_ERR_INVALID_RECORD;
+        if (rc != 0) return KIQ_ERR_CORRUPT_MESSAGE;
+    }
+    return KIQ_ERR_NONE;
 }
 
 static void stamp_log_append_time(uint8_t *p, size_t len, int64_t now)
@@ -106,6 +130,13 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
                 return;
             }
         }
+    }
+    if (kiq_log_cleaner_topic_compacted(topic, b->config) && (err = check_keys(data, len)) != 0) {
+        KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer, err,
+                 kiq_error_get());
+        out->error_code = (int16_t)err;
+        out->error_message = kiq_api_error_message(r);
+        return;
     }
     if (log_append_time(b, topic)) {
         out->log_append_time_ms = kiq_clock_wall_ms();

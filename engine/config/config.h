@@ -56,6 +56,12 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       INT64_MAX, NULL, "how often the retention pass runs")                                     \
     X(LOG_CLEANUP_POLICY, "log.cleanup.policy", STRING, "delete", 0, 0, "delete,compact",       \
       "default cleanup policy")                                                                 \
+    X(LOG_CLEANER_ENABLE, "log.cleaner.enable", BOOL, "true", 0, 0, NULL,                        \
+      "run the log cleaner, which compacts topics whose cleanup.policy has compact")           \
+    X(LOG_CLEANER_THREADS, "log.cleaner.threads", INT, "1", 1, 64, NULL,                         \
+      "log cleaner threads; each cleans its share of the compacted partitions")               \
+    X(LOG_CLEANER_BACKOFF_MS, "log.cleaner.backoff.ms", LONG, "15000", 1, INT64_MAX, NULL,       \
+      "pause of a cleaner thread between two passes over its partitions")                      \
     X(MESSAGE_MAX_BYTES, "message.max.bytes", INT, "1048588", 0, INT32_MAX, NULL,               \
       "largest record batch accepted")                                                          \
     X(MESSAGE_TIMESTAMP_TYPE, "log.message.timestamp.type", STRING, "CreateTime", 0, 0,         \

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -38,6 +39,14 @@ struct kiq_partition_log {
      * is measured from (Kafka's rolling-based timestamp); UNKNOWN_TS until
      * read back from the file after open, roll or truncation. */
     int64_t active_first_ts;
+    /* Durability: everything below recovery_point is fsynced; unflushed
+     * messages were appended after the last flush, the oldest of them at
+     * unflushed_since (monotonic ms, -1 when none); flush.messages and
+     * flush.ms (INT64_MAX: leave it to the OS); fsyncs done by flushes. */
+    int64_t recovery_point;
+    int64_t unflushed, unflushed_since;
+    int64_t flush_messages, flush_ms;
+    uint64_t flushes;
 };
 
 #define UNKNOWN_TS INT64_MIN
@@ -111,6 +120,43 @@ static int list_segments(const char *dir, int64_t **bases_out, size_t *n_out)
     return 0;
 }
 
+/* Completes or undoes what a crash interrupted in the cleaner (see
+ * KIQ_SWAP_SUFFIX): a .cleaned file may be partial and goes; a .swap file
+ * is whole, so it replaces its segment, whose indexes are removed first
+ * (they describe the old file and are rebuilt). */
+static int finish_cleaning(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return kiq_error_errno("open directory %s", dir);
+    struct dirent *e;
+    int64_t base;
+    bool changed = false;
+    char path[PATH_MAX], to[PATH_MAX];
+    while ((e = readdir(d))) {
+        if (kiq_log_segment_name_parse(e->d_name, KIQ_CLEANED_SUFFIX, &base)) {
+            KIQ_WARN("%s/%s: removing an unfinished cleaning", dir, e->d_name);
+            if (unlinkat(dirfd(d), e->d_name, 0) < 0) KIQ_WARN("unlink %s/%s: %s", dir, e->d_name, strerror(errno));
+            changed = true;
+        } else if (kiq_log_segment_name_parse(e->d_name, KIQ_SWAP_SUFFIX, &base)) {
+            KIQ_WARN("%s/%s: finishing an interrupted segment swap", dir, e->d_name);
+            if (kiq_log_segment_path(path, sizeof path, dir, base, KIQ_INDEX_SUFFIX) == 0) unlink(path);
+            if (kiq_log_segment_path(path, sizeof path, dir, base, KIQ_TIMEINDEX_SUFFIX) == 0) unlink(path);
+            if (kiq_log_segment_path(path, sizeof path, dir, base, KIQ_SWAP_SUFFIX) < 0 ||
+                kiq_log_segment_path(to, sizeof to, dir, base, KIQ_LOG_SUFFIX) < 0) {
+                closedir(d);
+                return -1;
+            }
+            if (rename(path, to) < 0) {
+                closedir(d);
+                return kiq_error_errno("rename %s to %s", path, to);
+            }
+            changed = true;
+        }
+    }
+    closedir(d);
+    return changed ? kiq_fsync_dir(dir) : 0;
+}
+
 static void log_release(kiq_partition_log_t *l)
 {
     pthread_mutex_destroy(&l->mu);
@@ -119,7 +165,44 @@ static void log_release(kiq_partition_log_t *l)
     free(l);
 }
 
+/* Segments from this index on are rescanned from their start at open. */
+static size_t first_to_scan(const int64_t *bases, size_t n, const kiq_log_config_t *cfg, int64_t recovery_point)
+{
+    if (cfg->clean_shutdown || n == 0) return n;
+    if (recovery_point < 0) return n - 1;
+    size_t k = 0;
+    while (k + 1 < n && bases[k + 1] <= recovery_point) k++;
+    return k;
+}
+
+/* Under construction: a segment other than the last was cut short by
+ * recovery, so the segments after it (from index `from`) follow a gap and
+ * are deleted; the loss is reported loudly. */
+static void drop_after_corruption(kiq_partition_log_t *l, const int64_t *bases, size_t from, size_t n)
+{
+    uint64_t bytes = 0;
+    for (size_t i = from; i < n; i++) {
+        static const char *const suffixes[] = {KIQ_LOG_SUFFIX, KIQ_INDEX_SUFFIX, KIQ_TIMEINDEX_SUFFIX};
+        for (size_t j = 0; j < sizeof suffixes / sizeof *suffixes; j++) {
+            char path[PATH_MAX];
+            struct stat st;
+            if (kiq_log_segment_path(path, sizeof path, l->dir, bases[i], suffixes[j]) < 0) continue;
+            if (j == 0 && stat(path, &st) == 0) bytes += (uint64_t)st.st_size;
+            if (unlink(path) < 0 && errno != ENOENT) KIQ_WARN("unlink %s: %s", path, strerror(errno));
+        }
+    }
+    KIQ_ERROR("%s: DATA LOSS: the log is truncated at offset %" PRId64 " after a corrupt batch; %zu later "
+              "segment(s) (from offset %" PRId64 ", %" PRIu64 " bytes) are deleted",
+              l->dir, active(l)->next_offset, n - from, bases[from], bytes);
+    if (kiq_fsync_dir(l->dir) < 0) KIQ_WARN("%s: %s", l->dir, kiq_error_get());
+}
+
 kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_config_t *cfg)
+{
+    return kiq_partition_log_open_at(dir, cfg, -1);
+}
+
+kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_config_t *cfg, int64_t recovery_point)
 {
     if (kiq_log_config_check(cfg) < 0 || kiq_mkdir_p(dir) < 0) return NULL;
     kiq_partition_log_t *l = calloc(1, sizeof *l);
@@ -131,6 +214,8 @@ kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_confi
     l->cfg = *cfg;
     l->segment_ms = l->retention_ms = l->retention_bytes = -1;
     l->active_first_ts = UNKNOWN_TS;
+    l->unflushed_since = -1;
+    l->flush_messages = l->flush_ms = INT64_MAX;
     l->dir = strdup(dir);
     if (!l->dir) {
         kiq_error_set("out of memory");
@@ -139,16 +224,25 @@ kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_confi
     }
     int64_t *bases = NULL;
     size_t n = 0;
-    if (list_segments(dir, &bases, &n) < 0) {
+    if (finish_cleaning(dir) < 0 || list_segments(dir, &bases, &n) < 0) {
         log_release(l);
         return NULL;
     }
+    size_t scan_from = first_to_scan(bases, n, cfg, recovery_point);
+    if (scan_from + 1 < n)
+        KIQ_INFO("%s: recovering %zu segments from the recovery point %" PRId64, dir, n - scan_from, recovery_point);
     for (size_t i = 0; i < n; i++) {
         bool last = i + 1 == n;
-        kiq_segment_t *seg = kiq_segment_open(dir, bases[i], cfg, last && !cfg->clean_shutdown, &l->recovery);
+        uint64_t cut_before = l->recovery.bytes_truncated;
+        kiq_segment_t *seg = kiq_segment_open(dir, bases[i], cfg, i >= scan_from, &l->recovery);
         if (!seg || push_segment(l, seg) < 0) {
             kiq_segment_unref(seg);
             goto fail;
+        }
+        if (!last && l->recovery.bytes_truncated > cut_before) {
+            l->recovery.corrupt_middle = true;
+            drop_after_corruption(l, bases, i + 1, n);
+            break;
         }
         if (i > 0 && l->segs[i - 1]->next_offset > seg->base_offset)
             KIQ_WARN("%s: segment %" PRId64 " overlaps the previous one, which ends at %" PRId64, dir,
@@ -164,6 +258,8 @@ kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_confi
     }
     free(bases);
     l->start_offset = l->segs[0]->base_offset;
+    /* What recovery left is what the disk holds now. */
+    l->recovery_point = active(l)->next_offset;
     KIQ_DEBUG("opened %s: %zu segments, offsets %" PRId64 "..%" PRId64, dir, l->nsegs, l->start_offset,
               active(l)->next_offset);
     return l;
@@ -204,6 +300,27 @@ int kiq_partition_log_delete(kiq_partition_log_t *l)
     return rc;
 }
 
+/* ---- Flushing ---- */
+
+int64_t kiq_partition_log_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Under the mutex: fsyncs the active segment (earlier ones were synced
+ * when rolled) and moves the recovery point to the LEO. */
+static int flush_locked(kiq_partition_log_t *l)
+{
+    if (kiq_segment_sync(active(l)) < 0) return -1;
+    l->recovery_point = active(l)->next_offset;
+    l->unflushed = 0;
+    l->unflushed_since = -1;
+    l->flushes++;
+    return 0;
+}
+
 /* ---- Appending ---- */
 
 /* Makes a fresh active segment at the LEO; the old one is sealed first so
@@ -220,6 +337,10 @@ static int roll(kiq_partition_log_t *l)
     }
     if (kiq_fsync_dir(l->dir) < 0) KIQ_WARN("rolling %s: %s", l->dir, kiq_error_get());
     l->active_first_ts = UNKNOWN_TS;
+    /* Sealing synced everything before the new segment. */
+    if (old->next_offset > l->recovery_point) l->recovery_point = old->next_offset;
+    l->unflushed = 0;
+    l->unflushed_since = -1;
     KIQ_DEBUG("%s: rolled to segment %" PRId64 " (previous: %" PRIu64 " bytes)", l->dir, seg->base_offset,
               old->size);
     return 0;
@@ -301,6 +422,9 @@ int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t le
     if (base_offset_out) *base_offset_out = first;
     if (last_offset_out) *last_offset_out = last;
     rc = 0;
+    if (l->unflushed == 0) l->unflushed_since = kiq_partition_log_now_ms();
+    l->unflushed += last - first + 1;
+    if (l->unflushed >= l->flush_messages) rc = flush_locked(l);
 out:
     pthread_mutex_unlock(&l->mu);
     return rc;
@@ -476,6 +600,7 @@ int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset)
     }
     l->active_first_ts = UNKNOWN_TS;
     rc = kiq_segment_truncate_to(active(l), offset);
+    if (l->recovery_point > active(l)->next_offset) l->recovery_point = active(l)->next_offset;
     if (rc == 0)
         KIQ_INFO("%s: truncated to offset %" PRId64 " (log end was %" PRId64 ")", l->dir, active(l)->next_offset, leo);
 out:
@@ -530,9 +655,43 @@ const char *kiq_partition_log_dir(const kiq_partition_log_t *l) { return l->dir;
 int kiq_partition_log_flush(kiq_partition_log_t *l)
 {
     pthread_mutex_lock(&l->mu);
-    int rc = kiq_segment_sync(active(l));
+    int rc = flush_locked(l);
     pthread_mutex_unlock(&l->mu);
     return rc;
+}
+
+void kiq_partition_log_set_flush(kiq_partition_log_t *l, int64_t flush_messages, int64_t flush_ms)
+{
+    pthread_mutex_lock(&l->mu);
+    l->flush_messages = flush_messages > 0 ? flush_messages : INT64_MAX;
+    l->flush_ms = flush_ms >= 0 ? flush_ms : INT64_MAX;
+    pthread_mutex_unlock(&l->mu);
+}
+
+int kiq_partition_log_flush_if_due(kiq_partition_log_t *l, int64_t now_ms)
+{
+    pthread_mutex_lock(&l->mu);
+    int rc = 0;
+    if (l->unflushed > 0 && l->flush_ms != INT64_MAX && now_ms - l->unflushed_since >= l->flush_ms)
+        rc = flush_locked(l) < 0 ? -1 : 1;
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+int64_t kiq_partition_log_recovery_point(kiq_partition_log_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int64_t v = l->recovery_point;
+    pthread_mutex_unlock(&l->mu);
+    return v;
+}
+
+uint64_t kiq_partition_log_flush_count(kiq_partition_log_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    uint64_t v = l->flushes;
+    pthread_mutex_unlock(&l->mu);
+    return v;
 }
 
 void kiq_partition_log_set_config(kiq_partition_log_t *l, const kiq_log_config_t *cfg)
@@ -634,6 +793,89 @@ int kiq_partition_log_advance_start(kiq_partition_log_t *l, int64_t offset)
         size_t n = below_start(l);
         if (n) drop_oldest(l, n, "below the log start offset");
     }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+/* ---- Log cleaner support ---- */
+
+int kiq_partition_log_closed_segments(kiq_partition_log_t *l, kiq_log_closed_segment_t **out, uint64_t *generation)
+{
+    *out = NULL;
+    pthread_mutex_lock(&l->mu);
+    size_t n = l->nsegs - 1;
+    *generation = l->generation;
+    if (n > 0) {
+        *out = calloc(n, sizeof **out);
+        if (!*out) {
+            pthread_mutex_unlock(&l->mu);
+            return kiq_error_set("out of memory");
+        }
+        for (size_t i = 0; i < n; i++) {
+            kiq_segment_t *seg = l->segs[i];
+            (*out)[i] = (kiq_log_closed_segment_t){
+                .seg = kiq_segment_ref(seg),
+                .base_offset = seg->base_offset,
+                .next_offset = seg->next_offset,
+                .size = seg->size,
+                .max_timestamp = seg->max_timestamp,
+            };
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    return (int)n;
+}
+
+void kiq_partition_log_closed_release(kiq_log_closed_segment_t *segs, int n)
+{
+    for (int i = 0; i < n; i++) kiq_segment_unref(segs[i].seg);
+    free(segs);
+}
+
+int kiq_partition_log_replace_segment(kiq_partition_log_t *l, kiq_segment_t *old, uint64_t generation)
+{
+    char swap[PATH_MAX], logp[PATH_MAX], oix[PATH_MAX], tix[PATH_MAX];
+    int64_t base = old->base_offset;
+    if (kiq_log_segment_path(swap, sizeof swap, l->dir, base, KIQ_SWAP_SUFFIX) < 0 ||
+        kiq_log_segment_path(logp, sizeof logp, l->dir, base, KIQ_LOG_SUFFIX) < 0 ||
+        kiq_log_segment_path(oix, sizeof oix, l->dir, base, KIQ_INDEX_SUFFIX) < 0 ||
+        kiq_log_segment_path(tix, sizeof tix, l->dir, base, KIQ_TIMEINDEX_SUFFIX) < 0)
+        return -1;
+    pthread_mutex_lock(&l->mu);
+    size_t i = 0;
+    while (i + 1 < l->nsegs && l->segs[i] != old) i++;
+    if (i + 1 >= l->nsegs || l->generation != generation) {
+        pthread_mutex_unlock(&l->mu);
+        KIQ_INFO("%s: segment %" PRId64 " changed while it was cleaned; dropping the cleaned copy", l->dir, base);
+        if (unlink(swap) < 0 && errno != ENOENT) return kiq_error_errno("unlink %s", swap);
+        return 1;
+    }
+    int rc = -1;
+    /* Indexes first: a crash after this leaves a log without indexes
+     * (rebuilt on open) and the swap, which open then finishes. */
+    if (unlink(oix) < 0 && errno != ENOENT) {
+        kiq_error_errno("unlink %s", oix);
+        goto out;
+    }
+    if (unlink(tix) < 0 && errno != ENOENT) {
+        kiq_error_errno("unlink %s", tix);
+        goto out;
+    }
+    if (rename(swap, logp) < 0) {
+        kiq_error_errno("rename %s to %s", swap, logp);
+        goto out;
+    }
+    if (kiq_fsync_dir(l->dir) < 0) KIQ_WARN("swapping a cleaned segment of %s: %s", l->dir, kiq_error_get());
+    kiq_segment_recovery_t rep = {0};
+    kiq_segment_t *seg = kiq_segment_open(l->dir, base, &l->cfg, true, &rep);
+    if (!seg) goto out;
+    if (kiq_segment_seal(seg) < 0) KIQ_WARN("sealing the cleaned segment of %s: %s", l->dir, kiq_error_get());
+    /* The old files are gone already: its close must not touch the paths. */
+    old->deleted = true;
+    l->segs[i] = seg;
+    kiq_segment_unref(old);
+    rc = 0;
+out:
     pthread_mutex_unlock(&l->mu);
     return rc;
 }

@@ -68,6 +68,16 @@ typedef struct kiq_log_segment_info {
  * only checked from their last index entry). An empty directory gets one
  * empty segment at offset 0. NULL with the reason on failure. */
 kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_config_t *cfg);
+/* kiq_partition_log_open after an unclean shutdown (cfg->clean_shutdown
+ * false) with the recovery point known: every segment from the one holding
+ * recovery_point on is scanned from its start, each batch's CRC checked, a
+ * torn tail cut off and the indexes rebuilt. A segment cut short before the
+ * last one means a corrupt batch: the segments after it are deleted too
+ * (the log must stay dense) and the loss is logged as an error. 0 is what
+ * Kafka assumes without a checkpoint (everything is scanned); -1 means
+ * unknown and behaves like kiq_partition_log_open. */
+kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_config_t *cfg,
+                                               int64_t recovery_point);
 /* Clean close: syncs the active segment, writes the final time index
  * entries, trims the index files, frees. NULL is fine. */
 void kiq_partition_log_free(kiq_partition_log_t *l);
@@ -80,7 +90,8 @@ int kiq_partition_log_delete(kiq_partition_log_t *l);
  * partitionLeaderEpoch in place, which the CRC does not cover, rolls first
  * if needed, writes, and moves the LEO. *base_offset_out / *last_offset_out
  * (may be NULL) get the first and last offsets assigned. 0 or -1; after -1
- * the log is unchanged. */
+ * the log is unchanged, except when the fsync flush.messages asks for
+ * fails: the batches are then in the log but not known durable. */
 int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
                              int64_t *base_offset_out, int64_t *last_offset_out);
 
@@ -121,7 +132,8 @@ int kiq_partition_log_segments(kiq_partition_log_t *l, kiq_log_segment_info_t *o
 void kiq_partition_log_recovery(kiq_partition_log_t *l, kiq_segment_recovery_t *out);
 /* The directory, fixed at open. */
 const char *kiq_partition_log_dir(const kiq_partition_log_t *l);
-/* fdatasync of the active segment and its indexes. */
+/* fdatasync of the active segment and its indexes; the recovery point
+ * becomes the LEO. */
 int kiq_partition_log_flush(kiq_partition_log_t *l);
 /* Sets the time and size policies (-1 for none): segment_ms rolls the
  * active segment on an append whose batches are more than segment_ms newer
@@ -145,9 +157,61 @@ int kiq_partition_log_enforce_retention(kiq_partition_log_t *l, int64_t now_ms);
  * is refused with KIQ_LOG_OUT_OF_RANGE. 0 on success. */
 int kiq_partition_log_advance_start(kiq_partition_log_t *l, int64_t offset);
 
+/* flush.messages and flush.ms (INT64_MAX, Kafka's default, leaves
+ * flushing to the OS): an append fsyncs once flush_messages messages are
+ * unflushed; kiq_partition_log_flush_if_due fsyncs when the oldest
+ * unflushed append is flush_ms old. */
+void kiq_partition_log_set_flush(kiq_partition_log_t *l, int64_t flush_messages, int64_t flush_ms);
+/* The periodic flusher's check at now_ms (CLOCK_MONOTONIC ms): flushes
+ * when flush.ms has passed since the oldest unflushed append. 1 when it
+ * flushed, 0 when nothing was due, -1 when the fsync failed. */
+int kiq_partition_log_flush_if_due(kiq_partition_log_t *l, int64_t now_ms);
+/* The offset below which everything is known to be on disk (fsynced):
+ * moved by flushes and rolls, lowered by truncation. */
+int64_t kiq_partition_log_recovery_point(kiq_partition_log_t *l);
+/* fsyncs done by flushes (kiq_partition_log_flush, flush.messages, flush.ms). */
+uint64_t kiq_partition_log_flush_count(kiq_partition_log_t *l);
+/* A monotonic clock in ms, the time base of kiq_partition_log_flush_if_due. */
+int64_t kiq_partition_log_now_ms(void);
+
 /* Changes the roll size (from the next append) and the index settings of
  * segments created from now on; existing segments keep theirs.
  * clean_shutdown is ignored. cfg must pass kiq_log_config_check. */
 void kiq_partition_log_set_config(kiq_partition_log_t *l, const kiq_log_config_t *cfg);
+
+
+/* ---- Log cleaner support ---- */
+
+/* The cleaner writes a segment's compacted copy to `<base>.log.cleaned`,
+ * renames it `<base>.log.swap` once it is complete and synced, and the swap
+ * replaces `<base>.log`. On open, leftover .cleaned files are removed (the
+ * cleaning was cut short) and .swap files finish their replacement. */
+#define KIQ_CLEANED_SUFFIX ".log.cleaned"
+#define KIQ_SWAP_SUFFIX ".log.swap"
+
+/* A closed segment as seen under the mutex, with a reference the caller
+ * drops (kiq_partition_log_closed_release). Owned by the calling thread. */
+typedef struct kiq_log_closed_segment {
+    kiq_segment_t *seg;
+    int64_t base_offset;
+    int64_t next_offset;
+    uint64_t size;
+    int64_t max_timestamp;
+} kiq_log_closed_segment_t;
+
+/* References to every segment but the active one, oldest first, into a
+ * malloc'd *out (NULL when none), and the generation they belong to.
+ * Returns how many, or -1. Closed segments are immutable until deleted,
+ * truncated (which moves the generation) or replaced. */
+int kiq_partition_log_closed_segments(kiq_partition_log_t *l, kiq_log_closed_segment_t **out, uint64_t *generation);
+void kiq_partition_log_closed_release(kiq_log_closed_segment_t *segs, int n);
+/* Replaces the closed segment old by its `<base>.log.swap` file: the old
+ * index files are removed, the swap renamed over `<base>.log`, and the new
+ * segment opened with rebuilt indexes and sealed. Readers holding
+ * references to old keep reading its (now unlinked) file. When old is no
+ * longer a closed segment of the log or the log was truncated since
+ * generation, the swap file is removed and 1 returned. 0 when replaced,
+ * -1 on error. */
+int kiq_partition_log_replace_segment(kiq_partition_log_t *l, kiq_segment_t *old, uint64_t generation);
 
 #endif

@@ -245,6 +245,26 @@ static int cut_file(int fd, const char *path, uint64_t size)
     return 0;
 }
 
+/* Batches lost by cutting at pos: the headers that still parse from there
+ * (CRC unchecked, so the corrupt batch itself counts), plus one for an
+ * unreadable remainder. More than one means good-looking batches followed
+ * the bad one: a corruption in the middle, not a torn tail. */
+static int64_t count_dropped(int fd, uint64_t pos, uint64_t end)
+{
+    uint8_t buf[LOOKUP_BUF];
+    scan_t s = {.fd = fd, .end = end, .buf = buf, .cap = sizeof buf};
+    char why[256];
+    kiq_batch_loc_t loc;
+    int64_t n = 0;
+    for (;;) {
+        int st = scan_batch(&s, pos, false, &loc, why, sizeof why);
+        if (st == SCAN_END) return n;
+        if (st != SCAN_OK) return n + 1;
+        n++;
+        pos += loc.size;
+    }
+}
+
 /* Scans from `anchor` (the last offset index entry; NULL: from the start,
  * with the indexes already emptied) as described at kiq_segment_recover.
  * Returns 1 when the anchor proves untrustworthy: the caller then rescans
@@ -305,11 +325,21 @@ static int segment_scan(kiq_segment_t *seg, const kiq_offset_entry_t *anchor, ki
         return 1;
     }
     if (pos < file_size) {
-        KIQ_WARN("%s: %s at position %" PRIu64 "; truncating %" PRIu64 " bytes after %" PRId64
-                 " sound batches (scanned from position %" PRIu64 ")",
-                 seg->path, why, pos, file_size - pos, n, anchor ? (uint64_t)anchor->position : 0);
+        int64_t dropped = count_dropped(seg->fd, pos, file_size);
+        if (dropped > 1)
+            KIQ_ERROR("%s: DATA LOSS: corrupt batch at offset %" PRId64 " (position %" PRIu64 "): %s; "
+                      "truncating the log there drops %" PRIu64 " bytes in %" PRId64 " batches",
+                      seg->path, seg->next_offset, pos, why, file_size - pos, dropped);
+        else
+            KIQ_WARN("%s: torn tail at offset %" PRId64 " (position %" PRIu64 "): %s; truncating %" PRIu64
+                     " bytes after %" PRId64 " sound batches (scanned from position %" PRIu64 ")",
+                     seg->path, seg->next_offset, pos, why, file_size - pos, n,
+                     anchor ? (uint64_t)anchor->position : 0);
         if (cut_file(seg->fd, seg->path, pos) < 0) return -1;
         rep->bytes_truncated += file_size - pos;
+        rep->batches_dropped += dropped;
+        rep->truncated_at = seg->next_offset;
+        if (dropped > 1) rep->corrupt_middle = true;
     }
     seg->size = pos;
     rep->batches += n;

@@ -34,6 +34,13 @@ typedef struct kiq_segment_recovery {
     int64_t batches;          /* sound batches scanned */
     uint64_t bytes_truncated; /* torn or corrupt bytes cut off the end */
     bool index_rebuilt;       /* the whole segment was rescanned */
+    /* What the last cut dropped: batch headers found past the cut (the
+     * unreadable one included) and the offset the segment now ends at;
+     * corrupt_middle when sound-looking batches followed a bad one, so
+     * the loss is more than a torn tail. */
+    int64_t batches_dropped;
+    int64_t truncated_at;
+    bool corrupt_middle;
 } kiq_segment_recovery_t;
 
 typedef struct kiq_segment {

@@ -173,6 +173,10 @@ int kiq_broker_start(kiq_broker_t *b)
 
     b->retention = kiq_log_retention_new(b->topics, b->config);
     if (!b->retention) return -1;
+    b->cleaner = kiq_log_cleaner_new(b->topics, b->config);
+    if (!b->cleaner) return -1;
+    b->flusher = kiq_log_flusher_new(b->topics);
+    if (!b->flusher) return -1;
 
     b->purgatory = kiq_purgatory_new();
     b->queue = kiq_request_queue_new((size_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS));
@@ -244,6 +248,10 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     b->acceptor = NULL;
     kiq_log_retention_free(b->retention);
     b->retention = NULL;
+    kiq_log_cleaner_free(b->cleaner);
+    b->cleaner = NULL;
+    kiq_log_flusher_free(b->flusher);
+    b->flusher = NULL;
     if (b->purgatory) kiq_purgatory_stop(b->purgatory);
     if (b->queue) kiq_request_queue_close(b->queue);
     for (int i = 0; i < b->nio_threads; i++) pthread_join(b->io_threads[i], NULL);

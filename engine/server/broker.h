@@ -13,6 +13,8 @@
 #include "net/acceptor.h"
 #include "net/processor.h"
 #include "net/request_queue.h"
+#include "server/log_flusher.h"
+#include "server/log_cleaner.h"
 #include "server/log_retention.h"
 #include "server/purgatory.h"
 #include "server/request_stats.h"
@@ -35,6 +37,8 @@ struct kiq_broker {
 
     kiq_topics_t *topics;
     kiq_log_retention_t *retention; /* its thread, from start to shutdown */
+    kiq_log_cleaner_t *cleaner;     /* its threads, from start to shutdown */
+    kiq_log_flusher_t *flusher;     /* its thread, from start to shutdown */
     kiq_request_queue_t *queue;
     kiq_processor_t **processors;
     int nprocessors;

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/error.h"
@@ -29,6 +30,22 @@ static int64_t effective_int(const kiq_config_t *config, const kiq_topic_configs
     return v ? strtoll(v, NULL, 10) : -1;
 }
 
+/* Whether the effective cleanup.policy lists delete. */
+static bool policy_deletes(const kiq_config_t *config, const kiq_topic_configs_t *tc)
+{
+    char buf[64];
+    int source;
+    const char *v = kiq_topic_config_effective(config, tc, KIQ_TCFG_CLEANUP_POLICY, buf, sizeof buf, &source);
+    for (const char *p = v; p && *p;) {
+        while (*p == ' ' || *p == ',') p++;
+        size_t n = strcspn(p, ","), m = n;
+        while (m > 0 && p[m - 1] == ' ') m--;
+        if (m == 6 && strncmp(p, "delete", 6) == 0) return true;
+        p += n;
+    }
+    return !v;
+}
+
 void kiq_log_retention_apply_topic(kiq_topic_t *topic, const kiq_config_t *config)
 {
     kiq_topic_configs_t tc = {0};
@@ -37,10 +54,17 @@ void kiq_log_retention_apply_topic(kiq_topic_t *topic, const kiq_config_t *confi
     int64_t segment_ms = effective_int(config, c, KIQ_TCFG_SEGMENT_MS);
     int64_t retention_ms = effective_int(config, c, KIQ_TCFG_RETENTION_MS);
     int64_t retention_bytes = effective_int(config, c, KIQ_TCFG_RETENTION_BYTES);
+    /* Time and size retention belong to the delete policy: a compact-only
+     * topic keeps each key's latest record however old (Kafka's rule). */
+    if (!policy_deletes(config, c)) retention_ms = retention_bytes = -1;
+    int64_t flush_messages = effective_int(config, c, KIQ_TCFG_FLUSH_MESSAGES);
+    int64_t flush_ms = effective_int(config, c, KIQ_TCFG_FLUSH_MS);
     kiq_topic_configs_clear(&tc);
-    for (int32_t p = 0; p < topic->npartitions; p++)
+    for (int32_t p = 0; p < topic->npartitions; p++) {
         kiq_partition_log_set_retention(topic->partitions[p].log, segment_ms, retention_ms < 0 ? -1 : retention_ms,
                                         retention_bytes < 0 ? -1 : retention_bytes);
+        kiq_partition_log_set_flush(topic->partitions[p].log, flush_messages, flush_ms);
+    }
 }
 
 void kiq_log_retention_apply_configs(kiq_topics_t *topics, const kiq_config_t *config)

@@ -22,6 +22,14 @@
 #define LOG_MIN_SEGMENT_BYTES 61
 #define LOG_MIN_INDEX_BYTES 12
 #define LOG_START_CHECKPOINT "log-start-offset-checkpoint"
+#define RECOVERY_POINT_CHECKPOINT "recovery-point-offset-checkpoint"
+
+/* One line of the recovery point checkpoint, read before the logs open. */
+typedef struct recovery_point {
+    char topic[256];
+    int32_t partition;
+    int64_t offset;
+} recovery_point_t;
 
 struct kiq_topics {
     pthread_rwlock_t lock; /* guards topics/count/cap, doomed and its links */
@@ -33,7 +41,10 @@ struct kiq_topics {
     kiq_topic_config_store_t *store; /* its own thread safety; writes under each topic's config_mu */
     void (*on_append)(void *ctx);
     void *on_append_ctx;
-    pthread_mutex_t checkpoint_mu; /* one writer of the log start checkpoint at a time */
+    pthread_mutex_t checkpoint_mu; /* one writer of a checkpoint file at a time */
+    /* The saved recovery points, only during kiq_topics_open. */
+    recovery_point_t *rps;
+    size_t nrps;
 };
 
 bool kiq_topic_name_valid(kiq_str_t name, const char **why)
@@ -197,6 +208,15 @@ static void apply_hot_configs(kiq_topic_t *topic)
     atomic_store(&topic->log_append_time, ts ? strcmp(ts, "LogAppendTime") == 0 : -1);
 }
 
+/* At open: where recovery of a partition starts; 0 (scan everything, as
+ * Kafka does) when the checkpoint does not name it. */
+static int64_t saved_recovery_point(const kiq_topics_t *t, const kiq_topic_t *topic, int32_t partition)
+{
+    for (size_t i = 0; i < t->nrps; i++)
+        if (t->rps[i].partition == partition && strcmp(t->rps[i].topic, topic->name) == 0) return t->rps[i].offset;
+    return 0;
+}
+
 /* Also sets the topic's hot config values (before the topic is shared). */
 static int open_partition_logs(kiq_topics_t *t, kiq_topic_t *topic, bool create)
 {
@@ -206,7 +226,8 @@ static int open_partition_logs(kiq_topics_t *t, kiq_topic_t *topic, bool create)
     for (int32_t i = 0; i < topic->npartitions; i++) {
         char pdir[PATH_MAX];
         if (partition_path(pdir, sizeof pdir, topic, i) != 0) return -1;
-        topic->partitions[i].log = kiq_partition_log_open(pdir, &cfg);
+        int64_t rp = create ? -1 : saved_recovery_point(t, topic, i);
+        topic->partitions[i].log = kiq_partition_log_open_at(pdir, &cfg, rp);
         if (!topic->partitions[i].log) return -1;
         if (create && write_partition_metadata(pdir, &topic->id) != 0) return -1;
     }
@@ -324,17 +345,19 @@ static void load_log_start_checkpoint(kiq_topics_t *t)
     fclose(f);
 }
 
-int kiq_topics_checkpoint_log_start(kiq_topics_t *t)
+/* Kafka's offset checkpoint format, written to a temporary file, synced
+ * and renamed over `file`, so a crash leaves the old or the new one. */
+static int write_checkpoint(kiq_topics_t *t, const char *file, int64_t (*get)(kiq_partition_log_t *l))
 {
     int count;
     kiq_topic_t **list = kiq_topics_list(t, &count);
     if (!list) return kiq_error_set("out of memory");
     char path[PATH_MAX], tmp[PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s/" LOG_START_CHECKPOINT ".tmp", t->dir) >= sizeof tmp) {
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s/%s.tmp", t->dir, file) >= sizeof tmp) {
         kiq_topics_list_free(list, count);
         return kiq_error_set("log directory path too long");
     }
-    snprintf(path, sizeof path, "%s/" LOG_START_CHECKPOINT, t->dir);
+    snprintf(path, sizeof path, "%s/%s", t->dir, file);
     pthread_mutex_lock(&t->checkpoint_mu);
     int rc = -1;
     FILE *f = fopen(tmp, "w");
@@ -348,7 +371,7 @@ int kiq_topics_checkpoint_log_start(kiq_topics_t *t)
     for (int i = 0; i < count; i++)
         for (int32_t p = 0; p < list[i]->npartitions; p++)
             fprintf(f, "%s %d %lld\n", list[i]->name, p,
-                    (long long)kiq_partition_log_start_offset(list[i]->partitions[p].log));
+                    (long long)get(list[i]->partitions[p].log));
     bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     if (fclose(f) != 0) ok = false;
     if (!ok || rename(tmp, path) != 0) {
@@ -362,6 +385,48 @@ out:
     pthread_mutex_unlock(&t->checkpoint_mu);
     kiq_topics_list_free(list, count);
     return rc;
+}
+
+int kiq_topics_checkpoint_log_start(kiq_topics_t *t)
+{
+    return write_checkpoint(t, LOG_START_CHECKPOINT, kiq_partition_log_start_offset);
+}
+
+int kiq_topics_checkpoint_recovery_points(kiq_topics_t *t)
+{
+    return write_checkpoint(t, RECOVERY_POINT_CHECKPOINT, kiq_partition_log_recovery_point);
+}
+
+/* Before the logs open: the recovery points saved by the last flushes or
+ * clean shutdown. An unreadable file only makes recovery scan more. */
+static void load_recovery_points(kiq_topics_t *t)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/" RECOVERY_POINT_CHECKPOINT, t->dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    int version = -1, count = -1;
+    if (fscanf(f, "%d %d", &version, &count) != 2 || version != 0 || count < 0 || count > 1000000) {
+        KIQ_WARN("%s: unreadable header; recovery scans whole logs", path);
+        fclose(f);
+        return;
+    }
+    t->rps = calloc((size_t)count + 1, sizeof *t->rps);
+    if (!t->rps) {
+        fclose(f);
+        return;
+    }
+    long long offset;
+    for (int i = 0; i < count; i++) {
+        recovery_point_t *rp = &t->rps[t->nrps];
+        if (fscanf(f, "%255s %" SCNd32 " %lld", rp->topic, &rp->partition, &offset) != 3 || offset < 0) {
+            KIQ_WARN("%s: entry %d is unreadable; the rest are ignored", path, i + 1);
+            break;
+        }
+        rp->offset = offset;
+        t->nrps++;
+    }
+    fclose(f);
 }
 
 /* At open, before the registry is shared. */
@@ -381,7 +446,12 @@ kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_c
     pthread_rwlock_init(&t->lock, NULL);
     pthread_mutex_init(&t->checkpoint_mu, NULL);
     t->store = t->dir ? kiq_topic_config_store_files_new(t->dir) : NULL;
-    if (!t->store || load_existing(t) != 0) {
+    if (t->store && !log_cfg->clean_shutdown) load_recovery_points(t);
+    int loaded = t->store ? load_existing(t) : -1;
+    free(t->rps);
+    t->rps = NULL;
+    t->nrps = 0;
+    if (loaded != 0) {
         kiq_topics_free(t);
         return NULL;
     }
@@ -395,6 +465,15 @@ void kiq_topics_free(kiq_topics_t *t)
     if (!t) return;
     if (t->dir && t->store && kiq_topics_checkpoint_log_start(t) != 0)
         KIQ_WARN("cannot write the log start offsets: %s", kiq_error_get());
+    /* A clean shutdown flushes everything, so the next open trusts it all. */
+    if (t->dir && t->store) {
+        for (int i = 0; i < t->count; i++)
+            for (int32_t p = 0; p < t->topics[i]->npartitions; p++)
+                if (t->topics[i]->partitions[p].log && kiq_partition_log_flush(t->topics[i]->partitions[p].log) < 0)
+                    KIQ_WARN("flushing %s-%d: %s", t->topics[i]->name, p, kiq_error_get());
+        if (kiq_topics_checkpoint_recovery_points(t) != 0)
+            KIQ_WARN("cannot write the recovery points: %s", kiq_error_get());
+    }
     for (int i = 0; i < t->count; i++) kiq_topic_unref(t->topics[i]);
     free(t->topics);
     kiq_topic_config_store_free(t->store);

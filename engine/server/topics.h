@@ -110,6 +110,11 @@ void kiq_topics_list_free(kiq_topic_t **list, int count);
  * count line, then "topic partition offset" lines), atomically by rename.
  * Read back by kiq_topics_open. Callable from any thread; 0 or -1. */
 int kiq_topics_checkpoint_log_start(kiq_topics_t *t);
+/* The same for every partition's recovery point (the offset below which
+ * its log is known flushed) into `recovery-point-offset-checkpoint`; read
+ * back by kiq_topics_open after an unclean shutdown, where recovery starts
+ * from it. kiq_topics_free flushes every log and writes it. Any thread. */
+int kiq_topics_checkpoint_recovery_points(kiq_topics_t *t);
 
 /* Lets waiters know data arrived (set by the broker to its purgatory). */
 void kiq_topics_set_append_listener(kiq_topics_t *t, void (*fn)(void *ctx), void *ctx);
