@@ -5,8 +5,47 @@
 #include "api/api.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "record/batch.h"
 
 enum { LATEST = -1, EARLIEST = -2, MAX_TIMESTAMP = -3 };
+
+typedef struct time_search {
+    int64_t target;
+    int64_t offset, timestamp;
+} time_search_t;
+
+static int match_time(const kiq_record_t *rec, void *arg)
+{
+    time_search_t *ts = arg;
+    if (rec->timestamp < ts->target) return 0;
+    ts->offset = rec->offset;
+    ts->timestamp = rec->timestamp;
+    return 1;
+}
+
+/* The log finds the first batch whose newest timestamp reaches the target;
+ * the answer is the first record in it that does, with its timestamp. */
+static int first_record_at(kiq_partition_log_t *log, int64_t batch_offset, int64_t target,
+                           kiq_list_offsets_response_topics_partitions_t *out)
+{
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    int64_t n = kiq_partition_log_read(log, batch_offset, 1, INT64_MAX, &w);
+    time_search_t ts = {target, batch_offset, target};
+    int rc = 0;
+    if (n < 0 || w.err) {
+        rc = n == KIQ_LOG_OUT_OF_RANGE ? 0 : -1; /* removed meanwhile: keep the batch answer */
+    } else if (w.len >= KIQ_BATCH_HEADER_SIZE) {
+        size_t blen = KIQ_BATCH_LOG_OVERHEAD + kiq_be32(w.buf + KIQ_BATCH_POS_LENGTH);
+        if (blen > w.len ||
+            kiq_batch_foreach_record(w.buf, blen, KIQ_BATCH_MAX_DECOMPRESSED, match_time, &ts) < 0)
+            rc = -1;
+    }
+    kiq_wr_free(&w);
+    out->offset = ts.offset;
+    out->timestamp = ts.timestamp;
+    return rc;
+}
 
 static void list_partition(kiq_topic_t *topic, int16_t v,
                            const kiq_list_offsets_request_topics_partitions_t *in,
@@ -62,13 +101,13 @@ static void list_partition(kiq_topic_t *topic, int16_t v,
             }
         }
         int64_t offset;
-        if (kiq_partition_log_offset_for_time(part->log, ts, &offset) != 0) {
+        if (kiq_partition_log_offset_for_time(part->log, ts, &offset) != 0 ||
+            (offset >= 0 && first_record_at(part->log, offset, ts, out) != 0)) {
             KIQ_ERROR("ListOffsets %s-%d: %s", topic->name, in->partition_index, kiq_error_get());
             out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
             return;
         }
-        out->offset = offset;
-        if (offset >= 0) out->timestamp = ts;
+        if (offset < 0) out->offset = -1;
     }
     }
 }
