@@ -98,8 +98,15 @@ end
 function Broker:running() return self.handle:running() end
 
 -- Topics, partitions (log_start_offset, log_end_offset, high_watermark,
--- leader_epoch, segments), queue_depth, parked requests.
+-- leader_epoch, offline, segments), log_dirs ({ path, offline, error }),
+-- offline_log_dirs, queue_depth, parked requests.
 function Broker:state() return self.handle:state() end
+
+-- Disk faults: writes to the log directory fail with errno ("ENOSPC", "EIO",
+-- "EROFS", "EDQUOT") once after_bytes more bytes went in, fsyncs too with
+-- fsync = true; the directory then goes offline until a restart.
+function Broker:inject_disk_fault(spec) return self.handle:inject_disk_fault(spec) end
+function Broker:clear_disk_fault() return self.handle:clear_disk_fault() end
 
 -- Per API: count and milliseconds spent in queue, local, remote,
 -- response_queue, send and total.

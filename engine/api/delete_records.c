@@ -18,6 +18,10 @@ static void delete_partition(kiq_topic_t *topic, const kiq_delete_records_reques
         return;
     }
     kiq_partition_log_t *log = topic->partitions[in->partition_index].log;
+    if (kiq_partition_log_offline(log)) {
+        out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
+        return;
+    }
     /* one replica: the high watermark is the log end */
     int64_t hw = kiq_partition_log_end_offset(log);
     int64_t offset = in->offset == TO_HIGH_WATERMARK ? hw : in->offset;

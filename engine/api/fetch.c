@@ -147,6 +147,11 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
             }
             kiq_partition_t *part = &topic->partitions[p->partition];
             kiq_partition_log_t *log = part->log;
+            if (kiq_partition_log_offline(log)) {
+                pr->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
+                pr->high_watermark = -1;
+                continue;
+            }
             int64_t hw = kiq_partition_log_end_offset(log);
             pr->high_watermark = pr->last_stable_offset = hw;
             pr->log_start_offset = kiq_partition_log_start_offset(log);
@@ -196,7 +201,7 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_fetch_request_t *req)
                 break;
             }
             kiq_partition_log_t *log = topic->partitions[p->partition].log;
-            ready = kiq_partition_log_end_offset(log) != p->fetch_offset;
+            ready = kiq_partition_log_offline(log) || kiq_partition_log_end_offset(log) != p->fetch_offset;
         }
         if (!topic) ready = true;
         kiq_topic_unref(topic);

@@ -57,6 +57,10 @@ static void list_partition(kiq_topic_t *topic, int16_t v,
         return;
     }
     kiq_partition_t *part = &topic->partitions[in->partition_index];
+    if (kiq_partition_log_offline(part->log)) {
+        out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
+        return;
+    }
     if (in->current_leader_epoch >= 0 && in->current_leader_epoch != part->leader_epoch) {
         out->error_code = in->current_leader_epoch < part->leader_epoch ? KIQ_ERR_FENCED_LEADER_EPOCH
                                                                         : KIQ_ERR_UNKNOWN_LEADER_EPOCH;

@@ -19,6 +19,14 @@ static void describe_topic(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic
         p->replica_nodes_n = p->isr_nodes_n = 1;
         p->replica_nodes = p->isr_nodes = kiq_arena_alloc(&r->arena, sizeof(int32_t));
         p->replica_nodes[0] = b->node_id;
+        /* As Kafka's controller leaves it when the only replica's log
+         * directory fails: no leader, the ISR kept, the replica offline. */
+        if (kiq_partition_log_offline(topic->partitions[i].log)) {
+            p->error_code = KIQ_ERR_LEADER_NOT_AVAILABLE;
+            p->leader_id = -1;
+            p->offline_replicas_n = 1;
+            p->offline_replicas = p->replica_nodes;
+        }
     }
 }
 

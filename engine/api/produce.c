@@ -97,6 +97,12 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         return;
     }
     kiq_partition_t *part = &topic->partitions[in->index];
+    if (kiq_partition_log_offline(part->log)) {
+        kiq_error_set("the log directory of %s-%d is offline", topic->name, in->index);
+        out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
+        out->error_message = kiq_api_error_message(r);
+        return;
+    }
     /* the frame is this request's own buffer, so stamping in place is safe */
     uint8_t *data = (uint8_t *)in->records.p;
     size_t len = (size_t)in->records.len;

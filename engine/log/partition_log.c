@@ -47,6 +47,9 @@ struct kiq_partition_log {
     int64_t unflushed, unflushed_since;
     int64_t flush_messages, flush_ms;
     uint64_t flushes;
+    /* The directory's health, shared with the other logs in it (NULL:
+     * none); every segment points at it too. */
+    kiq_log_dir_t *log_dir;
 };
 
 #define UNKNOWN_TS INT64_MIN
@@ -62,6 +65,7 @@ static int push_segment(kiq_partition_log_t *l, kiq_segment_t *seg)
         l->segs = p;
         l->cap = cap;
     }
+    seg->log_dir = l->log_dir;
     l->segs[l->nsegs++] = seg;
     return 0;
 }
@@ -273,7 +277,10 @@ fail:
 void kiq_partition_log_free(kiq_partition_log_t *l)
 {
     if (!l) return;
-    if (kiq_segment_sync(active(l)) < 0) KIQ_WARN("closing %s: %s", l->dir, kiq_error_get());
+    /* An offline directory is not trusted with more writes: recovery
+     * checks what reached it on the next open. */
+    if (!kiq_log_dir_offline(l->log_dir) && kiq_segment_sync(active(l)) < 0)
+        KIQ_WARN("closing %s: %s", l->dir, kiq_error_get());
     for (size_t i = 0; i < l->nsegs; i++) kiq_segment_close(l->segs[i]);
     log_release(l);
 }
@@ -372,6 +379,10 @@ int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t le
     if (len > INT32_MAX) return kiq_error_set("%s: append of %zu bytes is too large", l->dir, len);
     pthread_mutex_lock(&l->mu);
     int rc = -1;
+    if (kiq_log_dir_offline(l->log_dir)) {
+        kiq_error_set("%s: log directory %s is offline", l->dir, kiq_log_dir_path(l->log_dir));
+        goto out;
+    }
     const int64_t first = active(l)->next_offset;
     int64_t next = first;
     int64_t max_ts = -1;
@@ -652,6 +663,16 @@ void kiq_partition_log_recovery(kiq_partition_log_t *l, kiq_segment_recovery_t *
 
 const char *kiq_partition_log_dir(const kiq_partition_log_t *l) { return l->dir; }
 
+void kiq_partition_log_set_log_dir(kiq_partition_log_t *l, kiq_log_dir_t *log_dir)
+{
+    pthread_mutex_lock(&l->mu);
+    l->log_dir = log_dir;
+    for (size_t i = 0; i < l->nsegs; i++) l->segs[i]->log_dir = log_dir;
+    pthread_mutex_unlock(&l->mu);
+}
+
+bool kiq_partition_log_offline(kiq_partition_log_t *l) { return kiq_log_dir_offline(l->log_dir); }
+
 int kiq_partition_log_flush(kiq_partition_log_t *l)
 {
     pthread_mutex_lock(&l->mu);
@@ -672,7 +693,8 @@ int kiq_partition_log_flush_if_due(kiq_partition_log_t *l, int64_t now_ms)
 {
     pthread_mutex_lock(&l->mu);
     int rc = 0;
-    if (l->unflushed > 0 && l->flush_ms != INT64_MAX && now_ms - l->unflushed_since >= l->flush_ms)
+    if (l->unflushed > 0 && l->flush_ms != INT64_MAX && now_ms - l->unflushed_since >= l->flush_ms &&
+        !kiq_log_dir_offline(l->log_dir))
         rc = flush_locked(l) < 0 ? -1 : 1;
     pthread_mutex_unlock(&l->mu);
     return rc;
@@ -756,6 +778,10 @@ int kiq_partition_log_enforce_retention(kiq_partition_log_t *l, int64_t now_ms)
 {
     pthread_mutex_lock(&l->mu);
     int deleted = 0;
+    if (kiq_log_dir_offline(l->log_dir)) {
+        pthread_mutex_unlock(&l->mu);
+        return 0;
+    }
     size_t n = below_start(l);
     if (n) drop_oldest(l, n, "below the log start offset");
     deleted += (int)n;
@@ -803,7 +829,8 @@ int kiq_partition_log_closed_segments(kiq_partition_log_t *l, kiq_log_closed_seg
 {
     *out = NULL;
     pthread_mutex_lock(&l->mu);
-    size_t n = l->nsegs - 1;
+    /* The cleaner leaves an offline directory alone. */
+    size_t n = kiq_log_dir_offline(l->log_dir) ? 0 : l->nsegs - 1;
     *generation = l->generation;
     if (n > 0) {
         *out = calloc(n, sizeof **out);
@@ -869,6 +896,7 @@ int kiq_partition_log_replace_segment(kiq_partition_log_t *l, kiq_segment_t *old
     kiq_segment_recovery_t rep = {0};
     kiq_segment_t *seg = kiq_segment_open(l->dir, base, &l->cfg, true, &rep);
     if (!seg) goto out;
+    seg->log_dir = l->log_dir;
     if (kiq_segment_seal(seg) < 0) KIQ_WARN("sealing the cleaned segment of %s: %s", l->dir, kiq_error_get());
     /* The old files are gone already: its close must not touch the paths. */
     old->deleted = true;

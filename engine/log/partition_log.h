@@ -132,6 +132,14 @@ int kiq_partition_log_segments(kiq_partition_log_t *l, kiq_log_segment_info_t *o
 void kiq_partition_log_recovery(kiq_partition_log_t *l, kiq_segment_recovery_t *out);
 /* The directory, fixed at open. */
 const char *kiq_partition_log_dir(const kiq_partition_log_t *l);
+/* Ties the log to the health of the log directory holding it (shared with
+ * its other logs, outliving this one): a failed write or fsync takes that
+ * offline, and an offline log refuses appends and skips flushes, retention
+ * and cleaning. Call right after open. */
+void kiq_partition_log_set_log_dir(kiq_partition_log_t *l, kiq_log_dir_t *log_dir);
+/* True when the log's directory is offline: its partition answers
+ * KAFKA_STORAGE_ERROR. */
+bool kiq_partition_log_offline(kiq_partition_log_t *l);
 /* fdatasync of the active segment and its indexes; the recovery point
  * becomes the LEO. */
 int kiq_partition_log_flush(kiq_partition_log_t *l);
@@ -200,7 +208,8 @@ typedef struct kiq_log_closed_segment {
 } kiq_log_closed_segment_t;
 
 /* References to every segment but the active one, oldest first, into a
- * malloc'd *out (NULL when none), and the generation they belong to.
+ * malloc'd *out (NULL when none, or when the log directory is offline),
+ * and the generation they belong to.
  * Returns how many, or -1. Closed segments are immutable until deleted,
  * truncated (which moves the generation) or replaced. */
 int kiq_partition_log_closed_segments(kiq_partition_log_t *l, kiq_log_closed_segment_t **out, uint64_t *generation);

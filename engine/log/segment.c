@@ -398,12 +398,18 @@ int kiq_segment_append(kiq_segment_t *seg, const uint8_t *batches, size_t len)
     }
     if (rc < 0) return -1;
 
-    if (kiq_pwrite_full(seg->fd, batches, len, seg->size) < 0) {
-        int saved = errno;
+    /* An injected fault lets a prefix through, as a full disk tears a write. */
+    int fault = 0;
+    size_t allowed = kiq_log_dir_write_allowance(seg->log_dir, len, &fault);
+    bool wrote = kiq_pwrite_full(seg->fd, batches, allowed, seg->size) == 0;
+    if (!wrote || allowed < len) {
+        int saved = wrote ? fault : errno;
         if (cut_file(seg->fd, seg->path, seg->size) < 0)
             KIQ_ERROR("%s: could not remove a partial write: %s", seg->path, kiq_error_get());
         errno = saved;
-        return kiq_error_errno("%s: append of %zu bytes failed", seg->path, len);
+        kiq_error_errno("%s: append of %zu bytes failed", seg->path, len);
+        kiq_log_dir_fail(seg->log_dir, saved, kiq_error_get());
+        return -1;
     }
     kiq_batch_iter_init(&it, batches, len, false);
     while (kiq_batch_iter_next(&it, &b, &blen, &h) == 1) {
@@ -514,8 +520,18 @@ int kiq_segment_truncate_to(kiq_segment_t *seg, int64_t offset)
 
 int kiq_segment_sync(kiq_segment_t *seg)
 {
-    if (fdatasync(seg->fd) < 0) return kiq_error_errno("fdatasync %s", seg->path);
-    if (kiq_offset_index_sync(&seg->oix) < 0 || kiq_time_index_sync(&seg->tix) < 0) return -1;
+    int fault = kiq_log_dir_sync_fault(seg->log_dir);
+    if (fault) errno = fault;
+    if (fault || fdatasync(seg->fd) < 0) {
+        int saved = errno;
+        kiq_error_errno("fdatasync %s", seg->path);
+        kiq_log_dir_fail(seg->log_dir, saved, kiq_error_get());
+        return -1;
+    }
+    if (kiq_offset_index_sync(&seg->oix) < 0 || kiq_time_index_sync(&seg->tix) < 0) {
+        kiq_log_dir_fail(seg->log_dir, errno, kiq_error_get());
+        return -1;
+    }
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "log/log_config.h"
+#include "log/log_dir.h"
 #include "log/offset_index.h"
 #include "log/time_index.h"
 
@@ -62,6 +63,9 @@ typedef struct kiq_segment {
     kiq_offset_index_t oix;
     kiq_time_index_t tix;
     bool deleted;
+    /* The directory's health and injected faults (NULL: none), set by the
+     * owning log: a failed write or fsync takes the directory offline. */
+    kiq_log_dir_t *log_dir;
 } kiq_segment_t;
 
 /* A new, empty segment; fails if its .log file already exists (stale
@@ -82,7 +86,7 @@ int kiq_segment_recover(kiq_segment_t *seg, bool from_last_index, kiq_segment_re
 /* Appends whole v2 batches whose offsets are already assigned (increasing,
  * from next_offset on). Adds an index entry each time more than
  * index_interval bytes went in since the last one. On a write error the file
- * is cut back and nothing changes. */
+ * is cut back, nothing changes and the log directory goes offline. */
 int kiq_segment_append(kiq_segment_t *seg, const uint8_t *batches, size_t len);
 /* Calls cb for each batch from position (a batch boundary) on, reading
  * headers only, until cb returns nonzero (then that is returned) or the
@@ -101,7 +105,8 @@ int kiq_segment_read(const kiq_segment_t *seg, uint64_t position, void *dst, siz
 int kiq_segment_truncate_to(kiq_segment_t *seg, int64_t offset);
 /* True when an index is full: the log must roll before appending. */
 bool kiq_segment_index_full(const kiq_segment_t *seg);
-/* fdatasync of the log and its indexes. */
+/* fdatasync of the log and its indexes; a failure takes the log directory
+ * offline. */
 int kiq_segment_sync(kiq_segment_t *seg);
 /* Called when the segment stops being the active one: a final time index
  * entry for its largest timestamp, index files trimmed, everything synced. */

@@ -156,6 +156,8 @@ static void push_partition_state(lua_State *L, kiq_partition_t *p)
     set_num(L, "log_end_offset", (double)leo);
     set_num(L, "high_watermark", (double)leo); /* one replica: everything is committed */
     set_num(L, "leader_epoch", p->leader_epoch);
+    lua_pushboolean(L, kiq_partition_log_offline(p->log));
+    lua_setfield(L, -2, "offline");
     int n = kiq_partition_log_segments(p->log, NULL, 0);
     kiq_log_segment_info_t *segs = n > 0 ? calloc((size_t)n, sizeof *segs) : NULL;
     if (segs) n = kiq_partition_log_segments(p->log, segs, n);
@@ -173,6 +175,7 @@ static void push_partition_state(lua_State *L, kiq_partition_t *p)
 }
 
 /* b:state() -> { node_id, port, cluster_id, running, queue_depth,
+ *   log_dirs = { { path, offline, error } }, offline_log_dirs = { path... },
  *   topics = { [name] = { id, partitions = { [0..n-1] = {...} } } } } */
 static int l_broker_state(lua_State *L)
 {
@@ -184,6 +187,25 @@ static int l_broker_state(lua_State *L)
     lua_setfield(L, -2, "cluster_id");
     lua_pushboolean(L, b->running);
     lua_setfield(L, -2, "running");
+    int dir_err = kiq_log_dir_error(b->log_dir_health);
+    lua_createtable(L, 1, 0);
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, b->log_dir);
+    lua_setfield(L, -2, "path");
+    lua_pushboolean(L, dir_err != 0);
+    lua_setfield(L, -2, "offline");
+    if (dir_err) {
+        lua_pushstring(L, strerror(dir_err));
+        lua_setfield(L, -2, "error");
+    }
+    lua_rawseti(L, -2, 1);
+    lua_setfield(L, -2, "log_dirs");
+    lua_createtable(L, dir_err != 0, 0);
+    if (dir_err) {
+        lua_pushstring(L, b->log_dir);
+        lua_rawseti(L, -2, 1);
+    }
+    lua_setfield(L, -2, "offline_log_dirs");
     if (!b->running) return 1;
     set_num(L, "queue_depth", (double)kiq_request_queue_depth(b->queue));
     set_num(L, "parked", kiq_purgatory_size(b->purgatory));
@@ -207,6 +229,50 @@ static int l_broker_state(lua_State *L)
     kiq_topics_list_free(list, count);
     lua_setfield(L, -2, "topics");
     return 1;
+}
+
+/* The errno names a disk fault may be given as. */
+static const struct {
+    const char *name;
+    int value;
+} disk_errnos[] = {{"ENOSPC", ENOSPC}, {"EIO", EIO}, {"EROFS", EROFS}, {"EDQUOT", EDQUOT}};
+
+/* b:inject_disk_fault{ errno = "ENOSPC" | "EIO" | "EROFS" | "EDQUOT",
+ *   after_bytes = n (0), fsync = bool (false) } -> true: writes to the log
+ * directory fail with that errno once after_bytes more bytes went in (the
+ * write crossing the limit is torn), fsyncs too when fsync is set. */
+static int l_broker_inject_disk_fault(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_getfield(L, 2, "errno");
+    const char *name = luaL_optstring(L, -1, "EIO");
+    int err = 0;
+    for (size_t i = 0; i < sizeof disk_errnos / sizeof *disk_errnos; i++)
+        if (strcmp(name, disk_errnos[i].name) == 0) err = disk_errnos[i].value;
+    if (!err) return luaL_error(L, "inject_disk_fault: errno must be ENOSPC, EIO, EROFS or EDQUOT, not '%s'", name);
+    lua_getfield(L, 2, "after_bytes");
+    lua_Number after = luaL_optnumber(L, -1, 0);
+    if (after < 0 || after > 9007199254740992.0)
+        return luaL_error(L, "inject_disk_fault: after_bytes must be a count of bytes");
+    lua_getfield(L, 2, "fsync");
+    bool fsyncs = lua_toboolean(L, -1);
+    lua_pop(L, 3);
+    if (kiq_broker_inject_disk_fault(b, err, (int64_t)after, fsyncs) != 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, kiq_error_get());
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* b:clear_disk_fault(): writes work again; an offline directory comes back
+ * with the next start. */
+static int l_broker_clear_disk_fault(lua_State *L)
+{
+    kiq_broker_clear_disk_fault(check_broker(L));
+    return 0;
 }
 
 /* b:request_stats() -> { [api name] = { count, queue_ms, local_ms, ... } } */
@@ -795,6 +861,7 @@ int luaopen_kafkaiq_core(lua_State *L)
     static const luaL_Reg broker_methods[] = {
         {"start", l_broker_start},     {"stop", l_broker_stop},   {"kill", l_broker_kill},
         {"running", l_broker_running}, {"port", l_broker_port},   {"state", l_broker_state},
+        {"inject_disk_fault", l_broker_inject_disk_fault}, {"clear_disk_fault", l_broker_clear_disk_fault},
         {"request_stats", l_broker_request_stats},                {"intercept", l_broker_intercept},
         {"remove_intercept", l_broker_remove_intercept},          {"intercepts", l_broker_intercepts},
         {NULL, NULL},

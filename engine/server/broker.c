@@ -101,6 +101,8 @@ kiq_broker_t *kiq_broker_new(const kiq_config_t *config)
             goto fail;
     }
     if (kiq_mkdir_p(b->log_dir) != 0 || lock_dir(b) != 0 || load_meta(b) != 0) goto fail;
+    b->log_dir_health = kiq_log_dir_new(b->log_dir);
+    if (!b->log_dir_health) goto fail;
     kiq_log_config_default(&b->log_cfg);
     b->log_cfg.segment_bytes = (int32_t)kiq_config_int(config, KIQ_CFG_LOG_SEGMENT_BYTES);
     b->log_cfg.index_interval_bytes =
@@ -165,8 +167,11 @@ int kiq_broker_start(kiq_broker_t *b)
     b->log_cfg.clean_shutdown = b->clean_shutdown;
     if (!b->clean_shutdown && !b->fresh_dir)
         KIQ_INFO("no clean-shutdown marker in %s: recovering logs", b->log_dir);
+    /* A restart is the way back for a failed directory: it is tried again. */
+    kiq_log_dir_reset(b->log_dir_health);
     b->topics = kiq_topics_open(b->log_dir, &b->log_cfg);
     if (!b->topics) return -1;
+    kiq_topics_set_log_dir(b->topics, b->log_dir_health);
     /* from now on the logs are open and a crash is unclean */
     if (b->clean_shutdown && unlink(marker) != 0)
         return kiq_error_errno("cannot remove %s", marker);
@@ -230,6 +235,13 @@ int kiq_broker_start(kiq_broker_t *b)
 
 int kiq_broker_port(const kiq_broker_t *b) { return b->bound_port; }
 
+int kiq_broker_inject_disk_fault(kiq_broker_t *b, int err, int64_t after_bytes, bool fsyncs)
+{
+    return kiq_log_dir_inject_fault(b->log_dir_health, err, after_bytes, fsyncs);
+}
+
+void kiq_broker_clear_disk_fault(kiq_broker_t *b) { kiq_log_dir_clear_fault(b->log_dir_health); }
+
 static void broker_shutdown(kiq_broker_t *b, bool clean);
 
 void kiq_broker_stop(kiq_broker_t *b) { broker_shutdown(b, true); }
@@ -239,7 +251,8 @@ void kiq_broker_kill(kiq_broker_t *b) { broker_shutdown(b, false); }
 static void broker_shutdown(kiq_broker_t *b, bool clean)
 {
     if (!b) return;
-    bool mark_clean = b->running && clean;
+    /* After a disk failure, the next start recovers what reached the disk. */
+    bool mark_clean = b->running && clean && !kiq_log_dir_offline(b->log_dir_health);
     if (b->running && !clean) KIQ_WARN("[KafkaIQ broker %d] killed: no clean shutdown", b->node_id);
     b->running = false;
     /* Stop taking work, answer what is parked, drain the handlers, then the
@@ -290,6 +303,7 @@ void kiq_broker_free(kiq_broker_t *b)
     if (b->lock_fd >= 0) close(b->lock_fd);
     kiq_config_free(b->config);
     kiq_hooks_free(b->hooks); /* the threads that ran hooks are joined */
+    kiq_log_dir_free(b->log_dir_health);
     free(b->log_dir);
     free(b);
 }

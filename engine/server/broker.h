@@ -9,6 +9,7 @@
 
 #include "include/kafkaiq.h"
 #include "log/log_config.h"
+#include "log/log_dir.h"
 #include "lua/hooks.h"
 #include "net/acceptor.h"
 #include "net/processor.h"
@@ -30,6 +31,9 @@ struct kiq_broker {
     int advertised_port;
     char cluster_id[23];
     char *log_dir;
+    /* log_dir's health and injected disk faults: from new to free, so a
+     * fault outlives a restart; its own lock. */
+    kiq_log_dir_t *log_dir_health;
     int lock_fd;
     bool clean_shutdown; /* the previous run stopped cleanly */
     bool fresh_dir;      /* no meta.properties was there: nothing to recover */
@@ -50,6 +54,13 @@ struct kiq_broker {
     kiq_hooks_t *hooks; /* interceptors: from new to free, across restarts; own lock */
     bool running;
 };
+
+/* Disk fault injection under the broker's log directory (see
+ * kiq_log_dir_inject_fault): writes fail with err after after_bytes more
+ * bytes, fsyncs too when fsyncs is set. Callable from any thread, running
+ * or not; 0 or -1. */
+int kiq_broker_inject_disk_fault(kiq_broker_t *b, int err, int64_t after_bytes, bool fsyncs);
+void kiq_broker_clear_disk_fault(kiq_broker_t *b);
 
 /* The I/O thread's entry: decode, dispatch, answer. */
 void kiq_broker_handle(kiq_broker_t *b, kiq_request_t *r);

@@ -37,6 +37,7 @@ struct kiq_topics {
     int count, cap;
     kiq_topic_t *doomed; /* deleted, files not yet removed */
     char *dir;
+    kiq_log_dir_t *health; /* the broker's, outliving the registry; NULL: none */
     kiq_log_config_t log_cfg;
     kiq_topic_config_store_t *store; /* its own thread safety; writes under each topic's config_mu */
     void (*on_append)(void *ctx);
@@ -229,6 +230,7 @@ static int open_partition_logs(kiq_topics_t *t, kiq_topic_t *topic, bool create)
         int64_t rp = create ? -1 : saved_recovery_point(t, topic, i);
         topic->partitions[i].log = kiq_partition_log_open_at(pdir, &cfg, rp);
         if (!topic->partitions[i].log) return -1;
+        kiq_partition_log_set_log_dir(topic->partitions[i].log, t->health);
         if (create && write_partition_metadata(pdir, &topic->id) != 0) return -1;
     }
     return 0;
@@ -469,7 +471,8 @@ void kiq_topics_free(kiq_topics_t *t)
     if (t->dir && t->store) {
         for (int i = 0; i < t->count; i++)
             for (int32_t p = 0; p < t->topics[i]->npartitions; p++)
-                if (t->topics[i]->partitions[p].log && kiq_partition_log_flush(t->topics[i]->partitions[p].log) < 0)
+                if (t->topics[i]->partitions[p].log && !kiq_partition_log_offline(t->topics[i]->partitions[p].log) &&
+                    kiq_partition_log_flush(t->topics[i]->partitions[p].log) < 0)
                     KIQ_WARN("flushing %s-%d: %s", t->topics[i]->name, p, kiq_error_get());
         if (kiq_topics_checkpoint_recovery_points(t) != 0)
             KIQ_WARN("cannot write the recovery points: %s", kiq_error_get());
@@ -481,6 +484,16 @@ void kiq_topics_free(kiq_topics_t *t)
     pthread_mutex_destroy(&t->checkpoint_mu);
     free(t->dir);
     free(t);
+}
+
+void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health)
+{
+    pthread_rwlock_wrlock(&t->lock);
+    t->health = health;
+    for (int i = 0; i < t->count; i++)
+        for (int32_t p = 0; p < t->topics[i]->npartitions; p++)
+            if (t->topics[i]->partitions[p].log) kiq_partition_log_set_log_dir(t->topics[i]->partitions[p].log, health);
+    pthread_rwlock_unlock(&t->lock);
 }
 
 kiq_topic_t *kiq_topics_get(kiq_topics_t *t, kiq_str_t name)
@@ -539,6 +552,9 @@ int kiq_topics_create_with_configs(kiq_topics_t *t, kiq_str_t name, int32_t part
     } else if (is_doomed(t, name)) {
         kiq_error_set("Topic '%.*s' is marked for deletion.", name.len, name.p);
         rc = KIQ_ERR_TOPIC_ALREADY_EXISTS;
+    } else if (kiq_log_dir_offline(t->health)) {
+        kiq_error_set("Log directory %s is offline", t->dir);
+        rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
     } else if (!validate_only) {
         char cname[256];
         snprintf(cname, sizeof cname, "%.*s", name.len, name.p);

@@ -59,7 +59,14 @@ typedef struct kiq_topics kiq_topics_t;
  * no longer there are dropped). clean_shutdown tells the logs how much
  * recovery they need. */
 kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_cfg);
-/* Closes every log cleanly (the caller has stopped all request handling). */
+/* Ties every log, and those created later, to the health of the log
+ * directory (kept by the caller until after kiq_topics_free): a failed
+ * write or fsync takes it offline, and then its partitions answer
+ * KAFKA_STORAGE_ERROR and topics cannot be created in it. Call right
+ * after open. */
+void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health);
+/* Closes every log cleanly (the caller has stopped all request handling);
+ * logs in an offline directory are not flushed. */
 void kiq_topics_free(kiq_topics_t *t);
 
 /* A referenced topic or NULL; release with kiq_topic_unref. */

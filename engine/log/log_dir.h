@@ -1,0 +1,48 @@
+/* The health of one log directory (Kafka's LogDirFailureChannel) and the
+ * disk faults a test injects into it. A write or fsync failure in any log
+ * of the directory takes it offline: from then on its partitions answer
+ * KAFKA_STORAGE_ERROR until the broker restarts with the directory
+ * working again.
+ *
+ * Owned by the broker from new to free (so an injected fault outlives a
+ * restart); every function is callable from any thread: the offline flag
+ * and the armed flag are atomics, the fault itself is guarded by mu. */
+#ifndef KIQ_LOG_LOG_DIR_H
+#define KIQ_LOG_LOG_DIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kiq_log_dir kiq_log_dir_t;
+
+kiq_log_dir_t *kiq_log_dir_new(const char *path);
+void kiq_log_dir_free(kiq_log_dir_t *d);
+const char *kiq_log_dir_path(const kiq_log_dir_t *d);
+
+/* NULL is a directory that never fails. */
+bool kiq_log_dir_offline(const kiq_log_dir_t *d);
+/* Takes the directory offline after a failed write or fsync (err is the
+ * errno, what the failure as recorded: file, operation and reason); only
+ * the first failure is logged, as an error. NULL is fine. */
+void kiq_log_dir_fail(kiq_log_dir_t *d, int err, const char *what);
+/* Back online (the broker's start, before the logs are opened). */
+void kiq_log_dir_reset(kiq_log_dir_t *d);
+/* The errno of the failure that took the directory offline, 0 if online. */
+int kiq_log_dir_error(const kiq_log_dir_t *d);
+
+/* Makes writes to the directory's logs fail with err once after_bytes
+ * more bytes went in (0: at once; a write crossing the limit is torn:
+ * its first part reaches the file), and fsyncs fail with err too when
+ * fsyncs is set. Replaces any earlier fault; 0 or -1 for a bad errno. */
+int kiq_log_dir_inject_fault(kiq_log_dir_t *d, int err, int64_t after_bytes, bool fsyncs);
+void kiq_log_dir_clear_fault(kiq_log_dir_t *d);
+
+/* The log's write path asks before writing n bytes: how many may go in
+ * (n when no fault applies); when fewer, *err is the errno to fail with.
+ * NULL is fine. */
+size_t kiq_log_dir_write_allowance(kiq_log_dir_t *d, size_t n, int *err);
+/* Before an fsync: the errno it must fail with, 0 when none. */
+int kiq_log_dir_sync_fault(kiq_log_dir_t *d);
+
+#endif
