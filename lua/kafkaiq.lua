@@ -102,11 +102,13 @@ function Broker:running() return self.handle:running() end
 -- offline_log_dirs, queue_depth, parked requests.
 function Broker:state() return self.handle:state() end
 
--- Disk faults: writes to the log directory fail with errno ("ENOSPC", "EIO",
--- "EROFS", "EDQUOT") once after_bytes more bytes went in, fsyncs too with
--- fsync = true; the directory then goes offline until a restart.
+-- Disk faults: writes to a log directory (dir = path, default the first of
+-- log.dirs) fail with errno ("ENOSPC", "EIO", "EROFS", "EDQUOT") once
+-- after_bytes more bytes went in, fsyncs too with fsync = true; the
+-- directory then goes offline until a restart. clear_disk_fault{ dir = }
+-- clears one directory's fault, clear_disk_fault() every one.
 function Broker:inject_disk_fault(spec) return self.handle:inject_disk_fault(spec) end
-function Broker:clear_disk_fault() return self.handle:clear_disk_fault() end
+function Broker:clear_disk_fault(spec) return self.handle:clear_disk_fault(spec) end
 
 -- Per API: count and milliseconds spent in queue, local, remote,
 -- response_queue, send and total.

@@ -192,8 +192,29 @@ int kiq_config_validate(const kiq_config_t *c)
     if (strncmp(l, "PLAINTEXT://", 12) != 0 || !strrchr(l + 12, ':'))
         return kiq_error_set("listeners: '%s' must look like PLAINTEXT://host:port", l);
     if (!*kiq_config_str(c, KIQ_CFG_LOG_DIRS)) return kiq_error_set("log.dirs: must not be empty");
-    if (strchr(kiq_config_str(c, KIQ_CFG_LOG_DIRS), ','))
-        return kiq_error_set("log.dirs: one directory is supported for now");
+    /* A comma list is Kafka's JBOD: every entry a path, none twice. */
+    const char *dirs = kiq_config_str(c, KIQ_CFG_LOG_DIRS);
+    for (const char *p = dirs; ; ) {
+        const char *end = strchr(p, ',');
+        if (!end) end = p + strlen(p);
+        const char *s = p, *e = end;
+        while (s < e && (*s == ' ' || *s == '\t')) s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        if (s == e) return kiq_error_set("log.dirs: '%s' has an empty entry", dirs);
+        for (const char *q = end; *q; ) {
+            q++;
+            const char *qe = strchr(q, ',');
+            if (!qe) qe = q + strlen(q);
+            const char *qs = q, *qt = qe;
+            while (qs < qt && (*qs == ' ' || *qs == '\t')) qs++;
+            while (qt > qs && (qt[-1] == ' ' || qt[-1] == '\t')) qt--;
+            if (qt - qs == e - s && memcmp(qs, s, (size_t)(e - s)) == 0)
+                return kiq_error_set("log.dirs: '%.*s' is listed twice", (int)(e - s), s);
+            q = qe;
+        }
+        if (!*end) break;
+        p = end + 1;
+    }
     return 0;
 }
 

@@ -187,24 +187,27 @@ static int l_broker_state(lua_State *L)
     lua_setfield(L, -2, "cluster_id");
     lua_pushboolean(L, b->running);
     lua_setfield(L, -2, "running");
-    int dir_err = kiq_log_dir_error(b->log_dir_health);
-    lua_createtable(L, 1, 0);
-    lua_createtable(L, 0, 3);
-    lua_pushstring(L, b->log_dir);
-    lua_setfield(L, -2, "path");
-    lua_pushboolean(L, dir_err != 0);
-    lua_setfield(L, -2, "offline");
-    if (dir_err) {
-        lua_pushstring(L, strerror(dir_err));
-        lua_setfield(L, -2, "error");
+    lua_createtable(L, b->nlog_dirs, 0);
+    for (int i = 0; i < b->nlog_dirs; i++) {
+        int dir_err = kiq_log_dir_error(b->log_dirs[i].health);
+        lua_createtable(L, 0, 3);
+        lua_pushstring(L, b->log_dirs[i].path);
+        lua_setfield(L, -2, "path");
+        lua_pushboolean(L, dir_err != 0);
+        lua_setfield(L, -2, "offline");
+        if (dir_err) {
+            lua_pushstring(L, strerror(dir_err));
+            lua_setfield(L, -2, "error");
+        }
+        lua_rawseti(L, -2, i + 1);
     }
-    lua_rawseti(L, -2, 1);
     lua_setfield(L, -2, "log_dirs");
-    lua_createtable(L, dir_err != 0, 0);
-    if (dir_err) {
-        lua_pushstring(L, b->log_dir);
-        lua_rawseti(L, -2, 1);
-    }
+    lua_newtable(L);
+    for (int i = 0, n = 0; i < b->nlog_dirs; i++)
+        if (kiq_log_dir_offline(b->log_dirs[i].health)) {
+            lua_pushstring(L, b->log_dirs[i].path);
+            lua_rawseti(L, -2, ++n);
+        }
     lua_setfield(L, -2, "offline_log_dirs");
     if (!b->running) return 1;
     set_num(L, "queue_depth", (double)kiq_request_queue_depth(b->queue));
@@ -238,9 +241,10 @@ static const struct {
 } disk_errnos[] = {{"ENOSPC", ENOSPC}, {"EIO", EIO}, {"EROFS", EROFS}, {"EDQUOT", EDQUOT}};
 
 /* b:inject_disk_fault{ errno = "ENOSPC" | "EIO" | "EROFS" | "EDQUOT",
- *   after_bytes = n (0), fsync = bool (false) } -> true: writes to the log
- * directory fail with that errno once after_bytes more bytes went in (the
- * write crossing the limit is torn), fsyncs too when fsync is set. */
+ *   after_bytes = n (0), fsync = bool (false), dir = path (the first of
+ *   log.dirs) } -> true: writes to that log directory fail with that errno
+ * once after_bytes more bytes went in (the write crossing the limit is
+ * torn), fsyncs too when fsync is set; nil, err for an unknown dir. */
 static int l_broker_inject_disk_fault(lua_State *L)
 {
     kiq_broker_t *b = check_broker(L);
@@ -257,8 +261,9 @@ static int l_broker_inject_disk_fault(lua_State *L)
         return luaL_error(L, "inject_disk_fault: after_bytes must be a count of bytes");
     lua_getfield(L, 2, "fsync");
     bool fsyncs = lua_toboolean(L, -1);
-    lua_pop(L, 3);
-    if (kiq_broker_inject_disk_fault(b, err, (int64_t)after, fsyncs) != 0) {
+    lua_getfield(L, 2, "dir");
+    const char *dir = luaL_optstring(L, -1, NULL);
+    if (kiq_broker_inject_disk_fault(b, dir, err, (int64_t)after, fsyncs) != 0) {
         lua_pushnil(L);
         lua_pushstring(L, kiq_error_get());
         return 2;
@@ -267,12 +272,25 @@ static int l_broker_inject_disk_fault(lua_State *L)
     return 1;
 }
 
-/* b:clear_disk_fault(): writes work again; an offline directory comes back
- * with the next start. */
+/* b:clear_disk_fault([{ dir = path }]): writes to that directory (every
+ * one without dir) work again; an offline directory comes back with the
+ * next start. nil, err for an unknown dir. */
 static int l_broker_clear_disk_fault(lua_State *L)
 {
-    kiq_broker_clear_disk_fault(check_broker(L));
-    return 0;
+    kiq_broker_t *b = check_broker(L);
+    const char *dir = NULL;
+    if (!lua_isnoneornil(L, 2)) {
+        luaL_checktype(L, 2, LUA_TTABLE);
+        lua_getfield(L, 2, "dir");
+        dir = luaL_optstring(L, -1, NULL);
+    }
+    if (kiq_broker_clear_disk_fault(b, dir) != 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, kiq_error_get());
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
 }
 
 /* b:request_stats() -> { [api name] = { count, queue_ms, local_ms, ... } } */

@@ -33,32 +33,43 @@ static int parse_listener(const char *l, char *host, size_t hn, int *port)
     return 0;
 }
 
-/* meta.properties as Kafka keeps it: ties the directory to a cluster and a
- * broker id, and gives the cluster its id. */
-static int load_meta(kiq_broker_t *b)
+/* meta.properties as Kafka keeps it: ties each directory to a cluster
+ * and a broker id, and gives the cluster its id. Every directory that has
+ * one must agree (a directory from another broker or cluster is refused);
+ * the others get the same. */
+static int read_meta(kiq_broker_t *b, kiq_broker_log_dir_t *d, const char **cluster_from)
 {
     char path[PATH_MAX], line[256];
-    snprintf(path, sizeof path, "%s/meta.properties", b->log_dir);
+    snprintf(path, sizeof path, "%s/meta.properties", d->path);
     FILE *f = fopen(path, "r");
-    if (f) {
-        int id = -1;
-        char cluster[64] = "";
-        while (fgets(line, sizeof line, f)) {
-            sscanf(line, "broker.id=%d", &id);
-            sscanf(line, "cluster.id=%63s", cluster);
-        }
-        fclose(f);
-        if (id != b->node_id)
-            return kiq_error_set("%s belongs to broker.id %d, not %d", path, id, b->node_id);
-        if (strlen(cluster) != 22) return kiq_error_set("%s has no valid cluster.id", path);
-        memcpy(b->cluster_id, cluster, 23);
+    if (!f) {
+        d->fresh = true;
         return 0;
     }
-    b->fresh_dir = true;
-    kiq_uuid_t u;
-    if (kiq_uuid_random(&u) != 0) return -1;
-    kiq_uuid_to_base64(&u, b->cluster_id);
-    f = fopen(path, "w");
+    int id = -1;
+    char cluster[64] = "";
+    while (fgets(line, sizeof line, f)) {
+        sscanf(line, "broker.id=%d", &id);
+        sscanf(line, "cluster.id=%63s", cluster);
+    }
+    fclose(f);
+    if (id != b->node_id) return kiq_error_set("%s belongs to broker.id %d, not %d", path, id, b->node_id);
+    if (strlen(cluster) != 22) return kiq_error_set("%s has no valid cluster.id", path);
+    if (*cluster_from && strcmp(cluster, b->cluster_id) != 0)
+        return kiq_error_set("%s has cluster.id %s but %s/meta.properties has %s: the log directories belong to different clusters",
+                             path, cluster, *cluster_from, b->cluster_id);
+    if (!*cluster_from) {
+        memcpy(b->cluster_id, cluster, 23);
+        *cluster_from = d->path;
+    }
+    return 0;
+}
+
+static int write_meta(kiq_broker_t *b, const kiq_broker_log_dir_t *d)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/meta.properties", d->path);
+    FILE *f = fopen(path, "w");
     if (!f) return kiq_error_errno("cannot write %s", path);
     fprintf(f, "#kafkaiq\nversion=0\nbroker.id=%d\ncluster.id=%s\n", b->node_id, b->cluster_id);
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : kiq_error_errno("cannot write %s", path);
@@ -66,15 +77,62 @@ static int load_meta(kiq_broker_t *b)
     return rc;
 }
 
-static int lock_dir(kiq_broker_t *b)
+static int load_meta(kiq_broker_t *b)
+{
+    const char *cluster_from = NULL;
+    for (int i = 0; i < b->nlog_dirs; i++)
+        if (read_meta(b, &b->log_dirs[i], &cluster_from) != 0) return -1;
+    if (!cluster_from) {
+        kiq_uuid_t u;
+        if (kiq_uuid_random(&u) != 0) return -1;
+        kiq_uuid_to_base64(&u, b->cluster_id);
+    }
+    for (int i = 0; i < b->nlog_dirs; i++)
+        if (b->log_dirs[i].fresh && write_meta(b, &b->log_dirs[i]) != 0) return -1;
+    return 0;
+}
+
+static int lock_dir(kiq_broker_log_dir_t *d)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/.lock", b->log_dir);
-    b->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (b->lock_fd < 0) return kiq_error_errno("cannot open %s", path);
-    if (flock(b->lock_fd, LOCK_EX | LOCK_NB) != 0)
-        return kiq_error_set("%s is in use by another broker", b->log_dir);
+    snprintf(path, sizeof path, "%s/.lock", d->path);
+    d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (d->lock_fd < 0) return kiq_error_errno("cannot open %s", path);
+    if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return kiq_error_set("%s is in use by another broker", d->path);
     return 0;
+}
+
+/* log.dirs split at commas, blanks around each path dropped (the config
+ * check refused empty and repeated entries). */
+static int parse_log_dirs(kiq_broker_t *b, const char *list)
+{
+    int n = 1;
+    for (const char *c = list; *c; c++) n += *c == ',';
+    b->log_dirs = calloc((size_t)n, sizeof *b->log_dirs);
+    if (!b->log_dirs) return kiq_error_set("out of memory");
+    const char *p = list;
+    for (int i = 0; i < n; i++) {
+        const char *end = strchr(p, ',');
+        if (!end) end = p + strlen(p);
+        const char *s = p, *e = end;
+        while (s < e && (*s == ' ' || *s == '\t')) s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        kiq_broker_log_dir_t *d = &b->log_dirs[i];
+        d->lock_fd = -1;
+        b->nlog_dirs = i + 1;
+        if (!(d->path = strndup(s, (size_t)(e - s))) || !(d->health = kiq_log_dir_new(d->path)))
+            return kiq_error_set("out of memory");
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+kiq_broker_log_dir_t *kiq_broker_find_log_dir(kiq_broker_t *b, const char *path)
+{
+    for (int i = 0; i < b->nlog_dirs; i++)
+        if (strcmp(b->log_dirs[i].path, path) == 0) return &b->log_dirs[i];
+    return NULL;
 }
 
 kiq_broker_t *kiq_broker_new(const kiq_config_t *config)
@@ -82,11 +140,9 @@ kiq_broker_t *kiq_broker_new(const kiq_config_t *config)
     if (kiq_config_validate(config) != 0) return NULL;
     kiq_broker_t *b = calloc(1, sizeof *b);
     if (!b) return NULL;
-    b->lock_fd = -1;
     b->config = kiq_config_copy(config);
-    b->log_dir = strdup(kiq_config_str(config, KIQ_CFG_LOG_DIRS));
     b->node_id = (int32_t)kiq_config_int(config, KIQ_CFG_BROKER_ID);
-    if (!b->config || !b->log_dir ||
+    if (!b->config || parse_log_dirs(b, kiq_config_str(config, KIQ_CFG_LOG_DIRS)) != 0 ||
         parse_listener(kiq_config_str(config, KIQ_CFG_LISTENERS), b->host, sizeof b->host,
                        &b->port) != 0)
         goto fail;
@@ -100,9 +156,9 @@ kiq_broker_t *kiq_broker_new(const kiq_config_t *config)
                            &b->advertised_port) != 0)
             goto fail;
     }
-    if (kiq_mkdir_p(b->log_dir) != 0 || lock_dir(b) != 0 || load_meta(b) != 0) goto fail;
-    b->log_dir_health = kiq_log_dir_new(b->log_dir);
-    if (!b->log_dir_health) goto fail;
+    for (int i = 0; i < b->nlog_dirs; i++)
+        if (kiq_mkdir_p(b->log_dirs[i].path) != 0 || lock_dir(&b->log_dirs[i]) != 0) goto fail;
+    if (load_meta(b) != 0) goto fail;
     kiq_log_config_default(&b->log_cfg);
     b->log_cfg.segment_bytes = (int32_t)kiq_config_int(config, KIQ_CFG_LOG_SEGMENT_BYTES);
     b->log_cfg.index_interval_bytes =
@@ -162,19 +218,28 @@ static void *io_thread_main(void *arg)
 int kiq_broker_start(kiq_broker_t *b)
 {
     char marker[PATH_MAX];
-    snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dir);
-    b->clean_shutdown = access(marker, F_OK) == 0;
-    b->log_cfg.clean_shutdown = b->clean_shutdown;
-    if (!b->clean_shutdown && !b->fresh_dir)
-        KIQ_INFO("no clean-shutdown marker in %s: recovering logs", b->log_dir);
-    /* A restart is the way back for a failed directory: it is tried again. */
-    kiq_log_dir_reset(b->log_dir_health);
-    b->topics = kiq_topics_open(b->log_dir, &b->log_cfg);
+    kiq_topics_dir_spec_t *specs = calloc((size_t)b->nlog_dirs, sizeof *specs);
+    if (!specs) return kiq_error_set("out of memory");
+    b->log_cfg.clean_shutdown = true;
+    for (int i = 0; i < b->nlog_dirs; i++) {
+        kiq_broker_log_dir_t *d = &b->log_dirs[i];
+        snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, d->path);
+        d->clean_shutdown = access(marker, F_OK) == 0;
+        if (!d->clean_shutdown) b->log_cfg.clean_shutdown = false;
+        if (!d->clean_shutdown && !d->fresh) KIQ_INFO("no clean-shutdown marker in %s: recovering logs", d->path);
+        /* A restart is the way back for a failed directory: it is tried again. */
+        kiq_log_dir_reset(d->health);
+        specs[i] = (kiq_topics_dir_spec_t){.path = d->path, .clean_shutdown = d->clean_shutdown, .health = d->health};
+    }
+    b->topics = kiq_topics_open_dirs(specs, b->nlog_dirs, &b->log_cfg);
+    free(specs);
     if (!b->topics) return -1;
-    kiq_topics_set_log_dir(b->topics, b->log_dir_health);
     /* from now on the logs are open and a crash is unclean */
-    if (b->clean_shutdown && unlink(marker) != 0)
-        return kiq_error_errno("cannot remove %s", marker);
+    for (int i = 0; i < b->nlog_dirs; i++) {
+        snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dirs[i].path);
+        if (b->log_dirs[i].clean_shutdown && unlink(marker) != 0)
+            return kiq_error_errno("cannot remove %s", marker);
+    }
 
     b->retention = kiq_log_retention_new(b->topics, b->config);
     if (!b->retention) return -1;
@@ -229,18 +294,30 @@ int kiq_broker_start(kiq_broker_t *b)
     if (kiq_acceptor_start(b->acceptor) != 0) return -1;
     b->running = true;
     KIQ_INFO("[KafkaIQ broker %d] started: listening on %s:%d, data in %s, cluster %s", b->node_id,
-             *b->host ? b->host : "*", b->bound_port, b->log_dir, b->cluster_id);
+             *b->host ? b->host : "*", b->bound_port, kiq_config_str(b->config, KIQ_CFG_LOG_DIRS), b->cluster_id);
     return 0;
 }
 
 int kiq_broker_port(const kiq_broker_t *b) { return b->bound_port; }
 
-int kiq_broker_inject_disk_fault(kiq_broker_t *b, int err, int64_t after_bytes, bool fsyncs)
+int kiq_broker_inject_disk_fault(kiq_broker_t *b, const char *dir, int err, int64_t after_bytes, bool fsyncs)
 {
-    return kiq_log_dir_inject_fault(b->log_dir_health, err, after_bytes, fsyncs);
+    kiq_broker_log_dir_t *d = dir ? kiq_broker_find_log_dir(b, dir) : &b->log_dirs[0];
+    if (!d) return kiq_error_set("disk fault: %s is not one of log.dirs", dir);
+    return kiq_log_dir_inject_fault(d->health, err, after_bytes, fsyncs);
 }
 
-void kiq_broker_clear_disk_fault(kiq_broker_t *b) { kiq_log_dir_clear_fault(b->log_dir_health); }
+int kiq_broker_clear_disk_fault(kiq_broker_t *b, const char *dir)
+{
+    if (!dir) {
+        for (int i = 0; i < b->nlog_dirs; i++) kiq_log_dir_clear_fault(b->log_dirs[i].health);
+        return 0;
+    }
+    kiq_broker_log_dir_t *d = kiq_broker_find_log_dir(b, dir);
+    if (!d) return kiq_error_set("disk fault: %s is not one of log.dirs", dir);
+    kiq_log_dir_clear_fault(d->health);
+    return 0;
+}
 
 static void broker_shutdown(kiq_broker_t *b, bool clean);
 
@@ -251,8 +328,10 @@ void kiq_broker_kill(kiq_broker_t *b) { broker_shutdown(b, false); }
 static void broker_shutdown(kiq_broker_t *b, bool clean)
 {
     if (!b) return;
-    /* After a disk failure, the next start recovers what reached the disk. */
-    bool mark_clean = b->running && clean && !kiq_log_dir_offline(b->log_dir_health);
+    /* After a disk failure, the next start recovers what reached that
+     * directory; the others are marked clean. */
+    bool mark_clean = b->running && clean;
+    bool all_marked = true;
     if (b->running && !clean) KIQ_WARN("[KafkaIQ broker %d] killed: no clean shutdown", b->node_id);
     b->running = false;
     /* Stop taking work, answer what is parked, drain the handlers, then the
@@ -280,17 +359,21 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     if (b->topics) {
         kiq_topics_free(b->topics);
         b->topics = NULL;
-        if (mark_clean) {
+        for (int i = 0; mark_clean && i < b->nlog_dirs; i++) {
+            if (kiq_log_dir_offline(b->log_dirs[i].health)) {
+                all_marked = false;
+                continue;
+            }
             char marker[PATH_MAX];
-            snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dir);
+            snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dirs[i].path);
             int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
             if (fd >= 0) {
                 fsync(fd);
                 close(fd);
-                kiq_fsync_dir(b->log_dir);
+                kiq_fsync_dir(b->log_dirs[i].path);
             }
-            KIQ_INFO("[KafkaIQ broker %d] shut down cleanly", b->node_id);
         }
+        if (mark_clean && all_marked) KIQ_INFO("[KafkaIQ broker %d] shut down cleanly", b->node_id);
     }
     free(b->io_threads);
     b->io_threads = NULL;
@@ -300,10 +383,13 @@ void kiq_broker_free(kiq_broker_t *b)
 {
     if (!b) return;
     kiq_broker_stop(b);
-    if (b->lock_fd >= 0) close(b->lock_fd);
     kiq_config_free(b->config);
     kiq_hooks_free(b->hooks); /* the threads that ran hooks are joined */
-    kiq_log_dir_free(b->log_dir_health);
-    free(b->log_dir);
+    for (int i = 0; i < b->nlog_dirs; i++) {
+        if (b->log_dirs[i].lock_fd >= 0) close(b->log_dirs[i].lock_fd);
+        kiq_log_dir_free(b->log_dirs[i].health);
+        free(b->log_dirs[i].path);
+    }
+    free(b->log_dirs);
     free(b);
 }

@@ -21,6 +21,19 @@
 #include "server/request_stats.h"
 #include "server/topics.h"
 
+/* One of the broker's log directories (log.dirs, Kafka's JBOD): each has
+ * its own lock file, meta.properties, clean-shutdown marker, checkpoints
+ * and health. Set up by kiq_broker_new; clean_shutdown is set by start. */
+typedef struct kiq_broker_log_dir {
+    char *path;
+    /* Its health and injected disk faults: from new to free, so a fault
+     * outlives a restart; its own lock. */
+    kiq_log_dir_t *health;
+    int lock_fd;
+    bool clean_shutdown; /* the previous run left its marker here */
+    bool fresh;          /* no meta.properties was there: nothing to recover */
+} kiq_broker_log_dir_t;
+
 struct kiq_broker {
     kiq_config_t *config;
     int32_t node_id;
@@ -30,13 +43,8 @@ struct kiq_broker {
     char advertised_host[256];
     int advertised_port;
     char cluster_id[23];
-    char *log_dir;
-    /* log_dir's health and injected disk faults: from new to free, so a
-     * fault outlives a restart; its own lock. */
-    kiq_log_dir_t *log_dir_health;
-    int lock_fd;
-    bool clean_shutdown; /* the previous run stopped cleanly */
-    bool fresh_dir;      /* no meta.properties was there: nothing to recover */
+    kiq_broker_log_dir_t *log_dirs; /* in log.dirs order; the first keeps the topic configs */
+    int nlog_dirs;
     kiq_log_config_t log_cfg;
 
     kiq_topics_t *topics;
@@ -55,12 +63,18 @@ struct kiq_broker {
     bool running;
 };
 
-/* Disk fault injection under the broker's log directory (see
- * kiq_log_dir_inject_fault): writes fail with err after after_bytes more
- * bytes, fsyncs too when fsyncs is set. Callable from any thread, running
- * or not; 0 or -1. */
-int kiq_broker_inject_disk_fault(kiq_broker_t *b, int err, int64_t after_bytes, bool fsyncs);
-void kiq_broker_clear_disk_fault(kiq_broker_t *b);
+/* The log directory of that path as given in log.dirs, or NULL. */
+kiq_broker_log_dir_t *kiq_broker_find_log_dir(kiq_broker_t *b, const char *path);
+
+/* Disk fault injection under one of the broker's log directories (dir as
+ * given in log.dirs; NULL: the first; see kiq_log_dir_inject_fault):
+ * writes fail with err after after_bytes more bytes, fsyncs too when
+ * fsyncs is set. Callable from any thread, running or not; 0 or -1 (an
+ * unknown dir too). */
+int kiq_broker_inject_disk_fault(kiq_broker_t *b, const char *dir, int err, int64_t after_bytes, bool fsyncs);
+/* Clears the fault of dir (NULL: of every directory); 0 or -1 for an
+ * unknown dir. */
+int kiq_broker_clear_disk_fault(kiq_broker_t *b, const char *dir);
 
 /* The I/O thread's entry: decode, dispatch, answer. */
 void kiq_broker_handle(kiq_broker_t *b, kiq_request_t *r);

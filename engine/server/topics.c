@@ -28,16 +28,25 @@
 typedef struct recovery_point {
     char topic[256];
     int32_t partition;
+    int dir; /* whose checkpoint named it */
     int64_t offset;
 } recovery_point_t;
+
+/* One log directory of the registry. */
+typedef struct topics_dir {
+    char *path;
+    kiq_log_dir_t *health; /* the broker's, outliving the registry; NULL: none */
+    bool clean_shutdown;
+    int npartitions; /* placed here, for placement; the registry's lock */
+} topics_dir_t;
 
 struct kiq_topics {
     pthread_rwlock_t lock; /* guards topics/count/cap, doomed and its links */
     kiq_topic_t **topics;  /* sorted by name */
     int count, cap;
     kiq_topic_t *doomed; /* deleted, files not yet removed */
-    char *dir;
-    kiq_log_dir_t *health; /* the broker's, outliving the registry; NULL: none */
+    topics_dir_t *dirs;  /* fixed after open but the counts and health */
+    int ndirs;
     kiq_log_config_t log_cfg;
     kiq_topic_config_store_t *store; /* its own thread safety; writes under each topic's config_mu */
     void (*on_append)(void *ctx);
@@ -107,9 +116,9 @@ static void topic_destroy(kiq_topic_t *topic)
     }
     kiq_topic_configs_clear(&topic->configs);
     pthread_mutex_destroy(&topic->config_mu);
+    for (int32_t i = 0; i < topic->npartitions; i++) free(topic->partitions[i].dir);
     free(topic->partitions);
     free(topic->name);
-    free(topic->dir);
     free(topic);
 }
 
@@ -118,16 +127,15 @@ void kiq_topic_unref(kiq_topic_t *topic)
     if (topic && atomic_fetch_sub(&topic->refs, 1) == 1) topic_destroy(topic);
 }
 
-static kiq_topic_t *topic_alloc(const char *name, int32_t npartitions, const char *dir)
+/* The partitions get their directories with place_partition. */
+static kiq_topic_t *topic_alloc(const char *name, int32_t npartitions)
 {
     kiq_topic_t *topic = calloc(1, sizeof *topic);
     if (!topic) return NULL;
     topic->name = strdup(name);
-    topic->dir = strdup(dir);
     topic->partitions = calloc((size_t)npartitions, sizeof *topic->partitions);
-    if (!topic->name || !topic->dir || !topic->partitions) {
+    if (!topic->name || !topic->partitions) {
         free(topic->name);
-        free(topic->dir);
         free(topic->partitions);
         free(topic);
         return NULL;
@@ -142,15 +150,45 @@ static kiq_topic_t *topic_alloc(const char *name, int32_t npartitions, const cha
     for (int32_t i = 0; i < npartitions; i++) {
         topic->partitions[i].topic = topic;
         topic->partitions[i].index = i;
+        topic->partitions[i].dir_index = -1;
     }
     return topic;
+}
+
+/* Under the registry's write lock (or before it is shared): Kafka's rule,
+ * the online directory with the fewest partitions, the first on a tie;
+ * -1 when every directory is offline. */
+static int pick_dir(const kiq_topics_t *t)
+{
+    int best = -1;
+    for (int i = 0; i < t->ndirs; i++)
+        if (!kiq_log_dir_offline(t->dirs[i].health) &&
+            (best < 0 || t->dirs[i].npartitions < t->dirs[best].npartitions))
+            best = i;
+    return best;
+}
+
+/* Same lock: puts the partition in directory d and counts it there. */
+static int place_partition(kiq_topics_t *t, kiq_partition_t *p, int d)
+{
+    if (!(p->dir = strdup(t->dirs[d].path))) return kiq_error_set("out of memory");
+    p->dir_index = d;
+    t->dirs[d].npartitions++;
+    return 0;
+}
+
+/* Same lock: the topic's partitions no longer count for placement. */
+static void unplace_topic(kiq_topics_t *t, const kiq_topic_t *topic)
+{
+    for (int32_t i = 0; i < topic->npartitions; i++)
+        if (topic->partitions[i].dir_index >= 0) t->dirs[topic->partitions[i].dir_index].npartitions--;
 }
 
 static int partition_path(char *buf, size_t n, const kiq_topic_t *topic, int32_t p)
 {
     char name[300];
     if (kiq_log_dir_name(name, sizeof name, topic->name, p) != 0) return -1;
-    if ((size_t)snprintf(buf, n, "%s/%s", topic->dir, name) >= n)
+    if ((size_t)snprintf(buf, n, "%s/%s", topic->partitions[p].dir, name) >= n)
         return kiq_error_set("path too long for %s", name);
     return 0;
 }
@@ -213,8 +251,10 @@ static void apply_hot_configs(kiq_topic_t *topic)
  * Kafka does) when the checkpoint does not name it. */
 static int64_t saved_recovery_point(const kiq_topics_t *t, const kiq_topic_t *topic, int32_t partition)
 {
+    int d = topic->partitions[partition].dir_index;
     for (size_t i = 0; i < t->nrps; i++)
-        if (t->rps[i].partition == partition && strcmp(t->rps[i].topic, topic->name) == 0) return t->rps[i].offset;
+        if (t->rps[i].partition == partition && t->rps[i].dir == d && strcmp(t->rps[i].topic, topic->name) == 0)
+            return t->rps[i].offset;
     return 0;
 }
 
@@ -226,11 +266,13 @@ static int open_partition_logs(kiq_topics_t *t, kiq_topic_t *topic, bool create)
     topic_log_config(t, &topic->configs, &cfg);
     for (int32_t i = 0; i < topic->npartitions; i++) {
         char pdir[PATH_MAX];
+        const topics_dir_t *d = &t->dirs[topic->partitions[i].dir_index];
         if (partition_path(pdir, sizeof pdir, topic, i) != 0) return -1;
         int64_t rp = create ? -1 : saved_recovery_point(t, topic, i);
+        cfg.clean_shutdown = d->clean_shutdown;
         topic->partitions[i].log = kiq_partition_log_open_at(pdir, &cfg, rp);
         if (!topic->partitions[i].log) return -1;
-        kiq_partition_log_set_log_dir(topic->partitions[i].log, t->health);
+        kiq_partition_log_set_log_dir(topic->partitions[i].log, d->health);
         if (create && write_partition_metadata(pdir, &topic->id) != 0) return -1;
     }
     return 0;
@@ -251,66 +293,100 @@ static int insert_topic(kiq_topics_t *t, kiq_topic_t *topic, int at)
     return 0;
 }
 
-/* Groups the partition directories of log_dir by topic. */
-static int load_existing(kiq_topics_t *t)
+struct found_partition {
+    char topic[256];
+    int32_t partition;
+    int dir;
+};
+
+static int found_cmp(const void *a, const void *b)
 {
-    DIR *d = opendir(t->dir);
-    if (!d) return kiq_error_errno("cannot open log directory %s", t->dir);
-    struct entry { char topic[256]; int32_t partition; } *entries = NULL;
-    size_t n = 0, cap = 0;
+    const struct found_partition *x = a, *y = b;
+    int c = strcmp(x->topic, y->topic);
+    if (c) return c;
+    return x->partition < y->partition ? -1 : x->partition > y->partition;
+}
+
+/* Adds the partition directories of log directory d to *entries. */
+static int scan_dir(kiq_topics_t *t, int d, struct found_partition **entries, size_t *n, size_t *cap)
+{
+    DIR *dh = opendir(t->dirs[d].path);
+    if (!dh) return kiq_error_errno("cannot open log directory %s", t->dirs[d].path);
     struct dirent *de;
-    while ((de = readdir(d))) {
-        struct entry e;
+    while ((de = readdir(dh))) {
+        struct found_partition e = {.dir = d};
         if (de->d_name[0] == '.') continue;
         if (kiq_log_dir_parse(de->d_name, e.topic, sizeof e.topic, &e.partition) != 0) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            struct entry *ne = realloc(entries, cap * sizeof *ne);
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 64;
+            struct found_partition *ne = realloc(*entries, nc * sizeof *ne);
             if (!ne) {
-                closedir(d);
-                free(entries);
+                closedir(dh);
                 return kiq_error_set("out of memory");
             }
-            entries = ne;
+            *entries = ne;
+            *cap = nc;
         }
-        entries[n++] = e;
+        (*entries)[(*n)++] = e;
     }
-    closedir(d);
+    closedir(dh);
+    return 0;
+}
+
+/* Loads the topics of entries[0..n), one topic's partitions sorted. A
+ * partition missing on disk is placed as a new one would be. */
+static int load_topic(kiq_topics_t *t, const struct found_partition *e, size_t n)
+{
+    const char *name = e[0].topic;
+    kiq_topic_t *topic = topic_alloc(name, e[n - 1].partition + 1);
+    if (!topic) return kiq_error_set("out of memory");
+    for (size_t j = 0; j < n; j++)
+        if (place_partition(t, &topic->partitions[e[j].partition], e[j].dir) != 0) goto fail;
+    for (int32_t p = 0; p < topic->npartitions; p++) {
+        int d = pick_dir(t);
+        if (topic->partitions[p].dir_index < 0 && place_partition(t, &topic->partitions[p], d < 0 ? 0 : d) != 0)
+            goto fail;
+    }
+    char pdir[PATH_MAX];
+    bool have_id = false;
+    for (int32_t p = 0; p < topic->npartitions && !have_id; p++)
+        if (partition_path(pdir, sizeof pdir, topic, p) == 0 && read_partition_metadata(pdir, &topic->id) == 0)
+            have_id = true;
+    if (!have_id) kiq_uuid_random(&topic->id);
+    if (kiq_topic_config_store_load(t->store, name, &topic->configs) != 0)
+        KIQ_ERROR("topic %s starts with default configs: %s", name, kiq_error_get());
+    if (open_partition_logs(t, topic, !have_id) != 0) goto fail;
+    bool found;
+    int at = find_index(t, KIQ_STR(topic->name), &found);
+    if (insert_topic(t, topic, at) != 0) goto fail;
+    KIQ_INFO("loaded topic %s with %d partition(s)", topic->name, topic->npartitions);
+    return 0;
+fail:
+    KIQ_ERROR("cannot load topic %s: %s", name, kiq_error_get());
+    topic_destroy(topic);
+    return -1;
+}
+
+/* Groups the partition directories of every log directory by topic; the
+ * same partition in two directories is refused (which copy is the real
+ * one is not this broker's guess to make). */
+static int load_existing(kiq_topics_t *t)
+{
+    struct found_partition *entries = NULL;
+    size_t n = 0, cap = 0;
     int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (!entries[i].topic[0]) continue;
-        int32_t max = -1;
-        for (size_t j = i; j < n; j++)
-            if (strcmp(entries[j].topic, entries[i].topic) == 0 && entries[j].partition > max)
-                max = entries[j].partition;
-        char name[256];
-        snprintf(name, sizeof name, "%s", entries[i].topic);
-        for (size_t j = i; j < n; j++)
-            if (strcmp(entries[j].topic, name) == 0) entries[j].topic[0] = '\0';
-        kiq_topic_t *topic = topic_alloc(name, max + 1, t->dir);
-        if (!topic) {
-            rc = kiq_error_set("out of memory");
-            break;
-        }
-        char pdir[PATH_MAX];
-        bool have_id = false;
-        for (int32_t p = 0; p <= max && !have_id; p++)
-            if (partition_path(pdir, sizeof pdir, topic, p) == 0 &&
-                read_partition_metadata(pdir, &topic->id) == 0)
-                have_id = true;
-        if (!have_id) kiq_uuid_random(&topic->id);
-        if (kiq_topic_config_store_load(t->store, name, &topic->configs) != 0)
-            KIQ_ERROR("topic %s starts with default configs: %s", name, kiq_error_get());
-        if (open_partition_logs(t, topic, !have_id) != 0) {
-            KIQ_ERROR("cannot load topic %s: %s", name, kiq_error_get());
-            topic_destroy(topic);
-            rc = -1;
-            break;
-        }
-        bool found;
-        int at = find_index(t, KIQ_STR(topic->name), &found);
-        insert_topic(t, topic, at);
-        KIQ_INFO("loaded topic %s with %d partition(s)", name, topic->npartitions);
+    for (int d = 0; d < t->ndirs && rc == 0; d++) rc = scan_dir(t, d, &entries, &n, &cap);
+    if (rc == 0 && n > 1) qsort(entries, n, sizeof *entries, found_cmp);
+    for (size_t i = 1; i < n && rc == 0; i++)
+        if (found_cmp(&entries[i - 1], &entries[i]) == 0)
+            rc = kiq_error_set("partition %s-%d is in two log directories, %s and %s: remove one copy",
+                               entries[i].topic, entries[i].partition, t->dirs[entries[i - 1].dir].path,
+                               t->dirs[entries[i].dir].path);
+    for (size_t i = 0; i < n && rc == 0;) {
+        size_t j = i + 1;
+        while (j < n && strcmp(entries[j].topic, entries[i].topic) == 0) j++;
+        rc = load_topic(t, &entries[i], j - i);
+        i = j;
     }
     free(entries);
     return rc;
@@ -318,10 +394,10 @@ static int load_existing(kiq_topics_t *t)
 
 /* At open, before the registry is shared: a saved log start above a log's
  * first offset is honoured (reads below it are then out of range). */
-static void load_log_start_checkpoint(kiq_topics_t *t)
+static void load_log_start_checkpoint(kiq_topics_t *t, int d)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/" LOG_START_CHECKPOINT, t->dir);
+    snprintf(path, sizeof path, "%s/" LOG_START_CHECKPOINT, t->dirs[d].path);
     FILE *f = fopen(path, "r");
     if (!f) return;
     int version = -1, count = -1;
@@ -340,7 +416,9 @@ static void load_log_start_checkpoint(kiq_topics_t *t)
         }
         bool found;
         int at = find_index(t, KIQ_STR(name), &found);
-        if (!found || partition < 0 || partition >= t->topics[at]->npartitions) continue;
+        if (!found || partition < 0 || partition >= t->topics[at]->npartitions ||
+            t->topics[at]->partitions[partition].dir_index != d)
+            continue;
         if (kiq_partition_log_advance_start(t->topics[at]->partitions[partition].log, offset) != 0)
             KIQ_WARN("%s-%d: saved log start %lld not applied: %s", name, partition, offset, kiq_error_get());
     }
@@ -349,17 +427,18 @@ static void load_log_start_checkpoint(kiq_topics_t *t)
 
 /* Kafka's offset checkpoint format, written to a temporary file, synced
  * and renamed over `file`, so a crash leaves the old or the new one. */
-static int write_checkpoint(kiq_topics_t *t, const char *file, int64_t (*get)(kiq_partition_log_t *l))
+static int write_checkpoint(kiq_topics_t *t, int d, const char *file, int64_t (*get)(kiq_partition_log_t *l))
 {
+    const char *dir = t->dirs[d].path;
     int count;
     kiq_topic_t **list = kiq_topics_list(t, &count);
     if (!list) return kiq_error_set("out of memory");
     char path[PATH_MAX], tmp[PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s/%s.tmp", t->dir, file) >= sizeof tmp) {
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, file) >= sizeof tmp) {
         kiq_topics_list_free(list, count);
         return kiq_error_set("log directory path too long");
     }
-    snprintf(path, sizeof path, "%s/%s", t->dir, file);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
     pthread_mutex_lock(&t->checkpoint_mu);
     int rc = -1;
     FILE *f = fopen(tmp, "w");
@@ -368,12 +447,13 @@ static int write_checkpoint(kiq_topics_t *t, const char *file, int64_t (*get)(ki
         goto out;
     }
     int n = 0;
-    for (int i = 0; i < count; i++) n += list[i]->npartitions;
+    for (int i = 0; i < count; i++)
+        for (int32_t p = 0; p < list[i]->npartitions; p++) n += list[i]->partitions[p].dir_index == d;
     fprintf(f, "0\n%d\n", n);
     for (int i = 0; i < count; i++)
         for (int32_t p = 0; p < list[i]->npartitions; p++)
-            fprintf(f, "%s %d %lld\n", list[i]->name, p,
-                    (long long)get(list[i]->partitions[p].log));
+            if (list[i]->partitions[p].dir_index == d)
+                fprintf(f, "%s %d %lld\n", list[i]->name, p, (long long)get(list[i]->partitions[p].log));
     bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     if (fclose(f) != 0) ok = false;
     if (!ok || rename(tmp, path) != 0) {
@@ -381,7 +461,7 @@ static int write_checkpoint(kiq_topics_t *t, const char *file, int64_t (*get)(ki
         unlink(tmp);
         goto out;
     }
-    kiq_fsync_dir(t->dir);
+    kiq_fsync_dir(dir);
     rc = 0;
 out:
     pthread_mutex_unlock(&t->checkpoint_mu);
@@ -389,22 +469,31 @@ out:
     return rc;
 }
 
+/* Every directory's file, even when one fails. */
+static int write_checkpoints(kiq_topics_t *t, const char *file, int64_t (*get)(kiq_partition_log_t *l))
+{
+    int rc = 0;
+    for (int d = 0; d < t->ndirs; d++)
+        if (write_checkpoint(t, d, file, get) != 0) rc = -1;
+    return rc;
+}
+
 int kiq_topics_checkpoint_log_start(kiq_topics_t *t)
 {
-    return write_checkpoint(t, LOG_START_CHECKPOINT, kiq_partition_log_start_offset);
+    return write_checkpoints(t, LOG_START_CHECKPOINT, kiq_partition_log_start_offset);
 }
 
 int kiq_topics_checkpoint_recovery_points(kiq_topics_t *t)
 {
-    return write_checkpoint(t, RECOVERY_POINT_CHECKPOINT, kiq_partition_log_recovery_point);
+    return write_checkpoints(t, RECOVERY_POINT_CHECKPOINT, kiq_partition_log_recovery_point);
 }
 
 /* Before the logs open: the recovery points saved by the last flushes or
  * clean shutdown. An unreadable file only makes recovery scan more. */
-static void load_recovery_points(kiq_topics_t *t)
+static void load_recovery_points(kiq_topics_t *t, int d)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/" RECOVERY_POINT_CHECKPOINT, t->dir);
+    snprintf(path, sizeof path, "%s/" RECOVERY_POINT_CHECKPOINT, t->dirs[d].path);
     FILE *f = fopen(path, "r");
     if (!f) return;
     int version = -1, count = -1;
@@ -413,11 +502,12 @@ static void load_recovery_points(kiq_topics_t *t)
         fclose(f);
         return;
     }
-    t->rps = calloc((size_t)count + 1, sizeof *t->rps);
-    if (!t->rps) {
+    recovery_point_t *rps = realloc(t->rps, (t->nrps + (size_t)count + 1) * sizeof *rps);
+    if (!rps) {
         fclose(f);
         return;
     }
+    t->rps = rps;
     long long offset;
     for (int i = 0; i < count; i++) {
         recovery_point_t *rp = &t->rps[t->nrps];
@@ -426,6 +516,7 @@ static void load_recovery_points(kiq_topics_t *t)
             break;
         }
         rp->offset = offset;
+        rp->dir = d;
         t->nrps++;
     }
     fclose(f);
@@ -439,16 +530,29 @@ static bool topic_loaded(const char *name, void *ctx)
     return found;
 }
 
-kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_cfg)
+kiq_topics_t *kiq_topics_open_dirs(const kiq_topics_dir_spec_t *dirs, int ndirs, const kiq_log_config_t *log_cfg)
 {
+    if (ndirs < 1) {
+        kiq_error_set("no log directory");
+        return NULL;
+    }
     kiq_topics_t *t = calloc(1, sizeof *t);
     if (!t) return NULL;
-    t->dir = strdup(log_dir);
     t->log_cfg = *log_cfg;
     pthread_rwlock_init(&t->lock, NULL);
     pthread_mutex_init(&t->checkpoint_mu, NULL);
-    t->store = t->dir ? kiq_topic_config_store_files_new(t->dir) : NULL;
-    if (t->store && !log_cfg->clean_shutdown) load_recovery_points(t);
+    t->dirs = calloc((size_t)ndirs, sizeof *t->dirs);
+    bool ok = t->dirs != NULL;
+    for (int i = 0; ok && i < ndirs; i++) {
+        t->dirs[i] = (topics_dir_t){.path = strdup(dirs[i].path), .health = dirs[i].health,
+                                    .clean_shutdown = dirs[i].clean_shutdown};
+        t->ndirs = i + 1;
+        ok = t->dirs[i].path != NULL;
+    }
+    t->store = ok ? kiq_topic_config_store_files_new(t->dirs[0].path) : NULL;
+    if (t->store)
+        for (int i = 0; i < t->ndirs; i++)
+            if (!t->dirs[i].clean_shutdown) load_recovery_points(t, i);
     int loaded = t->store ? load_existing(t) : -1;
     free(t->rps);
     t->rps = NULL;
@@ -458,17 +562,23 @@ kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_c
         return NULL;
     }
     t->store->ops->prune(t->store, topic_loaded, t);
-    load_log_start_checkpoint(t);
+    for (int i = 0; i < t->ndirs; i++) load_log_start_checkpoint(t, i);
     return t;
+}
+
+kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_cfg)
+{
+    kiq_topics_dir_spec_t d = {.path = log_dir, .clean_shutdown = log_cfg->clean_shutdown};
+    return kiq_topics_open_dirs(&d, 1, log_cfg);
 }
 
 void kiq_topics_free(kiq_topics_t *t)
 {
     if (!t) return;
-    if (t->dir && t->store && kiq_topics_checkpoint_log_start(t) != 0)
+    if (t->store && kiq_topics_checkpoint_log_start(t) != 0)
         KIQ_WARN("cannot write the log start offsets: %s", kiq_error_get());
     /* A clean shutdown flushes everything, so the next open trusts it all. */
-    if (t->dir && t->store) {
+    if (t->store) {
         for (int i = 0; i < t->count; i++)
             for (int32_t p = 0; p < t->topics[i]->npartitions; p++)
                 if (t->topics[i]->partitions[p].log && !kiq_partition_log_offline(t->topics[i]->partitions[p].log) &&
@@ -482,17 +592,19 @@ void kiq_topics_free(kiq_topics_t *t)
     kiq_topic_config_store_free(t->store);
     pthread_rwlock_destroy(&t->lock);
     pthread_mutex_destroy(&t->checkpoint_mu);
-    free(t->dir);
+    for (int i = 0; i < t->ndirs; i++) free(t->dirs[i].path);
+    free(t->dirs);
     free(t);
 }
 
 void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health)
 {
     pthread_rwlock_wrlock(&t->lock);
-    t->health = health;
+    t->dirs[0].health = health;
     for (int i = 0; i < t->count; i++)
         for (int32_t p = 0; p < t->topics[i]->npartitions; p++)
-            if (t->topics[i]->partitions[p].log) kiq_partition_log_set_log_dir(t->topics[i]->partitions[p].log, health);
+            if (t->topics[i]->partitions[p].log && t->topics[i]->partitions[p].dir_index == 0)
+                kiq_partition_log_set_log_dir(t->topics[i]->partitions[p].log, health);
     pthread_rwlock_unlock(&t->lock);
 }
 
@@ -552,15 +664,19 @@ int kiq_topics_create_with_configs(kiq_topics_t *t, kiq_str_t name, int32_t part
     } else if (is_doomed(t, name)) {
         kiq_error_set("Topic '%.*s' is marked for deletion.", name.len, name.p);
         rc = KIQ_ERR_TOPIC_ALREADY_EXISTS;
-    } else if (kiq_log_dir_offline(t->health)) {
-        kiq_error_set("Log directory %s is offline", t->dir);
+    } else if (pick_dir(t) < 0) {
+        if (t->ndirs == 1) kiq_error_set("Log directory %s is offline", t->dirs[0].path);
+        else kiq_error_set("Every log directory is offline");
         rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
     } else if (!validate_only) {
         char cname[256];
         snprintf(cname, sizeof cname, "%.*s", name.len, name.p);
-        kiq_topic_t *topic = topic_alloc(cname, partitions, t->dir);
+        kiq_topic_t *topic = topic_alloc(cname, partitions);
+        bool placed = topic != NULL;
+        for (int32_t i = 0; placed && i < partitions; i++)
+            placed = place_partition(t, &topic->partitions[i], pick_dir(t)) == 0;
         /* saved even when empty: that clears what a lost delete left */
-        if (!topic || kiq_uuid_random(&topic->id) != 0 ||
+        if (!placed || kiq_uuid_random(&topic->id) != 0 ||
             (configs && kiq_topic_configs_copy(&topic->configs, configs) != 0) ||
             kiq_topic_config_store_save(t->store, cname, &topic->configs) != 0 ||
             open_partition_logs(t, topic, true) != 0 ||
@@ -568,13 +684,19 @@ int kiq_topics_create_with_configs(kiq_topics_t *t, kiq_str_t name, int32_t part
             KIQ_ERROR("cannot create topic %s: %s", cname, kiq_error_get());
             if (topic) {
                 kiq_topic_config_store_remove(t->store, cname);
+                unplace_topic(t, topic);
                 atomic_store(&topic->deleted, true);
                 topic_destroy(topic);
             }
             rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
         } else {
             topic->replication_factor = replication_factor;
-            kiq_fsync_dir(t->dir);
+            for (int d = 0; d < t->ndirs; d++)
+                for (int32_t i = 0; i < partitions; i++)
+                    if (topic->partitions[i].dir_index == d) {
+                        kiq_fsync_dir(t->dirs[d].path);
+                        break;
+                    }
             KIQ_INFO("created topic %s with %d partition(s)", cname, partitions);
         }
     }
@@ -593,6 +715,7 @@ int kiq_topics_delete(kiq_topics_t *t, kiq_topic_t *topic)
     }
     memmove(&t->topics[i], &t->topics[i + 1], (size_t)(t->count - i - 1) * sizeof *t->topics);
     t->count--;
+    unplace_topic(t, topic);
     atomic_store(&topic->deleted, true);
     topic->doomed_in = t;
     topic->next_doomed = t->doomed;

@@ -20,12 +20,15 @@
 typedef struct kiq_topic kiq_topic_t;
 
 /* A partition; its log has its own lock. leader_epoch is fixed for now
- * (single broker) and bumps with leadership when replication arrives. */
+ * (single broker) and bumps with leadership when replication arrives.
+ * dir and dir_index are fixed once the topic is shared. */
 typedef struct kiq_partition {
     kiq_topic_t *topic;
     int32_t index;
     int32_t leader_epoch;
     kiq_partition_log_t *log;
+    int dir_index; /* which of the registry's log directories holds it */
+    char *dir;     /* that directory's path (owned by the topic) */
 } kiq_partition_t;
 
 /* Immutable after creation except the refcount, the deleted flag, the
@@ -38,7 +41,6 @@ struct kiq_topic {
     kiq_partition_t *partitions;
     atomic_int refs;
     atomic_bool deleted;
-    char *dir; /* log directory holding the partition directories */
     /* Once deleted and until its files are gone: the registry listing it
      * (so the name cannot be re-created over directories still in use). */
     struct kiq_topics *doomed_in;
@@ -54,16 +56,30 @@ struct kiq_topic {
 
 typedef struct kiq_topics kiq_topics_t;
 
-/* Loads every partition directory found in log_dir, with each topic's
- * saved configs (the file config store under log_dir; configs of topics
- * no longer there are dropped). clean_shutdown tells the logs how much
- * recovery they need. */
+/* One log directory of the registry (Kafka's JBOD log.dirs). */
+typedef struct kiq_topics_dir_spec {
+    const char *path;
+    bool clean_shutdown;   /* its clean-shutdown marker was there: less recovery */
+    kiq_log_dir_t *health; /* kept by the caller until after kiq_topics_free; NULL: none */
+} kiq_topics_dir_spec_t;
+
+/* Loads every partition directory found in the log directories, with each
+ * topic's saved configs. The config store lives in the first directory
+ * only (Kafka keeps them in ZooKeeper/KRaft; one place keeps them in one
+ * piece); configs of topics no longer there are dropped. Each directory
+ * has its own checkpoints, listing only its partitions; a partition found
+ * in two directories refuses the open. A new partition goes to the online
+ * directory with the fewest partitions (the first on a tie), as in Kafka.
+ * A failed write or fsync takes only its directory offline. */
+kiq_topics_t *kiq_topics_open_dirs(const kiq_topics_dir_spec_t *dirs, int ndirs,
+                                   const kiq_log_config_t *log_cfg);
+/* One directory, its clean_shutdown from log_cfg and no health yet. */
 kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_cfg);
-/* Ties every log, and those created later, to the health of the log
- * directory (kept by the caller until after kiq_topics_free): a failed
+/* Ties every log of the first directory, and those created there later,
+ * to its health (kept by the caller until after kiq_topics_free): a failed
  * write or fsync takes it offline, and then its partitions answer
- * KAFKA_STORAGE_ERROR and topics cannot be created in it. Call right
- * after open. */
+ * KAFKA_STORAGE_ERROR and no partition is placed in it. Call right after
+ * open. */
 void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health);
 /* Closes every log cleanly (the caller has stopped all request handling);
  * logs in an offline directory are not flushed. */
@@ -112,10 +128,11 @@ int kiq_topics_delete(kiq_topics_t *t, kiq_topic_t *topic);
 kiq_topic_t **kiq_topics_list(kiq_topics_t *t, int *count);
 void kiq_topics_list_free(kiq_topic_t **list, int count);
 
-/* Writes every partition's log start offset to the log directory's
+/* Writes every partition's log start offset to its log directory's
  * `log-start-offset-checkpoint` (Kafka's format: a version line "0", a
  * count line, then "topic partition offset" lines), atomically by rename.
- * Read back by kiq_topics_open. Callable from any thread; 0 or -1. */
+ * Read back by kiq_topics_open. Callable from any thread; -1 when any
+ * directory's file could not be written (the others still are). */
 int kiq_topics_checkpoint_log_start(kiq_topics_t *t);
 /* The same for every partition's recovery point (the offset below which
  * its log is known flushed) into `recovery-point-offset-checkpoint`; read
