@@ -141,18 +141,19 @@ function M.topic_from_metadata(t)
   return { name = t.name, id = t.topic_id, internal = t.is_internal, count = count, partitions = parts }
 end
 
+-- A topic is usable once metadata knows it and its partitions; a partition
+-- without a leader is the concern of whoever sends to that partition.
 local function usable(t)
   if not t or t.error or t.count == 0 then return false end
   for p = 0, t.count - 1 do
-    local info = t.partitions[p]
-    if not info or info.leader < 0 then return false end
+    if not t.partitions[p] then return false end
   end
   return true
 end
 
--- cl:topic(name, auto_create) -> cached topic (every partition led) | nil, err.
--- Refreshes metadata while the topic is unknown or leaderless, up to
--- cfg.retries times with cfg.retry_backoff_ms between tries.
+-- cl:topic(name, auto_create) -> cached topic (all partitions known) | nil, err.
+-- Refreshes metadata while the topic is unknown, up to cfg.retries times
+-- with cfg.retry_backoff_ms between tries.
 function Cluster:topic(name, auto_create)
   local t = self.topics[name]
   if usable(t) then return t end
@@ -172,14 +173,27 @@ function Cluster:topic(name, auto_create)
 end
 
 -- cl:leader(topic, partition, auto_create) -> leader node id | nil, err.
+-- A leaderless partition is looked up again (cfg.retries times); other
+-- partitions of the topic are not held back by it.
 function Cluster:leader(topic, partition, auto_create)
-  local t, err = self:topic(topic, auto_create)
-  if not t then return nil, err end
-  local p = t.partitions[partition]
-  if not p then
-    return nil, errors.format(("partition %s[%s]"):format(topic, tostring(partition)), 3)
+  local err
+  for attempt = 0, self.cfg.retries do
+    if attempt > 0 then
+      core.sleep_ms(self.cfg.retry_backoff_ms)
+      self:invalidate(topic)
+    end
+    local t
+    t, err = self:topic(topic, auto_create)
+    if not t then return nil, err end
+    local p = t.partitions[partition]
+    if not p then
+      return nil, errors.format(("partition %s[%s]"):format(topic, tostring(partition)), 3)
+    end
+    if p.leader >= 0 then return p.leader end
+    local code = p.error and p.error ~= 0 and p.error or 5
+    err = errors.format(("partition %s[%s]"):format(topic, tostring(partition)), code)
   end
-  return p.leader
+  return nil, err
 end
 
 -- cl:invalidate(topic) forgets a topic's leaders, so the next lookup asks again.
