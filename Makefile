@@ -52,10 +52,16 @@ $(BUILD)/lua/kafkaiq/core.so: $(BUILD)/libkiq.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -shared -o $@ -Wl,--whole-archive $(BUILD)/libkiq.a -Wl,--no-whole-archive $(ENGINE_LIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiq.a $(BUILD)/obj/gen/messages_sample.o
+TEST_SUPPORT_OBJ := $(patsubst tests/unit/support/%.c,$(BUILD)/obj/tests/support/%.o,$(wildcard tests/unit/support/*.c))
+
+$(BUILD)/obj/tests/support/%.o: tests/unit/support/%.c $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -Itests/unit -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiq.a $(BUILD)/obj/gen/messages_sample.o $(TEST_SUPPORT_OBJ)
 	@mkdir -p $(dir $@)
 	@mkdir -p $(BUILD)/obj/tests
-	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -MF $(BUILD)/obj/tests/$*.d -Itests/unit -o $@ $< $(BUILD)/obj/gen/messages_sample.o $(BUILD)/libkiq.a $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -MF $(BUILD)/obj/tests/$*.d -Itests/unit -o $@ $< $(BUILD)/obj/gen/messages_sample.o $(TEST_SUPPORT_OBJ) $(BUILD)/libkiq.a $(LDLIBS) -lcmocka
 
 unit: $(UNIT_BIN)
 
@@ -85,6 +91,6 @@ clean:
 
 # Kept between runs: the unit tests link it, and make must not print after
 # the test summary line.
-.SECONDARY: $(BUILD)/obj/gen/messages_sample.o
+.SECONDARY: $(BUILD)/obj/gen/messages_sample.o $(TEST_SUPPORT_OBJ)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -22,6 +22,7 @@
 #include "log/partition_log.h"
 #include "record/batch.h"
 #include "record/compression.h"
+#include "support/log_fixture.h"
 
 #define HOUR 3600000LL
 #define T0 1700000000000LL
@@ -33,24 +34,6 @@ typedef struct fixture {
     char dir[128];
     kiq_log_config_t cfg;
 } fixture_t;
-
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d) {
-        unlink(path);
-        return;
-    }
-    struct dirent *e;
-    char sub[512];
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        remove_tree(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
 
 static int setup(void **state)
 {
@@ -69,7 +52,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture_t *f = *state;
-    remove_tree(f->root);
+    kiq_test_remove_tree(f->root);
     free(f);
     return 0;
 }

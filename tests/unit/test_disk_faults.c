@@ -22,44 +22,15 @@
 #include "log/partition_log.h"
 #include "record/batch.h"
 #include "record/compression.h"
+#include "support/log_fixture.h"
 
 typedef struct fixture {
     char root[64];
     char dir[128];
     kiq_log_config_t cfg;
     kiq_log_dir_t *health;
-    size_t batch_size; /* of make_batch(3 records) */
+    size_t batch_size; /* of kiq_test_make_batch(3 records) */
 } fixture_t;
-
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d) {
-        unlink(path);
-        return;
-    }
-    struct dirent *e;
-    char sub[512];
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        remove_tree(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
-static void make_batch(kiq_wr_t *w, int n, int64_t ts)
-{
-    char value[100];
-    memset(value, 'v', sizeof value);
-    kiq_batch_builder_t b;
-    kiq_batch_builder_init(&b, KIQ_CODEC_NONE, ts);
-    for (int i = 0; i < n; i++)
-        assert_int_equal(kiq_batch_builder_add(&b, "key", 3, value, sizeof value, NULL, 0, ts + i), 0);
-    assert_int_equal(kiq_batch_builder_finish(&b, w), 0);
-    kiq_batch_builder_free(&b);
-}
 
 static int setup(void **state)
 {
@@ -71,7 +42,7 @@ static int setup(void **state)
     f->health = kiq_log_dir_new(f->root);
     kiq_wr_t w;
     kiq_wr_init(&w);
-    make_batch(&w, 3, 0);
+    kiq_test_make_batch(&w, 3, 0);
     f->batch_size = w.len;
     kiq_wr_free(&w);
     kiq_log_set_level(KIQ_LOG_ERROR);
@@ -82,7 +53,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture_t *f = *state;
-    remove_tree(f->root);
+    kiq_test_remove_tree(f->root);
     kiq_log_dir_free(f->health);
     free(f);
     return 0;
@@ -102,7 +73,7 @@ static int append_one(kiq_partition_log_t *l, int64_t ts)
 {
     kiq_wr_t w;
     kiq_wr_init(&w);
-    make_batch(&w, 3, ts);
+    kiq_test_make_batch(&w, 3, ts);
     int rc = kiq_partition_log_append(l, w.buf, w.len, 0, NULL, NULL);
     kiq_wr_free(&w);
     return rc;

@@ -25,50 +25,21 @@
 #include "record/batch.h"
 #include "record/compression.h"
 #include "server/topics.h"
+#include "support/log_fixture.h"
 
 typedef struct fixture {
     char root[64];
     char dir[128]; /* the partition directory orders-0 */
     kiq_log_config_t cfg;
-    size_t batch_size; /* of make_batch(3 records) */
+    size_t batch_size; /* of kiq_test_make_batch(3 records) */
 } fixture_t;
-
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d) {
-        unlink(path);
-        return;
-    }
-    struct dirent *e;
-    char sub[512];
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        remove_tree(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
-static void make_batch(kiq_wr_t *w, int n, int64_t ts)
-{
-    char value[100];
-    memset(value, 'v', sizeof value);
-    kiq_batch_builder_t b;
-    kiq_batch_builder_init(&b, KIQ_CODEC_NONE, ts);
-    for (int i = 0; i < n; i++)
-        assert_int_equal(kiq_batch_builder_add(&b, "key", 3, value, sizeof value, NULL, 0, ts + i), 0);
-    assert_int_equal(kiq_batch_builder_finish(&b, w), 0);
-    kiq_batch_builder_free(&b);
-}
 
 /* Appends one batch of n records; returns its base offset. */
 static int64_t append_n(kiq_partition_log_t *l, int n)
 {
     kiq_wr_t w;
     kiq_wr_init(&w);
-    make_batch(&w, n, 1000);
+    kiq_test_make_batch(&w, n, 1000);
     int64_t base = -1;
     assert_int_equal(kiq_partition_log_append(l, w.buf, w.len, 0, &base, NULL), 0);
     kiq_wr_free(&w);
@@ -85,7 +56,7 @@ static int setup(void **state)
     f->cfg.index_interval_bytes = 256;
     kiq_wr_t w;
     kiq_wr_init(&w);
-    make_batch(&w, 3, 1000);
+    kiq_test_make_batch(&w, 3, 1000);
     f->batch_size = w.len;
     kiq_wr_free(&w);
     kiq_log_set_level(KIQ_LOG_ERROR);
@@ -96,7 +67,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture_t *f = *state;
-    remove_tree(f->root);
+    kiq_test_remove_tree(f->root);
     free(f);
     return 0;
 }

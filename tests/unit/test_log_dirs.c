@@ -25,6 +25,7 @@
 #include "record/batch.h"
 #include "record/compression.h"
 #include "server/topics.h"
+#include "support/log_fixture.h"
 
 typedef struct fixture {
     char root[64];
@@ -32,24 +33,6 @@ typedef struct fixture {
     kiq_log_dir_t *health[2];
     kiq_log_config_t cfg;
 } fixture_t;
-
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d) {
-        unlink(path);
-        return;
-    }
-    struct dirent *e;
-    char sub[512];
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        remove_tree(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
 
 static int setup(void **state)
 {
@@ -70,7 +53,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture_t *f = *state;
-    remove_tree(f->root);
+    kiq_test_remove_tree(f->root);
     for (int i = 0; i < 2; i++) kiq_log_dir_free(f->health[i]);
     free(f);
     return 0;

@@ -22,6 +22,7 @@
 #include "proto/errors.h"
 #include "server/topic_config_store.h"
 #include "server/topics.h"
+#include "support/log_fixture.h"
 
 static int check(const char *name, const char *value)
 {
@@ -139,24 +140,6 @@ static void test_list_ops(void **state)
 
 static char root[64];
 
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d) {
-        unlink(path);
-        return;
-    }
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        char sub[512];
-        snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
-        remove_tree(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
 static int setup_dir(void **state)
 {
     (void)state;
@@ -167,7 +150,7 @@ static int setup_dir(void **state)
 static int teardown_dir(void **state)
 {
     (void)state;
-    remove_tree(root);
+    kiq_test_remove_tree(root);
     return 0;
 }
 
