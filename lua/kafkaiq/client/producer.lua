@@ -140,8 +140,7 @@ function Producer:send(topic, key, value, opts)
   end
   b.records[#b.records + 1] = r
   b.bytes = b.bytes + record_size(r)
-  local now = core.now_ms()
-  self:_send_where(function(q) return q.bytes >= self.cfg.batch_size or now - q.created >= self.cfg.linger_ms end)
+  self:_send_due()
   return true
 end
 
@@ -149,9 +148,8 @@ end
 -- batches whose linger_ms has passed (or that are full).
 function Producer:poll()
   if getmetatable(self) ~= Producer then error("poll: call as producer:poll()", 2) end
-  local now = core.now_ms()
   local before = self.stats.delivered + self.stats.failed
-  self:_send_where(function(q) return q.bytes >= self.cfg.batch_size or now - q.created >= self.cfg.linger_ms end)
+  self:_send_due()
   return self.stats.delivered + self.stats.failed - before
 end
 
@@ -219,6 +217,12 @@ function Producer:_report(b, err, base_offset, append_time)
       common.call_hook(self, "on_delivery", self.cfg.on_delivery, err, r)
     end
   end
+end
+
+-- Sends the batches that are full or whose linger_ms has passed.
+function Producer:_send_due()
+  local now = core.now_ms()
+  self:_send_where(function(q) return q.bytes >= self.cfg.batch_size or now - q.created >= self.cfg.linger_ms end)
 end
 
 -- Takes the queued batches matching pred out of the queues and sends them.
