@@ -12,7 +12,7 @@ LUAJIT  ?= luajit
 
 ENGINE_SRC := $(shell find engine -name '*.c' ! -path 'engine/cmd/*' | sort)
 CMD_SRC    := $(wildcard engine/cmd/*.c)
-SCHEMA     := $(sort $(wildcard engine/proto/schema/*.lua))
+SCHEMA     := $(sort $(wildcard engine/proto/schema/*.lua)) $(sort $(wildcard engine/proto/schema/data/*.lua))
 GEN_C      := $(BUILD)/gen/proto/messages.c
 GEN_H      := $(BUILD)/gen/proto/messages.h
 GEN_SAMPLE := $(BUILD)/gen/proto/messages_sample.c

@@ -68,6 +68,26 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "CreateTime,LogAppendTime", "timestamp kept in batches")                                  \
     X(COMPRESSION_TYPE, "compression.type", STRING, "producer", 0, 0,                           \
       "producer,uncompressed,gzip,snappy,lz4,zstd", "codec of stored batches")                 \
+    X(OFFSETS_TOPIC_NUM_PARTITIONS, "offsets.topic.num.partitions", INT, "50", 1, 1000, NULL,    \
+      "partitions of __consumer_offsets, fixed when it is created")                            \
+    X(OFFSETS_TOPIC_REPLICATION_FACTOR, "offsets.topic.replication.factor", INT, "1", 1, 32767,  \
+      NULL, "replicas of __consumer_offsets")                                                   \
+    X(OFFSETS_TOPIC_SEGMENT_BYTES, "offsets.topic.segment.bytes", INT, "104857600", 14,          \
+      INT32_MAX, NULL, "segment size of __consumer_offsets")                                    \
+    X(OFFSETS_RETENTION_MINUTES, "offsets.retention.minutes", INT, "10080", 1, INT32_MAX, NULL, \
+      "committed offsets of a group that has been empty this long are deleted")                \
+    X(OFFSETS_RETENTION_CHECK_INTERVAL_MS, "offsets.retention.check.interval.ms", LONG,          \
+      "600000", 1, INT64_MAX, NULL, "how often expired offsets are looked for")                 \
+    X(OFFSET_METADATA_MAX_BYTES, "offset.metadata.max.bytes", INT, "4096", 0, INT32_MAX, NULL,  \
+      "largest metadata string of a committed offset")                                          \
+    X(GROUP_INITIAL_REBALANCE_DELAY_MS, "group.initial.rebalance.delay.ms", INT, "3000", 0,     \
+      INT32_MAX, NULL, "how long the first rebalance of an empty group waits for more members") \
+    X(GROUP_MIN_SESSION_TIMEOUT_MS, "group.min.session.timeout.ms", INT, "6000", 0, INT32_MAX,  \
+      NULL, "smallest session timeout a member may ask for")                                    \
+    X(GROUP_MAX_SESSION_TIMEOUT_MS, "group.max.session.timeout.ms", INT, "1800000", 0,          \
+      INT32_MAX, NULL, "largest session timeout a member may ask for")                          \
+    X(GROUP_MAX_SIZE, "group.max.size", INT, "2147483647", 1, INT32_MAX, NULL,                  \
+      "members one group may have")                                                             \
     X(LOG_LEVEL, "kafkaiq.log.level", STRING, "info", 0, 0, "error,warn,info,debug",            \
       "stderr log level")                                                                       \
     X(HOOK_MAX_INSTRUCTIONS, "kafkaiq.hook.max.instructions", LONG, "10000000", 1000,           \

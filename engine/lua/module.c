@@ -688,6 +688,84 @@ static int l_apis(lua_State *L)
     return 1;
 }
 
+/* A data message by name and a version it has; misuse raises at the
+ * caller's line, as error(msg, 2) would. */
+static const kiq_data_codec_t *check_data(lua_State *L, int16_t *version)
+{
+    const char *name = luaL_checkstring(L, 1);
+    lua_Integer v = luaL_checkinteger(L, 2);
+    const kiq_data_codec_t *c = kiq_data_codec(name);
+    luaL_where(L, 2);
+    if (!c)
+        lua_pushfstring(L, "unknown data message '%s'", name);
+    else if (v < c->min_version || v > c->max_version)
+        lua_pushfstring(L, "%s v%d is not supported (%d-%d)", c->name, (int)v, c->min_version,
+                        c->max_version);
+    else {
+        lua_pop(L, 1);
+        *version = (int16_t)v;
+        return c;
+    }
+    lua_concat(L, 2);
+    lua_error(L);
+    return NULL;
+}
+
+/* core.encode_data(name, version, tbl) -> bytes (without the leading int16
+ * version) | nil, err */
+static int l_encode_data(lua_State *L)
+{
+    int16_t version;
+    const kiq_data_codec_t *c = check_data(L, &version);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    void *m = kiq_arena_alloc(&a, c->size);
+    kiq_data_lua_check(c->name)(L, 3, version, &a, m); /* may raise: arena is lost then */
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    c->encode(&w, version, m);
+    kiq_arena_reset(&a);
+    if (w.err) {
+        kiq_wr_free(&w);
+        return fail(L, "cannot encode the data message (a value too large for its field?)");
+    }
+    lua_pushlstring(L, (const char *)w.buf, w.len);
+    kiq_wr_free(&w);
+    return 1;
+}
+
+/* core.decode_data(name, version, bytes) -> tbl | nil, err; bytes must hold
+ * exactly one message, without the leading int16 version. */
+static int l_decode_data(lua_State *L)
+{
+    int16_t version;
+    const kiq_data_codec_t *c = check_data(L, &version);
+    size_t len;
+    const char *bytes = luaL_checklstring(L, 3, &len);
+    kiq_rd_t r;
+    kiq_rd_init(&r, bytes, len);
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    void *m = kiq_arena_alloc(&a, c->size);
+    if (c->decode(&r, version, &a, m) != 0) {
+        lua_pushnil(L);
+        lua_pushfstring(L, "malformed %s v%d at offset %d: %s", c->name, version, (int)kiq_rd_offset(&r),
+                        r.err);
+        kiq_arena_reset(&a);
+        return 2;
+    }
+    if (kiq_rd_left(&r) > 0) {
+        lua_pushnil(L);
+        lua_pushfstring(L, "%d trailing bytes after %s v%d", (int)kiq_rd_left(&r), c->name, version);
+        kiq_arena_reset(&a);
+        return 2;
+    }
+    kiq_data_lua_push(c->name)(L, version, m);
+    kiq_arena_reset(&a);
+    return 1;
+}
+
 /* ---- records ----------------------------------------------------------- */
 
 /* core.build_batch{ codec=, base_timestamp=, producer_id=, producer_epoch=,
@@ -891,6 +969,7 @@ int luaopen_kafkaiq_core(lua_State *L)
         {"broker_new", l_broker_new},         {"connect", l_connect},
         {"encode_request", l_encode_request}, {"decode_response", l_decode_response},
         {"decode_request", l_decode_request}, {"apis", l_apis},
+        {"encode_data", l_encode_data},       {"decode_data", l_decode_data},
         {"build_batch", l_build_batch},       {"parse_records", l_parse_records},
         {"murmur2", l_murmur2},               {"crc32", l_crc32},
         {"log_level", l_log_level},           {"now_ms", l_now_ms},
