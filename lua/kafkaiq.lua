@@ -101,6 +101,9 @@ function Broker:running() return self.handle:running() end
 -- leader_epoch, offline, segments), log_dirs ({ path, offline, error }),
 -- offline_log_dirs, queue_depth, parked requests.
 function Broker:state() return self.handle:state() end
+-- The consumer groups this broker coordinates, with members and committed
+-- offsets (see lua/README.md).
+function Broker:groups() return self.handle:groups() end
 
 -- Disk faults: writes to a log directory (dir = path, default the first of
 -- log.dirs) fail with errno ("ENOSPC", "EIO", "EROFS", "EDQUOT") once

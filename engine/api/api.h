@@ -35,6 +35,7 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, v
 int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_list_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_delete_records_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_init_producer_id_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_delete_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req,
@@ -42,6 +43,19 @@ int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const voi
 int kiq_api_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_incremental_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req,
                                              void *resp);
+
+/* Consumer groups and committed offsets (group/group_coordinator.h). */
+int kiq_api_find_coordinator_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_join_group_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_sync_group_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_heartbeat_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_leave_group_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_offset_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_offset_delete_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_list_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_describe_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_delete_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 
 /* Config resource types of the *Configs APIs. */
 enum { KIQ_API_RESOURCE_TOPIC = 2, KIQ_API_RESOURCE_BROKER = 4 };

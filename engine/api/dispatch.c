@@ -16,6 +16,7 @@ kiq_api_handler_fn kiq_api_handler(int16_t api_key)
     case KIQ_API_FETCH: return kiq_api_fetch_handle;
     case KIQ_API_LIST_OFFSETS: return kiq_api_list_offsets_handle;
     case KIQ_API_DELETE_RECORDS: return kiq_api_delete_records_handle;
+    case KIQ_API_INIT_PRODUCER_ID: return kiq_api_init_producer_id_handle;
     case KIQ_API_METADATA: return kiq_api_metadata_handle;
     case KIQ_API_API_VERSIONS: return kiq_api_versions_handle;
     case KIQ_API_CREATE_TOPICS: return kiq_api_create_topics_handle;
@@ -23,6 +24,17 @@ kiq_api_handler_fn kiq_api_handler(int16_t api_key)
     case KIQ_API_DESCRIBE_CONFIGS: return kiq_api_describe_configs_handle;
     case KIQ_API_ALTER_CONFIGS: return kiq_api_alter_configs_handle;
     case KIQ_API_INCREMENTAL_ALTER_CONFIGS: return kiq_api_incremental_alter_configs_handle;
+    case KIQ_API_FIND_COORDINATOR: return kiq_api_find_coordinator_handle;
+    case KIQ_API_JOIN_GROUP: return kiq_api_join_group_handle;
+    case KIQ_API_SYNC_GROUP: return kiq_api_sync_group_handle;
+    case KIQ_API_HEARTBEAT: return kiq_api_heartbeat_handle;
+    case KIQ_API_LEAVE_GROUP: return kiq_api_leave_group_handle;
+    case KIQ_API_OFFSET_COMMIT: return kiq_api_offset_commit_handle;
+    case KIQ_API_OFFSET_FETCH: return kiq_api_offset_fetch_handle;
+    case KIQ_API_OFFSET_DELETE: return kiq_api_offset_delete_handle;
+    case KIQ_API_LIST_GROUPS: return kiq_api_list_groups_handle;
+    case KIQ_API_DESCRIBE_GROUPS: return kiq_api_describe_groups_handle;
+    case KIQ_API_DELETE_GROUPS: return kiq_api_delete_groups_handle;
     default: return NULL;
     }
 }

@@ -2,12 +2,14 @@
  * Unknown topics are created here when auto.create.topics.enable allows. */
 #include "api/api.h"
 #include "core/error.h"
+#include "group/offsets_topic.h"
 
 static void describe_topic(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic,
                            kiq_metadata_response_topics_t *t)
 {
     t->name = kiq_api_str(r, topic->name);
     t->topic_id = topic->id;
+    t->is_internal = strcmp(topic->name, KIQ_OFFSETS_TOPIC) == 0;
     t->partitions_n = topic->npartitions;
     t->partitions = kiq_arena_calloc(&r->arena, (size_t)topic->npartitions, sizeof *t->partitions);
     for (int32_t i = 0; i < topic->npartitions; i++) {

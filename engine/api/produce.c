@@ -1,7 +1,11 @@
 /* Produce: validate each partition's batches (framing, magic, CRC, records),
  * let produce interceptors refuse or rewrite them, stamp offsets (and
  * LogAppendTime when configured), append to the log. A partition's data is
- * accepted or refused whole, as in Kafka. */
+ * accepted or refused whole, as in Kafka. Batches of idempotent producers
+ * are checked against the partition's producer state as they are
+ * appended: a retried batch is answered with its original offsets, a
+ * sequence gap or a stale epoch with its error code. */
+#include <inttypes.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -148,14 +152,29 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         out->log_append_time_ms = kiq_clock_wall_ms();
         stamp_log_append_time(data, len, out->log_append_time_ms);
     }
-    int64_t base, last;
-    if (kiq_partition_log_append(part->log, data, len, part->leader_epoch, &base, &last) != 0) {
+    kiq_log_append_result_t res;
+    int rc = kiq_partition_log_append_checked(part->log, data, len, part->leader_epoch, &res);
+    if (rc > 0) {
+        /* the idempotent producer's sequence or epoch does not fit: nothing appended */
+        KIQ_WARN("produce to %s-%d from %s refused (error %d): %s", topic->name, in->index, r->peer, rc,
+                 kiq_error_get());
+        out->error_code = (int16_t)rc;
+        out->error_message = kiq_api_error_message(r);
+        return;
+    }
+    if (rc != 0) {
         KIQ_ERROR("append to %s-%d failed: %s", topic->name, in->index, kiq_error_get());
         out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
         out->error_message = kiq_api_error_message(r);
         return;
     }
-    out->base_offset = base;
+    if (res.duplicate) {
+        /* a retry of a batch already in the log: delivered, at its first offsets */
+        KIQ_DEBUG("produce to %s-%d from %s: duplicate batch, originally at offset %" PRId64, topic->name, in->index,
+                  r->peer, res.base_offset);
+        out->log_append_time_ms = out->log_append_time_ms >= 0 ? res.timestamp : -1;
+    }
+    out->base_offset = res.base_offset;
     out->log_start_offset = kiq_partition_log_start_offset(part->log);
 }
 

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "log/file_io.h"
 #include "log/log_names.h"
+#include "log/producer_state.h"
 #include "record/batch.h"
 
 /* Attempts of a read whose copy raced with a truncation. */
@@ -50,6 +51,8 @@ struct kiq_partition_log {
     /* The directory's health, shared with the other logs in it (NULL:
      * none); every segment points at it too. */
     kiq_log_dir_t *log_dir;
+    /* Idempotent producers: their epochs and last batches (producer_state.h). */
+    kiq_producer_state_t *producers;
 };
 
 #define UNKNOWN_TS INT64_MIN
@@ -163,6 +166,7 @@ static int finish_cleaning(const char *dir)
 
 static void log_release(kiq_partition_log_t *l)
 {
+    kiq_producer_state_free(l->producers);
     pthread_mutex_destroy(&l->mu);
     free(l->segs);
     free(l->dir);
@@ -201,6 +205,35 @@ static void drop_after_corruption(kiq_partition_log_t *l, const int64_t *bases, 
     if (kiq_fsync_dir(l->dir) < 0) KIQ_WARN("%s: %s", l->dir, kiq_error_get());
 }
 
+static size_t segment_for(const kiq_partition_log_t *l, int64_t offset);
+
+/* Under the mutex (or before the log is shared): the producers' state from
+ * the newest snapshot at or below the LEO plus the batch headers after it,
+ * or from every batch header when there is no snapshot and
+ * scan_without_snapshot. A failure leaves what was rebuilt so far, logged:
+ * the log itself is sound, and the worst outcome is a retried batch not
+ * recognised as a duplicate. */
+static void rebuild_producers(kiq_partition_log_t *l, bool scan_without_snapshot)
+{
+    int64_t leo = active(l)->next_offset, from = -1;
+    if (kiq_producer_state_delete_snapshots_above(l->dir, leo) < 0 ||
+        kiq_producer_state_load_snapshot(l->producers, l->dir, leo, &from) < 0) {
+        KIQ_WARN("%s: producer state snapshots: %s", l->dir, kiq_error_get());
+        kiq_producer_state_clear(l->producers);
+        from = -1;
+    }
+    if (from < 0 && !scan_without_snapshot) return;
+    if (from < l->start_offset) from = l->start_offset;
+    for (size_t i = segment_for(l, from); i < l->nsegs; i++) {
+        if (kiq_producer_state_scan_segment(l->producers, l->segs[i], from) < 0) {
+            KIQ_WARN("%s: rebuilding the producer state: %s", l->dir, kiq_error_get());
+            break;
+        }
+    }
+    KIQ_DEBUG("%s: %zu producers known (snapshot at %" PRId64 ", headers scanned up to %" PRId64 ")", l->dir,
+              kiq_producer_state_count(l->producers), from, leo);
+}
+
 kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_config_t *cfg)
 {
     return kiq_partition_log_open_at(dir, cfg, -1);
@@ -221,7 +254,8 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     l->unflushed_since = -1;
     l->flush_messages = l->flush_ms = INT64_MAX;
     l->dir = strdup(dir);
-    if (!l->dir) {
+    l->producers = kiq_producer_state_new();
+    if (!l->dir || !l->producers) {
         kiq_error_set("out of memory");
         log_release(l);
         return NULL;
@@ -264,6 +298,7 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     l->start_offset = l->segs[0]->base_offset;
     /* What recovery left is what the disk holds now. */
     l->recovery_point = active(l)->next_offset;
+    rebuild_producers(l, !cfg->clean_shutdown);
     KIQ_DEBUG("opened %s: %zu segments, offsets %" PRId64 "..%" PRId64, dir, l->nsegs, l->start_offset,
               active(l)->next_offset);
     return l;
@@ -279,8 +314,13 @@ void kiq_partition_log_free(kiq_partition_log_t *l)
     if (!l) return;
     /* An offline directory is not trusted with more writes: recovery
      * checks what reached it on the next open. */
-    if (!kiq_log_dir_offline(l->log_dir) && kiq_segment_sync(active(l)) < 0)
-        KIQ_WARN("closing %s: %s", l->dir, kiq_error_get());
+    if (!kiq_log_dir_offline(l->log_dir)) {
+        if (kiq_segment_sync(active(l)) < 0) KIQ_WARN("closing %s: %s", l->dir, kiq_error_get());
+        /* the next open then reads no batch headers at all */
+        if (kiq_producer_state_count(l->producers) > 0 &&
+            kiq_producer_state_write_snapshot(l->producers, l->dir, active(l)->next_offset) < 0)
+            KIQ_WARN("closing %s: producer state snapshot: %s", l->dir, kiq_error_get());
+    }
     for (size_t i = 0; i < l->nsegs; i++) kiq_segment_close(l->segs[i]);
     log_release(l);
 }
@@ -348,6 +388,11 @@ static int roll(kiq_partition_log_t *l)
     if (old->next_offset > l->recovery_point) l->recovery_point = old->next_offset;
     l->unflushed = 0;
     l->unflushed_since = -1;
+    /* Kafka snapshots at each roll too: a restart after a crash then reads
+     * the headers of the last segment only. */
+    if (kiq_producer_state_count(l->producers) > 0 &&
+        kiq_producer_state_write_snapshot(l->producers, l->dir, seg->base_offset) < 0)
+        KIQ_WARN("rolling %s: producer state snapshot: %s", l->dir, kiq_error_get());
     KIQ_DEBUG("%s: rolled to segment %" PRId64 " (previous: %" PRIu64 " bytes)", l->dir, seg->base_offset,
               old->size);
     return 0;
@@ -372,11 +417,79 @@ static bool time_to_roll(kiq_partition_log_t *l, int64_t max_ts)
     return l->active_first_ts >= 0 && max_ts - l->active_first_ts > l->segment_ms;
 }
 
-int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
-                             int64_t *base_offset_out, int64_t *last_offset_out)
+/* Producer entries an append changes, committed to the table only once
+ * its batches are written; a later batch of the same append is checked
+ * against the earlier ones. On the appending thread's stack. */
+#define PENDING_LOCAL 4
+typedef struct pending {
+    kiq_producer_entry_t local[PENDING_LOCAL];
+    kiq_producer_entry_t *e; /* local, or malloc'd when more producers come */
+    size_t n, cap;
+} pending_t;
+
+static kiq_producer_entry_t *pending_find(pending_t *p, int64_t producer_id)
 {
+    for (size_t i = 0; i < p->n; i++)
+        if (p->e[i].producer_id == producer_id) return &p->e[i];
+    return NULL;
+}
+
+static kiq_producer_entry_t *pending_add(pending_t *p, const kiq_producer_entry_t *e)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap * 2;
+        kiq_producer_entry_t *n = p->e == p->local ? malloc(cap * sizeof *n) : realloc(p->e, cap * sizeof *n);
+        if (!n) return NULL;
+        if (p->e == p->local) memcpy(n, p->local, sizeof p->local);
+        p->e = n;
+        p->cap = cap;
+    }
+    p->e[p->n] = *e;
+    return &p->e[p->n++];
+}
+
+/* Under the mutex: checks the batch h (its offsets assigned) of an
+ * idempotent producer against the state plus what this append already
+ * did, and records it in pend. 0 (res->duplicate may be set), a Kafka
+ * error code, or -1. */
+static int check_producer(kiq_partition_log_t *l, pending_t *pend, const kiq_batch_header_t *h,
+                          kiq_log_append_result_t *res)
+{
+    kiq_producer_entry_t *pe = pending_find(pend, h->producer_id);
+    const kiq_producer_entry_t *cur = pe ? pe : kiq_producer_state_get(l->producers, h->producer_id);
+    bool dup;
+    kiq_producer_batch_t orig;
+    int err = kiq_producer_entry_check(cur, h, &dup, &orig);
+    if (err) return err;
+    if (dup) {
+        res->duplicate = true;
+        res->base_offset = orig.first_offset;
+        res->last_offset = orig.last_offset;
+        res->timestamp = orig.timestamp;
+        return 0;
+    }
+    if (!pe) {
+        kiq_producer_entry_t fresh;
+        if (cur)
+            fresh = *cur;
+        else
+            kiq_producer_entry_init(&fresh, h->producer_id, h->producer_epoch);
+        if (!(pe = pending_add(pend, &fresh))) return kiq_error_set("out of memory");
+    }
+    kiq_producer_entry_update(pe, h);
+    return 0;
+}
+
+int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
+                                     kiq_log_append_result_t *res)
+{
+    *res = (kiq_log_append_result_t){.base_offset = -1, .last_offset = -1, .timestamp = -1};
     if (len == 0) return kiq_error_set("%s: nothing to append", l->dir);
     if (len > INT32_MAX) return kiq_error_set("%s: append of %zu bytes is too large", l->dir, len);
+    pending_t pend;
+    pend.e = pend.local;
+    pend.n = 0;
+    pend.cap = PENDING_LOCAL;
     pthread_mutex_lock(&l->mu);
     int rc = -1;
     if (kiq_log_dir_offline(l->log_dir)) {
@@ -400,6 +513,13 @@ int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t le
         uint8_t *mb = batches + (b - batches);
         kiq_batch_set_base_offset(mb, next);
         kiq_batch_set_leader_epoch(mb, leader_epoch);
+        h.base_offset = next;
+        if (h.producer_id >= 0) {
+            rc = check_producer(l, &pend, &h, res);
+            /* a retried batch: the whole append is answered as before */
+            if (rc != 0 || res->duplicate) goto out;
+            rc = -1;
+        }
         next += (int64_t)h.last_offset_delta + 1;
         if (h.max_timestamp > max_ts) max_ts = h.max_timestamp;
     }
@@ -429,16 +549,49 @@ int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t le
         }
         goto out;
     }
+    for (size_t i = 0; i < pend.n; i++)
+        if (kiq_producer_state_put(l->producers, &pend.e[i]) < 0)
+            KIQ_ERROR("%s: producer %" PRId64 " is not remembered: %s", l->dir, pend.e[i].producer_id,
+                      kiq_error_get());
     if (seg->size == len) l->active_first_ts = UNKNOWN_TS;
-    if (base_offset_out) *base_offset_out = first;
-    if (last_offset_out) *last_offset_out = last;
+    res->base_offset = first;
+    res->last_offset = last;
     rc = 0;
     if (l->unflushed == 0) l->unflushed_since = kiq_partition_log_now_ms();
     l->unflushed += last - first + 1;
     if (l->unflushed >= l->flush_messages) rc = flush_locked(l);
 out:
     pthread_mutex_unlock(&l->mu);
+    if (pend.e != pend.local) free(pend.e);
     return rc;
+}
+
+int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
+                             int64_t *base_offset_out, int64_t *last_offset_out)
+{
+    kiq_log_append_result_t res;
+    int rc = kiq_partition_log_append_checked(l, batches, len, leader_epoch, &res);
+    if (rc != 0) return -1;
+    if (base_offset_out) *base_offset_out = res.base_offset;
+    if (last_offset_out) *last_offset_out = res.last_offset;
+    return 0;
+}
+
+int kiq_partition_log_producer(kiq_partition_log_t *l, int64_t producer_id, kiq_producer_entry_t *out)
+{
+    pthread_mutex_lock(&l->mu);
+    const kiq_producer_entry_t *e = kiq_producer_state_get(l->producers, producer_id);
+    if (e) *out = *e;
+    pthread_mutex_unlock(&l->mu);
+    return e != NULL;
+}
+
+size_t kiq_partition_log_producer_count(kiq_partition_log_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    size_t n = kiq_producer_state_count(l->producers);
+    pthread_mutex_unlock(&l->mu);
+    return n;
 }
 
 /* ---- Reading ---- */
@@ -612,6 +765,8 @@ int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset)
     l->active_first_ts = UNKNOWN_TS;
     rc = kiq_segment_truncate_to(active(l), offset);
     if (l->recovery_point > active(l)->next_offset) l->recovery_point = active(l)->next_offset;
+    /* the producers' last batches may be gone: what is left says */
+    rebuild_producers(l, true);
     if (rc == 0)
         KIQ_INFO("%s: truncated to offset %" PRId64 " (log end was %" PRId64 ")", l->dir, active(l)->next_offset, leo);
 out:

@@ -4,7 +4,9 @@
  * appends roll to a new segment named after the LEO when the active one
  * would pass log.segment.bytes, its index is full or its first batch is
  * older than segment.ms. Retention deletes whole segments from the oldest
- * on, moving the log start offset.
+ * on, moving the log start offset. The log also keeps the idempotent
+ * producers' state (producer_state.h), checked and updated with each
+ * append, snapshotted to `<offset>.snapshot` at each roll and clean close.
  *
  * Thread safety: each log has its own mutex and every function below is
  * callable from any thread, except kiq_partition_log_free/delete, which
@@ -18,6 +20,7 @@
 #include <stdint.h>
 
 #include "log/log_config.h"
+#include "log/producer_state.h"
 #include "log/segment.h"
 #include "proto/writer.h"
 
@@ -66,7 +69,12 @@ typedef struct kiq_log_segment_info {
  * from its last index entry when cfg->clean_shutdown, from its start
  * otherwise (other segments were synced when they were rolled, and are
  * only checked from their last index entry). An empty directory gets one
- * empty segment at offset 0. NULL with the reason on failure. */
+ * empty segment at offset 0. The idempotent producers' state is then
+ * rebuilt: from the newest producer state snapshot at or below the LEO
+ * (snapshots above it are removed), then from the batch headers after it;
+ * without a snapshot, from every batch header (skipped after a clean
+ * shutdown, which would have left a snapshot had there been producers).
+ * NULL with the reason on failure. */
 kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_config_t *cfg);
 /* kiq_partition_log_open after an unclean shutdown (cfg->clean_shutdown
  * false) with the recovery point known: every segment from the one holding
@@ -79,7 +87,8 @@ kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_confi
 kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_config_t *cfg,
                                                int64_t recovery_point);
 /* Clean close: syncs the active segment, writes the final time index
- * entries, trims the index files, frees. NULL is fine. */
+ * entries, trims the index files, writes a producer state snapshot at the
+ * LEO when the log knows producers, frees. NULL is fine. */
 void kiq_partition_log_free(kiq_partition_log_t *l);
 /* Closes the log and removes its directory with every file in it. The log
  * is freed whatever the result. */
@@ -94,6 +103,36 @@ int kiq_partition_log_delete(kiq_partition_log_t *l);
  * fails: the batches are then in the log but not known durable. */
 int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
                              int64_t *base_offset_out, int64_t *last_offset_out);
+
+/* What kiq_partition_log_append_checked did; a value owned by the caller. */
+typedef struct kiq_log_append_result {
+    /* Offsets assigned, or for a duplicate those the batch got when it was
+     * first appended. */
+    int64_t base_offset, last_offset;
+    /* The batch was appended before (an idempotent producer's retry):
+     * nothing was written this time. */
+    bool duplicate;
+    /* For a duplicate: the original batch's max timestamp. */
+    int64_t timestamp;
+} kiq_log_append_result_t;
+
+/* kiq_partition_log_append with the idempotent producer's checks, made
+ * atomically with the write under the log's mutex: every batch with a
+ * producer id (>= 0) is checked against that producer's state (see
+ * kiq_producer_entry_check). A duplicate batch makes the whole append a
+ * no-op answered with the original offsets (res->duplicate). Returns 0
+ * (appended or duplicate), a Kafka error code (OUT_OF_ORDER_SEQUENCE_NUMBER,
+ * INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID; nothing appended, the reason
+ * naming producer, epoch and sequences in the error slot), or -1 as
+ * kiq_partition_log_append. kiq_partition_log_append is this with a
+ * producer refusal turned into -1. */
+int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
+                                     kiq_log_append_result_t *res);
+/* A copy of producer_id's state in this partition: 1 with *out, 0 when
+ * the producer is unknown here. */
+int kiq_partition_log_producer(kiq_partition_log_t *l, int64_t producer_id, kiq_producer_entry_t *out);
+/* Producers known to this partition. */
+size_t kiq_partition_log_producer_count(kiq_partition_log_t *l);
 
 /* Finds what a fetch at `offset` returns: whole batches from the one
  * holding offset on, up to max_bytes in total, but always at least the
@@ -121,7 +160,9 @@ int kiq_partition_log_offset_for_time(kiq_partition_log_t *l, int64_t ts, int64_
 
 /* Removes every batch from the one holding offset on (whole segments where
  * possible); the LEO becomes where the log then ends. offset must be within
- * [log start, LEO]; offset == LEO is a no-op. */
+ * [log start, LEO]; offset == LEO is a no-op. Producer state snapshots
+ * above the new LEO are removed and the producers' state is rebuilt from
+ * what is left. */
 int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset);
 
 int64_t kiq_partition_log_start_offset(kiq_partition_log_t *l);

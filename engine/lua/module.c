@@ -234,6 +234,80 @@ static int l_broker_state(lua_State *L)
     return 1;
 }
 
+static void set_str(lua_State *L, const char *k, const char *v)
+{
+    if (!v) return;
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, k);
+}
+
+/* b:groups() -> { { id, state, generation, protocol_type, protocol, leader,
+ *   offsets_partition, members = { { id, instance_id, client_id,
+ *   client_host, session_timeout_ms, rebalance_timeout_ms, assignment } },
+ *   offsets = { [topic] = { [partition] = { offset, leader_epoch,
+ *   metadata, commit_timestamp } } } } }, sorted by id; the copy is taken
+ * under the coordinator's lock and pushed after it is released. */
+static int l_broker_groups(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    lua_newtable(L);
+    if (!b->running) return 1;
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_group_info_t *gs;
+    int n = kiq_group_coordinator_snapshot(b->groups, &a, &gs);
+    for (int i = 0; i < n; i++) {
+        const kiq_group_info_t *g = &gs[i];
+        lua_createtable(L, 0, 9);
+        set_str(L, "id", g->id);
+        set_str(L, "state", g->state);
+        set_num(L, "generation", g->generation);
+        set_str(L, "protocol_type", g->protocol_type);
+        set_str(L, "protocol", g->protocol);
+        set_str(L, "leader", g->leader);
+        set_num(L, "offsets_partition", g->offsets_partition);
+        lua_createtable(L, g->nmembers, 0);
+        for (int j = 0; j < g->nmembers; j++) {
+            const kiq_group_info_member_t *m = &g->members[j];
+            lua_createtable(L, 0, 7);
+            set_str(L, "id", m->id);
+            set_str(L, "instance_id", m->instance_id);
+            set_str(L, "client_id", m->client_id);
+            set_str(L, "client_host", m->client_host);
+            set_num(L, "session_timeout_ms", m->session_timeout_ms);
+            set_num(L, "rebalance_timeout_ms", m->rebalance_timeout_ms);
+            if (m->assignment) {
+                lua_pushlstring(L, (const char *)m->assignment, (size_t)m->assignment_len);
+                lua_setfield(L, -2, "assignment");
+            }
+            lua_rawseti(L, -2, j + 1);
+        }
+        lua_setfield(L, -2, "members");
+        lua_newtable(L);
+        for (int j = 0; j < g->noffsets; j++) {
+            const kiq_group_info_offset_t *o = &g->offsets[j];
+            lua_getfield(L, -1, o->topic);
+            if (lua_isnil(L, -1)) {
+                lua_pop(L, 1);
+                lua_newtable(L);
+                lua_pushvalue(L, -1);
+                lua_setfield(L, -3, o->topic);
+            }
+            lua_createtable(L, 0, 4);
+            set_num(L, "offset", (double)o->offset);
+            set_num(L, "leader_epoch", o->leader_epoch);
+            set_str(L, "metadata", o->metadata);
+            set_num(L, "commit_timestamp", (double)o->commit_ts_ms);
+            lua_rawseti(L, -2, o->partition);
+            lua_pop(L, 1);
+        }
+        lua_setfield(L, -2, "offsets");
+        lua_rawseti(L, -2, i + 1);
+    }
+    kiq_arena_reset(&a);
+    return 1;
+}
+
 /* The errno names a disk fault may be given as. */
 static const struct {
     const char *name;
@@ -957,6 +1031,7 @@ int luaopen_kafkaiq_core(lua_State *L)
     static const luaL_Reg broker_methods[] = {
         {"start", l_broker_start},     {"stop", l_broker_stop},   {"kill", l_broker_kill},
         {"running", l_broker_running}, {"port", l_broker_port},   {"state", l_broker_state},
+        {"groups", l_broker_groups},
         {"inject_disk_fault", l_broker_inject_disk_fault}, {"clear_disk_fault", l_broker_clear_disk_fault},
         {"request_stats", l_broker_request_stats},                {"intercept", l_broker_intercept},
         {"remove_intercept", l_broker_remove_intercept},          {"intercepts", l_broker_intercepts},

@@ -159,6 +159,8 @@ kiq_broker_t *kiq_broker_new(const kiq_config_t *config)
     for (int i = 0; i < b->nlog_dirs; i++)
         if (kiq_mkdir_p(b->log_dirs[i].path) != 0 || lock_dir(&b->log_dirs[i]) != 0) goto fail;
     if (load_meta(b) != 0) goto fail;
+    b->producer_ids = kiq_producer_ids_new(b->log_dirs[0].path, KIQ_PRODUCER_IDS_BLOCK);
+    if (!b->producer_ids) goto fail;
     kiq_log_config_default(&b->log_cfg);
     b->log_cfg.segment_bytes = (int32_t)kiq_config_int(config, KIQ_CFG_LOG_SEGMENT_BYTES);
     b->log_cfg.index_interval_bytes =
@@ -280,6 +282,9 @@ int kiq_broker_start(kiq_broker_t *b)
     }
 
     if (kiq_purgatory_start(b->purgatory) != 0) return -1;
+    b->groups = kiq_group_coordinator_new(b);
+    if (!b->groups) return kiq_error_set("out of memory");
+    if (kiq_group_coordinator_start(b->groups) != 0) return -1;
     b->nio_threads = (int)kiq_config_int(b->config, KIQ_CFG_NUM_IO_THREADS);
     b->io_threads = calloc((size_t)b->nio_threads, sizeof *b->io_threads);
     if (!b->io_threads) return kiq_error_set("out of memory");
@@ -344,6 +349,7 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     b->cleaner = NULL;
     kiq_log_flusher_free(b->flusher);
     b->flusher = NULL;
+    kiq_group_coordinator_stop(b->groups);
     if (b->purgatory) kiq_purgatory_stop(b->purgatory);
     if (b->queue) kiq_request_queue_close(b->queue);
     for (int i = 0; i < b->nio_threads; i++) pthread_join(b->io_threads[i], NULL);
@@ -356,6 +362,8 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     b->queue = NULL;
     kiq_purgatory_free(b->purgatory);
     b->purgatory = NULL;
+    kiq_group_coordinator_free(b->groups);
+    b->groups = NULL;
     if (b->topics) {
         kiq_topics_free(b->topics);
         b->topics = NULL;
@@ -385,6 +393,7 @@ void kiq_broker_free(kiq_broker_t *b)
     kiq_broker_stop(b);
     kiq_config_free(b->config);
     kiq_hooks_free(b->hooks); /* the threads that ran hooks are joined */
+    kiq_producer_ids_free(b->producer_ids);
     for (int i = 0; i < b->nlog_dirs; i++) {
         if (b->log_dirs[i].lock_fd >= 0) close(b->log_dirs[i].lock_fd);
         kiq_log_dir_free(b->log_dirs[i].health);

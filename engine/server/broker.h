@@ -14,9 +14,11 @@
 #include "net/acceptor.h"
 #include "net/processor.h"
 #include "net/request_queue.h"
+#include "group/group_coordinator.h"
 #include "server/log_flusher.h"
 #include "server/log_cleaner.h"
 #include "server/log_retention.h"
+#include "server/producer_ids.h"
 #include "server/purgatory.h"
 #include "server/request_stats.h"
 #include "server/topics.h"
@@ -58,8 +60,11 @@ struct kiq_broker {
     pthread_t *io_threads;
     int nio_threads;
     kiq_purgatory_t *purgatory;
+    /* Consumer groups and committed offsets: from start to shutdown; own lock. */
+    kiq_group_coordinator_t *groups;
     kiq_request_stats_t stats;
     kiq_hooks_t *hooks; /* interceptors: from new to free, across restarts; own lock */
+    kiq_producer_ids_t *producer_ids; /* InitProducerId: from new to free; own lock */
     bool running;
 };
 

@@ -111,15 +111,15 @@ describe("connection", function()
     assert.equals(math.min(ours[1].max_version, 12), c:version(1))
     assert.equals(math.min(ours[3].max_version, 12), c:version(3))
     assert.equals(3, c:version(18))
-    -- the broker does not serve groups yet: no version negotiated
-    assert.is_nil(c:version(8))
+    -- OffsetForLeaderEpoch is in our codec but not served: no version negotiated
+    assert.is_nil(c:version(23))
     local resp, v = c:request(3, { topics = {} })
     assert.is_table(resp)
     assert.equals(c:version(3), v)
     assert.equals(broker:port(), resp.brokers[1].port)
-    local none, err = c:request(8, { group_id = "g", topics = {} })
+    local none, err = c:request(23, { topics = {} })
     assert.is_nil(none)
-    assert.matches("does not support OffsetCommit", err, 1, true)
+    assert.matches("does not support OffsetForLeaderEpoch", err, 1, true)
     c:close()
     assert.is_false(c:alive())
     none, err = c:request(3, { topics = {} })
@@ -843,18 +843,21 @@ describe("consumer", function()
     assert.matches("interceptor on_consume raised: .*consume hook broke", logged[1])
   end)
 
-  it("answers nil, err from commit when the broker lacks OffsetCommit", function()
+  it("commits to the group coordinator and tells on_commit", function()
     local committed = false
     local c = client.consumer { bootstrap = BS, group_id = "g1",
       interceptors = { on_commit = function() committed = true end } }
     assert(c:assign { { t, 0, 0 } })
-    local ok, err = c:commit()
-    assert.is_nil(ok)
-    assert.matches("^commit: OffsetCommit not supported by broker 127%.0%.0%.1:%d+$", err)
-    ok, err = c:commit { { topic = t, partition = 0, offset = 3 } }
-    assert.is_nil(ok)
-    assert.is_false(committed)
     assert.is_true(c:commit {}) -- nothing to commit
+    assert.is_false(committed)
+    assert(c:commit { { topic = t, partition = 0, offset = 3 } })
+    assert.is_true(committed)
+    local stored
+    for _, g in ipairs(broker:groups()) do
+      if g.id == "g1" then stored = g.offsets[t][0].offset end
+    end
+    assert.equals(3, stored)
+    c:close()
   end)
 
   it("raises on misuse", function()

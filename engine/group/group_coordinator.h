@@ -1,0 +1,93 @@
+/* The group coordinator (Kafka's GroupCoordinator and GroupMetadataManager
+ * in one): consumer group membership and rebalances, and committed offsets
+ * kept in the compacted internal topic __consumer_offsets in Kafka's
+ * record formats, reloaded when the broker starts.
+ *
+ * Threads: request handlers call in from I/O threads; a timer thread of its
+ * own expires sessions, ends join phases and expires offsets. One mutex
+ * guards every group (operations are short; the only I/O under it is the
+ * append of a commit to the local log, which keeps the log and the cache
+ * in the same order). Parked JoinGroup / SyncGroup requests are answered
+ * with kiq_api_respond from whichever thread moves the group on. */
+#ifndef KIQ_GROUP_GROUP_COORDINATOR_H
+#define KIQ_GROUP_GROUP_COORDINATOR_H
+
+#include "group/offsets_topic.h"
+#include "net/request.h"
+#include "proto/messages.h"
+
+typedef struct kiq_broker kiq_broker_t;
+typedef struct kiq_group_coordinator kiq_group_coordinator_t;
+
+/* Reads its settings from the broker's config. */
+kiq_group_coordinator_t *kiq_group_coordinator_new(kiq_broker_t *b);
+/* Loads groups and offsets from __consumer_offsets (when it exists) and
+ * starts the timer thread. Call after the broker's topics are open. */
+int kiq_group_coordinator_start(kiq_group_coordinator_t *gc);
+/* Any thread: answers every parked request (NOT_COORDINATOR, so clients
+ * look for the coordinator again), joins the timer thread; later calls
+ * answer NOT_COORDINATOR at once. */
+void kiq_group_coordinator_stop(kiq_group_coordinator_t *gc);
+/* After stop, once no handler can call in any more. */
+void kiq_group_coordinator_free(kiq_group_coordinator_t *gc);
+
+/* Creates __consumer_offsets if it is not there yet (FindCoordinator does,
+ * as Kafka does). Kafka error code. */
+int kiq_group_coordinator_ensure_topic(kiq_group_coordinator_t *gc);
+
+/* The operations, from I/O threads. Each takes the decoded request and
+ * fills the response (allocating in r's arena) and returns a handler
+ * result (api.h): RESPOND, or PARKED for a JoinGroup / SyncGroup that waits
+ * for the rebalance. */
+int kiq_group_join(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_join_group_request_t *req,
+                   kiq_join_group_response_t *resp);
+int kiq_group_sync(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_sync_group_request_t *req,
+                   kiq_sync_group_response_t *resp);
+void kiq_group_heartbeat(kiq_group_coordinator_t *gc, const kiq_heartbeat_request_t *req,
+                         kiq_heartbeat_response_t *resp);
+void kiq_group_leave(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_leave_group_request_t *req,
+                     kiq_leave_group_response_t *resp);
+void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
+                              const kiq_offset_commit_request_t *req, kiq_offset_commit_response_t *resp);
+void kiq_group_fetch_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
+                             const kiq_offset_fetch_request_t *req, kiq_offset_fetch_response_t *resp);
+void kiq_group_delete_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
+                              const kiq_offset_delete_request_t *req, kiq_offset_delete_response_t *resp);
+void kiq_group_list(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_list_groups_request_t *req,
+                    kiq_list_groups_response_t *resp);
+void kiq_group_describe(kiq_group_coordinator_t *gc, kiq_request_t *r,
+                        const kiq_describe_groups_request_t *req, kiq_describe_groups_response_t *resp);
+void kiq_group_delete(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_delete_groups_request_t *req,
+                      kiq_delete_groups_response_t *resp);
+
+/* A copy of the groups for inspection (the Lua API), every string and
+ * array in the caller's arena; NULL strings stay NULL. */
+typedef struct kiq_group_info_member {
+    const char *id, *instance_id, *client_id, *client_host;
+    int32_t session_timeout_ms, rebalance_timeout_ms;
+    const uint8_t *assignment; /* ConsumerProtocolAssignment for consumers; NULL: none */
+    int32_t assignment_len;
+} kiq_group_info_member_t;
+
+typedef struct kiq_group_info_offset {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+    int32_t leader_epoch;
+    const char *metadata;
+    int64_t commit_ts_ms;
+} kiq_group_info_offset_t;
+
+typedef struct kiq_group_info {
+    const char *id, *state, *protocol_type, *protocol, *leader;
+    int32_t generation;
+    int32_t offsets_partition;
+    int nmembers, noffsets;
+    kiq_group_info_member_t *members;
+    kiq_group_info_offset_t *offsets;
+} kiq_group_info_t;
+
+/* Any thread: the groups as they are now, sorted by id; returns how many. */
+int kiq_group_coordinator_snapshot(kiq_group_coordinator_t *gc, kiq_arena_t *a, kiq_group_info_t **out);
+
+#endif

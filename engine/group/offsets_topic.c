@@ -1,0 +1,261 @@
+/* __consumer_offsets records; see offsets_topic.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/arena.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "group/offsets_topic.h"
+#include "proto/reader.h"
+
+enum {
+    KEY_OFFSET_COMMIT = 1, /* keys 0 and 1 are both offset commits */
+    KEY_GROUP_METADATA = 2,
+    VALUE_OFFSET_EXPIRING = 1, /* the only version with an expire timestamp */
+    VALUE_OFFSET = 3,
+    VALUE_GROUP = 3,
+};
+
+void kiq_offsets_records_init(kiq_offsets_records_t *rs, int64_t now_ms)
+{
+    kiq_batch_builder_init(&rs->bb, 0, now_ms);
+    rs->now_ms = now_ms;
+    rs->count = 0;
+}
+
+void kiq_offsets_records_free(kiq_offsets_records_t *rs) { kiq_batch_builder_free(&rs->bb); }
+
+static kiq_str_t str_or_null(const char *s) { return s ? KIQ_STR(s) : KIQ_STR_NULL; }
+
+/* key and value are writers holding the version and the message; value
+ * NULL writes a tombstone. */
+static int add(kiq_offsets_records_t *rs, kiq_wr_t *key, kiq_wr_t *value)
+{
+    int rc = -1;
+    if (key->err || (value && value->err)) {
+        kiq_error_set("out of memory");
+    } else {
+        rc = kiq_batch_builder_add(&rs->bb, key->buf, (int32_t)key->len, value ? value->buf : NULL,
+                                   value ? (int32_t)value->len : -1, NULL, 0, rs->now_ms);
+        if (rc == 0) rs->count++;
+    }
+    kiq_wr_free(key);
+    if (value) kiq_wr_free(value);
+    return rc;
+}
+
+static void commit_key(kiq_wr_t *w, const char *group, const char *topic, int32_t partition)
+{
+    kiq_offset_commit_key_t k;
+    kiq_offset_commit_key_init(&k);
+    k.group = KIQ_STR(group);
+    k.topic = KIQ_STR(topic);
+    k.partition = partition;
+    kiq_wr_init(w);
+    kiq_wr_i16(w, KEY_OFFSET_COMMIT);
+    kiq_offset_commit_key_encode(w, KEY_OFFSET_COMMIT, &k);
+}
+
+int kiq_offsets_records_add_commit(kiq_offsets_records_t *rs, const char *group, const kiq_group_offset_t *o)
+{
+    kiq_wr_t key, value;
+    commit_key(&key, group, o->topic, o->partition);
+    kiq_offset_commit_value_t v;
+    kiq_offset_commit_value_init(&v);
+    v.offset = o->offset;
+    v.leader_epoch = o->leader_epoch;
+    v.metadata = o->metadata ? KIQ_STR(o->metadata) : KIQ_STR("");
+    v.commit_timestamp = o->commit_ts_ms;
+    v.expire_timestamp = o->expire_ts_ms;
+    int16_t version = o->expire_ts_ms >= 0 ? VALUE_OFFSET_EXPIRING : VALUE_OFFSET;
+    kiq_wr_init(&value);
+    kiq_wr_i16(&value, version);
+    kiq_offset_commit_value_encode(&value, version, &v);
+    return add(rs, &key, &value);
+}
+
+int kiq_offsets_records_add_commit_tombstone(kiq_offsets_records_t *rs, const char *group, const char *topic,
+                                             int32_t partition)
+{
+    kiq_wr_t key;
+    commit_key(&key, group, topic, partition);
+    return add(rs, &key, NULL);
+}
+
+static void group_key(kiq_wr_t *w, const char *group)
+{
+    kiq_group_metadata_key_t k;
+    kiq_group_metadata_key_init(&k);
+    k.group = KIQ_STR(group);
+    kiq_wr_init(w);
+    kiq_wr_i16(w, KEY_GROUP_METADATA);
+    kiq_group_metadata_key_encode(w, KEY_GROUP_METADATA, &k);
+}
+
+int kiq_offsets_records_add_group(kiq_offsets_records_t *rs, const kiq_group_t *g)
+{
+    kiq_wr_t key, value;
+    group_key(&key, g->id);
+    kiq_group_metadata_value_t v;
+    kiq_group_metadata_value_init(&v);
+    v.protocol_type = KIQ_STR(g->protocol_type ? g->protocol_type : "");
+    v.generation = g->generation;
+    v.protocol = str_or_null(g->protocol);
+    v.leader = str_or_null(g->leader);
+    v.current_state_timestamp = g->state_ts_ms;
+    kiq_group_metadata_value_members_t *mv = calloc((size_t)(g->nmembers > 0 ? g->nmembers : 1), sizeof *mv);
+    if (!mv) {
+        kiq_wr_free(&key);
+        return kiq_error_set("out of memory");
+    }
+    int i = 0;
+    for (const kiq_group_member_t *m = g->members; m; m = m->next, i++) {
+        kiq_group_metadata_value_members_init(&mv[i]);
+        mv[i].member_id = KIQ_STR(m->id);
+        mv[i].group_instance_id = str_or_null(m->instance_id);
+        mv[i].client_id = KIQ_STR(m->client_id);
+        mv[i].client_host = KIQ_STR(m->client_host);
+        mv[i].rebalance_timeout = m->rebalance_timeout_ms;
+        mv[i].session_timeout = m->session_timeout_ms;
+        const kiq_group_protocol_t *p = kiq_group_member_protocol(m, g->protocol);
+        mv[i].subscription = p ? (kiq_bytes_t){p->metadata, p->metadata_len} : (kiq_bytes_t){(const uint8_t *)"", 0};
+        mv[i].assignment = m->assignment ? (kiq_bytes_t){m->assignment, m->assignment_len}
+                                         : (kiq_bytes_t){(const uint8_t *)"", 0};
+    }
+    v.members_n = i;
+    v.members = mv;
+    kiq_wr_init(&value);
+    kiq_wr_i16(&value, VALUE_GROUP);
+    kiq_group_metadata_value_encode(&value, VALUE_GROUP, &v);
+    free(mv);
+    return add(rs, &key, &value);
+}
+
+int kiq_offsets_records_add_group_tombstone(kiq_offsets_records_t *rs, const char *group)
+{
+    kiq_wr_t key;
+    group_key(&key, group);
+    return add(rs, &key, NULL);
+}
+
+int kiq_offsets_records_append(kiq_offsets_records_t *rs, kiq_partition_log_t *log, int32_t leader_epoch)
+{
+    if (rs->count == 0) return 0;
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    if (kiq_batch_builder_finish(&rs->bb, &w) != 0) {
+        kiq_wr_free(&w);
+        return -1;
+    }
+    int rc = w.err ? kiq_error_set("out of memory")
+                   : kiq_partition_log_append(log, w.buf, w.len, leader_epoch, NULL, NULL);
+    kiq_wr_free(&w);
+    return rc;
+}
+
+/* ---- loading ---- */
+
+typedef struct load_ctx {
+    const kiq_offsets_loader_t *ld;
+    int applied;
+    int64_t offset; /* of the record being read, for messages */
+} load_ctx_t;
+
+static int load_record(const kiq_record_t *rec, void *arg)
+{
+    load_ctx_t *c = arg;
+    c->offset = rec->offset;
+    if (!rec->key.p || rec->key.len < 2) {
+        KIQ_WARN(KIQ_OFFSETS_TOPIC " record at offset %lld has no key; skipped", (long long)rec->offset);
+        return 0;
+    }
+    kiq_arena_t arena;
+    kiq_arena_init(&arena);
+    kiq_rd_t rd;
+    int16_t kv = (int16_t)kiq_be16(rec->key.p);
+    kiq_rd_init(&rd, rec->key.p + 2, (size_t)rec->key.len - 2);
+    bool has_value = rec->value.p != NULL;
+    kiq_rd_t vr;
+    int16_t vv = 0;
+    if (has_value) {
+        if (rec->value.len < 2) goto malformed;
+        vv = (int16_t)kiq_be16(rec->value.p);
+        kiq_rd_init(&vr, rec->value.p + 2, (size_t)rec->value.len - 2);
+    }
+    if (kv == 0 || kv == KEY_OFFSET_COMMIT) {
+        kiq_offset_commit_key_t k;
+        kiq_offset_commit_key_init(&k);
+        if (kiq_offset_commit_key_decode(&rd, kv, &arena, &k) != 0) goto malformed;
+        if (!has_value) {
+            c->ld->offset(c->ld->ctx, k.group, k.topic, k.partition, NULL);
+        } else {
+            if (vv < 0 || vv > VALUE_OFFSET) goto unknown;
+            kiq_offset_commit_value_t v;
+            kiq_offset_commit_value_init(&v);
+            if (kiq_offset_commit_value_decode(&vr, vv, &arena, &v) != 0) goto malformed;
+            c->ld->offset(c->ld->ctx, k.group, k.topic, k.partition, &v);
+        }
+    } else if (kv == KEY_GROUP_METADATA) {
+        kiq_group_metadata_key_t k;
+        kiq_group_metadata_key_init(&k);
+        if (kiq_group_metadata_key_decode(&rd, kv, &arena, &k) != 0) goto malformed;
+        if (!has_value) {
+            c->ld->group(c->ld->ctx, k.group, NULL);
+        } else {
+            if (vv < 0 || vv > VALUE_GROUP) goto unknown;
+            kiq_group_metadata_value_t v;
+            kiq_group_metadata_value_init(&v);
+            if (kiq_group_metadata_value_decode(&vr, vv, &arena, &v) != 0) goto malformed;
+            c->ld->group(c->ld->ctx, k.group, &v);
+        }
+    } else {
+        goto unknown;
+    }
+    c->applied++;
+    kiq_arena_reset(&arena);
+    return 0;
+unknown:
+    KIQ_WARN(KIQ_OFFSETS_TOPIC " record at offset %lld: key version %d / value version %d unknown; skipped",
+             (long long)rec->offset, kv, vv);
+    kiq_arena_reset(&arena);
+    return 0;
+malformed:
+    KIQ_WARN(KIQ_OFFSETS_TOPIC " record at offset %lld is malformed; skipped", (long long)rec->offset);
+    kiq_arena_reset(&arena);
+    return 0;
+}
+
+int kiq_offsets_topic_load(kiq_partition_log_t *log, const kiq_offsets_loader_t *ld)
+{
+    load_ctx_t c = {.ld = ld};
+    int64_t offset = kiq_partition_log_start_offset(log);
+    int64_t end = kiq_partition_log_end_offset(log);
+    kiq_wr_t w;
+    while (offset < end) {
+        kiq_wr_init(&w);
+        int n = kiq_partition_log_read(log, offset, 1 << 20, end, &w);
+        if (n <= 0 || w.err) {
+            kiq_wr_free(&w);
+            if (n == 0) break;
+            return kiq_error_set("cannot read " KIQ_OFFSETS_TOPIC " at offset %lld: %s", (long long)offset,
+                                 n == KIQ_LOG_OUT_OF_RANGE ? "out of range" : kiq_error_get());
+        }
+        kiq_batch_iter_t it;
+        kiq_batch_iter_init(&it, w.buf, w.len, true);
+        const uint8_t *batch;
+        size_t blen;
+        kiq_batch_header_t h;
+        int64_t next = offset;
+        while (kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
+            next = kiq_batch_last_offset(&h) + 1;
+            if (kiq_batch_is_control(&h)) continue;
+            if (kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, load_record, &c) != 0)
+                KIQ_WARN(KIQ_OFFSETS_TOPIC " batch at offset %lld is malformed: %s; skipped",
+                         (long long)h.base_offset, kiq_error_get());
+        }
+        kiq_wr_free(&w);
+        if (next <= offset) break; /* never spin on a read that does not advance */
+        offset = next;
+    }
+    return c.applied;
+}

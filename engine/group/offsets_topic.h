@@ -1,0 +1,50 @@
+/* The records of __consumer_offsets, in Kafka's formats, so the topic can
+ * be read with Kafka's own tools: committed offsets (key version 1: group,
+ * topic, partition; value version 3, or 1 when an explicit expiry is kept)
+ * and group metadata (key version 2: group; value version 3), a null value
+ * deleting the key, which compaction then drops. Both the writing and the
+ * loading side run under the coordinator's lock (or before it starts). */
+#ifndef KIQ_GROUP_OFFSETS_TOPIC_H
+#define KIQ_GROUP_OFFSETS_TOPIC_H
+
+#include "group/group.h"
+#include "log/partition_log.h"
+#include "proto/messages.h"
+#include "record/batch.h"
+
+#define KIQ_OFFSETS_TOPIC "__consumer_offsets"
+
+/* Records gathered for one append; owned by the calling thread. */
+typedef struct kiq_offsets_records {
+    kiq_batch_builder_t bb;
+    int64_t now_ms;
+    int count;
+} kiq_offsets_records_t;
+
+void kiq_offsets_records_init(kiq_offsets_records_t *rs, int64_t now_ms);
+void kiq_offsets_records_free(kiq_offsets_records_t *rs);
+/* Each returns 0, or -1 with the reason in the error slot. */
+int kiq_offsets_records_add_commit(kiq_offsets_records_t *rs, const char *group, const kiq_group_offset_t *o);
+int kiq_offsets_records_add_commit_tombstone(kiq_offsets_records_t *rs, const char *group, const char *topic,
+                                             int32_t partition);
+int kiq_offsets_records_add_group(kiq_offsets_records_t *rs, const kiq_group_t *g);
+int kiq_offsets_records_add_group_tombstone(kiq_offsets_records_t *rs, const char *group);
+/* One batch with everything added, appended to log (leader epoch stamped).
+ * Nothing added: nothing appended. 0 or -1. */
+int kiq_offsets_records_append(kiq_offsets_records_t *rs, kiq_partition_log_t *log, int32_t leader_epoch);
+
+/* What loading a partition of __consumer_offsets finds, in log order; the
+ * views point into data that lives only during the call. v NULL: deleted. */
+typedef struct kiq_offsets_loader {
+    void *ctx;
+    void (*offset)(void *ctx, kiq_str_t group, kiq_str_t topic, int32_t partition,
+                   const kiq_offset_commit_value_t *v);
+    void (*group)(void *ctx, kiq_str_t group, const kiq_group_metadata_value_t *v);
+} kiq_offsets_loader_t;
+
+/* Reads the partition from its log start to its end. Records of unknown
+ * versions are skipped with a warning (a newer broker wrote them). Returns
+ * the number of records applied, or -1. */
+int kiq_offsets_topic_load(kiq_partition_log_t *log, const kiq_offsets_loader_t *ld);
+
+#endif

@@ -1,0 +1,217 @@
+"""The idempotent producer: InitProducerId and the per-partition producer state.
+
+- A broker (in a Lua script) whose interceptor handles one Produce request
+  in ten (a seeded choice) but drops its answer and the connection: an
+  idempotent confluent-kafka producer retries those batches, and every
+  record is in the log exactly once, at the offset its delivery report gave;
+  the same without idempotence writes duplicates (so the check can fail).
+- Raw requests: a sequence gap gets OUT_OF_ORDER_SEQUENCE_NUMBER and appends
+  nothing, an unknown producer not starting at 0 gets UNKNOWN_PRODUCER_ID, a
+  retried batch gets its original offset, also after a broker restart.
+- An idempotent producer goes on after a broker restart without errors or
+  duplicates.
+"""
+
+import collections
+import os
+import struct
+import subprocess
+
+import pytest
+
+import kiq_clients as kc
+import kiq_wire as kw
+from conftest import EXTERNAL, ROOT
+
+API_PRODUCE, API_LIST_OFFSETS, API_INIT_PRODUCER_ID = 0, 2, 22
+ERR_OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+ERR_INVALID_PRODUCER_EPOCH = 47
+ERR_UNKNOWN_PRODUCER_ID = 59
+DROP_PERCENT = 10
+
+DROPPING_BROKER_LUA = r"""
+local core = require "kafkaiq.core"
+local dir, drops = arg[1], arg[2]
+local b = assert(core.broker_new { listeners = "PLAINTEXT://127.0.0.1:0", ["log.dirs"] = dir })
+assert(b:start())
+-- a seeded share of the Produce requests is appended but its answer is
+-- lost with the connection; each drop is logged to a file
+assert(b:intercept { on = "request", api = "Produce", source = string.format([[
+  math.randomseed(7)
+  return function(ctx)
+    if math.random(100) <= %d then
+      local f = io.open(%q, "a")
+      f:write("dropped\n")
+      f:close()
+      return { drop = "after" }
+    end
+  end]], tonumber(arg[3]), drops) })
+io.write(b:port(), "\n")
+io.flush()
+io.read("*l")
+b:stop()
+"""
+
+
+@pytest.fixture
+def dropping_broker(tmp_path):
+    if EXTERNAL:
+        pytest.skip("starts its own broker")
+    script = tmp_path / "broker.lua"
+    script.write_text(DROPPING_BROKER_LUA)
+    drops = tmp_path / "drops.txt"
+    env = dict(os.environ)
+    env["LUA_PATH"] = f"{ROOT}/lua/?.lua;{ROOT}/lua/?/init.lua;;"
+    env["LUA_CPATH"] = f"{ROOT}/build/lua/?.so;;"
+    with open(tmp_path / "broker.stderr", "wb") as stderr:
+        proc = subprocess.Popen(["luajit", str(script), str(tmp_path / "data"), str(drops), str(DROP_PERCENT)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env)
+        try:
+            port = int(proc.stdout.readline())
+            yield f"127.0.0.1:{port}", drops
+            proc.communicate(b"\n", timeout=30)
+            assert proc.returncode == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def small_batches(idempotent):
+    """Many small Produce requests, so that many answers are lost."""
+    return {"enable.idempotence": idempotent, "linger.ms": 1, "batch.num.messages": 100,
+            "retry.backoff.ms": 20, "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 100}
+
+
+def dropped(path):
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+@pytest.mark.timeout(240)
+def test_lost_answers_do_not_duplicate_with_idempotence(dropping_broker):
+    bs, drops = dropping_broker
+    topic = "idem-lost-answers"
+    kc.create_topic(bs, topic, 3)
+    msgs = kc.make_messages(5000, "idem")
+    reports = kc.produce_confluent(bs, topic, msgs, acks="all", extra=small_batches(True))
+    assert dropped(drops) >= 3, "the interceptor lost too few answers for the test to mean anything"
+    records = kc.consume_confluent_all(bs, topic, range(3))
+    # every value exactly once, offsets dense, where the delivery report said
+    kc.check_records(records, msgs, reports)
+
+
+@pytest.mark.timeout(240)
+def test_lost_answers_duplicate_without_idempotence(dropping_broker):
+    bs, drops = dropping_broker
+    topic = "plain-lost-answers"
+    kc.create_topic(bs, topic, 3)
+    msgs = kc.make_messages(5000, "plain")
+    extra = small_batches(False)
+    extra["max.in.flight"] = 5
+    kc.produce_confluent(bs, topic, msgs, acks="all", extra=extra)
+    assert dropped(drops) >= 3
+    counts = collections.Counter(value for _, _, _, value, _ in kc.consume_confluent_all(bs, topic, range(3)))
+    assert set(counts) == {v for _, v, _ in msgs}
+    assert max(counts.values()) > 1, "retried batches were not appended twice: the other test proves nothing"
+
+
+# ---------------------------------------------------------------- raw requests
+
+def idempotent_batch(records, producer_id, epoch, seq, base_ts=1700000000000):
+    """RecordBatch v2 of (key, value) records stamped with a producer."""
+    recs = b"".join(kw.encode_record(i, k, v) for i, (k, v) in enumerate(records))
+    after_crc = struct.pack(">hiqqqhii", 0, len(records) - 1, base_ts, base_ts,
+                            producer_id, epoch, seq, len(records)) + recs
+    after_len = struct.pack(">ibI", -1, 2, kw.crc32c(after_crc)) + after_crc
+    return struct.pack(">qi", 0, len(after_len)) + after_len
+
+
+def init_producer_id(conn):
+    """InitProducerId v0 without a transactional id: (error, producer id, epoch)."""
+    body = kw.string(None) + struct.pack(">i", 60000)
+    r = kw.Reader(conn.call(API_INIT_PRODUCER_ID, 0, body))
+    r.int32()  # throttle
+    return r.int16(), r.int64(), r.int16()
+
+
+def produce(conn, topic, batch):
+    """(error, base offset) of a Produce v3 with acks=all to partition 0."""
+    return kw.parse_produce_v3(conn.call(API_PRODUCE, 3, kw.produce_v3_body(topic, 0, batch)))[(topic, 0)]
+
+
+def log_end(conn, topic):
+    return kw.parse_list_offsets_v1(conn.call(API_LIST_OFFSETS, 1, kw.list_offsets_v1_body(topic, [0])))[(topic, 0)]
+
+
+def batch_of(i, pid, epoch, seq, n=2):
+    return idempotent_batch([(b"k%d" % i, b"v%d-%d" % (i, j)) for j in range(n)], pid, epoch, seq)
+
+
+@pytest.mark.timeout(120)
+def test_raw_sequence_rules_survive_a_restart(broker):
+    topic = kc.fresh_name("idem-raw", broker)
+    kc.create_topic(broker.bootstrap, topic, 1)
+    with kw.Conn(broker.host, broker.port) as c:
+        err, pid, epoch = init_producer_id(c)
+        assert err == 0 and pid >= 0 and epoch == 0
+        err2, pid2, _ = init_producer_id(c)
+        assert err2 == 0 and pid2 != pid, "producer ids must be unique"
+        assert produce(c, topic, batch_of(0, pid, 0, 0)) == (0, 0)
+        assert produce(c, topic, batch_of(1, pid, 0, 2)) == (0, 2)
+        # a gap: refused, nothing appended
+        assert produce(c, topic, batch_of(2, pid, 0, 7))[0] == ERR_OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert log_end(c, topic) == (0, 4)
+        # a retry: the original offset, nothing appended
+        assert produce(c, topic, batch_of(0, pid, 0, 0)) == (0, 0)
+        assert log_end(c, topic) == (0, 4)
+        # a producer this partition never saw must start at 0
+        assert produce(c, topic, batch_of(3, pid2, 0, 3))[0] == ERR_UNKNOWN_PRODUCER_ID
+        assert log_end(c, topic) == (0, 4)
+    broker.restart()
+    with kw.Conn(broker.host, broker.port) as c:
+        err, pid3, _ = init_producer_id(c)
+        assert err == 0 and pid3 not in (pid, pid2), "a restart handed out a producer id again"
+        # the state came back: a retry of the last batch is still a duplicate
+        assert produce(c, topic, batch_of(1, pid, 0, 2)) == (0, 2)
+        assert produce(c, topic, batch_of(2, pid, 0, 5))[0] == ERR_OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert produce(c, topic, batch_of(2, pid, 0, 4)) == (0, 4)
+        # a newer epoch fences the older one
+        assert produce(c, topic, batch_of(4, pid, 1, 0)) == (0, 6)
+        assert produce(c, topic, batch_of(5, pid, 0, 6))[0] == ERR_INVALID_PRODUCER_EPOCH
+        assert log_end(c, topic) == (0, 8)
+
+
+@pytest.mark.timeout(240)
+def test_idempotent_producer_across_a_restart(broker):
+    from confluent_kafka import Producer
+    topic = kc.fresh_name("idem-restart", broker)
+    kc.create_topic(broker.bootstrap, topic, 2)
+    msgs = kc.make_messages(4000, "restart")
+    p = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "acks": "all",
+                  "linger.ms": 2, "batch.num.messages": 200, "message.timeout.ms": 60000,
+                  "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 500})
+    reports, errors = {}, []
+
+    def on_delivery(err, msg):
+        if err is not None:
+            errors.append((msg.key(), err))
+        else:
+            reports[msg.key()] = (msg.partition(), msg.offset())
+
+    def send(chunk):
+        for key, value, headers in chunk:
+            while True:
+                try:
+                    p.produce(topic, key=key, value=value, headers=headers, on_delivery=on_delivery)
+                    break
+                except BufferError:
+                    p.poll(0.1)
+        assert p.flush(90) == 0
+
+    send(msgs[:2000])
+    broker.restart()
+    send(msgs[2000:])
+    assert not errors, f"{len(errors)} delivery errors, first: {errors[:3]}"
+    assert len(reports) == len(msgs)
+    kc.check_records(kc.consume_confluent_all(broker.bootstrap, topic, range(2)), msgs, reports)
+    assert "refused" not in broker.stderr_tail(100000), "the producer's state was lost in the restart"
