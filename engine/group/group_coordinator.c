@@ -361,6 +361,19 @@ static void update_member(kiq_group_member_t *m, const join_args_t *a)
     m->rebalance_timeout_ms = a->rebalance_ms;
 }
 
+/* Kafka shows a member's address as "/host", without the port. */
+static char *client_host(const char *peer)
+{
+    const char *colon = strrchr(peer, ':');
+    size_t n = colon ? (size_t)(colon - peer) : strlen(peer);
+    char *h = malloc(n + 2);
+    if (!h) return NULL;
+    h[0] = '/';
+    memcpy(h + 1, peer, n);
+    h[n + 1] = 0;
+    return h;
+}
+
 static int add_member(kiq_group_coordinator_t *gc, kiq_group_t *g, char *id, kiq_request_t *r,
                       const join_args_t *a, kiq_join_group_response_t *resp)
 {
@@ -373,7 +386,12 @@ static int add_member(kiq_group_coordinator_t *gc, kiq_group_t *g, char *id, kiq
     }
     m->instance_id = dup_str(a->req->group_instance_id);
     m->client_id = dup_str(r->header.client_id.p ? r->header.client_id : KIQ_STR(""));
-    m->client_host = strdup(r->peer);
+    m->client_host = client_host(r->peer);
+    if (!m->client_id || !m->client_host || kiq_group_member_set_protocols(m, a->protos, a->nprotos) != 0) {
+        kiq_group_member_free(m);
+        resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        return KIQ_HANDLER_RESPOND;
+    }
     update_member(m, a);
     if (!g->protocol_type) g->protocol_type = dup_str(a->req->protocol_type);
     kiq_group_member_t **tail = &g->members;
