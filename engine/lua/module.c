@@ -624,6 +624,17 @@ static int l_conn_receive(lua_State *L)
     return 1;
 }
 
+/* conn:readable(timeout_ms) -> true when a response has started to arrive
+ * (or the peer closed), false after timeout_ms: lets a client wait for an
+ * answer the broker may hold back (JoinGroup) without reading half a frame. */
+static int l_conn_readable(lua_State *L)
+{
+    lua_conn_t *c = check_conn(L);
+    int64_t deadline = kiq_clock_mono_ns() / 1000000 + luaL_checkinteger(L, 2);
+    lua_pushboolean(L, wait_fd(c->fd, POLLIN, deadline) == 0);
+    return 1;
+}
+
 static int l_conn_close(lua_State *L)
 {
     lua_conn_t *c = luaL_checkudata(L, 1, CONN_MT);
@@ -809,8 +820,10 @@ static int l_encode_data(lua_State *L)
     return 1;
 }
 
-/* core.decode_data(name, version, bytes) -> tbl | nil, err; bytes must hold
- * exactly one message, without the leading int16 version. */
+/* core.decode_data(name, version, bytes[, allow_trailing]) -> tbl, consumed |
+ * nil, err. bytes must hold exactly the message unless allow_trailing is
+ * set: Kafka's newer versions of these payloads only append fields, so
+ * their known prefix can be read as the newest version we declare. */
 static int l_decode_data(lua_State *L)
 {
     int16_t version;
@@ -829,7 +842,7 @@ static int l_decode_data(lua_State *L)
         kiq_arena_reset(&a);
         return 2;
     }
-    if (kiq_rd_left(&r) > 0) {
+    if (kiq_rd_left(&r) > 0 && !lua_toboolean(L, 4)) {
         lua_pushnil(L);
         lua_pushfstring(L, "%d trailing bytes after %s v%d", (int)kiq_rd_left(&r), c->name, version);
         kiq_arena_reset(&a);
@@ -837,7 +850,8 @@ static int l_decode_data(lua_State *L)
     }
     kiq_data_lua_push(c->name)(L, version, m);
     kiq_arena_reset(&a);
-    return 1;
+    lua_pushinteger(L, (lua_Integer)kiq_rd_offset(&r));
+    return 2;
 }
 
 /* ---- records ----------------------------------------------------------- */
@@ -1038,7 +1052,7 @@ int luaopen_kafkaiq_core(lua_State *L)
         {NULL, NULL},
     };
     static const luaL_Reg conn_methods[] = {
-        {"send", l_conn_send}, {"receive", l_conn_receive}, {"close", l_conn_close}, {NULL, NULL},
+        {"send", l_conn_send}, {"receive", l_conn_receive}, {"readable", l_conn_readable}, {"close", l_conn_close}, {NULL, NULL},
     };
     static const luaL_Reg functions[] = {
         {"broker_new", l_broker_new},         {"connect", l_connect},

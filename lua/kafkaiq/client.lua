@@ -21,8 +21,10 @@ M.errors = require "kafkaiq.client.errors"
 -- (kafkaiq/client/producer.lua documents the options).
 M.producer = require("kafkaiq.client.producer").new
 
--- client.consumer(opts) -> consumer: assign, assignment, unassign, seek,
--- position, high_watermark, poll, commit, close (kafkaiq/client/consumer.lua).
+-- client.consumer(opts) -> consumer: subscribe, unsubscribe, group_metadata
+-- (consumer groups, kafkaiq/client/group.lua), assign, assignment, unassign,
+-- seek, position, high_watermark, poll, commit, close
+-- (kafkaiq/client/consumer.lua).
 M.consumer = require("kafkaiq.client.consumer").new
 
 -- client.admin(opts) -> admin: create_topics, delete_topics, describe_topics,

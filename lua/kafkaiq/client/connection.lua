@@ -156,6 +156,35 @@ function Connection:request(api_key, body, opts)
   return resp, v
 end
 
+-- c:send_request(api_key, body) -> pending | nil, err: sends a request
+-- whose answer the broker may hold back (JoinGroup, SyncGroup); collect it
+-- with c:collect(pending, wait_ms). One request at a time per connection.
+function Connection:send_request(api_key, body)
+  if not self.sock then return nil, self.addr .. ": connection is closed" end
+  local v = self.versions[api_key]
+  if not v then
+    return nil, ("%s: broker does not support %s"):format(self.addr, M.api_name(api_key))
+  end
+  local ok, err = self:_exchange(api_key, v, body, true, self.timeout)
+  if not ok then return nil, err end
+  return { api_key = api_key, version = v, corr = self.corr }
+end
+
+-- c:collect(pending, wait_ms) -> response, version | false (not yet) | nil, err.
+-- Waits up to wait_ms for the answer to start, then reads it whole.
+function Connection:collect(pending, wait_ms)
+  if not self.sock then return nil, self.addr .. ": connection is closed" end
+  if not self.sock:readable(wait_ms) then return false end
+  local frame, err = self.sock:receive(self.timeout)
+  if not frame then return self:_fail(err) end
+  local rcorr, resp = core.decode_response(pending.api_key, pending.version, frame)
+  if not rcorr then return self:_fail(resp) end
+  if rcorr ~= pending.corr then
+    return self:_fail(("correlation id mismatch: sent %d, got %d"):format(pending.corr, rcorr))
+  end
+  return resp, pending.version
+end
+
 -- c:close() closes the socket (idempotent).
 function Connection:close()
   if self.sock then

@@ -1,18 +1,19 @@
--- The consumer: manual assignment (assign/seek/position) and Fetch-based
--- poll. Group subscription will plug in as another source of the
--- assignment: everything below works from self.assigned, whoever sets it.
+-- The consumer: manual assignment (assign/seek/position) or group
+-- subscription (subscribe; kafkaiq/client/group.lua runs the membership),
+-- and Fetch-based poll. Fetching works from self.assigned, whoever sets it.
 
 local core = require "kafkaiq.core"
 local bit = require "bit"
 local options = require "kafkaiq.client.options"
 local common = require "kafkaiq.client.common"
 local errors = require "kafkaiq.client.errors"
+local group = require "kafkaiq.client.group"
 
 local M = {}
 local Consumer = {}
 Consumer.__index = Consumer
 
-local FETCH, LIST_OFFSETS, OFFSET_COMMIT, FIND_COORDINATOR = 1, 2, 8, 10
+local FETCH, LIST_OFFSETS, OFFSET_COMMIT = 1, 2, 8
 local OFFSET_OUT_OF_RANGE = 1
 local EARLIEST, LATEST = -2, -1
 
@@ -27,8 +28,8 @@ local SPEC = options.with(options.common(), {
   interceptors = options.hooks({ "on_consume", "on_commit" }),
 })
 
--- new(opts) -> consumer. opts: bootstrap (required), group_id (needed only
--- by commit), auto_offset_reset ("earliest", "latest" (default), "error"),
+-- new(opts) -> consumer. opts: bootstrap (required), group_id (needed by
+-- subscribe and commit), auto_offset_reset ("earliest", "latest" (default), "error"),
 -- fetch_max_wait_ms (500), fetch_min_bytes (1), fetch_max_bytes,
 -- max_partition_fetch_bytes, isolation_level, interceptors {on_consume,
 -- on_commit}, client_id, request_timeout_ms, connect_timeout_ms, retries,
@@ -38,6 +39,7 @@ function M.new(opts)
   local c = common.setup(setmetatable({}, Consumer), cfg, "consumer", 2)
   c.assigned = {}  -- "topic\0partition" -> { topic, partition, offset, high_watermark }
   c.order = {}     -- the assignment's keys, in the order given
+  c.group = nil    -- the membership, while subscribed
   return c
 end
 
@@ -126,6 +128,7 @@ end
 function Consumer:assign(list)
   if getmetatable(self) ~= Consumer then error("assign: call as consumer:assign{...}", 2) end
   if type(list) ~= "table" then error("assign: list of {topic=, partition=, offset=} expected", 2) end
+  if self.group then error("assign: the consumer is subscribed; unsubscribe first", 2) end
   local entries = {}
   for i, e in ipairs(list) do
     if type(e) ~= "table" then error(("assign: entry %d: table expected"):format(i), 2) end
@@ -182,7 +185,76 @@ end
 
 -- c:unassign() drops every partition.
 function Consumer:unassign()
+  if self.group then error("unassign: the consumer is subscribed; use unsubscribe", 2) end
+  self:_set_assignment({})
+end
+
+-- Replaces the assignment with list = { {topic, partition, offset}, ... }
+-- (offsets already resolved).
+function Consumer:_set_assignment(list)
   self.assigned, self.order = {}, {}
+  for i, e in ipairs(list) do
+    local k = key(e.topic, e.partition)
+    self.order[i] = k
+    self.assigned[k] = { topic = e.topic, partition = e.partition, offset = e.offset }
+  end
+end
+
+-- c:subscribe(topics[, opts]) -> true. Joins group_id (consumer option)
+-- on the next poll, with Kafka's classic consumer protocol: the leader
+-- assigns partitions with the first assignor every member supports,
+-- positions start at the committed offsets (else auto_offset_reset), and
+-- poll heartbeats. opts (Kafka's names): session_timeout_ms (45000),
+-- rebalance_timeout_ms or max_poll_interval_ms (300000),
+-- heartbeat_interval_ms (3000), partition_assignment_strategy ("range",
+-- "roundrobin", an assignor { name =, assign = fn }, or a list of these in
+-- preference order; default { "range", "roundrobin" }), group_instance_id
+-- (static membership), auto_offset_reset (overrides the consumer's),
+-- enable_auto_commit (true) and auto_commit_interval_ms (5000),
+-- on_assign(partitions) and on_revoke(partitions) (lists of {topic,
+-- partition[, offset]}; on_revoke runs before the partitions go, so it may
+-- commit). Subscribing again replaces the topics and options and rejoins.
+function Consumer:subscribe(topics, opts)
+  if getmetatable(self) ~= Consumer then error("subscribe: call as consumer:subscribe(...)", 2) end
+  if not self.cfg.group_id then error("subscribe: the consumer needs the group_id option", 2) end
+  if type(topics) ~= "table" or #topics == 0 then error("subscribe: non-empty list of topic names expected", 2) end
+  local list, seen = {}, {}
+  for i, t in ipairs(topics) do
+    common.check_name(t, ("subscribe: topic %d"):format(i), 2)
+    if not seen[t] then
+      seen[t] = true
+      list[#list + 1] = t
+    end
+  end
+  if not self.group and #self.order > 0 then
+    error("subscribe: the consumer has a manual assignment; unassign first", 2)
+  end
+  local cfg = group.check_options(opts, 2)
+  if cfg.auto_offset_reset then self.cfg.auto_offset_reset = cfg.auto_offset_reset end
+  if self.group then
+    self.group:resubscribe(list, cfg)
+  else
+    self.group = group.new(self, list, cfg)
+  end
+  return true
+end
+
+-- c:unsubscribe() -> true | nil, err. Leaves the group (after auto-commit,
+-- when on) and drops the assignment; the consumer may subscribe or assign again.
+function Consumer:unsubscribe()
+  if not self.group then return true end
+  local ok, err = self.group:close()
+  self.group = nil
+  self:_set_assignment({})
+  if not ok then return nil, "unsubscribe: " .. err end
+  return true
+end
+
+-- c:group_metadata() -> { group_id, generation_id, member_id,
+-- group_instance_id } while subscribed (generation -1 before the first
+-- join), else nil.
+function Consumer:group_metadata()
+  return self.group and self.group:metadata()
 end
 
 local function assigned_or_raise(self, topic, partition, what)
@@ -327,6 +399,36 @@ function Consumer:poll(timeout_ms)
   end
   timeout_ms = timeout_ms or 0
   local deadline = core.now_ms() + timeout_ms
+  local out, err
+  if self.group then
+    -- fetches stop short of the next heartbeat or auto-commit
+    repeat
+      local stable
+      stable, err = self.group:step(deadline)
+      if stable == nil then return nil, "poll: " .. err end
+      out = {}
+      if stable then
+        out, err = self:_fetch_until(math.min(deadline, self.group:next_due()))
+        if not out then return nil, "poll: " .. err end
+      end
+    until #out > 0 or core.now_ms() >= deadline
+  else
+    out, err = self:_fetch_until(deadline)
+    if not out then return nil, "poll: " .. err end
+  end
+  if #out == 0 and err then return nil, "poll: " .. err end
+  local hook = self.cfg.interceptors.on_consume
+  if hook and #out > 0 then
+    local ok, replaced = common.call_hook(self, "interceptor on_consume", hook, out)
+    if ok and type(replaced) == "table" then out = replaced end
+  end
+  return out
+end
+
+-- Fetch rounds over the assignment until records arrive or deadline passes
+-- (at least one round). Returns records[, err: the last round's retriable
+-- failure] | nil, err (fatal).
+function Consumer:_fetch_until(deadline)
   local out = {}
   local round_err
   repeat
@@ -355,7 +457,7 @@ function Consumer:poll(timeout_ms)
       local left = math.max(0, deadline - core.now_ms())
       local wait = (i == #leaders and #out == 0) and math.min(self.cfg.fetch_max_wait_ms, left) or 0
       local ok, err = self:_fetch_from(leader, by_leader[leader], wait, out)
-      if not ok then return nil, "poll: " .. err end
+      if not ok then return nil, err end
       if err then round_err = err end
     end
     if round_err and #out == 0 then
@@ -363,41 +465,50 @@ function Consumer:poll(timeout_ms)
       if left > 0 then core.sleep_ms(math.min(left, self.cfg.retry_backoff_ms)) end
     end
   until #out > 0 or core.now_ms() >= deadline
-  if #out == 0 and round_err then return nil, "poll: " .. round_err end
-  local hook = self.cfg.interceptors.on_consume
-  if hook and #out > 0 then
-    local ok, replaced = common.call_hook(self, "interceptor on_consume", hook, out)
-    if ok and type(replaced) == "table" then out = replaced end
-  end
-  return out
+  return out, #out == 0 and round_err or nil
 end
 
--- Finds the group coordinator for commits.
+-- Finds the group coordinator for plain commits.
 function Consumer:_coordinator()
-  local conn, err = self.cluster:any_conn()
+  local co, err = group.find_coordinator(self.cluster, self.cfg.group_id)
+  if not co then return nil, err end
+  local conn
+  conn, err = self.cluster:broker_conn(co.id, co.host, co.port)
   if not conn then return nil, err end
-  for _, api in ipairs({ OFFSET_COMMIT, FIND_COORDINATOR }) do
-    if not conn:version(api) then
-      return nil, ("%s not supported by broker %s"):format(
-        api == OFFSET_COMMIT and "OffsetCommit" or "FindCoordinator", conn.addr)
+  if not conn:version(OFFSET_COMMIT) then return nil, ("OffsetCommit not supported by broker %s"):format(conn.addr) end
+  return conn
+end
+
+-- Commits outside a group: generation -1 and no member id, which Kafka
+-- accepts for a group with no members.
+function Consumer:_plain_commit(offsets)
+  local err, code
+  for attempt = 0, self.cfg.retries do
+    if attempt > 0 then core.sleep_ms(self.cfg.retry_backoff_ms) end
+    local conn
+    conn, err = self:_coordinator()
+    if not conn then
+      if err:find("not supported", 1, true) then return nil, "commit: " .. err end
+    else
+      local ok
+      ok, err, code = group.send_commit(conn, { group_id = self.cfg.group_id,
+        generation_id_or_member_epoch = -1, member_id = "" }, offsets)
+      if ok then return true end
+      if code and not errors.retriable[code] then return nil, err end
     end
   end
-  local resp
-  resp, err = conn:request(FIND_COORDINATOR, { key = self.cfg.group_id, key_type = 0,
-    coordinator_keys = { self.cfg.group_id } })
-  if not resp then return nil, err end
-  local co = resp.coordinators and resp.coordinators[1] or resp
-  if co.error_code ~= 0 then
-    return nil, errors.format("find coordinator for group '" .. self.cfg.group_id .. "'", co.error_code, co.error_message)
-  end
-  return self.cluster:broker_conn(co.node_id, co.host, co.port)
+  return nil, code and err or ("commit: " .. err)
 end
 
 -- c:commit([offsets]) -> true | nil, err. Commits offsets (a list of
 -- {topic=, partition=, offset=}, offset = the next record to read; default:
--- every assigned partition's position) for group_id with generation -1, the
--- plain commit of a consumer outside a group. Needs the group_id option.
--- The on_commit interceptor runs only after a successful commit.
+-- every assigned partition's position) for group_id. Subscribed, it
+-- commits as the member (generation, member id, group instance id) and
+-- fails with REBALANCE_IN_PROGRESS while the group rebalances, or with
+-- ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID when the group moved on (the
+-- consumer then joins again); otherwise with generation -1, the plain
+-- commit of a consumer outside a group. Needs the group_id option. The
+-- on_commit interceptor runs only after a successful commit.
 function Consumer:commit(offsets)
   if getmetatable(self) ~= Consumer then error("commit: call as consumer:commit(...)", 2) end
   if not self.cfg.group_id then error("commit: the consumer needs the group_id option to commit", 2) end
@@ -418,56 +529,28 @@ function Consumer:commit(offsets)
     end
   end
   if #offsets == 0 then return true end
-  local err
-  for attempt = 0, self.cfg.retries do
-    if attempt > 0 then core.sleep_ms(self.cfg.retry_backoff_ms) end
-    local conn
-    conn, err = self:_coordinator()
-    if not conn then
-      if err:find("not supported", 1, true) then return nil, "commit: " .. err end
-    else
-      local topics, by_topic = {}, {}
-      for _, o in ipairs(offsets) do
-        local t = by_topic[o.topic]
-        if not t then
-          t = { name = o.topic, partitions = {} }
-          by_topic[o.topic] = t
-          topics[#topics + 1] = t
-        end
-        t.partitions[#t.partitions + 1] = { partition_index = o.partition, committed_offset = o.offset,
-          committed_metadata = "" }
-      end
-      local resp
-      resp, err = conn:request(OFFSET_COMMIT, { group_id = self.cfg.group_id,
-        generation_id_or_member_epoch = -1, member_id = "", topics = topics })
-      if resp then
-        local retriable = false
-        err = nil
-        for _, t in ipairs(resp.topics) do
-          for _, p in ipairs(t.partitions) do
-            if p.error_code ~= 0 then
-              local e = errors.format(("commit %s[%d]"):format(t.name, p.partition_index), p.error_code)
-              err = err and (err .. "; " .. e) or e
-              if errors.retriable[p.error_code] then retriable = true end
-            end
-          end
-        end
-        if not err then
-          local hook = self.cfg.interceptors.on_commit
-          if hook then common.call_hook(self, "interceptor on_commit", hook, offsets) end
-          return true
-        end
-        if not retriable then return nil, err end
-      end
-    end
+  local ok, err
+  if self.group then
+    ok, err = self.group:commit(offsets)
+  else
+    ok, err = self:_plain_commit(offsets)
   end
-  return nil, "commit: " .. err
+  if not ok then return nil, err end
+  local hook = self.cfg.interceptors.on_commit
+  if hook then common.call_hook(self, "interceptor on_commit", hook, offsets) end
+  return true
 end
 
--- c:close() closes the connections and drops the assignment.
+-- c:close() -> true | nil, err. Subscribed: auto-commits (when on), calls
+-- on_revoke and leaves the group (static members stay). Then closes the
+-- connections and drops the assignment; err names a failed commit or leave.
 function Consumer:close()
-  self:unassign()
+  local ok, err = true, nil
+  if self.group then ok, err = self:unsubscribe() end
+  self:_set_assignment({})
   self.cluster:close()
+  if not ok then return nil, "close: " .. err end
+  return true
 end
 
 return M
