@@ -194,6 +194,37 @@ describe("group coordinator", function()
     assert.are.equal(0, assert(c:request(HEARTBEAT, { group_id = "g", generation_id = gen, member_id = id })).error_code)
   end)
 
+  it("waits group.initial.rebalance.delay.ms for more members, and picks a protocol all support", function()
+    b:stop()
+    b = assert(kiq.broker{ ["group.initial.rebalance.delay.ms"] = 1500, ["offsets.topic.num.partitions"] = 3 })
+    c:close()
+    c = open(b)
+    local c2 = open(b)
+    local function member(conn, protocols)
+      local r = join(conn, "g", "", { protocols = protocols })
+      assert.are.equal(79, r.error_code)
+      return assert(conn:send_request(JOIN, { group_id = "g", session_timeout_ms = 10000,
+        rebalance_timeout_ms = 10000, member_id = r.member_id, protocol_type = "consumer", protocols = protocols }))
+    end
+    local p1 = member(c, { { name = "range", metadata = "a" }, { name = "roundrobin", metadata = "b" } })
+    local p2 = member(c2, { { name = "roundrobin", metadata = "c" } })
+    local function collect(conn, p)
+      local r
+      kiq.wait_for(function() r = conn:collect(p, 50) return r end, 10000, "the join to complete")
+      return r
+    end
+    local r1, r2 = collect(c, p1), collect(c2, p2)
+    assert.are.equal(0, r1.error_code)
+    assert.are.equal(0, r2.error_code)
+    -- both came within the delay: one rebalance, one generation
+    assert.are.equal(1, r1.generation_id)
+    assert.are.equal(1, r2.generation_id)
+    assert.are.equal("roundrobin", r1.protocol_name)
+    local leader = r1.leader == r1.member_id and r1 or r2
+    assert.are.equal(2, #leader.members)
+    c2:close()
+  end)
+
   it("expires offsets committed with a retention time (OffsetCommit v2-4)", function()
     b:stop()
     b = assert(kiq.broker{ ["group.initial.rebalance.delay.ms"] = 0, ["offsets.retention.check.interval.ms"] = 100,
