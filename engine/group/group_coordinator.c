@@ -134,29 +134,6 @@ static void store_group(kiq_group_coordinator_t *gc, kiq_group_t *g)
 
 /* ---- answering parked requests ---- */
 
-static void answer_join(kiq_group_member_t *m, int16_t error)
-{
-    if (!m->join_r) return;
-    kiq_join_group_response_t *resp = m->join_resp;
-    resp->error_code = error;
-    resp->member_id = kiq_api_str(m->join_r, m->id);
-    kiq_request_t *r = m->join_r;
-    m->join_r = NULL;
-    m->join_resp = NULL;
-    kiq_api_respond(r, resp);
-}
-
-static void answer_sync(kiq_group_member_t *m, int16_t error)
-{
-    if (!m->sync_r) return;
-    kiq_sync_group_response_t *resp = m->sync_resp;
-    resp->error_code = error;
-    kiq_request_t *r = m->sync_r;
-    m->sync_r = NULL;
-    m->sync_resp = NULL;
-    kiq_api_respond(r, resp);
-}
-
 /* The JoinGroup answer for member m of the current generation: the leader
  * also gets every member's metadata for the chosen protocol. */
 static void fill_join(kiq_group_t *g, kiq_group_member_t *m, kiq_request_t *r, kiq_join_group_response_t *resp)
@@ -199,6 +176,42 @@ static void touch(kiq_group_member_t *m)
     m->heartbeat_deadline_ns = kiq_clock_mono_ns() + (int64_t)m->session_timeout_ms * 1000000;
 }
 
+/* Answers m's parked JoinGroup: with the current generation when error is
+ * 0, else with the error. */
+static void answer_join(kiq_group_t *g, kiq_group_member_t *m, int16_t error)
+{
+    if (!m->join_r) return;
+    kiq_request_t *r = m->join_r;
+    kiq_join_group_response_t *resp = m->join_resp;
+    m->join_r = NULL;
+    m->join_resp = NULL;
+    if (error) {
+        resp->error_code = error;
+        resp->member_id = kiq_api_str(r, m->id);
+    } else {
+        touch(m);
+        fill_join(g, m, r, resp);
+    }
+    kiq_api_respond(r, resp);
+}
+
+/* Answers m's parked SyncGroup: its assignment when error is 0. */
+static void answer_sync(kiq_group_t *g, kiq_group_member_t *m, int16_t error)
+{
+    if (!m->sync_r) return;
+    kiq_request_t *r = m->sync_r;
+    kiq_sync_group_response_t *resp = m->sync_resp;
+    m->sync_r = NULL;
+    m->sync_resp = NULL;
+    if (error) {
+        resp->error_code = error;
+    } else {
+        touch(m);
+        fill_sync(g, m, r, resp);
+    }
+    kiq_api_respond(r, resp);
+}
+
 /* ---- the rebalance ---- */
 
 static void complete_join(kiq_group_coordinator_t *gc, kiq_group_t *g);
@@ -228,7 +241,7 @@ static void prepare_rebalance(kiq_group_coordinator_t *gc, kiq_group_t *g, const
 {
     if (g->state == KIQ_GROUP_COMPLETING_REBALANCE) {
         for (kiq_group_member_t *m = g->members; m; m = m->next) {
-            answer_sync(m, KIQ_ERR_REBALANCE_IN_PROGRESS);
+            answer_sync(g, m, KIQ_ERR_REBALANCE_IN_PROGRESS);
             free(m->assignment);
             m->assignment = NULL;
             m->assignment_len = 0;
@@ -256,8 +269,8 @@ static void prepare_rebalance(kiq_group_coordinator_t *gc, kiq_group_t *g, const
 static void remove_member(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_group_member_t *m, const char *why)
 {
     KIQ_INFO("group %s: member %s %s", g->id, m->id, why);
-    answer_join(m, KIQ_ERR_UNKNOWN_MEMBER_ID);
-    answer_sync(m, KIQ_ERR_UNKNOWN_MEMBER_ID);
+    answer_join(g, m, KIQ_ERR_UNKNOWN_MEMBER_ID);
+    answer_sync(g, m, KIQ_ERR_UNKNOWN_MEMBER_ID);
     kiq_group_unlink_member(g, m);
     kiq_group_member_free(m);
     if (g->state == KIQ_GROUP_STABLE || g->state == KIQ_GROUP_COMPLETING_REBALANCE)
@@ -273,7 +286,7 @@ static void complete_join(kiq_group_coordinator_t *gc, kiq_group_t *g)
         next = m->next;
         if (!m->join_r) {
             KIQ_INFO("group %s: member %s did not rejoin in time; removed", g->id, m->id);
-            answer_sync(m, KIQ_ERR_UNKNOWN_MEMBER_ID);
+            answer_sync(g, m, KIQ_ERR_UNKNOWN_MEMBER_ID);
             kiq_group_unlink_member(g, m);
             kiq_group_member_free(m);
         }
@@ -299,15 +312,7 @@ static void complete_join(kiq_group_coordinator_t *gc, kiq_group_t *g)
     set_state(g, KIQ_GROUP_COMPLETING_REBALANCE);
     KIQ_INFO("group %s: generation %d with %d members, protocol %s, leader %s", g->id, g->generation, g->nmembers,
              g->protocol ? g->protocol : "(none)", g->leader);
-    for (kiq_group_member_t *m = g->members; m; m = m->next) {
-        kiq_request_t *r = m->join_r;
-        kiq_join_group_response_t *resp = m->join_resp;
-        m->join_r = NULL;
-        m->join_resp = NULL;
-        touch(m);
-        fill_join(g, m, r, resp);
-        kiq_api_respond(r, resp);
-    }
+    for (kiq_group_member_t *m = g->members; m; m = m->next) answer_join(g, m, KIQ_ERR_NONE);
 }
 
 /* The join phase's deadline passed (timer thread). */
@@ -327,9 +332,9 @@ static void join_deadline(kiq_group_coordinator_t *gc, kiq_group_t *g)
 
 /* ---- JoinGroup ---- */
 
-static int park_join(kiq_group_member_t *m, kiq_request_t *r, kiq_join_group_response_t *resp)
+static int park_join(kiq_group_t *g, kiq_group_member_t *m, kiq_request_t *r, kiq_join_group_response_t *resp)
 {
-    if (m->join_r && m->join_r != r) answer_join(m, KIQ_ERR_REBALANCE_IN_PROGRESS); /* a duplicate join */
+    if (m->join_r && m->join_r != r) answer_join(g, m, KIQ_ERR_REBALANCE_IN_PROGRESS); /* a duplicate join */
     r->t.handled = kiq_clock_mono_ns();
     m->join_r = r;
     m->join_resp = resp;
@@ -400,7 +405,7 @@ static int add_member(kiq_group_coordinator_t *gc, kiq_group_t *g, char *id, kiq
     g->nmembers++;
     g->new_member_added = true;
     touch(m);
-    int rc = park_join(m, r, resp);
+    int rc = park_join(g, m, r, resp);
     if (g->state == KIQ_GROUP_PREPARING_REBALANCE)
         try_complete_join(gc, g);
     else
@@ -433,8 +438,8 @@ static int static_rejoin(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_group_
         return KIQ_HANDLER_RESPOND;
     }
     KIQ_INFO("group %s: static member %s rejoins as %s", g->id, m->instance_id, id);
-    answer_join(m, KIQ_ERR_FENCED_INSTANCE_ID);
-    answer_sync(m, KIQ_ERR_FENCED_INSTANCE_ID);
+    answer_join(g, m, KIQ_ERR_FENCED_INSTANCE_ID);
+    answer_sync(g, m, KIQ_ERR_FENCED_INSTANCE_ID);
     bool was_leader = g->leader && strcmp(g->leader, m->id) == 0;
     bool changed = !same_protocols(m, a->protos, a->nprotos);
     free(m->id);
@@ -450,7 +455,7 @@ static int static_rejoin(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_group_
         fill_join(g, m, r, resp);
         return KIQ_HANDLER_RESPOND;
     }
-    int rc = park_join(m, r, resp);
+    int rc = park_join(g, m, r, resp);
     if (g->state == KIQ_GROUP_PREPARING_REBALANCE)
         try_complete_join(gc, g);
     else
@@ -515,7 +520,7 @@ static int join_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const join
     switch (g->state) {
     case KIQ_GROUP_PREPARING_REBALANCE: {
         update_member(m, a);
-        int rc = park_join(m, r, resp);
+        int rc = park_join(g, m, r, resp);
         try_complete_join(gc, g);
         return rc;
     }
@@ -529,7 +534,7 @@ static int join_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const join
             return KIQ_HANDLER_RESPOND;
         }
         update_member(m, a);
-        int rc = park_join(m, r, resp);
+        int rc = park_join(g, m, r, resp);
         prepare_rebalance(gc, g, leader ? "the leader rejoined" : "a member changed its metadata");
         return rc;
     }
@@ -601,7 +606,7 @@ static int sync_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_
     case KIQ_GROUP_COMPLETING_REBALANCE: break;
     default: return resp->error_code = KIQ_ERR_UNKNOWN_MEMBER_ID, KIQ_HANDLER_RESPOND;
     }
-    if (m->sync_r) answer_sync(m, KIQ_ERR_REBALANCE_IN_PROGRESS); /* a duplicate sync */
+    if (m->sync_r) answer_sync(g, m, KIQ_ERR_REBALANCE_IN_PROGRESS); /* a duplicate sync */
     r->t.handled = kiq_clock_mono_ns();
     m->sync_r = r;
     m->sync_resp = resp;
@@ -625,16 +630,7 @@ static int sync_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_
     }
     set_state(g, KIQ_GROUP_STABLE);
     store_group(gc, g);
-    for (kiq_group_member_t *o = g->members; o; o = o->next) {
-        if (!o->sync_r) continue;
-        kiq_request_t *or = o->sync_r;
-        kiq_sync_group_response_t *oresp = o->sync_resp;
-        o->sync_r = NULL;
-        o->sync_resp = NULL;
-        touch(o);
-        fill_sync(g, o, or, oresp);
-        kiq_api_respond(or, oresp);
-    }
+    for (kiq_group_member_t *o = g->members; o; o = o->next) answer_sync(g, o, KIQ_ERR_NONE);
     return KIQ_HANDLER_PARKED;
 }
 
@@ -1494,9 +1490,10 @@ void kiq_group_coordinator_stop(kiq_group_coordinator_t *gc)
     void *val;
     kiq_str_map_iter_init(&it, gc->groups);
     while (kiq_str_map_next(&it, NULL, NULL, &val)) {
-        for (kiq_group_member_t *m = ((kiq_group_t *)val)->members; m; m = m->next) {
-            answer_join(m, KIQ_ERR_NOT_COORDINATOR);
-            answer_sync(m, KIQ_ERR_NOT_COORDINATOR);
+        kiq_group_t *g = val;
+        for (kiq_group_member_t *m = g->members; m; m = m->next) {
+            answer_join(g, m, KIQ_ERR_NOT_COORDINATOR);
+            answer_sync(g, m, KIQ_ERR_NOT_COORDINATOR);
         }
     }
     pthread_cond_signal(&gc->wake);
