@@ -46,9 +46,12 @@ end
 local Broker = {}
 Broker.__index = Broker
 
-local broker_opts = { dir = true, host = true, port = true, id = true, start = true }
+local broker_opts = { dir = true, host = true, port = true, id = true, start = true, control_port = true }
 
--- kiq.broker{ dir=, host="127.0.0.1", port=0, id=0, start=true, ["kafka.name"]=value, ... }
+-- kiq.broker{ dir=, host="127.0.0.1", port=0, id=0, start=true, control_port=nil,
+--   ["kafka.name"]=value, ... }
+-- control_port (0: any free one) adds a control-plane listener (CONTROLLER)
+-- for the controller's requests.
 -- Starts an in-process broker (unless start=false). Returns the broker, or
 -- nil, err for a bad config value, a taken port or an unusable directory.
 function kiq.broker(opts)
@@ -62,6 +65,10 @@ function kiq.broker(opts)
     ["log.dirs"] = dir,
     ["broker.id"] = opts.id or 0,
   }
+  if opts.control_port then
+    cfg.listeners = cfg.listeners .. (",CONTROLLER://%s:%d"):format(host, opts.control_port)
+    cfg["control.plane.listener.name"] = "CONTROLLER"
+  end
   for k, v in pairs(opts) do
     if k:find("%.") then cfg[k] = v end
   end

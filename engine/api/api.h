@@ -19,9 +19,13 @@ enum kiq_handler_result {
 typedef int (*kiq_api_handler_fn)(kiq_broker_t *b, kiq_request_t *r, const void *request,
                                   void *response);
 
-/* NULL for APIs this broker does not serve (it refuses them like Kafka:
- * by closing the connection). */
-kiq_api_handler_fn kiq_api_handler(int16_t api_key);
+/* Which listener a request came in on (kiq_request_t.listener). */
+enum { KIQ_LISTENER_DATA = 0, KIQ_LISTENER_CONTROL = 1 };
+
+/* NULL for APIs this broker does not serve on that listener (it refuses
+ * them like Kafka: by closing the connection). The control plane serves
+ * the controller's APIs; the data plane the clients'. */
+kiq_api_handler_fn kiq_api_handler(int16_t api_key, int listener);
 
 /* Any thread: encodes the response with its header and hands the request
  * back to its processor. */

@@ -11,7 +11,7 @@ int kiq_api_versions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, 
     out->api_keys_n = 0;
     for (size_t i = 0; i < kiq_api_codec_count; i++) {
         const kiq_api_codec_t *c = &kiq_api_codecs[i];
-        if (!kiq_api_handler(c->key)) continue;
+        if (!kiq_api_handler(c->key, r->listener)) continue;
         kiq_api_versions_response_api_keys_t *k = &out->api_keys[out->api_keys_n++];
         kiq_api_versions_response_api_keys_init(k);
         k->api_key = c->key;

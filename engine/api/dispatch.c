@@ -9,8 +9,19 @@
 #include "core/error.h"
 #include "core/log.h"
 
-kiq_api_handler_fn kiq_api_handler(int16_t api_key)
+/* What the control-plane listener serves besides ApiVersions. */
+static kiq_api_handler_fn control_handler(int16_t api_key)
 {
+    switch (api_key) {
+    case KIQ_API_API_VERSIONS: return kiq_api_versions_handle;
+    case KIQ_API_METADATA: return kiq_api_metadata_handle;
+    default: return NULL;
+    }
+}
+
+kiq_api_handler_fn kiq_api_handler(int16_t api_key, int listener)
+{
+    if (listener == KIQ_LISTENER_CONTROL) return control_handler(api_key);
     switch (api_key) {
     case KIQ_API_PRODUCE: return kiq_api_produce_handle;
     case KIQ_API_FETCH: return kiq_api_fetch_handle;
@@ -97,7 +108,7 @@ void kiq_api_respond(kiq_request_t *r, const void *response)
 static void run_handler(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp, bool stamp)
 {
     kiq_error_clear();
-    int rc = kiq_api_handler(r->codec->key)(b, r, req, resp);
+    int rc = kiq_api_handler(r->codec->key, r->listener)(b, r, req, resp);
     /* A parked request belongs to the purgatory, which may already have
      * answered and freed it: the handler stamped it before parking. */
     if (rc == KIQ_HANDLER_PARKED) return;

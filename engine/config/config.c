@@ -1,4 +1,5 @@
 #include "config/config.h"
+#include "config/listeners.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -188,9 +189,20 @@ int kiq_config_override(kiq_config_t *c, const char *assignment)
 
 int kiq_config_validate(const kiq_config_t *c)
 {
-    const char *l = kiq_config_str(c, KIQ_CFG_LISTENERS);
-    if (strncmp(l, "PLAINTEXT://", 12) != 0 || !strrchr(l + 12, ':'))
-        return kiq_error_set("listeners: '%s' must look like PLAINTEXT://host:port", l);
+    kiq_listener_t ls[KIQ_MAX_LISTENERS];
+    const kiq_listener_t *data, *control;
+    int nl;
+    if (kiq_listeners_parse(kiq_config_str(c, KIQ_CFG_LISTENERS), ls, KIQ_MAX_LISTENERS, &nl) != 0 ||
+        kiq_listeners_pick(c, ls, nl, &data, &control) != 0)
+        return -1;
+    int32_t voter;
+    char vhost[256];
+    int vport;
+    int vrc = kiq_voters_parse(kiq_config_str(c, KIQ_CFG_CONTROLLER_QUORUM_VOTERS), &voter, vhost, sizeof vhost, &vport);
+    if (vrc < 0) return -1;
+    if (vrc == 0 && !control)
+        return kiq_error_set("controller.quorum.voters is set: a control-plane listener is needed "
+                             "(listeners=...,CONTROLLER://host:port and control.plane.listener.name=CONTROLLER)");
     if (!*kiq_config_str(c, KIQ_CFG_LOG_DIRS)) return kiq_error_set("log.dirs: must not be empty");
     /* A comma list is Kafka's JBOD: every entry a path, none twice. */
     const char *dirs = kiq_config_str(c, KIQ_CFG_LOG_DIRS);

@@ -16,6 +16,24 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "where to listen: PLAINTEXT://host:port (port 0 picks a free one)")                      \
     X(ADVERTISED_LISTENERS, "advertised.listeners", STRING, "", 0, 0, NULL,                     \
       "address given to clients in Metadata; empty means the bound listener")                  \
+    X(CONTROL_PLANE_LISTENER_NAME, "control.plane.listener.name", STRING, "", 0, 0, NULL,       \
+      "the listener that takes the controller's requests (its own queue and thread)")          \
+    X(CONTROLLER_QUORUM_VOTERS, "controller.quorum.voters", STRING, "", 0, 0, NULL,             \
+      "id@host:port of the controller's control-plane listener; empty: a standalone broker")   \
+    X(BROKER_HEARTBEAT_INTERVAL_MS, "broker.heartbeat.interval.ms", INT, "2000", 1, INT32_MAX,  \
+      NULL, "how often a broker tells the controller it is alive")                             \
+    X(BROKER_SESSION_TIMEOUT_MS, "broker.session.timeout.ms", INT, "9000", 1, INT32_MAX, NULL,  \
+      "a broker silent this long is fenced and loses its leaderships")                         \
+    X(REPLICA_LAG_TIME_MAX_MS, "replica.lag.time.max.ms", LONG, "30000", 1, INT64_MAX, NULL,    \
+      "a follower not caught up for this long leaves the ISR")                                 \
+    X(NUM_REPLICA_FETCHERS, "num.replica.fetchers", INT, "1", 1, 64, NULL,                       \
+      "fetcher threads per source broker")                                                      \
+    X(REPLICA_FETCH_WAIT_MAX_MS, "replica.fetch.wait.max.ms", INT, "500", 0, INT32_MAX, NULL,   \
+      "how long a follower's fetch may wait at the leader for data")                           \
+    X(REPLICA_FETCH_MAX_BYTES, "replica.fetch.max.bytes", INT, "1048576", 0, INT32_MAX, NULL,   \
+      "bytes a follower asks for per partition")                                                \
+    X(UNCLEAN_LEADER_ELECTION_ENABLE, "unclean.leader.election.enable", BOOL, "false", 0, 0,    \
+      NULL, "elect a replica outside the ISR when no ISR member is alive (may lose data)")      \
     X(LOG_DIRS, "log.dirs", STRING, "data", 0, 0, NULL, "the data directory")                  \
     X(NUM_NETWORK_THREADS, "num.network.threads", INT, "2", 1, 64, NULL,                        \
       "processor threads, each with its own event loop")                                        \

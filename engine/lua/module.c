@@ -183,6 +183,7 @@ static int l_broker_state(lua_State *L)
     lua_newtable(L);
     set_num(L, "node_id", b->node_id);
     set_num(L, "port", kiq_broker_port(b));
+    if (b->has_control_plane) set_num(L, "control_port", b->control_port);
     lua_pushstring(L, b->cluster_id);
     lua_setfield(L, -2, "cluster_id");
     lua_pushboolean(L, b->running);

@@ -12,26 +12,11 @@
 #include "api/api.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "config/listeners.h"
 #include "core/uuid.h"
 #include "log/file_io.h"
 
 #define CLEAN_SHUTDOWN_FILE ".kafka_cleanshutdown"
-
-static int parse_listener(const char *l, char *host, size_t hn, int *port)
-{
-    const char *hp = l + strlen("PLAINTEXT://");
-    const char *colon = strrchr(hp, ':');
-    char *end;
-    long p = strtol(colon + 1, &end, 10);
-    if (end == colon + 1 || *end || p < 0 || p > 65535)
-        return kiq_error_set("listeners: bad port in '%s'", l);
-    size_t n = (size_t)(colon - hp);
-    if (n >= hn) return kiq_error_set("listeners: host too long in '%s'", l);
-    memcpy(host, hp, n);
-    host[n] = '\0';
-    *port = (int)p;
-    return 0;
-}
 
 /* meta.properties as Kafka keeps it: ties each directory to a cluster
  * and a broker id, and gives the cluster its id. Every directory that has
@@ -142,19 +127,27 @@ kiq_broker_t *kiq_broker_new(const kiq_config_t *config)
     if (!b) return NULL;
     b->config = kiq_config_copy(config);
     b->node_id = (int32_t)kiq_config_int(config, KIQ_CFG_BROKER_ID);
+    kiq_listener_t ls[KIQ_MAX_LISTENERS];
+    const kiq_listener_t *data, *control;
+    int nl;
     if (!b->config || parse_log_dirs(b, kiq_config_str(config, KIQ_CFG_LOG_DIRS)) != 0 ||
-        parse_listener(kiq_config_str(config, KIQ_CFG_LISTENERS), b->host, sizeof b->host,
-                       &b->port) != 0)
+        kiq_listeners_parse(kiq_config_str(config, KIQ_CFG_LISTENERS), ls, KIQ_MAX_LISTENERS, &nl) != 0 ||
+        kiq_listeners_pick(config, ls, nl, &data, &control) != 0)
         goto fail;
+    snprintf(b->host, sizeof b->host, "%s", data->host);
+    b->port = data->port;
+    if (control) {
+        snprintf(b->control_host, sizeof b->control_host, "%s", control->host);
+        b->control_port = control->port;
+        b->has_control_plane = true;
+    }
     const char *adv = kiq_config_str(config, KIQ_CFG_ADVERTISED_LISTENERS);
     if (*adv) {
-        if (strncmp(adv, "PLAINTEXT://", 12) != 0 || !strrchr(adv + 12, ':')) {
-            kiq_error_set("advertised.listeners: '%s' must look like PLAINTEXT://host:port", adv);
-            goto fail;
-        }
-        if (parse_listener(adv, b->advertised_host, sizeof b->advertised_host,
-                           &b->advertised_port) != 0)
-            goto fail;
+        kiq_listener_t al[KIQ_MAX_LISTENERS];
+        int na;
+        if (kiq_listeners_parse(adv, al, KIQ_MAX_LISTENERS, &na) != 0) goto fail;
+        snprintf(b->advertised_host, sizeof b->advertised_host, "%s", al[0].host);
+        b->advertised_port = al[0].port;
     }
     for (int i = 0; i < b->nlog_dirs; i++)
         if (kiq_mkdir_p(b->log_dirs[i].path) != 0 || lock_dir(&b->log_dirs[i]) != 0) goto fail;
@@ -183,7 +176,7 @@ fail:
 static int admit(void *ctx, kiq_request_t *r)
 {
     const kiq_api_codec_t *c = kiq_api_codec(r->header.api_key);
-    if (!c || !kiq_api_handler(r->header.api_key)) {
+    if (!c || !kiq_api_handler(r->header.api_key, r->listener)) {
         KIQ_WARN("connection %s: unknown api key %d (version %d, correlation id %d); closing",
                  r->peer, r->header.api_key, r->header.api_version, r->header.correlation_id);
         return -1;
@@ -215,6 +208,60 @@ static void *io_thread_main(void *arg)
     kiq_request_t *r;
     while ((r = kiq_request_queue_pop(b->queue))) kiq_broker_handle(b, r);
     return NULL;
+}
+
+/* The control plane's one handler thread: the controller's requests never
+ * wait behind client load. */
+static void *control_io_main(void *arg)
+{
+    kiq_broker_t *b = arg;
+    char name[24];
+    snprintf(name, sizeof name, "control-%d", b->node_id);
+    kiq_log_thread_name(name);
+    kiq_request_t *r;
+    while ((r = kiq_request_queue_pop(b->control_queue))) kiq_broker_handle(b, r);
+    return NULL;
+}
+
+/* Its own queue, processor, acceptor and I/O thread; the bound port is
+ * kept for restarts like the data listener's. */
+static int start_control_plane(kiq_broker_t *b)
+{
+    b->control_queue = kiq_request_queue_new((size_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS));
+    if (!b->control_queue) return kiq_error_set("out of memory");
+    kiq_processor_config_t pc = {
+        .id = b->nprocessors,
+        .listener = KIQ_LISTENER_CONTROL,
+        .max_request_bytes = (size_t)kiq_config_int(b->config, KIQ_CFG_SOCKET_REQUEST_MAX_BYTES),
+        .queue = b->control_queue,
+        .admit = admit,
+        .done = request_done,
+        .admit_ctx = b,
+    };
+    b->control_processor = kiq_processor_new(&pc);
+    if (!b->control_processor) return -1;
+    kiq_request_queue_on_space(b->control_queue, kiq_processor_queue_space, b->control_processor);
+    b->control_acceptor = kiq_acceptor_new(b->control_host, b->control_port, &b->control_processor, 1);
+    if (!b->control_acceptor) return -1;
+    b->control_port = kiq_acceptor_port(b->control_acceptor);
+    if (pthread_create(&b->control_io, NULL, control_io_main, b) != 0)
+        return kiq_error_errno("cannot start the control-plane thread");
+    b->control_io_started = true;
+    if (kiq_processor_start(b->control_processor) != 0 || kiq_acceptor_start(b->control_acceptor) != 0) return -1;
+    return 0;
+}
+
+static void stop_control_plane(kiq_broker_t *b)
+{
+    kiq_acceptor_free(b->control_acceptor);
+    b->control_acceptor = NULL;
+    if (b->control_queue) kiq_request_queue_close(b->control_queue);
+    if (b->control_io_started) pthread_join(b->control_io, NULL);
+    b->control_io_started = false;
+    kiq_processor_free(b->control_processor);
+    b->control_processor = NULL;
+    kiq_request_queue_free(b->control_queue);
+    b->control_queue = NULL;
 }
 
 int kiq_broker_start(kiq_broker_t *b)
@@ -297,6 +344,7 @@ int kiq_broker_start(kiq_broker_t *b)
     for (int i = 0; i < b->nprocessors; i++)
         if (kiq_processor_start(b->processors[i]) != 0) return -1;
     if (kiq_acceptor_start(b->acceptor) != 0) return -1;
+    if (b->has_control_plane && start_control_plane(b) != 0) return -1;
     b->running = true;
     KIQ_INFO("[KafkaIQ broker %d] started: listening on %s:%d, data in %s, cluster %s", b->node_id,
              *b->host ? b->host : "*", b->bound_port, kiq_config_str(b->config, KIQ_CFG_LOG_DIRS), b->cluster_id);
@@ -343,6 +391,7 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
      * network, and only then close the logs and mark the shutdown clean. */
     kiq_acceptor_free(b->acceptor);
     b->acceptor = NULL;
+    stop_control_plane(b);
     kiq_log_retention_free(b->retention);
     b->retention = NULL;
     kiq_log_cleaner_free(b->cleaner);

@@ -42,6 +42,17 @@ struct kiq_broker {
     char host[256];
     int port;             /* configured; 0 = pick one */
     int bound_port;
+    /* The control-plane listener (control.plane.listener.name): the
+     * controller's requests get their own acceptor, processor, queue and
+     * I/O thread, from start to shutdown. */
+    bool has_control_plane;
+    char control_host[256];
+    int control_port; /* configured, then bound */
+    kiq_acceptor_t *control_acceptor;
+    kiq_processor_t *control_processor;
+    kiq_request_queue_t *control_queue;
+    pthread_t control_io;
+    bool control_io_started;
     char advertised_host[256];
     int advertised_port;
     char cluster_id[23];

@@ -1,0 +1,96 @@
+/* Parsing of listeners and controller.quorum.voters; see listeners.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/listeners.h"
+#include "core/error.h"
+
+/* "host:port" (host may be empty or a bracketed IPv6 address) */
+static int parse_host_port(const char *s, size_t len, char *host, size_t host_len, int *port, const char *what)
+{
+    const char *colon = NULL;
+    for (size_t i = len; i > 0; i--)
+        if (s[i - 1] == ':') {
+            colon = s + i - 1;
+            break;
+        }
+    if (!colon) return kiq_error_set("%s: '%.*s' has no port", what, (int)len, s);
+    char digits[8];
+    size_t dl = (size_t)(s + len - colon - 1);
+    if (dl == 0 || dl >= sizeof digits) return kiq_error_set("%s: bad port in '%.*s'", what, (int)len, s);
+    memcpy(digits, colon + 1, dl);
+    digits[dl] = 0;
+    char *end;
+    long p = strtol(digits, &end, 10);
+    if (*end || p < 0 || p > 65535) return kiq_error_set("%s: bad port in '%.*s'", what, (int)len, s);
+    size_t hl = (size_t)(colon - s);
+    if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
+        s++;
+        hl -= 2;
+    }
+    if (hl >= host_len) return kiq_error_set("%s: host too long in '%.*s'", what, (int)len, s);
+    memcpy(host, s, hl);
+    host[hl] = 0;
+    *port = (int)p;
+    return 0;
+}
+
+int kiq_listeners_parse(const char *spec, kiq_listener_t *out, int max, int *n)
+{
+    *n = 0;
+    const char *p = spec;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        if (!end) end = p + strlen(p);
+        while (p < end && (*p == ' ' || *p == '\t')) p++;
+        const char *e = end;
+        while (e > p && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        const char *sep = NULL;
+        for (const char *q = p; q + 3 <= e; q++)
+            if (memcmp(q, "://", 3) == 0) {
+                sep = q;
+                break;
+            }
+        if (!sep || sep == p) return kiq_error_set("listeners: '%.*s' must look like NAME://host:port", (int)(e - p), p);
+        if (*n >= max) return kiq_error_set("listeners: more than %d entries", max);
+        kiq_listener_t *l = &out[*n];
+        size_t nl = (size_t)(sep - p);
+        if (nl >= sizeof l->name) return kiq_error_set("listeners: name too long in '%.*s'", (int)(e - p), p);
+        memcpy(l->name, p, nl);
+        l->name[nl] = 0;
+        for (int i = 0; i < *n; i++)
+            if (strcmp(out[i].name, l->name) == 0) return kiq_error_set("listeners: %s is listed twice", l->name);
+        if (parse_host_port(sep + 3, (size_t)(e - sep - 3), l->host, sizeof l->host, &l->port, "listeners") != 0)
+            return -1;
+        (*n)++;
+        p = *end ? end + 1 : end;
+    }
+    if (*n == 0) return kiq_error_set("listeners: empty");
+    return 0;
+}
+
+int kiq_listeners_pick(const kiq_config_t *c, const kiq_listener_t *all, int n, const kiq_listener_t **data,
+                       const kiq_listener_t **control)
+{
+    const char *cp = kiq_config_str(c, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME);
+    *data = *control = NULL;
+    for (int i = 0; i < n; i++) {
+        if (*cp && strcmp(all[i].name, cp) == 0) *control = &all[i];
+        else if (!*data) *data = &all[i];
+    }
+    if (*cp && !*control) return kiq_error_set("control.plane.listener.name: no listener named %s", cp);
+    if (!*data) return kiq_error_set("listeners: no listener for clients besides the control plane");
+    return 0;
+}
+
+int kiq_voters_parse(const char *spec, int32_t *id, char *host, size_t host_len, int *port)
+{
+    if (!*spec) return 1;
+    const char *at = strchr(spec, '@');
+    char *end;
+    long v = strtol(spec, &end, 10);
+    if (!at || end != at || v < 0 || v > INT32_MAX || strchr(spec, ','))
+        return kiq_error_set("controller.quorum.voters: '%s' must look like id@host:port (one voter)", spec);
+    *id = (int32_t)v;
+    return parse_host_port(at + 1, strlen(at + 1), host, host_len, port, "controller.quorum.voters");
+}

@@ -1,0 +1,35 @@
+/* Kafka's `listeners` list: NAME://host:port entries, comma-separated. The
+ * one named by control.plane.listener.name takes the controller's requests
+ * (its own acceptor, processor and queue); the first other one serves
+ * clients. Plain values, parsed on the thread building the broker. */
+#ifndef KIQ_CONFIG_LISTENERS_H
+#define KIQ_CONFIG_LISTENERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+
+#define KIQ_MAX_LISTENERS 4
+
+typedef struct kiq_listener {
+    char name[32];
+    char host[256]; /* empty: every interface */
+    int port;       /* 0: pick a free one */
+} kiq_listener_t;
+
+/* 0 with *n entries, or -1 naming the bad entry. */
+int kiq_listeners_parse(const char *spec, kiq_listener_t *out, int max, int *n);
+
+/* The client listener and the control-plane one (NULL when
+ * control.plane.listener.name is empty) of a parsed list; -1 when a named
+ * listener is missing or no client listener is left. */
+int kiq_listeners_pick(const kiq_config_t *c, const kiq_listener_t *all, int n, const kiq_listener_t **data,
+                       const kiq_listener_t **control);
+
+/* controller.quorum.voters: "id@host:port" (one voter: the embedded
+ * controller). 0 with the parts, 1 when empty (no controller: a
+ * standalone broker), -1 when malformed. */
+int kiq_voters_parse(const char *spec, int32_t *id, char *host, size_t host_len, int *port);
+
+#endif
