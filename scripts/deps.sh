@@ -27,17 +27,33 @@ for pkg in "${PACKAGES[@]}"; do
         missing+=("$pkg")
     fi
 done
-
-if [[ ${#missing[@]} -eq 0 ]]; then
-    exit 0
+# kafkajs runs on Node.js; Debian's is taken only where no node/npm is on
+# PATH already (a machine may have its own).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    missing+=(nodejs npm)
 fi
 
-echo "deps: installing ${missing[*]}" >&2
-SUDO=()
-if [[ $(id -u) -ne 0 ]]; then
-    SUDO=(sudo)
+if [[ ${#missing[@]} -gt 0 ]]; then
+    echo "deps: installing ${missing[*]}" >&2
+    SUDO=()
+    if [[ $(id -u) -ne 0 ]]; then
+        SUDO=(sudo)
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${SUDO[@]}" apt-get update -q
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update -q
-"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+# kafkajs for the interop tests, at the version tests/interop/js/package.json
+# pins (package-lock.json holds its checksum). Only when it is missing, so the
+# no-op case stays offline; without node the kafkajs tests skip themselves.
+JS_DIR="$(dirname "$0")/../tests/interop/js"
+if [[ ! -d "$JS_DIR/node_modules/kafkajs" ]]; then
+    if command -v npm >/dev/null 2>&1; then
+        echo "deps: installing kafkajs into tests/interop/js" >&2
+        npm install --no-audit --no-fund --prefix "$JS_DIR"
+    else
+        echo "deps: npm not found; the kafkajs interop tests will be skipped" >&2
+    fi
+fi
