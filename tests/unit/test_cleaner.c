@@ -3,7 +3,6 @@
  * kept until delete.retention.ms and then gone, compressed batches rebuilt
  * with their codec, offset gaps read back through locate/read, and the swap
  * finished or undone by the next open. Real files; the clock is passed in. */
-#include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +16,6 @@
 
 #include <cmocka.h>
 
-#include "core/log.h"
 #include "log/cleaner.h"
 #include "log/partition_log.h"
 #include "record/batch.h"
@@ -29,31 +27,13 @@
 #define NKEYS 10
 #define MAXREC 4096
 
-typedef struct fixture {
-    char root[64];
-    char dir[128];
-    kiq_log_config_t cfg;
-} fixture_t;
-
 static int setup(void **state)
 {
-    fixture_t *f = calloc(1, sizeof *f);
-    snprintf(f->root, sizeof f->root, "/tmp/kiq-test-clean-XXXXXX");
-    if (!mkdtemp(f->root)) return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/t-0", f->root);
-    kiq_log_config_default(&f->cfg);
+    kiq_test_log_dir_t *f = kiq_test_log_dir_new("clean", "t-0");
+    if (!f) return -1;
     f->cfg.segment_bytes = 1024;
     f->cfg.index_interval_bytes = 128;
-    kiq_log_set_level(KIQ_LOG_ERROR);
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture_t *f = *state;
-    kiq_test_remove_tree(f->root);
-    free(f);
     return 0;
 }
 
@@ -190,7 +170,7 @@ static int64_t active_base(kiq_partition_log_t *l)
     return info[n - 1].base_offset;
 }
 
-static void compact_many_updates(fixture_t *f, int codec, int per_batch)
+static void compact_many_updates(kiq_test_log_dir_t *f, int codec, int per_batch)
 {
     static readback_t before, after;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
@@ -250,7 +230,7 @@ static bool late_tombstone(int i) { return i >= 190 && i < 200 && i % NKEYS < 5;
 
 static void test_tombstones(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     static readback_t before, after;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
@@ -292,7 +272,7 @@ static void test_tombstones(void **state)
 
 static void test_keyless_records_dropped(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     static readback_t after;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
@@ -344,7 +324,7 @@ static void spit(const char *path, const uint8_t *p, size_t len)
  * segment: the next open finishes the swap; a partial .cleaned goes. */
 static void test_interrupted_swap(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     static readback_t before, after, reopened;
     char logp[256], swap[256], cleaned[256], index[256];
     snprintf(logp, sizeof logp, "%s/%020d.log", f->dir, 0);
@@ -395,7 +375,7 @@ static void test_interrupted_swap(void **state)
  * the segment was swapped out. */
 static void test_reader_keeps_old_file(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     fill(l, 300, 3, KIQ_CODEC_NONE, T0, NULL, 0);
@@ -418,14 +398,14 @@ static void test_reader_keeps_old_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_many_updates, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_many_updates_lz4, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_many_updates_zstd, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_many_updates_gzip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tombstones, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_keyless_records_dropped, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_interrupted_swap, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reader_keeps_old_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_updates, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_many_updates_lz4, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_many_updates_zstd, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_many_updates_gzip, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_tombstones, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_keyless_records_dropped, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_interrupted_swap, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_reader_keeps_old_file, setup, kiq_test_log_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

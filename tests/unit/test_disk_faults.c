@@ -2,7 +2,6 @@
  * after some bytes or at once) fails the append, cuts the segment back,
  * leaves the LEO alone and takes the log directory offline; fsync faults do
  * the same for flushes; a reopen shows no partial batch. */
-#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,7 +15,6 @@
 
 #include <cmocka.h>
 
-#include "core/log.h"
 #include "log/log_dir.h"
 #include "log/log_names.h"
 #include "log/partition_log.h"
@@ -25,27 +23,18 @@
 #include "support/log_fixture.h"
 
 typedef struct fixture {
-    char root[64];
-    char dir[128];
-    kiq_log_config_t cfg;
-    kiq_log_dir_t *health;
-    size_t batch_size; /* of kiq_test_make_batch(3 records) */
+    kiq_test_log_dir_t *ld;
+    kiq_log_dir_t *health; /* of ld->root */
 } fixture_t;
 
 static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof *f);
-    snprintf(f->root, sizeof f->root, "/tmp/kiq-test-diskf-XXXXXX");
-    if (!mkdtemp(f->root)) return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/t-0", f->root);
-    kiq_log_config_default(&f->cfg);
-    f->health = kiq_log_dir_new(f->root);
-    kiq_wr_t w;
-    kiq_wr_init(&w);
-    kiq_test_make_batch(&w, 3, 0);
-    f->batch_size = w.len;
-    kiq_wr_free(&w);
-    kiq_log_set_level(KIQ_LOG_ERROR);
+    if (!f || !(f->ld = kiq_test_log_dir_new("diskf", "t-0"))) {
+        free(f);
+        return -1;
+    }
+    f->health = kiq_log_dir_new(f->ld->root);
     *state = f;
     return 0;
 }
@@ -53,7 +42,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture_t *f = *state;
-    kiq_test_remove_tree(f->root);
+    kiq_test_log_dir_free(f->ld);
     kiq_log_dir_free(f->health);
     free(f);
     return 0;
@@ -61,29 +50,21 @@ static int teardown(void **state)
 
 static kiq_partition_log_t *open_log(fixture_t *f, bool clean)
 {
-    f->cfg.clean_shutdown = clean;
-    kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
+    f->ld->cfg.clean_shutdown = clean;
+    kiq_partition_log_t *l = kiq_partition_log_open(f->ld->dir, &f->ld->cfg);
     assert_non_null(l);
     kiq_partition_log_set_log_dir(l, f->health);
     return l;
 }
 
 /* 0 or -1 from appending one 3-record batch. */
-static int append_one(kiq_partition_log_t *l, int64_t ts)
-{
-    kiq_wr_t w;
-    kiq_wr_init(&w);
-    kiq_test_make_batch(&w, 3, ts);
-    int rc = kiq_partition_log_append(l, w.buf, w.len, 0, NULL, NULL);
-    kiq_wr_free(&w);
-    return rc;
-}
+static int append_one(kiq_partition_log_t *l, int64_t ts) { return kiq_test_append_batch(l, 3, ts, 0, NULL, NULL); }
 
 static off_t file_size(const fixture_t *f, int64_t base)
 {
     char path[256];
     struct stat st;
-    assert_int_equal(kiq_log_segment_path(path, sizeof path, f->dir, base, KIQ_LOG_SUFFIX), 0);
+    assert_int_equal(kiq_log_segment_path(path, sizeof path, f->ld->dir, base, KIQ_LOG_SUFFIX), 0);
     assert_int_equal(stat(path, &st), 0);
     return st.st_size;
 }
@@ -95,23 +76,9 @@ static void check_log(kiq_partition_log_t *l, int64_t leo, size_t batches, size_
     kiq_wr_t out;
     kiq_wr_init(&out);
     assert_int_equal(kiq_partition_log_read(l, 0, 1 << 20, INT64_MAX, &out), (int)(batches * batch_size));
-    kiq_batch_iter_t it;
-    const uint8_t *b;
-    size_t blen;
-    kiq_batch_header_t h;
-    int64_t next = 0;
-    size_t n = 0;
-    int rc;
-    kiq_batch_iter_init(&it, out.buf, out.len, false);
-    while ((rc = kiq_batch_iter_next(&it, &b, &blen, &h)) == 1) {
-        assert_int_equal(kiq_batch_check(b, blen, &h), 0);
-        assert_int_equal(h.base_offset, next);
-        next = kiq_batch_last_offset(&h) + 1;
-        n++;
-    }
-    assert_int_equal(rc, 0);
-    assert_int_equal(n, batches);
-    assert_int_equal(next, leo);
+    int64_t end;
+    assert_int_equal(kiq_test_check_batches(out.buf, out.len, 0, &end), batches);
+    assert_int_equal(end, leo);
     kiq_wr_free(&out);
 }
 
@@ -123,9 +90,9 @@ static void test_torn_append_is_cut_back(void **state)
     assert_false(kiq_partition_log_offline(l));
 
     /* Half of the next batch reaches the file, then the disk is full. */
-    assert_int_equal(kiq_log_dir_inject_fault(f->health, ENOSPC, (int64_t)f->batch_size / 2, false), 0);
+    assert_int_equal(kiq_log_dir_inject_fault(f->health, ENOSPC, (int64_t)f->ld->batch_size / 2, false), 0);
     assert_int_equal(append_one(l, 3), -1);
-    assert_int_equal(file_size(f, 0), (off_t)(3 * f->batch_size));
+    assert_int_equal(file_size(f, 0), (off_t)(3 * f->ld->batch_size));
     assert_int_equal(kiq_partition_log_end_offset(l), 9);
     assert_true(kiq_partition_log_offline(l));
     assert_int_equal(kiq_log_dir_error(f->health), ENOSPC);
@@ -133,8 +100,8 @@ static void test_torn_append_is_cut_back(void **state)
     /* Offline stays offline, even with space again, until a restart. */
     kiq_log_dir_clear_fault(f->health);
     assert_int_equal(append_one(l, 4), -1);
-    assert_int_equal(file_size(f, 0), (off_t)(3 * f->batch_size));
-    check_log(l, 9, 3, f->batch_size);
+    assert_int_equal(file_size(f, 0), (off_t)(3 * f->ld->batch_size));
+    check_log(l, 9, 3, f->ld->batch_size);
     kiq_partition_log_free(l);
 
     kiq_log_dir_reset(f->health);
@@ -142,9 +109,9 @@ static void test_torn_append_is_cut_back(void **state)
     kiq_segment_recovery_t rep;
     kiq_partition_log_recovery(l, &rep);
     assert_int_equal(rep.bytes_truncated, 0);
-    check_log(l, 9, 3, f->batch_size);
+    check_log(l, 9, 3, f->ld->batch_size);
     assert_int_equal(append_one(l, 5), 0);
-    check_log(l, 12, 4, f->batch_size);
+    check_log(l, 12, 4, f->ld->batch_size);
     kiq_partition_log_free(l);
 }
 
@@ -152,26 +119,26 @@ static void test_after_bytes_spans_appends(void **state)
 {
     fixture_t *f = *state;
     kiq_partition_log_t *l = open_log(f, true);
-    assert_int_equal(kiq_log_dir_inject_fault(f->health, EIO, (int64_t)(f->batch_size * 3 / 2), false), 0);
+    assert_int_equal(kiq_log_dir_inject_fault(f->health, EIO, (int64_t)(f->ld->batch_size * 3 / 2), false), 0);
     assert_int_equal(append_one(l, 0), 0);
     assert_false(kiq_partition_log_offline(l));
     assert_int_equal(append_one(l, 1), -1);
     assert_int_equal(kiq_log_dir_error(f->health), EIO);
-    assert_int_equal(file_size(f, 0), (off_t)f->batch_size);
+    assert_int_equal(file_size(f, 0), (off_t)f->ld->batch_size);
     assert_int_equal(kiq_partition_log_end_offset(l), 3);
     kiq_partition_log_free(l);
 
     kiq_log_dir_clear_fault(f->health);
     kiq_log_dir_reset(f->health);
     l = open_log(f, false);
-    check_log(l, 3, 1, f->batch_size);
+    check_log(l, 3, 1, f->ld->batch_size);
     kiq_partition_log_free(l);
 }
 
 static void test_immediate_fault_on_roll(void **state)
 {
     fixture_t *f = *state;
-    f->cfg.segment_bytes = (int32_t)(2 * f->batch_size);
+    f->ld->cfg.segment_bytes = (int32_t)(2 * f->ld->batch_size);
     kiq_partition_log_t *l = open_log(f, true);
     assert_int_equal(append_one(l, 0), 0);
     assert_int_equal(append_one(l, 1), 0);
@@ -186,7 +153,7 @@ static void test_immediate_fault_on_roll(void **state)
     kiq_log_dir_clear_fault(f->health);
     kiq_log_dir_reset(f->health);
     l = open_log(f, false);
-    check_log(l, 6, 2, f->batch_size);
+    check_log(l, 6, 2, f->ld->batch_size);
     assert_int_equal(append_one(l, 3), 0);
     assert_int_equal(kiq_partition_log_segments(l, NULL, 0), 2);
     kiq_partition_log_free(l);
@@ -215,7 +182,7 @@ static void test_bad_fault_and_no_dir(void **state)
     assert_int_equal(kiq_log_dir_inject_fault(f->health, 0, 0, false), -1);
     assert_int_equal(kiq_log_dir_inject_fault(f->health, ENOSPC, -1, false), -1);
     /* A log without a directory state never goes offline. */
-    kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
+    kiq_partition_log_t *l = kiq_partition_log_open(f->ld->dir, &f->ld->cfg);
     assert_non_null(l);
     assert_false(kiq_partition_log_offline(l));
     assert_int_equal(append_one(l, 0), 0);

@@ -5,7 +5,6 @@
  * shutdown: a torn tail cut off, and a corrupt batch in the middle of an
  * older segment detected, the log truncated there and later segments
  * dropped. Damage is made by editing the segment files. */
-#include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,7 +18,6 @@
 
 #include <cmocka.h>
 
-#include "core/log.h"
 #include "log/log_names.h"
 #include "log/partition_log.h"
 #include "record/batch.h"
@@ -27,59 +25,31 @@
 #include "server/topics.h"
 #include "support/log_fixture.h"
 
-typedef struct fixture {
-    char root[64];
-    char dir[128]; /* the partition directory orders-0 */
-    kiq_log_config_t cfg;
-    size_t batch_size; /* of kiq_test_make_batch(3 records) */
-} fixture_t;
-
 /* Appends one batch of n records; returns its base offset. */
 static int64_t append_n(kiq_partition_log_t *l, int n)
 {
-    kiq_wr_t w;
-    kiq_wr_init(&w);
-    kiq_test_make_batch(&w, n, 1000);
     int64_t base = -1;
-    assert_int_equal(kiq_partition_log_append(l, w.buf, w.len, 0, &base, NULL), 0);
-    kiq_wr_free(&w);
+    assert_int_equal(kiq_test_append_batch(l, n, 1000, 0, &base, NULL), 0);
     return base;
 }
 
 static int setup(void **state)
 {
-    fixture_t *f = calloc(1, sizeof *f);
-    snprintf(f->root, sizeof f->root, "/tmp/kiq-test-dur-XXXXXX");
-    if (!mkdtemp(f->root)) return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/orders-0", f->root);
-    kiq_log_config_default(&f->cfg);
+    kiq_test_log_dir_t *f = kiq_test_log_dir_new("dur", "orders-0");
+    if (!f) return -1;
     f->cfg.index_interval_bytes = 256;
-    kiq_wr_t w;
-    kiq_wr_init(&w);
-    kiq_test_make_batch(&w, 3, 1000);
-    f->batch_size = w.len;
-    kiq_wr_free(&w);
-    kiq_log_set_level(KIQ_LOG_ERROR);
     *state = f;
     return 0;
 }
 
-static int teardown(void **state)
-{
-    fixture_t *f = *state;
-    kiq_test_remove_tree(f->root);
-    free(f);
-    return 0;
-}
-
-static void segment_file(const fixture_t *f, int64_t base, char *buf, size_t n)
+static void segment_file(const kiq_test_log_dir_t *f, int64_t base, char *buf, size_t n)
 {
     assert_int_equal(kiq_log_segment_path(buf, n, f->dir, base, KIQ_LOG_SUFFIX), 0);
 }
 
 /* Flips one bit inside the records of the batch at `batch` (0-based) of
  * the segment at base. */
-static void flip_bit(const fixture_t *f, int64_t base, int batch)
+static void flip_bit(const kiq_test_log_dir_t *f, int64_t base, int batch)
 {
     char path[256];
     segment_file(f, base, path, sizeof path);
@@ -94,7 +64,7 @@ static void flip_bit(const fixture_t *f, int64_t base, int batch)
 }
 
 /* 9 batches of 3 records in segments of 3 batches: 0-8, 9-17, 18-26. */
-static void write_three_segments(fixture_t *f)
+static void write_three_segments(kiq_test_log_dir_t *f)
 {
     f->cfg.segment_bytes = (int32_t)(3 * f->batch_size);
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
@@ -106,7 +76,7 @@ static void write_three_segments(fixture_t *f)
 
 static void test_flush_messages(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     /* Kafka's default: no fsync on append at all. */
@@ -147,7 +117,7 @@ static void test_flush_messages(void **state)
 
 static void test_flush_ms(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     kiq_partition_log_set_flush(l, INT64_MAX, 500);
@@ -176,7 +146,7 @@ static void test_flush_ms(void **state)
 
 static void test_roll_and_truncate_move_recovery_point(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     f->cfg.segment_bytes = (int32_t)(2 * f->batch_size);
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
@@ -193,7 +163,7 @@ static void test_roll_and_truncate_move_recovery_point(void **state)
     kiq_partition_log_free(l);
 }
 
-static void read_checkpoint(const fixture_t *f, char *buf, size_t n)
+static void read_checkpoint(const kiq_test_log_dir_t *f, char *buf, size_t n)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/recovery-point-offset-checkpoint", f->root);
@@ -204,7 +174,7 @@ static void read_checkpoint(const fixture_t *f, char *buf, size_t n)
     fclose(fp);
 }
 
-static void write_checkpoint(const fixture_t *f, const char *text)
+static void write_checkpoint(const kiq_test_log_dir_t *f, const char *text)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/recovery-point-offset-checkpoint", f->root);
@@ -225,7 +195,7 @@ static kiq_partition_log_t *orders_log(kiq_topics_t *t)
 
 static void test_recovery_point_checkpoint(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     f->cfg.segment_bytes = (int32_t)(3 * f->batch_size);
     kiq_topics_t *t = kiq_topics_open(f->root, &f->cfg);
     assert_non_null(t);
@@ -276,7 +246,7 @@ static void test_recovery_point_checkpoint(void **state)
 
 static void test_torn_tail_from_recovery_point(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     write_three_segments(f);
     char path[256];
     segment_file(f, 18, path, sizeof path);
@@ -308,7 +278,7 @@ static void test_torn_tail_from_recovery_point(void **state)
 
 static void test_corrupt_middle_batch_in_older_segment(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     write_three_segments(f);
     /* Batch 12..14, in the middle of segment 9. */
     flip_bit(f, 9, 1);
@@ -354,12 +324,12 @@ static void test_corrupt_middle_batch_in_older_segment(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_flush_messages, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_flush_ms, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_roll_and_truncate_move_recovery_point, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_recovery_point_checkpoint, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_torn_tail_from_recovery_point, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_corrupt_middle_batch_in_older_segment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flush_messages, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_flush_ms, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_roll_and_truncate_move_recovery_point, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_recovery_point_checkpoint, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_torn_tail_from_recovery_point, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_middle_batch_in_older_segment, setup, kiq_test_log_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,6 @@
  * checkpoints, loading from every directory, refusal of a partition found
  * twice and of directories from different clusters, and a disk fault that
  * takes only its own directory offline. */
-#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,7 +18,6 @@
 
 #include "config/config.h"
 #include "core/error.h"
-#include "core/log.h"
 #include "include/kafkaiq.h"
 #include "log/log_dir.h"
 #include "record/batch.h"
@@ -28,24 +26,23 @@
 #include "support/log_fixture.h"
 
 typedef struct fixture {
-    char root[64];
-    char dir[2][128];
+    kiq_test_log_dir_t *ld; /* ld->root holds the two log dirs */
+    char dir[2][128];       /* ld->root/d1 and ld->root/d2 */
     kiq_log_dir_t *health[2];
-    kiq_log_config_t cfg;
 } fixture_t;
 
 static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof *f);
-    snprintf(f->root, sizeof f->root, "/tmp/kiq-test-logdirs-XXXXXX");
-    if (!mkdtemp(f->root)) return -1;
+    if (!f || !(f->ld = kiq_test_log_dir_new("logdirs", NULL))) {
+        free(f);
+        return -1;
+    }
     for (int i = 0; i < 2; i++) {
-        snprintf(f->dir[i], sizeof f->dir[i], "%s/d%d", f->root, i + 1);
+        snprintf(f->dir[i], sizeof f->dir[i], "%s/d%d", f->ld->root, i + 1);
         mkdir(f->dir[i], 0755);
         f->health[i] = kiq_log_dir_new(f->dir[i]);
     }
-    kiq_log_config_default(&f->cfg);
-    kiq_log_set_level(KIQ_LOG_ERROR);
     *state = f;
     return 0;
 }
@@ -53,7 +50,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture_t *f = *state;
-    kiq_test_remove_tree(f->root);
+    kiq_test_log_dir_free(f->ld);
     for (int i = 0; i < 2; i++) kiq_log_dir_free(f->health[i]);
     free(f);
     return 0;
@@ -64,7 +61,7 @@ static kiq_topics_t *open_both(fixture_t *f, bool clean)
     kiq_topics_dir_spec_t specs[2];
     for (int i = 0; i < 2; i++)
         specs[i] = (kiq_topics_dir_spec_t){.path = f->dir[i], .clean_shutdown = clean, .health = f->health[i]};
-    return kiq_topics_open_dirs(specs, 2, &f->cfg);
+    return kiq_topics_open_dirs(specs, 2, &f->ld->cfg);
 }
 
 static bool exists(const char *dir, const char *name)
@@ -270,7 +267,7 @@ static void test_broker_meta_in_every_dir(void **state)
     assert_string_equal(meta[0], meta[1]);
     /* a fresh third directory joins the same cluster */
     char three[512], d3[200];
-    snprintf(d3, sizeof d3, "%s/d3", f->root);
+    snprintf(d3, sizeof d3, "%s/d3", f->ld->root);
     snprintf(three, sizeof three, "%s,%s", both, d3);
     b = broker_on(three);
     assert_non_null(b);

@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "log/offset_index.h"
 #include "log/time_index.h"
+#include "support/log_fixture.h"
 
 typedef struct fixture {
     char dir[64];
@@ -25,8 +25,7 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/kiq-test-index-XXXXXX");
-    if (!mkdtemp(f->dir)) return -1;
+    if (kiq_test_temp_dir(f->dir, sizeof f->dir, "index") != 0) return -1;
     snprintf(f->path, sizeof f->path, "%s/00000000000000000100.index", f->dir);
     *state = f;
     return 0;
@@ -35,8 +34,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture_t *f = *state;
-    unlink(f->path);
-    rmdir(f->dir);
+    kiq_test_remove_tree(f->dir);
     free(f);
     return 0;
 }

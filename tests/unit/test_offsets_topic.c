@@ -14,7 +14,6 @@
 
 #include <cmocka.h>
 
-#include "core/log.h"
 #include "group/offsets_topic.h"
 #include "log/partition_log.h"
 #include "record/batch.h"
@@ -22,23 +21,20 @@
 #include "support/log_fixture.h"
 
 typedef struct fixture {
-    char root[64];
-    char dir[128];
-    kiq_log_config_t cfg;
-    kiq_partition_log_t *log;
+    kiq_test_log_dir_t *ld;
+    kiq_partition_log_t *log; /* opened on ld->dir */
 } fixture_t;
 
 static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof *f);
-    snprintf(f->root, sizeof f->root, "/tmp/kiq-test-offsets-XXXXXX");
-    if (!mkdtemp(f->root)) return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/__consumer_offsets-7", f->root);
-    kiq_log_config_default(&f->cfg);
-    f->log = kiq_partition_log_open(f->dir, &f->cfg);
+    /* the fixture turns the log down: skipped records warn on purpose */
+    if (!f || !(f->ld = kiq_test_log_dir_new("offsets", "__consumer_offsets-7"))) {
+        free(f);
+        return -1;
+    }
+    f->log = kiq_partition_log_open(f->ld->dir, &f->ld->cfg);
     if (!f->log) return -1;
-    /* the skipped records are logged as warnings on purpose */
-    kiq_log_set_level(KIQ_LOG_ERROR);
     *state = f;
     return 0;
 }
@@ -47,7 +43,7 @@ static int teardown(void **state)
 {
     fixture_t *f = *state;
     kiq_partition_log_free(f->log);
-    kiq_test_remove_tree(f->root);
+    kiq_test_log_dir_free(f->ld);
     free(f);
     return 0;
 }
@@ -361,7 +357,7 @@ static void test_roundtrip_and_reopen(void **state)
 
     /* the same after a clean close and reopen */
     kiq_partition_log_free(f->log);
-    f->log = kiq_partition_log_open(f->dir, &f->cfg);
+    f->log = kiq_partition_log_open(f->ld->dir, &f->ld->cfg);
     assert_non_null(f->log);
     assert_int_equal(kiq_partition_log_end_offset(f->log), 7);
     assert_int_equal(load(f->log, &r), 7);

@@ -3,7 +3,6 @@
  * reopening, recovery of a torn tail and of a corrupt batch in the last
  * segment, Fetch read semantics, timestamp lookup, truncation, deletion,
  * and appends racing reads from several threads. */
-#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -18,78 +17,28 @@
 
 #include <cmocka.h>
 
-#include "core/log.h"
 #include "log/log_names.h"
 #include "log/partition_log.h"
 #include "record/batch.h"
 #include "record/compression.h"
 #include "support/log_fixture.h"
 
-typedef struct fixture {
-    char root[64];
-    char dir[128];
-    kiq_log_config_t cfg;
-    size_t batch_size; /* of kiq_test_make_batch(3 records) */
-} fixture_t;
-
 static int setup(void **state)
 {
-    fixture_t *f = calloc(1, sizeof *f);
-    snprintf(f->root, sizeof f->root, "/tmp/kiq-test-plog-XXXXXX");
-    if (!mkdtemp(f->root)) return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/data/orders-0", f->root);
-    kiq_log_config_default(&f->cfg);
+    kiq_test_log_dir_t *f = kiq_test_log_dir_new("plog", "data/orders-0");
+    if (!f) return -1;
     f->cfg.index_interval_bytes = 256;
-    kiq_wr_t w;
-    kiq_wr_init(&w);
-    kiq_test_make_batch(&w, 3, 0);
-    f->batch_size = w.len;
-    kiq_wr_free(&w);
-    kiq_log_set_level(KIQ_LOG_ERROR);
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture_t *f = *state;
-    kiq_test_remove_tree(f->root);
-    free(f);
     return 0;
 }
 
 /* Appends one 3-record batch with timestamps from ts; returns its base offset. */
 static int64_t append_one(kiq_partition_log_t *l, int64_t ts)
 {
-    kiq_wr_t w;
-    kiq_wr_init(&w);
-    kiq_test_make_batch(&w, 3, ts);
     int64_t base = -1, last = -1;
-    assert_int_equal(kiq_partition_log_append(l, w.buf, w.len, 5, &base, &last), 0);
+    assert_int_equal(kiq_test_append_batch(l, 3, ts, 5, &base, &last), 0);
     assert_int_equal(last, base + 2);
-    kiq_wr_free(&w);
     return base;
-}
-
-/* Checks that data is whole batches with sound CRCs and consecutive offsets
- * from `first`; returns how many. */
-static int check_batches(const uint8_t *data, size_t len, int64_t first)
-{
-    kiq_batch_iter_t it;
-    const uint8_t *b;
-    size_t blen;
-    kiq_batch_header_t h;
-    int n = 0, rc;
-    int64_t next = first;
-    kiq_batch_iter_init(&it, data, len, false);
-    while ((rc = kiq_batch_iter_next(&it, &b, &blen, &h)) == 1) {
-        assert_int_equal(kiq_batch_check(b, blen, &h), 0);
-        assert_int_equal(h.base_offset, next);
-        next = kiq_batch_last_offset(&h) + 1;
-        n++;
-    }
-    assert_int_equal(rc, 0);
-    return n;
 }
 
 static bool exists(const char *dir, int64_t base, const char *suffix)
@@ -100,7 +49,7 @@ static bool exists(const char *dir, int64_t base, const char *suffix)
     return stat(path, &st) == 0;
 }
 
-static void segment_file(const fixture_t *f, int64_t base, char *buf, size_t n)
+static void segment_file(const kiq_test_log_dir_t *f, int64_t base, char *buf, size_t n)
 {
     assert_int_equal(kiq_log_segment_path(buf, n, f->dir, base, KIQ_LOG_SUFFIX), 0);
 }
@@ -138,7 +87,7 @@ static void test_dir_names(void **state)
 
 static void test_open_empty(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     assert_string_equal(kiq_partition_log_dir(l), f->dir);
@@ -176,7 +125,7 @@ static void test_open_empty(void **state)
 
 static void test_append_assigns_and_stamps(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     assert_int_equal(append_one(l, 1000), 0);
@@ -209,7 +158,7 @@ static void test_append_assigns_and_stamps(void **state)
     kiq_wr_init(&out);
     int n = kiq_partition_log_read(l, 0, 1 << 20, INT64_MAX, &out);
     assert_int_equal(n, (int)out.len);
-    assert_int_equal(check_batches(out.buf, out.len, 0), 5);
+    assert_int_equal(kiq_test_check_batches(out.buf, out.len, 0, NULL), 5);
     /* Epoch 5 on the single appends, 9 on the pair. */
     assert_int_equal(kiq_batch_header_parse(out.buf, out.len, &h), 0);
     assert_int_equal(h.partition_leader_epoch, 5);
@@ -220,7 +169,7 @@ static void test_append_assigns_and_stamps(void **state)
 
 static void test_roll_names_segments(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     f->cfg.segment_bytes = (int32_t)(3 * f->batch_size);
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
@@ -245,14 +194,14 @@ static void test_roll_names_segments(void **state)
     kiq_wr_t out;
     kiq_wr_init(&out);
     assert_int_equal(kiq_partition_log_read(l, 0, 1 << 20, INT64_MAX, &out), (int)(10 * f->batch_size));
-    assert_int_equal(check_batches(out.buf, out.len, 0), 10);
+    assert_int_equal(kiq_test_check_batches(out.buf, out.len, 0, NULL), 10);
     kiq_wr_free(&out);
     kiq_partition_log_free(l);
 }
 
 static void test_oversized_batch(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     f->cfg.segment_bytes = (int32_t)f->batch_size - 10;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
@@ -267,7 +216,7 @@ static void test_oversized_batch(void **state)
     kiq_partition_log_free(l);
 }
 
-static void reopen_and_compare(fixture_t *f, bool clean, const kiq_wr_t *before, int64_t leo)
+static void reopen_and_compare(kiq_test_log_dir_t *f, bool clean, const kiq_wr_t *before, int64_t leo)
 {
     f->cfg.clean_shutdown = clean;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
@@ -287,7 +236,7 @@ static void reopen_and_compare(fixture_t *f, bool clean, const kiq_wr_t *before,
 
 static void test_reopen_same_data(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     f->cfg.segment_bytes = (int32_t)(4 * f->batch_size);
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
@@ -312,7 +261,7 @@ static void test_reopen_same_data(void **state)
 
 static void test_torn_tail_recovered(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     f->cfg.segment_bytes = (int32_t)(3 * f->batch_size);
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
@@ -340,7 +289,7 @@ static void test_torn_tail_recovered(void **state)
     assert_int_equal(kiq_partition_log_read(l, 24, 1 << 20, INT64_MAX, &out), 0);
     assert_int_equal(kiq_partition_log_read(l, 25, 1 << 20, INT64_MAX, &out), KIQ_LOG_OUT_OF_RANGE);
     assert_int_equal(kiq_partition_log_read(l, 0, 1 << 20, INT64_MAX, &out), (int)(8 * f->batch_size));
-    assert_int_equal(check_batches(out.buf, out.len, 0), 8);
+    assert_int_equal(kiq_test_check_batches(out.buf, out.len, 0, NULL), 8);
     kiq_wr_free(&out);
     /* The lost offsets are assigned again. */
     assert_int_equal(append_one(l, 0), 24);
@@ -349,7 +298,7 @@ static void test_torn_tail_recovered(void **state)
 
 static void test_corrupt_batch_in_last_segment(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     f->cfg.segment_bytes = (int32_t)(5 * f->batch_size);
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
@@ -379,14 +328,14 @@ static void test_corrupt_batch_in_last_segment(void **state)
     kiq_wr_t out;
     kiq_wr_init(&out);
     assert_int_equal(kiq_partition_log_read(l, 15, 1 << 20, INT64_MAX, &out), (int)(2 * f->batch_size));
-    assert_int_equal(check_batches(out.buf, out.len, 15), 2);
+    assert_int_equal(kiq_test_check_batches(out.buf, out.len, 15, NULL), 2);
     kiq_wr_free(&out);
     kiq_partition_log_free(l);
 }
 
 static void test_read_semantics(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     const int32_t B = (int32_t)f->batch_size;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
@@ -396,7 +345,7 @@ static void test_read_semantics(void **state)
 
     /* At least one whole batch, even past max_bytes. */
     assert_int_equal(kiq_partition_log_read(l, 0, 1, INT64_MAX, &out), B);
-    assert_int_equal(check_batches(out.buf, out.len, 0), 1);
+    assert_int_equal(kiq_test_check_batches(out.buf, out.len, 0, NULL), 1);
     out.len = 0;
     assert_int_equal(kiq_partition_log_read(l, 0, 0, INT64_MAX, &out), B);
     out.len = 0;
@@ -407,7 +356,7 @@ static void test_read_semantics(void **state)
     out.len = 0;
     /* From inside a batch: that batch first. */
     assert_int_equal(kiq_partition_log_read(l, 4, 1, INT64_MAX, &out), B);
-    assert_int_equal(check_batches(out.buf, out.len, 3), 1);
+    assert_int_equal(kiq_test_check_batches(out.buf, out.len, 3, NULL), 1);
     out.len = 0;
     /* max_offset (exclusive): batches starting below it only. */
     assert_int_equal(kiq_partition_log_read(l, 0, 1 << 20, 4, &out), 2 * B);
@@ -420,7 +369,7 @@ static void test_read_semantics(void **state)
     kiq_wr_raw(&out, "abc", 3);
     assert_int_equal(kiq_partition_log_read(l, 12, 1 << 20, INT64_MAX, &out), B);
     assert_int_equal(out.len, 3 + (size_t)B);
-    assert_int_equal(check_batches(out.buf + 3, out.len - 3, 12), 1);
+    assert_int_equal(kiq_test_check_batches(out.buf + 3, out.len - 3, 12, NULL), 1);
     out.len = 0;
     /* The end and beyond. */
     assert_int_equal(kiq_partition_log_read(l, 15, 1 << 20, INT64_MAX, &out), 0);
@@ -444,7 +393,7 @@ static void test_read_semantics(void **state)
 
 static void test_read_across_segments(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     const int32_t B = (int32_t)f->batch_size;
     f->cfg.segment_bytes = 2 * B;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
@@ -454,7 +403,7 @@ static void test_read_across_segments(void **state)
     kiq_wr_init(&out);
     /* From the second batch of the first segment, through two more segments. */
     assert_int_equal(kiq_partition_log_read(l, 3, 4 * B, INT64_MAX, &out), 4 * B);
-    assert_int_equal(check_batches(out.buf, out.len, 3), 4);
+    assert_int_equal(kiq_test_check_batches(out.buf, out.len, 3, NULL), 4);
     out.len = 0;
     kiq_log_slices_t sl;
     assert_int_equal(kiq_partition_log_locate(l, 3, 4 * B, 15, &sl), 4 * B);
@@ -465,14 +414,14 @@ static void test_read_across_segments(void **state)
     assert_int_equal(sl.s[2].last_offset, 14);
     kiq_log_slices_release(&sl);
     assert_int_equal(kiq_partition_log_read(l, 20, 1, INT64_MAX, &out), B);
-    assert_int_equal(check_batches(out.buf, out.len, 18), 1);
+    assert_int_equal(kiq_test_check_batches(out.buf, out.len, 18, NULL), 1);
     kiq_wr_free(&out);
     kiq_partition_log_free(l);
 }
 
 static void test_offset_for_time(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     f->cfg.segment_bytes = (int32_t)(3 * f->batch_size);
     f->cfg.index_interval_bytes = 0;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
@@ -505,7 +454,7 @@ static void test_offset_for_time(void **state)
 
 static void test_truncate_to(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     f->cfg.segment_bytes = (int32_t)(3 * f->batch_size);
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
@@ -530,7 +479,7 @@ static void test_truncate_to(void **state)
     kiq_wr_t out;
     kiq_wr_init(&out);
     assert_int_equal(kiq_partition_log_read(l, 0, 1 << 20, INT64_MAX, &out), (int)(4 * f->batch_size));
-    assert_int_equal(check_batches(out.buf, out.len, 0), 4);
+    assert_int_equal(kiq_test_check_batches(out.buf, out.len, 0, NULL), 4);
     kiq_wr_free(&out);
 
     assert_int_equal(kiq_partition_log_truncate_to(l, 0), 0);
@@ -546,7 +495,7 @@ static void test_truncate_to(void **state)
 
 static void test_delete(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     f->cfg.segment_bytes = (int32_t)(2 * f->batch_size);
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
@@ -566,14 +515,14 @@ static void test_delete(void **state)
     assert_int_equal(stat(f->dir, &st), -1);
     uint8_t *buf = malloc(sl.s[0].length);
     assert_int_equal(pread(sl.s[0].fd, buf, sl.s[0].length, (off_t)sl.s[0].position), (ssize_t)sl.s[0].length);
-    assert_int_equal(check_batches(buf, sl.s[0].length, 0), 1);
+    assert_int_equal(kiq_test_check_batches(buf, sl.s[0].length, 0, NULL), 1);
     free(buf);
     kiq_log_slices_release(&sl);
 }
 
 static void test_orphan_index_removed(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     append_one(l, 0);
@@ -597,12 +546,8 @@ static void *writer(void *arg)
 {
     kiq_partition_log_t *l = arg;
     for (int i = 0; i < APPENDS; i++) {
-        kiq_wr_t w;
-        kiq_wr_init(&w);
-        kiq_test_make_batch(&w, 2, i);
         int64_t base, last;
-        int rc = kiq_partition_log_append(l, w.buf, w.len, 1, &base, &last);
-        kiq_wr_free(&w);
+        int rc = kiq_test_append_batch(l, 2, i, 1, &base, &last);
         if (rc != 0 || last != base + 1) return (void *)1;
     }
     return NULL;
@@ -610,7 +555,7 @@ static void *writer(void *arg)
 
 static void test_concurrent_appends_and_reads(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     f->cfg.segment_bytes = 4096; /* rolls while readers read */
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
@@ -628,7 +573,7 @@ static void test_concurrent_appends_and_reads(void **state)
         int n = kiq_partition_log_read(l, next, 1000, INT64_MAX, &out);
         assert_true(n >= 0);
         if (n == 0) continue;
-        int batches = check_batches(out.buf, out.len, next);
+        int batches = kiq_test_check_batches(out.buf, out.len, next, NULL);
         assert_true(batches >= 1);
         next += 2 * batches;
     }
@@ -648,20 +593,20 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dir_names),
-        cmocka_unit_test_setup_teardown(test_open_empty, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_append_assigns_and_stamps, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_roll_names_segments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_oversized_batch, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reopen_same_data, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_torn_tail_recovered, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_corrupt_batch_in_last_segment, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_read_semantics, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_read_across_segments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offset_for_time, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_to, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_orphan_index_removed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_concurrent_appends_and_reads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_empty, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_append_assigns_and_stamps, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_roll_names_segments, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_oversized_batch, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_reopen_same_data, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_torn_tail_recovered, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_batch_in_last_segment, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_read_semantics, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_read_across_segments, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_offset_for_time, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_to, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_delete, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_orphan_index_removed, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_appends_and_reads, setup, kiq_test_log_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,6 @@
  * batches in one append, racing appends of the same batches, and the state
  * after a clean reopen (snapshot), an unclean one (header scan), a corrupt
  * snapshot and a truncation. Also the producer id allocator. */
-#include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -18,7 +17,6 @@
 
 #include <cmocka.h>
 
-#include "core/log.h"
 #include "log/file_io.h"
 #include "log/partition_log.h"
 #include "log/producer_state.h"
@@ -30,30 +28,12 @@
 
 #define PID 1000
 
-typedef struct fixture {
-    char root[64];
-    char dir[128];
-    kiq_log_config_t cfg;
-} fixture_t;
-
 static int setup(void **state)
 {
-    fixture_t *f = calloc(1, sizeof *f);
-    snprintf(f->root, sizeof f->root, "/tmp/kiq-test-pstate-XXXXXX");
-    if (!mkdtemp(f->root)) return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/data/idem-0", f->root);
-    kiq_log_config_default(&f->cfg);
+    kiq_test_log_dir_t *f = kiq_test_log_dir_new("pstate", "data/idem-0");
+    if (!f) return -1;
     f->cfg.index_interval_bytes = 256;
-    kiq_log_set_level(KIQ_LOG_ERROR);
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture_t *f = *state;
-    kiq_test_remove_tree(f->root);
-    free(f);
     return 0;
 }
 
@@ -143,7 +123,7 @@ static int count_snapshots(const char *dir)
 
 static void test_duplicates_of_the_last_five(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     seven_batches(l);
@@ -160,7 +140,7 @@ static void test_duplicates_of_the_last_five(void **state)
 
 static void test_gap_and_epochs(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     append_new(l, 3, PID, 0, 0, 0);
@@ -188,7 +168,7 @@ static void test_gap_and_epochs(void **state)
 
 static void test_sequence_wraps(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     /* a producer known (from a snapshot) right below the wrap */
     kiq_producer_state_t *s = kiq_producer_state_new();
     kiq_producer_entry_t e;
@@ -225,7 +205,7 @@ static void test_sequence_wraps(void **state)
 
 static void test_several_batches_in_one_append(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     kiq_wr_t w;
@@ -288,7 +268,7 @@ static void *race_main(void *arg)
 
 static void test_racing_appends_are_atomic(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     race_t r = {l, 0};
@@ -302,7 +282,7 @@ static void test_racing_appends_are_atomic(void **state)
 
 static void test_clean_reopen_uses_the_snapshot(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     assert_int_equal(count_snapshots(f->dir), 0);
@@ -322,7 +302,7 @@ static void test_clean_reopen_uses_the_snapshot(void **state)
 
 static void test_unclean_reopen_scans_headers(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     seven_batches(l);
@@ -338,7 +318,7 @@ static void test_unclean_reopen_scans_headers(void **state)
 }
 
 /* Small segments: every batch of 3 records rolls, and each roll snapshots. */
-static kiq_partition_log_t *open_rolling(fixture_t *f, bool clean)
+static kiq_partition_log_t *open_rolling(kiq_test_log_dir_t *f, bool clean)
 {
     kiq_log_config_t cfg = f->cfg;
     cfg.segment_bytes = 150;
@@ -348,7 +328,7 @@ static kiq_partition_log_t *open_rolling(fixture_t *f, bool clean)
 
 static void test_rolls_keep_two_snapshots_and_a_corrupt_one_is_skipped(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = open_rolling(f, false);
     assert_non_null(l);
     seven_batches(l);
@@ -393,7 +373,7 @@ static void test_rolls_keep_two_snapshots_and_a_corrupt_one_is_skipped(void **st
 
 static void test_truncation_rebuilds_the_state(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = open_rolling(f, false);
     assert_non_null(l);
     seven_batches(l);
@@ -426,7 +406,7 @@ static void test_truncation_rebuilds_the_state(void **state)
 
 static void test_producer_ids_survive_restarts(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_producer_ids_t *p = kiq_producer_ids_new(f->root, 10);
     assert_non_null(p);
     int64_t id;
@@ -454,17 +434,17 @@ static void test_producer_ids_survive_restarts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_duplicates_of_the_last_five, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gap_and_epochs, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sequence_wraps, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_several_batches_in_one_append, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_racing_appends_are_atomic, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_clean_reopen_uses_the_snapshot, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unclean_reopen_scans_headers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicates_of_the_last_five, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_gap_and_epochs, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_sequence_wraps, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_several_batches_in_one_append, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_racing_appends_are_atomic, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_clean_reopen_uses_the_snapshot, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_unclean_reopen_scans_headers, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_rolls_keep_two_snapshots_and_a_corrupt_one_is_skipped, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_truncation_rebuilds_the_state, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_producer_ids_survive_restarts, setup, teardown),
+                                        kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_truncation_rebuilds_the_state, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_producer_ids_survive_restarts, setup, kiq_test_log_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,6 @@
  * offset moved by DeleteRecords and by retention, and its checkpoint
  * surviving a reopen of the topics. Real files; timestamps are explicit in
  * the batches and the retention clock is a value passed in. */
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +14,6 @@
 #include <cmocka.h>
 
 #include "config/config.h"
-#include "core/log.h"
 #include "log/partition_log.h"
 #include "record/batch.h"
 #include "record/compression.h"
@@ -25,30 +23,10 @@
 
 #define HOUR 3600000LL
 
-typedef struct fixture {
-    char root[64];
-    char dir[128];
-    kiq_log_config_t cfg;
-} fixture_t;
-
 static int setup(void **state)
 {
-    fixture_t *f = calloc(1, sizeof *f);
-    snprintf(f->root, sizeof f->root, "/tmp/kiq-test-ret-XXXXXX");
-    if (!mkdtemp(f->root)) return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/t-0", f->root);
-    kiq_log_config_default(&f->cfg);
-    kiq_log_set_level(KIQ_LOG_ERROR);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture_t *f = *state;
-    kiq_test_remove_tree(f->root);
-    free(f);
-    return 0;
+    *state = kiq_test_log_dir_new("ret", "t-0");
+    return *state ? 0 : -1;
 }
 
 /* Appends one batch of n 100-byte records stamped ts. */
@@ -87,7 +65,7 @@ static bool file_exists(const char *dir, int64_t base)
 
 static void test_roll_by_segment_ms(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     kiq_partition_log_set_retention(l, HOUR, -1, -1);
@@ -120,7 +98,7 @@ static void test_roll_by_segment_ms(void **state)
 
 /* Four segments of two one-record batches each: offsets 0-1 at ts 1h,
  * 2-3 at 2h, 4-5 at 3h, 6-7 (active) at 4h. */
-static kiq_partition_log_t *four_segments(fixture_t *f, uint64_t *seg_size)
+static kiq_partition_log_t *four_segments(kiq_test_log_dir_t *f, uint64_t *seg_size)
 {
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
@@ -144,7 +122,7 @@ static kiq_partition_log_t *four_segments(fixture_t *f, uint64_t *seg_size)
 
 static void test_retention_by_time(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     uint64_t size;
     kiq_partition_log_t *l = four_segments(f, &size);
     kiq_partition_log_set_retention(l, -1, HOUR, -1);
@@ -170,7 +148,7 @@ static void test_retention_by_time(void **state)
 
 static void test_retention_by_time_forever(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     uint64_t size;
     kiq_partition_log_t *l = four_segments(f, &size);
     kiq_partition_log_set_retention(l, -1, -1, -1);
@@ -181,7 +159,7 @@ static void test_retention_by_time_forever(void **state)
 
 static void test_retention_by_size(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     uint64_t size;
     kiq_partition_log_t *l = four_segments(f, &size);
     /* 4 equal segments; keeping at least 2.5 segments' worth deletes one */
@@ -204,7 +182,7 @@ static void test_retention_by_size(void **state)
 
 static void test_advance_start(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     uint64_t size;
     kiq_partition_log_t *l = four_segments(f, &size);
     /* inside segment 2: segment 0 goes, segment 2 stays */
@@ -231,7 +209,7 @@ static void test_advance_start(void **state)
     kiq_partition_log_free(l);
 }
 
-static kiq_topics_t *open_topics(fixture_t *f)
+static kiq_topics_t *open_topics(kiq_test_log_dir_t *f)
 {
     kiq_topics_t *t = kiq_topics_open(f->root, &f->cfg);
     assert_non_null(t);
@@ -247,7 +225,7 @@ static kiq_partition_log_t *topic_log(kiq_topics_t *t, const char *name, int p, 
 
 static void test_log_start_checkpoint(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     kiq_topics_t *t = open_topics(f);
     assert_int_equal(kiq_topics_create(t, KIQ_STR("cp"), 2, 1, false), 0);
     kiq_topic_t *topic;
@@ -287,7 +265,7 @@ static int set_retention_bytes(kiq_topic_configs_t *c, void *ctx)
 
 static void test_retention_pass_uses_topic_configs(void **state)
 {
-    fixture_t *f = *state;
+    kiq_test_log_dir_t *f = *state;
     f->cfg.segment_bytes = 100; /* every batch gets its own segment */
     kiq_config_t *config = kiq_config_new();
     assert_non_null(config);
@@ -330,13 +308,13 @@ static void test_retention_pass_uses_topic_configs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_roll_by_segment_ms, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_by_time, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_by_time_forever, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_by_size, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_advance_start, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_log_start_checkpoint, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_pass_uses_topic_configs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_roll_by_segment_ms, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_retention_by_time, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_retention_by_time_forever, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_retention_by_size, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_advance_start, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_log_start_checkpoint, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_retention_pass_uses_topic_configs, setup, kiq_test_log_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,6 @@
  * sparse index, reading bytes back, reopening, recovery from a torn tail
  * and from a corrupt CRC, rebuilding a damaged index, truncation, and the
  * timestamp search. Batches come from the record batch builder. */
-#include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,18 +15,17 @@
 
 #include <cmocka.h>
 
-#include "core/log.h"
 #include "log/log_names.h"
 #include "log/segment.h"
 #include "record/batch.h"
 #include "record/compression.h"
+#include "support/log_fixture.h"
 
 #define BASE 1000
 #define MAX_BATCHES 64
 
 typedef struct fixture {
-    char dir[64];
-    kiq_log_config_t cfg;
+    kiq_test_log_dir_t *ld;            /* the segment files go right in ld->dir */
     kiq_wr_t all;                      /* every byte appended, in order */
     size_t pos[MAX_BATCHES + 1];       /* position of batch i; pos[n] = end */
     int64_t first[MAX_BATCHES];        /* base offset of batch i */
@@ -37,12 +35,12 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/kiq-test-segment-XXXXXX");
-    if (!mkdtemp(f->dir)) return -1;
-    kiq_log_config_default(&f->cfg);
-    f->cfg.index_interval_bytes = 200;
+    if (!f || !(f->ld = kiq_test_log_dir_new("segment", NULL))) {
+        free(f);
+        return -1;
+    }
+    f->ld->cfg.index_interval_bytes = 200;
     kiq_wr_init(&f->all);
-    kiq_log_set_level(KIQ_LOG_ERROR);
     *state = f;
     return 0;
 }
@@ -50,12 +48,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture_t *f = *state;
-    DIR *d = opendir(f->dir);
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        if (e->d_name[0] != '.') unlinkat(dirfd(d), e->d_name, 0);
-    if (d) closedir(d);
-    rmdir(f->dir);
+    kiq_test_log_dir_free(f->ld);
     kiq_wr_free(&f->all);
     free(f);
     return 0;
@@ -98,7 +91,7 @@ static void append_batches(fixture_t *f, kiq_segment_t *seg, int count, int64_t 
 
 static void seg_path(fixture_t *f, const char *suffix, char *buf, size_t n)
 {
-    assert_int_equal(kiq_log_segment_path(buf, n, f->dir, BASE, suffix), 0);
+    assert_int_equal(kiq_log_segment_path(buf, n, f->ld->dir, BASE, suffix), 0);
 }
 
 static off_t file_size(const char *path)
@@ -140,7 +133,7 @@ static void assert_index_matches_log(kiq_segment_t *seg)
 static void test_append_find_read(void **state)
 {
     fixture_t *f = *state;
-    kiq_segment_t *seg = kiq_segment_create(f->dir, BASE, &f->cfg);
+    kiq_segment_t *seg = kiq_segment_create(f->ld->dir, BASE, &f->ld->cfg);
     assert_non_null(seg);
     append_batches(f, seg, 30, 1000000);
 
@@ -195,7 +188,7 @@ static void test_append_find_read(void **state)
 static void test_append_rejects_bad_input(void **state)
 {
     fixture_t *f = *state;
-    kiq_segment_t *seg = kiq_segment_create(f->dir, BASE, &f->cfg);
+    kiq_segment_t *seg = kiq_segment_create(f->ld->dir, BASE, &f->ld->cfg);
     assert_non_null(seg);
     append_batches(f, seg, 2, 1000);
     char path[256];
@@ -227,13 +220,13 @@ static void test_append_rejects_bad_input(void **state)
     kiq_segment_close(seg);
 
     /* A second create of the same segment refuses to clobber it. */
-    assert_null(kiq_segment_create(f->dir, BASE, &f->cfg));
+    assert_null(kiq_segment_create(f->ld->dir, BASE, &f->ld->cfg));
 }
 
 static void test_reopen(void **state)
 {
     fixture_t *f = *state;
-    kiq_segment_t *seg = kiq_segment_create(f->dir, BASE, &f->cfg);
+    kiq_segment_t *seg = kiq_segment_create(f->ld->dir, BASE, &f->ld->cfg);
     assert_non_null(seg);
     append_batches(f, seg, 20, 5000);
     size_t entries = seg->oix.count;
@@ -241,7 +234,7 @@ static void test_reopen(void **state)
     kiq_segment_close(seg);
 
     kiq_segment_recovery_t rep = {0};
-    seg = kiq_segment_open(f->dir, BASE, &f->cfg, false, &rep);
+    seg = kiq_segment_open(f->ld->dir, BASE, &f->ld->cfg, false, &rep);
     assert_non_null(seg);
     assert_false(rep.index_rebuilt);
     assert_int_equal(rep.bytes_truncated, 0);
@@ -264,7 +257,7 @@ static void test_reopen(void **state)
     kiq_segment_close(seg);
 
     memset(&rep, 0, sizeof rep);
-    seg = kiq_segment_open(f->dir, BASE, &f->cfg, true, &rep);
+    seg = kiq_segment_open(f->ld->dir, BASE, &f->ld->cfg, true, &rep);
     assert_non_null(seg);
     assert_true(rep.index_rebuilt);
     assert_int_equal(rep.batches, f->n);
@@ -279,8 +272,8 @@ static void torn_tail(void **state, bool full_scan)
     fixture_t *f = *state;
     /* ~205-byte batches: index entries at batches 2 and 4, so a scan from
      * the last entry starts one batch before the torn one. */
-    f->cfg.index_interval_bytes = 300;
-    kiq_segment_t *seg = kiq_segment_create(f->dir, BASE, &f->cfg);
+    f->ld->cfg.index_interval_bytes = 300;
+    kiq_segment_t *seg = kiq_segment_create(f->ld->dir, BASE, &f->ld->cfg);
     assert_non_null(seg);
     append_batches(f, seg, 6, 1000);
     kiq_offset_entry_t last;
@@ -293,7 +286,7 @@ static void torn_tail(void **state, bool full_scan)
     cut_file(path, (off_t)f->all.len - 3);
 
     kiq_segment_recovery_t rep = {0};
-    seg = kiq_segment_open(f->dir, BASE, &f->cfg, full_scan, &rep);
+    seg = kiq_segment_open(f->ld->dir, BASE, &f->ld->cfg, full_scan, &rep);
     assert_non_null(seg);
     assert_int_equal(rep.bytes_truncated, f->pos[6] - f->pos[5] - 3);
     assert_int_equal(rep.index_rebuilt, full_scan);
@@ -325,7 +318,7 @@ static void test_torn_tail_from_last_index_entry(void **state) { torn_tail(state
 static void test_header_only_remnant(void **state)
 {
     fixture_t *f = *state;
-    kiq_segment_t *seg = kiq_segment_create(f->dir, BASE, &f->cfg);
+    kiq_segment_t *seg = kiq_segment_create(f->ld->dir, BASE, &f->ld->cfg);
     assert_non_null(seg);
     append_batches(f, seg, 3, 1000);
     kiq_segment_close(seg);
@@ -335,7 +328,7 @@ static void test_header_only_remnant(void **state)
     seg_path(f, KIQ_LOG_SUFFIX, path, sizeof path);
     cut_file(path, (off_t)f->pos[2] + 20);
     kiq_segment_recovery_t rep = {0};
-    seg = kiq_segment_open(f->dir, BASE, &f->cfg, true, &rep);
+    seg = kiq_segment_open(f->ld->dir, BASE, &f->ld->cfg, true, &rep);
     assert_non_null(seg);
     assert_int_equal(rep.batches, 2);
     assert_int_equal(rep.bytes_truncated, 20);
@@ -346,7 +339,7 @@ static void test_header_only_remnant(void **state)
 static void test_corrupt_crc_in_the_middle(void **state)
 {
     fixture_t *f = *state;
-    kiq_segment_t *seg = kiq_segment_create(f->dir, BASE, &f->cfg);
+    kiq_segment_t *seg = kiq_segment_create(f->ld->dir, BASE, &f->ld->cfg);
     assert_non_null(seg);
     append_batches(f, seg, 6, 1000);
     kiq_segment_close(seg);
@@ -357,7 +350,7 @@ static void test_corrupt_crc_in_the_middle(void **state)
     flip_byte(path, (off_t)f->pos[2] + KIQ_BATCH_HEADER_SIZE + 10);
 
     kiq_segment_recovery_t rep = {0};
-    seg = kiq_segment_open(f->dir, BASE, &f->cfg, true, &rep);
+    seg = kiq_segment_open(f->ld->dir, BASE, &f->ld->cfg, true, &rep);
     assert_non_null(seg);
     assert_int_equal(rep.batches, 2);
     assert_int_equal(rep.bytes_truncated, f->all.len - f->pos[2]);
@@ -373,7 +366,7 @@ static void test_corrupt_crc_in_the_middle(void **state)
 static void test_damaged_index_rebuilt(void **state)
 {
     fixture_t *f = *state;
-    kiq_segment_t *seg = kiq_segment_create(f->dir, BASE, &f->cfg);
+    kiq_segment_t *seg = kiq_segment_create(f->ld->dir, BASE, &f->ld->cfg);
     assert_non_null(seg);
     append_batches(f, seg, 12, 1000);
     size_t entries = seg->oix.count;
@@ -390,7 +383,7 @@ static void test_damaged_index_rebuilt(void **state)
     close(fd);
 
     kiq_segment_recovery_t rep = {0};
-    seg = kiq_segment_open(f->dir, BASE, &f->cfg, false, &rep);
+    seg = kiq_segment_open(f->ld->dir, BASE, &f->ld->cfg, false, &rep);
     assert_non_null(seg);
     assert_true(rep.index_rebuilt);
     assert_int_equal(rep.bytes_truncated, 0);
@@ -413,7 +406,7 @@ static void test_damaged_index_rebuilt(void **state)
     assert_int_equal(pwrite(fd, last, sizeof last, (off_t)(entries - 1) * 8), 8);
     close(fd);
     memset(&rep, 0, sizeof rep);
-    seg = kiq_segment_open(f->dir, BASE, &f->cfg, false, &rep);
+    seg = kiq_segment_open(f->ld->dir, BASE, &f->ld->cfg, false, &rep);
     assert_non_null(seg);
     assert_true(rep.index_rebuilt);
     assert_int_equal(rep.bytes_truncated, 0);
@@ -425,7 +418,7 @@ static void test_damaged_index_rebuilt(void **state)
 static void test_truncate_to(void **state)
 {
     fixture_t *f = *state;
-    kiq_segment_t *seg = kiq_segment_create(f->dir, BASE, &f->cfg);
+    kiq_segment_t *seg = kiq_segment_create(f->ld->dir, BASE, &f->ld->cfg);
     assert_non_null(seg);
     append_batches(f, seg, 10, 1000);
 
@@ -461,8 +454,8 @@ static void test_truncate_to(void **state)
 static void test_find_time(void **state)
 {
     fixture_t *f = *state;
-    f->cfg.index_interval_bytes = 0; /* an index entry at every batch */
-    kiq_segment_t *seg = kiq_segment_create(f->dir, BASE, &f->cfg);
+    f->ld->cfg.index_interval_bytes = 0; /* an index entry at every batch */
+    kiq_segment_t *seg = kiq_segment_create(f->ld->dir, BASE, &f->ld->cfg);
     assert_non_null(seg);
     const int64_t ts[] = {1000, 3000, 2000, 5000, 4000, 5500};
     for (int i = 0; i < 6; i++) {
@@ -497,7 +490,7 @@ static void test_find_time(void **state)
 static void test_delete_keeps_references_readable(void **state)
 {
     fixture_t *f = *state;
-    kiq_segment_t *seg = kiq_segment_create(f->dir, BASE, &f->cfg);
+    kiq_segment_t *seg = kiq_segment_create(f->ld->dir, BASE, &f->ld->cfg);
     assert_non_null(seg);
     append_batches(f, seg, 3, 1000);
     kiq_segment_t *ref = kiq_segment_ref(seg);

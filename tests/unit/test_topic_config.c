@@ -3,7 +3,6 @@
  * SUBTRACT on lists, the file store's round trip and pruning, and the
  * topic registry keeping configs across a reopen and forgetting them with
  * the topic. */
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -143,8 +142,7 @@ static char root[64];
 static int setup_dir(void **state)
 {
     (void)state;
-    snprintf(root, sizeof root, "/tmp/kiq-tcfg-XXXXXX");
-    return mkdtemp(root) ? 0 : -1;
+    return kiq_test_temp_dir(root, sizeof root, "tcfg");
 }
 
 static int teardown_dir(void **state)
