@@ -1,0 +1,58 @@
+-- UpdateMetadata (6): 0-7. The controller pushes every broker the cluster's
+-- live brokers and partition leadership, from which the broker answers
+-- Metadata. Broker to broker only, not advertised to clients. v1 lists
+-- endpoints per broker, v5 groups partitions by topic, v6 is flexible, v7
+-- adds topic ids. v8 (KRaft controller flag, tagged type) is left out.
+
+return {
+  key = 6, name = "UpdateMetadata",
+  versions = "0-7",
+  flexible = "6+",
+  request = {
+    { "controller_id", "int32" },
+    { "controller_epoch", "int32" },
+    { "broker_epoch", "int64", v = "5+", default = -1 },
+    -- v0-4: a flat list, each partition naming its topic.
+    { "ungrouped_partition_states", "[]", v = "0-4", fields = {
+        { "topic_name", "string", v = "0-4" },
+        { "partition_index", "int32" },
+        { "controller_epoch", "int32" },
+        { "leader", "int32" },
+        { "leader_epoch", "int32" },
+        { "isr", "[]int32" },
+        { "partition_epoch", "int32" }, -- Kafka's ZkVersion
+        { "replicas", "[]int32" },
+        { "offline_replicas", "[]int32", v = "4+" },
+    } },
+    { "topic_states", "[]", v = "5+", fields = {
+        { "topic_name", "string" },
+        { "topic_id", "uuid", v = "7+" },
+        { "partition_states", "[]", fields = {
+            { "partition_index", "int32" },
+            { "controller_epoch", "int32" },
+            { "leader", "int32" },
+            { "leader_epoch", "int32" },
+            { "isr", "[]int32" },
+            { "partition_epoch", "int32" },
+            { "replicas", "[]int32" },
+            { "offline_replicas", "[]int32" },
+        } },
+    } },
+    { "live_brokers", "[]", fields = {
+        { "id", "int32" },
+        -- v0 has one plaintext host and port per broker.
+        { "v0_host", "string", v = "0" },
+        { "v0_port", "int32", v = "0" },
+        { "endpoints", "[]", v = "1+", fields = {
+            { "port", "int32" },
+            { "host", "string" },
+            { "listener", "string", v = "3+" },
+            { "security_protocol", "int16" }, -- 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL
+        } },
+        { "rack", "string", v = "2+", null = "2+", default = "null" },
+    } },
+  },
+  response = {
+    { "error_code", "int16" },
+  },
+}
