@@ -6,9 +6,13 @@
 
 static _Thread_local char error_slot[512];
 
+/* Formats through a scratch buffer: a caller may pass the slot's own text
+ * (kiq_error_get()) as an argument, to add context to a lower error. */
 int kiq_error_setv(const char *fmt, va_list ap)
 {
-    vsnprintf(error_slot, sizeof error_slot, fmt, ap);
+    char tmp[sizeof error_slot];
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    memcpy(error_slot, tmp, sizeof tmp);
     return -1;
 }
 
@@ -26,7 +30,7 @@ int kiq_error_errno(const char *fmt, ...)
     int saved = errno;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(error_slot, sizeof error_slot, fmt, ap);
+    kiq_error_setv(fmt, ap);
     va_end(ap);
     size_t n = strlen(error_slot);
     snprintf(error_slot + n, sizeof error_slot - n, ": %s", strerror(saved));

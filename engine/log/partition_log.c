@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "log/file_io.h"
+#include "log/leader_epoch_cache.h"
 #include "log/log_names.h"
 #include "log/producer_state.h"
 #include "record/batch.h"
@@ -53,6 +54,17 @@ struct kiq_partition_log {
     kiq_log_dir_t *log_dir;
     /* Idempotent producers: their epochs and last batches (producer_state.h). */
     kiq_producer_state_t *producers;
+    /* Leader epochs and where each starts (leader_epoch_cache.h);
+     * epochs_saved when the checkpoint file says the same. */
+    kiq_leader_epoch_cache_t *epochs;
+    bool epochs_saved;
+    /* partitionLeaderEpoch of the last batch in the log: what a follower
+     * sends as last_fetched_epoch; the cache's latest when the log holds
+     * no batch. */
+    int32_t last_epoch;
+    /* In [start_offset, LEO]; set by the replication layer, the LEO found
+     * at open until then. */
+    int64_t high_watermark;
 };
 
 #define UNKNOWN_TS INT64_MIN
@@ -166,6 +178,7 @@ static int finish_cleaning(const char *dir)
 
 static void log_release(kiq_partition_log_t *l)
 {
+    kiq_leader_epoch_cache_free(l->epochs);
     kiq_producer_state_free(l->producers);
     pthread_mutex_destroy(&l->mu);
     free(l->segs);
@@ -234,6 +247,113 @@ static void rebuild_producers(kiq_partition_log_t *l, bool scan_without_snapshot
               kiq_producer_state_count(l->producers), from, leo);
 }
 
+/* ---- Leader epochs ---- */
+
+/* Under the mutex: writes the leader-epoch checkpoint when it is behind
+ * the cache. A failure is logged and retried at the next change or close:
+ * the batches carry their epochs, so a lost checkpoint is rebuilt. */
+static void save_epochs(kiq_partition_log_t *l)
+{
+    if (l->epochs_saved || kiq_log_dir_offline(l->log_dir)) return;
+    if (kiq_leader_epoch_cache_save(l->epochs, l->dir) < 0) {
+        KIQ_WARN("%s: leader epoch checkpoint: %s", l->dir, kiq_error_get());
+        return;
+    }
+    l->epochs_saved = true;
+}
+
+/* Under the mutex: records that epoch starts at offset; true when that is
+ * a new entry. */
+static bool assign_epoch(kiq_partition_log_t *l, int32_t epoch, int64_t offset)
+{
+    int rc = kiq_leader_epoch_cache_assign(l->epochs, epoch, offset);
+    if (rc < 0) KIQ_ERROR("%s: leader epoch %" PRId32 " is not remembered: %s", l->dir, epoch, kiq_error_get());
+    if (rc <= 0) return false;
+    l->epochs_saved = false;
+    return true;
+}
+
+/* Calls cb with the header of each batch of seg whose last offset is >=
+ * from, in file order (61 bytes read per batch, nothing decompressed).
+ * 0, or -1 at a header that cannot be read or does not fit. */
+static int walk_headers(kiq_segment_t *seg, int64_t from, void (*cb)(const kiq_batch_header_t *h, void *ctx),
+                        void *ctx)
+{
+    if (from >= seg->next_offset) return 0;
+    uint64_t pos = 0;
+    if (from > seg->base_offset) {
+        kiq_batch_loc_t loc;
+        int rc = kiq_segment_find(seg, from, &loc);
+        if (rc <= 0) return rc;
+        pos = loc.position;
+    }
+    uint8_t head[KIQ_BATCH_HEADER_SIZE];
+    while (pos < seg->size) {
+        kiq_batch_header_t h;
+        if (seg->size - pos < sizeof head || kiq_segment_read(seg, pos, head, sizeof head) < 0 ||
+            kiq_batch_header_parse(head, sizeof head, &h) < 0 ||
+            h.batch_length < KIQ_BATCH_HEADER_SIZE - KIQ_BATCH_LOG_OVERHEAD || kiq_batch_size(&h) > seg->size - pos)
+            return kiq_error_set("%s: no sound batch header at position %" PRIu64, seg->path, pos);
+        cb(&h, ctx);
+        pos += kiq_batch_size(&h);
+    }
+    return 0;
+}
+
+static void assign_from_header(const kiq_batch_header_t *h, void *ctx)
+{
+    assign_epoch(ctx, h->partition_leader_epoch, h->base_offset);
+}
+
+static void keep_epoch(const kiq_batch_header_t *h, void *ctx) { *(int32_t *)ctx = h->partition_leader_epoch; }
+
+/* Under the mutex: the epoch of the last batch in the log, or the cache's
+ * latest when there is none (or it cannot be read). */
+static int32_t read_last_epoch(kiq_partition_log_t *l)
+{
+    for (size_t i = l->nsegs; i-- > 0;) {
+        kiq_segment_t *seg = l->segs[i];
+        if (seg->size == 0) continue;
+        int32_t epoch = KIQ_UNDEFINED_EPOCH;
+        if (walk_headers(seg, seg->next_offset - 1, keep_epoch, &epoch) == 0) return epoch;
+        KIQ_WARN("%s: reading the last batch's leader epoch: %s", l->dir, kiq_error_get());
+        break;
+    }
+    return kiq_leader_epoch_cache_latest_epoch(l->epochs);
+}
+
+/* Under the mutex (or before the log is shared): the cache from the
+ * checkpoint, cut to the log's offsets; rebuilt from the batch headers
+ * when the file is missing or malformed, and completed from them when the
+ * log holds a newer epoch than the file (a crash between an append and
+ * the checkpoint write). */
+static void load_epochs(kiq_partition_log_t *l)
+{
+    int rc = kiq_leader_epoch_cache_load(l->epochs, l->dir);
+    if (rc < 0) KIQ_WARN("%s: %s; rebuilding the leader epochs from the log", l->dir, kiq_error_get());
+    l->epochs_saved = rc == 0;
+    if (kiq_leader_epoch_cache_truncate_from_end(l->epochs, active(l)->next_offset) ||
+        kiq_leader_epoch_cache_truncate_from_start(l->epochs, l->start_offset))
+        l->epochs_saved = false;
+    l->last_epoch = read_last_epoch(l);
+    size_t n = kiq_leader_epoch_cache_count(l->epochs);
+    if (rc != 0 || l->last_epoch > kiq_leader_epoch_cache_latest_epoch(l->epochs)) {
+        int64_t from = n ? kiq_leader_epoch_cache_entry(l->epochs, n - 1).start_offset : l->start_offset;
+        for (size_t i = segment_for(l, from); i < l->nsegs; i++) {
+            if (walk_headers(l->segs[i], from, assign_from_header, l) < 0) {
+                KIQ_WARN("%s: rebuilding the leader epochs: %s", l->dir, kiq_error_get());
+                break;
+            }
+        }
+        KIQ_DEBUG("%s: %zu leader epochs rebuilt from offset %" PRId64, l->dir,
+                  kiq_leader_epoch_cache_count(l->epochs), from);
+        /* the first batch may begin below the log start */
+        kiq_leader_epoch_cache_truncate_from_start(l->epochs, l->start_offset);
+    }
+    /* The checkpoint described more than is left, or the scan found more. */
+    save_epochs(l);
+}
+
 kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_config_t *cfg)
 {
     return kiq_partition_log_open_at(dir, cfg, -1);
@@ -255,7 +375,8 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     l->flush_messages = l->flush_ms = INT64_MAX;
     l->dir = strdup(dir);
     l->producers = kiq_producer_state_new();
-    if (!l->dir || !l->producers) {
+    l->epochs = kiq_leader_epoch_cache_new();
+    if (!l->dir || !l->producers || !l->epochs) {
         kiq_error_set("out of memory");
         log_release(l);
         return NULL;
@@ -299,6 +420,8 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     /* What recovery left is what the disk holds now. */
     l->recovery_point = active(l)->next_offset;
     rebuild_producers(l, !cfg->clean_shutdown);
+    load_epochs(l);
+    l->high_watermark = active(l)->next_offset;
     KIQ_DEBUG("opened %s: %zu segments, offsets %" PRId64 "..%" PRId64, dir, l->nsegs, l->start_offset,
               active(l)->next_offset);
     return l;
@@ -320,6 +443,7 @@ void kiq_partition_log_free(kiq_partition_log_t *l)
         if (kiq_producer_state_count(l->producers) > 0 &&
             kiq_producer_state_write_snapshot(l->producers, l->dir, active(l)->next_offset) < 0)
             KIQ_WARN("closing %s: producer state snapshot: %s", l->dir, kiq_error_get());
+        save_epochs(l);
     }
     for (size_t i = 0; i < l->nsegs; i++) kiq_segment_close(l->segs[i]);
     log_release(l);
@@ -415,6 +539,48 @@ static bool time_to_roll(kiq_partition_log_t *l, int64_t max_ts)
         l->active_first_ts = ts;
     }
     return l->active_first_ts >= 0 && max_ts - l->active_first_ts > l->segment_ms;
+}
+
+/* Under the mutex: writes batches whose offsets first..last are assigned
+ * (increasing, from the LEO on) to the active segment, rolling first when
+ * it is full by size, index, relative offsets or segment.ms. 0, or -1
+ * with the log unchanged. */
+static int write_batches(kiq_partition_log_t *l, const uint8_t *batches, size_t len, int64_t first, int64_t last,
+                         int64_t max_ts)
+{
+    if (last - first > INT32_MAX)
+        return kiq_error_set("%s: append spans %" PRId64 " offsets, more than a segment can index", l->dir,
+                             last - first + 1);
+    kiq_segment_t *seg = active(l);
+    bool rolled = false;
+    if (seg->size > 0 && (seg->size + len > (uint64_t)l->cfg.segment_bytes || kiq_segment_index_full(seg) ||
+                          last - seg->base_offset > INT32_MAX || time_to_roll(l, max_ts))) {
+        if (roll(l) < 0) return -1;
+        seg = active(l);
+        rolled = true;
+    }
+    if (kiq_segment_append(seg, batches, len) < 0) {
+        /* Leave no empty segment behind: the previous one is active again. */
+        if (rolled) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", kiq_error_get());
+            l->nsegs--;
+            kiq_segment_delete(seg);
+            kiq_error_set("%s", why);
+        }
+        return -1;
+    }
+    if (seg->size == len) l->active_first_ts = UNKNOWN_TS;
+    return 0;
+}
+
+/* Under the mutex, after an append of `messages` offsets: the flush
+ * flush.messages asks for. 0 or -1 (the fsync failed). */
+static int count_unflushed(kiq_partition_log_t *l, int64_t messages)
+{
+    if (l->unflushed == 0) l->unflushed_since = kiq_partition_log_now_ms();
+    l->unflushed += messages;
+    return l->unflushed >= l->flush_messages ? flush_locked(l) : 0;
 }
 
 /* Producer entries an append changes, committed to the table only once
@@ -525,41 +691,18 @@ int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, s
     }
     if (r < 0) goto out;
     const int64_t last = next - 1;
-    if (last - first > INT32_MAX) {
-        kiq_error_set("%s: append spans %" PRId64 " offsets, more than a segment can index", l->dir, last - first + 1);
-        goto out;
-    }
-
-    kiq_segment_t *seg = active(l);
-    bool rolled = false;
-    if (seg->size > 0 && (seg->size + len > (uint64_t)l->cfg.segment_bytes || kiq_segment_index_full(seg) ||
-                          last - seg->base_offset > INT32_MAX || time_to_roll(l, max_ts))) {
-        if (roll(l) < 0) goto out;
-        seg = active(l);
-        rolled = true;
-    }
-    if (kiq_segment_append(seg, batches, len) < 0) {
-        /* Leave no empty segment behind: the previous one is active again. */
-        if (rolled) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", kiq_error_get());
-            l->nsegs--;
-            kiq_segment_delete(seg);
-            kiq_error_set("%s", why);
-        }
-        goto out;
-    }
+    if (write_batches(l, batches, len, first, last, max_ts) < 0) goto out;
     for (size_t i = 0; i < pend.n; i++)
         if (kiq_producer_state_put(l->producers, &pend.e[i]) < 0)
             KIQ_ERROR("%s: producer %" PRId64 " is not remembered: %s", l->dir, pend.e[i].producer_id,
                       kiq_error_get());
-    if (seg->size == len) l->active_first_ts = UNKNOWN_TS;
+    /* Every batch of the append has this epoch: it starts at the first
+     * one if it is new. */
+    if (assign_epoch(l, leader_epoch, first)) save_epochs(l);
+    l->last_epoch = leader_epoch;
     res->base_offset = first;
     res->last_offset = last;
-    rc = 0;
-    if (l->unflushed == 0) l->unflushed_since = kiq_partition_log_now_ms();
-    l->unflushed += last - first + 1;
-    if (l->unflushed >= l->flush_messages) rc = flush_locked(l);
+    rc = count_unflushed(l, last - first + 1);
 out:
     pthread_mutex_unlock(&l->mu);
     if (pend.e != pend.local) free(pend.e);
@@ -575,6 +718,95 @@ int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t le
     if (base_offset_out) *base_offset_out = res.base_offset;
     if (last_offset_out) *last_offset_out = res.last_offset;
     return 0;
+}
+
+/* Records "<dir>: <what>: <the reason already recorded>", copied out of
+ * the error slot first as that is what gets rewritten. -1. */
+static int wrap_error(const char *dir, const char *what)
+{
+    char why[512];
+    snprintf(why, sizeof why, "%s", kiq_error_get());
+    return kiq_error_set("%s: %s: %s", dir, what, why);
+}
+
+/* The checks of a follower append that need no lock: framing, v2, CRC and
+ * offsets increasing from batch to batch. *first, *last and *max_ts get
+ * the offsets and newest timestamp, *messages the offsets the batches
+ * span. 0 or -1. */
+static int check_follower_batches(const kiq_partition_log_t *l, const uint8_t *batches, size_t len, int64_t *first,
+                                  int64_t *last, int64_t *max_ts, int64_t *messages)
+{
+    kiq_batch_iter_t it;
+    const uint8_t *b;
+    size_t blen;
+    kiq_batch_header_t h;
+    int r;
+    *first = *last = *max_ts = -1;
+    *messages = 0;
+    kiq_batch_iter_init(&it, batches, len, false);
+    while ((r = kiq_batch_iter_next(&it, &b, &blen, &h)) == 1) {
+        if (kiq_batch_check(b, blen, NULL) != 0) return wrap_error(l->dir, "a replicated batch");
+        if (h.last_offset_delta < 0 || h.base_offset < 0)
+            return kiq_error_set("%s: replicated batch with offsets %" PRId64 "+%" PRId32, l->dir, h.base_offset,
+                                 h.last_offset_delta);
+        if (*first < 0)
+            *first = h.base_offset;
+        else if (h.base_offset <= *last)
+            return kiq_error_set("%s: replicated batch at offset %" PRId64 " does not follow offset %" PRId64, l->dir,
+                                 h.base_offset, *last);
+        *last = kiq_batch_last_offset(&h);
+        *messages += (int64_t)h.last_offset_delta + 1;
+        if (h.max_timestamp > *max_ts) *max_ts = h.max_timestamp;
+    }
+    if (r < 0) return wrap_error(l->dir, "replicated data");
+    if (*first < 0) return kiq_error_set("%s: nothing to append", l->dir);
+    return 0;
+}
+
+int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *batches, size_t len,
+                                      kiq_log_append_result_t *res)
+{
+    *res = (kiq_log_append_result_t){.base_offset = -1, .last_offset = -1, .timestamp = -1};
+    if (len > INT32_MAX) return kiq_error_set("%s: append of %zu bytes is too large", l->dir, len);
+    int64_t first, last, max_ts, messages;
+    if (check_follower_batches(l, batches, len, &first, &last, &max_ts, &messages) < 0) return -1;
+    pthread_mutex_lock(&l->mu);
+    int rc = -1;
+    int64_t leo = active(l)->next_offset;
+    if (kiq_log_dir_offline(l->log_dir)) {
+        kiq_error_set("%s: log directory %s is offline", l->dir, kiq_log_dir_path(l->log_dir));
+        goto out;
+    }
+    if (first < leo) {
+        kiq_error_set("%s: replicated batches start at offset %" PRId64 ", below the log end %" PRId64
+                      ": the follower must truncate or fetch from its log end",
+                      l->dir, first, leo);
+        goto out;
+    }
+    if (first > leo)
+        KIQ_DEBUG("%s: replicated batches start at %" PRId64 " past the log end %" PRId64 " (a compacted leader)",
+                  l->dir, first, leo);
+    if (write_batches(l, batches, len, first, last, max_ts) < 0) goto out;
+    kiq_batch_iter_t it;
+    const uint8_t *b;
+    size_t blen;
+    kiq_batch_header_t h;
+    bool new_epoch = false;
+    kiq_batch_iter_init(&it, batches, len, false);
+    while (kiq_batch_iter_next(&it, &b, &blen, &h) == 1) {
+        /* The leader accepted the batch: its producer state follows, whatever it holds. */
+        if (kiq_producer_state_replay(l->producers, &h) < 0)
+            KIQ_ERROR("%s: producer %" PRId64 " is not remembered: %s", l->dir, h.producer_id, kiq_error_get());
+        new_epoch |= assign_epoch(l, h.partition_leader_epoch, h.base_offset);
+        l->last_epoch = h.partition_leader_epoch;
+    }
+    if (new_epoch) save_epochs(l);
+    res->base_offset = first;
+    res->last_offset = last;
+    rc = count_unflushed(l, messages);
+out:
+    pthread_mutex_unlock(&l->mu);
+    return rc;
 }
 
 int kiq_partition_log_producer(kiq_partition_log_t *l, int64_t producer_id, kiq_producer_entry_t *out)
@@ -767,11 +999,65 @@ int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset)
     if (l->recovery_point > active(l)->next_offset) l->recovery_point = active(l)->next_offset;
     /* the producers' last batches may be gone: what is left says */
     rebuild_producers(l, true);
+    if (kiq_leader_epoch_cache_truncate_from_end(l->epochs, active(l)->next_offset)) l->epochs_saved = false;
+    save_epochs(l);
+    l->last_epoch = read_last_epoch(l);
+    if (l->high_watermark > active(l)->next_offset) l->high_watermark = active(l)->next_offset;
     if (rc == 0)
         KIQ_INFO("%s: truncated to offset %" PRId64 " (log end was %" PRId64 ")", l->dir, active(l)->next_offset, leo);
 out:
     pthread_mutex_unlock(&l->mu);
     return rc;
+}
+
+int kiq_partition_log_end_offset_for_epoch(kiq_partition_log_t *l, int32_t epoch, int32_t *out_epoch,
+                                           int64_t *out_end_offset)
+{
+    pthread_mutex_lock(&l->mu);
+    kiq_leader_epoch_cache_end_offset_for(l->epochs, epoch, active(l)->next_offset, out_epoch, out_end_offset);
+    pthread_mutex_unlock(&l->mu);
+    return 0;
+}
+
+int32_t kiq_partition_log_latest_epoch(kiq_partition_log_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int32_t v = kiq_leader_epoch_cache_latest_epoch(l->epochs);
+    pthread_mutex_unlock(&l->mu);
+    return v;
+}
+
+int32_t kiq_partition_log_last_batch_epoch(kiq_partition_log_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int32_t v = l->last_epoch;
+    pthread_mutex_unlock(&l->mu);
+    return v;
+}
+
+int kiq_partition_log_epochs(kiq_partition_log_t *l, kiq_epoch_entry_t *out, int max)
+{
+    pthread_mutex_lock(&l->mu);
+    int n = (int)kiq_leader_epoch_cache_count(l->epochs);
+    for (int i = 0; i < n && i < max; i++) out[i] = kiq_leader_epoch_cache_entry(l->epochs, (size_t)i);
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+int64_t kiq_partition_log_high_watermark(kiq_partition_log_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int64_t v = l->high_watermark;
+    pthread_mutex_unlock(&l->mu);
+    return v;
+}
+
+void kiq_partition_log_set_high_watermark(kiq_partition_log_t *l, int64_t hw)
+{
+    pthread_mutex_lock(&l->mu);
+    int64_t leo = active(l)->next_offset;
+    l->high_watermark = hw > leo ? leo : hw < l->start_offset ? l->start_offset : hw;
+    pthread_mutex_unlock(&l->mu);
 }
 
 int64_t kiq_partition_log_start_offset(kiq_partition_log_t *l)
@@ -892,6 +1178,17 @@ void kiq_partition_log_set_retention(kiq_partition_log_t *l, int64_t segment_ms,
 
 /* ---- Retention ---- */
 
+/* Under the mutex, after the log start offset moved up: the epochs and
+ * the high watermark follow it. */
+static void start_moved(kiq_partition_log_t *l)
+{
+    if (kiq_leader_epoch_cache_truncate_from_start(l->epochs, l->start_offset)) {
+        l->epochs_saved = false;
+        save_epochs(l);
+    }
+    if (l->high_watermark < l->start_offset) l->high_watermark = l->start_offset;
+}
+
 /* Under the mutex: removes the n oldest segments (never the active one)
  * and moves the log start up to the first one left. Readers holding
  * references keep reading the unlinked files; offsets at or above the new
@@ -908,6 +1205,7 @@ static void drop_oldest(kiq_partition_log_t *l, size_t n, const char *why)
     l->nsegs -= n;
     if (l->segs[0]->base_offset > l->start_offset) l->start_offset = l->segs[0]->base_offset;
     if (n && kiq_fsync_dir(l->dir) < 0) KIQ_WARN("deleting segments of %s: %s", l->dir, kiq_error_get());
+    start_moved(l);
 }
 
 /* Segments (from the oldest, never the active one) lying wholly below the
@@ -972,7 +1270,10 @@ int kiq_partition_log_advance_start(kiq_partition_log_t *l, int64_t offset)
         KIQ_INFO("%s: log start offset %" PRId64 " -> %" PRId64, l->dir, l->start_offset, offset);
         l->start_offset = offset;
         size_t n = below_start(l);
-        if (n) drop_oldest(l, n, "below the log start offset");
+        if (n)
+            drop_oldest(l, n, "below the log start offset");
+        else
+            start_moved(l);
     }
     pthread_mutex_unlock(&l->mu);
     return rc;

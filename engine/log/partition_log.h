@@ -6,7 +6,10 @@
  * older than segment.ms. Retention deletes whole segments from the oldest
  * on, moving the log start offset. The log also keeps the idempotent
  * producers' state (producer_state.h), checked and updated with each
- * append, snapshotted to `<offset>.snapshot` at each roll and clean close.
+ * append, snapshotted to `<offset>.snapshot` at each roll and clean close,
+ * and the leader-epoch cache (leader_epoch_cache.h), saved to
+ * `leader-epoch-checkpoint` whenever an epoch starts, the log is cut at
+ * either end, and at close.
  *
  * Thread safety: each log has its own mutex and every function below is
  * callable from any thread, except kiq_partition_log_free/delete, which
@@ -19,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log/leader_epoch_cache.h"
 #include "log/log_config.h"
 #include "log/producer_state.h"
 #include "log/segment.h"
@@ -74,7 +78,11 @@ typedef struct kiq_log_segment_info {
  * (snapshots above it are removed), then from the batch headers after it;
  * without a snapshot, from every batch header (skipped after a clean
  * shutdown, which would have left a snapshot had there been producers).
- * NULL with the reason on failure. */
+ * The leader-epoch cache comes from its checkpoint, cut to the log's
+ * offsets; a missing or malformed checkpoint is rebuilt from every batch
+ * header, and one missing the epoch of the log's last batch is completed
+ * from the headers after its latest entry. The high watermark starts at
+ * the LEO. NULL with the reason on failure. */
 kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_config_t *cfg);
 /* kiq_partition_log_open after an unclean shutdown (cfg->clean_shutdown
  * false) with the recovery point known: every segment from the one holding
@@ -88,7 +96,8 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
                                                int64_t recovery_point);
 /* Clean close: syncs the active segment, writes the final time index
  * entries, trims the index files, writes a producer state snapshot at the
- * LEO when the log knows producers, frees. NULL is fine. */
+ * LEO when the log knows producers and the leader-epoch checkpoint when it
+ * is behind, frees. NULL is fine. */
 void kiq_partition_log_free(kiq_partition_log_t *l);
 /* Closes the log and removes its directory with every file in it. The log
  * is freed whatever the result. */
@@ -97,7 +106,8 @@ int kiq_partition_log_delete(kiq_partition_log_t *l);
 /* Appends already-validated v2 batches (one or several concatenated):
  * stamps each batch's base offset (assigned from the LEO on) and
  * partitionLeaderEpoch in place, which the CRC does not cover, rolls first
- * if needed, writes, and moves the LEO. *base_offset_out / *last_offset_out
+ * if needed, writes, and moves the LEO. A leader_epoch above the cache's
+ * latest starts a new epoch at the first offset appended. *base_offset_out / *last_offset_out
  * (may be NULL) get the first and last offsets assigned. 0 or -1; after -1
  * the log is unchanged, except when the fsync flush.messages asks for
  * fails: the batches are then in the log but not known durable. */
@@ -128,6 +138,21 @@ typedef struct kiq_log_append_result {
  * producer refusal turned into -1. */
 int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
                                      kiq_log_append_result_t *res);
+/* A follower's append of batches as its leader sent them (one or several
+ * concatenated, base offsets and partitionLeaderEpoch set by the leader,
+ * nothing restamped). Each batch must be a whole v2 batch whose CRC
+ * matches, its offsets above the previous batch's. The first base offset
+ * must not be below the LEO: an overlap means the follower has to truncate
+ * or fetch from its LEO, and is refused. It may be above it, as Kafka
+ * allows: a compacted leader log has gaps between batches. Each batch's
+ * epoch goes into the leader-epoch cache and its producer's state is
+ * replayed without any check (the leader made them). Rolls and flushes as
+ * kiq_partition_log_append. res gets the first and last offsets. 0 or -1
+ * with the reason; after -1 the log is unchanged (but for a failed
+ * flush.messages fsync, as kiq_partition_log_append). */
+int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *batches, size_t len,
+                                      kiq_log_append_result_t *res);
+
 /* A copy of producer_id's state in this partition: 1 with *out, 0 when
  * the producer is unknown here. */
 int kiq_partition_log_producer(kiq_partition_log_t *l, int64_t producer_id, kiq_producer_entry_t *out);
@@ -162,8 +187,32 @@ int kiq_partition_log_offset_for_time(kiq_partition_log_t *l, int64_t ts, int64_
  * possible); the LEO becomes where the log then ends. offset must be within
  * [log start, LEO]; offset == LEO is a no-op. Producer state snapshots
  * above the new LEO are removed and the producers' state is rebuilt from
- * what is left. */
+ * what is left; leader epochs starting at or above the new LEO are
+ * dropped, and the high watermark comes down to it if it was above. */
 int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset);
+
+/* ---- Replication ---- */
+
+/* Kafka's endOffsetFor over the leader-epoch cache (see
+ * kiq_leader_epoch_cache_end_offset_for) with the LEO as the latest
+ * epoch's end: what OffsetForLeaderEpoch and a Fetch's diverging_epoch
+ * answer. Always 0. */
+int kiq_partition_log_end_offset_for_epoch(kiq_partition_log_t *l, int32_t epoch, int32_t *out_epoch,
+                                           int64_t *out_end_offset);
+/* The cache's latest leader epoch, -1 when none. */
+int32_t kiq_partition_log_latest_epoch(kiq_partition_log_t *l);
+/* partitionLeaderEpoch of the last batch in the log: a follower's
+ * last_fetched_epoch. The cache's latest epoch when the log holds no
+ * batch (-1 when there is none either). */
+int32_t kiq_partition_log_last_batch_epoch(kiq_partition_log_t *l);
+/* Copies up to max cache entries (oldest first) and returns how many
+ * there are. */
+int kiq_partition_log_epochs(kiq_partition_log_t *l, kiq_epoch_entry_t *out, int max);
+/* The high watermark: the LEO found at open until set. It stays within
+ * [log start, LEO]: set clamps to that, a truncation lowers it, the log
+ * start moving past it raises it. Nothing in the log reads it. */
+int64_t kiq_partition_log_high_watermark(kiq_partition_log_t *l);
+void kiq_partition_log_set_high_watermark(kiq_partition_log_t *l, int64_t hw);
 
 int64_t kiq_partition_log_start_offset(kiq_partition_log_t *l);
 int64_t kiq_partition_log_end_offset(kiq_partition_log_t *l);
@@ -197,11 +246,13 @@ void kiq_partition_log_set_retention(kiq_partition_log_t *l, int64_t segment_ms,
  * start offset, those whose newest timestamp is more than retention_ms
  * before now_ms (the file's mtime when they hold no timestamp), and those
  * whose removal keeps the partition at or above retention_bytes; then the
- * log start offset moves up to the first remaining segment. Returns the
- * number of segments deleted. */
+ * log start offset moves up to the first remaining segment (the leader
+ * epochs before it are dropped). Returns the number of segments deleted. */
 int kiq_partition_log_enforce_retention(kiq_partition_log_t *l, int64_t now_ms);
 /* Moves the log start offset up to offset (DeleteRecords, or a checkpoint
- * read at start) and deletes the non-active segments wholly below it. An
+ * read at start), deletes the non-active segments wholly below it and
+ * drops the leader epochs before it (the one covering it now starts
+ * there). An
  * offset at or below the current start changes nothing; one above the LEO
  * is refused with KIQ_LOG_OUT_OF_RANGE. 0 on success. */
 int kiq_partition_log_advance_start(kiq_partition_log_t *l, int64_t offset);

@@ -283,6 +283,7 @@ int kiq_broker_start(kiq_broker_t *b)
     b->topics = kiq_topics_open_dirs(specs, b->nlog_dirs, &b->log_cfg);
     free(specs);
     if (!b->topics) return -1;
+    kiq_topics_set_node_id(b->topics, b->node_id);
     /* from now on the logs are open and a crash is unclean */
     for (int i = 0; i < b->nlog_dirs; i++) {
         snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dirs[i].path);

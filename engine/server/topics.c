@@ -23,6 +23,7 @@
 #define LOG_MIN_INDEX_BYTES 12
 #define LOG_START_CHECKPOINT "log-start-offset-checkpoint"
 #define RECOVERY_POINT_CHECKPOINT "recovery-point-offset-checkpoint"
+#define HIGH_WATERMARK_CHECKPOINT "replication-offset-checkpoint"
 
 /* One line of the recovery point checkpoint, read before the logs open. */
 typedef struct recovery_point {
@@ -52,6 +53,7 @@ struct kiq_topics {
     void (*on_append)(void *ctx);
     void *on_append_ctx;
     pthread_mutex_t checkpoint_mu; /* one writer of a checkpoint file at a time */
+    int32_t node_id; /* set once after open, before the registry is shared */
     /* The saved recovery points, only during kiq_topics_open. */
     recovery_point_t *rps;
     size_t nrps;
@@ -116,7 +118,10 @@ static void topic_destroy(kiq_topic_t *topic)
     }
     kiq_topic_configs_clear(&topic->configs);
     pthread_mutex_destroy(&topic->config_mu);
-    for (int32_t i = 0; i < topic->npartitions; i++) free(topic->partitions[i].dir);
+    for (int32_t i = 0; i < topic->npartitions; i++) {
+        free(topic->partitions[i].dir);
+        kiq_partition_replica_destroy(&topic->partitions[i].replica);
+    }
     free(topic->partitions);
     free(topic->name);
     free(topic);
@@ -128,7 +133,7 @@ void kiq_topic_unref(kiq_topic_t *topic)
 }
 
 /* The partitions get their directories with place_partition. */
-static kiq_topic_t *topic_alloc(const char *name, int32_t npartitions)
+static kiq_topic_t *topic_alloc(const char *name, int32_t npartitions, int32_t node_id)
 {
     kiq_topic_t *topic = calloc(1, sizeof *topic);
     if (!topic) return NULL;
@@ -151,6 +156,7 @@ static kiq_topic_t *topic_alloc(const char *name, int32_t npartitions)
         topic->partitions[i].topic = topic;
         topic->partitions[i].index = i;
         topic->partitions[i].dir_index = -1;
+        kiq_partition_replica_init(&topic->partitions[i].replica, node_id, 0);
     }
     return topic;
 }
@@ -317,6 +323,8 @@ static int scan_dir(kiq_topics_t *t, int d, struct found_partition **entries, si
         struct found_partition e = {.dir = d};
         if (de->d_name[0] == '.') continue;
         if (kiq_log_dir_parse(de->d_name, e.topic, sizeof e.topic, &e.partition) != 0) continue;
+        /* the controller's metadata log lives beside the partitions, as in Kafka */
+        if (strcmp(e.topic, KIQ_CLUSTER_METADATA_TOPIC) == 0) continue;
         if (*n == *cap) {
             size_t nc = *cap ? *cap * 2 : 64;
             struct found_partition *ne = realloc(*entries, nc * sizeof *ne);
@@ -338,7 +346,7 @@ static int scan_dir(kiq_topics_t *t, int d, struct found_partition **entries, si
 static int load_topic(kiq_topics_t *t, const struct found_partition *e, size_t n)
 {
     const char *name = e[0].topic;
-    kiq_topic_t *topic = topic_alloc(name, e[n - 1].partition + 1);
+    kiq_topic_t *topic = topic_alloc(name, e[n - 1].partition + 1, t->node_id);
     if (!topic) return kiq_error_set("out of memory");
     for (size_t j = 0; j < n; j++)
         if (place_partition(t, &topic->partitions[e[j].partition], e[j].dir) != 0) goto fail;
@@ -392,17 +400,19 @@ static int load_existing(kiq_topics_t *t)
     return rc;
 }
 
-/* At open, before the registry is shared: a saved log start above a log's
- * first offset is honoured (reads below it are then out of range). */
-static void load_log_start_checkpoint(kiq_topics_t *t, int d)
+/* At open, before the registry is shared: applies each "topic partition
+ * offset" line of directory d's checkpoint `file` to the log it names
+ * (when that log lives in d); apply returns 0 or -1 with the reason. */
+static void load_offset_checkpoint(kiq_topics_t *t, int d, const char *file, const char *what,
+                                   int (*apply)(kiq_partition_log_t *l, int64_t offset))
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/" LOG_START_CHECKPOINT, t->dirs[d].path);
+    snprintf(path, sizeof path, "%s/%s", t->dirs[d].path, file);
     FILE *f = fopen(path, "r");
     if (!f) return;
     int version = -1, count = -1;
     if (fscanf(f, "%d %d", &version, &count) != 2 || version != 0 || count < 0) {
-        KIQ_WARN("%s: unreadable header; log start offsets not restored", path);
+        KIQ_WARN("%s: unreadable header; %s not restored", path, what);
         fclose(f);
         return;
     }
@@ -419,10 +429,24 @@ static void load_log_start_checkpoint(kiq_topics_t *t, int d)
         if (!found || partition < 0 || partition >= t->topics[at]->npartitions ||
             t->topics[at]->partitions[partition].dir_index != d)
             continue;
-        if (kiq_partition_log_advance_start(t->topics[at]->partitions[partition].log, offset) != 0)
-            KIQ_WARN("%s-%d: saved log start %lld not applied: %s", name, partition, offset, kiq_error_get());
+        if (apply(t->topics[at]->partitions[partition].log, offset) != 0)
+            KIQ_WARN("%s-%d: saved %s %lld not applied: %s", name, partition, what, offset, kiq_error_get());
     }
     fclose(f);
+}
+
+/* A saved log start above a log's first offset is honoured (reads below
+ * it are then out of range). */
+static int apply_log_start(kiq_partition_log_t *l, int64_t offset)
+{
+    return kiq_partition_log_advance_start(l, offset) == 0 ? 0 : -1;
+}
+
+/* A saved high watermark, clamped to what the log holds. */
+static int apply_high_watermark(kiq_partition_log_t *l, int64_t offset)
+{
+    kiq_partition_log_set_high_watermark(l, offset);
+    return 0;
 }
 
 /* Kafka's offset checkpoint format, written to a temporary file, synced
@@ -486,6 +510,11 @@ int kiq_topics_checkpoint_log_start(kiq_topics_t *t)
 int kiq_topics_checkpoint_recovery_points(kiq_topics_t *t)
 {
     return write_checkpoints(t, RECOVERY_POINT_CHECKPOINT, kiq_partition_log_recovery_point);
+}
+
+int kiq_topics_checkpoint_high_watermarks(kiq_topics_t *t)
+{
+    return write_checkpoints(t, HIGH_WATERMARK_CHECKPOINT, kiq_partition_log_high_watermark);
 }
 
 /* Before the logs open: the recovery points saved by the last flushes or
@@ -562,7 +591,11 @@ kiq_topics_t *kiq_topics_open_dirs(const kiq_topics_dir_spec_t *dirs, int ndirs,
         return NULL;
     }
     t->store->ops->prune(t->store, topic_loaded, t);
-    for (int i = 0; i < t->ndirs; i++) load_log_start_checkpoint(t, i);
+    /* The log starts first: a high watermark is clamped to them. */
+    for (int i = 0; i < t->ndirs; i++)
+        load_offset_checkpoint(t, i, LOG_START_CHECKPOINT, "log start offset", apply_log_start);
+    for (int i = 0; i < t->ndirs; i++)
+        load_offset_checkpoint(t, i, HIGH_WATERMARK_CHECKPOINT, "high watermark", apply_high_watermark);
     return t;
 }
 
@@ -586,6 +619,8 @@ void kiq_topics_free(kiq_topics_t *t)
                     KIQ_WARN("flushing %s-%d: %s", t->topics[i]->name, p, kiq_error_get());
         if (kiq_topics_checkpoint_recovery_points(t) != 0)
             KIQ_WARN("cannot write the recovery points: %s", kiq_error_get());
+        if (kiq_topics_checkpoint_high_watermarks(t) != 0)
+            KIQ_WARN("cannot write the high watermarks: %s", kiq_error_get());
     }
     for (int i = 0; i < t->count; i++) kiq_topic_unref(t->topics[i]);
     free(t->topics);
@@ -595,6 +630,16 @@ void kiq_topics_free(kiq_topics_t *t)
     for (int i = 0; i < t->ndirs; i++) free(t->dirs[i].path);
     free(t->dirs);
     free(t);
+}
+
+void kiq_topics_set_node_id(kiq_topics_t *t, int32_t node_id)
+{
+    t->node_id = node_id;
+    for (int i = 0; i < t->count; i++)
+        for (int32_t p = 0; p < t->topics[i]->npartitions; p++) {
+            kiq_partition_t *part = &t->topics[i]->partitions[p];
+            kiq_partition_replica_lead_alone(&part->replica, node_id, part->leader_epoch);
+        }
 }
 
 void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health)
@@ -671,7 +716,7 @@ int kiq_topics_create_with_configs(kiq_topics_t *t, kiq_str_t name, int32_t part
     } else if (!validate_only) {
         char cname[256];
         snprintf(cname, sizeof cname, "%.*s", name.len, name.p);
-        kiq_topic_t *topic = topic_alloc(cname, partitions);
+        kiq_topic_t *topic = topic_alloc(cname, partitions, t->node_id);
         bool placed = topic != NULL;
         for (int32_t i = 0; placed && i < partitions; i++)
             placed = place_partition(t, &topic->partitions[i], pick_dir(t)) == 0;

@@ -16,16 +16,23 @@
 #include "log/log_config.h"
 #include "log/partition_log.h"
 #include "proto/types.h"
+#include "replica/partition_replica.h"
 
 typedef struct kiq_topic kiq_topic_t;
 
-/* A partition; its log has its own lock. leader_epoch is fixed for now
- * (single broker) and bumps with leadership when replication arrives.
- * dir and dir_index are fixed once the topic is shared. */
+/* The controller's metadata log directory (`__cluster_metadata-0` in the
+ * first log dir): not a topic of the registry. */
+#define KIQ_CLUSTER_METADATA_TOPIC "__cluster_metadata"
+
+/* A partition; its log has its own lock, its replication state (role,
+ * leader epoch, ISR, followers' progress) its own mutex. leader_epoch is
+ * what a standalone broker stamps (the replica state holds the current
+ * one). dir and dir_index are fixed once the topic is shared. */
 typedef struct kiq_partition {
     kiq_topic_t *topic;
     int32_t index;
     int32_t leader_epoch;
+    kiq_partition_replica_t replica;
     kiq_partition_log_t *log;
     int dir_index; /* which of the registry's log directories holds it */
     char *dir;     /* that directory's path (owned by the topic) */
@@ -81,6 +88,9 @@ kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_c
  * KAFKA_STORAGE_ERROR and no partition is placed in it. Call right after
  * open. */
 void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health);
+/* This broker's id, for the replica state of every partition (loaded and
+ * created later): a standalone broker leads them all. Call right after open. */
+void kiq_topics_set_node_id(kiq_topics_t *t, int32_t node_id);
 /* Closes every log cleanly (the caller has stopped all request handling);
  * logs in an offline directory are not flushed. */
 void kiq_topics_free(kiq_topics_t *t);
@@ -139,6 +149,12 @@ int kiq_topics_checkpoint_log_start(kiq_topics_t *t);
  * back by kiq_topics_open after an unclean shutdown, where recovery starts
  * from it. kiq_topics_free flushes every log and writes it. Any thread. */
 int kiq_topics_checkpoint_recovery_points(kiq_topics_t *t);
+/* The same for every partition's high watermark into Kafka's
+ * `replication-offset-checkpoint`; read back by kiq_topics_open (after the
+ * log start offsets; each value clamped to its log's [log start, LEO]) so
+ * the high watermark survives a restart. A partition the file does not
+ * name starts at its LEO. Written by kiq_topics_free too. Any thread. */
+int kiq_topics_checkpoint_high_watermarks(kiq_topics_t *t);
 
 /* Lets waiters know data arrived (set by the broker to its purgatory). */
 void kiq_topics_set_append_listener(kiq_topics_t *t, void (*fn)(void *ctx), void *ctx);

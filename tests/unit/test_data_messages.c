@@ -48,6 +48,10 @@ static void test_every_message_every_version(void **state)
         {"OffsetCommitKey", 0, 1},    {"OffsetCommitValue", 0, 3},
         {"GroupMetadataKey", 2, 2},   {"GroupMetadataValue", 0, 3},
         {"ConsumerProtocolSubscription", 0, 1}, {"ConsumerProtocolAssignment", 0, 1},
+        {"RegisterBrokerRecord", 0, 3}, {"TopicRecord", 0, 0},
+        {"PartitionRecord", 0, 2},      {"ConfigRecord", 0, 0},
+        {"PartitionChangeRecord", 0, 2}, {"FenceBrokerRecord", 0, 0},
+        {"UnfenceBrokerRecord", 0, 0},  {"RemoveTopicRecord", 0, 0},
     };
     assert_int_equal(kiq_data_codec_count, sizeof want / sizeof want[0]);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

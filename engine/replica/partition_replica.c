@@ -1,0 +1,284 @@
+/* A partition's replication state; see partition_replica.h. */
+#include <string.h>
+
+#include "proto/errors.h"
+#include "replica/partition_replica.h"
+
+static bool contains(const int32_t *ids, int n, int32_t id)
+{
+    for (int i = 0; i < n; i++)
+        if (ids[i] == id) return true;
+    return false;
+}
+
+static int copy_ids(int32_t *dst, const int32_t *src, int n)
+{
+    if (n > KIQ_MAX_REPLICAS) n = KIQ_MAX_REPLICAS;
+    if (n > 0) memcpy(dst, src, (size_t)n * sizeof *dst);
+    return n < 0 ? 0 : n;
+}
+
+void kiq_partition_replica_init(kiq_partition_replica_t *r, int32_t self, int32_t leader_epoch)
+{
+    memset(r, 0, sizeof *r);
+    pthread_mutex_init(&r->mu, NULL);
+    kiq_partition_replica_lead_alone(r, self, leader_epoch);
+}
+
+void kiq_partition_replica_lead_alone(kiq_partition_replica_t *r, int32_t self, int32_t leader_epoch)
+{
+    pthread_mutex_lock(&r->mu);
+    r->self = self;
+    memset(&r->v, 0, sizeof r->v);
+    r->v.role = KIQ_REPLICA_LEADER;
+    r->v.leader = self;
+    r->v.leader_epoch = leader_epoch;
+    r->v.replicas[0] = r->v.isr[0] = self;
+    r->v.nreplicas = r->v.nisr = 1;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void kiq_partition_replica_destroy(kiq_partition_replica_t *r) { pthread_mutex_destroy(&r->mu); }
+
+static void set_sets(kiq_replica_view_t *v, int32_t partition_epoch, const int32_t *replicas, int nreplicas,
+                     const int32_t *isr, int nisr)
+{
+    v->partition_epoch = partition_epoch;
+    v->nreplicas = copy_ids(v->replicas, replicas, nreplicas);
+    v->nisr = copy_ids(v->isr, isr, nisr);
+}
+
+int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
+                                        const int32_t *replicas, int nreplicas, const int32_t *isr, int nisr,
+                                        int64_t now_ms)
+{
+    pthread_mutex_lock(&r->mu);
+    kiq_replica_view_t *v = &r->v;
+    if (leader_epoch < v->leader_epoch && v->role != KIQ_REPLICA_NONE) {
+        pthread_mutex_unlock(&r->mu);
+        return -1;
+    }
+    bool same_term = v->role == KIQ_REPLICA_LEADER && leader_epoch == v->leader_epoch;
+    v->role = KIQ_REPLICA_LEADER;
+    v->leader = r->self;
+    v->leader_epoch = leader_epoch;
+    set_sets(v, partition_epoch, replicas, nreplicas, isr, nisr);
+    if (!same_term) {
+        v->nfollowers = 0;
+        for (int i = 0; i < v->nreplicas; i++) {
+            if (v->replicas[i] == r->self) continue;
+            kiq_follower_state_t *f = &v->followers[v->nfollowers++];
+            *f = (kiq_follower_state_t){.broker_id = v->replicas[i], .leo = -1, .last_caught_up_ms = now_ms,
+                                        .last_fetch_ms = -1, .leader_leo_at_last_fetch = -1};
+        }
+        v->isr_change_pending = false;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+}
+
+int kiq_partition_replica_become_follower(kiq_partition_replica_t *r, int32_t leader, int32_t leader_epoch,
+                                          int32_t partition_epoch, const int32_t *replicas, int nreplicas,
+                                          const int32_t *isr, int nisr)
+{
+    pthread_mutex_lock(&r->mu);
+    kiq_replica_view_t *v = &r->v;
+    if (leader_epoch < v->leader_epoch && v->role != KIQ_REPLICA_NONE) {
+        pthread_mutex_unlock(&r->mu);
+        return -1;
+    }
+    v->role = KIQ_REPLICA_FOLLOWER;
+    v->leader = leader;
+    v->leader_epoch = leader_epoch;
+    set_sets(v, partition_epoch, replicas, nreplicas, isr, nisr);
+    v->nfollowers = 0;
+    v->isr_change_pending = false;
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+}
+
+void kiq_partition_replica_stop(kiq_partition_replica_t *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->v.role = KIQ_REPLICA_NONE;
+    r->v.leader = -1;
+    r->v.nfollowers = 0;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static int16_t epoch_check(const kiq_replica_view_t *v, int32_t current_leader_epoch)
+{
+    if (current_leader_epoch < 0 || current_leader_epoch == v->leader_epoch) return KIQ_ERR_NONE;
+    return current_leader_epoch < v->leader_epoch ? KIQ_ERR_FENCED_LEADER_EPOCH : KIQ_ERR_UNKNOWN_LEADER_EPOCH;
+}
+
+int16_t kiq_partition_replica_check_leader(kiq_partition_replica_t *r, int32_t current_leader_epoch)
+{
+    pthread_mutex_lock(&r->mu);
+    int16_t err = r->v.role != KIQ_REPLICA_LEADER ? KIQ_ERR_NOT_LEADER_OR_FOLLOWER
+                                                  : epoch_check(&r->v, current_leader_epoch);
+    pthread_mutex_unlock(&r->mu);
+    return err;
+}
+
+int16_t kiq_partition_replica_check_follower_fetch(kiq_partition_replica_t *r, int32_t replica,
+                                                   int32_t current_leader_epoch)
+{
+    pthread_mutex_lock(&r->mu);
+    int16_t err = r->v.role != KIQ_REPLICA_LEADER ? KIQ_ERR_NOT_LEADER_OR_FOLLOWER
+                  : !contains(r->v.replicas, r->v.nreplicas, replica) || replica == r->self
+                      ? KIQ_ERR_NOT_LEADER_OR_FOLLOWER
+                      : epoch_check(&r->v, current_leader_epoch);
+    pthread_mutex_unlock(&r->mu);
+    return err;
+}
+
+int kiq_partition_replica_isr_size(kiq_partition_replica_t *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int n = r->v.nisr;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+int32_t kiq_partition_replica_leader_epoch(kiq_partition_replica_t *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int32_t e = r->v.leader_epoch;
+    pthread_mutex_unlock(&r->mu);
+    return e;
+}
+
+kiq_replica_role_t kiq_partition_replica_role(kiq_partition_replica_t *r)
+{
+    pthread_mutex_lock(&r->mu);
+    kiq_replica_role_t role = r->v.role;
+    pthread_mutex_unlock(&r->mu);
+    return role;
+}
+
+void kiq_partition_replica_view(kiq_partition_replica_t *r, kiq_replica_view_t *out)
+{
+    pthread_mutex_lock(&r->mu);
+    *out = r->v;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static kiq_follower_state_t *follower(kiq_replica_view_t *v, int32_t id)
+{
+    for (int i = 0; i < v->nfollowers; i++)
+        if (v->followers[i].broker_id == id) return &v->followers[i];
+    return NULL;
+}
+
+/* Under the mutex. The lowest LEO over the ISR; a follower in the ISR that
+ * has not fetched in this term yet holds the high watermark where it is. */
+static bool advance_locked(kiq_partition_replica_t *r, kiq_partition_log_t *log)
+{
+    kiq_replica_view_t *v = &r->v;
+    if (v->role != KIQ_REPLICA_LEADER) return false;
+    int64_t hw = kiq_partition_log_end_offset(log);
+    for (int i = 0; i < v->nisr; i++) {
+        if (v->isr[i] == r->self) continue;
+        kiq_follower_state_t *f = follower(v, v->isr[i]);
+        if (!f || f->leo < 0) return false;
+        if (f->leo < hw) hw = f->leo;
+    }
+    if (hw <= kiq_partition_log_high_watermark(log)) return false;
+    kiq_partition_log_set_high_watermark(log, hw);
+    return true;
+}
+
+bool kiq_partition_replica_advance_hw(kiq_partition_replica_t *r, kiq_partition_log_t *log)
+{
+    pthread_mutex_lock(&r->mu);
+    bool moved = advance_locked(r, log);
+    pthread_mutex_unlock(&r->mu);
+    return moved;
+}
+
+void kiq_partition_replica_follower_fetched(kiq_partition_replica_t *r, kiq_partition_log_t *log, int32_t replica,
+                                            int64_t fetch_offset, int64_t now_ms, bool *hw_moved, bool *expand)
+{
+    *hw_moved = *expand = false;
+    pthread_mutex_lock(&r->mu);
+    kiq_replica_view_t *v = &r->v;
+    kiq_follower_state_t *f = v->role == KIQ_REPLICA_LEADER ? follower(v, replica) : NULL;
+    if (f) {
+        int64_t leo = kiq_partition_log_end_offset(log);
+        /* Kafka: caught up if it asked for everything we have, or for
+         * everything we had when it fetched before */
+        if (fetch_offset >= leo) f->last_caught_up_ms = now_ms;
+        else if (f->leader_leo_at_last_fetch >= 0 && fetch_offset >= f->leader_leo_at_last_fetch)
+            f->last_caught_up_ms = f->last_fetch_ms;
+        f->leo = fetch_offset;
+        f->last_fetch_ms = now_ms;
+        f->leader_leo_at_last_fetch = leo;
+        *hw_moved = advance_locked(r, log);
+        *expand = !contains(v->isr, v->nisr, replica) && !v->isr_change_pending &&
+                  fetch_offset >= kiq_partition_log_high_watermark(log);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+int kiq_partition_replica_shrink_candidate(kiq_partition_replica_t *r, int64_t now_ms, int64_t lag_ms,
+                                           int32_t *new_isr)
+{
+    pthread_mutex_lock(&r->mu);
+    kiq_replica_view_t *v = &r->v;
+    int n = 0;
+    bool dropped = false;
+    if (v->role == KIQ_REPLICA_LEADER && !v->isr_change_pending) {
+        for (int i = 0; i < v->nisr; i++) {
+            kiq_follower_state_t *f = v->isr[i] == r->self ? NULL : follower(v, v->isr[i]);
+            if (f && now_ms - f->last_caught_up_ms > lag_ms) {
+                dropped = true;
+                continue;
+            }
+            new_isr[n++] = v->isr[i];
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    return dropped ? n : 0;
+}
+
+int kiq_partition_replica_expand_candidate(kiq_partition_replica_t *r, int32_t replica, int32_t *new_isr)
+{
+    pthread_mutex_lock(&r->mu);
+    kiq_replica_view_t *v = &r->v;
+    int n = 0;
+    if (v->role == KIQ_REPLICA_LEADER && !contains(v->isr, v->nisr, replica) && v->nisr < KIQ_MAX_REPLICAS) {
+        memcpy(new_isr, v->isr, (size_t)v->nisr * sizeof *new_isr);
+        n = v->nisr;
+        new_isr[n++] = replica;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+bool kiq_partition_replica_begin_isr_change(kiq_partition_replica_t *r)
+{
+    pthread_mutex_lock(&r->mu);
+    bool ok = !r->v.isr_change_pending && r->v.role == KIQ_REPLICA_LEADER;
+    if (ok) r->v.isr_change_pending = true;
+    pthread_mutex_unlock(&r->mu);
+    return ok;
+}
+
+void kiq_partition_replica_end_isr_change(kiq_partition_replica_t *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->v.isr_change_pending = false;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
+                                   const int32_t *isr, int nisr)
+{
+    pthread_mutex_lock(&r->mu);
+    if (leader_epoch == r->v.leader_epoch && partition_epoch >= r->v.partition_epoch) {
+        r->v.partition_epoch = partition_epoch;
+        r->v.nisr = copy_ids(r->v.isr, isr, nisr);
+    }
+    pthread_mutex_unlock(&r->mu);
+}

@@ -1,0 +1,323 @@
+/* The replica fetcher thread; see replica_fetcher.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "net/client.h"
+#include "proto/errors.h"
+#include "proto/messages.h"
+#include "record/batch.h"
+#include "replica/replica_fetcher.h"
+
+#define BACKOFF_MS 200
+#define REQUEST_TIMEOUT_MS 30000
+
+typedef struct followed {
+    kiq_topic_t *topic; /* a reference */
+    int32_t partition;
+} followed_t;
+
+struct kiq_replica_fetcher {
+    kiq_replica_fetcher_config_t cfg;
+    char host[256];
+    pthread_t thread;
+    pthread_mutex_t mu; /* guards the list, running, paused and conn's publication */
+    pthread_cond_t wake;
+    followed_t *parts;
+    int nparts, cap;
+    bool running, paused;
+    kiq_client_conn_t *conn; /* owned by the thread; published for shutdown */
+};
+
+static void wait_ms(kiq_replica_fetcher_t *f, int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = ts.tv_nsec + (int64_t)ms * 1000000;
+    ts.tv_sec += ns / 1000000000;
+    ts.tv_nsec = ns % 1000000000;
+    pthread_mutex_lock(&f->mu);
+    if (f->running) pthread_cond_timedwait(&f->wake, &f->mu, &ts);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* The length of the whole batches at the start of records: a leader may
+ * cut the last one short at max_bytes. */
+static size_t whole_batches(const uint8_t *p, size_t len)
+{
+    kiq_batch_iter_t it;
+    kiq_batch_iter_init(&it, p, len, true);
+    const uint8_t *b;
+    size_t blen, total = 0;
+    kiq_batch_header_t h;
+    while (kiq_batch_iter_next(&it, &b, &blen, &h) == 1) total = (size_t)(b + blen - p);
+    return total;
+}
+
+/* One partition's answer. */
+static void apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch_asked,
+                  const kiq_fetch_response_responses_partitions_t *pr)
+{
+    kiq_partition_replica_t *rep = &part->replica;
+    kiq_partition_log_t *log = part->log;
+    const char *topic = part->topic->name;
+    kiq_replica_view_t v;
+    kiq_partition_replica_view(rep, &v);
+    /* the controller moved the partition meanwhile: this answer is stale */
+    if (v.role != KIQ_REPLICA_FOLLOWER || v.leader != f->cfg.leader || v.leader_epoch != epoch_asked) return;
+    if (pr->error_code) {
+        KIQ_DEBUG("fetch of %s-%d from broker %d: error %d", topic, part->index, f->cfg.leader, pr->error_code);
+        return;
+    }
+    if (pr->diverging_epoch.epoch >= 0 && pr->diverging_epoch.end_offset >= 0) {
+        int64_t leo = kiq_partition_log_end_offset(log);
+        int64_t to = pr->diverging_epoch.end_offset < leo ? pr->diverging_epoch.end_offset : leo;
+        KIQ_INFO("%s-%d: the log diverges from leader %d's at epoch %d; truncating from offset %lld to %lld", topic,
+                 part->index, f->cfg.leader, pr->diverging_epoch.epoch, (long long)leo, (long long)to);
+        if (kiq_partition_log_truncate_to(log, to) != 0)
+            KIQ_ERROR("%s-%d: cannot truncate to %lld: %s", topic, part->index, (long long)to, kiq_error_get());
+        return;
+    }
+    if (pr->records.p && pr->records.len > 0) {
+        size_t n = whole_batches(pr->records.p, (size_t)pr->records.len);
+        if (n > 0) {
+            kiq_log_append_result_t res;
+            if (kiq_partition_log_append_follower(log, pr->records.p, n, &res) != 0) {
+                KIQ_WARN("%s-%d: cannot append what leader %d sent: %s", topic, part->index, f->cfg.leader,
+                         kiq_error_get());
+                return;
+            }
+        }
+    }
+    if (pr->log_start_offset > kiq_partition_log_start_offset(log) &&
+        pr->log_start_offset <= kiq_partition_log_end_offset(log))
+        kiq_partition_log_advance_start(log, pr->log_start_offset);
+    int64_t leo = kiq_partition_log_end_offset(log);
+    int64_t hw = pr->high_watermark < leo ? pr->high_watermark : leo;
+    if (hw > kiq_partition_log_high_watermark(log)) kiq_partition_log_set_high_watermark(log, hw);
+}
+
+/* Snapshot of the list with references, so no lock is held over the fetch. */
+static int snapshot(kiq_replica_fetcher_t *f, followed_t **out)
+{
+    pthread_mutex_lock(&f->mu);
+    int n = f->nparts;
+    followed_t *s = n ? calloc((size_t)n, sizeof *s) : NULL;
+    for (int i = 0; s && i < n; i++) {
+        s[i] = f->parts[i];
+        atomic_fetch_add(&s[i].topic->refs, 1);
+    }
+    pthread_mutex_unlock(&f->mu);
+    *out = s;
+    return s ? n : 0;
+}
+
+static void fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_fetch_request_t req;
+    kiq_fetch_request_init(&req);
+    req.replica_id = f->cfg.self;
+    req.max_wait_ms = f->cfg.max_wait_ms;
+    req.min_bytes = 1;
+    req.max_bytes = INT32_MAX;
+    req.session_id = 0;
+    req.session_epoch = -1;
+    req.topics = kiq_arena_calloc(&a, (size_t)n, sizeof *req.topics);
+    int32_t *epochs = kiq_arena_calloc(&a, (size_t)n, sizeof *epochs);
+    kiq_partition_t **parts = kiq_arena_calloc(&a, (size_t)n, sizeof *parts);
+    /* one topic entry per partition: simple, and the leader accepts it */
+    for (int i = 0; i < n; i++) {
+        kiq_partition_t *p = &ps[i].topic->partitions[ps[i].partition];
+        parts[i] = p;
+        epochs[i] = kiq_partition_replica_leader_epoch(&p->replica);
+        kiq_fetch_request_topics_t *t = &req.topics[req.topics_n++];
+        kiq_fetch_request_topics_init(t);
+        t->topic = KIQ_STR(ps[i].topic->name);
+        t->partitions_n = 1;
+        t->partitions = kiq_arena_calloc(&a, 1, sizeof *t->partitions);
+        kiq_fetch_request_topics_partitions_t *fp = &t->partitions[0];
+        kiq_fetch_request_topics_partitions_init(fp);
+        fp->partition = ps[i].partition;
+        fp->current_leader_epoch = epochs[i];
+        fp->fetch_offset = kiq_partition_log_end_offset(p->log);
+        fp->last_fetched_epoch = kiq_partition_log_last_batch_epoch(p->log);
+        fp->log_start_offset = kiq_partition_log_start_offset(p->log);
+        fp->partition_max_bytes = f->cfg.max_bytes;
+    }
+    kiq_fetch_response_t resp;
+    kiq_fetch_response_init(&resp);
+    if (kiq_client_request(f->conn, 1 /* Fetch */, 12, &req, &a, &resp, f->cfg.max_wait_ms + REQUEST_TIMEOUT_MS) != 0) {
+        KIQ_DEBUG("replica fetcher for broker %d: %s", f->cfg.leader, kiq_error_get());
+    } else {
+        for (int32_t i = 0; i < resp.responses_n; i++) {
+            const kiq_fetch_response_responses_t *tr = &resp.responses[i];
+            for (int32_t j = 0; j < tr->partitions_n; j++) {
+                const kiq_fetch_response_responses_partitions_t *pr = &tr->partitions[j];
+                for (int k = 0; k < n; k++)
+                    if (pr->partition_index == ps[k].partition && tr->topic.len == (int32_t)strlen(ps[k].topic->name) &&
+                        memcmp(tr->topic.p, ps[k].topic->name, (size_t)tr->topic.len) == 0) {
+                        apply(f, parts[k], epochs[k], pr);
+                        break;
+                    }
+            }
+        }
+    }
+    kiq_arena_reset(&a);
+}
+
+static void *fetcher_main(void *arg)
+{
+    kiq_replica_fetcher_t *f = arg;
+    char name[32];
+    snprintf(name, sizeof name, "fetcher-%d-%d", f->cfg.leader, f->cfg.index);
+    kiq_log_thread_name(name);
+    for (;;) {
+        pthread_mutex_lock(&f->mu);
+        while (f->running && (f->nparts == 0 || f->paused)) pthread_cond_wait(&f->wake, &f->mu);
+        bool running = f->running;
+        pthread_mutex_unlock(&f->mu);
+        if (!running) break;
+        if (!f->conn || !kiq_client_alive(f->conn)) {
+            kiq_client_conn_t *old = f->conn;
+            pthread_mutex_lock(&f->mu);
+            f->conn = NULL;
+            pthread_mutex_unlock(&f->mu);
+            kiq_client_close(old);
+            kiq_client_conn_t *c = kiq_client_connect(f->host, f->cfg.port, 2000, "kafkaiq-replica-fetcher");
+            if (!c) {
+                KIQ_DEBUG("replica fetcher: cannot reach broker %d: %s", f->cfg.leader, kiq_error_get());
+                wait_ms(f, BACKOFF_MS);
+                continue;
+            }
+            pthread_mutex_lock(&f->mu);
+            f->conn = c;
+            bool stop = !f->running || f->paused;
+            pthread_mutex_unlock(&f->mu);
+            if (stop) continue;
+        }
+        followed_t *ps;
+        int n = snapshot(f, &ps);
+        if (n > 0) fetch_once(f, ps, n);
+        for (int i = 0; i < n; i++) kiq_topic_unref(ps[i].topic);
+        free(ps);
+        if (f->conn && !kiq_client_alive(f->conn)) wait_ms(f, BACKOFF_MS);
+    }
+    pthread_mutex_lock(&f->mu);
+    kiq_client_conn_t *c = f->conn;
+    f->conn = NULL;
+    pthread_mutex_unlock(&f->mu);
+    kiq_client_close(c);
+    return NULL;
+}
+
+kiq_replica_fetcher_t *kiq_replica_fetcher_new(const kiq_replica_fetcher_config_t *cfg)
+{
+    kiq_replica_fetcher_t *f = calloc(1, sizeof *f);
+    if (!f) return kiq_error_set("out of memory"), NULL;
+    f->cfg = *cfg;
+    snprintf(f->host, sizeof f->host, "%s", cfg->host);
+    f->cfg.host = f->host;
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&f->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    f->running = true;
+    if (pthread_create(&f->thread, NULL, fetcher_main, f) != 0) {
+        kiq_error_errno("cannot start a replica fetcher");
+        pthread_mutex_destroy(&f->mu);
+        pthread_cond_destroy(&f->wake);
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* Under the mutex: cuts a fetch in flight short. */
+static void interrupt_locked(kiq_replica_fetcher_t *f)
+{
+    if (f->conn) kiq_client_shutdown(f->conn);
+    pthread_cond_broadcast(&f->wake);
+}
+
+void kiq_replica_fetcher_free(kiq_replica_fetcher_t *f)
+{
+    if (!f) return;
+    pthread_mutex_lock(&f->mu);
+    f->running = false;
+    interrupt_locked(f);
+    pthread_mutex_unlock(&f->mu);
+    pthread_join(f->thread, NULL);
+    for (int i = 0; i < f->nparts; i++) kiq_topic_unref(f->parts[i].topic);
+    free(f->parts);
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->wake);
+    free(f);
+}
+
+int kiq_replica_fetcher_add(kiq_replica_fetcher_t *f, kiq_topic_t *topic, int32_t partition)
+{
+    pthread_mutex_lock(&f->mu);
+    for (int i = 0; i < f->nparts; i++)
+        if (f->parts[i].topic == topic && f->parts[i].partition == partition) {
+            pthread_mutex_unlock(&f->mu);
+            return 0;
+        }
+    if (f->nparts == f->cap) {
+        int cap = f->cap ? f->cap * 2 : 16;
+        followed_t *p = realloc(f->parts, (size_t)cap * sizeof *p);
+        if (!p) {
+            pthread_mutex_unlock(&f->mu);
+            return kiq_error_set("out of memory");
+        }
+        f->parts = p;
+        f->cap = cap;
+    }
+    atomic_fetch_add(&topic->refs, 1);
+    f->parts[f->nparts++] = (followed_t){topic, partition};
+    pthread_cond_broadcast(&f->wake);
+    pthread_mutex_unlock(&f->mu);
+    return 0;
+}
+
+bool kiq_replica_fetcher_remove(kiq_replica_fetcher_t *f, const kiq_topic_t *topic, int32_t partition)
+{
+    kiq_topic_t *drop = NULL;
+    pthread_mutex_lock(&f->mu);
+    for (int i = 0; i < f->nparts; i++)
+        if (f->parts[i].topic == topic && f->parts[i].partition == partition) {
+            drop = f->parts[i].topic;
+            f->parts[i] = f->parts[--f->nparts];
+            break;
+        }
+    pthread_mutex_unlock(&f->mu);
+    kiq_topic_unref(drop);
+    return drop != NULL;
+}
+
+int kiq_replica_fetcher_count(kiq_replica_fetcher_t *f)
+{
+    pthread_mutex_lock(&f->mu);
+    int n = f->nparts;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+int32_t kiq_replica_fetcher_leader(const kiq_replica_fetcher_t *f) { return f->cfg.leader; }
+
+void kiq_replica_fetcher_pause(kiq_replica_fetcher_t *f, bool paused)
+{
+    pthread_mutex_lock(&f->mu);
+    f->paused = paused;
+    if (paused) interrupt_locked(f);
+    else pthread_cond_broadcast(&f->wake);
+    pthread_mutex_unlock(&f->mu);
+}
