@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "controller/metadata_log.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/uuid.h"
@@ -324,7 +325,7 @@ static int scan_dir(kiq_topics_t *t, int d, struct found_partition **entries, si
         if (de->d_name[0] == '.') continue;
         if (kiq_log_dir_parse(de->d_name, e.topic, sizeof e.topic, &e.partition) != 0) continue;
         /* the controller's metadata log lives beside the partitions, as in Kafka */
-        if (strcmp(e.topic, KIQ_CLUSTER_METADATA_TOPIC) == 0) continue;
+        if (strcmp(e.topic, KIQ_METADATA_TOPIC) == 0) continue;
         if (*n == *cap) {
             size_t nc = *cap ? *cap * 2 : 64;
             struct found_partition *ne = realloc(*entries, nc * sizeof *ne);

@@ -20,10 +20,6 @@
 
 typedef struct kiq_topic kiq_topic_t;
 
-/* The controller's metadata log directory (`__cluster_metadata-0` in the
- * first log dir): not a topic of the registry. */
-#define KIQ_CLUSTER_METADATA_TOPIC "__cluster_metadata"
-
 /* A partition; its log has its own lock, its replication state (role,
  * leader epoch, ISR, followers' progress) its own mutex. leader_epoch is
  * what a standalone broker stamps (the replica state holds the current
