@@ -61,6 +61,12 @@ int kiq_api_list_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *re
 int kiq_api_describe_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_delete_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 
+/* The controller's APIs, served on the control plane of the broker that
+ * hosts it (others answer NOT_CONTROLLER). */
+int kiq_api_broker_registration_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_broker_heartbeat_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_alter_partition_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+
 /* Config resource types of the *Configs APIs. */
 enum { KIQ_API_RESOURCE_TOPIC = 2, KIQ_API_RESOURCE_BROKER = 4 };
 /* AlterConfigs / IncrementalAlterConfigs on a broker resource: every

@@ -15,6 +15,9 @@ static kiq_api_handler_fn control_handler(int16_t api_key)
     switch (api_key) {
     case KIQ_API_API_VERSIONS: return kiq_api_versions_handle;
     case KIQ_API_METADATA: return kiq_api_metadata_handle;
+    case KIQ_API_BROKER_REGISTRATION: return kiq_api_broker_registration_handle;
+    case KIQ_API_BROKER_HEARTBEAT: return kiq_api_broker_heartbeat_handle;
+    case KIQ_API_ALTER_PARTITION: return kiq_api_alter_partition_handle;
     default: return NULL;
     }
 }

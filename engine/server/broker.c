@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "config/listeners.h"
+#include "controller/controller.h"
 #include "core/uuid.h"
 #include "log/file_io.h"
 
@@ -141,6 +142,8 @@ kiq_broker_t *kiq_broker_new(const kiq_config_t *config)
         b->control_port = control->port;
         b->has_control_plane = true;
     }
+    b->cluster = kiq_voters_parse(kiq_config_str(config, KIQ_CFG_CONTROLLER_QUORUM_VOTERS), &b->controller_id,
+                                  b->controller_host, sizeof b->controller_host, &b->controller_port) == 0;
     const char *adv = kiq_config_str(config, KIQ_CFG_ADVERTISED_LISTENERS);
     if (*adv) {
         kiq_listener_t al[KIQ_MAX_LISTENERS];
@@ -345,6 +348,11 @@ int kiq_broker_start(kiq_broker_t *b)
     for (int i = 0; i < b->nprocessors; i++)
         if (kiq_processor_start(b->processors[i]) != 0) return -1;
     if (kiq_acceptor_start(b->acceptor) != 0) return -1;
+    if (b->cluster && b->node_id == b->controller_id) {
+        b->controller = kiq_controller_new(b->config, b->node_id, b->log_dirs[0].path,
+                                           kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME));
+        if (!b->controller || kiq_controller_start(b->controller) != 0) return -1;
+    }
     if (b->has_control_plane && start_control_plane(b) != 0) return -1;
     b->running = true;
     KIQ_INFO("[KafkaIQ broker %d] started: listening on %s:%d, data in %s, cluster %s", b->node_id,
@@ -393,6 +401,8 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     kiq_acceptor_free(b->acceptor);
     b->acceptor = NULL;
     stop_control_plane(b);
+    kiq_controller_free(b->controller);
+    b->controller = NULL;
     kiq_log_retention_free(b->retention);
     b->retention = NULL;
     kiq_log_cleaner_free(b->cleaner);

@@ -53,6 +53,15 @@ struct kiq_broker {
     kiq_request_queue_t *control_queue;
     pthread_t control_io;
     bool control_io_started;
+    /* Cluster mode (controller.quorum.voters set): the controller's
+     * control-plane address; fixed at new. */
+    bool cluster;
+    int32_t controller_id;
+    char controller_host[256];
+    int controller_port;
+    /* The controller, on the broker whose id is the voter's: from start
+     * to shutdown; its own lock. */
+    struct kiq_controller *controller;
     char advertised_host[256];
     int advertised_port;
     char cluster_id[23];

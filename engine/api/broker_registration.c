@@ -1,0 +1,15 @@
+/* BrokerRegistration (control plane, controller only): a broker joins the
+ * cluster and gets its broker epoch. */
+#include "api/api.h"
+#include "controller/controller.h"
+
+int kiq_api_broker_registration_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp)
+{
+    (void)r;
+    if (!b->controller) {
+        ((kiq_broker_registration_response_t *)resp)->error_code = KIQ_ERR_NOT_CONTROLLER;
+        return KIQ_HANDLER_RESPOND;
+    }
+    kiq_controller_register_broker(b->controller, req, resp);
+    return KIQ_HANDLER_RESPOND;
+}

@@ -1,0 +1,179 @@
+/* The controller's sender thread to one broker; see broker_channel.h. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "controller/broker_channel.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "net/client.h"
+
+#define BACKOFF_MS 300
+#define REQUEST_TIMEOUT_MS 10000
+/* The versions this controller speaks: the newest declared. */
+#define UPDATE_METADATA_VERSION 7
+#define LEADER_AND_ISR_VERSION 6
+#define STOP_REPLICA_VERSION 3
+
+struct kiq_broker_channel {
+    int32_t broker;
+    kiq_channel_owner_t owner;
+    pthread_t thread;
+    pthread_mutex_t mu; /* guards everything below */
+    pthread_cond_t wake;
+    char host[256];
+    int port;
+    uint64_t target, acked;
+    bool running;
+    kiq_client_conn_t *conn; /* the thread's; published for shutdown */
+};
+
+static void backoff(kiq_broker_channel_t *ch)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = ts.tv_nsec + (int64_t)BACKOFF_MS * 1000000;
+    ts.tv_sec += ns / 1000000000;
+    ts.tv_nsec = ns % 1000000000;
+    pthread_mutex_lock(&ch->mu);
+    if (ch->running) pthread_cond_timedwait(&ch->wake, &ch->mu, &ts);
+    pthread_mutex_unlock(&ch->mu);
+}
+
+/* One round; 0 when the broker took all of it. */
+static int send_round(kiq_broker_channel_t *ch, kiq_client_conn_t *conn)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_channel_round_t round;
+    memset(&round, 0, sizeof round);
+    kiq_update_metadata_request_init(&round.update_metadata);
+    kiq_leader_and_isr_request_init(&round.leader_and_isr);
+    kiq_stop_replica_request_init(&round.stop_replica);
+    uint64_t version = ch->owner.build(ch->owner.ctx, ch->broker, &a, &round);
+    kiq_update_metadata_response_t umr;
+    kiq_leader_and_isr_response_t lar;
+    kiq_stop_replica_response_t srr;
+    int rc = kiq_client_request(conn, 6, UPDATE_METADATA_VERSION, &round.update_metadata, &a, &umr, REQUEST_TIMEOUT_MS);
+    if (rc == 0)
+        rc = kiq_client_request(conn, 4, LEADER_AND_ISR_VERSION, &round.leader_and_isr, &a, &lar, REQUEST_TIMEOUT_MS);
+    if (rc == 0 && round.stop)
+        rc = kiq_client_request(conn, 5, STOP_REPLICA_VERSION, &round.stop_replica, &a, &srr, REQUEST_TIMEOUT_MS);
+    if (rc == 0 && (umr.error_code || lar.error_code || (round.stop && srr.error_code))) {
+        rc = kiq_error_set("broker %d refused the controller's requests (errors %d/%d/%d)", ch->broker, umr.error_code,
+                           lar.error_code, round.stop ? srr.error_code : 0);
+    }
+    kiq_arena_reset(&a);
+    if (rc == 0) {
+        ch->owner.sent(ch->owner.ctx, ch->broker, version, round.stop);
+        pthread_mutex_lock(&ch->mu);
+        if (version > ch->acked) ch->acked = version;
+        pthread_mutex_unlock(&ch->mu);
+    }
+    return rc;
+}
+
+static void *channel_main(void *arg)
+{
+    kiq_broker_channel_t *ch = arg;
+    char name[32];
+    snprintf(name, sizeof name, "controller-to-%d", ch->broker);
+    kiq_log_thread_name(name);
+    kiq_client_conn_t *conn = NULL;
+    for (;;) {
+        char host[256];
+        int port;
+        pthread_mutex_lock(&ch->mu);
+        while (ch->running && ch->acked >= ch->target) pthread_cond_wait(&ch->wake, &ch->mu);
+        bool running = ch->running;
+        snprintf(host, sizeof host, "%s", ch->host);
+        port = ch->port;
+        pthread_mutex_unlock(&ch->mu);
+        if (!running) break;
+        if (!conn || !kiq_client_alive(conn)) {
+            pthread_mutex_lock(&ch->mu);
+            ch->conn = NULL;
+            pthread_mutex_unlock(&ch->mu);
+            kiq_client_close(conn);
+            conn = kiq_client_connect(host, port, 2000, "kafkaiq-controller");
+            if (!conn) {
+                KIQ_DEBUG("controller: broker %d at %s:%d unreachable: %s", ch->broker, host, port, kiq_error_get());
+                backoff(ch);
+                continue;
+            }
+            pthread_mutex_lock(&ch->mu);
+            ch->conn = conn;
+            pthread_mutex_unlock(&ch->mu);
+        }
+        if (send_round(ch, conn) != 0) {
+            KIQ_DEBUG("controller: sending to broker %d: %s", ch->broker, kiq_error_get());
+            backoff(ch);
+        }
+    }
+    pthread_mutex_lock(&ch->mu);
+    ch->conn = NULL;
+    pthread_mutex_unlock(&ch->mu);
+    kiq_client_close(conn);
+    return NULL;
+}
+
+kiq_broker_channel_t *kiq_broker_channel_new(int32_t broker, const char *host, int port, const kiq_channel_owner_t *owner)
+{
+    kiq_broker_channel_t *ch = calloc(1, sizeof *ch);
+    if (!ch) return kiq_error_set("out of memory"), NULL;
+    ch->broker = broker;
+    ch->owner = *owner;
+    snprintf(ch->host, sizeof ch->host, "%s", host);
+    ch->port = port;
+    ch->running = true;
+    pthread_mutex_init(&ch->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ch->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&ch->thread, NULL, channel_main, ch) != 0) {
+        kiq_error_errno("cannot start the controller's sender to broker %d", broker);
+        pthread_cond_destroy(&ch->wake);
+        pthread_mutex_destroy(&ch->mu);
+        free(ch);
+        return NULL;
+    }
+    return ch;
+}
+
+void kiq_broker_channel_poke(kiq_broker_channel_t *ch, uint64_t version)
+{
+    pthread_mutex_lock(&ch->mu);
+    if (version > ch->target) ch->target = version;
+    pthread_cond_broadcast(&ch->wake);
+    pthread_mutex_unlock(&ch->mu);
+}
+
+void kiq_broker_channel_reset(kiq_broker_channel_t *ch, const char *host, int port)
+{
+    pthread_mutex_lock(&ch->mu);
+    snprintf(ch->host, sizeof ch->host, "%s", host);
+    ch->port = port;
+    ch->acked = 0;
+    if (ch->target == 0) ch->target = 1;
+    if (ch->conn) kiq_client_shutdown(ch->conn); /* a restarted broker: a new connection */
+    pthread_cond_broadcast(&ch->wake);
+    pthread_mutex_unlock(&ch->mu);
+}
+
+void kiq_broker_channel_free(kiq_broker_channel_t *ch)
+{
+    if (!ch) return;
+    pthread_mutex_lock(&ch->mu);
+    ch->running = false;
+    if (ch->conn) kiq_client_shutdown(ch->conn);
+    pthread_cond_broadcast(&ch->wake);
+    pthread_mutex_unlock(&ch->mu);
+    pthread_join(ch->thread, NULL);
+    pthread_cond_destroy(&ch->wake);
+    pthread_mutex_destroy(&ch->mu);
+    free(ch);
+}

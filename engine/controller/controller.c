@@ -1,0 +1,825 @@
+/* The controller; see controller.h. Decisions follow Kafka's KRaft
+ * controller: brokers are unfenced while they heartbeat, a fenced broker
+ * leaves every ISR and its leaderships move with a new leader epoch, a
+ * broker coming back leads the partitions left without a leader, and an
+ * ISR changes only through its leader's AlterPartition at the current
+ * leader and partition epochs. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "controller/broker_channel.h"
+#include "controller/controller.h"
+#include "controller/metadata_image.h"
+#include "controller/metadata_log.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/uuid.h"
+#include "proto/errors.h"
+#include "replica/partition_replica.h"
+#include "server/topics.h"
+
+#define CONTROLLER_EPOCH 1
+#define TIMER_MS 100
+
+/* A partition a broker must stop and delete (its topic was deleted). */
+typedef struct stop_entry {
+    char *topic;
+    int32_t partition;
+} stop_entry_t;
+
+/* What the controller keeps per registered broker besides the image. */
+typedef struct broker_slot {
+    int32_t id;
+    int64_t last_heartbeat_ns;
+    kiq_broker_channel_t *channel;
+    stop_entry_t *stops;
+    int nstops, cap, stops_in_flight;
+} broker_slot_t;
+
+struct kiq_controller {
+    int32_t node_id;
+    char control_listener[32];
+    int64_t session_timeout_ns;
+    bool unclean;
+    int32_t default_partitions;
+    int16_t default_replication_factor;
+    pthread_mutex_t mu; /* guards everything below */
+    pthread_cond_t wake;
+    kiq_metadata_store_t *store;
+    kiq_metadata_image_t *image;
+    broker_slot_t *brokers;
+    int nbrokers, cap;
+    uint64_t version; /* moves with every change the brokers must hear of */
+    pthread_t timer;
+    bool timer_started, stopping;
+};
+
+/* ---- records ---- */
+
+/* A growing list of records for one commit, their arrays in an arena. */
+typedef struct batch {
+    kiq_metadata_record_t *r;
+    size_t n, cap;
+    kiq_arena_t *a;
+} batch_t;
+
+static kiq_metadata_record_t *add_record(batch_t *b, int16_t type)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 16;
+        kiq_metadata_record_t *r = kiq_arena_calloc(b->a, cap, sizeof *r);
+        if (b->n) memcpy(r, b->r, b->n * sizeof *r);
+        b->r = r;
+        b->cap = cap;
+    }
+    kiq_metadata_record_t *rec = &b->r[b->n++];
+    kiq_metadata_record_init(rec, type);
+    return rec;
+}
+
+static int32_t *copy_ids(kiq_arena_t *a, const int32_t *ids, int32_t n)
+{
+    int32_t *out = kiq_arena_calloc(a, (size_t)(n > 0 ? n : 1), sizeof *out);
+    if (n > 0) memcpy(out, ids, (size_t)n * sizeof *out);
+    return out;
+}
+
+static bool has_id(const int32_t *ids, int32_t n, int32_t id)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (ids[i] == id) return true;
+    return false;
+}
+
+/* Under mu: makes the records durable, applies them, tells the brokers. */
+static int commit(kiq_controller_t *c, batch_t *b)
+{
+    if (b->n == 0) return 0;
+    int64_t last;
+    if (kiq_metadata_store_append(c->store, b->r, b->n, &last) != 0) {
+        KIQ_ERROR("controller: cannot write the metadata log: %s", kiq_error_get());
+        return -1;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        int64_t offset = last - (int64_t)(b->n - 1 - i);
+        if (kiq_metadata_image_apply(c->image, offset, &b->r[i]) != 0)
+            KIQ_ERROR("controller: %s at offset %lld does not apply: %s", kiq_metadata_record_name(b->r[i].type),
+                      (long long)offset, kiq_error_get());
+    }
+    c->version++;
+    for (int i = 0; i < c->nbrokers; i++)
+        if (c->brokers[i].channel) kiq_broker_channel_poke(c->brokers[i].channel, c->version);
+    b->n = 0;
+    return 0;
+}
+
+static broker_slot_t *slot_of(kiq_controller_t *c, int32_t id, bool create)
+{
+    for (int i = 0; i < c->nbrokers; i++)
+        if (c->brokers[i].id == id) return &c->brokers[i];
+    if (!create) return NULL;
+    if (c->nbrokers == c->cap) {
+        int cap = c->cap ? c->cap * 2 : 8;
+        broker_slot_t *nb = realloc(c->brokers, (size_t)cap * sizeof *nb);
+        if (!nb) return NULL;
+        c->brokers = nb;
+        c->cap = cap;
+    }
+    broker_slot_t *s = &c->brokers[c->nbrokers++];
+    memset(s, 0, sizeof *s);
+    s->id = id;
+    return s;
+}
+
+static size_t live_brokers(kiq_controller_t *c, int32_t except, int32_t *out, size_t max)
+{
+    int32_t all[256];
+    size_t n = kiq_metadata_image_live_brokers(c->image, all, 256), k = 0;
+    for (size_t i = 0; i < n && i < 256 && k < max; i++)
+        if (all[i] != except) out[k++] = all[i];
+    return k;
+}
+
+/* The endpoint of a registration by listener name (NULL: the first that
+ * is not the control plane's). */
+static const kiq_broker_endpoint_t *endpoint(const kiq_controller_t *c, const kiq_broker_registration_t *b,
+                                             const char *name)
+{
+    for (int32_t i = 0; i < b->nendpoints; i++) {
+        const kiq_broker_endpoint_t *e = &b->endpoints[i];
+        if (name ? strcmp(e->name, name) == 0 : strcmp(e->name, c->control_listener) != 0) return e;
+    }
+    return NULL;
+}
+
+/* Records moving broker id out of the way: it leaves every ISR (unless it
+ * is the last member) and its leaderships go to another live ISR member,
+ * or to nobody (offline) when there is none and unclean election is off. */
+static void leave_partitions(kiq_controller_t *c, batch_t *b, int32_t id)
+{
+    int32_t live[256];
+    size_t nlive = live_brokers(c, id, live, 256);
+    for (size_t t = 0; t < kiq_metadata_image_topic_count(c->image); t++) {
+        const kiq_topic_image_t *ti = kiq_metadata_image_topic_at(c->image, t);
+        for (int32_t p = 0; p < ti->npartitions; p++) {
+            const kiq_partition_registration_t *pr = &ti->partitions[p];
+            if (!has_id(pr->replicas, pr->nreplicas, id)) continue;
+            bool in_isr = has_id(pr->isr, pr->nisr, id);
+            if (pr->leader != id && !(in_isr && pr->nisr > 1)) continue;
+            int32_t *isr = kiq_arena_calloc(b->a, (size_t)pr->nisr + 1, sizeof *isr);
+            int32_t nisr = 0;
+            for (int32_t i = 0; i < pr->nisr; i++)
+                if (pr->isr[i] != id) isr[nisr++] = pr->isr[i];
+            kiq_metadata_record_t *r = add_record(b, KIQ_MR_PARTITION_CHANGE);
+            kiq_partition_change_record_t *ch = &r->m.partition_change;
+            ch->topic_id = ti->id;
+            ch->partition_id = p;
+            if (pr->leader == id) {
+                bool unclean = false;
+                int32_t leader = kiq_metadata_image_elect_leader(pr, live, nlive, c->unclean, &unclean);
+                ch->leader = leader;
+                if (unclean) {
+                    isr[0] = leader;
+                    nisr = 1;
+                    ch->leader_recovery_state = KIQ_LEADER_RECOVERING;
+                }
+                KIQ_INFO("controller: %s-%d: leader %d -> %d%s", ti->name, p, id, leader,
+                         unclean ? " (unclean election)" : leader < 0 ? " (offline)" : "");
+            }
+            if (nisr > 0) {
+                ch->isr = isr;
+                ch->isr_n = nisr;
+            }
+        }
+    }
+}
+
+/* Records giving a leader to partitions without one, now that more
+ * brokers are live. */
+static void elect_offline(kiq_controller_t *c, batch_t *b)
+{
+    int32_t live[256];
+    size_t nlive = live_brokers(c, -1, live, 256);
+    for (size_t t = 0; t < kiq_metadata_image_topic_count(c->image); t++) {
+        const kiq_topic_image_t *ti = kiq_metadata_image_topic_at(c->image, t);
+        for (int32_t p = 0; p < ti->npartitions; p++) {
+            const kiq_partition_registration_t *pr = &ti->partitions[p];
+            if (pr->leader != KIQ_NO_LEADER) continue;
+            bool unclean = false;
+            int32_t leader = kiq_metadata_image_elect_leader(pr, live, nlive, c->unclean, &unclean);
+            if (leader == KIQ_NO_LEADER) continue;
+            kiq_metadata_record_t *r = add_record(b, KIQ_MR_PARTITION_CHANGE);
+            kiq_partition_change_record_t *ch = &r->m.partition_change;
+            ch->topic_id = ti->id;
+            ch->partition_id = p;
+            ch->leader = leader;
+            if (unclean) {
+                ch->isr = copy_ids(b->a, &leader, 1);
+                ch->isr_n = 1;
+                ch->leader_recovery_state = KIQ_LEADER_RECOVERING;
+            }
+            KIQ_INFO("controller: %s-%d: leader %d elected%s", ti->name, p, leader, unclean ? " (unclean)" : "");
+        }
+    }
+}
+
+/* ---- what the brokers are sent ---- */
+
+static kiq_str_t astr(kiq_arena_t *a, const char *s)
+{
+    size_t n = strlen(s);
+    return (kiq_str_t){kiq_arena_strndup(a, s, n), (int32_t)n};
+}
+
+static uint64_t build_round(void *ctx, int32_t broker, kiq_arena_t *a, kiq_channel_round_t *out)
+{
+    kiq_controller_t *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    const kiq_broker_registration_t *target = kiq_metadata_image_broker(c->image, broker);
+    int64_t broker_epoch = target ? target->epoch : -1;
+    size_t ntopics = kiq_metadata_image_topic_count(c->image);
+
+    kiq_update_metadata_request_t *um = &out->update_metadata;
+    um->controller_id = c->node_id;
+    um->controller_epoch = CONTROLLER_EPOCH;
+    um->broker_epoch = broker_epoch;
+    um->topic_states = kiq_arena_calloc(a, ntopics ? ntopics : 1, sizeof *um->topic_states);
+    kiq_leader_and_isr_request_t *la = &out->leader_and_isr;
+    la->controller_id = c->node_id;
+    la->controller_epoch = CONTROLLER_EPOCH;
+    la->broker_epoch = broker_epoch;
+    la->topic_states = kiq_arena_calloc(a, ntopics ? ntopics : 1, sizeof *la->topic_states);
+    for (size_t t = 0; t < ntopics; t++) {
+        const kiq_topic_image_t *ti = kiq_metadata_image_topic_at(c->image, t);
+        kiq_update_metadata_request_topic_states_t *ut = &um->topic_states[um->topic_states_n++];
+        kiq_update_metadata_request_topic_states_init(ut);
+        ut->topic_name = astr(a, ti->name);
+        ut->topic_id = ti->id;
+        ut->partition_states = kiq_arena_calloc(a, (size_t)(ti->npartitions ? ti->npartitions : 1),
+                                                sizeof *ut->partition_states);
+        kiq_leader_and_isr_request_topic_states_t *lt = NULL;
+        for (int32_t p = 0; p < ti->npartitions; p++) {
+            const kiq_partition_registration_t *pr = &ti->partitions[p];
+            kiq_update_metadata_request_topic_states_partition_states_t *up = &ut->partition_states[ut->partition_states_n++];
+            kiq_update_metadata_request_topic_states_partition_states_init(up);
+            up->partition_index = p;
+            up->controller_epoch = CONTROLLER_EPOCH;
+            up->leader = pr->leader;
+            up->leader_epoch = pr->leader_epoch;
+            up->isr = copy_ids(a, pr->isr, pr->nisr);
+            up->isr_n = pr->nisr;
+            up->partition_epoch = pr->partition_epoch;
+            up->replicas = copy_ids(a, pr->replicas, pr->nreplicas);
+            up->replicas_n = pr->nreplicas;
+            up->offline_replicas = kiq_arena_calloc(a, (size_t)pr->nreplicas + 1, sizeof *up->offline_replicas);
+            for (int32_t i = 0; i < pr->nreplicas; i++) {
+                const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, pr->replicas[i]);
+                if (!rb || rb->fenced) up->offline_replicas[up->offline_replicas_n++] = pr->replicas[i];
+            }
+            if (!has_id(pr->replicas, pr->nreplicas, broker)) continue;
+            if (!lt) {
+                lt = &la->topic_states[la->topic_states_n++];
+                kiq_leader_and_isr_request_topic_states_init(lt);
+                lt->topic_name = ut->topic_name;
+                lt->topic_id = ti->id;
+                lt->partition_states = kiq_arena_calloc(a, (size_t)ti->npartitions, sizeof *lt->partition_states);
+            }
+            kiq_leader_and_isr_request_topic_states_partition_states_t *lp = &lt->partition_states[lt->partition_states_n++];
+            kiq_leader_and_isr_request_topic_states_partition_states_init(lp);
+            lp->partition_index = p;
+            lp->controller_epoch = CONTROLLER_EPOCH;
+            lp->leader = pr->leader;
+            lp->leader_epoch = pr->leader_epoch;
+            lp->isr = up->isr;
+            lp->isr_n = pr->nisr;
+            lp->partition_epoch = pr->partition_epoch;
+            lp->replicas = up->replicas;
+            lp->replicas_n = pr->nreplicas;
+            lp->leader_recovery_state = pr->leader_recovery_state;
+        }
+    }
+    size_t nb = kiq_metadata_image_broker_count(c->image);
+    um->live_brokers = kiq_arena_calloc(a, nb ? nb : 1, sizeof *um->live_brokers);
+    la->live_leaders = kiq_arena_calloc(a, nb ? nb : 1, sizeof *la->live_leaders);
+    for (size_t i = 0; i < nb; i++) {
+        const kiq_broker_registration_t *rb = kiq_metadata_image_broker_at(c->image, i);
+        if (rb->fenced) continue;
+        kiq_update_metadata_request_live_brokers_t *lb = &um->live_brokers[um->live_brokers_n++];
+        kiq_update_metadata_request_live_brokers_init(lb);
+        lb->id = rb->id;
+        lb->rack = rb->rack ? astr(a, rb->rack) : KIQ_STR_NULL;
+        lb->endpoints = kiq_arena_calloc(a, (size_t)(rb->nendpoints ? rb->nendpoints : 1), sizeof *lb->endpoints);
+        for (int32_t e = 0; e < rb->nendpoints; e++) {
+            kiq_update_metadata_request_live_brokers_endpoints_t *ep = &lb->endpoints[lb->endpoints_n++];
+            kiq_update_metadata_request_live_brokers_endpoints_init(ep);
+            ep->port = rb->endpoints[e].port;
+            ep->host = astr(a, rb->endpoints[e].host);
+            ep->listener = astr(a, rb->endpoints[e].name);
+            ep->security_protocol = rb->endpoints[e].security_protocol;
+        }
+        /* every live broker, leaders or not: a follower finds its leader here */
+        const kiq_broker_endpoint_t *data = endpoint(c, rb, NULL);
+        if (data) {
+            kiq_leader_and_isr_request_live_leaders_t *ll = &la->live_leaders[la->live_leaders_n++];
+            kiq_leader_and_isr_request_live_leaders_init(ll);
+            ll->broker_id = rb->id;
+            ll->host_name = astr(a, data->host);
+            ll->port = data->port;
+        }
+    }
+    broker_slot_t *s = slot_of(c, broker, false);
+    out->stop = s && s->nstops > 0;
+    if (out->stop) {
+        kiq_stop_replica_request_t *sr = &out->stop_replica;
+        sr->controller_id = c->node_id;
+        sr->controller_epoch = CONTROLLER_EPOCH;
+        sr->broker_epoch = broker_epoch;
+        sr->topic_states = kiq_arena_calloc(a, (size_t)s->nstops, sizeof *sr->topic_states);
+        for (int i = 0; i < s->nstops; i++) {
+            kiq_stop_replica_request_topic_states_t *ts = &sr->topic_states[sr->topic_states_n++];
+            kiq_stop_replica_request_topic_states_init(ts);
+            ts->topic_name = astr(a, s->stops[i].topic);
+            ts->partition_states = kiq_arena_calloc(a, 1, sizeof *ts->partition_states);
+            ts->partition_states_n = 1;
+            kiq_stop_replica_request_topic_states_partition_states_init(&ts->partition_states[0]);
+            ts->partition_states[0].partition_index = s->stops[i].partition;
+            ts->partition_states[0].leader_epoch = -2; /* deletion: whatever epoch */
+            ts->partition_states[0].delete_partition = true;
+        }
+        s->stops_in_flight = s->nstops;
+    }
+    uint64_t version = c->version;
+    pthread_mutex_unlock(&c->mu);
+    return version;
+}
+
+static void round_sent(void *ctx, int32_t broker, uint64_t version, bool stop_sent)
+{
+    kiq_controller_t *c = ctx;
+    (void)version;
+    if (!stop_sent) return;
+    pthread_mutex_lock(&c->mu);
+    broker_slot_t *s = slot_of(c, broker, false);
+    if (s && s->stops_in_flight > 0) {
+        for (int i = 0; i < s->stops_in_flight; i++) free(s->stops[i].topic);
+        memmove(s->stops, s->stops + s->stops_in_flight, (size_t)(s->nstops - s->stops_in_flight) * sizeof *s->stops);
+        s->nstops -= s->stops_in_flight;
+        s->stops_in_flight = 0;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Under mu: the sender to a broker, made or pointed at its (new) address. */
+static void connect_channel(kiq_controller_t *c, broker_slot_t *s, bool restarted)
+{
+    const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, s->id);
+    const kiq_broker_endpoint_t *e = rb ? endpoint(c, rb, c->control_listener) : NULL;
+    if (!e) {
+        KIQ_WARN("controller: broker %d registered no %s listener; it cannot be told anything", s->id,
+                 c->control_listener);
+        return;
+    }
+    if (!s->channel) {
+        kiq_channel_owner_t owner = {.ctx = c, .build = build_round, .sent = round_sent};
+        s->channel = kiq_broker_channel_new(s->id, e->host, e->port, &owner);
+        if (!s->channel) {
+            KIQ_ERROR("controller: %s", kiq_error_get());
+            return;
+        }
+    } else if (restarted) {
+        kiq_broker_channel_reset(s->channel, e->host, e->port);
+    }
+    kiq_broker_channel_poke(s->channel, c->version ? c->version : 1);
+}
+
+/* ---- handlers ---- */
+
+void kiq_controller_register_broker(kiq_controller_t *c, const kiq_broker_registration_request_t *req,
+                                    kiq_broker_registration_response_t *resp)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    pthread_mutex_lock(&c->mu);
+    const kiq_broker_registration_t *old = kiq_metadata_image_broker(c->image, req->broker_id);
+    bool same = old && memcmp(&old->incarnation_id, &req->incarnation_id, sizeof old->incarnation_id) == 0;
+    if (same) {
+        resp->broker_epoch = old->epoch;
+    } else {
+        if (old) leave_partitions(c, &b, req->broker_id); /* a restart: its log may be behind its followers' */
+        kiq_metadata_record_t *r = add_record(&b, KIQ_MR_REGISTER_BROKER);
+        kiq_register_broker_record_t *rr = &r->m.register_broker;
+        rr->broker_id = req->broker_id;
+        rr->incarnation_id = req->incarnation_id;
+        rr->broker_epoch = kiq_metadata_image_offset(c->image) + (int64_t)b.n;
+        rr->end_points_n = req->listeners_n;
+        rr->end_points = kiq_arena_calloc(&a, (size_t)(req->listeners_n > 0 ? req->listeners_n : 1), sizeof *rr->end_points);
+        for (int32_t i = 0; i < req->listeners_n; i++) {
+            kiq_register_broker_record_end_points_init(&rr->end_points[i]);
+            rr->end_points[i].name = req->listeners[i].name;
+            rr->end_points[i].host = req->listeners[i].host;
+            rr->end_points[i].port = req->listeners[i].port;
+            rr->end_points[i].security_protocol = req->listeners[i].security_protocol;
+        }
+        rr->rack = req->rack;
+        rr->fenced = false;
+        int64_t epoch = rr->broker_epoch;
+        if (commit(c, &b) != 0) {
+            resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+            goto out;
+        }
+        elect_offline(c, &b);
+        commit(c, &b);
+        resp->broker_epoch = epoch;
+        KIQ_INFO("controller: broker %d registered (epoch %lld)%s", req->broker_id, (long long)epoch,
+                 old ? ", restarted" : "");
+    }
+    broker_slot_t *s = slot_of(c, req->broker_id, true);
+    if (!s) {
+        resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        goto out;
+    }
+    s->last_heartbeat_ns = kiq_clock_mono_ns();
+    connect_channel(c, s, !same);
+out:
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
+}
+
+void kiq_controller_heartbeat(kiq_controller_t *c, const kiq_broker_heartbeat_request_t *req,
+                              kiq_broker_heartbeat_response_t *resp)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    pthread_mutex_lock(&c->mu);
+    const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, req->broker_id);
+    broker_slot_t *s = slot_of(c, req->broker_id, false);
+    if (!rb || rb->epoch != req->broker_epoch || !s) {
+        resp->error_code = KIQ_ERR_STALE_BROKER_EPOCH;
+    } else {
+        s->last_heartbeat_ns = kiq_clock_mono_ns();
+        if (rb->fenced) {
+            kiq_metadata_record_t *r = add_record(&b, KIQ_MR_UNFENCE_BROKER);
+            r->m.unfence_broker.id = rb->id;
+            r->m.unfence_broker.epoch = rb->epoch;
+            if (commit(c, &b) == 0) {
+                KIQ_INFO("controller: broker %d is back", req->broker_id);
+                elect_offline(c, &b);
+                commit(c, &b);
+            }
+        }
+        resp->is_caught_up = true;
+    }
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
+}
+
+static int16_t check_alter(kiq_controller_t *c, const kiq_alter_partition_request_t *req,
+                           const kiq_partition_registration_t *pr, const kiq_alter_partition_request_topics_partitions_t *in)
+{
+    if (req->broker_id != pr->leader) return KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
+    if (in->leader_epoch != pr->leader_epoch) return KIQ_ERR_FENCED_LEADER_EPOCH;
+    if (in->partition_epoch != pr->partition_epoch) return KIQ_ERR_INVALID_UPDATE_VERSION;
+    if (in->new_isr_n <= 0 || !has_id(in->new_isr, in->new_isr_n, pr->leader)) return KIQ_ERR_INVALID_REQUEST;
+    for (int32_t i = 0; i < in->new_isr_n; i++) {
+        const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, in->new_isr[i]);
+        if (!has_id(pr->replicas, pr->nreplicas, in->new_isr[i]) || !rb || rb->fenced)
+            return KIQ_ERR_INELIGIBLE_REPLICA;
+    }
+    return KIQ_ERR_NONE;
+}
+
+void kiq_controller_alter_partition(kiq_controller_t *c, kiq_arena_t *arena, int16_t version,
+                                    const kiq_alter_partition_request_t *req, kiq_alter_partition_response_t *resp)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    pthread_mutex_lock(&c->mu);
+    const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, req->broker_id);
+    if (!rb || (req->broker_epoch >= 0 && rb->epoch != req->broker_epoch)) {
+        resp->error_code = KIQ_ERR_STALE_BROKER_EPOCH;
+        goto out;
+    }
+    resp->topics_n = req->topics_n > 0 ? req->topics_n : 0;
+    resp->topics = kiq_arena_calloc(arena, (size_t)(resp->topics_n ? resp->topics_n : 1), sizeof *resp->topics);
+    const kiq_topic_image_t **tis = kiq_arena_calloc(&a, (size_t)(resp->topics_n ? resp->topics_n : 1), sizeof *tis);
+    for (int32_t t = 0; t < resp->topics_n; t++) {
+        const kiq_alter_partition_request_topics_t *tin = &req->topics[t];
+        kiq_alter_partition_response_topics_t *tout = &resp->topics[t];
+        kiq_alter_partition_response_topics_init(tout);
+        tout->topic_name = tin->topic_name;
+        tout->topic_id = tin->topic_id;
+        tis[t] = version >= 2 ? kiq_metadata_image_topic_by_id(c->image, &tin->topic_id)
+                 : tin->topic_name.p ? kiq_metadata_image_topic(c->image, tin->topic_name.p, (size_t)tin->topic_name.len)
+                                     : NULL;
+        tout->partitions_n = tin->partitions_n > 0 ? tin->partitions_n : 0;
+        tout->partitions = kiq_arena_calloc(arena, (size_t)(tout->partitions_n ? tout->partitions_n : 1),
+                                            sizeof *tout->partitions);
+        for (int32_t p = 0; p < tout->partitions_n; p++) {
+            const kiq_alter_partition_request_topics_partitions_t *in = &tin->partitions[p];
+            kiq_alter_partition_response_topics_partitions_t *po = &tout->partitions[p];
+            kiq_alter_partition_response_topics_partitions_init(po);
+            po->partition_index = in->partition_index;
+            const kiq_partition_registration_t *pr =
+                tis[t] && in->partition_index >= 0 && in->partition_index < tis[t]->npartitions
+                    ? &tis[t]->partitions[in->partition_index]
+                    : NULL;
+            po->error_code = pr ? check_alter(c, req, pr, in) : KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            if (po->error_code) continue;
+            kiq_metadata_record_t *r = add_record(&b, KIQ_MR_PARTITION_CHANGE);
+            r->m.partition_change.topic_id = tis[t]->id;
+            r->m.partition_change.partition_id = in->partition_index;
+            r->m.partition_change.isr = copy_ids(&a, in->new_isr, in->new_isr_n);
+            r->m.partition_change.isr_n = in->new_isr_n;
+        }
+    }
+    if (commit(c, &b) != 0) {
+        resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        goto out;
+    }
+    /* answer with the state as it is now */
+    for (int32_t t = 0; t < resp->topics_n; t++) {
+        const kiq_topic_image_t *ti = tis[t] ? kiq_metadata_image_topic_by_id(c->image, &tis[t]->id) : NULL;
+        for (int32_t p = 0; ti && p < resp->topics[t].partitions_n; p++) {
+            kiq_alter_partition_response_topics_partitions_t *po = &resp->topics[t].partitions[p];
+            if (po->partition_index < 0 || po->partition_index >= ti->npartitions) continue;
+            const kiq_partition_registration_t *pr = &ti->partitions[po->partition_index];
+            po->leader_id = pr->leader;
+            po->leader_epoch = pr->leader_epoch;
+            po->isr = copy_ids(arena, pr->isr, pr->nisr);
+            po->isr_n = pr->nisr;
+            po->partition_epoch = pr->partition_epoch;
+            po->leader_recovery_state = pr->leader_recovery_state;
+            if (!po->error_code)
+                KIQ_INFO("controller: %s-%d: ISR now has %d of %d replicas (partition epoch %d)", ti->name,
+                         po->partition_index, pr->nisr, pr->nreplicas, pr->partition_epoch);
+        }
+    }
+out:
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
+}
+
+int kiq_controller_create_topic(kiq_controller_t *c, kiq_str_t name, int32_t partitions, int16_t replication_factor,
+                                bool validate_only)
+{
+    const char *why;
+    if (!kiq_topic_name_valid(name, &why)) return kiq_error_set("%s", why), KIQ_ERR_INVALID_TOPIC_EXCEPTION;
+    if (partitions == -1) partitions = c->default_partitions;
+    if (replication_factor == -1) replication_factor = c->default_replication_factor;
+    if (partitions <= 0) return kiq_error_set("partitions must be positive"), KIQ_ERR_INVALID_PARTITIONS;
+    if (replication_factor <= 0 || replication_factor > KIQ_MAX_REPLICAS)
+        return kiq_error_set("replication factor must be 1-%d", KIQ_MAX_REPLICAS),
+               KIQ_ERR_INVALID_REPLICATION_FACTOR;
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    int rc = KIQ_ERR_NONE;
+    pthread_mutex_lock(&c->mu);
+    if (kiq_metadata_image_topic(c->image, name.p, (size_t)name.len)) {
+        rc = KIQ_ERR_TOPIC_ALREADY_EXISTS;
+        kiq_error_set("Topic '%.*s' already exists.", (int)name.len, name.p);
+        goto out;
+    }
+    int32_t *assign = kiq_arena_calloc(&a, (size_t)partitions * (size_t)replication_factor, sizeof *assign);
+    rc = kiq_metadata_image_assign_replicas(c->image, 0, partitions, replication_factor, -1, assign);
+    if (rc != 0) {
+        if (rc < 0) rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        goto out;
+    }
+    if (validate_only) goto out;
+    kiq_uuid_t id;
+    kiq_uuid_random(&id);
+    kiq_metadata_record_t *tr = add_record(&b, KIQ_MR_TOPIC);
+    tr->m.topic.name = (kiq_str_t){kiq_arena_strndup(&a, name.p, (size_t)name.len), name.len};
+    tr->m.topic.topic_id = id;
+    for (int32_t p = 0; p < partitions; p++) {
+        kiq_metadata_record_t *pr = add_record(&b, KIQ_MR_PARTITION);
+        kiq_partition_record_t *r = &pr->m.partition;
+        r->partition_id = p;
+        r->topic_id = id;
+        r->replicas = &assign[p * replication_factor];
+        r->replicas_n = replication_factor;
+        r->isr = r->replicas;
+        r->isr_n = replication_factor;
+        r->leader = r->replicas[0];
+        r->leader_epoch = 0;
+        r->partition_epoch = 0;
+    }
+    if (commit(c, &b) != 0) {
+        rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        goto out;
+    }
+    KIQ_INFO("controller: created topic %.*s with %d partitions, replication factor %d", (int)name.len, name.p,
+             partitions, replication_factor);
+out:
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
+    return rc;
+}
+
+int kiq_controller_delete_topic(kiq_controller_t *c, kiq_str_t name)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    int rc = KIQ_ERR_NONE;
+    pthread_mutex_lock(&c->mu);
+    const kiq_topic_image_t *ti = name.p ? kiq_metadata_image_topic(c->image, name.p, (size_t)name.len) : NULL;
+    if (!ti) {
+        rc = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        kiq_error_set("This server does not host this topic-partition.");
+        goto out;
+    }
+    /* who must drop which partitions, noted before the topic is gone */
+    for (int32_t p = 0; p < ti->npartitions; p++) {
+        const kiq_partition_registration_t *pr = &ti->partitions[p];
+        for (int32_t i = 0; i < pr->nreplicas; i++) {
+            broker_slot_t *s = slot_of(c, pr->replicas[i], true);
+            if (!s) continue;
+            if (s->nstops == s->cap) {
+                int cap = s->cap ? s->cap * 2 : 16;
+                stop_entry_t *ns = realloc(s->stops, (size_t)cap * sizeof *ns);
+                if (!ns) continue;
+                s->stops = ns;
+                s->cap = cap;
+            }
+            s->stops[s->nstops++] = (stop_entry_t){strdup(ti->name), p};
+        }
+    }
+    kiq_metadata_record_t *r = add_record(&b, KIQ_MR_REMOVE_TOPIC);
+    r->m.remove_topic.topic_id = ti->id;
+    KIQ_INFO("controller: deleting topic %s", ti->name);
+    if (commit(c, &b) != 0) rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+out:
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
+    return rc;
+}
+
+/* ---- fencing ---- */
+
+static void fence_silent(kiq_controller_t *c, int64_t now)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    for (int i = 0; i < c->nbrokers; i++) {
+        broker_slot_t *s = &c->brokers[i];
+        const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, s->id);
+        if (!rb || rb->fenced || now - s->last_heartbeat_ns <= c->session_timeout_ns) continue;
+        KIQ_WARN("controller: broker %d missed its heartbeats for %lld ms: fenced", s->id,
+                 (long long)((now - s->last_heartbeat_ns) / 1000000));
+        kiq_metadata_record_t *r = add_record(&b, KIQ_MR_FENCE_BROKER);
+        r->m.fence_broker.id = rb->id;
+        r->m.fence_broker.epoch = rb->epoch;
+        if (commit(c, &b) != 0) break;
+        leave_partitions(c, &b, s->id);
+        if (commit(c, &b) != 0) break;
+    }
+    kiq_arena_reset(&a);
+}
+
+static void *timer_main(void *arg)
+{
+    kiq_controller_t *c = arg;
+    kiq_log_thread_name("controller");
+    pthread_mutex_lock(&c->mu);
+    while (!c->stopping) {
+        fence_silent(c, kiq_clock_mono_ns());
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t ns = ts.tv_nsec + (int64_t)TIMER_MS * 1000000;
+        ts.tv_sec += ns / 1000000000;
+        ts.tv_nsec = ns % 1000000000;
+        pthread_cond_timedwait(&c->wake, &c->mu, &ts);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+static int replay_one(void *ctx, int64_t offset, const kiq_metadata_record_t *r)
+{
+    kiq_controller_t *c = ctx;
+    if (kiq_metadata_image_apply(c->image, offset, r) != 0) {
+        return kiq_error_set("metadata log record %s at offset %lld does not apply: %s",
+                             kiq_metadata_record_name(r->type), (long long)offset, kiq_error_get());
+    }
+    return 0;
+}
+
+kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, const char *dir,
+                                     const char *control_listener)
+{
+    kiq_controller_t *c = calloc(1, sizeof *c);
+    if (!c) return kiq_error_set("out of memory"), NULL;
+    c->node_id = node_id;
+    snprintf(c->control_listener, sizeof c->control_listener, "%s", control_listener);
+    c->session_timeout_ns = kiq_config_int(cfg, KIQ_CFG_BROKER_SESSION_TIMEOUT_MS) * 1000000;
+    c->unclean = kiq_config_bool(cfg, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE);
+    c->default_partitions = (int32_t)kiq_config_int(cfg, KIQ_CFG_NUM_PARTITIONS);
+    c->default_replication_factor = (int16_t)kiq_config_int(cfg, KIQ_CFG_DEFAULT_REPLICATION_FACTOR);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    c->image = kiq_metadata_image_new();
+    c->store = c->image ? kiq_metadata_log_new(dir) : NULL;
+    if (!c->store || kiq_metadata_store_replay(c->store, replay_one, c) != 0) {
+        kiq_controller_free(c);
+        return NULL;
+    }
+    KIQ_INFO("controller %d: replayed the metadata log to offset %lld: %zu brokers, %zu topics", node_id,
+             (long long)kiq_metadata_image_offset(c->image), kiq_metadata_image_broker_count(c->image),
+             kiq_metadata_image_topic_count(c->image));
+    return c;
+}
+
+int kiq_controller_start(kiq_controller_t *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->version = 1;
+    int64_t now = kiq_clock_mono_ns();
+    for (size_t i = 0; i < kiq_metadata_image_broker_count(c->image); i++) {
+        const kiq_broker_registration_t *rb = kiq_metadata_image_broker_at(c->image, i);
+        broker_slot_t *s = slot_of(c, rb->id, true);
+        if (!s) continue;
+        s->last_heartbeat_ns = now; /* a session's grace to come back */
+        connect_channel(c, s, false);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (pthread_create(&c->timer, NULL, timer_main, c) != 0) return kiq_error_errno("cannot start the controller");
+    c->timer_started = true;
+    return 0;
+}
+
+void kiq_controller_free(kiq_controller_t *c)
+{
+    if (!c) return;
+    pthread_mutex_lock(&c->mu);
+    c->stopping = true;
+    pthread_cond_broadcast(&c->wake);
+    pthread_mutex_unlock(&c->mu);
+    if (c->timer_started) pthread_join(c->timer, NULL);
+    /* the senders lock mu to build: free them without holding it */
+    for (int i = 0; i < c->nbrokers; i++) {
+        kiq_broker_channel_free(c->brokers[i].channel);
+        for (int j = 0; j < c->brokers[i].nstops; j++) free(c->brokers[i].stops[j].topic);
+        free(c->brokers[i].stops);
+    }
+    free(c->brokers);
+    kiq_metadata_store_free(c->store);
+    kiq_metadata_image_free(c->image);
+    pthread_cond_destroy(&c->wake);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+void kiq_controller_describe(kiq_controller_t *c, kiq_arena_t *arena, kiq_controller_info_t *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&c->mu);
+    out->metadata_offset = kiq_metadata_image_offset(c->image);
+    size_t nb = kiq_metadata_image_broker_count(c->image), nt = kiq_metadata_image_topic_count(c->image);
+    out->brokers = kiq_arena_calloc(arena, nb ? nb : 1, sizeof *out->brokers);
+    for (size_t i = 0; i < nb; i++) {
+        const kiq_broker_registration_t *rb = kiq_metadata_image_broker_at(c->image, i);
+        kiq_controller_broker_info_t *bi = &out->brokers[out->nbrokers++];
+        bi->id = rb->id;
+        bi->epoch = rb->epoch;
+        bi->fenced = rb->fenced;
+        const kiq_broker_endpoint_t *e = endpoint(c, rb, NULL);
+        bi->host = e ? kiq_arena_strndup(arena, e->host, strlen(e->host)) : "";
+        bi->port = e ? e->port : -1;
+    }
+    out->topics = kiq_arena_calloc(arena, nt ? nt : 1, sizeof *out->topics);
+    for (size_t t = 0; t < nt; t++) {
+        const kiq_topic_image_t *ti = kiq_metadata_image_topic_at(c->image, t);
+        kiq_controller_topic_info_t *to = &out->topics[out->ntopics++];
+        to->name = kiq_arena_strndup(arena, ti->name, strlen(ti->name));
+        to->npartitions = ti->npartitions;
+        to->partitions = kiq_arena_calloc(arena, (size_t)(ti->npartitions ? ti->npartitions : 1), sizeof *to->partitions);
+        for (int32_t p = 0; p < ti->npartitions; p++) {
+            const kiq_partition_registration_t *pr = &ti->partitions[p];
+            kiq_controller_partition_info_t *pi = &to->partitions[p];
+            pi->leader = pr->leader;
+            pi->leader_epoch = pr->leader_epoch;
+            pi->partition_epoch = pr->partition_epoch;
+            pi->nreplicas = pr->nreplicas;
+            pi->nisr = pr->nisr;
+            pi->replicas = copy_ids(arena, pr->replicas, pr->nreplicas);
+            pi->isr = copy_ids(arena, pr->isr, pr->nisr);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+}

@@ -1,0 +1,87 @@
+/* The controller (Kafka's, in one process with a broker: KRaft's combined
+ * mode with a single voter). It owns the cluster's metadata: broker
+ * registrations and liveness, topics, and for every partition its
+ * replicas, leader, leader epoch and ISR. Every change is first made
+ * durable in the metadata store (metadata_store.h: the
+ * `__cluster_metadata-0` log), then applied to the in-memory image and
+ * pushed to the brokers over their control-plane listeners:
+ * UpdateMetadata (the whole cluster view), LeaderAndIsr (each broker's own
+ * partitions) and StopReplica (deleted partitions), by one sender thread
+ * per broker that keeps re-sending until the broker has the latest state.
+ *
+ * Brokers register (BrokerRegistration) and heartbeat (BrokerHeartbeat); a
+ * broker silent for broker.session.timeout.ms is fenced: it leaves every
+ * ISR and its leaderships move to another ISR member with a new leader
+ * epoch (or, when none is left, the partition goes offline, unless
+ * unclean.leader.election.enable). Leaders change their ISR with
+ * AlterPartition.
+ *
+ * Threads: the control-plane I/O thread calls the handlers; a timer thread
+ * fences silent brokers; the sender threads read the image. One mutex
+ * guards the image, the store and the broker table. */
+#ifndef KIQ_CONTROLLER_CONTROLLER_H
+#define KIQ_CONTROLLER_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "core/arena.h"
+#include "proto/messages.h"
+
+typedef struct kiq_controller kiq_controller_t;
+
+/* Replays the metadata log in dir/__cluster_metadata-0 into the image.
+ * control_listener: the listener name brokers take the controller's
+ * requests on. NULL with the reason. */
+kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, const char *dir,
+                                     const char *control_listener);
+/* Starts the timer and the senders to the brokers already registered
+ * (they get a session timeout's grace to heartbeat again). */
+int kiq_controller_start(kiq_controller_t *c);
+/* Stops every thread; NULL is fine. */
+void kiq_controller_free(kiq_controller_t *c);
+
+/* Request handlers, from the control-plane I/O thread (any thread). They
+ * fill the response; strings are copied into arena. */
+void kiq_controller_register_broker(kiq_controller_t *c, const kiq_broker_registration_request_t *req,
+                                    kiq_broker_registration_response_t *resp);
+void kiq_controller_heartbeat(kiq_controller_t *c, const kiq_broker_heartbeat_request_t *req,
+                              kiq_broker_heartbeat_response_t *resp);
+void kiq_controller_alter_partition(kiq_controller_t *c, kiq_arena_t *arena, int16_t version,
+                                    const kiq_alter_partition_request_t *req, kiq_alter_partition_response_t *resp);
+/* CreateTopics and DeleteTopics, as any broker forwards them: one topic
+ * each. partitions / replication_factor -1 take the defaults. Kafka error
+ * code, the reason in the error slot. */
+int kiq_controller_create_topic(kiq_controller_t *c, kiq_str_t name, int32_t partitions, int16_t replication_factor,
+                                bool validate_only);
+int kiq_controller_delete_topic(kiq_controller_t *c, kiq_str_t name);
+
+/* A copy of the cluster as the controller sees it, for Lua and tests. */
+typedef struct kiq_controller_partition_info {
+    int32_t leader, leader_epoch, partition_epoch;
+    int32_t nreplicas, nisr;
+    int32_t *replicas, *isr;
+} kiq_controller_partition_info_t;
+typedef struct kiq_controller_topic_info {
+    const char *name;
+    int32_t npartitions;
+    kiq_controller_partition_info_t *partitions;
+} kiq_controller_topic_info_t;
+typedef struct kiq_controller_broker_info {
+    int32_t id;
+    int64_t epoch;
+    bool fenced;
+    const char *host; /* its client listener */
+    int port;
+} kiq_controller_broker_info_t;
+typedef struct kiq_controller_info {
+    int64_t metadata_offset;
+    int nbrokers, ntopics;
+    kiq_controller_broker_info_t *brokers;
+    kiq_controller_topic_info_t *topics;
+} kiq_controller_info_t;
+/* Any thread: fills *out in arena. */
+void kiq_controller_describe(kiq_controller_t *c, kiq_arena_t *arena, kiq_controller_info_t *out);
+
+#endif
