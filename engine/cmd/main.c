@@ -1,5 +1,6 @@
 /* The kafkaiq command. `kafkaiq serve [server.properties] [--override k=v]…`
- * runs one broker in the foreground until SIGTERM or SIGINT. */
+ * runs one broker in the foreground until SIGTERM or SIGINT, or with
+ * `--brokers N` a whole cluster of N brokers in this process. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/listeners.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "include/kafkaiq.h"
@@ -22,7 +24,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: kafkaiq serve [server.properties] [--override key=value]...\n"
+            "usage: kafkaiq serve [--brokers N] [server.properties] [--override key=value]...\n"
             "       kafkaiq run [--seed N] script.lua [args]...\n"
             "       kafkaiq version\n"
             "       kafkaiq configs     list broker configs with defaults\n");
@@ -56,13 +58,71 @@ static void tune_malloc(void)
     mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
 }
 
+/* Sets name=value on c unless the user set it. */
+static int set_default(kiq_config_t *c, enum kiq_config_id id, const char *value)
+{
+    bool is_default;
+    kiq_config_text(c, id, &is_default);
+    return is_default ? kiq_config_set(c, kiq_config_defs[id].name, value) : 0;
+}
+
+/* Broker i of an in-process cluster of n: the client listener's port + i,
+ * a control-plane listener on the client port + 100 + i, its own
+ * directory under each log dir, the controller on broker 0. */
+static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n)
+{
+    kiq_listener_t ls[KIQ_MAX_LISTENERS];
+    const kiq_listener_t *data, *control;
+    int nl;
+    if (kiq_listeners_parse(kiq_config_str(base, KIQ_CFG_LISTENERS), ls, KIQ_MAX_LISTENERS, &nl) != 0 ||
+        kiq_listeners_pick(base, ls, nl, &data, &control) != 0)
+        return NULL;
+    if (data->port == 0) return kiq_error_set("--brokers needs a fixed client port in listeners"), NULL;
+    const char *host = *data->host ? data->host : "127.0.0.1";
+    kiq_config_t *c = kiq_config_copy(base);
+    if (!c) return NULL;
+    char v[1024], dirs[4096] = "";
+    int rc = 0;
+    snprintf(v, sizeof v, "%d", i);
+    rc |= kiq_config_set(c, "broker.id", v);
+    snprintf(v, sizeof v, "PLAINTEXT://%s:%d,CONTROLLER://%s:%d", host, data->port + i, host, data->port + 100 + i);
+    rc |= kiq_config_set(c, "listeners", v);
+    rc |= kiq_config_set(c, "control.plane.listener.name", "CONTROLLER");
+    snprintf(v, sizeof v, "0@%s:%d", host, data->port + 100);
+    rc |= kiq_config_set(c, "controller.quorum.voters", v);
+    const char *src = kiq_config_str(base, KIQ_CFG_LOG_DIRS);
+    for (const char *p = src; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        size_t used = strlen(dirs);
+        snprintf(dirs + used, sizeof dirs - used, "%s%.*s/broker-%d", used ? "," : "", (int)len, p, i);
+        p = end ? end + 1 : p + len;
+    }
+    rc |= kiq_config_set(c, "log.dirs", dirs);
+    snprintf(v, sizeof v, "%d", n < 3 ? n : 3);
+    rc |= set_default(c, KIQ_CFG_DEFAULT_REPLICATION_FACTOR, v);
+    rc |= set_default(c, KIQ_CFG_OFFSETS_TOPIC_REPLICATION_FACTOR, v);
+    if (rc != 0 || kiq_config_validate(c) != 0) {
+        kiq_config_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 static int serve(int argc, char **argv)
 {
     kiq_config_t *cfg = kiq_config_new();
     if (!cfg) return 1;
-    int rc = 1;
+    int rc = 1, nbrokers = 0;
+    kiq_broker_t **brokers = NULL;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--override") == 0) {
+        if (strcmp(argv[i], "--brokers") == 0 && i + 1 < argc) {
+            nbrokers = atoi(argv[++i]);
+            if (nbrokers < 1 || nbrokers > 64) {
+                fprintf(stderr, "kafkaiq: --brokers takes 1 to 64\n");
+                goto out;
+            }
+        } else if (strcmp(argv[i], "--override") == 0) {
             if (i + 1 == argc) {
                 fprintf(stderr, "kafkaiq: --override needs key=value\n");
                 goto out;
@@ -92,21 +152,34 @@ static int serve(int argc, char **argv)
 
     raise_fd_limit();
     tune_malloc();
-    kiq_broker_t *b = kiq_broker_new(cfg);
-    if (!b || kiq_broker_start(b) != 0) {
-        KIQ_ERROR("cannot start the broker: %s", kiq_error_get());
-        kiq_broker_free(b);
-        goto out;
+    int n = nbrokers ? nbrokers : 1;
+    brokers = calloc((size_t)n, sizeof *brokers);
+    if (!brokers) goto out;
+    for (int i = 0; i < n; i++) {
+        kiq_config_t *bc = nbrokers ? cluster_member(cfg, i, n) : cfg;
+        if (!bc) {
+            KIQ_ERROR("invalid configuration for broker %d: %s", i, kiq_error_get());
+            goto stop;
+        }
+        brokers[i] = kiq_broker_new(bc);
+        if (bc != cfg) kiq_config_free(bc);
+        if (!brokers[i] || kiq_broker_start(brokers[i]) != 0) {
+            KIQ_ERROR("cannot start broker %d: %s", i, kiq_error_get());
+            goto stop;
+        }
     }
     int sig;
     sigwait(&set, &sig);
     KIQ_INFO("%s received, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    kiq_broker_free(b);
     rc = 0;
+stop:
+    /* the controller (broker 0) goes last, so the others still reach it */
+    for (int i = n - 1; i >= 0; i--) kiq_broker_free(brokers[i]);
     goto out;
 bad_config:
     KIQ_ERROR("invalid configuration: %s", kiq_error_get());
 out:
+    free(brokers);
     kiq_config_free(cfg);
     return rc;
 }

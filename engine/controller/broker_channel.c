@@ -52,6 +52,13 @@ static int send_round(kiq_broker_channel_t *ch, kiq_client_conn_t *conn)
     kiq_update_metadata_request_init(&round.update_metadata);
     kiq_leader_and_isr_request_init(&round.leader_and_isr);
     kiq_stop_replica_request_init(&round.stop_replica);
+    if (kiq_client_version(conn, 6) < UPDATE_METADATA_VERSION || kiq_client_version(conn, 4) < LEADER_AND_ISR_VERSION ||
+        kiq_client_version(conn, 5) < STOP_REPLICA_VERSION) {
+        kiq_client_shutdown(conn); /* ask again after the backoff: it may be starting */
+        return kiq_error_set("broker %d does not take UpdateMetadata v%d, LeaderAndIsr v%d and StopReplica v%d on its "
+                             "control plane", ch->broker, UPDATE_METADATA_VERSION, LEADER_AND_ISR_VERSION,
+                             STOP_REPLICA_VERSION);
+    }
     uint64_t version = ch->owner.build(ch->owner.ctx, ch->broker, &a, &round);
     kiq_update_metadata_response_t umr;
     kiq_leader_and_isr_response_t lar;
