@@ -157,6 +157,13 @@ function kiq.producer(opts) return client_module().producer(opts) end
 function kiq.consumer(opts) return client_module().consumer(opts) end
 function kiq.admin(opts) return client_module().admin(opts) end
 
+-- kiq.cluster{ brokers = 3, ["kafka.name"] = value, ... } -> cluster: a
+-- replicated cluster in this process (kafkaiq/cluster.lua).
+function kiq.cluster(opts) return require("kafkaiq.cluster").new(kiq, opts) end
+
+-- The controller's view (only on the broker hosting it, else nil).
+function Broker:controller() return self.handle:controller() end
+
 kiq.partitioners = setmetatable({}, {
   __index = function(t, k)
     local p = require "kafkaiq.partitioner"

@@ -66,6 +66,10 @@ int kiq_api_delete_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *
 int kiq_api_broker_registration_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_broker_heartbeat_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_alter_partition_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+/* The controller's pushes to every broker's control plane. */
+int kiq_api_update_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_leader_and_isr_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_stop_replica_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 
 /* Config resource types of the *Configs APIs. */
 enum { KIQ_API_RESOURCE_TOPIC = 2, KIQ_API_RESOURCE_BROKER = 4 };

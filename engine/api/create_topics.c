@@ -1,13 +1,27 @@
-/* CreateTopics: this broker is the controller, so it creates topics itself.
- * Partition count and replication factor follow Kafka's rules and
- * defaults; the topic's configs are checked (INVALID_CONFIG naming the bad
- * one) and kept, and v5+ answers with the effective configs. */
+/* CreateTopics. Standalone, this broker is the controller, so it creates
+ * topics itself. Partition count and replication factor follow Kafka's
+ * rules and defaults; the topic's configs are checked (INVALID_CONFIG
+ * naming the bad one) and kept, and v5+ answers with the effective
+ * configs.
+ *
+ * In cluster mode the controller decides (server/controller_link.h): any
+ * broker forwards there, and the broker hosting the controller also takes
+ * the forwarded requests on its control plane. A client's request is
+ * answered once this broker's metadata knows the new topic (bounded by
+ * its timeout, 10 s at most), so its next Metadata sees it. */
 #include <stdio.h>
 
 #include "api/api.h"
 #include "config/topic_config.h"
+#include "core/clock.h"
 #include "core/error.h"
+#include "server/controller_link.h"
 #include "server/log_retention.h"
+#include "server/metadata_cache.h"
+
+/* The longest a client's CreateTopics waits for the new topic to reach
+ * this broker's metadata. */
+#define CLUSTER_WAIT_MAX_MS 10000
 
 static int16_t check_topic(kiq_broker_t *b, const kiq_create_topics_request_topics_t *t,
                            int32_t *partitions, int16_t *rf, kiq_topic_configs_t *cfg)
@@ -76,6 +90,106 @@ static void list_configs(kiq_broker_t *b, kiq_request_t *r, const kiq_topic_conf
     }
 }
 
+static bool duplicate(const kiq_create_topics_request_t *req, int32_t i)
+{
+    kiq_str_t n = req->topics[i].name;
+    for (int32_t j = 0; j < i; j++)
+        if (n.p && req->topics[j].name.len == n.len && memcmp(req->topics[j].name.p, n.p, (size_t)n.len) == 0)
+            return true;
+    return false;
+}
+
+/* What can be refused here before asking the controller. The configs are
+ * only checked: cluster mode does not propagate topic configs yet, so the
+ * topic gets the broker defaults. */
+static int16_t cluster_check(const kiq_create_topics_request_t *req, int32_t i)
+{
+    const kiq_create_topics_request_topics_t *t = &req->topics[i];
+    if (duplicate(req, i)) {
+        kiq_error_set("Create topics request from client contains a duplicate topic");
+        return KIQ_ERR_INVALID_REQUEST;
+    }
+    if (t->assignments_n > 0) {
+        kiq_error_set("manual replica assignments are not supported in cluster mode");
+        return KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
+    }
+    kiq_topic_configs_t cfg = {0};
+    int16_t err = KIQ_ERR_NONE;
+    for (int32_t j = 0; j < t->configs_n && !err; j++) {
+        kiq_str_t name = t->configs[j].name, value = t->configs[j].value;
+        err = (int16_t)kiq_topic_configs_set(&cfg, name.p, name.len, value.p, value.p ? value.len : -1);
+    }
+    kiq_topic_configs_clear(&cfg);
+    return err;
+}
+
+static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_topics_request_t *req,
+                          kiq_create_topics_response_t *out, int32_t n)
+{
+    bool forwarded = r->listener == KIQ_LISTENER_CONTROL;
+    kiq_topic_order_t *orders = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *orders);
+    int32_t *order_of = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *order_of);
+    int norders = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const kiq_create_topics_request_topics_t *t = &req->topics[i];
+        kiq_create_topics_response_topics_t *tr = &out->topics[i];
+        kiq_create_topics_response_topics_init(tr);
+        tr->name = t->name;
+        order_of[i] = -1;
+        kiq_error_clear();
+        if (forwarded && !b->controller) {
+            kiq_error_set("broker %d is not the controller", b->node_id);
+            tr->error_code = KIQ_ERR_NOT_CONTROLLER;
+        } else {
+            tr->error_code = cluster_check(req, i);
+        }
+        if (tr->error_code) {
+            tr->error_message = kiq_api_error_message(r);
+            continue;
+        }
+        order_of[i] = norders;
+        orders[norders++] = (kiq_topic_order_t){t->name, t->num_partitions, t->replication_factor, 0, KIQ_STR_NULL};
+    }
+    int wait_ms = req->timeout_ms > 0 && req->timeout_ms < CLUSTER_WAIT_MAX_MS ? req->timeout_ms : CLUSTER_WAIT_MAX_MS;
+    kiq_controller_link_create_topics(b, orders, norders, req->validate_only, wait_ms, &r->arena);
+    int64_t deadline = kiq_clock_mono_ns() + (int64_t)wait_ms * 1000000;
+    for (int32_t i = 0; i < n; i++) {
+        if (order_of[i] < 0) continue;
+        const kiq_topic_order_t *o = &orders[order_of[i]];
+        kiq_create_topics_response_topics_t *tr = &out->topics[i];
+        tr->error_code = o->error;
+        tr->error_message = o->message;
+        if (o->error) continue;
+        /* the forwarded request's control-plane thread is the one that
+         * applies UpdateMetadata here: it must not wait for it */
+        if (!forwarded && !req->validate_only) {
+            int64_t left = (deadline - kiq_clock_mono_ns()) / 1000000;
+            kiq_metadata_cache_wait_topic(b->metadata, o->name.p, (size_t)o->name.len, true,
+                                          left > 0 ? (int)left : 0);
+        }
+        kiq_cached_partition_t p0;
+        int32_t np = kiq_metadata_cache_partition_count(b->metadata, o->name.p, (size_t)o->name.len);
+        if (np > 0 && kiq_metadata_cache_partition(b->metadata, o->name.p, (size_t)o->name.len, 0, &p0)) {
+            tr->num_partitions = np;
+            tr->replication_factor = (int16_t)p0.nreplicas;
+            kiq_metadata_cache_topic_id(b->metadata, o->name.p, (size_t)o->name.len, &tr->topic_id);
+        } else {
+            /* not here yet: what the controller was asked for, its defaults
+             * being this config's */
+            tr->num_partitions = o->partitions != -1 ? o->partitions
+                                                     : (int32_t)kiq_config_int(b->config, KIQ_CFG_NUM_PARTITIONS);
+            tr->replication_factor =
+                o->replication_factor != -1 ? o->replication_factor
+                                            : (int16_t)kiq_config_int(b->config, KIQ_CFG_DEFAULT_REPLICATION_FACTOR);
+        }
+        if (r->header.api_version >= 5) {
+            kiq_topic_configs_t none = {0};
+            list_configs(b, r, &none, tr);
+        }
+    }
+    return KIQ_HANDLER_RESPOND;
+}
+
 int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
                                  void *response)
 {
@@ -84,6 +198,7 @@ int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *
     int32_t n = req->topics_n > 0 ? req->topics_n : 0;
     out->topics_n = n;
     out->topics = kiq_arena_calloc(&r->arena, (size_t)n, sizeof *out->topics);
+    if (b->cluster) return cluster_create(b, r, req, out, n);
     for (int32_t i = 0; i < n; i++) {
         const kiq_create_topics_request_topics_t *t = &req->topics[i];
         kiq_create_topics_response_topics_t *tr = &out->topics[i];
@@ -94,12 +209,10 @@ int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *
         kiq_topic_configs_t cfg = {0};
         kiq_error_clear();
         int16_t err = check_topic(b, t, &partitions, &rf, &cfg);
-        for (int32_t j = 0; j < i && !err; j++)
-            if (req->topics[j].name.len == t->name.len && t->name.p &&
-                memcmp(req->topics[j].name.p, t->name.p, (size_t)t->name.len) == 0) {
-                kiq_error_set("Create topics request from client contains a duplicate topic");
-                err = KIQ_ERR_INVALID_REQUEST;
-            }
+        if (!err && duplicate(req, i)) {
+            kiq_error_set("Create topics request from client contains a duplicate topic");
+            err = KIQ_ERR_INVALID_REQUEST;
+        }
         if (!err)
             err = (int16_t)kiq_topics_create_with_configs(b->topics, t->name, partitions, rf, &cfg,
                                                           req->validate_only);

@@ -1,6 +1,8 @@
 /* DeleteRecords: moves a partition's log start offset up (the records
  * below become unreadable at once; whole segments below it are deleted)
- * and answers the new low watermark. */
+ * and answers the new low watermark. Only the leader does, and not past
+ * the high watermark; followers follow the new start with their next
+ * fetch. */
 #include "api/api.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -17,13 +19,18 @@ static void delete_partition(kiq_topic_t *topic, const kiq_delete_records_reques
         out->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         return;
     }
-    kiq_partition_log_t *log = topic->partitions[in->partition_index].log;
+    kiq_partition_t *part = &topic->partitions[in->partition_index];
+    kiq_partition_log_t *log = part->log;
+    if (!log) {
+        out->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
+        return;
+    }
     if (kiq_partition_log_offline(log)) {
         out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
         return;
     }
-    /* one replica: the high watermark is the log end */
-    int64_t hw = kiq_partition_log_end_offset(log);
+    if ((out->error_code = kiq_partition_replica_check_leader(&part->replica, -1)) != 0) return;
+    int64_t hw = kiq_partition_log_high_watermark(log);
     int64_t offset = in->offset == TO_HIGH_WATERMARK ? hw : in->offset;
     if (offset < 0 || offset > hw) {
         out->error_code = KIQ_ERR_OFFSET_OUT_OF_RANGE;

@@ -1,5 +1,14 @@
-/* DeleteTopics: by name (v0-5) or by name or id (v6). */
+/* DeleteTopics: by name (v0-5) or by name or id (v6). In cluster mode the
+ * controller deletes (server/controller_link.h), and a client's request is
+ * answered once this broker's metadata no longer has the topic (bounded
+ * by its timeout, 10 s at most). */
 #include "api/api.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "server/controller_link.h"
+#include "server/metadata_cache.h"
+
+#define CLUSTER_WAIT_MAX_MS 10000
 
 static void delete_one(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name, const kiq_uuid_t *id,
                        kiq_delete_topics_response_responses_t *out)
@@ -23,6 +32,69 @@ static void delete_one(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name, const 
     kiq_topic_unref(topic);
 }
 
+/* Settles what can be answered here; false when the controller must be
+ * asked. */
+static bool cluster_check(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name, const kiq_uuid_t *id,
+                          kiq_delete_topics_response_responses_t *out)
+{
+    kiq_delete_topics_response_responses_init(out);
+    out->name = name;
+    if (id) out->topic_id = *id;
+    if (r->listener == KIQ_LISTENER_CONTROL && !b->controller) {
+        out->error_code = KIQ_ERR_NOT_CONTROLLER;
+        return true;
+    }
+    if (!kiq_config_bool(b->config, KIQ_CFG_DELETE_TOPIC_ENABLE)) {
+        out->error_code = KIQ_ERR_TOPIC_DELETION_DISABLED;
+        return true;
+    }
+    kiq_cached_topic_t t;
+    bool known = name.p ? kiq_metadata_cache_topic(b->metadata, name.p, (size_t)name.len, &r->arena, &t)
+                        : kiq_metadata_cache_topic_by_id(b->metadata, id, &r->arena, &t);
+    if (known) {
+        out->name = (kiq_str_t){t.name, (int32_t)t.len};
+        out->topic_id = t.id;
+    } else if (!name.p) {
+        out->error_code = KIQ_ERR_UNKNOWN_TOPIC_ID;
+        return true;
+    }
+    /* an unknown name still goes to the controller, whose view is newer */
+    return false;
+}
+
+static int cluster_delete(kiq_broker_t *b, kiq_request_t *r, const kiq_delete_topics_request_t *req,
+                          kiq_delete_topics_response_t *out, int32_t n, bool by_struct)
+{
+    bool forwarded = r->listener == KIQ_LISTENER_CONTROL;
+    kiq_topic_order_t *orders = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *orders);
+    int32_t *order_of = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *order_of);
+    int norders = 0;
+    for (int32_t i = 0; i < n; i++) {
+        kiq_delete_topics_response_responses_t *o = &out->responses[i];
+        order_of[i] = -1;
+        bool settled = by_struct ? cluster_check(b, r, req->topics[i].name, &req->topics[i].topic_id, o)
+                                 : cluster_check(b, r, req->topic_names[i], NULL, o);
+        if (settled) continue;
+        order_of[i] = norders;
+        orders[norders++] = (kiq_topic_order_t){o->name, -1, -1, 0, KIQ_STR_NULL};
+    }
+    int wait_ms = req->timeout_ms > 0 && req->timeout_ms < CLUSTER_WAIT_MAX_MS ? req->timeout_ms : CLUSTER_WAIT_MAX_MS;
+    kiq_controller_link_delete_topics(b, orders, norders, wait_ms, &r->arena);
+    int64_t deadline = kiq_clock_mono_ns() + (int64_t)wait_ms * 1000000;
+    for (int32_t i = 0; i < n; i++) {
+        if (order_of[i] < 0) continue;
+        const kiq_topic_order_t *o = &orders[order_of[i]];
+        out->responses[i].error_code = o->error;
+        if (r->header.api_version >= 5) out->responses[i].error_message = o->message;
+        /* a forwarded request runs on the thread that applies the
+         * controller's updates here: it must not wait for them */
+        if (o->error || forwarded) continue;
+        int64_t left = (deadline - kiq_clock_mono_ns()) / 1000000;
+        kiq_metadata_cache_wait_topic(b->metadata, o->name.p, (size_t)o->name.len, false, left > 0 ? (int)left : 0);
+    }
+    return KIQ_HANDLER_RESPOND;
+}
+
 int kiq_api_delete_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
                                  void *response)
 {
@@ -33,6 +105,7 @@ int kiq_api_delete_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *
     if (n < 0) n = 0;
     out->responses_n = n;
     out->responses = kiq_arena_calloc(&r->arena, (size_t)n, sizeof *out->responses);
+    if (b->cluster) return cluster_delete(b, r, req, out, n, by_struct);
     for (int32_t i = 0; i < n; i++) {
         if (by_struct)
             delete_one(b, r, req->topics[i].name, &req->topics[i].topic_id, &out->responses[i]);

@@ -18,6 +18,12 @@ static kiq_api_handler_fn control_handler(int16_t api_key)
     case KIQ_API_BROKER_REGISTRATION: return kiq_api_broker_registration_handle;
     case KIQ_API_BROKER_HEARTBEAT: return kiq_api_broker_heartbeat_handle;
     case KIQ_API_ALTER_PARTITION: return kiq_api_alter_partition_handle;
+    case KIQ_API_UPDATE_METADATA: return kiq_api_update_metadata_handle;
+    case KIQ_API_LEADER_AND_ISR: return kiq_api_leader_and_isr_handle;
+    case KIQ_API_STOP_REPLICA: return kiq_api_stop_replica_handle;
+    /* forwarded by the other brokers to the one hosting the controller */
+    case KIQ_API_CREATE_TOPICS: return kiq_api_create_topics_handle;
+    case KIQ_API_DELETE_TOPICS: return kiq_api_delete_topics_handle;
     default: return NULL;
     }
 }

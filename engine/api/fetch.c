@@ -12,7 +12,18 @@
  * with sendfile() from the page cache, holding the segments until the last
  * byte is out. As in Kafka, a truncation of the log after the slices were
  * located is not detected for these: a shortened file closes the
- * connection mid-response, and the client retries. */
+ * connection mid-response, and the client retries.
+ *
+ * Only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere; a stale or
+ * future current_leader_epoch gets FENCED / UNKNOWN_LEADER_EPOCH; a leader
+ * new in its term answers consumers OFFSET_NOT_AVAILABLE until its high
+ * watermark reaches where the term began, so theirs never goes back).
+ * Consumers (replica_id < 0) read up to the high watermark and wait for it
+ * to move. Followers (replica_id = their broker id) read up to the log end
+ * and wait for appends; their fetch offset is their log end, which moves
+ * the high watermark and may bring them into the ISR; from v12, a
+ * last_fetched_epoch the leader's log disagrees with is answered with the
+ * diverging epoch (where the follower must truncate) and no records. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +31,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "replica/replica_manager.h"
 
 /* One partition's answer as it lies in its log: the slices (holding their
  * segments) and the ranges the encoder places in the frame. In the
@@ -35,6 +47,8 @@ typedef struct fetch_files {
 typedef struct fetch_result {
     int64_t bytes;       /* records in the answer */
     bool zero_copy;      /* answered from files: interceptors did not ask */
+    bool diverging;      /* a follower must truncate: answer at once */
+    bool hw_moved;       /* a follower's fetch committed records */
     fetch_files_t *held; /* slices referenced by the answer */
 } fetch_result_t;
 
@@ -104,16 +118,51 @@ static int64_t fetch_copy(kiq_request_t *r, kiq_partition_log_t *log, int64_t of
     return (int64_t)len;
 }
 
-static int16_t check_epoch(int32_t asked, int32_t current)
+/* Whether this broker may answer the partition from log (part's, loaded
+ * once): a Kafka error code. */
+static int16_t fetch_check(const kiq_fetch_request_t *req, kiq_partition_t *part, kiq_partition_log_t *log,
+                           const kiq_fetch_request_topics_partitions_t *p)
 {
-    if (asked < 0 || asked == current) return KIQ_ERR_NONE;
-    return asked < current ? KIQ_ERR_FENCED_LEADER_EPOCH : KIQ_ERR_UNKNOWN_LEADER_EPOCH;
+    if (!log) return KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
+    if (kiq_partition_log_offline(log)) return KIQ_ERR_KAFKA_STORAGE_ERROR;
+    if (req->replica_id >= 0)
+        return kiq_partition_replica_check_follower_fetch(&part->replica, req->replica_id, p->current_leader_epoch);
+    int16_t err = kiq_partition_replica_check_leader(&part->replica, p->current_leader_epoch);
+    /* a new leader not yet sure what was committed: retry soon rather than
+     * see the high watermark go back (clients refresh and back off) */
+    if (!err && !kiq_partition_replica_hw_known(&part->replica, log)) err = KIQ_ERR_OFFSET_NOT_AVAILABLE;
+    return err;
 }
 
-/* Fills the response and *res. */
-static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req,
-                       kiq_fetch_response_t *out, fetch_result_t *res)
+/* A follower's last fetched epoch that the leader's log does not have up
+ * to its fetch offset: true with where the logs part (Kafka's rule). */
+static bool fetch_diverges(kiq_partition_log_t *log, const kiq_fetch_request_topics_partitions_t *p,
+                           kiq_fetch_response_responses_partitions_t *pr)
 {
+    if (p->last_fetched_epoch < 0) return false;
+    int32_t epoch;
+    int64_t end;
+    kiq_partition_log_end_offset_for_epoch(log, p->last_fetched_epoch, &epoch, &end);
+    if (epoch < 0) {
+        /* an epoch newer than any appended here (or none yet): Kafka's new
+         * leader records its term as starting at its log end when it takes
+         * over, ours when it first appends in it; answer as Kafka's would */
+        int32_t latest = kiq_partition_log_latest_epoch(log);
+        epoch = latest >= 0 && latest < p->last_fetched_epoch ? latest : p->last_fetched_epoch;
+        end = kiq_partition_log_end_offset(log);
+    }
+    if (epoch == p->last_fetched_epoch && end >= p->fetch_offset) return false;
+    pr->diverging_epoch.epoch = epoch;
+    pr->diverging_epoch.end_offset = end;
+    return true;
+}
+
+/* Fills the response and *res. first: the request's first read, which
+ * records a follower's progress (a parked fetch's completion does not). */
+static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req,
+                       kiq_fetch_response_t *out, fetch_result_t *res, bool first)
+{
+    bool follower = req->replica_id >= 0;
     int64_t total = 0, copied = 0;
     *res = (fetch_result_t){
         .zero_copy = kiq_config_bool(b->config, KIQ_CFG_FETCH_SENDFILE) &&
@@ -147,16 +196,27 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
             }
             kiq_partition_t *part = &topic->partitions[p->partition];
             kiq_partition_log_t *log = part->log;
-            if (kiq_partition_log_offline(log)) {
-                pr->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
+            if ((pr->error_code = fetch_check(req, part, log, p)) != 0) {
                 pr->high_watermark = -1;
                 continue;
             }
-            int64_t hw = kiq_partition_log_end_offset(log);
+            bool diverged = follower && fetch_diverges(log, p, pr);
+            if (diverged) {
+                res->diverging = true;
+            } else if (follower && first) {
+                bool moved, expand;
+                kiq_partition_replica_follower_fetched(&part->replica, log, req->replica_id, p->fetch_offset,
+                                                       kiq_clock_mono_ns() / 1000000, &moved, &expand);
+                res->hw_moved |= moved;
+                if (expand && b->replicas)
+                    kiq_replica_manager_queue_isr_expand(b->replicas, topic, p->partition, req->replica_id);
+            }
+            int64_t hw = kiq_partition_log_high_watermark(log);
             pr->high_watermark = pr->last_stable_offset = hw;
             pr->log_start_offset = kiq_partition_log_start_offset(log);
-            pr->error_code = check_epoch(p->current_leader_epoch, part->leader_epoch);
-            if (pr->error_code) continue;
+            if (diverged) continue;
+            /* followers copy everything; consumers see what is committed */
+            int64_t upto = follower ? kiq_partition_log_end_offset(log) : hw;
             /* Past the first batch returned, respect the request's max_bytes. */
             int32_t limit = p->partition_max_bytes;
             if (total > 0 && budget - total < limit) limit = (int32_t)(budget - total);
@@ -165,8 +225,8 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
              * bigger than them is never stuck); later ones must fit. */
             bool later = total > 0;
             int64_t n = res->zero_copy
-                            ? fetch_locate(r, log, p->fetch_offset, limit, hw, later, pr, res)
-                            : fetch_copy(r, log, p->fetch_offset, limit, hw, later, pr);
+                            ? fetch_locate(r, log, p->fetch_offset, limit, upto, later, pr, res)
+                            : fetch_copy(r, log, p->fetch_offset, limit, upto, later, pr);
             if (n == KIQ_LOG_OUT_OF_RANGE) {
                 pr->error_code = KIQ_ERR_OFFSET_OUT_OF_RANGE;
                 continue;
@@ -186,8 +246,9 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
     res->bytes = total;
 }
 
-/* True when any requested partition has data past the fetch offset or an
- * error to report: cheap, without reading the log. */
+/* True when any requested partition has data past the fetch offset (up to
+ * the high watermark for consumers) or an error to report: cheap, without
+ * reading the log. */
 static bool fetch_ready(kiq_broker_t *b, const kiq_fetch_request_t *req)
 {
     bool ready = false;
@@ -200,8 +261,16 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_fetch_request_t *req)
                 ready = true;
                 break;
             }
-            kiq_partition_log_t *log = topic->partitions[p->partition].log;
-            ready = kiq_partition_log_offline(log) || kiq_partition_log_end_offset(log) != p->fetch_offset;
+            kiq_partition_t *part = &topic->partitions[p->partition];
+            kiq_partition_log_t *log = part->log;
+            if (fetch_check(req, part, log, p) != 0) {
+                ready = true;
+                break;
+            }
+            int64_t leo = kiq_partition_log_end_offset(log);
+            if (p->fetch_offset > leo || p->fetch_offset < kiq_partition_log_start_offset(log)) ready = true;
+            else if (req->replica_id >= 0) ready = leo > p->fetch_offset;
+            else ready = kiq_partition_log_high_watermark(log) > p->fetch_offset;
         }
         if (!topic) ready = true;
         kiq_topic_unref(topic);
@@ -244,7 +313,7 @@ static bool fetch_try_complete(kiq_delayed_op_t *op, bool expired)
     if (!expired && !fetch_ready(f->b, f->req)) return false;
     kiq_fetch_response_init(f->resp);
     fetch_result_t res;
-    fetch_read(f->b, f->r, f->req, f->resp, &res);
+    fetch_read(f->b, f->r, f->req, f->resp, &res, false);
     fetch_intercept(f->b, f->r, f->req, f->resp, &res);
     f->r->t.completed = kiq_clock_mono_ns();
     kiq_api_respond(f->r, f->resp); /* frees f with the request's arena */
@@ -256,9 +325,12 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
     const kiq_fetch_request_t *req = request;
     kiq_fetch_response_t *out = response;
     fetch_result_t res;
-    fetch_read(b, r, req, out, &res);
+    fetch_read(b, r, req, out, &res, true);
+    /* records a follower's fetch committed: acks=all produces may finish */
+    if (res.hw_moved) kiq_topics_notify_append(b->topics);
     int64_t bytes = res.bytes;
-    bool respond = req->max_wait_ms <= 0 || bytes >= (req->min_bytes > 0 ? req->min_bytes : 1);
+    bool respond =
+        req->max_wait_ms <= 0 || res.diverging || bytes >= (req->min_bytes > 0 ? req->min_bytes : 1);
     for (int32_t i = 0; i < out->responses_n && !respond; i++)
         for (int32_t j = 0; j < out->responses[i].partitions_n && !respond; j++)
             respond = out->responses[i].partitions[j].error_code != 0;

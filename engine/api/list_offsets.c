@@ -1,5 +1,10 @@
 /* ListOffsets: earliest (-2), latest (-1), max timestamp (-3, v7) and the
- * first offset at or after a timestamp. */
+ * first offset at or after a timestamp. Only the leader answers; as
+ * consumers read up to the high watermark, latest is the high watermark
+ * and a timestamp found at or above it is not there yet (-1). A leader
+ * new in its term whose high watermark has not reached where the term
+ * began answers clients OFFSET_NOT_AVAILABLE for those (Kafka's KIP-207),
+ * so the offsets they see never go back across a leader change. */
 #include <stdlib.h>
 
 #include "api/api.h"
@@ -47,7 +52,7 @@ static int first_record_at(kiq_partition_log_t *log, int64_t batch_offset, int64
     return rc;
 }
 
-static void list_partition(kiq_topic_t *topic, int16_t v,
+static void list_partition(kiq_topic_t *topic, int16_t v, bool client,
                            const kiq_list_offsets_request_topics_partitions_t *in,
                            kiq_list_offsets_response_topics_partitions_t *out)
 {
@@ -57,20 +62,31 @@ static void list_partition(kiq_topic_t *topic, int16_t v,
         return;
     }
     kiq_partition_t *part = &topic->partitions[in->partition_index];
-    if (kiq_partition_log_offline(part->log)) {
+    kiq_partition_log_t *log = part->log;
+    if (!log) {
+        out->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
+        return;
+    }
+    if (kiq_partition_log_offline(log)) {
         out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
         return;
     }
-    if (in->current_leader_epoch >= 0 && in->current_leader_epoch != part->leader_epoch) {
-        out->error_code = in->current_leader_epoch < part->leader_epoch ? KIQ_ERR_FENCED_LEADER_EPOCH
-                                                                        : KIQ_ERR_UNKNOWN_LEADER_EPOCH;
-        return;
-    }
-    out->leader_epoch = part->leader_epoch;
+    if ((out->error_code = kiq_partition_replica_check_leader(&part->replica, in->current_leader_epoch)) != 0) return;
+    out->leader_epoch = kiq_partition_replica_leader_epoch(&part->replica);
     out->timestamp = -1;
+    int64_t hw = kiq_partition_log_high_watermark(log);
+    /* a new leader's high watermark may be below the last one's until its
+     * followers fetch: a client must not see offsets go back (KIP-207) */
+    bool hw_unknown = client && !kiq_partition_replica_hw_known(&part->replica, log);
     switch (in->timestamp) {
-    case LATEST: out->offset = kiq_partition_log_end_offset(part->log); break;
-    case EARLIEST: out->offset = kiq_partition_log_start_offset(part->log); break;
+    case LATEST:
+        if (hw_unknown) {
+            out->error_code = KIQ_ERR_OFFSET_NOT_AVAILABLE;
+            return;
+        }
+        out->offset = hw;
+        break;
+    case EARLIEST: out->offset = kiq_partition_log_start_offset(log); break;
     case MAX_TIMESTAMP:
         if (v < 7) {
             out->error_code = KIQ_ERR_UNSUPPORTED_VERSION;
@@ -83,7 +99,7 @@ static void list_partition(kiq_topic_t *topic, int16_t v,
             /* the batch holding the newest timestamp, in any segment (the
              * log may roll between counting and listing them) */
             kiq_log_segment_info_t *segs = NULL;
-            int cap = 0, n = kiq_partition_log_segments(part->log, NULL, 0);
+            int cap = 0, n = kiq_partition_log_segments(log, NULL, 0);
             while (n > cap) {
                 cap = n;
                 kiq_log_segment_info_t *grown = realloc(segs, (size_t)cap * sizeof *segs);
@@ -93,7 +109,7 @@ static void list_partition(kiq_topic_t *topic, int16_t v,
                     return;
                 }
                 segs = grown;
-                n = kiq_partition_log_segments(part->log, segs, cap);
+                n = kiq_partition_log_segments(log, segs, cap);
             }
             ts = -1;
             for (int i = 0; i < n; i++)
@@ -105,13 +121,17 @@ static void list_partition(kiq_topic_t *topic, int16_t v,
             }
         }
         int64_t offset;
-        if (kiq_partition_log_offset_for_time(part->log, ts, &offset) != 0 ||
-            (offset >= 0 && first_record_at(part->log, offset, ts, out) != 0)) {
+        if (kiq_partition_log_offset_for_time(log, ts, &offset) != 0 ||
+            (offset >= 0 && first_record_at(log, offset, ts, out) != 0)) {
             KIQ_ERROR("ListOffsets %s-%d: %s", topic->name, in->partition_index, kiq_error_get());
             out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
             return;
         }
-        if (offset < 0) out->offset = -1;
+        if (offset < 0 || out->offset >= hw) {
+            out->offset = -1;
+            out->timestamp = -1;
+            if (hw_unknown) out->error_code = KIQ_ERR_OFFSET_NOT_AVAILABLE;
+        }
     }
     }
 }
@@ -135,7 +155,7 @@ int kiq_api_list_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *r
         kiq_topic_t *topic = kiq_topics_get(b->topics, t->name);
         for (int32_t j = 0; j < np; j++) {
             kiq_list_offsets_response_topics_partitions_init(&tr->partitions[j]);
-            list_partition(topic, r->header.api_version, &t->partitions[j], &tr->partitions[j]);
+            list_partition(topic, r->header.api_version, req->replica_id < 0, &t->partitions[j], &tr->partitions[j]);
         }
         kiq_topic_unref(topic);
     }

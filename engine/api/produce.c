@@ -4,7 +4,15 @@
  * accepted or refused whole, as in Kafka. Batches of idempotent producers
  * are checked against the partition's producer state as they are
  * appended: a retried batch is answered with its original offsets, a
- * sequence gap or a stale epoch with its error code. */
+ * sequence gap or a stale epoch with its error code.
+ *
+ * Only the partition's leader takes records (NOT_LEADER_OR_FOLLOWER
+ * elsewhere). acks=all (-1) needs min.insync.replicas in the ISR before
+ * appending (NOT_ENOUGH_REPLICAS), then waits in the purgatory until the
+ * high watermark passes what was appended, for at most timeout_ms
+ * (REQUEST_TIMED_OUT); if by then the ISR is smaller than
+ * min.insync.replicas the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND. A
+ * standalone partition's ISR is this broker alone, so it never waits. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -83,6 +91,16 @@ static size_t max_batch_bytes(kiq_broker_t *b, kiq_topic_t *topic)
     return (size_t)(v >= 0 ? v : kiq_config_int(b->config, KIQ_CFG_MESSAGE_MAX_BYTES));
 }
 
+/* The topic's min.insync.replicas, else the broker's. */
+static int64_t min_insync(kiq_broker_t *b, kiq_topic_t *topic)
+{
+    int64_t dflt = kiq_config_int(b->config, KIQ_CFG_MIN_INSYNC_REPLICAS);
+    pthread_mutex_lock(&topic->config_mu);
+    int64_t v = kiq_topic_configs_int(&topic->configs, KIQ_TCFG_MIN_INSYNC_REPLICAS, dflt);
+    pthread_mutex_unlock(&topic->config_mu);
+    return v;
+}
+
 /* The topic's message.timestamp.type, else the broker's. */
 static bool log_append_time(kiq_broker_t *b, kiq_topic_t *topic)
 {
@@ -91,17 +109,37 @@ static bool log_append_time(kiq_broker_t *b, kiq_topic_t *topic)
     return strcmp(kiq_config_str(b->config, KIQ_CFG_MESSAGE_TIMESTAMP_TYPE), "LogAppendTime") == 0;
 }
 
-static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic,
+/* Appends one partition's records; *required gets the offset the high
+ * watermark must reach for them to be committed (-1: nothing appended). */
+static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic, int16_t acks,
                               const kiq_produce_request_topic_data_partition_data_t *in,
-                              kiq_produce_response_responses_partition_responses_t *out)
+                              kiq_produce_response_responses_partition_responses_t *out, int64_t *required)
 {
+    *required = -1;
     out->index = in->index;
     if (!topic || in->index < 0 || in->index >= topic->npartitions) {
         out->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         return;
     }
     kiq_partition_t *part = &topic->partitions[in->index];
-    if (kiq_partition_log_offline(part->log)) {
+    kiq_partition_log_t *log = part->log;
+    if (!log) {
+        out->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
+        return;
+    }
+    if ((out->error_code = kiq_partition_replica_check_leader(&part->replica, -1)) != 0) return;
+    if (acks == -1) {
+        int isr = kiq_partition_replica_isr_size(&part->replica);
+        int64_t need = min_insync(b, topic);
+        if (isr < need) {
+            kiq_error_set("%s-%d has %d in-sync replicas, fewer than min.insync.replicas %lld", topic->name,
+                          in->index, isr, (long long)need);
+            out->error_code = KIQ_ERR_NOT_ENOUGH_REPLICAS;
+            out->error_message = kiq_api_error_message(r);
+            return;
+        }
+    }
+    if (kiq_partition_log_offline(log)) {
         kiq_error_set("the log directory of %s-%d is offline", topic->name, in->index);
         out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
         out->error_message = kiq_api_error_message(r);
@@ -153,7 +191,8 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         stamp_log_append_time(data, len, out->log_append_time_ms);
     }
     kiq_log_append_result_t res;
-    int rc = kiq_partition_log_append_checked(part->log, data, len, part->leader_epoch, &res);
+    int rc = kiq_partition_log_append_checked(log, data, len,
+                                              kiq_partition_replica_leader_epoch(&part->replica), &res);
     if (rc > 0) {
         /* the idempotent producer's sequence or epoch does not fit: nothing appended */
         KIQ_WARN("produce to %s-%d from %s refused (error %d): %s", topic->name, in->index, r->peer, rc,
@@ -175,7 +214,70 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         out->log_append_time_ms = out->log_append_time_ms >= 0 ? res.timestamp : -1;
     }
     out->base_offset = res.base_offset;
-    out->log_start_offset = kiq_partition_log_start_offset(part->log);
+    out->log_start_offset = kiq_partition_log_start_offset(log);
+    /* alone in the ISR, this commits the records at once */
+    kiq_partition_replica_advance_hw(&part->replica, log);
+    *required = res.last_offset + 1;
+}
+
+/* One partition an acks=all produce waits on. */
+typedef struct produce_wait {
+    kiq_topic_t *topic; /* a reference */
+    int32_t partition;
+    int64_t required; /* the high watermark that commits its records */
+    kiq_produce_response_responses_partition_responses_t *out;
+    bool done;
+} produce_wait_t;
+
+typedef struct produce_op {
+    kiq_delayed_op_t op; /* first: the purgatory hands this pointer back */
+    kiq_broker_t *b;
+    kiq_request_t *r;
+    kiq_produce_response_t *resp;
+    produce_wait_t *waits;
+    int nwaits;
+} produce_op_t;
+
+/* Settles the waits that can be settled (all of them when expired); true
+ * when none is left. */
+static bool produce_settle(kiq_broker_t *b, produce_wait_t *waits, int n, bool expired)
+{
+    bool all = true;
+    for (int i = 0; i < n; i++) {
+        produce_wait_t *w = &waits[i];
+        if (w->done) continue;
+        kiq_partition_t *part = &w->topic->partitions[w->partition];
+        kiq_partition_log_t *log = part->log;
+        if (!log || kiq_partition_replica_role(&part->replica) != KIQ_REPLICA_LEADER) {
+            w->out->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
+        } else if (kiq_partition_log_high_watermark(log) >= w->required) {
+            /* committed, but the ISR may have shrunk below what was promised */
+            if (kiq_partition_replica_isr_size(&part->replica) < min_insync(b, w->topic))
+                w->out->error_code = KIQ_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
+        } else if (expired) {
+            w->out->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
+        } else {
+            all = false;
+            continue;
+        }
+        w->done = true;
+    }
+    return all;
+}
+
+static void produce_release(produce_wait_t *waits, int n)
+{
+    for (int i = 0; i < n; i++) kiq_topic_unref(waits[i].topic);
+}
+
+static bool produce_try_complete(kiq_delayed_op_t *op, bool expired)
+{
+    produce_op_t *p = (produce_op_t *)op;
+    if (!produce_settle(p->b, p->waits, p->nwaits, expired)) return false;
+    produce_release(p->waits, p->nwaits);
+    p->r->t.completed = kiq_clock_mono_ns();
+    kiq_api_respond(p->r, p->resp); /* frees p with the request's arena */
+    return true;
 }
 
 int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
@@ -184,6 +286,11 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
     kiq_produce_response_t *out = response;
     bool acks_valid = req->acks == 0 || req->acks == 1 || req->acks == -1;
     bool any_error = false, appended = false;
+    int total = 0, nwaits = 0;
+    for (int32_t i = 0; i < req->topic_data_n; i++)
+        total += req->topic_data[i].partition_data_n > 0 ? req->topic_data[i].partition_data_n : 0;
+    produce_wait_t *waits =
+        req->acks == -1 ? kiq_arena_calloc(&r->arena, (size_t)(total ? total : 1), sizeof *waits) : NULL;
 
     out->responses_n = req->topic_data_n;
     out->responses = kiq_arena_calloc(&r->arena, (size_t)(req->topic_data_n > 0 ? req->topic_data_n : 0),
@@ -205,14 +312,36 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
                 pr->index = td->partition_data[j].index;
                 pr->error_code = KIQ_ERR_INVALID_REQUIRED_ACKS;
             } else {
-                produce_partition(b, r, topic, &td->partition_data[j], pr);
+                int64_t required;
+                produce_partition(b, r, topic, req->acks, &td->partition_data[j], pr, &required);
                 appended |= pr->error_code == KIQ_ERR_NONE;
+                if (waits && pr->error_code == KIQ_ERR_NONE && required >= 0) {
+                    atomic_fetch_add(&topic->refs, 1);
+                    waits[nwaits++] = (produce_wait_t){topic, td->partition_data[j].index, required, pr, false};
+                }
             }
             any_error |= pr->error_code != KIQ_ERR_NONE;
         }
         kiq_topic_unref(topic);
     }
     if (appended) kiq_topics_notify_append(b->topics);
+    if (nwaits > 0) {
+        if (produce_settle(b, waits, nwaits, false)) {
+            produce_release(waits, nwaits);
+            return KIQ_HANDLER_RESPOND;
+        }
+        produce_op_t *op = kiq_arena_alloc(&r->arena, sizeof *op);
+        op->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)(req->timeout_ms > 0 ? req->timeout_ms : 0) * 1000000;
+        op->op.try_complete = produce_try_complete;
+        op->b = b;
+        op->r = r;
+        op->resp = out;
+        op->waits = waits;
+        op->nwaits = nwaits;
+        r->t.handled = kiq_clock_mono_ns(); /* r is the purgatory's from the park on */
+        kiq_purgatory_park(b->purgatory, &op->op);
+        return KIQ_HANDLER_PARKED;
+    }
     if (req->acks == 0) {
         /* No response with acks=0; an error closes the connection so the
          * client notices (Kafka does the same). */

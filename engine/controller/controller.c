@@ -463,6 +463,7 @@ void kiq_controller_heartbeat(kiq_controller_t *c, const kiq_broker_heartbeat_re
         resp->error_code = KIQ_ERR_STALE_BROKER_EPOCH;
     } else {
         s->last_heartbeat_ns = kiq_clock_mono_ns();
+        if (!s->channel) connect_channel(c, s, false); /* first word since the controller started */
         if (rb->fenced) {
             kiq_metadata_record_t *r = add_record(&b, KIQ_MR_UNFENCE_BROKER);
             r->m.unfence_broker.id = rb->id;
@@ -754,8 +755,11 @@ int kiq_controller_start(kiq_controller_t *c)
         const kiq_broker_registration_t *rb = kiq_metadata_image_broker_at(c->image, i);
         broker_slot_t *s = slot_of(c, rb->id, true);
         if (!s) continue;
-        s->last_heartbeat_ns = now; /* a session's grace to come back */
-        connect_channel(c, s, false);
+        /* A session's grace to come back. Nothing is pushed before the
+         * broker checks in: the replayed state may be about to change
+         * (a restarted broker's leaderships move), and a broker must not
+         * act on the old one meanwhile. */
+        s->last_heartbeat_ns = now;
     }
     pthread_mutex_unlock(&c->mu);
     if (pthread_create(&c->timer, NULL, timer_main, c) != 0) return kiq_error_errno("cannot start the controller");

@@ -23,6 +23,12 @@ struct kiq_group_coordinator {
     pthread_t thread;
     bool thread_started;
     bool closed; /* stopped: answer NOT_COORDINATOR */
+    /* Cluster mode: only the groups of the __consumer_offsets partitions
+     * this broker leads are here (led[p], grown as needed); others are
+     * answered NOT_COORDINATOR. */
+    bool cluster;
+    bool *led;
+    int32_t nled;
     kiq_str_map_t *groups; /* id -> kiq_group_t */
     int32_t initial_delay_ms, min_session_ms, max_session_ms, max_size, metadata_max;
     int64_t retention_ms, retention_check_ms;
@@ -53,6 +59,21 @@ static int32_t offsets_partitions(kiq_group_coordinator_t *gc)
     int32_t n = t ? t->npartitions : (int32_t)kiq_config_int(gc->b->config, KIQ_CFG_OFFSETS_TOPIC_NUM_PARTITIONS);
     kiq_topic_unref(t);
     return n;
+}
+
+static bool leads(const kiq_group_coordinator_t *gc, int32_t partition)
+{
+    return partition >= 0 && partition < gc->nled && gc->led[partition];
+}
+
+/* Under mu: whether a request for the group gets NOT_COORDINATOR: the
+ * coordinator stopped, or (cluster mode) another broker leads the group's
+ * partition. A missing id is left to the operation's own checks. */
+static bool refused(kiq_group_coordinator_t *gc, kiq_str_t id)
+{
+    if (gc->closed) return true;
+    if (!gc->cluster || !id.p) return false;
+    return !leads(gc, kiq_group_partition_for(id.p, (size_t)id.len, offsets_partitions(gc)));
 }
 
 static kiq_group_t *create_group(kiq_group_coordinator_t *gc, kiq_str_t id)
@@ -109,13 +130,19 @@ static int append_records(kiq_group_coordinator_t *gc, const kiq_group_t *g, kiq
     kiq_topic_t *t = kiq_topics_get(gc->b->topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
     if (!t) return kiq_error_set(KIQ_OFFSETS_TOPIC " does not exist");
     int rc;
-    if (g->offsets_partition >= t->npartitions) {
-        rc = kiq_error_set(KIQ_OFFSETS_TOPIC " has no partition %d", g->offsets_partition);
+    kiq_partition_t *p = g->offsets_partition < t->npartitions ? &t->partitions[g->offsets_partition] : NULL;
+    kiq_partition_log_t *log = p ? p->log : NULL;
+    if (!log) {
+        rc = kiq_error_set(KIQ_OFFSETS_TOPIC " has no partition %d here", g->offsets_partition);
+    } else if (kiq_partition_log_offline(log)) {
+        rc = kiq_error_set("the log directory of " KIQ_OFFSETS_TOPIC "-%d is offline", p->index);
+    } else if (kiq_partition_replica_role(&p->replica) != KIQ_REPLICA_LEADER) {
+        rc = kiq_error_set("this broker no longer leads " KIQ_OFFSETS_TOPIC "-%d", p->index);
     } else {
-        kiq_partition_t *p = &t->partitions[g->offsets_partition];
-        rc = kiq_partition_log_offline(p->log)
-                 ? kiq_error_set("the log directory of " KIQ_OFFSETS_TOPIC "-%d is offline", p->index)
-                 : kiq_offsets_records_append(rs, p->log, p->leader_epoch);
+        rc = kiq_offsets_records_append(rs, log, kiq_partition_replica_leader_epoch(&p->replica));
+        /* alone in the ISR the records are committed at once; else when
+         * the followers have them */
+        if (rc == 0 && kiq_partition_replica_advance_hw(&p->replica, log)) kiq_topics_notify_append(gc->b->topics);
     }
     kiq_topic_unref(t);
     return rc;
@@ -563,8 +590,8 @@ int kiq_group_join(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_join
         a.protos[i].metadata_len = req->protocols[i].metadata.p ? req->protocols[i].metadata.len : 0;
     }
     pthread_mutex_lock(&gc->mu);
-    int rc = gc->closed ? (resp->error_code = KIQ_ERR_NOT_COORDINATOR, KIQ_HANDLER_RESPOND)
-                        : join_locked(gc, r, &a, resp);
+    int rc = refused(gc, req->group_id) ? (resp->error_code = KIQ_ERR_NOT_COORDINATOR, KIQ_HANDLER_RESPOND)
+                                        : join_locked(gc, r, &a, resp);
     pthread_mutex_unlock(&gc->mu);
     return rc;
 }
@@ -640,8 +667,8 @@ int kiq_group_sync(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_sync
     resp->assignment = (kiq_bytes_t){(const uint8_t *)"", 0};
     if (str_empty(req->group_id)) return resp->error_code = KIQ_ERR_INVALID_GROUP_ID, KIQ_HANDLER_RESPOND;
     pthread_mutex_lock(&gc->mu);
-    int rc = gc->closed ? (resp->error_code = KIQ_ERR_NOT_COORDINATOR, KIQ_HANDLER_RESPOND)
-                        : sync_locked(gc, r, req, resp);
+    int rc = refused(gc, req->group_id) ? (resp->error_code = KIQ_ERR_NOT_COORDINATOR, KIQ_HANDLER_RESPOND)
+                                        : sync_locked(gc, r, req, resp);
     pthread_mutex_unlock(&gc->mu);
     return rc;
 }
@@ -654,7 +681,7 @@ void kiq_group_heartbeat(kiq_group_coordinator_t *gc, const kiq_heartbeat_reques
         return;
     }
     pthread_mutex_lock(&gc->mu);
-    if (gc->closed) {
+    if (refused(gc, req->group_id)) {
         resp->error_code = KIQ_ERR_NOT_COORDINATOR;
     } else {
         kiq_group_t *g = find_group(gc, req->group_id);
@@ -710,7 +737,7 @@ void kiq_group_leave(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_le
     }
     pthread_mutex_lock(&gc->mu);
     kiq_group_t *g = find_group(gc, req->group_id);
-    if (gc->closed) {
+    if (refused(gc, req->group_id)) {
         resp->error_code = KIQ_ERR_NOT_COORDINATOR;
     } else if (!g) {
         resp->error_code = KIQ_ERR_UNKNOWN_MEMBER_ID;
@@ -763,7 +790,7 @@ void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
     }
     pthread_mutex_lock(&gc->mu);
     kiq_group_t *g = find_group(gc, req->group_id);
-    int16_t err = gc->closed ? KIQ_ERR_NOT_COORDINATOR
+    int16_t err = refused(gc, req->group_id) ? KIQ_ERR_NOT_COORDINATOR
                   : !req->group_id.p ? KIQ_ERR_INVALID_GROUP_ID
                                      : commit_allowed(g, req, v);
     if (!err && !g && !(g = create_group(gc, req->group_id))) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
@@ -922,14 +949,15 @@ void kiq_group_fetch_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
             kiq_offset_fetch_response_groups_t *og = &resp->groups[i];
             kiq_offset_fetch_response_groups_init(og);
             og->group_id = req->groups[i].group_id;
-            og->error_code = err;
-            if (err) continue;
+            og->error_code = err ? err : refused(gc, og->group_id) ? KIQ_ERR_NOT_COORDINATOR : KIQ_ERR_NONE;
+            if (og->error_code) continue;
             /* the v8 structs have the v0-7 layout field for field */
             fetch_group(gc, r, req->groups[i].group_id,
                         (const kiq_offset_fetch_request_topics_t *)req->groups[i].topics, req->groups[i].topics_n,
                         (kiq_offset_fetch_response_topics_t **)&og->topics, &og->topics_n);
         }
     } else {
+        if (!err && refused(gc, req->group_id)) err = KIQ_ERR_NOT_COORDINATOR;
         resp->error_code = err;
         if (!err)
             fetch_group(gc, r, req->group_id, req->topics, v >= 2 ? req->topics_n : (req->topics_n < 0 ? 0 : req->topics_n),
@@ -977,7 +1005,7 @@ void kiq_group_delete_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
 {
     pthread_mutex_lock(&gc->mu);
     kiq_group_t *g = find_group(gc, req->group_id);
-    if (gc->closed) resp->error_code = KIQ_ERR_NOT_COORDINATOR;
+    if (refused(gc, req->group_id)) resp->error_code = KIQ_ERR_NOT_COORDINATOR;
     else if (!g || g->state == KIQ_GROUP_DEAD) resp->error_code = KIQ_ERR_GROUP_ID_NOT_FOUND;
     else if (g->state != KIQ_GROUP_EMPTY && (!g->protocol_type || strcmp(g->protocol_type, "consumer") != 0))
         resp->error_code = KIQ_ERR_NON_EMPTY_GROUP;
@@ -1069,7 +1097,7 @@ static void describe_one(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_
     kiq_describe_groups_response_groups_init(out);
     out->group_id = id;
     kiq_group_t *g = find_group(gc, id);
-    if (gc->closed) {
+    if (refused(gc, id)) {
         out->error_code = KIQ_ERR_NOT_COORDINATOR;
         return;
     }
@@ -1146,7 +1174,7 @@ void kiq_group_delete(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_d
         kiq_delete_groups_response_results_init(e);
         e->group_id = req->groups_names[i];
         kiq_group_t *g = find_group(gc, e->group_id);
-        if (gc->closed) e->error_code = KIQ_ERR_NOT_COORDINATOR;
+        if (refused(gc, e->group_id)) e->error_code = KIQ_ERR_NOT_COORDINATOR;
         else if (str_empty(e->group_id)) e->error_code = KIQ_ERR_INVALID_GROUP_ID;
         else if (!g || g->state == KIQ_GROUP_DEAD) e->error_code = KIQ_ERR_GROUP_ID_NOT_FOUND;
         else if (g->state != KIQ_GROUP_EMPTY) e->error_code = KIQ_ERR_NON_EMPTY_GROUP;
@@ -1163,6 +1191,12 @@ int kiq_group_coordinator_ensure_topic(kiq_group_coordinator_t *gc)
     if (t) {
         kiq_topic_unref(t);
         return KIQ_ERR_NONE;
+    }
+    /* the controller creates it and places its replicas: a topic made here
+     * alone would be this broker's only */
+    if (gc->cluster) {
+        kiq_error_set(KIQ_OFFSETS_TOPIC " is not hosted here");
+        return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
     }
     kiq_topic_configs_t cfg = {0};
     char seg[32];
@@ -1288,7 +1322,9 @@ static void load_group(void *ctx, kiq_str_t group, const kiq_group_metadata_valu
     g->state = g->members ? KIQ_GROUP_STABLE : KIQ_GROUP_EMPTY;
 }
 
-static int load_all(kiq_group_coordinator_t *gc)
+/* Under mu: the groups and offsets of one partition of __consumer_offsets
+ * (only < 0: of all of them). */
+static int load_partitions(kiq_group_coordinator_t *gc, int32_t only)
 {
     kiq_topic_t *t = kiq_topics_get(gc->b->topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
     if (!t) return 0;
@@ -1296,8 +1332,9 @@ static int load_all(kiq_group_coordinator_t *gc)
     kiq_offsets_loader_t ld = {.ctx = &ls, .offset = load_offset, .group = load_group};
     int records = 0, rc = 0;
     for (int32_t p = 0; p < t->npartitions; p++) {
-        if (kiq_partition_log_offline(t->partitions[p].log)) continue;
-        int n = kiq_offsets_topic_load(t->partitions[p].log, &ld);
+        kiq_partition_log_t *log = t->partitions[p].log;
+        if ((only >= 0 && p != only) || !log || kiq_partition_log_offline(log)) continue;
+        int n = kiq_offsets_topic_load(log, &ld);
         if (n < 0) {
             KIQ_ERROR("cannot load " KIQ_OFFSETS_TOPIC "-%d: %s", p, kiq_error_get());
             rc = -1;
@@ -1314,14 +1351,69 @@ static int load_all(kiq_group_coordinator_t *gc)
     kiq_str_map_iter_init(&it, gc->groups);
     while (kiq_str_map_next(&it, NULL, NULL, &val)) {
         kiq_group_t *g = val;
+        if (only >= 0 && g->offsets_partition != only) continue;
         for (kiq_group_member_t *m = g->members; m; m = m->next) touch(m);
         if (!g->protocol_type && kiq_str_map_count(g->offsets) == 0 && drop) drop[nd++] = g;
         else ngroups++;
     }
     for (size_t i = 0; i < nd; i++) remove_group(gc, drop[i]);
     free(drop);
-    KIQ_INFO("loaded %zu groups from %d records of " KIQ_OFFSETS_TOPIC, ngroups, records);
+    if (only >= 0)
+        KIQ_INFO("loaded %zu groups from %d records of " KIQ_OFFSETS_TOPIC "-%d", ngroups, records, only);
+    else
+        KIQ_INFO("loaded %zu groups from %d records of " KIQ_OFFSETS_TOPIC, ngroups, records);
     return rc;
+}
+
+/* Under mu: the groups of a partition no longer led here go; their parked
+ * requests learn to look for the new coordinator. */
+static void drop_partition(kiq_group_coordinator_t *gc, int32_t partition)
+{
+    size_t n = kiq_str_map_count(gc->groups), nd = 0;
+    kiq_group_t **drop = calloc(n + 1, sizeof *drop);
+    if (!drop) return;
+    kiq_str_map_iter_t it;
+    void *val;
+    kiq_str_map_iter_init(&it, gc->groups);
+    while (kiq_str_map_next(&it, NULL, NULL, &val))
+        if (((kiq_group_t *)val)->offsets_partition == partition) drop[nd++] = val;
+    for (size_t i = 0; i < nd; i++) {
+        for (kiq_group_member_t *m = drop[i]->members; m; m = m->next) {
+            answer_join(drop[i], m, KIQ_ERR_NOT_COORDINATOR);
+            answer_sync(drop[i], m, KIQ_ERR_NOT_COORDINATOR);
+        }
+        remove_group(gc, drop[i]);
+    }
+    free(drop);
+}
+
+void kiq_group_coordinator_partition_led(kiq_group_coordinator_t *gc, int32_t partition, bool led)
+{
+    if (!gc || partition < 0) return;
+    pthread_mutex_lock(&gc->mu);
+    if (led && !leads(gc, partition)) {
+        if (partition >= gc->nled) {
+            bool *grown = realloc(gc->led, (size_t)(partition + 1) * sizeof *grown);
+            if (!grown) {
+                pthread_mutex_unlock(&gc->mu);
+                KIQ_ERROR("cannot coordinate " KIQ_OFFSETS_TOPIC "-%d: out of memory", partition);
+                return;
+            }
+            memset(grown + gc->nled, 0, (size_t)(partition + 1 - gc->nled) * sizeof *grown);
+            gc->led = grown;
+            gc->nled = partition + 1;
+        }
+        /* whatever an earlier term left here is stale: the log has it all */
+        drop_partition(gc, partition);
+        gc->led[partition] = true;
+        load_partitions(gc, partition);
+        pthread_cond_signal(&gc->wake);
+    } else if (!led && leads(gc, partition)) {
+        gc->led[partition] = false;
+        drop_partition(gc, partition);
+        KIQ_INFO("no longer coordinating the groups of " KIQ_OFFSETS_TOPIC "-%d", partition);
+    }
+    pthread_mutex_unlock(&gc->mu);
 }
 
 /* ---- expiry: the timer thread ---- */
@@ -1445,6 +1537,7 @@ kiq_group_coordinator_t *kiq_group_coordinator_new(kiq_broker_t *b)
     kiq_group_coordinator_t *gc = calloc(1, sizeof *gc);
     if (!gc) return NULL;
     gc->b = b;
+    gc->cluster = b->cluster;
     gc->groups = kiq_str_map_new();
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -1471,7 +1564,8 @@ kiq_group_coordinator_t *kiq_group_coordinator_new(kiq_broker_t *b)
 int kiq_group_coordinator_start(kiq_group_coordinator_t *gc)
 {
     pthread_mutex_lock(&gc->mu);
-    int rc = load_all(gc);
+    /* in a cluster, groups come with the partitions led (partition_led) */
+    int rc = gc->cluster ? 0 : load_partitions(gc, -1);
     gc->closed = false;
     gc->next_retention_ns = kiq_clock_mono_ns() + gc->retention_check_ms * 1000000;
     pthread_mutex_unlock(&gc->mu);
@@ -1513,6 +1607,7 @@ void kiq_group_coordinator_free(kiq_group_coordinator_t *gc)
         while (kiq_str_map_next(&it, NULL, NULL, &val)) kiq_group_free(val);
         kiq_str_map_free(gc->groups);
     }
+    free(gc->led);
     pthread_cond_destroy(&gc->wake);
     pthread_mutex_destroy(&gc->mu);
     free(gc);

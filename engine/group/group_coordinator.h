@@ -21,8 +21,9 @@ typedef struct kiq_group_coordinator kiq_group_coordinator_t;
 
 /* Reads its settings from the broker's config. */
 kiq_group_coordinator_t *kiq_group_coordinator_new(kiq_broker_t *b);
-/* Loads groups and offsets from __consumer_offsets (when it exists) and
- * starts the timer thread. Call after the broker's topics are open. */
+/* Loads groups and offsets from __consumer_offsets (when it exists; in
+ * cluster mode only as partitions come to be led here) and starts the
+ * timer thread. Call after the broker's topics are open. */
 int kiq_group_coordinator_start(kiq_group_coordinator_t *gc);
 /* Any thread: answers every parked request (NOT_COORDINATOR, so clients
  * look for the coordinator again), joins the timer thread; later calls
@@ -32,8 +33,17 @@ void kiq_group_coordinator_stop(kiq_group_coordinator_t *gc);
 void kiq_group_coordinator_free(kiq_group_coordinator_t *gc);
 
 /* Creates __consumer_offsets if it is not there yet (FindCoordinator does,
- * as Kafka does). Kafka error code. */
+ * as Kafka does). Kafka error code. In cluster mode the controller creates
+ * it: COORDINATOR_NOT_AVAILABLE while it is not hosted here. */
 int kiq_group_coordinator_ensure_topic(kiq_group_coordinator_t *gc);
+
+/* Cluster mode, any thread (the replica manager's, on LeaderAndIsr and
+ * StopReplica): this broker now leads (led) partition `partition` of
+ * __consumer_offsets, so it coordinates its groups, loaded from its log;
+ * or no longer does (!led): they are dropped, their parked requests
+ * answered NOT_COORDINATOR. Requests for groups of partitions not led
+ * here are answered NOT_COORDINATOR. Repeating a call changes nothing. */
+void kiq_group_coordinator_partition_led(kiq_group_coordinator_t *gc, int32_t partition, bool led);
 
 /* The operations, from I/O threads. Each takes the decoded request and
  * fills the response (allocating in r's arena) and returns a handler

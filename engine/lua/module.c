@@ -45,12 +45,14 @@ typedef struct lua_broker {
     kiq_broker_t *b;
 } lua_broker_t;
 
-static kiq_broker_t *check_broker(lua_State *L)
+kiq_broker_t *kiq_lua_check_broker(lua_State *L)
 {
     lua_broker_t *ub = luaL_checkudata(L, 1, BROKER_MT);
     if (!ub->b) luaL_error(L, "broker already freed");
     return ub->b;
 }
+
+#define check_broker kiq_lua_check_broker
 
 /* core.broker_new{ [kafka name] = value, ... } -> broker | nil, err */
 static int l_broker_new(lua_State *L)
@@ -151,16 +153,54 @@ static void set_num(lua_State *L, const char *k, double v)
 static void push_partition_state(lua_State *L, kiq_partition_t *p)
 {
     lua_newtable(L);
-    int64_t leo = kiq_partition_log_end_offset(p->log);
-    set_num(L, "log_start_offset", (double)kiq_partition_log_start_offset(p->log));
+    kiq_partition_log_t *log = atomic_load(&p->log);
+    lua_pushboolean(L, log != NULL);
+    lua_setfield(L, -2, "hosted");
+    kiq_replica_view_t *v = malloc(sizeof *v); /* large: keep it off the stack */
+    if (v) kiq_partition_replica_view(&p->replica, v);
+    set_num(L, "leader_epoch", v ? v->leader_epoch : p->leader_epoch);
+    if (!log || !v) { /* a cluster broker not replicating it: no log, no offsets */
+        free(v);
+        return;
+    }
+    int64_t leo = kiq_partition_log_end_offset(log);
+    set_num(L, "log_start_offset", (double)kiq_partition_log_start_offset(log));
     set_num(L, "log_end_offset", (double)leo);
-    set_num(L, "high_watermark", (double)leo); /* one replica: everything is committed */
-    set_num(L, "leader_epoch", p->leader_epoch);
-    lua_pushboolean(L, kiq_partition_log_offline(p->log));
+    set_num(L, "high_watermark", (double)kiq_partition_log_high_watermark(log));
+    /* the replication state: role, leader, replica set and ISR, and on a
+     * leader each follower's log end offset as its fetches showed it */
+    static const char *const roles[] = {"none", "leader", "follower"};
+    lua_pushstring(L, roles[v->role]);
+    lua_setfield(L, -2, "role");
+    set_num(L, "leader", v->leader);
+    set_num(L, "partition_epoch", v->partition_epoch);
+    lua_createtable(L, v->nreplicas, 0);
+    for (int i = 0; i < v->nreplicas; i++) {
+        lua_pushinteger(L, v->replicas[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "replicas");
+    lua_createtable(L, v->nisr, 0);
+    for (int i = 0; i < v->nisr; i++) {
+        lua_pushinteger(L, v->isr[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "isr");
+    if (v->role == KIQ_REPLICA_LEADER) {
+        lua_createtable(L, 0, v->nfollowers);
+        for (int i = 0; i < v->nfollowers; i++) {
+            lua_createtable(L, 0, 1);
+            set_num(L, "leo", (double)v->followers[i].leo);
+            lua_rawseti(L, -2, v->followers[i].broker_id);
+        }
+        lua_setfield(L, -2, "followers");
+    }
+    free(v);
+    lua_pushboolean(L, kiq_partition_log_offline(log));
     lua_setfield(L, -2, "offline");
-    int n = kiq_partition_log_segments(p->log, NULL, 0);
+    int n = kiq_partition_log_segments(log, NULL, 0);
     kiq_log_segment_info_t *segs = n > 0 ? calloc((size_t)n, sizeof *segs) : NULL;
-    if (segs) n = kiq_partition_log_segments(p->log, segs, n);
+    if (segs) n = kiq_partition_log_segments(log, segs, n);
     lua_createtable(L, n > 0 ? n : 0, 0);
     for (int i = 0; segs && i < n; i++) {
         lua_createtable(L, 0, 4);
@@ -176,7 +216,12 @@ static void push_partition_state(lua_State *L, kiq_partition_t *p)
 
 /* b:state() -> { node_id, port, cluster_id, running, queue_depth,
  *   log_dirs = { { path, offline, error } }, offline_log_dirs = { path... },
- *   topics = { [name] = { id, partitions = { [0..n-1] = {...} } } } } */
+ *   topics = { [name] = { id, partitions = { [0..n-1] = {...} } } } }
+ * A partition is { hosted, leader_epoch } and, when hosted here, its
+ * offsets (high_watermark is the real one), offline flag, segments, and
+ * replication state: role ("leader", "follower", "none"), leader,
+ * partition_epoch, replicas, isr and, on the leader, followers =
+ * { [broker id] = { leo } }. */
 static int l_broker_state(lua_State *L)
 {
     kiq_broker_t *b = check_broker(L);
@@ -1046,7 +1091,8 @@ int luaopen_kafkaiq_core(lua_State *L)
     static const luaL_Reg broker_methods[] = {
         {"start", l_broker_start},     {"stop", l_broker_stop},   {"kill", l_broker_kill},
         {"running", l_broker_running}, {"port", l_broker_port},   {"state", l_broker_state},
-        {"groups", l_broker_groups},
+        {"groups", l_broker_groups},   {"controller", kiq_lua_broker_controller},
+        {"pause_heartbeats", kiq_lua_broker_pause_heartbeats}, {"pause_fetching", kiq_lua_broker_pause_fetching},
         {"inject_disk_fault", l_broker_inject_disk_fault}, {"clear_disk_fault", l_broker_clear_disk_fault},
         {"request_stats", l_broker_request_stats},                {"intercept", l_broker_intercept},
         {"remove_intercept", l_broker_remove_intercept},          {"intercepts", l_broker_intercepts},
@@ -1063,7 +1109,8 @@ int luaopen_kafkaiq_core(lua_State *L)
         {"build_batch", l_build_batch},       {"parse_records", l_parse_records},
         {"murmur2", l_murmur2},               {"crc32", l_crc32},
         {"log_level", l_log_level},           {"now_ms", l_now_ms},
-        {"sleep_ms", l_sleep_ms},             {NULL, NULL},
+        {"sleep_ms", l_sleep_ms},             {"free_port", kiq_lua_free_port},
+        {NULL, NULL},
     };
     luaL_newmetatable(L, BROKER_MT);
     lua_newtable(L);

@@ -35,6 +35,7 @@ void kiq_partition_replica_lead_alone(kiq_partition_replica_t *r, int32_t self, 
     r->v.leader_epoch = leader_epoch;
     r->v.replicas[0] = r->v.isr[0] = self;
     r->v.nreplicas = r->v.nisr = 1;
+    r->v.epoch_start_offset = -1;
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -50,7 +51,7 @@ static void set_sets(kiq_replica_view_t *v, int32_t partition_epoch, const int32
 
 int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
                                         const int32_t *replicas, int nreplicas, const int32_t *isr, int nisr,
-                                        int64_t now_ms)
+                                        int64_t now_ms, int64_t log_end)
 {
     pthread_mutex_lock(&r->mu);
     kiq_replica_view_t *v = &r->v;
@@ -59,19 +60,33 @@ int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t lead
         return -1;
     }
     bool same_term = v->role == KIQ_REPLICA_LEADER && leader_epoch == v->leader_epoch;
+    /* a repeated LeaderAndIsr older than an ISR change the controller
+     * already answered must not bring the old ISR back */
+    if (same_term && partition_epoch < v->partition_epoch) {
+        pthread_mutex_unlock(&r->mu);
+        return 0;
+    }
     v->role = KIQ_REPLICA_LEADER;
     v->leader = r->self;
     v->leader_epoch = leader_epoch;
     set_sets(v, partition_epoch, replicas, nreplicas, isr, nisr);
+    /* within the same term followers keep their progress; a replica new
+     * to the set starts afresh */
+    kiq_follower_state_t old[KIQ_MAX_REPLICAS];
+    int nold = same_term ? v->nfollowers : 0;
+    memcpy(old, v->followers, (size_t)nold * sizeof *old);
+    v->nfollowers = 0;
+    for (int i = 0; i < v->nreplicas; i++) {
+        if (v->replicas[i] == r->self) continue;
+        kiq_follower_state_t *f = &v->followers[v->nfollowers++];
+        *f = (kiq_follower_state_t){.broker_id = v->replicas[i], .leo = -1, .last_caught_up_ms = now_ms,
+                                    .last_fetch_ms = -1, .leader_leo_at_last_fetch = -1};
+        for (int j = 0; j < nold; j++)
+            if (old[j].broker_id == f->broker_id) *f = old[j];
+    }
     if (!same_term) {
-        v->nfollowers = 0;
-        for (int i = 0; i < v->nreplicas; i++) {
-            if (v->replicas[i] == r->self) continue;
-            kiq_follower_state_t *f = &v->followers[v->nfollowers++];
-            *f = (kiq_follower_state_t){.broker_id = v->replicas[i], .leo = -1, .last_caught_up_ms = now_ms,
-                                        .last_fetch_ms = -1, .leader_leo_at_last_fetch = -1};
-        }
         v->isr_change_pending = false;
+        v->epoch_start_offset = log_end;
     }
     pthread_mutex_unlock(&r->mu);
     return 0;
@@ -86,6 +101,10 @@ int kiq_partition_replica_become_follower(kiq_partition_replica_t *r, int32_t le
     if (leader_epoch < v->leader_epoch && v->role != KIQ_REPLICA_NONE) {
         pthread_mutex_unlock(&r->mu);
         return -1;
+    }
+    if (v->role == KIQ_REPLICA_FOLLOWER && leader_epoch == v->leader_epoch && partition_epoch < v->partition_epoch) {
+        pthread_mutex_unlock(&r->mu);
+        return 0; /* older news of this term */
     }
     v->role = KIQ_REPLICA_FOLLOWER;
     v->leader = leader;
@@ -139,6 +158,14 @@ int kiq_partition_replica_isr_size(kiq_partition_replica_t *r)
     int n = r->v.nisr;
     pthread_mutex_unlock(&r->mu);
     return n;
+}
+
+bool kiq_partition_replica_hw_known(kiq_partition_replica_t *r, kiq_partition_log_t *log)
+{
+    pthread_mutex_lock(&r->mu);
+    int64_t start = r->v.role == KIQ_REPLICA_LEADER ? r->v.epoch_start_offset : -1;
+    pthread_mutex_unlock(&r->mu);
+    return start < 0 || kiq_partition_log_high_watermark(log) >= start;
 }
 
 int32_t kiq_partition_replica_leader_epoch(kiq_partition_replica_t *r)

@@ -43,6 +43,10 @@ typedef struct kiq_replica_view {
     int32_t isr[KIQ_MAX_REPLICAS];
     kiq_follower_state_t followers[KIQ_MAX_REPLICAS];
     bool isr_change_pending;
+    /* Leader: its log end when this term began (-1: none). Until the high
+     * watermark reaches it, this leader does not know how far the last
+     * one had committed (Kafka's KIP-207). */
+    int64_t epoch_start_offset;
 } kiq_replica_view_t;
 
 typedef struct kiq_partition_replica {
@@ -59,12 +63,15 @@ void kiq_partition_replica_lead_alone(kiq_partition_replica_t *r, int32_t self, 
 void kiq_partition_replica_destroy(kiq_partition_replica_t *r);
 
 /* The controller's word (LeaderAndIsr). A leader epoch older than the
- * current one is stale: -1 and nothing changes. Becoming leader resets the
- * followers' progress (they prove it again by fetching) and counts them
- * caught up as of now_ms, as Kafka does. */
+ * current one is stale: -1 and nothing changes. Becoming leader in a new
+ * term resets the followers' progress (they prove it again by fetching)
+ * and counts them caught up as of now_ms, as Kafka does, and records
+ * log_end (the log's end offset now) as where the term starts; the same
+ * term again keeps both, and within a term a partition epoch older than
+ * ours is old news (0, nothing changes), so repeats are harmless. */
 int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
                                         const int32_t *replicas, int nreplicas, const int32_t *isr, int nisr,
-                                        int64_t now_ms);
+                                        int64_t now_ms, int64_t log_end);
 int kiq_partition_replica_become_follower(kiq_partition_replica_t *r, int32_t leader, int32_t leader_epoch,
                                           int32_t partition_epoch, const int32_t *replicas, int nreplicas,
                                           const int32_t *isr, int nisr);
@@ -80,6 +87,11 @@ int16_t kiq_partition_replica_check_leader(kiq_partition_replica_t *r, int32_t c
 int16_t kiq_partition_replica_check_follower_fetch(kiq_partition_replica_t *r, int32_t replica,
                                                    int32_t current_leader_epoch);
 int kiq_partition_replica_isr_size(kiq_partition_replica_t *r);
+/* False while a leader's high watermark in log is below where its term
+ * started: what the previous leader had committed is not known yet, so
+ * consumers are told OFFSET_NOT_AVAILABLE rather than a high watermark
+ * that went back. True otherwise (and for non-leaders). */
+bool kiq_partition_replica_hw_known(kiq_partition_replica_t *r, kiq_partition_log_t *log);
 int32_t kiq_partition_replica_leader_epoch(kiq_partition_replica_t *r);
 kiq_replica_role_t kiq_partition_replica_role(kiq_partition_replica_t *r);
 void kiq_partition_replica_view(kiq_partition_replica_t *r, kiq_replica_view_t *out);

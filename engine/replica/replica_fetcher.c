@@ -59,8 +59,8 @@ static size_t whole_batches(const uint8_t *p, size_t len)
     return total;
 }
 
-/* One partition's answer. */
-static void apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch_asked,
+/* One partition's answer; false when it was an error (or stale). */
+static bool apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch_asked,
                   const kiq_fetch_response_responses_partitions_t *pr)
 {
     kiq_partition_replica_t *rep = &part->replica;
@@ -69,10 +69,11 @@ static void apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch
     kiq_replica_view_t v;
     kiq_partition_replica_view(rep, &v);
     /* the controller moved the partition meanwhile: this answer is stale */
-    if (v.role != KIQ_REPLICA_FOLLOWER || v.leader != f->cfg.leader || v.leader_epoch != epoch_asked) return;
+    if (!log || v.role != KIQ_REPLICA_FOLLOWER || v.leader != f->cfg.leader || v.leader_epoch != epoch_asked)
+        return false;
     if (pr->error_code) {
         KIQ_DEBUG("fetch of %s-%d from broker %d: error %d", topic, part->index, f->cfg.leader, pr->error_code);
-        return;
+        return false;
     }
     if (pr->diverging_epoch.epoch >= 0 && pr->diverging_epoch.end_offset >= 0) {
         int64_t leo = kiq_partition_log_end_offset(log);
@@ -81,7 +82,7 @@ static void apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch
                  part->index, f->cfg.leader, pr->diverging_epoch.epoch, (long long)leo, (long long)to);
         if (kiq_partition_log_truncate_to(log, to) != 0)
             KIQ_ERROR("%s-%d: cannot truncate to %lld: %s", topic, part->index, (long long)to, kiq_error_get());
-        return;
+        return true;
     }
     if (pr->records.p && pr->records.len > 0) {
         size_t n = whole_batches(pr->records.p, (size_t)pr->records.len);
@@ -90,7 +91,7 @@ static void apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch
             if (kiq_partition_log_append_follower(log, pr->records.p, n, &res) != 0) {
                 KIQ_WARN("%s-%d: cannot append what leader %d sent: %s", topic, part->index, f->cfg.leader,
                          kiq_error_get());
-                return;
+                return false;
             }
         }
     }
@@ -100,6 +101,7 @@ static void apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch
     int64_t leo = kiq_partition_log_end_offset(log);
     int64_t hw = pr->high_watermark < leo ? pr->high_watermark : leo;
     if (hw > kiq_partition_log_high_watermark(log)) kiq_partition_log_set_high_watermark(log, hw);
+    return true;
 }
 
 /* Snapshot of the list with references, so no lock is held over the fetch. */
@@ -117,7 +119,11 @@ static int snapshot(kiq_replica_fetcher_t *f, followed_t **out)
     return s ? n : 0;
 }
 
-static void fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
+/* Asks for the partitions still followed from this leader with a log here
+ * (a LeaderAndIsr or StopReplica may be moving them right now). Returns
+ * how many got a usable answer: none means back off, so a leader that does
+ * not know its new term yet is not asked in a tight loop. */
+static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
 {
     kiq_arena_t a;
     kiq_arena_init(&a);
@@ -132,11 +138,19 @@ static void fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
     req.topics = kiq_arena_calloc(&a, (size_t)n, sizeof *req.topics);
     int32_t *epochs = kiq_arena_calloc(&a, (size_t)n, sizeof *epochs);
     kiq_partition_t **parts = kiq_arena_calloc(&a, (size_t)n, sizeof *parts);
+    followed_t *asked = kiq_arena_calloc(&a, (size_t)n, sizeof *asked);
+    int nasked = 0;
     /* one topic entry per partition: simple, and the leader accepts it */
     for (int i = 0; i < n; i++) {
         kiq_partition_t *p = &ps[i].topic->partitions[ps[i].partition];
-        parts[i] = p;
-        epochs[i] = kiq_partition_replica_leader_epoch(&p->replica);
+        kiq_partition_log_t *log = p->log;
+        kiq_replica_view_t v;
+        kiq_partition_replica_view(&p->replica, &v);
+        if (!log || v.role != KIQ_REPLICA_FOLLOWER || v.leader != f->cfg.leader) continue;
+        int k = nasked++;
+        asked[k] = ps[i];
+        parts[k] = p;
+        epochs[k] = v.leader_epoch;
         kiq_fetch_request_topics_t *t = &req.topics[req.topics_n++];
         kiq_fetch_request_topics_init(t);
         t->topic = KIQ_STR(ps[i].topic->name);
@@ -145,14 +159,19 @@ static void fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
         kiq_fetch_request_topics_partitions_t *fp = &t->partitions[0];
         kiq_fetch_request_topics_partitions_init(fp);
         fp->partition = ps[i].partition;
-        fp->current_leader_epoch = epochs[i];
-        fp->fetch_offset = kiq_partition_log_end_offset(p->log);
-        fp->last_fetched_epoch = kiq_partition_log_last_batch_epoch(p->log);
-        fp->log_start_offset = kiq_partition_log_start_offset(p->log);
+        fp->current_leader_epoch = epochs[k];
+        fp->fetch_offset = kiq_partition_log_end_offset(log);
+        fp->last_fetched_epoch = kiq_partition_log_last_batch_epoch(log);
+        fp->log_start_offset = kiq_partition_log_start_offset(log);
         fp->partition_max_bytes = f->cfg.max_bytes;
+    }
+    if (nasked == 0) {
+        kiq_arena_reset(&a);
+        return 0;
     }
     kiq_fetch_response_t resp;
     kiq_fetch_response_init(&resp);
+    int answered = 0;
     if (kiq_client_request(f->conn, 1 /* Fetch */, 12, &req, &a, &resp, f->cfg.max_wait_ms + REQUEST_TIMEOUT_MS) != 0) {
         KIQ_DEBUG("replica fetcher for broker %d: %s", f->cfg.leader, kiq_error_get());
     } else {
@@ -160,16 +179,18 @@ static void fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
             const kiq_fetch_response_responses_t *tr = &resp.responses[i];
             for (int32_t j = 0; j < tr->partitions_n; j++) {
                 const kiq_fetch_response_responses_partitions_t *pr = &tr->partitions[j];
-                for (int k = 0; k < n; k++)
-                    if (pr->partition_index == ps[k].partition && tr->topic.len == (int32_t)strlen(ps[k].topic->name) &&
-                        memcmp(tr->topic.p, ps[k].topic->name, (size_t)tr->topic.len) == 0) {
-                        apply(f, parts[k], epochs[k], pr);
+                for (int k = 0; k < nasked; k++)
+                    if (pr->partition_index == asked[k].partition &&
+                        tr->topic.len == (int32_t)strlen(asked[k].topic->name) &&
+                        memcmp(tr->topic.p, asked[k].topic->name, (size_t)tr->topic.len) == 0) {
+                        answered += apply(f, parts[k], epochs[k], pr);
                         break;
                     }
             }
         }
     }
     kiq_arena_reset(&a);
+    return answered;
 }
 
 static void *fetcher_main(void *arg)
@@ -190,7 +211,10 @@ static void *fetcher_main(void *arg)
             f->conn = NULL;
             pthread_mutex_unlock(&f->mu);
             kiq_client_close(old);
-            kiq_client_conn_t *c = kiq_client_connect(f->host, f->cfg.port, 2000, "kafkaiq-replica-fetcher");
+            /* the client id names the follower, so a leader's interceptor can pick its fetches */
+            char client_id[48];
+            snprintf(client_id, sizeof client_id, "kafkaiq-replica-fetcher-%d", f->cfg.self);
+            kiq_client_conn_t *c = kiq_client_connect(f->host, f->cfg.port, 2000, client_id);
             if (!c) {
                 KIQ_DEBUG("replica fetcher: cannot reach broker %d: %s", f->cfg.leader, kiq_error_get());
                 wait_ms(f, BACKOFF_MS);
@@ -204,10 +228,10 @@ static void *fetcher_main(void *arg)
         }
         followed_t *ps;
         int n = snapshot(f, &ps);
-        if (n > 0) fetch_once(f, ps, n);
+        int answered = n > 0 ? fetch_once(f, ps, n) : 0;
         for (int i = 0; i < n; i++) kiq_topic_unref(ps[i].topic);
         free(ps);
-        if (f->conn && !kiq_client_alive(f->conn)) wait_ms(f, BACKOFF_MS);
+        if (answered == 0 || (f->conn && !kiq_client_alive(f->conn))) wait_ms(f, BACKOFF_MS);
     }
     pthread_mutex_lock(&f->mu);
     kiq_client_conn_t *c = f->conn;

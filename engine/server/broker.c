@@ -14,6 +14,9 @@
 #include "core/log.h"
 #include "config/listeners.h"
 #include "controller/controller.h"
+#include "server/broker_lifecycle.h"
+#include "server/metadata_cache.h"
+#include "replica/replica_manager.h"
 #include "core/uuid.h"
 #include "log/file_io.h"
 
@@ -70,12 +73,61 @@ static int load_meta(kiq_broker_t *b)
         if (read_meta(b, &b->log_dirs[i], &cluster_from) != 0) return -1;
     if (!cluster_from) {
         kiq_uuid_t u;
-        if (kiq_uuid_random(&u) != 0) return -1;
+        if (b->cluster) {
+            /* Every broker of a cluster must show one cluster id; Kafka has
+             * its nodes formatted with it. Brokers configured with the same
+             * controller derive the same one instead. */
+            const char *voters = kiq_config_str(b->config, KIQ_CFG_CONTROLLER_QUORUM_VOTERS);
+            for (int half = 0; half < 2; half++) {
+                uint64_t h = 1469598103934665603ULL ^ (uint64_t)(half + 1);
+                for (const char *p = voters; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+                memcpy(u.b + 8 * half, &h, 8);
+            }
+        } else if (kiq_uuid_random(&u) != 0) {
+            return -1;
+        }
         kiq_uuid_to_base64(&u, b->cluster_id);
     }
     for (int i = 0; i < b->nlog_dirs; i++)
         if (b->log_dirs[i].fresh && write_meta(b, &b->log_dirs[i]) != 0) return -1;
     return 0;
+}
+
+/* Kafka writes {"version":0,"brokerEpoch":N} into its clean-shutdown
+ * file; a cluster broker adds its incarnation id. */
+static void write_incarnation(const kiq_broker_t *b, int fd)
+{
+    char id[23], buf[160];
+    kiq_uuid_to_base64(&b->incarnation, id);
+    int n = snprintf(buf, sizeof buf, "{\"version\":0,\"brokerEpoch\":%lld,\"incarnationId\":\"%s\"}\n",
+                     (long long)b->last_broker_epoch, id);
+    if (write(fd, buf, (size_t)n) != n) KIQ_WARN("cannot write the clean-shutdown marker's incarnation");
+}
+
+/* The incarnation a clean shutdown left in every log dir's marker (they
+ * must agree): true when there is one to reuse. Before the markers go. */
+static bool read_incarnation(kiq_broker_t *b)
+{
+    kiq_uuid_t found;
+    bool have = false;
+    for (int i = 0; i < b->nlog_dirs; i++) {
+        char marker[PATH_MAX], buf[256];
+        snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dirs[i].path);
+        int fd = b->log_dirs[i].clean_shutdown ? open(marker, O_RDONLY | O_CLOEXEC) : -1;
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        if (fd >= 0) close(fd);
+        if (n <= 0) return false;
+        buf[n] = 0;
+        const char *p = strstr(buf, "\"incarnationId\":\"");
+        char id[23];
+        kiq_uuid_t u;
+        if (!p || sscanf(p + 17, "%22[A-Za-z0-9_-]", id) != 1 || kiq_uuid_from_base64(id, &u) != 0) return false;
+        if (have && memcmp(&u, &found, sizeof u) != 0) return false;
+        found = u;
+        have = true;
+    }
+    if (have) b->incarnation = found;
+    return have;
 }
 
 static int lock_dir(kiq_broker_log_dir_t *d)
@@ -165,7 +217,8 @@ kiq_broker_t *kiq_broker_new(const kiq_config_t *config)
         (int32_t)kiq_config_int(config, KIQ_CFG_LOG_INDEX_SIZE_MAX_BYTES);
     if (kiq_log_config_check(&b->log_cfg) != 0) goto fail;
     b->hooks = kiq_hooks_new(kiq_config_int(config, KIQ_CFG_HOOK_MAX_INSTRUCTIONS));
-    if (!b->hooks) {
+    b->metadata = kiq_metadata_cache_new();
+    if (!b->hooks || !b->metadata) {
         kiq_error_set("out of memory");
         goto fail;
     }
@@ -283,10 +336,12 @@ int kiq_broker_start(kiq_broker_t *b)
         kiq_log_dir_reset(d->health);
         specs[i] = (kiq_topics_dir_spec_t){.path = d->path, .clean_shutdown = d->clean_shutdown, .health = d->health};
     }
-    b->topics = kiq_topics_open_dirs(specs, b->nlog_dirs, &b->log_cfg);
+    /* a cluster broker hosts only the partitions the controller gives it */
+    b->topics = kiq_topics_open_dirs_ex(specs, b->nlog_dirs, &b->log_cfg, b->cluster);
     free(specs);
     if (!b->topics) return -1;
     kiq_topics_set_node_id(b->topics, b->node_id);
+    if (!read_incarnation(b) && kiq_uuid_random(&b->incarnation) != 0) return kiq_error_set("no randomness");
     /* from now on the logs are open and a crash is unclean */
     for (int i = 0; i < b->nlog_dirs; i++) {
         snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dirs[i].path);
@@ -336,6 +391,12 @@ int kiq_broker_start(kiq_broker_t *b)
     b->groups = kiq_group_coordinator_new(b);
     if (!b->groups) return kiq_error_set("out of memory");
     if (kiq_group_coordinator_start(b->groups) != 0) return -1;
+    /* before the control plane: LeaderAndIsr comes in there */
+    if (b->cluster) {
+        if (!(b->replicas = kiq_replica_manager_new(b))) return -1;
+    } else {
+        kiq_replica_manager_lead_all_alone(b->topics);
+    }
     b->nio_threads = (int)kiq_config_int(b->config, KIQ_CFG_NUM_IO_THREADS);
     b->io_threads = calloc((size_t)b->nio_threads, sizeof *b->io_threads);
     if (!b->io_threads) return kiq_error_set("out of memory");
@@ -354,6 +415,10 @@ int kiq_broker_start(kiq_broker_t *b)
         if (!b->controller || kiq_controller_start(b->controller) != 0) return -1;
     }
     if (b->has_control_plane && start_control_plane(b) != 0) return -1;
+    /* last: the registration carries the bound ports */
+    if (b->cluster && !(b->lifecycle = kiq_broker_lifecycle_new(b))) return -1;
+    /* its ISR thread reads the lifecycle's broker epoch */
+    if (b->replicas && kiq_replica_manager_start(b->replicas) != 0) return -1;
     b->running = true;
     KIQ_INFO("[KafkaIQ broker %d] started: listening on %s:%d, data in %s, cluster %s", b->node_id,
              *b->host ? b->host : "*", b->bound_port, kiq_config_str(b->config, KIQ_CFG_LOG_DIRS), b->cluster_id);
@@ -396,13 +461,17 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     bool all_marked = true;
     if (b->running && !clean) KIQ_WARN("[KafkaIQ broker %d] killed: no clean shutdown", b->node_id);
     b->running = false;
+    /* no more ISR changes or fetching (they read the lifecycle) */
+    kiq_replica_manager_stop(b->replicas);
+    /* first: the controller stops hearing from us before anything stops */
+    b->last_broker_epoch = b->lifecycle ? kiq_broker_lifecycle_epoch(b->lifecycle) : -1;
+    kiq_broker_lifecycle_free(b->lifecycle);
+    b->lifecycle = NULL;
     /* Stop taking work, answer what is parked, drain the handlers, then the
      * network, and only then close the logs and mark the shutdown clean. */
     kiq_acceptor_free(b->acceptor);
     b->acceptor = NULL;
     stop_control_plane(b);
-    kiq_controller_free(b->controller);
-    b->controller = NULL;
     kiq_log_retention_free(b->retention);
     b->retention = NULL;
     kiq_log_cleaner_free(b->cleaner);
@@ -414,6 +483,12 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     if (b->queue) kiq_request_queue_close(b->queue);
     for (int i = 0; i < b->nio_threads; i++) pthread_join(b->io_threads[i], NULL);
     b->nio_threads = 0;
+    /* after every handler that may forward to it */
+    kiq_controller_free(b->controller);
+    b->controller = NULL;
+    /* no handler calls in any more; its fetchers hold topics */
+    kiq_replica_manager_free(b->replicas);
+    b->replicas = NULL;
     for (int i = 0; i < b->nprocessors; i++) kiq_processor_free(b->processors[i]);
     free(b->processors);
     b->processors = NULL;
@@ -436,6 +511,7 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
             snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dirs[i].path);
             int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
             if (fd >= 0) {
+                if (b->cluster) write_incarnation(b, fd);
                 fsync(fd);
                 close(fd);
                 kiq_fsync_dir(b->log_dirs[i].path);
@@ -453,6 +529,7 @@ void kiq_broker_free(kiq_broker_t *b)
     kiq_broker_stop(b);
     kiq_config_free(b->config);
     kiq_hooks_free(b->hooks); /* the threads that ran hooks are joined */
+    kiq_metadata_cache_free(b->metadata);
     kiq_producer_ids_free(b->producer_ids);
     for (int i = 0; i < b->nlog_dirs; i++) {
         if (b->log_dirs[i].lock_fd >= 0) close(b->log_dirs[i].lock_fd);

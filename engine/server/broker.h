@@ -59,9 +59,24 @@ struct kiq_broker {
     int32_t controller_id;
     char controller_host[256];
     int controller_port;
+    /* This run's incarnation (BrokerRegistration): a clean shutdown keeps
+     * it in the clean-shutdown marker and the next start reuses it, so the
+     * controller knows the broker's logs are whole and leaves its
+     * leaderships be; after a crash it is new. Set at start. */
+    kiq_uuid_t incarnation;
+    int64_t last_broker_epoch; /* what the controller gave this run, kept at shutdown */
     /* The controller, on the broker whose id is the voter's: from start
      * to shutdown; its own lock. */
     struct kiq_controller *controller;
+    /* Cluster mode: the cluster as the controller last pushed it
+     * (UpdateMetadata), from new to free; its own lock. */
+    struct kiq_metadata_cache *metadata;
+    /* Cluster mode: registration and heartbeats, from the end of start to
+     * the start of shutdown; its own lock. */
+    struct kiq_broker_lifecycle *lifecycle;
+    /* Cluster mode: LeaderAndIsr / StopReplica applied, replica fetchers,
+     * ISR changes; from start until the I/O threads are joined; own lock. */
+    struct kiq_replica_manager *replicas;
     char advertised_host[256];
     int advertised_port;
     char cluster_id[23];

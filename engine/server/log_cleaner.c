@@ -87,9 +87,10 @@ int kiq_log_cleaner_run(kiq_topics_t *topics, const kiq_config_t *config, int64_
         };
         kiq_topic_configs_clear(&tc);
         for (int32_t p = 0; p < topic->npartitions; p++) {
-            if ((first + p) % nshares != share) continue;
+            kiq_partition_log_t *l = atomic_load(&topic->partitions[p].log);
+            if (!l || (first + p) % nshares != share) continue;
             kiq_cleaner_stats_t st;
-            int n = kiq_log_clean(topic->partitions[p].log, &opt, &st);
+            int n = kiq_log_clean(l, &opt, &st);
             if (n < 0)
                 KIQ_WARN("log cleaner: %s-%d: %s", topic->name, p, kiq_error_get());
             else

@@ -31,7 +31,9 @@ int kiq_log_flusher_run(kiq_topics_t *topics, int64_t now_ms)
     for (int i = 0; i < count; i++) {
         if (atomic_load(&list[i]->deleted)) continue;
         for (int32_t p = 0; p < list[i]->npartitions; p++) {
-            int rc = kiq_partition_log_flush_if_due(list[i]->partitions[p].log, now_ms);
+            kiq_partition_log_t *l = atomic_load(&list[i]->partitions[p].log);
+            if (!l) continue; /* not hosted here */
+            int rc = kiq_partition_log_flush_if_due(l, now_ms);
             if (rc < 0) KIQ_ERROR("flushing %s-%d: %s", list[i]->name, p, kiq_error_get());
             if (rc > 0) flushed++;
         }
@@ -47,8 +49,10 @@ static int64_t recovery_point_sum(kiq_topics_t *topics)
     kiq_topic_t **list = kiq_topics_list(topics, &count);
     if (!list) return -1;
     for (int i = 0; i < count; i++)
-        for (int32_t p = 0; p < list[i]->npartitions; p++)
-            sum += kiq_partition_log_recovery_point(list[i]->partitions[p].log) + 1;
+        for (int32_t p = 0; p < list[i]->npartitions; p++) {
+            kiq_partition_log_t *l = atomic_load(&list[i]->partitions[p].log);
+            if (l) sum += kiq_partition_log_recovery_point(l) + 1; /* +1: hosting one changes the sum */
+        }
     kiq_topics_list_free(list, count);
     return sum;
 }

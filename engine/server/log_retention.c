@@ -61,9 +61,11 @@ void kiq_log_retention_apply_topic(kiq_topic_t *topic, const kiq_config_t *confi
     int64_t flush_ms = effective_int(config, c, KIQ_TCFG_FLUSH_MS);
     kiq_topic_configs_clear(&tc);
     for (int32_t p = 0; p < topic->npartitions; p++) {
-        kiq_partition_log_set_retention(topic->partitions[p].log, segment_ms, retention_ms < 0 ? -1 : retention_ms,
+        kiq_partition_log_t *l = atomic_load(&topic->partitions[p].log);
+        if (!l) continue; /* not hosted here */
+        kiq_partition_log_set_retention(l, segment_ms, retention_ms < 0 ? -1 : retention_ms,
                                         retention_bytes < 0 ? -1 : retention_bytes);
-        kiq_partition_log_set_flush(topic->partitions[p].log, flush_messages, flush_ms);
+        kiq_partition_log_set_flush(l, flush_messages, flush_ms);
     }
 }
 
@@ -86,8 +88,10 @@ int kiq_log_retention_run(kiq_topics_t *topics, const kiq_config_t *config, int6
         /* a topic is only ever deleted whole; its files go with it */
         if (atomic_load(&topic->deleted)) continue;
         kiq_log_retention_apply_topic(topic, config);
-        for (int32_t p = 0; p < topic->npartitions; p++)
-            deleted += kiq_partition_log_enforce_retention(topic->partitions[p].log, now_ms);
+        for (int32_t p = 0; p < topic->npartitions; p++) {
+            kiq_partition_log_t *l = atomic_load(&topic->partitions[p].log);
+            if (l) deleted += kiq_partition_log_enforce_retention(l, now_ms);
+        }
     }
     kiq_topics_list_free(list, count);
     if (deleted > 0 && kiq_topics_checkpoint_log_start(topics) != 0)

@@ -1,6 +1,7 @@
 #include "server/topics.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -34,6 +35,17 @@ typedef struct recovery_point {
     int64_t offset;
 } recovery_point_t;
 
+/* A log out of its slot (kiq_topics_unhost_partition): offline, so it
+ * writes nothing, until freed or taken back. */
+struct kiq_retired_log {
+    kiq_partition_log_t *log;
+    int32_t partition;
+    int dir;              /* the registry's directory it was in */
+    kiq_log_dir_t *home;  /* that directory's health, given back on close */
+    bool deleted;         /* its files are gone */
+    kiq_retired_log_t *next;
+};
+
 /* One log directory of the registry. */
 typedef struct topics_dir {
     char *path;
@@ -55,6 +67,10 @@ struct kiq_topics {
     void *on_append_ctx;
     pthread_mutex_t checkpoint_mu; /* one writer of a checkpoint file at a time */
     int32_t node_id; /* set once after open, before the registry is shared */
+    bool partial;    /* fixed at open: a cluster broker's partial topics */
+    /* Always offline: what retired logs are tied to. Made on the first
+     * unhost, under lock. */
+    kiq_log_dir_t *retired_health;
     /* The saved recovery points, only during kiq_topics_open. */
     recovery_point_t *rps;
     size_t nrps;
@@ -95,11 +111,33 @@ static int find_index(kiq_topics_t *t, kiq_str_t name, bool *found)
     return lo;
 }
 
+/* Frees the topic's retired logs: closed cleanly when kept on disk
+ * (their directory's health given back first, so the close writes what a
+ * clean close writes), their files removed too when remove. */
+static void free_retired(kiq_topic_t *topic, bool remove)
+{
+    while (topic->retired) {
+        kiq_retired_log_t *e = topic->retired;
+        topic->retired = e->next;
+        if (e->deleted) {
+            kiq_partition_log_free(e->log); /* offline: writes nothing */
+        } else if (remove) {
+            if (kiq_partition_log_delete(e->log) != 0)
+                KIQ_ERROR("deleting %s-%d: %s", topic->name, e->partition, kiq_error_get());
+        } else {
+            kiq_partition_log_set_log_dir(e->log, e->home);
+            kiq_partition_log_free(e->log);
+        }
+        free(e);
+    }
+}
+
 static void topic_destroy(kiq_topic_t *topic)
 {
     bool remove = atomic_load(&topic->deleted);
+    free_retired(topic, remove);
     for (int32_t i = 0; i < topic->npartitions; i++) {
-        kiq_partition_log_t *l = topic->partitions[i].log;
+        kiq_partition_log_t *l = atomic_load(&topic->partitions[i].log);
         if (!l) continue;
         if (remove) {
             if (kiq_partition_log_delete(l) != 0)
@@ -119,6 +157,7 @@ static void topic_destroy(kiq_topic_t *topic)
     }
     kiq_topic_configs_clear(&topic->configs);
     pthread_mutex_destroy(&topic->config_mu);
+    pthread_mutex_destroy(&topic->host_mu);
     for (int32_t i = 0; i < topic->npartitions; i++) {
         free(topic->partitions[i].dir);
         kiq_partition_replica_destroy(&topic->partitions[i].replica);
@@ -134,7 +173,16 @@ void kiq_topic_unref(kiq_topic_t *topic)
 }
 
 /* The partitions get their directories with place_partition. */
-static kiq_topic_t *topic_alloc(const char *name, int32_t npartitions, int32_t node_id)
+/* A partition's replication state before anyone said more: a standalone
+ * broker leads its partitions alone; a cluster broker waits for the
+ * controller's LeaderAndIsr (no role: it neither leads nor follows). */
+static void init_replica(const kiq_topics_t *t, kiq_partition_t *p)
+{
+    if (t->partial) kiq_partition_replica_stop(&p->replica);
+    else kiq_partition_replica_lead_alone(&p->replica, t->node_id, p->leader_epoch);
+}
+
+static kiq_topic_t *topic_alloc(const kiq_topics_t *t, const char *name, int32_t npartitions)
 {
     kiq_topic_t *topic = calloc(1, sizeof *topic);
     if (!topic) return NULL;
@@ -151,13 +199,16 @@ static kiq_topic_t *topic_alloc(const char *name, int32_t npartitions, int32_t n
     atomic_init(&topic->refs, 1);
     atomic_init(&topic->deleted, false);
     pthread_mutex_init(&topic->config_mu, NULL);
+    pthread_mutex_init(&topic->host_mu, NULL);
     atomic_init(&topic->max_message_bytes, -1);
     atomic_init(&topic->log_append_time, -1);
     for (int32_t i = 0; i < npartitions; i++) {
         topic->partitions[i].topic = topic;
         topic->partitions[i].index = i;
-        topic->partitions[i].dir_index = -1;
-        kiq_partition_replica_init(&topic->partitions[i].replica, node_id, 0);
+        atomic_init(&topic->partitions[i].log, NULL);
+        atomic_init(&topic->partitions[i].dir_index, -1);
+        kiq_partition_replica_init(&topic->partitions[i].replica, t->node_id, 0);
+        init_replica(t, &topic->partitions[i]);
     }
     return topic;
 }
@@ -175,20 +226,36 @@ static int pick_dir(const kiq_topics_t *t)
     return best;
 }
 
-/* Same lock: puts the partition in directory d and counts it there. */
+/* Same lock (and the topic's host_mu once it is shared): puts the
+ * partition in directory d and counts it there. */
 static int place_partition(kiq_topics_t *t, kiq_partition_t *p, int d)
 {
-    if (!(p->dir = strdup(t->dirs[d].path))) return kiq_error_set("out of memory");
-    p->dir_index = d;
+    char *dir = strdup(t->dirs[d].path);
+    if (!dir) return kiq_error_set("out of memory");
+    free(p->dir);
+    p->dir = dir;
+    atomic_store(&p->dir_index, d);
     t->dirs[d].npartitions++;
     return 0;
+}
+
+/* Same locks: the partition no longer counts for placement (its dir
+ * stays, for a log taken back). */
+static void unplace_partition(kiq_topics_t *t, kiq_partition_t *p)
+{
+    int d = atomic_load(&p->dir_index);
+    if (d < 0) return;
+    t->dirs[d].npartitions--;
+    atomic_store(&p->dir_index, -1);
 }
 
 /* Same lock: the topic's partitions no longer count for placement. */
 static void unplace_topic(kiq_topics_t *t, const kiq_topic_t *topic)
 {
-    for (int32_t i = 0; i < topic->npartitions; i++)
-        if (topic->partitions[i].dir_index >= 0) t->dirs[topic->partitions[i].dir_index].npartitions--;
+    for (int32_t i = 0; i < topic->npartitions; i++) {
+        int d = atomic_load(&topic->partitions[i].dir_index);
+        if (d >= 0) t->dirs[d].npartitions--;
+    }
 }
 
 static int partition_path(char *buf, size_t n, const kiq_topic_t *topic, int32_t p)
@@ -265,21 +332,25 @@ static int64_t saved_recovery_point(const kiq_topics_t *t, const kiq_topic_t *to
     return 0;
 }
 
-/* Also sets the topic's hot config values (before the topic is shared). */
+/* Opens the log of every placed partition (the others stay unhosted).
+ * Also sets the topic's hot config values (before the topic is shared). */
 static int open_partition_logs(kiq_topics_t *t, kiq_topic_t *topic, bool create)
 {
     apply_hot_configs(topic);
     kiq_log_config_t cfg;
     topic_log_config(t, &topic->configs, &cfg);
     for (int32_t i = 0; i < topic->npartitions; i++) {
+        int di = atomic_load(&topic->partitions[i].dir_index);
+        if (di < 0) continue;
         char pdir[PATH_MAX];
-        const topics_dir_t *d = &t->dirs[topic->partitions[i].dir_index];
+        const topics_dir_t *d = &t->dirs[di];
         if (partition_path(pdir, sizeof pdir, topic, i) != 0) return -1;
         int64_t rp = create ? -1 : saved_recovery_point(t, topic, i);
         cfg.clean_shutdown = d->clean_shutdown;
-        topic->partitions[i].log = kiq_partition_log_open_at(pdir, &cfg, rp);
-        if (!topic->partitions[i].log) return -1;
-        kiq_partition_log_set_log_dir(topic->partitions[i].log, d->health);
+        kiq_partition_log_t *l = kiq_partition_log_open_at(pdir, &cfg, rp);
+        if (!l) return -1;
+        atomic_store(&topic->partitions[i].log, l);
+        kiq_partition_log_set_log_dir(l, d->health);
         if (create && write_partition_metadata(pdir, &topic->id) != 0) return -1;
     }
     return 0;
@@ -343,15 +414,16 @@ static int scan_dir(kiq_topics_t *t, int d, struct found_partition **entries, si
 }
 
 /* Loads the topics of entries[0..n), one topic's partitions sorted. A
- * partition missing on disk is placed as a new one would be. */
+ * partition missing on disk is placed as a new one would be, or stays
+ * unhosted in a partial registry. */
 static int load_topic(kiq_topics_t *t, const struct found_partition *e, size_t n)
 {
     const char *name = e[0].topic;
-    kiq_topic_t *topic = topic_alloc(name, e[n - 1].partition + 1, t->node_id);
+    kiq_topic_t *topic = topic_alloc(t, name, e[n - 1].partition + 1);
     if (!topic) return kiq_error_set("out of memory");
     for (size_t j = 0; j < n; j++)
         if (place_partition(t, &topic->partitions[e[j].partition], e[j].dir) != 0) goto fail;
-    for (int32_t p = 0; p < topic->npartitions; p++) {
+    for (int32_t p = 0; p < topic->npartitions && !t->partial; p++) {
         int d = pick_dir(t);
         if (topic->partitions[p].dir_index < 0 && place_partition(t, &topic->partitions[p], d < 0 ? 0 : d) != 0)
             goto fail;
@@ -359,7 +431,8 @@ static int load_topic(kiq_topics_t *t, const struct found_partition *e, size_t n
     char pdir[PATH_MAX];
     bool have_id = false;
     for (int32_t p = 0; p < topic->npartitions && !have_id; p++)
-        if (partition_path(pdir, sizeof pdir, topic, p) == 0 && read_partition_metadata(pdir, &topic->id) == 0)
+        if (topic->partitions[p].dir_index >= 0 && partition_path(pdir, sizeof pdir, topic, p) == 0 &&
+            read_partition_metadata(pdir, &topic->id) == 0)
             have_id = true;
     if (!have_id) kiq_uuid_random(&topic->id);
     if (kiq_topic_config_store_load(t->store, name, &topic->configs) != 0)
@@ -430,7 +503,8 @@ static void load_offset_checkpoint(kiq_topics_t *t, int d, const char *file, con
         if (!found || partition < 0 || partition >= t->topics[at]->npartitions ||
             t->topics[at]->partitions[partition].dir_index != d)
             continue;
-        if (apply(t->topics[at]->partitions[partition].log, offset) != 0)
+        kiq_partition_log_t *l = atomic_load(&t->topics[at]->partitions[partition].log);
+        if (l && apply(l, offset) != 0)
             KIQ_WARN("%s-%d: saved %s %lld not applied: %s", name, partition, what, offset, kiq_error_get());
     }
     fclose(f);
@@ -465,21 +539,34 @@ static int write_checkpoint(kiq_topics_t *t, int d, const char *file, int64_t (*
     }
     snprintf(path, sizeof path, "%s/%s", dir, file);
     pthread_mutex_lock(&t->checkpoint_mu);
-    int rc = -1;
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
+    /* The lines first: the count heads the file, and partitions may be
+     * hosted or unhosted meanwhile. Unhosted partitions are not named. */
+    int rc = -1, n = 0;
+    char *lines = NULL;
+    size_t len = 0;
+    FILE *f = NULL, *mem = open_memstream(&lines, &len);
+    if (!mem) {
+        kiq_error_errno("cannot write %s", path);
+        goto out;
+    }
+    for (int i = 0; i < count; i++)
+        for (int32_t p = 0; p < list[i]->npartitions; p++) {
+            kiq_partition_log_t *l = atomic_load(&list[i]->partitions[p].log);
+            if (!l || atomic_load(&list[i]->partitions[p].dir_index) != d) continue;
+            fprintf(mem, "%s %d %lld\n", list[i]->name, p, (long long)get(l));
+            n++;
+        }
+    if (fclose(mem) != 0) {
+        kiq_error_set("out of memory writing %s", path);
+        goto out;
+    }
+    if (!(f = fopen(tmp, "w"))) {
         kiq_error_errno("cannot write %s", tmp);
         goto out;
     }
-    int n = 0;
-    for (int i = 0; i < count; i++)
-        for (int32_t p = 0; p < list[i]->npartitions; p++) n += list[i]->partitions[p].dir_index == d;
     fprintf(f, "0\n%d\n", n);
-    for (int i = 0; i < count; i++)
-        for (int32_t p = 0; p < list[i]->npartitions; p++)
-            if (list[i]->partitions[p].dir_index == d)
-                fprintf(f, "%s %d %lld\n", list[i]->name, p, (long long)get(list[i]->partitions[p].log));
-    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    bool ok = fwrite(lines, 1, len, f) == len;
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
     if (fclose(f) != 0) ok = false;
     if (!ok || rename(tmp, path) != 0) {
         kiq_error_errno("cannot write %s", path);
@@ -491,6 +578,7 @@ static int write_checkpoint(kiq_topics_t *t, int d, const char *file, int64_t (*
 out:
     pthread_mutex_unlock(&t->checkpoint_mu);
     kiq_topics_list_free(list, count);
+    free(lines);
     return rc;
 }
 
@@ -562,6 +650,12 @@ static bool topic_loaded(const char *name, void *ctx)
 
 kiq_topics_t *kiq_topics_open_dirs(const kiq_topics_dir_spec_t *dirs, int ndirs, const kiq_log_config_t *log_cfg)
 {
+    return kiq_topics_open_dirs_ex(dirs, ndirs, log_cfg, false);
+}
+
+kiq_topics_t *kiq_topics_open_dirs_ex(const kiq_topics_dir_spec_t *dirs, int ndirs, const kiq_log_config_t *log_cfg,
+                                      bool partial)
+{
     if (ndirs < 1) {
         kiq_error_set("no log directory");
         return NULL;
@@ -569,6 +663,7 @@ kiq_topics_t *kiq_topics_open_dirs(const kiq_topics_dir_spec_t *dirs, int ndirs,
     kiq_topics_t *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->log_cfg = *log_cfg;
+    t->partial = partial;
     pthread_rwlock_init(&t->lock, NULL);
     pthread_mutex_init(&t->checkpoint_mu, NULL);
     t->dirs = calloc((size_t)ndirs, sizeof *t->dirs);
@@ -614,10 +709,11 @@ void kiq_topics_free(kiq_topics_t *t)
     /* A clean shutdown flushes everything, so the next open trusts it all. */
     if (t->store) {
         for (int i = 0; i < t->count; i++)
-            for (int32_t p = 0; p < t->topics[i]->npartitions; p++)
-                if (t->topics[i]->partitions[p].log && !kiq_partition_log_offline(t->topics[i]->partitions[p].log) &&
-                    kiq_partition_log_flush(t->topics[i]->partitions[p].log) < 0)
+            for (int32_t p = 0; p < t->topics[i]->npartitions; p++) {
+                kiq_partition_log_t *l = atomic_load(&t->topics[i]->partitions[p].log);
+                if (l && !kiq_partition_log_offline(l) && kiq_partition_log_flush(l) < 0)
                     KIQ_WARN("flushing %s-%d: %s", t->topics[i]->name, p, kiq_error_get());
+            }
         if (kiq_topics_checkpoint_recovery_points(t) != 0)
             KIQ_WARN("cannot write the recovery points: %s", kiq_error_get());
         if (kiq_topics_checkpoint_high_watermarks(t) != 0)
@@ -625,6 +721,7 @@ void kiq_topics_free(kiq_topics_t *t)
     }
     for (int i = 0; i < t->count; i++) kiq_topic_unref(t->topics[i]);
     free(t->topics);
+    kiq_log_dir_free(t->retired_health); /* after the topics: their retired logs point to it */
     kiq_topic_config_store_free(t->store);
     pthread_rwlock_destroy(&t->lock);
     pthread_mutex_destroy(&t->checkpoint_mu);
@@ -639,7 +736,8 @@ void kiq_topics_set_node_id(kiq_topics_t *t, int32_t node_id)
     for (int i = 0; i < t->count; i++)
         for (int32_t p = 0; p < t->topics[i]->npartitions; p++) {
             kiq_partition_t *part = &t->topics[i]->partitions[p];
-            kiq_partition_replica_lead_alone(&part->replica, node_id, part->leader_epoch);
+            part->replica.self = node_id; /* before the registry is shared: no lock needed */
+            init_replica(t, part);
         }
 }
 
@@ -648,9 +746,10 @@ void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health)
     pthread_rwlock_wrlock(&t->lock);
     t->dirs[0].health = health;
     for (int i = 0; i < t->count; i++)
-        for (int32_t p = 0; p < t->topics[i]->npartitions; p++)
-            if (t->topics[i]->partitions[p].log && t->topics[i]->partitions[p].dir_index == 0)
-                kiq_partition_log_set_log_dir(t->topics[i]->partitions[p].log, health);
+        for (int32_t p = 0; p < t->topics[i]->npartitions; p++) {
+            kiq_partition_log_t *l = atomic_load(&t->topics[i]->partitions[p].log);
+            if (l && t->topics[i]->partitions[p].dir_index == 0) kiq_partition_log_set_log_dir(l, health);
+        }
     pthread_rwlock_unlock(&t->lock);
 }
 
@@ -691,15 +790,19 @@ int kiq_topics_create(kiq_topics_t *t, kiq_str_t name, int32_t partitions,
     return kiq_topics_create_with_configs(t, name, partitions, replication_factor, NULL, validate_only);
 }
 
-int kiq_topics_create_with_configs(kiq_topics_t *t, kiq_str_t name, int32_t partitions,
-                                   int16_t replication_factor, const kiq_topic_configs_t *configs,
-                                   bool validate_only)
+/* Creates a topic with npartitions slots, the logs of those hosted (all
+ * when hosted is NULL), its id given or random (id NULL). */
+static int create_topic(kiq_topics_t *t, kiq_str_t name, const kiq_uuid_t *id, int32_t partitions,
+                        int16_t replication_factor, const bool *hosted, const kiq_topic_configs_t *configs,
+                        bool validate_only)
 {
     const char *why;
     if (!kiq_topic_name_valid(name, &why)) {
         kiq_error_set("%s", why);
         return KIQ_ERR_INVALID_TOPIC_EXCEPTION;
     }
+    bool any_hosted = false;
+    for (int32_t i = 0; i < partitions && !any_hosted; i++) any_hosted = !hosted || hosted[i];
     pthread_rwlock_wrlock(&t->lock);
     bool found;
     int at = find_index(t, name, &found);
@@ -710,19 +813,20 @@ int kiq_topics_create_with_configs(kiq_topics_t *t, kiq_str_t name, int32_t part
     } else if (is_doomed(t, name)) {
         kiq_error_set("Topic '%.*s' is marked for deletion.", name.len, name.p);
         rc = KIQ_ERR_TOPIC_ALREADY_EXISTS;
-    } else if (pick_dir(t) < 0) {
+    } else if (any_hosted && pick_dir(t) < 0) {
         if (t->ndirs == 1) kiq_error_set("Log directory %s is offline", t->dirs[0].path);
         else kiq_error_set("Every log directory is offline");
         rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
     } else if (!validate_only) {
         char cname[256];
         snprintf(cname, sizeof cname, "%.*s", name.len, name.p);
-        kiq_topic_t *topic = topic_alloc(cname, partitions, t->node_id);
+        kiq_topic_t *topic = topic_alloc(t, cname, partitions);
         bool placed = topic != NULL;
         for (int32_t i = 0; placed && i < partitions; i++)
-            placed = place_partition(t, &topic->partitions[i], pick_dir(t)) == 0;
+            if (!hosted || hosted[i]) placed = place_partition(t, &topic->partitions[i], pick_dir(t)) == 0;
+        if (placed && id) topic->id = *id;
         /* saved even when empty: that clears what a lost delete left */
-        if (!placed || kiq_uuid_random(&topic->id) != 0 ||
+        if (!placed || (!id && kiq_uuid_random(&topic->id) != 0) ||
             (configs && kiq_topic_configs_copy(&topic->configs, configs) != 0) ||
             kiq_topic_config_store_save(t->store, cname, &topic->configs) != 0 ||
             open_partition_logs(t, topic, true) != 0 ||
@@ -750,13 +854,34 @@ int kiq_topics_create_with_configs(kiq_topics_t *t, kiq_str_t name, int32_t part
     return rc;
 }
 
+int kiq_topics_create_with_configs(kiq_topics_t *t, kiq_str_t name, int32_t partitions,
+                                   int16_t replication_factor, const kiq_topic_configs_t *configs,
+                                   bool validate_only)
+{
+    return create_topic(t, name, NULL, partitions, replication_factor, NULL, configs, validate_only);
+}
+
+int kiq_topics_create_hosted(kiq_topics_t *t, kiq_str_t name, const kiq_uuid_t *id, int32_t npartitions,
+                             int16_t replication_factor, const bool *hosted, const kiq_topic_configs_t *configs)
+{
+    if (npartitions < 1) {
+        kiq_error_set("Number of partitions must be at least 1, not %d", npartitions);
+        return KIQ_ERR_INVALID_PARTITIONS;
+    }
+    return create_topic(t, name, id, npartitions, replication_factor, hosted, configs, false);
+}
+
 int kiq_topics_delete(kiq_topics_t *t, kiq_topic_t *topic)
 {
+    /* host_mu: hosting and the reaping of retired logs see a steady
+     * deleted flag */
+    pthread_mutex_lock(&topic->host_mu);
     pthread_rwlock_wrlock(&t->lock);
     bool found;
     int i = find_index(t, KIQ_STR(topic->name), &found);
     if (!found || t->topics[i] != topic) {
         pthread_rwlock_unlock(&t->lock);
+        pthread_mutex_unlock(&topic->host_mu);
         return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     }
     memmove(&t->topics[i], &t->topics[i + 1], (size_t)(t->count - i - 1) * sizeof *t->topics);
@@ -767,6 +892,7 @@ int kiq_topics_delete(kiq_topics_t *t, kiq_topic_t *topic)
     topic->next_doomed = t->doomed;
     t->doomed = topic;
     pthread_rwlock_unlock(&t->lock);
+    pthread_mutex_unlock(&topic->host_mu);
     /* after `deleted` is set, so no config change can save it again */
     pthread_mutex_lock(&topic->config_mu);
     if (kiq_topic_config_store_remove(t->store, topic->name) != 0)
@@ -775,6 +901,179 @@ int kiq_topics_delete(kiq_topics_t *t, kiq_topic_t *topic)
     KIQ_INFO("deleted topic %s", topic->name);
     kiq_topic_unref(topic); /* the registry's reference */
     return KIQ_ERR_NONE;
+}
+
+/* Under host_mu, the caller holding one reference: frees the retired
+ * logs once no reader can hold one. Every reader that could have loaded a
+ * retired log took its topic reference before the log left its slot, so
+ * when only the registry's reference and the caller's remain (the
+ * caller's alone once deleted; host_mu keeps that flag steady), those
+ * readers are gone. refs is read first: a registry reference dropped
+ * after that read was still there, so no reader was. */
+static void reap_retired(kiq_topic_t *topic)
+{
+    if (!topic->retired) return;
+    int refs = atomic_load(&topic->refs);
+    bool deleted = atomic_load(&topic->deleted);
+    if (refs <= (deleted ? 1 : 2)) free_retired(topic, deleted);
+}
+
+/* The always-offline health retired logs are tied to, made once. */
+static kiq_log_dir_t *retired_health(kiq_topics_t *t)
+{
+    pthread_rwlock_wrlock(&t->lock);
+    if (!t->retired_health && (t->retired_health = kiq_log_dir_new("(partitions no longer hosted here)")))
+        kiq_log_dir_fail(t->retired_health, ESHUTDOWN, "a retired log refuses writes");
+    kiq_log_dir_t *h = t->retired_health;
+    pthread_rwlock_unlock(&t->lock);
+    return h;
+}
+
+/* rm -r of a partition directory (it holds files only), then a sync of
+ * its parent so the removal is durable. */
+static int remove_partition_dir(const char *dir)
+{
+    DIR *dh = opendir(dir);
+    if (!dh) return errno == ENOENT ? 0 : kiq_error_errno("cannot open %s", dir);
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(dh)))
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 && unlinkat(dirfd(dh), de->d_name, 0) != 0)
+            rc = kiq_error_errno("cannot remove %s/%s", dir, de->d_name);
+    closedir(dh);
+    if (rc == 0 && rmdir(dir) != 0) rc = kiq_error_errno("cannot remove %s", dir);
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        kiq_fsync_dir(parent);
+    }
+    return rc;
+}
+
+/* Under host_mu and config_mu: opens partition p's log in a directory
+ * picked for it, recovering whatever is already there. */
+static int open_hosted_log(kiq_topics_t *t, kiq_topic_t *topic, kiq_partition_t *p, kiq_log_config_t *cfg)
+{
+    pthread_rwlock_wrlock(&t->lock);
+    int d = pick_dir(t);
+    int rc = d < 0 ? kiq_error_set("every log directory is offline") : place_partition(t, p, d);
+    pthread_rwlock_unlock(&t->lock);
+    if (rc != 0) return -1;
+    char pdir[PATH_MAX];
+    kiq_partition_log_t *l = NULL;
+    /* Not from any checkpoint: scan whatever the directory holds. */
+    cfg->clean_shutdown = false;
+    if (partition_path(pdir, sizeof pdir, topic, p->index) == 0 && (l = kiq_partition_log_open_at(pdir, cfg, 0))) {
+        kiq_partition_log_set_log_dir(l, t->dirs[d].health);
+        if (write_partition_metadata(pdir, &topic->id) == 0) {
+            kiq_fsync_dir(t->dirs[d].path);
+            atomic_store(&p->log, l);
+            return 0;
+        }
+        kiq_partition_log_free(l);
+    }
+    pthread_rwlock_wrlock(&t->lock);
+    unplace_partition(t, p);
+    pthread_rwlock_unlock(&t->lock);
+    return -1;
+}
+
+int kiq_topics_host_partition(kiq_topics_t *t, kiq_topic_t *topic, int32_t partition)
+{
+    if (partition < 0 || partition >= topic->npartitions) {
+        kiq_error_set("topic %s has %d partition(s), not %d", topic->name, topic->npartitions, partition + 1);
+        return KIQ_ERR_INVALID_PARTITIONS;
+    }
+    kiq_partition_t *p = &topic->partitions[partition];
+    int rc = KIQ_ERR_NONE;
+    pthread_mutex_lock(&topic->host_mu);
+    if (atomic_load(&topic->deleted)) {
+        kiq_error_set("Topic %s does not exist", topic->name);
+        rc = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    } else if (!atomic_load(&p->log)) {
+        kiq_retired_log_t **pp = &topic->retired;
+        while (*pp && ((*pp)->partition != partition || (*pp)->deleted)) pp = &(*pp)->next;
+        /* config_mu: a config change either sees the log or is seen by it */
+        pthread_mutex_lock(&topic->config_mu);
+        kiq_log_config_t cfg;
+        topic_log_config(t, &topic->configs, &cfg);
+        if (*pp) {
+            kiq_retired_log_t *e = *pp;
+            pthread_rwlock_wrlock(&t->lock);
+            rc = place_partition(t, p, e->dir) == 0 ? KIQ_ERR_NONE : KIQ_ERR_KAFKA_STORAGE_ERROR;
+            pthread_rwlock_unlock(&t->lock);
+            if (rc == KIQ_ERR_NONE) {
+                kiq_partition_log_set_log_dir(e->log, t->dirs[e->dir].health);
+                kiq_partition_log_set_config(e->log, &cfg);
+                atomic_store(&p->log, e->log);
+                *pp = e->next;
+                free(e);
+            }
+        } else if (open_hosted_log(t, topic, p, &cfg) != 0) {
+            rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
+        }
+        pthread_mutex_unlock(&topic->config_mu);
+        if (rc == KIQ_ERR_NONE) KIQ_INFO("hosting %s-%d in %s", topic->name, partition, p->dir);
+        else KIQ_ERROR("cannot host %s-%d: %s", topic->name, partition, kiq_error_get());
+    }
+    reap_retired(topic);
+    pthread_mutex_unlock(&topic->host_mu);
+    return rc;
+}
+
+int kiq_topics_unhost_partition(kiq_topics_t *t, kiq_topic_t *topic, int32_t partition, bool delete_files)
+{
+    if (partition < 0 || partition >= topic->npartitions) {
+        kiq_error_set("topic %s has %d partition(s), not %d", topic->name, topic->npartitions, partition + 1);
+        return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    }
+    kiq_partition_t *p = &topic->partitions[partition];
+    int rc = KIQ_ERR_NONE;
+    pthread_mutex_lock(&topic->host_mu);
+    kiq_partition_log_t *l = atomic_load(&p->log);
+    if (l) {
+        kiq_retired_log_t *e = calloc(1, sizeof *e);
+        kiq_log_dir_t *offline = e ? retired_health(t) : NULL;
+        if (!offline) {
+            free(e);
+            kiq_error_set("out of memory");
+            pthread_mutex_unlock(&topic->host_mu);
+            return KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        }
+        int d = atomic_load(&p->dir_index);
+        *e = (kiq_retired_log_t){.log = l, .partition = partition, .dir = d, .home = t->dirs[d].health,
+                                 .next = topic->retired};
+        topic->retired = e;
+        /* from here on new readers see it unhosted */
+        atomic_store(&p->log, NULL);
+        pthread_rwlock_wrlock(&t->lock);
+        unplace_partition(t, p);
+        pthread_rwlock_unlock(&t->lock);
+        /* what it acknowledged stays durable; appends after this are refused */
+        if (!delete_files && !kiq_partition_log_offline(l) && kiq_partition_log_flush(l) < 0)
+            KIQ_WARN("flushing %s-%d: %s", topic->name, partition, kiq_error_get());
+        kiq_partition_log_set_log_dir(l, offline);
+        KIQ_INFO("%s-%d is no longer hosted here%s", topic->name, partition, delete_files ? "; deleting it" : "");
+    }
+    if (delete_files) {
+        for (kiq_retired_log_t *e = topic->retired; e; e = e->next)
+            if (e->partition == partition && !e->deleted) {
+                e->deleted = true;
+                if (remove_partition_dir(kiq_partition_log_dir(e->log)) != 0) rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
+            }
+        /* kept by an earlier unhost whose log is already closed */
+        char name[300], pdir[PATH_MAX];
+        for (int d = 0; d < t->ndirs && kiq_log_dir_name(name, sizeof name, topic->name, partition) == 0; d++)
+            if ((size_t)snprintf(pdir, sizeof pdir, "%s/%s", t->dirs[d].path, name) < sizeof pdir &&
+                remove_partition_dir(pdir) != 0)
+                rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
+        if (rc != KIQ_ERR_NONE) KIQ_ERROR("deleting %s-%d: %s", topic->name, partition, kiq_error_get());
+    }
+    reap_retired(topic);
+    pthread_mutex_unlock(&topic->host_mu);
+    return rc;
 }
 
 kiq_topic_t **kiq_topics_list(kiq_topics_t *t, int *count)
@@ -844,8 +1143,11 @@ int kiq_topics_update_configs(kiq_topics_t *t, kiq_topic_t *topic,
             apply_hot_configs(topic);
             kiq_log_config_t cfg;
             topic_log_config(t, &topic->configs, &cfg);
-            for (int32_t i = 0; i < topic->npartitions; i++)
-                kiq_partition_log_set_config(topic->partitions[i].log, &cfg);
+            /* a log hosted meanwhile read the configs under this lock */
+            for (int32_t i = 0; i < topic->npartitions; i++) {
+                kiq_partition_log_t *l = atomic_load(&topic->partitions[i].log);
+                if (l) kiq_partition_log_set_config(l, &cfg);
+            }
             KIQ_INFO("changed the configs of topic %s", topic->name);
         }
     }

@@ -23,25 +23,43 @@ typedef struct kiq_topic kiq_topic_t;
 /* A partition; its log has its own lock, its replication state (role,
  * leader epoch, ISR, followers' progress) its own mutex. leader_epoch is
  * what a standalone broker stamps (the replica state holds the current
- * one). dir and dir_index are fixed once the topic is shared. */
+ * one).
+ *
+ * log is NULL while this broker does not host the partition (cluster
+ * mode: it is not one of its replicas), and changes when
+ * kiq_topics_host_partition/_unhost_partition run. A reader loads it once
+ * per use, into a local, and checks for NULL; the log it loaded stays
+ * valid as long as the reader holds its topic reference (see
+ * kiq_topics_unhost_partition). A standalone broker hosts every partition.
+ * dir_index is -1 while unhosted; dir changes only with the topic's
+ * host_mu held (or before the topic is shared). */
 typedef struct kiq_partition {
     kiq_topic_t *topic;
     int32_t index;
     int32_t leader_epoch;
     kiq_partition_replica_t replica;
-    kiq_partition_log_t *log;
-    int dir_index; /* which of the registry's log directories holds it */
-    char *dir;     /* that directory's path (owned by the topic) */
+    _Atomic(kiq_partition_log_t *) log;
+    atomic_int dir_index; /* which of the registry's log directories holds it */
+    char *dir;            /* that directory's path (owned by the topic), NULL if never placed */
 } kiq_partition_t;
 
+/* A log taken out of its slot by kiq_topics_unhost_partition, kept until
+ * no reader can hold it; guarded by the topic's host_mu. */
+typedef struct kiq_retired_log kiq_retired_log_t;
+
 /* Immutable after creation except the refcount, the deleted flag, the
- * links below, which the registry's lock guards, and the configs. */
+ * links below, which the registry's lock guards, the configs and which
+ * partitions are hosted. The partitions array never moves or grows. */
 struct kiq_topic {
     char *name;
     kiq_uuid_t id;
     int32_t npartitions;
     int16_t replication_factor;
     kiq_partition_t *partitions;
+    /* Serialises hosting and unhosting on this topic; guards retired and
+     * the partitions' dir. Taken before the registry's lock and config_mu. */
+    pthread_mutex_t host_mu;
+    kiq_retired_log_t *retired;
     atomic_int refs;
     atomic_bool deleted;
     /* Once deleted and until its files are gone: the registry listing it
@@ -76,6 +94,13 @@ typedef struct kiq_topics_dir_spec {
  * A failed write or fsync takes only its directory offline. */
 kiq_topics_t *kiq_topics_open_dirs(const kiq_topics_dir_spec_t *dirs, int ndirs,
                                    const kiq_log_config_t *log_cfg);
+/* kiq_topics_open_dirs for a cluster broker when partial: it hosts only
+ * the partitions it replicates, so a partition missing on disk stays
+ * unhosted (log NULL, no directory) instead of being created; a topic
+ * gets as many partitions as the highest one found + 1 (the controller's
+ * metadata says more later). partial false is kiq_topics_open_dirs. */
+kiq_topics_t *kiq_topics_open_dirs_ex(const kiq_topics_dir_spec_t *dirs, int ndirs,
+                                      const kiq_log_config_t *log_cfg, bool partial);
 /* One directory, its clean_shutdown from log_cfg and no health yet. */
 kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_cfg);
 /* Ties every log of the first directory, and those created there later,
@@ -112,6 +137,54 @@ int kiq_topics_create_with_configs(kiq_topics_t *t, kiq_str_t name, int32_t part
                                    int16_t replication_factor, const kiq_topic_configs_t *configs,
                                    bool validate_only);
 
+/* A topic the controller created, as a cluster broker makes it: with the
+ * controller's topic id (written to each hosted partition's
+ * partition.metadata) and npartitions slots of which only those with
+ * hosted[i] get a log (placed as kiq_topics_create places them); the
+ * others stay unhosted. configs as kiq_topics_create_with_configs (NULL:
+ * none). Kafka error code: 0, TOPIC_ALREADY_EXISTS (the name exists or
+ * is marked for deletion), INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS
+ * (npartitions < 1) or KAFKA_STORAGE_ERROR. The caller then applies the
+ * broker's retention and flush settings (kiq_log_retention_apply_topic). */
+int kiq_topics_create_hosted(kiq_topics_t *t, kiq_str_t name, const kiq_uuid_t *id, int32_t npartitions,
+                             int16_t replication_factor, const bool *hosted, const kiq_topic_configs_t *configs);
+/* Hosts one partition of an existing topic: gives its slot a log, opened
+ * (recovering whatever its directory holds) in the online log directory
+ * with the fewest partitions, with the topic's configs and the topic id in
+ * partition.metadata; a log unhosted earlier without deleting its files is
+ * taken back as it was. The replica state is left as it is. The caller
+ * holds exactly one reference to topic (retired logs may be freed here,
+ * see below), and then applies the broker's retention and flush settings
+ * (kiq_log_retention_apply_topic). Kafka error code: 0
+ * (also when already hosted), INVALID_PARTITIONS for an index outside
+ * [0, npartitions) (a topic's partitions never grow: readers index the
+ * array without a lock), UNKNOWN_TOPIC_OR_PARTITION for a deleted topic,
+ * KAFKA_STORAGE_ERROR (every directory offline, or the open failed). */
+int kiq_topics_host_partition(kiq_topics_t *t, kiq_topic_t *topic, int32_t partition);
+/* Stops hosting one partition: its slot's log becomes NULL at once, so
+ * new readers see it unhosted. Readers that loaded the log just before may
+ * still be using it, so the log object is not freed here but retired: it
+ * is flushed, then refuses appends and skips flushes, retention and
+ * cleaning (it reports offline: a late Produce gets KAFKA_STORAGE_ERROR
+ * and is never acknowledged by a broker that dropped the partition), and
+ * reads keep working on its open files. With delete_files its directory
+ * is removed now (open files stay readable). A retired log is freed once
+ * no reader can hold it: by a later host/unhost call on the topic when
+ * only the registry and the caller hold references, or when the topic is
+ * destroyed; one kept on disk is closed cleanly then, or taken back by
+ * kiq_topics_host_partition. (A reader that loaded the log before the
+ * unhost and truncates it or moves its log start after the same partition
+ * was deleted and hosted again would unlink files by name in the new
+ * directory: callers check leadership first, which the controller removes
+ * before it stops a replica.) delete_files on an unhosted partition still
+ * removes what an earlier unhost kept. The caller holds exactly one
+ * reference to topic. Kafka error code: 0 (also when not hosted),
+ * UNKNOWN_TOPIC_OR_PARTITION for an index outside [0, npartitions),
+ * KAFKA_STORAGE_ERROR when files could not be removed (the partition is
+ * unhosted all the same), UNKNOWN_SERVER_ERROR when out of memory
+ * (nothing changed). */
+int kiq_topics_unhost_partition(kiq_topics_t *t, kiq_topic_t *topic, int32_t partition, bool delete_files);
+
 /* A copy of the topic's dynamic configs into an empty *out; -1 when out
  * of memory. */
 int kiq_topic_configs_snapshot(kiq_topic_t *topic, kiq_topic_configs_t *out);
@@ -134,18 +207,18 @@ int kiq_topics_delete(kiq_topics_t *t, kiq_topic_t *topic);
 kiq_topic_t **kiq_topics_list(kiq_topics_t *t, int *count);
 void kiq_topics_list_free(kiq_topic_t **list, int count);
 
-/* Writes every partition's log start offset to its log directory's
+/* Writes every hosted partition's log start offset to its log directory's
  * `log-start-offset-checkpoint` (Kafka's format: a version line "0", a
  * count line, then "topic partition offset" lines), atomically by rename.
  * Read back by kiq_topics_open. Callable from any thread; -1 when any
  * directory's file could not be written (the others still are). */
 int kiq_topics_checkpoint_log_start(kiq_topics_t *t);
-/* The same for every partition's recovery point (the offset below which
+/* The same for every hosted partition's recovery point (the offset below which
  * its log is known flushed) into `recovery-point-offset-checkpoint`; read
  * back by kiq_topics_open after an unclean shutdown, where recovery starts
  * from it. kiq_topics_free flushes every log and writes it. Any thread. */
 int kiq_topics_checkpoint_recovery_points(kiq_topics_t *t);
-/* The same for every partition's high watermark into Kafka's
+/* The same for every hosted partition's high watermark into Kafka's
  * `replication-offset-checkpoint`; read back by kiq_topics_open (after the
  * log start offsets; each value clamped to its log's [log start, LEO]) so
  * the high watermark survives a restart. A partition the file does not

@@ -1,0 +1,18 @@
+/* LeaderAndIsr (control plane): the controller tells this broker which
+ * partitions it leads and which it follows, at which leader epochs. Only a
+ * cluster-mode broker has replicas to move; a standalone one refuses. */
+#include "api/api.h"
+#include "core/log.h"
+#include "replica/replica_manager.h"
+
+int kiq_api_leader_and_isr_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp)
+{
+    kiq_leader_and_isr_response_t *out = resp;
+    if (!b->replicas) {
+        KIQ_WARN("LeaderAndIsr from %s, but broker %d is not in cluster mode", r->peer, b->node_id);
+        out->error_code = KIQ_ERR_INVALID_REQUEST;
+        return KIQ_HANDLER_RESPOND;
+    }
+    kiq_replica_manager_apply_leader_and_isr(b->replicas, req, &r->arena, out);
+    return KIQ_HANDLER_RESPOND;
+}

@@ -1,0 +1,22 @@
+/* UpdateMetadata (control plane): the controller's full view of the
+ * cluster replaces this broker's metadata cache, which wakes whoever waits
+ * for a change (a forwarded CreateTopics waiting for its topic). The same
+ * state may come many times; replacing is idempotent. */
+#include "api/api.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "server/metadata_cache.h"
+
+int kiq_api_update_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    (void)r;
+    const kiq_update_metadata_request_t *req = request;
+    kiq_update_metadata_response_t *out = response;
+    if (kiq_metadata_cache_update(b->metadata, req) != 0) {
+        KIQ_ERROR("[KafkaIQ broker %d] cannot apply UpdateMetadata: %s", b->node_id, kiq_error_get());
+        out->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        return KIQ_HANDLER_RESPOND;
+    }
+    out->error_code = KIQ_ERR_NONE;
+    return KIQ_HANDLER_RESPOND;
+}

@@ -1,0 +1,119 @@
+/* The cluster controls of kafkaiq.core: what the controller knows, and a
+ * free port to put a controller on. Values are copied out of the engine
+ * before anything is pushed, so no engine lock is held while Lua may
+ * raise. */
+#include <arpa/inet.h>
+#include <lauxlib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "controller/controller.h"
+#include "lua/module.h"
+#include "replica/replica_manager.h"
+#include "server/broker.h"
+#include "server/broker_lifecycle.h"
+
+static void push_ids(lua_State *L, const int32_t *ids, int32_t n)
+{
+    lua_createtable(L, n, 0);
+    for (int32_t i = 0; i < n; i++) {
+        lua_pushinteger(L, ids[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+/* b:controller() -> nil when this broker does not host the controller, else
+ * { metadata_offset, brokers = { [id] = { epoch, fenced, host, port } },
+ *   topics = { [name] = { [p] = { leader, leader_epoch, partition_epoch,
+ *   replicas = {...}, isr = {...} } } } } */
+int kiq_lua_broker_controller(lua_State *L)
+{
+    kiq_broker_t *b = kiq_lua_check_broker(L);
+    if (!b->controller) {
+        lua_pushnil(L);
+        return 1;
+    }
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_controller_info_t info;
+    kiq_controller_describe(b->controller, &a, &info);
+    lua_createtable(L, 0, 3);
+    lua_pushnumber(L, (double)info.metadata_offset);
+    lua_setfield(L, -2, "metadata_offset");
+    lua_createtable(L, 0, info.nbrokers);
+    for (int i = 0; i < info.nbrokers; i++) {
+        const kiq_controller_broker_info_t *bi = &info.brokers[i];
+        lua_createtable(L, 0, 4);
+        lua_pushnumber(L, (double)bi->epoch);
+        lua_setfield(L, -2, "epoch");
+        lua_pushboolean(L, bi->fenced);
+        lua_setfield(L, -2, "fenced");
+        lua_pushstring(L, bi->host);
+        lua_setfield(L, -2, "host");
+        lua_pushinteger(L, bi->port);
+        lua_setfield(L, -2, "port");
+        lua_rawseti(L, -2, bi->id);
+    }
+    lua_setfield(L, -2, "brokers");
+    lua_createtable(L, 0, info.ntopics);
+    for (int t = 0; t < info.ntopics; t++) {
+        const kiq_controller_topic_info_t *ti = &info.topics[t];
+        lua_createtable(L, ti->npartitions, 0);
+        for (int32_t p = 0; p < ti->npartitions; p++) {
+            const kiq_controller_partition_info_t *pi = &ti->partitions[p];
+            lua_createtable(L, 0, 5);
+            lua_pushinteger(L, pi->leader);
+            lua_setfield(L, -2, "leader");
+            lua_pushinteger(L, pi->leader_epoch);
+            lua_setfield(L, -2, "leader_epoch");
+            lua_pushinteger(L, pi->partition_epoch);
+            lua_setfield(L, -2, "partition_epoch");
+            push_ids(L, pi->replicas, pi->nreplicas);
+            lua_setfield(L, -2, "replicas");
+            push_ids(L, pi->isr, pi->nisr);
+            lua_setfield(L, -2, "isr");
+            lua_rawseti(L, -2, p);
+        }
+        lua_setfield(L, -2, ti->name);
+    }
+    lua_setfield(L, -2, "topics");
+    kiq_arena_reset(&a);
+    return 1;
+}
+
+int kiq_lua_free_port(lua_State *L)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        if (fd >= 0) close(fd);
+        return luaL_error(L, "free_port: no port available");
+    }
+    close(fd);
+    lua_pushinteger(L, ntohs(sa.sin_port));
+    return 1;
+}
+
+/* b:pause_heartbeats(bool): a paused broker stops heartbeating, and the
+ * controller fences it after broker.session.timeout.ms (nothing in a
+ * standalone broker). */
+int kiq_lua_broker_pause_heartbeats(lua_State *L)
+{
+    kiq_broker_t *b = kiq_lua_check_broker(L);
+    luaL_checktype(L, 2, LUA_TBOOLEAN);
+    if (b->lifecycle) kiq_broker_lifecycle_pause(b->lifecycle, lua_toboolean(L, 2));
+    return 0;
+}
+
+/* b:pause_fetching(leader_id, bool): this broker stops (or resumes)
+ * replicating from that leader: the link from it is cut. */
+int kiq_lua_broker_pause_fetching(lua_State *L)
+{
+    kiq_broker_t *b = kiq_lua_check_broker(L);
+    int32_t leader = (int32_t)luaL_checkinteger(L, 2);
+    luaL_checktype(L, 3, LUA_TBOOLEAN);
+    if (b->replicas) kiq_replica_manager_pause_fetching(b->replicas, leader, lua_toboolean(L, 3));
+    return 0;
+}

@@ -1,0 +1,73 @@
+/* The broker's replicas in cluster mode (Kafka's ReplicaManager, the part
+ * that acts on the controller's word): applies LeaderAndIsr and StopReplica
+ * to the partitions (hosting their logs, becoming leader or follower),
+ * keeps the replica fetchers (one thread per leader broker and fetcher
+ * index), and runs the ISR thread, which asks the controller with
+ * AlterPartition to shrink the ISR of led partitions whose followers lag
+ * and to expand it for followers that caught up.
+ *
+ * Locking: the manager's mutex guards the fetcher list, the paused
+ * leaders, the queued ISR expansions and the controller epoch seen; it is
+ * never held while waiting on the network. Every function may be called
+ * from any thread; LeaderAndIsr and StopReplica come from the broker's one
+ * control-plane thread. */
+#ifndef KIQ_REPLICA_REPLICA_MANAGER_H
+#define KIQ_REPLICA_REPLICA_MANAGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/arena.h"
+#include "proto/messages.h"
+#include "server/topics.h"
+
+typedef struct kiq_broker kiq_broker_t;
+typedef struct kiq_replica_manager kiq_replica_manager_t;
+
+/* For a cluster-mode broker whose topics are open: every partition loaded
+ * from disk waits, as no replica, for the controller's word (LeaderAndIsr
+ * is applied from now on). NULL with the reason. */
+kiq_replica_manager_t *kiq_replica_manager_new(kiq_broker_t *b);
+/* Starts the ISR thread, which reads the broker's lifecycle for its
+ * broker epoch: call once that exists. 0 or -1. */
+int kiq_replica_manager_start(kiq_replica_manager_t *rm);
+/* Stops the ISR thread and the fetchers (interrupting requests in
+ * flight); expansions are no longer queued. Call before the broker's
+ * lifecycle goes. NULL is fine. */
+void kiq_replica_manager_stop(kiq_replica_manager_t *rm);
+/* Stops if needed and frees; NULL is fine. Call once no handler can call
+ * in, before the topics are closed. */
+void kiq_replica_manager_free(kiq_replica_manager_t *rm);
+
+/* LeaderAndIsr: for each partition state, hosts the partition's log (and
+ * the topic) if it is not here yet, becomes leader or follower, and moves
+ * the partition to the right fetcher. Per-partition errors go into resp
+ * (allocated in a), in both the v0-4 and v5+ layouts: FENCED_LEADER_EPOCH
+ * for a stale leader epoch (nothing changes), UNKNOWN_TOPIC_OR_PARTITION
+ * when the topic's partition count is not known yet, KAFKA_STORAGE_ERROR
+ * when its log cannot be made. Idempotent. Returns 0. */
+int kiq_replica_manager_apply_leader_and_isr(kiq_replica_manager_t *rm, const kiq_leader_and_isr_request_t *req,
+                                             kiq_arena_t *a, kiq_leader_and_isr_response_t *resp);
+/* StopReplica: stops replicating the partitions (no fetcher, no role) and,
+ * with delete_partition, removes their logs. Returns 0. */
+int kiq_replica_manager_stop_replica(kiq_replica_manager_t *rm, const kiq_stop_replica_request_t *req,
+                                     kiq_arena_t *a, kiq_stop_replica_response_t *resp);
+
+/* From the Fetch handler: follower `replica` caught up on a partition led
+ * here and may join its ISR; the ISR thread asks the controller soon.
+ * Takes its own reference on topic. */
+void kiq_replica_manager_queue_isr_expand(kiq_replica_manager_t *rm, kiq_topic_t *topic, int32_t partition,
+                                          int32_t replica);
+
+/* Link control (Lua, tests): while paused, this broker does not fetch from
+ * broker `leader` (a fetch in flight is cut), so the partitions it follows
+ * there fall behind and leave the ISR. */
+void kiq_replica_manager_pause_fetching(kiq_replica_manager_t *rm, int32_t leader, bool paused);
+/* How many partitions this broker follows from `leader` (-1: from any). */
+int kiq_replica_manager_followed(kiq_replica_manager_t *rm, int32_t leader);
+
+/* Standalone: every partition of t, led here alone, has its high watermark
+ * at its log end (a restart may have checkpointed it lower). */
+void kiq_replica_manager_lead_all_alone(kiq_topics_t *t);
+
+#endif

@@ -1,0 +1,321 @@
+#include "server/broker_lifecycle.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/uuid.h"
+#include "net/client.h"
+#include "proto/errors.h"
+#include "server/broker.h"
+
+enum {
+    CONNECT_TIMEOUT_MS = 2000,
+    BACKOFF_MIN_MS = 50,
+    BACKOFF_MAX_MS = 2000,
+};
+
+struct kiq_broker_lifecycle {
+    kiq_broker_t *b; /* read only: fields fixed while the broker runs */
+    pthread_t thread;
+    int32_t heartbeat_ms, request_timeout_ms;
+    char client_id[32];
+    kiq_uuid_t incarnation;
+
+    pthread_mutex_t mu; /* guards what follows */
+    pthread_cond_t cond; /* CLOCK_MONOTONIC; stop, pause and registration */
+    bool stop, paused, fenced;
+    int64_t epoch;
+    kiq_client_conn_t *conn; /* the thread's; published so stop can shut it down */
+};
+
+void kiq_broker_lifecycle_registration(const kiq_broker_t *b, const kiq_uuid_t *incarnation, kiq_arena_t *arena,
+                                       kiq_broker_registration_request_t *req)
+{
+    kiq_broker_registration_request_init(req);
+    req->broker_id = b->node_id;
+    req->cluster_id = (kiq_str_t){kiq_arena_strndup(arena, b->cluster_id, strlen(b->cluster_id)),
+                                  (int32_t)strlen(b->cluster_id)};
+    req->incarnation_id = *incarnation;
+    int n = b->has_control_plane ? 2 : 1;
+    kiq_broker_registration_request_listeners_t *l = kiq_arena_calloc(arena, (size_t)n, sizeof *l);
+    kiq_broker_registration_request_listeners_init(&l[0]);
+    l[0].name = KIQ_STR("PLAINTEXT");
+    l[0].host = (kiq_str_t){kiq_arena_strndup(arena, b->advertised_host, strlen(b->advertised_host)),
+                            (int32_t)strlen(b->advertised_host)};
+    l[0].port = (uint16_t)b->advertised_port;
+    if (n == 2) {
+        const char *name = kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME);
+        /* an every-interface control listener is reached where clients reach us */
+        const char *host = *b->control_host ? b->control_host : b->advertised_host;
+        kiq_broker_registration_request_listeners_init(&l[1]);
+        l[1].name = (kiq_str_t){kiq_arena_strndup(arena, name, strlen(name)), (int32_t)strlen(name)};
+        l[1].host = (kiq_str_t){kiq_arena_strndup(arena, host, strlen(host)), (int32_t)strlen(host)};
+        l[1].port = (uint16_t)b->control_port;
+    }
+    req->listeners = l;
+    req->listeners_n = n;
+    req->features_n = 0;
+    req->rack = KIQ_STR_NULL;
+}
+
+/* ---- the thread ---------------------------------------------------------- */
+
+static bool stopping(kiq_broker_lifecycle_t *lc)
+{
+    pthread_mutex_lock(&lc->mu);
+    bool s = lc->stop;
+    pthread_mutex_unlock(&lc->mu);
+    return s;
+}
+
+/* Sleeps ms unless stopped; a pause change also wakes it. */
+static void nap(kiq_broker_lifecycle_t *lc, int ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&lc->mu);
+    bool was_paused = lc->paused;
+    while (!lc->stop && lc->paused == was_paused)
+        if (pthread_cond_timedwait(&lc->cond, &lc->mu, &until) == ETIMEDOUT) break;
+    pthread_mutex_unlock(&lc->mu);
+}
+
+static void drop_conn(kiq_broker_lifecycle_t *lc, kiq_client_conn_t **conn)
+{
+    pthread_mutex_lock(&lc->mu);
+    lc->conn = NULL;
+    pthread_mutex_unlock(&lc->mu);
+    kiq_client_close(*conn);
+    *conn = NULL;
+}
+
+static void set_epoch(kiq_broker_lifecycle_t *lc, int64_t epoch)
+{
+    pthread_mutex_lock(&lc->mu);
+    lc->epoch = epoch;
+    if (epoch < 0) lc->fenced = true;
+    pthread_cond_broadcast(&lc->cond);
+    pthread_mutex_unlock(&lc->mu);
+}
+
+/* 0 registered; 1 refused (logged once per distinct error); -1 the
+ * connection failed. */
+static int do_register(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int *last_refusal)
+{
+    kiq_arena_t arena;
+    kiq_arena_init(&arena);
+    kiq_broker_registration_request_t req;
+    kiq_broker_registration_response_t resp;
+    kiq_broker_lifecycle_registration(lc->b, &lc->incarnation, &arena, &req);
+    int rc = kiq_client_request(conn, KIQ_API_BROKER_REGISTRATION, 0, &req, &arena, &resp, lc->request_timeout_ms);
+    if (rc == 0 && resp.error_code != KIQ_ERR_NONE) {
+        if (resp.error_code != *last_refusal)
+            KIQ_WARN("[KafkaIQ broker %d] the controller at %s refused the registration with error %d; retrying",
+                     lc->b->node_id, kiq_client_peer(conn), resp.error_code);
+        *last_refusal = resp.error_code;
+        rc = 1;
+    } else if (rc == 0) {
+        KIQ_INFO("[KafkaIQ broker %d] registered with the controller at %s, broker epoch %lld", lc->b->node_id,
+                 kiq_client_peer(conn), (long long)resp.broker_epoch);
+        *last_refusal = 0;
+        set_epoch(lc, resp.broker_epoch);
+    }
+    kiq_arena_reset(&arena);
+    return rc;
+}
+
+/* 0 alive; 1 the controller wants a new registration; -1 the connection
+ * failed. */
+static int do_heartbeat(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int64_t epoch)
+{
+    kiq_arena_t arena;
+    kiq_arena_init(&arena);
+    kiq_broker_heartbeat_request_t req;
+    kiq_broker_heartbeat_response_t resp;
+    kiq_broker_heartbeat_request_init(&req);
+    req.broker_id = lc->b->node_id;
+    req.broker_epoch = epoch;
+    req.current_metadata_offset = -1;
+    req.want_fence = false;
+    req.want_shut_down = false;
+    int rc = kiq_client_request(conn, KIQ_API_BROKER_HEARTBEAT, 0, &req, &arena, &resp, lc->request_timeout_ms);
+    if (rc == 0 && resp.error_code != KIQ_ERR_NONE) {
+        /* a stale epoch (the controller fenced or forgot us), an unknown
+         * broker or anything else: registering again sorts it out */
+        if (resp.error_code == KIQ_ERR_STALE_BROKER_EPOCH)
+            KIQ_INFO("[KafkaIQ broker %d] broker epoch %lld is stale; registering again", lc->b->node_id,
+                     (long long)epoch);
+        else
+            KIQ_WARN("[KafkaIQ broker %d] heartbeat refused with error %d; registering again", lc->b->node_id,
+                     resp.error_code);
+        set_epoch(lc, -1);
+        rc = 1;
+    } else if (rc == 0) {
+        pthread_mutex_lock(&lc->mu);
+        if (lc->fenced && !resp.is_fenced)
+            KIQ_INFO("[KafkaIQ broker %d] unfenced by the controller", lc->b->node_id);
+        lc->fenced = resp.is_fenced;
+        pthread_mutex_unlock(&lc->mu);
+    }
+    kiq_arena_reset(&arena);
+    return rc;
+}
+
+static void *lifecycle_main(void *arg)
+{
+    kiq_broker_lifecycle_t *lc = arg;
+    kiq_broker_t *b = lc->b;
+    char name[24];
+    snprintf(name, sizeof name, "lifecycle-%d", b->node_id);
+    kiq_log_thread_name(name);
+    kiq_client_conn_t *conn = NULL;
+    int backoff = BACKOFF_MIN_MS;
+    int last_refusal = 0;
+    bool warned_unreachable = false;
+    while (!stopping(lc)) {
+        pthread_mutex_lock(&lc->mu);
+        bool paused = lc->paused;
+        int64_t epoch = lc->epoch;
+        pthread_mutex_unlock(&lc->mu);
+        if (paused) {
+            nap(lc, lc->heartbeat_ms);
+            continue;
+        }
+        if (!conn) {
+            conn = kiq_client_connect(b->controller_host, b->controller_port, CONNECT_TIMEOUT_MS, lc->client_id);
+            if (!conn) {
+                if (!warned_unreachable)
+                    KIQ_INFO("[KafkaIQ broker %d] controller not reachable yet: %s", b->node_id, kiq_error_get());
+                warned_unreachable = true;
+                nap(lc, backoff);
+                backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+                continue;
+            }
+            pthread_mutex_lock(&lc->mu);
+            lc->conn = conn;
+            bool stop = lc->stop;
+            pthread_mutex_unlock(&lc->mu);
+            if (stop) break;
+        }
+        int rc = epoch < 0 ? do_register(lc, conn, &last_refusal) : do_heartbeat(lc, conn, epoch);
+        if (rc < 0) {
+            KIQ_DEBUG("[KafkaIQ broker %d] lost the controller: %s", b->node_id, kiq_error_get());
+            drop_conn(lc, &conn);
+            nap(lc, backoff);
+            backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+            continue;
+        }
+        backoff = BACKOFF_MIN_MS;
+        warned_unreachable = false;
+        /* A fresh registration heartbeats at once, so the controller
+         * unfences the broker without waiting an interval, and a refused
+         * heartbeat registers again at once; a refused registration waits
+         * an interval before trying again. */
+        if ((epoch < 0) == (rc == 0)) continue;
+        nap(lc, lc->heartbeat_ms);
+    }
+    if (conn) drop_conn(lc, &conn);
+    return NULL;
+}
+
+kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(kiq_broker_t *b)
+{
+    kiq_broker_lifecycle_t *lc = calloc(1, sizeof *lc);
+    if (!lc) {
+        kiq_error_set("out of memory");
+        return NULL;
+    }
+    lc->b = b;
+    lc->epoch = -1;
+    lc->fenced = true;
+    lc->heartbeat_ms = (int32_t)kiq_config_int(b->config, KIQ_CFG_BROKER_HEARTBEAT_INTERVAL_MS);
+    lc->request_timeout_ms = (int32_t)kiq_config_int(b->config, KIQ_CFG_BROKER_SESSION_TIMEOUT_MS);
+    snprintf(lc->client_id, sizeof lc->client_id, "kafkaiq-broker-%d", b->node_id);
+    lc->incarnation = b->incarnation;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&lc->mu, NULL);
+    pthread_cond_init(&lc->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&lc->thread, NULL, lifecycle_main, lc) != 0) {
+        kiq_error_errno("cannot start the broker lifecycle thread");
+        pthread_mutex_destroy(&lc->mu);
+        pthread_cond_destroy(&lc->cond);
+        free(lc);
+        return NULL;
+    }
+    return lc;
+}
+
+void kiq_broker_lifecycle_free(kiq_broker_lifecycle_t *lc)
+{
+    if (!lc) return;
+    pthread_mutex_lock(&lc->mu);
+    lc->stop = true;
+    pthread_cond_broadcast(&lc->cond);
+    if (lc->conn) kiq_client_shutdown(lc->conn);
+    pthread_mutex_unlock(&lc->mu);
+    pthread_join(lc->thread, NULL);
+    pthread_mutex_destroy(&lc->mu);
+    pthread_cond_destroy(&lc->cond);
+    free(lc);
+}
+
+void kiq_broker_lifecycle_pause(kiq_broker_lifecycle_t *lc, bool paused)
+{
+    pthread_mutex_lock(&lc->mu);
+    lc->paused = paused;
+    pthread_cond_broadcast(&lc->cond);
+    pthread_mutex_unlock(&lc->mu);
+}
+
+int64_t kiq_broker_lifecycle_epoch(kiq_broker_lifecycle_t *lc)
+{
+    pthread_mutex_lock(&lc->mu);
+    int64_t e = lc->epoch;
+    pthread_mutex_unlock(&lc->mu);
+    return e;
+}
+
+bool kiq_broker_lifecycle_fenced(kiq_broker_lifecycle_t *lc)
+{
+    pthread_mutex_lock(&lc->mu);
+    bool f = lc->fenced;
+    pthread_mutex_unlock(&lc->mu);
+    return f;
+}
+
+bool kiq_broker_lifecycle_wait_registered(kiq_broker_lifecycle_t *lc, int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&lc->mu);
+    while (lc->epoch < 0 && !lc->stop) {
+        if (timeout_ms < 0)
+            pthread_cond_wait(&lc->cond, &lc->mu);
+        else if (pthread_cond_timedwait(&lc->cond, &lc->mu, &until) == ETIMEDOUT)
+            break;
+    }
+    bool ok = lc->epoch >= 0;
+    pthread_mutex_unlock(&lc->mu);
+    return ok;
+}

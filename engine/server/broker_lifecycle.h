@@ -1,0 +1,50 @@
+/* A cluster-mode broker's standing with the controller (KRaft's broker
+ * lifecycle): one thread connects to the controller's control-plane
+ * listener, registers (BrokerRegistration v0: id, cluster id, a fresh
+ * incarnation id per start, the client and control-plane listeners) and
+ * then heartbeats (BrokerHeartbeat v0) every broker.heartbeat.interval.ms.
+ * A heartbeat error (a stale epoch, an unknown broker) means registering
+ * again; a lost connection means reconnecting with a growing backoff.
+ *
+ * Started at the end of kiq_broker_start (the listeners are bound, so
+ * their ports are known), freed at the start of the shutdown. The thread
+ * owns the connection; lc->mu guards the shared fields. */
+#ifndef KIQ_SERVER_BROKER_LIFECYCLE_H
+#define KIQ_SERVER_BROKER_LIFECYCLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "include/kafkaiq.h"
+#include "proto/messages.h"
+
+typedef struct kiq_broker_lifecycle kiq_broker_lifecycle_t;
+
+/* Starts the thread for a started broker in cluster mode. NULL with the
+ * reason. */
+kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(kiq_broker_t *b);
+/* Stops the thread (a blocked request fails at once) and frees lc; NULL is
+ * fine. Any thread but the lifecycle's. */
+void kiq_broker_lifecycle_free(kiq_broker_lifecycle_t *lc);
+
+/* Any thread: stops (paused) or resumes heartbeating. A paused broker
+ * looks dead to the controller, which fences it after
+ * broker.session.timeout.ms. */
+void kiq_broker_lifecycle_pause(kiq_broker_lifecycle_t *lc, bool paused);
+
+/* Any thread: the epoch of the current registration, -1 while none. */
+int64_t kiq_broker_lifecycle_epoch(kiq_broker_lifecycle_t *lc);
+/* Any thread: whether the last heartbeat's answer said fenced (true until
+ * one said otherwise). */
+bool kiq_broker_lifecycle_fenced(kiq_broker_lifecycle_t *lc);
+/* Any thread: blocks until registered or timeout_ms passes (< 0:
+ * forever); true when registered. */
+bool kiq_broker_lifecycle_wait_registered(kiq_broker_lifecycle_t *lc, int timeout_ms);
+
+/* The registration this broker sends, built into arena (listeners:
+ * PLAINTEXT = the advertised client address, then the control-plane
+ * listener under its configured name; no features, no rack). */
+void kiq_broker_lifecycle_registration(const kiq_broker_t *b, const kiq_uuid_t *incarnation, kiq_arena_t *arena,
+                                       kiq_broker_registration_request_t *req);
+
+#endif

@@ -1,0 +1,151 @@
+#include "server/controller_link.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "controller/controller.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "net/client.h"
+#include "proto/errors.h"
+#include "proto/messages.h"
+#include "server/broker.h"
+
+enum { CONNECT_TIMEOUT_MS = 2000 };
+
+static kiq_str_t arena_copy(kiq_arena_t *arena, const char *s, size_t n)
+{
+    return (kiq_str_t){kiq_arena_strndup(arena, s, n), (int32_t)n};
+}
+
+static kiq_str_t error_text(kiq_arena_t *arena)
+{
+    const char *e = kiq_error_get();
+    return *e ? arena_copy(arena, e, strlen(e)) : KIQ_STR_NULL;
+}
+
+/* Every order fails alike: the controller could not be asked. */
+static void fail_all(kiq_topic_order_t *orders, int n, kiq_arena_t *arena)
+{
+    kiq_str_t why = error_text(arena);
+    for (int i = 0; i < n; i++) {
+        orders[i].error = KIQ_ERR_REQUEST_TIMED_OUT;
+        orders[i].message = why;
+    }
+}
+
+static kiq_client_conn_t *connect_controller(kiq_broker_t *b, int timeout_ms)
+{
+    char id[32];
+    snprintf(id, sizeof id, "kafkaiq-broker-%d", b->node_id);
+    return kiq_client_connect(b->controller_host, b->controller_port,
+                              timeout_ms > 0 && timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms : CONNECT_TIMEOUT_MS, id);
+}
+
+static kiq_topic_order_t *find_order(kiq_topic_order_t *orders, int n, kiq_str_t name)
+{
+    for (int i = 0; i < n; i++)
+        if (name.p && orders[i].name.len == name.len && memcmp(orders[i].name.p, name.p, (size_t)name.len) == 0)
+            return &orders[i];
+    return NULL;
+}
+
+void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
+                                       int timeout_ms, kiq_arena_t *arena)
+{
+    if (n <= 0) return;
+    if (b->controller) {
+        for (int i = 0; i < n; i++) {
+            kiq_error_clear();
+            orders[i].error = (int16_t)kiq_controller_create_topic(b->controller, orders[i].name, orders[i].partitions,
+                                                                   orders[i].replication_factor, validate_only);
+            orders[i].message = orders[i].error ? error_text(arena) : KIQ_STR_NULL;
+        }
+        return;
+    }
+    kiq_client_conn_t *c = connect_controller(b, timeout_ms);
+    if (!c) {
+        fail_all(orders, n, arena);
+        return;
+    }
+    kiq_create_topics_request_t req;
+    kiq_create_topics_request_init(&req);
+    req.topics = kiq_arena_calloc(arena, (size_t)n, sizeof *req.topics);
+    req.topics_n = n;
+    for (int i = 0; i < n; i++) {
+        kiq_create_topics_request_topics_init(&req.topics[i]);
+        req.topics[i].name = orders[i].name;
+        req.topics[i].num_partitions = orders[i].partitions;
+        req.topics[i].replication_factor = orders[i].replication_factor;
+        orders[i].error = KIQ_ERR_UNKNOWN_SERVER_ERROR; /* unless the answer names it */
+        orders[i].message = KIQ_STR("the controller did not answer for this topic");
+    }
+    req.timeout_ms = timeout_ms;
+    req.validate_only = validate_only;
+    kiq_create_topics_response_t resp;
+    if (kiq_client_request(c, KIQ_API_CREATE_TOPICS, -1, &req, arena, &resp, timeout_ms) != 0) {
+        fail_all(orders, n, arena);
+    } else {
+        for (int32_t i = 0; i < resp.topics_n; i++) {
+            kiq_topic_order_t *o = find_order(orders, n, resp.topics[i].name);
+            if (!o) continue;
+            o->error = resp.topics[i].error_code;
+            o->message = resp.topics[i].error_message;
+        }
+    }
+    kiq_client_close(c);
+}
+
+void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
+                                       kiq_arena_t *arena)
+{
+    if (n <= 0) return;
+    if (b->controller) {
+        for (int i = 0; i < n; i++) {
+            kiq_error_clear();
+            orders[i].error = (int16_t)kiq_controller_delete_topic(b->controller, orders[i].name);
+            orders[i].message = orders[i].error ? error_text(arena) : KIQ_STR_NULL;
+        }
+        return;
+    }
+    kiq_client_conn_t *c = connect_controller(b, timeout_ms);
+    if (!c) {
+        fail_all(orders, n, arena);
+        return;
+    }
+    int16_t v = kiq_client_version(c, KIQ_API_DELETE_TOPICS);
+    kiq_delete_topics_request_t req;
+    kiq_delete_topics_request_init(&req);
+    /* names travel in topic_names up to v5 and in topics from v6 */
+    if (v >= 6) {
+        req.topics = kiq_arena_calloc(arena, (size_t)n, sizeof *req.topics);
+        req.topics_n = n;
+    } else {
+        req.topic_names = kiq_arena_calloc(arena, (size_t)n, sizeof *req.topic_names);
+        req.topic_names_n = n;
+    }
+    for (int i = 0; i < n; i++) {
+        if (v >= 6) {
+            kiq_delete_topics_request_topics_init(&req.topics[i]);
+            req.topics[i].name = orders[i].name;
+        } else {
+            req.topic_names[i] = orders[i].name;
+        }
+        orders[i].error = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        orders[i].message = KIQ_STR("the controller did not answer for this topic");
+    }
+    req.timeout_ms = timeout_ms;
+    kiq_delete_topics_response_t resp;
+    if (v < 0 || kiq_client_request(c, KIQ_API_DELETE_TOPICS, v, &req, arena, &resp, timeout_ms) != 0) {
+        if (v < 0) kiq_error_set("the controller at %s does not serve DeleteTopics", kiq_client_peer(c));
+        fail_all(orders, n, arena);
+    } else {
+        for (int32_t i = 0; i < resp.responses_n; i++) {
+            kiq_topic_order_t *o = find_order(orders, n, resp.responses[i].name);
+            if (!o) continue;
+            o->error = resp.responses[i].error_code;
+            o->message = resp.responses[i].error_message;
+        }
+    }
+    kiq_client_close(c);
+}

@@ -1,0 +1,36 @@
+/* A cluster-mode broker's topic requests to the controller: CreateTopics
+ * and DeleteTopics received by any broker are decided there. When this
+ * broker hosts the controller the calls go straight to it; otherwise they
+ * travel as one CreateTopics / DeleteTopics request over a short-lived
+ * connection to the controller's control-plane listener.
+ *
+ * Any thread; the calls block for at most about timeout_ms. */
+#ifndef KIQ_SERVER_CONTROLLER_LINK_H
+#define KIQ_SERVER_CONTROLLER_LINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/arena.h"
+#include "include/kafkaiq.h"
+#include "proto/types.h"
+
+/* One topic to create or delete, and what the controller answered. */
+typedef struct kiq_topic_order {
+    kiq_str_t name;
+    int32_t partitions;         /* create: -1 takes num.partitions */
+    int16_t replication_factor; /* create: -1 takes default.replication.factor */
+    int16_t error;              /* out: Kafka error code */
+    kiq_str_t message;          /* out: null, or the reason (in the caller's arena) */
+} kiq_topic_order_t;
+
+/* Creates (or with validate_only, checks) each topic. Every order gets
+ * its error; an unreachable controller gives REQUEST_TIMED_OUT (a client
+ * retries it). */
+void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
+                                       int timeout_ms, kiq_arena_t *arena);
+/* Deletes each topic (by name). */
+void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
+                                       kiq_arena_t *arena);
+
+#endif

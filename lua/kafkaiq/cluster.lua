@@ -1,0 +1,222 @@
+-- kafkaiq.cluster: a replicated cluster of in-process brokers, and the
+-- controls a test or scenario needs over it: kill, restart or pause a
+-- broker, cut or slow the replication link between two, and read every
+-- replica's state. Reached as kiq.cluster{...} (lua/kafkaiq.lua).
+--
+-- Broker 0 hosts the controller (on its control-plane listener); every
+-- broker registers with it and takes its orders there.
+
+local M = {}
+local Cluster = {}
+Cluster.__index = Cluster
+
+local cluster_opts = { brokers = true, dir = true, host = true }
+
+-- M.new(kiq, { brokers = 3, dir = nil, host = "127.0.0.1", ["kafka.name"] = value, ... })
+-- -> cluster | nil, err. Waits (bounded) until every broker registered.
+function M.new(kiq, opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then error("cluster: options table expected", 3) end
+  for k in pairs(opts) do
+    if type(k) ~= "string" or (not cluster_opts[k] and not k:find("%.")) then
+      error("cluster: unknown option '" .. tostring(k) .. "'", 3)
+    end
+  end
+  local n = opts.brokers or 3
+  if type(n) ~= "number" or n < 1 or n ~= math.floor(n) then error("cluster: brokers must be a positive integer", 3) end
+  local host = opts.host or "127.0.0.1"
+  local control_port = kiq.core.free_port()
+  local self = setmetatable({ kiq = kiq, n = n, brokers = {}, host = host, links = {} }, Cluster)
+  local rf = tostring(math.min(3, n))
+  for id = 0, n - 1 do
+    local cfg = {
+      id = id, host = host,
+      control_port = id == 0 and control_port or 0,
+      dir = opts.dir and (opts.dir .. "/broker-" .. id) or nil,
+      ["controller.quorum.voters"] = ("0@%s:%d"):format(host, control_port),
+      ["default.replication.factor"] = rf,
+      ["offsets.topic.replication.factor"] = rf,
+    }
+    for k, v in pairs(opts) do
+      if k:find("%.") then cfg[k] = v end
+    end
+    if cfg.dir then os.execute("mkdir -p '" .. cfg.dir .. "'") end
+    local b, err = kiq.broker(cfg)
+    if not b then
+      self:stop()
+      return nil, ("broker %d: %s"):format(id, err)
+    end
+    self.brokers[id] = b
+  end
+  local ok, err = kiq.wait_for(function()
+    local c = self.brokers[0]:controller()
+    if not c then return false end
+    local live = 0
+    for _, b in pairs(c.brokers) do
+      if not b.fenced then live = live + 1 end
+    end
+    return live == n
+  end, 10000, "every broker to register with the controller")
+  if not ok then
+    self:stop()
+    return nil, err
+  end
+  return self
+end
+
+-- "host:port,..." of every running broker's client listener.
+function Cluster:bootstrap()
+  local out = {}
+  for id = 0, self.n - 1 do
+    local b = self.brokers[id]
+    if b and b:running() then out[#out + 1] = b.bootstrap end
+  end
+  return table.concat(out, ",")
+end
+
+function Cluster:broker(id)
+  local b = self.brokers[id]
+  if not b then error("cluster: no broker " .. tostring(id), 2) end
+  return b
+end
+
+-- The controller's view: brokers (epoch, fenced) and every partition's
+-- leader, leader epoch, replicas and ISR.
+function Cluster:controller() return self.brokers[0]:controller() end
+
+-- One partition across the cluster: the controller's leader, epochs,
+-- replicas and ISR, and each replica's own state (role, leader epoch,
+-- log end offset, high watermark) under replicas_state[id].
+function Cluster:partition(topic, p)
+  local c = self:controller()
+  local t = c and c.topics[topic]
+  local info = t and t[p]
+  if not info then return nil, ("%s-%d is unknown to the controller"):format(topic, p) end
+  local out = { leader = info.leader, leader_epoch = info.leader_epoch, partition_epoch = info.partition_epoch,
+    replicas = info.replicas, isr = info.isr, replicas_state = {} }
+  for _, id in ipairs(info.replicas) do
+    local b = self.brokers[id]
+    if b and b:running() then
+      local st = b:state().topics[topic]
+      local ps = st and st.partitions[p]
+      if ps and ps.log_end_offset then out.replicas_state[id] = ps end
+    end
+  end
+  return out
+end
+
+-- Waits until the partition has a leader (other than `not_id`) and
+-- returns it.
+function Cluster:wait_for_leader(topic, p, timeout_ms, not_id)
+  local leader
+  local ok, err = self.kiq.wait_for(function()
+    local info = self:partition(topic, p)
+    leader = info and info.leader
+    return leader and leader >= 0 and leader ~= not_id
+  end, timeout_ms or 10000, ("a leader for %s-%d"):format(topic, p))
+  if not ok then return nil, err end
+  return leader
+end
+
+-- Waits until the partition's ISR has n members.
+function Cluster:wait_for_isr(topic, p, n, timeout_ms)
+  return self.kiq.wait_for(function()
+    local info = self:partition(topic, p)
+    return info and #info.isr == n
+  end, timeout_ms or 10000, ("%s-%d's ISR to have %d members"):format(topic, p, n))
+end
+
+-- Waits until every live replica of the partition has the leader's log
+-- end offset and high watermark: replication caught up.
+function Cluster:wait_for_replicas(topic, p, timeout_ms)
+  return self.kiq.wait_for(function()
+    local info = self:partition(topic, p)
+    if not info or info.leader < 0 then return false end
+    local lead = info.replicas_state[info.leader]
+    if not lead then return false end
+    for _, id in ipairs(info.isr) do
+      local s = info.replicas_state[id]
+      if not s or s.log_end_offset ~= lead.log_end_offset or s.high_watermark ~= lead.high_watermark then
+        return false
+      end
+    end
+    return true
+  end, timeout_ms or 10000, ("%s-%d's replicas to catch up"):format(topic, p))
+end
+
+-- Unclean stop of one broker (its process would have died): the
+-- controller fences it after broker.session.timeout.ms.
+function Cluster:kill(id) self:broker(id):kill() end
+function Cluster:stop_broker(id) self:broker(id):stop() end
+function Cluster:restart(id) return self:broker(id):restart() end
+
+-- A paused broker keeps serving its clients but stops heartbeating and
+-- replicating, as a process stopped with SIGSTOP would look to the others
+-- (its requests still being answered is the difference).
+function Cluster:pause(id)
+  local b = self:broker(id)
+  b.handle:pause_heartbeats(true)
+  for other = 0, self.n - 1 do
+    if other ~= id then b.handle:pause_fetching(other, true) end
+  end
+end
+
+function Cluster:resume(id)
+  local b = self:broker(id)
+  b.handle:pause_heartbeats(false)
+  for other = 0, self.n - 1 do
+    if other ~= id and not self.links[other .. ">" .. id] then b.handle:pause_fetching(other, false) end
+  end
+end
+
+-- Cuts replication from leader `from` to follower `to` (both = true: also
+-- the other way). The follower stops fetching; it leaves the ISR after
+-- replica.lag.time.max.ms.
+function Cluster:cut(from, to, opts)
+  self:broker(to).handle:pause_fetching(from, true)
+  self.links[from .. ">" .. to] = true
+  if opts and opts.both then self:cut(to, from) end
+end
+
+function Cluster:heal(from, to, opts)
+  self.links[from .. ">" .. to] = nil
+  self:broker(to).handle:pause_fetching(from, false)
+  if opts and opts.both then self:heal(to, from) end
+end
+
+-- Slows replication from `from` to `to`: the leader holds each of the
+-- follower's fetches ms milliseconds (a broker interceptor). Returns the
+-- interceptor id; remove it with cluster:broker(from):remove_intercept(id).
+function Cluster:slow(from, to, ms)
+  return self:broker(from):intercept{ on = "request", api = "Fetch",
+    client_id = "kafkaiq-replica-fetcher-" .. to,
+    source = ("return function() return { delay_ms = %d } end"):format(ms) }
+end
+
+function Cluster:stop()
+  -- the controller (broker 0) goes last, so the others still reach it
+  for id = self.n - 1, 0, -1 do
+    local b = self.brokers[id]
+    if b and b:running() then b:stop() end
+  end
+end
+
+function Cluster:producer(opts)
+  opts = opts or {}
+  opts.bootstrap = opts.bootstrap or self:bootstrap()
+  return self.kiq.producer(opts)
+end
+
+function Cluster:consumer(opts)
+  opts = opts or {}
+  opts.bootstrap = opts.bootstrap or self:bootstrap()
+  return self.kiq.consumer(opts)
+end
+
+function Cluster:admin(opts)
+  opts = opts or {}
+  opts.bootstrap = opts.bootstrap or self:bootstrap()
+  return self.kiq.admin(opts)
+end
+
+return M

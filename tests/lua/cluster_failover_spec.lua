@@ -1,0 +1,158 @@
+-- Failover in an in-process cluster, steered with the cluster controls:
+-- a killed leader is replaced from the ISR without losing acknowledged
+-- records, a divergent uncommitted tail is truncated, a paused broker is
+-- fenced and comes back, a restarted controller replays the same state.
+local kiq = require "kafkaiq"
+kiq.log_level("error")
+
+local function records(c, topic, partition, n)
+  local cons = assert(c:consumer{ auto_offset_reset = "earliest", fetch_max_wait_ms = 50 })
+  assert(cons:assign{ { topic = topic, partition = partition, offset = 0 } })
+  local got = {}
+  kiq.wait_for(function()
+    for _, m in ipairs(assert(cons:poll(200))) do got[#got + 1] = m end
+    return #got >= n
+  end, 15000, ("%d records from %s-%d"):format(n, topic, partition))
+  cons:close()
+  return got
+end
+
+-- A topic of three partitions, replicated on all three brokers; Kafka's
+-- placement gives each broker one leadership. Returns a partition led away
+-- from broker 0 (which hosts the controller, kept alive) and its leader.
+local function create(c, name)
+  local a = assert(c:admin())
+  assert(a:create_topics{ { name = name, partitions = 3, replication_factor = 3 } })
+  a:close()
+  for p = 0, 2 do
+    assert(c:wait_for_isr(name, p, 3, 10000))
+    local leader = assert(c:wait_for_leader(name, p, 10000))
+    if leader ~= 0 then return p, leader end
+  end
+  error("every partition is led by broker 0")
+end
+
+local function produce(c, topic, partition, from, to, acks)
+  local p = assert(c:producer{ acks = acks or -1, linger_ms = 0, retries = 10 })
+  for i = from, to do assert(p:send(topic, "k" .. i, "v" .. i, { partition = partition })) end
+  local ok, err = p:flush(15000)
+  p:close()
+  return ok, err
+end
+
+describe("cluster failover", function()
+  local c
+  after_each(function()
+    if c then c:stop() end
+    c = nil
+  end)
+
+  it("elects a new leader from the ISR when the leader dies, keeping every acknowledged record", function()
+    c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1500, ["broker.heartbeat.interval.ms"] = 200 })
+    local part, leader = create(c, "f")
+    assert(produce(c, "f", part, 1, 200))
+    assert(c:wait_for_replicas("f", part, 10000))
+    local epoch = c:partition("f", part).leader_epoch
+    c:kill(leader)
+    local new = assert(c:wait_for_leader("f", part, 10000, leader))
+    assert.are_not.equal(leader, new)
+    local info = c:partition("f", part)
+    assert.is_true(info.leader_epoch > epoch)
+    for _, id in ipairs(info.isr) do assert.are_not.equal(leader, id) end
+    assert(produce(c, "f", part, 201, 300))
+    local got = records(c, "f", part, 300)
+    local seen = {}
+    for _, m in ipairs(got) do seen[m.value] = (seen[m.value] or 0) + 1 end
+    for i = 1, 300 do assert.is_truthy(seen["v" .. i], "v" .. i .. " lost") end
+    -- the old leader comes back as a follower and catches up
+    assert(c:restart(leader))
+    assert(c:wait_for_isr("f", part, 3, 15000))
+    assert(c:wait_for_replicas("f", part, 15000))
+  end)
+
+  it("truncates a follower's divergent uncommitted tail after a leader change", function()
+    c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1500, ["broker.heartbeat.interval.ms"] = 200,
+      ["replica.lag.time.max.ms"] = 60000 })
+    local part, leader = create(c, "d")
+    assert(produce(c, "d", part, 1, 10))
+    assert(c:wait_for_replicas("d", part, 10000))
+    local committed = c:partition("d", part).replicas_state[leader].high_watermark
+    -- the followers stop replicating: what the leader takes now is its alone
+    for id = 0, 2 do
+      if id ~= leader then c:cut(leader, id) end
+    end
+    assert(produce(c, "d", part, 11, 15, 1))
+    local lead_state = c:partition("d", part).replicas_state[leader]
+    assert.is_true(lead_state.log_end_offset > committed)
+    assert.are.equal(committed, lead_state.high_watermark)
+    c:kill(leader)
+    local new = assert(c:wait_for_leader("d", part, 10000, leader))
+    for id = 0, 2 do
+      if id ~= leader then c:heal(leader, id) end
+    end
+    assert(produce(c, "d", part, 16, 40))
+    assert(c:restart(leader))
+    assert(c:wait_for_isr("d", part, 3, 15000))
+    assert(c:wait_for_replicas("d", part, 15000))
+    local info = c:partition("d", part)
+    assert.are.equal(info.replicas_state[new].log_end_offset, info.replicas_state[leader].log_end_offset)
+    -- the old leader now holds the new leader's records, not its own tail
+    local got = records(c, "d", part, 35)
+    for _, m in ipairs(got) do
+      local i = tonumber(m.value:sub(2))
+      assert.is_false(i >= 11 and i <= 15, "the divergent record " .. m.value .. " survived")
+    end
+  end)
+
+  it("fences a paused broker, moves its leaderships, and takes it back when it resumes", function()
+    c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1000, ["broker.heartbeat.interval.ms"] = 200,
+      ["replica.lag.time.max.ms"] = 1000 })
+    local a = assert(c:admin())
+    assert(a:create_topics{ { name = "p", partitions = 6, replication_factor = 3 } })
+    a:close()
+    for i = 0, 5 do assert(c:wait_for_leader("p", i, 10000)) end
+    c:pause(2)
+    assert(kiq.wait_for(function() return c:controller().brokers[2].fenced end, 10000, "broker 2 to be fenced"))
+    for i = 0, 5 do
+      local info = c:partition("p", i)
+      assert.are_not.equal(2, info.leader)
+      for _, id in ipairs(info.isr) do assert.are_not.equal(2, id) end
+    end
+    c:resume(2)
+    assert(kiq.wait_for(function() return not c:controller().brokers[2].fenced end, 10000, "broker 2 to be back"))
+    for i = 0, 5 do assert(c:wait_for_isr("p", i, 3, 15000)) end
+  end)
+
+  it("replays the metadata log when the controller restarts: the cluster state is unchanged", function()
+    c = assert(kiq.cluster{ brokers = 3 })
+    local a = assert(c:admin())
+    assert(a:create_topics{ { name = "m1", partitions = 3, replication_factor = 3 },
+      { name = "m2", partitions = 2, replication_factor = 2 } })
+    a:close()
+    for i = 0, 2 do assert(c:wait_for_isr("m1", i, 3, 10000)) end
+    local function view()
+      local out = {}
+      for name, parts in pairs(c:controller().topics) do
+        for p, info in pairs(parts) do
+          out[#out + 1] = ("%s-%d leader=%d epoch=%d replicas=%s"):format(name, p, info.leader, info.leader_epoch,
+            table.concat(info.replicas, ","))
+        end
+      end
+      table.sort(out)
+      return table.concat(out, "\n")
+    end
+    local before = view()
+    local offset = c:controller().metadata_offset
+    assert(c:restart(0))
+    assert.are.equal(offset, c:controller().metadata_offset)
+    assert.are.equal(before, view())
+    assert(kiq.wait_for(function()
+      local live = 0
+      for _, b in pairs(c:controller().brokers) do
+        if not b.fenced then live = live + 1 end
+      end
+      return live == 3
+    end, 10000, "the brokers to heartbeat the restarted controller"))
+    assert(produce(c, "m1", 0, 1, 20))
+  end)
+end)
