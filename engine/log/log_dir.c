@@ -55,6 +55,11 @@ void kiq_log_dir_fail(kiq_log_dir_t *d, int err, const char *what)
                   d->path, what);
 }
 
+void kiq_log_dir_retire(kiq_log_dir_t *d, int err)
+{
+    if (d) atomic_store(&d->failed_errno, err ? err : EIO);
+}
+
 void kiq_log_dir_reset(kiq_log_dir_t *d)
 {
     if (d) atomic_store(&d->failed_errno, 0);

@@ -26,6 +26,9 @@ bool kiq_log_dir_offline(const kiq_log_dir_t *d);
  * errno, what the failure as recorded: file, operation and reason); only
  * the first failure is logged, as an error. NULL is fine. */
 void kiq_log_dir_fail(kiq_log_dir_t *d, int err, const char *what);
+/* Offline for good without a failure to report: the health of logs a
+ * broker no longer serves (they refuse writes quietly). */
+void kiq_log_dir_retire(kiq_log_dir_t *d, int err);
 /* Back online (the broker's start, before the logs are opened). */
 void kiq_log_dir_reset(kiq_log_dir_t *d);
 /* The errno of the failure that took the directory offline, 0 if online. */

@@ -923,7 +923,7 @@ static kiq_log_dir_t *retired_health(kiq_topics_t *t)
 {
     pthread_rwlock_wrlock(&t->lock);
     if (!t->retired_health && (t->retired_health = kiq_log_dir_new("(partitions no longer hosted here)")))
-        kiq_log_dir_fail(t->retired_health, ESHUTDOWN, "a retired log refuses writes");
+        kiq_log_dir_retire(t->retired_health, ESHUTDOWN);
     kiq_log_dir_t *h = t->retired_health;
     pthread_rwlock_unlock(&t->lock);
     return h;

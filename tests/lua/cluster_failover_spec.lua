@@ -123,6 +123,23 @@ describe("cluster failover", function()
     for i = 0, 5 do assert(c:wait_for_isr("p", i, 3, 15000)) end
   end)
 
+  it("drops a follower whose link is slowed past replica.lag.time.max.ms from the ISR, and takes it back", function()
+    c = assert(kiq.cluster{ brokers = 3, ["replica.lag.time.max.ms"] = 1000 })
+    local part, leader = create(c, "s")
+    local follower = (leader + 1) % 3
+    local id = assert(c:slow(leader, follower, 3000))
+    assert(produce(c, "s", part, 1, 5, 1))
+    assert(kiq.wait_for(function()
+      for _, r in ipairs(c:partition("s", part).isr) do
+        if r == follower then return false end
+      end
+      return true
+    end, 15000, "the slowed follower to leave the ISR"))
+    assert(c:broker(leader):remove_intercept(id))
+    assert(c:wait_for_isr("s", part, 3, 15000))
+    assert(c:wait_for_replicas("s", part, 15000))
+  end)
+
   it("replays the metadata log when the controller restarts: the cluster state is unchanged", function()
     c = assert(kiq.cluster{ brokers = 3 })
     local a = assert(c:admin())
