@@ -14,7 +14,7 @@ local M = {}
 local Scenario = {}
 Scenario.__index = Scenario
 
-local allowed = { seed = true, brokers = true, log = true }
+local allowed = { seed = true, brokers = true, cluster = true, log = true }
 
 -- Creates a scenario. opts.seed defaults to the seed `kafkaiq run` was
 -- given (printed at start), so a failing run replays with --seed.
@@ -30,6 +30,7 @@ function M.new(opts)
     seed = seed,
     random = kiq.random(seed),
     brokers = opts.brokers or {},
+    replica_hw = {}, -- ["topic/partition@broker"] = highest high watermark that replica had
     log = opts.log == nil and io.stderr or opts.log,
     started = kiq.core.now_ms(),
     acked = {},     -- ["topic/partition"] = { [offset] = record }
@@ -38,6 +39,9 @@ function M.new(opts)
     faults = {},    -- broker -> list of interceptor ids
     counts = { acked = 0, consumed = 0, checks = 0, faults = 0 },
   }, Scenario)
+  if opts.cluster then
+    for id = 0, opts.cluster.n - 1 do self.brokers[#self.brokers + 1] = opts.cluster:broker(id) end
+  end
   self:note("seed %d", seed)
   return self
 end
@@ -137,20 +141,59 @@ function Scenario:on_consume(next)
   end
 end
 
--- Samples every running broker: the high watermark never decreases.
+-- Samples every running broker. The high watermark consumers see (the
+-- leader's) never decreases, nor does any replica's own; and in a cluster
+-- every ISR member has everything below the leader's high watermark.
 function Scenario:check()
   self.counts.checks = self.counts.checks + 1
+  local states = {}
   for _, b in ipairs(self.brokers) do
-    if b:running() then
-      for topic, t in pairs(b:state().topics) do
-        for i = 0, t.partition_count - 1 do
-          local key, hw = tp(topic, i), t.partitions[i].high_watermark
-          local seen = self.hw[key]
-          if seen and hw < seen then
+    if b:running() then states[#states + 1] = { b = b, s = b:state() } end
+  end
+  -- followers are read again after every leader was: their log end only
+  -- grows, so a fresh read is never behind what the leader counted
+  local by_id, fresh = {}, {}
+  for _, st in ipairs(states) do
+    if st.s.node_id then by_id[st.s.node_id] = st.b end
+  end
+  local function follower_state(id)
+    if fresh[id] == nil then
+      local b = by_id[id]
+      fresh[id] = b and b:running() and b:state() or false
+    end
+    return fresh[id]
+  end
+  for _, st in ipairs(states) do
+    for topic, t in pairs(st.s.topics) do
+      for i = 0, t.partition_count - 1 do
+        local p = t.partitions[i]
+        if p and p.high_watermark then
+          local key, hw = tp(topic, i), p.high_watermark
+          local rkey = key .. "@" .. tostring(st.s.node_id or st.b)
+          local mine = self.replica_hw[rkey]
+          if mine and hw < mine then
             self:violation("high watermark never decreasing",
-              ("%s went from %d to %d on broker %s"):format(key, seen, hw, tostring(b.bootstrap)))
+              ("%s went from %d to %d on broker %s"):format(key, mine, hw, tostring(st.b.bootstrap)))
           end
-          if not seen or hw > seen then self.hw[key] = hw end
+          if not mine or hw > mine then self.replica_hw[rkey] = hw end
+          if p.role == nil or p.role == "leader" then
+            local seen = self.hw[key]
+            if seen and hw < seen then
+              self:violation("high watermark never decreasing",
+                ("%s went from %d to %d at its leader, broker %s"):format(key, seen, hw, tostring(st.b.bootstrap)))
+            end
+            if not seen or hw > seen then self.hw[key] = hw end
+            for _, id in ipairs(p.isr or {}) do
+              local f = follower_state(id)
+              local fp = f and f.topics[topic] and f.topics[topic].partitions[i]
+              if fp and fp.log_end_offset and fp.role == "follower" and fp.leader_epoch == p.leader_epoch
+                and fp.log_end_offset < hw then
+                self:violation("every ISR member holds what is below the high watermark",
+                  ("%s: leader %s has high watermark %d, ISR member %d ends at %d"):format(key, tostring(st.s.node_id), hw, id,
+                    fp.log_end_offset))
+              end
+            end
+          end
         end
       end
     end

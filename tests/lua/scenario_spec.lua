@@ -55,6 +55,26 @@ describe("kafkaiq.scenario invariants", function()
     assert.truthy(err:find("from 5 to 4", 1, true))
   end)
 
+  it("fails when an ISR member lacks what is below the leader's high watermark", function()
+    local function replica(id, role, leo, hw)
+      local b = { bootstrap = "fake:" .. id }
+      function b:running() return true end
+      function b:state()
+        return { node_id = id, topics = { t = { partition_count = 1, partitions = { [0] = {
+          role = role, leader_epoch = 3, isr = { 0, 1 }, log_end_offset = leo, high_watermark = hw } } } } }
+      end
+      return b
+    end
+    local sc = scenario.new{ seed = 6, brokers = { replica(0, "leader", 12, 10), replica(1, "follower", 10, 10) },
+      log = false }
+    sc:check()
+    sc.brokers[2] = replica(1, "follower", 7, 7)
+    sc.replica_hw = {}
+    local err = violation_of(function() sc:check() end)
+    assert.truthy(err:find("every ISR member holds what is below the high watermark", 1, true))
+    assert.truthy(err:find("ISR member 1 ends at 7", 1, true))
+  end)
+
   it("fails when a consumed record differs from what was acknowledged at its offset", function()
     local sc = scenario.new{ seed = 4, brokers = { fake_broker(10) }, log = false }
     sc:on_delivery()(nil, rec(0, "original"))
@@ -122,6 +142,14 @@ describe("examples", function()
     local out, code = run("build/kafkaiq run --seed 11 examples/kill_restart_scenario.lua 40")
     assert.are.equal(0, code, out)
     assert.truthy(out:find("seed 11: %d+ sent, %d+ acknowledged, %d+ consumed, %d+ faults, invariants held"), out)
+    assert.truthy(out:find("kill broker", 1, true), out)
+  end)
+
+  it("cluster_failover_scenario holds its invariants across replicas through leader kills", function()
+    local out, code = run("build/kafkaiq run --seed 1 examples/cluster_failover_scenario.lua 40")
+    assert.are.equal(0, code, out)
+    assert.truthy(out:find("seed 1: %d+ sent, %d+ acknowledged, %d+ consumed, %d+ faults, invariants held across replicas"),
+      out)
     assert.truthy(out:find("kill broker", 1, true), out)
   end)
 
