@@ -444,7 +444,7 @@ void kiq_controller_register_broker(kiq_controller_t *c, const kiq_broker_regist
         goto out;
     }
     s->last_heartbeat_ns = kiq_clock_mono_ns();
-    connect_channel(c, s, !same);
+    connect_channel(c, s, true); /* a registering broker (re)started: it holds no state yet */
 out:
     pthread_mutex_unlock(&c->mu);
     kiq_arena_reset(&a);
@@ -464,7 +464,22 @@ void kiq_controller_heartbeat(kiq_controller_t *c, const kiq_broker_heartbeat_re
     } else {
         s->last_heartbeat_ns = kiq_clock_mono_ns();
         if (!s->channel) connect_channel(c, s, false); /* first word since the controller started */
-        if (rb->fenced) {
+        if (req->want_shut_down) {
+            /* controlled shutdown: its leaderships move now, not a session
+             * timeout after it is gone */
+            if (!rb->fenced) {
+                kiq_metadata_record_t *r = add_record(&b, KIQ_MR_FENCE_BROKER);
+                r->m.fence_broker.id = rb->id;
+                r->m.fence_broker.epoch = rb->epoch;
+                if (commit(c, &b) == 0) {
+                    leave_partitions(c, &b, rb->id);
+                    commit(c, &b);
+                    KIQ_INFO("controller: broker %d shut down in a controlled way", rb->id);
+                }
+            }
+            resp->is_fenced = true;
+            resp->should_shut_down = true;
+        } else if (rb->fenced) {
             kiq_metadata_record_t *r = add_record(&b, KIQ_MR_UNFENCE_BROKER);
             r->m.unfence_broker.id = rb->id;
             r->m.unfence_broker.epoch = rb->epoch;

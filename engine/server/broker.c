@@ -465,6 +465,9 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     kiq_replica_manager_stop(b->replicas);
     /* first: the controller stops hearing from us before anything stops */
     b->last_broker_epoch = b->lifecycle ? kiq_broker_lifecycle_epoch(b->lifecycle) : -1;
+    /* Not for the controller's own broker: its restart leaves the cluster
+     * as it was (the brokers get a session's grace when it is back). */
+    if (mark_clean && !b->controller) kiq_broker_lifecycle_shut_down(b->lifecycle);
     kiq_broker_lifecycle_free(b->lifecycle);
     b->lifecycle = NULL;
     /* Stop taking work, answer what is parked, drain the handlers, then the

@@ -30,6 +30,7 @@ struct kiq_broker_lifecycle {
     pthread_mutex_t mu; /* guards what follows */
     pthread_cond_t cond; /* CLOCK_MONOTONIC; stop, pause and registration */
     bool stop, paused, fenced;
+    bool joined; /* the thread is gone (a controlled shutdown stopped it) */
     int64_t epoch;
     kiq_client_conn_t *conn; /* the thread's; published so stop can shut it down */
 };
@@ -138,7 +139,7 @@ static int do_register(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int 
 
 /* 0 alive; 1 the controller wants a new registration; -1 the connection
  * failed. */
-static int do_heartbeat(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int64_t epoch)
+static int do_heartbeat(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int64_t epoch, bool shut_down)
 {
     kiq_arena_t arena;
     kiq_arena_init(&arena);
@@ -149,7 +150,7 @@ static int do_heartbeat(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int
     req.broker_epoch = epoch;
     req.current_metadata_offset = -1;
     req.want_fence = false;
-    req.want_shut_down = false;
+    req.want_shut_down = shut_down;
     int rc = kiq_client_request(conn, KIQ_API_BROKER_HEARTBEAT, 0, &req, &arena, &resp, lc->request_timeout_ms);
     if (rc == 0 && resp.error_code != KIQ_ERR_NONE) {
         /* a stale epoch (the controller fenced or forgot us), an unknown
@@ -209,7 +210,7 @@ static void *lifecycle_main(void *arg)
             pthread_mutex_unlock(&lc->mu);
             if (stop) break;
         }
-        int rc = epoch < 0 ? do_register(lc, conn, &last_refusal) : do_heartbeat(lc, conn, epoch);
+        int rc = epoch < 0 ? do_register(lc, conn, &last_refusal) : do_heartbeat(lc, conn, epoch, false);
         if (rc < 0) {
             KIQ_DEBUG("[KafkaIQ broker %d] lost the controller: %s", b->node_id, kiq_error_get());
             drop_conn(lc, &conn);
@@ -260,15 +261,38 @@ kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(kiq_broker_t *b)
     return lc;
 }
 
-void kiq_broker_lifecycle_free(kiq_broker_lifecycle_t *lc)
+static void stop_thread(kiq_broker_lifecycle_t *lc)
 {
-    if (!lc) return;
+    if (lc->joined) return;
     pthread_mutex_lock(&lc->mu);
     lc->stop = true;
     pthread_cond_broadcast(&lc->cond);
     if (lc->conn) kiq_client_shutdown(lc->conn);
     pthread_mutex_unlock(&lc->mu);
     pthread_join(lc->thread, NULL);
+    lc->joined = true;
+}
+
+void kiq_broker_lifecycle_shut_down(kiq_broker_lifecycle_t *lc)
+{
+    if (!lc) return;
+    stop_thread(lc);
+    if (lc->epoch < 0 || lc->paused) return;
+    kiq_broker_t *b = lc->b;
+    kiq_client_conn_t *conn = kiq_client_connect(b->controller_host, b->controller_port, CONNECT_TIMEOUT_MS,
+                                                 lc->client_id);
+    if (!conn || do_heartbeat(lc, conn, lc->epoch, true) != 0)
+        KIQ_WARN("[KafkaIQ broker %d] no controlled shutdown: %s; its leaderships move when the controller "
+                 "fences it", b->node_id, conn ? "the controller refused" : kiq_error_get());
+    else
+        KIQ_INFO("[KafkaIQ broker %d] controlled shutdown: the controller moved its leaderships", b->node_id);
+    kiq_client_close(conn);
+}
+
+void kiq_broker_lifecycle_free(kiq_broker_lifecycle_t *lc)
+{
+    if (!lc) return;
+    stop_thread(lc);
     pthread_mutex_destroy(&lc->mu);
     pthread_cond_destroy(&lc->cond);
     free(lc);

@@ -26,6 +26,12 @@ kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(kiq_broker_t *b);
 /* Stops the thread (a blocked request fails at once) and frees lc; NULL is
  * fine. Any thread but the lifecycle's. */
 void kiq_broker_lifecycle_free(kiq_broker_lifecycle_t *lc);
+/* A clean stop's controlled shutdown: stops heartbeating, then tells the
+ * controller (BrokerHeartbeat want_shut_down), which fences the broker and
+ * moves its leaderships before it goes, instead of a session timeout
+ * later. Bounded by the request timeout; call before _free. Not for a
+ * paused broker (it is meant to look dead). */
+void kiq_broker_lifecycle_shut_down(kiq_broker_lifecycle_t *lc);
 
 /* Any thread: stops (paused) or resumes heartbeating. A paused broker
  * looks dead to the controller, which fences it after

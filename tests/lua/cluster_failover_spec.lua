@@ -104,6 +104,25 @@ describe("cluster failover", function()
     end
   end)
 
+  it("moves a cleanly stopped leader's partitions before it goes (controlled shutdown)", function()
+    -- a session timeout far longer than the test: only the controlled
+    -- shutdown can have moved the leadership
+    c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 600000 })
+    local part, leader = create(c, "cs")
+    assert(produce(c, "cs", part, 1, 10))
+    c:stop_broker(leader)
+    local info = c:partition("cs", part)
+    assert.are_not.equal(leader, info.leader)
+    assert.is_true(c:controller().brokers[leader].fenced)
+    for _, id in ipairs(info.isr) do assert.are_not.equal(leader, id) end
+    assert(produce(c, "cs", part, 11, 20))
+    assert(c:restart(leader))
+    assert(kiq.wait_for(function() return not c:controller().brokers[leader].fenced end, 10000, "the broker back"))
+    assert(c:wait_for_isr("cs", part, 3, 15000))
+    assert(c:wait_for_replicas("cs", part, 15000))
+    assert.are.equal(20, #records(c, "cs", part, 20))
+  end)
+
   it("fences a paused broker, moves its leaderships, and takes it back when it resumes", function()
     c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1000, ["broker.heartbeat.interval.ms"] = 200,
       ["replica.lag.time.max.ms"] = 1000 })
