@@ -96,6 +96,8 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "committed offsets of a group that has been empty this long are deleted")                \
     X(OFFSETS_RETENTION_CHECK_INTERVAL_MS, "offsets.retention.check.interval.ms", LONG,          \
       "600000", 1, INT64_MAX, NULL, "how often expired offsets are looked for")                 \
+    X(OFFSETS_COMMIT_TIMEOUT_MS, "offsets.commit.timeout.ms", INT, "5000", 1, INT32_MAX, NULL,   \
+      "how long a commit may wait for the offsets topic's replicas")                          \
     X(OFFSET_METADATA_MAX_BYTES, "offset.metadata.max.bytes", INT, "4096", 0, INT32_MAX, NULL,  \
       "largest metadata string of a committed offset")                                          \
     X(GROUP_INITIAL_REBALANCE_DELAY_MS, "group.initial.rebalance.delay.ms", INT, "3000", 0,     \

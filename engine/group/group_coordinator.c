@@ -771,8 +771,10 @@ static int16_t commit_allowed(kiq_group_t *g, const kiq_offset_commit_request_t 
 }
 
 void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
-                              const kiq_offset_commit_request_t *req, kiq_offset_commit_response_t *resp)
+                              const kiq_offset_commit_request_t *req, kiq_offset_commit_response_t *resp,
+                              int32_t *partition, int64_t *replicated_at)
 {
+    *replicated_at = -1;
     int16_t v = r->header.api_version;
     int64_t now = kiq_clock_wall_ms();
     resp->topics_n = req->topics_n > 0 ? req->topics_n : 0;
@@ -845,6 +847,10 @@ void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
         kiq_topic_unref(topic);
     }
     int rc = append_records(gc, g, &rs);
+    if (rc == 0 && rs.last_offset >= 0) {
+        *partition = g->offsets_partition;
+        *replicated_at = rs.last_offset + 1;
+    }
     kiq_offsets_records_free(&rs);
     if (rc != 0)
         KIQ_ERROR("group %s: cannot store committed offsets: %s", g->id, kiq_error_get());

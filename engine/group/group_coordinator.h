@@ -57,8 +57,12 @@ void kiq_group_heartbeat(kiq_group_coordinator_t *gc, const kiq_heartbeat_reques
                          kiq_heartbeat_response_t *resp);
 void kiq_group_leave(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_leave_group_request_t *req,
                      kiq_leave_group_response_t *resp);
+/* *replicated_at gets the offset of __consumer_offsets' partition
+ * *partition the high watermark must pass before the commit is safe to
+ * acknowledge (-1: nothing to wait for, e.g. a refused commit). */
 void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
-                              const kiq_offset_commit_request_t *req, kiq_offset_commit_response_t *resp);
+                              const kiq_offset_commit_request_t *req, kiq_offset_commit_response_t *resp,
+                              int32_t *partition, int64_t *replicated_at);
 void kiq_group_fetch_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
                              const kiq_offset_fetch_request_t *req, kiq_offset_fetch_response_t *resp);
 void kiq_group_delete_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,

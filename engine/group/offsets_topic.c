@@ -21,6 +21,7 @@ void kiq_offsets_records_init(kiq_offsets_records_t *rs, int64_t now_ms)
     kiq_batch_builder_init(&rs->bb, 0, now_ms);
     rs->now_ms = now_ms;
     rs->count = 0;
+    rs->last_offset = -1;
 }
 
 void kiq_offsets_records_free(kiq_offsets_records_t *rs) { kiq_batch_builder_free(&rs->bb); }
@@ -148,7 +149,7 @@ int kiq_offsets_records_append(kiq_offsets_records_t *rs, kiq_partition_log_t *l
         return -1;
     }
     int rc = w.err ? kiq_error_set("out of memory")
-                   : kiq_partition_log_append(log, w.buf, w.len, leader_epoch, NULL, NULL);
+                   : kiq_partition_log_append(log, w.buf, w.len, leader_epoch, NULL, &rs->last_offset);
     kiq_wr_free(&w);
     return rc;
 }

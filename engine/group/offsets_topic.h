@@ -19,6 +19,7 @@ typedef struct kiq_offsets_records {
     kiq_batch_builder_t bb;
     int64_t now_ms;
     int count;
+    int64_t last_offset; /* of the last record appended; -1 before */
 } kiq_offsets_records_t;
 
 void kiq_offsets_records_init(kiq_offsets_records_t *rs, int64_t now_ms);
@@ -29,8 +30,9 @@ int kiq_offsets_records_add_commit_tombstone(kiq_offsets_records_t *rs, const ch
                                              int32_t partition);
 int kiq_offsets_records_add_group(kiq_offsets_records_t *rs, const kiq_group_t *g);
 int kiq_offsets_records_add_group_tombstone(kiq_offsets_records_t *rs, const char *group);
-/* One batch with everything added, appended to log (leader epoch stamped).
- * Nothing added: nothing appended. 0 or -1. */
+/* One batch with everything added, appended to log (leader epoch stamped);
+ * rs->last_offset gets its last offset. Nothing added: nothing appended.
+ * 0 or -1. */
 int kiq_offsets_records_append(kiq_offsets_records_t *rs, kiq_partition_log_t *log, int32_t leader_epoch);
 
 /* What loading a partition of __consumer_offsets finds, in log order; the

@@ -123,6 +123,30 @@ describe("cluster failover", function()
     assert.are.equal(20, #records(c, "cs", part, 20))
   end)
 
+  it("acknowledges a commit only once the offsets topic's ISR has it", function()
+    c = assert(kiq.cluster{ brokers = 3, ["offsets.commit.timeout.ms"] = 500, ["replica.lag.time.max.ms"] = 60000,
+      ["offsets.topic.num.partitions"] = 5 })
+    local part = create(c, "oc")
+    local cons = assert(c:consumer{ group_id = "gw", log = function() end })
+    assert(cons:assign{ { topic = "oc", partition = part, offset = 0 } })
+    assert(cons:commit{ { topic = "oc", partition = part, offset = 1 } })
+    -- "gw": Java hashCode 3312, so partition 3312 % 5 = 2 of __consumer_offsets
+    assert(c:wait_for_isr("__consumer_offsets", 2, 3, 10000))
+    local leader = c:partition("__consumer_offsets", 2).leader
+    for id = 0, 2 do
+      if id ~= leader then c:cut(leader, id) end
+    end
+    local ok, err = cons:commit{ { topic = "oc", partition = part, offset = 2 } }
+    assert.is_nil(ok)
+    assert.matches("COORDINATOR_NOT_AVAILABLE", err)
+    for id = 0, 2 do
+      if id ~= leader then c:heal(leader, id) end
+    end
+    assert(kiq.wait_for(function() return cons:commit{ { topic = "oc", partition = part, offset = 3 } } end, 10000,
+      "a commit once the followers replicate again"))
+    cons:close()
+  end)
+
   it("fences a paused broker, moves its leaderships, and takes it back when it resumes", function()
     c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1000, ["broker.heartbeat.interval.ms"] = 200,
       ["replica.lag.time.max.ms"] = 1000 })
