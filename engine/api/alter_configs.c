@@ -1,7 +1,9 @@
 /* AlterConfigs: replaces a topic's whole set of dynamic configs (what is
  * not in the request goes back to its default). Broker configs are all
  * static here, so a broker resource is refused as Kafka refuses its
- * read-only configs. validate_only checks without changing anything. */
+ * read-only configs. validate_only checks without changing anything.
+ * In cluster mode a topic's configs live with the controller and are not
+ * altered yet: changing one broker's copy would split its replicas. */
 #include <stdio.h>
 #include <string.h>
 
@@ -52,6 +54,10 @@ static int16_t alter_resource(kiq_broker_t *b, kiq_request_t *r, const kiq_alter
     }
     if (res->resource_type != KIQ_API_RESOURCE_TOPIC) {
         kiq_error_set("Unsupported resource type %d", res->resource_type);
+        return KIQ_ERR_INVALID_REQUEST;
+    }
+    if (b->cluster) {
+        kiq_error_set("Topic configs cannot be altered in cluster mode yet: they are set when the topic is created");
         return KIQ_ERR_INVALID_REQUEST;
     }
     kiq_topic_t *topic = kiq_topics_get(b->topics, res->resource_name);

@@ -6,9 +6,11 @@
  *
  * In cluster mode the controller decides (server/controller_link.h): any
  * broker forwards there, and the broker hosting the controller also takes
- * the forwarded requests on its control plane. A client's request is
- * answered once this broker's metadata knows the new topic (bounded by
- * its timeout, 10 s at most), so its next Metadata sees it. */
+ * the forwarded requests on its control plane. The controller keeps the
+ * topic's configs with it; each replica asks for them when it first hosts
+ * the topic (replica/replica_manager.c). A client's request is answered
+ * once this broker's metadata knows the new topic (bounded by its timeout,
+ * 10 s at most), so its next Metadata sees it. */
 #include <stdio.h>
 
 #include "api/api.h"
@@ -99,10 +101,9 @@ static bool duplicate(const kiq_create_topics_request_t *req, int32_t i)
     return false;
 }
 
-/* What can be refused here before asking the controller. The configs are
- * only checked: cluster mode does not propagate topic configs yet, so the
- * topic gets the broker defaults. */
-static int16_t cluster_check(const kiq_create_topics_request_t *req, int32_t i)
+/* What can be refused here before asking the controller; the checked
+ * configs go into *cfg, for the controller to keep with the topic. */
+static int16_t cluster_check(const kiq_create_topics_request_t *req, int32_t i, kiq_topic_configs_t *cfg)
 {
     const kiq_create_topics_request_topics_t *t = &req->topics[i];
     if (duplicate(req, i)) {
@@ -113,14 +114,12 @@ static int16_t cluster_check(const kiq_create_topics_request_t *req, int32_t i)
         kiq_error_set("manual replica assignments are not supported in cluster mode");
         return KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
     }
-    kiq_topic_configs_t cfg = {0};
-    int16_t err = KIQ_ERR_NONE;
-    for (int32_t j = 0; j < t->configs_n && !err; j++) {
+    for (int32_t j = 0; j < t->configs_n; j++) {
         kiq_str_t name = t->configs[j].name, value = t->configs[j].value;
-        err = (int16_t)kiq_topic_configs_set(&cfg, name.p, name.len, value.p, value.p ? value.len : -1);
+        int16_t err = (int16_t)kiq_topic_configs_set(cfg, name.p, name.len, value.p, value.p ? value.len : -1);
+        if (err) return err;
     }
-    kiq_topic_configs_clear(&cfg);
-    return err;
+    return KIQ_ERR_NONE;
 }
 
 static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_topics_request_t *req,
@@ -129,6 +128,8 @@ static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_to
     bool forwarded = r->listener == KIQ_LISTENER_CONTROL;
     kiq_topic_order_t *orders = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *orders);
     int32_t *order_of = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *order_of);
+    /* each topic's checked configs (heap values: cleared before returning) */
+    kiq_topic_configs_t *cfgs = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *cfgs);
     int norders = 0;
     for (int32_t i = 0; i < n; i++) {
         const kiq_create_topics_request_topics_t *t = &req->topics[i];
@@ -141,14 +142,15 @@ static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_to
             kiq_error_set("broker %d is not the controller", b->node_id);
             tr->error_code = KIQ_ERR_NOT_CONTROLLER;
         } else {
-            tr->error_code = cluster_check(req, i);
+            tr->error_code = cluster_check(req, i, &cfgs[i]);
         }
         if (tr->error_code) {
             tr->error_message = kiq_api_error_message(r);
             continue;
         }
         order_of[i] = norders;
-        orders[norders++] = (kiq_topic_order_t){t->name, t->num_partitions, t->replication_factor, 0, KIQ_STR_NULL};
+        orders[norders++] =
+            (kiq_topic_order_t){t->name, t->num_partitions, t->replication_factor, 0, KIQ_STR_NULL, &cfgs[i]};
     }
     int wait_ms = req->timeout_ms > 0 && req->timeout_ms < CLUSTER_WAIT_MAX_MS ? req->timeout_ms : CLUSTER_WAIT_MAX_MS;
     kiq_controller_link_create_topics(b, orders, norders, req->validate_only, wait_ms, &r->arena);
@@ -182,11 +184,9 @@ static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_to
                 o->replication_factor != -1 ? o->replication_factor
                                             : (int16_t)kiq_config_int(b->config, KIQ_CFG_DEFAULT_REPLICATION_FACTOR);
         }
-        if (r->header.api_version >= 5) {
-            kiq_topic_configs_t none = {0};
-            list_configs(b, r, &none, tr);
-        }
+        if (r->header.api_version >= 5) list_configs(b, r, &cfgs[i], tr);
     }
+    for (int32_t i = 0; i < n; i++) kiq_topic_configs_clear(&cfgs[i]);
     return KIQ_HANDLER_RESPOND;
 }
 

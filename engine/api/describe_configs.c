@@ -1,12 +1,17 @@
 /* DescribeConfigs for topics (2) and brokers (4), with config sources and
  * synonyms as Kafka reports them. Topic configs can be altered; broker
- * configs are all static (read-only). */
+ * configs are all static (read-only).
+ *
+ * In cluster mode the controller's broker also serves it on its control
+ * plane, for topics, from the controller's metadata: that is where a
+ * replica learns the configs of a topic it starts hosting. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
 #include "config/topic_config.h"
+#include "controller/controller.h"
 #include "core/error.h"
 
 enum { RESOURCE_TOPIC = 2, RESOURCE_BROKER = 4 };
@@ -46,24 +51,45 @@ static void fill_entry(kiq_request_t *r, const kiq_describe_configs_request_t *r
     if (req->include_synonyms) e->synonyms = kiq_arena_calloc(&r->arena, 2, sizeof *e->synonyms);
 }
 
+/* The topic's dynamic configs into an empty *tc: the controller's on the
+ * controller broker's control plane, otherwise this broker's. Kafka error
+ * code, out's message set. */
+static int16_t topic_configs(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name,
+                             kiq_describe_configs_response_results_t *out, kiq_topic_configs_t *tc)
+{
+    if (r->listener == KIQ_LISTENER_CONTROL) {
+        if (!b->controller) {
+            out->error_message = kiq_api_str(r, "This broker does not host the controller");
+            return KIQ_ERR_NOT_CONTROLLER;
+        }
+        kiq_error_clear();
+        int rc = name.p ? kiq_controller_topic_configs(b->controller, name.p, (size_t)name.len, tc)
+                        : KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        if (rc) out->error_message = kiq_api_str(r, rc == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION ? "Topic does not exist"
+                                                                                              : kiq_error_get());
+        return (int16_t)rc;
+    }
+    kiq_topic_t *topic = kiq_topics_get(b->topics, name);
+    if (!topic) {
+        out->error_message = kiq_api_str(r, "Topic does not exist");
+        return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    }
+    int rc = kiq_topic_configs_snapshot(topic, tc);
+    kiq_topic_unref(topic);
+    if (rc != 0) {
+        out->error_message = kiq_api_error_message(r);
+        return KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    return KIQ_ERR_NONE;
+}
+
 static void describe_topic(kiq_broker_t *b, kiq_request_t *r, const kiq_describe_configs_request_t *req,
                            const kiq_describe_configs_request_resources_t *res,
                            kiq_describe_configs_response_results_t *out)
 {
-    kiq_topic_t *topic = kiq_topics_get(b->topics, res->resource_name);
-    if (!topic) {
-        out->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        out->error_message = kiq_api_str(r, "Topic does not exist");
-        return;
-    }
     kiq_topic_configs_t tc = {0};
-    int rc = kiq_topic_configs_snapshot(topic, &tc);
-    kiq_topic_unref(topic);
-    if (rc != 0) {
-        out->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
-        out->error_message = kiq_api_error_message(r);
-        return;
-    }
+    out->error_code = topic_configs(b, r, res->resource_name, out, &tc);
+    if (out->error_code) return;
     out->configs = kiq_arena_calloc(&r->arena, (size_t)kiq_topic_config_count, sizeof *out->configs);
     for (int i = 0; i < kiq_topic_config_count; i++) {
         const kiq_topic_config_def_t *d = &kiq_topic_config_defs[i];

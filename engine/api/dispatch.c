@@ -24,6 +24,8 @@ static kiq_api_handler_fn control_handler(int16_t api_key)
     /* forwarded by the other brokers to the one hosting the controller */
     case KIQ_API_CREATE_TOPICS: return kiq_api_create_topics_handle;
     case KIQ_API_DELETE_TOPICS: return kiq_api_delete_topics_handle;
+    /* the replicas ask the controller for a new topic's configs */
+    case KIQ_API_DESCRIBE_CONFIGS: return kiq_api_describe_configs_handle;
     default: return NULL;
     }
 }

@@ -1,7 +1,8 @@
 /* IncrementalAlterConfigs: SET, DELETE (back to the default), APPEND and
  * SUBTRACT (LIST configs such as cleanup.policy, starting from the
  * effective value) on a topic's dynamic configs, all or nothing per
- * resource. Broker resources are refused as in AlterConfigs. */
+ * resource. Broker resources are refused as in AlterConfigs, and so are
+ * topics in cluster mode (see alter_configs.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +90,10 @@ static int16_t alter_resource(kiq_broker_t *b, kiq_request_t *r,
     }
     if (res->resource_type != KIQ_API_RESOURCE_TOPIC) {
         kiq_error_set("Unsupported resource type %d", res->resource_type);
+        return KIQ_ERR_INVALID_REQUEST;
+    }
+    if (b->cluster) {
+        kiq_error_set("Topic configs cannot be altered in cluster mode yet: they are set when the topic is created");
         return KIQ_ERR_INVALID_REQUEST;
     }
     kiq_topic_t *topic = kiq_topics_get(b->topics, res->resource_name);

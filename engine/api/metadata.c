@@ -136,7 +136,7 @@ static void cluster_auto_create(kiq_broker_t *b, kiq_request_t *r, kiq_metadata_
         kiq_metadata_response_topics_t *t = &out->topics[i];
         /* __consumer_offsets comes only from FindCoordinator, as in Kafka */
         if (t->error_code != KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION || kiq_str_eq(t->name, KIQ_OFFSETS_TOPIC)) continue;
-        orders[n++] = (kiq_topic_order_t){t->name, -1, -1, 0, KIQ_STR_NULL};
+        orders[n++] = (kiq_topic_order_t){t->name, -1, -1, 0, KIQ_STR_NULL, NULL};
     }
     if (n == 0) return;
     kiq_controller_link_create_topics(b, orders, n, false, AUTO_CREATE_TIMEOUT_MS, &r->arena);

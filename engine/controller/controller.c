@@ -583,7 +583,7 @@ out:
 }
 
 int kiq_controller_create_topic(kiq_controller_t *c, kiq_str_t name, int32_t partitions, int16_t replication_factor,
-                                bool validate_only)
+                                const kiq_topic_configs_t *configs, bool validate_only)
 {
     const char *why;
     if (!kiq_topic_name_valid(name, &why)) return kiq_error_set("%s", why), KIQ_ERR_INVALID_TOPIC_EXCEPTION;
@@ -627,6 +627,14 @@ int kiq_controller_create_topic(kiq_controller_t *c, kiq_str_t name, int32_t par
         r->leader = r->replicas[0];
         r->leader_epoch = 0;
         r->partition_epoch = 0;
+    }
+    for (int i = 0; configs && i < KIQ_TOPIC_CONFIG_COUNT; i++) {
+        if (!configs->value[i]) continue;
+        kiq_metadata_record_t *cr = add_record(&b, KIQ_MR_CONFIG);
+        cr->m.config.resource_type = KIQ_CONFIG_RESOURCE_TOPIC;
+        cr->m.config.resource_name = tr->m.topic.name;
+        cr->m.config.name = KIQ_STR(kiq_topic_config_defs[i].name);
+        cr->m.config.value = (kiq_str_t){configs->value[i], (int32_t)strlen(configs->value[i])};
     }
     if (commit(c, &b) != 0) {
         rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
@@ -676,6 +684,32 @@ int kiq_controller_delete_topic(kiq_controller_t *c, kiq_str_t name)
 out:
     pthread_mutex_unlock(&c->mu);
     kiq_arena_reset(&a);
+    return rc;
+}
+
+int kiq_controller_topic_configs(kiq_controller_t *c, const char *topic, size_t len, kiq_topic_configs_t *out)
+{
+    int rc = KIQ_ERR_NONE;
+    pthread_mutex_lock(&c->mu);
+    const kiq_topic_image_t *ti = kiq_metadata_image_topic(c->image, topic, len);
+    if (!ti) {
+        rc = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        kiq_error_set("Topic '%.*s' does not exist", (int)len, topic);
+        goto out;
+    }
+    for (int i = 0; i < KIQ_TOPIC_CONFIG_COUNT; i++) {
+        const char *v =
+            kiq_metadata_image_config(c->image, KIQ_CONFIG_RESOURCE_TOPIC, ti->name, kiq_topic_config_defs[i].name);
+        if (!v) continue;
+        if (!(out->value[i] = strdup(v))) {
+            kiq_topic_configs_clear(out);
+            rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+            kiq_error_set("out of memory");
+            goto out;
+        }
+    }
+out:
+    pthread_mutex_unlock(&c->mu);
     return rc;
 }
 

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "config/topic_config.h"
 #include "core/arena.h"
 #include "proto/messages.h"
 
@@ -51,11 +52,17 @@ void kiq_controller_heartbeat(kiq_controller_t *c, const kiq_broker_heartbeat_re
 void kiq_controller_alter_partition(kiq_controller_t *c, kiq_arena_t *arena, int16_t version,
                                     const kiq_alter_partition_request_t *req, kiq_alter_partition_response_t *resp);
 /* CreateTopics and DeleteTopics, as any broker forwards them: one topic
- * each. partitions / replication_factor -1 take the defaults. Kafka error
- * code, the reason in the error slot. */
+ * each. partitions / replication_factor -1 take the defaults. configs: the
+ * topic's dynamic configs, already checked (NULL: none), written as
+ * ConfigRecords in the same commit as the topic so that no broker can see
+ * the topic without them. Kafka error code, the reason in the error slot. */
 int kiq_controller_create_topic(kiq_controller_t *c, kiq_str_t name, int32_t partitions, int16_t replication_factor,
-                                bool validate_only);
+                                const kiq_topic_configs_t *configs, bool validate_only);
 int kiq_controller_delete_topic(kiq_controller_t *c, kiq_str_t name);
+/* Any thread: a copy of the topic's dynamic configs into an empty *out
+ * (the caller clears it). 0, UNKNOWN_TOPIC_OR_PARTITION, or
+ * UNKNOWN_SERVER_ERROR when out of memory (out left empty). */
+int kiq_controller_topic_configs(kiq_controller_t *c, const char *topic, size_t len, kiq_topic_configs_t *out);
 
 /* A copy of the cluster as the controller sees it, for Lua and tests. */
 typedef struct kiq_controller_partition_info {

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "controller/controller.h"
+#include "controller/metadata_record.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -182,6 +184,58 @@ static int offsets_topic_configs(const kiq_broker_t *b, kiq_topic_configs_t *cfg
     return 0;
 }
 
+/* How long a replica waits for the controller to tell a new topic's
+ * configs; it is the control-plane thread that waits. */
+#define TOPIC_CONFIGS_TIMEOUT_MS 3000
+
+/* The topic's dynamic configs as the controller keeps them, into an empty
+ * *cfg: directly when this broker hosts it, otherwise with DescribeConfigs
+ * to the controller's control plane. 0, or -1 with the reason (cfg may
+ * then hold part of them). */
+static int controller_topic_configs(kiq_broker_t *b, kiq_str_t name, kiq_topic_configs_t *cfg)
+{
+    if (b->controller) {
+        int rc = kiq_controller_topic_configs(b->controller, name.p, (size_t)name.len, cfg);
+        return rc ? kiq_error_set("the controller has no configs for it (error %d)", rc) : 0;
+    }
+    char id[32];
+    snprintf(id, sizeof id, "kafkaiq-broker-%d", b->node_id);
+    kiq_client_conn_t *c = kiq_client_connect(b->controller_host, b->controller_port, TOPIC_CONFIGS_TIMEOUT_MS, id);
+    if (!c) return -1;
+    int16_t v = kiq_client_version(c, KIQ_API_DESCRIBE_CONFIGS);
+    if (v < 1) {
+        /* v0 does not say where a value comes from */
+        kiq_error_set("the controller at %s does not serve DescribeConfigs v1+", kiq_client_peer(c));
+        kiq_client_close(c);
+        return -1;
+    }
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_describe_configs_request_t req;
+    kiq_describe_configs_request_init(&req);
+    kiq_describe_configs_request_resources_t res;
+    kiq_describe_configs_request_resources_init(&res);
+    res.resource_type = KIQ_CONFIG_RESOURCE_TOPIC;
+    res.resource_name = name;
+    res.configuration_keys_n = -1; /* all of them */
+    req.resources = &res;
+    req.resources_n = 1;
+    kiq_describe_configs_response_t resp;
+    int rc = kiq_client_request(c, KIQ_API_DESCRIBE_CONFIGS, v, &req, &a, &resp, TOPIC_CONFIGS_TIMEOUT_MS);
+    if (rc == 0 && (resp.results_n != 1 || resp.results[0].error_code))
+        rc = kiq_error_set("the controller answered error %d: " KIQ_STR_FMT,
+                           resp.results_n == 1 ? resp.results[0].error_code : KIQ_ERR_UNKNOWN_SERVER_ERROR,
+                           KIQ_STR_ARG(resp.results_n == 1 ? resp.results[0].error_message : KIQ_STR_NULL));
+    for (int32_t i = 0; rc == 0 && i < resp.results[0].configs_n; i++) {
+        const kiq_describe_configs_response_results_configs_t *e = &resp.results[0].configs[i];
+        if (e->config_source != KIQ_CONFIG_SOURCE_DYNAMIC_TOPIC || !e->value.p) continue;
+        if (kiq_topic_configs_set(cfg, e->name.p, e->name.len, e->value.p, e->value.len) != 0) rc = -1;
+    }
+    kiq_arena_reset(&a);
+    kiq_client_close(c);
+    return rc;
+}
+
 /* The topic, created here hosting the partitions in ps when it is not.
  * A reference, or NULL with ps' errors set. */
 static kiq_topic_t *hosted_topic(kiq_replica_manager_t *rm, kiq_str_t name, const kiq_uuid_t *id, pstate_t *ps,
@@ -218,10 +272,16 @@ static kiq_topic_t *hosted_topic(kiq_replica_manager_t *rm, kiq_str_t name, cons
     if (!idp && kiq_metadata_cache_topic_id(b->metadata, name.p, (size_t)name.len, &tid)) idp = &tid;
     kiq_topic_configs_t cfg = {0};
     bool offsets = kiq_str_eq(name, KIQ_OFFSETS_TOPIC);
+    /* Without its configs the topic is still made, with what arrived: a
+     * later LeaderAndIsr finds it and does not make it again, so it keeps
+     * the defaults until its configs are altered. */
+    if (!offsets && controller_topic_configs(b, name, &cfg) != 0)
+        KIQ_WARN("broker %d: hosting " KIQ_STR_FMT " without all of its configs: %s", b->node_id, KIQ_STR_ARG(name),
+                 kiq_error_get());
     int rc = offsets && offsets_topic_configs(b, &cfg) != 0
                  ? KIQ_ERR_UNKNOWN_SERVER_ERROR
                  : kiq_topics_create_hosted(b->topics, name, idp, count, (int16_t)(n > 0 ? ps[0].nreplicas : 1),
-                                            hosted, offsets ? &cfg : NULL);
+                                            hosted, &cfg);
     kiq_topic_configs_clear(&cfg);
     free(hosted);
     if (rc != KIQ_ERR_NONE && rc != KIQ_ERR_TOPIC_ALREADY_EXISTS) {

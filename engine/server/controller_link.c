@@ -42,6 +42,23 @@ static kiq_client_conn_t *connect_controller(kiq_broker_t *b, int timeout_ms)
                               timeout_ms > 0 && timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms : CONNECT_TIMEOUT_MS, id);
 }
 
+/* The forwarded topic's configs field, from the checked configs. */
+static void forward_configs(const kiq_topic_configs_t *cfg, kiq_create_topics_request_topics_t *t,
+                            kiq_arena_t *arena)
+{
+    int n = 0;
+    for (int i = 0; cfg && i < KIQ_TOPIC_CONFIG_COUNT; i++) n += cfg->value[i] != NULL;
+    if (n == 0) return;
+    t->configs = kiq_arena_calloc(arena, (size_t)n, sizeof *t->configs);
+    for (int i = 0; i < KIQ_TOPIC_CONFIG_COUNT; i++) {
+        if (!cfg->value[i]) continue;
+        kiq_create_topics_request_topics_configs_t *e = &t->configs[t->configs_n++];
+        kiq_create_topics_request_topics_configs_init(e);
+        e->name = KIQ_STR(kiq_topic_config_defs[i].name);
+        e->value = arena_copy(arena, cfg->value[i], strlen(cfg->value[i]));
+    }
+}
+
 static kiq_topic_order_t *find_order(kiq_topic_order_t *orders, int n, kiq_str_t name)
 {
     for (int i = 0; i < n; i++)
@@ -58,7 +75,8 @@ void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *order
         for (int i = 0; i < n; i++) {
             kiq_error_clear();
             orders[i].error = (int16_t)kiq_controller_create_topic(b->controller, orders[i].name, orders[i].partitions,
-                                                                   orders[i].replication_factor, validate_only);
+                                                                   orders[i].replication_factor, orders[i].configs,
+                                                                   validate_only);
             orders[i].message = orders[i].error ? error_text(arena) : KIQ_STR_NULL;
         }
         return;
@@ -77,6 +95,7 @@ void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *order
         req.topics[i].name = orders[i].name;
         req.topics[i].num_partitions = orders[i].partitions;
         req.topics[i].replication_factor = orders[i].replication_factor;
+        forward_configs(orders[i].configs, &req.topics[i], arena);
         orders[i].error = KIQ_ERR_UNKNOWN_SERVER_ERROR; /* unless the answer names it */
         orders[i].message = KIQ_STR("the controller did not answer for this topic");
     }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config/topic_config.h"
 #include "core/arena.h"
 #include "include/kafkaiq.h"
 #include "proto/types.h"
@@ -22,6 +23,7 @@ typedef struct kiq_topic_order {
     int16_t replication_factor; /* create: -1 takes default.replication.factor */
     int16_t error;              /* out: Kafka error code */
     kiq_str_t message;          /* out: null, or the reason (in the caller's arena) */
+    const kiq_topic_configs_t *configs; /* create: the topic's checked configs, NULL for none (caller's) */
 } kiq_topic_order_t;
 
 /* Creates (or with validate_only, checks) each topic. Every order gets

@@ -1,0 +1,96 @@
+-- Topic configs in cluster mode: CreateTopics' configs, sent to a broker
+-- that is not the controller, are kept by the controller with the topic and
+-- reach every replica, which then acts on them (min.insync.replicas,
+-- cleanup.policy) rather than on its broker defaults.
+local kiq = require "kafkaiq"
+local core = require "kafkaiq.core"
+local connection = require "kafkaiq.client.connection"
+kiq.log_level("error")
+
+local PRODUCE, CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS = 0, 19, 44
+local INVALID_RECORD, NOT_ENOUGH_REPLICAS, INVALID_REQUEST = 87, 19, 42
+
+local function open(port)
+  return assert(connection.open("127.0.0.1", port, { client_id = "spec", connect_timeout_ms = 2000,
+    request_timeout_ms = 15000 }))
+end
+
+-- One batch to partition 0 of topic on the broker at port; the partition's
+-- response.
+local function produce(port, topic, records, acks)
+  local c = open(port)
+  local resp = assert(c:request(PRODUCE, { acks = acks, timeout_ms = 5000,
+    topic_data = { { name = topic, partition_data = {
+      { index = 0, records = assert(core.build_batch { records = records }) } } } } }))
+  c:close()
+  return resp.responses[1].partition_responses[1]
+end
+
+describe("cluster topic configs", function()
+  local c
+
+  setup(function()
+    c = assert(kiq.cluster{ brokers = 3, ["broker.heartbeat.interval.ms"] = 200,
+      ["replica.lag.time.max.ms"] = 500, ["min.insync.replicas"] = 1 })
+    local conn = open(c:broker(2).port)
+    local resp = assert(conn:request(CREATE_TOPICS, {
+      topics = { { name = "conf", num_partitions = 1, replication_factor = 3, assignments = {},
+        configs = { { name = "min.insync.replicas", value = "3" }, { name = "cleanup.policy", value = "compact" } } } },
+      timeout_ms = 10000, validate_only = false,
+    }))
+    conn:close()
+    assert.are.equal(0, resp.topics[1].error_code)
+    assert(c:wait_for_isr("conf", 0, 3, 10000))
+    assert(c:wait_for_replicas("conf", 0, 10000))
+  end)
+
+  teardown(function()
+    if c then c:stop() end
+  end)
+
+  it("shows the topic's configs as dynamic topic configs on every broker", function()
+    for id = 0, 2 do
+      local a = assert(kiq.admin{ bootstrap = c:broker(id).bootstrap })
+      local res = assert(a:describe_configs{ { type = "topic", name = "conf" } })
+      a:close()
+      local cfg = res[1].configs
+      assert.are.equal("3", cfg["min.insync.replicas"].value, "broker " .. id)
+      assert.are.equal("DYNAMIC_TOPIC_CONFIG", cfg["min.insync.replicas"].source, "broker " .. id)
+      assert.are.equal("compact", cfg["cleanup.policy"].value, "broker " .. id)
+      assert.are.equal("DYNAMIC_TOPIC_CONFIG", cfg["cleanup.policy"].source, "broker " .. id)
+      assert.are.equal("DEFAULT_CONFIG", cfg["segment.bytes"].source, "broker " .. id)
+    end
+  end)
+
+  it("refuses keyless records on the compacted topic's leader", function()
+    local leader = assert(c:wait_for_leader("conf", 0, 10000))
+    local p = produce(c:broker(leader).port, "conf", { { value = "no key" } }, -1)
+    assert.are.equal(INVALID_RECORD, p.error_code)
+    p = produce(c:broker(leader).port, "conf", { { key = "k", value = "v" } }, -1)
+    assert.are.equal(0, p.error_code)
+  end)
+
+  it("refuses acks=all below the topic's min.insync.replicas, not the broker's", function()
+    local leader = assert(c:wait_for_leader("conf", 0, 10000))
+    local follower = c:partition("conf", 0).replicas[1] == leader and c:partition("conf", 0).replicas[2]
+      or c:partition("conf", 0).replicas[1]
+    c:cut(leader, follower)
+    assert(c:wait_for_isr("conf", 0, 2, 10000))
+    local p = produce(c:broker(leader).port, "conf", { { key = "k", value = "v" } }, -1)
+    assert.are.equal(NOT_ENOUGH_REPLICAS, p.error_code)
+    -- acks=1 does not wait for the ISR
+    p = produce(c:broker(leader).port, "conf", { { key = "k", value = "v" } }, 1)
+    assert.are.equal(0, p.error_code)
+    c:heal(leader, follower)
+    assert(c:wait_for_isr("conf", 0, 3, 10000))
+  end)
+
+  it("refuses to alter a topic's configs on one broker", function()
+    local conn = open(c:broker(1).port)
+    local resp = assert(conn:request(INCREMENTAL_ALTER_CONFIGS, { validate_only = false, resources = {
+      { resource_type = 2, resource_name = "conf",
+        configs = { { name = "min.insync.replicas", config_operation = 0, value = "1" } } } } }))
+    conn:close()
+    assert.are.equal(INVALID_REQUEST, resp.responses[1].error_code)
+  end)
+end)
