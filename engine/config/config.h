@@ -32,6 +32,10 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "how long a follower's fetch may wait at the leader for data")                           \
     X(REPLICA_FETCH_MAX_BYTES, "replica.fetch.max.bytes", INT, "1048576", 0, INT32_MAX, NULL,   \
       "bytes a follower asks for per partition")                                                \
+    X(AUTO_LEADER_REBALANCE_ENABLE, "auto.leader.rebalance.enable", BOOL, "true", 0, 0, NULL,    \
+      "move leaderships back to each partition's preferred (first) replica when it is in the ISR") \
+    X(LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS, "leader.imbalance.check.interval.seconds", LONG,  \
+      "300", 1, INT64_MAX, NULL, "how often the controller looks for leaderships to move back")   \
     X(UNCLEAN_LEADER_ELECTION_ENABLE, "unclean.leader.election.enable", BOOL, "false", 0, 0,    \
       NULL, "elect a replica outside the ISR when no ISR member is alive (may lose data)")      \
     X(LOG_DIRS, "log.dirs", STRING, "data", 0, 0, NULL, "the data directory")                  \

@@ -45,6 +45,8 @@ struct kiq_controller {
     char control_listener[32];
     int64_t session_timeout_ns;
     bool unclean;
+    int64_t rebalance_interval_ns; /* 0: auto.leader.rebalance.enable off */
+    int64_t next_rebalance_ns;
     int32_t default_partitions;
     int16_t default_replication_factor;
     pthread_mutex_t mu; /* guards everything below */
@@ -225,6 +227,45 @@ static void elect_offline(kiq_controller_t *c, batch_t *b)
             KIQ_INFO("controller: %s-%d: leader %d elected%s", ti->name, p, leader, unclean ? " (unclean)" : "");
         }
     }
+}
+
+/* Preferred-leader election (Kafka's auto leader rebalance): a partition
+ * led by another replica while its first replica is live and in the ISR
+ * goes back to the first, with a new leader epoch. Returns how many. */
+static int elect_preferred(kiq_controller_t *c, batch_t *b)
+{
+    int moved = 0;
+    for (size_t t = 0; t < kiq_metadata_image_topic_count(c->image); t++) {
+        const kiq_topic_image_t *ti = kiq_metadata_image_topic_at(c->image, t);
+        for (int32_t p = 0; p < ti->npartitions; p++) {
+            const kiq_partition_registration_t *pr = &ti->partitions[p];
+            if (pr->nreplicas == 0 || pr->leader == pr->replicas[0]) continue;
+            int32_t preferred = pr->replicas[0];
+            const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, preferred);
+            if (!rb || rb->fenced || !has_id(pr->isr, pr->nisr, preferred)) continue;
+            kiq_metadata_record_t *r = add_record(b, KIQ_MR_PARTITION_CHANGE);
+            r->m.partition_change.topic_id = ti->id;
+            r->m.partition_change.partition_id = p;
+            r->m.partition_change.leader = preferred;
+            KIQ_INFO("controller: %s-%d: leadership back to its preferred replica %d (from %d)", ti->name, p,
+                     preferred, pr->leader);
+            moved++;
+        }
+    }
+    return moved;
+}
+
+int kiq_controller_elect_preferred(kiq_controller_t *c)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    pthread_mutex_lock(&c->mu);
+    int moved = elect_preferred(c, &b);
+    int rc = commit(c, &b) == 0 ? moved : -1;
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
+    return rc;
 }
 
 /* ---- what the brokers are sent ---- */
@@ -742,7 +783,16 @@ static void *timer_main(void *arg)
     kiq_log_thread_name("controller");
     pthread_mutex_lock(&c->mu);
     while (!c->stopping) {
-        fence_silent(c, kiq_clock_mono_ns());
+        int64_t now = kiq_clock_mono_ns();
+        fence_silent(c, now);
+        if (c->rebalance_interval_ns && now >= c->next_rebalance_ns) {
+            kiq_arena_t a;
+            kiq_arena_init(&a);
+            batch_t b = {.a = &a};
+            if (elect_preferred(c, &b) > 0) commit(c, &b);
+            kiq_arena_reset(&a);
+            c->next_rebalance_ns = now + c->rebalance_interval_ns;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         int64_t ns = ts.tv_nsec + (int64_t)TIMER_MS * 1000000;
@@ -775,6 +825,9 @@ kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, c
     snprintf(c->control_listener, sizeof c->control_listener, "%s", control_listener);
     c->session_timeout_ns = kiq_config_int(cfg, KIQ_CFG_BROKER_SESSION_TIMEOUT_MS) * 1000000;
     c->unclean = kiq_config_bool(cfg, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE);
+    if (kiq_config_bool(cfg, KIQ_CFG_AUTO_LEADER_REBALANCE_ENABLE))
+        c->rebalance_interval_ns = kiq_config_int(cfg, KIQ_CFG_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS) * 1000000000LL;
+    c->next_rebalance_ns = kiq_clock_mono_ns() + c->rebalance_interval_ns;
     c->default_partitions = (int32_t)kiq_config_int(cfg, KIQ_CFG_NUM_PARTITIONS);
     c->default_replication_factor = (int16_t)kiq_config_int(cfg, KIQ_CFG_DEFAULT_REPLICATION_FACTOR);
     pthread_mutex_init(&c->mu, NULL);

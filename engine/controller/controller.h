@@ -64,6 +64,12 @@ int kiq_controller_delete_topic(kiq_controller_t *c, kiq_str_t name);
  * UNKNOWN_SERVER_ERROR when out of memory (out left empty). */
 int kiq_controller_topic_configs(kiq_controller_t *c, const char *topic, size_t len, kiq_topic_configs_t *out);
 
+/* Preferred-leader election now (what auto.leader.rebalance.enable does
+ * every leader.imbalance.check.interval.seconds): every partition whose
+ * first replica is live and in the ISR but not leading gets it back as
+ * leader. Any thread; the number moved, or -1. */
+int kiq_controller_elect_preferred(kiq_controller_t *c);
+
 /* A copy of the cluster as the controller sees it, for Lua and tests. */
 typedef struct kiq_controller_partition_info {
     int32_t leader, leader_epoch, partition_epoch;

@@ -117,3 +117,16 @@ int kiq_lua_broker_pause_fetching(lua_State *L)
     if (b->replicas) kiq_replica_manager_pause_fetching(b->replicas, leader, lua_toboolean(L, 3));
     return 0;
 }
+
+/* b:elect_preferred_leaders() -> how many leaderships moved back to their
+ * preferred replica (nil on a broker without the controller). */
+int kiq_lua_broker_elect_preferred(lua_State *L)
+{
+    kiq_broker_t *b = kiq_lua_check_broker(L);
+    if (!b->controller) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_pushinteger(L, kiq_controller_elect_preferred(b->controller));
+    return 1;
+}

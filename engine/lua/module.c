@@ -1093,6 +1093,7 @@ int luaopen_kafkaiq_core(lua_State *L)
         {"running", l_broker_running}, {"port", l_broker_port},   {"state", l_broker_state},
         {"groups", l_broker_groups},   {"controller", kiq_lua_broker_controller},
         {"pause_heartbeats", kiq_lua_broker_pause_heartbeats}, {"pause_fetching", kiq_lua_broker_pause_fetching},
+        {"elect_preferred_leaders", kiq_lua_broker_elect_preferred},
         {"inject_disk_fault", l_broker_inject_disk_fault}, {"clear_disk_fault", l_broker_clear_disk_fault},
         {"request_stats", l_broker_request_stats},                {"intercept", l_broker_intercept},
         {"remove_intercept", l_broker_remove_intercept},          {"intercepts", l_broker_intercepts},

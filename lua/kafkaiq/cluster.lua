@@ -193,6 +193,11 @@ function Cluster:slow(from, to, ms)
     source = ("return function() return { delay_ms = %d } end"):format(ms) }
 end
 
+-- Preferred-leader election now: partitions led away from their first
+-- replica (after a failover) go back to it when it is in the ISR; what
+-- auto.leader.rebalance.enable does every leader.imbalance.check.interval.seconds.
+function Cluster:elect_preferred_leaders() return self.brokers[0].handle:elect_preferred_leaders() end
+
 function Cluster:stop()
   -- the controller (broker 0) goes last, so the others still reach it
   for id = self.n - 1, 0, -1 do

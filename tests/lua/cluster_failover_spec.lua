@@ -68,6 +68,26 @@ describe("cluster failover", function()
     assert(c:restart(leader))
     assert(c:wait_for_isr("f", part, 3, 15000))
     assert(c:wait_for_replicas("f", part, 15000))
+    -- preferred-leader election gives the leadership back to its first replica
+    local before = c:partition("f", part)
+    assert.are.equal(leader, before.replicas[1])
+    assert.is_true(c:elect_preferred_leaders() >= 1)
+    local after = c:partition("f", part)
+    assert.are.equal(leader, after.leader)
+    assert.is_true(after.leader_epoch > before.leader_epoch)
+    assert(produce(c, "f", part, 301, 310))
+  end)
+
+  it("moves leaderships back to preferred replicas on its own (auto.leader.rebalance.enable)", function()
+    c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1000, ["broker.heartbeat.interval.ms"] = 200,
+      ["leader.imbalance.check.interval.seconds"] = 1 })
+    local part, leader = create(c, "pl")
+    c:pause(leader)
+    assert(c:wait_for_leader("pl", part, 10000, leader))
+    c:resume(leader)
+    assert(c:wait_for_isr("pl", part, 3, 15000))
+    assert(kiq.wait_for(function() return c:partition("pl", part).leader == leader end, 10000,
+      "the preferred replica to lead again"))
   end)
 
   it("truncates a follower's divergent uncommitted tail after a leader change", function()
