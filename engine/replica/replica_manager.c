@@ -340,8 +340,10 @@ static int16_t become(kiq_replica_manager_t *rm, const kiq_leader_and_isr_reques
         snprintf(host, sizeof host, KIQ_STR_FMT, KIQ_STR_ARG(ll->host_name));
         f = fetcher_locked(rm, s->leader, fetcher_index(rm, topic->name, s->partition), host, ll->port);
         if (!f || kiq_replica_fetcher_add(f, topic, s->partition) != 0) {
-            KIQ_ERROR("broker %d: cannot follow %s-%d from broker %d: %s", b->node_id, topic->name, s->partition,
-                      s->leader, kiq_error_get());
+            /* while the broker stops, a late LeaderAndIsr finds no fetchers: expected */
+            if (!rm->stopped)
+                KIQ_ERROR("broker %d: cannot follow %s-%d from broker %d: %s", b->node_id, topic->name,
+                          s->partition, s->leader, kiq_error_get());
             f = NULL;
         }
     } else if (s->leader >= 0) {
