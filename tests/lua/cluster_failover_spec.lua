@@ -167,6 +167,32 @@ describe("cluster failover", function()
     cons:close()
   end)
 
+  for _, unclean in ipairs{ false, true } do
+    it(("leaves a partition whose ISR died offline%s"):format(unclean and ", unless unclean election is on" or ""),
+      function()
+        c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1000, ["broker.heartbeat.interval.ms"] = 200,
+          ["replica.lag.time.max.ms"] = 500, ["unclean.leader.election.enable"] = tostring(unclean) })
+        local part, leader = create(c, "u")
+        -- the followers fall out of the ISR: the leader is its only member
+        for id = 0, 2 do
+          if id ~= leader then c:cut(leader, id) end
+        end
+        assert(produce(c, "u", part, 1, 3, 1))
+        assert(c:wait_for_isr("u", part, 1, 10000))
+        c:kill(leader)
+        if unclean then
+          local new = assert(c:wait_for_leader("u", part, 10000, leader))
+          assert.are_not.equal(leader, new)
+          assert.are.same({ new }, c:partition("u", part).isr)
+        else
+          assert(kiq.wait_for(function() return c:controller().brokers[leader].fenced end, 10000, "the fence"))
+          local info = c:partition("u", part)
+          assert.are.equal(-1, info.leader)
+          assert.are.same({ leader }, info.isr) -- the last ISR member is remembered
+        end
+      end)
+  end
+
   it("fences a paused broker, moves its leaderships, and takes it back when it resumes", function()
     c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1000, ["broker.heartbeat.interval.ms"] = 200,
       ["replica.lag.time.max.ms"] = 1000 })
