@@ -193,6 +193,37 @@ describe("cluster failover", function()
       end)
   end
 
+  it("applies the controller's orders while its data plane is flooded", function()
+    local connection = require "kafkaiq.client.connection"
+    c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1000, ["broker.heartbeat.interval.ms"] = 200,
+      ["num.io.threads"] = 1, ["queued.max.requests"] = 1, ["kafkaiq.hook.max.instructions"] = 1e12 })
+    local part, leader = create(c, "fl")
+    local busy = (leader + 1) % 3
+    if busy == 0 then busy = (leader + 2) % 3 end
+    local conns = {}
+    for i = 1, 20 do
+      conns[i] = assert(connection.open("127.0.0.1", c:broker(busy).port,
+        { client_id = "flood", connect_timeout_ms = 2000, request_timeout_ms = 60000 }))
+    end
+    -- every client request to `busy` now burns its one I/O thread until the
+    -- interceptor's wall-clock bound (1 s) stops it, and the queue behind
+    -- it holds one: 20 requests keep its data plane flooded for 20 s
+    assert(c:broker(busy):intercept{ on = "request", api = "Metadata",
+      source = "return function() local x = 0 for i = 1, 1e9 do x = x + i end end" })
+    for _, conn in ipairs(conns) do assert(conn:send_request(3, { topics = {} })) end
+    assert(kiq.wait_for(function() return c:broker(busy):state().queue_depth >= 1 end, 5000, "a full request queue"))
+    -- the controller moves the leadership; the flooded broker must follow at once
+    c:pause(leader)
+    local new = assert(c:wait_for_leader("fl", part, 10000, leader))
+    assert(kiq.wait_for(function()
+      local st = c:broker(busy):state().topics.fl.partitions[part]
+      return st.leader == new and st.role == (new == busy and "leader" or "follower")
+    end, 5000, "the flooded broker to apply the new leadership"))
+    assert.is_true(c:broker(busy):state().queue_depth >= 1, "the data plane was still flooded")
+    for _, conn in ipairs(conns) do conn:close() end
+    c:resume(leader)
+  end)
+
   it("fences a paused broker, moves its leaderships, and takes it back when it resumes", function()
     c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1000, ["broker.heartbeat.interval.ms"] = 200,
       ["replica.lag.time.max.ms"] = 1000 })
