@@ -52,23 +52,30 @@ static int16_t alter_resource(kiq_broker_t *b, kiq_request_t *r, const kiq_alter
         for (int32_t i = 0; i < n; i++) names[i] = res->configs[i].name;
         return (int16_t)kiq_api_alter_broker_check(b, res->resource_name, names, n);
     }
-    if (res->resource_type != KIQ_API_RESOURCE_TOPIC) {
-        kiq_error_set("Unsupported resource type %d", res->resource_type);
+    return (int16_t)kiq_api_alter_topic_configs(b, res->resource_type, res->resource_name, replace_all, (void *)res,
+                                                validate_only);
+}
+
+int kiq_api_alter_topic_configs(kiq_broker_t *b, int8_t resource_type, kiq_str_t name,
+                                int (*edit)(kiq_topic_configs_t *cfg, void *ctx), void *ctx, bool validate_only)
+{
+    if (resource_type != KIQ_API_RESOURCE_TOPIC) {
+        kiq_error_set("Unsupported resource type %d", resource_type);
         return KIQ_ERR_INVALID_REQUEST;
     }
     if (b->cluster) {
         kiq_error_set("Topic configs cannot be altered in cluster mode yet: they are set when the topic is created");
         return KIQ_ERR_INVALID_REQUEST;
     }
-    kiq_topic_t *topic = kiq_topics_get(b->topics, res->resource_name);
+    kiq_topic_t *topic = kiq_topics_get(b->topics, name);
     if (!topic) {
-        kiq_error_set("Topic " KIQ_STR_FMT " does not exist", KIQ_STR_ARG(res->resource_name));
+        kiq_error_set("Topic " KIQ_STR_FMT " does not exist", KIQ_STR_ARG(name));
         return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     }
-    int err = kiq_topics_update_configs(b->topics, topic, replace_all, (void *)res, validate_only);
+    int err = kiq_topics_update_configs(b->topics, topic, edit, ctx, validate_only);
     if (!err && !validate_only) kiq_log_retention_apply_topic(topic, b->config);
     kiq_topic_unref(topic);
-    return (int16_t)err;
+    return err;
 }
 
 int kiq_api_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)

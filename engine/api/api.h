@@ -79,6 +79,22 @@ enum { KIQ_API_RESOURCE_TOPIC = 2, KIQ_API_RESOURCE_BROKER = 4 };
  * succeeds). Kafka error code, the reason in the error slot. */
 int kiq_api_alter_broker_check(kiq_broker_t *b, kiq_str_t resource_name, const kiq_str_t *names,
                                int32_t n);
+/* AlterConfigs / IncrementalAlterConfigs on any other resource: a topic's
+ * configs changed by edit (see kiq_topics_update_configs) and applied to
+ * its logs. Refused for another resource type, and in cluster mode (topic
+ * configs are set at creation there). Kafka error code, the reason in the
+ * error slot. */
+int kiq_api_alter_topic_configs(kiq_broker_t *b, int8_t resource_type, kiq_str_t name,
+                                int (*edit)(kiq_topic_configs_t *cfg, void *ctx), void *ctx, bool validate_only);
+
+/* The partition `index` of topic (NULL: unknown) that a client's request
+ * names, if this broker leads it: 0 with *part and its log (loaded once:
+ * it may be unhosted meanwhile), else UNKNOWN_TOPIC_OR_PARTITION,
+ * NOT_LEADER_OR_FOLLOWER (not a replica here, or not its leader),
+ * KAFKA_STORAGE_ERROR (its log directory is offline), or with a
+ * current_leader_epoch >= 0 FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH. */
+int16_t kiq_api_led_partition(kiq_topic_t *topic, int32_t index, int32_t current_leader_epoch, kiq_partition_t **part,
+                              kiq_partition_log_t **log);
 
 /* Arena copy of a C string as a protocol string. */
 kiq_str_t kiq_api_str(kiq_request_t *r, const char *s);

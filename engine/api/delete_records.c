@@ -15,21 +15,9 @@ static void delete_partition(kiq_topic_t *topic, const kiq_delete_records_reques
 {
     out->partition_index = in->partition_index;
     out->low_watermark = -1;
-    if (!topic || in->partition_index < 0 || in->partition_index >= topic->npartitions) {
-        out->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        return;
-    }
-    kiq_partition_t *part = &topic->partitions[in->partition_index];
-    kiq_partition_log_t *log = part->log;
-    if (!log) {
-        out->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
-        return;
-    }
-    if (kiq_partition_log_offline(log)) {
-        out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
-        return;
-    }
-    if ((out->error_code = kiq_partition_replica_check_leader(&part->replica, -1)) != 0) return;
+    kiq_partition_t *part;
+    kiq_partition_log_t *log;
+    if ((out->error_code = kiq_api_led_partition(topic, in->partition_index, -1, &part, &log)) != 0) return;
     int64_t hw = kiq_partition_log_high_watermark(log);
     int64_t offset = in->offset == TO_HIGH_WATERMARK ? hw : in->offset;
     if (offset < 0 || offset > hw) {

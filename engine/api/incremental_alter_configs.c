@@ -88,24 +88,8 @@ static int16_t alter_resource(kiq_broker_t *b, kiq_request_t *r,
         for (int32_t i = 0; i < n; i++) names[i] = res->configs[i].name;
         return (int16_t)kiq_api_alter_broker_check(b, res->resource_name, names, n);
     }
-    if (res->resource_type != KIQ_API_RESOURCE_TOPIC) {
-        kiq_error_set("Unsupported resource type %d", res->resource_type);
-        return KIQ_ERR_INVALID_REQUEST;
-    }
-    if (b->cluster) {
-        kiq_error_set("Topic configs cannot be altered in cluster mode yet: they are set when the topic is created");
-        return KIQ_ERR_INVALID_REQUEST;
-    }
-    kiq_topic_t *topic = kiq_topics_get(b->topics, res->resource_name);
-    if (!topic) {
-        kiq_error_set("Topic " KIQ_STR_FMT " does not exist", KIQ_STR_ARG(res->resource_name));
-        return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-    }
     edit_ctx_t ctx = {b, res};
-    err = (int16_t)kiq_topics_update_configs(b->topics, topic, edit, &ctx, validate_only);
-    if (!err && !validate_only) kiq_log_retention_apply_topic(topic, b->config);
-    kiq_topic_unref(topic);
-    return err;
+    return (int16_t)kiq_api_alter_topic_configs(b, res->resource_type, res->resource_name, edit, &ctx, validate_only);
 }
 
 int kiq_api_incremental_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,

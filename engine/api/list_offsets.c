@@ -57,21 +57,10 @@ static void list_partition(kiq_topic_t *topic, int16_t v, bool client,
                            kiq_list_offsets_response_topics_partitions_t *out)
 {
     out->partition_index = in->partition_index;
-    if (!topic || in->partition_index < 0 || in->partition_index >= topic->npartitions) {
-        out->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    kiq_partition_t *part;
+    kiq_partition_log_t *log;
+    if ((out->error_code = kiq_api_led_partition(topic, in->partition_index, in->current_leader_epoch, &part, &log)) != 0)
         return;
-    }
-    kiq_partition_t *part = &topic->partitions[in->partition_index];
-    kiq_partition_log_t *log = part->log;
-    if (!log) {
-        out->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
-        return;
-    }
-    if (kiq_partition_log_offline(log)) {
-        out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
-        return;
-    }
-    if ((out->error_code = kiq_partition_replica_check_leader(&part->replica, in->current_leader_epoch)) != 0) return;
     out->leader_epoch = kiq_partition_replica_leader_epoch(&part->replica);
     out->timestamp = -1;
     int64_t hw = kiq_partition_log_high_watermark(log);
