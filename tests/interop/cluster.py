@@ -22,7 +22,7 @@ import subprocess
 import time
 
 import kiq_wire as kw
-from conftest import BROKER_BIN, CONFIG, READY_TIMEOUT, STOP_TIMEOUT, wait_port
+from conftest import BROKER_BIN, CONFIG, READY_TIMEOUT, terminate, wait_port
 
 API_METADATA = 3
 HOST = "127.0.0.1"
@@ -230,17 +230,7 @@ class ClusterBroker:
             return
         self.resume()
         proc, self.proc = self.proc, None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                raise AssertionError(f"broker {self.id} still running {STOP_TIMEOUT} s after "
-                                     f"SIGTERM; killed\n{self.stderr_tail()}")
-        assert proc.returncode == 0, (f"broker {self.id} exited with {proc.returncode} on SIGTERM\n"
-                                      f"{self.stderr_tail()}")
+        terminate(proc, f"broker {self.id}", self.stderr_tail)
 
     def kill(self):
         """SIGKILL, waits for the process to be gone."""

@@ -56,6 +56,22 @@ def wait_port(host, port, timeout, proc=None):
     return False
 
 
+def terminate(proc, name, stderr_tail):
+    """SIGTERM, then asserts the process exited 0 within STOP_TIMEOUT
+    (killed and failed otherwise); stderr_tail() goes into the message."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"{name} still running {STOP_TIMEOUT} s after SIGTERM; "
+                                 f"killed\nstderr:\n{stderr_tail()}")
+    assert proc.returncode == 0, (f"{name} exited with {proc.returncode} on SIGTERM\n"
+                                  f"stderr:\n{stderr_tail()}")
+
+
 class Broker:
     """A kafkaiq process this suite started and owns."""
 
@@ -110,17 +126,7 @@ class Broker:
         if self.proc is None:
             return
         proc, self.proc = self.proc, None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                raise AssertionError(f"broker still running {STOP_TIMEOUT} s after SIGTERM; "
-                                     f"killed\nstderr:\n{self.stderr_tail()}")
-        assert proc.returncode == 0, (f"broker exited with {proc.returncode} on SIGTERM\n"
-                                      f"stderr:\n{self.stderr_tail()}")
+        terminate(proc, "broker", self.stderr_tail)
 
     def restart(self):
         """Clean stop, then a new process on the same port and log dir."""

@@ -23,7 +23,6 @@ the controller, topics with replication factor 3 and min.insync.replicas=2.
 """
 
 import json
-import signal
 import subprocess
 import threading
 import time
@@ -37,7 +36,7 @@ import kiq_clients as kc
 import kiq_wire as kw
 from cluster import (CONTROLLER_ID, HOST, Cluster, free_port_block, log_end, metadata,
                      read_batches, wait_until)
-from conftest import BROKER_BIN, CONFIG, EXTERNAL, STOP_TIMEOUT, wait_port
+from conftest import BROKER_BIN, CONFIG, EXTERNAL, terminate, wait_port
 
 pytestmark = pytest.mark.skipif(EXTERNAL is not None, reason="starts its own cluster")
 
@@ -558,12 +557,4 @@ def test_one_command_cluster_with_kcat(tmp_path):
                                    for i in range(3)),
                        ISR_BOUND, f"{topic}-{part}: every replica at log end {want} (was {ends})")
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                raise AssertionError(f"cluster still running {STOP_TIMEOUT} s after SIGTERM\n{tail()}")
-    assert proc.returncode == 0, f"cluster exited {proc.returncode} on SIGTERM\n{tail()}"
+        terminate(proc, "cluster", tail)
