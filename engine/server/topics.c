@@ -178,8 +178,8 @@ void kiq_topic_unref(kiq_topic_t *topic)
  * controller's LeaderAndIsr (no role: it neither leads nor follows). */
 static void init_replica(const kiq_topics_t *t, kiq_partition_t *p)
 {
+    kiq_partition_replica_lead_alone(&p->replica, t->node_id, p->leader_epoch);
     if (t->partial) kiq_partition_replica_stop(&p->replica);
-    else kiq_partition_replica_lead_alone(&p->replica, t->node_id, p->leader_epoch);
 }
 
 static kiq_topic_t *topic_alloc(const kiq_topics_t *t, const char *name, int32_t npartitions)
@@ -734,11 +734,7 @@ void kiq_topics_set_node_id(kiq_topics_t *t, int32_t node_id)
 {
     t->node_id = node_id;
     for (int i = 0; i < t->count; i++)
-        for (int32_t p = 0; p < t->topics[i]->npartitions; p++) {
-            kiq_partition_t *part = &t->topics[i]->partitions[p];
-            part->replica.self = node_id; /* before the registry is shared: no lock needed */
-            init_replica(t, part);
-        }
+        for (int32_t p = 0; p < t->topics[i]->npartitions; p++) init_replica(t, &t->topics[i]->partitions[p]);
 }
 
 void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health)
