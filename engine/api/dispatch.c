@@ -207,13 +207,20 @@ void kiq_broker_handle(kiq_broker_t *b, kiq_request_t *r)
     } else {
         kiq_rd_t rd;
         kiq_rd_init(&rd, r->frame + r->body_offset, r->frame_len - r->body_offset);
-        if (c->request_decode(&rd, v, &r->arena, req) != 0 || kiq_rd_left(&rd) != 0) {
+        if (c->request_decode(&rd, v, &r->arena, req) != 0) {
             KIQ_WARN("malformed %s request (api key %d, version %d) from %s at offset %zu: %s; closing",
-                     c->name, c->key, v, r->peer, r->body_offset + kiq_rd_offset(&rd),
-                     rd.err ? rd.err : "trailing bytes");
+                     c->name, c->key, v, r->peer, r->body_offset + kiq_rd_offset(&rd), rd.err);
             r->t.handled = kiq_clock_mono_ns();
             kiq_api_finish(r, true);
             return;
+        }
+        /* Kafka ignores what follows a request's last field; librdkafka
+         * 2.1+ leaves three stray bytes in an all-topics Metadata v12. */
+        size_t trailing = kiq_rd_left(&rd);
+        if (trailing) {
+            KIQ_DEBUG("%s v%d from %s: %zu bytes after the last field at offset %zu ignored", c->name, v,
+                      r->peer, trailing, r->body_offset + kiq_rd_offset(&rd));
+            kiq_request_stats_trailing(&b->stats, c->key, trailing);
         }
     }
     r->body = req;

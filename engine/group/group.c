@@ -51,7 +51,7 @@ void kiq_group_offset_free(kiq_group_offset_t *o)
 {
     if (!o) return;
     free(o->topic);
-    free(o->metadata);
+    free((char *)o->metadata.p);
     free(o);
 }
 

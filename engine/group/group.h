@@ -65,7 +65,7 @@ typedef struct kiq_group_offset {
     int32_t partition;
     int64_t offset;
     int32_t leader_epoch;    /* -1: unknown */
-    char *metadata;          /* NULL: null */
+    kiq_str_t metadata;      /* its own copy of any bytes (NULs too); p NULL: null */
     int64_t commit_ts_ms;
     int64_t expire_ts_ms;    /* -1: by offsets.retention.minutes */
 } kiq_group_offset_t;

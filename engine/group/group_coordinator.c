@@ -15,6 +15,7 @@
 #include "core/uuid.h"
 #include "group/group_coordinator.h"
 #include "server/broker.h"
+#include "server/metadata_cache.h"
 
 struct kiq_group_coordinator {
     kiq_broker_t *b;
@@ -47,6 +48,18 @@ static bool str_eq(const char *s, kiq_str_t k)
 static bool str_empty(kiq_str_t s) { return !s.p || s.len == 0; }
 
 static char *dup_str(kiq_str_t s) { return s.p ? strndup(s.p, (size_t)s.len) : NULL; }
+
+/* A copy of all of s's bytes, NULs included (commit metadata is bytes with
+ * a length); KIQ_STR_NULL for null, or when out of memory. */
+static kiq_str_t copy_str(kiq_str_t s)
+{
+    if (!s.p) return KIQ_STR_NULL;
+    char *p = malloc((size_t)s.len + 1);
+    if (!p) return KIQ_STR_NULL;
+    memcpy(p, s.p, (size_t)s.len);
+    p[s.len] = '\0';
+    return (kiq_str_t){p, s.len};
+}
 
 static kiq_group_t *find_group(kiq_group_coordinator_t *gc, kiq_str_t id)
 {
@@ -770,6 +783,19 @@ static int16_t commit_allowed(kiq_group_t *g, const kiq_offset_commit_request_t 
     return check_member(g, req->member_id, req->group_instance_id, gen, &m);
 }
 
+/* How many partitions the cluster says the topic has (-1: no such topic).
+ * In cluster mode that is the metadata cache: a coordinator need not host
+ * a replica of every topic its groups commit offsets for. */
+static int32_t topic_partition_count(kiq_group_coordinator_t *gc, kiq_str_t name)
+{
+    if (!name.p) return -1;
+    if (gc->b->cluster) return kiq_metadata_cache_partition_count(gc->b->metadata, name.p, (size_t)name.len);
+    kiq_topic_t *topic = kiq_topics_get(gc->b->topics, name);
+    int32_t n = topic ? topic->npartitions : -1;
+    kiq_topic_unref(topic);
+    return n;
+}
+
 void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
                               const kiq_offset_commit_request_t *req, kiq_offset_commit_response_t *resp,
                               int32_t *partition, int64_t *replicated_at)
@@ -813,11 +839,11 @@ void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
     int k = 0;
     for (int32_t i = 0; i < req->topics_n; i++) {
         const kiq_offset_commit_request_topics_t *tin = &req->topics[i];
-        kiq_topic_t *topic = kiq_topics_get(gc->b->topics, tin->name);
+        int32_t npartitions = topic_partition_count(gc, tin->name);
         for (int32_t j = 0; j < tin->partitions_n; j++, k++) {
             const kiq_offset_commit_request_topics_partitions_t *p = &tin->partitions[j];
             int16_t *perr = &resp->topics[i].partitions[j].error_code;
-            if (!topic || p->partition_index < 0 || p->partition_index >= topic->npartitions) {
+            if (p->partition_index < 0 || p->partition_index >= npartitions) {
                 *perr = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 continue;
             }
@@ -834,7 +860,7 @@ void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
             o->partition = p->partition_index;
             o->offset = p->committed_offset;
             o->leader_epoch = p->committed_leader_epoch;
-            o->metadata = dup_str(p->committed_metadata);
+            o->metadata = copy_str(p->committed_metadata);
             o->commit_ts_ms = v == 1 && p->commit_timestamp >= 0 ? p->commit_timestamp : now;
             o->expire_ts_ms = v >= 2 && v <= 4 && req->retention_time_ms >= 0 ? o->commit_ts_ms + req->retention_time_ms : -1;
             if (kiq_offsets_records_add_commit(&rs, g->id, o) != 0) {
@@ -844,7 +870,6 @@ void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
             }
             fresh[k] = o;
         }
-        kiq_topic_unref(topic);
     }
     int rc = append_records(gc, g, &rs);
     if (rc == 0 && rs.last_offset >= 0) {
@@ -877,7 +902,10 @@ static void fill_fetched(kiq_request_t *r, const kiq_group_offset_t *o, int32_t 
     out->partition_index = partition;
     out->committed_offset = o ? o->offset : -1;
     out->committed_leader_epoch = o ? o->leader_epoch : -1;
-    out->metadata = o && o->metadata ? kiq_api_str(r, o->metadata) : KIQ_STR("");
+    out->metadata = KIQ_STR("");
+    if (o && o->metadata.p)
+        out->metadata = (kiq_str_t){kiq_arena_strndup(&r->arena, o->metadata.p, (size_t)o->metadata.len),
+                                    o->metadata.len};
 }
 
 static int cmp_offsets(const void *a, const void *b)
@@ -1261,7 +1289,7 @@ static void load_offset(void *ctx, kiq_str_t group, kiq_str_t topic, int32_t par
     o->partition = partition;
     o->offset = v->offset;
     o->leader_epoch = v->leader_epoch;
-    o->metadata = dup_str(v->metadata);
+    o->metadata = copy_str(v->metadata);
     o->commit_ts_ms = v->commit_timestamp;
     o->expire_ts_ms = v->expire_timestamp;
     if (kiq_group_put_offset(g, o) != 0) kiq_group_offset_free(o);
@@ -1674,7 +1702,8 @@ int kiq_group_coordinator_snapshot(kiq_group_coordinator_t *gc, kiq_arena_t *a, 
             oe->partition = o->partition;
             oe->offset = o->offset;
             oe->leader_epoch = o->leader_epoch;
-            oe->metadata = adup(a, o->metadata);
+            oe->metadata = o->metadata.p ? kiq_arena_strndup(a, o->metadata.p, (size_t)o->metadata.len) : NULL;
+            oe->metadata_len = o->metadata.len;
             oe->commit_ts_ms = o->commit_ts_ms;
         }
     }

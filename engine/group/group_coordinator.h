@@ -88,7 +88,8 @@ typedef struct kiq_group_info_offset {
     int32_t partition;
     int64_t offset;
     int32_t leader_epoch;
-    const char *metadata;
+    const char *metadata; /* metadata_len bytes (NULs too); NULL: null */
+    int32_t metadata_len;
     int64_t commit_ts_ms;
 } kiq_group_info_offset_t;
 

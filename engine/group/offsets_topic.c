@@ -65,7 +65,7 @@ int kiq_offsets_records_add_commit(kiq_offsets_records_t *rs, const char *group,
     kiq_offset_commit_value_init(&v);
     v.offset = o->offset;
     v.leader_epoch = o->leader_epoch;
-    v.metadata = o->metadata ? KIQ_STR(o->metadata) : KIQ_STR("");
+    v.metadata = o->metadata.p ? o->metadata : KIQ_STR("");
     v.commit_timestamp = o->commit_ts_ms;
     v.expire_timestamp = o->expire_ts_ms;
     int16_t version = o->expire_ts_ms >= 0 ? VALUE_OFFSET_EXPIRING : VALUE_OFFSET;

@@ -342,7 +342,10 @@ static int l_broker_groups(lua_State *L)
             lua_createtable(L, 0, 4);
             set_num(L, "offset", (double)o->offset);
             set_num(L, "leader_epoch", o->leader_epoch);
-            set_str(L, "metadata", o->metadata);
+            if (o->metadata) {
+                lua_pushlstring(L, o->metadata, (size_t)o->metadata_len);
+                lua_setfield(L, -2, "metadata");
+            }
             set_num(L, "commit_timestamp", (double)o->commit_ts_ms);
             lua_rawseti(L, -2, o->partition);
             lua_pop(L, 1);
@@ -413,7 +416,8 @@ static int l_broker_clear_disk_fault(lua_State *L)
     return 1;
 }
 
-/* b:request_stats() -> { [api name] = { count, queue_ms, local_ms, ... } } */
+/* b:request_stats() -> { [api name] = { count, queue_ms, local_ms, ...,
+ * trailing_requests, trailing_bytes } } */
 static int l_broker_request_stats(lua_State *L)
 {
     kiq_broker_t *b = check_broker(L);
@@ -429,6 +433,9 @@ static int l_broker_request_stats(lua_State *L)
             snprintf(key, sizeof key, "%s_ms", kiq_request_stage_names[s]);
             set_num(L, key, (double)ns[s] / 1e6);
         }
+        uint64_t bytes, trailing = kiq_request_stats_get_trailing(&b->stats, kiq_api_codecs[i].key, &bytes);
+        set_num(L, "trailing_requests", (double)trailing);
+        set_num(L, "trailing_bytes", (double)bytes);
         lua_setfield(L, -2, kiq_api_codecs[i].name);
     }
     return 1;

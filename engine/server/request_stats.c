@@ -21,6 +21,13 @@ void kiq_request_stats_record(kiq_request_stats_t *s, const kiq_request_t *r)
         atomic_fetch_add_explicit(&s->ns[key][i], stage[i], memory_order_relaxed);
 }
 
+void kiq_request_stats_trailing(kiq_request_stats_t *s, int16_t api_key, size_t n)
+{
+    if (api_key < 0 || api_key >= KIQ_STATS_MAX_API) return;
+    atomic_fetch_add_explicit(&s->trailing_requests[api_key], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->trailing_bytes[api_key], n, memory_order_relaxed);
+}
+
 uint64_t kiq_request_stats_get(kiq_request_stats_t *s, int16_t api_key,
                                int64_t ns[KIQ_STAGE__COUNT])
 {
@@ -28,4 +35,12 @@ uint64_t kiq_request_stats_get(kiq_request_stats_t *s, int16_t api_key,
     for (int i = 0; i < KIQ_STAGE__COUNT; i++)
         ns[i] = atomic_load_explicit(&s->ns[api_key][i], memory_order_relaxed);
     return atomic_load_explicit(&s->count[api_key], memory_order_relaxed);
+}
+
+uint64_t kiq_request_stats_get_trailing(kiq_request_stats_t *s, int16_t api_key, uint64_t *bytes)
+{
+    *bytes = 0;
+    if (api_key < 0 || api_key >= KIQ_STATS_MAX_API) return 0;
+    *bytes = atomic_load_explicit(&s->trailing_bytes[api_key], memory_order_relaxed);
+    return atomic_load_explicit(&s->trailing_requests[api_key], memory_order_relaxed);
 }

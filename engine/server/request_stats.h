@@ -26,12 +26,20 @@ extern const char *const kiq_request_stage_names[KIQ_STAGE__COUNT];
 typedef struct kiq_request_stats {
     atomic_uint_fast64_t count[KIQ_STATS_MAX_API];
     atomic_int_fast64_t ns[KIQ_STATS_MAX_API][KIQ_STAGE__COUNT];
+    /* Requests served with bytes after their last field, and those bytes. */
+    atomic_uint_fast64_t trailing_requests[KIQ_STATS_MAX_API];
+    atomic_uint_fast64_t trailing_bytes[KIQ_STATS_MAX_API];
 } kiq_request_stats_t;
 
 /* Any thread. */
 void kiq_request_stats_record(kiq_request_stats_t *s, const kiq_request_t *r);
+/* Any thread: a request of api_key carried n bytes its fields did not use. */
+void kiq_request_stats_trailing(kiq_request_stats_t *s, int16_t api_key, size_t n);
 /* Any thread: totals for one api key (ns per stage). */
 uint64_t kiq_request_stats_get(kiq_request_stats_t *s, int16_t api_key,
                                int64_t ns[KIQ_STAGE__COUNT]);
+/* Any thread: how many requests of api_key had trailing bytes; *bytes
+ * gets their total. */
+uint64_t kiq_request_stats_get_trailing(kiq_request_stats_t *s, int16_t api_key, uint64_t *bytes);
 
 #endif

@@ -258,7 +258,9 @@ def test_committed_metadata_round_trips(broker):
     from kafka.structs import OffsetAndMetadata
 
     topic, group, parts = names(broker, "meta")
-    meta = {p: f"meta-{p}-ü" for p in parts}
+    # Commit metadata is bytes with a length: a NUL inside is kept (it was
+    # once cut there: "Hello\0world!" came back as "Hello").
+    meta = {p: f"Hello\0world! {p}-ü" for p in parts}
     kc.produce_confluent(broker.bootstrap, topic, make_messages(60, "meta"))
     c = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group,
                       enable_auto_commit=False, request_timeout_ms=30000)
@@ -318,7 +320,7 @@ def test_committed_offsets_survive_restart(tmp_path, members):
                           enable_auto_commit=False, request_timeout_ms=30000)
         try:
             k.assign([KTopicPartition(topic, p) for p in parts])
-            k.commit({KTopicPartition(topic, p): OffsetAndMetadata(o, f"before restart {p}")
+            k.commit({KTopicPartition(topic, p): OffsetAndMetadata(o, f"before\0restart {p}")
                       for p, o in at.items()})
         finally:
             k.close()
@@ -333,7 +335,7 @@ def test_committed_offsets_survive_restart(tmp_path, members):
         finally:
             k.close()
         assert {p: (om.offset, om.metadata) for p, om in back.items()} == \
-            {p: (o, f"before restart {p}") for p, o in at.items()}
+            {p: (o, f"before\0restart {p}") for p, o in at.items()}
 
         # A new member of the group starts exactly at the committed offsets.
         m = members(broker, group, topic, "after-restart", session_timeout=SESSION_TIMEOUT_MS)

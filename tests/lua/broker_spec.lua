@@ -118,6 +118,36 @@ describe("kiq.broker", function()
     assert.truthy(err:find("in use", 1, true))
   end)
 
+  it("serves a request with bytes after its last field and counts them (librdkafka 2.1+ all-topics Metadata)", function()
+    local core = require "kafkaiq.core"
+    local corpus = os.getenv("KIQ_CORPUS_DIR") or "../shared/corpus"
+    local f = assert(io.open(corpus .. "/rdkafka-2.15/Metadata-v12-2.bin", "rb"))
+    local frame = f:read("*a")
+    f:close()
+    -- the null topics array (0x00), then "00 00 00" where librdkafka wrote
+    -- a 4-byte count, then the real allow-auto-create, authorized-ops and tags
+    assert.are.equal("\0\0\0\0\1\0\0", frame:sub(-7))
+    b = assert(kiq.broker{})
+    kcat("-b " .. b.bootstrap .. " -P -t listed", "x\n")
+    assert.truthy(b:wait_for_offset("listed", 0, 1, 10000))
+    local conn = assert(core.connect("127.0.0.1", b.port, 5000))
+    local n = #frame
+    local size = string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
+                             math.floor(n / 256) % 256, n % 256)
+    assert(conn:send(size .. frame, 5000))
+    local resp = assert(conn:receive(5000))
+    conn:close()
+    local corr, md = core.decode_response(3, 12, resp)
+    assert.truthy(corr)
+    assert.is_table(md)
+    local names = {}
+    for _, t in ipairs(md.topics) do names[t.name] = t.error_code end
+    assert.are.equal(0, names.listed)
+    local stats = b:request_stats().Metadata
+    assert.are.equal(1, stats.trailing_requests)
+    assert.are.equal(3, stats.trailing_bytes)
+  end)
+
   it("raises on misuse", function()
     assert.has_error(function() kiq.broker("x") end)
     assert.has_error(function() kiq.broker{ bogus = 1 } end, "broker: unknown option 'bogus'")

@@ -222,12 +222,48 @@ describe("the group coordinator", function()
     return vals
   end
 
-  -- Kafka's partition for a group: Java's String.hashCode, made positive.
+  -- Kafka's partition for a group: Utils.abs (Math.abs, MIN_VALUE -> 0) of
+  -- Java's String.hashCode, modulo the partition count (ASCII ids here).
   local function offsets_partition(group, n)
     local h = 0
     for i = 1, #group do h = (h * 31 + group:byte(i)) % 4294967296 end
+    if h >= 2147483648 then h = 4294967296 - h end
     return (h % 2147483648) % n
   end
+
+  -- A coordinator checks committed topics against the cluster's metadata,
+  -- not against the replicas it hosts (it once answered
+  -- UNKNOWN_TOPIC_OR_PARTITION for a topic it held no replica of).
+  it("takes commits for a replication-factor-1 topic whichever broker coordinates the group", function()
+    local a = assert(c:admin())
+    assert(a:create_topics{ { name = "rf1", partitions = 1, replication_factor = 1 } })
+    a:close()
+    assert(c:wait_for_leader("rf1", 0, 10000))
+    local first = assert(c:consumer{ group_id = "rf1-probe" })
+    assert(first:commit{ { topic = "rf1", partition = 0, offset = 0 } }) -- makes __consumer_offsets
+    first:close()
+    local covered = {}
+    for i = 1, 200 do
+      local group = "rf1-g" .. i
+      local coord = c:wait_for_leader("__consumer_offsets", offsets_partition(group, 3), 10000)
+      if coord and not covered[coord] then
+        covered[coord] = group
+        local cons = assert(c:consumer{ group_id = group })
+        assert(cons:commit{ { topic = "rf1", partition = 0, offset = 7 + coord } })
+        local _, err = cons:commit{ { topic = "rf1", partition = 1, offset = 1 } }
+        assert.matches("UNKNOWN_TOPIC_OR_PARTITION", err)
+        cons:close()
+        local g
+        for _, x in ipairs(c:broker(coord):groups()) do
+          if x.id == group then g = x end
+        end
+        assert.are.equal(7 + coord, g.offsets.rf1[0].offset)
+      end
+      if covered[0] and covered[1] and covered[2] then break end
+    end
+    -- two of the three hold no replica of rf1
+    for id = 0, 2 do assert.is_not_nil(covered[id], "no group coordinated by broker " .. id) end
+  end)
 
   it("moves with the leadership of the group's __consumer_offsets partition, committed offsets and all", function()
     create(c, "gt", 1)
