@@ -45,15 +45,31 @@ if [[ ${#missing[@]} -gt 0 ]]; then
         apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# kafkajs for the interop tests, at the version tests/interop/js/package.json
-# pins (package-lock.json holds its checksum). Only when it is missing, so the
-# no-op case stays offline; without node the kafkajs tests skip themselves.
+# Node clients for the interop tests, at the versions tests/interop/js/
+# package.json pins (package-lock.json holds their checksums): kafkajs,
+# @platformatic/kafka, and node-rdkafka, whose install builds the
+# librdkafka 2.12 it bundles (about two minutes on two cores) against the
+# headers of the Node on PATH. Only when one is missing, so the no-op case
+# stays offline; without node the JS interop tests skip themselves.
 JS_DIR="$(dirname "$0")/../tests/interop/js"
-if [[ ! -d "$JS_DIR/node_modules/kafkajs" ]]; then
+js_installed() {
+    [[ -d "$JS_DIR/node_modules/kafkajs" && -d "$JS_DIR/node_modules/@platformatic/kafka" &&
+        -f "$JS_DIR/node_modules/node-rdkafka/build/Release/node-librdkafka.node" ]]
+}
+if ! js_installed; then
     if command -v npm >/dev/null 2>&1; then
-        echo "deps: installing kafkajs into tests/interop/js" >&2
-        npm install --no-audit --no-fund --prefix "$JS_DIR"
+        # node-gyp wants the prefix whose include/node/ holds node.h
+        nodedir=$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")
+        if [[ ! -f "$nodedir/include/node/node.h" && -f /etc/debian_version ]]; then
+            echo "deps: installing libnode-dev (Node headers for node-rdkafka)" >&2
+            SUDO=()
+            [[ $(id -u) -ne 0 ]] && SUDO=(sudo)
+            "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+                apt-get install -y -q --no-install-recommends libnode-dev
+        fi
+        echo "deps: installing the Node clients into tests/interop/js (node-rdkafka builds librdkafka)" >&2
+        npm ci --no-audit --no-fund --nodedir="$nodedir" --prefix "$JS_DIR"
     else
-        echo "deps: npm not found; the kafkajs interop tests will be skipped" >&2
+        echo "deps: npm not found; the JS interop tests will be skipped" >&2
     fi
 fi

@@ -42,6 +42,7 @@ int kiq_api_delete_records_handle(kiq_broker_t *b, kiq_request_t *r, const void 
 int kiq_api_init_producer_id_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_delete_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_create_partitions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req,
                                     void *resp);
 int kiq_api_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);

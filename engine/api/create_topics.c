@@ -150,7 +150,8 @@ static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_to
         }
         order_of[i] = norders;
         orders[norders++] =
-            (kiq_topic_order_t){t->name, t->num_partitions, t->replication_factor, 0, KIQ_STR_NULL, &cfgs[i]};
+            (kiq_topic_order_t){.name = t->name, .partitions = t->num_partitions,
+                                .replication_factor = t->replication_factor, .configs = &cfgs[i]};
     }
     int wait_ms = req->timeout_ms > 0 && req->timeout_ms < CLUSTER_WAIT_MAX_MS ? req->timeout_ms : CLUSTER_WAIT_MAX_MS;
     kiq_controller_link_create_topics(b, orders, norders, req->validate_only, wait_ms, &r->arena);

@@ -76,7 +76,7 @@ static int cluster_delete(kiq_broker_t *b, kiq_request_t *r, const kiq_delete_to
                                  : cluster_check(b, r, req->topic_names[i], NULL, o);
         if (settled) continue;
         order_of[i] = norders;
-        orders[norders++] = (kiq_topic_order_t){o->name, -1, -1, 0, KIQ_STR_NULL, NULL};
+        orders[norders++] = (kiq_topic_order_t){.name = o->name, .partitions = -1, .replication_factor = -1};
     }
     int wait_ms = req->timeout_ms > 0 && req->timeout_ms < CLUSTER_WAIT_MAX_MS ? req->timeout_ms : CLUSTER_WAIT_MAX_MS;
     kiq_controller_link_delete_topics(b, orders, norders, wait_ms, &r->arena);

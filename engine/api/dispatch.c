@@ -24,6 +24,7 @@ static kiq_api_handler_fn control_handler(int16_t api_key)
     /* forwarded by the other brokers to the one hosting the controller */
     case KIQ_API_CREATE_TOPICS: return kiq_api_create_topics_handle;
     case KIQ_API_DELETE_TOPICS: return kiq_api_delete_topics_handle;
+    case KIQ_API_CREATE_PARTITIONS: return kiq_api_create_partitions_handle;
     /* the replicas ask the controller for a new topic's configs */
     case KIQ_API_DESCRIBE_CONFIGS: return kiq_api_describe_configs_handle;
     default: return NULL;
@@ -43,6 +44,7 @@ kiq_api_handler_fn kiq_api_handler(int16_t api_key, int listener)
     case KIQ_API_API_VERSIONS: return kiq_api_versions_handle;
     case KIQ_API_CREATE_TOPICS: return kiq_api_create_topics_handle;
     case KIQ_API_DELETE_TOPICS: return kiq_api_delete_topics_handle;
+    case KIQ_API_CREATE_PARTITIONS: return kiq_api_create_partitions_handle;
     case KIQ_API_DESCRIBE_CONFIGS: return kiq_api_describe_configs_handle;
     case KIQ_API_ALTER_CONFIGS: return kiq_api_alter_configs_handle;
     case KIQ_API_INCREMENTAL_ALTER_CONFIGS: return kiq_api_incremental_alter_configs_handle;

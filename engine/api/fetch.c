@@ -194,7 +194,7 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
                 pr->high_watermark = -1;
                 continue;
             }
-            kiq_partition_t *part = &topic->partitions[p->partition];
+            kiq_partition_t *part = topic->partitions[p->partition];
             kiq_partition_log_t *log = part->log;
             if ((pr->error_code = fetch_check(req, part, log, p)) != 0) {
                 pr->high_watermark = -1;
@@ -261,7 +261,7 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_fetch_request_t *req)
                 ready = true;
                 break;
             }
-            kiq_partition_t *part = &topic->partitions[p->partition];
+            kiq_partition_t *part = topic->partitions[p->partition];
             kiq_partition_log_t *log = part->log;
             if (fetch_check(req, part, log, p) != 0) {
                 ready = true;

@@ -56,9 +56,9 @@ static int32_t cluster_offsets_topic(kiq_broker_t *b, kiq_request_t *r, kiq_str_
         *message = KIQ_STR("no live brokers known yet");
         return -1;
     }
-    kiq_topic_order_t o = {KIQ_STR(KIQ_OFFSETS_TOPIC),
-                           (int32_t)kiq_config_int(b->config, KIQ_CFG_OFFSETS_TOPIC_NUM_PARTITIONS), (int16_t)rf, 0,
-                           KIQ_STR_NULL, NULL};
+    kiq_topic_order_t o = {.name = KIQ_STR(KIQ_OFFSETS_TOPIC),
+                           .partitions = (int32_t)kiq_config_int(b->config, KIQ_CFG_OFFSETS_TOPIC_NUM_PARTITIONS),
+                           .replication_factor = (int16_t)rf};
     kiq_controller_link_create_topics(b, &o, 1, false, OFFSETS_TOPIC_WAIT_MS, &r->arena);
     if (o.error && o.error != KIQ_ERR_TOPIC_ALREADY_EXISTS) {
         *message = o.message.p ? o.message : KIQ_STR("cannot create " KIQ_OFFSETS_TOPIC);

@@ -21,20 +21,21 @@ static void describe_topic(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic
     t->name = kiq_api_str(r, topic->name);
     t->topic_id = topic->id;
     t->is_internal = strcmp(topic->name, KIQ_OFFSETS_TOPIC) == 0;
-    t->partitions_n = topic->npartitions;
-    t->partitions = kiq_arena_calloc(&r->arena, (size_t)topic->npartitions, sizeof *t->partitions);
-    for (int32_t i = 0; i < topic->npartitions; i++) {
+    int32_t n = topic->npartitions; /* once: the topic may grow meanwhile */
+    t->partitions_n = n;
+    t->partitions = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *t->partitions);
+    for (int32_t i = 0; i < n; i++) {
         kiq_metadata_response_topics_partitions_t *p = &t->partitions[i];
         kiq_metadata_response_topics_partitions_init(p);
         p->partition_index = i;
         p->leader_id = b->node_id;
-        p->leader_epoch = topic->partitions[i].leader_epoch;
+        p->leader_epoch = topic->partitions[i]->leader_epoch;
         p->replica_nodes_n = p->isr_nodes_n = 1;
         p->replica_nodes = p->isr_nodes = kiq_arena_alloc(&r->arena, sizeof(int32_t));
         p->replica_nodes[0] = b->node_id;
         /* As Kafka's controller leaves it when the only replica's log
          * directory fails: no leader, the ISR kept, the replica offline. */
-        kiq_partition_log_t *log = topic->partitions[i].log;
+        kiq_partition_log_t *log = topic->partitions[i]->log;
         if (!log || kiq_partition_log_offline(log)) {
             p->error_code = KIQ_ERR_LEADER_NOT_AVAILABLE;
             p->leader_id = -1;
@@ -136,7 +137,7 @@ static void cluster_auto_create(kiq_broker_t *b, kiq_request_t *r, kiq_metadata_
         kiq_metadata_response_topics_t *t = &out->topics[i];
         /* __consumer_offsets comes only from FindCoordinator, as in Kafka */
         if (t->error_code != KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION || kiq_str_eq(t->name, KIQ_OFFSETS_TOPIC)) continue;
-        orders[n++] = (kiq_topic_order_t){t->name, -1, -1, 0, KIQ_STR_NULL, NULL};
+        orders[n++] = (kiq_topic_order_t){.name = t->name, .partitions = -1, .replication_factor = -1};
     }
     if (n == 0) return;
     kiq_controller_link_create_topics(b, orders, n, false, AUTO_CREATE_TIMEOUT_MS, &r->arena);

@@ -21,7 +21,7 @@ typedef struct commit_wait {
 static bool replicated(kiq_broker_t *b, int32_t partition, int64_t need)
 {
     kiq_topic_t *t = kiq_topics_get(b->topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
-    kiq_partition_log_t *log = t && partition < t->npartitions ? t->partitions[partition].log : NULL;
+    kiq_partition_log_t *log = t && partition < t->npartitions ? t->partitions[partition]->log : NULL;
     bool done = !log || kiq_partition_log_high_watermark(log) >= need;
     kiq_topic_unref(t);
     return done;

@@ -50,27 +50,58 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int *nbatc
     return rc == 0 ? KIQ_ERR_NONE : KIQ_ERR_CORRUPT_MESSAGE;
 }
 
-static int refuse_null_key(const kiq_record_t *rec, void *ctx)
+/* The records of a partition's data without a key, by index (KIP-467's
+ * batch_index: where the record sits in the data), for a compacted topic. */
+typedef struct keyless {
+    kiq_request_t *r;
+    int32_t index; /* of the record being looked at */
+    int32_t n, cap;
+    int32_t *at;
+} keyless_t;
+
+static int note_keyless(const kiq_record_t *rec, void *ctx)
 {
-    (void)ctx;
-    return rec->key.p ? 0 : 1;
+    keyless_t *k = ctx;
+    int32_t i = k->index++;
+    if (rec->key.p) return 0;
+    if (k->n == k->cap) {
+        int32_t cap = k->cap ? k->cap * 2 : 8;
+        int32_t *at = kiq_arena_alloc(&k->r->arena, (size_t)cap * sizeof *at);
+        if (k->n) memcpy(at, k->at, (size_t)k->n * sizeof *at);
+        k->at = at;
+        k->cap = cap;
+    }
+    k->at[k->n++] = i;
+    return 0;
 }
 
 /* Kafka refuses keyless records on a compacted topic (the cleaner could
- * only drop them): INVALID_RECORD. The batches were validated already. */
-static int check_keys(const uint8_t *p, size_t len)
+ * only drop them): INVALID_RECORD, naming each such record in
+ * record_errors (Produce v8+). The batches were validated already. */
+static int check_keys(kiq_request_t *r, kiq_topic_t *topic, int32_t partition, const uint8_t *p, size_t len,
+                      kiq_produce_response_responses_partition_responses_t *out)
 {
     kiq_batch_iter_t it;
     kiq_batch_iter_init(&it, p, len, false);
     const uint8_t *batch;
     size_t blen;
     kiq_batch_header_t h;
-    while (kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
-        int rc = kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, refuse_null_key, NULL);
-        if (rc == 1) return kiq_error_set("Compacted topic cannot accept message without key"), KIQ_ERR_INVALID_RECORD;
-        if (rc != 0) return KIQ_ERR_CORRUPT_MESSAGE;
+    keyless_t k = {.r = r};
+    while (kiq_batch_iter_next(&it, &batch, &blen, &h) == 1)
+        if (kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, note_keyless, &k) != 0)
+            return KIQ_ERR_CORRUPT_MESSAGE;
+    if (k.n == 0) return KIQ_ERR_NONE;
+    kiq_error_set("Compacted topic cannot accept message without key in topic partition %s-%d.", topic->name,
+                  partition);
+    kiq_str_t why = kiq_api_error_message(r);
+    out->record_errors_n = k.n;
+    out->record_errors = kiq_arena_calloc(&r->arena, (size_t)k.n, sizeof *out->record_errors);
+    for (int32_t i = 0; i < k.n; i++) {
+        kiq_produce_response_responses_partition_responses_record_errors_init(&out->record_errors[i]);
+        out->record_errors[i].batch_index = k.at[i];
+        out->record_errors[i].batch_index_error_message = why;
     }
-    return KIQ_ERR_NONE;
+    return KIQ_ERR_INVALID_RECORD;
 }
 
 static void stamp_log_append_time(uint8_t *p, size_t len, int64_t now)
@@ -121,7 +152,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         out->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         return;
     }
-    kiq_partition_t *part = &topic->partitions[in->index];
+    kiq_partition_t *part = topic->partitions[in->index];
     kiq_partition_log_t *log = part->log;
     if (!log) {
         out->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
@@ -179,7 +210,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             }
         }
     }
-    if (kiq_log_cleaner_topic_compacted(topic, b->config) && (err = check_keys(data, len)) != 0) {
+    if (kiq_log_cleaner_topic_compacted(topic, b->config) && (err = check_keys(r, topic, in->index, data, len, out)) != 0) {
         KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer, err,
                  kiq_error_get());
         out->error_code = (int16_t)err;
@@ -246,7 +277,7 @@ static bool produce_settle(kiq_broker_t *b, produce_wait_t *waits, int n, bool e
     for (int i = 0; i < n; i++) {
         produce_wait_t *w = &waits[i];
         if (w->done) continue;
-        kiq_partition_t *part = &w->topic->partitions[w->partition];
+        kiq_partition_t *part = w->topic->partitions[w->partition];
         kiq_partition_log_t *log = part->log;
         if (!log || kiq_partition_replica_role(&part->replica) != KIQ_REPLICA_LEADER) {
             w->out->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;

@@ -689,6 +689,140 @@ out:
     return rc;
 }
 
+int kiq_controller_check_growth(const char *topic, int32_t current, int32_t rf, int32_t count,
+                                const kiq_create_partitions_request_topics_assignments_t *as, int32_t nassignments,
+                                int (*broker_state)(void *ctx, int32_t id), void *ctx, int32_t *out)
+{
+    if (count < current)
+        return kiq_error_set("The topic %s currently has %d partition(s); %d would not be an increase.", topic, current,
+                             count),
+               KIQ_ERR_INVALID_PARTITIONS;
+    if (count == current) return kiq_error_set("Topic already has %d partition(s).", count), KIQ_ERR_INVALID_PARTITIONS;
+    if (nassignments < 0) return KIQ_ERR_NONE;
+    int32_t additional = count - current;
+    if (nassignments != additional)
+        return kiq_error_set("Attempted to add %d additional partition(s), but only %d assignment(s) were specified.",
+                             additional, nassignments),
+               KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
+    for (int32_t i = 0; i < nassignments; i++) {
+        const kiq_create_partitions_request_topics_assignments_t *a = &as[i];
+        if (a->broker_ids_n <= 0)
+            return kiq_error_set("The manual partition assignment includes an empty replica list."),
+                   KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
+        bool live = false;
+        for (int32_t j = 0; j < a->broker_ids_n; j++) {
+            int32_t id = a->broker_ids[j];
+            if (has_id(a->broker_ids, j, id))
+                return kiq_error_set("The manual partition assignment includes the broker %d more than once.", id),
+                       KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
+            int st = broker_state(ctx, id);
+            if (st < 0)
+                return kiq_error_set("The manual partition assignment includes broker %d, but no such broker is "
+                                     "registered.",
+                                     id),
+                       KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
+            live = live || st > 0;
+        }
+        if (a->broker_ids_n != rf)
+            return kiq_error_set("The manual partition assignment includes a partition with %d replica(s), but this "
+                                 "is not consistent with previous partitions, which have %d replica(s).",
+                                 a->broker_ids_n, rf),
+                   KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
+        if (!live)
+            return kiq_error_set("All brokers specified in the manual partition assignment for partition %d are "
+                                 "fenced or in controlled shutdown.",
+                                 current + i),
+                   KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
+        if (out) memcpy(&out[i * rf], a->broker_ids, (size_t)rf * sizeof *out);
+    }
+    return KIQ_ERR_NONE;
+}
+
+/* The image's say on a broker, for kiq_controller_check_growth. */
+static int image_broker_state(void *ctx, int32_t id)
+{
+    const kiq_broker_registration_t *br = kiq_metadata_image_broker(ctx, id);
+    return !br ? -1 : br->fenced ? 0 : 1;
+}
+
+/* Under mu: Kafka's placement of a topic's new partitions: its replication
+ * factor, starting from the first live broker whose id is at least that of
+ * partition 0's first replica, as if the partitions had been there from
+ * the start (AdminZkClient.createPartitions). */
+static int place_new_partitions(kiq_controller_t *c, const kiq_topic_image_t *ti, int32_t additional, int32_t rf,
+                                int32_t *out)
+{
+    size_t n = kiq_metadata_image_live_brokers(c->image, NULL, 0);
+    int32_t *live = malloc((n ? n : 1) * sizeof *live);
+    if (!live) return kiq_error_set("out of memory");
+    kiq_metadata_image_live_brokers(c->image, live, n);
+    int32_t first = ti->partitions[0].nreplicas > 0 ? ti->partitions[0].replicas[0] : 0, start = 0;
+    while ((size_t)start < n && live[start] < first) start++;
+    if ((size_t)start == n) start = 0;
+    free(live);
+    return kiq_metadata_image_assign_replicas(c->image, ti->npartitions, additional, rf, start, out);
+}
+
+int kiq_controller_create_partitions(kiq_controller_t *c, kiq_str_t name, int32_t count,
+                                     const kiq_create_partitions_request_topics_assignments_t *assignments,
+                                     int32_t nassignments, bool validate_only)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    int rc = KIQ_ERR_NONE;
+    pthread_mutex_lock(&c->mu);
+    const kiq_topic_image_t *ti = name.p ? kiq_metadata_image_topic(c->image, name.p, (size_t)name.len) : NULL;
+    if (!ti) {
+        kiq_error_set("The topic '" KIQ_STR_FMT "' does not exist.", KIQ_STR_ARG(name));
+        rc = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        goto out;
+    }
+    int32_t rf = ti->partitions[0].nreplicas > 0 ? ti->partitions[0].nreplicas : 1;
+    int32_t additional = count > ti->npartitions ? count - ti->npartitions : 0;
+    int32_t *assign = kiq_arena_calloc(&a, (size_t)(additional ? additional : 1) * (size_t)rf, sizeof *assign);
+    rc = kiq_controller_check_growth(ti->name, ti->npartitions, rf, count, assignments, nassignments,
+                                     image_broker_state, c->image, assign);
+    if (rc == 0 && nassignments < 0) rc = place_new_partitions(c, ti, additional, rf, assign);
+    if (rc != 0) {
+        if (rc < 0) rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        goto out;
+    }
+    if (validate_only) goto out;
+    for (int32_t i = 0; i < additional; i++) {
+        kiq_metadata_record_t *pr = add_record(&b, KIQ_MR_PARTITION);
+        kiq_partition_record_t *r = &pr->m.partition;
+        r->partition_id = ti->npartitions + i;
+        r->topic_id = ti->id;
+        r->replicas = &assign[i * rf];
+        r->replicas_n = rf;
+        /* the ISR and the leader: the replicas that are live, in order */
+        int32_t *isr = kiq_arena_calloc(&a, (size_t)rf, sizeof *isr);
+        int32_t nisr = 0;
+        for (int32_t j = 0; j < rf; j++) {
+            const kiq_broker_registration_t *br = kiq_metadata_image_broker(c->image, r->replicas[j]);
+            if (br && !br->fenced) isr[nisr++] = r->replicas[j];
+        }
+        r->isr = isr;
+        r->isr_n = nisr;
+        r->leader = nisr > 0 ? isr[0] : KIQ_NO_LEADER;
+        r->leader_epoch = 0;
+        r->partition_epoch = 0;
+    }
+    char tname[256];
+    snprintf(tname, sizeof tname, "%s", ti->name);
+    int32_t before = ti->npartitions;
+    if (commit(c, &b) != 0) {
+        rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        goto out;
+    }
+    KIQ_INFO("controller: topic %s grew from %d to %d partitions", tname, before, count);
+out:
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
+    return rc;
+}
+
 int kiq_controller_delete_topic(kiq_controller_t *c, kiq_str_t name)
 {
     kiq_arena_t a;

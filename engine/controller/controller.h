@@ -59,6 +59,27 @@ void kiq_controller_alter_partition(kiq_controller_t *c, kiq_arena_t *arena, int
 int kiq_controller_create_topic(kiq_controller_t *c, kiq_str_t name, int32_t partitions, int16_t replication_factor,
                                 const kiq_topic_configs_t *configs, bool validate_only);
 int kiq_controller_delete_topic(kiq_controller_t *c, kiq_str_t name);
+/* CreatePartitions, as any broker forwards it: grows the topic to count
+ * partitions, each new one a PartitionRecord with the topic's replication
+ * factor, its replicas as assignments gives them (nassignments rows, one
+ * per new partition; -1: none) or placed as Kafka places added partitions,
+ * its ISR the live replicas and its leader the first of them. Kafka error
+ * code (UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS for no increase,
+ * INVALID_REPLICA_ASSIGNMENT), the reason in the error slot. */
+/* Kafka's checks of a CreatePartitions for one topic of `current`
+ * partitions with rf replicas each: an increase, and a manual assignment
+ * (nassignments rows; -1: none) of one row per new partition, each of rf
+ * distinct registered brokers (broker_state: -1 unknown, 0 fenced, 1
+ * live), at least one of them live; the rows go to out (when not NULL,
+ * rf ids each). Any thread, no lock. Kafka error code, the reason in the
+ * error slot. */
+int kiq_controller_check_growth(const char *topic, int32_t current, int32_t rf, int32_t count,
+                                const kiq_create_partitions_request_topics_assignments_t *assignments,
+                                int32_t nassignments, int (*broker_state)(void *ctx, int32_t id), void *ctx,
+                                int32_t *out);
+int kiq_controller_create_partitions(kiq_controller_t *c, kiq_str_t name, int32_t count,
+                                     const kiq_create_partitions_request_topics_assignments_t *assignments,
+                                     int32_t nassignments, bool validate_only);
 /* Any thread: a copy of the topic's dynamic configs into an empty *out
  * (the caller clears it). 0, UNKNOWN_TOPIC_OR_PARTITION, or
  * UNKNOWN_SERVER_ERROR when out of memory (out left empty). */

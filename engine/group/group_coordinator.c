@@ -143,7 +143,7 @@ static int append_records(kiq_group_coordinator_t *gc, const kiq_group_t *g, kiq
     kiq_topic_t *t = kiq_topics_get(gc->b->topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
     if (!t) return kiq_error_set(KIQ_OFFSETS_TOPIC " does not exist");
     int rc;
-    kiq_partition_t *p = g->offsets_partition < t->npartitions ? &t->partitions[g->offsets_partition] : NULL;
+    kiq_partition_t *p = g->offsets_partition < t->npartitions ? t->partitions[g->offsets_partition] : NULL;
     kiq_partition_log_t *log = p ? p->log : NULL;
     if (!log) {
         rc = kiq_error_set(KIQ_OFFSETS_TOPIC " has no partition %d here", g->offsets_partition);
@@ -1366,7 +1366,7 @@ static int load_partitions(kiq_group_coordinator_t *gc, int32_t only)
     kiq_offsets_loader_t ld = {.ctx = &ls, .offset = load_offset, .group = load_group};
     int records = 0, rc = 0;
     for (int32_t p = 0; p < t->npartitions; p++) {
-        kiq_partition_log_t *log = t->partitions[p].log;
+        kiq_partition_log_t *log = t->partitions[p]->log;
         if ((only >= 0 && p != only) || !log || kiq_partition_log_offline(log)) continue;
         int n = kiq_offsets_topic_load(log, &ld);
         if (n < 0) {

@@ -268,7 +268,7 @@ static int l_broker_state(lua_State *L)
         lua_setfield(L, -2, "id");
         lua_newtable(L);
         for (int32_t p = 0; p < t->npartitions; p++) {
-            push_partition_state(L, &t->partitions[p]);
+            push_partition_state(L, t->partitions[p]);
             lua_rawseti(L, -2, p);
         }
         lua_setfield(L, -2, "partitions");

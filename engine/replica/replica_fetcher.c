@@ -142,7 +142,7 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
     int nasked = 0;
     /* one topic entry per partition: simple, and the leader accepts it */
     for (int i = 0; i < n; i++) {
-        kiq_partition_t *p = &ps[i].topic->partitions[ps[i].partition];
+        kiq_partition_t *p = ps[i].topic->partitions[ps[i].partition];
         kiq_partition_log_t *log = p->log;
         kiq_replica_view_t v;
         kiq_partition_replica_view(&p->replica, &v);

@@ -297,7 +297,7 @@ static kiq_topic_t *hosted_topic(kiq_replica_manager_t *rm, kiq_str_t name, cons
     }
     kiq_log_retention_apply_topic(topic, b->config);
     /* a replica of nothing until the controller's word is applied below */
-    for (int32_t p = 0; p < topic->npartitions; p++) kiq_partition_replica_stop(&topic->partitions[p].replica);
+    for (int32_t p = 0; p < topic->npartitions; p++) kiq_partition_replica_stop(&topic->partitions[p]->replica);
     return topic;
 }
 
@@ -306,7 +306,7 @@ static int16_t become(kiq_replica_manager_t *rm, const kiq_leader_and_isr_reques
                       const pstate_t *s)
 {
     kiq_broker_t *b = rm->b;
-    kiq_partition_t *part = &topic->partitions[s->partition];
+    kiq_partition_t *part = topic->partitions[s->partition];
     kiq_partition_log_t *log = part->log;
     kiq_partition_replica_t *rep = &part->replica;
     if (!log) return KIQ_ERR_KAFKA_STORAGE_ERROR;
@@ -369,15 +369,20 @@ static void apply_topic(kiq_replica_manager_t *rm, const kiq_leader_and_isr_requ
     }
     kiq_topic_t *topic = hosted_topic(rm, name, id, ps, n);
     if (!topic) return;
+    /* partitions added since this broker made the topic (CreatePartitions);
+     * the controller pushes the metadata that counts them first */
+    int32_t want = kiq_metadata_cache_partition_count(b->metadata, name.p, (size_t)name.len);
+    if (want > topic->npartitions && kiq_topics_add_partitions(b->topics, topic, want, false) != 0)
+        KIQ_ERROR("broker %d: cannot grow %s to %d partitions: %s", b->node_id, topic->name, want, kiq_error_get());
     for (int i = 0; i < n; i++) {
         pstate_t *s = &ps[i];
         if (s->partition < 0 || s->partition >= topic->npartitions) {
             s->error = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             continue;
         }
-        if (!topic->partitions[s->partition].log) {
+        if (!topic->partitions[s->partition]->log) {
             int rc = kiq_topics_host_partition(b->topics, topic, s->partition);
-            if (rc != 0 || !topic->partitions[s->partition].log) {
+            if (rc != 0 || !topic->partitions[s->partition]->log) {
                 KIQ_ERROR("broker %d: cannot host %s-%d: %s", b->node_id, topic->name, s->partition, kiq_error_get());
                 s->error = KIQ_ERR_KAFKA_STORAGE_ERROR;
                 continue;
@@ -461,7 +466,7 @@ static int16_t stop_one(kiq_replica_manager_t *rm, kiq_str_t name, int32_t parti
         kiq_topic_unref(topic);
         return KIQ_ERR_NONE; /* nothing here to stop */
     }
-    kiq_partition_t *part = &topic->partitions[partition];
+    kiq_partition_t *part = topic->partitions[partition];
     /* -1 and -2 (a deletion) stop whatever the epoch */
     int32_t current = kiq_partition_replica_leader_epoch(&part->replica);
     if (leader_epoch >= 0 && leader_epoch < current && kiq_partition_replica_role(&part->replica) != KIQ_REPLICA_NONE) {
@@ -572,7 +577,7 @@ static void log_change(const kiq_replica_manager_t *rm, const isr_change_t *c, c
 static bool propose(kiq_replica_manager_t *rm, kiq_topic_t *topic, int32_t partition, int32_t expand_replica,
                     int64_t now, isr_change_t *c)
 {
-    kiq_partition_t *part = &topic->partitions[partition];
+    kiq_partition_t *part = topic->partitions[partition];
     if (!atomic_load(&part->log)) return false;
     kiq_replica_view_t v;
     /* the epochs first: a LeaderAndIsr in between makes the request stale,
@@ -658,7 +663,7 @@ static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
                     if (c->answered || c->partition != pr->partition_index || !kiq_str_eq(tr->topic_name, c->topic->name))
                         continue;
                     c->answered = true;
-                    kiq_partition_t *part = &c->topic->partitions[c->partition];
+                    kiq_partition_t *part = c->topic->partitions[c->partition];
                     if (pr->error_code) {
                         KIQ_WARN("broker %d: ISR change of %s-%d refused: error %d", b->node_id, c->topic->name,
                                  c->partition, pr->error_code);
@@ -672,7 +677,7 @@ static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
         }
     }
     for (int i = 0; i < n; i++) {
-        kiq_partition_t *part = &cs[i].topic->partitions[cs[i].partition];
+        kiq_partition_t *part = cs[i].topic->partitions[cs[i].partition];
         kiq_partition_replica_end_isr_change(&part->replica);
         /* a smaller ISR may let the high watermark move */
         kiq_partition_log_t *log = part->log;
@@ -687,13 +692,15 @@ static void isr_round(kiq_replica_manager_t *rm, isr_expand_t *ex, int nex)
 {
     int count = 0;
     kiq_topic_t **list = kiq_topics_list(rm->b->topics, &count);
-    int cap = nex;
-    for (int i = 0; i < count; i++) cap += list[i]->npartitions;
+    int mine = 0;
+    for (int i = 0; i < count; i++) mine += list[i]->npartitions;
+    int cap = mine + nex;
     isr_change_t *cs = cap ? calloc((size_t)cap, sizeof *cs) : NULL;
     int n = 0;
     int64_t now = now_ms();
+    /* a topic that grows meanwhile waits for the next round */
     for (int i = 0; cs && i < count; i++)
-        for (int32_t p = 0; p < list[i]->npartitions; p++)
+        for (int32_t p = 0; p < list[i]->npartitions && n < mine; p++)
             if (propose(rm, list[i], p, -1, now, &cs[n])) n++;
     for (int i = 0; cs && i < nex; i++)
         if (propose(rm, ex[i].topic, ex[i].partition, ex[i].replica, now, &cs[n])) n++;
@@ -803,7 +810,7 @@ kiq_replica_manager_t *kiq_replica_manager_new(kiq_broker_t *b)
     int count = 0;
     kiq_topic_t **list = kiq_topics_list(b->topics, &count);
     for (int i = 0; i < count; i++)
-        for (int32_t p = 0; p < list[i]->npartitions; p++) kiq_partition_replica_stop(&list[i]->partitions[p].replica);
+        for (int32_t p = 0; p < list[i]->npartitions; p++) kiq_partition_replica_stop(&list[i]->partitions[p]->replica);
     kiq_topics_list_free(list, count);
     return rm;
 }
@@ -859,7 +866,7 @@ void kiq_replica_manager_lead_all_alone(kiq_topics_t *t)
     kiq_topic_t **list = kiq_topics_list(t, &count);
     for (int i = 0; i < count; i++)
         for (int32_t p = 0; p < list[i]->npartitions; p++) {
-            kiq_partition_t *part = &list[i]->partitions[p];
+            kiq_partition_t *part = list[i]->partitions[p];
             kiq_partition_log_t *log = part->log;
             if (log) kiq_partition_replica_advance_hw(&part->replica, log);
         }

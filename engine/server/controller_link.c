@@ -115,6 +115,54 @@ void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *order
     kiq_client_close(c);
 }
 
+void kiq_controller_link_create_partitions(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
+                                           int timeout_ms, kiq_arena_t *arena)
+{
+    if (n <= 0) return;
+    if (b->controller) {
+        for (int i = 0; i < n; i++) {
+            kiq_error_clear();
+            orders[i].error = (int16_t)kiq_controller_create_partitions(
+                b->controller, orders[i].name, orders[i].partitions, orders[i].assignments, orders[i].nassignments,
+                validate_only);
+            orders[i].message = orders[i].error ? error_text(arena) : KIQ_STR_NULL;
+        }
+        return;
+    }
+    kiq_client_conn_t *c = connect_controller(b, timeout_ms);
+    if (!c) {
+        fail_all(orders, n, arena);
+        return;
+    }
+    kiq_create_partitions_request_t req;
+    kiq_create_partitions_request_init(&req);
+    req.topics = kiq_arena_calloc(arena, (size_t)n, sizeof *req.topics);
+    req.topics_n = n;
+    for (int i = 0; i < n; i++) {
+        kiq_create_partitions_request_topics_init(&req.topics[i]);
+        req.topics[i].name = orders[i].name;
+        req.topics[i].count = orders[i].partitions;
+        req.topics[i].assignments = (kiq_create_partitions_request_topics_assignments_t *)orders[i].assignments;
+        req.topics[i].assignments_n = orders[i].nassignments;
+        orders[i].error = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        orders[i].message = KIQ_STR("the controller did not answer for this topic");
+    }
+    req.timeout_ms = timeout_ms;
+    req.validate_only = validate_only;
+    kiq_create_partitions_response_t resp;
+    if (kiq_client_request(c, KIQ_API_CREATE_PARTITIONS, -1, &req, arena, &resp, timeout_ms) != 0) {
+        fail_all(orders, n, arena);
+    } else {
+        for (int32_t i = 0; i < resp.results_n; i++) {
+            kiq_topic_order_t *o = find_order(orders, n, resp.results[i].name);
+            if (!o) continue;
+            o->error = resp.results[i].error_code;
+            o->message = resp.results[i].error_message;
+        }
+    }
+    kiq_client_close(c);
+}
+
 void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
                                        kiq_arena_t *arena)
 {

@@ -1,7 +1,8 @@
-/* A cluster-mode broker's topic requests to the controller: CreateTopics
- * and DeleteTopics received by any broker are decided there. When this
+/* A cluster-mode broker's topic requests to the controller: CreateTopics,
+ * CreatePartitions and DeleteTopics received by any broker are decided
+ * there. When this
  * broker hosts the controller the calls go straight to it; otherwise they
- * travel as one CreateTopics / DeleteTopics request over a short-lived
+ * travel as one CreateTopics / CreatePartitions / DeleteTopics request over a short-lived
  * connection to the controller's control-plane listener.
  *
  * Any thread; the calls block for at most about timeout_ms. */
@@ -14,16 +15,21 @@
 #include "config/topic_config.h"
 #include "core/arena.h"
 #include "include/kafkaiq.h"
+#include "proto/messages.h"
 #include "proto/types.h"
 
-/* One topic to create or delete, and what the controller answered. */
+/* One topic to create, grow or delete, and what the controller answered. */
 typedef struct kiq_topic_order {
     kiq_str_t name;
-    int32_t partitions;         /* create: -1 takes num.partitions */
+    int32_t partitions;         /* create: -1 takes num.partitions; grow: the new count */
     int16_t replication_factor; /* create: -1 takes default.replication.factor */
     int16_t error;              /* out: Kafka error code */
     kiq_str_t message;          /* out: null, or the reason (in the caller's arena) */
     const kiq_topic_configs_t *configs; /* create: the topic's checked configs, NULL for none (caller's) */
+    /* grow: the new partitions' replicas as the client gave them, one row
+     * each; nassignments -1: the controller places them (caller's) */
+    const kiq_create_partitions_request_topics_assignments_t *assignments;
+    int32_t nassignments;
 } kiq_topic_order_t;
 
 /* Creates (or with validate_only, checks) each topic. Every order gets
@@ -31,6 +37,10 @@ typedef struct kiq_topic_order {
  * retries it). */
 void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
                                        int timeout_ms, kiq_arena_t *arena);
+/* Grows each topic to its order's partition count (or with validate_only
+ * checks that it could). */
+void kiq_controller_link_create_partitions(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
+                                           int timeout_ms, kiq_arena_t *arena);
 /* Deletes each topic (by name). */
 void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
                                        kiq_arena_t *arena);

@@ -87,7 +87,7 @@ int kiq_log_cleaner_run(kiq_topics_t *topics, const kiq_config_t *config, int64_
         };
         kiq_topic_configs_clear(&tc);
         for (int32_t p = 0; p < topic->npartitions; p++) {
-            kiq_partition_log_t *l = atomic_load(&topic->partitions[p].log);
+            kiq_partition_log_t *l = atomic_load(&topic->partitions[p]->log);
             if (!l || (first + p) % nshares != share) continue;
             kiq_cleaner_stats_t st;
             int n = kiq_log_clean(l, &opt, &st);

@@ -31,7 +31,7 @@ int kiq_log_flusher_run(kiq_topics_t *topics, int64_t now_ms)
     for (int i = 0; i < count; i++) {
         if (atomic_load(&list[i]->deleted)) continue;
         for (int32_t p = 0; p < list[i]->npartitions; p++) {
-            kiq_partition_log_t *l = atomic_load(&list[i]->partitions[p].log);
+            kiq_partition_log_t *l = atomic_load(&list[i]->partitions[p]->log);
             if (!l) continue; /* not hosted here */
             int rc = kiq_partition_log_flush_if_due(l, now_ms);
             if (rc < 0) KIQ_ERROR("flushing %s-%d: %s", list[i]->name, p, kiq_error_get());
@@ -50,7 +50,7 @@ static int64_t recovery_point_sum(kiq_topics_t *topics)
     if (!list) return -1;
     for (int i = 0; i < count; i++)
         for (int32_t p = 0; p < list[i]->npartitions; p++) {
-            kiq_partition_log_t *l = atomic_load(&list[i]->partitions[p].log);
+            kiq_partition_log_t *l = atomic_load(&list[i]->partitions[p]->log);
             if (l) sum += kiq_partition_log_recovery_point(l) + 1; /* +1: hosting one changes the sum */
         }
     kiq_topics_list_free(list, count);

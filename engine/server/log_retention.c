@@ -61,7 +61,7 @@ void kiq_log_retention_apply_topic(kiq_topic_t *topic, const kiq_config_t *confi
     int64_t flush_ms = effective_int(config, c, KIQ_TCFG_FLUSH_MS);
     kiq_topic_configs_clear(&tc);
     for (int32_t p = 0; p < topic->npartitions; p++) {
-        kiq_partition_log_t *l = atomic_load(&topic->partitions[p].log);
+        kiq_partition_log_t *l = atomic_load(&topic->partitions[p]->log);
         if (!l) continue; /* not hosted here */
         kiq_partition_log_set_retention(l, segment_ms, retention_ms < 0 ? -1 : retention_ms,
                                         retention_bytes < 0 ? -1 : retention_bytes);
@@ -89,7 +89,7 @@ int kiq_log_retention_run(kiq_topics_t *topics, const kiq_config_t *config, int6
         if (atomic_load(&topic->deleted)) continue;
         kiq_log_retention_apply_topic(topic, config);
         for (int32_t p = 0; p < topic->npartitions; p++) {
-            kiq_partition_log_t *l = atomic_load(&topic->partitions[p].log);
+            kiq_partition_log_t *l = atomic_load(&topic->partitions[p]->log);
             if (l) deleted += kiq_partition_log_enforce_retention(l, now_ms);
         }
     }

@@ -498,6 +498,25 @@ bool kiq_metadata_cache_wait_topic(kiq_metadata_cache_t *mc, const char *topic, 
     return wait_until(mc, topic_there, &w, timeout_ms);
 }
 
+typedef struct partitions_wait {
+    const char *name;
+    size_t len;
+    int32_t n;
+} partitions_wait_t;
+
+static bool enough_partitions(kiq_metadata_cache_t *mc, const void *arg)
+{
+    const partitions_wait_t *w = arg;
+    return kiq_metadata_cache_partition_count(mc, w->name, w->len) >= w->n;
+}
+
+bool kiq_metadata_cache_wait_partitions(kiq_metadata_cache_t *mc, const char *topic, size_t len, int32_t n,
+                                        int timeout_ms)
+{
+    partitions_wait_t w = {topic, len, n};
+    return wait_until(mc, enough_partitions, &w, timeout_ms);
+}
+
 static bool enough_brokers(kiq_metadata_cache_t *mc, const void *arg)
 {
     return kiq_metadata_cache_broker_count(mc) >= *(const int *)arg;

@@ -46,6 +46,14 @@ struct kiq_retired_log {
     kiq_retired_log_t *next;
 };
 
+/* An array of partition pointers a topic has had (kiq_topic_t.partitions
+ * points at p of the newest); older ones stay until the topic goes, since
+ * a reader may still index one it loaded. */
+struct kiq_partition_slots {
+    struct kiq_partition_slots *older;
+    kiq_partition_t *p[];
+};
+
 /* One log directory of the registry. */
 typedef struct topics_dir {
     char *path;
@@ -136,8 +144,9 @@ static void topic_destroy(kiq_topic_t *topic)
 {
     bool remove = atomic_load(&topic->deleted);
     free_retired(topic, remove);
-    for (int32_t i = 0; i < topic->npartitions; i++) {
-        kiq_partition_log_t *l = atomic_load(&topic->partitions[i].log);
+    int32_t n = topic->npartitions;
+    for (int32_t i = 0; i < n; i++) {
+        kiq_partition_log_t *l = atomic_load(&topic->partitions[i]->log);
         if (!l) continue;
         if (remove) {
             if (kiq_partition_log_delete(l) != 0)
@@ -158,11 +167,16 @@ static void topic_destroy(kiq_topic_t *topic)
     kiq_topic_configs_clear(&topic->configs);
     pthread_mutex_destroy(&topic->config_mu);
     pthread_mutex_destroy(&topic->host_mu);
-    for (int32_t i = 0; i < topic->npartitions; i++) {
-        free(topic->partitions[i].dir);
-        kiq_partition_replica_destroy(&topic->partitions[i].replica);
+    for (int32_t i = 0; i < n; i++) {
+        free(topic->partitions[i]->dir);
+        kiq_partition_replica_destroy(&topic->partitions[i]->replica);
+        free(topic->partitions[i]);
     }
-    free(topic->partitions);
+    while (topic->slots) {
+        struct kiq_partition_slots *older = topic->slots->older;
+        free(topic->slots);
+        topic->slots = older;
+    }
     free(topic->name);
     free(topic);
 }
@@ -182,19 +196,47 @@ static void init_replica(const kiq_topics_t *t, kiq_partition_t *p)
     if (t->partial) kiq_partition_replica_stop(&p->replica);
 }
 
+/* Partition slots from..n-1 of topic, new and unplaced, into slots->p
+ * (whose first `from` entries the caller fills). -1 when out of memory,
+ * with nothing allocated. */
+static struct kiq_partition_slots *slots_alloc(const kiq_topics_t *t, kiq_topic_t *topic, int32_t from, int32_t n)
+{
+    struct kiq_partition_slots *slots = calloc(1, sizeof *slots + (size_t)n * sizeof slots->p[0]);
+    if (!slots) return NULL;
+    for (int32_t i = from; i < n; i++) {
+        kiq_partition_t *p = calloc(1, sizeof *p);
+        if (!p) {
+            for (int32_t j = from; j < i; j++) {
+                kiq_partition_replica_destroy(&slots->p[j]->replica);
+                free(slots->p[j]);
+            }
+            free(slots);
+            return NULL;
+        }
+        p->topic = topic;
+        p->index = i;
+        atomic_init(&p->log, NULL);
+        atomic_init(&p->dir_index, -1);
+        kiq_partition_replica_init(&p->replica, t->node_id, 0);
+        init_replica(t, p);
+        slots->p[i] = p;
+    }
+    return slots;
+}
+
 static kiq_topic_t *topic_alloc(const kiq_topics_t *t, const char *name, int32_t npartitions)
 {
     kiq_topic_t *topic = calloc(1, sizeof *topic);
     if (!topic) return NULL;
     topic->name = strdup(name);
-    topic->partitions = calloc((size_t)npartitions, sizeof *topic->partitions);
-    if (!topic->name || !topic->partitions) {
+    topic->slots = topic->name ? slots_alloc(t, topic, 0, npartitions) : NULL;
+    if (!topic->slots) {
         free(topic->name);
-        free(topic->partitions);
         free(topic);
         return NULL;
     }
-    topic->npartitions = npartitions;
+    atomic_init(&topic->partitions, topic->slots->p);
+    atomic_init(&topic->npartitions, npartitions);
     topic->replication_factor = 1;
     atomic_init(&topic->refs, 1);
     atomic_init(&topic->deleted, false);
@@ -202,14 +244,6 @@ static kiq_topic_t *topic_alloc(const kiq_topics_t *t, const char *name, int32_t
     pthread_mutex_init(&topic->host_mu, NULL);
     atomic_init(&topic->max_message_bytes, -1);
     atomic_init(&topic->log_append_time, -1);
-    for (int32_t i = 0; i < npartitions; i++) {
-        topic->partitions[i].topic = topic;
-        topic->partitions[i].index = i;
-        atomic_init(&topic->partitions[i].log, NULL);
-        atomic_init(&topic->partitions[i].dir_index, -1);
-        kiq_partition_replica_init(&topic->partitions[i].replica, t->node_id, 0);
-        init_replica(t, &topic->partitions[i]);
-    }
     return topic;
 }
 
@@ -252,17 +286,18 @@ static void unplace_partition(kiq_topics_t *t, kiq_partition_t *p)
 /* Same lock: the topic's partitions no longer count for placement. */
 static void unplace_topic(kiq_topics_t *t, const kiq_topic_t *topic)
 {
-    for (int32_t i = 0; i < topic->npartitions; i++) {
-        int d = atomic_load(&topic->partitions[i].dir_index);
+    int32_t n = topic->npartitions;
+    for (int32_t i = 0; i < n; i++) {
+        int d = atomic_load(&topic->partitions[i]->dir_index);
         if (d >= 0) t->dirs[d].npartitions--;
     }
 }
 
-static int partition_path(char *buf, size_t n, const kiq_topic_t *topic, int32_t p)
+static int partition_path(char *buf, size_t n, const kiq_partition_t *p)
 {
     char name[300];
-    if (kiq_log_dir_name(name, sizeof name, topic->name, p) != 0) return -1;
-    if ((size_t)snprintf(buf, n, "%s/%s", topic->partitions[p].dir, name) >= n)
+    if (kiq_log_dir_name(name, sizeof name, p->topic->name, p->index) != 0) return -1;
+    if ((size_t)snprintf(buf, n, "%s/%s", p->dir, name) >= n)
         return kiq_error_set("path too long for %s", name);
     return 0;
 }
@@ -325,7 +360,7 @@ static void apply_hot_configs(kiq_topic_t *topic)
  * Kafka does) when the checkpoint does not name it. */
 static int64_t saved_recovery_point(const kiq_topics_t *t, const kiq_topic_t *topic, int32_t partition)
 {
-    int d = topic->partitions[partition].dir_index;
+    int d = topic->partitions[partition]->dir_index;
     for (size_t i = 0; i < t->nrps; i++)
         if (t->rps[i].partition == partition && t->rps[i].dir == d && strcmp(t->rps[i].topic, topic->name) == 0)
             return t->rps[i].offset;
@@ -339,17 +374,18 @@ static int open_partition_logs(kiq_topics_t *t, kiq_topic_t *topic, bool create)
     apply_hot_configs(topic);
     kiq_log_config_t cfg;
     topic_log_config(t, &topic->configs, &cfg);
-    for (int32_t i = 0; i < topic->npartitions; i++) {
-        int di = atomic_load(&topic->partitions[i].dir_index);
+    int32_t n = topic->npartitions;
+    for (int32_t i = 0; i < n; i++) {
+        int di = atomic_load(&topic->partitions[i]->dir_index);
         if (di < 0) continue;
         char pdir[PATH_MAX];
         const topics_dir_t *d = &t->dirs[di];
-        if (partition_path(pdir, sizeof pdir, topic, i) != 0) return -1;
+        if (partition_path(pdir, sizeof pdir, topic->partitions[i]) != 0) return -1;
         int64_t rp = create ? -1 : saved_recovery_point(t, topic, i);
         cfg.clean_shutdown = d->clean_shutdown;
         kiq_partition_log_t *l = kiq_partition_log_open_at(pdir, &cfg, rp);
         if (!l) return -1;
-        atomic_store(&topic->partitions[i].log, l);
+        atomic_store(&topic->partitions[i]->log, l);
         kiq_partition_log_set_log_dir(l, d->health);
         if (create && write_partition_metadata(pdir, &topic->id) != 0) return -1;
     }
@@ -422,16 +458,16 @@ static int load_topic(kiq_topics_t *t, const struct found_partition *e, size_t n
     kiq_topic_t *topic = topic_alloc(t, name, e[n - 1].partition + 1);
     if (!topic) return kiq_error_set("out of memory");
     for (size_t j = 0; j < n; j++)
-        if (place_partition(t, &topic->partitions[e[j].partition], e[j].dir) != 0) goto fail;
+        if (place_partition(t, topic->partitions[e[j].partition], e[j].dir) != 0) goto fail;
     for (int32_t p = 0; p < topic->npartitions && !t->partial; p++) {
         int d = pick_dir(t);
-        if (topic->partitions[p].dir_index < 0 && place_partition(t, &topic->partitions[p], d < 0 ? 0 : d) != 0)
+        if (topic->partitions[p]->dir_index < 0 && place_partition(t, topic->partitions[p], d < 0 ? 0 : d) != 0)
             goto fail;
     }
     char pdir[PATH_MAX];
     bool have_id = false;
     for (int32_t p = 0; p < topic->npartitions && !have_id; p++)
-        if (topic->partitions[p].dir_index >= 0 && partition_path(pdir, sizeof pdir, topic, p) == 0 &&
+        if (topic->partitions[p]->dir_index >= 0 && partition_path(pdir, sizeof pdir, topic->partitions[p]) == 0 &&
             read_partition_metadata(pdir, &topic->id) == 0)
             have_id = true;
     if (!have_id) kiq_uuid_random(&topic->id);
@@ -501,9 +537,9 @@ static void load_offset_checkpoint(kiq_topics_t *t, int d, const char *file, con
         bool found;
         int at = find_index(t, KIQ_STR(name), &found);
         if (!found || partition < 0 || partition >= t->topics[at]->npartitions ||
-            t->topics[at]->partitions[partition].dir_index != d)
+            t->topics[at]->partitions[partition]->dir_index != d)
             continue;
-        kiq_partition_log_t *l = atomic_load(&t->topics[at]->partitions[partition].log);
+        kiq_partition_log_t *l = atomic_load(&t->topics[at]->partitions[partition]->log);
         if (l && apply(l, offset) != 0)
             KIQ_WARN("%s-%d: saved %s %lld not applied: %s", name, partition, what, offset, kiq_error_get());
     }
@@ -551,8 +587,8 @@ static int write_checkpoint(kiq_topics_t *t, int d, const char *file, int64_t (*
     }
     for (int i = 0; i < count; i++)
         for (int32_t p = 0; p < list[i]->npartitions; p++) {
-            kiq_partition_log_t *l = atomic_load(&list[i]->partitions[p].log);
-            if (!l || atomic_load(&list[i]->partitions[p].dir_index) != d) continue;
+            kiq_partition_log_t *l = atomic_load(&list[i]->partitions[p]->log);
+            if (!l || atomic_load(&list[i]->partitions[p]->dir_index) != d) continue;
             fprintf(mem, "%s %d %lld\n", list[i]->name, p, (long long)get(l));
             n++;
         }
@@ -710,7 +746,7 @@ void kiq_topics_free(kiq_topics_t *t)
     if (t->store) {
         for (int i = 0; i < t->count; i++)
             for (int32_t p = 0; p < t->topics[i]->npartitions; p++) {
-                kiq_partition_log_t *l = atomic_load(&t->topics[i]->partitions[p].log);
+                kiq_partition_log_t *l = atomic_load(&t->topics[i]->partitions[p]->log);
                 if (l && !kiq_partition_log_offline(l) && kiq_partition_log_flush(l) < 0)
                     KIQ_WARN("flushing %s-%d: %s", t->topics[i]->name, p, kiq_error_get());
             }
@@ -734,7 +770,7 @@ void kiq_topics_set_node_id(kiq_topics_t *t, int32_t node_id)
 {
     t->node_id = node_id;
     for (int i = 0; i < t->count; i++)
-        for (int32_t p = 0; p < t->topics[i]->npartitions; p++) init_replica(t, &t->topics[i]->partitions[p]);
+        for (int32_t p = 0; p < t->topics[i]->npartitions; p++) init_replica(t, t->topics[i]->partitions[p]);
 }
 
 void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health)
@@ -743,8 +779,8 @@ void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health)
     t->dirs[0].health = health;
     for (int i = 0; i < t->count; i++)
         for (int32_t p = 0; p < t->topics[i]->npartitions; p++) {
-            kiq_partition_log_t *l = atomic_load(&t->topics[i]->partitions[p].log);
-            if (l && t->topics[i]->partitions[p].dir_index == 0) kiq_partition_log_set_log_dir(l, health);
+            kiq_partition_log_t *l = atomic_load(&t->topics[i]->partitions[p]->log);
+            if (l && t->topics[i]->partitions[p]->dir_index == 0) kiq_partition_log_set_log_dir(l, health);
         }
     pthread_rwlock_unlock(&t->lock);
 }
@@ -819,7 +855,7 @@ static int create_topic(kiq_topics_t *t, kiq_str_t name, const kiq_uuid_t *id, i
         kiq_topic_t *topic = topic_alloc(t, cname, partitions);
         bool placed = topic != NULL;
         for (int32_t i = 0; placed && i < partitions; i++)
-            if (!hosted || hosted[i]) placed = place_partition(t, &topic->partitions[i], pick_dir(t)) == 0;
+            if (!hosted || hosted[i]) placed = place_partition(t, topic->partitions[i], pick_dir(t)) == 0;
         if (placed && id) topic->id = *id;
         /* saved even when empty: that clears what a lost delete left */
         if (!placed || (!id && kiq_uuid_random(&topic->id) != 0) ||
@@ -839,7 +875,7 @@ static int create_topic(kiq_topics_t *t, kiq_str_t name, const kiq_uuid_t *id, i
             topic->replication_factor = replication_factor;
             for (int d = 0; d < t->ndirs; d++)
                 for (int32_t i = 0; i < partitions; i++)
-                    if (topic->partitions[i].dir_index == d) {
+                    if (topic->partitions[i]->dir_index == d) {
                         kiq_fsync_dir(t->dirs[d].path);
                         break;
                     }
@@ -961,7 +997,7 @@ static int open_hosted_log(kiq_topics_t *t, kiq_topic_t *topic, kiq_partition_t 
     kiq_partition_log_t *l = NULL;
     /* Not from any checkpoint: scan whatever the directory holds. */
     cfg->clean_shutdown = false;
-    if (partition_path(pdir, sizeof pdir, topic, p->index) == 0 && (l = kiq_partition_log_open_at(pdir, cfg, 0))) {
+    if (partition_path(pdir, sizeof pdir, p) == 0 && (l = kiq_partition_log_open_at(pdir, cfg, 0))) {
         kiq_partition_log_set_log_dir(l, t->dirs[d].health);
         if (write_partition_metadata(pdir, &topic->id) == 0) {
             kiq_fsync_dir(t->dirs[d].path);
@@ -976,45 +1012,85 @@ static int open_hosted_log(kiq_topics_t *t, kiq_topic_t *topic, kiq_partition_t 
     return -1;
 }
 
+/* Under host_mu, the topic not deleted: gives p's slot a log, a retired
+ * one taken back or one opened in a directory picked for it. */
+static int host_locked(kiq_topics_t *t, kiq_topic_t *topic, kiq_partition_t *p)
+{
+    if (atomic_load(&p->log)) return KIQ_ERR_NONE;
+    int rc = KIQ_ERR_NONE;
+    kiq_retired_log_t **pp = &topic->retired;
+    while (*pp && ((*pp)->partition != p->index || (*pp)->deleted)) pp = &(*pp)->next;
+    /* config_mu: a config change either sees the log or is seen by it */
+    pthread_mutex_lock(&topic->config_mu);
+    kiq_log_config_t cfg;
+    topic_log_config(t, &topic->configs, &cfg);
+    if (*pp) {
+        kiq_retired_log_t *e = *pp;
+        pthread_rwlock_wrlock(&t->lock);
+        rc = place_partition(t, p, e->dir) == 0 ? KIQ_ERR_NONE : KIQ_ERR_KAFKA_STORAGE_ERROR;
+        pthread_rwlock_unlock(&t->lock);
+        if (rc == KIQ_ERR_NONE) {
+            kiq_partition_log_set_log_dir(e->log, t->dirs[e->dir].health);
+            kiq_partition_log_set_config(e->log, &cfg);
+            atomic_store(&p->log, e->log);
+            *pp = e->next;
+            free(e);
+        }
+    } else if (open_hosted_log(t, topic, p, &cfg) != 0) {
+        rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
+    }
+    pthread_mutex_unlock(&topic->config_mu);
+    if (rc == KIQ_ERR_NONE) KIQ_INFO("hosting %s-%d in %s", topic->name, p->index, p->dir);
+    else KIQ_ERROR("cannot host %s-%d: %s", topic->name, p->index, kiq_error_get());
+    return rc;
+}
+
 int kiq_topics_host_partition(kiq_topics_t *t, kiq_topic_t *topic, int32_t partition)
 {
     if (partition < 0 || partition >= topic->npartitions) {
         kiq_error_set("topic %s has %d partition(s), not %d", topic->name, topic->npartitions, partition + 1);
         return KIQ_ERR_INVALID_PARTITIONS;
     }
-    kiq_partition_t *p = &topic->partitions[partition];
     int rc = KIQ_ERR_NONE;
     pthread_mutex_lock(&topic->host_mu);
     if (atomic_load(&topic->deleted)) {
         kiq_error_set("Topic %s does not exist", topic->name);
         rc = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-    } else if (!atomic_load(&p->log)) {
-        kiq_retired_log_t **pp = &topic->retired;
-        while (*pp && ((*pp)->partition != partition || (*pp)->deleted)) pp = &(*pp)->next;
-        /* config_mu: a config change either sees the log or is seen by it */
-        pthread_mutex_lock(&topic->config_mu);
-        kiq_log_config_t cfg;
-        topic_log_config(t, &topic->configs, &cfg);
-        if (*pp) {
-            kiq_retired_log_t *e = *pp;
-            pthread_rwlock_wrlock(&t->lock);
-            rc = place_partition(t, p, e->dir) == 0 ? KIQ_ERR_NONE : KIQ_ERR_KAFKA_STORAGE_ERROR;
-            pthread_rwlock_unlock(&t->lock);
-            if (rc == KIQ_ERR_NONE) {
-                kiq_partition_log_set_log_dir(e->log, t->dirs[e->dir].health);
-                kiq_partition_log_set_config(e->log, &cfg);
-                atomic_store(&p->log, e->log);
-                *pp = e->next;
-                free(e);
-            }
-        } else if (open_hosted_log(t, topic, p, &cfg) != 0) {
-            rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
-        }
-        pthread_mutex_unlock(&topic->config_mu);
-        if (rc == KIQ_ERR_NONE) KIQ_INFO("hosting %s-%d in %s", topic->name, partition, p->dir);
-        else KIQ_ERROR("cannot host %s-%d: %s", topic->name, partition, kiq_error_get());
+    } else {
+        rc = host_locked(t, topic, topic->partitions[partition]);
     }
     reap_retired(topic);
+    pthread_mutex_unlock(&topic->host_mu);
+    return rc;
+}
+
+int kiq_topics_add_partitions(kiq_topics_t *t, kiq_topic_t *topic, int32_t npartitions, bool host)
+{
+    pthread_mutex_lock(&topic->host_mu);
+    int rc = KIQ_ERR_NONE;
+    int32_t old = topic->npartitions;
+    if (atomic_load(&topic->deleted)) {
+        kiq_error_set("Topic %s does not exist", topic->name);
+        rc = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    } else if (npartitions > old) {
+        struct kiq_partition_slots *slots = slots_alloc(t, topic, old, npartitions);
+        if (!slots) {
+            kiq_error_set("out of memory");
+            rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        } else {
+            memcpy(slots->p, topic->partitions, (size_t)old * sizeof slots->p[0]);
+            slots->older = topic->slots;
+            topic->slots = slots;
+            /* the array first: whoever reads the new count finds its slots */
+            atomic_store(&topic->partitions, slots->p);
+            atomic_store(&topic->npartitions, npartitions);
+            KIQ_INFO("topic %s has %d partitions now (was %d)", topic->name, npartitions, old);
+            for (int32_t i = old; host && i < npartitions; i++) {
+                int hr = host_locked(t, topic, slots->p[i]);
+                if (hr != KIQ_ERR_NONE) rc = hr;
+            }
+        }
+    }
     pthread_mutex_unlock(&topic->host_mu);
     return rc;
 }
@@ -1025,7 +1101,7 @@ int kiq_topics_unhost_partition(kiq_topics_t *t, kiq_topic_t *topic, int32_t par
         kiq_error_set("topic %s has %d partition(s), not %d", topic->name, topic->npartitions, partition + 1);
         return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     }
-    kiq_partition_t *p = &topic->partitions[partition];
+    kiq_partition_t *p = topic->partitions[partition];
     int rc = KIQ_ERR_NONE;
     pthread_mutex_lock(&topic->host_mu);
     kiq_partition_log_t *l = atomic_load(&p->log);
@@ -1141,7 +1217,7 @@ int kiq_topics_update_configs(kiq_topics_t *t, kiq_topic_t *topic,
             topic_log_config(t, &topic->configs, &cfg);
             /* a log hosted meanwhile read the configs under this lock */
             for (int32_t i = 0; i < topic->npartitions; i++) {
-                kiq_partition_log_t *l = atomic_load(&topic->partitions[i].log);
+                kiq_partition_log_t *l = atomic_load(&topic->partitions[i]->log);
                 if (l) kiq_partition_log_set_config(l, &cfg);
             }
             KIQ_INFO("changed the configs of topic %s", topic->name);

@@ -48,14 +48,23 @@ typedef struct kiq_partition {
 typedef struct kiq_retired_log kiq_retired_log_t;
 
 /* Immutable after creation except the refcount, the deleted flag, the
- * links below, which the registry's lock guards, the configs and which
- * partitions are hosted. The partitions array never moves or grows. */
+ * links below, which the registry's lock guards, the configs, which
+ * partitions are hosted, and how many there are.
+ *
+ * Partitions are added (CreatePartitions) but never removed, and a
+ * partition never moves: partitions is an array of pointers that is
+ * replaced whole when it grows (kiq_topics_add_partitions, under host_mu),
+ * the old array kept until the topic goes, and npartitions is raised only
+ * after the new array is in place. So a reader indexes partitions[i] for
+ * any i below an npartitions it read, without a lock; a loop over the
+ * partitions reads npartitions once. */
 struct kiq_topic {
     char *name;
     kiq_uuid_t id;
-    int32_t npartitions;
+    _Atomic int32_t npartitions;
     int16_t replication_factor;
-    kiq_partition_t *partitions;
+    _Atomic(kiq_partition_t **) partitions;
+    struct kiq_partition_slots *slots; /* the arrays partitions pointed to, newest first; host_mu */
     /* Serialises hosting and unhosting on this topic; guards retired and
      * the partitions' dir. Taken before the registry's lock and config_mu. */
     pthread_mutex_t host_mu;
@@ -157,10 +166,21 @@ int kiq_topics_create_hosted(kiq_topics_t *t, kiq_str_t name, const kiq_uuid_t *
  * see below), and then applies the broker's retention and flush settings
  * (kiq_log_retention_apply_topic). Kafka error code: 0
  * (also when already hosted), INVALID_PARTITIONS for an index outside
- * [0, npartitions) (a topic's partitions never grow: readers index the
- * array without a lock), UNKNOWN_TOPIC_OR_PARTITION for a deleted topic,
+ * [0, npartitions) (kiq_topics_add_partitions grows a topic first),
+ * UNKNOWN_TOPIC_OR_PARTITION for a deleted topic,
  * KAFKA_STORAGE_ERROR (every directory offline, or the open failed). */
 int kiq_topics_host_partition(kiq_topics_t *t, kiq_topic_t *topic, int32_t partition);
+/* Grows the topic to npartitions partitions (nothing when it has as many
+ * already): the new ones are unhosted slots, or with host hosted as
+ * kiq_topics_host_partition hosts them (a standalone broker's
+ * CreatePartitions; a cluster broker hosts what LeaderAndIsr names). The
+ * caller holds exactly one reference to topic and then applies the
+ * broker's retention and flush settings. Kafka error code: 0,
+ * UNKNOWN_TOPIC_OR_PARTITION for a deleted topic, KAFKA_STORAGE_ERROR when
+ * a new partition could not be hosted (the topic has grown all the same;
+ * that partition stays unhosted), UNKNOWN_SERVER_ERROR when out of memory
+ * (nothing changed). */
+int kiq_topics_add_partitions(kiq_topics_t *t, kiq_topic_t *topic, int32_t npartitions, bool host);
 /* Stops hosting one partition: its slot's log becomes NULL at once, so
  * new readers see it unhosted. Readers that loaded the log just before may
  * still be using it, so the log object is not freed here but retired: it

@@ -416,3 +416,63 @@ def describe_divergence(logs):
                         f", first differs from replica {ref_id} at batch {first_diff}: "
                         f"{batches[first_diff]} vs {ref[first_diff]}"))
     return "; ".join(lines)
+
+
+class OneProcessCluster:
+    """`kafkaiq serve --brokers n`: a whole cluster in one process, broker i
+    serving clients on base + i and the controller's requests on
+    base + 100 + i, its data under workdir/data/broker-i. Ready once every
+    broker's Metadata lists all n."""
+
+    managed = True
+    host = HOST
+
+    def __init__(self, workdir, n=3, overrides=()):
+        self.workdir = pathlib.Path(workdir)
+        self.n = n
+        self.overrides = list(overrides)
+        self.base = free_port_block(list(range(n)) + [100 + i for i in range(n)])
+        self.port = self.base
+        self.data_dir = self.workdir / "data"
+        self.stderr_path = self.workdir / "cluster.stderr"
+        self.proc = None
+
+    @property
+    def bootstrap(self):
+        return ",".join(f"{HOST}:{self.base + i}" for i in range(self.n))
+
+    def command(self):
+        cmd = [str(BROKER_BIN), "serve", "--brokers", str(self.n), str(CONFIG),
+               "--override", f"listeners=PLAINTEXT://{HOST}:{self.base}",
+               "--override", f"log.dirs={self.data_dir}"]
+        for kv in self.overrides:
+            cmd += ["--override", kv]
+        return cmd
+
+    def start(self):
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                         cwd=self.workdir)
+        for i in range(self.n):
+            if not wait_port(HOST, self.base + i, READY_TIMEOUT, self.proc):
+                self.stop()
+                raise AssertionError(f"broker {i} not accepting on {self.base + i}\n{self.stderr_tail()}")
+        for i in range(self.n):
+            wait_until(lambda: len(metadata(HOST, self.base + i)["brokers"]) == self.n, REGISTER_TIMEOUT,
+                       f"broker {i} lists {self.n} brokers")
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        terminate(proc, "cluster", self.stderr_tail)
+
+    def stderr_tail(self, limit=6000):
+        if not self.stderr_path.exists():
+            return "(no stderr)"
+        return self.stderr_path.read_bytes()[-limit:].decode(errors="replace")
+

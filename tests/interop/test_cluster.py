@@ -34,9 +34,9 @@ from confluent_kafka import TopicPartition
 import conftest
 import kiq_clients as kc
 import kiq_wire as kw
-from cluster import (CONTROLLER_ID, HOST, Cluster, free_port_block, log_end, metadata,
-                     read_batches, wait_until)
-from conftest import BROKER_BIN, CONFIG, EXTERNAL, terminate, wait_port
+from cluster import (CONTROLLER_ID, HOST, Cluster, OneProcessCluster, log_end, metadata, read_batches,
+                     wait_until)
+from conftest import BROKER_BIN, EXTERNAL
 
 pytestmark = pytest.mark.skipif(EXTERNAL is not None, reason="starts its own cluster")
 
@@ -493,22 +493,10 @@ def test_controller_restart_replays_the_metadata_log(cluster):
 
 @pytest.mark.timeout(120)
 def test_one_command_cluster_with_kcat(tmp_path):
-    base = free_port_block([0, 1, 2, 100, 101, 102])
-    cmd = [str(BROKER_BIN), "serve", "--brokers", "3", str(CONFIG),
-           "--override", f"listeners=PLAINTEXT://{HOST}:{base}",
-           "--override", f"log.dirs={tmp_path / 'data'}",
-           "--override", "min.insync.replicas=2"]
-    stderr_path = tmp_path / "cluster.stderr"
-    with open(stderr_path, "wb") as err:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=tmp_path)
-
-    def tail():
-        return stderr_path.read_bytes()[-6000:].decode(errors="replace")
-
+    one = OneProcessCluster(tmp_path, overrides=["min.insync.replicas=2"])
+    one.start()
+    base = one.base
     try:
-        for i in range(3):
-            assert wait_port(HOST, base + i, conftest.READY_TIMEOUT, proc), (
-                f"broker {i} not accepting on {base + i}\n{tail()}")
         bs = f"{HOST}:{base}"
 
         def listed():
@@ -557,4 +545,4 @@ def test_one_command_cluster_with_kcat(tmp_path):
                                    for i in range(3)),
                        ISR_BOUND, f"{topic}-{part}: every replica at log end {want} (was {ends})")
     finally:
-        terminate(proc, "cluster", tail)
+        one.stop()

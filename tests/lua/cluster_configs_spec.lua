@@ -66,6 +66,14 @@ describe("cluster topic configs", function()
     local leader = assert(c:wait_for_leader("conf", 0, 10000))
     local p = produce(c:broker(leader).port, "conf", { { value = "no key" } }, -1)
     assert.are.equal(INVALID_RECORD, p.error_code)
+    -- KIP-467: each keyless record is named by its index, with the reason
+    p = produce(c:broker(leader).port, "conf",
+      { { key = "a", value = "1" }, { value = "2" }, { key = "c", value = "3" }, { value = "4" } }, -1)
+    assert.are.equal(INVALID_RECORD, p.error_code)
+    local why = "Compacted topic cannot accept message without key in topic partition conf-0."
+    assert.are.equal(why, p.error_message)
+    assert.are.same({ { batch_index = 1, batch_index_error_message = why },
+      { batch_index = 3, batch_index_error_message = why } }, p.record_errors)
     p = produce(c:broker(leader).port, "conf", { { key = "k", value = "v" } }, -1)
     assert.are.equal(0, p.error_code)
   end)

@@ -188,7 +188,7 @@ static kiq_partition_log_t *orders_log(kiq_topics_t *t)
 {
     kiq_topic_t *topic = kiq_topics_get(t, KIQ_STR("orders"));
     assert_non_null(topic);
-    kiq_partition_log_t *l = topic->partitions[0].log;
+    kiq_partition_log_t *l = topic->partitions[0]->log;
     kiq_topic_unref(topic);
     return l;
 }

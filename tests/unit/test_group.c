@@ -344,7 +344,7 @@ static kiq_group_offset_t *offset(const char *topic, int32_t partition, int64_t 
     o->partition = partition;
     o->offset = off;
     o->leader_epoch = -1;
-    o->metadata = metadata ? strdup(metadata) : NULL;
+    o->metadata = metadata ? (kiq_str_t){strdup(metadata), (int32_t)strlen(metadata)} : KIQ_STR_NULL;
     o->commit_ts_ms = 1000;
     o->expire_ts_ms = -1;
     return o;
@@ -382,7 +382,7 @@ static void test_offsets(void **state)
     assert_int_equal(kiq_group_put_offset(g, a0b), 0);
     assert_ptr_equal(kiq_group_get_offset(g, "orders", 6, 0), a0b);
     assert_int_equal(kiq_group_get_offset(g, "orders", 6, 0)->offset, 15);
-    assert_string_equal(kiq_group_get_offset(g, "orders", 6, 0)->metadata, "newer");
+    assert_string_equal(kiq_group_get_offset(g, "orders", 6, 0)->metadata.p, "newer");
     assert_int_equal(kiq_str_map_count(g->offsets), 4);
     /* putting the same object again keeps it alive */
     assert_int_equal(kiq_group_put_offset(g, a0b), 0);

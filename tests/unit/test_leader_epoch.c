@@ -606,7 +606,7 @@ static kiq_partition_log_t *topic_log(kiq_topics_t *t, int32_t p)
 {
     kiq_topic_t *topic = kiq_topics_get(t, KIQ_STR("orders"));
     assert_non_null(topic);
-    kiq_partition_log_t *l = topic->partitions[p].log;
+    kiq_partition_log_t *l = topic->partitions[p]->log;
     kiq_topic_unref(topic);
     return l;
 }

@@ -135,9 +135,9 @@ static void test_spread_checkpoints_and_reload(void **state)
     kiq_topic_t *topic = kiq_topics_get(t, KIQ_STR("orders"));
     int in[2] = {0, 0};
     for (int p = 0; p < 4; p++) {
-        int d = topic->partitions[p].dir_index;
+        int d = topic->partitions[p]->dir_index;
         assert_true(d == 0 || d == 1);
-        assert_string_equal(topic->partitions[p].dir, f->dir[d]);
+        assert_string_equal(topic->partitions[p]->dir, f->dir[d]);
         char name[32];
         snprintf(name, sizeof name, "orders-%d", p);
         assert_true(exists(f->dir[d], name));
@@ -149,10 +149,10 @@ static void test_spread_checkpoints_and_reload(void **state)
     /* the next one goes where there are fewest: both have 2, so the first */
     assert_int_equal(kiq_topics_create(t, KIQ_STR("one"), 1, 1, false), 0);
     kiq_topic_t *one = kiq_topics_get(t, KIQ_STR("one"));
-    assert_int_equal(one->partitions[0].dir_index, 0);
+    assert_int_equal(one->partitions[0]->dir_index, 0);
     kiq_topic_unref(one);
-    assert_int_equal(append_one(topic->partitions[0].log), 0);
-    int d0 = topic->partitions[0].dir_index;
+    assert_int_equal(append_one(topic->partitions[0]->log), 0);
+    int d0 = topic->partitions[0]->dir_index;
     kiq_topic_unref(topic);
     kiq_topics_free(t);
 
@@ -181,11 +181,11 @@ static void test_spread_checkpoints_and_reload(void **state)
     assert_non_null(topic);
     assert_int_equal(topic->npartitions, 4);
     in[0] = in[1] = 0;
-    for (int p = 0; p < 4; p++) in[topic->partitions[p].dir_index]++;
+    for (int p = 0; p < 4; p++) in[topic->partitions[p]->dir_index]++;
     assert_int_equal(in[0], 2);
     assert_int_equal(in[1], 2);
-    assert_int_equal(topic->partitions[0].dir_index, d0);
-    assert_int_equal(kiq_partition_log_end_offset(topic->partitions[0].log), 1);
+    assert_int_equal(topic->partitions[0]->dir_index, d0);
+    assert_int_equal(kiq_partition_log_end_offset(topic->partitions[0]->log), 1);
     assert_int_equal(kiq_topic_configs_int(&topic->configs, KIQ_TCFG_RETENTION_MS, -1), 60000);
     kiq_topic_unref(topic);
     kiq_topics_free(t);
@@ -198,7 +198,7 @@ static void test_partition_in_two_dirs_refused(void **state)
     assert_non_null(t);
     assert_int_equal(kiq_topics_create(t, KIQ_STR("dup"), 2, 1, false), 0);
     kiq_topic_t *topic = kiq_topics_get(t, KIQ_STR("dup"));
-    int d = topic->partitions[0].dir_index;
+    int d = topic->partitions[0]->dir_index;
     kiq_topic_unref(topic);
     kiq_topics_free(t);
     char copy[256];
@@ -215,7 +215,7 @@ static void test_fault_takes_only_its_dir_offline(void **state)
     assert_non_null(t);
     assert_int_equal(kiq_topics_create(t, KIQ_STR("io"), 2, 1, false), 0);
     kiq_topic_t *topic = kiq_topics_get(t, KIQ_STR("io"));
-    kiq_partition_t *p1 = &topic->partitions[0], *p2 = &topic->partitions[1];
+    kiq_partition_t *p1 = topic->partitions[0], *p2 = topic->partitions[1];
     assert_int_equal(p1->dir_index, 0);
     assert_int_equal(p2->dir_index, 1);
     assert_int_equal(kiq_log_dir_inject_fault(f->health[1], ENOSPC, 0, false), 0);
@@ -229,8 +229,8 @@ static void test_fault_takes_only_its_dir_offline(void **state)
     /* new partitions avoid the offline directory */
     assert_int_equal(kiq_topics_create(t, KIQ_STR("later"), 2, 1, false), 0);
     kiq_topic_t *later = kiq_topics_get(t, KIQ_STR("later"));
-    assert_int_equal(later->partitions[0].dir_index, 0);
-    assert_int_equal(later->partitions[1].dir_index, 0);
+    assert_int_equal(later->partitions[0]->dir_index, 0);
+    assert_int_equal(later->partitions[1]->dir_index, 0);
     kiq_topic_unref(later);
     kiq_topic_unref(topic);
     kiq_topics_free(t);

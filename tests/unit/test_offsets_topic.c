@@ -184,7 +184,8 @@ static int load(kiq_partition_log_t *log, recorder_t *r)
 static kiq_group_offset_t offset_of(const char *topic, int32_t partition, int64_t off, int32_t epoch, const char *md,
                                     int64_t commit_ts, int64_t expire_ts)
 {
-    return (kiq_group_offset_t){(char *)topic, partition, off, epoch, (char *)md, commit_ts, expire_ts};
+    return (kiq_group_offset_t){(char *)topic, partition, off, epoch, md ? KIQ_STR(md) : KIQ_STR_NULL, commit_ts,
+                                expire_ts};
 }
 
 static void add_member(kiq_group_t *g, const char *id, const char *instance_id, const char *sub_range,

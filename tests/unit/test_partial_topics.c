@@ -62,7 +62,7 @@ static void checkpoint_lines(const kiq_test_log_dir_t *ld, const char *file, cha
     fclose(fp);
 }
 
-static kiq_partition_log_t *log_of(kiq_topic_t *topic, int32_t p) { return atomic_load(&topic->partitions[p].log); }
+static kiq_partition_log_t *log_of(kiq_topic_t *topic, int32_t p) { return atomic_load(&topic->partitions[p]->log); }
 
 static void test_create_hosted_and_reload(void **state)
 {
@@ -96,7 +96,7 @@ static void test_create_hosted_and_reload(void **state)
     assert_int_equal(topic->replication_factor, 3);
     assert_memory_equal(topic->id.b, id.b, 16);
     assert_null(log_of(topic, 1));
-    assert_int_equal(topic->partitions[1].dir_index, -1);
+    assert_int_equal(topic->partitions[1]->dir_index, -1);
     /* p0: two records, the high watermark kept at 1; p2: log start at 1 */
     assert_int_equal(kiq_test_append_batch(log_of(topic, 0), 1, 1000, 0, NULL, NULL), 0);
     assert_int_equal(kiq_test_append_batch(log_of(topic, 0), 1, 1001, 0, NULL, NULL), 0);
@@ -180,7 +180,7 @@ static void test_host_and_unhost(void **state)
     kiq_partition_log_t *first = log_of(topic, 1);
     assert_non_null(first);
     assert_true(exists(ld, "events-1/partition.metadata"));
-    assert_int_equal(topic->partitions[1].dir_index, 0);
+    assert_int_equal(topic->partitions[1]->dir_index, 0);
     assert_int_equal(kiq_topics_host_partition(t, topic, 1), 0);
     assert_ptr_equal(log_of(topic, 1), first);
     assert_int_equal(kiq_test_append_batch(first, 3, 1000, 0, NULL, NULL), 0);
@@ -190,7 +190,7 @@ static void test_host_and_unhost(void **state)
     kiq_partition_log_t *held = log_of(reader, 1);
     assert_int_equal(kiq_topics_unhost_partition(t, topic, 1, false), 0);
     assert_null(log_of(topic, 1));
-    assert_int_equal(topic->partitions[1].dir_index, -1);
+    assert_int_equal(topic->partitions[1]->dir_index, -1);
     assert_true(exists(ld, "events-1"));
     kiq_wr_t w;
     kiq_wr_init(&w);
@@ -317,7 +317,7 @@ static void *churn_read(void *arg)
     churn_reader_t *r = arg;
     while (!atomic_load(&r->stop)) {
         kiq_topic_t *topic = kiq_topics_get(r->t, KIQ_STR("churn"));
-        kiq_partition_log_t *l = topic ? atomic_load(&topic->partitions[1].log) : NULL;
+        kiq_partition_log_t *l = topic ? atomic_load(&topic->partitions[1]->log) : NULL;
         if (l) {
             kiq_wr_t w;
             kiq_wr_init(&w);

@@ -220,7 +220,7 @@ static kiq_partition_log_t *topic_log(kiq_topics_t *t, const char *name, int p, 
 {
     *topic = kiq_topics_get(t, KIQ_STR(name));
     assert_non_null(*topic);
-    return (*topic)->partitions[p].log;
+    return (*topic)->partitions[p]->log;
 }
 
 static void test_log_start_checkpoint(void **state)
