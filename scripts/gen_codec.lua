@@ -103,6 +103,9 @@ local function load_struct(fields, ctype, where, vr)
     end
     if t == "[]" or t == "struct" then
       if type(f.fields) ~= "table" then die("%s: %s needs fields", fw, t) end
+      -- a nullable struct: an int8 marker (-1 null, 1 present) before its fields
+      fd.nullable_struct = t == "struct" and not empty(fd.null)
+      if fd.nullable_struct and f.tag then die("%s: a tagged struct cannot be nullable", fw) end
       fd.struct = load_struct(f.fields, ctype:gsub("_t$", "") .. "_" .. f[1] .. "_t", fw, vr)
       fd.kind = t == "[]" and "sarray" or "struct"
       st.children[#st.children + 1] = fd.struct
@@ -241,6 +244,7 @@ local function gen_struct_decl(st)
       if fd.type == "records" then emit(H, "    const kiq_file_records_t *%s_file;", fd.name) end
     elseif fd.kind == "struct" then
       emit(H, "    %s %s;", fd.struct.ctype, fd.name)
+      if fd.nullable_struct then emit(H, "    bool %s_null;", fd.name) end
     else
       local et = fd.kind == "sarray" and fd.struct.ctype or prim[fd.elem].c
       emit(H, "    int32_t %s_n;", fd.name)
@@ -260,6 +264,7 @@ local function gen_init(st)
     local d = c_default(fd)
     if fd.kind == "struct" then
       emit(C, "    %s_init(&m->%s);", fname(fd.struct), fd.name)
+      if fd.nullable_struct and fd.default == "null" then emit(C, "    m->%s_null = true;", fd.name) end
     elseif d == "null-array" then
       emit(C, "    m->%s_n = -1;", fd.name)
     elseif d then
@@ -276,6 +281,10 @@ local function rd_value(fd, vr, dst, indent)
     local p = prim[fd.type]
     return { indent .. dst .. " = " .. p.rd:format(nul) .. ";" }
   elseif fd.kind == "struct" then
+    if fd.nullable_struct then
+      return { indent .. ("%s_null = (%s) && kiq_rd_i8(r) < 0;"):format(dst, nul),
+               indent .. ("if (!%s_null) dec_%s(r, v, a, &%s);"):format(dst, fname(fd.struct), dst) }
+    end
     return { indent .. ("dec_%s(r, v, a, &%s);"):format(fname(fd.struct), dst) }
   end
   local out = {}
@@ -309,6 +318,10 @@ local function wr_value(fd, vr, src, indent)
     if p.nullable then return { indent .. p.wr:format(src, nul) .. ";" } end
     return { indent .. p.wr:format(src) .. ";" }
   elseif fd.kind == "struct" then
+    if fd.nullable_struct then
+      return { indent .. ("if (%s) kiq_wr_i8(w, %s_null ? -1 : 1);"):format(nul, src),
+               indent .. ("if (!(%s) || !%s_null) enc_%s(w, v, &%s);"):format(nul, src, fname(fd.struct), src) }
+    end
     return { indent .. ("enc_%s(w, v, &%s);"):format(fname(fd.struct), src) }
   end
   local out = {}
@@ -356,7 +369,8 @@ local function gen_codec(st, vr, flexr)
   local flexc = cond(flexr, vr)
   -- minimum wire size of an element, to bound array counts before allocating
   if not st.top then
-  emit(C, "static size_t min_%s(int16_t v)\n{", n)
+  -- inline: a struct held directly by a top-level message has no array to bound
+  emit(C, "static inline size_t min_%s(int16_t v)\n{", n)
   emit(C, "    bool flex = %s;\n    size_t n = flex ? 1 : 0;\n    (void)v;\n    (void)flex;", flexc)
   for _, fd in ipairs(st.fields) do
     local present = cond(fd.v, vr)
@@ -365,7 +379,8 @@ local function gen_codec(st, vr, flexr)
     if fd.kind == "prim" then
       m = tostring(prim[fd.type].min)
     elseif fd.kind == "struct" then
-      m = ("min_%s(v)"):format(fname(fd.struct))
+      m = fd.nullable_struct and ("((%s) ? 1 : min_%s(v))"):format(cond(fd.null, vr), fname(fd.struct))
+          or ("min_%s(v)"):format(fname(fd.struct))
     else
       m = "(flex ? 1 : 4)"
     end
@@ -502,6 +517,7 @@ local function gen_sample(st, vr)
         emit(S, "        %s = %s;", dst, val(fd.type, fd.default))
       elseif fd.kind == "struct" then
         emit(S, "        sample_%s(&%s, v, a, seed + 1);", fname(fd.struct), dst)
+        if fd.nullable_struct then emit(S, "        %s_null = false;", dst) end
       else
         local et = fd.kind == "sarray" and fd.struct.ctype or prim[fd.elem].c
         emit(S, "        %s_n = 2;", dst)
@@ -587,6 +603,8 @@ local function gen_lua(st, vr)
           emit(L, "                %s", lua_push_value("prim", fd.elem, src .. "[i]"))
         end
         emit(L, "                lua_rawseti(L, -2, i + 1);\n            }\n        }")
+      elseif fd.nullable_struct then
+        emit(L, "        if (%s_null) lua_pushnil(L);\n        else %s", src, lua_push_value(fd.kind, fd.type, src, fd))
       else
         emit(L, "        %s", lua_push_value(fd.kind, fd.type, src, fd))
       end
@@ -619,11 +637,14 @@ local function gen_lua(st, vr)
         emit(L, "                lua_pop(L, 1);\n            }")
       else
         emit(L, "            %s", lua_check_value(fd.kind, fd.type, dst, fd, "top"))
+        if fd.nullable_struct then emit(L, "            %s_null = false;", dst) end
       end
       local nul = cond(fd.null, vr)
       if (fd.kind == "sarray" or fd.kind == "parray") and nul ~= "0" then
         -- an absent nullable array is null (Metadata: nil topics = all)
         emit(L, "        } else if (%s) {\n            %s_n = -1;", nul, dst)
+      elseif fd.nullable_struct and nul ~= "0" then
+        emit(L, "        } else if (%s) {\n            %s_null = true;", nul, dst)
       end
       emit(L, "        }\n        lua_pop(L, 1);\n    }")
     end

@@ -7,6 +7,7 @@
 #include "net/request.h"
 #include "proto/errors.h"
 #include "server/broker.h"
+#include "server/metadata_cache.h"
 
 enum kiq_handler_result {
     KIQ_HANDLER_CLOSE = -1,      /* drop the connection, no response */
@@ -22,10 +23,26 @@ typedef int (*kiq_api_handler_fn)(kiq_broker_t *b, kiq_request_t *r, const void 
 /* Which listener a request came in on (kiq_request_t.listener). */
 enum { KIQ_LISTENER_DATA = 0, KIQ_LISTENER_CONTROL = 1 };
 
-/* NULL for APIs this broker does not serve on that listener (it refuses
- * them like Kafka: by closing the connection). The control plane serves
- * the controller's APIs; the data plane the clients'. */
-kiq_api_handler_fn kiq_api_handler(int16_t api_key, int listener);
+/* One API of the surface (api/api_table.c): its handler, the listeners
+ * that serve it (a bit per KIQ_LISTENER_*), and where its served and
+ * advertised versions differ from its schema's (-1: the schema's). */
+typedef struct kiq_api_row {
+    int16_t key;
+    int16_t min;            /* lowest version served and advertised */
+    int16_t advertised_min; /* lowest advertised (below min: refused all the same) */
+    uint8_t planes;
+    kiq_api_handler_fn handler;
+} kiq_api_row_t;
+
+/* The row of an API that listener serves, NULL for one it does not (it
+ * refuses it like Kafka: by closing the connection). The control plane
+ * serves the controller's APIs; the data plane the clients'. */
+const kiq_api_row_t *kiq_api_row(int16_t api_key, int listener);
+/* The row's served and advertised lowest versions, and whether it serves
+ * version (its schema c's highest is the highest). */
+int16_t kiq_api_row_min(const kiq_api_row_t *row, const kiq_api_codec_t *c);
+int16_t kiq_api_row_advertised_min(const kiq_api_row_t *row, const kiq_api_codec_t *c);
+bool kiq_api_row_serves(const kiq_api_row_t *row, const kiq_api_codec_t *c, int16_t version);
 
 /* Any thread: encodes the response with its header and hands the request
  * back to its processor. */
@@ -43,6 +60,15 @@ int kiq_api_init_producer_id_handle(kiq_broker_t *b, kiq_request_t *r, const voi
 int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_delete_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_create_partitions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_offset_for_leader_epoch_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_describe_log_dirs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_elect_leaders_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_describe_cluster_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_describe_producers_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_describe_topic_partitions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+/* KIP-714 client telemetry: there is never a subscription. */
+int kiq_api_get_telemetry_subscriptions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_push_telemetry_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req,
                                     void *resp);
 int kiq_api_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
@@ -61,6 +87,7 @@ int kiq_api_offset_delete_handle(kiq_broker_t *b, kiq_request_t *r, const void *
 int kiq_api_list_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_describe_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_delete_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
+int kiq_api_consumer_group_describe_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 
 /* The controller's APIs, served on the control plane of the broker that
  * hosts it (others answer NOT_CONTROLLER). */
@@ -96,6 +123,32 @@ int kiq_api_alter_topic_configs(kiq_broker_t *b, int8_t resource_type, kiq_str_t
  * current_leader_epoch >= 0 FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH. */
 int16_t kiq_api_led_partition(kiq_topic_t *topic, int32_t index, int32_t current_leader_epoch, kiq_partition_t **part,
                               kiq_partition_log_t **log);
+
+/* The leaders named in one response's current_leader hints (KIP-951),
+ * for its node_endpoints; in the request's arena. */
+typedef struct kiq_api_leader_nodes {
+    int n, cap;
+    kiq_cached_broker_t *nodes;
+} kiq_api_leader_nodes_t;
+/* The current leader of topic's partition as this broker knows it (its
+ * metadata in cluster mode, itself standalone) into *leader_id and
+ * *leader_epoch, its endpoint added to nodes once; false when unknown. */
+bool kiq_api_leader_hint(kiq_broker_t *b, kiq_request_t *r, kiq_str_t topic, int32_t partition,
+                         int32_t *leader_id, int32_t *leader_epoch, kiq_api_leader_nodes_t *nodes);
+
+/* A topic as this broker describes it to clients (api/topic_view.c), by
+ * name or (name.p NULL) by id, copied into the request's arena; false for
+ * an unknown topic. */
+bool kiq_api_topic_view(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name, const kiq_uuid_t *id,
+                        kiq_cached_topic_t *out);
+/* Every topic so, sorted by name, into *out; their number. */
+int kiq_api_topic_views(kiq_broker_t *b, kiq_request_t *r, kiq_cached_topic_t **out);
+
+/* Authorized operations with no authorizer (every operation allowed), as
+ * Kafka's bitfields count them: for topics, the cluster and groups. */
+#define KIQ_API_TOPIC_OPERATIONS 3576
+#define KIQ_API_CLUSTER_OPERATIONS 8096
+#define KIQ_API_GROUP_OPERATIONS 328
 
 /* Arena copy of a C string as a protocol string. */
 kiq_str_t kiq_api_str(kiq_request_t *r, const char *s);

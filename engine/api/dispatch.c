@@ -9,60 +9,6 @@
 #include "core/error.h"
 #include "core/log.h"
 
-/* What the control-plane listener serves besides ApiVersions. */
-static kiq_api_handler_fn control_handler(int16_t api_key)
-{
-    switch (api_key) {
-    case KIQ_API_API_VERSIONS: return kiq_api_versions_handle;
-    case KIQ_API_METADATA: return kiq_api_metadata_handle;
-    case KIQ_API_BROKER_REGISTRATION: return kiq_api_broker_registration_handle;
-    case KIQ_API_BROKER_HEARTBEAT: return kiq_api_broker_heartbeat_handle;
-    case KIQ_API_ALTER_PARTITION: return kiq_api_alter_partition_handle;
-    case KIQ_API_UPDATE_METADATA: return kiq_api_update_metadata_handle;
-    case KIQ_API_LEADER_AND_ISR: return kiq_api_leader_and_isr_handle;
-    case KIQ_API_STOP_REPLICA: return kiq_api_stop_replica_handle;
-    /* forwarded by the other brokers to the one hosting the controller */
-    case KIQ_API_CREATE_TOPICS: return kiq_api_create_topics_handle;
-    case KIQ_API_DELETE_TOPICS: return kiq_api_delete_topics_handle;
-    case KIQ_API_CREATE_PARTITIONS: return kiq_api_create_partitions_handle;
-    /* the replicas ask the controller for a new topic's configs */
-    case KIQ_API_DESCRIBE_CONFIGS: return kiq_api_describe_configs_handle;
-    default: return NULL;
-    }
-}
-
-kiq_api_handler_fn kiq_api_handler(int16_t api_key, int listener)
-{
-    if (listener == KIQ_LISTENER_CONTROL) return control_handler(api_key);
-    switch (api_key) {
-    case KIQ_API_PRODUCE: return kiq_api_produce_handle;
-    case KIQ_API_FETCH: return kiq_api_fetch_handle;
-    case KIQ_API_LIST_OFFSETS: return kiq_api_list_offsets_handle;
-    case KIQ_API_DELETE_RECORDS: return kiq_api_delete_records_handle;
-    case KIQ_API_INIT_PRODUCER_ID: return kiq_api_init_producer_id_handle;
-    case KIQ_API_METADATA: return kiq_api_metadata_handle;
-    case KIQ_API_API_VERSIONS: return kiq_api_versions_handle;
-    case KIQ_API_CREATE_TOPICS: return kiq_api_create_topics_handle;
-    case KIQ_API_DELETE_TOPICS: return kiq_api_delete_topics_handle;
-    case KIQ_API_CREATE_PARTITIONS: return kiq_api_create_partitions_handle;
-    case KIQ_API_DESCRIBE_CONFIGS: return kiq_api_describe_configs_handle;
-    case KIQ_API_ALTER_CONFIGS: return kiq_api_alter_configs_handle;
-    case KIQ_API_INCREMENTAL_ALTER_CONFIGS: return kiq_api_incremental_alter_configs_handle;
-    case KIQ_API_FIND_COORDINATOR: return kiq_api_find_coordinator_handle;
-    case KIQ_API_JOIN_GROUP: return kiq_api_join_group_handle;
-    case KIQ_API_SYNC_GROUP: return kiq_api_sync_group_handle;
-    case KIQ_API_HEARTBEAT: return kiq_api_heartbeat_handle;
-    case KIQ_API_LEAVE_GROUP: return kiq_api_leave_group_handle;
-    case KIQ_API_OFFSET_COMMIT: return kiq_api_offset_commit_handle;
-    case KIQ_API_OFFSET_FETCH: return kiq_api_offset_fetch_handle;
-    case KIQ_API_OFFSET_DELETE: return kiq_api_offset_delete_handle;
-    case KIQ_API_LIST_GROUPS: return kiq_api_list_groups_handle;
-    case KIQ_API_DESCRIBE_GROUPS: return kiq_api_describe_groups_handle;
-    case KIQ_API_DELETE_GROUPS: return kiq_api_delete_groups_handle;
-    default: return NULL;
-    }
-}
-
 kiq_str_t kiq_api_str(kiq_request_t *r, const char *s)
 {
     size_t n = strlen(s);
@@ -88,9 +34,7 @@ void kiq_api_respond(kiq_request_t *r, const void *response)
     }
     int16_t v = r->header.api_version;
     /* ApiVersions answers an unsupported version as v0 (PROTOCOL.md) */
-    if (r->header.api_key == KIQ_API_API_VERSIONS &&
-        (v < r->codec->min_version || v > r->codec->max_version))
-        v = 0;
+    if (r->header.api_key == KIQ_API_API_VERSIONS && (v < r->codec->min_version || v > r->codec->max_version)) v = 0;
     kiq_wr_t w;
     kiq_wr_init(&w);
     /* one allocation for large responses instead of doubling copies */
@@ -121,7 +65,7 @@ void kiq_api_respond(kiq_request_t *r, const void *response)
 static void run_handler(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp, bool stamp)
 {
     kiq_error_clear();
-    int rc = kiq_api_handler(r->codec->key, r->listener)(b, r, req, resp);
+    int rc = kiq_api_row(r->codec->key, r->listener)->handler(b, r, req, resp);
     /* A parked request belongs to the purgatory, which may already have
      * answered and freed it: the handler stamped it before parking. */
     if (rc == KIQ_HANDLER_PARKED) return;
@@ -202,8 +146,7 @@ void kiq_broker_handle(kiq_broker_t *b, kiq_request_t *r)
     void *req = kiq_arena_alloc(&r->arena, c->request_size);
     void *resp = kiq_arena_alloc(&r->arena, c->response_size);
     c->response_init(resp);
-    bool unsupported = v < c->min_version || v > c->max_version;
-    if (unsupported) {
+    if (!kiq_api_row_serves(kiq_api_row(c->key, r->listener), c, v)) {
         /* only ApiVersions gets here (admission refused the rest) */
         c->request_init(req);
     } else {

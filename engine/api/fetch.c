@@ -23,7 +23,12 @@
  * and wait for appends; their fetch offset is their log end, which moves
  * the high watermark and may bring them into the ISR; from v12, a
  * last_fetched_epoch the leader's log disagrees with is answered with the
- * diverging epoch (where the follower must truncate) and no records. */
+ * diverging epoch (where the follower must truncate) and no records.
+ *
+ * From v13 topics are named by id (an unknown one is UNKNOWN_TOPIC_ID),
+ * from v15 a follower names itself in replica_state, and from v16 a
+ * partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names
+ * its current leader, whose endpoint the answer carries (KIP-951). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +37,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "replica/replica_manager.h"
+#include "server/metadata_cache.h"
 
 /* One partition's answer as it lies in its log: the slices (holding their
  * segments) and the ranges the encoder places in the frame. In the
@@ -118,15 +124,44 @@ static int64_t fetch_copy(kiq_request_t *r, kiq_partition_log_t *log, int64_t of
     return (int64_t)len;
 }
 
+/* The fetching follower's broker id, or -1 for a consumer (v15 moved it
+ * into replica_state). */
+static int32_t fetch_replica(const kiq_request_t *r, const kiq_fetch_request_t *req)
+{
+    return r->header.api_version >= 15 ? req->replica_state.replica_id : req->replica_id;
+}
+
+/* The topic a request's entry names, by name or (v13+) by id: a reference,
+ * or NULL with *err the error its partitions get. A topic this broker
+ * hosts no replica of is another broker's to answer. */
+static kiq_topic_t *fetch_topic(kiq_broker_t *b, const kiq_request_t *r, const kiq_fetch_request_topics_t *t,
+                                int16_t *err)
+{
+    bool by_id = r->header.api_version >= 13;
+    kiq_topic_t *topic = by_id ? kiq_topics_get_by_id(b->topics, &t->topic_id) : kiq_topics_get(b->topics, t->topic);
+    if (topic) return topic;
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_cached_topic_t known;
+    bool elsewhere = b->cluster && (by_id ? kiq_metadata_cache_topic_by_id(b->metadata, &t->topic_id, &a, &known)
+                                          : t->topic.p && kiq_metadata_cache_partition_count(
+                                                              b->metadata, t->topic.p, (size_t)t->topic.len) > 0);
+    kiq_arena_reset(&a);
+    *err = elsewhere ? KIQ_ERR_NOT_LEADER_OR_FOLLOWER
+           : by_id   ? KIQ_ERR_UNKNOWN_TOPIC_ID
+                     : KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    return NULL;
+}
+
 /* Whether this broker may answer the partition from log (part's, loaded
- * once): a Kafka error code. */
-static int16_t fetch_check(const kiq_fetch_request_t *req, kiq_partition_t *part, kiq_partition_log_t *log,
+ * once) to replica (-1: a consumer): a Kafka error code. */
+static int16_t fetch_check(int32_t replica, kiq_partition_t *part, kiq_partition_log_t *log,
                            const kiq_fetch_request_topics_partitions_t *p)
 {
     if (!log) return KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
     if (kiq_partition_log_offline(log)) return KIQ_ERR_KAFKA_STORAGE_ERROR;
-    if (req->replica_id >= 0)
-        return kiq_partition_replica_check_follower_fetch(&part->replica, req->replica_id, p->current_leader_epoch);
+    if (replica >= 0)
+        return kiq_partition_replica_check_follower_fetch(&part->replica, replica, p->current_leader_epoch);
     int16_t err = kiq_partition_replica_check_leader(&part->replica, p->current_leader_epoch);
     /* a new leader not yet sure what was committed: retry soon rather than
      * see the high watermark go back (clients refresh and back off) */
@@ -162,7 +197,9 @@ static bool fetch_diverges(kiq_partition_log_t *log, const kiq_fetch_request_top
 static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req,
                        kiq_fetch_response_t *out, fetch_result_t *res, bool first)
 {
-    bool follower = req->replica_id >= 0;
+    int32_t replica = fetch_replica(r, req);
+    bool follower = replica >= 0;
+    kiq_api_leader_nodes_t leaders = {0};
     int64_t total = 0, copied = 0;
     *res = (fetch_result_t){
         .zero_copy = kiq_config_bool(b->config, KIQ_CFG_FETCH_SENDFILE) &&
@@ -179,10 +216,14 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
         kiq_fetch_response_responses_t *tr = &out->responses[i];
         kiq_fetch_response_responses_init(tr);
         tr->topic = t->topic;
+        tr->topic_id = t->topic_id;
         tr->partitions_n = t->partitions_n;
         tr->partitions = kiq_arena_calloc(&r->arena, (size_t)(t->partitions_n > 0 ? t->partitions_n : 0),
                                           sizeof *tr->partitions);
-        kiq_topic_t *topic = kiq_topics_get(b->topics, t->topic);
+        int16_t missing = KIQ_ERR_NONE;
+        kiq_topic_t *topic = fetch_topic(b, r, t, &missing);
+        /* the name for interceptors and logs, whichever way it was named */
+        if (topic) tr->topic = kiq_api_str(r, topic->name);
         for (int32_t j = 0; j < t->partitions_n; j++) {
             const kiq_fetch_request_topics_partitions_t *p = &t->partitions[j];
             kiq_fetch_response_responses_partitions_t *pr = &tr->partitions[j];
@@ -190,14 +231,18 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
             pr->partition_index = p->partition;
             pr->records = (kiq_bytes_t){(const uint8_t *)"", 0};
             if (!topic || p->partition < 0 || p->partition >= topic->npartitions) {
-                pr->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                pr->error_code = topic ? KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION : missing;
                 pr->high_watermark = -1;
                 continue;
             }
             kiq_partition_t *part = topic->partitions[p->partition];
             kiq_partition_log_t *log = part->log;
-            if ((pr->error_code = fetch_check(req, part, log, p)) != 0) {
+            if ((pr->error_code = fetch_check(replica, part, log, p)) != 0) {
                 pr->high_watermark = -1;
+                if (r->header.api_version >= 16 && (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER ||
+                                                    pr->error_code == KIQ_ERR_FENCED_LEADER_EPOCH))
+                    kiq_api_leader_hint(b, r, tr->topic, p->partition, &pr->current_leader.leader_id,
+                                        &pr->current_leader.leader_epoch, &leaders);
                 continue;
             }
             bool diverged = follower && fetch_diverges(log, p, pr);
@@ -205,11 +250,11 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
                 res->diverging = true;
             } else if (follower && first) {
                 bool moved, expand;
-                kiq_partition_replica_follower_fetched(&part->replica, log, req->replica_id, p->fetch_offset,
+                kiq_partition_replica_follower_fetched(&part->replica, log, replica, p->fetch_offset,
                                                        kiq_clock_mono_ns() / 1000000, &moved, &expand);
                 res->hw_moved |= moved;
                 if (expand && b->replicas)
-                    kiq_replica_manager_queue_isr_expand(b->replicas, topic, p->partition, req->replica_id);
+                    kiq_replica_manager_queue_isr_expand(b->replicas, topic, p->partition, replica);
             }
             int64_t hw = kiq_partition_log_high_watermark(log);
             pr->high_watermark = pr->last_stable_offset = hw;
@@ -242,6 +287,14 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
         }
         kiq_topic_unref(topic);
     }
+    out->node_endpoints_n = leaders.n;
+    out->node_endpoints = kiq_arena_calloc(&r->arena, (size_t)(leaders.n ? leaders.n : 1), sizeof *out->node_endpoints);
+    for (int i = 0; i < leaders.n; i++) {
+        kiq_fetch_response_node_endpoints_init(&out->node_endpoints[i]);
+        out->node_endpoints[i].node_id = leaders.nodes[i].id;
+        out->node_endpoints[i].host = KIQ_STR(leaders.nodes[i].host);
+        out->node_endpoints[i].port = leaders.nodes[i].port;
+    }
     r->response_size_hint = (size_t)copied + 4096;
     res->bytes = total;
 }
@@ -249,12 +302,14 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
 /* True when any requested partition has data past the fetch offset (up to
  * the high watermark for consumers) or an error to report: cheap, without
  * reading the log. */
-static bool fetch_ready(kiq_broker_t *b, const kiq_fetch_request_t *req)
+static bool fetch_ready(kiq_broker_t *b, const kiq_request_t *r, const kiq_fetch_request_t *req)
 {
     bool ready = false;
+    int32_t replica = fetch_replica(r, req);
     for (int32_t i = 0; i < req->topics_n && !ready; i++) {
         const kiq_fetch_request_topics_t *t = &req->topics[i];
-        kiq_topic_t *topic = kiq_topics_get(b->topics, t->topic);
+        int16_t missing;
+        kiq_topic_t *topic = fetch_topic(b, r, t, &missing);
         for (int32_t j = 0; j < t->partitions_n && !ready; j++) {
             const kiq_fetch_request_topics_partitions_t *p = &t->partitions[j];
             if (!topic || p->partition < 0 || p->partition >= topic->npartitions) {
@@ -263,13 +318,13 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_fetch_request_t *req)
             }
             kiq_partition_t *part = topic->partitions[p->partition];
             kiq_partition_log_t *log = part->log;
-            if (fetch_check(req, part, log, p) != 0) {
+            if (fetch_check(replica, part, log, p) != 0) {
                 ready = true;
                 break;
             }
             int64_t leo = kiq_partition_log_end_offset(log);
             if (p->fetch_offset > leo || p->fetch_offset < kiq_partition_log_start_offset(log)) ready = true;
-            else if (req->replica_id >= 0) ready = leo > p->fetch_offset;
+            else if (replica >= 0) ready = leo > p->fetch_offset;
             else ready = kiq_partition_log_high_watermark(log) > p->fetch_offset;
         }
         if (!topic) ready = true;
@@ -310,7 +365,7 @@ static void fetch_intercept(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_r
 static bool fetch_try_complete(kiq_delayed_op_t *op, bool expired)
 {
     fetch_op_t *f = (fetch_op_t *)op;
-    if (!expired && !fetch_ready(f->b, f->req)) return false;
+    if (!expired && !fetch_ready(f->b, f->r, f->req)) return false;
     kiq_fetch_response_init(f->resp);
     fetch_result_t res;
     fetch_read(f->b, f->r, f->req, f->resp, &res, false);

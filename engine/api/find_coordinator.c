@@ -4,7 +4,7 @@
  * its __consumer_offsets partition, as this broker's metadata shows it;
  * the topic is created through the controller on first use.
  * Transactions are not supported: their coordinator is never available.
- * v4 asks for several keys at once. */
+ * v4 asks for several keys at once; v6 knows share groups (none here). */
 #include <stdio.h>
 
 #include "api/api.h"
@@ -15,7 +15,7 @@
 #include "server/controller_link.h"
 #include "server/metadata_cache.h"
 
-enum { KEY_TYPE_GROUP = 0, KEY_TYPE_TRANSACTION = 1 };
+enum { KEY_TYPE_GROUP = 0, KEY_TYPE_TRANSACTION = 1, KEY_TYPE_SHARE = 2 };
 
 /* How long a FindCoordinator that created __consumer_offsets waits for it
  * to reach this broker's metadata before answering "not yet". */
@@ -27,10 +27,15 @@ typedef struct coordinator {
     int32_t port;
 } coordinator_t;
 
-static int16_t check_key_type(int8_t key_type, kiq_str_t *message)
+static int16_t check_key_type(int16_t version, int8_t key_type, kiq_str_t *message)
 {
     if (key_type == KEY_TYPE_TRANSACTION) {
         *message = KIQ_STR("transactions are not supported by this broker");
+        return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
+    }
+    /* share groups (KIP-932) from v6: there is no share coordinator */
+    if (key_type == KEY_TYPE_SHARE && version >= 6) {
+        *message = KIQ_STR("share groups are not supported by this broker");
         return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
     }
     if (key_type != KEY_TYPE_GROUP) {
@@ -94,7 +99,7 @@ static int16_t cluster_lookup(kiq_broker_t *b, kiq_request_t *r, kiq_str_t key, 
 static int16_t lookup(kiq_broker_t *b, kiq_request_t *r, int8_t key_type, kiq_str_t key, coordinator_t *c,
                       kiq_str_t *message)
 {
-    int16_t err = check_key_type(key_type, message);
+    int16_t err = check_key_type(r->header.api_version, key_type, message);
     if (err) return err;
     if (b->cluster) return cluster_lookup(b, r, key, c, message);
     err = (int16_t)kiq_group_coordinator_ensure_topic(b->groups);

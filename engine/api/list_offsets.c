@@ -1,18 +1,36 @@
-/* ListOffsets: earliest (-2), latest (-1), max timestamp (-3, v7) and the
- * first offset at or after a timestamp. Only the leader answers; as
+/* ListOffsets: earliest (-2), latest (-1), max timestamp (-3, v7),
+ * earliest local (-4, v8: the earliest, as there is no tiered storage),
+ * latest tiered (-5, v9: none, offset -1) and the first offset at or after
+ * a timestamp; another negative timestamp, or one sent below the version
+ * that introduced it, is UNSUPPORTED_VERSION, and a partition named twice
+ * INVALID_REQUEST, as in Kafka. Only the leader answers; as
  * consumers read up to the high watermark, latest is the high watermark
  * and a timestamp found at or above it is not there yet (-1). A leader
  * new in its term whose high watermark has not reached where the term
  * began answers clients OFFSET_NOT_AVAILABLE for those (Kafka's KIP-207),
  * so the offsets they see never go back across a leader change. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/api.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "record/batch.h"
 
-enum { LATEST = -1, EARLIEST = -2, MAX_TIMESTAMP = -3 };
+enum { LATEST = -1, EARLIEST = -2, MAX_TIMESTAMP = -3, EARLIEST_LOCAL = -4, LATEST_TIERED = -5 };
+
+/* The lowest version a special timestamp may be sent at; -1 for none. */
+static int16_t special_since(int64_t ts)
+{
+    switch (ts) {
+    case LATEST:
+    case EARLIEST: return 1;
+    case MAX_TIMESTAMP: return 7;
+    case EARLIEST_LOCAL: return 8;
+    case LATEST_TIERED: return 9;
+    default: return -1;
+    }
+}
 
 typedef struct time_search {
     int64_t target;
@@ -57,6 +75,10 @@ static void list_partition(kiq_topic_t *topic, int16_t v, bool client,
                            kiq_list_offsets_response_topics_partitions_t *out)
 {
     out->partition_index = in->partition_index;
+    if (in->timestamp < 0 && (special_since(in->timestamp) < 0 || v < special_since(in->timestamp))) {
+        out->error_code = KIQ_ERR_UNSUPPORTED_VERSION;
+        return;
+    }
     kiq_partition_t *part;
     kiq_partition_log_t *log;
     if ((out->error_code = kiq_api_led_partition(topic, in->partition_index, in->current_leader_epoch, &part, &log)) != 0)
@@ -75,13 +97,12 @@ static void list_partition(kiq_topic_t *topic, int16_t v, bool client,
         }
         out->offset = hw;
         break;
-    case EARLIEST: out->offset = kiq_partition_log_start_offset(log); break;
-    case MAX_TIMESTAMP:
-        if (v < 7) {
-            out->error_code = KIQ_ERR_UNSUPPORTED_VERSION;
-            return;
-        }
-        /* fallthrough */
+    case EARLIEST:
+    case EARLIEST_LOCAL: out->offset = kiq_partition_log_start_offset(log); break;
+    case LATEST_TIERED:
+        out->offset = -1;
+        out->leader_epoch = -1;
+        break;
     default: {
         int64_t ts = in->timestamp;
         if (ts == MAX_TIMESTAMP) {
@@ -125,6 +146,20 @@ static void list_partition(kiq_topic_t *topic, int16_t v, bool client,
     }
 }
 
+/* Whether partition j of topic i is named anywhere else in the request. */
+static bool duplicate(const kiq_list_offsets_request_t *req, int32_t i, int32_t j)
+{
+    kiq_str_t name = req->topics[i].name;
+    int32_t p = req->topics[i].partitions[j].partition_index;
+    for (int32_t a = 0; a < req->topics_n; a++) {
+        kiq_str_t other = req->topics[a].name;
+        if (!name.p || !other.p || other.len != name.len || memcmp(other.p, name.p, (size_t)name.len) != 0) continue;
+        for (int32_t c = 0; c < req->topics[a].partitions_n; c++)
+            if ((a != i || c != j) && req->topics[a].partitions[c].partition_index == p) return true;
+    }
+    return false;
+}
+
 int kiq_api_list_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
                                 void *response)
 {
@@ -143,8 +178,14 @@ int kiq_api_list_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *r
         tr->partitions = kiq_arena_calloc(&r->arena, (size_t)np, sizeof *tr->partitions);
         kiq_topic_t *topic = kiq_topics_get(b->topics, t->name);
         for (int32_t j = 0; j < np; j++) {
-            kiq_list_offsets_response_topics_partitions_init(&tr->partitions[j]);
-            list_partition(topic, r->header.api_version, req->replica_id < 0, &t->partitions[j], &tr->partitions[j]);
+            kiq_list_offsets_response_topics_partitions_t *pr = &tr->partitions[j];
+            kiq_list_offsets_response_topics_partitions_init(pr);
+            if (duplicate(req, i, j)) {
+                pr->partition_index = t->partitions[j].partition_index;
+                pr->error_code = KIQ_ERR_INVALID_REQUEST;
+                continue;
+            }
+            list_partition(topic, r->header.api_version, req->replica_id < 0, &t->partitions[j], pr);
         }
         kiq_topic_unref(topic);
     }

@@ -12,8 +12,11 @@
  * high watermark passes what was appended, for at most timeout_ms
  * (REQUEST_TIMED_OUT); if by then the ISR is smaller than
  * min.insync.replicas the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND. A
- * standalone partition's ISR is this broker alone, so it never waits. */
+ * standalone partition's ISR is this broker alone, so it never waits.
+ * From v10 a NOT_LEADER_OR_FOLLOWER answer names the current leader and
+ * carries its endpoint (KIP-951). */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -22,6 +25,7 @@
 #include "core/log.h"
 #include "record/batch.h"
 #include "server/log_cleaner.h"
+#include "server/metadata_cache.h"
 
 /* Checks every batch of one partition's records; returns a Kafka error code. */
 static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int *nbatches)
@@ -50,8 +54,8 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int *nbatc
     return rc == 0 ? KIQ_ERR_NONE : KIQ_ERR_CORRUPT_MESSAGE;
 }
 
-/* The records of a partition's data without a key, by index (KIP-467's
- * batch_index: where the record sits in the data), for a compacted topic. */
+/* The records of a batch without a key, by index in the batch (KIP-467's
+ * batch_index), for a compacted topic. */
 typedef struct keyless {
     kiq_request_t *r;
     int32_t index; /* of the record being looked at */
@@ -76,8 +80,9 @@ static int note_keyless(const kiq_record_t *rec, void *ctx)
 }
 
 /* Kafka refuses keyless records on a compacted topic (the cleaner could
- * only drop them): INVALID_RECORD, naming each such record in
- * record_errors (Produce v8+). The batches were validated already. */
+ * only drop them): INVALID_RECORD, the first batch that has any naming
+ * each of them in record_errors (Produce v8+), with Kafka's messages. The
+ * batches were validated already. */
 static int check_keys(kiq_request_t *r, kiq_topic_t *topic, int32_t partition, const uint8_t *p, size_t len,
                       kiq_produce_response_responses_partition_responses_t *out)
 {
@@ -87,20 +92,30 @@ static int check_keys(kiq_request_t *r, kiq_topic_t *topic, int32_t partition, c
     size_t blen;
     kiq_batch_header_t h;
     keyless_t k = {.r = r};
-    while (kiq_batch_iter_next(&it, &batch, &blen, &h) == 1)
+    while (k.n == 0 && kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
+        k.index = 0;
         if (kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, note_keyless, &k) != 0)
             return KIQ_ERR_CORRUPT_MESSAGE;
+    }
     if (k.n == 0) return KIQ_ERR_NONE;
-    kiq_error_set("Compacted topic cannot accept message without key in topic partition %s-%d.", topic->name,
+    kiq_error_set("Compacted topic cannot accept message without key in topic partition %s-%d", topic->name,
                   partition);
     kiq_str_t why = kiq_api_error_message(r);
     out->record_errors_n = k.n;
     out->record_errors = kiq_arena_calloc(&r->arena, (size_t)k.n, sizeof *out->record_errors);
+    char shown[1024];
+    size_t at = 0;
     for (int32_t i = 0; i < k.n; i++) {
         kiq_produce_response_responses_partition_responses_record_errors_init(&out->record_errors[i]);
         out->record_errors[i].batch_index = k.at[i];
         out->record_errors[i].batch_index_error_message = why;
+        if (i < 3 && at < sizeof shown)
+            at += (size_t)snprintf(shown + at, sizeof shown - at, "%sRecordError(batchIndex=%d, message='" KIQ_STR_FMT "')",
+                                   i ? ", " : "", k.at[i], KIQ_STR_ARG(why));
     }
+    kiq_error_set("One or more records have been rejected due to %d record errors in total, and only showing the "
+                  "first three errors at most: [%s]",
+                  k.n, shown);
     return KIQ_ERR_INVALID_RECORD;
 }
 
@@ -318,6 +333,7 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
     bool acks_valid = req->acks == 0 || req->acks == 1 || req->acks == -1;
     bool any_error = false, appended = false;
     int total = 0, nwaits = 0;
+    kiq_api_leader_nodes_t leaders = {0};
     for (int32_t i = 0; i < req->topic_data_n; i++)
         total += req->topic_data[i].partition_data_n > 0 ? req->topic_data[i].partition_data_n : 0;
     produce_wait_t *waits =
@@ -345,6 +361,14 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
             } else {
                 int64_t required;
                 produce_partition(b, r, topic, req->acks, &td->partition_data[j], pr, &required);
+                /* a partition of the cluster's that has no replica here */
+                if (pr->error_code == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION && b->cluster && td->name.p &&
+                    pr->index >= 0 &&
+                    pr->index < kiq_metadata_cache_partition_count(b->metadata, td->name.p, (size_t)td->name.len))
+                    pr->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
+                if (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER && r->header.api_version >= 10)
+                    kiq_api_leader_hint(b, r, td->name, pr->index, &pr->current_leader.leader_id,
+                                        &pr->current_leader.leader_epoch, &leaders);
                 appended |= pr->error_code == KIQ_ERR_NONE;
                 if (waits && pr->error_code == KIQ_ERR_NONE && required >= 0) {
                     atomic_fetch_add(&topic->refs, 1);
@@ -354,6 +378,14 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
             any_error |= pr->error_code != KIQ_ERR_NONE;
         }
         kiq_topic_unref(topic);
+    }
+    out->node_endpoints_n = leaders.n;
+    out->node_endpoints = kiq_arena_calloc(&r->arena, (size_t)(leaders.n ? leaders.n : 1), sizeof *out->node_endpoints);
+    for (int i = 0; i < leaders.n; i++) {
+        kiq_produce_response_node_endpoints_init(&out->node_endpoints[i]);
+        out->node_endpoints[i].node_id = leaders.nodes[i].id;
+        out->node_endpoints[i].host = KIQ_STR(leaders.nodes[i].host);
+        out->node_endpoints[i].port = leaders.nodes[i].port;
     }
     if (appended) kiq_topics_notify_append(b->topics);
     if (nwaits > 0) {

@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,16 +19,42 @@ const kiq_config_def_t kiq_config_defs[KIQ_CFG__COUNT] = {
 #undef KIQ_CFG_DEF
 };
 
+/* One config: its static value (built before the config is shared), its
+ * dynamic values (mu), and the value in effect, which readers load without
+ * the lock. */
 typedef struct config_value {
-    char *text;
+    char *text; /* static */
     int64_t num;
-    bool set;
+    bool set;   /* static value given explicitly */
+    char *dyn[KIQ_CFG_LEVELS];
+    _Atomic(const char *) eff_text; /* the broker's dynamic, else the cluster's, else the static */
+    _Atomic int64_t eff_num;
 } config_value_t;
 
-/* Built on one thread, read-only once the broker starts. */
 struct kiq_config {
     config_value_t v[KIQ_CFG__COUNT];
+    pthread_mutex_t mu; /* serialises dynamic changes; guards dyn and retired */
+    /* Dynamic texts replaced while readers may still hold them; freed with
+     * the config. */
+    char **retired;
+    size_t nretired, retired_cap;
 };
+
+/* Kafka's dynamic broker configs (DynamicBrokerConfig) that take effect
+ * here at once. */
+static const enum kiq_config_id dynamic_ids[] = {
+    KIQ_CFG_MESSAGE_MAX_BYTES,       KIQ_CFG_MIN_INSYNC_REPLICAS,   KIQ_CFG_MESSAGE_TIMESTAMP_TYPE,
+    KIQ_CFG_LOG_CLEANUP_POLICY,      KIQ_CFG_LOG_RETENTION_MS,      KIQ_CFG_LOG_RETENTION_BYTES,
+    KIQ_CFG_LOG_ROLL_MS,             KIQ_CFG_LOG_SEGMENT_BYTES,     KIQ_CFG_LOG_INDEX_INTERVAL_BYTES,
+    KIQ_CFG_LOG_INDEX_SIZE_MAX_BYTES, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE,
+};
+
+bool kiq_config_dynamic(enum kiq_config_id id)
+{
+    for (size_t i = 0; i < sizeof dynamic_ids / sizeof dynamic_ids[0]; i++)
+        if (dynamic_ids[i] == id) return true;
+    return false;
+}
 
 int kiq_config_find(const char *name)
 {
@@ -79,14 +107,20 @@ static int parse_value(int id, const char *text, int64_t *num)
     return kiq_error_set("%s: unknown type", d->name);
 }
 
+/* Before the config is shared: the static value. */
 static int assign(kiq_config_t *c, int id, const char *text, bool explicit)
 {
     int64_t num = 0;
     if (parse_value(id, text, &num) != 0) return -1;
     char *copy = strdup(text);
     if (!copy) return kiq_error_set("out of memory");
-    free(c->v[id].text);
-    c->v[id] = (config_value_t){copy, num, explicit};
+    config_value_t *v = &c->v[id];
+    free(v->text);
+    v->text = copy;
+    v->num = num;
+    v->set = explicit;
+    atomic_store(&v->eff_text, copy);
+    atomic_store(&v->eff_num, num);
     return 0;
 }
 
@@ -94,6 +128,7 @@ kiq_config_t *kiq_config_new(void)
 {
     kiq_config_t *c = calloc(1, sizeof *c);
     if (!c) return NULL;
+    pthread_mutex_init(&c->mu, NULL);
     for (int i = 0; i < KIQ_CFG__COUNT; i++) {
         if (assign(c, i, kiq_config_defs[i].default_value, false) != 0) {
             kiq_config_free(c);
@@ -106,10 +141,17 @@ kiq_config_t *kiq_config_new(void)
 void kiq_config_free(kiq_config_t *c)
 {
     if (!c) return;
-    for (int i = 0; i < KIQ_CFG__COUNT; i++) free(c->v[i].text);
+    for (int i = 0; i < KIQ_CFG__COUNT; i++) {
+        free(c->v[i].text);
+        for (int l = 0; l < KIQ_CFG_LEVELS; l++) free(c->v[i].dyn[l]);
+    }
+    for (size_t i = 0; i < c->nretired; i++) free(c->retired[i]);
+    free(c->retired);
+    pthread_mutex_destroy(&c->mu);
     free(c);
 }
 
+/* The static values only: a copy starts without dynamic ones. */
 kiq_config_t *kiq_config_copy(const kiq_config_t *src)
 {
     kiq_config_t *c = kiq_config_new();
@@ -121,6 +163,66 @@ kiq_config_t *kiq_config_copy(const kiq_config_t *src)
         }
     }
     return c;
+}
+
+int kiq_config_set_dynamic(kiq_config_t *c, enum kiq_config_level level, enum kiq_config_id id, const char *value)
+{
+    if (!kiq_config_dynamic(id)) return kiq_error_set("%s cannot be updated dynamically", kiq_config_defs[id].name);
+    int64_t num = 0;
+    char *copy = NULL;
+    if (value && (parse_value(id, value, &num) != 0 || !(copy = strdup(value)))) {
+        if (!copy && value) kiq_error_set("out of memory");
+        return -1;
+    }
+    pthread_mutex_lock(&c->mu);
+    config_value_t *v = &c->v[id];
+    char *old = v->dyn[level];
+    if (old && c->nretired == c->retired_cap) {
+        size_t cap = c->retired_cap ? c->retired_cap * 2 : 16;
+        char **more = realloc(c->retired, cap * sizeof *more);
+        if (!more) {
+            pthread_mutex_unlock(&c->mu);
+            free(copy);
+            return kiq_error_set("out of memory");
+        }
+        c->retired = more;
+        c->retired_cap = cap;
+    }
+    v->dyn[level] = copy;
+    /* the broker's own wins over the cluster's, which wins over the static */
+    const char *text = v->text;
+    int64_t n = v->num;
+    for (int l = KIQ_CFG_LEVELS - 1; l >= 0; l--)
+        if (v->dyn[l]) {
+            text = v->dyn[l];
+            parse_value(id, text, &n);
+        }
+    atomic_store(&v->eff_num, n);
+    atomic_store(&v->eff_text, text);
+    if (old) c->retired[c->nretired++] = old; /* a reader may still hold it */
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+const char *kiq_config_dynamic_value(const kiq_config_t *c, enum kiq_config_level level, enum kiq_config_id id)
+{
+    pthread_mutex_lock((pthread_mutex_t *)&c->mu);
+    const char *v = c->v[id].dyn[level];
+    pthread_mutex_unlock((pthread_mutex_t *)&c->mu);
+    return v;
+}
+
+enum kiq_config_source kiq_config_source(const kiq_config_t *c, enum kiq_config_id id)
+{
+    if (kiq_config_dynamic_value(c, KIQ_CFG_LEVEL_BROKER, id)) return KIQ_CONFIG_SOURCE_DYNAMIC_BROKER;
+    if (kiq_config_dynamic_value(c, KIQ_CFG_LEVEL_CLUSTER, id)) return KIQ_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER;
+    return c->v[id].set ? KIQ_CONFIG_SOURCE_STATIC_BROKER : KIQ_CONFIG_SOURCE_DEFAULT;
+}
+
+const char *kiq_config_static_text(const kiq_config_t *c, enum kiq_config_id id, bool *is_default)
+{
+    if (is_default) *is_default = !c->v[id].set;
+    return c->v[id].text;
 }
 
 /* Kafka spells this one both ways; accept the broker-level alias too. */
@@ -230,14 +332,14 @@ int kiq_config_validate(const kiq_config_t *c)
     return 0;
 }
 
-int64_t kiq_config_int(const kiq_config_t *c, enum kiq_config_id id) { return c->v[id].num; }
+int64_t kiq_config_int(const kiq_config_t *c, enum kiq_config_id id) { return atomic_load(&c->v[id].eff_num); }
 
-bool kiq_config_bool(const kiq_config_t *c, enum kiq_config_id id) { return c->v[id].num != 0; }
+bool kiq_config_bool(const kiq_config_t *c, enum kiq_config_id id) { return atomic_load(&c->v[id].eff_num) != 0; }
 
-const char *kiq_config_str(const kiq_config_t *c, enum kiq_config_id id) { return c->v[id].text; }
+const char *kiq_config_str(const kiq_config_t *c, enum kiq_config_id id) { return atomic_load(&c->v[id].eff_text); }
 
 const char *kiq_config_text(const kiq_config_t *c, enum kiq_config_id id, bool *is_default)
 {
-    if (is_default) *is_default = !c->v[id].set;
-    return c->v[id].text;
+    if (is_default) *is_default = kiq_config_source(c, id) == KIQ_CONFIG_SOURCE_DEFAULT;
+    return atomic_load(&c->v[id].eff_text);
 }

@@ -1,6 +1,10 @@
 /* Broker configuration with Kafka's names, declared once in KIQ_BROKER_CONFIGS
  * and read from a properties file and `--override key=value` flags. A config
- * is built on one thread, then read-only and shared by the broker's threads. */
+ * is built on one thread, then shared by the broker's threads: the static
+ * values are read-only from then on; the dynamic ones (those Kafka lets
+ * AlterConfigs change that this engine applies at once, see
+ * kiq_config_dynamic) may change on any thread under the config's lock,
+ * and readers see each value change atomically. */
 #ifndef KIQ_CONFIG_CONFIG_H
 #define KIQ_CONFIG_CONFIG_H
 
@@ -139,6 +143,38 @@ typedef struct kiq_config kiq_config_t;
 
 extern const kiq_config_def_t kiq_config_defs[KIQ_CFG__COUNT];
 
+/* Kafka's DescribeConfigs config_source values. */
+enum kiq_config_source {
+    KIQ_CONFIG_SOURCE_DYNAMIC_TOPIC = 1,
+    KIQ_CONFIG_SOURCE_DYNAMIC_BROKER = 2,
+    KIQ_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER = 3,
+    KIQ_CONFIG_SOURCE_STATIC_BROKER = 4,
+    KIQ_CONFIG_SOURCE_DEFAULT = 5,
+};
+
+/* Where a dynamic broker config is set: for this broker (resource name its
+ * id) or as the cluster-wide default (resource name ""), which it wins over. */
+enum kiq_config_level { KIQ_CFG_LEVEL_BROKER, KIQ_CFG_LEVEL_CLUSTER, KIQ_CFG_LEVELS };
+
+/* Whether the config may change while the broker runs: Kafka's dynamic
+ * broker configs that take effect here at once (the message, log and
+ * election settings read where they are used). Kafka's others (thread pool
+ * sizes, listeners) are static here. */
+bool kiq_config_dynamic(enum kiq_config_id id);
+/* Sets (value NULL: removes) a dynamic value at level after checking it
+ * as kiq_config_set does. Any thread. 0, or -1 with the reason (a config
+ * that is not dynamic, a bad value). */
+int kiq_config_set_dynamic(kiq_config_t *c, enum kiq_config_level level, enum kiq_config_id id, const char *value);
+/* The dynamic value at level, NULL when unset; valid until the config is
+ * freed. Any thread. */
+const char *kiq_config_dynamic_value(const kiq_config_t *c, enum kiq_config_level level, enum kiq_config_id id);
+/* Where the value in effect comes from: DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER,
+ * STATIC_BROKER or DEFAULT. */
+enum kiq_config_source kiq_config_source(const kiq_config_t *c, enum kiq_config_id id);
+/* The static value (the file's or an override's, else the default), and
+ * whether it is the default. */
+const char *kiq_config_static_text(const kiq_config_t *c, enum kiq_config_id id, bool *is_default);
+
 kiq_config_t *kiq_config_new(void);
 void kiq_config_free(kiq_config_t *c);
 /* Sets one value by Kafka name, checking it; -1 with the reason (naming the
@@ -155,7 +191,8 @@ int kiq_config_validate(const kiq_config_t *c);
 int64_t kiq_config_int(const kiq_config_t *c, enum kiq_config_id id);
 bool kiq_config_bool(const kiq_config_t *c, enum kiq_config_id id);
 const char *kiq_config_str(const kiq_config_t *c, enum kiq_config_id id);
-/* The value as text and whether it was set explicitly (DescribeConfigs). */
+/* The value in effect as text (valid until the config is freed) and whether
+ * it is the built-in default. */
 const char *kiq_config_text(const kiq_config_t *c, enum kiq_config_id id, bool *is_default);
 /* Looks a Kafka name up; -1 when unknown. */
 int kiq_config_find(const char *name);

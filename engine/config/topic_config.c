@@ -86,14 +86,14 @@ const char *kiq_topic_config_default(const kiq_config_t *c, int i, char *buf, si
         kiq_config_text(c, preferred_synonyms[k].broker_config, &is_default);
         if (is_default) continue;
         int64_t v = kiq_config_int(c, preferred_synonyms[k].broker_config);
-        *source = KIQ_CONFIG_SOURCE_STATIC_BROKER;
+        *source = (int)kiq_config_source(c, preferred_synonyms[k].broker_config);
         snprintf(buf, n, "%lld", (long long)(v < 0 ? -1 : v * preferred_synonyms[k].scale));
         return buf;
     }
     if (d->broker_config < 0) return d->fixed;
     bool is_default;
     const char *text = kiq_config_text(c, d->broker_config, &is_default);
-    if (!is_default) *source = KIQ_CONFIG_SOURCE_STATIC_BROKER;
+    if (!is_default) *source = (int)kiq_config_source(c, d->broker_config);
     if (d->scale == 1) return text;
     int64_t v = kiq_config_int(c, d->broker_config);
     snprintf(buf, n, "%lld", (long long)(v < 0 ? -1 : v * d->scale));

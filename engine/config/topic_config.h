@@ -19,13 +19,6 @@ enum kiq_config_wire_type {
     KIQ_CONFIG_WIRE_LIST = 7,
 };
 
-/* Kafka's DescribeConfigs config_source values. */
-enum kiq_config_source {
-    KIQ_CONFIG_SOURCE_DYNAMIC_TOPIC = 1,
-    KIQ_CONFIG_SOURCE_STATIC_BROKER = 4,
-    KIQ_CONFIG_SOURCE_DEFAULT = 5,
-};
-
 /* Indexes into kiq_topic_config_defs, for the configs the broker acts on. */
 enum kiq_topic_config_id {
     KIQ_TCFG_CLEANUP_POLICY,
@@ -69,7 +62,8 @@ typedef struct kiq_topic_configs {
 
 int kiq_topic_config_find(const char *name, int len);
 /* The effective default of topic config i for this broker, into buf;
- * *source gets DEFAULT or STATIC_BROKER. */
+ * *source gets where it comes from (DEFAULT, STATIC_BROKER or a dynamic
+ * broker level). */
 const char *kiq_topic_config_default(const kiq_config_t *c, int i, char *buf, size_t n,
                                      int *source);
 /* What config i is for a topic with these dynamic configs (NULL: none):

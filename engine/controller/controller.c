@@ -229,28 +229,52 @@ static void elect_offline(kiq_controller_t *c, batch_t *b)
     }
 }
 
-/* Preferred-leader election (Kafka's auto leader rebalance): a partition
- * led by another replica while its first replica is live and in the ISR
- * goes back to the first, with a new leader epoch. Returns how many. */
+/* Under mu: one partition's leader election (Kafka's ElectLeaders rules),
+ * a PartitionChange into b when it elects. Preferred: the first replica,
+ * when live and in the ISR, unless it leads already. Unclean: a partition
+ * without a leader gets an ISR member, else any live replica (which becomes
+ * the whole ISR, recovering). A Kafka error code: ELECTION_NOT_NEEDED,
+ * PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE. */
+static int16_t elect_one(kiq_controller_t *c, batch_t *b, const kiq_topic_image_t *ti, int32_t p, bool unclean)
+{
+    const kiq_partition_registration_t *pr = &ti->partitions[p];
+    int32_t leader;
+    bool out_of_sync = false;
+    if (!unclean) {
+        if (pr->nreplicas > 0 && pr->leader == pr->replicas[0]) return KIQ_ERR_ELECTION_NOT_NEEDED;
+        leader = pr->nreplicas > 0 ? pr->replicas[0] : KIQ_NO_LEADER;
+        const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, leader);
+        if (!rb || rb->fenced || !has_id(pr->isr, pr->nisr, leader)) return KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE;
+    } else {
+        if (pr->leader != KIQ_NO_LEADER) return KIQ_ERR_ELECTION_NOT_NEEDED;
+        int32_t live[256];
+        size_t nlive = live_brokers(c, -1, live, 256);
+        leader = kiq_metadata_image_elect_leader(pr, live, nlive, true, &out_of_sync);
+        if (leader == KIQ_NO_LEADER) return KIQ_ERR_ELIGIBLE_LEADERS_NOT_AVAILABLE;
+    }
+    kiq_metadata_record_t *r = add_record(b, KIQ_MR_PARTITION_CHANGE);
+    kiq_partition_change_record_t *ch = &r->m.partition_change;
+    ch->topic_id = ti->id;
+    ch->partition_id = p;
+    ch->leader = leader;
+    if (out_of_sync) {
+        ch->isr = copy_ids(b->a, &leader, 1);
+        ch->isr_n = 1;
+        ch->leader_recovery_state = KIQ_LEADER_RECOVERING;
+    }
+    KIQ_INFO("controller: %s-%d: leader %d -> %d (%s election)", ti->name, p, pr->leader, leader,
+             !unclean ? "preferred" : out_of_sync ? "unclean" : "clean");
+    return KIQ_ERR_NONE;
+}
+
+/* Preferred-leader election (Kafka's auto leader rebalance): every
+ * partition whose first replica can lead but does not. Returns how many. */
 static int elect_preferred(kiq_controller_t *c, batch_t *b)
 {
     int moved = 0;
     for (size_t t = 0; t < kiq_metadata_image_topic_count(c->image); t++) {
         const kiq_topic_image_t *ti = kiq_metadata_image_topic_at(c->image, t);
-        for (int32_t p = 0; p < ti->npartitions; p++) {
-            const kiq_partition_registration_t *pr = &ti->partitions[p];
-            if (pr->nreplicas == 0 || pr->leader == pr->replicas[0]) continue;
-            int32_t preferred = pr->replicas[0];
-            const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, preferred);
-            if (!rb || rb->fenced || !has_id(pr->isr, pr->nisr, preferred)) continue;
-            kiq_metadata_record_t *r = add_record(b, KIQ_MR_PARTITION_CHANGE);
-            r->m.partition_change.topic_id = ti->id;
-            r->m.partition_change.partition_id = p;
-            r->m.partition_change.leader = preferred;
-            KIQ_INFO("controller: %s-%d: leadership back to its preferred replica %d (from %d)", ti->name, p,
-                     preferred, pr->leader);
-            moved++;
-        }
+        for (int32_t p = 0; p < ti->npartitions; p++) moved += elect_one(c, b, ti, p, false) == KIQ_ERR_NONE;
     }
     return moved;
 }
@@ -266,6 +290,73 @@ int kiq_controller_elect_preferred(kiq_controller_t *c)
     pthread_mutex_unlock(&c->mu);
     kiq_arena_reset(&a);
     return rc;
+}
+
+void kiq_controller_election_result(kiq_arena_t *arena, int16_t err, const char *topic, int32_t p,
+                                    kiq_elect_leaders_response_replica_election_results_partition_result_t *out)
+{
+    kiq_elect_leaders_response_replica_election_results_partition_result_init(out);
+    out->partition_id = p;
+    out->error_code = err;
+    char msg[512];
+    switch (err) {
+    case KIQ_ERR_NONE: return;
+    case KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION:
+        snprintf(msg, sizeof msg, p < 0 ? "No such topic as %s" : "No such partition as %s-%d", topic, p);
+        break;
+    case KIQ_ERR_ELECTION_NOT_NEEDED: snprintf(msg, sizeof msg, "Leader election not needed for topic partition."); break;
+    case KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE: snprintf(msg, sizeof msg, "The preferred leader was not available."); break;
+    case KIQ_ERR_ELIGIBLE_LEADERS_NOT_AVAILABLE:
+        snprintf(msg, sizeof msg, "Eligible topic partition leaders are not available.");
+        break;
+    default: snprintf(msg, sizeof msg, "%s", kiq_error_get()); break;
+    }
+    out->error_message = (kiq_str_t){kiq_arena_strndup(arena, msg, strlen(msg)), (int32_t)strlen(msg)};
+}
+
+void kiq_controller_elect_leaders(kiq_controller_t *c, kiq_arena_t *arena, const kiq_elect_leaders_request_t *req,
+                                  kiq_elect_leaders_response_t *resp)
+{
+    bool unclean = req->election_type == 1;
+    if (req->election_type != 0 && req->election_type != 1) {
+        kiq_error_set("Unknown election type %d", req->election_type);
+        resp->error_code = KIQ_ERR_INVALID_REQUEST;
+        return;
+    }
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    pthread_mutex_lock(&c->mu);
+    bool all = req->topic_partitions_n < 0;
+    int32_t nt = all ? (int32_t)kiq_metadata_image_topic_count(c->image) : req->topic_partitions_n;
+    resp->replica_election_results_n = nt;
+    resp->replica_election_results = kiq_arena_calloc(arena, (size_t)(nt ? nt : 1), sizeof *resp->replica_election_results);
+    for (int32_t t = 0; t < nt; t++) {
+        kiq_elect_leaders_response_replica_election_results_t *tr = &resp->replica_election_results[t];
+        kiq_elect_leaders_response_replica_election_results_init(tr);
+        const kiq_topic_image_t *ti = NULL;
+        const kiq_elect_leaders_request_topic_partitions_t *want = all ? NULL : &req->topic_partitions[t];
+        if (all) ti = kiq_metadata_image_topic_at(c->image, (size_t)t);
+        else if (want->topic.p) ti = kiq_metadata_image_topic(c->image, want->topic.p, (size_t)want->topic.len);
+        tr->topic = all ? (kiq_str_t){kiq_arena_strndup(arena, ti->name, strlen(ti->name)), (int32_t)strlen(ti->name)}
+                        : want->topic;
+        char name[256];
+        snprintf(name, sizeof name, KIQ_STR_FMT, KIQ_STR_ARG(tr->topic));
+        int32_t np = all ? ti->npartitions : want->partitions_n;
+        tr->partition_result = kiq_arena_calloc(arena, (size_t)(np > 0 ? np : 1), sizeof *tr->partition_result);
+        for (int32_t i = 0; i < np; i++) {
+            int32_t p = all ? i : want->partitions[i];
+            int16_t err = !ti                                ? KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION
+                          : p < 0 || p >= ti->npartitions ? KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION
+                                                           : elect_one(c, &b, ti, p, unclean);
+            /* asked for everything, the partitions that needed nothing are left out */
+            if (all && err == KIQ_ERR_ELECTION_NOT_NEEDED) continue;
+            kiq_controller_election_result(arena, err, name, ti ? p : -1, &tr->partition_result[tr->partition_result_n++]);
+        }
+    }
+    if (commit(c, &b) != 0) resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
 }
 
 /* ---- what the brokers are sent ---- */

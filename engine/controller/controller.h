@@ -91,6 +91,18 @@ int kiq_controller_topic_configs(kiq_controller_t *c, const char *topic, size_t 
  * leader. Any thread; the number moved, or -1. */
 int kiq_controller_elect_preferred(kiq_controller_t *c);
 
+/* ElectLeaders: each partition named (every one for a null list, those
+ * that needed no election left out) elected by Kafka's rules for the
+ * preferred replica (type 0) or an unclean election (type 1), the results
+ * with Kafka's error codes and messages copied into arena; another type is
+ * INVALID_REQUEST. Any thread. */
+void kiq_controller_elect_leaders(kiq_controller_t *c, kiq_arena_t *arena, const kiq_elect_leaders_request_t *req,
+                                  kiq_elect_leaders_response_t *resp);
+/* One partition's ElectLeaders result with Kafka's message for err (p -1:
+ * the topic is unknown), copied into arena. No lock. */
+void kiq_controller_election_result(kiq_arena_t *arena, int16_t err, const char *topic, int32_t p,
+                                    kiq_elect_leaders_response_replica_election_results_partition_result_t *out);
+
 /* A copy of the cluster as the controller sees it, for Lua and tests. */
 typedef struct kiq_controller_partition_info {
     int32_t leader, leader_epoch, partition_epoch;

@@ -493,6 +493,8 @@ static int static_rejoin(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_group_
     if (g->state == KIQ_GROUP_STABLE && !changed) {
         store_group(gc, g);
         fill_join(g, m, r, resp);
+        /* JoinGroup v9: the returning leader keeps the assignment as it is */
+        resp->skip_assignment = was_leader && r->header.api_version >= 9;
         return KIQ_HANDLER_RESPOND;
     }
     int rc = park_join(g, m, r, resp);
@@ -775,7 +777,8 @@ void kiq_group_leave(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_le
 static int16_t commit_allowed(kiq_group_t *g, const kiq_offset_commit_request_t *req, int16_t version)
 {
     int32_t gen = version >= 1 ? req->generation_id_or_member_epoch : -1;
-    if (!g) return gen < 0 ? KIQ_ERR_NONE : KIQ_ERR_ILLEGAL_GENERATION;
+    /* a commit naming a generation of a group that does not exist */
+    if (!g) return gen < 0 ? KIQ_ERR_NONE : version >= 9 ? KIQ_ERR_GROUP_ID_NOT_FOUND : KIQ_ERR_ILLEGAL_GENERATION;
     if (g->state == KIQ_GROUP_DEAD) return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
     if (gen < 0 && g->state == KIQ_GROUP_EMPTY) return KIQ_ERR_NONE;
     if (g->state == KIQ_GROUP_COMPLETING_REBALANCE) return KIQ_ERR_REBALANCE_IN_PROGRESS;
@@ -1099,6 +1102,17 @@ static bool state_wanted(const kiq_list_groups_request_t *req, enum kiq_group_st
     return false;
 }
 
+/* ListGroups v5's types: every group here is a "classic" one. */
+static bool type_wanted(const kiq_list_groups_request_t *req)
+{
+    if (req->types_filter_n <= 0) return true;
+    for (int32_t i = 0; i < req->types_filter_n; i++) {
+        kiq_str_t f = req->types_filter[i];
+        if (f.p && f.len == 7 && strncasecmp(f.p, "classic", 7) == 0) return true;
+    }
+    return false;
+}
+
 void kiq_group_list(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_list_groups_request_t *req,
                     kiq_list_groups_response_t *resp)
 {
@@ -1110,22 +1124,24 @@ void kiq_group_list(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_lis
     }
     size_t n = kiq_str_map_count(gc->groups);
     resp->groups = kiq_arena_calloc(&r->arena, n ? n : 1, sizeof *resp->groups);
+    bool classic = type_wanted(req);
     kiq_str_map_iter_t it;
     void *val;
     kiq_str_map_iter_init(&it, gc->groups);
     while (kiq_str_map_next(&it, NULL, NULL, &val)) {
         kiq_group_t *g = val;
-        if (g->state == KIQ_GROUP_DEAD || !state_wanted(req, g->state)) continue;
+        if (g->state == KIQ_GROUP_DEAD || !state_wanted(req, g->state) || !classic) continue;
         kiq_list_groups_response_groups_t *e = &resp->groups[resp->groups_n++];
         kiq_list_groups_response_groups_init(e);
         e->group_id = kiq_api_str(r, g->id);
         e->protocol_type = kiq_api_str(r, g->protocol_type ? g->protocol_type : "");
         e->group_state = kiq_api_str(r, kiq_group_state_name(g->state));
+        e->group_type = KIQ_STR("classic");
     }
     pthread_mutex_unlock(&gc->mu);
 }
 
-static void describe_one(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_t id,
+static void describe_one(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_t id, bool include_operations,
                          kiq_describe_groups_response_groups_t *out)
 {
     kiq_describe_groups_response_groups_init(out);
@@ -1136,10 +1152,16 @@ static void describe_one(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_
         return;
     }
     if (!g) {
-        /* Kafka describes an unknown group as Dead, without an error */
+        /* Kafka describes an unknown group as Dead, with an error from v6 */
         out->group_state = KIQ_STR("Dead");
+        if (r->header.api_version >= 6) {
+            out->error_code = KIQ_ERR_GROUP_ID_NOT_FOUND;
+            kiq_error_set("Group " KIQ_STR_FMT " not found.", KIQ_STR_ARG(id));
+            out->error_message = kiq_api_error_message(r);
+        }
         return;
     }
+    if (include_operations) out->authorized_operations = KIQ_API_GROUP_OPERATIONS;
     out->group_state = kiq_api_str(r, kiq_group_state_name(g->state));
     out->protocol_type = kiq_api_str(r, g->protocol_type ? g->protocol_type : "");
     out->protocol_data = kiq_api_str(r, g->protocol ? g->protocol : "");
@@ -1170,7 +1192,8 @@ void kiq_group_describe(kiq_group_coordinator_t *gc, kiq_request_t *r,
     resp->groups_n = req->groups_n > 0 ? req->groups_n : 0;
     resp->groups = kiq_arena_calloc(&r->arena, (size_t)(resp->groups_n ? resp->groups_n : 1), sizeof *resp->groups);
     pthread_mutex_lock(&gc->mu);
-    for (int32_t i = 0; i < resp->groups_n; i++) describe_one(gc, r, req->groups[i], &resp->groups[i]);
+    for (int32_t i = 0; i < resp->groups_n; i++)
+        describe_one(gc, r, req->groups[i], req->include_authorized_operations, &resp->groups[i]);
     pthread_mutex_unlock(&gc->mu);
 }
 

@@ -1095,6 +1095,37 @@ int kiq_partition_log_segments(kiq_partition_log_t *l, kiq_log_segment_info_t *o
     return n;
 }
 
+uint64_t kiq_partition_log_size(kiq_partition_log_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    uint64_t n = 0;
+    for (size_t i = 0; i < l->nsegs; i++) n += l->segs[i]->size;
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+typedef struct producers_copy {
+    kiq_producer_entry_t *out;
+    size_t n;
+} producers_copy_t;
+
+static void copy_producer(const kiq_producer_entry_t *e, void *ctx)
+{
+    producers_copy_t *c = ctx;
+    c->out[c->n++] = *e;
+}
+
+size_t kiq_partition_log_producers(kiq_partition_log_t *l, kiq_arena_t *arena, kiq_producer_entry_t **out)
+{
+    pthread_mutex_lock(&l->mu);
+    size_t n = kiq_producer_state_count(l->producers);
+    producers_copy_t c = {kiq_arena_calloc(arena, n ? n : 1, sizeof *c.out), 0};
+    kiq_producer_state_foreach(l->producers, copy_producer, &c);
+    pthread_mutex_unlock(&l->mu);
+    *out = c.out;
+    return c.n;
+}
+
 void kiq_partition_log_recovery(kiq_partition_log_t *l, kiq_segment_recovery_t *out)
 {
     pthread_mutex_lock(&l->mu);

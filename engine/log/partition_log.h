@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/arena.h"
 #include "log/leader_epoch_cache.h"
 #include "log/log_config.h"
 #include "log/producer_state.h"
@@ -218,6 +219,11 @@ int64_t kiq_partition_log_start_offset(kiq_partition_log_t *l);
 int64_t kiq_partition_log_end_offset(kiq_partition_log_t *l);
 /* Fills up to max entries (oldest first) and returns the number of segments. */
 int kiq_partition_log_segments(kiq_partition_log_t *l, kiq_log_segment_info_t *out, int max);
+/* The bytes of all its segments (DescribeLogDirs' partition_size). */
+uint64_t kiq_partition_log_size(kiq_partition_log_t *l);
+/* A copy of every idempotent producer's state, into an array in arena
+ * (*out, unordered); how many there are. */
+size_t kiq_partition_log_producers(kiq_partition_log_t *l, kiq_arena_t *arena, kiq_producer_entry_t **out);
 /* What recovery found when the log was opened (summed over segments). */
 void kiq_partition_log_recovery(kiq_partition_log_t *l, kiq_segment_recovery_t *out);
 /* The directory, fixed at open. */

@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/uuid.h"
 #include "core/log.h"
 #include "net/client.h"
 #include "proto/errors.h"
@@ -119,6 +120,13 @@ static int snapshot(kiq_replica_fetcher_t *f, followed_t **out)
     return s ? n : 0;
 }
 
+/* Whether a Fetch answer's topic entry is topic: by id from v13. */
+static bool names_topic(int16_t v, const kiq_fetch_response_responses_t *tr, const kiq_topic_t *topic)
+{
+    if (v >= 13) return memcmp(tr->topic_id.b, topic->id.b, sizeof topic->id.b) == 0;
+    return tr->topic.len == (int32_t)strlen(topic->name) && memcmp(tr->topic.p, topic->name, (size_t)tr->topic.len) == 0;
+}
+
 /* Asks for the partitions still followed from this leader with a log here
  * (a LeaderAndIsr or StopReplica may be moving them right now). Returns
  * how many got a usable answer: none means back off, so a leader that does
@@ -127,9 +135,17 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
 {
     kiq_arena_t a;
     kiq_arena_init(&a);
+    /* the highest both speak: from v13 topics go by id, from v15 the
+     * follower names itself in replica_state */
+    int16_t v = kiq_client_version(f->conn, KIQ_API_FETCH);
+    if (v < 12) {
+        kiq_error_set("broker %d does not speak Fetch v12", f->cfg.leader);
+        return 0;
+    }
     kiq_fetch_request_t req;
     kiq_fetch_request_init(&req);
     req.replica_id = f->cfg.self;
+    req.replica_state.replica_id = f->cfg.self;
     req.max_wait_ms = f->cfg.max_wait_ms;
     req.min_bytes = 1;
     req.max_bytes = INT32_MAX;
@@ -154,6 +170,7 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
         kiq_fetch_request_topics_t *t = &req.topics[req.topics_n++];
         kiq_fetch_request_topics_init(t);
         t->topic = KIQ_STR(ps[i].topic->name);
+        t->topic_id = ps[i].topic->id;
         t->partitions_n = 1;
         t->partitions = kiq_arena_calloc(&a, 1, sizeof *t->partitions);
         kiq_fetch_request_topics_partitions_t *fp = &t->partitions[0];
@@ -169,10 +186,13 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
         kiq_arena_reset(&a);
         return 0;
     }
+    /* a topic without an id (as librdkafka does): by name, then */
+    for (int k = 0; k < nasked && v > 12; k++)
+        if (kiq_uuid_is_zero(&asked[k].topic->id)) v = 12;
     kiq_fetch_response_t resp;
     kiq_fetch_response_init(&resp);
     int answered = 0;
-    if (kiq_client_request(f->conn, 1 /* Fetch */, 12, &req, &a, &resp, f->cfg.max_wait_ms + REQUEST_TIMEOUT_MS) != 0) {
+    if (kiq_client_request(f->conn, KIQ_API_FETCH, v, &req, &a, &resp, f->cfg.max_wait_ms + REQUEST_TIMEOUT_MS) != 0) {
         KIQ_DEBUG("replica fetcher for broker %d: %s", f->cfg.leader, kiq_error_get());
     } else {
         for (int32_t i = 0; i < resp.responses_n; i++) {
@@ -180,9 +200,7 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
             for (int32_t j = 0; j < tr->partitions_n; j++) {
                 const kiq_fetch_response_responses_partitions_t *pr = &tr->partitions[j];
                 for (int k = 0; k < nasked; k++)
-                    if (pr->partition_index == asked[k].partition &&
-                        tr->topic.len == (int32_t)strlen(asked[k].topic->name) &&
-                        memcmp(tr->topic.p, asked[k].topic->name, (size_t)tr->topic.len) == 0) {
+                    if (pr->partition_index == asked[k].partition && names_topic(v, tr, asked[k].topic)) {
                         answered += apply(f, parts[k], epochs[k], pr);
                         break;
                     }

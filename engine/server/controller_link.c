@@ -163,6 +163,22 @@ void kiq_controller_link_create_partitions(kiq_broker_t *b, kiq_topic_order_t *o
     kiq_client_close(c);
 }
 
+void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_request_t *req, int timeout_ms,
+                                       kiq_arena_t *arena, kiq_elect_leaders_response_t *resp)
+{
+    if (b->controller) {
+        kiq_error_clear();
+        kiq_controller_elect_leaders(b->controller, arena, req, resp);
+        return;
+    }
+    kiq_client_conn_t *c = connect_controller(b, timeout_ms);
+    if (!c || kiq_client_request(c, KIQ_API_ELECT_LEADERS, -1, req, arena, resp, timeout_ms) != 0) {
+        kiq_elect_leaders_response_init(resp);
+        resp->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
+    }
+    kiq_client_close(c);
+}
+
 void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
                                        kiq_arena_t *arena)
 {

@@ -41,6 +41,10 @@ void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *order
  * checks that it could). */
 void kiq_controller_link_create_partitions(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
                                            int timeout_ms, kiq_arena_t *arena);
+/* ElectLeaders, decided by the controller; *resp filled in arena. An
+ * unreachable controller gives REQUEST_TIMED_OUT at the top level. */
+void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_request_t *req, int timeout_ms,
+                                       kiq_arena_t *arena, kiq_elect_leaders_response_t *resp);
 /* Deletes each topic (by name). */
 void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
                                        kiq_arena_t *arena);

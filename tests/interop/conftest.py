@@ -186,6 +186,30 @@ def broker(tmp_path_factory, request):
         b.stop()
 
 
+@pytest.fixture(scope="module")
+def three(tmp_path_factory, request):
+    """`kafkaiq serve --brokers 3`, replicating new topics three ways."""
+    from cluster import OneProcessCluster
+    c = OneProcessCluster(tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1] + "-three"),
+                          overrides=["default.replication.factor=3", "offsets.topic.replication.factor=3",
+                                     "min.insync.replicas=2"])
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(params=["one", "three"])
+def target(request, broker):
+    """(broker, number of brokers): the module's broker, then a cluster of three in one process."""
+    if request.param == "one":
+        return broker, 1
+    if EXTERNAL:
+        pytest.skip("starts its own cluster")
+    return request.getfixturevalue("three"), 3
+
+
 @pytest.fixture(autouse=True)
 def _broker_watch(request):
     """Restarts a broker a previous test crashed, and fails a test that crashed it."""

@@ -319,10 +319,12 @@ static void print_result(rd_kafka_event_t *ev)
         printf("], \"errors\": %zu}", ne);
         return;
     }
-    case RD_KAFKA_EVENT_DESCRIBECONSUMERGROUPS_RESULT:
-        print_groups(rd_kafka_DescribeConsumerGroups_result_groups(rd_kafka_event_DescribeConsumerGroups_result(ev), &n),
-                     n);
+    case RD_KAFKA_EVENT_DESCRIBECONSUMERGROUPS_RESULT: {
+        const rd_kafka_ConsumerGroupDescription_t **gs =
+            rd_kafka_DescribeConsumerGroups_result_groups(rd_kafka_event_DescribeConsumerGroups_result(ev), &n);
+        print_groups(gs, n);
         return;
+    }
     case RD_KAFKA_EVENT_LISTCONSUMERGROUPOFFSETS_RESULT: {
         const rd_kafka_group_result_t **gs =
             rd_kafka_ListConsumerGroupOffsets_result_groups(rd_kafka_event_ListConsumerGroupOffsets_result(ev), &n);

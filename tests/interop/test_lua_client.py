@@ -429,10 +429,10 @@ def test_lua_client_negotiates_down_and_checks_correlation_ids(tmp_path):
     finally:
         fake.close()
     out = {line.split()[0]: " ".join(line.split()[1:]) for line in lines}
-    # ApiVersions fell back from 3 to the broker's 2; Metadata is min(ours, 1);
+    # ApiVersions fell back from 4 to the broker's 2; Metadata is min(ours, 1);
     # Produce is absent from the broker's list, so it has no version.
     assert out["versions"] == "2 1 nil"
-    assert fake.requests[:3] == [(18, 3), (18, 2), (3, 1)]
+    assert fake.requests[:3] == [(18, 4), (18, 2), (3, 1)]
     assert "correlation id mismatch" in out["metadata"], out["metadata"]
     assert out["alive"] == "false"
     assert out["admin"].startswith("nil describe_topics:"), out["admin"]

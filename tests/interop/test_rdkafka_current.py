@@ -9,8 +9,8 @@ groups, cluster, topics, leader elections, offsets). Debian's librdkafka is
 stray bytes after its fields (once dropped here, so producers never
 connected), CreatePartitions, DescribeCluster, ...
 
-Each test runs against both targets: the module's broker and a three-broker
-cluster in one process (replication factor 3).
+Each test runs against both targets (conftest's `target`): the module's
+broker and a three-broker cluster in one process (replication factor 3).
 """
 
 import json
@@ -22,7 +22,7 @@ import subprocess
 import pytest
 
 import kiq_clients as kc
-from cluster import OneProcessCluster, wait_until
+from cluster import wait_until
 from conftest import EXTERNAL, ROOT
 
 JS = pathlib.Path(__file__).resolve().parent / "js"
@@ -55,26 +55,6 @@ def admin_tool():
                         f"-I{RDKAFKA_DEPS / 'include'}", f"-L{RDKAFKA_DEPS}", "-lrdkafka",
                         f"-Wl,-rpath,{RDKAFKA_DEPS.resolve()}"], check=True, timeout=120)
     return ADMIN_BIN
-
-
-@pytest.fixture(scope="module")
-def three(tmp_path_factory):
-    c = OneProcessCluster(tmp_path_factory.mktemp("rdkafka-three"),
-                          overrides=["default.replication.factor=3", "offsets.topic.replication.factor=3",
-                                     "min.insync.replicas=2"])
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture(params=["one", "three"])
-def target(request, broker):
-    """The broker under test and its number of brokers."""
-    if request.param == "one":
-        return broker, 1
-    return request.getfixturevalue("three"), 3
 
 
 def rdkafka(op, bootstrap, *args, check=True):

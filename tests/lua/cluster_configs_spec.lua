@@ -70,8 +70,10 @@ describe("cluster topic configs", function()
     p = produce(c:broker(leader).port, "conf",
       { { key = "a", value = "1" }, { value = "2" }, { key = "c", value = "3" }, { value = "4" } }, -1)
     assert.are.equal(INVALID_RECORD, p.error_code)
-    local why = "Compacted topic cannot accept message without key in topic partition conf-0."
-    assert.are.equal(why, p.error_message)
+    local why = "Compacted topic cannot accept message without key in topic partition conf-0"
+    assert.are.equal("One or more records have been rejected due to 2 record errors in total, and only showing "
+      .. "the first three errors at most: [RecordError(batchIndex=1, message='" .. why .. "'), "
+      .. "RecordError(batchIndex=3, message='" .. why .. "')]", p.error_message)
     assert.are.same({ { batch_index = 1, batch_index_error_message = why },
       { batch_index = 3, batch_index_error_message = why } }, p.record_errors)
     p = produce(c:broker(leader).port, "conf", { { key = "k", value = "v" } }, -1)

@@ -39,7 +39,7 @@ local function fetch_partition(b, topic, partition)
     session_id = 0, session_epoch = -1, forgotten_topics_data = {}, rack_id = "",
     topics = { { topic = topic, partitions = { { partition = partition, fetch_offset = 0,
       partition_max_bytes = 1048576, current_leader_epoch = -1, log_start_offset = -1 } } } },
-  }))
+  }, { version = 12 })) -- topics by name
   conn:close()
   return resp.responses[1].partitions[1]
 end

@@ -81,10 +81,10 @@ static void test_negotiates_versions(void **state)
     broker_fixture_t *f = *state;
     kiq_client_conn_t *c = connect_to(f->port);
     assert_true(kiq_client_alive(c));
-    assert_int_equal(kiq_client_version(c, KIQ_API_API_VERSIONS), 3);
-    assert_int_equal(kiq_client_version(c, KIQ_API_METADATA), 12);
-    assert_int_equal(kiq_client_version(c, KIQ_API_PRODUCE), 9);
-    assert_int_equal(kiq_client_version(c, KIQ_API_FETCH), 12);
+    assert_int_equal(kiq_client_version(c, KIQ_API_API_VERSIONS), 4);
+    assert_int_equal(kiq_client_version(c, KIQ_API_METADATA), 13);
+    assert_int_equal(kiq_client_version(c, KIQ_API_PRODUCE), 11);
+    assert_int_equal(kiq_client_version(c, KIQ_API_FETCH), 17);
     /* declared in our codec, but this broker does not serve (so not offer) it */
     assert_non_null(kiq_api_codec(KIQ_API_LEADER_AND_ISR));
     assert_int_equal(kiq_client_version(c, KIQ_API_LEADER_AND_ISR), -1);
@@ -223,8 +223,8 @@ static void test_bad_version_closes(void **state)
     kiq_metadata_response_t resp;
     kiq_arena_t a;
     kiq_arena_init(&a);
-    assert_int_equal(kiq_client_request(c, KIQ_API_METADATA, 13, &req, &a, &resp, 1000), -1);
-    assert_non_null(strstr(kiq_error_get(), "Metadata v13"));
+    assert_int_equal(kiq_client_request(c, KIQ_API_METADATA, 14, &req, &a, &resp, 1000), -1);
+    assert_non_null(strstr(kiq_error_get(), "Metadata v14"));
     assert_false(kiq_client_alive(c));
     assert_int_equal(kiq_client_request(c, KIQ_API_METADATA, -1, &req, &a, &resp, 1000), -1);
     assert_non_null(strstr(kiq_error_get(), "connection closed"));

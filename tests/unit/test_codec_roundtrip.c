@@ -105,6 +105,48 @@ static void test_unknown_tags_survive(void **state)
     kiq_arena_reset(&a);
 }
 
+/* A nullable struct is an int8 marker, -1 for null, then its fields:
+ * DescribeTopicPartitions' cursor, exactly as Kafka writes it. */
+static void test_nullable_struct(void **state)
+{
+    (void)state;
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_describe_topic_partitions_request_t m;
+    kiq_describe_topic_partitions_request_init(&m);
+    assert_true(m.cursor_null);
+    m.response_partition_limit = 7;
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    kiq_describe_topic_partitions_request_encode(&w, 0, &m);
+    /* topics: empty compact array; the limit; null cursor; no tags */
+    const uint8_t null_cursor[] = {0x01, 0, 0, 0, 7, 0xff, 0x00};
+    assert_int_equal(w.len, sizeof null_cursor);
+    assert_memory_equal(w.buf, null_cursor, sizeof null_cursor);
+    kiq_wr_free(&w);
+
+    m.cursor_null = false;
+    m.cursor.topic_name = KIQ_STR("t");
+    m.cursor.partition_index = 2;
+    kiq_wr_init(&w);
+    kiq_describe_topic_partitions_request_encode(&w, 0, &m);
+    const uint8_t cursor[] = {0x01, 0, 0, 0, 7, 0x01, 0x02, 't', 0, 0, 0, 2, 0x00, 0x00};
+    assert_int_equal(w.len, sizeof cursor);
+    assert_memory_equal(w.buf, cursor, sizeof cursor);
+    kiq_describe_topic_partitions_request_t back;
+    kiq_rd_t r;
+    kiq_rd_init(&r, w.buf, w.len);
+    assert_int_equal(kiq_describe_topic_partitions_request_decode(&r, 0, &a, &back), 0);
+    assert_false(back.cursor_null);
+    assert_true(kiq_str_eq(back.cursor.topic_name, "t"));
+    assert_int_equal(back.cursor.partition_index, 2);
+    kiq_rd_init(&r, null_cursor, sizeof null_cursor);
+    assert_int_equal(kiq_describe_topic_partitions_request_decode(&r, 0, &a, &back), 0);
+    assert_true(back.cursor_null);
+    kiq_wr_free(&w);
+    kiq_arena_reset(&a);
+}
+
 static void test_truncated_and_hostile_counts(void **state)
 {
     (void)state;
@@ -142,6 +184,7 @@ int main(void)
         cmocka_unit_test(test_every_api_every_version),
         cmocka_unit_test(test_flexible_versions_differ),
         cmocka_unit_test(test_unknown_tags_survive),
+        cmocka_unit_test(test_nullable_struct),
         cmocka_unit_test(test_truncated_and_hostile_counts),
         cmocka_unit_test(test_header_versions),
     };

@@ -1,11 +1,13 @@
 -- ApiVersions (18): the first request every client sends, to learn which
--- versions of each API the broker speaks. 0-3 covers kafka-python (v0),
--- kafkajs (v2, falling back to v1 and v0), librdkafka and platformatic (v3).
--- v3 is flexible; its response carries the feature lists as tagged fields.
+-- versions of each API the broker speaks. 0-4 covers kafka-python (v0),
+-- kafkajs (v2, falling back to v1 and v0), librdkafka and platformatic (v3)
+-- and Java 3.9+ (v4). v3 is flexible; its response carries the feature
+-- lists as tagged fields. v4 changes nothing on the wire (it lets features
+-- with a minimum level of 0 be listed).
 
 return {
   key = 18, name = "ApiVersions",
-  versions = "0-3",
+  versions = "0-4",
   flexible = "3+",
   request = {
     { "client_software_name", "string", v = "3+" },

@@ -1,8 +1,9 @@
--- DescribeGroups (15): 0-5; v5 is flexible.
+-- DescribeGroups (15): 0-6; v5 is flexible; v6 answers an unknown group
+-- with GROUP_ID_NOT_FOUND and a message.
 
 return {
   key = 15, name = "DescribeGroups",
-  versions = "0-5",
+  versions = "0-6",
   flexible = "5+",
   request = {
     { "groups", "[]string" },
@@ -12,6 +13,7 @@ return {
     { "throttle_time_ms", "int32", v = "1+" },
     { "groups", "[]", fields = {
         { "error_code", "int16" },
+        { "error_message", "string", v = "6+", null = "6+", default = "null" },
         { "group_id", "string" },
         { "group_state", "string" },
         { "protocol_type", "string" },

@@ -1,16 +1,22 @@
--- Fetch (1): 4-12. librdkafka needs v4 (RecordBatch v2) and v10 (zstd);
+-- Fetch (1): 4-17. librdkafka needs v4 (RecordBatch v2) and v10 (zstd);
 -- v12 is flexible and adds the tagged divergence/leader/snapshot hints.
--- v13+ names topics by id, which we do not advertise, so those fields are
--- left out.
+-- v13+ names topics by id (KIP-516; an unknown one is UNKNOWN_TOPIC_ID);
+-- v15 moves a follower's id into the tagged replica_state; v16 answers
+-- NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH with the leader's endpoint;
+-- v17 lets a follower name its log directory.
 
 return {
   key = 1, name = "Fetch",
-  versions = "4-12",
+  versions = "4-17",
   flexible = "12+",
   request = {
     -- Tagged, so it sits in the request's tag section, not here on the wire.
     { "cluster_id", "string", v = "12+", null = "12+", tag = 0, tagged = "12+", default = "null" },
     { "replica_id", "int32", v = "0-14", default = -1 }, -- -1: a consumer, else a follower's broker id
+    { "replica_state", "struct", v = "15+", tag = 1, tagged = "15+", fields = {
+        { "replica_id", "int32", v = "15+", default = -1 },
+        { "replica_epoch", "int64", v = "15+", default = -1 },
+    } },
     { "max_wait_ms", "int32" },
     { "min_bytes", "int32" },
     { "max_bytes", "int32", v = "3+", default = 2147483647 },
@@ -19,6 +25,7 @@ return {
     { "session_epoch", "int32", v = "7+", default = -1 },
     { "topics", "[]", fields = {
         { "topic", "string", v = "0-12" },
+        { "topic_id", "uuid", v = "13+" },
         { "partitions", "[]", fields = {
             { "partition", "int32" },
             { "current_leader_epoch", "int32", v = "9+", default = -1 },
@@ -26,10 +33,12 @@ return {
             { "last_fetched_epoch", "int32", v = "12+", default = -1 },
             { "log_start_offset", "int64", v = "5+", default = -1 },
             { "partition_max_bytes", "int32" },
+            { "replica_directory_id", "uuid", v = "17+", tag = 0, tagged = "17+" },
         } },
     } },
     { "forgotten_topics_data", "[]", v = "7+", fields = {
         { "topic", "string", v = "7-12" },
+        { "topic_id", "uuid", v = "13+" },
         { "partitions", "[]int32", v = "7+" },
     } },
     { "rack_id", "string", v = "11+" },
@@ -40,6 +49,7 @@ return {
     { "session_id", "int32", v = "7+" },
     { "responses", "[]", fields = {
         { "topic", "string", v = "0-12" },
+        { "topic_id", "uuid", v = "13+" },
         { "partitions", "[]", fields = {
             { "partition_index", "int32" },
             { "error_code", "int16" },
@@ -66,6 +76,13 @@ return {
             { "preferred_read_replica", "int32", v = "11+", default = -1 },
             { "records", "records", null = "0+" },
         } },
+    } },
+    -- the leaders named in current_leader (v16+)
+    { "node_endpoints", "[]", v = "16+", tag = 0, tagged = "16+", fields = {
+        { "node_id", "int32", v = "16+" },
+        { "host", "string", v = "16+" },
+        { "port", "int32", v = "16+" },
+        { "rack", "string", v = "16+", null = "16+", default = "null" },
     } },
   },
 }

@@ -1,9 +1,10 @@
--- FindCoordinator (10): 0-4. Group consumers in librdkafka need v0; v4
--- looks up several keys at once and answers with a list.
+-- FindCoordinator (10): 0-6. Group consumers in librdkafka need v0; v4
+-- looks up several keys at once and answers with a list; v5 and v6 only
+-- add error codes (v6: share groups, key type 2).
 
 return {
   key = 10, name = "FindCoordinator",
-  versions = "0-4",
+  versions = "0-6",
   flexible = "3+",
   request = {
     { "key", "string", v = "0-3" },

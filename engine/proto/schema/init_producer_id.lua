@@ -1,8 +1,9 @@
--- InitProducerId (22): 0-4; the idempotent producer needs v0. v2+ is flexible.
+-- InitProducerId (22): 0-5; the idempotent producer needs v0. v2+ is
+-- flexible; v5 only adds the TRANSACTION_ABORTABLE error.
 
 return {
   key = 22, name = "InitProducerId",
-  versions = "0-4",
+  versions = "0-5",
   flexible = "2+",
   request = {
     { "transactional_id", "string", null = "0+" },

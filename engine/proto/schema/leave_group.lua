@@ -1,9 +1,9 @@
--- LeaveGroup (13): 0-4. v3 leaves several members at once (static members);
--- v4 is flexible. v5 only adds a reason string we do not advertise.
+-- LeaveGroup (13): 0-5. v3 leaves several members at once (static members);
+-- v4 is flexible; v5 adds each member's reason for leaving.
 
 return {
   key = 13, name = "LeaveGroup",
-  versions = "0-4",
+  versions = "0-5",
   flexible = "4+",
   request = {
     { "group_id", "string" },
@@ -11,6 +11,7 @@ return {
     { "members", "[]", v = "3+", fields = {
         { "member_id", "string", v = "3+" },
         { "group_instance_id", "string", v = "3+", null = "3+", default = "null" },
+        { "reason", "string", v = "5+", null = "5+", default = "null" },
     } },
   },
   response = {

@@ -1,9 +1,12 @@
--- ListOffsets (2): 1-7. v1 is the first with timestamp lookups (librdkafka
+-- ListOffsets (2): 1-10. v1 is the first with timestamp lookups (librdkafka
 -- needs it); v0's multi-offset form is not supported. v6+ is flexible.
+-- Later versions widen the special timestamps: -3 max timestamp (v7), -4
+-- earliest local (v8), -5 latest tiered (v9); v10 adds a timeout for
+-- tiered storage, which there is none of here.
 
 return {
   key = 2, name = "ListOffsets",
-  versions = "1-7",
+  versions = "1-10",
   flexible = "6+",
   request = {
     { "replica_id", "int32" },
@@ -16,6 +19,7 @@ return {
             { "timestamp", "int64" },
         } },
     } },
+    { "timeout_ms", "int32", v = "10+" },
   },
   response = {
     { "throttle_time_ms", "int32", v = "2+" },

@@ -1,10 +1,11 @@
--- Metadata (3): brokers, topics, partitions and leaders. The full 0-12 range:
+-- Metadata (3): brokers, topics, partitions and leaders. The full 0-13 range:
 -- kafka-python probes with v0 to guess the broker version, and v10+ carries
--- topic ids. v9 and later are flexible.
+-- topic ids. v9 and later are flexible; v13 adds a top-level error code
+-- (KIP-1102's REBOOTSTRAP_REQUIRED; 0 here).
 
 return {
   key = 3, name = "Metadata",
-  versions = "0-12",
+  versions = "0-13",
   flexible = "9+",
   request = {
     -- Null (v1+) asks for all topics; in v0 an empty list does.
@@ -43,5 +44,6 @@ return {
         { "topic_authorized_operations", "int32", v = "8+", default = -2147483648 },
     } },
     { "cluster_authorized_operations", "int32", v = "8-10", default = -2147483648 },
+    { "error_code", "int16", v = "13+" },
   },
 }

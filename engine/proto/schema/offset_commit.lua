@@ -1,9 +1,11 @@
--- OffsetCommit (8): 0-8. librdkafka commits with v1-v2 (and needs them in
--- range); v8 is flexible. v9 belongs to the new consumer protocol.
+-- OffsetCommit (8): 0-9, served from 2 (Kafka 4.0's floor; librdkafka
+-- 2.0-2.11 need v1 or v2 in range). v8 is flexible; v9 is the first the
+-- new consumer protocol may use, and answers an unknown group that names
+-- a generation with GROUP_ID_NOT_FOUND.
 
 return {
   key = 8, name = "OffsetCommit",
-  versions = "0-8",
+  versions = "0-9",
   flexible = "8+",
   request = {
     { "group_id", "string" },

@@ -1,10 +1,10 @@
--- OffsetFetch (9): 0-8. librdkafka needs v1; v8 fetches for several groups
--- at once and is the last version before the new consumer protocol. v6+ is
--- flexible.
+-- OffsetFetch (9): 0-9, served from 1 (Kafka 4.0's floor; librdkafka needs
+-- v1). v8 fetches for several groups at once; v9 adds the new consumer
+-- protocol's member id and epoch. v6+ is flexible.
 
 return {
   key = 9, name = "OffsetFetch",
-  versions = "0-8",
+  versions = "0-9",
   flexible = "6+",
   request = {
     { "group_id", "string", v = "0-7" },
@@ -14,6 +14,9 @@ return {
     } },
     { "groups", "[]", v = "8+", fields = {
         { "group_id", "string", v = "8+" },
+        -- the new consumer protocol's (KIP-848); ignored for classic groups
+        { "member_id", "string", v = "9+", null = "9+", default = "null" },
+        { "member_epoch", "int32", v = "9+", default = -1 },
         { "topics", "[]", v = "8+", null = "8+", fields = {
             { "name", "string", v = "8+" },
             { "partition_indexes", "[]int32", v = "8+" },

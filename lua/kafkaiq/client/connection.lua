@@ -136,7 +136,8 @@ end
 
 -- c:request(api_key, body[, opts]) -> response, version | nil, err.
 -- opts: no_response (acks=0 produce: returns true once sent), timeout_ms
--- (how long to wait for the answer). An I/O failure or a mismatched
+-- (how long to wait for the answer), version (at most this one, for a
+-- body shaped for an older version). An I/O failure or a mismatched
 -- correlation id closes the connection.
 function Connection:request(api_key, body, opts)
   opts = opts or {}
@@ -145,6 +146,7 @@ function Connection:request(api_key, body, opts)
   if not v then
     return nil, ("%s: broker does not support %s"):format(self.addr, M.api_name(api_key))
   end
+  if opts.version and opts.version < v then v = opts.version end
   local frame, corr = self:_exchange(api_key, v, body, opts.no_response, opts.timeout_ms or self.timeout)
   if not frame then return nil, corr end
   if opts.no_response then return true, v end

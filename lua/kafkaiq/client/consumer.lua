@@ -14,6 +14,7 @@ local Consumer = {}
 Consumer.__index = Consumer
 
 local FETCH, LIST_OFFSETS, OFFSET_COMMIT = 1, 2, 8
+local ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA" -- base64 of 16 zero bytes: no topic id known
 local OFFSET_OUT_OF_RANGE = 1
 local EARLIEST, LATEST = -2, -1
 
@@ -318,12 +319,16 @@ function Consumer:_fetch_from(leader, list, max_wait, out)
   local cfg = self.cfg
   local conn, err = self.cluster:broker_conn(leader)
   if not conn then return true, err end
-  local topics, by_topic = {}, {}
+  -- Fetch v13+ names topics by id (from metadata); the answer names them so
+  local topics, by_topic, by_id = {}, {}, {}
   for _, a in ipairs(list) do
     local t = by_topic[a.topic]
     if not t then
-      t = { topic = a.topic, partitions = {} }
+      local known = self.cluster.topics[a.topic]
+      local id = known and known.id or ZERO_UUID
+      t = { topic = a.topic, topic_id = id, partitions = {} }
       by_topic[a.topic] = t
+      by_id[id] = a.topic
       topics[#topics + 1] = t
     end
     t.partitions[#t.partitions + 1] = { partition = a.partition, fetch_offset = a.offset,
@@ -341,9 +346,10 @@ function Consumer:_fetch_from(leader, list, max_wait, out)
   end
   local resets, soft = {}, nil
   for _, t in ipairs(resp.responses) do
+    local name = t.topic or by_id[t.topic_id]
     for _, p in ipairs(t.partitions) do
-      local a = self.assigned[key(t.topic, p.partition_index)]
-      local where = ("fetch %s[%d]"):format(t.topic, p.partition_index)
+      local a = name and self.assigned[key(name, p.partition_index)]
+      local where = ("fetch %s[%d]"):format(tostring(name), p.partition_index)
       if not a then
         -- unassigned meanwhile (by a hook): drop
       elseif p.error_code == OFFSET_OUT_OF_RANGE then
@@ -352,7 +358,7 @@ function Consumer:_fetch_from(leader, list, max_wait, out)
         end
         resets[#resets + 1] = { topic = a.topic, partition = a.partition, which = cfg.auto_offset_reset }
       elseif p.error_code ~= 0 then
-        if errors.stale_metadata[p.error_code] then self.cluster:invalidate(t.topic) end
+        if name and errors.stale_metadata[p.error_code] then self.cluster:invalidate(name) end
         if not errors.retriable[p.error_code] then return nil, errors.format(where, p.error_code) end
         soft = errors.format(where, p.error_code)
       else

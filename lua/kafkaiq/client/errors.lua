@@ -56,7 +56,7 @@ for code, name in pairs(M.names) do M.codes[name] = code end
 M.retriable = {
   [3] = true, [5] = true, [6] = true, [7] = true, [8] = true, [9] = true, [13] = true,
   [14] = true, [15] = true, [16] = true, [19] = true, [20] = true, [41] = true, [56] = true,
-  [74] = true, [75] = true, [78] = true, [89] = true,
+  [74] = true, [75] = true, [78] = true, [89] = true, [100] = true,
 }
 
 -- Errors that mean "your idea of who leads this partition is stale".

@@ -427,7 +427,8 @@ function Group:_on_join(resp)
   end
   self.generation_id, self.member_id, self.protocol = resp.generation_id, resp.member_id, resp.protocol_name
   local assignments = {}
-  if resp.leader == resp.member_id then
+  -- JoinGroup v9: a static leader coming back keeps the group's assignment
+  if resp.leader == resp.member_id and not resp.skip_assignment then
     local err
     assignments, err = self:_assign(resp.members)
     if not assignments then

@@ -1,0 +1,55 @@
+/* DescribeCluster: the brokers clients can reach (the live ones in cluster
+ * mode; DescribeCluster v2's fenced brokers are not known here, so
+ * include_fenced_brokers lists the same), the controller and the cluster
+ * id. Only brokers answer: asking for the controllers' endpoints (type 2)
+ * is Kafka's MISMATCHED_ENDPOINT_TYPE, any other type
+ * UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0, which has no type). */
+#include <stdio.h>
+
+#include "api/api.h"
+#include "core/error.h"
+#include "server/metadata_cache.h"
+
+enum { ENDPOINT_BROKERS = 1, ENDPOINT_CONTROLLERS = 2 };
+
+int kiq_api_describe_cluster_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_describe_cluster_request_t *req = request;
+    kiq_describe_cluster_response_t *out = response;
+    int16_t v = r->header.api_version;
+    out->endpoint_type = ENDPOINT_BROKERS;
+    if (req->endpoint_type != ENDPOINT_BROKERS) {
+        if (req->endpoint_type == ENDPOINT_CONTROLLERS) {
+            kiq_error_set("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
+                          "CONTROLLER");
+            out->error_code = v >= 1 ? KIQ_ERR_MISMATCHED_ENDPOINT_TYPE : KIQ_ERR_INVALID_REQUEST;
+        } else {
+            kiq_error_set("Unsupported endpoint type %d", req->endpoint_type);
+            out->error_code = v >= 1 ? KIQ_ERR_UNSUPPORTED_ENDPOINT_TYPE : KIQ_ERR_INVALID_REQUEST;
+        }
+        out->error_message = kiq_api_error_message(r);
+        return KIQ_HANDLER_RESPOND;
+    }
+    out->cluster_id = kiq_api_str(r, b->cluster_id);
+    if (req->include_cluster_authorized_operations) out->cluster_authorized_operations = KIQ_API_CLUSTER_OPERATIONS;
+    kiq_cached_broker_t *list = NULL;
+    int n = b->cluster ? kiq_metadata_cache_brokers(b->metadata, NULL, &r->arena, &list) : 0;
+    if (n == 0) {
+        list = kiq_arena_alloc(&r->arena, sizeof *list);
+        list[0] = (kiq_cached_broker_t){b->node_id, b->advertised_port, b->advertised_host, NULL};
+        n = 1;
+    }
+    int32_t controller = b->cluster ? kiq_metadata_cache_controller(b->metadata) : b->node_id;
+    out->brokers_n = n;
+    out->brokers = kiq_arena_calloc(&r->arena, (size_t)n, sizeof *out->brokers);
+    for (int i = 0; i < n; i++) {
+        kiq_describe_cluster_response_brokers_t *o = &out->brokers[i];
+        kiq_describe_cluster_response_brokers_init(o);
+        o->broker_id = list[i].id;
+        o->host = KIQ_STR(list[i].host);
+        o->port = list[i].port;
+        o->rack = list[i].rack ? KIQ_STR(list[i].rack) : KIQ_STR_NULL;
+        if (list[i].id == controller) out->controller_id = controller;
+    }
+    return KIQ_HANDLER_RESPOND;
+}

@@ -1,0 +1,20 @@
+-- PushTelemetry (72): a client's metrics, pushed as its subscription asked
+-- (KIP-714). There is never a subscription here, so a push is answered as
+-- Kafka answers one for an unknown subscription.
+
+return {
+  key = 72, name = "PushTelemetry",
+  versions = "0",
+  flexible = "0+",
+  request = {
+    { "client_instance_id", "uuid" },
+    { "subscription_id", "int32" },
+    { "terminating", "bool" },
+    { "compression_type", "int8" },
+    { "metrics", "bytes" }, -- OpenTelemetry MetricsData, protobuf
+  },
+  response = {
+    { "throttle_time_ms", "int32" },
+    { "error_code", "int16" },
+  },
+}
