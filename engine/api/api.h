@@ -4,6 +4,8 @@
 #ifndef KIQ_API_API_H
 #define KIQ_API_API_H
 
+#include "config/dynamic_configs.h"
+#include "config/topic_config.h"
 #include "net/request.h"
 #include "proto/errors.h"
 #include "server/broker.h"
@@ -99,21 +101,18 @@ int kiq_api_update_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void
 int kiq_api_leader_and_isr_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_stop_replica_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 
-/* Config resource types of the *Configs APIs. */
-enum { KIQ_API_RESOURCE_TOPIC = 2, KIQ_API_RESOURCE_BROKER = 4 };
-/* AlterConfigs / IncrementalAlterConfigs on a broker resource: every
- * broker config is static, so any change is refused with INVALID_REQUEST
- * naming the configs, as Kafka refuses its read-only ones (an empty change
- * succeeds). Kafka error code, the reason in the error slot. */
-int kiq_api_alter_broker_check(kiq_broker_t *b, kiq_str_t resource_name, const kiq_str_t *names,
-                               int32_t n);
-/* AlterConfigs / IncrementalAlterConfigs on any other resource: a topic's
- * configs changed by edit (see kiq_topics_update_configs) and applied to
- * its logs. Refused for another resource type, and in cluster mode (topic
- * configs are set at creation there). Kafka error code, the reason in the
- * error slot. */
-int kiq_api_alter_topic_configs(kiq_broker_t *b, int8_t resource_type, kiq_str_t name,
-                                int (*edit)(kiq_topic_configs_t *cfg, void *ctx), void *ctx, bool validate_only);
+/* AlterConfigs / IncrementalAlterConfigs on a standalone broker: one
+ * resource, a topic's configs changed by topic_edit, a broker level's by
+ * broker_edit (each getting a copy and ctx), applied unless validate_only.
+ * Kafka error code, the reason in the error slot. */
+int kiq_api_alter_configs_here(kiq_broker_t *b, int8_t resource_type, kiq_str_t name,
+                               int (*topic_edit)(kiq_topic_configs_t *cfg, void *ctx),
+                               int (*broker_edit)(kiq_dynamic_configs_t *cfg, void *ctx), void *ctx,
+                               bool validate_only);
+/* A broker resource's level on this broker: "" the cluster-wide default,
+ * its id its own; another name is INVALID_REQUEST (reason in the error
+ * slot). */
+int kiq_api_config_level(kiq_broker_t *b, kiq_str_t resource_name, enum kiq_config_level *level);
 
 /* The partition `index` of topic (NULL: unknown) that a client's request
  * names, if this broker leads it: 0 with *part and its log (loaded once:

@@ -1,6 +1,10 @@
 /* DescribeConfigs for topics (2) and brokers (4), with config sources and
- * synonyms as Kafka reports them. Topic configs can be altered; broker
- * configs are all static (read-only).
+ * synonyms as Kafka reports them: a value set for this broker, then the
+ * cluster-wide default, then server.properties, then the built-in default.
+ * Topic configs can be altered, and the broker configs that change at
+ * runtime (kiq_config_dynamic); the other broker configs are read-only.
+ * The broker resource "" is the cluster-wide default: only the configs set
+ * there.
  *
  * In cluster mode the controller's broker also serves it on its control
  * plane, for topics, from the controller's metadata: that is where a
@@ -13,8 +17,6 @@
 #include "config/topic_config.h"
 #include "controller/controller.h"
 #include "core/error.h"
-
-enum { RESOURCE_TOPIC = 2, RESOURCE_BROKER = 4 };
 
 typedef kiq_describe_configs_response_results_configs_t config_entry_t;
 
@@ -48,7 +50,21 @@ static void fill_entry(kiq_request_t *r, const kiq_describe_configs_request_t *r
     e->config_source = (int8_t)source;
     e->config_type = (int8_t)type;
     if (req->include_documentation && doc) e->documentation = kiq_api_str(r, doc);
-    if (req->include_synonyms) e->synonyms = kiq_arena_calloc(&r->arena, 2, sizeof *e->synonyms);
+    if (req->include_synonyms) e->synonyms = kiq_arena_calloc(&r->arena, 5, sizeof *e->synonyms);
+}
+
+/* A broker config's synonyms, in Kafka's precedence: this broker's
+ * dynamic value, the cluster-wide one, the static one, the default. */
+static void broker_synonyms(kiq_broker_t *b, kiq_request_t *r, config_entry_t *e, int id)
+{
+    const char *name = kiq_config_defs[id].name;
+    const char *v = kiq_config_dynamic_value(b->config, KIQ_CFG_LEVEL_BROKER, id);
+    if (v) add_synonym(r, e, name, v, KIQ_CONFIG_SOURCE_DYNAMIC_BROKER);
+    if ((v = kiq_config_dynamic_value(b->config, KIQ_CFG_LEVEL_CLUSTER, id)))
+        add_synonym(r, e, name, v, KIQ_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER);
+    bool is_default;
+    v = kiq_config_static_text(b->config, id, &is_default);
+    add_synonym(r, e, name, v, is_default ? KIQ_CONFIG_SOURCE_DEFAULT : KIQ_CONFIG_SOURCE_STATIC_BROKER);
 }
 
 /* The topic's dynamic configs into an empty *tc: the controller's on the
@@ -102,12 +118,7 @@ static void describe_topic(kiq_broker_t *b, kiq_request_t *r, const kiq_describe
         if (!req->include_synonyms) continue;
         /* the topic's own value first, then what it would inherit */
         if (source == KIQ_CONFIG_SOURCE_DYNAMIC_TOPIC) add_synonym(r, e, d->name, value, (int8_t)source);
-        if (d->broker_config >= 0) {
-            bool is_default;
-            const char *bv = kiq_config_text(b->config, d->broker_config, &is_default);
-            add_synonym(r, e, kiq_config_defs[d->broker_config].name, bv,
-                        is_default ? KIQ_CONFIG_SOURCE_DEFAULT : KIQ_CONFIG_SOURCE_STATIC_BROKER);
-        }
+        if (d->broker_config >= 0) broker_synonyms(b, r, e, d->broker_config);
     }
     kiq_topic_configs_clear(&tc);
 }
@@ -116,23 +127,28 @@ static void describe_broker(kiq_broker_t *b, kiq_request_t *r, const kiq_describ
                             const kiq_describe_configs_request_resources_t *res,
                             kiq_describe_configs_response_results_t *out)
 {
-    char id[16];
-    snprintf(id, sizeof id, "%d", b->node_id);
-    if (res->resource_name.len > 0 && !kiq_str_eq(res->resource_name, id)) {
-        out->error_code = KIQ_ERR_INVALID_REQUEST;
-        out->error_message = kiq_api_str(r, "Unexpected broker id");
+    enum kiq_config_level level;
+    kiq_error_clear();
+    if ((out->error_code = (int16_t)kiq_api_config_level(b, res->resource_name, &level)) != 0) {
+        out->error_message = kiq_api_error_message(r);
         return;
     }
     out->configs = kiq_arena_calloc(&r->arena, KIQ_CFG__COUNT, sizeof *out->configs);
     for (int i = 0; i < KIQ_CFG__COUNT; i++) {
         const kiq_config_def_t *d = &kiq_config_defs[i];
         if (!wanted(res, d->name)) continue;
-        bool is_default;
-        const char *value = kiq_config_text(b->config, i, &is_default);
-        int source = is_default ? KIQ_CONFIG_SOURCE_DEFAULT : KIQ_CONFIG_SOURCE_STATIC_BROKER;
+        const char *value = kiq_config_str(b->config, i);
+        int source = kiq_config_source(b->config, i);
+        if (level == KIQ_CFG_LEVEL_CLUSTER) {
+            /* the cluster-wide default: what is set there, and only that */
+            if (!(value = kiq_config_dynamic_value(b->config, KIQ_CFG_LEVEL_CLUSTER, i))) continue;
+            source = KIQ_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER;
+        }
         config_entry_t *e = &out->configs[out->configs_n++];
-        fill_entry(r, req, e, d->name, value, source, kiq_config_wire_type(i), true, d->doc);
-        if (req->include_synonyms) add_synonym(r, e, d->name, value, (int8_t)source);
+        fill_entry(r, req, e, d->name, value, source, kiq_config_wire_type(i), !kiq_config_dynamic(i), d->doc);
+        if (!req->include_synonyms) continue;
+        if (level == KIQ_CFG_LEVEL_CLUSTER) add_synonym(r, e, d->name, value, (int8_t)source);
+        else broker_synonyms(b, r, e, i);
     }
 }
 
@@ -150,9 +166,9 @@ int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const voi
         kiq_describe_configs_response_results_init(o);
         o->resource_type = res->resource_type;
         o->resource_name = res->resource_name;
-        if (res->resource_type == RESOURCE_TOPIC)
+        if (res->resource_type == KIQ_CONFIG_RESOURCE_TOPIC)
             describe_topic(b, r, req, res, o);
-        else if (res->resource_type == RESOURCE_BROKER)
+        else if (res->resource_type == KIQ_CONFIG_RESOURCE_BROKER)
             describe_broker(b, r, req, res, o);
         else {
             o->error_code = KIQ_ERR_INVALID_REQUEST;

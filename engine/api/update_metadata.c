@@ -1,10 +1,12 @@
 /* UpdateMetadata (control plane): the controller's full view of the
  * cluster replaces this broker's metadata cache, which wakes whoever waits
- * for a change (a forwarded CreateTopics waiting for its topic). The same
- * state may come many times; replacing is idempotent. */
+ * for a change (a forwarded CreateTopics waiting for its topic), and the
+ * dynamic configs it carries become this broker's. The same state may come
+ * many times; replacing is idempotent. */
 #include "api/api.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "server/broker_configs.h"
 #include "server/metadata_cache.h"
 
 int kiq_api_update_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
@@ -17,6 +19,7 @@ int kiq_api_update_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void
         out->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
         return KIQ_HANDLER_RESPOND;
     }
+    kiq_broker_configs_apply_pushed(b, req);
     out->error_code = KIQ_ERR_NONE;
     return KIQ_HANDLER_RESPOND;
 }

@@ -165,6 +165,12 @@ kiq_config_t *kiq_config_copy(const kiq_config_t *src)
     return c;
 }
 
+int kiq_config_check(enum kiq_config_id id, const char *value)
+{
+    int64_t num;
+    return parse_value(id, value, &num);
+}
+
 int kiq_config_set_dynamic(kiq_config_t *c, enum kiq_config_level level, enum kiq_config_id id, const char *value)
 {
     if (!kiq_config_dynamic(id)) return kiq_error_set("%s cannot be updated dynamically", kiq_config_defs[id].name);

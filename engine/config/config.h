@@ -143,6 +143,10 @@ typedef struct kiq_config kiq_config_t;
 
 extern const kiq_config_def_t kiq_config_defs[KIQ_CFG__COUNT];
 
+/* Kafka's ConfigResource types, as the *Configs APIs and ConfigRecords
+ * name them. */
+enum kiq_config_resource { KIQ_CONFIG_RESOURCE_TOPIC = 2, KIQ_CONFIG_RESOURCE_BROKER = 4 };
+
 /* Kafka's DescribeConfigs config_source values. */
 enum kiq_config_source {
     KIQ_CONFIG_SOURCE_DYNAMIC_TOPIC = 1,
@@ -161,6 +165,9 @@ enum kiq_config_level { KIQ_CFG_LEVEL_BROKER, KIQ_CFG_LEVEL_CLUSTER, KIQ_CFG_LEV
  * election settings read where they are used). Kafka's others (thread pool
  * sizes, listeners) are static here. */
 bool kiq_config_dynamic(enum kiq_config_id id);
+/* Checks value as config id's type, range and allowed values want: 0, or
+ * -1 with the reason naming the config. */
+int kiq_config_check(enum kiq_config_id id, const char *value);
 /* Sets (value NULL: removes) a dynamic value at level after checking it
  * as kiq_config_set does. Any thread. 0, or -1 with the reason (a config
  * that is not dynamic, a bad value). */

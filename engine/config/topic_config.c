@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "proto/errors.h"
 
 #define L64 INT64_MIN, INT64_MAX
@@ -259,9 +260,22 @@ static int store(kiq_topic_configs_t *c, int i, const char *value, int len)
     return 0;
 }
 
+/* Topic configs Kafka 3.x deprecated but still takes (they do nothing
+ * with RecordBatch v2 only, or are superseded): accepted and ignored. */
+static const char *const deprecated[] = {
+    "message.format.version",
+    "message.timestamp.difference.max.ms",
+    "message.downconversion.enable",
+};
+
 int kiq_topic_configs_set(kiq_topic_configs_t *c, const char *name, int name_len, const char *value,
                           int value_len)
 {
+    for (size_t k = 0; name && k < sizeof deprecated / sizeof deprecated[0]; k++)
+        if ((int)strlen(deprecated[k]) == name_len && memcmp(deprecated[k], name, (size_t)name_len) == 0) {
+            KIQ_WARN("topic configuration %s is deprecated and ignored here (as Kafka 3.x ignores it)", deprecated[k]);
+            return KIQ_ERR_NONE;
+        }
     int i = kiq_topic_config_find(name, name_len);
     if (i < 0) {
         kiq_error_set("Unknown topic config name: %.*s", name ? name_len : 4, name ? name : "null");

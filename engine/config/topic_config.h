@@ -82,7 +82,9 @@ void kiq_topic_configs_clear(kiq_topic_configs_t *c);
 int kiq_topic_configs_copy(kiq_topic_configs_t *dst, const kiq_topic_configs_t *src);
 /* Sets a config by name after checking it: 0, or KIQ_ERR_INVALID_CONFIG
  * (unknown name, null or bad value) with the reason in the error slot. The
- * trimmed value is kept. */
+ * trimmed value is kept. The configs Kafka 3.x deprecated but accepts
+ * (message.format.version, message.timestamp.difference.max.ms,
+ * message.downconversion.enable) are taken with a warning and ignored. */
 int kiq_topic_configs_set(kiq_topic_configs_t *c, const char *name, int name_len, const char *value,
                           int value_len);
 /* IncrementalAlterConfigs' APPEND and SUBTRACT on a LIST config: `current`

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "controller/broker_channel.h"
+#include "controller/config_changes.h"
 #include "controller/controller.h"
 #include "controller/metadata_image.h"
 #include "controller/metadata_log.h"
@@ -44,7 +45,9 @@ struct kiq_controller {
     int32_t node_id;
     char control_listener[32];
     int64_t session_timeout_ns;
-    bool unclean;
+    /* the hosting broker's config, from new to free: its dynamic values
+     * (unclean.leader.election.enable) are read where they are used */
+    const kiq_config_t *cfg;
     int64_t rebalance_interval_ns; /* 0: auto.leader.rebalance.enable off */
     int64_t next_rebalance_ns;
     int32_t default_partitions;
@@ -182,7 +185,7 @@ static void leave_partitions(kiq_controller_t *c, batch_t *b, int32_t id)
             ch->partition_id = p;
             if (pr->leader == id) {
                 bool unclean = false;
-                int32_t leader = kiq_metadata_image_elect_leader(pr, live, nlive, c->unclean, &unclean);
+                int32_t leader = kiq_metadata_image_elect_leader(pr, live, nlive, kiq_config_bool(c->cfg, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE), &unclean);
                 ch->leader = leader;
                 if (unclean) {
                     isr[0] = leader;
@@ -212,7 +215,7 @@ static void elect_offline(kiq_controller_t *c, batch_t *b)
             const kiq_partition_registration_t *pr = &ti->partitions[p];
             if (pr->leader != KIQ_NO_LEADER) continue;
             bool unclean = false;
-            int32_t leader = kiq_metadata_image_elect_leader(pr, live, nlive, c->unclean, &unclean);
+            int32_t leader = kiq_metadata_image_elect_leader(pr, live, nlive, kiq_config_bool(c->cfg, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE), &unclean);
             if (leader == KIQ_NO_LEADER) continue;
             kiq_metadata_record_t *r = add_record(b, KIQ_MR_PARTITION_CHANGE);
             kiq_partition_change_record_t *ch = &r->m.partition_change;
@@ -462,6 +465,22 @@ static uint64_t build_round(void *ctx, int32_t broker, kiq_arena_t *a, kiq_chann
             ll->host_name = astr(a, data->host);
             ll->port = data->port;
         }
+    }
+    /* the dynamic configs this broker acts on */
+    size_t ncfg = kiq_metadata_image_config_count(c->image);
+    char self[16];
+    snprintf(self, sizeof self, "%d", broker);
+    um->kafkaiq_configs = kiq_arena_calloc(a, ncfg ? ncfg : 1, sizeof *um->kafkaiq_configs);
+    for (size_t i = 0; i < ncfg; i++) {
+        const kiq_config_entry_t *e = kiq_metadata_image_config_at(c->image, i);
+        if (e->resource_type == KIQ_CONFIG_RESOURCE_BROKER && e->resource_name[0] && strcmp(e->resource_name, self) != 0)
+            continue;
+        kiq_update_metadata_request_kafkaiq_configs_t *o = &um->kafkaiq_configs[um->kafkaiq_configs_n++];
+        kiq_update_metadata_request_kafkaiq_configs_init(o);
+        o->resource_type = e->resource_type;
+        o->resource_name = astr(a, e->resource_name);
+        o->name = astr(a, e->name);
+        o->value = astr(a, e->value);
     }
     broker_slot_t *s = slot_of(c, broker, false);
     out->stop = s && s->nstops > 0;
@@ -979,6 +998,165 @@ out:
     return rc;
 }
 
+/* ---- dynamic configs (AlterConfigs, IncrementalAlterConfigs) ---- */
+
+/* How one resource's configs change: by AlterConfigs' replacement or by
+ * IncrementalAlterConfigs' operations. */
+typedef struct config_edit {
+    const kiq_alter_configs_request_resources_t *replace;
+    const kiq_incremental_alter_configs_request_resources_t *ops;
+} config_edit_t;
+
+/* Under mu: a ConfigRecord for each key that differs between before and
+ * after (NULL: unset), after's value or null. */
+static void config_records(batch_t *b, int8_t type, const char *resource, char *const *before, char *const *after,
+                           int n, const char *(*name_of)(int))
+{
+    for (int i = 0; i < n; i++) {
+        if (!before[i] == !after[i] && (!before[i] || strcmp(before[i], after[i]) == 0)) continue;
+        kiq_metadata_record_t *cr = add_record(b, KIQ_MR_CONFIG);
+        cr->m.config.resource_type = type;
+        cr->m.config.resource_name = astr(b->a, resource);
+        cr->m.config.name = astr(b->a, name_of(i));
+        cr->m.config.value = after[i] ? astr(b->a, after[i]) : KIQ_STR_NULL;
+    }
+}
+
+static const char *topic_config_name(int i) { return kiq_topic_config_defs[i].name; }
+static const char *broker_config_name(int i) { return kiq_config_defs[i].name; }
+
+/* Under mu: one resource's change, its records into b. A Kafka error code. */
+static int16_t change_configs(kiq_controller_t *c, batch_t *b, int8_t type, kiq_str_t name, const config_edit_t *e)
+{
+    char resource[256];
+    if (!name.p || name.len >= (int32_t)sizeof resource) {
+        kiq_error_set("Invalid resource name");
+        return KIQ_ERR_INVALID_REQUEST;
+    }
+    snprintf(resource, sizeof resource, KIQ_STR_FMT, KIQ_STR_ARG(name));
+    int16_t err;
+    if (type == KIQ_CONFIG_RESOURCE_TOPIC) {
+        const kiq_topic_image_t *ti = kiq_metadata_image_topic(c->image, name.p, (size_t)name.len);
+        if (!ti) {
+            kiq_error_set("Topic %s does not exist", resource);
+            return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        }
+        kiq_topic_configs_t before = {0}, after = {0};
+        for (int i = 0; i < KIQ_TOPIC_CONFIG_COUNT; i++) {
+            const char *v = kiq_metadata_image_config(c->image, type, resource, kiq_topic_config_defs[i].name);
+            before.value[i] = v ? (char *)v : NULL;
+            if (v && !(after.value[i] = strdup(v))) return kiq_error_set("out of memory"), KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        }
+        err = (int16_t)(e->replace ? kiq_config_change_topic_replace(&after, e->replace)
+                                   : kiq_config_change_topic_ops(&after, c->cfg, e->ops));
+        if (!err) config_records(b, type, resource, before.value, after.value, KIQ_TOPIC_CONFIG_COUNT, topic_config_name);
+        kiq_topic_configs_clear(&after);
+        return err;
+    }
+    if (type != KIQ_CONFIG_RESOURCE_BROKER) {
+        kiq_error_set("Unsupported resource type %d", type);
+        return KIQ_ERR_INVALID_REQUEST;
+    }
+    /* "" is the cluster-wide default, else a registered broker's id */
+    char *end;
+    long id = strtol(resource, &end, 10);
+    if (resource[0] && (*end || !kiq_metadata_image_broker(c->image, (int32_t)id))) {
+        kiq_error_set("Unknown broker id %s (a broker config resource names a registered broker, or is empty for the "
+                      "cluster default)",
+                      resource);
+        return KIQ_ERR_INVALID_REQUEST;
+    }
+    kiq_dynamic_configs_t before = {0}, after = {0};
+    for (int i = 0; i < KIQ_CFG__COUNT; i++) {
+        const char *v = kiq_metadata_image_config(c->image, type, resource, kiq_config_defs[i].name);
+        before.value[i] = v ? (char *)v : NULL;
+        if (v && !(after.value[i] = strdup(v))) return kiq_error_set("out of memory"), KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    err = (int16_t)(e->replace ? kiq_config_change_broker_replace(&after, e->replace)
+                               : kiq_config_change_broker_ops(&after, c->cfg, e->ops));
+    if (!err) config_records(b, type, resource, before.value, after.value, KIQ_CFG__COUNT, broker_config_name);
+    kiq_dynamic_configs_clear(&after);
+    return err;
+}
+
+/* Under mu: commits what the edits wrote (unless validate_only). */
+static int16_t commit_configs(kiq_controller_t *c, batch_t *b, bool validate_only)
+{
+    if (validate_only) return KIQ_ERR_NONE;
+    return commit(c, b) == 0 ? KIQ_ERR_NONE : KIQ_ERR_UNKNOWN_SERVER_ERROR;
+}
+
+static kiq_str_t error_copy(kiq_arena_t *a)
+{
+    const char *e = kiq_error_get();
+    return (kiq_str_t){kiq_arena_strndup(a, e, strlen(e)), (int32_t)strlen(e)};
+}
+
+void kiq_controller_alter_configs(kiq_controller_t *c, kiq_arena_t *arena, const kiq_alter_configs_request_t *req,
+                                  kiq_alter_configs_response_t *resp)
+{
+    int32_t n = req->resources_n > 0 ? req->resources_n : 0;
+    resp->responses_n = n;
+    resp->responses = kiq_arena_calloc(arena, (size_t)(n ? n : 1), sizeof *resp->responses);
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    pthread_mutex_lock(&c->mu);
+    for (int32_t i = 0; i < n; i++) {
+        const kiq_alter_configs_request_resources_t *res = &req->resources[i];
+        kiq_alter_configs_response_responses_t *o = &resp->responses[i];
+        kiq_alter_configs_response_responses_init(o);
+        o->resource_type = res->resource_type;
+        o->resource_name = res->resource_name;
+        kiq_error_clear();
+        config_edit_t e = {.replace = res};
+        size_t mark = b.n;
+        o->error_code = change_configs(c, &b, res->resource_type, res->resource_name, &e);
+        if (o->error_code) {
+            b.n = mark; /* all or nothing per resource */
+            o->error_message = error_copy(arena);
+        }
+    }
+    int16_t err = commit_configs(c, &b, req->validate_only);
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
+    for (int32_t i = 0; err && i < n; i++)
+        if (!resp->responses[i].error_code) resp->responses[i].error_code = err;
+}
+
+void kiq_controller_incremental_alter_configs(kiq_controller_t *c, kiq_arena_t *arena,
+                                              const kiq_incremental_alter_configs_request_t *req,
+                                              kiq_incremental_alter_configs_response_t *resp)
+{
+    int32_t n = req->resources_n > 0 ? req->resources_n : 0;
+    resp->responses_n = n;
+    resp->responses = kiq_arena_calloc(arena, (size_t)(n ? n : 1), sizeof *resp->responses);
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    pthread_mutex_lock(&c->mu);
+    for (int32_t i = 0; i < n; i++) {
+        const kiq_incremental_alter_configs_request_resources_t *res = &req->resources[i];
+        kiq_incremental_alter_configs_response_responses_t *o = &resp->responses[i];
+        kiq_incremental_alter_configs_response_responses_init(o);
+        o->resource_type = res->resource_type;
+        o->resource_name = res->resource_name;
+        kiq_error_clear();
+        config_edit_t e = {.ops = res};
+        size_t mark = b.n;
+        o->error_code = change_configs(c, &b, res->resource_type, res->resource_name, &e);
+        if (o->error_code) {
+            b.n = mark;
+            o->error_message = error_copy(arena);
+        }
+    }
+    int16_t err = commit_configs(c, &b, req->validate_only);
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
+    for (int32_t i = 0; err && i < n; i++)
+        if (!resp->responses[i].error_code) resp->responses[i].error_code = err;
+}
+
 /* ---- fencing ---- */
 
 static void fence_silent(kiq_controller_t *c, int64_t now)
@@ -1049,7 +1227,7 @@ kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, c
     c->node_id = node_id;
     snprintf(c->control_listener, sizeof c->control_listener, "%s", control_listener);
     c->session_timeout_ns = kiq_config_int(cfg, KIQ_CFG_BROKER_SESSION_TIMEOUT_MS) * 1000000;
-    c->unclean = kiq_config_bool(cfg, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE);
+    c->cfg = cfg;
     if (kiq_config_bool(cfg, KIQ_CFG_AUTO_LEADER_REBALANCE_ENABLE))
         c->rebalance_interval_ns = kiq_config_int(cfg, KIQ_CFG_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS) * 1000000000LL;
     c->next_rebalance_ns = kiq_clock_mono_ns() + c->rebalance_interval_ns;

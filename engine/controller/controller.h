@@ -33,7 +33,8 @@
 typedef struct kiq_controller kiq_controller_t;
 
 /* Replays the metadata log in dir/__cluster_metadata-0 into the image.
- * control_listener: the listener name brokers take the controller's
+ * cfg: the hosting broker's, kept (and read, for its dynamic values) until
+ * free. control_listener: the listener name brokers take the controller's
  * requests on. NULL with the reason. */
 kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, const char *dir,
                                      const char *control_listener);
@@ -102,6 +103,18 @@ void kiq_controller_elect_leaders(kiq_controller_t *c, kiq_arena_t *arena, const
  * the topic is unknown), copied into arena. No lock. */
 void kiq_controller_election_result(kiq_arena_t *arena, int16_t err, const char *topic, int32_t p,
                                     kiq_elect_leaders_response_replica_election_results_partition_result_t *out);
+
+/* AlterConfigs and IncrementalAlterConfigs as brokers forward them: each
+ * resource (a topic, a registered broker's id, or "" for the cluster-wide
+ * broker defaults) changed by controller/config_changes.h's rules, all or
+ * nothing per resource, the new values written as ConfigRecords (a null
+ * value for one removed) and so pushed to the brokers with the next
+ * UpdateMetadata. Any thread; resp filled in arena. */
+void kiq_controller_alter_configs(kiq_controller_t *c, kiq_arena_t *arena, const kiq_alter_configs_request_t *req,
+                                  kiq_alter_configs_response_t *resp);
+void kiq_controller_incremental_alter_configs(kiq_controller_t *c, kiq_arena_t *arena,
+                                              const kiq_incremental_alter_configs_request_t *req,
+                                              kiq_incremental_alter_configs_response_t *resp);
 
 /* A copy of the cluster as the controller sees it, for Lua and tests. */
 typedef struct kiq_controller_partition_info {

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+#include "config/config.h"
 #include "proto/messages.h"
 
 /* Kafka's metadata record types (the api keys of its metadata schemas). */
@@ -38,9 +39,6 @@ enum kiq_metadata_record_type {
 /* The frame version Kafka writes in front of every metadata record. */
 #define KIQ_METADATA_FRAME_VERSION 1
 
-/* ConfigRecord resource types (Kafka's ConfigResource.Type ids). */
-#define KIQ_CONFIG_RESOURCE_TOPIC 2
-#define KIQ_CONFIG_RESOURCE_BROKER 4
 
 /* One record: which message the union holds and in which version. A plain
  * value; decoded strings and arrays point into the buffer and arena they

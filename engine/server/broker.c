@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "config/listeners.h"
 #include "controller/controller.h"
+#include "server/broker_configs.h"
 #include "server/broker_lifecycle.h"
 #include "server/metadata_cache.h"
 #include "replica/replica_manager.h"
@@ -324,6 +325,9 @@ static void stop_control_plane(kiq_broker_t *b)
 int kiq_broker_start(kiq_broker_t *b)
 {
     char marker[PATH_MAX];
+    /* the dynamic broker configs first: the logs open with their settings */
+    if (kiq_broker_configs_load(b) != 0) return -1;
+    kiq_broker_configs_log_config(b, &b->log_cfg, &b->log_cfg);
     kiq_topics_dir_spec_t *specs = calloc((size_t)b->nlog_dirs, sizeof *specs);
     if (!specs) return kiq_error_set("out of memory");
     b->log_cfg.clean_shutdown = true;

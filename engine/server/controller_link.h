@@ -45,6 +45,14 @@ void kiq_controller_link_create_partitions(kiq_broker_t *b, kiq_topic_order_t *o
  * unreachable controller gives REQUEST_TIMED_OUT at the top level. */
 void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_request_t *req, int timeout_ms,
                                        kiq_arena_t *arena, kiq_elect_leaders_response_t *resp);
+/* AlterConfigs and IncrementalAlterConfigs, decided by the controller;
+ * *resp filled in arena. An unreachable controller gives every resource
+ * REQUEST_TIMED_OUT. */
+void kiq_controller_link_alter_configs(kiq_broker_t *b, const kiq_alter_configs_request_t *req, int timeout_ms,
+                                       kiq_arena_t *arena, kiq_alter_configs_response_t *resp);
+void kiq_controller_link_incremental_alter_configs(kiq_broker_t *b, const kiq_incremental_alter_configs_request_t *req,
+                                                   int timeout_ms, kiq_arena_t *arena,
+                                                   kiq_incremental_alter_configs_response_t *resp);
 /* Deletes each topic (by name). */
 void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
                                        kiq_arena_t *arena);

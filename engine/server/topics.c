@@ -69,7 +69,8 @@ struct kiq_topics {
     kiq_topic_t *doomed; /* deleted, files not yet removed */
     topics_dir_t *dirs;  /* fixed after open but the counts and health */
     int ndirs;
-    kiq_log_config_t log_cfg;
+    kiq_log_config_t log_cfg; /* the broker's log settings; log_cfg_mu */
+    pthread_mutex_t log_cfg_mu;
     kiq_topic_config_store_t *store; /* its own thread safety; writes under each topic's config_mu */
     void (*on_append)(void *ctx);
     void *on_append_ctx;
@@ -335,9 +336,11 @@ static int read_partition_metadata(const char *pdir, kiq_uuid_t *id)
 }
 
 /* The broker's log settings with the topic's own on top. */
-static void topic_log_config(const kiq_topics_t *t, const kiq_topic_configs_t *c, kiq_log_config_t *out)
+static void topic_log_config(kiq_topics_t *t, const kiq_topic_configs_t *c, kiq_log_config_t *out)
 {
+    pthread_mutex_lock(&t->log_cfg_mu);
     *out = t->log_cfg;
+    pthread_mutex_unlock(&t->log_cfg_mu);
     int64_t v = kiq_topic_configs_int(c, KIQ_TCFG_SEGMENT_BYTES, out->segment_bytes);
     out->segment_bytes = (int32_t)(v < LOG_MIN_SEGMENT_BYTES ? LOG_MIN_SEGMENT_BYTES : v);
     v = kiq_topic_configs_int(c, KIQ_TCFG_SEGMENT_INDEX_BYTES, out->segment_index_bytes);
@@ -702,6 +705,7 @@ kiq_topics_t *kiq_topics_open_dirs_ex(const kiq_topics_dir_spec_t *dirs, int ndi
     t->partial = partial;
     pthread_rwlock_init(&t->lock, NULL);
     pthread_mutex_init(&t->checkpoint_mu, NULL);
+    pthread_mutex_init(&t->log_cfg_mu, NULL);
     t->dirs = calloc((size_t)ndirs, sizeof *t->dirs);
     bool ok = t->dirs != NULL;
     for (int i = 0; ok && i < ndirs; i++) {
@@ -761,6 +765,7 @@ void kiq_topics_free(kiq_topics_t *t)
     kiq_topic_config_store_free(t->store);
     pthread_rwlock_destroy(&t->lock);
     pthread_mutex_destroy(&t->checkpoint_mu);
+    pthread_mutex_destroy(&t->log_cfg_mu);
     for (int i = 0; i < t->ndirs; i++) free(t->dirs[i].path);
     free(t->dirs);
     free(t);
@@ -1187,6 +1192,31 @@ int kiq_topic_configs_snapshot(kiq_topic_t *topic, kiq_topic_configs_t *out)
     int rc = kiq_topic_configs_copy(out, &topic->configs);
     pthread_mutex_unlock(&topic->config_mu);
     return rc;
+}
+
+void kiq_topics_set_log_config(kiq_topics_t *t, const kiq_log_config_t *cfg)
+{
+    pthread_mutex_lock(&t->log_cfg_mu);
+    bool clean = t->log_cfg.clean_shutdown;
+    t->log_cfg = *cfg;
+    t->log_cfg.clean_shutdown = clean;
+    pthread_mutex_unlock(&t->log_cfg_mu);
+    int count;
+    kiq_topic_t **list = kiq_topics_list(t, &count);
+    for (int i = 0; i < count; i++) {
+        kiq_topic_t *topic = list[i];
+        /* config_mu: a log hosted meanwhile reads the new settings */
+        pthread_mutex_lock(&topic->config_mu);
+        kiq_log_config_t lc;
+        topic_log_config(t, &topic->configs, &lc);
+        int32_t n = topic->npartitions;
+        for (int32_t p = 0; p < n; p++) {
+            kiq_partition_log_t *l = atomic_load(&topic->partitions[p]->log);
+            if (l) kiq_partition_log_set_config(l, &lc);
+        }
+        pthread_mutex_unlock(&topic->config_mu);
+    }
+    kiq_topics_list_free(list, count);
 }
 
 int kiq_topics_update_configs(kiq_topics_t *t, kiq_topic_t *topic,

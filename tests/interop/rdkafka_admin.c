@@ -137,6 +137,15 @@ static rd_kafka_ResourceType_t resource_type(const char *s)
     return RD_KAFKA_RESOURCE_UNKNOWN;
 }
 
+/* librdkafka returns NULL for an empty name, so the cluster-wide broker
+ * default ("") cannot be named through it. */
+static rd_kafka_ConfigResource_t *config_resource(const char *type, const char *name)
+{
+    rd_kafka_ConfigResource_t *r = rd_kafka_ConfigResource_new(resource_type(type), name);
+    if (!r) die("librdkafka refuses the resource name \"%s\"", name);
+    return r;
+}
+
 static void print_configs(const rd_kafka_ConfigResource_t **rs, size_t n)
 {
     if (n != 1) die("%s", "expected one resource in the result");
@@ -383,11 +392,11 @@ int main(int argc, char **argv)
     char **args = argv + 3;
 
     if (!strcmp(op, "describe-configs") && nargs == 2) {
-        rd_kafka_ConfigResource_t *r = rd_kafka_ConfigResource_new(resource_type(args[0]), args[1]);
+        rd_kafka_ConfigResource_t *r = config_resource(args[0], args[1]);
         rd_kafka_DescribeConfigs(rk, &r, 1, opt, q);
         rd_kafka_ConfigResource_destroy(r);
     } else if (!strcmp(op, "alter-configs") && nargs >= 2) {
-        rd_kafka_ConfigResource_t *r = rd_kafka_ConfigResource_new(resource_type(args[0]), args[1]);
+        rd_kafka_ConfigResource_t *r = config_resource(args[0], args[1]);
         for (int i = 2; i < nargs; i++) {
             char *kv = args[i], *eq = strchr(kv, '=');
             rd_kafka_AlterConfigOpType_t t;

@@ -195,3 +195,33 @@ def test_describe_cluster_and_broker_configs(target, admin_tool):
     cfg = admin(admin_tool, b.bootstrap, "describe-configs", "broker", "0")["configs"]
     assert cfg["broker.id"]["value"] == "0"
     assert cfg["num.io.threads"]["value"].isdigit()
+
+
+def test_dynamic_broker_configs(target, admin_tool):
+    """IncrementalAlterConfigs on a broker resource, sent by librdkafka to
+    that broker: in effect there, described as DYNAMIC_BROKER_CONFIG, and
+    (in a cluster) kept by the controller while the others keep theirs;
+    what cannot change is refused. librdkafka cannot name the cluster-wide
+    default ("") at all: its ConfigResource_new refuses an empty name."""
+    b, n = target
+    last = str(n - 1)
+
+    def value(broker, name):
+        e = admin(admin_tool, b.bootstrap, "describe-configs", "broker", broker)["configs"][name]
+        return e["value"], e["source"]
+
+    before = value("0", "log.retention.ms")
+    try:
+        assert admin(admin_tool, b.bootstrap, "alter-configs", "broker", last,
+                     "set:log.retention.ms=2700000") == {"ok": True}
+        wait_until(lambda: value(last, "log.retention.ms") == ("2700000", "DYNAMIC_BROKER_CONFIG"), 20,
+                   f"broker {last} to have its own log.retention.ms")
+        if n > 1:
+            assert value("0", "log.retention.ms") == before
+        refused = admin(admin_tool, b.bootstrap, "alter-configs", "broker", "0", "set:num.io.threads=9")
+        assert refused["name"] == "INVALID_REQUEST", refused
+        assert "num.io.threads" in refused["message"]
+        assert value("0", "num.io.threads")[1] != "DYNAMIC_BROKER_CONFIG"
+    finally:
+        admin(admin_tool, b.bootstrap, "alter-configs", "broker", last, "delete:log.retention.ms")
+    wait_until(lambda: value(last, "log.retention.ms") == before, 20, f"broker {last} back to {before}")

@@ -122,13 +122,39 @@ def test_alter_replaces_the_whole_set(broker):
     assert d["retention.ms"].source != DYNAMIC_TOPIC_CONFIG
 
 
-def test_broker_configs_are_read_only(broker):
+def test_broker_configs_that_cannot_change_are_refused(broker):
     with pytest.raises(KafkaException) as e:
         alter(broker.bootstrap, "broker", "0", {"log.retention.hours": "1"})
     assert e.value.args[0].code() == INVALID_REQUEST
     assert "log.retention.hours" in e.value.args[0].str()
     [(code, msg, typ, _)] = incremental(broker, [(4, "0", [("num.io.threads", 0, "8")])])
     assert (code, typ) == (INVALID_REQUEST, 4) and "num.io.threads" in msg
+
+
+def test_dynamic_broker_configs_reach_topics(broker):
+    """confluent-kafka sets this broker's message.max.bytes; kafka-python
+    (which, unlike librdkafka, can name it) the cluster-wide default's
+    retention.ms. Topics without their own value take both at once."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource as KConfigResource, ConfigResourceType
+    topic = kc.fresh_name("tcfg-dyn", broker)
+    create(broker.bootstrap, topic, {})
+    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=15000)
+    try:
+        alter(broker.bootstrap, "broker", "0", {"message.max.bytes": "3000"})
+        assert produce_raw(broker, topic, b"x" * 4000)[0] == MESSAGE_TOO_LARGE
+        res = a.alter_configs([KConfigResource(ConfigResourceType.BROKER, "",
+                                               configs={"log.retention.ms": "86400000"})])
+        assert [r[0] for r in res.resources] == [0]
+        d = describe(broker.bootstrap, topic)
+        assert (d["max.message.bytes"].value, d["max.message.bytes"].source) == ("3000", 2)  # DYNAMIC_BROKER
+        assert (d["retention.ms"].value, d["retention.ms"].source) == ("86400000", 3)  # DYNAMIC_DEFAULT_BROKER
+    finally:
+        alter(broker.bootstrap, "broker", "0", {})
+        a.alter_configs([KConfigResource(ConfigResourceType.BROKER, "", configs={})])
+        a.close()
+    assert produce_raw(broker, topic, b"x" * 4000)[0] == 0
+    assert describe(broker.bootstrap, topic)["retention.ms"].source not in (2, 3)
 
 
 def test_incremental_set_delete_append_subtract(broker):

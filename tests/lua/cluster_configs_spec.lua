@@ -95,12 +95,41 @@ describe("cluster topic configs", function()
     assert(c:wait_for_isr("conf", 0, 3, 10000))
   end)
 
-  it("refuses to alter a topic's configs on one broker", function()
+  -- any broker asked forwards to the controller, which keeps the change
+  -- and pushes it to every replica
+  local function described(id, topic, name)
+    local a = assert(kiq.admin{ bootstrap = c:broker(id).bootstrap })
+    local res = assert(a:describe_configs{ { type = "topic", name = topic } })
+    a:close()
+    return res[1].configs[name]
+  end
+
+  it("alters a topic's configs through the controller, and every replica takes them", function()
     local conn = open(c:broker(1).port)
     local resp = assert(conn:request(INCREMENTAL_ALTER_CONFIGS, { validate_only = false, resources = {
       { resource_type = 2, resource_name = "conf",
-        configs = { { name = "min.insync.replicas", config_operation = 0, value = "1" } } } } }))
+        configs = { { name = "min.insync.replicas", config_operation = 0, value = "1" },
+          { name = "cleanup.policy", config_operation = 1 } } } } }))
+    assert.are.equal(0, resp.responses[1].error_code)
+    for id = 0, 2 do
+      assert(kiq.wait_for(function() return described(id, "conf", "min.insync.replicas").value == "1" end, 10000,
+        "broker " .. id .. " to see min.insync.replicas=1"))
+      assert.are.equal("DYNAMIC_TOPIC_CONFIG", described(id, "conf", "min.insync.replicas").source)
+      -- cleanup.policy deleted: back to the broker default
+      assert.are.equal("DEFAULT_CONFIG", described(id, "conf", "cleanup.policy").source)
+    end
+    -- the leader acts on it: keyless records are taken now
+    local leader = assert(c:wait_for_leader("conf", 0, 10000))
+    assert(kiq.wait_for(function()
+      return produce(c:broker(leader).port, "conf", { { value = "no key now" } }, -1).error_code == 0
+    end, 10000, "a keyless record taken"))
+    -- an unknown topic, an unknown config: refused, nothing changes
+    resp = assert(conn:request(INCREMENTAL_ALTER_CONFIGS, { validate_only = false, resources = {
+      { resource_type = 2, resource_name = "nowhere", configs = { { name = "retention.ms", config_operation = 0,
+        value = "1" } } },
+      { resource_type = 2, resource_name = "conf", configs = { { name = "bogus.config", config_operation = 0,
+        value = "1" } } } } }))
+    assert.are.same({ 3, 40 }, { resp.responses[1].error_code, resp.responses[2].error_code })
     conn:close()
-    assert.are.equal(INVALID_REQUEST, resp.responses[1].error_code)
   end)
 end)

@@ -51,6 +51,16 @@ return {
         } },
         { "rack", "string", v = "2+", null = "2+", default = "null" },
     } },
+    -- KafkaIQ's own, tagged (any other reader skips it): the dynamic
+    -- configs the controller keeps, for the broker it is sent to: the
+    -- cluster-wide broker defaults (resource ""), its own (its id) and
+    -- every topic's. The whole set each time, so a lost round is repaired.
+    { "kafkaiq_configs", "[]", v = "6+", tag = 10000, tagged = "6+", fields = {
+        { "resource_type", "int8" }, -- 2 topic, 4 broker
+        { "resource_name", "string" },
+        { "name", "string" },
+        { "value", "string" },
+    } },
   },
   response = {
     { "error_code", "int16" },

@@ -1,0 +1,138 @@
+#include "controller/config_changes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "proto/errors.h"
+
+enum { OP_SET = 0, OP_DELETE = 1, OP_APPEND = 2, OP_SUBTRACT = 3 };
+
+int kiq_config_change_topic_replace(kiq_topic_configs_t *cfg, const kiq_alter_configs_request_resources_t *res)
+{
+    kiq_topic_configs_clear(cfg);
+    for (int32_t i = 0; i < res->configs_n; i++) {
+        kiq_str_t name = res->configs[i].name, value = res->configs[i].value;
+        int err = kiq_topic_configs_set(cfg, name.p, name.len, value.p, value.p ? value.len : -1);
+        if (err) return err;
+    }
+    return KIQ_ERR_NONE;
+}
+
+int kiq_config_change_broker_replace(kiq_dynamic_configs_t *cfg, const kiq_alter_configs_request_resources_t *res)
+{
+    kiq_dynamic_configs_clear(cfg);
+    for (int32_t i = 0; i < res->configs_n; i++) {
+        kiq_str_t name = res->configs[i].name, value = res->configs[i].value;
+        if (!value.p) {
+            kiq_error_set("Null value not supported for broker config " KIQ_STR_FMT, KIQ_STR_ARG(name));
+            return KIQ_ERR_INVALID_CONFIG;
+        }
+        int err = kiq_dynamic_configs_set(cfg, name.p, name.len, value.p, value.len);
+        if (err) return err;
+    }
+    return KIQ_ERR_NONE;
+}
+
+/* Kafka's request-level checks: known operations, no key twice. */
+static int check_ops(const kiq_incremental_alter_configs_request_resources_t *res)
+{
+    for (int32_t i = 0; i < res->configs_n; i++) {
+        const kiq_incremental_alter_configs_request_resources_configs_t *c = &res->configs[i];
+        if (c->config_operation < OP_SET || c->config_operation > OP_SUBTRACT) {
+            kiq_error_set("Unknown operation type %d for config " KIQ_STR_FMT, c->config_operation,
+                          KIQ_STR_ARG(c->name));
+            return KIQ_ERR_INVALID_REQUEST;
+        }
+        for (int32_t j = 0; j < i; j++)
+            if (res->configs[j].name.len == c->name.len && c->name.p &&
+                memcmp(res->configs[j].name.p, c->name.p, (size_t)c->name.len) == 0) {
+                kiq_error_set("Error due to duplicate config keys: " KIQ_STR_FMT, KIQ_STR_ARG(c->name));
+                return KIQ_ERR_INVALID_REQUEST;
+            }
+    }
+    return KIQ_ERR_NONE;
+}
+
+/* One operation on topic config i (found); current: its value in effect. */
+static int topic_op(kiq_topic_configs_t *cfg, int i, const char *current,
+                    const kiq_incremental_alter_configs_request_resources_configs_t *op)
+{
+    kiq_str_t value = op->value;
+    int vlen = value.p ? value.len : -1;
+    switch (op->config_operation) {
+    case OP_SET: return kiq_topic_configs_set(cfg, kiq_topic_config_defs[i].name,
+                                              (int)strlen(kiq_topic_config_defs[i].name), value.p, vlen);
+    case OP_DELETE:
+        free(cfg->value[i]);
+        cfg->value[i] = NULL;
+        return KIQ_ERR_NONE;
+    case OP_APPEND: return kiq_topic_configs_append(cfg, i, current, value.p, vlen);
+    default: return kiq_topic_configs_subtract(cfg, i, current, value.p, vlen);
+    }
+}
+
+int kiq_config_change_topic_ops(kiq_topic_configs_t *cfg, const kiq_config_t *base,
+                                const kiq_incremental_alter_configs_request_resources_t *res)
+{
+    int err = check_ops(res);
+    for (int32_t k = 0; !err && k < res->configs_n; k++) {
+        const kiq_incremental_alter_configs_request_resources_configs_t *op = &res->configs[k];
+        int i = kiq_topic_config_find(op->name.p, op->name.len);
+        if (i < 0) {
+            kiq_error_set("Unknown topic config name: " KIQ_STR_FMT, KIQ_STR_ARG(op->name));
+            return KIQ_ERR_INVALID_CONFIG;
+        }
+        char buf[32];
+        int source;
+        err = topic_op(cfg, i, kiq_topic_config_effective(base, cfg, i, buf, sizeof buf, &source), op);
+    }
+    return err;
+}
+
+/* The topic config a broker config is the default of, for APPEND and
+ * SUBTRACT on a LIST broker config (log.cleanup.policy). */
+static int list_topic_config(int id)
+{
+    for (int i = 0; i < kiq_topic_config_count; i++)
+        if (kiq_topic_config_defs[i].broker_config == id && kiq_topic_config_defs[i].type == KIQ_CONFIG_WIRE_LIST)
+            return i;
+    return -1;
+}
+
+int kiq_config_change_broker_ops(kiq_dynamic_configs_t *cfg, const kiq_config_t *base,
+                                 const kiq_incremental_alter_configs_request_resources_t *res)
+{
+    int err = check_ops(res);
+    for (int32_t k = 0; !err && k < res->configs_n; k++) {
+        const kiq_incremental_alter_configs_request_resources_configs_t *op = &res->configs[k];
+        kiq_str_t name = op->name, value = op->value;
+        if (op->config_operation == OP_SET || op->config_operation == OP_DELETE) {
+            if (op->config_operation == OP_SET && !value.p) {
+                kiq_error_set("Null value not supported for broker config " KIQ_STR_FMT, KIQ_STR_ARG(name));
+                return KIQ_ERR_INVALID_CONFIG;
+            }
+            err = kiq_dynamic_configs_set(cfg, name.p, name.len, op->config_operation == OP_SET ? value.p : NULL,
+                                         value.len);
+            continue;
+        }
+        int id = kiq_dynamic_config_find(name.p, name.len);
+        int ti = id >= 0 ? list_topic_config(id) : -1;
+        if (ti < 0) {
+            kiq_error_set("Config value %s is not allowed for config key: " KIQ_STR_FMT,
+                          op->config_operation == OP_APPEND ? "append" : "subtract", KIQ_STR_ARG(name));
+            return id < 0 ? KIQ_ERR_INVALID_REQUEST : KIQ_ERR_INVALID_CONFIG;
+        }
+        /* the list arithmetic of the topic config it is the default of */
+        kiq_topic_configs_t tmp = {0};
+        const char *current = cfg->value[id] ? cfg->value[id] : kiq_config_str(base, (enum kiq_config_id)id);
+        err = topic_op(&tmp, ti, current, op);
+        if (!err) {
+            free(cfg->value[id]);
+            cfg->value[id] = tmp.value[ti];
+            tmp.value[ti] = NULL;
+        }
+        kiq_topic_configs_clear(&tmp);
+    }
+    return err;
+}

@@ -1,0 +1,29 @@
+/* How AlterConfigs and IncrementalAlterConfigs change a resource's dynamic
+ * configs, as the controller decides it (a standalone broker being its
+ * own): a topic's (config/topic_config.h) or a broker resource's, for one
+ * broker or the cluster-wide default. Pure functions over values the
+ * caller owns; any thread. Each returns a Kafka error code with the reason
+ * in the error slot, and on an error leaves the set part-changed (callers
+ * work on a copy). */
+#ifndef KIQ_CONTROLLER_CONFIG_CHANGES_H
+#define KIQ_CONTROLLER_CONFIG_CHANGES_H
+
+#include "config/config.h"
+#include "config/dynamic_configs.h"
+#include "config/topic_config.h"
+#include "proto/messages.h"
+
+/* AlterConfigs: the resource's dynamic configs become the ones listed. */
+int kiq_config_change_topic_replace(kiq_topic_configs_t *cfg, const kiq_alter_configs_request_resources_t *res);
+int kiq_config_change_broker_replace(kiq_dynamic_configs_t *cfg, const kiq_alter_configs_request_resources_t *res);
+/* IncrementalAlterConfigs: SET, DELETE (back to the inherited value),
+ * APPEND and SUBTRACT (LIST configs, from the value in effect: the
+ * resource's own, else what it inherits from base, the broker's config),
+ * all or nothing; an unknown operation or a key named twice is
+ * INVALID_REQUEST. */
+int kiq_config_change_topic_ops(kiq_topic_configs_t *cfg, const kiq_config_t *base,
+                                const kiq_incremental_alter_configs_request_resources_t *res);
+int kiq_config_change_broker_ops(kiq_dynamic_configs_t *cfg, const kiq_config_t *base,
+                                 const kiq_incremental_alter_configs_request_resources_t *res);
+
+#endif
