@@ -13,6 +13,8 @@ PACKAGES=(
     libcmocka-dev lua-busted luarocks
     # real clients for interop tests and the benchmark
     kcat librdkafka-dev python3-confluent-kafka python3-kafka python3-pytest
+    # what the librdkafka the Node clients bundle links against when built here
+    libssl-dev
     # codecs kafka-python loads optionally; without them it can only do gzip
     python3-snappy python3-lz4 python3-zstandard
 )
@@ -47,14 +49,18 @@ fi
 
 # Node clients for the interop tests, at the versions tests/interop/js/
 # package.json pins (package-lock.json holds their checksums): kafkajs,
-# @platformatic/kafka, and node-rdkafka, whose install builds the
-# librdkafka 2.12 it bundles (about two minutes on two cores) against the
-# headers of the Node on PATH. Only when one is missing, so the no-op case
-# stays offline; without node the JS interop tests skip themselves.
+# @platformatic/kafka, node-rdkafka and @confluentinc/kafka-javascript, whose
+# installs build the librdkafka they bundle (2.12 and 2.15.1; about three
+# minutes on two cores) against the headers of the Node on PATH, the latter
+# with CKJS_LINKING=dynamic so that it links Debian's zlib, zstd, lz4 and
+# OpenSSL instead of downloading their sources. Only when one is missing, so
+# the no-op case stays offline; without node the JS interop tests skip
+# themselves.
 JS_DIR="$(dirname "$0")/../tests/interop/js"
 js_installed() {
     [[ -d "$JS_DIR/node_modules/kafkajs" && -d "$JS_DIR/node_modules/@platformatic/kafka" &&
-        -f "$JS_DIR/node_modules/node-rdkafka/build/Release/node-librdkafka.node" ]]
+        -f "$JS_DIR/node_modules/node-rdkafka/build/Release/node-librdkafka.node" &&
+        -f "$JS_DIR/node_modules/@confluentinc/kafka-javascript/build/Release/confluent-kafka-javascript.node" ]]
 }
 if ! js_installed; then
     if command -v npm >/dev/null 2>&1; then
@@ -67,8 +73,8 @@ if ! js_installed; then
             "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
                 apt-get install -y -q --no-install-recommends libnode-dev
         fi
-        echo "deps: installing the Node clients into tests/interop/js (node-rdkafka builds librdkafka)" >&2
-        npm ci --no-audit --no-fund --nodedir="$nodedir" --prefix "$JS_DIR"
+        echo "deps: installing the Node clients into tests/interop/js (two of them build librdkafka)" >&2
+        CKJS_LINKING=dynamic npm ci --no-audit --no-fund --nodedir="$nodedir" --prefix "$JS_DIR"
     else
         echo "deps: npm not found; the JS interop tests will be skipped" >&2
     fi

@@ -38,24 +38,36 @@ int kiq_api_config_level(kiq_broker_t *b, kiq_str_t resource_name, enum kiq_conf
     return KIQ_ERR_NONE;
 }
 
-int kiq_api_alter_configs_here(kiq_broker_t *b, int8_t resource_type, kiq_str_t name,
-                               int (*topic_edit)(kiq_topic_configs_t *cfg, void *ctx),
-                               int (*broker_edit)(kiq_dynamic_configs_t *cfg, void *ctx), void *ctx,
-                               bool validate_only)
+typedef struct topic_edit_ctx {
+    const kiq_config_t *base;
+    const kiq_config_order_t *order;
+} topic_edit_ctx_t;
+
+static int topic_edit(kiq_topic_configs_t *cfg, void *arg)
 {
-    if (resource_type == KIQ_CONFIG_RESOURCE_BROKER) {
+    const topic_edit_ctx_t *ctx = arg;
+    return kiq_config_change_topic(cfg, ctx->base, ctx->order);
+}
+
+/* One resource on a standalone broker, applied unless validate_only.
+ * Kafka error code, the reason in the error slot. */
+static int change_here(kiq_broker_t *b, const kiq_config_order_t *o, bool validate_only)
+{
+    int8_t type = kiq_config_order_type(o);
+    kiq_str_t name = kiq_config_order_name(o);
+    if (type == KIQ_CONFIG_RESOURCE_BROKER) {
         enum kiq_config_level level;
         int err = kiq_api_config_level(b, name, &level);
         if (err) return err;
         kiq_dynamic_configs_t cfg = {{0}};
         if (kiq_broker_configs_get(b, level, &cfg) != 0) return KIQ_ERR_UNKNOWN_SERVER_ERROR;
-        err = broker_edit(&cfg, ctx);
+        err = kiq_config_change_broker(&cfg, b->config, o);
         if (!err && !validate_only && kiq_broker_configs_put(b, level, &cfg) != 0) err = KIQ_ERR_KAFKA_STORAGE_ERROR;
         kiq_dynamic_configs_clear(&cfg);
         return err;
     }
-    if (resource_type != KIQ_CONFIG_RESOURCE_TOPIC) {
-        kiq_error_set("Unsupported resource type %d", resource_type);
+    if (type != KIQ_CONFIG_RESOURCE_TOPIC) {
+        kiq_error_set("Unsupported resource type %d", type);
         return KIQ_ERR_INVALID_REQUEST;
     }
     kiq_topic_t *topic = kiq_topics_get(b->topics, name);
@@ -63,41 +75,49 @@ int kiq_api_alter_configs_here(kiq_broker_t *b, int8_t resource_type, kiq_str_t 
         kiq_error_set("Topic " KIQ_STR_FMT " does not exist", KIQ_STR_ARG(name));
         return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     }
-    int err = kiq_topics_update_configs(b->topics, topic, topic_edit, ctx, validate_only);
+    topic_edit_ctx_t ctx = {b->config, o};
+    int err = kiq_topics_update_configs(b->topics, topic, topic_edit, &ctx, validate_only);
     if (!err && !validate_only) kiq_log_retention_apply_topic(topic, b->config);
     kiq_topic_unref(topic);
     return err;
 }
 
-static int topic_replace(kiq_topic_configs_t *cfg, void *ctx) { return kiq_config_change_topic_replace(cfg, ctx); }
-static int broker_replace(kiq_dynamic_configs_t *cfg, void *ctx) { return kiq_config_change_broker_replace(cfg, ctx); }
+void kiq_api_change_configs(kiq_broker_t *b, kiq_request_t *r, int16_t api_key, const void *req,
+                            kiq_config_order_t *orders, int n, bool validate_only)
+{
+    bool forwarded_here = r->listener == KIQ_LISTENER_CONTROL && !b->controller;
+    if (b->cluster && !forwarded_here) {
+        kiq_controller_link_change_configs(b, api_key, req, orders, n, validate_only, FORWARD_WAIT_MS, &r->arena);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        kiq_error_clear();
+        if (forwarded_here)
+            orders[i].error =
+                (int16_t)(kiq_error_set("broker %d is not the controller", b->node_id), KIQ_ERR_NOT_CONTROLLER);
+        else
+            orders[i].error = (int16_t)change_here(b, &orders[i], validate_only);
+        if (orders[i].error) orders[i].message = kiq_api_error_message(r);
+    }
+}
 
 int kiq_api_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {
     const kiq_alter_configs_request_t *req = request;
     kiq_alter_configs_response_t *out = response;
-    bool forwarded_here = r->listener == KIQ_LISTENER_CONTROL && !b->controller;
-    if (b->cluster && !forwarded_here) {
-        kiq_controller_link_alter_configs(b, req, FORWARD_WAIT_MS, &r->arena, out);
-        return KIQ_HANDLER_RESPOND;
-    }
     int32_t n = req->resources_n > 0 ? req->resources_n : 0;
+    kiq_config_order_t *orders = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *orders);
+    for (int32_t i = 0; i < n; i++) orders[i].replace = &req->resources[i];
+    kiq_api_change_configs(b, r, KIQ_API_ALTER_CONFIGS, req, orders, n, req->validate_only);
     out->responses_n = n;
     out->responses = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *out->responses);
     for (int32_t i = 0; i < n; i++) {
-        const kiq_alter_configs_request_resources_t *res = &req->resources[i];
         kiq_alter_configs_response_responses_t *o = &out->responses[i];
         kiq_alter_configs_response_responses_init(o);
-        o->resource_type = res->resource_type;
-        o->resource_name = res->resource_name;
-        kiq_error_clear();
-        if (forwarded_here)
-            o->error_code = (int16_t)(kiq_error_set("broker %d is not the controller", b->node_id), KIQ_ERR_NOT_CONTROLLER);
-        else
-            o->error_code = (int16_t)kiq_api_alter_configs_here(b, res->resource_type, res->resource_name,
-                                                               topic_replace, broker_replace, (void *)res,
-                                                               req->validate_only);
-        if (o->error_code) o->error_message = kiq_api_error_message(r);
+        o->resource_type = req->resources[i].resource_type;
+        o->resource_name = req->resources[i].resource_name;
+        o->error_code = orders[i].error;
+        o->error_message = orders[i].message;
     }
     return KIQ_HANDLER_RESPOND;
 }

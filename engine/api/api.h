@@ -6,6 +6,7 @@
 
 #include "config/dynamic_configs.h"
 #include "config/topic_config.h"
+#include "controller/config_changes.h"
 #include "net/request.h"
 #include "proto/errors.h"
 #include "server/broker.h"
@@ -101,14 +102,12 @@ int kiq_api_update_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void
 int kiq_api_leader_and_isr_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_stop_replica_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 
-/* AlterConfigs / IncrementalAlterConfigs on a standalone broker: one
- * resource, a topic's configs changed by topic_edit, a broker level's by
- * broker_edit (each getting a copy and ctx), applied unless validate_only.
- * Kafka error code, the reason in the error slot. */
-int kiq_api_alter_configs_here(kiq_broker_t *b, int8_t resource_type, kiq_str_t name,
-                               int (*topic_edit)(kiq_topic_configs_t *cfg, void *ctx),
-                               int (*broker_edit)(kiq_dynamic_configs_t *cfg, void *ctx), void *ctx,
-                               bool validate_only);
+/* AlterConfigs / IncrementalAlterConfigs (api_key, req the request):
+ * each order decided, by the controller in cluster mode (forwarded), else
+ * here and applied unless validate_only; a forwarded request at a broker
+ * not the controller is NOT_CONTROLLER. Messages in r's arena. */
+void kiq_api_change_configs(kiq_broker_t *b, kiq_request_t *r, int16_t api_key, const void *req,
+                            kiq_config_order_t *orders, int n, bool validate_only);
 /* A broker resource's level on this broker: "" the cluster-wide default,
  * its id its own; another name is INVALID_REQUEST (reason in the error
  * slot). */
@@ -142,6 +141,28 @@ bool kiq_api_topic_view(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name, const
                         kiq_cached_topic_t *out);
 /* Every topic so, sorted by name, into *out; their number. */
 int kiq_api_topic_views(kiq_broker_t *b, kiq_request_t *r, kiq_cached_topic_t **out);
+/* A copy of n broker ids in the request's arena (never NULL). */
+int32_t *kiq_api_ids(kiq_request_t *r, const int32_t *ids, int n);
+/* A Metadata or DescribeTopicPartitions partition entry p (the same
+ * fields in two generated types) at index i from cached partition c. */
+#define KIQ_API_FILL_PARTITION(p, r, c, i)                               \
+    do {                                                                 \
+        (p)->partition_index = (i);                                      \
+        (p)->leader_id = (c)->leader;                                    \
+        (p)->leader_epoch = (c)->leader_epoch;                           \
+        (p)->replica_nodes_n = (c)->nreplicas;                           \
+        (p)->replica_nodes = kiq_api_ids((r), (c)->replicas, (c)->nreplicas); \
+        (p)->isr_nodes_n = (c)->nisr;                                    \
+        (p)->isr_nodes = kiq_api_ids((r), (c)->isr, (c)->nisr);          \
+        (p)->offline_replicas_n = (c)->noffline;                         \
+        (p)->offline_replicas = kiq_api_ids((r), (c)->offline, (c)->noffline); \
+        if ((c)->leader < 0) (p)->error_code = KIQ_ERR_LEADER_NOT_AVAILABLE; \
+    } while (0)
+/* The brokers a client is told of: the live ones from the metadata cache
+ * in cluster mode (before the first update only this one, so a client
+ * always has somewhere to go); standalone, itself. Into *out, in r's
+ * arena; their number. */
+int kiq_api_live_brokers(kiq_broker_t *b, kiq_request_t *r, kiq_cached_broker_t **out);
 
 /* Authorized operations with no authorizer (every operation allowed), as
  * Kafka's bitfields count them: for topics, the cluster and groups. */

@@ -33,12 +33,7 @@ int kiq_api_describe_cluster_handle(kiq_broker_t *b, kiq_request_t *r, const voi
     out->cluster_id = kiq_api_str(r, b->cluster_id);
     if (req->include_cluster_authorized_operations) out->cluster_authorized_operations = KIQ_API_CLUSTER_OPERATIONS;
     kiq_cached_broker_t *list = NULL;
-    int n = b->cluster ? kiq_metadata_cache_brokers(b->metadata, NULL, &r->arena, &list) : 0;
-    if (n == 0) {
-        list = kiq_arena_alloc(&r->arena, sizeof *list);
-        list[0] = (kiq_cached_broker_t){b->node_id, b->advertised_port, b->advertised_host, NULL};
-        n = 1;
-    }
+    int n = kiq_api_live_brokers(b, r, &list);
     int32_t controller = b->cluster ? kiq_metadata_cache_controller(b->metadata) : b->node_id;
     out->brokers_n = n;
     out->brokers = kiq_arena_calloc(&r->arena, (size_t)n, sizeof *out->brokers);

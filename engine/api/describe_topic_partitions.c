@@ -23,13 +23,6 @@ static int cmp_names(const void *a, const void *b)
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-static int32_t *copy_ids(kiq_request_t *r, const int32_t *ids, int n)
-{
-    int32_t *out = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *out);
-    memcpy(out, ids, (size_t)n * sizeof *out);
-    return out;
-}
-
 /* Partitions from..; returns how many went in (at most room). */
 static int32_t describe(kiq_request_t *r, const kiq_cached_topic_t *topic, int32_t from, int32_t room,
                         kiq_describe_topic_partitions_response_topics_t *t)
@@ -47,16 +40,7 @@ static int32_t describe(kiq_request_t *r, const kiq_cached_topic_t *topic, int32
         const kiq_cached_partition_t *c = &topic->partitions[from + i];
         kiq_describe_topic_partitions_response_topics_partitions_t *p = &t->partitions[i];
         kiq_describe_topic_partitions_response_topics_partitions_init(p);
-        p->partition_index = from + i;
-        p->leader_id = c->leader;
-        p->leader_epoch = c->leader_epoch;
-        p->replica_nodes_n = c->nreplicas;
-        p->replica_nodes = copy_ids(r, c->replicas, c->nreplicas);
-        p->isr_nodes_n = c->nisr;
-        p->isr_nodes = copy_ids(r, c->isr, c->nisr);
-        p->offline_replicas_n = c->noffline;
-        p->offline_replicas = copy_ids(r, c->offline, c->noffline);
-        if (c->leader < 0) p->error_code = KIQ_ERR_LEADER_NOT_AVAILABLE;
+        KIQ_API_FILL_PARTITION(p, r, c, from + i);
     }
     return n;
 }

@@ -14,13 +14,6 @@
 /* How long an auto-creating Metadata waits for the controller to answer. */
 #define AUTO_CREATE_TIMEOUT_MS 5000
 
-static int32_t *copy_ids(kiq_request_t *r, const int32_t *ids, int n)
-{
-    int32_t *out = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *out);
-    memcpy(out, ids, (size_t)n * sizeof *out);
-    return out;
-}
-
 static void describe(const kiq_metadata_request_t *req, kiq_request_t *r, const kiq_cached_topic_t *topic,
                      kiq_metadata_response_topics_t *t)
 {
@@ -35,16 +28,7 @@ static void describe(const kiq_metadata_request_t *req, kiq_request_t *r, const 
         const kiq_cached_partition_t *c = &topic->partitions[i];
         kiq_metadata_response_topics_partitions_t *p = &t->partitions[i];
         kiq_metadata_response_topics_partitions_init(p);
-        p->partition_index = i;
-        p->leader_id = c->leader;
-        p->leader_epoch = c->leader_epoch;
-        p->replica_nodes_n = c->nreplicas;
-        p->replica_nodes = copy_ids(r, c->replicas, c->nreplicas);
-        p->isr_nodes_n = c->nisr;
-        p->isr_nodes = copy_ids(r, c->isr, c->nisr);
-        p->offline_replicas_n = c->noffline;
-        p->offline_replicas = copy_ids(r, c->offline, c->noffline);
-        if (c->leader < 0) p->error_code = KIQ_ERR_LEADER_NOT_AVAILABLE;
+        KIQ_API_FILL_PARTITION(p, r, c, i);
     }
 }
 
@@ -53,12 +37,7 @@ static void describe(const kiq_metadata_request_t *req, kiq_request_t *r, const 
 static void brokers(kiq_broker_t *b, kiq_request_t *r, kiq_metadata_response_t *out)
 {
     kiq_cached_broker_t *list = NULL;
-    int n = b->cluster ? kiq_metadata_cache_brokers(b->metadata, NULL, &r->arena, &list) : 0;
-    if (n == 0) {
-        list = kiq_arena_alloc(&r->arena, sizeof *list);
-        list[0] = (kiq_cached_broker_t){b->node_id, b->advertised_port, b->advertised_host, NULL};
-        n = 1;
-    }
+    int n = kiq_api_live_brokers(b, r, &list);
     out->brokers_n = n;
     out->brokers = kiq_arena_calloc(&r->arena, (size_t)n, sizeof *out->brokers);
     for (int i = 0; i < n; i++) {

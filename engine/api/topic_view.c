@@ -55,3 +55,19 @@ int kiq_api_topic_views(kiq_broker_t *b, kiq_request_t *r, kiq_cached_topic_t **
     kiq_topics_list_free(list, n);
     return n;
 }
+
+int32_t *kiq_api_ids(kiq_request_t *r, const int32_t *ids, int n)
+{
+    int32_t *out = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *out);
+    if (n > 0) memcpy(out, ids, (size_t)n * sizeof *out);
+    return out;
+}
+
+int kiq_api_live_brokers(kiq_broker_t *b, kiq_request_t *r, kiq_cached_broker_t **out)
+{
+    int n = b->cluster ? kiq_metadata_cache_brokers(b->metadata, NULL, &r->arena, out) : 0;
+    if (n > 0) return n;
+    *out = kiq_arena_alloc(&r->arena, sizeof **out);
+    (*out)[0] = (kiq_cached_broker_t){b->node_id, b->advertised_port, b->advertised_host, NULL};
+    return 1;
+}

@@ -26,4 +26,28 @@ int kiq_config_change_topic_ops(kiq_topic_configs_t *cfg, const kiq_config_t *ba
 int kiq_config_change_broker_ops(kiq_dynamic_configs_t *cfg, const kiq_config_t *base,
                                  const kiq_incremental_alter_configs_request_resources_t *res);
 
+/* One resource of an AlterConfigs request (replace set) or of an
+ * IncrementalAlterConfigs one (ops set), and once decided its outcome.
+ * Owned by the thread serving the request, whose resources it points at. */
+typedef struct kiq_config_order {
+    const kiq_alter_configs_request_resources_t *replace;
+    const kiq_incremental_alter_configs_request_resources_t *ops;
+    int16_t error;     /* out: Kafka error code */
+    kiq_str_t message; /* out: null, or the reason (in the caller's arena) */
+} kiq_config_order_t;
+
+static inline int8_t kiq_config_order_type(const kiq_config_order_t *o)
+{
+    return o->replace ? o->replace->resource_type : o->ops->resource_type;
+}
+
+static inline kiq_str_t kiq_config_order_name(const kiq_config_order_t *o)
+{
+    return o->replace ? o->replace->resource_name : o->ops->resource_name;
+}
+
+/* The order's change, by whichever of the rules above it asks for. */
+int kiq_config_change_topic(kiq_topic_configs_t *cfg, const kiq_config_t *base, const kiq_config_order_t *o);
+int kiq_config_change_broker(kiq_dynamic_configs_t *cfg, const kiq_config_t *base, const kiq_config_order_t *o);
+
 #endif

@@ -1000,13 +1000,6 @@ out:
 
 /* ---- dynamic configs (AlterConfigs, IncrementalAlterConfigs) ---- */
 
-/* How one resource's configs change: by AlterConfigs' replacement or by
- * IncrementalAlterConfigs' operations. */
-typedef struct config_edit {
-    const kiq_alter_configs_request_resources_t *replace;
-    const kiq_incremental_alter_configs_request_resources_t *ops;
-} config_edit_t;
-
 /* Under mu: a ConfigRecord for each key that differs between before and
  * after (NULL: unset), after's value or null. */
 static void config_records(batch_t *b, int8_t type, const char *resource, char *const *before, char *const *after,
@@ -1026,8 +1019,10 @@ static const char *topic_config_name(int i) { return kiq_topic_config_defs[i].na
 static const char *broker_config_name(int i) { return kiq_config_defs[i].name; }
 
 /* Under mu: one resource's change, its records into b. A Kafka error code. */
-static int16_t change_configs(kiq_controller_t *c, batch_t *b, int8_t type, kiq_str_t name, const config_edit_t *e)
+static int16_t change_configs(kiq_controller_t *c, batch_t *b, const kiq_config_order_t *e)
 {
+    int8_t type = kiq_config_order_type(e);
+    kiq_str_t name = kiq_config_order_name(e);
     char resource[256];
     if (!name.p || name.len >= (int32_t)sizeof resource) {
         kiq_error_set("Invalid resource name");
@@ -1047,8 +1042,7 @@ static int16_t change_configs(kiq_controller_t *c, batch_t *b, int8_t type, kiq_
             before.value[i] = v ? (char *)v : NULL;
             if (v && !(after.value[i] = strdup(v))) return kiq_error_set("out of memory"), KIQ_ERR_UNKNOWN_SERVER_ERROR;
         }
-        err = (int16_t)(e->replace ? kiq_config_change_topic_replace(&after, e->replace)
-                                   : kiq_config_change_topic_ops(&after, c->cfg, e->ops));
+        err = (int16_t)kiq_config_change_topic(&after, c->cfg, e);
         if (!err) config_records(b, type, resource, before.value, after.value, KIQ_TOPIC_CONFIG_COUNT, topic_config_name);
         kiq_topic_configs_clear(&after);
         return err;
@@ -1072,8 +1066,7 @@ static int16_t change_configs(kiq_controller_t *c, batch_t *b, int8_t type, kiq_
         before.value[i] = v ? (char *)v : NULL;
         if (v && !(after.value[i] = strdup(v))) return kiq_error_set("out of memory"), KIQ_ERR_UNKNOWN_SERVER_ERROR;
     }
-    err = (int16_t)(e->replace ? kiq_config_change_broker_replace(&after, e->replace)
-                               : kiq_config_change_broker_ops(&after, c->cfg, e->ops));
+    err = (int16_t)kiq_config_change_broker(&after, c->cfg, e);
     if (!err) config_records(b, type, resource, before.value, after.value, KIQ_CFG__COUNT, broker_config_name);
     kiq_dynamic_configs_clear(&after);
     return err;
@@ -1092,69 +1085,27 @@ static kiq_str_t error_copy(kiq_arena_t *a)
     return (kiq_str_t){kiq_arena_strndup(a, e, strlen(e)), (int32_t)strlen(e)};
 }
 
-void kiq_controller_alter_configs(kiq_controller_t *c, kiq_arena_t *arena, const kiq_alter_configs_request_t *req,
-                                  kiq_alter_configs_response_t *resp)
+void kiq_controller_change_configs(kiq_controller_t *c, kiq_arena_t *arena, kiq_config_order_t *orders, int n,
+                                   bool validate_only)
 {
-    int32_t n = req->resources_n > 0 ? req->resources_n : 0;
-    resp->responses_n = n;
-    resp->responses = kiq_arena_calloc(arena, (size_t)(n ? n : 1), sizeof *resp->responses);
     kiq_arena_t a;
     kiq_arena_init(&a);
     batch_t b = {.a = &a};
     pthread_mutex_lock(&c->mu);
-    for (int32_t i = 0; i < n; i++) {
-        const kiq_alter_configs_request_resources_t *res = &req->resources[i];
-        kiq_alter_configs_response_responses_t *o = &resp->responses[i];
-        kiq_alter_configs_response_responses_init(o);
-        o->resource_type = res->resource_type;
-        o->resource_name = res->resource_name;
+    for (int i = 0; i < n; i++) {
         kiq_error_clear();
-        config_edit_t e = {.replace = res};
         size_t mark = b.n;
-        o->error_code = change_configs(c, &b, res->resource_type, res->resource_name, &e);
-        if (o->error_code) {
+        orders[i].error = change_configs(c, &b, &orders[i]);
+        if (orders[i].error) {
             b.n = mark; /* all or nothing per resource */
-            o->error_message = error_copy(arena);
+            orders[i].message = error_copy(arena);
         }
     }
-    int16_t err = commit_configs(c, &b, req->validate_only);
+    int16_t err = commit_configs(c, &b, validate_only);
     pthread_mutex_unlock(&c->mu);
     kiq_arena_reset(&a);
-    for (int32_t i = 0; err && i < n; i++)
-        if (!resp->responses[i].error_code) resp->responses[i].error_code = err;
-}
-
-void kiq_controller_incremental_alter_configs(kiq_controller_t *c, kiq_arena_t *arena,
-                                              const kiq_incremental_alter_configs_request_t *req,
-                                              kiq_incremental_alter_configs_response_t *resp)
-{
-    int32_t n = req->resources_n > 0 ? req->resources_n : 0;
-    resp->responses_n = n;
-    resp->responses = kiq_arena_calloc(arena, (size_t)(n ? n : 1), sizeof *resp->responses);
-    kiq_arena_t a;
-    kiq_arena_init(&a);
-    batch_t b = {.a = &a};
-    pthread_mutex_lock(&c->mu);
-    for (int32_t i = 0; i < n; i++) {
-        const kiq_incremental_alter_configs_request_resources_t *res = &req->resources[i];
-        kiq_incremental_alter_configs_response_responses_t *o = &resp->responses[i];
-        kiq_incremental_alter_configs_response_responses_init(o);
-        o->resource_type = res->resource_type;
-        o->resource_name = res->resource_name;
-        kiq_error_clear();
-        config_edit_t e = {.ops = res};
-        size_t mark = b.n;
-        o->error_code = change_configs(c, &b, res->resource_type, res->resource_name, &e);
-        if (o->error_code) {
-            b.n = mark;
-            o->error_message = error_copy(arena);
-        }
-    }
-    int16_t err = commit_configs(c, &b, req->validate_only);
-    pthread_mutex_unlock(&c->mu);
-    kiq_arena_reset(&a);
-    for (int32_t i = 0; err && i < n; i++)
-        if (!resp->responses[i].error_code) resp->responses[i].error_code = err;
+    for (int i = 0; err && i < n; i++)
+        if (!orders[i].error) orders[i].error = err;
 }
 
 /* ---- fencing ---- */

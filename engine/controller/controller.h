@@ -27,6 +27,7 @@
 
 #include "config/config.h"
 #include "config/topic_config.h"
+#include "controller/config_changes.h"
 #include "core/arena.h"
 #include "proto/messages.h"
 
@@ -109,12 +110,10 @@ void kiq_controller_election_result(kiq_arena_t *arena, int16_t err, const char 
  * broker defaults) changed by controller/config_changes.h's rules, all or
  * nothing per resource, the new values written as ConfigRecords (a null
  * value for one removed) and so pushed to the brokers with the next
- * UpdateMetadata. Any thread; resp filled in arena. */
-void kiq_controller_alter_configs(kiq_controller_t *c, kiq_arena_t *arena, const kiq_alter_configs_request_t *req,
-                                  kiq_alter_configs_response_t *resp);
-void kiq_controller_incremental_alter_configs(kiq_controller_t *c, kiq_arena_t *arena,
-                                              const kiq_incremental_alter_configs_request_t *req,
-                                              kiq_incremental_alter_configs_response_t *resp);
+ * UpdateMetadata. Any thread; each order gets its outcome, messages in
+ * arena. */
+void kiq_controller_change_configs(kiq_controller_t *c, kiq_arena_t *arena, kiq_config_order_t *orders, int n,
+                                   bool validate_only);
 
 /* A copy of the cluster as the controller sees it, for Lua and tests. */
 typedef struct kiq_controller_partition_info {

@@ -179,60 +179,34 @@ void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_
     kiq_client_close(c);
 }
 
-void kiq_controller_link_alter_configs(kiq_broker_t *b, const kiq_alter_configs_request_t *req, int timeout_ms,
-                                       kiq_arena_t *arena, kiq_alter_configs_response_t *resp)
+void kiq_controller_link_change_configs(kiq_broker_t *b, int16_t api_key, const void *req, kiq_config_order_t *orders,
+                                        int n, bool validate_only, int timeout_ms, kiq_arena_t *arena)
 {
     kiq_error_clear();
     if (b->controller) {
-        kiq_controller_alter_configs(b->controller, arena, req, resp);
+        kiq_controller_change_configs(b->controller, arena, orders, n, validate_only);
         return;
     }
+    /* both responses list the resources in the request's order, alike */
+    union {
+        kiq_alter_configs_response_t alter;
+        kiq_incremental_alter_configs_response_t incremental;
+    } resp;
     kiq_client_conn_t *c = connect_controller(b, timeout_ms);
-    if (c && kiq_client_request(c, KIQ_API_ALTER_CONFIGS, -1, req, arena, resp, timeout_ms) == 0) {
-        kiq_client_close(c);
-        return;
-    }
+    bool ok = c && kiq_client_request(c, api_key, -1, req, arena, &resp, timeout_ms) == 0;
     kiq_client_close(c);
-    kiq_str_t why = error_text(arena);
-    int32_t n = req->resources_n > 0 ? req->resources_n : 0;
-    kiq_alter_configs_response_init(resp);
-    resp->responses_n = n;
-    resp->responses = kiq_arena_calloc(arena, (size_t)(n ? n : 1), sizeof *resp->responses);
-    for (int32_t i = 0; i < n; i++) {
-        kiq_alter_configs_response_responses_init(&resp->responses[i]);
-        resp->responses[i].resource_type = req->resources[i].resource_type;
-        resp->responses[i].resource_name = req->resources[i].resource_name;
-        resp->responses[i].error_code = KIQ_ERR_REQUEST_TIMED_OUT;
-        resp->responses[i].error_message = why;
-    }
-}
-
-void kiq_controller_link_incremental_alter_configs(kiq_broker_t *b, const kiq_incremental_alter_configs_request_t *req,
-                                                   int timeout_ms, kiq_arena_t *arena,
-                                                   kiq_incremental_alter_configs_response_t *resp)
-{
-    kiq_error_clear();
-    if (b->controller) {
-        kiq_controller_incremental_alter_configs(b->controller, arena, req, resp);
-        return;
-    }
-    kiq_client_conn_t *c = connect_controller(b, timeout_ms);
-    if (c && kiq_client_request(c, KIQ_API_INCREMENTAL_ALTER_CONFIGS, -1, req, arena, resp, timeout_ms) == 0) {
-        kiq_client_close(c);
-        return;
-    }
-    kiq_client_close(c);
-    kiq_str_t why = error_text(arena);
-    int32_t n = req->resources_n > 0 ? req->resources_n : 0;
-    kiq_incremental_alter_configs_response_init(resp);
-    resp->responses_n = n;
-    resp->responses = kiq_arena_calloc(arena, (size_t)(n ? n : 1), sizeof *resp->responses);
-    for (int32_t i = 0; i < n; i++) {
-        kiq_incremental_alter_configs_response_responses_init(&resp->responses[i]);
-        resp->responses[i].resource_type = req->resources[i].resource_type;
-        resp->responses[i].resource_name = req->resources[i].resource_name;
-        resp->responses[i].error_code = KIQ_ERR_REQUEST_TIMED_OUT;
-        resp->responses[i].error_message = why;
+    kiq_str_t why = ok ? KIQ_STR("the controller left the resource out of its answer") : error_text(arena);
+    for (int i = 0; i < n; i++) {
+        orders[i].error = ok ? KIQ_ERR_UNKNOWN_SERVER_ERROR : KIQ_ERR_REQUEST_TIMED_OUT;
+        orders[i].message = why;
+        if (!ok) continue;
+        if (api_key == KIQ_API_ALTER_CONFIGS && i < resp.alter.responses_n) {
+            orders[i].error = resp.alter.responses[i].error_code;
+            orders[i].message = resp.alter.responses[i].error_message;
+        } else if (api_key == KIQ_API_INCREMENTAL_ALTER_CONFIGS && i < resp.incremental.responses_n) {
+            orders[i].error = resp.incremental.responses[i].error_code;
+            orders[i].message = resp.incremental.responses[i].error_message;
+        }
     }
 }
 

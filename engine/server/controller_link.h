@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "config/topic_config.h"
+#include "controller/config_changes.h"
 #include "core/arena.h"
 #include "include/kafkaiq.h"
 #include "proto/messages.h"
@@ -45,14 +46,11 @@ void kiq_controller_link_create_partitions(kiq_broker_t *b, kiq_topic_order_t *o
  * unreachable controller gives REQUEST_TIMED_OUT at the top level. */
 void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_request_t *req, int timeout_ms,
                                        kiq_arena_t *arena, kiq_elect_leaders_response_t *resp);
-/* AlterConfigs and IncrementalAlterConfigs, decided by the controller;
- * *resp filled in arena. An unreachable controller gives every resource
- * REQUEST_TIMED_OUT. */
-void kiq_controller_link_alter_configs(kiq_broker_t *b, const kiq_alter_configs_request_t *req, int timeout_ms,
-                                       kiq_arena_t *arena, kiq_alter_configs_response_t *resp);
-void kiq_controller_link_incremental_alter_configs(kiq_broker_t *b, const kiq_incremental_alter_configs_request_t *req,
-                                                   int timeout_ms, kiq_arena_t *arena,
-                                                   kiq_incremental_alter_configs_response_t *resp);
+/* AlterConfigs or IncrementalAlterConfigs (api_key; req the request,
+ * sent on as it came), decided by the controller: each order gets its
+ * outcome. An unreachable controller gives every order REQUEST_TIMED_OUT. */
+void kiq_controller_link_change_configs(kiq_broker_t *b, int16_t api_key, const void *req, kiq_config_order_t *orders,
+                                        int n, bool validate_only, int timeout_ms, kiq_arena_t *arena);
 /* Deletes each topic (by name). */
 void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
                                        kiq_arena_t *arena);

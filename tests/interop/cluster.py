@@ -22,7 +22,7 @@ import subprocess
 import time
 
 import kiq_wire as kw
-from conftest import BROKER_BIN, CONFIG, READY_TIMEOUT, terminate, wait_port
+from conftest import BROKER_BIN, CONFIG, READY_TIMEOUT, OwnedProcess, terminate, wait_port
 
 API_METADATA = 3
 HOST = "127.0.0.1"
@@ -418,7 +418,7 @@ def describe_divergence(logs):
     return "; ".join(lines)
 
 
-class OneProcessCluster:
+class OneProcessCluster(OwnedProcess):
     """`kafkaiq serve --brokers n`: a whole cluster in one process, broker i
     serving clients on base + i and the controller's requests on
     base + 100 + i, its data under workdir/data/broker-i. Ready once every
@@ -426,6 +426,7 @@ class OneProcessCluster:
 
     managed = True
     host = HOST
+    label = "cluster"
 
     def __init__(self, workdir, n=3, overrides=()):
         self.workdir = pathlib.Path(workdir)
@@ -462,17 +463,4 @@ class OneProcessCluster:
             wait_until(lambda: len(metadata(HOST, self.base + i)["brokers"]) == self.n, REGISTER_TIMEOUT,
                        f"broker {i} lists {self.n} brokers")
 
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self):
-        if self.proc is None:
-            return
-        proc, self.proc = self.proc, None
-        terminate(proc, "cluster", self.stderr_tail)
-
-    def stderr_tail(self, limit=6000):
-        if not self.stderr_path.exists():
-            return "(no stderr)"
-        return self.stderr_path.read_bytes()[-limit:].decode(errors="replace")
 

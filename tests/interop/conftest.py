@@ -72,7 +72,29 @@ def terminate(proc, name, stderr_tail):
                                   f"stderr:\n{stderr_tail()}")
 
 
-class Broker:
+class OwnedProcess:
+    """A kafkaiq process a test started (self.proc, its stderr in
+    self.stderr_path), named label in failures."""
+
+    label = "broker"
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        """SIGTERM, then asserts the process exited 0 within STOP_TIMEOUT."""
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        terminate(proc, self.label, self.stderr_tail)
+
+    def stderr_tail(self, limit=6000):
+        if self.stderr_path is None or not self.stderr_path.exists():
+            return "(no stderr)"
+        return self.stderr_path.read_bytes()[-limit:].decode(errors="replace")
+
+
+class Broker(OwnedProcess):
     """A kafkaiq process this suite started and owns."""
 
     managed = True
@@ -118,27 +140,11 @@ class Broker:
                 f"(exit code {code}); command {' '.join(self.command())}\n"
                 f"stderr:\n{self.stderr_tail()}")
 
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self):
-        """SIGTERM, then asserts the broker exited 0 within STOP_TIMEOUT."""
-        if self.proc is None:
-            return
-        proc, self.proc = self.proc, None
-        terminate(proc, "broker", self.stderr_tail)
 
     def restart(self):
         """Clean stop, then a new process on the same port and log dir."""
         self.stop()
         self.start()
-
-    def stderr_tail(self, limit=6000):
-        if self.stderr_path is None or not self.stderr_path.exists():
-            return "(no stderr)"
-        data = self.stderr_path.read_bytes()
-        return data[-limit:].decode(errors="replace")
-
 
 class ExternalBroker:
     """A server given by KIQ_BOOTSTRAP; it cannot be restarted or watched."""

@@ -1,5 +1,6 @@
 /* librdkafka's admin API, from a current librdkafka (the 2.12 node-rdkafka
- * builds; node-rdkafka itself exposes only topic creation and deletion),
+ * builds or the 2.15.1 @confluentinc/kafka-javascript does; their Node API
+ * exposes little more than topic creation and deletion),
  * for the interop tests. One operation per run; its result is one JSON
  * object on stdout. A Kafka error is a result too ({"error": code,
  * "name": ..., "message": ...}, exit 0); a failure to run is exit 1.

@@ -1,5 +1,7 @@
-// A current librdkafka (node-rdkafka 3.6.1 bundles and builds 2.12.0) driven
-// by the interop tests: one operation per run, its result as JSON lines on
+// A current librdkafka driven by the interop tests: node-rdkafka 3.6.1
+// (bundling librdkafka 2.12.0), or with KIQ_RDKAFKA_MODULE set to
+// @confluentinc/kafka-javascript, its fork 1.10.1 (bundling 2.15.1) through
+// the same API. One operation per run, its result as JSON lines on
 // stdout, librdkafka's own log on stderr. Exits non-zero when the operation
 // fails; an admin call that gets a Kafka error prints {"error": code,
 // "message": ...} and exits 0, so tests can assert on the code.
@@ -24,7 +26,7 @@
 'use strict'
 
 const fs = require('fs')
-const Kafka = require('node-rdkafka')
+const Kafka = require(process.env.KIQ_RDKAFKA_MODULE || 'node-rdkafka')
 
 const TIMEOUT_MS = 30000
 
