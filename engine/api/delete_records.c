@@ -5,7 +5,7 @@
  * fetch. */
 #include "api/api.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 
 /* Kafka's "up to the high watermark" sentinel. */
 #define TO_HIGH_WATERMARK (-1)

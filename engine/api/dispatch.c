@@ -7,7 +7,7 @@
 #include "api/api.h"
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 
 kiq_str_t kiq_api_str(kiq_request_t *r, const char *s)
 {

@@ -35,7 +35,7 @@
 #include "api/api.h"
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "replica/replica_manager.h"
 #include "server/metadata_cache.h"
 

@@ -7,7 +7,7 @@
 
 #include "api/api.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 
 int kiq_api_init_producer_id_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {

@@ -2,7 +2,7 @@
  * partitions it leads and which it follows, at which leader epochs. Only a
  * cluster-mode broker has replicas to move; a standalone one refuses. */
 #include "api/api.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "replica/replica_manager.h"
 
 int kiq_api_leader_and_isr_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp)

@@ -14,7 +14,7 @@
 
 #include "api/api.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "record/batch.h"
 
 enum { LATEST = -1, EARLIEST = -2, MAX_TIMESTAMP = -3, EARLIEST_LOCAL = -4, LATEST_TIERED = -5 };

@@ -22,7 +22,7 @@
 #include "api/api.h"
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "record/batch.h"
 #include "server/log_cleaner.h"
 #include "server/metadata_cache.h"

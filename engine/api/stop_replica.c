@@ -2,7 +2,7 @@
  * broker, deleting their logs when the topic is deleted or the replica
  * moved away. Only a cluster-mode broker has replicas to stop. */
 #include "api/api.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "replica/replica_manager.h"
 
 int kiq_api_stop_replica_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp)

@@ -5,7 +5,7 @@
  * many times; replacing is idempotent. */
 #include "api/api.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "server/broker_configs.h"
 #include "server/metadata_cache.h"
 

@@ -17,7 +17,7 @@
 
 #include "config/listeners.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "include/kafkaiq.h"
 #include "lua/module.h"
 
@@ -139,7 +139,7 @@ static int serve(int argc, char **argv)
         }
     }
     if (kiq_config_validate(cfg) != 0) goto bad_config;
-    kiq_log_set_level(kiq_log_level_parse(kiq_config_str(cfg, KIQ_CFG_LOG_LEVEL)));
+    kiq_say_set_level(kiq_say_level_parse(kiq_config_str(cfg, KIQ_CFG_LOG_LEVEL)));
 
     /* Signals are taken by this thread alone: block them before any broker
      * thread starts so every thread inherits the mask. */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 
 const kiq_config_def_t kiq_config_defs[KIQ_CFG__COUNT] = {
 #define KIQ_CFG_DEF(id, name, type, def, min, max, valid, doc) \

@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "proto/errors.h"
 
 #define L64 INT64_MIN, INT64_MAX

@@ -7,7 +7,7 @@
 
 #include "controller/broker_channel.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "net/client.h"
 
 #define BACKOFF_MS 300
@@ -87,7 +87,7 @@ static void *channel_main(void *arg)
     kiq_broker_channel_t *ch = arg;
     char name[32];
     snprintf(name, sizeof name, "controller-to-%d", ch->broker);
-    kiq_log_thread_name(name);
+    kiq_say_thread_name(name);
     kiq_client_conn_t *conn = NULL;
     for (;;) {
         char host[256];

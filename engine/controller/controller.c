@@ -17,7 +17,7 @@
 #include "controller/metadata_log.h"
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "core/uuid.h"
 #include "proto/errors.h"
 #include "replica/partition_replica.h"
@@ -1134,7 +1134,7 @@ static void fence_silent(kiq_controller_t *c, int64_t now)
 static void *timer_main(void *arg)
 {
     kiq_controller_t *c = arg;
-    kiq_log_thread_name("controller");
+    kiq_say_thread_name("controller");
     pthread_mutex_lock(&c->mu);
     while (!c->stopping) {
         int64_t now = kiq_clock_mono_ns();

@@ -8,7 +8,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "log/partition_log.h"
 #include "record/batch.h"
 #include "record/compression.h"

@@ -11,7 +11,7 @@
 #include "api/api.h"
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "core/uuid.h"
 #include "group/group_coordinator.h"
 #include "server/broker.h"
@@ -1576,7 +1576,7 @@ static int64_t run_timers(kiq_group_coordinator_t *gc, int64_t now)
 static void *timer_main(void *arg)
 {
     kiq_group_coordinator_t *gc = arg;
-    kiq_log_thread_name("group-coordinator");
+    kiq_say_thread_name("group-coordinator");
     pthread_mutex_lock(&gc->mu);
     while (!gc->closed) {
         int64_t next = run_timers(gc, kiq_clock_mono_ns());

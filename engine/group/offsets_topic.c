@@ -4,7 +4,7 @@
 
 #include "core/arena.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "group/offsets_topic.h"
 #include "proto/reader.h"
 

@@ -5,7 +5,7 @@
 
 #include "config/config.h"
 
-#define KIQ_VERSION "0.1.0"
+#include "core/version.h"
 
 typedef struct kiq_broker kiq_broker_t;
 

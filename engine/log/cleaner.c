@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "log/file_io.h"
 #include "log/log_names.h"
 #include "record/batch.h"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "log/file_io.h"
 
 /* A checkpoint larger than this is not a leader-epoch checkpoint. */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 
 struct kiq_log_dir {
     char *path;

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "log/file_io.h"
 #include "log/leader_epoch_cache.h"
 #include "log/log_names.h"

@@ -12,7 +12,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "lua/convert.h"
 #include "lua/hook_answers.h"
 #include "lua/hook_records.h"

@@ -18,7 +18,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "include/kafkaiq.h"
 #include "lua/convert.h"
 #include "lua/hook_records.h"
@@ -1074,9 +1074,9 @@ static int l_crc32(lua_State *L)
 
 static int l_log_level(lua_State *L)
 {
-    int level = kiq_log_level_parse(luaL_checkstring(L, 1));
+    int level = kiq_say_level_parse(luaL_checkstring(L, 1));
     if (level < 0) return luaL_error(L, "unknown log level '%s'", lua_tostring(L, 1));
-    kiq_log_set_level(level);
+    kiq_say_set_level(level);
     return 0;
 }
 

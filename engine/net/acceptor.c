@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 
 /* Seconds without accepting after accept() fails for want of resources. */
 #define ACCEPT_PAUSE 0.1
@@ -143,7 +143,7 @@ int kiq_acceptor_port(const kiq_acceptor_t *a) { return a->port; }
 static void *acceptor_main(void *arg)
 {
     kiq_acceptor_t *a = arg;
-    kiq_log_thread_name("acceptor");
+    kiq_say_thread_name("acceptor");
     ev_run(a->loop, 0);
     return NULL;
 }

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/log.h"
-#include "include/kafkaiq.h"
+#include "core/say.h"
+#include "core/version.h"
 #include "proto/errors.h"
 #include "proto/header.h"
 #include "proto/messages.h"

@@ -14,7 +14,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 
 enum { READ_CHUNK = 65536 };
 
@@ -402,7 +402,7 @@ static void *processor_main(void *arg)
     kiq_processor_t *p = arg;
     char name[24];
     snprintf(name, sizeof name, "processor-%d", p->cfg.id);
-    kiq_log_thread_name(name);
+    kiq_say_thread_name(name);
     /* sendfile() has no MSG_NOSIGNAL: a peer gone mid-response must give
      * EPIPE, not kill a process that embeds the engine and kept SIGPIPE's
      * default. The signal stays pending on this thread, harmlessly. */

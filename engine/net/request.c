@@ -2,7 +2,7 @@
 
 #include <stdlib.h>
 
-#include "core/log.h"
+#include "core/say.h"
 
 kiq_request_t *kiq_request_new(struct kiq_processor *p, uint64_t conn_id, uint8_t *frame,
                                size_t len)

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/uuid.h"
+
 /* A string; p == NULL means null. Not NUL-terminated. */
 typedef struct kiq_str {
     const char *p;
@@ -20,10 +22,6 @@ typedef struct kiq_bytes {
     const uint8_t *p;
     int32_t len;
 } kiq_bytes_t;
-
-typedef struct kiq_uuid {
-    uint8_t b[16];
-} kiq_uuid_t;
 
 /* Tagged fields this codec does not know, kept raw so re-encoding a decoded
  * message gives the same bytes. */
@@ -42,13 +40,6 @@ static inline bool kiq_str_eq(kiq_str_t s, const char *c)
 {
     size_t n = strlen(c);
     return s.p && (size_t)s.len == n && memcmp(s.p, c, n) == 0;
-}
-
-static inline bool kiq_uuid_is_zero(const kiq_uuid_t *u)
-{
-    for (int i = 0; i < 16; i++)
-        if (u->b[i]) return false;
-    return true;
 }
 
 #endif

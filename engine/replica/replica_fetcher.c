@@ -8,7 +8,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/uuid.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "net/client.h"
 #include "proto/errors.h"
 #include "proto/messages.h"
@@ -216,7 +216,7 @@ static void *fetcher_main(void *arg)
     kiq_replica_fetcher_t *f = arg;
     char name[32];
     snprintf(name, sizeof name, "fetcher-%d-%d", f->cfg.leader, f->cfg.index);
-    kiq_log_thread_name(name);
+    kiq_say_thread_name(name);
     for (;;) {
         pthread_mutex_lock(&f->mu);
         while (f->running && (f->nparts == 0 || f->paused)) pthread_cond_wait(&f->wake, &f->mu);

@@ -9,7 +9,7 @@
 #include "controller/metadata_record.h"
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "group/group_coordinator.h"
 #include "net/client.h"
 #include "proto/errors.h"
@@ -714,7 +714,7 @@ static void *isr_main(void *arg)
     kiq_replica_manager_t *rm = arg;
     char name[24];
     snprintf(name, sizeof name, "isr-%d", rm->b->node_id);
-    kiq_log_thread_name(name);
+    kiq_say_thread_name(name);
     int64_t interval_ms = rm->lag_ms / 2 < ISR_CHECK_MAX_MS ? rm->lag_ms / 2 : ISR_CHECK_MAX_MS;
     if (interval_ms < 1) interval_ms = 1;
     int64_t next = kiq_clock_mono_ns() + interval_ms * 1000000;

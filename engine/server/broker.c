@@ -11,7 +11,7 @@
 
 #include "api/api.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "config/listeners.h"
 #include "controller/controller.h"
 #include "server/broker_configs.h"
@@ -262,7 +262,7 @@ static void *io_thread_main(void *arg)
     static atomic_int next_id;
     char name[24];
     snprintf(name, sizeof name, "io-%d", atomic_fetch_add(&next_id, 1));
-    kiq_log_thread_name(name);
+    kiq_say_thread_name(name);
     kiq_request_t *r;
     while ((r = kiq_request_queue_pop(b->queue))) kiq_broker_handle(b, r);
     return NULL;
@@ -275,7 +275,7 @@ static void *control_io_main(void *arg)
     kiq_broker_t *b = arg;
     char name[24];
     snprintf(name, sizeof name, "control-%d", b->node_id);
-    kiq_log_thread_name(name);
+    kiq_say_thread_name(name);
     kiq_request_t *r;
     while ((r = kiq_request_queue_pop(b->control_queue))) kiq_broker_handle(b, r);
     return NULL;

@@ -9,7 +9,7 @@
 
 #include "config/topic_config.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "group/offsets_topic.h"
 #include "log/file_io.h"
 #include "server/broker.h"

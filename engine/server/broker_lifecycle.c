@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "core/uuid.h"
 #include "net/client.h"
 #include "proto/errors.h"
@@ -180,7 +180,7 @@ static void *lifecycle_main(void *arg)
     kiq_broker_t *b = lc->b;
     char name[24];
     snprintf(name, sizeof name, "lifecycle-%d", b->node_id);
-    kiq_log_thread_name(name);
+    kiq_say_thread_name(name);
     kiq_client_conn_t *conn = NULL;
     int backoff = BACKOFF_MIN_MS;
     int last_refusal = 0;

@@ -5,7 +5,7 @@
 
 #include "controller/controller.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "net/client.h"
 #include "proto/errors.h"
 #include "proto/messages.h"

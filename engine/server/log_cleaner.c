@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "log/cleaner.h"
 
 /* One thread's slot; share and owner fixed at start. */
@@ -114,7 +114,7 @@ static void *cleaner_main(void *arg)
     kiq_log_cleaner_t *c = t->owner;
     char name[16];
     snprintf(name, sizeof name, "log-cleaner-%d", t->share);
-    kiq_log_thread_name(name);
+    kiq_say_thread_name(name);
     pthread_mutex_lock(&c->mu);
     while (!c->stop) {
         struct timespec until;

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 
 /* stop is guarded by mu; the other fields belong to the worker thread
  * once it runs. */
@@ -60,7 +60,7 @@ static int64_t recovery_point_sum(kiq_topics_t *topics)
 static void *flusher_main(void *arg)
 {
     kiq_log_flusher_t *f = arg;
-    kiq_log_thread_name("log-flusher");
+    kiq_say_thread_name("log-flusher");
     pthread_mutex_lock(&f->mu);
     while (!f->stop) {
         struct timespec until;

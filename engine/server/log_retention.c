@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 
 /* The stop flag is guarded by mu; topics and config are shared read-only
  * (the topics have their own locks). */
@@ -109,7 +109,7 @@ static int64_t wall_ms(void)
 static void *retention_main(void *arg)
 {
     kiq_log_retention_t *r = arg;
-    kiq_log_thread_name("log-retention");
+    kiq_say_thread_name("log-retention");
     pthread_mutex_lock(&r->mu);
     while (!r->stop) {
         struct timespec until;

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "log/file_io.h"
 
 /* The file: one line "kafkaiq-producer-ids v1 next=<first id of the next block>". */

@@ -6,7 +6,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 
 struct kiq_purgatory {
     pthread_mutex_t lock; /* guards everything below */
@@ -54,7 +54,7 @@ static kiq_delayed_op_t *run_ops(kiq_delayed_op_t *ops, bool force, int *finishe
 static void *purgatory_main(void *arg)
 {
     kiq_purgatory_t *p = arg;
-    kiq_log_thread_name("purgatory");
+    kiq_say_thread_name("purgatory");
     pthread_mutex_lock(&p->lock);
     for (;;) {
         int64_t next = INT64_MAX;

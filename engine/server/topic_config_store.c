@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "log/file_io.h"
 
 #define STORE_DIR ".topic-configs"

@@ -12,7 +12,7 @@
 
 #include "controller/metadata_log.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "core/uuid.h"
 #include "log/file_io.h"
 #include "log/log_names.h"

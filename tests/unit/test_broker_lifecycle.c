@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "core/say.h"
 #include "include/kafkaiq.h"
 #include "server/broker.h"
 #include "server/broker_lifecycle.h"
@@ -65,7 +65,7 @@ static kiq_broker_t *start_broker(fixture_t *f, int id)
 
 static int setup(void **state)
 {
-    kiq_log_set_level(KIQ_LOG_ERROR);
+    kiq_say_set_level(KIQ_SAY_ERROR);
     fixture_t *f = calloc(1, sizeof *f);
     assert_non_null(f);
     for (int i = 0; i < 2; i++) assert_int_equal(kiq_test_temp_dir(f->dir[i], sizeof f->dir[i], "lifecycle"), 0);

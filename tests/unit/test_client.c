@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "include/kafkaiq.h"
 #include "net/client.h"
 #include "proto/errors.h"
@@ -42,7 +42,7 @@ typedef struct broker_fixture {
 
 static int broker_setup(void **state)
 {
-    kiq_log_set_level(KIQ_LOG_ERROR);
+    kiq_say_set_level(KIQ_SAY_ERROR);
     broker_fixture_t *f = calloc(1, sizeof *f);
     assert_non_null(f);
     assert_int_equal(kiq_test_temp_dir(f->dir, sizeof f->dir, "client"), 0);

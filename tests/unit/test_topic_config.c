@@ -17,7 +17,7 @@
 
 #include "config/topic_config.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/say.h"
 #include "proto/errors.h"
 #include "server/topic_config_store.h"
 #include "server/topics.h"
@@ -274,7 +274,7 @@ static void test_topics_keep_configs(void **state)
 
 int main(void)
 {
-    kiq_log_set_level(KIQ_LOG_ERROR);
+    kiq_say_set_level(KIQ_SAY_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_int_and_long),
         cmocka_unit_test(test_double_bool_string_list),

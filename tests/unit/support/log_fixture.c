@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "core/log.h"
+#include "core/say.h"
 #include "record/batch.h"
 #include "record/compression.h"
 
@@ -100,7 +100,7 @@ kiq_test_log_dir_t *kiq_test_log_dir_new(const char *tag, const char *partition_
     kiq_test_make_batch(&w, 3, 0);
     t->batch_size = w.len;
     kiq_wr_free(&w);
-    kiq_log_set_level(KIQ_LOG_ERROR);
+    kiq_say_set_level(KIQ_SAY_ERROR);
     return t;
 }
 

@@ -1,4 +1,4 @@
-#include "core/log.h"
+#include "core/say.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -7,15 +7,15 @@
 #include <sys/time.h>
 #include <time.h>
 
-static atomic_int log_level = KIQ_LOG_INFO;
+static atomic_int log_level = KIQ_SAY_INFO;
 static _Thread_local char thread_name[24] = "main";
 static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
 
-void kiq_log_set_level(enum kiq_log_level level) { atomic_store(&log_level, level); }
+void kiq_say_set_level(enum kiq_say_level level) { atomic_store(&log_level, level); }
 
-enum kiq_log_level kiq_log_get_level(void) { return atomic_load(&log_level); }
+enum kiq_say_level kiq_say_get_level(void) { return atomic_load(&log_level); }
 
-int kiq_log_level_parse(const char *name)
+int kiq_say_level_parse(const char *name)
 {
     static const char *const lower[] = {"error", "warn", "info", "debug"};
     for (int i = 0; i < 4; i++)
@@ -23,14 +23,14 @@ int kiq_log_level_parse(const char *name)
     return -1;
 }
 
-void kiq_log_thread_name(const char *name)
+void kiq_say_thread_name(const char *name)
 {
     snprintf(thread_name, sizeof thread_name, "%s", name);
 }
 
-void kiq_log(enum kiq_log_level level, const char *fmt, ...)
+void kiq_say(enum kiq_say_level level, const char *fmt, ...)
 {
-    if (!kiq_log_enabled(level)) return;
+    if (!kiq_say_enabled(level)) return;
     char line[2048];
     struct timeval tv;
     struct tm tm;
