@@ -20,7 +20,7 @@
 #include "core/error.h"
 #include "server/broker_configs.h"
 #include "server/controller_link.h"
-#include "server/log_retention.h"
+#include "log/log_retention.h"
 
 #define FORWARD_WAIT_MS 10000
 

@@ -10,7 +10,7 @@
 #include "net/request.h"
 #include "proto/errors.h"
 #include "server/broker.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 
 enum kiq_handler_result {
     KIQ_HANDLER_CLOSE = -1,      /* drop the connection, no response */

@@ -13,8 +13,8 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "server/controller_link.h"
-#include "server/log_retention.h"
-#include "server/metadata_cache.h"
+#include "log/log_retention.h"
+#include "controller/metadata_cache.h"
 
 /* The longest a client's CreatePartitions waits for the new partitions to
  * reach this broker's metadata. */

@@ -18,8 +18,8 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "server/controller_link.h"
-#include "server/log_retention.h"
-#include "server/metadata_cache.h"
+#include "log/log_retention.h"
+#include "controller/metadata_cache.h"
 
 /* The longest a client's CreateTopics waits for the new topic to reach
  * this broker's metadata. */

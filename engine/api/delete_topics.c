@@ -6,7 +6,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "server/controller_link.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 
 #define CLUSTER_WAIT_MAX_MS 10000
 

@@ -8,7 +8,7 @@
 
 #include "api/api.h"
 #include "core/error.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 
 enum { ENDPOINT_BROKERS = 1, ENDPOINT_CONTROLLERS = 2 };
 

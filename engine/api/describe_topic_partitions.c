@@ -11,7 +11,7 @@
 
 #include "api/api.h"
 #include "group/offsets_topic.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 
 #define PARTITION_LIMIT_MAX 2000
 

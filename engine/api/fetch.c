@@ -37,7 +37,7 @@
 #include "core/error.h"
 #include "core/say.h"
 #include "replica/replica_manager.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 
 /* One partition's answer as it lies in its log: the slices (holding their
  * segments) and the ranges the encoder places in the frame. In the
@@ -161,11 +161,11 @@ static int16_t fetch_check(int32_t replica, kiq_partition_t *part, kiq_partition
     if (!log) return KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
     if (kiq_partition_log_offline(log)) return KIQ_ERR_KAFKA_STORAGE_ERROR;
     if (replica >= 0)
-        return kiq_partition_replica_check_follower_fetch(&part->replica, replica, p->current_leader_epoch);
-    int16_t err = kiq_partition_replica_check_leader(&part->replica, p->current_leader_epoch);
+        return kiq_partition_replica_check_follower_fetch(part->replica, replica, p->current_leader_epoch);
+    int16_t err = kiq_partition_replica_check_leader(part->replica, p->current_leader_epoch);
     /* a new leader not yet sure what was committed: retry soon rather than
      * see the high watermark go back (clients refresh and back off) */
-    if (!err && !kiq_partition_replica_hw_known(&part->replica, log)) err = KIQ_ERR_OFFSET_NOT_AVAILABLE;
+    if (!err && !kiq_partition_replica_hw_known(part->replica, log)) err = KIQ_ERR_OFFSET_NOT_AVAILABLE;
     return err;
 }
 
@@ -250,7 +250,7 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
                 res->diverging = true;
             } else if (follower && first) {
                 bool moved, expand;
-                kiq_partition_replica_follower_fetched(&part->replica, log, replica, p->fetch_offset,
+                kiq_partition_replica_follower_fetched(part->replica, log, replica, p->fetch_offset,
                                                        kiq_clock_mono_ns() / 1000000, &moved, &expand);
                 res->hw_moved |= moved;
                 if (expand && b->replicas)

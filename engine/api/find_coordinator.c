@@ -13,7 +13,7 @@
 #include "group/group_coordinator.h"
 #include "group/offsets_topic.h"
 #include "server/controller_link.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 
 enum { KEY_TYPE_GROUP = 0, KEY_TYPE_TRANSACTION = 1, KEY_TYPE_SHARE = 2 };
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "api/api.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 
 bool kiq_api_leader_hint(kiq_broker_t *b, kiq_request_t *r, kiq_str_t topic, int32_t partition,
                          int32_t *leader_id, int32_t *leader_epoch, kiq_api_leader_nodes_t *nodes)

@@ -83,12 +83,12 @@ static void list_partition(kiq_topic_t *topic, int16_t v, bool client,
     kiq_partition_log_t *log;
     if ((out->error_code = kiq_api_led_partition(topic, in->partition_index, in->current_leader_epoch, &part, &log)) != 0)
         return;
-    out->leader_epoch = kiq_partition_replica_leader_epoch(&part->replica);
+    out->leader_epoch = kiq_partition_replica_leader_epoch(part->replica);
     out->timestamp = -1;
     int64_t hw = kiq_partition_log_high_watermark(log);
     /* a new leader's high watermark may be below the last one's until its
      * followers fetch: a client must not see offsets go back (KIP-207) */
-    bool hw_unknown = client && !kiq_partition_replica_hw_known(&part->replica, log);
+    bool hw_unknown = client && !kiq_partition_replica_hw_known(part->replica, log);
     switch (in->timestamp) {
     case LATEST:
         if (hw_unknown) {

@@ -8,8 +8,9 @@
 #include "api/api.h"
 #include "core/error.h"
 #include "group/offsets_topic.h"
+#include "log/log_names.h"
 #include "server/controller_link.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 
 /* How long an auto-creating Metadata waits for the controller to answer. */
 #define AUTO_CREATE_TIMEOUT_MS 5000

@@ -10,5 +10,5 @@ int16_t kiq_api_led_partition(kiq_topic_t *topic, int32_t index, int32_t current
     *log = (*part)->log;
     if (!*log) return KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
     if (kiq_partition_log_offline(*log)) return KIQ_ERR_KAFKA_STORAGE_ERROR;
-    return kiq_partition_replica_check_leader(&(*part)->replica, current_leader_epoch);
+    return kiq_partition_replica_check_leader((*part)->replica, current_leader_epoch);
 }

@@ -24,8 +24,8 @@
 #include "core/error.h"
 #include "core/say.h"
 #include "record/batch.h"
-#include "server/log_cleaner.h"
-#include "server/metadata_cache.h"
+#include "log/cleaner_threads.h"
+#include "controller/metadata_cache.h"
 
 /* Checks every batch of one partition's records; returns a Kafka error code. */
 static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int *nbatches)
@@ -173,9 +173,9 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         out->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
         return;
     }
-    if ((out->error_code = kiq_partition_replica_check_leader(&part->replica, -1)) != 0) return;
+    if ((out->error_code = kiq_partition_replica_check_leader(part->replica, -1)) != 0) return;
     if (acks == -1) {
-        int isr = kiq_partition_replica_isr_size(&part->replica);
+        int isr = kiq_partition_replica_isr_size(part->replica);
         int64_t need = min_insync(b, topic);
         if (isr < need) {
             kiq_error_set("%s-%d has %d in-sync replicas, fewer than min.insync.replicas %lld", topic->name,
@@ -238,7 +238,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     }
     kiq_log_append_result_t res;
     int rc = kiq_partition_log_append_checked(log, data, len,
-                                              kiq_partition_replica_leader_epoch(&part->replica), &res);
+                                              kiq_partition_replica_leader_epoch(part->replica), &res);
     if (rc > 0) {
         /* the idempotent producer's sequence or epoch does not fit: nothing appended */
         KIQ_WARN("produce to %s-%d from %s refused (error %d): %s", topic->name, in->index, r->peer, rc,
@@ -262,7 +262,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     out->base_offset = res.base_offset;
     out->log_start_offset = kiq_partition_log_start_offset(log);
     /* alone in the ISR, this commits the records at once */
-    kiq_partition_replica_advance_hw(&part->replica, log);
+    kiq_partition_replica_advance_hw(part->replica, log);
     *required = res.last_offset + 1;
 }
 
@@ -294,11 +294,11 @@ static bool produce_settle(kiq_broker_t *b, produce_wait_t *waits, int n, bool e
         if (w->done) continue;
         kiq_partition_t *part = w->topic->partitions[w->partition];
         kiq_partition_log_t *log = part->log;
-        if (!log || kiq_partition_replica_role(&part->replica) != KIQ_REPLICA_LEADER) {
+        if (!log || kiq_partition_replica_role(part->replica) != KIQ_REPLICA_LEADER) {
             w->out->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
         } else if (kiq_partition_log_high_watermark(log) >= w->required) {
             /* committed, but the ISR may have shrunk below what was promised */
-            if (kiq_partition_replica_isr_size(&part->replica) < min_insync(b, w->topic))
+            if (kiq_partition_replica_isr_size(part->replica) < min_insync(b, w->topic))
                 w->out->error_code = KIQ_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
         } else if (expired) {
             w->out->error_code = KIQ_ERR_REQUEST_TIMED_OUT;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "api/api.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 
 /* A standalone topic: every partition led here, at its leader epoch; one
  * whose log directory failed has no leader and its replica offline, as

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/say.h"
 #include "server/broker_configs.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 
 int kiq_api_update_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {

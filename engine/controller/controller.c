@@ -19,9 +19,8 @@
 #include "core/error.h"
 #include "core/say.h"
 #include "core/uuid.h"
+#include "log/log_names.h"
 #include "proto/errors.h"
-#include "replica/partition_replica.h"
-#include "server/topics.h"
 
 #define CONTROLLER_EPOCH 1
 #define TIMER_MS 100

@@ -19,6 +19,9 @@
 
 #include "controller/metadata_record.h"
 
+/* The most replicas a partition has (a replica set, an ISR). */
+#define KIQ_MAX_REPLICAS 32
+
 /* PartitionChangeRecord's "leader unchanged"; -1 is "no leader". */
 #define KIQ_NO_LEADER (-1)
 #define KIQ_NO_LEADER_CHANGE (-2)

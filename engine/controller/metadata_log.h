@@ -14,8 +14,8 @@
 #define KIQ_CONTROLLER_METADATA_LOG_H
 
 #include "controller/metadata_store.h"
+#include "log/log_names.h"
 
-#define KIQ_METADATA_TOPIC "__cluster_metadata"
 #define KIQ_METADATA_PARTITION_DIR "__cluster_metadata-0"
 
 /* Opens (creating if needed) `<dir>/__cluster_metadata-0`. Every batch is

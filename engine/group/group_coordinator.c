@@ -15,7 +15,7 @@
 #include "core/uuid.h"
 #include "group/group_coordinator.h"
 #include "server/broker.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 
 struct kiq_group_coordinator {
     kiq_broker_t *b;
@@ -149,13 +149,13 @@ static int append_records(kiq_group_coordinator_t *gc, const kiq_group_t *g, kiq
         rc = kiq_error_set(KIQ_OFFSETS_TOPIC " has no partition %d here", g->offsets_partition);
     } else if (kiq_partition_log_offline(log)) {
         rc = kiq_error_set("the log directory of " KIQ_OFFSETS_TOPIC "-%d is offline", p->index);
-    } else if (kiq_partition_replica_role(&p->replica) != KIQ_REPLICA_LEADER) {
+    } else if (kiq_partition_replica_role(p->replica) != KIQ_REPLICA_LEADER) {
         rc = kiq_error_set("this broker no longer leads " KIQ_OFFSETS_TOPIC "-%d", p->index);
     } else {
-        rc = kiq_offsets_records_append(rs, log, kiq_partition_replica_leader_epoch(&p->replica));
+        rc = kiq_offsets_records_append(rs, log, kiq_partition_replica_leader_epoch(p->replica));
         /* alone in the ISR the records are committed at once; else when
          * the followers have them */
-        if (rc == 0 && kiq_partition_replica_advance_hw(&p->replica, log)) kiq_topics_notify_append(gc->b->topics);
+        if (rc == 0 && kiq_partition_replica_advance_hw(p->replica, log)) kiq_topics_notify_append(gc->b->topics);
     }
     kiq_topic_unref(t);
     return rc;

@@ -74,3 +74,18 @@ bool kiq_log_segment_name_parse(const char *name, const char *suffix, int64_t *b
     *base_offset = (int64_t)v;
     return true;
 }
+
+bool kiq_topic_name_valid(kiq_str_t name, const char **why)
+{
+    if (!name.p || name.len == 0) return *why = "topic name is empty", false;
+    if (name.len > 249) return *why = "topic name is longer than 249 characters", false;
+    if ((name.len == 1 && name.p[0] == '.') || (name.len == 2 && !memcmp(name.p, "..", 2)))
+        return *why = "topic name cannot be '.' or '..'", false;
+    for (int32_t i = 0; i < name.len; i++) {
+        char c = name.p[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return *why = "topic name has a character outside [a-zA-Z0-9._-]", false;
+    }
+    return true;
+}

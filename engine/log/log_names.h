@@ -8,9 +8,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/types.h"
+
 #define KIQ_LOG_SUFFIX ".log"
 #define KIQ_INDEX_SUFFIX ".index"
 #define KIQ_TIMEINDEX_SUFFIX ".timeindex"
+
+/* The controller's metadata log, in a log directory like a partition but
+ * never one of the broker's topics. */
+#define KIQ_METADATA_TOPIC "__cluster_metadata"
 
 /* "<topic>-<partition>" into buf. -1 (with the reason) when the topic is not
  * a legal Kafka topic name (so it can never escape the log directory), the
@@ -23,5 +29,8 @@ int kiq_log_dir_parse(const char *name, char *topic, size_t n, int32_t *partitio
 int kiq_log_segment_path(char *buf, size_t n, const char *dir, int64_t base_offset, const char *suffix);
 /* True when name is exactly 20 digits followed by suffix; *base_offset gets the number. */
 bool kiq_log_segment_name_parse(const char *name, const char *suffix, int64_t *base_offset);
+/* Kafka's rules for a topic name: 1-249 chars of [a-zA-Z0-9._-], not "."
+ * or ".."; false with the reason in *why. */
+bool kiq_topic_name_valid(kiq_str_t name, const char **why);
 
 #endif

@@ -157,7 +157,7 @@ static void push_partition_state(lua_State *L, kiq_partition_t *p)
     lua_pushboolean(L, log != NULL);
     lua_setfield(L, -2, "hosted");
     kiq_replica_view_t *v = malloc(sizeof *v); /* large: keep it off the stack */
-    if (v) kiq_partition_replica_view(&p->replica, v);
+    if (v) kiq_partition_replica_view(p->replica, v);
     set_num(L, "leader_epoch", v ? v->leader_epoch : p->leader_epoch);
     if (!log || !v) { /* a cluster broker not replicating it: no log, no offsets */
         free(v);

@@ -1,4 +1,5 @@
 /* A partition's replication state; see partition_replica.h. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto/errors.h"
@@ -40,6 +41,27 @@ void kiq_partition_replica_lead_alone(kiq_partition_replica_t *r, int32_t self, 
 }
 
 void kiq_partition_replica_destroy(kiq_partition_replica_t *r) { pthread_mutex_destroy(&r->mu); }
+
+static struct kiq_partition_replica *state_create(void *ctx, const kiq_partition_t *p)
+{
+    const kiq_partition_replica_start_t *start = ctx;
+    kiq_partition_replica_t *r = malloc(sizeof *r);
+    if (!r) return NULL;
+    kiq_partition_replica_init(r, start->self, p->leader_epoch);
+    if (start->cluster) kiq_partition_replica_stop(r);
+    return r;
+}
+
+static void state_destroy(void *ctx, struct kiq_partition_replica *r)
+{
+    kiq_partition_replica_destroy(r);
+    free(r);
+}
+
+kiq_partition_state_ops_t kiq_partition_replica_states(const kiq_partition_replica_start_t *start)
+{
+    return (kiq_partition_state_ops_t){state_create, state_destroy, (void *)start};
+}
 
 static void set_sets(kiq_replica_view_t *v, int32_t partition_epoch, const int32_t *replicas, int nreplicas,
                      const int32_t *isr, int nisr)

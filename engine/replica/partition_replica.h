@@ -15,9 +15,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "controller/metadata_image.h"
 #include "log/partition_log.h"
-
-#define KIQ_MAX_REPLICAS 32
+#include "log/topics.h"
 
 typedef enum kiq_replica_role {
     KIQ_REPLICA_NONE,     /* not a replica here (or stopped) */
@@ -61,6 +61,17 @@ void kiq_partition_replica_init(kiq_partition_replica_t *r, int32_t self, int32_
 /* Back to that standalone state, as broker `self`. */
 void kiq_partition_replica_lead_alone(kiq_partition_replica_t *r, int32_t self, int32_t leader_epoch);
 void kiq_partition_replica_destroy(kiq_partition_replica_t *r);
+
+/* How a broker's partitions start (kept by the broker, outliving its
+ * topics): standalone, led by broker self alone; in a cluster, with no
+ * role until the controller's LeaderAndIsr. */
+typedef struct kiq_partition_replica_start {
+    int32_t self;
+    bool cluster;
+} kiq_partition_replica_start_t;
+/* The log manager's ops (kiq_topics_set_partition_states) making each
+ * partition's state so. */
+kiq_partition_state_ops_t kiq_partition_replica_states(const kiq_partition_replica_start_t *start);
 
 /* The controller's word (LeaderAndIsr). A leader epoch older than the
  * current one is stale: -1 and nothing changes. Becoming leader in a new

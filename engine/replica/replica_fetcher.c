@@ -13,6 +13,7 @@
 #include "proto/errors.h"
 #include "proto/messages.h"
 #include "record/batch.h"
+#include "replica/partition_replica.h"
 #include "replica/replica_fetcher.h"
 
 #define BACKOFF_MS 200
@@ -64,7 +65,7 @@ static size_t whole_batches(const uint8_t *p, size_t len)
 static bool apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch_asked,
                   const kiq_fetch_response_responses_partitions_t *pr)
 {
-    kiq_partition_replica_t *rep = &part->replica;
+    kiq_partition_replica_t *rep = part->replica;
     kiq_partition_log_t *log = part->log;
     const char *topic = part->topic->name;
     kiq_replica_view_t v;
@@ -161,7 +162,7 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
         kiq_partition_t *p = ps[i].topic->partitions[ps[i].partition];
         kiq_partition_log_t *log = p->log;
         kiq_replica_view_t v;
-        kiq_partition_replica_view(&p->replica, &v);
+        kiq_partition_replica_view(p->replica, &v);
         if (!log || v.role != KIQ_REPLICA_FOLLOWER || v.leader != f->cfg.leader) continue;
         int k = nasked++;
         asked[k] = ps[i];

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "server/topics.h"
+#include "log/topics.h"
 
 typedef struct kiq_replica_fetcher kiq_replica_fetcher_t;
 

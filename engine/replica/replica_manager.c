@@ -17,8 +17,8 @@
 #include "replica/replica_manager.h"
 #include "server/broker.h"
 #include "server/broker_lifecycle.h"
-#include "server/log_retention.h"
-#include "server/metadata_cache.h"
+#include "log/log_retention.h"
+#include "controller/metadata_cache.h"
 
 #define ALTER_PARTITION_VERSION 1 /* topics by name */
 #define ALTER_TIMEOUT_MS 5000
@@ -297,7 +297,7 @@ static kiq_topic_t *hosted_topic(kiq_replica_manager_t *rm, kiq_str_t name, cons
     }
     kiq_log_retention_apply_topic(topic, b->config);
     /* a replica of nothing until the controller's word is applied below */
-    for (int32_t p = 0; p < topic->npartitions; p++) kiq_partition_replica_stop(&topic->partitions[p]->replica);
+    for (int32_t p = 0; p < topic->npartitions; p++) kiq_partition_replica_stop(topic->partitions[p]->replica);
     return topic;
 }
 
@@ -308,7 +308,7 @@ static int16_t become(kiq_replica_manager_t *rm, const kiq_leader_and_isr_reques
     kiq_broker_t *b = rm->b;
     kiq_partition_t *part = topic->partitions[s->partition];
     kiq_partition_log_t *log = part->log;
-    kiq_partition_replica_t *rep = &part->replica;
+    kiq_partition_replica_t *rep = part->replica;
     if (!log) return KIQ_ERR_KAFKA_STORAGE_ERROR;
     kiq_replica_view_t before;
     kiq_partition_replica_view(rep, &before);
@@ -468,8 +468,8 @@ static int16_t stop_one(kiq_replica_manager_t *rm, kiq_str_t name, int32_t parti
     }
     kiq_partition_t *part = topic->partitions[partition];
     /* -1 and -2 (a deletion) stop whatever the epoch */
-    int32_t current = kiq_partition_replica_leader_epoch(&part->replica);
-    if (leader_epoch >= 0 && leader_epoch < current && kiq_partition_replica_role(&part->replica) != KIQ_REPLICA_NONE) {
+    int32_t current = kiq_partition_replica_leader_epoch(part->replica);
+    if (leader_epoch >= 0 && leader_epoch < current && kiq_partition_replica_role(part->replica) != KIQ_REPLICA_NONE) {
         kiq_topic_unref(topic);
         return KIQ_ERR_FENCED_LEADER_EPOCH;
     }
@@ -477,7 +477,7 @@ static int16_t stop_one(kiq_replica_manager_t *rm, kiq_str_t name, int32_t parti
     unfollow_locked(rm, topic, partition, NULL);
     pthread_mutex_unlock(&rm->mu);
     if (is_offsets_topic(topic) && b->groups) kiq_group_coordinator_partition_led(b->groups, partition, false);
-    kiq_partition_replica_stop(&part->replica);
+    kiq_partition_replica_stop(part->replica);
     int16_t err = KIQ_ERR_NONE;
     if (delete_partition) {
         if (kiq_topics_unhost_partition(b->topics, topic, partition, true) != 0) {
@@ -582,11 +582,11 @@ static bool propose(kiq_replica_manager_t *rm, kiq_topic_t *topic, int32_t parti
     kiq_replica_view_t v;
     /* the epochs first: a LeaderAndIsr in between makes the request stale,
      * which the controller refuses, rather than wrong */
-    kiq_partition_replica_view(&part->replica, &v);
+    kiq_partition_replica_view(part->replica, &v);
     if (v.role != KIQ_REPLICA_LEADER) return false;
-    int n = expand_replica >= 0 ? kiq_partition_replica_expand_candidate(&part->replica, expand_replica, c->new_isr)
-                                : kiq_partition_replica_shrink_candidate(&part->replica, now, rm->lag_ms, c->new_isr);
-    if (n <= 0 || !kiq_partition_replica_begin_isr_change(&part->replica)) return false;
+    int n = expand_replica >= 0 ? kiq_partition_replica_expand_candidate(part->replica, expand_replica, c->new_isr)
+                                : kiq_partition_replica_shrink_candidate(part->replica, now, rm->lag_ms, c->new_isr);
+    if (n <= 0 || !kiq_partition_replica_begin_isr_change(part->replica)) return false;
     c->topic = topic;
     c->partition = partition;
     c->leader_epoch = v.leader_epoch;
@@ -669,7 +669,7 @@ static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
                                  c->partition, pr->error_code);
                         break;
                     }
-                    kiq_partition_replica_set_isr(&part->replica, pr->leader_epoch, pr->partition_epoch, pr->isr,
+                    kiq_partition_replica_set_isr(part->replica, pr->leader_epoch, pr->partition_epoch, pr->isr,
                                                   pr->isr_n > 0 ? pr->isr_n : 0);
                     break;
                 }
@@ -678,10 +678,10 @@ static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
     }
     for (int i = 0; i < n; i++) {
         kiq_partition_t *part = cs[i].topic->partitions[cs[i].partition];
-        kiq_partition_replica_end_isr_change(&part->replica);
+        kiq_partition_replica_end_isr_change(part->replica);
         /* a smaller ISR may let the high watermark move */
         kiq_partition_log_t *log = part->log;
-        if (log) kiq_partition_replica_advance_hw(&part->replica, log);
+        if (log) kiq_partition_replica_advance_hw(part->replica, log);
     }
     kiq_topics_notify_append(b->topics);
     kiq_arena_reset(&a);
@@ -810,7 +810,7 @@ kiq_replica_manager_t *kiq_replica_manager_new(kiq_broker_t *b)
     int count = 0;
     kiq_topic_t **list = kiq_topics_list(b->topics, &count);
     for (int i = 0; i < count; i++)
-        for (int32_t p = 0; p < list[i]->npartitions; p++) kiq_partition_replica_stop(&list[i]->partitions[p]->replica);
+        for (int32_t p = 0; p < list[i]->npartitions; p++) kiq_partition_replica_stop(list[i]->partitions[p]->replica);
     kiq_topics_list_free(list, count);
     return rm;
 }
@@ -868,7 +868,7 @@ void kiq_replica_manager_lead_all_alone(kiq_topics_t *t)
         for (int32_t p = 0; p < list[i]->npartitions; p++) {
             kiq_partition_t *part = list[i]->partitions[p];
             kiq_partition_log_t *log = part->log;
-            if (log) kiq_partition_replica_advance_hw(&part->replica, log);
+            if (log) kiq_partition_replica_advance_hw(part->replica, log);
         }
     kiq_topics_list_free(list, count);
 }

@@ -19,7 +19,7 @@
 
 #include "core/arena.h"
 #include "proto/messages.h"
-#include "server/topics.h"
+#include "log/topics.h"
 
 typedef struct kiq_broker kiq_broker_t;
 typedef struct kiq_replica_manager kiq_replica_manager_t;

@@ -16,7 +16,7 @@
 #include "controller/controller.h"
 #include "server/broker_configs.h"
 #include "server/broker_lifecycle.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 #include "replica/replica_manager.h"
 #include "core/uuid.h"
 #include "log/file_io.h"
@@ -345,7 +345,9 @@ int kiq_broker_start(kiq_broker_t *b)
     b->topics = kiq_topics_open_dirs_ex(specs, b->nlog_dirs, &b->log_cfg, b->cluster);
     free(specs);
     if (!b->topics) return -1;
-    kiq_topics_set_node_id(b->topics, b->node_id);
+    b->replica_start = (kiq_partition_replica_start_t){b->node_id, b->cluster};
+    kiq_partition_state_ops_t states = kiq_partition_replica_states(&b->replica_start);
+    if (kiq_topics_set_partition_states(b->topics, &states) != 0) return -1;
     if (!read_incarnation(b) && kiq_uuid_random(&b->incarnation) != 0) return kiq_error_set("no randomness");
     /* from now on the logs are open and a crash is unclean */
     for (int i = 0; i < b->nlog_dirs; i++) {

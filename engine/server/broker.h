@@ -7,21 +7,22 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "group/group_coordinator.h"
 #include "include/kafkaiq.h"
+#include "log/cleaner_threads.h"
 #include "log/log_config.h"
 #include "log/log_dir.h"
+#include "log/log_flusher.h"
+#include "log/log_retention.h"
+#include "log/topics.h"
 #include "lua/hooks.h"
 #include "net/acceptor.h"
 #include "net/processor.h"
 #include "net/request_queue.h"
-#include "group/group_coordinator.h"
-#include "server/log_flusher.h"
-#include "server/log_cleaner.h"
-#include "server/log_retention.h"
+#include "replica/partition_replica.h"
 #include "server/producer_ids.h"
 #include "server/purgatory.h"
 #include "server/request_stats.h"
-#include "server/topics.h"
 
 /* One of the broker's log directories (log.dirs, Kafka's JBOD): each has
  * its own lock file, meta.properties, clean-shutdown marker, checkpoints
@@ -85,6 +86,7 @@ struct kiq_broker {
     kiq_log_config_t log_cfg;
 
     kiq_topics_t *topics;
+    kiq_partition_replica_start_t replica_start; /* how its partitions start; outlives the topics */
     kiq_log_retention_t *retention; /* its thread, from start to shutdown */
     kiq_log_cleaner_t *cleaner;     /* its threads, from start to shutdown */
     kiq_log_flusher_t *flusher;     /* its thread, from start to shutdown */

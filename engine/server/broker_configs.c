@@ -13,7 +13,7 @@
 #include "group/offsets_topic.h"
 #include "log/file_io.h"
 #include "server/broker.h"
-#include "server/log_retention.h"
+#include "log/log_retention.h"
 
 #define STORE_DIR ".broker-configs"
 

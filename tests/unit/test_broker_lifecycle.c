@@ -20,7 +20,7 @@
 #include "include/kafkaiq.h"
 #include "server/broker.h"
 #include "server/broker_lifecycle.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 #include "support/log_fixture.h"
 
 typedef struct fixture {

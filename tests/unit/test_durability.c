@@ -22,7 +22,7 @@
 #include "log/partition_log.h"
 #include "record/batch.h"
 #include "record/compression.h"
-#include "server/topics.h"
+#include "log/topics.h"
 #include "support/log_fixture.h"
 
 /* Appends one batch of n records; returns its base offset. */

@@ -22,7 +22,7 @@
 #include "proto/errors.h"
 #include "record/batch.h"
 #include "record/compression.h"
-#include "server/topics.h"
+#include "log/topics.h"
 #include "support/log_fixture.h"
 
 #define PID 4242

@@ -22,7 +22,7 @@
 #include "log/log_dir.h"
 #include "record/batch.h"
 #include "record/compression.h"
-#include "server/topics.h"
+#include "log/topics.h"
 #include "support/log_fixture.h"
 
 typedef struct fixture {

@@ -1,4 +1,4 @@
-/* The broker's metadata cache (server/metadata_cache.h): UpdateMetadata in
+/* The broker's metadata cache (controller/metadata_cache.h): UpdateMetadata in
  * both layouts, lookups, whole-view replacement, broker listeners, and
  * waiting for versions, topics and brokers across threads. */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "core/arena.h"
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 
 /* ---- building requests -------------------------------------------------- */
 

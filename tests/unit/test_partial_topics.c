@@ -21,10 +21,10 @@
 #include "config/config.h"
 #include "core/uuid.h"
 #include "proto/errors.h"
-#include "server/log_cleaner.h"
-#include "server/log_flusher.h"
-#include "server/log_retention.h"
-#include "server/topics.h"
+#include "log/cleaner_threads.h"
+#include "log/log_flusher.h"
+#include "log/log_retention.h"
+#include "log/topics.h"
 #include "support/log_fixture.h"
 
 static kiq_topics_t *open_mode(kiq_test_log_dir_t *ld, bool partial)

@@ -17,8 +17,8 @@
 #include "log/partition_log.h"
 #include "record/batch.h"
 #include "record/compression.h"
-#include "server/log_retention.h"
-#include "server/topics.h"
+#include "log/log_retention.h"
+#include "log/topics.h"
 #include "support/log_fixture.h"
 
 #define HOUR 3600000LL

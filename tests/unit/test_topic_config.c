@@ -19,8 +19,8 @@
 #include "core/error.h"
 #include "core/say.h"
 #include "proto/errors.h"
-#include "server/topic_config_store.h"
-#include "server/topics.h"
+#include "log/topic_config_store.h"
+#include "log/topics.h"
 #include "support/log_fixture.h"
 
 static int check(const char *name, const char *value)

@@ -3,8 +3,8 @@
  * topic is reference-counted so a Fetch or Produce holding one is unaffected
  * by a concurrent DeleteTopics: the files go when the last holder lets go.
  * Every function is callable from any thread. */
-#ifndef KIQ_SERVER_TOPICS_H
-#define KIQ_SERVER_TOPICS_H
+#ifndef KIQ_LOG_TOPICS_H
+#define KIQ_LOG_TOPICS_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,14 +16,19 @@
 #include "log/log_config.h"
 #include "log/partition_log.h"
 #include "proto/types.h"
-#include "replica/partition_replica.h"
 
 typedef struct kiq_topic kiq_topic_t;
+/* Replication's state of a partition (replica/partition_replica.h): the
+ * log manager only keeps it beside the partition, made and freed by the
+ * ops its owner gave (kiq_topics_set_partition_states). */
+struct kiq_partition_replica;
 
 /* A partition; its log has its own lock, its replication state (role,
  * leader epoch, ISR, followers' progress) its own mutex. leader_epoch is
  * what a standalone broker stamps (the replica state holds the current
- * one).
+ * one); replica is NULL when no states were asked for (a registry of logs
+ * alone, as the unit tests open one), else set when the partition is made
+ * and fixed for its life.
  *
  * log is NULL while this broker does not host the partition (cluster
  * mode: it is not one of its replicas), and changes when
@@ -37,12 +42,20 @@ typedef struct kiq_partition {
     kiq_topic_t *topic;
     int32_t index;
     int32_t leader_epoch;
-    kiq_partition_replica_t replica;
+    struct kiq_partition_replica *replica;
     _Atomic(kiq_partition_log_t *) log;
     atomic_int dir_index; /* which of the registry's log directories holds it */
     char *dir;            /* that directory's path (owned by the topic), NULL if never placed */
 } kiq_partition_t;
 
+/* How partitions get their replication state: create makes one for a new
+ * partition (NULL: out of memory), destroy frees it with the partition.
+ * Called with the registry's or the topic's locks held, from any thread. */
+typedef struct kiq_partition_state_ops {
+    struct kiq_partition_replica *(*create)(void *ctx, const kiq_partition_t *p);
+    void (*destroy)(void *ctx, struct kiq_partition_replica *state);
+    void *ctx; /* outlives the registry */
+} kiq_partition_state_ops_t;
 /* A log taken out of its slot by kiq_topics_unhost_partition, kept until
  * no reader can hold it; guarded by the topic's host_mu. */
 typedef struct kiq_retired_log kiq_retired_log_t;
@@ -82,6 +95,9 @@ struct kiq_topic {
      * configs: -1 when the broker's value applies. */
     atomic_int max_message_bytes;
     atomic_int log_append_time; /* 1 LogAppendTime, 0 CreateTime */
+    /* The registry's, for the partitions' states when the topic goes
+     * (maybe after the registry). */
+    struct kiq_partition_state_ops states;
 };
 
 typedef struct kiq_topics kiq_topics_t;
@@ -118,9 +134,10 @@ kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_c
  * KAFKA_STORAGE_ERROR and no partition is placed in it. Call right after
  * open. */
 void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health);
-/* This broker's id, for the replica state of every partition (loaded and
- * created later): a standalone broker leads them all. Call right after open. */
-void kiq_topics_set_node_id(kiq_topics_t *t, int32_t node_id);
+/* Gives every partition loaded, and every one made later, a state by ops
+ * (copied). Call right after open, before the registry is shared; -1 when
+ * out of memory. */
+int kiq_topics_set_partition_states(kiq_topics_t *t, const kiq_partition_state_ops_t *ops);
 /* Closes every log cleanly (the caller has stopped all request handling);
  * logs in an offline directory are not flushed. */
 void kiq_topics_free(kiq_topics_t *t);
@@ -129,9 +146,6 @@ void kiq_topics_free(kiq_topics_t *t);
 kiq_topic_t *kiq_topics_get(kiq_topics_t *t, kiq_str_t name);
 kiq_topic_t *kiq_topics_get_by_id(kiq_topics_t *t, const kiq_uuid_t *id);
 void kiq_topic_unref(kiq_topic_t *topic);
-
-/* Kafka's rules: 1-249 chars of [a-zA-Z0-9._-], not "." or "..". */
-bool kiq_topic_name_valid(kiq_str_t name, const char **why);
 
 /* Creates a topic and its partition logs. Returns a Kafka error code:
  * 0, TOPIC_ALREADY_EXISTS (also while a deleted topic of that name still

@@ -1,4 +1,4 @@
-#include "server/log_retention.h"
+#include "log/log_retention.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-#include "server/topics.h"
+#include "log/topics.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,14 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "controller/metadata_log.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "core/uuid.h"
 #include "log/file_io.h"
 #include "log/log_names.h"
+#include "log/topic_config_store.h"
 #include "proto/errors.h"
-#include "server/topic_config_store.h"
 
 /* The engine's floors (log_config.c): a smaller Kafka value behaves the
  * same here, rolling before every batch or indexing one entry. */
@@ -75,8 +74,8 @@ struct kiq_topics {
     void (*on_append)(void *ctx);
     void *on_append_ctx;
     pthread_mutex_t checkpoint_mu; /* one writer of a checkpoint file at a time */
-    int32_t node_id; /* set once after open, before the registry is shared */
-    bool partial;    /* fixed at open: a cluster broker's partial topics */
+    kiq_partition_state_ops_t states; /* set once after open, before the registry is shared */
+    bool partial;                     /* fixed at open: a cluster broker's partial topics */
     /* Always offline: what retired logs are tied to. Made on the first
      * unhost, under lock. */
     kiq_log_dir_t *retired_health;
@@ -84,21 +83,6 @@ struct kiq_topics {
     recovery_point_t *rps;
     size_t nrps;
 };
-
-bool kiq_topic_name_valid(kiq_str_t name, const char **why)
-{
-    if (!name.p || name.len == 0) return *why = "topic name is empty", false;
-    if (name.len > 249) return *why = "topic name is longer than 249 characters", false;
-    if ((name.len == 1 && name.p[0] == '.') || (name.len == 2 && !memcmp(name.p, "..", 2)))
-        return *why = "topic name cannot be '.' or '..'", false;
-    for (int32_t i = 0; i < name.len; i++) {
-        char c = name.p[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return *why = "topic name has a character outside [a-zA-Z0-9._-]", false;
-    }
-    return true;
-}
 
 static int find_index(kiq_topics_t *t, kiq_str_t name, bool *found)
 {
@@ -170,7 +154,7 @@ static void topic_destroy(kiq_topic_t *topic)
     pthread_mutex_destroy(&topic->host_mu);
     for (int32_t i = 0; i < n; i++) {
         free(topic->partitions[i]->dir);
-        kiq_partition_replica_destroy(&topic->partitions[i]->replica);
+        if (topic->partitions[i]->replica) topic->states.destroy(topic->states.ctx, topic->partitions[i]->replica);
         free(topic->partitions[i]);
     }
     while (topic->slots) {
@@ -188,15 +172,6 @@ void kiq_topic_unref(kiq_topic_t *topic)
 }
 
 /* The partitions get their directories with place_partition. */
-/* A partition's replication state before anyone said more: a standalone
- * broker leads its partitions alone; a cluster broker waits for the
- * controller's LeaderAndIsr (no role: it neither leads nor follows). */
-static void init_replica(const kiq_topics_t *t, kiq_partition_t *p)
-{
-    kiq_partition_replica_lead_alone(&p->replica, t->node_id, p->leader_epoch);
-    if (t->partial) kiq_partition_replica_stop(&p->replica);
-}
-
 /* Partition slots from..n-1 of topic, new and unplaced, into slots->p
  * (whose first `from` entries the caller fills). -1 when out of memory,
  * with nothing allocated. */
@@ -208,7 +183,7 @@ static struct kiq_partition_slots *slots_alloc(const kiq_topics_t *t, kiq_topic_
         kiq_partition_t *p = calloc(1, sizeof *p);
         if (!p) {
             for (int32_t j = from; j < i; j++) {
-                kiq_partition_replica_destroy(&slots->p[j]->replica);
+                if (slots->p[j]->replica) t->states.destroy(t->states.ctx, slots->p[j]->replica);
                 free(slots->p[j]);
             }
             free(slots);
@@ -218,9 +193,16 @@ static struct kiq_partition_slots *slots_alloc(const kiq_topics_t *t, kiq_topic_
         p->index = i;
         atomic_init(&p->log, NULL);
         atomic_init(&p->dir_index, -1);
-        kiq_partition_replica_init(&p->replica, t->node_id, 0);
-        init_replica(t, p);
         slots->p[i] = p;
+        if (t->states.create && !(p->replica = t->states.create(t->states.ctx, p))) {
+            free(p);
+            for (int32_t j = from; j < i; j++) {
+                t->states.destroy(t->states.ctx, slots->p[j]->replica);
+                free(slots->p[j]);
+            }
+            free(slots);
+            return NULL;
+        }
     }
     return slots;
 }
@@ -245,6 +227,7 @@ static kiq_topic_t *topic_alloc(const kiq_topics_t *t, const char *name, int32_t
     pthread_mutex_init(&topic->host_mu, NULL);
     atomic_init(&topic->max_message_bytes, -1);
     atomic_init(&topic->log_append_time, -1);
+    topic->states = t->states;
     return topic;
 }
 
@@ -771,11 +754,17 @@ void kiq_topics_free(kiq_topics_t *t)
     free(t);
 }
 
-void kiq_topics_set_node_id(kiq_topics_t *t, int32_t node_id)
+int kiq_topics_set_partition_states(kiq_topics_t *t, const kiq_partition_state_ops_t *ops)
 {
-    t->node_id = node_id;
-    for (int i = 0; i < t->count; i++)
-        for (int32_t p = 0; p < t->topics[i]->npartitions; p++) init_replica(t, t->topics[i]->partitions[p]);
+    t->states = *ops;
+    for (int i = 0; i < t->count; i++) {
+        kiq_topic_t *topic = t->topics[i];
+        topic->states = *ops;
+        for (int32_t p = 0; p < topic->npartitions; p++)
+            if (!(topic->partitions[p]->replica = ops->create(ops->ctx, topic->partitions[p])))
+                return kiq_error_set("out of memory");
+    }
+    return 0;
 }
 
 void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health)

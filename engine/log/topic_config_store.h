@@ -8,8 +8,8 @@
  *
  * Thread safety: the operations are callable from any thread; callers
  * serialise writes to one topic (the topic's config lock does). */
-#ifndef KIQ_SERVER_TOPIC_CONFIG_STORE_H
-#define KIQ_SERVER_TOPIC_CONFIG_STORE_H
+#ifndef KIQ_LOG_TOPIC_CONFIG_STORE_H
+#define KIQ_LOG_TOPIC_CONFIG_STORE_H
 
 #include "config/topic_config.h"
 

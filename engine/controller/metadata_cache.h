@@ -6,16 +6,16 @@
  *
  * Any thread: a rwlock guards the view; everything is copied out, so
  * nothing returned points into the cache. */
-#ifndef KIQ_SERVER_METADATA_CACHE_H
-#define KIQ_SERVER_METADATA_CACHE_H
+#ifndef KIQ_CONTROLLER_METADATA_CACHE_H
+#define KIQ_CONTROLLER_METADATA_CACHE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/metadata_image.h"
 #include "core/arena.h"
 #include "proto/messages.h"
-#include "replica/partition_replica.h"
 
 typedef struct kiq_metadata_cache kiq_metadata_cache_t;
 

@@ -1,4 +1,4 @@
-#include "server/log_cleaner.h"
+#include "log/cleaner_threads.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -7,12 +7,12 @@
  *
  * Owned by the broker; new/free run on the broker's thread, the worker
  * only uses the topics (their own locks). */
-#ifndef KIQ_SERVER_LOG_FLUSHER_H
-#define KIQ_SERVER_LOG_FLUSHER_H
+#ifndef KIQ_LOG_LOG_FLUSHER_H
+#define KIQ_LOG_LOG_FLUSHER_H
 
 #include <stdint.h>
 
-#include "server/topics.h"
+#include "log/topics.h"
 
 #define KIQ_LOG_FLUSH_TICK_MS 100
 #define KIQ_LOG_FLUSH_CHECKPOINT_MS 1000

@@ -7,13 +7,13 @@
  * The scheduler is owned by the broker; new/free run on the broker's
  * thread, the worker thread only reads the topics (own locks) and the
  * read-only broker config. */
-#ifndef KIQ_SERVER_LOG_RETENTION_H
-#define KIQ_SERVER_LOG_RETENTION_H
+#ifndef KIQ_LOG_LOG_RETENTION_H
+#define KIQ_LOG_LOG_RETENTION_H
 
 #include <stdint.h>
 
 #include "config/config.h"
-#include "server/topics.h"
+#include "log/topics.h"
 
 typedef struct kiq_log_retention kiq_log_retention_t;
 

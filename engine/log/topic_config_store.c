@@ -1,4 +1,4 @@
-#include "server/topic_config_store.h"
+#include "log/topic_config_store.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-#include "server/metadata_cache.h"
+#include "controller/metadata_cache.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -7,14 +7,14 @@
  * Owned by the broker; new/free run on the broker's thread. The threads
  * read the topics (own locks) and the read-only broker config; a partition
  * always falls to the same thread, so passes over one log never overlap. */
-#ifndef KIQ_SERVER_LOG_CLEANER_H
-#define KIQ_SERVER_LOG_CLEANER_H
+#ifndef KIQ_LOG_CLEANER_THREADS_H
+#define KIQ_LOG_CLEANER_THREADS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "config/config.h"
-#include "server/topics.h"
+#include "log/topics.h"
 
 typedef struct kiq_log_cleaner kiq_log_cleaner_t;
 

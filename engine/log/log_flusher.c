@@ -1,4 +1,4 @@
-#include "server/log_flusher.h"
+#include "log/log_flusher.h"
 
 #include <errno.h>
 #include <pthread.h>
