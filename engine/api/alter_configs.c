@@ -97,7 +97,7 @@ void kiq_api_change_configs(kiq_broker_t *b, kiq_request_t *r, int16_t api_key, 
                 (int16_t)(kiq_error_set("broker %d is not the controller", b->node_id), KIQ_ERR_NOT_CONTROLLER);
         else
             orders[i].error = (int16_t)change_here(b, &orders[i], validate_only);
-        if (orders[i].error) orders[i].message = kiq_api_error_message(r);
+        if (orders[i].error) orders[i].message = kiq_request_error_message(r);
     }
 }
 

@@ -8,6 +8,7 @@
 #include "config/topic_config.h"
 #include "controller/config_changes.h"
 #include "net/request.h"
+#include "proto/acl_operations.h"
 #include "proto/errors.h"
 #include "server/broker.h"
 #include "controller/metadata_cache.h"
@@ -17,7 +18,7 @@ enum kiq_handler_result {
     KIQ_HANDLER_RESPOND = 0,     /* encode the response now */
     KIQ_HANDLER_NO_RESPONSE = 1, /* acks=0 produce: the client expects nothing */
     KIQ_HANDLER_PARKED = 2,      /* the handler stamped t.handled, handed the request
-                                  * to the purgatory and answers via kiq_api_respond */
+                                  * to the purgatory and answers via kiq_request_respond */
 };
 
 typedef int (*kiq_api_handler_fn)(kiq_broker_t *b, kiq_request_t *r, const void *request,
@@ -46,12 +47,6 @@ const kiq_api_row_t *kiq_api_row(int16_t api_key, int listener);
 int16_t kiq_api_row_min(const kiq_api_row_t *row, const kiq_api_codec_t *c);
 int16_t kiq_api_row_advertised_min(const kiq_api_row_t *row, const kiq_api_codec_t *c);
 bool kiq_api_row_serves(const kiq_api_row_t *row, const kiq_api_codec_t *c, int16_t version);
-
-/* Any thread: encodes the response with its header and hands the request
- * back to its processor. */
-void kiq_api_respond(kiq_request_t *r, const void *response);
-/* Any thread: finishes a request without a response. */
-void kiq_api_finish(kiq_request_t *r, bool close_connection);
 
 int kiq_api_versions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
@@ -164,15 +159,6 @@ int32_t *kiq_api_ids(kiq_request_t *r, const int32_t *ids, int n);
  * arena; their number. */
 int kiq_api_live_brokers(kiq_broker_t *b, kiq_request_t *r, kiq_cached_broker_t **out);
 
-/* Authorized operations with no authorizer (every operation allowed), as
- * Kafka's bitfields count them: for topics, the cluster and groups. */
-#define KIQ_API_TOPIC_OPERATIONS 3576
-#define KIQ_API_CLUSTER_OPERATIONS 8096
-#define KIQ_API_GROUP_OPERATIONS 328
 
-/* Arena copy of a C string as a protocol string. */
-kiq_str_t kiq_api_str(kiq_request_t *r, const char *s);
-/* Arena copy of the error slot's text (for error_message fields). */
-kiq_str_t kiq_api_error_message(kiq_request_t *r);
 
 #endif

@@ -18,7 +18,7 @@ int kiq_api_consumer_group_describe_handle(kiq_broker_t *b, kiq_request_t *r, co
         g->group_id = req->group_ids[i];
         g->error_code = KIQ_ERR_GROUP_ID_NOT_FOUND;
         kiq_error_set("Group " KIQ_STR_FMT " is not a consumer group.", KIQ_STR_ARG(req->group_ids[i]));
-        g->error_message = kiq_api_error_message(r);
+        g->error_message = kiq_request_error_message(r);
     }
     return KIQ_HANDLER_RESPOND;
 }

@@ -70,7 +70,7 @@ static void grow_cluster(kiq_broker_t *b, kiq_request_t *r, const kiq_create_par
         if (forwarded && !b->controller) {
             kiq_error_set("broker %d is not the controller", b->node_id);
             res->error_code = KIQ_ERR_NOT_CONTROLLER;
-            res->error_message = kiq_api_error_message(r);
+            res->error_message = kiq_request_error_message(r);
             continue;
         }
         order_of[i] = norders;
@@ -106,7 +106,7 @@ int kiq_api_create_partitions_handle(kiq_broker_t *b, kiq_request_t *r, const vo
         if (duplicate(req, i)) {
             kiq_error_set("Duplicate topic in request.");
             res->error_code = KIQ_ERR_INVALID_REQUEST;
-            res->error_message = kiq_api_error_message(r);
+            res->error_message = kiq_request_error_message(r);
         }
     }
     if (b->cluster) {
@@ -118,7 +118,7 @@ int kiq_api_create_partitions_handle(kiq_broker_t *b, kiq_request_t *r, const vo
         if (res->error_code) continue;
         kiq_error_clear();
         res->error_code = grow_standalone(b, &req->topics[i], req->validate_only);
-        if (res->error_code) res->error_message = kiq_api_error_message(r);
+        if (res->error_code) res->error_message = kiq_request_error_message(r);
     }
     return KIQ_HANDLER_RESPOND;
 }

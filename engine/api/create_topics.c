@@ -86,8 +86,8 @@ static void list_configs(kiq_broker_t *b, kiq_request_t *r, const kiq_topic_conf
         char buf[32];
         int source;
         const char *value = kiq_topic_config_effective(b->config, cfg, i, buf, sizeof buf, &source);
-        c->name = kiq_api_str(r, kiq_topic_config_defs[i].name);
-        c->value = kiq_api_str(r, value);
+        c->name = kiq_request_str(r, kiq_topic_config_defs[i].name);
+        c->value = kiq_request_str(r, value);
         c->config_source = (int8_t)source;
     }
 }
@@ -145,7 +145,7 @@ static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_to
             tr->error_code = cluster_check(req, i, &cfgs[i]);
         }
         if (tr->error_code) {
-            tr->error_message = kiq_api_error_message(r);
+            tr->error_message = kiq_request_error_message(r);
             continue;
         }
         order_of[i] = norders;
@@ -219,7 +219,7 @@ int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *
                                                           req->validate_only);
         tr->error_code = err;
         if (err) {
-            tr->error_message = kiq_api_error_message(r);
+            tr->error_message = kiq_request_error_message(r);
             kiq_topic_configs_clear(&cfg);
             continue;
         }

@@ -26,7 +26,7 @@ static void delete_one(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name, const 
         out->error_code = name.p ? KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION : KIQ_ERR_UNKNOWN_TOPIC_ID;
         return;
     }
-    out->name = kiq_api_str(r, topic->name);
+    out->name = kiq_request_str(r, topic->name);
     out->topic_id = topic->id;
     out->error_code = (int16_t)kiq_topics_delete(b->topics, topic);
     kiq_topic_unref(topic);

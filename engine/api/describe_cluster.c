@@ -27,11 +27,11 @@ int kiq_api_describe_cluster_handle(kiq_broker_t *b, kiq_request_t *r, const voi
             kiq_error_set("Unsupported endpoint type %d", req->endpoint_type);
             out->error_code = v >= 1 ? KIQ_ERR_UNSUPPORTED_ENDPOINT_TYPE : KIQ_ERR_INVALID_REQUEST;
         }
-        out->error_message = kiq_api_error_message(r);
+        out->error_message = kiq_request_error_message(r);
         return KIQ_HANDLER_RESPOND;
     }
-    out->cluster_id = kiq_api_str(r, b->cluster_id);
-    if (req->include_cluster_authorized_operations) out->cluster_authorized_operations = KIQ_API_CLUSTER_OPERATIONS;
+    out->cluster_id = kiq_request_str(r, b->cluster_id);
+    if (req->include_cluster_authorized_operations) out->cluster_authorized_operations = KIQ_ACL_CLUSTER_OPERATIONS;
     kiq_cached_broker_t *list = NULL;
     int n = kiq_api_live_brokers(b, r, &list);
     int32_t controller = b->cluster ? kiq_metadata_cache_controller(b->metadata) : b->node_id;

@@ -33,8 +33,8 @@ static void add_synonym(kiq_request_t *r, config_entry_t *e, const char *name, c
 {
     kiq_describe_configs_response_results_configs_synonyms_t *s = &e->synonyms[e->synonyms_n++];
     kiq_describe_configs_response_results_configs_synonyms_init(s);
-    s->name = kiq_api_str(r, name);
-    s->value = kiq_api_str(r, value);
+    s->name = kiq_request_str(r, name);
+    s->value = kiq_request_str(r, value);
     s->source = source;
 }
 
@@ -43,13 +43,13 @@ static void fill_entry(kiq_request_t *r, const kiq_describe_configs_request_t *r
                        const char *doc)
 {
     kiq_describe_configs_response_results_configs_init(e);
-    e->name = kiq_api_str(r, name);
-    e->value = kiq_api_str(r, value);
+    e->name = kiq_request_str(r, name);
+    e->value = kiq_request_str(r, value);
     e->read_only = read_only;
     e->is_default = source == KIQ_CONFIG_SOURCE_DEFAULT;
     e->config_source = (int8_t)source;
     e->config_type = (int8_t)type;
-    if (req->include_documentation && doc) e->documentation = kiq_api_str(r, doc);
+    if (req->include_documentation && doc) e->documentation = kiq_request_str(r, doc);
     if (req->include_synonyms) e->synonyms = kiq_arena_calloc(&r->arena, 5, sizeof *e->synonyms);
 }
 
@@ -75,25 +75,25 @@ static int16_t topic_configs(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name,
 {
     if (r->listener == KIQ_LISTENER_CONTROL) {
         if (!b->controller) {
-            out->error_message = kiq_api_str(r, "This broker does not host the controller");
+            out->error_message = kiq_request_str(r, "This broker does not host the controller");
             return KIQ_ERR_NOT_CONTROLLER;
         }
         kiq_error_clear();
         int rc = name.p ? kiq_controller_topic_configs(b->controller, name.p, (size_t)name.len, tc)
                         : KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        if (rc) out->error_message = kiq_api_str(r, rc == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION ? "Topic does not exist"
+        if (rc) out->error_message = kiq_request_str(r, rc == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION ? "Topic does not exist"
                                                                                               : kiq_error_get());
         return (int16_t)rc;
     }
     kiq_topic_t *topic = kiq_topics_get(b->topics, name);
     if (!topic) {
-        out->error_message = kiq_api_str(r, "Topic does not exist");
+        out->error_message = kiq_request_str(r, "Topic does not exist");
         return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     }
     int rc = kiq_topic_configs_snapshot(topic, tc);
     kiq_topic_unref(topic);
     if (rc != 0) {
-        out->error_message = kiq_api_error_message(r);
+        out->error_message = kiq_request_error_message(r);
         return KIQ_ERR_UNKNOWN_SERVER_ERROR;
     }
     return KIQ_ERR_NONE;
@@ -130,7 +130,7 @@ static void describe_broker(kiq_broker_t *b, kiq_request_t *r, const kiq_describ
     enum kiq_config_level level;
     kiq_error_clear();
     if ((out->error_code = (int16_t)kiq_api_config_level(b, res->resource_name, &level)) != 0) {
-        out->error_message = kiq_api_error_message(r);
+        out->error_message = kiq_request_error_message(r);
         return;
     }
     out->configs = kiq_arena_calloc(&r->arena, KIQ_CFG__COUNT, sizeof *out->configs);
@@ -172,7 +172,7 @@ int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const voi
             describe_broker(b, r, req, res, o);
         else {
             o->error_code = KIQ_ERR_INVALID_REQUEST;
-            o->error_message = kiq_api_str(r, "Unsupported resource type");
+            o->error_message = kiq_request_str(r, "Unsupported resource type");
         }
     }
     return KIQ_HANDLER_RESPOND;

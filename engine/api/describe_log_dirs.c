@@ -29,7 +29,7 @@ static void describe_dir(kiq_request_t *r, const kiq_describe_log_dirs_request_t
                          kiq_describe_log_dirs_response_results_t *out)
 {
     char abs[PATH_MAX];
-    out->log_dir = kiq_api_str(r, realpath(dir->path, abs) ? abs : dir->path);
+    out->log_dir = kiq_request_str(r, realpath(dir->path, abs) ? abs : dir->path);
     if (kiq_log_dir_offline(dir->health)) {
         out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
         return;
@@ -45,7 +45,7 @@ static void describe_dir(kiq_request_t *r, const kiq_describe_log_dirs_request_t
         int32_t np = topic->npartitions;
         kiq_describe_log_dirs_response_results_topics_t *t = &out->topics[out->topics_n];
         kiq_describe_log_dirs_response_results_topics_init(t);
-        t->name = kiq_api_str(r, topic->name);
+        t->name = kiq_request_str(r, topic->name);
         t->partitions = kiq_arena_calloc(&r->arena, (size_t)(np ? np : 1), sizeof *t->partitions);
         for (int32_t p = 0; p < np; p++) {
             kiq_partition_t *part = topic->partitions[p];

@@ -30,7 +30,7 @@ static int32_t describe(kiq_request_t *r, const kiq_cached_topic_t *topic, int32
     t->name = (kiq_str_t){topic->name, (int32_t)topic->len};
     t->topic_id = topic->id;
     t->is_internal = strcmp(topic->name, KIQ_OFFSETS_TOPIC) == 0;
-    t->topic_authorized_operations = KIQ_API_TOPIC_OPERATIONS;
+    t->topic_authorized_operations = KIQ_ACL_TOPIC_OPERATIONS;
     int32_t n = topic->npartitions - from;
     if (n > room) n = room;
     if (n < 0) n = 0;

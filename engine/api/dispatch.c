@@ -1,6 +1,6 @@
 /* From a framed request to its response: decode, let request interceptors
  * have their say, run the handler, encode. Runs on I/O threads; delayed
- * requests and kiq_api_respond also on the purgatory thread. */
+ * requests and kiq_request_respond also on the purgatory thread. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -8,59 +8,6 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
-
-kiq_str_t kiq_api_str(kiq_request_t *r, const char *s)
-{
-    size_t n = strlen(s);
-    return (kiq_str_t){kiq_arena_strndup(&r->arena, s, n), (int32_t)n};
-}
-
-kiq_str_t kiq_api_error_message(kiq_request_t *r) { return kiq_api_str(r, kiq_error_get()); }
-
-/* close_after may already be set: an interceptor's drop = "after". */
-void kiq_api_finish(kiq_request_t *r, bool close_connection)
-{
-    r->t.completed = kiq_clock_mono_ns();
-    r->close_after = r->close_after || close_connection;
-    kiq_processor_complete(r);
-}
-
-void kiq_api_respond(kiq_request_t *r, const void *response)
-{
-    if (r->close_after) {
-        /* the handler ran; the interceptor wants the answer lost */
-        kiq_api_finish(r, true);
-        return;
-    }
-    int16_t v = r->header.api_version;
-    /* ApiVersions answers an unsupported version as v0 (PROTOCOL.md) */
-    if (r->header.api_key == KIQ_API_API_VERSIONS && (v < r->codec->min_version || v > r->codec->max_version)) v = 0;
-    kiq_wr_t w;
-    kiq_wr_init(&w);
-    /* one allocation for large responses instead of doubling copies */
-    if (r->response_size_hint && kiq_wr_reserve(&w, r->response_size_hint)) w.len = 0;
-    kiq_wr_i32(&w, 0);
-    kiq_response_header_encode(&w, r->header.api_key, v, r->header.correlation_id);
-    r->codec->response_encode(&w, v, response);
-    if (w.err) {
-        KIQ_ERROR("%s v%d: cannot encode the response (out of memory); closing", r->codec->name, v);
-        kiq_wr_free(&w);
-        kiq_api_finish(r, true);
-        return;
-    }
-    uint64_t size = kiq_wr_size(&w) - 4;
-    if (size > INT32_MAX) {
-        KIQ_ERROR("%s v%d: a %llu-byte response cannot be framed; closing", r->codec->name, v,
-                  (unsigned long long)size);
-        kiq_wr_free(&w);
-        kiq_api_finish(r, true);
-        return;
-    }
-    kiq_wr_patch_i32(&w, 0, (int32_t)size);
-    r->response_parts = kiq_wr_steal_parts(&w, &r->response_nparts);
-    r->response = kiq_wr_steal(&w, &r->response_len);
-    kiq_api_finish(r, false);
-}
 
 static void run_handler(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp, bool stamp)
 {
@@ -71,9 +18,9 @@ static void run_handler(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp
     if (rc == KIQ_HANDLER_PARKED) return;
     if (stamp) r->t.handled = kiq_clock_mono_ns();
     switch (rc) {
-    case KIQ_HANDLER_RESPOND: kiq_api_respond(r, resp); break;
-    case KIQ_HANDLER_NO_RESPONSE: kiq_api_finish(r, false); break;
-    default: kiq_api_finish(r, true); break;
+    case KIQ_HANDLER_RESPOND: kiq_request_respond(r, resp); break;
+    case KIQ_HANDLER_NO_RESPONSE: kiq_request_finish(r, false); break;
+    default: kiq_request_finish(r, true); break;
     }
 }
 
@@ -86,21 +33,21 @@ static void run_verdict(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp
     switch (verdict) {
     case KIQ_HOOK_PROCEED: run_handler(b, r, req, resp, stamp); return;
     case KIQ_HOOK_DROP_AFTER:
-        r->close_after = true; /* kiq_api_respond drops the answer */
+        r->close_after = true; /* kiq_request_respond drops the answer */
         run_handler(b, r, req, resp, stamp);
         return;
     case KIQ_HOOK_DROP:
         if (stamp) r->t.handled = kiq_clock_mono_ns();
-        kiq_api_finish(r, true);
+        kiq_request_finish(r, true);
         return;
     case KIQ_HOOK_ANSWER:
         if (stamp) r->t.handled = kiq_clock_mono_ns();
         /* acks=0 expects no answer: an error closes the connection, as the
          * produce handler does */
         if (r->codec->key == KIQ_API_PRODUCE && ((const kiq_produce_request_t *)req)->acks == 0)
-            kiq_api_finish(r, true);
+            kiq_request_finish(r, true);
         else
-            kiq_api_respond(r, resp);
+            kiq_request_respond(r, resp);
         return;
     }
 }
@@ -156,7 +103,7 @@ void kiq_broker_handle(kiq_broker_t *b, kiq_request_t *r)
             KIQ_WARN("malformed %s request (api key %d, version %d) from %s at offset %zu: %s; closing",
                      c->name, c->key, v, r->peer, r->body_offset + kiq_rd_offset(&rd), rd.err);
             r->t.handled = kiq_clock_mono_ns();
-            kiq_api_finish(r, true);
+            kiq_request_finish(r, true);
             return;
         }
         /* Kafka ignores what follows a request's last field; librdkafka

@@ -27,7 +27,7 @@ static void standalone_elect(kiq_broker_t *b, kiq_request_t *r, const kiq_elect_
         kiq_elect_leaders_response_replica_election_results_init(tr);
         const kiq_elect_leaders_request_topic_partitions_t *want = list ? NULL : &req->topic_partitions[t];
         kiq_topic_t *topic = list ? list[t] : kiq_topics_get(b->topics, want->topic);
-        tr->topic = list ? kiq_api_str(r, topic->name) : want->topic;
+        tr->topic = list ? kiq_request_str(r, topic->name) : want->topic;
         char name[256];
         snprintf(name, sizeof name, KIQ_STR_FMT, KIQ_STR_ARG(tr->topic));
         int32_t np = list ? topic->npartitions : want->partitions_n;
@@ -54,7 +54,7 @@ static void standalone_elect(kiq_broker_t *b, kiq_request_t *r, const kiq_elect_
 /* The top-level error given to every partition named, with its message. */
 static void fail_all(kiq_request_t *r, const kiq_elect_leaders_request_t *req, kiq_elect_leaders_response_t *out)
 {
-    kiq_str_t why = kiq_api_error_message(r);
+    kiq_str_t why = kiq_request_error_message(r);
     int32_t nt = req->topic_partitions_n > 0 ? req->topic_partitions_n : 0;
     out->replica_election_results_n = nt;
     out->replica_election_results = kiq_arena_calloc(&r->arena, (size_t)(nt ? nt : 1), sizeof *out->replica_election_results);

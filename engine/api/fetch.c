@@ -223,7 +223,7 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
         int16_t missing = KIQ_ERR_NONE;
         kiq_topic_t *topic = fetch_topic(b, r, t, &missing);
         /* the name for interceptors and logs, whichever way it was named */
-        if (topic) tr->topic = kiq_api_str(r, topic->name);
+        if (topic) tr->topic = kiq_request_str(r, topic->name);
         for (int32_t j = 0; j < t->partitions_n; j++) {
             const kiq_fetch_request_topics_partitions_t *p = &t->partitions[j];
             kiq_fetch_response_responses_partitions_t *pr = &tr->partitions[j];
@@ -371,7 +371,7 @@ static bool fetch_try_complete(kiq_delayed_op_t *op, bool expired)
     fetch_read(f->b, f->r, f->req, f->resp, &res, false);
     fetch_intercept(f->b, f->r, f->req, f->resp, &res);
     f->r->t.completed = kiq_clock_mono_ns();
-    kiq_api_respond(f->r, f->resp); /* frees f with the request's arena */
+    kiq_request_respond(f->r, f->resp); /* frees f with the request's arena */
     return true;
 }
 

@@ -89,10 +89,10 @@ static int16_t cluster_lookup(kiq_broker_t *b, kiq_request_t *r, kiq_str_t key, 
         p.leader < 0 || !kiq_metadata_cache_broker(b->metadata, p.leader, NULL, host, sizeof host, &port)) {
         char why[96];
         snprintf(why, sizeof why, KIQ_OFFSETS_TOPIC "-%d has no leader", partition);
-        *message = kiq_api_str(r, why);
+        *message = kiq_request_str(r, why);
         return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
     }
-    *c = (coordinator_t){p.leader, kiq_api_str(r, host), port};
+    *c = (coordinator_t){p.leader, kiq_request_str(r, host), port};
     return KIQ_ERR_NONE;
 }
 
@@ -104,10 +104,10 @@ static int16_t lookup(kiq_broker_t *b, kiq_request_t *r, int8_t key_type, kiq_st
     if (b->cluster) return cluster_lookup(b, r, key, c, message);
     err = (int16_t)kiq_group_coordinator_ensure_topic(b->groups);
     if (err) {
-        *message = kiq_api_error_message(r);
+        *message = kiq_request_error_message(r);
         return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
     }
-    *c = (coordinator_t){b->node_id, kiq_api_str(r, b->advertised_host), b->advertised_port};
+    *c = (coordinator_t){b->node_id, kiq_request_str(r, b->advertised_host), b->advertised_port};
     return KIQ_ERR_NONE;
 }
 

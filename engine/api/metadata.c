@@ -21,7 +21,7 @@ static void describe(const kiq_metadata_request_t *req, kiq_request_t *r, const 
     t->name = (kiq_str_t){topic->name, (int32_t)topic->len};
     t->topic_id = topic->id;
     t->is_internal = strcmp(topic->name, KIQ_OFFSETS_TOPIC) == 0;
-    if (req->include_topic_authorized_operations) t->topic_authorized_operations = KIQ_API_TOPIC_OPERATIONS;
+    if (req->include_topic_authorized_operations) t->topic_authorized_operations = KIQ_ACL_TOPIC_OPERATIONS;
     t->partitions_n = topic->npartitions;
     t->partitions = kiq_arena_calloc(&r->arena, (size_t)(topic->npartitions ? topic->npartitions : 1),
                                      sizeof *t->partitions);
@@ -107,8 +107,8 @@ int kiq_api_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *reque
     kiq_metadata_response_t *out = response;
     int16_t v = r->header.api_version;
     brokers(b, r, out);
-    out->cluster_id = kiq_api_str(r, b->cluster_id);
-    if (req->include_cluster_authorized_operations) out->cluster_authorized_operations = KIQ_API_CLUSTER_OPERATIONS;
+    out->cluster_id = kiq_request_str(r, b->cluster_id);
+    if (req->include_cluster_authorized_operations) out->cluster_authorized_operations = KIQ_ACL_CLUSTER_OPERATIONS;
     bool all = v == 0 ? req->topics_n == 0 : req->topics_n < 0;
     if (all) {
         kiq_cached_topic_t *list;

@@ -38,7 +38,7 @@ static bool try_complete(kiq_delayed_op_t *op, bool expired)
                 if (!w->resp->topics[i].partitions[j].error_code)
                     w->resp->topics[i].partitions[j].error_code = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
     }
-    kiq_api_respond(w->r, w->resp);
+    kiq_request_respond(w->r, w->resp);
     return true;
 }
 

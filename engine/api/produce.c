@@ -100,7 +100,7 @@ static int check_keys(kiq_request_t *r, kiq_topic_t *topic, int32_t partition, c
     if (k.n == 0) return KIQ_ERR_NONE;
     kiq_error_set("Compacted topic cannot accept message without key in topic partition %s-%d", topic->name,
                   partition);
-    kiq_str_t why = kiq_api_error_message(r);
+    kiq_str_t why = kiq_request_error_message(r);
     out->record_errors_n = k.n;
     out->record_errors = kiq_arena_calloc(&r->arena, (size_t)k.n, sizeof *out->record_errors);
     char shown[1024];
@@ -181,14 +181,14 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             kiq_error_set("%s-%d has %d in-sync replicas, fewer than min.insync.replicas %lld", topic->name,
                           in->index, isr, (long long)need);
             out->error_code = KIQ_ERR_NOT_ENOUGH_REPLICAS;
-            out->error_message = kiq_api_error_message(r);
+            out->error_message = kiq_request_error_message(r);
             return;
         }
     }
     if (kiq_partition_log_offline(log)) {
         kiq_error_set("the log directory of %s-%d is offline", topic->name, in->index);
         out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
-        out->error_message = kiq_api_error_message(r);
+        out->error_message = kiq_request_error_message(r);
         return;
     }
     /* the frame is this request's own buffer, so stamping in place is safe */
@@ -200,7 +200,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
                  err, kiq_error_get());
         out->error_code = (int16_t)err;
-        out->error_message = kiq_api_error_message(r);
+        out->error_message = kiq_request_error_message(r);
         return;
     }
     if (kiq_hooks_active(b->hooks, KIQ_HOOK_PRODUCE)) {
@@ -220,7 +220,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
                 KIQ_WARN("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
                          topic->name, in->index, r->peer, err, kiq_error_get());
                 out->error_code = (int16_t)err;
-                out->error_message = kiq_api_error_message(r);
+                out->error_message = kiq_request_error_message(r);
                 return;
             }
         }
@@ -229,7 +229,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer, err,
                  kiq_error_get());
         out->error_code = (int16_t)err;
-        out->error_message = kiq_api_error_message(r);
+        out->error_message = kiq_request_error_message(r);
         return;
     }
     if (log_append_time(b, topic)) {
@@ -244,13 +244,13 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         KIQ_WARN("produce to %s-%d from %s refused (error %d): %s", topic->name, in->index, r->peer, rc,
                  kiq_error_get());
         out->error_code = (int16_t)rc;
-        out->error_message = kiq_api_error_message(r);
+        out->error_message = kiq_request_error_message(r);
         return;
     }
     if (rc != 0) {
         KIQ_ERROR("append to %s-%d failed: %s", topic->name, in->index, kiq_error_get());
         out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
-        out->error_message = kiq_api_error_message(r);
+        out->error_message = kiq_request_error_message(r);
         return;
     }
     if (res.duplicate) {
@@ -322,7 +322,7 @@ static bool produce_try_complete(kiq_delayed_op_t *op, bool expired)
     if (!produce_settle(p->b, p->waits, p->nwaits, expired)) return false;
     produce_release(p->waits, p->nwaits);
     p->r->t.completed = kiq_clock_mono_ns();
-    kiq_api_respond(p->r, p->resp); /* frees p with the request's arena */
+    kiq_request_respond(p->r, p->resp); /* frees p with the request's arena */
     return true;
 }
 

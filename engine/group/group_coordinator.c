@@ -8,17 +8,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/api.h"
+#include "controller/metadata_cache.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "core/uuid.h"
 #include "group/group_coordinator.h"
-#include "server/broker.h"
-#include "controller/metadata_cache.h"
+#include "proto/acl_operations.h"
+#include "replica/partition_replica.h"
 
 struct kiq_group_coordinator {
-    kiq_broker_t *b;
+    kiq_group_context_t b; /* fixed */
     pthread_mutex_t mu; /* guards everything below and every group */
     pthread_cond_t wake; /* the timer thread's: a deadline moved or stop */
     pthread_t thread;
@@ -38,7 +38,7 @@ struct kiq_group_coordinator {
 
 /* ---- helpers ---- */
 
-static kiq_str_t astr(kiq_request_t *r, const char *s) { return s ? kiq_api_str(r, s) : KIQ_STR_NULL; }
+static kiq_str_t astr(kiq_request_t *r, const char *s) { return s ? kiq_request_str(r, s) : KIQ_STR_NULL; }
 
 static bool str_eq(const char *s, kiq_str_t k)
 {
@@ -68,8 +68,8 @@ static kiq_group_t *find_group(kiq_group_coordinator_t *gc, kiq_str_t id)
 
 static int32_t offsets_partitions(kiq_group_coordinator_t *gc)
 {
-    kiq_topic_t *t = kiq_topics_get(gc->b->topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
-    int32_t n = t ? t->npartitions : (int32_t)kiq_config_int(gc->b->config, KIQ_CFG_OFFSETS_TOPIC_NUM_PARTITIONS);
+    kiq_topic_t *t = kiq_topics_get(gc->b.topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
+    int32_t n = t ? t->npartitions : (int32_t)kiq_config_int(gc->b.config, KIQ_CFG_OFFSETS_TOPIC_NUM_PARTITIONS);
     kiq_topic_unref(t);
     return n;
 }
@@ -140,7 +140,7 @@ static int append_records(kiq_group_coordinator_t *gc, const kiq_group_t *g, kiq
     if (rs->count == 0) return 0;
     /* a client that skipped FindCoordinator still gets its group stored */
     if (kiq_group_coordinator_ensure_topic(gc) != KIQ_ERR_NONE) return -1;
-    kiq_topic_t *t = kiq_topics_get(gc->b->topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
+    kiq_topic_t *t = kiq_topics_get(gc->b.topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
     if (!t) return kiq_error_set(KIQ_OFFSETS_TOPIC " does not exist");
     int rc;
     kiq_partition_t *p = g->offsets_partition < t->npartitions ? t->partitions[g->offsets_partition] : NULL;
@@ -155,7 +155,7 @@ static int append_records(kiq_group_coordinator_t *gc, const kiq_group_t *g, kiq
         rc = kiq_offsets_records_append(rs, log, kiq_partition_replica_leader_epoch(p->replica));
         /* alone in the ISR the records are committed at once; else when
          * the followers have them */
-        if (rc == 0 && kiq_partition_replica_advance_hw(p->replica, log)) kiq_topics_notify_append(gc->b->topics);
+        if (rc == 0 && kiq_partition_replica_advance_hw(p->replica, log)) kiq_topics_notify_append(gc->b.topics);
     }
     kiq_topic_unref(t);
     return rc;
@@ -183,7 +183,7 @@ static void fill_join(kiq_group_t *g, kiq_group_member_t *m, kiq_request_t *r, k
     resp->protocol_type = astr(r, g->protocol_type);
     resp->protocol_name = astr(r, g->protocol);
     resp->leader = astr(r, g->leader ? g->leader : "");
-    resp->member_id = kiq_api_str(r, m->id);
+    resp->member_id = kiq_request_str(r, m->id);
     resp->members_n = 0;
     if (!g->leader || strcmp(g->leader, m->id) != 0) return;
     resp->members = kiq_arena_calloc(&r->arena, (size_t)g->nmembers, sizeof *resp->members);
@@ -191,7 +191,7 @@ static void fill_join(kiq_group_t *g, kiq_group_member_t *m, kiq_request_t *r, k
     for (kiq_group_member_t *o = g->members; o; o = o->next) {
         kiq_join_group_response_members_t *e = &resp->members[i++];
         kiq_join_group_response_members_init(e);
-        e->member_id = kiq_api_str(r, o->id);
+        e->member_id = kiq_request_str(r, o->id);
         e->group_instance_id = astr(r, o->instance_id);
         const kiq_group_protocol_t *p = kiq_group_member_protocol(o, g->protocol);
         uint8_t *copy = kiq_arena_alloc(&r->arena, (size_t)(p && p->metadata_len > 0 ? p->metadata_len : 1));
@@ -227,12 +227,12 @@ static void answer_join(kiq_group_t *g, kiq_group_member_t *m, int16_t error)
     m->join_resp = NULL;
     if (error) {
         resp->error_code = error;
-        resp->member_id = kiq_api_str(r, m->id);
+        resp->member_id = kiq_request_str(r, m->id);
     } else {
         touch(m);
         fill_join(g, m, r, resp);
     }
-    kiq_api_respond(r, resp);
+    kiq_request_respond(r, resp);
 }
 
 /* Answers m's parked SyncGroup: its assignment when error is 0. */
@@ -249,7 +249,7 @@ static void answer_sync(kiq_group_t *g, kiq_group_member_t *m, int16_t error)
         touch(m);
         fill_sync(g, m, r, resp);
     }
-    kiq_api_respond(r, resp);
+    kiq_request_respond(r, resp);
 }
 
 /* ---- the rebalance ---- */
@@ -372,13 +372,13 @@ static void join_deadline(kiq_group_coordinator_t *gc, kiq_group_t *g)
 
 /* ---- JoinGroup ---- */
 
-static int park_join(kiq_group_t *g, kiq_group_member_t *m, kiq_request_t *r, kiq_join_group_response_t *resp)
+static bool park_join(kiq_group_t *g, kiq_group_member_t *m, kiq_request_t *r, kiq_join_group_response_t *resp)
 {
     if (m->join_r && m->join_r != r) answer_join(g, m, KIQ_ERR_REBALANCE_IN_PROGRESS); /* a duplicate join */
     r->t.handled = kiq_clock_mono_ns();
     m->join_r = r;
     m->join_resp = resp;
-    return KIQ_HANDLER_PARKED;
+    return true;
 }
 
 static bool same_protocols(const kiq_group_member_t *m, const kiq_group_protocol_t *p, int n)
@@ -419,7 +419,7 @@ static char *client_host(const char *peer)
     return h;
 }
 
-static int add_member(kiq_group_coordinator_t *gc, kiq_group_t *g, char *id, kiq_request_t *r,
+static bool add_member(kiq_group_coordinator_t *gc, kiq_group_t *g, char *id, kiq_request_t *r,
                       const join_args_t *a, kiq_join_group_response_t *resp)
 {
     kiq_group_member_t *m = calloc(1, sizeof *m);
@@ -427,7 +427,7 @@ static int add_member(kiq_group_coordinator_t *gc, kiq_group_t *g, char *id, kiq
         free(m);
         free(id);
         resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
-        return KIQ_HANDLER_RESPOND;
+        return false;
     }
     m->instance_id = dup_str(a->req->group_instance_id);
     m->client_id = dup_str(r->header.client_id.p ? r->header.client_id : KIQ_STR(""));
@@ -435,7 +435,7 @@ static int add_member(kiq_group_coordinator_t *gc, kiq_group_t *g, char *id, kiq
     if (!m->client_id || !m->client_host || kiq_group_member_set_protocols(m, a->protos, a->nprotos) != 0) {
         kiq_group_member_free(m);
         resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
-        return KIQ_HANDLER_RESPOND;
+        return false;
     }
     update_member(m, a);
     if (!g->protocol_type) g->protocol_type = dup_str(a->req->protocol_type);
@@ -445,7 +445,7 @@ static int add_member(kiq_group_coordinator_t *gc, kiq_group_t *g, char *id, kiq
     g->nmembers++;
     g->new_member_added = true;
     touch(m);
-    int rc = park_join(g, m, r, resp);
+    bool rc = park_join(g, m, r, resp);
     if (g->state == KIQ_GROUP_PREPARING_REBALANCE)
         try_complete_join(gc, g);
     else
@@ -469,13 +469,13 @@ static bool take_pending(kiq_group_t *g, kiq_str_t id)
 
 /* A static member (group.instance.id) coming back with a new member id:
  * it takes over its old identity; a stable group keeps its assignment. */
-static int static_rejoin(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_group_member_t *m, kiq_request_t *r,
+static bool static_rejoin(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_group_member_t *m, kiq_request_t *r,
                          const join_args_t *a, kiq_join_group_response_t *resp)
 {
     char *id = new_member_id(r->header.client_id);
     if (!id) {
         resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
-        return KIQ_HANDLER_RESPOND;
+        return false;
     }
     KIQ_INFO("group %s: static member %s rejoins as %s", g->id, m->instance_id, id);
     answer_join(g, m, KIQ_ERR_FENCED_INSTANCE_ID);
@@ -495,9 +495,9 @@ static int static_rejoin(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_group_
         fill_join(g, m, r, resp);
         /* JoinGroup v9: the returning leader keeps the assignment as it is */
         resp->skip_assignment = was_leader && r->header.api_version >= 9;
-        return KIQ_HANDLER_RESPOND;
+        return false;
     }
-    int rc = park_join(g, m, r, resp);
+    bool rc = park_join(g, m, r, resp);
     if (g->state == KIQ_GROUP_PREPARING_REBALANCE)
         try_complete_join(gc, g);
     else
@@ -505,35 +505,35 @@ static int static_rejoin(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_group_
     return rc;
 }
 
-static int join_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const join_args_t *a,
+static bool join_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const join_args_t *a,
                        kiq_join_group_response_t *resp)
 {
     const kiq_join_group_request_t *req = a->req;
     kiq_group_t *g = find_group(gc, req->group_id);
     bool unknown_member = str_empty(req->member_id);
     if (!g) {
-        if (!unknown_member) return resp->error_code = KIQ_ERR_UNKNOWN_MEMBER_ID, KIQ_HANDLER_RESPOND;
+        if (!unknown_member) return resp->error_code = KIQ_ERR_UNKNOWN_MEMBER_ID, false;
         if (!(g = create_group(gc, req->group_id)))
-            return resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR, KIQ_HANDLER_RESPOND;
+            return resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR, false;
     }
-    if (g->state == KIQ_GROUP_DEAD) return resp->error_code = KIQ_ERR_COORDINATOR_NOT_AVAILABLE, KIQ_HANDLER_RESPOND;
+    if (g->state == KIQ_GROUP_DEAD) return resp->error_code = KIQ_ERR_COORDINATOR_NOT_AVAILABLE, false;
     if (g->nmembers > 0 && (!str_eq(g->protocol_type, req->protocol_type) ||
                             !kiq_group_supports(g, a->protos, a->nprotos)))
-        return resp->error_code = KIQ_ERR_INCONSISTENT_GROUP_PROTOCOL, KIQ_HANDLER_RESPOND;
+        return resp->error_code = KIQ_ERR_INCONSISTENT_GROUP_PROTOCOL, false;
 
     if (unknown_member) {
         kiq_group_member_t *old = kiq_group_find_instance(g, req->group_instance_id);
         if (old) return static_rejoin(gc, g, old, r, a, resp);
-        if (g->nmembers >= gc->max_size) return resp->error_code = KIQ_ERR_GROUP_MAX_SIZE_REACHED, KIQ_HANDLER_RESPOND;
+        if (g->nmembers >= gc->max_size) return resp->error_code = KIQ_ERR_GROUP_MAX_SIZE_REACHED, false;
         char *id = new_member_id(r->header.client_id);
-        if (!id) return resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR, KIQ_HANDLER_RESPOND;
+        if (!id) return resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR, false;
         if (r->header.api_version >= 4 && !req->group_instance_id.p) {
             /* the client must come back with this id: a retried join then
              * cannot leave a ghost member behind */
             kiq_group_pending_t *p = calloc(1, sizeof *p);
             if (!p) {
                 free(id);
-                return resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR, KIQ_HANDLER_RESPOND;
+                return resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR, false;
             }
             p->id = id;
             p->deadline_ns = kiq_clock_mono_ns() + (int64_t)req->session_timeout_ms * 1000000;
@@ -541,8 +541,8 @@ static int join_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const join
             g->pending = p;
             pthread_cond_signal(&gc->wake);
             resp->error_code = KIQ_ERR_MEMBER_ID_REQUIRED;
-            resp->member_id = kiq_api_str(r, id);
-            return KIQ_HANDLER_RESPOND;
+            resp->member_id = kiq_request_str(r, id);
+            return false;
         }
         return add_member(gc, g, id, r, a, resp);
     }
@@ -551,18 +551,18 @@ static int join_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const join
     if (!m) {
         if (take_pending(g, req->member_id)) {
             if (g->nmembers >= gc->max_size)
-                return resp->error_code = KIQ_ERR_GROUP_MAX_SIZE_REACHED, KIQ_HANDLER_RESPOND;
+                return resp->error_code = KIQ_ERR_GROUP_MAX_SIZE_REACHED, false;
             return add_member(gc, g, dup_str(req->member_id), r, a, resp);
         }
-        return resp->error_code = KIQ_ERR_UNKNOWN_MEMBER_ID, KIQ_HANDLER_RESPOND;
+        return resp->error_code = KIQ_ERR_UNKNOWN_MEMBER_ID, false;
     }
     if (req->group_instance_id.p && !str_eq(m->instance_id, req->group_instance_id))
-        return resp->error_code = KIQ_ERR_FENCED_INSTANCE_ID, KIQ_HANDLER_RESPOND;
+        return resp->error_code = KIQ_ERR_FENCED_INSTANCE_ID, false;
     touch(m);
     switch (g->state) {
     case KIQ_GROUP_PREPARING_REBALANCE: {
         update_member(m, a);
-        int rc = park_join(g, m, r, resp);
+        bool rc = park_join(g, m, r, resp);
         try_complete_join(gc, g);
         return rc;
     }
@@ -573,27 +573,27 @@ static int join_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const join
         if (!changed && (g->state == KIQ_GROUP_COMPLETING_REBALANCE || !leader)) {
             /* nothing new: the answer of the current generation */
             fill_join(g, m, r, resp);
-            return KIQ_HANDLER_RESPOND;
+            return false;
         }
         update_member(m, a);
-        int rc = park_join(g, m, r, resp);
+        bool rc = park_join(g, m, r, resp);
         prepare_rebalance(gc, g, leader ? "the leader rejoined" : "a member changed its metadata");
         return rc;
     }
-    default: return resp->error_code = KIQ_ERR_UNKNOWN_MEMBER_ID, KIQ_HANDLER_RESPOND;
+    default: return resp->error_code = KIQ_ERR_UNKNOWN_MEMBER_ID, false;
     }
 }
 
-int kiq_group_join(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_join_group_request_t *req,
+bool kiq_group_join(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_join_group_request_t *req,
                    kiq_join_group_response_t *resp)
 {
     resp->member_id = req->member_id.p ? req->member_id : KIQ_STR("");
     resp->protocol_name = r->header.api_version >= 7 ? KIQ_STR_NULL : KIQ_STR("");
-    if (str_empty(req->group_id)) return resp->error_code = KIQ_ERR_INVALID_GROUP_ID, KIQ_HANDLER_RESPOND;
+    if (str_empty(req->group_id)) return resp->error_code = KIQ_ERR_INVALID_GROUP_ID, false;
     if (req->session_timeout_ms < gc->min_session_ms || req->session_timeout_ms > gc->max_session_ms)
-        return resp->error_code = KIQ_ERR_INVALID_SESSION_TIMEOUT, KIQ_HANDLER_RESPOND;
+        return resp->error_code = KIQ_ERR_INVALID_SESSION_TIMEOUT, false;
     if (str_empty(req->protocol_type) || req->protocols_n <= 0)
-        return resp->error_code = KIQ_ERR_INCONSISTENT_GROUP_PROTOCOL, KIQ_HANDLER_RESPOND;
+        return resp->error_code = KIQ_ERR_INCONSISTENT_GROUP_PROTOCOL, false;
     join_args_t a = {.req = req, .nprotos = req->protocols_n};
     a.rebalance_ms = r->header.api_version >= 1 && req->rebalance_timeout_ms > 0 ? req->rebalance_timeout_ms
                                                                                  : req->session_timeout_ms;
@@ -605,7 +605,7 @@ int kiq_group_join(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_join
         a.protos[i].metadata_len = req->protocols[i].metadata.p ? req->protocols[i].metadata.len : 0;
     }
     pthread_mutex_lock(&gc->mu);
-    int rc = refused(gc, req->group_id) ? (resp->error_code = KIQ_ERR_NOT_COORDINATOR, KIQ_HANDLER_RESPOND)
+    bool rc = refused(gc, req->group_id) ? (resp->error_code = KIQ_ERR_NOT_COORDINATOR, false)
                                         : join_locked(gc, r, &a, resp);
     pthread_mutex_unlock(&gc->mu);
     return rc;
@@ -629,31 +629,31 @@ static int16_t check_member(kiq_group_t *g, kiq_str_t member_id, kiq_str_t insta
     return KIQ_ERR_NONE;
 }
 
-static int sync_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_sync_group_request_t *req,
+static bool sync_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_sync_group_request_t *req,
                        kiq_sync_group_response_t *resp)
 {
     kiq_group_t *g = find_group(gc, req->group_id);
     kiq_group_member_t *m = NULL;
     int16_t err = check_member(g, req->member_id, req->group_instance_id, req->generation_id, &m);
-    if (err) return resp->error_code = err, KIQ_HANDLER_RESPOND;
+    if (err) return resp->error_code = err, false;
     if ((req->protocol_type.p && !str_eq(g->protocol_type, req->protocol_type)) ||
         (req->protocol_name.p && !str_eq(g->protocol, req->protocol_name)))
-        return resp->error_code = KIQ_ERR_INCONSISTENT_GROUP_PROTOCOL, KIQ_HANDLER_RESPOND;
+        return resp->error_code = KIQ_ERR_INCONSISTENT_GROUP_PROTOCOL, false;
     switch (g->state) {
-    case KIQ_GROUP_PREPARING_REBALANCE: return resp->error_code = KIQ_ERR_REBALANCE_IN_PROGRESS, KIQ_HANDLER_RESPOND;
+    case KIQ_GROUP_PREPARING_REBALANCE: return resp->error_code = KIQ_ERR_REBALANCE_IN_PROGRESS, false;
     case KIQ_GROUP_STABLE:
         touch(m);
         fill_sync(g, m, r, resp);
-        return KIQ_HANDLER_RESPOND;
+        return false;
     case KIQ_GROUP_COMPLETING_REBALANCE: break;
-    default: return resp->error_code = KIQ_ERR_UNKNOWN_MEMBER_ID, KIQ_HANDLER_RESPOND;
+    default: return resp->error_code = KIQ_ERR_UNKNOWN_MEMBER_ID, false;
     }
     if (m->sync_r) answer_sync(g, m, KIQ_ERR_REBALANCE_IN_PROGRESS); /* a duplicate sync */
     r->t.handled = kiq_clock_mono_ns();
     m->sync_r = r;
     m->sync_resp = resp;
     touch(m);
-    if (!g->leader || strcmp(g->leader, m->id) != 0) return KIQ_HANDLER_PARKED;
+    if (!g->leader || strcmp(g->leader, m->id) != 0) return true;
     /* the leader's assignment completes the rebalance */
     for (kiq_group_member_t *o = g->members; o; o = o->next) {
         free(o->assignment);
@@ -673,16 +673,16 @@ static int sync_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_
     set_state(g, KIQ_GROUP_STABLE);
     store_group(gc, g);
     for (kiq_group_member_t *o = g->members; o; o = o->next) answer_sync(g, o, KIQ_ERR_NONE);
-    return KIQ_HANDLER_PARKED;
+    return true;
 }
 
-int kiq_group_sync(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_sync_group_request_t *req,
+bool kiq_group_sync(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_sync_group_request_t *req,
                    kiq_sync_group_response_t *resp)
 {
     resp->assignment = (kiq_bytes_t){(const uint8_t *)"", 0};
-    if (str_empty(req->group_id)) return resp->error_code = KIQ_ERR_INVALID_GROUP_ID, KIQ_HANDLER_RESPOND;
+    if (str_empty(req->group_id)) return resp->error_code = KIQ_ERR_INVALID_GROUP_ID, false;
     pthread_mutex_lock(&gc->mu);
-    int rc = refused(gc, req->group_id) ? (resp->error_code = KIQ_ERR_NOT_COORDINATOR, KIQ_HANDLER_RESPOND)
+    bool rc = refused(gc, req->group_id) ? (resp->error_code = KIQ_ERR_NOT_COORDINATOR, false)
                                         : sync_locked(gc, r, req, resp);
     pthread_mutex_unlock(&gc->mu);
     return rc;
@@ -792,8 +792,8 @@ static int16_t commit_allowed(kiq_group_t *g, const kiq_offset_commit_request_t 
 static int32_t topic_partition_count(kiq_group_coordinator_t *gc, kiq_str_t name)
 {
     if (!name.p) return -1;
-    if (gc->b->cluster) return kiq_metadata_cache_partition_count(gc->b->metadata, name.p, (size_t)name.len);
-    kiq_topic_t *topic = kiq_topics_get(gc->b->topics, name);
+    if (gc->b.cluster) return kiq_metadata_cache_partition_count(gc->b.metadata, name.p, (size_t)name.len);
+    kiq_topic_t *topic = kiq_topics_get(gc->b.topics, name);
     int32_t n = topic ? topic->npartitions : -1;
     kiq_topic_unref(topic);
     return n;
@@ -964,7 +964,7 @@ static void fetch_group(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_t
         if (i == 0 || strcmp(all[i]->topic, all[i - 1]->topic) != 0) {
             t++;
             kiq_offset_fetch_response_topics_init(&(*out)[t]);
-            (*out)[t].name = kiq_api_str(r, all[i]->topic);
+            (*out)[t].name = kiq_request_str(r, all[i]->topic);
             size_t cnt = 0;
             while (i + cnt < n && strcmp(all[i + cnt]->topic, all[i]->topic) == 0) cnt++;
             (*out)[t].partitions = kiq_arena_calloc(&r->arena, cnt, sizeof *(*out)[t].partitions);
@@ -1133,9 +1133,9 @@ void kiq_group_list(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_lis
         if (g->state == KIQ_GROUP_DEAD || !state_wanted(req, g->state) || !classic) continue;
         kiq_list_groups_response_groups_t *e = &resp->groups[resp->groups_n++];
         kiq_list_groups_response_groups_init(e);
-        e->group_id = kiq_api_str(r, g->id);
-        e->protocol_type = kiq_api_str(r, g->protocol_type ? g->protocol_type : "");
-        e->group_state = kiq_api_str(r, kiq_group_state_name(g->state));
+        e->group_id = kiq_request_str(r, g->id);
+        e->protocol_type = kiq_request_str(r, g->protocol_type ? g->protocol_type : "");
+        e->group_state = kiq_request_str(r, kiq_group_state_name(g->state));
         e->group_type = KIQ_STR("classic");
     }
     pthread_mutex_unlock(&gc->mu);
@@ -1157,23 +1157,23 @@ static void describe_one(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_
         if (r->header.api_version >= 6) {
             out->error_code = KIQ_ERR_GROUP_ID_NOT_FOUND;
             kiq_error_set("Group " KIQ_STR_FMT " not found.", KIQ_STR_ARG(id));
-            out->error_message = kiq_api_error_message(r);
+            out->error_message = kiq_request_error_message(r);
         }
         return;
     }
-    if (include_operations) out->authorized_operations = KIQ_API_GROUP_OPERATIONS;
-    out->group_state = kiq_api_str(r, kiq_group_state_name(g->state));
-    out->protocol_type = kiq_api_str(r, g->protocol_type ? g->protocol_type : "");
-    out->protocol_data = kiq_api_str(r, g->protocol ? g->protocol : "");
+    if (include_operations) out->authorized_operations = KIQ_ACL_GROUP_OPERATIONS;
+    out->group_state = kiq_request_str(r, kiq_group_state_name(g->state));
+    out->protocol_type = kiq_request_str(r, g->protocol_type ? g->protocol_type : "");
+    out->protocol_data = kiq_request_str(r, g->protocol ? g->protocol : "");
     out->members = kiq_arena_calloc(&r->arena, (size_t)(g->nmembers ? g->nmembers : 1), sizeof *out->members);
     bool stable = g->state == KIQ_GROUP_STABLE;
     for (kiq_group_member_t *m = g->members; m; m = m->next) {
         kiq_describe_groups_response_groups_members_t *e = &out->members[out->members_n++];
         kiq_describe_groups_response_groups_members_init(e);
-        e->member_id = kiq_api_str(r, m->id);
+        e->member_id = kiq_request_str(r, m->id);
         e->group_instance_id = astr(r, m->instance_id);
-        e->client_id = kiq_api_str(r, m->client_id);
-        e->client_host = kiq_api_str(r, m->client_host);
+        e->client_id = kiq_request_str(r, m->client_id);
+        e->client_host = kiq_request_str(r, m->client_host);
         /* metadata and assignment belong to a generation: only when stable */
         const kiq_group_protocol_t *p = stable ? kiq_group_member_protocol(m, g->protocol) : NULL;
         uint8_t *md = kiq_arena_alloc(&r->arena, (size_t)(p && p->metadata_len ? p->metadata_len : 1));
@@ -1244,7 +1244,7 @@ void kiq_group_delete(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_d
 
 int kiq_group_coordinator_ensure_topic(kiq_group_coordinator_t *gc)
 {
-    kiq_topic_t *t = kiq_topics_get(gc->b->topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
+    kiq_topic_t *t = kiq_topics_get(gc->b.topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
     if (t) {
         kiq_topic_unref(t);
         return KIQ_ERR_NONE;
@@ -1257,16 +1257,16 @@ int kiq_group_coordinator_ensure_topic(kiq_group_coordinator_t *gc)
     }
     kiq_topic_configs_t cfg = {0};
     char seg[32];
-    snprintf(seg, sizeof seg, "%" PRId64, kiq_config_int(gc->b->config, KIQ_CFG_OFFSETS_TOPIC_SEGMENT_BYTES));
+    snprintf(seg, sizeof seg, "%" PRId64, kiq_config_int(gc->b.config, KIQ_CFG_OFFSETS_TOPIC_SEGMENT_BYTES));
     int rc = KIQ_ERR_NONE;
     if (kiq_topic_configs_set(&cfg, "cleanup.policy", 14, "compact", 7) != 0 ||
         kiq_topic_configs_set(&cfg, "segment.bytes", 13, seg, (int)strlen(seg)) != 0) {
         rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
     } else {
         rc = kiq_topics_create_with_configs(
-            gc->b->topics, KIQ_STR(KIQ_OFFSETS_TOPIC),
-            (int32_t)kiq_config_int(gc->b->config, KIQ_CFG_OFFSETS_TOPIC_NUM_PARTITIONS),
-            (int16_t)kiq_config_int(gc->b->config, KIQ_CFG_OFFSETS_TOPIC_REPLICATION_FACTOR), &cfg, false);
+            gc->b.topics, KIQ_STR(KIQ_OFFSETS_TOPIC),
+            (int32_t)kiq_config_int(gc->b.config, KIQ_CFG_OFFSETS_TOPIC_NUM_PARTITIONS),
+            (int16_t)kiq_config_int(gc->b.config, KIQ_CFG_OFFSETS_TOPIC_REPLICATION_FACTOR), &cfg, false);
         if (rc == KIQ_ERR_TOPIC_ALREADY_EXISTS) rc = KIQ_ERR_NONE; /* another thread was first */
         if (rc == KIQ_ERR_NONE) KIQ_INFO("created " KIQ_OFFSETS_TOPIC);
         else KIQ_ERROR("cannot create " KIQ_OFFSETS_TOPIC ": %s", kiq_error_get());
@@ -1383,7 +1383,7 @@ static void load_group(void *ctx, kiq_str_t group, const kiq_group_metadata_valu
  * (only < 0: of all of them). */
 static int load_partitions(kiq_group_coordinator_t *gc, int32_t only)
 {
-    kiq_topic_t *t = kiq_topics_get(gc->b->topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
+    kiq_topic_t *t = kiq_topics_get(gc->b.topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
     if (!t) return 0;
     load_state_t ls = {gc, t->npartitions};
     kiq_offsets_loader_t ld = {.ctx = &ls, .offset = load_offset, .group = load_group};
@@ -1589,11 +1589,11 @@ static void *timer_main(void *arg)
 
 /* ---- lifecycle ---- */
 
-kiq_group_coordinator_t *kiq_group_coordinator_new(kiq_broker_t *b)
+kiq_group_coordinator_t *kiq_group_coordinator_new(const kiq_group_context_t *b)
 {
     kiq_group_coordinator_t *gc = calloc(1, sizeof *gc);
     if (!gc) return NULL;
-    gc->b = b;
+    gc->b = *b;
     gc->cluster = b->cluster;
     gc->groups = kiq_str_map_new();
     pthread_condattr_t ca;

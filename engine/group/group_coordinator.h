@@ -8,19 +8,30 @@
  * guards every group (operations are short; the only I/O under it is the
  * append of a commit to the local log, which keeps the log and the cache
  * in the same order). Parked JoinGroup / SyncGroup requests are answered
- * with kiq_api_respond from whichever thread moves the group on. */
+ * with kiq_request_respond from whichever thread moves the group on. */
 #ifndef KIQ_GROUP_GROUP_COORDINATOR_H
 #define KIQ_GROUP_GROUP_COORDINATOR_H
 
+#include "config/config.h"
+#include "controller/metadata_cache.h"
 #include "group/offsets_topic.h"
+#include "log/topics.h"
 #include "net/request.h"
 #include "proto/messages.h"
 
-typedef struct kiq_broker kiq_broker_t;
 typedef struct kiq_group_coordinator kiq_group_coordinator_t;
 
-/* Reads its settings from the broker's config. */
-kiq_group_coordinator_t *kiq_group_coordinator_new(kiq_broker_t *b);
+/* What the coordinator works with, from the broker that owns it; all of
+ * it outlives the coordinator. */
+typedef struct kiq_group_context {
+    const kiq_config_t *config; /* its settings, and __consumer_offsets' */
+    kiq_topics_t *topics;       /* where __consumer_offsets lives */
+    bool cluster;               /* groups come with the partitions led here */
+    kiq_metadata_cache_t *metadata; /* cluster mode: which topics exist */
+} kiq_group_context_t;
+
+/* The context is copied. NULL when out of memory. */
+kiq_group_coordinator_t *kiq_group_coordinator_new(const kiq_group_context_t *ctx);
 /* Loads groups and offsets from __consumer_offsets (when it exists; in
  * cluster mode only as partitions come to be led here) and starts the
  * timer thread. Call after the broker's topics are open. */
@@ -46,12 +57,13 @@ int kiq_group_coordinator_ensure_topic(kiq_group_coordinator_t *gc);
 void kiq_group_coordinator_partition_led(kiq_group_coordinator_t *gc, int32_t partition, bool led);
 
 /* The operations, from I/O threads. Each takes the decoded request and
- * fills the response (allocating in r's arena) and returns a handler
- * result (api.h): RESPOND, or PARKED for a JoinGroup / SyncGroup that waits
- * for the rebalance. */
-int kiq_group_join(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_join_group_request_t *req,
+ * fills the response (allocating in r's arena). JoinGroup and SyncGroup
+ * return true when they parked the request, to wait for the rebalance: it
+ * is answered later with kiq_request_respond, from whichever thread moves
+ * the group on; false when the response is ready now. */
+bool kiq_group_join(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_join_group_request_t *req,
                    kiq_join_group_response_t *resp);
-int kiq_group_sync(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_sync_group_request_t *req,
+bool kiq_group_sync(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_sync_group_request_t *req,
                    kiq_sync_group_response_t *resp);
 void kiq_group_heartbeat(kiq_group_coordinator_t *gc, const kiq_heartbeat_request_t *req,
                          kiq_heartbeat_response_t *resp);

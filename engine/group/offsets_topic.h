@@ -8,11 +8,10 @@
 #define KIQ_GROUP_OFFSETS_TOPIC_H
 
 #include "group/group.h"
+#include "log/log_names.h"
 #include "log/partition_log.h"
 #include "proto/messages.h"
 #include "record/batch.h"
-
-#define KIQ_OFFSETS_TOPIC "__consumer_offsets"
 
 /* Records gathered for one append; owned by the calling thread. */
 typedef struct kiq_offsets_records {

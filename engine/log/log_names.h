@@ -17,6 +17,8 @@
 /* The controller's metadata log, in a log directory like a partition but
  * never one of the broker's topics. */
 #define KIQ_METADATA_TOPIC "__cluster_metadata"
+/* The group coordinator's internal topic (group/offsets_topic.h). */
+#define KIQ_OFFSETS_TOPIC "__consumer_offsets"
 
 /* "<topic>-<partition>" into buf. -1 (with the reason) when the topic is not
  * a legal Kafka topic name (so it can never escape the log directory), the

@@ -1,8 +1,13 @@
 #include "net/request.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
+#include "core/clock.h"
+#include "core/error.h"
 #include "core/say.h"
+#include "net/processor.h"
+#include "proto/writer.h"
 
 kiq_request_t *kiq_request_new(struct kiq_processor *p, uint64_t conn_id, uint8_t *frame,
                                size_t len)
@@ -57,4 +62,57 @@ void kiq_request_log_timing(const kiq_request_t *r)
               us(t->enqueued, t->dequeued), us(t->dequeued, t->handled),
               us(t->handled, t->completed), us(t->response_queued, t->response_dequeued),
               us(t->response_dequeued, t->sent));
+}
+
+kiq_str_t kiq_request_str(kiq_request_t *r, const char *s)
+{
+    size_t n = strlen(s);
+    return (kiq_str_t){kiq_arena_strndup(&r->arena, s, n), (int32_t)n};
+}
+
+kiq_str_t kiq_request_error_message(kiq_request_t *r) { return kiq_request_str(r, kiq_error_get()); }
+
+/* close_after may already be set: an interceptor's drop = "after". */
+void kiq_request_finish(kiq_request_t *r, bool close_connection)
+{
+    r->t.completed = kiq_clock_mono_ns();
+    r->close_after = r->close_after || close_connection;
+    kiq_processor_complete(r);
+}
+
+void kiq_request_respond(kiq_request_t *r, const void *response)
+{
+    if (r->close_after) {
+        /* the handler ran; the interceptor wants the answer lost */
+        kiq_request_finish(r, true);
+        return;
+    }
+    int16_t v = r->header.api_version;
+    /* ApiVersions answers an unsupported version as v0 (PROTOCOL.md) */
+    if (r->header.api_key == KIQ_API_API_VERSIONS && (v < r->codec->min_version || v > r->codec->max_version)) v = 0;
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    /* one allocation for large responses instead of doubling copies */
+    if (r->response_size_hint && kiq_wr_reserve(&w, r->response_size_hint)) w.len = 0;
+    kiq_wr_i32(&w, 0);
+    kiq_response_header_encode(&w, r->header.api_key, v, r->header.correlation_id);
+    r->codec->response_encode(&w, v, response);
+    if (w.err) {
+        KIQ_ERROR("%s v%d: cannot encode the response (out of memory); closing", r->codec->name, v);
+        kiq_wr_free(&w);
+        kiq_request_finish(r, true);
+        return;
+    }
+    uint64_t size = kiq_wr_size(&w) - 4;
+    if (size > INT32_MAX) {
+        KIQ_ERROR("%s v%d: a %llu-byte response cannot be framed; closing", r->codec->name, v,
+                  (unsigned long long)size);
+        kiq_wr_free(&w);
+        kiq_request_finish(r, true);
+        return;
+    }
+    kiq_wr_patch_i32(&w, 0, (int32_t)size);
+    r->response_parts = kiq_wr_steal_parts(&w, &r->response_nparts);
+    r->response = kiq_wr_steal(&w, &r->response_len);
+    kiq_request_finish(r, false);
 }

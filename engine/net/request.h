@@ -73,4 +73,16 @@ void kiq_request_defer(kiq_request_t *r, void (*fn)(void *), void *arg);
 /* Debug-level line with the request's stage times. */
 void kiq_request_log_timing(const kiq_request_t *r);
 
+/* Any thread holding the request: encodes the response (the request's
+ * API and version, ApiVersions' unsupported ones as v0) with its header
+ * and hands the request back to its processor; a request marked
+ * close_after is dropped instead. */
+void kiq_request_respond(kiq_request_t *r, const void *response);
+/* Any thread holding the request: finishes it without a response. */
+void kiq_request_finish(kiq_request_t *r, bool close_connection);
+/* Arena copy of a C string as a protocol string. */
+kiq_str_t kiq_request_str(kiq_request_t *r, const char *s);
+/* Arena copy of the error slot's text (for error_message fields). */
+kiq_str_t kiq_request_error_message(kiq_request_t *r);
+
 #endif

@@ -6,19 +6,18 @@
 #include <time.h>
 
 #include "controller/controller.h"
+#include "controller/metadata_cache.h"
 #include "controller/metadata_record.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
-#include "group/group_coordinator.h"
+#include "log/log_names.h"
+#include "log/log_retention.h"
 #include "net/client.h"
 #include "proto/errors.h"
+#include "replica/partition_replica.h"
 #include "replica/replica_fetcher.h"
 #include "replica/replica_manager.h"
-#include "server/broker.h"
-#include "server/broker_lifecycle.h"
-#include "log/log_retention.h"
-#include "controller/metadata_cache.h"
 
 #define ALTER_PARTITION_VERSION 1 /* topics by name */
 #define ALTER_TIMEOUT_MS 5000
@@ -39,7 +38,7 @@ typedef struct isr_expand {
 } isr_expand_t;
 
 struct kiq_replica_manager {
-    kiq_broker_t *b;
+    kiq_replica_context_t b; /* fixed */
     int nfetchers_per_leader;
     int64_t lag_ms;
     int fetch_wait_ms, fetch_max_bytes;
@@ -102,7 +101,7 @@ static kiq_replica_fetcher_t *fetcher_locked(kiq_replica_manager_t *rm, int32_t 
         fetcher_slot_t *s = &rm->slots[i];
         if (s->leader != leader || s->index != index) continue;
         if (s->port == port && strcmp(s->host, host) == 0) return s->f;
-        KIQ_INFO("broker %d: leader %d moved to %s:%d; new fetcher", rm->b->node_id, leader, host, port);
+        KIQ_INFO("broker %d: leader %d moved to %s:%d; new fetcher", rm->b.node_id, leader, host, port);
         kiq_replica_fetcher_free(s->f);
         rm->slots[i] = rm->slots[--rm->nslots];
         break;
@@ -110,7 +109,7 @@ static kiq_replica_fetcher_t *fetcher_locked(kiq_replica_manager_t *rm, int32_t 
     if (!grow((void **)&rm->slots, &rm->slots_cap, rm->nslots, sizeof *rm->slots))
         return kiq_error_set("out of memory"), NULL;
     kiq_replica_fetcher_config_t cfg = {
-        .self = rm->b->node_id,
+        .self = rm->b.node_id,
         .leader = leader,
         .host = host,
         .port = port,
@@ -174,7 +173,7 @@ static const kiq_leader_and_isr_request_live_leaders_t *live_leader(const kiq_le
 static bool is_offsets_topic(const kiq_topic_t *topic) { return strcmp(topic->name, KIQ_OFFSETS_TOPIC) == 0; }
 
 /* __consumer_offsets as Kafka makes it: compacted, its own segment size. */
-static int offsets_topic_configs(const kiq_broker_t *b, kiq_topic_configs_t *cfg)
+static int offsets_topic_configs(const kiq_replica_context_t *b, kiq_topic_configs_t *cfg)
 {
     char seg[32];
     snprintf(seg, sizeof seg, "%" PRId64, kiq_config_int(b->config, KIQ_CFG_OFFSETS_TOPIC_SEGMENT_BYTES));
@@ -192,10 +191,11 @@ static int offsets_topic_configs(const kiq_broker_t *b, kiq_topic_configs_t *cfg
  * *cfg: directly when this broker hosts it, otherwise with DescribeConfigs
  * to the controller's control plane. 0, or -1 with the reason (cfg may
  * then hold part of them). */
-static int controller_topic_configs(kiq_broker_t *b, kiq_str_t name, kiq_topic_configs_t *cfg)
+static int controller_topic_configs(const kiq_replica_context_t *b, kiq_str_t name, kiq_topic_configs_t *cfg)
 {
-    if (b->controller) {
-        int rc = kiq_controller_topic_configs(b->controller, name.p, (size_t)name.len, cfg);
+    kiq_controller_t *controller = *b->controller;
+    if (controller) {
+        int rc = kiq_controller_topic_configs(controller, name.p, (size_t)name.len, cfg);
         return rc ? kiq_error_set("the controller has no configs for it (error %d)", rc) : 0;
     }
     char id[32];
@@ -241,7 +241,7 @@ static int controller_topic_configs(kiq_broker_t *b, kiq_str_t name, kiq_topic_c
 static kiq_topic_t *hosted_topic(kiq_replica_manager_t *rm, kiq_str_t name, const kiq_uuid_t *id, pstate_t *ps,
                                  int n)
 {
-    kiq_broker_t *b = rm->b;
+    const kiq_replica_context_t *b = &rm->b;
     kiq_topic_t *topic = kiq_topics_get(b->topics, name);
     if (topic) {
         if (id && !kiq_uuid_is_zero(id) && memcmp(topic->id.b, id->b, sizeof id->b) != 0) {
@@ -305,7 +305,7 @@ static kiq_topic_t *hosted_topic(kiq_replica_manager_t *rm, kiq_str_t name, cons
 static int16_t become(kiq_replica_manager_t *rm, const kiq_leader_and_isr_request_t *req, kiq_topic_t *topic,
                       const pstate_t *s)
 {
-    kiq_broker_t *b = rm->b;
+    const kiq_replica_context_t *b = &rm->b;
     kiq_partition_t *part = topic->partitions[s->partition];
     kiq_partition_log_t *log = part->log;
     kiq_partition_replica_t *rep = part->replica;
@@ -325,13 +325,13 @@ static int16_t become(kiq_replica_manager_t *rm, const kiq_leader_and_isr_reques
                      ")",
                      b->node_id, topic->name, s->partition, s->leader_epoch, s->nisr,
                      kiq_partition_log_end_offset(log), kiq_partition_log_high_watermark(log));
-        if (is_offsets_topic(topic) && b->groups) kiq_group_coordinator_partition_led(b->groups, s->partition, true);
+        if (is_offsets_topic(topic)) b->offsets_partition_led(b->ctx, s->partition, true);
         return KIQ_ERR_NONE;
     }
     if (kiq_partition_replica_become_follower(rep, s->leader, s->leader_epoch, s->partition_epoch, s->replicas,
                                               s->nreplicas, s->isr, s->nisr) != 0)
         return KIQ_ERR_FENCED_LEADER_EPOCH;
-    if (is_offsets_topic(topic) && b->groups) kiq_group_coordinator_partition_led(b->groups, s->partition, false);
+    if (is_offsets_topic(topic)) b->offsets_partition_led(b->ctx, s->partition, false);
     const kiq_leader_and_isr_request_live_leaders_t *ll = s->leader >= 0 ? live_leader(req, s->leader) : NULL;
     kiq_replica_fetcher_t *f = NULL;
     pthread_mutex_lock(&rm->mu);
@@ -362,7 +362,7 @@ static int16_t become(kiq_replica_manager_t *rm, const kiq_leader_and_isr_reques
 static void apply_topic(kiq_replica_manager_t *rm, const kiq_leader_and_isr_request_t *req, kiq_str_t name,
                         const kiq_uuid_t *id, pstate_t *ps, int n)
 {
-    kiq_broker_t *b = rm->b;
+    const kiq_replica_context_t *b = &rm->b;
     if (!name.p) {
         for (int i = 0; i < n; i++) ps[i].error = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         return;
@@ -451,7 +451,7 @@ int kiq_replica_manager_apply_leader_and_isr(kiq_replica_manager_t *rm, const ki
     pthread_mutex_unlock(&rm->mu);
     /* parked produces and fetches see the new roles (a former leader's
      * waiters answer NOT_LEADER_OR_FOLLOWER) and moved high watermarks */
-    kiq_topics_notify_append(rm->b->topics);
+    kiq_topics_notify_append(rm->b.topics);
     return 0;
 }
 
@@ -460,7 +460,7 @@ int kiq_replica_manager_apply_leader_and_isr(kiq_replica_manager_t *rm, const ki
 static int16_t stop_one(kiq_replica_manager_t *rm, kiq_str_t name, int32_t partition, int32_t leader_epoch,
                         bool delete_partition)
 {
-    kiq_broker_t *b = rm->b;
+    const kiq_replica_context_t *b = &rm->b;
     kiq_topic_t *topic = name.p ? kiq_topics_get(b->topics, name) : NULL;
     if (!topic || partition < 0 || partition >= topic->npartitions) {
         kiq_topic_unref(topic);
@@ -476,7 +476,7 @@ static int16_t stop_one(kiq_replica_manager_t *rm, kiq_str_t name, int32_t parti
     pthread_mutex_lock(&rm->mu);
     unfollow_locked(rm, topic, partition, NULL);
     pthread_mutex_unlock(&rm->mu);
-    if (is_offsets_topic(topic) && b->groups) kiq_group_coordinator_partition_led(b->groups, partition, false);
+    if (is_offsets_topic(topic)) b->offsets_partition_led(b->ctx, partition, false);
     kiq_partition_replica_stop(part->replica);
     int16_t err = KIQ_ERR_NONE;
     if (delete_partition) {
@@ -542,7 +542,7 @@ int kiq_replica_manager_stop_replica(kiq_replica_manager_t *rm, const kiq_stop_r
     pthread_mutex_lock(&rm->mu);
     drop_idle_locked(rm);
     pthread_mutex_unlock(&rm->mu);
-    kiq_topics_notify_append(rm->b->topics);
+    kiq_topics_notify_append(rm->b.topics);
     return 0;
 }
 
@@ -568,7 +568,7 @@ static void log_change(const kiq_replica_manager_t *rm, const isr_change_t *c, c
     n = 0;
     for (int i = 0; i < c->nisr && n < sizeof to; i++)
         n += (size_t)snprintf(to + n, sizeof to - n, "%s%d", i ? "," : "", c->new_isr[i]);
-    KIQ_INFO("broker %d: %s ISR of %s-%d from [%s] to [%s]", rm->b->node_id, what, c->topic->name, c->partition, from,
+    KIQ_INFO("broker %d: %s ISR of %s-%d from [%s] to [%s]", rm->b.node_id, what, c->topic->name, c->partition, from,
              to);
 }
 
@@ -607,7 +607,7 @@ static kiq_client_conn_t *controller_conn(kiq_replica_manager_t *rm)
     pthread_mutex_unlock(&rm->mu);
     kiq_client_close(old);
     kiq_client_conn_t *c =
-        kiq_client_connect(rm->b->controller_host, rm->b->controller_port, CONNECT_TIMEOUT_MS, "kafkaiq-isr");
+        kiq_client_connect(rm->b.controller_host, rm->b.controller_port, CONNECT_TIMEOUT_MS, "kafkaiq-isr");
     pthread_mutex_lock(&rm->mu);
     if (c && !rm->running) {
         kiq_client_close(c);
@@ -621,13 +621,13 @@ static kiq_client_conn_t *controller_conn(kiq_replica_manager_t *rm)
 /* Sends the changes in one AlterPartition and applies the answer. */
 static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
 {
-    kiq_broker_t *b = rm->b;
+    const kiq_replica_context_t *b = &rm->b;
     kiq_arena_t a;
     kiq_arena_init(&a);
     kiq_alter_partition_request_t req;
     kiq_alter_partition_request_init(&req);
     req.broker_id = b->node_id;
-    req.broker_epoch = b->lifecycle ? kiq_broker_lifecycle_epoch(b->lifecycle) : -1;
+    req.broker_epoch = b->broker_epoch(b->ctx);
     req.topics = kiq_arena_calloc(&a, (size_t)n, sizeof *req.topics);
     for (int i = 0; i < n; i++) {
         kiq_alter_partition_request_topics_t *t = &req.topics[req.topics_n++];
@@ -691,7 +691,7 @@ static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
 static void isr_round(kiq_replica_manager_t *rm, isr_expand_t *ex, int nex)
 {
     int count = 0;
-    kiq_topic_t **list = kiq_topics_list(rm->b->topics, &count);
+    kiq_topic_t **list = kiq_topics_list(rm->b.topics, &count);
     int mine = 0;
     for (int i = 0; i < count; i++) mine += list[i]->npartitions;
     int cap = mine + nex;
@@ -713,7 +713,7 @@ static void *isr_main(void *arg)
 {
     kiq_replica_manager_t *rm = arg;
     char name[24];
-    snprintf(name, sizeof name, "isr-%d", rm->b->node_id);
+    snprintf(name, sizeof name, "isr-%d", rm->b.node_id);
     kiq_say_thread_name(name);
     int64_t interval_ms = rm->lag_ms / 2 < ISR_CHECK_MAX_MS ? rm->lag_ms / 2 : ISR_CHECK_MAX_MS;
     if (interval_ms < 1) interval_ms = 1;
@@ -774,7 +774,7 @@ void kiq_replica_manager_pause_fetching(kiq_replica_manager_t *rm, int32_t leade
     for (int i = 0; i < rm->nslots; i++)
         if (rm->slots[i].leader == leader) kiq_replica_fetcher_pause(rm->slots[i].f, paused);
     pthread_mutex_unlock(&rm->mu);
-    KIQ_INFO("broker %d: fetching from broker %d %s", rm->b->node_id, leader, paused ? "paused" : "resumed");
+    KIQ_INFO("broker %d: fetching from broker %d %s", rm->b.node_id, leader, paused ? "paused" : "resumed");
 }
 
 int kiq_replica_manager_followed(kiq_replica_manager_t *rm, int32_t leader)
@@ -789,11 +789,11 @@ int kiq_replica_manager_followed(kiq_replica_manager_t *rm, int32_t leader)
 
 /* ---- lifecycle ---- */
 
-kiq_replica_manager_t *kiq_replica_manager_new(kiq_broker_t *b)
+kiq_replica_manager_t *kiq_replica_manager_new(const kiq_replica_context_t *b)
 {
     kiq_replica_manager_t *rm = calloc(1, sizeof *rm);
     if (!rm) return kiq_error_set("out of memory"), NULL;
-    rm->b = b;
+    rm->b = *b;
     rm->nfetchers_per_leader = (int)kiq_config_int(b->config, KIQ_CFG_NUM_REPLICA_FETCHERS);
     if (rm->nfetchers_per_leader < 1) rm->nfetchers_per_leader = 1;
     rm->lag_ms = kiq_config_int(b->config, KIQ_CFG_REPLICA_LAG_TIME_MAX_MS);

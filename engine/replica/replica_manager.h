@@ -17,19 +17,41 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config/config.h"
+#include "controller/metadata_cache.h"
 #include "core/arena.h"
-#include "proto/messages.h"
 #include "log/topics.h"
+#include "proto/messages.h"
 
-typedef struct kiq_broker kiq_broker_t;
 typedef struct kiq_replica_manager kiq_replica_manager_t;
+struct kiq_controller;
+
+/* What the manager works with, from the broker that owns it; everything
+ * outlives the manager. The callbacks may be called from any thread. */
+typedef struct kiq_replica_context {
+    int32_t node_id;
+    const kiq_config_t *config;
+    kiq_topics_t *topics;
+    kiq_metadata_cache_t *metadata;
+    /* The controller hosted in this process, read at each use (NULL: it is
+     * elsewhere, at controller_host:controller_port's control plane). */
+    struct kiq_controller *const *controller;
+    const char *controller_host;
+    int controller_port;
+    /* This broker's epoch as the controller registered it (-1: not yet). */
+    int64_t (*broker_epoch)(void *ctx);
+    /* This broker now leads (led) or no longer leads partition `partition`
+     * of __consumer_offsets, so its groups' coordination comes or goes. */
+    void (*offsets_partition_led)(void *ctx, int32_t partition, bool led);
+    void *ctx;
+} kiq_replica_context_t;
 
 /* For a cluster-mode broker whose topics are open: every partition loaded
  * from disk waits, as no replica, for the controller's word (LeaderAndIsr
- * is applied from now on). NULL with the reason. */
-kiq_replica_manager_t *kiq_replica_manager_new(kiq_broker_t *b);
-/* Starts the ISR thread, which reads the broker's lifecycle for its
- * broker epoch: call once that exists. 0 or -1. */
+ * is applied from now on). The context is copied. NULL with the reason. */
+kiq_replica_manager_t *kiq_replica_manager_new(const kiq_replica_context_t *ctx);
+/* Starts the ISR thread, which asks broker_epoch for the broker epoch:
+ * call once that has one to give. 0 or -1. */
 int kiq_replica_manager_start(kiq_replica_manager_t *rm);
 /* Stops the ISR thread and the fetchers (interrupting requests in
  * flight); expansions are no longer queued. Call before the broker's

@@ -256,6 +256,20 @@ static void request_done(void *ctx, const kiq_request_t *r)
     kiq_request_stats_record(&b->stats, r);
 }
 
+/* The replica manager's, any thread: what the lifecycle registered. */
+static int64_t broker_epoch(void *ctx)
+{
+    kiq_broker_t *b = ctx;
+    return b->lifecycle ? kiq_broker_lifecycle_epoch(b->lifecycle) : -1;
+}
+
+/* The replica manager's, any thread: __consumer_offsets leadership moved. */
+static void offsets_partition_led(void *ctx, int32_t partition, bool led)
+{
+    kiq_broker_t *b = ctx;
+    if (b->groups) kiq_group_coordinator_partition_led(b->groups, partition, led);
+}
+
 static void *io_thread_main(void *arg)
 {
     kiq_broker_t *b = arg;
@@ -395,12 +409,25 @@ int kiq_broker_start(kiq_broker_t *b)
     }
 
     if (kiq_purgatory_start(b->purgatory) != 0) return -1;
-    b->groups = kiq_group_coordinator_new(b);
+    kiq_group_context_t gctx = {b->config, b->topics, b->cluster, b->metadata};
+    b->groups = kiq_group_coordinator_new(&gctx);
     if (!b->groups) return kiq_error_set("out of memory");
     if (kiq_group_coordinator_start(b->groups) != 0) return -1;
     /* before the control plane: LeaderAndIsr comes in there */
     if (b->cluster) {
-        if (!(b->replicas = kiq_replica_manager_new(b))) return -1;
+        kiq_replica_context_t rc = {
+            .node_id = b->node_id,
+            .config = b->config,
+            .topics = b->topics,
+            .metadata = b->metadata,
+            .controller = &b->controller,
+            .controller_host = b->controller_host,
+            .controller_port = b->controller_port,
+            .broker_epoch = broker_epoch,
+            .offsets_partition_led = offsets_partition_led,
+            .ctx = b,
+        };
+        if (!(b->replicas = kiq_replica_manager_new(&rc))) return -1;
     } else {
         kiq_replica_manager_lead_all_alone(b->topics);
     }
