@@ -24,9 +24,6 @@ enum kiq_handler_result {
 typedef int (*kiq_api_handler_fn)(kiq_broker_t *b, kiq_request_t *r, const void *request,
                                   void *response);
 
-/* Which listener a request came in on (kiq_request_t.listener). */
-enum { KIQ_LISTENER_DATA = 0, KIQ_LISTENER_CONTROL = 1 };
-
 /* One API of the surface (api/api_table.c): its handler, the listeners
  * that serve it (a bit per KIQ_LISTENER_*), and where its served and
  * advertised versions differ from its schema's (-1: the schema's). */
@@ -47,6 +44,10 @@ const kiq_api_row_t *kiq_api_row(int16_t api_key, int listener);
 int16_t kiq_api_row_min(const kiq_api_row_t *row, const kiq_api_codec_t *c);
 int16_t kiq_api_row_advertised_min(const kiq_api_row_t *row, const kiq_api_codec_t *c);
 bool kiq_api_row_serves(const kiq_api_row_t *row, const kiq_api_codec_t *c, int16_t version);
+
+/* An I/O thread's request (api/dispatch.c): decode, let request
+ * interceptors have their say, run the handler, answer. */
+void kiq_api_handle(kiq_broker_t *b, kiq_request_t *r);
 
 int kiq_api_versions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 int kiq_api_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);

@@ -16,6 +16,7 @@
  *
  * Immutable; read by any thread. */
 #include "api/api.h"
+#include "core/say.h"
 
 enum { DATA = 1 << KIQ_LISTENER_DATA, CONTROL = 1 << KIQ_LISTENER_CONTROL, BOTH = DATA | CONTROL };
 
@@ -87,3 +88,29 @@ bool kiq_api_row_serves(const kiq_api_row_t *row, const kiq_api_codec_t *c, int1
 {
     return version >= kiq_api_row_min(row, c) && version <= c->max_version;
 }
+
+/* Processor thread: refuse what Kafka refuses before queueing. */
+static int admit(kiq_request_t *r)
+{
+    const kiq_api_codec_t *c = kiq_api_codec(r->header.api_key);
+    const kiq_api_row_t *row = c ? kiq_api_row(r->header.api_key, r->listener) : NULL;
+    if (!row) {
+        KIQ_WARN("connection %s: unknown api key %d (version %d, correlation id %d); closing",
+                 r->peer, r->header.api_key, r->header.api_version, r->header.correlation_id);
+        return -1;
+    }
+    int16_t v = r->header.api_version;
+    if (!kiq_api_row_serves(row, c, v) && c->key != KIQ_API_API_VERSIONS) {
+        KIQ_WARN("connection %s: unsupported %s version %d (supported %d-%d); closing", r->peer,
+                 c->name, v, kiq_api_row_min(row, c), c->max_version);
+        return -1;
+    }
+    r->codec = c;
+    return 0;
+}
+
+
+static const kiq_broker_surface_t surface = {admit, kiq_api_handle};
+
+/* A broker is the machinery of server/ serving this table. */
+kiq_broker_t *kiq_broker_new(const kiq_config_t *config) { return kiq_broker_create(config, &surface); }

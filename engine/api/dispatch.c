@@ -86,7 +86,7 @@ static void delay_request(kiq_broker_t *b, kiq_request_t *r, void *req, void *re
     kiq_purgatory_park(b->purgatory, &d->op);
 }
 
-void kiq_broker_handle(kiq_broker_t *b, kiq_request_t *r)
+void kiq_api_handle(kiq_broker_t *b, kiq_request_t *r)
 {
     const kiq_api_codec_t *c = r->codec;
     int16_t v = r->header.api_version;
@@ -117,7 +117,8 @@ void kiq_broker_handle(kiq_broker_t *b, kiq_request_t *r)
     }
     r->body = req;
     kiq_hook_action_t act = {KIQ_HOOK_PROCEED, 0, 0};
-    if (kiq_hooks_active(b->hooks, KIQ_HOOK_REQUEST)) kiq_hooks_on_request(b->hooks, r, req, resp, &act);
+    if (kiq_interceptors_active(&b->interceptors, KIQ_HOOK_REQUEST))
+        b->interceptors.ops->on_request(b->interceptors.ctx, r, req, resp, &act);
     if (act.delay_ms > 0) {
         delay_request(b, r, req, resp, &act);
         return;

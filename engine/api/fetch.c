@@ -203,7 +203,7 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
     int64_t total = 0, copied = 0;
     *res = (fetch_result_t){
         .zero_copy = kiq_config_bool(b->config, KIQ_CFG_FETCH_SENDFILE) &&
-                     !kiq_hooks_active(b->hooks, KIQ_HOOK_FETCH),
+                     !kiq_interceptors_active(&b->interceptors, KIQ_HOOK_FETCH),
     };
     int64_t budget = req->max_bytes > 0 ? req->max_bytes : INT32_MAX;
     out->error_code = KIQ_ERR_NONE;
@@ -339,7 +339,7 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_request_t *r, const kiq_fetch
 static void fetch_intercept(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req,
                             kiq_fetch_response_t *out, const fetch_result_t *res)
 {
-    if (res->zero_copy || !kiq_hooks_active(b->hooks, KIQ_HOOK_FETCH)) return;
+    if (res->zero_copy || !kiq_interceptors_active(&b->interceptors, KIQ_HOOK_FETCH)) return;
     for (int32_t i = 0; i < out->responses_n && i < req->topics_n; i++) {
         kiq_fetch_response_responses_t *tr = &out->responses[i];
         for (int32_t j = 0; j < tr->partitions_n && j < req->topics[i].partitions_n; j++) {
@@ -353,7 +353,7 @@ static void fetch_intercept(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_r
                 .log_start_offset = pr->log_start_offset,
                 .records = pr->records,
             };
-            kiq_hooks_on_fetch(b->hooks, r, &f);
+            b->interceptors.ops->on_fetch(b->interceptors.ctx, r, &f);
             if (f.error_code) {
                 pr->error_code = f.error_code;
                 pr->records = (kiq_bytes_t){(const uint8_t *)"", 0};

@@ -203,9 +203,9 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         out->error_message = kiq_request_error_message(r);
         return;
     }
-    if (kiq_hooks_active(b->hooks, KIQ_HOOK_PRODUCE)) {
+    if (kiq_interceptors_active(&b->interceptors, KIQ_HOOK_PRODUCE)) {
         kiq_hook_produce_t hp = {.topic = topic->name, .partition = in->index, .records = data, .len = len};
-        kiq_hooks_on_produce(b->hooks, r, &hp);
+        b->interceptors.ops->on_produce(b->interceptors.ctx, r, &hp);
         if (hp.error_code) {
             out->error_code = hp.error_code;
             out->error_message = hp.error_message;

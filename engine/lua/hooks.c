@@ -657,9 +657,9 @@ static int build_answer(lua_State *L)
     return 0;
 }
 
-void kiq_hooks_on_request(kiq_hooks_t *h, kiq_request_t *r, const void *request, void *response,
-                          kiq_hook_action_t *act)
+static void on_request(void *registry, kiq_request_t *r, const void *request, void *response, kiq_hook_action_t *act)
 {
+    kiq_hooks_t *h = registry;
     *act = (kiq_hook_action_t){KIQ_HOOK_PROCEED, 0, 0};
     hook_thread_t *t = thread_state(h);
     if (!t) return;
@@ -740,8 +740,9 @@ static int rebuild_batch(lua_State *L)
     return 0;
 }
 
-void kiq_hooks_on_produce(kiq_hooks_t *h, kiq_request_t *r, kiq_hook_produce_t *p)
+static void on_produce(void *registry, kiq_request_t *r, kiq_hook_produce_t *p)
 {
+    kiq_hooks_t *h = registry;
     static const char *const fields[] = {"error", "message", "records", NULL};
     p->error_code = 0;
     p->error_message = KIQ_STR_NULL;
@@ -865,8 +866,9 @@ static int push_fetch_ctx(lua_State *L)
     return 1;
 }
 
-void kiq_hooks_on_fetch(kiq_hooks_t *h, kiq_request_t *r, kiq_hook_fetch_t *f)
+static void on_fetch(void *registry, kiq_request_t *r, kiq_hook_fetch_t *f)
 {
+    kiq_hooks_t *h = registry;
     static const char *const fields[] = {"error", NULL};
     f->error_code = 0;
     hook_thread_t *t = thread_state(h);
@@ -910,3 +912,7 @@ void kiq_hooks_on_fetch(kiq_hooks_t *h, kiq_request_t *r, kiq_hook_fetch_t *f)
     }
     lua_settop(L, top);
 }
+
+static void registry_free(void *ctx) { kiq_hooks_free(ctx); }
+
+const kiq_interceptor_ops_t kiq_hooks_ops = {on_request, on_produce, on_fetch, registry_free};

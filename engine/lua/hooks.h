@@ -34,13 +34,7 @@
 #include <stdint.h>
 
 #include "net/request.h"
-
-enum kiq_hook_point {
-    KIQ_HOOK_REQUEST, /* every decoded request, before its handler */
-    KIQ_HOOK_PRODUCE, /* each partition's batches, validated, before the append */
-    KIQ_HOOK_FETCH,   /* each partition's answer, read, before it goes out */
-    KIQ_HOOK__POINTS
-};
+#include "server/interceptors.h"
 
 /* "request", "produce", "fetch". */
 extern const char *const kiq_hook_point_names[KIQ_HOOK__POINTS];
@@ -99,70 +93,11 @@ int kiq_hooks_remove(kiq_hooks_t *h, int id);
 int kiq_hooks_list(kiq_hooks_t *h, kiq_hook_info_t **out);
 void kiq_hooks_list_free(kiq_hook_info_t *list, int n);
 
-/* Any thread: whether some hook is installed for the point. The engine
- * checks this before calling a kiq_hooks_on_* function. */
-static inline bool kiq_hooks_active(kiq_hooks_t *h, enum kiq_hook_point p)
-{
-    return atomic_load_explicit(&h->active[p], memory_order_relaxed) > 0;
-}
+/* The engine's interceptor table for a registry (its ctx; active its
+ * counts): kiq_broker_set_interceptors(b, &kiq_hooks_ops, h, h->active),
+ * and the broker frees the registry with itself. */
+extern const kiq_interceptor_ops_t kiq_hooks_ops;
 
-/* ---- called by the request handlers, on the thread holding the request ---- */
 
-enum kiq_hook_verdict {
-    KIQ_HOOK_PROCEED,    /* run the handler */
-    KIQ_HOOK_DROP,       /* close the connection; no handler, no response */
-    KIQ_HOOK_DROP_AFTER, /* run the handler, then close without responding */
-    KIQ_HOOK_ANSWER,     /* respond with the error response already built */
-};
-
-typedef struct kiq_hook_action {
-    enum kiq_hook_verdict verdict;
-    int16_t error_code; /* KIQ_HOOK_ANSWER: the code put in the response */
-    int32_t delay_ms;   /* > 0: do the verdict this much later */
-} kiq_hook_action_t;
-
-/* Request hooks for a decoded request (r->header, request = the decoded
- * message). The first hook that returns an action decides; hooks that
- * return nil let the next one look. For KIQ_HOOK_ANSWER, `response` (the
- * initialised response message) has been filled with the error code for
- * every topic and partition the request names and the top-level error
- * code where the response has one. */
-void kiq_hooks_on_request(kiq_hooks_t *h, kiq_request_t *r, const void *request, void *response,
-                          kiq_hook_action_t *act);
-
-/* One partition's produced data, already validated. Hooks run in id order
- * and each sees the records as the previous one left them. A rewrite is
- * one batch with the codec, producer id/epoch/base sequence and
- * transactional flag of the first batch received (changing an idempotent
- * producer's record count breaks its sequence numbers: the hook's call). */
-typedef struct kiq_hook_produce {
-    const char *topic;
-    int32_t partition;
-    const uint8_t *records; /* the partition's batches */
-    size_t len;
-    /* results */
-    int16_t error_code;        /* non-zero: refuse the data with this code */
-    kiq_str_t error_message;   /* with error_code, when the hook gave one (arena) */
-    uint8_t *rewritten;        /* non-NULL: one batch to append instead (arena) */
-    size_t rewritten_len;
-} kiq_hook_produce_t;
-
-void kiq_hooks_on_produce(kiq_hooks_t *h, kiq_request_t *r, kiq_hook_produce_t *p);
-
-/* One partition's fetch answer, before it is sent; only partitions being
- * answered without an error are shown to hooks. The first hook returning an
- * error decides. */
-typedef struct kiq_hook_fetch {
-    kiq_str_t topic;
-    int32_t partition;
-    int64_t fetch_offset;
-    int64_t high_watermark;
-    int64_t log_start_offset;
-    kiq_bytes_t records;
-    /* result */
-    int16_t error_code; /* non-zero: answer the partition with this code, no records */
-} kiq_hook_fetch_t;
-
-void kiq_hooks_on_fetch(kiq_hooks_t *h, kiq_request_t *r, kiq_hook_fetch_t *f);
 
 #endif

@@ -22,6 +22,7 @@
 #include "include/kafkaiq.h"
 #include "lua/convert.h"
 #include "lua/hook_records.h"
+#include "lua/hooks.h"
 #include "lua/module.h"
 #include "proto/header.h"
 #include "proto/messages_lua.h"
@@ -90,8 +91,15 @@ static int l_broker_new(lua_State *L)
         lua_pop(L, 1);
     }
     kiq_broker_t *b = kiq_broker_new(cfg);
+    kiq_hooks_t *hooks = b ? kiq_hooks_new(kiq_config_int(cfg, KIQ_CFG_HOOK_MAX_INSTRUCTIONS)) : NULL;
     kiq_config_free(cfg);
     if (!b) return fail(L, kiq_error_get());
+    if (!hooks) {
+        kiq_broker_free(b);
+        return fail(L, "out of memory");
+    }
+    /* the broker's interceptors are this module's Lua functions */
+    kiq_broker_set_interceptors(b, &kiq_hooks_ops, hooks, hooks->active);
     lua_broker_t *ub = lua_newuserdata(L, sizeof *ub);
     ub->b = b;
     luaL_getmetatable(L, BROKER_MT);
@@ -443,6 +451,9 @@ static int l_broker_request_stats(lua_State *L)
 
 /* ---- interceptors (engine/lua/hooks.h) -------------------------------- */
 
+/* The registry this module installed on every broker it made. */
+static kiq_hooks_t *broker_hooks(kiq_broker_t *b) { return b->interceptors.ctx; }
+
 /* An api given by name ("Produce", any case) or key. */
 static int check_api_key(lua_State *L, int idx)
 {
@@ -497,7 +508,7 @@ static int l_broker_intercept(lua_State *L)
     }
     spec.client_id = opt_string(L, 2, "client_id", NULL);
     spec.topic = opt_string(L, 2, "topic", NULL);
-    int id = kiq_hooks_add(b->hooks, &spec);
+    int id = kiq_hooks_add(broker_hooks(b), &spec);
     if (id < 0) return fail(L, kiq_error_get());
     lua_pushinteger(L, id);
     return 1;
@@ -508,7 +519,7 @@ static int l_broker_remove_intercept(lua_State *L)
 {
     kiq_broker_t *b = check_broker(L);
     int id = (int)luaL_checkinteger(L, 2);
-    if (kiq_hooks_remove(b->hooks, id) != 0) return fail(L, kiq_error_get());
+    if (kiq_hooks_remove(broker_hooks(b), id) != 0) return fail(L, kiq_error_get());
     lua_pushboolean(L, 1);
     return 1;
 }
@@ -518,7 +529,7 @@ static int l_broker_intercepts(lua_State *L)
 {
     kiq_broker_t *b = check_broker(L);
     kiq_hook_info_t *list;
-    int n = kiq_hooks_list(b->hooks, &list);
+    int n = kiq_hooks_list(broker_hooks(b), &list);
     if (n < 0) return fail(L, kiq_error_get());
     lua_createtable(L, n, 0);
     for (int i = 0; i < n; i++) {

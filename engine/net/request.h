@@ -15,6 +15,9 @@
 
 struct kiq_processor;
 
+/* Which listener a request came in on (kiq_request_t.listener). */
+enum { KIQ_LISTENER_DATA = 0, KIQ_LISTENER_CONTROL = 1 };
+
 /* Timestamps (monotonic ns) of each stage, for request metrics and record
  * journeys: Kafka's queue/local/remote/response-queue/send split. */
 typedef struct kiq_request_times {

@@ -9,7 +9,6 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "api/api.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "config/listeners.h"
@@ -174,11 +173,12 @@ kiq_broker_log_dir_t *kiq_broker_find_log_dir(kiq_broker_t *b, const char *path)
     return NULL;
 }
 
-kiq_broker_t *kiq_broker_new(const kiq_config_t *config)
+kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_surface_t *surface)
 {
     if (kiq_config_validate(config) != 0) return NULL;
     kiq_broker_t *b = calloc(1, sizeof *b);
     if (!b) return NULL;
+    b->surface = surface;
     b->config = kiq_config_copy(config);
     b->node_id = (int32_t)kiq_config_int(config, KIQ_CFG_BROKER_ID);
     kiq_listener_t ls[KIQ_MAX_LISTENERS];
@@ -217,9 +217,8 @@ kiq_broker_t *kiq_broker_new(const kiq_config_t *config)
     b->log_cfg.segment_index_bytes =
         (int32_t)kiq_config_int(config, KIQ_CFG_LOG_INDEX_SIZE_MAX_BYTES);
     if (kiq_log_config_check(&b->log_cfg) != 0) goto fail;
-    b->hooks = kiq_hooks_new(kiq_config_int(config, KIQ_CFG_HOOK_MAX_INSTRUCTIONS));
     b->metadata = kiq_metadata_cache_new();
-    if (!b->hooks || !b->metadata) {
+    if (!b->metadata) {
         kiq_error_set("out of memory");
         goto fail;
     }
@@ -229,24 +228,11 @@ fail:
     return NULL;
 }
 
-/* Processor thread: refuse what Kafka refuses before queueing. */
+/* Processor thread: the surface decides what is queued. */
 static int admit(void *ctx, kiq_request_t *r)
 {
-    const kiq_api_codec_t *c = kiq_api_codec(r->header.api_key);
-    const kiq_api_row_t *row = c ? kiq_api_row(r->header.api_key, r->listener) : NULL;
-    if (!row) {
-        KIQ_WARN("connection %s: unknown api key %d (version %d, correlation id %d); closing",
-                 r->peer, r->header.api_key, r->header.api_version, r->header.correlation_id);
-        return -1;
-    }
-    int16_t v = r->header.api_version;
-    if (!kiq_api_row_serves(row, c, v) && c->key != KIQ_API_API_VERSIONS) {
-        KIQ_WARN("connection %s: unsupported %s version %d (supported %d-%d); closing", r->peer,
-                 c->name, v, kiq_api_row_min(row, c), c->max_version);
-        return -1;
-    }
-    r->codec = c;
-    return 0;
+    const kiq_broker_t *b = ctx;
+    return b->surface->admit(r);
 }
 
 /* Processor thread: a request is finished. */
@@ -278,7 +264,7 @@ static void *io_thread_main(void *arg)
     snprintf(name, sizeof name, "io-%d", atomic_fetch_add(&next_id, 1));
     kiq_say_thread_name(name);
     kiq_request_t *r;
-    while ((r = kiq_request_queue_pop(b->queue))) kiq_broker_handle(b, r);
+    while ((r = kiq_request_queue_pop(b->queue))) b->surface->handle(b, r);
     return NULL;
 }
 
@@ -291,7 +277,7 @@ static void *control_io_main(void *arg)
     snprintf(name, sizeof name, "control-%d", b->node_id);
     kiq_say_thread_name(name);
     kiq_request_t *r;
-    while ((r = kiq_request_queue_pop(b->control_queue))) kiq_broker_handle(b, r);
+    while ((r = kiq_request_queue_pop(b->control_queue))) b->surface->handle(b, r);
     return NULL;
 }
 
@@ -461,6 +447,12 @@ int kiq_broker_start(kiq_broker_t *b)
 
 int kiq_broker_port(const kiq_broker_t *b) { return b->bound_port; }
 
+void kiq_broker_set_interceptors(kiq_broker_t *b, const kiq_interceptor_ops_t *ops, void *ctx,
+                                 const atomic_int *active)
+{
+    b->interceptors = (kiq_interceptors_t){ops, ctx, active};
+}
+
 int kiq_broker_inject_disk_fault(kiq_broker_t *b, const char *dir, int err, int64_t after_bytes, bool fsyncs)
 {
     kiq_broker_log_dir_t *d = dir ? kiq_broker_find_log_dir(b, dir) : &b->log_dirs[0];
@@ -565,7 +557,8 @@ void kiq_broker_free(kiq_broker_t *b)
     if (!b) return;
     kiq_broker_stop(b);
     kiq_config_free(b->config);
-    kiq_hooks_free(b->hooks); /* the threads that ran hooks are joined */
+    /* the threads that ran interceptors are joined */
+    if (b->interceptors.ops) b->interceptors.ops->free(b->interceptors.ctx);
     kiq_metadata_cache_free(b->metadata);
     kiq_producer_ids_free(b->producer_ids);
     for (int i = 0; i < b->nlog_dirs; i++) {

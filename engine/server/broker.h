@@ -15,14 +15,16 @@
 #include "log/log_flusher.h"
 #include "log/log_retention.h"
 #include "log/topics.h"
-#include "lua/hooks.h"
 #include "net/acceptor.h"
 #include "net/processor.h"
 #include "net/request_queue.h"
 #include "replica/partition_replica.h"
 #include "server/producer_ids.h"
 #include "server/purgatory.h"
+#include "server/interceptors.h"
 #include "server/request_stats.h"
+
+typedef struct kiq_broker_surface kiq_broker_surface_t;
 
 /* One of the broker's log directories (log.dirs, Kafka's JBOD): each has
  * its own lock file, meta.properties, clean-shutdown marker, checkpoints
@@ -37,7 +39,19 @@ typedef struct kiq_broker_log_dir {
     bool fresh;          /* no meta.properties was there: nothing to recover */
 } kiq_broker_log_dir_t;
 
+/* What a broker serves: the machinery here runs it, the API layer above
+ * (api/api_table.c) provides it. Immutable. */
+struct kiq_broker_surface {
+    /* Processor thread: 0 to queue r (its codec set), -1 to close the
+     * connection (unknown API, unsupported version). */
+    int (*admit)(kiq_request_t *r);
+    /* I/O thread (and the purgatory's, for what it parked): decode, run
+     * the handler, answer. */
+    void (*handle)(kiq_broker_t *b, kiq_request_t *r);
+};
+
 struct kiq_broker {
+    const kiq_broker_surface_t *surface; /* fixed */
     kiq_config_t *config;
     int32_t node_id;
     char host[256];
@@ -100,7 +114,7 @@ struct kiq_broker {
     /* Consumer groups and committed offsets: from start to shutdown; own lock. */
     kiq_group_coordinator_t *groups;
     kiq_request_stats_t stats;
-    kiq_hooks_t *hooks; /* interceptors: from new to free, across restarts; own lock */
+    kiq_interceptors_t interceptors; /* set before the first start, kept across restarts; freed with the broker */
     kiq_producer_ids_t *producer_ids; /* InitProducerId: from new to free; own lock */
     bool running;
 };
@@ -118,7 +132,13 @@ int kiq_broker_inject_disk_fault(kiq_broker_t *b, const char *dir, int err, int6
  * unknown dir. */
 int kiq_broker_clear_disk_fault(kiq_broker_t *b, const char *dir);
 
-/* The I/O thread's entry: decode, dispatch, answer. */
-void kiq_broker_handle(kiq_broker_t *b, kiq_request_t *r);
+/* Installs the broker's interceptors (see server/interceptors.h): before
+ * its first start, once. The broker frees them with itself. */
+void kiq_broker_set_interceptors(kiq_broker_t *b, const kiq_interceptor_ops_t *ops, void *ctx,
+                                 const atomic_int *active);
+
+/* Makes a broker serving surface (kiq_broker_new gives the API layer's):
+ * what include/kafkaiq.h's kiq_broker_new does with it. */
+kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_surface_t *surface);
 
 #endif
