@@ -123,6 +123,7 @@ function Broker:clear_disk_fault(spec) return self.handle:clear_disk_fault(spec)
 -- Per API: count and milliseconds spent in queue, local, remote,
 -- response_queue, send and total.
 function Broker:request_stats() return self.handle:request_stats() end
+function Broker:event_counts() return self.handle:event_counts() end
 
 -- Waits until the partition's high watermark reaches offset.
 function Broker:wait_for_offset(topic, partition, offset, timeout_ms)

@@ -45,6 +45,9 @@ int16_t kiq_api_row_min(const kiq_api_row_t *row, const kiq_api_codec_t *c);
 int16_t kiq_api_row_advertised_min(const kiq_api_row_t *row, const kiq_api_codec_t *c);
 bool kiq_api_row_serves(const kiq_api_row_t *row, const kiq_api_codec_t *c, int16_t version);
 
+/* The thread holding r: its handler is done with it, or parks it now
+ * (stamps t.handled, announces HANDLED). */
+void kiq_api_handled(kiq_broker_t *b, kiq_request_t *r);
 /* An I/O thread's request (api/dispatch.c): decode, let request
  * interceptors have their say, run the handler, answer. */
 void kiq_api_handle(kiq_broker_t *b, kiq_request_t *r);
@@ -108,15 +111,6 @@ void kiq_api_change_configs(kiq_broker_t *b, kiq_request_t *r, int16_t api_key, 
  * its id its own; another name is INVALID_REQUEST (reason in the error
  * slot). */
 int kiq_api_config_level(kiq_broker_t *b, kiq_str_t resource_name, enum kiq_config_level *level);
-
-/* The partition `index` of topic (NULL: unknown) that a client's request
- * names, if this broker leads it: 0 with *part and its log (loaded once:
- * it may be unhosted meanwhile), else UNKNOWN_TOPIC_OR_PARTITION,
- * NOT_LEADER_OR_FOLLOWER (not a replica here, or not its leader),
- * KAFKA_STORAGE_ERROR (its log directory is offline), or with a
- * current_leader_epoch >= 0 FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH. */
-int16_t kiq_api_led_partition(kiq_topic_t *topic, int32_t index, int32_t current_leader_epoch, kiq_partition_t **part,
-                              kiq_partition_log_t **log);
 
 /* The leaders named in one response's current_leader hints (KIP-951),
  * for its node_endpoints; in the request's arena. */

@@ -6,6 +6,7 @@
 #include "api/api.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "replica/leader.h"
 
 /* Kafka's "up to the high watermark" sentinel. */
 #define TO_HIGH_WATERMARK (-1)
@@ -17,7 +18,7 @@ static void delete_partition(kiq_topic_t *topic, const kiq_delete_records_reques
     out->low_watermark = -1;
     kiq_partition_t *part;
     kiq_partition_log_t *log;
-    if ((out->error_code = kiq_api_led_partition(topic, in->partition_index, -1, &part, &log)) != 0) return;
+    if ((out->error_code = kiq_replica_led_partition(topic, in->partition_index, -1, &part, &log)) != 0) return;
     int64_t hw = kiq_partition_log_high_watermark(log);
     int64_t offset = in->offset == TO_HIGH_WATERMARK ? hw : in->offset;
     if (offset < 0 || offset > hw) {

@@ -3,6 +3,7 @@
  * With no transactions yet, coordinator_epoch and current_txn_start_offset
  * say none (-1). */
 #include "api/api.h"
+#include "replica/leader.h"
 
 static void describe_partition(kiq_request_t *r, kiq_topic_t *topic, int32_t index,
                                kiq_describe_producers_response_topics_partitions_t *out)
@@ -10,7 +11,7 @@ static void describe_partition(kiq_request_t *r, kiq_topic_t *topic, int32_t ind
     out->partition_index = index;
     kiq_partition_t *part;
     kiq_partition_log_t *log;
-    if ((out->error_code = kiq_api_led_partition(topic, index, -1, &part, &log)) != 0) return;
+    if ((out->error_code = kiq_replica_led_partition(topic, index, -1, &part, &log)) != 0) return;
     kiq_producer_entry_t *es;
     size_t n = kiq_partition_log_producers(log, &r->arena, &es);
     out->active_producers_n = (int32_t)n;

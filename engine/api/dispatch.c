@@ -9,6 +9,16 @@
 #include "core/error.h"
 #include "core/say.h"
 
+void kiq_api_handled(kiq_broker_t *b, kiq_request_t *r)
+{
+    r->t.handled = kiq_clock_mono_ns();
+    if (!kiq_observers_want(&b->observers, KIQ_POINT_HANDLED)) return;
+    kiq_event_t e = kiq_event(KIQ_POINT_HANDLED, b->node_id);
+    e.t_ns = r->t.handled;
+    e.request = r;
+    kiq_observers_emit(&b->observers, &e);
+}
+
 static void run_handler(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp, bool stamp)
 {
     kiq_error_clear();
@@ -16,7 +26,7 @@ static void run_handler(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp
     /* A parked request belongs to the purgatory, which may already have
      * answered and freed it: the handler stamped it before parking. */
     if (rc == KIQ_HANDLER_PARKED) return;
-    if (stamp) r->t.handled = kiq_clock_mono_ns();
+    if (stamp) kiq_api_handled(b, r);
     switch (rc) {
     case KIQ_HANDLER_RESPOND: kiq_request_respond(r, resp); break;
     case KIQ_HANDLER_NO_RESPONSE: kiq_request_finish(r, false); break;
@@ -37,11 +47,11 @@ static void run_verdict(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp
         run_handler(b, r, req, resp, stamp);
         return;
     case KIQ_HOOK_DROP:
-        if (stamp) r->t.handled = kiq_clock_mono_ns();
+        if (stamp) kiq_api_handled(b, r);
         kiq_request_finish(r, true);
         return;
     case KIQ_HOOK_ANSWER:
-        if (stamp) r->t.handled = kiq_clock_mono_ns();
+        if (stamp) kiq_api_handled(b, r);
         /* acks=0 expects no answer: an error closes the connection, as the
          * produce handler does */
         if (r->codec->key == KIQ_API_PRODUCE && ((const kiq_produce_request_t *)req)->acks == 0)
@@ -82,7 +92,7 @@ static void delay_request(kiq_broker_t *b, kiq_request_t *r, void *req, void *re
     d->req = req;
     d->resp = resp;
     d->verdict = act->verdict;
-    r->t.handled = kiq_clock_mono_ns(); /* r is the purgatory's from the park on */
+    kiq_api_handled(b, r); /* r is the purgatory's from the park on */
     kiq_purgatory_park(b->purgatory, &d->op);
 }
 
@@ -102,7 +112,7 @@ void kiq_api_handle(kiq_broker_t *b, kiq_request_t *r)
         if (c->request_decode(&rd, v, &r->arena, req) != 0) {
             KIQ_WARN("malformed %s request (api key %d, version %d) from %s at offset %zu: %s; closing",
                      c->name, c->key, v, r->peer, r->body_offset + kiq_rd_offset(&rd), rd.err);
-            r->t.handled = kiq_clock_mono_ns();
+            kiq_api_handled(b, r);
             kiq_request_finish(r, true);
             return;
         }

@@ -192,6 +192,25 @@ static bool fetch_diverges(kiq_partition_log_t *log, const kiq_fetch_request_top
     return true;
 }
 
+/* Announces records a fetch returns: FOLLOWER_FETCHED for follower
+ * `replica`, RECORDS_FETCHED for a consumer (replica -1). */
+static void fetched(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic, const kiq_fetch_request_topics_partitions_t *p,
+                    int32_t replica, int64_t hw, int64_t bytes, bool zero_copy)
+{
+    enum kiq_point point = replica >= 0 ? KIQ_POINT_FOLLOWER_FETCHED : KIQ_POINT_RECORDS_FETCHED;
+    if (!kiq_observers_want(&b->observers, point)) return;
+    kiq_event_t e = kiq_event(point, b->node_id);
+    e.request = r;
+    e.topic = topic->name;
+    e.partition = p->partition;
+    e.peer = replica;
+    e.first_offset = p->fetch_offset;
+    if (replica < 0) e.last_offset = hw;
+    e.bytes = bytes;
+    e.flags = zero_copy ? KIQ_EVENT_SENDFILE : 0;
+    kiq_observers_emit(&b->observers, &e);
+}
+
 /* Fills the response and *res. first: the request's first read, which
  * records a follower's progress (a parked fetch's completion does not). */
 static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req,
@@ -284,6 +303,7 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
             }
             total += n;
             if (!res->zero_copy) copied += n;
+            if (n > 0) fetched(b, r, topic, p, follower ? replica : -1, hw, n, res->zero_copy);
         }
         kiq_topic_unref(topic);
     }
@@ -401,7 +421,7 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
     f->r = r;
     f->req = req;
     f->resp = out;
-    r->t.handled = kiq_clock_mono_ns(); /* r is the purgatory's from the park on */
+    kiq_api_handled(b, r); /* r is the purgatory's from the park on */
     kiq_purgatory_park(b->purgatory, &f->op);
     return KIQ_HANDLER_PARKED;
 }

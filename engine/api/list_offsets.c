@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/say.h"
 #include "record/batch.h"
+#include "replica/leader.h"
 
 enum { LATEST = -1, EARLIEST = -2, MAX_TIMESTAMP = -3, EARLIEST_LOCAL = -4, LATEST_TIERED = -5 };
 
@@ -81,7 +82,7 @@ static void list_partition(kiq_topic_t *topic, int16_t v, bool client,
     }
     kiq_partition_t *part;
     kiq_partition_log_t *log;
-    if ((out->error_code = kiq_api_led_partition(topic, in->partition_index, in->current_leader_epoch, &part, &log)) != 0)
+    if ((out->error_code = kiq_replica_led_partition(topic, in->partition_index, in->current_leader_epoch, &part, &log)) != 0)
         return;
     out->leader_epoch = kiq_partition_replica_leader_epoch(part->replica);
     out->timestamp = -1;

@@ -56,7 +56,7 @@ int kiq_api_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const void *
     w->resp = resp;
     w->partition = partition;
     w->need = need;
-    r->t.handled = kiq_clock_mono_ns(); /* r is the purgatory's from the park on */
+    kiq_api_handled(b, r); /* r is the purgatory's from the park on */
     kiq_purgatory_park(b->purgatory, &w->op);
     return KIQ_HANDLER_PARKED;
 }

@@ -6,6 +6,7 @@
  * endOffsetFor (log/leader_epoch_cache.h): an unknown or future epoch is
  * (-1, -1). */
 #include "api/api.h"
+#include "replica/leader.h"
 
 int kiq_api_offset_for_leader_epoch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {
@@ -30,7 +31,7 @@ int kiq_api_offset_for_leader_epoch_handle(kiq_broker_t *b, kiq_request_t *r, co
             pr->partition = p->partition;
             kiq_partition_t *part;
             kiq_partition_log_t *log;
-            pr->error_code = kiq_api_led_partition(topic, p->partition, p->current_leader_epoch, &part, &log);
+            pr->error_code = kiq_replica_led_partition(topic, p->partition, p->current_leader_epoch, &part, &log);
             if (pr->error_code) continue;
             kiq_partition_log_end_offset_for_epoch(log, p->leader_epoch, &pr->leader_epoch, &pr->end_offset);
         }

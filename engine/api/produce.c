@@ -23,9 +23,9 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
-#include "record/batch.h"
 #include "log/cleaner_threads.h"
-#include "controller/metadata_cache.h"
+#include "record/batch.h"
+#include "replica/leader.h"
 
 /* Checks every batch of one partition's records; returns a Kafka error code. */
 static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int *nbatches)
@@ -163,17 +163,15 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
 {
     *required = -1;
     out->index = in->index;
-    if (!topic || in->index < 0 || in->index >= topic->npartitions) {
-        out->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    kiq_partition_t *part;
+    kiq_partition_log_t *log;
+    if ((out->error_code = kiq_replica_led_partition(topic, in->index, -1, &part, &log)) != 0) {
+        if (out->error_code == KIQ_ERR_KAFKA_STORAGE_ERROR) {
+            kiq_error_set("the log directory of %s-%d is offline", topic->name, in->index);
+            out->error_message = kiq_request_error_message(r);
+        }
         return;
     }
-    kiq_partition_t *part = topic->partitions[in->index];
-    kiq_partition_log_t *log = part->log;
-    if (!log) {
-        out->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
-        return;
-    }
-    if ((out->error_code = kiq_partition_replica_check_leader(part->replica, -1)) != 0) return;
     if (acks == -1) {
         int isr = kiq_partition_replica_isr_size(part->replica);
         int64_t need = min_insync(b, topic);
@@ -184,12 +182,6 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             out->error_message = kiq_request_error_message(r);
             return;
         }
-    }
-    if (kiq_partition_log_offline(log)) {
-        kiq_error_set("the log directory of %s-%d is offline", topic->name, in->index);
-        out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
-        out->error_message = kiq_request_error_message(r);
-        return;
     }
     /* the frame is this request's own buffer, so stamping in place is safe */
     uint8_t *data = (uint8_t *)in->records.p;
@@ -202,6 +194,15 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         out->error_code = (int16_t)err;
         out->error_message = kiq_request_error_message(r);
         return;
+    }
+    if (kiq_observers_want(&b->observers, KIQ_POINT_VALIDATED)) {
+        kiq_event_t e = kiq_event(KIQ_POINT_VALIDATED, b->node_id);
+        e.request = r;
+        e.topic = topic->name;
+        e.partition = in->index;
+        e.bytes = (int64_t)len;
+        e.records = nbatches;
+        kiq_observers_emit(&b->observers, &e);
     }
     if (kiq_interceptors_active(&b->interceptors, KIQ_HOOK_PRODUCE)) {
         kiq_hook_produce_t hp = {.topic = topic->name, .partition = in->index, .records = data, .len = len};
@@ -237,8 +238,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         stamp_log_append_time(data, len, out->log_append_time_ms);
     }
     kiq_log_append_result_t res;
-    int rc = kiq_partition_log_append_checked(log, data, len,
-                                              kiq_partition_replica_leader_epoch(part->replica), &res);
+    int rc = kiq_replica_append_as_leader(part, log, data, len, r, &res, NULL);
     if (rc > 0) {
         /* the idempotent producer's sequence or epoch does not fit: nothing appended */
         KIQ_WARN("produce to %s-%d from %s refused (error %d): %s", topic->name, in->index, r->peer, rc,
@@ -261,8 +261,6 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     }
     out->base_offset = res.base_offset;
     out->log_start_offset = kiq_partition_log_start_offset(log);
-    /* alone in the ISR, this commits the records at once */
-    kiq_partition_replica_advance_hw(part->replica, log);
     *required = res.last_offset + 1;
 }
 
@@ -401,7 +399,7 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
         op->resp = out;
         op->waits = waits;
         op->nwaits = nwaits;
-        r->t.handled = kiq_clock_mono_ns(); /* r is the purgatory's from the park on */
+        kiq_api_handled(b, r); /* r is the purgatory's from the park on */
         kiq_purgatory_park(b->purgatory, &op->op);
         return KIQ_HANDLER_PARKED;
     }

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "controller/broker_channel.h"
+#include "core/cond.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "net/client.h"
@@ -32,13 +33,8 @@ struct kiq_broker_channel {
 
 static void backoff(kiq_broker_channel_t *ch)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t ns = ts.tv_nsec + (int64_t)BACKOFF_MS * 1000000;
-    ts.tv_sec += ns / 1000000000;
-    ts.tv_nsec = ns % 1000000000;
     pthread_mutex_lock(&ch->mu);
-    if (ch->running) pthread_cond_timedwait(&ch->wake, &ch->mu, &ts);
+    if (ch->running) kiq_cond_wait_ms(&ch->wake, &ch->mu, BACKOFF_MS);
     pthread_mutex_unlock(&ch->mu);
 }
 
@@ -136,11 +132,7 @@ kiq_broker_channel_t *kiq_broker_channel_new(int32_t broker, const char *host, i
     ch->port = port;
     ch->running = true;
     pthread_mutex_init(&ch->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&ch->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    kiq_cond_init_monotonic(&ch->wake);
     if (pthread_create(&ch->thread, NULL, channel_main, ch) != 0) {
         kiq_error_errno("cannot start the controller's sender to broker %d", broker);
         pthread_cond_destroy(&ch->wake);

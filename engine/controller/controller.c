@@ -16,6 +16,7 @@
 #include "controller/metadata_image.h"
 #include "controller/metadata_log.h"
 #include "core/clock.h"
+#include "core/cond.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "core/uuid.h"
@@ -1146,12 +1147,7 @@ static void *timer_main(void *arg)
             kiq_arena_reset(&a);
             c->next_rebalance_ns = now + c->rebalance_interval_ns;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t ns = ts.tv_nsec + (int64_t)TIMER_MS * 1000000;
-        ts.tv_sec += ns / 1000000000;
-        ts.tv_nsec = ns % 1000000000;
-        pthread_cond_timedwait(&c->wake, &c->mu, &ts);
+        kiq_cond_wait_ms(&c->wake, &c->mu, TIMER_MS);
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -1184,11 +1180,7 @@ kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, c
     c->default_partitions = (int32_t)kiq_config_int(cfg, KIQ_CFG_NUM_PARTITIONS);
     c->default_replication_factor = (int16_t)kiq_config_int(cfg, KIQ_CFG_DEFAULT_REPLICATION_FACTOR);
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    kiq_cond_init_monotonic(&c->wake);
     c->image = kiq_metadata_image_new();
     c->store = c->image ? kiq_metadata_log_new(dir) : NULL;
     if (!c->store || kiq_metadata_store_replay(c->store, replay_one, c) != 0) {

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
+#include "core/cond.h"
 #include "core/error.h"
 
 /* Partition indexes beyond this are refused as nonsense rather than
@@ -76,12 +78,9 @@ kiq_metadata_cache_t *kiq_metadata_cache_new(void)
     kiq_metadata_cache_t *mc = calloc(1, sizeof *mc);
     if (!mc) return NULL;
     mc->view = view_new();
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     bool ok = mc->view && pthread_rwlock_init(&mc->lock, NULL) == 0;
-    ok = ok && pthread_mutex_init(&mc->wait_mu, NULL) == 0 && pthread_cond_init(&mc->changed, &ca) == 0;
-    pthread_condattr_destroy(&ca);
+    ok = ok && pthread_mutex_init(&mc->wait_mu, NULL) == 0;
+    if (ok) kiq_cond_init_monotonic(&mc->changed);
     if (!ok) {
         view_free(mc->view);
         free(mc);
@@ -445,22 +444,13 @@ typedef bool (*wait_cond_fn)(kiq_metadata_cache_t *mc, const void *arg);
  * the deadline passes. */
 static bool wait_until(kiq_metadata_cache_t *mc, wait_cond_fn cond, const void *arg, int timeout_ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    if (timeout_ms > 0) {
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-        if (deadline.tv_nsec >= 1000000000) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000;
-        }
-    }
+    int64_t deadline = kiq_clock_mono_ns() + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000;
     pthread_mutex_lock(&mc->wait_mu);
     bool ok;
     while (!(ok = cond(mc, arg))) {
         if (timeout_ms < 0) {
             pthread_cond_wait(&mc->changed, &mc->wait_mu);
-        } else if (timeout_ms == 0 || pthread_cond_timedwait(&mc->changed, &mc->wait_mu, &deadline) == ETIMEDOUT) {
+        } else if (timeout_ms == 0 || !kiq_cond_wait_until(&mc->changed, &mc->wait_mu, deadline)) {
             ok = cond(mc, arg);
             break;
         }

@@ -13,6 +13,8 @@ static inline int64_t kiq_clock_mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static inline int64_t kiq_clock_mono_ms(void) { return kiq_clock_mono_ns() / 1000000; }
+
 static inline int64_t kiq_clock_wall_ms(void)
 {
     struct timespec ts;

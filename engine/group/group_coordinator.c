@@ -10,11 +10,13 @@
 
 #include "controller/metadata_cache.h"
 #include "core/clock.h"
+#include "core/cond.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "core/uuid.h"
 #include "group/group_coordinator.h"
 #include "proto/acl_operations.h"
+#include "replica/leader.h"
 #include "replica/partition_replica.h"
 
 struct kiq_group_coordinator {
@@ -142,20 +144,26 @@ static int append_records(kiq_group_coordinator_t *gc, const kiq_group_t *g, kiq
     if (kiq_group_coordinator_ensure_topic(gc) != KIQ_ERR_NONE) return -1;
     kiq_topic_t *t = kiq_topics_get(gc->b.topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
     if (!t) return kiq_error_set(KIQ_OFFSETS_TOPIC " does not exist");
+    kiq_partition_t *p;
+    kiq_partition_log_t *log;
     int rc;
-    kiq_partition_t *p = g->offsets_partition < t->npartitions ? t->partitions[g->offsets_partition] : NULL;
-    kiq_partition_log_t *log = p ? p->log : NULL;
-    if (!log) {
+    int16_t err = kiq_replica_led_partition(t, g->offsets_partition, -1, &p, &log);
+    kiq_wr_t w;
+    if (err == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION || (err == KIQ_ERR_NOT_LEADER_OR_FOLLOWER && !log)) {
         rc = kiq_error_set(KIQ_OFFSETS_TOPIC " has no partition %d here", g->offsets_partition);
-    } else if (kiq_partition_log_offline(log)) {
+    } else if (err == KIQ_ERR_KAFKA_STORAGE_ERROR) {
         rc = kiq_error_set("the log directory of " KIQ_OFFSETS_TOPIC "-%d is offline", p->index);
-    } else if (kiq_partition_replica_role(p->replica) != KIQ_REPLICA_LEADER) {
+    } else if (err) {
         rc = kiq_error_set("this broker no longer leads " KIQ_OFFSETS_TOPIC "-%d", p->index);
-    } else {
-        rc = kiq_offsets_records_append(rs, log, kiq_partition_replica_leader_epoch(p->replica));
+    } else if ((rc = kiq_offsets_records_build(rs, &w)) == 0) {
+        kiq_log_append_result_t res;
+        bool moved;
+        rc = kiq_replica_append_as_leader(p, log, w.buf, w.len, NULL, &res, &moved) == 0 ? 0 : -1;
+        kiq_wr_free(&w);
+        if (rc == 0) rs->last_offset = res.last_offset;
         /* alone in the ISR the records are committed at once; else when
          * the followers have them */
-        if (rc == 0 && kiq_partition_replica_advance_hw(p->replica, log)) kiq_topics_notify_append(gc->b.topics);
+        if (moved) kiq_topics_notify_append(gc->b.topics);
     }
     kiq_topic_unref(t);
     return rc;
@@ -1579,9 +1587,7 @@ static void *timer_main(void *arg)
     kiq_say_thread_name("group-coordinator");
     pthread_mutex_lock(&gc->mu);
     while (!gc->closed) {
-        int64_t next = run_timers(gc, kiq_clock_mono_ns());
-        struct timespec ts = {.tv_sec = next / 1000000000LL, .tv_nsec = next % 1000000000LL};
-        pthread_cond_timedwait(&gc->wake, &gc->mu, &ts);
+        kiq_cond_wait_until(&gc->wake, &gc->mu, run_timers(gc, kiq_clock_mono_ns()));
     }
     pthread_mutex_unlock(&gc->mu);
     return NULL;
@@ -1596,11 +1602,7 @@ kiq_group_coordinator_t *kiq_group_coordinator_new(const kiq_group_context_t *b)
     gc->b = *b;
     gc->cluster = b->cluster;
     gc->groups = kiq_str_map_new();
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&gc->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    kiq_cond_init_monotonic(&gc->wake);
     pthread_mutex_init(&gc->mu, NULL);
     if (!gc->groups) {
         kiq_group_coordinator_free(gc);

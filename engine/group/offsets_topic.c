@@ -139,17 +139,20 @@ int kiq_offsets_records_add_group_tombstone(kiq_offsets_records_t *rs, const cha
     return add(rs, &key, NULL);
 }
 
+int kiq_offsets_records_build(kiq_offsets_records_t *rs, kiq_wr_t *w)
+{
+    kiq_wr_init(w);
+    if (kiq_batch_builder_finish(&rs->bb, w) == 0 && !w->err) return 0;
+    kiq_wr_free(w);
+    return w->err ? kiq_error_set("out of memory") : -1;
+}
+
 int kiq_offsets_records_append(kiq_offsets_records_t *rs, kiq_partition_log_t *log, int32_t leader_epoch)
 {
     if (rs->count == 0) return 0;
     kiq_wr_t w;
-    kiq_wr_init(&w);
-    if (kiq_batch_builder_finish(&rs->bb, &w) != 0) {
-        kiq_wr_free(&w);
-        return -1;
-    }
-    int rc = w.err ? kiq_error_set("out of memory")
-                   : kiq_partition_log_append(log, w.buf, w.len, leader_epoch, NULL, &rs->last_offset);
+    if (kiq_offsets_records_build(rs, &w) != 0) return -1;
+    int rc = kiq_partition_log_append(log, w.buf, w.len, leader_epoch, NULL, &rs->last_offset);
     kiq_wr_free(&w);
     return rc;
 }

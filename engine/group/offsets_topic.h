@@ -29,7 +29,10 @@ int kiq_offsets_records_add_commit_tombstone(kiq_offsets_records_t *rs, const ch
                                              int32_t partition);
 int kiq_offsets_records_add_group(kiq_offsets_records_t *rs, const kiq_group_t *g);
 int kiq_offsets_records_add_group_tombstone(kiq_offsets_records_t *rs, const char *group);
-/* One batch with everything added, appended to log (leader epoch stamped);
+/* One batch with everything added, into *w (kiq_wr_free it); 0, or -1
+ * with *w freed. */
+int kiq_offsets_records_build(kiq_offsets_records_t *rs, kiq_wr_t *w);
+/* That batch appended to log as it is (leader epoch stamped);
  * rs->last_offset gets its last offset. Nothing added: nothing appended.
  * 0 or -1. */
 int kiq_offsets_records_append(kiq_offsets_records_t *rs, kiq_partition_log_t *log, int32_t leader_epoch);

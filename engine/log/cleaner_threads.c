@@ -1,33 +1,28 @@
 #include "log/cleaner_threads.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "core/worker.h"
 #include "log/cleaner.h"
 
 /* One thread's slot; share and owner fixed at start. */
 typedef struct cleaner_thread {
     struct kiq_log_cleaner *owner;
     int share;
-    pthread_t thread;
-    bool started;
+    kiq_worker_t *worker;
 } cleaner_thread_t;
 
-/* stop is guarded by mu; topics and config are shared read-only (the
- * topics have their own locks). */
+/* Fixed once the threads run; topics and config are shared read-only
+ * (the topics have their own locks). */
 struct kiq_log_cleaner {
     kiq_topics_t *topics;
     const kiq_config_t *config;
     int64_t backoff_ms;
-    pthread_mutex_t mu;
-    pthread_cond_t cond; /* on CLOCK_MONOTONIC, broadcast to stop */
-    bool stop;
     int nthreads;
     cleaner_thread_t *threads;
 };
@@ -101,40 +96,13 @@ int kiq_log_cleaner_run(kiq_topics_t *topics, const kiq_config_t *config, int64_
     return replaced;
 }
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void *cleaner_main(void *arg)
+static int64_t cleaner_round(void *arg)
 {
     cleaner_thread_t *t = arg;
     kiq_log_cleaner_t *c = t->owner;
-    char name[16];
-    snprintf(name, sizeof name, "log-cleaner-%d", t->share);
-    kiq_say_thread_name(name);
-    pthread_mutex_lock(&c->mu);
-    while (!c->stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += (time_t)(c->backoff_ms / 1000);
-        until.tv_nsec += (long)(c->backoff_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        int rc = 0;
-        while (!c->stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&c->cond, &c->mu, &until);
-        if (c->stop) break;
-        pthread_mutex_unlock(&c->mu);
-        int n = kiq_log_cleaner_run(c->topics, c->config, wall_ms(), t->share, c->nthreads);
-        if (n > 0) KIQ_DEBUG("log cleaner %d: replaced %d segment(s)", t->share, n);
-        pthread_mutex_lock(&c->mu);
-    }
-    pthread_mutex_unlock(&c->mu);
-    return NULL;
+    int n = kiq_log_cleaner_run(c->topics, c->config, kiq_clock_wall_ms(), t->share, c->nthreads);
+    if (n > 0) KIQ_DEBUG("log cleaner %d: replaced %d segment(s)", t->share, n);
+    return c->backoff_ms;
 }
 
 kiq_log_cleaner_t *kiq_log_cleaner_new(kiq_topics_t *topics, const kiq_config_t *config)
@@ -147,12 +115,6 @@ kiq_log_cleaner_t *kiq_log_cleaner_new(kiq_topics_t *topics, const kiq_config_t 
     c->topics = topics;
     c->config = config;
     c->backoff_ms = kiq_config_int(config, KIQ_CFG_LOG_CLEANER_BACKOFF_MS);
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cond, &ca);
-    pthread_condattr_destroy(&ca);
     if (!kiq_config_bool(config, KIQ_CFG_LOG_CLEANER_ENABLE)) return c;
     c->nthreads = (int)kiq_config_int(config, KIQ_CFG_LOG_CLEANER_THREADS);
     c->threads = calloc((size_t)c->nthreads, sizeof *c->threads);
@@ -161,14 +123,15 @@ kiq_log_cleaner_t *kiq_log_cleaner_new(kiq_topics_t *topics, const kiq_config_t 
         kiq_log_cleaner_free(c);
         return NULL;
     }
+    for (int i = 0; i < c->nthreads; i++) c->threads[i] = (cleaner_thread_t){.owner = c, .share = i};
     for (int i = 0; i < c->nthreads; i++) {
-        c->threads[i] = (cleaner_thread_t){.owner = c, .share = i};
-        if (pthread_create(&c->threads[i].thread, NULL, cleaner_main, &c->threads[i]) != 0) {
-            kiq_error_errno("cannot start log cleaner thread %d", i);
+        char name[32];
+        snprintf(name, sizeof name, "log-cleaner-%d", i);
+        kiq_worker_config_t wc = {name, cleaner_round, &c->threads[i], c->backoff_ms};
+        if (!(c->threads[i].worker = kiq_worker_start(&wc))) {
             kiq_log_cleaner_free(c);
             return NULL;
         }
-        c->threads[i].started = true;
     }
     return c;
 }
@@ -176,14 +139,7 @@ kiq_log_cleaner_t *kiq_log_cleaner_new(kiq_topics_t *topics, const kiq_config_t 
 void kiq_log_cleaner_free(kiq_log_cleaner_t *c)
 {
     if (!c) return;
-    pthread_mutex_lock(&c->mu);
-    c->stop = true;
-    pthread_cond_broadcast(&c->cond);
-    pthread_mutex_unlock(&c->mu);
-    for (int i = 0; i < c->nthreads; i++)
-        if (c->threads && c->threads[i].started) pthread_join(c->threads[i].thread, NULL);
+    for (int i = 0; c->threads && i < c->nthreads; i++) kiq_worker_stop(c->threads[i].worker);
     free(c->threads);
-    pthread_cond_destroy(&c->cond);
-    pthread_mutex_destroy(&c->mu);
     free(c);
 }

@@ -1,25 +1,21 @@
 #include "log/log_retention.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "core/worker.h"
 
-/* The stop flag is guarded by mu; topics and config are shared read-only
+/* Fixed once the worker runs; topics and config are shared read-only
  * (the topics have their own locks). */
 struct kiq_log_retention {
     kiq_topics_t *topics;
     const kiq_config_t *config;
     int64_t interval_ms;
-    pthread_mutex_t mu;
-    pthread_cond_t cond; /* on CLOCK_MONOTONIC, signalled to stop */
-    bool stop;
-    pthread_t thread;
+    kiq_worker_t *worker;
 };
 
 static int64_t effective_int(const kiq_config_t *config, const kiq_topic_configs_t *tc, int i)
@@ -99,37 +95,12 @@ int kiq_log_retention_run(kiq_topics_t *topics, const kiq_config_t *config, int6
     return deleted;
 }
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void *retention_main(void *arg)
+static int64_t retention_round(void *arg)
 {
     kiq_log_retention_t *r = arg;
-    kiq_say_thread_name("log-retention");
-    pthread_mutex_lock(&r->mu);
-    while (!r->stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += (time_t)(r->interval_ms / 1000);
-        until.tv_nsec += (long)(r->interval_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        int rc = 0;
-        while (!r->stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&r->cond, &r->mu, &until);
-        if (r->stop) break;
-        pthread_mutex_unlock(&r->mu);
-        int n = kiq_log_retention_run(r->topics, r->config, wall_ms());
-        if (n > 0) KIQ_INFO("retention: deleted %d segment(s)", n);
-        pthread_mutex_lock(&r->mu);
-    }
-    pthread_mutex_unlock(&r->mu);
-    return NULL;
+    int n = kiq_log_retention_run(r->topics, r->config, kiq_clock_wall_ms());
+    if (n > 0) KIQ_INFO("retention: deleted %d segment(s)", n);
+    return r->interval_ms;
 }
 
 kiq_log_retention_t *kiq_log_retention_new(kiq_topics_t *topics, const kiq_config_t *config)
@@ -142,17 +113,9 @@ kiq_log_retention_t *kiq_log_retention_new(kiq_topics_t *topics, const kiq_confi
     r->topics = topics;
     r->config = config;
     r->interval_ms = kiq_config_int(config, KIQ_CFG_LOG_RETENTION_CHECK_INTERVAL_MS);
-    pthread_mutex_init(&r->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->cond, &ca);
-    pthread_condattr_destroy(&ca);
     kiq_log_retention_apply_configs(topics, config);
-    if (pthread_create(&r->thread, NULL, retention_main, r) != 0) {
-        kiq_error_errno("cannot start the retention thread");
-        pthread_cond_destroy(&r->cond);
-        pthread_mutex_destroy(&r->mu);
+    kiq_worker_config_t wc = {"log-retention", retention_round, r, r->interval_ms};
+    if (!(r->worker = kiq_worker_start(&wc))) {
         free(r);
         return NULL;
     }
@@ -162,12 +125,6 @@ kiq_log_retention_t *kiq_log_retention_new(kiq_topics_t *topics, const kiq_confi
 void kiq_log_retention_free(kiq_log_retention_t *r)
 {
     if (!r) return;
-    pthread_mutex_lock(&r->mu);
-    r->stop = true;
-    pthread_cond_signal(&r->cond);
-    pthread_mutex_unlock(&r->mu);
-    pthread_join(r->thread, NULL);
-    pthread_cond_destroy(&r->cond);
-    pthread_mutex_destroy(&r->mu);
+    kiq_worker_stop(r->worker);
     free(r);
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "log/file_io.h"
@@ -473,12 +474,7 @@ int kiq_partition_log_delete(kiq_partition_log_t *l)
 
 /* ---- Flushing ---- */
 
-int64_t kiq_partition_log_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+int64_t kiq_partition_log_now_ms(void) { return kiq_clock_mono_ms(); }
 
 /* Under the mutex: fsyncs the active segment (earlier ones were synced
  * when rolled) and moves the recovery point to the LEO. */
@@ -546,7 +542,7 @@ static bool time_to_roll(kiq_partition_log_t *l, int64_t max_ts)
  * it is full by size, index, relative offsets or segment.ms. 0, or -1
  * with the log unchanged. */
 static int write_batches(kiq_partition_log_t *l, const uint8_t *batches, size_t len, int64_t first, int64_t last,
-                         int64_t max_ts)
+                         int64_t max_ts, kiq_log_append_result_t *res)
 {
     if (last - first > INT32_MAX)
         return kiq_error_set("%s: append spans %" PRId64 " offsets, more than a segment can index", l->dir,
@@ -559,6 +555,8 @@ static int write_batches(kiq_partition_log_t *l, const uint8_t *batches, size_t 
         seg = active(l);
         rolled = true;
     }
+    res->segment_base = seg->base_offset;
+    res->position = (int64_t)seg->size;
     if (kiq_segment_append(seg, batches, len) < 0) {
         /* Leave no empty segment behind: the previous one is active again. */
         if (rolled) {
@@ -576,11 +574,13 @@ static int write_batches(kiq_partition_log_t *l, const uint8_t *batches, size_t 
 
 /* Under the mutex, after an append of `messages` offsets: the flush
  * flush.messages asks for. 0 or -1 (the fsync failed). */
-static int count_unflushed(kiq_partition_log_t *l, int64_t messages)
+static int count_unflushed(kiq_partition_log_t *l, int64_t messages, kiq_log_append_result_t *res)
 {
     if (l->unflushed == 0) l->unflushed_since = kiq_partition_log_now_ms();
     l->unflushed += messages;
-    return l->unflushed >= l->flush_messages ? flush_locked(l) : 0;
+    if (l->unflushed < l->flush_messages) return 0;
+    res->flushed = true;
+    return flush_locked(l);
 }
 
 /* Producer entries an append changes, committed to the table only once
@@ -649,7 +649,8 @@ static int check_producer(kiq_partition_log_t *l, pending_t *pend, const kiq_bat
 int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
                                      kiq_log_append_result_t *res)
 {
-    *res = (kiq_log_append_result_t){.base_offset = -1, .last_offset = -1, .timestamp = -1};
+    *res = (kiq_log_append_result_t){
+        .base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1, .position = -1};
     if (len == 0) return kiq_error_set("%s: nothing to append", l->dir);
     if (len > INT32_MAX) return kiq_error_set("%s: append of %zu bytes is too large", l->dir, len);
     pending_t pend;
@@ -691,7 +692,7 @@ int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, s
     }
     if (r < 0) goto out;
     const int64_t last = next - 1;
-    if (write_batches(l, batches, len, first, last, max_ts) < 0) goto out;
+    if (write_batches(l, batches, len, first, last, max_ts, res) < 0) goto out;
     for (size_t i = 0; i < pend.n; i++)
         if (kiq_producer_state_put(l->producers, &pend.e[i]) < 0)
             KIQ_ERROR("%s: producer %" PRId64 " is not remembered: %s", l->dir, pend.e[i].producer_id,
@@ -702,7 +703,7 @@ int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, s
     l->last_epoch = leader_epoch;
     res->base_offset = first;
     res->last_offset = last;
-    rc = count_unflushed(l, last - first + 1);
+    rc = count_unflushed(l, last - first + 1, res);
 out:
     pthread_mutex_unlock(&l->mu);
     if (pend.e != pend.local) free(pend.e);
@@ -766,7 +767,8 @@ static int check_follower_batches(const kiq_partition_log_t *l, const uint8_t *b
 int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *batches, size_t len,
                                       kiq_log_append_result_t *res)
 {
-    *res = (kiq_log_append_result_t){.base_offset = -1, .last_offset = -1, .timestamp = -1};
+    *res = (kiq_log_append_result_t){
+        .base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1, .position = -1};
     if (len > INT32_MAX) return kiq_error_set("%s: append of %zu bytes is too large", l->dir, len);
     int64_t first, last, max_ts, messages;
     if (check_follower_batches(l, batches, len, &first, &last, &max_ts, &messages) < 0) return -1;
@@ -786,7 +788,7 @@ int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *bat
     if (first > leo)
         KIQ_DEBUG("%s: replicated batches start at %" PRId64 " past the log end %" PRId64 " (a compacted leader)",
                   l->dir, first, leo);
-    if (write_batches(l, batches, len, first, last, max_ts) < 0) goto out;
+    if (write_batches(l, batches, len, first, last, max_ts, res) < 0) goto out;
     kiq_batch_iter_t it;
     const uint8_t *b;
     size_t blen;
@@ -803,7 +805,7 @@ int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *bat
     if (new_epoch) save_epochs(l);
     res->base_offset = first;
     res->last_offset = last;
-    rc = count_unflushed(l, messages);
+    rc = count_unflushed(l, messages, res);
 out:
     pthread_mutex_unlock(&l->mu);
     return rc;

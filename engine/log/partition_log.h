@@ -125,6 +125,11 @@ typedef struct kiq_log_append_result {
     bool duplicate;
     /* For a duplicate: the original batch's max timestamp. */
     int64_t timestamp;
+    /* Where the bytes went: the segment (its base offset) and the byte
+     * position in it; -1 for a duplicate. */
+    int64_t segment_base, position;
+    /* flush.messages had the append fsynced. */
+    bool flushed;
 } kiq_log_append_result_t;
 
 /* kiq_partition_log_append with the idempotent producer's checks, made

@@ -75,6 +75,8 @@ struct kiq_topics {
     void *on_append_ctx;
     pthread_mutex_t checkpoint_mu; /* one writer of a checkpoint file at a time */
     kiq_partition_state_ops_t states; /* set once after open, before the registry is shared */
+    const kiq_observers_t *observers; /* likewise */
+    int32_t broker;
     bool partial;                     /* fixed at open: a cluster broker's partial topics */
     /* Always offline: what retired logs are tied to. Made on the first
      * unhost, under lock. */
@@ -1162,6 +1164,18 @@ void kiq_topics_list_free(kiq_topic_t **list, int count)
 {
     for (int i = 0; i < count; i++) kiq_topic_unref(list[i]);
     free(list);
+}
+
+void kiq_topics_set_observers(kiq_topics_t *t, const kiq_observers_t *observers, int32_t broker)
+{
+    t->observers = observers;
+    t->broker = broker;
+}
+
+const kiq_observers_t *kiq_topics_observers(const kiq_topics_t *t, int32_t *broker)
+{
+    *broker = t->broker;
+    return t->observers;
 }
 
 void kiq_topics_set_append_listener(kiq_topics_t *t, void (*fn)(void *ctx), void *ctx)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "config/topic_config.h"
+#include "core/observer.h"
 
 #include "log/log_config.h"
 #include "log/partition_log.h"
@@ -261,6 +262,12 @@ int kiq_topics_checkpoint_recovery_points(kiq_topics_t *t);
  * the high watermark survives a restart. A partition the file does not
  * name starts at its LEO. Written by kiq_topics_free too. Any thread. */
 int kiq_topics_checkpoint_high_watermarks(kiq_topics_t *t);
+
+/* Where the log's own points (FLUSHED by the flusher) are announced, as
+ * broker `broker`: right after open, before the registry is shared. */
+void kiq_topics_set_observers(kiq_topics_t *t, const kiq_observers_t *observers, int32_t broker);
+/* Those observers (NULL: none) and that broker id. */
+const kiq_observers_t *kiq_topics_observers(const kiq_topics_t *t, int32_t *broker);
 
 /* Lets waiters know data arrived (set by the broker to its purgatory). */
 void kiq_topics_set_append_listener(kiq_topics_t *t, void (*fn)(void *ctx), void *ctx);

@@ -449,6 +449,17 @@ static int l_broker_request_stats(lua_State *L)
     return 1;
 }
 
+/* b:event_counts() -> { received = n, enqueued = n, ... }: how often each
+ * observer point (core/observer.h) fired since the broker was made. */
+static int l_broker_event_counts(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    lua_createtable(L, 0, KIQ__POINTS);
+    for (int p = 0; p < KIQ__POINTS; p++)
+        set_num(L, kiq_point_names[p], (double)kiq_event_counts_get(&b->event_counts, (enum kiq_point)p));
+    return 1;
+}
+
 /* ---- interceptors (engine/lua/hooks.h) -------------------------------- */
 
 /* The registry this module installed on every broker it made. */
@@ -1113,7 +1124,8 @@ int luaopen_kafkaiq_core(lua_State *L)
         {"pause_heartbeats", kiq_lua_broker_pause_heartbeats}, {"pause_fetching", kiq_lua_broker_pause_fetching},
         {"elect_preferred_leaders", kiq_lua_broker_elect_preferred},
         {"inject_disk_fault", l_broker_inject_disk_fault}, {"clear_disk_fault", l_broker_clear_disk_fault},
-        {"request_stats", l_broker_request_stats},                {"intercept", l_broker_intercept},
+        {"request_stats", l_broker_request_stats},                {"event_counts", l_broker_event_counts},
+        {"intercept", l_broker_intercept},
         {"remove_intercept", l_broker_remove_intercept},          {"intercepts", l_broker_intercepts},
         {NULL, NULL},
     };

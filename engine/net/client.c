@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "core/version.h"
@@ -37,15 +38,8 @@ struct kiq_client_conn {
     int16_t broker_min[KEY_SLOTS], broker_max[KEY_SLOTS]; /* -1: not offered */
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* -1: no deadline */
-static int64_t deadline_of(int timeout_ms) { return timeout_ms < 0 ? -1 : now_ms() + timeout_ms; }
+static int64_t deadline_of(int timeout_ms) { return timeout_ms < 0 ? -1 : kiq_clock_mono_ms() + timeout_ms; }
 
 static void close_fd(kiq_client_conn_t *c)
 {
@@ -63,7 +57,7 @@ static int wait_fd(kiq_client_conn_t *c, short events, int64_t deadline, const c
         if (atomic_load(&c->shut)) return kiq_error_set("shut down while %s", what);
         int left = -1;
         if (deadline >= 0) {
-            int64_t ms = deadline - now_ms();
+            int64_t ms = deadline - kiq_clock_mono_ms();
             if (ms <= 0) return kiq_error_set("timed out %s", what);
             left = ms > INT_MAX ? INT_MAX : (int)ms;
         }

@@ -193,6 +193,13 @@ static void conn_process_input(conn_t *c)
         conn_close(c, NULL);
         return;
     }
+    if (kiq_observers_want(p->cfg.observers, KIQ_POINT_RECEIVED)) {
+        kiq_event_t e = kiq_event(KIQ_POINT_RECEIVED, p->cfg.broker);
+        e.request = r;
+        e.thread = p->cfg.id;
+        e.bytes = size;
+        kiq_observers_emit(p->cfg.observers, &e);
+    }
     /* One request in flight per connection: stop reading until it is done. */
     ev_io_stop(p->loop, &c->rio);
     c->inflight = r;
@@ -243,6 +250,13 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 static void conn_finish_write(conn_t *c)
 {
     c->out_req->t.sent = kiq_clock_mono_ns();
+    if (kiq_observers_want(c->p->cfg.observers, KIQ_POINT_SENT)) {
+        kiq_event_t e = kiq_event(KIQ_POINT_SENT, c->p->cfg.broker);
+        e.request = c->out_req;
+        e.thread = c->p->cfg.id;
+        e.bytes = (int64_t)c->out_req->response_len;
+        kiq_observers_emit(c->p->cfg.observers, &e);
+    }
     kiq_request_log_timing(c->out_req);
     if (c->p->cfg.done) c->p->cfg.done(c->p->cfg.admit_ctx, c->out_req);
     bool close_after = c->out_req->close_after;
@@ -502,6 +516,12 @@ void kiq_processor_complete(kiq_request_t *r)
 {
     kiq_processor_t *p = r->processor;
     r->t.response_queued = kiq_clock_mono_ns();
+    if (kiq_observers_want(p->cfg.observers, KIQ_POINT_RESPONSE_QUEUED)) {
+        kiq_event_t e = kiq_event(KIQ_POINT_RESPONSE_QUEUED, p->cfg.broker);
+        e.request = r;
+        e.bytes = (int64_t)r->response_len;
+        kiq_observers_emit(p->cfg.observers, &e);
+    }
     r->next = NULL;
     pthread_mutex_lock(&p->inbox_lock);
     bool stopped = p->stopping && !p->started;

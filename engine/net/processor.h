@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/observer.h"
 #include "net/request.h"
 #include "net/request_queue.h"
 
@@ -28,6 +29,8 @@ typedef struct kiq_processor_config {
      * or not), before it is freed: request metrics. */
     void (*done)(void *ctx, const kiq_request_t *r);
     void *admit_ctx; /* passed to admit and done */
+    const kiq_observers_t *observers; /* RECEIVED, RESPONSE_QUEUED, SENT; NULL: none */
+    int32_t broker;                   /* whose they are */
 } kiq_processor_config_t;
 
 kiq_processor_t *kiq_processor_new(const kiq_processor_config_t *cfg);

@@ -16,6 +16,8 @@ struct kiq_request_queue {
     bool closed;
     struct { kiq_queue_space_fn fn; void *ctx; } watchers[MAX_SPACE_WATCHERS];
     int nwatchers;
+    const kiq_observers_t *observers; /* set before use */
+    int32_t broker;
 };
 
 kiq_request_queue_t *kiq_request_queue_new(size_t capacity)
@@ -61,10 +63,24 @@ bool kiq_request_queue_try_push(kiq_request_queue_t *q, kiq_request_t *r)
         r->t.enqueued = kiq_clock_mono_ns();
         q->ring[(q->head + q->count) % q->capacity] = r;
         q->count++;
+        /* under the lock: a popper may take r the moment it is released */
+        if (kiq_observers_want(q->observers, KIQ_POINT_ENQUEUED)) {
+            kiq_event_t e = kiq_event(KIQ_POINT_ENQUEUED, q->broker);
+            e.request = r;
+            e.before = (int64_t)q->count - 1;
+            e.after = (int64_t)q->capacity;
+            kiq_observers_emit(q->observers, &e);
+        }
         pthread_cond_signal(&q->nonempty);
     }
     pthread_mutex_unlock(&q->lock);
     return ok;
+}
+
+void kiq_request_queue_set_observers(kiq_request_queue_t *q, const kiq_observers_t *observers, int32_t broker)
+{
+    q->observers = observers;
+    q->broker = broker;
 }
 
 kiq_request_t *kiq_request_queue_pop(kiq_request_queue_t *q)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/observer.h"
 #include "net/request.h"
 
 typedef struct kiq_request_queue kiq_request_queue_t;
@@ -18,6 +19,10 @@ void kiq_request_queue_free(kiq_request_queue_t *q);
 /* Called (from the popping thread) after a pop from a full queue. Register
  * before any thread uses the queue. */
 int kiq_request_queue_on_space(kiq_request_queue_t *q, kiq_queue_space_fn fn, void *ctx);
+/* Where ENQUEUED is announced (under the queue's lock, with the requests
+ * ahead and the bound), as broker `broker`. Before any thread uses the
+ * queue; NULL: nowhere. */
+void kiq_request_queue_set_observers(kiq_request_queue_t *q, const kiq_observers_t *observers, int32_t broker);
 /* Any thread. false when full (or closed): the caller keeps the request. */
 bool kiq_request_queue_try_push(kiq_request_queue_t *q, kiq_request_t *r);
 /* Any thread. Blocks; NULL once the queue is closed and drained. */

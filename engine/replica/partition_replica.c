@@ -49,6 +49,9 @@ static struct kiq_partition_replica *state_create(void *ctx, const kiq_partition
     if (!r) return NULL;
     kiq_partition_replica_init(r, start->self, p->leader_epoch);
     if (start->cluster) kiq_partition_replica_stop(r);
+    r->observers = start->observers;
+    r->topic = p->topic->name;
+    r->partition = p->index;
     return r;
 }
 
@@ -222,7 +225,25 @@ static kiq_follower_state_t *follower(kiq_replica_view_t *v, int32_t id)
 
 /* Under the mutex. The lowest LEO over the ISR; a follower in the ISR that
  * has not fetched in this term yet holds the high watermark where it is. */
-static bool advance_locked(kiq_partition_replica_t *r, kiq_partition_log_t *log)
+/* A move of the high watermark, for the observers: from -> to, isr in-sync replicas. */
+typedef struct hw_move {
+    int64_t from, to;
+    int isr;
+} hw_move_t;
+
+static void emit_hw(const kiq_partition_replica_t *r, const hw_move_t *m)
+{
+    if (!kiq_observers_want(r->observers, KIQ_POINT_HW_ADVANCED)) return;
+    kiq_event_t e = kiq_event(KIQ_POINT_HW_ADVANCED, r->self);
+    e.topic = r->topic;
+    e.partition = r->partition;
+    e.before = m->from;
+    e.after = m->to;
+    e.records = m->isr;
+    kiq_observers_emit(r->observers, &e);
+}
+
+static bool advance_locked(kiq_partition_replica_t *r, kiq_partition_log_t *log, hw_move_t *m)
 {
     kiq_replica_view_t *v = &r->v;
     if (v->role != KIQ_REPLICA_LEADER) return false;
@@ -233,16 +254,20 @@ static bool advance_locked(kiq_partition_replica_t *r, kiq_partition_log_t *log)
         if (!f || f->leo < 0) return false;
         if (f->leo < hw) hw = f->leo;
     }
-    if (hw <= kiq_partition_log_high_watermark(log)) return false;
+    int64_t was = kiq_partition_log_high_watermark(log);
+    if (hw <= was) return false;
     kiq_partition_log_set_high_watermark(log, hw);
+    *m = (hw_move_t){was, hw, v->nisr};
     return true;
 }
 
 bool kiq_partition_replica_advance_hw(kiq_partition_replica_t *r, kiq_partition_log_t *log)
 {
+    hw_move_t m;
     pthread_mutex_lock(&r->mu);
-    bool moved = advance_locked(r, log);
+    bool moved = advance_locked(r, log, &m);
     pthread_mutex_unlock(&r->mu);
+    if (moved) emit_hw(r, &m);
     return moved;
 }
 
@@ -250,10 +275,13 @@ void kiq_partition_replica_follower_fetched(kiq_partition_replica_t *r, kiq_part
                                             int64_t fetch_offset, int64_t now_ms, bool *hw_moved, bool *expand)
 {
     *hw_moved = *expand = false;
+    hw_move_t m;
+    int64_t leo_was = -1;
     pthread_mutex_lock(&r->mu);
     kiq_replica_view_t *v = &r->v;
     kiq_follower_state_t *f = v->role == KIQ_REPLICA_LEADER ? follower(v, replica) : NULL;
     if (f) {
+        leo_was = f->leo;
         int64_t leo = kiq_partition_log_end_offset(log);
         /* Kafka: caught up if it asked for everything we have, or for
          * everything we had when it fetched before */
@@ -263,11 +291,21 @@ void kiq_partition_replica_follower_fetched(kiq_partition_replica_t *r, kiq_part
         f->leo = fetch_offset;
         f->last_fetch_ms = now_ms;
         f->leader_leo_at_last_fetch = leo;
-        *hw_moved = advance_locked(r, log);
+        *hw_moved = advance_locked(r, log, &m);
         *expand = !contains(v->isr, v->nisr, replica) && !v->isr_change_pending &&
                   fetch_offset >= kiq_partition_log_high_watermark(log);
     }
     pthread_mutex_unlock(&r->mu);
+    if (f && leo_was != fetch_offset && kiq_observers_want(r->observers, KIQ_POINT_FOLLOWER_LEO)) {
+        kiq_event_t e = kiq_event(KIQ_POINT_FOLLOWER_LEO, r->self);
+        e.topic = r->topic;
+        e.partition = r->partition;
+        e.peer = replica;
+        e.before = leo_was;
+        e.after = fetch_offset;
+        kiq_observers_emit(r->observers, &e);
+    }
+    if (*hw_moved) emit_hw(r, &m);
 }
 
 int kiq_partition_replica_shrink_candidate(kiq_partition_replica_t *r, int64_t now_ms, int64_t lag_ms,

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "controller/metadata_image.h"
+#include "core/observer.h"
 #include "log/partition_log.h"
 #include "log/topics.h"
 
@@ -50,6 +51,11 @@ typedef struct kiq_replica_view {
 } kiq_replica_view_t;
 
 typedef struct kiq_partition_replica {
+    /* Where HW_ADVANCED and FOLLOWER_LEO go, for which partition: fixed
+     * when the state is made (NULL: nowhere). */
+    const kiq_observers_t *observers;
+    const char *topic; /* the topic's name, living as long as the partition */
+    int32_t partition;
     pthread_mutex_t mu; /* guards everything below */
     int32_t self;
     kiq_replica_view_t v;
@@ -68,6 +74,7 @@ void kiq_partition_replica_destroy(kiq_partition_replica_t *r);
 typedef struct kiq_partition_replica_start {
     int32_t self;
     bool cluster;
+    const kiq_observers_t *observers; /* the broker's */
 } kiq_partition_replica_start_t;
 /* The log manager's ops (kiq_topics_set_partition_states) making each
  * partition's state so. */

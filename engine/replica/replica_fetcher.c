@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/cond.h"
 #include "core/error.h"
 #include "core/uuid.h"
 #include "core/say.h"
@@ -38,13 +39,8 @@ struct kiq_replica_fetcher {
 
 static void wait_ms(kiq_replica_fetcher_t *f, int ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t ns = ts.tv_nsec + (int64_t)ms * 1000000;
-    ts.tv_sec += ns / 1000000000;
-    ts.tv_nsec = ns % 1000000000;
     pthread_mutex_lock(&f->mu);
-    if (f->running) pthread_cond_timedwait(&f->wake, &f->mu, &ts);
+    if (f->running) kiq_cond_wait_ms(&f->wake, &f->mu, ms);
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -268,11 +264,7 @@ kiq_replica_fetcher_t *kiq_replica_fetcher_new(const kiq_replica_fetcher_config_
     snprintf(f->host, sizeof f->host, "%s", cfg->host);
     f->cfg.host = f->host;
     pthread_mutex_init(&f->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&f->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    kiq_cond_init_monotonic(&f->wake);
     f->running = true;
     if (pthread_create(&f->thread, NULL, fetcher_main, f) != 0) {
         kiq_error_errno("cannot start a replica fetcher");

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "core/worker.h"
 #include "log/log_names.h"
 #include "log/log_retention.h"
 #include "net/client.h"
@@ -42,8 +43,10 @@ struct kiq_replica_manager {
     int nfetchers_per_leader;
     int64_t lag_ms;
     int fetch_wait_ms, fetch_max_bytes;
+    /* the ISR thread's own: when the shrink check is next due, how often */
+    int64_t next_shrink_ms, isr_interval_ms;
     pthread_mutex_t mu; /* guards everything below */
-    pthread_cond_t wake; /* the ISR thread's: an expansion queued or stop */
+    kiq_worker_t *isr;  /* the ISR thread */
     fetcher_slot_t *slots;
     int nslots, slots_cap;
     int32_t *paused; /* leaders not fetched from */
@@ -53,12 +56,9 @@ struct kiq_replica_manager {
     int32_t controller_epoch;
     bool running;  /* the ISR thread runs: expansions are queued */
     bool stopped;  /* shutting down: no more fetchers */
-    pthread_t thread;
-    bool thread_started;
     kiq_client_conn_t *conn; /* the ISR thread's connection to the controller; published for shutdown */
 };
 
-static int64_t now_ms(void) { return kiq_clock_mono_ns() / 1000000; }
 
 static bool grow(void **arr, int *cap, int n, size_t elem)
 {
@@ -314,7 +314,7 @@ static int16_t become(kiq_replica_manager_t *rm, const kiq_leader_and_isr_reques
     kiq_partition_replica_view(rep, &before);
     if (s->leader == b->node_id) {
         if (kiq_partition_replica_become_leader(rep, s->leader_epoch, s->partition_epoch, s->replicas, s->nreplicas,
-                                                s->isr, s->nisr, now_ms(), kiq_partition_log_end_offset(log)) != 0)
+                                                s->isr, s->nisr, kiq_clock_mono_ms(), kiq_partition_log_end_offset(log)) != 0)
             return KIQ_ERR_FENCED_LEADER_EPOCH;
         pthread_mutex_lock(&rm->mu);
         unfollow_locked(rm, topic, s->partition, NULL);
@@ -697,7 +697,7 @@ static void isr_round(kiq_replica_manager_t *rm, isr_expand_t *ex, int nex)
     int cap = mine + nex;
     isr_change_t *cs = cap ? calloc((size_t)cap, sizeof *cs) : NULL;
     int n = 0;
-    int64_t now = now_ms();
+    int64_t now = kiq_clock_mono_ms();
     /* a topic that grows meanwhile waits for the next round */
     for (int i = 0; cs && i < count; i++)
         for (int32_t p = 0; p < list[i]->npartitions && n < mine; p++)
@@ -709,39 +709,24 @@ static void isr_round(kiq_replica_manager_t *rm, isr_expand_t *ex, int nex)
     kiq_topics_list_free(list, count);
 }
 
-static void *isr_main(void *arg)
+/* The ISR thread's round: the expansions queued, and every interval the
+ * shrink check; how long until the next check. */
+static int64_t isr_round_due(void *arg)
 {
     kiq_replica_manager_t *rm = arg;
-    char name[24];
-    snprintf(name, sizeof name, "isr-%d", rm->b.node_id);
-    kiq_say_thread_name(name);
-    int64_t interval_ms = rm->lag_ms / 2 < ISR_CHECK_MAX_MS ? rm->lag_ms / 2 : ISR_CHECK_MAX_MS;
-    if (interval_ms < 1) interval_ms = 1;
-    int64_t next = kiq_clock_mono_ns() + interval_ms * 1000000;
     pthread_mutex_lock(&rm->mu);
-    while (rm->running) {
-        if (rm->nexpands == 0 && kiq_clock_mono_ns() < next) {
-            struct timespec ts = {.tv_sec = next / 1000000000LL, .tv_nsec = next % 1000000000LL};
-            pthread_cond_timedwait(&rm->wake, &rm->mu, &ts);
-            continue;
-        }
-        isr_expand_t *ex = rm->expands;
-        int nex = rm->nexpands;
-        rm->expands = NULL;
-        rm->nexpands = rm->expands_cap = 0;
-        bool shrink_due = kiq_clock_mono_ns() >= next;
-        pthread_mutex_unlock(&rm->mu);
-        if (shrink_due) next = kiq_clock_mono_ns() + interval_ms * 1000000;
-        isr_round(rm, ex, nex);
-        for (int i = 0; i < nex; i++) kiq_topic_unref(ex[i].topic);
-        free(ex);
-        pthread_mutex_lock(&rm->mu);
-    }
-    kiq_client_conn_t *c = rm->conn;
-    rm->conn = NULL;
+    isr_expand_t *ex = rm->expands;
+    int nex = rm->nexpands;
+    rm->expands = NULL;
+    rm->nexpands = rm->expands_cap = 0;
     pthread_mutex_unlock(&rm->mu);
-    kiq_client_close(c);
-    return NULL;
+    int64_t now = kiq_clock_mono_ms();
+    if (now >= rm->next_shrink_ms) rm->next_shrink_ms = now + rm->isr_interval_ms;
+    isr_round(rm, ex, nex);
+    for (int i = 0; i < nex; i++) kiq_topic_unref(ex[i].topic);
+    free(ex);
+    int64_t left = rm->next_shrink_ms - kiq_clock_mono_ms();
+    return left > 0 ? left : 0;
 }
 
 void kiq_replica_manager_queue_isr_expand(kiq_replica_manager_t *rm, kiq_topic_t *topic, int32_t partition,
@@ -755,7 +740,7 @@ void kiq_replica_manager_queue_isr_expand(kiq_replica_manager_t *rm, kiq_topic_t
     if (!queued && rm->running && grow((void **)&rm->expands, &rm->expands_cap, rm->nexpands, sizeof *rm->expands)) {
         atomic_fetch_add(&topic->refs, 1);
         rm->expands[rm->nexpands++] = (isr_expand_t){topic, partition, replica};
-        pthread_cond_signal(&rm->wake);
+        kiq_worker_poke(rm->isr);
     }
     pthread_mutex_unlock(&rm->mu);
 }
@@ -799,12 +784,9 @@ kiq_replica_manager_t *kiq_replica_manager_new(const kiq_replica_context_t *b)
     rm->lag_ms = kiq_config_int(b->config, KIQ_CFG_REPLICA_LAG_TIME_MAX_MS);
     rm->fetch_wait_ms = (int)kiq_config_int(b->config, KIQ_CFG_REPLICA_FETCH_WAIT_MAX_MS);
     rm->fetch_max_bytes = (int)kiq_config_int(b->config, KIQ_CFG_REPLICA_FETCH_MAX_BYTES);
+    rm->isr_interval_ms = rm->lag_ms / 2 < ISR_CHECK_MAX_MS ? rm->lag_ms / 2 : ISR_CHECK_MAX_MS;
+    if (rm->isr_interval_ms < 1) rm->isr_interval_ms = 1;
     pthread_mutex_init(&rm->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&rm->wake, &ca);
-    pthread_condattr_destroy(&ca);
     /* what the disk holds is no one's until the controller says: not led,
      * not followed (a stale client must not write here meanwhile) */
     int count = 0;
@@ -817,17 +799,16 @@ kiq_replica_manager_t *kiq_replica_manager_new(const kiq_replica_context_t *b)
 
 int kiq_replica_manager_start(kiq_replica_manager_t *rm)
 {
+    char name[24];
+    snprintf(name, sizeof name, "isr-%d", rm->b.node_id);
+    rm->next_shrink_ms = kiq_clock_mono_ms() + rm->isr_interval_ms;
+    kiq_worker_config_t wc = {name, isr_round_due, rm, rm->isr_interval_ms};
     pthread_mutex_lock(&rm->mu);
     rm->running = true;
+    rm->isr = kiq_worker_start(&wc);
+    if (!rm->isr) rm->running = false;
     pthread_mutex_unlock(&rm->mu);
-    if (pthread_create(&rm->thread, NULL, isr_main, rm) != 0) {
-        pthread_mutex_lock(&rm->mu);
-        rm->running = false;
-        pthread_mutex_unlock(&rm->mu);
-        return kiq_error_errno("cannot start the ISR thread");
-    }
-    rm->thread_started = true;
-    return 0;
+    return rm->isr ? 0 : -1;
 }
 
 void kiq_replica_manager_stop(kiq_replica_manager_t *rm)
@@ -837,10 +818,15 @@ void kiq_replica_manager_stop(kiq_replica_manager_t *rm)
     rm->running = false;
     rm->stopped = true;
     if (rm->conn) kiq_client_shutdown(rm->conn);
-    pthread_cond_broadcast(&rm->wake);
+    kiq_worker_t *isr = rm->isr;
+    rm->isr = NULL;
     pthread_mutex_unlock(&rm->mu);
-    if (rm->thread_started) pthread_join(rm->thread, NULL);
-    rm->thread_started = false;
+    kiq_worker_stop(isr);
+    pthread_mutex_lock(&rm->mu);
+    kiq_client_conn_t *conn = rm->conn;
+    rm->conn = NULL;
+    pthread_mutex_unlock(&rm->mu);
+    kiq_client_close(conn);
     pthread_mutex_lock(&rm->mu);
     for (int i = 0; i < rm->nslots; i++) kiq_replica_fetcher_free(rm->slots[i].f);
     rm->nslots = 0;
@@ -855,7 +841,6 @@ void kiq_replica_manager_free(kiq_replica_manager_t *rm)
     for (int i = 0; i < rm->nexpands; i++) kiq_topic_unref(rm->expands[i].topic);
     free(rm->expands);
     free(rm->paused);
-    pthread_cond_destroy(&rm->wake);
     pthread_mutex_destroy(&rm->mu);
     free(rm);
 }

@@ -217,6 +217,8 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     b->log_cfg.segment_index_bytes =
         (int32_t)kiq_config_int(config, KIQ_CFG_LOG_INDEX_SIZE_MAX_BYTES);
     if (kiq_log_config_check(&b->log_cfg) != 0) goto fail;
+    kiq_observer_t counter = kiq_event_counts_observer(&b->event_counts);
+    if (kiq_observers_add(&b->observers, &counter) != 0) goto fail;
     b->metadata = kiq_metadata_cache_new();
     if (!b->metadata) {
         kiq_error_set("out of memory");
@@ -256,15 +258,28 @@ static void offsets_partition_led(void *ctx, int32_t partition, bool led)
     if (b->groups) kiq_group_coordinator_partition_led(b->groups, partition, led);
 }
 
+/* An I/O thread's (or the control plane's, thread -1) request. */
+static void handle(kiq_broker_t *b, kiq_request_t *r, int thread)
+{
+    if (kiq_observers_want(&b->observers, KIQ_POINT_DEQUEUED)) {
+        kiq_event_t e = kiq_event(KIQ_POINT_DEQUEUED, b->node_id);
+        e.request = r;
+        e.thread = thread;
+        kiq_observers_emit(&b->observers, &e);
+    }
+    b->surface->handle(b, r);
+}
+
 static void *io_thread_main(void *arg)
 {
     kiq_broker_t *b = arg;
     static atomic_int next_id;
+    int id = atomic_fetch_add(&next_id, 1);
     char name[24];
-    snprintf(name, sizeof name, "io-%d", atomic_fetch_add(&next_id, 1));
+    snprintf(name, sizeof name, "io-%d", id);
     kiq_say_thread_name(name);
     kiq_request_t *r;
-    while ((r = kiq_request_queue_pop(b->queue))) b->surface->handle(b, r);
+    while ((r = kiq_request_queue_pop(b->queue))) handle(b, r, id);
     return NULL;
 }
 
@@ -277,7 +292,7 @@ static void *control_io_main(void *arg)
     snprintf(name, sizeof name, "control-%d", b->node_id);
     kiq_say_thread_name(name);
     kiq_request_t *r;
-    while ((r = kiq_request_queue_pop(b->control_queue))) b->surface->handle(b, r);
+    while ((r = kiq_request_queue_pop(b->control_queue))) handle(b, r, -1);
     return NULL;
 }
 
@@ -287,6 +302,7 @@ static int start_control_plane(kiq_broker_t *b)
 {
     b->control_queue = kiq_request_queue_new((size_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS));
     if (!b->control_queue) return kiq_error_set("out of memory");
+    kiq_request_queue_set_observers(b->control_queue, &b->observers, b->node_id);
     kiq_processor_config_t pc = {
         .id = b->nprocessors,
         .listener = KIQ_LISTENER_CONTROL,
@@ -295,6 +311,8 @@ static int start_control_plane(kiq_broker_t *b)
         .admit = admit,
         .done = request_done,
         .admit_ctx = b,
+        .observers = &b->observers,
+        .broker = b->node_id,
     };
     b->control_processor = kiq_processor_new(&pc);
     if (!b->control_processor) return -1;
@@ -345,7 +363,8 @@ int kiq_broker_start(kiq_broker_t *b)
     b->topics = kiq_topics_open_dirs_ex(specs, b->nlog_dirs, &b->log_cfg, b->cluster);
     free(specs);
     if (!b->topics) return -1;
-    b->replica_start = (kiq_partition_replica_start_t){b->node_id, b->cluster};
+    kiq_topics_set_observers(b->topics, &b->observers, b->node_id);
+    b->replica_start = (kiq_partition_replica_start_t){b->node_id, b->cluster, &b->observers};
     kiq_partition_state_ops_t states = kiq_partition_replica_states(&b->replica_start);
     if (kiq_topics_set_partition_states(b->topics, &states) != 0) return -1;
     if (!read_incarnation(b) && kiq_uuid_random(&b->incarnation) != 0) return kiq_error_set("no randomness");
@@ -366,6 +385,7 @@ int kiq_broker_start(kiq_broker_t *b)
     b->purgatory = kiq_purgatory_new();
     b->queue = kiq_request_queue_new((size_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS));
     if (!b->purgatory || !b->queue) return kiq_error_set("out of memory");
+    kiq_request_queue_set_observers(b->queue, &b->observers, b->node_id);
     kiq_topics_set_append_listener(b->topics, kiq_purgatory_poke, b->purgatory);
 
     b->nprocessors = (int)kiq_config_int(b->config, KIQ_CFG_NUM_NETWORK_THREADS);
@@ -379,6 +399,8 @@ int kiq_broker_start(kiq_broker_t *b)
             .admit = admit,
             .done = request_done,
             .admit_ctx = b,
+            .observers = &b->observers,
+            .broker = b->node_id,
         };
         b->processors[i] = kiq_processor_new(&pc);
         if (!b->processors[i]) return -1;
@@ -446,6 +468,11 @@ int kiq_broker_start(kiq_broker_t *b)
 }
 
 int kiq_broker_port(const kiq_broker_t *b) { return b->bound_port; }
+
+int kiq_broker_add_observer(kiq_broker_t *b, const kiq_observer_t *observer)
+{
+    return kiq_observers_add(&b->observers, observer);
+}
 
 void kiq_broker_set_interceptors(kiq_broker_t *b, const kiq_interceptor_ops_t *ops, void *ctx,
                                  const atomic_int *active)

@@ -21,6 +21,7 @@
 #include "replica/partition_replica.h"
 #include "server/producer_ids.h"
 #include "server/purgatory.h"
+#include "server/event_counts.h"
 #include "server/interceptors.h"
 #include "server/request_stats.h"
 
@@ -115,6 +116,10 @@ struct kiq_broker {
     kiq_group_coordinator_t *groups;
     kiq_request_stats_t stats;
     kiq_interceptors_t interceptors; /* set before the first start, kept across restarts; freed with the broker */
+    /* Who hears the observer points (core/observer.h): registered before
+     * the first start, fixed after. event_counts is always one of them. */
+    kiq_observers_t observers;
+    kiq_event_counts_t event_counts;
     kiq_producer_ids_t *producer_ids; /* InitProducerId: from new to free; own lock */
     bool running;
 };
@@ -131,6 +136,10 @@ int kiq_broker_inject_disk_fault(kiq_broker_t *b, const char *dir, int err, int6
 /* Clears the fault of dir (NULL: of every directory); 0 or -1 for an
  * unknown dir. */
 int kiq_broker_clear_disk_fault(kiq_broker_t *b, const char *dir);
+
+/* Adds an observer of the broker's points: before its first start. 0, or
+ * -1 when it has KIQ_MAX_OBSERVERS already. */
+int kiq_broker_add_observer(kiq_broker_t *b, const kiq_observer_t *observer);
 
 /* Installs the broker's interceptors (see server/interceptors.h): before
  * its first start, once. The broker frees them with itself. */

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
+#include "core/cond.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "core/uuid.h"
@@ -78,18 +80,11 @@ static bool stopping(kiq_broker_lifecycle_t *lc)
 /* Sleeps ms unless stopped; a pause change also wakes it. */
 static void nap(kiq_broker_lifecycle_t *lc, int ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
-    }
+    int64_t until = kiq_clock_mono_ns() + (int64_t)ms * 1000000;
     pthread_mutex_lock(&lc->mu);
     bool was_paused = lc->paused;
     while (!lc->stop && lc->paused == was_paused)
-        if (pthread_cond_timedwait(&lc->cond, &lc->mu, &until) == ETIMEDOUT) break;
+        if (!kiq_cond_wait_until(&lc->cond, &lc->mu, until)) break;
     pthread_mutex_unlock(&lc->mu);
 }
 
@@ -245,12 +240,8 @@ kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(kiq_broker_t *b)
     lc->request_timeout_ms = (int32_t)kiq_config_int(b->config, KIQ_CFG_BROKER_SESSION_TIMEOUT_MS);
     snprintf(lc->client_id, sizeof lc->client_id, "kafkaiq-broker-%d", b->node_id);
     lc->incarnation = b->incarnation;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&lc->mu, NULL);
-    pthread_cond_init(&lc->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    kiq_cond_init_monotonic(&lc->cond);
     if (pthread_create(&lc->thread, NULL, lifecycle_main, lc) != 0) {
         kiq_error_errno("cannot start the broker lifecycle thread");
         pthread_mutex_destroy(&lc->mu);
@@ -324,19 +315,12 @@ bool kiq_broker_lifecycle_fenced(kiq_broker_lifecycle_t *lc)
 
 bool kiq_broker_lifecycle_wait_registered(kiq_broker_lifecycle_t *lc, int timeout_ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
-    }
+    int64_t until = kiq_clock_mono_ns() + (int64_t)timeout_ms * 1000000;
     pthread_mutex_lock(&lc->mu);
     while (lc->epoch < 0 && !lc->stop) {
         if (timeout_ms < 0)
             pthread_cond_wait(&lc->cond, &lc->mu);
-        else if (pthread_cond_timedwait(&lc->cond, &lc->mu, &until) == ETIMEDOUT)
+        else if (!kiq_cond_wait_until(&lc->cond, &lc->mu, until))
             break;
     }
     bool ok = lc->epoch >= 0;

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/cond.h"
 #include "core/error.h"
 #include "core/say.h"
 
@@ -22,11 +23,7 @@ kiq_purgatory_t *kiq_purgatory_new(void)
     kiq_purgatory_t *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     pthread_mutex_init(&p->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    kiq_cond_init_monotonic(&p->cond);
     return p;
 }
 
@@ -61,12 +58,10 @@ static void *purgatory_main(void *arg)
         for (kiq_delayed_op_t *op = p->ops; op; op = op->next)
             if (op->deadline_ns < next) next = op->deadline_ns;
         if (!p->poked && !p->stopping && kiq_clock_mono_ns() < next) {
-            if (next == INT64_MAX) {
+            if (next == INT64_MAX)
                 pthread_cond_wait(&p->cond, &p->lock);
-            } else {
-                struct timespec ts = {next / 1000000000, next % 1000000000};
-                pthread_cond_timedwait(&p->cond, &p->lock, &ts);
-            }
+            else
+                kiq_cond_wait_until(&p->cond, &p->lock, next);
             continue;
         }
         bool stopping = p->stopping;

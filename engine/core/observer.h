@@ -1,0 +1,92 @@
+/* Observer points (DESIGN §9): the pipeline announces what happens to a
+ * request and its records at named points, each with what it knows there,
+ * to whatever observers a broker has (event counters, the journey
+ * recorder, metrics). Language-neutral: an observer is a function and a
+ * context; engine/lua and the rest implement it.
+ *
+ * A broker's observers are registered before it starts and fixed after, so
+ * emitting reads them without a lock; a point nobody listens to costs one
+ * branch (kiq_observers_want). Observers run on the emitting thread (a
+ * processor, an I/O thread, the purgatory, a replica fetcher, the flusher),
+ * must be quick and must not block, and copy what they keep: the event and
+ * everything it points to live only for the call. */
+#ifndef KIQ_CORE_OBSERVER_H
+#define KIQ_CORE_OBSERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum kiq_point {
+    KIQ_POINT_RECEIVED,        /* a whole request frame read: thread = processor, bytes = frame size */
+    KIQ_POINT_ENQUEUED,        /* on the request queue: before = depth, after = bound (0 control plane) */
+    KIQ_POINT_DEQUEUED,        /* taken by I/O thread `thread` */
+    KIQ_POINT_HANDLED,         /* its handler returned, or parked it to answer later */
+    KIQ_POINT_VALIDATED,       /* one partition's produced batches checked: bytes, records = batches */
+    KIQ_POINT_APPENDED,        /* written to the leader's log: first/last offset, before/after = LEO,
+                                * file = segment, position = where in it, bytes */
+    KIQ_POINT_FLUSHED,         /* fsynced up to after (the recovery point), before = where it was */
+    KIQ_POINT_FOLLOWER_FETCHED, /* a follower's fetch returned records: peer = its id,
+                                * first_offset = the fetch offset, bytes, flags */
+    KIQ_POINT_FOLLOWER_LEO,    /* what the leader knows of follower `peer`'s LEO moved before -> after */
+    KIQ_POINT_HW_ADVANCED,     /* the high watermark moved before -> after, records = ISR size */
+    KIQ_POINT_RESPONSE_QUEUED, /* its response is on the processor's queue: bytes */
+    KIQ_POINT_SENT,            /* its response's last byte written */
+    KIQ_POINT_RECORDS_FETCHED, /* a consumer fetch returned records: first_offset = the fetch offset,
+                                * last_offset = the high watermark, bytes, flags = KIQ_EVENT_SENDFILE */
+    KIQ__POINTS
+};
+
+/* Point names: "received", "enqueued", ... */
+extern const char *const kiq_point_names[KIQ__POINTS];
+
+#define KIQ_EVENT_SENDFILE 1 /* the records go out with sendfile(), not copied */
+
+/* What one point knows; fields it does not know are -1 (numbers) or NULL. */
+typedef struct kiq_event {
+    enum kiq_point point;
+    int64_t t_ns;        /* monotonic */
+    int32_t broker;      /* where it happened */
+    const void *request; /* the request it is part of (net/request.h), or NULL */
+    const char *topic;   /* NUL-terminated, or NULL */
+    int32_t partition;
+    int64_t first_offset, last_offset;
+    int64_t before, after;
+    int32_t peer;   /* a follower's broker id */
+    int32_t thread; /* which processor or I/O thread */
+    const char *file;
+    int64_t position, bytes, records;
+    int16_t error;
+    int flags;
+} kiq_event_t;
+
+/* An event at point with nothing known yet but the time and broker. */
+kiq_event_t kiq_event(enum kiq_point point, int32_t broker);
+
+typedef struct kiq_observer {
+    void (*on_event)(void *ctx, const kiq_event_t *e);
+    void *ctx;
+    uint32_t points; /* a bit per kiq_point it wants */
+} kiq_observer_t;
+
+#define KIQ_MAX_OBSERVERS 8
+
+/* A broker's observers. Written only before the threads that emit start. */
+typedef struct kiq_observers {
+    uint32_t wanted; /* the union of the observers' points */
+    int n;
+    kiq_observer_t list[KIQ_MAX_OBSERVERS];
+} kiq_observers_t;
+
+/* Adds one (before the emitters start); -1 when full. */
+int kiq_observers_add(kiq_observers_t *o, const kiq_observer_t *observer);
+
+/* Whether anyone listens at point; NULL observers listen to nothing. */
+static inline bool kiq_observers_want(const kiq_observers_t *o, enum kiq_point point)
+{
+    return o && (o->wanted >> point & 1u);
+}
+
+/* Gives e to every observer that wants its point. */
+void kiq_observers_emit(const kiq_observers_t *o, const kiq_event_t *e);
+
+#endif

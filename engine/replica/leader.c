@@ -1,0 +1,59 @@
+#include "replica/leader.h"
+
+#include "core/observer.h"
+#include "log/log_names.h"
+#include "proto/errors.h"
+#include "replica/partition_replica.h"
+
+int16_t kiq_replica_led_partition(kiq_topic_t *topic, int32_t index, int32_t current_leader_epoch, kiq_partition_t **part,
+                                  kiq_partition_log_t **log)
+{
+    if (!topic || index < 0 || index >= topic->npartitions) return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    *part = topic->partitions[index];
+    *log = (*part)->log;
+    if (!*log) return KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
+    if (kiq_partition_log_offline(*log)) return KIQ_ERR_KAFKA_STORAGE_ERROR;
+    return kiq_partition_replica_check_leader((*part)->replica, current_leader_epoch);
+}
+
+static void announce(const kiq_partition_replica_t *rep, kiq_partition_log_t *log, const void *request,
+                     const kiq_log_append_result_t *res, size_t len)
+{
+    if (kiq_observers_want(rep->observers, KIQ_POINT_APPENDED)) {
+        char file[4096];
+        kiq_event_t e = kiq_event(KIQ_POINT_APPENDED, rep->self);
+        e.request = request;
+        e.topic = rep->topic;
+        e.partition = rep->partition;
+        e.first_offset = res->base_offset;
+        e.last_offset = res->last_offset;
+        e.before = res->base_offset;
+        e.after = res->last_offset + 1;
+        if (kiq_log_segment_path(file, sizeof file, kiq_partition_log_dir(log), res->segment_base, KIQ_LOG_SUFFIX) == 0)
+            e.file = file;
+        e.position = res->position;
+        e.bytes = (int64_t)len;
+        kiq_observers_emit(rep->observers, &e);
+    }
+    if (res->flushed && kiq_observers_want(rep->observers, KIQ_POINT_FLUSHED)) {
+        kiq_event_t e = kiq_event(KIQ_POINT_FLUSHED, rep->self);
+        e.request = request;
+        e.topic = rep->topic;
+        e.partition = rep->partition;
+        e.after = kiq_partition_log_recovery_point(log);
+        kiq_observers_emit(rep->observers, &e);
+    }
+}
+
+int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log, uint8_t *batches, size_t len,
+                                 const void *request, kiq_log_append_result_t *res, bool *hw_moved)
+{
+    kiq_partition_replica_t *rep = part->replica;
+    if (hw_moved) *hw_moved = false;
+    int rc = kiq_partition_log_append_checked(log, batches, len, kiq_partition_replica_leader_epoch(rep), res);
+    if (rc != 0) return rc;
+    if (!res->duplicate) announce(rep, log, request, res, len);
+    bool moved = kiq_partition_replica_advance_hw(rep, log);
+    if (hw_moved) *hw_moved = moved;
+    return 0;
+}
