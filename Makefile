@@ -17,7 +17,10 @@ GEN_C      := $(BUILD)/gen/proto/messages.c
 GEN_H      := $(BUILD)/gen/proto/messages.h
 GEN_SAMPLE := $(BUILD)/gen/proto/messages_sample.c
 GEN_LUA    := $(BUILD)/gen/proto/messages_lua.c $(BUILD)/gen/proto/messages_lua.h
-ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/messages.o $(BUILD)/obj/gen/messages_lua.o
+GEN_SURFACE := $(BUILD)/gen/api/surface.c
+GEN_EMBED  := $(BUILD)/gen/lua/hook_answers.c
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/messages.o $(BUILD)/obj/gen/messages_lua.o \
+              $(BUILD)/obj/gen/api/surface.o $(BUILD)/obj/gen/lua/hook_answers.o
 CMD_OBJ    := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -31,6 +34,22 @@ deps:
 $(GEN_H) $(GEN_C) $(GEN_SAMPLE) $(GEN_LUA) &: scripts/gen_codec.lua $(SCHEMA)
 	@mkdir -p $(dir $(GEN_C))
 	$(LUAJIT) scripts/gen_codec.lua $(BUILD)/gen/proto $(SCHEMA)
+
+$(GEN_SURFACE): scripts/gen_surface.lua engine/api/surface.lua $(SCHEMA)
+	@mkdir -p $(dir $@)
+	$(LUAJIT) scripts/gen_surface.lua $@ engine/api/surface.lua $(SCHEMA)
+
+$(BUILD)/obj/gen/api/surface.o: $(GEN_SURFACE) $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -c -o $@ $<
+
+$(GEN_EMBED): scripts/embed.lua engine/lua/hook_answers.lua
+	@mkdir -p $(dir $@)
+	$(LUAJIT) scripts/embed.lua engine/lua/hook_answers.lua $@ kiq_hook_answers_lua
+
+$(BUILD)/obj/gen/lua/hook_answers.o: $(GEN_EMBED)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -c -o $@ $<
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/proto/%.c $(GEN_H)
 	@mkdir -p $(dir $@)

@@ -39,6 +39,9 @@ typedef struct kiq_api_row {
  * refuses it like Kafka: by closing the connection). The control plane
  * serves the controller's APIs; the data plane the clients'. */
 const kiq_api_row_t *kiq_api_row(int16_t api_key, int listener);
+/* Every row (build/gen/api/surface.c, from engine/api/surface.lua). */
+extern const kiq_api_row_t kiq_api_rows[];
+extern const size_t kiq_api_nrows;
 /* The row's served and advertised lowest versions, and whether it serves
  * version (its schema c's highest is the highest). */
 int16_t kiq_api_row_min(const kiq_api_row_t *row, const kiq_api_codec_t *c);
@@ -52,54 +55,13 @@ void kiq_api_handled(kiq_broker_t *b, kiq_request_t *r);
  * interceptors have their say, run the handler, answer. */
 void kiq_api_handle(kiq_broker_t *b, kiq_request_t *r);
 
-int kiq_api_versions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_list_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_delete_records_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_init_producer_id_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_delete_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_create_partitions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_offset_for_leader_epoch_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_describe_log_dirs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_elect_leaders_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_describe_cluster_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_describe_producers_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_describe_topic_partitions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 /* KIP-714 client telemetry: there is never a subscription. */
-int kiq_api_get_telemetry_subscriptions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_push_telemetry_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req,
-                                    void *resp);
-int kiq_api_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_incremental_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req,
-                                             void *resp);
 
 /* Consumer groups and committed offsets (group/group_coordinator.h). */
-int kiq_api_find_coordinator_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_join_group_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_sync_group_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_heartbeat_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_leave_group_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_offset_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_offset_delete_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_list_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_describe_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_delete_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_consumer_group_describe_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 
 /* The controller's APIs, served on the control plane of the broker that
  * hosts it (others answer NOT_CONTROLLER). */
-int kiq_api_broker_registration_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_broker_heartbeat_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_alter_partition_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 /* The controller's pushes to every broker's control plane. */
-int kiq_api_update_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_leader_and_isr_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
-int kiq_api_stop_replica_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);
 
 /* AlterConfigs / IncrementalAlterConfigs (api_key, req the request):
  * each order decided, by the controller in cluster mode (forwarded), else

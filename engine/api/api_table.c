@@ -1,76 +1,14 @@
-/* The API surface, one row per API: what each listener serves, at which
- * versions, with which handler. ApiVersions walks it, admission checks
- * against it, dispatch calls from it. Versions come from the API's schema
- * (engine/proto/schema) unless a row narrows them:
- *
- * - min: the lowest version served and advertised, where Kafka 4.0 dropped
- *   older ones (KIP-896) that no client's feature detection needs (those
- *   stay: librdkafka before 2.11 turns its group consumer on only with
- *   JoinGroup/SyncGroup/Heartbeat/LeaveGroup/FindCoordinator v0 in range,
- *   idempotence only with InitProducerId v0, timestamps with ListOffsets v1,
- *   commits with OffsetCommit 1-2 and OffsetFetch 1);
- * - advertised_min: lower still in ApiVersions only. librdkafka before
- *   2.11.1 compresses a batch only if the broker's Produce range starts at
- *   0, so Produce is advertised from 0 as Kafka 4.0 does (KAFKA-18659) and
- *   v0-2 requests are refused like any unsupported version.
- *
+/* The API surface's lookups: the rows themselves (what each listener
+ * serves, at which versions, with which handler) are generated from
+ * engine/api/surface.lua and the schemas into build/gen/api/surface.c.
  * Immutable; read by any thread. */
 #include "api/api.h"
 #include "core/say.h"
 
-enum { DATA = 1 << KIQ_LISTENER_DATA, CONTROL = 1 << KIQ_LISTENER_CONTROL, BOTH = DATA | CONTROL };
-
-/* min / advertised_min: -1 for the schema's. */
-static const kiq_api_row_t rows[] = {
-    {KIQ_API_PRODUCE, -1, 0, DATA, kiq_api_produce_handle},
-    {KIQ_API_FETCH, -1, -1, DATA, kiq_api_fetch_handle},
-    {KIQ_API_LIST_OFFSETS, -1, -1, DATA, kiq_api_list_offsets_handle},
-    {KIQ_API_METADATA, -1, -1, BOTH, kiq_api_metadata_handle},
-    {KIQ_API_OFFSET_COMMIT, 2, -1, DATA, kiq_api_offset_commit_handle},
-    {KIQ_API_OFFSET_FETCH, 1, -1, DATA, kiq_api_offset_fetch_handle},
-    {KIQ_API_FIND_COORDINATOR, -1, -1, DATA, kiq_api_find_coordinator_handle},
-    {KIQ_API_JOIN_GROUP, -1, -1, DATA, kiq_api_join_group_handle},
-    {KIQ_API_HEARTBEAT, -1, -1, DATA, kiq_api_heartbeat_handle},
-    {KIQ_API_LEAVE_GROUP, -1, -1, DATA, kiq_api_leave_group_handle},
-    {KIQ_API_SYNC_GROUP, -1, -1, DATA, kiq_api_sync_group_handle},
-    {KIQ_API_DESCRIBE_GROUPS, -1, -1, DATA, kiq_api_describe_groups_handle},
-    {KIQ_API_LIST_GROUPS, -1, -1, DATA, kiq_api_list_groups_handle},
-    {KIQ_API_API_VERSIONS, -1, -1, BOTH, kiq_api_versions_handle},
-    /* forwarded by the other brokers to the one hosting the controller */
-    {KIQ_API_CREATE_TOPICS, 2, -1, BOTH, kiq_api_create_topics_handle},
-    {KIQ_API_DELETE_TOPICS, 1, -1, BOTH, kiq_api_delete_topics_handle},
-    {KIQ_API_DELETE_RECORDS, -1, -1, DATA, kiq_api_delete_records_handle},
-    {KIQ_API_INIT_PRODUCER_ID, -1, -1, DATA, kiq_api_init_producer_id_handle},
-    {KIQ_API_OFFSET_FOR_LEADER_EPOCH, 2, -1, DATA, kiq_api_offset_for_leader_epoch_handle},
-    /* the replicas ask the controller for a new topic's configs */
-    {KIQ_API_DESCRIBE_CONFIGS, 1, -1, BOTH, kiq_api_describe_configs_handle},
-    {KIQ_API_ALTER_CONFIGS, -1, -1, BOTH, kiq_api_alter_configs_handle},
-    {KIQ_API_DESCRIBE_LOG_DIRS, 1, -1, DATA, kiq_api_describe_log_dirs_handle},
-    {KIQ_API_CREATE_PARTITIONS, -1, -1, BOTH, kiq_api_create_partitions_handle},
-    {KIQ_API_DELETE_GROUPS, -1, -1, DATA, kiq_api_delete_groups_handle},
-    {KIQ_API_ELECT_LEADERS, -1, -1, BOTH, kiq_api_elect_leaders_handle},
-    {KIQ_API_INCREMENTAL_ALTER_CONFIGS, -1, -1, BOTH, kiq_api_incremental_alter_configs_handle},
-    {KIQ_API_OFFSET_DELETE, -1, -1, DATA, kiq_api_offset_delete_handle},
-    {KIQ_API_DESCRIBE_CLUSTER, -1, -1, DATA, kiq_api_describe_cluster_handle},
-    {KIQ_API_DESCRIBE_PRODUCERS, -1, -1, DATA, kiq_api_describe_producers_handle},
-    {KIQ_API_CONSUMER_GROUP_DESCRIBE, -1, -1, DATA, kiq_api_consumer_group_describe_handle},
-    {KIQ_API_GET_TELEMETRY_SUBSCRIPTIONS, -1, -1, DATA, kiq_api_get_telemetry_subscriptions_handle},
-    {KIQ_API_PUSH_TELEMETRY, -1, -1, DATA, kiq_api_push_telemetry_handle},
-    {KIQ_API_DESCRIBE_TOPIC_PARTITIONS, -1, -1, DATA, kiq_api_describe_topic_partitions_handle},
-    /* the controller's, on the control plane of the broker hosting it */
-    {KIQ_API_BROKER_REGISTRATION, -1, -1, CONTROL, kiq_api_broker_registration_handle},
-    {KIQ_API_BROKER_HEARTBEAT, -1, -1, CONTROL, kiq_api_broker_heartbeat_handle},
-    {KIQ_API_ALTER_PARTITION, -1, -1, CONTROL, kiq_api_alter_partition_handle},
-    /* the controller's pushes to every broker */
-    {KIQ_API_UPDATE_METADATA, -1, -1, CONTROL, kiq_api_update_metadata_handle},
-    {KIQ_API_LEADER_AND_ISR, -1, -1, CONTROL, kiq_api_leader_and_isr_handle},
-    {KIQ_API_STOP_REPLICA, -1, -1, CONTROL, kiq_api_stop_replica_handle},
-};
-
 const kiq_api_row_t *kiq_api_row(int16_t api_key, int listener)
 {
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        if (rows[i].key == api_key) return rows[i].planes & (1 << listener) ? &rows[i] : NULL;
+    for (size_t i = 0; i < kiq_api_nrows; i++)
+        if (kiq_api_rows[i].key == api_key) return kiq_api_rows[i].planes & (1 << listener) ? &kiq_api_rows[i] : NULL;
     return NULL;
 }
 
@@ -108,7 +46,6 @@ static int admit(kiq_request_t *r)
     r->codec = c;
     return 0;
 }
-
 
 static const kiq_broker_surface_t surface = {admit, kiq_api_handle};
 

@@ -1,7 +1,7 @@
 /* ApiVersions: the APIs this broker serves and their version ranges. */
 #include "api/api.h"
 
-int kiq_api_versions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp)
+int kiq_api_api_versions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp)
 {
     kiq_api_versions_response_t *out = resp;
     const kiq_api_codec_t *self = r->codec;

@@ -1,7 +1,6 @@
-/* Lua helpers every interceptor state loads (engine/lua/hook_answers.c):
- * which topics a decoded request names, and the error response that
- * mirrors a request. Plain Lua over the tables the generated converters
- * make, so one description per API serves every version. */
+/* Lua helpers every interceptor state loads: engine/lua/hook_answers.lua,
+ * embedded at build time (scripts/embed.lua): which topics a decoded
+ * request names, and the error response that mirrors a request. */
 #ifndef KIQ_LUA_HOOK_ANSWERS_H
 #define KIQ_LUA_HOOK_ANSWERS_H
 

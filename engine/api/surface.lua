@@ -1,0 +1,65 @@
+-- The API surface: one row per API the broker serves, read by
+-- scripts/gen_surface.lua, which writes build/gen/api/surface.c (the rows
+-- table with each API's handler, kiq_api_<snake name>_handle, and their
+-- prototypes). ApiVersions walks it, admission checks against it, dispatch
+-- calls from it. Versions come from the API's schema (engine/proto/schema)
+-- unless a row narrows them:
+--
+-- - min: the lowest version served and advertised, where Kafka 4.0 dropped
+--   older ones (KIP-896) that no client's feature detection needs (those
+--   stay: librdkafka before 2.11 turns its group consumer on only with
+--   JoinGroup/SyncGroup/Heartbeat/LeaveGroup/FindCoordinator v0 in range,
+--   idempotence only with InitProducerId v0, timestamps with ListOffsets v1,
+--   commits with OffsetCommit 1-2 and OffsetFetch 1);
+-- - advertised_min: lower still in ApiVersions only. librdkafka before
+--   2.11.1 compresses a batch only if the broker's Produce range starts at
+--   0, so Produce is advertised from 0 as Kafka 4.0 does (KAFKA-18659) and
+--   v0-2 requests are refused like any unsupported version.
+--
+-- planes: which listeners serve it, "data" (clients), "control" (the
+-- controller's listener) or "both".
+return {
+  { "Produce", planes = "data", advertised_min = 0 },
+  { "Fetch", planes = "data" },
+  { "ListOffsets", planes = "data" },
+  { "Metadata", planes = "both" },
+  { "OffsetCommit", planes = "data", min = 2 },
+  { "OffsetFetch", planes = "data", min = 1 },
+  { "FindCoordinator", planes = "data" },
+  { "JoinGroup", planes = "data" },
+  { "Heartbeat", planes = "data" },
+  { "LeaveGroup", planes = "data" },
+  { "SyncGroup", planes = "data" },
+  { "DescribeGroups", planes = "data" },
+  { "ListGroups", planes = "data" },
+  { "ApiVersions", planes = "both" },
+  -- forwarded by the other brokers to the one hosting the controller
+  { "CreateTopics", planes = "both", min = 2 },
+  { "DeleteTopics", planes = "both", min = 1 },
+  { "DeleteRecords", planes = "data" },
+  { "InitProducerId", planes = "data" },
+  { "OffsetForLeaderEpoch", planes = "data", min = 2 },
+  -- the replicas ask the controller for a new topic's configs
+  { "DescribeConfigs", planes = "both", min = 1 },
+  { "AlterConfigs", planes = "both" },
+  { "DescribeLogDirs", planes = "data", min = 1 },
+  { "CreatePartitions", planes = "both" },
+  { "DeleteGroups", planes = "data" },
+  { "ElectLeaders", planes = "both" },
+  { "IncrementalAlterConfigs", planes = "both" },
+  { "OffsetDelete", planes = "data" },
+  { "DescribeCluster", planes = "data" },
+  { "DescribeProducers", planes = "data" },
+  { "ConsumerGroupDescribe", planes = "data" },
+  { "GetTelemetrySubscriptions", planes = "data" },
+  { "PushTelemetry", planes = "data" },
+  { "DescribeTopicPartitions", planes = "data" },
+  -- the controller's, on the control plane of the broker hosting it
+  { "BrokerRegistration", planes = "control" },
+  { "BrokerHeartbeat", planes = "control" },
+  { "AlterPartition", planes = "control" },
+  -- the controller's pushes to every broker
+  { "UpdateMetadata", planes = "control" },
+  { "LeaderAndIsr", planes = "control" },
+  { "StopReplica", planes = "control" },
+}

@@ -1,0 +1,83 @@
+-- The surface generator (scripts/gen_surface.lua): the real surface makes
+-- one row per schema API; a row naming no schema, an API left out, a bad
+-- plane or version stops it with the reason.
+local function tmp()
+  local p = assert(io.popen("mktemp -d"))
+  local d = p:read("*l")
+  p:close()
+  return d
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+local function run(surface_text, schemas)
+  local d = tmp()
+  write(d .. "/surface.lua", surface_text)
+  local args = {}
+  for i, s in ipairs(schemas) do
+    local path = ("%s/s%d.lua"):format(d, i)
+    write(path, s)
+    args[#args + 1] = path
+  end
+  local p = assert(io.popen(("luajit scripts/gen_surface.lua %s/out.c %s/surface.lua %s 2>&1; echo \"rc=$?\""):format(d,
+    d, table.concat(args, " "))))
+  local out = p:read("*a")
+  p:close()
+  local f = io.open(d .. "/out.c")
+  local c = f and f:read("*a")
+  if f then f:close() end
+  os.execute("rm -rf '" .. d .. "'")
+  return out, c
+end
+
+local PRODUCE = 'return { key = 0, name = "Produce", versions = "3-11" }'
+local FETCH = 'return { key = 1, name = "Fetch", versions = "4-17" }'
+
+describe("the surface generator", function()
+  it("writes a row and a handler prototype per served API", function()
+    local out, c = run('return { { "Produce", planes = "data", advertised_min = 0 }, { "Fetch", planes = "both", min = 4 } }',
+      { PRODUCE, FETCH, 'return { name = "OffsetCommitKey", versions = "0-1", fields = {} }' })
+    assert.matches("rc=0", out, 1, true)
+    assert.matches("int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);", c, 1, true)
+    assert.matches("{KIQ_API_PRODUCE, -1, 0, DATA, kiq_api_produce_handle},", c, 1, true)
+    assert.matches("{KIQ_API_FETCH, 4, -1, BOTH, kiq_api_fetch_handle},", c, 1, true)
+    assert.matches("const size_t kiq_api_nrows = 2;", c, 1, true)
+  end)
+
+  it("refuses a row no schema declares", function()
+    local out = run('return { { "Produce", planes = "data" }, { "Fetcj", planes = "data" } }', { PRODUCE, FETCH })
+    assert.matches('row 2: no schema declares "Fetcj"', out, 1, true)
+    assert.matches("rc=1", out, 1, true)
+  end)
+
+  it("refuses a schema API that no row serves", function()
+    local out = run('return { { "Produce", planes = "data" } }', { PRODUCE, FETCH })
+    assert.matches("Fetch", out, 1, true)
+    assert.matches("is in no row", out, 1, true)
+    assert.matches("rc=1", out, 1, true)
+  end)
+
+  it("refuses bad planes, versions and fields", function()
+    assert.matches("planes must be data, control or both",
+      run('return { { "Produce", planes = "client" }, { "Fetch", planes = "data" } }', { PRODUCE, FETCH }), 1, true)
+    assert.matches("min must be a version",
+      run('return { { "Produce", planes = "data", min = -1 }, { "Fetch", planes = "data" } }', { PRODUCE, FETCH }), 1, true)
+    assert.matches('unknown field "max"',
+      run('return { { "Produce", planes = "data", max = 9 }, { "Fetch", planes = "data" } }', { PRODUCE, FETCH }), 1, true)
+  end)
+
+  it("serves every API the engine's schemas declare", function()
+    local p = assert(io.popen("ls engine/proto/schema/*.lua"))
+    local n = 0
+    for _ in p:lines() do n = n + 1 end
+    p:close()
+    local f = assert(io.open("build/gen/api/surface.c"))
+    local c = f:read("*a")
+    f:close()
+    assert.matches(("const size_t kiq_api_nrows = %d;"):format(n), c, 1, true)
+  end)
+end)
