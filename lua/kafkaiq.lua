@@ -124,6 +124,7 @@ function Broker:clear_disk_fault(spec) return self.handle:clear_disk_fault(spec)
 -- response_queue, send and total.
 function Broker:request_stats() return self.handle:request_stats() end
 function Broker:event_counts() return self.handle:event_counts() end
+function Broker:purgatory_stats() return self.handle:purgatory_stats() end
 
 -- Waits until the partition's high watermark reaches offset.
 function Broker:wait_for_offset(topic, partition, offset, timeout_ms)

@@ -114,6 +114,6 @@ int kiq_api_delete_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *
     }
     /* Fetches parked on a deleted topic answer UNKNOWN_TOPIC_OR_PARTITION
      * now instead of at the end of their max_wait. */
-    if (n > 0) kiq_purgatory_poke(b->purgatory);
+    if (n > 0) kiq_purgatory_notify_all(b->purgatory);
     return KIQ_HANDLER_RESPOND;
 }

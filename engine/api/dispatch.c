@@ -87,6 +87,8 @@ static void delay_request(kiq_broker_t *b, kiq_request_t *r, void *req, void *re
     delayed_request_t *d = kiq_arena_alloc(&r->arena, sizeof *d);
     d->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)act->delay_ms * 1000000;
     d->op.try_complete = delayed_try_complete;
+    d->op.keys = NULL;
+    d->op.nkeys = 0; /* only its deadline */
     d->b = b;
     d->r = r;
     d->req = req;

@@ -54,7 +54,6 @@ typedef struct fetch_result {
     int64_t bytes;       /* records in the answer */
     bool zero_copy;      /* answered from files: interceptors did not ask */
     bool diverging;      /* a follower must truncate: answer at once */
-    bool hw_moved;       /* a follower's fetch committed records */
     fetch_files_t *held; /* slices referenced by the answer */
 } fetch_result_t;
 
@@ -271,7 +270,9 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
                 bool moved, expand;
                 kiq_partition_replica_follower_fetched(part->replica, log, replica, p->fetch_offset,
                                                        kiq_clock_mono_ns() / 1000000, &moved, &expand);
-                res->hw_moved |= moved;
+                /* records a follower's fetch committed: acks=all produces
+                 * and consumers waiting on the partition may finish */
+                if (moved) kiq_topics_notify_append(b->topics, topic->name, p->partition);
                 if (expand && b->replicas)
                     kiq_replica_manager_queue_isr_expand(b->replicas, topic, p->partition, replica);
             }
@@ -322,17 +323,22 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
 /* True when any requested partition has data past the fetch offset (up to
  * the high watermark for consumers) or an error to report: cheap, without
  * reading the log. */
+/* Whether a parked fetch can be answered: some partition went wrong or
+ * out of range (the answer says so), or what it could return now adds up
+ * to min_bytes (Kafka's DelayedFetch): for a consumer below the high
+ * watermark, for a follower below the log end. */
 static bool fetch_ready(kiq_broker_t *b, const kiq_request_t *r, const kiq_fetch_request_t *req)
 {
+    int64_t want = req->min_bytes > 0 ? req->min_bytes : 1, have = 0;
     bool ready = false;
     int32_t replica = fetch_replica(r, req);
     for (int32_t i = 0; i < req->topics_n && !ready; i++) {
         const kiq_fetch_request_topics_t *t = &req->topics[i];
         int16_t missing;
         kiq_topic_t *topic = fetch_topic(b, r, t, &missing);
-        for (int32_t j = 0; j < t->partitions_n && !ready; j++) {
+        for (int32_t j = 0; j < t->partitions_n && !ready && topic; j++) {
             const kiq_fetch_request_topics_partitions_t *p = &t->partitions[j];
-            if (!topic || p->partition < 0 || p->partition >= topic->npartitions) {
+            if (p->partition < 0 || p->partition >= topic->npartitions) {
                 ready = true;
                 break;
             }
@@ -342,15 +348,39 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_request_t *r, const kiq_fetch
                 ready = true;
                 break;
             }
-            int64_t leo = kiq_partition_log_end_offset(log);
-            if (p->fetch_offset > leo || p->fetch_offset < kiq_partition_log_start_offset(log)) ready = true;
-            else if (replica >= 0) ready = leo > p->fetch_offset;
-            else ready = kiq_partition_log_high_watermark(log) > p->fetch_offset;
+            int64_t upto = replica >= 0 ? kiq_partition_log_end_offset(log) : kiq_partition_log_high_watermark(log);
+            kiq_log_slices_t sl;
+            int64_t n = kiq_partition_log_locate(log, p->fetch_offset, p->partition_max_bytes, upto, &sl);
+            if (n == KIQ_LOG_OUT_OF_RANGE || n < 0) {
+                ready = true;
+                break;
+            }
+            kiq_log_slices_release(&sl);
+            have += n;
+            ready = have >= want;
         }
         if (!topic) ready = true;
         kiq_topic_unref(topic);
     }
     return ready;
+}
+
+/* What a parked fetch waits for: a key per partition it names. */
+static void fetch_keys(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req, kiq_delayed_op_t *op)
+{
+    int n = 0;
+    for (int32_t i = 0; i < req->topics_n; i++) n += req->topics[i].partitions_n > 0 ? req->topics[i].partitions_n : 0;
+    uint64_t *keys = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *keys);
+    op->keys = keys;
+    op->nkeys = 0;
+    for (int32_t i = 0; i < req->topics_n; i++) {
+        int16_t missing;
+        kiq_topic_t *topic = fetch_topic(b, r, &req->topics[i], &missing);
+        if (!topic) continue;
+        for (int32_t j = 0; j < req->topics[i].partitions_n; j++)
+            keys[op->nkeys++] = kiq_purgatory_key(topic->name, strlen(topic->name), req->topics[i].partitions[j].partition);
+        kiq_topic_unref(topic);
+    }
 }
 
 /* Lets fetch interceptors turn partitions' answers into errors. A fetch
@@ -401,8 +431,6 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
     kiq_fetch_response_t *out = response;
     fetch_result_t res;
     fetch_read(b, r, req, out, &res, true);
-    /* records a follower's fetch committed: acks=all produces may finish */
-    if (res.hw_moved) kiq_topics_notify_append(b->topics);
     int64_t bytes = res.bytes;
     bool respond =
         req->max_wait_ms <= 0 || res.diverging || bytes >= (req->min_bytes > 0 ? req->min_bytes : 1);
@@ -417,6 +445,7 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
     fetch_op_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
     f->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)req->max_wait_ms * 1000000;
     f->op.try_complete = fetch_try_complete;
+    fetch_keys(b, r, req, &f->op);
     f->b = b;
     f->r = r;
     f->req = req;

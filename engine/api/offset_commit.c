@@ -16,6 +16,7 @@ typedef struct commit_wait {
     kiq_offset_commit_response_t *resp;
     int32_t partition;
     int64_t need; /* the high watermark that covers the commit */
+    uint64_t key; /* the partition's, what it waits on */
 } commit_wait_t;
 
 static bool replicated(kiq_broker_t *b, int32_t partition, int64_t need)
@@ -51,6 +52,9 @@ int kiq_api_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const void *
     commit_wait_t *w = kiq_arena_alloc(&r->arena, sizeof *w);
     w->op.deadline_ns = kiq_clock_mono_ns() + kiq_config_int(b->config, KIQ_CFG_OFFSETS_COMMIT_TIMEOUT_MS) * 1000000;
     w->op.try_complete = try_complete;
+    w->key = kiq_purgatory_key(KIQ_OFFSETS_TOPIC, strlen(KIQ_OFFSETS_TOPIC), partition);
+    w->op.keys = &w->key;
+    w->op.nkeys = 1;
     w->b = b;
     w->r = r;
     w->resp = resp;

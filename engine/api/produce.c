@@ -329,7 +329,7 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
     const kiq_produce_request_t *req = request;
     kiq_produce_response_t *out = response;
     bool acks_valid = req->acks == 0 || req->acks == 1 || req->acks == -1;
-    bool any_error = false, appended = false;
+    bool any_error = false;
     int total = 0, nwaits = 0;
     kiq_api_leader_nodes_t leaders = {0};
     for (int32_t i = 0; i < req->topic_data_n; i++)
@@ -367,7 +367,8 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
                 if (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER && r->header.api_version >= 10)
                     kiq_api_leader_hint(b, r, td->name, pr->index, &pr->current_leader.leader_id,
                                         &pr->current_leader.leader_epoch, &leaders);
-                appended |= pr->error_code == KIQ_ERR_NONE;
+                /* waiting followers and (alone in the ISR: committed) consumers */
+                if (pr->error_code == KIQ_ERR_NONE) kiq_topics_notify_append(b->topics, topic->name, pr->index);
                 if (waits && pr->error_code == KIQ_ERR_NONE && required >= 0) {
                     atomic_fetch_add(&topic->refs, 1);
                     waits[nwaits++] = (produce_wait_t){topic, td->partition_data[j].index, required, pr, false};
@@ -385,7 +386,6 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
         out->node_endpoints[i].host = KIQ_STR(leaders.nodes[i].host);
         out->node_endpoints[i].port = leaders.nodes[i].port;
     }
-    if (appended) kiq_topics_notify_append(b->topics);
     if (nwaits > 0) {
         if (produce_settle(b, waits, nwaits, false)) {
             produce_release(waits, nwaits);
@@ -394,6 +394,11 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
         produce_op_t *op = kiq_arena_alloc(&r->arena, sizeof *op);
         op->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)(req->timeout_ms > 0 ? req->timeout_ms : 0) * 1000000;
         op->op.try_complete = produce_try_complete;
+        uint64_t *keys = kiq_arena_calloc(&r->arena, (size_t)nwaits, sizeof *keys);
+        for (int i = 0; i < nwaits; i++)
+            keys[i] = kiq_purgatory_key(waits[i].topic->name, strlen(waits[i].topic->name), waits[i].partition);
+        op->op.keys = keys;
+        op->op.nkeys = nwaits;
         op->b = b;
         op->r = r;
         op->resp = out;

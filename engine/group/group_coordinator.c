@@ -163,7 +163,7 @@ static int append_records(kiq_group_coordinator_t *gc, const kiq_group_t *g, kiq
         if (rc == 0) rs->last_offset = res.last_offset;
         /* alone in the ISR the records are committed at once; else when
          * the followers have them */
-        if (moved) kiq_topics_notify_append(gc->b.topics);
+        if (moved) kiq_topics_notify_append(gc->b.topics, KIQ_OFFSETS_TOPIC, p->index);
     }
     kiq_topic_unref(t);
     return rc;

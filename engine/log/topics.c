@@ -71,7 +71,7 @@ struct kiq_topics {
     kiq_log_config_t log_cfg; /* the broker's log settings; log_cfg_mu */
     pthread_mutex_t log_cfg_mu;
     kiq_topic_config_store_t *store; /* its own thread safety; writes under each topic's config_mu */
-    void (*on_append)(void *ctx);
+    void (*on_append)(void *ctx, const char *topic, int32_t partition);
     void *on_append_ctx;
     pthread_mutex_t checkpoint_mu; /* one writer of a checkpoint file at a time */
     kiq_partition_state_ops_t states; /* set once after open, before the registry is shared */
@@ -1178,15 +1178,16 @@ const kiq_observers_t *kiq_topics_observers(const kiq_topics_t *t, int32_t *brok
     return t->observers;
 }
 
-void kiq_topics_set_append_listener(kiq_topics_t *t, void (*fn)(void *ctx), void *ctx)
+void kiq_topics_set_append_listener(kiq_topics_t *t, void (*fn)(void *ctx, const char *topic, int32_t partition),
+                                    void *ctx)
 {
     t->on_append = fn;
     t->on_append_ctx = ctx;
 }
 
-void kiq_topics_notify_append(kiq_topics_t *t)
+void kiq_topics_notify_append(kiq_topics_t *t, const char *topic, int32_t partition)
 {
-    if (t->on_append) t->on_append(t->on_append_ctx);
+    if (t->on_append) t->on_append(t->on_append_ctx, topic, partition);
 }
 
 int kiq_topic_configs_snapshot(kiq_topic_t *topic, kiq_topic_configs_t *out)

@@ -270,7 +270,10 @@ void kiq_topics_set_observers(kiq_topics_t *t, const kiq_observers_t *observers,
 const kiq_observers_t *kiq_topics_observers(const kiq_topics_t *t, int32_t *broker);
 
 /* Lets waiters know data arrived (set by the broker to its purgatory). */
-void kiq_topics_set_append_listener(kiq_topics_t *t, void (*fn)(void *ctx), void *ctx);
-void kiq_topics_notify_append(kiq_topics_t *t);
+void kiq_topics_set_append_listener(kiq_topics_t *t, void (*fn)(void *ctx, const char *topic, int32_t partition),
+                                    void *ctx);
+/* Any thread: partition `partition` of topic got data or moved its high
+ * watermark (topic NULL: something every partition's waiters care about). */
+void kiq_topics_notify_append(kiq_topics_t *t, const char *topic, int32_t partition);
 
 #endif

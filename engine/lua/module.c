@@ -265,7 +265,9 @@ static int l_broker_state(lua_State *L)
     lua_setfield(L, -2, "offline_log_dirs");
     if (!b->running) return 1;
     set_num(L, "queue_depth", (double)kiq_request_queue_depth(b->queue));
-    set_num(L, "parked", kiq_purgatory_size(b->purgatory));
+    kiq_purgatory_stats_t ps;
+    kiq_purgatory_stats(b->purgatory, &ps);
+    set_num(L, "parked", ps.waiting);
     lua_newtable(L);
     int count;
     kiq_topic_t **list = kiq_topics_list(b->topics, &count);
@@ -457,6 +459,23 @@ static int l_broker_event_counts(lua_State *L)
     lua_createtable(L, 0, KIQ__POINTS);
     for (int p = 0; p < KIQ__POINTS; p++)
         set_num(L, kiq_point_names[p], (double)kiq_event_counts_get(&b->event_counts, (enum kiq_point)p));
+    return 1;
+}
+
+/* b:purgatory_stats() -> { parked, notified, tried, expired, waiting }:
+ * what the purgatory (server/purgatory.h) did since the broker started. */
+static int l_broker_purgatory_stats(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    if (!b->purgatory) return fail(L, "broker not running");
+    kiq_purgatory_stats_t s;
+    kiq_purgatory_stats(b->purgatory, &s);
+    lua_createtable(L, 0, 5);
+    set_num(L, "parked", (double)s.parked);
+    set_num(L, "notified", (double)s.notified);
+    set_num(L, "tried", (double)s.tried);
+    set_num(L, "expired", (double)s.expired);
+    set_num(L, "waiting", s.waiting);
     return 1;
 }
 
@@ -1125,6 +1144,7 @@ int luaopen_kafkaiq_core(lua_State *L)
         {"elect_preferred_leaders", kiq_lua_broker_elect_preferred},
         {"inject_disk_fault", l_broker_inject_disk_fault}, {"clear_disk_fault", l_broker_clear_disk_fault},
         {"request_stats", l_broker_request_stats},                {"event_counts", l_broker_event_counts},
+        {"purgatory_stats", l_broker_purgatory_stats},
         {"intercept", l_broker_intercept},
         {"remove_intercept", l_broker_remove_intercept},          {"intercepts", l_broker_intercepts},
         {NULL, NULL},

@@ -451,7 +451,7 @@ int kiq_replica_manager_apply_leader_and_isr(kiq_replica_manager_t *rm, const ki
     pthread_mutex_unlock(&rm->mu);
     /* parked produces and fetches see the new roles (a former leader's
      * waiters answer NOT_LEADER_OR_FOLLOWER) and moved high watermarks */
-    kiq_topics_notify_append(rm->b.topics);
+    kiq_topics_notify_append(rm->b.topics, NULL, -1);
     return 0;
 }
 
@@ -542,7 +542,7 @@ int kiq_replica_manager_stop_replica(kiq_replica_manager_t *rm, const kiq_stop_r
     pthread_mutex_lock(&rm->mu);
     drop_idle_locked(rm);
     pthread_mutex_unlock(&rm->mu);
-    kiq_topics_notify_append(rm->b.topics);
+    kiq_topics_notify_append(rm->b.topics, NULL, -1);
     return 0;
 }
 
@@ -682,8 +682,8 @@ static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
         /* a smaller ISR may let the high watermark move */
         kiq_partition_log_t *log = part->log;
         if (log) kiq_partition_replica_advance_hw(part->replica, log);
+        kiq_topics_notify_append(b->topics, cs[i].topic->name, cs[i].partition);
     }
-    kiq_topics_notify_append(b->topics);
     kiq_arena_reset(&a);
 }
 

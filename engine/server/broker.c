@@ -244,6 +244,16 @@ static void request_done(void *ctx, const kiq_request_t *r)
     kiq_request_stats_record(&b->stats, r);
 }
 
+/* Any thread (the log manager's append listener): a partition's waiters,
+ * or everyone's, try again. */
+static void wake_waiters(void *purgatory, const char *topic, int32_t partition)
+{
+    if (topic)
+        kiq_purgatory_notify(purgatory, kiq_purgatory_key(topic, strlen(topic), partition));
+    else
+        kiq_purgatory_notify_all(purgatory);
+}
+
 /* The replica manager's, any thread: what the lifecycle registered. */
 static int64_t broker_epoch(void *ctx)
 {
@@ -386,7 +396,7 @@ int kiq_broker_start(kiq_broker_t *b)
     b->queue = kiq_request_queue_new((size_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS));
     if (!b->purgatory || !b->queue) return kiq_error_set("out of memory");
     kiq_request_queue_set_observers(b->queue, &b->observers, b->node_id);
-    kiq_topics_set_append_listener(b->topics, kiq_purgatory_poke, b->purgatory);
+    kiq_topics_set_append_listener(b->topics, wake_waiters, b->purgatory);
 
     b->nprocessors = (int)kiq_config_int(b->config, KIQ_CFG_NUM_NETWORK_THREADS);
     b->processors = calloc((size_t)b->nprocessors, sizeof *b->processors);

@@ -2,21 +2,256 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
+#include <string.h>
 
 #include "core/clock.h"
 #include "core/cond.h"
 #include "core/error.h"
 #include "core/say.h"
 
+#define NBUCKETS 1024
+
+/* One key an operation watches: a link in that key's bucket. */
+typedef struct kiq_watch {
+    kiq_delayed_op_t *op;
+    uint64_t key;
+    struct kiq_watch *next;
+} watch_t;
+
+/* A candidate taken out for a try; its watches kept apart, as a finished
+ * operation's memory is gone once its try returns. */
+typedef struct candidate {
+    kiq_delayed_op_t *op;
+    watch_t *watches;
+    int nkeys;
+    bool expired;
+} candidate_t;
+
 struct kiq_purgatory {
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t cond;
-    kiq_delayed_op_t *ops;
-    int count;
-    bool poked, stopping, started;
+    watch_t *buckets[NBUCKETS];
+    kiq_delayed_op_t **heap; /* by deadline */
+    size_t nheap, heap_cap;
+    uint64_t *pending; /* keys notified since the last round */
+    size_t npending, pending_cap;
+    bool pending_all;
+    kiq_delayed_op_t *fresh; /* parked since the last round */
+    uint64_t round;
+    /* the thread is trying a round's operations (out of the watch lists):
+     * every notified key is kept for the next round, watched or not */
+    bool trying;
+    bool stopping, started;
+    kiq_purgatory_stats_t stats;
     pthread_t thread;
 };
+
+uint64_t kiq_purgatory_key(const char *topic, size_t len, int32_t partition)
+{
+    uint64_t h = 14695981039346656037ULL; /* FNV-1a */
+    for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)topic[i]) * 1099511628211ULL;
+    return (h ^ (uint32_t)partition) * 1099511628211ULL;
+}
+
+static size_t bucket_of(uint64_t key) { return (size_t)(key ^ key >> 29) % NBUCKETS; }
+
+/* ---- the deadline heap (under lock) ---- */
+
+static void heap_set(kiq_purgatory_t *p, size_t i, kiq_delayed_op_t *op)
+{
+    p->heap[i] = op;
+    op->heap_index = i;
+}
+
+static void heap_up(kiq_purgatory_t *p, size_t i)
+{
+    kiq_delayed_op_t *op = p->heap[i];
+    while (i > 0 && p->heap[(i - 1) / 2]->deadline_ns > op->deadline_ns) {
+        heap_set(p, i, p->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_set(p, i, op);
+}
+
+static void heap_down(kiq_purgatory_t *p, size_t i)
+{
+    kiq_delayed_op_t *op = p->heap[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= p->nheap) break;
+        if (c + 1 < p->nheap && p->heap[c + 1]->deadline_ns < p->heap[c]->deadline_ns) c++;
+        if (p->heap[c]->deadline_ns >= op->deadline_ns) break;
+        heap_set(p, i, p->heap[c]);
+        i = c;
+    }
+    heap_set(p, i, op);
+}
+
+static int heap_push(kiq_purgatory_t *p, kiq_delayed_op_t *op)
+{
+    if (p->nheap == p->heap_cap) {
+        size_t cap = p->heap_cap ? 2 * p->heap_cap : 64;
+        kiq_delayed_op_t **h = realloc(p->heap, cap * sizeof *h);
+        if (!h) return -1;
+        p->heap = h;
+        p->heap_cap = cap;
+    }
+    heap_set(p, p->nheap++, op);
+    heap_up(p, op->heap_index);
+    return 0;
+}
+
+static void heap_remove(kiq_purgatory_t *p, kiq_delayed_op_t *op)
+{
+    size_t i = op->heap_index;
+    kiq_delayed_op_t *last = p->heap[--p->nheap];
+    if (i == p->nheap) return;
+    heap_set(p, i, last);
+    heap_up(p, i);
+    heap_down(p, last->heap_index);
+}
+
+/* ---- watching (under lock) ---- */
+
+static void link_op(kiq_purgatory_t *p, kiq_delayed_op_t *op, watch_t *watches)
+{
+    op->watches = watches;
+    for (int i = 0; i < op->nkeys; i++) {
+        watch_t *w = &watches[i];
+        *w = (watch_t){op, op->keys[i], NULL};
+        size_t b = bucket_of(w->key);
+        w->next = p->buckets[b];
+        p->buckets[b] = w;
+    }
+}
+
+static void unwatch(kiq_purgatory_t *p, watch_t *watches, int n)
+{
+    for (int i = 0; i < n; i++) {
+        watch_t **pp = &p->buckets[bucket_of(watches[i].key)];
+        while (*pp != &watches[i]) pp = &(*pp)->next;
+        *pp = watches[i].next;
+    }
+}
+
+static void unlink_op(kiq_purgatory_t *p, kiq_delayed_op_t *op)
+{
+    unwatch(p, op->watches, op->nkeys);
+    heap_remove(p, op);
+}
+
+/* Under lock: op watches its keys again and waits for its deadline; -1
+ * (out of memory) leaves it unlinked. */
+static int relink(kiq_purgatory_t *p, kiq_delayed_op_t *op, watch_t *watches)
+{
+    link_op(p, op, watches);
+    if (heap_push(p, op) == 0) return 0;
+    unwatch(p, watches, op->nkeys);
+    return -1;
+}
+
+/* Adds op to the round's candidates once (round marks who is in). */
+static int take(kiq_purgatory_t *p, candidate_t **c, size_t *n, size_t *cap, kiq_delayed_op_t *op, bool expired)
+{
+    if (op->round == p->round) return 0;
+    if (*n == *cap) {
+        size_t ncap = *cap ? 2 * *cap : 16;
+        candidate_t *m = realloc(*c, ncap * sizeof *m);
+        if (!m) return -1;
+        *c = m;
+        *cap = ncap;
+    }
+    op->round = p->round;
+    (*c)[(*n)++] = (candidate_t){op, op->watches, op->nkeys, expired};
+    return 0;
+}
+
+/* Under lock: the operations this round tries, taken out of the watch
+ * lists and the heap. */
+static size_t collect(kiq_purgatory_t *p, candidate_t **c, size_t *cap)
+{
+    size_t n = 0;
+    int64_t now = kiq_clock_mono_ns();
+    p->round++;
+    while (p->nheap > 0 && (p->stopping || p->heap[0]->deadline_ns <= now)) {
+        kiq_delayed_op_t *op = p->heap[0];
+        if (take(p, c, &n, cap, op, true) != 0) break;
+        unlink_op(p, op);
+    }
+    for (kiq_delayed_op_t *op = p->fresh; op; op = op->next_fresh) take(p, c, &n, cap, op, false);
+    p->fresh = NULL;
+    if (p->pending_all) {
+        for (size_t i = 0; i < p->nheap; i++) take(p, c, &n, cap, p->heap[i], false);
+    } else {
+        for (size_t k = 0; k < p->npending; k++)
+            for (watch_t *w = p->buckets[bucket_of(p->pending[k])]; w; w = w->next)
+                if (w->key == p->pending[k]) take(p, c, &n, cap, w->op, false);
+    }
+    p->npending = 0;
+    p->pending_all = false;
+    for (size_t i = 0; i < n; i++)
+        if (!(*c)[i].expired) unlink_op(p, (*c)[i].op);
+    return n;
+}
+
+static bool idle(const kiq_purgatory_t *p)
+{
+    return !p->stopping && !p->fresh && !p->pending_all && p->npending == 0 &&
+           (p->nheap == 0 || p->heap[0]->deadline_ns > kiq_clock_mono_ns());
+}
+
+static void *purgatory_main(void *arg)
+{
+    kiq_purgatory_t *p = arg;
+    kiq_say_thread_name("purgatory");
+    candidate_t *c = NULL;
+    size_t cap = 0;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (idle(p)) {
+            if (p->nheap == 0)
+                pthread_cond_wait(&p->cond, &p->lock);
+            else
+                kiq_cond_wait_until(&p->cond, &p->lock, p->heap[0]->deadline_ns);
+        }
+        bool stopping = p->stopping;
+        size_t n = collect(p, &c, &cap);
+        p->trying = true;
+        pthread_mutex_unlock(&p->lock);
+        size_t done = 0, expired = 0;
+        for (size_t i = 0; i < n; i++) {
+            bool force = stopping || c[i].expired;
+            if (c[i].op->try_complete(c[i].op, force)) {
+                c[i].op = NULL; /* its memory went with its request */
+                done++;
+                expired += force;
+            }
+        }
+        pthread_mutex_lock(&p->lock);
+        p->trying = false;
+        p->stats.tried += n;
+        p->stats.expired += expired;
+        p->stats.waiting -= (int)done;
+        for (size_t i = 0; i < n; i++) {
+            if (!c[i].op) {
+                free(c[i].watches);
+                continue;
+            }
+            if (relink(p, c[i].op, c[i].watches) != 0) {
+                /* out of memory: answer it now rather than lose it */
+                pthread_mutex_unlock(&p->lock);
+                c[i].op->try_complete(c[i].op, true);
+                pthread_mutex_lock(&p->lock);
+                free(c[i].watches);
+                p->stats.waiting--;
+            }
+        }
+        if (stopping && p->stats.waiting == 0) break;
+    }
+    pthread_mutex_unlock(&p->lock);
+    free(c);
+    return NULL;
+}
 
 kiq_purgatory_t *kiq_purgatory_new(void)
 {
@@ -25,64 +260,6 @@ kiq_purgatory_t *kiq_purgatory_new(void)
     pthread_mutex_init(&p->lock, NULL);
     kiq_cond_init_monotonic(&p->cond);
     return p;
-}
-
-/* Runs every parked op once; those that finish leave the list. Called on the
- * purgatory thread without the lock held, on a list taken out of it. */
-static kiq_delayed_op_t *run_ops(kiq_delayed_op_t *ops, bool force, int *finished)
-{
-    int64_t now = kiq_clock_mono_ns();
-    kiq_delayed_op_t *keep = NULL;
-    *finished = 0;
-    while (ops) {
-        kiq_delayed_op_t *op = ops;
-        ops = op->next;
-        op->next = NULL;
-        if (op->try_complete(op, force || now >= op->deadline_ns)) {
-            (*finished)++;
-        } else {
-            op->next = keep;
-            keep = op;
-        }
-    }
-    return keep;
-}
-
-static void *purgatory_main(void *arg)
-{
-    kiq_purgatory_t *p = arg;
-    kiq_say_thread_name("purgatory");
-    pthread_mutex_lock(&p->lock);
-    for (;;) {
-        int64_t next = INT64_MAX;
-        for (kiq_delayed_op_t *op = p->ops; op; op = op->next)
-            if (op->deadline_ns < next) next = op->deadline_ns;
-        if (!p->poked && !p->stopping && kiq_clock_mono_ns() < next) {
-            if (next == INT64_MAX)
-                pthread_cond_wait(&p->cond, &p->lock);
-            else
-                kiq_cond_wait_until(&p->cond, &p->lock, next);
-            continue;
-        }
-        bool stopping = p->stopping;
-        p->poked = false;
-        kiq_delayed_op_t *ops = p->ops;
-        p->ops = NULL;
-        pthread_mutex_unlock(&p->lock);
-        int finished;
-        kiq_delayed_op_t *keep = run_ops(ops, stopping, &finished);
-        pthread_mutex_lock(&p->lock);
-        p->count -= finished;
-        while (keep) {
-            kiq_delayed_op_t *op = keep;
-            keep = op->next;
-            op->next = p->ops;
-            p->ops = op;
-        }
-        if (stopping && !p->ops) break;
-    }
-    pthread_mutex_unlock(&p->lock);
-    return NULL;
 }
 
 int kiq_purgatory_start(kiq_purgatory_t *p)
@@ -108,6 +285,8 @@ void kiq_purgatory_free(kiq_purgatory_t *p)
 {
     if (!p) return;
     kiq_purgatory_stop(p);
+    free(p->heap);
+    free(p->pending);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->cond);
     free(p);
@@ -115,37 +294,72 @@ void kiq_purgatory_free(kiq_purgatory_t *p)
 
 void kiq_purgatory_park(kiq_purgatory_t *p, kiq_delayed_op_t *op)
 {
+    watch_t *watches = op->nkeys > 0 ? malloc((size_t)op->nkeys * sizeof *watches) : NULL;
     pthread_mutex_lock(&p->lock);
-    /* once stopping, the thread may already have drained its list */
-    if (p->stopping) {
+    /* once stopping, the thread may already have drained everything; out
+     * of memory, the operation cannot wait: either way it finishes now */
+    if (p->stopping || (op->nkeys > 0 && !watches)) {
         pthread_mutex_unlock(&p->lock);
+        free(watches);
         op->try_complete(op, true);
         return;
     }
-    op->next = p->ops;
-    p->ops = op;
-    p->count++;
-    /* data may have arrived between the handler's read and now */
-    p->poked = true;
+    op->round = 0;
+    if (relink(p, op, watches) != 0) {
+        pthread_mutex_unlock(&p->lock);
+        free(watches);
+        op->try_complete(op, true);
+        return;
+    }
+    op->next_fresh = p->fresh;
+    p->fresh = op;
+    p->stats.parked++;
+    p->stats.waiting++;
     pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->lock);
 }
 
-void kiq_purgatory_poke(void *purgatory)
+void kiq_purgatory_notify(kiq_purgatory_t *p, uint64_t key)
 {
-    kiq_purgatory_t *p = purgatory;
     pthread_mutex_lock(&p->lock);
-    if (p->count > 0) {
-        p->poked = true;
+    p->stats.notified++;
+    bool watched = p->trying;
+    for (watch_t *w = p->buckets[bucket_of(key)]; w && !watched; w = w->next) watched = w->key == key;
+    if (watched && !p->pending_all) {
+        bool seen = false;
+        for (size_t i = 0; i < p->npending && !seen; i++) seen = p->pending[i] == key;
+        if (!seen) {
+            if (p->npending == p->pending_cap) {
+                size_t cap = p->pending_cap ? 2 * p->pending_cap : 16;
+                uint64_t *m = realloc(p->pending, cap * sizeof *m);
+                if (m) {
+                    p->pending = m;
+                    p->pending_cap = cap;
+                }
+            }
+            if (p->npending < p->pending_cap)
+                p->pending[p->npending++] = key;
+            else
+                p->pending_all = true; /* out of memory: try everyone */
+        }
         pthread_cond_signal(&p->cond);
     }
     pthread_mutex_unlock(&p->lock);
 }
 
-int kiq_purgatory_size(kiq_purgatory_t *p)
+void kiq_purgatory_notify_all(kiq_purgatory_t *p)
 {
     pthread_mutex_lock(&p->lock);
-    int n = p->count;
+    if (p->nheap > 0 || p->trying) {
+        p->pending_all = true;
+        pthread_cond_signal(&p->cond);
+    }
     pthread_mutex_unlock(&p->lock);
-    return n;
+}
+
+void kiq_purgatory_stats(kiq_purgatory_t *p, kiq_purgatory_stats_t *out)
+{
+    pthread_mutex_lock(&p->lock);
+    *out = p->stats;
+    pthread_mutex_unlock(&p->lock);
 }

@@ -1,12 +1,20 @@
-/* Delayed operations (Fetch waiting for min_bytes or max_wait; acks=all will
- * wait here for the ISR): parked by a handler, retried when data is appended
- * and expired at their deadline, both on the purgatory's own thread. The
- * list is guarded by the purgatory's mutex; an operation belongs to the
- * purgatory from park until its completion callback returns true. */
+/* Delayed operations (Kafka's DelayedOperationPurgatory): a Fetch waiting
+ * for min_bytes or max_wait, an acks=all produce waiting for the ISR, a
+ * commit waiting for __consumer_offsets' high watermark, a request an
+ * interceptor delays. A handler parks one under the keys it waits for
+ * (partitions, by kiq_purgatory_key); an append or a high watermark move
+ * notifies its partition's key, and only the operations watching that key
+ * are tried again. Each is also completed, as expired, at its deadline
+ * (a heap of deadlines). Trying runs on the purgatory's own thread.
+ *
+ * The purgatory's mutex guards its watch lists, heap and pending keys; an
+ * operation belongs to the purgatory from park until its try_complete
+ * returns true (it then answered and freed itself). */
 #ifndef KIQ_SERVER_PURGATORY_H
 #define KIQ_SERVER_PURGATORY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct kiq_delayed_op kiq_delayed_op_t;
@@ -18,8 +26,26 @@ typedef bool (*kiq_delayed_fn)(kiq_delayed_op_t *op, bool expired);
 struct kiq_delayed_op {
     int64_t deadline_ns; /* monotonic */
     kiq_delayed_fn try_complete;
-    kiq_delayed_op_t *next;
+    const uint64_t *keys; /* what it waits for, in the op's own memory; none: only its deadline */
+    int nkeys;
+    /* the purgatory's, from park on */
+    size_t heap_index;
+    struct kiq_watch *watches;
+    uint64_t round;
+    kiq_delayed_op_t *next_fresh;
 };
+
+/* The key of partition `partition` of the topic named (len bytes). */
+uint64_t kiq_purgatory_key(const char *topic, size_t len, int32_t partition);
+
+/* What the purgatory has done, for benchmarks and tests. */
+typedef struct kiq_purgatory_stats {
+    uint64_t parked;   /* operations parked */
+    uint64_t notified; /* keys notified */
+    uint64_t tried;    /* try_complete calls */
+    uint64_t expired;  /* operations completed at their deadline */
+    int waiting;       /* operations parked now */
+} kiq_purgatory_stats_t;
 
 typedef struct kiq_purgatory kiq_purgatory_t;
 
@@ -28,10 +54,14 @@ int kiq_purgatory_start(kiq_purgatory_t *p);
 /* Any thread: completes everything parked (as expired) and joins. */
 void kiq_purgatory_stop(kiq_purgatory_t *p);
 void kiq_purgatory_free(kiq_purgatory_t *p);
-/* Any thread. */
+/* Any thread. The operation is tried once soon (what it waits for may have
+ * happened between the handler's look and the park), then on its keys. */
 void kiq_purgatory_park(kiq_purgatory_t *p, kiq_delayed_op_t *op);
-/* Any thread: something changed; retry parked operations soon. */
-void kiq_purgatory_poke(void *purgatory);
-int kiq_purgatory_size(kiq_purgatory_t *p);
+/* Any thread: what waiters of key wait for may have happened. */
+void kiq_purgatory_notify(kiq_purgatory_t *p, uint64_t key);
+/* Any thread: something every parked operation may care about changed
+ * (roles moved, topics went away). */
+void kiq_purgatory_notify_all(kiq_purgatory_t *p);
+void kiq_purgatory_stats(kiq_purgatory_t *p, kiq_purgatory_stats_t *out);
 
 #endif

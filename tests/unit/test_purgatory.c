@@ -1,0 +1,192 @@
+/* The purgatory keyed by what operations wait for: a notified key tries
+ * only its watchers, notify_all everyone, deadlines complete operations
+ * as expired in deadline order, an operation with no keys waits for its
+ * deadline alone, one that finishes leaves for good, and stop completes
+ * what is parked. Waits are bounded polls on the purgatory's counters. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "core/clock.h"
+#include "server/purgatory.h"
+
+#define WAIT_MS 5000
+
+/* A test operation: finishes when `ready` is set or it expires. */
+typedef struct test_op {
+    kiq_delayed_op_t op;
+    uint64_t key;
+    atomic_int tries;
+    atomic_bool ready;
+    atomic_int finished; /* 1 done, 2 done expired */
+    int order;           /* when it finished, among all */
+} test_op_t;
+
+static atomic_int finish_seq;
+
+static bool try_complete(kiq_delayed_op_t *op, bool expired)
+{
+    test_op_t *t = (test_op_t *)op;
+    atomic_fetch_add(&t->tries, 1);
+    if (!expired && !atomic_load(&t->ready)) return false;
+    t->order = atomic_fetch_add(&finish_seq, 1);
+    atomic_store(&t->finished, expired ? 2 : 1);
+    return true;
+}
+
+static void init_op(test_op_t *t, const char *topic, int32_t partition, int64_t wait_ms)
+{
+    memset(t, 0, sizeof *t);
+    t->key = kiq_purgatory_key(topic, strlen(topic), partition);
+    t->op.deadline_ns = kiq_clock_mono_ns() + wait_ms * 1000000;
+    t->op.try_complete = try_complete;
+    t->op.keys = &t->key;
+    t->op.nkeys = 1;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Polls cond until it holds or WAIT_MS pass. */
+#define WAIT_FOR(cond)                                                              \
+    do {                                                                            \
+        int64_t until_ = kiq_clock_mono_ns() + (int64_t)WAIT_MS * 1000000;          \
+        while (!(cond) && kiq_clock_mono_ns() < until_) sleep_ms(1);                \
+        assert_true(cond);                                                          \
+    } while (0)
+
+static uint64_t tried(kiq_purgatory_t *p)
+{
+    kiq_purgatory_stats_t s;
+    kiq_purgatory_stats(p, &s);
+    return s.tried;
+}
+
+static int waiting(kiq_purgatory_t *p)
+{
+    kiq_purgatory_stats_t s;
+    kiq_purgatory_stats(p, &s);
+    return s.waiting;
+}
+
+static void test_a_key_tries_only_its_watchers(void **state)
+{
+    (void)state;
+    kiq_purgatory_t *p = kiq_purgatory_new();
+    assert_int_equal(kiq_purgatory_start(p), 0);
+    test_op_t a, b;
+    init_op(&a, "t", 0, 60000);
+    init_op(&b, "t", 1, 60000);
+    kiq_purgatory_park(p, &a.op);
+    kiq_purgatory_park(p, &b.op);
+    /* each is tried once when parked */
+    WAIT_FOR(atomic_load(&a.tries) == 1 && atomic_load(&b.tries) == 1);
+    WAIT_FOR(tried(p) == 2);
+    for (int i = 0; i < 5; i++) kiq_purgatory_notify(p, kiq_purgatory_key("t", 1, 0));
+    WAIT_FOR(atomic_load(&a.tries) >= 2);
+    /* a notified key nobody watches tries no one */
+    kiq_purgatory_notify(p, kiq_purgatory_key("u", 1, 0));
+    kiq_purgatory_notify(p, kiq_purgatory_key("t", 1, 7));
+    atomic_store(&a.ready, true);
+    kiq_purgatory_notify(p, kiq_purgatory_key("t", 1, 0));
+    WAIT_FOR(waiting(p) == 1);
+    assert_int_equal(atomic_load(&a.finished), 1);
+    assert_int_equal(atomic_load(&b.tries), 1);
+    /* a finished operation is gone: its key tries nothing more; b's next
+     * try, notified after, is the only one */
+    uint64_t before = tried(p);
+    kiq_purgatory_notify(p, kiq_purgatory_key("t", 1, 0));
+    atomic_store(&b.ready, true);
+    kiq_purgatory_notify(p, kiq_purgatory_key("t", 1, 1));
+    WAIT_FOR(waiting(p) == 0); /* counted with the round's tries */
+    assert_int_equal(atomic_load(&b.finished), 1);
+    assert_int_equal(tried(p), before + 1);
+    kiq_purgatory_free(p);
+}
+
+static void test_notify_all_tries_everyone(void **state)
+{
+    (void)state;
+    kiq_purgatory_t *p = kiq_purgatory_new();
+    assert_int_equal(kiq_purgatory_start(p), 0);
+    test_op_t ops[4];
+    for (int i = 0; i < 4; i++) {
+        init_op(&ops[i], "all", i, 60000);
+        kiq_purgatory_park(p, &ops[i].op);
+    }
+    WAIT_FOR(tried(p) == 4);
+    for (int i = 0; i < 4; i++) atomic_store(&ops[i].ready, true);
+    kiq_purgatory_notify_all(p);
+    WAIT_FOR(waiting(p) == 0);
+    for (int i = 0; i < 4; i++) assert_int_equal(atomic_load(&ops[i].finished), 1);
+    kiq_purgatory_free(p);
+}
+
+static void test_deadlines_expire_in_order(void **state)
+{
+    (void)state;
+    kiq_purgatory_t *p = kiq_purgatory_new();
+    assert_int_equal(kiq_purgatory_start(p), 0);
+    static const int waits[] = {120, 30, 90, 60, 10, 150};
+    enum { N = sizeof waits / sizeof waits[0] };
+    test_op_t ops[N];
+    int base = atomic_load(&finish_seq);
+    for (int i = 0; i < N; i++) {
+        init_op(&ops[i], "d", i, waits[i]);
+        if (i == 2) ops[i].op.nkeys = 0; /* waits for its deadline alone */
+        kiq_purgatory_park(p, &ops[i].op);
+    }
+    WAIT_FOR(waiting(p) == 0);
+    kiq_purgatory_stats_t s;
+    kiq_purgatory_stats(p, &s);
+    assert_int_equal(s.expired, N);
+    /* 10, 30, 60, 90, 120, 150 ms */
+    static const int rank[] = {4, 1, 3, 2, 0, 5};
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(atomic_load(&ops[i].finished), 2);
+        assert_int_equal(ops[i].order - base, rank[i]);
+    }
+    kiq_purgatory_free(p);
+}
+
+static void test_stop_completes_what_is_parked(void **state)
+{
+    (void)state;
+    kiq_purgatory_t *p = kiq_purgatory_new();
+    assert_int_equal(kiq_purgatory_start(p), 0);
+    test_op_t ops[50];
+    for (int i = 0; i < 50; i++) {
+        init_op(&ops[i], "s", i % 7, 60000);
+        kiq_purgatory_park(p, &ops[i].op);
+    }
+    kiq_purgatory_stop(p);
+    for (int i = 0; i < 50; i++) assert_int_equal(atomic_load(&ops[i].finished), 2);
+    /* parked after the stop: finished at once */
+    test_op_t late;
+    init_op(&late, "s", 0, 60000);
+    kiq_purgatory_park(p, &late.op);
+    assert_int_equal(atomic_load(&late.finished), 2);
+    kiq_purgatory_free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_key_tries_only_its_watchers),
+        cmocka_unit_test(test_notify_all_tries_everyone),
+        cmocka_unit_test(test_deadlines_expire_in_order),
+        cmocka_unit_test(test_stop_completes_what_is_parked),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
