@@ -3,9 +3,19 @@
 #ifndef KAFKAIQ_H
 #define KAFKAIQ_H
 
-#include "config/config.h"
-
 #include "core/version.h"
+
+/* A broker's configuration by Kafka's names (server.properties keys). */
+typedef struct kiq_config kiq_config_t;
+kiq_config_t *kiq_config_new(void);
+void kiq_config_free(kiq_config_t *c);
+/* One value by name, checked; -1 with the reason for a bad value (an
+ * unknown name is accepted with a warning, as Kafka does). */
+int kiq_config_set(kiq_config_t *c, const char *name, const char *value);
+/* A properties file (key=value or key: value, # and ! comments). */
+int kiq_config_load_file(kiq_config_t *c, const char *path);
+/* "key=value", as given to --override. */
+int kiq_config_override(kiq_config_t *c, const char *assignment);
 
 typedef struct kiq_broker kiq_broker_t;
 

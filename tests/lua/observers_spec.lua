@@ -20,6 +20,17 @@ local function produce(port, topic, acks)
   return r.responses[1].partition_responses[1]
 end
 
+-- b's counts once every request it received was answered (a client has an
+-- answer a moment before the broker counts it sent).
+local function settled(b)
+  local counts
+  assert(kiq.wait_for(function()
+    counts = b:event_counts()
+    return counts.sent == counts.received
+  end, 5000, "every response to be sent"))
+  return counts
+end
+
 -- b's counts after minus before, for the points named.
 local function grew(b, before, names)
   local now, out = b:event_counts(), {}
@@ -42,7 +53,7 @@ describe("observer points on one broker", function()
   end)
 
   it("counts every point a produced batch passes, once for its partition", function()
-    local before = b:event_counts()
+    local before = settled(b)
     assert.are.equal(0, produce(b.port, "obs", 1).error_code)
     -- the response is on its way once the client has it; SENT follows its last byte
     assert(kiq.wait_for(function() return b:event_counts().sent > before.sent end, 5000, "the response to be sent"))
@@ -54,7 +65,7 @@ describe("observer points on one broker", function()
   end)
 
   it("counts a consumer's fetch that returns records", function()
-    local before = b:event_counts()
+    local before = settled(b)
     local c = assert(connection.open("127.0.0.1", b.port, { client_id = "observers-spec", connect_timeout_ms = 5000,
       request_timeout_ms = 15000 }))
     local md = assert(c:request(3, { topics = { { name = "obs" } } }))

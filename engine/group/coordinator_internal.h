@@ -1,0 +1,100 @@
+/* What the group coordinator's files share (group/group_coordinator.c:
+ * state, lifecycle and timers; group_membership.c: joins, syncs,
+ * heartbeats, leaves and the admin calls; group_offsets.c: commits,
+ * fetches, deletes and expiry; group_load.c: loading from
+ * __consumer_offsets). Internal to engine/group; every function here is
+ * called with the coordinator's mutex held unless it says otherwise. */
+#ifndef KIQ_GROUP_COORDINATOR_INTERNAL_H
+#define KIQ_GROUP_COORDINATOR_INTERNAL_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "controller/metadata_cache.h"
+#include "core/clock.h"
+#include "core/cond.h"
+#include "core/error.h"
+#include "core/say.h"
+#include "core/uuid.h"
+#include "group/group_coordinator.h"
+#include "proto/acl_operations.h"
+#include "replica/leader.h"
+#include "replica/partition_replica.h"
+
+struct kiq_group_coordinator {
+    kiq_group_context_t b; /* fixed */
+    pthread_mutex_t mu; /* guards everything below and every group */
+    pthread_cond_t wake; /* the timer thread's: a deadline moved or stop */
+    pthread_t thread;
+    bool thread_started;
+    bool closed; /* stopped: answer NOT_COORDINATOR */
+    /* Cluster mode: only the groups of the __consumer_offsets partitions
+     * this broker leads are here (led[p], grown as needed); others are
+     * answered NOT_COORDINATOR. */
+    bool cluster;
+    bool *led;
+    int32_t nled;
+    kiq_str_map_t *groups; /* id -> kiq_group_t */
+    int32_t initial_delay_ms, min_session_ms, max_session_ms, max_size, metadata_max;
+    int64_t retention_ms, retention_check_ms;
+    int64_t next_retention_ns;
+};
+
+/* group_coordinator.c */
+kiq_str_t kiq_gc_astr(kiq_request_t *r, const char *s);
+bool kiq_gc_str_eq(const char *s, kiq_str_t k);
+bool kiq_gc_str_empty(kiq_str_t s);
+char *kiq_gc_dup_str(kiq_str_t s);
+/* A copy of all of s's bytes, NULs included (commit metadata is bytes with
+ * a length); KIQ_STR_NULL for null, or when out of memory. */
+kiq_str_t kiq_gc_copy_str(kiq_str_t s);
+kiq_group_t *kiq_gc_find_group(kiq_group_coordinator_t *gc, kiq_str_t id);
+bool kiq_gc_leads(const kiq_group_coordinator_t *gc, int32_t partition);
+/* Under mu: whether a request for the group gets NOT_COORDINATOR: the
+ * coordinator stopped, or (cluster mode) another broker leads the group's
+ * partition. A missing id is left to the operation's own checks. */
+bool kiq_gc_refused(kiq_group_coordinator_t *gc, kiq_str_t id);
+kiq_group_t *kiq_gc_create_group(kiq_group_coordinator_t *gc, kiq_str_t id);
+void kiq_gc_remove_group(kiq_group_coordinator_t *gc, kiq_group_t *g);
+void kiq_gc_set_state(kiq_group_t *g, enum kiq_group_state s);
+/* Kafka's form: the client id, a dash and a random UUID. */
+char *kiq_gc_new_member_id(kiq_str_t client_id);
+/* Appends records to the group's partition of __consumer_offsets. */
+int kiq_gc_append_records(kiq_group_coordinator_t *gc, const kiq_group_t *g, kiq_offsets_records_t *rs);
+/* Writes the group's metadata; a failure is logged: the group goes on in
+ * memory and its next change writes it again. */
+void kiq_gc_store_group(kiq_group_coordinator_t *gc, kiq_group_t *g);
+
+/* group_load.c */
+/* Under mu: the groups and offsets of one partition of __consumer_offsets
+ * (only < 0: of all of them). */
+int kiq_gc_load_partitions(kiq_group_coordinator_t *gc, int32_t only);
+
+/* group_membership.c */
+void kiq_gc_touch(kiq_group_member_t *m);
+/* Answers m's parked JoinGroup: with the current generation when error is
+ * 0, else with the error. */
+void kiq_gc_answer_join(kiq_group_t *g, kiq_group_member_t *m, int16_t error);
+/* Answers m's parked SyncGroup: its assignment when error is 0. */
+void kiq_gc_answer_sync(kiq_group_t *g, kiq_group_member_t *m, int16_t error);
+void kiq_gc_try_complete_join(kiq_group_coordinator_t *gc, kiq_group_t *g);
+void kiq_gc_remove_member(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_group_member_t *m, const char *why);
+/* The join phase's deadline passed (timer thread). */
+void kiq_gc_join_deadline(kiq_group_coordinator_t *gc, kiq_group_t *g);
+/* The checks SyncGroup, Heartbeat and OffsetCommit share: 0 with *out, or
+ * the Kafka error. */
+int16_t kiq_gc_check_member(kiq_group_t *g, kiq_str_t member_id, kiq_str_t instance_id, int32_t generation,
+                            kiq_group_member_t **out);
+/* Tombstones for the group's offsets and metadata, then it is gone. */
+int kiq_gc_delete_group(kiq_group_coordinator_t *gc, kiq_group_t *g);
+
+/* group_offsets.c */
+/* Offsets past offsets.retention.minutes: Kafka counts from when the group
+ * became empty, or from each commit for a group that never had members. */
+void kiq_gc_expire_offsets(kiq_group_coordinator_t *gc, int64_t now_ms);
+
+#endif

@@ -1,0 +1,377 @@
+/* Committed offsets (group_coordinator.h): OffsetCommit, OffsetFetch,
+ * OffsetDelete, and their expiry after offsets.retention.minutes. */
+#include "group/coordinator_internal.h"
+
+/* ---- offsets ---- */
+
+/* Kafka's rules for who may commit: a plain commit (generation < 0) only
+ * to a group without members; otherwise the member of the current
+ * generation (a commit during a rebalance's join phase still counts: the
+ * member is giving up its partitions). */
+static int16_t commit_allowed(kiq_group_t *g, const kiq_offset_commit_request_t *req, int16_t version)
+{
+    int32_t gen = version >= 1 ? req->generation_id_or_member_epoch : -1;
+    /* a commit naming a generation of a group that does not exist */
+    if (!g) return gen < 0 ? KIQ_ERR_NONE : version >= 9 ? KIQ_ERR_GROUP_ID_NOT_FOUND : KIQ_ERR_ILLEGAL_GENERATION;
+    if (g->state == KIQ_GROUP_DEAD) return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (gen < 0 && g->state == KIQ_GROUP_EMPTY) return KIQ_ERR_NONE;
+    if (g->state == KIQ_GROUP_COMPLETING_REBALANCE) return KIQ_ERR_REBALANCE_IN_PROGRESS;
+    kiq_group_member_t *m;
+    return kiq_gc_check_member(g, req->member_id, req->group_instance_id, gen, &m);
+}
+
+/* How many partitions the cluster says the topic has (-1: no such topic).
+ * In cluster mode that is the metadata cache: a coordinator need not host
+ * a replica of every topic its groups commit offsets for. */
+static int32_t topic_partition_count(kiq_group_coordinator_t *gc, kiq_str_t name)
+{
+    if (!name.p) return -1;
+    if (gc->b.cluster) return kiq_metadata_cache_partition_count(gc->b.metadata, name.p, (size_t)name.len);
+    kiq_topic_t *topic = kiq_topics_get(gc->b.topics, name);
+    int32_t n = topic ? topic->npartitions : -1;
+    kiq_topic_unref(topic);
+    return n;
+}
+
+void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
+                              const kiq_offset_commit_request_t *req, kiq_offset_commit_response_t *resp,
+                              int32_t *partition, int64_t *replicated_at)
+{
+    *replicated_at = -1;
+    int16_t v = r->header.api_version;
+    int64_t now = kiq_clock_wall_ms();
+    resp->topics_n = req->topics_n > 0 ? req->topics_n : 0;
+    resp->topics = kiq_arena_calloc(&r->arena, (size_t)(resp->topics_n ? resp->topics_n : 1), sizeof *resp->topics);
+    for (int32_t i = 0; i < resp->topics_n; i++) {
+        kiq_offset_commit_response_topics_t *t = &resp->topics[i];
+        kiq_offset_commit_response_topics_init(t);
+        t->name = req->topics[i].name;
+        t->partitions_n = req->topics[i].partitions_n > 0 ? req->topics[i].partitions_n : 0;
+        t->partitions = kiq_arena_calloc(&r->arena, (size_t)(t->partitions_n ? t->partitions_n : 1), sizeof *t->partitions);
+        for (int32_t j = 0; j < t->partitions_n; j++) {
+            kiq_offset_commit_response_topics_partitions_init(&t->partitions[j]);
+            t->partitions[j].partition_index = req->topics[i].partitions[j].partition_index;
+        }
+    }
+    pthread_mutex_lock(&gc->mu);
+    kiq_group_t *g = kiq_gc_find_group(gc, req->group_id);
+    int16_t err = kiq_gc_refused(gc, req->group_id) ? KIQ_ERR_NOT_COORDINATOR
+                  : !req->group_id.p ? KIQ_ERR_INVALID_GROUP_ID
+                                     : commit_allowed(g, req, v);
+    if (!err && !g && !(g = kiq_gc_create_group(gc, req->group_id))) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    if (err) {
+        KIQ_DEBUG("OffsetCommit to group " KIQ_STR_FMT " by member " KIQ_STR_FMT " generation %d refused: error %d",
+                  KIQ_STR_ARG(req->group_id), KIQ_STR_ARG(req->member_id), req->generation_id_or_member_epoch, err);
+        for (int32_t i = 0; i < resp->topics_n; i++)
+            for (int32_t j = 0; j < resp->topics[i].partitions_n; j++) resp->topics[i].partitions[j].error_code = err;
+        pthread_mutex_unlock(&gc->mu);
+        return;
+    }
+    /* the new offsets, then one append, then the cache */
+    kiq_offsets_records_t rs;
+    kiq_offsets_records_init(&rs, now);
+    int total = 0;
+    for (int32_t i = 0; i < req->topics_n; i++) total += req->topics[i].partitions_n > 0 ? req->topics[i].partitions_n : 0;
+    kiq_group_offset_t **fresh = kiq_arena_calloc(&r->arena, (size_t)(total ? total : 1), sizeof *fresh);
+    int k = 0;
+    for (int32_t i = 0; i < req->topics_n; i++) {
+        const kiq_offset_commit_request_topics_t *tin = &req->topics[i];
+        int32_t npartitions = topic_partition_count(gc, tin->name);
+        for (int32_t j = 0; j < tin->partitions_n; j++, k++) {
+            const kiq_offset_commit_request_topics_partitions_t *p = &tin->partitions[j];
+            int16_t *perr = &resp->topics[i].partitions[j].error_code;
+            if (p->partition_index < 0 || p->partition_index >= npartitions) {
+                *perr = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                continue;
+            }
+            if (p->committed_metadata.p && p->committed_metadata.len > gc->metadata_max) {
+                *perr = KIQ_ERR_OFFSET_METADATA_TOO_LARGE;
+                continue;
+            }
+            kiq_group_offset_t *o = calloc(1, sizeof *o);
+            if (!o || !(o->topic = kiq_gc_dup_str(tin->name))) {
+                free(o);
+                *perr = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+                continue;
+            }
+            o->partition = p->partition_index;
+            o->offset = p->committed_offset;
+            o->leader_epoch = p->committed_leader_epoch;
+            o->metadata = kiq_gc_copy_str(p->committed_metadata);
+            o->commit_ts_ms = v == 1 && p->commit_timestamp >= 0 ? p->commit_timestamp : now;
+            o->expire_ts_ms = v >= 2 && v <= 4 && req->retention_time_ms >= 0 ? o->commit_ts_ms + req->retention_time_ms : -1;
+            if (kiq_offsets_records_add_commit(&rs, g->id, o) != 0) {
+                kiq_group_offset_free(o);
+                *perr = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+                continue;
+            }
+            fresh[k] = o;
+        }
+    }
+    int rc = kiq_gc_append_records(gc, g, &rs);
+    if (rc == 0 && rs.last_offset >= 0) {
+        *partition = g->offsets_partition;
+        *replicated_at = rs.last_offset + 1;
+    }
+    kiq_offsets_records_free(&rs);
+    if (rc != 0)
+        KIQ_ERROR("group %s: cannot store committed offsets: %s", g->id, kiq_error_get());
+    k = 0;
+    for (int32_t i = 0; i < req->topics_n; i++) {
+        for (int32_t j = 0; j < req->topics[i].partitions_n; j++, k++) {
+            if (!fresh[k]) continue;
+            if (rc != 0) {
+                resp->topics[i].partitions[j].error_code = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
+                kiq_group_offset_free(fresh[k]);
+            } else if (kiq_group_put_offset(g, fresh[k]) != 0) {
+                kiq_group_offset_free(fresh[k]);
+                resp->topics[i].partitions[j].error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+            }
+        }
+    }
+    pthread_mutex_unlock(&gc->mu);
+}
+
+static void fill_fetched(kiq_request_t *r, const kiq_group_offset_t *o, int32_t partition,
+                         kiq_offset_fetch_response_topics_partitions_t *out)
+{
+    kiq_offset_fetch_response_topics_partitions_init(out);
+    out->partition_index = partition;
+    out->committed_offset = o ? o->offset : -1;
+    out->committed_leader_epoch = o ? o->leader_epoch : -1;
+    out->metadata = KIQ_STR("");
+    if (o && o->metadata.p)
+        out->metadata = (kiq_str_t){kiq_arena_strndup(&r->arena, o->metadata.p, (size_t)o->metadata.len),
+                                    o->metadata.len};
+}
+
+static int cmp_offsets(const void *a, const void *b)
+{
+    const kiq_group_offset_t *x = *(kiq_group_offset_t *const *)a, *y = *(kiq_group_offset_t *const *)b;
+    int c = strcmp(x->topic, y->topic);
+    return c ? c : (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+/* One group's committed offsets for the topics asked (NULL: all of them),
+ * in the v0-7 layout (the v8 one has the same fields). */
+static void fetch_group(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_t group_id,
+                        const kiq_offset_fetch_request_topics_t *topics, int32_t ntopics,
+                        kiq_offset_fetch_response_topics_t **out, int32_t *nout)
+{
+    kiq_group_t *g = kiq_gc_find_group(gc, group_id);
+    if (ntopics >= 0) {
+        *nout = ntopics;
+        *out = kiq_arena_calloc(&r->arena, (size_t)(ntopics ? ntopics : 1), sizeof **out);
+        for (int32_t i = 0; i < ntopics; i++) {
+            kiq_offset_fetch_response_topics_t *t = &(*out)[i];
+            kiq_offset_fetch_response_topics_init(t);
+            t->name = topics[i].name;
+            t->partitions_n = topics[i].partition_indexes_n > 0 ? topics[i].partition_indexes_n : 0;
+            t->partitions = kiq_arena_calloc(&r->arena, (size_t)(t->partitions_n ? t->partitions_n : 1), sizeof *t->partitions);
+            for (int32_t j = 0; j < t->partitions_n; j++) {
+                int32_t p = topics[i].partition_indexes[j];
+                const kiq_group_offset_t *o =
+                    g && topics[i].name.p ? kiq_group_get_offset(g, topics[i].name.p, (size_t)topics[i].name.len, p) : NULL;
+                fill_fetched(r, o, p, &t->partitions[j]);
+            }
+        }
+        return;
+    }
+    /* every committed offset, by topic */
+    size_t n = g ? kiq_str_map_count(g->offsets) : 0;
+    kiq_group_offset_t **all = kiq_arena_calloc(&r->arena, n ? n : 1, sizeof *all);
+    kiq_str_map_iter_t it;
+    void *val;
+    size_t k = 0;
+    if (g) {
+        kiq_str_map_iter_init(&it, g->offsets);
+        while (kiq_str_map_next(&it, NULL, NULL, &val)) all[k++] = val;
+    }
+    qsort(all, n, sizeof *all, cmp_offsets);
+    int32_t nt = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || strcmp(all[i]->topic, all[i - 1]->topic) != 0) nt++;
+    *nout = nt;
+    *out = kiq_arena_calloc(&r->arena, (size_t)(nt ? nt : 1), sizeof **out);
+    int32_t t = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || strcmp(all[i]->topic, all[i - 1]->topic) != 0) {
+            t++;
+            kiq_offset_fetch_response_topics_init(&(*out)[t]);
+            (*out)[t].name = kiq_request_str(r, all[i]->topic);
+            size_t cnt = 0;
+            while (i + cnt < n && strcmp(all[i + cnt]->topic, all[i]->topic) == 0) cnt++;
+            (*out)[t].partitions = kiq_arena_calloc(&r->arena, cnt, sizeof *(*out)[t].partitions);
+        }
+        fill_fetched(r, all[i], all[i]->partition, &(*out)[t].partitions[(*out)[t].partitions_n++]);
+    }
+}
+
+void kiq_group_fetch_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
+                             const kiq_offset_fetch_request_t *req, kiq_offset_fetch_response_t *resp)
+{
+    int16_t v = r->header.api_version;
+    pthread_mutex_lock(&gc->mu);
+    int16_t err = gc->closed ? KIQ_ERR_NOT_COORDINATOR : KIQ_ERR_NONE;
+    if (v >= 8) {
+        resp->groups_n = req->groups_n > 0 ? req->groups_n : 0;
+        resp->groups = kiq_arena_calloc(&r->arena, (size_t)(resp->groups_n ? resp->groups_n : 1), sizeof *resp->groups);
+        for (int32_t i = 0; i < resp->groups_n; i++) {
+            kiq_offset_fetch_response_groups_t *og = &resp->groups[i];
+            kiq_offset_fetch_response_groups_init(og);
+            og->group_id = req->groups[i].group_id;
+            og->error_code = err ? err : kiq_gc_refused(gc, og->group_id) ? KIQ_ERR_NOT_COORDINATOR : KIQ_ERR_NONE;
+            if (og->error_code) continue;
+            /* the v8 structs have the v0-7 layout field for field */
+            fetch_group(gc, r, req->groups[i].group_id,
+                        (const kiq_offset_fetch_request_topics_t *)req->groups[i].topics, req->groups[i].topics_n,
+                        (kiq_offset_fetch_response_topics_t **)&og->topics, &og->topics_n);
+        }
+    } else {
+        if (!err && kiq_gc_refused(gc, req->group_id)) err = KIQ_ERR_NOT_COORDINATOR;
+        resp->error_code = err;
+        if (!err)
+            fetch_group(gc, r, req->group_id, req->topics, v >= 2 ? req->topics_n : (req->topics_n < 0 ? 0 : req->topics_n),
+                        &resp->topics, &resp->topics_n);
+        else
+            resp->topics_n = 0;
+    }
+    pthread_mutex_unlock(&gc->mu);
+}
+
+_Static_assert(sizeof(kiq_offset_fetch_request_groups_topics_t) == sizeof(kiq_offset_fetch_request_topics_t) &&
+                   sizeof(kiq_offset_fetch_response_groups_topics_t) == sizeof(kiq_offset_fetch_response_topics_t) &&
+                   sizeof(kiq_offset_fetch_response_groups_topics_partitions_t) ==
+                       sizeof(kiq_offset_fetch_response_topics_partitions_t),
+               "OffsetFetch v8 group entries must keep the v0-7 layout");
+
+/* Topics the members of a consumer group subscribe to (from their
+ * ConsumerProtocolSubscription for the chosen protocol). */
+static bool subscribed(kiq_group_t *g, kiq_str_t topic)
+{
+    if (!g->protocol_type || strcmp(g->protocol_type, "consumer") != 0) return false;
+    for (kiq_group_member_t *m = g->members; m; m = m->next) {
+        const kiq_group_protocol_t *p = kiq_group_member_protocol(m, g->protocol);
+        if (!p || p->metadata_len < 2) continue;
+        kiq_arena_t a;
+        kiq_arena_init(&a);
+        kiq_rd_t rd;
+        kiq_rd_init(&rd, p->metadata + 2, (size_t)p->metadata_len - 2);
+        int16_t version = (int16_t)kiq_be16(p->metadata);
+        kiq_consumer_protocol_subscription_t s;
+        kiq_consumer_protocol_subscription_init(&s);
+        /* newer versions only add fields at the end */
+        bool found = false;
+        if (version >= 0 && kiq_consumer_protocol_subscription_decode(&rd, version > 1 ? 1 : version, &a, &s) == 0)
+            for (int32_t i = 0; i < s.topics_n && !found; i++)
+                found = s.topics[i].len == topic.len && memcmp(s.topics[i].p, topic.p, (size_t)topic.len) == 0;
+        kiq_arena_reset(&a);
+        if (found) return true;
+    }
+    return false;
+}
+
+void kiq_group_delete_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
+                              const kiq_offset_delete_request_t *req, kiq_offset_delete_response_t *resp)
+{
+    pthread_mutex_lock(&gc->mu);
+    kiq_group_t *g = kiq_gc_find_group(gc, req->group_id);
+    if (kiq_gc_refused(gc, req->group_id)) resp->error_code = KIQ_ERR_NOT_COORDINATOR;
+    else if (!g || g->state == KIQ_GROUP_DEAD) resp->error_code = KIQ_ERR_GROUP_ID_NOT_FOUND;
+    else if (g->state != KIQ_GROUP_EMPTY && (!g->protocol_type || strcmp(g->protocol_type, "consumer") != 0))
+        resp->error_code = KIQ_ERR_NON_EMPTY_GROUP;
+    if (resp->error_code) {
+        pthread_mutex_unlock(&gc->mu);
+        return;
+    }
+    kiq_offsets_records_t rs;
+    kiq_offsets_records_init(&rs, kiq_clock_wall_ms());
+    resp->topics_n = req->topics_n > 0 ? req->topics_n : 0;
+    resp->topics = kiq_arena_calloc(&r->arena, (size_t)(resp->topics_n ? resp->topics_n : 1), sizeof *resp->topics);
+    for (int32_t i = 0; i < resp->topics_n; i++) {
+        const kiq_offset_delete_request_topics_t *tin = &req->topics[i];
+        kiq_offset_delete_response_topics_t *t = &resp->topics[i];
+        kiq_offset_delete_response_topics_init(t);
+        t->name = tin->name;
+        t->partitions_n = tin->partitions_n > 0 ? tin->partitions_n : 0;
+        t->partitions = kiq_arena_calloc(&r->arena, (size_t)(t->partitions_n ? t->partitions_n : 1), sizeof *t->partitions);
+        bool busy = g->state != KIQ_GROUP_EMPTY && subscribed(g, tin->name);
+        for (int32_t j = 0; j < t->partitions_n; j++) {
+            int32_t p = tin->partitions[j].partition_index;
+            kiq_offset_delete_response_topics_partitions_init(&t->partitions[j]);
+            t->partitions[j].partition_index = p;
+            if (busy) {
+                t->partitions[j].error_code = KIQ_ERR_GROUP_SUBSCRIBED_TO_TOPIC;
+                continue;
+            }
+            if (!tin->name.p || !kiq_group_get_offset(g, tin->name.p, (size_t)tin->name.len, p)) continue;
+            char *name = kiq_gc_dup_str(tin->name);
+            if (!name || kiq_offsets_records_add_commit_tombstone(&rs, g->id, name, p) != 0)
+                t->partitions[j].error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+            free(name);
+        }
+    }
+    if (kiq_gc_append_records(gc, g, &rs) != 0) {
+        KIQ_ERROR("group %s: cannot delete offsets: %s", g->id, kiq_error_get());
+        resp->error_code = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
+    } else {
+        for (int32_t i = 0; i < resp->topics_n; i++)
+            for (int32_t j = 0; j < resp->topics[i].partitions_n; j++)
+                if (!resp->topics[i].partitions[j].error_code && req->topics[i].name.p)
+                    kiq_group_remove_offset(g, req->topics[i].name.p, (size_t)req->topics[i].name.len,
+                                            resp->topics[i].partitions[j].partition_index);
+    }
+    kiq_offsets_records_free(&rs);
+    pthread_mutex_unlock(&gc->mu);
+}
+
+/* Offsets past offsets.retention.minutes: Kafka counts from when the group
+ * became empty, or from each commit for a group that never had members. */
+void kiq_gc_expire_offsets(kiq_group_coordinator_t *gc, int64_t now_ms)
+{
+    size_t n = kiq_str_map_count(gc->groups);
+    if (!n) return;
+    kiq_group_t **gs = calloc(n, sizeof *gs);
+    if (!gs) return;
+    size_t k = 0;
+    kiq_str_map_iter_t it;
+    void *val;
+    kiq_str_map_iter_init(&it, gc->groups);
+    while (kiq_str_map_next(&it, NULL, NULL, &val)) gs[k++] = val;
+    for (size_t i = 0; i < k; i++) {
+        kiq_group_t *g = gs[i];
+        bool empty = g->state == KIQ_GROUP_EMPTY;
+        size_t no = kiq_str_map_count(g->offsets);
+        kiq_group_offset_t **expired = calloc(no + 1, sizeof *expired);
+        if (!expired) continue;
+        size_t ne = 0;
+        kiq_str_map_iter_init(&it, g->offsets);
+        while (kiq_str_map_next(&it, NULL, NULL, &val)) {
+            kiq_group_offset_t *o = val;
+            int64_t since = g->protocol_type ? g->state_ts_ms : o->commit_ts_ms;
+            if ((o->expire_ts_ms >= 0 && now_ms >= o->expire_ts_ms) ||
+                (o->expire_ts_ms < 0 && empty && now_ms - since >= gc->retention_ms))
+                expired[ne++] = o;
+        }
+        if (ne) {
+            kiq_offsets_records_t rs;
+            kiq_offsets_records_init(&rs, now_ms);
+            int rc = 0;
+            for (size_t j = 0; j < ne && rc == 0; j++)
+                rc = kiq_offsets_records_add_commit_tombstone(&rs, g->id, expired[j]->topic, expired[j]->partition);
+            if (rc == 0) rc = kiq_gc_append_records(gc, g, &rs);
+            kiq_offsets_records_free(&rs);
+            if (rc == 0) {
+                KIQ_INFO("group %s: %zu committed offsets expired", g->id, ne);
+                for (size_t j = 0; j < ne; j++)
+                    kiq_group_remove_offset(g, expired[j]->topic, strlen(expired[j]->topic), expired[j]->partition);
+            } else {
+                KIQ_ERROR("group %s: cannot expire offsets: %s", g->id, kiq_error_get());
+            }
+        }
+        free(expired);
+        if (empty && kiq_str_map_count(g->offsets) == 0 && now_ms - g->state_ts_ms >= gc->retention_ms)
+            kiq_gc_delete_group(gc, g);
+    }
+    free(gs);
+}

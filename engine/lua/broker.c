@@ -1,0 +1,571 @@
+/* kafkaiq.core's broker objects (DESIGN §6): making, starting and
+ * stopping brokers, reading their state, groups and counters, injecting
+ * disk faults, and installing interceptors. Everything runs on the thread
+ * of the calling lua_State and reaches the engine only through its
+ * thread-safe calls. */
+#include <errno.h>
+#include <lauxlib.h>
+#include <lua.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config/config.h"
+#include "core/error.h"
+#include "lua/convert.h"
+#include "lua/hooks.h"
+#include "lua/module.h"
+#include "proto/messages.h"
+#include "server/broker.h"
+
+/* ---- brokers ---------------------------------------------------------- */
+
+typedef struct lua_broker {
+    kiq_broker_t *b;
+} lua_broker_t;
+
+kiq_broker_t *kiq_lua_check_broker(lua_State *L)
+{
+    lua_broker_t *ub = luaL_checkudata(L, 1, KIQ_LUA_BROKER_MT);
+    if (!ub->b) luaL_error(L, "broker already freed");
+    return ub->b;
+}
+
+#define check_broker kiq_lua_check_broker
+
+/* core.broker_new{ [kafka name] = value, ... } -> broker | nil, err */
+int kiq_lua_broker_new(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    kiq_config_t *cfg = kiq_config_new();
+    if (!cfg) return kiq_lua_fail(L, "out of memory");
+    lua_pushnil(L);
+    while (lua_next(L, 1)) {
+        if (lua_type(L, -2) != LUA_TSTRING) {
+            kiq_config_free(cfg);
+            return luaL_error(L, "broker config keys must be strings");
+        }
+        const char *key = lua_tostring(L, -2);
+        const char *value;
+        if (lua_type(L, -1) == LUA_TBOOLEAN)
+            value = lua_toboolean(L, -1) ? "true" : "false";
+        else if (lua_type(L, -1) == LUA_TNUMBER || lua_type(L, -1) == LUA_TSTRING)
+            value = lua_tostring(L, -1); /* converts numbers in place: fine, key is kept */
+        else {
+            kiq_config_free(cfg);
+            return luaL_error(L, "config '%s': string, number or boolean expected", key);
+        }
+        if (kiq_config_find(key) < 0 && strcmp(key, "message.timestamp.type") != 0 &&
+            strcmp(key, "log.dir") != 0) {
+            kiq_config_free(cfg);
+            lua_pushnil(L);
+            lua_pushfstring(L, "unknown config '%s'", key);
+            return 2;
+        }
+        if (kiq_config_set(cfg, key, value) != 0) {
+            kiq_config_free(cfg);
+            return kiq_lua_fail(L, kiq_error_get());
+        }
+        lua_pop(L, 1);
+    }
+    kiq_broker_t *b = kiq_broker_new(cfg);
+    kiq_hooks_t *hooks = b ? kiq_hooks_new(kiq_config_int(cfg, KIQ_CFG_HOOK_MAX_INSTRUCTIONS)) : NULL;
+    kiq_config_free(cfg);
+    if (!b) return kiq_lua_fail(L, kiq_error_get());
+    if (!hooks) {
+        kiq_broker_free(b);
+        return kiq_lua_fail(L, "out of memory");
+    }
+    /* the broker's interceptors are this module's Lua functions */
+    kiq_broker_set_interceptors(b, &kiq_hooks_ops, hooks, hooks->active);
+    lua_broker_t *ub = lua_newuserdata(L, sizeof *ub);
+    ub->b = b;
+    luaL_getmetatable(L, KIQ_LUA_BROKER_MT);
+    lua_setmetatable(L, -2);
+    return 1;
+}
+
+static int l_broker_start(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    if (b->running) return luaL_error(L, "broker already running");
+    if (kiq_broker_start(b) != 0) {
+        const char *err = kiq_error_get();
+        kiq_broker_kill(b); /* release whatever the failed start opened */
+        return kiq_lua_fail(L, err);
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int l_broker_stop(lua_State *L)
+{
+    kiq_broker_stop(check_broker(L));
+    return 0;
+}
+
+static int l_broker_kill(lua_State *L)
+{
+    kiq_broker_kill(check_broker(L));
+    return 0;
+}
+
+static int l_broker_running(lua_State *L)
+{
+    lua_pushboolean(L, check_broker(L)->running);
+    return 1;
+}
+
+static int l_broker_port(lua_State *L)
+{
+    lua_pushinteger(L, kiq_broker_port(check_broker(L)));
+    return 1;
+}
+
+int kiq_lua_broker_gc(lua_State *L)
+{
+    lua_broker_t *ub = luaL_checkudata(L, 1, KIQ_LUA_BROKER_MT);
+    kiq_broker_free(ub->b);
+    ub->b = NULL;
+    return 0;
+}
+
+static void push_partition_state(lua_State *L, kiq_partition_t *p)
+{
+    lua_newtable(L);
+    kiq_partition_log_t *log = atomic_load(&p->log);
+    lua_pushboolean(L, log != NULL);
+    lua_setfield(L, -2, "hosted");
+    kiq_replica_view_t *v = malloc(sizeof *v); /* large: keep it off the stack */
+    if (v) kiq_partition_replica_view(p->replica, v);
+    kiq_lua_set_num(L, "leader_epoch", v ? v->leader_epoch : p->leader_epoch);
+    if (!log || !v) { /* a cluster broker not replicating it: no log, no offsets */
+        free(v);
+        return;
+    }
+    int64_t leo = kiq_partition_log_end_offset(log);
+    kiq_lua_set_num(L, "log_start_offset", (double)kiq_partition_log_start_offset(log));
+    kiq_lua_set_num(L, "log_end_offset", (double)leo);
+    kiq_lua_set_num(L, "high_watermark", (double)kiq_partition_log_high_watermark(log));
+    /* the replication state: role, leader, replica set and ISR, and on a
+     * leader each follower's log end offset as its fetches showed it */
+    static const char *const roles[] = {"none", "leader", "follower"};
+    lua_pushstring(L, roles[v->role]);
+    lua_setfield(L, -2, "role");
+    kiq_lua_set_num(L, "leader", v->leader);
+    kiq_lua_set_num(L, "partition_epoch", v->partition_epoch);
+    lua_createtable(L, v->nreplicas, 0);
+    for (int i = 0; i < v->nreplicas; i++) {
+        lua_pushinteger(L, v->replicas[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "replicas");
+    lua_createtable(L, v->nisr, 0);
+    for (int i = 0; i < v->nisr; i++) {
+        lua_pushinteger(L, v->isr[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "isr");
+    if (v->role == KIQ_REPLICA_LEADER) {
+        lua_createtable(L, 0, v->nfollowers);
+        for (int i = 0; i < v->nfollowers; i++) {
+            lua_createtable(L, 0, 1);
+            kiq_lua_set_num(L, "leo", (double)v->followers[i].leo);
+            lua_rawseti(L, -2, v->followers[i].broker_id);
+        }
+        lua_setfield(L, -2, "followers");
+    }
+    free(v);
+    lua_pushboolean(L, kiq_partition_log_offline(log));
+    lua_setfield(L, -2, "offline");
+    int n = kiq_partition_log_segments(log, NULL, 0);
+    kiq_log_segment_info_t *segs = n > 0 ? calloc((size_t)n, sizeof *segs) : NULL;
+    if (segs) n = kiq_partition_log_segments(log, segs, n);
+    lua_createtable(L, n > 0 ? n : 0, 0);
+    for (int i = 0; segs && i < n; i++) {
+        lua_createtable(L, 0, 4);
+        kiq_lua_set_num(L, "base_offset", (double)segs[i].base_offset);
+        kiq_lua_set_num(L, "next_offset", (double)segs[i].next_offset);
+        kiq_lua_set_num(L, "size", (double)segs[i].size);
+        kiq_lua_set_num(L, "max_timestamp", (double)segs[i].max_timestamp);
+        lua_rawseti(L, -2, i + 1);
+    }
+    free(segs);
+    lua_setfield(L, -2, "segments");
+}
+
+/* b:state() -> { node_id, port, cluster_id, running, queue_depth,
+ *   log_dirs = { { path, offline, error } }, offline_log_dirs = { path... },
+ *   topics = { [name] = { id, partitions = { [0..n-1] = {...} } } } }
+ * A partition is { hosted, leader_epoch } and, when hosted here, its
+ * offsets (high_watermark is the real one), offline flag, segments, and
+ * replication state: role ("leader", "follower", "none"), leader,
+ * partition_epoch, replicas, isr and, on the leader, followers =
+ * { [broker id] = { leo } }. */
+static int l_broker_state(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    lua_newtable(L);
+    kiq_lua_set_num(L, "node_id", b->node_id);
+    kiq_lua_set_num(L, "port", kiq_broker_port(b));
+    if (b->has_control_plane) kiq_lua_set_num(L, "control_port", b->control_port);
+    lua_pushstring(L, b->cluster_id);
+    lua_setfield(L, -2, "cluster_id");
+    lua_pushboolean(L, b->running);
+    lua_setfield(L, -2, "running");
+    lua_createtable(L, b->nlog_dirs, 0);
+    for (int i = 0; i < b->nlog_dirs; i++) {
+        int dir_err = kiq_log_dir_error(b->log_dirs[i].health);
+        lua_createtable(L, 0, 3);
+        lua_pushstring(L, b->log_dirs[i].path);
+        lua_setfield(L, -2, "path");
+        lua_pushboolean(L, dir_err != 0);
+        lua_setfield(L, -2, "offline");
+        if (dir_err) {
+            lua_pushstring(L, strerror(dir_err));
+            lua_setfield(L, -2, "error");
+        }
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "log_dirs");
+    lua_newtable(L);
+    for (int i = 0, n = 0; i < b->nlog_dirs; i++)
+        if (kiq_log_dir_offline(b->log_dirs[i].health)) {
+            lua_pushstring(L, b->log_dirs[i].path);
+            lua_rawseti(L, -2, ++n);
+        }
+    lua_setfield(L, -2, "offline_log_dirs");
+    if (!b->running) return 1;
+    kiq_lua_set_num(L, "queue_depth", (double)kiq_request_queue_depth(b->queue));
+    kiq_purgatory_stats_t ps;
+    kiq_purgatory_stats(b->purgatory, &ps);
+    kiq_lua_set_num(L, "parked", ps.waiting);
+    lua_newtable(L);
+    int count;
+    kiq_topic_t **list = kiq_topics_list(b->topics, &count);
+    for (int i = 0; i < count; i++) {
+        kiq_topic_t *t = list[i];
+        lua_newtable(L);
+        kiq_lua_push_uuid(L, &t->id);
+        lua_setfield(L, -2, "id");
+        lua_newtable(L);
+        for (int32_t p = 0; p < t->npartitions; p++) {
+            push_partition_state(L, t->partitions[p]);
+            lua_rawseti(L, -2, p);
+        }
+        lua_setfield(L, -2, "partitions");
+        kiq_lua_set_num(L, "partition_count", t->npartitions);
+        lua_setfield(L, -2, t->name);
+    }
+    kiq_topics_list_free(list, count);
+    lua_setfield(L, -2, "topics");
+    return 1;
+}
+
+/* b:groups() -> { { id, state, generation, protocol_type, protocol, leader,
+ *   offsets_partition, members = { { id, instance_id, client_id,
+ *   client_host, session_timeout_ms, rebalance_timeout_ms, assignment } },
+ *   offsets = { [topic] = { [partition] = { offset, leader_epoch,
+ *   metadata, commit_timestamp } } } } }, sorted by id; the copy is taken
+ * under the coordinator's lock and pushed after it is released. */
+static int l_broker_groups(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    lua_newtable(L);
+    if (!b->running) return 1;
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_group_info_t *gs;
+    int n = kiq_group_coordinator_snapshot(b->groups, &a, &gs);
+    for (int i = 0; i < n; i++) {
+        const kiq_group_info_t *g = &gs[i];
+        lua_createtable(L, 0, 9);
+        kiq_lua_set_str(L, "id", g->id);
+        kiq_lua_set_str(L, "state", g->state);
+        kiq_lua_set_num(L, "generation", g->generation);
+        kiq_lua_set_str(L, "protocol_type", g->protocol_type);
+        kiq_lua_set_str(L, "protocol", g->protocol);
+        kiq_lua_set_str(L, "leader", g->leader);
+        kiq_lua_set_num(L, "offsets_partition", g->offsets_partition);
+        lua_createtable(L, g->nmembers, 0);
+        for (int j = 0; j < g->nmembers; j++) {
+            const kiq_group_info_member_t *m = &g->members[j];
+            lua_createtable(L, 0, 7);
+            kiq_lua_set_str(L, "id", m->id);
+            kiq_lua_set_str(L, "instance_id", m->instance_id);
+            kiq_lua_set_str(L, "client_id", m->client_id);
+            kiq_lua_set_str(L, "client_host", m->client_host);
+            kiq_lua_set_num(L, "session_timeout_ms", m->session_timeout_ms);
+            kiq_lua_set_num(L, "rebalance_timeout_ms", m->rebalance_timeout_ms);
+            if (m->assignment) {
+                lua_pushlstring(L, (const char *)m->assignment, (size_t)m->assignment_len);
+                lua_setfield(L, -2, "assignment");
+            }
+            lua_rawseti(L, -2, j + 1);
+        }
+        lua_setfield(L, -2, "members");
+        lua_newtable(L);
+        for (int j = 0; j < g->noffsets; j++) {
+            const kiq_group_info_offset_t *o = &g->offsets[j];
+            lua_getfield(L, -1, o->topic);
+            if (lua_isnil(L, -1)) {
+                lua_pop(L, 1);
+                lua_newtable(L);
+                lua_pushvalue(L, -1);
+                lua_setfield(L, -3, o->topic);
+            }
+            lua_createtable(L, 0, 4);
+            kiq_lua_set_num(L, "offset", (double)o->offset);
+            kiq_lua_set_num(L, "leader_epoch", o->leader_epoch);
+            if (o->metadata) {
+                lua_pushlstring(L, o->metadata, (size_t)o->metadata_len);
+                lua_setfield(L, -2, "metadata");
+            }
+            kiq_lua_set_num(L, "commit_timestamp", (double)o->commit_ts_ms);
+            lua_rawseti(L, -2, o->partition);
+            lua_pop(L, 1);
+        }
+        lua_setfield(L, -2, "offsets");
+        lua_rawseti(L, -2, i + 1);
+    }
+    kiq_arena_reset(&a);
+    return 1;
+}
+
+/* The errno names a disk fault may be given as. */
+static const struct {
+    const char *name;
+    int value;
+} disk_errnos[] = {{"ENOSPC", ENOSPC}, {"EIO", EIO}, {"EROFS", EROFS}, {"EDQUOT", EDQUOT}};
+
+/* b:inject_disk_fault{ errno = "ENOSPC" | "EIO" | "EROFS" | "EDQUOT",
+ *   after_bytes = n (0), fsync = bool (false), dir = path (the first of
+ *   log.dirs) } -> true: writes to that log directory fail with that errno
+ * once after_bytes more bytes went in (the write crossing the limit is
+ * torn), fsyncs too when fsync is set; nil, err for an unknown dir. */
+static int l_broker_inject_disk_fault(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_getfield(L, 2, "errno");
+    const char *name = luaL_optstring(L, -1, "EIO");
+    int err = 0;
+    for (size_t i = 0; i < sizeof disk_errnos / sizeof *disk_errnos; i++)
+        if (strcmp(name, disk_errnos[i].name) == 0) err = disk_errnos[i].value;
+    if (!err) return luaL_error(L, "inject_disk_fault: errno must be ENOSPC, EIO, EROFS or EDQUOT, not '%s'", name);
+    lua_getfield(L, 2, "after_bytes");
+    lua_Number after = luaL_optnumber(L, -1, 0);
+    if (after < 0 || after > 9007199254740992.0)
+        return luaL_error(L, "inject_disk_fault: after_bytes must be a count of bytes");
+    lua_getfield(L, 2, "fsync");
+    bool fsyncs = lua_toboolean(L, -1);
+    lua_getfield(L, 2, "dir");
+    const char *dir = luaL_optstring(L, -1, NULL);
+    if (kiq_broker_inject_disk_fault(b, dir, err, (int64_t)after, fsyncs) != 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, kiq_error_get());
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* b:clear_disk_fault([{ dir = path }]): writes to that directory (every
+ * one without dir) work again; an offline directory comes back with the
+ * next start. nil, err for an unknown dir. */
+static int l_broker_clear_disk_fault(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    const char *dir = NULL;
+    if (!lua_isnoneornil(L, 2)) {
+        luaL_checktype(L, 2, LUA_TTABLE);
+        lua_getfield(L, 2, "dir");
+        dir = luaL_optstring(L, -1, NULL);
+    }
+    if (kiq_broker_clear_disk_fault(b, dir) != 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, kiq_error_get());
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* b:request_stats() -> { [api name] = { count, queue_ms, local_ms, ...,
+ * trailing_requests, trailing_bytes } } */
+static int l_broker_request_stats(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    lua_newtable(L);
+    for (size_t i = 0; i < kiq_api_codec_count; i++) {
+        int64_t ns[KIQ_STAGE__COUNT];
+        uint64_t n = kiq_request_stats_get(&b->stats, kiq_api_codecs[i].key, ns);
+        if (!n) continue;
+        lua_newtable(L);
+        kiq_lua_set_num(L, "count", (double)n);
+        for (int s = 0; s < KIQ_STAGE__COUNT; s++) {
+            char key[32];
+            snprintf(key, sizeof key, "%s_ms", kiq_request_stage_names[s]);
+            kiq_lua_set_num(L, key, (double)ns[s] / 1e6);
+        }
+        uint64_t bytes, trailing = kiq_request_stats_get_trailing(&b->stats, kiq_api_codecs[i].key, &bytes);
+        kiq_lua_set_num(L, "trailing_requests", (double)trailing);
+        kiq_lua_set_num(L, "trailing_bytes", (double)bytes);
+        lua_setfield(L, -2, kiq_api_codecs[i].name);
+    }
+    return 1;
+}
+
+/* b:event_counts() -> { received = n, enqueued = n, ... }: how often each
+ * observer point (core/observer.h) fired since the broker was made. */
+static int l_broker_event_counts(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    lua_createtable(L, 0, KIQ__POINTS);
+    for (int p = 0; p < KIQ__POINTS; p++)
+        kiq_lua_set_num(L, kiq_point_names[p], (double)kiq_event_counts_get(&b->event_counts, (enum kiq_point)p));
+    return 1;
+}
+
+/* b:purgatory_stats() -> { parked, notified, tried, expired, waiting }:
+ * what the purgatory (server/purgatory.h) did since the broker started. */
+static int l_broker_purgatory_stats(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    if (!b->purgatory) return kiq_lua_fail(L, "broker not running");
+    kiq_purgatory_stats_t s;
+    kiq_purgatory_stats(b->purgatory, &s);
+    lua_createtable(L, 0, 5);
+    kiq_lua_set_num(L, "parked", (double)s.parked);
+    kiq_lua_set_num(L, "notified", (double)s.notified);
+    kiq_lua_set_num(L, "tried", (double)s.tried);
+    kiq_lua_set_num(L, "expired", (double)s.expired);
+    kiq_lua_set_num(L, "waiting", s.waiting);
+    return 1;
+}
+
+/* ---- interceptors (engine/lua/hooks.h) -------------------------------- */
+
+/* The registry this module installed on every broker it made. */
+static kiq_hooks_t *broker_hooks(kiq_broker_t *b) { return b->interceptors.ctx; }
+
+/* An api given by name ("Produce", any case) or key. */
+static int check_api_key(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) == LUA_TNUMBER) {
+        lua_Number n = lua_tonumber(L, idx);
+        if (!(n >= 0 && n <= INT16_MAX) || n != (lua_Number)(int16_t)n || !kiq_api_codec((int16_t)n))
+            return luaL_error(L, "intercept: unknown api key %s", lua_tostring(L, idx));
+        return (int)n;
+    }
+    if (lua_type(L, idx) != LUA_TSTRING) return luaL_error(L, "intercept: api must be a name or a key");
+    const char *name = lua_tostring(L, idx);
+    for (size_t i = 0; i < kiq_api_codec_count; i++)
+        if (strcasecmp(kiq_api_codecs[i].name, name) == 0) return kiq_api_codecs[i].key;
+    return luaL_error(L, "intercept: unknown api '%s'", name);
+}
+
+static const char *opt_string(lua_State *L, int t, const char *key, size_t *len)
+{
+    lua_getfield(L, t, key);
+    if (lua_isnil(L, -1)) return NULL;
+    if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "intercept: %s must be a string", key);
+    return lua_tolstring(L, -1, len); /* the options table keeps it alive */
+}
+
+/* b:intercept{ on = "request"|"produce"|"fetch", source = "<chunk returning a function>",
+ *   api = name or key (request only), client_id =, topic = } -> id | nil, err */
+static int l_broker_intercept(lua_State *L)
+{
+    static const char *const options[] = {"on", "source", "api", "client_id", "topic", NULL};
+    kiq_broker_t *b = check_broker(L);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+        lua_pop(L, 1);
+        bool known = false;
+        if (lua_type(L, -1) == LUA_TSTRING)
+            for (int i = 0; options[i] && !known; i++) known = strcmp(lua_tostring(L, -1), options[i]) == 0;
+        if (!known)
+            return luaL_error(L, "intercept: unknown option '%s'",
+                              lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1));
+    }
+    const char *on = opt_string(L, 2, "on", NULL);
+    int point = on ? kiq_hook_point_parse(on) : -1;
+    if (point < 0) return luaL_error(L, "intercept: on must be \"request\", \"produce\" or \"fetch\"");
+    kiq_hook_spec_t spec = {.point = (enum kiq_hook_point)point, .api_key = -1};
+    spec.source = opt_string(L, 2, "source", &spec.source_len);
+    if (!spec.source) return luaL_error(L, "intercept: source (a Lua chunk returning a function) is required");
+    lua_getfield(L, 2, "api");
+    if (!lua_isnil(L, -1)) {
+        if (point != KIQ_HOOK_REQUEST) return luaL_error(L, "intercept: api selects request interceptors only");
+        spec.api_key = check_api_key(L, lua_gettop(L));
+    }
+    spec.client_id = opt_string(L, 2, "client_id", NULL);
+    spec.topic = opt_string(L, 2, "topic", NULL);
+    int id = kiq_hooks_add(broker_hooks(b), &spec);
+    if (id < 0) return kiq_lua_fail(L, kiq_error_get());
+    lua_pushinteger(L, id);
+    return 1;
+}
+
+/* b:remove_intercept(id) -> true | nil, err */
+static int l_broker_remove_intercept(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    int id = (int)luaL_checkinteger(L, 2);
+    if (kiq_hooks_remove(broker_hooks(b), id) != 0) return kiq_lua_fail(L, kiq_error_get());
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* b:intercepts() -> { { id, on, api, client_id, topic, failures, last_error }, ... } */
+static int l_broker_intercepts(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    kiq_hook_info_t *list;
+    int n = kiq_hooks_list(broker_hooks(b), &list);
+    if (n < 0) return kiq_lua_fail(L, kiq_error_get());
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_createtable(L, 0, 7);
+        kiq_lua_set_num(L, "id", list[i].id);
+        lua_pushstring(L, kiq_hook_point_names[list[i].point]);
+        lua_setfield(L, -2, "on");
+        const kiq_api_codec_t *c = list[i].api_key >= 0 ? kiq_api_codec((int16_t)list[i].api_key) : NULL;
+        if (c) {
+            lua_pushstring(L, c->name);
+            lua_setfield(L, -2, "api");
+        }
+        if (list[i].client_id) {
+            lua_pushstring(L, list[i].client_id);
+            lua_setfield(L, -2, "client_id");
+        }
+        if (list[i].topic) {
+            lua_pushstring(L, list[i].topic);
+            lua_setfield(L, -2, "topic");
+        }
+        kiq_lua_set_num(L, "failures", (double)list[i].failures);
+        if (list[i].last_error) {
+            lua_pushstring(L, list[i].last_error);
+            lua_setfield(L, -2, "last_error");
+        }
+        lua_rawseti(L, -2, i + 1);
+    }
+    kiq_hooks_list_free(list, n);
+    return 1;
+}
+
+const luaL_Reg kiq_lua_broker_methods[] = {
+        {"start", l_broker_start},     {"stop", l_broker_stop},   {"kill", l_broker_kill},
+        {"running", l_broker_running}, {"port", l_broker_port},   {"state", l_broker_state},
+        {"groups", l_broker_groups},   {"controller", kiq_lua_broker_controller},
+        {"pause_heartbeats", kiq_lua_broker_pause_heartbeats}, {"pause_fetching", kiq_lua_broker_pause_fetching},
+        {"elect_preferred_leaders", kiq_lua_broker_elect_preferred},
+        {"inject_disk_fault", l_broker_inject_disk_fault}, {"clear_disk_fault", l_broker_clear_disk_fault},
+        {"request_stats", l_broker_request_stats},                {"event_counts", l_broker_event_counts},
+        {"purgatory_stats", l_broker_purgatory_stats},
+        {"intercept", l_broker_intercept},
+        {"remove_intercept", l_broker_remove_intercept},          {"intercepts", l_broker_intercepts},
+        {NULL, NULL},
+};
