@@ -468,7 +468,22 @@ int kiq_broker_start(kiq_broker_t *b)
     }
     if (b->has_control_plane && start_control_plane(b) != 0) return -1;
     /* last: the registration carries the bound ports */
-    if (b->cluster && !(b->lifecycle = kiq_broker_lifecycle_new(b))) return -1;
+    if (b->cluster) {
+        kiq_broker_identity_t id = {
+            .node_id = b->node_id,
+            .cluster_id = b->cluster_id,
+            .incarnation = b->incarnation,
+            .advertised_host = b->advertised_host,
+            .advertised_port = b->advertised_port,
+            .has_control_plane = b->has_control_plane,
+            .control_host = b->control_host,
+            .control_port = b->control_port,
+            .controller_host = b->controller_host,
+            .controller_port = b->controller_port,
+            .config = b->config,
+        };
+        if (!(b->lifecycle = kiq_broker_lifecycle_new(&id))) return -1;
+    }
     /* its ISR thread reads the lifecycle's broker epoch */
     if (b->replicas && kiq_replica_manager_start(b->replicas) != 0) return -1;
     b->running = true;

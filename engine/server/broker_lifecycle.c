@@ -14,7 +14,6 @@
 #include "core/uuid.h"
 #include "net/client.h"
 #include "proto/errors.h"
-#include "server/broker.h"
 
 enum {
     CONNECT_TIMEOUT_MS = 2000,
@@ -23,11 +22,10 @@ enum {
 };
 
 struct kiq_broker_lifecycle {
-    kiq_broker_t *b; /* read only: fields fixed while the broker runs */
+    kiq_broker_identity_t b; /* fixed */
     pthread_t thread;
     int32_t heartbeat_ms, request_timeout_ms;
     char client_id[32];
-    kiq_uuid_t incarnation;
 
     pthread_mutex_t mu; /* guards what follows */
     pthread_cond_t cond; /* CLOCK_MONOTONIC; stop, pause and registration */
@@ -37,14 +35,14 @@ struct kiq_broker_lifecycle {
     kiq_client_conn_t *conn; /* the thread's; published so stop can shut it down */
 };
 
-void kiq_broker_lifecycle_registration(const kiq_broker_t *b, const kiq_uuid_t *incarnation, kiq_arena_t *arena,
+void kiq_broker_lifecycle_registration(const kiq_broker_identity_t *b, kiq_arena_t *arena,
                                        kiq_broker_registration_request_t *req)
 {
     kiq_broker_registration_request_init(req);
     req->broker_id = b->node_id;
     req->cluster_id = (kiq_str_t){kiq_arena_strndup(arena, b->cluster_id, strlen(b->cluster_id)),
                                   (int32_t)strlen(b->cluster_id)};
-    req->incarnation_id = *incarnation;
+    req->incarnation_id = b->incarnation;
     int n = b->has_control_plane ? 2 : 1;
     kiq_broker_registration_request_listeners_t *l = kiq_arena_calloc(arena, (size_t)n, sizeof *l);
     kiq_broker_registration_request_listeners_init(&l[0]);
@@ -114,16 +112,16 @@ static int do_register(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int 
     kiq_arena_init(&arena);
     kiq_broker_registration_request_t req;
     kiq_broker_registration_response_t resp;
-    kiq_broker_lifecycle_registration(lc->b, &lc->incarnation, &arena, &req);
+    kiq_broker_lifecycle_registration(&lc->b, &arena, &req);
     int rc = kiq_client_request(conn, KIQ_API_BROKER_REGISTRATION, 0, &req, &arena, &resp, lc->request_timeout_ms);
     if (rc == 0 && resp.error_code != KIQ_ERR_NONE) {
         if (resp.error_code != *last_refusal)
             KIQ_WARN("[KafkaIQ broker %d] the controller at %s refused the registration with error %d; retrying",
-                     lc->b->node_id, kiq_client_peer(conn), resp.error_code);
+                     lc->b.node_id, kiq_client_peer(conn), resp.error_code);
         *last_refusal = resp.error_code;
         rc = 1;
     } else if (rc == 0) {
-        KIQ_INFO("[KafkaIQ broker %d] registered with the controller at %s, broker epoch %lld", lc->b->node_id,
+        KIQ_INFO("[KafkaIQ broker %d] registered with the controller at %s, broker epoch %lld", lc->b.node_id,
                  kiq_client_peer(conn), (long long)resp.broker_epoch);
         *last_refusal = 0;
         set_epoch(lc, resp.broker_epoch);
@@ -141,7 +139,7 @@ static int do_heartbeat(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int
     kiq_broker_heartbeat_request_t req;
     kiq_broker_heartbeat_response_t resp;
     kiq_broker_heartbeat_request_init(&req);
-    req.broker_id = lc->b->node_id;
+    req.broker_id = lc->b.node_id;
     req.broker_epoch = epoch;
     req.current_metadata_offset = -1;
     req.want_fence = false;
@@ -151,17 +149,17 @@ static int do_heartbeat(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int
         /* a stale epoch (the controller fenced or forgot us), an unknown
          * broker or anything else: registering again sorts it out */
         if (resp.error_code == KIQ_ERR_STALE_BROKER_EPOCH)
-            KIQ_INFO("[KafkaIQ broker %d] broker epoch %lld is stale; registering again", lc->b->node_id,
+            KIQ_INFO("[KafkaIQ broker %d] broker epoch %lld is stale; registering again", lc->b.node_id,
                      (long long)epoch);
         else
-            KIQ_WARN("[KafkaIQ broker %d] heartbeat refused with error %d; registering again", lc->b->node_id,
+            KIQ_WARN("[KafkaIQ broker %d] heartbeat refused with error %d; registering again", lc->b.node_id,
                      resp.error_code);
         set_epoch(lc, -1);
         rc = 1;
     } else if (rc == 0) {
         pthread_mutex_lock(&lc->mu);
         if (lc->fenced && !resp.is_fenced)
-            KIQ_INFO("[KafkaIQ broker %d] unfenced by the controller", lc->b->node_id);
+            KIQ_INFO("[KafkaIQ broker %d] unfenced by the controller", lc->b.node_id);
         lc->fenced = resp.is_fenced;
         pthread_mutex_unlock(&lc->mu);
     }
@@ -172,7 +170,7 @@ static int do_heartbeat(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int
 static void *lifecycle_main(void *arg)
 {
     kiq_broker_lifecycle_t *lc = arg;
-    kiq_broker_t *b = lc->b;
+    const kiq_broker_identity_t *b = &lc->b;
     char name[24];
     snprintf(name, sizeof name, "lifecycle-%d", b->node_id);
     kiq_say_thread_name(name);
@@ -226,20 +224,19 @@ static void *lifecycle_main(void *arg)
     return NULL;
 }
 
-kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(kiq_broker_t *b)
+kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(const kiq_broker_identity_t *b)
 {
     kiq_broker_lifecycle_t *lc = calloc(1, sizeof *lc);
     if (!lc) {
         kiq_error_set("out of memory");
         return NULL;
     }
-    lc->b = b;
+    lc->b = *b;
     lc->epoch = -1;
     lc->fenced = true;
     lc->heartbeat_ms = (int32_t)kiq_config_int(b->config, KIQ_CFG_BROKER_HEARTBEAT_INTERVAL_MS);
     lc->request_timeout_ms = (int32_t)kiq_config_int(b->config, KIQ_CFG_BROKER_SESSION_TIMEOUT_MS);
     snprintf(lc->client_id, sizeof lc->client_id, "kafkaiq-broker-%d", b->node_id);
-    lc->incarnation = b->incarnation;
     pthread_mutex_init(&lc->mu, NULL);
     kiq_cond_init_monotonic(&lc->cond);
     if (pthread_create(&lc->thread, NULL, lifecycle_main, lc) != 0) {
@@ -269,7 +266,7 @@ void kiq_broker_lifecycle_shut_down(kiq_broker_lifecycle_t *lc)
     if (!lc) return;
     stop_thread(lc);
     if (lc->epoch < 0 || lc->paused) return;
-    kiq_broker_t *b = lc->b;
+    const kiq_broker_identity_t *b = &lc->b;
     kiq_client_conn_t *conn = kiq_client_connect(b->controller_host, b->controller_port, CONNECT_TIMEOUT_MS,
                                                  lc->client_id);
     if (!conn || do_heartbeat(lc, conn, lc->epoch, true) != 0)

@@ -15,14 +15,32 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "include/kafkaiq.h"
+#include "config/config.h"
+#include "core/arena.h"
+#include "core/uuid.h"
 #include "proto/messages.h"
 
 typedef struct kiq_broker_lifecycle kiq_broker_lifecycle_t;
 
-/* Starts the thread for a started broker in cluster mode. NULL with the
- * reason. */
-kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(kiq_broker_t *b);
+/* Who the broker is to the controller: what it registers with and where
+ * the controller is. Strings are the broker's, fixed while it runs. */
+typedef struct kiq_broker_identity {
+    int32_t node_id;
+    const char *cluster_id;
+    kiq_uuid_t incarnation; /* fresh per start */
+    const char *advertised_host; /* clients' listener */
+    int advertised_port;
+    bool has_control_plane;
+    const char *control_host; /* "" for the advertised host */
+    int control_port;
+    const char *controller_host;
+    int controller_port;
+    const kiq_config_t *config;
+} kiq_broker_identity_t;
+
+/* Starts the thread for a started broker in cluster mode; the identity is
+ * copied. NULL with the reason. */
+kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(const kiq_broker_identity_t *id);
 /* Stops the thread (a blocked request fails at once) and frees lc; NULL is
  * fine. Any thread but the lifecycle's. */
 void kiq_broker_lifecycle_free(kiq_broker_lifecycle_t *lc);
@@ -50,7 +68,7 @@ bool kiq_broker_lifecycle_wait_registered(kiq_broker_lifecycle_t *lc, int timeou
 /* The registration this broker sends, built into arena (listeners:
  * PLAINTEXT = the advertised client address, then the control-plane
  * listener under its configured name; no features, no rack). */
-void kiq_broker_lifecycle_registration(const kiq_broker_t *b, const kiq_uuid_t *incarnation, kiq_arena_t *arena,
+void kiq_broker_lifecycle_registration(const kiq_broker_identity_t *id, kiq_arena_t *arena,
                                        kiq_broker_registration_request_t *req);
 
 #endif

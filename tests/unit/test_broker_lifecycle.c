@@ -93,8 +93,19 @@ static void test_registration_request(void **state)
     kiq_arena_t a;
     kiq_arena_init(&a);
     kiq_uuid_t inc = {{1, 2, 3}};
+    kiq_broker_identity_t id = {
+        .node_id = b->node_id,
+        .cluster_id = b->cluster_id,
+        .incarnation = inc,
+        .advertised_host = b->advertised_host,
+        .advertised_port = b->advertised_port,
+        .has_control_plane = b->has_control_plane,
+        .control_host = b->control_host,
+        .control_port = b->control_port,
+        .config = b->config,
+    };
     kiq_broker_registration_request_t req;
-    kiq_broker_lifecycle_registration(b, &inc, &a, &req);
+    kiq_broker_lifecycle_registration(&id, &a, &req);
     assert_int_equal(req.broker_id, 1);
     assert_true(kiq_str_eq(req.cluster_id, b->cluster_id));
     assert_memory_equal(req.incarnation_id.b, inc.b, 16);
