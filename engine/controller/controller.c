@@ -1018,6 +1018,20 @@ static void config_records(batch_t *b, int8_t type, const char *resource, char *
 static const char *topic_config_name(int i) { return kiq_topic_config_defs[i].name; }
 static const char *broker_config_name(int i) { return kiq_config_defs[i].name; }
 
+/* Under mu: the resource's configs in the image, n of them named by
+ * name_of: before points into the image, after gets copies to edit. -1
+ * when out of memory (after then holds what was copied). */
+static int image_configs(kiq_controller_t *c, int8_t type, const char *resource, char **before, char **after, int n,
+                         const char *(*name_of)(int))
+{
+    for (int i = 0; i < n; i++) {
+        const char *v = kiq_metadata_image_config(c->image, type, resource, name_of(i));
+        before[i] = (char *)v;
+        if (v && !(after[i] = strdup(v))) return kiq_error_set("out of memory");
+    }
+    return 0;
+}
+
 /* Under mu: one resource's change, its records into b. A Kafka error code. */
 static int16_t change_configs(kiq_controller_t *c, batch_t *b, const kiq_config_order_t *e)
 {
@@ -1037,10 +1051,9 @@ static int16_t change_configs(kiq_controller_t *c, batch_t *b, const kiq_config_
             return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         }
         kiq_topic_configs_t before = {0}, after = {0};
-        for (int i = 0; i < KIQ_TOPIC_CONFIG_COUNT; i++) {
-            const char *v = kiq_metadata_image_config(c->image, type, resource, kiq_topic_config_defs[i].name);
-            before.value[i] = v ? (char *)v : NULL;
-            if (v && !(after.value[i] = strdup(v))) return kiq_error_set("out of memory"), KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        if (image_configs(c, type, resource, before.value, after.value, KIQ_TOPIC_CONFIG_COUNT, topic_config_name) != 0) {
+            kiq_topic_configs_clear(&after);
+            return KIQ_ERR_UNKNOWN_SERVER_ERROR;
         }
         err = (int16_t)kiq_config_change_topic(&after, c->cfg, e);
         if (!err) config_records(b, type, resource, before.value, after.value, KIQ_TOPIC_CONFIG_COUNT, topic_config_name);
@@ -1061,10 +1074,9 @@ static int16_t change_configs(kiq_controller_t *c, batch_t *b, const kiq_config_
         return KIQ_ERR_INVALID_REQUEST;
     }
     kiq_dynamic_configs_t before = {0}, after = {0};
-    for (int i = 0; i < KIQ_CFG__COUNT; i++) {
-        const char *v = kiq_metadata_image_config(c->image, type, resource, kiq_config_defs[i].name);
-        before.value[i] = v ? (char *)v : NULL;
-        if (v && !(after.value[i] = strdup(v))) return kiq_error_set("out of memory"), KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    if (image_configs(c, type, resource, before.value, after.value, KIQ_CFG__COUNT, broker_config_name) != 0) {
+        kiq_dynamic_configs_clear(&after);
+        return KIQ_ERR_UNKNOWN_SERVER_ERROR;
     }
     err = (int16_t)kiq_config_change_broker(&after, c->cfg, e);
     if (!err) config_records(b, type, resource, before.value, after.value, KIQ_CFG__COUNT, broker_config_name);

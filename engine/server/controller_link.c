@@ -59,12 +59,51 @@ static void forward_configs(const kiq_topic_configs_t *cfg, kiq_create_topics_re
     }
 }
 
-static kiq_topic_order_t *find_order(kiq_topic_order_t *orders, int n, kiq_str_t name)
+/* The controller's answer for the topic named: to its order. */
+static void answered(kiq_topic_order_t *orders, int n, kiq_str_t name, int16_t error, kiq_str_t message)
 {
     for (int i = 0; i < n; i++)
-        if (name.p && orders[i].name.len == name.len && memcmp(orders[i].name.p, name.p, (size_t)name.len) == 0)
-            return &orders[i];
-    return NULL;
+        if (name.p && orders[i].name.len == name.len && memcmp(orders[i].name.p, name.p, (size_t)name.len) == 0) {
+            orders[i].error = error;
+            orders[i].message = message;
+            return;
+        }
+}
+
+/* Before a forwarded request: each order fails unless the answer names it. */
+static void awaiting(kiq_topic_order_t *orders, int n)
+{
+    for (int i = 0; i < n; i++) {
+        orders[i].error = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        orders[i].message = KIQ_STR("the controller did not answer for this topic");
+    }
+}
+
+/* When the controller runs here: each order decided by one(), with its
+ * reason from the error slot. */
+static void decide_here(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only, kiq_arena_t *arena,
+                        int (*one)(kiq_controller_t *c, const kiq_topic_order_t *o, bool validate_only))
+{
+    for (int i = 0; i < n; i++) {
+        kiq_error_clear();
+        orders[i].error = (int16_t)one(b->controller, &orders[i], validate_only);
+        orders[i].message = orders[i].error ? error_text(arena) : KIQ_STR_NULL;
+    }
+}
+
+static int create_topic_here(kiq_controller_t *c, const kiq_topic_order_t *o, bool validate_only)
+{
+    return kiq_controller_create_topic(c, o->name, o->partitions, o->replication_factor, o->configs, validate_only);
+}
+
+static int delete_topic_here(kiq_controller_t *c, const kiq_topic_order_t *o, bool validate_only)
+{
+    return kiq_controller_delete_topic(c, o->name);
+}
+
+static int create_partitions_here(kiq_controller_t *c, const kiq_topic_order_t *o, bool validate_only)
+{
+    return kiq_controller_create_partitions(c, o->name, o->partitions, o->assignments, o->nassignments, validate_only);
 }
 
 void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
@@ -72,13 +111,7 @@ void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *order
 {
     if (n <= 0) return;
     if (b->controller) {
-        for (int i = 0; i < n; i++) {
-            kiq_error_clear();
-            orders[i].error = (int16_t)kiq_controller_create_topic(b->controller, orders[i].name, orders[i].partitions,
-                                                                   orders[i].replication_factor, orders[i].configs,
-                                                                   validate_only);
-            orders[i].message = orders[i].error ? error_text(arena) : KIQ_STR_NULL;
-        }
+        decide_here(b, orders, n, validate_only, arena, create_topic_here);
         return;
     }
     kiq_client_conn_t *c = connect_controller(b, timeout_ms);
@@ -96,21 +129,16 @@ void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *order
         req.topics[i].num_partitions = orders[i].partitions;
         req.topics[i].replication_factor = orders[i].replication_factor;
         forward_configs(orders[i].configs, &req.topics[i], arena);
-        orders[i].error = KIQ_ERR_UNKNOWN_SERVER_ERROR; /* unless the answer names it */
-        orders[i].message = KIQ_STR("the controller did not answer for this topic");
     }
+    awaiting(orders, n);
     req.timeout_ms = timeout_ms;
     req.validate_only = validate_only;
     kiq_create_topics_response_t resp;
     if (kiq_client_request(c, KIQ_API_CREATE_TOPICS, -1, &req, arena, &resp, timeout_ms) != 0) {
         fail_all(orders, n, arena);
     } else {
-        for (int32_t i = 0; i < resp.topics_n; i++) {
-            kiq_topic_order_t *o = find_order(orders, n, resp.topics[i].name);
-            if (!o) continue;
-            o->error = resp.topics[i].error_code;
-            o->message = resp.topics[i].error_message;
-        }
+        for (int32_t i = 0; i < resp.topics_n; i++)
+            answered(orders, n, resp.topics[i].name, resp.topics[i].error_code, resp.topics[i].error_message);
     }
     kiq_client_close(c);
 }
@@ -120,13 +148,7 @@ void kiq_controller_link_create_partitions(kiq_broker_t *b, kiq_topic_order_t *o
 {
     if (n <= 0) return;
     if (b->controller) {
-        for (int i = 0; i < n; i++) {
-            kiq_error_clear();
-            orders[i].error = (int16_t)kiq_controller_create_partitions(
-                b->controller, orders[i].name, orders[i].partitions, orders[i].assignments, orders[i].nassignments,
-                validate_only);
-            orders[i].message = orders[i].error ? error_text(arena) : KIQ_STR_NULL;
-        }
+        decide_here(b, orders, n, validate_only, arena, create_partitions_here);
         return;
     }
     kiq_client_conn_t *c = connect_controller(b, timeout_ms);
@@ -144,21 +166,16 @@ void kiq_controller_link_create_partitions(kiq_broker_t *b, kiq_topic_order_t *o
         req.topics[i].count = orders[i].partitions;
         req.topics[i].assignments = (kiq_create_partitions_request_topics_assignments_t *)orders[i].assignments;
         req.topics[i].assignments_n = orders[i].nassignments;
-        orders[i].error = KIQ_ERR_UNKNOWN_SERVER_ERROR;
-        orders[i].message = KIQ_STR("the controller did not answer for this topic");
     }
+    awaiting(orders, n);
     req.timeout_ms = timeout_ms;
     req.validate_only = validate_only;
     kiq_create_partitions_response_t resp;
     if (kiq_client_request(c, KIQ_API_CREATE_PARTITIONS, -1, &req, arena, &resp, timeout_ms) != 0) {
         fail_all(orders, n, arena);
     } else {
-        for (int32_t i = 0; i < resp.results_n; i++) {
-            kiq_topic_order_t *o = find_order(orders, n, resp.results[i].name);
-            if (!o) continue;
-            o->error = resp.results[i].error_code;
-            o->message = resp.results[i].error_message;
-        }
+        for (int32_t i = 0; i < resp.results_n; i++)
+            answered(orders, n, resp.results[i].name, resp.results[i].error_code, resp.results[i].error_message);
     }
     kiq_client_close(c);
 }
@@ -215,11 +232,7 @@ void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *order
 {
     if (n <= 0) return;
     if (b->controller) {
-        for (int i = 0; i < n; i++) {
-            kiq_error_clear();
-            orders[i].error = (int16_t)kiq_controller_delete_topic(b->controller, orders[i].name);
-            orders[i].message = orders[i].error ? error_text(arena) : KIQ_STR_NULL;
-        }
+        decide_here(b, orders, n, false, arena, delete_topic_here);
         return;
     }
     kiq_client_conn_t *c = connect_controller(b, timeout_ms);
@@ -245,21 +258,17 @@ void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *order
         } else {
             req.topic_names[i] = orders[i].name;
         }
-        orders[i].error = KIQ_ERR_UNKNOWN_SERVER_ERROR;
-        orders[i].message = KIQ_STR("the controller did not answer for this topic");
     }
+    awaiting(orders, n);
     req.timeout_ms = timeout_ms;
     kiq_delete_topics_response_t resp;
     if (v < 0 || kiq_client_request(c, KIQ_API_DELETE_TOPICS, v, &req, arena, &resp, timeout_ms) != 0) {
         if (v < 0) kiq_error_set("the controller at %s does not serve DeleteTopics", kiq_client_peer(c));
         fail_all(orders, n, arena);
     } else {
-        for (int32_t i = 0; i < resp.responses_n; i++) {
-            kiq_topic_order_t *o = find_order(orders, n, resp.responses[i].name);
-            if (!o) continue;
-            o->error = resp.responses[i].error_code;
-            o->message = resp.responses[i].error_message;
-        }
+        for (int32_t i = 0; i < resp.responses_n; i++)
+            answered(orders, n, resp.responses[i].name, resp.responses[i].error_code,
+                     resp.responses[i].error_message);
     }
     kiq_client_close(c);
 }
