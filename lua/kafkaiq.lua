@@ -126,6 +126,20 @@ function Broker:request_stats() return self.handle:request_stats() end
 function Broker:event_counts() return self.handle:event_counts() end
 function Broker:purgatory_stats() return self.handle:purgatory_stats() end
 
+-- This broker's part of a batch's journey: journey(topic, partition,
+-- offset) or journey{ trace = id } -> { topic, partition, first_offset,
+-- last_offset, trace, stages = { { stage, t_ns, broker, ... } } } | nil, err.
+function Broker:journey(topic, partition, offset)
+  if type(topic) == "table" then
+    if type(topic.trace) ~= "string" then error("journey: trace (a string) expected", 2) end
+    return self.handle:journey(topic)
+  end
+  if type(topic) ~= "string" or type(partition) ~= "number" or type(offset) ~= "number" then
+    error("journey: topic, partition, offset expected", 2)
+  end
+  return self.handle:journey(topic, partition, offset)
+end
+
 -- Waits until the partition's high watermark reaches offset.
 function Broker:wait_for_offset(topic, partition, offset, timeout_ms)
   return kiq.wait_for(function()
@@ -162,6 +176,35 @@ function kiq.admin(opts) return client_module().admin(opts) end
 -- kiq.cluster{ brokers = 3, ["kafka.name"] = value, ... } -> cluster: a
 -- replicated cluster in this process (kafkaiq/cluster.lua).
 function kiq.cluster(opts) return require("kafkaiq.cluster").new(kiq, opts) end
+
+-- The record header that makes a record's journey findable by id
+-- (b:journey{ trace = id }): a { key, value } pair for a producer's headers.
+function kiq.trace_header(id)
+  if type(id) ~= "string" or id == "" then error("trace_header: a non-empty string expected", 2) end
+  return { "kafkaiq-trace", id }
+end
+
+-- The parts of one batch's journey from several brokers, merged: the
+-- batch's offsets from the part that has them first (the leader's), every
+-- stage in time order (one machine's monotonic clock).
+function kiq.merge_journeys(parts)
+  local out
+  for _, p in ipairs(parts) do
+    if p then
+      if not out then
+        out = { topic = p.topic, partition = p.partition, first_offset = p.first_offset, last_offset = p.last_offset,
+          trace = p.trace, stages = {} }
+      end
+      if p.stages[1] and p.stages[1].stage == "received" then
+        out.first_offset, out.last_offset, out.trace = p.first_offset, p.last_offset, p.trace or out.trace
+      end
+      for _, s in ipairs(p.stages) do out.stages[#out.stages + 1] = s end
+    end
+  end
+  if not out then return nil, "no journey kept for it" end
+  table.sort(out.stages, function(a, b) return a.t_ns < b.t_ns end)
+  return out
+end
 
 -- The controller's view (only on the broker hosting it, else nil).
 function Broker:controller() return self.handle:controller() end

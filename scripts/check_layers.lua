@@ -27,15 +27,19 @@ M.LAYERS = {
   record = { "core", "proto" },                     -- RecordBatch, compression, CRC
   config = { "core", "proto" },                     -- configs and their Kafka names
   net = { "core", "proto", "config" },              -- acceptor, processors, request queue, client
+  metrics = { "core" },                             -- histograms, per-topic counters
+  journey = { "core", "proto", "record", "net" },   -- record journeys (an observer)
   log = below_log,                                  -- log manager, partition logs, segments, indexes
   controller = domain,                              -- controller, metadata image and log, metadata cache
   replica = with(domain, "controller"),             -- partition replicas, replica manager, fetchers
   group = with(domain, "controller", "replica"),    -- group coordinator, __consumer_offsets
   include = { "core" },                             -- the public C API
-  server = with(domain, "controller", "replica", "group", "include"), -- the broker: wiring, threads
-  api = with(domain, "controller", "replica", "group", "server", "include"), -- handler table, shaping
-  lua = with(domain, "controller", "replica", "group", "server", "api", "include"), -- Lua boundary
-  cmd = with(domain, "controller", "replica", "group", "server", "api", "include", "lua"), -- kafkaiq
+  server = with(domain, "controller", "replica", "group", "include", "journey", "metrics"), -- the broker
+  http = with(domain, "controller", "replica", "group", "include", "journey", "metrics", "server"), -- HTTP
+  api = with(domain, "controller", "replica", "group", "server", "include", "journey", "metrics", "http"), -- API
+  lua = with(domain, "controller", "replica", "group", "server", "api", "include", "journey", "metrics", "http"),
+  cmd = with(domain, "controller", "replica", "group", "server", "api", "include", "journey", "metrics", "http",
+    "lua"), -- the kafkaiq command
 }
 local LUA_HEADERS = { ["lua.h"] = true, ["lauxlib.h"] = true, ["lualib.h"] = true, ["luajit.h"] = true,
   ["lua.hpp"] = true }

@@ -7,10 +7,13 @@ set -euo pipefail
 PACKAGES=(
     # toolchain and build
     build-essential make pkg-config
-    # engine libraries
+    # engine libraries (libmicrohttpd and jansson for the HTTP listener)
     luajit libluajit-5.1-dev libev-dev liblz4-dev libzstd-dev zlib1g-dev libsnappy-dev
+    libmicrohttpd-dev libjansson-dev
     # unit and Lua tests
     libcmocka-dev lua-busted luarocks
+    # the Prometheus server the metrics tests scrape with
+    prometheus
     # real clients for interop tests and the benchmark
     kcat librdkafka-dev python3-confluent-kafka python3-kafka python3-pytest
     # what the librdkafka the Node clients bundle links against when built here

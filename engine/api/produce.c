@@ -28,7 +28,7 @@
 #include "replica/leader.h"
 
 /* Checks every batch of one partition's records; returns a Kafka error code. */
-static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int *nbatches)
+static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *nrecords)
 {
     if (!p || len == 0) return kiq_error_set("no record batches"), KIQ_ERR_INVALID_RECORD;
     kiq_batch_iter_t it;
@@ -37,7 +37,7 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int *nbatc
     size_t blen;
     kiq_batch_header_t h;
     int rc;
-    *nbatches = 0;
+    *nrecords = 0;
     while ((rc = kiq_batch_iter_next(&it, &batch, &blen, &h)) == 1) {
         if (h.magic != KIQ_BATCH_MAGIC) {
             kiq_error_set("message format v%d is not supported; use RecordBatch v2", h.magic);
@@ -49,7 +49,7 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int *nbatc
             kiq_error_set("clients are not allowed to write control records");
             return KIQ_ERR_INVALID_RECORD;
         }
-        (*nbatches)++;
+        *nrecords += h.record_count;
     }
     return rc == 0 ? KIQ_ERR_NONE : KIQ_ERR_CORRUPT_MESSAGE;
 }
@@ -186,8 +186,8 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     /* the frame is this request's own buffer, so stamping in place is safe */
     uint8_t *data = (uint8_t *)in->records.p;
     size_t len = (size_t)in->records.len;
-    int nbatches;
-    int err = validate_batches(data, len, max_batch_bytes(b, topic), &nbatches);
+    int64_t nrecords;
+    int err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords);
     if (err) {
         KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
                  err, kiq_error_get());
@@ -201,7 +201,10 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         e.topic = topic->name;
         e.partition = in->index;
         e.bytes = (int64_t)len;
-        e.records = nbatches;
+        e.records = nrecords;
+        e.payload = data;
+        e.payload_len = len;
+        e.extra = acks;
         kiq_observers_emit(&b->observers, &e);
     }
     if (kiq_interceptors_active(&b->interceptors, KIQ_HOOK_PRODUCE)) {
@@ -216,7 +219,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             data = hp.rewritten;
             len = hp.rewritten_len;
             /* built here, but the limits still hold */
-            err = validate_batches(data, len, max_batch_bytes(b, topic), &nbatches);
+            err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords);
             if (err) {
                 KIQ_WARN("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
                          topic->name, in->index, r->peer, err, kiq_error_get());
@@ -314,11 +317,35 @@ static void produce_release(produce_wait_t *waits, int n)
     for (int i = 0; i < n; i++) kiq_topic_unref(waits[i].topic);
 }
 
+/* ANSWERED for each partition of the response, now final. */
+static void answered(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_response_t *out, int16_t acks)
+{
+    if (!kiq_observers_want(&b->observers, KIQ_POINT_ANSWERED)) return;
+    for (int32_t i = 0; i < out->responses_n; i++) {
+        const kiq_produce_response_responses_t *tr = &out->responses[i];
+        char topic[256];
+        if (!tr->name.p || tr->name.len >= (int32_t)sizeof topic) continue;
+        memcpy(topic, tr->name.p, (size_t)tr->name.len);
+        topic[tr->name.len] = '\0';
+        for (int32_t j = 0; j < tr->partition_responses_n; j++) {
+            kiq_event_t e = kiq_event(KIQ_POINT_ANSWERED, b->node_id);
+            e.request = r;
+            e.topic = topic;
+            e.partition = tr->partition_responses[j].index;
+            e.first_offset = tr->partition_responses[j].base_offset;
+            e.error = tr->partition_responses[j].error_code;
+            e.extra = acks;
+            kiq_observers_emit(&b->observers, &e);
+        }
+    }
+}
+
 static bool produce_try_complete(kiq_delayed_op_t *op, bool expired)
 {
     produce_op_t *p = (produce_op_t *)op;
     if (!produce_settle(p->b, p->waits, p->nwaits, expired)) return false;
     produce_release(p->waits, p->nwaits);
+    answered(p->b, p->r, p->resp, -1);
     p->r->t.completed = kiq_clock_mono_ns();
     kiq_request_respond(p->r, p->resp); /* frees p with the request's arena */
     return true;
@@ -389,6 +416,7 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
     if (nwaits > 0) {
         if (produce_settle(b, waits, nwaits, false)) {
             produce_release(waits, nwaits);
+            answered(b, r, out, req->acks);
             return KIQ_HANDLER_RESPOND;
         }
         produce_op_t *op = kiq_arena_alloc(&r->arena, sizeof *op);
@@ -408,6 +436,7 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
         kiq_purgatory_park(b->purgatory, &op->op);
         return KIQ_HANDLER_PARKED;
     }
+    answered(b, r, out, req->acks);
     if (req->acks == 0) {
         /* No response with acks=0; an error closes the connection so the
          * client notices (Kafka does the same). */

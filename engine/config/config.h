@@ -121,7 +121,13 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(HOOK_MAX_INSTRUCTIONS, "kafkaiq.hook.max.instructions", LONG, "10000000", 1000,           \
       INT64_MAX, NULL, "Lua instructions one interceptor call may run before it is stopped")  \
     X(FETCH_SENDFILE, "kafkaiq.fetch.sendfile", BOOL, "true", 0, 0, NULL,                        \
-      "send fetched records with sendfile() from the segment files unless a fetch interceptor needs them")
+      "send fetched records with sendfile() from the segment files unless a fetch interceptor needs them") \
+    X(HTTP_LISTENER, "kafkaiq.http.listener", STRING, "", 0, 0, NULL,                            \
+      "host:port of the broker's HTTP listener (metrics, journeys, state); empty: none; port 0: a free one") \
+    X(JOURNEY_ENABLE, "kafkaiq.journey.enable", BOOL, "true", 0, 0, NULL,                        \
+      "record every produced batch's journey through the broker")                              \
+    X(JOURNEY_MAX_BATCHES, "kafkaiq.journey.max.batches", INT, "6000", 16, 10000000, NULL,       \
+      "journeys kept, the oldest overwritten (the default is about 16 MiB)")
 
 enum kiq_config_id {
 #define KIQ_CFG_ENUM(id, ...) KIQ_CFG_##id,

@@ -14,6 +14,7 @@
 #define KIQ_CORE_OBSERVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum kiq_point {
@@ -21,9 +22,11 @@ enum kiq_point {
     KIQ_POINT_ENQUEUED,        /* on the request queue: before = depth, after = bound (0 control plane) */
     KIQ_POINT_DEQUEUED,        /* taken by I/O thread `thread` */
     KIQ_POINT_HANDLED,         /* its handler returned, or parked it to answer later */
-    KIQ_POINT_VALIDATED,       /* one partition's produced batches checked: bytes, records = batches */
-    KIQ_POINT_APPENDED,        /* written to the leader's log: first/last offset, before/after = LEO,
-                                * file = segment, position = where in it, bytes */
+    KIQ_POINT_VALIDATED,       /* one partition's produced batches checked: bytes, records (their
+                                * count), payload = the batches, extra = the request's acks */
+    KIQ_POINT_APPENDED,        /* written to the log: first/last offset, before/after = LEO,
+                                * file = segment, position = where in it, bytes; on a follower
+                                * (flags KIQ_EVENT_FOLLOWER) peer = the leader it came from */
     KIQ_POINT_FLUSHED,         /* fsynced up to after (the recovery point), before = where it was */
     KIQ_POINT_FOLLOWER_FETCHED, /* a follower's fetch returned records: peer = its id,
                                 * first_offset = the fetch offset, bytes, flags */
@@ -33,6 +36,8 @@ enum kiq_point {
     KIQ_POINT_SENT,            /* its response's last byte written */
     KIQ_POINT_RECORDS_FETCHED, /* a consumer fetch returned records: first_offset = the fetch offset,
                                 * last_offset = the high watermark, bytes, flags = KIQ_EVENT_SENDFILE */
+    KIQ_POINT_ANSWERED,        /* one partition of a produce answered: first_offset = its base offset,
+                                * error, extra = acks */
     KIQ__POINTS
 };
 
@@ -40,6 +45,7 @@ enum kiq_point {
 extern const char *const kiq_point_names[KIQ__POINTS];
 
 #define KIQ_EVENT_SENDFILE 1 /* the records go out with sendfile(), not copied */
+#define KIQ_EVENT_FOLLOWER 2 /* a follower's append of what its leader sent */
 
 /* What one point knows; fields it does not know are -1 (numbers) or NULL. */
 typedef struct kiq_event {
@@ -57,6 +63,9 @@ typedef struct kiq_event {
     int64_t position, bytes, records;
     int16_t error;
     int flags;
+    int32_t extra;
+    const void *payload; /* VALIDATED: the batches, payload_len bytes */
+    size_t payload_len;
 } kiq_event_t;
 
 /* An event at point with nothing known yet but the time and broker. */

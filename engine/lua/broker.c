@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <lauxlib.h>
 #include <lua.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -427,6 +428,85 @@ static int l_broker_event_counts(lua_State *L)
     return 1;
 }
 
+/* A journey as a Lua table: topic, partition, first_offset, last_offset,
+ * trace, stages = { { stage, point, t_ns, broker, ... } } (numbers it does
+ * not know are left out). */
+static void push_journey(lua_State *L, const kiq_journey_t *jr)
+{
+    lua_createtable(L, 0, 6);
+    kiq_lua_set_str(L, "topic", jr->topic);
+    kiq_lua_set_num(L, "partition", jr->partition);
+    kiq_lua_set_num(L, "first_offset", (double)jr->first_offset);
+    kiq_lua_set_num(L, "last_offset", (double)jr->last_offset);
+    if (jr->trace[0]) kiq_lua_set_str(L, "trace", jr->trace);
+    lua_createtable(L, jr->nstages, 0);
+    for (int i = 0; i < jr->nstages; i++) {
+        const kiq_journey_stage_t *s = &jr->stages[i];
+        lua_createtable(L, 0, 12);
+        kiq_lua_set_str(L, "stage", kiq_journey_stage_name(s));
+        kiq_lua_set_str(L, "point", kiq_point_names[s->point]);
+        kiq_lua_set_num(L, "t_ns", (double)s->t_ns);
+        kiq_lua_set_num(L, "broker", s->broker);
+        static const struct {
+            const char *name;
+            size_t off;
+        } nums[] = {
+            {"thread", offsetof(kiq_journey_stage_t, thread)}, {"peer", offsetof(kiq_journey_stage_t, peer)},
+            {"acks", offsetof(kiq_journey_stage_t, extra)},
+        };
+        for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+            int32_t v = *(const int32_t *)((const char *)s + nums[k].off);
+            if (v >= 0 || (k == 2 && v == -1 && (s->point == KIQ_POINT_VALIDATED || s->point == KIQ_POINT_ANSWERED)))
+                kiq_lua_set_num(L, nums[k].name, v);
+        }
+        static const struct {
+            const char *name;
+            size_t off;
+        } wide[] = {
+            {"first_offset", offsetof(kiq_journey_stage_t, first_offset)}, {"before", offsetof(kiq_journey_stage_t, before)},
+            {"after", offsetof(kiq_journey_stage_t, after)},       {"position", offsetof(kiq_journey_stage_t, position)},
+            {"bytes", offsetof(kiq_journey_stage_t, bytes)},       {"records", offsetof(kiq_journey_stage_t, records)},
+        };
+        for (size_t k = 0; k < sizeof wide / sizeof wide[0]; k++) {
+            int64_t v = *(const int64_t *)((const char *)s + wide[k].off);
+            if (v >= 0) kiq_lua_set_num(L, wide[k].name, (double)v);
+        }
+        if (s->version >= 0) kiq_lua_set_num(L, "version", s->version);
+        if (s->point == KIQ_POINT_ANSWERED || s->error) kiq_lua_set_num(L, "error", s->error);
+        if (s->flags & KIQ_EVENT_SENDFILE) lua_pushboolean(L, 1), lua_setfield(L, -2, "sendfile");
+        bool client = s->point == KIQ_POINT_RECEIVED || s->point == KIQ_POINT_RECORDS_FETCHED;
+        if (s->who[0]) kiq_lua_set_str(L, "client_id", s->who);
+        if (s->where[0]) kiq_lua_set_str(L, client ? "address" : "file", s->where);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "stages");
+}
+
+/* b:journey(topic, partition, offset) | b:journey{ trace = id } -> this
+ * broker's part of the journey | nil, err */
+static int l_broker_journey(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    if (!b->journeys) return kiq_lua_fail(L, "journeys are off (kafkaiq.journey.enable=false)");
+    kiq_journey_t *jr = malloc(sizeof *jr);
+    if (!jr) return kiq_lua_fail(L, "out of memory");
+    bool found;
+    if (lua_istable(L, 2)) {
+        lua_getfield(L, 2, "trace");
+        const char *trace = luaL_checkstring(L, -1);
+        found = kiq_journeys_find_trace(b->journeys, trace, jr);
+    } else {
+        const char *topic = luaL_checkstring(L, 2);
+        int32_t partition = (int32_t)luaL_checkinteger(L, 3);
+        int64_t offset = (int64_t)luaL_checknumber(L, 4);
+        found = kiq_journeys_find(b->journeys, topic, partition, offset, jr);
+    }
+    if (found) push_journey(L, jr);
+    free(jr);
+    if (!found) return kiq_lua_fail(L, "no journey kept for it");
+    return 1;
+}
+
 /* b:purgatory_stats() -> { parked, notified, tried, expired, waiting }:
  * what the purgatory (server/purgatory.h) did since the broker started. */
 static int l_broker_purgatory_stats(lua_State *L)
@@ -565,6 +645,7 @@ const luaL_Reg kiq_lua_broker_methods[] = {
         {"inject_disk_fault", l_broker_inject_disk_fault}, {"clear_disk_fault", l_broker_clear_disk_fault},
         {"request_stats", l_broker_request_stats},                {"event_counts", l_broker_event_counts},
         {"purgatory_stats", l_broker_purgatory_stats},
+        {"journey", l_broker_journey},
         {"intercept", l_broker_intercept},
         {"remove_intercept", l_broker_remove_intercept},          {"intercepts", l_broker_intercepts},
         {NULL, NULL},

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/uuid.h"
 #include "core/say.h"
+#include "log/log_names.h"
 #include "net/client.h"
 #include "proto/errors.h"
 #include "proto/messages.h"
@@ -57,6 +58,37 @@ static size_t whole_batches(const uint8_t *p, size_t len)
     return total;
 }
 
+/* APPENDED for each leader batch a follower append wrote, where it went. */
+static void announce(const kiq_partition_replica_t *rep, kiq_partition_log_t *log, int32_t leader, const uint8_t *p,
+                     size_t len, const kiq_log_append_result_t *res)
+{
+    char file[4096];
+    const char *path =
+        kiq_log_segment_path(file, sizeof file, kiq_partition_log_dir(log), res->segment_base, KIQ_LOG_SUFFIX) == 0
+            ? file
+            : NULL;
+    kiq_batch_iter_t it;
+    const uint8_t *batch;
+    size_t blen;
+    kiq_batch_header_t h;
+    kiq_batch_iter_init(&it, p, len, false);
+    int64_t at = res->position;
+    while (kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
+        kiq_event_t e = kiq_event(KIQ_POINT_APPENDED, rep->self);
+        e.topic = rep->topic;
+        e.partition = rep->partition;
+        e.first_offset = h.base_offset;
+        e.last_offset = kiq_batch_last_offset(&h);
+        e.file = path;
+        e.position = at;
+        e.bytes = (int64_t)blen;
+        e.peer = leader;
+        e.flags = KIQ_EVENT_FOLLOWER;
+        kiq_observers_emit(rep->observers, &e);
+        at += (int64_t)blen;
+    }
+}
+
 /* One partition's answer; false when it was an error (or stale). */
 static bool apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch_asked,
                   const kiq_fetch_response_responses_partitions_t *pr)
@@ -91,6 +123,7 @@ static bool apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch
                          kiq_error_get());
                 return false;
             }
+            if (kiq_observers_want(rep->observers, KIQ_POINT_APPENDED)) announce(rep, log, f->cfg.leader, pr->records.p, n, &res);
         }
     }
     if (pr->log_start_offset > kiq_partition_log_start_offset(log) &&

@@ -219,12 +219,20 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     if (kiq_log_config_check(&b->log_cfg) != 0) goto fail;
     kiq_observer_t counter = kiq_event_counts_observer(&b->event_counts);
     if (kiq_observers_add(&b->observers, &counter) != 0) goto fail;
-    b->metadata = kiq_metadata_cache_new();
-    if (!b->metadata) {
-        kiq_error_set("out of memory");
-        goto fail;
+    if (!(b->topic_counts = kiq_topic_counts_new())) goto oom;
+    kiq_observer_t topic_counter = kiq_topic_counts_observer(b->topic_counts);
+    if (kiq_observers_add(&b->observers, &topic_counter) != 0) goto fail;
+    if (kiq_config_bool(config, KIQ_CFG_JOURNEY_ENABLE)) {
+        b->journeys = kiq_journeys_new(b->node_id, (int)kiq_config_int(config, KIQ_CFG_JOURNEY_MAX_BATCHES));
+        if (!b->journeys) goto oom;
+        kiq_observer_t recorder = kiq_journeys_observer(b->journeys);
+        if (kiq_observers_add(&b->observers, &recorder) != 0) goto fail;
     }
+    b->metadata = kiq_metadata_cache_new();
+    if (!b->metadata) goto oom;
     return b;
+oom:
+    kiq_error_set("out of memory");
 fail:
     kiq_broker_free(b);
     return NULL;
@@ -420,7 +428,7 @@ int kiq_broker_start(kiq_broker_t *b)
     if (!b->acceptor) return -1;
     b->bound_port = kiq_acceptor_port(b->acceptor);
     b->port = b->bound_port; /* a restart comes back on the same port */
-    memset(&b->stats, 0, sizeof b->stats);
+    kiq_request_stats_clear(&b->stats); /* the last run's figures go */
     if (!b->advertised_host[0]) {
         snprintf(b->advertised_host, sizeof b->advertised_host, "%s", *b->host ? b->host : "127.0.0.1");
         b->advertised_port = b->bound_port;
@@ -489,6 +497,15 @@ int kiq_broker_start(kiq_broker_t *b)
     b->running = true;
     KIQ_INFO("[KafkaIQ broker %d] started: listening on %s:%d, data in %s, cluster %s", b->node_id,
              *b->host ? b->host : "*", b->bound_port, kiq_config_str(b->config, KIQ_CFG_LOG_DIRS), b->cluster_id);
+    for (int i = 0; i < b->nservices; i++)
+        if (b->services[i].start(b->services[i].ctx, b) != 0) return -1;
+    return 0;
+}
+
+int kiq_broker_add_service(kiq_broker_t *b, const kiq_broker_service_t *service)
+{
+    if (b->nservices >= KIQ_BROKER_MAX_SERVICES) return kiq_error_set("at most %d services", KIQ_BROKER_MAX_SERVICES);
+    b->services[b->nservices++] = *service;
     return 0;
 }
 
@@ -539,6 +556,8 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     bool all_marked = true;
     if (b->running && !clean) KIQ_WARN("[KafkaIQ broker %d] killed: no clean shutdown", b->node_id);
     b->running = false;
+    /* first what reads the broker from outside (the HTTP listener) */
+    for (int i = b->nservices - 1; i >= 0; i--) b->services[i].stop(b->services[i].ctx, b);
     /* no more ISR changes or fetching (they read the lifecycle) */
     kiq_replica_manager_stop(b->replicas);
     /* first: the controller stops hearing from us before anything stops */
@@ -611,7 +630,12 @@ void kiq_broker_free(kiq_broker_t *b)
     kiq_config_free(b->config);
     /* the threads that ran interceptors are joined */
     if (b->interceptors.ops) b->interceptors.ops->free(b->interceptors.ctx);
+    for (int i = 0; i < b->nservices; i++)
+        if (b->services[i].free) b->services[i].free(b->services[i].ctx);
     kiq_metadata_cache_free(b->metadata);
+    kiq_journeys_free(b->journeys);
+    kiq_topic_counts_free(b->topic_counts);
+    kiq_request_stats_clear(&b->stats);
     kiq_producer_ids_free(b->producer_ids);
     for (int i = 0; i < b->nlog_dirs; i++) {
         if (b->log_dirs[i].lock_fd >= 0) close(b->log_dirs[i].lock_fd);

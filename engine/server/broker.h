@@ -21,11 +21,24 @@
 #include "replica/partition_replica.h"
 #include "server/producer_ids.h"
 #include "server/purgatory.h"
+#include "journey/journey.h"
+#include "metrics/topic_counts.h"
 #include "server/event_counts.h"
 #include "server/interceptors.h"
 #include "server/request_stats.h"
 
 typedef struct kiq_broker_surface kiq_broker_surface_t;
+
+/* Something that runs with a broker (see kiq_broker_t.services). start
+ * runs on the thread starting the broker (0 or -1 with the reason), stop
+ * on the one stopping it, free when the broker goes. */
+typedef struct kiq_broker_service {
+    int (*start)(void *ctx, kiq_broker_t *b);
+    void (*stop)(void *ctx, kiq_broker_t *b);
+    void (*free)(void *ctx);
+    void *ctx;
+} kiq_broker_service_t;
+#define KIQ_BROKER_MAX_SERVICES 4
 
 /* One of the broker's log directories (log.dirs, Kafka's JBOD): each has
  * its own lock file, meta.properties, clean-shutdown marker, checkpoints
@@ -120,6 +133,13 @@ struct kiq_broker {
      * the first start, fixed after. event_counts is always one of them. */
     kiq_observers_t observers;
     kiq_event_counts_t event_counts;
+    kiq_topic_counts_t *topic_counts; /* messages and bytes per topic; its own lock */
+    kiq_journeys_t *journeys;         /* NULL when kafkaiq.journey.enable is off; its own locks */
+    /* What runs with the broker from the layers above (the HTTP listener):
+     * added before the first start, started after each start, stopped
+     * first in each shutdown, freed with the broker. */
+    kiq_broker_service_t services[KIQ_BROKER_MAX_SERVICES];
+    int nservices;
     kiq_producer_ids_t *producer_ids; /* InitProducerId: from new to free; own lock */
     bool running;
 };
@@ -140,6 +160,9 @@ int kiq_broker_clear_disk_fault(kiq_broker_t *b, const char *dir);
 /* Adds an observer of the broker's points: before its first start. 0, or
  * -1 when it has KIQ_MAX_OBSERVERS already. */
 int kiq_broker_add_observer(kiq_broker_t *b, const kiq_observer_t *observer);
+
+/* Adds a service (before the first start); -1 when there are too many. */
+int kiq_broker_add_service(kiq_broker_t *b, const kiq_broker_service_t *service);
 
 /* Installs the broker's interceptors (see server/interceptors.h): before
  * its first start, once. The broker frees them with itself. */

@@ -1,5 +1,8 @@
 #include "server/request_stats.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 const char *const kiq_request_stage_names[KIQ_STAGE__COUNT] = {
     "queue", "local", "remote", "response_queue", "send", "total",
 };
@@ -19,6 +22,29 @@ void kiq_request_stats_record(kiq_request_stats_t *s, const kiq_request_t *r)
     atomic_fetch_add_explicit(&s->count[key], 1, memory_order_relaxed);
     for (int i = 0; i < KIQ_STAGE__COUNT; i++)
         atomic_fetch_add_explicit(&s->ns[key][i], stage[i], memory_order_relaxed);
+    kiq_histogram_t *h = atomic_load_explicit(&s->times[key], memory_order_acquire);
+    if (!h) {
+        kiq_histogram_t *fresh = calloc(KIQ_STAGE__COUNT, sizeof *fresh);
+        if (!fresh) return; /* percentiles go without this one */
+        if (atomic_compare_exchange_strong(&s->times[key], &h, fresh))
+            h = fresh;
+        else
+            free(fresh); /* another processor made it first: h is theirs */
+    }
+    for (int i = 0; i < KIQ_STAGE__COUNT; i++) kiq_histogram_record_ns(&h[i], stage[i]);
+}
+
+kiq_histogram_t *kiq_request_stats_times(kiq_request_stats_t *s, int16_t api_key, enum kiq_request_stage stage)
+{
+    if (api_key < 0 || api_key >= KIQ_STATS_MAX_API) return NULL;
+    kiq_histogram_t *h = atomic_load_explicit(&s->times[api_key], memory_order_acquire);
+    return h ? &h[stage] : NULL;
+}
+
+void kiq_request_stats_clear(kiq_request_stats_t *s)
+{
+    for (int i = 0; i < KIQ_STATS_MAX_API; i++) free(atomic_load(&s->times[i]));
+    memset(s, 0, sizeof *s);
 }
 
 void kiq_request_stats_trailing(kiq_request_stats_t *s, int16_t api_key, size_t n)

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "metrics/histogram.h"
 #include "net/request.h"
 
 enum { KIQ_STATS_MAX_API = 128 };
@@ -29,6 +30,9 @@ typedef struct kiq_request_stats {
     /* Requests served with bytes after their last field, and those bytes. */
     atomic_uint_fast64_t trailing_requests[KIQ_STATS_MAX_API];
     atomic_uint_fast64_t trailing_bytes[KIQ_STATS_MAX_API];
+    /* Each API's stage times for percentiles, made on its first request
+     * (NULL: none yet) and freed by kiq_request_stats_clear. */
+    _Atomic(kiq_histogram_t *) times[KIQ_STATS_MAX_API];
 } kiq_request_stats_t;
 
 /* Any thread. */
@@ -38,6 +42,10 @@ void kiq_request_stats_trailing(kiq_request_stats_t *s, int16_t api_key, size_t 
 /* Any thread: totals for one api key (ns per stage). */
 uint64_t kiq_request_stats_get(kiq_request_stats_t *s, int16_t api_key,
                                int64_t ns[KIQ_STAGE__COUNT]);
+/* Any thread: api_key's histogram of a stage, NULL when it had no request. */
+kiq_histogram_t *kiq_request_stats_times(kiq_request_stats_t *s, int16_t api_key, enum kiq_request_stage stage);
+/* Frees the histograms and zeroes everything; no thread may record. */
+void kiq_request_stats_clear(kiq_request_stats_t *s);
 /* Any thread: how many requests of api_key had trailing bytes; *bytes
  * gets their total. */
 uint64_t kiq_request_stats_get_trailing(kiq_request_stats_t *s, int16_t api_key, uint64_t *bytes);

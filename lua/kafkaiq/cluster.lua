@@ -80,6 +80,29 @@ function Cluster:broker(id)
   return b
 end
 
+-- A batch's journey across the cluster: each running broker's part
+-- (b:journey), merged in time order. journey(topic, partition, offset) or
+-- journey{ trace = id }.
+function Cluster:journey(topic, partition, offset)
+  local running = {}
+  for id = 0, self.n - 1 do
+    local b = self.brokers[id]
+    if b and b:running() then running[#running + 1] = b end
+  end
+  if type(topic) == "table" then
+    -- the leader's part knows the trace; the others the batch's offsets
+    local found
+    for _, b in ipairs(running) do
+      found = found or (b:journey(topic))
+    end
+    if not found then return nil, "no journey kept for it" end
+    topic, partition, offset = found.topic, found.partition, found.first_offset
+  end
+  local parts = {}
+  for _, b in ipairs(running) do parts[#parts + 1] = (b:journey(topic, partition, offset)) end
+  return self.kiq.merge_journeys(parts)
+end
+
 -- The controller's view: brokers (epoch, fenced) and every partition's
 -- leader, leader epoch, replicas and ISR.
 function Cluster:controller() return self.brokers[0]:controller() end

@@ -1,0 +1,80 @@
+/* Record journeys: for every produced batch, each stage of its way through
+ * this broker — received, queued, taken by an I/O thread, validated,
+ * given its offsets, appended to a segment, fetched by each follower,
+ * committed by the high watermark, acknowledged, sent, read by consumers —
+ * with a monotonic time and what is known there. A follower keeps its own
+ * part (its append of the batch); a cluster's journey is the parts of its
+ * brokers merged by time (the monotonic clock is the machine's).
+ *
+ * The recorder is an observer (core/observer.h) of one broker. It keeps the
+ * newest kafkaiq.journey.max.batches journeys in rings striped by
+ * partition, each stripe under its own mutex, so threads recording
+ * different partitions do not meet; the stages of one request wait in a
+ * striped table until its batches' journeys exist. Any thread. */
+#ifndef KIQ_JOURNEY_JOURNEY_H
+#define KIQ_JOURNEY_JOURNEY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/observer.h"
+
+#define KIQ_JOURNEY_STAGES 24
+#define KIQ_JOURNEY_CONSUMERS 4 /* consumer fetches kept per journey */
+#define KIQ_JOURNEY_TOPIC 250
+#define KIQ_JOURNEY_TRACE 64
+/* The record header a producer sets to find its record's journey by id. */
+#define KIQ_JOURNEY_TRACE_HEADER "kafkaiq-trace"
+
+/* One stage: the point's event, as much of it as the journey keeps. */
+typedef struct kiq_journey_stage {
+    enum kiq_point point;
+    int64_t t_ns;
+    int32_t broker, thread, peer;
+    int16_t version, error; /* version: RECEIVED's API version */
+    int flags;
+    int32_t extra; /* VALIDATED, ANSWERED: the produce's acks */
+    int64_t first_offset, before, after, position, bytes, records;
+    char who[32];   /* RECEIVED, RECORDS_FETCHED: the client id */
+    char where[48]; /* RECEIVED, RECORDS_FETCHED: the client address; APPENDED: the segment file */
+} kiq_journey_stage_t;
+
+typedef struct kiq_journey {
+    char topic[KIQ_JOURNEY_TOPIC];
+    int32_t partition;
+    int64_t first_offset, last_offset;
+    char trace[KIQ_JOURNEY_TRACE]; /* the trace id a record carried, "" for none */
+    int nstages;
+    kiq_journey_stage_t stages[KIQ_JOURNEY_STAGES]; /* in the order they happened here */
+} kiq_journey_t;
+
+typedef struct kiq_journeys kiq_journeys_t;
+
+/* A recorder keeping max_batches journeys (rounded up to its stripes)
+ * of broker `broker`; NULL when out of memory. */
+kiq_journeys_t *kiq_journeys_new(int32_t broker, int max_batches);
+void kiq_journeys_free(kiq_journeys_t *j);
+/* The observer to register on the broker (the recorder outlives it). */
+kiq_observer_t kiq_journeys_observer(kiq_journeys_t *j);
+
+/* A copy of the journey of the batch holding offset of the partition;
+ * false when none is kept. */
+bool kiq_journeys_find(kiq_journeys_t *j, const char *topic, int32_t partition, int64_t offset, kiq_journey_t *out);
+/* The same for the newest batch that carried a record with the trace
+ * header `trace`. */
+bool kiq_journeys_find_trace(kiq_journeys_t *j, const char *trace, kiq_journey_t *out);
+
+typedef struct kiq_journeys_stats {
+    uint64_t recorded; /* journeys begun */
+    uint64_t kept;     /* journeys in the rings now */
+    size_t bytes;      /* the rings' memory */
+} kiq_journeys_stats_t;
+void kiq_journeys_stats(kiq_journeys_t *j, kiq_journeys_stats_t *out);
+
+/* The stage's name for people and JSON: the point's, except that a high
+ * watermark crossing the batch is "committed", a produce answer
+ * "acknowledged" and a follower's append "replicated". */
+const char *kiq_journey_stage_name(const kiq_journey_stage_t *s);
+
+#endif

@@ -1,0 +1,113 @@
+#include "metrics/topic_counts.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/str_map.h"
+
+struct kiq_topic_counts {
+    pthread_mutex_t mu; /* guards topics and errors */
+    kiq_str_map_t *topics; /* name -> kiq_topic_count_t */
+    uint64_t errors[KIQ_COUNTS_MAX_ERROR];
+};
+
+kiq_topic_counts_t *kiq_topic_counts_new(void)
+{
+    kiq_topic_counts_t *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    pthread_mutex_init(&c->mu, NULL);
+    if (!(c->topics = kiq_str_map_new())) {
+        kiq_topic_counts_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void kiq_topic_counts_free(kiq_topic_counts_t *c)
+{
+    if (!c) return;
+    if (c->topics) {
+        kiq_str_map_iter_t it;
+        void *v;
+        kiq_str_map_iter_init(&it, c->topics);
+        while (kiq_str_map_next(&it, NULL, NULL, &v)) free(v);
+        kiq_str_map_free(c->topics);
+    }
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+/* Under mu: the topic's counts, made on first use (NULL: out of memory). */
+static kiq_topic_count_t *of(kiq_topic_counts_t *c, const char *topic)
+{
+    size_t len = strlen(topic);
+    kiq_topic_count_t *t = kiq_str_map_get(c->topics, topic, len);
+    if (t || len >= sizeof t->topic) return t;
+    if (!(t = calloc(1, sizeof *t))) return NULL;
+    memcpy(t->topic, topic, len + 1);
+    if (kiq_str_map_put(c->topics, t->topic, len, t) != 0) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+static void on_event(void *ctx, const kiq_event_t *e)
+{
+    kiq_topic_counts_t *c = ctx;
+    if (!e->topic) return;
+    pthread_mutex_lock(&c->mu);
+    if (e->point == KIQ_POINT_ANSWERED) {
+        int code = e->error >= 0 && e->error < KIQ_COUNTS_MAX_ERROR ? e->error : KIQ_COUNTS_MAX_ERROR - 1;
+        c->errors[code]++;
+    } else {
+        kiq_topic_count_t *t = of(c, e->topic);
+        if (t && e->point == KIQ_POINT_VALIDATED) {
+            t->messages_in += e->records > 0 ? (uint64_t)e->records : 0;
+            t->bytes_in += e->bytes > 0 ? (uint64_t)e->bytes : 0;
+        } else if (t) {
+            t->bytes_out += e->bytes > 0 ? (uint64_t)e->bytes : 0;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+kiq_observer_t kiq_topic_counts_observer(kiq_topic_counts_t *c)
+{
+    return (kiq_observer_t){on_event, c,
+                            1u << KIQ_POINT_VALIDATED | 1u << KIQ_POINT_RECORDS_FETCHED | 1u << KIQ_POINT_ANSWERED};
+}
+
+static int by_topic(const void *a, const void *b)
+{
+    return strcmp(((const kiq_topic_count_t *)a)->topic, ((const kiq_topic_count_t *)b)->topic);
+}
+
+int kiq_topic_counts_snapshot(kiq_topic_counts_t *c, kiq_topic_count_t **out)
+{
+    pthread_mutex_lock(&c->mu);
+    size_t n = kiq_str_map_count(c->topics);
+    *out = malloc((n ? n : 1) * sizeof **out);
+    if (!*out) {
+        pthread_mutex_unlock(&c->mu);
+        return -1;
+    }
+    kiq_str_map_iter_t it;
+    void *v;
+    size_t i = 0;
+    kiq_str_map_iter_init(&it, c->topics);
+    while (kiq_str_map_next(&it, NULL, NULL, &v)) (*out)[i++] = *(kiq_topic_count_t *)v;
+    pthread_mutex_unlock(&c->mu);
+    qsort(*out, n, sizeof **out, by_topic);
+    return (int)n;
+}
+
+uint64_t kiq_topic_counts_errors(kiq_topic_counts_t *c, int code)
+{
+    if (code < 0 || code >= KIQ_COUNTS_MAX_ERROR) return 0;
+    pthread_mutex_lock(&c->mu);
+    uint64_t n = c->errors[code];
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
