@@ -88,6 +88,9 @@ function Broker:start()
   if not ok then return nil, err end
   self.port = self.handle:port()
   self.bootstrap = ("%s:%d"):format(self.host, self.port)
+  -- "host:port" of its HTTP listener (kafkaiq.http.listener), nil without one
+  local http = self.handle:http_port()
+  self.http = http and ("%s:%d"):format(self.host, http) or nil
   return true
 end
 

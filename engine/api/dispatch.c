@@ -86,6 +86,7 @@ static void delay_request(kiq_broker_t *b, kiq_request_t *r, void *req, void *re
 {
     delayed_request_t *d = kiq_arena_alloc(&r->arena, sizeof *d);
     d->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)act->delay_ms * 1000000;
+    d->op.kind = KIQ_DELAYED_REQUEST;
     d->op.try_complete = delayed_try_complete;
     d->op.keys = NULL;
     d->op.nkeys = 0; /* only its deadline */

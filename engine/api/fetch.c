@@ -444,6 +444,7 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
     fetch_release_held(&res);
     fetch_op_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
     f->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)req->max_wait_ms * 1000000;
+    f->op.kind = KIQ_DELAYED_FETCH;
     f->op.try_complete = fetch_try_complete;
     fetch_keys(b, r, req, &f->op);
     f->b = b;

@@ -51,6 +51,7 @@ int kiq_api_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const void *
     if (need < 0 || replicated(b, partition, need)) return KIQ_HANDLER_RESPOND;
     commit_wait_t *w = kiq_arena_alloc(&r->arena, sizeof *w);
     w->op.deadline_ns = kiq_clock_mono_ns() + kiq_config_int(b->config, KIQ_CFG_OFFSETS_COMMIT_TIMEOUT_MS) * 1000000;
+    w->op.kind = KIQ_DELAYED_COMMIT;
     w->op.try_complete = try_complete;
     w->key = kiq_purgatory_key(KIQ_OFFSETS_TOPIC, strlen(KIQ_OFFSETS_TOPIC), partition);
     w->op.keys = &w->key;

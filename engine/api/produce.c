@@ -421,6 +421,7 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
         }
         produce_op_t *op = kiq_arena_alloc(&r->arena, sizeof *op);
         op->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)(req->timeout_ms > 0 ? req->timeout_ms : 0) * 1000000;
+        op->op.kind = KIQ_DELAYED_PRODUCE;
         op->op.try_complete = produce_try_complete;
         uint64_t *keys = kiq_arena_calloc(&r->arena, (size_t)nwaits, sizeof *keys);
         for (int i = 0; i < nwaits; i++)

@@ -126,7 +126,7 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "host:port of the broker's HTTP listener (metrics, journeys, state); empty: none; port 0: a free one") \
     X(JOURNEY_ENABLE, "kafkaiq.journey.enable", BOOL, "true", 0, 0, NULL,                        \
       "record every produced batch's journey through the broker")                              \
-    X(JOURNEY_MAX_BATCHES, "kafkaiq.journey.max.batches", INT, "6000", 16, 10000000, NULL,       \
+    X(JOURNEY_MAX_BATCHES, "kafkaiq.journey.max.batches", INT, "4000", 16, 10000000, NULL,       \
       "journeys kept, the oldest overwritten (the default is about 16 MiB)")
 
 enum kiq_config_id {

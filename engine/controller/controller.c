@@ -5,6 +5,7 @@
  * ISR changes only through its leader's AlterPartition at the current
  * leader and partition epochs. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,7 @@ struct kiq_controller {
     int64_t next_rebalance_ns;
     int32_t default_partitions;
     int16_t default_replication_factor;
+    atomic_uint_fast64_t unclean_elections; /* leaders elected from outside the ISR, for metrics */
     pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t wake;
     kiq_metadata_store_t *store;
@@ -188,6 +190,7 @@ static void leave_partitions(kiq_controller_t *c, batch_t *b, int32_t id)
                 int32_t leader = kiq_metadata_image_elect_leader(pr, live, nlive, kiq_config_bool(c->cfg, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE), &unclean);
                 ch->leader = leader;
                 if (unclean) {
+                    atomic_fetch_add_explicit(&c->unclean_elections, 1, memory_order_relaxed);
                     isr[0] = leader;
                     nisr = 1;
                     ch->leader_recovery_state = KIQ_LEADER_RECOVERING;
@@ -223,6 +226,7 @@ static void elect_offline(kiq_controller_t *c, batch_t *b)
             ch->partition_id = p;
             ch->leader = leader;
             if (unclean) {
+                atomic_fetch_add_explicit(&c->unclean_elections, 1, memory_order_relaxed);
                 ch->isr = copy_ids(b->a, &leader, 1);
                 ch->isr_n = 1;
                 ch->leader_recovery_state = KIQ_LEADER_RECOVERING;
@@ -261,6 +265,7 @@ static int16_t elect_one(kiq_controller_t *c, batch_t *b, const kiq_topic_image_
     ch->partition_id = p;
     ch->leader = leader;
     if (out_of_sync) {
+        atomic_fetch_add_explicit(&c->unclean_elections, 1, memory_order_relaxed);
         ch->isr = copy_ids(b->a, &leader, 1);
         ch->isr_n = 1;
         ch->leader_recovery_state = KIQ_LEADER_RECOVERING;
@@ -1285,4 +1290,9 @@ void kiq_controller_describe(kiq_controller_t *c, kiq_arena_t *arena, kiq_contro
         }
     }
     pthread_mutex_unlock(&c->mu);
+}
+
+uint64_t kiq_controller_unclean_elections(kiq_controller_t *c)
+{
+    return atomic_load_explicit(&c->unclean_elections, memory_order_relaxed);
 }

@@ -141,5 +141,7 @@ typedef struct kiq_controller_info {
 } kiq_controller_info_t;
 /* Any thread: fills *out in arena. */
 void kiq_controller_describe(kiq_controller_t *c, kiq_arena_t *arena, kiq_controller_info_t *out);
+/* Any thread: leaders elected from outside the ISR so far. */
+uint64_t kiq_controller_unclean_elections(kiq_controller_t *c);
 
 #endif

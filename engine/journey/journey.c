@@ -40,6 +40,7 @@ typedef struct pending {
         int32_t partition;
         kiq_journey_stage_t validated;
         char trace[KIQ_JOURNEY_TRACE];
+        uint64_t traces[KIQ_JOURNEY_TRACES];
         int stripe;
         size_t slot;
         uint64_t gen; /* 0 until its journey exists */
@@ -140,39 +141,47 @@ static int count_stages(const kiq_journey_t *jr, enum kiq_point point, int32_t p
     return n;
 }
 
-/* The value of the trace header of the first record carrying one, in an
- * uncompressed batch (a compressed one is not opened for it). */
-typedef struct trace_find {
-    char *out;
-    size_t n;
-} trace_find_t;
-
-static int find_trace_header(const kiq_record_t *rec, void *ctx)
+static uint64_t trace_hash(const char *s, size_t len)
 {
-    trace_find_t *t = ctx;
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+/* The trace ids the records carry (the first KIQ_JOURNEY_TRACES), in
+ * uncompressed batches (a compressed one is not opened for them). */
+typedef struct traces {
+    char *first; /* KIQ_JOURNEY_TRACE bytes */
+    uint64_t *hashes;
+    int n;
+} traces_t;
+
+static int note_trace(const kiq_record_t *rec, void *ctx)
+{
+    traces_t *t = ctx;
     kiq_record_header_iter_t it;
     kiq_record_header_t h;
     kiq_record_headers_init(&it, rec);
     while (kiq_record_headers_next(&it, &h) == 1) {
-        if (kiq_str_eq(h.key, KIQ_JOURNEY_TRACE_HEADER) && h.value.p) {
-            copy_text(t->out, t->n, (const char *)h.value.p, (size_t)h.value.len);
-            return 1;
-        }
+        if (!kiq_str_eq(h.key, KIQ_JOURNEY_TRACE_HEADER) || !h.value.p) continue;
+        if (t->n == 0) copy_text(t->first, KIQ_JOURNEY_TRACE, (const char *)h.value.p, (size_t)h.value.len);
+        t->hashes[t->n++] = trace_hash((const char *)h.value.p, (size_t)h.value.len);
+        return t->n == KIQ_JOURNEY_TRACES;
     }
     return 0;
 }
 
-static void trace_of(const uint8_t *p, size_t len, char *out, size_t n)
+static void traces_of(const uint8_t *p, size_t len, char *first, uint64_t *hashes)
 {
-    out[0] = '\0';
+    first[0] = '\0';
     kiq_batch_iter_t it;
     const uint8_t *batch;
     size_t blen;
     kiq_batch_header_t h;
     kiq_batch_iter_init(&it, p, len, false);
-    trace_find_t t = {out, n};
-    while (!out[0] && kiq_batch_iter_next(&it, &batch, &blen, &h) == 1)
-        if (kiq_batch_codec(&h) == 0) kiq_batch_foreach_record(batch, blen, 0, find_trace_header, &t);
+    traces_t t = {first, hashes, 0};
+    while (t.n < KIQ_JOURNEY_TRACES && kiq_batch_iter_next(&it, &batch, &blen, &h) == 1)
+        if (kiq_batch_codec(&h) == 0) kiq_batch_foreach_record(batch, blen, 0, note_trace, &t);
 }
 
 /* ---- the pending requests (under their stripe's lock) ---- */
@@ -246,6 +255,7 @@ static void appended_as_leader(kiq_journeys_t *j, const kiq_event_t *e)
     if (b >= 0) {
         add_stage(&s->j, &p->batches[b].validated);
         memcpy(s->j.trace, p->batches[b].trace, sizeof s->j.trace);
+        memcpy(s->j.traces, p->batches[b].traces, sizeof s->j.traces);
         p->batches[b].stripe = (int)(st - j->stripes);
         p->batches[b].slot = index;
         p->batches[b].gen = s->gen;
@@ -378,7 +388,8 @@ static void on_event(void *ctx, const kiq_event_t *e)
             p->batches[i].partition = e->partition;
             p->batches[i].validated = stage_of(e);
             p->batches[i].gen = 0;
-            if (e->payload) trace_of(e->payload, e->payload_len, p->batches[i].trace, sizeof p->batches[i].trace);
+            memset(p->batches[i].traces, 0, sizeof p->batches[i].traces);
+            if (e->payload) traces_of(e->payload, e->payload_len, p->batches[i].trace, p->batches[i].traces);
         }
         pthread_mutex_unlock(&ps->mu);
         return;
@@ -459,13 +470,16 @@ bool kiq_journeys_find(kiq_journeys_t *j, const char *topic, int32_t partition, 
 bool kiq_journeys_find_trace(kiq_journeys_t *j, const char *trace, kiq_journey_t *out)
 {
     bool found = false;
-    uint64_t newest = 0;
+    uint64_t newest = 0, want = trace_hash(trace, strlen(trace));
     for (int i = 0; i < STRIPES; i++) {
         stripe_t *st = &j->stripes[i];
         pthread_mutex_lock(&st->mu);
         for (size_t k = 0; k < st->n; k++) {
             slot_t *s = &st->ring[k];
-            if (!s->gen || !s->j.trace[0] || strcmp(s->j.trace, trace) != 0) continue;
+            bool carried = false;
+            for (int t = 0; s->gen && t < KIQ_JOURNEY_TRACES && s->j.traces[t] && !carried; t++)
+                carried = s->j.traces[t] == want;
+            if (!carried) continue;
             /* the newest: stripes' generations are their own, times are shared */
             uint64_t t = (uint64_t)s->j.stages[0].t_ns;
             if (!found || t > newest) {
@@ -499,4 +513,30 @@ const char *kiq_journey_stage_name(const kiq_journey_stage_t *s)
     case KIQ_POINT_APPENDED: return s->flags & KIQ_EVENT_FOLLOWER ? "replicated" : "appended";
     default: return kiq_point_names[s->point];
     }
+}
+
+void kiq_journey_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fields_t *f)
+{
+    f->string(f->ctx, "stage", kiq_journey_stage_name(s));
+    f->string(f->ctx, "point", kiq_point_names[s->point]);
+    f->number(f->ctx, "t_ns", (double)s->t_ns);
+    f->number(f->ctx, "broker", s->broker);
+    if (s->thread >= 0) f->number(f->ctx, "thread", s->thread);
+    if (s->peer >= 0) f->number(f->ctx, "peer", s->peer);
+    if (s->point == KIQ_POINT_VALIDATED || s->point == KIQ_POINT_ANSWERED) f->number(f->ctx, "acks", s->extra);
+    if (s->version >= 0) f->number(f->ctx, "version", s->version);
+    if (s->point == KIQ_POINT_ANSWERED || s->error) f->number(f->ctx, "error", s->error);
+    const struct {
+        const char *name;
+        int64_t v;
+    } wide[] = {
+        {"first_offset", s->first_offset}, {"before", s->before}, {"after", s->after},
+        {"position", s->position},         {"bytes", s->bytes},   {"records", s->records},
+    };
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        if (wide[i].v >= 0) f->number(f->ctx, wide[i].name, (double)wide[i].v);
+    if (s->flags & KIQ_EVENT_SENDFILE) f->boolean(f->ctx, "sendfile", true);
+    bool client = s->point == KIQ_POINT_RECEIVED || s->point == KIQ_POINT_RECORDS_FETCHED;
+    if (s->who[0]) f->string(f->ctx, "client_id", s->who);
+    if (s->where[0]) f->string(f->ctx, client ? "address" : "file", s->where);
 }

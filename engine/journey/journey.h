@@ -24,6 +24,7 @@
 #define KIQ_JOURNEY_CONSUMERS 4 /* consumer fetches kept per journey */
 #define KIQ_JOURNEY_TOPIC 250
 #define KIQ_JOURNEY_TRACE 64
+#define KIQ_JOURNEY_TRACES 8 /* trace ids a batch is found by (its first records') */
 /* The record header a producer sets to find its record's journey by id. */
 #define KIQ_JOURNEY_TRACE_HEADER "kafkaiq-trace"
 
@@ -36,15 +37,16 @@ typedef struct kiq_journey_stage {
     int flags;
     int32_t extra; /* VALIDATED, ANSWERED: the produce's acks */
     int64_t first_offset, before, after, position, bytes, records;
-    char who[32];   /* RECEIVED, RECORDS_FETCHED: the client id */
-    char where[48]; /* RECEIVED, RECORDS_FETCHED: the client address; APPENDED: the segment file */
+    char who[24];   /* RECEIVED, RECORDS_FETCHED: the client id (cut to fit) */
+    char where[40]; /* RECEIVED, RECORDS_FETCHED: the client address; APPENDED: the segment file */
 } kiq_journey_stage_t;
 
 typedef struct kiq_journey {
     char topic[KIQ_JOURNEY_TOPIC];
     int32_t partition;
     int64_t first_offset, last_offset;
-    char trace[KIQ_JOURNEY_TRACE]; /* the trace id a record carried, "" for none */
+    char trace[KIQ_JOURNEY_TRACE]; /* the first trace id its records carried, "" for none */
+    uint64_t traces[KIQ_JOURNEY_TRACES]; /* hashes of the first ones; 0: none */
     int nstages;
     kiq_journey_stage_t stages[KIQ_JOURNEY_STAGES]; /* in the order they happened here */
 } kiq_journey_t;
@@ -71,6 +73,18 @@ typedef struct kiq_journeys_stats {
     size_t bytes;      /* the rings' memory */
 } kiq_journeys_stats_t;
 void kiq_journeys_stats(kiq_journeys_t *j, kiq_journeys_stats_t *out);
+
+/* Walks a stage's fields as JSON and Lua show them: stage (its name),
+ * point, t_ns, broker, then those it knows (thread, peer, acks, version,
+ * error, first_offset, before, after, position, bytes, records, sendfile,
+ * client_id, address or file). */
+typedef struct kiq_journey_fields {
+    void (*number)(void *ctx, const char *name, double value);
+    void (*string)(void *ctx, const char *name, const char *value);
+    void (*boolean)(void *ctx, const char *name, bool value);
+    void *ctx;
+} kiq_journey_fields_t;
+void kiq_journey_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fields_t *f);
 
 /* The stage's name for people and JSON: the point's, except that a high
  * watermark crossing the batch is "committed", a produce answer

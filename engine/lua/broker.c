@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "core/error.h"
 #include "lua/convert.h"
+#include "http/http_server.h"
 #include "lua/hooks.h"
 #include "lua/module.h"
 #include "proto/messages.h"
@@ -120,6 +121,15 @@ static int l_broker_running(lua_State *L)
 static int l_broker_port(lua_State *L)
 {
     lua_pushinteger(L, kiq_broker_port(check_broker(L)));
+    return 1;
+}
+
+/* b:http_port() -> the HTTP listener's bound port | nil when there is none */
+static int l_broker_http_port(lua_State *L)
+{
+    int port = kiq_http_port(check_broker(L));
+    if (port < 0) return 0;
+    lua_pushinteger(L, port);
     return 1;
 }
 
@@ -428,6 +438,14 @@ static int l_broker_event_counts(lua_State *L)
     return 1;
 }
 
+static void set_number(void *L, const char *name, double v) { kiq_lua_set_num(L, name, v); }
+static void set_string(void *L, const char *name, const char *v) { kiq_lua_set_str(L, name, v); }
+static void set_boolean(void *L, const char *name, bool v)
+{
+    lua_pushboolean(L, v);
+    lua_setfield(L, -2, name);
+}
+
 /* A journey as a Lua table: topic, partition, first_offset, last_offset,
  * trace, stages = { { stage, point, t_ns, broker, ... } } (numbers it does
  * not know are left out). */
@@ -440,43 +458,10 @@ static void push_journey(lua_State *L, const kiq_journey_t *jr)
     kiq_lua_set_num(L, "last_offset", (double)jr->last_offset);
     if (jr->trace[0]) kiq_lua_set_str(L, "trace", jr->trace);
     lua_createtable(L, jr->nstages, 0);
+    kiq_journey_fields_t f = {set_number, set_string, set_boolean, L};
     for (int i = 0; i < jr->nstages; i++) {
-        const kiq_journey_stage_t *s = &jr->stages[i];
         lua_createtable(L, 0, 12);
-        kiq_lua_set_str(L, "stage", kiq_journey_stage_name(s));
-        kiq_lua_set_str(L, "point", kiq_point_names[s->point]);
-        kiq_lua_set_num(L, "t_ns", (double)s->t_ns);
-        kiq_lua_set_num(L, "broker", s->broker);
-        static const struct {
-            const char *name;
-            size_t off;
-        } nums[] = {
-            {"thread", offsetof(kiq_journey_stage_t, thread)}, {"peer", offsetof(kiq_journey_stage_t, peer)},
-            {"acks", offsetof(kiq_journey_stage_t, extra)},
-        };
-        for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
-            int32_t v = *(const int32_t *)((const char *)s + nums[k].off);
-            if (v >= 0 || (k == 2 && v == -1 && (s->point == KIQ_POINT_VALIDATED || s->point == KIQ_POINT_ANSWERED)))
-                kiq_lua_set_num(L, nums[k].name, v);
-        }
-        static const struct {
-            const char *name;
-            size_t off;
-        } wide[] = {
-            {"first_offset", offsetof(kiq_journey_stage_t, first_offset)}, {"before", offsetof(kiq_journey_stage_t, before)},
-            {"after", offsetof(kiq_journey_stage_t, after)},       {"position", offsetof(kiq_journey_stage_t, position)},
-            {"bytes", offsetof(kiq_journey_stage_t, bytes)},       {"records", offsetof(kiq_journey_stage_t, records)},
-        };
-        for (size_t k = 0; k < sizeof wide / sizeof wide[0]; k++) {
-            int64_t v = *(const int64_t *)((const char *)s + wide[k].off);
-            if (v >= 0) kiq_lua_set_num(L, wide[k].name, (double)v);
-        }
-        if (s->version >= 0) kiq_lua_set_num(L, "version", s->version);
-        if (s->point == KIQ_POINT_ANSWERED || s->error) kiq_lua_set_num(L, "error", s->error);
-        if (s->flags & KIQ_EVENT_SENDFILE) lua_pushboolean(L, 1), lua_setfield(L, -2, "sendfile");
-        bool client = s->point == KIQ_POINT_RECEIVED || s->point == KIQ_POINT_RECORDS_FETCHED;
-        if (s->who[0]) kiq_lua_set_str(L, "client_id", s->who);
-        if (s->where[0]) kiq_lua_set_str(L, client ? "address" : "file", s->where);
+        kiq_journey_stage_fields(&jr->stages[i], &f);
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "stages");
@@ -646,6 +631,7 @@ const luaL_Reg kiq_lua_broker_methods[] = {
         {"request_stats", l_broker_request_stats},                {"event_counts", l_broker_event_counts},
         {"purgatory_stats", l_broker_purgatory_stats},
         {"journey", l_broker_journey},
+        {"http_port", l_broker_http_port},
         {"intercept", l_broker_intercept},
         {"remove_intercept", l_broker_remove_intercept},          {"intercepts", l_broker_intercepts},
         {NULL, NULL},

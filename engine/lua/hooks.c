@@ -915,4 +915,14 @@ static void on_fetch(void *registry, kiq_request_t *r, kiq_hook_fetch_t *f)
 
 static void registry_free(void *ctx) { kiq_hooks_free(ctx); }
 
-const kiq_interceptor_ops_t kiq_hooks_ops = {on_request, on_produce, on_fetch, registry_free};
+static uint64_t registry_failures(void *ctx)
+{
+    kiq_hooks_t *h = ctx;
+    uint64_t n = 0;
+    pthread_mutex_lock(&h->lock);
+    for (const kiq_hook_def_t *d = h->list; d; d = d->next) n += d->failures;
+    pthread_mutex_unlock(&h->lock);
+    return n;
+}
+
+const kiq_interceptor_ops_t kiq_hooks_ops = {on_request, on_produce, on_fetch, registry_failures, registry_free};

@@ -67,6 +67,13 @@ struct kiq_processor {
     uint64_t next_id;
     conn_t *waiting; /* connections whose request waits for queue space */
     atomic_int nconns;
+    /* Time the loop spent waiting for events (Kafka's network processor
+     * idle ratio): stamped before each poll, added up after it. */
+    ev_prepare before_poll;
+    ev_check after_poll;
+    int64_t poll_started;
+    atomic_int_fast64_t idle_ns;
+    int64_t started_ns;
 };
 
 static conn_t *conn_find(kiq_processor_t *p, uint64_t id)
@@ -411,6 +418,19 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
     if (stopping) ev_break(loop, EVBREAK_ALL);
 }
 
+static void poll_starts(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    kiq_processor_t *p = w->data;
+    p->poll_started = kiq_clock_mono_ns();
+}
+
+static void poll_ends(struct ev_loop *loop, ev_check *w, int revents)
+{
+    kiq_processor_t *p = w->data;
+    if (p->poll_started)
+        atomic_fetch_add_explicit(&p->idle_ns, kiq_clock_mono_ns() - p->poll_started, memory_order_relaxed);
+}
+
 static void *processor_main(void *arg)
 {
     kiq_processor_t *p = arg;
@@ -449,11 +469,27 @@ kiq_processor_t *kiq_processor_new(const kiq_processor_config_t *cfg)
     ev_async_init(&p->wake, wake_cb);
     p->wake.data = p;
     ev_async_start(p->loop, &p->wake);
+    ev_prepare_init(&p->before_poll, poll_starts);
+    p->before_poll.data = p;
+    ev_prepare_start(p->loop, &p->before_poll);
+    ev_check_init(&p->after_poll, poll_ends);
+    p->after_poll.data = p;
+    ev_check_start(p->loop, &p->after_poll);
+    atomic_init(&p->idle_ns, 0);
     return p;
+}
+
+double kiq_processor_idle_ratio(kiq_processor_t *p)
+{
+    int64_t up = kiq_clock_mono_ns() - p->started_ns;
+    if (!p->started || up <= 0) return 1.0;
+    double r = (double)atomic_load_explicit(&p->idle_ns, memory_order_relaxed) / (double)up;
+    return r > 1 ? 1 : r;
 }
 
 int kiq_processor_start(kiq_processor_t *p)
 {
+    p->started_ns = kiq_clock_mono_ns();
     if (pthread_create(&p->thread, NULL, processor_main, p) != 0)
         return kiq_error_errno("processor %d: cannot start thread", p->cfg.id);
     p->started = true;

@@ -1,5 +1,6 @@
 /* The replica fetcher thread; see replica_fetcher.h. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,9 @@ struct kiq_replica_fetcher {
     int nparts, cap;
     bool running, paused;
     kiq_client_conn_t *conn; /* owned by the thread; published for shutdown */
+    /* The largest lag behind the leader's high watermark, in offsets, in
+     * the last answer (Kafka's MaxLag); written by the thread. */
+    atomic_int_fast64_t max_lag;
 };
 
 static void wait_ms(kiq_replica_fetcher_t *f, int ms)
@@ -222,6 +226,7 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
     kiq_fetch_response_t resp;
     kiq_fetch_response_init(&resp);
     int answered = 0;
+    int64_t max_lag = 0;
     if (kiq_client_request(f->conn, KIQ_API_FETCH, v, &req, &a, &resp, f->cfg.max_wait_ms + REQUEST_TIMEOUT_MS) != 0) {
         KIQ_DEBUG("replica fetcher for broker %d: %s", f->cfg.leader, kiq_error_get());
     } else {
@@ -232,10 +237,14 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
                 for (int k = 0; k < nasked; k++)
                     if (pr->partition_index == asked[k].partition && names_topic(v, tr, asked[k].topic)) {
                         answered += apply(f, parts[k], epochs[k], pr);
+                        kiq_partition_log_t *log = parts[k]->log;
+                        int64_t lag = log ? pr->high_watermark - kiq_partition_log_end_offset(log) : 0;
+                        if (lag > max_lag) max_lag = lag;
                         break;
                     }
             }
         }
+        atomic_store_explicit(&f->max_lag, max_lag, memory_order_relaxed);
     }
     kiq_arena_reset(&a);
     return answered;
@@ -388,4 +397,9 @@ void kiq_replica_fetcher_pause(kiq_replica_fetcher_t *f, bool paused)
     if (paused) interrupt_locked(f);
     else pthread_cond_broadcast(&f->wake);
     pthread_mutex_unlock(&f->mu);
+}
+
+int64_t kiq_replica_fetcher_max_lag(kiq_replica_fetcher_t *f)
+{
+    return atomic_load_explicit(&f->max_lag, memory_order_relaxed);
 }

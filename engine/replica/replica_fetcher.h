@@ -33,6 +33,9 @@ int kiq_replica_fetcher_add(kiq_replica_fetcher_t *f, kiq_topic_t *topic, int32_
 /* Stops following it; true when it was followed here. */
 bool kiq_replica_fetcher_remove(kiq_replica_fetcher_t *f, const kiq_topic_t *topic, int32_t partition);
 int kiq_replica_fetcher_count(kiq_replica_fetcher_t *f);
+/* Any thread: its largest lag behind the leader's high watermark in the
+ * last answer, in offsets. */
+int64_t kiq_replica_fetcher_max_lag(kiq_replica_fetcher_t *f);
 int32_t kiq_replica_fetcher_leader(const kiq_replica_fetcher_t *f);
 /* Cuts the connection to the leader (Lua's link control, tests); the
  * fetcher reconnects after its backoff unless paused. */

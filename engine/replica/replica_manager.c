@@ -1,5 +1,6 @@
 /* The broker's replicas in cluster mode; see replica_manager.h. */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,8 @@ struct kiq_replica_manager {
     int nfetchers_per_leader;
     int64_t lag_ms;
     int fetch_wait_ms, fetch_max_bytes;
+    /* the controller's accepted ISR changes of partitions led here, for metrics */
+    atomic_uint_fast64_t isr_shrinks, isr_expands;
     /* the ISR thread's own: when the shrink check is next due, how often */
     int64_t next_shrink_ms, isr_interval_ms;
     pthread_mutex_t mu; /* guards everything below */
@@ -669,6 +672,10 @@ static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
                                  c->partition, pr->error_code);
                         break;
                     }
+                    int was = kiq_partition_replica_isr_size(part->replica);
+                    if (pr->isr_n != was)
+                        atomic_fetch_add_explicit(pr->isr_n > was ? &rm->isr_expands : &rm->isr_shrinks, 1,
+                                                  memory_order_relaxed);
                     kiq_partition_replica_set_isr(part->replica, pr->leader_epoch, pr->partition_epoch, pr->isr,
                                                   pr->isr_n > 0 ? pr->isr_n : 0);
                     break;
@@ -772,6 +779,18 @@ int kiq_replica_manager_followed(kiq_replica_manager_t *rm, int32_t leader)
     return n;
 }
 
+int64_t kiq_replica_manager_max_lag(kiq_replica_manager_t *rm)
+{
+    pthread_mutex_lock(&rm->mu);
+    int64_t lag = 0;
+    for (int i = 0; i < rm->nslots; i++) {
+        int64_t l = kiq_replica_fetcher_max_lag(rm->slots[i].f);
+        if (l > lag) lag = l;
+    }
+    pthread_mutex_unlock(&rm->mu);
+    return lag;
+}
+
 /* ---- lifecycle ---- */
 
 kiq_replica_manager_t *kiq_replica_manager_new(const kiq_replica_context_t *b)
@@ -856,4 +875,10 @@ void kiq_replica_manager_lead_all_alone(kiq_topics_t *t)
             if (log) kiq_partition_replica_advance_hw(part->replica, log);
         }
     kiq_topics_list_free(list, count);
+}
+
+void kiq_replica_manager_isr_changes(kiq_replica_manager_t *rm, uint64_t *shrinks, uint64_t *expands)
+{
+    *shrinks = atomic_load_explicit(&rm->isr_shrinks, memory_order_relaxed);
+    *expands = atomic_load_explicit(&rm->isr_expands, memory_order_relaxed);
 }

@@ -88,6 +88,13 @@ void kiq_replica_manager_pause_fetching(kiq_replica_manager_t *rm, int32_t leade
 /* How many partitions this broker follows from `leader` (-1: from any). */
 int kiq_replica_manager_followed(kiq_replica_manager_t *rm, int32_t leader);
 
+/* Any thread: the largest lag of this broker's fetchers behind their
+ * leaders (Kafka's ReplicaFetcherManager MaxLag), in offsets. */
+int64_t kiq_replica_manager_max_lag(kiq_replica_manager_t *rm);
+/* Any thread: the ISR shrinks and expansions the controller accepted for
+ * partitions led here (Kafka's IsrShrinksPerSec and IsrExpandsPerSec). */
+void kiq_replica_manager_isr_changes(kiq_replica_manager_t *rm, uint64_t *shrinks, uint64_t *expands);
+
 /* Standalone: every partition of t, led here alone, has its high watermark
  * at its log end (a restart may have checkpointed it lower). */
 void kiq_replica_manager_lead_all_alone(kiq_topics_t *t);

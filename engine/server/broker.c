@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "config/listeners.h"
@@ -285,7 +286,9 @@ static void handle(kiq_broker_t *b, kiq_request_t *r, int thread)
         e.thread = thread;
         kiq_observers_emit(&b->observers, &e);
     }
+    int64_t t0 = kiq_clock_mono_ns();
     b->surface->handle(b, r);
+    atomic_fetch_add_explicit(&b->io_busy_ns, kiq_clock_mono_ns() - t0, memory_order_relaxed);
 }
 
 static void *io_thread_main(void *arg)
@@ -457,6 +460,8 @@ int kiq_broker_start(kiq_broker_t *b)
     } else {
         kiq_replica_manager_lead_all_alone(b->topics);
     }
+    atomic_store(&b->io_busy_ns, 0);
+    b->io_started_ns = kiq_clock_mono_ns();
     b->nio_threads = (int)kiq_config_int(b->config, KIQ_CFG_NUM_IO_THREADS);
     b->io_threads = calloc((size_t)b->nio_threads, sizeof *b->io_threads);
     if (!b->io_threads) return kiq_error_set("out of memory");

@@ -123,6 +123,10 @@ struct kiq_broker {
     int nprocessors;
     kiq_acceptor_t *acceptor;
     pthread_t *io_threads;
+    /* Time the I/O threads spent handling requests since io_started_ns
+     * (Kafka's RequestHandlerAvgIdlePercent is the rest). */
+    atomic_int_fast64_t io_busy_ns;
+    int64_t io_started_ns;
     int nio_threads;
     kiq_purgatory_t *purgatory;
     /* Consumer groups and committed offsets: from start to shutdown; own lock. */

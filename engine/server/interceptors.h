@@ -81,6 +81,8 @@ typedef struct kiq_interceptor_ops {
     void (*on_request)(void *ctx, kiq_request_t *r, const void *request, void *response, kiq_hook_action_t *act);
     void (*on_produce)(void *ctx, kiq_request_t *r, kiq_hook_produce_t *p);
     void (*on_fetch)(void *ctx, kiq_request_t *r, kiq_hook_fetch_t *f);
+    /* Any thread: calls that raised or ran over their budget so far. */
+    uint64_t (*failures)(void *ctx);
     /* With the broker, once no thread can call in. */
     void (*free)(void *ctx);
 } kiq_interceptor_ops_t;

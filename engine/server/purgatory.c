@@ -24,6 +24,7 @@ typedef struct candidate {
     kiq_delayed_op_t *op;
     watch_t *watches;
     int nkeys;
+    enum kiq_delayed_kind kind;
     bool expired;
 } candidate_t;
 
@@ -45,6 +46,8 @@ struct kiq_purgatory {
     kiq_purgatory_stats_t stats;
     pthread_t thread;
 };
+
+const char *const kiq_delayed_kind_names[KIQ_DELAYED__KINDS] = {"Fetch", "Produce", "OffsetCommit", "Interceptor"};
 
 uint64_t kiq_purgatory_key(const char *topic, size_t len, int32_t partition)
 {
@@ -162,7 +165,7 @@ static int take(kiq_purgatory_t *p, candidate_t **c, size_t *n, size_t *cap, kiq
         *cap = ncap;
     }
     op->round = p->round;
-    (*c)[(*n)++] = (candidate_t){op, op->watches, op->nkeys, expired};
+    (*c)[(*n)++] = (candidate_t){op, op->watches, op->nkeys, op->kind, expired};
     return 0;
 }
 
@@ -234,6 +237,7 @@ static void *purgatory_main(void *arg)
         p->stats.waiting -= (int)done;
         for (size_t i = 0; i < n; i++) {
             if (!c[i].op) {
+                p->stats.waiting_by_kind[c[i].kind]--;
                 free(c[i].watches);
                 continue;
             }
@@ -244,6 +248,7 @@ static void *purgatory_main(void *arg)
                 pthread_mutex_lock(&p->lock);
                 free(c[i].watches);
                 p->stats.waiting--;
+                p->stats.waiting_by_kind[c[i].kind]--;
             }
         }
         if (stopping && p->stats.waiting == 0) break;
@@ -315,6 +320,7 @@ void kiq_purgatory_park(kiq_purgatory_t *p, kiq_delayed_op_t *op)
     p->fresh = op;
     p->stats.parked++;
     p->stats.waiting++;
+    p->stats.waiting_by_kind[op->kind]++;
     pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->lock);
 }

@@ -23,7 +23,13 @@ typedef struct kiq_delayed_op kiq_delayed_op_t;
  * `expired` true means it must finish now. */
 typedef bool (*kiq_delayed_fn)(kiq_delayed_op_t *op, bool expired);
 
+/* What an operation is, for the purgatory's sizes by kind (Kafka's
+ * DelayedOperationPurgatory names). */
+enum kiq_delayed_kind { KIQ_DELAYED_FETCH, KIQ_DELAYED_PRODUCE, KIQ_DELAYED_COMMIT, KIQ_DELAYED_REQUEST, KIQ_DELAYED__KINDS };
+extern const char *const kiq_delayed_kind_names[KIQ_DELAYED__KINDS];
+
 struct kiq_delayed_op {
+    enum kiq_delayed_kind kind;
     int64_t deadline_ns; /* monotonic */
     kiq_delayed_fn try_complete;
     const uint64_t *keys; /* what it waits for, in the op's own memory; none: only its deadline */
@@ -45,6 +51,7 @@ typedef struct kiq_purgatory_stats {
     uint64_t tried;    /* try_complete calls */
     uint64_t expired;  /* operations completed at their deadline */
     int waiting;       /* operations parked now */
+    int waiting_by_kind[KIQ_DELAYED__KINDS];
 } kiq_purgatory_stats_t;
 
 typedef struct kiq_purgatory kiq_purgatory_t;

@@ -1,0 +1,157 @@
+#include "http/http_server.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/say.h"
+#include "http/views.h"
+
+#define MAX_CONNECTIONS 64
+#define MAX_PER_IP 32
+#define IDLE_TIMEOUT_S 10
+#define MEMORY_PER_CONNECTION (32 * 1024) /* bounds a request's headers */
+
+/* The listener; the broker service's context. The daemon is the polling
+ * thread's; port is read by any thread. */
+typedef struct http_listener {
+    char host[256];
+    int port; /* configured */
+    struct MHD_Daemon *daemon;
+    atomic_int bound; /* -1 while not listening */
+} http_listener_t;
+
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && msg[n - 1] == '\n') msg[--n] = '\0';
+    KIQ_DEBUG("http: %s", msg);
+}
+
+static enum MHD_Result answer(struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result answer_view(struct MHD_Connection *c, kiq_http_view_t *v)
+{
+    return answer(c, v->status, v->type, v->body, v->len);
+}
+
+static const char *arg(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                             const char *version, const char *upload, size_t *upload_size, void **state)
+{
+    kiq_broker_t *b = cls;
+    /* the first call is for the headers alone; a body is not wanted */
+    if (!*state) {
+        *state = (void *)1;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        *upload_size = 0; /* dropped: no endpoint takes a body */
+        return MHD_YES;
+    }
+    kiq_http_view_t v;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        kiq_http_error(&v, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served");
+    else if (strcmp(url, "/metrics") == 0)
+        kiq_http_metrics(b, &v);
+    else if (strcmp(url, "/api/state") == 0)
+        kiq_http_state(b, &v);
+    else if (strcmp(url, "/api/journey") == 0)
+        kiq_http_journey(b, arg(c, "topic"), arg(c, "partition"), arg(c, "offset"), arg(c, "trace"), &v);
+    else if (strcmp(url, "/") == 0)
+        kiq_http_index(b, &v);
+    else
+        kiq_http_error(&v, MHD_HTTP_NOT_FOUND, "no such path");
+    return answer_view(c, &v);
+}
+
+static int start(void *ctx, kiq_broker_t *b)
+{
+    http_listener_t *h = ctx;
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)h->port)};
+    if (inet_pton(AF_INET, *h->host ? h->host : "127.0.0.1", &addr.sin_addr) != 1)
+        return kiq_error_set("kafkaiq.http.listener: %s is not an IPv4 address", h->host);
+    h->daemon = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, (uint16_t)h->port, NULL, NULL, route, b,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MAX_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_PER_CONNECTION,
+        MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_END);
+    if (!h->daemon) return kiq_error_errno("kafkaiq.http.listener: cannot listen on %s:%d", h->host, h->port);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    int port = info ? info->port : h->port;
+    atomic_store(&h->bound, port);
+    if (h->port == 0) h->port = port; /* a restart comes back on the same port */
+    KIQ_INFO("[KafkaIQ broker %d] HTTP on http://%s:%d/ (metrics at /metrics)", b->node_id, h->host, port);
+    return 0;
+}
+
+static void stop(void *ctx, kiq_broker_t *b)
+{
+    http_listener_t *h = ctx;
+    if (!h->daemon) return;
+    atomic_store(&h->bound, -1);
+    MHD_stop_daemon(h->daemon);
+    h->daemon = NULL;
+}
+
+static void listener_free(void *ctx)
+{
+    stop(ctx, NULL);
+    free(ctx);
+}
+
+int kiq_http_attach(kiq_broker_t *b)
+{
+    const char *spec = kiq_config_str(b->config, KIQ_CFG_HTTP_LISTENER);
+    if (!*spec) return 0;
+    http_listener_t *h = calloc(1, sizeof *h);
+    if (!h) return kiq_error_set("out of memory");
+    const char *colon = strrchr(spec, ':');
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!colon || end == colon + 1 || *end || port < 0 || port > 65535 || colon - spec >= (long)sizeof h->host) {
+        free(h);
+        return kiq_error_set("kafkaiq.http.listener: HOST:PORT expected, not '%s'", spec);
+    }
+    memcpy(h->host, spec, (size_t)(colon - spec));
+    h->port = (int)port;
+    atomic_init(&h->bound, -1);
+    kiq_broker_service_t s = {start, stop, listener_free, h};
+    if (kiq_broker_add_service(b, &s) != 0) {
+        free(h);
+        return -1;
+    }
+    return 0;
+}
+
+int kiq_http_port(const kiq_broker_t *b)
+{
+    for (int i = 0; i < b->nservices; i++)
+        if (b->services[i].start == start) return atomic_load(&((http_listener_t *)b->services[i].ctx)->bound);
+    return -1;
+}

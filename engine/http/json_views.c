@@ -1,0 +1,218 @@
+/* The HTTP listener's JSON answers (http/views.h), made with jansson. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/metadata_cache.h"
+#include "core/say.h"
+#include "http/views.h"
+#include "journey/journey.h"
+#include "replica/partition_replica.h"
+
+static void take_json(kiq_http_view_t *v, unsigned status, json_t *j)
+{
+    v->status = status;
+    v->type = "application/json";
+    v->body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (!v->body) {
+        static const char oom[] = "{\"error\":\"out of memory\"}";
+        v->status = 500;
+        v->body = strdup(oom);
+    }
+    v->len = v->body ? strlen(v->body) : 0;
+}
+
+void kiq_http_error(kiq_http_view_t *v, unsigned status, const char *message)
+{
+    take_json(v, status, json_pack("{s:s}", "error", message));
+}
+
+/* ---- journeys ---- */
+
+static void put_number(void *obj, const char *name, double value)
+{
+    json_object_set_new(obj, name, value == (double)(int64_t)value ? json_integer((json_int_t)value) : json_real(value));
+}
+
+static void put_string(void *obj, const char *name, const char *value)
+{
+    json_object_set_new(obj, name, json_string(value));
+}
+
+static void put_boolean(void *obj, const char *name, bool value) { json_object_set_new(obj, name, json_boolean(value)); }
+
+static json_t *journey_json(const kiq_journey_t *jr)
+{
+    json_t *stages = json_array();
+    for (int i = 0; i < jr->nstages; i++) {
+        json_t *s = json_object();
+        kiq_journey_fields_t f = {put_number, put_string, put_boolean, s};
+        kiq_journey_stage_fields(&jr->stages[i], &f);
+        json_array_append_new(stages, s);
+    }
+    json_t *j = json_pack("{s:s, s:i, s:I, s:I, s:o}", "topic", jr->topic, "partition", jr->partition,
+                          "first_offset", (json_int_t)jr->first_offset, "last_offset", (json_int_t)jr->last_offset,
+                          "stages", stages);
+    if (j && jr->trace[0]) json_object_set_new(j, "trace", json_string(jr->trace));
+    return j;
+}
+
+/* A whole decimal number within [min, max] from a query parameter. */
+static bool parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    if (!s || !*s) return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < min || v > max) return false;
+    *out = v;
+    return true;
+}
+
+void kiq_http_journey(kiq_broker_t *b, const char *topic, const char *partition, const char *offset, const char *trace,
+                      kiq_http_view_t *v)
+{
+    int64_t p = -1, off = -1;
+    if (!trace && (!topic || !*topic || strlen(topic) >= KIQ_JOURNEY_TOPIC || !parse_int(partition, 0, INT32_MAX, &p) ||
+                   !parse_int(offset, 0, INT64_MAX, &off))) {
+        kiq_http_error(v, 400, "topic, partition and offset (whole numbers), or trace, are required");
+        return;
+    }
+    if (trace && (!*trace || strlen(trace) >= KIQ_JOURNEY_TRACE)) {
+        kiq_http_error(v, 400, "trace must be 1-63 characters");
+        return;
+    }
+    if (!b->journeys) {
+        kiq_http_error(v, 404, "journeys are off on this broker (kafkaiq.journey.enable=false)");
+        return;
+    }
+    kiq_journey_t *jr = malloc(sizeof *jr);
+    if (!jr) {
+        kiq_http_error(v, 500, "out of memory");
+        return;
+    }
+    bool found = trace ? kiq_journeys_find_trace(b->journeys, trace, jr)
+                       : kiq_journeys_find(b->journeys, topic, (int32_t)p, off, jr);
+    if (found) {
+        json_t *j = journey_json(jr);
+        if (j) json_object_set_new(j, "broker", json_integer(b->node_id));
+        take_json(v, 200, j);
+    } else {
+        kiq_http_error(v, 404, "no journey is kept for it on this broker");
+    }
+    free(jr);
+}
+
+/* ---- state ---- */
+
+static json_t *ids_json(const int32_t *ids, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(a, json_integer(ids[i]));
+    return a;
+}
+
+static json_t *partition_json(kiq_partition_t *p)
+{
+    kiq_partition_log_t *log = p->log;
+    json_t *j = json_pack("{s:i, s:b}", "partition", p->index, "hosted", log != NULL);
+    if (!log || !p->replica) return j;
+    kiq_replica_view_t *rv = malloc(sizeof *rv); /* large: off the stack */
+    if (!rv) return j;
+    kiq_partition_replica_view(p->replica, rv);
+    static const char *const roles[] = {"none", "leader", "follower"};
+    json_object_set_new(j, "log_start_offset", json_integer(kiq_partition_log_start_offset(log)));
+    json_object_set_new(j, "log_end_offset", json_integer(kiq_partition_log_end_offset(log)));
+    json_object_set_new(j, "high_watermark", json_integer(kiq_partition_log_high_watermark(log)));
+    json_object_set_new(j, "size", json_integer((json_int_t)kiq_partition_log_size(log)));
+    json_object_set_new(j, "segments", json_integer(kiq_partition_log_segments(log, NULL, 0)));
+    json_object_set_new(j, "offline", json_boolean(kiq_partition_log_offline(log)));
+    json_object_set_new(j, "role", json_string(roles[rv->role]));
+    json_object_set_new(j, "leader", json_integer(rv->leader));
+    json_object_set_new(j, "leader_epoch", json_integer(rv->leader_epoch));
+    json_object_set_new(j, "replicas", ids_json(rv->replicas, rv->nreplicas));
+    json_object_set_new(j, "isr", ids_json(rv->isr, rv->nisr));
+    if (rv->role == KIQ_REPLICA_LEADER) {
+        json_t *f = json_object();
+        for (int i = 0; i < rv->nfollowers; i++) {
+            char id[16];
+            snprintf(id, sizeof id, "%d", rv->followers[i].broker_id);
+            json_object_set_new(f, id, json_pack("{s:I}", "leo", (json_int_t)rv->followers[i].leo));
+        }
+        json_object_set_new(j, "followers", f);
+    }
+    free(rv);
+    return j;
+}
+
+void kiq_http_state(kiq_broker_t *b, kiq_http_view_t *v)
+{
+    json_t *j = json_pack("{s:i, s:s, s:i, s:b, s:b}", "broker", b->node_id, "cluster_id", b->cluster_id, "port",
+                          kiq_broker_port(b), "running", b->running, "cluster", b->cluster);
+    if (!j) {
+        kiq_http_error(v, 500, "out of memory");
+        return;
+    }
+    json_object_set_new(j, "controller", json_integer(b->cluster ? kiq_metadata_cache_controller(b->metadata)
+                                                                 : b->node_id));
+    json_object_set_new(j, "threads",
+                        json_pack("{s:i, s:i}", "network", (int)kiq_config_int(b->config, KIQ_CFG_NUM_NETWORK_THREADS),
+                                  "io", (int)kiq_config_int(b->config, KIQ_CFG_NUM_IO_THREADS)));
+    if (b->running) {
+        json_object_set_new(j, "request_queue",
+                            json_pack("{s:I, s:I}", "depth", (json_int_t)kiq_request_queue_depth(b->queue), "bound",
+                                      (json_int_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS)));
+        if (b->control_queue)
+            json_object_set_new(j, "control_queue",
+                                json_pack("{s:I}", "depth", (json_int_t)kiq_request_queue_depth(b->control_queue)));
+        kiq_purgatory_stats_t ps;
+        kiq_purgatory_stats(b->purgatory, &ps);
+        json_object_set_new(j, "purgatory",
+                            json_pack("{s:i, s:I, s:I, s:I}", "waiting", ps.waiting, "parked", (json_int_t)ps.parked,
+                                      "tried", (json_int_t)ps.tried, "expired", (json_int_t)ps.expired));
+    }
+    if (b->journeys) {
+        kiq_journeys_stats_t js;
+        kiq_journeys_stats(b->journeys, &js);
+        json_object_set_new(j, "journeys", json_pack("{s:I, s:I, s:I}", "kept", (json_int_t)js.kept, "recorded",
+                                                     (json_int_t)js.recorded, "bytes", (json_int_t)js.bytes));
+    }
+    json_t *topics = json_array();
+    int count = 0;
+    kiq_topic_t **list = b->running ? kiq_topics_list(b->topics, &count) : NULL;
+    for (int i = 0; i < count; i++) {
+        char id[23];
+        kiq_uuid_to_base64(&list[i]->id, id);
+        json_t *parts = json_array();
+        int32_t n = list[i]->npartitions;
+        for (int32_t p = 0; p < n; p++) json_array_append_new(parts, partition_json(list[i]->partitions[p]));
+        json_array_append_new(topics, json_pack("{s:s, s:s, s:o}", "name", list[i]->name, "id", id, "partitions", parts));
+    }
+    if (list) kiq_topics_list_free(list, count);
+    json_object_set_new(j, "topics", topics);
+    take_json(v, 200, j);
+}
+
+/* ---- the page ---- */
+
+void kiq_http_index(kiq_broker_t *b, kiq_http_view_t *v)
+{
+    static const char page[] =
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>KafkaIQ broker %d</title></head><body>"
+        "<h1>KafkaIQ broker %d</h1><ul>"
+        "<li><a href=\"/metrics\">/metrics</a>: Kafka's metrics, Prometheus text</li>"
+        "<li><a href=\"/api/state\">/api/state</a>: topics, partitions, queues, threads</li>"
+        "<li>/api/journey?topic=T&amp;partition=P&amp;offset=O (or ?trace=ID): a batch's journey</li>"
+        "</ul></body></html>";
+    size_t n = sizeof page + 32;
+    v->status = 200;
+    v->type = "text/html; charset=utf-8";
+    v->body = malloc(n);
+    if (!v->body) {
+        kiq_http_error(v, 500, "out of memory");
+        return;
+    }
+    v->len = (size_t)snprintf(v->body, n, page, b->node_id, b->node_id);
+}

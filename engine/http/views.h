@@ -1,0 +1,34 @@
+/* What the HTTP listener answers (http/http_server.h), made on its thread
+ * from the broker's thread-safe calls. Each fills a view: the status,
+ * the content type and a malloc'd body the listener hands on. */
+#ifndef KIQ_HTTP_VIEWS_H
+#define KIQ_HTTP_VIEWS_H
+
+#include <stddef.h>
+
+#include "server/broker.h"
+
+typedef struct kiq_http_view {
+    unsigned status;
+    const char *type;
+    char *body; /* malloc'd */
+    size_t len;
+} kiq_http_view_t;
+
+/* {"error": message} with status. */
+void kiq_http_error(kiq_http_view_t *v, unsigned status, const char *message);
+/* Kafka's metrics in Prometheus text format (http/metrics_text.c). */
+void kiq_http_metrics(kiq_broker_t *b, kiq_http_view_t *v);
+/* The broker's state as JSON: topics and partitions (offsets, segments,
+ * replication), queues, threads, purgatory, journeys. */
+void kiq_http_state(kiq_broker_t *b, kiq_http_view_t *v);
+/* This broker's part of a batch's journey as JSON, by topic, partition and
+ * offset or by trace id: 400 for bad or missing parameters, 404 when no
+ * journey is kept for it (or journeys are off). */
+void kiq_http_journey(kiq_broker_t *b, const char *topic, const char *partition, const char *offset, const char *trace,
+                      kiq_http_view_t *v);
+/* The page at / (its live view comes with the next issue's work: for now
+ * the endpoints). */
+void kiq_http_index(kiq_broker_t *b, kiq_http_view_t *v);
+
+#endif
