@@ -130,7 +130,8 @@ else
     port=$(free_port)
     build/kafkaiq serve config/server.properties \
         --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$data/data" \
-        --override kafkaiq.log.level=warn "${broker_overrides[@]}" 2>"$data/broker.stderr" &
+        --override kafkaiq.log.level=warn --override kafkaiq.http.listener=127.0.0.1:0 \
+        "${broker_overrides[@]}" 2>"$data/broker.stderr" &
     kiq_pid=$!
     pids+=("$kiq_pid")
     if ! wait_port 127.0.0.1 "$port" "$kiq_pid"; then

@@ -1,6 +1,7 @@
 /* The kafkaiq command. `kafkaiq serve [server.properties] [--override k=v]…`
  * runs one broker in the foreground until SIGTERM or SIGINT, or with
- * `--brokers N` a whole cluster of N brokers in this process. */
+ * `--brokers N` a whole cluster of N brokers in this process; `kafkaiq
+ * journey` prints a batch's journey from the brokers' HTTP listeners. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd/journey.h"
 #include "config/listeners.h"
 #include "core/error.h"
 #include "core/say.h"
@@ -26,6 +28,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: kafkaiq serve [--brokers N] [server.properties] [--override key=value]...\n"
             "       kafkaiq run [--seed N] script.lua [args]...\n"
+            "       kafkaiq journey --http HOST:PORT[,...] TOPIC PARTITION OFFSET | --trace ID\n"
             "       kafkaiq version\n"
             "       kafkaiq configs     list broker configs with defaults\n");
 }
@@ -66,9 +69,10 @@ static int set_default(kiq_config_t *c, enum kiq_config_id id, const char *value
     return is_default ? kiq_config_set(c, kiq_config_defs[id].name, value) : 0;
 }
 
-/* Broker i of an in-process cluster of n: the client listener's port + i,
- * a control-plane listener on the client port + 100 + i, its own
- * directory under each log dir, the controller on broker 0. */
+/* Broker i of an in-process cluster of n: the client listener's port + i
+ * (and the HTTP listener's), a control-plane listener on the client port
+ * + 100 + i, its own directory under each log dir, the controller on
+ * broker 0. */
 static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n)
 {
     kiq_listener_t ls[KIQ_MAX_LISTENERS];
@@ -99,6 +103,14 @@ static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n)
         p = end ? end + 1 : p + len;
     }
     rc |= kiq_config_set(c, "log.dirs", dirs);
+    /* each broker's HTTP listener on the configured port + i (0: a free one each) */
+    const char *http = kiq_config_str(base, KIQ_CFG_HTTP_LISTENER);
+    const char *colon = strrchr(http, ':');
+    if (*http && colon) {
+        int port = atoi(colon + 1);
+        snprintf(v, sizeof v, "%.*s:%d", (int)(colon - http), http, port ? port + i : 0);
+        rc |= kiq_config_set(c, "kafkaiq.http.listener", v);
+    }
     snprintf(v, sizeof v, "%d", n < 3 ? n : 3);
     rc |= set_default(c, KIQ_CFG_DEFAULT_REPLICATION_FACTOR, v);
     rc |= set_default(c, KIQ_CFG_OFFSETS_TOPIC_REPLICATION_FACTOR, v);
@@ -279,6 +291,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "serve") == 0) return serve(argc - 2, argv + 2);
     if (strcmp(argv[1], "run") == 0) return run_script(argc - 2, argv + 2);
+    if (strcmp(argv[1], "journey") == 0) return kiq_cmd_journey(argc - 2, argv + 2);
     if (strcmp(argv[1], "version") == 0) return printf("kafkaiq %s\n", KIQ_VERSION) < 0;
     if (strcmp(argv[1], "configs") == 0) return list_configs();
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {

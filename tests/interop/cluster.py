@@ -173,11 +173,12 @@ def log_end(batches):
 class ClusterBroker:
     """One kafkaiq process of a Cluster; its ports and log dir survive restarts."""
 
-    def __init__(self, cluster, node_id, port, control_port):
+    def __init__(self, cluster, node_id, port, control_port, http_port):
         self.cluster = cluster
         self.id = node_id
         self.port = port
         self.control_port = control_port
+        self.http = f"{HOST}:{http_port}"  # its HTTP listener
         self.host = HOST
         self.workdir = cluster.workdir / f"b{node_id}"
         self.data_dir = self.workdir / "data"
@@ -199,7 +200,8 @@ class ClusterBroker:
                              f"CONTROLLER://{self.host}:{self.control_port}",
                "--override", "control.plane.listener.name=CONTROLLER",
                "--override", f"controller.quorum.voters={CONTROLLER_ID}@{HOST}:{c.controller_port}",
-               "--override", f"log.dirs={self.data_dir}"]
+               "--override", f"log.dirs={self.data_dir}",
+               "--override", f"kafkaiq.http.listener={self.http}"]
         for kv in c.overrides:
             cmd += ["--override", kv]
         return cmd
@@ -277,8 +279,8 @@ class Cluster:
     def __init__(self, workdir, n=3, overrides=CLUSTER_OVERRIDES):
         self.workdir = pathlib.Path(workdir)
         self.overrides = list(overrides)
-        ports = free_ports(2 * n)
-        self.brokers = [ClusterBroker(self, i, ports[2 * i], ports[2 * i + 1]) for i in range(n)]
+        ports = free_ports(3 * n)
+        self.brokers = [ClusterBroker(self, i, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]) for i in range(n)]
         self.controller_port = self.brokers[CONTROLLER_ID].control_port
 
     def __getitem__(self, i):
@@ -432,8 +434,9 @@ class OneProcessCluster(OwnedProcess):
         self.workdir = pathlib.Path(workdir)
         self.n = n
         self.overrides = list(overrides)
-        self.base = free_port_block(list(range(n)) + [100 + i for i in range(n)])
+        self.base = free_port_block(list(range(n)) + [100 + i for i in range(n)] + [200 + i for i in range(n)])
         self.port = self.base
+        self.http = [f"{HOST}:{self.base + 200 + i}" for i in range(n)]  # each broker's HTTP listener
         self.data_dir = self.workdir / "data"
         self.stderr_path = self.workdir / "cluster.stderr"
         self.proc = None
@@ -445,7 +448,8 @@ class OneProcessCluster(OwnedProcess):
     def command(self):
         cmd = [str(BROKER_BIN), "serve", "--brokers", str(self.n), str(CONFIG),
                "--override", f"listeners=PLAINTEXT://{HOST}:{self.base}",
-               "--override", f"log.dirs={self.data_dir}"]
+               "--override", f"log.dirs={self.data_dir}",
+               "--override", f"kafkaiq.http.listener={HOST}:{self.base + 200}"]
         for kv in self.overrides:
             cmd += ["--override", kv]
         return cmd

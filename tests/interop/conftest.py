@@ -105,6 +105,7 @@ class Broker(OwnedProcess):
         self.data_dir = self.workdir / "data"
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
+        self.http = f"{self.host}:{free_port()}"  # its HTTP listener
         self.overrides = list(overrides)
         self.proc = None
         self.starts = 0
@@ -118,7 +119,8 @@ class Broker(OwnedProcess):
         cmd = [str(BROKER_BIN), "serve", str(CONFIG),
                "--override", f"listeners=PLAINTEXT://{self.host}:{self.port}",
                "--override", f"log.dirs={self.data_dir}",
-               "--override", f"socket.request.max.bytes={SOCKET_REQUEST_MAX_BYTES}"]
+               "--override", f"socket.request.max.bytes={SOCKET_REQUEST_MAX_BYTES}",
+               "--override", f"kafkaiq.http.listener={self.http}"]
         for kv in self.overrides:
             cmd += ["--override", kv]
         return cmd

@@ -30,7 +30,7 @@ local function serve(overrides)
     cmd = cmd .. " --override '" .. kv .. "'"
   end
   if not has_listener then
-    cmd = cmd .. " --override listeners=PLAINTEXT://127.0.0.1:0"
+    cmd = cmd .. " --override listeners=PLAINTEXT://127.0.0.1:0 --override kafkaiq.http.listener=127.0.0.1:0"
   end
   local out, code = run(cmd)
   os.execute("rm -rf '" .. dir .. "'")
