@@ -9,6 +9,10 @@
 #   scripts/bench.sh --broker-override K=V  pass --override K=V to the kafkaiq it
 #                                         starts (repeatable), e.g.
 #                                         kafkaiq.fetch.sendfile=false
+#   scripts/bench.sh --journeys [--rounds N]  the same bench with record
+#                                         journeys off, then on, N times
+#                                         alternating, and each phase's median
+#                                         msg/s with the difference
 #
 # For the kafkaiq it starts, each row also shows the broker's CPU seconds
 # (user + system, from /proc) spent since the previous row: the produce
@@ -27,6 +31,7 @@ BENCH_BIN=$BENCH_DIR/kiq_bench
 MOCK_SRC=${KIQ_MOCKPEER_SRC:-../shared/tools/mockpeer.c}
 MOCK_BIN=$BENCH_DIR/mockpeer
 READY_TIMEOUT=10
+JOURNEY_FILL=6000 # one-record batches: more than the default ring holds (4000)
 
 bootstrap=""
 peer=0
@@ -34,6 +39,8 @@ partitions=3
 topic="kiq-bench-$$"
 pass=()
 broker_overrides=()
+journeys=0
+rounds=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
     --bootstrap) bootstrap=$2; shift 2 ;;
@@ -41,8 +48,10 @@ while [[ $# -gt 0 ]]; do
     --partitions) partitions=$2; shift 2 ;;
     --topic) topic=$2; shift 2 ;;
     --broker-override) broker_overrides+=(--override "$2"); shift 2 ;;
+    --journeys) journeys=1; shift ;;
+    --rounds) rounds=$2; shift 2 ;;
     --count-small | --count-large | --acks) pass+=("$1" "$2"); shift 2 ;;
-    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -121,17 +130,31 @@ with_cpu() {
     done
 }
 
-if [[ -n $bootstrap ]]; then
-    run_bench target "$bootstrap"
-else
-    [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
+# http_get PORT PATH: the body of a plain HTTP/1.0 GET to 127.0.0.1.
+http_get() {
+    local body
+    exec 4<>"/dev/tcp/127.0.0.1/$1"
+    printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$2" >&4
+    body=$(cat <&4)
+    exec 4<&-
+    printf '%s\n' "${body#*$'\r\n\r\n'}"
+}
+
+# bench_kafkaiq LABEL FILL [--override K=V ...]: starts build/kafkaiq with a
+# temporary data dir, benches it, reports its peak memory and journey ring,
+# and stops it. FILL > 0 first produces FILL one-record batches to another
+# topic, so the memory reported is the journey ring's when full.
+bench_kafkaiq() {
+    local label=$1 fill=$2 data port http kiq_pid
+    shift 2
     data=$(mktemp -d)
     tmpdirs+=("$data")
     port=$(free_port)
+    http=$(free_port)
     build/kafkaiq serve config/server.properties \
         --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$data/data" \
-        --override kafkaiq.log.level=warn --override kafkaiq.http.listener=127.0.0.1:0 \
-        "${broker_overrides[@]}" 2>"$data/broker.stderr" &
+        --override kafkaiq.log.level=warn --override "kafkaiq.http.listener=127.0.0.1:$http" \
+        "$@" 2>"$data/broker.stderr" &
     kiq_pid=$!
     pids+=("$kiq_pid")
     if ! wait_port 127.0.0.1 "$port" "$kiq_pid"; then
@@ -139,8 +162,20 @@ else
         cat "$data/broker.stderr" >&2
         exit 1
     fi
-    run_bench kafkaiq "127.0.0.1:$port" | with_cpu "$kiq_pid"
+    run_bench "$label" "127.0.0.1:$port" | with_cpu "$kiq_pid"
     header=(--no-header) # run_bench ran in the pipeline's subshell
+    if ((fill > 0)); then
+        "$BENCH_BIN" --bootstrap "127.0.0.1:$port" --label ring-fill --topic "$topic-fill" \
+            --partitions "$partitions" --count-small "$fill" --count-large 0 \
+            --batch-messages 1 --no-header | sed 's/^/# /'
+    fi
+    local rss kept bytes
+    rss=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$kiq_pid/status")
+    read -r kept bytes < <(http_get "$http" /metrics |
+        awk '$1 == "kafkaiq_journeys_kept" { k = $2 } $1 == "kafkaiq_journeys_bytes" { b = $2 }
+             END { print k + 0, b + 0 }')
+    printf '# %s: peak RSS %s MiB; journeys kept %s, ring at most %.1f MiB\n' \
+        "$label" "$rss" "$kept" "$(awk -v b="$bytes" 'BEGIN { print b / 1048576 }')"
     kill -TERM "$kiq_pid"
     if ! wait "$kiq_pid"; then
         echo "bench.sh: kafkaiq did not exit cleanly" >&2
@@ -148,6 +183,64 @@ else
         exit 1
     fi
     pids=()
+    # the next broker should not pay for writing this one's data back
+    rm -rf "$data"
+}
+
+# summary FILE: per target and phase, the median msg/s and broker CPU
+# seconds over the rounds, and each target's difference from the first one.
+summary() {
+    awk '$1 !~ /^#/ && $1 != "target" && NF >= 8 {
+            k = $2 " " $3; i = ++n[$1, k]; rate[$1, k, i] = $6; cpu[$1, k, i] = $8
+            if (!(k in seenk)) { seenk[k] = 1; keys[++nk] = k }
+            if (!($1 in seent)) { seent[$1] = 1; targets[++nt] = $1 }
+        }
+        function median(v, t, k,   m, i, j, a, x) {
+            m = n[t, k]
+            for (i = 1; i <= m; i++) a[i] = v[t, k, i]
+            for (i = 2; i <= m; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+                x = a[j]; a[j] = a[j - 1]; a[j - 1] = x
+            }
+            return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+        }
+        function diff(m, base) { return base > 0 ? sprintf("%+6.1f %%", (m - base) * 100 / base) : "" }
+        END {
+            printf "# medians over %d round(s):%-14s %12s %9s %9s %9s\n", n[targets[1], keys[1]], "", "msg/s", "", "cpu s", ""
+            for (i = 1; i <= nk; i++) {
+                r0 = median(rate, targets[1], keys[i]); c0 = median(cpu, targets[1], keys[i])
+                for (t = 1; t <= nt; t++) {
+                    r = median(rate, targets[t], keys[i]); c = median(cpu, targets[t], keys[i])
+                    printf "# %-16s %-14s %12.0f %9s %9.2f %9s\n", targets[t], keys[i], r,
+                        (t > 1 ? diff(r, r0) : ""), c, (t > 1 ? diff(c, c0) : "")
+                }
+            }
+        }' "$1"
+}
+
+if [[ -n $bootstrap ]]; then
+    run_bench target "$bootstrap"
+else
+    [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
+    if [[ $journeys -eq 1 ]]; then
+        rows=$(mktemp -d)
+        tmpdirs+=("$rows")
+        # the last round fills the ring after its bench, for the memory figure
+        for ((r = 1; r <= rounds; r++)); do
+            fill=0
+            ((r < rounds)) || fill=$JOURNEY_FILL
+            bench_kafkaiq journeys-off "$fill" "${broker_overrides[@]}" \
+                --override kafkaiq.journey.enable=false >"$rows/one"
+            cat "$rows/one" >>"$rows/all"
+            cat "$rows/one"
+            bench_kafkaiq journeys-on "$fill" "${broker_overrides[@]}" \
+                --override kafkaiq.journey.enable=true >"$rows/one"
+            cat "$rows/one" >>"$rows/all"
+            cat "$rows/one"
+        done
+        summary "$rows/all"
+    else
+        bench_kafkaiq kafkaiq 0 "${broker_overrides[@]}"
+    fi
 fi
 
 if [[ $peer -eq 1 ]]; then

@@ -27,8 +27,9 @@
 #include "record/batch.h"
 #include "replica/leader.h"
 
-/* Checks every batch of one partition's records; returns a Kafka error code. */
-static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *nrecords)
+/* Checks every batch of one partition's records; returns a Kafka error code.
+ * nheadered gets how many of the records carry headers. */
+static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *nrecords, int64_t *nheadered)
 {
     if (!p || len == 0) return kiq_error_set("no record batches"), KIQ_ERR_INVALID_RECORD;
     kiq_batch_iter_t it;
@@ -37,14 +38,16 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *n
     size_t blen;
     kiq_batch_header_t h;
     int rc;
-    *nrecords = 0;
+    *nrecords = *nheadered = 0;
     while ((rc = kiq_batch_iter_next(&it, &batch, &blen, &h)) == 1) {
         if (h.magic != KIQ_BATCH_MAGIC) {
             kiq_error_set("message format v%d is not supported; use RecordBatch v2", h.magic);
             return KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
         }
-        int err = kiq_batch_validate(batch, blen, max_bytes, &h);
+        int32_t headered;
+        int err = kiq_batch_validate(batch, blen, max_bytes, &h, &headered);
         if (err) return err;
+        *nheadered += headered;
         if (h.attributes & KIQ_BATCH_ATTR_CONTROL) {
             kiq_error_set("clients are not allowed to write control records");
             return KIQ_ERR_INVALID_RECORD;
@@ -186,8 +189,8 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     /* the frame is this request's own buffer, so stamping in place is safe */
     uint8_t *data = (uint8_t *)in->records.p;
     size_t len = (size_t)in->records.len;
-    int64_t nrecords;
-    int err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords);
+    int64_t nrecords, nheadered;
+    int err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords, &nheadered);
     if (err) {
         KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
                  err, kiq_error_get());
@@ -205,6 +208,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         e.payload = data;
         e.payload_len = len;
         e.extra = acks;
+        if (nheadered) e.flags |= KIQ_EVENT_HEADERS;
         kiq_observers_emit(&b->observers, &e);
     }
     if (kiq_interceptors_active(&b->interceptors, KIQ_HOOK_PRODUCE)) {
@@ -219,7 +223,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             data = hp.rewritten;
             len = hp.rewritten_len;
             /* built here, but the limits still hold */
-            err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords);
+            err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords, &nheadered);
             if (err) {
                 KIQ_WARN("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
                          topic->name, in->index, r->peer, err, kiq_error_get());

@@ -46,6 +46,7 @@ extern const char *const kiq_point_names[KIQ__POINTS];
 
 #define KIQ_EVENT_SENDFILE 1 /* the records go out with sendfile(), not copied */
 #define KIQ_EVENT_FOLLOWER 2 /* a follower's append of what its leader sent */
+#define KIQ_EVENT_HEADERS 4  /* VALIDATED: some of the records carry headers */
 
 /* What one point knows; fields it does not know are -1 (numbers) or NULL. */
 typedef struct kiq_event {

@@ -254,9 +254,9 @@ static void thread_metrics(kiq_broker_t *b, FILE *f)
 
 static void own_metrics(kiq_broker_t *b, FILE *f)
 {
-    help(f, "kafkaiq_journeys_kept", "gauge", "record journeys in the rings");
+    help(f, "kafkaiq_journeys_kept", "gauge", "record journeys in the ring");
     help(f, "kafkaiq_journeys_total", "counter", "record journeys begun");
-    help(f, "kafkaiq_journeys_bytes", "gauge", "memory the journey rings take");
+    help(f, "kafkaiq_journeys_bytes", "gauge", "memory the journey ring and its indexes take at most");
     kiq_journeys_stats_t js = {0};
     if (b->journeys) kiq_journeys_stats(b->journeys, &js);
     fprintf(f, "kafkaiq_journeys_kept %llu\nkafkaiq_journeys_total %llu\nkafkaiq_journeys_bytes %zu\n",

@@ -11,21 +11,33 @@
 
 #define STRIPES 16
 #define PENDING_SLOTS 64   /* requests whose batches are on their way, per stripe */
-#define PENDING_BATCHES 8  /* partitions one produce request's journeys may cover */
+#define PENDING_BATCHES 4  /* partitions of one produce request whose validation a journey keeps */
+#define RECENT 64          /* newest journeys of a stripe a partition's event looks at */
 #define EARLY_STAGES 3     /* received, enqueued, dequeued */
+#define SLOT_LOCKS 64      /* mutexes the ring's slots share */
 
-/* A batch's journey in a ring; gen tells a slot's journeys apart. */
+/* A batch's journey in the ring; gen tells a slot's journeys apart.
+ * Guarded by its slot lock (slot_lock). */
 typedef struct slot {
     uint64_t gen; /* 0: empty */
     kiq_journey_t j;
 } slot_t;
 
-/* One stripe of journeys, the partitions that hash to it. */
+/* A journey as its stripe indexes it: what finding it by offset compares,
+ * copied when it began (a journey's partition and offsets never change). */
+typedef struct ref {
+    uint64_t gen; /* the slot's journey this is, if the slot still holds it */
+    uint32_t slot, topic_hash;
+    int32_t partition;
+    int64_t first_offset, last_offset;
+} ref_t;
+
+/* The index of the journeys of the partitions that hash to the stripe,
+ * newest last; as long as the ring, for one partition may have them all. */
 typedef struct stripe {
-    pthread_mutex_t mu; /* guards the rest */
-    slot_t *ring;
-    size_t n, next;
-    uint64_t gen;
+    pthread_mutex_t mu; /* guards the refs; taken before a slot's */
+    ref_t *refs;
+    size_t next;
 } stripe_t;
 
 /* A produce request between its receipt and its answer: its first
@@ -36,12 +48,11 @@ typedef struct pending {
     kiq_journey_stage_t early[EARLY_STAGES];
     int nearly;
     struct {
-        char topic[KIQ_JOURNEY_TOPIC];
+        const char *topic; /* compared, never read: the event's name pointer */
         int32_t partition;
         kiq_journey_stage_t validated;
         char trace[KIQ_JOURNEY_TRACE];
         uint64_t traces[KIQ_JOURNEY_TRACES];
-        int stripe;
         size_t slot;
         uint64_t gen; /* 0 until its journey exists */
     } batches[PENDING_BATCHES];
@@ -56,6 +67,13 @@ typedef struct pending_stripe {
 
 struct kiq_journeys {
     int32_t broker;
+    slot_t *ring; /* the journeys: one ring whoever the partition */
+    size_t n;
+    /* slot i's lock is slot_locks[i % SLOT_LOCKS]: one thread holds one at
+     * a time, after its stripe's or pending stripe's; the slots' own pages
+     * stay untouched until a journey is there */
+    pthread_mutex_t slot_locks[SLOT_LOCKS];
+    atomic_uint_fast64_t claimed; /* slots taken so far: the next is claimed % n */
     stripe_t stripes[STRIPES];
     pending_stripe_t pending[STRIPES];
     atomic_uint_fast64_t recorded;
@@ -63,16 +81,16 @@ struct kiq_journeys {
 
 /* ---- helpers ---- */
 
-static uint32_t hash_partition(const char *topic, int32_t partition)
+static uint32_t hash_topic(const char *topic)
 {
     uint32_t h = 2166136261u;
     for (const char *p = topic; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
-    return (h ^ (uint32_t)partition) * 16777619u;
+    return h;
 }
 
-static stripe_t *stripe_of(kiq_journeys_t *j, const char *topic, int32_t partition)
+static stripe_t *stripe_of(kiq_journeys_t *j, uint32_t topic_hash, int32_t partition)
 {
-    return &j->stripes[hash_partition(topic, partition) % STRIPES];
+    return &j->stripes[((topic_hash ^ (uint32_t)partition) * 16777619u) % STRIPES];
 }
 
 static pending_stripe_t *pending_of(kiq_journeys_t *j, const void *request)
@@ -148,8 +166,7 @@ static uint64_t trace_hash(const char *s, size_t len)
     return h ? h : 1;
 }
 
-/* The trace ids the records carry (the first KIQ_JOURNEY_TRACES), in
- * uncompressed batches (a compressed one is not opened for them). */
+/* The trace ids the records carry (the first KIQ_JOURNEY_TRACES). */
 typedef struct traces {
     char *first; /* KIQ_JOURNEY_TRACE bytes */
     uint64_t *hashes;
@@ -173,7 +190,6 @@ static int note_trace(const kiq_record_t *rec, void *ctx)
 
 static void traces_of(const uint8_t *p, size_t len, char *first, uint64_t *hashes)
 {
-    first[0] = '\0';
     kiq_batch_iter_t it;
     const uint8_t *batch;
     size_t blen;
@@ -181,7 +197,7 @@ static void traces_of(const uint8_t *p, size_t len, char *first, uint64_t *hashe
     kiq_batch_iter_init(&it, p, len, false);
     traces_t t = {first, hashes, 0};
     while (t.n < KIQ_JOURNEY_TRACES && kiq_batch_iter_next(&it, &batch, &blen, &h) == 1)
-        if (kiq_batch_codec(&h) == 0) kiq_batch_foreach_record(batch, blen, 0, note_trace, &t);
+        kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, note_trace, &t);
 }
 
 /* ---- the pending requests (under their stripe's lock) ---- */
@@ -201,34 +217,79 @@ static pending_t *pending_take(pending_stripe_t *ps, const void *request)
         else if (ps->slots[i].seq < oldest->seq) oldest = &ps->slots[i];
     }
     pending_t *p = free_slot ? free_slot : oldest; /* one never answered (acks=0) goes first */
-    memset(p, 0, sizeof *p);
+    p->nearly = p->nbatches = 0;
     p->request = request;
     p->seq = ++ps->seq;
     return p;
 }
 
-/* ---- the rings ---- */
+/* ---- the ring and its index ---- */
 
-/* Under st->mu: the newest journey of the partition holding offset. */
-static slot_t *find_slot(stripe_t *st, const char *topic, int32_t partition, int64_t offset)
+static void slot_lock(kiq_journeys_t *j, const slot_t *s)
 {
-    for (size_t k = 0; k < st->n; k++) {
-        slot_t *s = &st->ring[(st->next + st->n - 1 - k) % st->n];
-        if (s->gen && s->j.partition == partition && offset >= s->j.first_offset && offset <= s->j.last_offset &&
-            strcmp(s->j.topic, topic) == 0)
-            return s;
+    pthread_mutex_lock(&j->slot_locks[(size_t)(s - j->ring) % SLOT_LOCKS]);
+}
+
+static void slot_unlock(kiq_journeys_t *j, const slot_t *s)
+{
+    pthread_mutex_unlock(&j->slot_locks[(size_t)(s - j->ring) % SLOT_LOCKS]);
+}
+
+/* Under st->mu: the i-th newest of the stripe's refs. */
+static ref_t *ref_at(kiq_journeys_t *j, stripe_t *st, size_t i)
+{
+    return &st->refs[(st->next + j->n - 1 - i) % j->n];
+}
+
+/* Under st->mu: the slot of ref r locked, if it still holds r's journey
+ * (of that topic); NULL otherwise. */
+static slot_t *lock_ref(kiq_journeys_t *j, const ref_t *r, const char *topic)
+{
+    if (!r->gen) return NULL;
+    slot_t *s = &j->ring[r->slot];
+    slot_lock(j, s);
+    if (s->gen == r->gen && strcmp(s->j.topic, topic) == 0) return s;
+    slot_unlock(j, s);
+    return NULL;
+}
+
+/* Under st->mu: the newest journey of the partition holding offset,
+ * locked; NULL when none is kept. */
+static slot_t *find_slot(kiq_journeys_t *j, stripe_t *st, uint32_t th, const char *topic, int32_t partition,
+                         int64_t offset)
+{
+    for (size_t k = 0; k < j->n; k++) {
+        const ref_t *r = ref_at(j, st, k);
+        if (!r->gen) break;
+        if (r->partition != partition || r->topic_hash != th || offset < r->first_offset || offset > r->last_offset)
+            continue;
+        slot_t *s = lock_ref(j, r, topic);
+        if (s) return s;
     }
     return NULL;
 }
 
-/* Under st->mu: a slot for a new journey, the oldest overwritten. */
-static slot_t *new_slot(stripe_t *st, size_t *index)
+/* Under st->mu: the oldest slot of the ring taken for a new journey of the
+ * event's batch, indexed by its stripe, and returned locked. */
+static slot_t *new_slot(kiq_journeys_t *j, stripe_t *st, uint32_t th, const kiq_event_t *e, size_t *index,
+                        uint64_t *gen)
 {
-    *index = st->next;
-    slot_t *s = &st->ring[st->next];
-    st->next = (st->next + 1) % st->n;
-    memset(&s->j, 0, sizeof s->j);
-    s->gen = ++st->gen;
+    uint64_t c = atomic_fetch_add_explicit(&j->claimed, 1, memory_order_relaxed);
+    *index = (size_t)(c % j->n);
+    *gen = c + 1;
+    slot_t *s = &j->ring[*index];
+    slot_lock(j, s);
+    s->gen = *gen;
+    /* the stages are written as they come: only the head is cleared */
+    s->j.nstages = 0;
+    s->j.trace[0] = '\0';
+    memset(s->j.traces, 0, sizeof s->j.traces);
+    copy_text(s->j.topic, sizeof s->j.topic, e->topic, strlen(e->topic));
+    s->j.partition = e->partition;
+    s->j.first_offset = e->first_offset;
+    s->j.last_offset = e->last_offset;
+    st->refs[st->next] = (ref_t){*gen, (uint32_t)*index, th, e->partition, e->first_offset, e->last_offset};
+    st->next = (st->next + 1) % j->n;
     return s;
 }
 
@@ -241,28 +302,25 @@ static void appended_as_leader(kiq_journeys_t *j, const kiq_event_t *e)
     pending_t *p = pending_find(ps, e->request);
     int b = -1;
     for (int i = 0; p && i < p->nbatches && b < 0; i++)
-        if (p->batches[i].partition == e->partition && !p->batches[i].gen && strcmp(p->batches[i].topic, e->topic) == 0)
-            b = i;
-    stripe_t *st = stripe_of(j, e->topic, e->partition);
+        if (p->batches[i].partition == e->partition && !p->batches[i].gen && p->batches[i].topic == e->topic) b = i;
+    uint32_t th = hash_topic(e->topic);
+    stripe_t *st = stripe_of(j, th, e->partition);
     pthread_mutex_lock(&st->mu);
     size_t index;
-    slot_t *s = new_slot(st, &index);
-    copy_text(s->j.topic, sizeof s->j.topic, e->topic, strlen(e->topic));
-    s->j.partition = e->partition;
-    s->j.first_offset = e->first_offset;
-    s->j.last_offset = e->last_offset;
+    uint64_t gen;
+    slot_t *s = new_slot(j, st, th, e, &index, &gen);
+    pthread_mutex_unlock(&st->mu);
     for (int i = 0; p && i < p->nearly; i++) add_stage(&s->j, &p->early[i]);
     if (b >= 0) {
         add_stage(&s->j, &p->batches[b].validated);
         memcpy(s->j.trace, p->batches[b].trace, sizeof s->j.trace);
         memcpy(s->j.traces, p->batches[b].traces, sizeof s->j.traces);
-        p->batches[b].stripe = (int)(st - j->stripes);
         p->batches[b].slot = index;
-        p->batches[b].gen = s->gen;
+        p->batches[b].gen = gen;
     }
     kiq_journey_stage_t stage = stage_of(e);
     add_stage(&s->j, &stage);
-    pthread_mutex_unlock(&st->mu);
+    slot_unlock(j, s);
     pthread_mutex_unlock(&ps->mu);
     atomic_fetch_add_explicit(&j->recorded, 1, memory_order_relaxed);
 }
@@ -270,17 +328,16 @@ static void appended_as_leader(kiq_journeys_t *j, const kiq_event_t *e)
 /* A follower's append: its own part of the leader's journey. */
 static void appended_as_follower(kiq_journeys_t *j, const kiq_event_t *e)
 {
-    stripe_t *st = stripe_of(j, e->topic, e->partition);
+    uint32_t th = hash_topic(e->topic);
+    stripe_t *st = stripe_of(j, th, e->partition);
     pthread_mutex_lock(&st->mu);
     size_t index;
-    slot_t *s = new_slot(st, &index);
-    copy_text(s->j.topic, sizeof s->j.topic, e->topic, strlen(e->topic));
-    s->j.partition = e->partition;
-    s->j.first_offset = e->first_offset;
-    s->j.last_offset = e->last_offset;
+    uint64_t gen;
+    slot_t *s = new_slot(j, st, th, e, &index, &gen);
+    pthread_mutex_unlock(&st->mu);
     kiq_journey_stage_t stage = stage_of(e);
     add_stage(&s->j, &stage);
-    pthread_mutex_unlock(&st->mu);
+    slot_unlock(j, s);
     atomic_fetch_add_explicit(&j->recorded, 1, memory_order_relaxed);
 }
 
@@ -313,13 +370,23 @@ static bool concerns(const kiq_journey_t *jr, const kiq_event_t *e)
 /* A partition's event: a stage of each kept journey it concerns. */
 static void partition_event(kiq_journeys_t *j, const kiq_event_t *e)
 {
-    stripe_t *st = stripe_of(j, e->topic, e->partition);
+    uint32_t th = hash_topic(e->topic);
+    stripe_t *st = stripe_of(j, th, e->partition);
     kiq_journey_stage_t stage = stage_of(e);
+    /* replication and answers concern the newest batches; a consumer may
+     * read old ones, down to the first batch below its fetch */
+    bool consumer = e->point == KIQ_POINT_RECORDS_FETCHED;
+    size_t look = consumer || j->n < RECENT ? j->n : RECENT;
     pthread_mutex_lock(&st->mu);
-    for (size_t k = 0; k < st->n; k++) {
-        slot_t *s = &st->ring[k];
-        if (s->gen && s->j.partition == e->partition && strcmp(s->j.topic, e->topic) == 0 && concerns(&s->j, e))
-            add_stage(&s->j, &stage);
+    for (size_t k = 0; k < look; k++) {
+        const ref_t *r = ref_at(j, st, k);
+        if (!r->gen) break;
+        if (r->partition != e->partition || r->topic_hash != th) continue;
+        if (consumer && r->last_offset < e->first_offset) break;
+        slot_t *s = lock_ref(j, r, e->topic);
+        if (!s) continue;
+        if (concerns(&s->j, e)) add_stage(&s->j, &stage);
+        slot_unlock(j, s);
     }
     pthread_mutex_unlock(&st->mu);
 }
@@ -327,12 +394,15 @@ static void partition_event(kiq_journeys_t *j, const kiq_event_t *e)
 /* The fsync of the batch just appended. */
 static void flushed(kiq_journeys_t *j, const kiq_event_t *e)
 {
-    stripe_t *st = stripe_of(j, e->topic, e->partition);
+    uint32_t th = hash_topic(e->topic);
+    stripe_t *st = stripe_of(j, th, e->partition);
     kiq_journey_stage_t stage = stage_of(e);
     pthread_mutex_lock(&st->mu);
-    slot_t *s = find_slot(st, e->topic, e->partition, e->after - 1);
-    if (s) add_stage(&s->j, &stage);
+    slot_t *s = find_slot(j, st, th, e->topic, e->partition, e->after - 1);
     pthread_mutex_unlock(&st->mu);
+    if (!s) return;
+    add_stage(&s->j, &stage);
+    slot_unlock(j, s);
 }
 
 /* A request's event once its batches' journeys exist: a stage of each. */
@@ -347,11 +417,10 @@ static void request_event(kiq_journeys_t *j, const kiq_event_t *e, bool last)
     } else if (p) {
         for (int i = 0; i < p->nbatches; i++) {
             if (!p->batches[i].gen) continue;
-            stripe_t *st = &j->stripes[p->batches[i].stripe];
-            pthread_mutex_lock(&st->mu);
-            slot_t *s = &st->ring[p->batches[i].slot];
+            slot_t *s = &j->ring[p->batches[i].slot];
+            slot_lock(j, s);
             if (s->gen == p->batches[i].gen) add_stage(&s->j, &stage);
-            pthread_mutex_unlock(&st->mu);
+            slot_unlock(j, s);
         }
     }
     if (p && last) p->request = NULL;
@@ -384,12 +453,14 @@ static void on_event(void *ctx, const kiq_event_t *e)
         pending_t *p = pending_find(ps, e->request);
         if (p && p->nbatches < PENDING_BATCHES) {
             int i = p->nbatches++;
-            copy_text(p->batches[i].topic, sizeof p->batches[i].topic, e->topic, strlen(e->topic));
+            p->batches[i].topic = e->topic;
             p->batches[i].partition = e->partition;
             p->batches[i].validated = stage_of(e);
             p->batches[i].gen = 0;
             memset(p->batches[i].traces, 0, sizeof p->batches[i].traces);
-            if (e->payload) traces_of(e->payload, e->payload_len, p->batches[i].trace, p->batches[i].traces);
+            p->batches[i].trace[0] = '\0';
+            /* validation counted the records with headers: none, no walk */
+            if (e->payload && (e->flags & KIQ_EVENT_HEADERS)) traces_of(e->payload, e->payload_len, p->batches[i].trace, p->batches[i].traces);
         }
         pthread_mutex_unlock(&ps->mu);
         return;
@@ -424,18 +495,21 @@ kiq_journeys_t *kiq_journeys_new(int32_t broker, int max_batches)
     kiq_journeys_t *j = calloc(1, sizeof *j);
     if (!j) return NULL;
     j->broker = broker;
-    size_t per = ((size_t)max_batches + STRIPES - 1) / STRIPES;
+    j->n = max_batches > 0 ? (size_t)max_batches : 1;
     for (int i = 0; i < STRIPES; i++) {
         pthread_mutex_init(&j->stripes[i].mu, NULL);
         pthread_mutex_init(&j->pending[i].mu, NULL);
-        j->stripes[i].n = per;
-        j->stripes[i].ring = calloc(per, sizeof *j->stripes[i].ring);
-        if (!j->stripes[i].ring) {
-            kiq_journeys_free(j);
-            return NULL;
-        }
     }
+    for (int i = 0; i < SLOT_LOCKS; i++) pthread_mutex_init(&j->slot_locks[i], NULL);
     atomic_init(&j->recorded, 0);
+    atomic_init(&j->claimed, 0);
+    /* calloc'd: a slot's pages are the process's once a journey is there */
+    bool ok = (j->ring = calloc(j->n, sizeof *j->ring)) != NULL;
+    for (int i = 0; ok && i < STRIPES; i++) ok = (j->stripes[i].refs = calloc(j->n, sizeof(ref_t))) != NULL;
+    if (!ok) {
+        kiq_journeys_free(j);
+        return NULL;
+    }
     return j;
 }
 
@@ -443,10 +517,12 @@ void kiq_journeys_free(kiq_journeys_t *j)
 {
     if (!j) return;
     for (int i = 0; i < STRIPES; i++) {
-        free(j->stripes[i].ring);
+        free(j->stripes[i].refs);
         pthread_mutex_destroy(&j->stripes[i].mu);
         pthread_mutex_destroy(&j->pending[i].mu);
     }
+    for (int i = 0; i < SLOT_LOCKS; i++) pthread_mutex_destroy(&j->slot_locks[i]);
+    free(j->ring);
     free(j);
 }
 
@@ -459,50 +535,45 @@ kiq_observer_t kiq_journeys_observer(kiq_journeys_t *j)
 
 bool kiq_journeys_find(kiq_journeys_t *j, const char *topic, int32_t partition, int64_t offset, kiq_journey_t *out)
 {
-    stripe_t *st = stripe_of(j, topic, partition);
+    uint32_t th = hash_topic(topic);
+    stripe_t *st = stripe_of(j, th, partition);
     pthread_mutex_lock(&st->mu);
-    slot_t *s = find_slot(st, topic, partition, offset);
-    if (s) *out = s->j;
+    slot_t *s = find_slot(j, st, th, topic, partition, offset);
     pthread_mutex_unlock(&st->mu);
-    return s != NULL;
+    if (!s) return false;
+    *out = s->j;
+    slot_unlock(j, s);
+    return true;
 }
 
 bool kiq_journeys_find_trace(kiq_journeys_t *j, const char *trace, kiq_journey_t *out)
 {
     bool found = false;
     uint64_t newest = 0, want = trace_hash(trace, strlen(trace));
-    for (int i = 0; i < STRIPES; i++) {
-        stripe_t *st = &j->stripes[i];
-        pthread_mutex_lock(&st->mu);
-        for (size_t k = 0; k < st->n; k++) {
-            slot_t *s = &st->ring[k];
-            bool carried = false;
-            for (int t = 0; s->gen && t < KIQ_JOURNEY_TRACES && s->j.traces[t] && !carried; t++)
-                carried = s->j.traces[t] == want;
-            if (!carried) continue;
-            /* the newest: stripes' generations are their own, times are shared */
-            uint64_t t = (uint64_t)s->j.stages[0].t_ns;
-            if (!found || t > newest) {
-                *out = s->j;
-                newest = t;
-                found = true;
-            }
+    for (size_t k = 0; k < j->n; k++) {
+        slot_t *s = &j->ring[k];
+        slot_lock(j, s);
+        bool carried = false;
+        for (int t = 0; s->gen && t < KIQ_JOURNEY_TRACES && s->j.traces[t] && !carried; t++)
+            carried = s->j.traces[t] == want;
+        if (carried && (!found || s->gen > newest)) {
+            *out = s->j;
+            newest = s->gen;
+            found = true;
         }
-        pthread_mutex_unlock(&st->mu);
+        slot_unlock(j, s);
     }
     return found;
 }
 
 void kiq_journeys_stats(kiq_journeys_t *j, kiq_journeys_stats_t *out)
 {
-    *out = (kiq_journeys_stats_t){.recorded = atomic_load_explicit(&j->recorded, memory_order_relaxed)};
-    for (int i = 0; i < STRIPES; i++) {
-        stripe_t *st = &j->stripes[i];
-        pthread_mutex_lock(&st->mu);
-        for (size_t k = 0; k < st->n; k++) out->kept += st->ring[k].gen != 0;
-        out->bytes += st->n * sizeof *st->ring;
-        pthread_mutex_unlock(&st->mu);
-    }
+    uint64_t claimed = atomic_load_explicit(&j->claimed, memory_order_relaxed);
+    *out = (kiq_journeys_stats_t){
+        .recorded = atomic_load_explicit(&j->recorded, memory_order_relaxed),
+        .kept = claimed < j->n ? claimed : j->n,
+        .bytes = j->n * (sizeof *j->ring + STRIPES * sizeof(ref_t)),
+    };
 }
 
 const char *kiq_journey_stage_name(const kiq_journey_stage_t *s)

@@ -7,10 +7,11 @@
  * brokers merged by time (the monotonic clock is the machine's).
  *
  * The recorder is an observer (core/observer.h) of one broker. It keeps the
- * newest kafkaiq.journey.max.batches journeys in rings striped by
- * partition, each stripe under its own mutex, so threads recording
- * different partitions do not meet; the stages of one request wait in a
- * striped table until its batches' journeys exist. Any thread. */
+ * newest kafkaiq.journey.max.batches journeys in one ring, each slot under
+ * its own mutex; indexes striped by partition (a mutex each) find a
+ * partition's journeys, so threads recording different partitions do not
+ * meet; the stages of one request wait in a striped table until its
+ * batches' journeys exist. Any thread. */
 #ifndef KIQ_JOURNEY_JOURNEY_H
 #define KIQ_JOURNEY_JOURNEY_H
 
@@ -53,8 +54,8 @@ typedef struct kiq_journey {
 
 typedef struct kiq_journeys kiq_journeys_t;
 
-/* A recorder keeping max_batches journeys (rounded up to its stripes)
- * of broker `broker`; NULL when out of memory. */
+/* A recorder keeping the newest max_batches journeys of broker `broker`;
+ * NULL when out of memory. */
 kiq_journeys_t *kiq_journeys_new(int32_t broker, int max_batches);
 void kiq_journeys_free(kiq_journeys_t *j);
 /* The observer to register on the broker (the recorder outlives it). */
@@ -69,8 +70,8 @@ bool kiq_journeys_find_trace(kiq_journeys_t *j, const char *trace, kiq_journey_t
 
 typedef struct kiq_journeys_stats {
     uint64_t recorded; /* journeys begun */
-    uint64_t kept;     /* journeys in the rings now */
-    size_t bytes;      /* the rings' memory */
+    uint64_t kept;     /* journeys in the ring now */
+    size_t bytes;      /* the ring's and its indexes' memory, at most (pages are taken as they fill) */
 } kiq_journeys_stats_t;
 void kiq_journeys_stats(kiq_journeys_t *j, kiq_journeys_stats_t *out);
 

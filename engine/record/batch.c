@@ -109,8 +109,9 @@ static int batch_records(const uint8_t *p, size_t len, const kiq_batch_header_t 
  * after. strict (produce): offset deltas must be 0..n-1; else they must only
  * increase and stay within last_offset_delta, as after compaction. */
 static int walk_records(const kiq_batch_header_t *h, const uint8_t *recs, size_t len, bool strict,
-                        int (*cb)(const kiq_record_t *r, void *ctx), void *ctx)
+                        int32_t *headered, int (*cb)(const kiq_record_t *r, void *ctx), void *ctx)
 {
+    int32_t with_headers = 0;
     kiq_rd_t rd;
     kiq_rd_init(&rd, recs, len);
     if (h->record_count < 0) return kiq_error_set("record batch has negative record count %d", h->record_count);
@@ -141,6 +142,7 @@ static int walk_records(const kiq_batch_header_t *h, const uint8_t *recs, size_t
         if (rec.header_count < 0 || (size_t)rec.header_count > kiq_rd_left(&r) / 2)
             kiq_rd_fail(&r, "header count does not fit the record");
         rec.headers = r.p;
+        with_headers += rec.header_count > 0;
         for (int32_t j = 0; j < rec.header_count && !r.err; j++) {
             int32_t hk = kiq_rd_varint(&r);
             if (hk < 0) kiq_rd_fail(&r, "header key is null or negative length");
@@ -168,10 +170,12 @@ static int walk_records(const kiq_batch_header_t *h, const uint8_t *recs, size_t
     }
     if (kiq_rd_left(&rd))
         return kiq_error_set("%zu bytes follow the last of %d records", kiq_rd_left(&rd), h->record_count);
+    if (headered) *headered = with_headers;
     return 0;
 }
 
-int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, kiq_batch_header_t *h)
+int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, kiq_batch_header_t *h,
+                       int32_t *headered)
 {
     kiq_batch_header_t local;
     if (!h) h = &local;
@@ -199,7 +203,7 @@ int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, kiq
     size_t recs_len = 0;
     rc = KIQ_ERR_NONE;
     if (batch_records(p, len, h, KIQ_BATCH_MAX_DECOMPRESSED, &scratch, &recs, &recs_len) ||
-        walk_records(h, recs, recs_len, true, NULL, NULL))
+        walk_records(h, recs, recs_len, true, headered, NULL, NULL))
         rc = KIQ_ERR_INVALID_RECORD;
     kiq_wr_free(&scratch);
     return rc;
@@ -290,7 +294,7 @@ int kiq_batch_foreach_record(const uint8_t *batch, size_t len, size_t max_decomp
     const uint8_t *recs = NULL;
     size_t recs_len = 0;
     int rc = batch_records(batch, len, &h, max_decompressed, &scratch, &recs, &recs_len);
-    if (rc == 0) rc = walk_records(&h, recs, recs_len, false, cb, ctx);
+    if (rc == 0) rc = walk_records(&h, recs, recs_len, false, NULL, cb, ctx);
     kiq_wr_free(&scratch);
     return rc;
 }

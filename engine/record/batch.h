@@ -112,8 +112,11 @@ int kiq_batch_check(const uint8_t *p, size_t len, kiq_batch_header_t *h);
  * <= 0 or not lastOffsetDelta + 1, offset deltas other than 0..n-1, or any
  * record that does not parse exactly -> 87. Returns 0 or that KIQ_ERR_*
  * code, with the reason in kiq_error_set. Does not check baseOffset == 0,
- * control batches or timestamps: those are the produce handler's policy. */
-int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, kiq_batch_header_t *h);
+ * control batches or timestamps: those are the produce handler's policy.
+ * headered (may be NULL) gets how many records carry headers, which the
+ * walk learns anyway: who looks for a header skips batches with none. */
+int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, kiq_batch_header_t *h,
+                       int32_t *headered);
 
 /* Walks the batches of a records field (several may be concatenated). Owned
  * by the caller's thread; points into the caller's buffer. */

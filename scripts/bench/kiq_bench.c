@@ -10,9 +10,13 @@
  * 5 MiB per partition) is read from its low watermark; the figures say how
  * many messages were read.
  *
+ * A count of 0 skips that size. --batch-messages caps the records in one
+ * batch (librdkafka's batch.num.messages, default 100000): 1 makes a batch
+ * per record, as a broker keeping per-batch state sees its worst case.
+ *
  * usage: kiq_bench --bootstrap HOST:PORT [--topic NAME] [--partitions N]
  *                  [--count-small N] [--count-large N] [--acks 0|1|all]
- *                  [--label NAME] [--no-header]
+ *                  [--batch-messages N] [--label NAME] [--no-header]
  */
 #define _GNU_SOURCE
 #include <librdkafka/rdkafka.h>
@@ -36,6 +40,7 @@ struct bench_opts {
     int partitions;
     long count_small;
     long count_large;
+    const char *batch_messages;
     int header;
 };
 
@@ -102,7 +107,7 @@ static rd_kafka_t *producer_new(const struct bench_opts *o, struct phase_result 
     conf_set(conf, "acks", o->acks);
     conf_set(conf, "linger.ms", "5");
     conf_set(conf, "batch.size", "1048576");
-    conf_set(conf, "batch.num.messages", "100000");
+    conf_set(conf, "batch.num.messages", o->batch_messages);
     conf_set(conf, "compression.type", "none");
     conf_set(conf, "queue.buffering.max.messages", "2000000");
     conf_set(conf, "queue.buffering.max.kbytes", "1048576");
@@ -342,12 +347,12 @@ static void run_size(const struct bench_opts *o, rd_kafka_t *prod, struct phase_
     print_row(o, size, "consume", &cr, held);
 }
 
-static long parse_count(const char *s, const char *opt)
+static long parse_count(const char *s, const char *opt, long least)
 {
     char *end;
     long n = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || n <= 0)
-        die("%s wants a positive number, not '%s'", opt, s);
+    if (*s == '\0' || *end != '\0' || n < least)
+        die("%s wants a number of at least %ld, not '%s'", opt, least, s);
     return n;
 }
 
@@ -355,7 +360,7 @@ static void usage(void)
 {
     fputs("usage: kiq_bench --bootstrap HOST:PORT [--topic NAME] [--partitions N]\n"
           "                 [--count-small N] [--count-large N] [--acks 0|1|all]\n"
-          "                 [--label NAME] [--no-header]\n",
+          "                 [--batch-messages N] [--label NAME] [--no-header]\n",
           stderr);
     exit(2);
 }
@@ -369,6 +374,7 @@ int main(int argc, char **argv)
         .partitions = 3,
         .count_small = 1000000,
         .count_large = 300000,
+        .batch_messages = "100000",
         .header = 1,
     };
     for (int i = 1; i < argc; i++) {
@@ -386,11 +392,15 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--topic"))
             o.topic = v;
         else if (!strcmp(a, "--partitions"))
-            o.partitions = (int)parse_count(v, a);
+            o.partitions = (int)parse_count(v, a, 1);
         else if (!strcmp(a, "--count-small"))
-            o.count_small = parse_count(v, a);
+            o.count_small = parse_count(v, a, 0);
         else if (!strcmp(a, "--count-large"))
-            o.count_large = parse_count(v, a);
+            o.count_large = parse_count(v, a, 0);
+        else if (!strcmp(a, "--batch-messages")) {
+            parse_count(v, a, 1);
+            o.batch_messages = v;
+        }
         else if (!strcmp(a, "--acks"))
             o.acks = v;
         else if (!strcmp(a, "--label"))
@@ -414,13 +424,15 @@ int main(int argc, char **argv)
 
     if (o.header) {
         printf("# topic %s, %d partitions, acks=%s, linger.ms=5, batch.size=1MiB, "
-               "compression none; MB = 10^6 payload bytes\n",
-               o.topic, nparts, o.acks);
+               "batch.num.messages=%s, compression none; MB = 10^6 payload bytes\n",
+               o.topic, nparts, o.acks, o.batch_messages);
         printf("%-12s %6s %-8s %10s %9s %12s %9s\n", "target", "bytes", "phase", "messages",
                "seconds", "msg/s", "MB/s");
     }
-    run_size(&o, prod, &dr, nparts, o.count_small, 100);
-    run_size(&o, prod, &dr, nparts, o.count_large, 1024);
+    if (o.count_small)
+        run_size(&o, prod, &dr, nparts, o.count_small, 100);
+    if (o.count_large)
+        run_size(&o, prod, &dr, nparts, o.count_large, 1024);
 
     rd_kafka_flush(prod, OP_TIMEOUT_MS);
     rd_kafka_destroy(prod);

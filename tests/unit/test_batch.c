@@ -27,7 +27,7 @@ static void recrc(uint8_t *p, size_t len)
 static void expect_code(const uint8_t *p, size_t len, size_t max, int want)
 {
     kiq_error_clear();
-    int rc = kiq_batch_validate(p, len, max, NULL);
+    int rc = kiq_batch_validate(p, len, max, NULL, NULL);
     if (rc != want) fail_msg("validate gave %d, want %d (%s)", rc, want, kiq_error_get());
     if (want) assert_true(strlen(kiq_error_get()) > 0);
 }
@@ -107,7 +107,7 @@ static void test_build_validate_iterate(void **state)
         size_t len = w.len - 6;
 
         kiq_batch_header_t h;
-        int rc = kiq_batch_validate(p, len, 1 << 20, &h);
+        int rc = kiq_batch_validate(p, len, 1 << 20, &h, NULL);
         if (rc) fail_msg("%s: validate %d: %s", kiq_codec_name(codecs[c]), rc, kiq_error_get());
         assert_int_equal(kiq_batch_size(&h), len);
         assert_int_equal(h.magic, 2);
@@ -179,7 +179,7 @@ static void test_builder_producer_fields(void **state)
     kiq_batch_builder_free(&b);
 
     kiq_batch_header_t h;
-    assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, &h), 0);
+    assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, &h, NULL), 0);
     assert_true(h.producer_id == 4242);
     assert_int_equal(h.producer_epoch, 3);
     assert_int_equal(h.base_sequence, 17);
@@ -257,7 +257,7 @@ static void test_old_format_message(void **state)
     assert_int_equal(kiq_batch_header_parse(w.buf, w.len, &h), -1);
     assert_int_equal(h.magic, 1);
     assert_int_equal(h.crc, 0xdeadbeef);
-    assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, &h), KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT);
+    assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, &h, NULL), KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT);
     assert_int_equal(kiq_batch_foreach_record(w.buf, w.len, 1 << 20, collect, NULL), -1);
 
     /* too short to see the magic byte */
@@ -508,7 +508,7 @@ static void test_stamping(void **state)
         kiq_batch_set_base_offset(w.buf, 123456789012LL);
         kiq_batch_set_leader_epoch(w.buf, 77);
         kiq_batch_header_t h;
-        assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, &h), 0);
+        assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, &h, NULL), 0);
         assert_int_equal(kiq_be32(w.buf + KIQ_BATCH_POS_CRC), crc);
         assert_true(h.base_offset == 123456789012LL);
         assert_true(kiq_batch_last_offset(&h) == 123456789014LL);
@@ -517,7 +517,7 @@ static void test_stamping(void **state)
         int64_t now = BASE_TS + 99999;
         kiq_batch_set_log_append_time(w.buf, now);
         assert_int_not_equal(kiq_be32(w.buf + KIQ_BATCH_POS_CRC), crc);
-        assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, &h), 0);
+        assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, &h, NULL), 0);
         assert_true(kiq_batch_is_log_append_time(&h));
         assert_int_equal(kiq_batch_codec(&h), codecs[c]);
         assert_true(h.max_timestamp == now);
@@ -557,11 +557,11 @@ static void test_batch_iteration(void **state)
     assert_int_equal(kiq_batch_iter_next(&it, &p, &len, &h), 1);
     assert_int_equal(len, second);
     assert_int_equal(h.magic, 1);
-    assert_int_equal(kiq_batch_validate(p, len, 0, NULL), KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT);
+    assert_int_equal(kiq_batch_validate(p, len, 0, NULL, NULL), KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT);
     assert_int_equal(kiq_batch_iter_next(&it, &p, &len, &h), 1);
     assert_int_equal(len, third);
     assert_int_equal(kiq_batch_codec(&h), KIQ_CODEC_ZSTD);
-    assert_int_equal(kiq_batch_validate(p, len, 0, NULL), 0);
+    assert_int_equal(kiq_batch_validate(p, len, 0, NULL, NULL), 0);
     assert_int_equal(kiq_batch_iter_next(&it, &p, &len, &h), 0);
     assert_false(it.partial);
 
@@ -695,7 +695,7 @@ static void test_kcat_corpus(void **state)
         assert_int_equal(blen, (size_t)recs.len); /* one batch, nothing after */
         assert_int_equal(kiq_batch_iter_next(&it, &p, &blen, &h), 0);
 
-        int rc = kiq_batch_validate(p, blen, 1 << 20, &h);
+        int rc = kiq_batch_validate(p, blen, 1 << 20, &h, NULL);
         if (rc) fail_msg("kcat-%s: validate %d: %s", names[c], rc, kiq_error_get());
         assert_int_equal(kiq_batch_codec(&h), kiq_codec_parse(names[c]));
         assert_int_equal(h.record_count, 20);
@@ -711,8 +711,33 @@ static void test_kcat_corpus(void **state)
         kiq_batch_set_leader_epoch((uint8_t *)p, 3);
         assert_int_equal(kiq_batch_check(p, blen, NULL), 0);
         kiq_batch_set_log_append_time((uint8_t *)p, h.max_timestamp + 1);
-        assert_int_equal(kiq_batch_validate(p, blen, 1 << 20, NULL), 0);
+        assert_int_equal(kiq_batch_validate(p, blen, 1 << 20, NULL, NULL), 0);
         free(frame);
+    }
+}
+
+/* Validation counts the records that carry headers, compressed or not, so
+ * a reader after one header can skip the batches without any. */
+static void test_validate_counts_headered_records(void **state)
+{
+    (void)state;
+    kiq_record_header_t hdr = {KIQ_STR("kafkaiq-trace"), {(const uint8_t *)"t1", 2}};
+    const int codecs[] = {KIQ_CODEC_NONE, KIQ_CODEC_LZ4};
+    for (size_t c = 0; c < sizeof codecs / sizeof codecs[0]; c++) {
+        for (int with = 0; with <= 2; with++) {
+            kiq_batch_builder_t b;
+            kiq_batch_builder_init(&b, codecs[c], 1);
+            for (int i = 0; i < 3; i++)
+                assert_int_equal(kiq_batch_builder_add(&b, NULL, -1, "v", 1, i < with ? &hdr : NULL, i < with, 1), 0);
+            kiq_wr_t w;
+            kiq_wr_init(&w);
+            assert_int_equal(kiq_batch_builder_finish(&b, &w), 0);
+            kiq_batch_builder_free(&b);
+            int32_t headered = -1;
+            assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, NULL, &headered), 0);
+            assert_int_equal(headered, with);
+            kiq_wr_free(&w);
+        }
     }
 }
 
@@ -731,6 +756,7 @@ int main(void)
         cmocka_unit_test(test_stamping),
         cmocka_unit_test(test_batch_iteration),
         cmocka_unit_test(test_kcat_corpus),
+        cmocka_unit_test(test_validate_counts_headered_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

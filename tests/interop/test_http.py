@@ -1,0 +1,278 @@
+"""The brokers' HTTP listeners with real parts: a record produced by
+confluent-kafka (acks=all) and read by its consumer has a whole journey
+through the JSON of every broker and through `kafkaiq journey --http`, in a
+cluster in one process and in one of three processes; Debian's Prometheus
+server scrapes /metrics and its query API returns the request-time quantiles
+and an under-replicated partition once a follower is paused; bad requests
+get HTTP errors and leave the broker serving.
+"""
+
+import json
+import pathlib
+import shutil
+import socket
+import struct
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+import kiq_clients as kc
+from cluster import CONTROLLER_ID, Cluster, wait_until
+from conftest import BROKER_BIN, EXTERNAL, free_port
+
+pytestmark = pytest.mark.skipif(EXTERNAL is not None, reason="needs kafkaiq's own HTTP listeners")
+
+PROMETHEUS = shutil.which("prometheus")
+
+
+def get(address, path, timeout=5):
+    """(status, body) of GET http://address/path."""
+    try:
+        with urllib.request.urlopen(f"http://{address}{path}", timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def journey_part(address, **query):
+    status, body = get(address, "/api/journey?" + urllib.parse.urlencode(query))
+    return json.loads(body) if status == 200 else None
+
+
+def merged(addresses, topic, partition, offset):
+    parts = [p for p in (journey_part(a, topic=topic, partition=partition, offset=offset) for a in addresses) if p]
+    return sorted((s for p in parts for s in p["stages"]), key=lambda s: s["t_ns"]), parts
+
+
+def produce_traced(bootstrap, topic, trace, n=3, compression="none"):
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "compression.type": compression})
+    errors = []
+    for i in range(n):
+        p.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0,
+                  headers=[("kafkaiq-trace", trace.encode())] if i == 0 else None,
+                  on_delivery=lambda err, msg: err and errors.append(err))
+    assert p.flush(30) == 0 and not errors, errors
+
+
+def consume_all(bootstrap, topic, n):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"http-{topic}", "auto.offset.reset": "earliest",
+                  "client.id": "journey-consumer"})
+    c.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < n and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m)
+    c.close()
+    assert len(got) == n, f"consumed {len(got)} of {n}"
+
+
+def check_file(data_dir, topic, stage):
+    """The segment file named by an appended/replicated stage holds a batch
+    at its position starting at its first offset, `bytes` long."""
+    path = pathlib.Path(data_dir) / f"{topic}-0" / stage["file"]
+    with open(path, "rb") as f:
+        f.seek(stage["position"])
+        base, length = struct.unpack(">qi", f.read(12))
+    assert (base, length + 12) == (stage["first_offset"], stage["bytes"]), (path, stage)
+
+
+def check_whole(stages, leader, followers):
+    names = [s["stage"] for s in stages]
+    for want in ("received", "enqueued", "dequeued", "validated", "appended", "committed", "acknowledged",
+                 "response_queued", "sent", "records_fetched"):
+        assert want in names, f"{want} missing from {names}"
+    order = [names.index(n) for n in ("received", "enqueued", "dequeued", "validated", "appended", "committed",
+                                      "acknowledged", "sent")]
+    assert order == sorted(order), names
+    assert next(s for s in stages if s["stage"] == "received")["broker"] == leader
+    for f in followers:
+        assert any(s["stage"] == "follower_fetched" and s["peer"] == f for s in stages), f
+        assert any(s["stage"] == "follower_leo" and s["peer"] == f for s in stages), f
+        assert any(s["stage"] == "replicated" and s["broker"] == f for s in stages), f
+    fetched = next(s for s in stages if s["stage"] == "records_fetched")
+    assert fetched["client_id"].startswith("journey-consumer")
+
+
+def run_journey_command(addresses, *args):
+    res = subprocess.run([str(BROKER_BIN), "journey", "--http", ",".join(addresses), *args], capture_output=True,
+                         timeout=30)
+    return res.returncode, res.stdout.decode(), res.stderr.decode()
+
+
+def test_journey_in_one_process_cluster(three):
+    c = three
+    topic = "http-journey"
+    admin = kc.admin(c.bootstrap)
+    from confluent_kafka.admin import NewTopic
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(20)
+    wait_until(lambda: all(journey_part(a, topic="x", partition=0, offset=0) is None for a in c.http), 5, "HTTP up")
+    produce_traced(c.bootstrap, topic, "one-process")
+    consume_all(c.bootstrap, topic, 3)
+    found = [p for p in (journey_part(a, trace="one-process") for a in c.http) if p]
+    assert len(found) == 1, found
+    leader = found[0]["broker"]
+    assert found[0]["first_offset"] == 0 and found[0]["trace"] == "one-process"
+    followers = [i for i in range(3) if i != leader]
+    stages, parts = wait_until(
+        lambda: (lambda m: m if any(s["stage"] == "records_fetched" for s in m[0]) else None)(
+            merged(c.http, topic, 0, 0)), 10, "the journey with its consumer fetch")
+    assert len(parts) == 3
+    check_whole(stages, leader, followers)
+    for s in stages:
+        if s["stage"] in ("appended", "replicated"):
+            check_file(c.data_dir / f"broker-{s['broker']}", topic, s)
+    # the command draws the same journey
+    rc, out, err = run_journey_command(c.http, "--trace", "one-process")
+    assert rc == 0, err
+    assert out.startswith(f"journey of {topic}-0, offsets 0..2 (trace one-process), from 3 brokers"), out
+    for words in ("network thread", "request queue: joined behind", "I/O thread", "offsets 0..2 assigned",
+                  "appended to 00000000000000000000.log at byte 0", "committed, visible to consumers",
+                  "acknowledged: acks=all, error 0", "response sent", 'consumer "journey-consumer'):
+        assert words in out, f"{words!r} not in:\n{out}"
+    for f in followers:
+        assert f"follower {f} fetched it" in out and f"broker {f} (follower of {leader})" in out, out
+    rc, out2, _ = run_journey_command(c.http, topic, "0", "1")
+    assert rc == 0 and out2.splitlines()[0] == out.splitlines()[0]
+
+
+def test_journey_in_three_processes(tmp_path):
+    c = Cluster(tmp_path)
+    c.start()
+    try:
+        topic = "proc-journey"
+        c.create_topic(topic, 1, rf=3)
+        c.wait_healthy(topic, 1)
+        produce_traced(c.bootstrap, topic, "three-processes", compression="lz4")  # found inside a compressed batch
+        consume_all(c.bootstrap, topic, 3)
+        addresses = [b.http for b in c.brokers]
+        rc, out, err = wait_until(
+            lambda: (lambda r: r if r[0] == 0 and "consumer" in r[1] else None)(
+                run_journey_command(addresses, "--trace", "three-processes")), 10, "the command's journey")
+        assert "from 3 brokers" in out.splitlines()[0], out
+        leader = json.loads(get(c.brokers[0].http, "/api/state")[1])
+        lines = out.splitlines()[1:]
+        assert [ln.split("ms", 1)[0].strip() for ln in lines] == sorted(
+            (ln.split("ms", 1)[0].strip() for ln in lines), key=float)
+        assert sum("(follower of" in ln for ln in lines) == 2, out
+        assert any("committed" in ln for ln in lines) and leader["cluster"], out
+    finally:
+        c.stop()
+
+
+def prometheus_query(address, q):
+    status, body = get(address, "/api/v1/query?" + urllib.parse.urlencode({"query": q}))
+    assert status == 200, body
+    return json.loads(body)["data"]["result"]
+
+
+@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed")
+def test_prometheus_scrapes_the_brokers(tmp_path):
+    c = Cluster(tmp_path / "cluster")
+    c.start()
+    prom = None
+    try:
+        topic = "prom"
+        c.create_topic(topic, 1, rf=3)
+        c.wait_healthy(topic, 1)
+        kc.produce_confluent(c.bootstrap, topic, kc.make_messages(200, "prom"), acks="all")
+        cfg = tmp_path / "prometheus.yml"
+        targets = ", ".join(f"'{b.http}'" for b in c.brokers)
+        cfg.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                       f"scrape_configs:\n  - job_name: kafkaiq\n    static_configs:\n      - targets: [{targets}]\n")
+        port = free_port()
+        address = f"127.0.0.1:{port}"
+        prom = subprocess.Popen([PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                                 f"--web.listen-address={address}"], stdout=subprocess.DEVNULL,
+                                stderr=open(tmp_path / "prometheus.log", "wb"))
+        wait_until(lambda: len(prometheus_query(address, "up == 1")) == 3 if _up(address) else None, 60,
+                   "prometheus to scrape all three brokers")
+        q = wait_until(lambda: prometheus_query(
+            address, 'kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.99"}'), 30,
+            "Produce's p99 total time")
+        assert all(float(r["value"][1]) > 0 for r in q), q
+        assert prometheus_query(address, 'sum(kafka_server_brokertopicmetrics_messagesin_total{topic="prom"})')
+        # a paused follower leaves the ISR: the leader reports the partition
+        # under-replicated (one not hosting the controller, which must
+        # accept the leader's AlterPartition)
+        leader = c.leader(topic, 0)
+        follower = next(b for b in c.brokers if b.id not in (leader, CONTROLLER_ID))
+        follower.pause()
+        try:
+            wait_until(lambda: [r for r in prometheus_query(
+                address, "sum(kafka_server_replicamanager_underreplicatedpartitions) >= 1")], 60,
+                "prometheus to see an under-replicated partition")
+        finally:
+            follower.resume()
+    finally:
+        if prom:
+            prom.terminate()
+            prom.wait(timeout=30)
+        c.stop()
+
+
+def _up(address):
+    try:
+        return get(address, "/-/ready", timeout=2)[0] == 200
+    except OSError:
+        return False
+
+
+def raw(address, data, read=True, timeout=5):
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(data)
+        if not read:
+            return b""
+        out = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return out
+            out += chunk
+
+
+def status_of(answer):
+    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else None
+
+
+def test_bad_http_input_gets_errors_and_the_broker_serves_on(broker):
+    a = broker.http
+    assert get(a, "/nowhere")[0] == 404
+    assert json.loads(get(a, "/nowhere")[1])["error"] == "no such path"
+    for q in ("", "topic=t", "topic=t&partition=x&offset=0", "topic=t&partition=0&offset=-1",
+              "topic=t&partition=99999999999&offset=0", "trace=", "trace=" + "x" * 200):
+        assert get(a, "/api/journey?" + q)[0] == 400, q
+    assert get(a, "/api/journey?topic=never&partition=0&offset=0")[0] == 404
+    post = b"POST /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 3\r\n\r\nabc"
+    assert status_of(raw(a, post)) == 405
+    big = b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: " + b"a" * 60000 + b"\r\n\r\n"
+    assert status_of(raw(a, big)) == 431
+    # no request line at all: libmicrohttpd answers 400 or hangs up
+    assert status_of(raw(a, b"NONSENSE\r\n\r\n")) in (400, None)
+    # slow clients hold a connection each, up to the limit; others are still served
+    slow = []
+    for _ in range(20):
+        host, port = a.rsplit(":", 1)
+        s = socket.create_connection((host, int(port)), timeout=5)
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # never finished
+        slow.append(s)
+    try:
+        assert get(a, "/metrics")[0] == 200
+        assert get(a, "/api/state")[0] == 200
+        assert b"kafka_server_replicamanager_leadercount" in get(a, "/metrics")[1]
+    finally:
+        for s in slow:
+            s.close()
+    # and Kafka's side never noticed
+    topic = kc.fresh_name("http-after", broker)
+    kc.create_topic(broker.bootstrap, topic, 1)
+    reports = kc.produce_confluent(broker.bootstrap, topic, kc.make_messages(5, "after"))
+    assert len(reports) == 5
+    assert broker.alive()
