@@ -183,3 +183,27 @@ describe("record journeys in a cluster", function()
     assert.matches("no journey", err)
   end)
 end)
+
+describe("the journey ring", function()
+  it("keeps the newest kafkaiq.journey.max.batches batches, all of one partition if it has them all", function()
+    local b = assert(kiq.broker { ["kafkaiq.journey.max.batches"] = 20 })
+    local p = assert(b:producer { acks = 1 })
+    for i = 1, 30 do
+      p:send("ring", "k", "v" .. i, { partition = 0 })
+      assert(p:flush(10000)) -- a batch each
+    end
+    p:close()
+    local kept = 0
+    for offset = 0, 29 do
+      local j = b:journey("ring", 0, offset)
+      if j then
+        kept = kept + 1
+        assert.are.equal(offset, j.first_offset)
+      end
+    end
+    assert.are.equal(20, kept)
+    assert.is_nil(b:journey("ring", 0, 9))
+    assert.is_truthy(b:journey("ring", 0, 10))
+    b:stop()
+  end)
+end)
