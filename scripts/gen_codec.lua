@@ -694,6 +694,45 @@ static kiq_uuid_t sample_uuid(unsigned seed)
 
 -- Everything generated for one top-level message: structs, init, codec,
 -- the type-erased *_any wrappers the tables point at, samples, Lua converters.
+-- Whether a struct holds an error_code, itself or in what it holds: the
+-- error visitor's way down.
+local function holds_errors(st)
+  if st.holds_errors == nil then
+    st.holds_errors = false
+    for _, fd in ipairs(st.fields) do
+      if (fd.kind == "prim" and fd.type == "int16" and fd.name == "error_code")
+          or ((fd.kind == "struct" or fd.kind == "sarray") and holds_errors(fd.struct)) then
+        st.holds_errors = true
+      end
+    end
+  end
+  return st.holds_errors
+end
+
+-- A visitor of every error_code a version of the struct carries (Kafka's
+-- errorCounts: the top level's and each element's).
+local function gen_errors(st, vr)
+  if not holds_errors(st) then return end
+  local n = fname(st)
+  emit(C, "static void errs_%s(const %s *m, int16_t v, kiq_error_visit_fn visit, void *ctx)\n{", n, st.ctype)
+  emit(C, "    (void)v;")
+  for _, fd in ipairs(st.fields) do
+    local present = cond(fd.v, vr)
+    if present ~= "0" then
+      if fd.kind == "prim" and fd.type == "int16" and fd.name == "error_code" then
+        emit(C, "    if (%s) visit(ctx, m->error_code);", present)
+      elseif fd.kind == "struct" and holds_errors(fd.struct) then
+        local null = fd.nullable_struct and (" && !m->%s_null"):format(fd.name) or ""
+        emit(C, "    if ((%s)%s) errs_%s(&m->%s, v, visit, ctx);", present, null, fname(fd.struct), fd.name)
+      elseif fd.kind == "sarray" and holds_errors(fd.struct) then
+        emit(C, "    for (int32_t i = 0; (%s) && i < m->%s_n; i++) errs_%s(&m->%s[i], v, visit, ctx);", present,
+          fd.name, fname(fd.struct), fd.name)
+      end
+    end
+  end
+  emit(C, "}\n")
+end
+
 local function gen_message(st, vr, flex)
   st.top = true
   mark_tag_structs(st)
@@ -718,6 +757,15 @@ local function gen_message(st, vr, flex)
   emit(C, "static void %s_init_any(void *m)\n{\n    %s_init(m);\n}\n", n, n)
   emit(C, "static int %s_encode_any(kiq_wr_t *w, int16_t v, const void *m)\n{", n)
   emit(C, "    return %s_encode(w, v, m);\n}\n", n)
+  if st.response then
+    each_struct(st, function(s) gen_errors(s, vr) end)
+    emit(C, "static void %s_errors_any(const void *m, int16_t v, kiq_error_visit_fn visit, void *ctx)\n{", n)
+    if holds_errors(st) then
+      emit(C, "    errs_%s(m, v, visit, ctx);\n}\n", n)
+    else
+      emit(C, "    (void)m;\n    (void)v;\n    (void)visit;\n    (void)ctx;\n}\n")
+    end
+  end
   each_struct(st, function(s) gen_sample(s, vr) end)
   each_struct(st, function(s)
     emit(L, "static void push_%s(lua_State *L, int16_t v, const %s *m);", fname(s), s.ctype)
@@ -732,6 +780,7 @@ local function gen_message(st, vr, flex)
 end
 
 for _, api in ipairs(apis) do
+  api.response.response = true
   for _, dir in ipairs({ "request", "response" }) do gen_message(api[dir], api.vr, api.flex) end
 end
 for _, d in ipairs(datas) do gen_message(d.st, d.vr, d.flex) end
@@ -740,6 +789,7 @@ emit(H, [[
 typedef int (*kiq_decode_fn)(kiq_rd_t *r, int16_t version, kiq_arena_t *a, void *m);
 typedef int (*kiq_encode_fn)(kiq_wr_t *w, int16_t version, const void *m);
 typedef void (*kiq_sample_fn)(void *m, int16_t version, kiq_arena_t *a, unsigned seed);
+typedef void (*kiq_error_visit_fn)(void *ctx, int16_t error_code);
 
 /* One API's codec: versions this build understands and the functions for
  * both directions. Immutable; shared by all threads. */
@@ -757,6 +807,8 @@ typedef struct kiq_api_codec {
     void (*response_init)(void *m);
     kiq_decode_fn response_decode;
     kiq_encode_fn response_encode;
+    /* Calls visit with each error_code a response of that version carries. */
+    void (*response_errors)(const void *m, int16_t version, kiq_error_visit_fn visit, void *ctx);
 } kiq_api_codec_t;
 
 extern const kiq_api_codec_t kiq_api_codecs[];
@@ -798,8 +850,9 @@ for _, api in ipairs(apis) do
     api.key, api.name, api.vr[1], api.vr[2], flexmin, api.cname, api.cname)
   emit(C, "     kiq_%s_request_init_any, kiq_%s_request_decode_any, kiq_%s_request_encode_any,",
     api.cname, api.cname, api.cname)
-  emit(C, "     kiq_%s_response_init_any, kiq_%s_response_decode_any, kiq_%s_response_encode_any},",
+  emit(C, "     kiq_%s_response_init_any, kiq_%s_response_decode_any, kiq_%s_response_encode_any,",
     api.cname, api.cname, api.cname)
+  emit(C, "     kiq_%s_response_errors_any},", api.cname)
 end
 emit(C, "};\nconst size_t kiq_api_codec_count = sizeof kiq_api_codecs / sizeof kiq_api_codecs[0];\n")
 emit(C, "const kiq_api_codec_t *kiq_api_codec(int16_t key)\n{")

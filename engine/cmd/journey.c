@@ -135,8 +135,27 @@ static int by_time(const void *a, const void *b)
 
 static const char *acks_name(json_int_t acks) { return acks == -1 ? "all" : acks == 0 ? "0" : "1"; }
 
+/* Times of the stages before: a line's waits are measured from them. */
+typedef struct seen {
+    json_int_t received_ns, enqueued_ns;
+} seen_t;
+
+/* The enqueued line: the queue as the request found it, and the wait with
+ * its connection muted when the queue was full. */
+static void describe_enqueued(const json_t *s, const seen_t *seen, char *out, size_t n)
+{
+    int k = snprintf(out, n, "request queue: joined behind %lld requests (depth %lld/%lld)",
+                     (long long)num(s, "before"), (long long)num(s, "before") + 1, (long long)num(s, "after"));
+    if (k < 0 || (size_t)k >= n) return;
+    if (has(s, "waited_muted"))
+        snprintf(out + k, n - (size_t)k, " after %.3f ms muted: the queue was full", seen->received_ns
+                 ? (double)(num(s, "t_ns") - seen->received_ns) / 1e6 : 0.0);
+    else if (num(s, "muted") > 0)
+        snprintf(out + k, n - (size_t)k, "; %lld connections muted, waiting for room", (long long)num(s, "muted"));
+}
+
 /* One line: what happened at the stage, in the seed's words. */
-static void describe(const json_t *s, json_int_t enqueued_ns, char *out, size_t n)
+static void describe(const json_t *s, const seen_t *seen, char *out, size_t n)
 {
     const char *stage = str(s, "stage");
     json_int_t broker = num(s, "broker");
@@ -145,11 +164,10 @@ static void describe(const json_t *s, json_int_t enqueued_ns, char *out, size_t 
                  (long long)broker, (long long)num(s, "thread"), (long long)num(s, "version"), (long long)num(s, "bytes"),
                  str(s, "client_id"), str(s, "address"));
     else if (!strcmp(stage, "enqueued"))
-        snprintf(out, n, "request queue: joined behind %lld requests (depth %lld/%lld)", (long long)num(s, "before"),
-                 (long long)num(s, "before") + 1, (long long)num(s, "after"));
+        describe_enqueued(s, seen, out, n);
     else if (!strcmp(stage, "dequeued"))
         snprintf(out, n, "I/O thread %lld: took it after %.3f ms in the queue", (long long)num(s, "thread"),
-                 enqueued_ns ? (double)(num(s, "t_ns") - enqueued_ns) / 1e6 : 0.0);
+                 seen->enqueued_ns ? (double)(num(s, "t_ns") - seen->enqueued_ns) / 1e6 : 0.0);
     else if (!strcmp(stage, "validated"))
         snprintf(out, n, "validated: %lld records, %lld bytes, CRC ok (acks=%s)", (long long)num(s, "records"),
                  (long long)num(s, "bytes"), acks_name(num(s, "acks")));
@@ -256,11 +274,14 @@ int kiq_cmd_journey(int argc, char **argv)
            (long long)num(head, "first_offset"), (long long)num(head, "last_offset"));
     if (has(head, "trace")) printf(" (trace %s)", str(head, "trace"));
     printf(", from %d broker%s\n", nparts, nparts == 1 ? "" : "s");
-    json_int_t t0 = k ? num(stages[0], "t_ns") : 0, enqueued = 0;
+    json_int_t t0 = k ? num(stages[0], "t_ns") : 0;
+    seen_t seen = {0, 0};
     for (size_t i = 0; i < k; i++) {
         char line[512];
-        if (!strcmp(str(stages[i], "stage"), "enqueued")) enqueued = num(stages[i], "t_ns");
-        describe(stages[i], enqueued, line, sizeof line);
+        const char *stage = str(stages[i], "stage");
+        if (!strcmp(stage, "received")) seen.received_ns = num(stages[i], "t_ns");
+        if (!strcmp(stage, "enqueued")) seen.enqueued_ns = num(stages[i], "t_ns");
+        describe(stages[i], &seen, line, sizeof line);
         printf("%+9.3f ms  %s\n", (double)(num(stages[i], "t_ns") - t0) / 1e6, line);
     }
     free(stages);

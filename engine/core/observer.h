@@ -19,7 +19,9 @@
 
 enum kiq_point {
     KIQ_POINT_RECEIVED,        /* a whole request frame read: thread = processor, bytes = frame size */
-    KIQ_POINT_ENQUEUED,        /* on the request queue: before = depth, after = bound (0 control plane) */
+    KIQ_POINT_ENQUEUED,        /* on the request queue: before = depth, after = bound (0 control plane),
+                                * extra = connections muted then for want of room, flags
+                                * KIQ_EVENT_MUTED when this one was (the queue was full when it came) */
     KIQ_POINT_DEQUEUED,        /* taken by I/O thread `thread` */
     KIQ_POINT_HANDLED,         /* its handler returned, or parked it to answer later */
     KIQ_POINT_VALIDATED,       /* one partition's produced batches checked: bytes, records (their
@@ -47,6 +49,7 @@ extern const char *const kiq_point_names[KIQ__POINTS];
 #define KIQ_EVENT_SENDFILE 1 /* the records go out with sendfile(), not copied */
 #define KIQ_EVENT_FOLLOWER 2 /* a follower's append of what its leader sent */
 #define KIQ_EVENT_HEADERS 4  /* VALIDATED: some of the records carry headers */
+#define KIQ_EVENT_MUTED 8    /* ENQUEUED: the request waited, its connection muted, for room */
 
 /* What one point knows; fields it does not know are -1 (numbers) or NULL. */
 typedef struct kiq_event {

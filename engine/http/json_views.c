@@ -162,8 +162,9 @@ void kiq_http_state(kiq_broker_t *b, kiq_http_view_t *v)
                                   "io", (int)kiq_config_int(b->config, KIQ_CFG_NUM_IO_THREADS)));
     if (b->running) {
         json_object_set_new(j, "request_queue",
-                            json_pack("{s:I, s:I}", "depth", (json_int_t)kiq_request_queue_depth(b->queue), "bound",
-                                      (json_int_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS)));
+                            json_pack("{s:I, s:I, s:I}", "depth", (json_int_t)kiq_request_queue_depth(b->queue),
+                                      "bound", (json_int_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS),
+                                      "muted", (json_int_t)kiq_request_queue_muted(b->queue)));
         if (b->control_queue)
             json_object_set_new(j, "control_queue",
                                 json_pack("{s:I}", "depth", (json_int_t)kiq_request_queue_depth(b->control_queue)));

@@ -73,13 +73,14 @@ static void request_metrics(kiq_broker_t *b, FILE *f)
         if (n) fprintf(f, "kafka_network_requestmetrics_requests_total{request=\"%s\"} %llu\n", kiq_api_codecs[i].name,
                        (unsigned long long)n);
     }
-    help(f, "kafka_network_requestmetrics_errors_total", "counter", "produce answers by partition error code");
-    for (int code = 0; code < KIQ_COUNTS_MAX_ERROR; code++) {
-        uint64_t n = kiq_topic_counts_errors(b->topic_counts, code);
-        /* the last counts what has no code of its own (UNKNOWN_SERVER_ERROR) */
-        if (n) fprintf(f, "kafka_network_requestmetrics_errors_total{request=\"Produce\",error=\"%s\"} %llu\n",
-                       kiq_error_name(code < KIQ_COUNTS_MAX_ERROR - 1 ? code : -1), (unsigned long long)n);
-    }
+    help(f, "kafka_network_requestmetrics_errors_total", "counter",
+         "error codes in responses (each partition's and topic's too), NONE included");
+    for (size_t i = 0; i < kiq_api_codec_count; i++)
+        for (int code = -1; code < KIQ_STATS_MAX_ERROR - 1; code++) {
+            uint64_t n = kiq_request_stats_errors(&b->stats, kiq_api_codecs[i].key, code);
+            if (n) fprintf(f, "kafka_network_requestmetrics_errors_total{request=\"%s\",error=\"%s\"} %llu\n",
+                           kiq_api_codecs[i].name, kiq_error_name(code), (unsigned long long)n);
+        }
     help(f, "kafkaiq_trailing_requests_total", "counter", "requests with bytes after their last field, served");
     for (size_t i = 0; i < kiq_api_codec_count; i++) {
         uint64_t bytes, n = kiq_request_stats_get_trailing(&b->stats, kiq_api_codecs[i].key, &bytes);

@@ -595,6 +595,10 @@ void kiq_journey_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fi
     if (s->thread >= 0) f->number(f->ctx, "thread", s->thread);
     if (s->peer >= 0) f->number(f->ctx, "peer", s->peer);
     if (s->point == KIQ_POINT_VALIDATED || s->point == KIQ_POINT_ANSWERED) f->number(f->ctx, "acks", s->extra);
+    if (s->point == KIQ_POINT_ENQUEUED) {
+        f->number(f->ctx, "muted", s->extra);
+        if (s->flags & KIQ_EVENT_MUTED) f->boolean(f->ctx, "waited_muted", true);
+    }
     if (s->version >= 0) f->number(f->ctx, "version", s->version);
     if (s->point == KIQ_POINT_ANSWERED || s->error) f->number(f->ctx, "error", s->error);
     const struct {

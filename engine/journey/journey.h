@@ -36,7 +36,7 @@ typedef struct kiq_journey_stage {
     int32_t broker, thread, peer;
     int16_t version, error; /* version: RECEIVED's API version */
     int flags;
-    int32_t extra; /* VALIDATED, ANSWERED: the produce's acks */
+    int32_t extra; /* VALIDATED, ANSWERED: the produce's acks; ENQUEUED: connections muted */
     int64_t first_offset, before, after, position, bytes, records;
     char who[24];   /* RECEIVED, RECORDS_FETCHED: the client id (cut to fit) */
     char where[40]; /* RECEIVED, RECORDS_FETCHED: the client address; APPENDED: the segment file */

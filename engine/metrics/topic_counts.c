@@ -7,9 +7,8 @@
 #include "core/str_map.h"
 
 struct kiq_topic_counts {
-    pthread_mutex_t mu; /* guards topics and errors */
+    pthread_mutex_t mu;    /* guards topics */
     kiq_str_map_t *topics; /* name -> kiq_topic_count_t */
-    uint64_t errors[KIQ_COUNTS_MAX_ERROR];
 };
 
 kiq_topic_counts_t *kiq_topic_counts_new(void)
@@ -58,25 +57,19 @@ static void on_event(void *ctx, const kiq_event_t *e)
     kiq_topic_counts_t *c = ctx;
     if (!e->topic) return;
     pthread_mutex_lock(&c->mu);
-    if (e->point == KIQ_POINT_ANSWERED) {
-        int code = e->error >= 0 && e->error < KIQ_COUNTS_MAX_ERROR ? e->error : KIQ_COUNTS_MAX_ERROR - 1;
-        c->errors[code]++;
-    } else {
-        kiq_topic_count_t *t = of(c, e->topic);
-        if (t && e->point == KIQ_POINT_VALIDATED) {
-            t->messages_in += e->records > 0 ? (uint64_t)e->records : 0;
-            t->bytes_in += e->bytes > 0 ? (uint64_t)e->bytes : 0;
-        } else if (t) {
-            t->bytes_out += e->bytes > 0 ? (uint64_t)e->bytes : 0;
-        }
+    kiq_topic_count_t *t = of(c, e->topic);
+    if (t && e->point == KIQ_POINT_VALIDATED) {
+        t->messages_in += e->records > 0 ? (uint64_t)e->records : 0;
+        t->bytes_in += e->bytes > 0 ? (uint64_t)e->bytes : 0;
+    } else if (t) {
+        t->bytes_out += e->bytes > 0 ? (uint64_t)e->bytes : 0;
     }
     pthread_mutex_unlock(&c->mu);
 }
 
 kiq_observer_t kiq_topic_counts_observer(kiq_topic_counts_t *c)
 {
-    return (kiq_observer_t){on_event, c,
-                            1u << KIQ_POINT_VALIDATED | 1u << KIQ_POINT_RECORDS_FETCHED | 1u << KIQ_POINT_ANSWERED};
+    return (kiq_observer_t){on_event, c, 1u << KIQ_POINT_VALIDATED | 1u << KIQ_POINT_RECORDS_FETCHED};
 }
 
 static int by_topic(const void *a, const void *b)
@@ -101,13 +94,4 @@ int kiq_topic_counts_snapshot(kiq_topic_counts_t *c, kiq_topic_count_t **out)
     pthread_mutex_unlock(&c->mu);
     qsort(*out, n, sizeof **out, by_topic);
     return (int)n;
-}
-
-uint64_t kiq_topic_counts_errors(kiq_topic_counts_t *c, int code)
-{
-    if (code < 0 || code >= KIQ_COUNTS_MAX_ERROR) return 0;
-    pthread_mutex_lock(&c->mu);
-    uint64_t n = c->errors[code];
-    pthread_mutex_unlock(&c->mu);
-    return n;
 }

@@ -1,7 +1,6 @@
 /* Kafka's BrokerTopicMetrics, counted from the observer points: per topic,
- * messages and bytes produced (VALIDATED), bytes consumed (RECORDS_FETCHED,
- * not replication), and produce answers by error code (ANSWERED). An
- * observer (core/observer.h); a mutex guards the topic table (one lookup
+ * messages and bytes produced (VALIDATED) and bytes consumed
+ * (RECORDS_FETCHED, not replication). An observer (core/observer.h); a mutex guards the topic table (one lookup
  * per event). Any thread. */
 #ifndef KIQ_METRICS_TOPIC_COUNTS_H
 #define KIQ_METRICS_TOPIC_COUNTS_H
@@ -10,8 +9,6 @@
 #include <stdint.h>
 
 #include "core/observer.h"
-
-#define KIQ_COUNTS_MAX_ERROR 128 /* error codes counted one by one; larger ones under the last */
 
 typedef struct kiq_topic_counts kiq_topic_counts_t;
 
@@ -26,7 +23,5 @@ kiq_observer_t kiq_topic_counts_observer(kiq_topic_counts_t *c);
 /* A copy of every topic's counts into *out (free() it), sorted by topic;
  * their number, or -1 when out of memory. */
 int kiq_topic_counts_snapshot(kiq_topic_counts_t *c, kiq_topic_count_t **out);
-/* Produce answers with error code `code` so far. */
-uint64_t kiq_topic_counts_errors(kiq_topic_counts_t *c, int code);
 
 #endif

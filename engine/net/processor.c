@@ -99,7 +99,10 @@ static void conn_close(conn_t *c, const char *why)
         *wp = c->next_waiting;
     }
     /* A request with an I/O thread is freed when it comes back; others now. */
-    if (c->inflight && !c->queued) kiq_request_free(c->inflight);
+    if (c->inflight && !c->queued) {
+        kiq_request_queue_forget(p->cfg.queue, c->inflight);
+        kiq_request_free(c->inflight);
+    }
     kiq_request_free(c->out_req);
     free(c->in);
     free(c);

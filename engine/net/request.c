@@ -80,6 +80,22 @@ void kiq_request_finish(kiq_request_t *r, bool close_connection)
     kiq_processor_complete(r);
 }
 
+static void tally_error(void *ctx, int16_t code)
+{
+    kiq_request_errors_t *e = ctx;
+    for (int i = 0; i < e->n; i++)
+        if (e->code[i] == code) {
+            e->count[i]++;
+            return;
+        }
+    if (e->n == KIQ_REQUEST_ERROR_KINDS) {
+        e->more++;
+        return;
+    }
+    e->code[e->n] = code;
+    e->count[e->n++] = 1;
+}
+
 void kiq_request_respond(kiq_request_t *r, const void *response)
 {
     if (r->close_after) {
@@ -97,6 +113,7 @@ void kiq_request_respond(kiq_request_t *r, const void *response)
     kiq_wr_i32(&w, 0);
     kiq_response_header_encode(&w, r->header.api_key, v, r->header.correlation_id);
     r->codec->response_encode(&w, v, response);
+    r->codec->response_errors(response, v, tally_error, &r->errors);
     if (w.err) {
         KIQ_ERROR("%s v%d: cannot encode the response (out of memory); closing", r->codec->name, v);
         kiq_wr_free(&w);

@@ -31,6 +31,18 @@ typedef struct kiq_request_times {
     int64_t sent;             /* last byte written to the socket */
 } kiq_request_times_t;
 
+#define KIQ_REQUEST_ERROR_KINDS 8
+
+/* The error codes a response carried and how many times each (Kafka's
+ * errorCounts: the top level's and every topic's and partition's): the
+ * first KIQ_REQUEST_ERROR_KINDS distinct codes, the rest only in `more`. */
+typedef struct kiq_request_errors {
+    int n;
+    int16_t code[KIQ_REQUEST_ERROR_KINDS];
+    uint32_t count[KIQ_REQUEST_ERROR_KINDS];
+    uint32_t more;
+} kiq_request_errors_t;
+
 typedef struct kiq_request {
     struct kiq_processor *processor;
     uint64_t conn_id;
@@ -56,6 +68,8 @@ typedef struct kiq_request {
     kiq_file_part_t *response_parts; /* NULL when the frame is all bytes */
     size_t response_nparts;
     bool close_after; /* drop the connection instead of (or after) answering */
+    bool refused;     /* the request queue was full when it came: its connection waited muted */
+    kiq_request_errors_t errors; /* what the response said, once encoded */
 
     kiq_request_times_t t;
     struct kiq_request *next; /* link on whichever queue holds it */

@@ -13,6 +13,7 @@ struct kiq_request_queue {
     pthread_cond_t nonempty;
     kiq_request_t **ring;
     size_t capacity, head, count;
+    size_t muted; /* requests refused for want of room and not in yet: their connections wait muted */
     bool closed;
     struct { kiq_queue_space_fn fn; void *ctx; } watchers[MAX_SPACE_WATCHERS];
     int nwatchers;
@@ -63,18 +64,32 @@ bool kiq_request_queue_try_push(kiq_request_queue_t *q, kiq_request_t *r)
         r->t.enqueued = kiq_clock_mono_ns();
         q->ring[(q->head + q->count) % q->capacity] = r;
         q->count++;
+        if (r->refused) q->muted--;
         /* under the lock: a popper may take r the moment it is released */
         if (kiq_observers_want(q->observers, KIQ_POINT_ENQUEUED)) {
             kiq_event_t e = kiq_event(KIQ_POINT_ENQUEUED, q->broker);
             e.request = r;
             e.before = (int64_t)q->count - 1;
             e.after = (int64_t)q->capacity;
+            e.extra = (int32_t)q->muted;
+            if (r->refused) e.flags |= KIQ_EVENT_MUTED;
             kiq_observers_emit(q->observers, &e);
         }
         pthread_cond_signal(&q->nonempty);
+    } else if (!q->closed && !r->refused) {
+        r->refused = true;
+        q->muted++;
     }
     pthread_mutex_unlock(&q->lock);
     return ok;
+}
+
+void kiq_request_queue_forget(kiq_request_queue_t *q, const kiq_request_t *r)
+{
+    if (!r->refused) return;
+    pthread_mutex_lock(&q->lock);
+    q->muted--;
+    pthread_mutex_unlock(&q->lock);
 }
 
 void kiq_request_queue_set_observers(kiq_request_queue_t *q, const kiq_observers_t *observers, int32_t broker)
@@ -113,6 +128,14 @@ size_t kiq_request_queue_depth(kiq_request_queue_t *q)
 {
     pthread_mutex_lock(&q->lock);
     size_t n = q->count;
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+size_t kiq_request_queue_muted(kiq_request_queue_t *q)
+{
+    pthread_mutex_lock(&q->lock);
+    size_t n = q->muted;
     pthread_mutex_unlock(&q->lock);
     return n;
 }

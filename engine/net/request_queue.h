@@ -23,12 +23,18 @@ int kiq_request_queue_on_space(kiq_request_queue_t *q, kiq_queue_space_fn fn, vo
  * ahead and the bound), as broker `broker`. Before any thread uses the
  * queue; NULL: nowhere. */
 void kiq_request_queue_set_observers(kiq_request_queue_t *q, const kiq_observers_t *observers, int32_t broker);
-/* Any thread. false when full (or closed): the caller keeps the request. */
+/* Any thread. false when full (or closed): the caller keeps the request,
+ * which counts as muted (marked refused) until a push takes it or the
+ * caller drops it with kiq_request_queue_forget. */
 bool kiq_request_queue_try_push(kiq_request_queue_t *q, kiq_request_t *r);
+/* Any thread: a refused request r is dropped (its connection closed). */
+void kiq_request_queue_forget(kiq_request_queue_t *q, const kiq_request_t *r);
 /* Any thread. Blocks; NULL once the queue is closed and drained. */
 kiq_request_t *kiq_request_queue_pop(kiq_request_queue_t *q);
 /* Wakes every blocked pop; later pops drain what is left then return NULL. */
 void kiq_request_queue_close(kiq_request_queue_t *q);
 size_t kiq_request_queue_depth(kiq_request_queue_t *q);
+/* Any thread: requests refused for want of room now, their connections muted. */
+size_t kiq_request_queue_muted(kiq_request_queue_t *q);
 
 #endif

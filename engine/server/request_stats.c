@@ -9,6 +9,31 @@ const char *const kiq_request_stage_names[KIQ_STAGE__COUNT] = {
 
 static int64_t span(int64_t from, int64_t to) { return from && to && to > from ? to - from : 0; }
 
+/* The api's slot of a lazily made table of n elements of size each; NULL
+ * when out of memory (what it would count goes uncounted). */
+static void *lazy_table(_Atomic(void *) *slot, size_t n, size_t size)
+{
+    void *t = atomic_load_explicit(slot, memory_order_acquire);
+    if (t) return t;
+    void *fresh = calloc(n, size);
+    if (!fresh) return NULL;
+    if (atomic_compare_exchange_strong(slot, &t, fresh)) return fresh;
+    free(fresh); /* another processor made it first: t is theirs */
+    return t;
+}
+
+static void record_errors(kiq_request_stats_t *s, int16_t key, const kiq_request_errors_t *e)
+{
+    if (!e->n) return;
+    atomic_uint_fast64_t *counts =
+        lazy_table((_Atomic(void *) *)&s->errors[key], KIQ_STATS_MAX_ERROR, sizeof(atomic_uint_fast64_t));
+    if (!counts) return;
+    for (int i = 0; i < e->n; i++) {
+        int at = e->code[i] >= -1 && e->code[i] < KIQ_STATS_MAX_ERROR - 1 ? e->code[i] + 1 : 0;
+        atomic_fetch_add_explicit(&counts[at], e->count[i], memory_order_relaxed);
+    }
+}
+
 void kiq_request_stats_record(kiq_request_stats_t *s, const kiq_request_t *r)
 {
     int16_t key = r->header.api_key;
@@ -22,16 +47,17 @@ void kiq_request_stats_record(kiq_request_stats_t *s, const kiq_request_t *r)
     atomic_fetch_add_explicit(&s->count[key], 1, memory_order_relaxed);
     for (int i = 0; i < KIQ_STAGE__COUNT; i++)
         atomic_fetch_add_explicit(&s->ns[key][i], stage[i], memory_order_relaxed);
-    kiq_histogram_t *h = atomic_load_explicit(&s->times[key], memory_order_acquire);
-    if (!h) {
-        kiq_histogram_t *fresh = calloc(KIQ_STAGE__COUNT, sizeof *fresh);
-        if (!fresh) return; /* percentiles go without this one */
-        if (atomic_compare_exchange_strong(&s->times[key], &h, fresh))
-            h = fresh;
-        else
-            free(fresh); /* another processor made it first: h is theirs */
-    }
+    record_errors(s, key, &r->errors);
+    kiq_histogram_t *h = lazy_table((_Atomic(void *) *)&s->times[key], KIQ_STAGE__COUNT, sizeof *h);
+    if (!h) return; /* percentiles go without this one */
     for (int i = 0; i < KIQ_STAGE__COUNT; i++) kiq_histogram_record_ns(&h[i], stage[i]);
+}
+
+uint64_t kiq_request_stats_errors(kiq_request_stats_t *s, int16_t api_key, int code)
+{
+    if (api_key < 0 || api_key >= KIQ_STATS_MAX_API || code < -1 || code >= KIQ_STATS_MAX_ERROR - 1) return 0;
+    atomic_uint_fast64_t *counts = atomic_load_explicit(&s->errors[api_key], memory_order_acquire);
+    return counts ? atomic_load_explicit(&counts[code + 1], memory_order_relaxed) : 0;
 }
 
 kiq_histogram_t *kiq_request_stats_times(kiq_request_stats_t *s, int16_t api_key, enum kiq_request_stage stage)
@@ -43,7 +69,10 @@ kiq_histogram_t *kiq_request_stats_times(kiq_request_stats_t *s, int16_t api_key
 
 void kiq_request_stats_clear(kiq_request_stats_t *s)
 {
-    for (int i = 0; i < KIQ_STATS_MAX_API; i++) free(atomic_load(&s->times[i]));
+    for (int i = 0; i < KIQ_STATS_MAX_API; i++) {
+        free(atomic_load(&s->times[i]));
+        free((void *)atomic_load(&s->errors[i]));
+    }
     memset(s, 0, sizeof *s);
 }
 

@@ -11,6 +11,9 @@
 #include "net/request.h"
 
 enum { KIQ_STATS_MAX_API = 128 };
+/* Error codes counted one by one, from -1 (UNKNOWN_SERVER_ERROR) up; a
+ * larger code is counted as UNKNOWN_SERVER_ERROR. */
+enum { KIQ_STATS_MAX_ERROR = 160 };
 
 enum kiq_request_stage {
     KIQ_STAGE_QUEUE,          /* waiting for an I/O thread */
@@ -33,6 +36,9 @@ typedef struct kiq_request_stats {
     /* Each API's stage times for percentiles, made on its first request
      * (NULL: none yet) and freed by kiq_request_stats_clear. */
     _Atomic(kiq_histogram_t *) times[KIQ_STATS_MAX_API];
+    /* Each API's responses' error codes (index code + 1), made on its first
+     * response as times are. */
+    _Atomic(atomic_uint_fast64_t *) errors[KIQ_STATS_MAX_API];
 } kiq_request_stats_t;
 
 /* Any thread. */
@@ -42,6 +48,9 @@ void kiq_request_stats_trailing(kiq_request_stats_t *s, int16_t api_key, size_t 
 /* Any thread: totals for one api key (ns per stage). */
 uint64_t kiq_request_stats_get(kiq_request_stats_t *s, int16_t api_key,
                                int64_t ns[KIQ_STAGE__COUNT]);
+/* Any thread: how many times api_key's responses carried error_code `code`
+ * (NONE included), as Kafka's ErrorsPerSec counts them. */
+uint64_t kiq_request_stats_errors(kiq_request_stats_t *s, int16_t api_key, int code);
 /* Any thread: api_key's histogram of a stage, NULL when it had no request. */
 kiq_histogram_t *kiq_request_stats_times(kiq_request_stats_t *s, int16_t api_key, enum kiq_request_stage stage);
 /* Frees the histograms and zeroes everything; no thread may record. */

@@ -20,6 +20,7 @@ import urllib.request
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
 
 import kiq_clients as kc
 from cluster import CONTROLLER_ID, Cluster, wait_until
@@ -215,6 +216,37 @@ def test_prometheus_scrapes_the_brokers(tmp_path):
             prom.terminate()
             prom.wait(timeout=30)
         c.stop()
+
+
+def metric(text, name, **labels):
+    """The value of the sample of name with exactly those labels, or None."""
+    want = name + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else name
+    for line in text.decode().splitlines():
+        if line.startswith(want + " "):
+            return float(line.split()[-1])
+    return None
+
+
+def test_metrics_count_every_response_error_by_request_and_code(broker):
+    topic = kc.fresh_name("http-errors", broker)
+    kc.create_topic(broker.bootstrap, topic, 2)
+    before = get(broker.http, "/metrics")[1]
+    ok = metric(before, "kafka_network_requestmetrics_errors_total", request="Produce", error="NONE") or 0
+    kc.produce_confluent(broker.bootstrap, topic, kc.make_messages(20, "e"), acks="all")
+    missing = kc.fresh_name("http-missing", broker)
+    futures = AdminClient({"bootstrap.servers": broker.bootstrap}).delete_topics([missing, missing + "-2"])
+    for f in futures.values():
+        with pytest.raises(Exception):
+            f.result(30)
+    after = get(broker.http, "/metrics")[1]
+    # a produce's partitions answer NONE, each counted; the two missing
+    # topics come back in one DeleteTopics response, each counted
+    assert metric(after, "kafka_network_requestmetrics_errors_total", request="Produce", error="NONE") > ok
+    before_missing = metric(before, "kafka_network_requestmetrics_errors_total", request="DeleteTopics",
+                            error="UNKNOWN_TOPIC_OR_PARTITION") or 0
+    assert metric(after, "kafka_network_requestmetrics_errors_total", request="DeleteTopics",
+                  error="UNKNOWN_TOPIC_OR_PARTITION") == before_missing + 2
+    assert metric(after, "kafka_network_requestmetrics_errors_total", request="ApiVersions", error="NONE") >= 1
 
 
 def _up(address):

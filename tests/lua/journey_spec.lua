@@ -207,3 +207,55 @@ describe("the journey ring", function()
     b:stop()
   end)
 end)
+
+describe("a journey through a full request queue", function()
+  it("shows the connections muted and the request that waited for room", function()
+    local core = require "kafkaiq.core"
+    local connection = require "kafkaiq.client.connection"
+    local b = assert(kiq.broker { ["queued.max.requests"] = 1, ["num.io.threads"] = 1,
+      ["num.network.threads"] = 1, ["num.partitions"] = 1 })
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "full", partitions = 1 } })
+    a:close()
+    -- the one I/O thread spends a while on each produce: with room for one
+    -- request in the queue, the others' connections wait muted
+    assert(b:intercept { on = "request", api = "Produce",
+      source = "return function() local x = 0 for i = 1, 1500000 do x = x + i end end" })
+    local conns, pending = {}, {}
+    for i = 1, 4 do
+      conns[i] = assert(connection.open(b.host, b.port, { client_id = "full-" .. i, request_timeout_ms = 30000 }))
+    end
+    for i = 1, 4 do
+      pending[i] = assert(conns[i]:send_request(0, { acks = 1, timeout_ms = 10000, topic_data = { { name = "full",
+        partition_data = { { index = 0, records = assert(core.build_batch { records = { { value = "r" .. i } } }) } } } } }))
+    end
+    local offsets = {}
+    for i = 1, 4 do
+      local resp
+      assert(kiq.wait_for(function()
+        resp = conns[i]:collect(pending[i], 100)
+        return resp
+      end, 30000, "produce " .. i .. "'s answer"))
+      local part = resp.responses[1].partition_responses[1]
+      assert.are.equal(0, part.error_code)
+      offsets[#offsets + 1] = part.base_offset
+      conns[i]:close()
+    end
+    local waited, saw_muted = 0, false
+    for _, offset in ipairs(offsets) do
+      local j = assert(b:journey("full", 0, offset))
+      local enq = stages_named(j, "enqueued")[1]
+      assert.is_truthy(enq)
+      assert.are.equal(1, enq.after) -- the bound
+      if enq.waited_muted then
+        waited = waited + 1
+        -- its wait shows between receipt and the queue
+        assert.is_true(enq.t_ns > stages_named(j, "received")[1].t_ns)
+      end
+      saw_muted = saw_muted or enq.muted > 0
+    end
+    assert.is_true(waited >= 1, "some request waited muted for room")
+    assert.is_true(saw_muted or waited >= 2, "the muted connections counted")
+    b:stop()
+  end)
+end)

@@ -1,5 +1,6 @@
 /* The bounded request queue: capacity holds, order is FIFO, a pop from a
- * full queue calls the space watchers, close wakes blocked consumers. */
+ * full queue calls the space watchers, close wakes blocked consumers,
+ * refused requests count as muted until pushed or forgotten. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -49,6 +50,26 @@ static void test_bounded_fifo_and_space(void **state)
     kiq_request_queue_free(q);
 }
 
+static void test_refused_requests_count_as_muted(void **state)
+{
+    (void)state;
+    kiq_request_queue_t *q = kiq_request_queue_new(1);
+    kiq_request_t *a = req(1), *b = req(2), *c = req(3);
+    assert_true(kiq_request_queue_try_push(q, a));
+    assert_false(kiq_request_queue_try_push(q, b));
+    assert_false(kiq_request_queue_try_push(q, b)); /* a retry counts once */
+    assert_false(kiq_request_queue_try_push(q, c));
+    assert_true(b->refused && c->refused && !a->refused);
+    assert_int_equal(kiq_request_queue_muted(q), 2);
+    kiq_request_free(kiq_request_queue_pop(q));
+    assert_true(kiq_request_queue_try_push(q, b));
+    assert_int_equal(kiq_request_queue_muted(q), 1);
+    kiq_request_queue_forget(q, c); /* its connection closed */
+    kiq_request_free(c);
+    assert_int_equal(kiq_request_queue_muted(q), 0);
+    kiq_request_queue_free(q);
+}
+
 static void *consumer(void *arg)
 {
     return kiq_request_queue_pop(arg);
@@ -90,6 +111,7 @@ int main(void)
         cmocka_unit_test(test_bounded_fifo_and_space),
         cmocka_unit_test(test_close_wakes_consumers),
         cmocka_unit_test(test_drain_after_close),
+        cmocka_unit_test(test_refused_requests_count_as_muted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
