@@ -293,6 +293,18 @@ static slot_t *new_slot(kiq_journeys_t *j, stripe_t *st, uint32_t th, const kiq_
     return s;
 }
 
+/* The slot of the journey the appended batch of e begins, locked. */
+static slot_t *begin_journey(kiq_journeys_t *j, const kiq_event_t *e, size_t *index, uint64_t *gen)
+{
+    uint32_t th = hash_topic(e->topic);
+    stripe_t *st = stripe_of(j, th, e->partition);
+    pthread_mutex_lock(&st->mu);
+    slot_t *s = new_slot(j, st, th, e, index, gen);
+    pthread_mutex_unlock(&st->mu);
+    atomic_fetch_add_explicit(&j->recorded, 1, memory_order_relaxed);
+    return s;
+}
+
 /* A produce's batch appended here: its journey begins with what the
  * request went through before. */
 static void appended_as_leader(kiq_journeys_t *j, const kiq_event_t *e)
@@ -303,13 +315,9 @@ static void appended_as_leader(kiq_journeys_t *j, const kiq_event_t *e)
     int b = -1;
     for (int i = 0; p && i < p->nbatches && b < 0; i++)
         if (p->batches[i].partition == e->partition && !p->batches[i].gen && p->batches[i].topic == e->topic) b = i;
-    uint32_t th = hash_topic(e->topic);
-    stripe_t *st = stripe_of(j, th, e->partition);
-    pthread_mutex_lock(&st->mu);
     size_t index;
     uint64_t gen;
-    slot_t *s = new_slot(j, st, th, e, &index, &gen);
-    pthread_mutex_unlock(&st->mu);
+    slot_t *s = begin_journey(j, e, &index, &gen);
     for (int i = 0; p && i < p->nearly; i++) add_stage(&s->j, &p->early[i]);
     if (b >= 0) {
         add_stage(&s->j, &p->batches[b].validated);
@@ -322,23 +330,17 @@ static void appended_as_leader(kiq_journeys_t *j, const kiq_event_t *e)
     add_stage(&s->j, &stage);
     slot_unlock(j, s);
     pthread_mutex_unlock(&ps->mu);
-    atomic_fetch_add_explicit(&j->recorded, 1, memory_order_relaxed);
 }
 
 /* A follower's append: its own part of the leader's journey. */
 static void appended_as_follower(kiq_journeys_t *j, const kiq_event_t *e)
 {
-    uint32_t th = hash_topic(e->topic);
-    stripe_t *st = stripe_of(j, th, e->partition);
-    pthread_mutex_lock(&st->mu);
     size_t index;
     uint64_t gen;
-    slot_t *s = new_slot(j, st, th, e, &index, &gen);
-    pthread_mutex_unlock(&st->mu);
+    slot_t *s = begin_journey(j, e, &index, &gen);
     kiq_journey_stage_t stage = stage_of(e);
     add_stage(&s->j, &stage);
     slot_unlock(j, s);
-    atomic_fetch_add_explicit(&j->recorded, 1, memory_order_relaxed);
 }
 
 /* Whether the event concerns the batch of journey jr, and so is one of its

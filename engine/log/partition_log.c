@@ -647,7 +647,7 @@ static int check_producer(kiq_partition_log_t *l, pending_t *pend, const kiq_bat
 }
 
 int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
-                                     kiq_log_append_result_t *res)
+                                     const kiq_log_append_watch_t *watch, kiq_log_append_result_t *res)
 {
     *res = (kiq_log_append_result_t){
         .base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1, .position = -1};
@@ -704,6 +704,7 @@ int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, s
     res->base_offset = first;
     res->last_offset = last;
     rc = count_unflushed(l, last - first + 1, res);
+    if (rc == 0 && watch) watch->appended(watch->ctx, res);
 out:
     pthread_mutex_unlock(&l->mu);
     if (pend.e != pend.local) free(pend.e);
@@ -714,7 +715,7 @@ int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t le
                              int64_t *base_offset_out, int64_t *last_offset_out)
 {
     kiq_log_append_result_t res;
-    int rc = kiq_partition_log_append_checked(l, batches, len, leader_epoch, &res);
+    int rc = kiq_partition_log_append_checked(l, batches, len, leader_epoch, NULL, &res);
     if (rc != 0) return -1;
     if (base_offset_out) *base_offset_out = res.base_offset;
     if (last_offset_out) *last_offset_out = res.last_offset;

@@ -132,6 +132,14 @@ typedef struct kiq_log_append_result {
     bool flushed;
 } kiq_log_append_result_t;
 
+/* Told of an append that wrote batches while the log's mutex is still held,
+ * before any reader can see them: what must know of a batch before a fetch
+ * can return it (its journey). Must not call into this log. */
+typedef struct kiq_log_append_watch {
+    void (*appended)(void *ctx, const kiq_log_append_result_t *res);
+    void *ctx;
+} kiq_log_append_watch_t;
+
 /* kiq_partition_log_append with the idempotent producer's checks, made
  * atomically with the write under the log's mutex: every batch with a
  * producer id (>= 0) is checked against that producer's state (see
@@ -140,10 +148,11 @@ typedef struct kiq_log_append_result {
  * (appended or duplicate), a Kafka error code (OUT_OF_ORDER_SEQUENCE_NUMBER,
  * INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID; nothing appended, the reason
  * naming producer, epoch and sequences in the error slot), or -1 as
- * kiq_partition_log_append. kiq_partition_log_append is this with a
- * producer refusal turned into -1. */
+ * kiq_partition_log_append. watch (may be NULL) is told of a successful
+ * append that wrote. kiq_partition_log_append is this with a producer
+ * refusal turned into -1. */
 int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
-                                     kiq_log_append_result_t *res);
+                                     const kiq_log_append_watch_t *watch, kiq_log_append_result_t *res);
 /* A follower's append of batches as its leader sent them (one or several
  * concatenated, base offsets and partitionLeaderEpoch set by the leader,
  * nothing restamped). Each batch must be a whole v2 batch whose CRC

@@ -16,33 +16,33 @@ int16_t kiq_replica_led_partition(kiq_topic_t *topic, int32_t index, int32_t cur
     return kiq_partition_replica_check_leader((*part)->replica, current_leader_epoch);
 }
 
-static void announce(const kiq_partition_replica_t *rep, kiq_partition_log_t *log, const void *request,
-                     const kiq_log_append_result_t *res, size_t len)
+/* What the announce of a leader's append needs besides the result. */
+typedef struct appended_ctx {
+    const kiq_partition_replica_t *rep;
+    kiq_partition_log_t *log;
+    const void *request;
+    size_t len;
+} appended_ctx_t;
+
+/* Under the log's mutex, before a follower or consumer can read the
+ * batches: the journey of a batch exists before any fetch of it. */
+static void announce_appended(void *ctx, const kiq_log_append_result_t *res)
 {
-    if (kiq_observers_want(rep->observers, KIQ_POINT_APPENDED)) {
-        char file[4096];
-        kiq_event_t e = kiq_event(KIQ_POINT_APPENDED, rep->self);
-        e.request = request;
-        e.topic = rep->topic;
-        e.partition = rep->partition;
-        e.first_offset = res->base_offset;
-        e.last_offset = res->last_offset;
-        e.before = res->base_offset;
-        e.after = res->last_offset + 1;
-        if (kiq_log_segment_path(file, sizeof file, kiq_partition_log_dir(log), res->segment_base, KIQ_LOG_SUFFIX) == 0)
-            e.file = file;
-        e.position = res->position;
-        e.bytes = (int64_t)len;
-        kiq_observers_emit(rep->observers, &e);
-    }
-    if (res->flushed && kiq_observers_want(rep->observers, KIQ_POINT_FLUSHED)) {
-        kiq_event_t e = kiq_event(KIQ_POINT_FLUSHED, rep->self);
-        e.request = request;
-        e.topic = rep->topic;
-        e.partition = rep->partition;
-        e.after = kiq_partition_log_recovery_point(log);
-        kiq_observers_emit(rep->observers, &e);
-    }
+    const appended_ctx_t *a = ctx;
+    char file[4096];
+    kiq_event_t e = kiq_event(KIQ_POINT_APPENDED, a->rep->self);
+    e.request = a->request;
+    e.topic = a->rep->topic;
+    e.partition = a->rep->partition;
+    e.first_offset = res->base_offset;
+    e.last_offset = res->last_offset;
+    e.before = res->base_offset;
+    e.after = res->last_offset + 1;
+    if (kiq_log_segment_path(file, sizeof file, kiq_partition_log_dir(a->log), res->segment_base, KIQ_LOG_SUFFIX) == 0)
+        e.file = file;
+    e.position = res->position;
+    e.bytes = (int64_t)a->len;
+    kiq_observers_emit(a->rep->observers, &e);
 }
 
 int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log, uint8_t *batches, size_t len,
@@ -50,9 +50,20 @@ int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log
 {
     kiq_partition_replica_t *rep = part->replica;
     if (hw_moved) *hw_moved = false;
-    int rc = kiq_partition_log_append_checked(log, batches, len, kiq_partition_replica_leader_epoch(rep), res);
+    appended_ctx_t a = {rep, log, request, len};
+    kiq_log_append_watch_t watch = {announce_appended, &a};
+    bool watched = kiq_observers_want(rep->observers, KIQ_POINT_APPENDED);
+    int rc = kiq_partition_log_append_checked(log, batches, len, kiq_partition_replica_leader_epoch(rep),
+                                              watched ? &watch : NULL, res);
     if (rc != 0) return rc;
-    if (!res->duplicate) announce(rep, log, request, res, len);
+    if (res->flushed && !res->duplicate && kiq_observers_want(rep->observers, KIQ_POINT_FLUSHED)) {
+        kiq_event_t e = kiq_event(KIQ_POINT_FLUSHED, rep->self);
+        e.request = request;
+        e.topic = rep->topic;
+        e.partition = rep->partition;
+        e.after = kiq_partition_log_recovery_point(log);
+        kiq_observers_emit(rep->observers, &e);
+    }
     bool moved = kiq_partition_replica_advance_hw(rep, log);
     if (hw_moved) *hw_moved = moved;
     return 0;

@@ -19,7 +19,7 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 import kiq_clients as kc
@@ -94,9 +94,8 @@ def check_whole(stages, leader, followers):
     assert order == sorted(order), names
     assert next(s for s in stages if s["stage"] == "received")["broker"] == leader
     for f in followers:
-        assert any(s["stage"] == "follower_fetched" and s["peer"] == f for s in stages), f
-        assert any(s["stage"] == "follower_leo" and s["peer"] == f for s in stages), f
-        assert any(s["stage"] == "replicated" and s["broker"] == f for s in stages), f
+        for stage, who in (("follower_fetched", "peer"), ("follower_leo", "peer"), ("replicated", "broker")):
+            assert any(s["stage"] == stage and s.get(who) == f for s in stages), (f, stage, stages)
     fetched = next(s for s in stages if s["stage"] == "records_fetched")
     assert fetched["client_id"].startswith("journey-consumer")
 
@@ -157,12 +156,22 @@ def test_journey_in_three_processes(tmp_path):
             lambda: (lambda r: r if r[0] == 0 and "consumer" in r[1] else None)(
                 run_journey_command(addresses, "--trace", "three-processes")), 10, "the command's journey")
         assert "from 3 brokers" in out.splitlines()[0], out
-        leader = json.loads(get(c.brokers[0].http, "/api/state")[1])
         lines = out.splitlines()[1:]
         assert [ln.split("ms", 1)[0].strip() for ln in lines] == sorted(
             (ln.split("ms", 1)[0].strip() for ln in lines), key=float)
         assert sum("(follower of" in ln for ln in lines) == 2, out
-        assert any("committed" in ln for ln in lines) and leader["cluster"], out
+        assert any("committed" in ln for ln in lines), out
+        # each process's part, as JSON: the whole journey, and every append
+        # where its broker's segment file has it
+        leader = c.leader(topic, 0)
+        followers = [b.id for b in c.brokers if b.id != leader]
+        stages, parts = merged(addresses, topic, 0, 0)
+        assert len(parts) == 3
+        check_whole(stages, leader, followers)
+        dirs = {b.id: b.data_dir for b in c.brokers}
+        for st in stages:
+            if st["stage"] in ("appended", "replicated"):
+                check_file(dirs[st["broker"]], topic, st)
     finally:
         c.stop()
 
@@ -234,18 +243,21 @@ def test_metrics_count_every_response_error_by_request_and_code(broker):
     ok = metric(before, "kafka_network_requestmetrics_errors_total", request="Produce", error="NONE") or 0
     kc.produce_confluent(broker.bootstrap, topic, kc.make_messages(20, "e"), acks="all")
     missing = kc.fresh_name("http-missing", broker)
-    futures = AdminClient({"bootstrap.servers": broker.bootstrap}).delete_topics([missing, missing + "-2"])
-    for f in futures.values():
-        with pytest.raises(Exception):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for f in admin.delete_topics([missing, missing + "-2"]).values():
+        with pytest.raises(KafkaException) as e:
             f.result(30)
-    after = get(broker.http, "/metrics")[1]
+        assert e.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     # a produce's partitions answer NONE, each counted; the two missing
-    # topics come back in one DeleteTopics response, each counted
-    assert metric(after, "kafka_network_requestmetrics_errors_total", request="Produce", error="NONE") > ok
+    # topics come back in one DeleteTopics response, each counted (a request
+    # is counted once its response is sent, so the client may see it first)
     before_missing = metric(before, "kafka_network_requestmetrics_errors_total", request="DeleteTopics",
                             error="UNKNOWN_TOPIC_OR_PARTITION") or 0
-    assert metric(after, "kafka_network_requestmetrics_errors_total", request="DeleteTopics",
-                  error="UNKNOWN_TOPIC_OR_PARTITION") == before_missing + 2
+    after = wait_until(lambda: (lambda m: m if metric(
+        m, "kafka_network_requestmetrics_errors_total", request="DeleteTopics",
+        error="UNKNOWN_TOPIC_OR_PARTITION") == before_missing + 2 else None)(get(broker.http, "/metrics")[1]),
+        10, "DeleteTopics' two errors counted")
+    assert metric(after, "kafka_network_requestmetrics_errors_total", request="Produce", error="NONE") > ok
     assert metric(after, "kafka_network_requestmetrics_errors_total", request="ApiVersions", error="NONE") >= 1
 
 

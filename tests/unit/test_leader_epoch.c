@@ -399,6 +399,21 @@ static void idempotent_batch(kiq_wr_t *w, int n, int32_t seq, int64_t base, int3
     kiq_batch_set_leader_epoch(w->buf, epoch);
 }
 
+
+/* What an append watch was told. */
+typedef struct watched {
+    int calls;
+    int64_t base, last;
+} watched_t;
+
+static void watch_append(void *ctx, const kiq_log_append_result_t *res)
+{
+    watched_t *w = ctx;
+    w->calls++;
+    w->base = res->base_offset;
+    w->last = res->last_offset;
+}
+
 static void test_follower_replays_producer_state(void **state)
 {
     kiq_test_log_dir_t *f = *state;
@@ -421,20 +436,27 @@ static void test_follower_replays_producer_state(void **state)
 
     /* after a leader change, the producer retries its first batch here:
      * the follower's replay makes it a duplicate with its offsets */
+    watched_t seen = {0};
+    kiq_log_append_watch_t watch = {watch_append, &seen};
     idempotent_batch(&w, 4, 0, 0, 0);
-    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 2, &res), 0);
+    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 2, &watch, &res), 0);
     assert_true(res.duplicate);
+    assert_int_equal(seen.calls, 0); /* nothing written: nothing to tell */
     assert_int_equal(res.base_offset, 0);
     assert_int_equal(res.last_offset, 3);
     kiq_wr_free(&w);
     /* and its next batch follows the replicated sequence */
     idempotent_batch(&w, 1, 12, 0, 0);
-    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 2, &res), 0);
+    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 2, &watch, &res), 0);
     assert_false(res.duplicate);
     assert_int_equal(res.base_offset, 6);
+    assert_int_equal(seen.calls, 1);
+    assert_int_equal(seen.base, 6);
+    assert_int_equal(seen.last, 6);
     kiq_wr_free(&w);
     idempotent_batch(&w, 1, 20, 0, 0);
-    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 2, &res), KIQ_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 2, &watch, &res), KIQ_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_int_equal(seen.calls, 1);
     kiq_wr_free(&w);
     expect_log_entries(l, (kiq_epoch_entry_t[]){{1, 0}, {2, 6}}, 2);
     kiq_partition_log_free(l);
