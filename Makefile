@@ -19,8 +19,11 @@ GEN_SAMPLE := $(BUILD)/gen/proto/messages_sample.c
 GEN_LUA    := $(BUILD)/gen/proto/messages_lua.c $(BUILD)/gen/proto/messages_lua.h
 GEN_SURFACE := $(BUILD)/gen/api/surface.c
 GEN_EMBED  := $(BUILD)/gen/lua/hook_answers.c
+# The live page's files, each embedded as kiq_page_<name with _ for .>.
+PAGE_SRC   := $(sort $(wildcard engine/http/page/*))
+PAGE_OBJ   := $(PAGE_SRC:engine/http/page/%=$(BUILD)/obj/gen/http/%.o)
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/messages.o $(BUILD)/obj/gen/messages_lua.o \
-              $(BUILD)/obj/gen/api/surface.o $(BUILD)/obj/gen/lua/hook_answers.o
+              $(BUILD)/obj/gen/api/surface.o $(BUILD)/obj/gen/lua/hook_answers.o $(PAGE_OBJ)
 CMD_OBJ    := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -48,6 +51,14 @@ $(GEN_EMBED): scripts/embed.lua engine/lua/hook_answers.lua
 	$(LUAJIT) scripts/embed.lua engine/lua/hook_answers.lua $@ kiq_hook_answers_lua
 
 $(BUILD)/obj/gen/lua/hook_answers.o: $(GEN_EMBED)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -c -o $@ $<
+
+$(BUILD)/gen/http/%.c: engine/http/page/% scripts/embed.lua
+	@mkdir -p $(dir $@)
+	$(LUAJIT) scripts/embed.lua $< $@ kiq_page_$(subst .,_,$*)
+
+$(BUILD)/obj/gen/http/%.o: $(BUILD)/gen/http/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -c -o $@ $<
 

@@ -14,6 +14,8 @@ PACKAGES=(
     libcmocka-dev lua-busted luarocks
     # the Prometheus server the metrics tests scrape with
     prometheus
+    # the browser the live page's test drives (headless) and its driver
+    chromium chromium-driver python3-selenium
     # real clients for interop tests and the benchmark
     kcat librdkafka-dev python3-confluent-kafka python3-kafka python3-pytest
     # what the librdkafka the Node clients bundle links against when built here

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,6 +28,70 @@ typedef struct http_listener {
     atomic_int bound; /* -1 while not listening */
 } http_listener_t;
 
+/* The listeners of this process that are listening, so the page of one
+ * broker finds the others of its cluster (serve --brokers N, Lua
+ * clusters). */
+#define MAX_PEERS 64
+static struct {
+    pthread_mutex_t mu; /* guards the rest */
+    struct {
+        const http_listener_t *h;
+        int32_t broker;
+        char cluster_id[23];
+    } e[MAX_PEERS];
+    int n;
+} peers = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void peers_add(const http_listener_t *h, const kiq_broker_t *b)
+{
+    pthread_mutex_lock(&peers.mu);
+    if (peers.n < MAX_PEERS) {
+        peers.e[peers.n].h = h;
+        peers.e[peers.n].broker = b->node_id;
+        snprintf(peers.e[peers.n].cluster_id, sizeof peers.e[peers.n].cluster_id, "%s", b->cluster_id);
+        peers.n++;
+    }
+    pthread_mutex_unlock(&peers.mu);
+}
+
+static void peers_remove(const http_listener_t *h)
+{
+    pthread_mutex_lock(&peers.mu);
+    for (int i = 0; i < peers.n; i++)
+        if (peers.e[i].h == h) peers.e[i--] = peers.e[--peers.n];
+    pthread_mutex_unlock(&peers.mu);
+}
+
+/* {"brokers": [{"broker": id, "http": "host:port"}]}: this process's
+ * listening brokers of b's cluster. */
+static void peers_view(const kiq_broker_t *b, kiq_http_view_t *v)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        kiq_http_error(v, 500, "out of memory");
+        return;
+    }
+    fputs("{\"brokers\":[", f);
+    pthread_mutex_lock(&peers.mu);
+    int shown = 0;
+    for (int i = 0; i < peers.n; i++) {
+        if (strcmp(peers.e[i].cluster_id, b->cluster_id) != 0) continue;
+        const http_listener_t *h = peers.e[i].h;
+        fprintf(f, "%s{\"broker\":%d,\"http\":\"%s:%d\"}", shown++ ? "," : "", peers.e[i].broker,
+                *h->host ? h->host : "127.0.0.1", atomic_load(&h->bound));
+    }
+    pthread_mutex_unlock(&peers.mu);
+    fputs("]}", f);
+    if (fclose(f) != 0 || !text) {
+        free(text);
+        kiq_http_error(v, 500, "out of memory");
+        return;
+    }
+    *v = (kiq_http_view_t){200, "application/json", text, len};
+}
+
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
     char msg[512];
@@ -45,6 +110,8 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned status, const c
     }
     MHD_add_response_header(r, "Content-Type", type);
     MHD_add_response_header(r, "Cache-Control", "no-store");
+    /* one broker's page polls its cluster's other listeners */
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
@@ -53,6 +120,18 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned status, const c
 static enum MHD_Result answer_view(struct MHD_Connection *c, kiq_http_view_t *v)
 {
     return answer(c, v->status, v->type, v->body, v->len);
+}
+
+/* A built-in file: never freed, never changed. */
+static enum MHD_Result answer_asset(struct MHD_Connection *c, const kiq_http_asset_t *a)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(*a->len, (void *)a->body, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", a->type);
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ok;
 }
 
 static const char *arg(struct MHD_Connection *c, const char *name)
@@ -74,6 +153,9 @@ static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *ur
         return MHD_YES;
     }
     kiq_http_view_t v;
+    const kiq_http_asset_t *asset = kiq_http_asset(url);
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    if (get && asset) return answer_asset(c, asset);
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         kiq_http_error(&v, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served");
     else if (strcmp(url, "/metrics") == 0)
@@ -81,9 +163,10 @@ static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *ur
     else if (strcmp(url, "/api/state") == 0)
         kiq_http_state(b, &v);
     else if (strcmp(url, "/api/journey") == 0)
-        kiq_http_journey(b, arg(c, "topic"), arg(c, "partition"), arg(c, "offset"), arg(c, "trace"), &v);
-    else if (strcmp(url, "/") == 0)
-        kiq_http_index(b, &v);
+        kiq_http_journey(b, arg(c, "topic"), arg(c, "partition"), arg(c, "offset"), arg(c, "trace"),
+                         arg(c, "latest") != NULL, &v);
+    else if (strcmp(url, "/api/peers") == 0)
+        peers_view(b, &v);
     else
         kiq_http_error(&v, MHD_HTTP_NOT_FOUND, "no such path");
     return answer_view(c, &v);
@@ -106,6 +189,7 @@ static int start(void *ctx, kiq_broker_t *b)
     int port = info ? info->port : h->port;
     atomic_store(&h->bound, port);
     if (h->port == 0) h->port = port; /* a restart comes back on the same port */
+    peers_add(h, b);
     KIQ_INFO("[KafkaIQ broker %d] HTTP on http://%s:%d/ (metrics at /metrics)", b->node_id, h->host, port);
     return 0;
 }
@@ -114,6 +198,7 @@ static void stop(void *ctx, kiq_broker_t *b)
 {
     http_listener_t *h = ctx;
     if (!h->daemon) return;
+    peers_remove(h);
     atomic_store(&h->bound, -1);
     MHD_stop_daemon(h->daemon);
     h->daemon = NULL;

@@ -4,10 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/controller.h"
+#include "core/arena.h"
+#include "core/clock.h"
 #include "controller/metadata_cache.h"
 #include "core/say.h"
 #include "http/views.h"
 #include "journey/journey.h"
+#include "net/acceptor.h"
+#include "net/processor.h"
+#include "replica/replica_manager.h"
 #include "replica/partition_replica.h"
 
 static void take_json(kiq_http_view_t *v, unsigned status, json_t *j)
@@ -72,10 +78,14 @@ static bool parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
 }
 
 void kiq_http_journey(kiq_broker_t *b, const char *topic, const char *partition, const char *offset, const char *trace,
-                      kiq_http_view_t *v)
+                      bool latest, kiq_http_view_t *v)
 {
     int64_t p = -1, off = -1;
-    if (!trace && (!topic || !*topic || strlen(topic) >= KIQ_JOURNEY_TOPIC || !parse_int(partition, 0, INT32_MAX, &p) ||
+    if (latest && (trace || partition || offset || (topic && (!*topic || strlen(topic) >= KIQ_JOURNEY_TOPIC)))) {
+        kiq_http_error(v, 400, "latest takes at most a topic");
+        return;
+    }
+    if (!latest && !trace && (!topic || !*topic || strlen(topic) >= KIQ_JOURNEY_TOPIC || !parse_int(partition, 0, INT32_MAX, &p) ||
                    !parse_int(offset, 0, INT64_MAX, &off))) {
         kiq_http_error(v, 400, "topic, partition and offset (whole numbers), or trace, are required");
         return;
@@ -93,8 +103,9 @@ void kiq_http_journey(kiq_broker_t *b, const char *topic, const char *partition,
         kiq_http_error(v, 500, "out of memory");
         return;
     }
-    bool found = trace ? kiq_journeys_find_trace(b->journeys, trace, jr)
-                       : kiq_journeys_find(b->journeys, topic, (int32_t)p, off, jr);
+    bool found = latest  ? kiq_journeys_latest(b->journeys, topic, jr)
+                 : trace ? kiq_journeys_find_trace(b->journeys, trace, jr)
+                         : kiq_journeys_find(b->journeys, topic, (int32_t)p, off, jr);
     if (found) {
         json_t *j = journey_json(jr);
         if (j) json_object_set_new(j, "broker", json_integer(b->node_id));
@@ -114,6 +125,24 @@ static json_t *ids_json(const int32_t *ids, int n)
     return a;
 }
 
+/* The newest SEGMENTS_SHOWN segments, oldest first, the last the active
+ * one; "count" says how many there are. */
+#define SEGMENTS_SHOWN 8
+static json_t *segments_json(kiq_partition_log_t *log)
+{
+    int n = kiq_partition_log_segments(log, NULL, 0);
+    kiq_log_segment_info_t *seg = n > 0 ? malloc((size_t)n * sizeof *seg) : NULL;
+    int got = seg ? kiq_partition_log_segments(log, seg, n) : 0;
+    if (got > n) got = n; /* one rolled meanwhile */
+    json_t *list = json_array();
+    for (int i = got > SEGMENTS_SHOWN ? got - SEGMENTS_SHOWN : 0; i < got; i++)
+        json_array_append_new(list, json_pack("{s:I, s:I, s:I}", "base_offset", (json_int_t)seg[i].base_offset,
+                                              "next_offset", (json_int_t)seg[i].next_offset, "size",
+                                              (json_int_t)seg[i].size));
+    free(seg);
+    return json_pack("{s:i, s:o}", "count", got, "newest", list);
+}
+
 static json_t *partition_json(kiq_partition_t *p)
 {
     kiq_partition_log_t *log = p->log;
@@ -127,7 +156,7 @@ static json_t *partition_json(kiq_partition_t *p)
     json_object_set_new(j, "log_end_offset", json_integer(kiq_partition_log_end_offset(log)));
     json_object_set_new(j, "high_watermark", json_integer(kiq_partition_log_high_watermark(log)));
     json_object_set_new(j, "size", json_integer((json_int_t)kiq_partition_log_size(log)));
-    json_object_set_new(j, "segments", json_integer(kiq_partition_log_segments(log, NULL, 0)));
+    json_object_set_new(j, "segments", segments_json(log));
     json_object_set_new(j, "offline", json_boolean(kiq_partition_log_offline(log)));
     json_object_set_new(j, "role", json_string(roles[rv->role]));
     json_object_set_new(j, "leader", json_integer(rv->leader));
@@ -147,6 +176,68 @@ static json_t *partition_json(kiq_partition_t *p)
     return j;
 }
 
+static json_t *processor_json(kiq_processor_t *p, int id)
+{
+    kiq_processor_stats_t st;
+    kiq_processor_stats(p, &st);
+    return json_pack("{s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I}", "id", id, "connections", st.connections, "muted",
+                     st.muted, "requests", (json_int_t)st.requests, "bytes_in", (json_int_t)st.bytes_in,
+                     "bytes_out", (json_int_t)st.bytes_out, "idle_ns", (json_int_t)st.idle_ns, "up_ns",
+                     (json_int_t)st.up_ns);
+}
+
+/* The network layer, the I/O threads and the control plane, as counters
+ * the page turns into rates; under b->running. */
+static void network_json(kiq_broker_t *b, json_t *j)
+{
+    json_object_set_new(j, "acceptor", json_pack("{s:i, s:I}", "port", kiq_broker_port(b), "accepted",
+                                                 (json_int_t)kiq_acceptor_accepted(b->acceptor)));
+    json_t *procs = json_array();
+    for (int i = 0; i < b->nprocessors; i++) json_array_append_new(procs, processor_json(b->processors[i], i));
+    json_object_set_new(j, "processors", procs);
+    json_object_set_new(j, "io", json_pack("{s:i, s:I, s:I}", "threads", b->nio_threads, "busy_ns",
+                                           (json_int_t)atomic_load(&b->io_busy_ns), "up_ns",
+                                           (json_int_t)(kiq_clock_mono_ns() - b->io_started_ns)));
+    if (b->has_control_plane && b->control_processor)
+        json_object_set_new(j, "control_plane",
+                            json_pack("{s:i, s:I, s:o}", "port", b->control_port, "depth",
+                                      (json_int_t)kiq_request_queue_depth(b->control_queue), "processor",
+                                      processor_json(b->control_processor, 0)));
+    if (b->replicas) {
+        uint64_t shrinks = 0, expands = 0;
+        kiq_replica_manager_isr_changes(b->replicas, &shrinks, &expands);
+        json_object_set_new(j, "isr_changes", json_pack("{s:I, s:I, s:I}", "shrinks", (json_int_t)shrinks, "expands",
+                                                       (json_int_t)expands, "max_lag",
+                                                       (json_int_t)kiq_replica_manager_max_lag(b->replicas)));
+    }
+    if (b->controller) {
+        kiq_arena_t a;
+        kiq_arena_init(&a);
+        kiq_controller_info_t info;
+        kiq_controller_describe(b->controller, &a, &info);
+        json_t *brokers = json_array();
+        for (int i = 0; i < info.nbrokers; i++)
+            json_array_append_new(brokers, json_pack("{s:i, s:I, s:b, s:s, s:i}", "id", info.brokers[i].id, "epoch",
+                                                     (json_int_t)info.brokers[i].epoch, "fenced",
+                                                     info.brokers[i].fenced, "host",
+                                                     info.brokers[i].host ? info.brokers[i].host : "", "port",
+                                                     info.brokers[i].port));
+        json_t *leaders = json_array();
+        for (int t = 0; t < info.ntopics; t++)
+            for (int32_t p = 0; p < info.topics[t].npartitions; p++) {
+                const kiq_controller_partition_info_t *pi = &info.topics[t].partitions[p];
+                json_array_append_new(leaders, json_pack("{s:s, s:i, s:i, s:i, s:o}", "topic", info.topics[t].name,
+                                                         "partition", p, "leader", pi->leader, "leader_epoch",
+                                                         pi->leader_epoch, "isr", ids_json(pi->isr, pi->nisr)));
+            }
+        json_object_set_new(j, "controller_view",
+                            json_pack("{s:I, s:o, s:o, s:I}", "metadata_offset", (json_int_t)info.metadata_offset,
+                                      "brokers", brokers, "partitions", leaders, "unclean_elections",
+                                      (json_int_t)kiq_controller_unclean_elections(b->controller)));
+        kiq_arena_reset(&a);
+    }
+}
+
 void kiq_http_state(kiq_broker_t *b, kiq_http_view_t *v)
 {
     json_t *j = json_pack("{s:i, s:s, s:i, s:b, s:b}", "broker", b->node_id, "cluster_id", b->cluster_id, "port",
@@ -160,6 +251,7 @@ void kiq_http_state(kiq_broker_t *b, kiq_http_view_t *v)
     json_object_set_new(j, "threads",
                         json_pack("{s:i, s:i}", "network", (int)kiq_config_int(b->config, KIQ_CFG_NUM_NETWORK_THREADS),
                                   "io", (int)kiq_config_int(b->config, KIQ_CFG_NUM_IO_THREADS)));
+    if (b->running) network_json(b, j);
     if (b->running) {
         json_object_set_new(j, "request_queue",
                             json_pack("{s:I, s:I, s:I}", "depth", (json_int_t)kiq_request_queue_depth(b->queue),
@@ -194,26 +286,4 @@ void kiq_http_state(kiq_broker_t *b, kiq_http_view_t *v)
     if (list) kiq_topics_list_free(list, count);
     json_object_set_new(j, "topics", topics);
     take_json(v, 200, j);
-}
-
-/* ---- the page ---- */
-
-void kiq_http_index(kiq_broker_t *b, kiq_http_view_t *v)
-{
-    static const char page[] =
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>KafkaIQ broker %d</title></head><body>"
-        "<h1>KafkaIQ broker %d</h1><ul>"
-        "<li><a href=\"/metrics\">/metrics</a>: Kafka's metrics, Prometheus text</li>"
-        "<li><a href=\"/api/state\">/api/state</a>: topics, partitions, queues, threads</li>"
-        "<li>/api/journey?topic=T&amp;partition=P&amp;offset=O (or ?trace=ID): a batch's journey</li>"
-        "</ul></body></html>";
-    size_t n = sizeof page + 32;
-    v->status = 200;
-    v->type = "text/html; charset=utf-8";
-    v->body = malloc(n);
-    if (!v->body) {
-        kiq_http_error(v, 500, "out of memory");
-        return;
-    }
-    v->len = (size_t)snprintf(v->body, n, page, b->node_id, b->node_id);
 }

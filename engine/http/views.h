@@ -23,12 +23,19 @@ void kiq_http_metrics(kiq_broker_t *b, kiq_http_view_t *v);
  * replication), queues, threads, purgatory, journeys. */
 void kiq_http_state(kiq_broker_t *b, kiq_http_view_t *v);
 /* This broker's part of a batch's journey as JSON, by topic, partition and
- * offset or by trace id: 400 for bad or missing parameters, 404 when no
- * journey is kept for it (or journeys are off). */
+ * offset, by trace id, or the newest batch led here (latest, of topic if
+ * given): 400 for bad or missing parameters, 404 when no journey is kept
+ * for it (or journeys are off). */
 void kiq_http_journey(kiq_broker_t *b, const char *topic, const char *partition, const char *offset, const char *trace,
-                      kiq_http_view_t *v);
-/* The page at / (its live view comes with the next issue's work: for now
- * the endpoints). */
-void kiq_http_index(kiq_broker_t *b, kiq_http_view_t *v);
+                      bool latest, kiq_http_view_t *v);
+
+/* The live page's files (http/page/), built into the binary. */
+typedef struct kiq_http_asset {
+    const char *path, *type;
+    const char *body;
+    const size_t *len;
+} kiq_http_asset_t;
+/* The asset served at path, or NULL. */
+const kiq_http_asset_t *kiq_http_asset(const char *path);
 
 #endif

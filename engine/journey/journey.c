@@ -548,6 +548,31 @@ bool kiq_journeys_find(kiq_journeys_t *j, const char *topic, int32_t partition, 
     return true;
 }
 
+/* Whether the journey began with a leader's append (a follower's part
+ * begins with its own). */
+static bool led_here(const kiq_journey_t *jr)
+{
+    for (int i = 0; i < jr->nstages; i++)
+        if (jr->stages[i].point == KIQ_POINT_APPENDED) return !(jr->stages[i].flags & KIQ_EVENT_FOLLOWER);
+    return false;
+}
+
+bool kiq_journeys_latest(kiq_journeys_t *j, const char *topic, kiq_journey_t *out)
+{
+    uint64_t claimed = atomic_load_explicit(&j->claimed, memory_order_relaxed);
+    for (uint64_t k = 0; k < j->n && k < claimed; k++) {
+        uint64_t c = claimed - 1 - k;
+        slot_t *s = &j->ring[c % j->n];
+        slot_lock(j, s);
+        bool hit = s->gen == c + 1 && led_here(&s->j) &&
+                   (topic ? strcmp(s->j.topic, topic) == 0 : strncmp(s->j.topic, "__", 2) != 0);
+        if (hit) *out = s->j;
+        slot_unlock(j, s);
+        if (hit) return true;
+    }
+    return false;
+}
+
 bool kiq_journeys_find_trace(kiq_journeys_t *j, const char *trace, kiq_journey_t *out)
 {
     bool found = false;

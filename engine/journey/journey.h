@@ -67,6 +67,9 @@ bool kiq_journeys_find(kiq_journeys_t *j, const char *topic, int32_t partition, 
 /* The same for the newest batch that carried a record with the trace
  * header `trace`. */
 bool kiq_journeys_find_trace(kiq_journeys_t *j, const char *trace, kiq_journey_t *out);
+/* The same for the newest batch appended as leader here, of topic (NULL:
+ * of any topic but the internal ones, named "__..."). */
+bool kiq_journeys_latest(kiq_journeys_t *j, const char *topic, kiq_journey_t *out);
 
 typedef struct kiq_journeys_stats {
     uint64_t recorded; /* journeys begun */

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ struct kiq_acceptor {
     kiq_processor_t **processors;
     int nprocessors;
     int next;
+    atomic_uint_fast64_t accepted; /* written by the acceptor thread, read by any */
 };
 
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -69,6 +71,8 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         }
         snprintf(peer, sizeof peer, "%s:%d", host, port);
         kiq_processor_add_socket(a->processors[a->next], fd, peer);
+        atomic_store_explicit(&a->accepted, atomic_load_explicit(&a->accepted, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
         a->next = (a->next + 1) % a->nprocessors;
     }
 }
@@ -139,6 +143,11 @@ kiq_acceptor_t *kiq_acceptor_new(const char *host, int port, kiq_processor_t **p
 }
 
 int kiq_acceptor_port(const kiq_acceptor_t *a) { return a->port; }
+
+uint64_t kiq_acceptor_accepted(kiq_acceptor_t *a)
+{
+    return atomic_load_explicit(&a->accepted, memory_order_relaxed);
+}
 
 static void *acceptor_main(void *arg)
 {

@@ -12,6 +12,8 @@ typedef struct kiq_acceptor kiq_acceptor_t;
 kiq_acceptor_t *kiq_acceptor_new(const char *host, int port, kiq_processor_t **processors,
                                  int nprocessors);
 int kiq_acceptor_port(const kiq_acceptor_t *a);
+/* Any thread: connections accepted so far. */
+uint64_t kiq_acceptor_accepted(kiq_acceptor_t *a);
 int kiq_acceptor_start(kiq_acceptor_t *a);
 /* Any thread: stop accepting and join the thread. */
 void kiq_acceptor_stop(kiq_acceptor_t *a);

@@ -71,10 +71,19 @@ struct kiq_processor {
      * idle ratio): stamped before each poll, added up after it. */
     ev_prepare before_poll;
     ev_check after_poll;
-    int64_t poll_started;
+    atomic_int_fast64_t poll_started; /* 0 outside a poll; read by any thread */
     atomic_int_fast64_t idle_ns;
     int64_t started_ns;
+    /* written by the processor thread alone, read by any (the live view) */
+    atomic_int nmuted; /* connections on the waiting list */
+    atomic_uint_fast64_t requests, bytes_in, bytes_out;
 };
+
+/* Processor thread: a counter only it writes, so no read-modify-write. */
+static void bump(atomic_uint_fast64_t *v, uint64_t by)
+{
+    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + by, memory_order_relaxed);
+}
 
 static conn_t *conn_find(kiq_processor_t *p, uint64_t id)
 {
@@ -97,6 +106,8 @@ static void conn_close(conn_t *c, const char *why)
         conn_t **wp = &p->waiting;
         while (*wp != c) wp = &(*wp)->next_waiting;
         *wp = c->next_waiting;
+        atomic_store_explicit(&p->nmuted, atomic_load_explicit(&p->nmuted, memory_order_relaxed) - 1,
+                              memory_order_relaxed);
     }
     /* A request with an I/O thread is freed when it comes back; others now. */
     if (c->inflight && !c->queued) {
@@ -132,6 +143,8 @@ static void conn_enqueue(conn_t *c)
         c->waiting = true;
         c->next_waiting = p->waiting;
         p->waiting = c;
+        atomic_store_explicit(&p->nmuted, atomic_load_explicit(&p->nmuted, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
     }
 }
 
@@ -185,6 +198,7 @@ static void conn_process_input(conn_t *c)
         }
     }
     r->t.received = kiq_clock_mono_ns();
+    bump(&p->requests, 1);
     r->listener = p->cfg.listener;
     snprintf(r->peer, sizeof r->peer, "%s", c->peer);
 
@@ -238,6 +252,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         }
         ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
         if (n > 0) {
+            bump(&c->p->bytes_in, (uint64_t)n);
             c->in_len += (size_t)n;
             if (c->in_len == c->in_cap) break;
             continue;
@@ -293,13 +308,17 @@ static ssize_t conn_send_some(conn_t *c)
     if (c->out_off < upto) {
         int flags = MSG_NOSIGNAL | (c->part < c->nparts ? MSG_MORE : 0);
         ssize_t n = send(c->fd, c->out + c->out_off, upto - c->out_off, flags);
-        if (n > 0) c->out_off += (size_t)n;
+        if (n > 0) {
+            c->out_off += (size_t)n;
+            bump(&c->p->bytes_out, (uint64_t)n);
+        }
         return n;
     }
     const kiq_file_range_t *f = &c->parts[c->part].range;
     off_t pos = (off_t)(f->offset + c->part_off);
     ssize_t n = sendfile(c->fd, f->fd, &pos, f->length - c->part_off);
     if (n > 0) {
+        bump(&c->p->bytes_out, (uint64_t)n);
         c->part_off += (uint32_t)n;
         if (c->part_off == f->length) {
             c->part++;
@@ -376,6 +395,7 @@ static void retry_waiting(kiq_processor_t *p)
 {
     conn_t *list = p->waiting;
     p->waiting = NULL;
+    atomic_store_explicit(&p->nmuted, 0, memory_order_relaxed);
     while (list) {
         conn_t *c = list;
         list = c->next_waiting;
@@ -424,14 +444,24 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 static void poll_starts(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     kiq_processor_t *p = w->data;
-    p->poll_started = kiq_clock_mono_ns();
+    atomic_store_explicit(&p->poll_started, kiq_clock_mono_ns(), memory_order_relaxed);
 }
 
 static void poll_ends(struct ev_loop *loop, ev_check *w, int revents)
 {
     kiq_processor_t *p = w->data;
-    if (p->poll_started)
-        atomic_fetch_add_explicit(&p->idle_ns, kiq_clock_mono_ns() - p->poll_started, memory_order_relaxed);
+    int64_t since = atomic_load_explicit(&p->poll_started, memory_order_relaxed);
+    if (since) atomic_fetch_add_explicit(&p->idle_ns, kiq_clock_mono_ns() - since, memory_order_relaxed);
+    atomic_store_explicit(&p->poll_started, 0, memory_order_relaxed);
+}
+
+/* Any thread: the time waited for events so far, the poll under way too
+ * (an idle loop may wait in one poll for minutes). */
+static int64_t idle_so_far(kiq_processor_t *p, int64_t now)
+{
+    int64_t since = atomic_load_explicit(&p->poll_started, memory_order_relaxed);
+    int64_t idle = atomic_load_explicit(&p->idle_ns, memory_order_relaxed);
+    return idle + (since && since < now ? now - since : 0);
 }
 
 static void *processor_main(void *arg)
@@ -479,14 +509,19 @@ kiq_processor_t *kiq_processor_new(const kiq_processor_config_t *cfg)
     p->after_poll.data = p;
     ev_check_start(p->loop, &p->after_poll);
     atomic_init(&p->idle_ns, 0);
+    atomic_init(&p->poll_started, 0);
+    atomic_init(&p->nmuted, 0);
+    atomic_init(&p->requests, 0);
+    atomic_init(&p->bytes_in, 0);
+    atomic_init(&p->bytes_out, 0);
     return p;
 }
 
 double kiq_processor_idle_ratio(kiq_processor_t *p)
 {
-    int64_t up = kiq_clock_mono_ns() - p->started_ns;
+    int64_t now = kiq_clock_mono_ns(), up = now - p->started_ns;
     if (!p->started || up <= 0) return 1.0;
-    double r = (double)atomic_load_explicit(&p->idle_ns, memory_order_relaxed) / (double)up;
+    double r = (double)idle_so_far(p, now) / (double)up;
     return r > 1 ? 1 : r;
 }
 
@@ -588,3 +623,17 @@ void kiq_processor_queue_space(void *processor)
 }
 
 int kiq_processor_connection_count(kiq_processor_t *p) { return atomic_load(&p->nconns); }
+
+void kiq_processor_stats(kiq_processor_t *p, kiq_processor_stats_t *out)
+{
+    int64_t now = kiq_clock_mono_ns();
+    *out = (kiq_processor_stats_t){
+        .connections = atomic_load(&p->nconns),
+        .muted = atomic_load_explicit(&p->nmuted, memory_order_relaxed),
+        .requests = atomic_load_explicit(&p->requests, memory_order_relaxed),
+        .bytes_in = atomic_load_explicit(&p->bytes_in, memory_order_relaxed),
+        .bytes_out = atomic_load_explicit(&p->bytes_out, memory_order_relaxed),
+        .idle_ns = p->started ? idle_so_far(p, now) : 0,
+        .up_ns = p->started ? now - p->started_ns : 0,
+    };
+}

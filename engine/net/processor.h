@@ -51,4 +51,14 @@ int kiq_processor_connection_count(kiq_processor_t *p);
  * events (Kafka's NetworkProcessorAvgIdlePercent, as a ratio). */
 double kiq_processor_idle_ratio(kiq_processor_t *p);
 
+/* What a processor has done since it started; a caller's value. */
+typedef struct kiq_processor_stats {
+    int connections, muted; /* open; waiting for room in the request queue */
+    uint64_t requests;      /* framed */
+    uint64_t bytes_in, bytes_out;
+    int64_t idle_ns, up_ns; /* time waiting for events, of the time since start */
+} kiq_processor_stats_t;
+/* Any thread. */
+void kiq_processor_stats(kiq_processor_t *p, kiq_processor_stats_t *out);
+
 #endif

@@ -1,0 +1,477 @@
+// The live view: polls each broker's JSON (/api/state, /api/peers,
+// /api/journey) and draws the machine as the lesson draws it. No
+// dependencies; every broker of the cluster answers with CORS allowed.
+"use strict";
+
+const POLL_MS = 1000;
+const TIMEOUT_MS = 1500;
+const EVENTS_KEPT = 200;
+const ADDRESS = /^[A-Za-z0-9.\-]+:[0-9]{1,5}$/;
+
+const brokers = new Map(); // address -> {address, id, state, prev, up, since}
+const history = { isr: new Map(), leaders: new Map() };
+const events = [];
+let journeyQuery = { mode: "latest" };
+let notes = [];
+
+function esc(v) {
+  return String(v).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+function addBroker(address) {
+  if (!ADDRESS.test(address) || brokers.has(address)) return;
+  brokers.set(address, { address, id: null, state: null, prev: null, up: null, since: Date.now() });
+}
+
+function url(address, path) {
+  return address === location.host ? path : "http://" + address + path;
+}
+
+async function getJSON(address, path) {
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(), TIMEOUT_MS);
+  try {
+    const res = await fetch(url(address, path), { cache: "no-store", signal: ctl.signal });
+    const body = await res.json();
+    return { status: res.status, body };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// ---- what the query string asks for (checked: bad values are reported, not used)
+
+function readQuery() {
+  const q = new URLSearchParams(location.search);
+  for (const a of (q.get("brokers") || "").split(",").filter(Boolean)) {
+    if (ADDRESS.test(a)) addBroker(a);
+    else notes.push(`ignored broker address "${a}" (HOST:PORT expected)`);
+  }
+  const form = document.getElementById("journey-form");
+  if (q.has("trace")) {
+    const t = q.get("trace");
+    if (t.length > 0 && t.length < 64) {
+      journeyQuery = { mode: "trace", trace: t };
+      form.trace.value = t;
+      form.mode.value = "trace";
+    } else notes.push("ignored trace (1-63 characters expected)");
+  } else if (q.has("topic") || q.has("partition") || q.has("offset")) {
+    const j = checkOffsetQuery(q.get("topic"), q.get("partition"), q.get("offset"));
+    if (j) {
+      journeyQuery = j;
+      form.topic.value = j.topic;
+      form.partition.value = j.partition;
+      form.offset.value = j.offset;
+      form.mode.value = "offset";
+    } else notes.push("ignored topic/partition/offset (a topic and two whole numbers expected)");
+  }
+}
+
+function checkOffsetQuery(topic, partition, offset) {
+  if (!topic || topic.length > 249 || !/^[0-9]+$/.test(partition || "") || !/^[0-9]+$/.test(offset || "")) return null;
+  return { mode: "offset", topic, partition: Number(partition), offset: Number(offset) };
+}
+
+function onJourneyForm(ev) {
+  ev.preventDefault();
+  const f = ev.target;
+  notes = notes.filter((n) => !n.startsWith("journey:"));
+  if (f.mode.value === "latest") journeyQuery = { mode: "latest", topic: f.topic.value || null };
+  else if (f.mode.value === "trace") {
+    if (f.trace.value.length > 0 && f.trace.value.length < 64) journeyQuery = { mode: "trace", trace: f.trace.value };
+    else notes.push("journey: a trace id is 1-63 characters");
+  } else {
+    const j = checkOffsetQuery(f.topic.value, f.partition.value, f.offset.value);
+    if (j) journeyQuery = j;
+    else notes.push("journey: a topic, a partition and an offset (whole numbers) are needed");
+  }
+  poll();
+}
+
+// ---- polling
+
+function note(kind, text) {
+  events.unshift({ at: new Date(), kind, text });
+  if (events.length > EVENTS_KEPT) events.length = EVENTS_KEPT;
+}
+
+async function pollBroker(b) {
+  try {
+    const [state, peers] = await Promise.all([getJSON(b.address, "/api/state"), getJSON(b.address, "/api/peers")]);
+    if (state.status !== 200) throw new Error("HTTP " + state.status);
+    if (b.up === false) note("expand", `broker ${state.body.broker} is back (${b.address})`);
+    b.prev = b.state && b.state.running ? b.state : null;
+    b.prevAt = b.at;
+    b.state = state.body;
+    b.at = performance.now();
+    b.id = state.body.broker;
+    b.up = true;
+    for (const p of peers.body.brokers || []) addBroker(p.http);
+  } catch (e) {
+    if (b.up !== false) {
+      note("shrink", `broker ${b.id ?? "?"} does not answer (${b.address})`);
+      b.since = Date.now();
+    }
+    b.up = false;
+  }
+}
+
+let polling = false;
+async function poll() {
+  if (polling) return;
+  polling = true;
+  try {
+    await Promise.all([...brokers.values()].map(pollBroker));
+    noteChanges();
+    render();
+    await showJourney();
+  } finally {
+    polling = false;
+  }
+}
+
+// ISR and leader changes seen between two polls, from each leader's view.
+function noteChanges() {
+  for (const b of upBrokers()) {
+    for (const t of b.state.topics || [])
+      for (const p of t.partitions) {
+        if (p.role !== "leader") continue;
+        const key = `${t.name}-${p.partition}`;
+        const isr = p.isr.join(",");
+        const before = history.isr.get(key);
+        if (before !== undefined && before !== isr) {
+          const was = before.split(","), now = p.isr.map(String);
+          const left = was.filter((x) => !now.includes(x)), came = now.filter((x) => !was.includes(x));
+          if (left.length) note("shrink", `${key}: ISR shrank [${before}] \u2192 [${isr}] (broker ${left.join(", ")} fell behind)`);
+          if (came.length) note("expand", `${key}: ISR expanded [${before}] \u2192 [${isr}] (broker ${came.join(", ")} caught up)`);
+        }
+        history.isr.set(key, isr);
+        const lead = `${p.leader}@${p.leader_epoch}`;
+        const was = history.leaders.get(key);
+        if (was !== undefined && was !== lead)
+          note("expand", `${key}: leader is now broker ${p.leader} (epoch ${p.leader_epoch}; was ${was.replace("@", ", epoch ")})`);
+        history.leaders.set(key, lead);
+      }
+  }
+}
+
+function upBrokers() {
+  return shown().filter((b) => b.up && b.state);
+}
+
+// ---- the machines
+
+function rate(b, get) {
+  if (!b.prev || !b.prevAt || b.at <= b.prevAt) return null;
+  const a = get(b.prev), c = get(b.state);
+  if (a == null || c == null) return null;
+  return (c - a) / ((b.at - b.prevAt) / 1000);
+}
+
+function fmtRate(v, unit) {
+  if (v == null) return "\u2013";
+  if (unit === "B") {
+    if (v >= 1e9) return (v / 1e9).toFixed(2) + " GB/s";
+    if (v >= 1e6) return (v / 1e6).toFixed(2) + " MB/s";
+    if (v >= 1e3) return (v / 1e3).toFixed(1) + " kB/s";
+    return v.toFixed(0) + " B/s";
+  }
+  return v.toFixed(v < 10 ? 1 : 0) + "/s";
+}
+
+function pct(v) {
+  return v == null ? "\u2013" : Math.round(Math.max(0, Math.min(1, v)) * 100) + "%";
+}
+
+function busyOf(b, get) {
+  if (!b.prev) return null;
+  const a = get(b.prev), c = get(b.state);
+  const dt = c.up - a.up;
+  return dt > 0 ? (c.busy - a.busy) / dt : null;
+}
+
+function processorBox(b, p, i) {
+  const prev = b.prev && b.prev.processors ? b.prev.processors[i] : null;
+  const req = rate(b, (s) => (s.processors && s.processors[i] ? s.processors[i].requests : null));
+  const bin = rate(b, (s) => (s.processors && s.processors[i] ? s.processors[i].bytes_in : null));
+  const bout = rate(b, (s) => (s.processors && s.processors[i] ? s.processors[i].bytes_out : null));
+  const idle = prev && p.up_ns > prev.up_ns ? (p.idle_ns - prev.idle_ns) / (p.up_ns - prev.up_ns) : null;
+  return `<div class="proc" data-processor="${i}">processor ${i}: ${p.connections} connections, ${fmtRate(req)} requests,
+    in ${fmtRate(bin, "B")}, out ${fmtRate(bout, "B")}, ${p.muted} muted, busy ${pct(idle == null ? null : 1 - idle)}</div>`;
+}
+
+function machine(b) {
+  const s = b.state;
+  if (!b.up) {
+    const id = b.id ?? "?";
+    return `<div class="machine down" data-broker="${esc(id)}" data-up="false"><h3>broker ${esc(id)} at ${esc(b.address)}: down
+      since ${new Date(b.since).toLocaleTimeString()}</h3></div>`;
+  }
+  if (!s.running) return `<div class="machine down" data-broker="${s.broker}" data-up="false"><h3>broker ${s.broker}: not running</h3></div>`;
+  const q = s.request_queue || { depth: 0, bound: 1, muted: 0 };
+  const full = q.depth >= q.bound;
+  const ioBusy = busyOf(b, (x) => ({ busy: x.io.busy_ns, up: x.io.up_ns * x.io.threads }));
+  let led = 0, hosted = 0, bytes = 0;
+  for (const t of s.topics || [])
+    for (const p of t.partitions) {
+      if (!p.hosted) continue;
+      hosted++;
+      bytes += p.size;
+      if (p.role === "leader") led++;
+    }
+  const control = s.control_plane
+    ? `<div>control plane: port ${s.control_plane.port}, queue depth ${s.control_plane.depth}, ${s.control_plane.processor.connections} connections</div>`
+    : `<div class="muted">no separate control plane listener</div>`;
+  const repl = s.isr_changes
+    ? `ISR shrinks ${s.isr_changes.shrinks}, expands ${s.isr_changes.expands}; largest follower lag ${s.isr_changes.max_lag}`
+    : "a single broker: nothing to replicate";
+  const journeys = s.journeys ? `${s.journeys.kept} journeys kept (${s.journeys.recorded} recorded)` : "journeys off";
+  return `<div class="machine" data-broker="${s.broker}" data-up="true">
+    <h3>broker ${s.broker} at ${esc(b.address)} (Kafka port ${s.port})${s.controller === s.broker ? ", the controller" : ""}</h3>
+    <div class="lane">
+      <div class="box"><h4>network layer</h4><div>acceptor: port ${s.acceptor.port}, ${s.acceptor.accepted} accepted</div>
+        ${s.processors.map((p, i) => processorBox(b, p, i)).join("")}</div>
+      <div class="box${full ? " hot" : ""}"><h4>request queue</h4>
+        <div class="bar${full ? " full" : ""}"><i style="width:${Math.min(100, (100 * q.depth) / q.bound)}%"></i></div>
+        <div data-queue-depth="${q.depth}">depth ${q.depth} of ${q.bound}${q.muted ? `, ${q.muted} refused for want of room (sockets muted)` : ""}</div>
+        ${control}</div>
+      <div class="box"><h4>I/O threads</h4><div>${s.io.threads} threads, busy ${pct(ioBusy)}</div>
+        <div>purgatory: ${s.purgatory.waiting} waiting (acks=all produces, long-poll fetches)</div></div>
+      <div class="box"><h4>log manager</h4><div>${hosted} partition replicas, ${led} led here</div>
+        <div>${bytes.toLocaleString()} bytes in segments</div><div class="muted">${journeys}</div></div>
+      <div class="box"><h4>replication</h4><div>${repl}</div></div>
+    </div></div>`;
+}
+
+// ---- partitions: one row per replica, the leader's first
+
+function partitionRows() {
+  const rows = [];
+  const internal = document.getElementById("internal").checked;
+  for (const b of upBrokers())
+    for (const t of b.state.topics || [])
+      if (internal || !t.name.startsWith("__"))
+        for (const p of t.partitions) if (p.hosted) rows.push({ b, t, p });
+  rows.sort((x, y) => x.t.name.localeCompare(y.t.name) || x.p.partition - y.p.partition ||
+    (y.p.role === "leader") - (x.p.role === "leader") || x.b.id - y.b.id);
+  return rows.map(({ b, t, p }) => {
+    const segs = p.segments.newest.map((g, i, all) =>
+      `<span class="seg${i === all.length - 1 ? " active" : ""}" title="${g.size} bytes">${g.base_offset}</span>`).join("");
+    const more = p.segments.count > p.segments.newest.length ? `${p.segments.count - p.segments.newest.length} older ` : "";
+    const pending = p.log_end_offset - p.high_watermark;
+    const followers = p.followers
+      ? Object.entries(p.followers).map(([id, f]) => `${id}: ${f.leo} (${Math.max(0, p.log_end_offset - f.leo)})`).join(", ")
+      : "";
+    return `<tr data-topic="${esc(t.name)}" data-partition="${p.partition}" data-broker="${b.id}" data-role="${p.role}"
+      data-leo="${p.log_end_offset}" data-hw="${p.high_watermark}" data-isr="${p.isr.join(",")}">
+      <td>${esc(t.name)}-${p.partition}</td><td>${b.id}</td><td>${p.role}${p.offline ? " (offline)" : ""}, epoch ${p.leader_epoch}</td>
+      <td>${p.log_start_offset}</td><td>${p.log_end_offset}</td><td>${p.high_watermark}</td>
+      <td class="${pending > 0 ? "pending" : ""}">${pending > 0 ? `${pending} (offsets ${p.high_watermark}\u2026${p.log_end_offset - 1} invisible)` : "0"}</td>
+      <td>${more}${segs}</td><td>${p.size.toLocaleString()}</td><td>[${p.isr.join(", ")}]</td><td>${followers}</td></tr>`;
+  }).join("");
+}
+
+function controllerView() {
+  const c = upBrokers().find((b) => b.state.controller_view);
+  if (!c) return `<span class="muted">no controller answers${upBrokers().length ? " (a single broker is its own)" : ""}</span>`;
+  const v = c.state.controller_view;
+  const brokerRows = v.brokers.map((x) =>
+    `<tr data-controller-broker="${x.id}" data-fenced="${x.fenced}"><td>${x.id}</td><td>${x.fenced ? "fenced" : "live"}</td>
+      <td>${x.epoch}</td><td>${esc(x.host)}:${x.port}</td></tr>`).join("");
+  const leaders = v.partitions.filter((p) => !p.topic.startsWith("__")).map((p) =>
+    `${esc(p.topic)}-${p.partition}: ${p.leader < 0 ? "<b>offline</b>" : "leader " + p.leader} epoch ${p.leader_epoch} ISR [${p.isr.join(", ")}]`);
+  return `<p>on broker ${c.id}; metadata log at offset ${v.metadata_offset}; ${v.unclean_elections} unclean elections</p>
+    <table><thead><tr><th>broker</th><th>state</th><th>broker epoch</th><th>listener</th></tr></thead><tbody>${brokerRows}</tbody></table>
+    <p>${leaders.join("<br>") || "no topics"}</p>`;
+}
+
+// Each broker once, though it may be known by two addresses (the page's own
+// host name and the address its peers give).
+function shown() {
+  const byId = new Map(), rest = [];
+  for (const b of brokers.values()) {
+    if (b.id == null) rest.push(b);
+    else if (!byId.has(b.id) || (b.up && !byId.get(b.id).up)) byId.set(b.id, b);
+  }
+  return [...byId.values(), ...rest].sort((x, y) => (x.id ?? 1e9) - (y.id ?? 1e9));
+}
+
+function render() {
+  const all = shown();
+  document.getElementById("brokers").innerHTML = all.map((b) =>
+    `<span class="${b.up ? "up" : "down"}" data-broker="${esc(b.id ?? "?")}" data-up="${!!b.up}">broker ${esc(b.id ?? "?")} ${b.up ? "up" : "down"}</span>`).join("");
+  document.getElementById("machines").innerHTML = all.map(machine).join("");
+  document.querySelector("#partitions tbody").innerHTML = partitionRows();
+  document.getElementById("controller").innerHTML = controllerView();
+  document.getElementById("events").innerHTML = events.map((e) =>
+    `<li class="${e.kind}">${e.at.toLocaleTimeString()} ${esc(e.text)}</li>`).join("");
+  const up = all.filter((b) => b.up).length;
+  document.getElementById("status").textContent =
+    `${up} of ${all.length} brokers answer; updated ${new Date().toLocaleTimeString()}` + (notes.length ? "; " + notes.join("; ") : "");
+}
+
+// ---- the journey
+
+async function journeyPart(b, query) {
+  try {
+    const r = await getJSON(b.address, "/api/journey?" + query);
+    return r.status === 200 ? r.body : null;
+  } catch (e) {
+    return null;
+  }
+}
+
+function receivedAt(part) {
+  const r = part.stages.find((s) => s.stage === "received");
+  return r ? r.t_ns : part.stages.length ? part.stages[0].t_ns : 0;
+}
+
+async function findJourney() {
+  const up = upBrokers();
+  let head = null;
+  if (journeyQuery.mode === "offset") {
+    head = { topic: journeyQuery.topic, partition: journeyQuery.partition, first_offset: journeyQuery.offset };
+  } else {
+    const q = journeyQuery.mode === "trace" ? "trace=" + encodeURIComponent(journeyQuery.trace)
+      : "latest=1" + (journeyQuery.topic ? "&topic=" + encodeURIComponent(journeyQuery.topic) : "");
+    const parts = (await Promise.all(up.map((b) => journeyPart(b, q)))).filter(Boolean);
+    // the leader's part carries the receipt; the newest on one machine's clock
+    for (const p of parts) if (p.stages.some((s) => s.stage === "received") && (!head || receivedAt(p) > receivedAt(head))) head = p;
+    if (!head) return null;
+  }
+  const q = `topic=${encodeURIComponent(head.topic)}&partition=${head.partition}&offset=${head.first_offset}`;
+  const parts = (await Promise.all(up.map((b) => journeyPart(b, q)))).filter(Boolean);
+  if (!parts.length) return null;
+  const lead = parts.find((p) => p.stages.some((s) => s.stage === "received")) || parts[0];
+  const stages = parts.flatMap((p) => p.stages).sort((a, b) => a.t_ns - b.t_ns);
+  return { head: lead, parts, stages };
+}
+
+const ACKS = { "0": "0", "1": "1", "-1": "all" };
+
+function describe(s, t) {
+  switch (s.stage) {
+    case "received": return `broker ${s.broker}, network thread ${s.thread}: Produce v${s.version} received, ${s.bytes} bytes, from client "${s.client_id}" at ${s.address}`;
+    case "enqueued": return `request queue: joined behind ${s.before} requests (depth ${s.before + 1}/${s.after})` +
+      (s.waited_muted ? ", after waiting muted: the queue was full" : s.muted ? `; ${s.muted} connections muted` : "");
+    case "dequeued": return `I/O thread ${s.thread}: took it after ${t.queueMs.toFixed(3)} ms in the queue`;
+    case "validated": return `validated: ${s.records} records, ${s.bytes} bytes, CRC ok (acks=${ACKS[s.acks] ?? s.acks})`;
+    case "appended": return `offsets ${s.first_offset}..${s.after - 1} assigned (LEO ${s.before} \u2192 ${s.after}); appended to ${s.file} at byte ${s.position} (${s.bytes} bytes)`;
+    case "flushed": return `fsync: flushed up to offset ${s.after}`;
+    case "handled": return "handler done (an acks=all answer waits in the purgatory)";
+    case "follower_fetched": return `follower ${s.peer} fetched it (fetch offset ${s.first_offset}, ${s.sendfile ? "sendfile" : "copied"})`;
+    case "replicated": return `broker ${s.broker} (follower of ${s.peer}): appended it to its ${s.file} at byte ${s.position}`;
+    case "follower_leo": return `follower ${s.peer} has it: its LEO ${s.before} \u2192 ${s.after}`;
+    case "committed": return `high watermark ${s.before} \u2192 ${s.after}: committed, visible to consumers`;
+    case "acknowledged": return `acknowledged: acks=${ACKS[s.acks] ?? s.acks}, error ${s.error}`;
+    case "response_queued": return `response queued for the network thread (${s.bytes} bytes)`;
+    case "sent": return "response sent";
+    case "records_fetched": return `consumer "${s.client_id}" at ${s.address} fetched it (fetch offset ${s.first_offset}, ${s.sendfile ? "sendfile" : "copied"})`;
+    default: return s.stage;
+  }
+}
+
+// The diagram's steps for a journey: [key, title, stages it needs, text].
+function steps(j, followers) {
+  const t0 = j.stages.length ? (j.stages.find((s) => s.stage === "received") || j.stages[0]).t_ns : 0;
+  const at = (s) => (s ? `+${((s.t_ns - t0) / 1e6).toFixed(3)} ms` : "");
+  const one = (name, peer) => j.stages.find((s) => s.stage === name && (peer === undefined || s.peer === peer || s.broker === peer && name === "replicated"));
+  const enq = one("enqueued"), deq = one("dequeued");
+  const t = { queueMs: enq && deq ? (deq.t_ns - enq.t_ns) / 1e6 : 0 };
+  const out = [
+    ["received", "network thread", one("received")],
+    ["enqueued", "request queue", enq],
+    ["dequeued", "I/O thread", deq],
+    ["validated", "validated, offsets", one("validated") && one("appended") ? one("appended") : null, one("validated")],
+    ["appended", "active segment", one("appended")],
+  ];
+  for (const f of followers) {
+    const leo = j.stages.find((s) => s.stage === "follower_leo" && s.peer === f);
+    const rep = j.stages.find((s) => s.stage === "replicated" && s.broker === f);
+    const fetched = j.stages.find((s) => s.stage === "follower_fetched" && s.peer === f);
+    // done once the leader knows the follower has it (its LEO past it)
+    out.push([`follower-${f}`, `follower ${f}`, leo, null, [fetched, rep, leo].filter(Boolean)]);
+  }
+  out.push(["committed", "high watermark", one("committed")]);
+  out.push(["acknowledged", "acknowledged", one("acknowledged")]);
+  out.push(["records_fetched", "consumer", one("records_fetched")]);
+  return out.map(([key, title, stage, extra, all]) => {
+    let text = all ? all.map((s) => describe(s, t)).join("; ") : stage ? describe(stage, t) : "";
+    if (key === "validated" && extra) text = describe(extra, t) + "; " + describe(stage, t).split(";")[0];
+    return { key, title, stage, at: at(stage), text };
+  });
+}
+
+async function showJourney() {
+  const title = document.getElementById("journey-title");
+  const path = document.getElementById("journey-path");
+  const verdict = document.getElementById("journey-verdict");
+  const list = document.getElementById("journey-stages");
+  const j = await findJourney();
+  if (!j) {
+    title.textContent = journeyQuery.mode === "latest" ? "no journey yet: produce a record" : "no broker keeps a journey for it";
+    path.innerHTML = list.innerHTML = "";
+    verdict.textContent = "";
+    verdict.className = "";
+    return;
+  }
+  const h = j.head;
+  const part = partitionOf(h.topic, h.partition);
+  const leader = j.stages.find((s) => s.stage === "appended");
+  const leaderId = leader ? leader.broker : part ? part.leader : null;
+  const followers = part ? part.replicas.filter((r) => r !== leaderId) : [];
+  title.innerHTML = `${esc(h.topic)}-${h.partition}, offsets ${h.first_offset}..${h.last_offset}` +
+    (h.trace ? ` (trace ${esc(h.trace)})` : "") + `, from ${j.parts.length} broker${j.parts.length === 1 ? "" : "s"}`;
+  title.className = "";
+  title.dataset.topic = h.topic;
+  title.dataset.partition = h.partition;
+  title.dataset.offset = h.first_offset;
+  const committed = j.stages.some((s) => s.stage === "committed");
+  const st = steps(j, followers);
+  path.innerHTML = st.map((s) => {
+    const stuck = !s.stage && leader && !committed && (s.key === "committed" || s.key.startsWith("follower-"));
+    return `<li data-stage="${s.key}" class="${s.stage ? "done" : stuck ? "stuck" : ""}" title="${esc(s.text)}">
+      <b>${esc(s.title)}</b><span class="t">${s.at || (stuck ? "waiting" : "")}</span><div>${esc(s.text)}</div></li>`;
+  }).join("");
+  if (leader && !committed) {
+    const waiting = followers.filter((f) => !j.stages.some((s) => s.stage === "follower_leo" && s.peer === f) &&
+      (!part || part.isr.includes(f)));
+    verdict.className = "stuck";
+    verdict.textContent = `stuck before the high watermark: appended at offsets ${h.first_offset}..${h.last_offset}, ` +
+      `but the HW is ${part ? part.high_watermark : "?"}` + (part ? ` with ISR [${part.isr.join(", ")}]` : "") +
+      (waiting.length ? `; waiting for follower${waiting.length > 1 ? "s" : ""} ${waiting.join(", ")} in the ISR to have it` : "") +
+      ": consumers cannot see it yet";
+  } else if (committed) {
+    verdict.className = "whole";
+    verdict.textContent = "committed: below the high watermark, visible to every consumer";
+  } else {
+    verdict.className = "";
+    verdict.textContent = "";
+  }
+  const t0 = st.length && st[0].stage ? st[0].stage.t_ns : j.stages[0].t_ns;
+  const enq = j.stages.find((s) => s.stage === "enqueued"), deq = j.stages.find((s) => s.stage === "dequeued");
+  const t = { queueMs: enq && deq ? (deq.t_ns - enq.t_ns) / 1e6 : 0 };
+  list.innerHTML = j.stages.map((s) =>
+    `<li data-stage="${esc(s.stage)}">${((s.t_ns - t0) / 1e6).toFixed(3).padStart(9)} ms  ${esc(describe(s, t))}</li>`).join("");
+}
+
+// The leader's view of a partition (any replica's when no leader answers).
+function partitionOf(topic, partition) {
+  let any = null;
+  for (const b of upBrokers())
+    for (const t of b.state.topics || [])
+      if (t.name === topic)
+        for (const p of t.partitions)
+          if (p.partition === partition && p.hosted) {
+            if (p.role === "leader") return p;
+            any = any || p;
+          }
+  return any;
+}
+
+readQuery();
+addBroker(location.host);
+document.getElementById("journey-form").addEventListener("submit", onJourneyForm);
+document.getElementById("internal").addEventListener("change", render);
+poll();
+setInterval(poll, POLL_MS);

@@ -1,0 +1,214 @@
+"""The live page at / in a real browser: Debian's headless Chromium, driven
+by Debian's python3-selenium, loads one broker's page of a three-process
+cluster, and what it draws is checked against the brokers' own JSON: each
+replica's LEO, HW and ISR, the journey of a record produced and consumed by
+confluent-kafka (every stage, in order), a record stuck before the high
+watermark while a follower is paused, the paused follower out of the ISR
+and back, a killed broker shown down and then up again, and bad query
+parameters reported on the page. Screenshots go to build/test-artifacts/.
+"""
+
+import json
+import pathlib
+import shutil
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from cluster import CLUSTER_OVERRIDES, Cluster, wait_until
+from conftest import EXTERNAL
+from test_http import get, merged
+
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+except ImportError:
+    webdriver = None
+
+pytestmark = [
+    pytest.mark.skipif(EXTERNAL is not None, reason="needs kafkaiq's own HTTP listeners"),
+    pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER and webdriver),
+                       reason="needs chromium, chromium-driver and python3-selenium (scripts/deps.sh)"),
+]
+
+ARTIFACTS = pathlib.Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
+# a paused follower stays in the ISR for 8 s, long enough to see a record
+# wait before the high watermark; fencing waits longer still
+OVERRIDES = [o for o in CLUSTER_OVERRIDES if not o.startswith(("replica.lag.time.max.ms", "broker.session.timeout.ms"))] + [
+    "replica.lag.time.max.ms=8000", "broker.session.timeout.ms=20000"]
+
+
+@pytest.fixture
+def browser(tmp_path):
+    o = webdriver.ChromeOptions()
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,2000",
+              f"--user-data-dir={tmp_path / 'chromium'}"):
+        o.add_argument(a)
+    o.binary_location = CHROMIUM
+    d = webdriver.Chrome(service=Service(CHROMEDRIVER), options=o)
+    d.set_page_load_timeout(20)
+    try:
+        yield d
+    finally:
+        d.quit()
+
+
+def shot(d, name):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    d.save_screenshot(str(ARTIFACTS / f"{name}.png"))
+
+
+def page_rows(d):
+    """The partition table as the page shows it."""
+    return d.execute_script(
+        "return [...document.querySelectorAll('#partitions tbody tr')].map(r => Object.assign({}, r.dataset))")
+
+
+def page_path(d):
+    """The journey diagram: {step: class}."""
+    return d.execute_script(
+        "const o = {}; document.querySelectorAll('#journey-path li').forEach(l => o[l.dataset.stage] = l.className);"
+        "return o")
+
+
+def page_stages(d):
+    return d.execute_script("return [...document.querySelectorAll('#journey-stages li')].map(l => l.dataset.stage)")
+
+
+def pills(d):
+    return d.execute_script(
+        "return Object.fromEntries([...document.querySelectorAll('#brokers span')].map(s => [s.dataset.broker, s.dataset.up]))")
+
+
+def state_of(address, topic):
+    """Each hosted replica of topic's partition 0 on that broker, by its JSON."""
+    status, body = get(address, "/api/state")
+    assert status == 200, body
+    for t in json.loads(body)["topics"]:
+        if t["name"] == topic:
+            return t["partitions"][0]
+    return None
+
+
+def rows_match(d, c, topic):
+    """The page's row of every replica equals its broker's state."""
+    rows = {int(r["broker"]): r for r in page_rows(d) if r["topic"] == topic}
+    for b in c.brokers:
+        p = state_of(b.http, topic)
+        r = rows.get(b.id)
+        if p is None or r is None:
+            return False
+        if (int(r["leo"]), int(r["hw"]), r["isr"]) != (p["log_end_offset"], p["high_watermark"],
+                                                       ",".join(map(str, p["isr"]))):
+            return False
+    return True
+
+
+def produce(bootstrap, topic, values, acks, trace=None):
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5})
+    errors = []
+    for i, v in enumerate(values):
+        p.produce(topic, value=v, partition=0, headers=[("kafkaiq-trace", trace.encode())] if trace and i == 0 else None,
+                  on_delivery=lambda err, msg: err and errors.append(err))
+    assert p.flush(30) == 0 and not errors, errors
+
+
+def consume(bootstrap, topic, n):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "live-page", "auto.offset.reset": "earliest",
+                  "client.id": "live-page-consumer"})
+    c.subscribe([topic])
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < n and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        got += m is not None and not m.error()
+    c.close()
+    assert got == n, f"consumed {got} of {n}"
+
+
+def test_the_page_draws_the_cluster_and_a_record_on_its_way(tmp_path, browser):
+    c = Cluster(tmp_path / "cluster", overrides=OVERRIDES)
+    c.start()
+    try:
+        topic = "live"
+        c.create_topic(topic, 1, rf=3)
+        c.wait_healthy(topic, 1)
+        leader = c.leader(topic, 0)
+        follower = next(b for b in c.brokers if b.id not in (leader, 0))
+        page = c.brokers[0] if leader != 0 or follower.id != 0 else c.brokers[1]
+        others = ",".join(b.http for b in c.brokers if b is not page)
+        browser.get(f"http://{page.http}/?brokers={others}")
+
+        # a record's whole journey, as the brokers' JSON has it
+        produce(c.bootstrap, topic, [b"first", b"second", b"third"], "all", trace="live-page")
+        consume(c.bootstrap, topic, 3)
+        addresses = [b.http for b in c.brokers]
+        want = wait_until(lambda: (lambda m: m if any(s["stage"] == "records_fetched" for s in m[0]) else None)(
+            merged(addresses, topic, 0, 0)), 10, "the journey with its consumer")[0]
+        wait_until(lambda: page_stages(browser) == [s["stage"] for s in want], 15,
+                   "the page lists the journey's stages in order")
+        path = page_path(browser)
+        followers = [b.id for b in c.brokers if b.id != leader]
+        for step in ["received", "enqueued", "dequeued", "validated", "appended", "committed", "acknowledged",
+                     "records_fetched"] + [f"follower-{f}" for f in followers]:
+            assert path.get(step) == "done", (step, path)
+        title = browser.find_element("id", "journey-title")
+        assert (title.get_attribute("data-topic"), title.get_attribute("data-offset")) == (topic, "0")
+        assert "trace live-page" in title.text and "from 3 brokers" in title.text, title.text
+        assert "committed" in browser.find_element("id", "journey-verdict").text
+        wait_until(lambda: rows_match(browser, c, topic), 10, "the page's LEO, HW and ISR equal the brokers'")
+        shot(browser, "live-page-journey")
+
+        # a paused follower: the next record waits before the HW, then the
+        # follower leaves the ISR and the record is committed without it
+        follower.pause()
+        produce(c.bootstrap, topic, [b"stuck"], "1", trace="live-stuck")
+        wait_until(lambda: page_path(browser).get("committed") == "stuck", 6, "the record shown stuck before the HW")
+        verdict = browser.find_element("id", "journey-verdict").text
+        assert "stuck before the high watermark" in verdict and f"follower {follower.id}" in verdict, verdict
+        assert pills(browser).get(str(follower.id)) == "false", pills(browser)
+        shot(browser, "live-page-stuck")
+        wait_until(lambda: any(r["role"] == "leader" and str(follower.id) not in r["isr"].split(",")
+                               for r in page_rows(browser) if r["topic"] == topic), 20,
+                   "the paused follower out of the ISR on the page")
+        wait_until(lambda: page_path(browser).get("committed") == "done", 10, "the record committed once it left")
+        shot(browser, "live-page-isr-shrunk")
+        follower.resume()
+        wait_until(lambda: rows_match(browser, c, topic) and all(
+            len(r["isr"].split(",")) == 3 for r in page_rows(browser) if r["topic"] == topic), 20,
+                   "the follower back in the ISR on the page")
+        events = browser.find_element("id", "events").text
+        assert "ISR shrank" in events and "ISR expanded" in events, events
+
+        # a broker killed shows down, and up once restarted
+        follower.kill()
+        wait_until(lambda: pills(browser).get(str(follower.id)) == "false", 10, "the killed broker shown down")
+        assert browser.find_element("css selector", f'.machine[data-broker="{follower.id}"]').get_attribute(
+            "data-up") == "false"
+        shot(browser, "live-page-broker-down")
+        follower.start()
+        wait_until(lambda: pills(browser).get(str(follower.id)) == "true", 20, "the restarted broker shown up")
+        wait_until(lambda: rows_match(browser, c, topic), 20, "its replica on the page again")
+        assert "is back" in browser.find_element("id", "events").text
+    finally:
+        c.stop()
+
+
+def test_bad_query_parameters_are_reported_not_used(broker, browser):
+    browser.get(f"http://{broker.http}/?brokers=nowhere,,10.0.0.1:99999x&topic=t&partition=abc&offset=1&x=%ff")
+    wait_until(lambda: pills(browser).get("0") == "true", 10, "the page's own broker shown up")
+    status = browser.find_element("id", "status").text
+    assert 'ignored broker address "nowhere"' in status and "ignored topic/partition/offset" in status, status
+    assert list(pills(browser)) == ["0"]
+    browser.get(f"http://{broker.http}/?trace=" + "x" * 80)
+    wait_until(lambda: "ignored trace" in browser.find_element("id", "status").text, 10, "a long trace id refused")
+    # the JSON the page reads refuses what it cannot answer
+    for q in ("latest=1&partition=0", "latest=1&trace=a", "latest=1&topic="):
+        status, body = get(broker.http, "/api/journey?" + q)
+        assert status == 400 and b"latest takes at most a topic" in body, (q, status, body)
+    status, body = get(broker.http, "/api/journey?latest=1")
+    assert status == 404, body
+    assert get(broker.http, "/api/state")[0] == 200
