@@ -1,5 +1,6 @@
 #include "core/say.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,6 +27,10 @@ int kiq_say_level_parse(const char *name)
 void kiq_say_thread_name(const char *name)
 {
     snprintf(thread_name, sizeof thread_name, "%s", name);
+    /* and for ps -L, top -H, gdb and /proc/PID/task/TID/comm: at most 15 bytes */
+    char comm[16];
+    snprintf(comm, sizeof comm, "%s", name);
+    pthread_setname_np(pthread_self(), comm);
 }
 
 void kiq_say(enum kiq_say_level level, const char *fmt, ...)

@@ -9,7 +9,8 @@ void kiq_say_set_level(enum kiq_say_level level);
 enum kiq_say_level kiq_say_get_level(void);
 /* Parses "error", "warn", "info", "debug"; -1 when unknown. */
 int kiq_say_level_parse(const char *name);
-/* Names the calling thread in log lines (e.g. "processor-1"). */
+/* Names the calling thread in log lines (e.g. "processor-1") and to the
+ * system (its first 15 bytes). */
 void kiq_say_thread_name(const char *name);
 void kiq_say(enum kiq_say_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

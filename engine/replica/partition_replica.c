@@ -201,6 +201,14 @@ int32_t kiq_partition_replica_leader_epoch(kiq_partition_replica_t *r)
     return e;
 }
 
+void kiq_partition_replica_leader(kiq_partition_replica_t *r, int32_t *leader, int32_t *leader_epoch)
+{
+    pthread_mutex_lock(&r->mu);
+    *leader = r->v.leader;
+    *leader_epoch = r->v.leader_epoch;
+    pthread_mutex_unlock(&r->mu);
+}
+
 kiq_replica_role_t kiq_partition_replica_role(kiq_partition_replica_t *r)
 {
     pthread_mutex_lock(&r->mu);

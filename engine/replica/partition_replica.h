@@ -111,6 +111,8 @@ int kiq_partition_replica_isr_size(kiq_partition_replica_t *r);
  * that went back. True otherwise (and for non-leaders). */
 bool kiq_partition_replica_hw_known(kiq_partition_replica_t *r, kiq_partition_log_t *log);
 int32_t kiq_partition_replica_leader_epoch(kiq_partition_replica_t *r);
+/* The leader and its epoch as this replica last learnt them (LeaderAndIsr). */
+void kiq_partition_replica_leader(kiq_partition_replica_t *r, int32_t *leader, int32_t *leader_epoch);
 kiq_replica_role_t kiq_partition_replica_role(kiq_partition_replica_t *r);
 void kiq_partition_replica_view(kiq_partition_replica_t *r, kiq_replica_view_t *out);
 

@@ -149,17 +149,19 @@ function Cluster:wait_for_isr(topic, p, n, timeout_ms)
   end, timeout_ms or 10000, ("%s-%d's ISR to have %d members"):format(topic, p, n))
 end
 
--- Waits until everything the leader has is committed and every ISR member
--- has the leader's log end offset and high watermark: replication caught up.
+-- Waits until the leader and every ISR member took their roles, everything
+-- the leader has is committed and every ISR member has the leader's log
+-- end offset and high watermark: replication caught up.
 function Cluster:wait_for_replicas(topic, p, timeout_ms)
   return self.kiq.wait_for(function()
     local info = self:partition(topic, p)
     if not info or info.leader < 0 then return false end
     local lead = info.replicas_state[info.leader]
-    if not lead or lead.high_watermark ~= lead.log_end_offset then return false end
+    if not lead or lead.role ~= "leader" or lead.high_watermark ~= lead.log_end_offset then return false end
     for _, id in ipairs(info.isr) do
       local s = info.replicas_state[id]
-      if not s or s.log_end_offset ~= lead.log_end_offset or s.high_watermark ~= lead.high_watermark then
+      if not s or (id ~= info.leader and s.role ~= "follower") or s.log_end_offset ~= lead.log_end_offset
+        or s.high_watermark ~= lead.high_watermark then
         return false
       end
     end

@@ -1,0 +1,120 @@
+-- Lab 4: fetch handling and high-watermark visibility. A leader appends
+-- records at once, but a consumer may read only below the high watermark
+-- (HW): the smallest log end offset (LEO) among the in-sync replicas.
+-- Here the leader has LEO 1010, follower A has fetched up to 1007 and
+-- follower B up to 1005, so the HW is 1005 and offsets 1005..1009 are in
+-- the leader's segment yet invisible. When B fetches, the HW moves to
+-- 1007 (A is now the slowest) and two more records become visible.
+-- Replication is held back by cutting the followers' fetches.
+--
+--   build/kafkaiq run examples/labs/04_high_watermark.lua
+local kiq = require "kafkaiq"
+local lab = require "kafkaiq.lab"
+
+kiq.log_level("error")
+local L = lab.new(4, "fetch handling and high-watermark visibility")
+-- followers stay in the ISR however long they lag: the lab holds them back
+local c = assert(kiq.cluster{ brokers = 3, ["kafkaiq.http.listener"] = "127.0.0.1:0",
+                              ["replica.lag.time.max.ms"] = 600000, ["broker.session.timeout.ms"] = 600000 })
+L:page(c)
+local topic = "lab4-events"
+assert(c:admin():create_topics{ { name = topic, partitions = 1, replication_factor = 3 } })
+assert(c:wait_for_isr(topic, 0, 3, 10000))
+assert(c:wait_for_replicas(topic, 0, 10000))
+local leader_id = c:partition(topic, 0).leader
+local leader = c:broker(leader_id)
+local followers = {}
+for _, r in ipairs(c:partition(topic, 0).replicas) do if r ~= leader_id then followers[#followers + 1] = r end end
+table.sort(followers)
+local A, B = followers[1], followers[2]
+
+local function part() return leader:state().topics[topic].partitions[0] end
+local function wait_follower(id, leo)
+  assert(kiq.wait_for(function() local f = part().followers[id] return f and f.leo == leo end, 10000,
+    ("follower %d to reach LEO %d"):format(id, leo)))
+end
+local p = assert(c:producer{ acks = 1, linger_ms = 0 })
+local function send(n, what)
+  for i = 1, n do p:send(topic, nil, what .. " " .. i, { partition = 0 }) end
+  assert(p:flush(10000))
+end
+-- what a consumer can read from offset 1000 now
+local function visible()
+  local cons = assert(c:consumer{ auto_offset_reset = "earliest", fetch_max_wait_ms = 50 })
+  assert(cons:assign{ { topic = topic, partition = 0, offset = 1000 } })
+  local last, polls = nil, 0
+  repeat
+    polls = polls + 1
+    for _, r in ipairs(cons:poll(50) or {}) do last = r.offset end
+  until polls >= 6
+  cons:close()
+  return last and last + 1 or 1000
+end
+
+L:step("leader broker %d, followers A = broker %d and B = broker %d; 1000 records replicated", leader_id, A, B)
+send(1000, "old")
+wait_follower(A, 1000)
+wait_follower(B, 1000)
+assert(kiq.wait_for(function() return part().high_watermark == 1000 end, 10000, "HW 1000"))
+
+L:step("both followers cut off; 5 records appended; both catch up to 1005")
+c:cut(leader_id, A)
+c:cut(leader_id, B)
+send(5, "a")
+c:heal(leader_id, A)
+c:heal(leader_id, B)
+wait_follower(A, 1005)
+wait_follower(B, 1005)
+L:say("HW %d", part().high_watermark)
+
+L:step("B cut off; 2 more records reach A (LEO 1007) only")
+c:cut(leader_id, B)
+send(2, "b")
+wait_follower(A, 1007)
+L:step("A cut off too; 3 more records stay on the leader (LEO 1010)")
+c:cut(leader_id, A)
+send(3, "c")
+local s = part()
+L:say("leader LEO %d; follower A LEO %d; follower B LEO %d; ISR [%s]", s.log_end_offset, s.followers[A].leo,
+  s.followers[B].leo, table.concat(s.isr, ", "))
+L:say("HW = the smallest LEO in the ISR = %d", s.high_watermark)
+L:fact("leader_leo", s.log_end_offset)
+L:fact("follower_a_leo", s.followers[A].leo)
+L:fact("follower_b_leo", s.followers[B].leo)
+L:fact("hw_stuck", s.high_watermark)
+L:fact("isr_size", #s.isr)
+local seen = visible()
+L:say("a consumer reading from 1000 gets offsets 1000..%d: %d..%d are in the leader's segment but invisible",
+  seen - 1, seen, s.log_end_offset - 1)
+L:fact("visible_end_before", seen)
+local j = assert(leader:journey(topic, 0, 1007))
+L:say("the batch at %d..%d was appended %.3f ms after it arrived, and its journey has no commit yet: %s",
+  j.first_offset, j.last_offset, (lab.stage(j, "appended").t_ns - lab.stage(j, "received").t_ns) / 1e6,
+  tostring(lab.stage(j, "committed") == nil))
+L:fact("last_batch_committed_before", lab.stage(j, "committed") ~= nil)
+
+L:step("B fetches again")
+c:heal(leader_id, B)
+wait_follower(B, 1010)
+assert(kiq.wait_for(function() return part().high_watermark == 1007 end, 10000, "HW 1007"))
+s = part()
+L:say("follower B LEO %d; A still %d: HW %d (A is now the slowest in the ISR)", s.followers[B].leo,
+  s.followers[A].leo, s.high_watermark)
+L:fact("hw_after_b", s.high_watermark)
+seen = visible()
+L:say("a consumer now gets up to offset %d", seen - 1)
+L:fact("visible_end_after_b", seen)
+
+L:step("A fetches again")
+c:heal(leader_id, A)
+assert(kiq.wait_for(function() return part().high_watermark == 1010 end, 10000, "HW 1010"))
+L:say("HW %d: every record committed", part().high_watermark)
+L:fact("hw_final", part().high_watermark)
+j = assert(leader:journey(topic, 0, 1007))
+local committed = lab.stage(j, "committed")
+L:say("the batch at %d..%d committed at last: HW %d -> %d", j.first_offset, j.last_offset, committed.before,
+  committed.after)
+L:fact("last_batch_committed_hw_after", committed.after)
+L:finish()
+p:close()
+c:stop()

@@ -1,0 +1,106 @@
+-- Every lab in examples/labs/ run as a user runs it (build/kafkaiq run),
+-- with the facts it prints asserted: the figures of the lesson's section,
+-- not just a zero exit.
+local function run_lab(name)
+  local facts_path = os.tmpname()
+  local cmd = ("KAFKAIQ_LAB_FACTS=%s timeout 180 build/kafkaiq run examples/labs/%s 2>&1; echo \"<exit:$?>\"")
+    :format(facts_path, name)
+  local p = assert(io.popen(cmd))
+  local out = p:read("*a")
+  p:close()
+  local code = tonumber(out:match("<exit:(%d+)>"))
+  local facts = {}
+  local f = io.open(facts_path)
+  if f then
+    for line in f:lines() do
+      local k, v = line:match("^([%w_.]+)=(.*)$")
+      if k then
+        if v == "true" or v == "false" then facts[k] = v == "true" else facts[k] = tonumber(v) or v end
+      end
+    end
+    f:close()
+  end
+  os.remove(facts_path)
+  assert(code == 0, ("%s exited %s:\n%s"):format(name, tostring(code), out))
+  assert(out:find("watch it live: http://127%.0%.0%.1:%d+/"), name .. " points at the page:\n" .. out)
+  return facts, out
+end
+
+describe("labs", function()
+  it("1: a record's complete journey", function()
+    local f = run_lab("01_record_journey.lua")
+    assert.are.equal("received,enqueued,dequeued,validated,appended", f.stages:match("^[%a_,]-appended"))
+    for _, stage in ipairs { "follower_fetched", "replicated", "follower_leo", "committed", "acknowledged", "sent",
+                             "records_fetched" } do
+      assert.is_truthy(f.stages:find(stage, 1, true), stage .. " in " .. f.stages)
+    end
+    assert.are.equal(0, f.offset)
+    assert.are.equal(2, f.followers_with_the_record)
+    assert.is_true(f.stages_in_order)
+    assert.is_true(f.committed_after_a_follower_had_it)
+  end)
+
+  it("2: the three subsystems and their threads", function()
+    local f = run_lab("02_threads.lua")
+    assert.are.equal(1, f.acceptors)
+    assert.are.equal(3, f.processors)
+    assert.are.equal(8, f.io_threads)
+    assert.are.equal(1, f.purgatory)
+    assert.is_true(f.log_threads >= 3, "retention, flusher and a cleaner")
+    assert.are.equal(3, f.cluster_lifecycles)
+    -- three partitions led one per broker: each broker follows two leaders
+    assert.are.equal(6, f.cluster_fetchers)
+  end)
+
+  it("3: produce handling and offset assignment (1000 -> 1000..1009 -> 1010)", function()
+    local f = run_lab("03_produce_offsets.lua")
+    assert.are.equal(1000, f.leo_before)
+    assert.are.equal(10, f.batch_records)
+    assert.are.same({ 1000, 1009, 1000, 1010 }, { f.first_offset, f.last_offset, f.appended_leo_before,
+                                                 f.appended_leo_after })
+    assert.are.same({ 1000, 1009, 10 }, { f.acked_first, f.acked_last, f.acked_count })
+    assert.are.same({ 1010, 1010 }, { f.leo_after, f.hw_after })
+    assert.are.equal("00000000000000000000.log", f.segment_file)
+  end)
+
+  it("4: records invisible until the followers fetch (HW 1005 -> 1007)", function()
+    local f = run_lab("04_high_watermark.lua")
+    assert.are.same({ 1010, 1007, 1005, 3 }, { f.leader_leo, f.follower_a_leo, f.follower_b_leo, f.isr_size })
+    assert.are.equal(1005, f.hw_stuck)
+    assert.are.equal(1005, f.visible_end_before)
+    assert.is_false(f.last_batch_committed_before)
+    assert.are.equal(1007, f.hw_after_b)
+    assert.are.equal(1007, f.visible_end_after_b)
+    assert.are.equal(1010, f.hw_final)
+    assert.are.equal(1010, f.last_batch_committed_hw_after)
+  end)
+
+  it("6: backpressure: a full queue mutes sockets, clients wait, nothing is lost", function()
+    local f = run_lab("06_backpressure.lua")
+    assert.are.equal(f.queue_bound, f.deepest)
+    assert.is_true(f.waited_muted >= 1, "some request waited muted")
+    assert.are.same({ 60, 60, 0 }, { f.sent, f.acknowledged, f.errors })
+    assert.are.same({ 60, 60 }, { f.distinct_read, f.leo })
+  end)
+
+  it("7: routing: NOT_LEADER_OR_FOLLOWER after a leader move, then the new leader", function()
+    local f = run_lab("07_routing.lua")
+    assert.are_not.equal(f.old_leader, f.new_leader)
+    assert.is_true(f.epoch_after > f.epoch_before)
+    assert.are.equal(6, f.stale_error)
+    assert.are.same({ f.new_leader, f.epoch_after }, { f.hint_leader, f.hint_epoch })
+    assert.are.same({ 50, 50 }, { f.acked_before, f.acked_after })
+    assert.is_true(f.metadata_refreshes >= 1)
+    assert.are.same({ 100, 100 }, { f.leo_new_leader, f.leo_old_leader })
+  end)
+
+  it("8: the ISR shrinks without a lagging follower and expands when it is back", function()
+    local f = run_lab("08_isr.lua")
+    assert.are.equal(3, f.isr_before)
+    assert.are.same({ 100, 100, 150 }, { f.hw_while_lagging, f.lagging_follower_leo, f.leo_while_lagging })
+    assert.are.same({ 2, 2 }, { f.isr_shrunk, f.controller_isr_shrunk })
+    assert.is_false(f.follower_in_isr_after_shrink)
+    assert.are.equal(150, f.hw_after_shrink)
+    assert.are.same({ 3, 150 }, { f.isr_expanded, f.follower_leo_after })
+  end)
+end)
