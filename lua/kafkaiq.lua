@@ -127,6 +127,10 @@ function Broker:clear_disk_fault(spec) return self.handle:clear_disk_fault(spec)
 -- response_queue, send and total.
 function Broker:request_stats() return self.handle:request_stats() end
 function Broker:event_counts() return self.handle:event_counts() end
+-- This start's phases (config, logs, listeners, controller, registered,
+-- metadata, replication, ready) with ms after it began, and what opening
+-- the logs found: { clean, recovered_batches, truncated_bytes, phases = {...} }.
+function Broker:startup() return self.handle:startup() end
 function Broker:purgatory_stats() return self.handle:purgatory_stats() end
 
 -- This broker's part of a batch's journey: journey(topic, partition,

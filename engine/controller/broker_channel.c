@@ -95,7 +95,9 @@ static void *channel_main(void *arg)
         port = ch->port;
         pthread_mutex_unlock(&ch->mu);
         if (!running) break;
+        bool fresh = false;
         if (!conn || !kiq_client_alive(conn)) {
+            fresh = true;
             pthread_mutex_lock(&ch->mu);
             ch->conn = NULL;
             pthread_mutex_unlock(&ch->mu);
@@ -112,6 +114,12 @@ static void *channel_main(void *arg)
         }
         if (send_round(ch, conn) != 0) {
             KIQ_DEBUG("controller: sending to broker %d: %s", ch->broker, kiq_error_get());
+            /* a connection to a broker that restarted fails at its first
+             * use: a new one is tried at once, only a new one's failure waits */
+            if (!fresh) {
+                kiq_client_shutdown(conn);
+                continue;
+            }
             backoff(ch);
         }
     }

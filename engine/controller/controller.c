@@ -635,7 +635,7 @@ void kiq_controller_heartbeat(kiq_controller_t *c, const kiq_broker_heartbeat_re
             }
             resp->is_fenced = true;
             resp->should_shut_down = true;
-        } else if (rb->fenced) {
+        } else if (rb->fenced && !req->want_fence) {
             kiq_metadata_record_t *r = add_record(&b, KIQ_MR_UNFENCE_BROKER);
             r->m.unfence_broker.id = rb->id;
             r->m.unfence_broker.epoch = rb->epoch;
@@ -645,6 +645,9 @@ void kiq_controller_heartbeat(kiq_controller_t *c, const kiq_broker_heartbeat_re
                 commit(c, &b);
             }
         }
+        /* what the image now says (the schema's default is fenced) */
+        const kiq_broker_registration_t *now = kiq_metadata_image_broker(c->image, req->broker_id);
+        resp->is_fenced = req->want_shut_down || req->want_fence || !now || now->fenced;
         resp->is_caught_up = true;
     }
     pthread_mutex_unlock(&c->mu);

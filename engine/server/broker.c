@@ -361,12 +361,38 @@ static void stop_control_plane(kiq_broker_t *b)
     b->control_queue = NULL;
 }
 
+/* What opening the logs found, for the startup phases: how many
+ * partitions, whether the stop before was clean, what recovery rescanned. */
+static void note_recovery(kiq_broker_t *b)
+{
+    int count = 0;
+    kiq_topic_t **list = kiq_topics_list(b->topics, &count);
+    int64_t partitions = 0, batches = 0, truncated = 0;
+    for (int i = 0; i < count; i++)
+        for (int32_t p = 0; p < list[i]->npartitions; p++) {
+            kiq_partition_log_t *log = list[i]->partitions[p]->log;
+            if (!log) continue;
+            kiq_segment_recovery_t rec;
+            kiq_partition_log_recovery(log, &rec);
+            partitions++;
+            batches += rec.batches;
+            truncated += (int64_t)rec.bytes_truncated;
+        }
+    if (list) kiq_topics_list_free(list, count);
+    atomic_store(&b->startup.clean, b->log_cfg.clean_shutdown);
+    atomic_store(&b->startup.recovered_batches, batches);
+    atomic_store(&b->startup.truncated_bytes, truncated);
+    kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_LOGS, partitions);
+}
+
 int kiq_broker_start(kiq_broker_t *b)
 {
     char marker[PATH_MAX];
+    kiq_broker_startup_begin(&b->startup);
     /* the dynamic broker configs first: the logs open with their settings */
     if (kiq_broker_configs_load(b) != 0) return -1;
     kiq_broker_configs_log_config(b, &b->log_cfg, &b->log_cfg);
+    kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_CONFIG, 0);
     kiq_topics_dir_spec_t *specs = calloc((size_t)b->nlog_dirs, sizeof *specs);
     if (!specs) return kiq_error_set("out of memory");
     b->log_cfg.clean_shutdown = true;
@@ -388,6 +414,7 @@ int kiq_broker_start(kiq_broker_t *b)
     b->replica_start = (kiq_partition_replica_start_t){b->node_id, b->cluster, &b->observers};
     kiq_partition_state_ops_t states = kiq_partition_replica_states(&b->replica_start);
     if (kiq_topics_set_partition_states(b->topics, &states) != 0) return -1;
+    note_recovery(b);
     if (!read_incarnation(b) && kiq_uuid_random(&b->incarnation) != 0) return kiq_error_set("no randomness");
     /* from now on the logs are open and a crash is unclean */
     for (int i = 0; i < b->nlog_dirs; i++) {
@@ -474,10 +501,12 @@ int kiq_broker_start(kiq_broker_t *b)
     for (int i = 0; i < b->nprocessors; i++)
         if (kiq_processor_start(b->processors[i]) != 0) return -1;
     if (kiq_acceptor_start(b->acceptor) != 0) return -1;
+    kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_LISTENERS, b->bound_port);
     if (b->cluster && b->node_id == b->controller_id) {
         b->controller = kiq_controller_new(b->config, b->node_id, b->log_dirs[0].path,
                                            kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME));
         if (!b->controller || kiq_controller_start(b->controller) != 0) return -1;
+        kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_CONTROLLER, b->node_id);
     }
     if (b->has_control_plane && start_control_plane(b) != 0) return -1;
     /* last: the registration carries the bound ports */
@@ -494,12 +523,14 @@ int kiq_broker_start(kiq_broker_t *b)
             .controller_host = b->controller_host,
             .controller_port = b->controller_port,
             .config = b->config,
+            .startup = &b->startup,
         };
         if (!(b->lifecycle = kiq_broker_lifecycle_new(&id))) return -1;
     }
     /* its ISR thread reads the lifecycle's broker epoch */
     if (b->replicas && kiq_replica_manager_start(b->replicas) != 0) return -1;
     b->running = true;
+    if (!b->cluster) kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_READY, 0);
     KIQ_INFO("[KafkaIQ broker %d] started: listening on %s:%d, data in %s, cluster %s", b->node_id,
              *b->host ? b->host : "*", b->bound_port, kiq_config_str(b->config, KIQ_CFG_LOG_DIRS), b->cluster_id);
     for (int i = 0; i < b->nservices; i++)

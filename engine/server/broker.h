@@ -23,6 +23,7 @@
 #include "server/purgatory.h"
 #include "journey/journey.h"
 #include "metrics/topic_counts.h"
+#include "server/broker_startup.h"
 #include "server/event_counts.h"
 #include "server/interceptors.h"
 #include "server/request_stats.h"
@@ -145,6 +146,7 @@ struct kiq_broker {
     kiq_broker_service_t services[KIQ_BROKER_MAX_SERVICES];
     int nservices;
     kiq_producer_ids_t *producer_ids; /* InitProducerId: from new to free; own lock */
+    kiq_broker_startup_t startup;     /* this start's phases; atomics */
     bool running;
 };
 

@@ -19,6 +19,7 @@ enum {
     CONNECT_TIMEOUT_MS = 2000,
     BACKOFF_MIN_MS = 50,
     BACKOFF_MAX_MS = 2000,
+    CATCH_UP_MS = 10, /* heartbeats while fenced, waiting for the metadata */
 };
 
 struct kiq_broker_lifecycle {
@@ -125,6 +126,7 @@ static int do_register(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int 
                  kiq_client_peer(conn), (long long)resp.broker_epoch);
         *last_refusal = 0;
         set_epoch(lc, resp.broker_epoch);
+        kiq_broker_startup_mark(lc->b.startup, KIQ_STARTUP_REGISTERED, resp.broker_epoch);
     }
     kiq_arena_reset(&arena);
     return rc;
@@ -142,7 +144,9 @@ static int do_heartbeat(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int
     req.broker_id = lc->b.node_id;
     req.broker_epoch = epoch;
     req.current_metadata_offset = -1;
-    req.want_fence = false;
+    /* as Kafka's: fenced until the broker holds the cluster's metadata, so
+     * no client is told about leaders from a cache of before the restart */
+    req.want_fence = !kiq_broker_startup_reached(lc->b.startup, KIQ_STARTUP_METADATA);
     req.want_shut_down = shut_down;
     int rc = kiq_client_request(conn, KIQ_API_BROKER_HEARTBEAT, 0, &req, &arena, &resp, lc->request_timeout_ms);
     if (rc == 0 && resp.error_code != KIQ_ERR_NONE) {
@@ -162,6 +166,7 @@ static int do_heartbeat(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int
             KIQ_INFO("[KafkaIQ broker %d] unfenced by the controller", lc->b.node_id);
         lc->fenced = resp.is_fenced;
         pthread_mutex_unlock(&lc->mu);
+        if (!resp.is_fenced) kiq_broker_startup_mark(lc->b.startup, KIQ_STARTUP_READY, epoch);
     }
     kiq_arena_reset(&arena);
     return rc;
@@ -218,7 +223,8 @@ static void *lifecycle_main(void *arg)
          * heartbeat registers again at once; a refused registration waits
          * an interval before trying again. */
         if ((epoch < 0) == (rc == 0)) continue;
-        nap(lc, lc->heartbeat_ms);
+        /* fenced while the metadata comes: ask again soon */
+        nap(lc, kiq_broker_lifecycle_fenced(lc) && lc->heartbeat_ms > CATCH_UP_MS ? CATCH_UP_MS : lc->heartbeat_ms);
     }
     if (conn) drop_conn(lc, &conn);
     return NULL;

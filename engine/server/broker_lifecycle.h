@@ -19,6 +19,7 @@
 #include "core/arena.h"
 #include "core/uuid.h"
 #include "proto/messages.h"
+#include "server/broker_startup.h"
 
 typedef struct kiq_broker_lifecycle kiq_broker_lifecycle_t;
 
@@ -36,6 +37,7 @@ typedef struct kiq_broker_identity {
     const char *controller_host;
     int controller_port;
     const kiq_config_t *config;
+    kiq_broker_startup_t *startup; /* the broker's: registered and ready are stamped here */
 } kiq_broker_identity_t;
 
 /* Starts the thread for a started broker in cluster mode; the identity is

@@ -94,6 +94,42 @@ describe("labs", function()
     assert.are.same({ 100, 100 }, { f.leo_new_leader, f.leo_old_leader })
   end)
 
+  it("9: the startup sequence, clean and after a crash", function()
+    local f = run_lab("09_startup.lua")
+    local function position(order)
+      local at = {}
+      local i = 0
+      for name in order:gmatch("[%a_]+") do
+        i = i + 1
+        at[name] = i
+      end
+      return at
+    end
+    for _, order in ipairs { f.clean_order, f.crash_order } do
+      local at = position(order)
+      assert.are.same({ 1, 2, 3, 4, 5 }, { at.config, at.logs, at.listeners, at.registered, at.metadata }, order)
+      assert.is_true(at.replication > at.metadata and at.ready > at.metadata, order)
+    end
+    assert.is_true(f.clean_marker)
+    assert.is_false(f.crash_marker)
+    assert.is_true(f.crash_recovered_batches > f.clean_recovered_batches)
+    assert.are.same({ 6, 6 }, { f.partitions_opened, f.partitions_assigned })
+  end)
+
+  it("10: the invariants hold through a crash; an unclean election loses acknowledged records", function()
+    local f = run_lab("10_invariants.lua")
+    assert.is_true(f.checks > 0 and f.acked > 0)
+    assert.are.equal(f.acked, f.verified)
+    assert.are.equal(30, f.acked_unclean)
+    assert.are.equal(-1, f.offline)
+    assert.are.equal(0, f.unclean_error)
+    assert.is_true(f.was_out_of_sync)
+    assert.is_true(f.verify_failed)
+    assert.are.equal("nothing acknowledged lost", f.violation)
+    assert.are.equal(20, f.lost)
+    assert.are.same({ 10, 10 }, { f.new_leader_leo, f.old_leader_leo_after })
+  end)
+
   it("8: the ISR shrinks without a lagging follower and expands when it is back", function()
     local f = run_lab("08_isr.lua")
     assert.are.equal(3, f.isr_before)

@@ -292,8 +292,10 @@ function Producer:_produce_to(leader, list, retry, deadline)
   local cfg = self.cfg
   local conn, err = self.cluster:broker_conn(leader)
   if not conn then
+    -- a leader that cannot be reached may have been replaced: ask again
     for _, b in ipairs(list) do
       b.err = ("produce to %s[%d]: %s"):format(b.topic, b.partition, err)
+      self.cluster:invalidate(b.topic)
       retry[#retry + 1] = b
     end
     return
@@ -315,6 +317,7 @@ function Producer:_produce_to(leader, list, retry, deadline)
   if not resp then
     for _, b in ipairs(list) do
       b.err = ("produce to %s[%d]: %s"):format(b.topic, b.partition, err)
+      self.cluster:invalidate(b.topic)
       retry[#retry + 1] = b
     end
     return

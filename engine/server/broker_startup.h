@@ -1,0 +1,43 @@
+/* The phases of a broker's start, the lesson's startup sequence: each is
+ * stamped the first time it is reached in a start, by the thread that
+ * reaches it (the starting thread, the lifecycle thread, an I/O thread
+ * applying the controller's requests); read by any thread. */
+#ifndef KIQ_SERVER_BROKER_STARTUP_H
+#define KIQ_SERVER_BROKER_STARTUP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum kiq_startup_phase {
+    KIQ_STARTUP_CONFIG,      /* configs read, dynamic ones applied */
+    KIQ_STARTUP_LOGS,        /* logs opened, recovered after an unclean stop; detail: partitions */
+    KIQ_STARTUP_LISTENERS,   /* acceptor, processors and I/O threads running; detail: the port */
+    KIQ_STARTUP_CONTROLLER,  /* the controller started here (its voter only) */
+    KIQ_STARTUP_REGISTERED,  /* the controller took the registration; detail: broker epoch */
+    KIQ_STARTUP_METADATA,    /* the first UpdateMetadata applied; detail: brokers it names */
+    KIQ_STARTUP_REPLICATION, /* the first LeaderAndIsr applied; detail: partitions it names */
+    KIQ_STARTUP_READY,       /* serving: unfenced in a cluster, started when alone */
+    KIQ__STARTUP_PHASES
+};
+
+extern const char *const kiq_startup_phase_names[KIQ__STARTUP_PHASES];
+
+typedef struct kiq_broker_startup {
+    atomic_int_fast64_t began_ns;
+    atomic_int_fast64_t at_ns[KIQ__STARTUP_PHASES]; /* 0: not reached in this start */
+    atomic_int_fast64_t detail[KIQ__STARTUP_PHASES];
+    /* what opening the logs found */
+    atomic_bool clean;                  /* every log directory had its clean-shutdown marker */
+    atomic_int_fast64_t recovered_batches; /* batches rescanned by recovery */
+    atomic_int_fast64_t truncated_bytes;   /* torn or corrupt bytes cut off */
+} kiq_broker_startup_t;
+
+/* A start begins: every phase unreached. */
+void kiq_broker_startup_begin(kiq_broker_startup_t *s);
+/* Any thread: phase reached now, unless it was already in this start. */
+void kiq_broker_startup_mark(kiq_broker_startup_t *s, enum kiq_startup_phase phase, int64_t detail);
+/* Any thread: whether phase was reached in this start. */
+bool kiq_broker_startup_reached(kiq_broker_startup_t *s, enum kiq_startup_phase phase);
+
+#endif
