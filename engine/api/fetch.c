@@ -304,7 +304,11 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
             }
             total += n;
             if (!res->zero_copy) copied += n;
-            if (n > 0) fetched(b, r, topic, p, follower ? replica : -1, hw, n, res->zero_copy);
+            if (n > 0) {
+                atomic_fetch_add_explicit(res->zero_copy ? &b->fetch_bytes_sendfile : &b->fetch_bytes_copied, n,
+                                          memory_order_relaxed);
+                fetched(b, r, topic, p, follower ? replica : -1, hw, n, res->zero_copy);
+            }
         }
         kiq_topic_unref(topic);
     }

@@ -266,6 +266,10 @@ static void own_metrics(kiq_broker_t *b, FILE *f)
     for (int p = 0; p < KIQ__POINTS; p++)
         fprintf(f, "kafkaiq_events_total{point=\"%s\"} %llu\n", kiq_point_names[p],
                 (unsigned long long)kiq_event_counts_get(&b->event_counts, (enum kiq_point)p));
+    help(f, "kafkaiq_fetch_bytes_total", "counter",
+         "record bytes fetches returned: sent from the segment files with sendfile, or copied");
+    fprintf(f, "kafkaiq_fetch_bytes_total{mode=\"sendfile\"} %lld\nkafkaiq_fetch_bytes_total{mode=\"copy\"} %lld\n",
+            (long long)atomic_load(&b->fetch_bytes_sendfile), (long long)atomic_load(&b->fetch_bytes_copied));
     help(f, "kafkaiq_interceptor_failures_total", "counter",
          "interceptor calls that raised or ran over their budget (kafkaiq.hook.max.instructions)");
     uint64_t failures = b->interceptors.ops ? b->interceptors.ops->failures(b->interceptors.ctx) : 0;

@@ -206,6 +206,7 @@ static void push_partition_state(lua_State *L, kiq_partition_t *p)
 }
 
 /* b:state() -> { node_id, port, cluster_id, running, queue_depth,
+ *   fetch_bytes_sendfile, fetch_bytes_copied (record bytes fetches returned each way),
  *   log_dirs = { { path, offline, error } }, offline_log_dirs = { path... },
  *   topics = { [name] = { id, partitions = { [0..n-1] = {...} } } } }
  * A partition is { hosted, leader_epoch } and, when hosted here, its
@@ -248,6 +249,8 @@ static int l_broker_state(lua_State *L)
     lua_setfield(L, -2, "offline_log_dirs");
     if (!b->running) return 1;
     kiq_lua_set_num(L, "queue_depth", (double)kiq_request_queue_depth(b->queue));
+    kiq_lua_set_num(L, "fetch_bytes_sendfile", (double)atomic_load(&b->fetch_bytes_sendfile));
+    kiq_lua_set_num(L, "fetch_bytes_copied", (double)atomic_load(&b->fetch_bytes_copied));
     kiq_purgatory_stats_t ps;
     kiq_purgatory_stats(b->purgatory, &ps);
     kiq_lua_set_num(L, "parked", ps.waiting);

@@ -35,12 +35,14 @@ static lua_conn_t *check_conn(lua_State *L)
 static int wait_fd(int fd, short events, int64_t deadline_ms)
 {
     for (;;) {
+        /* a deadline already passed still looks once: readable(0) polls */
         int64_t left = deadline_ms - kiq_clock_mono_ns() / 1000000;
-        if (left <= 0) return kiq_error_set("timed out");
+        if (left < 0) left = 0;
         struct pollfd p = {fd, events, 0};
         int rc = poll(&p, 1, (int)left);
         if (rc > 0) return 0;
         if (rc < 0 && errno != EINTR) return kiq_error_errno("poll");
+        if (rc == 0 && left == 0) return kiq_error_set("timed out");
     }
 }
 

@@ -127,6 +127,9 @@ struct kiq_broker {
     /* Time the I/O threads spent handling requests since io_started_ns
      * (Kafka's RequestHandlerAvgIdlePercent is the rest). */
     atomic_int_fast64_t io_busy_ns;
+    /* Record bytes fetches returned, by how: sendfile() from the segment
+     * files, or copied through the response buffer (I/O threads). */
+    atomic_int_fast64_t fetch_bytes_sendfile, fetch_bytes_copied;
     int64_t io_started_ns;
     int nio_threads;
     kiq_purgatory_t *purgatory;
