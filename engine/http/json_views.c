@@ -5,16 +5,17 @@
 #include <string.h>
 
 #include "controller/controller.h"
+#include "controller/metadata_cache.h"
 #include "core/arena.h"
 #include "core/clock.h"
-#include "controller/metadata_cache.h"
 #include "core/say.h"
 #include "http/views.h"
 #include "journey/journey.h"
+#include "metrics/histogram.h"
 #include "net/acceptor.h"
 #include "net/processor.h"
-#include "replica/replica_manager.h"
 #include "replica/partition_replica.h"
+#include "replica/replica_manager.h"
 
 static void take_json(kiq_http_view_t *v, unsigned status, json_t *j)
 {
@@ -186,6 +187,27 @@ static json_t *processor_json(kiq_processor_t *p, int id)
                      (json_int_t)st.up_ns);
 }
 
+/* How long Produce and Fetch requests waited in the request queue:
+ * {"Produce": {"count", "p50_ms", "p99_ms"}, ...} over the broker's
+ * bounded histograms (those that were served). */
+static json_t *queue_waits_json(kiq_broker_t *b)
+{
+    static const struct {
+        int16_t key;
+        const char *name;
+    } apis[] = {{0, "Produce"}, {1, "Fetch"}};
+    json_t *w = json_object();
+    for (size_t i = 0; i < sizeof apis / sizeof apis[0]; i++) {
+        kiq_histogram_t *h = kiq_request_stats_times(&b->stats, apis[i].key, KIQ_STAGE_QUEUE);
+        if (!h) continue;
+        uint64_t n = 0;
+        double p50 = kiq_histogram_quantile_ms(h, 0.5, &n), p99 = kiq_histogram_quantile_ms(h, 0.99, &n);
+        json_object_set_new(w, apis[i].name, json_pack("{s:I, s:f, s:f}", "count", (json_int_t)n, "p50_ms", p50,
+                                                       "p99_ms", p99));
+    }
+    return w;
+}
+
 /* The network layer, the I/O threads and the control plane, as counters
  * the page turns into rates; under b->running. */
 static void network_json(kiq_broker_t *b, json_t *j)
@@ -253,10 +275,11 @@ void kiq_http_state(kiq_broker_t *b, kiq_http_view_t *v)
                                   "io", (int)kiq_config_int(b->config, KIQ_CFG_NUM_IO_THREADS)));
     if (b->running) network_json(b, j);
     if (b->running) {
-        json_object_set_new(j, "request_queue",
-                            json_pack("{s:I, s:I, s:I}", "depth", (json_int_t)kiq_request_queue_depth(b->queue),
-                                      "bound", (json_int_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS),
-                                      "muted", (json_int_t)kiq_request_queue_muted(b->queue)));
+        json_t *q = json_pack("{s:I, s:I, s:I}", "depth", (json_int_t)kiq_request_queue_depth(b->queue), "bound",
+                              (json_int_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS), "muted",
+                              (json_int_t)kiq_request_queue_muted(b->queue));
+        if (q) json_object_set_new(q, "waits", queue_waits_json(b));
+        json_object_set_new(j, "request_queue", q);
         if (b->control_queue)
             json_object_set_new(j, "control_queue",
                                 json_pack("{s:I}", "depth", (json_int_t)kiq_request_queue_depth(b->control_queue)));

@@ -142,6 +142,26 @@ def test_journey_in_one_process_cluster(three):
     assert rc == 0 and out2.splitlines()[0] == out.splitlines()[0]
 
 
+def test_peers_and_state_of_a_one_process_cluster(three):
+    """Each broker's page finds the others of its process through
+    /api/peers, and /api/state has what the page draws."""
+    c = three
+    for address in c.http:
+        status, body = get(address, "/api/peers")
+        assert status == 200, body
+        peers = json.loads(body)["brokers"]
+        assert sorted((p["broker"], p["http"]) for p in peers) == [(i, a) for i, a in enumerate(c.http)], peers
+    status, body = get(c.http[0], "/api/state")
+    state = json.loads(body)
+    assert state["acceptor"]["accepted"] >= 1 and len(state["processors"]) == state["threads"]["network"]
+    assert {"connections", "muted", "requests", "bytes_in", "bytes_out", "idle_ns", "up_ns"} <= set(state["processors"][0])
+    assert state["io"]["threads"] == state["threads"]["io"] and state["io"]["up_ns"] > 0
+    assert state["control_plane"]["processor"]["requests"] > 0  # the controller's requests came that way
+    view = state["controller_view"]  # broker 0 hosts the controller
+    assert sorted(x["id"] for x in view["brokers"]) == [0, 1, 2] and not any(x["fenced"] for x in view["brokers"])
+    assert isinstance(state["request_queue"]["waits"], dict)
+
+
 def test_journey_in_three_processes(tmp_path):
     c = Cluster(tmp_path)
     c.start()

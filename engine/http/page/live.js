@@ -200,6 +200,12 @@ function processorBox(b, p, i) {
     in ${fmtRate(bin, "B")}, out ${fmtRate(bout, "B")}, ${p.muted} muted, busy ${pct(idle == null ? null : 1 - idle)}</div>`;
 }
 
+// Time requests waited in the queue, by API.
+function waits(w) {
+  return Object.entries(w || {}).filter(([, v]) => v.count > 0).map(([api, v]) =>
+    `<div>${api}: waited p50 ${v.p50_ms.toFixed(3)} ms, p99 ${v.p99_ms.toFixed(3)} ms (${v.count} requests)</div>`).join("");
+}
+
 function machine(b) {
   const s = b.state;
   if (!b.up) {
@@ -234,6 +240,7 @@ function machine(b) {
       <div class="box${full ? " hot" : ""}"><h4>request queue</h4>
         <div class="bar${full ? " full" : ""}"><i style="width:${Math.min(100, (100 * q.depth) / q.bound)}%"></i></div>
         <div data-queue-depth="${q.depth}">depth ${q.depth} of ${q.bound}${q.muted ? `, ${q.muted} refused for want of room (sockets muted)` : ""}</div>
+        ${waits(q.waits)}
         ${control}</div>
       <div class="box"><h4>I/O threads</h4><div>${s.io.threads} threads, busy ${pct(ioBusy)}</div>
         <div>purgatory: ${s.purgatory.waiting} waiting (acks=all produces, long-poll fetches)</div></div>
