@@ -66,30 +66,17 @@ static void peers_remove(const http_listener_t *h)
  * listening brokers of b's cluster. */
 static void peers_view(const kiq_broker_t *b, kiq_http_view_t *v)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) {
-        kiq_http_error(v, 500, "out of memory");
-        return;
-    }
-    fputs("{\"brokers\":[", f);
+    json_t *list = json_array();
     pthread_mutex_lock(&peers.mu);
-    int shown = 0;
     for (int i = 0; i < peers.n; i++) {
         if (strcmp(peers.e[i].cluster_id, b->cluster_id) != 0) continue;
         const http_listener_t *h = peers.e[i].h;
-        fprintf(f, "%s{\"broker\":%d,\"http\":\"%s:%d\"}", shown++ ? "," : "", peers.e[i].broker,
-                *h->host ? h->host : "127.0.0.1", atomic_load(&h->bound));
+        char address[300];
+        snprintf(address, sizeof address, "%s:%d", *h->host ? h->host : "127.0.0.1", atomic_load(&h->bound));
+        json_array_append_new(list, json_pack("{s:i, s:s}", "broker", peers.e[i].broker, "http", address));
     }
     pthread_mutex_unlock(&peers.mu);
-    fputs("]}", f);
-    if (fclose(f) != 0 || !text) {
-        free(text);
-        kiq_http_error(v, 500, "out of memory");
-        return;
-    }
-    *v = (kiq_http_view_t){200, "application/json", text, len};
+    kiq_http_take_json(v, 200, json_pack("{s:o}", "brokers", list));
 }
 
 static void log_mhd(void *cls, const char *fmt, va_list ap)

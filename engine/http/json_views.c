@@ -17,7 +17,7 @@
 #include "replica/partition_replica.h"
 #include "replica/replica_manager.h"
 
-static void take_json(kiq_http_view_t *v, unsigned status, json_t *j)
+void kiq_http_take_json(kiq_http_view_t *v, unsigned status, json_t *j)
 {
     v->status = status;
     v->type = "application/json";
@@ -33,7 +33,7 @@ static void take_json(kiq_http_view_t *v, unsigned status, json_t *j)
 
 void kiq_http_error(kiq_http_view_t *v, unsigned status, const char *message)
 {
-    take_json(v, status, json_pack("{s:s}", "error", message));
+    kiq_http_take_json(v, status, json_pack("{s:s}", "error", message));
 }
 
 /* ---- journeys ---- */
@@ -110,7 +110,7 @@ void kiq_http_journey(kiq_broker_t *b, const char *topic, const char *partition,
     if (found) {
         json_t *j = journey_json(jr);
         if (j) json_object_set_new(j, "broker", json_integer(b->node_id));
-        take_json(v, 200, j);
+        kiq_http_take_json(v, 200, j);
     } else {
         kiq_http_error(v, 404, "no journey is kept for it on this broker");
     }
@@ -308,5 +308,5 @@ void kiq_http_state(kiq_broker_t *b, kiq_http_view_t *v)
     }
     if (list) kiq_topics_list_free(list, count);
     json_object_set_new(j, "topics", topics);
-    take_json(v, 200, j);
+    kiq_http_take_json(v, 200, j);
 }

@@ -4,6 +4,7 @@
 #ifndef KIQ_HTTP_VIEWS_H
 #define KIQ_HTTP_VIEWS_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "server/broker.h"
@@ -15,6 +16,9 @@ typedef struct kiq_http_view {
     size_t len;
 } kiq_http_view_t;
 
+/* The view of j (taken: freed here) as compact JSON with status; 500 when
+ * it cannot be made. */
+void kiq_http_take_json(kiq_http_view_t *v, unsigned status, json_t *j);
 /* {"error": message} with status. */
 void kiq_http_error(kiq_http_view_t *v, unsigned status, const char *message);
 /* Kafka's metrics in Prometheus text format (http/metrics_text.c). */

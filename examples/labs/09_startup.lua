@@ -63,28 +63,26 @@ local function show(b, how)
   return s, table.concat(names, ",")
 end
 
-L:step("broker 2 stopped cleanly and started again")
-c:stop_broker(2)
-assert(c:restart(2))
-local clean, clean_order = show(c:broker(2), "2 (clean restart)")
-L:fact("clean_order", clean_order)
-L:fact("clean_marker", clean.clean)
-L:fact("clean_recovered_batches", clean.recovered_batches)
-for p = 0, 5 do assert(c:wait_for_replicas(topic, p, 15000)) end
-
-L:step("broker 2 crashed (no clean shutdown) and started again")
-c:kill(2)
-assert(c:restart(2))
-local crash, crash_order = show(c:broker(2), "2 (after a crash)")
-L:fact("crash_order", crash_order)
-L:fact("crash_marker", crash.clean)
-L:fact("crash_recovered_batches", crash.recovered_batches)
+-- restarts broker 2 (after a crash: killed first) and prints its phases
+local function restart(how, crash)
+  L:step("broker 2 %s and started again", how)
+  if crash then c:kill(2) else c:stop_broker(2) end
+  assert(c:restart(2))
+  local s, order = show(c:broker(2), "2 (" .. how .. ")")
+  local name = crash and "crash" or "clean"
+  L:fact(name .. "_order", order)
+  L:fact(name .. "_marker", s.clean)
+  L:fact(name .. "_recovered_batches", s.recovered_batches)
+  for p = 0, 5 do assert(c:wait_for_replicas(topic, p, 15000)) end
+  return s
+end
+local clean = restart("stopped cleanly", false)
+local crash = restart("crashed (no clean shutdown)", true)
 local function at(s, name) for _, ph in ipairs(s.phases) do if ph.phase == name then return ph end end end
 L:fact("partitions_opened", at(crash, "logs").detail)
 L:fact("partitions_assigned", at(crash, "replication").detail)
 L:say("")
 L:say("recovery rescanned %d batches the clean start did not need to; the broker was ready %.1f ms after it began",
   crash.recovered_batches - clean.recovered_batches, at(crash, "ready").ms)
-for p = 0, 5 do assert(c:wait_for_replicas(topic, p, 15000)) end
 L:finish()
 c:stop()
