@@ -265,7 +265,7 @@ function Producer:_produce(batches, deadline)
       if b.bytes_encoded then
         local leader, err = self.cluster:leader(b.topic, b.partition, cfg.allow_auto_create_topics)
         if not leader then
-          b.err = "produce: " .. err
+          b.err = ("produce to %s[%d]: %s"):format(b.topic, b.partition, err)
           retry[#retry + 1] = b
         else
           if not by_leader[leader] then
