@@ -33,13 +33,15 @@ M.LAYERS = {
   controller = domain,                              -- controller, metadata image and log, metadata cache
   replica = with(domain, "controller"),             -- partition replicas, replica manager, fetchers
   group = with(domain, "controller", "replica"),    -- group coordinator, __consumer_offsets
+  txn = with(domain, "controller", "replica", "group"), -- transaction coordinator, __transaction_state
   include = { "core" },                             -- the public C API
-  server = with(domain, "controller", "replica", "group", "include", "journey", "metrics"), -- the broker
-  http = with(domain, "controller", "replica", "group", "include", "journey", "metrics", "server"), -- HTTP
-  api = with(domain, "controller", "replica", "group", "server", "include", "journey", "metrics", "http"), -- API
-  lua = with(domain, "controller", "replica", "group", "server", "api", "include", "journey", "metrics", "http"),
-  cmd = with(domain, "controller", "replica", "group", "server", "api", "include", "journey", "metrics", "http",
-    "lua"), -- the kafkaiq command
+  server = with(domain, "controller", "replica", "group", "txn", "include", "journey", "metrics"), -- the broker
+  http = with(domain, "controller", "replica", "group", "txn", "include", "journey", "metrics", "server"), -- HTTP
+  api = with(domain, "controller", "replica", "group", "txn", "server", "include", "journey", "metrics", "http"), -- API
+  lua = with(domain, "controller", "replica", "group", "txn", "server", "api", "include", "journey", "metrics",
+    "http"),
+  cmd = with(domain, "controller", "replica", "group", "txn", "server", "api", "include", "journey", "metrics",
+    "http", "lua"), -- the kafkaiq command
 }
 local LUA_HEADERS = { ["lua.h"] = true, ["lauxlib.h"] = true, ["lualib.h"] = true, ["luajit.h"] = true,
   ["lua.hpp"] = true }

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/say.h"
 #include "group/offsets_topic.h"
+#include "log/log_scan.h"
 #include "proto/reader.h"
 
 enum {
@@ -232,34 +233,6 @@ malformed:
 int kiq_offsets_topic_load(kiq_partition_log_t *log, const kiq_offsets_loader_t *ld)
 {
     load_ctx_t c = {.ld = ld};
-    int64_t offset = kiq_partition_log_start_offset(log);
-    int64_t end = kiq_partition_log_end_offset(log);
-    kiq_wr_t w;
-    while (offset < end) {
-        kiq_wr_init(&w);
-        int n = kiq_partition_log_read(log, offset, 1 << 20, end, &w);
-        if (n <= 0 || w.err) {
-            kiq_wr_free(&w);
-            if (n == 0) break;
-            return kiq_error_set("cannot read " KIQ_OFFSETS_TOPIC " at offset %lld: %s", (long long)offset,
-                                 n == KIQ_LOG_OUT_OF_RANGE ? "out of range" : kiq_error_get());
-        }
-        kiq_batch_iter_t it;
-        kiq_batch_iter_init(&it, w.buf, w.len, true);
-        const uint8_t *batch;
-        size_t blen;
-        kiq_batch_header_t h;
-        int64_t next = offset;
-        while (kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
-            next = kiq_batch_last_offset(&h) + 1;
-            if (kiq_batch_is_control(&h)) continue;
-            if (kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, load_record, &c) != 0)
-                KIQ_WARN(KIQ_OFFSETS_TOPIC " batch at offset %lld is malformed: %s; skipped",
-                         (long long)h.base_offset, kiq_error_get());
-        }
-        kiq_wr_free(&w);
-        if (next <= offset) break; /* never spin on a read that does not advance */
-        offset = next;
-    }
+    if (kiq_partition_log_scan(log, KIQ_OFFSETS_TOPIC, load_record, &c) != 0) return -1;
     return c.applied;
 }

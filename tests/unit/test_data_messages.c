@@ -1,5 +1,6 @@
-/* Data messages (engine/proto/schema/data): the __consumer_offsets keys and
- * values and the consumer protocol payloads. Every one round-trips at every
+/* Data messages (engine/proto/schema/data): the __consumer_offsets and
+ * __transaction_state keys and values, metadata records, transaction markers,
+ * .txnindex entries and the consumer protocol payloads. Every one round-trips at every
  * version; bytes laid out by hand as Kafka writes them decode to the right
  * fields and re-encode to the same bytes; any truncation fails. */
 #include <setjmp.h>
@@ -52,6 +53,9 @@ static void test_every_message_every_version(void **state)
         {"PartitionRecord", 0, 2},      {"ConfigRecord", 0, 0},
         {"PartitionChangeRecord", 0, 2}, {"FenceBrokerRecord", 0, 0},
         {"UnfenceBrokerRecord", 0, 0},  {"RemoveTopicRecord", 0, 0},
+        {"TransactionLogKey", 0, 0},    {"TransactionLogValue", 0, 1},
+        {"EndTxnMarker", 0, 0},         {"ControlRecordKey", 0, 0},
+        {"AbortedTxn", 0, 0},
     };
     assert_int_equal(kiq_data_codec_count, sizeof want / sizeof want[0]);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -159,6 +163,90 @@ static void test_offset_commit_value_v3_by_hand(void **state)
     kiq_arena_reset(&a);
 }
 
+/* An ongoing transaction as Kafka 4 writes it in __transaction_state:
+ * value version 1, flexible, the previous producer id and the client's
+ * transaction version tagged (tags 0 and 2; defaults left out). */
+static void test_transaction_log_value_v1_by_hand(void **state)
+{
+    (void)state;
+    const uint8_t buf[] = {
+        0, 0, 0, 0, 0, 0, 0x03, 0xe8,               /* producer_id 1000 */
+        0, 2,                                       /* producer_epoch */
+        0, 0, 0xea, 0x60,                           /* transaction_timeout_ms 60000 */
+        1,                                          /* transaction_status: Ongoing */
+        2,                                          /* transaction_partitions: 1 */
+        2, 't',                                     /*   topic */
+        3, 0, 0, 0, 0, 0, 0, 0, 3,                  /*   partition_ids [0, 3] */
+        0,                                          /*   (no tags) */
+        0, 0, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00,   /* last update 1700000000000 */
+        0, 0, 0x01, 0x8b, 0xcf, 0xe4, 0xcb, 0xc0,   /* start 1699999960000 */
+        2,                                          /* tags: 2 */
+        0, 8, 0, 0, 0, 0, 0, 0, 0x03, 0xe7,         /*   0: previous_producer_id 999 */
+        2, 2, 0, 2,                                 /*   2: client_transaction_version 2 */
+    };
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_transaction_log_value_t m;
+    kiq_rd_t r;
+    kiq_rd_init(&r, buf, sizeof buf);
+    assert_int_equal(kiq_transaction_log_value_decode(&r, 1, &a, &m), 0);
+    assert_int_equal(kiq_rd_left(&r), 0);
+    assert_int_equal(m.producer_id, 1000);
+    assert_int_equal(m.previous_producer_id, 999);
+    assert_int_equal(m.next_producer_id, -1);
+    assert_int_equal(m.next_producer_epoch, -1);
+    assert_int_equal(m.producer_epoch, 2);
+    assert_int_equal(m.transaction_timeout_ms, 60000);
+    assert_int_equal(m.transaction_status, 1);
+    assert_int_equal(m.transaction_partitions_n, 1);
+    assert_true(kiq_str_eq(m.transaction_partitions[0].topic, "t"));
+    assert_int_equal(m.transaction_partitions[0].partition_ids_n, 2);
+    assert_int_equal(m.transaction_partitions[0].partition_ids[1], 3);
+    assert_int_equal(m.transaction_start_timestamp_ms, INT64_C(1699999960000));
+    assert_int_equal(m.client_transaction_version, 2);
+    check_reencodes(kiq_data_codec("TransactionLogValue"), 1, &m, buf, sizeof buf);
+    check_truncations_fail(kiq_data_codec("TransactionLogValue"), 1, buf, sizeof buf);
+    kiq_arena_reset(&a);
+}
+
+/* A commit marker's key and value (after their int16 versions) and a
+ * .txnindex entry, byte for byte. */
+static void test_markers_and_txn_index_by_hand(void **state)
+{
+    (void)state;
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    const uint8_t key[] = {0, 1};             /* type: COMMIT */
+    const uint8_t value[] = {0, 0, 0, 7};     /* coordinator_epoch 7 */
+    const uint8_t entry[] = {
+        0, 0, 0, 0, 0, 0, 0, 9,               /* producer_id */
+        0, 0, 0, 0, 0, 0, 0, 100,             /* first_offset */
+        0, 0, 0, 0, 0, 0, 0, 110,             /* last_offset: the abort marker */
+        0, 0, 0, 0, 0, 0, 0, 111,             /* last_stable_offset */
+    };
+    kiq_control_record_key_t k;
+    kiq_end_txn_marker_t v;
+    kiq_aborted_txn_t e;
+    kiq_rd_t r;
+    kiq_rd_init(&r, key, sizeof key);
+    assert_int_equal(kiq_control_record_key_decode(&r, 0, &a, &k), 0);
+    assert_int_equal(k.type, 1);
+    kiq_rd_init(&r, value, sizeof value);
+    assert_int_equal(kiq_end_txn_marker_decode(&r, 0, &a, &v), 0);
+    assert_int_equal(v.coordinator_epoch, 7);
+    kiq_rd_init(&r, entry, sizeof entry);
+    assert_int_equal(kiq_aborted_txn_decode(&r, 0, &a, &e), 0);
+    assert_int_equal(kiq_rd_left(&r), 0);
+    assert_int_equal(e.producer_id, 9);
+    assert_int_equal(e.first_offset, 100);
+    assert_int_equal(e.last_offset, 110);
+    assert_int_equal(e.last_stable_offset, 111);
+    check_reencodes(kiq_data_codec("AbortedTxn"), 0, &e, entry, sizeof entry);
+    check_truncations_fail(kiq_data_codec("AbortedTxn"), 0, entry, sizeof entry);
+    check_truncations_fail(kiq_data_codec("EndTxnMarker"), 0, value, sizeof value);
+    kiq_arena_reset(&a);
+}
+
 static void test_group_metadata_value_v3_by_hand(void **state)
 {
     (void)state;
@@ -263,6 +351,8 @@ int main(void)
         cmocka_unit_test(test_versions_change_layout),
         cmocka_unit_test(test_offset_commit_value_v3_by_hand),
         cmocka_unit_test(test_group_metadata_value_v3_by_hand),
+        cmocka_unit_test(test_transaction_log_value_v1_by_hand),
+        cmocka_unit_test(test_markers_and_txn_index_by_hand),
         cmocka_unit_test(test_consumer_protocol_assignment_v0_by_hand),
         cmocka_unit_test(test_hostile_counts),
     };

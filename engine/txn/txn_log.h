@@ -1,0 +1,54 @@
+/* __transaction_state, in Kafka's formats so Kafka's tools read it: which
+ * partition holds a transactional id, the record of a transactional id's
+ * metadata (key version 0: the id; value version 1, flexible: producer,
+ * epoch, timeout, state, partitions, times) or its tombstone, and loading
+ * a partition back into metadata. Owned by the calling thread. */
+#ifndef KIQ_TXN_TXN_LOG_H
+#define KIQ_TXN_TXN_LOG_H
+
+#include <stdint.h>
+
+#include "log/partition_log.h"
+#include "proto/messages.h"
+#include "record/batch.h"
+#include "txn/txn_metadata.h"
+
+#define KIQ_TXN_TOPIC "__transaction_state"
+
+/* The partition of __transaction_state (of npartitions) that holds id:
+ * Kafka's abs(id.hashCode()) % n over the id's UTF-16 code units (invalid
+ * UTF-8 counted as U+FFFD, as Java decodes it), abs(INT_MIN) being 0. */
+int32_t kiq_txn_partition_for(const char *id, size_t len, int32_t npartitions);
+
+/* Records for one append. */
+typedef struct kiq_txn_records {
+    kiq_batch_builder_t bb;
+    int64_t now_ms;
+    int count;
+} kiq_txn_records_t;
+
+void kiq_txn_records_init(kiq_txn_records_t *rs, int64_t now_ms);
+void kiq_txn_records_free(kiq_txn_records_t *rs);
+/* t's metadata as it is now; 0, or -1 with the reason. */
+int kiq_txn_records_add(kiq_txn_records_t *rs, const kiq_txn_t *t);
+/* The id is gone (expired); 0 or -1. */
+int kiq_txn_records_add_tombstone(kiq_txn_records_t *rs, const char *id);
+/* One batch of everything added, into *w (kiq_wr_free it); 0 or -1. */
+int kiq_txn_records_build(kiq_txn_records_t *rs, kiq_wr_t *w);
+
+/* What loading finds, in log order: id's metadata (v), or its deletion
+ * (v NULL). The views live only during the call. */
+typedef struct kiq_txn_loader {
+    void *ctx;
+    void (*txn)(void *ctx, kiq_str_t id, const kiq_transaction_log_value_t *v);
+} kiq_txn_loader_t;
+
+/* Reads the log from its start to its end; records of unknown versions or
+ * malformed ones are skipped with a warning. The number applied, or -1. */
+int kiq_txn_log_load(kiq_partition_log_t *log, const kiq_txn_loader_t *ld);
+
+/* A loaded value as metadata: t (uninitialised) gets id and v's fields.
+ * 0 or -1 (memory; an unknown state is taken as Dead). */
+int kiq_txn_from_value(kiq_txn_t *t, kiq_str_t id, const kiq_transaction_log_value_t *v);
+
+#endif
