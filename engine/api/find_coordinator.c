@@ -1,25 +1,27 @@
-/* FindCoordinator. Standalone, this broker coordinates every group (it
- * leads every partition of __consumer_offsets, created here on first use
- * as Kafka does). In cluster mode a group's coordinator is the leader of
- * its __consumer_offsets partition, as this broker's metadata shows it;
- * the topic is created through the controller on first use.
- * Transactions are not supported: their coordinator is never available.
- * v4 asks for several keys at once; v6 knows share groups (none here). */
+/* FindCoordinator for groups (key type 0) and transactional ids (1).
+ * Standalone, this broker coordinates every one (it leads every partition
+ * of __consumer_offsets and __transaction_state, created here on first use
+ * as Kafka does). In cluster mode the coordinator is the leader of the
+ * key's partition of that topic, as this broker's metadata shows it; the
+ * topic is created through the controller on first use. v4 asks for
+ * several keys at once; v6 knows share groups (none here). */
+#include <inttypes.h>
 #include <stdio.h>
 
 #include "api/api.h"
+#include "controller/metadata_cache.h"
+#include "core/coordinator_key.h"
 #include "core/error.h"
-#include "group/group.h"
 #include "group/group_coordinator.h"
 #include "group/offsets_topic.h"
 #include "server/controller_link.h"
-#include "controller/metadata_cache.h"
+#include "txn/txn_coordinator.h"
 
 enum { KEY_TYPE_GROUP = 0, KEY_TYPE_TRANSACTION = 1, KEY_TYPE_SHARE = 2 };
 
-/* How long a FindCoordinator that created __consumer_offsets waits for it
- * to reach this broker's metadata before answering "not yet". */
-#define OFFSETS_TOPIC_WAIT_MS 2000
+/* How long a FindCoordinator that created a coordinator's topic waits for
+ * it to reach this broker's metadata before answering "not yet". */
+#define TOPIC_WAIT_MS 2000
 
 typedef struct coordinator {
     int32_t node_id;
@@ -27,68 +29,93 @@ typedef struct coordinator {
     int32_t port;
 } coordinator_t;
 
+/* A coordinator's topic as Kafka makes it. */
+typedef struct coordinator_topic {
+    const char *name;
+    enum kiq_config_id partitions, replication_factor, segment_bytes;
+    enum kiq_config_id min_isr; /* KIQ_CFG__COUNT: none of its own */
+} coordinator_topic_t;
+
+static const coordinator_topic_t offsets_topic = {KIQ_OFFSETS_TOPIC, KIQ_CFG_OFFSETS_TOPIC_NUM_PARTITIONS,
+                                                  KIQ_CFG_OFFSETS_TOPIC_REPLICATION_FACTOR,
+                                                  KIQ_CFG_OFFSETS_TOPIC_SEGMENT_BYTES, KIQ_CFG__COUNT};
+static const coordinator_topic_t txn_topic = {KIQ_TXN_TOPIC, KIQ_CFG_TRANSACTION_STATE_LOG_NUM_PARTITIONS,
+                                              KIQ_CFG_TRANSACTION_STATE_LOG_REPLICATION_FACTOR,
+                                              KIQ_CFG_TRANSACTION_STATE_LOG_SEGMENT_BYTES,
+                                              KIQ_CFG_TRANSACTION_STATE_LOG_MIN_ISR};
+
 static int16_t check_key_type(int16_t version, int8_t key_type, kiq_str_t *message)
 {
-    if (key_type == KEY_TYPE_TRANSACTION) {
-        *message = KIQ_STR("transactions are not supported by this broker");
-        return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
-    }
     /* share groups (KIP-932) from v6: there is no share coordinator */
     if (key_type == KEY_TYPE_SHARE && version >= 6) {
         *message = KIQ_STR("share groups are not supported by this broker");
         return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
     }
-    if (key_type != KEY_TYPE_GROUP) {
+    if (key_type != KEY_TYPE_GROUP && key_type != KEY_TYPE_TRANSACTION) {
         *message = KIQ_STR("unknown key type");
         return KIQ_ERR_INVALID_REQUEST;
     }
     return KIQ_ERR_NONE;
 }
 
-/* Cluster mode: __consumer_offsets with offsets.topic.num.partitions and
- * as many replicas as offsets.topic.replication.factor asks for but no
- * more than there are live brokers (Kafka refuses until there are enough;
- * a one-broker cluster then never gets a coordinator). Its partition
- * count, or -1 with the reason in message. */
-static int32_t cluster_offsets_topic(kiq_broker_t *b, kiq_request_t *r, kiq_str_t *message)
+/* Cluster mode: the topic with its configured partitions and as many
+ * replicas as asked for but no more than there are live brokers (Kafka
+ * refuses until there are enough; a one-broker cluster then never gets a
+ * coordinator), compacted, its min.insync.replicas at most its replicas.
+ * Its partition count, or -1 with the reason in message. */
+static int32_t cluster_topic(kiq_broker_t *b, kiq_request_t *r, const coordinator_topic_t *ct, kiq_str_t *message)
 {
-    int32_t n = kiq_metadata_cache_partition_count(b->metadata, KIQ_OFFSETS_TOPIC, strlen(KIQ_OFFSETS_TOPIC));
+    size_t len = strlen(ct->name);
+    int32_t n = kiq_metadata_cache_partition_count(b->metadata, ct->name, len);
     if (n >= 0) return n;
     int live = kiq_metadata_cache_broker_count(b->metadata);
-    int64_t rf = kiq_config_int(b->config, KIQ_CFG_OFFSETS_TOPIC_REPLICATION_FACTOR);
+    int64_t rf = kiq_config_int(b->config, ct->replication_factor);
     if (rf > live) rf = live;
     if (rf < 1) {
         *message = KIQ_STR("no live brokers known yet");
         return -1;
     }
-    kiq_topic_order_t o = {.name = KIQ_STR(KIQ_OFFSETS_TOPIC),
-                           .partitions = (int32_t)kiq_config_int(b->config, KIQ_CFG_OFFSETS_TOPIC_NUM_PARTITIONS),
-                           .replication_factor = (int16_t)rf};
-    kiq_controller_link_create_topics(b, &o, 1, false, OFFSETS_TOPIC_WAIT_MS, &r->arena);
-    if (o.error && o.error != KIQ_ERR_TOPIC_ALREADY_EXISTS) {
-        *message = o.message.p ? o.message : KIQ_STR("cannot create " KIQ_OFFSETS_TOPIC);
+    char seg[32], isr[32];
+    snprintf(seg, sizeof seg, "%" PRId64, kiq_config_int(b->config, ct->segment_bytes));
+    int64_t min_isr = ct->min_isr == KIQ_CFG__COUNT ? -1 : kiq_config_int(b->config, ct->min_isr);
+    snprintf(isr, sizeof isr, "%" PRId64, min_isr > rf ? rf : min_isr);
+    kiq_topic_configs_t cfg = {0};
+    if (kiq_topic_configs_set(&cfg, "cleanup.policy", 14, "compact", 7) != 0 ||
+        kiq_topic_configs_set(&cfg, "segment.bytes", 13, seg, (int)strlen(seg)) != 0 ||
+        (min_isr > 0 && kiq_topic_configs_set(&cfg, "min.insync.replicas", 19, isr, (int)strlen(isr)) != 0)) {
+        kiq_topic_configs_clear(&cfg);
+        *message = KIQ_STR("out of memory");
         return -1;
     }
-    kiq_metadata_cache_wait_topic(b->metadata, KIQ_OFFSETS_TOPIC, strlen(KIQ_OFFSETS_TOPIC), true,
-                                  OFFSETS_TOPIC_WAIT_MS);
-    n = kiq_metadata_cache_partition_count(b->metadata, KIQ_OFFSETS_TOPIC, strlen(KIQ_OFFSETS_TOPIC));
-    if (n < 0) *message = KIQ_STR(KIQ_OFFSETS_TOPIC " is being created");
+    kiq_topic_order_t o = {.name = KIQ_STR(ct->name),
+                           .partitions = (int32_t)kiq_config_int(b->config, ct->partitions),
+                           .replication_factor = (int16_t)rf,
+                           .configs = &cfg};
+    kiq_controller_link_create_topics(b, &o, 1, false, TOPIC_WAIT_MS, &r->arena);
+    kiq_topic_configs_clear(&cfg);
+    if (o.error && o.error != KIQ_ERR_TOPIC_ALREADY_EXISTS) {
+        *message = o.message.p ? o.message : kiq_request_str(r, "cannot create the coordinator's topic");
+        return -1;
+    }
+    kiq_metadata_cache_wait_topic(b->metadata, ct->name, len, true, TOPIC_WAIT_MS);
+    n = kiq_metadata_cache_partition_count(b->metadata, ct->name, len);
+    if (n < 0) *message = kiq_request_str(r, "the coordinator's topic is being created");
     return n;
 }
 
-static int16_t cluster_lookup(kiq_broker_t *b, kiq_request_t *r, kiq_str_t key, coordinator_t *c,
-                              kiq_str_t *message)
+static int16_t cluster_lookup(kiq_broker_t *b, kiq_request_t *r, const coordinator_topic_t *ct, kiq_str_t key,
+                              coordinator_t *c, kiq_str_t *message)
 {
-    int32_t n = cluster_offsets_topic(b, r, message);
+    int32_t n = cluster_topic(b, r, ct, message);
     if (n <= 0) return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
-    int32_t partition = kiq_group_partition_for(key.p ? key.p : "", key.p ? (size_t)key.len : 0, n);
+    int32_t partition = kiq_coordinator_partition(key.p ? key.p : "", key.p ? (size_t)key.len : 0, n);
     kiq_cached_partition_t p;
     char host[256];
     int port;
-    if (!kiq_metadata_cache_partition(b->metadata, KIQ_OFFSETS_TOPIC, strlen(KIQ_OFFSETS_TOPIC), partition, &p) ||
-        p.leader < 0 || !kiq_metadata_cache_broker(b->metadata, p.leader, NULL, host, sizeof host, &port)) {
+    if (!kiq_metadata_cache_partition(b->metadata, ct->name, strlen(ct->name), partition, &p) || p.leader < 0 ||
+        !kiq_metadata_cache_broker(b->metadata, p.leader, NULL, host, sizeof host, &port)) {
         char why[96];
-        snprintf(why, sizeof why, KIQ_OFFSETS_TOPIC "-%d has no leader", partition);
+        snprintf(why, sizeof why, "%s-%d has no leader", ct->name, partition);
         *message = kiq_request_str(r, why);
         return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
     }
@@ -101,8 +128,13 @@ static int16_t lookup(kiq_broker_t *b, kiq_request_t *r, int8_t key_type, kiq_st
 {
     int16_t err = check_key_type(r->header.api_version, key_type, message);
     if (err) return err;
-    if (b->cluster) return cluster_lookup(b, r, key, c, message);
-    err = (int16_t)kiq_group_coordinator_ensure_topic(b->groups);
+    bool txn = key_type == KEY_TYPE_TRANSACTION;
+    if (txn && (!key.p || key.len == 0)) {
+        *message = KIQ_STR("a transactional id is required");
+        return KIQ_ERR_INVALID_REQUEST;
+    }
+    if (b->cluster) return cluster_lookup(b, r, txn ? &txn_topic : &offsets_topic, key, c, message);
+    err = (int16_t)(txn ? kiq_txn_coordinator_ensure_topic(b->txns) : kiq_group_coordinator_ensure_topic(b->groups));
     if (err) {
         *message = kiq_request_error_message(r);
         return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;

@@ -1,13 +1,26 @@
-/* InitProducerId: gives an idempotent producer its producer id and epoch.
- * Transactions are not supported: a transactional id is refused with
- * COORDINATOR_NOT_AVAILABLE (Kafka would send it to a transaction
- * coordinator, which this broker does not have). */
+/* InitProducerId: gives an idempotent producer its producer id and epoch;
+ * a transactional one's come from its transaction coordinator, which
+ * bumps the epoch of the id (fencing an older producer of it) and answers
+ * once the new state is replicated in __transaction_state. */
 #include <inttypes.h>
 #include <stdint.h>
 
 #include "api/api.h"
+#include "api/replication_wait.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "txn/txn_coordinator.h"
+
+/* How long the new state may take to replicate: Kafka's request.timeout.ms. */
+#define TXN_WRITE_TIMEOUT_MS 30000
+
+static void timed_out(void *response)
+{
+    kiq_init_producer_id_response_t *out = response;
+    out->error_code = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
+    out->producer_id = -1;
+    out->producer_epoch = -1;
+}
 
 int kiq_api_init_producer_id_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {
@@ -15,12 +28,6 @@ int kiq_api_init_producer_id_handle(kiq_broker_t *b, kiq_request_t *r, const voi
     kiq_init_producer_id_response_t *out = response;
     out->producer_id = -1;
     out->producer_epoch = -1;
-    if (req->transactional_id.p) {
-        KIQ_WARN("InitProducerId from %s with transactional id '%.*s': transactions are not supported", r->peer,
-                 (int)req->transactional_id.len, req->transactional_id.p);
-        out->error_code = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
-        return KIQ_HANDLER_RESPOND;
-    }
     /* v3+: a producer that has an id asks for its epoch to be bumped (both
      * given, or neither) */
     bool given = req->producer_id != -1, epoch_given = req->producer_epoch != -1;
@@ -29,6 +36,13 @@ int kiq_api_init_producer_id_handle(kiq_broker_t *b, kiq_request_t *r, const voi
                  req->producer_id, req->producer_epoch);
         out->error_code = KIQ_ERR_INVALID_REQUEST;
         return KIQ_HANDLER_RESPOND;
+    }
+    if (req->transactional_id.p) {
+        int32_t partition;
+        int64_t need;
+        kiq_txn_init_producer_id(b->txns, r->header.api_version, req, out, &partition, &need);
+        return kiq_api_respond_when_replicated(b, r, out, KIQ_TXN_TOPIC, partition, need, TXN_WRITE_TIMEOUT_MS,
+                                               timed_out);
     }
     if (given && req->producer_epoch < INT16_MAX) {
         out->producer_id = req->producer_id;

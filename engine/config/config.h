@@ -106,6 +106,16 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "600000", 1, INT64_MAX, NULL, "how often expired offsets are looked for")                 \
     X(OFFSETS_COMMIT_TIMEOUT_MS, "offsets.commit.timeout.ms", INT, "5000", 1, INT32_MAX, NULL,   \
       "how long a commit may wait for the offsets topic's replicas")                          \
+    X(TRANSACTION_STATE_LOG_NUM_PARTITIONS, "transaction.state.log.num.partitions", INT, "50", 1,  \
+      1000, NULL, "partitions of __transaction_state, fixed when it is created")                 \
+    X(TRANSACTION_STATE_LOG_REPLICATION_FACTOR, "transaction.state.log.replication.factor", INT, \
+      "3", 1, 32767, NULL, "replicas of __transaction_state (at most the live brokers)")          \
+    X(TRANSACTION_STATE_LOG_MIN_ISR, "transaction.state.log.min.isr", INT, "2", 1, 32767, NULL,  \
+      "min.insync.replicas of __transaction_state (at most its replicas)")                       \
+    X(TRANSACTION_STATE_LOG_SEGMENT_BYTES, "transaction.state.log.segment.bytes", INT,          \
+      "104857600", 14, INT32_MAX, NULL, "segment size of __transaction_state")                   \
+    X(TRANSACTION_MAX_TIMEOUT_MS, "transaction.max.timeout.ms", INT, "900000", 1, INT32_MAX,    \
+      NULL, "longest transaction timeout a producer may ask for")                                \
     X(OFFSET_METADATA_MAX_BYTES, "offset.metadata.max.bytes", INT, "4096", 0, INT32_MAX, NULL,  \
       "largest metadata string of a committed offset")                                          \
     X(GROUP_INITIAL_REBALANCE_DELAY_MS, "group.initial.rebalance.delay.ms", INT, "3000", 0,     \

@@ -223,28 +223,3 @@ void kiq_group_remove_offset(kiq_group_t *g, const char *topic, size_t len, int3
     kiq_group_offset_free(kiq_str_map_remove(g->offsets, k, offset_key(k, sizeof k, topic, len, partition)));
 }
 
-int32_t kiq_group_partition_for(const char *id, size_t len, int32_t partitions)
-{
-    /* String.hashCode runs over UTF-16 code units: decode UTF-8, split
-     * supplementary characters into surrogate pairs. */
-    uint32_t h = 0;
-    const unsigned char *p = (const unsigned char *)id;
-    size_t i = 0;
-    while (i < len) {
-        uint32_t c = p[i];
-        int extra = c < 0x80 ? 0 : c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
-        if (extra) c &= 0x3Fu >> extra;
-        i++;
-        for (int k = 0; k < extra && i < len; k++, i++) c = (c << 6) | (p[i] & 0x3F);
-        if (c >= 0x10000) {
-            c -= 0x10000;
-            h = h * 31 + (0xD800 + (c >> 10));
-            h = h * 31 + (0xDC00 + (c & 0x3FF));
-        } else {
-            h = h * 31 + c;
-        }
-    }
-    int32_t s = (int32_t)h;
-    int32_t abs = s == INT32_MIN ? 0 : (s < 0 ? -s : s);
-    return abs % partitions;
-}

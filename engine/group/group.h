@@ -121,9 +121,5 @@ int kiq_group_put_offset(kiq_group_t *g, kiq_group_offset_t *o);
 void kiq_group_remove_offset(kiq_group_t *g, const char *topic, size_t len, int32_t partition);
 void kiq_group_offset_free(kiq_group_offset_t *o);
 
-/* The __consumer_offsets partition of a group: Java's String.hashCode of
- * the id, made non-negative as Kafka's Utils.abs, modulo the partition
- * count, so a group lives where Kafka would put it. */
-int32_t kiq_group_partition_for(const char *id, size_t len, int32_t partitions);
 
 #endif

@@ -4,6 +4,8 @@
  * the internal topic, the timer thread, lifecycle and inspection. */
 #include "group/coordinator_internal.h"
 
+#include "core/coordinator_key.h"
+
 /* ---- helpers ---- */
 
 kiq_str_t kiq_gc_astr(kiq_request_t *r, const char *s) { return s ? kiq_request_str(r, s) : KIQ_STR_NULL; }
@@ -54,13 +56,13 @@ bool kiq_gc_refused(kiq_group_coordinator_t *gc, kiq_str_t id)
 {
     if (gc->closed) return true;
     if (!gc->cluster || !id.p) return false;
-    return !kiq_gc_leads(gc, kiq_group_partition_for(id.p, (size_t)id.len, offsets_partitions(gc)));
+    return !kiq_gc_leads(gc, kiq_coordinator_partition(id.p, (size_t)id.len, offsets_partitions(gc)));
 }
 
 kiq_group_t *kiq_gc_create_group(kiq_group_coordinator_t *gc, kiq_str_t id)
 {
     kiq_group_t *g = kiq_group_new(id.p, (size_t)id.len,
-                                   kiq_group_partition_for(id.p, (size_t)id.len, offsets_partitions(gc)));
+                                   kiq_coordinator_partition(id.p, (size_t)id.len, offsets_partitions(gc)));
     if (!g) return NULL;
     g->state_ts_ms = kiq_clock_wall_ms();
     if (kiq_str_map_put(gc->groups, id.p, (size_t)id.len, g) != 0) {

@@ -2,12 +2,14 @@
  * on start, and in a cluster as its partitions come to be led here. */
 #include "group/coordinator_internal.h"
 
+#include "core/coordinator_key.h"
+
 /* ---- loading ---- */
 
 static kiq_group_t *load_group_for(kiq_group_coordinator_t *gc, kiq_str_t id, int32_t partitions)
 {
     kiq_group_t *g = kiq_gc_find_group(gc, id);
-    if (!g && (g = kiq_group_new(id.p, (size_t)id.len, kiq_group_partition_for(id.p, (size_t)id.len, partitions))) &&
+    if (!g && (g = kiq_group_new(id.p, (size_t)id.len, kiq_coordinator_partition(id.p, (size_t)id.len, partitions))) &&
         kiq_str_map_put(gc->groups, id.p, (size_t)id.len, g) != 0) {
         kiq_group_free(g);
         g = NULL;

@@ -19,6 +19,8 @@
 #define KIQ_METADATA_TOPIC "__cluster_metadata"
 /* The group coordinator's internal topic (group/offsets_topic.h). */
 #define KIQ_OFFSETS_TOPIC "__consumer_offsets"
+/* The transaction coordinator's (txn/txn_log.h). */
+#define KIQ_TXN_TOPIC "__transaction_state"
 
 /* "<topic>-<partition>" into buf. -1 (with the reason) when the topic is not
  * a legal Kafka topic name (so it can never escape the log directory), the

@@ -175,6 +175,12 @@ static const kiq_leader_and_isr_request_live_leaders_t *live_leader(const kiq_le
 
 static bool is_offsets_topic(const kiq_topic_t *topic) { return strcmp(topic->name, KIQ_OFFSETS_TOPIC) == 0; }
 
+/* The topics whose leaders coordinate: groups, transactional ids. */
+static bool is_coordinator_topic(const kiq_topic_t *topic)
+{
+    return is_offsets_topic(topic) || strcmp(topic->name, KIQ_TXN_TOPIC) == 0;
+}
+
 /* __consumer_offsets as Kafka makes it: compacted, its own segment size. */
 static int offsets_topic_configs(const kiq_replica_context_t *b, kiq_topic_configs_t *cfg)
 {
@@ -328,13 +334,13 @@ static int16_t become(kiq_replica_manager_t *rm, const kiq_leader_and_isr_reques
                      ")",
                      b->node_id, topic->name, s->partition, s->leader_epoch, s->nisr,
                      kiq_partition_log_end_offset(log), kiq_partition_log_high_watermark(log));
-        if (is_offsets_topic(topic)) b->offsets_partition_led(b->ctx, s->partition, true);
+        if (is_coordinator_topic(topic)) b->coordinator_partition_led(b->ctx, topic->name, s->partition, true);
         return KIQ_ERR_NONE;
     }
     if (kiq_partition_replica_become_follower(rep, s->leader, s->leader_epoch, s->partition_epoch, s->replicas,
                                               s->nreplicas, s->isr, s->nisr) != 0)
         return KIQ_ERR_FENCED_LEADER_EPOCH;
-    if (is_offsets_topic(topic)) b->offsets_partition_led(b->ctx, s->partition, false);
+    if (is_coordinator_topic(topic)) b->coordinator_partition_led(b->ctx, topic->name, s->partition, false);
     const kiq_leader_and_isr_request_live_leaders_t *ll = s->leader >= 0 ? live_leader(req, s->leader) : NULL;
     kiq_replica_fetcher_t *f = NULL;
     pthread_mutex_lock(&rm->mu);
@@ -479,7 +485,7 @@ static int16_t stop_one(kiq_replica_manager_t *rm, kiq_str_t name, int32_t parti
     pthread_mutex_lock(&rm->mu);
     unfollow_locked(rm, topic, partition, NULL);
     pthread_mutex_unlock(&rm->mu);
-    if (is_offsets_topic(topic)) b->offsets_partition_led(b->ctx, partition, false);
+    if (is_coordinator_topic(topic)) b->coordinator_partition_led(b->ctx, topic->name, partition, false);
     kiq_partition_replica_stop(part->replica);
     int16_t err = KIQ_ERR_NONE;
     if (delete_partition) {

@@ -41,8 +41,9 @@ typedef struct kiq_replica_context {
     /* This broker's epoch as the controller registered it (-1: not yet). */
     int64_t (*broker_epoch)(void *ctx);
     /* This broker now leads (led) or no longer leads partition `partition`
-     * of __consumer_offsets, so its groups' coordination comes or goes. */
-    void (*offsets_partition_led)(void *ctx, int32_t partition, bool led);
+     * of a coordinator's topic (__consumer_offsets, __transaction_state),
+     * so the coordination of its groups or transactional ids comes or goes. */
+    void (*coordinator_partition_led)(void *ctx, const char *topic, int32_t partition, bool led);
     void *ctx;
 } kiq_replica_context_t;
 

@@ -271,10 +271,19 @@ static int64_t broker_epoch(void *ctx)
 }
 
 /* The replica manager's, any thread: __consumer_offsets leadership moved. */
-static void offsets_partition_led(void *ctx, int32_t partition, bool led)
+static void coordinator_partition_led(void *ctx, const char *topic, int32_t partition, bool led)
 {
     kiq_broker_t *b = ctx;
-    if (b->groups) kiq_group_coordinator_partition_led(b->groups, partition, led);
+    if (strcmp(topic, KIQ_OFFSETS_TOPIC) == 0 && b->groups)
+        kiq_group_coordinator_partition_led(b->groups, partition, led);
+    else if (strcmp(topic, KIQ_TXN_TOPIC) == 0 && b->txns)
+        kiq_txn_coordinator_partition_led(b->txns, partition, led);
+}
+
+static int next_producer_id(void *ctx, int64_t *id)
+{
+    kiq_broker_t *b = ctx;
+    return kiq_producer_ids_next(b->producer_ids, id);
 }
 
 /* An I/O thread's (or the control plane's, thread -1) request. */
@@ -469,6 +478,9 @@ int kiq_broker_start(kiq_broker_t *b)
     b->groups = kiq_group_coordinator_new(&gctx);
     if (!b->groups) return kiq_error_set("out of memory");
     if (kiq_group_coordinator_start(b->groups) != 0) return -1;
+    kiq_txn_context_t tctx = {b->config, b->topics, b->cluster, next_producer_id, b};
+    if (!(b->txns = kiq_txn_coordinator_new(&tctx))) return kiq_error_set("out of memory");
+    if (kiq_txn_coordinator_start(b->txns) != 0) return -1;
     /* before the control plane: LeaderAndIsr comes in there */
     if (b->cluster) {
         kiq_replica_context_t rc = {
@@ -480,7 +492,7 @@ int kiq_broker_start(kiq_broker_t *b)
             .controller_host = b->controller_host,
             .controller_port = b->controller_port,
             .broker_epoch = broker_epoch,
-            .offsets_partition_led = offsets_partition_led,
+            .coordinator_partition_led = coordinator_partition_led,
             .ctx = b,
         };
         if (!(b->replicas = kiq_replica_manager_new(&rc))) return -1;
@@ -615,6 +627,7 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     kiq_log_flusher_free(b->flusher);
     b->flusher = NULL;
     kiq_group_coordinator_stop(b->groups);
+    kiq_txn_coordinator_stop(b->txns);
     if (b->purgatory) kiq_purgatory_stop(b->purgatory);
     if (b->queue) kiq_request_queue_close(b->queue);
     for (int i = 0; i < b->nio_threads; i++) pthread_join(b->io_threads[i], NULL);
@@ -635,6 +648,8 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     b->purgatory = NULL;
     kiq_group_coordinator_free(b->groups);
     b->groups = NULL;
+    kiq_txn_coordinator_free(b->txns);
+    b->txns = NULL;
     if (b->topics) {
         kiq_topics_free(b->topics);
         b->topics = NULL;

@@ -24,6 +24,7 @@
 #include "journey/journey.h"
 #include "metrics/topic_counts.h"
 #include "server/broker_startup.h"
+#include "txn/txn_coordinator.h"
 #include "server/event_counts.h"
 #include "server/interceptors.h"
 #include "server/request_stats.h"
@@ -135,6 +136,8 @@ struct kiq_broker {
     kiq_purgatory_t *purgatory;
     /* Consumer groups and committed offsets: from start to shutdown; own lock. */
     kiq_group_coordinator_t *groups;
+    /* Transactional ids and their transactions: from start to shutdown; own lock. */
+    kiq_txn_coordinator_t *txns;
     kiq_request_stats_t stats;
     kiq_interceptors_t interceptors; /* set before the first start, kept across restarts; freed with the broker */
     /* Who hears the observer points (core/observer.h): registered before

@@ -8,17 +8,11 @@
 
 #include <stdint.h>
 
+#include "log/log_names.h"
 #include "log/partition_log.h"
 #include "proto/messages.h"
 #include "record/batch.h"
 #include "txn/txn_metadata.h"
-
-#define KIQ_TXN_TOPIC "__transaction_state"
-
-/* The partition of __transaction_state (of npartitions) that holds id:
- * Kafka's abs(id.hashCode()) % n over the id's UTF-16 code units (invalid
- * UTF-8 counted as U+FFFD, as Java decodes it), abs(INT_MIN) being 0. */
-int32_t kiq_txn_partition_for(const char *id, size_t len, int32_t npartitions);
 
 /* Records for one append. */
 typedef struct kiq_txn_records {

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "core/coordinator_key.h"
 #include "group/group.h"
 
 /* ---- partition_for ---- */
@@ -31,7 +32,7 @@ static int32_t kafka_partition(int32_t hash, int32_t n)
     return a % n;
 }
 
-static int32_t part(const char *utf8, int32_t n) { return kiq_group_partition_for(utf8, strlen(utf8), n); }
+static int32_t part(const char *utf8, int32_t n) { return kiq_coordinator_partition(utf8, strlen(utf8), n); }
 
 static void test_partition_ascii(void **state)
 {
@@ -114,7 +115,7 @@ static void test_partition_non_ascii(void **state)
     assert_int_equal(part("g\xF0\x9F\x98\x80", 7), 1871882 % 7);   /* 5 */
 
     /* the length is what counts, not a NUL */
-    assert_int_equal(kiq_group_partition_for("g1xyz", 2, 50), 42);
+    assert_int_equal(kiq_coordinator_partition("g1xyz", 2, 50), 42);
 }
 
 /* ---- members and protocols ---- */

@@ -13,12 +13,13 @@
 
 #include <cmocka.h>
 
+#include "core/coordinator_key.h"
 #include "proto/errors.h"
 #include "support/log_fixture.h"
 #include "txn/txn_log.h"
 #include "txn/txn_metadata.h"
 
-static int32_t part(const char *id) { return kiq_txn_partition_for(id, strlen(id), 50); }
+static int32_t part(const char *id) { return kiq_coordinator_partition(id, strlen(id), 50); }
 
 /* Values from Java: "my-txn".hashCode() = -1061187895, and so on. */
 static void test_partition_for_is_javas(void **state)
@@ -32,8 +33,8 @@ static void test_partition_for_is_javas(void **state)
     assert_int_equal(part("\xc3\xa9-\xc3\xbc"), 10);  /* "é-ü": 225560 */
     assert_int_equal(part("\xf0\x9f\x98\x80x"), 39);  /* an emoji is two UTF-16 units: 54959989 */
     /* invalid UTF-8 counts as U+FFFD, as Java decodes it */
-    assert_int_equal(kiq_txn_partition_for("\xff", 1, 1000), 65533 % 1000);
-    assert_int_equal(kiq_txn_partition_for("x", 1, 0), 0);
+    assert_int_equal(kiq_coordinator_partition("\xff", 1, 1000), 65533 % 1000);
+    assert_int_equal(kiq_coordinator_partition("x", 1, 0), 0);
 }
 
 static kiq_txn_t made(kiq_txn_state_t st, int64_t pid, int16_t epoch)

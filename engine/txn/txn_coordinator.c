@@ -1,0 +1,344 @@
+/* The transaction coordinator; see txn_coordinator.h. */
+#include "txn/txn_coordinator.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/coordinator_key.h"
+#include "core/error.h"
+#include "core/say.h"
+#include "core/str_map.h"
+#include "proto/errors.h"
+#include "replica/leader.h"
+#include "txn/txn_log.h"
+
+struct kiq_txn_coordinator {
+    kiq_txn_context_t b;
+    pthread_mutex_t mu; /* guards everything below */
+    kiq_str_map_t *ids; /* transactional id -> kiq_txn_t (malloc'd) */
+    bool *led;          /* cluster mode: partitions of __transaction_state led here */
+    int32_t nled;
+    bool stopped;
+};
+
+kiq_txn_coordinator_t *kiq_txn_coordinator_new(const kiq_txn_context_t *ctx)
+{
+    kiq_txn_coordinator_t *tc = calloc(1, sizeof *tc);
+    if (!tc || !(tc->ids = kiq_str_map_new())) {
+        free(tc);
+        return NULL;
+    }
+    tc->b = *ctx;
+    pthread_mutex_init(&tc->mu, NULL);
+    return tc;
+}
+
+static int32_t state_partitions(const kiq_txn_coordinator_t *tc)
+{
+    kiq_topic_t *t = kiq_topics_get(tc->b.topics, KIQ_STR(KIQ_TXN_TOPIC));
+    int32_t n = t ? t->npartitions : (int32_t)kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTION_STATE_LOG_NUM_PARTITIONS);
+    kiq_topic_unref(t);
+    return n;
+}
+
+int32_t kiq_txn_coordinator_partition_of(const kiq_txn_coordinator_t *tc, kiq_str_t id)
+{
+    return kiq_coordinator_partition(id.p ? id.p : "", id.p ? (size_t)id.len : 0, state_partitions(tc));
+}
+
+/* Under tc->mu. */
+static bool leads(const kiq_txn_coordinator_t *tc, int32_t partition)
+{
+    if (tc->stopped) return false;
+    if (tc->b.cluster) return partition >= 0 && partition < tc->nled && tc->led[partition];
+    kiq_topic_t *t = kiq_topics_get(tc->b.topics, KIQ_STR(KIQ_TXN_TOPIC));
+    bool there = t && partition >= 0 && partition < t->npartitions;
+    kiq_topic_unref(t);
+    return there;
+}
+
+static void free_txn(kiq_txn_t *t)
+{
+    kiq_txn_free(t);
+    free(t);
+}
+
+/* Under tc->mu: replaces id's metadata by t (taken), or removes it (t NULL). */
+static int put(kiq_txn_coordinator_t *tc, const char *id, size_t len, kiq_txn_t *t)
+{
+    kiq_txn_t *old = t ? kiq_str_map_get(tc->ids, id, len) : kiq_str_map_remove(tc->ids, id, len);
+    if (t && kiq_str_map_put(tc->ids, id, len, t) != 0) return kiq_error_set("out of memory");
+    if (old && old != t) free_txn(old);
+    return 0;
+}
+
+/* ---- loading ---- */
+
+typedef struct load_ctx {
+    kiq_txn_coordinator_t *tc;
+    int loaded;
+} load_ctx_t;
+
+static void load_one(void *arg, kiq_str_t id, const kiq_transaction_log_value_t *v)
+{
+    load_ctx_t *c = arg;
+    if (!v) {
+        put(c->tc, id.p, (size_t)id.len, NULL);
+        return;
+    }
+    kiq_txn_t *t = malloc(sizeof *t);
+    if (!t || kiq_txn_from_value(t, id, v) != 0 || put(c->tc, id.p, (size_t)id.len, t) != 0) {
+        KIQ_ERROR("transactional id " KIQ_STR_FMT ": cannot keep its state: %s", KIQ_STR_ARG(id), kiq_error_get());
+        if (t) free_txn(t);
+        return;
+    }
+    c->loaded++;
+}
+
+/* Under tc->mu: the ids of one partition, from its log. */
+static void load_partition(kiq_txn_coordinator_t *tc, kiq_topic_t *topic, int32_t partition)
+{
+    kiq_partition_log_t *log = partition < topic->npartitions ? topic->partitions[partition]->log : NULL;
+    if (!log) return;
+    load_ctx_t c = {tc, 0};
+    kiq_txn_loader_t ld = {&c, load_one};
+    if (kiq_txn_log_load(log, &ld) < 0)
+        KIQ_ERROR("cannot load " KIQ_TXN_TOPIC "-%d: %s", partition, kiq_error_get());
+    else if (c.loaded)
+        KIQ_INFO("loaded %d transactional id record(s) from " KIQ_TXN_TOPIC "-%d", c.loaded, partition);
+}
+
+/* Under tc->mu: forgets the ids of one partition. */
+static void drop_partition(kiq_txn_coordinator_t *tc, int32_t partition)
+{
+    int32_t n = state_partitions(tc);
+    for (;;) {
+        kiq_str_map_iter_t it;
+        kiq_str_map_iter_init(&it, tc->ids);
+        const void *key;
+        size_t len;
+        void *value;
+        bool found = false;
+        while (kiq_str_map_next(&it, &key, &len, &value))
+            if (kiq_coordinator_partition(key, len, n) == partition) {
+                found = true;
+                break;
+            }
+        if (!found) return;
+        free_txn(kiq_str_map_remove(tc->ids, key, len));
+    }
+}
+
+int kiq_txn_coordinator_start(kiq_txn_coordinator_t *tc)
+{
+    if (tc->b.cluster) return 0;
+    kiq_topic_t *t = kiq_topics_get(tc->b.topics, KIQ_STR(KIQ_TXN_TOPIC));
+    if (!t) return 0;
+    pthread_mutex_lock(&tc->mu);
+    for (int32_t p = 0; p < t->npartitions; p++) load_partition(tc, t, p);
+    pthread_mutex_unlock(&tc->mu);
+    kiq_topic_unref(t);
+    return 0;
+}
+
+void kiq_txn_coordinator_stop(kiq_txn_coordinator_t *tc)
+{
+    if (!tc) return;
+    pthread_mutex_lock(&tc->mu);
+    tc->stopped = true;
+    pthread_mutex_unlock(&tc->mu);
+}
+
+void kiq_txn_coordinator_free(kiq_txn_coordinator_t *tc)
+{
+    if (!tc) return;
+    kiq_str_map_iter_t it;
+    kiq_str_map_iter_init(&it, tc->ids);
+    const void *key;
+    size_t len;
+    void *value;
+    while (kiq_str_map_next(&it, &key, &len, &value)) free_txn(value);
+    kiq_str_map_free(tc->ids);
+    free(tc->led);
+    pthread_mutex_destroy(&tc->mu);
+    free(tc);
+}
+
+int kiq_txn_coordinator_ensure_topic(kiq_txn_coordinator_t *tc)
+{
+    kiq_topic_t *t = kiq_topics_get(tc->b.topics, KIQ_STR(KIQ_TXN_TOPIC));
+    if (t) {
+        kiq_topic_unref(t);
+        return KIQ_ERR_NONE;
+    }
+    if (tc->b.cluster) {
+        kiq_error_set(KIQ_TXN_TOPIC " is not hosted here");
+        return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
+    }
+    /* alone, one replica: its min.insync.replicas cannot be more */
+    char seg[32];
+    snprintf(seg, sizeof seg, "%" PRId64, kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTION_STATE_LOG_SEGMENT_BYTES));
+    kiq_topic_configs_t cfg = {0};
+    int rc;
+    if (kiq_topic_configs_set(&cfg, "cleanup.policy", 14, "compact", 7) != 0 ||
+        kiq_topic_configs_set(&cfg, "segment.bytes", 13, seg, (int)strlen(seg)) != 0 ||
+        kiq_topic_configs_set(&cfg, "min.insync.replicas", 19, "1", 1) != 0) {
+        rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    } else {
+        rc = kiq_topics_create_with_configs(
+            tc->b.topics, KIQ_STR(KIQ_TXN_TOPIC),
+            (int32_t)kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTION_STATE_LOG_NUM_PARTITIONS), 1, &cfg, false);
+        if (rc == KIQ_ERR_TOPIC_ALREADY_EXISTS) rc = KIQ_ERR_NONE; /* another thread was first */
+        if (rc == KIQ_ERR_NONE) KIQ_INFO("created " KIQ_TXN_TOPIC);
+        else KIQ_ERROR("cannot create " KIQ_TXN_TOPIC ": %s", kiq_error_get());
+    }
+    kiq_topic_configs_clear(&cfg);
+    return rc;
+}
+
+void kiq_txn_coordinator_partition_led(kiq_txn_coordinator_t *tc, int32_t partition, bool led)
+{
+    if (!tc || partition < 0) return;
+    pthread_mutex_lock(&tc->mu);
+    bool now = partition < tc->nled && tc->led[partition];
+    if (led && !now) {
+        if (partition >= tc->nled) {
+            bool *grown = realloc(tc->led, (size_t)(partition + 1) * sizeof *grown);
+            if (!grown) {
+                pthread_mutex_unlock(&tc->mu);
+                KIQ_ERROR("cannot coordinate " KIQ_TXN_TOPIC "-%d: out of memory", partition);
+                return;
+            }
+            memset(grown + tc->nled, 0, (size_t)(partition + 1 - tc->nled) * sizeof *grown);
+            tc->led = grown;
+            tc->nled = partition + 1;
+        }
+        /* whatever an earlier term left here is stale: the log has it all */
+        drop_partition(tc, partition);
+        tc->led[partition] = true;
+        kiq_topic_t *t = kiq_topics_get(tc->b.topics, KIQ_STR(KIQ_TXN_TOPIC));
+        if (t) load_partition(tc, t, partition);
+        kiq_topic_unref(t);
+    } else if (!led && now) {
+        tc->led[partition] = false;
+        drop_partition(tc, partition);
+        KIQ_INFO("no longer coordinating the transactional ids of " KIQ_TXN_TOPIC "-%d", partition);
+    }
+    pthread_mutex_unlock(&tc->mu);
+}
+
+/* Under tc->mu: t's new state appended to its partition; *need gets the
+ * high watermark that covers it. 0, or a Kafka error code (Kafka's
+ * mapping of a failed append) with the reason in the error slot. */
+static int16_t write_state(kiq_txn_coordinator_t *tc, const kiq_txn_t *t, int32_t partition, int64_t *need)
+{
+    kiq_topic_t *topic = kiq_topics_get(tc->b.topics, KIQ_STR(KIQ_TXN_TOPIC));
+    if (!topic) return kiq_error_set(KIQ_TXN_TOPIC " does not exist"), KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
+    kiq_partition_t *p;
+    kiq_partition_log_t *log;
+    int16_t err = kiq_replica_led_partition(topic, partition, -1, &p, &log);
+    if (err) {
+        kiq_topic_unref(topic);
+        kiq_error_set(KIQ_TXN_TOPIC "-%d is not led here (error %d)", partition, err);
+        return err == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION ? KIQ_ERR_COORDINATOR_NOT_AVAILABLE : KIQ_ERR_NOT_COORDINATOR;
+    }
+    kiq_txn_records_t rs;
+    kiq_txn_records_init(&rs, kiq_clock_wall_ms());
+    kiq_wr_t w;
+    int16_t rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    if (kiq_txn_records_add(&rs, t) == 0 && kiq_txn_records_build(&rs, &w) == 0) {
+        kiq_log_append_result_t res;
+        bool moved;
+        if (kiq_replica_append_as_leader(p, log, w.buf, w.len, NULL, &res, &moved) == 0) {
+            *need = res.last_offset + 1;
+            rc = KIQ_ERR_NONE;
+            if (moved) kiq_topics_notify_append(tc->b.topics, KIQ_TXN_TOPIC, partition);
+        } else {
+            rc = KIQ_ERR_NOT_COORDINATOR; /* Kafka's answer to a failed append here */
+        }
+        kiq_wr_free(&w);
+    }
+    kiq_txn_records_free(&rs);
+    kiq_topic_unref(topic);
+    return rc;
+}
+
+void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const kiq_init_producer_id_request_t *req,
+                              kiq_init_producer_id_response_t *out, int32_t *partition, int64_t *need)
+{
+    out->producer_id = -1;
+    out->producer_epoch = -1;
+    *need = -1;
+    *partition = -1;
+    kiq_str_t id = req->transactional_id;
+    if (id.len == 0) {
+        out->error_code = KIQ_ERR_INVALID_REQUEST;
+        return;
+    }
+    /* alone, a producer that skipped FindCoordinator still gets its state stored */
+    if (!tc->b.cluster && kiq_txn_coordinator_ensure_topic(tc) != KIQ_ERR_NONE) {
+        out->error_code = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
+        return;
+    }
+    *partition = kiq_txn_coordinator_partition_of(tc, id);
+    pthread_mutex_lock(&tc->mu);
+    int16_t err = KIQ_ERR_NONE;
+    kiq_txn_t *cur = NULL, *next = malloc(sizeof *next);
+    kiq_txn_init_action_t action;
+    if (!next) {
+        err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        goto out;
+    }
+    if (!leads(tc, *partition)) {
+        err = KIQ_ERR_NOT_COORDINATOR;
+        free(next);
+        goto out;
+    }
+    cur = kiq_str_map_get(tc->ids, id.p, (size_t)id.len);
+    char name[512];
+    snprintf(name, sizeof name, KIQ_STR_FMT, KIQ_STR_ARG(id));
+    int rc = cur ? kiq_txn_copy(next, cur) : kiq_txn_init(next, name, kiq_clock_wall_ms());
+    if (rc != 0) {
+        free(next);
+        err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        goto out;
+    }
+    err = kiq_txn_check_init(next, req->producer_id, req->producer_epoch, req->transaction_timeout_ms,
+                             (int32_t)kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTION_MAX_TIMEOUT_MS), &action);
+    int64_t new_id = -1;
+    if (!err && kiq_txn_needs_new_id(next) && tc->b.next_producer_id(tc->b.ctx, &new_id) != 0) {
+        KIQ_ERROR("InitProducerId for %s: cannot allocate a producer id: %s", name, kiq_error_get());
+        err = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
+    }
+    if (!err) {
+        kiq_txn_bump(next, new_id, req->transaction_timeout_ms, kiq_clock_wall_ms());
+        err = write_state(tc, next, *partition, need);
+        if (err) KIQ_WARN("InitProducerId for %s: %s", name, kiq_error_get());
+    }
+    if (!err && put(tc, id.p, (size_t)id.len, next) != 0) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    if (err) {
+        free_txn(next);
+    } else {
+        out->producer_id = next->producer_id;
+        out->producer_epoch = next->producer_epoch;
+        KIQ_DEBUG("InitProducerId for %s: producer %" PRId64 " epoch %d", name, next->producer_id,
+                  next->producer_epoch);
+    }
+out:
+    pthread_mutex_unlock(&tc->mu);
+    if (err == KIQ_ERR_PRODUCER_FENCED && version < 4) err = KIQ_ERR_INVALID_PRODUCER_EPOCH;
+    out->error_code = err;
+}
+
+bool kiq_txn_coordinator_describe(kiq_txn_coordinator_t *tc, kiq_str_t id, kiq_txn_t *out)
+{
+    pthread_mutex_lock(&tc->mu);
+    const kiq_txn_t *t = id.p ? kiq_str_map_get(tc->ids, id.p, (size_t)id.len) : NULL;
+    bool found = t && kiq_txn_copy(out, t) == 0;
+    pthread_mutex_unlock(&tc->mu);
+    return found;
+}

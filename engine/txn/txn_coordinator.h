@@ -1,0 +1,68 @@
+/* The transaction coordinator (Kafka's TransactionCoordinator and
+ * TransactionStateManager in one): each transactional id's producer id,
+ * epoch and transaction, kept in the compacted internal topic
+ * __transaction_state in Kafka's record formats and reloaded with the
+ * partitions this broker leads (all of them when it is alone).
+ *
+ * Threads: request handlers call in from I/O threads; the replica manager
+ * (cluster mode) tells it which partitions it leads. One mutex guards
+ * every id; the only I/O under it is the append to the local log, which
+ * keeps the log and the state in the same order. */
+#ifndef KIQ_TXN_TXN_COORDINATOR_H
+#define KIQ_TXN_TXN_COORDINATOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "log/topics.h"
+#include "proto/messages.h"
+#include "txn/txn_metadata.h"
+
+typedef struct kiq_txn_coordinator kiq_txn_coordinator_t;
+
+/* What the coordinator works with, from the broker that owns it; all of it
+ * outlives the coordinator. */
+typedef struct kiq_txn_context {
+    const kiq_config_t *config; /* its settings, and __transaction_state's */
+    kiq_topics_t *topics;       /* where __transaction_state lives */
+    bool cluster;               /* ids come with the partitions led here */
+    /* A producer id nobody else was given; 0, or -1 with the reason. */
+    int (*next_producer_id)(void *ctx, int64_t *id);
+    void *ctx;
+} kiq_txn_context_t;
+
+/* The context is copied. NULL when out of memory. */
+kiq_txn_coordinator_t *kiq_txn_coordinator_new(const kiq_txn_context_t *ctx);
+/* Standalone: loads every partition of __transaction_state that exists. */
+int kiq_txn_coordinator_start(kiq_txn_coordinator_t *tc);
+/* Later calls answer NOT_COORDINATOR. */
+void kiq_txn_coordinator_stop(kiq_txn_coordinator_t *tc);
+void kiq_txn_coordinator_free(kiq_txn_coordinator_t *tc);
+
+/* Standalone: creates __transaction_state if it is not there yet (compact,
+ * transaction.state.log.* settings), as FindCoordinator does in Kafka.
+ * Kafka error code; in cluster mode the controller creates it. */
+int kiq_txn_coordinator_ensure_topic(kiq_txn_coordinator_t *tc);
+/* The partition of __transaction_state that holds id. */
+int32_t kiq_txn_coordinator_partition_of(const kiq_txn_coordinator_t *tc, kiq_str_t id);
+
+/* Cluster mode, any thread: this broker leads (led) partition `partition`
+ * of __transaction_state, whose ids it then coordinates, loaded from the
+ * log; or no longer does. Repeating a call changes nothing. */
+void kiq_txn_coordinator_partition_led(kiq_txn_coordinator_t *tc, int32_t partition, bool led);
+
+/* InitProducerId with a transactional id (req->transactional_id set):
+ * fills out (producer id and epoch, or an error with -1/-1). *partition
+ * and *need get the __transaction_state partition written and the high
+ * watermark that covers the write (-1: nothing written), which the answer
+ * waits for. version decides PRODUCER_FENCED (v4+) or
+ * INVALID_PRODUCER_EPOCH. */
+void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const kiq_init_producer_id_request_t *req,
+                              kiq_init_producer_id_response_t *out, int32_t *partition, int64_t *need);
+
+/* A copy of id's metadata into *out (kiq_txn_free it); false when the id
+ * is unknown here. */
+bool kiq_txn_coordinator_describe(kiq_txn_coordinator_t *tc, kiq_str_t id, kiq_txn_t *out);
+
+#endif

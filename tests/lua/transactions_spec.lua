@@ -1,0 +1,136 @@
+-- The transaction coordinator as clients reach it: FindCoordinator for a
+-- transactional id (key type 1), InitProducerId with one (epoch bumps,
+-- fencing an older producer, KIP-360 recovery, the timeout bound, bad
+-- ids), its state in __transaction_state surviving a restart; and in a
+-- cluster of three, the coordinator is the leader of the id's partition,
+-- the others answer NOT_COORDINATOR, and a new leader takes the state over.
+local kiq = require "kafkaiq"
+local connection = require "kafkaiq.client.connection"
+kiq.log_level("error")
+
+local FIND_COORDINATOR, INIT_PRODUCER_ID = 10, 22
+local NONE, NOT_COORDINATOR, INVALID_REQUEST = 0, 16, 42
+local INVALID_PRODUCER_EPOCH, INVALID_TRANSACTION_TIMEOUT, PRODUCER_FENCED = 47, 50, 90
+
+local function open(b)
+  return assert(connection.open("127.0.0.1", b.port, { client_id = "transactions-spec", request_timeout_ms = 15000 }))
+end
+
+local function init(conn, id, opts)
+  opts = opts or {}
+  local r = assert(conn:request(INIT_PRODUCER_ID, { transactional_id = id, transaction_timeout_ms = opts.timeout or 60000,
+    producer_id = opts.pid or -1, producer_epoch = opts.epoch or -1 }, { version = opts.version or 4 }))
+  return r.error_code, r.producer_id, r.producer_epoch
+end
+
+-- Java's String.hashCode, for ids of ASCII characters
+local function partition_of(id, n)
+  local h = 0
+  for i = 1, #id do h = (h * 31 + id:byte(i)) % 4294967296 end
+  if h >= 2147483648 then h = h - 4294967296 end
+  if h == -2147483648 then return 0 end
+  return math.abs(h) % n
+end
+
+describe("a transactional id on one broker", function()
+  local b, c
+  before_each(function()
+    b = assert(kiq.broker { ["transaction.state.log.num.partitions"] = 5, ["transaction.max.timeout.ms"] = 120000 })
+    c = open(b)
+  end)
+  after_each(function()
+    c:close()
+    b:stop()
+  end)
+
+  it("finds its coordinator here, creating __transaction_state", function()
+    local r = assert(c:request(FIND_COORDINATOR, { key_type = 1, key = "tx-a" }, { version = 1 }))
+    assert.are.same({ NONE, 0, b.port }, { r.error_code, r.node_id, r.port })
+    assert.are.equal(5, b:state().topics.__transaction_state.partition_count)
+    r = assert(c:request(FIND_COORDINATOR, { key_type = 1, coordinator_keys = { "tx-a", "tx-b" } }))
+    assert.are.same({ NONE, NONE }, { r.coordinators[1].error_code, r.coordinators[2].error_code })
+    assert.are.same({ "tx-a", "tx-b" }, { r.coordinators[1].key, r.coordinators[2].key })
+    -- an empty id and an unknown key type are refused
+    r = assert(c:request(FIND_COORDINATOR, { key_type = 1, coordinator_keys = { "" } }))
+    assert.are.equal(INVALID_REQUEST, r.coordinators[1].error_code)
+    r = assert(c:request(FIND_COORDINATOR, { key_type = 7, key = "x" }, { version = 3 }))
+    assert.are.equal(INVALID_REQUEST, r.error_code)
+  end)
+
+  it("bumps the epoch at each InitProducerId and fences older producers", function()
+    local err, pid, epoch = init(c, "tx-a")
+    assert.are.same({ NONE, 0 }, { err, epoch })
+    assert.is_true(pid >= 0)
+    local err2, pid2, epoch2 = init(c, "tx-a")
+    assert.are.same({ NONE, pid, 1 }, { err2, pid2, epoch2 })
+    -- another id, another producer id
+    local _, other = init(c, "tx-b")
+    assert.are_not.equal(pid, other)
+    -- KIP-360: the producer at the current epoch may ask again; an older one is fenced
+    assert.are.same({ NONE, pid, 2 }, { init(c, "tx-a", { pid = pid, epoch = 1 }) })
+    assert.are.same({ PRODUCER_FENCED, -1, -1 }, { init(c, "tx-a", { pid = pid, epoch = 0 }) })
+    assert.are.same({ INVALID_PRODUCER_EPOCH, -1, -1 }, { init(c, "tx-a", { pid = pid, epoch = 0, version = 3 }) })
+    assert.are.same({ PRODUCER_FENCED, -1, -1 }, { init(c, "tx-a", { pid = pid + 1000, epoch = 2 }) })
+    -- the state is in the id's partition of __transaction_state
+    local p = b:state().topics.__transaction_state.partitions[partition_of("tx-a", 5)]
+    assert.are.equal(3, p.log_end_offset)
+  end)
+
+  it("refuses timeouts beyond transaction.max.timeout.ms, empty ids and half a producer", function()
+    assert.are.equal(INVALID_TRANSACTION_TIMEOUT, (init(c, "tx-t", { timeout = 120001 })))
+    assert.are.equal(INVALID_TRANSACTION_TIMEOUT, (init(c, "tx-t", { timeout = 0 })))
+    assert.are.equal(INVALID_REQUEST, (init(c, "")))
+    assert.are.equal(INVALID_REQUEST, (init(c, "tx-t", { pid = 5 })))
+    assert.are.same({ NONE, 0 }, { (init(c, "tx-t", { timeout = 120000 })), select(3, init(c, "tx-t2")) })
+  end)
+
+  it("keeps the state across a restart", function()
+    local _, pid = init(c, "tx-r")
+    init(c, "tx-r")
+    c:close()
+    b:stop()
+    assert(b:start())
+    c = open(b)
+    assert.are.same({ NONE, pid, 2 }, { init(c, "tx-r") })
+  end)
+end)
+
+describe("a transactional id in a cluster of three", function()
+  it("is coordinated by its partition's leader, and by the next one after a failover", function()
+    local cl = assert(kiq.cluster { brokers = 3, ["transaction.state.log.num.partitions"] = 3,
+      ["broker.session.timeout.ms"] = 1500, ["broker.heartbeat.interval.ms"] = 200 })
+    local conns = {}
+    for id = 0, 2 do conns[id] = open(cl:broker(id)) end
+    local r = assert(conns[1]:request(FIND_COORDINATOR, { key_type = 1, key = "tx-c" }, { version = 2 }))
+    assert.are.equal(NONE, r.error_code)
+    local p = partition_of("tx-c", 3)
+    assert(cl:wait_for_replicas("__transaction_state", p, 10000))
+    local info = cl:partition("__transaction_state", p)
+    assert.are.equal(info.leader, r.node_id)
+    assert.are.equal(3, #info.replicas) -- transaction.state.log.replication.factor, 3 live brokers
+    -- its configs as Kafka sets them
+    local cfg = assert(cl:admin():describe_configs { { type = "topic", name = "__transaction_state" } })
+    assert.are.equal("compact", cfg[1].configs["cleanup.policy"].value)
+    assert.are.equal("2", cfg[1].configs["min.insync.replicas"].value)
+    local leader = info.leader
+    for id = 0, 2 do
+      if id ~= leader then assert.are.equal(NOT_COORDINATOR, (init(conns[id], "tx-c"))) end
+    end
+    local err, pid, epoch = init(conns[leader], "tx-c")
+    assert.are.same({ NONE, 0 }, { err, epoch })
+    assert(cl:wait_for_replicas("__transaction_state", p, 10000))
+    if leader ~= 0 then -- broker 0 hosts the controller and stays up
+      conns[leader]:close()
+      cl:kill(leader)
+      local new = assert(cl:wait_for_leader("__transaction_state", p, 15000, leader))
+      assert(kiq.wait_for(function() return (init(conns[new], "tx-c")) ~= NOT_COORDINATOR end, 10000,
+        "the new leader to coordinate"))
+      -- it took the state over from its log: the same producer id, a later epoch
+      local err3, pid3, epoch3 = init(conns[new], "tx-c")
+      assert.are.same({ NONE, pid }, { err3, pid3 })
+      assert.is_true(epoch3 >= 2)
+    end
+    for id = 0, 2 do if id ~= leader then conns[id]:close() end end
+    cl:stop()
+  end)
+end)
