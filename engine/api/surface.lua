@@ -38,6 +38,8 @@ return {
   { "DeleteTopics", planes = "both", min = 1 },
   { "DeleteRecords", planes = "data" },
   { "InitProducerId", planes = "data" },
+  { "AddPartitionsToTxn", planes = "data" },
+  { "AddOffsetsToTxn", planes = "data" },
   { "OffsetForLeaderEpoch", planes = "data", min = 2 },
   -- the replicas ask the controller for a new topic's configs
   { "DescribeConfigs", planes = "both", min = 1 },
@@ -50,6 +52,7 @@ return {
   { "OffsetDelete", planes = "data" },
   { "DescribeCluster", planes = "data" },
   { "DescribeProducers", planes = "data" },
+  { "DescribeTransactions", planes = "data" },
   { "ConsumerGroupDescribe", planes = "data" },
   { "GetTelemetrySubscriptions", planes = "data" },
   { "PushTelemetry", planes = "data" },

@@ -280,6 +280,18 @@ static void coordinator_partition_led(void *ctx, const char *topic, int32_t part
         kiq_txn_coordinator_partition_led(b->txns, partition, led);
 }
 
+/* A topic's partition count as this broker knows it: from the cluster's
+ * metadata, or its own topics when alone. */
+static int32_t partitions_of(void *ctx, const char *topic, size_t len)
+{
+    kiq_broker_t *b = ctx;
+    if (b->cluster) return kiq_metadata_cache_partition_count(b->metadata, topic, len);
+    kiq_topic_t *t = kiq_topics_get(b->topics, (kiq_str_t){topic, (int32_t)len});
+    int32_t n = t ? t->npartitions : -1;
+    kiq_topic_unref(t);
+    return n;
+}
+
 static int next_producer_id(void *ctx, int64_t *id)
 {
     kiq_broker_t *b = ctx;
@@ -478,7 +490,7 @@ int kiq_broker_start(kiq_broker_t *b)
     b->groups = kiq_group_coordinator_new(&gctx);
     if (!b->groups) return kiq_error_set("out of memory");
     if (kiq_group_coordinator_start(b->groups) != 0) return -1;
-    kiq_txn_context_t tctx = {b->config, b->topics, b->cluster, next_producer_id, b};
+    kiq_txn_context_t tctx = {b->config, b->topics, b->cluster, next_producer_id, partitions_of, b};
     if (!(b->txns = kiq_txn_coordinator_new(&tctx))) return kiq_error_set("out of memory");
     if (kiq_txn_coordinator_start(b->txns) != 0) return -1;
     /* before the control plane: LeaderAndIsr comes in there */

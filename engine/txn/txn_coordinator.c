@@ -318,10 +318,24 @@ void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const 
         kiq_txn_bump(next, new_id, req->transaction_timeout_ms, kiq_clock_wall_ms());
         err = write_state(tc, next, *partition, need);
         if (err) KIQ_WARN("InitProducerId for %s: %s", name, kiq_error_get());
+    } else if (action == KIQ_TXN_INIT_FENCE_ABORT) {
+        /* the new incarnation fences the old one (a later epoch) and its
+         * transaction is aborted; the client asks again and gets Empty */
+        kiq_txn_fence(next, kiq_clock_wall_ms());
+        kiq_txn_complete(next, kiq_clock_wall_ms());
+        int16_t werr = write_state(tc, next, *partition, need);
+        if (werr) {
+            KIQ_WARN("InitProducerId for %s: cannot abort its transaction: %s", name, kiq_error_get());
+            err = werr;
+        } else if (put(tc, id.p, (size_t)id.len, next) == 0) {
+            KIQ_INFO("transactional id %s: a new producer fenced epoch %d; its transaction aborted", name,
+                     next->producer_epoch - 1);
+            next = NULL; /* current now */
+        }
     }
     if (!err && put(tc, id.p, (size_t)id.len, next) != 0) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
     if (err) {
-        free_txn(next);
+        if (next) free_txn(next);
     } else {
         out->producer_id = next->producer_id;
         out->producer_epoch = next->producer_epoch;
@@ -334,11 +348,128 @@ out:
     out->error_code = err;
 }
 
-bool kiq_txn_coordinator_describe(kiq_txn_coordinator_t *tc, kiq_str_t id, kiq_txn_t *out)
+/* Under tc->mu: the current metadata of id when this broker coordinates
+ * it, or an error (NOT_COORDINATOR; NONE with *t NULL for an unknown id). */
+static int16_t find(kiq_txn_coordinator_t *tc, kiq_str_t id, int32_t partition, kiq_txn_t **t)
 {
+    *t = NULL;
+    if (!leads(tc, partition)) return KIQ_ERR_NOT_COORDINATOR;
+    *t = id.p ? kiq_str_map_get(tc->ids, id.p, (size_t)id.len) : NULL;
+    return KIQ_ERR_NONE;
+}
+
+/* Under tc->mu: adds the n partitions to id's transaction (t current),
+ * writes the new state and makes it current; the error code. */
+static int16_t add_to_txn(kiq_txn_coordinator_t *tc, kiq_txn_t *t, kiq_str_t id, int32_t partition, int n,
+                          const char *const *topics, const int32_t *parts, int64_t *need)
+{
+    kiq_txn_t *next = malloc(sizeof *next);
+    if (!next || kiq_txn_copy(next, t) != 0) {
+        free(next);
+        return KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    int16_t err = KIQ_ERR_NONE;
+    for (int i = 0; i < n && !err; i++)
+        if (kiq_txn_add_partition(next, topics[i], parts[i]) != 0) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    if (!err) {
+        kiq_txn_begin_if_needed(next, kiq_clock_wall_ms());
+        err = write_state(tc, next, partition, need);
+        if (err) KIQ_WARN("transactional id %s: cannot store its partitions: %s", t->id, kiq_error_get());
+    }
+    if (!err && put(tc, id.p, (size_t)id.len, next) != 0) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    if (err) free_txn(next);
+    return err;
+}
+
+/* The check of the partitions asked, then the add: the error code. */
+static int16_t add_partitions(kiq_txn_coordinator_t *tc, int16_t version, kiq_str_t id, int64_t producer_id,
+                              int16_t producer_epoch, int n, const char *const *topics, const int32_t *parts,
+                              int32_t *partition, int64_t *need)
+{
+    *need = -1;
+    *partition = kiq_txn_coordinator_partition_of(tc, id);
+    if (!id.p || id.len == 0) return KIQ_ERR_INVALID_REQUEST;
     pthread_mutex_lock(&tc->mu);
-    const kiq_txn_t *t = id.p ? kiq_str_map_get(tc->ids, id.p, (size_t)id.len) : NULL;
-    bool found = t && kiq_txn_copy(out, t) == 0;
+    kiq_txn_t *t;
+    bool all_there = false;
+    int16_t err = find(tc, id, *partition, &t);
+    if (!err) err = kiq_txn_check_add(t, producer_id, producer_epoch, n, topics, parts, &all_there);
+    if (!err && !all_there) err = add_to_txn(tc, t, id, *partition, n, topics, parts, need);
     pthread_mutex_unlock(&tc->mu);
-    return found;
+    if (err == KIQ_ERR_PRODUCER_FENCED && version < 2) err = KIQ_ERR_INVALID_PRODUCER_EPOCH;
+    return err;
+}
+
+void kiq_txn_add_partitions(kiq_txn_coordinator_t *tc, int16_t version, const kiq_add_partitions_to_txn_request_t *req,
+                            kiq_add_partitions_to_txn_response_t *out, kiq_arena_t *a, int32_t *partition,
+                            int64_t *need)
+{
+    int32_t ntopics = req->v3_and_below_topics_n > 0 ? req->v3_and_below_topics_n : 0;
+    int n = 0;
+    for (int32_t i = 0; i < ntopics; i++)
+        n += req->v3_and_below_topics[i].partitions_n > 0 ? req->v3_and_below_topics[i].partitions_n : 0;
+    const char **topics = kiq_arena_calloc(a, (size_t)(n ? n : 1), sizeof *topics);
+    int32_t *parts = kiq_arena_calloc(a, (size_t)(n ? n : 1), sizeof *parts);
+    out->results_by_topic_v3_and_below_n = ntopics;
+    out->results_by_topic_v3_and_below = kiq_arena_calloc(a, (size_t)(ntopics ? ntopics : 1),
+                                                          sizeof *out->results_by_topic_v3_and_below);
+    /* every partition must exist, or none is added */
+    bool unknown = false;
+    int k = 0;
+    for (int32_t i = 0; i < ntopics; i++) {
+        const kiq_add_partitions_to_txn_request_v3_and_below_topics_t *t = &req->v3_and_below_topics[i];
+        kiq_add_partitions_to_txn_response_results_by_topic_v3_and_below_t *rt = &out->results_by_topic_v3_and_below[i];
+        kiq_add_partitions_to_txn_response_results_by_topic_v3_and_below_init(rt);
+        rt->name = t->name;
+        int32_t np = t->partitions_n > 0 ? t->partitions_n : 0;
+        rt->results_by_partition_n = np;
+        rt->results_by_partition = kiq_arena_calloc(a, (size_t)(np ? np : 1), sizeof *rt->results_by_partition);
+        const char *name = kiq_arena_strndup(a, t->name.p ? t->name.p : "", t->name.p ? (size_t)t->name.len : 0);
+        int32_t count = t->name.p ? tc->b.partitions_of(tc->b.ctx, t->name.p, (size_t)t->name.len) : -1;
+        for (int32_t j = 0; j < np; j++) {
+            rt->results_by_partition[j].partition_index = t->partitions[j];
+            bool exists = t->partitions[j] >= 0 && t->partitions[j] < count;
+            rt->results_by_partition[j].partition_error_code = exists ? KIQ_ERR_NONE : KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            unknown |= !exists;
+            topics[k] = name;
+            parts[k++] = t->partitions[j];
+        }
+    }
+    int16_t err = KIQ_ERR_NONE;
+    if (!unknown)
+        err = add_partitions(tc, version, req->v3_and_below_transactional_id, req->v3_and_below_producer_id,
+                             req->v3_and_below_producer_epoch, n, topics, parts, partition, need);
+    else
+        *need = -1, *partition = -1;
+    for (int32_t i = 0; i < ntopics; i++)
+        for (int32_t j = 0; j < out->results_by_topic_v3_and_below[i].results_by_partition_n; j++) {
+            int16_t *e = &out->results_by_topic_v3_and_below[i].results_by_partition[j].partition_error_code;
+            *e = unknown ? (*e ? *e : KIQ_ERR_OPERATION_NOT_ATTEMPTED) : err;
+        }
+}
+
+int16_t kiq_txn_add_offsets(kiq_txn_coordinator_t *tc, int16_t version, const kiq_add_offsets_to_txn_request_t *req,
+                            int32_t *partition, int64_t *need)
+{
+    *need = -1;
+    *partition = -1;
+    if (!req->group_id.p || req->group_id.len == 0) return KIQ_ERR_INVALID_REQUEST;
+    int32_t n = tc->b.partitions_of(tc->b.ctx, KIQ_OFFSETS_TOPIC, strlen(KIQ_OFFSETS_TOPIC));
+    if (n <= 0) n = (int32_t)kiq_config_int(tc->b.config, KIQ_CFG_OFFSETS_TOPIC_NUM_PARTITIONS);
+    const char *topic = KIQ_OFFSETS_TOPIC;
+    int32_t group_partition = kiq_coordinator_partition(req->group_id.p, (size_t)req->group_id.len, n);
+    return add_partitions(tc, version, req->transactional_id, req->producer_id, req->producer_epoch, 1, &topic,
+                          &group_partition, partition, need);
+}
+
+int16_t kiq_txn_coordinator_describe(kiq_txn_coordinator_t *tc, kiq_str_t id, kiq_txn_t *out)
+{
+    int32_t partition = kiq_txn_coordinator_partition_of(tc, id);
+    pthread_mutex_lock(&tc->mu);
+    kiq_txn_t *t;
+    int16_t err = find(tc, id, partition, &t);
+    if (!err && (!t || t->state == KIQ_TXN_DEAD)) err = KIQ_ERR_TRANSACTIONAL_ID_NOT_FOUND;
+    if (!err && kiq_txn_copy(out, t) != 0) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    pthread_mutex_unlock(&tc->mu);
+    return err;
 }

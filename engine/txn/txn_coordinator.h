@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "core/arena.h"
 #include "log/topics.h"
 #include "proto/messages.h"
 #include "txn/txn_metadata.h"
@@ -29,6 +30,8 @@ typedef struct kiq_txn_context {
     bool cluster;               /* ids come with the partitions led here */
     /* A producer id nobody else was given; 0, or -1 with the reason. */
     int (*next_producer_id)(void *ctx, int64_t *id);
+    /* How many partitions topic has as this broker knows it; -1: none such. */
+    int32_t (*partitions_of)(void *ctx, const char *topic, size_t len);
     void *ctx;
 } kiq_txn_context_t;
 
@@ -61,8 +64,22 @@ void kiq_txn_coordinator_partition_led(kiq_txn_coordinator_t *tc, int32_t partit
 void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const kiq_init_producer_id_request_t *req,
                               kiq_init_producer_id_response_t *out, int32_t *partition, int64_t *need);
 
-/* A copy of id's metadata into *out (kiq_txn_free it); false when the id
- * is unknown here. */
-bool kiq_txn_coordinator_describe(kiq_txn_coordinator_t *tc, kiq_str_t id, kiq_txn_t *out);
+/* AddPartitionsToTxn v0-3: the partitions join the producer's transaction
+ * (it becomes Ongoing). Each gets an error code in out (allocated in a);
+ * an unknown partition fails the request (UNKNOWN_TOPIC_OR_PARTITION for
+ * it, OPERATION_NOT_ATTEMPTED for the others), as Kafka does. *partition
+ * and *need as for InitProducerId. */
+void kiq_txn_add_partitions(kiq_txn_coordinator_t *tc, int16_t version, const kiq_add_partitions_to_txn_request_t *req,
+                            kiq_add_partitions_to_txn_response_t *out, kiq_arena_t *a, int32_t *partition,
+                            int64_t *need);
+/* AddOffsetsToTxn: the group's __consumer_offsets partition joins the
+ * transaction; the error code. */
+int16_t kiq_txn_add_offsets(kiq_txn_coordinator_t *tc, int16_t version, const kiq_add_offsets_to_txn_request_t *req,
+                            int32_t *partition, int64_t *need);
+
+/* A copy of id's metadata into *out (kiq_txn_free it) and NONE;
+ * NOT_COORDINATOR when another broker coordinates it,
+ * TRANSACTIONAL_ID_NOT_FOUND when it is unknown (or dead). */
+int16_t kiq_txn_coordinator_describe(kiq_txn_coordinator_t *tc, kiq_str_t id, kiq_txn_t *out);
 
 #endif

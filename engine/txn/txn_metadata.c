@@ -179,6 +179,13 @@ void kiq_txn_set_state(kiq_txn_t *t, kiq_txn_state_t state, int64_t now_ms)
     t->updated_ms = now_ms;
 }
 
+void kiq_txn_fence(kiq_txn_t *t, int64_t now_ms)
+{
+    if (t->producer_epoch < KIQ_TXN_LAST_EPOCH) t->producer_epoch++;
+    t->state = KIQ_TXN_PREPARE_ABORT;
+    t->updated_ms = now_ms;
+}
+
 void kiq_txn_complete(kiq_txn_t *t, int64_t now_ms)
 {
     t->state = t->state == KIQ_TXN_PREPARE_COMMIT ? KIQ_TXN_COMPLETE_COMMIT : KIQ_TXN_COMPLETE_ABORT;

@@ -102,6 +102,9 @@ typedef enum kiq_txn_end_action {
  * fence), INVALID_TXN_STATE (nothing to end, or the other end). */
 int16_t kiq_txn_check_end(const kiq_txn_t *t, int64_t producer_id, int16_t producer_epoch, bool commit,
                           kiq_txn_end_action_t *action);
+/* An ongoing transaction whose producer is replaced: the next epoch (the
+ * old producer's requests are fenced from now on) and PrepareAbort. */
+void kiq_txn_fence(kiq_txn_t *t, int64_t now_ms);
 /* Prepare* → Complete*: the markers are written; no partitions, start -1. */
 void kiq_txn_complete(kiq_txn_t *t, int64_t now_ms);
 void kiq_txn_set_state(kiq_txn_t *t, kiq_txn_state_t state, int64_t now_ms);

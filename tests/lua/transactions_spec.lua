@@ -1,16 +1,20 @@
 -- The transaction coordinator as clients reach it: FindCoordinator for a
 -- transactional id (key type 1), InitProducerId with one (epoch bumps,
 -- fencing an older producer, KIP-360 recovery, the timeout bound, bad
--- ids), its state in __transaction_state surviving a restart; and in a
+-- ids), AddPartitionsToTxn and AddOffsetsToTxn (Kafka's checks and
+-- errors), DescribeTransactions, a new producer aborting the ongoing
+-- transaction of its id, the state in __transaction_state surviving a
+-- restart; and in a
 -- cluster of three, the coordinator is the leader of the id's partition,
 -- the others answer NOT_COORDINATOR, and a new leader takes the state over.
 local kiq = require "kafkaiq"
 local connection = require "kafkaiq.client.connection"
 kiq.log_level("error")
 
-local FIND_COORDINATOR, INIT_PRODUCER_ID = 10, 22
-local NONE, NOT_COORDINATOR, INVALID_REQUEST = 0, 16, 42
-local INVALID_PRODUCER_EPOCH, INVALID_TRANSACTION_TIMEOUT, PRODUCER_FENCED = 47, 50, 90
+local FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS, ADD_OFFSETS, DESCRIBE_TXNS = 10, 22, 24, 25, 65
+local NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_COORDINATOR, INVALID_REQUEST = 0, 3, 16, 42
+local INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT = 47, 49, 50
+local CONCURRENT_TRANSACTIONS, OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, TRANSACTIONAL_ID_NOT_FOUND = 51, 55, 90, 105
 
 local function open(b)
   return assert(connection.open("127.0.0.1", b.port, { client_id = "transactions-spec", request_timeout_ms = 15000 }))
@@ -21,6 +25,31 @@ local function init(conn, id, opts)
   local r = assert(conn:request(INIT_PRODUCER_ID, { transactional_id = id, transaction_timeout_ms = opts.timeout or 60000,
     producer_id = opts.pid or -1, producer_epoch = opts.epoch or -1 }, { version = opts.version or 4 }))
   return r.error_code, r.producer_id, r.producer_epoch
+end
+
+-- AddPartitionsToTxn: { [topic] = { [partition] = error } }
+local function add(conn, id, pid, epoch, topics, version)
+  local list = {}
+  for name, parts in pairs(topics) do list[#list + 1] = { name = name, partitions = parts } end
+  local r = assert(conn:request(ADD_PARTITIONS, { v3_and_below_transactional_id = id, v3_and_below_producer_id = pid,
+    v3_and_below_producer_epoch = epoch, v3_and_below_topics = list }, { version = version or 3 }))
+  local out = {}
+  for _, t in ipairs(r.results_by_topic_v3_and_below) do
+    out[t.name] = {}
+    for _, p in ipairs(t.results_by_partition) do out[t.name][p.partition_index] = p.partition_error_code end
+  end
+  return out
+end
+
+local function describe_txn(conn, id)
+  local r = assert(conn:request(DESCRIBE_TXNS, { transactional_ids = { id } }))
+  local st = r.transaction_states[1]
+  local parts = {}
+  for _, t in ipairs(st.topics) do
+    for _, p in ipairs(t.partitions) do parts[#parts + 1] = t.topic .. "-" .. p end
+  end
+  table.sort(parts)
+  return st, parts
 end
 
 -- Java's String.hashCode, for ids of ASCII characters
@@ -84,14 +113,74 @@ describe("a transactional id on one broker", function()
     assert.are.same({ NONE, 0 }, { (init(c, "tx-t", { timeout = 120000 })), select(3, init(c, "tx-t2")) })
   end)
 
+  it("adds partitions and a group's offsets to a transaction, and describes it", function()
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "tx-out", partitions = 2 } })
+    a:close()
+    local _, pid, epoch = init(c, "tx-p")
+    local st = describe_txn(c, "tx-p")
+    assert.are.same({ NONE, "Empty", pid, epoch }, { st.error_code, st.transaction_state, st.producer_id, st.producer_epoch })
+    assert.are.same({ ["tx-out"] = { [0] = NONE, [1] = NONE } }, add(c, "tx-p", pid, epoch, { ["tx-out"] = { 0, 1 } }))
+    local parts
+    st, parts = describe_txn(c, "tx-p")
+    assert.are.same({ "Ongoing", 60000 }, { st.transaction_state, st.transaction_timeout_ms })
+    assert.is_true(st.transaction_start_time_ms > 0)
+    assert.are.same({ "tx-out-0", "tx-out-1" }, parts)
+    -- already in: answered without a write
+    local tp = partition_of("tx-p", 5)
+    local leo = b:state().topics.__transaction_state.partitions[tp].log_end_offset
+    assert.are.same({ ["tx-out"] = { [1] = NONE } }, add(c, "tx-p", pid, epoch, { ["tx-out"] = { 1 } }))
+    assert.are.equal(leo, b:state().topics.__transaction_state.partitions[tp].log_end_offset)
+    -- an unknown partition fails the request, the others not attempted
+    assert.are.same({ ["tx-out"] = { [0] = OPERATION_NOT_ATTEMPTED, [7] = UNKNOWN_TOPIC_OR_PARTITION },
+      ["nope"] = { [0] = UNKNOWN_TOPIC_OR_PARTITION } },
+      add(c, "tx-p", pid, epoch, { ["tx-out"] = { 0, 7 }, nope = { 0 } }))
+    -- a stranger, a zombie (v2: PRODUCER_FENCED, v1: INVALID_PRODUCER_EPOCH), an unknown id
+    assert.are.same({ ["tx-out"] = { [0] = INVALID_PRODUCER_ID_MAPPING } }, add(c, "tx-p", pid + 1, epoch, { ["tx-out"] = { 0 } }))
+    assert.are.same({ ["tx-out"] = { [0] = PRODUCER_FENCED } }, add(c, "tx-p", pid, epoch - 1, { ["tx-out"] = { 0 } }, 2))
+    assert.are.same({ ["tx-out"] = { [0] = INVALID_PRODUCER_EPOCH } }, add(c, "tx-p", pid, epoch - 1, { ["tx-out"] = { 0 } }, 1))
+    assert.are.same({ ["tx-out"] = { [0] = INVALID_PRODUCER_ID_MAPPING } }, add(c, "tx-none", pid, epoch, { ["tx-out"] = { 0 } }))
+    -- the group's offsets partition joins too
+    local r = assert(c:request(ADD_OFFSETS, { transactional_id = "tx-p", producer_id = pid, producer_epoch = epoch,
+      group_id = "tx-group" }))
+    assert.are.equal(NONE, r.error_code)
+    st, parts = describe_txn(c, "tx-p")
+    local offsets_partitions = b:state().topics.__consumer_offsets and b:state().topics.__consumer_offsets.partition_count
+      or 50
+    assert.are.same({ "__consumer_offsets-" .. partition_of("tx-group", offsets_partitions), "tx-out-0", "tx-out-1" }, parts)
+    r = assert(c:request(ADD_OFFSETS, { transactional_id = "tx-p", producer_id = pid, producer_epoch = epoch,
+      group_id = "" }))
+    assert.are.equal(INVALID_REQUEST, r.error_code)
+    -- unknown ids are not found
+    st = describe_txn(c, "tx-unknown")
+    assert.are.same({ TRANSACTIONAL_ID_NOT_FOUND, "" }, { st.error_code, st.transaction_state })
+    -- a new producer of the id: the ongoing transaction is aborted under a
+    -- later epoch (the old producer is fenced), the new one asks again
+    assert.are.same({ CONCURRENT_TRANSACTIONS, -1, -1 }, { init(c, "tx-p") })
+    st = describe_txn(c, "tx-p")
+    assert.are.same({ "CompleteAbort", epoch + 1 }, { st.transaction_state, st.producer_epoch })
+    assert.are.same({ ["tx-out"] = { [0] = PRODUCER_FENCED } }, add(c, "tx-p", pid, epoch, { ["tx-out"] = { 0 } }))
+    assert.are.same({ NONE, pid, epoch + 2 }, { init(c, "tx-p") })
+    assert.are.equal("Empty", describe_txn(c, "tx-p").transaction_state)
+  end)
+
   it("keeps the state across a restart", function()
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "tx-kept", partitions = 1 } })
+    a:close()
     local _, pid = init(c, "tx-r")
     init(c, "tx-r")
+    local _, pid2, epoch2 = init(c, "tx-o")
+    add(c, "tx-o", pid2, epoch2, { ["tx-kept"] = { 0 } })
     c:close()
     b:stop()
     assert(b:start())
     c = open(b)
     assert.are.same({ NONE, pid, 2 }, { init(c, "tx-r") })
+    -- the ongoing transaction came back with its partition
+    local st, parts = describe_txn(c, "tx-o")
+    assert.are.same({ "Ongoing", pid2, epoch2 }, { st.transaction_state, st.producer_id, st.producer_epoch })
+    assert.are.same({ "tx-kept-0" }, parts)
   end)
 end)
 

@@ -171,6 +171,15 @@ static void test_end_txn_table(void **state)
     assert_int_equal(t.start_ms, -1);
     assert_int_equal(t.updated_ms, 30);
     assert_string_equal(kiq_txn_state_names[KIQ_TXN_PREPARE_EPOCH_FENCE], "PrepareEpochFence");
+    /* a producer replaced mid-transaction: a later epoch fences it, then the abort */
+    kiq_txn_free(&t);
+    t = made(KIQ_TXN_ONGOING, 7, 3);
+    kiq_txn_fence(&t, 40);
+    assert_int_equal(t.producer_epoch, 4);
+    assert_int_equal(t.state, KIQ_TXN_PREPARE_ABORT);
+    assert_int_equal(kiq_txn_check_end(&t, 7, 3, false, &act), KIQ_ERR_PRODUCER_FENCED);
+    kiq_txn_complete(&t, 50);
+    assert_int_equal(t.state, KIQ_TXN_COMPLETE_ABORT);
     kiq_txn_free(&t);
 }
 

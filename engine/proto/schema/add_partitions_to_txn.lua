@@ -1,0 +1,29 @@
+-- AddPartitionsToTxn (24): a transactional producer names the partitions
+-- it is about to write in its transaction. v0-3 are the clients' form
+-- (librdkafka sends v0); v4+ (brokers verifying for each other, KIP-890)
+-- are not served yet. v2 adds PRODUCER_FENCED; v3+ is flexible.
+
+return {
+  key = 24, name = "AddPartitionsToTxn",
+  versions = "0-3",
+  flexible = "3+",
+  request = {
+    { "v3_and_below_transactional_id", "string", v = "0-3" },
+    { "v3_and_below_producer_id", "int64", v = "0-3" },
+    { "v3_and_below_producer_epoch", "int16", v = "0-3" },
+    { "v3_and_below_topics", "[]", v = "0-3", fields = {
+        { "name", "string" },
+        { "partitions", "[]int32" },
+    } },
+  },
+  response = {
+    { "throttle_time_ms", "int32" },
+    { "results_by_topic_v3_and_below", "[]", v = "0-3", fields = {
+        { "name", "string" },
+        { "results_by_partition", "[]", fields = {
+            { "partition_index", "int32" },
+            { "partition_error_code", "int16" },
+        } },
+    } },
+  },
+}
