@@ -60,6 +60,7 @@ return {
   -- the controller's, on the control plane of the broker hosting it
   { "BrokerRegistration", planes = "control" },
   { "BrokerHeartbeat", planes = "control" },
+  { "AllocateProducerIds", planes = "control" },
   { "AlterPartition", planes = "control" },
   -- the controller's pushes to every broker
   { "UpdateMetadata", planes = "control" },

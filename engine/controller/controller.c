@@ -654,6 +654,38 @@ void kiq_controller_heartbeat(kiq_controller_t *c, const kiq_broker_heartbeat_re
     kiq_arena_reset(&a);
 }
 
+void kiq_controller_allocate_producer_ids(kiq_controller_t *c, const kiq_allocate_producer_ids_request_t *req,
+                                          kiq_allocate_producer_ids_response_t *resp)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    resp->producer_id_start = -1;
+    resp->producer_id_len = 0;
+    pthread_mutex_lock(&c->mu);
+    const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, req->broker_id);
+    if (!rb || rb->epoch != req->broker_epoch) {
+        resp->error_code = KIQ_ERR_STALE_BROKER_EPOCH;
+    } else {
+        int64_t start = kiq_metadata_image_next_producer_id(c->image);
+        kiq_metadata_record_t *r = add_record(&b, KIQ_MR_PRODUCER_IDS);
+        r->m.producer_ids.broker_id = req->broker_id;
+        r->m.producer_ids.broker_epoch = req->broker_epoch;
+        r->m.producer_ids.next_producer_id = start + KIQ_PRODUCER_ID_BLOCK;
+        if (commit(c, &b) == 0) {
+            resp->error_code = KIQ_ERR_NONE;
+            resp->producer_id_start = start;
+            resp->producer_id_len = KIQ_PRODUCER_ID_BLOCK;
+            KIQ_DEBUG("controller: producer ids %lld..%lld to broker %d", (long long)start,
+                      (long long)(start + KIQ_PRODUCER_ID_BLOCK - 1), req->broker_id);
+        } else {
+            resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
+}
+
 static int16_t check_alter(kiq_controller_t *c, const kiq_alter_partition_request_t *req,
                            const kiq_partition_registration_t *pr, const kiq_alter_partition_request_topics_partitions_t *in)
 {

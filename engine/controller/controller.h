@@ -51,6 +51,12 @@ void kiq_controller_register_broker(kiq_controller_t *c, const kiq_broker_regist
                                     kiq_broker_registration_response_t *resp);
 void kiq_controller_heartbeat(kiq_controller_t *c, const kiq_broker_heartbeat_request_t *req,
                               kiq_broker_heartbeat_response_t *resp);
+/* AllocateProducerIds: the next KIQ_PRODUCER_ID_BLOCK ids to a registered
+ * broker, recorded (ProducerIdsRecord) before they are given, so no two
+ * brokers, before or after a controller restart, hand out the same id. */
+#define KIQ_PRODUCER_ID_BLOCK 1000
+void kiq_controller_allocate_producer_ids(kiq_controller_t *c, const kiq_allocate_producer_ids_request_t *req,
+                                          kiq_allocate_producer_ids_response_t *resp);
 void kiq_controller_alter_partition(kiq_controller_t *c, kiq_arena_t *arena, int16_t version,
                                     const kiq_alter_partition_request_t *req, kiq_alter_partition_response_t *resp);
 /* CreateTopics and DeleteTopics, as any broker forwards them: one topic

@@ -20,6 +20,7 @@ struct kiq_metadata_image {
     kiq_config_entry_t *configs;
     size_t nconfigs, configs_cap;
     int64_t offset;
+    int64_t next_producer_id; /* every producer id below is some broker's */
 };
 
 kiq_metadata_image_t *kiq_metadata_image_new(void)
@@ -391,6 +392,8 @@ static void config_remove_at(kiq_metadata_image_t *img, size_t i)
     img->nconfigs--;
 }
 
+int64_t kiq_metadata_image_next_producer_id(const kiq_metadata_image_t *img) { return img->next_producer_id; }
+
 int kiq_metadata_image_apply_remove_topic(kiq_metadata_image_t *img, const kiq_remove_topic_record_t *r)
 {
     kiq_topic_image_t *t = topic_by_id(img, &r->topic_id);
@@ -511,6 +514,12 @@ int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const ki
     case KIQ_MR_FENCE_BROKER: rc = kiq_metadata_image_apply_fence_broker(img, &r->m.fence_broker); break;
     case KIQ_MR_UNFENCE_BROKER: rc = kiq_metadata_image_apply_unfence_broker(img, &r->m.unfence_broker); break;
     case KIQ_MR_REMOVE_TOPIC: rc = kiq_metadata_image_apply_remove_topic(img, &r->m.remove_topic); break;
+    case KIQ_MR_PRODUCER_IDS:
+        /* blocks only move up: a replayed older one changes nothing */
+        if (r->m.producer_ids.next_producer_id > img->next_producer_id)
+            img->next_producer_id = r->m.producer_ids.next_producer_id;
+        rc = 0;
+        break;
     default: return kiq_error_set("metadata record type %d cannot be applied", r->type);
     }
     if (rc == 0) img->offset = offset;

@@ -114,6 +114,8 @@ int kiq_metadata_image_apply_topic(kiq_metadata_image_t *img, const kiq_topic_re
 int kiq_metadata_image_apply_partition(kiq_metadata_image_t *img, const kiq_partition_record_t *r);
 int kiq_metadata_image_apply_partition_change(kiq_metadata_image_t *img, const kiq_partition_change_record_t *r);
 int kiq_metadata_image_apply_remove_topic(kiq_metadata_image_t *img, const kiq_remove_topic_record_t *r);
+/* The first producer id no broker was given yet (ProducerIdsRecord). */
+int64_t kiq_metadata_image_next_producer_id(const kiq_metadata_image_t *img);
 int kiq_metadata_image_apply_config(kiq_metadata_image_t *img, const kiq_config_record_t *r);
 
 /* Brokers, sorted by id. */

@@ -34,6 +34,7 @@ enum kiq_metadata_record_type {
     KIQ_MR_FENCE_BROKER = 7,
     KIQ_MR_UNFENCE_BROKER = 8,
     KIQ_MR_REMOVE_TOPIC = 9,
+    KIQ_MR_PRODUCER_IDS = 15,
 };
 
 /* The frame version Kafka writes in front of every metadata record. */
@@ -55,6 +56,7 @@ typedef struct kiq_metadata_record {
         kiq_fence_broker_record_t fence_broker;
         kiq_unfence_broker_record_t unfence_broker;
         kiq_remove_topic_record_t remove_topic;
+        kiq_producer_ids_record_t producer_ids;
     } m;
 } kiq_metadata_record_t;
 

@@ -16,6 +16,7 @@
 #include "controller/controller.h"
 #include "server/broker_configs.h"
 #include "server/broker_lifecycle.h"
+#include "server/controller_link.h"
 #include "controller/metadata_cache.h"
 #include "replica/replica_manager.h"
 #include "core/uuid.h"
@@ -174,6 +175,13 @@ kiq_broker_log_dir_t *kiq_broker_find_log_dir(kiq_broker_t *b, const char *path)
     return NULL;
 }
 
+/* Cluster mode: producer ids come in blocks from the controller. */
+#define PRODUCER_IDS_TIMEOUT_MS 5000
+static int reserve_producer_ids(void *ctx, int64_t *start, int64_t *len)
+{
+    return kiq_controller_link_allocate_producer_ids(ctx, PRODUCER_IDS_TIMEOUT_MS, start, len);
+}
+
 kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_surface_t *surface)
 {
     if (kiq_config_validate(config) != 0) return NULL;
@@ -209,7 +217,12 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     for (int i = 0; i < b->nlog_dirs; i++)
         if (kiq_mkdir_p(b->log_dirs[i].path) != 0 || lock_dir(&b->log_dirs[i]) != 0) goto fail;
     if (load_meta(b) != 0) goto fail;
-    b->producer_ids = kiq_producer_ids_new(b->log_dirs[0].path, KIQ_PRODUCER_IDS_BLOCK);
+    if (b->cluster) {
+        kiq_producer_id_source_t from_controller = {reserve_producer_ids, b};
+        b->producer_ids = kiq_producer_ids_new_from(&from_controller);
+    } else {
+        b->producer_ids = kiq_producer_ids_new(b->log_dirs[0].path, KIQ_PRODUCER_IDS_BLOCK);
+    }
     if (!b->producer_ids) goto fail;
     kiq_log_config_default(&b->log_cfg);
     b->log_cfg.segment_bytes = (int32_t)kiq_config_int(config, KIQ_CFG_LOG_SEGMENT_BYTES);

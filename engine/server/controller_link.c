@@ -1,3 +1,4 @@
+#include "server/broker_lifecycle.h"
 #include "server/controller_link.h"
 
 #include <stdio.h>
@@ -194,6 +195,35 @@ void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_
         resp->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
     }
     kiq_client_close(c);
+}
+
+int kiq_controller_link_allocate_producer_ids(kiq_broker_t *b, int timeout_ms, int64_t *start, int64_t *len)
+{
+    int64_t epoch = b->lifecycle ? kiq_broker_lifecycle_epoch(b->lifecycle) : -1;
+    if (epoch < 0) return kiq_error_set("broker %d is not registered with the controller yet", b->node_id);
+    kiq_allocate_producer_ids_request_t req;
+    kiq_allocate_producer_ids_request_init(&req);
+    req.broker_id = b->node_id;
+    req.broker_epoch = epoch;
+    kiq_allocate_producer_ids_response_t resp;
+    kiq_allocate_producer_ids_response_init(&resp);
+    kiq_arena_t arena;
+    kiq_arena_init(&arena);
+    int rc = 0;
+    if (b->controller) {
+        kiq_controller_allocate_producer_ids(b->controller, &req, &resp);
+    } else {
+        kiq_client_conn_t *c = connect_controller(b, timeout_ms);
+        rc = c ? kiq_client_request(c, KIQ_API_ALLOCATE_PRODUCER_IDS, -1, &req, &arena, &resp, timeout_ms) : -1;
+        kiq_client_close(c);
+    }
+    kiq_arena_reset(&arena);
+    if (rc != 0) return kiq_error_set("cannot reach the controller for producer ids: %s", kiq_error_get());
+    if (resp.error_code || resp.producer_id_len <= 0)
+        return kiq_error_set("the controller gave no producer ids (error %d)", resp.error_code);
+    *start = resp.producer_id_start;
+    *len = resp.producer_id_len;
+    return 0;
 }
 
 void kiq_controller_link_change_configs(kiq_broker_t *b, int16_t api_key, const void *req, kiq_config_order_t *orders,

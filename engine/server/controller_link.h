@@ -44,6 +44,10 @@ void kiq_controller_link_create_partitions(kiq_broker_t *b, kiq_topic_order_t *o
                                            int timeout_ms, kiq_arena_t *arena);
 /* ElectLeaders, decided by the controller; *resp filled in arena. An
  * unreachable controller gives REQUEST_TIMED_OUT at the top level. */
+/* A block of producer ids from the controller (AllocateProducerIds): its
+ * first id and length. 0, or -1 with the reason (not registered yet, the
+ * controller unreachable). Any thread; blocks up to timeout_ms. */
+int kiq_controller_link_allocate_producer_ids(kiq_broker_t *b, int timeout_ms, int64_t *start, int64_t *len);
 void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_request_t *req, int timeout_ms,
                                        kiq_arena_t *arena, kiq_elect_leaders_response_t *resp);
 /* AlterConfigs or IncrementalAlterConfigs (api_key; req the request,

@@ -18,9 +18,10 @@
 /* The file: one line "kafkaiq-producer-ids v1 next=<first id of the next block>". */
 #define FILE_PREFIX "kafkaiq-producer-ids v1 next="
 
-/* Guarded by mu, except the paths and block, fixed at new. */
+/* Guarded by mu, except the paths, block and source, fixed at new. */
 struct kiq_producer_ids {
     pthread_mutex_t mu;
+    kiq_producer_id_source_t source; /* a cluster's blocks; NULL reserve: the file */
     char *dir;
     char path[PATH_MAX];
     int64_t block;
@@ -95,6 +96,19 @@ kiq_producer_ids_t *kiq_producer_ids_new(const char *dir, int64_t block_size)
     return p;
 }
 
+kiq_producer_ids_t *kiq_producer_ids_new_from(const kiq_producer_id_source_t *source)
+{
+    kiq_producer_ids_t *p = calloc(1, sizeof *p);
+    if (!p || !(p->dir = strdup(""))) {
+        free(p);
+        kiq_error_set("out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    p->source = *source;
+    return p;
+}
+
 void kiq_producer_ids_free(kiq_producer_ids_t *p)
 {
     if (!p) return;
@@ -107,7 +121,14 @@ int kiq_producer_ids_next(kiq_producer_ids_t *p, int64_t *id)
 {
     pthread_mutex_lock(&p->mu);
     int rc = 0;
-    if (p->next >= p->block_end) {
+    if (p->next >= p->block_end && p->source.reserve) {
+        int64_t start, len;
+        if ((rc = p->source.reserve(p->source.ctx, &start, &len)) == 0) {
+            p->next = start;
+            p->block_end = start + len;
+            KIQ_DEBUG("producer ids %" PRId64 "..%" PRId64 " given", p->next, p->block_end - 1);
+        }
+    } else if (p->next >= p->block_end) {
         if (p->block_end > INT64_MAX - p->block) {
             rc = kiq_error_set("producer ids are exhausted");
         } else if ((rc = write_file(p, p->block_end + p->block)) == 0) {

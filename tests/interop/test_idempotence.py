@@ -215,3 +215,33 @@ def test_idempotent_producer_across_a_restart(broker):
     assert len(reports) == len(msgs)
     kc.check_records(kc.consume_confluent_all(broker.bootstrap, topic, range(2)), msgs, reports)
     assert "refused" not in broker.stderr_tail(100000), "the producer's state was lost in the restart"
+
+
+def test_idempotent_producers_of_different_brokers_get_different_ids(three):
+    """In a cluster each broker takes its producer ids in blocks from the
+    controller (AllocateProducerIds): two idempotent producers that got
+    their ids from different brokers write to one partition side by side,
+    and every record of both is there. With one id for both (as when
+    each broker kept its own counter), the second producer's sequence
+    numbers clash with the first's: a fatal OUT_OF_ORDER_SEQUENCE_NUMBER,
+    or a batch taken for a retry of the other's and not written."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewTopic
+    topic = kc.fresh_name("idem-ids", three)
+    admin = kc.admin(three.bootstrap)
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(20)  # min.insync.replicas=2 there
+    kc.wait_topic(three.bootstrap, topic, 1)
+    addresses = three.bootstrap.split(",")
+    msgs = {}
+    for i, address in enumerate(addresses[:2]):
+        p = Producer({"bootstrap.servers": address, "enable.idempotence": True, "acks": "all", "linger.ms": 0})
+        errors = []
+        batch = kc.make_messages(50, f"idem-ids-{i}")
+        for key, value, headers in batch:
+            p.produce(topic, key=key, value=value, headers=headers, partition=0,
+                      on_delivery=lambda err, msg: err and errors.append(err))
+            assert p.flush(30) == 0
+        assert not errors, errors
+        msgs.update({value: key for key, value, _ in batch})
+    got = kc.consume_confluent_all(three.bootstrap, topic, range(1))
+    assert sorted(value for _, _, _, value, *_ in got) == sorted(msgs), f"{len(got)} of {len(msgs)} records in the log"

@@ -12,6 +12,7 @@ local connection = require "kafkaiq.client.connection"
 kiq.log_level("error")
 
 local FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS, ADD_OFFSETS, DESCRIBE_TXNS = 10, 22, 24, 25, 65
+local ALLOCATE_PRODUCER_IDS, NOT_CONTROLLER, STALE_BROKER_EPOCH = 67, 41, 77
 local NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_COORDINATOR, INVALID_REQUEST = 0, 3, 16, 42
 local INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT = 47, 49, 50
 local CONCURRENT_TRANSACTIONS, OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, TRANSACTIONAL_ID_NOT_FOUND = 51, 55, 90, 105
@@ -181,6 +182,57 @@ describe("a transactional id on one broker", function()
     local st, parts = describe_txn(c, "tx-o")
     assert.are.same({ "Ongoing", pid2, epoch2 }, { st.transaction_state, st.producer_id, st.producer_epoch })
     assert.are.same({ "tx-kept-0" }, parts)
+  end)
+end)
+
+describe("producer ids in a cluster of three", function()
+  it("come in blocks from the controller: unique across brokers and controller restarts", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    local cl = assert(kiq.cluster { brokers = 3, dir = dir })
+    local function pid_from(id)
+      local conn = open(cl:broker(id))
+      local r = assert(conn:request(INIT_PRODUCER_ID, { transaction_timeout_ms = 60000 }))
+      conn:close()
+      assert.are.equal(NONE, r.error_code)
+      return r.producer_id
+    end
+    local seen, blocks = {}, {}
+    for round = 1, 2 do
+      for id = 0, 2 do
+        local pid = pid_from(id)
+        assert.is_nil(seen[pid], "producer id " .. pid .. " handed out twice")
+        seen[pid] = true
+        blocks[math.floor(pid / 1000)] = true
+      end
+    end
+    local n = 0
+    for _ in pairs(blocks) do n = n + 1 end
+    assert.are.equal(3, n) -- one block each
+    -- the controller restarts (its broker with it): the blocks it gave are
+    -- in its metadata log, so the next one comes after them
+    assert(cl:restart(0))
+    local epoch
+    assert(kiq.wait_for(function()
+      local v = cl:controller()
+      local b1 = v and v.brokers[1]
+      epoch = b1 and not b1.fenced and b1.epoch
+      return epoch
+    end, 10000, "broker 1 registered with the restarted controller"))
+    local control = assert(connection.open("127.0.0.1", cl:broker(0):state().control_port, { client_id = "spec" }))
+    local r = assert(control:request(ALLOCATE_PRODUCER_IDS, { broker_id = 1, broker_epoch = epoch }))
+    assert.are.same({ NONE, 1000 }, { r.error_code, r.producer_id_len })
+    assert.is_true(r.producer_id_start >= 3000, "a block after the three given, not " .. r.producer_id_start)
+    r = assert(control:request(ALLOCATE_PRODUCER_IDS, { broker_id = 1, broker_epoch = epoch + 100 }))
+    assert.are.same({ STALE_BROKER_EPOCH, -1 }, { r.error_code, r.producer_id_start })
+    control:close()
+    -- only the controller allocates
+    control = assert(connection.open("127.0.0.1", cl:broker(1):state().control_port, { client_id = "spec" }))
+    r = assert(control:request(ALLOCATE_PRODUCER_IDS, { broker_id = 1, broker_epoch = epoch }))
+    assert.are.equal(NOT_CONTROLLER, r.error_code)
+    control:close()
+    cl:stop()
+    os.execute("rm -rf '" .. dir .. "'")
   end)
 end)
 

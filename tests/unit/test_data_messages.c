@@ -55,7 +55,7 @@ static void test_every_message_every_version(void **state)
         {"UnfenceBrokerRecord", 0, 0},  {"RemoveTopicRecord", 0, 0},
         {"TransactionLogKey", 0, 0},    {"TransactionLogValue", 0, 1},
         {"EndTxnMarker", 0, 0},         {"ControlRecordKey", 0, 0},
-        {"AbortedTxn", 0, 0},
+        {"AbortedTxn", 0, 0},           {"ProducerIdsRecord", 0, 0},
     };
     assert_int_equal(kiq_data_codec_count, sizeof want / sizeof want[0]);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

@@ -29,6 +29,7 @@
 static const int16_t all_types[] = {
     KIQ_MR_REGISTER_BROKER, KIQ_MR_TOPIC,         KIQ_MR_PARTITION,       KIQ_MR_CONFIG,
     KIQ_MR_PARTITION_CHANGE, KIQ_MR_FENCE_BROKER, KIQ_MR_UNFENCE_BROKER, KIQ_MR_REMOVE_TOPIC,
+    KIQ_MR_PRODUCER_IDS,
 };
 #define NTYPES (sizeof all_types / sizeof all_types[0])
 
