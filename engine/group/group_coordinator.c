@@ -107,7 +107,7 @@ char *kiq_gc_new_member_id(kiq_str_t client_id)
 /* Appends records to the group's partition of __consumer_offsets. */
 int kiq_gc_append_records(kiq_group_coordinator_t *gc, const kiq_group_t *g, kiq_offsets_records_t *rs)
 {
-    if (rs->count == 0) return 0;
+    if (rs->k.count == 0) return 0;
     /* a client that skipped FindCoordinator still gets its group stored */
     if (kiq_group_coordinator_ensure_topic(gc) != KIQ_ERR_NONE) return -1;
     kiq_topic_t *t = kiq_topics_get(gc->b.topics, KIQ_STR(KIQ_OFFSETS_TOPIC));

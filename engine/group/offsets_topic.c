@@ -19,13 +19,11 @@ enum {
 
 void kiq_offsets_records_init(kiq_offsets_records_t *rs, int64_t now_ms)
 {
-    kiq_batch_builder_init(&rs->bb, 0, now_ms);
-    rs->now_ms = now_ms;
-    rs->count = 0;
+    kiq_keyed_records_init(&rs->k, now_ms);
     rs->last_offset = -1;
 }
 
-void kiq_offsets_records_free(kiq_offsets_records_t *rs) { kiq_batch_builder_free(&rs->bb); }
+void kiq_offsets_records_free(kiq_offsets_records_t *rs) { kiq_keyed_records_free(&rs->k); }
 
 static kiq_str_t str_or_null(const char *s) { return s ? KIQ_STR(s) : KIQ_STR_NULL; }
 
@@ -33,17 +31,7 @@ static kiq_str_t str_or_null(const char *s) { return s ? KIQ_STR(s) : KIQ_STR_NU
  * NULL writes a tombstone. */
 static int add(kiq_offsets_records_t *rs, kiq_wr_t *key, kiq_wr_t *value)
 {
-    int rc = -1;
-    if (key->err || (value && value->err)) {
-        kiq_error_set("out of memory");
-    } else {
-        rc = kiq_batch_builder_add(&rs->bb, key->buf, (int32_t)key->len, value ? value->buf : NULL,
-                                   value ? (int32_t)value->len : -1, NULL, 0, rs->now_ms);
-        if (rc == 0) rs->count++;
-    }
-    kiq_wr_free(key);
-    if (value) kiq_wr_free(value);
-    return rc;
+    return kiq_keyed_records_add(&rs->k, key, value);
 }
 
 static void commit_key(kiq_wr_t *w, const char *group, const char *topic, int32_t partition)
@@ -140,17 +128,11 @@ int kiq_offsets_records_add_group_tombstone(kiq_offsets_records_t *rs, const cha
     return add(rs, &key, NULL);
 }
 
-int kiq_offsets_records_build(kiq_offsets_records_t *rs, kiq_wr_t *w)
-{
-    kiq_wr_init(w);
-    if (kiq_batch_builder_finish(&rs->bb, w) == 0 && !w->err) return 0;
-    kiq_wr_free(w);
-    return w->err ? kiq_error_set("out of memory") : -1;
-}
+int kiq_offsets_records_build(kiq_offsets_records_t *rs, kiq_wr_t *w) { return kiq_keyed_records_build(&rs->k, w); }
 
 int kiq_offsets_records_append(kiq_offsets_records_t *rs, kiq_partition_log_t *log, int32_t leader_epoch)
 {
-    if (rs->count == 0) return 0;
+    if (rs->k.count == 0) return 0;
     kiq_wr_t w;
     if (kiq_offsets_records_build(rs, &w) != 0) return -1;
     int rc = kiq_partition_log_append(log, w.buf, w.len, leader_epoch, NULL, &rs->last_offset);

@@ -12,12 +12,11 @@
 #include "log/partition_log.h"
 #include "proto/messages.h"
 #include "record/batch.h"
+#include "record/keyed_records.h"
 
 /* Records gathered for one append; owned by the calling thread. */
 typedef struct kiq_offsets_records {
-    kiq_batch_builder_t bb;
-    int64_t now_ms;
-    int count;
+    kiq_keyed_records_t k;
     int64_t last_offset; /* of the last record appended; -1 before */
 } kiq_offsets_records_t;
 

@@ -246,11 +246,11 @@ static int16_t write_state(kiq_txn_coordinator_t *tc, const kiq_txn_t *t, int32_
         kiq_error_set(KIQ_TXN_TOPIC "-%d is not led here (error %d)", partition, err);
         return err == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION ? KIQ_ERR_COORDINATOR_NOT_AVAILABLE : KIQ_ERR_NOT_COORDINATOR;
     }
-    kiq_txn_records_t rs;
-    kiq_txn_records_init(&rs, kiq_clock_wall_ms());
+    kiq_keyed_records_t rs;
+    kiq_keyed_records_init(&rs, kiq_clock_wall_ms());
     kiq_wr_t w;
     int16_t rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
-    if (kiq_txn_records_add(&rs, t) == 0 && kiq_txn_records_build(&rs, &w) == 0) {
+    if (kiq_txn_records_add(&rs, t) == 0 && kiq_keyed_records_build(&rs, &w) == 0) {
         kiq_log_append_result_t res;
         bool moved;
         if (kiq_replica_append_as_leader(p, log, w.buf, w.len, NULL, &res, &moved) == 0) {
@@ -262,7 +262,7 @@ static int16_t write_state(kiq_txn_coordinator_t *tc, const kiq_txn_t *t, int32_
         }
         kiq_wr_free(&w);
     }
-    kiq_txn_records_free(&rs);
+    kiq_keyed_records_free(&rs);
     kiq_topic_unref(topic);
     return rc;
 }

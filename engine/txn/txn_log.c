@@ -15,15 +15,6 @@ enum {
     VALUE_VERSION = 1, /* flexible: what Kafka 4 writes */
 };
 
-void kiq_txn_records_init(kiq_txn_records_t *rs, int64_t now_ms)
-{
-    kiq_batch_builder_init(&rs->bb, 0, now_ms);
-    rs->now_ms = now_ms;
-    rs->count = 0;
-}
-
-void kiq_txn_records_free(kiq_txn_records_t *rs) { kiq_batch_builder_free(&rs->bb); }
-
 static void key_of(kiq_wr_t *w, const char *id)
 {
     kiq_transaction_log_key_t k;
@@ -34,20 +25,7 @@ static void key_of(kiq_wr_t *w, const char *id)
     kiq_transaction_log_key_encode(w, KEY_VERSION, &k);
 }
 
-static int add(kiq_txn_records_t *rs, kiq_wr_t *key, kiq_wr_t *value)
-{
-    int rc = -1;
-    if (key->err || (value && value->err))
-        kiq_error_set("out of memory");
-    else if ((rc = kiq_batch_builder_add(&rs->bb, key->buf, (int32_t)key->len, value ? value->buf : NULL,
-                                         value ? (int32_t)value->len : -1, NULL, 0, rs->now_ms)) == 0)
-        rs->count++;
-    kiq_wr_free(key);
-    if (value) kiq_wr_free(value);
-    return rc;
-}
-
-int kiq_txn_records_add(kiq_txn_records_t *rs, const kiq_txn_t *t)
+int kiq_txn_records_add(kiq_keyed_records_t *rs, const kiq_txn_t *t)
 {
     /* the partitions grouped by topic, in the order they came */
     int ntopics = 0;
@@ -91,22 +69,14 @@ int kiq_txn_records_add(kiq_txn_records_t *rs, const kiq_txn_t *t)
     kiq_transaction_log_value_encode(&value, VALUE_VERSION, &v);
     free(topics);
     free(ids);
-    return add(rs, &key, &value);
+    return kiq_keyed_records_add(rs, &key, &value);
 }
 
-int kiq_txn_records_add_tombstone(kiq_txn_records_t *rs, const char *id)
+int kiq_txn_records_add_tombstone(kiq_keyed_records_t *rs, const char *id)
 {
     kiq_wr_t key;
     key_of(&key, id);
-    return add(rs, &key, NULL);
-}
-
-int kiq_txn_records_build(kiq_txn_records_t *rs, kiq_wr_t *w)
-{
-    kiq_wr_init(w);
-    if (kiq_batch_builder_finish(&rs->bb, w) == 0 && !w->err) return 0;
-    kiq_wr_free(w);
-    return w->err ? kiq_error_set("out of memory") : -1;
+    return kiq_keyed_records_add(rs, &key, NULL);
 }
 
 int kiq_txn_from_value(kiq_txn_t *t, kiq_str_t id, const kiq_transaction_log_value_t *v)

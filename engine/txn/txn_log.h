@@ -11,24 +11,14 @@
 #include "log/log_names.h"
 #include "log/partition_log.h"
 #include "proto/messages.h"
-#include "record/batch.h"
+#include "record/keyed_records.h"
 #include "txn/txn_metadata.h"
 
-/* Records for one append. */
-typedef struct kiq_txn_records {
-    kiq_batch_builder_t bb;
-    int64_t now_ms;
-    int count;
-} kiq_txn_records_t;
-
-void kiq_txn_records_init(kiq_txn_records_t *rs, int64_t now_ms);
-void kiq_txn_records_free(kiq_txn_records_t *rs);
-/* t's metadata as it is now; 0, or -1 with the reason. */
-int kiq_txn_records_add(kiq_txn_records_t *rs, const kiq_txn_t *t);
+/* t's metadata as it is now, added to rs (kiq_keyed_records_build makes
+ * the batch); 0, or -1 with the reason. */
+int kiq_txn_records_add(kiq_keyed_records_t *rs, const kiq_txn_t *t);
 /* The id is gone (expired); 0 or -1. */
-int kiq_txn_records_add_tombstone(kiq_txn_records_t *rs, const char *id);
-/* One batch of everything added, into *w (kiq_wr_free it); 0 or -1. */
-int kiq_txn_records_build(kiq_txn_records_t *rs, kiq_wr_t *w);
+int kiq_txn_records_add_tombstone(kiq_keyed_records_t *rs, const char *id);
 
 /* What loading finds, in log order: id's metadata (v), or its deletion
  * (v NULL). The views live only during the call. */

@@ -250,7 +250,7 @@ static void append_standard(kiq_partition_log_t *log, int32_t leader_epoch)
     assert_int_equal(kiq_offsets_records_add_group(&rs, g), 0);
     assert_int_equal(kiq_offsets_records_add_commit_tombstone(&rs, "g1", "orders", 1), 0);
     assert_int_equal(kiq_offsets_records_add_group_tombstone(&rs, "g-old"), 0);
-    assert_int_equal(rs.count, 6);
+    assert_int_equal(rs.k.count, 6);
     assert_int_equal(kiq_offsets_records_append(&rs, log, leader_epoch), 0);
     kiq_offsets_records_free(&rs);
     kiq_group_free(g);

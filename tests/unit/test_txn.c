@@ -222,16 +222,16 @@ static void test_log_round_trip(void **state)
     assert_int_equal(kiq_txn_add_partition(&b, "orders", 2), 0);
     assert_int_equal(kiq_txn_add_partition(&b, "payments", 0), 0);
     assert_int_equal(kiq_txn_add_partition(&b, "orders", 5), 0);
-    kiq_txn_records_t rs;
-    kiq_txn_records_init(&rs, 2000);
+    kiq_keyed_records_t rs;
+    kiq_keyed_records_init(&rs, 2000);
     assert_int_equal(kiq_txn_records_add(&rs, &a), 0);
     assert_int_equal(kiq_txn_records_add(&rs, &b), 0);
     assert_int_equal(kiq_txn_records_add_tombstone(&rs, "t1"), 0);
     kiq_wr_t w;
-    assert_int_equal(kiq_txn_records_build(&rs, &w), 0);
+    assert_int_equal(kiq_keyed_records_build(&rs, &w), 0);
     assert_int_equal(kiq_partition_log_append(log, w.buf, w.len, 0, NULL, NULL), 0);
     kiq_wr_free(&w);
-    kiq_txn_records_free(&rs);
+    kiq_keyed_records_free(&rs);
 
     seen_t s = {0};
     kiq_txn_loader_t loader = {&s, on_txn};
