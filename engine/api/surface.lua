@@ -53,6 +53,7 @@ return {
   { "DescribeCluster", planes = "data" },
   { "DescribeProducers", planes = "data" },
   { "DescribeTransactions", planes = "data" },
+  { "ListTransactions", planes = "data" },
   { "ConsumerGroupDescribe", planes = "data" },
   { "GetTelemetrySubscriptions", planes = "data" },
   { "PushTelemetry", planes = "data" },

@@ -462,6 +462,21 @@ int16_t kiq_txn_add_offsets(kiq_txn_coordinator_t *tc, int16_t version, const ki
                           &group_partition, partition, need);
 }
 
+void kiq_txn_coordinator_foreach(kiq_txn_coordinator_t *tc, void (*cb)(const kiq_txn_t *t, void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&tc->mu);
+    kiq_str_map_iter_t it;
+    kiq_str_map_iter_init(&it, tc->ids);
+    const void *key;
+    size_t len;
+    void *value;
+    while (!tc->stopped && kiq_str_map_next(&it, &key, &len, &value)) {
+        const kiq_txn_t *t = value;
+        if (t->state != KIQ_TXN_DEAD) cb(t, ctx);
+    }
+    pthread_mutex_unlock(&tc->mu);
+}
+
 int16_t kiq_txn_coordinator_describe(kiq_txn_coordinator_t *tc, kiq_str_t id, kiq_txn_t *out)
 {
     int32_t partition = kiq_txn_coordinator_partition_of(tc, id);

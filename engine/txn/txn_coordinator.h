@@ -77,6 +77,10 @@ void kiq_txn_add_partitions(kiq_txn_coordinator_t *tc, int16_t version, const ki
 int16_t kiq_txn_add_offsets(kiq_txn_coordinator_t *tc, int16_t version, const kiq_add_offsets_to_txn_request_t *req,
                             int32_t *partition, int64_t *need);
 
+/* ListTransactions: calls cb for every transactional id coordinated here
+ * (Dead ones aside), under the coordinator's lock (cb must not call in). */
+void kiq_txn_coordinator_foreach(kiq_txn_coordinator_t *tc, void (*cb)(const kiq_txn_t *t, void *ctx), void *ctx);
+
 /* A copy of id's metadata into *out (kiq_txn_free it) and NONE;
  * NOT_COORDINATOR when another broker coordinates it,
  * TRANSACTIONAL_ID_NOT_FOUND when it is unknown (or dead). */

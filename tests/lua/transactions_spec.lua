@@ -12,7 +12,7 @@ local connection = require "kafkaiq.client.connection"
 kiq.log_level("error")
 
 local FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS, ADD_OFFSETS, DESCRIBE_TXNS = 10, 22, 24, 25, 65
-local ALLOCATE_PRODUCER_IDS, NOT_CONTROLLER, STALE_BROKER_EPOCH = 67, 41, 77
+local ALLOCATE_PRODUCER_IDS, NOT_CONTROLLER, STALE_BROKER_EPOCH, LIST_TXNS = 67, 41, 77, 66
 local NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_COORDINATOR, INVALID_REQUEST = 0, 3, 16, 42
 local INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT = 47, 49, 50
 local CONCURRENT_TRANSACTIONS, OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, TRANSACTIONAL_ID_NOT_FOUND = 51, 55, 90, 105
@@ -163,6 +163,33 @@ describe("a transactional id on one broker", function()
     assert.are.same({ ["tx-out"] = { [0] = PRODUCER_FENCED } }, add(c, "tx-p", pid, epoch, { ["tx-out"] = { 0 } }))
     assert.are.same({ NONE, pid, epoch + 2 }, { init(c, "tx-p") })
     assert.are.equal("Empty", describe_txn(c, "tx-p").transaction_state)
+  end)
+
+  it("lists its transactional ids by state, producer id and duration", function()
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "tx-l", partitions = 1 } })
+    a:close()
+    local _, p1 = init(c, "tx-l1")
+    local _, p2, e2 = init(c, "tx-l2")
+    add(c, "tx-l2", p2, e2, { ["tx-l"] = { 0 } })
+    local function list(body, version)
+      local r = assert(c:request(LIST_TXNS, body, { version = version or 1 }))
+      local got = {}
+      for _, t in ipairs(r.transaction_states) do got[#got + 1] = t.transactional_id .. "=" .. t.transaction_state end
+      table.sort(got)
+      return got, r.unknown_state_filters, r.error_code
+    end
+    assert.are.same({ "tx-l1=Empty", "tx-l2=Ongoing" }, (list {}))
+    assert.are.same({ "tx-l2=Ongoing" }, (list { state_filters = { "Ongoing" } }))
+    local got, unknown = list { state_filters = { "Empty", "Bogus", "Dead" } }
+    assert.are.same({ "tx-l1=Empty" }, got)
+    assert.are.same({ "Bogus" }, unknown)
+    assert.are.same({ "tx-l1=Empty" }, (list { producer_id_filters = { p1 } }))
+    -- v1: running longer than the filter (an hour: none; zero: the ongoing one)
+    assert.are.same({}, (list { duration_filter = 3600000 }))
+    assert(kiq.wait_for(function() return #list { duration_filter = 0 } == 1 end, 2000, "the transaction to age"))
+    assert.are.same({ "tx-l2=Ongoing" }, (list { duration_filter = 0 }))
+    assert.are.same({ "tx-l1=Empty", "tx-l2=Ongoing" }, (list({}, 0)))
   end)
 
   it("keeps the state across a restart", function()
