@@ -44,13 +44,8 @@ int kiq_api_init_producer_id_handle(kiq_broker_t *b, kiq_request_t *r, const voi
         return kiq_api_respond_when_replicated(b, r, out, KIQ_TXN_TOPIC, partition, need, TXN_WRITE_TIMEOUT_MS,
                                                timed_out);
     }
-    if (given && req->producer_epoch < INT16_MAX) {
-        out->producer_id = req->producer_id;
-        out->producer_epoch = (int16_t)(req->producer_epoch + 1);
-        KIQ_DEBUG("InitProducerId from %s: producer %" PRId64 " epoch bumped to %d", r->peer, out->producer_id,
-                  out->producer_epoch);
-        return KIQ_HANDLER_RESPOND;
-    }
+    /* an idempotent producer gets a new id whatever it had, as from Kafka:
+     * bumping the epoch of an id it names would let it fence any producer */
     int64_t id;
     if (kiq_producer_ids_next(b->producer_ids, &id) != 0) {
         KIQ_ERROR("InitProducerId from %s: cannot allocate a producer id: %s", r->peer, kiq_error_get());

@@ -275,7 +275,8 @@ void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const 
     *need = -1;
     *partition = -1;
     kiq_str_t id = req->transactional_id;
-    if (id.len == 0) {
+    /* the id is a C string inside (records, logs): no NUL in it */
+    if (id.len == 0 || memchr(id.p, '\0', (size_t)id.len)) {
         out->error_code = KIQ_ERR_INVALID_REQUEST;
         return;
     }
@@ -285,6 +286,7 @@ void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const 
         return;
     }
     *partition = kiq_txn_coordinator_partition_of(tc, id);
+    char *name = NULL;
     pthread_mutex_lock(&tc->mu);
     int16_t err = KIQ_ERR_NONE;
     kiq_txn_t *cur = NULL, *next = malloc(sizeof *next);
@@ -299,9 +301,8 @@ void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const 
         goto out;
     }
     cur = kiq_str_map_get(tc->ids, id.p, (size_t)id.len);
-    char name[512];
-    snprintf(name, sizeof name, KIQ_STR_FMT, KIQ_STR_ARG(id));
-    int rc = cur ? kiq_txn_copy(next, cur) : kiq_txn_init(next, name, kiq_clock_wall_ms());
+    name = strndup(id.p, (size_t)id.len);
+    int rc = !name ? -1 : cur ? kiq_txn_copy(next, cur) : kiq_txn_init(next, name, kiq_clock_wall_ms());
     if (rc != 0) {
         free(next);
         err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
@@ -328,8 +329,8 @@ void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const 
             KIQ_WARN("InitProducerId for %s: cannot abort its transaction: %s", name, kiq_error_get());
             err = werr;
         } else if (put(tc, id.p, (size_t)id.len, next) == 0) {
-            KIQ_INFO("transactional id %s: a new producer fenced epoch %d; its transaction aborted", name,
-                     next->producer_epoch - 1);
+            KIQ_INFO("transactional id %s: a new producer fenced the older one (epoch now %d); its transaction "
+                     "aborted", name, next->producer_epoch);
             next = NULL; /* current now */
         }
     }
@@ -344,6 +345,7 @@ void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const 
     }
 out:
     pthread_mutex_unlock(&tc->mu);
+    free(name);
     if (err == KIQ_ERR_PRODUCER_FENCED && version < 4) err = KIQ_ERR_INVALID_PRODUCER_EPOCH;
     out->error_code = err;
 }

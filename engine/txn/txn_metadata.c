@@ -134,6 +134,7 @@ int16_t kiq_txn_check_add(const kiq_txn_t *t, int64_t producer_id, int16_t produ
     *all_there = false;
     int16_t err = check_producer(t, producer_id, producer_epoch);
     if (err) return err;
+    if (t->state == KIQ_TXN_DEAD) return KIQ_ERR_INVALID_PRODUCER_ID_MAPPING; /* expired: gone */
     if (preparing(t->state) || t->state == KIQ_TXN_PREPARE_EPOCH_FENCE) return KIQ_ERR_CONCURRENT_TRANSACTIONS;
     if (t->state == KIQ_TXN_ONGOING) {
         bool all = true;
@@ -181,7 +182,9 @@ void kiq_txn_set_state(kiq_txn_t *t, kiq_txn_state_t state, int64_t now_ms)
 
 void kiq_txn_fence(kiq_txn_t *t, int64_t now_ms)
 {
-    if (t->producer_epoch < KIQ_TXN_LAST_EPOCH) t->producer_epoch++;
+    /* up to 32767: the old producer is fenced even at the last epoch, and
+     * the next InitProducerId rotates to a new producer id */
+    if (t->producer_epoch < INT16_MAX) t->producer_epoch++;
     t->state = KIQ_TXN_PREPARE_ABORT;
     t->updated_ms = now_ms;
 }

@@ -180,6 +180,17 @@ static void test_end_txn_table(void **state)
     assert_int_equal(kiq_txn_check_end(&t, 7, 3, false, &act), KIQ_ERR_PRODUCER_FENCED);
     kiq_txn_complete(&t, 50);
     assert_int_equal(t.state, KIQ_TXN_COMPLETE_ABORT);
+    /* even at the last epoch the old producer is fenced; then a new id */
+    t.producer_epoch = KIQ_TXN_LAST_EPOCH;
+    kiq_txn_fence(&t, 60);
+    assert_int_equal(t.producer_epoch, INT16_MAX);
+    assert_true(kiq_txn_needs_new_id(&t));
+    /* an expired id takes no partitions */
+    t.state = KIQ_TXN_DEAD;
+    const char *topic[] = {"a"};
+    const int32_t p0[] = {0};
+    bool there;
+    assert_int_equal(kiq_txn_check_add(&t, 7, INT16_MAX, 1, topic, p0, &there), KIQ_ERR_INVALID_PRODUCER_ID_MAPPING);
     kiq_txn_free(&t);
 }
 
