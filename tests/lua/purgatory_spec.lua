@@ -74,8 +74,11 @@ describe("the purgatory", function()
     local resp = assert(polls[2][1]:collect(polls[2][2], 10000))
     assert.are.equal(0, resp.responses[1].partitions[1].error_code)
     assert(kiq.wait_for(function() return b:purgatory_stats().waiting == 2 end, 5000, "partition 2's fetch to leave"))
-    -- one try: partition 2's fetch; partitions 1 and 3 were not woken
-    assert.are.equal(before.tried + 1, b:purgatory_stats().tried)
+    -- partition 2's fetch alone was tried: once, or twice when the append
+    -- found it before the high watermark moved (both notify its key);
+    -- partitions 1 and 3 were not woken
+    local tries = b:purgatory_stats().tried - before.tried
+    assert.is_true(tries == 1 or tries == 2, tries .. " tries")
     for _, p in ipairs { 1, 3 } do
       assert.is_false(polls[p][1]:collect(polls[p][2], 0))
       polls[p][1]:close()
