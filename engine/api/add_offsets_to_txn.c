@@ -6,8 +6,6 @@
 #include "api/replication_wait.h"
 #include "txn/txn_coordinator.h"
 
-/* How long the new state may take to replicate: Kafka's request.timeout.ms. */
-#define TXN_WRITE_TIMEOUT_MS 30000
 
 static void timed_out(void *response)
 {
@@ -21,6 +19,6 @@ int kiq_api_add_offsets_to_txn_handle(kiq_broker_t *b, kiq_request_t *r, const v
     int32_t partition;
     int64_t need;
     out->error_code = kiq_txn_add_offsets(b->txns, r->header.api_version, request, &partition, &need);
-    return kiq_api_respond_when_replicated(b, r, response, KIQ_TXN_TOPIC, partition, need, TXN_WRITE_TIMEOUT_MS,
+    return kiq_api_respond_when_replicated(b, r, response, KIQ_TXN_TOPIC, partition, need, KIQ_API_COORDINATOR_WRITE_TIMEOUT_MS,
                                            timed_out);
 }

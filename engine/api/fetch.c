@@ -212,11 +212,35 @@ static void fetched(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic, const
 
 /* Fills the response and *res. first: the request's first read, which
  * records a follower's progress (a parked fetch's completion does not). */
+/* A consumer asking for committed records only (isolation_level 1, v4+). */
+static bool read_committed(const kiq_request_t *r, const kiq_fetch_request_t *req)
+{
+    return r->header.api_version >= 4 && req->isolation_level == 1;
+}
+
+/* The aborted transactions a read_committed consumer needs to drop the
+ * records of [from, upto) that they wrote. */
+static void fetch_aborted(kiq_request_t *r, kiq_partition_log_t *log, int64_t from, int64_t upto,
+                          kiq_fetch_response_responses_partitions_t *pr)
+{
+    kiq_aborted_t *ab;
+    size_t n = kiq_partition_log_aborted(log, from, upto, &r->arena, &ab);
+    if (!n) return;
+    pr->aborted_transactions = kiq_arena_calloc(&r->arena, n, sizeof *pr->aborted_transactions);
+    pr->aborted_transactions_n = (int32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        kiq_fetch_response_responses_partitions_aborted_transactions_init(&pr->aborted_transactions[i]);
+        pr->aborted_transactions[i].producer_id = ab[i].producer_id;
+        pr->aborted_transactions[i].first_offset = ab[i].first_offset;
+    }
+}
+
 static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req,
                        kiq_fetch_response_t *out, fetch_result_t *res, bool first)
 {
     int32_t replica = fetch_replica(r, req);
     bool follower = replica >= 0;
+    bool committed = !follower && read_committed(r, req);
     kiq_api_leader_nodes_t leaders = {0};
     int64_t total = 0, copied = 0;
     *res = (fetch_result_t){
@@ -277,11 +301,14 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
                     kiq_replica_manager_queue_isr_expand(b->replicas, topic, p->partition, replica);
             }
             int64_t hw = kiq_partition_log_high_watermark(log);
-            pr->high_watermark = pr->last_stable_offset = hw;
+            int64_t lso = kiq_partition_log_last_stable_offset(log);
+            pr->high_watermark = hw;
+            pr->last_stable_offset = lso;
             pr->log_start_offset = kiq_partition_log_start_offset(log);
             if (diverged) continue;
-            /* followers copy everything; consumers see what is committed */
-            int64_t upto = follower ? kiq_partition_log_end_offset(log) : hw;
+            /* followers copy everything; consumers see what is committed,
+             * read_committed ones only what no open transaction holds */
+            int64_t upto = follower ? kiq_partition_log_end_offset(log) : committed ? lso : hw;
             /* Past the first batch returned, respect the request's max_bytes. */
             int32_t limit = p->partition_max_bytes;
             if (total > 0 && budget - total < limit) limit = (int32_t)(budget - total);
@@ -302,6 +329,7 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
                 pr->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
                 continue;
             }
+            if (committed && n > 0) fetch_aborted(r, log, p->fetch_offset, upto, pr);
             total += n;
             if (!res->zero_copy) copied += n;
             if (n > 0) {
@@ -352,7 +380,9 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_request_t *r, const kiq_fetch
                 ready = true;
                 break;
             }
-            int64_t upto = replica >= 0 ? kiq_partition_log_end_offset(log) : kiq_partition_log_high_watermark(log);
+            int64_t upto = replica >= 0          ? kiq_partition_log_end_offset(log)
+                           : read_committed(r, req) ? kiq_partition_log_last_stable_offset(log)
+                                                   : kiq_partition_log_high_watermark(log);
             kiq_log_slices_t sl;
             int64_t n = kiq_partition_log_locate(log, p->fetch_offset, p->partition_max_bytes, upto, &sl);
             if (n == KIQ_LOG_OUT_OF_RANGE || n < 0) {

@@ -11,9 +11,6 @@
 #include "core/say.h"
 #include "txn/txn_coordinator.h"
 
-/* How long the new state may take to replicate: Kafka's request.timeout.ms. */
-#define TXN_WRITE_TIMEOUT_MS 30000
-
 static void timed_out(void *response)
 {
     kiq_init_producer_id_response_t *out = response;
@@ -41,7 +38,7 @@ int kiq_api_init_producer_id_handle(kiq_broker_t *b, kiq_request_t *r, const voi
         int32_t partition;
         int64_t need;
         kiq_txn_init_producer_id(b->txns, r->header.api_version, req, out, &partition, &need);
-        return kiq_api_respond_when_replicated(b, r, out, KIQ_TXN_TOPIC, partition, need, TXN_WRITE_TIMEOUT_MS,
+        return kiq_api_respond_when_replicated(b, r, out, KIQ_TXN_TOPIC, partition, need, KIQ_API_COORDINATOR_WRITE_TIMEOUT_MS,
                                                timed_out);
     }
     /* an idempotent producer gets a new id whatever it had, as from Kafka:

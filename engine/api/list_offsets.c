@@ -5,7 +5,8 @@
  * that introduced it, is UNSUPPORTED_VERSION, and a partition named twice
  * INVALID_REQUEST, as in Kafka. Only the leader answers; as
  * consumers read up to the high watermark, latest is the high watermark
- * and a timestamp found at or above it is not there yet (-1). A leader
+ * (the last stable offset for read_committed, v2+) and a timestamp found
+ * at or above it is not there yet (-1). A leader
  * new in its term whose high watermark has not reached where the term
  * began answers clients OFFSET_NOT_AVAILABLE for those (Kafka's KIP-207),
  * so the offsets they see never go back across a leader change. */
@@ -71,7 +72,7 @@ static int first_record_at(kiq_partition_log_t *log, int64_t batch_offset, int64
     return rc;
 }
 
-static void list_partition(kiq_topic_t *topic, int16_t v, bool client,
+static void list_partition(kiq_topic_t *topic, int16_t v, bool client, bool committed,
                            const kiq_list_offsets_request_topics_partitions_t *in,
                            kiq_list_offsets_response_topics_partitions_t *out)
 {
@@ -86,7 +87,8 @@ static void list_partition(kiq_topic_t *topic, int16_t v, bool client,
         return;
     out->leader_epoch = kiq_partition_replica_leader_epoch(part->replica);
     out->timestamp = -1;
-    int64_t hw = kiq_partition_log_high_watermark(log);
+    /* read_committed consumers read up to the last stable offset */
+    int64_t hw = committed ? kiq_partition_log_last_stable_offset(log) : kiq_partition_log_high_watermark(log);
     /* a new leader's high watermark may be below the last one's until its
      * followers fetch: a client must not see offsets go back (KIP-207) */
     bool hw_unknown = client && !kiq_partition_replica_hw_known(part->replica, log);
@@ -186,7 +188,8 @@ int kiq_api_list_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *r
                 pr->error_code = KIQ_ERR_INVALID_REQUEST;
                 continue;
             }
-            list_partition(topic, r->header.api_version, req->replica_id < 0, &t->partitions[j], pr);
+            list_partition(topic, r->header.api_version, req->replica_id < 0,
+                           r->header.api_version >= 2 && req->isolation_level == 1, &t->partitions[j], pr);
         }
         kiq_topic_unref(topic);
     }

@@ -7,6 +7,17 @@
 
 #include "api/api.h"
 
+/* How long a coordinator's write may take to replicate before the answer
+ * says so: Kafka's request.timeout.ms. */
+#define KIQ_API_COORDINATOR_WRITE_TIMEOUT_MS 30000
+
+/* One partition a write went to and the high watermark that covers it. */
+typedef struct kiq_api_replication_need {
+    const char *topic; /* a name the request's arena (or static storage) holds */
+    int32_t partition;
+    int64_t need; /* < 0: nothing written */
+} kiq_api_replication_need_t;
+
 /* I/O thread: resp answers r once partition `partition` of topic (a name
  * with static storage) has its high watermark at need or more; when that
  * takes longer than timeout_ms, timed_out(resp) marks the answer first.
@@ -15,5 +26,10 @@
 int kiq_api_respond_when_replicated(kiq_broker_t *b, kiq_request_t *r, void *resp, const char *topic,
                                     int32_t partition, int64_t need, int64_t timeout_ms,
                                     void (*timed_out)(void *resp));
+/* The same for writes to several partitions (needs copied): resp answers
+ * once every one is replicated. */
+int kiq_api_respond_when_all_replicated(kiq_broker_t *b, kiq_request_t *r, void *resp,
+                                        const kiq_api_replication_need_t *needs, int n, int64_t timeout_ms,
+                                        void (*timed_out)(void *resp));
 
 #endif

@@ -40,6 +40,10 @@ return {
   { "InitProducerId", planes = "data" },
   { "AddPartitionsToTxn", planes = "data" },
   { "AddOffsetsToTxn", planes = "data" },
+  { "EndTxn", planes = "data" },
+  -- coordinator to partition leader; clients are refused
+  { "WriteTxnMarkers", planes = "data" },
+  { "TxnOffsetCommit", planes = "data" },
   { "OffsetForLeaderEpoch", planes = "data", min = 2 },
   -- the replicas ask the controller for a new topic's configs
   { "DescribeConfigs", planes = "both", min = 1 },

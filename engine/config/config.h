@@ -116,6 +116,9 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "104857600", 14, INT32_MAX, NULL, "segment size of __transaction_state")                   \
     X(TRANSACTION_MAX_TIMEOUT_MS, "transaction.max.timeout.ms", INT, "900000", 1, INT32_MAX,    \
       NULL, "longest transaction timeout a producer may ask for")                                \
+    X(TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS,                               \
+      "transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, "10000", 1, INT32_MAX, \
+      NULL, "how often the coordinator looks for transactions past their timeout to abort")     \
     X(OFFSET_METADATA_MAX_BYTES, "offset.metadata.max.bytes", INT, "4096", 0, INT32_MAX, NULL,  \
       "largest metadata string of a committed offset")                                          \
     X(GROUP_INITIAL_REBALANCE_DELAY_MS, "group.initial.rebalance.delay.ms", INT, "3000", 0,     \

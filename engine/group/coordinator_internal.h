@@ -63,7 +63,9 @@ void kiq_gc_remove_group(kiq_group_coordinator_t *gc, kiq_group_t *g);
 void kiq_gc_set_state(kiq_group_t *g, enum kiq_group_state s);
 /* Kafka's form: the client id, a dash and a random UUID. */
 char *kiq_gc_new_member_id(kiq_str_t client_id);
-/* Appends records to the group's partition of __consumer_offsets. */
+/* Appends records to the group's partition of __consumer_offsets: 0, -1,
+ * or the Kafka error code of a producer check (a transactional commit's
+ * epoch), with the reason in the error slot. */
 int kiq_gc_append_records(kiq_group_coordinator_t *gc, const kiq_group_t *g, kiq_offsets_records_t *rs);
 /* Writes the group's metadata; a failure is logged: the group goes on in
  * memory and its next change writes it again. */

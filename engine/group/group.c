@@ -67,6 +67,11 @@ void kiq_group_free(kiq_group_t *g)
         free(p->id);
         free(p);
     }
+    for (kiq_group_txn_offset_t *t = g->txn_offsets, *next; t; t = next) {
+        next = t->next;
+        kiq_group_offset_free(t->o);
+        free(t);
+    }
     if (g->offsets) {
         kiq_str_map_iter_t it;
         void *v;
@@ -223,3 +228,50 @@ void kiq_group_remove_offset(kiq_group_t *g, const char *topic, size_t len, int3
     kiq_group_offset_free(kiq_str_map_remove(g->offsets, k, offset_key(k, sizeof k, topic, len, partition)));
 }
 
+
+static bool same_partition(const kiq_group_offset_t *o, const char *topic, size_t len, int32_t partition)
+{
+    return o->partition == partition && strlen(o->topic) == len && memcmp(o->topic, topic, len) == 0;
+}
+
+int kiq_group_add_txn_offset(kiq_group_t *g, int64_t producer_id, kiq_group_offset_t *o)
+{
+    kiq_group_txn_offset_t **at = &g->txn_offsets;
+    for (; *at; at = &(*at)->next) {
+        if ((*at)->producer_id == producer_id && same_partition((*at)->o, o->topic, strlen(o->topic), o->partition)) {
+            kiq_group_offset_free((*at)->o);
+            (*at)->o = o;
+            return 0;
+        }
+    }
+    kiq_group_txn_offset_t *t = calloc(1, sizeof *t);
+    if (!t) return -1;
+    t->producer_id = producer_id;
+    t->o = o;
+    *at = t;
+    return 0;
+}
+
+int kiq_group_end_txn(kiq_group_t *g, int64_t producer_id, bool commit)
+{
+    int n = 0;
+    for (kiq_group_txn_offset_t **at = &g->txn_offsets; *at;) {
+        kiq_group_txn_offset_t *t = *at;
+        if (t->producer_id != producer_id) {
+            at = &t->next;
+            continue;
+        }
+        *at = t->next;
+        if (!commit || kiq_group_put_offset(g, t->o) != 0) kiq_group_offset_free(t->o);
+        free(t);
+        n++;
+    }
+    return n;
+}
+
+bool kiq_group_txn_pending(const kiq_group_t *g, const char *topic, size_t len, int32_t partition)
+{
+    for (const kiq_group_txn_offset_t *t = g->txn_offsets; t; t = t->next)
+        if (same_partition(t->o, topic, len, partition)) return true;
+    return false;
+}

@@ -70,6 +70,16 @@ typedef struct kiq_group_offset {
     int64_t expire_ts_ms;    /* -1: by offsets.retention.minutes */
 } kiq_group_offset_t;
 
+/* An offset a transactional producer committed for the group
+ * (TxnOffsetCommit), kept aside until its transaction's marker reaches the
+ * group's partition: a commit makes it the committed offset, an abort
+ * drops it. */
+typedef struct kiq_group_txn_offset {
+    int64_t producer_id;
+    kiq_group_offset_t *o;
+    struct kiq_group_txn_offset *next;
+} kiq_group_txn_offset_t;
+
 typedef struct kiq_group {
     char *id;
     int32_t offsets_partition; /* of __consumer_offsets */
@@ -90,6 +100,7 @@ typedef struct kiq_group {
     bool new_member_added;
     int64_t initial_remaining_ms;
     kiq_str_map_t *offsets; /* offset_key() -> kiq_group_offset_t */
+    kiq_group_txn_offset_t *txn_offsets; /* pending, oldest first */
 } kiq_group_t;
 
 kiq_group_t *kiq_group_new(const char *id, size_t len, int32_t offsets_partition);
@@ -120,6 +131,15 @@ kiq_group_offset_t *kiq_group_get_offset(const kiq_group_t *g, const char *topic
 int kiq_group_put_offset(kiq_group_t *g, kiq_group_offset_t *o);
 void kiq_group_remove_offset(kiq_group_t *g, const char *topic, size_t len, int32_t partition);
 void kiq_group_offset_free(kiq_group_offset_t *o);
+
+/* Transactional offsets: o (taken) pending for producer_id, replacing its
+ * earlier one for the same partition (0, or -1 out of memory); the
+ * producer's transaction ended (commit: they become the committed
+ * offsets; how many there were); whether a partition has one pending
+ * (OffsetFetch's require_stable). */
+int kiq_group_add_txn_offset(kiq_group_t *g, int64_t producer_id, kiq_group_offset_t *o);
+int kiq_group_end_txn(kiq_group_t *g, int64_t producer_id, bool commit);
+bool kiq_group_txn_pending(const kiq_group_t *g, const char *topic, size_t len, int32_t partition);
 
 
 #endif

@@ -126,7 +126,7 @@ int kiq_gc_append_records(kiq_group_coordinator_t *gc, const kiq_group_t *g, kiq
     } else if ((rc = kiq_offsets_records_build(rs, &w)) == 0) {
         kiq_log_append_result_t res;
         bool moved;
-        rc = kiq_replica_append_as_leader(p, log, w.buf, w.len, NULL, &res, &moved) == 0 ? 0 : -1;
+        rc = kiq_replica_append_as_leader(p, log, w.buf, w.len, NULL, &res, &moved);
         kiq_wr_free(&w);
         if (rc == 0) rs->last_offset = res.last_offset;
         /* alone in the ISR the records are committed at once; else when

@@ -75,6 +75,17 @@ void kiq_group_leave(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_le
 void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
                               const kiq_offset_commit_request_t *req, kiq_offset_commit_response_t *resp,
                               int32_t *partition, int64_t *replicated_at);
+/* TxnOffsetCommit: the offsets are written to __consumer_offsets in the
+ * producer's transaction and kept pending (not fetched, not expired)
+ * until its marker; *partition and *replicated_at as for OffsetCommit. */
+void kiq_group_txn_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
+                                  const kiq_txn_offset_commit_request_t *req, kiq_txn_offset_commit_response_t *resp,
+                                  int32_t *partition, int64_t *replicated_at);
+/* Any thread: a transaction marker of producer_id reached partition
+ * `partition` of __consumer_offsets (led here): the producer's pending
+ * offsets in the partition's groups are committed or dropped. */
+void kiq_group_coordinator_txn_marker(kiq_group_coordinator_t *gc, int32_t partition, int64_t producer_id,
+                                      bool commit);
 void kiq_group_fetch_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
                              const kiq_offset_fetch_request_t *req, kiq_offset_fetch_response_t *resp);
 void kiq_group_delete_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,

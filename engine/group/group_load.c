@@ -23,14 +23,14 @@ typedef struct load_state {
 } load_state_t;
 
 static void load_offset(void *ctx, kiq_str_t group, kiq_str_t topic, int32_t partition,
-                        const kiq_offset_commit_value_t *v)
+                        const kiq_offset_commit_value_t *v, int64_t txn_producer)
 {
     load_state_t *ls = ctx;
     if (!group.p || !topic.p) return;
     kiq_group_t *g = load_group_for(ls->gc, group, ls->partitions);
     if (!g) return;
     if (!v) {
-        kiq_group_remove_offset(g, topic.p, (size_t)topic.len, partition);
+        if (txn_producer < 0) kiq_group_remove_offset(g, topic.p, (size_t)topic.len, partition);
         return;
     }
     kiq_group_offset_t *o = calloc(1, sizeof *o);
@@ -44,7 +44,19 @@ static void load_offset(void *ctx, kiq_str_t group, kiq_str_t topic, int32_t par
     o->metadata = kiq_gc_copy_str(v->metadata);
     o->commit_ts_ms = v->commit_timestamp;
     o->expire_ts_ms = v->expire_timestamp;
-    if (kiq_group_put_offset(g, o) != 0) kiq_group_offset_free(o);
+    int rc = txn_producer >= 0 ? kiq_group_add_txn_offset(g, txn_producer, o) : kiq_group_put_offset(g, o);
+    if (rc != 0) kiq_group_offset_free(o);
+}
+
+/* A transaction's marker in the partition being loaded: its offsets are
+ * committed or dropped in every group of the partition. */
+static void load_marker(void *ctx, int64_t producer_id, bool commit)
+{
+    load_state_t *ls = ctx;
+    kiq_str_map_iter_t it;
+    void *val;
+    kiq_str_map_iter_init(&it, ls->gc->groups);
+    while (kiq_str_map_next(&it, NULL, NULL, &val)) kiq_group_end_txn(val, producer_id, commit);
 }
 
 static void clear_members(kiq_group_t *g)
@@ -115,7 +127,7 @@ int kiq_gc_load_partitions(kiq_group_coordinator_t *gc, int32_t only)
     kiq_topic_t *t = kiq_topics_get(gc->b.topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
     if (!t) return 0;
     load_state_t ls = {gc, t->npartitions};
-    kiq_offsets_loader_t ld = {.ctx = &ls, .offset = load_offset, .group = load_group};
+    kiq_offsets_loader_t ld = {.ctx = &ls, .offset = load_offset, .group = load_group, .marker = load_marker};
     int records = 0, rc = 0;
     for (int32_t p = 0; p < t->npartitions; p++) {
         kiq_partition_log_t *log = t->partitions[p]->log;

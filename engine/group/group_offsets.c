@@ -155,7 +155,7 @@ static int cmp_offsets(const void *a, const void *b)
 /* One group's committed offsets for the topics asked (NULL: all of them),
  * in the v0-7 layout (the v8 one has the same fields). */
 static void fetch_group(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_t group_id,
-                        const kiq_offset_fetch_request_topics_t *topics, int32_t ntopics,
+                        const kiq_offset_fetch_request_topics_t *topics, int32_t ntopics, bool stable,
                         kiq_offset_fetch_response_topics_t **out, int32_t *nout)
 {
     kiq_group_t *g = kiq_gc_find_group(gc, group_id);
@@ -173,6 +173,11 @@ static void fetch_group(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_t
                 const kiq_group_offset_t *o =
                     g && topics[i].name.p ? kiq_group_get_offset(g, topics[i].name.p, (size_t)topics[i].name.len, p) : NULL;
                 fill_fetched(r, o, p, &t->partitions[j]);
+                /* require_stable (KIP-447): an offset a transaction has yet to
+                 * commit or abort is not answered; the consumer retries */
+                if (stable && g && topics[i].name.p &&
+                    kiq_group_txn_pending(g, topics[i].name.p, (size_t)topics[i].name.len, p))
+                    t->partitions[j].error_code = KIQ_ERR_UNSTABLE_OFFSET_COMMIT;
             }
         }
         return;
@@ -225,14 +230,14 @@ void kiq_group_fetch_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
             /* the v8 structs have the v0-7 layout field for field */
             fetch_group(gc, r, req->groups[i].group_id,
                         (const kiq_offset_fetch_request_topics_t *)req->groups[i].topics, req->groups[i].topics_n,
-                        (kiq_offset_fetch_response_topics_t **)&og->topics, &og->topics_n);
+                        req->require_stable, (kiq_offset_fetch_response_topics_t **)&og->topics, &og->topics_n);
         }
     } else {
         if (!err && kiq_gc_refused(gc, req->group_id)) err = KIQ_ERR_NOT_COORDINATOR;
         resp->error_code = err;
         if (!err)
             fetch_group(gc, r, req->group_id, req->topics, v >= 2 ? req->topics_n : (req->topics_n < 0 ? 0 : req->topics_n),
-                        &resp->topics, &resp->topics_n);
+                        v >= 7 && req->require_stable, &resp->topics, &resp->topics_n);
         else
             resp->topics_n = 0;
     }

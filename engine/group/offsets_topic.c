@@ -156,6 +156,7 @@ static int load_record(const kiq_record_t *rec, void *arg)
         KIQ_WARN(KIQ_OFFSETS_TOPIC " record at offset %lld has no key; skipped", (long long)rec->offset);
         return 0;
     }
+    int64_t txn_producer = kiq_batch_is_transactional(rec->batch) ? rec->batch->producer_id : -1;
     kiq_arena_t arena;
     kiq_arena_init(&arena);
     kiq_rd_t rd;
@@ -174,13 +175,13 @@ static int load_record(const kiq_record_t *rec, void *arg)
         kiq_offset_commit_key_init(&k);
         if (kiq_offset_commit_key_decode(&rd, kv, &arena, &k) != 0) goto malformed;
         if (!has_value) {
-            c->ld->offset(c->ld->ctx, k.group, k.topic, k.partition, NULL);
+            c->ld->offset(c->ld->ctx, k.group, k.topic, k.partition, NULL, txn_producer);
         } else {
             if (vv < 0 || vv > VALUE_OFFSET) goto unknown;
             kiq_offset_commit_value_t v;
             kiq_offset_commit_value_init(&v);
             if (kiq_offset_commit_value_decode(&vr, vv, &arena, &v) != 0) goto malformed;
-            c->ld->offset(c->ld->ctx, k.group, k.topic, k.partition, &v);
+            c->ld->offset(c->ld->ctx, k.group, k.topic, k.partition, &v, txn_producer);
         }
     } else if (kv == KEY_GROUP_METADATA) {
         kiq_group_metadata_key_t k;
@@ -212,9 +213,16 @@ malformed:
     return 0;
 }
 
+static void load_marker(void *arg, int64_t producer_id, bool commit)
+{
+    load_ctx_t *c = arg;
+    c->ld->marker(c->ld->ctx, producer_id, commit);
+}
+
 int kiq_offsets_topic_load(kiq_partition_log_t *log, const kiq_offsets_loader_t *ld)
 {
     load_ctx_t c = {.ld = ld};
-    if (kiq_partition_log_scan(log, KIQ_OFFSETS_TOPIC, load_record, &c) != 0) return -1;
+    if (kiq_partition_log_scan_markers(log, KIQ_OFFSETS_TOPIC, load_record, ld->marker ? load_marker : NULL, &c) != 0)
+        return -1;
     return c.applied;
 }

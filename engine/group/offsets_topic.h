@@ -40,9 +40,13 @@ int kiq_offsets_records_append(kiq_offsets_records_t *rs, kiq_partition_log_t *l
  * views point into data that lives only during the call. v NULL: deleted. */
 typedef struct kiq_offsets_loader {
     void *ctx;
+    /* txn_producer: the producer whose transaction wrote it (its marker
+     * decides), -1 for a plain commit */
     void (*offset)(void *ctx, kiq_str_t group, kiq_str_t topic, int32_t partition,
-                   const kiq_offset_commit_value_t *v);
+                   const kiq_offset_commit_value_t *v, int64_t txn_producer);
     void (*group)(void *ctx, kiq_str_t group, const kiq_group_metadata_value_t *v);
+    /* a transaction marker (may be NULL) */
+    void (*marker)(void *ctx, int64_t producer_id, bool commit);
 } kiq_offsets_loader_t;
 
 /* Reads the partition from its log start to its end. Records of unknown

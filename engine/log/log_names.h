@@ -13,6 +13,7 @@
 #define KIQ_LOG_SUFFIX ".log"
 #define KIQ_INDEX_SUFFIX ".index"
 #define KIQ_TIMEINDEX_SUFFIX ".timeindex"
+#define KIQ_TXNINDEX_SUFFIX ".txnindex"
 
 /* The controller's metadata log, in a log directory like a partition but
  * never one of the broker's topics. */

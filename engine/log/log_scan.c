@@ -7,6 +7,13 @@
 int kiq_partition_log_scan(kiq_partition_log_t *log, const char *what, int (*record)(const kiq_record_t *, void *),
                            void *ctx)
 {
+    return kiq_partition_log_scan_markers(log, what, record, NULL, ctx);
+}
+
+int kiq_partition_log_scan_markers(kiq_partition_log_t *log, const char *what,
+                                   int (*record)(const kiq_record_t *, void *),
+                                   void (*marker)(void *ctx, int64_t producer_id, bool commit), void *ctx)
+{
     int64_t offset = kiq_partition_log_start_offset(log);
     int64_t end = kiq_partition_log_end_offset(log);
     kiq_wr_t w;
@@ -27,7 +34,12 @@ int kiq_partition_log_scan(kiq_partition_log_t *log, const char *what, int (*rec
         int64_t next = offset;
         while (kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
             next = kiq_batch_last_offset(&h) + 1;
-            if (kiq_batch_is_control(&h)) continue;
+            if (kiq_batch_is_control(&h)) {
+                int type = marker ? kiq_batch_control_type(batch, blen) : -1;
+                if (type == KIQ_CONTROL_COMMIT || type == KIQ_CONTROL_ABORT)
+                    marker(ctx, h.producer_id, type == KIQ_CONTROL_COMMIT);
+                continue;
+            }
             if (kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, record, ctx) != 0)
                 KIQ_WARN("%s batch at offset %lld is malformed: %s; skipped", what, (long long)h.base_offset,
                          kiq_error_get());

@@ -13,5 +13,11 @@
  * messages. 0, or -1 when the log cannot be read. */
 int kiq_partition_log_scan(kiq_partition_log_t *log, const char *what, int (*record)(const kiq_record_t *, void *),
                            void *ctx);
+/* The same, with marker (may be NULL) told of each transaction marker in
+ * log order: its producer and whether it commits. A transactional
+ * record's batch (kiq_record_t.batch) names its producer. */
+int kiq_partition_log_scan_markers(kiq_partition_log_t *log, const char *what,
+                                   int (*record)(const kiq_record_t *, void *),
+                                   void (*marker)(void *ctx, int64_t producer_id, bool commit), void *ctx);
 
 #endif

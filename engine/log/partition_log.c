@@ -19,7 +19,10 @@
 #include "log/leader_epoch_cache.h"
 #include "log/log_names.h"
 #include "log/producer_state.h"
+#include "log/txn_index.h"
+#include "proto/errors.h"
 #include "record/batch.h"
+#include "record/compression.h"
 
 /* Attempts of a read whose copy raced with a truncation. */
 #define READ_ATTEMPTS 3
@@ -55,6 +58,11 @@ struct kiq_partition_log {
     kiq_log_dir_t *log_dir;
     /* Idempotent producers: their epochs and last batches (producer_state.h). */
     kiq_producer_state_t *producers;
+    /* Aborted transactions (txn_index.h), and the first offset of the
+     * oldest ongoing transaction (-1: none), which bounds the last stable
+     * offset. */
+    kiq_txn_index_t *aborted;
+    int64_t first_unstable;
     /* Leader epochs and where each starts (leader_epoch_cache.h);
      * epochs_saved when the checkpoint file says the same. */
     kiq_leader_epoch_cache_t *epochs;
@@ -128,7 +136,8 @@ static int list_segments(const char *dir, int64_t **bases_out, size_t *n_out)
     rewinddir(d);
     while ((e = readdir(d))) {
         if ((kiq_log_segment_name_parse(e->d_name, KIQ_INDEX_SUFFIX, &base) ||
-             kiq_log_segment_name_parse(e->d_name, KIQ_TIMEINDEX_SUFFIX, &base)) &&
+             kiq_log_segment_name_parse(e->d_name, KIQ_TIMEINDEX_SUFFIX, &base) ||
+             kiq_log_segment_name_parse(e->d_name, KIQ_TXNINDEX_SUFFIX, &base)) &&
             !has_base(bases, n, base)) {
             KIQ_WARN("%s/%s has no log file; removing it", dir, e->d_name);
             if (unlinkat(dirfd(d), e->d_name, 0) < 0) KIQ_WARN("unlink %s/%s: %s", dir, e->d_name, strerror(errno));
@@ -181,6 +190,7 @@ static void log_release(kiq_partition_log_t *l)
 {
     kiq_leader_epoch_cache_free(l->epochs);
     kiq_producer_state_free(l->producers);
+    kiq_txn_index_free(l->aborted);
     pthread_mutex_destroy(&l->mu);
     free(l->segs);
     free(l->dir);
@@ -204,7 +214,8 @@ static void drop_after_corruption(kiq_partition_log_t *l, const int64_t *bases, 
 {
     uint64_t bytes = 0;
     for (size_t i = from; i < n; i++) {
-        static const char *const suffixes[] = {KIQ_LOG_SUFFIX, KIQ_INDEX_SUFFIX, KIQ_TIMEINDEX_SUFFIX};
+        static const char *const suffixes[] = {KIQ_LOG_SUFFIX, KIQ_INDEX_SUFFIX, KIQ_TIMEINDEX_SUFFIX,
+                                               KIQ_TXNINDEX_SUFFIX};
         for (size_t j = 0; j < sizeof suffixes / sizeof *suffixes; j++) {
             char path[PATH_MAX];
             struct stat st;
@@ -221,6 +232,60 @@ static void drop_after_corruption(kiq_partition_log_t *l, const int64_t *bases, 
 
 static size_t segment_for(const kiq_partition_log_t *l, int64_t offset);
 
+/* ---- Transactions ---- */
+
+typedef struct unstable_ctx {
+    int64_t min;
+    int64_t skip; /* a producer whose transaction is ending; -1 */
+} unstable_ctx_t;
+
+static void min_unstable(const kiq_producer_entry_t *e, void *ctx)
+{
+    unstable_ctx_t *u = ctx;
+    if (e->txn_first_offset >= 0 && e->producer_id != u->skip && (u->min < 0 || e->txn_first_offset < u->min))
+        u->min = e->txn_first_offset;
+}
+
+/* Under the mutex: the oldest ongoing transaction's first offset, but for
+ * producer skip's. -1 when none. */
+static int64_t oldest_unstable(const kiq_partition_log_t *l, int64_t skip)
+{
+    unstable_ctx_t u = {-1, skip};
+    kiq_producer_state_foreach(l->producers, min_unstable, &u);
+    return u.min;
+}
+
+static void recompute_unstable(kiq_partition_log_t *l) { l->first_unstable = oldest_unstable(l, -1); }
+
+/* Under the mutex: producer_id's transaction from txn_first to the abort
+ * marker at marker_offset (in segment segment_base) is remembered; the
+ * producer's own transaction must be over in the table already. */
+static void note_aborted(kiq_partition_log_t *l, int64_t producer_id, int64_t txn_first, int64_t marker_offset,
+                         int64_t segment_base)
+{
+    if (txn_first < 0) return; /* nothing of it reached this partition */
+    int64_t unstable = oldest_unstable(l, producer_id);
+    kiq_aborted_t e = {
+        .producer_id = producer_id,
+        .first_offset = txn_first,
+        .last_offset = marker_offset,
+        .last_stable_offset = unstable >= 0 && unstable < marker_offset ? unstable : marker_offset + 1,
+        .segment_base = segment_base,
+    };
+    if (kiq_txn_index_add(l->aborted, &e) < 0)
+        KIQ_ERROR("%s: the aborted transaction of producer %" PRId64 " at %" PRId64 "..%" PRId64
+                  " is not in its .txnindex: %s", l->dir, producer_id, txn_first, marker_offset, kiq_error_get());
+}
+
+/* A marker replayed from the log (open, truncation). */
+static void replayed_marker(void *ctx, const kiq_batch_header_t *h, int64_t txn_first, bool abort)
+{
+    kiq_partition_log_t *l = ctx;
+    if (!abort) return;
+    size_t i = segment_for(l, h->base_offset);
+    note_aborted(l, h->producer_id, txn_first, h->base_offset, l->segs[i]->base_offset);
+}
+
 /* Under the mutex (or before the log is shared): the producers' state from
  * the newest snapshot at or below the LEO plus the batch headers after it,
  * or from every batch header when there is no snapshot and
@@ -229,6 +294,7 @@ static size_t segment_for(const kiq_partition_log_t *l, int64_t offset);
  * recognised as a duplicate. */
 static void rebuild_producers(kiq_partition_log_t *l, bool scan_without_snapshot)
 {
+    kiq_marker_watch_t watch = {replayed_marker, l};
     int64_t leo = active(l)->next_offset, from = -1;
     if (kiq_producer_state_delete_snapshots_above(l->dir, leo) < 0 ||
         kiq_producer_state_load_snapshot(l->producers, l->dir, leo, &from) < 0) {
@@ -239,11 +305,12 @@ static void rebuild_producers(kiq_partition_log_t *l, bool scan_without_snapshot
     if (from < 0 && !scan_without_snapshot) return;
     if (from < l->start_offset) from = l->start_offset;
     for (size_t i = segment_for(l, from); i < l->nsegs; i++) {
-        if (kiq_producer_state_scan_segment(l->producers, l->segs[i], from) < 0) {
+        if (kiq_producer_state_scan_segment(l->producers, l->segs[i], from, &watch) < 0) {
             KIQ_WARN("%s: rebuilding the producer state: %s", l->dir, kiq_error_get());
             break;
         }
     }
+    recompute_unstable(l);
     KIQ_DEBUG("%s: %zu producers known (snapshot at %" PRId64 ", headers scanned up to %" PRId64 ")", l->dir,
               kiq_producer_state_count(l->producers), from, leo);
 }
@@ -355,6 +422,19 @@ static void load_epochs(kiq_partition_log_t *l)
     save_epochs(l);
 }
 
+/* Before the log is shared: the aborted transactions of the segments
+ * there are, from their .txnindex files. */
+static int load_aborted(kiq_partition_log_t *l)
+{
+    int64_t *bases = malloc(l->nsegs * sizeof *bases);
+    if (!bases) return kiq_error_set("out of memory");
+    for (size_t i = 0; i < l->nsegs; i++) bases[i] = l->segs[i]->base_offset;
+    int rc = kiq_txn_index_load(l->aborted, bases, l->nsegs);
+    free(bases);
+    kiq_txn_index_drop_below(l->aborted, l->start_offset);
+    return rc;
+}
+
 kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_config_t *cfg)
 {
     return kiq_partition_log_open_at(dir, cfg, -1);
@@ -377,7 +457,9 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     l->dir = strdup(dir);
     l->producers = kiq_producer_state_new();
     l->epochs = kiq_leader_epoch_cache_new();
-    if (!l->dir || !l->producers || !l->epochs) {
+    l->aborted = kiq_txn_index_new(dir);
+    l->first_unstable = -1;
+    if (!l->dir || !l->producers || !l->epochs || !l->aborted) {
         kiq_error_set("out of memory");
         log_release(l);
         return NULL;
@@ -420,6 +502,7 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     l->start_offset = l->segs[0]->base_offset;
     /* What recovery left is what the disk holds now. */
     l->recovery_point = active(l)->next_offset;
+    if (load_aborted(l) < 0) goto fail_loaded;
     rebuild_producers(l, !cfg->clean_shutdown);
     load_epochs(l);
     l->high_watermark = active(l)->next_offset;
@@ -428,6 +511,7 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     return l;
 fail:
     free(bases);
+fail_loaded:
     for (size_t i = 0; i < l->nsegs; i++) kiq_segment_unref(l->segs[i]);
     log_release(l);
     return NULL;
@@ -693,10 +777,13 @@ int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, s
     if (r < 0) goto out;
     const int64_t last = next - 1;
     if (write_batches(l, batches, len, first, last, max_ts, res) < 0) goto out;
-    for (size_t i = 0; i < pend.n; i++)
+    for (size_t i = 0; i < pend.n; i++) {
         if (kiq_producer_state_put(l->producers, &pend.e[i]) < 0)
             KIQ_ERROR("%s: producer %" PRId64 " is not remembered: %s", l->dir, pend.e[i].producer_id,
                       kiq_error_get());
+        int64_t txn = pend.e[i].txn_first_offset;
+        if (txn >= 0 && (l->first_unstable < 0 || txn < l->first_unstable)) l->first_unstable = txn;
+    }
     /* Every batch of the append has this epoch: it starts at the first
      * one if it is new. */
     if (assign_epoch(l, leader_epoch, first)) save_epochs(l);
@@ -794,15 +881,22 @@ int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *bat
     const uint8_t *b;
     size_t blen;
     kiq_batch_header_t h;
-    bool new_epoch = false;
+    bool new_epoch = false, txns = false;
     kiq_batch_iter_init(&it, batches, len, false);
     while (kiq_batch_iter_next(&it, &b, &blen, &h) == 1) {
         /* The leader accepted the batch: its producer state follows, whatever it holds. */
-        if (kiq_producer_state_replay(l->producers, &h) < 0)
+        int64_t txn_first;
+        if (kiq_producer_state_replay(l->producers, &h, &txn_first) < 0)
             KIQ_ERROR("%s: producer %" PRId64 " is not remembered: %s", l->dir, h.producer_id, kiq_error_get());
+        if (kiq_batch_is_transactional(&h)) {
+            txns = true;
+            if (kiq_batch_is_control(&h) && h.producer_id >= 0 && kiq_batch_control_type(b, blen) == KIQ_CONTROL_ABORT)
+                note_aborted(l, h.producer_id, txn_first, h.base_offset, res->segment_base);
+        }
         new_epoch |= assign_epoch(l, h.partition_leader_epoch, h.base_offset);
         l->last_epoch = h.partition_leader_epoch;
     }
+    if (txns) recompute_unstable(l);
     if (new_epoch) save_epochs(l);
     res->base_offset = first;
     res->last_offset = last;
@@ -825,6 +919,108 @@ size_t kiq_partition_log_producer_count(kiq_partition_log_t *l)
 {
     pthread_mutex_lock(&l->mu);
     size_t n = kiq_producer_state_count(l->producers);
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+/* The control batch of a marker into w: one record, key (version 0, type),
+ * value EndTxnMarker (version 0, coordinator epoch), as Kafka writes it. */
+static int build_marker(const kiq_txn_marker_t *m, int64_t now_ms, kiq_wr_t *w)
+{
+    uint8_t key[4], value[6];
+    kiq_put_be16(key, 0);
+    kiq_put_be16(key + 2, m->commit ? KIQ_CONTROL_COMMIT : KIQ_CONTROL_ABORT);
+    kiq_put_be16(value, 0);
+    kiq_put_be32(value + 2, (uint32_t)m->coordinator_epoch);
+    kiq_batch_builder_t bb;
+    kiq_batch_builder_init(&bb, KIQ_CODEC_NONE, now_ms);
+    kiq_batch_builder_set_producer(&bb, m->producer_id, m->producer_epoch, -1);
+    bb.transactional = true;
+    bb.control = true;
+    int rc = kiq_batch_builder_add(&bb, key, sizeof key, value, sizeof value, NULL, 0, now_ms);
+    if (rc == 0) rc = kiq_batch_builder_finish(&bb, w);
+    kiq_batch_builder_free(&bb);
+    return rc;
+}
+
+int kiq_partition_log_append_marker(kiq_partition_log_t *l, const kiq_txn_marker_t *m, int32_t leader_epoch,
+                                    const kiq_log_append_watch_t *watch, kiq_log_append_result_t *res)
+{
+    *res = (kiq_log_append_result_t){
+        .base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1, .position = -1};
+    if (m->producer_id < 0 || m->producer_epoch < 0)
+        return kiq_error_set("%s: a marker for producer %" PRId64 " epoch %d", l->dir, m->producer_id,
+                             m->producer_epoch), KIQ_ERR_INVALID_PRODUCER_EPOCH;
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    int64_t now = kiq_clock_wall_ms();
+    if (build_marker(m, now, &w) < 0) {
+        kiq_wr_free(&w);
+        return -1;
+    }
+    pthread_mutex_lock(&l->mu);
+    int rc = -1;
+    if (kiq_log_dir_offline(l->log_dir)) {
+        kiq_error_set("%s: log directory %s is offline", l->dir, kiq_log_dir_path(l->log_dir));
+        goto out;
+    }
+    const kiq_producer_entry_t *cur = kiq_producer_state_get(l->producers, m->producer_id);
+    kiq_producer_entry_t e;
+    if (cur)
+        e = *cur;
+    else
+        kiq_producer_entry_init(&e, m->producer_id, m->producer_epoch);
+    if (m->producer_epoch < e.epoch) {
+        rc = KIQ_ERR_INVALID_PRODUCER_EPOCH;
+        kiq_error_set("%s: a marker of producer %" PRId64 " at epoch %d, older than its epoch %d", l->dir,
+                      m->producer_id, m->producer_epoch, e.epoch);
+        goto out;
+    }
+    if (m->coordinator_epoch < e.coordinator_epoch) {
+        rc = KIQ_ERR_TRANSACTION_COORDINATOR_FENCED;
+        kiq_error_set("%s: a marker of producer %" PRId64 " from coordinator epoch %d, older than %d", l->dir,
+                      m->producer_id, m->coordinator_epoch, e.coordinator_epoch);
+        goto out;
+    }
+    const int64_t offset = active(l)->next_offset;
+    kiq_batch_set_base_offset(w.buf, offset);
+    kiq_batch_set_leader_epoch(w.buf, leader_epoch);
+    kiq_batch_header_t h;
+    if (kiq_batch_header_parse(w.buf, w.len, &h) < 0 ||
+        write_batches(l, w.buf, w.len, offset, offset, now, res) < 0)
+        goto out;
+    int64_t txn_first = e.txn_first_offset;
+    kiq_producer_entry_update(&e, &h);
+    e.coordinator_epoch = m->coordinator_epoch;
+    if (kiq_producer_state_put(l->producers, &e) < 0)
+        KIQ_ERROR("%s: producer %" PRId64 " is not remembered: %s", l->dir, m->producer_id, kiq_error_get());
+    if (!m->commit) note_aborted(l, m->producer_id, txn_first, offset, res->segment_base);
+    recompute_unstable(l);
+    if (assign_epoch(l, leader_epoch, offset)) save_epochs(l);
+    l->last_epoch = leader_epoch;
+    res->base_offset = res->last_offset = offset;
+    rc = count_unflushed(l, 1, res);
+    if (rc == 0 && watch) watch->appended(watch->ctx, res);
+out:
+    pthread_mutex_unlock(&l->mu);
+    kiq_wr_free(&w);
+    return rc;
+}
+
+int64_t kiq_partition_log_last_stable_offset(kiq_partition_log_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int64_t lso = l->high_watermark;
+    if (l->first_unstable >= 0 && l->first_unstable < lso) lso = l->first_unstable;
+    pthread_mutex_unlock(&l->mu);
+    return lso;
+}
+
+size_t kiq_partition_log_aborted(kiq_partition_log_t *l, int64_t from, int64_t upper, kiq_arena_t *arena,
+                                 kiq_aborted_t **out)
+{
+    pthread_mutex_lock(&l->mu);
+    size_t n = kiq_txn_index_collect(l->aborted, from, upper, arena, out);
     pthread_mutex_unlock(&l->mu);
     return n;
 }
@@ -1001,6 +1197,8 @@ int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset)
     rc = kiq_segment_truncate_to(active(l), offset);
     if (l->recovery_point > active(l)->next_offset) l->recovery_point = active(l)->next_offset;
     /* the producers' last batches may be gone: what is left says */
+    if (kiq_txn_index_truncate(l->aborted, active(l)->next_offset) < 0)
+        KIQ_WARN("truncating %s: %s", l->dir, kiq_error_get());
     rebuild_producers(l, true);
     if (kiq_leader_epoch_cache_truncate_from_end(l->epochs, active(l)->next_offset)) l->epochs_saved = false;
     save_epochs(l);
@@ -1221,6 +1419,7 @@ static void start_moved(kiq_partition_log_t *l)
         save_epochs(l);
     }
     if (l->high_watermark < l->start_offset) l->high_watermark = l->start_offset;
+    kiq_txn_index_drop_below(l->aborted, l->start_offset);
 }
 
 /* Under the mutex: removes the n oldest segments (never the active one)

@@ -26,6 +26,7 @@
 #include "log/leader_epoch_cache.h"
 #include "log/log_config.h"
 #include "log/producer_state.h"
+#include "log/txn_index.h"
 #include "log/segment.h"
 #include "proto/writer.h"
 
@@ -167,6 +168,35 @@ int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, s
  * flush.messages fsync, as kiq_partition_log_append). */
 int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *batches, size_t len,
                                       kiq_log_append_result_t *res);
+
+/* A transaction marker, as WriteTxnMarkers carries it; a value. */
+typedef struct kiq_txn_marker {
+    int64_t producer_id;
+    int16_t producer_epoch;
+    int32_t coordinator_epoch;
+    bool commit; /* false: abort */
+} kiq_txn_marker_t;
+
+/* Appends the COMMIT or ABORT marker (a control batch) that ends
+ * m->producer_id's transaction here, as leader at leader_epoch: from then
+ * on its records count as committed or aborted (an abort is added to the
+ * segment's .txnindex) and the last stable offset moves past them. A
+ * marker for a producer with no transaction here is written all the same
+ * (the coordinator cannot know which partitions got records). Returns 0,
+ * INVALID_PRODUCER_EPOCH (an epoch older than the producer's here),
+ * TRANSACTION_COORDINATOR_FENCED (an older coordinator epoch than the last
+ * marker's), or -1 (the write failed); watch as for
+ * kiq_partition_log_append_checked. */
+int kiq_partition_log_append_marker(kiq_partition_log_t *l, const kiq_txn_marker_t *m, int32_t leader_epoch,
+                                    const kiq_log_append_watch_t *watch, kiq_log_append_result_t *res);
+/* The last stable offset: the high watermark, or the first offset of the
+ * oldest ongoing transaction when that is lower. What read_committed
+ * consumers may read up to. */
+int64_t kiq_partition_log_last_stable_offset(kiq_partition_log_t *l);
+/* The aborted transactions a read_committed fetch of [from, upper) must
+ * know of (see kiq_txn_index_collect), into an array in arena; how many. */
+size_t kiq_partition_log_aborted(kiq_partition_log_t *l, int64_t from, int64_t upper, kiq_arena_t *arena,
+                                 kiq_aborted_t **out);
 
 /* A copy of producer_id's state in this partition: 1 with *out, 0 when
  * the producer is unknown here. */

@@ -32,10 +32,12 @@ struct kiq_producer_state {
 
 /* Snapshot layout: magic | version i16 | crc u32 (CRC-32C of what follows)
  * | offset i64 | count i32 | entries: producer id i64, epoch i16, nbatches
- * i8, then per batch first seq i32, last seq i32, first offset i64, last
- * offset i64, timestamp i64. */
+ * i8, from version 2 the ongoing transaction's first offset i64 and the
+ * last marker's coordinator epoch i32, then per batch first seq i32, last
+ * seq i32, first offset i64, last offset i64, timestamp i64. Version 1
+ * (before transactions) is still read. */
 static const uint8_t SNAPSHOT_MAGIC[4] = {'K', 'I', 'Q', 'P'};
-#define SNAPSHOT_VERSION 1
+#define SNAPSHOT_VERSION 2
 #define SNAPSHOT_HEAD 10 /* magic, version, crc */
 #define SNAPSHOT_ENTRY_MIN 11
 #define SNAPSHOT_BATCH 32
@@ -157,8 +159,9 @@ int kiq_producer_entry_check(const kiq_producer_entry_t *e, const kiq_batch_head
 {
     *duplicate = false;
     int32_t first = h->base_sequence, last = kiq_producer_last_seq(h);
+    bool unsequenced = first < 0 && kiq_batch_is_transactional(h);
     if (!e) {
-        if (first == 0) return 0;
+        if (first == 0 || unsequenced) return 0;
         kiq_error_set("producer %" PRId64 " epoch %d is unknown and its batch starts at sequence %" PRId32
                       " (not 0)", h->producer_id, h->producer_epoch, first);
         return KIQ_ERR_UNKNOWN_PRODUCER_ID;
@@ -168,6 +171,9 @@ int kiq_producer_entry_check(const kiq_producer_entry_t *e, const kiq_batch_head
                       "..%" PRId32 ")", h->producer_id, h->producer_epoch, e->epoch, first, last);
         return KIQ_ERR_INVALID_PRODUCER_EPOCH;
     }
+    /* a coordinator's transactional batch (TxnOffsetCommit) carries no
+     * sequence: only its epoch is checked */
+    if (unsequenced) return 0;
     if (h->producer_epoch > e->epoch) {
         if (first == 0) return 0;
         kiq_error_set("producer %" PRId64 ": the first batch of new epoch %d starts at sequence %" PRId32
@@ -195,12 +201,28 @@ void kiq_producer_entry_init(kiq_producer_entry_t *e, int64_t producer_id, int16
     memset(e, 0, sizeof *e);
     e->producer_id = producer_id;
     e->epoch = epoch;
+    e->txn_first_offset = -1;
+    e->coordinator_epoch = -1;
 }
 
 void kiq_producer_entry_update(kiq_producer_entry_t *e, const kiq_batch_header_t *h)
 {
     if (h->producer_epoch < e->epoch) return;
-    if (h->producer_epoch > e->epoch) kiq_producer_entry_init(e, h->producer_id, h->producer_epoch);
+    if (h->producer_epoch > e->epoch) {
+        /* a fence's abort marker comes at the next epoch: the coordinator
+         * epoch and the transaction it ends carry over */
+        int64_t txn_first = e->txn_first_offset;
+        int32_t coordinator_epoch = e->coordinator_epoch;
+        kiq_producer_entry_init(e, h->producer_id, h->producer_epoch);
+        e->txn_first_offset = txn_first;
+        e->coordinator_epoch = coordinator_epoch;
+    }
+    if (kiq_batch_is_control(h)) {
+        e->txn_first_offset = -1;
+        return;
+    }
+    if (kiq_batch_is_transactional(h) && e->txn_first_offset < 0) e->txn_first_offset = h->base_offset;
+    if (h->base_sequence < 0) return; /* nothing to recognise a retry by */
     if (e->nbatches == KIQ_PRODUCER_BATCHES_KEPT) {
         memmove(e->batches, e->batches + 1, (KIQ_PRODUCER_BATCHES_KEPT - 1) * sizeof *e->batches);
         e->nbatches--;
@@ -216,8 +238,9 @@ void kiq_producer_entry_update(kiq_producer_entry_t *e, const kiq_batch_header_t
 
 /* ---- Rebuilding from the log ---- */
 
-int kiq_producer_state_replay(kiq_producer_state_t *s, const kiq_batch_header_t *h)
+int kiq_producer_state_replay(kiq_producer_state_t *s, const kiq_batch_header_t *h, int64_t *txn_first)
 {
+    if (txn_first) *txn_first = -1;
     if (h->producer_id < 0) return 0;
     kiq_producer_entry_t e;
     const kiq_producer_entry_t *cur = kiq_producer_state_get(s, h->producer_id);
@@ -225,11 +248,24 @@ int kiq_producer_state_replay(kiq_producer_state_t *s, const kiq_batch_header_t 
         e = *cur;
     else
         kiq_producer_entry_init(&e, h->producer_id, h->producer_epoch);
+    if (txn_first && kiq_batch_is_control(h) && h->producer_epoch >= e.epoch) *txn_first = e.txn_first_offset;
     kiq_producer_entry_update(&e, h);
     return kiq_producer_state_put(s, &e);
 }
 
-int kiq_producer_state_scan_segment(kiq_producer_state_t *s, kiq_segment_t *seg, int64_t from_offset)
+/* A control batch's type, read whole from the segment at pos: -1 when it
+ * cannot be read or is not a marker. */
+static int read_marker_type(kiq_segment_t *seg, uint64_t pos, size_t size)
+{
+    /* a marker is one small record; anything larger is not one */
+    if (size > 4096) return -1;
+    uint8_t buf[4096];
+    if (kiq_segment_read(seg, pos, buf, size) < 0) return -1;
+    return kiq_batch_control_type(buf, size);
+}
+
+int kiq_producer_state_scan_segment(kiq_producer_state_t *s, kiq_segment_t *seg, int64_t from_offset,
+                                    const kiq_marker_watch_t *watch)
 {
     if (from_offset >= seg->next_offset) return 0;
     uint64_t pos = 0;
@@ -251,7 +287,16 @@ int kiq_producer_state_scan_segment(kiq_producer_state_t *s, kiq_segment_t *seg,
         if (h.batch_length < KIQ_BATCH_HEADER_SIZE - KIQ_BATCH_LOG_OVERHEAD || size > seg->size - pos)
             return kiq_error_set("%s: a batch length of %" PRId32 " at position %" PRIu64 " does not fit", seg->path,
                                  h.batch_length, pos);
-        if (kiq_producer_state_replay(s, &h) < 0) return -1;
+        int64_t txn_first;
+        if (kiq_producer_state_replay(s, &h, &txn_first) < 0) return -1;
+        if (watch && kiq_batch_is_control(&h) && h.producer_id >= 0) {
+            int type = read_marker_type(seg, pos, size);
+            if (type == KIQ_CONTROL_ABORT || type == KIQ_CONTROL_COMMIT)
+                watch->marker(watch->ctx, &h, txn_first, type == KIQ_CONTROL_ABORT);
+            else
+                KIQ_WARN("%s: control batch at offset %" PRId64 " is not a transaction marker", seg->path,
+                         h.base_offset);
+        }
         pos += size;
     }
     return 0;
@@ -270,6 +315,8 @@ static void write_entry(const kiq_producer_entry_t *e, void *ctx)
     kiq_wr_i64(sw->w, e->producer_id);
     kiq_wr_i16(sw->w, e->epoch);
     kiq_wr_i8(sw->w, (int8_t)e->nbatches);
+    kiq_wr_i64(sw->w, e->txn_first_offset);
+    kiq_wr_i32(sw->w, e->coordinator_epoch);
     for (int i = 0; i < e->nbatches; i++) {
         const kiq_producer_batch_t *b = &e->batches[i];
         kiq_wr_i32(sw->w, b->first_seq);
@@ -344,7 +391,8 @@ static int parse_snapshot(kiq_producer_state_t *s, const uint8_t *buf, size_t le
     kiq_producer_state_clear(s);
     if (len < SNAPSHOT_HEAD + 12 || memcmp(buf, SNAPSHOT_MAGIC, sizeof SNAPSHOT_MAGIC) != 0)
         return kiq_error_set("not a producer state snapshot");
-    if (kiq_be16(buf + 4) != SNAPSHOT_VERSION) return kiq_error_set("unknown snapshot version %u", kiq_be16(buf + 4));
+    unsigned version = kiq_be16(buf + 4);
+    if (version < 1 || version > SNAPSHOT_VERSION) return kiq_error_set("unknown snapshot version %u", version);
     if (kiq_be32(buf + 6) != kiq_crc32c(0, buf + SNAPSHOT_HEAD, len - SNAPSHOT_HEAD))
         return kiq_error_set("CRC mismatch");
     kiq_rd_t rd;
@@ -356,10 +404,13 @@ static int parse_snapshot(kiq_producer_state_t *s, const uint8_t *buf, size_t le
         return kiq_error_set("bad entry count %" PRId32, count);
     for (int32_t i = 0; i < count; i++) {
         kiq_producer_entry_t e;
-        memset(&e, 0, sizeof e);
-        e.producer_id = kiq_rd_i64(&rd);
+        kiq_producer_entry_init(&e, kiq_rd_i64(&rd), 0);
         e.epoch = kiq_rd_i16(&rd);
         e.nbatches = kiq_rd_i8(&rd);
+        if (version >= 2) {
+            e.txn_first_offset = kiq_rd_i64(&rd);
+            e.coordinator_epoch = kiq_rd_i32(&rd);
+        }
         if (rd.err) break;
         if (e.producer_id < 0 || e.nbatches < 0 || e.nbatches > KIQ_PRODUCER_BATCHES_KEPT)
             return kiq_error_set("entry %" PRId32 " is malformed", i);

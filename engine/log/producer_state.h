@@ -38,6 +38,12 @@ typedef struct kiq_producer_entry {
     int16_t epoch;
     int nbatches; /* batches[0] is the oldest */
     kiq_producer_batch_t batches[KIQ_PRODUCER_BATCHES_KEPT];
+    /* The offset of its ongoing transaction's first batch here: what holds
+     * the last stable offset back until the transaction's marker; -1. */
+    int64_t txn_first_offset;
+    /* The coordinator epoch of its last marker (-1: none): a marker from
+     * an older coordinator is refused. */
+    int32_t coordinator_epoch;
 } kiq_producer_entry_t;
 
 typedef struct kiq_producer_state kiq_producer_state_t;
@@ -71,17 +77,33 @@ int kiq_producer_entry_check(const kiq_producer_entry_t *e, const kiq_batch_head
 /* Records an appended batch (h->base_offset assigned) in e, which
  * initialise_entry made or which holds h->producer_id: a newer epoch
  * starts the entry over; the oldest batch goes past the limit. A batch of
- * an older epoch is ignored (only replays of odd logs meet one). */
+ * an older epoch is ignored (only replays of odd logs meet one). A
+ * transactional batch starts a transaction when none is ongoing; a
+ * control batch (a marker) ends it and is not kept as a batch (markers
+ * carry no sequence numbers). */
 void kiq_producer_entry_update(kiq_producer_entry_t *e, const kiq_batch_header_t *h);
 /* An empty entry for producer_id at epoch. */
 void kiq_producer_entry_init(kiq_producer_entry_t *e, int64_t producer_id, int16_t epoch);
 
 /* Replays a batch read back from the log into the table (no checks, as
- * Kafka does on load). Batches without a producer id are skipped. 0 or -1. */
-int kiq_producer_state_replay(kiq_producer_state_t *s, const kiq_batch_header_t *h);
+ * Kafka does on load). Batches without a producer id are skipped.
+ * *txn_first (may be NULL) gets, for a marker, the first offset of the
+ * transaction it ended (-1: none was ongoing), else -1. 0 or -1. */
+int kiq_producer_state_replay(kiq_producer_state_t *s, const kiq_batch_header_t *h, int64_t *txn_first);
+
+/* Told of each transaction marker a scan replays: its header, the first
+ * offset of the transaction it ended (-1: none) and whether it aborted. */
+typedef struct kiq_marker_watch {
+    void (*marker)(void *ctx, const kiq_batch_header_t *h, int64_t txn_first, bool abort);
+    void *ctx;
+} kiq_marker_watch_t;
+
 /* Replays the headers of the segment's batches whose last offset is >=
- * from_offset (61 bytes read per batch; nothing decompressed). 0 or -1. */
-int kiq_producer_state_scan_segment(kiq_producer_state_t *s, kiq_segment_t *seg, int64_t from_offset);
+ * from_offset (61 bytes read per batch; nothing decompressed, but for
+ * control batches, read whole to tell commit from abort, which watch (may
+ * be NULL) is told). 0 or -1. */
+int kiq_producer_state_scan_segment(kiq_producer_state_t *s, kiq_segment_t *seg, int64_t from_offset,
+                                    const kiq_marker_watch_t *watch);
 
 /* Writes the table as `<dir>/<offset>.snapshot` (temp file, fsync, rename,
  * directory fsync), then removes all but the KIQ_SNAPSHOTS_KEPT newest

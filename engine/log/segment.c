@@ -565,6 +565,12 @@ int kiq_segment_delete(kiq_segment_t *seg)
     int rc = 0;
     if (unlink(seg->path) < 0 && errno != ENOENT) rc = kiq_error_errno("unlink %s", seg->path);
     if (kiq_index_file_unlink(&seg->oix.file) < 0 || kiq_index_file_unlink(&seg->tix.file) < 0) rc = -1;
+    /* its aborted transactions go with it (log/txn_index.h) */
+    char txn[PATH_MAX];
+    size_t stem = strlen(seg->path) - strlen(KIQ_LOG_SUFFIX);
+    if (snprintf(txn, sizeof txn, "%.*s%s", (int)stem, seg->path, KIQ_TXNINDEX_SUFFIX) < (int)sizeof txn &&
+        unlink(txn) < 0 && errno != ENOENT)
+        rc = kiq_error_errno("unlink %s", txn);
     seg->deleted = true;
     kiq_segment_unref(seg);
     return rc;

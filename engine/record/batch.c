@@ -299,6 +299,23 @@ int kiq_batch_foreach_record(const uint8_t *batch, size_t len, size_t max_decomp
     return rc;
 }
 
+static int first_key_type(const kiq_record_t *r, void *ctx)
+{
+    int *type = ctx;
+    if (!r->key.p || r->key.len < 4) return 1;
+    *type = (int16_t)kiq_be16(r->key.p + 2);
+    return 1;
+}
+
+int kiq_batch_control_type(const uint8_t *batch, size_t len)
+{
+    int type = -1;
+    int rc = kiq_batch_foreach_record(batch, len, 4096, first_key_type, &type);
+    if (rc < 0) return -1;
+    if (type < 0) return kiq_error_set("a control batch without a control record key");
+    return type;
+}
+
 void kiq_batch_set_base_offset(uint8_t *batch, int64_t off)
 {
     kiq_put_be64(batch + KIQ_BATCH_POS_BASE_OFFSET, (uint64_t)off);

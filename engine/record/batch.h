@@ -181,6 +181,14 @@ int kiq_record_headers_next(kiq_record_header_iter_t *it, kiq_record_header_t *o
 int kiq_batch_foreach_record(const uint8_t *batch, size_t len, size_t max_decompressed,
                              int (*cb)(const kiq_record_t *r, void *ctx), void *ctx);
 
+/* Transaction markers: the key types of a control batch's record. */
+#define KIQ_CONTROL_ABORT 0
+#define KIQ_CONTROL_COMMIT 1
+
+/* The key type of the record of the control batch batch[0..len) (its key
+ * is an int16 version, then the int16 type), or -1 with the reason. */
+int kiq_batch_control_type(const uint8_t *batch, size_t len);
+
 /* In-place stamping by the leader. baseOffset and partitionLeaderEpoch are
  * outside the CRC, so it stays valid. */
 void kiq_batch_set_base_offset(uint8_t *batch, int64_t off);

@@ -68,3 +68,19 @@ int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log
     if (hw_moved) *hw_moved = moved;
     return 0;
 }
+
+int kiq_replica_append_marker_as_leader(kiq_partition_t *part, kiq_partition_log_t *log, const kiq_txn_marker_t *m,
+                                        kiq_log_append_result_t *res, bool *hw_moved)
+{
+    kiq_partition_replica_t *rep = part->replica;
+    if (hw_moved) *hw_moved = false;
+    appended_ctx_t a = {rep, log, NULL, 0};
+    kiq_log_append_watch_t watch = {announce_appended, &a};
+    bool watched = kiq_observers_want(rep->observers, KIQ_POINT_APPENDED);
+    int rc = kiq_partition_log_append_marker(log, m, kiq_partition_replica_leader_epoch(rep), watched ? &watch : NULL,
+                                             res);
+    if (rc != 0) return rc;
+    bool moved = kiq_partition_replica_advance_hw(rep, log);
+    if (hw_moved) *hw_moved = moved;
+    return 0;
+}

@@ -34,4 +34,11 @@ int16_t kiq_replica_led_partition(kiq_topic_t *topic, int32_t index, int32_t cur
 int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log, uint8_t *batches, size_t len,
                                  const void *request, kiq_log_append_result_t *res, bool *hw_moved);
 
+/* A transaction marker appended to part (led here; log its log) at this
+ * term's leader epoch, announced and the high watermark moved as for
+ * kiq_replica_append_as_leader. 0, a Kafka error code from the marker's
+ * checks (see kiq_partition_log_append_marker), or -1 with the reason. */
+int kiq_replica_append_marker_as_leader(kiq_partition_t *part, kiq_partition_log_t *log, const kiq_txn_marker_t *m,
+                                        kiq_log_append_result_t *res, bool *hw_moved);
+
 #endif

@@ -295,6 +295,13 @@ static void coordinator_partition_led(void *ctx, const char *topic, int32_t part
 
 /* A topic's partition count as this broker knows it: from the cluster's
  * metadata, or its own topics when alone. */
+/* A marker reached a partition of __consumer_offsets led here. */
+static void offsets_marker(void *ctx, int32_t partition, int64_t producer_id, bool commit)
+{
+    kiq_broker_t *b = ctx;
+    kiq_group_coordinator_txn_marker(b->groups, partition, producer_id, commit);
+}
+
 static int32_t partitions_of(void *ctx, const char *topic, size_t len)
 {
     kiq_broker_t *b = ctx;
@@ -503,7 +510,10 @@ int kiq_broker_start(kiq_broker_t *b)
     b->groups = kiq_group_coordinator_new(&gctx);
     if (!b->groups) return kiq_error_set("out of memory");
     if (kiq_group_coordinator_start(b->groups) != 0) return -1;
-    kiq_txn_context_t tctx = {b->config, b->topics, b->cluster, next_producer_id, partitions_of, b};
+    kiq_txn_context_t tctx = {
+        b->config, b->topics, b->cluster, next_producer_id, partitions_of, b,
+        {b->topics, b->metadata, b->node_id, offsets_marker, b},
+    };
     if (!(b->txns = kiq_txn_coordinator_new(&tctx))) return kiq_error_set("out of memory");
     if (kiq_txn_coordinator_start(b->txns) != 0) return -1;
     /* before the control plane: LeaderAndIsr comes in there */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/clock.h"
 #include "core/coordinator_key.h"
@@ -14,15 +15,28 @@
 #include "core/str_map.h"
 #include "proto/errors.h"
 #include "replica/leader.h"
+#include "replica/partition_replica.h"
 #include "txn/txn_log.h"
+
+/* How long one round of markers may take before it is tried again. */
+#define MARKERS_TIMEOUT_MS 30000
+/* The pause before markers that failed are tried again. */
+#define MARKERS_RETRY_MS 100
 
 struct kiq_txn_coordinator {
     kiq_txn_context_t b;
     pthread_mutex_t mu; /* guards everything below */
+    pthread_cond_t wake; /* the marker thread: work queued, or stop */
     kiq_str_map_t *ids; /* transactional id -> kiq_txn_t (malloc'd) */
     bool *led;          /* cluster mode: partitions of __transaction_state led here */
     int32_t nled;
     bool stopped;
+    /* ids whose Prepare* state waits for its markers, oldest first (malloc'd) */
+    char **ending;
+    int nending, capending;
+    kiq_txn_markers_t *markers; /* the marker thread's */
+    pthread_t thread;
+    bool started;
 };
 
 kiq_txn_coordinator_t *kiq_txn_coordinator_new(const kiq_txn_context_t *ctx)
@@ -33,7 +47,13 @@ kiq_txn_coordinator_t *kiq_txn_coordinator_new(const kiq_txn_context_t *ctx)
         return NULL;
     }
     tc->b = *ctx;
+    if (!(tc->markers = kiq_txn_markers_new(&ctx->markers))) {
+        kiq_str_map_free(tc->ids);
+        free(tc);
+        return NULL;
+    }
     pthread_mutex_init(&tc->mu, NULL);
+    pthread_cond_init(&tc->wake, NULL);
     return tc;
 }
 
@@ -76,6 +96,29 @@ static int put(kiq_txn_coordinator_t *tc, const char *id, size_t len, kiq_txn_t 
     return 0;
 }
 
+/* Under tc->mu: id's markers are to be written (once: a repeat is a no-op). */
+static void queue_ending(kiq_txn_coordinator_t *tc, const char *id)
+{
+    for (int i = 0; i < tc->nending; i++)
+        if (strcmp(tc->ending[i], id) == 0) return;
+    if (tc->nending == tc->capending) {
+        int cap = tc->capending ? tc->capending * 2 : 16;
+        char **grown = realloc(tc->ending, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            KIQ_ERROR("transactional id %s: its markers wait for memory", id);
+            return;
+        }
+        tc->ending = grown;
+        tc->capending = cap;
+    }
+    char *copy = strdup(id);
+    if (!copy) return;
+    tc->ending[tc->nending++] = copy;
+    pthread_cond_signal(&tc->wake);
+}
+
+static bool preparing(kiq_txn_state_t s) { return s == KIQ_TXN_PREPARE_COMMIT || s == KIQ_TXN_PREPARE_ABORT; }
+
 /* ---- loading ---- */
 
 typedef struct load_ctx {
@@ -110,6 +153,22 @@ static void load_partition(kiq_txn_coordinator_t *tc, kiq_topic_t *topic, int32_
         KIQ_ERROR("cannot load " KIQ_TXN_TOPIC "-%d: %s", partition, kiq_error_get());
     else if (c.loaded)
         KIQ_INFO("loaded %d transactional id record(s) from " KIQ_TXN_TOPIC "-%d", c.loaded, partition);
+    /* a transaction the last coordinator prepared but did not complete:
+     * its markers are written (again) here */
+    int32_t n = state_partitions(tc);
+    kiq_str_map_iter_t it;
+    kiq_str_map_iter_init(&it, tc->ids);
+    const void *key;
+    size_t len;
+    void *value;
+    while (kiq_str_map_next(&it, &key, &len, &value)) {
+        const kiq_txn_t *t = value;
+        if (preparing(t->state) && kiq_coordinator_partition(key, len, n) == partition) {
+            KIQ_INFO("transactional id %s: completing its %s left by the previous coordinator", t->id,
+                     kiq_txn_state_names[t->state]);
+            queue_ending(tc, t->id);
+        }
+    }
 }
 
 /* Under tc->mu: forgets the ids of one partition. */
@@ -133,15 +192,18 @@ static void drop_partition(kiq_txn_coordinator_t *tc, int32_t partition)
     }
 }
 
+static void *marker_thread(void *arg);
+
 int kiq_txn_coordinator_start(kiq_txn_coordinator_t *tc)
 {
-    if (tc->b.cluster) return 0;
-    kiq_topic_t *t = kiq_topics_get(tc->b.topics, KIQ_STR(KIQ_TXN_TOPIC));
-    if (!t) return 0;
+    kiq_topic_t *t = tc->b.cluster ? NULL : kiq_topics_get(tc->b.topics, KIQ_STR(KIQ_TXN_TOPIC));
     pthread_mutex_lock(&tc->mu);
-    for (int32_t p = 0; p < t->npartitions; p++) load_partition(tc, t, p);
+    for (int32_t p = 0; t && p < t->npartitions; p++) load_partition(tc, t, p);
     pthread_mutex_unlock(&tc->mu);
     kiq_topic_unref(t);
+    if (pthread_create(&tc->thread, NULL, marker_thread, tc) != 0)
+        return kiq_error_set("cannot start the transaction marker thread");
+    tc->started = true;
     return 0;
 }
 
@@ -150,7 +212,11 @@ void kiq_txn_coordinator_stop(kiq_txn_coordinator_t *tc)
     if (!tc) return;
     pthread_mutex_lock(&tc->mu);
     tc->stopped = true;
+    pthread_cond_signal(&tc->wake);
     pthread_mutex_unlock(&tc->mu);
+    kiq_txn_markers_shutdown(tc->markers);
+    if (tc->started) pthread_join(tc->thread, NULL);
+    tc->started = false;
 }
 
 void kiq_txn_coordinator_free(kiq_txn_coordinator_t *tc)
@@ -164,6 +230,10 @@ void kiq_txn_coordinator_free(kiq_txn_coordinator_t *tc)
     while (kiq_str_map_next(&it, &key, &len, &value)) free_txn(value);
     kiq_str_map_free(tc->ids);
     free(tc->led);
+    for (int i = 0; i < tc->nending; i++) free(tc->ending[i]);
+    free(tc->ending);
+    kiq_txn_markers_free(tc->markers);
+    pthread_cond_destroy(&tc->wake);
     pthread_mutex_destroy(&tc->mu);
     free(tc);
 }
@@ -323,14 +393,14 @@ void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const 
         /* the new incarnation fences the old one (a later epoch) and its
          * transaction is aborted; the client asks again and gets Empty */
         kiq_txn_fence(next, kiq_clock_wall_ms());
-        kiq_txn_complete(next, kiq_clock_wall_ms());
         int16_t werr = write_state(tc, next, *partition, need);
         if (werr) {
             KIQ_WARN("InitProducerId for %s: cannot abort its transaction: %s", name, kiq_error_get());
             err = werr;
         } else if (put(tc, id.p, (size_t)id.len, next) == 0) {
             KIQ_INFO("transactional id %s: a new producer fenced the older one (epoch now %d); its transaction "
-                     "aborted", name, next->producer_epoch);
+                     "is being aborted", name, next->producer_epoch);
+            queue_ending(tc, name);
             next = NULL; /* current now */
         }
     }
@@ -489,4 +559,189 @@ int16_t kiq_txn_coordinator_describe(kiq_txn_coordinator_t *tc, kiq_str_t id, ki
     if (!err && kiq_txn_copy(out, t) != 0) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
     pthread_mutex_unlock(&tc->mu);
     return err;
+}
+
+const kiq_txn_markers_context_t *kiq_txn_coordinator_markers(const kiq_txn_coordinator_t *tc)
+{
+    return &tc->b.markers;
+}
+
+int16_t kiq_txn_end(kiq_txn_coordinator_t *tc, int16_t version, const kiq_end_txn_request_t *req, int32_t *partition,
+                    int64_t *need)
+{
+    *need = -1;
+    kiq_str_t id = req->transactional_id;
+    *partition = kiq_txn_coordinator_partition_of(tc, id);
+    if (!id.p || id.len == 0) return KIQ_ERR_INVALID_REQUEST;
+    pthread_mutex_lock(&tc->mu);
+    kiq_txn_t *t;
+    kiq_txn_end_action_t action;
+    int16_t err = find(tc, id, *partition, &t);
+    if (!err) err = kiq_txn_check_end(t, req->producer_id, req->producer_epoch, req->committed, &action);
+    if (!err && action == KIQ_TXN_END_PREPARE) {
+        kiq_txn_t *next = malloc(sizeof *next);
+        if (!next || kiq_txn_copy(next, t) != 0) {
+            free(next);
+            err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        } else {
+            kiq_txn_set_state(next, req->committed ? KIQ_TXN_PREPARE_COMMIT : KIQ_TXN_PREPARE_ABORT,
+                              kiq_clock_wall_ms());
+            err = write_state(tc, next, *partition, need);
+            if (err) KIQ_WARN("EndTxn for %s: %s", t->id, kiq_error_get());
+            if (!err && put(tc, id.p, (size_t)id.len, next) != 0) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+            if (err) free_txn(next);
+            else queue_ending(tc, next->id);
+        }
+    }
+    pthread_mutex_unlock(&tc->mu);
+    if (err == KIQ_ERR_PRODUCER_FENCED && version < 2) err = KIQ_ERR_INVALID_PRODUCER_EPOCH;
+    return err;
+}
+
+/* ---- the marker thread ---- */
+
+/* Under tc->mu: the leader epoch of the __transaction_state partition,
+ * the coordinator epoch its markers carry; -1 when it is not led here. */
+static int32_t coordinator_epoch(kiq_txn_coordinator_t *tc, int32_t partition)
+{
+    kiq_topic_t *topic = kiq_topics_get(tc->b.topics, KIQ_STR(KIQ_TXN_TOPIC));
+    kiq_partition_t *p;
+    kiq_partition_log_t *log;
+    int32_t epoch = kiq_replica_led_partition(topic, partition, -1, &p, &log) == KIQ_ERR_NONE
+                        ? kiq_partition_replica_leader_epoch(p->replica)
+                        : -1;
+    kiq_topic_unref(topic);
+    return epoch;
+}
+
+/* Under tc->mu: Ongoing transactions past their timeout are aborted as
+ * Kafka does: the epoch is bumped (the producer is fenced) and the
+ * transaction prepared to abort; the markers follow. */
+static void abort_timed_out(kiq_txn_coordinator_t *tc)
+{
+    int64_t now = kiq_clock_wall_ms();
+    int32_t n = state_partitions(tc);
+    kiq_str_map_iter_t it;
+    kiq_str_map_iter_init(&it, tc->ids);
+    const void *key;
+    size_t len;
+    void *value;
+    while (kiq_str_map_next(&it, &key, &len, &value)) {
+        kiq_txn_t *t = value;
+        int32_t partition = kiq_coordinator_partition(key, len, n);
+        if (!kiq_txn_timed_out(t, now) || !leads(tc, partition)) continue;
+        kiq_txn_t next;
+        if (kiq_txn_copy(&next, t) != 0) continue;
+        kiq_txn_fence(&next, now);
+        int64_t need;
+        if (write_state(tc, &next, partition, &need) != 0) {
+            KIQ_WARN("transactional id %s: cannot abort its timed-out transaction: %s", t->id, kiq_error_get());
+            kiq_txn_free(&next);
+            continue;
+        }
+        KIQ_INFO("transactional id %s: its transaction ran past its timeout of %d ms; aborting it (epoch now %d)",
+                 t->id, t->timeout_ms, next.producer_epoch);
+        /* the map's value is replaced in place: the iteration goes on */
+        kiq_txn_free(t);
+        *t = next;
+        queue_ending(tc, t->id);
+    }
+}
+
+/* Under tc->mu, released while the markers are written: one ending
+ * transaction's markers, then its Complete* state. False when it must be
+ * tried again. */
+static bool complete_one(kiq_txn_coordinator_t *tc, const char *id)
+{
+    size_t len = strlen(id);
+    int32_t partition = kiq_coordinator_partition(id, len, state_partitions(tc));
+    kiq_txn_t *t = kiq_str_map_get(tc->ids, id, len);
+    if (!t || !preparing(t->state) || !leads(tc, partition)) return true; /* done, or not ours any more */
+    kiq_txn_t snap;
+    if (kiq_txn_copy(&snap, t) != 0) return false;
+    kiq_txn_marker_t m = {
+        .producer_id = snap.producer_id,
+        .producer_epoch = snap.producer_epoch,
+        .coordinator_epoch = coordinator_epoch(tc, partition),
+        .commit = snap.state == KIQ_TXN_PREPARE_COMMIT,
+    };
+    bool *done = calloc((size_t)(snap.npartitions ? snap.npartitions : 1), sizeof *done);
+    int left = done ? snap.npartitions : -1;
+    pthread_mutex_unlock(&tc->mu);
+    if (done) left = kiq_txn_markers_deliver(tc->markers, &m, snap.partitions, snap.npartitions, done, MARKERS_TIMEOUT_MS);
+    pthread_mutex_lock(&tc->mu);
+    free(done);
+    bool finished = false;
+    t = kiq_str_map_get(tc->ids, id, len);
+    if (left != 0) {
+        KIQ_DEBUG("transactional id %s: %d of %d markers still to write", id, left, snap.npartitions);
+    } else if (!t || t->producer_id != snap.producer_id || t->producer_epoch != snap.producer_epoch ||
+               t->state != snap.state || !leads(tc, partition)) {
+        finished = true; /* changed meanwhile: whoever changed it goes on */
+    } else {
+        kiq_txn_t *next = malloc(sizeof *next);
+        int64_t need;
+        if (next && kiq_txn_copy(next, t) == 0) {
+            kiq_txn_complete(next, kiq_clock_wall_ms());
+            if (write_state(tc, next, partition, &need) == 0 && put(tc, id, len, next) == 0) {
+                KIQ_DEBUG("transactional id %s: %s", id, kiq_txn_state_names[next->state]);
+                finished = true;
+            } else {
+                KIQ_WARN("transactional id %s: cannot complete its transaction: %s", id, kiq_error_get());
+                free_txn(next);
+            }
+        } else {
+            free(next);
+        }
+    }
+    kiq_txn_free(&snap);
+    return finished;
+}
+
+static void wait_ms(kiq_txn_coordinator_t *tc, int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&tc->wake, &tc->mu, &ts);
+}
+
+static void *marker_thread(void *arg)
+{
+    kiq_txn_coordinator_t *tc = arg;
+    int64_t interval =
+        kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS);
+    int64_t next_check = kiq_clock_mono_ms() + interval;
+    pthread_mutex_lock(&tc->mu);
+    while (!tc->stopped) {
+        int64_t now = kiq_clock_mono_ms();
+        if (now >= next_check) {
+            abort_timed_out(tc);
+            next_check = now + interval;
+        }
+        if (tc->nending == 0) {
+            wait_ms(tc, next_check - now);
+            continue;
+        }
+        char *id = tc->ending[0];
+        memmove(tc->ending, tc->ending + 1, (size_t)(tc->nending - 1) * sizeof *tc->ending);
+        tc->nending--;
+        if (complete_one(tc, id)) {
+            free(id);
+            continue;
+        }
+        /* back of the queue, after a pause; a stop ends the wait */
+        bool queued = false;
+        for (int i = 0; i < tc->nending && !queued; i++) queued = strcmp(tc->ending[i], id) == 0;
+        if (!queued) queue_ending(tc, id);
+        free(id);
+        if (!tc->stopped) wait_ms(tc, MARKERS_RETRY_MS);
+    }
+    pthread_mutex_unlock(&tc->mu);
+    return NULL;
 }

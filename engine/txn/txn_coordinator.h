@@ -7,7 +7,10 @@
  * Threads: request handlers call in from I/O threads; the replica manager
  * (cluster mode) tells it which partitions it leads. One mutex guards
  * every id; the only I/O under it is the append to the local log, which
- * keeps the log and the state in the same order. */
+ * keeps the log and the state in the same order. Its marker thread (from
+ * start to stop) completes ending transactions: it writes their markers
+ * (txn_markers.h) without the lock, then Complete*; and it aborts
+ * transactions past their timeout. */
 #ifndef KIQ_TXN_TXN_COORDINATOR_H
 #define KIQ_TXN_TXN_COORDINATOR_H
 
@@ -18,6 +21,7 @@
 #include "core/arena.h"
 #include "log/topics.h"
 #include "proto/messages.h"
+#include "txn/txn_markers.h"
 #include "txn/txn_metadata.h"
 
 typedef struct kiq_txn_coordinator kiq_txn_coordinator_t;
@@ -33,13 +37,17 @@ typedef struct kiq_txn_context {
     /* How many partitions topic has as this broker knows it; -1: none such. */
     int32_t (*partitions_of)(void *ctx, const char *topic, size_t len);
     void *ctx;
+    /* Where the markers go (topics, metadata, node id, the group
+     * coordinator's hook). */
+    kiq_txn_markers_context_t markers;
 } kiq_txn_context_t;
 
 /* The context is copied. NULL when out of memory. */
 kiq_txn_coordinator_t *kiq_txn_coordinator_new(const kiq_txn_context_t *ctx);
-/* Standalone: loads every partition of __transaction_state that exists. */
+/* Standalone: loads every partition of __transaction_state that exists.
+ * Starts the marker thread. */
 int kiq_txn_coordinator_start(kiq_txn_coordinator_t *tc);
-/* Later calls answer NOT_COORDINATOR. */
+/* Later calls answer NOT_COORDINATOR; the marker thread is joined. */
 void kiq_txn_coordinator_stop(kiq_txn_coordinator_t *tc);
 void kiq_txn_coordinator_free(kiq_txn_coordinator_t *tc);
 
@@ -76,6 +84,20 @@ void kiq_txn_add_partitions(kiq_txn_coordinator_t *tc, int16_t version, const ki
  * transaction; the error code. */
 int16_t kiq_txn_add_offsets(kiq_txn_coordinator_t *tc, int16_t version, const kiq_add_offsets_to_txn_request_t *req,
                             int32_t *partition, int64_t *need);
+
+/* EndTxn: an Ongoing transaction becomes PrepareCommit or PrepareAbort
+ * (written, answered once replicated: *partition and *need as for
+ * InitProducerId), then the marker thread has its markers written and
+ * completes it; a retry of the last end answers NONE. The error code:
+ * INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
+ * before v2), CONCURRENT_TRANSACTIONS, INVALID_TXN_STATE,
+ * NOT_COORDINATOR. */
+int16_t kiq_txn_end(kiq_txn_coordinator_t *tc, int16_t version, const kiq_end_txn_request_t *req, int32_t *partition,
+                    int64_t *need);
+
+/* Where this coordinator's markers go: what a leader uses to append the
+ * markers another coordinator sends (WriteTxnMarkers). */
+const kiq_txn_markers_context_t *kiq_txn_coordinator_markers(const kiq_txn_coordinator_t *tc);
 
 /* ListTransactions: calls cb for every transactional id coordinated here
  * (Dead ones aside), under the coordinator's lock (cb must not call in). */

@@ -9,6 +9,7 @@
 -- the others answer NOT_COORDINATOR, and a new leader takes the state over.
 local kiq = require "kafkaiq"
 local connection = require "kafkaiq.client.connection"
+local core = require "kafkaiq.core"
 kiq.log_level("error")
 
 local FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS, ADD_OFFSETS, DESCRIBE_TXNS = 10, 22, 24, 25, 65
@@ -19,6 +20,16 @@ local CONCURRENT_TRANSACTIONS, OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, TRANSAC
 
 local function open(b)
   return assert(connection.open("127.0.0.1", b.port, { client_id = "transactions-spec", request_timeout_ms = 15000 }))
+end
+
+-- Polls cond every 10 ms until it holds or timeout_ms passes.
+local function wait_for(cond, timeout_ms)
+  local deadline = core.now_ms() + (timeout_ms or 5000)
+  while core.now_ms() < deadline do
+    if cond() then return true end
+    core.sleep_ms(10)
+  end
+  return cond()
 end
 
 local function init(conn, id, opts)
@@ -164,6 +175,8 @@ describe("a transactional id on one broker", function()
     -- a new producer of the id: the ongoing transaction is aborted under a
     -- later epoch (the old producer is fenced), the new one asks again
     assert.are.same({ CONCURRENT_TRANSACTIONS, -1, -1 }, { init(c, "tx-p") })
+    -- the markers are written by the coordinator's marker thread, then CompleteAbort
+    assert.is_true(wait_for(function() return describe_txn(c, "tx-p").transaction_state == "CompleteAbort" end))
     st = describe_txn(c, "tx-p")
     assert.are.same({ "CompleteAbort", epoch + 1 }, { st.transaction_state, st.producer_epoch })
     assert.are.same({ ["tx-out"] = { [0] = PRODUCER_FENCED } }, add(c, "tx-p", pid, epoch, { ["tx-out"] = { 0 } }))

@@ -108,8 +108,10 @@ static event_t *push(recorder_t *r)
     return e;
 }
 
-static void on_offset(void *ctx, kiq_str_t group, kiq_str_t topic, int32_t partition, const kiq_offset_commit_value_t *v)
+static void on_offset(void *ctx, kiq_str_t group, kiq_str_t topic, int32_t partition, const kiq_offset_commit_value_t *v,
+                      int64_t txn_producer)
 {
+    assert_int_equal(txn_producer, -1); /* plain commits only here */
     event_t *e = push(ctx);
     e->kind = 'O';
     e->group = dup_str(group);
@@ -175,7 +177,7 @@ static void recorder_free(recorder_t *r)
 
 static int load(kiq_partition_log_t *log, recorder_t *r)
 {
-    kiq_offsets_loader_t ld = {r, on_offset, on_group};
+    kiq_offsets_loader_t ld = {r, on_offset, on_group, NULL};
     return kiq_offsets_topic_load(log, &ld);
 }
 

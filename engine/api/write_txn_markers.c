@@ -1,0 +1,106 @@
+/* WriteTxnMarkers: another broker's transaction coordinator has this
+ * leader append COMMIT or ABORT markers; each partition answers once its
+ * marker is replicated. Only brokers of the cluster may send it (Kafka
+ * asks for ClusterAction): a request whose client id is not
+ * "kafkaiq-broker-<id>" of a live broker, or any request to a standalone
+ * broker, gets CLUSTER_AUTHORIZATION_FAILED and nothing is appended. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "api/replication_wait.h"
+#include "controller/metadata_cache.h"
+#include "core/error.h"
+#include "core/say.h"
+#include "txn/txn_coordinator.h"
+
+#define BROKER_CLIENT_PREFIX "kafkaiq-broker-"
+
+/* Whether the request comes from a live broker of this cluster. */
+static bool from_broker(kiq_broker_t *b, const kiq_request_t *r)
+{
+    kiq_str_t cid = r->header.client_id;
+    size_t plen = strlen(BROKER_CLIENT_PREFIX);
+    if (!b->cluster || !b->metadata || !cid.p || (size_t)cid.len <= plen || (size_t)cid.len > plen + 10 ||
+        memcmp(cid.p, BROKER_CLIENT_PREFIX, plen) != 0)
+        return false;
+    char digits[12];
+    memcpy(digits, cid.p + plen, (size_t)cid.len - plen);
+    digits[(size_t)cid.len - plen] = '\0';
+    char *end;
+    long id = strtol(digits, &end, 10);
+    char host[256];
+    int port;
+    return *end == '\0' && id >= 0 && id <= INT32_MAX &&
+           kiq_metadata_cache_broker(b->metadata, (int32_t)id, NULL, host, sizeof host, &port);
+}
+
+static void timed_out(void *response)
+{
+    kiq_write_txn_markers_response_t *out = response;
+    for (int32_t i = 0; i < out->markers_n; i++)
+        for (int32_t j = 0; j < out->markers[i].topics_n; j++)
+            for (int32_t k = 0; k < out->markers[i].topics[j].partitions_n; k++) {
+                int16_t *e = &out->markers[i].topics[j].partitions[k].error_code;
+                if (*e == KIQ_ERR_NONE) *e = KIQ_ERR_REQUEST_TIMED_OUT;
+            }
+}
+
+int kiq_api_write_txn_markers_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_write_txn_markers_request_t *req = request;
+    kiq_write_txn_markers_response_t *out = response;
+    bool allowed = from_broker(b, r);
+    if (!allowed)
+        KIQ_WARN("WriteTxnMarkers from client " KIQ_STR_FMT " refused: only the cluster's brokers may write markers",
+                 KIQ_STR_ARG(r->header.client_id));
+    int32_t nm = req->markers_n > 0 ? req->markers_n : 0;
+    int total = 0;
+    for (int32_t i = 0; i < nm; i++)
+        for (int32_t j = 0; j < (req->markers[i].topics_n > 0 ? req->markers[i].topics_n : 0); j++)
+            total += req->markers[i].topics[j].partition_indexes_n > 0 ? req->markers[i].topics[j].partition_indexes_n : 0;
+    kiq_api_replication_need_t *needs = kiq_arena_calloc(&r->arena, (size_t)(total ? total : 1), sizeof *needs);
+    int nneeds = 0;
+    out->markers_n = nm;
+    out->markers = kiq_arena_calloc(&r->arena, (size_t)(nm ? nm : 1), sizeof *out->markers);
+    for (int32_t i = 0; i < nm; i++) {
+        const kiq_write_txn_markers_request_markers_t *m = &req->markers[i];
+        kiq_write_txn_markers_response_markers_t *om = &out->markers[i];
+        kiq_write_txn_markers_response_markers_init(om);
+        om->producer_id = m->producer_id;
+        int32_t nt = m->topics_n > 0 ? m->topics_n : 0;
+        om->topics_n = nt;
+        om->topics = kiq_arena_calloc(&r->arena, (size_t)(nt ? nt : 1), sizeof *om->topics);
+        kiq_txn_marker_t marker = {m->producer_id, m->producer_epoch, m->coordinator_epoch, m->transaction_result};
+        for (int32_t j = 0; j < nt; j++) {
+            const kiq_write_txn_markers_request_markers_topics_t *t = &m->topics[j];
+            kiq_write_txn_markers_response_markers_topics_t *ot = &om->topics[j];
+            kiq_write_txn_markers_response_markers_topics_init(ot);
+            ot->name = t->name;
+            int32_t np = t->partition_indexes_n > 0 ? t->partition_indexes_n : 0;
+            ot->partitions_n = np;
+            ot->partitions = kiq_arena_calloc(&r->arena, (size_t)(np ? np : 1), sizeof *ot->partitions);
+            const char *name = kiq_arena_strndup(&r->arena, t->name.p ? t->name.p : "", t->name.p ? (size_t)t->name.len : 0);
+            for (int32_t k = 0; k < np; k++) {
+                kiq_write_txn_markers_response_markers_topics_partitions_init(&ot->partitions[k]);
+                ot->partitions[k].partition_index = t->partition_indexes[k];
+                if (!allowed) {
+                    ot->partitions[k].error_code = KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+                    continue;
+                }
+                int64_t need;
+                int16_t err = kiq_txn_marker_append(kiq_txn_coordinator_markers(b->txns), &marker, t->name,
+                                                    t->partition_indexes[k], &need);
+                ot->partitions[k].error_code = err;
+                if (err)
+                    KIQ_DEBUG("WriteTxnMarkers for producer %lld at %s-%d: %s", (long long)m->producer_id, name,
+                              t->partition_indexes[k], kiq_error_get());
+                else
+                    needs[nneeds++] = (kiq_api_replication_need_t){name, t->partition_indexes[k], need};
+            }
+        }
+    }
+    return kiq_api_respond_when_all_replicated(b, r, response, needs, nneeds, KIQ_API_COORDINATOR_WRITE_TIMEOUT_MS,
+                                               timed_out);
+}
