@@ -1016,6 +1016,14 @@ int64_t kiq_partition_log_last_stable_offset(kiq_partition_log_t *l)
     return lso;
 }
 
+size_t kiq_partition_log_aborted_count(kiq_partition_log_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    size_t n = kiq_txn_index_count(l->aborted);
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
 size_t kiq_partition_log_aborted(kiq_partition_log_t *l, int64_t from, int64_t upper, kiq_arena_t *arena,
                                  kiq_aborted_t **out)
 {

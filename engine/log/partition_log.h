@@ -193,6 +193,8 @@ int kiq_partition_log_append_marker(kiq_partition_log_t *l, const kiq_txn_marker
  * oldest ongoing transaction when that is lower. What read_committed
  * consumers may read up to. */
 int64_t kiq_partition_log_last_stable_offset(kiq_partition_log_t *l);
+/* How many aborted transactions the log knows (from its log start on). */
+size_t kiq_partition_log_aborted_count(kiq_partition_log_t *l);
 /* The aborted transactions a read_committed fetch of [from, upper) must
  * know of (see kiq_txn_index_collect), into an array in arena; how many. */
 size_t kiq_partition_log_aborted(kiq_partition_log_t *l, int64_t from, int64_t upper, kiq_arena_t *arena,

@@ -158,6 +158,10 @@ static void push_partition_state(lua_State *L, kiq_partition_t *p)
     kiq_lua_set_num(L, "log_start_offset", (double)kiq_partition_log_start_offset(log));
     kiq_lua_set_num(L, "log_end_offset", (double)leo);
     kiq_lua_set_num(L, "high_watermark", (double)kiq_partition_log_high_watermark(log));
+    /* transactions: where read_committed consumers stop, and the aborted
+     * ones the .txnindex files hold */
+    kiq_lua_set_num(L, "last_stable_offset", (double)kiq_partition_log_last_stable_offset(log));
+    kiq_lua_set_num(L, "aborted_transactions", (double)kiq_partition_log_aborted_count(log));
     /* the replication state: role, leader, replica set and ISR, and on a
      * leader each follower's log end offset as its fetches showed it */
     static const char *const roles[] = {"none", "leader", "follower"};

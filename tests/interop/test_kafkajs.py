@@ -132,3 +132,31 @@ def test_kafkajs_and_confluent_share_a_range_group(broker, members, js_members, 
     check_exactly_once(ms, msgs, reports)
     for m in ms:
         assert m.stop() == 0, m.describe()
+
+
+def test_kafkajs_transactions(broker):
+    """kafkajs transactions with its own API: commits and aborts in turn, and
+    offsets sent in a committed transaction; a read_committed consumer
+    (confluent-kafka) gets exactly the committed records, and the group's
+    offset is the last committed transaction's."""
+    from confluent_kafka import TopicPartition
+    from test_exactly_once import read
+
+    topic = "kafkajs-txn"
+    kc.create_topic(broker.bootstrap, topic, 1)
+    out = subprocess.run([NODE, str(JS / "transactions.js"), "--bootstrap", broker.bootstrap, "--topic", topic,
+                          "--group", "kafkajs-txn-group"],
+                         cwd=str(JS), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    got = [v.decode() for _, _, _, v in read(broker.bootstrap, topic)]
+    assert got == result["committed"]
+    everything = [v.decode() for _, _, _, v in read(broker.bootstrap, topic, isolation="read_uncommitted")]
+    assert sorted(everything) == sorted(result["committed"] + result["aborted"])
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "kafkajs-txn-group"})
+    try:
+        (tp,) = c.committed([TopicPartition(topic, 0)], timeout=10)
+    finally:
+        c.close()
+    assert tp.offset == 3  # round 2's sendOffsets; round 3 aborted

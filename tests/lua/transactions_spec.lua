@@ -17,6 +17,8 @@ local ALLOCATE_PRODUCER_IDS, NOT_CONTROLLER, STALE_BROKER_EPOCH, LIST_TXNS = 67,
 local NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_COORDINATOR, INVALID_REQUEST = 0, 3, 16, 42
 local INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT = 47, 49, 50
 local CONCURRENT_TRANSACTIONS, OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, TRANSACTIONAL_ID_NOT_FOUND = 51, 55, 90, 105
+local END_TXN, WRITE_TXN_MARKERS, TXN_OFFSET_COMMIT, OFFSET_FETCH = 26, 27, 28, 9
+local INVALID_TXN_STATE, CLUSTER_AUTHORIZATION_FAILED, UNSTABLE_OFFSET_COMMIT = 48, 31, 88
 
 local function open(b)
   return assert(connection.open("127.0.0.1", b.port, { client_id = "transactions-spec", request_timeout_ms = 15000 }))
@@ -182,6 +184,76 @@ describe("a transactional id on one broker", function()
     assert.are.same({ ["tx-out"] = { [0] = PRODUCER_FENCED } }, add(c, "tx-p", pid, epoch, { ["tx-out"] = { 0 } }))
     assert.are.same({ NONE, pid, epoch + 2 }, { init(c, "tx-p") })
     assert.are.equal("Empty", describe_txn(c, "tx-p").transaction_state)
+  end)
+
+  it("ends transactions with EndTxn and refuses what Kafka refuses, appending nothing", function()
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "tx-end", partitions = 1 } })
+    a:close()
+    local function end_txn(id, pid, epoch, commit, version)
+      return assert(c:request(END_TXN, { transactional_id = id, producer_id = pid, producer_epoch = epoch,
+        committed = commit }, { version = version or 3 })).error_code
+    end
+    local _, pid, epoch = init(c, "tx-e")
+    local tp = partition_of("tx-e", 5)
+    local function state_leo() return b:state().topics.__transaction_state.partitions[tp].log_end_offset end
+    local leo = state_leo()
+    -- nothing to end, an unknown id, another producer id, an older epoch
+    assert.are.equal(INVALID_TXN_STATE, end_txn("tx-e", pid, epoch, true))
+    assert.are.equal(INVALID_PRODUCER_ID_MAPPING, end_txn("tx-unknown", pid, epoch, true))
+    assert.are.equal(INVALID_PRODUCER_ID_MAPPING, end_txn("tx-e", pid + 1, epoch, false))
+    assert.are.equal(INVALID_REQUEST, end_txn("", pid, epoch, false))
+    assert.are.equal(leo, state_leo())
+    assert.are.same({ ["tx-end"] = { [0] = NONE } }, add(c, "tx-e", pid, epoch, { ["tx-end"] = { 0 } }))
+    assert.are.equal(PRODUCER_FENCED, end_txn("tx-e", pid, epoch - 1, true))
+    assert.are.equal(INVALID_PRODUCER_EPOCH, end_txn("tx-e", pid, epoch - 1, true, 1))
+    -- offsets inside the transaction stay pending: a require_stable fetch is told so
+    local r = assert(c:request(ADD_OFFSETS, { transactional_id = "tx-e", producer_id = pid, producer_epoch = epoch,
+      group_id = "tx-e-group" }))
+    assert.are.equal(NONE, r.error_code)
+    local function commit_offsets(partition)
+      local rr = assert(c:request(TXN_OFFSET_COMMIT, { transactional_id = "tx-e", group_id = "tx-e-group",
+        producer_id = pid, producer_epoch = epoch, topics = { { name = "tx-end", partitions = {
+          { partition_index = partition, committed_offset = 42, committed_metadata = "m" } } } } }, { version = 3 }))
+      return rr.topics[1].partitions[1].error_code
+    end
+    assert.are.equal(UNKNOWN_TOPIC_OR_PARTITION, commit_offsets(7))
+    assert.are.equal(NONE, commit_offsets(0))
+    local function fetched()
+      local rr = assert(c:request(OFFSET_FETCH, { group_id = "tx-e-group", topics = { { name = "tx-end",
+        partition_indexes = { 0 } } }, require_stable = true }, { version = 7 }))
+      local p = rr.topics[1].partitions[1]
+      return p.error_code, p.committed_offset
+    end
+    assert.are.same({ UNSTABLE_OFFSET_COMMIT }, { (fetched()) })
+    -- the commit: PrepareCommit, then markers, then CompleteCommit
+    assert.are.equal(NONE, end_txn("tx-e", pid, epoch, true))
+    assert.is_true(wait_for(function() return describe_txn(c, "tx-e").transaction_state == "CompleteCommit" end))
+    -- the retry of a commit that went through is answered as it was; the other end is not
+    assert.are.equal(NONE, end_txn("tx-e", pid, epoch, true))
+    assert.are.equal(INVALID_TXN_STATE, end_txn("tx-e", pid, epoch, false))
+    assert.are.same({ NONE, 42 }, { fetched() })
+    -- one marker in the data partition, none read as a record; the LSO is past it
+    local p = b:state().topics["tx-end"].partitions[0]
+    assert.are.same({ 1, 1, 0 }, { p.log_end_offset, p.last_stable_offset, p.aborted_transactions })
+  end)
+
+  it("refuses transaction markers from clients", function()
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "tx-mk", partitions = 1 } })
+    a:close()
+    local r = assert(c:request(WRITE_TXN_MARKERS, { markers = { { producer_id = 7, producer_epoch = 0,
+      transaction_result = false, coordinator_epoch = 0, topics = { { name = "tx-mk", partition_indexes = { 0 } } } } } },
+      { version = 1 }))
+    assert.are.equal(CLUSTER_AUTHORIZATION_FAILED, r.markers[1].topics[1].partitions[1].error_code)
+    -- the same when the client calls itself a broker of a cluster it is not in
+    local fake = assert(connection.open("127.0.0.1", b.port, { client_id = "kafkaiq-broker-0" }))
+    r = assert(fake:request(WRITE_TXN_MARKERS, { markers = { { producer_id = 7, producer_epoch = 0,
+      transaction_result = true, coordinator_epoch = 0, topics = { { name = "tx-mk", partition_indexes = { 0 } } } } } },
+      { version = 0 }))
+    fake:close()
+    assert.are.equal(CLUSTER_AUTHORIZATION_FAILED, r.markers[1].topics[1].partitions[1].error_code)
+    assert.are.equal(0, b:state().topics["tx-mk"].partitions[0].log_end_offset)
   end)
 
   it("lists its transactional ids by state, producer id and duration", function()

@@ -1,0 +1,224 @@
+/* Transactions in a real partition log: a transactional producer's first
+ * offset holds the last stable offset back until its marker; COMMIT and
+ * ABORT control batches as Kafka writes them; aborted transactions in the
+ * segment's .txnindex (Kafka's 34-byte entries) and what a read_committed
+ * fetch is given; the marker checks (stale producer epoch, stale
+ * coordinator epoch); and all of it after a clean reopen, an unclean one
+ * (rebuilt from the log), a truncation, a follower's copy and retention. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/arena.h"
+#include "log/log_names.h"
+#include "log/partition_log.h"
+#include "proto/errors.h"
+#include "record/batch.h"
+#include "record/compression.h"
+#include "support/log_fixture.h"
+
+static int setup(void **state)
+{
+    kiq_test_log_dir_t *f = kiq_test_log_dir_new("txnlog", "data/txn-0");
+    if (!f) return -1;
+    *state = f;
+    return 0;
+}
+
+/* Appends n records of transactional producer pid/epoch from sequence
+ * seq; the append's result. */
+static int append_txn(kiq_partition_log_t *l, int n, int64_t pid, int16_t epoch, int32_t seq)
+{
+    kiq_batch_builder_t b;
+    kiq_batch_builder_init(&b, KIQ_CODEC_NONE, 1700000000000);
+    kiq_batch_builder_set_producer(&b, pid, epoch, seq);
+    b.transactional = true;
+    for (int i = 0; i < n; i++) assert_int_equal(kiq_batch_builder_add(&b, "k", 1, "v", 1, NULL, 0, 1700000000000), 0);
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    assert_int_equal(kiq_batch_builder_finish(&b, &w), 0);
+    kiq_batch_builder_free(&b);
+    kiq_log_append_result_t res;
+    int rc = kiq_partition_log_append_checked(l, w.buf, w.len, 0, NULL, &res);
+    kiq_wr_free(&w);
+    return rc;
+}
+
+static int marker(kiq_partition_log_t *l, int64_t pid, int16_t epoch, int32_t coordinator_epoch, bool commit)
+{
+    kiq_txn_marker_t m = {pid, epoch, coordinator_epoch, commit};
+    kiq_log_append_result_t res;
+    return kiq_partition_log_append_marker(l, &m, 0, NULL, &res);
+}
+
+static int64_t lso(kiq_partition_log_t *l)
+{
+    kiq_partition_log_set_high_watermark(l, kiq_partition_log_end_offset(l));
+    return kiq_partition_log_last_stable_offset(l);
+}
+
+static size_t aborted(kiq_partition_log_t *l, int64_t from, kiq_arena_t *a, kiq_aborted_t **out)
+{
+    return kiq_partition_log_aborted(l, from, INT64_MAX, a, out);
+}
+
+static off_t txnindex_size(const kiq_test_log_dir_t *f, int64_t base)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%020lld%s", f->dir, (long long)base, KIQ_TXNINDEX_SUFFIX);
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* The log of the tests: producer 7 commits 0..2 (marker 3), producer 8
+ * starts at 4, producer 7 aborts 5..6 (marker 7) while 8 is open; 8 left
+ * open. */
+static kiq_partition_log_t *two_producers(kiq_test_log_dir_t *f)
+{
+    kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
+    assert_non_null(l);
+    assert_int_equal(append_txn(l, 3, 7, 0, 0), 0);
+    assert_int_equal(lso(l), 0);
+    assert_int_equal(marker(l, 7, 0, 0, true), 0);
+    assert_int_equal(lso(l), 4);
+    assert_int_equal(append_txn(l, 1, 8, 0, 0), 0);
+    assert_int_equal(append_txn(l, 2, 7, 0, 3), 0);
+    assert_int_equal(marker(l, 7, 0, 0, false), 0);
+    assert_int_equal(kiq_partition_log_end_offset(l), 8);
+    return l;
+}
+
+static void test_markers_move_the_last_stable_offset(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    kiq_partition_log_t *l = two_producers(f);
+    /* producer 8 holds it at its first offset */
+    assert_int_equal(lso(l), 4);
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_aborted_t *ab;
+    assert_int_equal(aborted(l, 0, &a, &ab), 1);
+    assert_int_equal(ab[0].producer_id, 7);
+    assert_int_equal(ab[0].first_offset, 5);
+    assert_int_equal(ab[0].last_offset, 7);
+    assert_int_equal(ab[0].last_stable_offset, 4); /* producer 8 still open then */
+    /* a fetch past the abort marker needs not know it */
+    assert_int_equal(aborted(l, 8, &a, &ab), 0);
+    assert_int_equal(kiq_partition_log_aborted(l, 0, 5, &a, &ab), 0);
+    assert_int_equal(txnindex_size(f, 0), KIQ_TXN_INDEX_ENTRY);
+    /* the marker is a control batch of one record: COMMIT / ABORT */
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    assert_true(kiq_partition_log_read(l, 7, 1 << 20, 8, &w) > 0);
+    kiq_batch_header_t h;
+    assert_int_equal(kiq_batch_header_parse(w.buf, w.len, &h), 0);
+    assert_true(kiq_batch_is_control(&h) && kiq_batch_is_transactional(&h));
+    assert_int_equal(h.producer_id, 7);
+    assert_int_equal(h.base_sequence, -1);
+    assert_int_equal(kiq_batch_control_type(w.buf, kiq_batch_size(&h)), KIQ_CONTROL_ABORT);
+    kiq_wr_free(&w);
+    assert_int_equal(marker(l, 8, 0, 0, true), 0);
+    assert_int_equal(lso(l), 9);
+    assert_int_equal(aborted(l, 0, &a, &ab), 1);
+    kiq_arena_reset(&a);
+    kiq_partition_log_free(l);
+}
+
+static void test_markers_are_checked(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
+    assert_non_null(l);
+    assert_int_equal(append_txn(l, 1, 9, 3, 0), 0);
+    assert_int_equal(marker(l, 9, 2, 5, false), KIQ_ERR_INVALID_PRODUCER_EPOCH);
+    assert_int_equal(marker(l, 9, 3, 5, false), 0);
+    assert_int_equal(marker(l, 9, 3, 4, true), KIQ_ERR_TRANSACTION_COORDINATOR_FENCED);
+    /* a fence's abort comes at the next epoch; the producer then starts over at sequence 0 */
+    assert_int_equal(marker(l, 9, 4, 5, false), 0);
+    assert_int_equal(append_txn(l, 1, 9, 3, 1), KIQ_ERR_INVALID_PRODUCER_EPOCH);
+    assert_int_equal(append_txn(l, 1, 9, 4, 0), 0);
+    assert_int_equal(kiq_partition_log_end_offset(l), 4);
+    kiq_partition_log_free(l);
+}
+
+static void test_reopen_keeps_transactions(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    kiq_partition_log_free(two_producers(f));
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_aborted_t *ab;
+    /* clean: the snapshot and the .txnindex */
+    kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
+    assert_non_null(l);
+    assert_int_equal(lso(l), 4);
+    assert_int_equal(aborted(l, 0, &a, &ab), 1);
+    kiq_partition_log_free(l);
+    /* unclean, snapshots and .txnindex gone: rebuilt from the batches */
+    char path[512];
+    snprintf(path, sizeof path, "%s/%020d%s", f->dir, 0, KIQ_TXNINDEX_SUFFIX);
+    assert_int_equal(unlink(path), 0);
+    snprintf(path, sizeof path, "%s/%020d.snapshot", f->dir, 8);
+    assert_int_equal(unlink(path), 0);
+    f->cfg.clean_shutdown = false;
+    l = kiq_partition_log_open_at(f->dir, &f->cfg, 0);
+    assert_non_null(l);
+    assert_int_equal(lso(l), 4);
+    assert_int_equal(aborted(l, 0, &a, &ab), 1);
+    assert_int_equal(ab[0].first_offset, 5);
+    assert_int_equal(ab[0].last_offset, 7);
+    assert_int_equal(txnindex_size(f, 0), KIQ_TXN_INDEX_ENTRY);
+    /* truncated below the abort marker: the entry goes, file and all */
+    assert_int_equal(kiq_partition_log_truncate_to(l, 6), 0);
+    assert_int_equal(aborted(l, 0, &a, &ab), 0);
+    assert_int_equal(txnindex_size(f, 0), -1);
+    /* producer 7's transaction from 5 is open again, as is 8's from 4 */
+    assert_int_equal(lso(l), 4);
+    kiq_arena_reset(&a);
+    kiq_partition_log_free(l);
+}
+
+static void test_follower_copies_aborted_transactions(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    kiq_partition_log_t *leader = two_producers(f);
+    kiq_test_log_dir_t *g = kiq_test_log_dir_new("txnfollower", "data/txn-0");
+    assert_non_null(g);
+    kiq_partition_log_t *follower = kiq_partition_log_open(g->dir, &g->cfg);
+    assert_non_null(follower);
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    assert_true(kiq_partition_log_read(leader, 0, 1 << 20, 8, &w) > 0);
+    kiq_log_append_result_t res;
+    assert_int_equal(kiq_partition_log_append_follower(follower, w.buf, w.len, &res), 0);
+    kiq_wr_free(&w);
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_aborted_t *ab;
+    assert_int_equal(aborted(follower, 0, &a, &ab), 1);
+    assert_int_equal(ab[0].first_offset, 5);
+    assert_int_equal(lso(follower), 4);
+    kiq_arena_reset(&a);
+    kiq_partition_log_free(follower);
+    kiq_test_log_dir_free(g);
+    kiq_partition_log_free(leader);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_markers_move_the_last_stable_offset, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_markers_are_checked, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_reopen_keeps_transactions, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_follower_copies_aborted_transactions, setup, kiq_test_log_dir_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
