@@ -1,7 +1,9 @@
-"""Exactly-once with confluent-kafka (librdkafka 2.0.2) against one broker:
+"""Exactly-once with confluent-kafka (librdkafka 2.0.2): on one broker,
 zombie fencing, a transaction the coordinator aborts past its timeout, and
 a consume-transform-produce application SIGKILLed at seeded random moments
-whose output holds every input exactly once.
+whose output holds every input exactly once; on three broker processes, the
+coordinator's broker SIGKILLed after EndTxn and before its marker, the
+transaction completed by the new coordinator.
 """
 
 import os
@@ -51,15 +53,17 @@ def end_offset(bootstrap, topic, partition=0):
 
 def read(bootstrap, topic, partitions=1, isolation="read_committed", timeout=30):
     """Every record a consumer in isolation gets from topic, up to where each
-    partition ends, as (partition, offset, key, value)."""
-    ends = {p: end_offset(bootstrap, topic, p) for p in range(partitions)}
+    partition ends, as (partition, offset, key, value). partitions: how many
+    (0..n-1), or a list of them."""
+    parts = list(range(partitions)) if isinstance(partitions, int) else list(partitions)
+    ends = {p: end_offset(bootstrap, topic, p) for p in parts}
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"eos-read-{time.monotonic_ns()}",
                   "isolation.level": isolation, "enable.partition.eof": True, "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    c.assign([TopicPartition(topic, p, 0) for p in parts])
     got, at_end = [], set()
     deadline = time.monotonic() + timeout
     try:
-        while len(at_end) < partitions:
+        while len(at_end) < len(parts):
             assert time.monotonic() < deadline, f"{isolation} read of {topic} stopped short: {len(got)} records"
             m = c.poll(0.5)
             if m is None:
@@ -170,3 +174,89 @@ def test_consume_transform_produce_survives_sigkill(eos_broker, tmp_path):
     for part in range(partitions):
         seq = [int(v[5:]) for pp, _, _, v in got if pp == part]
         assert seq == sorted(seq)
+
+
+def find_coordinator(bootstrap_broker, txn_id):
+    """The transaction coordinator's node id (FindCoordinator v1, key type 1)."""
+    import struct
+
+    import kiq_wire as kw
+    with kw.Conn(bootstrap_broker.host, bootstrap_broker.port) as c:
+        r = kw.Reader(c.call(10, 1, kw.string(txn_id) + struct.pack(">b", 1)))
+        r.int32()
+        err = r.int16()
+        r.string()
+        node = r.int32()
+    return node if err == 0 else None
+
+
+def coordinator_of(broker, txn_id, timeout=20):
+    """find_coordinator, asked until it answers."""
+    from cluster import wait_until
+
+    def ask():
+        node = find_coordinator(broker, txn_id)
+        return None if node is None else [node]
+    return wait_until(ask, timeout, f"the transaction coordinator of {txn_id}")[0]
+
+
+@pytest.mark.timeout(240)
+def test_coordinator_killed_before_its_markers(tmp_path):
+    """3 brokers, one process each. The broker leading the transaction's
+    data partition is paused so its marker cannot be written; EndTxn
+    (commit) is answered once PrepareCommit is replicated; then the
+    coordinator's broker is SIGKILLed. The new coordinator finds the
+    PrepareCommit, writes the marker once the paused broker is back, and
+    the transaction completes: a read_committed consumer sees all of its
+    records, and saw none of them before."""
+    from cluster import CLUSTER_OVERRIDES, Cluster, wait_until
+
+    c = Cluster(tmp_path / "cluster", 3, overrides=CLUSTER_OVERRIDES + ("transaction.state.log.num.partitions=6",))
+    c.start()
+    try:
+        c.wait_registered()
+        topic = "eos-failover"
+        # one replica each (so pausing its broker stops the partition), which
+        # acks=all (transactional producers use nothing else) needs allowed
+        admin = AdminClient({"bootstrap.servers": c.bootstrap})
+        for f in admin.create_topics([NewTopic(topic, 3, 1, config={"min.insync.replicas": "1"})]).values():
+            f.result(30)
+        c.wait_healthy(topic, 3, rf=1)
+        # coordinator and data leader on brokers 1 and 2: broker 0 hosts the
+        # controller, which must stay up to move leaderships
+        txn_id = coordinator = None
+        for i in range(200):
+            node = coordinator_of(c[0], f"failover-{i}")
+            if node in (1, 2):
+                txn_id, coordinator = f"failover-{i}", node
+                break
+        assert txn_id, "no transactional id hashes to a partition led by broker 1 or 2"
+        data_leader = 3 - coordinator
+        partition = next(p for p in range(3) if c.leader(topic, p) == data_leader)
+        p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": txn_id,
+                      "transaction.timeout.ms": 120000})
+        p.init_transactions(60)
+        p.begin_transaction()
+        values = [f"failover-{i}".encode() for i in range(20)]
+        for v in values:
+            p.produce(topic, v, partition=partition)
+        assert p.flush(30) == 0
+        c[data_leader].pause()
+        p.commit_transaction(60)
+        c[coordinator].kill()
+        c[data_leader].resume()
+        live = f"{c[0].bootstrap},{c[data_leader].bootstrap}"
+        # the new coordinator (once the controller fenced the killed broker)
+        # writes the marker: the 20 records and the COMMIT marker (a second
+        # one when the killed coordinator's WriteTxnMarkers, sent before it
+        # died, reaches the resumed leader too: harmless)
+        wait_until(lambda: end_offset(live, topic, partition) >= 21, 60, "the COMMIT marker")
+        got = [v for _, _, _, v in read(live, topic, [partition])]
+        assert got == values
+        assert coordinator_of(c[0], txn_id, 30) != coordinator
+        # the killed broker comes back and follows what happened meanwhile
+        c[coordinator].start()
+        c.wait_registered()
+        assert [v for _, _, _, v in read(c.bootstrap, topic, 3)] == values
+    finally:
+        c.stop()
