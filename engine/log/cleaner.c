@@ -17,6 +17,27 @@
 #include "record/compression.h"
 #include "record/crc32c.h"
 
+/* ---- Aborted transactions ---- */
+
+/* The aborted transactions of the segments being cleaned (log/txn_index.h),
+ * in the arena of one kiq_log_clean call. */
+typedef struct aborted_set {
+    kiq_aborted_t *e;
+    size_t n;
+} aborted_set_t;
+
+/* Whether the batch holds records of an aborted transaction: they never
+ * count as a key's latest value and are dropped, as Kafka's cleaner does. */
+static bool aborted_batch(const aborted_set_t *a, const kiq_batch_header_t *h)
+{
+    if (!kiq_batch_is_transactional(h) || kiq_batch_is_control(h)) return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->e[i].producer_id == h->producer_id && a->e[i].first_offset <= h->base_offset &&
+            h->base_offset < a->e[i].last_offset)
+            return true;
+    return false;
+}
+
 /* ---- Offset map: key -> latest offset ---- */
 
 /* Open addressing over full key copies (no digest, so no collision can
@@ -139,14 +160,14 @@ static int map_record(const kiq_record_t *rec, void *ctx)
     return map_put(ctx, rec->key.p, rec->key.len, rec->offset);
 }
 
-static int map_segment(offset_map_t *m, const kiq_log_closed_segment_t *cs, int64_t *records)
+static int map_segment(offset_map_t *m, const aborted_set_t *ab, const kiq_log_closed_segment_t *cs, int64_t *records)
 {
     seg_reader_t r = {.cs = cs};
     kiq_batch_header_t h;
     size_t len;
     int rc;
     while ((rc = next_batch(&r, &len, &h)) == 1) {
-        if (kiq_batch_is_control(&h)) continue;
+        if (kiq_batch_is_control(&h) || aborted_batch(ab, &h)) continue;
         *records += h.record_count;
         if (kiq_batch_foreach_record(r.buf, len, KIQ_BATCH_MAX_DECOMPRESSED, map_record, m) != 0) {
             rc = kiq_error_set("%s: batch %" PRId64 ": %s", cs->seg->path, h.base_offset, kiq_error_get());
@@ -220,7 +241,8 @@ static int rebuild_batch(const uint8_t *orig, const kiq_batch_header_t *h, keep_
 
 /* Writes the cleaned copy of cs to `.cleaned` and, when anything went,
  * renames it `.swap`: 1 then, 0 when the segment stays as it is, -1. */
-static int clean_segment(const char *dir, offset_map_t *m, const kiq_log_closed_segment_t *cs, bool drop_tombstones,
+static int clean_segment(const char *dir, offset_map_t *m, const aborted_set_t *ab, const kiq_log_closed_segment_t *cs,
+                         bool drop_tombstones,
                          kiq_cleaner_stats_t *st, uint64_t *new_size)
 {
     char cleaned[PATH_MAX], swap[PATH_MAX];
@@ -244,7 +266,10 @@ static int clean_segment(const char *dir, offset_map_t *m, const kiq_log_closed_
     while ((rc = next_batch(&r, &len, &h)) == 1) {
         out.len = 0;
         if (kiq_batch_is_control(&h)) {
+            /* markers stay: a read_committed consumer may still need them */
             kiq_wr_raw(&out, r.buf, len);
+        } else if (aborted_batch(ab, &h)) {
+            dropped = true;
         } else {
             k.recs.len = 0;
             k.kept = 0;
@@ -304,19 +329,28 @@ int kiq_log_clean(kiq_partition_log_t *l, const kiq_cleaner_options_t *opt, kiq_
     uint64_t generation;
     int n = kiq_partition_log_closed_segments(l, &segs, &generation);
     if (n <= 0) return n;
+    /* never past the last stable offset: an open transaction's records are
+     * neither committed nor aborted yet */
+    int64_t lso = kiq_partition_log_last_stable_offset(l);
     int cleanable = 0;
-    while (cleanable < n && (opt->min_compaction_lag_ms <= 0 ||
-                             segs[cleanable].max_timestamp <= opt->now_ms - opt->min_compaction_lag_ms))
+    while (cleanable < n && segs[cleanable].next_offset <= lso &&
+           (opt->min_compaction_lag_ms <= 0 ||
+            segs[cleanable].max_timestamp <= opt->now_ms - opt->min_compaction_lag_ms))
         cleanable++;
+    kiq_arena_t arena;
+    kiq_arena_init(&arena);
+    aborted_set_t ab = {0};
+    if (cleanable > 0)
+        ab.n = kiq_partition_log_aborted(l, segs[0].base_offset, segs[cleanable - 1].next_offset, &arena, &ab.e);
     offset_map_t m = {0};
     int rc = 0, replaced = 0;
-    for (int i = 0; i < cleanable && rc == 0; i++) rc = map_segment(&m, &segs[i], &st->records_read);
+    for (int i = 0; i < cleanable && rc == 0; i++) rc = map_segment(&m, &ab, &segs[i], &st->records_read);
     for (int i = 0; i < cleanable && rc == 0; i++) {
         const kiq_log_closed_segment_t *cs = &segs[i];
         bool drop_tombstones = cs->max_timestamp < opt->now_ms - opt->delete_retention_ms;
         uint64_t new_size = 0;
         int64_t kept_before = st->records_kept;
-        int r = clean_segment(dir, &m, cs, drop_tombstones, st, &new_size);
+        int r = clean_segment(dir, &m, &ab, cs, drop_tombstones, st, &new_size);
         if (r < 0) {
             rc = -1;
             break;
@@ -336,6 +370,7 @@ int kiq_log_clean(kiq_partition_log_t *l, const kiq_cleaner_options_t *opt, kiq_
         replaced++;
     }
     map_free(&m);
+    kiq_arena_reset(&arena);
     kiq_partition_log_closed_release(segs, n);
     return rc < 0 ? -1 : replaced;
 }

@@ -35,9 +35,12 @@ typedef struct kiq_cleaner_stats {
     uint64_t bytes_after;
 } kiq_cleaner_stats_t;
 
-/* One pass over l. Returns the number of segments replaced, or -1 with the
- * reason (segments already swapped in stay). Segments where nothing would
- * go are left alone. */
+/* One pass over l, over the closed segments below its last stable offset
+ * (nothing uncommitted, no open transaction). Records of aborted
+ * transactions never count as a key's latest value and are removed;
+ * transaction markers are kept. Returns the number of segments replaced,
+ * or -1 with the reason (segments already swapped in stay). Segments where
+ * nothing would go are left alone. */
 int kiq_log_clean(kiq_partition_log_t *l, const kiq_cleaner_options_t *opt, kiq_cleaner_stats_t *stats);
 
 #endif

@@ -4,7 +4,9 @@
  * segment's .txnindex (Kafka's 34-byte entries) and what a read_committed
  * fetch is given; the marker checks (stale producer epoch, stale
  * coordinator epoch); and all of it after a clean reopen, an unclean one
- * (rebuilt from the log), a truncation, a follower's copy and retention. */
+ * (rebuilt from the log), a truncation, a follower's copy; and the
+ * cleaner, which drops aborted records and never lets one shadow a
+ * committed value. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +20,7 @@
 #include <cmocka.h>
 
 #include "core/arena.h"
+#include "log/cleaner.h"
 #include "log/log_names.h"
 #include "log/partition_log.h"
 #include "proto/errors.h"
@@ -35,13 +38,16 @@ static int setup(void **state)
 
 /* Appends n records of transactional producer pid/epoch from sequence
  * seq; the append's result. */
-static int append_txn(kiq_partition_log_t *l, int n, int64_t pid, int16_t epoch, int32_t seq)
+static int append_value(kiq_partition_log_t *l, int n, int64_t pid, int16_t epoch, int32_t seq, const char *value)
 {
     kiq_batch_builder_t b;
     kiq_batch_builder_init(&b, KIQ_CODEC_NONE, 1700000000000);
-    kiq_batch_builder_set_producer(&b, pid, epoch, seq);
-    b.transactional = true;
-    for (int i = 0; i < n; i++) assert_int_equal(kiq_batch_builder_add(&b, "k", 1, "v", 1, NULL, 0, 1700000000000), 0);
+    if (pid >= 0) {
+        kiq_batch_builder_set_producer(&b, pid, epoch, seq);
+        b.transactional = true;
+    }
+    for (int i = 0; i < n; i++)
+        assert_int_equal(kiq_batch_builder_add(&b, "k", 1, value, (int32_t)strlen(value), NULL, 0, 1700000000000), 0);
     kiq_wr_t w;
     kiq_wr_init(&w);
     assert_int_equal(kiq_batch_builder_finish(&b, &w), 0);
@@ -50,6 +56,11 @@ static int append_txn(kiq_partition_log_t *l, int n, int64_t pid, int16_t epoch,
     int rc = kiq_partition_log_append_checked(l, w.buf, w.len, 0, NULL, &res);
     kiq_wr_free(&w);
     return rc;
+}
+
+static int append_txn(kiq_partition_log_t *l, int n, int64_t pid, int16_t epoch, int32_t seq)
+{
+    return append_value(l, n, pid, epoch, seq, "v");
 }
 
 static int marker(kiq_partition_log_t *l, int64_t pid, int16_t epoch, int32_t coordinator_epoch, bool commit)
@@ -212,6 +223,73 @@ static void test_follower_copies_aborted_transactions(void **state)
     kiq_partition_log_free(leader);
 }
 
+static int value_of_k(const kiq_record_t *rec, void *ctx)
+{
+    char *out = ctx;
+    if (rec->value.p && rec->value.len < 32) {
+        memcpy(out, rec->value.p, (size_t)rec->value.len);
+        out[rec->value.len] = '\0';
+    }
+    return 0;
+}
+
+static void test_cleaner_drops_aborted_records(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    f->cfg.segment_bytes = 100; /* a segment per batch: all but the last closed */
+    kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
+    assert_non_null(l);
+    assert_int_equal(append_value(l, 1, -1, 0, 0, "committed"), 0);
+    assert_int_equal(append_value(l, 1, 7, 0, 0, "aborted"), 0);
+    assert_int_equal(marker(l, 7, 0, 0, false), 0);
+    assert_int_equal(append_value(l, 1, -1, 0, 0, "other"), 0); /* the active segment */
+    kiq_partition_log_set_high_watermark(l, kiq_partition_log_end_offset(l));
+    kiq_cleaner_options_t o = {.now_ms = 1700000000000 + 1000, .delete_retention_ms = 86400000};
+    assert_true(kiq_log_clean(l, &o, NULL) > 0);
+    /* offset 0 keeps its committed value, offset 1 is gone, the marker stays */
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    assert_true(kiq_partition_log_read(l, 0, 1 << 20, 3, &w) > 0);
+    kiq_batch_iter_t it;
+    kiq_batch_iter_init(&it, w.buf, w.len, false);
+    const uint8_t *batch;
+    size_t blen;
+    kiq_batch_header_t h;
+    int n = 0;
+    char value[32] = "";
+    while (kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
+        if (n == 0) {
+            assert_int_equal(h.base_offset, 0);
+            assert_int_equal(kiq_batch_foreach_record(batch, blen, 1 << 20, value_of_k, value), 0);
+        } else {
+            assert_int_equal(h.base_offset, 2);
+            assert_true(kiq_batch_is_control(&h));
+        }
+        n++;
+    }
+    assert_int_equal(n, 2);
+    assert_string_equal(value, "committed");
+    kiq_wr_free(&w);
+    kiq_partition_log_free(l);
+}
+
+static void test_cleaner_stops_at_an_open_transaction(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    f->cfg.segment_bytes = 100;
+    kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
+    assert_non_null(l);
+    assert_int_equal(append_value(l, 1, 7, 0, 0, "open"), 0);
+    assert_int_equal(append_value(l, 1, -1, 0, 0, "a"), 0);
+    assert_int_equal(append_value(l, 1, -1, 0, 0, "b"), 0);
+    assert_int_equal(append_value(l, 1, -1, 0, 0, "c"), 0);
+    kiq_partition_log_set_high_watermark(l, kiq_partition_log_end_offset(l));
+    assert_int_equal(lso(l), 0);
+    kiq_cleaner_options_t o = {.now_ms = 1700000000000 + 1000, .delete_retention_ms = 86400000};
+    assert_int_equal(kiq_log_clean(l, &o, NULL), 0);
+    kiq_partition_log_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +297,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_markers_are_checked, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_transactions, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_follower_copies_aborted_transactions, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_cleaner_drops_aborted_records, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_cleaner_stops_at_an_open_transaction, setup, kiq_test_log_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
