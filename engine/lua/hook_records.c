@@ -65,6 +65,39 @@ void kiq_hook_push_records(lua_State *L, const uint8_t *data, size_t len, bool f
     if (rc < 0) luaL_error(L, "cannot read the records: %s", kiq_error_get());
 }
 
+void kiq_hook_push_committed_records(lua_State *L, const uint8_t *data, size_t len, const kiq_hook_aborted_t *ab,
+                                     int n)
+{
+    /* producers inside an aborted transaction at this point of the data
+     * (below the result table, so records are set into that) */
+    int64_t *open = lua_newuserdata(L, (size_t)(n ? n : 1) * sizeof *open);
+    lua_newtable(L);
+    push_ctx_t pc = {L, 0, true};
+    int nopen = 0, next = 0;
+    kiq_batch_iter_t it;
+    kiq_batch_iter_init(&it, data, len, true);
+    const uint8_t *batch;
+    size_t blen;
+    kiq_batch_header_t h;
+    int rc;
+    while ((rc = kiq_batch_iter_next(&it, &batch, &blen, &h)) == 1) {
+        if (h.magic != KIQ_BATCH_MAGIC) continue;
+        while (next < n && ab[next].first_offset <= kiq_batch_last_offset(&h)) open[nopen++] = ab[next++].producer_id;
+        int at = -1;
+        for (int i = 0; i < nopen && at < 0; i++)
+            if (open[i] == h.producer_id) at = i;
+        if (kiq_batch_is_control(&h)) {
+            if (at >= 0 && kiq_batch_control_type(batch, blen) == KIQ_CONTROL_ABORT) open[at] = open[--nopen];
+            continue;
+        }
+        if (at >= 0 && kiq_batch_is_transactional(&h)) continue;
+        if (kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, push_record, &pc) != 0)
+            luaL_error(L, "cannot read the records: %s", kiq_error_get());
+    }
+    if (rc < 0) luaL_error(L, "cannot read the records: %s", kiq_error_get());
+    lua_remove(L, -2);
+}
+
 /* A record read from Lua, copied into the arena. */
 typedef struct lua_record {
     kiq_bytes_t key, value;

@@ -18,6 +18,18 @@
  * otherwise from a producer (offset deltas). */
 void kiq_hook_push_records(lua_State *L, const uint8_t *data, size_t len, bool fetched);
 
+/* An aborted transaction as a read_committed Fetch names it. */
+typedef struct kiq_hook_aborted {
+    int64_t producer_id, first_offset;
+} kiq_hook_aborted_t;
+
+/* kiq_hook_push_records for fetched data read_committed: the records of
+ * the n aborted transactions (ordered by first offset) are left out, as
+ * Kafka's consumer does: a producer's transactional batches from its
+ * aborted transaction's first offset until its ABORT marker. */
+void kiq_hook_push_committed_records(lua_State *L, const uint8_t *data, size_t len, const kiq_hook_aborted_t *ab,
+                                     int n);
+
 /* Builds one batch from the array of record tables at idx, with the codec,
  * producer fields and transactional flag of `like`. A record without a
  * timestamp gets like->base_timestamp. Returns the batch in arena memory, or

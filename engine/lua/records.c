@@ -16,7 +16,7 @@
 /* ---- records ----------------------------------------------------------- */
 
 /* core.build_batch{ codec=, base_timestamp=, producer_id=, producer_epoch=,
- *   base_sequence=, records = { {key=, value=, headers={{k, v}, ...}, timestamp=}, ... } }
+ *   base_sequence=, transactional=, records = { {key=, value=, headers={{k, v}, ...}, timestamp=}, ... } }
  * -> bytes | nil, err */
 static int l_build_batch(lua_State *L)
 {
@@ -43,6 +43,9 @@ static int l_build_batch(lua_State *L)
                                        (int32_t)lua_tointeger(L, -1));
         lua_pop(L, 2);
     }
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "transactional");
+    bb.transactional = lua_toboolean(L, -1);
     lua_pop(L, 1);
     for (int32_t i = 1; i <= n; i++) {
         lua_rawgeti(L, records, i);
@@ -98,13 +101,36 @@ static int push_records_protected(lua_State *L)
 {
     size_t len;
     const uint8_t *p = (const uint8_t *)lua_tolstring(L, 1, &len);
-    kiq_hook_push_records(L, p, len, true);
+    if (lua_isnoneornil(L, 2)) {
+        kiq_hook_push_records(L, p, len, true);
+        return 1;
+    }
+    int n = (int)lua_objlen(L, 2);
+    kiq_hook_aborted_t *ab = lua_newuserdata(L, (size_t)(n ? n : 1) * sizeof *ab);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 2, i + 1);
+        if (!lua_istable(L, -1)) luaL_error(L, "aborted[%d]: {producer_id, first_offset} expected", i + 1);
+        lua_getfield(L, -1, "producer_id");
+        lua_getfield(L, -2, "first_offset");
+        ab[i].producer_id = (int64_t)luaL_checknumber(L, -2);
+        ab[i].first_offset = (int64_t)luaL_checknumber(L, -1);
+        lua_pop(L, 3);
+        /* Fetch names them by first offset; keep that order */
+        for (int j = i; j > 0 && ab[j - 1].first_offset > ab[j].first_offset; j--) {
+            kiq_hook_aborted_t t = ab[j];
+            ab[j] = ab[j - 1];
+            ab[j - 1] = t;
+        }
+    }
+    kiq_hook_push_committed_records(L, p, len, ab, n);
     return 1;
 }
 
-/* core.parse_records(bytes) -> { {offset, timestamp, leader_epoch, key, value,
- * headers}, ... } | nil, err. Every whole batch's CRC is checked first; a
- * truncated trailing batch (as a Fetch may return) is ignored. */
+/* core.parse_records(bytes[, aborted]) -> { {offset, timestamp, leader_epoch,
+ * key, value, headers}, ... } | nil, err. Every whole batch's CRC is checked
+ * first; a truncated trailing batch (as a Fetch may return) is ignored.
+ * aborted: a read_committed Fetch's aborted_transactions ({producer_id,
+ * first_offset} each), whose records are left out. */
 static int l_parse_records(lua_State *L)
 {
     size_t len;
@@ -122,7 +148,8 @@ static int l_parse_records(lua_State *L)
     if (rc < 0) return kiq_lua_fail(L, kiq_error_get());
     lua_pushcfunction(L, push_records_protected);
     lua_pushvalue(L, 1);
-    if (lua_pcall(L, 1, 1, 0) != 0) {
+    lua_pushvalue(L, 2);
+    if (lua_pcall(L, 2, 1, 0) != 0) {
         lua_pushnil(L);
         lua_insert(L, -2);
         return 2;

@@ -7,9 +7,12 @@
 -- restart; and in a
 -- cluster of three, the coordinator is the leader of the id's partition,
 -- the others answer NOT_COORDINATOR, and a new leader takes the state over.
+-- EndTxn, TxnOffsetCommit and WriteTxnMarkers with what Kafka refuses, and
+-- the Lua client's transactional producer read back read_committed.
 local kiq = require "kafkaiq"
 local connection = require "kafkaiq.client.connection"
 local core = require "kafkaiq.core"
+local client = require "kafkaiq.client"
 kiq.log_level("error")
 
 local FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS, ADD_OFFSETS, DESCRIBE_TXNS = 10, 22, 24, 25, 65
@@ -236,6 +239,57 @@ describe("a transactional id on one broker", function()
     -- one marker in the data partition, none read as a record; the LSO is past it
     local p = b:state().topics["tx-end"].partitions[0]
     assert.are.same({ 1, 1, 0 }, { p.log_end_offset, p.last_stable_offset, p.aborted_transactions })
+  end)
+
+  it("runs transactions from the Lua client: commit, abort, offsets, and read_committed reads", function()
+    local bs = "127.0.0.1:" .. b.port
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "tx-lua", partitions = 2 } })
+    a:close()
+    local p = client.producer { bootstrap = bs, transactional_id = "tx-lua", linger_ms = 0 }
+    assert.has_error(function() p:send("tx-lua", "k", "v") end, "send: no transaction is open: call begin() first")
+    assert.has_error(function() p:commit() end, "commit: no transaction is open")
+    local committed = {}
+    for round = 1, 4 do
+      assert(p:begin())
+      assert.has_error(function() p:begin() end, "begin: a transaction is open already")
+      for i = 1, 5 do
+        local v = ("r%d-%d"):format(round, i)
+        assert(p:send("tx-lua", v, v, { partition = i % 2 }))
+        if round % 2 == 1 then committed[#committed + 1] = v end
+      end
+      if round % 2 == 1 then
+        assert(p:send_offsets("tx-lua-group", { { topic = "tx-lua", partition = 0, offset = round } }))
+        assert(p:commit())
+      else
+        assert(p:flush())
+        assert(p:abort())
+      end
+    end
+    p:close()
+    local function read(isolation)
+      local c = client.consumer { bootstrap = bs, fetch_max_wait_ms = 50, isolation_level = isolation }
+      assert(c:assign { { topic = "tx-lua", partition = 0, offset = 0 }, { topic = "tx-lua", partition = 1, offset = 0 } })
+      local out = {}
+      local deadline = core.now_ms() + 5000
+      while core.now_ms() < deadline do
+        for _, r in ipairs(assert(c:poll(100))) do out[#out + 1] = r.value end
+        if #out >= 20 then break end
+      end
+      c:close()
+      table.sort(out)
+      return out
+    end
+    table.sort(committed)
+    assert.are.same(committed, read("read_committed"))
+    assert.are.equal(20, #read("read_uncommitted"))
+    -- the offsets of the committed rounds count, the aborted round's not
+    local r = assert(c:request(OFFSET_FETCH, { group_id = "tx-lua-group", topics = { { name = "tx-lua",
+      partition_indexes = { 0 } } }, require_stable = true }, { version = 7 }))
+    assert.are.same({ NONE, 3 }, { r.topics[1].partitions[1].error_code, r.topics[1].partitions[1].committed_offset })
+    local st = b:state().topics["tx-lua"].partitions
+    -- each aborted round wrote to both partitions
+    assert.are.same({ 2, 2 }, { st[0].aborted_transactions, st[1].aborted_transactions })
   end)
 
   it("refuses transaction markers from clients", function()

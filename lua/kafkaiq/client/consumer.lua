@@ -365,7 +365,9 @@ function Consumer:_fetch_from(leader, list, max_wait, out)
         a.high_watermark = p.high_watermark
         local bytes = p.records
         if bytes and #bytes > 0 then
-          local recs, perr = core.parse_records(bytes)
+          -- read_committed: the records of aborted transactions are left out
+          local recs, perr = core.parse_records(bytes,
+            cfg.isolation_level == "read_committed" and p.aborted_transactions or nil)
           if not recs then return nil, where .. ": " .. perr end
           for _, r in ipairs(recs) do
             if r.offset >= a.offset then

@@ -2,13 +2,17 @@
 -- and go out in one Produce request per leader when a batch fills up, when
 -- poll() finds linger_ms passed, or on flush(). Requests are synchronous:
 -- delivery reports (on_delivery, on_acknowledgement) run inside the send,
--- poll or flush call that sent the batch.
+-- poll or flush call that sent the batch. With a transactional_id it is a
+-- transactional producer (transaction.lua): records go out inside
+-- begin() .. commit() / abort(), idempotent (producer id, epoch and
+-- sequence numbers) and with acks=all.
 
 local core = require "kafkaiq.core"
 local options = require "kafkaiq.client.options"
 local common = require "kafkaiq.client.common"
 local errors = require "kafkaiq.client.errors"
 local partitioners = require "kafkaiq.partitioner"
+local transaction = require "kafkaiq.client.transaction"
 
 local M = {}
 local Producer = {}
@@ -31,6 +35,8 @@ local SPEC = options.with(options.common(), {
   on_delivery = options.func(),
   interceptors = options.hooks({ "on_send", "on_acknowledgement" }),
   allow_auto_create_topics = options.boolean(true),
+  transactional_id = options.string(),
+  transaction_timeout_ms = options.integer(1, 2 ^ 31 - 1, 60000),
 })
 
 -- new(opts) -> producer. opts: bootstrap (required), acks (0, 1, -1 or "all";
@@ -38,11 +44,17 @@ local SPEC = options.with(options.common(), {
 -- linger_ms (5), batch_size (16384 bytes), partitioner ("murmur2" default,
 -- "consistent_random", "consistent", "random", or function(key, n, record)),
 -- on_delivery(err, record), interceptors {on_send, on_acknowledgement},
--- allow_auto_create_topics (true), client_id, request_timeout_ms,
--- connect_timeout_ms, retries, retry_backoff_ms, log(msg).
+-- allow_auto_create_topics (true), transactional_id (a transactional
+-- producer; acks must then be "all"), transaction_timeout_ms (60000),
+-- client_id, request_timeout_ms, connect_timeout_ms, retries,
+-- retry_backoff_ms, log(msg).
 function M.new(opts)
   local cfg = options.check(opts, SPEC, "producer", 2)
+  if cfg.transactional_id and (cfg.transactional_id == "" or cfg.acks ~= -1) then
+    error("producer: a transactional producer needs a non-empty transactional_id and acks = \"all\"", 2)
+  end
   local p = common.setup(setmetatable({}, Producer), cfg, "producer", 2)
+  if cfg.transactional_id then p.txn = transaction.new(p) end
   p.queues = {}  -- "topic\0partition" -> batch { topic, partition, records, bytes, created }
   p.order = {}   -- keys of queues in creation order, so older batches leave first
   p.stats = { failed = 0, delivered = 0 }
@@ -107,6 +119,7 @@ function Producer:send(topic, key, value, opts)
   if key ~= nil and type(key) ~= "string" then error("send: key must be a string or nil, got " .. type(key), 2) end
   if value ~= nil and type(value) ~= "string" then error("send: value must be a string or nil, got " .. type(value), 2) end
   local o = options.check(opts, SEND_SPEC, "send", 2)
+  if self.txn and not self.txn.open then error("send: no transaction is open: call begin() first", 2) end
   local r = {
     topic = topic, key = key, value = value, headers = o.headers or {},
     timestamp = o.timestamp or core.now_ms(), partition = o.partition,
@@ -172,6 +185,84 @@ function Producer:flush(timeout_ms)
   if failed > 0 then
     return nil, ("flush: %d of %d records failed, first: %s"):format(failed, failed + delivered, first)
   end
+  return true
+end
+
+-- ---- transactions (a producer made with a transactional_id) ----
+
+local function transactional(p, what)
+  if getmetatable(p) ~= Producer then error(what .. ": call as producer:" .. what .. "(...)", 3) end
+  if not p.txn then error(what .. ": not a transactional producer (no transactional_id)", 3) end
+  if p.closed then error(what .. ": producer is closed", 3) end
+  return p.txn
+end
+
+-- p:init_transactions() -> true | nil, err. Gets the producer id and epoch
+-- from the transaction coordinator, fencing an older producer of the same
+-- transactional id (whose open transaction is aborted). begin() does it
+-- the first time when it has not been done.
+function Producer:init_transactions()
+  local t = transactional(self, "init_transactions")
+  if t.open then error("init_transactions: a transaction is open", 2) end
+  return transaction.init(self, t)
+end
+
+-- p:begin() -> true | nil, err. Opens a transaction: send, send_offsets,
+-- then commit or abort.
+function Producer:begin()
+  local t = transactional(self, "begin")
+  if t.open then error("begin: a transaction is open already", 2) end
+  if t.pid < 0 then
+    local ok, err = transaction.init(self, t)
+    if not ok then return nil, "begin: " .. err end
+  end
+  t.open = true
+  return true
+end
+
+-- p:send_offsets(group_id, offsets) -> true | nil, err. Commits a consumer
+-- group's offsets ({ {topic, partition, offset}, ... }: the next offsets to
+-- read) inside the transaction: they count only if it commits.
+function Producer:send_offsets(group_id, offsets)
+  local t = transactional(self, "send_offsets")
+  if not t.open then error("send_offsets: no transaction is open", 2) end
+  common.check_name(group_id, "send_offsets: group_id", 2)
+  if type(offsets) ~= "table" then error("send_offsets: offsets must be a list of {topic, partition, offset}", 2) end
+  for i, o in ipairs(offsets) do
+    if type(o) ~= "table" or type(o.topic) ~= "string" or not options.is_integer(o.partition) or
+      not options.is_integer(o.offset) then
+      error(("send_offsets: offsets[%d] must be {topic = string, partition = integer, offset = integer}"):format(i), 2)
+    end
+  end
+  return transaction.send_offsets(self, t, group_id, offsets)
+end
+
+-- p:commit() -> true | nil, err. Sends what is buffered, then commits:
+-- read_committed consumers see the records and the offsets count. When a
+-- record failed, nothing is committed: abort() is what remains to do.
+function Producer:commit()
+  local t = transactional(self, "commit")
+  if not t.open then error("commit: no transaction is open", 2) end
+  local ok, err = self:flush()
+  if not ok then return nil, "commit: not committed, abort the transaction: " .. err end
+  ok, err = transaction.finish(self, t, true)
+  if not ok then return nil, "commit: " .. err end
+  return true
+end
+
+-- p:abort() -> true | nil, err. Drops what is buffered (each record's
+-- on_delivery is told) and aborts: no read_committed consumer sees the
+-- transaction's records, its offsets do not count.
+function Producer:abort()
+  local t = transactional(self, "abort")
+  if not t.open then error("abort: no transaction is open", 2) end
+  for _, qk in ipairs(self.order) do self:_report(self.queues[qk], "aborted: the transaction was aborted") end
+  self.queues, self.order = {}, {}
+  -- dropped on purpose: the next flush does not count them as failures
+  self.flushed.failed, self.flushed.delivered = self.stats.failed, self.stats.delivered
+  self.first_error = nil
+  local ok, err = transaction.finish(self, t, false)
+  if not ok then return nil, "abort: " .. err end
   return true
 end
 
@@ -246,6 +337,14 @@ end
 function Producer:_produce(batches, deadline)
   local cfg = self.cfg
   local pending = batches
+  local txn = self.txn
+  if txn then
+    local ok, err = transaction.add_partitions(self, txn, batches)
+    if not ok then
+      for _, b in ipairs(batches) do self:_report(b, err) end
+      return
+    end
+  end
   for attempt = 0, cfg.retries do
     local retry = {}
     local by_leader, leaders = {}, {}
@@ -256,7 +355,9 @@ function Producer:_produce(batches, deadline)
           recs[i] = { key = r.key, value = r.value, headers = r.headers, timestamp = r.timestamp }
         end
         local bytes, berr = core.build_batch { codec = cfg.compression, records = recs,
-          base_timestamp = b.records[1].timestamp }
+          base_timestamp = b.records[1].timestamp, producer_id = txn and txn.pid or nil,
+          producer_epoch = txn and txn.epoch or nil, transactional = txn ~= nil,
+          base_sequence = txn and transaction.next_sequence(txn, b.topic, b.partition, #recs) or nil }
         if not bytes then
           self:_report(b, ("produce to %s[%d]: cannot build the batch: %s"):format(b.topic, b.partition, berr))
         end
@@ -312,7 +413,8 @@ function Producer:_produce_to(leader, list, retry, deadline)
   end
   local timeout = math.max(1, math.min(cfg.request_timeout_ms, deadline - core.now_ms()))
   local resp
-  resp, err = conn:request(PRODUCE, { acks = cfg.acks, timeout_ms = timeout, topic_data = topics },
+  resp, err = conn:request(PRODUCE, { acks = cfg.acks, timeout_ms = timeout, topic_data = topics,
+    transactional_id = self.txn and self.txn.id or nil },
     { no_response = cfg.acks == 0, timeout_ms = timeout + 1000 })
   if not resp then
     for _, b in ipairs(list) do
