@@ -1,7 +1,8 @@
 /* DescribeProducers: the idempotent producers a partition's leader keeps
- * state for (producer id, epoch, its last batch's sequence and timestamp).
- * With no transactions yet, coordinator_epoch and current_txn_start_offset
- * say none (-1). */
+ * state for (producer id, epoch, its last batch's sequence and timestamp),
+ * the coordinator epoch of its last transaction marker and where its open
+ * transaction starts (-1: none), which is how Kafka's admin tools find a
+ * hanging transaction. */
 #include "api/api.h"
 #include "replica/leader.h"
 
@@ -21,7 +22,8 @@ static void describe_partition(kiq_request_t *r, kiq_topic_t *topic, int32_t ind
         kiq_describe_producers_response_topics_partitions_active_producers_init(o);
         o->producer_id = es[i].producer_id;
         o->producer_epoch = es[i].epoch;
-        o->coordinator_epoch = -1;
+        o->coordinator_epoch = es[i].coordinator_epoch;
+        o->current_txn_start_offset = es[i].txn_first_offset;
         if (es[i].nbatches > 0) {
             const kiq_producer_batch_t *last = &es[i].batches[es[i].nbatches - 1];
             o->last_sequence = last->last_seq;

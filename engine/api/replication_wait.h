@@ -20,7 +20,9 @@ typedef struct kiq_api_replication_need {
 
 /* I/O thread: resp answers r once partition `partition` of topic (a name
  * with static storage) has its high watermark at need or more; when that
- * takes longer than timeout_ms, timed_out(resp) marks the answer first.
+ * takes longer than timeout_ms, or the leadership the write was made in
+ * ends first (a new leader may have cut it), timed_out(resp) marks the
+ * answer first.
  * KIQ_HANDLER_RESPOND when it is replicated already (or need < 0: nothing
  * written), else KIQ_HANDLER_PARKED (r is the purgatory's). */
 int kiq_api_respond_when_replicated(kiq_broker_t *b, kiq_request_t *r, void *resp, const char *topic,

@@ -116,6 +116,13 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "104857600", 14, INT32_MAX, NULL, "segment size of __transaction_state")                   \
     X(TRANSACTION_MAX_TIMEOUT_MS, "transaction.max.timeout.ms", INT, "900000", 1, INT32_MAX,    \
       NULL, "longest transaction timeout a producer may ask for")                                \
+    X(PRODUCER_ID_EXPIRATION_MS, "producer.id.expiration.ms", INT, "86400000", 1, INT32_MAX, NULL, \
+      "a producer that wrote nothing to a partition for this long is forgotten there")            \
+    X(TRANSACTIONAL_ID_EXPIRATION_MS, "transactional.id.expiration.ms", INT, "604800000", 1,      \
+      INT32_MAX, NULL, "a transactional id with no transaction for this long is forgotten")      \
+    X(TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS,                                 \
+      "transaction.remove.expired.transaction.cleanup.interval.ms", INT, "3600000", 1, INT32_MAX, \
+      NULL, "how often the coordinator looks for transactional ids to forget")                   \
     X(TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS,                               \
       "transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, "10000", 1, INT32_MAX, \
       NULL, "how often the coordinator looks for transactions past their timeout to abort")     \

@@ -86,7 +86,9 @@ int kiq_log_retention_run(kiq_topics_t *topics, const kiq_config_t *config, int6
         kiq_log_retention_apply_topic(topic, config);
         for (int32_t p = 0; p < topic->npartitions; p++) {
             kiq_partition_log_t *l = atomic_load(&topic->partitions[p]->log);
-            if (l) deleted += kiq_partition_log_enforce_retention(l, now_ms);
+            if (!l) continue;
+            deleted += kiq_partition_log_enforce_retention(l, now_ms);
+            kiq_partition_log_expire_producers(l, now_ms, kiq_config_int(config, KIQ_CFG_PRODUCER_ID_EXPIRATION_MS));
         }
     }
     kiq_topics_list_free(list, count);

@@ -915,6 +915,15 @@ int kiq_partition_log_producer(kiq_partition_log_t *l, int64_t producer_id, kiq_
     return e != NULL;
 }
 
+size_t kiq_partition_log_expire_producers(kiq_partition_log_t *l, int64_t now_ms, int64_t expiration_ms)
+{
+    pthread_mutex_lock(&l->mu);
+    size_t n = kiq_producer_state_expire(l->producers, now_ms - expiration_ms);
+    pthread_mutex_unlock(&l->mu);
+    if (n) KIQ_DEBUG("%s: %zu producer(s) expired (producer.id.expiration.ms)", l->dir, n);
+    return n;
+}
+
 size_t kiq_partition_log_producer_count(kiq_partition_log_t *l)
 {
     pthread_mutex_lock(&l->mu);

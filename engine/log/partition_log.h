@@ -203,6 +203,10 @@ size_t kiq_partition_log_aborted(kiq_partition_log_t *l, int64_t from, int64_t u
 /* A copy of producer_id's state in this partition: 1 with *out, 0 when
  * the producer is unknown here. */
 int kiq_partition_log_producer(kiq_partition_log_t *l, int64_t producer_id, kiq_producer_entry_t *out);
+/* Forgets the producers whose last batch is more than expiration_ms older
+ * than now_ms and that have no open transaction (Kafka's
+ * producer.id.expiration.ms); how many went. */
+size_t kiq_partition_log_expire_producers(kiq_partition_log_t *l, int64_t now_ms, int64_t expiration_ms);
 /* Producers known to this partition. */
 size_t kiq_partition_log_producer_count(kiq_partition_log_t *l);
 

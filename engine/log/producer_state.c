@@ -133,6 +133,30 @@ int kiq_producer_state_put(kiq_producer_state_t *s, const kiq_producer_entry_t *
     return 0;
 }
 
+static bool expired(const kiq_producer_entry_t *e, int64_t before_ts)
+{
+    return e->producer_id != EMPTY_ID && e->txn_first_offset < 0 && e->nbatches > 0 &&
+           e->batches[e->nbatches - 1].timestamp < before_ts;
+}
+
+size_t kiq_producer_state_expire(kiq_producer_state_t *s, int64_t before_ts)
+{
+    size_t gone = 0;
+    for (size_t i = 0; i < s->cap; i++) gone += expired(&s->slots[i], before_ts);
+    if (!gone) return 0;
+    /* linear probing: the survivors go into a new table, so no probe chain
+     * breaks where an entry left */
+    kiq_producer_entry_t *slots = alloc_slots(s->cap);
+    if (!slots) return 0; /* they expire at a later round */
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->slots[i].producer_id != EMPTY_ID && !expired(&s->slots[i], before_ts))
+            *find_slot(slots, s->cap, s->slots[i].producer_id) = s->slots[i];
+    free(s->slots);
+    s->slots = slots;
+    s->count -= gone;
+    return gone;
+}
+
 void kiq_producer_state_foreach(const kiq_producer_state_t *s, void (*cb)(const kiq_producer_entry_t *e, void *ctx),
                                 void *ctx)
 {

@@ -57,6 +57,10 @@ size_t kiq_producer_state_count(const kiq_producer_state_t *s);
 const kiq_producer_entry_t *kiq_producer_state_get(const kiq_producer_state_t *s, int64_t producer_id);
 /* Inserts or replaces the entry of e->producer_id. 0 or -1 (out of memory). */
 int kiq_producer_state_put(kiq_producer_state_t *s, const kiq_producer_entry_t *e);
+/* Forgets the producers with no open transaction whose last batch is older
+ * than before_ts (producer.id.expiration.ms); how many went. Entries that
+ * only ever wrote markers have no batch time and stay. */
+size_t kiq_producer_state_expire(kiq_producer_state_t *s, int64_t before_ts);
 /* Calls cb for each entry, in no particular order. */
 void kiq_producer_state_foreach(const kiq_producer_state_t *s, void (*cb)(const kiq_producer_entry_t *e, void *ctx),
                                 void *ctx);

@@ -301,10 +301,11 @@ void kiq_txn_coordinator_partition_led(kiq_txn_coordinator_t *tc, int32_t partit
     pthread_mutex_unlock(&tc->mu);
 }
 
-/* Under tc->mu: t's new state appended to its partition; *need gets the
- * high watermark that covers it. 0, or a Kafka error code (Kafka's
- * mapping of a failed append) with the reason in the error slot. */
-static int16_t write_state(kiq_txn_coordinator_t *tc, const kiq_txn_t *t, int32_t partition, int64_t *need)
+/* Under tc->mu: the records of rs appended to partition `partition` of
+ * __transaction_state (led here); *need (may be NULL) gets the high
+ * watermark that covers them. 0, or a Kafka error code (Kafka's mapping of
+ * a failed append) with the reason in the error slot. */
+static int16_t append_records(kiq_txn_coordinator_t *tc, kiq_keyed_records_t *rs, int32_t partition, int64_t *need)
 {
     kiq_topic_t *topic = kiq_topics_get(tc->b.topics, KIQ_STR(KIQ_TXN_TOPIC));
     if (!topic) return kiq_error_set(KIQ_TXN_TOPIC " does not exist"), KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
@@ -316,15 +317,13 @@ static int16_t write_state(kiq_txn_coordinator_t *tc, const kiq_txn_t *t, int32_
         kiq_error_set(KIQ_TXN_TOPIC "-%d is not led here (error %d)", partition, err);
         return err == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION ? KIQ_ERR_COORDINATOR_NOT_AVAILABLE : KIQ_ERR_NOT_COORDINATOR;
     }
-    kiq_keyed_records_t rs;
-    kiq_keyed_records_init(&rs, kiq_clock_wall_ms());
     kiq_wr_t w;
     int16_t rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
-    if (kiq_txn_records_add(&rs, t) == 0 && kiq_keyed_records_build(&rs, &w) == 0) {
+    if (kiq_keyed_records_build(rs, &w) == 0) {
         kiq_log_append_result_t res;
         bool moved;
         if (kiq_replica_append_as_leader(p, log, w.buf, w.len, NULL, &res, &moved) == 0) {
-            *need = res.last_offset + 1;
+            if (need) *need = res.last_offset + 1;
             rc = KIQ_ERR_NONE;
             if (moved) kiq_topics_notify_append(tc->b.topics, KIQ_TXN_TOPIC, partition);
         } else {
@@ -332,8 +331,18 @@ static int16_t write_state(kiq_txn_coordinator_t *tc, const kiq_txn_t *t, int32_
         }
         kiq_wr_free(&w);
     }
-    kiq_keyed_records_free(&rs);
     kiq_topic_unref(topic);
+    return rc;
+}
+
+/* Under tc->mu: t's new state appended to its partition; as append_records. */
+static int16_t write_state(kiq_txn_coordinator_t *tc, const kiq_txn_t *t, int32_t partition, int64_t *need)
+{
+    kiq_keyed_records_t rs;
+    kiq_keyed_records_init(&rs, kiq_clock_wall_ms());
+    int16_t rc = kiq_txn_records_add(&rs, t) == 0 ? append_records(tc, &rs, partition, need)
+                                                   : KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    kiq_keyed_records_free(&rs);
     return rc;
 }
 
@@ -648,6 +657,46 @@ static void abort_timed_out(kiq_txn_coordinator_t *tc)
     }
 }
 
+/* Under tc->mu: transactional ids with no transaction for
+ * transactional.id.expiration.ms are forgotten as Kafka does: a tombstone
+ * in their partition, then gone from memory (a producer using one again
+ * starts over at a new producer id). */
+static void expire_ids(kiq_txn_coordinator_t *tc)
+{
+    int64_t now = kiq_clock_wall_ms();
+    int64_t expiration = kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTIONAL_ID_EXPIRATION_MS);
+    int32_t n = state_partitions(tc);
+    for (;;) {
+        kiq_str_map_iter_t it;
+        kiq_str_map_iter_init(&it, tc->ids);
+        const void *key;
+        size_t len;
+        void *value;
+        kiq_txn_t *victim = NULL;
+        int32_t partition = -1;
+        while (!victim && kiq_str_map_next(&it, &key, &len, &value)) {
+            kiq_txn_t *t = value;
+            bool idle = t->state == KIQ_TXN_EMPTY || t->state == KIQ_TXN_COMPLETE_COMMIT ||
+                        t->state == KIQ_TXN_COMPLETE_ABORT || t->state == KIQ_TXN_DEAD;
+            partition = kiq_coordinator_partition(key, len, n);
+            if (idle && now - t->updated_ms > expiration && leads(tc, partition)) victim = t;
+        }
+        if (!victim) return;
+        kiq_keyed_records_t rs;
+        kiq_keyed_records_init(&rs, now);
+        int16_t err = kiq_txn_records_add_tombstone(&rs, victim->id) == 0 ? append_records(tc, &rs, partition, NULL)
+                                                                           : KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        kiq_keyed_records_free(&rs);
+        if (err) {
+            KIQ_WARN("transactional id %s: cannot expire it: %s", victim->id, kiq_error_get());
+            return; /* the next round tries again */
+        }
+        KIQ_INFO("transactional id %s: expired after %" PRId64 " ms without a transaction", victim->id,
+                 now - victim->updated_ms);
+        put(tc, victim->id, strlen(victim->id), NULL);
+    }
+}
+
 /* Under tc->mu, released while the markers are written: one ending
  * transaction's markers, then its Complete* state. False when it must be
  * tried again. */
@@ -716,7 +765,9 @@ static void *marker_thread(void *arg)
     kiq_txn_coordinator_t *tc = arg;
     int64_t interval =
         kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS);
-    int64_t next_check = kiq_clock_mono_ms() + interval;
+    int64_t expire_interval =
+        kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS);
+    int64_t next_check = kiq_clock_mono_ms() + interval, next_expiry = kiq_clock_mono_ms() + expire_interval;
     pthread_mutex_lock(&tc->mu);
     while (!tc->stopped) {
         int64_t now = kiq_clock_mono_ms();
@@ -724,8 +775,12 @@ static void *marker_thread(void *arg)
             abort_timed_out(tc);
             next_check = now + interval;
         }
+        if (now >= next_expiry) {
+            expire_ids(tc);
+            next_expiry = now + expire_interval;
+        }
         if (tc->nending == 0) {
-            wait_ms(tc, next_check - now);
+            wait_ms(tc, (next_check < next_expiry ? next_check : next_expiry) - now);
             continue;
         }
         char *id = tc->ending[0];

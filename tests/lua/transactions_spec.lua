@@ -360,6 +360,49 @@ describe("a transactional id on one broker", function()
   end)
 end)
 
+describe("expiry on one broker", function()
+  it("forgets idle transactional ids and producers, not those with an open transaction", function()
+    local b = assert(kiq.broker { ["transaction.state.log.num.partitions"] = 5, ["transactional.id.expiration.ms"] = 300,
+      ["transaction.remove.expired.transaction.cleanup.interval.ms"] = 50, ["producer.id.expiration.ms"] = 300,
+      ["log.retention.check.interval.ms"] = 50 })
+    local c = open(b)
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "tx-exp", partitions = 1 } })
+    a:close()
+    local bs = "127.0.0.1:" .. b.port
+    -- one producer commits and goes idle, another stays in its transaction
+    local idle = client.producer { bootstrap = bs, transactional_id = "tx-idle", linger_ms = 0 }
+    assert(idle:begin())
+    assert(idle:send("tx-exp", "k", "idle", { partition = 0 }))
+    assert(idle:commit())
+    local open_ = client.producer { bootstrap = bs, transactional_id = "tx-open", linger_ms = 0,
+      transaction_timeout_ms = 60000 }
+    assert(open_:begin())
+    assert(open_:send("tx-exp", "k", "open", { partition = 0 }))
+    assert(open_:flush())
+    local function producers()
+      local r = assert(c:request(61, { topics = { { name = "tx-exp", partition_indexes = { 0 } } } }))
+      local out = {}
+      for _, ap in ipairs(r.topics[1].partitions[1].active_producers) do
+        out[#out + 1] = ap.current_txn_start_offset
+      end
+      return out
+    end
+    assert.are.equal(2, #producers())
+    assert.is_true(wait_for(function() return describe_txn(c, "tx-idle").error_code == TRANSACTIONAL_ID_NOT_FOUND end,
+      10000))
+    assert.is_true(wait_for(function() return #producers() == 1 end, 10000))
+    -- the one left is the open transaction's, which holds its first offset
+    assert.are.same({ 2 }, producers())
+    assert.are.equal("Ongoing", describe_txn(c, "tx-open").transaction_state)
+    assert(open_:abort())
+    idle:close()
+    open_:close()
+    c:close()
+    b:stop()
+  end)
+end)
+
 describe("producer ids in a cluster of three", function()
   it("come in blocks from the controller: unique across brokers and controller restarts", function()
     local dir = os.tmpname()
