@@ -95,6 +95,16 @@ int16_t kiq_gc_check_member(kiq_group_t *g, kiq_str_t member_id, kiq_str_t insta
 int kiq_gc_delete_group(kiq_group_coordinator_t *gc, kiq_group_t *g);
 
 /* group_offsets.c */
+/* How many partitions the cluster says the topic has (-1: no such topic).
+ * In cluster mode that is the metadata cache: a coordinator need not host
+ * a replica of every topic its groups commit offsets for. */
+int32_t kiq_gc_partition_count(kiq_group_coordinator_t *gc, kiq_str_t name);
+/* A committed offset of partition `partition` of topic (npartitions of
+ * them) into *out, its times left for the caller: NONE, or
+ * UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE (past
+ * offset.metadata.max.bytes), UNKNOWN_SERVER_ERROR (memory). */
+int16_t kiq_gc_offset_new(kiq_group_coordinator_t *gc, kiq_str_t topic, int32_t npartitions, int32_t partition,
+                          int64_t offset, int32_t leader_epoch, kiq_str_t metadata, kiq_group_offset_t **out);
 /* Offsets past offsets.retention.minutes: Kafka counts from when the group
  * became empty, or from each commit for a group that never had members. */
 void kiq_gc_expire_offsets(kiq_group_coordinator_t *gc, int64_t now_ms);

@@ -20,10 +20,7 @@ static int16_t commit_allowed(kiq_group_t *g, const kiq_offset_commit_request_t 
     return kiq_gc_check_member(g, req->member_id, req->group_instance_id, gen, &m);
 }
 
-/* How many partitions the cluster says the topic has (-1: no such topic).
- * In cluster mode that is the metadata cache: a coordinator need not host
- * a replica of every topic its groups commit offsets for. */
-static int32_t topic_partition_count(kiq_group_coordinator_t *gc, kiq_str_t name)
+int32_t kiq_gc_partition_count(kiq_group_coordinator_t *gc, kiq_str_t name)
 {
     if (!name.p) return -1;
     if (gc->b.cluster) return kiq_metadata_cache_partition_count(gc->b.metadata, name.p, (size_t)name.len);
@@ -76,28 +73,14 @@ void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
     int k = 0;
     for (int32_t i = 0; i < req->topics_n; i++) {
         const kiq_offset_commit_request_topics_t *tin = &req->topics[i];
-        int32_t npartitions = topic_partition_count(gc, tin->name);
+        int32_t npartitions = kiq_gc_partition_count(gc, tin->name);
         for (int32_t j = 0; j < tin->partitions_n; j++, k++) {
             const kiq_offset_commit_request_topics_partitions_t *p = &tin->partitions[j];
             int16_t *perr = &resp->topics[i].partitions[j].error_code;
-            if (p->partition_index < 0 || p->partition_index >= npartitions) {
-                *perr = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            kiq_group_offset_t *o;
+            if ((*perr = kiq_gc_offset_new(gc, tin->name, npartitions, p->partition_index, p->committed_offset,
+                                           p->committed_leader_epoch, p->committed_metadata, &o)))
                 continue;
-            }
-            if (p->committed_metadata.p && p->committed_metadata.len > gc->metadata_max) {
-                *perr = KIQ_ERR_OFFSET_METADATA_TOO_LARGE;
-                continue;
-            }
-            kiq_group_offset_t *o = calloc(1, sizeof *o);
-            if (!o || !(o->topic = kiq_gc_dup_str(tin->name))) {
-                free(o);
-                *perr = KIQ_ERR_UNKNOWN_SERVER_ERROR;
-                continue;
-            }
-            o->partition = p->partition_index;
-            o->offset = p->committed_offset;
-            o->leader_epoch = p->committed_leader_epoch;
-            o->metadata = kiq_gc_copy_str(p->committed_metadata);
             o->commit_ts_ms = v == 1 && p->commit_timestamp >= 0 ? p->commit_timestamp : now;
             o->expire_ts_ms = v >= 2 && v <= 4 && req->retention_time_ms >= 0 ? o->commit_ts_ms + req->retention_time_ms : -1;
             if (kiq_offsets_records_add_commit(&rs, g->id, o) != 0) {
@@ -130,6 +113,25 @@ void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
         }
     }
     pthread_mutex_unlock(&gc->mu);
+}
+
+int16_t kiq_gc_offset_new(kiq_group_coordinator_t *gc, kiq_str_t topic, int32_t npartitions, int32_t partition,
+                          int64_t offset, int32_t leader_epoch, kiq_str_t metadata, kiq_group_offset_t **out)
+{
+    *out = NULL;
+    if (partition < 0 || partition >= npartitions) return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    if (metadata.p && metadata.len > gc->metadata_max) return KIQ_ERR_OFFSET_METADATA_TOO_LARGE;
+    kiq_group_offset_t *o = calloc(1, sizeof *o);
+    if (!o || !(o->topic = kiq_gc_dup_str(topic))) {
+        free(o);
+        return KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    o->partition = partition;
+    o->offset = offset;
+    o->leader_epoch = leader_epoch;
+    o->metadata = kiq_gc_copy_str(metadata);
+    *out = o;
+    return KIQ_ERR_NONE;
 }
 
 static void fill_fetched(kiq_request_t *r, const kiq_group_offset_t *o, int32_t partition,

@@ -16,16 +16,6 @@ static int16_t member_allowed(kiq_group_t *g, const kiq_txn_offset_commit_reques
     return kiq_gc_check_member(g, req->member_id, req->group_instance_id, req->generation_id, &m);
 }
 
-static int32_t partition_count(kiq_group_coordinator_t *gc, kiq_str_t name)
-{
-    if (!name.p) return -1;
-    if (gc->b.cluster) return kiq_metadata_cache_partition_count(gc->b.metadata, name.p, (size_t)name.len);
-    kiq_topic_t *topic = kiq_topics_get(gc->b.topics, name);
-    int32_t n = topic ? topic->npartitions : -1;
-    kiq_topic_unref(topic);
-    return n;
-}
-
 static void set_all(kiq_txn_offset_commit_response_t *resp, int16_t err)
 {
     for (int32_t i = 0; i < resp->topics_n; i++)
@@ -77,28 +67,14 @@ void kiq_group_txn_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
     int k = 0;
     for (int32_t i = 0; i < resp->topics_n; i++) {
         const kiq_txn_offset_commit_request_topics_t *tin = &req->topics[i];
-        int32_t npartitions = partition_count(gc, tin->name);
+        int32_t npartitions = kiq_gc_partition_count(gc, tin->name);
         for (int32_t j = 0; j < resp->topics[i].partitions_n; j++, k++) {
             const kiq_txn_offset_commit_request_topics_partitions_t *p = &tin->partitions[j];
             int16_t *perr = &resp->topics[i].partitions[j].error_code;
-            if (p->partition_index < 0 || p->partition_index >= npartitions) {
-                *perr = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            kiq_group_offset_t *o;
+            if ((*perr = kiq_gc_offset_new(gc, tin->name, npartitions, p->partition_index, p->committed_offset,
+                                           p->committed_leader_epoch, p->committed_metadata, &o)))
                 continue;
-            }
-            if (p->committed_metadata.p && p->committed_metadata.len > gc->metadata_max) {
-                *perr = KIQ_ERR_OFFSET_METADATA_TOO_LARGE;
-                continue;
-            }
-            kiq_group_offset_t *o = calloc(1, sizeof *o);
-            if (!o || !(o->topic = kiq_gc_dup_str(tin->name))) {
-                free(o);
-                *perr = KIQ_ERR_UNKNOWN_SERVER_ERROR;
-                continue;
-            }
-            o->partition = p->partition_index;
-            o->offset = p->committed_offset;
-            o->leader_epoch = p->committed_leader_epoch;
-            o->metadata = kiq_gc_copy_str(p->committed_metadata);
             o->commit_ts_ms = now;
             o->expire_ts_ms = -1;
             if (kiq_offsets_records_add_commit(&rs, g->id, o) != 0) {
