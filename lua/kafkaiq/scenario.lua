@@ -8,6 +8,13 @@
 --   local c = b:consumer{ interceptors = { on_consume = sc:on_consume() } }
 --   sc:run{ duration_ms = 5000, step = function(sc, i) ... end }
 --   sc:verify(b.bootstrap)   -- every acknowledged record is still there
+--
+-- Transactions: tell the scenario how each one ended with
+-- sc:transaction_ended(records, committed) (the records its producer's
+-- on_delivery reported), and watch read_committed consumers with
+-- sc:on_consume(next, { read_committed = true }): they must never get a
+-- record of an aborted transaction (Adya's G1a, aborted read) nor part of a
+-- committed one they read past (a torn transaction).
 local kiq = require "kafkaiq"
 
 local M = {}
@@ -35,6 +42,9 @@ function M.new(opts)
     started = kiq.core.now_ms(),
     acked = {},     -- ["topic/partition"] = { [offset] = record }
     consumed = {},  -- ["topic/partition"] = last offset consumed
+    txn_of = {},    -- ["topic/partition@offset"] = the ended transaction that wrote it
+    txns = {},      -- ended transactions: { committed, parts = { ["topic/partition"] = {offsets} } }
+    views = {},     -- read_committed consumers: { seen = { [tp] = { [offset] = true } }, first, last }
     hw = {},        -- ["topic/partition"] = highest high watermark seen
     faults = {},    -- broker -> list of interceptor ids
     counts = { acked = 0, consumed = 0, checks = 0, faults = 0 },
@@ -104,18 +114,35 @@ function Scenario:high_watermark(topic, partition)
   return best
 end
 
+-- A read_committed consumer got record r: never one of an aborted
+-- transaction.
+local function committed_read(self, view, key, r)
+  local txn = self.txn_of[key .. "@" .. r.offset]
+  if txn and not txn.committed then
+    self:violation("no aborted read (G1a)", "a read_committed consumer got " .. describe_record(r) ..
+      ", written by an aborted transaction")
+  end
+  view.seen[key] = view.seen[key] or {}
+  view.seen[key][r.offset] = true
+  if not view.first[key] then view.first[key] = r.offset end
+  view.last[key] = r.offset
+end
+
 -- Checks records a consumer was served: offsets dense and increasing per
--- partition, never at or above the high watermark, and equal to what was
--- acknowledged at that offset.
-function Scenario:consumed_records(records)
+-- partition (increasing only for read_committed consumers: markers and
+-- aborted records leave gaps), never at or above the high watermark, and
+-- equal to what was acknowledged at that offset; for read_committed ones
+-- (view) the transaction invariants too.
+function Scenario:consumed_records(records, view)
   for _, r in ipairs(records) do
     local key = tp(r.topic, r.partition)
-    local last = self.consumed[key]
-    if last and r.offset ~= last + 1 then
+    local consumed = view and view.last or self.consumed
+    local last = consumed[key]
+    if last and (view and r.offset <= last or not view and r.offset ~= last + 1) then
       self:violation("offsets dense and increasing per partition",
         ("after offset %d the consumer got %s"):format(last, describe_record(r)))
     end
-    self.consumed[key] = r.offset
+    if view then committed_read(self, view, key, r) else self.consumed[key] = r.offset end
     -- the high watermark never decreases, so one at or below this offset
     -- now means the record was above it when it was served
     local hw = self:high_watermark(r.topic, r.partition)
@@ -133,11 +160,65 @@ function Scenario:consumed_records(records)
 end
 
 -- An on_consume interceptor for a consumer; returns the records unchanged.
-function Scenario:on_consume(next)
+-- opts.read_committed: the consumer reads committed records only.
+function Scenario:on_consume(next, opts)
+  local view
+  if opts and opts.read_committed then
+    view = { seen = {}, first = {}, last = {} }
+    self.views[#self.views + 1] = view
+  end
   return function(records)
-    self:consumed_records(records)
+    self:consumed_records(records, view)
     if next then return next(records) end
     return records
+  end
+end
+
+-- A transaction ended: records (topic, partition, offset each, as its
+-- producer's on_delivery reported them) were committed or aborted. A
+-- read_committed consumer that already got one of an aborted transaction
+-- is a violation now.
+function Scenario:transaction_ended(records, committed)
+  if type(records) ~= "table" then error("transaction_ended: list of delivered records expected", 2) end
+  local txn = { committed = committed and true or false, parts = {} }
+  for _, r in ipairs(records) do
+    local key = tp(r.topic, r.partition)
+    self.txn_of[key .. "@" .. r.offset] = txn
+    txn.parts[key] = txn.parts[key] or {}
+    table.insert(txn.parts[key], r.offset)
+    for _, view in ipairs(self.views) do
+      if not committed and view.seen[key] and view.seen[key][r.offset] then
+        self:violation("no aborted read (G1a)", "a read_committed consumer got " .. describe_record(r) ..
+          ", written by a transaction that then aborted")
+      end
+    end
+  end
+  self.txns[#self.txns + 1] = txn
+  self.counts.transactions = (self.counts.transactions or 0) + 1
+end
+
+-- No torn transaction: a read_committed consumer that read a partition
+-- from before a committed transaction's records there to past them got
+-- every one of them.
+local function check_transactions(self)
+  for _, view in ipairs(self.views) do
+    for _, txn in ipairs(self.txns) do
+      if txn.committed then
+        for key, offsets in pairs(txn.parts) do
+          local lo, hi = math.huge, -1
+          for _, o in ipairs(offsets) do lo, hi = math.min(lo, o), math.max(hi, o) end
+          local first, last = view.first[key], view.last[key]
+          if first and first <= lo and last > hi then
+            for _, o in ipairs(offsets) do
+              if not view.seen[key][o] then
+                self:violation("no torn transaction", ("a read_committed consumer read %s from %d to %d but not "
+                  .. "offset %d of a committed transaction"):format(key, first, last, o))
+              end
+            end
+          end
+        end
+      end
+    end
   end
 end
 
@@ -146,6 +227,7 @@ end
 -- every ISR member has everything below the leader's high watermark.
 function Scenario:check()
   self.counts.checks = self.counts.checks + 1
+  check_transactions(self)
   local states = {}
   for _, b in ipairs(self.brokers) do
     if b:running() then states[#states + 1] = { b = b, s = b:state() } end

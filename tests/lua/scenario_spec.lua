@@ -97,6 +97,29 @@ describe("kafkaiq.scenario invariants", function()
     b:stop()
   end)
 
+  it("checks transactions: no aborted read, no torn transaction", function()
+    local sc = scenario.new{ seed = 9, brokers = { fake_broker(20) }, log = false }
+    local consume = sc:on_consume(nil, { read_committed = true })
+    -- committed 0..1 (marker 2), aborted 3..4 (marker 5), committed 6 (marker 7)
+    sc:transaction_ended({ rec(0), rec(1) }, true)
+    sc:transaction_ended({ rec(3), rec(4) }, false)
+    sc:transaction_ended({ rec(6) }, true)
+    consume({ rec(0), rec(1), rec(6) })
+    sc:check()
+    assert.are.equal(3, sc.counts.transactions)
+    -- an aborted record served
+    local err = violation_of(function() consume({ rec(8), rec(9) }); sc:transaction_ended({ rec(9) }, false) end)
+    assert.truthy(err:find("no aborted read (G1a)", 1, true))
+    -- part of a committed transaction skipped
+    local sc2 = scenario.new{ seed = 10, brokers = { fake_broker(20) }, log = false }
+    local c2 = sc2:on_consume(nil, { read_committed = true })
+    sc2:transaction_ended({ rec(1), rec(2) }, true)
+    c2({ rec(0), rec(2), rec(4) })
+    err = violation_of(function() sc2:check() end)
+    assert.truthy(err:find("no torn transaction", 1, true))
+    assert.truthy(err:find("offset 1", 1, true))
+  end)
+
   it("injects request faults: failed requests, delayed requests, then heals", function()
     local b = assert(kiq.broker{})
     local sc = scenario.new{ seed = 6, brokers = { b }, log = false }

@@ -292,6 +292,52 @@ describe("a transactional id on one broker", function()
     assert.are.same({ 2, 2 }, { st[0].aborted_transactions, st[1].aborted_transactions })
   end)
 
+  it("holds the scenario's transaction invariants for seeded commits and aborts read read_committed", function()
+    local scenario = require "kafkaiq.scenario"
+    local bs = "127.0.0.1:" .. b.port
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "tx-sc", partitions = 2 } })
+    a:close()
+    local sc = scenario.new { seed = 4242, brokers = { b }, log = false }
+    local delivered = {}
+    local p = client.producer { bootstrap = bs, transactional_id = "tx-sc", linger_ms = 0,
+      on_delivery = function(err, r) if not err then delivered[#delivered + 1] = r end end }
+    local cons = client.consumer { bootstrap = bs, fetch_max_wait_ms = 20, isolation_level = "read_committed",
+      interceptors = { on_consume = sc:on_consume(nil, { read_committed = true }) } }
+    assert(cons:assign { { topic = "tx-sc", partition = 0, offset = 0 }, { topic = "tx-sc", partition = 1, offset = 0 } })
+    local want = 0
+    for i = 1, 30 do
+      assert(p:begin())
+      delivered = {}
+      for j = 1, sc.random:int(1, 6) do assert(p:send("tx-sc", "k" .. j, ("t%d-%d"):format(i, j))) end
+      assert(p:flush())
+      local commit = sc.random:next() < 0.6
+      if commit then
+        assert(p:commit())
+        want = want + #delivered
+      else
+        assert(p:abort())
+      end
+      sc:transaction_ended(delivered, commit)
+      assert(cons:poll(0))
+    end
+    p:close()
+    -- read until every committed record is in, checking as it goes
+    local got = 0
+    local deadline = core.now_ms() + 10000
+    while got < want and core.now_ms() < deadline do
+      assert(cons:poll(50))
+      got = 0
+      for _, view in ipairs(sc.views) do
+        for _, seen in pairs(view.seen) do for _ in pairs(seen) do got = got + 1 end end
+      end
+    end
+    cons:close()
+    assert.are.equal(want, got)
+    sc:check()
+    assert.are.equal(30, sc.counts.transactions)
+  end)
+
   it("refuses transaction markers from clients", function()
     local a = assert(b:admin())
     assert(a:create_topics { { name = "tx-mk", partitions = 1 } })
