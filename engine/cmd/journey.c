@@ -200,6 +200,12 @@ static void describe(const json_t *s, const seen_t *seen, char *out, size_t n)
     else if (!strcmp(stage, "records_fetched"))
         snprintf(out, n, "consumer \"%s\" at %s fetched it (fetch offset %lld, %s)", str(s, "client_id"),
                  str(s, "address"), (long long)num(s, "first_offset"), has(s, "sendfile") ? "sendfile" : "copied");
+    else if (!strcmp(stage, "txn_committed"))
+        snprintf(out, n, "transaction committed: COMMIT marker at offset %lld, read_committed consumers now see it",
+                 (long long)num(s, "after"));
+    else if (!strcmp(stage, "txn_aborted"))
+        snprintf(out, n, "transaction aborted: ABORT marker at offset %lld, read_committed consumers skip it",
+                 (long long)num(s, "after"));
     else
         snprintf(out, n, "%s", stage);
 }

@@ -6,7 +6,7 @@
 const char *const kiq_point_names[KIQ__POINTS] = {
     "received", "enqueued",         "dequeued",     "handled",         "validated", "appended",        "flushed",
     "follower_fetched", "follower_leo", "hw_advanced", "response_queued", "sent",      "records_fetched",
-    "answered",
+    "answered", "txn_marker",
 };
 
 kiq_event_t kiq_event(enum kiq_point point, int32_t broker)
@@ -26,6 +26,7 @@ kiq_event_t kiq_event(enum kiq_point point, int32_t broker)
         .bytes = -1,
         .records = -1,
         .extra = -1,
+        .producer_id = -1,
     };
 }
 

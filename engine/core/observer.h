@@ -40,6 +40,9 @@ enum kiq_point {
                                 * last_offset = the high watermark, bytes, flags = KIQ_EVENT_SENDFILE */
     KIQ_POINT_ANSWERED,        /* one partition of a produce answered: first_offset = its base offset,
                                 * error, extra = acks */
+    KIQ_POINT_TXN_MARKER,      /* a transaction's COMMIT (extra 1) or ABORT (0) marker appended by its
+                                * leader: producer_id, before = the transaction's first offset in the
+                                * partition (-1: none), after = the marker's offset */
     KIQ__POINTS
 };
 
@@ -68,6 +71,7 @@ typedef struct kiq_event {
     int16_t error;
     int flags;
     int32_t extra;
+    int64_t producer_id; /* APPENDED (leader), TXN_MARKER: a transactional producer's; -1 */
     const void *payload; /* VALIDATED: the batches, payload_len bytes */
     size_t payload_len;
 } kiq_event_t;

@@ -288,6 +288,7 @@ static slot_t *new_slot(kiq_journeys_t *j, stripe_t *st, uint32_t th, const kiq_
     s->j.partition = e->partition;
     s->j.first_offset = e->first_offset;
     s->j.last_offset = e->last_offset;
+    s->j.txn_producer = e->producer_id;
     st->refs[st->next] = (ref_t){*gen, (uint32_t)*index, th, e->partition, e->first_offset, e->last_offset};
     st->next = (st->next + 1) % j->n;
     return s;
@@ -365,6 +366,11 @@ static bool concerns(const kiq_journey_t *jr, const kiq_event_t *e)
                count_stages(jr, KIQ_POINT_RECORDS_FETCHED, -1) < KIQ_JOURNEY_CONSUMERS;
     case KIQ_POINT_ANSWERED:
         return e->first_offset == jr->first_offset && count_stages(jr, KIQ_POINT_ANSWERED, -1) == 0;
+    case KIQ_POINT_TXN_MARKER:
+        /* the marker that ended the transaction the batch was part of */
+        return jr->txn_producer >= 0 && jr->txn_producer == e->producer_id && e->before >= 0 &&
+               jr->first_offset >= e->before && jr->last_offset < e->after &&
+               count_stages(jr, KIQ_POINT_TXN_MARKER, -1) == 0;
     default: return false;
     }
 }
@@ -376,9 +382,10 @@ static void partition_event(kiq_journeys_t *j, const kiq_event_t *e)
     stripe_t *st = stripe_of(j, th, e->partition);
     kiq_journey_stage_t stage = stage_of(e);
     /* replication and answers concern the newest batches; a consumer may
-     * read old ones, down to the first batch below its fetch */
+     * read old ones, down to the first batch below its fetch, and a
+     * marker ends a transaction that may have begun long before */
     bool consumer = e->point == KIQ_POINT_RECORDS_FETCHED;
-    size_t look = consumer || j->n < RECENT ? j->n : RECENT;
+    size_t look = consumer || e->point == KIQ_POINT_TXN_MARKER || j->n < RECENT ? j->n : RECENT;
     pthread_mutex_lock(&st->mu);
     for (size_t k = 0; k < look; k++) {
         const ref_t *r = ref_at(j, st, k);
@@ -484,6 +491,7 @@ static void on_event(void *ctx, const kiq_event_t *e)
     case KIQ_POINT_HW_ADVANCED:
     case KIQ_POINT_RECORDS_FETCHED:
     case KIQ_POINT_ANSWERED:
+    case KIQ_POINT_TXN_MARKER:
         if (e->topic) partition_event(j, e);
         return;
     default: return;
@@ -608,6 +616,7 @@ const char *kiq_journey_stage_name(const kiq_journey_stage_t *s)
     switch (s->point) {
     case KIQ_POINT_HW_ADVANCED: return "committed";
     case KIQ_POINT_ANSWERED: return "acknowledged";
+    case KIQ_POINT_TXN_MARKER: return s->extra ? "txn_committed" : "txn_aborted";
     case KIQ_POINT_APPENDED: return s->flags & KIQ_EVENT_FOLLOWER ? "replicated" : "appended";
     default: return kiq_point_names[s->point];
     }

@@ -47,6 +47,7 @@ typedef struct kiq_journey {
     int32_t partition;
     int64_t first_offset, last_offset;
     char trace[KIQ_JOURNEY_TRACE]; /* the first trace id its records carried, "" for none */
+    int64_t txn_producer; /* the transactional producer that wrote it; -1 */
     uint64_t traces[KIQ_JOURNEY_TRACES]; /* hashes of the first ones; 0: none */
     int nstages;
     kiq_journey_stage_t stages[KIQ_JOURNEY_STAGES]; /* in the order they happened here */

@@ -733,8 +733,8 @@ static int check_producer(kiq_partition_log_t *l, pending_t *pend, const kiq_bat
 int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
                                      const kiq_log_append_watch_t *watch, kiq_log_append_result_t *res)
 {
-    *res = (kiq_log_append_result_t){
-        .base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1, .position = -1};
+    *res = (kiq_log_append_result_t){.base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1,
+                                     .position = -1, .txn_first_offset = -1};
     if (len == 0) return kiq_error_set("%s: nothing to append", l->dir);
     if (len > INT32_MAX) return kiq_error_set("%s: append of %zu bytes is too large", l->dir, len);
     pending_t pend;
@@ -855,8 +855,8 @@ static int check_follower_batches(const kiq_partition_log_t *l, const uint8_t *b
 int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *batches, size_t len,
                                       kiq_log_append_result_t *res)
 {
-    *res = (kiq_log_append_result_t){
-        .base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1, .position = -1};
+    *res = (kiq_log_append_result_t){.base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1,
+                                     .position = -1, .txn_first_offset = -1};
     if (len > INT32_MAX) return kiq_error_set("%s: append of %zu bytes is too large", l->dir, len);
     int64_t first, last, max_ts, messages;
     if (check_follower_batches(l, batches, len, &first, &last, &max_ts, &messages) < 0) return -1;
@@ -955,8 +955,8 @@ static int build_marker(const kiq_txn_marker_t *m, int64_t now_ms, kiq_wr_t *w)
 int kiq_partition_log_append_marker(kiq_partition_log_t *l, const kiq_txn_marker_t *m, int32_t leader_epoch,
                                     const kiq_log_append_watch_t *watch, kiq_log_append_result_t *res)
 {
-    *res = (kiq_log_append_result_t){
-        .base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1, .position = -1};
+    *res = (kiq_log_append_result_t){.base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1,
+                                     .position = -1, .txn_first_offset = -1};
     if (m->producer_id < 0 || m->producer_epoch < 0)
         return kiq_error_set("%s: a marker for producer %" PRId64 " epoch %d", l->dir, m->producer_id,
                              m->producer_epoch), KIQ_ERR_INVALID_PRODUCER_EPOCH;
@@ -999,6 +999,7 @@ int kiq_partition_log_append_marker(kiq_partition_log_t *l, const kiq_txn_marker
         write_batches(l, w.buf, w.len, offset, offset, now, res) < 0)
         goto out;
     int64_t txn_first = e.txn_first_offset;
+    res->txn_first_offset = txn_first;
     kiq_producer_entry_update(&e, &h);
     e.coordinator_epoch = m->coordinator_epoch;
     if (kiq_producer_state_put(l->producers, &e) < 0)

@@ -131,6 +131,9 @@ typedef struct kiq_log_append_result {
     int64_t segment_base, position;
     /* flush.messages had the append fsynced. */
     bool flushed;
+    /* A marker's append: the first offset of the transaction it ended
+     * here (-1: none was open). */
+    int64_t txn_first_offset;
 } kiq_log_append_result_t;
 
 /* Told of an append that wrote batches while the log's mutex is still held,

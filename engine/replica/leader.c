@@ -22,6 +22,7 @@ typedef struct appended_ctx {
     kiq_partition_log_t *log;
     const void *request;
     size_t len;
+    int64_t producer_id; /* of transactional batches; -1 */
 } appended_ctx_t;
 
 /* Under the log's mutex, before a follower or consumer can read the
@@ -42,7 +43,16 @@ static void announce_appended(void *ctx, const kiq_log_append_result_t *res)
         e.file = file;
     e.position = res->position;
     e.bytes = (int64_t)a->len;
+    e.producer_id = a->producer_id;
     kiq_observers_emit(a->rep->observers, &e);
+}
+
+/* The transactional producer of the batches (their first one's), -1. */
+static int64_t txn_producer(const uint8_t *batches, size_t len)
+{
+    kiq_batch_header_t h;
+    if (kiq_batch_header_parse(batches, len, &h) < 0 || !kiq_batch_is_transactional(&h)) return -1;
+    return h.producer_id;
 }
 
 int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log, uint8_t *batches, size_t len,
@@ -50,9 +60,9 @@ int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log
 {
     kiq_partition_replica_t *rep = part->replica;
     if (hw_moved) *hw_moved = false;
-    appended_ctx_t a = {rep, log, request, len};
-    kiq_log_append_watch_t watch = {announce_appended, &a};
     bool watched = kiq_observers_want(rep->observers, KIQ_POINT_APPENDED);
+    appended_ctx_t a = {rep, log, request, len, watched ? txn_producer(batches, len) : -1};
+    kiq_log_append_watch_t watch = {announce_appended, &a};
     int rc = kiq_partition_log_append_checked(log, batches, len, kiq_partition_replica_leader_epoch(rep),
                                               watched ? &watch : NULL, res);
     if (rc != 0) return rc;
@@ -74,12 +84,22 @@ int kiq_replica_append_marker_as_leader(kiq_partition_t *part, kiq_partition_log
 {
     kiq_partition_replica_t *rep = part->replica;
     if (hw_moved) *hw_moved = false;
-    appended_ctx_t a = {rep, log, NULL, 0};
+    appended_ctx_t a = {rep, log, NULL, 0, -1};
     kiq_log_append_watch_t watch = {announce_appended, &a};
     bool watched = kiq_observers_want(rep->observers, KIQ_POINT_APPENDED);
     int rc = kiq_partition_log_append_marker(log, m, kiq_partition_replica_leader_epoch(rep), watched ? &watch : NULL,
                                              res);
     if (rc != 0) return rc;
+    if (kiq_observers_want(rep->observers, KIQ_POINT_TXN_MARKER)) {
+        kiq_event_t e = kiq_event(KIQ_POINT_TXN_MARKER, rep->self);
+        e.topic = rep->topic;
+        e.partition = rep->partition;
+        e.producer_id = m->producer_id;
+        e.before = res->txn_first_offset;
+        e.after = res->last_offset;
+        e.extra = m->commit;
+        kiq_observers_emit(rep->observers, &e);
+    }
     bool moved = kiq_partition_replica_advance_hw(rep, log);
     if (hw_moved) *hw_moved = moved;
     return 0;

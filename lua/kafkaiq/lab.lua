@@ -90,6 +90,10 @@ function M.describe(s)
   elseif st == "records_fetched" then
     return ("consumer %q fetched it (fetch offset %d, %s)"):format(s.client_id or "", s.first_offset,
       s.sendfile and "sendfile" or "copied")
+  elseif st == "txn_committed" then
+    return ("transaction committed: COMMIT marker at offset %d, read_committed consumers now see it"):format(s.after)
+  elseif st == "txn_aborted" then
+    return ("transaction aborted: ABORT marker at offset %d, read_committed consumers skip it"):format(s.after)
   end
   return st
 end

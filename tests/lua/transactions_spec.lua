@@ -338,6 +338,32 @@ describe("a transactional id on one broker", function()
     assert.are.equal(30, sc.counts.transactions)
   end)
 
+  it("shows the transaction's marker in its records' journeys", function()
+    local bs = "127.0.0.1:" .. b.port
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "tx-jr", partitions = 1 } })
+    a:close()
+    local p = client.producer { bootstrap = bs, transactional_id = "tx-jr", linger_ms = 0 }
+    assert(p:begin())
+    assert(p:send("tx-jr", "k", "kept", { partition = 0 }))
+    assert(p:commit())
+    assert(p:begin())
+    assert(p:send("tx-jr", "k", "dropped", { partition = 0 }))
+    assert(p:flush())
+    assert(p:abort())
+    p:close()
+    local function marker_stage(offset)
+      local j = assert(b:journey("tx-jr", 0, offset))
+      for _, st in ipairs(j.stages) do
+        if st.stage == "txn_committed" or st.stage == "txn_aborted" then return st.stage, st.after end
+      end
+    end
+    -- record 0, COMMIT marker 1, record 2, ABORT marker 3
+    assert.is_true(wait_for(function() return marker_stage(2) ~= nil end))
+    assert.are.same({ "txn_committed", 1 }, { marker_stage(0) })
+    assert.are.same({ "txn_aborted", 3 }, { marker_stage(2) })
+  end)
+
   it("refuses transaction markers from clients", function()
     local a = assert(b:admin())
     assert(a:create_topics { { name = "tx-mk", partitions = 1 } })

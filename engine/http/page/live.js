@@ -374,6 +374,8 @@ function describe(s, t) {
     case "response_queued": return `response queued for the network thread (${s.bytes} bytes)`;
     case "sent": return "response sent";
     case "records_fetched": return `consumer "${s.client_id}" at ${s.address} fetched it (fetch offset ${s.first_offset}, ${s.sendfile ? "sendfile" : "copied"})`;
+    case "txn_committed": return `transaction committed: COMMIT marker at offset ${s.after}, read_committed consumers now see it`;
+    case "txn_aborted": return `transaction aborted: ABORT marker at offset ${s.after}, read_committed consumers skip it`;
     default: return s.stage;
   }
 }
