@@ -1,9 +1,13 @@
 /* WriteTxnMarkers: another broker's transaction coordinator has this
  * leader append COMMIT or ABORT markers; each partition answers once its
- * marker is replicated. Only brokers of the cluster may send it (Kafka
- * asks for ClusterAction): a request whose client id is not
- * "kafkaiq-broker-<id>" of a live broker, or any request to a standalone
- * broker, gets CLUSTER_AUTHORIZATION_FAILED and nothing is appended. */
+ * marker is replicated. Brokers of the cluster may send any marker (Kafka
+ * asks for ClusterAction); a client only the ABORT of a transaction that
+ * is open in the partition at the producer's current epoch: the admin
+ * abort of a hanging transaction (KIP-664, `kafka-transactions.sh abort`,
+ * which finds it with DescribeProducers). Anything else from a client (a
+ * request whose client id is not "kafkaiq-broker-<id>" of a live broker,
+ * and every request to a standalone broker) gets
+ * CLUSTER_AUTHORIZATION_FAILED, and nothing is appended. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +17,7 @@
 #include "controller/metadata_cache.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "replica/leader.h"
 #include "txn/txn_coordinator.h"
 
 #define BROKER_CLIENT_PREFIX "kafkaiq-broker-"
@@ -36,6 +41,23 @@ static bool from_broker(kiq_broker_t *b, const kiq_request_t *r)
            kiq_metadata_cache_broker(b->metadata, (int32_t)id, NULL, host, sizeof host, &port);
 }
 
+/* A client's marker: the admin abort of a transaction open in the
+ * partition at exactly that producer epoch. */
+static bool admin_abort(kiq_broker_t *b, const kiq_write_txn_markers_request_markers_t *m, kiq_str_t topic,
+                        int32_t partition)
+{
+    if (m->transaction_result) return false;
+    kiq_topic_t *t = kiq_topics_get(b->topics, topic);
+    kiq_partition_t *p;
+    kiq_partition_log_t *log;
+    kiq_producer_entry_t e;
+    bool open = kiq_replica_led_partition(t, partition, -1, &p, &log) == KIQ_ERR_NONE &&
+                kiq_partition_log_producer(log, m->producer_id, &e) == 1 && e.txn_first_offset >= 0 &&
+                e.epoch == m->producer_epoch;
+    kiq_topic_unref(t);
+    return open;
+}
+
 static void timed_out(void *response)
 {
     kiq_write_txn_markers_response_t *out = response;
@@ -51,10 +73,7 @@ int kiq_api_write_txn_markers_handle(kiq_broker_t *b, kiq_request_t *r, const vo
 {
     const kiq_write_txn_markers_request_t *req = request;
     kiq_write_txn_markers_response_t *out = response;
-    bool allowed = from_broker(b, r);
-    if (!allowed)
-        KIQ_WARN("WriteTxnMarkers from client " KIQ_STR_FMT " refused: only the cluster's brokers may write markers",
-                 KIQ_STR_ARG(r->header.client_id));
+    bool broker = from_broker(b, r);
     int32_t nm = req->markers_n > 0 ? req->markers_n : 0;
     int total = 0;
     for (int32_t i = 0; i < nm; i++)
@@ -85,10 +104,17 @@ int kiq_api_write_txn_markers_handle(kiq_broker_t *b, kiq_request_t *r, const vo
             for (int32_t k = 0; k < np; k++) {
                 kiq_write_txn_markers_response_markers_topics_partitions_init(&ot->partitions[k]);
                 ot->partitions[k].partition_index = t->partition_indexes[k];
-                if (!allowed) {
+                if (!broker && !admin_abort(b, m, t->name, t->partition_indexes[k])) {
+                    KIQ_WARN("WriteTxnMarkers from client " KIQ_STR_FMT " for %s-%d refused: a client may only abort "
+                             "a transaction open there (producer %lld epoch %d)",
+                             KIQ_STR_ARG(r->header.client_id), name, t->partition_indexes[k],
+                             (long long)m->producer_id, m->producer_epoch);
                     ot->partitions[k].error_code = KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
                     continue;
                 }
+                if (!broker)
+                    KIQ_INFO("transaction of producer %lld at %s-%d aborted by client " KIQ_STR_FMT " (admin abort)",
+                             (long long)m->producer_id, name, t->partition_indexes[k], KIQ_STR_ARG(r->header.client_id));
                 int64_t need;
                 int16_t err = kiq_txn_marker_append(kiq_txn_coordinator_markers(b->txns), &marker, t->name,
                                                     t->partition_indexes[k], &need);

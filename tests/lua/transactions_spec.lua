@@ -364,6 +364,39 @@ describe("a transactional id on one broker", function()
     assert.are.same({ "txn_aborted", 3 }, { marker_stage(2) })
   end)
 
+  it("lets an admin abort a hanging transaction (KIP-664) and nothing more", function()
+    local bs = "127.0.0.1:" .. b.port
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "tx-hang", partitions = 1 } })
+    a:close()
+    local p = client.producer { bootstrap = bs, transactional_id = "tx-hang", linger_ms = 0 }
+    assert(p:begin())
+    assert(p:send("tx-hang", "k", "hanging", { partition = 0 }))
+    assert(p:flush())
+    -- what kafka-transactions.sh find-hanging / abort read and send
+    local r = assert(c:request(61, { topics = { { name = "tx-hang", partition_indexes = { 0 } } } }))
+    local ap = r.topics[1].partitions[1].active_producers[1]
+    assert.are.equal(0, ap.current_txn_start_offset)
+    assert.are.equal(0, b:state().topics["tx-hang"].partitions[0].last_stable_offset)
+    local function marker(commit, epoch)
+      local rr = assert(c:request(WRITE_TXN_MARKERS, { markers = { { producer_id = ap.producer_id,
+        producer_epoch = epoch or ap.producer_epoch, transaction_result = commit, coordinator_epoch = ap.coordinator_epoch,
+        topics = { { name = "tx-hang", partition_indexes = { 0 } } } } } }, { version = 1 }))
+      return rr.markers[1].topics[1].partitions[1].error_code
+    end
+    -- a client may not commit it, nor abort at another epoch
+    assert.are.equal(CLUSTER_AUTHORIZATION_FAILED, marker(true))
+    assert.are.equal(CLUSTER_AUTHORIZATION_FAILED, marker(false, ap.producer_epoch + 1))
+    assert.are.equal(1, b:state().topics["tx-hang"].partitions[0].log_end_offset)
+    assert.are.equal(NONE, marker(false))
+    local st = b:state().topics["tx-hang"].partitions[0]
+    assert.are.same({ 2, 2, 1 }, { st.log_end_offset, st.last_stable_offset, st.aborted_transactions })
+    -- once aborted there is nothing open to abort
+    assert.are.equal(CLUSTER_AUTHORIZATION_FAILED, marker(false))
+    assert(p:abort())
+    p:close()
+  end)
+
   it("refuses transaction markers from clients", function()
     local a = assert(b:admin())
     assert(a:create_topics { { name = "tx-mk", partitions = 1 } })
