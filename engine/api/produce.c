@@ -26,6 +26,7 @@
 #include "log/cleaner_threads.h"
 #include "record/batch.h"
 #include "replica/leader.h"
+#include "txn/txn_coordinator.h"
 
 /* Checks every batch of one partition's records; returns a Kafka error code.
  * nheadered gets how many of the records carry headers. */
@@ -158,9 +159,30 @@ static bool log_append_time(kiq_broker_t *b, kiq_topic_t *topic)
     return strcmp(kiq_config_str(b->config, KIQ_CFG_MESSAGE_TIMESTAMP_TYPE), "LogAppendTime") == 0;
 }
 
+/* KIP-890 part 1: the first transactional records of a producer's
+ * transaction in a partition are taken only if its coordinator has the
+ * partition in that transaction, so a late or stray produce cannot start a
+ * transaction nobody will end. The coordinator is asked when it is this
+ * broker (always, alone); one elsewhere is not asked. The error code. */
+static int16_t verify_transaction(kiq_broker_t *b, kiq_str_t txn_id, kiq_topic_t *topic, int32_t partition,
+                                  kiq_partition_log_t *log, const uint8_t *data, size_t len)
+{
+    kiq_batch_header_t h;
+    if (kiq_batch_header_parse(data, len, &h) < 0 || !kiq_batch_is_transactional(&h) || h.producer_id < 0) return 0;
+    kiq_producer_entry_t e;
+    if (kiq_partition_log_producer(log, h.producer_id, &e) == 1 && e.txn_first_offset >= 0 && e.epoch == h.producer_epoch)
+        return 0; /* its transaction here is under way already */
+    int16_t err = kiq_txn_verify(b->txns, txn_id, h.producer_id, h.producer_epoch, topic->name, partition);
+    if (err == KIQ_ERR_NONE || err == KIQ_ERR_NOT_COORDINATOR) return 0;
+    kiq_error_set("transactional producer %lld epoch %d (id " KIQ_STR_FMT ") has no transaction with %s-%d in it "
+                  "at its coordinator (error %d)", (long long)h.producer_id, h.producer_epoch, KIQ_STR_ARG(txn_id),
+                  topic->name, partition, err);
+    return err == KIQ_ERR_PRODUCER_FENCED ? KIQ_ERR_INVALID_PRODUCER_EPOCH : KIQ_ERR_INVALID_TXN_STATE;
+}
+
 /* Appends one partition's records; *required gets the offset the high
  * watermark must reach for them to be committed (-1: nothing appended). */
-static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic, int16_t acks,
+static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic, int16_t acks, kiq_str_t txn_id,
                               const kiq_produce_request_topic_data_partition_data_t *in,
                               kiq_produce_response_responses_partition_responses_t *out, int64_t *required)
 {
@@ -194,6 +216,12 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     if (err) {
         KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
                  err, kiq_error_get());
+        out->error_code = (int16_t)err;
+        out->error_message = kiq_request_error_message(r);
+        return;
+    }
+    if ((err = verify_transaction(b, txn_id, topic, in->index, log, data, len)) != 0) {
+        KIQ_WARN("produce to %s-%d from %s rejected: %s", topic->name, in->index, r->peer, kiq_error_get());
         out->error_code = (int16_t)err;
         out->error_message = kiq_request_error_message(r);
         return;
@@ -389,7 +417,7 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
                 pr->error_code = KIQ_ERR_INVALID_REQUIRED_ACKS;
             } else {
                 int64_t required;
-                produce_partition(b, r, topic, req->acks, &td->partition_data[j], pr, &required);
+                produce_partition(b, r, topic, req->acks, req->transactional_id, &td->partition_data[j], pr, &required);
                 /* a partition of the cluster's that has no replica here */
                 if (pr->error_code == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION && b->cluster && td->name.p &&
                     pr->index >= 0 &&

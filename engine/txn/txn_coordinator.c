@@ -529,6 +529,63 @@ void kiq_txn_add_partitions(kiq_txn_coordinator_t *tc, int16_t version, const ki
         }
 }
 
+int16_t kiq_txn_verify(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer_id, int16_t producer_epoch,
+                       const char *topic, int32_t partition)
+{
+    if (!id.p || id.len == 0) return KIQ_ERR_INVALID_REQUEST;
+    pthread_mutex_lock(&tc->mu);
+    kiq_txn_t *t;
+    int16_t err = find(tc, id, kiq_txn_coordinator_partition_of(tc, id), &t);
+    if (!err && (!t || t->producer_id != producer_id)) err = KIQ_ERR_INVALID_PRODUCER_ID_MAPPING;
+    else if (!err && t->producer_epoch != producer_epoch) err = KIQ_ERR_PRODUCER_FENCED;
+    else if (!err && (t->state != KIQ_TXN_ONGOING || !kiq_txn_has_partition(t, topic, partition)))
+        err = KIQ_ERR_INVALID_TXN_STATE;
+    pthread_mutex_unlock(&tc->mu);
+    return err;
+}
+
+void kiq_txn_add_partitions_v4(kiq_txn_coordinator_t *tc, const kiq_add_partitions_to_txn_request_transactions_t *tr,
+                               kiq_add_partitions_to_txn_response_results_by_transaction_t *out, kiq_arena_t *a,
+                               int32_t *partition, int64_t *need)
+{
+    *partition = -1;
+    *need = -1;
+    out->transactional_id = tr->transactional_id;
+    int32_t ntopics = tr->topics_n > 0 ? tr->topics_n : 0;
+    int n = 0;
+    for (int32_t i = 0; i < ntopics; i++) n += tr->topics[i].partitions_n > 0 ? tr->topics[i].partitions_n : 0;
+    const char **topics = kiq_arena_calloc(a, (size_t)(n ? n : 1), sizeof *topics);
+    int32_t *parts = kiq_arena_calloc(a, (size_t)(n ? n : 1), sizeof *parts);
+    int16_t **errs = kiq_arena_calloc(a, (size_t)(n ? n : 1), sizeof *errs);
+    out->topic_results_n = ntopics;
+    out->topic_results = kiq_arena_calloc(a, (size_t)(ntopics ? ntopics : 1), sizeof *out->topic_results);
+    int k = 0;
+    for (int32_t i = 0; i < ntopics; i++) {
+        const kiq_add_partitions_to_txn_request_transactions_topics_t *t = &tr->topics[i];
+        kiq_add_partitions_to_txn_response_results_by_transaction_topic_results_t *rt = &out->topic_results[i];
+        kiq_add_partitions_to_txn_response_results_by_transaction_topic_results_init(rt);
+        rt->name = t->name;
+        int32_t np = t->partitions_n > 0 ? t->partitions_n : 0;
+        rt->results_by_partition_n = np;
+        rt->results_by_partition = kiq_arena_calloc(a, (size_t)(np ? np : 1), sizeof *rt->results_by_partition);
+        const char *name = kiq_arena_strndup(a, t->name.p ? t->name.p : "", t->name.p ? (size_t)t->name.len : 0);
+        for (int32_t j = 0; j < np; j++, k++) {
+            rt->results_by_partition[j].partition_index = t->partitions[j];
+            topics[k] = name;
+            parts[k] = t->partitions[j];
+            errs[k] = &rt->results_by_partition[j].partition_error_code;
+        }
+    }
+    if (tr->verify_only) {
+        for (int i = 0; i < n; i++)
+            *errs[i] = kiq_txn_verify(tc, tr->transactional_id, tr->producer_id, tr->producer_epoch, topics[i], parts[i]);
+        return;
+    }
+    int16_t err = add_partitions(tc, 4, tr->transactional_id, tr->producer_id, tr->producer_epoch, n, topics, parts,
+                                 partition, need);
+    for (int i = 0; i < n; i++) *errs[i] = err;
+}
+
 int16_t kiq_txn_add_offsets(kiq_txn_coordinator_t *tc, int16_t version, const kiq_add_offsets_to_txn_request_t *req,
                             int32_t *partition, int64_t *need)
 {

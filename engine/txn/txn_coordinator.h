@@ -80,6 +80,23 @@ void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const 
 void kiq_txn_add_partitions(kiq_txn_coordinator_t *tc, int16_t version, const kiq_add_partitions_to_txn_request_t *req,
                             kiq_add_partitions_to_txn_response_t *out, kiq_arena_t *a, int32_t *partition,
                             int64_t *need);
+/* AddPartitionsToTxn v4 for one transaction of the request (tr): with
+ * verify_only, whether each partition is in its ongoing transaction (NONE,
+ * INVALID_TXN_STATE when not, or the producer checks' errors), nothing
+ * written; otherwise the partitions are added as by v0-3 (*partition and
+ * *need then as for InitProducerId). Each partition's error code goes to
+ * out (allocated in a). */
+void kiq_txn_add_partitions_v4(kiq_txn_coordinator_t *tc, const kiq_add_partitions_to_txn_request_transactions_t *tr,
+                               kiq_add_partitions_to_txn_response_results_by_transaction_t *out, kiq_arena_t *a,
+                               int32_t *partition, int64_t *need);
+/* Whether partition `partition` of topic is in transactional id's ongoing
+ * transaction of producer_id at producer_epoch: NONE, INVALID_TXN_STATE,
+ * PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING, or NOT_COORDINATOR when
+ * this broker does not coordinate the id (a produce's leader then cannot
+ * tell). Any thread. */
+int16_t kiq_txn_verify(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer_id, int16_t producer_epoch,
+                       const char *topic, int32_t partition);
+
 /* AddOffsetsToTxn: the group's __consumer_offsets partition joins the
  * transaction; the error code. */
 int16_t kiq_txn_add_offsets(kiq_txn_coordinator_t *tc, int16_t version, const kiq_add_offsets_to_txn_request_t *req,

@@ -397,6 +397,46 @@ describe("a transactional id on one broker", function()
     p:close()
   end)
 
+  it("takes a transaction's records only for partitions in it (KIP-890 part 1), and verifies with v4", function()
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "tx-v", partitions = 2 } })
+    a:close()
+    local _, pid, epoch = init(c, "tx-v")
+    assert.are.same({ ["tx-v"] = { [0] = NONE } }, add(c, "tx-v", pid, epoch, { ["tx-v"] = { 0 } }))
+    local function produce(partition, seq, id)
+      local batch = assert(core.build_batch { producer_id = pid, producer_epoch = epoch, base_sequence = seq,
+        transactional = true, records = { { key = "k", value = "v" } } })
+      local r = assert(c:request(0, { transactional_id = id or "tx-v", acks = -1, timeout_ms = 5000,
+        topic_data = { { name = "tx-v", partition_data = { { index = partition, records = batch } } } } }))
+      return r.responses[1].partition_responses[1].error_code
+    end
+    -- partition 1 was never added: refused, nothing written
+    assert.are.equal(INVALID_TXN_STATE, produce(1, 0))
+    assert.are.equal(0, b:state().topics["tx-v"].partitions[1].log_end_offset)
+    assert.are.equal(NONE, produce(0, 0))
+    assert.are.equal(1, b:state().topics["tx-v"].partitions[0].log_end_offset)
+    -- what a partition leader asks the coordinator (v4, verify_only)
+    local r = assert(c:request(ADD_PARTITIONS, { transactions = { { transactional_id = "tx-v", producer_id = pid,
+      producer_epoch = epoch, verify_only = true, topics = { { name = "tx-v", partitions = { 0, 1 } } } },
+      { transactional_id = "tx-none", producer_id = pid, producer_epoch = epoch, verify_only = true,
+        topics = { { name = "tx-v", partitions = { 0 } } } } } }, { version = 4 }))
+    local got = {}
+    for _, tr in ipairs(r.results_by_transaction) do
+      for _, tp in ipairs(tr.topic_results) do
+        for _, pr in ipairs(tp.results_by_partition) do
+          got[#got + 1] = tr.transactional_id .. ":" .. pr.partition_index .. "=" .. pr.partition_error_code
+        end
+      end
+    end
+    assert.are.same({ "tx-v:0=0", "tx-v:1=" .. INVALID_TXN_STATE, "tx-none:0=" .. INVALID_PRODUCER_ID_MAPPING }, got)
+    -- v4 without verify_only adds, as v0-3 do
+    r = assert(c:request(ADD_PARTITIONS, { transactions = { { transactional_id = "tx-v", producer_id = pid,
+      producer_epoch = epoch, verify_only = false, topics = { { name = "tx-v", partitions = { 1 } } } } } },
+      { version = 4 }))
+    assert.are.equal(NONE, r.results_by_transaction[1].topic_results[1].results_by_partition[1].partition_error_code)
+    assert.are.equal(NONE, produce(1, 0))
+  end)
+
   it("refuses transaction markers from clients", function()
     local a = assert(b:admin())
     assert(a:create_topics { { name = "tx-mk", partitions = 1 } })

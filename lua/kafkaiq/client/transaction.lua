@@ -48,8 +48,9 @@ local function coordinator(p, t)
 end
 
 -- Sends a request to the coordinator until it is answered without an error
--- to retry; code_of(resp) reads the error code. resp | nil, err, code.
-local function call(p, t, what, api, body, code_of)
+-- to retry; code_of(resp) reads the error code; opts go to the request.
+-- resp | nil, err, code.
+local function call(p, t, what, api, body, code_of, opts)
   local deadline = core.now_ms() + p.cfg.request_timeout_ms
   local err, code
   while true do
@@ -57,7 +58,7 @@ local function call(p, t, what, api, body, code_of)
     conn, err, code = coordinator(p, t)
     if conn then
       local resp
-      resp, err = conn:request(api, body)
+      resp, err = conn:request(api, body, opts)
       if resp then
         code = code_of(resp)
         if code == 0 then return resp end
@@ -117,7 +118,7 @@ function M.add_partitions(p, t, batches)
         end
       end
       return 0
-    end)
+    end, { version = 3 }) -- v4+ is the brokers' form
   if not resp then return nil, err end
   for k in pairs(keys) do t.partitions[k] = true end
   return true
