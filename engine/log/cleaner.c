@@ -38,6 +38,43 @@ static bool aborted_batch(const aborted_set_t *a, const kiq_batch_header_t *h)
     return false;
 }
 
+/* Producers whose transaction still has records in what this pass has
+ * read so far: its marker stays. One kiq_log_clean call's. */
+typedef struct txn_data {
+    int64_t *pid;
+    size_t n, cap;
+    bool lost; /* out of memory once: every marker is kept */
+} txn_data_t;
+
+static void txn_data_mark(txn_data_t *t, int64_t pid)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->pid[i] == pid) return;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        int64_t *p = realloc(t->pid, cap * sizeof *p);
+        if (!p) {
+            t->lost = true;
+            return;
+        }
+        t->pid = p;
+        t->cap = cap;
+    }
+    t->pid[t->n++] = pid;
+}
+
+/* At pid's marker: whether its transaction kept records (it is over
+ * either way). */
+static bool txn_data_take(txn_data_t *t, int64_t pid)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->pid[i] == pid) {
+            t->pid[i] = t->pid[--t->n];
+            return true;
+        }
+    return t->lost;
+}
+
 /* ---- Offset map: key -> latest offset ---- */
 
 /* Open addressing over full key copies (no digest, so no collision can
@@ -241,8 +278,8 @@ static int rebuild_batch(const uint8_t *orig, const kiq_batch_header_t *h, keep_
 
 /* Writes the cleaned copy of cs to `.cleaned` and, when anything went,
  * renames it `.swap`: 1 then, 0 when the segment stays as it is, -1. */
-static int clean_segment(const char *dir, offset_map_t *m, const aborted_set_t *ab, const kiq_log_closed_segment_t *cs,
-                         bool drop_tombstones,
+static int clean_segment(const char *dir, offset_map_t *m, const aborted_set_t *ab, txn_data_t *td,
+                         const kiq_log_closed_segment_t *cs, bool drop_tombstones,
                          kiq_cleaner_stats_t *st, uint64_t *new_size)
 {
     char cleaned[PATH_MAX], swap[PATH_MAX];
@@ -266,8 +303,13 @@ static int clean_segment(const char *dir, offset_map_t *m, const aborted_set_t *
     while ((rc = next_batch(&r, &len, &h)) == 1) {
         out.len = 0;
         if (kiq_batch_is_control(&h)) {
-            /* markers stay: a read_committed consumer may still need them */
-            kiq_wr_raw(&out, r.buf, len);
+            /* a marker stays while its transaction has records left (a
+             * read_committed consumer needs it to read them), then as long
+             * as a tombstone would: a consumer may be reading past it */
+            if (!txn_data_take(td, h.producer_id) && drop_tombstones)
+                dropped = true;
+            else
+                kiq_wr_raw(&out, r.buf, len);
         } else if (aborted_batch(ab, &h)) {
             dropped = true;
         } else {
@@ -278,6 +320,7 @@ static int clean_segment(const char *dir, offset_map_t *m, const aborted_set_t *
                 break;
             }
             st->records_kept += k.kept;
+            if (k.kept > 0 && kiq_batch_is_transactional(&h)) txn_data_mark(td, h.producer_id);
             if (k.kept == h.record_count) {
                 kiq_wr_raw(&out, r.buf, len);
             } else {
@@ -343,6 +386,7 @@ int kiq_log_clean(kiq_partition_log_t *l, const kiq_cleaner_options_t *opt, kiq_
     if (cleanable > 0)
         ab.n = kiq_partition_log_aborted(l, segs[0].base_offset, segs[cleanable - 1].next_offset, &arena, &ab.e);
     offset_map_t m = {0};
+    txn_data_t td = {0};
     int rc = 0, replaced = 0;
     for (int i = 0; i < cleanable && rc == 0; i++) rc = map_segment(&m, &ab, &segs[i], &st->records_read);
     for (int i = 0; i < cleanable && rc == 0; i++) {
@@ -350,7 +394,7 @@ int kiq_log_clean(kiq_partition_log_t *l, const kiq_cleaner_options_t *opt, kiq_
         bool drop_tombstones = cs->max_timestamp < opt->now_ms - opt->delete_retention_ms;
         uint64_t new_size = 0;
         int64_t kept_before = st->records_kept;
-        int r = clean_segment(dir, &m, &ab, cs, drop_tombstones, st, &new_size);
+        int r = clean_segment(dir, &m, &ab, &td, cs, drop_tombstones, st, &new_size);
         if (r < 0) {
             rc = -1;
             break;
@@ -370,6 +414,7 @@ int kiq_log_clean(kiq_partition_log_t *l, const kiq_cleaner_options_t *opt, kiq_
         replaced++;
     }
     map_free(&m);
+    free(td.pid);
     kiq_arena_reset(&arena);
     kiq_partition_log_closed_release(segs, n);
     return rc < 0 ? -1 : replaced;

@@ -37,8 +37,9 @@ typedef struct kiq_cleaner_stats {
 
 /* One pass over l, over the closed segments below its last stable offset
  * (nothing uncommitted, no open transaction). Records of aborted
- * transactions never count as a key's latest value and are removed;
- * transaction markers are kept. Returns the number of segments replaced,
+ * transactions never count as a key's latest value and are removed; a
+ * transaction marker goes once its transaction has no records left and
+ * its segment is older than delete.retention.ms, as tombstones do. Returns the number of segments replaced,
  * or -1 with the reason (segments already swapped in stay). Segments where
  * nothing would go are left alone. */
 int kiq_log_clean(kiq_partition_log_t *l, const kiq_cleaner_options_t *opt, kiq_cleaner_stats_t *stats);

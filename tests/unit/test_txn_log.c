@@ -5,8 +5,9 @@
  * fetch is given; the marker checks (stale producer epoch, stale
  * coordinator epoch); and all of it after a clean reopen, an unclean one
  * (rebuilt from the log), a truncation, a follower's copy; and the
- * cleaner, which drops aborted records and never lets one shadow a
- * committed value. */
+ * cleaner, which drops aborted records (never letting one shadow a
+ * committed value) and, past delete.retention.ms, markers whose
+ * transaction has nothing left. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -290,6 +292,70 @@ static void test_cleaner_stops_at_an_open_transaction(void **state)
     kiq_partition_log_free(l);
 }
 
+static void test_cleaner_drops_markers_with_nothing_left(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    f->cfg.segment_bytes = 100;
+    kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
+    assert_non_null(l);
+    /* a committed value at 0 (marker 1) superseded at 2; a transaction at 3
+     * (marker 4) whose value stays; the active segment at 5 */
+    assert_int_equal(append_value(l, 1, 7, 0, 0, "old"), 0);
+    assert_int_equal(marker(l, 7, 0, 0, true), 0);
+    assert_int_equal(append_value(l, 1, -1, 0, 0, "new"), 0);
+    kiq_batch_builder_t bb;
+    kiq_batch_builder_init(&bb, KIQ_CODEC_NONE, 1700000000000);
+    kiq_batch_builder_set_producer(&bb, 8, 0, 0);
+    bb.transactional = true;
+    assert_int_equal(kiq_batch_builder_add(&bb, "other", 5, "kept", 4, NULL, 0, 1700000000000), 0);
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    assert_int_equal(kiq_batch_builder_finish(&bb, &w), 0);
+    kiq_batch_builder_free(&bb);
+    kiq_log_append_result_t res;
+    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 0, NULL, &res), 0);
+    kiq_wr_free(&w);
+    assert_int_equal(marker(l, 8, 0, 0, true), 0);
+    assert_int_equal(append_value(l, 1, -1, 0, 0, "active"), 0);
+    kiq_partition_log_set_high_watermark(l, kiq_partition_log_end_offset(l));
+    /* within delete.retention.ms the empty transaction's marker stays */
+    kiq_cleaner_options_t o = {.now_ms = 1700000000000 + 1000, .delete_retention_ms = 86400000};
+    assert_true(kiq_log_clean(l, &o, NULL) > 0);
+    int64_t want_early[] = {1, 2, 3, 4};
+    int64_t want_late[] = {2, 3, 4};
+    const int64_t *want[] = {want_early, want_late};
+    size_t nwant[] = {4, 3};
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) {
+            /* markers carry the wall clock's time */
+            o.now_ms = (int64_t)time(NULL) * 1000 + 2 * 86400000LL;
+            assert_true(kiq_log_clean(l, &o, NULL) > 0);
+        }
+        kiq_wr_init(&w);
+        assert_true(kiq_partition_log_read(l, 0, 1 << 20, 5, &w) > 0);
+        kiq_batch_iter_t it;
+        kiq_batch_iter_init(&it, w.buf, w.len, false);
+        const uint8_t *batch;
+        size_t blen;
+        kiq_batch_header_t h;
+        size_t n = 0;
+        while (kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
+            assert_true(n < nwant[round]);
+            assert_int_equal(h.base_offset, want[round][n]);
+            n++;
+        }
+        assert_int_equal(n, nwant[round]);
+        kiq_wr_free(&w);
+    }
+    /* a reopen finds no open transaction: nothing holds the LSO back */
+    kiq_partition_log_free(l);
+    f->cfg.clean_shutdown = false;
+    l = kiq_partition_log_open_at(f->dir, &f->cfg, 0);
+    assert_non_null(l);
+    assert_int_equal(lso(l), kiq_partition_log_end_offset(l));
+    kiq_partition_log_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +365,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_follower_copies_aborted_transactions, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_drops_aborted_records, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_stops_at_an_open_transaction, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_cleaner_drops_markers_with_nothing_left, setup, kiq_test_log_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
