@@ -389,13 +389,20 @@ void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const 
     }
     err = kiq_txn_check_init(next, req->producer_id, req->producer_epoch, req->transaction_timeout_ms,
                              (int32_t)kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTION_MAX_TIMEOUT_MS), &action);
+    if (!err && action == KIQ_TXN_INIT_CURRENT) {
+        /* its answer to the bump was lost: the same answer again, nothing written */
+        out->producer_id = next->producer_id;
+        out->producer_epoch = next->producer_epoch;
+        free_txn(next);
+        goto out;
+    }
     int64_t new_id = -1;
     if (!err && kiq_txn_needs_new_id(next) && tc->b.next_producer_id(tc->b.ctx, &new_id) != 0) {
         KIQ_ERROR("InitProducerId for %s: cannot allocate a producer id: %s", name, kiq_error_get());
         err = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
     }
     if (!err) {
-        kiq_txn_bump(next, new_id, req->transaction_timeout_ms, kiq_clock_wall_ms());
+        kiq_txn_bump(next, new_id, req->transaction_timeout_ms, kiq_clock_wall_ms(), req->producer_id >= 0);
         err = write_state(tc, next, *partition, need);
         if (err) KIQ_WARN("InitProducerId for %s: %s", name, kiq_error_get());
     } else if (action == KIQ_TXN_INIT_FENCE_ABORT) {

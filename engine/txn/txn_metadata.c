@@ -18,6 +18,7 @@ int kiq_txn_init(kiq_txn_t *t, const char *id, int64_t now_ms)
         .producer_id = -1,
         .previous_producer_id = -1,
         .producer_epoch = -1,
+        .last_epoch = -1,
         .state = KIQ_TXN_EMPTY,
         .start_ms = -1,
         .updated_ms = now_ms,
@@ -88,6 +89,11 @@ int16_t kiq_txn_check_init(const kiq_txn_t *t, int64_t producer_id, int16_t prod
     /* a producer that had an id must still be the current one (KIP-360):
      * its own id and epoch, or the id before a rotation */
     if (producer_id != -1 && t->producer_id != -1) {
+        if (producer_id == t->producer_id && t->last_epoch >= 0 && producer_epoch == t->last_epoch &&
+            t->state == KIQ_TXN_EMPTY) {
+            *action = KIQ_TXN_INIT_CURRENT;
+            return KIQ_ERR_NONE;
+        }
         bool current = producer_id == t->producer_id && producer_epoch == t->producer_epoch;
         bool rotated = producer_id == t->previous_producer_id && t->producer_epoch == 0;
         if (!current && !rotated) return KIQ_ERR_PRODUCER_FENCED;
@@ -104,13 +110,15 @@ int16_t kiq_txn_check_init(const kiq_txn_t *t, int64_t producer_id, int16_t prod
 
 bool kiq_txn_needs_new_id(const kiq_txn_t *t) { return t->producer_id < 0 || t->producer_epoch >= KIQ_TXN_LAST_EPOCH; }
 
-void kiq_txn_bump(kiq_txn_t *t, int64_t new_producer_id, int32_t timeout_ms, int64_t now_ms)
+void kiq_txn_bump(kiq_txn_t *t, int64_t new_producer_id, int32_t timeout_ms, int64_t now_ms, bool by_producer)
 {
     if (kiq_txn_needs_new_id(t)) {
         t->previous_producer_id = t->producer_id;
         t->producer_id = new_producer_id;
         t->producer_epoch = 0;
+        t->last_epoch = -1;
     } else {
+        t->last_epoch = by_producer ? t->producer_epoch : -1;
         t->producer_epoch++;
     }
     t->timeout_ms = timeout_ms;

@@ -46,6 +46,10 @@ typedef struct kiq_txn {
     int64_t producer_id;
     int64_t previous_producer_id; /* before the last rotation to a new id; -1 */
     int16_t producer_epoch;
+    /* the epoch before the last bump of the same producer id, in memory
+     * only (Kafka's lastProducerEpoch): a retried InitProducerId naming it
+     * gets the current epoch again, not PRODUCER_FENCED; -1 */
+    int16_t last_epoch;
     int32_t timeout_ms;
     kiq_txn_state_t state;
     kiq_txn_partition_t *partitions; /* of the ongoing (or ending) transaction */
@@ -67,6 +71,7 @@ int kiq_txn_add_partition(kiq_txn_t *t, const char *topic, int32_t partition);
 typedef enum kiq_txn_init_action {
     KIQ_TXN_INIT_BUMP,         /* the next epoch (or a new producer id at epoch 0); Empty */
     KIQ_TXN_INIT_FENCE_ABORT,  /* an ongoing transaction: bump the epoch, abort it; the client retries */
+    KIQ_TXN_INIT_CURRENT,      /* a retry of the last bump (its answer was lost): the current id and epoch */
 } kiq_txn_init_action_t;
 
 /* InitProducerId for transactional id t with timeout_ms and, for a
@@ -78,9 +83,11 @@ int16_t kiq_txn_check_init(const kiq_txn_t *t, int64_t producer_id, int16_t prod
                            int32_t max_timeout_ms, kiq_txn_init_action_t *action);
 /* Applies a bump to t: the next epoch, or new_producer_id (taken by the
  * caller when kiq_txn_needs_new_id) at epoch 0; state Empty, no
- * partitions, the timeout. */
+ * partitions, the timeout. by_producer: the producer asked with its own id
+ * and epoch (KIP-360), so a retry of that request is recognised (not for
+ * a new instance, whose bump fences the old one). */
 bool kiq_txn_needs_new_id(const kiq_txn_t *t);
-void kiq_txn_bump(kiq_txn_t *t, int64_t new_producer_id, int32_t timeout_ms, int64_t now_ms);
+void kiq_txn_bump(kiq_txn_t *t, int64_t new_producer_id, int32_t timeout_ms, int64_t now_ms, bool by_producer);
 
 /* AddPartitionsToTxn / AddOffsetsToTxn by producer_id at producer_epoch
  * (t NULL: an unknown transactional id). NONE (*all_there: nothing to

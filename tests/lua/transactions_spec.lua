@@ -114,6 +114,10 @@ describe("a transactional id on one broker", function()
     assert.are_not.equal(pid, other)
     -- KIP-360: the producer at the current epoch may ask again; an older one is fenced
     assert.are.same({ NONE, pid, 2 }, { init(c, "tx-a", { pid = pid, epoch = 1 }) })
+    -- the same request again (its answer lost): the same answer, not fenced, nothing written
+    local leo = b:state().topics.__transaction_state.partitions[partition_of("tx-a", 5)].log_end_offset
+    assert.are.same({ NONE, pid, 2 }, { init(c, "tx-a", { pid = pid, epoch = 1 }) })
+    assert.are.equal(leo, b:state().topics.__transaction_state.partitions[partition_of("tx-a", 5)].log_end_offset)
     assert.are.same({ PRODUCER_FENCED, -1, -1 }, { init(c, "tx-a", { pid = pid, epoch = 0 }) })
     assert.are.same({ INVALID_PRODUCER_EPOCH, -1, -1 }, { init(c, "tx-a", { pid = pid, epoch = 0, version = 3 }) })
     assert.are.same({ PRODUCER_FENCED, -1, -1 }, { init(c, "tx-a", { pid = pid + 1000, epoch = 2 }) })

@@ -60,24 +60,31 @@ static void test_init_producer_id_rules(void **state)
     assert_int_equal(kiq_txn_check_init(&t, -1, -1, 30000, 900000, &act), KIQ_ERR_NONE);
     assert_int_equal(act, KIQ_TXN_INIT_BUMP);
     assert_true(kiq_txn_needs_new_id(&t));
-    kiq_txn_bump(&t, 4000, 30000, 2000);
+    kiq_txn_bump(&t, 4000, 30000, 2000, false);
     assert_int_equal(t.producer_id, 4000);
     assert_int_equal(t.producer_epoch, 0);
     assert_int_equal(t.timeout_ms, 30000);
     /* again: the next epoch of the same id */
     assert_int_equal(kiq_txn_check_init(&t, -1, -1, 30000, 900000, &act), KIQ_ERR_NONE);
     assert_false(kiq_txn_needs_new_id(&t));
-    kiq_txn_bump(&t, 9999, 30000, 3000);
+    kiq_txn_bump(&t, 9999, 30000, 3000, false);
     assert_int_equal(t.producer_id, 4000);
     assert_int_equal(t.producer_epoch, 1);
     /* KIP-360: a producer naming an old epoch is fenced; the current one is fine */
     assert_int_equal(kiq_txn_check_init(&t, 4000, 0, 30000, 900000, &act), KIQ_ERR_PRODUCER_FENCED);
     assert_int_equal(kiq_txn_check_init(&t, 77, 1, 30000, 900000, &act), KIQ_ERR_PRODUCER_FENCED);
     assert_int_equal(kiq_txn_check_init(&t, 4000, 1, 30000, 900000, &act), KIQ_ERR_NONE);
+    assert_int_equal(act, KIQ_TXN_INIT_BUMP);
+    /* the producer's own bump: a retry naming the epoch before it gets the current one */
+    kiq_txn_bump(&t, 9999, 30000, 3500, true);
+    assert_int_equal(t.producer_epoch, 2);
+    assert_int_equal(kiq_txn_check_init(&t, 4000, 1, 30000, 900000, &act), KIQ_ERR_NONE);
+    assert_int_equal(act, KIQ_TXN_INIT_CURRENT);
+    assert_int_equal(kiq_txn_check_init(&t, 4000, 0, 30000, 900000, &act), KIQ_ERR_PRODUCER_FENCED);
     /* the last epoch rotates to a new producer id */
     t.producer_epoch = KIQ_TXN_LAST_EPOCH;
     assert_true(kiq_txn_needs_new_id(&t));
-    kiq_txn_bump(&t, 5000, 30000, 4000);
+    kiq_txn_bump(&t, 5000, 30000, 4000, false);
     assert_int_equal(t.producer_id, 5000);
     assert_int_equal(t.producer_epoch, 0);
     assert_int_equal(t.previous_producer_id, 4000);
