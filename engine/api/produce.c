@@ -29,8 +29,10 @@
 #include "txn/txn_coordinator.h"
 
 /* Checks every batch of one partition's records; returns a Kafka error code.
- * nheadered gets how many of the records carry headers. */
-static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *nrecords, int64_t *nheadered)
+ * nheadered gets how many of the records carry headers, first the first
+ * batch's header. */
+static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *nrecords, int64_t *nheadered,
+                            kiq_batch_header_t *first)
 {
     if (!p || len == 0) return kiq_error_set("no record batches"), KIQ_ERR_INVALID_RECORD;
     kiq_batch_iter_t it;
@@ -38,7 +40,7 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *n
     const uint8_t *batch;
     size_t blen;
     kiq_batch_header_t h;
-    int rc;
+    int rc, nbatches = 0;
     *nrecords = *nheadered = 0;
     while ((rc = kiq_batch_iter_next(&it, &batch, &blen, &h)) == 1) {
         if (h.magic != KIQ_BATCH_MAGIC) {
@@ -49,6 +51,7 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *n
         int err = kiq_batch_validate(batch, blen, max_bytes, &h, &headered);
         if (err) return err;
         *nheadered += headered;
+        if (nbatches++ == 0) *first = h;
         if (h.attributes & KIQ_BATCH_ATTR_CONTROL) {
             kiq_error_set("clients are not allowed to write control records");
             return KIQ_ERR_INVALID_RECORD;
@@ -165,17 +168,17 @@ static bool log_append_time(kiq_broker_t *b, kiq_topic_t *topic)
  * transaction nobody will end. The coordinator is asked when it is this
  * broker (always, alone); one elsewhere is not asked. The error code. */
 static int16_t verify_transaction(kiq_broker_t *b, kiq_str_t txn_id, kiq_topic_t *topic, int32_t partition,
-                                  kiq_partition_log_t *log, const uint8_t *data, size_t len)
+                                  kiq_partition_log_t *log, const kiq_batch_header_t *h)
 {
-    kiq_batch_header_t h;
-    if (kiq_batch_header_parse(data, len, &h) < 0 || !kiq_batch_is_transactional(&h) || h.producer_id < 0) return 0;
+    if (!kiq_batch_is_transactional(h) || h->producer_id < 0) return 0;
     kiq_producer_entry_t e;
-    if (kiq_partition_log_producer(log, h.producer_id, &e) == 1 && e.txn_first_offset >= 0 && e.epoch == h.producer_epoch)
+    if (kiq_partition_log_producer(log, h->producer_id, &e) == 1 && e.txn_first_offset >= 0 &&
+        e.epoch == h->producer_epoch)
         return 0; /* its transaction here is under way already */
-    int16_t err = kiq_txn_verify(b->txns, txn_id, h.producer_id, h.producer_epoch, topic->name, partition);
+    int16_t err = kiq_txn_verify(b->txns, txn_id, h->producer_id, h->producer_epoch, topic->name, partition);
     if (err == KIQ_ERR_NONE || err == KIQ_ERR_NOT_COORDINATOR) return 0;
     kiq_error_set("transactional producer %lld epoch %d (id " KIQ_STR_FMT ") has no transaction with %s-%d in it "
-                  "at its coordinator (error %d)", (long long)h.producer_id, h.producer_epoch, KIQ_STR_ARG(txn_id),
+                  "at its coordinator (error %d)", (long long)h->producer_id, h->producer_epoch, KIQ_STR_ARG(txn_id),
                   topic->name, partition, err);
     return err == KIQ_ERR_PRODUCER_FENCED ? KIQ_ERR_INVALID_PRODUCER_EPOCH : KIQ_ERR_INVALID_TXN_STATE;
 }
@@ -212,7 +215,8 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     uint8_t *data = (uint8_t *)in->records.p;
     size_t len = (size_t)in->records.len;
     int64_t nrecords, nheadered;
-    int err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords, &nheadered);
+    kiq_batch_header_t first;
+    int err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords, &nheadered, &first);
     if (err) {
         KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
                  err, kiq_error_get());
@@ -220,7 +224,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         out->error_message = kiq_request_error_message(r);
         return;
     }
-    if ((err = verify_transaction(b, txn_id, topic, in->index, log, data, len)) != 0) {
+    if ((err = verify_transaction(b, txn_id, topic, in->index, log, &first)) != 0) {
         KIQ_WARN("produce to %s-%d from %s rejected: %s", topic->name, in->index, r->peer, kiq_error_get());
         out->error_code = (int16_t)err;
         out->error_message = kiq_request_error_message(r);
@@ -251,7 +255,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             data = hp.rewritten;
             len = hp.rewritten_len;
             /* built here, but the limits still hold */
-            err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords, &nheadered);
+            err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords, &nheadered, &first);
             if (err) {
                 KIQ_WARN("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
                          topic->name, in->index, r->peer, err, kiq_error_get());

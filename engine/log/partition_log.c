@@ -667,6 +667,30 @@ static int count_unflushed(kiq_partition_log_t *l, int64_t messages, kiq_log_app
     return flush_locked(l);
 }
 
+/* What an append reports before it did anything. */
+static void result_init(kiq_log_append_result_t *res)
+{
+    *res = (kiq_log_append_result_t){.base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1,
+                                     .position = -1, .txn_first_offset = -1, .txn_producer = -1};
+}
+
+/* Under the mutex, after a leader's batches first..last were written at
+ * leader_epoch: the epoch cache, the flush flush.messages asks for, and
+ * the watch. 0 or -1 (the fsync failed). */
+static int appended(kiq_partition_log_t *l, int32_t leader_epoch, int64_t first, int64_t last,
+                    const kiq_log_append_watch_t *watch, kiq_log_append_result_t *res)
+{
+    /* Every batch of the append has this epoch: it starts at the first
+     * one if it is new. */
+    if (assign_epoch(l, leader_epoch, first)) save_epochs(l);
+    l->last_epoch = leader_epoch;
+    res->base_offset = first;
+    res->last_offset = last;
+    int rc = count_unflushed(l, last - first + 1, res);
+    if (rc == 0 && watch) watch->appended(watch->ctx, res);
+    return rc;
+}
+
 /* Producer entries an append changes, committed to the table only once
  * its batches are written; a later batch of the same append is checked
  * against the earlier ones. On the appending thread's stack. */
@@ -733,8 +757,7 @@ static int check_producer(kiq_partition_log_t *l, pending_t *pend, const kiq_bat
 int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
                                      const kiq_log_append_watch_t *watch, kiq_log_append_result_t *res)
 {
-    *res = (kiq_log_append_result_t){.base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1,
-                                     .position = -1, .txn_first_offset = -1};
+    result_init(res);
     if (len == 0) return kiq_error_set("%s: nothing to append", l->dir);
     if (len > INT32_MAX) return kiq_error_set("%s: append of %zu bytes is too large", l->dir, len);
     pending_t pend;
@@ -765,6 +788,7 @@ int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, s
         kiq_batch_set_base_offset(mb, next);
         kiq_batch_set_leader_epoch(mb, leader_epoch);
         h.base_offset = next;
+        if (res->txn_producer < 0 && kiq_batch_is_transactional(&h)) res->txn_producer = h.producer_id;
         if (h.producer_id >= 0) {
             rc = check_producer(l, &pend, &h, res);
             /* a retried batch: the whole append is answered as before */
@@ -784,14 +808,7 @@ int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, s
         int64_t txn = pend.e[i].txn_first_offset;
         if (txn >= 0 && (l->first_unstable < 0 || txn < l->first_unstable)) l->first_unstable = txn;
     }
-    /* Every batch of the append has this epoch: it starts at the first
-     * one if it is new. */
-    if (assign_epoch(l, leader_epoch, first)) save_epochs(l);
-    l->last_epoch = leader_epoch;
-    res->base_offset = first;
-    res->last_offset = last;
-    rc = count_unflushed(l, last - first + 1, res);
-    if (rc == 0 && watch) watch->appended(watch->ctx, res);
+    rc = appended(l, leader_epoch, first, last, watch, res);
 out:
     pthread_mutex_unlock(&l->mu);
     if (pend.e != pend.local) free(pend.e);
@@ -855,8 +872,7 @@ static int check_follower_batches(const kiq_partition_log_t *l, const uint8_t *b
 int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *batches, size_t len,
                                       kiq_log_append_result_t *res)
 {
-    *res = (kiq_log_append_result_t){.base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1,
-                                     .position = -1, .txn_first_offset = -1};
+    result_init(res);
     if (len > INT32_MAX) return kiq_error_set("%s: append of %zu bytes is too large", l->dir, len);
     int64_t first, last, max_ts, messages;
     if (check_follower_batches(l, batches, len, &first, &last, &max_ts, &messages) < 0) return -1;
@@ -955,8 +971,7 @@ static int build_marker(const kiq_txn_marker_t *m, int64_t now_ms, kiq_wr_t *w)
 int kiq_partition_log_append_marker(kiq_partition_log_t *l, const kiq_txn_marker_t *m, int32_t leader_epoch,
                                     const kiq_log_append_watch_t *watch, kiq_log_append_result_t *res)
 {
-    *res = (kiq_log_append_result_t){.base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1,
-                                     .position = -1, .txn_first_offset = -1};
+    result_init(res);
     if (m->producer_id < 0 || m->producer_epoch < 0)
         return kiq_error_set("%s: a marker for producer %" PRId64 " epoch %d", l->dir, m->producer_id,
                              m->producer_epoch), KIQ_ERR_INVALID_PRODUCER_EPOCH;
@@ -1006,11 +1021,7 @@ int kiq_partition_log_append_marker(kiq_partition_log_t *l, const kiq_txn_marker
         KIQ_ERROR("%s: producer %" PRId64 " is not remembered: %s", l->dir, m->producer_id, kiq_error_get());
     if (!m->commit) note_aborted(l, m->producer_id, txn_first, offset, res->segment_base);
     recompute_unstable(l);
-    if (assign_epoch(l, leader_epoch, offset)) save_epochs(l);
-    l->last_epoch = leader_epoch;
-    res->base_offset = res->last_offset = offset;
-    rc = count_unflushed(l, 1, res);
-    if (rc == 0 && watch) watch->appended(watch->ctx, res);
+    rc = appended(l, leader_epoch, offset, offset, watch, res);
 out:
     pthread_mutex_unlock(&l->mu);
     kiq_wr_free(&w);

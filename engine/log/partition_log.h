@@ -134,6 +134,9 @@ typedef struct kiq_log_append_result {
     /* A marker's append: the first offset of the transaction it ended
      * here (-1: none was open). */
     int64_t txn_first_offset;
+    /* A leader's append of transactional batches: their producer (the
+     * first one's); -1. */
+    int64_t txn_producer;
 } kiq_log_append_result_t;
 
 /* Told of an append that wrote batches while the log's mutex is still held,

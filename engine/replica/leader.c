@@ -22,7 +22,6 @@ typedef struct appended_ctx {
     kiq_partition_log_t *log;
     const void *request;
     size_t len;
-    int64_t producer_id; /* of transactional batches; -1 */
 } appended_ctx_t;
 
 /* Under the log's mutex, before a follower or consumer can read the
@@ -43,16 +42,8 @@ static void announce_appended(void *ctx, const kiq_log_append_result_t *res)
         e.file = file;
     e.position = res->position;
     e.bytes = (int64_t)a->len;
-    e.producer_id = a->producer_id;
+    e.producer_id = res->txn_producer;
     kiq_observers_emit(a->rep->observers, &e);
-}
-
-/* The transactional producer of the batches (their first one's), -1. */
-static int64_t txn_producer(const uint8_t *batches, size_t len)
-{
-    kiq_batch_header_t h;
-    if (kiq_batch_header_parse(batches, len, &h) < 0 || !kiq_batch_is_transactional(&h)) return -1;
-    return h.producer_id;
 }
 
 int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log, uint8_t *batches, size_t len,
@@ -60,9 +51,9 @@ int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log
 {
     kiq_partition_replica_t *rep = part->replica;
     if (hw_moved) *hw_moved = false;
-    bool watched = kiq_observers_want(rep->observers, KIQ_POINT_APPENDED);
-    appended_ctx_t a = {rep, log, request, len, watched ? txn_producer(batches, len) : -1};
+    appended_ctx_t a = {rep, log, request, len};
     kiq_log_append_watch_t watch = {announce_appended, &a};
+    bool watched = kiq_observers_want(rep->observers, KIQ_POINT_APPENDED);
     int rc = kiq_partition_log_append_checked(log, batches, len, kiq_partition_replica_leader_epoch(rep),
                                               watched ? &watch : NULL, res);
     if (rc != 0) return rc;
@@ -84,7 +75,7 @@ int kiq_replica_append_marker_as_leader(kiq_partition_t *part, kiq_partition_log
 {
     kiq_partition_replica_t *rep = part->replica;
     if (hw_moved) *hw_moved = false;
-    appended_ctx_t a = {rep, log, NULL, 0, -1};
+    appended_ctx_t a = {rep, log, NULL, 0};
     kiq_log_append_watch_t watch = {announce_appended, &a};
     bool watched = kiq_observers_want(rep->observers, KIQ_POINT_APPENDED);
     int rc = kiq_partition_log_append_marker(log, m, kiq_partition_replica_leader_epoch(rep), watched ? &watch : NULL,

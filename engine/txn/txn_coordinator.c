@@ -117,8 +117,6 @@ static void queue_ending(kiq_txn_coordinator_t *tc, const char *id)
     pthread_cond_signal(&tc->wake);
 }
 
-static bool preparing(kiq_txn_state_t s) { return s == KIQ_TXN_PREPARE_COMMIT || s == KIQ_TXN_PREPARE_ABORT; }
-
 /* ---- loading ---- */
 
 typedef struct load_ctx {
@@ -163,7 +161,7 @@ static void load_partition(kiq_txn_coordinator_t *tc, kiq_topic_t *topic, int32_
     void *value;
     while (kiq_str_map_next(&it, &key, &len, &value)) {
         const kiq_txn_t *t = value;
-        if (preparing(t->state) && kiq_coordinator_partition(key, len, n) == partition) {
+        if (kiq_txn_preparing(t->state) && kiq_coordinator_partition(key, len, n) == partition) {
             KIQ_INFO("transactional id %s: completing its %s left by the previous coordinator", t->id,
                      kiq_txn_state_names[t->state]);
             queue_ending(tc, t->id);
@@ -769,7 +767,7 @@ static bool complete_one(kiq_txn_coordinator_t *tc, const char *id)
     size_t len = strlen(id);
     int32_t partition = kiq_coordinator_partition(id, len, state_partitions(tc));
     kiq_txn_t *t = kiq_str_map_get(tc->ids, id, len);
-    if (!t || !preparing(t->state) || !leads(tc, partition)) return true; /* done, or not ours any more */
+    if (!t || !kiq_txn_preparing(t->state) || !leads(tc, partition)) return true; /* done, or not ours any more */
     kiq_txn_t snap;
     if (kiq_txn_copy(&snap, t) != 0) return false;
     kiq_txn_marker_t m = {
@@ -854,10 +852,9 @@ static void *marker_thread(void *arg)
             free(id);
             continue;
         }
-        /* back of the queue, after a pause; a stop ends the wait */
-        bool queued = false;
-        for (int i = 0; i < tc->nending && !queued; i++) queued = strcmp(tc->ending[i], id) == 0;
-        if (!queued) queue_ending(tc, id);
+        /* back of the queue (unless queued again meanwhile), after a
+         * pause; a stop ends the wait */
+        queue_ending(tc, id);
         free(id);
         if (!tc->stopped) wait_ms(tc, MARKERS_RETRY_MS);
     }

@@ -79,7 +79,7 @@ int kiq_txn_add_partition(kiq_txn_t *t, const char *topic, int32_t partition)
     return 0;
 }
 
-static bool preparing(kiq_txn_state_t s) { return s == KIQ_TXN_PREPARE_COMMIT || s == KIQ_TXN_PREPARE_ABORT; }
+bool kiq_txn_preparing(kiq_txn_state_t s) { return s == KIQ_TXN_PREPARE_COMMIT || s == KIQ_TXN_PREPARE_ABORT; }
 
 int16_t kiq_txn_check_init(const kiq_txn_t *t, int64_t producer_id, int16_t producer_epoch, int32_t timeout_ms,
                            int32_t max_timeout_ms, kiq_txn_init_action_t *action)
@@ -98,7 +98,7 @@ int16_t kiq_txn_check_init(const kiq_txn_t *t, int64_t producer_id, int16_t prod
         bool rotated = producer_id == t->previous_producer_id && t->producer_epoch == 0;
         if (!current && !rotated) return KIQ_ERR_PRODUCER_FENCED;
     }
-    if (preparing(t->state) || t->state == KIQ_TXN_PREPARE_EPOCH_FENCE) return KIQ_ERR_CONCURRENT_TRANSACTIONS;
+    if (kiq_txn_preparing(t->state) || t->state == KIQ_TXN_PREPARE_EPOCH_FENCE) return KIQ_ERR_CONCURRENT_TRANSACTIONS;
     if (t->state == KIQ_TXN_ONGOING) {
         /* a new incarnation of the producer: the old one's transaction is
          * aborted under a bumped epoch; the client asks again */
@@ -143,7 +143,7 @@ int16_t kiq_txn_check_add(const kiq_txn_t *t, int64_t producer_id, int16_t produ
     int16_t err = check_producer(t, producer_id, producer_epoch);
     if (err) return err;
     if (t->state == KIQ_TXN_DEAD) return KIQ_ERR_INVALID_PRODUCER_ID_MAPPING; /* expired: gone */
-    if (preparing(t->state) || t->state == KIQ_TXN_PREPARE_EPOCH_FENCE) return KIQ_ERR_CONCURRENT_TRANSACTIONS;
+    if (kiq_txn_preparing(t->state) || t->state == KIQ_TXN_PREPARE_EPOCH_FENCE) return KIQ_ERR_CONCURRENT_TRANSACTIONS;
     if (t->state == KIQ_TXN_ONGOING) {
         bool all = true;
         for (int i = 0; i < npartitions && all; i++) all = kiq_txn_has_partition(t, topics[i], partitions[i]);

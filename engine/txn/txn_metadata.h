@@ -32,6 +32,9 @@ typedef enum kiq_txn_state {
 /* Kafka's names (DescribeTransactions, ListTransactions). */
 extern const char *const kiq_txn_state_names[KIQ__TXN_STATES];
 
+/* PrepareCommit or PrepareAbort: the markers are being written. */
+bool kiq_txn_preparing(kiq_txn_state_t s);
+
 /* An epoch this high is the last: the next InitProducerId takes a new
  * producer id at epoch 0 (Kafka's Short.MaxValue - 1). */
 #define KIQ_TXN_LAST_EPOCH 32766
