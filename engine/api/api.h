@@ -51,6 +51,10 @@ bool kiq_api_row_serves(const kiq_api_row_t *row, const kiq_api_codec_t *c, int1
 /* The thread holding r: its handler is done with it, or parks it now
  * (stamps t.handled, announces HANDLED). */
 void kiq_api_handled(kiq_broker_t *b, kiq_request_t *r);
+/* The thread holding r (a parked request's purgatory thread too): does
+ * what a handler's return code rc says with r and its response (nothing
+ * for KIQ_HANDLER_PARKED). */
+void kiq_api_finish(kiq_request_t *r, void *resp, int rc);
 /* An I/O thread's request (api/dispatch.c): decode, let request
  * interceptors have their say, run the handler, answer. */
 void kiq_api_handle(kiq_broker_t *b, kiq_request_t *r);

@@ -19,6 +19,16 @@ void kiq_api_handled(kiq_broker_t *b, kiq_request_t *r)
     kiq_observers_emit(&b->observers, &e);
 }
 
+void kiq_api_finish(kiq_request_t *r, void *resp, int rc)
+{
+    switch (rc) {
+    case KIQ_HANDLER_PARKED: break;
+    case KIQ_HANDLER_RESPOND: kiq_request_respond(r, resp); break;
+    case KIQ_HANDLER_NO_RESPONSE: kiq_request_finish(r, false); break;
+    default: kiq_request_finish(r, true); break;
+    }
+}
+
 static void run_handler(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp, bool stamp)
 {
     kiq_error_clear();
@@ -27,11 +37,7 @@ static void run_handler(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp
      * answered and freed it: the handler stamped it before parking. */
     if (rc == KIQ_HANDLER_PARKED) return;
     if (stamp) kiq_api_handled(b, r);
-    switch (rc) {
-    case KIQ_HANDLER_RESPOND: kiq_request_respond(r, resp); break;
-    case KIQ_HANDLER_NO_RESPONSE: kiq_request_finish(r, false); break;
-    default: kiq_request_finish(r, true); break;
-    }
+    kiq_api_finish(r, resp, rc);
 }
 
 /* Does what the interceptors decided (KIQ_HOOK_PROCEED when none spoke).

@@ -29,10 +29,8 @@
 #include "txn/txn_coordinator.h"
 
 /* Checks every batch of one partition's records; returns a Kafka error code.
- * nheadered gets how many of the records carry headers, first the first
- * batch's header. */
-static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *nrecords, int64_t *nheadered,
-                            kiq_batch_header_t *first)
+ * nheadered gets how many of the records carry headers. */
+static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *nrecords, int64_t *nheadered)
 {
     if (!p || len == 0) return kiq_error_set("no record batches"), KIQ_ERR_INVALID_RECORD;
     kiq_batch_iter_t it;
@@ -40,7 +38,7 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *n
     const uint8_t *batch;
     size_t blen;
     kiq_batch_header_t h;
-    int rc, nbatches = 0;
+    int rc;
     *nrecords = *nheadered = 0;
     while ((rc = kiq_batch_iter_next(&it, &batch, &blen, &h)) == 1) {
         if (h.magic != KIQ_BATCH_MAGIC) {
@@ -51,7 +49,6 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *n
         int err = kiq_batch_validate(batch, blen, max_bytes, &h, &headered);
         if (err) return err;
         *nheadered += headered;
-        if (nbatches++ == 0) *first = h;
         if (h.attributes & KIQ_BATCH_ATTR_CONTROL) {
             kiq_error_set("clients are not allowed to write control records");
             return KIQ_ERR_INVALID_RECORD;
@@ -162,31 +159,93 @@ static bool log_append_time(kiq_broker_t *b, kiq_topic_t *topic)
     return strcmp(kiq_config_str(b->config, KIQ_CFG_MESSAGE_TIMESTAMP_TYPE), "LogAppendTime") == 0;
 }
 
-/* KIP-890 part 1: the first transactional records of a producer's
- * transaction in a partition are taken only if its coordinator has the
- * partition in that transaction, so a late or stray produce cannot start a
- * transaction nobody will end. The coordinator is asked when it is this
- * broker (always, alone); one elsewhere is not asked. The error code. */
-static int16_t verify_transaction(kiq_broker_t *b, kiq_str_t txn_id, kiq_topic_t *topic, int32_t partition,
-                                  kiq_partition_log_t *log, const kiq_batch_header_t *h)
+/* How long a produce waits for a coordinator on another broker to answer
+ * whether its partitions are in its transaction. */
+#define TXN_CHECK_TIMEOUT_MS 10000
+
+/* KIP-890 part 1: a partition's transactional records are taken only if
+ * their transaction is under way here already or its coordinator has the
+ * partition in it, so a late or stray produce cannot start a transaction
+ * nobody will end. Looked at for every partition before anything of the
+ * request is appended; the request waits in the purgatory while a
+ * coordinator on another broker is asked. */
+typedef struct txn_check {
+    uint64_t guard; /* the log's verification guard; 0: not transactional */
+    bool asking;    /* the coordinator's answer is still to come */
+    int16_t err;    /* its answer */
+    const char *topic;
+    int32_t partition;
+    int64_t producer_id;
+    int16_t producer_epoch;
+} txn_check_t;
+
+/* The produce error for a coordinator's answer, as Kafka's leaders give
+ * it: NOT_ENOUGH_REPLICAS (which every producer retries) when the
+ * coordinator could not tell. */
+static int16_t txn_check_error(int16_t err)
 {
-    if (!kiq_batch_is_transactional(h) || h->producer_id < 0) return 0;
-    kiq_producer_entry_t e;
-    if (kiq_partition_log_producer(log, h->producer_id, &e) == 1 && e.txn_first_offset >= 0 &&
-        e.epoch == h->producer_epoch)
-        return 0; /* its transaction here is under way already */
-    int16_t err = kiq_txn_verify(b->txns, txn_id, h->producer_id, h->producer_epoch, topic->name, partition);
-    if (err == KIQ_ERR_NONE || err == KIQ_ERR_NOT_COORDINATOR) return 0;
-    kiq_error_set("transactional producer %lld epoch %d (id " KIQ_STR_FMT ") has no transaction with %s-%d in it "
-                  "at its coordinator (error %d)", (long long)h->producer_id, h->producer_epoch, KIQ_STR_ARG(txn_id),
-                  topic->name, partition, err);
-    return err == KIQ_ERR_PRODUCER_FENCED ? KIQ_ERR_INVALID_PRODUCER_EPOCH : KIQ_ERR_INVALID_TXN_STATE;
+    switch (err) {
+    case KIQ_ERR_NONE: return KIQ_ERR_NONE;
+    case KIQ_ERR_PRODUCER_FENCED:
+    case KIQ_ERR_INVALID_PRODUCER_EPOCH: return KIQ_ERR_INVALID_PRODUCER_EPOCH;
+    case KIQ_ERR_NOT_COORDINATOR:
+    case KIQ_ERR_COORDINATOR_NOT_AVAILABLE:
+    case KIQ_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+    case KIQ_ERR_REQUEST_TIMED_OUT: return KIQ_ERR_NOT_ENOUGH_REPLICAS;
+    default: return KIQ_ERR_INVALID_TXN_STATE;
+    }
+}
+
+/* The coordinator's answer is in c->err. A refusal is logged and ends
+ * the guard it was asked under, so the next produce asks again (the
+ * partition may have joined the transaction since). */
+static void txn_check_answered(kiq_broker_t *b, kiq_request_t *r, kiq_str_t txn_id, txn_check_t *c)
+{
+    c->asking = false;
+    if (!c->err) return;
+    KIQ_WARN("produce to %s-%d from %s rejected: the coordinator of transactional producer %lld epoch %d (id "
+             KIQ_STR_FMT ") answered error %d for it", c->topic, c->partition, r->peer, (long long)c->producer_id,
+             c->producer_epoch, KIQ_STR_ARG(txn_id), c->err);
+    kiq_topic_t *topic = kiq_topics_get(b->topics, KIQ_STR(c->topic));
+    kiq_partition_log_t *log = topic && c->partition < topic->npartitions ? topic->partitions[c->partition]->log : NULL;
+    if (log) kiq_partition_log_txn_guard_end(log, c->producer_id, c->guard);
+    kiq_topic_unref(topic);
+    c->err = txn_check_error(c->err);
+}
+
+/* Takes the guard of partition data `in` (of topic named `name`) when its
+ * first batch is transactional and, when its transaction is not under way
+ * there, asks the coordinator. Partitions that cannot take records are
+ * left to the append, which refuses them. */
+static void txn_check_begin(kiq_broker_t *b, kiq_request_t *r, kiq_str_t txn_id, kiq_str_t name,
+                            const kiq_produce_request_topic_data_partition_data_t *in, txn_check_t *c)
+{
+    kiq_batch_header_t h;
+    if (!in->records.p || kiq_batch_header_parse(in->records.p, (size_t)in->records.len, &h) < 0 ||
+        !kiq_batch_is_transactional(&h) || h.producer_id < 0)
+        return;
+    kiq_topic_t *topic = kiq_topics_get(b->topics, name);
+    kiq_partition_t *part;
+    kiq_partition_log_t *log;
+    if (kiq_replica_led_partition(topic, in->index, -1, &part, &log) == 0) {
+        bool ongoing;
+        c->guard = kiq_partition_log_txn_guard(log, h.producer_id, h.producer_epoch, &ongoing);
+        c->topic = kiq_arena_strndup(&r->arena, topic->name, strlen(topic->name));
+        c->partition = in->index;
+        c->producer_id = h.producer_id;
+        c->producer_epoch = h.producer_epoch;
+        c->asking = !ongoing;
+        if (!ongoing && kiq_txn_check_partition(b->txns, txn_id, c->producer_id, c->producer_epoch, c->topic,
+                                                c->partition, c->guard, &c->err) == 1)
+            txn_check_answered(b, r, txn_id, c);
+    }
+    kiq_topic_unref(topic);
 }
 
 /* Appends one partition's records; *required gets the offset the high
  * watermark must reach for them to be committed (-1: nothing appended). */
-static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic, int16_t acks, kiq_str_t txn_id,
-                              const kiq_produce_request_topic_data_partition_data_t *in,
+static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic, int16_t acks,
+                              const txn_check_t *check, const kiq_produce_request_topic_data_partition_data_t *in,
                               kiq_produce_response_responses_partition_responses_t *out, int64_t *required)
 {
     *required = -1;
@@ -215,8 +274,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     uint8_t *data = (uint8_t *)in->records.p;
     size_t len = (size_t)in->records.len;
     int64_t nrecords, nheadered;
-    kiq_batch_header_t first;
-    int err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords, &nheadered, &first);
+    int err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords, &nheadered);
     if (err) {
         KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
                  err, kiq_error_get());
@@ -224,9 +282,10 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         out->error_message = kiq_request_error_message(r);
         return;
     }
-    if ((err = verify_transaction(b, txn_id, topic, in->index, log, &first)) != 0) {
-        KIQ_WARN("produce to %s-%d from %s rejected: %s", topic->name, in->index, r->peer, kiq_error_get());
-        out->error_code = (int16_t)err;
+    if (check->err) {
+        kiq_error_set("%s-%d is not in the transaction of producer %lld epoch %d at its coordinator", topic->name,
+                      in->index, (long long)check->producer_id, check->producer_epoch);
+        out->error_code = check->err;
         out->error_message = kiq_request_error_message(r);
         return;
     }
@@ -255,7 +314,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             data = hp.rewritten;
             len = hp.rewritten_len;
             /* built here, but the limits still hold */
-            err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords, &nheadered, &first);
+            err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords, &nheadered);
             if (err) {
                 KIQ_WARN("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
                          topic->name, in->index, r->peer, err, kiq_error_get());
@@ -277,7 +336,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         stamp_log_append_time(data, len, out->log_append_time_ms);
     }
     kiq_log_append_result_t res;
-    int rc = kiq_replica_append_as_leader(part, log, data, len, r, &res, NULL);
+    int rc = kiq_replica_append_as_leader(part, log, data, len, r, check->guard, &res);
     if (rc > 0) {
         /* the idempotent producer's sequence or epoch does not fit: nothing appended */
         KIQ_WARN("produce to %s-%d from %s refused (error %d): %s", topic->name, in->index, r->peer, rc,
@@ -387,12 +446,15 @@ static bool produce_try_complete(kiq_delayed_op_t *op, bool expired)
     return true;
 }
 
-int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+/* Appends every partition's records (checks[k] for the k-th partition
+ * data of the request) and answers, or parks an acks=all request until
+ * its records are replicated; the handler's return code. */
+static int produce_all(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_request_t *req, kiq_produce_response_t *out,
+                       const txn_check_t *checks)
 {
-    const kiq_produce_request_t *req = request;
-    kiq_produce_response_t *out = response;
     bool acks_valid = req->acks == 0 || req->acks == 1 || req->acks == -1;
     bool any_error = false;
+    int k = 0;
     int total = 0, nwaits = 0;
     kiq_api_leader_nodes_t leaders = {0};
     for (int32_t i = 0; i < req->topic_data_n; i++)
@@ -421,7 +483,7 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
                 pr->error_code = KIQ_ERR_INVALID_REQUIRED_ACKS;
             } else {
                 int64_t required;
-                produce_partition(b, r, topic, req->acks, req->transactional_id, &td->partition_data[j], pr, &required);
+                produce_partition(b, r, topic, req->acks, &checks[k++], &td->partition_data[j], pr, &required);
                 /* a partition of the cluster's that has no replica here */
                 if (pr->error_code == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION && b->cluster && td->name.p &&
                     pr->index >= 0 &&
@@ -480,4 +542,80 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
         return any_error ? KIQ_HANDLER_CLOSE : KIQ_HANDLER_NO_RESPONSE;
     }
     return KIQ_HANDLER_RESPOND;
+}
+
+/* A produce whose transactional records wait for their coordinators'
+ * answers; lives in the request's arena. */
+typedef struct txn_check_op {
+    kiq_delayed_op_t op; /* first: the purgatory hands this pointer back */
+    kiq_broker_t *b;
+    kiq_request_t *r;
+    const kiq_produce_request_t *req;
+    kiq_produce_response_t *out;
+    txn_check_t *checks;
+    int n;
+} txn_check_op_t;
+
+static bool txn_check_try_complete(kiq_delayed_op_t *op, bool expired)
+{
+    txn_check_op_t *t = (txn_check_op_t *)op;
+    bool all = true;
+    for (int i = 0; i < t->n; i++) {
+        txn_check_t *c = &t->checks[i];
+        if (!c->asking) continue;
+        if (kiq_txn_check_partition(t->b->txns, t->req->transactional_id, c->producer_id, c->producer_epoch, c->topic,
+                                    c->partition, c->guard, &c->err) == 0) {
+            if (!expired) {
+                all = false;
+                continue;
+            }
+            c->err = KIQ_ERR_REQUEST_TIMED_OUT; /* no answer in time */
+        }
+        txn_check_answered(t->b, t->r, t->req->transactional_id, c);
+    }
+    if (!all) return false;
+    kiq_api_finish(t->r, t->out, produce_all(t->b, t->r, t->req, t->out, t->checks));
+    return true;
+}
+
+int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_produce_request_t *req = request;
+    int n = 0;
+    for (int32_t i = 0; i < req->topic_data_n; i++)
+        n += req->topic_data[i].partition_data_n > 0 ? req->topic_data[i].partition_data_n : 0;
+    txn_check_t *checks = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *checks);
+    int asking = 0;
+    if (req->transactional_id.p && (req->acks == 0 || req->acks == 1 || req->acks == -1)) {
+        int k = 0;
+        for (int32_t i = 0; i < req->topic_data_n; i++)
+            for (int32_t j = 0; j < req->topic_data[i].partition_data_n; j++, k++) {
+                txn_check_begin(b, r, req->transactional_id, req->topic_data[i].name,
+                                &req->topic_data[i].partition_data[j], &checks[k]);
+                asking += checks[k].asking;
+            }
+    }
+    if (asking == 0) return produce_all(b, r, req, response, checks);
+    txn_check_op_t *t = kiq_arena_alloc(&r->arena, sizeof *t);
+    /* the producer's request.timeout.ms is well above this; the answer
+     * takes one round trip */
+    t->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)TXN_CHECK_TIMEOUT_MS * 1000000;
+    t->op.kind = KIQ_DELAYED_PRODUCE;
+    t->op.try_complete = txn_check_try_complete;
+    uint64_t *keys = kiq_arena_calloc(&r->arena, (size_t)asking, sizeof *keys);
+    int nkeys = 0;
+    for (int i = 0; i < n; i++)
+        if (checks[i].asking)
+            keys[nkeys++] = kiq_purgatory_key(checks[i].topic, strlen(checks[i].topic), checks[i].partition);
+    t->op.keys = keys;
+    t->op.nkeys = nkeys;
+    t->b = b;
+    t->r = r;
+    t->req = req;
+    t->out = response;
+    t->checks = checks;
+    t->n = n;
+    kiq_api_handled(b, r); /* r is the purgatory's from the park on */
+    kiq_purgatory_park(b->purgatory, &t->op);
+    return KIQ_HANDLER_PARKED;
 }

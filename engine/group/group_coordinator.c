@@ -125,13 +125,12 @@ int kiq_gc_append_records(kiq_group_coordinator_t *gc, const kiq_group_t *g, kiq
         rc = kiq_error_set("this broker no longer leads " KIQ_OFFSETS_TOPIC "-%d", p->index);
     } else if ((rc = kiq_offsets_records_build(rs, &w)) == 0) {
         kiq_log_append_result_t res;
-        bool moved;
-        rc = kiq_replica_append_as_leader(p, log, w.buf, w.len, NULL, &res, &moved);
+        rc = kiq_replica_append_as_leader(p, log, w.buf, w.len, NULL, 0, &res);
         kiq_wr_free(&w);
         if (rc == 0) rs->last_offset = res.last_offset;
-        /* alone in the ISR the records are committed at once; else when
-         * the followers have them */
-        if (moved) kiq_topics_notify_append(gc->b.topics, KIQ_OFFSETS_TOPIC, p->index);
+        /* followers waiting to fetch them, and (alone in the ISR: committed
+         * at once) whoever waits for the commit */
+        if (rc == 0) kiq_topics_notify_append(gc->b.topics, KIQ_OFFSETS_TOPIC, p->index);
     }
     kiq_topic_unref(t);
     return rc;

@@ -726,11 +726,18 @@ static kiq_producer_entry_t *pending_add(pending_t *p, const kiq_producer_entry_
  * idempotent producer against the state plus what this append already
  * did, and records it in pend. 0 (res->duplicate may be set), a Kafka
  * error code, or -1. */
-static int check_producer(kiq_partition_log_t *l, pending_t *pend, const kiq_batch_header_t *h,
+static int check_producer(kiq_partition_log_t *l, pending_t *pend, const kiq_batch_header_t *h, uint64_t txn_guard,
                           kiq_log_append_result_t *res)
 {
     kiq_producer_entry_t *pe = pending_find(pend, h->producer_id);
     const kiq_producer_entry_t *cur = pe ? pe : kiq_producer_state_get(l->producers, h->producer_id);
+    if (txn_guard && kiq_batch_is_transactional(h) &&
+        !(cur && cur->epoch == h->producer_epoch && cur->txn_first_offset >= 0) &&
+        !kiq_producer_state_guard_holds(l->producers, h->producer_id, txn_guard)) {
+        kiq_error_set("%s: the transaction of producer %" PRId64 " epoch %d ended while its coordinator was asked "
+                      "about its first records here", l->dir, h->producer_id, h->producer_epoch);
+        return KIQ_ERR_INVALID_TXN_STATE;
+    }
     bool dup;
     kiq_producer_batch_t orig;
     int err = kiq_producer_entry_check(cur, h, &dup, &orig);
@@ -754,8 +761,27 @@ static int check_producer(kiq_partition_log_t *l, pending_t *pend, const kiq_bat
     return 0;
 }
 
+uint64_t kiq_partition_log_txn_guard(kiq_partition_log_t *l, int64_t producer_id, int16_t producer_epoch,
+                                     bool *ongoing)
+{
+    pthread_mutex_lock(&l->mu);
+    const kiq_producer_entry_t *e = kiq_producer_state_get(l->producers, producer_id);
+    *ongoing = e && e->epoch == producer_epoch && e->txn_first_offset >= 0;
+    uint64_t g = kiq_producer_state_guard(l->producers, producer_id);
+    pthread_mutex_unlock(&l->mu);
+    return g;
+}
+
+void kiq_partition_log_txn_guard_end(kiq_partition_log_t *l, int64_t producer_id, uint64_t guard)
+{
+    pthread_mutex_lock(&l->mu);
+    kiq_producer_state_guard_end(l->producers, producer_id, guard);
+    pthread_mutex_unlock(&l->mu);
+}
+
 int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
-                                     const kiq_log_append_watch_t *watch, kiq_log_append_result_t *res)
+                                     uint64_t txn_guard, const kiq_log_append_watch_t *watch,
+                                     kiq_log_append_result_t *res)
 {
     result_init(res);
     if (len == 0) return kiq_error_set("%s: nothing to append", l->dir);
@@ -790,7 +816,7 @@ int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, s
         h.base_offset = next;
         if (res->txn_producer < 0 && kiq_batch_is_transactional(&h)) res->txn_producer = h.producer_id;
         if (h.producer_id >= 0) {
-            rc = check_producer(l, &pend, &h, res);
+            rc = check_producer(l, &pend, &h, txn_guard, res);
             /* a retried batch: the whole append is answered as before */
             if (rc != 0 || res->duplicate) goto out;
             rc = -1;
@@ -806,6 +832,7 @@ int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, s
             KIQ_ERROR("%s: producer %" PRId64 " is not remembered: %s", l->dir, pend.e[i].producer_id,
                       kiq_error_get());
         int64_t txn = pend.e[i].txn_first_offset;
+        if (txn >= 0) kiq_producer_state_guard_end(l->producers, pend.e[i].producer_id, 0);
         if (txn >= 0 && (l->first_unstable < 0 || txn < l->first_unstable)) l->first_unstable = txn;
     }
     rc = appended(l, leader_epoch, first, last, watch, res);
@@ -819,7 +846,7 @@ int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t le
                              int64_t *base_offset_out, int64_t *last_offset_out)
 {
     kiq_log_append_result_t res;
-    int rc = kiq_partition_log_append_checked(l, batches, len, leader_epoch, NULL, &res);
+    int rc = kiq_partition_log_append_checked(l, batches, len, leader_epoch, 0, NULL, &res);
     if (rc != 0) return -1;
     if (base_offset_out) *base_offset_out = res.base_offset;
     if (last_offset_out) *last_offset_out = res.last_offset;
@@ -1017,6 +1044,7 @@ int kiq_partition_log_append_marker(kiq_partition_log_t *l, const kiq_txn_marker
     res->txn_first_offset = txn_first;
     kiq_producer_entry_update(&e, &h);
     e.coordinator_epoch = m->coordinator_epoch;
+    kiq_producer_state_guard_end(l->producers, m->producer_id, 0);
     if (kiq_producer_state_put(l->producers, &e) < 0)
         KIQ_ERROR("%s: producer %" PRId64 " is not remembered: %s", l->dir, m->producer_id, kiq_error_get());
     if (!m->commit) note_aborted(l, m->producer_id, txn_first, offset, res->segment_base);

@@ -147,19 +147,35 @@ typedef struct kiq_log_append_watch {
     void *ctx;
 } kiq_log_append_watch_t;
 
+/* A verification guard for producer_id's transactional records here
+ * (kiq_producer_state_guard), taken before they are appended with it
+ * (kiq_partition_log_append_checked); *ongoing gets whether its
+ * transaction at producer_epoch is under way here already, in the same
+ * look. When it is not, the transaction's coordinator is to be asked
+ * first. Any thread. */
+uint64_t kiq_partition_log_txn_guard(kiq_partition_log_t *l, int64_t producer_id, int16_t producer_epoch,
+                                     bool *ongoing);
+/* The coordinator refused what was asked under guard: it ends (if it still
+ * stands), so a later produce asks again rather than reading that answer.
+ * Any thread. */
+void kiq_partition_log_txn_guard_end(kiq_partition_log_t *l, int64_t producer_id, uint64_t guard);
+
 /* kiq_partition_log_append with the idempotent producer's checks, made
  * atomically with the write under the log's mutex: every batch with a
  * producer id (>= 0) is checked against that producer's state (see
  * kiq_producer_entry_check). A duplicate batch makes the whole append a
- * no-op answered with the original offsets (res->duplicate). Returns 0
+ * no-op answered with the original offsets (res->duplicate). With a
+ * txn_guard (0: none), a transactional batch that would start its
+ * producer's transaction here needs that guard to still hold. Returns 0
  * (appended or duplicate), a Kafka error code (OUT_OF_ORDER_SEQUENCE_NUMBER,
- * INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID; nothing appended, the reason
- * naming producer, epoch and sequences in the error slot), or -1 as
- * kiq_partition_log_append. watch (may be NULL) is told of a successful
- * append that wrote. kiq_partition_log_append is this with a producer
- * refusal turned into -1. */
+ * INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID, INVALID_TXN_STATE; nothing
+ * appended, the reason naming producer, epoch and sequences in the error
+ * slot), or -1 as kiq_partition_log_append. watch (may be NULL) is told of
+ * a successful append that wrote. kiq_partition_log_append is this with a
+ * producer refusal turned into -1. */
 int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
-                                     const kiq_log_append_watch_t *watch, kiq_log_append_result_t *res);
+                                     uint64_t txn_guard, const kiq_log_append_watch_t *watch,
+                                     kiq_log_append_result_t *res);
 /* A follower's append of batches as its leader sent them (one or several
  * concatenated, base offsets and partitionLeaderEpoch set by the leader,
  * nothing restamped). Each batch must be a whole v2 batch whose CRC

@@ -25,6 +25,14 @@ struct kiq_producer_state {
     kiq_producer_entry_t *slots;
     size_t cap; /* a power of two */
     size_t count;
+    /* Verification guards (KIP-890), oldest first; few at a time, as each
+     * lives from a transaction's first produce here to its first append. */
+    struct guard {
+        int64_t producer_id;
+        uint64_t guard;
+    } guards[KIQ_PRODUCER_GUARDS_MAX];
+    int nguards;
+    uint64_t last_guard;
 };
 
 #define EMPTY_ID (-1)
@@ -87,6 +95,42 @@ void kiq_producer_state_clear(kiq_producer_state_t *s)
 {
     for (size_t i = 0; i < s->cap; i++) s->slots[i].producer_id = EMPTY_ID;
     s->count = 0;
+    s->nguards = 0;
+}
+
+static int guard_index(const kiq_producer_state_t *s, int64_t producer_id)
+{
+    for (int i = 0; i < s->nguards; i++)
+        if (s->guards[i].producer_id == producer_id) return i;
+    return -1;
+}
+
+uint64_t kiq_producer_state_guard(kiq_producer_state_t *s, int64_t producer_id)
+{
+    int i = guard_index(s, producer_id);
+    if (i >= 0) return s->guards[i].guard;
+    if (s->nguards == KIQ_PRODUCER_GUARDS_MAX) {
+        /* the oldest question's answer will be refused, never wrongly taken */
+        memmove(&s->guards[0], &s->guards[1], (size_t)(s->nguards - 1) * sizeof s->guards[0]);
+        s->nguards--;
+    }
+    s->guards[s->nguards].producer_id = producer_id;
+    s->guards[s->nguards].guard = ++s->last_guard;
+    return s->guards[s->nguards++].guard;
+}
+
+bool kiq_producer_state_guard_holds(const kiq_producer_state_t *s, int64_t producer_id, uint64_t guard)
+{
+    int i = guard_index(s, producer_id);
+    return i >= 0 && s->guards[i].guard == guard;
+}
+
+void kiq_producer_state_guard_end(kiq_producer_state_t *s, int64_t producer_id, uint64_t guard)
+{
+    int i = guard_index(s, producer_id);
+    if (i < 0 || (guard && s->guards[i].guard != guard)) return;
+    memmove(&s->guards[i], &s->guards[i + 1], (size_t)(s->nguards - i - 1) * sizeof s->guards[0]);
+    s->nguards--;
 }
 
 size_t kiq_producer_state_count(const kiq_producer_state_t *s) { return s->count; }

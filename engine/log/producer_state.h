@@ -57,6 +57,20 @@ size_t kiq_producer_state_count(const kiq_producer_state_t *s);
 const kiq_producer_entry_t *kiq_producer_state_get(const kiq_producer_state_t *s, int64_t producer_id);
 /* Inserts or replaces the entry of e->producer_id. 0 or -1 (out of memory). */
 int kiq_producer_state_put(kiq_producer_state_t *s, const kiq_producer_entry_t *e);
+/* KIP-890 verification guards: a leader takes one before it asks a
+ * transaction's coordinator whether this partition is in the producer's
+ * transaction, and appends its first transactional records only while the
+ * guard still holds. The producer's marker ends it (so an answer that
+ * arrives after the transaction ended cannot start it again), as does the
+ * transaction's first append. At most KIQ_PRODUCER_GUARDS_MAX stand; a
+ * new one past that ends the oldest. Kafka's VerificationGuard. */
+#define KIQ_PRODUCER_GUARDS_MAX 256
+/* The standing guard of producer_id, or a new one; never 0. */
+uint64_t kiq_producer_state_guard(kiq_producer_state_t *s, int64_t producer_id);
+bool kiq_producer_state_guard_holds(const kiq_producer_state_t *s, int64_t producer_id, uint64_t guard);
+/* Ends producer_id's guard if it is `guard` (0: whichever it is). */
+void kiq_producer_state_guard_end(kiq_producer_state_t *s, int64_t producer_id, uint64_t guard);
+
 /* Forgets the producers with no open transaction whose last batch is older
  * than before_ts (producer.id.expiration.ms); how many went. Entries that
  * only ever wrote markers have no batch time and stay. */

@@ -47,14 +47,13 @@ static void announce_appended(void *ctx, const kiq_log_append_result_t *res)
 }
 
 int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log, uint8_t *batches, size_t len,
-                                 const void *request, kiq_log_append_result_t *res, bool *hw_moved)
+                                 const void *request, uint64_t txn_guard, kiq_log_append_result_t *res)
 {
     kiq_partition_replica_t *rep = part->replica;
-    if (hw_moved) *hw_moved = false;
     appended_ctx_t a = {rep, log, request, len};
     kiq_log_append_watch_t watch = {announce_appended, &a};
     bool watched = kiq_observers_want(rep->observers, KIQ_POINT_APPENDED);
-    int rc = kiq_partition_log_append_checked(log, batches, len, kiq_partition_replica_leader_epoch(rep),
+    int rc = kiq_partition_log_append_checked(log, batches, len, kiq_partition_replica_leader_epoch(rep), txn_guard,
                                               watched ? &watch : NULL, res);
     if (rc != 0) return rc;
     if (res->flushed && !res->duplicate && kiq_observers_want(rep->observers, KIQ_POINT_FLUSHED)) {
@@ -65,16 +64,14 @@ int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log
         e.after = kiq_partition_log_recovery_point(log);
         kiq_observers_emit(rep->observers, &e);
     }
-    bool moved = kiq_partition_replica_advance_hw(rep, log);
-    if (hw_moved) *hw_moved = moved;
+    kiq_partition_replica_advance_hw(rep, log);
     return 0;
 }
 
 int kiq_replica_append_marker_as_leader(kiq_partition_t *part, kiq_partition_log_t *log, const kiq_txn_marker_t *m,
-                                        kiq_log_append_result_t *res, bool *hw_moved)
+                                        kiq_log_append_result_t *res)
 {
     kiq_partition_replica_t *rep = part->replica;
-    if (hw_moved) *hw_moved = false;
     appended_ctx_t a = {rep, log, NULL, 0};
     kiq_log_append_watch_t watch = {announce_appended, &a};
     bool watched = kiq_observers_want(rep->observers, KIQ_POINT_APPENDED);
@@ -91,7 +88,6 @@ int kiq_replica_append_marker_as_leader(kiq_partition_t *part, kiq_partition_log
         e.extra = m->commit;
         kiq_observers_emit(rep->observers, &e);
     }
-    bool moved = kiq_partition_replica_advance_hw(rep, log);
-    if (hw_moved) *hw_moved = moved;
+    kiq_partition_replica_advance_hw(rep, log);
     return 0;
 }

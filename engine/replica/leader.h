@@ -26,19 +26,20 @@ int16_t kiq_replica_led_partition(kiq_topic_t *topic, int32_t index, int32_t cur
  * moves the high watermark as far as the ISR allows (alone in it: past
  * the new records). Announces APPENDED, FLUSHED when flush.messages
  * fsynced, and HW_ADVANCED to the partition's observers; request is the
- * one the batches came with (NULL: none). Returns 0 (res says where; a
+ * one the batches came with (NULL: none); txn_guard as for
+ * kiq_partition_log_append_checked. Returns 0 (res says where; a
  * duplicate appends nothing), a Kafka error code from the producer checks
- * (nothing appended) or -1 with the reason (the write failed). *hw_moved
- * (NULL: not asked): whether the high watermark moved, so waiters can be
- * woken. */
+ * (nothing appended) or -1 with the reason (the write failed). The
+ * caller wakes the partition's waiters (followers fetching, produces
+ * waiting for the high watermark). */
 int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log, uint8_t *batches, size_t len,
-                                 const void *request, kiq_log_append_result_t *res, bool *hw_moved);
+                                 const void *request, uint64_t txn_guard, kiq_log_append_result_t *res);
 
 /* A transaction marker appended to part (led here; log its log) at this
  * term's leader epoch, announced and the high watermark moved as for
  * kiq_replica_append_as_leader. 0, a Kafka error code from the marker's
  * checks (see kiq_partition_log_append_marker), or -1 with the reason. */
 int kiq_replica_append_marker_as_leader(kiq_partition_t *part, kiq_partition_log_t *log, const kiq_txn_marker_t *m,
-                                        kiq_log_append_result_t *res, bool *hw_moved);
+                                        kiq_log_append_result_t *res);
 
 #endif

@@ -17,6 +17,7 @@
 #include "replica/leader.h"
 #include "replica/partition_replica.h"
 #include "txn/txn_log.h"
+#include "txn/txn_verifier.h"
 
 /* How long one round of markers may take before it is tried again. */
 #define MARKERS_TIMEOUT_MS 30000
@@ -37,6 +38,8 @@ struct kiq_txn_coordinator {
     kiq_txn_markers_t *markers; /* the marker thread's */
     pthread_t thread;
     bool started;
+    /* cluster mode: asks other coordinators about produces led here */
+    kiq_txn_verifier_t *verifier;
 };
 
 kiq_txn_coordinator_t *kiq_txn_coordinator_new(const kiq_txn_context_t *ctx)
@@ -47,7 +50,10 @@ kiq_txn_coordinator_t *kiq_txn_coordinator_new(const kiq_txn_context_t *ctx)
         return NULL;
     }
     tc->b = *ctx;
-    if (!(tc->markers = kiq_txn_markers_new(&ctx->markers))) {
+    if (!(tc->markers = kiq_txn_markers_new(&ctx->markers)) ||
+        (ctx->cluster &&
+         !(tc->verifier = kiq_txn_verifier_new(ctx->markers.topics, ctx->markers.metadata, ctx->markers.node_id)))) {
+        kiq_txn_markers_free(tc->markers);
         kiq_str_map_free(tc->ids);
         free(tc);
         return NULL;
@@ -202,7 +208,7 @@ int kiq_txn_coordinator_start(kiq_txn_coordinator_t *tc)
     if (pthread_create(&tc->thread, NULL, marker_thread, tc) != 0)
         return kiq_error_set("cannot start the transaction marker thread");
     tc->started = true;
-    return 0;
+    return tc->verifier ? kiq_txn_verifier_start(tc->verifier) : 0;
 }
 
 void kiq_txn_coordinator_stop(kiq_txn_coordinator_t *tc)
@@ -215,6 +221,7 @@ void kiq_txn_coordinator_stop(kiq_txn_coordinator_t *tc)
     kiq_txn_markers_shutdown(tc->markers);
     if (tc->started) pthread_join(tc->thread, NULL);
     tc->started = false;
+    if (tc->verifier) kiq_txn_verifier_stop(tc->verifier);
 }
 
 void kiq_txn_coordinator_free(kiq_txn_coordinator_t *tc)
@@ -231,6 +238,7 @@ void kiq_txn_coordinator_free(kiq_txn_coordinator_t *tc)
     for (int i = 0; i < tc->nending; i++) free(tc->ending[i]);
     free(tc->ending);
     kiq_txn_markers_free(tc->markers);
+    kiq_txn_verifier_free(tc->verifier);
     pthread_cond_destroy(&tc->wake);
     pthread_mutex_destroy(&tc->mu);
     free(tc);
@@ -319,11 +327,12 @@ static int16_t append_records(kiq_txn_coordinator_t *tc, kiq_keyed_records_t *rs
     int16_t rc = KIQ_ERR_UNKNOWN_SERVER_ERROR;
     if (kiq_keyed_records_build(rs, &w) == 0) {
         kiq_log_append_result_t res;
-        bool moved;
-        if (kiq_replica_append_as_leader(p, log, w.buf, w.len, NULL, &res, &moved) == 0) {
+        if (kiq_replica_append_as_leader(p, log, w.buf, w.len, NULL, 0, &res) == 0) {
             if (need) *need = res.last_offset + 1;
             rc = KIQ_ERR_NONE;
-            if (moved) kiq_topics_notify_append(tc->b.topics, KIQ_TXN_TOPIC, partition);
+            /* followers waiting to fetch it, and (alone in the ISR) whoever
+             * waits for it to be committed */
+            kiq_topics_notify_append(tc->b.topics, KIQ_TXN_TOPIC, partition);
         } else {
             rc = KIQ_ERR_NOT_COORDINATOR; /* Kafka's answer to a failed append here */
         }
@@ -547,6 +556,15 @@ int16_t kiq_txn_verify(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer
         err = KIQ_ERR_INVALID_TXN_STATE;
     pthread_mutex_unlock(&tc->mu);
     return err;
+}
+
+int kiq_txn_check_partition(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer_id, int16_t producer_epoch,
+                            const char *topic, int32_t partition, uint64_t guard, int16_t *err)
+{
+    *err = kiq_txn_verify(tc, id, producer_id, producer_epoch, topic, partition);
+    if (*err != KIQ_ERR_NOT_COORDINATOR || !tc->verifier) return 1;
+    *err = KIQ_ERR_NONE;
+    return kiq_txn_verifier_ask(tc->verifier, id, producer_id, producer_epoch, topic, partition, guard, err);
 }
 
 void kiq_txn_add_partitions_v4(kiq_txn_coordinator_t *tc, const kiq_add_partitions_to_txn_request_transactions_t *tr,

@@ -10,7 +10,8 @@
  * keeps the log and the state in the same order. Its marker thread (from
  * start to stop) completes ending transactions: it writes their markers
  * (txn_markers.h) without the lock, then Complete*; and it aborts
- * transactions past their timeout. */
+ * transactions past their timeout. In cluster mode its verifier's thread
+ * asks other coordinators about produces led here (txn_verifier.h). */
 #ifndef KIQ_TXN_TXN_COORDINATOR_H
 #define KIQ_TXN_TXN_COORDINATOR_H
 
@@ -96,6 +97,17 @@ void kiq_txn_add_partitions_v4(kiq_txn_coordinator_t *tc, const kiq_add_partitio
  * tell). Any thread. */
 int16_t kiq_txn_verify(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer_id, int16_t producer_epoch,
                        const char *topic, int32_t partition);
+
+/* KIP-890 part 1, a leader's question before a transaction's first
+ * records in a partition led here, under the log's verification guard
+ * (kiq_partition_log_txn_guard): is the partition in the transaction? 1
+ * with the answer in *err when it is known (kiq_txn_verify's when this
+ * broker coordinates id; in cluster mode the coordinator's once it came
+ * back, txn_verifier.h); 0 when the question went to the coordinator: the
+ * partition's waiters are notified when the answer is in, and the same
+ * call then returns it. Any thread. */
+int kiq_txn_check_partition(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer_id, int16_t producer_epoch,
+                            const char *topic, int32_t partition, uint64_t guard, int16_t *err);
 
 /* AddOffsetsToTxn: the group's __consumer_offsets partition joins the
  * transaction; the error code. */

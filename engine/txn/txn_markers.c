@@ -2,9 +2,7 @@
 #include "txn/txn_markers.h"
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,8 +14,8 @@
 #include "net/client.h"
 #include "proto/errors.h"
 #include "replica/leader.h"
+#include "txn/broker_peers.h"
 
-#define CONNECT_TIMEOUT_MS 5000
 /* How often a marker written here is checked for replication. */
 #define REPLICATION_POLL_NS 1000000L
 
@@ -36,11 +34,11 @@ int16_t kiq_txn_marker_append(const kiq_txn_markers_context_t *c, const kiq_txn_
         return err;
     }
     kiq_log_append_result_t res;
-    bool moved;
-    int rc = kiq_replica_append_marker_as_leader(part, log, m, &res, &moved);
+    int rc = kiq_replica_append_marker_as_leader(part, log, m, &res);
     if (rc == 0) {
         *need = res.last_offset + 1;
-        if (moved) kiq_topics_notify_append(c->topics, t->name, partition);
+        /* followers waiting to fetch it, consumers waiting past the LSO */
+        kiq_topics_notify_append(c->topics, t->name, partition);
         if (c->offsets_marker && strcmp(t->name, KIQ_OFFSETS_TOPIC) == 0)
             c->offsets_marker(c->ctx, partition, m->producer_id, m->commit);
         KIQ_DEBUG("%s marker of producer %" PRId64 " epoch %d at %s-%d offset %" PRId64,
@@ -54,17 +52,10 @@ int16_t kiq_txn_marker_append(const kiq_txn_markers_context_t *c, const kiq_txn_
 
 /* ---- the coordinator's sender ---- */
 
-typedef struct peer {
-    int32_t id;
-    kiq_client_conn_t *conn;
-} peer_t;
-
 struct kiq_txn_markers {
     kiq_txn_markers_context_t c;
     atomic_bool stopping;
-    pthread_mutex_t mu; /* guards peers against kiq_txn_markers_shutdown */
-    peer_t *peers;
-    int npeers;
+    kiq_broker_peers_t *peers;
 };
 
 kiq_txn_markers_t *kiq_txn_markers_new(const kiq_txn_markers_context_t *c)
@@ -72,26 +63,24 @@ kiq_txn_markers_t *kiq_txn_markers_new(const kiq_txn_markers_context_t *c)
     kiq_txn_markers_t *mk = calloc(1, sizeof *mk);
     if (!mk) return NULL;
     mk->c = *c;
-    pthread_mutex_init(&mk->mu, NULL);
+    if (!(mk->peers = kiq_broker_peers_new(c->metadata, c->node_id))) {
+        free(mk);
+        return NULL;
+    }
     return mk;
 }
 
 void kiq_txn_markers_free(kiq_txn_markers_t *mk)
 {
     if (!mk) return;
-    for (int i = 0; i < mk->npeers; i++) kiq_client_close(mk->peers[i].conn);
-    free(mk->peers);
-    pthread_mutex_destroy(&mk->mu);
+    kiq_broker_peers_free(mk->peers);
     free(mk);
 }
 
 void kiq_txn_markers_shutdown(kiq_txn_markers_t *mk)
 {
     atomic_store(&mk->stopping, true);
-    pthread_mutex_lock(&mk->mu);
-    for (int i = 0; i < mk->npeers; i++)
-        if (mk->peers[i].conn) kiq_client_shutdown(mk->peers[i].conn);
-    pthread_mutex_unlock(&mk->mu);
+    kiq_broker_peers_shutdown(mk->peers);
 }
 
 /* The high watermark of a partition led here reaches need before the
@@ -120,55 +109,11 @@ static bool settled(int16_t err)
            err == KIQ_ERR_TRANSACTION_COORDINATOR_FENCED;
 }
 
-static kiq_client_conn_t *peer_conn(kiq_txn_markers_t *mk, int32_t id)
-{
-    for (int i = 0; i < mk->npeers; i++) {
-        peer_t *p = &mk->peers[i];
-        if (p->id != id) continue;
-        if (p->conn && kiq_client_alive(p->conn)) return p->conn;
-        pthread_mutex_lock(&mk->mu);
-        kiq_client_close(p->conn);
-        p->conn = NULL;
-        pthread_mutex_unlock(&mk->mu);
-        break;
-    }
-    char host[256], client_id[32];
-    int port;
-    if (!mk->c.metadata || !kiq_metadata_cache_broker(mk->c.metadata, id, NULL, host, sizeof host, &port)) {
-        kiq_error_set("broker %d is not known live", id);
-        return NULL;
-    }
-    snprintf(client_id, sizeof client_id, "kafkaiq-broker-%d", mk->c.node_id);
-    kiq_client_conn_t *c = kiq_client_connect(host, port, CONNECT_TIMEOUT_MS, client_id);
-    if (!c) return NULL;
-    pthread_mutex_lock(&mk->mu);
-    peer_t *slot = NULL;
-    for (int i = 0; i < mk->npeers && !slot; i++)
-        if (mk->peers[i].id == id) slot = &mk->peers[i];
-    if (!slot) {
-        peer_t *grown = realloc(mk->peers, (size_t)(mk->npeers + 1) * sizeof *grown);
-        if (grown) {
-            mk->peers = grown;
-            slot = &mk->peers[mk->npeers++];
-            slot->id = id;
-        }
-    }
-    if (slot) slot->conn = c;
-    pthread_mutex_unlock(&mk->mu);
-    if (!slot) {
-        kiq_client_close(c);
-        kiq_error_set("out of memory");
-        return NULL;
-    }
-    if (atomic_load(&mk->stopping)) kiq_client_shutdown(c);
-    return c;
-}
-
 /* WriteTxnMarkers to broker `leader` for the partitions at idx[0..k). */
 static void deliver_remote(kiq_txn_markers_t *mk, int32_t leader, const kiq_txn_marker_t *m,
                            const kiq_txn_partition_t *ps, const int *idx, int k, bool *done, int timeout_ms)
 {
-    kiq_client_conn_t *c = peer_conn(mk, leader);
+    kiq_client_conn_t *c = kiq_broker_peers_conn(mk->peers, leader);
     int16_t v = c ? kiq_client_version(c, KIQ_API_WRITE_TXN_MARKERS) : -1;
     if (!c || v < 0) {
         KIQ_WARN("transaction markers of producer %" PRId64 " to broker %d: %s", m->producer_id, leader,

@@ -439,7 +439,7 @@ static void test_follower_replays_producer_state(void **state)
     watched_t seen = {0};
     kiq_log_append_watch_t watch = {watch_append, &seen};
     idempotent_batch(&w, 4, 0, 0, 0);
-    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 2, &watch, &res), 0);
+    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 2, 0, &watch, &res), 0);
     assert_true(res.duplicate);
     assert_int_equal(seen.calls, 0); /* nothing written: nothing to tell */
     assert_int_equal(res.base_offset, 0);
@@ -447,7 +447,7 @@ static void test_follower_replays_producer_state(void **state)
     kiq_wr_free(&w);
     /* and its next batch follows the replicated sequence */
     idempotent_batch(&w, 1, 12, 0, 0);
-    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 2, &watch, &res), 0);
+    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 2, 0, &watch, &res), 0);
     assert_false(res.duplicate);
     assert_int_equal(res.base_offset, 6);
     assert_int_equal(seen.calls, 1);
@@ -455,7 +455,7 @@ static void test_follower_replays_producer_state(void **state)
     assert_int_equal(seen.last, 6);
     kiq_wr_free(&w);
     idempotent_batch(&w, 1, 20, 0, 0);
-    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 2, &watch, &res), KIQ_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 2, 0, &watch, &res), KIQ_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
     assert_int_equal(seen.calls, 1);
     kiq_wr_free(&w);
     expect_log_entries(l, (kiq_epoch_entry_t[]){{1, 0}, {2, 6}}, 2);

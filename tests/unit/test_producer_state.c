@@ -54,7 +54,7 @@ static int append(kiq_partition_log_t *l, int n, int64_t pid, int16_t epoch, int
     kiq_wr_t w;
     kiq_wr_init(&w);
     make_batch(&w, n, pid, epoch, seq);
-    int rc = kiq_partition_log_append_checked(l, w.buf, w.len, 0, NULL, res);
+    int rc = kiq_partition_log_append_checked(l, w.buf, w.len, 0, 0, NULL, res);
     kiq_wr_free(&w);
     return rc;
 }
@@ -214,12 +214,12 @@ static void test_several_batches_in_one_append(void **state)
     make_batch(&w, 2, PID, 0, 2);
     make_batch(&w, 1, 77, 0, 0);
     kiq_log_append_result_t res;
-    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 0, NULL, &res), 0);
+    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 0, 0, NULL, &res), 0);
     assert_false(res.duplicate);
     assert_int_equal(res.base_offset, 0);
     assert_int_equal(res.last_offset, 4);
     /* the same request retried: answered with its first batch's offsets */
-    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 0, NULL, &res), 0);
+    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 0, 0, NULL, &res), 0);
     assert_true(res.duplicate);
     assert_int_equal(res.base_offset, 0);
     assert_int_equal(kiq_partition_log_end_offset(l), 5);
@@ -228,7 +228,7 @@ static void test_several_batches_in_one_append(void **state)
     kiq_wr_init(&w);
     make_batch(&w, 1, PID, 0, 4);
     make_batch(&w, 1, PID, 0, 6);
-    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 0, NULL, &res),
+    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 0, 0, NULL, &res),
                      KIQ_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
     assert_int_equal(kiq_partition_log_end_offset(l), 5);
     kiq_producer_entry_t e;

@@ -3,7 +3,7 @@
  * ABORT control batches as Kafka writes them; aborted transactions in the
  * segment's .txnindex (Kafka's 34-byte entries) and what a read_committed
  * fetch is given; the marker checks (stale producer epoch, stale
- * coordinator epoch); and all of it after a clean reopen, an unclean one
+ * coordinator epoch); KIP-890's verification guards; and all of it after a clean reopen, an unclean one
  * (rebuilt from the log), a truncation, a follower's copy; and the
  * cleaner, which drops aborted records (never letting one shadow a
  * committed value) and, past delete.retention.ms, markers whose
@@ -40,7 +40,8 @@ static int setup(void **state)
 
 /* Appends n records of transactional producer pid/epoch from sequence
  * seq; the append's result. */
-static int append_value(kiq_partition_log_t *l, int n, int64_t pid, int16_t epoch, int32_t seq, const char *value)
+static int append_guarded(kiq_partition_log_t *l, int n, int64_t pid, int16_t epoch, int32_t seq, const char *value,
+                          uint64_t guard)
 {
     kiq_batch_builder_t b;
     kiq_batch_builder_init(&b, KIQ_CODEC_NONE, 1700000000000);
@@ -55,9 +56,14 @@ static int append_value(kiq_partition_log_t *l, int n, int64_t pid, int16_t epoc
     assert_int_equal(kiq_batch_builder_finish(&b, &w), 0);
     kiq_batch_builder_free(&b);
     kiq_log_append_result_t res;
-    int rc = kiq_partition_log_append_checked(l, w.buf, w.len, 0, NULL, &res);
+    int rc = kiq_partition_log_append_checked(l, w.buf, w.len, 0, guard, NULL, &res);
     kiq_wr_free(&w);
     return rc;
+}
+
+static int append_value(kiq_partition_log_t *l, int n, int64_t pid, int16_t epoch, int32_t seq, const char *value)
+{
+    return append_guarded(l, n, pid, epoch, seq, value, 0);
 }
 
 static int append_txn(kiq_partition_log_t *l, int n, int64_t pid, int16_t epoch, int32_t seq)
@@ -159,6 +165,45 @@ static void test_markers_are_checked(void **state)
     assert_int_equal(append_txn(l, 1, 9, 3, 1), KIQ_ERR_INVALID_PRODUCER_EPOCH);
     assert_int_equal(append_txn(l, 1, 9, 4, 0), 0);
     assert_int_equal(kiq_partition_log_end_offset(l), 4);
+    kiq_partition_log_free(l);
+}
+
+/* KIP-890's verification guard: a transaction's first records here need
+ * the guard taken before its coordinator was asked to still hold; its
+ * marker ends it, and so does its first append. */
+static void test_verification_guards(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
+    assert_non_null(l);
+    bool ongoing = true;
+    uint64_t g = kiq_partition_log_txn_guard(l, 7, 0, &ongoing);
+    assert_false(ongoing);
+    assert_true(g != 0);
+    assert_int_equal(kiq_partition_log_txn_guard(l, 7, 0, &ongoing), g); /* the standing one */
+    /* the transaction ended while its coordinator was asked: refused, nothing written */
+    assert_int_equal(marker(l, 7, 0, 0, false), 0);
+    assert_int_equal(append_guarded(l, 1, 7, 0, 0, "late", g), KIQ_ERR_INVALID_TXN_STATE);
+    assert_int_equal(kiq_partition_log_end_offset(l), 1);
+    /* a guard that holds lets the first records in, and ends there */
+    g = kiq_partition_log_txn_guard(l, 7, 0, &ongoing);
+    assert_int_equal(append_guarded(l, 1, 7, 0, 0, "v", g), 0);
+    assert_int_equal(kiq_partition_log_txn_guard(l, 7, 0, &ongoing) == g, false);
+    assert_true(ongoing);
+    /* under way, the next records need no standing guard */
+    assert_int_equal(append_guarded(l, 1, 7, 0, 1, "v", g), 0);
+    assert_int_equal(marker(l, 7, 0, 0, true), 0);
+    /* after the commit, a late batch with the old guard cannot start another */
+    assert_int_equal(append_guarded(l, 1, 7, 0, 2, "v", g), KIQ_ERR_INVALID_TXN_STATE);
+    /* a refusal ends only the guard it names */
+    uint64_t g2 = kiq_partition_log_txn_guard(l, 7, 0, &ongoing);
+    kiq_partition_log_txn_guard_end(l, 7, g);
+    assert_int_equal(kiq_partition_log_txn_guard(l, 7, 0, &ongoing), g2);
+    kiq_partition_log_txn_guard_end(l, 7, g2);
+    assert_true(kiq_partition_log_txn_guard(l, 7, 0, &ongoing) != g2);
+    /* other producers and appends without a guard are not concerned */
+    assert_int_equal(append_txn(l, 1, 8, 0, 0), 0);
+    assert_int_equal(kiq_partition_log_end_offset(l), 5);
     kiq_partition_log_free(l);
 }
 
@@ -313,7 +358,7 @@ static void test_cleaner_drops_markers_with_nothing_left(void **state)
     assert_int_equal(kiq_batch_builder_finish(&bb, &w), 0);
     kiq_batch_builder_free(&bb);
     kiq_log_append_result_t res;
-    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 0, NULL, &res), 0);
+    assert_int_equal(kiq_partition_log_append_checked(l, w.buf, w.len, 0, 0, NULL, &res), 0);
     kiq_wr_free(&w);
     assert_int_equal(marker(l, 8, 0, 0, true), 0);
     assert_int_equal(append_value(l, 1, -1, 0, 0, "active"), 0);
@@ -361,6 +406,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_markers_move_the_last_stable_offset, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_markers_are_checked, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_verification_guards, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_transactions, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_follower_copies_aborted_transactions, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_drops_aborted_records, setup, kiq_test_log_dir_teardown),
