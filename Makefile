@@ -28,7 +28,10 @@ CMD_OBJ    := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test unit bench install clean
+# The unit tests again with ASan and UBSan (any finding fails the binary).
+SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+.PHONY: all deps run test unit sanitize bench install clean
 all: $(BUILD)/kafkaiq $(BUILD)/lua/kafkaiq/core.so
 
 deps:
@@ -95,11 +98,14 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiq.a $(BUILD)/obj/gen/messages_sam
 
 unit: $(UNIT_BIN)
 
+sanitize:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/san CFLAGS="$(SAN_CFLAGS)" unit
+
 run: deps all
 	@mkdir -p data
 	$(BUILD)/kafkaiq serve config/server.properties
 
-test: deps all unit
+test: deps all unit sanitize
 	@scripts/run-tests.sh
 
 bench: deps all

@@ -41,33 +41,36 @@ count_of() { # WORD LINE -> the number before WORD in LINE, or 0
 }
 
 # ------------------------------------------------------------------ unit (cmocka)
+# run_unit DIR SUITE: the binaries in DIR (build/tests, or build/san/tests
+# built with ASan and UBSan, where any finding aborts the binary).
 run_unit() {
-    local src bin name out rc p f
+    local dir=$1 suite=$2 src bin name out rc p f
     # A test source without its binary means the build did not produce it.
     for src in tests/unit/test_*.c; do
         [[ -e "$src" ]] || continue
         name=$(basename "$src" .c)
-        if [[ ! -x "build/tests/$name" ]]; then
-            banner "unit: $name"
-            echo "build/tests/$name is missing (run make unit)"
-            record "unit/$name" 0 1 "not built"
+        if [[ ! -x "$dir/$name" ]]; then
+            banner "$suite: $name"
+            echo "$dir/$name is missing (run make unit sanitize)"
+            record "$suite/$name" 0 1 "not built"
         fi
     done
-    for bin in build/tests/test_*; do
+    for bin in "$dir"/test_*; do
         [[ -f "$bin" && -x "$bin" ]] || continue
         name=$(basename "$bin")
-        out="$work/$name.out"
-        banner "unit: $name"
-        CMOCKA_MESSAGE_OUTPUT=STDOUT timeout -k 10 "$UNIT_TIMEOUT" "$bin" 2>&1 | tee "$out"
+        out="$work/$suite-$name.out"
+        banner "$suite: $name"
+        CMOCKA_MESSAGE_OUTPUT=STDOUT ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+            timeout -k 10 "$UNIT_TIMEOUT" "$bin" 2>&1 | tee "$out"
         rc=${PIPESTATUS[0]}
         p=$(strip_ansi <"$out" | awk '/^\[  PASSED  \] [0-9]+ test/ { n += $4 } END { print n + 0 }')
         f=$(strip_ansi <"$out" | awk '/^\[  FAILED  \] [0-9]+ test/ { n += $4 } END { print n + 0 }')
         if ! strip_ansi <"$out" | grep -qE '^\[  (PASSED|FAILED)  \] [0-9]+ test'; then
-            record "unit/$name" "$p" $((f + 1)) "no summary, exit $rc"
+            record "$suite/$name" "$p" $((f + 1)) "no summary, exit $rc"
         elif [[ $rc -ne 0 && $f -eq 0 ]]; then
-            record "unit/$name" "$p" 1 "exit $rc"
+            record "$suite/$name" "$p" 1 "exit $rc"
         else
-            record "unit/$name" "$p" "$f"
+            record "$suite/$name" "$p" "$f"
         fi
     done
 }
@@ -128,7 +131,8 @@ run_interop() {
     fi
 }
 
-run_unit
+run_unit build/tests unit
+run_unit build/san/tests unit-asan
 run_lua
 run_interop
 

@@ -119,7 +119,7 @@ void kiq_api_handle(kiq_broker_t *b, kiq_request_t *r)
         kiq_rd_t rd;
         kiq_rd_init(&rd, r->frame + r->body_offset, r->frame_len - r->body_offset);
         if (c->request_decode(&rd, v, &r->arena, req) != 0) {
-            KIQ_WARN("malformed %s request (api key %d, version %d) from %s at offset %zu: %s; closing",
+            KIQ_WARN_LIMITED("malformed %s request (api key %d, version %d) from %s at offset %zu: %s; closing",
                      c->name, c->key, v, r->peer, r->body_offset + kiq_rd_offset(&rd), rd.err);
             kiq_api_handled(b, r);
             kiq_request_finish(r, true);

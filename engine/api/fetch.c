@@ -466,8 +466,11 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
     fetch_result_t res;
     fetch_read(b, r, req, out, &res, true);
     int64_t bytes = res.bytes;
-    bool respond =
-        req->max_wait_ms <= 0 || res.diverging || bytes >= (req->min_bytes > 0 ? req->min_bytes : 1);
+    int64_t nparts = 0;
+    for (int32_t i = 0; i < req->topics_n; i++) nparts += req->topics[i].partitions_n > 0 ? req->topics[i].partitions_n : 0;
+    /* asking for no partitions, nothing can arrive to wait for: Kafka answers at once */
+    bool respond = req->max_wait_ms <= 0 || nparts == 0 || res.diverging ||
+                   bytes >= (req->min_bytes > 0 ? req->min_bytes : 1);
     for (int32_t i = 0; i < out->responses_n && !respond; i++)
         for (int32_t j = 0; j < out->responses[i].partitions_n && !respond; j++)
             respond = out->responses[i].partitions[j].error_code != 0;

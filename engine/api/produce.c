@@ -28,9 +28,11 @@
 #include "replica/leader.h"
 #include "txn/txn_coordinator.h"
 
-/* Checks every batch of one partition's records; returns a Kafka error code.
- * nheadered gets how many of the records carry headers. */
-static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *nrecords, int64_t *nheadered)
+/* Checks every batch of one partition's records, each at most max_bytes
+ * and decompressing to at most max_decompressed; returns a Kafka error
+ * code. nheadered gets how many of the records carry headers. */
+static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, size_t max_decompressed, int64_t *nrecords,
+                            int64_t *nheadered)
 {
     if (!p || len == 0) return kiq_error_set("no record batches"), KIQ_ERR_INVALID_RECORD;
     kiq_batch_iter_t it;
@@ -46,7 +48,12 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, int64_t *n
             return KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
         }
         int32_t headered;
-        int err = kiq_batch_validate(batch, blen, max_bytes, &h, &headered);
+        int err = kiq_batch_validate(batch, blen, max_bytes, max_decompressed, &h, &headered);
+        if (err == KIQ_ERR_MESSAGE_TOO_LARGE && (!max_bytes || blen <= max_bytes)) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", kiq_error_get());
+            kiq_error_set("%s (kafkaiq.max.decompressed.batch.bytes)", why);
+        }
         if (err) return err;
         *nheadered += headered;
         if (h.attributes & KIQ_BATCH_ATTR_CONTROL) {
@@ -274,7 +281,8 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     uint8_t *data = (uint8_t *)in->records.p;
     size_t len = (size_t)in->records.len;
     int64_t nrecords, nheadered;
-    int err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords, &nheadered);
+    size_t max_decompressed = (size_t)kiq_config_int(b->config, KIQ_CFG_MAX_DECOMPRESSED_BATCH_BYTES);
+    int err = validate_batches(data, len, max_batch_bytes(b, topic), max_decompressed, &nrecords, &nheadered);
     if (err) {
         KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
                  err, kiq_error_get());
@@ -314,7 +322,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             data = hp.rewritten;
             len = hp.rewritten_len;
             /* built here, but the limits still hold */
-            err = validate_batches(data, len, max_batch_bytes(b, topic), &nrecords, &nheadered);
+            err = validate_batches(data, len, max_batch_bytes(b, topic), max_decompressed, &nrecords, &nheadered);
             if (err) {
                 KIQ_WARN("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
                          topic->name, in->index, r->peer, err, kiq_error_get());
@@ -346,7 +354,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         return;
     }
     if (rc != 0) {
-        KIQ_ERROR("append to %s-%d failed: %s", topic->name, in->index, kiq_error_get());
+        KIQ_WARN_LIMITED("append to %s-%d failed: %s", topic->name, in->index, kiq_error_get());
         out->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
         out->error_message = kiq_request_error_message(r);
         return;

@@ -180,10 +180,22 @@ static int serve(int argc, char **argv)
             goto stop;
         }
     }
-    int sig;
-    sigwait(&set, &sig);
-    KIQ_INFO("%s received, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    rc = 0;
+    /* a signal, or a broker that cannot go on (it says why) */
+    for (;;) {
+        struct timespec tick = {0, 200 * 1000000};
+        int sig = sigtimedwait(&set, NULL, &tick);
+        if (sig == SIGTERM || sig == SIGINT) {
+            KIQ_INFO("%s received, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            rc = 0;
+            break;
+        }
+        const char *failed = NULL;
+        for (int i = 0; i < n && !failed; i++) failed = kiq_broker_failed(brokers[i]);
+        if (failed) {
+            KIQ_ERROR("exiting: %s", failed);
+            break;
+        }
+    }
 stop:
     /* the controller (broker 0) goes last, so the others still reach it */
     for (int i = n - 1; i >= 0; i--) kiq_broker_free(brokers[i]);

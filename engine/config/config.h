@@ -50,6 +50,21 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "request queue bound; a full queue mutes socket reads")                                   \
     X(SOCKET_REQUEST_MAX_BYTES, "socket.request.max.bytes", INT, "104857600", 64, INT32_MAX,    \
       NULL, "largest request frame accepted")                                                   \
+    X(QUEUED_MAX_REQUEST_BYTES, "queued.max.request.bytes", LONG, "536870912", -1, INT64_MAX,   \
+      NULL, "memory for requests being read and queued; reads pause when it is used up (-1: no bound, Kafka's default)") \
+    X(MAX_CONNECTIONS, "max.connections", INT, "2147483647", 1, INT32_MAX, NULL,                \
+      "open client connections; past it new ones wait to be accepted")                        \
+    X(MAX_CONNECTIONS_PER_IP, "max.connections.per.ip", INT, "2147483647", 0, INT32_MAX, NULL,  \
+      "open connections from one address; more are closed at once")                          \
+    X(MAX_CONNECTIONS_PER_IP_OVERRIDES, "max.connections.per.ip.overrides", STRING, "", 0, 0,   \
+      NULL, "per-address exceptions to max.connections.per.ip: host:count,host:count")         \
+    X(CONNECTIONS_MAX_IDLE_MS, "connections.max.idle.ms", LONG, "600000", 1, INT64_MAX, NULL,   \
+      "close a connection with nothing in flight that was silent this long")                  \
+    X(REQUEST_READ_TIMEOUT_MS, "kafkaiq.request.read.timeout.ms", LONG, "30000", 1, INT64_MAX,  \
+      NULL, "close a connection whose request has not arrived whole this long after its first byte") \
+    X(MAX_DECOMPRESSED_BATCH_BYTES, "kafkaiq.max.decompressed.batch.bytes", INT, "67108864",    \
+      1024, 134217728, NULL,                                                                       \
+      "largest a produced batch may decompress to (so at most num.io.threads times this in all)") \
     X(NUM_PARTITIONS, "num.partitions", INT, "1", 1, 100000, NULL,                               \
       "partitions of auto-created topics and of CreateTopics with -1")                         \
     X(DEFAULT_REPLICATION_FACTOR, "default.replication.factor", INT, "1", 1, 32767, NULL,       \

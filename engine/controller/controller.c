@@ -34,9 +34,20 @@ typedef struct stop_entry {
 } stop_entry_t;
 
 /* What the controller keeps per registered broker besides the image. */
+/* The log directories a registration named at most. */
+#define SLOT_DIRS 16
+
 typedef struct broker_slot {
     int32_t id;
     int64_t last_heartbeat_ns;
+    /* Whether its current incarnation registered or heartbeated since this
+     * controller started (a restarted controller's slots start with a
+     * session's grace but nothing heard), and its log directories' ids:
+     * what tells a restart (the same directories) from another process
+     * with the same id. */
+    bool heard;
+    kiq_uuid_t dirs[SLOT_DIRS];
+    int ndirs;
     kiq_broker_channel_t *channel;
     stop_entry_t *stops;
     int nstops, cap, stops_in_flight;
@@ -140,6 +151,17 @@ static broker_slot_t *slot_of(kiq_controller_t *c, int32_t id, bool create)
     memset(s, 0, sizeof *s);
     s->id = id;
     return s;
+}
+
+/* Whether the registration names one of the slot's log directories
+ * (only one live process can hold a directory: it is a restart). A
+ * registration without directory ids (v0-1) never does. */
+static bool shares_dir(const broker_slot_t *s, const kiq_broker_registration_request_t *req)
+{
+    for (int i = 0; i < s->ndirs; i++)
+        for (int32_t j = 0; j < req->log_dirs_n; j++)
+            if (memcmp(&s->dirs[i], &req->log_dirs[j], sizeof s->dirs[i]) == 0) return true;
+    return false;
 }
 
 static size_t live_brokers(kiq_controller_t *c, int32_t except, int32_t *out, size_t max)
@@ -563,6 +585,17 @@ void kiq_controller_register_broker(kiq_controller_t *c, const kiq_broker_regist
     pthread_mutex_lock(&c->mu);
     const kiq_broker_registration_t *old = kiq_metadata_image_broker(c->image, req->broker_id);
     bool same = old && memcmp(&old->incarnation_id, &req->incarnation_id, sizeof old->incarnation_id) == 0;
+    broker_slot_t *held = old && !same && !old->fenced ? slot_of(c, req->broker_id, false) : NULL;
+    if (held && held->heard && kiq_clock_mono_ns() - held->last_heartbeat_ns <= c->session_timeout_ns &&
+        !shares_dir(held, req)) {
+        /* Its registered incarnation heartbeats and holds other
+         * directories: a second process with this id, not a restart
+         * (Kafka refuses it the same way while the session lasts). */
+        KIQ_WARN_LIMITED("controller: a second registration of broker %d refused: the registered one heartbeats "
+                         "and holds other log directories", req->broker_id);
+        resp->error_code = KIQ_ERR_DUPLICATE_BROKER_REGISTRATION;
+        goto out;
+    }
     if (same) {
         resp->broker_epoch = old->epoch;
     } else {
@@ -600,6 +633,9 @@ void kiq_controller_register_broker(kiq_controller_t *c, const kiq_broker_regist
         goto out;
     }
     s->last_heartbeat_ns = kiq_clock_mono_ns();
+    s->heard = true;
+    s->ndirs = req->log_dirs_n < SLOT_DIRS ? (req->log_dirs_n > 0 ? req->log_dirs_n : 0) : SLOT_DIRS;
+    if (s->ndirs) memcpy(s->dirs, req->log_dirs, (size_t)s->ndirs * sizeof *s->dirs);
     connect_channel(c, s, true); /* a registering broker (re)started: it holds no state yet */
 out:
     pthread_mutex_unlock(&c->mu);
@@ -619,6 +655,7 @@ void kiq_controller_heartbeat(kiq_controller_t *c, const kiq_broker_heartbeat_re
         resp->error_code = KIQ_ERR_STALE_BROKER_EPOCH;
     } else {
         s->last_heartbeat_ns = kiq_clock_mono_ns();
+        s->heard = true;
         if (!s->channel) connect_channel(c, s, false); /* first word since the controller started */
         if (req->want_shut_down) {
             /* controlled shutdown: its leaderships move now, not a session

@@ -253,6 +253,47 @@ static void thread_metrics(kiq_broker_t *b, FILE *f)
                 kiq_delayed_kind_names[k], ps.waiting_by_kind[k]);
 }
 
+/* The client listener's bounds (issue: every resource bounded), each
+ * named by the setting that bounds it. */
+static void limit_metrics(kiq_broker_t *b, FILE *f)
+{
+    kiq_memory_pool_stats_t mp = {0};
+    if (b->request_pool) kiq_memory_pool_stats(b->request_pool, &mp);
+    help(f, "kafka_network_socketserver_memorypoolused", "gauge",
+         "bytes of requests being read and queued (queued.max.request.bytes)");
+    fprintf(f, "kafka_network_socketserver_memorypoolused %lld\n", (long long)mp.used);
+    help(f, "kafka_network_socketserver_memorypoolavailable", "gauge",
+         "bytes left of queued.max.request.bytes (-1: no bound)");
+    fprintf(f, "kafka_network_socketserver_memorypoolavailable %lld\n",
+            (long long)(mp.capacity < 0 ? -1 : mp.capacity - mp.used));
+    help(f, "kafkaiq_memory_pool_refused_total", "counter",
+         "reads put off because queued.max.request.bytes was used up");
+    fprintf(f, "kafkaiq_memory_pool_refused_total %llu\n", (unsigned long long)mp.refused);
+    int starved = 0;
+    uint64_t idle = 0, slow = 0;
+    for (int i = 0; i < b->nprocessors; i++) {
+        kiq_processor_stats_t st;
+        kiq_processor_stats(b->processors[i], &st);
+        starved += st.starved;
+        idle += st.closed_idle;
+        slow += st.closed_slow;
+    }
+    help(f, "kafkaiq_connections_starved", "gauge", "connections left unread until queued.max.request.bytes has room");
+    fprintf(f, "kafkaiq_connections_starved %d\n", starved);
+    kiq_connection_quotas_stats_t qs = {0};
+    if (b->quotas) kiq_connection_quotas_stats(b->quotas, &qs);
+    help(f, "kafkaiq_connections_closed_total", "counter", "connections the broker closed, by the limit that did it");
+    fprintf(f, "kafkaiq_connections_closed_total{limit=\"connections.max.idle.ms\"} %llu\n", (unsigned long long)idle);
+    fprintf(f, "kafkaiq_connections_closed_total{limit=\"kafkaiq.request.read.timeout.ms\"} %llu\n",
+            (unsigned long long)slow);
+    fprintf(f, "kafkaiq_connections_closed_total{limit=\"max.connections.per.ip\"} %llu\n",
+            (unsigned long long)qs.refused_per_ip);
+    fprintf(f, "kafkaiq_connections_closed_total{limit=\"open files\"} %llu\n",
+            (unsigned long long)(b->acceptor ? kiq_acceptor_refused_fd_limit(b->acceptor) : 0));
+    help(f, "kafkaiq_connections_open", "gauge", "client connections open, of max.connections");
+    fprintf(f, "kafkaiq_connections_open %d\n", qs.open);
+}
+
 static void own_metrics(kiq_broker_t *b, FILE *f)
 {
     help(f, "kafkaiq_journeys_kept", "gauge", "record journeys in the ring");
@@ -291,6 +332,7 @@ void kiq_http_metrics(kiq_broker_t *b, kiq_http_view_t *v)
         partition_metrics(b, f);
         controller_metrics(b, f);
         thread_metrics(b, f);
+    limit_metrics(b, f);
     }
     own_metrics(b, f);
     if (fclose(f) != 0 || !text) {

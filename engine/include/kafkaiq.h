@@ -34,5 +34,8 @@ void kiq_broker_kill(kiq_broker_t *b);
 void kiq_broker_free(kiq_broker_t *b);
 /* The bound port (useful with port 0). */
 int kiq_broker_port(const kiq_broker_t *b);
+/* Any thread while it runs: why the broker cannot go on (in a cluster, its
+ * broker.id is another live process's), or NULL. */
+const char *kiq_broker_failed(kiq_broker_t *b);
 
 #endif

@@ -2,7 +2,8 @@
  * disk faults a test injects into it. A write or fsync failure in any log
  * of the directory takes it offline: from then on its partitions answer
  * KAFKA_STORAGE_ERROR until the broker restarts with the directory
- * working again.
+ * working again. A write failing for want of space only makes it full
+ * (read-only) until there is room again.
  *
  * Owned by the broker from new to free (so an injected fault outlives a
  * restart); every function is callable from any thread: the offline flag
@@ -33,6 +34,15 @@ void kiq_log_dir_retire(kiq_log_dir_t *d, int err);
 void kiq_log_dir_reset(kiq_log_dir_t *d);
 /* The errno of the failure that took the directory offline, 0 if online. */
 int kiq_log_dir_error(const kiq_log_dir_t *d);
+/* A write that failed for want of space (ENOSPC, EDQUOT: kiq_log_dir_fail
+ * then leaves the directory online) makes it full: its logs take no
+ * appends but serve reads, until a write of a probe file there works
+ * again (tried at most once a second, by whichever append asks). The
+ * errno while full, 0 otherwise. */
+int kiq_log_dir_full(const kiq_log_dir_t *d);
+/* Whether appends may go in: online and not full (a full one is looked
+ * at again when its second is up). NULL is fine. */
+bool kiq_log_dir_writable(kiq_log_dir_t *d);
 
 /* Makes writes to the directory's logs fail with err once after_bytes
  * more bytes went in (0: at once; a write crossing the limit is torn:

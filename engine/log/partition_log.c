@@ -726,6 +726,19 @@ static kiq_producer_entry_t *pending_add(pending_t *p, const kiq_producer_entry_
  * idempotent producer against the state plus what this append already
  * did, and records it in pend. 0 (res->duplicate may be set), a Kafka
  * error code, or -1. */
+/* Under l->mu: whether the directory takes no appends now (offline, or
+ * full until there is room), the reason set. */
+static bool refuses_appends(kiq_partition_log_t *l)
+{
+    if (kiq_log_dir_writable(l->log_dir)) return false;
+    int full = kiq_log_dir_full(l->log_dir);
+    if (full)
+        kiq_error_set("%s: log directory %s is full (%s)", l->dir, kiq_log_dir_path(l->log_dir), strerror(full));
+    else
+        kiq_error_set("%s: log directory %s is offline", l->dir, kiq_log_dir_path(l->log_dir));
+    return true;
+}
+
 static int check_producer(kiq_partition_log_t *l, pending_t *pend, const kiq_batch_header_t *h, uint64_t txn_guard,
                           kiq_log_append_result_t *res)
 {
@@ -792,10 +805,7 @@ int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, s
     pend.cap = PENDING_LOCAL;
     pthread_mutex_lock(&l->mu);
     int rc = -1;
-    if (kiq_log_dir_offline(l->log_dir)) {
-        kiq_error_set("%s: log directory %s is offline", l->dir, kiq_log_dir_path(l->log_dir));
-        goto out;
-    }
+    if (refuses_appends(l)) goto out;
     const int64_t first = active(l)->next_offset;
     int64_t next = first;
     int64_t max_ts = -1;
@@ -906,10 +916,7 @@ int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *bat
     pthread_mutex_lock(&l->mu);
     int rc = -1;
     int64_t leo = active(l)->next_offset;
-    if (kiq_log_dir_offline(l->log_dir)) {
-        kiq_error_set("%s: log directory %s is offline", l->dir, kiq_log_dir_path(l->log_dir));
-        goto out;
-    }
+    if (refuses_appends(l)) goto out;
     if (first < leo) {
         kiq_error_set("%s: replicated batches start at offset %" PRId64 ", below the log end %" PRId64
                       ": the follower must truncate or fetch from its log end",
@@ -1011,10 +1018,7 @@ int kiq_partition_log_append_marker(kiq_partition_log_t *l, const kiq_txn_marker
     }
     pthread_mutex_lock(&l->mu);
     int rc = -1;
-    if (kiq_log_dir_offline(l->log_dir)) {
-        kiq_error_set("%s: log directory %s is offline", l->dir, kiq_log_dir_path(l->log_dir));
-        goto out;
-    }
+    if (refuses_appends(l)) goto out;
     const kiq_producer_entry_t *cur = kiq_producer_state_get(l->producers, m->producer_id);
     kiq_producer_entry_t e;
     if (cur)

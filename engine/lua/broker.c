@@ -241,6 +241,11 @@ static int l_broker_state(lua_State *L)
             lua_pushstring(L, strerror(dir_err));
             lua_setfield(L, -2, "error");
         }
+        int full = kiq_log_dir_full(b->log_dirs[i].health);
+        if (full) { /* read-only until there is room */
+            lua_pushstring(L, strerror(full));
+            lua_setfield(L, -2, "full");
+        }
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "log_dirs");

@@ -17,9 +17,12 @@
 
 #include "core/error.h"
 #include "core/say.h"
+#include "net/connection_quotas.h"
 
 /* Seconds without accepting after accept() fails for want of resources. */
 #define ACCEPT_PAUSE 0.1
+/* Seconds between looks while max.connections are open. */
+#define FULL_PAUSE 0.05
 
 /* The loop and listening socket belong to the acceptor thread once started. */
 struct kiq_acceptor {
@@ -34,13 +37,51 @@ struct kiq_acceptor {
     kiq_processor_t **processors;
     int nprocessors;
     int next;
+    kiq_connection_quotas_t *quotas; /* NULL: no quotas on this listener */
+    /* A descriptor kept open to give up at the fd limit, so a connection
+     * can still be accepted, told off and closed: the pending ones do not
+     * wedge the listener. -1 when it could not be had back. */
+    int reserve_fd;
     atomic_uint_fast64_t accepted; /* written by the acceptor thread, read by any */
+    atomic_uint_fast64_t refused_fd_limit;
 };
+
+/* Out of descriptors: accepts one pending connection with the reserve
+ * descriptor and closes it, so it learns at once rather than hanging in
+ * the backlog. False when the reserve is gone. */
+static bool shed_at_fd_limit(kiq_acceptor_t *a, int err)
+{
+    if (a->reserve_fd < 0) return false;
+    close(a->reserve_fd);
+    int fd = accept4(a->fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        atomic_store_explicit(&a->refused_fd_limit,
+                              atomic_load_explicit(&a->refused_fd_limit, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+        KIQ_WARN_LIMITED("accept: %s: a new connection was closed at once (raise the open files limit, ulimit -n)",
+                         strerror(err));
+    }
+    a->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd >= 0 && a->reserve_fd >= 0;
+}
+
+static void pause_accepting(kiq_acceptor_t *a, struct ev_loop *loop, double seconds)
+{
+    ev_io_stop(loop, &a->accept_io);
+    ev_timer_set(&a->resume, seconds, 0.); /* a fired one-shot timer restarts at once */
+    ev_timer_start(loop, &a->resume);
+}
 
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     kiq_acceptor_t *a = w->data;
     for (;;) {
+        /* max.connections: new ones wait in the backlog, as Kafka's acceptor makes them */
+        if (a->quotas && kiq_connection_quotas_full(a->quotas)) {
+            pause_accepting(a, loop, FULL_PAUSE);
+            return;
+        }
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
         int fd = accept4(a->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -48,12 +89,11 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             int err = errno;
             if (err == EINTR || err == ECONNABORTED) continue;
             if (err == EAGAIN || err == EWOULDBLOCK) return;
-            /* Out of descriptors or memory, the pending connection stays
-             * readable: pause rather than spin and flood the log. */
-            KIQ_WARN("accept: %s; pausing accepts for %.0f ms", strerror(err), ACCEPT_PAUSE * 1e3);
-            ev_io_stop(loop, &a->accept_io);
-            ev_timer_set(&a->resume, ACCEPT_PAUSE, 0.); /* a fired one-shot timer restarts at once */
-            ev_timer_start(loop, &a->resume);
+            if ((err == EMFILE || err == ENFILE) && shed_at_fd_limit(a, err)) continue;
+            /* Out of memory (or of the reserve), the pending connection
+             * stays readable: pause rather than spin and flood the log. */
+            KIQ_WARN_LIMITED("accept: %s; pausing accepts for %.0f ms", strerror(err), ACCEPT_PAUSE * 1e3);
+            pause_accepting(a, loop, ACCEPT_PAUSE);
             return;
         }
         int one = 1;
@@ -70,7 +110,13 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             port = ntohs(in6->sin6_port);
         }
         snprintf(peer, sizeof peer, "%s:%d", host, port);
-        kiq_processor_add_socket(a->processors[a->next], fd, peer);
+        if (a->quotas && kiq_connection_quotas_admit(a->quotas, host) != KIQ_CONNECTION_ADMITTED) {
+            KIQ_WARN_LIMITED("connection from %s closed at once: max.connections.per.ip reached for %s", peer,
+                             host);
+            close(fd);
+            continue;
+        }
+        kiq_processor_add_socket(a->processors[a->next], fd, peer, host);
         atomic_store_explicit(&a->accepted, atomic_load_explicit(&a->accepted, memory_order_relaxed) + 1,
                               memory_order_relaxed);
         a->next = (a->next + 1) % a->nprocessors;
@@ -85,8 +131,8 @@ static void resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void stop_cb(struct ev_loop *loop, ev_async *w, int revents) { ev_break(loop, EVBREAK_ALL); }
 
-kiq_acceptor_t *kiq_acceptor_new(const char *host, int port, kiq_processor_t **processors,
-                                 int nprocessors)
+kiq_acceptor_t *kiq_acceptor_new(const char *host, int port, kiq_processor_t **processors, int nprocessors,
+                                 kiq_connection_quotas_t *quotas)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
@@ -126,6 +172,8 @@ kiq_acceptor_t *kiq_acceptor_new(const char *host, int port, kiq_processor_t **p
                                             : ((struct sockaddr_in6 *)&ss)->sin6_port);
     a->processors = processors;
     a->nprocessors = nprocessors;
+    a->quotas = quotas;
+    a->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     a->loop = ev_loop_new(EVFLAG_AUTO);
     if (!a->loop) {
         kiq_acceptor_free(a);
@@ -147,6 +195,11 @@ int kiq_acceptor_port(const kiq_acceptor_t *a) { return a->port; }
 uint64_t kiq_acceptor_accepted(kiq_acceptor_t *a)
 {
     return atomic_load_explicit(&a->accepted, memory_order_relaxed);
+}
+
+uint64_t kiq_acceptor_refused_fd_limit(kiq_acceptor_t *a)
+{
+    return atomic_load_explicit(&a->refused_fd_limit, memory_order_relaxed);
 }
 
 static void *acceptor_main(void *arg)
@@ -179,5 +232,6 @@ void kiq_acceptor_free(kiq_acceptor_t *a)
     kiq_acceptor_stop(a);
     if (a->loop) ev_loop_destroy(a->loop);
     close(a->fd);
+    if (a->reserve_fd >= 0) close(a->reserve_fd);
     free(a);
 }

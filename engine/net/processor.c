@@ -15,8 +15,13 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "net/connection_quotas.h"
+#include "net/memory_pool.h"
 
-enum { READ_CHUNK = 65536 };
+/* The input buffer starts at READ_CHUNK and grows toward the frame being
+ * read by at most twice its size or GROW_AHEAD past the bytes that came,
+ * so a declared size costs memory only as its bytes arrive. */
+enum { READ_CHUNK = 65536, GROW_AHEAD = 1 << 20 };
 
 /* Owned by the processor thread. */
 typedef struct conn {
@@ -25,8 +30,11 @@ typedef struct conn {
     ev_io rio, wio;
     kiq_processor_t *p;
     char peer[64];
-    uint8_t *in; /* bytes read but not yet framed */
+    char ip[48];  /* the peer's address, its connection quota's key */
+    uint8_t *in; /* bytes read but not yet framed; in_cap of them in the pool */
     size_t in_len, in_cap;
+    int64_t last_active_ns;   /* the last byte read or sent (connections.max.idle.ms) */
+    int64_t partial_since_ns; /* the unframed bytes' first arrival, 0: none (the read timeout) */
     kiq_request_t *inflight; /* the one request out of this connection */
     bool queued;             /* inflight is on the request queue / with a handler */
     uint8_t *out;            /* response bytes being written */
@@ -38,6 +46,8 @@ typedef struct conn {
     kiq_request_t *out_req;
     struct conn *next_waiting; /* on p->waiting while the queue is full */
     bool waiting;
+    struct conn *next_starved; /* on p->starved while the memory pool is used up */
+    bool starved;
     bool eof;           /* the peer closed its side: serve what was read, then close */
     struct conn *hnext; /* hash chain */
 } conn_t;
@@ -45,6 +55,7 @@ typedef struct conn {
 typedef struct inbox_socket {
     int fd;
     char peer[64];
+    char ip[48];
     struct inbox_socket *next;
 } inbox_socket_t;
 
@@ -59,6 +70,7 @@ struct kiq_processor {
     inbox_socket_t *new_sockets;
     kiq_request_t *done_head, *done_tail;
     bool space_available;
+    bool pool_space; /* the memory pool got bytes back */
     bool stopping;
 
     /* processor thread only */
@@ -66,6 +78,8 @@ struct kiq_processor {
     size_t table_size;
     uint64_t next_id;
     conn_t *waiting; /* connections whose request waits for queue space */
+    conn_t *starved; /* connections left unread for want of pool memory */
+    ev_timer tick;   /* idle and read timeouts; retries the starved */
     atomic_int nconns;
     /* Time the loop spent waiting for events (Kafka's network processor
      * idle ratio): stamped before each poll, added up after it. */
@@ -76,7 +90,9 @@ struct kiq_processor {
     int64_t started_ns;
     /* written by the processor thread alone, read by any (the live view) */
     atomic_int nmuted; /* connections on the waiting list */
+    atomic_int nstarved; /* connections on the starved list */
     atomic_uint_fast64_t requests, bytes_in, bytes_out;
+    atomic_uint_fast64_t closed_idle, closed_slow;
 };
 
 /* Processor thread: a counter only it writes, so no read-modify-write. */
@@ -109,6 +125,15 @@ static void conn_close(conn_t *c, const char *why)
         atomic_store_explicit(&p->nmuted, atomic_load_explicit(&p->nmuted, memory_order_relaxed) - 1,
                               memory_order_relaxed);
     }
+    if (c->starved) {
+        conn_t **sp = &p->starved;
+        while (*sp != c) sp = &(*sp)->next_starved;
+        *sp = c->next_starved;
+        atomic_store_explicit(&p->nstarved, atomic_load_explicit(&p->nstarved, memory_order_relaxed) - 1,
+                              memory_order_relaxed);
+    }
+    if (p->cfg.pool) kiq_memory_pool_release(p->cfg.pool, c->in_cap);
+    if (p->cfg.quotas) kiq_connection_quotas_release(p->cfg.quotas, c->ip);
     /* A request with an I/O thread is freed when it comes back; others now. */
     if (c->inflight && !c->queued) {
         kiq_request_queue_forget(p->cfg.queue, c->inflight);
@@ -127,8 +152,47 @@ static void conn_wait_input(conn_t *c)
 {
     if (c->eof)
         conn_close(c, "peer closed");
-    else
+    else if (!c->starved)
         ev_io_start(c->p->loop, &c->rio);
+}
+
+/* Left unread until the memory pool has room again. */
+static void conn_starve(conn_t *c)
+{
+    kiq_processor_t *p = c->p;
+    ev_io_stop(p->loop, &c->rio);
+    if (c->starved) return;
+    /* its bytes wait unread: they count against the read timeout as if read */
+    if (!c->partial_since_ns) c->partial_since_ns = kiq_clock_mono_ns();
+    c->starved = true;
+    c->next_starved = p->starved;
+    p->starved = c;
+    atomic_store_explicit(&p->nstarved, atomic_load_explicit(&p->nstarved, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+/* Resizes the input buffer to cap bytes, the pool's share with it. 1, 0
+ * when the pool has no room (the connection starves), -1 when the
+ * connection was closed (out of memory). */
+static int conn_resize_input(conn_t *c, size_t cap)
+{
+    kiq_memory_pool_t *pool = c->p->cfg.pool;
+    if (cap > c->in_cap && pool && !kiq_memory_pool_reserve(pool, cap - c->in_cap)) {
+        conn_starve(c);
+        return 0;
+    }
+    uint8_t *n = realloc(c->in, cap);
+    if (!n) {
+        if (cap > c->in_cap && pool) kiq_memory_pool_release(pool, cap - c->in_cap);
+        if (cap < c->in_cap) return 1; /* keeping the larger one is fine */
+        KIQ_ERROR("connection %s: out of memory for a %zu-byte input buffer", c->peer, cap);
+        conn_close(c, NULL);
+        return -1;
+    }
+    if (cap < c->in_cap && pool) kiq_memory_pool_release(pool, c->in_cap - cap);
+    c->in = n;
+    c->in_cap = cap;
+    return 1;
 }
 
 static void conn_enqueue(conn_t *c)
@@ -159,23 +223,13 @@ static void conn_process_input(conn_t *c)
     }
     int32_t size = (int32_t)kiq_be32(c->in);
     if (size < 0 || (size_t)size > p->cfg.max_request_bytes) {
-        KIQ_WARN("connection %s: frame size %d outside [0, %zu] (socket.request.max.bytes), closing",
+        KIQ_WARN_LIMITED("connection %s: frame size %d outside [0, %zu] (socket.request.max.bytes), closing",
                  c->peer, size, p->cfg.max_request_bytes);
         conn_close(c, NULL);
         return;
     }
     size_t need = 4 + (size_t)size;
     if (c->in_len < need) {
-        if (c->in_cap < need) {
-            uint8_t *n = realloc(c->in, need);
-            if (!n) {
-                KIQ_ERROR("connection %s: out of memory for a %d-byte frame", c->peer, size);
-                conn_close(c, NULL);
-                return;
-            }
-            c->in = n;
-            c->in_cap = need;
-        }
         conn_wait_input(c);
         return;
     }
@@ -186,16 +240,20 @@ static void conn_process_input(conn_t *c)
         conn_close(c, "out of memory");
         return;
     }
+    /* read already: it must be framed for the pool to drain at all */
+    if (p->cfg.pool) {
+        kiq_memory_pool_take(p->cfg.pool, (size_t)size);
+        r->pool = p->cfg.pool;
+        r->pooled = (size_t)size;
+    }
     memcpy(frame, c->in + 4, (size_t)size);
     memmove(c->in, c->in + need, c->in_len - need);
     c->in_len -= need;
+    c->partial_since_ns = c->in_len ? kiq_clock_mono_ns() : 0;
     /* give back the room a large frame needed once it is gone */
-    if (c->in_cap > 4 * READ_CHUNK && c->in_len <= READ_CHUNK) {
-        uint8_t *small = realloc(c->in, READ_CHUNK);
-        if (small) {
-            c->in = small;
-            c->in_cap = READ_CHUNK;
-        }
+    if (c->in_cap > 4 * READ_CHUNK && c->in_len <= READ_CHUNK && conn_resize_input(c, READ_CHUNK) < 0) {
+        kiq_request_free(r);
+        return;
     }
     r->t.received = kiq_clock_mono_ns();
     bump(&p->requests, 1);
@@ -205,7 +263,7 @@ static void conn_process_input(conn_t *c)
     kiq_rd_t rd;
     kiq_rd_init(&rd, frame, (size_t)size);
     if (kiq_request_header_decode(&rd, &r->header) != 0) {
-        KIQ_WARN("connection %s: malformed request header (api key %d, version %d) at offset %zu: %s; closing",
+        KIQ_WARN_LIMITED("connection %s: malformed request header (api key %d, version %d) at offset %zu: %s; closing",
                  c->peer, r->header.api_key, r->header.api_version, kiq_rd_offset(&rd), rd.err);
         kiq_request_free(r);
         conn_close(c, NULL);
@@ -234,27 +292,29 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     conn_t *c = w->data;
     for (;;) {
-        size_t want = READ_CHUNK;
-        if (c->in_len >= 4) {
-            int32_t size = (int32_t)kiq_be32(c->in);
-            /* a bad size is reported by conn_process_input */
-            if (size < 0 || (size_t)size > c->p->cfg.max_request_bytes) break;
-            if (4 + (size_t)size > want) want = 4 + (size_t)size;
-        }
-        if (c->in_cap < want) {
-            uint8_t *n = realloc(c->in, want);
-            if (!n) {
-                conn_close(c, "out of memory");
-                return;
+        if (c->in_len == c->in_cap) {
+            size_t need = READ_CHUNK;
+            if (c->in_len >= 4) {
+                int32_t size = (int32_t)kiq_be32(c->in);
+                /* a bad size is reported by conn_process_input */
+                if (size < 0 || (size_t)size > c->p->cfg.max_request_bytes) break;
+                need = 4 + (size_t)size;
             }
-            c->in = n;
-            c->in_cap = want;
+            /* a whole frame is in (and more): frame it first */
+            if (need <= c->in_len) break;
+            size_t want = c->in_cap * 2 > c->in_len + GROW_AHEAD ? c->in_cap * 2 : c->in_len + GROW_AHEAD;
+            if (want < READ_CHUNK) want = READ_CHUNK;
+            if (want > need && need > READ_CHUNK) want = need;
+            int rc = conn_resize_input(c, want);
+            if (rc < 0) return;
+            if (rc == 0) break; /* starved: what is in may still frame */
         }
         ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
         if (n > 0) {
             bump(&c->p->bytes_in, (uint64_t)n);
+            c->last_active_ns = kiq_clock_mono_ns();
+            if (c->in_len == 0) c->partial_since_ns = c->last_active_ns;
             c->in_len += (size_t)n;
-            if (c->in_len == c->in_cap) break;
             continue;
         }
         if (n == 0) {
@@ -294,6 +354,8 @@ static void conn_finish_write(conn_t *c)
         conn_close(c, "closed by the request handler");
         return;
     }
+    /* bytes that came behind the request wait from now on */
+    if (c->in_len) c->partial_since_ns = kiq_clock_mono_ns();
     conn_process_input(c);
 }
 
@@ -309,6 +371,7 @@ static ssize_t conn_send_some(conn_t *c)
         int flags = MSG_NOSIGNAL | (c->part < c->nparts ? MSG_MORE : 0);
         ssize_t n = send(c->fd, c->out + c->out_off, upto - c->out_off, flags);
         if (n > 0) {
+            c->last_active_ns = kiq_clock_mono_ns();
             c->out_off += (size_t)n;
             bump(&c->p->bytes_out, (uint64_t)n);
         }
@@ -318,6 +381,7 @@ static ssize_t conn_send_some(conn_t *c)
     off_t pos = (off_t)(f->offset + c->part_off);
     ssize_t n = sendfile(c->fd, f->fd, &pos, f->length - c->part_off);
     if (n > 0) {
+        c->last_active_ns = kiq_clock_mono_ns();
         bump(&c->p->bytes_out, (uint64_t)n);
         c->part_off += (uint32_t)n;
         if (c->part_off == f->length) {
@@ -376,12 +440,15 @@ static void adopt_socket(kiq_processor_t *p, inbox_socket_t *s)
     conn_t *c = calloc(1, sizeof *c);
     if (!c) {
         close(s->fd);
+        if (p->cfg.quotas) kiq_connection_quotas_release(p->cfg.quotas, s->ip);
         return;
     }
     c->id = ++p->next_id;
     c->fd = s->fd;
     c->p = p;
     snprintf(c->peer, sizeof c->peer, "%s", s->peer);
+    snprintf(c->ip, sizeof c->ip, "%s", s->ip);
+    c->last_active_ns = kiq_clock_mono_ns();
     ev_io_init(&c->rio, conn_read_cb, c->fd, EV_READ);
     ev_io_init(&c->wio, conn_write_cb, c->fd, EV_WRITE);
     c->rio.data = c->wio.data = c;
@@ -404,25 +471,75 @@ static void retry_waiting(kiq_processor_t *p)
     }
 }
 
+/* The memory pool may have room: the starved connections read again (one
+ * that still finds none starves again). */
+static void retry_starved(kiq_processor_t *p)
+{
+    conn_t *list = p->starved;
+    p->starved = NULL;
+    atomic_store_explicit(&p->nstarved, 0, memory_order_relaxed);
+    while (list) {
+        conn_t *c = list;
+        list = c->next_starved;
+        c->starved = false;
+        if (!c->inflight && !c->out) ev_io_start(p->loop, &c->rio);
+    }
+}
+
+static void count(atomic_uint_fast64_t *v) { bump(v, 1); }
+
+/* Closes connections past connections.max.idle.ms and those whose request
+ * has not come whole within kafkaiq.request.read.timeout.ms of its first
+ * byte (a slow or stalled sender would otherwise hold its buffer and slot
+ * forever); and retries the starved, in case a wake-up was missed. */
+static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    kiq_processor_t *p = w->data;
+    int64_t now = kiq_clock_mono_ns();
+    int64_t idle_ns = p->cfg.idle_ms * 1000000, read_ns = p->cfg.read_timeout_ms * 1000000;
+    for (size_t i = 0; i < p->table_size; i++) {
+        conn_t *next;
+        for (conn_t *c = p->table[i]; c; c = next) {
+            next = c->hnext;
+            if (c->inflight) continue; /* its request is being served */
+            if (read_ns > 0 && (c->in_len || c->starved) && c->partial_since_ns &&
+                now - c->partial_since_ns > read_ns) {
+                KIQ_WARN_LIMITED("connection %s closed: %zu bytes of a request came in %lld ms without the rest "
+                                 "(kafkaiq.request.read.timeout.ms)", c->peer, c->in_len,
+                                 (long long)((now - c->partial_since_ns) / 1000000));
+                count(&p->closed_slow);
+                conn_close(c, NULL);
+            } else if (idle_ns > 0 && now - c->last_active_ns > idle_ns) {
+                count(&p->closed_idle);
+                conn_close(c, "idle longer than connections.max.idle.ms");
+            }
+        }
+    }
+    if (p->starved) retry_starved(p);
+}
+
 static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
     kiq_processor_t *p = w->data;
     pthread_mutex_lock(&p->inbox_lock);
     inbox_socket_t *sockets = p->new_sockets;
     kiq_request_t *done = p->done_head;
-    bool space = p->space_available, stopping = p->stopping;
+    bool space = p->space_available, pool_space = p->pool_space, stopping = p->stopping;
     p->new_sockets = NULL;
     p->done_head = p->done_tail = NULL;
     p->space_available = false;
+    p->pool_space = false;
     pthread_mutex_unlock(&p->inbox_lock);
 
     while (sockets) {
         inbox_socket_t *s = sockets;
         sockets = s->next;
-        if (stopping)
+        if (stopping) {
             close(s->fd);
-        else
+            if (p->cfg.quotas) kiq_connection_quotas_release(p->cfg.quotas, s->ip);
+        } else {
             adopt_socket(p, s);
+        }
         free(s);
     }
     while (done) {
@@ -438,6 +555,7 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
         }
     }
     if (space) retry_waiting(p);
+    if (pool_space) retry_starved(p);
     if (stopping) ev_break(loop, EVBREAK_ALL);
 }
 
@@ -508,9 +626,22 @@ kiq_processor_t *kiq_processor_new(const kiq_processor_config_t *cfg)
     ev_check_init(&p->after_poll, poll_ends);
     p->after_poll.data = p;
     ev_check_start(p->loop, &p->after_poll);
+    /* often enough for the shorter timeout to be kept to within a quarter */
+    int64_t shortest = 4000;
+    if (cfg->idle_ms > 0 && cfg->idle_ms < shortest) shortest = cfg->idle_ms;
+    if (cfg->read_timeout_ms > 0 && cfg->read_timeout_ms < shortest) shortest = cfg->read_timeout_ms;
+    double every = (double)shortest / 4000.0;
+    if (every > 1.0) every = 1.0;
+    if (every < 0.01) every = 0.01;
+    ev_timer_init(&p->tick, tick_cb, every, every);
+    p->tick.data = p;
+    ev_timer_start(p->loop, &p->tick);
     atomic_init(&p->idle_ns, 0);
     atomic_init(&p->poll_started, 0);
     atomic_init(&p->nmuted, 0);
+    atomic_init(&p->nstarved, 0);
+    atomic_init(&p->closed_idle, 0);
+    atomic_init(&p->closed_slow, 0);
     atomic_init(&p->requests, 0);
     atomic_init(&p->bytes_in, 0);
     atomic_init(&p->bytes_out, 0);
@@ -570,15 +701,17 @@ void kiq_processor_free(kiq_processor_t *p)
     free(p);
 }
 
-void kiq_processor_add_socket(kiq_processor_t *p, int fd, const char *peer)
+void kiq_processor_add_socket(kiq_processor_t *p, int fd, const char *peer, const char *ip)
 {
     inbox_socket_t *s = calloc(1, sizeof *s);
     if (!s) {
         close(fd);
+        if (p->cfg.quotas) kiq_connection_quotas_release(p->cfg.quotas, ip);
         return;
     }
     s->fd = fd;
     snprintf(s->peer, sizeof s->peer, "%s", peer);
+    snprintf(s->ip, sizeof s->ip, "%s", ip);
     pthread_mutex_lock(&p->inbox_lock);
     s->next = p->new_sockets;
     p->new_sockets = s;
@@ -622,6 +755,15 @@ void kiq_processor_queue_space(void *processor)
     wake(p);
 }
 
+void kiq_processor_pool_space(void *processor)
+{
+    kiq_processor_t *p = processor;
+    pthread_mutex_lock(&p->inbox_lock);
+    p->pool_space = true;
+    pthread_mutex_unlock(&p->inbox_lock);
+    wake(p);
+}
+
 int kiq_processor_connection_count(kiq_processor_t *p) { return atomic_load(&p->nconns); }
 
 void kiq_processor_stats(kiq_processor_t *p, kiq_processor_stats_t *out)
@@ -630,6 +772,9 @@ void kiq_processor_stats(kiq_processor_t *p, kiq_processor_stats_t *out)
     *out = (kiq_processor_stats_t){
         .connections = atomic_load(&p->nconns),
         .muted = atomic_load_explicit(&p->nmuted, memory_order_relaxed),
+        .starved = atomic_load_explicit(&p->nstarved, memory_order_relaxed),
+        .closed_idle = atomic_load_explicit(&p->closed_idle, memory_order_relaxed),
+        .closed_slow = atomic_load_explicit(&p->closed_slow, memory_order_relaxed),
         .requests = atomic_load_explicit(&p->requests, memory_order_relaxed),
         .bytes_in = atomic_load_explicit(&p->bytes_in, memory_order_relaxed),
         .bytes_out = atomic_load_explicit(&p->bytes_out, memory_order_relaxed),

@@ -21,6 +21,12 @@ typedef struct kiq_processor_config {
     int id;
     int listener;
     size_t max_request_bytes; /* socket.request.max.bytes */
+    int64_t idle_ms;          /* connections.max.idle.ms; <= 0: none */
+    int64_t read_timeout_ms;  /* kafkaiq.request.read.timeout.ms (first byte to whole request); <= 0: none */
+    /* queued.max.request.bytes, shared with the listener's other
+     * processors (NULL: not counted); wire kiq_processor_pool_space to it */
+    struct kiq_memory_pool *pool;
+    struct kiq_connection_quotas *quotas; /* slots given back at close; NULL: none */
     kiq_request_queue_t *queue;
     /* Admission check run on the processor thread once a header parses;
      * non-zero means refuse (close) the connection. */
@@ -39,13 +45,16 @@ int kiq_processor_start(kiq_processor_t *p);
 void kiq_processor_stop(kiq_processor_t *p);
 void kiq_processor_free(kiq_processor_t *p);
 
-/* Any thread: adopt an accepted socket. */
-void kiq_processor_add_socket(kiq_processor_t *p, int fd, const char *peer);
+/* Any thread: adopt an accepted socket from address ip (its quota slot,
+ * if any, is the processor's from now on). */
+void kiq_processor_add_socket(kiq_processor_t *p, int fd, const char *peer, const char *ip);
 /* Any thread: the request is done; its response (if any) goes out and the
  * connection reads its next request. Takes ownership of r. */
 void kiq_processor_complete(kiq_request_t *r);
 /* Any thread: the request queue has room again (request-queue callback). */
 void kiq_processor_queue_space(void *processor);
+/* Any thread: the memory pool has room again (memory-pool callback). */
+void kiq_processor_pool_space(void *processor);
 int kiq_processor_connection_count(kiq_processor_t *p);
 /* Any thread: the share of its time since start the loop spent waiting for
  * events (Kafka's NetworkProcessorAvgIdlePercent, as a ratio). */
@@ -54,6 +63,9 @@ double kiq_processor_idle_ratio(kiq_processor_t *p);
 /* What a processor has done since it started; a caller's value. */
 typedef struct kiq_processor_stats {
     int connections, muted; /* open; waiting for room in the request queue */
+    int starved;            /* left unread for want of queued.max.request.bytes */
+    uint64_t closed_idle;   /* past connections.max.idle.ms */
+    uint64_t closed_slow;   /* past kafkaiq.request.read.timeout.ms */
     uint64_t requests;      /* framed */
     uint64_t bytes_in, bytes_out;
     int64_t idle_ns, up_ns; /* time waiting for events, of the time since start */

@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "net/memory_pool.h"
 #include "net/processor.h"
 #include "proto/writer.h"
 
@@ -45,6 +46,7 @@ void kiq_request_free(kiq_request_t *r)
     for (kiq_owned_t *o = r->owned; o; o = o->next) o->fn(o->arg);
     kiq_arena_reset(&r->arena);
     free(r->frame);
+    if (r->pool) kiq_memory_pool_release(r->pool, r->pooled);
     free(r->response);
     free(r->response_parts);
     free(r);

@@ -51,6 +51,10 @@ typedef struct kiq_request {
 
     uint8_t *frame; /* request bytes without the size prefix */
     size_t frame_len;
+    /* queued.max.request.bytes: the frame's bytes in the pool (NULL: none),
+     * given back when the request is freed */
+    struct kiq_memory_pool *pool;
+    size_t pooled;
     kiq_request_header_t header;
     size_t body_offset;
     const kiq_api_codec_t *codec;

@@ -17,7 +17,7 @@ typedef struct kiq_rd {
 static inline void kiq_rd_init(kiq_rd_t *r, const void *buf, size_t len)
 {
     r->base = r->p = buf;
-    r->end = r->p + len;
+    r->end = len ? r->p + len : r->p; /* NULL + 0 is undefined in C */
     r->err = NULL;
 }
 

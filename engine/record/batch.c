@@ -86,7 +86,8 @@ int kiq_batch_check(const uint8_t *p, size_t len, kiq_batch_header_t *h)
     return rc ? rc : check_crc(p, len, h);
 }
 
-/* The records section of a batch, decompressed into scratch when needed. */
+/* The records section of a batch, decompressed into scratch when needed.
+ * 0, 1 (decompressed past max_decompressed) or -1, the reason set. */
 static int batch_records(const uint8_t *p, size_t len, const kiq_batch_header_t *h, size_t max_decompressed,
                          kiq_wr_t *scratch, const uint8_t **recs, size_t *recs_len)
 {
@@ -99,7 +100,8 @@ static int batch_records(const uint8_t *p, size_t len, const kiq_batch_header_t 
         return 0;
     }
     if (codec > KIQ_CODEC_ZSTD) return kiq_error_set("record batch uses unknown compression codec %d", codec);
-    if (kiq_decompress(codec, data, data_len, max_decompressed, scratch)) return -1;
+    int rc = kiq_decompress(codec, data, data_len, max_decompressed, scratch);
+    if (rc) return rc;
     *recs = scratch->buf;
     *recs_len = scratch->len;
     return 0;
@@ -174,8 +176,8 @@ static int walk_records(const kiq_batch_header_t *h, const uint8_t *recs, size_t
     return 0;
 }
 
-int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, kiq_batch_header_t *h,
-                       int32_t *headered)
+int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, size_t max_decompressed,
+                       kiq_batch_header_t *h, int32_t *headered)
 {
     kiq_batch_header_t local;
     if (!h) h = &local;
@@ -201,9 +203,10 @@ int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, kiq
     kiq_wr_init(&scratch);
     const uint8_t *recs = NULL;
     size_t recs_len = 0;
-    rc = KIQ_ERR_NONE;
-    if (batch_records(p, len, h, KIQ_BATCH_MAX_DECOMPRESSED, &scratch, &recs, &recs_len) ||
-        walk_records(h, recs, recs_len, true, headered, NULL, NULL))
+    rc = batch_records(p, len, h, max_decompressed, &scratch, &recs, &recs_len);
+    if (rc == 1)
+        rc = KIQ_ERR_MESSAGE_TOO_LARGE;
+    else if (rc || walk_records(h, recs, recs_len, true, headered, NULL, NULL))
         rc = KIQ_ERR_INVALID_RECORD;
     kiq_wr_free(&scratch);
     return rc;
@@ -293,7 +296,7 @@ int kiq_batch_foreach_record(const uint8_t *batch, size_t len, size_t max_decomp
     kiq_wr_init(&scratch);
     const uint8_t *recs = NULL;
     size_t recs_len = 0;
-    int rc = batch_records(batch, len, &h, max_decompressed, &scratch, &recs, &recs_len);
+    int rc = batch_records(batch, len, &h, max_decompressed, &scratch, &recs, &recs_len) ? -1 : 0;
     if (rc == 0) rc = walk_records(&h, recs, recs_len, false, NULL, cb, ctx);
     kiq_wr_free(&scratch);
     return rc;

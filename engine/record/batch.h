@@ -108,15 +108,16 @@ int kiq_batch_check(const uint8_t *p, size_t len, kiq_batch_header_t *h);
 /* Full validation of one produced batch occupying exactly p[0..len):
  * framing, magic (0/1 -> 43, other -> 2), size against max_batch_bytes (0 =
  * no limit; larger -> 10), CRC (-> 2), then the records, decompressed up to
- * KIQ_BATCH_MAX_DECOMPRESSED: unknown codec, undecodable data, record_count
+ * max_decompressed (at most KIQ_BATCH_MAX_DECOMPRESSED; past it -> 10, a
+ * decompression bomb): unknown codec, undecodable data, record_count
  * <= 0 or not lastOffsetDelta + 1, offset deltas other than 0..n-1, or any
  * record that does not parse exactly -> 87. Returns 0 or that KIQ_ERR_*
  * code, with the reason in kiq_error_set. Does not check baseOffset == 0,
  * control batches or timestamps: those are the produce handler's policy.
  * headered (may be NULL) gets how many records carry headers, which the
  * walk learns anyway: who looks for a header skips batches with none. */
-int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, kiq_batch_header_t *h,
-                       int32_t *headered);
+int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, size_t max_decompressed,
+                       kiq_batch_header_t *h, int32_t *headered);
 
 /* Walks the batches of a records field (several may be concatenated). Owned
  * by the caller's thread; points into the caller's buffer. */

@@ -31,9 +31,11 @@ int kiq_codec_parse(const char *name)
 #define STEP_MIN ((size_t)64 << 10)
 #define STEP_MAX ((size_t)1 << 30)
 
+/* 1: what kiq_decompress returns for data past its limit. */
 static int too_large(const char *codec, size_t max_out)
 {
-    return kiq_error_set("%s: decompressed data exceeds the limit of %zu bytes", codec, max_out);
+    kiq_error_set("%s: decompressed data exceeds the limit of %zu bytes", codec, max_out);
+    return 1;
 }
 
 static int no_memory(const char *codec) { return kiq_error_set("%s: out of memory", codec); }
@@ -129,7 +131,10 @@ static int gzip_decompress(const uint8_t *in, size_t len, size_t max_out, kiq_wr
         zs.avail_out = (uInt)room;
         int zr = inflate(&zs, Z_NO_FLUSH);
         out->len -= zs.avail_out;
-        if (over_limit("gzip", out, start, max_out)) break;
+        if (over_limit("gzip", out, start, max_out)) {
+            rc = 1;
+            break;
+        }
         if (zr == Z_STREAM_END) {
             if (zs.avail_in == 0) {
                 rc = 0;
@@ -205,9 +210,10 @@ static int snappy_decompress(const uint8_t *in, size_t len, size_t max_out, kiq_
             return kiq_error_set("snappy: xerial block of %u bytes at byte %zu overruns the input", n,
                                  pos - 4);
         }
-        if (snappy_block(in + pos, n, max_out - (out->len - start), max_out, out)) {
+        int rc = snappy_block(in + pos, n, max_out - (out->len - start), max_out, out);
+        if (rc) {
             out->len = start;
-            return -1;
+            return rc;
         }
         pos += n;
     }
@@ -248,7 +254,10 @@ static int lz4_decompress(const uint8_t *in, size_t len, size_t max_out, kiq_wr_
             break;
         }
         pos += ssz;
-        if (over_limit("lz4", out, start, max_out)) break;
+        if (over_limit("lz4", out, start, max_out)) {
+            rc = 1;
+            break;
+        }
         /* hint 0: a frame ended; more input means another frame follows. */
         if (hint == 0 && pos == len) {
             rc = 0;
@@ -292,7 +301,10 @@ static int zstd_decompress(const uint8_t *in, size_t len, size_t max_out, kiq_wr
             kiq_error_set("zstd: corrupt input: %s", ZSTD_getErrorName(hint));
             break;
         }
-        if (over_limit("zstd", out, start, max_out)) break;
+        if (over_limit("zstd", out, start, max_out)) {
+            rc = 1;
+            break;
+        }
         /* hint 0: a frame ended and is flushed; more input is another frame. */
         if (hint == 0 && src.pos == src.size) {
             rc = 0;

@@ -27,8 +27,9 @@ int kiq_compress(int codec, const uint8_t *in, size_t len, kiq_wr_t *out);
 /* Appends the decompressed form of in[0..len) to `out`, failing when it
  * would exceed max_out bytes (a guard against decompression bombs) or when
  * the input is corrupt or truncated. Snappy accepts raw and xerial-framed
- * input; gzip, lz4 and zstd accept concatenated frames. Returns 0, or -1 with
- * kiq_error_set (out is then left as it was). */
+ * input; gzip, lz4 and zstd accept concatenated frames. Returns 0, 1 when
+ * the limit is passed or -1 for anything else, with kiq_error_set (out is
+ * then left as it was either way). */
 int kiq_decompress(int codec, const uint8_t *in, size_t len, size_t max_out, kiq_wr_t *out);
 
 #endif

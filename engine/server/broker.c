@@ -38,12 +38,15 @@ static int read_meta(kiq_broker_t *b, kiq_broker_log_dir_t *d, const char **clus
         return 0;
     }
     int id = -1;
-    char cluster[64] = "";
+    char cluster[64] = "", dir_id[64] = "";
     while (fgets(line, sizeof line, f)) {
         sscanf(line, "broker.id=%d", &id);
         sscanf(line, "cluster.id=%63s", cluster);
+        sscanf(line, "directory.id=%63s", dir_id);
     }
     fclose(f);
+    /* one written before directory ids gets one now */
+    if (kiq_uuid_from_base64(dir_id, &d->dir_id) != 0 || kiq_uuid_is_zero(&d->dir_id)) d->rewrite_meta = true;
     if (id != b->node_id) return kiq_error_set("%s belongs to broker.id %d, not %d", path, id, b->node_id);
     if (strlen(cluster) != 22) return kiq_error_set("%s has no valid cluster.id", path);
     if (*cluster_from && strcmp(cluster, b->cluster_id) != 0)
@@ -62,7 +65,10 @@ static int write_meta(kiq_broker_t *b, const kiq_broker_log_dir_t *d)
     snprintf(path, sizeof path, "%s/meta.properties", d->path);
     FILE *f = fopen(path, "w");
     if (!f) return kiq_error_errno("cannot write %s", path);
-    fprintf(f, "#kafkaiq\nversion=0\nbroker.id=%d\ncluster.id=%s\n", b->node_id, b->cluster_id);
+    char dir_id[32];
+    kiq_uuid_to_base64(&d->dir_id, dir_id);
+    fprintf(f, "#kafkaiq\nversion=0\nbroker.id=%d\ncluster.id=%s\ndirectory.id=%s\n", b->node_id, b->cluster_id,
+            dir_id);
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : kiq_error_errno("cannot write %s", path);
     fclose(f);
     return rc;
@@ -90,8 +96,12 @@ static int load_meta(kiq_broker_t *b)
         }
         kiq_uuid_to_base64(&u, b->cluster_id);
     }
-    for (int i = 0; i < b->nlog_dirs; i++)
-        if (b->log_dirs[i].fresh && write_meta(b, &b->log_dirs[i]) != 0) return -1;
+    for (int i = 0; i < b->nlog_dirs; i++) {
+        kiq_broker_log_dir_t *d = &b->log_dirs[i];
+        if (!d->fresh && !d->rewrite_meta) continue;
+        if (kiq_uuid_random(&d->dir_id) != 0) return kiq_error_set("no randomness");
+        if (write_meta(b, d) != 0) return -1;
+    }
     return 0;
 }
 
@@ -369,6 +379,8 @@ static int start_control_plane(kiq_broker_t *b)
         .id = b->nprocessors,
         .listener = KIQ_LISTENER_CONTROL,
         .max_request_bytes = (size_t)kiq_config_int(b->config, KIQ_CFG_SOCKET_REQUEST_MAX_BYTES),
+        .idle_ms = kiq_config_int(b->config, KIQ_CFG_CONNECTIONS_MAX_IDLE_MS),
+        .read_timeout_ms = kiq_config_int(b->config, KIQ_CFG_REQUEST_READ_TIMEOUT_MS),
         .queue = b->control_queue,
         .admit = admit,
         .done = request_done,
@@ -379,7 +391,7 @@ static int start_control_plane(kiq_broker_t *b)
     b->control_processor = kiq_processor_new(&pc);
     if (!b->control_processor) return -1;
     kiq_request_queue_on_space(b->control_queue, kiq_processor_queue_space, b->control_processor);
-    b->control_acceptor = kiq_acceptor_new(b->control_host, b->control_port, &b->control_processor, 1);
+    b->control_acceptor = kiq_acceptor_new(b->control_host, b->control_port, &b->control_processor, 1, NULL);
     if (!b->control_acceptor) return -1;
     b->control_port = kiq_acceptor_port(b->control_acceptor);
     if (pthread_create(&b->control_io, NULL, control_io_main, b) != 0)
@@ -480,10 +492,20 @@ int kiq_broker_start(kiq_broker_t *b)
     b->nprocessors = (int)kiq_config_int(b->config, KIQ_CFG_NUM_NETWORK_THREADS);
     b->processors = calloc((size_t)b->nprocessors, sizeof *b->processors);
     if (!b->processors) return kiq_error_set("out of memory");
+    if (!(b->request_pool = kiq_memory_pool_new(kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUEST_BYTES))))
+        return kiq_error_set("out of memory");
+    b->quotas = kiq_connection_quotas_new((int32_t)kiq_config_int(b->config, KIQ_CFG_MAX_CONNECTIONS),
+                                          (int32_t)kiq_config_int(b->config, KIQ_CFG_MAX_CONNECTIONS_PER_IP),
+                                          kiq_config_str(b->config, KIQ_CFG_MAX_CONNECTIONS_PER_IP_OVERRIDES));
+    if (!b->quotas) return -1;
     for (int i = 0; i < b->nprocessors; i++) {
         kiq_processor_config_t pc = {
             .id = i,
             .max_request_bytes = (size_t)kiq_config_int(b->config, KIQ_CFG_SOCKET_REQUEST_MAX_BYTES),
+            .idle_ms = kiq_config_int(b->config, KIQ_CFG_CONNECTIONS_MAX_IDLE_MS),
+            .read_timeout_ms = kiq_config_int(b->config, KIQ_CFG_REQUEST_READ_TIMEOUT_MS),
+            .pool = b->request_pool,
+            .quotas = b->quotas,
             .queue = b->queue,
             .admit = admit,
             .done = request_done,
@@ -494,8 +516,9 @@ int kiq_broker_start(kiq_broker_t *b)
         b->processors[i] = kiq_processor_new(&pc);
         if (!b->processors[i]) return -1;
         kiq_request_queue_on_space(b->queue, kiq_processor_queue_space, b->processors[i]);
+        kiq_memory_pool_on_release(b->request_pool, kiq_processor_pool_space, b->processors[i]);
     }
-    b->acceptor = kiq_acceptor_new(b->host, b->port, b->processors, b->nprocessors);
+    b->acceptor = kiq_acceptor_new(b->host, b->port, b->processors, b->nprocessors, b->quotas);
     if (!b->acceptor) return -1;
     b->bound_port = kiq_acceptor_port(b->acceptor);
     b->port = b->bound_port; /* a restart comes back on the same port */
@@ -571,7 +594,10 @@ int kiq_broker_start(kiq_broker_t *b)
             .controller_port = b->controller_port,
             .config = b->config,
             .startup = &b->startup,
+            .nlog_dirs = b->nlog_dirs,
         };
+        for (int i = 0; i < b->nlog_dirs && i < KIQ_BROKER_MAX_LOG_DIRS; i++) id.log_dirs[i] = b->log_dirs[i].dir_id;
+        if (id.nlog_dirs > KIQ_BROKER_MAX_LOG_DIRS) id.nlog_dirs = KIQ_BROKER_MAX_LOG_DIRS;
         if (!(b->lifecycle = kiq_broker_lifecycle_new(&id))) return -1;
     }
     /* its ISR thread reads the lifecycle's broker epoch */
@@ -597,6 +623,11 @@ int kiq_broker_port(const kiq_broker_t *b) { return b->bound_port; }
 int kiq_broker_add_observer(kiq_broker_t *b, const kiq_observer_t *observer)
 {
     return kiq_observers_add(&b->observers, observer);
+}
+
+const char *kiq_broker_failed(kiq_broker_t *b)
+{
+    return b->lifecycle ? kiq_broker_lifecycle_gave_up(b->lifecycle) : NULL;
 }
 
 void kiq_broker_set_interceptors(kiq_broker_t *b, const kiq_interceptor_ops_t *ops, void *ctx,
@@ -681,6 +712,11 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     b->queue = NULL;
     kiq_purgatory_free(b->purgatory);
     b->purgatory = NULL;
+    /* after the processors and every request: they give bytes and slots back */
+    kiq_memory_pool_free(b->request_pool);
+    b->request_pool = NULL;
+    kiq_connection_quotas_free(b->quotas);
+    b->quotas = NULL;
     kiq_group_coordinator_free(b->groups);
     b->groups = NULL;
     kiq_txn_coordinator_free(b->txns);

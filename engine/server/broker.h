@@ -16,6 +16,8 @@
 #include "log/log_retention.h"
 #include "log/topics.h"
 #include "net/acceptor.h"
+#include "net/connection_quotas.h"
+#include "net/memory_pool.h"
 #include "net/processor.h"
 #include "net/request_queue.h"
 #include "replica/partition_replica.h"
@@ -53,6 +55,10 @@ typedef struct kiq_broker_log_dir {
     int lock_fd;
     bool clean_shutdown; /* the previous run left its marker here */
     bool fresh;          /* no meta.properties was there: nothing to recover */
+    /* meta.properties' directory.id (KIP-858): what the controller knows
+     * this broker's restarts by (one live process holds the directory) */
+    kiq_uuid_t dir_id;
+    bool rewrite_meta; /* its meta.properties has no directory.id yet */
 } kiq_broker_log_dir_t;
 
 /* What a broker serves: the machinery here runs it, the API layer above
@@ -124,6 +130,10 @@ struct kiq_broker {
     kiq_processor_t **processors;
     int nprocessors;
     kiq_acceptor_t *acceptor;
+    /* the client listener's queued.max.request.bytes and connection
+     * quotas, from start to shutdown */
+    kiq_memory_pool_t *request_pool;
+    kiq_connection_quotas_t *quotas;
     pthread_t *io_threads;
     /* Time the I/O threads spent handling requests since io_started_ns
      * (Kafka's RequestHandlerAvgIdlePercent is the rest). */

@@ -33,6 +33,7 @@ struct kiq_broker_lifecycle {
     bool stop, paused, fenced;
     bool joined; /* the thread is gone (a controlled shutdown stopped it) */
     int64_t epoch;
+    char gave_up[256]; /* why it stopped trying to register; "" while it has not */
     kiq_client_conn_t *conn; /* the thread's; published so stop can shut it down */
 };
 
@@ -64,6 +65,9 @@ void kiq_broker_lifecycle_registration(const kiq_broker_identity_t *b, kiq_arena
     req->listeners_n = n;
     req->features_n = 0;
     req->rack = KIQ_STR_NULL;
+    req->log_dirs_n = b->nlog_dirs;
+    req->log_dirs = kiq_arena_calloc(arena, (size_t)(b->nlog_dirs ? b->nlog_dirs : 1), sizeof *req->log_dirs);
+    memcpy(req->log_dirs, b->log_dirs, (size_t)b->nlog_dirs * sizeof *req->log_dirs);
 }
 
 /* ---- the thread ---------------------------------------------------------- */
@@ -105,17 +109,46 @@ static void set_epoch(kiq_broker_lifecycle_t *lc, int64_t epoch)
     pthread_mutex_unlock(&lc->mu);
 }
 
+/* The controller refused the registration as a duplicate: a restart
+ * waits out its previous process's session; past that (and a few
+ * heartbeats), the id is another live process's. True when giving up. */
+static bool duplicate(kiq_broker_lifecycle_t *lc, int64_t *refused_since)
+{
+    int64_t now = kiq_clock_mono_ns();
+    if (!*refused_since) *refused_since = now;
+    int64_t session_ms = kiq_config_int(lc->b.config, KIQ_CFG_BROKER_SESSION_TIMEOUT_MS);
+    if ((now - *refused_since) / 1000000 <= session_ms + 3 * (int64_t)lc->heartbeat_ms) return false;
+    pthread_mutex_lock(&lc->mu);
+    snprintf(lc->gave_up, sizeof lc->gave_up,
+             "broker.id %d is taken: another live broker process registered with it and heartbeats to the "
+             "controller (DUPLICATE_BROKER_REGISTRATION for %lld ms); give this one another broker.id",
+             lc->b.node_id, (long long)((now - *refused_since) / 1000000));
+    lc->stop = true;
+    pthread_mutex_unlock(&lc->mu);
+    KIQ_ERROR("[KafkaIQ broker %d] %s", lc->b.node_id, lc->gave_up);
+    return true;
+}
+
 /* 0 registered; 1 refused (logged once per distinct error); -1 the
  * connection failed. */
-static int do_register(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int *last_refusal)
+static int do_register(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int *last_refusal, int64_t *refused_since)
 {
     kiq_arena_t arena;
     kiq_arena_init(&arena);
     kiq_broker_registration_request_t req;
     kiq_broker_registration_response_t resp;
     kiq_broker_lifecycle_registration(&lc->b, &arena, &req);
-    int rc = kiq_client_request(conn, KIQ_API_BROKER_REGISTRATION, 0, &req, &arena, &resp, lc->request_timeout_ms);
-    if (rc == 0 && resp.error_code != KIQ_ERR_NONE) {
+    int16_t version = kiq_client_version(conn, KIQ_API_BROKER_REGISTRATION);
+    int rc = kiq_client_request(conn, KIQ_API_BROKER_REGISTRATION, version >= 0 ? version : 0, &req, &arena, &resp,
+                                lc->request_timeout_ms);
+    if (rc == 0 && resp.error_code == KIQ_ERR_DUPLICATE_BROKER_REGISTRATION) {
+        if (*last_refusal != resp.error_code)
+            KIQ_WARN("[KafkaIQ broker %d] the controller at %s has broker %d registered by another live process; "
+                     "waiting out its session", lc->b.node_id, kiq_client_peer(conn), lc->b.node_id);
+        *last_refusal = resp.error_code;
+        duplicate(lc, refused_since);
+        rc = 1;
+    } else if (rc == 0 && resp.error_code != KIQ_ERR_NONE) {
         if (resp.error_code != *last_refusal)
             KIQ_WARN("[KafkaIQ broker %d] the controller at %s refused the registration with error %d; retrying",
                      lc->b.node_id, kiq_client_peer(conn), resp.error_code);
@@ -125,6 +158,7 @@ static int do_register(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int 
         KIQ_INFO("[KafkaIQ broker %d] registered with the controller at %s, broker epoch %lld", lc->b.node_id,
                  kiq_client_peer(conn), (long long)resp.broker_epoch);
         *last_refusal = 0;
+        *refused_since = 0;
         set_epoch(lc, resp.broker_epoch);
         kiq_broker_startup_mark(lc->b.startup, KIQ_STARTUP_REGISTERED, resp.broker_epoch);
     }
@@ -182,6 +216,7 @@ static void *lifecycle_main(void *arg)
     kiq_client_conn_t *conn = NULL;
     int backoff = BACKOFF_MIN_MS;
     int last_refusal = 0;
+    int64_t refused_since = 0; /* DUPLICATE_BROKER_REGISTRATION since then; 0: not refused so */
     bool warned_unreachable = false;
     while (!stopping(lc)) {
         pthread_mutex_lock(&lc->mu);
@@ -208,7 +243,7 @@ static void *lifecycle_main(void *arg)
             pthread_mutex_unlock(&lc->mu);
             if (stop) break;
         }
-        int rc = epoch < 0 ? do_register(lc, conn, &last_refusal) : do_heartbeat(lc, conn, epoch, false);
+        int rc = epoch < 0 ? do_register(lc, conn, &last_refusal, &refused_since) : do_heartbeat(lc, conn, epoch, false);
         if (rc < 0) {
             KIQ_DEBUG("[KafkaIQ broker %d] lost the controller: %s", b->node_id, kiq_error_get());
             drop_conn(lc, &conn);
@@ -314,6 +349,14 @@ bool kiq_broker_lifecycle_fenced(kiq_broker_lifecycle_t *lc)
     bool f = lc->fenced;
     pthread_mutex_unlock(&lc->mu);
     return f;
+}
+
+const char *kiq_broker_lifecycle_gave_up(kiq_broker_lifecycle_t *lc)
+{
+    pthread_mutex_lock(&lc->mu);
+    const char *why = lc->gave_up[0] ? lc->gave_up : NULL; /* written once, before stop */
+    pthread_mutex_unlock(&lc->mu);
+    return why;
 }
 
 bool kiq_broker_lifecycle_wait_registered(kiq_broker_lifecycle_t *lc, int timeout_ms)

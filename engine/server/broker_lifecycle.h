@@ -1,10 +1,14 @@
 /* A cluster-mode broker's standing with the controller (KRaft's broker
  * lifecycle): one thread connects to the controller's control-plane
- * listener, registers (BrokerRegistration v0: id, cluster id, a fresh
- * incarnation id per start, the client and control-plane listeners) and
- * then heartbeats (BrokerHeartbeat v0) every broker.heartbeat.interval.ms.
- * A heartbeat error (a stale epoch, an unknown broker) means registering
- * again; a lost connection means reconnecting with a growing backoff.
+ * listener, registers (BrokerRegistration v2: id, cluster id, a fresh
+ * incarnation id per start, the client and control-plane listeners, the
+ * log directories' ids) and then heartbeats (BrokerHeartbeat v0) every
+ * broker.heartbeat.interval.ms. A heartbeat error (a stale epoch, an
+ * unknown broker) means registering again; a lost connection means
+ * reconnecting with a growing backoff. A registration refused as
+ * DUPLICATE_BROKER_REGISTRATION for longer than broker.session.timeout.ms
+ * (so not a restart waiting out its old session) is given up: another
+ * live process has this broker.id (kiq_broker_lifecycle_gave_up).
  *
  * Started at the end of kiq_broker_start (the listeners are bound, so
  * their ports are known), freed at the start of the shutdown. The thread
@@ -23,6 +27,9 @@
 
 typedef struct kiq_broker_lifecycle kiq_broker_lifecycle_t;
 
+/* Log directories a registration names at most. */
+#define KIQ_BROKER_MAX_LOG_DIRS 64
+
 /* Who the broker is to the controller: what it registers with and where
  * the controller is. Strings are the broker's, fixed while it runs. */
 typedef struct kiq_broker_identity {
@@ -38,6 +45,8 @@ typedef struct kiq_broker_identity {
     int controller_port;
     const kiq_config_t *config;
     kiq_broker_startup_t *startup; /* the broker's: registered and ready are stamped here */
+    kiq_uuid_t log_dirs[KIQ_BROKER_MAX_LOG_DIRS]; /* their directory.id */
+    int nlog_dirs;
 } kiq_broker_identity_t;
 
 /* Starts the thread for a started broker in cluster mode; the identity is
@@ -63,6 +72,9 @@ int64_t kiq_broker_lifecycle_epoch(kiq_broker_lifecycle_t *lc);
 /* Any thread: whether the last heartbeat's answer said fenced (true until
  * one said otherwise). */
 bool kiq_broker_lifecycle_fenced(kiq_broker_lifecycle_t *lc);
+/* Any thread: why the broker gave up on joining the cluster (its id is
+ * another live process's), or NULL while it has not. */
+const char *kiq_broker_lifecycle_gave_up(kiq_broker_lifecycle_t *lc);
 /* Any thread: blocks until registered or timeout_ms passes (< 0:
  * forever); true when registered. */
 bool kiq_broker_lifecycle_wait_registered(kiq_broker_lifecycle_t *lc, int timeout_ms);

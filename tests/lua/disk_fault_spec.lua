@@ -62,6 +62,39 @@ describe("disk faults", function()
     assert.is_false(b:state().log_dirs[1].offline)
   end)
 
+  it("makes a full directory read-only, and takes appends again once there is room", function()
+    local a = client.admin { bootstrap = b.bootstrap }
+    assert(a:create_topics { { name = "dfull", partitions = 1 } })
+    a:close()
+    local p = client.producer { bootstrap = b.bootstrap, acks = 1, retries = 0, linger_ms = 0 }
+    for i = 1, 5 do assert(p:send("dfull", "k" .. i, "acked-" .. i, { partition = 0 })) end
+    assert(p:flush())
+    assert(b:inject_disk_fault { errno = "ENOSPC", after_bytes = 10 })
+    assert(p:send("dfull", "late", "refused", { partition = 0 }))
+    local ok, err = p:flush()
+    assert.is_nil(ok)
+    assert.matches("KAFKA_STORAGE_ERROR", err)
+    local st = b:state()
+    assert.same({}, st.offline_log_dirs)
+    assert.is_false(st.log_dirs[1].offline)
+    assert.equals("No space left on device", st.log_dirs[1].full)
+    assert.equals(5, st.topics.dfull.partitions[0].log_end_offset)
+    -- every acknowledged record is still read
+    local conn = raw(b)
+    assert.equals(0, fetch_code(conn, "dfull", 0))
+    conn:close()
+    local got = read_partition(b, "dfull", 0, 5)
+    assert.equals(5, #got)
+    -- room again: appends resume without a restart
+    b:clear_disk_fault()
+    assert(kiq.wait_for(function()
+      assert(p:send("dfull", "k", "after", { partition = 0 }))
+      return p:flush() ~= nil
+    end, 10000, "appends to resume"))
+    assert.is_nil(b:state().log_dirs[1].full)
+    p:close()
+  end)
+
   it("takes the log directory offline and recovers on restart", function()
     local a = client.admin { bootstrap = b.bootstrap }
     assert(a:create_topics { { name = "df", partitions = 2 } })
@@ -69,8 +102,8 @@ describe("disk faults", function()
     for i = 1, 5 do assert(p:send("df", "k" .. i, "acked-" .. i, { partition = 0 })) end
     assert(p:flush())
 
-    -- The next batch gets 10 bytes onto the disk, then the disk is full.
-    assert(b:inject_disk_fault { errno = "ENOSPC", after_bytes = 10 })
+    -- The next batch gets 10 bytes onto the disk, then the disk fails.
+    assert(b:inject_disk_fault { errno = "EIO", after_bytes = 10 })
     assert(p:send("df", "lost", "never-acked", { partition = 0 }))
     local ok, err = p:flush()
     assert.is_nil(ok)
@@ -79,7 +112,7 @@ describe("disk faults", function()
     local st = b:state()
     assert.same({ b.dir }, st.offline_log_dirs)
     assert.is_true(st.log_dirs[1].offline)
-    assert.equals("No space left on device", st.log_dirs[1].error)
+    assert.equals("Input/output error", st.log_dirs[1].error)
     assert.is_true(st.topics.df.partitions[0].offline)
     assert.is_true(st.topics.df.partitions[1].offline)
     assert.equals(5, st.topics.df.partitions[0].log_end_offset)

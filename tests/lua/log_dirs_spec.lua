@@ -102,8 +102,8 @@ describe("log.dirs with several directories", function()
     for part = 0, 3 do assert(p2:send("jb", "k", ("p%d-3"):format(part), { partition = part })) end
     assert(p2:flush())
 
-    -- dir 2 fills up: its partitions answer 56, dir 1's keep serving
-    assert(b:inject_disk_fault { dir = d2, errno = "ENOSPC" })
+    -- dir 2 fails: its partitions answer 56, dir 1's keep serving
+    assert(b:inject_disk_fault { dir = d2, errno = "EIO" })
     assert(p:send("jb", "k", "lost", { partition = in2[1] }))
     local ok, err = p:flush()
     assert.is_nil(ok)
@@ -113,7 +113,7 @@ describe("log.dirs with several directories", function()
     assert.same({ d2 }, st.offline_log_dirs)
     assert.is_false(st.log_dirs[1].offline)
     assert.is_true(st.log_dirs[2].offline)
-    assert.equals("No space left on device", st.log_dirs[2].error)
+    assert.equals("Input/output error", st.log_dirs[2].error)
     for _, part in ipairs(in2) do
       assert.is_true(st.topics.jb.partitions[part].offline)
       assert.equals(STORAGE_ERROR, fetch_partition(b, "jb", part).error_code)

@@ -27,7 +27,7 @@ static void recrc(uint8_t *p, size_t len)
 static void expect_code(const uint8_t *p, size_t len, size_t max, int want)
 {
     kiq_error_clear();
-    int rc = kiq_batch_validate(p, len, max, NULL, NULL);
+    int rc = kiq_batch_validate(p, len, max, KIQ_BATCH_MAX_DECOMPRESSED, NULL, NULL);
     if (rc != want) fail_msg("validate gave %d, want %d (%s)", rc, want, kiq_error_get());
     if (want) assert_true(strlen(kiq_error_get()) > 0);
 }
@@ -107,7 +107,7 @@ static void test_build_validate_iterate(void **state)
         size_t len = w.len - 6;
 
         kiq_batch_header_t h;
-        int rc = kiq_batch_validate(p, len, 1 << 20, &h, NULL);
+        int rc = kiq_batch_validate(p, len, 1 << 20, KIQ_BATCH_MAX_DECOMPRESSED, &h, NULL);
         if (rc) fail_msg("%s: validate %d: %s", kiq_codec_name(codecs[c]), rc, kiq_error_get());
         assert_int_equal(kiq_batch_size(&h), len);
         assert_int_equal(h.magic, 2);
@@ -179,7 +179,7 @@ static void test_builder_producer_fields(void **state)
     kiq_batch_builder_free(&b);
 
     kiq_batch_header_t h;
-    assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, &h, NULL), 0);
+    assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, KIQ_BATCH_MAX_DECOMPRESSED, &h, NULL), 0);
     assert_true(h.producer_id == 4242);
     assert_int_equal(h.producer_epoch, 3);
     assert_int_equal(h.base_sequence, 17);
@@ -257,7 +257,7 @@ static void test_old_format_message(void **state)
     assert_int_equal(kiq_batch_header_parse(w.buf, w.len, &h), -1);
     assert_int_equal(h.magic, 1);
     assert_int_equal(h.crc, 0xdeadbeef);
-    assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, &h, NULL), KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT);
+    assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, KIQ_BATCH_MAX_DECOMPRESSED, &h, NULL), KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT);
     assert_int_equal(kiq_batch_foreach_record(w.buf, w.len, 1 << 20, collect, NULL), -1);
 
     /* too short to see the magic byte */
@@ -327,6 +327,30 @@ static void make_batch(kiq_wr_t *out, int codec, const kiq_wr_t *recs, int32_t c
     kiq_put_be32(h + KIQ_BATCH_POS_BASE_SEQUENCE, 0xffffffff);
     kiq_put_be32(h + KIQ_BATCH_POS_RECORD_COUNT, (uint32_t)count);
     recrc(out->buf, out->len);
+}
+
+/* A compressed batch whose records section inflates to nothing (or is
+ * empty) is refused as INVALID_RECORD; the walk over no bytes is defined
+ * behaviour (UBSan once saw NULL + 0 here). */
+static void test_batch_inflating_to_nothing(void **state)
+{
+    (void)state;
+    kiq_wr_t none, out;
+    kiq_wr_init(&none);
+    kiq_wr_init(&out);
+    for (size_t c = 1; c < NCODECS; c++) {
+        make_batch(&out, codecs[c], &none, 1, 0);
+        assert_int_equal(kiq_batch_validate(out.buf, out.len, 0, KIQ_BATCH_MAX_DECOMPRESSED, NULL, NULL),
+                         KIQ_ERR_INVALID_RECORD);
+        /* no compressed bytes at all */
+        out.len = KIQ_BATCH_HEADER_SIZE;
+        kiq_put_be32(out.buf + KIQ_BATCH_POS_LENGTH, (uint32_t)(out.len - KIQ_BATCH_LOG_OVERHEAD));
+        recrc(out.buf, out.len);
+        assert_int_equal(kiq_batch_validate(out.buf, out.len, 0, KIQ_BATCH_MAX_DECOMPRESSED, NULL, NULL),
+                         KIQ_ERR_INVALID_RECORD);
+    }
+    kiq_wr_free(&none);
+    kiq_wr_free(&out);
 }
 
 static void test_invalid_records(void **state)
@@ -491,9 +515,34 @@ static void test_decompression_bomb(void **state)
     assert_int_equal(kiq_batch_builder_finish(&bb, &w), 0);
     kiq_batch_builder_free(&bb);
     assert_true(w.len < 1 << 20);
-    expect_code(w.buf, w.len, 1 << 20, KIQ_ERR_INVALID_RECORD);
+    expect_code(w.buf, w.len, 1 << 20, KIQ_ERR_MESSAGE_TOO_LARGE);
     assert_non_null(strstr(kiq_error_get(), "exceeds"));
     kiq_wr_free(&w);
+}
+
+/* kafkaiq.max.decompressed.batch.bytes: a batch that inflates past the
+ * configured bound is refused with every codec, one just under it taken. */
+static void test_decompressed_bound(void **state)
+{
+    (void)state;
+    size_t n = (size_t)1 << 20;
+    char *zeros = calloc(1, n);
+    assert_non_null(zeros);
+    for (size_t c = 1; c < NCODECS; c++) {
+        kiq_batch_builder_t bb;
+        kiq_batch_builder_init(&bb, codecs[c], 0);
+        assert_int_equal(kiq_batch_builder_add(&bb, NULL, -1, zeros, (int32_t)n, NULL, 0, 0), 0);
+        kiq_wr_t w;
+        kiq_wr_init(&w);
+        assert_int_equal(kiq_batch_builder_finish(&bb, &w), 0);
+        kiq_batch_builder_free(&bb);
+        assert_true(w.len < n / 10);
+        assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, n / 2, NULL, NULL), KIQ_ERR_MESSAGE_TOO_LARGE);
+        assert_non_null(strstr(kiq_error_get(), "exceeds the limit of 524288"));
+        assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, n + 64, NULL, NULL), 0);
+        kiq_wr_free(&w);
+    }
+    free(zeros);
 }
 
 static void test_stamping(void **state)
@@ -508,7 +557,7 @@ static void test_stamping(void **state)
         kiq_batch_set_base_offset(w.buf, 123456789012LL);
         kiq_batch_set_leader_epoch(w.buf, 77);
         kiq_batch_header_t h;
-        assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, &h, NULL), 0);
+        assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, KIQ_BATCH_MAX_DECOMPRESSED, &h, NULL), 0);
         assert_int_equal(kiq_be32(w.buf + KIQ_BATCH_POS_CRC), crc);
         assert_true(h.base_offset == 123456789012LL);
         assert_true(kiq_batch_last_offset(&h) == 123456789014LL);
@@ -517,7 +566,7 @@ static void test_stamping(void **state)
         int64_t now = BASE_TS + 99999;
         kiq_batch_set_log_append_time(w.buf, now);
         assert_int_not_equal(kiq_be32(w.buf + KIQ_BATCH_POS_CRC), crc);
-        assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, &h, NULL), 0);
+        assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, KIQ_BATCH_MAX_DECOMPRESSED, &h, NULL), 0);
         assert_true(kiq_batch_is_log_append_time(&h));
         assert_int_equal(kiq_batch_codec(&h), codecs[c]);
         assert_true(h.max_timestamp == now);
@@ -557,11 +606,11 @@ static void test_batch_iteration(void **state)
     assert_int_equal(kiq_batch_iter_next(&it, &p, &len, &h), 1);
     assert_int_equal(len, second);
     assert_int_equal(h.magic, 1);
-    assert_int_equal(kiq_batch_validate(p, len, 0, NULL, NULL), KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT);
+    assert_int_equal(kiq_batch_validate(p, len, 0, KIQ_BATCH_MAX_DECOMPRESSED, NULL, NULL), KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT);
     assert_int_equal(kiq_batch_iter_next(&it, &p, &len, &h), 1);
     assert_int_equal(len, third);
     assert_int_equal(kiq_batch_codec(&h), KIQ_CODEC_ZSTD);
-    assert_int_equal(kiq_batch_validate(p, len, 0, NULL, NULL), 0);
+    assert_int_equal(kiq_batch_validate(p, len, 0, KIQ_BATCH_MAX_DECOMPRESSED, NULL, NULL), 0);
     assert_int_equal(kiq_batch_iter_next(&it, &p, &len, &h), 0);
     assert_false(it.partial);
 
@@ -695,7 +744,7 @@ static void test_kcat_corpus(void **state)
         assert_int_equal(blen, (size_t)recs.len); /* one batch, nothing after */
         assert_int_equal(kiq_batch_iter_next(&it, &p, &blen, &h), 0);
 
-        int rc = kiq_batch_validate(p, blen, 1 << 20, &h, NULL);
+        int rc = kiq_batch_validate(p, blen, 1 << 20, KIQ_BATCH_MAX_DECOMPRESSED, &h, NULL);
         if (rc) fail_msg("kcat-%s: validate %d: %s", names[c], rc, kiq_error_get());
         assert_int_equal(kiq_batch_codec(&h), kiq_codec_parse(names[c]));
         assert_int_equal(h.record_count, 20);
@@ -711,7 +760,7 @@ static void test_kcat_corpus(void **state)
         kiq_batch_set_leader_epoch((uint8_t *)p, 3);
         assert_int_equal(kiq_batch_check(p, blen, NULL), 0);
         kiq_batch_set_log_append_time((uint8_t *)p, h.max_timestamp + 1);
-        assert_int_equal(kiq_batch_validate(p, blen, 1 << 20, NULL, NULL), 0);
+        assert_int_equal(kiq_batch_validate(p, blen, 1 << 20, KIQ_BATCH_MAX_DECOMPRESSED, NULL, NULL), 0);
         free(frame);
     }
 }
@@ -734,7 +783,7 @@ static void test_validate_counts_headered_records(void **state)
             assert_int_equal(kiq_batch_builder_finish(&b, &w), 0);
             kiq_batch_builder_free(&b);
             int32_t headered = -1;
-            assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, NULL, &headered), 0);
+            assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, KIQ_BATCH_MAX_DECOMPRESSED, NULL, &headered), 0);
             assert_int_equal(headered, with);
             kiq_wr_free(&w);
         }
@@ -753,6 +802,8 @@ int main(void)
         cmocka_unit_test(test_header_edge_cases),
         cmocka_unit_test(test_bad_compressed_payload),
         cmocka_unit_test(test_decompression_bomb),
+        cmocka_unit_test(test_decompressed_bound),
+        cmocka_unit_test(test_batch_inflating_to_nothing),
         cmocka_unit_test(test_stamping),
         cmocka_unit_test(test_batch_iteration),
         cmocka_unit_test(test_kcat_corpus),

@@ -43,7 +43,7 @@ static int free_port(void)
 
 static kiq_broker_t *start_broker(fixture_t *f, int id)
 {
-    char listeners[128], voters[64], bid[8];
+    char listeners[128], voters[64], bid[16];
     snprintf(listeners, sizeof listeners, "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:%d",
              id == 0 ? f->control_port : 0);
     snprintf(voters, sizeof voters, "0@127.0.0.1:%d", f->control_port);

@@ -175,7 +175,7 @@ static void test_snappy_xerial(void **state)
 
     /* the bound covers all blocks together */
     d.len = 0;
-    assert_int_equal(kiq_decompress(KIQ_CODEC_SNAPPY, x.buf, x.len, sizeof a + sizeof b - 1, &d), -1);
+    assert_int_equal(kiq_decompress(KIQ_CODEC_SNAPPY, x.buf, x.len, sizeof a + sizeof b - 1, &d), 1);
     assert_non_null(strstr(kiq_error_get(), "exceeds"));
     assert_int_equal(d.len, 0);
 
@@ -248,7 +248,7 @@ static void test_zstd_unknown_size(void **state)
     assert_int_equal(d.len, sizeof in);
     assert_memory_equal(d.buf, in, sizeof in);
     d.len = 0;
-    assert_int_equal(kiq_decompress(KIQ_CODEC_ZSTD, c, out.pos, sizeof in - 1, &d), -1);
+    assert_int_equal(kiq_decompress(KIQ_CODEC_ZSTD, c, out.pos, sizeof in - 1, &d), 1);
     assert_int_equal(d.len, 0);
     kiq_wr_free(&d);
     free(c);
@@ -263,7 +263,8 @@ static void expect_fail(int codec, const uint8_t *in, size_t len, const char *wh
     kiq_wr_raw(&d, "keep", 4);
     kiq_error_clear();
     int rc = kiq_decompress(codec, in, len, 1 << 20, &d);
-    if (rc != -1) fail_msg("%s: %s input decoded", kiq_codec_name(codec), what);
+    /* 1 is fair too: a damaged length may claim more than the limit */
+    if (rc == 0) fail_msg("%s: %s input decoded", kiq_codec_name(codec), what);
     assert_int_equal(d.len, 4);
     assert_memory_equal(d.buf, "keep", 4);
     assert_true(strlen(kiq_error_get()) > 0);
@@ -330,18 +331,18 @@ static void test_max_out(void **state)
         assert_int_equal(d.len, n);
         kiq_wr_free(&d);
 
-        assert_int_equal(kiq_decompress(codec, c.buf, c.len, n - 1, &d), -1);
+        assert_int_equal(kiq_decompress(codec, c.buf, c.len, n - 1, &d), 1);
         assert_non_null(strstr(kiq_error_get(), "exceeds"));
         assert_int_equal(d.len, 0);
         kiq_wr_free(&d);
 
-        assert_int_equal(kiq_decompress(codec, c.buf, c.len, 100000, &d), -1);
+        assert_int_equal(kiq_decompress(codec, c.buf, c.len, 100000, &d), 1);
         assert_int_equal(d.len, 0);
         /* the output grew to about the bound, not toward 8 MiB */
         assert_true(d.cap <= 1 << 20);
         kiq_wr_free(&d);
 
-        assert_int_equal(kiq_decompress(codec, c.buf, c.len, 0, &d), -1);
+        assert_int_equal(kiq_decompress(codec, c.buf, c.len, 0, &d), 1);
         kiq_wr_free(&d);
         kiq_wr_free(&c);
     }

@@ -1,7 +1,8 @@
-/* Disk faults in the log's write path: an injected ENOSPC or EIO (torn
- * after some bytes or at once) fails the append, cuts the segment back,
- * leaves the LEO alone and takes the log directory offline; fsync faults do
- * the same for flushes; a reopen shows no partial batch. */
+/* Disk faults in the log's write path: an injected EIO (torn after some
+ * bytes or at once) fails the append, cuts the segment back, leaves the
+ * LEO alone and takes the log directory offline; ENOSPC does the same but
+ * only makes it full (read-only until there is room); fsync faults take it
+ * offline from flushes; a reopen shows no partial batch. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "core/error.h"
 #include "log/log_dir.h"
 #include "log/log_names.h"
 #include "log/partition_log.h"
@@ -89,13 +92,13 @@ static void test_torn_append_is_cut_back(void **state)
     for (int i = 0; i < 3; i++) assert_int_equal(append_one(l, i), 0);
     assert_false(kiq_partition_log_offline(l));
 
-    /* Half of the next batch reaches the file, then the disk is full. */
-    assert_int_equal(kiq_log_dir_inject_fault(f->health, ENOSPC, (int64_t)f->ld->batch_size / 2, false), 0);
+    /* Half of the next batch reaches the file, then the disk fails. */
+    assert_int_equal(kiq_log_dir_inject_fault(f->health, EIO, (int64_t)f->ld->batch_size / 2, false), 0);
     assert_int_equal(append_one(l, 3), -1);
     assert_int_equal(file_size(f, 0), (off_t)(3 * f->ld->batch_size));
     assert_int_equal(kiq_partition_log_end_offset(l), 9);
     assert_true(kiq_partition_log_offline(l));
-    assert_int_equal(kiq_log_dir_error(f->health), ENOSPC);
+    assert_int_equal(kiq_log_dir_error(f->health), EIO);
 
     /* Offline stays offline, even with space again, until a restart. */
     kiq_log_dir_clear_fault(f->health);
@@ -111,6 +114,34 @@ static void test_torn_append_is_cut_back(void **state)
     assert_int_equal(rep.bytes_truncated, 0);
     check_log(l, 9, 3, f->ld->batch_size);
     assert_int_equal(append_one(l, 5), 0);
+    check_log(l, 12, 4, f->ld->batch_size);
+    kiq_partition_log_free(l);
+}
+
+/* ENOSPC (EDQUOT alike) makes the directory full, not offline: the torn
+ * write is cut back, what is there is still read, appends are refused
+ * until a probe write there works again, then resume by themselves. */
+static void test_full_disk_is_read_only(void **state)
+{
+    fixture_t *f = *state;
+    kiq_partition_log_t *l = open_log(f, true);
+    for (int i = 0; i < 3; i++) assert_int_equal(append_one(l, i), 0);
+    assert_int_equal(kiq_log_dir_inject_fault(f->health, ENOSPC, (int64_t)f->ld->batch_size / 2, false), 0);
+    assert_int_equal(append_one(l, 3), -1);
+    assert_false(kiq_partition_log_offline(l));
+    assert_int_equal(kiq_log_dir_error(f->health), 0);
+    assert_int_equal(kiq_log_dir_full(f->health), ENOSPC);
+    assert_int_equal(file_size(f, 0), (off_t)(3 * f->ld->batch_size));
+    check_log(l, 9, 3, f->ld->batch_size);
+    assert_int_equal(append_one(l, 4), -1);
+    assert_non_null(strstr(kiq_error_get(), "is full (No space left on device)"));
+    /* room again: appends resume by themselves, within a second or so */
+    kiq_log_dir_clear_fault(f->health);
+    struct timespec pause = {0, 20 * 1000000};
+    int rc = -1;
+    for (int i = 0; i < 250 && (rc = append_one(l, 5)) != 0; i++) nanosleep(&pause, NULL);
+    assert_int_equal(rc, 0);
+    assert_int_equal(kiq_log_dir_full(f->health), 0);
     check_log(l, 12, 4, f->ld->batch_size);
     kiq_partition_log_free(l);
 }
@@ -142,7 +173,7 @@ static void test_immediate_fault_on_roll(void **state)
     kiq_partition_log_t *l = open_log(f, true);
     assert_int_equal(append_one(l, 0), 0);
     assert_int_equal(append_one(l, 1), 0);
-    assert_int_equal(kiq_log_dir_inject_fault(f->health, ENOSPC, 0, false), 0);
+    assert_int_equal(kiq_log_dir_inject_fault(f->health, EIO, 0, false), 0);
     /* This append rolls first; the new segment must not stay behind empty. */
     assert_int_equal(append_one(l, 2), -1);
     assert_int_equal(kiq_partition_log_segments(l, NULL, 0), 1);
@@ -199,6 +230,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_torn_append_is_cut_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_full_disk_is_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_after_bytes_spans_appends, setup, teardown),
         cmocka_unit_test_setup_teardown(test_immediate_fault_on_roll, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_fault, setup, teardown),

@@ -382,7 +382,7 @@ static void test_produce_reject_and_rewrite(void **state)
     assert_int_equal(p.error_code, 0);
     assert_non_null(p.rewritten);
     kiq_batch_header_t bh;
-    assert_int_equal(kiq_batch_validate(p.rewritten, p.rewritten_len, 0, &bh, NULL), 0);
+    assert_int_equal(kiq_batch_validate(p.rewritten, p.rewritten_len, 0, KIQ_BATCH_MAX_DECOMPRESSED, &bh, NULL), 0);
     assert_int_equal(bh.producer_id, 42);
     assert_int_equal(bh.producer_epoch, 3);
     assert_int_equal(bh.base_sequence, 10);

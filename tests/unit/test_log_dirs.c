@@ -218,7 +218,7 @@ static void test_fault_takes_only_its_dir_offline(void **state)
     kiq_partition_t *p1 = topic->partitions[0], *p2 = topic->partitions[1];
     assert_int_equal(p1->dir_index, 0);
     assert_int_equal(p2->dir_index, 1);
-    assert_int_equal(kiq_log_dir_inject_fault(f->health[1], ENOSPC, 0, false), 0);
+    assert_int_equal(kiq_log_dir_inject_fault(f->health[1], EIO, 0, false), 0);
     assert_int_not_equal(append_one(p2->log), 0);
     assert_true(kiq_log_dir_offline(f->health[1]));
     assert_false(kiq_log_dir_offline(f->health[0]));
@@ -264,7 +264,34 @@ static void test_broker_meta_in_every_dir(void **state)
         fclose(fp);
         assert_true(exists(f->dir[i], ".lock"));
     }
+    /* each directory has its own directory.id (KIP-858), the rest is shared */
+    char *id[2];
+    for (int i = 0; i < 2; i++) {
+        id[i] = strstr(meta[i], "directory.id=");
+        assert_non_null(id[i]);
+        assert_int_equal(strlen(id[i]), strlen("directory.id=") + 22 + 1);
+    }
+    assert_string_not_equal(id[0], id[1]);
+    char kept[2][64];
+    for (int i = 0; i < 2; i++) {
+        snprintf(kept[i], sizeof kept[i], "%s", id[i]);
+        *id[i] = '\0';
+    }
     assert_string_equal(meta[0], meta[1]);
+    /* and keeps it across starts */
+    b = broker_on(both);
+    assert_non_null(b);
+    kiq_broker_free(b);
+    for (int i = 0; i < 2; i++) {
+        char path[256], again[4096];
+        snprintf(path, sizeof path, "%s/meta.properties", f->dir[i]);
+        FILE *fp = fopen(path, "r");
+        assert_non_null(fp);
+        size_t n = fread(again, 1, sizeof again - 1, fp);
+        again[n] = '\0';
+        fclose(fp);
+        assert_non_null(strstr(again, kept[i]));
+    }
     /* a fresh third directory joins the same cluster */
     char three[512], d3[200];
     snprintf(d3, sizeof d3, "%s/d3", f->ld->root);

@@ -223,7 +223,7 @@ static void harness_start(harness_t *h)
     int small = 16384;
     setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
     h->client = sv[1];
-    kiq_processor_add_socket(h->p, sv[0], "socketpair");
+    kiq_processor_add_socket(h->p, sv[0], "socketpair", "local");
     assert_int_equal(pipe(h->released), 0);
 }
 

@@ -1,12 +1,14 @@
 -- BrokerRegistration (62): 0-1. A starting broker registers its listeners
 -- and supported features with the controller and gets its broker epoch.
 -- Broker to controller only, not advertised to clients. Flexible from v0;
--- v1 adds the ZooKeeper-migration flag. v2+ (log directory ids, previous
--- epoch) are left out.
+-- v1 adds the ZooKeeper-migration flag, v2 the log directories' ids
+-- (KIP-858), by which the controller tells a restart of a broker (its
+-- directories, which only one live process can hold) from a second process
+-- claiming its id. v3+ (previous epoch) are left out.
 
 return {
   key = 62, name = "BrokerRegistration",
-  versions = "0-1",
+  versions = "0-2",
   flexible = "0+",
   request = {
     { "broker_id", "int32" },
@@ -25,6 +27,7 @@ return {
     } },
     { "rack", "string", null = "0+", default = "null" },
     { "is_migrating_zk_broker", "bool", v = "1+" },
+    { "log_dirs", "[]uuid", v = "2+" }, -- directory.id of each log directory
   },
   response = {
     { "throttle_time_ms", "int32" },
