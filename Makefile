@@ -31,7 +31,10 @@ UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # The unit tests again with ASan and UBSan (any finding fails the binary).
 SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-.PHONY: all deps run test unit sanitize bench install clean
+# make fuzz FUZZ_SECONDS=N runs each libFuzzer target (tests/fuzz) N seconds.
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps run test unit sanitize fuzz bench install clean
 all: $(BUILD)/kafkaiq $(BUILD)/lua/kafkaiq/core.so
 
 deps:
@@ -100,6 +103,9 @@ unit: $(UNIT_BIN)
 
 sanitize:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/san CFLAGS="$(SAN_CFLAGS)" unit
+
+fuzz: deps
+	@scripts/fuzz.sh run $(FUZZ_SECONDS)
 
 run: deps all
 	@mkdir -p data

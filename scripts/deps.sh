@@ -10,8 +10,10 @@ PACKAGES=(
     # engine libraries (libmicrohttpd and jansson for the HTTP listener)
     luajit libluajit-5.1-dev libev-dev liblz4-dev libzstd-dev zlib1g-dev libsnappy-dev
     libmicrohttpd-dev libjansson-dev
-    # unit and Lua tests
-    libcmocka-dev lua-busted luarocks
+    # unit and Lua tests; clang with libFuzzer for the fuzz targets
+    libcmocka-dev lua-busted luarocks clang libclang-rt-14-dev
+    # prlimit for the open-files test
+    util-linux
     # the Prometheus server the metrics tests scrape with
     prometheus
     # the browser the live page's test drives (headless) and its driver

@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 UNIT_TIMEOUT=${KIQ_UNIT_TIMEOUT:-300}
 LUA_TIMEOUT=${KIQ_LUA_TIMEOUT:-600}
 INTEROP_TIMEOUT=${KIQ_INTEROP_TIMEOUT:-2700}
+FUZZ_TIMEOUT=${KIQ_FUZZ_TIMEOUT:-900}
+FUZZ_SECONDS=${KIQ_FUZZ_SECONDS:-15}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -75,6 +77,23 @@ run_unit() {
     done
 }
 
+# ------------------------------------------------------------------ fuzz (libFuzzer)
+# Each target briefly, then the planted-bug build, which must be caught;
+# scripts/fuzz.sh prints one "fuzz/NAME: ok|..." line per check.
+run_fuzz() {
+    local out="$work/fuzz.out" line name
+    banner "fuzz"
+    timeout -k 10 "$FUZZ_TIMEOUT" scripts/fuzz.sh test "$FUZZ_SECONDS" 2>&1 | tee "$out"
+    while read -r line; do
+        name=${line%%:*}
+        case $line in
+        *": ok"*) record "$name" 1 0 ;;
+        *) record "$name" 0 1 "${line#*: }" ;;
+        esac
+    done < <(strip_ansi <"$out" | grep -E '^fuzz/[a-z]+: ')
+    strip_ansi <"$out" | grep -qE '^fuzz/planted: ' || record fuzz 0 1 "no summary"
+}
+
 # ------------------------------------------------------------------ lua (busted)
 run_lua() {
     local out="$work/busted.out" rc line p f e pend
@@ -133,6 +152,7 @@ run_interop() {
 
 run_unit build/tests unit
 run_unit build/san/tests unit-asan
+run_fuzz
 run_lua
 run_interop
 
