@@ -122,6 +122,11 @@ function Broker:groups() return self.handle:groups() end
 -- clears one directory's fault, clear_disk_fault() every one.
 function Broker:inject_disk_fault(spec) return self.handle:inject_disk_fault(spec) end
 function Broker:clear_disk_fault(spec) return self.handle:clear_disk_fault(spec) end
+-- scrub() -> n: the scrubber's pass now (kafkaiq.log.scrub.interval.ms
+-- runs it in the background): every closed segment read back and its CRCs
+-- checked; n newly damaged segments, each logged and shown in
+-- state().topics[t].partitions[p].damaged = { segment =, why = }.
+function Broker:scrub() return self.handle:scrub() end
 
 -- Per API: count and milliseconds spent in queue, local, remote,
 -- response_queue, send and total.

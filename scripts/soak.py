@@ -35,12 +35,14 @@ class History:
         self.lines = []
         self.lock = threading.Lock()
         self.acks = [0] * PARTITIONS  # acknowledged writes per partition
+        self.newest = [-1] * PARTITIONS  # the latest-sent write acknowledged, per partition
 
     def add(self, *fields):
         with self.lock:
             self.lines.append(" ".join(str(f) for f in fields))
             if fields[0] == "ack":
                 self.acks[fields[3]] += 1
+                self.newest[fields[3]] = max(self.newest[fields[3]], int(fields[1][1:]))
 
     def write(self, path):
         with self.lock:
@@ -129,10 +131,11 @@ def main():
                     continue
                 part = others[0]
                 leader = c.leader(TOPIC, part)
-            acks_before = history.acks[part]
+            # recovered once a write sent after the SIGKILL is acknowledged
+            sent_before = seq[0]
             killed = time.monotonic()
             c[leader].kill()
-            while history.acks[part] == acks_before:
+            while history.newest[part] < sent_before:
                 if time.monotonic() - killed > 60:
                     raise SystemExit(f"soak: no acknowledged write within 60 s of killing broker {leader}")
                 time.sleep(0.01)

@@ -97,6 +97,8 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       INT64_MAX, NULL, "how often the retention pass runs")                                     \
     X(LOG_CLEANUP_POLICY, "log.cleanup.policy", STRING, "delete", 0, 0, "delete,compact",       \
       "default cleanup policy")                                                                 \
+    X(LOG_SCRUB_INTERVAL_MS, "kafkaiq.log.scrub.interval.ms", LONG, "86400000", 0, INT64_MAX, NULL, \
+      "how often every closed segment is read back and its CRCs checked (0: never)")           \
     X(LOG_CLEANER_ENABLE, "log.cleaner.enable", BOOL, "true", 0, 0, NULL,                        \
       "run the log cleaner, which compacts topics whose cleanup.policy has compact")           \
     X(LOG_CLEANER_THREADS, "log.cleaner.threads", INT, "1", 1, 64, NULL,                         \

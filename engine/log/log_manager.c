@@ -477,8 +477,8 @@ kiq_topics_t *kiq_topics_open_dirs_ex(const kiq_topics_dir_spec_t *dirs, int ndi
     }
     t->store = ok ? kiq_topic_config_store_files_new(t->dirs[0].path) : NULL;
     if (t->store)
-        for (int i = 0; i < t->ndirs; i++)
-            if (!t->dirs[i].clean_shutdown) load_recovery_points(t, i);
+        /* after a clean shutdown too: they tell a log that lost its end */
+        for (int i = 0; i < t->ndirs; i++) load_recovery_points(t, i);
     int loaded = t->store ? load_existing(t) : -1;
     free(t->rps);
     t->rps = NULL;

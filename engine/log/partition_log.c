@@ -74,6 +74,10 @@ struct kiq_partition_log {
     /* In [start_offset, LEO]; set by the replication layer, the LEO found
      * at open until then. */
     int64_t high_watermark;
+    /* What the scrubber found (-1: nothing): the first damaged segment's
+     * base offset and why. */
+    int64_t damaged_segment;
+    char damage[256];
 };
 
 #define UNKNOWN_TS INT64_MIN
@@ -459,6 +463,7 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     l->epochs = kiq_leader_epoch_cache_new();
     l->aborted = kiq_txn_index_new(dir);
     l->first_unstable = -1;
+    l->damaged_segment = -1;
     if (!l->dir || !l->producers || !l->epochs || !l->aborted) {
         kiq_error_set("out of memory");
         log_release(l);
@@ -500,6 +505,12 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     }
     free(bases);
     l->start_offset = l->segs[0]->base_offset;
+    /* Flushed up to the checkpoint once, now ending short of it: a segment
+     * deleted or cut outside the broker. Never silent. */
+    if (recovery_point > active(l)->next_offset)
+        KIQ_ERROR("%s: data loss: the log ends at offset %" PRId64 " but was flushed up to %" PRId64
+                  " (recovery-point-offset-checkpoint): a segment file is missing or was cut outside the broker; "
+                  "`kafkaiq verify` shows what is left", dir, active(l)->next_offset, recovery_point);
     /* What recovery left is what the disk holds now. */
     l->recovery_point = active(l)->next_offset;
     if (load_aborted(l) < 0) goto fail_loaded;
@@ -1406,6 +1417,27 @@ void kiq_partition_log_set_log_dir(kiq_partition_log_t *l, kiq_log_dir_t *log_di
 }
 
 bool kiq_partition_log_offline(kiq_partition_log_t *l) { return kiq_log_dir_offline(l->log_dir); }
+
+int kiq_partition_log_damage(kiq_partition_log_t *l, int64_t segment_base, const char *why)
+{
+    pthread_mutex_lock(&l->mu);
+    int fresh = l->damaged_segment < 0 || segment_base < l->damaged_segment;
+    if (fresh) {
+        l->damaged_segment = segment_base;
+        snprintf(l->damage, sizeof l->damage, "%s", why);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return fresh;
+}
+
+int64_t kiq_partition_log_damaged(kiq_partition_log_t *l, char *why, size_t n)
+{
+    pthread_mutex_lock(&l->mu);
+    int64_t at = l->damaged_segment;
+    if (why && n) snprintf(why, n, "%s", at >= 0 ? l->damage : "");
+    pthread_mutex_unlock(&l->mu);
+    return at;
+}
 
 int kiq_partition_log_flush(kiq_partition_log_t *l)
 {

@@ -193,6 +193,15 @@ static void push_partition_state(lua_State *L, kiq_partition_t *p)
     free(v);
     lua_pushboolean(L, kiq_partition_log_offline(log));
     lua_setfield(L, -2, "offline");
+    char why[256];
+    int64_t damaged = kiq_partition_log_damaged(log, why, sizeof why);
+    if (damaged >= 0) { /* what the scrubber found */
+        lua_createtable(L, 0, 2);
+        kiq_lua_set_num(L, "segment", (double)damaged);
+        lua_pushstring(L, why);
+        lua_setfield(L, -2, "why");
+        lua_setfield(L, -2, "damaged");
+    }
     int n = kiq_partition_log_segments(log, NULL, 0);
     kiq_log_segment_info_t *segs = n > 0 ? calloc((size_t)n, sizeof *segs) : NULL;
     if (segs) n = kiq_partition_log_segments(log, segs, n);
@@ -390,6 +399,16 @@ static int l_broker_inject_disk_fault(lua_State *L)
         return 2;
     }
     lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* b:scrub() -> n: one scrubber pass now (kiq_log_scrub), on the caller's
+ * thread; how many damaged segments it newly found. */
+static int l_broker_scrub(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    if (!b->running) return luaL_error(L, "scrub: the broker is not running");
+    lua_pushinteger(L, kiq_log_scrub(b->topics));
     return 1;
 }
 
@@ -675,6 +694,7 @@ const luaL_Reg kiq_lua_broker_methods[] = {
         {"pause_heartbeats", kiq_lua_broker_pause_heartbeats}, {"pause_fetching", kiq_lua_broker_pause_fetching},
         {"elect_preferred_leaders", kiq_lua_broker_elect_preferred},
         {"inject_disk_fault", l_broker_inject_disk_fault}, {"clear_disk_fault", l_broker_clear_disk_fault},
+        {"scrub", l_broker_scrub},
         {"request_stats", l_broker_request_stats},                {"event_counts", l_broker_event_counts},
         {"startup", l_broker_startup},
         {"purgatory_stats", l_broker_purgatory_stats},

@@ -482,6 +482,9 @@ int kiq_broker_start(kiq_broker_t *b)
     if (!b->cleaner) return -1;
     b->flusher = kiq_log_flusher_new(b->topics);
     if (!b->flusher) return -1;
+    int64_t scrub_ms = kiq_config_int(b->config, KIQ_CFG_LOG_SCRUB_INTERVAL_MS);
+    b->scrubber = kiq_log_scrubber_new(b->topics, scrub_ms);
+    if (!b->scrubber && scrub_ms > 0) return -1;
 
     b->purgatory = kiq_purgatory_new();
     b->queue = kiq_request_queue_new((size_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS));
@@ -688,6 +691,8 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     stop_control_plane(b);
     kiq_log_retention_free(b->retention);
     b->retention = NULL;
+    kiq_log_scrubber_free(b->scrubber);
+    b->scrubber = NULL;
     kiq_log_cleaner_free(b->cleaner);
     b->cleaner = NULL;
     kiq_log_flusher_free(b->flusher);
