@@ -22,7 +22,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests" 
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 
-from cluster import CONTROLLER_ID, Cluster  # noqa: E402
+from cluster import CLUSTER_OVERRIDES, CONTROLLER_ID, Cluster  # noqa: E402
 
 TOPIC = "soak"
 PARTITIONS = 3
@@ -81,7 +81,9 @@ def main():
     work = pathlib.Path(args.dir)
     work.mkdir(parents=True, exist_ok=True)
     history = History()
-    c = Cluster(work / "cluster")
+    # leaderships go back to their preferred replicas soon after a restart,
+    # so there is always a leader to kill besides the controller's broker
+    c = Cluster(work / "cluster", overrides=CLUSTER_OVERRIDES + ("leader.imbalance.check.interval.seconds=1",))
     c.start()
     stop = threading.Event()
     try:
@@ -121,16 +123,20 @@ def main():
         producer.start()
         tailer.start()
         to_ack, to_isr = [], []
-        for i in range(args.bounces):
-            part = i % PARTITIONS
-            leader = c.leader(TOPIC, part)
-            if leader == CONTROLLER_ID:  # the controller's broker stays up; take another partition's
-                others = [q for q in range(PARTITIONS) if c.leader(TOPIC, q) != CONTROLLER_ID]
-                if not others:
-                    time.sleep(0.5)
-                    continue
-                part = others[0]
-                leader = c.leader(TOPIC, part)
+        while len(to_ack) < args.bounces:
+            i = len(to_ack)
+            # the controller's broker stays up: a partition led elsewhere, this one first
+            waited = time.monotonic()
+            while True:
+                order = [(i + k) % PARTITIONS for k in range(PARTITIONS)]
+                led = [(q, c.leader(TOPIC, q)) for q in order]
+                led = [(q, b) for q, b in led if b not in (CONTROLLER_ID, -1)]
+                if led:
+                    part, leader = led[0]
+                    break
+                if time.monotonic() - waited > 30:
+                    raise SystemExit("soak: every partition led by the controller's broker for 30 s")
+                time.sleep(0.2)
             # recovered once a write sent after the SIGKILL is acknowledged
             sent_before = seq[0]
             killed = time.monotonic()
