@@ -21,7 +21,7 @@
 --   local check = require "kafkaiq.check"
 --   local h = check.history()
 --   h:send(value, topic, partition)            -- before the producer sends
---   h:ack(value, topic, partition, offset)     -- its delivery report
+--   h:ack(value, topic, partition, offset)     -- its delivery report (offset nil: not reported)
 --   h:fail(value, err)                         -- a failed delivery
 --   h:poll(consumer, topic, partition, offset, value, { read_committed = true })
 --   h:reset(consumer)                          -- a seek, assign or rebalance
@@ -31,7 +31,7 @@
 --
 -- A history can also be written as text, one event per line (what
 -- scripts/soak.sh records from real clients), and read with check.load:
---   send VALUE TOPIC PARTITION | ack VALUE TOPIC PARTITION OFFSET |
+--   send VALUE TOPIC PARTITION | ack VALUE TOPIC PARTITION OFFSET|? |
 --   fail VALUE ERROR | poll CONSUMER TOPIC PARTITION OFFSET VALUE [rc] |
 --   reset CONSUMER | abort VALUE
 -- (fields separated by single spaces; values and names without spaces).
@@ -92,8 +92,11 @@ end
 function History:ack(value, topic, partition, offset)
   local w = self.writes[need(value, "value", 2)]
   if not w then error("ack: value " .. tostring(value) .. " was never sent", 2) end
-  w.state, w.topic, w.partition, w.offset = "acked", topic, partition, offset_of(offset, 2)
-  observe(self, topic, partition, offset, value)
+  w.state, w.topic, w.partition = "acked", topic, partition
+  if offset ~= nil then
+    w.offset = offset_of(offset, 2)
+    observe(self, topic, partition, offset, value)
+  end
 end
 
 function History:fail(value, err)
@@ -168,11 +171,11 @@ function History:check()
       report.acked = report.acked + 1
       if not self.seen[value] and not w.aborted then
         local key = tp(w.topic, w.partition)
-        if (self.read_upto[key] or -1) > w.offset then
+        if w.offset and (self.read_upto[key] or -1) > w.offset then
           add(report, "lost-write", ("%s acknowledged at %s@%d, consumers read up to %d"):format(
             value, key, w.offset, self.read_upto[key]))
         else
-          add(report, "unseen", ("%s acknowledged at %s@%d"):format(value, key, w.offset))
+          add(report, "unseen", ("%s acknowledged at %s@%s"):format(value, key, tostring(w.offset or "?")))
         end
       end
     elseif w.state == "failed" then
@@ -254,7 +257,7 @@ function M.load(path)
       if kind == "send" then
         h:send(w[2], w[3], tonumber(w[4]))
       elseif kind == "ack" then
-        h:ack(w[2], w[3], tonumber(w[4]), tonumber(w[5]))
+        h:ack(w[2], w[3], tonumber(w[4]), w[5] ~= "?" and tonumber(w[5]) or nil)
       elseif kind == "fail" then
         h:fail(w[2], w[3])
       elseif kind == "poll" then

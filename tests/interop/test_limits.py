@@ -56,12 +56,14 @@ def rss_bytes(broker):
 
 def serves(broker, source=None, timeout=10.0):
     """An ApiVersions answer on a new connection (from source, an address)."""
-    s = socket.create_connection((broker.host, broker.port), timeout=timeout,
-                                 source_address=(source, 0) if source else None)
-    with s:
-        s.sendall(w.frame(w.request_header(w.API_API_VERSIONS, 0, 1)))
-        head = s.recv(4)
-        return len(head) == 4
+    try:
+        s = socket.create_connection((broker.host, broker.port), timeout=timeout,
+                                     source_address=(source, 0) if source else None)
+        with s:
+            s.sendall(w.frame(w.request_header(w.API_API_VERSIONS, 0, 1)))
+            return len(s.recv(4)) == 4
+    except OSError:  # refused or closed at once: not served
+        return False
 
 
 def start(tmp_path, *overrides):
@@ -149,6 +151,8 @@ def test_connections_per_address_with_overrides(tmp_path):
     b = start(tmp_path, "max.connections.per.ip=2", "max.connections.per.ip.overrides=127.0.0.2:4")
     try:
         for source, allowed in (("127.0.0.1", 2), ("127.0.0.2", 4)):
+            # the readiness probe's (or the last round's) connections hold slots until closed
+            wait_until(lambda: metrics(b)["kafkaiq_connections_open"] == 0, 10, "no connection open")
             held = [socket.create_connection((b.host, b.port), source_address=(source, 0)) for _ in range(allowed)]
             over = w.Conn.__new__(w.Conn)
             over.sock = socket.create_connection((b.host, b.port), source_address=(source, 0))
@@ -166,6 +170,7 @@ def test_connections_per_address_with_overrides(tmp_path):
 def test_max_connections_makes_new_ones_wait(tmp_path):
     b = start(tmp_path, "max.connections=3")
     try:
+        wait_until(lambda: metrics(b)["kafkaiq_connections_open"] == 0, 10, "the readiness probe closed")
         held = [w.Conn(b.host, b.port) for _ in range(3)]
         for c in held:
             assert w.parse_api_versions_v0(c.call(w.API_API_VERSIONS, 0, b""))[0] == w.ERR_NONE
