@@ -62,7 +62,10 @@ int64_t kiq_lua_to_int(lua_State *L, int idx, int64_t min, int64_t max, const ch
 {
     if (lua_type(L, idx) != LUA_TNUMBER) type_error(L, idx, field, "number");
     lua_Number n = lua_tonumber(L, idx);
-    if (n != (lua_Number)(int64_t)n || n < (lua_Number)min || n > (lua_Number)max)
+    /* the cast is defined only inside int64's range (2^63 is a double an
+     * int64 near its top rounds to): that first */
+    if (!(n >= -9223372036854775808.0 && n < 9223372036854775808.0) || n != (lua_Number)(int64_t)n ||
+        (int64_t)n < min || (int64_t)n > max)
         luaL_error(L, "field '%s': %f is not an integer in [%lld, %lld]", field, n, (long long)min,
                    (long long)max);
     return (int64_t)n;
