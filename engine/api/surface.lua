@@ -67,6 +67,7 @@ return {
   { "BrokerHeartbeat", planes = "control" },
   { "AllocateProducerIds", planes = "control" },
   { "AlterPartition", planes = "control" },
+  { "AssignReplicasToDirs", planes = "control" },
   -- the controller's pushes to every broker
   { "UpdateMetadata", planes = "control" },
   { "LeaderAndIsr", planes = "control" },

@@ -53,6 +53,13 @@ typedef struct broker_slot {
     int nstops, cap, stops_in_flight;
 } broker_slot_t;
 
+/* A replica its broker assigned to the LOST directory. */
+typedef struct impaired_replica {
+    kiq_uuid_t topic_id;
+    int32_t partition;
+    int32_t broker;
+} impaired_replica_t;
+
 struct kiq_controller {
     int32_t node_id;
     char control_listener[32];
@@ -71,6 +78,8 @@ struct kiq_controller {
     kiq_metadata_image_t *image;
     broker_slot_t *brokers;
     int nbrokers, cap;
+    impaired_replica_t *impaired;
+    int nimpaired, impaired_cap;
     uint64_t version; /* moves with every change the brokers must hear of */
     pthread_t timer;
     bool timer_started, stopping;
@@ -185,46 +194,117 @@ static const kiq_broker_endpoint_t *endpoint(const kiq_controller_t *c, const ki
     return NULL;
 }
 
-/* Records moving broker id out of the way: it leaves every ISR (unless it
- * is the last member) and its leaderships go to another live ISR member,
- * or to nobody (offline) when there is none and unclean election is off. */
+const kiq_uuid_t KIQ_DIR_LOST = {.b = {[15] = 1}};
+
+/* Under mu. */
+static bool is_impaired(const kiq_controller_t *c, const kiq_uuid_t *topic_id, int32_t p, int32_t broker)
+{
+    for (int i = 0; i < c->nimpaired; i++)
+        if (c->impaired[i].partition == p && c->impaired[i].broker == broker &&
+            memcmp(c->impaired[i].topic_id.b, topic_id->b, 16) == 0)
+            return true;
+    return false;
+}
+
+/* Under mu. */
+static void forget_impaired(kiq_controller_t *c, int32_t broker)
+{
+    int n = 0;
+    for (int i = 0; i < c->nimpaired; i++)
+        if (c->impaired[i].broker != broker) c->impaired[n++] = c->impaired[i];
+    c->nimpaired = n;
+}
+
+/* Under mu: marks or clears one replica; false when out of memory. */
+static bool set_impaired(kiq_controller_t *c, const kiq_uuid_t *topic_id, int32_t p, int32_t broker, bool impaired)
+{
+    for (int i = 0; i < c->nimpaired; i++)
+        if (c->impaired[i].partition == p && c->impaired[i].broker == broker &&
+            memcmp(c->impaired[i].topic_id.b, topic_id->b, 16) == 0) {
+            if (!impaired) c->impaired[i] = c->impaired[--c->nimpaired];
+            return true;
+        }
+    if (!impaired) return true;
+    if (c->nimpaired == c->impaired_cap) {
+        int cap = c->impaired_cap ? c->impaired_cap * 2 : 16;
+        impaired_replica_t *ni = realloc(c->impaired, (size_t)cap * sizeof *ni);
+        if (!ni) return false;
+        c->impaired = ni;
+        c->impaired_cap = cap;
+    }
+    c->impaired[c->nimpaired++] = (impaired_replica_t){*topic_id, p, broker};
+    return true;
+}
+
+/* Under mu: the live brokers that may lead ti's partition p (not impaired
+ * there) into out (room for nlive). */
+static size_t eligible(const kiq_controller_t *c, const kiq_topic_image_t *ti, int32_t p, const int32_t *live,
+                       size_t nlive, int32_t *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nlive; i++)
+        if (!is_impaired(c, &ti->id, p, live[i])) out[n++] = live[i];
+    return n;
+}
+
+/* Under mu: a record moving broker id out of the way on ti's partition p:
+ * it leaves the ISR (unless it is the last member) and a leadership goes
+ * to another eligible ISR member, or, with none, to nobody (offline)
+ * unless unclean election is on, or stays when keep_alone. */
+static void move_off(kiq_controller_t *c, batch_t *b, const kiq_topic_image_t *ti, int32_t p, int32_t id,
+                     const int32_t *live, size_t nlive, bool keep_alone)
+{
+    const kiq_partition_registration_t *pr = &ti->partitions[p];
+    if (!has_id(pr->replicas, pr->nreplicas, id)) return;
+    bool in_isr = has_id(pr->isr, pr->nisr, id);
+    if (pr->leader != id && !(in_isr && pr->nisr > 1)) return;
+    int32_t cand[256];
+    size_t ncand = eligible(c, ti, p, live, nlive, cand);
+    bool unclean = false;
+    int32_t leader = pr->leader;
+    if (pr->leader == id) {
+        leader = kiq_metadata_image_elect_leader(pr, cand, ncand,
+                                                 !keep_alone && kiq_config_bool(c->cfg, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE),
+                                                 &unclean);
+        if (leader == KIQ_NO_LEADER && keep_alone) {
+            KIQ_WARN("controller: %s-%d: broker %d's replica is impaired but stays leader: no other ISR member",
+                     ti->name, p, id);
+            return;
+        }
+    }
+    int32_t *isr = kiq_arena_calloc(b->a, (size_t)pr->nisr + 1, sizeof *isr);
+    int32_t nisr = 0;
+    for (int32_t i = 0; i < pr->nisr; i++)
+        if (pr->isr[i] != id) isr[nisr++] = pr->isr[i];
+    kiq_metadata_record_t *r = add_record(b, KIQ_MR_PARTITION_CHANGE);
+    kiq_partition_change_record_t *ch = &r->m.partition_change;
+    ch->topic_id = ti->id;
+    ch->partition_id = p;
+    if (pr->leader == id) {
+        ch->leader = leader;
+        if (unclean) {
+            atomic_fetch_add_explicit(&c->unclean_elections, 1, memory_order_relaxed);
+            isr[0] = leader;
+            nisr = 1;
+            ch->leader_recovery_state = KIQ_LEADER_RECOVERING;
+        }
+        KIQ_INFO("controller: %s-%d: leader %d -> %d%s", ti->name, p, id, leader,
+                 unclean ? " (unclean election)" : leader < 0 ? " (offline)" : "");
+    }
+    if (nisr > 0) {
+        ch->isr = isr;
+        ch->isr_n = nisr;
+    }
+}
+
+/* Records moving broker id out of the way on every partition. */
 static void leave_partitions(kiq_controller_t *c, batch_t *b, int32_t id)
 {
     int32_t live[256];
     size_t nlive = live_brokers(c, id, live, 256);
     for (size_t t = 0; t < kiq_metadata_image_topic_count(c->image); t++) {
         const kiq_topic_image_t *ti = kiq_metadata_image_topic_at(c->image, t);
-        for (int32_t p = 0; p < ti->npartitions; p++) {
-            const kiq_partition_registration_t *pr = &ti->partitions[p];
-            if (!has_id(pr->replicas, pr->nreplicas, id)) continue;
-            bool in_isr = has_id(pr->isr, pr->nisr, id);
-            if (pr->leader != id && !(in_isr && pr->nisr > 1)) continue;
-            int32_t *isr = kiq_arena_calloc(b->a, (size_t)pr->nisr + 1, sizeof *isr);
-            int32_t nisr = 0;
-            for (int32_t i = 0; i < pr->nisr; i++)
-                if (pr->isr[i] != id) isr[nisr++] = pr->isr[i];
-            kiq_metadata_record_t *r = add_record(b, KIQ_MR_PARTITION_CHANGE);
-            kiq_partition_change_record_t *ch = &r->m.partition_change;
-            ch->topic_id = ti->id;
-            ch->partition_id = p;
-            if (pr->leader == id) {
-                bool unclean = false;
-                int32_t leader = kiq_metadata_image_elect_leader(pr, live, nlive, kiq_config_bool(c->cfg, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE), &unclean);
-                ch->leader = leader;
-                if (unclean) {
-                    atomic_fetch_add_explicit(&c->unclean_elections, 1, memory_order_relaxed);
-                    isr[0] = leader;
-                    nisr = 1;
-                    ch->leader_recovery_state = KIQ_LEADER_RECOVERING;
-                }
-                KIQ_INFO("controller: %s-%d: leader %d -> %d%s", ti->name, p, id, leader,
-                         unclean ? " (unclean election)" : leader < 0 ? " (offline)" : "");
-            }
-            if (nisr > 0) {
-                ch->isr = isr;
-                ch->isr_n = nisr;
-            }
-        }
+        for (int32_t p = 0; p < ti->npartitions; p++) move_off(c, b, ti, p, id, live, nlive, false);
     }
 }
 
@@ -240,7 +320,9 @@ static void elect_offline(kiq_controller_t *c, batch_t *b)
             const kiq_partition_registration_t *pr = &ti->partitions[p];
             if (pr->leader != KIQ_NO_LEADER) continue;
             bool unclean = false;
-            int32_t leader = kiq_metadata_image_elect_leader(pr, live, nlive, kiq_config_bool(c->cfg, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE), &unclean);
+            int32_t cand[256];
+            size_t ncand = eligible(c, ti, p, live, nlive, cand);
+            int32_t leader = kiq_metadata_image_elect_leader(pr, cand, ncand, kiq_config_bool(c->cfg, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE), &unclean);
             if (leader == KIQ_NO_LEADER) continue;
             kiq_metadata_record_t *r = add_record(b, KIQ_MR_PARTITION_CHANGE);
             kiq_partition_change_record_t *ch = &r->m.partition_change;
@@ -273,12 +355,13 @@ static int16_t elect_one(kiq_controller_t *c, batch_t *b, const kiq_topic_image_
         if (pr->nreplicas > 0 && pr->leader == pr->replicas[0]) return KIQ_ERR_ELECTION_NOT_NEEDED;
         leader = pr->nreplicas > 0 ? pr->replicas[0] : KIQ_NO_LEADER;
         const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, leader);
-        if (!rb || rb->fenced || !has_id(pr->isr, pr->nisr, leader)) return KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE;
+        if (!rb || rb->fenced || !has_id(pr->isr, pr->nisr, leader) || is_impaired(c, &ti->id, p, leader))
+            return KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE;
     } else {
         if (pr->leader != KIQ_NO_LEADER) return KIQ_ERR_ELECTION_NOT_NEEDED;
-        int32_t live[256];
+        int32_t live[256], cand[256];
         size_t nlive = live_brokers(c, -1, live, 256);
-        leader = kiq_metadata_image_elect_leader(pr, live, nlive, true, &out_of_sync);
+        leader = kiq_metadata_image_elect_leader(pr, cand, eligible(c, ti, p, live, nlive, cand), true, &out_of_sync);
         if (leader == KIQ_NO_LEADER) return KIQ_ERR_ELIGIBLE_LEADERS_NOT_AVAILABLE;
     }
     kiq_metadata_record_t *r = add_record(b, KIQ_MR_PARTITION_CHANGE);
@@ -599,6 +682,7 @@ void kiq_controller_register_broker(kiq_controller_t *c, const kiq_broker_regist
     if (same) {
         resp->broker_epoch = old->epoch;
     } else {
+        forget_impaired(c, req->broker_id); /* a new incarnation says again what it cannot trust */
         if (old) leave_partitions(c, &b, req->broker_id); /* a restart: its log may be behind its followers' */
         kiq_metadata_record_t *r = add_record(&b, KIQ_MR_REGISTER_BROKER);
         kiq_register_broker_record_t *rr = &r->m.register_broker;
@@ -723,7 +807,7 @@ void kiq_controller_allocate_producer_ids(kiq_controller_t *c, const kiq_allocat
     kiq_arena_reset(&a);
 }
 
-static int16_t check_alter(kiq_controller_t *c, const kiq_alter_partition_request_t *req,
+static int16_t check_alter(kiq_controller_t *c, const kiq_alter_partition_request_t *req, const kiq_uuid_t *topic_id,
                            const kiq_partition_registration_t *pr, const kiq_alter_partition_request_topics_partitions_t *in)
 {
     if (req->broker_id != pr->leader) return KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
@@ -733,6 +817,8 @@ static int16_t check_alter(kiq_controller_t *c, const kiq_alter_partition_reques
     for (int32_t i = 0; i < in->new_isr_n; i++) {
         const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, in->new_isr[i]);
         if (!has_id(pr->replicas, pr->nreplicas, in->new_isr[i]) || !rb || rb->fenced)
+            return KIQ_ERR_INELIGIBLE_REPLICA;
+        if (!has_id(pr->isr, pr->nisr, in->new_isr[i]) && is_impaired(c, topic_id, in->partition_index, in->new_isr[i]))
             return KIQ_ERR_INELIGIBLE_REPLICA;
     }
     return KIQ_ERR_NONE;
@@ -774,7 +860,7 @@ void kiq_controller_alter_partition(kiq_controller_t *c, kiq_arena_t *arena, int
                 tis[t] && in->partition_index >= 0 && in->partition_index < tis[t]->npartitions
                     ? &tis[t]->partitions[in->partition_index]
                     : NULL;
-            po->error_code = pr ? check_alter(c, req, pr, in) : KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            po->error_code = pr ? check_alter(c, req, &tis[t]->id, pr, in) : KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             if (po->error_code) continue;
             kiq_metadata_record_t *r = add_record(&b, KIQ_MR_PARTITION_CHANGE);
             r->m.partition_change.topic_id = tis[t]->id;
@@ -805,6 +891,71 @@ void kiq_controller_alter_partition(kiq_controller_t *c, kiq_arena_t *arena, int
                          po->partition_index, pr->nisr, pr->nreplicas, pr->partition_epoch);
         }
     }
+out:
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
+}
+
+void kiq_controller_assign_replicas_to_dirs(kiq_controller_t *c, kiq_arena_t *arena,
+                                            const kiq_assign_replicas_to_dirs_request_t *req,
+                                            kiq_assign_replicas_to_dirs_response_t *resp)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    pthread_mutex_lock(&c->mu);
+    const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, req->broker_id);
+    if (!rb || rb->epoch != req->broker_epoch) {
+        resp->error_code = KIQ_ERR_STALE_BROKER_EPOCH;
+        goto out;
+    }
+    int32_t live[256];
+    size_t nlive = live_brokers(c, req->broker_id, live, 256);
+    resp->directories_n = req->directories_n > 0 ? req->directories_n : 0;
+    resp->directories = kiq_arena_calloc(arena, (size_t)resp->directories_n + 1, sizeof *resp->directories);
+    for (int32_t d = 0; d < resp->directories_n; d++) {
+        const kiq_assign_replicas_to_dirs_request_directories_t *din = &req->directories[d];
+        kiq_assign_replicas_to_dirs_response_directories_t *dout = &resp->directories[d];
+        kiq_assign_replicas_to_dirs_response_directories_init(dout);
+        dout->id = din->id;
+        bool lost = memcmp(din->id.b, KIQ_DIR_LOST.b, 16) == 0;
+        dout->topics_n = din->topics_n > 0 ? din->topics_n : 0;
+        dout->topics = kiq_arena_calloc(arena, (size_t)dout->topics_n + 1, sizeof *dout->topics);
+        for (int32_t t = 0; t < dout->topics_n; t++) {
+            const kiq_assign_replicas_to_dirs_request_directories_topics_t *tin = &din->topics[t];
+            kiq_assign_replicas_to_dirs_response_directories_topics_t *tout = &dout->topics[t];
+            kiq_assign_replicas_to_dirs_response_directories_topics_init(tout);
+            tout->topic_id = tin->topic_id;
+            const kiq_topic_image_t *ti = kiq_metadata_image_topic_by_id(c->image, &tin->topic_id);
+            tout->partitions_n = tin->partitions_n > 0 ? tin->partitions_n : 0;
+            tout->partitions = kiq_arena_calloc(arena, (size_t)tout->partitions_n + 1, sizeof *tout->partitions);
+            for (int32_t i = 0; i < tout->partitions_n; i++) {
+                int32_t p = tin->partitions[i].partition_index;
+                kiq_assign_replicas_to_dirs_response_directories_topics_partitions_t *po = &tout->partitions[i];
+                kiq_assign_replicas_to_dirs_response_directories_topics_partitions_init(po);
+                po->partition_index = p;
+                if (!ti) {
+                    po->error_code = KIQ_ERR_UNKNOWN_TOPIC_ID;
+                    continue;
+                }
+                if (p < 0 || p >= ti->npartitions || !has_id(ti->partitions[p].replicas, ti->partitions[p].nreplicas,
+                                                             req->broker_id)) {
+                    po->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
+                    continue;
+                }
+                bool was = is_impaired(c, &ti->id, p, req->broker_id);
+                if (!set_impaired(c, &ti->id, p, req->broker_id, lost)) {
+                    po->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+                    continue;
+                }
+                if (lost != was)
+                    KIQ_INFO("controller: %s-%d: broker %d's replica %s", ti->name, p, req->broker_id,
+                             lost ? "is impaired (LOST directory)" : "is back in a directory");
+                if (lost) move_off(c, &b, ti, p, req->broker_id, live, nlive, true);
+            }
+        }
+    }
+    if (commit(c, &b) != 0) resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
 out:
     pthread_mutex_unlock(&c->mu);
     kiq_arena_reset(&a);
@@ -1318,6 +1469,7 @@ void kiq_controller_free(kiq_controller_t *c)
         free(c->brokers[i].stops);
     }
     free(c->brokers);
+    free(c->impaired);
     kiq_metadata_store_free(c->store);
     kiq_metadata_image_free(c->image);
     pthread_cond_destroy(&c->wake);

@@ -59,6 +59,18 @@ void kiq_controller_allocate_producer_ids(kiq_controller_t *c, const kiq_allocat
                                           kiq_allocate_producer_ids_response_t *resp);
 void kiq_controller_alter_partition(kiq_controller_t *c, kiq_arena_t *arena, int16_t version,
                                     const kiq_alter_partition_request_t *req, kiq_alter_partition_response_t *resp);
+/* AssignReplicasToDirs: a replica assigned to KIQ_DIR_LOST is impaired
+ * (its directory is full or offline, or its log damaged): its leadership
+ * goes to another live ISR member and it leaves the ISR, unless it is the
+ * only one (it stays leader, refusing appends, serving reads); it is not
+ * elected, preferred or taken back into the ISR until assigned to a real
+ * directory again. Held in memory: the brokers say it again while it
+ * lasts. */
+void kiq_controller_assign_replicas_to_dirs(kiq_controller_t *c, kiq_arena_t *arena,
+                                            const kiq_assign_replicas_to_dirs_request_t *req,
+                                            kiq_assign_replicas_to_dirs_response_t *resp);
+/* Kafka's DirectoryId.LOST: "AAAAAAAAAAAAAAAAAAAAAQ". */
+extern const kiq_uuid_t KIQ_DIR_LOST;
 /* CreateTopics and DeleteTopics, as any broker forwards them: one topic
  * each. partitions / replication_factor -1 take the defaults. configs: the
  * topic's dynamic configs, already checked (NULL: none), written as

@@ -32,11 +32,13 @@ void kiq_say_limited(kiq_say_limit_t *l, enum kiq_say_level level, const char *f
 #define KIQ_ERROR(...) kiq_say(KIQ_SAY_ERROR, __VA_ARGS__)
 #define KIQ_WARN(...) kiq_say(KIQ_SAY_WARN, __VA_ARGS__)
 #define KIQ_INFO(...) kiq_say(KIQ_SAY_INFO, __VA_ARGS__)
-#define KIQ_WARN_LIMITED(...)                                \
-    do {                                                     \
-        static kiq_say_limit_t kiq_say_limit_;               \
-        kiq_say_limited(&kiq_say_limit_, KIQ_SAY_WARN, __VA_ARGS__); \
+#define KIQ_SAY_LIMITED_(level, ...)                              \
+    do {                                                          \
+        static kiq_say_limit_t kiq_say_limit_;                    \
+        kiq_say_limited(&kiq_say_limit_, level, __VA_ARGS__);     \
     } while (0)
+#define KIQ_WARN_LIMITED(...) KIQ_SAY_LIMITED_(KIQ_SAY_WARN, __VA_ARGS__)
+#define KIQ_ERROR_LIMITED(...) KIQ_SAY_LIMITED_(KIQ_SAY_ERROR, __VA_ARGS__)
 #define KIQ_DEBUG(...) \
     do { if (kiq_say_enabled(KIQ_SAY_DEBUG)) kiq_say(KIQ_SAY_DEBUG, __VA_ARGS__); } while (0)
 

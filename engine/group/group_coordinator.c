@@ -143,7 +143,7 @@ void kiq_gc_store_group(kiq_group_coordinator_t *gc, kiq_group_t *g)
     kiq_offsets_records_t rs;
     kiq_offsets_records_init(&rs, kiq_clock_wall_ms());
     if (kiq_offsets_records_add_group(&rs, g) != 0 || kiq_gc_append_records(gc, g, &rs) != 0)
-        KIQ_ERROR("group %s: cannot store its metadata (generation %d): %s", g->id, g->generation, kiq_error_get());
+        KIQ_ERROR_LIMITED("group %s: cannot store its metadata (generation %d): %s", g->id, g->generation, kiq_error_get());
     kiq_offsets_records_free(&rs);
 }
 
@@ -176,7 +176,7 @@ int kiq_group_coordinator_ensure_topic(kiq_group_coordinator_t *gc)
             (int16_t)kiq_config_int(gc->b.config, KIQ_CFG_OFFSETS_TOPIC_REPLICATION_FACTOR), &cfg, false);
         if (rc == KIQ_ERR_TOPIC_ALREADY_EXISTS) rc = KIQ_ERR_NONE; /* another thread was first */
         if (rc == KIQ_ERR_NONE) KIQ_INFO("created " KIQ_OFFSETS_TOPIC);
-        else KIQ_ERROR("cannot create " KIQ_OFFSETS_TOPIC ": %s", kiq_error_get());
+        else KIQ_ERROR_LIMITED("cannot create " KIQ_OFFSETS_TOPIC ": %s", kiq_error_get());
     }
     kiq_topic_configs_clear(&cfg);
     return rc;

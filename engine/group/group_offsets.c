@@ -98,7 +98,7 @@ void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
     }
     kiq_offsets_records_free(&rs);
     if (rc != 0)
-        KIQ_ERROR("group %s: cannot store committed offsets: %s", g->id, kiq_error_get());
+        KIQ_ERROR_LIMITED("group %s: cannot store committed offsets: %s", g->id, kiq_error_get());
     k = 0;
     for (int32_t i = 0; i < req->topics_n; i++) {
         for (int32_t j = 0; j < req->topics[i].partitions_n; j++, k++) {

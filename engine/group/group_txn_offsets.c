@@ -95,7 +95,7 @@ void kiq_group_txn_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
     int16_t failed = rc == KIQ_ERR_INVALID_PRODUCER_EPOCH ? (v >= 2 ? KIQ_ERR_PRODUCER_FENCED : KIQ_ERR_INVALID_PRODUCER_EPOCH)
                                                           : KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
     if (rc != 0)
-        KIQ_WARN("group %s: cannot store the offsets of producer %" PRId64 "'s transaction: %s", g->id,
+        KIQ_WARN_LIMITED("group %s: cannot store the offsets of producer %" PRId64 "'s transaction: %s", g->id,
                  req->producer_id, kiq_error_get());
     k = 0;
     for (int32_t i = 0; i < resp->topics_n; i++) {

@@ -162,11 +162,13 @@ int kiq_lm_open_partition_logs(kiq_topics_t *t, kiq_topic_t *topic, bool create)
         if (partition_path(pdir, sizeof pdir, topic->partitions[i]) != 0) return -1;
         int64_t rp = create ? -1 : saved_recovery_point(t, topic, i);
         cfg.clean_shutdown = d->clean_shutdown;
+        /* The id first: a crash between the two leaves a directory whose
+         * topic id is known, never one with segments and no id. */
+        if (create && (kiq_mkdir_p(pdir) != 0 || write_partition_metadata(pdir, &topic->id) != 0)) return -1;
         kiq_partition_log_t *l = kiq_partition_log_open_at(pdir, &cfg, rp);
         if (!l) return -1;
         atomic_store(&topic->partitions[i]->log, l);
         kiq_partition_log_set_log_dir(l, d->health);
-        if (create && write_partition_metadata(pdir, &topic->id) != 0) return -1;
     }
     return 0;
 }
@@ -234,7 +236,13 @@ static int load_topic(kiq_topics_t *t, const struct found_partition *e, size_t n
         if (topic->partitions[p]->dir_index >= 0 && partition_path(pdir, sizeof pdir, topic->partitions[p]) == 0 &&
             read_partition_metadata(pdir, &topic->id) == 0)
             have_id = true;
-    if (!have_id) kiq_uuid_random(&topic->id);
+    if (!have_id) {
+        /* Written by a broker older than the id, or by hand: one broker's
+         * own from now on, a cluster's controller's once it names one. */
+        kiq_uuid_random(&topic->id);
+        topic->id_guessed = true;
+        KIQ_WARN("topic %s has no partition.metadata: given a new topic id", name);
+    }
     if (kiq_topic_config_store_load(t->store, name, &topic->configs) != 0)
         KIQ_ERROR("topic %s starts with default configs: %s", name, kiq_error_get());
     if (kiq_lm_open_partition_logs(t, topic, !have_id) != 0) goto fail;
@@ -593,6 +601,28 @@ static int remove_partition_dir(const char *dir)
     return rc;
 }
 
+int kiq_topics_adopt_id(kiq_topics_t *t, kiq_topic_t *topic, const kiq_uuid_t *id)
+{
+    pthread_mutex_lock(&topic->host_mu);
+    pthread_rwlock_wrlock(&t->lock);
+    bool same = memcmp(topic->id.b, id->b, sizeof id->b) == 0;
+    bool adopt = !same && topic->id_guessed;
+    if (adopt) topic->id = *id;
+    if (same || adopt) topic->id_guessed = false;
+    pthread_rwlock_unlock(&t->lock);
+    int rc = same || adopt ? 0 : kiq_error_set("topic %s has another id here", topic->name);
+    int32_t n = atomic_load(&topic->npartitions);
+    for (int32_t i = 0; adopt && rc == 0 && i < n; i++) {
+        char pdir[PATH_MAX];
+        if (atomic_load(&topic->partitions[i]->dir_index) < 0) continue;
+        if (partition_path(pdir, sizeof pdir, topic->partitions[i]) != 0 || write_partition_metadata(pdir, id) != 0)
+            rc = -1;
+    }
+    pthread_mutex_unlock(&topic->host_mu);
+    if (adopt && rc == 0) KIQ_INFO("topic %s takes the topic id its controller names", topic->name);
+    return rc;
+}
+
 /* Under host_mu and config_mu: opens partition p's log in a directory
  * picked for it, recovering whatever is already there. */
 static int open_hosted_log(kiq_topics_t *t, kiq_topic_t *topic, kiq_partition_t *p, kiq_log_config_t *cfg)
@@ -606,14 +636,12 @@ static int open_hosted_log(kiq_topics_t *t, kiq_topic_t *topic, kiq_partition_t 
     kiq_partition_log_t *l = NULL;
     /* Not from any checkpoint: scan whatever the directory holds. */
     cfg->clean_shutdown = false;
-    if (partition_path(pdir, sizeof pdir, p) == 0 && (l = kiq_partition_log_open_at(pdir, cfg, 0))) {
+    if (partition_path(pdir, sizeof pdir, p) == 0 && kiq_mkdir_p(pdir) == 0 &&
+        write_partition_metadata(pdir, &topic->id) == 0 && (l = kiq_partition_log_open_at(pdir, cfg, 0))) {
         kiq_partition_log_set_log_dir(l, t->dirs[d].health);
-        if (write_partition_metadata(pdir, &topic->id) == 0) {
-            kiq_fsync_dir(t->dirs[d].path);
-            atomic_store(&p->log, l);
-            return 0;
-        }
-        kiq_partition_log_free(l);
+        kiq_fsync_dir(t->dirs[d].path);
+        atomic_store(&p->log, l);
+        return 0;
     }
     pthread_rwlock_wrlock(&t->lock);
     unplace_partition(t, p);

@@ -1,7 +1,9 @@
 #include "log/log_names.h"
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -88,4 +90,41 @@ bool kiq_topic_name_valid(kiq_str_t name, const char **why)
             return *why = "topic name has a character outside [a-zA-Z0-9._-]", false;
     }
     return true;
+}
+
+int kiq_log_cmp_offsets(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int kiq_log_segment_bases(const char *dir, const char *suffix, int64_t **bases_out, size_t *n_out)
+{
+    *bases_out = NULL;
+    *n_out = 0;
+    DIR *d = opendir(dir);
+    if (!d) return kiq_error_errno("open directory %s", dir);
+    int64_t *bases = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    int64_t base;
+    while ((e = readdir(d))) {
+        if (!kiq_log_segment_name_parse(e->d_name, suffix, &base)) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            int64_t *p = realloc(bases, cap * sizeof *p);
+            if (!p) {
+                free(bases);
+                closedir(d);
+                return kiq_error_set("out of memory");
+            }
+            bases = p;
+        }
+        bases[n++] = base;
+    }
+    closedir(d);
+    if (n) qsort(bases, n, sizeof *bases, kiq_log_cmp_offsets);
+    *bases_out = bases;
+    *n_out = n;
+    return 0;
 }

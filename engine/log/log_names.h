@@ -1,6 +1,6 @@
 /* Kafka's on-disk names: a partition lives in `<topic>-<partition>/`, a
  * segment is `<base offset, 20 digits zero-padded><suffix>` in it. Pure
- * functions, callable from any thread. */
+ * functions but the directory listing, callable from any thread. */
 #ifndef KIQ_LOG_LOG_NAMES_H
 #define KIQ_LOG_LOG_NAMES_H
 
@@ -34,6 +34,11 @@ int kiq_log_dir_parse(const char *name, char *topic, size_t n, int32_t *partitio
 int kiq_log_segment_path(char *buf, size_t n, const char *dir, int64_t base_offset, const char *suffix);
 /* True when name is exactly 20 digits followed by suffix; *base_offset gets the number. */
 bool kiq_log_segment_name_parse(const char *name, const char *suffix, int64_t *base_offset);
+/* The base offsets of the files named <base><suffix> in dir, sorted, into
+ * *bases (malloc'd; NULL when none) and *n. 0, or -1 with the reason. */
+int kiq_log_segment_bases(const char *dir, const char *suffix, int64_t **bases, size_t *n);
+/* qsort/bsearch order of int64_t. */
+int kiq_log_cmp_offsets(const void *a, const void *b);
 /* Kafka's rules for a topic name: 1-249 chars of [a-zA-Z0-9._-], not "."
  * or ".."; false with the reason in *why. */
 bool kiq_topic_name_valid(kiq_str_t name, const char **why);

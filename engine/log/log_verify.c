@@ -130,43 +130,6 @@ static int64_t checkpointed(const char *logdir, const char *name)
     return found;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The base offsets of dir's segments, sorted (malloc'd); -1 when unreadable. */
-static int segment_bases(const char *dir, int64_t **out, size_t *n)
-{
-    *out = NULL;
-    *n = 0;
-    DIR *dh = opendir(dir);
-    if (!dh) return kiq_error_errno("%s", dir);
-    size_t cap = 0;
-    struct dirent *de;
-    while ((de = readdir(dh))) {
-        size_t len = strlen(de->d_name);
-        if (len != 20 + strlen(KIQ_LOG_SUFFIX) || strcmp(de->d_name + 20, KIQ_LOG_SUFFIX) != 0) continue;
-        char *end;
-        long long base = strtoll(de->d_name, &end, 10);
-        if (end != de->d_name + 20 || base < 0) continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            int64_t *grown = realloc(*out, cap * sizeof *grown);
-            if (!grown) {
-                closedir(dh);
-                return kiq_error_set("out of memory");
-            }
-            *out = grown;
-        }
-        (*out)[(*n)++] = base;
-    }
-    closedir(dh);
-    if (*n) qsort(*out, *n, sizeof **out, cmp_i64);
-    return 0;
-}
-
 static void verify_partition(const char *logdir, const char *name, FILE *out, kiq_log_verify_report_t *rep)
 {
     char dir[PATH_MAX];
@@ -174,7 +137,7 @@ static void verify_partition(const char *logdir, const char *name, FILE *out, ki
     int64_t *bases;
     size_t n;
     rep->partitions++;
-    if (segment_bases(dir, &bases, &n) != 0) {
+    if (kiq_log_segment_bases(dir, KIQ_LOG_SUFFIX, &bases, &n) != 0) {
         fprintf(out, "DAMAGED %s: %s\n", dir, kiq_error_get());
         rep->damaged++;
         return;

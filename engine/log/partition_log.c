@@ -100,15 +100,9 @@ static int push_segment(kiq_partition_log_t *l, kiq_segment_t *seg)
 
 /* ---- Opening ---- */
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static bool has_base(const int64_t *bases, size_t n, int64_t base)
 {
-    return bsearch(&base, bases, n, sizeof *bases, cmp_i64) != NULL;
+    return bsearch(&base, bases, n, sizeof *bases, kiq_log_cmp_offsets) != NULL;
 }
 
 /* The base offsets of the .log files in dir, sorted; index files without
@@ -116,40 +110,24 @@ static bool has_base(const int64_t *bases, size_t n, int64_t base)
  * removed. */
 static int list_segments(const char *dir, int64_t **bases_out, size_t *n_out)
 {
+    if (kiq_log_segment_bases(dir, KIQ_LOG_SUFFIX, bases_out, n_out) != 0) return -1;
     DIR *d = opendir(dir);
-    if (!d) return kiq_error_errno("open directory %s", dir);
-    int64_t *bases = NULL;
-    size_t n = 0, cap = 0;
+    if (!d) {
+        free(*bases_out);
+        return kiq_error_errno("open directory %s", dir);
+    }
     struct dirent *e;
     int64_t base;
-    while ((e = readdir(d))) {
-        if (!kiq_log_segment_name_parse(e->d_name, KIQ_LOG_SUFFIX, &base)) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            int64_t *p = realloc(bases, cap * sizeof *p);
-            if (!p) {
-                free(bases);
-                closedir(d);
-                return kiq_error_set("out of memory");
-            }
-            bases = p;
-        }
-        bases[n++] = base;
-    }
-    if (n) qsort(bases, n, sizeof *bases, cmp_i64);
-    rewinddir(d);
     while ((e = readdir(d))) {
         if ((kiq_log_segment_name_parse(e->d_name, KIQ_INDEX_SUFFIX, &base) ||
              kiq_log_segment_name_parse(e->d_name, KIQ_TIMEINDEX_SUFFIX, &base) ||
              kiq_log_segment_name_parse(e->d_name, KIQ_TXNINDEX_SUFFIX, &base)) &&
-            !has_base(bases, n, base)) {
+            !has_base(*bases_out, *n_out, base)) {
             KIQ_WARN("%s/%s has no log file; removing it", dir, e->d_name);
             if (unlinkat(dirfd(d), e->d_name, 0) < 0) KIQ_WARN("unlink %s/%s: %s", dir, e->d_name, strerror(errno));
         }
     }
     closedir(d);
-    *bases_out = bases;
-    *n_out = n;
     return 0;
 }
 
@@ -1276,6 +1254,7 @@ int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset)
     save_epochs(l);
     l->last_epoch = read_last_epoch(l);
     if (l->high_watermark > active(l)->next_offset) l->high_watermark = active(l)->next_offset;
+    if (l->damaged_segment >= active(l)->next_offset) l->damaged_segment = -1; /* the damage went with it */
     if (rc == 0)
         KIQ_INFO("%s: truncated to offset %" PRId64 " (log end was %" PRId64 ")", l->dir, active(l)->next_offset, leo);
 out:
@@ -1417,6 +1396,8 @@ void kiq_partition_log_set_log_dir(kiq_partition_log_t *l, kiq_log_dir_t *log_di
 }
 
 bool kiq_partition_log_offline(kiq_partition_log_t *l) { return kiq_log_dir_offline(l->log_dir); }
+
+bool kiq_partition_log_writable(kiq_partition_log_t *l) { return kiq_log_dir_writable(l->log_dir); }
 
 int kiq_partition_log_damage(kiq_partition_log_t *l, int64_t segment_base, const char *why)
 {

@@ -308,11 +308,15 @@ void kiq_partition_log_set_log_dir(kiq_partition_log_t *l, kiq_log_dir_t *log_di
 /* True when the log's directory is offline: its partition answers
  * KAFKA_STORAGE_ERROR. */
 bool kiq_partition_log_offline(kiq_partition_log_t *l);
+/* Any thread: whether appends may go in now (the directory is online and
+ * not full; a full one is probed again once its second is up). */
+bool kiq_partition_log_writable(kiq_partition_log_t *l);
 /* The scrubber found the segment at segment_base damaged (why: what and
  * where). 1 when that is news (no earlier segment was marked), else 0. Any
  * thread. */
 int kiq_partition_log_damage(kiq_partition_log_t *l, int64_t segment_base, const char *why);
-/* The first segment marked damaged, -1 for none; why (may be NULL) gets
+/* The first segment marked damaged, -1 for none (a truncation below it
+ * clears the mark: a follower fetches the range again); why (may be NULL) gets
  * what was found. Any thread. */
 int64_t kiq_partition_log_damaged(kiq_partition_log_t *l, char *why, size_t n);
 /* fdatasync of the active segment and its indexes; the recovery point

@@ -74,7 +74,11 @@ typedef struct kiq_retired_log kiq_retired_log_t;
  * partitions reads npartitions once. */
 struct kiq_topic {
     char *name;
+    /* Fixed, except that a topic loaded without partition.metadata
+     * (id_guessed) takes the id a controller names, once, under the
+     * registry's lock (kiq_topics_adopt_id). */
     kiq_uuid_t id;
+    bool id_guessed;
     _Atomic int32_t npartitions;
     int16_t replication_factor;
     _Atomic(kiq_partition_t **) partitions;
@@ -146,6 +150,12 @@ void kiq_topics_free(kiq_topics_t *t);
 /* A referenced topic or NULL; release with kiq_topic_unref. */
 kiq_topic_t *kiq_topics_get(kiq_topics_t *t, kiq_str_t name);
 kiq_topic_t *kiq_topics_get_by_id(kiq_topics_t *t, const kiq_uuid_t *id);
+
+/* Any thread: when topic's id was guessed at load (no partition.metadata
+ * on disk), takes id as its own and writes it next to each hosted log.
+ * 0 when the id is topic's now; -1 when it was not guessed and differs,
+ * or cannot be written. */
+int kiq_topics_adopt_id(kiq_topics_t *t, kiq_topic_t *topic, const kiq_uuid_t *id);
 void kiq_topic_unref(kiq_topic_t *topic);
 
 /* Creates a topic and its partition logs. Returns a Kafka error code:

@@ -140,6 +140,25 @@ static bool apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch
 }
 
 /* Snapshot of the list with references, so no lock is held over the fetch. */
+/* A damaged log (the scrubber's mark) is fetched again from the leader
+ * from the damaged segment on, once the controller has taken this replica
+ * out of the ISR (its broker reported it impaired): until then a leader
+ * election could still count on what is there. Here, in the thread that
+ * appends, so no answer to an earlier fetch lands past the cut. */
+static void refetch_damaged(kiq_replica_fetcher_t *f, const kiq_topic_t *topic, int32_t partition,
+                            kiq_partition_log_t *log, const kiq_replica_view_t *v)
+{
+    int64_t from = kiq_partition_log_damaged(log, NULL, 0);
+    if (from < 0) return;
+    for (int i = 0; i < v->nisr; i++)
+        if (v->isr[i] == f->cfg.self) return;
+    if (from < kiq_partition_log_start_offset(log)) from = kiq_partition_log_start_offset(log);
+    KIQ_WARN("%s-%d: fetching the damaged range from offset %lld again from leader %d", topic->name, partition,
+             (long long)from, f->cfg.leader);
+    if (kiq_partition_log_truncate_to(log, from) != 0)
+        KIQ_ERROR("%s-%d: cannot truncate the damaged range: %s", topic->name, partition, kiq_error_get());
+}
+
 static int snapshot(kiq_replica_fetcher_t *f, followed_t **out)
 {
     pthread_mutex_lock(&f->mu);
@@ -197,6 +216,7 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
         kiq_replica_view_t v;
         kiq_partition_replica_view(p->replica, &v);
         if (!log || v.role != KIQ_REPLICA_FOLLOWER || v.leader != f->cfg.leader) continue;
+        refetch_damaged(f, ps[i].topic, ps[i].partition, log, &v);
         int k = nasked++;
         asked[k] = ps[i];
         parts[k] = p;

@@ -25,6 +25,7 @@
 #define ALTER_TIMEOUT_MS 5000
 #define CONNECT_TIMEOUT_MS 2000
 #define ISR_CHECK_MAX_MS 500
+#define LOST_REPORT_MS 5000
 
 typedef struct fetcher_slot {
     int32_t leader;
@@ -38,6 +39,14 @@ typedef struct isr_expand {
     kiq_topic_t *topic; /* a reference */
     int32_t partition, replica;
 } isr_expand_t;
+
+/* A replica this broker cannot trust to write (its directory full or
+ * offline, its log damaged), assigned to the LOST directory. */
+typedef struct lost_replica {
+    kiq_uuid_t topic_id;
+    int32_t partition;
+    int dir;
+} lost_replica_t;
 
 struct kiq_replica_manager {
     kiq_replica_context_t b; /* fixed */
@@ -60,6 +69,11 @@ struct kiq_replica_manager {
     bool running;  /* the ISR thread runs: expansions are queued */
     bool stopped;  /* shutting down: no more fetchers */
     kiq_client_conn_t *conn; /* the ISR thread's connection to the controller; published for shutdown */
+    /* the ISR thread's own: the replicas last reported impaired, and when
+     * they are said again (a restarted controller forgets them) */
+    lost_replica_t *lost;
+    int nlost;
+    int64_t next_lost_report_ms;
 };
 
 
@@ -253,7 +267,7 @@ static kiq_topic_t *hosted_topic(kiq_replica_manager_t *rm, kiq_str_t name, cons
     const kiq_replica_context_t *b = &rm->b;
     kiq_topic_t *topic = kiq_topics_get(b->topics, name);
     if (topic) {
-        if (id && !kiq_uuid_is_zero(id) && memcmp(topic->id.b, id->b, sizeof id->b) != 0) {
+        if (id && !kiq_uuid_is_zero(id) && kiq_topics_adopt_id(b->topics, topic, id) != 0) {
             /* an older topic of that name whose deletion this broker missed */
             KIQ_ERROR("broker %d: LeaderAndIsr for " KIQ_STR_FMT " names another topic id than the one here",
                       b->node_id, KIQ_STR_ARG(name));
@@ -700,6 +714,94 @@ static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
     kiq_arena_reset(&a);
 }
 
+static bool has_lost(const lost_replica_t *l, int n, const lost_replica_t *x)
+{
+    for (int i = 0; i < n; i++)
+        if (l[i].partition == x->partition && memcmp(l[i].topic_id.b, x->topic_id.b, 16) == 0) return true;
+    return false;
+}
+
+/* Adds one assignment to req (arrays in a, room made by the caller). */
+static void assign(kiq_assign_replicas_to_dirs_request_t *req, kiq_arena_t *a, const kiq_uuid_t *dir,
+                   const lost_replica_t *r)
+{
+    kiq_assign_replicas_to_dirs_request_directories_t *d = &req->directories[req->directories_n++];
+    kiq_assign_replicas_to_dirs_request_directories_init(d);
+    d->id = *dir;
+    d->topics_n = 1;
+    d->topics = kiq_arena_calloc(a, 1, sizeof *d->topics);
+    kiq_assign_replicas_to_dirs_request_directories_topics_init(d->topics);
+    d->topics->topic_id = r->topic_id;
+    d->topics->partitions_n = 1;
+    d->topics->partitions = kiq_arena_calloc(a, 1, sizeof *d->topics->partitions);
+    kiq_assign_replicas_to_dirs_request_directories_topics_partitions_init(d->topics->partitions);
+    d->topics->partitions->partition_index = r->partition;
+}
+
+/* Tells the controller which replicas here cannot be trusted to write
+ * (AssignReplicasToDirs to the LOST directory), so it moves their
+ * leaderships and ISR places, and which are back in their directory:
+ * when that changes, and every LOST_REPORT_MS while any is impaired. */
+static void report_impaired(kiq_replica_manager_t *rm, kiq_topic_t **list, int count)
+{
+    const kiq_replica_context_t *b = &rm->b;
+    int64_t epoch = b->broker_epoch(b->ctx);
+    if (epoch < 0) return;
+    int cap = 0;
+    for (int i = 0; i < count; i++) cap += list[i]->npartitions;
+    lost_replica_t *now = calloc((size_t)cap + 1, sizeof *now);
+    if (!now) return;
+    int n = 0;
+    for (int i = 0; i < count; i++)
+        for (int32_t p = 0; p < list[i]->npartitions && n < cap; p++) {
+            kiq_partition_t *part = list[i]->partitions[p];
+            kiq_partition_log_t *log = part->log;
+            if (!log || kiq_partition_replica_role(part->replica) == KIQ_REPLICA_NONE) continue;
+            if (kiq_partition_log_writable(log) && kiq_partition_log_damaged(log, NULL, 0) < 0) continue;
+            now[n++] = (lost_replica_t){list[i]->id, p, atomic_load(&part->dir_index)};
+        }
+    int back = 0, fresh = 0;
+    for (int i = 0; i < rm->nlost; i++) back += !has_lost(now, n, &rm->lost[i]);
+    for (int i = 0; i < n; i++) fresh += !has_lost(rm->lost, rm->nlost, &now[i]);
+    int64_t t = kiq_clock_mono_ms();
+    if (!back && !fresh && (n == 0 || t < rm->next_lost_report_ms)) {
+        free(now);
+        return;
+    }
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_assign_replicas_to_dirs_request_t req;
+    kiq_assign_replicas_to_dirs_request_init(&req);
+    req.broker_id = b->node_id;
+    req.broker_epoch = epoch;
+    req.directories = kiq_arena_calloc(&a, (size_t)(n + back) + 1, sizeof *req.directories);
+    for (int i = 0; i < n; i++) assign(&req, &a, &KIQ_DIR_LOST, &now[i]);
+    for (int i = 0; i < rm->nlost; i++) {
+        const lost_replica_t *r = &rm->lost[i];
+        if (has_lost(now, n, r)) continue;
+        kiq_uuid_t unassigned = {{0}};
+        assign(&req, &a, r->dir >= 0 && r->dir < b->nlog_dirs ? &b->log_dir_ids[r->dir] : &unassigned, r);
+    }
+    kiq_assign_replicas_to_dirs_response_t resp;
+    kiq_assign_replicas_to_dirs_response_init(&resp);
+    kiq_client_conn_t *conn = controller_conn(rm);
+    if (!conn || kiq_client_request(conn, KIQ_API_ASSIGN_REPLICAS_TO_DIRS, 0, &req, &a, &resp, ALTER_TIMEOUT_MS) != 0 ||
+        resp.error_code) {
+        KIQ_WARN_LIMITED("broker %d: AssignReplicasToDirs to the controller failed (retried next round): %s",
+                         b->node_id, resp.error_code ? kiq_error_name(resp.error_code) : kiq_error_get());
+        free(now);
+    } else {
+        if (fresh || back)
+            KIQ_INFO("broker %d: told the controller %d replica(s) here cannot be trusted to write, %d are back",
+                     b->node_id, n, back);
+        free(rm->lost);
+        rm->lost = now;
+        rm->nlost = n;
+        rm->next_lost_report_ms = t + LOST_REPORT_MS;
+    }
+    kiq_arena_reset(&a);
+}
+
 /* One pass: lagging followers out, queued catch-ups in. */
 static void isr_round(kiq_replica_manager_t *rm, isr_expand_t *ex, int nex)
 {
@@ -719,6 +821,7 @@ static void isr_round(kiq_replica_manager_t *rm, isr_expand_t *ex, int nex)
         if (propose(rm, ex[i].topic, ex[i].partition, ex[i].replica, now, &cs[n])) n++;
     if (n > 0) alter(rm, cs, n);
     free(cs);
+    report_impaired(rm, list, count);
     kiq_topics_list_free(list, count);
 }
 
@@ -865,6 +968,7 @@ void kiq_replica_manager_free(kiq_replica_manager_t *rm)
     free(rm->slots);
     for (int i = 0; i < rm->nexpands; i++) kiq_topic_unref(rm->expands[i].topic);
     free(rm->expands);
+    free(rm->lost);
     free(rm->paused);
     pthread_mutex_destroy(&rm->mu);
     free(rm);

@@ -28,6 +28,8 @@ struct kiq_controller;
 
 /* What the manager works with, from the broker that owns it; everything
  * outlives the manager. The callbacks may be called from any thread. */
+#define KIQ_REPLICA_MAX_LOG_DIRS 64
+
 typedef struct kiq_replica_context {
     int32_t node_id;
     const kiq_config_t *config;
@@ -45,6 +47,10 @@ typedef struct kiq_replica_context {
      * so the coordination of its groups or transactional ids comes or goes. */
     void (*coordinator_partition_led)(void *ctx, const char *topic, int32_t partition, bool led);
     void *ctx;
+    /* The registry's log directories' directory.id, in its order: what a
+     * recovered replica is assigned back to (AssignReplicasToDirs). */
+    kiq_uuid_t log_dir_ids[KIQ_REPLICA_MAX_LOG_DIRS];
+    int nlog_dirs;
 } kiq_replica_context_t;
 
 /* For a cluster-mode broker whose topics are open: every partition loaded

@@ -556,6 +556,7 @@ int kiq_broker_start(kiq_broker_t *b)
             .coordinator_partition_led = coordinator_partition_led,
             .ctx = b,
         };
+        for (int i = 0; i < b->nlog_dirs && i < KIQ_REPLICA_MAX_LOG_DIRS; i++) rc.log_dir_ids[rc.nlog_dirs++] = b->log_dirs[i].dir_id;
         if (!(b->replicas = kiq_replica_manager_new(&rc))) return -1;
     } else {
         kiq_replica_manager_lead_all_alone(b->topics);

@@ -139,7 +139,7 @@ static void load_one(void *arg, kiq_str_t id, const kiq_transaction_log_value_t 
     }
     kiq_txn_t *t = malloc(sizeof *t);
     if (!t || kiq_txn_from_value(t, id, v) != 0 || put(c->tc, id.p, (size_t)id.len, t) != 0) {
-        KIQ_ERROR("transactional id " KIQ_STR_FMT ": cannot keep its state: %s", KIQ_STR_ARG(id), kiq_error_get());
+        KIQ_ERROR_LIMITED("transactional id " KIQ_STR_FMT ": cannot keep its state: %s", KIQ_STR_ARG(id), kiq_error_get());
         if (t) free_txn(t);
         return;
     }
@@ -270,7 +270,7 @@ int kiq_txn_coordinator_ensure_topic(kiq_txn_coordinator_t *tc)
             (int32_t)kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTION_STATE_LOG_NUM_PARTITIONS), 1, &cfg, false);
         if (rc == KIQ_ERR_TOPIC_ALREADY_EXISTS) rc = KIQ_ERR_NONE; /* another thread was first */
         if (rc == KIQ_ERR_NONE) KIQ_INFO("created " KIQ_TXN_TOPIC);
-        else KIQ_ERROR("cannot create " KIQ_TXN_TOPIC ": %s", kiq_error_get());
+        else KIQ_ERROR_LIMITED("cannot create " KIQ_TXN_TOPIC ": %s", kiq_error_get());
     }
     kiq_topic_configs_clear(&cfg);
     return rc;
@@ -411,7 +411,7 @@ void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const 
     if (!err) {
         kiq_txn_bump(next, new_id, req->transaction_timeout_ms, kiq_clock_wall_ms(), req->producer_id >= 0);
         err = write_state(tc, next, *partition, need);
-        if (err) KIQ_WARN("InitProducerId for %s: %s", name, kiq_error_get());
+        if (err) KIQ_WARN_LIMITED("InitProducerId for %s: %s", name, kiq_error_get());
     } else if (action == KIQ_TXN_INIT_FENCE_ABORT) {
         /* the new incarnation fences the old one (a later epoch) and its
          * transaction is aborted; the client asks again and gets Empty */
@@ -469,7 +469,7 @@ static int16_t add_to_txn(kiq_txn_coordinator_t *tc, kiq_txn_t *t, kiq_str_t id,
     if (!err) {
         kiq_txn_begin_if_needed(next, kiq_clock_wall_ms());
         err = write_state(tc, next, partition, need);
-        if (err) KIQ_WARN("transactional id %s: cannot store its partitions: %s", t->id, kiq_error_get());
+        if (err) KIQ_WARN_LIMITED("transactional id %s: cannot store its partitions: %s", t->id, kiq_error_get());
     }
     if (!err && put(tc, id.p, (size_t)id.len, next) != 0) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
     if (err) free_txn(next);
@@ -676,7 +676,7 @@ int16_t kiq_txn_end(kiq_txn_coordinator_t *tc, int16_t version, const kiq_end_tx
             kiq_txn_set_state(next, req->committed ? KIQ_TXN_PREPARE_COMMIT : KIQ_TXN_PREPARE_ABORT,
                               kiq_clock_wall_ms());
             err = write_state(tc, next, *partition, need);
-            if (err) KIQ_WARN("EndTxn for %s: %s", t->id, kiq_error_get());
+            if (err) KIQ_WARN_LIMITED("EndTxn for %s: %s", t->id, kiq_error_get());
             if (!err && put(tc, id.p, (size_t)id.len, next) != 0) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
             if (err) free_txn(next);
             else queue_ending(tc, next->id);

@@ -28,29 +28,55 @@ static int save(const char *dir, const char *name, const uint8_t *p, size_t n)
     return fclose(f);
 }
 
+/* What goes before a sample's encoding: a request's header, a data
+ * message's selector. */
+typedef void (*prefix_fn)(kiq_wr_t *w, size_t index, int16_t key, int16_t version, int16_t min_version);
+
+static void request_header(kiq_wr_t *w, size_t index, int16_t key, int16_t v, int16_t min_version)
+{
+    kiq_request_header_t h = {key, v, 1, KIQ_STR("fuzz"), {0}, (int8_t)kiq_request_header_version(key, v)};
+    kiq_request_header_encode(w, &h);
+}
+
+/* the data target's selector: message index, then the version's offset */
+static void data_selector(kiq_wr_t *w, size_t index, int16_t key, int16_t v, int16_t min_version)
+{
+    int16_t dv = (int16_t)(v - min_version);
+    uint8_t sel[3] = {(uint8_t)index, (uint8_t)(dv >> 8), (uint8_t)dv};
+    kiq_wr_raw(w, sel, sizeof sel);
+}
+
+/* One message's sample at each of its versions, saved as NAME-vN. */
+static int samples(const char *dir, const char *name, size_t index, int16_t key, int16_t min, int16_t max,
+                   size_t size, void (*init)(void *), kiq_sample_fn sample, kiq_encode_fn encode, prefix_fn prefix)
+{
+    for (int16_t v = min; sample && v <= max; v++) {
+        kiq_arena_t a;
+        kiq_arena_init(&a);
+        void *m = kiq_arena_alloc(&a, size);
+        init(m);
+        sample(m, v, &a, 7);
+        kiq_wr_t w;
+        kiq_wr_init(&w);
+        prefix(&w, index, key, v, min);
+        encode(&w, v, m);
+        char file[96];
+        snprintf(file, sizeof file, "%s-v%d", name, v);
+        int rc = w.err ? 0 : save(dir, file, w.buf, w.len);
+        kiq_wr_free(&w);
+        kiq_arena_reset(&a);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
 static int requests(const char *dir)
 {
     for (size_t i = 0; i < kiq_api_codec_count; i++) {
         const kiq_api_codec_t *c = &kiq_api_codecs[i];
-        kiq_sample_fn sample = kiq_api_request_sample(c->key);
-        for (int16_t v = c->min_version; sample && v <= c->max_version; v++) {
-            kiq_arena_t a;
-            kiq_arena_init(&a);
-            void *m = kiq_arena_alloc(&a, c->request_size);
-            c->request_init(m);
-            sample(m, v, &a, 7);
-            kiq_request_header_t h = {c->key, v, 1, KIQ_STR("fuzz"), {0}, (int8_t)kiq_request_header_version(c->key, v)};
-            kiq_wr_t w;
-            kiq_wr_init(&w);
-            kiq_request_header_encode(&w, &h);
-            c->request_encode(&w, v, m);
-            char name[96];
-            snprintf(name, sizeof name, "%s-v%d", c->name, v);
-            int rc = w.err ? 0 : save(dir, name, w.buf, w.len);
-            kiq_wr_free(&w);
-            kiq_arena_reset(&a);
-            if (rc) return -1;
-        }
+        if (samples(dir, c->name, i, c->key, c->min_version, c->max_version, c->request_size, c->request_init,
+                    kiq_api_request_sample(c->key), c->request_encode, request_header) != 0)
+            return -1;
     }
     return 0;
 }
@@ -80,27 +106,9 @@ static int datas(const char *dir)
 {
     for (size_t i = 0; i < kiq_data_codec_count; i++) {
         const kiq_data_codec_t *c = &kiq_data_codecs[i];
-        kiq_sample_fn sample = kiq_data_sample(c->name);
-        for (int16_t v = c->min_version; sample && v <= c->max_version; v++) {
-            kiq_arena_t a;
-            kiq_arena_init(&a);
-            void *m = kiq_arena_alloc(&a, c->size);
-            c->init(m);
-            sample(m, v, &a, 7);
-            kiq_wr_t w;
-            kiq_wr_init(&w);
-            /* the target's selector: message index, then the version's offset */
-            int16_t dv = (int16_t)(v - c->min_version);
-            uint8_t sel[3] = {(uint8_t)i, (uint8_t)(dv >> 8), (uint8_t)dv};
-            kiq_wr_raw(&w, sel, sizeof sel);
-            c->encode(&w, v, m);
-            char name[96];
-            snprintf(name, sizeof name, "%s-v%d", c->name, v);
-            int rc = w.err ? 0 : save(dir, name, w.buf, w.len);
-            kiq_wr_free(&w);
-            kiq_arena_reset(&a);
-            if (rc) return -1;
-        }
+        if (samples(dir, c->name, i, 0, c->min_version, c->max_version, c->size, c->init, kiq_data_sample(c->name),
+                    c->encode, data_selector) != 0)
+            return -1;
     }
     return 0;
 }

@@ -7,16 +7,19 @@ resume by themselves, without a restart.
 """
 
 import os
+import struct
 import subprocess
 import time
 
 import pytest
 
 import kiq_clients as kc
+import kiq_group_wire as gw
 import kiq_wire as w
 from conftest import Broker
 
 STORAGE_ERROR = 56
+COORDINATOR_NOT_AVAILABLE = 15
 VALUE = b"v" * 60000
 
 
@@ -64,6 +67,15 @@ def test_a_full_directory_serves_what_it_has_and_takes_appends_again(tmp_path, t
         assert [(off, val) for _, off, _, val, _ in got] == [(base, VALUE + b"%d" % n) for base, n in acked]
         log = b.stderr_tail(50000)
         assert f"log directory {b.data_dir} is full" in log, log[-3000:]
+        # the transaction coordinator's topic cannot be made now: each ask is
+        # answered as retriable, and said in the log once, not per call
+        with w.Conn(b.host, b.port) as c:
+            for _ in range(30):
+                err = gw.parse_find_coordinator_v1(
+                    c.call(gw.API_FIND_COORDINATOR, 1, w.string("txn-on-full") + struct.pack(">b", 1)))[0]
+                assert err == COORDINATOR_NOT_AVAILABLE, err
+        said = [ln for ln in b.stderr_tail(200000).splitlines() if "cannot create __transaction_state" in ln]
+        assert len(said) == 1, said
         # room again: appends come back by themselves
         os.remove(filler)
         deadline = time.monotonic() + 10

@@ -14,5 +14,6 @@ def test_three_hard_bounces_lose_and_duplicate_nothing(tmp_path):
     out = r.stdout
     assert r.returncode == 0, out + r.stderr[-4000:]
     assert "bounces 0;" not in out
+    assert "not back within 90 s: 0" in out, out
     for line in ("lost-write            0", "duplicate             0", "unseen                0", "ok: no anomaly"):
         assert line in out, out

@@ -78,6 +78,105 @@ describe("cluster failover", function()
     assert(produce(c, "f", part, 301, 310))
   end)
 
+  it("takes the controller's topic id for a log left without partition.metadata, and rejoins the ISR", function()
+    -- a SIGKILL right after a topic was created used to leave a partition
+    -- directory without its id; the restarted broker made one up and refused
+    -- every LeaderAndIsr naming the real one, so it never rejoined
+    c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1500, ["broker.heartbeat.interval.ms"] = 200 })
+    local part, leader = create(c, "tid")
+    assert(produce(c, "tid", part, 1, 50))
+    assert(c:wait_for_replicas("tid", part, 10000))
+    local dir = c:broker(leader).dir
+    c:kill(leader)
+    for p = 0, 2 do assert(os.remove(("%s/tid-%d/partition.metadata"):format(dir, p))) end
+    assert(c:restart(leader))
+    for p = 0, 2 do assert(c:wait_for_isr("tid", p, 3, 15000)) end
+    local function id_file(d, p)
+      local f = assert(io.open(("%s/tid-%d/partition.metadata"):format(d, p)))
+      local text = f:read("*a")
+      f:close()
+      return text
+    end
+    assert(kiq.wait_for(function()
+      for p = 0, 2 do
+        if id_file(c:broker(0).dir, p) ~= id_file(dir, p) then return false end
+      end
+      return true
+    end, 10000, "the restarted broker to write the controller's topic id"))
+    assert(produce(c, "tid", part, 51, 60))
+    assert(c:wait_for_replicas("tid", part, 10000)) -- it follows again
+  end)
+
+  it("moves the leadership of a full log directory to a replica that can write, and takes it back when there is room", function()
+    c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1500, ["broker.heartbeat.interval.ms"] = 200 })
+    local part, leader = create(c, "full")
+    assert(produce(c, "full", part, 1, 100))
+    assert(c:wait_for_replicas("full", part, 10000))
+    local epoch = c:partition("full", part).leader_epoch
+    assert(c:broker(leader):inject_disk_fault{ errno = "ENOSPC" })
+    -- the next append fails for want of space: the directory is full, the
+    -- controller hears the replica is impaired and elects another leader
+    assert(produce(c, "full", part, 101, 200))
+    local info = c:partition("full", part)
+    assert.are_not.equal(leader, info.leader)
+    assert.is_true(info.leader_epoch > epoch)
+    for _, id in ipairs(info.isr) do assert.are_not.equal(leader, id) end
+    assert.equals("No space left on device", c:broker(leader):state().log_dirs[1].full)
+    -- the preferred replica is not elected while it cannot write
+    c:elect_preferred_leaders()
+    assert.are_not.equal(leader, c:partition("full", part).leader)
+    local got = records(c, "full", part, 200)
+    assert.equals(200, #got)
+    -- room again: it catches up, rejoins the ISR and can lead again
+    c:broker(leader):clear_disk_fault()
+    assert(c:wait_for_isr("full", part, 3, 15000))
+    assert(kiq.wait_for(function()
+      c:elect_preferred_leaders()
+      return c:partition("full", part).leader == leader
+    end, 10000, "the preferred replica to lead again"))
+    assert(produce(c, "full", part, 201, 210))
+    assert.equals(210, #records(c, "full", part, 210))
+  end)
+
+  it("gives up a leadership whose log the scrubber found damaged and fetches the damaged range again", function()
+    c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1500, ["broker.heartbeat.interval.ms"] = 200,
+                            ["log.segment.bytes"] = 2048, ["kafkaiq.log.scrub.interval.ms"] = 0 })
+    local part, leader = create(c, "scrub")
+    local p = assert(c:producer{ acks = -1, linger_ms = 0 })
+    for i = 1, 40 do
+      assert(p:send("scrub", "k" .. i, ("v%d %s"):format(i, ("x"):rep(100)), { partition = part }))
+      assert(p:flush(10000))
+    end
+    p:close()
+    assert(c:wait_for_replicas("scrub", part, 10000))
+    local b = c:broker(leader)
+    local pipe = assert(io.popen(("ls '%s/scrub-%d' | grep '\\.log$' | sort"):format(b.dir, part)))
+    local segs = {}
+    for line in pipe:lines() do segs[#segs + 1] = ("%s/scrub-%d/%s"):format(b.dir, part, line) end
+    pipe:close()
+    assert.is_true(#segs >= 3)
+    local f = assert(io.open(segs[2], "r+b"))
+    f:seek("set", 300)
+    local byte = f:read(1)
+    f:seek("set", 300)
+    f:write(string.char((byte:byte() + 1) % 256))
+    f:close()
+    assert.are.equal(1, b:scrub())
+    -- it stops leading, leaves the ISR, fetches the range again and comes back whole
+    local new = assert(c:wait_for_leader("scrub", part, 10000, leader))
+    assert.are_not.equal(leader, new)
+    assert(c:wait_for_isr("scrub", part, 3, 15000))
+    assert(c:wait_for_replicas("scrub", part, 10000))
+    assert.is_nil(b:state().topics.scrub.partitions[part].damaged)
+    assert.are.equal(0, b:scrub())
+    assert(kiq.wait_for(function()
+      c:elect_preferred_leaders()
+      return c:partition("scrub", part).leader == leader
+    end, 10000, "the repaired replica to lead again"))
+    local got = records(c, "scrub", part, 40)
+    for i = 1, 40 do assert.equals("k" .. i, got[i].key) end
+  end)
+
   it("moves leaderships back to preferred replicas on its own (auto.leader.rebalance.enable)", function()
     c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1000, ["broker.heartbeat.interval.ms"] = 200,
       ["leader.imbalance.check.interval.seconds"] = 1 })
