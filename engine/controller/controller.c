@@ -49,6 +49,12 @@ typedef struct broker_slot {
     kiq_uuid_t dirs[SLOT_DIRS];
     int ndirs;
     kiq_broker_channel_t *channel;
+    /* The store offset its channel's round in flight was built at, and the
+     * highest one it took: a partition's new leader is named to the brokers
+     * (and so to clients) only once it took its LeaderAndIsr, else a client
+     * sends it a retry before it leads, gets NOT_LEADER and (librdkafka
+     * < 2.3) takes the next batch's OUT_OF_ORDER_SEQUENCE as fatal. */
+    int64_t building_offset, acked_offset;
     stop_entry_t *stops;
     int nstops, cap, stops_in_flight;
 } broker_slot_t;
@@ -122,6 +128,14 @@ static bool has_id(const int32_t *ids, int32_t n, int32_t id)
     return false;
 }
 
+/* Under mu: a round for every broker. */
+static void tell_brokers(kiq_controller_t *c)
+{
+    c->version++;
+    for (int i = 0; i < c->nbrokers; i++)
+        if (c->brokers[i].channel) kiq_broker_channel_poke(c->brokers[i].channel, c->version);
+}
+
 /* Under mu: makes the records durable, applies them, tells the brokers. */
 static int commit(kiq_controller_t *c, batch_t *b)
 {
@@ -137,9 +151,7 @@ static int commit(kiq_controller_t *c, batch_t *b)
             KIQ_ERROR("controller: %s at offset %lld does not apply: %s", kiq_metadata_record_name(b->r[i].type),
                       (long long)offset, kiq_error_get());
     }
-    c->version++;
-    for (int i = 0; i < c->nbrokers; i++)
-        if (c->brokers[i].channel) kiq_broker_channel_poke(c->brokers[i].channel, c->version);
+    tell_brokers(c);
     b->n = 0;
     return 0;
 }
@@ -159,6 +171,7 @@ static broker_slot_t *slot_of(kiq_controller_t *c, int32_t id, bool create)
     broker_slot_t *s = &c->brokers[c->nbrokers++];
     memset(s, 0, sizeof *s);
     s->id = id;
+    s->building_offset = s->acked_offset = -1;
     return s;
 }
 
@@ -480,6 +493,15 @@ static kiq_str_t astr(kiq_arena_t *a, const char *s)
     return (kiq_str_t){kiq_arena_strndup(a, s, n), (int32_t)n};
 }
 
+/* Under mu: the leader the brokers are told of: none until it took the
+ * record that made it leader. */
+static int32_t announced_leader(kiq_controller_t *c, const kiq_partition_registration_t *pr)
+{
+    if (pr->leader < 0 || pr->leader_offset < 0) return pr->leader;
+    const broker_slot_t *l = slot_of(c, pr->leader, false);
+    return l && l->acked_offset >= pr->leader_offset ? pr->leader : KIQ_NO_LEADER;
+}
+
 static uint64_t build_round(void *ctx, int32_t broker, kiq_arena_t *a, kiq_channel_round_t *out)
 {
     kiq_controller_t *c = ctx;
@@ -513,7 +535,7 @@ static uint64_t build_round(void *ctx, int32_t broker, kiq_arena_t *a, kiq_chann
             kiq_update_metadata_request_topic_states_partition_states_init(up);
             up->partition_index = p;
             up->controller_epoch = CONTROLLER_EPOCH;
-            up->leader = pr->leader;
+            up->leader = announced_leader(c, pr);
             up->leader_epoch = pr->leader_epoch;
             up->isr = copy_ids(a, pr->isr, pr->nisr);
             up->isr_n = pr->nisr;
@@ -593,6 +615,7 @@ static uint64_t build_round(void *ctx, int32_t broker, kiq_arena_t *a, kiq_chann
         o->value = astr(a, e->value);
     }
     broker_slot_t *s = slot_of(c, broker, false);
+    if (s) s->building_offset = kiq_metadata_image_offset(c->image);
     out->stop = s && s->nstops > 0;
     if (out->stop) {
         kiq_stop_replica_request_t *sr = &out->stop_replica;
@@ -618,14 +641,34 @@ static uint64_t build_round(void *ctx, int32_t broker, kiq_arena_t *a, kiq_chann
     return version;
 }
 
+/* Under mu: whether the broker leads a partition it took the leadership of
+ * after `from` and up to `to`. */
+static bool took_leadership(kiq_controller_t *c, int32_t broker, int64_t from, int64_t to)
+{
+    size_t ntopics = kiq_metadata_image_topic_count(c->image);
+    for (size_t t = 0; t < ntopics; t++) {
+        const kiq_topic_image_t *ti = kiq_metadata_image_topic_at(c->image, t);
+        for (int32_t p = 0; p < ti->npartitions; p++) {
+            const kiq_partition_registration_t *pr = &ti->partitions[p];
+            if (pr->leader == broker && pr->leader_offset > from && pr->leader_offset <= to) return true;
+        }
+    }
+    return false;
+}
+
 static void round_sent(void *ctx, int32_t broker, uint64_t version, bool stop_sent)
 {
     kiq_controller_t *c = ctx;
     (void)version;
-    if (!stop_sent) return;
     pthread_mutex_lock(&c->mu);
     broker_slot_t *s = slot_of(c, broker, false);
-    if (s && s->stops_in_flight > 0) {
+    if (s && s->building_offset > s->acked_offset) {
+        int64_t from = s->acked_offset;
+        s->acked_offset = s->building_offset;
+        /* its new leaderships can be named now: a round for everyone */
+        if (took_leadership(c, broker, from, s->acked_offset)) tell_brokers(c);
+    }
+    if (stop_sent && s && s->stops_in_flight > 0) {
         for (int i = 0; i < s->stops_in_flight; i++) free(s->stops[i].topic);
         memmove(s->stops, s->stops + s->stops_in_flight, (size_t)(s->nstops - s->stops_in_flight) * sizeof *s->stops);
         s->nstops -= s->stops_in_flight;
@@ -654,6 +697,7 @@ static void connect_channel(kiq_controller_t *c, broker_slot_t *s, bool restarte
     } else if (restarted) {
         kiq_broker_channel_reset(s->channel, e->host, e->port);
     }
+    if (restarted) s->building_offset = s->acked_offset = -1;
     kiq_broker_channel_poke(s->channel, c->version ? c->version : 1);
 }
 

@@ -325,6 +325,7 @@ int kiq_metadata_image_apply_partition(kiq_metadata_image_t *img, const kiq_part
         .leader_epoch = r->leader_epoch,
         .partition_epoch = r->partition_epoch,
         .leader_recovery_state = r->leader_recovery_state,
+        .leader_offset = -1,
     };
     if (ok && r->partition_id == t->npartitions) {
         kiq_partition_registration_t *np = realloc(t->partitions, ((size_t)t->npartitions + 1) * sizeof *np);
@@ -502,6 +503,12 @@ const char *kiq_metadata_image_config(const kiq_metadata_image_t *img, int8_t re
 
 /* ---- dispatch ---- */
 
+static void stamp_leader(kiq_metadata_image_t *img, const kiq_uuid_t *topic_id, int32_t partition, int64_t offset)
+{
+    kiq_topic_image_t *t;
+    if (find_partition(img, topic_id, partition, &t) == 0) t->partitions[partition].leader_offset = offset;
+}
+
 int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const kiq_metadata_record_t *r)
 {
     int rc;
@@ -523,6 +530,8 @@ int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const ki
     default: return kiq_error_set("metadata record type %d cannot be applied", r->type);
     }
     if (rc == 0) img->offset = offset;
+    if (rc == 0 && r->type == KIQ_MR_PARTITION_CHANGE && r->m.partition_change.leader != KIQ_NO_LEADER_CHANGE)
+        stamp_leader(img, &r->m.partition_change.topic_id, r->m.partition_change.partition_id, offset);
     return rc;
 }
 

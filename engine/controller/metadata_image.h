@@ -62,6 +62,10 @@ typedef struct kiq_partition_registration {
     int32_t leader_epoch;
     int32_t partition_epoch;
     int8_t leader_recovery_state;
+    /* the store offset of the change that gave it this leader, -1 for the
+     * one it was created with (not a record field): the controller names a
+     * new leader to the brokers once the leader has taken that far */
+    int64_t leader_offset;
 } kiq_partition_registration_t;
 
 typedef struct kiq_topic_image {

@@ -205,8 +205,10 @@ def test_coordinator_killed_before_its_markers(tmp_path):
     """3 brokers, one process each. The broker leading the transaction's
     data partition is paused so its marker cannot be written; EndTxn
     (commit) is answered once PrepareCommit is replicated; then the
-    coordinator's broker is SIGKILLed. The new coordinator finds the
-    PrepareCommit, writes the marker once the paused broker is back, and
+    coordinator's broker is SIGKILLed and the paused broker stays paused
+    until the controller has fenced it and another broker coordinates. The
+    new coordinator finds the PrepareCommit, writes the marker once the
+    paused broker is back, and
     the transaction completes: a read_committed consumer sees all of its
     records, and saw none of them before."""
     from cluster import CLUSTER_OVERRIDES, Cluster, wait_until
@@ -244,16 +246,25 @@ def test_coordinator_killed_before_its_markers(tmp_path):
         c[data_leader].pause()
         p.commit_transaction(60)
         c[coordinator].kill()
+        # FindCoordinator names the killed broker until the controller fences
+        # it (broker.session.timeout.ms), as Kafka's does
+        wait_until(lambda: find_coordinator(c[0], txn_id) not in (None, coordinator), 60,
+                   "another transaction coordinator")
         c[data_leader].resume()
         live = f"{c[0].bootstrap},{c[data_leader].bootstrap}"
-        # the new coordinator (once the controller fenced the killed broker)
-        # writes the marker: the 20 records and the COMMIT marker (a second
-        # one when the killed coordinator's WriteTxnMarkers, sent before it
-        # died, reaches the resumed leader too: harmless)
-        wait_until(lambda: end_offset(live, topic, partition) >= 21, 60, "the COMMIT marker")
+        # the new coordinator writes the marker: the 20 records and the COMMIT
+        # marker (a second one when the killed coordinator's WriteTxnMarkers,
+        # sent before it died, reaches the resumed leader too: harmless)
+        # (the paused broker was fenced too: its partition has no leader until
+        # the controller takes it back)
+        def marked():
+            try:
+                return end_offset(live, topic, partition) >= 21
+            except KafkaException:
+                return False
+        wait_until(marked, 60, "the COMMIT marker")
         got = [v for _, _, _, v in read(live, topic, [partition])]
         assert got == values
-        assert coordinator_of(c[0], txn_id, 30) != coordinator
         # the killed broker comes back and follows what happened meanwhile
         c[coordinator].start()
         c.wait_registered()
