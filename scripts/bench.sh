@@ -4,8 +4,13 @@
 #   scripts/bench.sh                      start build/kafkaiq on a free port with a
 #                                         temporary data dir, bench it, stop it
 #   scripts/bench.sh --bootstrap H:P      bench that address only (any Kafka server)
-#   scripts/bench.sh --peer               also bench librdkafka's mock cluster
-#                                         (../shared/tools/mockpeer.c), side by side
+#   scripts/bench.sh --peer [--rounds N]  also bench librdkafka's mock cluster
+#                                         (../shared/tools/mockpeer.c), N rounds
+#                                         alternating, and print per workload and
+#                                         round KafkaIQ, the mock, the ratio, the
+#                                         loopback's bandwidth measured in the
+#                                         same run (iperf3) and each one's CPU
+#                                         seconds per GB
 #   scripts/bench.sh --broker-override K=V  pass --override K=V to the kafkaiq it
 #                                         starts (repeatable), e.g.
 #                                         kafkaiq.fetch.sendfile=false
@@ -19,7 +24,7 @@
 # phase, then the consume phase.
 # Other options go to kiq_bench: --count-small N (100 B messages, default
 # 1000000), --count-large N (1 KiB, default 300000), --acks 0|1|all (default 1),
-# --partitions N (default 3), --topic NAME.
+# --partitions N (default 3), --topic NAME, --no-consume (produce only).
 # The mock cluster keeps data in memory only (the last 5 MiB per partition) and
 # ignores acks: compare its produce figures at acks=1 and read its consume
 # figures as "of what it kept".
@@ -51,7 +56,8 @@ while [[ $# -gt 0 ]]; do
     --journeys) journeys=1; shift ;;
     --rounds) rounds=$2; shift 2 ;;
     --count-small | --count-large | --acks) pass+=("$1" "$2"); shift 2 ;;
-    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+    --no-consume) pass+=("$1"); shift ;;
+    -h | --help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -217,8 +223,100 @@ summary() {
         }' "$1"
 }
 
+# loopback_gbs: one TCP stream's bandwidth over 127.0.0.1 in GB/s (iperf3,
+# 3 s), or "" without iperf3.
+loopback_gbs() {
+    command -v iperf3 >/dev/null || return 0
+    local port pid
+    port=$(free_port)
+    # not -1 (one test): wait_port's probe would be that test
+    iperf3 -s -B 127.0.0.1 -p "$port" >/dev/null 2>&1 &
+    pid=$!
+    if wait_port 127.0.0.1 "$port" "$pid"; then
+        iperf3 -c 127.0.0.1 -p "$port" -t 3 -J 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+end = json.load(sys.stdin).get("end", {})
+if "sum_received" in end:
+    print("%.2f" % (end["sum_received"]["bits_per_second"] / 8e9))'
+    fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+# bench_mock LABEL: starts the mock cluster (one broker, the topic made up
+# front: it cannot run CreateTopics), benches it with its CPU, stops it.
+bench_mock() {
+    local out mock_pid mock_bs deadline
+    out=$(mktemp -d)
+    tmpdirs+=("$out")
+    "$MOCK_BIN" 1 "$topic" "$partitions" >"$out/stdout" 2>"$out/stderr" &
+    mock_pid=$!
+    pids+=("$mock_pid")
+    deadline=$((SECONDS + READY_TIMEOUT))
+    until mock_bs=$(grep -m1 -E '^[^ ]+:[0-9]+' "$out/stdout"); do
+        if ((SECONDS >= deadline)) || ! kill -0 "$mock_pid" 2>/dev/null; then
+            echo "bench.sh: mock peer did not start" >&2
+            cat "$out/stderr" >&2
+            exit 1
+        fi
+        sleep 0.05
+    done
+    run_bench "$1" "$mock_bs" | with_cpu "$mock_pid"
+    kill -TERM "$mock_pid" 2>/dev/null || true
+    wait "$mock_pid" 2>/dev/null || true
+    pids=()
+}
+
+# compare FILE LOOPBACK_GBS: per round and workload, KafkaIQ's msg/s, the
+# mock's and the ratio; for produce the GB/s, the share of the loopback and
+# each one's CPU seconds per GB of payload.
+compare() {
+    awk -v lb="$2" '$1 !~ /^#/ && $1 != "target" && NF >= 8 && ($1 == "kafkaiq" || $1 == "mock-peer") {
+            k = $2 " B " $3; i = ++n[$1, k]; rate[$1, k, i] = $6; mbs[$1, k, i] = $7
+            gb[$1, k, i] = $4 * $2 / 1e9; cpu[$1, k, i] = $NF
+            if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
+        }
+        END {
+            printf "# %-5s %-16s %12s %12s %7s %8s %6s %10s %10s\n", "round", "workload", "kafkaiq/s", "mock/s",
+                "ratio", "GB/s", "of lo", "kiq cpu/GB", "mock cpu/GB"
+            for (j = 1; j <= nk; j++) {
+                k = keys[j]
+                for (i = 1; i <= n["kafkaiq", k] && i <= n["mock-peer", k]; i++) {
+                    a = rate["kafkaiq", k, i]; m = rate["mock-peer", k, i]
+                    g = mbs["kafkaiq", k, i] / 1000
+                    share = (lb > 0 && k ~ /produce/) ? sprintf("%5.0f%%", g * 100 / lb) : "     -"
+                    ck = gb["kafkaiq", k, i] > 0 ? cpu["kafkaiq", k, i] / gb["kafkaiq", k, i] : 0
+                    cm = gb["mock-peer", k, i] > 0 ? cpu["mock-peer", k, i] / gb["mock-peer", k, i] : 0
+                    printf "# %-5d %-16s %12.0f %12.0f %7.2f %8.2f %6s %10.2f %10.2f\n", i, k, a, m,
+                        (m > 0 ? a / m : 0), g, share, ck, cm
+                }
+            }
+        }' "$1"
+}
+
+if [[ $peer -eq 1 ]]; then
+    [[ -f $MOCK_SRC ]] || { echo "bench.sh: $MOCK_SRC not found" >&2; exit 1; }
+    if [[ ! -x $MOCK_BIN || $MOCK_SRC -nt $MOCK_BIN ]]; then
+        gcc -O2 -o "$MOCK_BIN" "$MOCK_SRC" -lrdkafka
+    fi
+fi
+
 if [[ -n $bootstrap ]]; then
     run_bench target "$bootstrap"
+    if [[ $peer -eq 1 ]]; then bench_mock mock-peer; fi
+elif [[ $peer -eq 1 ]]; then
+    [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
+    rows=$(mktemp -d)
+    tmpdirs+=("$rows")
+    lb=$(loopback_gbs)
+    echo "# loopback: ${lb:-?} GB/s (iperf3, one TCP stream over 127.0.0.1, measured before the rounds)"
+    for ((r = 1; r <= rounds; r++)); do
+        bench_kafkaiq kafkaiq 0 "${broker_overrides[@]}" | tee -a "$rows/all"
+        bench_mock mock-peer | tee -a "$rows/all"
+    done
+    lb2=$(loopback_gbs)
+    echo "# loopback: ${lb2:-?} GB/s (after the rounds)"
+    compare "$rows/all" "$(awk -v a="${lb:-0}" -v b="${lb2:-0}" 'BEGIN { print (a > b ? a : b) }')"
 else
     [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
     if [[ $journeys -eq 1 ]]; then
@@ -241,27 +339,4 @@ else
     else
         bench_kafkaiq kafkaiq 0 "${broker_overrides[@]}"
     fi
-fi
-
-if [[ $peer -eq 1 ]]; then
-    [[ -f $MOCK_SRC ]] || { echo "bench.sh: $MOCK_SRC not found" >&2; exit 1; }
-    if [[ ! -x $MOCK_BIN || $MOCK_SRC -nt $MOCK_BIN ]]; then
-        gcc -O2 -o "$MOCK_BIN" "$MOCK_SRC" -lrdkafka
-    fi
-    out=$(mktemp -d)
-    tmpdirs+=("$out")
-    # One broker, with the topic made up front: the mock cannot run CreateTopics.
-    "$MOCK_BIN" 1 "$topic" "$partitions" >"$out/stdout" 2>"$out/stderr" &
-    mock_pid=$!
-    pids+=("$mock_pid")
-    deadline=$((SECONDS + READY_TIMEOUT))
-    until mock_bs=$(grep -m1 -E '^[^ ]+:[0-9]+' "$out/stdout"); do
-        if ((SECONDS >= deadline)) || ! kill -0 "$mock_pid" 2>/dev/null; then
-            echo "bench.sh: mock peer did not start" >&2
-            cat "$out/stderr" >&2
-            exit 1
-        fi
-        sleep 0.05
-    done
-    run_bench mock-peer "$mock_bs"
 fi

@@ -18,8 +18,9 @@ PACKAGES=(
     prometheus
     # the browser the live page's test drives (headless) and its driver
     chromium chromium-driver python3-selenium
-    # real clients for interop tests and the benchmark
-    kcat librdkafka-dev python3-confluent-kafka python3-kafka python3-pytest
+    # real clients for interop tests and the benchmark; iperf3 measures the
+    # loopback the benchmark compares produce throughput with
+    kcat librdkafka-dev python3-confluent-kafka python3-kafka python3-pytest iperf3 valgrind
     # what the librdkafka the Node clients bundle links against when built here
     libssl-dev
     # codecs kafka-python loads optionally; without them it can only do gzip

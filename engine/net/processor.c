@@ -20,8 +20,10 @@
 
 /* The input buffer starts at READ_CHUNK and grows toward the frame being
  * read by at most twice its size or GROW_AHEAD past the bytes that came,
- * so a declared size costs memory only as its bytes arrive. */
-enum { READ_CHUNK = 65536, GROW_AHEAD = 1 << 20 };
+ * so a declared size costs memory only as its bytes arrive. GROW_AHEAD
+ * takes a producer's usual request (a few 1 MiB batches) in one step, so
+ * its bytes are not copied by the growth (the pool bounds the total). */
+enum { READ_CHUNK = 65536, GROW_AHEAD = 4 << 20 };
 
 /* Owned by the processor thread. */
 typedef struct conn {
@@ -212,6 +214,52 @@ static void conn_enqueue(conn_t *c)
     }
 }
 
+/* The request for the whole frame of size bytes at the input buffer's
+ * start, taken out of the buffer. A large frame takes the buffer itself
+ * (and its share of the memory pool), so its bytes go from the socket to
+ * the segment write without a copy; whatever followed it moves to a fresh
+ * buffer. A small one is copied out. NULL when out of memory. */
+static kiq_request_t *frame_request(conn_t *c, size_t size)
+{
+    kiq_memory_pool_t *pool = c->p->cfg.pool;
+    size_t need = 4 + size, rest = c->in_len - need;
+    kiq_request_t *r;
+    if (size >= READ_CHUNK && rest <= READ_CHUNK) {
+        uint8_t *next = malloc(READ_CHUNK);
+        if (!next || !(r = kiq_request_new(c->p, c->id, c->in + 4, size))) {
+            free(next);
+            return NULL;
+        }
+        memcpy(next, c->in + need, rest);
+        r->frame_mem = c->in;
+        if (pool) {
+            r->pool = pool;
+            r->pooled = c->in_cap;
+            /* what followed was read already: it is counted whatever the pool holds */
+            kiq_memory_pool_take(pool, READ_CHUNK);
+        }
+        c->in = next;
+        c->in_cap = READ_CHUNK;
+        c->in_len = rest;
+        return r;
+    }
+    uint8_t *frame = malloc(size ? size : 1);
+    if (!frame || !(r = kiq_request_new(c->p, c->id, frame, size))) {
+        free(frame);
+        return NULL;
+    }
+    /* read already: it must be framed for the pool to drain at all */
+    if (pool) {
+        kiq_memory_pool_take(pool, size);
+        r->pool = pool;
+        r->pooled = size;
+    }
+    memcpy(frame, c->in + 4, size);
+    memmove(c->in, c->in + need, rest);
+    c->in_len = rest;
+    return r;
+}
+
 /* Frames one request out of the input buffer, if a whole one is there. */
 static void conn_process_input(conn_t *c)
 {
@@ -233,22 +281,11 @@ static void conn_process_input(conn_t *c)
         conn_wait_input(c);
         return;
     }
-    uint8_t *frame = malloc(size ? (size_t)size : 1);
-    kiq_request_t *r = frame ? kiq_request_new(p, c->id, frame, (size_t)size) : NULL;
+    kiq_request_t *r = frame_request(c, (size_t)size);
     if (!r) {
-        free(frame);
         conn_close(c, "out of memory");
         return;
     }
-    /* read already: it must be framed for the pool to drain at all */
-    if (p->cfg.pool) {
-        kiq_memory_pool_take(p->cfg.pool, (size_t)size);
-        r->pool = p->cfg.pool;
-        r->pooled = (size_t)size;
-    }
-    memcpy(frame, c->in + 4, (size_t)size);
-    memmove(c->in, c->in + need, c->in_len - need);
-    c->in_len -= need;
     c->partial_since_ns = c->in_len ? kiq_clock_mono_ns() : 0;
     /* give back the room a large frame needed once it is gone */
     if (c->in_cap > 4 * READ_CHUNK && c->in_len <= READ_CHUNK && conn_resize_input(c, READ_CHUNK) < 0) {
@@ -261,7 +298,7 @@ static void conn_process_input(conn_t *c)
     snprintf(r->peer, sizeof r->peer, "%s", c->peer);
 
     kiq_rd_t rd;
-    kiq_rd_init(&rd, frame, (size_t)size);
+    kiq_rd_init(&rd, r->frame, r->frame_len);
     if (kiq_request_header_decode(&rd, &r->header) != 0) {
         KIQ_WARN_LIMITED("connection %s: malformed request header (api key %d, version %d) at offset %zu: %s; closing",
                  c->peer, r->header.api_key, r->header.api_version, kiq_rd_offset(&rd), rd.err);

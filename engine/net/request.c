@@ -19,6 +19,7 @@ kiq_request_t *kiq_request_new(struct kiq_processor *p, uint64_t conn_id, uint8_
     r->conn_id = conn_id;
     r->frame = frame;
     r->frame_len = len;
+    r->frame_mem = frame;
     kiq_arena_init(&r->arena);
     return r;
 }
@@ -45,7 +46,7 @@ void kiq_request_free(kiq_request_t *r)
     if (!r) return;
     for (kiq_owned_t *o = r->owned; o; o = o->next) o->fn(o->arg);
     kiq_arena_reset(&r->arena);
-    free(r->frame);
+    free(r->frame_mem);
     if (r->pool) kiq_memory_pool_release(r->pool, r->pooled);
     free(r->response);
     free(r->response_parts);

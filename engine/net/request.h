@@ -51,6 +51,7 @@ typedef struct kiq_request {
 
     uint8_t *frame; /* request bytes without the size prefix */
     size_t frame_len;
+    void *frame_mem; /* what is freed with the request: frame, or the input buffer it lies in */
     /* queued.max.request.bytes: the frame's bytes in the pool (NULL: none),
      * given back when the request is freed */
     struct kiq_memory_pool *pool;

@@ -18,14 +18,6 @@ static inline const uint8_t *take(kiq_rd_t *r, size_t n)
     return p;
 }
 
-const uint8_t *kiq_rd_raw(kiq_rd_t *r, size_t n) { return take(r, n); }
-
-int8_t kiq_rd_i8(kiq_rd_t *r)
-{
-    const uint8_t *p = take(r, 1);
-    return p ? (int8_t)p[0] : 0;
-}
-
 uint16_t kiq_rd_u16(kiq_rd_t *r)
 {
     const uint8_t *p = take(r, 2);
@@ -86,15 +78,9 @@ static uint32_t rd_uvarint32(kiq_rd_t *r)
     return (uint32_t)v;
 }
 
-uint32_t kiq_rd_uvarint(kiq_rd_t *r) { return rd_uvarint32(r); }
+uint32_t kiq_rd_uvarint_slow(kiq_rd_t *r) { return rd_uvarint32(r); }
 
-int32_t kiq_rd_varint(kiq_rd_t *r)
-{
-    uint32_t u = rd_uvarint32(r);
-    return (int32_t)(u >> 1) ^ -(int32_t)(u & 1);
-}
-
-int64_t kiq_rd_varlong(kiq_rd_t *r)
+int64_t kiq_rd_varlong_slow(kiq_rd_t *r)
 {
     uint64_t u = rd_uvarint64(r, 10);
     return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);

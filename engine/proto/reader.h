@@ -26,7 +26,65 @@ static inline size_t kiq_rd_left(const kiq_rd_t *r) { return (size_t)(r->end - r
 /* Marks the reader failed (first reason wins) and returns 0. */
 int kiq_rd_fail(kiq_rd_t *r, const char *why);
 
-int8_t kiq_rd_i8(kiq_rd_t *r);
+/* A pointer to the next n bytes, or NULL (and failure) when fewer remain.
+ * Inline with the varints below: a record walk is mostly these. */
+static inline const uint8_t *kiq_rd_raw(kiq_rd_t *r, size_t n)
+{
+    if (__builtin_expect(!r->err && (size_t)(r->end - r->p) >= n, 1)) {
+        const uint8_t *p = r->p;
+        r->p += n;
+        return p;
+    }
+    kiq_rd_fail(r, "truncated");
+    return NULL;
+}
+
+static inline int8_t kiq_rd_i8(kiq_rd_t *r)
+{
+    const uint8_t *p = kiq_rd_raw(r, 1);
+    return p ? (int8_t)p[0] : 0;
+}
+
+/* The out-of-line reads behind the inline varints: every length, every
+ * malformed or truncated case. */
+uint32_t kiq_rd_uvarint_slow(kiq_rd_t *r);
+int64_t kiq_rd_varlong_slow(kiq_rd_t *r);
+
+/* An unsigned varint of at most 32 bits. A failed reader's p is at its
+ * end, so the fast path never reads past a failure. */
+static inline uint32_t kiq_rd_uvarint(kiq_rd_t *r)
+{
+    const uint8_t *p = r->p;
+    if (__builtin_expect(r->end - p >= 5, 1)) {
+        uint32_t v = p[0] & 0x7fu;
+        if (!(p[0] & 0x80)) return r->p = p + 1, v;
+        v |= (uint32_t)(p[1] & 0x7f) << 7;
+        if (!(p[1] & 0x80)) return r->p = p + 2, v;
+        v |= (uint32_t)(p[2] & 0x7f) << 14;
+        if (!(p[2] & 0x80)) return r->p = p + 3, v;
+        v |= (uint32_t)(p[3] & 0x7f) << 21;
+        if (!(p[3] & 0x80)) return r->p = p + 4, v;
+        if (p[4] <= 0x0f) return r->p = p + 5, v | (uint32_t)p[4] << 28;
+    }
+    return kiq_rd_uvarint_slow(r);
+}
+
+/* Zigzag varints as used inside records. */
+static inline int32_t kiq_rd_varint(kiq_rd_t *r)
+{
+    uint32_t u = kiq_rd_uvarint(r);
+    return (int32_t)(u >> 1) ^ -(int32_t)(u & 1);
+}
+
+static inline int64_t kiq_rd_varlong(kiq_rd_t *r)
+{
+    if (__builtin_expect(r->p < r->end && *r->p < 0x80, 1)) {
+        uint8_t u = *r->p++;
+        return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+    }
+    return kiq_rd_varlong_slow(r);
+}
+
 int16_t kiq_rd_i16(kiq_rd_t *r);
 uint16_t kiq_rd_u16(kiq_rd_t *r);
 int32_t kiq_rd_i32(kiq_rd_t *r);
@@ -35,12 +93,6 @@ int64_t kiq_rd_i64(kiq_rd_t *r);
 double kiq_rd_f64(kiq_rd_t *r);
 bool kiq_rd_bool(kiq_rd_t *r);
 kiq_uuid_t kiq_rd_uuid(kiq_rd_t *r);
-uint32_t kiq_rd_uvarint(kiq_rd_t *r);
-/* Zigzag varints as used inside records. */
-int32_t kiq_rd_varint(kiq_rd_t *r);
-int64_t kiq_rd_varlong(kiq_rd_t *r);
-/* A pointer to the next n bytes, or NULL (and failure) when fewer remain. */
-const uint8_t *kiq_rd_raw(kiq_rd_t *r, size_t n);
 
 /* Length-prefixed values: compact = uvarint(n+1) prefix, else i16 (strings)
  * or i32 (bytes, arrays). A null where not nullable is a failure. */

@@ -110,54 +110,116 @@ static int batch_records(const uint8_t *p, size_t len, const kiq_batch_header_t 
 /* Parses the records section: exactly record_count records and nothing
  * after. strict (produce): offset deltas must be 0..n-1; else they must only
  * increase and stay within last_offset_delta, as after compaction. */
+/* Record fields over [*p, end), advancing *p: false when the field is
+ * truncated or malformed. Kept inline on locals: a produce's validation is
+ * mostly these, once per field of every record. */
+static inline bool take_uvarint(const uint8_t **pp, const uint8_t *end, int max_bytes, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    /* up to three bytes unrolled: lengths, offset and timestamp deltas of
+     * the records of a batch of thousands */
+    if (end - p >= 3) {
+        uint64_t v = p[0];
+        if (v < 0x80) return *pp = p + 1, *out = v, true;
+        v = (v & 0x7f) | (uint64_t)p[1] << 7;
+        if (p[1] < 0x80) return *pp = p + 2, *out = v, true;
+        v = (v & 0x3fff) | (uint64_t)p[2] << 14;
+        if (p[2] < 0x80) return *pp = p + 3, *out = v, true;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < max_bytes && p < end; i++) {
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            *pp = p;
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+static inline bool take_varint(const uint8_t **pp, const uint8_t *end, int32_t *out)
+{
+    uint64_t u;
+    if (!take_uvarint(pp, end, 5, &u) || u > UINT32_MAX) return false;
+    *out = (int32_t)((uint32_t)u >> 1) ^ -(int32_t)(u & 1);
+    return true;
+}
+
+static inline bool take_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out)
+{
+    uint64_t u;
+    if (!take_uvarint(pp, end, 10, &u)) return false;
+    *out = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+    return true;
+}
+
+/* A length-prefixed field (-1: null, when nullable) of at most what is
+ * left: NULL, or what is wrong with it (the field named by the caller). */
+static inline const char *take_bytes(const uint8_t **pp, const uint8_t *end, bool nullable, kiq_bytes_t *out)
+{
+    int32_t n;
+    if (!take_varint(pp, end, &n)) return "length is truncated or malformed";
+    if (n < (nullable ? -1 : 0)) return nullable ? "has a negative length" : "is null or has a negative length";
+    if (n > end - *pp) return "is truncated";
+    *out = (kiq_bytes_t){n >= 0 ? *pp : NULL, n};
+    if (n > 0) *pp += n;
+    return NULL;
+}
+
+/* One record of [p, end) (its length prefix read already) into rec. 0
+ * when it is whole and well formed, else -1 with *field and *why saying
+ * what is wrong. */
+static inline int parse_record(const uint8_t *p, const uint8_t *end, kiq_record_t *rec, const char **field,
+                               const char **why)
+{
+    *why = "is truncated or malformed";
+    if (p == end) return *field = "attributes", -1;
+    rec->attributes = (int8_t)*p++;
+    if (!take_varlong(&p, end, &rec->timestamp_delta)) return *field = "timestamp delta", -1;
+    if (!take_varint(&p, end, &rec->offset_delta)) return *field = "offset delta", -1;
+    if ((*why = take_bytes(&p, end, true, &rec->key))) return *field = "key", -1;
+    if ((*why = take_bytes(&p, end, true, &rec->value))) return *field = "value", -1;
+    *why = "is truncated or malformed";
+    if (!take_varint(&p, end, &rec->header_count)) return *field = "header count", -1;
+    /* Each header takes at least two bytes (two zero lengths). */
+    *why = "does not fit the record";
+    if (rec->header_count < 0 || rec->header_count > (end - p) / 2) return *field = "header count", -1;
+    rec->headers = p;
+    for (int32_t j = 0; j < rec->header_count; j++) {
+        kiq_bytes_t k, v;
+        if ((*why = take_bytes(&p, end, false, &k))) return *field = "header key", -1;
+        if ((*why = take_bytes(&p, end, true, &v))) return *field = "header value", -1;
+    }
+    rec->headers_len = (size_t)(p - rec->headers);
+    *why = "bytes left over inside its length";
+    return p == end ? 0 : (*field = "record", -1);
+}
+
 static int walk_records(const kiq_batch_header_t *h, const uint8_t *recs, size_t len, bool strict,
                         int32_t *headered, int (*cb)(const kiq_record_t *r, void *ctx), void *ctx)
 {
-    int32_t with_headers = 0;
-    kiq_rd_t rd;
-    kiq_rd_init(&rd, recs, len);
     if (h->record_count < 0) return kiq_error_set("record batch has negative record count %d", h->record_count);
+    int32_t with_headers = 0;
+    const uint8_t *p = recs, *end = len ? recs + len : recs;
     int32_t prev_delta = -1;
     bool log_append = kiq_batch_is_log_append_time(h);
     for (int32_t i = 0; i < h->record_count; i++) {
-        size_t at = kiq_rd_offset(&rd);
-        int32_t rlen = kiq_rd_varint(&rd);
-        if (rd.err) return kiq_error_set("record %d of %d at byte %zu: %s", i, h->record_count, at, rd.err);
-        if (rlen < 0 || (size_t)rlen > kiq_rd_left(&rd))
+        size_t at = (size_t)(p - recs);
+        int32_t rlen;
+        if (!take_varint(&p, end, &rlen))
+            return kiq_error_set("record %d of %d at byte %zu: truncated or malformed length", i, h->record_count, at);
+        if (rlen < 0 || rlen > end - p)
             return kiq_error_set("record %d at byte %zu: length %d overruns the %zu bytes left", i, at, rlen,
-                                 kiq_rd_left(&rd));
-        kiq_rd_t r;
-        kiq_rd_init(&r, kiq_rd_raw(&rd, (size_t)rlen), (size_t)rlen);
-
-        kiq_record_t rec = {.batch = h};
-        rec.attributes = kiq_rd_i8(&r);
-        rec.timestamp_delta = kiq_rd_varlong(&r);
-        rec.offset_delta = kiq_rd_varint(&r);
-        int32_t klen = kiq_rd_varint(&r);
-        if (klen < -1) kiq_rd_fail(&r, "negative key length");
-        if (klen >= 0) rec.key = (kiq_bytes_t){kiq_rd_raw(&r, (size_t)klen), klen};
-        int32_t vlen = kiq_rd_varint(&r);
-        if (vlen < -1) kiq_rd_fail(&r, "negative value length");
-        if (vlen >= 0) rec.value = (kiq_bytes_t){kiq_rd_raw(&r, (size_t)vlen), vlen};
-        rec.header_count = kiq_rd_varint(&r);
-        /* Each header takes at least two bytes (two zero lengths). */
-        if (rec.header_count < 0 || (size_t)rec.header_count > kiq_rd_left(&r) / 2)
-            kiq_rd_fail(&r, "header count does not fit the record");
-        rec.headers = r.p;
+                                 (size_t)(end - p));
+        kiq_record_t rec;
+        rec.batch = h;
+        const char *field, *why;
+        if (parse_record(p, p + rlen, &rec, &field, &why) != 0)
+            return kiq_error_set("record %d at byte %zu: %s %s", i, at, field, why);
+        p += rlen;
         with_headers += rec.header_count > 0;
-        for (int32_t j = 0; j < rec.header_count && !r.err; j++) {
-            int32_t hk = kiq_rd_varint(&r);
-            if (hk < 0) kiq_rd_fail(&r, "header key is null or negative length");
-            else kiq_rd_raw(&r, (size_t)hk);
-            int32_t hv = kiq_rd_varint(&r);
-            if (hv < -1) kiq_rd_fail(&r, "negative header value length");
-            else if (hv >= 0) kiq_rd_raw(&r, (size_t)hv);
-        }
-        if (r.err) return kiq_error_set("record %d at byte %zu: %s", i, at, r.err);
-        rec.headers_len = (size_t)(r.p - rec.headers);
-        if (kiq_rd_left(&r))
-            return kiq_error_set("record %d at byte %zu: %zu bytes left over inside its length", i, at,
-                                 kiq_rd_left(&r));
         if (strict ? rec.offset_delta != i
                    : rec.offset_delta <= prev_delta || rec.offset_delta > h->last_offset_delta)
             return kiq_error_set("record %d at byte %zu has offset delta %d (previous %d, last %d)", i, at,
@@ -170,8 +232,7 @@ static int walk_records(const kiq_batch_header_t *h, const uint8_t *recs, size_t
             if (stop) return stop;
         }
     }
-    if (kiq_rd_left(&rd))
-        return kiq_error_set("%zu bytes follow the last of %d records", kiq_rd_left(&rd), h->record_count);
+    if (p != end) return kiq_error_set("%zu bytes follow the last of %d records", (size_t)(end - p), h->record_count);
     if (headered) *headered = with_headers;
     return 0;
 }

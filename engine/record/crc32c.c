@@ -57,7 +57,90 @@ uint32_t kiq_crc32c_sw(uint32_t crc, const void *buf, size_t len)
     return ~c;
 }
 
+/* The CRC register is linear in GF(2): running it over B from state s
+ * gives shift(s, |B|) ^ (B's run from 0), where shifting by n bytes is
+ * multiplying by x^(8n) modulo the polynomial. That lets three runs over
+ * three blocks go at once and be joined after. */
+
 #ifdef HAVE_SSE42_PATH
+/* a * b modulo the polynomial, both reflected (bit 31 is x^0). */
+static uint32_t mul_mod(uint32_t a, uint32_t b)
+{
+    uint32_t r = 0;
+    for (uint32_t bit = 1u << 31; bit && a; bit >>= 1) {
+        if (a & bit) {
+            r ^= b;
+            a ^= bit;
+        }
+        b = (b >> 1) ^ (POLY & (0u - (b & 1)));
+    }
+    return r;
+}
+
+/* x^(8 n) modulo the polynomial, reflected. */
+static uint32_t x_pow_bytes(size_t n)
+{
+    uint32_t r = 1u << 31, sq = 1u << 23; /* 1 and x^8 */
+    for (; n; n >>= 1) {
+        if (n & 1) r = mul_mod(r, sq);
+        sq = mul_mod(sq, sq);
+    }
+    return r;
+}
+
+/* The blocks of the three-way runs: long ones for big batches, short ones
+ * for the rest of them; below three short blocks, one run. */
+#define LONG_BLOCK 8192
+#define SHORT_BLOCK 256
+static uint32_t shift_long[2], shift_short[2]; /* x^(8 L), x^(16 L) */
+static pthread_once_t shift_once = PTHREAD_ONCE_INIT;
+
+static void shift_init(void)
+{
+    shift_long[0] = x_pow_bytes(LONG_BLOCK);
+    shift_long[1] = x_pow_bytes(2 * LONG_BLOCK);
+    shift_short[0] = x_pow_bytes(SHORT_BLOCK);
+    shift_short[1] = x_pow_bytes(2 * SHORT_BLOCK);
+}
+
+__attribute__((target("sse4.2"))) static uint64_t run_hw(uint64_t c, const uint8_t *p, size_t len)
+{
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = _mm_crc32_u64(c, v);
+    }
+    while (len--) c = _mm_crc32_u8((uint32_t)c, *p++);
+    return c;
+}
+
+/* Three runs over consecutive blocks of block bytes (a multiple of 8),
+ * joined; as many rounds as fit. */
+__attribute__((target("sse4.2"))) static uint64_t three_way(uint64_t c, const uint8_t **pp, size_t *lenp, size_t block,
+                                                            const uint32_t shift[2])
+{
+    const uint8_t *p = *pp;
+    size_t len = *lenp;
+    while (len >= 3 * block) {
+        uint64_t a = c, b = 0, d = 0;
+        for (size_t i = 0; i < block; i += 8) {
+            uint64_t va, vb, vd;
+            memcpy(&va, p + i, 8);
+            memcpy(&vb, p + block + i, 8);
+            memcpy(&vd, p + 2 * block + i, 8);
+            a = _mm_crc32_u64(a, va);
+            b = _mm_crc32_u64(b, vb);
+            d = _mm_crc32_u64(d, vd);
+        }
+        c = mul_mod((uint32_t)a, shift[1]) ^ mul_mod((uint32_t)b, shift[0]) ^ (uint32_t)d;
+        p += 3 * block;
+        len -= 3 * block;
+    }
+    *pp = p;
+    *lenp = len;
+    return c;
+}
+
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const void *buf, size_t len)
 {
     const uint8_t *p = buf;
@@ -66,15 +149,12 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const 
         c = _mm_crc32_u8((uint32_t)c, *p++);
         len--;
     }
-    while (len >= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        c = _mm_crc32_u64(c, v);
-        p += 8;
-        len -= 8;
+    if (len >= 3 * SHORT_BLOCK) {
+        pthread_once(&shift_once, shift_init);
+        c = three_way(c, &p, &len, LONG_BLOCK, shift_long);
+        c = three_way(c, &p, &len, SHORT_BLOCK, shift_short);
     }
-    while (len--) c = _mm_crc32_u8((uint32_t)c, *p++);
-    return ~(uint32_t)c;
+    return ~(uint32_t)run_hw(c, p, len);
 }
 #endif
 

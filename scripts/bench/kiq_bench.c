@@ -42,6 +42,7 @@ struct bench_opts {
     long count_large;
     const char *batch_messages;
     int header;
+    int no_consume; /* produce only: for profiles of the produce path */
 };
 
 /* Result of one phase. */
@@ -332,6 +333,8 @@ static void run_size(const struct bench_opts *o, rd_kafka_t *prod, struct phase_
     watermarks(prod, o->topic, nparts, lo, before);
     struct phase_result pr = produce_phase(o, prod, dr, count, size);
     print_row(o, size, "produce", &pr, count);
+    if (o->no_consume)
+        return;
 
     /* Read what the server holds of this run: from the noted high watermark,
      * or from the low one if the server dropped the start already. */
@@ -360,7 +363,7 @@ static void usage(void)
 {
     fputs("usage: kiq_bench --bootstrap HOST:PORT [--topic NAME] [--partitions N]\n"
           "                 [--count-small N] [--count-large N] [--acks 0|1|all]\n"
-          "                 [--batch-messages N] [--label NAME] [--no-header]\n",
+          "                 [--batch-messages N] [--label NAME] [--no-header] [--no-consume]\n",
           stderr);
     exit(2);
 }
@@ -382,6 +385,10 @@ int main(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--no-header")) {
             o.header = 0;
+            continue;
+        }
+        if (!strcmp(a, "--no-consume")) {
+            o.no_consume = 1;
             continue;
         }
         if (!v)

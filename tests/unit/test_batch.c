@@ -428,7 +428,7 @@ static void test_invalid_records(void **state)
         r.buf[4] = 0x03; /* zigzag -2 */
         make_batch(&b, codec, &r, 1, 0);
         expect_code(b.buf, b.len, 0, KIQ_ERR_INVALID_RECORD);
-        assert_non_null(strstr(kiq_error_get(), "negative key"));
+        assert_non_null(strstr(kiq_error_get(), "key has a negative length"));
         /* a negative record length */
         r.buf[0] = 0x01;
         make_batch(&b, codec, &r, 1, 0);

@@ -77,6 +77,28 @@ static void test_chained(void **state)
 
 /* Every alignment and many lengths, so the unaligned head, 8-byte body and
  * tail of both paths are exercised. */
+/* Lengths around the three-way blocks (3 x 256 and 3 x 8192 bytes), at
+ * odd alignments and chained from a nonzero CRC. */
+static void test_interleaved_blocks(void **state)
+{
+    (void)state;
+    static uint8_t buf[3 * 8192 * 2 + 64];
+    uint32_t x = 12345;
+    for (size_t i = 0; i < sizeof buf; i++) {
+        x = x * 1103515245u + 12345u;
+        buf[i] = (uint8_t)(x >> 16);
+    }
+    const size_t lens[] = {767, 768, 769, 775, 776, 1536, 1543, 24575, 24576, 24577, 24576 + 768, 49152, 49159};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+        for (size_t align = 0; align < 4; align++) {
+            uint32_t want = crc_bitwise(0, buf + align, lens[i]);
+            assert_int_equal(kiq_crc32c(0, buf + align, lens[i]), want);
+            assert_int_equal(kiq_crc32c_sw(0, buf + align, lens[i]), want);
+            uint32_t head = kiq_crc32c(0, buf + align, 5);
+            assert_int_equal(kiq_crc32c(head, buf + align + 5, lens[i] - 5), want);
+        }
+}
+
 static void test_paths_agree(void **state)
 {
     (void)state;
@@ -105,6 +127,7 @@ int main(void)
         cmocka_unit_test(test_rfc3720_vectors),
         cmocka_unit_test(test_chained),
         cmocka_unit_test(test_paths_agree),
+        cmocka_unit_test(test_interleaved_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
