@@ -11,6 +11,13 @@
 #                                         loopback's bandwidth measured in the
 #                                         same run (iperf3) and each one's CPU
 #                                         seconds per GB
+#   scripts/bench.sh --replicated [--rounds N]  N rounds alternating one
+#                                         broker with an RF 1 topic at acks=1
+#                                         and serve --brokers 3 (one process)
+#                                         with an RF 3 topic at acks=all, and
+#                                         per workload and round both msg/s,
+#                                         the ratio and each one's broker CPU
+#                                         seconds per GB
 #   scripts/bench.sh --broker-override K=V  pass --override K=V to the kafkaiq it
 #                                         starts (repeatable), e.g.
 #                                         kafkaiq.fetch.sendfile=false
@@ -45,6 +52,7 @@ topic="kiq-bench-$$"
 pass=()
 broker_overrides=()
 journeys=0
+replicated=0
 rounds=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -54,10 +62,11 @@ while [[ $# -gt 0 ]]; do
     --topic) topic=$2; shift 2 ;;
     --broker-override) broker_overrides+=(--override "$2"); shift 2 ;;
     --journeys) journeys=1; shift ;;
+    --replicated) replicated=1; shift ;;
     --rounds) rounds=$2; shift 2 ;;
     --count-small | --count-large | --acks) pass+=("$1" "$2"); shift 2 ;;
     --no-consume) pass+=("$1"); shift ;;
-    -h | --help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,41p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -100,9 +109,10 @@ wait_port() {
 }
 
 header=()
+bench_extra=() # kiq_bench options of the run at hand (they win over pass's)
 run_bench() { # LABEL BOOTSTRAP
     "$BENCH_BIN" --bootstrap "$2" --label "$1" --topic "$topic" --partitions "$partitions" \
-        "${pass[@]}" "${header[@]}"
+        "${pass[@]}" "${bench_extra[@]}" "${header[@]}"
     header=(--no-header)
 }
 
@@ -146,8 +156,9 @@ http_get() {
     printf '%s\n' "${body#*$'\r\n\r\n'}"
 }
 
-# bench_kafkaiq LABEL FILL [--override K=V ...]: starts build/kafkaiq with a
-# temporary data dir, benches it, reports its peak memory and journey ring,
+# bench_kafkaiq LABEL FILL [SERVE OPTION ...]: starts build/kafkaiq with a
+# temporary data dir (the options, e.g. --override K=V or --brokers N, go to
+# serve; with N brokers broker i listens on the port + i), benches it, reports its peak memory and journey ring,
 # and stops it. FILL > 0 first produces FILL one-record batches to another
 # topic, so the memory reported is the journey ring's when full.
 bench_kafkaiq() {
@@ -267,27 +278,27 @@ bench_mock() {
     pids=()
 }
 
-# compare FILE LOOPBACK_GBS: per round and workload, KafkaIQ's msg/s, the
-# mock's and the ratio; for produce the GB/s, the share of the loopback and
-# each one's CPU seconds per GB of payload.
+# compare FILE LOOPBACK_GBS A B: per round and workload, target A's msg/s,
+# B's and the ratio; for produce A's GB/s, its share of the loopback (when
+# measured) and each one's broker CPU seconds per GB of payload.
 compare() {
-    awk -v lb="$2" '$1 !~ /^#/ && $1 != "target" && NF >= 8 && ($1 == "kafkaiq" || $1 == "mock-peer") {
+    awk -v lb="$2" -v A="$3" -v B="$4" '$1 !~ /^#/ && $1 != "target" && NF >= 8 && ($1 == A || $1 == B) {
             k = $2 " B " $3; i = ++n[$1, k]; rate[$1, k, i] = $6; mbs[$1, k, i] = $7
             gb[$1, k, i] = $4 * $2 / 1e9; cpu[$1, k, i] = $NF
             if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
         }
         END {
-            printf "# %-5s %-16s %12s %12s %7s %8s %6s %10s %10s\n", "round", "workload", "kafkaiq/s", "mock/s",
-                "ratio", "GB/s", "of lo", "kiq cpu/GB", "mock cpu/GB"
+            printf "# %-5s %-16s %12s %12s %7s %8s %6s %12s %12s\n", "round", "workload", A "/s", B "/s",
+                "ratio", "GB/s", "of lo", A " cpu/GB", B " cpu/GB"
             for (j = 1; j <= nk; j++) {
                 k = keys[j]
-                for (i = 1; i <= n["kafkaiq", k] && i <= n["mock-peer", k]; i++) {
-                    a = rate["kafkaiq", k, i]; m = rate["mock-peer", k, i]
-                    g = mbs["kafkaiq", k, i] / 1000
+                for (i = 1; i <= n[A, k] && i <= n[B, k]; i++) {
+                    a = rate[A, k, i]; m = rate[B, k, i]
+                    g = mbs[A, k, i] / 1000
                     share = (lb > 0 && k ~ /produce/) ? sprintf("%5.0f%%", g * 100 / lb) : "     -"
-                    ck = gb["kafkaiq", k, i] > 0 ? cpu["kafkaiq", k, i] / gb["kafkaiq", k, i] : 0
-                    cm = gb["mock-peer", k, i] > 0 ? cpu["mock-peer", k, i] / gb["mock-peer", k, i] : 0
-                    printf "# %-5d %-16s %12.0f %12.0f %7.2f %8.2f %6s %10.2f %10.2f\n", i, k, a, m,
+                    ck = gb[A, k, i] > 0 ? cpu[A, k, i] / gb[A, k, i] : 0
+                    cm = gb[B, k, i] > 0 ? cpu[B, k, i] / gb[B, k, i] : 0
+                    printf "# %-5d %-16s %12.0f %12.0f %7.2f %8.2f %6s %12.2f %12.2f\n", i, k, a, m,
                         (m > 0 ? a / m : 0), g, share, ck, cm
                 }
             }
@@ -316,7 +327,19 @@ elif [[ $peer -eq 1 ]]; then
     done
     lb2=$(loopback_gbs)
     echo "# loopback: ${lb2:-?} GB/s (after the rounds)"
-    compare "$rows/all" "$(awk -v a="${lb:-0}" -v b="${lb2:-0}" 'BEGIN { print (a > b ? a : b) }')"
+    compare "$rows/all" "$(awk -v a="${lb:-0}" -v b="${lb2:-0}" 'BEGIN { print (a > b ? a : b) }')" \
+        kafkaiq mock-peer
+elif [[ $replicated -eq 1 ]]; then
+    [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
+    rows=$(mktemp -d)
+    tmpdirs+=("$rows")
+    for ((r = 1; r <= rounds; r++)); do
+        bench_extra=(--acks 1 --replication-factor 1)
+        bench_kafkaiq rf1-acks1 0 "${broker_overrides[@]}" | tee -a "$rows/all"
+        bench_extra=(--acks all --replication-factor 3)
+        bench_kafkaiq rf3-acksall 0 --brokers 3 "${broker_overrides[@]}" | tee -a "$rows/all"
+    done
+    compare "$rows/all" 0 rf3-acksall rf1-acks1
 else
     [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
     if [[ $journeys -eq 1 ]]; then

@@ -32,6 +32,11 @@ struct kiq_replica_fetcher {
     char host[256];
     pthread_t thread;
     pthread_mutex_t mu; /* guards the list, running, paused and conn's publication */
+    /* Held by the thread while it applies an answer, and by a removal
+     * (before mu): a partition removed (it becomes leader, or follows
+     * another) is past any apply, and no later one touches it, so a stale
+     * answer never truncates or appends to a log taking produce batches. */
+    pthread_mutex_t apply_mu;
     pthread_cond_t wake;
     followed_t *parts;
     int nparts, cap;
@@ -91,6 +96,17 @@ static void announce(const kiq_partition_replica_t *rep, kiq_partition_log_t *lo
         kiq_observers_emit(rep->observers, &e);
         at += (int64_t)blen;
     }
+}
+
+/* Under apply_mu: whether the partition is still fetched here (it may have
+ * been removed while the answer was on its way). */
+static bool listed(kiq_replica_fetcher_t *f, const kiq_topic_t *topic, int32_t partition)
+{
+    bool found = false;
+    pthread_mutex_lock(&f->mu);
+    for (int i = 0; i < f->nparts && !found; i++) found = f->parts[i].topic == topic && f->parts[i].partition == partition;
+    pthread_mutex_unlock(&f->mu);
+    return found;
 }
 
 /* One partition's answer; false when it was an error (or stale). */
@@ -250,13 +266,14 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
     if (kiq_client_request(f->conn, KIQ_API_FETCH, v, &req, &a, &resp, f->cfg.max_wait_ms + REQUEST_TIMEOUT_MS) != 0) {
         KIQ_DEBUG("replica fetcher for broker %d: %s", f->cfg.leader, kiq_error_get());
     } else {
+        pthread_mutex_lock(&f->apply_mu);
         for (int32_t i = 0; i < resp.responses_n; i++) {
             const kiq_fetch_response_responses_t *tr = &resp.responses[i];
             for (int32_t j = 0; j < tr->partitions_n; j++) {
                 const kiq_fetch_response_responses_partitions_t *pr = &tr->partitions[j];
                 for (int k = 0; k < nasked; k++)
                     if (pr->partition_index == asked[k].partition && names_topic(v, tr, asked[k].topic)) {
-                        answered += apply(f, parts[k], epochs[k], pr);
+                        if (listed(f, asked[k].topic, asked[k].partition)) answered += apply(f, parts[k], epochs[k], pr);
                         kiq_partition_log_t *log = parts[k]->log;
                         int64_t lag = log ? pr->high_watermark - kiq_partition_log_end_offset(log) : 0;
                         if (lag > max_lag) max_lag = lag;
@@ -264,6 +281,7 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
                     }
             }
         }
+        pthread_mutex_unlock(&f->apply_mu);
         atomic_store_explicit(&f->max_lag, max_lag, memory_order_relaxed);
     }
     kiq_arena_reset(&a);
@@ -326,11 +344,13 @@ kiq_replica_fetcher_t *kiq_replica_fetcher_new(const kiq_replica_fetcher_config_
     snprintf(f->host, sizeof f->host, "%s", cfg->host);
     f->cfg.host = f->host;
     pthread_mutex_init(&f->mu, NULL);
+    pthread_mutex_init(&f->apply_mu, NULL);
     kiq_cond_init_monotonic(&f->wake);
     f->running = true;
     if (pthread_create(&f->thread, NULL, fetcher_main, f) != 0) {
         kiq_error_errno("cannot start a replica fetcher");
         pthread_mutex_destroy(&f->mu);
+        pthread_mutex_destroy(&f->apply_mu);
         pthread_cond_destroy(&f->wake);
         free(f);
         return NULL;
@@ -356,6 +376,7 @@ void kiq_replica_fetcher_free(kiq_replica_fetcher_t *f)
     for (int i = 0; i < f->nparts; i++) kiq_topic_unref(f->parts[i].topic);
     free(f->parts);
     pthread_mutex_destroy(&f->mu);
+    pthread_mutex_destroy(&f->apply_mu);
     pthread_cond_destroy(&f->wake);
     free(f);
 }
@@ -388,6 +409,7 @@ int kiq_replica_fetcher_add(kiq_replica_fetcher_t *f, kiq_topic_t *topic, int32_
 bool kiq_replica_fetcher_remove(kiq_replica_fetcher_t *f, const kiq_topic_t *topic, int32_t partition)
 {
     kiq_topic_t *drop = NULL;
+    pthread_mutex_lock(&f->apply_mu); /* past an apply in progress */
     pthread_mutex_lock(&f->mu);
     for (int i = 0; i < f->nparts; i++)
         if (f->parts[i].topic == topic && f->parts[i].partition == partition) {
@@ -396,6 +418,7 @@ bool kiq_replica_fetcher_remove(kiq_replica_fetcher_t *f, const kiq_topic_t *top
             break;
         }
     pthread_mutex_unlock(&f->mu);
+    pthread_mutex_unlock(&f->apply_mu);
     kiq_topic_unref(drop);
     return drop != NULL;
 }

@@ -336,12 +336,15 @@ static int16_t become(kiq_replica_manager_t *rm, const kiq_leader_and_isr_reques
     kiq_replica_view_t before;
     kiq_partition_replica_view(rep, &before);
     if (s->leader == b->node_id) {
-        if (kiq_partition_replica_become_leader(rep, s->leader_epoch, s->partition_epoch, s->replicas, s->nreplicas,
-                                                s->isr, s->nisr, kiq_clock_mono_ms(), kiq_partition_log_end_offset(log)) != 0)
-            return KIQ_ERR_FENCED_LEADER_EPOCH;
+        /* a stale request changes nothing (become_leader's own check) */
+        if (s->leader_epoch < before.leader_epoch && before.role != KIQ_REPLICA_NONE) return KIQ_ERR_FENCED_LEADER_EPOCH;
+        /* no fetcher applies an answer to the log once it leads */
         pthread_mutex_lock(&rm->mu);
         unfollow_locked(rm, topic, s->partition, NULL);
         pthread_mutex_unlock(&rm->mu);
+        if (kiq_partition_replica_become_leader(rep, s->leader_epoch, s->partition_epoch, s->replicas, s->nreplicas,
+                                                s->isr, s->nisr, kiq_clock_mono_ms(), kiq_partition_log_end_offset(log)) != 0)
+            return KIQ_ERR_FENCED_LEADER_EPOCH;
         kiq_partition_replica_advance_hw(rep, log);
         if (before.role != KIQ_REPLICA_LEADER || before.leader_epoch != s->leader_epoch)
             KIQ_INFO("broker %d: leader of %s-%d at epoch %d (ISR of %d, log end %" PRId64 ", high watermark %" PRId64

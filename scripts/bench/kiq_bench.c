@@ -15,7 +15,7 @@
  * per record, as a broker keeping per-batch state sees its worst case.
  *
  * usage: kiq_bench --bootstrap HOST:PORT [--topic NAME] [--partitions N]
- *                  [--count-small N] [--count-large N] [--acks 0|1|all]
+ *                  [--replication-factor N] [--count-small N] [--count-large N] [--acks 0|1|all]
  *                  [--batch-messages N] [--label NAME] [--no-header]
  */
 #define _GNU_SOURCE
@@ -38,6 +38,7 @@ struct bench_opts {
     const char *acks;
     const char *label;
     int partitions;
+    int replication_factor; /* of the topic it creates */
     long count_small;
     long count_large;
     const char *batch_messages;
@@ -123,7 +124,7 @@ static rd_kafka_t *producer_new(const struct bench_opts *o, struct phase_result 
 static void topic_create(rd_kafka_t *rk, const struct bench_opts *o)
 {
     char err[512];
-    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(o->topic, o->partitions, 1, err, sizeof err);
+    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(o->topic, o->partitions, o->replication_factor, err, sizeof err);
     if (!nt)
         die("NewTopic: %s", err);
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
@@ -361,7 +362,7 @@ static long parse_count(const char *s, const char *opt, long least)
 
 static void usage(void)
 {
-    fputs("usage: kiq_bench --bootstrap HOST:PORT [--topic NAME] [--partitions N]\n"
+    fputs("usage: kiq_bench --bootstrap HOST:PORT [--topic NAME] [--partitions N] [--replication-factor N]\n"
           "                 [--count-small N] [--count-large N] [--acks 0|1|all]\n"
           "                 [--batch-messages N] [--label NAME] [--no-header] [--no-consume]\n",
           stderr);
@@ -375,6 +376,7 @@ int main(int argc, char **argv)
         .acks = "1",
         .label = "target",
         .partitions = 3,
+        .replication_factor = 1,
         .count_small = 1000000,
         .count_large = 300000,
         .batch_messages = "100000",
@@ -400,6 +402,8 @@ int main(int argc, char **argv)
             o.topic = v;
         else if (!strcmp(a, "--partitions"))
             o.partitions = (int)parse_count(v, a, 1);
+        else if (!strcmp(a, "--replication-factor"))
+            o.replication_factor = (int)parse_count(v, a, 1);
         else if (!strcmp(a, "--count-small"))
             o.count_small = parse_count(v, a, 0);
         else if (!strcmp(a, "--count-large"))
