@@ -20,6 +20,7 @@ passed=0
 failed=0
 skipped=0
 report=()
+failures=() # names of failed tests, repeated in the summary so a CI tail shows them
 
 # record SUITE PASSED FAILED [NOTE]
 record() {
@@ -46,7 +47,7 @@ count_of() { # WORD LINE -> the number before WORD in LINE, or 0
 # run_unit DIR SUITE: the binaries in DIR (build/tests, or build/san/tests
 # built with ASan and UBSan, where any finding aborts the binary).
 run_unit() {
-    local dir=$1 suite=$2 src bin name out rc p f
+    local dir=$1 suite=$2 src bin name out rc p f line
     # A test source without its binary means the build did not produce it.
     for src in tests/unit/test_*.c; do
         [[ -e "$src" ]] || continue
@@ -67,6 +68,9 @@ run_unit() {
         rc=${PIPESTATUS[0]}
         p=$(strip_ansi <"$out" | awk '/^\[  PASSED  \] [0-9]+ test/ { n += $4 } END { print n + 0 }')
         f=$(strip_ansi <"$out" | awk '/^\[  FAILED  \] [0-9]+ test/ { n += $4 } END { print n + 0 }')
+        while read -r line; do
+            failures+=("$suite/$name: $line")
+        done < <(strip_ansi <"$out" | grep -E '^\[  FAILED  \] [a-z]' | sed 's/^\[  FAILED  \] //')
         if ! strip_ansi <"$out" | grep -qE '^\[  (PASSED|FAILED)  \] [0-9]+ test'; then
             record "$suite/$name" "$p" $((f + 1)) "no summary, exit $rc"
         elif [[ $rc -ne 0 && $f -eq 0 ]]; then
@@ -115,6 +119,10 @@ run_lua() {
     e=$(count_of error "$line")
     pend=$(count_of pending "$line")
     skipped=$((skipped + pend))
+    # busted: "Failure -> FILE @ LINE" (or Error), the test's name on the next line
+    while read -r line; do
+        failures+=("lua: $line")
+    done < <(strip_ansi <"$out" | grep -A1 -E '^(Failure|Error) (→|->) ' | grep -vE '^--$' | paste -d' ' - -)
     if [[ $rc -ne 0 && $((f + e)) -eq 0 ]]; then
         record "lua/busted" "$p" 1 "exit $rc"
     else
@@ -141,6 +149,9 @@ run_interop() {
     e=$(count_of error "$line")
     s=$(count_of skipped "$line")
     skipped=$((skipped + s))
+    while read -r line; do
+        failures+=("interop: $line")
+    done < <(strip_ansi <"$out" | grep -E '^(FAILED|ERROR) tests/')
     if [[ $((p + f + e)) -eq 0 ]]; then
         record "interop/pytest" 0 1 "no test ran, exit $rc"
     elif [[ $rc -ne 0 && $((f + e)) -eq 0 ]]; then
@@ -158,6 +169,7 @@ run_interop
 
 banner "summary"
 printf '%s\n' "${report[@]}"
+[[ ${#failures[@]} -gt 0 ]] && printf 'failed: %s\n' "${failures[@]}"
 [[ $skipped -gt 0 ]] && echo "($skipped skipped or pending, not counted)"
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

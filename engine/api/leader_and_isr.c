@@ -23,6 +23,6 @@ int kiq_api_leader_and_isr_handle(kiq_broker_t *b, kiq_request_t *r, const void 
     }
     kiq_replica_manager_apply_leader_and_isr(b->replicas, req, &r->arena, out);
     int64_t named = leader_and_isr_partitions(req);
-    if (named > 0) kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_REPLICATION, named);
+    if (named > 0) kiq_broker_startup_from_controller(&b->startup, KIQ_STARTUP_REPLICATION, named);
     return KIQ_HANDLER_RESPOND;
 }

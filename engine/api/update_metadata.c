@@ -20,7 +20,7 @@ int kiq_api_update_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void
         return KIQ_HANDLER_RESPOND;
     }
     kiq_broker_configs_apply_pushed(b, req);
-    kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_METADATA, req->live_brokers_n);
+    kiq_broker_startup_from_controller(&b->startup, KIQ_STARTUP_METADATA, req->live_brokers_n);
     out->error_code = KIQ_ERR_NONE;
     return KIQ_HANDLER_RESPOND;
 }

@@ -11,6 +11,7 @@ void kiq_broker_startup_begin(kiq_broker_startup_t *s)
     for (int i = 0; i < KIQ__STARTUP_PHASES; i++) {
         atomic_store(&s->at_ns[i], 0);
         atomic_store(&s->detail[i], 0);
+        atomic_store(&s->early[i], 0);
     }
     atomic_store(&s->clean, true);
     atomic_store(&s->recovered_batches, 0);
@@ -30,4 +31,21 @@ void kiq_broker_startup_mark(kiq_broker_startup_t *s, enum kiq_startup_phase pha
     if (atomic_load(&s->at_ns[phase]) != 0) return;
     atomic_store(&s->detail[phase], detail);
     atomic_compare_exchange_strong(&s->at_ns[phase], &unset, kiq_clock_mono_ns());
+}
+
+/* Each side stores its own fact before reading the other's (sequentially
+ * consistent), so at least one of them sees both and marks the phase. */
+void kiq_broker_startup_registered(kiq_broker_startup_t *s, int64_t epoch)
+{
+    kiq_broker_startup_mark(s, KIQ_STARTUP_REGISTERED, epoch);
+    for (int i = KIQ_STARTUP_REGISTERED + 1; i < KIQ__STARTUP_PHASES; i++) {
+        int64_t early = atomic_load(&s->early[i]);
+        if (early != 0) kiq_broker_startup_mark(s, (enum kiq_startup_phase)i, early - 1);
+    }
+}
+
+void kiq_broker_startup_from_controller(kiq_broker_startup_t *s, enum kiq_startup_phase phase, int64_t detail)
+{
+    atomic_store(&s->early[phase], detail + 1);
+    if (kiq_broker_startup_reached(s, KIQ_STARTUP_REGISTERED)) kiq_broker_startup_mark(s, phase, detail);
 }

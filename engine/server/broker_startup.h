@@ -27,6 +27,10 @@ typedef struct kiq_broker_startup {
     atomic_int_fast64_t began_ns;
     atomic_int_fast64_t at_ns[KIQ__STARTUP_PHASES]; /* 0: not reached in this start */
     atomic_int_fast64_t detail[KIQ__STARTUP_PHASES];
+    /* per phase, the detail of a controller's request applied before the
+     * registration was answered, plus one (0: none): the controller may
+     * send UpdateMetadata and LeaderAndIsr first */
+    atomic_int_fast64_t early[KIQ__STARTUP_PHASES];
     /* what opening the logs found */
     atomic_bool clean;                  /* every log directory had its clean-shutdown marker */
     atomic_int_fast64_t recovered_batches; /* batches rescanned by recovery */
@@ -37,6 +41,12 @@ typedef struct kiq_broker_startup {
 void kiq_broker_startup_begin(kiq_broker_startup_t *s);
 /* Any thread: phase reached now, unless it was already in this start. */
 void kiq_broker_startup_mark(kiq_broker_startup_t *s, enum kiq_startup_phase phase, int64_t detail);
+/* The lifecycle thread: registered with broker epoch epoch; the phases
+ * the controller's requests reached before it follow at once. */
+void kiq_broker_startup_registered(kiq_broker_startup_t *s, int64_t epoch);
+/* An I/O thread: a controller's request reached phase (METADATA or
+ * REPLICATION); it counts from the registration, never before it. */
+void kiq_broker_startup_from_controller(kiq_broker_startup_t *s, enum kiq_startup_phase phase, int64_t detail);
 /* Any thread: whether phase was reached in this start. */
 bool kiq_broker_startup_reached(kiq_broker_startup_t *s, enum kiq_startup_phase phase);
 
