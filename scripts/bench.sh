@@ -171,7 +171,7 @@ bench_kafkaiq() {
     build/kafkaiq serve config/server.properties \
         --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$data/data" \
         --override kafkaiq.log.level=warn --override "kafkaiq.http.listener=127.0.0.1:$http" \
-        "$@" 2>"$data/broker.stderr" &
+        "$@" >"$data/broker.stdout" 2>"$data/broker.stderr" &
     kiq_pid=$!
     pids+=("$kiq_pid")
     if ! wait_port 127.0.0.1 "$port" "$kiq_pid"; then
@@ -179,7 +179,12 @@ bench_kafkaiq() {
         cat "$data/broker.stderr" >&2
         exit 1
     fi
-    run_bench "$label" "127.0.0.1:$port" | with_cpu "$kiq_pid"
+    # this runs in a pipeline's subshell, where cleanup's trap does not
+    if ! run_bench "$label" "127.0.0.1:$port" | with_cpu "$kiq_pid"; then
+        kill -TERM "$kiq_pid"
+        wait "$kiq_pid" || true
+        exit 1
+    fi
     header=(--no-header) # run_bench ran in the pipeline's subshell
     if ((fill > 0)); then
         "$BENCH_BIN" --bootstrap "127.0.0.1:$port" --label ring-fill --topic "$topic-fill" \

@@ -193,11 +193,24 @@ static int topic_partitions(rd_kafka_t *rk, const char *topic)
     return n;
 }
 
+/* In a cluster a new topic's leaders learn they lead a moment after
+ * CreateTopics answers: until then they answer with retriable errors. */
+static int watermark_retriable(rd_kafka_resp_err_t e)
+{
+    return e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || e == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
+           e == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION || e == RD_KAFKA_RESP_ERR__TIMED_OUT;
+}
+
 static void watermarks(rd_kafka_t *rk, const char *topic, int nparts, int64_t *lo, int64_t *hi)
 {
+    double deadline = now_s() + OP_TIMEOUT_MS / 1000.0;
     for (int p = 0; p < nparts; p++) {
-        rd_kafka_resp_err_t e =
-            rd_kafka_query_watermark_offsets(rk, topic, p, &lo[p], &hi[p], OP_TIMEOUT_MS);
+        rd_kafka_resp_err_t e;
+        while ((e = rd_kafka_query_watermark_offsets(rk, topic, p, &lo[p], &hi[p], OP_TIMEOUT_MS)) &&
+               watermark_retriable(e) && now_s() < deadline) {
+            struct timespec ts = { 0, 50 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
         if (e)
             die("watermarks of %s [%d]: %s", topic, p, rd_kafka_err2str(e));
     }
