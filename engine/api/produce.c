@@ -375,6 +375,9 @@ typedef struct produce_wait {
     kiq_topic_t *topic; /* a reference */
     int32_t partition;
     int64_t required; /* the high watermark that commits its records */
+    /* the leader epoch read before the append: a leadership lost and won
+     * back meanwhile may have replaced those offsets (a truncation) */
+    int32_t leader_epoch;
     kiq_produce_response_responses_partition_responses_t *out;
     bool done;
 } produce_wait_t;
@@ -398,7 +401,8 @@ static bool produce_settle(kiq_broker_t *b, produce_wait_t *waits, int n, bool e
         if (w->done) continue;
         kiq_partition_t *part = w->topic->partitions[w->partition];
         kiq_partition_log_t *log = part->log;
-        if (!log || kiq_partition_replica_role(part->replica) != KIQ_REPLICA_LEADER) {
+        if (!log || kiq_partition_replica_role(part->replica) != KIQ_REPLICA_LEADER ||
+            kiq_partition_replica_leader_epoch(part->replica) != w->leader_epoch) {
             w->out->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
         } else if (kiq_partition_log_high_watermark(log) >= w->required) {
             /* committed, but the ISR may have shrunk below what was promised */
@@ -491,6 +495,10 @@ static int produce_all(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_requ
                 pr->error_code = KIQ_ERR_INVALID_REQUIRED_ACKS;
             } else {
                 int64_t required;
+                int32_t index = td->partition_data[j].index;
+                int32_t epoch = waits && topic && index >= 0 && index < topic->npartitions
+                                    ? kiq_partition_replica_leader_epoch(topic->partitions[index]->replica)
+                                    : -1;
                 produce_partition(b, r, topic, req->acks, &checks[k++], &td->partition_data[j], pr, &required);
                 /* a partition of the cluster's that has no replica here */
                 if (pr->error_code == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION && b->cluster && td->name.p &&
@@ -504,7 +512,7 @@ static int produce_all(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_requ
                 if (pr->error_code == KIQ_ERR_NONE) kiq_topics_notify_append(b->topics, topic->name, pr->index);
                 if (waits && pr->error_code == KIQ_ERR_NONE && required >= 0) {
                     atomic_fetch_add(&topic->refs, 1);
-                    waits[nwaits++] = (produce_wait_t){topic, td->partition_data[j].index, required, pr, false};
+                    waits[nwaits++] = (produce_wait_t){topic, index, required, epoch, pr, false};
                 }
             }
             any_error |= pr->error_code != KIQ_ERR_NONE;
