@@ -1,7 +1,9 @@
 /* A cluster-mode broker's registration and heartbeats
  * (server/broker_lifecycle.h) against the real controller hosted by
  * another in-process broker: the request it sends, registration and the
- * first UpdateMetadata, fencing while paused and coming back when resumed. */
+ * first UpdateMetadata, fencing while paused and coming back when resumed;
+ * the startup phases a controller's request reaches before the registration
+ * is answered (labs 9 saw "metadata" before "registered"). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +22,7 @@
 #include "include/kafkaiq.h"
 #include "server/broker.h"
 #include "server/broker_lifecycle.h"
+#include "server/broker_startup.h"
 #include "controller/metadata_cache.h"
 #include "support/log_fixture.h"
 
@@ -176,12 +179,44 @@ static void test_paused_broker_is_fenced_then_back(void **state)
     assert_true(kiq_broker_lifecycle_epoch(f->b[1]->lifecycle) >= epoch);
 }
 
+static void test_controller_phases_count_from_the_registration(void **state)
+{
+    (void)state;
+    kiq_broker_startup_t s;
+    kiq_broker_startup_begin(&s);
+    /* the controller's requests reach the restarted broker first */
+    kiq_broker_startup_from_controller(&s, KIQ_STARTUP_METADATA, 3);
+    kiq_broker_startup_from_controller(&s, KIQ_STARTUP_REPLICATION, 6);
+    assert_false(kiq_broker_startup_reached(&s, KIQ_STARTUP_METADATA));
+    assert_false(kiq_broker_startup_reached(&s, KIQ_STARTUP_REPLICATION));
+    kiq_broker_startup_registered(&s, 42);
+    assert_true(kiq_broker_startup_reached(&s, KIQ_STARTUP_REGISTERED));
+    assert_true(kiq_broker_startup_reached(&s, KIQ_STARTUP_METADATA));
+    assert_true(kiq_broker_startup_reached(&s, KIQ_STARTUP_REPLICATION));
+    assert_true(atomic_load(&s.at_ns[KIQ_STARTUP_METADATA]) >= atomic_load(&s.at_ns[KIQ_STARTUP_REGISTERED]));
+    assert_true(atomic_load(&s.at_ns[KIQ_STARTUP_REPLICATION]) >= atomic_load(&s.at_ns[KIQ_STARTUP_METADATA]));
+    assert_int_equal(atomic_load(&s.detail[KIQ_STARTUP_REGISTERED]), 42);
+    assert_int_equal(atomic_load(&s.detail[KIQ_STARTUP_METADATA]), 3);
+    assert_int_equal(atomic_load(&s.detail[KIQ_STARTUP_REPLICATION]), 6);
+    assert_false(kiq_broker_startup_reached(&s, KIQ_STARTUP_READY));
+
+    /* in a new start, a request after the registration is stamped at once */
+    kiq_broker_startup_begin(&s);
+    assert_false(kiq_broker_startup_reached(&s, KIQ_STARTUP_METADATA));
+    kiq_broker_startup_registered(&s, 43);
+    assert_false(kiq_broker_startup_reached(&s, KIQ_STARTUP_METADATA));
+    kiq_broker_startup_from_controller(&s, KIQ_STARTUP_METADATA, 2);
+    assert_true(kiq_broker_startup_reached(&s, KIQ_STARTUP_METADATA));
+    assert_int_equal(atomic_load(&s.detail[KIQ_STARTUP_METADATA]), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_registration_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_registers_and_learns_the_cluster, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paused_broker_is_fenced_then_back, setup, teardown),
+        cmocka_unit_test(test_controller_phases_count_from_the_registration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
