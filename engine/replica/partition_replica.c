@@ -74,13 +74,18 @@ static void set_sets(kiq_replica_view_t *v, int32_t partition_epoch, const int32
     v->nisr = copy_ids(v->isr, isr, nisr);
 }
 
+bool kiq_replica_view_stale(const kiq_replica_view_t *v, int32_t leader_epoch)
+{
+    return leader_epoch < v->leader_epoch && v->role != KIQ_REPLICA_NONE;
+}
+
 int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
                                         const int32_t *replicas, int nreplicas, const int32_t *isr, int nisr,
                                         int64_t now_ms, int64_t log_end)
 {
     pthread_mutex_lock(&r->mu);
     kiq_replica_view_t *v = &r->v;
-    if (leader_epoch < v->leader_epoch && v->role != KIQ_REPLICA_NONE) {
+    if (kiq_replica_view_stale(v, leader_epoch)) {
         pthread_mutex_unlock(&r->mu);
         return -1;
     }
@@ -123,7 +128,7 @@ int kiq_partition_replica_become_follower(kiq_partition_replica_t *r, int32_t le
 {
     pthread_mutex_lock(&r->mu);
     kiq_replica_view_t *v = &r->v;
-    if (leader_epoch < v->leader_epoch && v->role != KIQ_REPLICA_NONE) {
+    if (kiq_replica_view_stale(v, leader_epoch)) {
         pthread_mutex_unlock(&r->mu);
         return -1;
     }

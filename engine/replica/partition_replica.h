@@ -87,6 +87,9 @@ kiq_partition_state_ops_t kiq_partition_replica_states(const kiq_partition_repli
  * log_end (the log's end offset now) as where the term starts; the same
  * term again keeps both, and within a term a partition epoch older than
  * ours is old news (0, nothing changes), so repeats are harmless. */
+/* Whether LeaderAndIsr at leader_epoch is stale for view v (what
+ * become_leader and become_follower refuse). */
+bool kiq_replica_view_stale(const kiq_replica_view_t *v, int32_t leader_epoch);
 int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
                                         const int32_t *replicas, int nreplicas, const int32_t *isr, int nisr,
                                         int64_t now_ms, int64_t log_end);

@@ -336,8 +336,8 @@ static int16_t become(kiq_replica_manager_t *rm, const kiq_leader_and_isr_reques
     kiq_replica_view_t before;
     kiq_partition_replica_view(rep, &before);
     if (s->leader == b->node_id) {
-        /* a stale request changes nothing (become_leader's own check) */
-        if (s->leader_epoch < before.leader_epoch && before.role != KIQ_REPLICA_NONE) return KIQ_ERR_FENCED_LEADER_EPOCH;
+        /* a stale request changes nothing, the fetchers included */
+        if (kiq_replica_view_stale(&before, s->leader_epoch)) return KIQ_ERR_FENCED_LEADER_EPOCH;
         /* no fetcher applies an answer to the log once it leads */
         pthread_mutex_lock(&rm->mu);
         unfollow_locked(rm, topic, s->partition, NULL);

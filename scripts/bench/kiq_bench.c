@@ -61,6 +61,12 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+}
+
 static void die(const char *fmt, ...)
 {
     va_list ap;
@@ -180,10 +186,8 @@ static int topic_partitions(rd_kafka_t *rk, const char *topic)
                 n = md->topics[0].partition_cnt;
             rd_kafka_metadata_destroy(md);
         }
-        if (n == 0) {
-            struct timespec ts = { 0, 200 * 1000 * 1000 };
-            nanosleep(&ts, NULL);
-        }
+        if (n == 0)
+            sleep_ms(200);
     }
     rd_kafka_topic_destroy(rkt);
     if (n == 0)
@@ -207,10 +211,8 @@ static void watermarks(rd_kafka_t *rk, const char *topic, int nparts, int64_t *l
     for (int p = 0; p < nparts; p++) {
         rd_kafka_resp_err_t e;
         while ((e = rd_kafka_query_watermark_offsets(rk, topic, p, &lo[p], &hi[p], OP_TIMEOUT_MS)) &&
-               watermark_retriable(e) && now_s() < deadline) {
-            struct timespec ts = { 0, 50 * 1000 * 1000 };
-            nanosleep(&ts, NULL);
-        }
+               watermark_retriable(e) && now_s() < deadline)
+            sleep_ms(50);
         if (e)
             die("watermarks of %s [%d]: %s", topic, p, rd_kafka_err2str(e));
     }
