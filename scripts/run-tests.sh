@@ -29,6 +29,14 @@ record() {
     report+=("$(printf '%-28s %5d passed, %d failed%s' "$1" "$2" "$3" "${4:+  ($4)}")")
 }
 
+# failed_tests PREFIX: each line of stdin, a failed test, kept for the summary.
+failed_tests() {
+    local line
+    while read -r line; do
+        failures+=("$1: $line")
+    done
+}
+
 banner() {
     printf '\n==== %s ====\n' "$1"
 }
@@ -47,7 +55,7 @@ count_of() { # WORD LINE -> the number before WORD in LINE, or 0
 # run_unit DIR SUITE: the binaries in DIR (build/tests, or build/san/tests
 # built with ASan and UBSan, where any finding aborts the binary).
 run_unit() {
-    local dir=$1 suite=$2 src bin name out rc p f line
+    local dir=$1 suite=$2 src bin name out rc p f
     # A test source without its binary means the build did not produce it.
     for src in tests/unit/test_*.c; do
         [[ -e "$src" ]] || continue
@@ -68,9 +76,7 @@ run_unit() {
         rc=${PIPESTATUS[0]}
         p=$(strip_ansi <"$out" | awk '/^\[  PASSED  \] [0-9]+ test/ { n += $4 } END { print n + 0 }')
         f=$(strip_ansi <"$out" | awk '/^\[  FAILED  \] [0-9]+ test/ { n += $4 } END { print n + 0 }')
-        while read -r line; do
-            failures+=("$suite/$name: $line")
-        done < <(strip_ansi <"$out" | grep -E '^\[  FAILED  \] [a-z]' | sed 's/^\[  FAILED  \] //')
+        failed_tests "$suite/$name" < <(strip_ansi <"$out" | grep -E '^\[  FAILED  \] [a-z]' | sed 's/^\[  FAILED  \] //')
         if ! strip_ansi <"$out" | grep -qE '^\[  (PASSED|FAILED)  \] [0-9]+ test'; then
             record "$suite/$name" "$p" $((f + 1)) "no summary, exit $rc"
         elif [[ $rc -ne 0 && $f -eq 0 ]]; then
@@ -120,9 +126,7 @@ run_lua() {
     pend=$(count_of pending "$line")
     skipped=$((skipped + pend))
     # busted: "Failure -> FILE @ LINE" (or Error), the test's name on the next line
-    while read -r line; do
-        failures+=("lua: $line")
-    done < <(strip_ansi <"$out" | grep -A1 -E '^(Failure|Error) (→|->) ' | grep -vE '^--$' | paste -d' ' - -)
+    failed_tests lua < <(strip_ansi <"$out" | grep -A1 -E '^(Failure|Error) (→|->) ' | grep -vE '^--$' | paste -d' ' - -)
     if [[ $rc -ne 0 && $((f + e)) -eq 0 ]]; then
         record "lua/busted" "$p" 1 "exit $rc"
     else
@@ -149,9 +153,7 @@ run_interop() {
     e=$(count_of error "$line")
     s=$(count_of skipped "$line")
     skipped=$((skipped + s))
-    while read -r line; do
-        failures+=("interop: $line")
-    done < <(strip_ansi <"$out" | grep -E '^(FAILED|ERROR) tests/')
+    failed_tests interop < <(strip_ansi <"$out" | grep -E '^(FAILED|ERROR) tests/')
     if [[ $((p + f + e)) -eq 0 ]]; then
         record "interop/pytest" 0 1 "no test ran, exit $rc"
     elif [[ $rc -ne 0 && $((f + e)) -eq 0 ]]; then
