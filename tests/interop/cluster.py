@@ -16,13 +16,13 @@ import os
 import pathlib
 import random
 import signal
-import socket
 import struct
 import subprocess
 import time
 
 import kiq_wire as kw
-from conftest import BROKER_BIN, CONFIG, READY_TIMEOUT, OwnedProcess, terminate, wait_port
+from conftest import (BROKER_BIN, CONFIG, READY_TIMEOUT, OwnedProcess, ephemeral_low, free_port, port_bindable,
+                      terminate, wait_port)
 
 API_METADATA = 3
 HOST = "127.0.0.1"
@@ -47,37 +47,22 @@ CLUSTER_OVERRIDES = (
 )
 
 
-def _bind_free(port):
-    """True if port is free for a listener on HOST right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, port))
-            return True
-        except OSError:
-            return False
-
-
 def free_ports(n):
-    """n distinct free ports (held open together so none repeats)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((HOST, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    """n distinct free ports."""
+    ports = []
+    while len(ports) < n:
+        ports.append(free_port(taken=ports))
+    return ports
 
 
 def free_port_block(offsets, attempts=200):
-    """A base port such that base + each offset is free (for --brokers N)."""
+    """A base port such that base + each offset is free (for --brokers N),
+    below the ephemeral range (see free_port)."""
     rng = random.Random(os.getpid() ^ int(time.time()))
+    top = max(20001, ephemeral_low() - max(offsets))
     for _ in range(attempts):
-        base = rng.randrange(20000, 60000)
-        if all(_bind_free(base + o) for o in offsets):
+        base = rng.randrange(10000, top)
+        if all(port_bindable(base + o) for o in offsets):
             return base
     raise AssertionError(f"no free port block for offsets {offsets}")
 

@@ -11,6 +11,7 @@ KIQ_BIN overrides the broker binary path.
 
 import os
 import pathlib
+import random
 import resource
 import signal
 import socket
@@ -36,7 +37,38 @@ if _soft != resource.RLIM_INFINITY and _soft < _want:
     resource.setrlimit(resource.RLIMIT_NOFILE, (_want, _hard))
 
 
-def free_port():
+def port_bindable(port):
+    """True if port is free for a listener on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def ephemeral_low():
+    """The low end of the range connect() takes local ports from."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_port_rng = random.Random(os.getpid() ^ time.time_ns())
+
+
+def free_port(taken=()):
+    """A port free a moment ago, below the ephemeral range when one is free
+    there: a port of that range, once closed, can be handed to any outgoing
+    connection before the broker binds it (EADDRINUSE)."""
+    low = ephemeral_low()
+    for _ in range(64):
+        port = _port_rng.randrange(10000, max(10001, low))
+        if port not in taken and port_bindable(port):
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
