@@ -159,8 +159,9 @@ http_get() {
 # bench_kafkaiq LABEL FILL [SERVE OPTION ...]: starts build/kafkaiq with a
 # temporary data dir (the options, e.g. --override K=V or --brokers N, go to
 # serve; with N brokers broker i listens on the port + i), benches it,
-# reports its peak memory and journey ring, and stops it. FILL > 0 first produces FILL one-record batches to another
-# topic, so the memory reported is the journey ring's when full.
+# reports its peak memory and journey ring, and stops it. FILL > 0 first
+# produces FILL one-record batches to another topic, so the memory reported
+# is the journey ring's when full.
 bench_kafkaiq() {
     local label=$1 fill=$2 data port http kiq_pid
     shift 2

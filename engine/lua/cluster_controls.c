@@ -89,10 +89,10 @@ int kiq_lua_broker_controller(lua_State *L)
 /* The low end of the range the kernel takes connect()'s local ports from. */
 static int ephemeral_low(void)
 {
-    int low = 32768, high = 60999;
+    int low = 32768;
     FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
     if (f) {
-        if (fscanf(f, "%d %d", &low, &high) != 2) low = 32768;
+        if (fscanf(f, "%d", &low) != 1) low = 32768;
         fclose(f);
     }
     return low;

@@ -51,7 +51,9 @@ def free_ports(n):
     """n distinct free ports."""
     ports = []
     while len(ports) < n:
-        ports.append(free_port(taken=ports))
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
     return ports
 
 

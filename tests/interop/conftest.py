@@ -60,14 +60,14 @@ def ephemeral_low():
 _port_rng = random.Random(os.getpid() ^ time.time_ns())
 
 
-def free_port(taken=()):
+def free_port():
     """A port free a moment ago, below the ephemeral range when one is free
     there: a port of that range, once closed, can be handed to any outgoing
     connection before the broker binds it (EADDRINUSE)."""
     low = ephemeral_low()
     for _ in range(64):
         port = _port_rng.randrange(10000, max(10001, low))
-        if port not in taken and port_bindable(port):
+        if port_bindable(port):
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
