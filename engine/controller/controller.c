@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "controller/broker_channel.h"
@@ -34,20 +35,13 @@ typedef struct stop_entry {
 } stop_entry_t;
 
 /* What the controller keeps per registered broker besides the image. */
-/* The log directories a registration named at most. */
-#define SLOT_DIRS 16
-
 typedef struct broker_slot {
     int32_t id;
     int64_t last_heartbeat_ns;
     /* Whether its current incarnation registered or heartbeated since this
      * controller started (a restarted controller's slots start with a
-     * session's grace but nothing heard), and its log directories' ids:
-     * what tells a restart (the same directories) from another process
-     * with the same id. */
+     * session's grace but nothing heard). */
     bool heard;
-    kiq_uuid_t dirs[SLOT_DIRS];
-    int ndirs;
     kiq_broker_channel_t *channel;
     /* The store offset its channel's round in flight was built at, and the
      * highest one it took: a partition's new leader is named to the brokers
@@ -178,11 +172,14 @@ static broker_slot_t *slot_of(kiq_controller_t *c, int32_t id, bool create)
 /* Whether the registration names one of the slot's log directories
  * (only one live process can hold a directory: it is a restart). A
  * registration without directory ids (v0-1) never does. */
-static bool shares_dir(const broker_slot_t *s, const kiq_broker_registration_request_t *req)
+/* Whether the registration names a log directory the registered broker
+ * holds (from its RegisterBrokerRecord, so a restarted controller knows
+ * them too): then it is that broker restarted, not a second process. */
+static bool shares_dir(const kiq_broker_registration_t *rb, const kiq_broker_registration_request_t *req)
 {
-    for (int i = 0; i < s->ndirs; i++)
+    for (int32_t i = 0; i < rb->nlog_dirs; i++)
         for (int32_t j = 0; j < req->log_dirs_n; j++)
-            if (memcmp(&s->dirs[i], &req->log_dirs[j], sizeof s->dirs[i]) == 0) return true;
+            if (memcmp(&rb->log_dirs[i], &req->log_dirs[j], sizeof rb->log_dirs[i]) == 0) return true;
     return false;
 }
 
@@ -260,6 +257,18 @@ static size_t eligible(const kiq_controller_t *c, const kiq_topic_image_t *ti, i
     return n;
 }
 
+/* Under mu: whether ti's partitions may elect a leader from outside the
+ * ISR. The topic's own unclean.leader.election.enable wins over the
+ * broker's, as in Kafka: a topic created "false" must never lose
+ * acknowledged records to a broker-wide "true". */
+static bool unclean_allowed(const kiq_controller_t *c, const kiq_topic_image_t *ti)
+{
+    const char *v = kiq_metadata_image_config(c->image, KIQ_CONFIG_RESOURCE_TOPIC, ti->name,
+                                              "unclean.leader.election.enable");
+    if (v) return strcasecmp(v, "true") == 0;
+    return kiq_config_bool(c->cfg, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE);
+}
+
 /* Under mu: a record moving broker id out of the way on ti's partition p:
  * it leaves the ISR (unless it is the last member) and a leadership goes
  * to another eligible ISR member, or, with none, to nobody (offline)
@@ -277,7 +286,7 @@ static void move_off(kiq_controller_t *c, batch_t *b, const kiq_topic_image_t *t
     int32_t leader = pr->leader;
     if (pr->leader == id) {
         leader = kiq_metadata_image_elect_leader(pr, cand, ncand,
-                                                 !keep_alone && kiq_config_bool(c->cfg, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE),
+                                                 !keep_alone && unclean_allowed(c, ti),
                                                  &unclean);
         if (leader == KIQ_NO_LEADER && keep_alone) {
             KIQ_WARN("controller: %s-%d: broker %d's replica is impaired but stays leader: no other ISR member",
@@ -335,7 +344,7 @@ static void elect_offline(kiq_controller_t *c, batch_t *b)
             bool unclean = false;
             int32_t cand[256];
             size_t ncand = eligible(c, ti, p, live, nlive, cand);
-            int32_t leader = kiq_metadata_image_elect_leader(pr, cand, ncand, kiq_config_bool(c->cfg, KIQ_CFG_UNCLEAN_LEADER_ELECTION_ENABLE), &unclean);
+            int32_t leader = kiq_metadata_image_elect_leader(pr, cand, ncand, unclean_allowed(c, ti), &unclean);
             if (leader == KIQ_NO_LEADER) continue;
             kiq_metadata_record_t *r = add_record(b, KIQ_MR_PARTITION_CHANGE);
             kiq_partition_change_record_t *ch = &r->m.partition_change;
@@ -714,7 +723,7 @@ void kiq_controller_register_broker(kiq_controller_t *c, const kiq_broker_regist
     bool same = old && memcmp(&old->incarnation_id, &req->incarnation_id, sizeof old->incarnation_id) == 0;
     broker_slot_t *held = old && !same && !old->fenced ? slot_of(c, req->broker_id, false) : NULL;
     if (held && held->heard && kiq_clock_mono_ns() - held->last_heartbeat_ns <= c->session_timeout_ns &&
-        !shares_dir(held, req)) {
+        !shares_dir(old, req)) {
         /* Its registered incarnation heartbeats and holds other
          * directories: a second process with this id, not a restart
          * (Kafka refuses it the same way while the session lasts). */
@@ -743,6 +752,8 @@ void kiq_controller_register_broker(kiq_controller_t *c, const kiq_broker_regist
             rr->end_points[i].security_protocol = req->listeners[i].security_protocol;
         }
         rr->rack = req->rack;
+        rr->log_dirs = req->log_dirs;
+        rr->log_dirs_n = req->log_dirs_n;
         rr->fenced = false;
         int64_t epoch = rr->broker_epoch;
         if (commit(c, &b) != 0) {
@@ -762,8 +773,6 @@ void kiq_controller_register_broker(kiq_controller_t *c, const kiq_broker_regist
     }
     s->last_heartbeat_ns = kiq_clock_mono_ns();
     s->heard = true;
-    s->ndirs = req->log_dirs_n < SLOT_DIRS ? (req->log_dirs_n > 0 ? req->log_dirs_n : 0) : SLOT_DIRS;
-    if (s->ndirs) memcpy(s->dirs, req->log_dirs, (size_t)s->ndirs * sizeof *s->dirs);
     connect_channel(c, s, true); /* a registering broker (re)started: it holds no state yet */
 out:
     pthread_mutex_unlock(&c->mu);
@@ -1386,6 +1395,12 @@ void kiq_controller_change_configs(kiq_controller_t *c, kiq_arena_t *arena, kiq_
         }
     }
     int16_t err = commit_configs(c, &b, validate_only);
+    if (!err && !validate_only) {
+        /* unclean.leader.election.enable turned on elects at once for a
+         * partition left without a leader, as Kafka's controller does */
+        elect_offline(c, &b);
+        commit(c, &b);
+    }
     pthread_mutex_unlock(&c->mu);
     kiq_arena_reset(&a);
     for (int i = 0; err && i < n; i++)

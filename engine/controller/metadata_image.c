@@ -43,6 +43,7 @@ static void broker_clear(kiq_broker_registration_t *b)
     }
     free(b->endpoints);
     free(b->rack);
+    free(b->log_dirs);
 }
 
 static void partition_clear(kiq_partition_registration_t *p)
@@ -162,6 +163,15 @@ int kiq_metadata_image_apply_register_broker(kiq_metadata_image_t *img, const ki
             b.endpoints[i].host = dup_str(e->host, &ok);
             b.endpoints[i].port = e->port;
             b.endpoints[i].security_protocol = e->security_protocol;
+        }
+    }
+    if (ok && r->log_dirs_n > 0) {
+        b.log_dirs = malloc((size_t)r->log_dirs_n * sizeof *b.log_dirs);
+        if (b.log_dirs) {
+            memcpy(b.log_dirs, r->log_dirs, (size_t)r->log_dirs_n * sizeof *b.log_dirs);
+            b.nlog_dirs = r->log_dirs_n;
+        } else {
+            ok = false;
         }
     }
     bool found;

@@ -47,6 +47,10 @@ typedef struct kiq_broker_registration {
     char *rack; /* NULL: none */
     bool fenced;
     bool in_controlled_shutdown;
+    /* its log directories' ids (meta.properties): what tells its restart
+     * from a second process with the same id */
+    kiq_uuid_t *log_dirs;
+    int32_t nlog_dirs;
 } kiq_broker_registration_t;
 
 typedef struct kiq_partition_registration {

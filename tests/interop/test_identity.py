@@ -46,3 +46,28 @@ def test_a_second_process_with_a_live_broker_id_exits_and_the_cluster_is_undistu
         if impostor is not None and impostor.alive():
             impostor.kill()
         c.stop()
+
+
+def test_restarts_on_own_directories_after_the_controller_restarted(tmp_path):
+    """The controller's broker restarts (its slots rebuilt from the metadata
+    log), then each other broker restarts on its own directories: each is
+    registered at once, never refused as a duplicate (the registration's log
+    directories are in its RegisterBrokerRecord, so the new controller knows
+    them)."""
+    c = Cluster(tmp_path / "cluster")
+    c.start()
+    try:
+        c[0].kill()
+        c[0].start()
+        c.wait_registered()
+        # a topic's partitions on every broker: each has heartbeated the new
+        # controller (its channel to a broker opens on the first heartbeat)
+        c.create_topic("after-restart", 3)
+        for b in (c[1], c[2]):
+            b.kill()
+            b.start()  # a new stderr file for this start
+            wait_until(lambda: registrations(b) >= 1, 1.0, f"broker {b.id} registered again")
+        c.wait_registered()
+        assert "second registration" not in c[0].stderr_path.read_text(errors="replace")
+    finally:
+        c.stop()

@@ -582,6 +582,12 @@ static void test_image_brokers(void **state)
     add_broker(&b2, 2, 40, false);
     b2.r[0].m.register_broker.end_points_n = 1;
     b2.r[0].m.register_broker.rack = KIQ_STR_NULL;
+    /* its log directories stay with the registration: a restarted controller
+     * tells the broker's own restart from a second process by them */
+    kiq_uuid_t dirs[2] = {uuid_of(71), uuid_of(72)};
+    b2.r[0].m.register_broker.log_dirs = dirs;
+    b2.r[0].m.register_broker.log_dirs_n = 2;
+    assert_int_equal(kiq_metadata_image_broker(img, 2)->nlog_dirs, 0);
     assert_int_equal(apply_one(img, &b2.r[0]), 0);
     assert_int_equal(kiq_metadata_image_broker_count(img), 3);
     const kiq_broker_registration_t *br = kiq_metadata_image_broker(img, 2);
@@ -591,6 +597,8 @@ static void test_image_brokers(void **state)
     assert_null(br->rack);
     kiq_uuid_t inc = uuid_of(2 * 3 + 40);
     assert_memory_equal(br->incarnation_id.b, inc.b, 16);
+    assert_int_equal(br->nlog_dirs, 2);
+    assert_memory_equal(br->log_dirs[1].b, dirs[1].b, 16);
     /* and fencing the old epoch no longer applies */
     assert_int_equal(apply_one(img, &r), -1);
     assert_int_equal(kiq_metadata_image_live_brokers(img, live, 1), 2);
