@@ -6,9 +6,10 @@
  * The broker resource "" is the cluster-wide default: only the configs set
  * there.
  *
- * In cluster mode the controller's broker also serves it on its control
- * plane, for topics, from the controller's metadata: that is where a
- * replica learns the configs of a topic it starts hosting. */
+ * In cluster mode every broker answers for topics from the configs the
+ * controller pushes with UpdateMetadata, hosting the topic or not; the
+ * controller's broker also serves it on its control plane, from the
+ * controller's metadata. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "api/api.h"
 #include "config/topic_config.h"
 #include "controller/controller.h"
+#include "controller/metadata_cache.h"
 #include "core/error.h"
 
 typedef kiq_describe_configs_response_results_configs_t config_entry_t;
@@ -84,6 +86,14 @@ static int16_t topic_configs(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name,
         if (rc) out->error_message = kiq_request_str(r, rc == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION ? "Topic does not exist"
                                                                                               : kiq_error_get());
         return (int16_t)rc;
+    }
+    if (b->cluster) {
+        /* from the controller's last push, hosted here or not, as Kafka's
+         * brokers answer from their metadata image */
+        if (name.p && kiq_metadata_cache_topic_configs(b->metadata, name.p, (size_t)name.len, tc) == 0)
+            return KIQ_ERR_NONE;
+        out->error_message = kiq_request_str(r, "Topic does not exist");
+        return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     }
     kiq_topic_t *topic = kiq_topics_get(b->topics, name);
     if (!topic) {

@@ -27,12 +27,19 @@ typedef struct mc_broker {
     mc_endpoint_t *endpoints;
 } mc_broker_t;
 
+/* A dynamic config of a topic, as the controller pushed it. */
+typedef struct mc_config {
+    const char *name, *value;
+    struct mc_config *next;
+} mc_config_t;
+
 typedef struct mc_topic {
     const char *name;
     size_t len;
     kiq_uuid_t id;
     int32_t npartitions;
     kiq_cached_partition_t *partitions;
+    mc_config_t *configs;
 } mc_topic_t;
 
 /* One immutable view, built whole by an update and swapped in; all of it
@@ -244,6 +251,23 @@ static void build_brokers(mc_view_t *v, const kiq_update_metadata_request_t *req
     }
 }
 
+static const mc_topic_t *find_topic(const mc_view_t *v, const char *name, size_t len);
+
+/* The topics' configs among the controller's dynamic configs. */
+static void build_configs(mc_view_t *v, const kiq_update_metadata_request_t *req)
+{
+    for (int32_t i = 0; i < req->kafkaiq_configs_n; i++) {
+        const kiq_update_metadata_request_kafkaiq_configs_t *e = &req->kafkaiq_configs[i];
+        if (e->resource_type != KIQ_CONFIG_RESOURCE_TOPIC || !e->resource_name.p || !e->name.p || !e->value.p)
+            continue;
+        mc_topic_t *t = (mc_topic_t *)find_topic(v, e->resource_name.p, (size_t)e->resource_name.len);
+        if (!t) continue;
+        mc_config_t *c = kiq_arena_alloc(&v->arena, sizeof *c);
+        *c = (mc_config_t){arena_str(&v->arena, e->name), arena_str(&v->arena, e->value), t->configs};
+        t->configs = c;
+    }
+}
+
 int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadata_request_t *req)
 {
     mc_view_t *v = view_new();
@@ -256,6 +280,7 @@ int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadat
     v->controller_id = req->controller_id;
     build_topics(v, states, n);
     free(states);
+    build_configs(v, req);
     build_brokers(v, req);
 
     pthread_rwlock_wrlock(&mc->lock);
@@ -330,6 +355,20 @@ bool kiq_metadata_cache_topic_id(kiq_metadata_cache_t *mc, const char *topic, si
     if (t) *out = t->id;
     pthread_rwlock_unlock(&mc->lock);
     return t != NULL;
+}
+
+int kiq_metadata_cache_topic_configs(kiq_metadata_cache_t *mc, const char *topic, size_t len,
+                                    kiq_topic_configs_t *out)
+{
+    pthread_rwlock_rdlock(&mc->lock);
+    const mc_topic_t *t = find_topic(mc->view, topic, len);
+    int rc = t ? 0 : kiq_error_set("Topic %.*s does not exist", (int)len, topic);
+    /* checked by the controller already: a value refused here is one this
+     * broker does not take, left to its default */
+    for (const mc_config_t *c = t ? t->configs : NULL; c; c = c->next)
+        kiq_topic_configs_set(out, c->name, (int)strlen(c->name), c->value, (int)strlen(c->value));
+    pthread_rwlock_unlock(&mc->lock);
+    return rc;
 }
 
 bool kiq_metadata_cache_broker(kiq_metadata_cache_t *mc, int32_t id, const char *listener, char *host, size_t n,

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/topic_config.h"
 #include "controller/metadata_image.h"
 #include "core/arena.h"
 #include "proto/messages.h"
@@ -46,6 +47,12 @@ bool kiq_metadata_cache_partition(kiq_metadata_cache_t *mc, const char *topic, s
 /* -1: unknown topic. */
 int32_t kiq_metadata_cache_partition_count(kiq_metadata_cache_t *mc, const char *topic, size_t len);
 bool kiq_metadata_cache_topic_id(kiq_metadata_cache_t *mc, const char *topic, size_t len, kiq_uuid_t *out);
+/* The topic's dynamic configs as the controller last pushed them (every
+ * UpdateMetadata carries all of them) into an empty *out: any broker
+ * answers for any topic, hosted here or not. 0, or -1 for an unknown
+ * topic. */
+int kiq_metadata_cache_topic_configs(kiq_metadata_cache_t *mc, const char *topic, size_t len,
+                                    kiq_topic_configs_t *out);
 /* host (NUL-terminated, cut to n) and port of broker id's listener;
  * listener NULL: the client listener (KIQ_METADATA_CLIENT_LISTENER, or
  * the broker's first endpoint when it has none by that name). False for a

@@ -275,6 +275,24 @@ int kiq_topics_create_hosted(kiq_topics_t *t, kiq_str_t name, const kiq_uuid_t *
     return create_topic(t, name, id, npartitions, replication_factor, hosted, configs, false);
 }
 
+/* Under host_mu: whether any partition log of the topic has files. */
+static bool holds_files(kiq_topic_t *topic)
+{
+    for (int32_t i = 0; i < topic->npartitions; i++)
+        if (atomic_load(&topic->partitions[i]->log)) return true;
+    for (const kiq_retired_log_t *e = topic->retired; e; e = e->next)
+        if (!e->deleted) return true;
+    return false;
+}
+
+bool kiq_topic_hosts_any(kiq_topic_t *topic)
+{
+    int32_t n = atomic_load(&topic->npartitions);
+    for (int32_t i = 0; i < n; i++)
+        if (atomic_load(&topic->partitions[i]->log)) return true;
+    return false;
+}
+
 int kiq_topics_delete(kiq_topics_t *t, kiq_topic_t *topic)
 {
     /* host_mu: hosting and the reaping of retired logs see a steady
@@ -292,9 +310,14 @@ int kiq_topics_delete(kiq_topics_t *t, kiq_topic_t *topic)
     t->count--;
     kiq_lm_unplace_topic(t, topic);
     atomic_store(&topic->deleted, true);
-    topic->doomed_in = t;
-    topic->next_doomed = t->doomed;
-    t->doomed = topic;
+    /* Doomed (its name taken until its files are gone) only while it holds
+     * files: a topic whose partitions were all deleted one by one (a
+     * cluster's StopReplica) leaves its name free for a new topic at once. */
+    if (holds_files(topic)) {
+        topic->doomed_in = t;
+        topic->next_doomed = t->doomed;
+        t->doomed = topic;
+    }
     pthread_rwlock_unlock(&t->lock);
     pthread_mutex_unlock(&topic->host_mu);
     /* after `deleted` is set, so no config change can save it again */

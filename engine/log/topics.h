@@ -245,6 +245,8 @@ int kiq_topics_update_configs(kiq_topics_t *t, kiq_topic_t *topic,
 /* The broker's log settings changed (dynamic broker configs): every log
  * takes them, with its topic's own configs on top. Any thread. */
 void kiq_topics_set_log_config(kiq_topics_t *t, const kiq_log_config_t *cfg);
+/* Whether this broker hosts any partition of the topic. Any thread. */
+bool kiq_topic_hosts_any(kiq_topic_t *topic);
 /* Removes the topic from the registry and deletes its files once unused
  * (by the thread dropping the last reference, which must not hold the
  * registry). Kafka error code: 0 or UNKNOWN_TOPIC_OR_PARTITION. */

@@ -206,57 +206,40 @@ static int offsets_topic_configs(const kiq_replica_context_t *b, kiq_topic_confi
     return 0;
 }
 
-/* How long a replica waits for the controller to tell a new topic's
- * configs; it is the control-plane thread that waits. */
-#define TOPIC_CONFIGS_TIMEOUT_MS 3000
+static int16_t stop_one(kiq_replica_manager_t *rm, kiq_str_t name, int32_t partition, int32_t leader_epoch,
+                        bool delete_partition);
 
-/* The topic's dynamic configs as the controller keeps them, into an empty
- * *cfg: directly when this broker hosts it, otherwise with DescribeConfigs
- * to the controller's control plane. 0, or -1 with the reason (cfg may
- * then hold part of them). */
-static int controller_topic_configs(const kiq_replica_context_t *b, kiq_str_t name, kiq_topic_configs_t *cfg)
+/* A topic here that the controller's metadata does not have (it was
+ * deleted while this broker was down, perhaps created again with a new
+ * id): its replicas are stray and deleted, as Kafka does. */
+static void drop_stray(kiq_replica_manager_t *rm, kiq_str_t name, const char *why)
 {
-    kiq_controller_t *controller = *b->controller;
-    if (controller) {
-        int rc = kiq_controller_topic_configs(controller, name.p, (size_t)name.len, cfg);
-        return rc ? kiq_error_set("the controller has no configs for it (error %d)", rc) : 0;
+    const kiq_replica_context_t *b = &rm->b;
+    kiq_topic_t *topic = kiq_topics_get(b->topics, name);
+    if (!topic) return;
+    KIQ_WARN("broker %d: topic " KIQ_STR_FMT " here is not the controller's (%s): deleting the stray replicas of "
+             "the older topic", b->node_id, KIQ_STR_ARG(name), why);
+    int32_t np = atomic_load(&topic->npartitions);
+    kiq_topic_unref(topic);
+    for (int32_t p = 0; p < np; p++) stop_one(rm, name, p, -2, true);
+    /* stop_one deletes it once it hosts nothing; one hosting nothing before */
+    if ((topic = kiq_topics_get(b->topics, name))) kiq_topics_delete(b->topics, topic);
+    kiq_topic_unref(topic);
+}
+
+void kiq_replica_manager_drop_strays(kiq_replica_manager_t *rm)
+{
+    const kiq_replica_context_t *b = &rm->b;
+    int count;
+    kiq_topic_t **list = kiq_topics_list(b->topics, &count);
+    for (int i = 0; list && i < count; i++) {
+        kiq_str_t name = KIQ_STR(list[i]->name);
+        kiq_uuid_t id;
+        bool known = kiq_metadata_cache_topic_id(b->metadata, name.p, (size_t)name.len, &id);
+        if (known && (kiq_uuid_is_zero(&id) || kiq_topics_adopt_id(b->topics, list[i], &id) == 0)) continue;
+        drop_stray(rm, name, known ? "another topic id" : "deleted");
     }
-    char id[32];
-    snprintf(id, sizeof id, "kafkaiq-broker-%d", b->node_id);
-    kiq_client_conn_t *c = kiq_client_connect(b->controller_host, b->controller_port, TOPIC_CONFIGS_TIMEOUT_MS, id);
-    if (!c) return -1;
-    int16_t v = kiq_client_version(c, KIQ_API_DESCRIBE_CONFIGS);
-    if (v < 1) {
-        /* v0 does not say where a value comes from */
-        kiq_error_set("the controller at %s does not serve DescribeConfigs v1+", kiq_client_peer(c));
-        kiq_client_close(c);
-        return -1;
-    }
-    kiq_arena_t a;
-    kiq_arena_init(&a);
-    kiq_describe_configs_request_t req;
-    kiq_describe_configs_request_init(&req);
-    kiq_describe_configs_request_resources_t res;
-    kiq_describe_configs_request_resources_init(&res);
-    res.resource_type = KIQ_CONFIG_RESOURCE_TOPIC;
-    res.resource_name = name;
-    res.configuration_keys_n = -1; /* all of them */
-    req.resources = &res;
-    req.resources_n = 1;
-    kiq_describe_configs_response_t resp;
-    int rc = kiq_client_request(c, KIQ_API_DESCRIBE_CONFIGS, v, &req, &a, &resp, TOPIC_CONFIGS_TIMEOUT_MS);
-    if (rc == 0 && (resp.results_n != 1 || resp.results[0].error_code))
-        rc = kiq_error_set("the controller answered error %d: " KIQ_STR_FMT,
-                           resp.results_n == 1 ? resp.results[0].error_code : KIQ_ERR_UNKNOWN_SERVER_ERROR,
-                           KIQ_STR_ARG(resp.results_n == 1 ? resp.results[0].error_message : KIQ_STR_NULL));
-    for (int32_t i = 0; rc == 0 && i < resp.results[0].configs_n; i++) {
-        const kiq_describe_configs_response_results_configs_t *e = &resp.results[0].configs[i];
-        if (e->config_source != KIQ_CONFIG_SOURCE_DYNAMIC_TOPIC || !e->value.p) continue;
-        if (kiq_topic_configs_set(cfg, e->name.p, e->name.len, e->value.p, e->value.len) != 0) rc = -1;
-    }
-    kiq_arena_reset(&a);
-    kiq_client_close(c);
-    return rc;
+    kiq_topics_list_free(list, count);
 }
 
 /* The topic, created here hosting the partitions in ps when it is not.
@@ -267,15 +250,11 @@ static kiq_topic_t *hosted_topic(kiq_replica_manager_t *rm, kiq_str_t name, cons
     const kiq_replica_context_t *b = &rm->b;
     kiq_topic_t *topic = kiq_topics_get(b->topics, name);
     if (topic) {
-        if (id && !kiq_uuid_is_zero(id) && kiq_topics_adopt_id(b->topics, topic, id) != 0) {
-            /* an older topic of that name whose deletion this broker missed */
-            KIQ_ERROR("broker %d: LeaderAndIsr for " KIQ_STR_FMT " names another topic id than the one here",
-                      b->node_id, KIQ_STR_ARG(name));
-            for (int i = 0; i < n; i++) ps[i].error = KIQ_ERR_UNKNOWN_TOPIC_ID;
-            kiq_topic_unref(topic);
-            return NULL;
-        }
-        return topic;
+        if (!id || kiq_uuid_is_zero(id) || kiq_topics_adopt_id(b->topics, topic, id) == 0) return topic;
+        /* an older topic of that name whose deletion this broker missed:
+         * the controller's topic is hosted in its place */
+        kiq_topic_unref(topic);
+        drop_stray(rm, name, "LeaderAndIsr names another id for it");
     }
     int32_t count = kiq_metadata_cache_partition_count(b->metadata, name.p, (size_t)name.len);
     if (count <= 0) {
@@ -295,11 +274,10 @@ static kiq_topic_t *hosted_topic(kiq_replica_manager_t *rm, kiq_str_t name, cons
     if (!idp && kiq_metadata_cache_topic_id(b->metadata, name.p, (size_t)name.len, &tid)) idp = &tid;
     kiq_topic_configs_t cfg = {0};
     bool offsets = kiq_str_eq(name, KIQ_OFFSETS_TOPIC);
-    /* Without its configs the topic is still made, with what arrived: a
-     * later LeaderAndIsr finds it and does not make it again, so it keeps
-     * the defaults until its configs are altered. */
-    if (!offsets && controller_topic_configs(b, name, &cfg) != 0)
-        KIQ_WARN("broker %d: hosting " KIQ_STR_FMT " without all of its configs: %s", b->node_id, KIQ_STR_ARG(name),
+    /* the configs came with the metadata that named the topic (the
+     * controller pushes them all with each UpdateMetadata) */
+    if (!offsets && kiq_metadata_cache_topic_configs(b->metadata, name.p, (size_t)name.len, &cfg) != 0)
+        KIQ_WARN("broker %d: hosting " KIQ_STR_FMT " without its configs: %s", b->node_id, KIQ_STR_ARG(name),
                  kiq_error_get());
     int rc = offsets && offsets_topic_configs(b, &cfg) != 0
                  ? KIQ_ERR_UNKNOWN_SERVER_ERROR
@@ -511,6 +489,9 @@ static int16_t stop_one(kiq_replica_manager_t *rm, kiq_str_t name, int32_t parti
             err = KIQ_ERR_KAFKA_STORAGE_ERROR;
         } else {
             KIQ_INFO("broker %d: deleted its replica of %s-%d", b->node_id, topic->name, partition);
+            /* the topic's last replica here gone: its name is free for a
+             * new topic (a deleted topic created again has a new id) */
+            if (!kiq_topic_hosts_any(topic)) kiq_topics_delete(b->topics, topic);
         }
     }
     kiq_topic_unref(topic);

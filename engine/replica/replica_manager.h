@@ -79,6 +79,10 @@ int kiq_replica_manager_apply_leader_and_isr(kiq_replica_manager_t *rm, const ki
                                              kiq_arena_t *a, kiq_leader_and_isr_response_t *resp);
 /* StopReplica: stops replicating the partitions (no fetcher, no role) and,
  * with delete_partition, removes their logs. Returns 0. */
+/* After an UpdateMetadata (the controller's whole view): deletes the
+ * topics here that the view lacks or names with another id (deleted while
+ * this broker was down). Control-plane thread. */
+void kiq_replica_manager_drop_strays(kiq_replica_manager_t *rm);
 int kiq_replica_manager_stop_replica(kiq_replica_manager_t *rm, const kiq_stop_replica_request_t *req,
                                      kiq_arena_t *a, kiq_stop_replica_response_t *resp);
 
