@@ -228,12 +228,11 @@ int kiq_producer_entry_check(const kiq_producer_entry_t *e, const kiq_batch_head
     *duplicate = false;
     int32_t first = h->base_sequence, last = kiq_producer_last_seq(h);
     bool unsequenced = first < 0 && kiq_batch_is_transactional(h);
-    if (!e) {
-        if (first == 0 || unsequenced) return 0;
-        kiq_error_set("producer %" PRId64 " epoch %d is unknown and its batch starts at sequence %" PRId32
-                      " (not 0)", h->producer_id, h->producer_epoch, first);
-        return KIQ_ERR_UNKNOWN_PRODUCER_ID;
-    }
+    /* A producer this partition does not know (its batches truncated,
+     * expired or never replicated here) is taken at any sequence, as Kafka
+     * does since KIP-360: a retry after a leader change goes on instead of
+     * failing the producer. */
+    if (!e) return 0;
     if (h->producer_epoch < e->epoch) {
         kiq_error_set("producer %" PRId64 ": epoch %d is older than the current epoch %d (sequences %" PRId32
                       "..%" PRId32 ")", h->producer_id, h->producer_epoch, e->epoch, first, last);

@@ -89,7 +89,7 @@ int32_t kiq_producer_last_seq(const kiq_batch_header_t *h);
  * otherwise 0 when it may be appended, or the Kafka error code with the
  * reason in the error slot: INVALID_PRODUCER_EPOCH (older epoch),
  * OUT_OF_ORDER_SEQUENCE_NUMBER (not the next sequence, or a new epoch not
- * starting at 0), UNKNOWN_PRODUCER_ID (unknown producer not at 0). */
+ * starting at 0). An unknown producer may start at any sequence. */
 int kiq_producer_entry_check(const kiq_producer_entry_t *e, const kiq_batch_header_t *h, bool *duplicate,
                              kiq_producer_batch_t *original);
 /* Records an appended batch (h->base_offset assigned) in e, which

@@ -6,7 +6,7 @@
   record is in the log exactly once, at the offset its delivery report gave;
   the same without idempotence writes duplicates (so the check can fail).
 - Raw requests: a sequence gap gets OUT_OF_ORDER_SEQUENCE_NUMBER and appends
-  nothing, an unknown producer not starting at 0 gets UNKNOWN_PRODUCER_ID, a
+  nothing, an unknown producer is taken at any sequence (as Kafka), a
   retried batch gets its original offset, also after a broker restart.
 - An idempotent producer goes on after a broker restart without errors or
   duplicates.
@@ -26,7 +26,6 @@ from conftest import EXTERNAL, ROOT
 API_PRODUCE, API_LIST_OFFSETS, API_INIT_PRODUCER_ID = 0, 2, 22
 ERR_OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 ERR_INVALID_PRODUCER_EPOCH = 47
-ERR_UNKNOWN_PRODUCER_ID = 59
 DROP_PERCENT = 10
 
 DROPPING_BROKER_LUA = r"""
@@ -164,9 +163,11 @@ def test_raw_sequence_rules_survive_a_restart(broker):
         # a retry: the original offset, nothing appended
         assert produce(c, topic, batch_of(0, pid, 0, 0)) == (0, 0)
         assert log_end(c, topic) == (0, 4)
-        # a producer this partition never saw must start at 0
-        assert produce(c, topic, batch_of(3, pid2, 0, 3))[0] == ERR_UNKNOWN_PRODUCER_ID
-        assert log_end(c, topic) == (0, 4)
+        # a producer this partition never saw is taken at any sequence (Kafka
+        # since KIP-360: a retry after a leader change goes on), then checked
+        assert produce(c, topic, batch_of(3, pid2, 0, 3)) == (0, 4)
+        assert produce(c, topic, batch_of(3, pid2, 0, 7))[0] == ERR_OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert log_end(c, topic) == (0, 6)
     broker.restart()
     with kw.Conn(broker.host, broker.port) as c:
         err, pid3, _ = init_producer_id(c)
@@ -174,11 +175,11 @@ def test_raw_sequence_rules_survive_a_restart(broker):
         # the state came back: a retry of the last batch is still a duplicate
         assert produce(c, topic, batch_of(1, pid, 0, 2)) == (0, 2)
         assert produce(c, topic, batch_of(2, pid, 0, 5))[0] == ERR_OUT_OF_ORDER_SEQUENCE_NUMBER
-        assert produce(c, topic, batch_of(2, pid, 0, 4)) == (0, 4)
+        assert produce(c, topic, batch_of(2, pid, 0, 4)) == (0, 6)
         # a newer epoch fences the older one
-        assert produce(c, topic, batch_of(4, pid, 1, 0)) == (0, 6)
+        assert produce(c, topic, batch_of(4, pid, 1, 0)) == (0, 8)
         assert produce(c, topic, batch_of(5, pid, 0, 6))[0] == ERR_INVALID_PRODUCER_EPOCH
-        assert log_end(c, topic) == (0, 8)
+        assert log_end(c, topic) == (0, 10)
 
 
 @pytest.mark.timeout(240)

@@ -156,9 +156,10 @@ static void test_gap_and_epochs(void **state)
     /* the old epoch is fenced, even for what would have been next */
     append_err(l, 3, PID, 0, 6, KIQ_ERR_INVALID_PRODUCER_EPOCH);
     append_new(l, 1, PID, 1, 2, 8);
-    /* an unknown producer must start at 0 */
-    append_err(l, 1, 2000, 0, 3, KIQ_ERR_UNKNOWN_PRODUCER_ID);
-    append_new(l, 1, 2000, 0, 0, 9);
+    /* an unknown producer is taken at any sequence (Kafka since KIP-360),
+     * and its next batch must follow */
+    append_new(l, 1, 2000, 0, 3, 9);
+    append_err(l, 1, 2000, 0, 5, KIQ_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
     /* batches without a producer id are never checked */
     append_new(l, 2, -1, -1, -1, 10);
     append_new(l, 2, -1, -1, -1, 12);
@@ -393,14 +394,14 @@ static void test_truncation_rebuilds_the_state(void **state)
     /* truncation to before the producer's first batch forgets it */
     assert_int_equal(kiq_partition_log_truncate_to(l, 0), 0);
     assert_int_equal(kiq_partition_log_producer(l, PID, &e), 0);
-    append_err(l, 3, PID, 0, 3, KIQ_ERR_UNKNOWN_PRODUCER_ID);
-    append_new(l, 3, PID, 0, 0, 0);
+    /* a retry of the producer's later batches goes on (what Kafka answers) */
+    append_new(l, 3, PID, 0, 3, 0);
     kiq_partition_log_free(l);
     /* and the reopened log agrees */
     l = open_rolling(f, false);
     assert_non_null(l);
-    append_dup(l, 3, PID, 0, 0, 0);
-    append_new(l, 3, PID, 0, 3, 3);
+    append_dup(l, 3, PID, 0, 3, 0);
+    append_new(l, 3, PID, 0, 6, 3);
     kiq_partition_log_free(l);
 }
 
