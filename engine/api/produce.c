@@ -259,11 +259,14 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     out->index = in->index;
     kiq_partition_t *part;
     kiq_partition_log_t *log;
+    log = NULL;
     if ((out->error_code = kiq_replica_led_partition(topic, in->index, -1, &part, &log)) != 0) {
         if (out->error_code == KIQ_ERR_KAFKA_STORAGE_ERROR) {
             kiq_error_set("the log directory of %s-%d is offline", topic->name, in->index);
             out->error_message = kiq_request_error_message(r);
         }
+        /* a follower about to lead hears of the batch it refused */
+        if (log) kiq_partition_log_note_refused(log, in->records.p, (size_t)in->records.len, out->error_code);
         return;
     }
     if (acks == -1) {
@@ -274,6 +277,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
                           in->index, isr, (long long)need);
             out->error_code = KIQ_ERR_NOT_ENOUGH_REPLICAS;
             out->error_message = kiq_request_error_message(r);
+            kiq_partition_log_note_refused(log, in->records.p, (size_t)in->records.len, out->error_code);
             return;
         }
     }

@@ -743,6 +743,19 @@ static int check_producer(kiq_partition_log_t *l, pending_t *pend, const kiq_bat
     bool dup;
     kiq_producer_batch_t orig;
     int err = kiq_producer_entry_check(cur, h, &dup, &orig);
+    if (err == KIQ_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER && cur->epoch == h->producer_epoch) {
+        /* the missing batch was refused here a moment ago: this one waits
+         * for it the same way (producer_state.h) */
+        int32_t missing = kiq_producer_entry_next_seq(cur);
+        int16_t again = kiq_producer_state_refused(l->producers, h->producer_id, h->producer_epoch, missing,
+                                                   kiq_clock_mono_ns());
+        if (again) {
+            kiq_error_set("%s: producer %" PRId64 " epoch %d: its batch at sequence %" PRId32
+                          " was refused here a moment ago (error %d); it must come before sequence %" PRId32,
+                          l->dir, h->producer_id, h->producer_epoch, missing, again, h->base_sequence);
+            return again;
+        }
+    }
     if (err) return err;
     if (dup) {
         res->duplicate = true;
@@ -761,6 +774,15 @@ static int check_producer(kiq_partition_log_t *l, pending_t *pend, const kiq_bat
     }
     kiq_producer_entry_update(pe, h);
     return 0;
+}
+
+void kiq_partition_log_note_refused(kiq_partition_log_t *l, const uint8_t *batches, size_t len, int16_t err)
+{
+    kiq_batch_header_t h;
+    if (!batches || kiq_batch_header_parse(batches, len, &h) < 0 || h.producer_id < 0) return;
+    pthread_mutex_lock(&l->mu);
+    kiq_producer_state_note_refusal(l->producers, &h, err, kiq_clock_mono_ns());
+    pthread_mutex_unlock(&l->mu);
 }
 
 uint64_t kiq_partition_log_txn_guard(kiq_partition_log_t *l, int64_t producer_id, int16_t producer_epoch,

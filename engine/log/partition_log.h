@@ -222,6 +222,11 @@ size_t kiq_partition_log_aborted_count(kiq_partition_log_t *l);
 size_t kiq_partition_log_aborted(kiq_partition_log_t *l, int64_t from, int64_t upper, kiq_arena_t *arena,
                                  kiq_aborted_t **out);
 
+/* A produce of these batches (their first one's producer) was refused
+ * here with the retriable err before any sequence check: a later batch of
+ * that producer is answered err too while this one is missing (see
+ * kiq_producer_state_note_refusal). Any thread. */
+void kiq_partition_log_note_refused(kiq_partition_log_t *l, const uint8_t *batches, size_t len, int16_t err);
 /* A copy of producer_id's state in this partition: 1 with *out, 0 when
  * the producer is unknown here. */
 int kiq_partition_log_producer(kiq_partition_log_t *l, int64_t producer_id, kiq_producer_entry_t *out);

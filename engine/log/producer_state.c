@@ -33,6 +33,14 @@ struct kiq_producer_state {
     } guards[KIQ_PRODUCER_GUARDS_MAX];
     int nguards;
     uint64_t last_guard;
+    /* kiq_producer_state_note_refusal's, a ring */
+    struct refusal {
+        int64_t producer_id;
+        int64_t at_ns; /* 0: a free slot */
+        int32_t first_seq;
+        int16_t epoch, err;
+    } refusals[KIQ_PRODUCER_REFUSALS];
+    int next_refusal;
 };
 
 #define EMPTY_ID (-1)
@@ -134,6 +142,26 @@ void kiq_producer_state_guard_end(kiq_producer_state_t *s, int64_t producer_id, 
 }
 
 size_t kiq_producer_state_count(const kiq_producer_state_t *s) { return s->count; }
+
+void kiq_producer_state_note_refusal(kiq_producer_state_t *s, const kiq_batch_header_t *h, int16_t err,
+                                     int64_t now_ns)
+{
+    if (h->producer_id < 0 || h->base_sequence < 0) return;
+    s->refusals[s->next_refusal] = (struct refusal){h->producer_id, now_ns, h->base_sequence, h->producer_epoch, err};
+    s->next_refusal = (s->next_refusal + 1) % KIQ_PRODUCER_REFUSALS;
+}
+
+int16_t kiq_producer_state_refused(const kiq_producer_state_t *s, int64_t producer_id, int16_t epoch,
+                                   int32_t first_seq, int64_t now_ns)
+{
+    for (int i = 0; i < KIQ_PRODUCER_REFUSALS; i++) {
+        const struct refusal *r = &s->refusals[i];
+        if (r->at_ns && r->producer_id == producer_id && r->epoch == epoch && r->first_seq == first_seq &&
+            now_ns - r->at_ns <= (int64_t)KIQ_PRODUCER_REFUSAL_MS * 1000000)
+            return r->err;
+    }
+    return 0;
+}
 
 static kiq_producer_entry_t *find_slot(kiq_producer_entry_t *slots, size_t cap, int64_t id)
 {
@@ -254,13 +282,16 @@ int kiq_producer_entry_check(const kiq_producer_entry_t *e, const kiq_batch_head
             return 0;
         }
     }
-    int32_t prev = e->nbatches ? e->batches[e->nbatches - 1].last_seq : -1;
-    bool next = e->nbatches ? first == seq_add(prev, 1) : first == 0;
-    if (next) return 0;
+    int32_t next = kiq_producer_entry_next_seq(e);
+    if (first == next) return 0;
     kiq_error_set("producer %" PRId64 " epoch %d: batch with sequences %" PRId32 "..%" PRId32
-                  " is out of order; expected sequence %" PRId32, h->producer_id, h->producer_epoch, first, last,
-                  e->nbatches ? seq_add(prev, 1) : 0);
+                  " is out of order; expected sequence %" PRId32, h->producer_id, h->producer_epoch, first, last, next);
     return KIQ_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+}
+
+int32_t kiq_producer_entry_next_seq(const kiq_producer_entry_t *e)
+{
+    return e->nbatches ? seq_add(e->batches[e->nbatches - 1].last_seq, 1) : 0;
 }
 
 void kiq_producer_entry_init(kiq_producer_entry_t *e, int64_t producer_id, int16_t epoch)

@@ -71,6 +71,26 @@ bool kiq_producer_state_guard_holds(const kiq_producer_state_t *s, int64_t produ
 /* Ends producer_id's guard if it is `guard` (0: whichever it is). */
 void kiq_producer_state_guard_end(kiq_producer_state_t *s, int64_t producer_id, uint64_t guard);
 
+/* Batches refused before their sequence was looked at (not the leader
+ * yet, too few in-sync replicas, ...) with a retriable error: a later
+ * batch of the same producer that arrives while the refused one is still
+ * missing gets that error too, not OUT_OF_ORDER_SEQUENCE_NUMBER. A
+ * producer pipelines up to five batches, and librdkafka before 2.3 takes
+ * that OUT_OF_ORDER_SEQUENCE_NUMBER as fatal when it had counted the
+ * refused batch as possibly written (after a disconnect or a timeout):
+ * both answered retriable, it sends them again in order. Remembered
+ * KIQ_PRODUCER_REFUSAL_MS, the newest KIQ_PRODUCER_REFUSALS of them. */
+#define KIQ_PRODUCER_REFUSALS 16
+#define KIQ_PRODUCER_REFUSAL_MS 10000
+void kiq_producer_state_note_refusal(kiq_producer_state_t *s, const kiq_batch_header_t *h, int16_t err,
+                                     int64_t now_ns);
+/* The error a batch of producer_id at epoch starting at first_seq was
+ * refused with here within KIQ_PRODUCER_REFUSAL_MS of now_ns, or 0. */
+int16_t kiq_producer_state_refused(const kiq_producer_state_t *s, int64_t producer_id, int16_t epoch,
+                                   int32_t first_seq, int64_t now_ns);
+/* The sequence the entry's next batch must start at. */
+int32_t kiq_producer_entry_next_seq(const kiq_producer_entry_t *e);
+
 /* Forgets the producers with no open transaction whose last batch is older
  * than before_ts (producer.id.expiration.ms); how many went. Entries that
  * only ever wrote markers have no batch time and stay. */

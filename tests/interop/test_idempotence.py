@@ -246,3 +246,63 @@ def test_idempotent_producers_of_different_brokers_get_different_ids(three):
         msgs.update({value: key for key, value, _ in batch})
     got = kc.consume_confluent_all(three.bootstrap, topic, range(1))
     assert sorted(value for _, _, _, value, *_ in got) == sorted(msgs), f"{len(got)} of {len(msgs)} records in the log"
+
+
+# ---------------------------------------------------------------- a follower about to lead
+
+API_ELECT_LEADERS = 43
+ERR_NOT_LEADER_OR_FOLLOWER = 6
+
+
+def produce_to(conn, topic, partition, batch):
+    """(error, base offset) of a Produce v3 with acks=all."""
+    return kw.parse_produce_v3(conn.call(API_PRODUCE, 3, kw.produce_v3_body(topic, partition, batch)))[
+        (topic, partition)]
+
+
+def elect_preferred(conn, topic, partition):
+    """ElectLeaders v1 (preferred) of one partition: its error code."""
+    body = struct.pack(">b", 0) + kw.array([kw.string(topic) + kw.array([struct.pack(">i", partition)])]) + \
+        struct.pack(">i", 20000)
+    r = kw.Reader(conn.call(API_ELECT_LEADERS, 1, body))
+    r.int32()
+    r.int16()
+    [(_, [(_, err)])] = r.array(lambda r: (r.string(), r.array(lambda r: (r.int32(), r.int16(), r.string())[:2])))
+    return err
+
+
+@pytest.mark.timeout(180)
+def test_a_follower_that_refused_a_batch_then_leads_waits_for_it(tmp_path):
+    """Batch A reaches a follower (NOT_LEADER_OR_FOLLOWER); the follower then
+    takes the leadership and batch B, pipelined behind A, arrives: B is
+    answered NOT_LEADER_OR_FOLLOWER too (retriable, not written), not
+    OUT_OF_ORDER_SEQUENCE_NUMBER, which librdkafka before 2.3 takes as fatal
+    when it counted A as possibly written. A then B are taken in order."""
+    from cluster import CLUSTER_OVERRIDES, CONTROLLER_ID, Cluster, wait_until
+    c = Cluster(tmp_path / "cluster", overrides=CLUSTER_OVERRIDES + ("auto.leader.rebalance.enable=false",))
+    c.start()
+    try:
+        topic = "idem-new-leader"
+        parts = c.create_topic(topic, 3)
+        p, st = next((p, st) for p, st in sorted(parts.items()) if st["replicas"][0] != CONTROLLER_ID)
+        preferred = c[st["replicas"][0]]
+        # the preferred replica stops (its leadership moves) and comes back a follower
+        preferred.stop()
+        preferred.start()
+        c.wait_isr(topic, p, st["replicas"], 30)
+        leader = c[c.leader(topic, p)]
+        assert leader is not preferred
+        with kw.Conn(leader.host, leader.port) as lc, kw.Conn(preferred.host, preferred.port) as fc:
+            err, pid, _ = init_producer_id(lc)
+            assert err == 0
+            assert produce_to(lc, topic, p, batch_of(0, pid, 0, 0)) == (0, 0)
+            batch_a, batch_b = batch_of(1, pid, 0, 2), batch_of(2, pid, 0, 4)
+            assert produce_to(fc, topic, p, batch_a)[0] == ERR_NOT_LEADER_OR_FOLLOWER
+            assert elect_preferred(lc, topic, p) == 0
+            wait_until(lambda: preferred.metadata([topic])["topics"][topic]["partitions"][p]["leader"] == preferred.id,
+                       20, f"broker {preferred.id} leading {topic}-{p}")
+            assert produce_to(fc, topic, p, batch_b)[0] == ERR_NOT_LEADER_OR_FOLLOWER
+            assert produce_to(fc, topic, p, batch_a) == (0, 2)
+            assert produce_to(fc, topic, p, batch_b) == (0, 4)
+    finally:
+        c.stop()

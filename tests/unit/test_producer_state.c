@@ -167,6 +167,44 @@ static void test_gap_and_epochs(void **state)
     kiq_partition_log_free(l);
 }
 
+/* Notes a refusal of the batch n records of pid/epoch from seq with err. */
+static void refuse(kiq_partition_log_t *l, int n, int64_t pid, int16_t epoch, int32_t seq, int16_t err)
+{
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    make_batch(&w, n, pid, epoch, seq);
+    kiq_partition_log_note_refused(l, w.buf, w.len, err);
+    kiq_wr_free(&w);
+}
+
+/* A batch refused before its sequence was checked (a follower about to
+ * lead, too few in-sync replicas): the pipelined batch behind it gets the
+ * same retriable error instead of OUT_OF_ORDER_SEQUENCE_NUMBER, until the
+ * refused one comes again; a gap nobody refused is still out of order. */
+static void test_the_batch_behind_a_refused_one_waits_for_it(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
+    assert_non_null(l);
+    append_new(l, 3, PID, 0, 0, 0);
+    /* refusals of another producer, another epoch or another sequence than
+     * the missing one do not count */
+    refuse(l, 3, PID + 1, 0, 3, KIQ_ERR_NOT_LEADER_OR_FOLLOWER);
+    refuse(l, 3, PID, 1, 3, KIQ_ERR_NOT_LEADER_OR_FOLLOWER);
+    refuse(l, 3, PID, 0, 6, KIQ_ERR_NOT_LEADER_OR_FOLLOWER);
+    append_err(l, 3, PID, 0, 6, KIQ_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    /* the missing batch refused: those behind it wait for it */
+    refuse(l, 3, PID, 0, 3, KIQ_ERR_NOT_ENOUGH_REPLICAS);
+    append_err(l, 3, PID, 0, 6, KIQ_ERR_NOT_ENOUGH_REPLICAS);
+    append_err(l, 3, PID, 0, 9, KIQ_ERR_NOT_ENOUGH_REPLICAS);
+    /* in order again: taken */
+    append_new(l, 3, PID, 0, 3, 3);
+    append_new(l, 3, PID, 0, 6, 6);
+    /* a gap where nothing was refused is out of order */
+    append_err(l, 3, PID, 0, 12, KIQ_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    kiq_partition_log_free(l);
+}
+
 static void test_sequence_wraps(void **state)
 {
     kiq_test_log_dir_t *f = *state;
@@ -437,6 +475,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_duplicates_of_the_last_five, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_gap_and_epochs, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_the_batch_behind_a_refused_one_waits_for_it, setup,
+                                        kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_sequence_wraps, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_several_batches_in_one_append, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_racing_appends_are_atomic, setup, kiq_test_log_dir_teardown),
