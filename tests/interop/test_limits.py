@@ -19,6 +19,7 @@ import urllib.request
 
 import pytest
 
+import kiq_clients as kc
 import kiq_wire as w
 from conftest import Broker
 
@@ -355,5 +356,33 @@ def test_malformed_frames_are_logged_at_a_bounded_rate(tmp_path):
         assert serves(b)
         lines = [ln for ln in b.stderr_tail(200000).splitlines() if "frame size -5" in ln]
         assert len(lines) == 1, f"{len(lines)} lines for 50 bad frames"
+    finally:
+        b.stop()
+
+
+def test_refused_requests_are_logged_at_a_bounded_rate(tmp_path):
+    """Requests a peer can repeat as fast as it likes, each refused with a
+    warning (an unknown api key, an unsupported version, a batch with a
+    wrong CRC): a line or two for hundreds of them, not one each."""
+    b = start(tmp_path)
+    n = 200
+    try:
+        topic = "bounded-log"
+        kc.create_topic(b.bootstrap, topic, 1)
+        for api_key, version, flexible in ((9999, 0, False), (w.API_METADATA, 99, True)):
+            for _ in range(n):
+                with w.Conn(b.host, b.port) as c:
+                    c.request(api_key, version, w.metadata_v1_body(), flexible=flexible)
+                    assert c.closed_by_peer(5)
+        bad = w.corrupt_batch(w.record_batch([(b"k", b"v", [])]))
+        with w.Conn(b.host, b.port) as c:
+            for _ in range(n):
+                res = w.parse_produce_v3(c.call(w.API_PRODUCE, 3, w.produce_v3_body(topic, 0, bad)))
+                assert res[(topic, 0)][0] == w.ERR_CORRUPT_MESSAGE
+        assert serves(b)
+        log = b.stderr_tail(1000000).splitlines()
+        for what in ("unknown api key 9999", "unsupported Metadata version 99", f"produce to {topic}-0"):
+            lines = [ln for ln in log if what in ln]
+            assert 1 <= len(lines) <= 2, f"{len(lines)} lines saying {what!r} for {n} requests"
     finally:
         b.stop()
