@@ -34,14 +34,14 @@ static int admit(kiq_request_t *r)
     const kiq_api_codec_t *c = kiq_api_codec(r->header.api_key);
     const kiq_api_row_t *row = c ? kiq_api_row(r->header.api_key, r->listener) : NULL;
     if (!row) {
-        KIQ_WARN("connection %s: unknown api key %d (version %d, correlation id %d); closing",
-                 r->peer, r->header.api_key, r->header.api_version, r->header.correlation_id);
+        KIQ_WARN_LIMITED("connection %s: unknown api key %d (version %d, correlation id %d); closing",
+                         r->peer, r->header.api_key, r->header.api_version, r->header.correlation_id);
         return -1;
     }
     int16_t v = r->header.api_version;
     if (!kiq_api_row_serves(row, c, v) && c->key != KIQ_API_API_VERSIONS) {
-        KIQ_WARN("connection %s: unsupported %s version %d (supported %d-%d); closing", r->peer,
-                 c->name, v, kiq_api_row_min(row, c), c->max_version);
+        KIQ_WARN_LIMITED("connection %s: unsupported %s version %d (supported %d-%d); closing", r->peer,
+                         c->name, v, kiq_api_row_min(row, c), c->max_version);
         return -1;
     }
     r->codec = c;

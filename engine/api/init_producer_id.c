@@ -29,8 +29,8 @@ int kiq_api_init_producer_id_handle(kiq_broker_t *b, kiq_request_t *r, const voi
      * given, or neither) */
     bool given = req->producer_id != -1, epoch_given = req->producer_epoch != -1;
     if (given != epoch_given || (given && (req->producer_id < 0 || req->producer_epoch < 0))) {
-        KIQ_WARN("InitProducerId from %s: producer id %" PRId64 " with epoch %d is not a valid pair", r->peer,
-                 req->producer_id, req->producer_epoch);
+        KIQ_WARN_LIMITED("InitProducerId from %s: producer id %" PRId64 " with epoch %d is not a valid pair",
+                         r->peer, req->producer_id, req->producer_epoch);
         out->error_code = KIQ_ERR_INVALID_REQUEST;
         return KIQ_HANDLER_RESPOND;
     }

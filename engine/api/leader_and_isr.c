@@ -17,7 +17,7 @@ int kiq_api_leader_and_isr_handle(kiq_broker_t *b, kiq_request_t *r, const void 
 {
     kiq_leader_and_isr_response_t *out = resp;
     if (!b->replicas) {
-        KIQ_WARN("LeaderAndIsr from %s, but broker %d is not in cluster mode", r->peer, b->node_id);
+        KIQ_WARN_LIMITED("LeaderAndIsr from %s, but broker %d is not in cluster mode", r->peer, b->node_id);
         out->error_code = KIQ_ERR_INVALID_REQUEST;
         return KIQ_HANDLER_RESPOND;
     }

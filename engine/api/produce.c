@@ -210,9 +210,9 @@ static void txn_check_answered(kiq_broker_t *b, kiq_request_t *r, kiq_str_t txn_
 {
     c->asking = false;
     if (!c->err) return;
-    KIQ_WARN("produce to %s-%d from %s rejected: the coordinator of transactional producer %lld epoch %d (id "
-             KIQ_STR_FMT ") answered error %d for it", c->topic, c->partition, r->peer, (long long)c->producer_id,
-             c->producer_epoch, KIQ_STR_ARG(txn_id), c->err);
+    KIQ_WARN_LIMITED("produce to %s-%d from %s rejected: the coordinator of transactional producer %lld epoch %d (id "
+                     KIQ_STR_FMT ") answered error %d for it", c->topic, c->partition, r->peer,
+                     (long long)c->producer_id, c->producer_epoch, KIQ_STR_ARG(txn_id), c->err);
     kiq_topic_t *topic = kiq_topics_get(b->topics, KIQ_STR(c->topic));
     kiq_partition_log_t *log = topic && c->partition < topic->npartitions ? topic->partitions[c->partition]->log : NULL;
     if (log) kiq_partition_log_txn_guard_end(log, c->producer_id, c->guard);
@@ -288,8 +288,8 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     size_t max_decompressed = (size_t)kiq_config_int(b->config, KIQ_CFG_MAX_DECOMPRESSED_BATCH_BYTES);
     int err = validate_batches(data, len, max_batch_bytes(b, topic), max_decompressed, &nrecords, &nheadered);
     if (err) {
-        KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
-                 err, kiq_error_get());
+        KIQ_WARN_LIMITED("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
+                         err, kiq_error_get());
         out->error_code = (int16_t)err;
         out->error_message = kiq_request_error_message(r);
         return;
@@ -328,8 +328,8 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             /* built here, but the limits still hold */
             err = validate_batches(data, len, max_batch_bytes(b, topic), max_decompressed, &nrecords, &nheadered);
             if (err) {
-                KIQ_WARN("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
-                         topic->name, in->index, r->peer, err, kiq_error_get());
+                KIQ_WARN_LIMITED("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
+                                 topic->name, in->index, r->peer, err, kiq_error_get());
                 out->error_code = (int16_t)err;
                 out->error_message = kiq_request_error_message(r);
                 return;
@@ -337,8 +337,8 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         }
     }
     if (kiq_log_cleaner_topic_compacted(topic, b->config) && (err = check_keys(r, topic, in->index, data, len, out)) != 0) {
-        KIQ_WARN("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer, err,
-                 kiq_error_get());
+        KIQ_WARN_LIMITED("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer, err,
+                         kiq_error_get());
         out->error_code = (int16_t)err;
         out->error_message = kiq_request_error_message(r);
         return;
@@ -351,8 +351,8 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     int rc = kiq_replica_append_as_leader(part, log, data, len, r, check->guard, &res);
     if (rc > 0) {
         /* the idempotent producer's sequence or epoch does not fit: nothing appended */
-        KIQ_WARN("produce to %s-%d from %s refused (error %d): %s", topic->name, in->index, r->peer, rc,
-                 kiq_error_get());
+        KIQ_WARN_LIMITED("produce to %s-%d from %s refused (error %d): %s", topic->name, in->index, r->peer, rc,
+                         kiq_error_get());
         out->error_code = (int16_t)rc;
         out->error_message = kiq_request_error_message(r);
         return;

@@ -9,7 +9,7 @@ int kiq_api_stop_replica_handle(kiq_broker_t *b, kiq_request_t *r, const void *r
 {
     kiq_stop_replica_response_t *out = resp;
     if (!b->replicas) {
-        KIQ_WARN("StopReplica from %s, but broker %d is not in cluster mode", r->peer, b->node_id);
+        KIQ_WARN_LIMITED("StopReplica from %s, but broker %d is not in cluster mode", r->peer, b->node_id);
         out->error_code = KIQ_ERR_INVALID_REQUEST;
         return KIQ_HANDLER_RESPOND;
     }

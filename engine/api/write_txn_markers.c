@@ -105,10 +105,10 @@ int kiq_api_write_txn_markers_handle(kiq_broker_t *b, kiq_request_t *r, const vo
                 kiq_write_txn_markers_response_markers_topics_partitions_init(&ot->partitions[k]);
                 ot->partitions[k].partition_index = t->partition_indexes[k];
                 if (!broker && !admin_abort(b, m, t->name, t->partition_indexes[k])) {
-                    KIQ_WARN("WriteTxnMarkers from client " KIQ_STR_FMT " for %s-%d refused: a client may only abort "
-                             "a transaction open there (producer %lld epoch %d)",
-                             KIQ_STR_ARG(r->header.client_id), name, t->partition_indexes[k],
-                             (long long)m->producer_id, m->producer_epoch);
+                    KIQ_WARN_LIMITED("WriteTxnMarkers from client " KIQ_STR_FMT " for %s-%d refused: a client may "
+                                     "only abort a transaction open there (producer %lld epoch %d)",
+                                     KIQ_STR_ARG(r->header.client_id), name, t->partition_indexes[k],
+                                     (long long)m->producer_id, m->producer_epoch);
                     ot->partitions[k].error_code = KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
                     continue;
                 }

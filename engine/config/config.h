@@ -161,6 +161,8 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "send fetched records with sendfile() from the segment files unless a fetch interceptor needs them") \
     X(HTTP_LISTENER, "kafkaiq.http.listener", STRING, "", 0, 0, NULL,                            \
       "host:port of the broker's HTTP listener (metrics, journeys, state); empty: none; port 0: a free one") \
+    X(HTTP_MAX_CONNECTIONS, "kafkaiq.http.max.connections", INT, "256", 1, 65536, NULL,          \
+      "open connections to the HTTP listener; past it the longest idle one is closed")        \
     X(JOURNEY_ENABLE, "kafkaiq.journey.enable", BOOL, "true", 0, 0, NULL,                        \
       "record every produced batch's journey through the broker")                              \
     X(JOURNEY_MAX_BATCHES, "kafkaiq.journey.max.batches", INT, "4000", 16, 10000000, NULL,       \

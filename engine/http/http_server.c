@@ -9,23 +9,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "core/error.h"
 #include "core/say.h"
 #include "http/views.h"
 
-#define MAX_CONNECTIONS 64
-#define MAX_PER_IP 32
 #define IDLE_TIMEOUT_S 10
 #define MEMORY_PER_CONNECTION (32 * 1024) /* bounds a request's headers */
 
-/* The listener; the broker service's context. The daemon is the polling
- * thread's; port is read by any thread. */
+/* One open connection, in the listener's list; the polling thread's. */
+typedef struct http_conn {
+    struct http_conn *prev, *next;
+    int fd;
+    bool answering; /* a response is queued and not yet sent */
+    bool closing;   /* shut down to make room; MHD closes it next */
+} http_conn_t;
+
+/* The listener; the broker service's context. The daemon and the
+ * connection list are the polling thread's (every libmicrohttpd callback
+ * runs there); port and closed are read by any thread. */
 typedef struct http_listener {
     char host[256];
     int port; /* configured */
+    kiq_broker_t *broker;
     struct MHD_Daemon *daemon;
     atomic_int bound; /* -1 while not listening */
+    unsigned max_connections; /* kafkaiq.http.max.connections */
+    /* open connections, least recently active first; `closing` of them shut down to make room */
+    http_conn_t *oldest, *newest;
+    unsigned open, closing;
+    atomic_uint_fast64_t closed; /* idle connections closed to make room */
 } http_listener_t;
 
 /* The listeners of this process that are listening, so the page of one
@@ -79,6 +93,77 @@ static void peers_view(const kiq_broker_t *b, kiq_http_view_t *v)
     kiq_http_take_json(v, 200, json_pack("{s:o}", "brokers", list));
 }
 
+static void conn_unlink(http_listener_t *h, http_conn_t *hc)
+{
+    *(hc->prev ? &hc->prev->next : &h->oldest) = hc->next;
+    *(hc->next ? &hc->next->prev : &h->newest) = hc->prev;
+    hc->prev = hc->next = NULL;
+}
+
+/* hc was active just now: it goes last in the list. */
+static void conn_touch(http_listener_t *h, http_conn_t *hc)
+{
+    if (h->newest == hc) return;
+    if (hc->prev || h->oldest == hc) conn_unlink(h, hc);
+    hc->prev = h->newest;
+    *(h->newest ? &h->newest->next : &h->oldest) = hc;
+    h->newest = hc;
+}
+
+static http_conn_t *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
+}
+
+/* The listener is full: the connection idle longest (not fresh, the one
+ * that just came) is shut down, and libmicrohttpd closes it on its next
+ * turn, so a scrape gets in however many sockets sit idle. One being
+ * answered is left to finish. */
+static void make_room(http_listener_t *h, http_conn_t *fresh)
+{
+    for (http_conn_t *hc = h->oldest; hc; hc = hc->next) {
+        if (hc == fresh || hc->answering || hc->closing || hc->fd < 0) continue;
+        if (shutdown(hc->fd, SHUT_RDWR) != 0) continue;
+        hc->closing = true;
+        h->closing++;
+        atomic_fetch_add_explicit(&h->closed, 1, memory_order_relaxed);
+        KIQ_WARN_LIMITED("http: %u connections open (kafkaiq.http.max.connections): closed the longest idle",
+                         h->open);
+        return;
+    }
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode what)
+{
+    http_listener_t *h = cls;
+    http_conn_t *hc = *socket_context;
+    if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
+        if (!hc) return;
+        conn_unlink(h, hc);
+        h->open--;
+        if (hc->closing) h->closing--;
+        free(hc);
+        return;
+    }
+    if (!(hc = calloc(1, sizeof *hc))) return; /* not counted, never chosen to close */
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    hc->fd = info ? info->connect_fd : -1;
+    *socket_context = hc;
+    conn_touch(h, hc);
+    h->open++;
+    if (h->open - h->closing >= h->max_connections) make_room(h, hc);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode why)
+{
+    http_conn_t *hc = conn_of(c);
+    if (!hc) return;
+    hc->answering = false;
+    conn_touch(cls, hc);
+}
+
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
     char msg[512];
@@ -129,7 +214,10 @@ static const char *arg(struct MHD_Connection *c, const char *name)
 static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                              const char *version, const char *upload, size_t *upload_size, void **state)
 {
-    kiq_broker_t *b = cls;
+    http_listener_t *h = cls;
+    kiq_broker_t *b = h->broker;
+    http_conn_t *hc = conn_of(c);
+    if (hc) conn_touch(h, hc);
     /* the first call is for the headers alone; a body is not wanted */
     if (!*state) {
         *state = (void *)1;
@@ -139,6 +227,7 @@ static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *ur
         *upload_size = 0; /* dropped: no endpoint takes a body */
         return MHD_YES;
     }
+    if (hc) hc->answering = true; /* until on_completed */
     kiq_http_view_t v;
     const kiq_http_asset_t *asset = kiq_http_asset(url);
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
@@ -165,12 +254,17 @@ static int start(void *ctx, kiq_broker_t *b)
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)h->port)};
     if (inet_pton(AF_INET, *h->host ? h->host : "127.0.0.1", &addr.sin_addr) != 1)
         return kiq_error_set("kafkaiq.http.listener: %s is not an IPv4 address", h->host);
+    h->broker = b;
+    h->max_connections = (unsigned)kiq_config_int(b->config, KIQ_CFG_HTTP_MAX_CONNECTIONS);
+    /* No limit per address: a scraper shares its address with whatever
+     * else runs on its host. Past the limit new connections wait in the
+     * backlog, but make_room keeps a place free unless all are answering. */
     h->daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, (uint16_t)h->port, NULL, NULL, route, b,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MAX_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_PER_CONNECTION,
-        MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_END);
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, (uint16_t)h->port, NULL, NULL, route, h,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, h->max_connections,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)MEMORY_PER_CONNECTION, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_END);
     if (!h->daemon) return kiq_error_errno("kafkaiq.http.listener: cannot listen on %s:%d", h->host, h->port);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     int port = info ? info->port : h->port;
@@ -213,6 +307,7 @@ int kiq_http_attach(kiq_broker_t *b)
     memcpy(h->host, spec, (size_t)(colon - spec));
     h->port = (int)port;
     atomic_init(&h->bound, -1);
+    atomic_init(&h->closed, 0);
     kiq_broker_service_t s = {start, stop, listener_free, h};
     if (kiq_broker_add_service(b, &s) != 0) {
         free(h);
@@ -221,9 +316,21 @@ int kiq_http_attach(kiq_broker_t *b)
     return 0;
 }
 
-int kiq_http_port(const kiq_broker_t *b)
+static http_listener_t *listener_of(const kiq_broker_t *b)
 {
     for (int i = 0; i < b->nservices; i++)
-        if (b->services[i].start == start) return atomic_load(&((http_listener_t *)b->services[i].ctx)->bound);
-    return -1;
+        if (b->services[i].start == start) return b->services[i].ctx;
+    return NULL;
+}
+
+int kiq_http_port(const kiq_broker_t *b)
+{
+    http_listener_t *h = listener_of(b);
+    return h ? atomic_load(&h->bound) : -1;
+}
+
+uint64_t kiq_http_connections_closed(const kiq_broker_t *b)
+{
+    http_listener_t *h = listener_of(b);
+    return h ? atomic_load_explicit(&h->closed, memory_order_relaxed) : 0;
 }

@@ -4,9 +4,11 @@
  * at /. Built on libmicrohttpd with its own polling thread; answers are
  * JSON made with jansson (http/json_views.c) or Prometheus text
  * (http/metrics_text.c), read from the broker through its thread-safe
- * calls. Bounded: connections, per-IP connections, memory per connection
- * (so huge headers get 431) and an idle timeout; anything but GET and HEAD
- * gets 405, an unknown path 404, bad parameters 400.
+ * calls. Bounded: connections (kafkaiq.http.max.connections: past it the
+ * longest idle one is closed, so idle sockets cannot lock a scrape out),
+ * memory per connection (so huge headers get 431) and an idle timeout;
+ * anything but GET and HEAD gets 405, an unknown path 404, bad parameters
+ * 400.
  *
  * The listener is a broker service (server/broker.h): it starts after the
  * broker and stops before it. */
@@ -22,5 +24,8 @@ int kiq_http_attach(kiq_broker_t *b);
 /* Any thread: the port the listener is bound to, -1 when there is none or
  * it is not running. */
 int kiq_http_port(const kiq_broker_t *b);
+/* Any thread: idle connections the listener closed to make room for new
+ * ones (0 when there is no listener). */
+uint64_t kiq_http_connections_closed(const kiq_broker_t *b);
 
 #endif

@@ -10,6 +10,7 @@
 #include "controller/controller.h"
 #include "core/arena.h"
 #include "core/clock.h"
+#include "http/http_server.h"
 #include "http/views.h"
 #include "proto/errors.h"
 #include "replica/partition_replica.h"
@@ -290,6 +291,8 @@ static void limit_metrics(kiq_broker_t *b, FILE *f)
             (unsigned long long)qs.refused_per_ip);
     fprintf(f, "kafkaiq_connections_closed_total{limit=\"open files\"} %llu\n",
             (unsigned long long)(b->acceptor ? kiq_acceptor_refused_fd_limit(b->acceptor) : 0));
+    fprintf(f, "kafkaiq_connections_closed_total{limit=\"kafkaiq.http.max.connections\"} %llu\n",
+            (unsigned long long)kiq_http_connections_closed(b));
     help(f, "kafkaiq_connections_open", "gauge", "client connections open, of max.connections");
     fprintf(f, "kafkaiq_connections_open %d\n", qs.open);
     int damaged = 0, count = 0;

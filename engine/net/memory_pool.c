@@ -6,6 +6,7 @@
 
 struct kiq_memory_pool {
     int64_t capacity;
+    int64_t large_capacity; /* what reservations that are not small may fill */
     _Atomic int64_t used;
     _Atomic uint64_t refused;
     atomic_bool starved; /* a reservation failed since waiters were last woken */
@@ -21,6 +22,7 @@ kiq_memory_pool_t *kiq_memory_pool_new(int64_t capacity)
     kiq_memory_pool_t *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->capacity = capacity;
+    p->large_capacity = capacity - capacity / KIQ_MEMORY_POOL_RESERVE_SHARE;
     return p;
 }
 
@@ -34,15 +36,16 @@ int kiq_memory_pool_on_release(kiq_memory_pool_t *p, void (*fn)(void *ctx), void
     return 0;
 }
 
-bool kiq_memory_pool_reserve(kiq_memory_pool_t *p, size_t n)
+bool kiq_memory_pool_reserve(kiq_memory_pool_t *p, size_t n, bool small)
 {
     if (p->capacity < 0) {
         atomic_fetch_add_explicit(&p->used, (int64_t)n, memory_order_relaxed);
         return true;
     }
+    int64_t bound = small ? p->capacity : p->large_capacity;
     int64_t cur = atomic_load_explicit(&p->used, memory_order_relaxed);
     do {
-        if (cur + (int64_t)n > p->capacity) {
+        if (cur + (int64_t)n > bound) {
             atomic_fetch_add_explicit(&p->refused, 1, memory_order_relaxed);
             atomic_store(&p->starved, true);
             return false;

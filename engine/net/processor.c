@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,12 +19,15 @@
 #include "net/connection_quotas.h"
 #include "net/memory_pool.h"
 
-/* The input buffer starts at READ_CHUNK and grows toward the frame being
- * read by at most twice its size or GROW_AHEAD past the bytes that came,
- * so a declared size costs memory only as its bytes arrive. GROW_AHEAD
- * takes a producer's usual request (a few 1 MiB batches) in one step, so
- * its bytes are not copied by the growth (the pool bounds the total). */
-enum { READ_CHUNK = 65536, GROW_AHEAD = 4 << 20 };
+/* The input buffer holds the bytes of requests not yet framed and little
+ * more, so the memory pool is charged about what a peer sent: there is
+ * none while nothing is pending (an idle connection costs nothing), and it
+ * grows to take what the socket holds (FIONREAD), at least MIN_READ, at
+ * most READ_CHUNK until the frame's size is known, then at least doubling
+ * (so a request that comes in pieces is copied a bounded number of times)
+ * up to the whole frame, which a large request takes with it. Buffers of up
+ * to READ_CHUNK are small to the pool: they may use its reserve. */
+enum { MIN_READ = 512, READ_CHUNK = 65536 };
 
 /* Owned by the processor thread. */
 typedef struct conn {
@@ -33,7 +37,7 @@ typedef struct conn {
     kiq_processor_t *p;
     char peer[64];
     char ip[48];  /* the peer's address, its connection quota's key */
-    uint8_t *in; /* bytes read but not yet framed; in_cap of them in the pool */
+    uint8_t *in; /* bytes read but not yet framed; in_cap of them in the pool; NULL when none */
     size_t in_len, in_cap;
     int64_t last_active_ns;   /* the last byte read or sent (connections.max.idle.ms) */
     int64_t partial_since_ns; /* the unframed bytes' first arrival, 0: none (the read timeout) */
@@ -173,13 +177,24 @@ static void conn_starve(conn_t *c)
                           memory_order_relaxed);
 }
 
-/* Resizes the input buffer to cap bytes, the pool's share with it. 1, 0
- * when the pool has no room (the connection starves), -1 when the
+/* Gives the input buffer back once it is empty: an idle connection holds
+ * none. */
+static void conn_drop_empty_input(conn_t *c)
+{
+    if (c->in_len || !c->in) return;
+    free(c->in);
+    c->in = NULL;
+    if (c->p->cfg.pool) kiq_memory_pool_release(c->p->cfg.pool, c->in_cap);
+    c->in_cap = 0;
+}
+
+/* Resizes the input buffer to cap (> 0) bytes, the pool's share with it.
+ * 1, 0 when the pool has no room (the connection starves), -1 when the
  * connection was closed (out of memory). */
 static int conn_resize_input(conn_t *c, size_t cap)
 {
     kiq_memory_pool_t *pool = c->p->cfg.pool;
-    if (cap > c->in_cap && pool && !kiq_memory_pool_reserve(pool, cap - c->in_cap)) {
+    if (cap > c->in_cap && pool && !kiq_memory_pool_reserve(pool, cap - c->in_cap, cap <= READ_CHUNK)) {
         conn_starve(c);
         return 0;
     }
@@ -215,32 +230,33 @@ static void conn_enqueue(conn_t *c)
 }
 
 /* The request for the whole frame of size bytes at the input buffer's
- * start, taken out of the buffer. A large frame takes the buffer itself
- * (and its share of the memory pool), so its bytes go from the socket to
- * the segment write without a copy; whatever followed it moves to a fresh
- * buffer. A small one is copied out. NULL when out of memory. */
+ * start, taken out of the buffer. A frame that is all of the buffer, or a
+ * large one, takes the buffer itself (and its share of the memory pool),
+ * so its bytes go from the socket to the segment write without a copy;
+ * whatever followed it (less than READ_CHUNK, as the buffer grew toward
+ * the frame) moves to a buffer of its own size. Other small frames are
+ * copied out. NULL when out of memory. */
 static kiq_request_t *frame_request(conn_t *c, size_t size)
 {
     kiq_memory_pool_t *pool = c->p->cfg.pool;
     size_t need = 4 + size, rest = c->in_len - need;
     kiq_request_t *r;
-    if (size >= READ_CHUNK && rest <= READ_CHUNK) {
-        uint8_t *next = malloc(READ_CHUNK);
-        if (!next || !(r = kiq_request_new(c->p, c->id, c->in + 4, size))) {
+    if (rest == 0 || (size >= READ_CHUNK && rest <= READ_CHUNK)) {
+        uint8_t *next = NULL;
+        if ((rest && !(next = malloc(rest))) || !(r = kiq_request_new(c->p, c->id, c->in + 4, size))) {
             free(next);
             return NULL;
         }
-        memcpy(next, c->in + need, rest);
+        if (rest) memcpy(next, c->in + need, rest);
         r->frame_mem = c->in;
         if (pool) {
             r->pool = pool;
             r->pooled = c->in_cap;
             /* what followed was read already: it is counted whatever the pool holds */
-            kiq_memory_pool_take(pool, READ_CHUNK);
+            kiq_memory_pool_take(pool, rest);
         }
         c->in = next;
-        c->in_cap = READ_CHUNK;
-        c->in_len = rest;
+        c->in_cap = c->in_len = rest;
         return r;
     }
     uint8_t *frame = malloc(size ? size : 1);
@@ -287,8 +303,9 @@ static void conn_process_input(conn_t *c)
         return;
     }
     c->partial_since_ns = c->in_len ? kiq_clock_mono_ns() : 0;
-    /* give back the room a large frame needed once it is gone */
-    if (c->in_cap > 4 * READ_CHUNK && c->in_len <= READ_CHUNK && conn_resize_input(c, READ_CHUNK) < 0) {
+    /* a buffer the frames taken out of it left mostly empty shrinks to what it holds */
+    if (c->in_len && c->in_cap > MIN_READ && c->in_len < c->in_cap / 4 &&
+        conn_resize_input(c, c->in_len > MIN_READ ? c->in_len : MIN_READ) < 0) {
         kiq_request_free(r);
         return;
     }
@@ -325,29 +342,43 @@ static void conn_process_input(conn_t *c)
     conn_enqueue(c);
 }
 
+/* The size the full input buffer should grow to for the next read (see
+ * MIN_READ); 0 when it should not: it holds a whole frame (frame it
+ * first) or a size conn_process_input refuses, or bytes were read in this
+ * callback (read_some) and the socket holds no more. Until then a read is
+ * tried whatever the socket holds, to see an end of stream. */
+static size_t input_want(conn_t *c, bool read_some)
+{
+    size_t need = READ_CHUNK; /* until the frame's size is known */
+    if (c->in_len >= 4) {
+        int32_t size = (int32_t)kiq_be32(c->in);
+        if (size < 0 || (size_t)size > c->p->cfg.max_request_bytes) return 0;
+        need = 4 + (size_t)size;
+        if (need <= c->in_len) return 0;
+    }
+    int held = 0;
+    if (ioctl(c->fd, FIONREAD, &held) < 0 || held < 0) held = 0;
+    if (!held && read_some) return 0;
+    size_t more = (size_t)held > MIN_READ ? (size_t)held : MIN_READ;
+    if (c->in_len >= 4 && held && more < c->in_cap) more = c->in_cap;
+    return c->in_len + more < need ? c->in_len + more : need;
+}
+
 static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     conn_t *c = w->data;
+    bool read_some = false;
     for (;;) {
         if (c->in_len == c->in_cap) {
-            size_t need = READ_CHUNK;
-            if (c->in_len >= 4) {
-                int32_t size = (int32_t)kiq_be32(c->in);
-                /* a bad size is reported by conn_process_input */
-                if (size < 0 || (size_t)size > c->p->cfg.max_request_bytes) break;
-                need = 4 + (size_t)size;
-            }
-            /* a whole frame is in (and more): frame it first */
-            if (need <= c->in_len) break;
-            size_t want = c->in_cap * 2 > c->in_len + GROW_AHEAD ? c->in_cap * 2 : c->in_len + GROW_AHEAD;
-            if (want < READ_CHUNK) want = READ_CHUNK;
-            if (want > need && need > READ_CHUNK) want = need;
+            size_t want = input_want(c, read_some);
+            if (!want) break;
             int rc = conn_resize_input(c, want);
             if (rc < 0) return;
             if (rc == 0) break; /* starved: what is in may still frame */
         }
         ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
         if (n > 0) {
+            read_some = true;
             bump(&c->p->bytes_in, (uint64_t)n);
             c->last_active_ns = kiq_clock_mono_ns();
             if (c->in_len == 0) c->partial_since_ns = c->last_active_ns;
@@ -365,6 +396,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         conn_close(c, strerror(errno));
         return;
     }
+    conn_drop_empty_input(c);
     ev_io_stop(loop, &c->rio);
     conn_process_input(c);
 }

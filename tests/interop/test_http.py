@@ -7,6 +7,7 @@ and an under-replicated partition once a follower is paused; bad requests
 get HTTP errors and leave the broker serving.
 """
 
+import http.client
 import json
 import pathlib
 import shutil
@@ -340,3 +341,33 @@ def test_bad_http_input_gets_errors_and_the_broker_serves_on(broker):
     reports = kc.produce_confluent(broker.bootstrap, topic, kc.make_messages(5, "after"))
     assert len(reports) == 5
     assert broker.alive()
+
+
+def test_idle_http_connections_cannot_lock_out_a_scrape(broker):
+    """More idle connections than the listener keeps (kafkaiq.http.max.connections,
+    256): kept-alive ones that made a request, then silent ones, all from the
+    scraper's own address. The longest idle are closed to make room, so a
+    scrape is answered at once, not after the idle ones time out."""
+    a = broker.http
+    host, port = a.rsplit(":", 1)
+    used, silent = [], []
+    try:
+        for _ in range(20):
+            c = http.client.HTTPConnection(host, int(port), timeout=5)
+            c.request("GET", "/api/peers")
+            r = c.getresponse()
+            r.read()
+            assert r.status == 200 and not r.will_close
+            used.append(c)
+        for _ in range(300):
+            silent.append(socket.create_connection((host, int(port)), timeout=5))
+        # the bound: well within the listener's 10 s idle timeout
+        status, body = get(a, "/metrics", timeout=5)
+        assert status == 200
+        closed = metric(body, "kafkaiq_connections_closed_total", limit="kafkaiq.http.max.connections")
+        assert closed is not None and closed >= len(used) + len(silent) + 1 - 256, closed
+    finally:
+        for c in used:
+            c.close()
+        for s in silent:
+            s.close()

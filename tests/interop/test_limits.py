@@ -8,7 +8,10 @@ holds (RSS, closed connections, refused ones), the metric named after the
 limit counts it, and the broker serves a well-behaved client afterwards.
 """
 
+import json
 import pathlib
+import resource
+import selectors
 import socket
 import struct
 import time
@@ -16,6 +19,7 @@ import urllib.request
 
 import pytest
 
+import kiq_clients as kc
 import kiq_wire as w
 from conftest import Broker
 
@@ -66,6 +70,77 @@ def serves(broker, source=None, timeout=10.0):
         return False
 
 
+def processors_bytes_in(broker):
+    with urllib.request.urlopen(f"http://{broker.http}/api/state", timeout=10) as r:
+        return sum(p["bytes_in"] for p in json.load(r)["processors"])
+
+
+def raise_open_files(need):
+    """Raises this process's soft open files limit (the broker started next
+    inherits it) to at least need; skips when the hard limit is lower."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < need:
+        pytest.skip(f"needs {need} open files, the hard limit (ulimit -Hn) is {hard}")
+    if soft != resource.RLIM_INFINITY and soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+
+
+def open_once_used(broker, n, batch=500, timeout=20):
+    """n connections that each made one ApiVersions request and read its
+    answer, left open; opened batch at a time with non-blocking sockets."""
+    request = w.frame(w.request_header(w.API_API_VERSIONS, 0, 1))
+    socks = []
+    sel = selectors.DefaultSelector()
+    try:
+        while len(socks) < n:
+            got = {}
+            for _ in range(min(batch, n - len(socks))):
+                s = socket.create_connection((broker.host, broker.port), timeout=5)
+                s.setblocking(False)
+                socks.append(s)
+                s.send(request)
+                got[s] = b""
+                sel.register(s, selectors.EVENT_READ)
+            deadline = time.monotonic() + timeout
+            while got and time.monotonic() < deadline:
+                for key, _ in sel.select(0.5):
+                    s = key.fileobj
+                    data = s.recv(65536)
+                    got[s] += data
+                    assert data, f"once-used connection {socks.index(s)} closed by the broker"
+                    answer = got[s]
+                    if len(answer) >= 4 and len(answer) >= 4 + struct.unpack(">i", answer[:4])[0]:
+                        sel.unregister(s)
+                        del got[s]
+            unanswered = len(got)
+            assert unanswered == 0, (f"{unanswered} of the last {batch} once-used connections not answered "
+                                     f"within {timeout} s ({len(socks) - unanswered} answered)")
+    except BaseException:
+        for s in socks:
+            s.close()
+        raise
+    finally:
+        sel.close()
+    return socks
+
+
+def served_within(broker, bound):
+    """Seconds a new client took to get ApiVersions and Metadata answered;
+    fails past bound."""
+    began = time.monotonic()
+    try:
+        with w.Conn(broker.host, broker.port, timeout=bound) as c:
+            err, _ = w.parse_api_versions_v0(c.call(w.API_API_VERSIONS, 0, b""))
+            assert err == w.ERR_NONE
+            md = w.parse_metadata_v1(c.call(w.API_METADATA, 1, w.metadata_v1_body([])))
+            assert md["brokers"], md
+    except socket.timeout:
+        raise AssertionError(f"a new client was not served within {bound} s") from None
+    took = time.monotonic() - began
+    assert took <= bound, f"a new client took {took:.2f} s to be served"
+    return took
+
+
 def start(tmp_path, *overrides):
     b = Broker(tmp_path, overrides)
     b.start()
@@ -114,6 +189,48 @@ def test_declared_requests_are_held_to_the_memory_pool(tmp_path):
             s.close()
         assert serves(b)
     finally:
+        b.stop()
+
+
+@pytest.mark.timeout(240)
+def test_slow_and_once_used_connections_leave_room_for_new_clients(tmp_path):
+    """With the default queued.max.request.bytes, 150 connections trickling
+    a partial request and 9,000 that made one request and went idle cost the
+    memory pool about what they sent, not a buffer each: a new client is
+    served (ApiVersions, Metadata) within 1 s while they are all held."""
+    slow, used = 150, 9000
+    raise_open_files(slow + used + 500)
+    b = start(tmp_path)
+    socks = []
+    try:
+        socks += open_once_used(b, used)
+        sent = used * len(w.frame(w.request_header(w.API_API_VERSIONS, 0, 1)))
+        # a Metadata request declared 1,000 bytes long, of which the size and a few bytes come
+        partial = struct.pack(">i", 1000) + struct.pack(">hhi", w.API_METADATA, 1, 1)
+        trickling = []
+        for _ in range(slow):
+            s = socket.create_connection((b.host, b.port), timeout=5)
+            s.sendall(partial)
+            trickling.append(s)
+        socks += trickling
+        sent += slow * len(partial)
+        for _ in range(2):  # a byte a second from each, twice
+            began = time.monotonic()
+            for s in trickling:
+                s.sendall(b"x")
+            sent += slow
+            time.sleep(max(0.0, 1.0 - (time.monotonic() - began)))
+        wait_until(lambda: processors_bytes_in(b) >= sent, 10, "the broker read every byte sent")
+        took = served_within(b, 1.0)
+        m = metrics(b)
+        used_bytes = m["kafka_network_socketserver_memorypoolused"]
+        print(f"\n{used} once-used and {slow} trickling connections held: a new client served in "
+              f"{took * 1000:.0f} ms, memory pool used {used_bytes / 1024:.0f} KiB")
+        assert used_bytes < 1 * MiB, f"{used_bytes / MiB:.1f} MiB of the pool held for {sent} bytes sent"
+        assert m["kafkaiq_connections_starved"] == 0, m
+    finally:
+        for s in socks:
+            s.close()
         b.stop()
 
 
@@ -239,5 +356,33 @@ def test_malformed_frames_are_logged_at_a_bounded_rate(tmp_path):
         assert serves(b)
         lines = [ln for ln in b.stderr_tail(200000).splitlines() if "frame size -5" in ln]
         assert len(lines) == 1, f"{len(lines)} lines for 50 bad frames"
+    finally:
+        b.stop()
+
+
+def test_refused_requests_are_logged_at_a_bounded_rate(tmp_path):
+    """Requests a peer can repeat as fast as it likes, each refused with a
+    warning (an unknown api key, an unsupported version, a batch with a
+    wrong CRC): a line or two for hundreds of them, not one each."""
+    b = start(tmp_path)
+    n = 200
+    try:
+        topic = "bounded-log"
+        kc.create_topic(b.bootstrap, topic, 1)
+        for api_key, version, flexible in ((9999, 0, False), (w.API_METADATA, 99, True)):
+            for _ in range(n):
+                with w.Conn(b.host, b.port) as c:
+                    c.request(api_key, version, w.metadata_v1_body(), flexible=flexible)
+                    assert c.closed_by_peer(5)
+        bad = w.corrupt_batch(w.record_batch([(b"k", b"v", [])]))
+        with w.Conn(b.host, b.port) as c:
+            for _ in range(n):
+                res = w.parse_produce_v3(c.call(w.API_PRODUCE, 3, w.produce_v3_body(topic, 0, bad)))
+                assert res[(topic, 0)][0] == w.ERR_CORRUPT_MESSAGE
+        assert serves(b)
+        log = b.stderr_tail(1000000).splitlines()
+        for what in ("unknown api key 9999", "unsupported Metadata version 99", f"produce to {topic}-0"):
+            lines = [ln for ln in log if what in ln]
+            assert 1 <= len(lines) <= 2, f"{len(lines)} lines saying {what!r} for {n} requests"
     finally:
         b.stop()
