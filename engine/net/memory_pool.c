@@ -45,7 +45,10 @@ bool kiq_memory_pool_reserve(kiq_memory_pool_t *p, size_t n, bool small)
     int64_t bound = small ? p->capacity : p->large_capacity;
     int64_t cur = atomic_load_explicit(&p->used, memory_order_relaxed);
     do {
-        if (cur + (int64_t)n > bound) {
+        /* an empty pool takes any one reservation, as Kafka's non-strict
+         * pool does: a request larger than all but the reserve (a pool
+         * set little above socket.request.max.bytes) is never stuck */
+        if (cur + (int64_t)n > bound && cur > 0) {
             atomic_fetch_add_explicit(&p->refused, 1, memory_order_relaxed);
             atomic_store(&p->starved, true);
             return false;

@@ -27,7 +27,8 @@ void kiq_memory_pool_free(kiq_memory_pool_t *p);
  * 0, or -1 past KIQ_MEMORY_POOL_MAX_WAITERS. */
 int kiq_memory_pool_on_release(kiq_memory_pool_t *p, void (*fn)(void *ctx), void *ctx);
 /* n more bytes, if they fit: within the whole capacity when small, else
- * within all but its reserve; false (counted) when they do not. */
+ * within all but its reserve, or whatever n is when nothing is held;
+ * false (counted) when they do not. */
 bool kiq_memory_pool_reserve(kiq_memory_pool_t *p, size_t n, bool small);
 /* n more bytes whether they fit or not: bytes already read, which must be
  * framed for the pool to drain at all. */

@@ -1,6 +1,6 @@
 /* The request memory pool (queued.max.request.bytes): large reservations
  * stop short of the reserve kept for small ones, small ones may fill the
- * whole capacity, refusals are counted, taken bytes count whatever the
+ * whole capacity, an empty pool takes any one reservation, refusals are counted, taken bytes count whatever the
  * bound, and giving bytes back after a refusal wakes the waiters once. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -43,6 +43,21 @@ static void test_reserve_is_kept_for_small_reservations(void **state)
     kiq_memory_pool_free(p);
 }
 
+/* A pool little larger than the largest request still takes it when it
+ * holds nothing else (Kafka's pool is not strict either). */
+static void test_an_empty_pool_takes_any_one_request(void **state)
+{
+    (void)state;
+    kiq_memory_pool_t *p = kiq_memory_pool_new(8000);
+    assert_true(kiq_memory_pool_reserve(p, 7900, false));
+    assert_false(kiq_memory_pool_reserve(p, 7900, false));
+    kiq_memory_pool_release(p, 7900);
+    assert_true(kiq_memory_pool_reserve(p, 9000, false));
+    assert_false(kiq_memory_pool_reserve(p, 1, true));
+    kiq_memory_pool_release(p, 9000);
+    kiq_memory_pool_free(p);
+}
+
 static void test_unbounded_pool_only_counts(void **state)
 {
     (void)state;
@@ -60,6 +75,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reserve_is_kept_for_small_reservations),
+        cmocka_unit_test(test_an_empty_pool_takes_any_one_request),
         cmocka_unit_test(test_unbounded_pool_only_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
