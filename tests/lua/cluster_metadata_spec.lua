@@ -142,7 +142,11 @@ describe("cluster metadata", function()
       return e.error_code == 0 and e
     end, 10000, "a coordinator for g1"))
     c:close()
-    local t = topic_of(metadata(brokers[0], { { name = "__consumer_offsets" } }), "__consumer_offsets")
+    -- broker 0 hears of the topic with the controller's next UpdateMetadata
+    local t = assert(kiq.wait_for(function()
+      local o = topic_of(metadata(brokers[0], { { name = "__consumer_offsets" } }), "__consumer_offsets")
+      return o and o.error_code == 0 and #o.partitions == 50 and o
+    end, 10000, "broker 0 to list __consumer_offsets"))
     assert.is_true(t.is_internal)
     assert.are.equal(50, #t.partitions) -- offsets.topic.num.partitions
     -- Java's "g1".hashCode() is 103 * 31 + 49 = 3242: partition 42 of 50
