@@ -159,6 +159,10 @@ static json_t *partition_json(kiq_partition_t *p)
     json_object_set_new(j, "size", json_integer((json_int_t)kiq_partition_log_size(log)));
     json_object_set_new(j, "segments", segments_json(log));
     json_object_set_new(j, "offline", json_boolean(kiq_partition_log_offline(log)));
+    char why[256];
+    int64_t damaged = kiq_partition_log_damaged(log, why, sizeof why);
+    if (damaged >= 0) /* what the scrubber found */
+        json_object_set_new(j, "damaged", json_pack("{s:I, s:s}", "segment", (json_int_t)damaged, "why", why));
     json_object_set_new(j, "role", json_string(roles[rv->role]));
     json_object_set_new(j, "leader", json_integer(rv->leader));
     json_object_set_new(j, "leader_epoch", json_integer(rv->leader_epoch));

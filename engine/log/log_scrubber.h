@@ -4,8 +4,9 @@
  * (kiq_log_verify_segment), so a flipped byte in an old segment is found
  * while the broker runs, not when a consumer stalls on it. Damage is
  * logged with file, offset and position and marked on the partition
- * (kiq_partition_log_damage). The active segment is left alone: appends
- * change it, and recovery checks it at every start.
+ * (kiq_partition_log_damage): fetches stop before it, and one starting at
+ * it is answered CORRUPT_MESSAGE. The active segment is left alone:
+ * appends change it, and recovery checks it at every start.
  *
  * Owned by the broker from start to shutdown; the thread only reads the
  * topics (their own locks) and the files. */

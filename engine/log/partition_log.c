@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "log/damaged_ranges.h"
 #include "log/file_io.h"
 #include "log/leader_epoch_cache.h"
 #include "log/log_names.h"
@@ -74,10 +75,8 @@ struct kiq_partition_log {
     /* In [start_offset, LEO]; set by the replication layer, the LEO found
      * at open until then. */
     int64_t high_watermark;
-    /* What the scrubber found (-1: nothing): the first damaged segment's
-     * base offset and why. */
-    int64_t damaged_segment;
-    char damage[256];
+    /* What must not be served as it lies (damaged_ranges.h). */
+    kiq_damaged_ranges_t damaged;
 };
 
 #define UNKNOWN_TS INT64_MIN
@@ -173,6 +172,7 @@ static void log_release(kiq_partition_log_t *l)
     kiq_leader_epoch_cache_free(l->epochs);
     kiq_producer_state_free(l->producers);
     kiq_txn_index_free(l->aborted);
+    kiq_damaged_ranges_free(&l->damaged);
     pthread_mutex_destroy(&l->mu);
     free(l->segs);
     free(l->dir);
@@ -441,7 +441,6 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     l->epochs = kiq_leader_epoch_cache_new();
     l->aborted = kiq_txn_index_new(dir);
     l->first_unstable = -1;
-    l->damaged_segment = -1;
     if (!l->dir || !l->producers || !l->epochs || !l->aborted) {
         kiq_error_set("out of memory");
         log_release(l);
@@ -1137,15 +1136,29 @@ int kiq_partition_log_locate(kiq_partition_log_t *l, int64_t offset, int32_t max
         return 0;
     }
     gather_t g = {.max_offset = max_offset, .budget = max_bytes > 0 ? (uint64_t)max_bytes : 0};
-    for (size_t i = segment_for(l, offset); i < l->nsegs && !g.stop && out->n < KIQ_LOG_MAX_SLICES; i++) {
+    const size_t first = segment_for(l, offset);
+    for (size_t i = first; i < l->nsegs && !g.stop && out->n < KIQ_LOG_MAX_SLICES; i++) {
         kiq_segment_t *seg = l->segs[i];
+        /* A read ends where damage begins, and one starting there is
+         * refused: the damaged bytes never go out as they are. */
+        const kiq_damaged_range_t *bad = kiq_damaged_ranges_in(&l->damaged, seg->base_offset);
+        if (bad && (i == first ? offset : seg->base_offset) >= bad->from) {
+            if (g.total > 0) break;
+            kiq_error_set("%s: offset %" PRId64 " is behind the damage found at offset %" PRId64
+                          " of segment %" PRId64 ": %s", l->dir, offset, bad->from, bad->segment_base, bad->why);
+            pthread_mutex_unlock(&l->mu);
+            kiq_log_slices_release(out);
+            return KIQ_LOG_CORRUPT;
+        }
         kiq_batch_loc_t loc;
         int rc = kiq_segment_find(seg, offset, &loc);
         if (rc == 0) continue;
         kiq_log_slice_t *s = &out->s[out->n];
         *s = (kiq_log_slice_t){.seg = seg, .fd = seg->fd};
         g.slice = s;
-        if (rc > 0) rc = kiq_segment_walk(seg, loc.position, gather_batch, &g);
+        uint64_t end = bad ? bad->position : seg->size;
+        if (rc > 0) rc = kiq_segment_walk_to(seg, loc.position, end, gather_batch, &g);
+        if (bad) g.stop = true;
         if (rc < 0) {
             pthread_mutex_unlock(&l->mu);
             kiq_log_slices_release(out);
@@ -1254,7 +1267,7 @@ int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset)
     save_epochs(l);
     l->last_epoch = read_last_epoch(l);
     if (l->high_watermark > active(l)->next_offset) l->high_watermark = active(l)->next_offset;
-    if (l->damaged_segment >= active(l)->next_offset) l->damaged_segment = -1; /* the damage went with it */
+    kiq_damaged_ranges_cut(&l->damaged, active(l)->next_offset);
     if (rc == 0)
         KIQ_INFO("%s: truncated to offset %" PRId64 " (log end was %" PRId64 ")", l->dir, active(l)->next_offset, leo);
 out:
@@ -1399,14 +1412,26 @@ bool kiq_partition_log_offline(kiq_partition_log_t *l) { return kiq_log_dir_offl
 
 bool kiq_partition_log_writable(kiq_partition_log_t *l) { return kiq_log_dir_writable(l->log_dir); }
 
-int kiq_partition_log_damage(kiq_partition_log_t *l, int64_t segment_base, const char *why)
+/* Under the mutex: marks seg's bytes from position (its batch starting at
+ * offset from) to its end as not to be served. 1 when that is news. */
+static int damage_locked(kiq_partition_log_t *l, const kiq_segment_t *seg, uint64_t position, int64_t from,
+                         const char *why)
+{
+    kiq_damaged_range_t r = {.segment_base = seg->base_offset, .position = position, .from = from,
+                             .to = seg->next_offset};
+    snprintf(r.why, sizeof r.why, "%s", why);
+    int fresh = kiq_damaged_ranges_add(&l->damaged, &r);
+    if (fresh < 0) KIQ_ERROR("%s: the damage at offset %" PRId64 " is not remembered: %s", l->dir, from, kiq_error_get());
+    return fresh > 0;
+}
+
+int kiq_partition_log_damage(kiq_partition_log_t *l, const kiq_segment_t *seg, uint64_t position, int64_t from,
+                             const char *why)
 {
     pthread_mutex_lock(&l->mu);
-    int fresh = l->damaged_segment < 0 || segment_base < l->damaged_segment;
-    if (fresh) {
-        l->damaged_segment = segment_base;
-        snprintf(l->damage, sizeof l->damage, "%s", why);
-    }
+    size_t i = 0;
+    while (i < l->nsegs && l->segs[i] != seg) i++;
+    int fresh = i < l->nsegs && damage_locked(l, seg, position, from, why);
     pthread_mutex_unlock(&l->mu);
     return fresh;
 }
@@ -1414,8 +1439,9 @@ int kiq_partition_log_damage(kiq_partition_log_t *l, int64_t segment_base, const
 int64_t kiq_partition_log_damaged(kiq_partition_log_t *l, char *why, size_t n)
 {
     pthread_mutex_lock(&l->mu);
-    int64_t at = l->damaged_segment;
-    if (why && n) snprintf(why, n, "%s", at >= 0 ? l->damage : "");
+    const kiq_damaged_range_t *first = l->damaged.n ? &l->damaged.r[0] : NULL;
+    int64_t at = first ? first->segment_base : -1;
+    if (why && n) snprintf(why, n, "%s", first ? first->why : "");
     pthread_mutex_unlock(&l->mu);
     return at;
 }

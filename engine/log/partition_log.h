@@ -33,6 +33,9 @@
 /* A fetch offset outside [log start, LEO]: the caller answers
  * OFFSET_OUT_OF_RANGE (the reason is in kiq_error_get). */
 #define KIQ_LOG_OUT_OF_RANGE (-2)
+/* A read starting at a batch known damaged (kiq_partition_log_damage):
+ * the caller answers CORRUPT_MESSAGE, as Kafka does for a corrupt read. */
+#define KIQ_LOG_CORRUPT (-3)
 /* Slices one read may take: a read continues into following segments. */
 #define KIQ_LOG_MAX_SLICES 8
 
@@ -236,10 +239,12 @@ size_t kiq_partition_log_producer_count(kiq_partition_log_t *l);
  * holding offset on, up to max_bytes in total, but always at least the
  * first batch even if it is larger (Kafka's rule, so a consumer can never
  * be stuck), never a batch whose base offset is >= max_offset (exclusive
- * bound, e.g. the high watermark). Returns the bytes found (0 when nothing
- * is there yet: offset at the LEO or at/above max_offset),
- * KIQ_LOG_OUT_OF_RANGE when offset is outside [log start, LEO], or -1. On
- * success, release out with kiq_log_slices_release. */
+ * bound, e.g. the high watermark), and never a batch known damaged: a read
+ * stops before one. Returns the bytes found (0 when nothing is there yet:
+ * offset at the LEO or at/above max_offset), KIQ_LOG_OUT_OF_RANGE when
+ * offset is outside [log start, LEO], KIQ_LOG_CORRUPT when its batch is
+ * behind known damage, or -1. On success, release out with
+ * kiq_log_slices_release. */
 int kiq_partition_log_locate(kiq_partition_log_t *l, int64_t offset, int32_t max_bytes, int64_t max_offset,
                              kiq_log_slices_t *out);
 void kiq_log_slices_release(kiq_log_slices_t *s);
@@ -247,7 +252,8 @@ void kiq_log_slices_release(kiq_log_slices_t *s);
  * bytes copied from slices taken then are what they were meant to be. */
 bool kiq_partition_log_unchanged(kiq_partition_log_t *l, uint64_t generation);
 /* kiq_partition_log_locate, then the bytes appended to out. Returns the
- * bytes appended (0 when none), KIQ_LOG_OUT_OF_RANGE, or -1. */
+ * bytes appended (0 when none), KIQ_LOG_OUT_OF_RANGE, KIQ_LOG_CORRUPT, or
+ * -1. */
 int kiq_partition_log_read(kiq_partition_log_t *l, int64_t offset, int32_t max_bytes, int64_t max_offset,
                            kiq_wr_t *out);
 
@@ -311,13 +317,16 @@ bool kiq_partition_log_offline(kiq_partition_log_t *l);
 /* Any thread: whether appends may go in now (the directory is online and
  * not full; a full one is probed again once its second is up). */
 bool kiq_partition_log_writable(kiq_partition_log_t *l);
-/* The scrubber found the segment at segment_base damaged (why: what and
- * where). 1 when that is news (no earlier segment was marked), else 0. Any
- * thread. */
-int kiq_partition_log_damage(kiq_partition_log_t *l, int64_t segment_base, const char *why);
-/* The first segment marked damaged, -1 for none (a truncation below it
- * clears the mark: a follower fetches the range again); why (may be NULL) gets
- * what was found. Any thread. */
+/* The scrubber found seg (a segment of this log it holds a reference to)
+ * damaged from the batch at byte position on, whose first offset is from
+ * (why: what and where): reads stop before it and a read of it is refused
+ * (KIQ_LOG_CORRUPT) until a truncation removes it. 1 when that is news, 0
+ * when known or seg has left the log meanwhile. Any thread. */
+int kiq_partition_log_damage(kiq_partition_log_t *l, const kiq_segment_t *seg, uint64_t position, int64_t from,
+                             const char *why);
+/* The first segment marked damaged, -1 for none (a truncation below the
+ * damage clears the mark: a follower fetches the range again); why (may be
+ * NULL) gets what was found. Any thread. */
 int64_t kiq_partition_log_damaged(kiq_partition_log_t *l, char *why, size_t n);
 /* fdatasync of the active segment and its indexes; the recovery point
  * becomes the LEO. */

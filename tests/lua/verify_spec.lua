@@ -2,7 +2,8 @@
 -- sound log sound, and names the file and position of a flipped byte in an
 -- older segment and the data loss of a deleted active segment (exit 1);
 -- a torn tail left by a crash is only a warning; bad arguments exit 2.
--- And the scrubber finds the same flipped byte while the broker runs.
+-- And the scrubber finds the same flipped byte while the broker runs, after
+-- which the damaged batch is never served.
 local kiq = require "kafkaiq"
 local client = require "kafkaiq.client"
 kiq.log_level("error")
@@ -111,6 +112,26 @@ describe("kafkaiq verify", function()
     assert.is_not_nil(d)
     assert.are.equal(tonumber(seg:match("(%d+)%.log$")), d.segment)
     assert.matches("batch at position %d+", d.why)
+    -- what lies before the damage is read, the damaged batch never: its
+    -- fetch is answered CORRUPT_MESSAGE, as Kafka answers a corrupt read
+    local from = tonumber(d.why:match("%(offset (%d+)%)"))
+    assert.is_true(from > d.segment)
+    local c = client.consumer { bootstrap = sb.bootstrap, fetch_max_wait_ms = 50 }
+    assert(c:assign { { topic = "scr", partition = 0, offset = 0 } })
+    local got, err = {}, nil
+    assert(kiq.wait_for(function()
+      local recs, e = c:poll(100)
+      for _, r in ipairs(recs or {}) do got[#got + 1] = r end
+      err = e
+      return err ~= nil
+    end, 10000, "the damaged batch's fetch to fail"))
+    c:close()
+    assert.matches("CORRUPT_MESSAGE", err)
+    assert.are.equal(from, #got)
+    for i, r in ipairs(got) do
+      assert.are.equal(i - 1, r.offset)
+      assert.are.equal(("value %d %s"):format(i, ("x"):rep(100)), r.value)
+    end
     sb:stop()
     os.execute("rm -rf '" .. sb.dir .. "'")
   end)
