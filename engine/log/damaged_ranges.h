@@ -1,15 +1,18 @@
 /* The ranges of a partition log known damaged, beyond Kafka: bytes the
  * broker holds but must not serve as they are, found by the scrubber (a
- * batch failing its CRC, framing or offsets) or by the file check (a
- * segment file cut under the broker). A range starts at a batch of one
- * segment (its first offset and its byte position in the file: past a
- * damaged batch the framing cannot be trusted) and runs to the end of
- * that segment; a segment has at most one, the earliest found.
+ * batch failing its CRC, framing or offsets), or bytes gone from a segment
+ * file cut under the broker (the log then skips them, as it skips what
+ * compaction removed). Either way a replica fetches the range again from
+ * its leader. A range starts at a batch of one segment (its first offset
+ * and its byte position in the file: past a damaged batch the framing
+ * cannot be trusted) and runs to the end of that segment; a segment has at
+ * most one, the earliest found.
  *
  * A value guarded by the mutex of the partition log that holds it. */
 #ifndef KIQ_LOG_DAMAGED_RANGES_H
 #define KIQ_LOG_DAMAGED_RANGES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +24,10 @@ typedef struct kiq_damaged_range {
      * the damage too). */
     int64_t from, to;
     char why[256];     /* what was found, and where */
+    /* What is left of it may be served (the bytes are cut from the
+     * segment, or still readable from its open file): only a replica
+     * fetches it again. */
+    bool serve;
 } kiq_damaged_range_t;
 
 /* Sorted by segment base offset. Zeroed is empty. */

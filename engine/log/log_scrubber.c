@@ -46,7 +46,9 @@ int kiq_log_scrub(kiq_topics_t *topics)
         if (atomic_load(&topic->deleted)) continue;
         for (int32_t p = 0; p < topic->npartitions; p++) {
             kiq_partition_log_t *l = atomic_load(&topic->partitions[p]->log);
-            if (l && !kiq_partition_log_offline(l)) found += scrub_partition(topic, p, l);
+            if (!l || kiq_partition_log_offline(l)) continue;
+            found += kiq_partition_log_check_files(l, true);
+            found += scrub_partition(topic, p, l);
         }
     }
     if (list) kiq_topics_list_free(list, count);

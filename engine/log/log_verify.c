@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "log/data_loss.h"
 #include "log/log_names.h"
 #include "log/topics_internal.h"
 #include "proto/reader.h"
@@ -141,6 +142,22 @@ static int64_t checkpointed(const char *logdir, const char *name)
     return found;
 }
 
+/* The base offset of a .log file missing between the first and the last
+ * of bases (its offset index left), or -1: the broker itself only removes
+ * segments at either end of a log. */
+static int64_t missing_segment(const char *dir, const int64_t *bases, size_t n)
+{
+    int64_t *indexes, found = -1;
+    size_t k;
+    if (n < 2 || kiq_log_segment_bases(dir, KIQ_INDEX_SUFFIX, &indexes, &k) != 0) return -1;
+    for (size_t i = 0; i < k && found < 0; i++)
+        if (indexes[i] > bases[0] && indexes[i] < bases[n - 1] &&
+            !bsearch(&indexes[i], bases, n, sizeof *bases, kiq_log_cmp_offsets))
+            found = indexes[i];
+    free(indexes);
+    return found;
+}
+
 static void verify_partition(const char *logdir, const char *name, FILE *out, kiq_log_verify_report_t *rep)
 {
     char dir[PATH_MAX];
@@ -188,6 +205,25 @@ static void verify_partition(const char *logdir, const char *name, FILE *out, ki
     if (!damaged && rp > last + 1) {
         fprintf(out, "DAMAGED %s: data loss: the log ends at offset %" PRId64 " but was flushed up to %" PRId64
                      " (a segment missing or cut)\n", dir, last + 1, rp);
+        rep->damaged++;
+        damaged = true;
+    }
+    int64_t missing = missing_segment(dir, bases, n);
+    if (missing >= 0) {
+        fprintf(out, "DAMAGED %s: data loss: segment file %020" PRId64 "%s is missing between others (its index is "
+                     "there)\n", dir, missing, KIQ_LOG_SUFFIX);
+        rep->damaged++;
+        damaged = true;
+    }
+    kiq_data_loss_t loss;
+    int marked = kiq_data_loss_load(dir, &loss);
+    if (marked != 0) {
+        if (marked < 0)
+            fprintf(out, "DAMAGED %s: data loss recorded, unreadable: %s\n", dir, kiq_error_get());
+        else
+            fprintf(out, "DAMAGED %s: data loss not acknowledged: offsets %" PRId64 "..%" PRId64 ": %s (%d finding(s); "
+                         "`kafkaiq verify --acknowledge %s` once dealt with)\n",
+                    dir, loss.from, loss.to - 1, loss.why, loss.findings, dir);
         rep->damaged++;
         damaged = true;
     }

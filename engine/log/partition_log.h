@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+#include "log/data_loss.h"
 #include "log/leader_epoch_cache.h"
 #include "log/log_config.h"
 #include "log/producer_state.h"
@@ -92,9 +93,13 @@ kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_confi
 /* kiq_partition_log_open after an unclean shutdown (cfg->clean_shutdown
  * false) with the recovery point known: every segment from the one holding
  * recovery_point on is scanned from its start, each batch's CRC checked, a
- * torn tail cut off and the indexes rebuilt. A segment cut short before the
- * last one means a corrupt batch: the segments after it are deleted too
- * (the log must stay dense) and the loss is logged as an error. 0 is what
+ * torn tail cut off and the indexes rebuilt. A segment cut short there
+ * before the last one means a corrupt batch: the segments after it are
+ * deleted too (nothing after it can have been flushed; Kafka's rule) and
+ * the loss is logged as an error. A segment below the recovery point (or
+ * any after a clean shutdown) found cut, one missing between others, and a
+ * log ending before the recovery point were flushed once whole: the log
+ * keeps what follows and records the data loss (data_loss.h). 0 is what
  * Kafka assumes without a checkpoint (everything is scanned); -1 means
  * unknown and behaves like kiq_partition_log_open. */
 kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_config_t *cfg,
@@ -328,6 +333,22 @@ int kiq_partition_log_damage(kiq_partition_log_t *l, const kiq_segment_t *seg, u
  * damage clears the mark: a follower fetches the range again); why (may be
  * NULL) gets what was found. Any thread. */
 int64_t kiq_partition_log_damaged(kiq_partition_log_t *l, char *why, size_t n);
+/* Whether the segment files are still what the log wrote (all: every
+ * segment; else the active one), and whether a recorded data loss was
+ * acknowledged meanwhile. A file deleted under the broker is written back
+ * from the descriptor still open on it, so nothing is lost (logged as an
+ * error). A file cut under the broker has lost what lay past its whole
+ * batches: the segment is cut there (an active one rolled first), the log
+ * skips the gap, the range is marked damaged (a follower fetches it again,
+ * a leader gives its leadership up) and the loss recorded
+ * (kiq_partition_log_data_loss). Returns how many files were found changed
+ * that were not known. Any thread. */
+int kiq_partition_log_check_files(kiq_partition_log_t *l, bool all);
+/* The data loss recorded for this partition and not acknowledged
+ * (data_loss.h): found at open (a log short of its recovery point, a
+ * segment cut or missing between others) or by
+ * kiq_partition_log_check_files. 1 with *out, else 0. Any thread. */
+int kiq_partition_log_data_loss(kiq_partition_log_t *l, kiq_data_loss_t *out);
 /* fdatasync of the active segment and its indexes; the recovery point
  * becomes the LEO. */
 int kiq_partition_log_flush(kiq_partition_log_t *l);

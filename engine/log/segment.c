@@ -541,10 +541,15 @@ int kiq_segment_truncate_to(kiq_segment_t *seg, int64_t offset)
     kiq_batch_loc_t loc;
     int rc = kiq_segment_find(seg, offset, &loc);
     if (rc <= 0) return rc;
-    if (cut_file(seg->fd, seg->path, loc.position) < 0) return -1;
-    seg->size = loc.position;
-    if (kiq_offset_index_truncate_position(&seg->oix, loc.position) < 0 ||
-        kiq_time_index_truncate_offset(&seg->tix, loc.base_offset) < 0)
+    return kiq_segment_truncate_at(seg, loc.position, loc.base_offset);
+}
+
+int kiq_segment_truncate_at(kiq_segment_t *seg, uint64_t position, int64_t offset)
+{
+    if (cut_file(seg->fd, seg->path, position) < 0) return -1;
+    seg->size = position;
+    if (kiq_offset_index_truncate_position(&seg->oix, position) < 0 ||
+        kiq_time_index_truncate_offset(&seg->tix, offset) < 0)
         return -1;
     /* Rescanning the (short) tail recomputes next offset, largest timestamp
      * and the index spacing for the appends that follow. */

@@ -111,6 +111,9 @@ int kiq_segment_read(const kiq_segment_t *seg, uint64_t position, void *dst, siz
 /* Removes the batch holding offset and everything after it (Kafka cuts at
  * batch boundaries too), then next_offset is where the log now ends. */
 int kiq_segment_truncate_to(kiq_segment_t *seg, int64_t offset);
+/* The same, knowing where: the batch at byte position (a boundary), whose
+ * first offset is offset, and everything after it go. */
+int kiq_segment_truncate_at(kiq_segment_t *seg, uint64_t position, int64_t offset);
 /* True when an index is full: the log must roll before appending. */
 bool kiq_segment_index_full(const kiq_segment_t *seg);
 /* fdatasync of the log and its indexes; a failure takes the log directory
