@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "log/data_loss.h"
 #include "log/log_names.h"
+#include "log/offset_index.h"
 #include "log/topics_internal.h"
 #include "proto/reader.h"
 #include "record/batch.h"
@@ -142,18 +143,24 @@ static int64_t checkpointed(const char *logdir, const char *name)
     return found;
 }
 
-/* The base offset of a .log file missing between the first and the last
- * of bases (its offset index left), or -1: the broker itself only removes
- * segments at either end of a log. */
+/* The base offset of a .log file missing (its offset index left), or -1:
+ * the broker itself only removes segments at either end of a log, the
+ * .log first, so one is missing when its index lies between two others,
+ * or past the last naming offsets (as the broker's start finds, see
+ * partition_log.h). */
 static int64_t missing_segment(const char *dir, const int64_t *bases, size_t n)
 {
     int64_t *indexes, found = -1;
     size_t k;
-    if (n < 2 || kiq_log_segment_bases(dir, KIQ_INDEX_SUFFIX, &indexes, &k) != 0) return -1;
-    for (size_t i = 0; i < k && found < 0; i++)
-        if (indexes[i] > bases[0] && indexes[i] < bases[n - 1] &&
-            !bsearch(&indexes[i], bases, n, sizeof *bases, kiq_log_cmp_offsets))
+    if (kiq_log_segment_bases(dir, KIQ_INDEX_SUFFIX, &indexes, &k) != 0) return -1;
+    for (size_t i = 0; i < k && found < 0; i++) {
+        if (bsearch(&indexes[i], bases, n, sizeof *bases, kiq_log_cmp_offsets)) continue;
+        char path[PATH_MAX];
+        kiq_log_segment_path(path, sizeof path, dir, indexes[i], KIQ_INDEX_SUFFIX);
+        if ((n >= 2 && indexes[i] > bases[0] && indexes[i] < bases[n - 1]) ||
+            ((n == 0 || indexes[i] > bases[n - 1]) && kiq_offset_index_file_end(path, indexes[i]) > indexes[i]))
             found = indexes[i];
+    }
     free(indexes);
     return found;
 }

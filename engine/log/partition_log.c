@@ -109,15 +109,23 @@ static bool has_base(const int64_t *bases, size_t n, int64_t base)
     return bsearch(&base, bases, n, sizeof *bases, kiq_log_cmp_offsets) != NULL;
 }
 
+/* Index files found without their .log. The broker deletes segments only
+ * at either end of a log, the .log first: such a file between two
+ * segments means a .log deleted under it; one past the last that names
+ * offsets means the same, unless a crash cut a truncation short between
+ * two unlinks. -1: none. */
+typedef struct orphans {
+    int64_t lo, hi;   /* the lowest and highest base offsets between segments */
+    int64_t tail;     /* the highest past the last segment */
+    int64_t tail_end; /* the offset after the highest one its indexes name */
+} orphans_t;
+
 /* The base offsets of the .log files in dir, sorted; index files without
  * their .log (left by a crash while a segment was created or deleted) are
- * removed. The broker only ever deletes segments from either end of a log,
- * so such a file between two segments means a .log deleted under it: the
- * lowest and highest such base offsets go to missing[0] and missing[1]
- * (-1 when there is none). */
-static int list_segments(const char *dir, int64_t **bases_out, size_t *n_out, int64_t missing[2])
+ * removed, and told in *o. */
+static int list_segments(const char *dir, int64_t **bases_out, size_t *n_out, orphans_t *o)
 {
-    missing[0] = missing[1] = -1;
+    *o = (orphans_t){-1, -1, -1, -1};
     if (kiq_log_segment_bases(dir, KIQ_LOG_SUFFIX, bases_out, n_out) != 0) return -1;
     DIR *d = opendir(dir);
     if (!d) {
@@ -134,11 +142,20 @@ static int list_segments(const char *dir, int64_t **bases_out, size_t *n_out, in
              kiq_log_segment_name_parse(e->d_name, KIQ_TXNINDEX_SUFFIX, &base)) &&
             !has_base(bases, n, base)) {
             KIQ_WARN("%s/%s has no log file; removing it", dir, e->d_name);
-            if (unlinkat(dirfd(d), e->d_name, 0) < 0) KIQ_WARN("unlink %s/%s: %s", dir, e->d_name, strerror(errno));
             if (n > 1 && base > bases[0] && base < bases[n - 1]) {
-                if (missing[0] < 0 || base < missing[0]) missing[0] = base;
-                if (base > missing[1]) missing[1] = base;
+                if (o->lo < 0 || base < o->lo) o->lo = base;
+                if (base > o->hi) o->hi = base;
+            } else if ((n == 0 || base > bases[n - 1]) && base >= o->tail) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+                int64_t end = kiq_log_segment_name_parse(e->d_name, KIQ_INDEX_SUFFIX, &base)
+                                  ? kiq_offset_index_file_end(path, base)
+                                  : base;
+                if (base > o->tail) o->tail_end = base;
+                o->tail = base;
+                if (end > o->tail_end) o->tail_end = end;
             }
+            if (unlinkat(dirfd(d), e->d_name, 0) < 0) KIQ_WARN("unlink %s/%s: %s", dir, e->d_name, strerror(errno));
         }
     }
     closedir(d);
@@ -499,9 +516,10 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
         KIQ_ERROR("%s: data loss not acknowledged: offsets %" PRId64 "..%" PRId64 ": %s (%d finding(s); "
                   "`kafkaiq verify --acknowledge %s` once dealt with)", dir, l->loss.from, l->loss.to - 1,
                   l->loss.why, l->loss.findings, dir);
-    int64_t *bases = NULL, missing[2];
+    int64_t *bases = NULL;
     size_t n = 0;
-    if (finish_cleaning(dir) < 0 || list_segments(dir, &bases, &n, missing) < 0) {
+    orphans_t orphans;
+    if (finish_cleaning(dir) < 0 || list_segments(dir, &bases, &n, &orphans) < 0) {
         log_release(l);
         return NULL;
     }
@@ -527,9 +545,9 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
             note_loss(l, seg->next_offset, bases[i + 1], "%s was found cut at offset %" PRId64 " at open", seg->path,
                       seg->next_offset);
         }
-        if (i > 0 && bases[i - 1] < missing[1] && missing[1] < bases[i])
-            note_loss(l, missing[0], seg->base_offset, "segment file %020" PRId64 "%s is missing (its index files "
-                      "were left)", missing[0], KIQ_LOG_SUFFIX);
+        if (i > 0 && bases[i - 1] < orphans.hi && orphans.hi < bases[i])
+            note_loss(l, orphans.lo, seg->base_offset, "segment file %020" PRId64 "%s is missing (its index files "
+                      "were left)", orphans.lo, KIQ_LOG_SUFFIX);
         if (i > 0 && l->segs[i - 1]->next_offset > seg->base_offset)
             KIQ_WARN("%s: segment %" PRId64 " overlaps the previous one, which ends at %" PRId64, dir,
                      seg->base_offset, l->segs[i - 1]->next_offset);
@@ -550,6 +568,10 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
         note_loss(l, active(l)->next_offset, recovery_point, "the log ends at offset %" PRId64 " but was flushed up "
                   "to %" PRId64 " (recovery-point-offset-checkpoint): a segment file is missing or was cut outside "
                   "the broker", active(l)->next_offset, recovery_point);
+    else if (orphans.tail >= active(l)->next_offset && orphans.tail_end > orphans.tail)
+        /* (empty ones tell of no record) */
+        note_loss(l, orphans.tail, orphans.tail_end, "segment file %020" PRId64 "%s is missing (its index files "
+                  "were left, naming offsets up to %" PRId64 ")", orphans.tail, KIQ_LOG_SUFFIX, orphans.tail_end - 1);
     /* What recovery left is what the disk holds now. */
     l->recovery_point = active(l)->next_offset;
     if (load_aborted(l) < 0) goto fail_loaded;

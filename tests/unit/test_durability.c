@@ -379,6 +379,32 @@ static void test_deleted_segment_files_written_back(void **state)
     kiq_partition_log_free(l);
 }
 
+/* Deleted while nobody looked (the broker killed before its check): the
+ * index files left behind tell of it at open, though the recovery point
+ * does not reach into that segment. */
+static void test_deleted_active_segment_found_at_open(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    write_three_segments(f);
+    char path[256];
+    segment_file(f, 18, path, sizeof path);
+    assert_int_equal(unlink(path), 0);
+    f->cfg.clean_shutdown = false;
+    kiq_partition_log_t *l = kiq_partition_log_open_at(f->dir, &f->cfg, 18);
+    assert_non_null(l);
+    assert_int_equal(kiq_partition_log_end_offset(l), 18);
+    kiq_data_loss_t loss;
+    assert_int_equal(kiq_partition_log_data_loss(l, &loss), 1);
+    assert_int_equal(loss.from, 18);
+    assert_true(loss.to > 18 && loss.to <= 27);
+    kiq_partition_log_free(l);
+    l = kiq_partition_log_open_at(f->dir, &f->cfg, 18);
+    assert_non_null(l);
+    assert_int_equal(kiq_partition_log_data_loss(l, &loss), 1);
+    assert_int_equal(loss.findings, 1);
+    kiq_partition_log_free(l);
+}
+
 static void test_cut_segment_file_recorded_until_acknowledged(void **state)
 {
     kiq_test_log_dir_t *f = *state;
@@ -436,6 +462,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_torn_tail_from_recovery_point, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_middle_batch_in_older_segment, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_deleted_segment_files_written_back, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_deleted_active_segment_found_at_open, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_cut_segment_file_recorded_until_acknowledged, setup,
                                         kiq_test_log_dir_teardown),
     };
