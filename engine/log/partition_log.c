@@ -1566,13 +1566,11 @@ static int restore_segment(kiq_partition_log_t *l, size_t i)
  * log skips the gap as it skips what compaction removed. An active segment
  * is rolled first, so that appends go on into a sound file and the
  * offsets handed out stay taken. The range is marked damaged either way,
- * for a replica to fetch it again, and the loss recorded. 1 when news. */
-static int segment_lost(kiq_partition_log_t *l, size_t i, uint64_t position, int64_t from, bool cut,
-                        const char *why)
+ * for a replica to fetch it again, and the loss recorded. */
+static void segment_lost(kiq_partition_log_t *l, size_t i, uint64_t position, int64_t from, bool cut,
+                         const char *why)
 {
     kiq_segment_t *seg = l->segs[i];
-    const kiq_damaged_range_t *known = kiq_damaged_ranges_in(&l->damaged, seg->base_offset);
-    if (known && known->position <= position) return 0;
     const int64_t to = seg->next_offset;
     if (i + 1 == l->nsegs && roll(l) < 0)
         KIQ_ERROR("%s: cannot roll past %s: %s", l->dir, seg->path, kiq_error_get());
@@ -1588,7 +1586,6 @@ static int segment_lost(kiq_partition_log_t *l, size_t i, uint64_t position, int
     if (kiq_damaged_ranges_add(&l->damaged, &r) < 0)
         KIQ_ERROR("%s: the damage at offset %" PRId64 " is not remembered: %s", l->dir, from, kiq_error_get());
     note_loss(l, from, to, "%s", why);
-    return 1;
 }
 
 /* Under the mutex: an acknowledgement made meanwhile (the record removed)
@@ -1610,21 +1607,23 @@ int kiq_partition_log_check_files(kiq_partition_log_t *l, bool all)
         kiq_segment_t *seg = l->segs[i];
         struct stat st;
         char why[512];
+        /* a segment found damaged or cut once is not looked at again */
         if (fstat(seg->fd, &st) < 0 || kiq_damaged_ranges_in(&l->damaged, seg->base_offset)) continue;
         if (st.st_nlink == 0) {
+            found++;
             int64_t base = seg->base_offset, next = seg->next_offset;
             snprintf(why, sizeof why, "%s was deleted under the broker", seg->path);
             if (restore_segment(l, i) == 0) {
                 KIQ_ERROR("%s: %s; written back from the open file (offsets %" PRId64 "..%" PRId64 ")", l->dir, why,
                           base, next - 1);
-                found++;
                 continue;
             }
             size_t len = strlen(why);
             snprintf(why + len, sizeof why - len, " and cannot be written back: %s", kiq_error_get());
             /* still readable here until the broker stops */
-            found += segment_lost(l, i, 0, base, false, why);
+            segment_lost(l, i, 0, base, false, why);
         } else if ((uint64_t)st.st_size < seg->size) {
+            found++;
             uint64_t pos;
             int64_t from;
             if (kiq_segment_whole_within(seg, (uint64_t)st.st_size, &pos, &from) < 0) {
@@ -1633,7 +1632,7 @@ int kiq_partition_log_check_files(kiq_partition_log_t *l, bool all)
             }
             snprintf(why, sizeof why, "%s was cut to %lld bytes under the broker (it held %" PRIu64 ")", seg->path,
                      (long long)st.st_size, seg->size);
-            found += segment_lost(l, i, pos, from, true, why);
+            segment_lost(l, i, pos, from, true, why);
         }
     }
     pthread_mutex_unlock(&l->mu);
