@@ -108,8 +108,10 @@ end
 function Broker:running() return self.handle:running() end
 
 -- Topics, partitions (log_start_offset, log_end_offset, high_watermark,
--- leader_epoch, offline, segments), log_dirs ({ path, offline, error }),
--- offline_log_dirs, queue_depth, parked requests.
+-- leader_epoch, offline, segments, damaged (see scrub), data_loss =
+-- { from, to, why, findings, at_ms } while a loss of offsets [from, to) is
+-- not acknowledged), log_dirs ({ path, offline, error }), offline_log_dirs,
+-- queue_depth, parked requests.
 function Broker:state() return self.handle:state() end
 -- The consumer groups this broker coordinates, with members and committed
 -- offsets (see lua/README.md).
@@ -123,9 +125,11 @@ function Broker:groups() return self.handle:groups() end
 function Broker:inject_disk_fault(spec) return self.handle:inject_disk_fault(spec) end
 function Broker:clear_disk_fault(spec) return self.handle:clear_disk_fault(spec) end
 -- scrub() -> n: the scrubber's pass now (kafkaiq.log.scrub.interval.ms
--- runs it in the background): every closed segment read back and its CRCs
--- checked; n newly damaged segments, each logged and shown in
--- state().topics[t].partitions[p].damaged = { segment =, why = }.
+-- runs it in the background): every segment file checked to be there
+-- whole, every closed segment read back and its CRCs checked; n newly
+-- damaged or changed segments, each logged and shown in
+-- state().topics[t].partitions[p].damaged = { segment =, why = }. Fetches
+-- stop before a damaged batch and get CORRUPT_MESSAGE at it.
 function Broker:scrub() return self.handle:scrub() end
 
 -- Per API: count and milliseconds spent in queue, local, remote,

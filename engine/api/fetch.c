@@ -14,6 +14,10 @@
  * located is not detected for these: a shortened file closes the
  * connection mid-response, and the client retries.
  *
+ * A partition whose read meets a batch the scrubber found damaged gets
+ * the records before it, and a fetch starting at it CORRUPT_MESSAGE: the
+ * altered bytes never go out (librdkafka does not check CRCs by default).
+ *
  * Only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere; a stale or
  * future current_leader_epoch gets FENCED / UNKNOWN_LEADER_EPOCH; a leader
  * new in its term answers consumers OFFSET_NOT_AVAILABLE until its high
@@ -76,7 +80,8 @@ static void fetch_release_held(fetch_result_t *res)
 }
 
 /* Locates a partition's answer and puts it in the response as file parts.
- * Returns the bytes, 0, KIQ_LOG_OUT_OF_RANGE or -1, like the copy path. */
+ * Returns the bytes, 0, KIQ_LOG_OUT_OF_RANGE, KIQ_LOG_CORRUPT or -1, like
+ * the copy path. */
 static int64_t fetch_locate(kiq_request_t *r, kiq_partition_log_t *log, int64_t offset, int32_t limit,
                             int64_t hw, bool later, kiq_fetch_response_responses_partitions_t *pr,
                             fetch_result_t *res)
@@ -99,7 +104,7 @@ static int64_t fetch_locate(kiq_request_t *r, kiq_partition_log_t *log, int64_t 
 }
 
 /* Reads a partition's answer into a heap buffer the response owns.
- * Returns the bytes, 0, KIQ_LOG_OUT_OF_RANGE or -1. */
+ * Returns the bytes, 0, KIQ_LOG_OUT_OF_RANGE, KIQ_LOG_CORRUPT or -1. */
 static int64_t fetch_copy(kiq_request_t *r, kiq_partition_log_t *log, int64_t offset, int32_t limit,
                           int64_t hw, bool later, kiq_fetch_response_responses_partitions_t *pr)
 {
@@ -108,7 +113,7 @@ static int64_t fetch_copy(kiq_request_t *r, kiq_partition_log_t *log, int64_t of
     int64_t n = kiq_partition_log_read(log, offset, limit, hw, &w);
     if (n < 0 || w.err) {
         kiq_wr_free(&w);
-        return n == KIQ_LOG_OUT_OF_RANGE ? n : -1;
+        return n == KIQ_LOG_OUT_OF_RANGE || n == KIQ_LOG_CORRUPT ? n : -1;
     }
     if (later && (int64_t)w.len > limit) w.len = 0;
     if (!w.len) {
@@ -323,6 +328,15 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
                 pr->error_code = KIQ_ERR_OFFSET_OUT_OF_RANGE;
                 continue;
             }
+            if (n == KIQ_LOG_CORRUPT) {
+                /* Kafka's answer to a read that meets a corrupt batch: the
+                 * Java consumer raises it from poll(), librdkafka hands it
+                 * to the application, and both fetch again from there */
+                KIQ_WARN_LIMITED("fetch %s-%d at %lld: %s", topic->name, p->partition, (long long)p->fetch_offset,
+                                 kiq_error_get());
+                pr->error_code = KIQ_ERR_CORRUPT_MESSAGE;
+                continue;
+            }
             if (n < 0) {
                 KIQ_ERROR("fetch %s-%d at %lld: %s", topic->name, p->partition,
                           (long long)p->fetch_offset, kiq_error_get());
@@ -385,7 +399,7 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_request_t *r, const kiq_fetch
                                                    : kiq_partition_log_high_watermark(log);
             kiq_log_slices_t sl;
             int64_t n = kiq_partition_log_locate(log, p->fetch_offset, p->partition_max_bytes, upto, &sl);
-            if (n == KIQ_LOG_OUT_OF_RANGE || n < 0) {
+            if (n < 0) { /* out of range, corrupt or failed: the answer says so */
                 ready = true;
                 break;
             }

@@ -2,6 +2,7 @@
  * runs one broker in the foreground until SIGTERM or SIGINT, or with
  * `--brokers N` a whole cluster of N brokers in this process; `kafkaiq
  * journey` prints a batch's journey from the brokers' HTTP listeners. */
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "core/error.h"
 #include "core/say.h"
 #include "include/kafkaiq.h"
+#include "log/data_loss.h"
 #include "log/log_verify.h"
 #include "lua/module.h"
 
@@ -31,6 +33,7 @@ static void usage(FILE *out)
             "       kafkaiq run [--seed N] script.lua [args]...\n"
             "       kafkaiq journey --http HOST:PORT[,...] TOPIC PARTITION OFFSET | --trace ID\n"
             "       kafkaiq verify DIR...   check a data directory's log files offline\n"
+            "       kafkaiq verify --acknowledge PARTITION_DIR...   clear a partition's recorded data loss\n"
             "       kafkaiq version\n"
             "       kafkaiq configs     list broker configs with defaults\n");
 }
@@ -243,10 +246,45 @@ static void set_module_path(lua_State *L)
 /* kafkaiq run [--seed N] script.lua [args]: runs a script with the engine
  * embedded (kafkaiq.core preloaded). The seed, printed at start, is given to
  * scenarios through package.loaded["kafkaiq.runtime"] so a run replays. */
+/* kafkaiq verify --acknowledge PARTITION_DIR...: an operator has dealt
+ * with each partition's recorded data loss (log/data_loss.h); the record
+ * goes, and a running broker stops showing it within a second. Exit 1
+ * when a directory had none, 2 when one cannot be changed. */
+static int acknowledge(int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "usage: kafkaiq verify --acknowledge PARTITION_DIR...\n");
+        return 2;
+    }
+    int rc = 0;
+    for (int i = 0; i < argc; i++) {
+        kiq_data_loss_t loss;
+        int marked = kiq_data_loss_load(argv[i], &loss);
+        if (marked == 0) {
+            printf("%s: no data loss recorded\n", argv[i]);
+            if (rc == 0) rc = 1;
+            continue;
+        }
+        if (kiq_data_loss_acknowledge(argv[i]) != 0) {
+            fprintf(stderr, "kafkaiq verify: %s\n", kiq_error_get());
+            rc = 2;
+            continue;
+        }
+        if (marked > 0)
+            printf("%s: acknowledged the data loss of offsets %" PRId64 "..%" PRId64 ": %s (%d finding(s))\n",
+                   argv[i], loss.from, loss.to - 1, loss.why, loss.findings);
+        else
+            printf("%s: acknowledged an unreadable data loss record\n", argv[i]);
+    }
+    return rc;
+}
+
 /* kafkaiq verify DIR...: checks the log files under each DIR offline;
- * exit 1 when any is damaged, 2 when a DIR cannot be read. */
+ * exit 1 when any is damaged (or lost data not yet acknowledged), 2 when a
+ * DIR cannot be read. */
 static int verify(int argc, char **argv)
 {
+    if (argc >= 1 && strcmp(argv[0], "--acknowledge") == 0) return acknowledge(argc - 1, argv + 1);
     if (argc < 1) {
         fprintf(stderr, "usage: kafkaiq verify DIR...\n");
         return 2;

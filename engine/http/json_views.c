@@ -159,6 +159,15 @@ static json_t *partition_json(kiq_partition_t *p)
     json_object_set_new(j, "size", json_integer((json_int_t)kiq_partition_log_size(log)));
     json_object_set_new(j, "segments", segments_json(log));
     json_object_set_new(j, "offline", json_boolean(kiq_partition_log_offline(log)));
+    char why[256];
+    int64_t damaged = kiq_partition_log_damaged(log, why, sizeof why);
+    if (damaged >= 0) /* what the scrubber found */
+        json_object_set_new(j, "damaged", json_pack("{s:I, s:s}", "segment", (json_int_t)damaged, "why", why));
+    kiq_data_loss_t loss;
+    if (kiq_partition_log_data_loss(log, &loss)) /* until an operator acknowledges it */
+        json_object_set_new(j, "data_loss", json_pack("{s:I, s:I, s:I, s:i, s:s}", "from", (json_int_t)loss.from, "to",
+                                                      (json_int_t)loss.to, "at_ms", (json_int_t)loss.at_ms,
+                                                      "findings", loss.findings, "why", loss.why));
     json_object_set_new(j, "role", json_string(roles[rv->role]));
     json_object_set_new(j, "leader", json_integer(rv->leader));
     json_object_set_new(j, "leader_epoch", json_integer(rv->leader_epoch));

@@ -295,17 +295,22 @@ static void limit_metrics(kiq_broker_t *b, FILE *f)
             (unsigned long long)kiq_http_connections_closed(b));
     help(f, "kafkaiq_connections_open", "gauge", "client connections open, of max.connections");
     fprintf(f, "kafkaiq_connections_open %d\n", qs.open);
-    int damaged = 0, count = 0;
+    int damaged = 0, lost = 0, count = 0;
     kiq_topic_t **list = b->topics ? kiq_topics_list(b->topics, &count) : NULL;
     for (int i = 0; list && i < count; i++)
         for (int32_t p = 0; p < list[i]->npartitions; p++) {
             kiq_partition_log_t *l = atomic_load(&list[i]->partitions[p]->log);
+            kiq_data_loss_t loss;
             damaged += l && kiq_partition_log_damaged(l, NULL, 0) >= 0;
+            lost += l && kiq_partition_log_data_loss(l, &loss);
         }
     if (list) kiq_topics_list_free(list, count);
     help(f, "kafkaiq_log_damaged_partitions", "gauge",
          "partitions with a segment the scrubber found damaged (kafkaiq.log.scrub.interval.ms)");
     fprintf(f, "kafkaiq_log_damaged_partitions %d\n", damaged);
+    help(f, "kafkaiq_log_data_loss_partitions", "gauge",
+         "partitions that lost records they held, until acknowledged (kafkaiq verify --acknowledge)");
+    fprintf(f, "kafkaiq_log_data_loss_partitions %d\n", lost);
 }
 
 static void own_metrics(kiq_broker_t *b, FILE *f)

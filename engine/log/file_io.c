@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -69,4 +70,26 @@ int kiq_mkdir_p(const char *dir)
     if (stat(dir, &st) < 0) return kiq_error_errno("stat %s", dir);
     if (!S_ISDIR(st.st_mode)) return kiq_error_set("%s is not a directory", dir);
     return 0;
+}
+
+int kiq_copy_file(int from, const char *to, uint64_t len)
+{
+    int fd;
+    do fd = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) return kiq_error_errno("create %s", to);
+    uint8_t buf[64 * 1024];
+    int rc = 0;
+    for (uint64_t done = 0; done < len && rc == 0;) {
+        size_t n = len - done < sizeof buf ? (size_t)(len - done) : sizeof buf;
+        ssize_t r = kiq_pread_full(from, buf, n, done);
+        if (r >= 0 && (size_t)r < n) kiq_error_set("the file ends at %llu, %llu bytes were expected",
+                                                   (unsigned long long)(done + (uint64_t)r), (unsigned long long)len);
+        if (r < 0 || (size_t)r < n || kiq_pwrite_full(fd, buf, n, done) < 0) rc = -1;
+        done += n;
+    }
+    if (rc == 0 && fdatasync(fd) < 0) rc = kiq_error_errno("fdatasync %s", to);
+    close(fd);
+    if (rc < 0) unlink(to);
+    return rc;
 }

@@ -15,6 +15,10 @@ ssize_t kiq_pread_full(int fd, void *buf, size_t n, uint64_t off);
 int kiq_pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
 /* fsync of a directory, so entries created or removed in it survive a crash. */
 int kiq_fsync_dir(const char *dir);
+/* Writes the first len bytes of the open file from into a new file at
+ * path `to` (replaced if there) and syncs it; on failure nothing is left at
+ * `to`. 0 or -1. */
+int kiq_copy_file(int from, const char *to, uint64_t len);
 /* mkdir -p with mode 0755; 0 when the directory exists afterwards. */
 int kiq_mkdir_p(const char *dir);
 

@@ -15,6 +15,8 @@ struct kiq_log_flusher {
      * enough to notice that some recovery point moved) and when. */
     int64_t saved_sum;
     int64_t saved_at;
+    /* When the active segment files were last checked. */
+    int64_t checked_at;
 };
 
 int kiq_log_flusher_run(kiq_topics_t *topics, int64_t now_ms)
@@ -62,11 +64,29 @@ static int64_t recovery_point_sum(kiq_topics_t *topics)
     return sum;
 }
 
+static void check_active_files(kiq_topics_t *topics)
+{
+    int count;
+    kiq_topic_t **list = kiq_topics_list(topics, &count);
+    for (int i = 0; list && i < count; i++) {
+        if (atomic_load(&list[i]->deleted)) continue;
+        for (int32_t p = 0; p < list[i]->npartitions; p++) {
+            kiq_partition_log_t *l = atomic_load(&list[i]->partitions[p]->log);
+            if (l) kiq_partition_log_check_files(l, false);
+        }
+    }
+    if (list) kiq_topics_list_free(list, count);
+}
+
 static int64_t flusher_round(void *arg)
 {
     kiq_log_flusher_t *f = arg;
     int64_t now = kiq_partition_log_now_ms();
     kiq_log_flusher_run(f->topics, now);
+    if (now - f->checked_at >= KIQ_LOG_FLUSH_CHECKPOINT_MS) {
+        check_active_files(f->topics);
+        f->checked_at = now;
+    }
     if (now - f->saved_at >= KIQ_LOG_FLUSH_CHECKPOINT_MS) {
         int64_t sum = recovery_point_sum(f->topics);
         if (sum != f->saved_sum) {
@@ -89,7 +109,7 @@ kiq_log_flusher_t *kiq_log_flusher_new(kiq_topics_t *topics)
     }
     f->topics = topics;
     f->saved_sum = -1;
-    f->saved_at = INT64_MIN / 2;
+    f->saved_at = f->checked_at = INT64_MIN / 2;
     kiq_worker_config_t wc = {"log-flusher", flusher_round, f, KIQ_LOG_FLUSH_TICK_MS};
     if (!(f->worker = kiq_worker_start(&wc))) {
         free(f);

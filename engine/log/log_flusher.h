@@ -3,7 +3,10 @@
  * partition logs whose oldest unflushed append is older than their
  * flush.ms, and writes `recovery-point-offset-checkpoint` when a recovery
  * point moved (by its flushes or by flush.messages in appends), at most
- * once every KIQ_LOG_FLUSH_CHECKPOINT_MS.
+ * once every KIQ_LOG_FLUSH_CHECKPOINT_MS. As often, beyond Kafka, it
+ * checks that each active segment file is still there whole
+ * (kiq_partition_log_check_files): appends into a file deleted or cut
+ * under the broker would be acknowledged and then lost.
  *
  * Owned by the broker; new/free run on the broker's thread, the worker
  * only uses the topics (their own locks). */

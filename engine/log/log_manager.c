@@ -520,7 +520,10 @@ void kiq_topics_free(kiq_topics_t *t)
         for (int i = 0; i < t->count; i++)
             for (int32_t p = 0; p < t->topics[i]->npartitions; p++) {
                 kiq_partition_log_t *l = atomic_load(&t->topics[i]->partitions[p]->log);
-                if (l && !kiq_partition_log_offline(l) && kiq_partition_log_flush(l) < 0)
+                if (!l || kiq_partition_log_offline(l)) continue;
+                /* what the next open will find: a file gone now is written back */
+                kiq_partition_log_check_files(l, true);
+                if (kiq_partition_log_flush(l) < 0)
                     KIQ_WARN("flushing %s-%d: %s", t->topics[i]->name, p, kiq_error_get());
             }
         if (kiq_topics_checkpoint_recovery_points(t) != 0)

@@ -2,17 +2,12 @@
 #include "log/log_scrubber.h"
 
 #include <inttypes.h>
-#include <limits.h>
 #include <stdlib.h>
 
 #include "core/error.h"
 #include "core/say.h"
 #include "core/worker.h"
-#include "log/log_names.h"
 #include "log/log_verify.h"
-
-/* Segments of one partition looked at per pass at most. */
-#define MAX_SEGMENTS 4096
 
 struct kiq_log_scrubber {
     kiq_topics_t *topics;
@@ -20,24 +15,25 @@ struct kiq_log_scrubber {
     kiq_worker_t *worker;
 };
 
-static int scrub_partition(kiq_topic_t *topic, int32_t p, kiq_partition_log_t *l, kiq_log_segment_info_t *segs)
+static int scrub_partition(kiq_topic_t *topic, int32_t p, kiq_partition_log_t *l)
 {
-    int n = kiq_partition_log_segments(l, segs, MAX_SEGMENTS);
-    if (n > MAX_SEGMENTS) n = MAX_SEGMENTS;
+    kiq_log_closed_segment_t *segs;
+    uint64_t generation;
+    int n = kiq_partition_log_closed_segments(l, &segs, &generation);
     int found = 0;
-    for (int i = 0; i + 1 < n; i++) { /* the last is the active one */
-        char path[PATH_MAX], why[512] = "";
-        if (kiq_log_segment_path(path, sizeof path, kiq_partition_log_dir(l), segs[i].base_offset, KIQ_LOG_SUFFIX) != 0)
-            continue;
-        int64_t last, batches = 0;
-        /* retention or the cleaner may replace or remove it meanwhile:
-         * an unreadable file is not damage */
-        if (kiq_log_verify_segment(path, segs[i].base_offset - 1, 0, &last, &batches, why, sizeof why) != 1) continue;
-        if (kiq_partition_log_damage(l, segs[i].base_offset, why) == 1) {
-            KIQ_ERROR("scrub: %s-%d: %s: %s; the partition is marked damaged", topic->name, p, path, why);
+    for (int i = 0; i < n; i++) {
+        /* through the segment's own descriptor: the bytes a fetch would
+         * send, even if retention or the cleaner replaces the file now */
+        kiq_segment_t *seg = segs[i].seg;
+        kiq_log_verify_result_t res;
+        if (kiq_log_verify_fd(seg->fd, segs[i].size, seg->path, segs[i].base_offset - 1, 0, &res) != 1) continue;
+        if (kiq_partition_log_damage(l, seg, res.sound_bytes, res.last_offset + 1, res.why) == 1) {
+            KIQ_ERROR("scrub: %s-%d: %s: %s; the partition is marked damaged and offsets from %lld on are not served",
+                      topic->name, p, seg->path, res.why, (long long)res.last_offset + 1);
             found++;
         }
     }
+    if (n > 0) kiq_partition_log_closed_release(segs, n);
     return found;
 }
 
@@ -45,16 +41,16 @@ int kiq_log_scrub(kiq_topics_t *topics)
 {
     int count, found = 0;
     kiq_topic_t **list = kiq_topics_list(topics, &count);
-    kiq_log_segment_info_t *segs = malloc(MAX_SEGMENTS * sizeof *segs);
-    for (int i = 0; list && segs && i < count; i++) {
+    for (int i = 0; list && i < count; i++) {
         kiq_topic_t *topic = list[i];
         if (atomic_load(&topic->deleted)) continue;
         for (int32_t p = 0; p < topic->npartitions; p++) {
             kiq_partition_log_t *l = atomic_load(&topic->partitions[p]->log);
-            if (l && !kiq_partition_log_offline(l)) found += scrub_partition(topic, p, l, segs);
+            if (!l || kiq_partition_log_offline(l)) continue;
+            found += kiq_partition_log_check_files(l, true);
+            found += scrub_partition(topic, p, l);
         }
     }
-    free(segs);
     if (list) kiq_topics_list_free(list, count);
     return found;
 }

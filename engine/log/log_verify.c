@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "log/data_loss.h"
 #include "log/log_names.h"
+#include "log/offset_index.h"
 #include "log/topics_internal.h"
 #include "proto/reader.h"
 #include "record/batch.h"
@@ -33,29 +35,26 @@ static int read_at(int fd, void *buf, size_t n, off_t at)
     return 0;
 }
 
-int kiq_log_verify_segment(const char *path, int64_t after_offset, int tail_ok, int64_t *last_offset,
-                           int64_t *batches, char *why, size_t n)
+int kiq_log_verify_fd(int fd, uint64_t size_bytes, const char *name, int64_t after_offset, int tail_ok,
+                      kiq_log_verify_result_t *res)
 {
-    *last_offset = after_offset;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        if (fd >= 0) close(fd);
-        return kiq_error_errno("%s", path);
-    }
+    *res = (kiq_log_verify_result_t){.last_offset = after_offset};
+    char *why = res->why;
+    const size_t n = sizeof res->why;
+    const off_t end = (off_t)size_bytes;
     uint8_t *buf = NULL;
     size_t cap = 0;
     int rc = 0;
-    for (off_t pos = 0; pos < st.st_size;) {
+    for (off_t pos = 0; pos < end;) {
         uint8_t head[KIQ_BATCH_LOG_OVERHEAD];
-        size_t left = (size_t)(st.st_size - pos);
+        size_t left = (size_t)(end - pos);
         if (left < sizeof head) {
             snprintf(why, n, "%zu bytes at position %lld are not a whole batch header", left, (long long)pos);
             rc = tail_ok ? 2 : 1;
             break;
         }
         if (read_at(fd, head, sizeof head, pos) < 0) {
-            rc = kiq_error_errno("%s: read at %lld", path, (long long)pos);
+            rc = kiq_error_errno("%s: read at %lld", name, (long long)pos);
             break;
         }
         int32_t blen = (int32_t)kiq_be32(head + 8);
@@ -80,7 +79,7 @@ int kiq_log_verify_segment(const char *path, int64_t after_offset, int tail_ok, 
             cap = size;
         }
         if (read_at(fd, buf, size, pos) < 0) {
-            rc = kiq_error_errno("%s: read at %lld", path, (long long)pos);
+            rc = kiq_error_errno("%s: read at %lld", name, (long long)pos);
             break;
         }
         kiq_batch_header_t h;
@@ -90,19 +89,33 @@ int kiq_log_verify_segment(const char *path, int64_t after_offset, int tail_ok, 
             rc = 1;
             break;
         }
-        if (h.base_offset <= *last_offset) {
+        if (h.base_offset <= res->last_offset) {
             snprintf(why, n, "batch at position %lld starts at offset %" PRId64 ", not after %" PRId64,
-                     (long long)pos, h.base_offset, *last_offset);
+                     (long long)pos, h.base_offset, res->last_offset);
             rc = 1;
             break;
         }
-        *last_offset = kiq_batch_last_offset(&h);
-        ++*batches;
+        res->last_offset = kiq_batch_last_offset(&h);
+        res->batches++;
         pos += (off_t)size;
+        res->sound_bytes = (uint64_t)pos;
     }
     free(buf);
-    close(fd);
     return rc == 2 ? 0 : rc;
+}
+
+int kiq_log_verify_segment(const char *path, int64_t after_offset, int tail_ok, kiq_log_verify_result_t *res)
+{
+    *res = (kiq_log_verify_result_t){.last_offset = after_offset};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        if (fd >= 0) close(fd);
+        return kiq_error_errno("%s", path);
+    }
+    int rc = kiq_log_verify_fd(fd, (uint64_t)st.st_size, path, after_offset, tail_ok, res);
+    close(fd);
+    return rc;
 }
 
 /* The recovery point log directory `logdir` checkpointed for topic-partition
@@ -130,6 +143,28 @@ static int64_t checkpointed(const char *logdir, const char *name)
     return found;
 }
 
+/* The base offset of a .log file missing (its offset index left), or -1:
+ * the broker itself only removes segments at either end of a log, the
+ * .log first, so one is missing when its index lies between two others,
+ * or past the last naming offsets (as the broker's start finds, see
+ * partition_log.h). */
+static int64_t missing_segment(const char *dir, const int64_t *bases, size_t n)
+{
+    int64_t *indexes, found = -1;
+    size_t k;
+    if (kiq_log_segment_bases(dir, KIQ_INDEX_SUFFIX, &indexes, &k) != 0) return -1;
+    for (size_t i = 0; i < k && found < 0; i++) {
+        if (bsearch(&indexes[i], bases, n, sizeof *bases, kiq_log_cmp_offsets)) continue;
+        char path[PATH_MAX];
+        kiq_log_segment_path(path, sizeof path, dir, indexes[i], KIQ_INDEX_SUFFIX);
+        if ((n >= 2 && indexes[i] > bases[0] && indexes[i] < bases[n - 1]) ||
+            ((n == 0 || indexes[i] > bases[n - 1]) && kiq_offset_index_file_end(path, indexes[i]) > indexes[i]))
+            found = indexes[i];
+    }
+    free(indexes);
+    return found;
+}
+
 static void verify_partition(const char *logdir, const char *name, FILE *out, kiq_log_verify_report_t *rep)
 {
     char dir[PATH_MAX];
@@ -145,7 +180,7 @@ static void verify_partition(const char *logdir, const char *name, FILE *out, ki
     int64_t last = -1, batches = 0;
     bool damaged = false;
     for (size_t i = 0; i < n && !damaged; i++) {
-        char path[PATH_MAX], why[512] = "";
+        char path[PATH_MAX];
         kiq_log_segment_path(path, sizeof path, dir, bases[i], KIQ_LOG_SUFFIX);
         if (last >= bases[i]) {
             fprintf(out, "DAMAGED %s: starts at offset %" PRId64 " but the segment before ends at %" PRId64 "\n", path,
@@ -159,15 +194,17 @@ static void verify_partition(const char *logdir, const char *name, FILE *out, ki
                                           " are in no segment (fine only for a compacted topic)\n",
                                      path, last + 1, bases[i] - 1);
         bool active = i + 1 == n;
-        int rc = kiq_log_verify_segment(path, last > bases[i] - 1 ? last : bases[i] - 1, active, &last, &batches, why,
-                                        sizeof why);
+        kiq_log_verify_result_t res;
+        int rc = kiq_log_verify_segment(path, last > bases[i] - 1 ? last : bases[i] - 1, active, &res);
+        last = res.last_offset;
+        batches += res.batches;
         rep->segments++;
         if (rc != 0) {
-            fprintf(out, "DAMAGED %s: %s\n", path, rc < 0 ? kiq_error_get() : why);
+            fprintf(out, "DAMAGED %s: %s\n", path, rc < 0 ? kiq_error_get() : res.why);
             rep->damaged++;
             damaged = true;
-        } else if (*why) {
-            fprintf(out, "WARNING %s: %s (a torn tail: the broker cuts it off at start)\n", path, why);
+        } else if (*res.why) {
+            fprintf(out, "WARNING %s: %s (a torn tail: the broker cuts it off at start)\n", path, res.why);
             rep->warnings++;
         }
     }
@@ -175,6 +212,25 @@ static void verify_partition(const char *logdir, const char *name, FILE *out, ki
     if (!damaged && rp > last + 1) {
         fprintf(out, "DAMAGED %s: data loss: the log ends at offset %" PRId64 " but was flushed up to %" PRId64
                      " (a segment missing or cut)\n", dir, last + 1, rp);
+        rep->damaged++;
+        damaged = true;
+    }
+    int64_t missing = missing_segment(dir, bases, n);
+    if (missing >= 0) {
+        fprintf(out, "DAMAGED %s: data loss: segment file %020" PRId64 "%s is missing between others (its index is "
+                     "there)\n", dir, missing, KIQ_LOG_SUFFIX);
+        rep->damaged++;
+        damaged = true;
+    }
+    kiq_data_loss_t loss;
+    int marked = kiq_data_loss_load(dir, &loss);
+    if (marked != 0) {
+        if (marked < 0)
+            fprintf(out, "DAMAGED %s: data loss recorded, unreadable: %s\n", dir, kiq_error_get());
+        else
+            fprintf(out, "DAMAGED %s: data loss not acknowledged: offsets %" PRId64 "..%" PRId64 ": %s (%d finding(s); "
+                         "`kafkaiq verify --acknowledge %s` once dealt with)\n",
+                    dir, loss.from, loss.to - 1, loss.why, loss.findings, dir);
         rep->damaged++;
         damaged = true;
     }

@@ -1,8 +1,11 @@
 #include "log/offset_index.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "proto/writer.h"
@@ -124,4 +127,18 @@ void kiq_offset_index_close(kiq_offset_index_t *ix)
     free(ix->slots);
     ix->slots = NULL;
     ix->count = ix->cap = 0;
+}
+
+int64_t kiq_offset_index_file_end(const char *path, int64_t base_offset)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    uint8_t last[KIQ_OFFSET_INDEX_ENTRY_SIZE];
+    int64_t end = base_offset;
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= KIQ_OFFSET_INDEX_ENTRY_SIZE &&
+        pread(fd, last, sizeof last, st.st_size / KIQ_OFFSET_INDEX_ENTRY_SIZE * KIQ_OFFSET_INDEX_ENTRY_SIZE -
+                                         KIQ_OFFSET_INDEX_ENTRY_SIZE) == (ssize_t)sizeof last)
+        end = base_offset + (int64_t)kiq_be32(last) + 1;
+    if (fd >= 0) close(fd);
+    return end;
 }

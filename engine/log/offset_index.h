@@ -59,6 +59,10 @@ int kiq_offset_index_sync(kiq_offset_index_t *ix);
 /* Cuts the file to its entries (they are appended exactly, so this only
  * matters after a failed write). */
 int kiq_offset_index_trim(kiq_offset_index_t *ix);
+/* The offset after the last one the index file at path (of the segment at
+ * base_offset) names, read without loading it: base_offset when it names
+ * none or cannot be read. What an index left without its segment tells. */
+int64_t kiq_offset_index_file_end(const char *path, int64_t base_offset);
 /* Frees memory and closes the file without touching it. */
 void kiq_offset_index_close(kiq_offset_index_t *ix);
 

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,8 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "log/damaged_ranges.h"
+#include "log/data_loss.h"
 #include "log/file_io.h"
 #include "log/leader_epoch_cache.h"
 #include "log/log_names.h"
@@ -74,10 +77,11 @@ struct kiq_partition_log {
     /* In [start_offset, LEO]; set by the replication layer, the LEO found
      * at open until then. */
     int64_t high_watermark;
-    /* What the scrubber found (-1: nothing): the first damaged segment's
-     * base offset and why. */
-    int64_t damaged_segment;
-    char damage[256];
+    /* What must not be served as it lies (damaged_ranges.h). */
+    kiq_damaged_ranges_t damaged;
+    /* The data loss recorded in the directory (data_loss.h); findings 0:
+     * none, or acknowledged. */
+    kiq_data_loss_t loss;
 };
 
 #define UNKNOWN_TS INT64_MIN
@@ -105,11 +109,23 @@ static bool has_base(const int64_t *bases, size_t n, int64_t base)
     return bsearch(&base, bases, n, sizeof *bases, kiq_log_cmp_offsets) != NULL;
 }
 
+/* Index files found without their .log. The broker deletes segments only
+ * at either end of a log, the .log first: such a file between two
+ * segments means a .log deleted under it; one past the last that names
+ * offsets means the same, unless a crash cut a truncation short between
+ * two unlinks. -1: none. */
+typedef struct orphans {
+    int64_t lo, hi;   /* the lowest and highest base offsets between segments */
+    int64_t tail;     /* the highest past the last segment */
+    int64_t tail_end; /* the offset after the highest one its indexes name */
+} orphans_t;
+
 /* The base offsets of the .log files in dir, sorted; index files without
  * their .log (left by a crash while a segment was created or deleted) are
- * removed. */
-static int list_segments(const char *dir, int64_t **bases_out, size_t *n_out)
+ * removed, and told in *o. */
+static int list_segments(const char *dir, int64_t **bases_out, size_t *n_out, orphans_t *o)
 {
+    *o = (orphans_t){-1, -1, -1, -1};
     if (kiq_log_segment_bases(dir, KIQ_LOG_SUFFIX, bases_out, n_out) != 0) return -1;
     DIR *d = opendir(dir);
     if (!d) {
@@ -118,12 +134,27 @@ static int list_segments(const char *dir, int64_t **bases_out, size_t *n_out)
     }
     struct dirent *e;
     int64_t base;
+    const int64_t *bases = *bases_out;
+    const size_t n = *n_out;
     while ((e = readdir(d))) {
         if ((kiq_log_segment_name_parse(e->d_name, KIQ_INDEX_SUFFIX, &base) ||
              kiq_log_segment_name_parse(e->d_name, KIQ_TIMEINDEX_SUFFIX, &base) ||
              kiq_log_segment_name_parse(e->d_name, KIQ_TXNINDEX_SUFFIX, &base)) &&
-            !has_base(*bases_out, *n_out, base)) {
+            !has_base(bases, n, base)) {
             KIQ_WARN("%s/%s has no log file; removing it", dir, e->d_name);
+            if (n > 1 && base > bases[0] && base < bases[n - 1]) {
+                if (o->lo < 0 || base < o->lo) o->lo = base;
+                if (base > o->hi) o->hi = base;
+            } else if ((n == 0 || base > bases[n - 1]) && base >= o->tail) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+                int64_t end = kiq_log_segment_name_parse(e->d_name, KIQ_INDEX_SUFFIX, &base)
+                                  ? kiq_offset_index_file_end(path, base)
+                                  : base;
+                if (base > o->tail) o->tail_end = base;
+                o->tail = base;
+                if (end > o->tail_end) o->tail_end = end;
+            }
             if (unlinkat(dirfd(d), e->d_name, 0) < 0) KIQ_WARN("unlink %s/%s: %s", dir, e->d_name, strerror(errno));
         }
     }
@@ -131,8 +162,13 @@ static int list_segments(const char *dir, int64_t **bases_out, size_t *n_out)
     return 0;
 }
 
+/* A segment file deleted under the broker is written back from its open
+ * descriptor to this name first, then linked to its own. */
+#define RESTORED_SUFFIX ".log.restored"
+
 /* Completes or undoes what a crash interrupted in the cleaner (see
- * KIQ_SWAP_SUFFIX): a .cleaned file may be partial and goes; a .swap file
+ * KIQ_SWAP_SUFFIX) or in restoring a segment file: a .cleaned or
+ * .restored file may be partial and goes; a .swap file
  * is whole, so it replaces its segment, whose indexes are removed first
  * (they describe the old file and are rebuilt). */
 static int finish_cleaning(const char *dir)
@@ -144,8 +180,9 @@ static int finish_cleaning(const char *dir)
     bool changed = false;
     char path[PATH_MAX], to[PATH_MAX];
     while ((e = readdir(d))) {
-        if (kiq_log_segment_name_parse(e->d_name, KIQ_CLEANED_SUFFIX, &base)) {
-            KIQ_WARN("%s/%s: removing an unfinished cleaning", dir, e->d_name);
+        if (kiq_log_segment_name_parse(e->d_name, KIQ_CLEANED_SUFFIX, &base) ||
+            kiq_log_segment_name_parse(e->d_name, RESTORED_SUFFIX, &base)) {
+            KIQ_WARN("%s/%s: removing an unfinished copy", dir, e->d_name);
             if (unlinkat(dirfd(d), e->d_name, 0) < 0) KIQ_WARN("unlink %s/%s: %s", dir, e->d_name, strerror(errno));
             changed = true;
         } else if (kiq_log_segment_name_parse(e->d_name, KIQ_SWAP_SUFFIX, &base)) {
@@ -173,6 +210,7 @@ static void log_release(kiq_partition_log_t *l)
     kiq_leader_epoch_cache_free(l->epochs);
     kiq_producer_state_free(l->producers);
     kiq_txn_index_free(l->aborted);
+    kiq_damaged_ranges_free(&l->damaged);
     pthread_mutex_destroy(&l->mu);
     free(l->segs);
     free(l->dir);
@@ -210,6 +248,29 @@ static void drop_after_corruption(kiq_partition_log_t *l, const int64_t *bases, 
               "segment(s) (from offset %" PRId64 ", %" PRIu64 " bytes) are deleted",
               l->dir, active(l)->next_offset, n - from, bases[from], bytes);
     if (kiq_fsync_dir(l->dir) < 0) KIQ_WARN("%s: %s", l->dir, kiq_error_get());
+}
+
+/* Records that offsets [from, to) are lost (data_loss.h): in the partition
+ * directory, where it keeps the partition marked until an operator
+ * acknowledges it, and in the log. Logged once per range found. Under the
+ * mutex, or before the log is shared. */
+static void note_loss(kiq_partition_log_t *l, int64_t from, int64_t to, const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    int rc = kiq_data_loss_record(l->dir, from, to, why, &l->loss);
+    if (rc == 0) return;
+    KIQ_ERROR("%s: DATA LOSS of offsets %" PRId64 "..%" PRId64 ": %s; the partition stays marked until "
+              "`kafkaiq verify --acknowledge %s`", l->dir, from, to - 1, why, l->dir);
+    if (rc > 0) return;
+    KIQ_ERROR("%s: the data loss is not recorded on disk: %s", l->dir, kiq_error_get());
+    if (l->loss.findings == 0) {
+        l->loss = (kiq_data_loss_t){.from = from, .to = to, .at_ms = kiq_clock_wall_ms(), .findings = 1};
+        snprintf(l->loss.why, sizeof l->loss.why, "%s", why);
+    }
 }
 
 static size_t segment_for(const kiq_partition_log_t *l, int64_t offset);
@@ -441,15 +502,24 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     l->epochs = kiq_leader_epoch_cache_new();
     l->aborted = kiq_txn_index_new(dir);
     l->first_unstable = -1;
-    l->damaged_segment = -1;
     if (!l->dir || !l->producers || !l->epochs || !l->aborted) {
         kiq_error_set("out of memory");
         log_release(l);
         return NULL;
     }
+    int rc = kiq_data_loss_load(dir, &l->loss);
+    if (rc < 0) { /* an unreadable record marks all the same */
+        l->loss = (kiq_data_loss_t){.from = -1, .to = -1, .at_ms = -1, .findings = 1};
+        snprintf(l->loss.why, sizeof l->loss.why, "%s", kiq_error_get());
+    }
+    if (rc != 0)
+        KIQ_ERROR("%s: data loss not acknowledged: offsets %" PRId64 "..%" PRId64 ": %s (%d finding(s); "
+                  "`kafkaiq verify --acknowledge %s` once dealt with)", dir, l->loss.from, l->loss.to - 1,
+                  l->loss.why, l->loss.findings, dir);
     int64_t *bases = NULL;
     size_t n = 0;
-    if (finish_cleaning(dir) < 0 || list_segments(dir, &bases, &n) < 0) {
+    orphans_t orphans;
+    if (finish_cleaning(dir) < 0 || list_segments(dir, &bases, &n, &orphans) < 0) {
         log_release(l);
         return NULL;
     }
@@ -465,10 +535,19 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
             goto fail;
         }
         if (!last && l->recovery.bytes_truncated > cut_before) {
-            l->recovery.corrupt_middle = true;
-            drop_after_corruption(l, bases, i + 1, n);
-            break;
+            if (i >= scan_from) { /* not flushed: what follows cannot be durable either (Kafka's rule) */
+                l->recovery.corrupt_middle = true;
+                drop_after_corruption(l, bases, i + 1, n);
+                break;
+            }
+            /* flushed once whole, so cut by something else: the segments
+             * after it are kept, and the log skips what is gone */
+            note_loss(l, seg->next_offset, bases[i + 1], "%s was found cut at offset %" PRId64 " at open", seg->path,
+                      seg->next_offset);
         }
+        if (i > 0 && bases[i - 1] < orphans.hi && orphans.hi < bases[i])
+            note_loss(l, orphans.lo, seg->base_offset, "segment file %020" PRId64 "%s is missing (its index files "
+                      "were left)", orphans.lo, KIQ_LOG_SUFFIX);
         if (i > 0 && l->segs[i - 1]->next_offset > seg->base_offset)
             KIQ_WARN("%s: segment %" PRId64 " overlaps the previous one, which ends at %" PRId64, dir,
                      seg->base_offset, l->segs[i - 1]->next_offset);
@@ -486,9 +565,13 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     /* Flushed up to the checkpoint once, now ending short of it: a segment
      * deleted or cut outside the broker. Never silent. */
     if (recovery_point > active(l)->next_offset)
-        KIQ_ERROR("%s: data loss: the log ends at offset %" PRId64 " but was flushed up to %" PRId64
-                  " (recovery-point-offset-checkpoint): a segment file is missing or was cut outside the broker; "
-                  "`kafkaiq verify` shows what is left", dir, active(l)->next_offset, recovery_point);
+        note_loss(l, active(l)->next_offset, recovery_point, "the log ends at offset %" PRId64 " but was flushed up "
+                  "to %" PRId64 " (recovery-point-offset-checkpoint): a segment file is missing or was cut outside "
+                  "the broker", active(l)->next_offset, recovery_point);
+    else if (orphans.tail >= active(l)->next_offset && orphans.tail_end > orphans.tail)
+        /* (empty ones tell of no record) */
+        note_loss(l, orphans.tail, orphans.tail_end, "segment file %020" PRId64 "%s is missing (its index files "
+                  "were left, naming offsets up to %" PRId64 ")", orphans.tail, KIQ_LOG_SUFFIX, orphans.tail_end - 1);
     /* What recovery left is what the disk holds now. */
     l->recovery_point = active(l)->next_offset;
     if (load_aborted(l) < 0) goto fail_loaded;
@@ -1159,15 +1242,30 @@ int kiq_partition_log_locate(kiq_partition_log_t *l, int64_t offset, int32_t max
         return 0;
     }
     gather_t g = {.max_offset = max_offset, .budget = max_bytes > 0 ? (uint64_t)max_bytes : 0};
-    for (size_t i = segment_for(l, offset); i < l->nsegs && !g.stop && out->n < KIQ_LOG_MAX_SLICES; i++) {
+    const size_t first = segment_for(l, offset);
+    for (size_t i = first; i < l->nsegs && !g.stop && out->n < KIQ_LOG_MAX_SLICES; i++) {
         kiq_segment_t *seg = l->segs[i];
+        /* A read ends where damage begins, and one starting there is
+         * refused: the damaged bytes never go out as they are. */
+        const kiq_damaged_range_t *bad = kiq_damaged_ranges_in(&l->damaged, seg->base_offset);
+        if (bad && bad->serve) bad = NULL;
+        if (bad && (i == first ? offset : seg->base_offset) >= bad->from) {
+            if (g.total > 0) break;
+            kiq_error_set("%s: offset %" PRId64 " is behind the damage found at offset %" PRId64
+                          " of segment %" PRId64 ": %s", l->dir, offset, bad->from, bad->segment_base, bad->why);
+            pthread_mutex_unlock(&l->mu);
+            kiq_log_slices_release(out);
+            return KIQ_LOG_CORRUPT;
+        }
         kiq_batch_loc_t loc;
         int rc = kiq_segment_find(seg, offset, &loc);
         if (rc == 0) continue;
         kiq_log_slice_t *s = &out->s[out->n];
         *s = (kiq_log_slice_t){.seg = seg, .fd = seg->fd};
         g.slice = s;
-        if (rc > 0) rc = kiq_segment_walk(seg, loc.position, gather_batch, &g);
+        uint64_t end = bad ? bad->position : seg->size;
+        if (rc > 0) rc = kiq_segment_walk_to(seg, loc.position, end, gather_batch, &g);
+        if (bad) g.stop = true;
         if (rc < 0) {
             pthread_mutex_unlock(&l->mu);
             kiq_log_slices_release(out);
@@ -1276,7 +1374,7 @@ int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset)
     save_epochs(l);
     l->last_epoch = read_last_epoch(l);
     if (l->high_watermark > active(l)->next_offset) l->high_watermark = active(l)->next_offset;
-    if (l->damaged_segment >= active(l)->next_offset) l->damaged_segment = -1; /* the damage went with it */
+    kiq_damaged_ranges_cut(&l->damaged, active(l)->next_offset);
     if (rc == 0)
         KIQ_INFO("%s: truncated to offset %" PRId64 " (log end was %" PRId64 ")", l->dir, active(l)->next_offset, leo);
 out:
@@ -1421,14 +1519,26 @@ bool kiq_partition_log_offline(kiq_partition_log_t *l) { return kiq_log_dir_offl
 
 bool kiq_partition_log_writable(kiq_partition_log_t *l) { return kiq_log_dir_writable(l->log_dir); }
 
-int kiq_partition_log_damage(kiq_partition_log_t *l, int64_t segment_base, const char *why)
+/* Under the mutex: marks seg's bytes from position (its batch starting at
+ * offset from) to its end as not to be served. 1 when that is news. */
+static int damage_locked(kiq_partition_log_t *l, const kiq_segment_t *seg, uint64_t position, int64_t from,
+                         const char *why)
+{
+    kiq_damaged_range_t r = {.segment_base = seg->base_offset, .position = position, .from = from,
+                             .to = seg->next_offset};
+    snprintf(r.why, sizeof r.why, "%s", why);
+    int fresh = kiq_damaged_ranges_add(&l->damaged, &r);
+    if (fresh < 0) KIQ_ERROR("%s: the damage at offset %" PRId64 " is not remembered: %s", l->dir, from, kiq_error_get());
+    return fresh > 0;
+}
+
+int kiq_partition_log_damage(kiq_partition_log_t *l, const kiq_segment_t *seg, uint64_t position, int64_t from,
+                             const char *why)
 {
     pthread_mutex_lock(&l->mu);
-    int fresh = l->damaged_segment < 0 || segment_base < l->damaged_segment;
-    if (fresh) {
-        l->damaged_segment = segment_base;
-        snprintf(l->damage, sizeof l->damage, "%s", why);
-    }
+    size_t i = 0;
+    while (i < l->nsegs && l->segs[i] != seg) i++;
+    int fresh = i < l->nsegs && damage_locked(l, seg, position, from, why);
     pthread_mutex_unlock(&l->mu);
     return fresh;
 }
@@ -1436,10 +1546,127 @@ int kiq_partition_log_damage(kiq_partition_log_t *l, int64_t segment_base, const
 int64_t kiq_partition_log_damaged(kiq_partition_log_t *l, char *why, size_t n)
 {
     pthread_mutex_lock(&l->mu);
-    int64_t at = l->damaged_segment;
-    if (why && n) snprintf(why, n, "%s", at >= 0 ? l->damage : "");
+    const kiq_damaged_range_t *first = l->damaged.n ? &l->damaged.r[0] : NULL;
+    int64_t at = first ? first->segment_base : -1;
+    if (why && n) snprintf(why, n, "%s", first ? first->why : "");
     pthread_mutex_unlock(&l->mu);
     return at;
+}
+
+static int reopen_segment(kiq_partition_log_t *l, size_t i);
+
+/* Under the mutex: segment i's file was deleted under the broker, but its
+ * bytes are still open here: they are written back under its name (never
+ * over a file put there meanwhile) and the segment reopened from it, so
+ * nothing is lost. 0, or -1 when they could not be. */
+static int restore_segment(kiq_partition_log_t *l, size_t i)
+{
+    kiq_segment_t *seg = l->segs[i];
+    char tmp[PATH_MAX], path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", seg->path);
+    if (kiq_log_segment_path(tmp, sizeof tmp, l->dir, seg->base_offset, RESTORED_SUFFIX) < 0 ||
+        kiq_copy_file(seg->fd, tmp, seg->size) < 0)
+        return -1;
+    if (link(tmp, path) < 0) {
+        kiq_error_errno("link %s to %s", tmp, path);
+        unlink(tmp);
+        return -1;
+    }
+    unlink(tmp);
+    if (kiq_fsync_dir(l->dir) < 0) return -1;
+    const int64_t next = seg->next_offset;
+    if (reopen_segment(l, i) < 0) return -1;
+    if (l->segs[i]->next_offset != next)
+        return kiq_error_set("%s holds offsets up to %" PRId64 " once written back, not %" PRId64, path,
+                             l->segs[i]->next_offset, next);
+    return 0;
+}
+
+/* Under the mutex: the bytes of segment i from the batch at position on
+ * (first offset from) are lost, for the reason why. The segment's bytes
+ * are known unreadable past there when cut: it is cut there too, and the
+ * log skips the gap as it skips what compaction removed. An active segment
+ * is rolled first, so that appends go on into a sound file and the
+ * offsets handed out stay taken. The range is marked damaged either way,
+ * for a replica to fetch it again, and the loss recorded. */
+static void segment_lost(kiq_partition_log_t *l, size_t i, uint64_t position, int64_t from, bool cut,
+                         const char *why)
+{
+    kiq_segment_t *seg = l->segs[i];
+    const int64_t to = seg->next_offset;
+    if (i + 1 == l->nsegs && roll(l) < 0)
+        KIQ_ERROR("%s: cannot roll past %s: %s", l->dir, seg->path, kiq_error_get());
+    bool closed = i + 1 < l->nsegs;
+    if (cut && closed) {
+        l->generation++;
+        if (kiq_segment_truncate_at(seg, position, from) < 0)
+            KIQ_ERROR("%s: cutting %s to its whole batches: %s", l->dir, seg->path, kiq_error_get());
+    }
+    kiq_damaged_range_t r = {.segment_base = seg->base_offset, .position = position, .from = from, .to = to,
+                             .serve = closed};
+    snprintf(r.why, sizeof r.why, "%s", why);
+    if (kiq_damaged_ranges_add(&l->damaged, &r) < 0)
+        KIQ_ERROR("%s: the damage at offset %" PRId64 " is not remembered: %s", l->dir, from, kiq_error_get());
+    note_loss(l, from, to, "%s", why);
+}
+
+/* Under the mutex: an acknowledgement made meanwhile (the record removed)
+ * is taken. */
+static void refresh_loss(kiq_partition_log_t *l)
+{
+    if (l->loss.findings == 0 || kiq_data_loss_marked(l->dir)) return;
+    KIQ_WARN("%s: the data loss of offsets %" PRId64 "..%" PRId64 " was acknowledged", l->dir, l->loss.from,
+             l->loss.to - 1);
+    l->loss = (kiq_data_loss_t){0};
+}
+
+int kiq_partition_log_check_files(kiq_partition_log_t *l, bool all)
+{
+    pthread_mutex_lock(&l->mu);
+    int found = 0;
+    refresh_loss(l);
+    for (size_t i = all ? 0 : l->nsegs - 1; i < l->nsegs && !kiq_log_dir_offline(l->log_dir); i++) {
+        kiq_segment_t *seg = l->segs[i];
+        struct stat st;
+        char why[512];
+        /* a segment found damaged or cut once is not looked at again */
+        if (fstat(seg->fd, &st) < 0 || kiq_damaged_ranges_in(&l->damaged, seg->base_offset)) continue;
+        if (st.st_nlink == 0) {
+            found++;
+            int64_t base = seg->base_offset, next = seg->next_offset;
+            snprintf(why, sizeof why, "%s was deleted under the broker", seg->path);
+            if (restore_segment(l, i) == 0) {
+                KIQ_ERROR("%s: %s; written back from the open file (offsets %" PRId64 "..%" PRId64 ")", l->dir, why,
+                          base, next - 1);
+                continue;
+            }
+            size_t len = strlen(why);
+            snprintf(why + len, sizeof why - len, " and cannot be written back: %s", kiq_error_get());
+            /* still readable here until the broker stops */
+            segment_lost(l, i, 0, base, false, why);
+        } else if ((uint64_t)st.st_size < seg->size) {
+            found++;
+            uint64_t pos;
+            int64_t from;
+            if (kiq_segment_whole_within(seg, (uint64_t)st.st_size, &pos, &from) < 0) {
+                pos = 0;
+                from = seg->base_offset;
+            }
+            snprintf(why, sizeof why, "%s was cut to %lld bytes under the broker (it held %" PRIu64 ")", seg->path,
+                     (long long)st.st_size, seg->size);
+            segment_lost(l, i, pos, from, true, why);
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    return found;
+}
+
+int kiq_partition_log_data_loss(kiq_partition_log_t *l, kiq_data_loss_t *out)
+{
+    pthread_mutex_lock(&l->mu);
+    *out = l->loss;
+    pthread_mutex_unlock(&l->mu);
+    return out->findings > 0;
 }
 
 int kiq_partition_log_flush(kiq_partition_log_t *l)
@@ -1610,6 +1837,25 @@ int kiq_partition_log_advance_start(kiq_partition_log_t *l, int64_t offset)
 
 /* ---- Log cleaner support ---- */
 
+/* Under the mutex: segment i becomes what its file holds now, opened with
+ * rebuilt indexes (and sealed unless it is the active one). Readers
+ * holding the old one keep reading its own descriptor. 0, or -1 with the
+ * old one kept. */
+static int reopen_segment(kiq_partition_log_t *l, size_t i)
+{
+    kiq_segment_t *old = l->segs[i];
+    kiq_segment_recovery_t rep = {0};
+    kiq_segment_t *seg = kiq_segment_open(l->dir, old->base_offset, &l->cfg, true, &rep);
+    if (!seg) return -1;
+    seg->log_dir = l->log_dir;
+    if (i + 1 < l->nsegs && kiq_segment_seal(seg) < 0) KIQ_WARN("sealing %s: %s", seg->path, kiq_error_get());
+    /* Its files are another's now: its close must not touch the paths. */
+    old->deleted = true;
+    l->segs[i] = seg;
+    kiq_segment_unref(old);
+    return 0;
+}
+
 int kiq_partition_log_closed_segments(kiq_partition_log_t *l, kiq_log_closed_segment_t **out, uint64_t *generation)
 {
     *out = NULL;
@@ -1678,16 +1924,7 @@ int kiq_partition_log_replace_segment(kiq_partition_log_t *l, kiq_segment_t *old
         goto out;
     }
     if (kiq_fsync_dir(l->dir) < 0) KIQ_WARN("swapping a cleaned segment of %s: %s", l->dir, kiq_error_get());
-    kiq_segment_recovery_t rep = {0};
-    kiq_segment_t *seg = kiq_segment_open(l->dir, base, &l->cfg, true, &rep);
-    if (!seg) goto out;
-    seg->log_dir = l->log_dir;
-    if (kiq_segment_seal(seg) < 0) KIQ_WARN("sealing the cleaned segment of %s: %s", l->dir, kiq_error_get());
-    /* The old files are gone already: its close must not touch the paths. */
-    old->deleted = true;
-    l->segs[i] = seg;
-    kiq_segment_unref(old);
-    rc = 0;
+    rc = reopen_segment(l, i);
 out:
     pthread_mutex_unlock(&l->mu);
     return rc;

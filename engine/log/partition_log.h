@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+#include "log/data_loss.h"
 #include "log/leader_epoch_cache.h"
 #include "log/log_config.h"
 #include "log/producer_state.h"
@@ -33,6 +34,9 @@
 /* A fetch offset outside [log start, LEO]: the caller answers
  * OFFSET_OUT_OF_RANGE (the reason is in kiq_error_get). */
 #define KIQ_LOG_OUT_OF_RANGE (-2)
+/* A read starting at a batch known damaged (kiq_partition_log_damage):
+ * the caller answers CORRUPT_MESSAGE, as Kafka does for a corrupt read. */
+#define KIQ_LOG_CORRUPT (-3)
 /* Slices one read may take: a read continues into following segments. */
 #define KIQ_LOG_MAX_SLICES 8
 
@@ -89,9 +93,13 @@ kiq_partition_log_t *kiq_partition_log_open(const char *dir, const kiq_log_confi
 /* kiq_partition_log_open after an unclean shutdown (cfg->clean_shutdown
  * false) with the recovery point known: every segment from the one holding
  * recovery_point on is scanned from its start, each batch's CRC checked, a
- * torn tail cut off and the indexes rebuilt. A segment cut short before the
- * last one means a corrupt batch: the segments after it are deleted too
- * (the log must stay dense) and the loss is logged as an error. 0 is what
+ * torn tail cut off and the indexes rebuilt. A segment cut short there
+ * before the last one means a corrupt batch: the segments after it are
+ * deleted too (nothing after it can have been flushed; Kafka's rule) and
+ * the loss is logged as an error. A segment below the recovery point (or
+ * any after a clean shutdown) found cut, one missing between others, and a
+ * log ending before the recovery point were flushed once whole: the log
+ * keeps what follows and records the data loss (data_loss.h). 0 is what
  * Kafka assumes without a checkpoint (everything is scanned); -1 means
  * unknown and behaves like kiq_partition_log_open. */
 kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_config_t *cfg,
@@ -241,10 +249,12 @@ size_t kiq_partition_log_producer_count(kiq_partition_log_t *l);
  * holding offset on, up to max_bytes in total, but always at least the
  * first batch even if it is larger (Kafka's rule, so a consumer can never
  * be stuck), never a batch whose base offset is >= max_offset (exclusive
- * bound, e.g. the high watermark). Returns the bytes found (0 when nothing
- * is there yet: offset at the LEO or at/above max_offset),
- * KIQ_LOG_OUT_OF_RANGE when offset is outside [log start, LEO], or -1. On
- * success, release out with kiq_log_slices_release. */
+ * bound, e.g. the high watermark), and never a batch known damaged: a read
+ * stops before one. Returns the bytes found (0 when nothing is there yet:
+ * offset at the LEO or at/above max_offset), KIQ_LOG_OUT_OF_RANGE when
+ * offset is outside [log start, LEO], KIQ_LOG_CORRUPT when its batch is
+ * behind known damage, or -1. On success, release out with
+ * kiq_log_slices_release. */
 int kiq_partition_log_locate(kiq_partition_log_t *l, int64_t offset, int32_t max_bytes, int64_t max_offset,
                              kiq_log_slices_t *out);
 void kiq_log_slices_release(kiq_log_slices_t *s);
@@ -252,7 +262,8 @@ void kiq_log_slices_release(kiq_log_slices_t *s);
  * bytes copied from slices taken then are what they were meant to be. */
 bool kiq_partition_log_unchanged(kiq_partition_log_t *l, uint64_t generation);
 /* kiq_partition_log_locate, then the bytes appended to out. Returns the
- * bytes appended (0 when none), KIQ_LOG_OUT_OF_RANGE, or -1. */
+ * bytes appended (0 when none), KIQ_LOG_OUT_OF_RANGE, KIQ_LOG_CORRUPT, or
+ * -1. */
 int kiq_partition_log_read(kiq_partition_log_t *l, int64_t offset, int32_t max_bytes, int64_t max_offset,
                            kiq_wr_t *out);
 
@@ -316,14 +327,33 @@ bool kiq_partition_log_offline(kiq_partition_log_t *l);
 /* Any thread: whether appends may go in now (the directory is online and
  * not full; a full one is probed again once its second is up). */
 bool kiq_partition_log_writable(kiq_partition_log_t *l);
-/* The scrubber found the segment at segment_base damaged (why: what and
- * where). 1 when that is news (no earlier segment was marked), else 0. Any
- * thread. */
-int kiq_partition_log_damage(kiq_partition_log_t *l, int64_t segment_base, const char *why);
-/* The first segment marked damaged, -1 for none (a truncation below it
- * clears the mark: a follower fetches the range again); why (may be NULL) gets
- * what was found. Any thread. */
+/* The scrubber found seg (a segment of this log it holds a reference to)
+ * damaged from the batch at byte position on, whose first offset is from
+ * (why: what and where): reads stop before it and a read of it is refused
+ * (KIQ_LOG_CORRUPT) until a truncation removes it. 1 when that is news, 0
+ * when known or seg has left the log meanwhile. Any thread. */
+int kiq_partition_log_damage(kiq_partition_log_t *l, const kiq_segment_t *seg, uint64_t position, int64_t from,
+                             const char *why);
+/* The first segment marked damaged, -1 for none (a truncation below the
+ * damage clears the mark: a follower fetches the range again); why (may be
+ * NULL) gets what was found. Any thread. */
 int64_t kiq_partition_log_damaged(kiq_partition_log_t *l, char *why, size_t n);
+/* Whether the segment files are still what the log wrote (all: every
+ * segment; else the active one), and whether a recorded data loss was
+ * acknowledged meanwhile. A file deleted under the broker is written back
+ * from the descriptor still open on it, so nothing is lost (logged as an
+ * error). A file cut under the broker has lost what lay past its whole
+ * batches: the segment is cut there (an active one rolled first), the log
+ * skips the gap, the range is marked damaged (a follower fetches it again,
+ * a leader gives its leadership up) and the loss recorded
+ * (kiq_partition_log_data_loss). Returns how many files were found changed
+ * that were not known. Any thread. */
+int kiq_partition_log_check_files(kiq_partition_log_t *l, bool all);
+/* The data loss recorded for this partition and not acknowledged
+ * (data_loss.h): found at open (a log short of its recovery point, a
+ * segment cut or missing between others) or by
+ * kiq_partition_log_check_files. 1 with *out, else 0. Any thread. */
+int kiq_partition_log_data_loss(kiq_partition_log_t *l, kiq_data_loss_t *out);
 /* fdatasync of the active segment and its indexes; the recovery point
  * becomes the LEO. */
 int kiq_partition_log_flush(kiq_partition_log_t *l);

@@ -431,8 +431,14 @@ int kiq_segment_append(kiq_segment_t *seg, const uint8_t *batches, size_t len)
 int kiq_segment_walk(kiq_segment_t *seg, uint64_t position, int (*cb)(const kiq_batch_loc_t *loc, void *ctx),
                      void *ctx)
 {
+    return kiq_segment_walk_to(seg, position, seg->size, cb, ctx);
+}
+
+int kiq_segment_walk_to(kiq_segment_t *seg, uint64_t position, uint64_t end,
+                        int (*cb)(const kiq_batch_loc_t *loc, void *ctx), void *ctx)
+{
     uint8_t buf[LOOKUP_BUF];
-    scan_t s = {.fd = seg->fd, .end = seg->size, .buf = buf, .cap = sizeof buf};
+    scan_t s = {.fd = seg->fd, .end = end < seg->size ? end : seg->size, .buf = buf, .cap = sizeof buf};
     char why[256];
     kiq_batch_loc_t loc;
     for (uint64_t pos = position;;) {
@@ -489,6 +495,36 @@ int kiq_segment_find_time(kiq_segment_t *seg, int64_t ts, kiq_batch_loc_t *out)
     return kiq_segment_walk(seg, e.position, reaches_time, &s);
 }
 
+int kiq_segment_whole_within(kiq_segment_t *seg, uint64_t bytes, uint64_t *position, int64_t *next_offset)
+{
+    /* From the next to last index entry inside the bytes left: its batch
+     * ends before the last one starts, so it is whole and tells where the
+     * offsets stand. */
+    size_t lo = 0, hi = seg->oix.count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (seg->oix.slots[mid].pos < bytes)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint64_t pos = lo >= 2 ? seg->oix.slots[lo - 2].pos : 0;
+    int64_t next = seg->base_offset;
+    uint8_t buf[LOOKUP_BUF];
+    scan_t s = {.fd = seg->fd, .end = bytes < seg->size ? bytes : seg->size, .buf = buf, .cap = sizeof buf};
+    char why[256];
+    kiq_batch_loc_t loc;
+    int st;
+    while ((st = scan_batch(&s, pos, false, &loc, why, sizeof why)) == SCAN_OK) {
+        pos += loc.size;
+        next = loc.last_offset + 1;
+    }
+    if (st == SCAN_IO) return kiq_error_set("%s: %s", seg->path, kiq_error_get());
+    *position = pos;
+    *next_offset = next;
+    return 0;
+}
+
 int kiq_segment_read(const kiq_segment_t *seg, uint64_t position, void *dst, size_t len)
 {
     if (position > seg->size || len > seg->size - position)
@@ -505,10 +541,15 @@ int kiq_segment_truncate_to(kiq_segment_t *seg, int64_t offset)
     kiq_batch_loc_t loc;
     int rc = kiq_segment_find(seg, offset, &loc);
     if (rc <= 0) return rc;
-    if (cut_file(seg->fd, seg->path, loc.position) < 0) return -1;
-    seg->size = loc.position;
-    if (kiq_offset_index_truncate_position(&seg->oix, loc.position) < 0 ||
-        kiq_time_index_truncate_offset(&seg->tix, loc.base_offset) < 0)
+    return kiq_segment_truncate_at(seg, loc.position, loc.base_offset);
+}
+
+int kiq_segment_truncate_at(kiq_segment_t *seg, uint64_t position, int64_t offset)
+{
+    if (cut_file(seg->fd, seg->path, position) < 0) return -1;
+    seg->size = position;
+    if (kiq_offset_index_truncate_position(&seg->oix, position) < 0 ||
+        kiq_time_index_truncate_offset(&seg->tix, offset) < 0)
         return -1;
     /* Rescanning the (short) tail recomputes next offset, largest timestamp
      * and the index spacing for the appends that follow. */

@@ -93,6 +93,14 @@ int kiq_segment_append(kiq_segment_t *seg, const uint8_t *batches, size_t len);
  * segment ends (0); -1 when a header there is unreadable or malformed. */
 int kiq_segment_walk(kiq_segment_t *seg, uint64_t position, int (*cb)(const kiq_batch_loc_t *loc, void *ctx),
                      void *ctx);
+/* kiq_segment_walk as if the segment ended at byte end (a batch boundary). */
+int kiq_segment_walk_to(kiq_segment_t *seg, uint64_t position, uint64_t end,
+                        int (*cb)(const kiq_batch_loc_t *loc, void *ctx), void *ctx);
+/* Where the whole batches within the first `bytes` bytes of the file end
+ * (*position) and the offset after them (*next_offset): what is left of a
+ * file found cut to that size. Reads headers from the last index entry
+ * before the cut on. 0, or -1 when the file cannot be read. */
+int kiq_segment_whole_within(kiq_segment_t *seg, uint64_t bytes, uint64_t *position, int64_t *next_offset);
 /* The first batch whose last offset is >= offset: 1 with *out, 0 when the
  * segment has none, -1 on error. */
 int kiq_segment_find(kiq_segment_t *seg, int64_t offset, kiq_batch_loc_t *out);
@@ -103,6 +111,9 @@ int kiq_segment_read(const kiq_segment_t *seg, uint64_t position, void *dst, siz
 /* Removes the batch holding offset and everything after it (Kafka cuts at
  * batch boundaries too), then next_offset is where the log now ends. */
 int kiq_segment_truncate_to(kiq_segment_t *seg, int64_t offset);
+/* The same, knowing where: the batch at byte position (a boundary), whose
+ * first offset is offset, and everything after it go. */
+int kiq_segment_truncate_at(kiq_segment_t *seg, uint64_t position, int64_t offset);
 /* True when an index is full: the log must roll before appending. */
 bool kiq_segment_index_full(const kiq_segment_t *seg);
 /* fdatasync of the log and its indexes; a failure takes the log directory

@@ -202,6 +202,17 @@ static void push_partition_state(lua_State *L, kiq_partition_t *p)
         lua_setfield(L, -2, "why");
         lua_setfield(L, -2, "damaged");
     }
+    kiq_data_loss_t loss;
+    if (kiq_partition_log_data_loss(log, &loss)) { /* until an operator acknowledges it */
+        lua_createtable(L, 0, 5);
+        kiq_lua_set_num(L, "from", (double)loss.from);
+        kiq_lua_set_num(L, "to", (double)loss.to);
+        kiq_lua_set_num(L, "at_ms", (double)loss.at_ms);
+        kiq_lua_set_num(L, "findings", loss.findings);
+        lua_pushstring(L, loss.why);
+        lua_setfield(L, -2, "why");
+        lua_setfield(L, -2, "data_loss");
+    }
     int n = kiq_partition_log_segments(log, NULL, 0);
     kiq_log_segment_info_t *segs = n > 0 ? calloc((size_t)n, sizeof *segs) : NULL;
     if (segs) n = kiq_partition_log_segments(log, segs, n);
@@ -223,7 +234,9 @@ static void push_partition_state(lua_State *L, kiq_partition_t *p)
  *   log_dirs = { { path, offline, error } }, offline_log_dirs = { path... },
  *   topics = { [name] = { id, partitions = { [0..n-1] = {...} } } } }
  * A partition is { hosted, leader_epoch } and, when hosted here, its
- * offsets (high_watermark is the real one), offline flag, segments, and
+ * offsets (high_watermark is the real one), offline flag, segments,
+ * damaged = { segment, why } (what the scrubber found), data_loss =
+ * { from, to, why, findings, at_ms } (until acknowledged), and
  * replication state: role ("leader", "follower", "none"), leader,
  * partition_epoch, replicas, isr and, on the leader, followers =
  * { [broker id] = { leo } }. */

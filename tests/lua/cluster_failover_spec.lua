@@ -177,6 +177,42 @@ describe("cluster failover", function()
     for i = 1, 40 do assert.equals("k" .. i, got[i].key) end
   end)
 
+  it("gives up a leadership whose segment file was cut under it and fetches the lost range again", function()
+    c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1500, ["broker.heartbeat.interval.ms"] = 200,
+                            ["log.segment.bytes"] = 2048, ["kafkaiq.log.scrub.interval.ms"] = 0 })
+    local part, leader = create(c, "cut")
+    local p = assert(c:producer{ acks = -1, linger_ms = 0 })
+    for i = 1, 40 do
+      assert(p:send("cut", "k" .. i, ("v%d %s"):format(i, ("x"):rep(100)), { partition = part }))
+      assert(p:flush(10000))
+    end
+    p:close()
+    assert(c:wait_for_replicas("cut", part, 10000))
+    local b = c:broker(leader)
+    local pipe = assert(io.popen(("ls '%s/cut-%d' | grep '\\.log$' | sort"):format(b.dir, part)))
+    local segs = {}
+    for line in pipe:lines() do segs[#segs + 1] = ("%s/cut-%d/%s"):format(b.dir, part, line) end
+    pipe:close()
+    assert.is_true(#segs >= 3)
+    os.execute("truncate -s 200 '" .. segs[2] .. "'")
+    assert.are.equal(1, b:scrub())
+    -- it stops leading, leaves the ISR, fetches the lost range again and
+    -- comes back whole; its disk's loss stays on record for an operator
+    local new = assert(c:wait_for_leader("cut", part, 10000, leader))
+    assert.are_not.equal(leader, new)
+    assert(c:wait_for_isr("cut", part, 3, 15000))
+    assert(c:wait_for_replicas("cut", part, 10000))
+    local st = b:state().topics.cut.partitions[part]
+    assert.is_nil(st.damaged)
+    assert.is_not_nil(st.data_loss)
+    assert(kiq.wait_for(function()
+      c:elect_preferred_leaders()
+      return c:partition("cut", part).leader == leader
+    end, 10000, "the repaired replica to lead again"))
+    local got = records(c, "cut", part, 40)
+    for i = 1, 40 do assert.equals("k" .. i, got[i].key) end
+  end)
+
   it("moves leaderships back to preferred replicas on its own (auto.leader.rebalance.enable)", function()
     c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1000, ["broker.heartbeat.interval.ms"] = 200,
       ["leader.imbalance.check.interval.seconds"] = 1 })

@@ -4,7 +4,10 @@
  * registry), and recovery from the recovery point after an unclean
  * shutdown: a torn tail cut off, and a corrupt batch in the middle of an
  * older segment detected, the log truncated there and later segments
- * dropped. Damage is made by editing the segment files. */
+ * dropped. Segment files deleted or cut under an open log: written back
+ * from its descriptors, or the loss recorded (log/data_loss.h) and kept
+ * across opens until acknowledged. Damage is made by editing the segment
+ * files. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "log/data_loss.h"
 #include "log/log_names.h"
 #include "log/partition_log.h"
 #include "record/batch.h"
@@ -321,6 +325,133 @@ static void test_corrupt_middle_batch_in_older_segment(void **state)
     kiq_partition_log_free(l);
 }
 
+/* Reads the whole log from offset 0: the offsets it holds, in order. */
+static int read_offsets(kiq_partition_log_t *l, int64_t *offsets, int max)
+{
+    int n = 0;
+    for (int64_t at = 0; at < kiq_partition_log_end_offset(l) && n < max;) {
+        kiq_wr_t out;
+        kiq_wr_init(&out);
+        int got = kiq_partition_log_read(l, at, 1 << 20, INT64_MAX, &out);
+        assert_true(got > 0);
+        for (size_t pos = 0; pos < out.len && n < max;) {
+            kiq_batch_header_t h;
+            assert_int_equal(kiq_batch_header_parse(out.buf + pos, out.len - pos, &h), 0);
+            for (int64_t o = h.base_offset; o <= kiq_batch_last_offset(&h) && n < max; o++) offsets[n++] = o;
+            at = kiq_batch_last_offset(&h) + 1;
+            pos += kiq_batch_size(&h);
+        }
+        kiq_wr_free(&out);
+    }
+    return n;
+}
+
+static void test_deleted_segment_files_written_back(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    write_three_segments(f);
+    kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
+    assert_non_null(l);
+    char closed[256], act[256];
+    segment_file(f, 0, closed, sizeof closed);
+    segment_file(f, 18, act, sizeof act);
+    assert_int_equal(unlink(closed), 0);
+    assert_int_equal(unlink(act), 0);
+    assert_int_equal(kiq_partition_log_check_files(l, false), 1); /* the active one only */
+    assert_int_equal(access(act, F_OK), 0);
+    assert_int_equal(access(closed, F_OK), -1);
+    assert_int_equal(kiq_partition_log_check_files(l, true), 1);
+    assert_int_equal(access(closed, F_OK), 0);
+    assert_int_equal(kiq_partition_log_check_files(l, true), 0);
+    /* appends land in the file written back */
+    assert_int_equal(append_n(l, 3), 27);
+    kiq_data_loss_t loss;
+    assert_int_equal(kiq_partition_log_data_loss(l, &loss), 0);
+    kiq_partition_log_free(l);
+
+    f->cfg.clean_shutdown = false;
+    l = kiq_partition_log_open_at(f->dir, &f->cfg, 30);
+    assert_non_null(l);
+    int64_t offsets[40];
+    assert_int_equal(read_offsets(l, offsets, 40), 30);
+    for (int i = 0; i < 30; i++) assert_int_equal(offsets[i], i);
+    assert_int_equal(kiq_partition_log_data_loss(l, &loss), 0);
+    kiq_partition_log_free(l);
+}
+
+/* Deleted while nobody looked (the broker killed before its check): the
+ * index files left behind tell of it at open, though the recovery point
+ * does not reach into that segment. */
+static void test_deleted_active_segment_found_at_open(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    write_three_segments(f);
+    char path[256];
+    segment_file(f, 18, path, sizeof path);
+    assert_int_equal(unlink(path), 0);
+    f->cfg.clean_shutdown = false;
+    kiq_partition_log_t *l = kiq_partition_log_open_at(f->dir, &f->cfg, 18);
+    assert_non_null(l);
+    assert_int_equal(kiq_partition_log_end_offset(l), 18);
+    kiq_data_loss_t loss;
+    assert_int_equal(kiq_partition_log_data_loss(l, &loss), 1);
+    assert_int_equal(loss.from, 18);
+    assert_true(loss.to > 18 && loss.to <= 27);
+    kiq_partition_log_free(l);
+    l = kiq_partition_log_open_at(f->dir, &f->cfg, 18);
+    assert_non_null(l);
+    assert_int_equal(kiq_partition_log_data_loss(l, &loss), 1);
+    assert_int_equal(loss.findings, 1);
+    kiq_partition_log_free(l);
+}
+
+static void test_cut_segment_file_recorded_until_acknowledged(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    write_three_segments(f);
+    kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
+    assert_non_null(l);
+    char path[256];
+    segment_file(f, 9, path, sizeof path);
+    /* one whole batch left, and a part of the next */
+    assert_int_equal(truncate(path, (off_t)(f->batch_size + 10)), 0);
+    assert_int_equal(kiq_partition_log_check_files(l, true), 1);
+    assert_int_equal(kiq_partition_log_check_files(l, true), 0);
+    kiq_data_loss_t loss;
+    assert_int_equal(kiq_partition_log_data_loss(l, &loss), 1);
+    assert_int_equal(loss.from, 12);
+    assert_int_equal(loss.to, 18);
+    assert_int_equal(loss.findings, 1);
+    /* a replica fetches it again from the leader */
+    assert_int_equal(kiq_partition_log_damaged(l, NULL, 0), 9);
+    /* the rest is served, the gap skipped */
+    int64_t offsets[40];
+    assert_int_equal(read_offsets(l, offsets, 40), 21);
+    assert_int_equal(offsets[11], 11);
+    assert_int_equal(offsets[12], 18);
+    kiq_partition_log_free(l);
+
+    /* across opens, found cut again or not, until acknowledged */
+    for (int round = 0; round < 2; round++) {
+        f->cfg.clean_shutdown = round == 0;
+        l = kiq_partition_log_open_at(f->dir, &f->cfg, 27);
+        assert_non_null(l);
+        assert_int_equal(kiq_partition_log_end_offset(l), 27);
+        assert_int_equal(kiq_partition_log_data_loss(l, &loss), 1);
+        assert_int_equal(loss.from, 12);
+        assert_int_equal(loss.findings, 1);
+        assert_int_equal(read_offsets(l, offsets, 40), 21);
+        kiq_partition_log_free(l);
+    }
+    l = kiq_partition_log_open(f->dir, &f->cfg);
+    assert_non_null(l);
+    assert_int_equal(kiq_data_loss_acknowledge(f->dir), 0);
+    assert_int_equal(kiq_data_loss_acknowledge(f->dir), 1);
+    kiq_partition_log_check_files(l, false);
+    assert_int_equal(kiq_partition_log_data_loss(l, &loss), 0);
+    kiq_partition_log_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +461,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recovery_point_checkpoint, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail_from_recovery_point, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_middle_batch_in_older_segment, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_deleted_segment_files_written_back, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_deleted_active_segment_found_at_open, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_cut_segment_file_recorded_until_acknowledged, setup,
+                                        kiq_test_log_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
