@@ -110,9 +110,14 @@ int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t lead
         if (v->replicas[i] == r->self) continue;
         kiq_follower_state_t *f = &v->followers[v->nfollowers++];
         *f = (kiq_follower_state_t){.broker_id = v->replicas[i], .leo = -1, .last_caught_up_ms = now_ms,
-                                    .last_fetch_ms = -1, .leader_leo_at_last_fetch = -1};
+                                    .last_fetch_ms = -1, .leader_leo_at_last_fetch = -1, .left_isr_at = -1};
         for (int j = 0; j < nold; j++)
             if (old[j].broker_id == f->broker_id) *f = old[j];
+        /* one the controller leaves out: what was written since waits not for it */
+        if (contains(v->isr, v->nisr, f->broker_id))
+            f->left_isr_at = -1;
+        else if (f->left_isr_at < 0)
+            f->left_isr_at = log_end;
     }
     if (!same_term) {
         v->isr_change_pending = false;
@@ -372,13 +377,50 @@ void kiq_partition_replica_end_isr_change(kiq_partition_replica_t *r)
     pthread_mutex_unlock(&r->mu);
 }
 
-void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
-                                   const int32_t *isr, int nisr)
+/* Under the mutex: the event announcing that follower f left the ISR
+ * (point ISR_SHRUNK) or came back (ISR_EXPANDED), now of nisr members. */
+static kiq_event_t isr_event(const kiq_partition_replica_t *r, enum kiq_point point, kiq_follower_state_t *f,
+                             kiq_partition_log_t *log, int nisr, int64_t now_ms)
 {
+    kiq_event_t e = kiq_event(point, r->self);
+    e.topic = r->topic;
+    e.partition = r->partition;
+    e.peer = f->broker_id;
+    e.first_offset = f->leo;
+    e.after = kiq_partition_log_end_offset(log);
+    e.records = nisr;
+    int64_t since = now_ms - f->last_caught_up_ms;
+    e.extra = since < 0 ? 0 : since > INT32_MAX ? INT32_MAX : (int32_t)since;
+    int64_t hw = kiq_partition_log_high_watermark(log);
+    if (point == KIQ_POINT_ISR_SHRUNK) {
+        e.before = f->left_isr_at = hw;
+    } else {
+        e.before = f->left_isr_at >= 0 ? f->left_isr_at : hw;
+        f->left_isr_at = -1;
+    }
+    return e;
+}
+
+void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, kiq_partition_log_t *log, int32_t leader_epoch,
+                                   int32_t partition_epoch, const int32_t *isr, int nisr, int64_t now_ms)
+{
+    kiq_event_t events[2 * KIQ_MAX_REPLICAS];
+    int n = 0;
     pthread_mutex_lock(&r->mu);
-    if (leader_epoch == r->v.leader_epoch && partition_epoch >= r->v.partition_epoch) {
-        r->v.partition_epoch = partition_epoch;
-        r->v.nisr = copy_ids(r->v.isr, isr, nisr);
+    kiq_replica_view_t *v = &r->v;
+    if (leader_epoch == v->leader_epoch && partition_epoch >= v->partition_epoch) {
+        int32_t was[KIQ_MAX_REPLICAS];
+        int nwas = copy_ids(was, v->isr, v->nisr);
+        v->partition_epoch = partition_epoch;
+        v->nisr = copy_ids(v->isr, isr, nisr);
+        for (int i = 0; i < v->nfollowers && log; i++) {
+            kiq_follower_state_t *f = &v->followers[i];
+            bool before = contains(was, nwas, f->broker_id), now = contains(v->isr, v->nisr, f->broker_id);
+            if (before != now)
+                events[n++] = isr_event(r, now ? KIQ_POINT_ISR_EXPANDED : KIQ_POINT_ISR_SHRUNK, f, log, v->nisr, now_ms);
+        }
     }
     pthread_mutex_unlock(&r->mu);
+    for (int i = 0; i < n; i++)
+        if (kiq_observers_want(r->observers, events[i].point)) kiq_observers_emit(r->observers, &events[i]);
 }

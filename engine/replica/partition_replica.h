@@ -33,6 +33,8 @@ typedef struct kiq_follower_state {
     int64_t last_caught_up_ms;        /* last time it had everything the leader had */
     int64_t last_fetch_ms;
     int64_t leader_leo_at_last_fetch; /* Kafka's rule for "caught up" between fetches */
+    int64_t left_isr_at;              /* out of the ISR: where the high watermark was when it left
+                                       * (or this term began); -1 while in it */
 } kiq_follower_state_t;
 
 /* A copy for reports and requests; a value. */
@@ -140,8 +142,10 @@ int kiq_partition_replica_expand_candidate(kiq_partition_replica_t *r, int32_t r
 bool kiq_partition_replica_begin_isr_change(kiq_partition_replica_t *r);
 void kiq_partition_replica_end_isr_change(kiq_partition_replica_t *r);
 /* The controller accepted an ISR (AlterPartition answer); ignored unless
- * it is for our current leader epoch. */
-void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
-                                   const int32_t *isr, int nisr);
+ * it is for our current leader epoch. Each follower it takes out or puts
+ * back is announced (ISR_SHRUNK, ISR_EXPANDED) with what the leader knew
+ * of it at now_ms and where log's high watermark and end were. */
+void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, kiq_partition_log_t *log, int32_t leader_epoch,
+                                   int32_t partition_epoch, const int32_t *isr, int nisr, int64_t now_ms);
 
 #endif

@@ -699,8 +699,8 @@ static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
                     if (pr->isr_n != was)
                         atomic_fetch_add_explicit(pr->isr_n > was ? &rm->isr_expands : &rm->isr_shrinks, 1,
                                                   memory_order_relaxed);
-                    kiq_partition_replica_set_isr(part->replica, pr->leader_epoch, pr->partition_epoch, pr->isr,
-                                                  pr->isr_n > 0 ? pr->isr_n : 0);
+                    kiq_partition_replica_set_isr(part->replica, part->log, pr->leader_epoch, pr->partition_epoch,
+                                                  pr->isr, pr->isr_n > 0 ? pr->isr_n : 0, kiq_clock_mono_ms());
                     break;
                 }
             }

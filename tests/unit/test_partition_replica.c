@@ -161,12 +161,31 @@ static void test_shrink_candidate(void **state)
     assert_int_equal(isr[0], SELF);
 }
 
+/* The ISR changes an observer was told of. */
+typedef struct isr_seen {
+    int n;
+    kiq_event_t e[4];
+} isr_seen_t;
+
+static void see_isr(void *ctx, const kiq_event_t *e)
+{
+    isr_seen_t *s = ctx;
+    if (s->n < 4) s->e[s->n++] = *e;
+}
+
 /* One ISR change at a time; the controller's answer sets the ISR, which
  * lets the high watermark move past a dropped replica; a follower that
- * reaches the high watermark may come back. */
+ * reaches the high watermark may come back. Each change is announced with
+ * its reason: the follower's LEO against the leader's, how long since it
+ * was caught up, and where the batches it concerns begin. */
 static void test_isr_change_and_expand(void **state)
 {
     fixture_t *f = *state;
+    isr_seen_t seen = {0};
+    kiq_observers_t obs = {0};
+    kiq_observer_t o = {see_isr, &seen, 1u << KIQ_POINT_ISR_SHRUNK | 1u << KIQ_POINT_ISR_EXPANDED};
+    assert_int_equal(kiq_observers_add(&obs, &o), 0);
+    f->rep.observers = &obs;
     lead(f, 5, 1, REPLICAS, 3, 0);
     int64_t leo = append(f, 10, 5);
     int32_t isr[KIQ_MAX_REPLICAS];
@@ -179,11 +198,21 @@ static void test_isr_change_and_expand(void **state)
     assert_int_equal(kiq_partition_replica_shrink_candidate(&f->rep, 1200, LAG_MS, isr), 0);
     /* an answer for another term is ignored */
     int32_t two[] = {1, 2};
-    kiq_partition_replica_set_isr(&f->rep, 4, 2, two, 2);
+    kiq_partition_replica_set_isr(&f->rep, f->log, 4, 2, two, 2, 1200);
     assert_int_equal(kiq_partition_replica_isr_size(&f->rep), 3);
-    kiq_partition_replica_set_isr(&f->rep, 5, 2, two, 2);
+    assert_int_equal(seen.n, 0);
+    kiq_partition_replica_set_isr(&f->rep, f->log, 5, 2, two, 2, 1250);
     kiq_partition_replica_end_isr_change(&f->rep);
     assert_int_equal(kiq_partition_replica_isr_size(&f->rep), 2);
+    /* 3 never fetched: out after 1250 ms, the whole log waiting for it */
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(seen.e[0].point, KIQ_POINT_ISR_SHRUNK);
+    assert_int_equal(seen.e[0].peer, 3);
+    assert_int_equal(seen.e[0].first_offset, -1);
+    assert_int_equal(seen.e[0].after, leo);
+    assert_int_equal(seen.e[0].before, 0);
+    assert_int_equal(seen.e[0].records, 2);
+    assert_int_equal(seen.e[0].extra, 1250);
     assert_true(kiq_partition_replica_advance_hw(&f->rep, f->log));
     assert_int_equal(hw(f), leo);
 
@@ -199,7 +228,18 @@ static void test_isr_change_and_expand(void **state)
     assert_true(kiq_partition_replica_begin_isr_change(&f->rep));
     fetched(f, 3, leo, 1500, &expand);
     assert_false(expand); /* already being asked for */
+    kiq_partition_replica_set_isr(&f->rep, f->log, 5, 3, REPLICAS, 3, 1550);
     kiq_partition_replica_end_isr_change(&f->rep);
+    /* back, caught up at its fetch of 1500; what it missed began at 0 */
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(seen.e[1].point, KIQ_POINT_ISR_EXPANDED);
+    assert_int_equal(seen.e[1].peer, 3);
+    assert_int_equal(seen.e[1].first_offset, leo);
+    assert_int_equal(seen.e[1].after, leo);
+    assert_int_equal(seen.e[1].before, 0);
+    assert_int_equal(seen.e[1].records, 3);
+    assert_int_equal(seen.e[1].extra, 50);
+    f->rep.observers = NULL;
 }
 
 /* Stale leader epochs change nothing; a repeat of the same term keeps the
@@ -212,7 +252,7 @@ static void test_epochs(void **state)
     int64_t leo = append(f, 4, 7);
     fetched(f, 2, leo, 10, NULL);
     int32_t two[] = {1, 2};
-    kiq_partition_replica_set_isr(&f->rep, 7, 4, two, 2);
+    kiq_partition_replica_set_isr(&f->rep, f->log, 7, 4, two, 2, 10);
     assert_int_equal(kiq_partition_replica_become_follower(&f->rep, 2, 6, 9, REPLICAS, 3, REPLICAS, 3), -1);
     assert_int_equal(kiq_partition_replica_become_leader(&f->rep, 6, 9, REPLICAS, 3, REPLICAS, 3, 0, 0), -1);
     assert_int_equal(kiq_partition_replica_role(&f->rep), KIQ_REPLICA_LEADER);
