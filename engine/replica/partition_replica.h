@@ -86,15 +86,17 @@ kiq_partition_state_ops_t kiq_partition_replica_states(const kiq_partition_repli
  * current one is stale: -1 and nothing changes. Becoming leader in a new
  * term resets the followers' progress (they prove it again by fetching)
  * and counts them caught up as of now_ms, as Kafka does, and records
- * log_end (the log's end offset now) as where the term starts; the same
- * term again keeps both, and within a term a partition epoch older than
- * ours is old news (0, nothing changes), so repeats are harmless. */
+ * log's end offset now as where the term starts; the same term again
+ * keeps both, and within a term a partition epoch older than ours is old
+ * news (0, nothing changes), so repeats are harmless. An ISR change within
+ * the term (the controller's, or one the leader asked for, arriving before
+ * the answer) is announced as kiq_partition_replica_set_isr does. */
 /* Whether LeaderAndIsr at leader_epoch is stale for view v (what
  * become_leader and become_follower refuse). */
 bool kiq_replica_view_stale(const kiq_replica_view_t *v, int32_t leader_epoch);
 int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
                                         const int32_t *replicas, int nreplicas, const int32_t *isr, int nisr,
-                                        int64_t now_ms, int64_t log_end);
+                                        int64_t now_ms, kiq_partition_log_t *log);
 int kiq_partition_replica_become_follower(kiq_partition_replica_t *r, int32_t leader, int32_t leader_epoch,
                                           int32_t partition_epoch, const int32_t *replicas, int nreplicas,
                                           const int32_t *isr, int nisr);

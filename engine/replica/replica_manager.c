@@ -343,7 +343,7 @@ static int16_t become(kiq_replica_manager_t *rm, const kiq_leader_and_isr_reques
         unfollow_locked(rm, topic, s->partition, NULL);
         pthread_mutex_unlock(&rm->mu);
         if (kiq_partition_replica_become_leader(rep, s->leader_epoch, s->partition_epoch, s->replicas, s->nreplicas,
-                                                s->isr, s->nisr, kiq_clock_mono_ms(), kiq_partition_log_end_offset(log)) != 0)
+                                                s->isr, s->nisr, kiq_clock_mono_ms(), log) != 0)
             return KIQ_ERR_FENCED_LEADER_EPOCH;
         kiq_partition_replica_advance_hw(rep, log);
         if (before.role != KIQ_REPLICA_LEADER || before.leader_epoch != s->leader_epoch)

@@ -62,7 +62,7 @@ static int64_t append(fixture_t *f, int n, int32_t epoch)
 static void lead(fixture_t *f, int32_t epoch, int32_t partition_epoch, const int32_t *isr, int nisr, int64_t now)
 {
     assert_int_equal(kiq_partition_replica_become_leader(&f->rep, epoch, partition_epoch, REPLICAS, 3, isr, nisr, now,
-                                                         kiq_partition_log_end_offset(f->log)),
+                                                         f->log),
                      0);
 }
 
@@ -173,6 +173,14 @@ static void see_isr(void *ctx, const kiq_event_t *e)
     if (s->n < 4) s->e[s->n++] = *e;
 }
 
+/* Watches f's ISR changes into seen (until f->rep.observers is reset). */
+static void watch_isr(fixture_t *f, kiq_observers_t *obs, isr_seen_t *seen)
+{
+    kiq_observer_t o = {see_isr, seen, 1u << KIQ_POINT_ISR_SHRUNK | 1u << KIQ_POINT_ISR_EXPANDED};
+    assert_int_equal(kiq_observers_add(obs, &o), 0);
+    f->rep.observers = obs;
+}
+
 /* One ISR change at a time; the controller's answer sets the ISR, which
  * lets the high watermark move past a dropped replica; a follower that
  * reaches the high watermark may come back. Each change is announced with
@@ -183,9 +191,7 @@ static void test_isr_change_and_expand(void **state)
     fixture_t *f = *state;
     isr_seen_t seen = {0};
     kiq_observers_t obs = {0};
-    kiq_observer_t o = {see_isr, &seen, 1u << KIQ_POINT_ISR_SHRUNK | 1u << KIQ_POINT_ISR_EXPANDED};
-    assert_int_equal(kiq_observers_add(&obs, &o), 0);
-    f->rep.observers = &obs;
+    watch_isr(f, &obs, &seen);
     lead(f, 5, 1, REPLICAS, 3, 0);
     int64_t leo = append(f, 10, 5);
     int32_t isr[KIQ_MAX_REPLICAS];
@@ -242,6 +248,44 @@ static void test_isr_change_and_expand(void **state)
     f->rep.observers = NULL;
 }
 
+/* The controller's LeaderAndIsr may bring an ISR change before the answer
+ * to the AlterPartition that asked for it: announced once, by whichever
+ * comes first, with the same reason. */
+static void test_isr_change_by_leader_and_isr(void **state)
+{
+    fixture_t *f = *state;
+    isr_seen_t seen = {0};
+    kiq_observers_t obs = {0};
+    watch_isr(f, &obs, &seen);
+    lead(f, 3, 1, REPLICAS, 3, 0);
+    int64_t leo = append(f, 5, 3);
+    fetched(f, 2, leo, 100, NULL);
+    fetched(f, 3, 2, 100, NULL); /* behind, never caught up */
+    assert_int_equal(hw(f), 2);
+    int32_t two[] = {1, 2};
+    lead(f, 3, 2, two, 2, 2500);
+    kiq_partition_replica_set_isr(&f->rep, f->log, 3, 2, two, 2, 2600);
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(seen.e[0].point, KIQ_POINT_ISR_SHRUNK);
+    assert_int_equal(seen.e[0].peer, 3);
+    assert_int_equal(seen.e[0].first_offset, 2);
+    assert_int_equal(seen.e[0].after, leo);
+    assert_int_equal(seen.e[0].before, 2); /* the batches from the high watermark on waited for it */
+    assert_int_equal(seen.e[0].extra, 2500);
+    fetched(f, 3, leo, 2700, NULL);
+    lead(f, 3, 3, REPLICAS, 3, 2800);
+    kiq_partition_replica_set_isr(&f->rep, f->log, 3, 3, REPLICAS, 3, 2900);
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(seen.e[1].point, KIQ_POINT_ISR_EXPANDED);
+    assert_int_equal(seen.e[1].peer, 3);
+    assert_int_equal(seen.e[1].before, 2); /* where it left */
+    assert_int_equal(seen.e[1].extra, 100);
+    /* a new term is no ISR change */
+    lead(f, 4, 4, two, 2, 3000);
+    assert_int_equal(seen.n, 2);
+    f->rep.observers = NULL;
+}
+
 /* Stale leader epochs change nothing; a repeat of the same term keeps the
  * followers' progress and an older partition epoch does not undo an ISR
  * change; a new term starts afresh. */
@@ -254,7 +298,7 @@ static void test_epochs(void **state)
     int32_t two[] = {1, 2};
     kiq_partition_replica_set_isr(&f->rep, f->log, 7, 4, two, 2, 10);
     assert_int_equal(kiq_partition_replica_become_follower(&f->rep, 2, 6, 9, REPLICAS, 3, REPLICAS, 3), -1);
-    assert_int_equal(kiq_partition_replica_become_leader(&f->rep, 6, 9, REPLICAS, 3, REPLICAS, 3, 0, 0), -1);
+    assert_int_equal(kiq_partition_replica_become_leader(&f->rep, 6, 9, REPLICAS, 3, REPLICAS, 3, 0, f->log), -1);
     assert_int_equal(kiq_partition_replica_role(&f->rep), KIQ_REPLICA_LEADER);
     assert_int_equal(kiq_partition_replica_leader_epoch(&f->rep), 7);
 
@@ -334,6 +378,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hw_is_min_leo_over_isr, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shrink_candidate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_isr_change_and_expand, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_isr_change_by_leader_and_isr, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epochs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hw_known_in_new_term, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leader_checks, setup, teardown),
