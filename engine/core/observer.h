@@ -52,7 +52,8 @@ enum kiq_point {
                                 * `peer` out of the ISR: records = the ISR's size now, first_offset =
                                 * what the leader knew of its LEO (-1: nothing), after = the leader's
                                 * LEO, extra = ms since its last caught-up fetch, before = the high
-                                * watermark then (the batches from there on waited for it) */
+                                * watermark then (the batches from there on waited for it), flags
+                                * KIQ_EVENT_LAGGED when it lagged (not: the controller's doing) */
     KIQ_POINT_ISR_EXPANDED,    /* ... putting follower `peer` back: the same fields; before = where the
                                 * high watermark was when it left (the batches from there on were
                                 * written or committed without it) */
@@ -68,6 +69,7 @@ extern const char *const kiq_point_names[KIQ__POINTS];
 #define KIQ_EVENT_MUTED 8    /* ENQUEUED: the request waited, its connection muted, for room */
 #define KIQ_EVENT_NO_RESPONSE 16 /* RESPONSE_QUEUED, SENT: the request finished without a response */
 #define KIQ_EVENT_FLUSHER 32     /* FLUSHED: by the background flusher (flush.ms) */
+#define KIQ_EVENT_LAGGED 64      /* ISR_SHRUNK: it had not caught up for longer than replica.lag.time.max.ms */
 
 /* What one point knows; fields it does not know are -1 (numbers) or NULL. */
 typedef struct kiq_event {

@@ -642,19 +642,23 @@ static void isr_text(const kiq_journey_stage_t *s, char *out, size_t n)
                  "ISR expand: follower %d is back in the ISR (now %d replicas): its LEO %lld reached the high "
                  "watermark (the leader's LEO %lld); the high watermark waits for it again",
                  peer, isr, leo, leader);
-    } else if (leo < 0) {
-        snprintf(out, n,
-                 "ISR shrink: follower %d left the ISR (now %d replicas): it has fetched nothing from this leader "
-                 "and had not caught up for %d ms, longer than replica.lag.time.max.ms allows; the high watermark "
-                 "no longer waits for it",
-                 peer, isr, since);
-    } else {
-        snprintf(out, n,
-                 "ISR shrink: follower %d left the ISR (now %d replicas): its LEO %lld is %lld records behind the "
-                 "leader's %lld and it had not caught up for %d ms, longer than replica.lag.time.max.ms allows; the "
-                 "high watermark no longer waits for it",
-                 peer, isr, leo, leader - leo, leader, since);
+        return;
     }
+    char where[128];
+    if (leo < 0)
+        snprintf(where, sizeof where, "it has fetched nothing from this leader");
+    else
+        snprintf(where, sizeof where, "its LEO %lld is %lld records behind the leader's %lld", leo, leader - leo, leader);
+    if (s->flags & KIQ_EVENT_LAGGED)
+        snprintf(out, n,
+                 "ISR shrink: follower %d left the ISR (now %d replicas): %s and it had not caught up for %d ms, "
+                 "longer than replica.lag.time.max.ms allows; the high watermark no longer waits for it",
+                 peer, isr, where, since);
+    else
+        snprintf(out, n,
+                 "ISR shrink: the controller took follower %d out of the ISR (now %d replicas; its broker was fenced "
+                 "or shut down): %s, caught up %d ms before; the high watermark no longer waits for it",
+                 peer, isr, where, since);
 }
 
 bool kiq_journey_stage_text(const kiq_journey_stage_t *s, char *out, size_t n)
@@ -692,6 +696,7 @@ static void isr_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fie
     f->number(f->ctx, "isr_size", (double)s->records);
     f->number(f->ctx, "since_caught_up_ms", s->extra);
     f->number(f->ctx, "from_offset", (double)s->before);
+    if (s->point == KIQ_POINT_ISR_SHRUNK) f->boolean(f->ctx, "lagged", s->flags & KIQ_EVENT_LAGGED);
 }
 
 void kiq_journey_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fields_t *f)

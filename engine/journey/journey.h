@@ -87,7 +87,8 @@ void kiq_journeys_stats(kiq_journeys_t *j, kiq_journeys_stats_t *out);
  * (thread, peer, acks, version, error, first_offset, before, after,
  * position, bytes, records, sendfile, fsync_us, flusher, client_id,
  * address or file); an ISR change has peer, follower_leo, lag,
- * leader_leo, isr_size, since_caught_up_ms and from_offset instead. */
+ * leader_leo, isr_size, since_caught_up_ms, from_offset and (a shrink)
+ * lagged instead. */
 typedef struct kiq_journey_fields {
     void (*number)(void *ctx, const char *name, double value);
     void (*string)(void *ctx, const char *name, const char *value);

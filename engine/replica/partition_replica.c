@@ -82,7 +82,7 @@ bool kiq_replica_view_stale(const kiq_replica_view_t *v, int32_t leader_epoch)
 /* Under the mutex: the event announcing that follower f left the ISR
  * (point ISR_SHRUNK) or came back (ISR_EXPANDED), now of nisr members. */
 static kiq_event_t isr_event(const kiq_partition_replica_t *r, enum kiq_point point, kiq_follower_state_t *f,
-                             kiq_partition_log_t *log, int nisr, int64_t now_ms)
+                             kiq_partition_log_t *log, int nisr, int64_t now_ms, int64_t lag_ms)
 {
     kiq_event_t e = kiq_event(point, r->self);
     e.topic = r->topic;
@@ -96,6 +96,7 @@ static kiq_event_t isr_event(const kiq_partition_replica_t *r, enum kiq_point po
     int64_t hw = kiq_partition_log_high_watermark(log);
     if (point == KIQ_POINT_ISR_SHRUNK) {
         e.before = f->left_isr_at = hw;
+        if (since > lag_ms) e.flags = KIQ_EVENT_LAGGED;
     } else {
         e.before = f->left_isr_at >= 0 ? f->left_isr_at : hw;
         f->left_isr_at = -1;
@@ -104,10 +105,10 @@ static kiq_event_t isr_event(const kiq_partition_replica_t *r, enum kiq_point po
 }
 
 /* Under the mutex, the ISR having just become v->isr (it was `was`): an
- * event into events for each follower that left it or came back. The
- * count. */
+ * event into events for each follower that left it or came back (lagged
+ * when it had not caught up for lag_ms). The count. */
 static int isr_changes(kiq_partition_replica_t *r, kiq_partition_log_t *log, const int32_t *was, int nwas,
-                       int64_t now_ms, kiq_event_t *events)
+                       int64_t now_ms, int64_t lag_ms, kiq_event_t *events)
 {
     kiq_replica_view_t *v = &r->v;
     int n = 0;
@@ -115,7 +116,8 @@ static int isr_changes(kiq_partition_replica_t *r, kiq_partition_log_t *log, con
         kiq_follower_state_t *f = &v->followers[i];
         bool before = contains(was, nwas, f->broker_id), now = contains(v->isr, v->nisr, f->broker_id);
         if (before != now)
-            events[n++] = isr_event(r, now ? KIQ_POINT_ISR_EXPANDED : KIQ_POINT_ISR_SHRUNK, f, log, v->nisr, now_ms);
+            events[n++] =
+                isr_event(r, now ? KIQ_POINT_ISR_EXPANDED : KIQ_POINT_ISR_SHRUNK, f, log, v->nisr, now_ms, lag_ms);
     }
     return n;
 }
@@ -128,7 +130,7 @@ static void emit_all(const kiq_partition_replica_t *r, const kiq_event_t *events
 
 int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
                                         const int32_t *replicas, int nreplicas, const int32_t *isr, int nisr,
-                                        int64_t now_ms, kiq_partition_log_t *log)
+                                        int64_t now_ms, kiq_partition_log_t *log, int64_t lag_ms)
 {
     kiq_event_t events[2 * KIQ_MAX_REPLICAS];
     int nevents = 0;
@@ -171,7 +173,7 @@ int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t lead
     }
     /* within a term the controller's word may bring an ISR change before
      * the answer to the AlterPartition that asked for it */
-    if (same_term) nevents = isr_changes(r, log, was, nwas, now_ms, events);
+    if (same_term) nevents = isr_changes(r, log, was, nwas, now_ms, lag_ms, events);
     if (!same_term) {
         v->isr_change_pending = false;
         v->epoch_start_offset = log_end;
@@ -432,7 +434,8 @@ void kiq_partition_replica_end_isr_change(kiq_partition_replica_t *r)
 }
 
 void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, kiq_partition_log_t *log, int32_t leader_epoch,
-                                   int32_t partition_epoch, const int32_t *isr, int nisr, int64_t now_ms)
+                                   int32_t partition_epoch, const int32_t *isr, int nisr, int64_t now_ms,
+                                   int64_t lag_ms)
 {
     kiq_event_t events[2 * KIQ_MAX_REPLICAS];
     int n = 0;
@@ -443,7 +446,7 @@ void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, kiq_partition_log
         int nwas = copy_ids(was, v->isr, v->nisr);
         v->partition_epoch = partition_epoch;
         v->nisr = copy_ids(v->isr, isr, nisr);
-        n = isr_changes(r, log, was, nwas, now_ms, events);
+        n = isr_changes(r, log, was, nwas, now_ms, lag_ms, events);
     }
     pthread_mutex_unlock(&r->mu);
     emit_all(r, events, n);

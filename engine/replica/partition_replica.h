@@ -96,7 +96,7 @@ kiq_partition_state_ops_t kiq_partition_replica_states(const kiq_partition_repli
 bool kiq_replica_view_stale(const kiq_replica_view_t *v, int32_t leader_epoch);
 int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
                                         const int32_t *replicas, int nreplicas, const int32_t *isr, int nisr,
-                                        int64_t now_ms, kiq_partition_log_t *log);
+                                        int64_t now_ms, kiq_partition_log_t *log, int64_t lag_ms);
 int kiq_partition_replica_become_follower(kiq_partition_replica_t *r, int32_t leader, int32_t leader_epoch,
                                           int32_t partition_epoch, const int32_t *replicas, int nreplicas,
                                           const int32_t *isr, int nisr);
@@ -146,8 +146,10 @@ void kiq_partition_replica_end_isr_change(kiq_partition_replica_t *r);
 /* The controller accepted an ISR (AlterPartition answer); ignored unless
  * it is for our current leader epoch. Each follower it takes out or puts
  * back is announced (ISR_SHRUNK, ISR_EXPANDED) with what the leader knew
- * of it at now_ms and where log's high watermark and end were. */
+ * of it at now_ms (lagged: not caught up for lag_ms, Kafka's
+ * replica.lag.time.max.ms) and where log's high watermark and end were. */
 void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, kiq_partition_log_t *log, int32_t leader_epoch,
-                                   int32_t partition_epoch, const int32_t *isr, int nisr, int64_t now_ms);
+                                   int32_t partition_epoch, const int32_t *isr, int nisr, int64_t now_ms,
+                                   int64_t lag_ms);
 
 #endif

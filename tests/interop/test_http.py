@@ -245,7 +245,7 @@ def test_journey_of_a_follower_out_of_the_isr_and_back(tmp_path):
                 run_journey_command(up, "--trace", "isr-cli")), 20, "the shrink in the journey")
             part = journey_part(c.brokers[leader].http, trace="isr-cli")
             st = next(s for s in part["stages"] if s["stage"] == "isr_shrunk")
-            assert st["peer"] == follower.id and st["lag"] >= 1 and st["since_caught_up_ms"] > lag_ms, st
+            assert st["peer"] == follower.id and st["lag"] >= 1 and st["since_caught_up_ms"] > lag_ms and st["lagged"], st
             assert part["verdict"]["state"] == "committed", part["verdict"]
         finally:
             follower.resume()
@@ -298,7 +298,9 @@ def test_journey_in_three_processes(tmp_path):
             lambda: (lambda r: r if r[0] == 0 and "consumer" in r[1] else None)(
                 run_journey_command(addresses, "--trace", "three-processes")), 10, "the command's journey")
         assert "from 3 brokers" in out.splitlines()[0], out
-        lines = out.splitlines()[1:]
+        # the stages, then the leader's verdict
+        lines, verdict = out.splitlines()[1:-1], out.splitlines()[-1]
+        assert verdict == "verdict: committed: below the high watermark, visible to every consumer", out
         assert [ln.split("ms", 1)[0].strip() for ln in lines] == sorted(
             (ln.split("ms", 1)[0].strip() for ln in lines), key=float)
         assert sum("(follower of" in ln for ln in lines) == 2, out

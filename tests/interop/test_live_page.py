@@ -215,9 +215,27 @@ def test_the_page_draws_the_cluster_and_a_record_on_its_way(tmp_path, browser):
         c.stop()
 
 
+def test_bad_query_parameters_are_reported_not_used(broker, browser):
+    browser.get(f"http://{broker.http}/?brokers=nowhere,,10.0.0.1:99999x&topic=t&partition=abc&offset=1&x=%ff")
+    wait_until(lambda: pills(browser).get("0") == "true", 10, "the page's own broker shown up")
+    status = browser.find_element("id", "status").text
+    assert 'ignored broker address "nowhere"' in status and "ignored topic/partition/offset" in status, status
+    assert list(pills(browser)) == ["0"]
+    browser.get(f"http://{broker.http}/?trace=" + "x" * 80)
+    wait_until(lambda: "ignored trace" in browser.find_element("id", "status").text, 10, "a long trace id refused")
+    # the JSON the page reads refuses what it cannot answer
+    for q in ("latest=1&partition=0", "latest=1&trace=a", "latest=1&topic="):
+        status, body = get(broker.http, "/api/journey?" + q)
+        assert status == 400 and b"latest takes at most a topic" in body, (q, status, body)
+    status, body = get(broker.http, "/api/journey?latest=1")
+    assert status == 404, body
+    assert get(broker.http, "/api/state")[0] == 200
+
+
 def test_an_acks0_record_and_its_fsync(broker, browser):
     """No response goes out for acks=0, and the page says so; the fsync of
-    flush.messages=1 is timed under flushed, after the append."""
+    flush.messages=1 is timed under flushed, after the append. (Last: the
+    test above wants the module's broker without journeys.)"""
     from confluent_kafka.admin import AdminClient, NewTopic
     topic = "live-acks0"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -245,20 +263,3 @@ def test_an_acks0_record_and_its_fsync(broker, browser):
     assert "the fsync took" in step, step
     assert "committed" in browser.find_element("id", "journey-verdict").text
     shot(browser, "live-page-acks0")
-
-
-def test_bad_query_parameters_are_reported_not_used(broker, browser):
-    browser.get(f"http://{broker.http}/?brokers=nowhere,,10.0.0.1:99999x&topic=t&partition=abc&offset=1&x=%ff")
-    wait_until(lambda: pills(browser).get("0") == "true", 10, "the page's own broker shown up")
-    status = browser.find_element("id", "status").text
-    assert 'ignored broker address "nowhere"' in status and "ignored topic/partition/offset" in status, status
-    assert list(pills(browser)) == ["0"]
-    browser.get(f"http://{broker.http}/?trace=" + "x" * 80)
-    wait_until(lambda: "ignored trace" in browser.find_element("id", "status").text, 10, "a long trace id refused")
-    # the JSON the page reads refuses what it cannot answer
-    for q in ("latest=1&partition=0", "latest=1&trace=a", "latest=1&topic="):
-        status, body = get(broker.http, "/api/journey?" + q)
-        assert status == 400 and b"latest takes at most a topic" in body, (q, status, body)
-    status, body = get(broker.http, "/api/journey?latest=1")
-    assert status == 404, body
-    assert get(broker.http, "/api/state")[0] == 200

@@ -286,6 +286,7 @@ describe("a follower leaving the ISR and coming back", function()
     assert.are.same({ f, leader, 2 }, { out.peer, out.broker, out.isr_size })
     assert.is_true(out.lag >= 1 and out.follower_leo + out.lag == out.leader_leo, "lag " .. tostring(out.lag))
     assert.is_true(out.since_caught_up_ms > lag_ms, "not caught up for " .. out.since_caught_up_ms .. " ms")
+    assert.is_true(out.lagged)
     assert.matches("follower " .. f .. " left the ISR %(now 2 replicas%)", out.text)
     assert.matches(out.lag .. " records behind", out.text)
     -- the commit followed the shrink: the high watermark no longer waited
