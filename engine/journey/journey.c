@@ -741,11 +741,6 @@ void kiq_journey_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fi
 
 /* ---- the verdict ---- */
 
-static bool has_peer_stage(const kiq_journey_t *jr, enum kiq_point point, int32_t peer)
-{
-    return count_stages(jr, point, peer) > 0;
-}
-
 /* "[a, b, c]" of ids into out. */
 static void ids_text(const int32_t *ids, int n, char *out, size_t len)
 {
@@ -763,23 +758,25 @@ bool kiq_journey_verdict(const kiq_journey_t *jr, const kiq_journey_partition_t 
     memcpy(out->isr, p->isr, (size_t)out->nisr * sizeof *out->isr);
     char isr[KIQ_JOURNEY_PEERS * 12];
     ids_text(out->isr, out->nisr, isr, sizeof isr);
-    bool committed = has_peer_stage(jr, KIQ_POINT_HW_ADVANCED, -1) || (p->leads && p->high_watermark > jr->last_offset);
+    bool committed = count_stages(jr, KIQ_POINT_HW_ADVANCED, -1) > 0 || (p->leads && p->high_watermark > jr->last_offset);
     if (committed) {
         out->state = "committed";
         snprintf(out->text, sizeof out->text, "committed: below the high watermark, visible to every consumer");
         return true;
     }
     if (!p->leads) {
+        char now[32] = "no broker";
+        if (p->leader >= 0) snprintf(now, sizeof now, "broker %d", p->leader);
         out->state = "leader_moved";
         snprintf(out->text, sizeof out->text,
-                 "not committed while this broker led the partition; broker %d leads it now, and its log decides "
-                 "whether the batch stays",
-                 p->leader);
+                 "not committed while broker %d led the partition; %s leads it now, and the new leader's log "
+                 "decides whether the batch stays",
+                 p->self, now);
         return true;
     }
     /* the ISR's followers the leader has not seen past the batch */
     for (int i = 0; i < out->nisr; i++)
-        if (out->isr[i] != p->self && !has_peer_stage(jr, KIQ_POINT_FOLLOWER_LEO, out->isr[i]))
+        if (out->isr[i] != p->self && count_stages(jr, KIQ_POINT_FOLLOWER_LEO, out->isr[i]) == 0)
             out->waiting[out->nwaiting++] = out->isr[i];
     char waiting[KIQ_JOURNEY_PEERS * 12 + 64] = "";
     if (out->nwaiting) {
