@@ -124,6 +124,9 @@ function Broker:groups() return self.handle:groups() end
 -- clears one directory's fault, clear_disk_fault() every one.
 function Broker:inject_disk_fault(spec) return self.handle:inject_disk_fault(spec) end
 function Broker:clear_disk_fault(spec) return self.handle:clear_disk_fault(spec) end
+-- A slow disk: slow_disk{ fsync_ms = n, dir = } makes each fsync in that
+-- directory take n ms longer (0, or clear_disk_fault, ends it).
+function Broker:slow_disk(spec) return self.handle:slow_disk(spec) end
 -- scrub() -> n: the scrubber's pass now (kafkaiq.log.scrub.interval.ms
 -- runs it in the background): every segment file checked to be there
 -- whole, every closed segment read back and its CRCs checked; n newly
@@ -144,7 +147,9 @@ function Broker:purgatory_stats() return self.handle:purgatory_stats() end
 
 -- This broker's part of a batch's journey: journey(topic, partition,
 -- offset) or journey{ trace = id } -> { topic, partition, first_offset,
--- last_offset, trace, stages = { { stage, t_ns, broker, ... } } } | nil, err.
+-- last_offset, trace, stages = { { stage, t_ns, broker, text, ... } },
+-- verdict = { state, text, high_watermark, isr, waiting_for } (the
+-- leader's part) } | nil, err.
 function Broker:journey(topic, partition, offset)
   if type(topic) == "table" then
     if type(topic.trace) ~= "string" then error("journey: trace (a string) expected", 2) end
@@ -202,7 +207,7 @@ end
 
 -- The parts of one batch's journey from several brokers, merged: the
 -- batch's offsets from the part that has them first (the leader's), every
--- stage in time order (one machine's monotonic clock).
+-- stage in time order (one machine's monotonic clock), the leader's verdict.
 function kiq.merge_journeys(parts)
   local out
   for _, p in ipairs(parts) do
@@ -214,6 +219,7 @@ function kiq.merge_journeys(parts)
       if p.stages[1] and p.stages[1].stage == "received" then
         out.first_offset, out.last_offset, out.trace = p.first_offset, p.last_offset, p.trace or out.trace
       end
+      out.verdict = p.verdict or out.verdict
       for _, s in ipairs(p.stages) do out.stages[#out.stages + 1] = s end
     end
   end

@@ -2,8 +2,9 @@
  * (or `--trace ID` instead of the three): asks each broker's HTTP listener
  * for its part of the batch's journey (/api/journey), merges the parts by
  * time and prints one line per stage, with milliseconds from its receipt,
- * the way the seed draws a record's path. Exit 0 when a journey was found,
- * 1 when none was, 2 for bad arguments. */
+ * the way the seed draws a record's path, then the leader's verdict (stuck
+ * before the high watermark, and for whom, or committed). Exit 0 when a
+ * journey was found, 1 when none was, 2 for bad arguments. */
 #include "cmd/journey.h"
 
 #include <arpa/inet.h>
@@ -154,12 +155,15 @@ static void describe_enqueued(const json_t *s, const seen_t *seen, char *out, si
         snprintf(out + k, n - (size_t)k, "; %lld connections muted, waiting for room", (long long)num(s, "muted"));
 }
 
-/* One line: what happened at the stage, in the seed's words. */
+/* One line: what happened at the stage, in the seed's words (the
+ * broker's own when it words the stage). */
 static void describe(const json_t *s, const seen_t *seen, char *out, size_t n)
 {
     const char *stage = str(s, "stage");
     json_int_t broker = num(s, "broker");
-    if (!strcmp(stage, "received"))
+    if (has(s, "text"))
+        snprintf(out, n, "%s", str(s, "text"));
+    else if (!strcmp(stage, "received"))
         snprintf(out, n, "broker %lld, network thread %lld: Produce v%lld received, %lld bytes, from client \"%s\" at %s",
                  (long long)broker, (long long)num(s, "thread"), (long long)num(s, "version"), (long long)num(s, "bytes"),
                  str(s, "client_id"), str(s, "address"));
@@ -175,8 +179,6 @@ static void describe(const json_t *s, const seen_t *seen, char *out, size_t n)
         snprintf(out, n, "offsets %lld..%lld assigned (LEO %lld -> %lld); appended to %s at byte %lld (%lld bytes)",
                  (long long)num(s, "first_offset"), (long long)num(s, "after") - 1, (long long)num(s, "before"),
                  (long long)num(s, "after"), str(s, "file"), (long long)num(s, "position"), (long long)num(s, "bytes"));
-    else if (!strcmp(stage, "flushed"))
-        snprintf(out, n, "fsync: flushed up to offset %lld", (long long)num(s, "after"));
     else if (!strcmp(stage, "handled"))
         snprintf(out, n, "handler done (an acks=all answer waits in the purgatory)");
     else if (!strcmp(stage, "follower_fetched"))
@@ -253,7 +255,7 @@ int kiq_cmd_journey(int argc, char **argv)
         escape(esc, sizeof esc, pos[0]);
         snprintf(query, sizeof query, "topic=%s&partition=%s&offset=%s", esc, pos[1], pos[2]);
     }
-    json_t *parts[MAX_BROKERS], *head = NULL;
+    json_t *parts[MAX_BROKERS], *head = NULL, *verdict = NULL;
     size_t nstages = 0;
     int nparts = 0;
     for (int i = 0; i < naddr; i++) {
@@ -263,6 +265,8 @@ int kiq_cmd_journey(int argc, char **argv)
         nstages += json_array_size(json_object_get(p, "stages"));
         json_t *first = json_array_get(json_object_get(p, "stages"), 0);
         if (!head || (first && !strcmp(str(first, "stage"), "received"))) head = p;
+        /* the leader's part says where the batch stands */
+        if (json_object_get(p, "verdict")) verdict = json_object_get(p, "verdict");
     }
     free(list);
     if (!head) {
@@ -290,6 +294,7 @@ int kiq_cmd_journey(int argc, char **argv)
         describe(stages[i], &seen, line, sizeof line);
         printf("%+9.3f ms  %s\n", (double)(num(stages[i], "t_ns") - t0) / 1e6, line);
     }
+    if (verdict) printf("verdict: %s\n", str(verdict, "text"));
     free(stages);
     for (int i = 0; i < nparts; i++) json_decref(parts[i]);
     return 0;

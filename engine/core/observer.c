@@ -6,7 +6,7 @@
 const char *const kiq_point_names[KIQ__POINTS] = {
     "received", "enqueued",         "dequeued",     "handled",         "validated", "appended",        "flushed",
     "follower_fetched", "follower_leo", "hw_advanced", "response_queued", "sent",      "records_fetched",
-    "answered", "txn_marker",
+    "answered", "txn_marker", "isr_shrunk", "isr_expanded",
 };
 
 kiq_event_t kiq_event(enum kiq_point point, int32_t broker)

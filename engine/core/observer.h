@@ -29,13 +29,18 @@ enum kiq_point {
     KIQ_POINT_APPENDED,        /* written to the log: first/last offset, before/after = LEO,
                                 * file = segment, position = where in it, bytes; on a follower
                                 * (flags KIQ_EVENT_FOLLOWER) peer = the leader it came from */
-    KIQ_POINT_FLUSHED,         /* fsynced up to after (the recovery point), before = where it was */
+    KIQ_POINT_FLUSHED,         /* fsynced up to after (the recovery point), before = where it was,
+                                * extra = how long the fsync took (µs), t_ns = when it ended; flags
+                                * KIQ_EVENT_FLUSHER when the background flusher did it (flush.ms), none
+                                * after an append (flush.messages) */
     KIQ_POINT_FOLLOWER_FETCHED, /* a follower's fetch returned records: peer = its id,
                                 * first_offset = the fetch offset, bytes, flags */
     KIQ_POINT_FOLLOWER_LEO,    /* what the leader knows of follower `peer`'s LEO moved before -> after */
     KIQ_POINT_HW_ADVANCED,     /* the high watermark moved before -> after, records = ISR size */
-    KIQ_POINT_RESPONSE_QUEUED, /* its response is on the processor's queue: bytes */
-    KIQ_POINT_SENT,            /* its response's last byte written */
+    KIQ_POINT_RESPONSE_QUEUED, /* its response is on the processor's queue: bytes; flags
+                                * KIQ_EVENT_NO_RESPONSE when it has none (acks=0, or a connection
+                                * closed on it) */
+    KIQ_POINT_SENT,            /* its response's last byte written (KIQ_EVENT_NO_RESPONSE: none was) */
     KIQ_POINT_RECORDS_FETCHED, /* a consumer fetch returned records: first_offset = the fetch offset,
                                 * last_offset = the high watermark, bytes, flags = KIQ_EVENT_SENDFILE */
     KIQ_POINT_ANSWERED,        /* one partition of a produce answered: first_offset = its base offset,
@@ -43,6 +48,15 @@ enum kiq_point {
     KIQ_POINT_TXN_MARKER,      /* a transaction's COMMIT (extra 1) or ABORT (0) marker appended by its
                                 * leader: producer_id, before = the transaction's first offset in the
                                 * partition (-1: none), after = the marker's offset */
+    KIQ_POINT_ISR_SHRUNK,      /* the controller accepted the leader's AlterPartition taking follower
+                                * `peer` out of the ISR: records = the ISR's size now, first_offset =
+                                * what the leader knew of its LEO (-1: nothing), after = the leader's
+                                * LEO, extra = ms since its last caught-up fetch, before = the high
+                                * watermark then (the batches from there on waited for it), flags
+                                * KIQ_EVENT_LAGGED when it lagged (not: the controller's doing) */
+    KIQ_POINT_ISR_EXPANDED,    /* ... putting follower `peer` back: the same fields; before = where the
+                                * high watermark was when it left (the batches from there on were
+                                * written or committed without it) */
     KIQ__POINTS
 };
 
@@ -53,6 +67,9 @@ extern const char *const kiq_point_names[KIQ__POINTS];
 #define KIQ_EVENT_FOLLOWER 2 /* a follower's append of what its leader sent */
 #define KIQ_EVENT_HEADERS 4  /* VALIDATED: some of the records carry headers */
 #define KIQ_EVENT_MUTED 8    /* ENQUEUED: the request waited, its connection muted, for room */
+#define KIQ_EVENT_NO_RESPONSE 16 /* RESPONSE_QUEUED, SENT: the request finished without a response */
+#define KIQ_EVENT_FLUSHER 32     /* FLUSHED: by the background flusher (flush.ms) */
+#define KIQ_EVENT_LAGGED 64      /* ISR_SHRUNK: it had not caught up for longer than replica.lag.time.max.ms */
 
 /* What one point knows; fields it does not know are -1 (numbers) or NULL. */
 typedef struct kiq_event {

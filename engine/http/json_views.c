@@ -50,7 +50,16 @@ static void put_string(void *obj, const char *name, const char *value)
 
 static void put_boolean(void *obj, const char *name, bool value) { json_object_set_new(obj, name, json_boolean(value)); }
 
-static json_t *journey_json(const kiq_journey_t *jr)
+static json_t *verdict_json(const kiq_journey_verdict_t *v)
+{
+    json_t *isr = json_array(), *waiting = json_array();
+    for (int i = 0; i < v->nisr; i++) json_array_append_new(isr, json_integer(v->isr[i]));
+    for (int i = 0; i < v->nwaiting; i++) json_array_append_new(waiting, json_integer(v->waiting[i]));
+    return json_pack("{s:s, s:s, s:I, s:o, s:o}", "state", v->state, "text", v->text, "high_watermark",
+                     (json_int_t)v->high_watermark, "isr", isr, "waiting_for", waiting);
+}
+
+static json_t *journey_json(kiq_broker_t *b, const kiq_journey_t *jr)
 {
     json_t *stages = json_array();
     for (int i = 0; i < jr->nstages; i++) {
@@ -63,6 +72,9 @@ static json_t *journey_json(const kiq_journey_t *jr)
                           "first_offset", (json_int_t)jr->first_offset, "last_offset", (json_int_t)jr->last_offset,
                           "stages", stages);
     if (j && jr->trace[0]) json_object_set_new(j, "trace", json_string(jr->trace));
+    kiq_journey_verdict_t *v = j ? malloc(sizeof *v) : NULL;
+    if (v && kiq_broker_journey_verdict(b, jr, v)) json_object_set_new(j, "verdict", verdict_json(v));
+    free(v);
     return j;
 }
 
@@ -108,7 +120,7 @@ void kiq_http_journey(kiq_broker_t *b, const char *topic, const char *partition,
                  : trace ? kiq_journeys_find_trace(b->journeys, trace, jr)
                          : kiq_journeys_find(b->journeys, topic, (int32_t)p, off, jr);
     if (found) {
-        json_t *j = journey_json(jr);
+        json_t *j = journey_json(b, jr);
         if (j) json_object_set_new(j, "broker", json_integer(b->node_id));
         kiq_http_take_json(v, 200, j);
     } else {

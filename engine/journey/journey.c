@@ -344,9 +344,19 @@ static void appended_as_follower(kiq_journeys_t *j, const kiq_event_t *e)
     slot_unlock(j, s);
 }
 
+/* Whether the journey began with a leader's append (a follower's part
+ * begins with its own). */
+static bool led_here(const kiq_journey_t *jr)
+{
+    for (int i = 0; i < jr->nstages; i++)
+        if (jr->stages[i].point == KIQ_POINT_APPENDED) return !(jr->stages[i].flags & KIQ_EVENT_FOLLOWER);
+    return false;
+}
+
 /* Whether the event concerns the batch of journey jr, and so is one of its
- * stages (each follower's fetch and LEO once, the commit once, consumer
- * fetches up to KIQ_JOURNEY_CONSUMERS). */
+ * stages (each follower's fetch and LEO once, the commit and the fsync
+ * once, each follower's leaving and coming back into the ISR once,
+ * consumer fetches up to KIQ_JOURNEY_CONSUMERS). */
 static bool concerns(const kiq_journey_t *jr, const kiq_event_t *e)
 {
     if (count_stages(jr, KIQ_POINT_APPENDED, -1) == 0) return false;
@@ -359,8 +369,14 @@ static bool concerns(const kiq_journey_t *jr, const kiq_event_t *e)
         return e->before <= jr->last_offset && e->after > jr->last_offset &&
                count_stages(jr, KIQ_POINT_FOLLOWER_LEO, e->peer) == 0;
     case KIQ_POINT_HW_ADVANCED:
-        return e->before <= jr->last_offset && e->after > jr->last_offset &&
-               count_stages(jr, KIQ_POINT_HW_ADVANCED, -1) == 0;
+    case KIQ_POINT_FLUSHED:
+        return e->before <= jr->last_offset && e->after > jr->last_offset && count_stages(jr, e->point, -1) == 0;
+    case KIQ_POINT_ISR_SHRUNK:
+    case KIQ_POINT_ISR_EXPANDED:
+        /* a batch waiting for the high watermark when the follower left,
+         * or written since: its commit waited for it, or did without */
+        return led_here(jr) && jr->last_offset >= e->before && jr->first_offset < e->after &&
+               count_stages(jr, e->point, e->peer) == 0;
     case KIQ_POINT_RECORDS_FETCHED:
         return e->first_offset <= jr->last_offset && e->last_offset > jr->first_offset &&
                count_stages(jr, KIQ_POINT_RECORDS_FETCHED, -1) < KIQ_JOURNEY_CONSUMERS;
@@ -375,23 +391,39 @@ static bool concerns(const kiq_journey_t *jr, const kiq_event_t *e)
     }
 }
 
+/* The lowest last offset of a batch the event can concern, for those
+ * that may reach far back: a consumer's fetch, a commit, an fsync or an
+ * ISR change covers every batch from there on; -1 for the others. */
+static int64_t reaches_back_to(const kiq_event_t *e)
+{
+    switch (e->point) {
+    case KIQ_POINT_RECORDS_FETCHED: return e->first_offset;
+    case KIQ_POINT_HW_ADVANCED:
+    case KIQ_POINT_FLUSHED:
+    case KIQ_POINT_ISR_SHRUNK:
+    case KIQ_POINT_ISR_EXPANDED: return e->before;
+    default: return -1;
+    }
+}
+
 /* A partition's event: a stage of each kept journey it concerns. */
 static void partition_event(kiq_journeys_t *j, const kiq_event_t *e)
 {
     uint32_t th = hash_topic(e->topic);
     stripe_t *st = stripe_of(j, th, e->partition);
     kiq_journey_stage_t stage = stage_of(e);
-    /* replication and answers concern the newest batches; a consumer may
-     * read old ones, down to the first batch below its fetch, and a
-     * marker ends a transaction that may have begun long before */
-    bool consumer = e->point == KIQ_POINT_RECORDS_FETCHED;
-    size_t look = consumer || e->point == KIQ_POINT_TXN_MARKER || j->n < RECENT ? j->n : RECENT;
+    /* follower fetches and answers concern the newest batches; the events
+     * that cover a range look down to its first batch (a partition's
+     * journeys are kept in offset order), and a marker ends a transaction
+     * that may have begun long before */
+    int64_t low = reaches_back_to(e);
+    size_t look = low >= 0 || e->point == KIQ_POINT_TXN_MARKER || j->n < RECENT ? j->n : RECENT;
     pthread_mutex_lock(&st->mu);
     for (size_t k = 0; k < look; k++) {
         const ref_t *r = ref_at(j, st, k);
         if (!r->gen) break;
         if (r->partition != e->partition || r->topic_hash != th) continue;
-        if (consumer && r->last_offset < e->first_offset) break;
+        if (r->last_offset < low) break;
         slot_t *s = lock_ref(j, r, e->topic);
         if (!s) continue;
         if (concerns(&s->j, e)) add_stage(&s->j, &stage);
@@ -400,30 +432,18 @@ static void partition_event(kiq_journeys_t *j, const kiq_event_t *e)
     pthread_mutex_unlock(&st->mu);
 }
 
-/* The fsync of the batch just appended. */
-static void flushed(kiq_journeys_t *j, const kiq_event_t *e)
-{
-    uint32_t th = hash_topic(e->topic);
-    stripe_t *st = stripe_of(j, th, e->partition);
-    kiq_journey_stage_t stage = stage_of(e);
-    pthread_mutex_lock(&st->mu);
-    slot_t *s = find_slot(j, st, th, e->topic, e->partition, e->after - 1);
-    pthread_mutex_unlock(&st->mu);
-    if (!s) return;
-    add_stage(&s->j, &stage);
-    slot_unlock(j, s);
-}
-
-/* A request's event once its batches' journeys exist: a stage of each. */
+/* A request's event once its batches' journeys exist: a stage of each
+ * (a response that never was, acks=0's, is none). */
 static void request_event(kiq_journeys_t *j, const kiq_event_t *e, bool last)
 {
     pending_stripe_t *ps = pending_of(j, e->request);
     kiq_journey_stage_t stage = stage_of(e);
     pthread_mutex_lock(&ps->mu);
     pending_t *p = pending_find(ps, e->request);
-    if (p && p->nbatches == 0 && p->nearly < EARLY_STAGES) {
+    bool staged = p && !(e->flags & KIQ_EVENT_NO_RESPONSE);
+    if (staged && p->nbatches == 0 && p->nearly < EARLY_STAGES) {
         p->early[p->nearly++] = stage;
-    } else if (p) {
+    } else if (staged) {
         for (int i = 0; i < p->nbatches; i++) {
             if (!p->batches[i].gen) continue;
             slot_t *s = &j->ring[p->batches[i].slot];
@@ -482,10 +502,8 @@ static void on_event(void *ctx, const kiq_event_t *e)
             appended_as_leader(j, e);
         return;
     case KIQ_POINT_FLUSHED:
-        /* an append's own fsync (flush.messages); the flusher's are for no
-         * batch in particular */
-        if (e->request && e->topic) flushed(j, e);
-        return;
+    case KIQ_POINT_ISR_SHRUNK:
+    case KIQ_POINT_ISR_EXPANDED:
     case KIQ_POINT_FOLLOWER_FETCHED:
     case KIQ_POINT_FOLLOWER_LEO:
     case KIQ_POINT_HW_ADVANCED:
@@ -556,15 +574,6 @@ bool kiq_journeys_find(kiq_journeys_t *j, const char *topic, int32_t partition, 
     return true;
 }
 
-/* Whether the journey began with a leader's append (a follower's part
- * begins with its own). */
-static bool led_here(const kiq_journey_t *jr)
-{
-    for (int i = 0; i < jr->nstages; i++)
-        if (jr->stages[i].point == KIQ_POINT_APPENDED) return !(jr->stages[i].flags & KIQ_EVENT_FOLLOWER);
-    return false;
-}
-
 bool kiq_journeys_latest(kiq_journeys_t *j, const char *topic, kiq_journey_t *out)
 {
     uint64_t claimed = atomic_load_explicit(&j->claimed, memory_order_relaxed);
@@ -615,11 +624,79 @@ const char *kiq_journey_stage_name(const kiq_journey_stage_t *s)
 {
     switch (s->point) {
     case KIQ_POINT_HW_ADVANCED: return "committed";
-    case KIQ_POINT_ANSWERED: return "acknowledged";
+    case KIQ_POINT_ANSWERED: return s->extra == 0 ? "no_response" : "acknowledged";
     case KIQ_POINT_TXN_MARKER: return s->extra ? "txn_committed" : "txn_aborted";
     case KIQ_POINT_APPENDED: return s->flags & KIQ_EVENT_FOLLOWER ? "replicated" : "appended";
     default: return kiq_point_names[s->point];
     }
+}
+
+/* An ISR change's reason: what the leader knew of the follower. */
+static void isr_text(const kiq_journey_stage_t *s, char *out, size_t n)
+{
+    /* isr_stage_fields names the same fields for JSON and Lua */
+    int32_t peer = s->peer, isr = (int32_t)s->records, since = s->extra;
+    long long leo = s->first_offset, leader = s->after;
+    if (s->point == KIQ_POINT_ISR_EXPANDED) {
+        snprintf(out, n,
+                 "ISR expand: follower %d is back in the ISR (now %d replicas): its LEO %lld reached the high "
+                 "watermark (the leader's LEO %lld); the high watermark waits for it again",
+                 peer, isr, leo, leader);
+        return;
+    }
+    char where[128];
+    if (leo < 0)
+        snprintf(where, sizeof where, "it has fetched nothing from this leader");
+    else
+        snprintf(where, sizeof where, "its LEO %lld is %lld records behind the leader's %lld", leo, leader - leo, leader);
+    if (s->flags & KIQ_EVENT_LAGGED)
+        snprintf(out, n,
+                 "ISR shrink: follower %d left the ISR (now %d replicas): %s and it had not caught up for %d ms, "
+                 "longer than replica.lag.time.max.ms allows; the high watermark no longer waits for it",
+                 peer, isr, where, since);
+    else
+        snprintf(out, n,
+                 "ISR shrink: the controller took follower %d out of the ISR (now %d replicas; its broker was fenced "
+                 "or shut down): %s, caught up %d ms before; the high watermark no longer waits for it",
+                 peer, isr, where, since);
+}
+
+bool kiq_journey_stage_text(const kiq_journey_stage_t *s, char *out, size_t n)
+{
+    switch (s->point) {
+    case KIQ_POINT_FLUSHED:
+        snprintf(out, n, "broker %d fsynced the log up to offset %lld %s: the fsync took %.3f ms", s->broker,
+                 (long long)s->after,
+                 s->flags & KIQ_EVENT_FLUSHER ? "(the log flusher, flush.ms)" : "after the append (flush.messages)",
+                 s->extra / 1000.0);
+        return true;
+    case KIQ_POINT_ANSWERED:
+        if (s->extra != 0) return false;
+        if (s->error)
+            snprintf(out, n, "no response goes out (acks=0); error %d: the broker closes the connection so the "
+                             "producer notices", s->error);
+        else
+            snprintf(out, n, "no response goes out (acks=0): the producer counted it sent when it left");
+        return true;
+    case KIQ_POINT_ISR_SHRUNK:
+    case KIQ_POINT_ISR_EXPANDED: isr_text(s, out, n); return true;
+    default: return false;
+    }
+}
+
+/* An ISR change's fields by their meaning (the event's are shared). */
+static void isr_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fields_t *f)
+{
+    f->number(f->ctx, "peer", s->peer);
+    if (s->first_offset >= 0) {
+        f->number(f->ctx, "follower_leo", (double)s->first_offset);
+        f->number(f->ctx, "lag", (double)(s->after - s->first_offset));
+    }
+    f->number(f->ctx, "leader_leo", (double)s->after);
+    f->number(f->ctx, "isr_size", (double)s->records);
+    f->number(f->ctx, "since_caught_up_ms", s->extra);
+    f->number(f->ctx, "from_offset", (double)s->before);
+    if (s->point == KIQ_POINT_ISR_SHRUNK) f->boolean(f->ctx, "lagged", s->flags & KIQ_EVENT_LAGGED);
 }
 
 void kiq_journey_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fields_t *f)
@@ -628,12 +705,22 @@ void kiq_journey_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fi
     f->string(f->ctx, "point", kiq_point_names[s->point]);
     f->number(f->ctx, "t_ns", (double)s->t_ns);
     f->number(f->ctx, "broker", s->broker);
+    char text[KIQ_JOURNEY_TEXT];
+    if (kiq_journey_stage_text(s, text, sizeof text)) f->string(f->ctx, "text", text);
+    if (s->point == KIQ_POINT_ISR_SHRUNK || s->point == KIQ_POINT_ISR_EXPANDED) {
+        isr_stage_fields(s, f);
+        return;
+    }
     if (s->thread >= 0) f->number(f->ctx, "thread", s->thread);
     if (s->peer >= 0) f->number(f->ctx, "peer", s->peer);
     if (s->point == KIQ_POINT_VALIDATED || s->point == KIQ_POINT_ANSWERED) f->number(f->ctx, "acks", s->extra);
     if (s->point == KIQ_POINT_ENQUEUED) {
         f->number(f->ctx, "muted", s->extra);
         if (s->flags & KIQ_EVENT_MUTED) f->boolean(f->ctx, "waited_muted", true);
+    }
+    if (s->point == KIQ_POINT_FLUSHED) {
+        f->number(f->ctx, "fsync_us", s->extra);
+        if (s->flags & KIQ_EVENT_FLUSHER) f->boolean(f->ctx, "flusher", true);
     }
     if (s->version >= 0) f->number(f->ctx, "version", s->version);
     if (s->point == KIQ_POINT_ANSWERED || s->error) f->number(f->ctx, "error", s->error);
@@ -650,4 +737,58 @@ void kiq_journey_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fi
     bool client = s->point == KIQ_POINT_RECEIVED || s->point == KIQ_POINT_RECORDS_FETCHED;
     if (s->who[0]) f->string(f->ctx, "client_id", s->who);
     if (s->where[0]) f->string(f->ctx, client ? "address" : "file", s->where);
+}
+
+/* ---- the verdict ---- */
+
+/* "[a, b, c]" of ids into out. */
+static void ids_text(const int32_t *ids, int n, char *out, size_t len)
+{
+    size_t k = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && k < len; i++) k += (size_t)snprintf(out + k, len - k, "%s%d", i ? ", " : "", ids[i]);
+}
+
+bool kiq_journey_verdict(const kiq_journey_t *jr, const kiq_journey_partition_t *p, kiq_journey_verdict_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!led_here(jr)) return false;
+    out->high_watermark = p->high_watermark;
+    out->nisr = p->nisr < KIQ_JOURNEY_PEERS ? p->nisr : KIQ_JOURNEY_PEERS;
+    memcpy(out->isr, p->isr, (size_t)out->nisr * sizeof *out->isr);
+    char isr[KIQ_JOURNEY_PEERS * 12];
+    ids_text(out->isr, out->nisr, isr, sizeof isr);
+    bool committed = count_stages(jr, KIQ_POINT_HW_ADVANCED, -1) > 0 || (p->leads && p->high_watermark > jr->last_offset);
+    if (committed) {
+        out->state = "committed";
+        snprintf(out->text, sizeof out->text, "committed: below the high watermark, visible to every consumer");
+        return true;
+    }
+    if (!p->leads) {
+        char now[32] = "no broker";
+        if (p->leader >= 0) snprintf(now, sizeof now, "broker %d", p->leader);
+        out->state = "leader_moved";
+        snprintf(out->text, sizeof out->text,
+                 "not committed while broker %d led the partition; %s leads it now, and the new leader's log "
+                 "decides whether the batch stays",
+                 p->self, now);
+        return true;
+    }
+    /* the ISR's followers the leader has not seen past the batch */
+    for (int i = 0; i < out->nisr; i++)
+        if (out->isr[i] != p->self && count_stages(jr, KIQ_POINT_FOLLOWER_LEO, out->isr[i]) == 0)
+            out->waiting[out->nwaiting++] = out->isr[i];
+    char waiting[KIQ_JOURNEY_PEERS * 12 + 64] = "";
+    if (out->nwaiting) {
+        char ids[KIQ_JOURNEY_PEERS * 12];
+        ids_text(out->waiting, out->nwaiting, ids, sizeof ids);
+        snprintf(waiting, sizeof waiting, "; waiting for follower%s %s in the ISR to have it",
+                 out->nwaiting > 1 ? "s" : "", ids);
+    }
+    out->state = "stuck";
+    snprintf(out->text, sizeof out->text,
+             "stuck before the high watermark: appended at offsets %lld..%lld, but the HW is %lld with ISR [%s]%s: "
+             "consumers cannot see it yet",
+             (long long)jr->first_offset, (long long)jr->last_offset, (long long)p->high_watermark, isr, waiting);
+    return true;
 }

@@ -21,11 +21,13 @@
 
 #include "core/observer.h"
 
-#define KIQ_JOURNEY_STAGES 24
+#define KIQ_JOURNEY_STAGES 28
 #define KIQ_JOURNEY_CONSUMERS 4 /* consumer fetches kept per journey */
 #define KIQ_JOURNEY_TOPIC 250
 #define KIQ_JOURNEY_TRACE 64
 #define KIQ_JOURNEY_TRACES 8 /* trace ids a batch is found by (its first records') */
+#define KIQ_JOURNEY_TEXT 320 /* a stage's sentence, at most */
+#define KIQ_JOURNEY_PEERS 16 /* ISR members a verdict names */
 /* The record header a producer sets to find its record's journey by id. */
 #define KIQ_JOURNEY_TRACE_HEADER "kafkaiq-trace"
 
@@ -80,9 +82,13 @@ typedef struct kiq_journeys_stats {
 void kiq_journeys_stats(kiq_journeys_t *j, kiq_journeys_stats_t *out);
 
 /* Walks a stage's fields as JSON and Lua show them: stage (its name),
- * point, t_ns, broker, then those it knows (thread, peer, acks, version,
- * error, first_offset, before, after, position, bytes, records, sendfile,
- * client_id, address or file). */
+ * point, t_ns, broker, text (the stages whose sentence the broker words:
+ * flushed, no_response, isr_shrunk, isr_expanded), then those it knows
+ * (thread, peer, acks, version, error, first_offset, before, after,
+ * position, bytes, records, sendfile, fsync_us, flusher, client_id,
+ * address or file); an ISR change has peer, follower_leo, lag,
+ * leader_leo, isr_size, since_caught_up_ms, from_offset and (a shrink)
+ * lagged instead. */
 typedef struct kiq_journey_fields {
     void (*number)(void *ctx, const char *name, double value);
     void (*string)(void *ctx, const char *name, const char *value);
@@ -93,7 +99,36 @@ void kiq_journey_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fi
 
 /* The stage's name for people and JSON: the point's, except that a high
  * watermark crossing the batch is "committed", a produce answer
- * "acknowledged" and a follower's append "replicated". */
+ * "acknowledged" ("no_response" for acks=0, which gets none) and a
+ * follower's append "replicated". */
 const char *kiq_journey_stage_name(const kiq_journey_stage_t *s);
+/* The stage's sentence into out, for the stages the broker words (see
+ * kiq_journey_stage_fields); false for the others. */
+bool kiq_journey_stage_text(const kiq_journey_stage_t *s, char *out, size_t n);
+
+/* A partition as the broker asked sees it now, for a verdict. */
+typedef struct kiq_journey_partition {
+    bool leads;
+    int32_t self, leader;
+    int64_t high_watermark;
+    int nisr;
+    const int32_t *isr;
+} kiq_journey_partition_t;
+
+/* Where a batch led here stands: "committed" (below the high watermark),
+ * "stuck" (appended, not yet committed: waiting lists the ISR's followers
+ * the leader has not seen take it) or "leader_moved" (not committed while
+ * this broker led; another leads now); text says it for people. A value. */
+typedef struct kiq_journey_verdict {
+    const char *state;
+    int64_t high_watermark;
+    int nisr, nwaiting;
+    int32_t isr[KIQ_JOURNEY_PEERS];
+    int32_t waiting[KIQ_JOURNEY_PEERS];
+    char text[KIQ_JOURNEY_TEXT + KIQ_JOURNEY_PEERS * 24];
+} kiq_journey_verdict_t;
+/* The verdict on journey jr given its partition p; false (no verdict) for
+ * a follower's part. */
+bool kiq_journey_verdict(const kiq_journey_t *jr, const kiq_journey_partition_t *p, kiq_journey_verdict_t *out);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -25,6 +26,7 @@ struct kiq_log_dir {
     _Atomic int64_t full_checked_ns;
     atomic_uint_fast64_t refused; /* appends refused while full */
     atomic_bool armed;       /* a fault is injected: the write path takes mu */
+    _Atomic int64_t fsync_delay_ms; /* injected: each fsync waits this long first */
     pthread_mutex_t mu;
     int fault_errno;
     int64_t bytes_left; /* before writes fail */
@@ -143,8 +145,17 @@ int kiq_log_dir_inject_fault(kiq_log_dir_t *d, int err, int64_t after_bytes, boo
     return 0;
 }
 
+int kiq_log_dir_slow_fsyncs(kiq_log_dir_t *d, int64_t delay_ms)
+{
+    if (delay_ms < 0) return kiq_error_set("slow disk: a delay of %lld ms is negative", (long long)delay_ms);
+    atomic_store(&d->fsync_delay_ms, delay_ms);
+    if (delay_ms) KIQ_WARN("slow disk injected in %s: each fsync takes %lld ms longer", d->path, (long long)delay_ms);
+    return 0;
+}
+
 void kiq_log_dir_clear_fault(kiq_log_dir_t *d)
 {
+    atomic_store(&d->fsync_delay_ms, 0);
     pthread_mutex_lock(&d->mu);
     atomic_store(&d->armed, false);
     d->fault_errno = 0;
@@ -169,6 +180,11 @@ size_t kiq_log_dir_write_allowance(kiq_log_dir_t *d, size_t n, int *err)
 
 int kiq_log_dir_sync_fault(kiq_log_dir_t *d)
 {
+    int64_t delay_ms = d ? atomic_load(&d->fsync_delay_ms) : 0;
+    if (delay_ms > 0) {
+        struct timespec ts = {(time_t)(delay_ms / 1000), (long)(delay_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    }
     if (!d || !atomic_load(&d->armed)) return 0;
     pthread_mutex_lock(&d->mu);
     int err = d->fault_fsyncs ? d->fault_errno : 0;

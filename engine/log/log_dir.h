@@ -49,13 +49,19 @@ bool kiq_log_dir_writable(kiq_log_dir_t *d);
  * its first part reaches the file), and fsyncs fail with err too when
  * fsyncs is set. Replaces any earlier fault; 0 or -1 for a bad errno. */
 int kiq_log_dir_inject_fault(kiq_log_dir_t *d, int err, int64_t after_bytes, bool fsyncs);
+/* Makes every fsync of the directory's logs take delay_ms longer (a slow
+ * disk; 0: as fast as the disk). Kept apart from the fault above;
+ * 0 or -1 for a negative delay. */
+int kiq_log_dir_slow_fsyncs(kiq_log_dir_t *d, int64_t delay_ms);
+/* Clears the fault and the delay. */
 void kiq_log_dir_clear_fault(kiq_log_dir_t *d);
 
 /* The log's write path asks before writing n bytes: how many may go in
  * (n when no fault applies); when fewer, *err is the errno to fail with.
  * NULL is fine. */
 size_t kiq_log_dir_write_allowance(kiq_log_dir_t *d, size_t n, int *err);
-/* Before an fsync: the errno it must fail with, 0 when none. */
+/* Before an fsync: waits the delay injected, if any; the errno it must
+ * fail with, 0 when none. */
 int kiq_log_dir_sync_fault(kiq_log_dir_t *d);
 
 #endif

@@ -31,22 +31,32 @@ int kiq_log_flusher_run(kiq_topics_t *topics, int64_t now_ms)
         for (int32_t p = 0; p < list[i]->npartitions; p++) {
             kiq_partition_log_t *l = atomic_load(&list[i]->partitions[p]->log);
             if (!l) continue; /* not hosted here */
-            int64_t was = kiq_partition_log_recovery_point(l);
-            int rc = kiq_partition_log_flush_if_due(l, now_ms);
+            kiq_log_flush_t done;
+            int rc = kiq_partition_log_flush_if_due(l, now_ms, &done);
             if (rc < 0) KIQ_ERROR("flushing %s-%d: %s", list[i]->name, p, kiq_error_get());
             if (rc > 0) flushed++;
-            if (rc > 0 && kiq_observers_want(observers, KIQ_POINT_FLUSHED)) {
-                kiq_event_t e = kiq_event(KIQ_POINT_FLUSHED, broker);
-                e.topic = list[i]->name;
-                e.partition = p;
-                e.before = was;
-                e.after = kiq_partition_log_recovery_point(l);
-                kiq_observers_emit(observers, &e);
-            }
+            if (rc > 0) kiq_log_flush_announce(observers, broker, NULL, list[i]->name, p, &done, KIQ_EVENT_FLUSHER);
         }
     }
     kiq_topics_list_free(list, count);
     return flushed;
+}
+
+void kiq_log_flush_announce(const kiq_observers_t *observers, int32_t broker, const void *request, const char *topic,
+                            int32_t partition, const kiq_log_flush_t *f, int flags)
+{
+    if (!kiq_observers_want(observers, KIQ_POINT_FLUSHED)) return;
+    kiq_event_t e = kiq_event(KIQ_POINT_FLUSHED, broker);
+    e.t_ns = f->ended_ns;
+    e.request = request;
+    e.topic = topic;
+    e.partition = partition;
+    e.before = f->from;
+    e.after = f->to;
+    int64_t us = (f->ended_ns - f->started_ns) / 1000;
+    e.extra = us > INT32_MAX ? INT32_MAX : (int32_t)us;
+    e.flags = flags;
+    kiq_observers_emit(observers, &e);
 }
 
 static int64_t recovery_point_sum(kiq_topics_t *topics)

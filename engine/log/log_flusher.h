@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include "core/observer.h"
+#include "log/partition_log.h"
 #include "log/topics.h"
 
 #define KIQ_LOG_FLUSH_TICK_MS 100
@@ -30,5 +32,11 @@ void kiq_log_flusher_free(kiq_log_flusher_t *f);
 /* One flush pass at now_ms (kiq_partition_log_now_ms): returns the number
  * of logs flushed because flush.ms passed. Any thread. */
 int kiq_log_flusher_run(kiq_topics_t *topics, int64_t now_ms);
+
+/* FLUSHED for fsync f of topic-partition on broker, stamped when the fsync
+ * ended (flags: KIQ_EVENT_FLUSHER for the flusher's own; request: the
+ * produce whose append it followed, or NULL). Any thread. */
+void kiq_log_flush_announce(const kiq_observers_t *observers, int32_t broker, const void *request, const char *topic,
+                            int32_t partition, const kiq_log_flush_t *f, int flags);
 
 #endif

@@ -633,11 +633,15 @@ int kiq_partition_log_delete(kiq_partition_log_t *l)
 int64_t kiq_partition_log_now_ms(void) { return kiq_clock_mono_ms(); }
 
 /* Under the mutex: fsyncs the active segment (earlier ones were synced
- * when rolled) and moves the recovery point to the LEO. */
-static int flush_locked(kiq_partition_log_t *l)
+ * when rolled) and moves the recovery point to the LEO; *done (may be
+ * NULL) says from where and when. */
+static int flush_locked(kiq_partition_log_t *l, kiq_log_flush_t *done)
 {
+    kiq_log_flush_t f = {l->recovery_point, active(l)->next_offset, kiq_clock_mono_ns(), 0};
     if (kiq_segment_sync(active(l)) < 0) return -1;
-    l->recovery_point = active(l)->next_offset;
+    f.ended_ns = kiq_clock_mono_ns();
+    if (done) *done = f;
+    l->recovery_point = f.to;
     l->unflushed = 0;
     l->unflushed_since = -1;
     l->flushes++;
@@ -736,19 +740,19 @@ static int count_unflushed(kiq_partition_log_t *l, int64_t messages, kiq_log_app
     l->unflushed += messages;
     if (l->unflushed < l->flush_messages) return 0;
     res->flushed = true;
-    return flush_locked(l);
+    return flush_locked(l, &res->flush);
 }
 
 /* What an append reports before it did anything. */
 static void result_init(kiq_log_append_result_t *res)
 {
     *res = (kiq_log_append_result_t){.base_offset = -1, .last_offset = -1, .timestamp = -1, .segment_base = -1,
-                                     .position = -1, .txn_first_offset = -1, .txn_producer = -1};
+                                     .position = -1, .written_ns = -1, .txn_first_offset = -1, .txn_producer = -1};
 }
 
 /* Under the mutex, after a leader's batches first..last were written at
- * leader_epoch: the epoch cache, the flush flush.messages asks for, and
- * the watch. 0 or -1 (the fsync failed). */
+ * leader_epoch: the epoch cache, the watch, and the flush flush.messages
+ * asks for. 0 or -1 (the fsync failed). */
 static int appended(kiq_partition_log_t *l, int32_t leader_epoch, int64_t first, int64_t last,
                     const kiq_log_append_watch_t *watch, kiq_log_append_result_t *res)
 {
@@ -758,9 +762,10 @@ static int appended(kiq_partition_log_t *l, int32_t leader_epoch, int64_t first,
     l->last_epoch = leader_epoch;
     res->base_offset = first;
     res->last_offset = last;
-    int rc = count_unflushed(l, last - first + 1, res);
-    if (rc == 0 && watch) watch->appended(watch->ctx, res);
-    return rc;
+    res->written_ns = kiq_clock_mono_ns();
+    /* told before the fsync: the append's time is not the fsync's */
+    if (watch) watch->appended(watch->ctx, res);
+    return count_unflushed(l, last - first + 1, res);
 }
 
 /* Producer entries an append changes, committed to the table only once
@@ -1044,6 +1049,7 @@ int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *bat
     if (new_epoch) save_epochs(l);
     res->base_offset = first;
     res->last_offset = last;
+    res->written_ns = kiq_clock_mono_ns();
     rc = count_unflushed(l, messages, res);
 out:
     pthread_mutex_unlock(&l->mu);
@@ -1672,7 +1678,7 @@ int kiq_partition_log_data_loss(kiq_partition_log_t *l, kiq_data_loss_t *out)
 int kiq_partition_log_flush(kiq_partition_log_t *l)
 {
     pthread_mutex_lock(&l->mu);
-    int rc = flush_locked(l);
+    int rc = flush_locked(l, NULL);
     pthread_mutex_unlock(&l->mu);
     return rc;
 }
@@ -1685,13 +1691,13 @@ void kiq_partition_log_set_flush(kiq_partition_log_t *l, int64_t flush_messages,
     pthread_mutex_unlock(&l->mu);
 }
 
-int kiq_partition_log_flush_if_due(kiq_partition_log_t *l, int64_t now_ms)
+int kiq_partition_log_flush_if_due(kiq_partition_log_t *l, int64_t now_ms, kiq_log_flush_t *done)
 {
     pthread_mutex_lock(&l->mu);
     int rc = 0;
     if (l->unflushed > 0 && l->flush_ms != INT64_MAX && now_ms - l->unflushed_since >= l->flush_ms &&
         !kiq_log_dir_offline(l->log_dir))
-        rc = flush_locked(l) < 0 ? -1 : 1;
+        rc = flush_locked(l, done) < 0 ? -1 : 1;
     pthread_mutex_unlock(&l->mu);
     return rc;
 }

@@ -124,6 +124,13 @@ int kiq_partition_log_delete(kiq_partition_log_t *l);
 int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t len, int32_t leader_epoch,
                              int64_t *base_offset_out, int64_t *last_offset_out);
 
+/* One fsync of a log: the recovery point moved from -> to, the fsync
+ * began and ended at these monotonic times. A value. */
+typedef struct kiq_log_flush {
+    int64_t from, to;
+    int64_t started_ns, ended_ns;
+} kiq_log_flush_t;
+
 /* What kiq_partition_log_append_checked did; a value owned by the caller. */
 typedef struct kiq_log_append_result {
     /* Offsets assigned, or for a duplicate those the batch got when it was
@@ -137,8 +144,11 @@ typedef struct kiq_log_append_result {
     /* Where the bytes went: the segment (its base offset) and the byte
      * position in it; -1 for a duplicate. */
     int64_t segment_base, position;
-    /* flush.messages had the append fsynced. */
+    /* When the batches were in the segment (monotonic; before any fsync). */
+    int64_t written_ns;
+    /* flush.messages had the append fsynced: flush says how. */
     bool flushed;
+    kiq_log_flush_t flush;
     /* A marker's append: the first offset of the transaction it ended
      * here (-1: none was open). */
     int64_t txn_first_offset;
@@ -148,8 +158,9 @@ typedef struct kiq_log_append_result {
 } kiq_log_append_result_t;
 
 /* Told of an append that wrote batches while the log's mutex is still held,
- * before any reader can see them: what must know of a batch before a fetch
- * can return it (its journey). Must not call into this log. */
+ * before any reader can see them and before the fsync flush.messages may
+ * ask for: what must know of a batch before a fetch can return it (its
+ * journey). Must not call into this log. */
 typedef struct kiq_log_append_watch {
     void (*appended)(void *ctx, const kiq_log_append_result_t *res);
     void *ctx;
@@ -388,8 +399,9 @@ int kiq_partition_log_advance_start(kiq_partition_log_t *l, int64_t offset);
 void kiq_partition_log_set_flush(kiq_partition_log_t *l, int64_t flush_messages, int64_t flush_ms);
 /* The periodic flusher's check at now_ms (CLOCK_MONOTONIC ms): flushes
  * when flush.ms has passed since the oldest unflushed append. 1 when it
- * flushed, 0 when nothing was due, -1 when the fsync failed. */
-int kiq_partition_log_flush_if_due(kiq_partition_log_t *l, int64_t now_ms);
+ * flushed (*done, may be NULL, says how), 0 when nothing was due, -1 when
+ * the fsync failed. */
+int kiq_partition_log_flush_if_due(kiq_partition_log_t *l, int64_t now_ms, kiq_log_flush_t *done);
 /* The offset below which everything is known to be on disk (fsynced):
  * moved by flushes and rolls, lowered by truncation. */
 int64_t kiq_partition_log_recovery_point(kiq_partition_log_t *l);

@@ -415,6 +415,23 @@ static int l_broker_inject_disk_fault(lua_State *L)
     return 1;
 }
 
+/* b:slow_disk{ fsync_ms = n, dir = path (the first of log.dirs) } -> true:
+ * each fsync in that log directory takes n ms longer (0: as fast as the
+ * disk; b:clear_disk_fault() too); nil, err for an unknown dir. */
+static int l_broker_slow_disk(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_getfield(L, 2, "fsync_ms");
+    lua_Number ms = luaL_checknumber(L, -1);
+    if (ms < 0 || ms > 3600000) return luaL_error(L, "slow_disk: fsync_ms must be 0..3600000");
+    lua_getfield(L, 2, "dir");
+    const char *dir = luaL_optstring(L, -1, NULL);
+    if (kiq_broker_slow_disk(b, dir, (int64_t)ms) != 0) return kiq_lua_fail(L, kiq_error_get());
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 /* b:scrub() -> n: one scrubber pass now (kiq_log_scrub), on the caller's
  * thread; how many damaged segments it newly found. */
 static int l_broker_scrub(lua_State *L)
@@ -525,10 +542,32 @@ static void set_boolean(void *L, const char *name, bool v)
     lua_setfield(L, -2, name);
 }
 
+/* A verdict (kiq_journey_verdict) as a Lua table: state, text,
+ * high_watermark, isr = { ids }, waiting_for = { ids }. */
+static void push_verdict(lua_State *L, const kiq_journey_verdict_t *v)
+{
+    lua_createtable(L, 0, 5);
+    kiq_lua_set_str(L, "state", v->state);
+    kiq_lua_set_str(L, "text", v->text);
+    kiq_lua_set_num(L, "high_watermark", (double)v->high_watermark);
+    lua_createtable(L, v->nisr, 0);
+    for (int i = 0; i < v->nisr; i++) {
+        lua_pushinteger(L, v->isr[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "isr");
+    lua_createtable(L, v->nwaiting, 0);
+    for (int i = 0; i < v->nwaiting; i++) {
+        lua_pushinteger(L, v->waiting[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "waiting_for");
+}
+
 /* A journey as a Lua table: topic, partition, first_offset, last_offset,
  * trace, stages = { { stage, point, t_ns, broker, ... } } (numbers it does
- * not know are left out). */
-static void push_journey(lua_State *L, const kiq_journey_t *jr)
+ * not know are left out), and on the leader's part the verdict. */
+static void push_journey(lua_State *L, kiq_broker_t *b, const kiq_journey_t *jr)
 {
     lua_createtable(L, 0, 6);
     kiq_lua_set_str(L, "topic", jr->topic);
@@ -544,6 +583,12 @@ static void push_journey(lua_State *L, const kiq_journey_t *jr)
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "stages");
+    kiq_journey_verdict_t *v = malloc(sizeof *v);
+    if (v && kiq_broker_journey_verdict(b, jr, v)) {
+        push_verdict(L, v);
+        lua_setfield(L, -2, "verdict");
+    }
+    free(v);
 }
 
 /* b:journey(topic, partition, offset) | b:journey{ trace = id } -> this
@@ -565,7 +610,7 @@ static int l_broker_journey(lua_State *L)
         int64_t offset = (int64_t)luaL_checknumber(L, 4);
         found = kiq_journeys_find(b->journeys, topic, partition, offset, jr);
     }
-    if (found) push_journey(L, jr);
+    if (found) push_journey(L, b, jr);
     free(jr);
     if (!found) return kiq_lua_fail(L, "no journey kept for it");
     return 1;
@@ -712,6 +757,7 @@ const luaL_Reg kiq_lua_broker_methods[] = {
         {"startup", l_broker_startup},
         {"purgatory_stats", l_broker_purgatory_stats},
         {"journey", l_broker_journey},
+        {"slow_disk", l_broker_slow_disk},
         {"http_port", l_broker_http_port},
         {"intercept", l_broker_intercept},
         {"remove_intercept", l_broker_remove_intercept},          {"intercepts", l_broker_intercepts},

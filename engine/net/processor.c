@@ -409,6 +409,7 @@ static void conn_finish_write(conn_t *c)
         e.request = c->out_req;
         e.thread = c->p->cfg.id;
         e.bytes = (int64_t)c->out_req->response_len;
+        if (!c->out_req->response) e.flags = KIQ_EVENT_NO_RESPONSE;
         kiq_observers_emit(c->p->cfg.observers, &e);
     }
     kiq_request_log_timing(c->out_req);
@@ -796,6 +797,7 @@ void kiq_processor_complete(kiq_request_t *r)
         kiq_event_t e = kiq_event(KIQ_POINT_RESPONSE_QUEUED, p->cfg.broker);
         e.request = r;
         e.bytes = (int64_t)r->response_len;
+        if (!r->response) e.flags = KIQ_EVENT_NO_RESPONSE;
         kiq_observers_emit(p->cfg.observers, &e);
     }
     r->next = NULL;

@@ -1,6 +1,7 @@
 #include "replica/leader.h"
 
 #include "core/observer.h"
+#include "log/log_flusher.h"
 #include "log/log_names.h"
 #include "proto/errors.h"
 #include "replica/partition_replica.h"
@@ -56,14 +57,8 @@ int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log
     int rc = kiq_partition_log_append_checked(log, batches, len, kiq_partition_replica_leader_epoch(rep), txn_guard,
                                               watched ? &watch : NULL, res);
     if (rc != 0) return rc;
-    if (res->flushed && !res->duplicate && kiq_observers_want(rep->observers, KIQ_POINT_FLUSHED)) {
-        kiq_event_t e = kiq_event(KIQ_POINT_FLUSHED, rep->self);
-        e.request = request;
-        e.topic = rep->topic;
-        e.partition = rep->partition;
-        e.after = kiq_partition_log_recovery_point(log);
-        kiq_observers_emit(rep->observers, &e);
-    }
+    if (res->flushed && !res->duplicate)
+        kiq_log_flush_announce(rep->observers, rep->self, request, rep->topic, rep->partition, &res->flush, 0);
     kiq_partition_replica_advance_hw(rep, log);
     return 0;
 }

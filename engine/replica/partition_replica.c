@@ -79,10 +79,61 @@ bool kiq_replica_view_stale(const kiq_replica_view_t *v, int32_t leader_epoch)
     return leader_epoch < v->leader_epoch && v->role != KIQ_REPLICA_NONE;
 }
 
+/* Under the mutex: the event announcing that follower f left the ISR
+ * (point ISR_SHRUNK) or came back (ISR_EXPANDED), now of nisr members. */
+static kiq_event_t isr_event(const kiq_partition_replica_t *r, enum kiq_point point, kiq_follower_state_t *f,
+                             kiq_partition_log_t *log, int nisr, int64_t now_ms, int64_t lag_ms)
+{
+    kiq_event_t e = kiq_event(point, r->self);
+    e.topic = r->topic;
+    e.partition = r->partition;
+    e.peer = f->broker_id;
+    e.first_offset = f->leo;
+    e.after = kiq_partition_log_end_offset(log);
+    e.records = nisr;
+    int64_t since = now_ms - f->last_caught_up_ms;
+    e.extra = since < 0 ? 0 : since > INT32_MAX ? INT32_MAX : (int32_t)since;
+    int64_t hw = kiq_partition_log_high_watermark(log);
+    if (point == KIQ_POINT_ISR_SHRUNK) {
+        e.before = f->left_isr_at = hw;
+        if (since > lag_ms) e.flags = KIQ_EVENT_LAGGED;
+    } else {
+        e.before = f->left_isr_at >= 0 ? f->left_isr_at : hw;
+        f->left_isr_at = -1;
+    }
+    return e;
+}
+
+/* Under the mutex, the ISR having just become v->isr (it was `was`): an
+ * event into events for each follower that left it or came back (lagged
+ * when it had not caught up for lag_ms). The count. */
+static int isr_changes(kiq_partition_replica_t *r, kiq_partition_log_t *log, const int32_t *was, int nwas,
+                       int64_t now_ms, int64_t lag_ms, kiq_event_t *events)
+{
+    kiq_replica_view_t *v = &r->v;
+    int n = 0;
+    for (int i = 0; i < v->nfollowers && log; i++) {
+        kiq_follower_state_t *f = &v->followers[i];
+        bool before = contains(was, nwas, f->broker_id), now = contains(v->isr, v->nisr, f->broker_id);
+        if (before != now)
+            events[n++] =
+                isr_event(r, now ? KIQ_POINT_ISR_EXPANDED : KIQ_POINT_ISR_SHRUNK, f, log, v->nisr, now_ms, lag_ms);
+    }
+    return n;
+}
+
+static void emit_all(const kiq_partition_replica_t *r, const kiq_event_t *events, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (kiq_observers_want(r->observers, events[i].point)) kiq_observers_emit(r->observers, &events[i]);
+}
+
 int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
                                         const int32_t *replicas, int nreplicas, const int32_t *isr, int nisr,
-                                        int64_t now_ms, int64_t log_end)
+                                        int64_t now_ms, kiq_partition_log_t *log, int64_t lag_ms)
 {
+    kiq_event_t events[2 * KIQ_MAX_REPLICAS];
+    int nevents = 0;
     pthread_mutex_lock(&r->mu);
     kiq_replica_view_t *v = &r->v;
     if (kiq_replica_view_stale(v, leader_epoch)) {
@@ -96,6 +147,9 @@ int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t lead
         pthread_mutex_unlock(&r->mu);
         return 0;
     }
+    int32_t was[KIQ_MAX_REPLICAS];
+    int nwas = same_term ? copy_ids(was, v->isr, v->nisr) : 0;
+    int64_t log_end = kiq_partition_log_end_offset(log);
     v->role = KIQ_REPLICA_LEADER;
     v->leader = r->self;
     v->leader_epoch = leader_epoch;
@@ -110,15 +164,22 @@ int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t lead
         if (v->replicas[i] == r->self) continue;
         kiq_follower_state_t *f = &v->followers[v->nfollowers++];
         *f = (kiq_follower_state_t){.broker_id = v->replicas[i], .leo = -1, .last_caught_up_ms = now_ms,
-                                    .last_fetch_ms = -1, .leader_leo_at_last_fetch = -1};
+                                    .last_fetch_ms = -1, .leader_leo_at_last_fetch = -1, .left_isr_at = -1};
         for (int j = 0; j < nold; j++)
             if (old[j].broker_id == f->broker_id) *f = old[j];
+        /* a new term: what is written from its start on waits not for one
+         * out of the ISR (within a term isr_changes keeps this) */
+        if (!same_term) f->left_isr_at = contains(v->isr, v->nisr, f->broker_id) ? -1 : log_end;
     }
+    /* within a term the controller's word may bring an ISR change before
+     * the answer to the AlterPartition that asked for it */
+    if (same_term) nevents = isr_changes(r, log, was, nwas, now_ms, lag_ms, events);
     if (!same_term) {
         v->isr_change_pending = false;
         v->epoch_start_offset = log_end;
     }
     pthread_mutex_unlock(&r->mu);
+    emit_all(r, events, nevents);
     return 0;
 }
 
@@ -372,13 +433,21 @@ void kiq_partition_replica_end_isr_change(kiq_partition_replica_t *r)
     pthread_mutex_unlock(&r->mu);
 }
 
-void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
-                                   const int32_t *isr, int nisr)
+void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, kiq_partition_log_t *log, int32_t leader_epoch,
+                                   int32_t partition_epoch, const int32_t *isr, int nisr, int64_t now_ms,
+                                   int64_t lag_ms)
 {
+    kiq_event_t events[2 * KIQ_MAX_REPLICAS];
+    int n = 0;
     pthread_mutex_lock(&r->mu);
-    if (leader_epoch == r->v.leader_epoch && partition_epoch >= r->v.partition_epoch) {
-        r->v.partition_epoch = partition_epoch;
-        r->v.nisr = copy_ids(r->v.isr, isr, nisr);
+    kiq_replica_view_t *v = &r->v;
+    if (leader_epoch == v->leader_epoch && partition_epoch >= v->partition_epoch) {
+        int32_t was[KIQ_MAX_REPLICAS];
+        int nwas = copy_ids(was, v->isr, v->nisr);
+        v->partition_epoch = partition_epoch;
+        v->nisr = copy_ids(v->isr, isr, nisr);
+        n = isr_changes(r, log, was, nwas, now_ms, lag_ms, events);
     }
     pthread_mutex_unlock(&r->mu);
+    emit_all(r, events, n);
 }

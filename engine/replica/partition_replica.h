@@ -33,6 +33,8 @@ typedef struct kiq_follower_state {
     int64_t last_caught_up_ms;        /* last time it had everything the leader had */
     int64_t last_fetch_ms;
     int64_t leader_leo_at_last_fetch; /* Kafka's rule for "caught up" between fetches */
+    int64_t left_isr_at;              /* out of the ISR: where the high watermark was when it left
+                                       * (or this term began); -1 while in it */
 } kiq_follower_state_t;
 
 /* A copy for reports and requests; a value. */
@@ -84,15 +86,17 @@ kiq_partition_state_ops_t kiq_partition_replica_states(const kiq_partition_repli
  * current one is stale: -1 and nothing changes. Becoming leader in a new
  * term resets the followers' progress (they prove it again by fetching)
  * and counts them caught up as of now_ms, as Kafka does, and records
- * log_end (the log's end offset now) as where the term starts; the same
- * term again keeps both, and within a term a partition epoch older than
- * ours is old news (0, nothing changes), so repeats are harmless. */
+ * log's end offset now as where the term starts; the same term again
+ * keeps both, and within a term a partition epoch older than ours is old
+ * news (0, nothing changes), so repeats are harmless. An ISR change within
+ * the term (the controller's, or one the leader asked for, arriving before
+ * the answer) is announced as kiq_partition_replica_set_isr does. */
 /* Whether LeaderAndIsr at leader_epoch is stale for view v (what
  * become_leader and become_follower refuse). */
 bool kiq_replica_view_stale(const kiq_replica_view_t *v, int32_t leader_epoch);
 int kiq_partition_replica_become_leader(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
                                         const int32_t *replicas, int nreplicas, const int32_t *isr, int nisr,
-                                        int64_t now_ms, int64_t log_end);
+                                        int64_t now_ms, kiq_partition_log_t *log, int64_t lag_ms);
 int kiq_partition_replica_become_follower(kiq_partition_replica_t *r, int32_t leader, int32_t leader_epoch,
                                           int32_t partition_epoch, const int32_t *replicas, int nreplicas,
                                           const int32_t *isr, int nisr);
@@ -140,8 +144,12 @@ int kiq_partition_replica_expand_candidate(kiq_partition_replica_t *r, int32_t r
 bool kiq_partition_replica_begin_isr_change(kiq_partition_replica_t *r);
 void kiq_partition_replica_end_isr_change(kiq_partition_replica_t *r);
 /* The controller accepted an ISR (AlterPartition answer); ignored unless
- * it is for our current leader epoch. */
-void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, int32_t leader_epoch, int32_t partition_epoch,
-                                   const int32_t *isr, int nisr);
+ * it is for our current leader epoch. Each follower it takes out or puts
+ * back is announced (ISR_SHRUNK, ISR_EXPANDED) with what the leader knew
+ * of it at now_ms (lagged: not caught up for lag_ms, Kafka's
+ * replica.lag.time.max.ms) and where log's high watermark and end were. */
+void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, kiq_partition_log_t *log, int32_t leader_epoch,
+                                   int32_t partition_epoch, const int32_t *isr, int nisr, int64_t now_ms,
+                                   int64_t lag_ms);
 
 #endif

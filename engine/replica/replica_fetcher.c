@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/uuid.h"
 #include "core/say.h"
+#include "log/log_flusher.h"
 #include "log/log_names.h"
 #include "net/client.h"
 #include "proto/errors.h"
@@ -84,6 +85,7 @@ static void announce(const kiq_partition_replica_t *rep, kiq_partition_log_t *lo
     int64_t at = res->position;
     while (kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
         kiq_event_t e = kiq_event(KIQ_POINT_APPENDED, rep->self);
+        e.t_ns = res->written_ns; /* before the fsync flush.messages may have asked for */
         e.topic = rep->topic;
         e.partition = rep->partition;
         e.first_offset = h.base_offset;
@@ -144,6 +146,8 @@ static bool apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch
                 return false;
             }
             if (kiq_observers_want(rep->observers, KIQ_POINT_APPENDED)) announce(rep, log, f->cfg.leader, pr->records.p, n, &res);
+            if (res.flushed)
+                kiq_log_flush_announce(rep->observers, rep->self, NULL, rep->topic, rep->partition, &res.flush, 0);
         }
     }
     if (pr->log_start_offset > kiq_partition_log_start_offset(log) &&

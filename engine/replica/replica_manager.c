@@ -321,7 +321,7 @@ static int16_t become(kiq_replica_manager_t *rm, const kiq_leader_and_isr_reques
         unfollow_locked(rm, topic, s->partition, NULL);
         pthread_mutex_unlock(&rm->mu);
         if (kiq_partition_replica_become_leader(rep, s->leader_epoch, s->partition_epoch, s->replicas, s->nreplicas,
-                                                s->isr, s->nisr, kiq_clock_mono_ms(), kiq_partition_log_end_offset(log)) != 0)
+                                                s->isr, s->nisr, kiq_clock_mono_ms(), log, rm->lag_ms) != 0)
             return KIQ_ERR_FENCED_LEADER_EPOCH;
         kiq_partition_replica_advance_hw(rep, log);
         if (before.role != KIQ_REPLICA_LEADER || before.leader_epoch != s->leader_epoch)
@@ -680,8 +680,9 @@ static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
                     if (pr->isr_n != was)
                         atomic_fetch_add_explicit(pr->isr_n > was ? &rm->isr_expands : &rm->isr_shrinks, 1,
                                                   memory_order_relaxed);
-                    kiq_partition_replica_set_isr(part->replica, pr->leader_epoch, pr->partition_epoch, pr->isr,
-                                                  pr->isr_n > 0 ? pr->isr_n : 0);
+                    kiq_partition_replica_set_isr(part->replica, part->log, pr->leader_epoch, pr->partition_epoch,
+                                                  pr->isr, pr->isr_n > 0 ? pr->isr_n : 0, kiq_clock_mono_ms(),
+                                                  rm->lag_ms);
                     break;
                 }
             }

@@ -647,6 +647,33 @@ int kiq_broker_inject_disk_fault(kiq_broker_t *b, const char *dir, int err, int6
     return kiq_log_dir_inject_fault(d->health, err, after_bytes, fsyncs);
 }
 
+bool kiq_broker_journey_verdict(kiq_broker_t *b, const kiq_journey_t *jr, kiq_journey_verdict_t *out)
+{
+    kiq_topic_t *t = b->running && b->topics ? kiq_topics_get(b->topics, KIQ_STR(jr->topic)) : NULL;
+    kiq_partition_t *part = t && jr->partition < t->npartitions ? t->partitions[jr->partition] : NULL;
+    kiq_partition_log_t *log = part ? atomic_load(&part->log) : NULL;
+    bool said = false;
+    if (log && part->replica) {
+        kiq_replica_view_t *v = malloc(sizeof *v); /* large: off the stack */
+        if (v) {
+            kiq_partition_replica_view(part->replica, v);
+            kiq_journey_partition_t p = {v->role == KIQ_REPLICA_LEADER, b->node_id, v->leader,
+                                         kiq_partition_log_high_watermark(log), v->nisr, v->isr};
+            said = kiq_journey_verdict(jr, &p, out);
+            free(v);
+        }
+    }
+    kiq_topic_unref(t);
+    return said;
+}
+
+int kiq_broker_slow_disk(kiq_broker_t *b, const char *dir, int64_t delay_ms)
+{
+    kiq_broker_log_dir_t *d = dir ? kiq_broker_find_log_dir(b, dir) : &b->log_dirs[0];
+    if (!d) return kiq_error_set("slow disk: %s is not one of log.dirs", dir);
+    return kiq_log_dir_slow_fsyncs(d->health, delay_ms);
+}
+
 int kiq_broker_clear_disk_fault(kiq_broker_t *b, const char *dir)
 {
     if (!dir) {

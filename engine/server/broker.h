@@ -177,9 +177,17 @@ kiq_broker_log_dir_t *kiq_broker_find_log_dir(kiq_broker_t *b, const char *path)
  * fsyncs is set. Callable from any thread, running or not; 0 or -1 (an
  * unknown dir too). */
 int kiq_broker_inject_disk_fault(kiq_broker_t *b, const char *dir, int err, int64_t after_bytes, bool fsyncs);
-/* Clears the fault of dir (NULL: of every directory); 0 or -1 for an
- * unknown dir. */
+/* A slow disk under dir (NULL: the first): each fsync there takes
+ * delay_ms longer (kiq_log_dir_slow_fsyncs). Any thread; 0 or -1. */
+int kiq_broker_slow_disk(kiq_broker_t *b, const char *dir, int64_t delay_ms);
+/* Clears the fault and the delay of dir (NULL: of every directory); 0 or
+ * -1 for an unknown dir. */
 int kiq_broker_clear_disk_fault(kiq_broker_t *b, const char *dir);
+
+/* The verdict on journey jr, a part kept by this broker, from the
+ * partition as it stands here now (kiq_journey_verdict); false for a
+ * follower's part or a partition not hosted here. Any thread. */
+bool kiq_broker_journey_verdict(kiq_broker_t *b, const kiq_journey_t *jr, kiq_journey_verdict_t *out);
 
 /* Adds an observer of the broker's points: before its first start. 0, or
  * -1 when it has KIQ_MAX_OBSERVERS already. */

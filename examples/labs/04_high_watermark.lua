@@ -1,10 +1,12 @@
 -- Lab 4: fetch handling and high-watermark visibility. A leader appends
 -- records at once, but a consumer may read only below the high watermark
 -- (HW): the smallest log end offset (LEO) among the in-sync replicas.
--- Here the leader has LEO 1010, follower A has fetched up to 1007 and
--- follower B up to 1005, so the HW is 1005 and offsets 1005..1009 are in
--- the leader's segment yet invisible. When B fetches, the HW moves to
--- 1007 (A is now the slowest) and two more records become visible.
+-- The lesson's example: the leader has LEO 1010, follower A has fetched up
+-- to 1008 and follower B up to 1009, so the HW is 1008 and offsets
+-- 1008..1009 are in the leader's segment yet invisible; the journey of the
+-- batch at 1008 says it is stuck waiting for A alone, the one at 1009 for
+-- both. When A fetches, the HW moves to 1009 (B is now the slowest) and one
+-- more record becomes visible.
 -- Replication is held back by cutting the followers' fetches.
 -- Then the same records are read twice from a standalone broker: with
 -- zero copy (sendfile from the segment file to the socket, the bytes never
@@ -61,23 +63,23 @@ wait_follower(A, 1000)
 wait_follower(B, 1000)
 assert(kiq.wait_for(function() return part().high_watermark == 1000 end, 10000, "HW 1000"))
 
-L:step("both followers cut off; 5 records appended; both catch up to 1005")
+L:step("both followers cut off; 8 records appended; both catch up to 1008")
 c:cut(leader_id, A)
 c:cut(leader_id, B)
-send(5, "a")
+send(8, "a")
 c:heal(leader_id, A)
 c:heal(leader_id, B)
-wait_follower(A, 1005)
-wait_follower(B, 1005)
+wait_follower(A, 1008)
+wait_follower(B, 1008)
 L:say("HW %d", part().high_watermark)
 
-L:step("B cut off; 2 more records reach A (LEO 1007) only")
-c:cut(leader_id, B)
-send(2, "b")
-wait_follower(A, 1007)
-L:step("A cut off too; 3 more records stay on the leader (LEO 1010)")
+L:step("A cut off; 1 more record reaches B (LEO 1009) only")
 c:cut(leader_id, A)
-send(3, "c")
+send(1, "b")
+wait_follower(B, 1009)
+L:step("B cut off too; 1 more record stays on the leader (LEO 1010)")
+c:cut(leader_id, B)
+send(1, "c")
 local s = part()
 L:say("leader LEO %d; follower A LEO %d; follower B LEO %d; ISR [%s]", s.log_end_offset, s.followers[A].leo,
   s.followers[B].leo, table.concat(s.isr, ", "))
@@ -91,33 +93,42 @@ local seen = visible()
 L:say("a consumer reading from 1000 gets offsets 1000..%d: %d..%d are in the leader's segment but invisible",
   seen - 1, seen, s.log_end_offset - 1)
 L:fact("visible_end_before", seen)
-local j = assert(leader:journey(topic, 0, 1007))
-L:say("the batch at %d..%d was appended %.3f ms after it arrived, and its journey has no commit yet: %s",
-  j.first_offset, j.last_offset, (lab.stage(j, "appended").t_ns - lab.stage(j, "received").t_ns) / 1e6,
-  tostring(lab.stage(j, "committed") == nil))
-L:fact("last_batch_committed_before", lab.stage(j, "committed") ~= nil)
-
-L:step("B fetches again")
-c:heal(leader_id, B)
-wait_follower(B, 1010)
-assert(kiq.wait_for(function() return part().high_watermark == 1007 end, 10000, "HW 1007"))
-s = part()
-L:say("follower B LEO %d; A still %d: HW %d (A is now the slowest in the ISR)", s.followers[B].leo,
-  s.followers[A].leo, s.high_watermark)
-L:fact("hw_after_b", s.high_watermark)
-seen = visible()
-L:say("a consumer now gets up to offset %d", seen - 1)
-L:fact("visible_end_after_b", seen)
+-- what the leader says of each invisible batch (kafkaiq journey and the page say the same)
+local function waiting(j) return table.concat(j.verdict.waiting_for, ",") end
+local j8 = assert(leader:journey(topic, 0, 1008))
+L:say("the batch at %d, appended %.3f ms after it arrived: %s", j8.first_offset,
+  (lab.stage(j8, "appended").t_ns - lab.stage(j8, "received").t_ns) / 1e6, j8.verdict.text)
+local j9 = assert(leader:journey(topic, 0, 1009))
+L:say("the batch at %d: %s", j9.first_offset, j9.verdict.text)
+L:fact("batch_1008_verdict", j8.verdict.state)
+L:fact("batch_1008_waiting_for_a", waiting(j8) == tostring(A))
+L:fact("batch_1009_waiting_for_both", #j9.verdict.waiting_for == 2)
+L:fact("last_batch_committed_before", lab.stage(j9, "committed") ~= nil)
 
 L:step("A fetches again")
 c:heal(leader_id, A)
+wait_follower(A, 1010)
+assert(kiq.wait_for(function() return part().high_watermark == 1009 end, 10000, "HW 1009"))
+s = part()
+L:say("follower A LEO %d; B still %d: HW %d (B is now the slowest in the ISR)", s.followers[A].leo,
+  s.followers[B].leo, s.high_watermark)
+L:fact("hw_after_a", s.high_watermark)
+seen = visible()
+L:say("a consumer now gets up to offset %d", seen - 1)
+L:fact("visible_end_after_a", seen)
+j9 = assert(leader:journey(topic, 0, 1009))
+L:say("the batch at 1009: %s", j9.verdict.text)
+L:fact("batch_1009_waiting_for_b", waiting(j9) == tostring(B))
+
+L:step("B fetches again")
+c:heal(leader_id, B)
 assert(kiq.wait_for(function() return part().high_watermark == 1010 end, 10000, "HW 1010"))
 L:say("HW %d: every record committed", part().high_watermark)
 L:fact("hw_final", part().high_watermark)
-j = assert(leader:journey(topic, 0, 1007))
-local committed = lab.stage(j, "committed")
-L:say("the batch at %d..%d committed at last: HW %d -> %d", j.first_offset, j.last_offset, committed.before,
-  committed.after)
+j9 = assert(leader:journey(topic, 0, 1009))
+local committed = lab.stage(j9, "committed")
+L:say("the batch at %d..%d committed at last: HW %d -> %d; %s", j9.first_offset, j9.last_offset, committed.before,
+  committed.after, j9.verdict.text)
 L:fact("last_batch_committed_hw_after", committed.after)
 p:close()
 c:stop()

@@ -3,7 +3,8 @@
 -- up to the leader's log end for replica.lag.time.max.ms leaves the
 -- in-sync replicas (the leader asks the controller, AlterPartition), and
 -- the high watermark then advances without it. Once it fetches again and
--- reaches the high watermark it is back in the ISR.
+-- reaches the high watermark it is back in the ISR. The journey of a batch
+-- written while it lagged shows both changes as stages, with the reason.
 --
 --   build/kafkaiq run examples/labs/08_isr.lua
 local kiq = require "kafkaiq"
@@ -37,6 +38,7 @@ send("all", 100)
 L:say("100 records with acks=all: every follower fetched them; HW %d", part().high_watermark)
 L:fact("isr_before", #part().isr)
 
+L:fact("lagging_follower", follower)
 L:step("follower %d stops fetching (its link from the leader cut)", follower)
 c:cut(info.leader, follower)
 local cut_at = core.now_ms()
@@ -74,5 +76,18 @@ L:say("it caught up to LEO %d and was back in the ISR %d ms later: ISR [%s]", s.
 L:fact("isr_expanded", #s.isr)
 L:fact("follower_leo_after", s.followers[follower].leo)
 L:fact("leo_after", s.log_end_offset)
+
+L:step("the journey of the last batch written while follower %d lagged", follower)
+local j
+assert(kiq.wait_for(function()
+  j = assert(c:journey(topic, 0, 149))
+  return lab.stage(j, "isr_expanded", follower)
+end, 10000, "the ISR's expansion in the journey"))
+L:journey(j)
+local shrunk, expanded = lab.stage(j, "isr_shrunk", follower), lab.stage(j, "isr_expanded", follower)
+L:fact("journey_isr_shrunk_follower", shrunk and shrunk.peer or -1)
+L:fact("journey_isr_shrunk_after_ms", shrunk and shrunk.since_caught_up_ms or -1)
+L:fact("journey_isr_expanded_follower", expanded.peer)
+L:fact("journey_committed_after_shrink", lab.stage(j, "committed").t_ns >= (shrunk and shrunk.t_ns or math.huge))
 L:finish()
 c:stop()

@@ -49,10 +49,13 @@ end
 
 local acks_names = { [0] = "0", [1] = "1", [-1] = "all" }
 
--- One stage of a journey in the words of `kafkaiq journey`.
+-- One stage of a journey in the words of `kafkaiq journey` (the broker's
+-- own, s.text, for the stages it words).
 function M.describe(s)
   local st = s.stage
-  if st == "received" then
+  if s.text then
+    return s.text
+  elseif st == "received" then
     return ("broker %d, network thread %d: Produce v%d received, %d bytes, from client %q"):format(s.broker, s.thread or -1,
       s.version or -1, s.bytes or 0, s.client_id or "")
   elseif st == "enqueued" then
@@ -67,8 +70,6 @@ function M.describe(s)
   elseif st == "appended" then
     return ("offsets %d..%d assigned (LEO %d -> %d); appended to %s at byte %d"):format(s.first_offset, s.after - 1,
       s.before, s.after, s.file or "?", s.position or -1)
-  elseif st == "flushed" then
-    return ("fsync: flushed up to offset %d"):format(s.after)
   elseif st == "handled" then
     return "handler done (an acks=all answer waits in the purgatory)"
   elseif st == "follower_fetched" then
@@ -98,7 +99,7 @@ function M.describe(s)
   return st
 end
 
--- Prints a journey, +ms from its receipt.
+-- Prints a journey, +ms from its receipt, and the leader's verdict.
 function Lab:journey(j)
   local t0 = j.stages[1] and j.stages[1].t_ns or 0
   for _, s in ipairs(j.stages) do
@@ -107,6 +108,7 @@ function Lab:journey(j)
   for _, s in ipairs(j.stages) do
     self:say("  %+9.3f ms  %s", (s.t_ns - t0) / 1e6, M.describe(s))
   end
+  if j.verdict then self:say("  verdict: %s", j.verdict.text) end
 end
 
 -- The stage named (and, for a follower's, of that peer) in journey j.

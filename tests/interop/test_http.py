@@ -1,10 +1,14 @@
 """The brokers' HTTP listeners with real parts: a record produced by
 confluent-kafka (acks=all) and read by its consumer has a whole journey
 through the JSON of every broker and through `kafkaiq journey --http`, in a
-cluster in one process and in one of three processes; Debian's Prometheus
-server scrapes /metrics and its query API returns the request-time quantiles
-and an under-replicated partition once a follower is paused; bad requests
-get HTTP errors and leave the broker serving.
+cluster in one process and in one of three processes; an acks=0 record to a
+topic with flush.messages=1 has its fsync timed under flushed and no
+response; a record written while a follower is paused is stuck before the
+high watermark waiting for it, then sees it leave the ISR and come back,
+with the reasons; Debian's Prometheus server scrapes /metrics and its query
+API returns the request-time quantiles and an under-replicated partition
+once a follower is paused; bad requests get HTTP errors and leave the broker
+serving.
 """
 
 import http.client
@@ -24,7 +28,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 import kiq_clients as kc
-from cluster import CONTROLLER_ID, Cluster, wait_until
+from cluster import CLUSTER_OVERRIDES, CONTROLLER_ID, Cluster, wait_until
 from conftest import BROKER_BIN, EXTERNAL, free_port
 
 pytestmark = pytest.mark.skipif(EXTERNAL is not None, reason="needs kafkaiq's own HTTP listeners")
@@ -143,6 +147,124 @@ def test_journey_in_one_process_cluster(three):
     assert rc == 0 and out2.splitlines()[0] == out.splitlines()[0]
 
 
+def journey_lines(out):
+    """{stage words: +ms} of the command's output lines, by their first words."""
+    lines = {}
+    for ln in out.splitlines()[1:]:
+        ms, _, text = ln.partition(" ms  ")
+        if text:
+            lines.setdefault(text, float(ms))
+    return lines
+
+
+def line_at(lines, start):
+    return next(((t, ms) for t, ms in lines.items() if t.startswith(start)), (None, None))
+
+
+def events_settled(address):
+    """Every request the broker received has finished (sent, or ended without a response)."""
+    text = get(address, "/metrics")[1]
+    return metric(text, "kafkaiq_events_total", point="sent") == metric(text, "kafkaiq_events_total", point="received")
+
+
+def test_journey_of_an_acks0_record_with_its_fsync(broker):
+    """acks=0: no answer, no response, and the journey says so; with
+    flush.messages=1 the append's fsync is timed under flushed, after the
+    appended stage."""
+    topic = kc.fresh_name("http-acks0", broker)
+    from confluent_kafka.admin import NewTopic
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"flush.messages": "1"})])[topic].result(20)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "acks": 0, "linger.ms": 0})
+    p.produce(topic, value=b"fire and forget", partition=0, headers=[("kafkaiq-trace", b"http-acks0")])
+    assert p.flush(30) == 0
+    del p
+    part = wait_until(lambda: (lambda j: j if j and any(s["stage"] == "no_response" for s in j["stages"])
+                               and events_settled(broker.http) else None)(journey_part(broker.http, trace="http-acks0")),
+                      10, "the acks=0 produce handled to its end")
+    names = [s["stage"] for s in part["stages"]]
+    for absent in ("acknowledged", "response_queued", "sent"):
+        assert absent not in names, names
+    nr = next(s for s in part["stages"] if s["stage"] == "no_response")
+    assert nr["acks"] == 0 and nr["text"].startswith("no response goes out (acks=0)"), nr
+    app = next(s for s in part["stages"] if s["stage"] == "appended")
+    fl = next(s for s in part["stages"] if s["stage"] == "flushed")
+    assert fl["after"] == app["after"] and "flusher" not in fl, fl
+    # appended is stamped before the fsync began, flushed once it ended
+    assert fl["t_ns"] - app["t_ns"] >= fl["fsync_us"] * 1000, (app, fl)
+    assert part["verdict"]["state"] == "committed", part["verdict"]
+    rc, out, err = run_journey_command([broker.http], "--trace", "http-acks0")
+    assert rc == 0, err
+    assert "no response goes out (acks=0)" in out and "response sent" not in out and "acknowledged" not in out, out
+    lines = journey_lines(out)
+    appended, at = line_at(lines, f"offsets {app['first_offset']}..")
+    flushed, ft = line_at(lines, "broker 0 fsynced the log up to offset")
+    assert appended and flushed and "after the append (flush.messages): the fsync took" in flushed, out
+    took = float(flushed.rsplit("took ", 1)[1].split(" ms")[0])
+    assert ft - at >= took - 0.002, out  # the times printed to the µs
+    assert out.rstrip().splitlines()[-1].startswith("verdict: committed"), out
+
+
+def test_journey_of_a_follower_out_of_the_isr_and_back(tmp_path):
+    """A record written while a follower is paused: stuck before the high
+    watermark waiting for it (kafkaiq journey and the JSON say so), then the
+    follower's leaving the ISR and its coming back are stages of its
+    journey, with the reason."""
+    lag_ms = 4000
+    overrides = [o for o in CLUSTER_OVERRIDES if not o.startswith(("replica.lag.time.max.ms", "broker.session.timeout.ms"))]
+    c = Cluster(tmp_path, overrides=overrides + [f"replica.lag.time.max.ms={lag_ms}", "broker.session.timeout.ms=15000"])
+    c.start()
+    try:
+        topic = "isr-journey"
+        c.create_topic(topic, 1, rf=3)
+        c.wait_healthy(topic, 1)
+        leader = c.leader(topic, 0)
+        # the controller must answer the leader's AlterPartition: it stays up
+        follower = next(b for b in c.brokers if b.id not in (leader, CONTROLLER_ID))
+        up = [b.http for b in c.brokers if b is not follower]  # a stopped process would hold each call 5 s
+        p = Producer({"bootstrap.servers": c.bootstrap, "acks": 1, "linger.ms": 0})
+        p.produce(topic, value=b"before", partition=0, headers=[("kafkaiq-trace", b"isr-before")])
+        assert p.flush(30) == 0
+        # the follower replicates: the leader saw it take the first record
+        wait_until(lambda: any(s["stage"] == "follower_leo" and s["peer"] == follower.id for s in (
+            journey_part(c.brokers[leader].http, trace="isr-before") or {"stages": []})["stages"]), 10,
+            "the follower replicating")
+        follower.pause()
+        try:
+            p.produce(topic, value=b"while paused", partition=0, headers=[("kafkaiq-trace", b"isr-cli")])
+            assert p.flush(30) == 0
+            # the other follower has it, the paused one not: the leader waits for it
+            want = f"waiting for follower {follower.id} in the ISR to have it"
+            rc, out, err = wait_until(lambda: (lambda r: r if want in r[1] else None)(
+                run_journey_command(up, "--trace", "isr-cli")), lag_ms / 2000, "the command's verdict")
+            assert out.rstrip().splitlines()[-1].startswith("verdict: stuck before the high watermark"), out
+            lead = next(j for j in (journey_part(a, trace="isr-cli") for a in up) if j)
+            assert lead["verdict"]["state"] == "stuck" and lead["verdict"]["waiting_for"] == [follower.id], lead
+            # it leaves the ISR: a stage of the record's journey, with why
+            shrink = f"ISR shrink: follower {follower.id} left the ISR (now 2 replicas)"
+            rc, out, err = wait_until(lambda: (lambda r: r if shrink in r[1] else None)(
+                run_journey_command(up, "--trace", "isr-cli")), 20, "the shrink in the journey")
+            part = journey_part(c.brokers[leader].http, trace="isr-cli")
+            st = next(s for s in part["stages"] if s["stage"] == "isr_shrunk")
+            assert st["peer"] == follower.id and st["lag"] >= 1 and st["since_caught_up_ms"] > lag_ms and st["lagged"], st
+            assert part["verdict"]["state"] == "committed", part["verdict"]
+        finally:
+            follower.resume()
+        back = f"ISR expand: follower {follower.id} is back in the ISR (now 3 replicas)"
+        addresses = [b.http for b in c.brokers]
+        rc, out, err = wait_until(lambda: (lambda r: r if back in r[1] else None)(
+            run_journey_command(addresses, "--trace", "isr-cli")), 30, "the expand in the journey")
+        lines = journey_lines(out)
+        (_, t_shrink), (_, t_commit), (_, t_back) = (line_at(lines, w) for w in (
+            "ISR shrink", "high watermark", "ISR expand"))
+        assert t_shrink <= t_commit <= t_back, out
+        assert "longer than replica.lag.time.max.ms allows" in line_at(lines, "ISR shrink")[0], out
+        assert out.rstrip().splitlines()[-1].startswith("verdict: committed"), out
+        p.flush(10)
+    finally:
+        c.stop()
+
+
 def test_peers_and_state_of_a_one_process_cluster(three):
     """Each broker's page finds the others of its process through
     /api/peers, and /api/state has what the page draws."""
@@ -177,7 +299,9 @@ def test_journey_in_three_processes(tmp_path):
             lambda: (lambda r: r if r[0] == 0 and "consumer" in r[1] else None)(
                 run_journey_command(addresses, "--trace", "three-processes")), 10, "the command's journey")
         assert "from 3 brokers" in out.splitlines()[0], out
-        lines = out.splitlines()[1:]
+        # the stages, then the leader's verdict
+        lines, verdict = out.splitlines()[1:-1], out.splitlines()[-1]
+        assert verdict == "verdict: committed: below the high watermark, visible to every consumer", out
         assert [ln.split("ms", 1)[0].strip() for ln in lines] == sorted(
             (ln.split("ms", 1)[0].strip() for ln in lines), key=float)
         assert sum("(follower of" in ln for ln in lines) == 2, out

@@ -4,8 +4,10 @@ cluster, and what it draws is checked against the brokers' own JSON: each
 replica's LEO, HW and ISR, the journey of a record produced and consumed by
 confluent-kafka (every stage, in order), a record stuck before the high
 watermark while a follower is paused, the paused follower out of the ISR
-and back, a killed broker shown down and then up again, and bad query
-parameters reported on the page. Screenshots go to build/test-artifacts/.
+and back (both stages of that record's journey, with the reason), a killed
+broker shown down and then up again, an acks=0 record with its fsync
+(flush.messages=1) and no response, and bad query parameters reported on
+the page. Screenshots go to build/test-artifacts/.
 """
 
 import json
@@ -18,7 +20,7 @@ from confluent_kafka import Consumer, Producer
 
 from cluster import CLUSTER_OVERRIDES, Cluster, wait_until
 from conftest import EXTERNAL
-from test_http import get, merged
+from test_http import events_settled, get, journey_part, merged
 
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -76,6 +78,10 @@ def page_path(d):
 
 def page_stages(d):
     return d.execute_script("return [...document.querySelectorAll('#journey-stages li')].map(l => l.dataset.stage)")
+
+
+def page_stage_texts(d):
+    return d.execute_script("return [...document.querySelectorAll('#journey-stages li')].map(l => l.textContent)")
 
 
 def pills(d):
@@ -184,6 +190,16 @@ def test_the_page_draws_the_cluster_and_a_record_on_its_way(tmp_path, browser):
                    "the follower back in the ISR on the page")
         events = browser.find_element("id", "events").text
         assert "ISR shrank" in events and "ISR expanded" in events, events
+        # the stuck record's journey: the follower left the ISR, then came back,
+        # each with why, as the leader's JSON has it
+        wait_until(lambda: {"isr_shrunk", "isr_expanded"} <= set(page_stages(browser)), 15,
+                   "the ISR's shrink and expand in the record's journey")
+        lines = page_stage_texts(browser)
+        assert any(f"follower {follower.id} left the ISR" in t and "records behind" in t for t in lines), lines
+        assert any(f"follower {follower.id} is back in the ISR" in t for t in lines), lines
+        step = browser.find_element("css selector", f'#journey-path li[data-stage="follower-{follower.id}"]').text
+        assert "left the ISR" in step and "back in the ISR" in step, step
+        shot(browser, "live-page-isr-journey")
 
         # a broker killed shows down, and up once restarted
         follower.kill()
@@ -214,3 +230,36 @@ def test_bad_query_parameters_are_reported_not_used(broker, browser):
     status, body = get(broker.http, "/api/journey?latest=1")
     assert status == 404, body
     assert get(broker.http, "/api/state")[0] == 200
+
+
+def test_an_acks0_record_and_its_fsync(broker, browser):
+    """No response goes out for acks=0, and the page says so; the fsync of
+    flush.messages=1 is timed under flushed, after the append. (Last: the
+    test above wants the module's broker without journeys.)"""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    topic = "live-acks0"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"flush.messages": "1"})])[topic].result(20)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "acks": 0, "linger.ms": 0})
+    p.produce(topic, value=b"fire and forget", partition=0, headers=[("kafkaiq-trace", b"live-acks0")])
+    assert p.flush(30) == 0
+    del p
+    browser.get(f"http://{broker.http}/?trace=live-acks0")
+    # the page against the broker's JSON once the produce has ended
+    part = wait_until(lambda: (lambda j: j if j and any(s["stage"] == "no_response" for s in j["stages"]) and
+                               events_settled(broker.http) else None)(journey_part(broker.http, trace="live-acks0")),
+                      10, "the acks=0 produce handled to its end")
+    wait_until(lambda: page_stages(browser) == [s["stage"] for s in part["stages"]], 15,
+               "the page lists the journey's stages")
+    stages = page_stages(browser)
+    assert not {"acknowledged", "response_queued", "sent"} & set(stages), stages
+    assert stages.index("appended") < stages.index("flushed"), stages
+    lines = dict(zip(stages, page_stage_texts(browser)))
+    assert "no response goes out (acks=0)" in lines["no_response"], lines
+    assert "after the append (flush.messages): the fsync took" in lines["flushed"], lines
+    path = page_path(browser)
+    assert path.get("no_response") == "done" and "acknowledged" not in path, path
+    step = browser.find_element("css selector", '#journey-path li[data-stage="appended"]').text
+    assert "the fsync took" in step, step
+    assert "committed" in browser.find_element("id", "journey-verdict").text
+    shot(browser, "live-page-acks0")

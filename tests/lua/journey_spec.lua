@@ -2,8 +2,13 @@
 -- every stage of an acks=all batch in order, its segment file and byte
 -- position checked against the files, each follower's fetch, append and
 -- LEO, the high watermark's crossing, the answer and the consumer fetch;
--- and an acks=1 batch whose followers are cut: appended, not committed,
--- unseen by a consumer, until the link heals.
+-- an acks=1 batch whose followers are cut: appended, not committed,
+-- unseen by a consumer, stuck before the high watermark waiting for them,
+-- until the link heals; a follower cut until it leaves the ISR and healed
+-- until it is back: both are stages of the batches they concern, with the
+-- reason; each fsync (after an append, by the flusher, on a follower) timed
+-- under flushed, not under appended; and an acks=0 batch, which gets no
+-- response and says so.
 local kiq = require "kafkaiq"
 kiq.log_level("error")
 
@@ -61,9 +66,10 @@ describe("record journeys in a cluster", function()
       ["replica.lag.time.max.ms"] = 60000 })
     local a = assert(c:admin())
     assert(a:create_topics { { name = "jr", partitions = 1, replication_factor = 3 },
-      { name = "jc", partitions = 1, replication_factor = 3 } })
+      { name = "jc", partitions = 1, replication_factor = 3 },
+      { name = "jf", partitions = 1, replication_factor = 3, configs = { ["flush.messages"] = "1" } } })
     a:close()
-    for _, t in ipairs { "jr", "jc" } do
+    for _, t in ipairs { "jr", "jc", "jf" } do
       local leader = assert(c:wait_for_leader(t, 0, 15000))
       assert(c:wait_for_isr(t, 0, 3, 15000))
       assert(kiq.wait_for(function()
@@ -139,9 +145,13 @@ describe("record journeys in a cluster", function()
     local ack = stages_named(j, "acknowledged")[1]
     assert.are.same({ 0, -1 }, { ack.error, ack.acks })
     assert.are.equal("journey-reader", stages_named(j, "records_fetched")[1].client_id)
-    -- the same by offset, from the leader alone
+    -- the same by offset, from the leader alone, which says where it stands
     local part = assert(c:broker(leader):journey("jr", 0, 1))
     assert.are.equal("spec-1", part.trace)
+    assert.are.equal("committed", part.verdict.state)
+    assert.are.equal("committed", j.verdict.state)
+    -- a follower's part has no verdict of its own
+    assert.is_nil(assert(c:broker(followers[1]):journey("jr", 0, 1)).verdict)
   end)
 
   it("shows a batch whose followers are cut appended but not committed, until they heal", function()
@@ -158,6 +168,21 @@ describe("record journeys in a cluster", function()
     assert.are.equal(1, #stages_named(j, "acknowledged"))
     assert.are.equal(0, #stages_named(j, "committed"))
     assert.are.equal(0, #stages_named(j, "replicated"))
+    -- the leader says why: both followers, still in the ISR, lack it
+    local followers = {}
+    for id = 0, 2 do
+      if id ~= leader then followers[#followers + 1] = id end
+    end
+    for _, v in ipairs { j.verdict, assert(c:broker(leader):journey { trace = "cut-1" }).verdict } do
+      assert.are.equal("stuck", v.state)
+      table.sort(v.waiting_for)
+      assert.are.same(followers, v.waiting_for)
+      local a, b = v.text:match("waiting for followers (%d+), (%d+) in the ISR")
+      local named = { tonumber(a), tonumber(b) }
+      table.sort(named)
+      assert.are.same(followers, named, v.text)
+      assert.matches("^stuck before the high watermark", v.text)
+    end
     -- a consumer reads up to the high watermark only: nothing yet
     assert.are.equal(0, #consume(c, "jc", 0, 1, 500))
     assert.are.equal(0, #stages_named(assert(c:journey { trace = "cut-1" }), "records_fetched"))
@@ -168,10 +193,33 @@ describe("record journeys in a cluster", function()
       local now = c:journey { trace = "cut-1" }
       return now and #stages_named(now, "committed") == 1 and #stages_named(now, "replicated") == 2
     end, 15000, "the batch to be committed once healed"))
+    assert.are.equal("committed", assert(c:journey { trace = "cut-1" }).verdict.state)
     assert.are.equal(1, #consume(c, "jc", 0, 1, 10000))
     assert(kiq.wait_for(function()
       return #stages_named(assert(c:journey { trace = "cut-1" }), "records_fetched") == 1
     end, 5000, "the consumer's fetch in the journey"))
+  end)
+
+  it("times each replica's fsync (flush.messages=1) under its flushed, after its append", function()
+    local p = assert(c:producer { acks = "all" })
+    p:send("jf", "k", "v", { partition = 0, headers = { kiq.trace_header("jf-1") } })
+    assert(p:flush(10000))
+    p:close()
+    local j
+    assert(kiq.wait_for(function()
+      j = c:journey { trace = "jf-1" }
+      return j and #stages_named(j, "flushed") == 3
+    end, 10000, "an fsync on each of the three brokers"))
+    local appended = {}
+    for _, s in ipairs(j.stages) do
+      if s.stage == "appended" or s.stage == "replicated" then appended[s.broker] = s end
+    end
+    for _, fl in ipairs(stages_named(j, "flushed")) do
+      local app = assert(appended[fl.broker], "broker " .. fl.broker .. "'s append")
+      assert.are.equal(1, fl.after)
+      assert.is_true(fl.t_ns - app.t_ns >= fl.fsync_us * 1000, "broker " .. fl.broker .. ": appended after its fsync")
+      assert.matches("^broker " .. fl.broker .. " fsynced the log up to offset 1 after the append", fl.text)
+    end
   end)
 
   it("refuses bad arguments and says when nothing is kept", function()
@@ -181,6 +229,166 @@ describe("record journeys in a cluster", function()
     local none, err = c:journey("jr", 0, 999999)
     assert.is_nil(none)
     assert.matches("no journey", err)
+  end)
+end)
+
+describe("a follower leaving the ISR and coming back", function()
+  local lag_ms = 2000
+  local c
+
+  setup(function()
+    c = assert(kiq.cluster { brokers = 3, ["broker.heartbeat.interval.ms"] = 200,
+      ["replica.lag.time.max.ms"] = lag_ms })
+    local a = assert(c:admin())
+    assert(a:create_topics { { name = "ji", partitions = 1, replication_factor = 3 } })
+    a:close()
+    assert(c:wait_for_leader("ji", 0, 15000))
+    assert(c:wait_for_isr("ji", 0, 3, 15000))
+  end)
+
+  teardown(function()
+    if c then c:stop() end
+  end)
+
+  local function send(trace)
+    local p = assert(c:producer { acks = 1 })
+    p:send("ji", "k", trace, { partition = 0, headers = { kiq.trace_header(trace) } })
+    assert(p:flush(10000))
+    p:close()
+  end
+
+  it("is a stage of each batch it concerns, with the reason", function()
+    local leader = c:partition("ji", 0).leader
+    local f = (leader + 1) % 3
+    -- the leader has seen the follower fetch
+    assert(kiq.wait_for(function()
+      local t = c:broker(leader):state().topics.ji
+      local fs = t and t.partitions[0].followers
+      return fs and fs[f] and fs[f].leo == 0
+    end, 15000, "follower " .. f .. " fetching"))
+    c:cut(leader, f)
+    send("isr-1")
+    -- in the ISR yet without the batch (once the other follower has it):
+    -- the leader waits for it
+    local j
+    assert(kiq.wait_for(function()
+      j = assert(c:journey { trace = "isr-1" })
+      return #j.verdict.waiting_for == 1
+    end, 10000, "the other follower to have the batch"))
+    assert.are.equal("stuck", j.verdict.state)
+    assert.are.same({ f }, j.verdict.waiting_for)
+    assert.matches("waiting for follower " .. f .. " in the ISR", j.verdict.text)
+    assert(kiq.wait_for(function()
+      j = c:journey { trace = "isr-1" }
+      return #stages_named(j, "isr_shrunk") == 1 and #stages_named(j, "committed") == 1
+    end, 15000, "the follower out of the ISR and the batch committed without it"))
+    local out = stages_named(j, "isr_shrunk")[1]
+    assert.are.same({ f, leader, 2 }, { out.peer, out.broker, out.isr_size })
+    assert.is_true(out.lag >= 1 and out.follower_leo + out.lag == out.leader_leo, "lag " .. tostring(out.lag))
+    assert.is_true(out.since_caught_up_ms > lag_ms, "not caught up for " .. out.since_caught_up_ms .. " ms")
+    assert.is_true(out.lagged)
+    assert.matches("follower " .. f .. " left the ISR %(now 2 replicas%)", out.text)
+    assert.matches(out.lag .. " records behind", out.text)
+    -- the commit followed the shrink: the high watermark no longer waited
+    assert.is_true(stages_named(j, "committed")[1].t_ns >= out.t_ns)
+    assert.are.equal("committed", j.verdict.state)
+    -- written while it is out: committed without it
+    send("isr-2")
+    local j2
+    assert(kiq.wait_for(function()
+      j2 = assert(c:journey { trace = "isr-2" })
+      return #stages_named(j2, "committed") == 1
+    end, 10000, "the batch written meanwhile committed"))
+    assert.are.equal(2, stages_named(j2, "committed")[1].records)
+    assert.are.equal(0, #stages_named(j2, "isr_shrunk"))
+    c:heal(leader, f)
+    for _, trace in ipairs { "isr-1", "isr-2" } do
+      local back
+      assert(kiq.wait_for(function()
+        back = stages_named(assert(c:journey { trace = trace }), "isr_expanded")[1]
+        return back
+      end, 15000, "the follower back in the ISR, in " .. trace .. "'s journey"))
+      assert.are.same({ f, 3, 0 }, { back.peer, back.isr_size, back.lag })
+      assert.matches("follower " .. f .. " is back in the ISR %(now 3 replicas%)", back.text)
+      assert.are.equal(1, #stages_named(assert(c:journey { trace = trace }), "isr_expanded"))
+    end
+  end)
+end)
+
+describe("fsyncs in a journey", function()
+  it("times an append's fsync (flush.messages=1) under flushed, not appended", function()
+    local b = assert(kiq.broker {})
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "fs", partitions = 1, configs = { ["flush.messages"] = "1" } } })
+    a:close()
+    -- a slow disk: each fsync takes 60 ms more
+    assert(b:slow_disk { fsync_ms = 60 })
+    local p = assert(b:producer { acks = 1 })
+    p:send("fs", "k", "v", { partition = 0, headers = { kiq.trace_header("fsync-1") } })
+    assert(p:flush(10000))
+    p:close()
+    local j = assert(b:journey { trace = "fsync-1" })
+    local app, fl = stages_named(j, "appended")[1], stages_named(j, "flushed")[1]
+    assert.is_truthy(fl, "a flushed stage")
+    assert.are.same({ 0, 1 }, { fl.before, fl.after })
+    assert.is_nil(fl.flusher)
+    assert.is_true(fl.fsync_us >= 60000, "the fsync took " .. fl.fsync_us .. " µs")
+    -- appended is stamped before the fsync began, flushed when it ended
+    assert.is_true(fl.t_ns - app.t_ns >= fl.fsync_us * 1000, "appended stamped after the fsync")
+    assert.matches("fsynced the log up to offset 1 after the append %(flush.messages%): the fsync took %d+%.%d+ ms",
+      fl.text)
+    assert.is_true(stages_named(j, "acknowledged")[1].t_ns >= fl.t_ns)
+    b:stop()
+  end)
+
+  it("times the log flusher's fsync (flush.ms) under flushed", function()
+    local b = assert(kiq.broker {})
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "fm", partitions = 1, configs = { ["flush.ms"] = "50" } } })
+    a:close()
+    assert(b:slow_disk { fsync_ms = 30 })
+    local p = assert(b:producer { acks = 1 })
+    p:send("fm", "k", "v", { partition = 0, headers = { kiq.trace_header("flusher-1") } })
+    assert(p:flush(10000))
+    p:close()
+    local j
+    assert(kiq.wait_for(function()
+      j = assert(b:journey { trace = "flusher-1" })
+      return stages_named(j, "flushed")[1]
+    end, 10000, "the flusher's fsync in the journey"))
+    local app, fl = stages_named(j, "appended")[1], stages_named(j, "flushed")[1]
+    assert.is_true(fl.flusher)
+    assert.is_true(fl.fsync_us >= 30000, "the fsync took " .. fl.fsync_us .. " µs")
+    assert.is_true(fl.t_ns - app.t_ns >= fl.fsync_us * 1000)
+    assert.matches("%(the log flusher, flush.ms%)", fl.text)
+    b:stop()
+  end)
+end)
+
+describe("an acks=0 journey", function()
+  it("has no answer and no response, and says none goes out", function()
+    local b = assert(kiq.broker {})
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "a0", partitions = 1 } })
+    a:close()
+    local p = assert(b:producer { acks = 0 })
+    p:send("a0", "k", "v", { partition = 0, headers = { kiq.trace_header("acks0-1") } })
+    assert(p:flush(10000))
+    local j
+    assert(kiq.wait_for(function()
+      j = b:journey { trace = "acks0-1" }
+      local counts = b:event_counts()
+      return j and stages_named(j, "no_response")[1] and counts.sent == counts.received
+    end, 10000, "the produce handled to its end"))
+    p:close()
+    local names = table.concat(stage_names(j), ",")
+    for _, absent in ipairs { "acknowledged", "response_queued", "sent" } do
+      assert.is_nil(index_of(stage_names(j), absent), absent .. " in " .. names)
+    end
+    assert.are.equal("no response goes out (acks=0): the producer counted it sent when it left",
+      stages_named(j, "no_response")[1].text)
+    assert.is_true(index_of(stage_names(j), "no_response") > index_of(stage_names(j), "appended"), names)
+    b:stop()
   end)
 end)
 

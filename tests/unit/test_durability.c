@@ -127,21 +127,21 @@ static void test_flush_ms(void **state)
     kiq_partition_log_set_flush(l, INT64_MAX, 500);
     int64_t now = kiq_partition_log_now_ms();
     /* Nothing unflushed: nothing due however late. */
-    assert_int_equal(kiq_partition_log_flush_if_due(l, now + 10000), 0);
+    assert_int_equal(kiq_partition_log_flush_if_due(l, now + 10000, NULL), 0);
     append_n(l, 3);
     int64_t after = kiq_partition_log_now_ms();
-    assert_int_equal(kiq_partition_log_flush_if_due(l, now - 1), 0);
+    assert_int_equal(kiq_partition_log_flush_if_due(l, now - 1, NULL), 0);
     assert_int_equal(kiq_partition_log_flush_count(l), 0);
     /* Measured from the oldest unflushed append, not the last one. */
     append_n(l, 3);
-    assert_int_equal(kiq_partition_log_flush_if_due(l, after + 500), 1);
+    assert_int_equal(kiq_partition_log_flush_if_due(l, after + 500, NULL), 1);
     assert_int_equal(kiq_partition_log_flush_count(l), 1);
     assert_int_equal(kiq_partition_log_recovery_point(l), 6);
-    assert_int_equal(kiq_partition_log_flush_if_due(l, after + 5000), 0);
+    assert_int_equal(kiq_partition_log_flush_if_due(l, after + 5000, NULL), 0);
     /* Default flush.ms: the flusher never flushes. */
     kiq_partition_log_set_flush(l, INT64_MAX, INT64_MAX);
     append_n(l, 3);
-    assert_int_equal(kiq_partition_log_flush_if_due(l, INT64_MAX / 2), 0);
+    assert_int_equal(kiq_partition_log_flush_if_due(l, INT64_MAX / 2, NULL), 0);
     /* An explicit flush moves the recovery point to the log end. */
     assert_int_equal(kiq_partition_log_flush(l), 0);
     assert_int_equal(kiq_partition_log_recovery_point(l), 9);

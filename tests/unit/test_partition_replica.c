@@ -62,7 +62,7 @@ static int64_t append(fixture_t *f, int n, int32_t epoch)
 static void lead(fixture_t *f, int32_t epoch, int32_t partition_epoch, const int32_t *isr, int nisr, int64_t now)
 {
     assert_int_equal(kiq_partition_replica_become_leader(&f->rep, epoch, partition_epoch, REPLICAS, 3, isr, nisr, now,
-                                                         kiq_partition_log_end_offset(f->log)),
+                                                         f->log, LAG_MS),
                      0);
 }
 
@@ -161,12 +161,37 @@ static void test_shrink_candidate(void **state)
     assert_int_equal(isr[0], SELF);
 }
 
+/* The ISR changes an observer was told of. */
+typedef struct isr_seen {
+    int n;
+    kiq_event_t e[4];
+} isr_seen_t;
+
+static void see_isr(void *ctx, const kiq_event_t *e)
+{
+    isr_seen_t *s = ctx;
+    if (s->n < 4) s->e[s->n++] = *e;
+}
+
+/* Watches f's ISR changes into seen (until f->rep.observers is reset). */
+static void watch_isr(fixture_t *f, kiq_observers_t *obs, isr_seen_t *seen)
+{
+    kiq_observer_t o = {see_isr, seen, 1u << KIQ_POINT_ISR_SHRUNK | 1u << KIQ_POINT_ISR_EXPANDED};
+    assert_int_equal(kiq_observers_add(obs, &o), 0);
+    f->rep.observers = obs;
+}
+
 /* One ISR change at a time; the controller's answer sets the ISR, which
  * lets the high watermark move past a dropped replica; a follower that
- * reaches the high watermark may come back. */
+ * reaches the high watermark may come back. Each change is announced with
+ * its reason: the follower's LEO against the leader's, how long since it
+ * was caught up, and where the batches it concerns begin. */
 static void test_isr_change_and_expand(void **state)
 {
     fixture_t *f = *state;
+    isr_seen_t seen = {0};
+    kiq_observers_t obs = {0};
+    watch_isr(f, &obs, &seen);
     lead(f, 5, 1, REPLICAS, 3, 0);
     int64_t leo = append(f, 10, 5);
     int32_t isr[KIQ_MAX_REPLICAS];
@@ -179,11 +204,22 @@ static void test_isr_change_and_expand(void **state)
     assert_int_equal(kiq_partition_replica_shrink_candidate(&f->rep, 1200, LAG_MS, isr), 0);
     /* an answer for another term is ignored */
     int32_t two[] = {1, 2};
-    kiq_partition_replica_set_isr(&f->rep, 4, 2, two, 2);
+    kiq_partition_replica_set_isr(&f->rep, f->log, 4, 2, two, 2, 1200, LAG_MS);
     assert_int_equal(kiq_partition_replica_isr_size(&f->rep), 3);
-    kiq_partition_replica_set_isr(&f->rep, 5, 2, two, 2);
+    assert_int_equal(seen.n, 0);
+    kiq_partition_replica_set_isr(&f->rep, f->log, 5, 2, two, 2, 1250, LAG_MS);
     kiq_partition_replica_end_isr_change(&f->rep);
     assert_int_equal(kiq_partition_replica_isr_size(&f->rep), 2);
+    /* 3 never fetched: out after 1250 ms, the whole log waiting for it */
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(seen.e[0].point, KIQ_POINT_ISR_SHRUNK);
+    assert_int_equal(seen.e[0].peer, 3);
+    assert_int_equal(seen.e[0].first_offset, -1);
+    assert_int_equal(seen.e[0].after, leo);
+    assert_int_equal(seen.e[0].before, 0);
+    assert_int_equal(seen.e[0].records, 2);
+    assert_int_equal(seen.e[0].extra, 1250);
+    assert_int_equal(seen.e[0].flags, KIQ_EVENT_LAGGED);
     assert_true(kiq_partition_replica_advance_hw(&f->rep, f->log));
     assert_int_equal(hw(f), leo);
 
@@ -199,7 +235,63 @@ static void test_isr_change_and_expand(void **state)
     assert_true(kiq_partition_replica_begin_isr_change(&f->rep));
     fetched(f, 3, leo, 1500, &expand);
     assert_false(expand); /* already being asked for */
+    kiq_partition_replica_set_isr(&f->rep, f->log, 5, 3, REPLICAS, 3, 1550, LAG_MS);
     kiq_partition_replica_end_isr_change(&f->rep);
+    /* back, caught up at its fetch of 1500; what it missed began at 0 */
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(seen.e[1].point, KIQ_POINT_ISR_EXPANDED);
+    assert_int_equal(seen.e[1].peer, 3);
+    assert_int_equal(seen.e[1].first_offset, leo);
+    assert_int_equal(seen.e[1].after, leo);
+    assert_int_equal(seen.e[1].before, 0);
+    assert_int_equal(seen.e[1].records, 3);
+    assert_int_equal(seen.e[1].extra, 50);
+    f->rep.observers = NULL;
+}
+
+/* The controller's LeaderAndIsr may bring an ISR change before the answer
+ * to the AlterPartition that asked for it: announced once, by whichever
+ * comes first, with the same reason. */
+static void test_isr_change_by_leader_and_isr(void **state)
+{
+    fixture_t *f = *state;
+    isr_seen_t seen = {0};
+    kiq_observers_t obs = {0};
+    watch_isr(f, &obs, &seen);
+    lead(f, 3, 1, REPLICAS, 3, 0);
+    int64_t leo = append(f, 5, 3);
+    fetched(f, 2, leo, 100, NULL);
+    fetched(f, 3, 2, 100, NULL); /* behind, never caught up */
+    assert_int_equal(hw(f), 2);
+    int32_t two[] = {1, 2};
+    lead(f, 3, 2, two, 2, 2500);
+    kiq_partition_replica_set_isr(&f->rep, f->log, 3, 2, two, 2, 2600, LAG_MS);
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(seen.e[0].point, KIQ_POINT_ISR_SHRUNK);
+    assert_int_equal(seen.e[0].peer, 3);
+    assert_int_equal(seen.e[0].first_offset, 2);
+    assert_int_equal(seen.e[0].after, leo);
+    assert_int_equal(seen.e[0].before, 2); /* the batches from the high watermark on waited for it */
+    assert_int_equal(seen.e[0].extra, 2500);
+    assert_int_equal(seen.e[0].flags, KIQ_EVENT_LAGGED);
+    fetched(f, 3, leo, 2700, NULL);
+    lead(f, 3, 3, REPLICAS, 3, 2800);
+    kiq_partition_replica_set_isr(&f->rep, f->log, 3, 3, REPLICAS, 3, 2900, LAG_MS);
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(seen.e[1].point, KIQ_POINT_ISR_EXPANDED);
+    assert_int_equal(seen.e[1].peer, 3);
+    assert_int_equal(seen.e[1].before, 2); /* where it left */
+    assert_int_equal(seen.e[1].extra, 100);
+    /* taken out by the controller (its broker fenced), not for lagging */
+    lead(f, 3, 4, two, 2, 3000);
+    assert_int_equal(seen.n, 3);
+    assert_int_equal(seen.e[2].point, KIQ_POINT_ISR_SHRUNK);
+    assert_int_equal(seen.e[2].extra, 300);
+    assert_int_equal(seen.e[2].flags & KIQ_EVENT_LAGGED, 0);
+    /* a new term is no ISR change */
+    lead(f, 4, 5, REPLICAS, 3, 3100);
+    assert_int_equal(seen.n, 3);
+    f->rep.observers = NULL;
 }
 
 /* Stale leader epochs change nothing; a repeat of the same term keeps the
@@ -212,9 +304,9 @@ static void test_epochs(void **state)
     int64_t leo = append(f, 4, 7);
     fetched(f, 2, leo, 10, NULL);
     int32_t two[] = {1, 2};
-    kiq_partition_replica_set_isr(&f->rep, 7, 4, two, 2);
+    kiq_partition_replica_set_isr(&f->rep, f->log, 7, 4, two, 2, 10, LAG_MS);
     assert_int_equal(kiq_partition_replica_become_follower(&f->rep, 2, 6, 9, REPLICAS, 3, REPLICAS, 3), -1);
-    assert_int_equal(kiq_partition_replica_become_leader(&f->rep, 6, 9, REPLICAS, 3, REPLICAS, 3, 0, 0), -1);
+    assert_int_equal(kiq_partition_replica_become_leader(&f->rep, 6, 9, REPLICAS, 3, REPLICAS, 3, 0, f->log, LAG_MS), -1);
     assert_int_equal(kiq_partition_replica_role(&f->rep), KIQ_REPLICA_LEADER);
     assert_int_equal(kiq_partition_replica_leader_epoch(&f->rep), 7);
 
@@ -294,6 +386,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hw_is_min_leo_over_isr, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shrink_candidate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_isr_change_and_expand, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_isr_change_by_leader_and_isr, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epochs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hw_known_in_new_term, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leader_checks, setup, teardown),

@@ -351,12 +351,16 @@ async function findJourney() {
   if (!parts.length) return null;
   const lead = parts.find((p) => p.stages.some((s) => s.stage === "received")) || parts[0];
   const stages = parts.flatMap((p) => p.stages).sort((a, b) => a.t_ns - b.t_ns);
-  return { head: lead, parts, stages };
+  // the leader's part says where the batch stands
+  const verdict = (parts.find((p) => p.verdict) || {}).verdict || null;
+  return { head: lead, parts, stages, verdict };
 }
 
 const ACKS = { "0": "0", "1": "1", "-1": "all" };
 
+// A stage's line; the broker words some stages itself (s.text).
 function describe(s, t) {
+  if (s.text) return s.text;
   switch (s.stage) {
     case "received": return `broker ${s.broker}, network thread ${s.thread}: Produce v${s.version} received, ${s.bytes} bytes, from client "${s.client_id}" at ${s.address}`;
     case "enqueued": return `request queue: joined behind ${s.before} requests (depth ${s.before + 1}/${s.after})` +
@@ -364,7 +368,6 @@ function describe(s, t) {
     case "dequeued": return `I/O thread ${s.thread}: took it after ${t.queueMs.toFixed(3)} ms in the queue`;
     case "validated": return `validated: ${s.records} records, ${s.bytes} bytes, CRC ok (acks=${ACKS[s.acks] ?? s.acks})`;
     case "appended": return `offsets ${s.first_offset}..${s.after - 1} assigned (LEO ${s.before} \u2192 ${s.after}); appended to ${s.file} at byte ${s.position} (${s.bytes} bytes)`;
-    case "flushed": return `fsync: flushed up to offset ${s.after}`;
     case "handled": return "handler done (an acks=all answer waits in the purgatory)";
     case "follower_fetched": return `follower ${s.peer} fetched it (fetch offset ${s.first_offset}, ${s.sendfile ? "sendfile" : "copied"})`;
     case "replicated": return `broker ${s.broker} (follower of ${s.peer}): appended it to its ${s.file} at byte ${s.position}`;
@@ -385,24 +388,30 @@ function steps(j, followers) {
   const t0 = j.stages.length ? (j.stages.find((s) => s.stage === "received") || j.stages[0]).t_ns : 0;
   const at = (s) => (s ? `+${((s.t_ns - t0) / 1e6).toFixed(3)} ms` : "");
   const one = (name, peer) => j.stages.find((s) => s.stage === name && (peer === undefined || s.peer === peer || s.broker === peer && name === "replicated"));
-  const enq = one("enqueued"), deq = one("dequeued");
+  const enq = one("enqueued"), deq = one("dequeued"), app = one("appended");
   const t = { queueMs: enq && deq ? (deq.t_ns - enq.t_ns) / 1e6 : 0 };
+  // the leader's fsync, when flush.messages or flush.ms asked for one
+  const fsync = app && j.stages.find((s) => s.stage === "flushed" && s.broker === app.broker);
   const out = [
     ["received", "network thread", one("received")],
     ["enqueued", "request queue", enq],
     ["dequeued", "I/O thread", deq],
-    ["validated", "validated, offsets", one("validated") && one("appended") ? one("appended") : null, one("validated")],
-    ["appended", "active segment", one("appended")],
+    ["validated", "validated, offsets", one("validated") && app ? app : null, one("validated")],
+    ["appended", "active segment", app, null, [app, fsync].filter(Boolean)],
   ];
   for (const f of followers) {
     const leo = j.stages.find((s) => s.stage === "follower_leo" && s.peer === f);
     const rep = j.stages.find((s) => s.stage === "replicated" && s.broker === f);
     const fetched = j.stages.find((s) => s.stage === "follower_fetched" && s.peer === f);
-    // done once the leader knows the follower has it (its LEO past it)
-    out.push([`follower-${f}`, `follower ${f}`, leo, null, [fetched, rep, leo].filter(Boolean)]);
+    const isr = j.stages.filter((s) => (s.stage === "isr_shrunk" || s.stage === "isr_expanded") && s.peer === f);
+    // done once the leader knows the follower has it (its LEO past it);
+    // its leaving the ISR and coming back, with why, in time order
+    out.push([`follower-${f}`, `follower ${f}`, leo, null,
+      [fetched, rep, leo, ...isr].filter(Boolean).sort((a, b) => a.t_ns - b.t_ns)]);
   }
   out.push(["committed", "high watermark", one("committed")]);
-  out.push(["acknowledged", "acknowledged", one("acknowledged")]);
+  if (one("no_response")) out.push(["no_response", "no response (acks=0)", one("no_response")]);
+  else out.push(["acknowledged", "acknowledged", one("acknowledged")]);
   out.push(["records_fetched", "consumer", one("records_fetched")]);
   return out.map(([key, title, stage, extra, all]) => {
     let text = all ? all.map((s) => describe(s, t)).join("; ") : stage ? describe(stage, t) : "";
@@ -442,21 +451,9 @@ async function showJourney() {
     return `<li data-stage="${s.key}" class="${s.stage ? "done" : stuck ? "stuck" : ""}" title="${esc(s.text)}">
       <b>${esc(s.title)}</b><span class="t">${s.at || (stuck ? "waiting" : "")}</span><div>${esc(s.text)}</div></li>`;
   }).join("");
-  if (leader && !committed) {
-    const waiting = followers.filter((f) => !j.stages.some((s) => s.stage === "follower_leo" && s.peer === f) &&
-      (!part || part.isr.includes(f)));
-    verdict.className = "stuck";
-    verdict.textContent = `stuck before the high watermark: appended at offsets ${h.first_offset}..${h.last_offset}, ` +
-      `but the HW is ${part ? part.high_watermark : "?"}` + (part ? ` with ISR [${part.isr.join(", ")}]` : "") +
-      (waiting.length ? `; waiting for follower${waiting.length > 1 ? "s" : ""} ${waiting.join(", ")} in the ISR to have it` : "") +
-      ": consumers cannot see it yet";
-  } else if (committed) {
-    verdict.className = "whole";
-    verdict.textContent = "committed: below the high watermark, visible to every consumer";
-  } else {
-    verdict.className = "";
-    verdict.textContent = "";
-  }
+  // the leader words the verdict (kafkaiq journey and b:journey print the same)
+  verdict.className = j.verdict ? { committed: "whole", stuck: "stuck" }[j.verdict.state] || "" : "";
+  verdict.textContent = j.verdict ? j.verdict.text : "";
   const t0 = st.length && st[0].stage ? st[0].stage.t_ns : j.stages[0].t_ns;
   const enq = j.stages.find((s) => s.stage === "enqueued"), deq = j.stages.find((s) => s.stage === "dequeued");
   const t = { queueMs: enq && deq ? (deq.t_ns - enq.t_ns) / 1e6 : 0 };
