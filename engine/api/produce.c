@@ -320,6 +320,8 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         if (hp.error_code) {
             out->error_code = hp.error_code;
             out->error_message = hp.error_message;
+            /* an injected refusal is one like any other */
+            kiq_partition_log_note_refused(log, data, len, hp.error_code);
             return;
         }
         if (hp.rewritten) {

@@ -306,3 +306,87 @@ def test_a_follower_that_refused_a_batch_then_leads_waits_for_it(tmp_path):
             assert produce_to(fc, topic, p, batch_b) == (0, 4)
     finally:
         c.stop()
+
+
+# ---------------------------------------------------------------- librdkafka's possibly-persisted retries
+
+REFUSING_BROKER_LUA = r"""
+local core = require "kafkaiq.core"
+local dir, marks = arg[1], arg[2]
+-- one I/O thread: the hooks see the requests in the order they are handled
+local b = assert(core.broker_new { listeners = "PLAINTEXT://127.0.0.1:0", ["log.dirs"] = dir,
+                                   ["num.io.threads"] = 1 })
+assert(b:start())
+local function exists(p) local f = io.open(p) if f then f:close() end return f ~= nil end
+local function touch(p) io.open(p, "w"):close() end
+-- Produce answers take 5 ms, so the producer keeps several requests in
+-- flight; the 20th is lost with its connection before it is handled (the
+-- producer cannot tell whether it was written) ...
+assert(b:intercept { on = "request", api = "Produce", source = string.format([[
+  local n = 0
+  return function(ctx)
+    n = n + 1
+    if n == 20 then io.open(%q, "w"):close() return { drop = true } end
+    return { delay_ms = 5 }
+  end]], marks .. "/dropped") })
+-- ... and its retry is refused once with NOT_ENOUGH_REPLICAS, before any
+-- sequence check, while the batches pipelined behind it come to the log
+assert(b:intercept { on = "produce", source = string.format([[
+  local dropped, refused = %q, %q
+  return function(ctx)
+    local f = io.open(dropped)
+    if f and not io.open(refused) then
+      f:close()
+      io.open(refused, "w"):close()
+      return { error = 19 }
+    end
+    if f then f:close() end
+  end]], marks .. "/dropped", marks .. "/refused") })
+io.write(b:port(), "\n")
+io.flush()
+io.read("*l")
+b:stop()
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_retry_refused_after_a_lost_request_keeps_librdkafka_alive(tmp_path):
+    """librdkafka before 2.3 (Debian's 2.0.2 here) counts batches whose
+    connection was lost as possibly written; when the retry of the first is
+    then refused and the next is answered OUT_OF_ORDER_SEQUENCE_NUMBER, it
+    fails the producer for good ("rewound sequence number", or "sequence
+    desynchronization" with one batch in flight): the soak's fatal error
+    after a leader's SIGKILL, when the new leader refused the retry for want
+    of in-sync replicas and its ISR grew before the next batch. The broker
+    answers the batches behind the refused one with its error instead: every
+    record is delivered, once, in order."""
+    if EXTERNAL:
+        pytest.skip("starts its own broker")
+    script = tmp_path / "broker.lua"
+    script.write_text(REFUSING_BROKER_LUA)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = dict(os.environ)
+    env["LUA_PATH"] = f"{ROOT}/lua/?.lua;{ROOT}/lua/?/init.lua;;"
+    env["LUA_CPATH"] = f"{ROOT}/build/lua/?.so;;"
+    with open(tmp_path / "broker.stderr", "wb") as stderr:
+        proc = subprocess.Popen(["luajit", str(script), str(tmp_path / "data"), str(marks)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env)
+        try:
+            bs = f"127.0.0.1:{int(proc.stdout.readline())}"
+            topic = "idem-refused-retry"
+            kc.create_topic(bs, topic, 1)
+            msgs = kc.make_messages(300, "refused")
+            # one record a batch: librdkafka keeps at most five records of a
+            # partition in flight, so one-record batches are what it pipelines
+            reports = kc.produce_confluent(bs, topic, msgs, acks="all", extra={
+                "enable.idempotence": True, "linger.ms": 0, "batch.num.messages": 1, "max.in.flight": 5,
+                "retry.backoff.ms": 10, "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 50})
+            assert (marks / "refused").exists(), "the retry was never refused: the test proves nothing"
+            kc.check_records(kc.consume_confluent_all(bs, topic, range(1)), msgs, reports)
+            proc.communicate(b"\n", timeout=30)
+            assert proc.returncode == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
