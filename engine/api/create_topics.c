@@ -71,7 +71,7 @@ static int16_t check_topic(kiq_broker_t *b, const kiq_create_topics_request_topi
         int err = kiq_topic_configs_set(cfg, name.p, name.len, value.p, value.p ? value.len : -1);
         if (err) return (int16_t)err;
     }
-    return KIQ_ERR_NONE;
+    return (int16_t)kiq_topic_configs_check_together(cfg);
 }
 
 /* v5+: every topic config with its value and where it comes from. */
@@ -119,7 +119,7 @@ static int16_t cluster_check(const kiq_create_topics_request_t *req, int32_t i, 
         int16_t err = (int16_t)kiq_topic_configs_set(cfg, name.p, name.len, value.p, value.p ? value.len : -1);
         if (err) return err;
     }
-    return KIQ_ERR_NONE;
+    return (int16_t)kiq_topic_configs_check_together(cfg);
 }
 
 static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_topics_request_t *req,

@@ -124,7 +124,7 @@ static void describe_topic(kiq_broker_t *b, kiq_request_t *r, const kiq_describe
         int source;
         const char *value = kiq_topic_config_effective(b->config, &tc, i, buf, sizeof buf, &source);
         config_entry_t *e = &out->configs[out->configs_n++];
-        fill_entry(r, req, e, d->name, value, source, d->type, false, NULL);
+        fill_entry(r, req, e, d->name, value, source, d->type, false, d->doc);
         if (!req->include_synonyms) continue;
         /* the topic's own value first, then what it would inherit */
         if (source == KIQ_CONFIG_SOURCE_DYNAMIC_TOPIC) add_synonym(r, e, d->name, value, (int8_t)source);

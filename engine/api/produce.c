@@ -1,7 +1,9 @@
 /* Produce: validate each partition's batches (framing, magic, CRC, records),
- * let produce interceptors refuse or rewrite them, stamp offsets (and
- * LogAppendTime when configured), append to the log. A partition's data is
- * accepted or refused whole, as in Kafka. Batches of idempotent producers
+ * let produce interceptors refuse or rewrite them, refuse keyless records
+ * on a compacted topic and, with CreateTime, records stamped outside
+ * message.timestamp.before/after.max.ms (INVALID_TIMESTAMP), stamp offsets
+ * (and LogAppendTime when configured), append to the log. A partition's
+ * data is accepted or refused whole, as in Kafka. Batches of idempotent producers
  * are checked against the partition's producer state as they are
  * appended: a retried batch is answered with its original offsets, a
  * sequence gap or a stale epoch with its error code.
@@ -28,11 +30,16 @@
 #include "replica/leader.h"
 #include "txn/txn_coordinator.h"
 
+/* What validate_batches learns of one partition's records. */
+typedef struct records_info {
+    int64_t records, headered; /* records, and those carrying headers */
+    int64_t min_timestamp, max_timestamp; /* of the records that have one */
+} records_info_t;
+
 /* Checks every batch of one partition's records, each at most max_bytes
  * and decompressing to at most max_decompressed; returns a Kafka error
- * code. nheadered gets how many of the records carry headers. */
-static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, size_t max_decompressed, int64_t *nrecords,
-                            int64_t *nheadered)
+ * code. */
+static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, size_t max_decompressed, records_info_t *info)
 {
     if (!p || len == 0) return kiq_error_set("no record batches"), KIQ_ERR_INVALID_RECORD;
     kiq_batch_iter_t it;
@@ -41,92 +48,123 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, size_t max
     size_t blen;
     kiq_batch_header_t h;
     int rc;
-    *nrecords = *nheadered = 0;
+    *info = (records_info_t){0, 0, INT64_MAX, INT64_MIN};
     while ((rc = kiq_batch_iter_next(&it, &batch, &blen, &h)) == 1) {
         if (h.magic != KIQ_BATCH_MAGIC) {
             kiq_error_set("message format v%d is not supported; use RecordBatch v2", h.magic);
             return KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
         }
-        int32_t headered;
-        int err = kiq_batch_validate(batch, blen, max_bytes, max_decompressed, &h, &headered);
+        kiq_batch_summary_t sum;
+        int err = kiq_batch_validate(batch, blen, max_bytes, max_decompressed, &h, &sum);
         if (err == KIQ_ERR_MESSAGE_TOO_LARGE && (!max_bytes || blen <= max_bytes)) {
             char why[256];
             snprintf(why, sizeof why, "%s", kiq_error_get());
             kiq_error_set("%s (kafkaiq.max.decompressed.batch.bytes)", why);
         }
         if (err) return err;
-        *nheadered += headered;
+        info->headered += sum.headered;
+        if (sum.min_timestamp < info->min_timestamp) info->min_timestamp = sum.min_timestamp;
+        if (sum.max_timestamp > info->max_timestamp) info->max_timestamp = sum.max_timestamp;
         if (h.attributes & KIQ_BATCH_ATTR_CONTROL) {
             kiq_error_set("clients are not allowed to write control records");
             return KIQ_ERR_INVALID_RECORD;
         }
-        *nrecords += h.record_count;
+        info->records += h.record_count;
     }
     return rc == 0 ? KIQ_ERR_NONE : KIQ_ERR_CORRUPT_MESSAGE;
 }
 
-/* The records of a batch without a key, by index in the batch (KIP-467's
- * batch_index), for a compacted topic. */
-typedef struct keyless {
-    kiq_request_t *r;
-    int32_t index; /* of the record being looked at */
-    int32_t n, cap;
-    int32_t *at;
-} keyless_t;
+/* The record checks of Kafka's LogValidator that depend on the topic: a
+ * key on a compacted topic (the cleaner could only drop a keyless record),
+ * and with CreateTime a timestamp within [lo, hi]
+ * (message.timestamp.before/after.max.ms around the broker's clock). */
+typedef struct record_rules {
+    bool need_key;
+    bool bound_timestamps;
+    int64_t lo, hi;
+} record_rules_t;
 
-static int note_keyless(const kiq_record_t *rec, void *ctx)
+/* The refused records of the batch being looked at, by index in the
+ * batch (KIP-467's batch_index), with why. */
+typedef struct record_faults {
+    kiq_request_t *r;
+    const record_rules_t *rules;
+    kiq_str_t keyless; /* the message for a record without a key */
+    int32_t index;     /* of the record being looked at */
+    int32_t n, cap;
+    kiq_produce_response_responses_partition_responses_record_errors_t *at;
+    bool timestamps;   /* one of them is a bad timestamp */
+} record_faults_t;
+
+static void add_fault(record_faults_t *f, int32_t index, kiq_str_t why)
 {
-    keyless_t *k = ctx;
-    int32_t i = k->index++;
-    if (rec->key.p) return 0;
-    if (k->n == k->cap) {
-        int32_t cap = k->cap ? k->cap * 2 : 8;
-        int32_t *at = kiq_arena_alloc(&k->r->arena, (size_t)cap * sizeof *at);
-        if (k->n) memcpy(at, k->at, (size_t)k->n * sizeof *at);
-        k->at = at;
-        k->cap = cap;
+    if (f->n == f->cap) {
+        int32_t cap = f->cap ? f->cap * 2 : 8;
+        void *at = kiq_arena_alloc(&f->r->arena, (size_t)cap * sizeof *f->at);
+        if (f->n) memcpy(at, f->at, (size_t)f->n * sizeof *f->at);
+        f->at = at;
+        f->cap = cap;
     }
-    k->at[k->n++] = i;
+    kiq_produce_response_responses_partition_responses_record_errors_init(&f->at[f->n]);
+    f->at[f->n].batch_index = index;
+    f->at[f->n++].batch_index_error_message = why;
+}
+
+static int note_faults(const kiq_record_t *rec, void *ctx)
+{
+    record_faults_t *f = ctx;
+    const record_rules_t *rules = f->rules;
+    int32_t i = f->index++;
+    if (rules->need_key && !rec->key.p) {
+        add_fault(f, i, f->keyless);
+    } else if (rules->bound_timestamps && rec->timestamp != -1 &&
+               (rec->timestamp < rules->lo || rec->timestamp > rules->hi)) {
+        kiq_error_set("Timestamp %" PRId64 " of message with offset %" PRId64 " is out of range. The timestamp "
+                      "should be within [%" PRId64 ", %" PRId64 "]",
+                      rec->timestamp, rec->offset, rules->lo, rules->hi);
+        add_fault(f, i, kiq_request_error_message(f->r));
+        f->timestamps = true;
+    }
     return 0;
 }
 
-/* Kafka refuses keyless records on a compacted topic (the cleaner could
- * only drop them): INVALID_RECORD, the first batch that has any naming
- * each of them in record_errors (Produce v8+), with Kafka's messages. The
- * batches were validated already. */
-static int check_keys(kiq_request_t *r, kiq_topic_t *topic, int32_t partition, const uint8_t *p, size_t len,
-                      kiq_produce_response_responses_partition_responses_t *out)
+/* Applies the rules to every record, the batches being validated already.
+ * As Kafka, the first batch with refused records refuses the partition's
+ * data, naming each of them in record_errors (Produce v8+): with
+ * INVALID_TIMESTAMP when a timestamp is among them, else INVALID_RECORD,
+ * with Kafka's messages. */
+static int check_records(kiq_request_t *r, kiq_topic_t *topic, int32_t partition, const record_rules_t *rules,
+                         const uint8_t *p, size_t len, kiq_produce_response_responses_partition_responses_t *out)
 {
     kiq_batch_iter_t it;
     kiq_batch_iter_init(&it, p, len, false);
     const uint8_t *batch;
     size_t blen;
     kiq_batch_header_t h;
-    keyless_t k = {.r = r};
-    while (k.n == 0 && kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
-        k.index = 0;
-        if (kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, note_keyless, &k) != 0)
-            return KIQ_ERR_CORRUPT_MESSAGE;
-    }
-    if (k.n == 0) return KIQ_ERR_NONE;
+    record_faults_t f = {.r = r, .rules = rules};
     kiq_error_set("Compacted topic cannot accept message without key in topic partition %s-%d", topic->name,
                   partition);
-    kiq_str_t why = kiq_request_error_message(r);
-    out->record_errors_n = k.n;
-    out->record_errors = kiq_arena_calloc(&r->arena, (size_t)k.n, sizeof *out->record_errors);
+    f.keyless = kiq_request_error_message(r);
+    while (f.n == 0 && kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
+        f.index = 0;
+        if (kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, note_faults, &f) != 0)
+            return KIQ_ERR_CORRUPT_MESSAGE;
+    }
+    if (f.n == 0) return KIQ_ERR_NONE;
+    out->record_errors_n = f.n;
+    out->record_errors = f.at;
+    if (f.timestamps) {
+        kiq_error_set("One or more records have been rejected due to invalid timestamp");
+        return KIQ_ERR_INVALID_TIMESTAMP;
+    }
     char shown[1024];
     size_t at = 0;
-    for (int32_t i = 0; i < k.n; i++) {
-        kiq_produce_response_responses_partition_responses_record_errors_init(&out->record_errors[i]);
-        out->record_errors[i].batch_index = k.at[i];
-        out->record_errors[i].batch_index_error_message = why;
-        if (i < 3 && at < sizeof shown)
-            at += (size_t)snprintf(shown + at, sizeof shown - at, "%sRecordError(batchIndex=%d, message='" KIQ_STR_FMT "')",
-                                   i ? ", " : "", k.at[i], KIQ_STR_ARG(why));
-    }
+    for (int32_t i = 0; i < f.n && i < 3 && at < sizeof shown; i++)
+        at += (size_t)snprintf(shown + at, sizeof shown - at, "%sRecordError(batchIndex=%d, message='" KIQ_STR_FMT "')",
+                               i ? ", " : "", f.at[i].batch_index, KIQ_STR_ARG(f.at[i].batch_index_error_message));
     kiq_error_set("One or more records have been rejected due to %d record errors in total, and only showing the "
                   "first three errors at most: [%s]",
-                  k.n, shown);
+                  f.n, shown);
     return KIQ_ERR_INVALID_RECORD;
 }
 
@@ -164,6 +202,23 @@ static bool log_append_time(kiq_broker_t *b, kiq_topic_t *topic)
     int v = atomic_load(&topic->log_append_time);
     if (v >= 0) return v == 1;
     return strcmp(kiq_config_str(b->config, KIQ_CFG_MESSAGE_TIMESTAMP_TYPE), "LogAppendTime") == 0;
+}
+
+/* The rules for this topic's records now; info tells whether the
+ * timestamps need a look at all (most produces: no). */
+static record_rules_t record_rules(kiq_broker_t *b, kiq_topic_t *topic, bool log_append, const records_info_t *info)
+{
+    record_rules_t rules = {.need_key = kiq_log_cleaner_topic_compacted(topic, b->config)};
+    if (log_append || info->min_timestamp > info->max_timestamp) return rules;
+    int64_t before = atomic_load(&topic->timestamp_before_max_ms);
+    int64_t after = atomic_load(&topic->timestamp_after_max_ms);
+    if (before < 0) before = kiq_config_int(b->config, KIQ_CFG_LOG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS);
+    if (after < 0) after = kiq_config_int(b->config, KIQ_CFG_LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS);
+    int64_t now = kiq_clock_wall_ms();
+    rules.lo = now - before; /* now >= 0 and before >= 0: no overflow */
+    rules.hi = after > INT64_MAX - now ? INT64_MAX : now + after;
+    rules.bound_timestamps = info->min_timestamp < rules.lo || info->max_timestamp > rules.hi;
+    return rules;
 }
 
 /* How long a produce waits for a coordinator on another broker to answer
@@ -284,9 +339,9 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     /* the frame is this request's own buffer, so stamping in place is safe */
     uint8_t *data = (uint8_t *)in->records.p;
     size_t len = (size_t)in->records.len;
-    int64_t nrecords, nheadered;
+    records_info_t info;
     size_t max_decompressed = (size_t)kiq_config_int(b->config, KIQ_CFG_MAX_DECOMPRESSED_BATCH_BYTES);
-    int err = validate_batches(data, len, max_batch_bytes(b, topic), max_decompressed, &nrecords, &nheadered);
+    int err = validate_batches(data, len, max_batch_bytes(b, topic), max_decompressed, &info);
     if (err) {
         KIQ_WARN_LIMITED("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
                          err, kiq_error_get());
@@ -307,11 +362,11 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         e.topic = topic->name;
         e.partition = in->index;
         e.bytes = (int64_t)len;
-        e.records = nrecords;
+        e.records = info.records;
         e.payload = data;
         e.payload_len = len;
         e.extra = acks;
-        if (nheadered) e.flags |= KIQ_EVENT_HEADERS;
+        if (info.headered) e.flags |= KIQ_EVENT_HEADERS;
         kiq_observers_emit(&b->observers, &e);
     }
     if (kiq_interceptors_active(&b->interceptors, KIQ_HOOK_PRODUCE)) {
@@ -328,7 +383,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             data = hp.rewritten;
             len = hp.rewritten_len;
             /* built here, but the limits still hold */
-            err = validate_batches(data, len, max_batch_bytes(b, topic), max_decompressed, &nrecords, &nheadered);
+            err = validate_batches(data, len, max_batch_bytes(b, topic), max_decompressed, &info);
             if (err) {
                 KIQ_WARN_LIMITED("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
                                  topic->name, in->index, r->peer, err, kiq_error_get());
@@ -338,14 +393,17 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             }
         }
     }
-    if (kiq_log_cleaner_topic_compacted(topic, b->config) && (err = check_keys(r, topic, in->index, data, len, out)) != 0) {
+    bool log_append = log_append_time(b, topic);
+    record_rules_t rules = record_rules(b, topic, log_append, &info);
+    if ((rules.need_key || rules.bound_timestamps) &&
+        (err = check_records(r, topic, in->index, &rules, data, len, out)) != 0) {
         KIQ_WARN_LIMITED("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer, err,
                          kiq_error_get());
         out->error_code = (int16_t)err;
         out->error_message = kiq_request_error_message(r);
         return;
     }
-    if (log_append_time(b, topic)) {
+    if (log_append) {
         out->log_append_time_ms = kiq_clock_wall_ms();
         stamp_log_append_time(data, len, out->log_append_time_ms);
     }

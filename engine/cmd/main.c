@@ -19,6 +19,7 @@
 
 #include "cmd/journey.h"
 #include "config/listeners.h"
+#include "config/topic_config.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "include/kafkaiq.h"
@@ -35,14 +36,26 @@ static void usage(FILE *out)
             "       kafkaiq verify DIR...   check a data directory's log files offline\n"
             "       kafkaiq verify --acknowledge PARTITION_DIR...   clear a partition's recorded data loss\n"
             "       kafkaiq version\n"
-            "       kafkaiq configs     list broker configs with defaults\n");
+            "       kafkaiq configs     list broker and topic configs with defaults\n");
 }
 
+/* Broker configs, then topic configs with the default a topic gets from
+ * the broker's defaults. */
 static int list_configs(void)
 {
     for (int i = 0; i < KIQ_CFG__COUNT; i++)
         printf("%-30s %-28s %s\n", kiq_config_defs[i].name, kiq_config_defs[i].default_value,
                kiq_config_defs[i].doc);
+    kiq_config_t *c = kiq_config_new();
+    if (!c) return fprintf(stderr, "kafkaiq: %s\n", kiq_error_get()), 1;
+    printf("\ntopic configs (CreateTopics, AlterConfigs):\n");
+    for (int i = 0; i < kiq_topic_config_count; i++) {
+        char buf[32];
+        int source;
+        const char *dflt = kiq_topic_config_default(c, i, buf, sizeof buf, &source);
+        printf("%-40s %-20s %s\n", kiq_topic_config_defs[i].name, dflt, kiq_topic_config_defs[i].doc);
+    }
+    kiq_config_free(c);
     return 0;
 }
 

@@ -109,8 +109,15 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "largest record batch accepted")                                                          \
     X(MESSAGE_TIMESTAMP_TYPE, "log.message.timestamp.type", STRING, "CreateTime", 0, 0,         \
       "CreateTime,LogAppendTime", "timestamp kept in batches")                                  \
+    X(LOG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS, "log.message.timestamp.before.max.ms", LONG,          \
+      "9223372036854775807", 0, INT64_MAX, NULL,                                                 \
+      "refuse a CreateTime record whose timestamp is more than this behind the broker's clock")  \
+    X(LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS, "log.message.timestamp.after.max.ms", LONG, "3600000", \
+      0, INT64_MAX, NULL,                                                                         \
+      "refuse a CreateTime record whose timestamp is more than this ahead of the broker's clock (Kafka 4.0: 1 h)") \
     X(COMPRESSION_TYPE, "compression.type", STRING, "producer", 0, 0,                           \
-      "producer,uncompressed,gzip,snappy,lz4,zstd", "codec of stored batches")                 \
+      "producer,uncompressed,gzip,snappy,lz4,zstd",                                              \
+      "topics' default compression.type; not acted on: batches are stored as produced")         \
     X(OFFSETS_TOPIC_NUM_PARTITIONS, "offsets.topic.num.partitions", INT, "50", 1, 1000, NULL,    \
       "partitions of __consumer_offsets, fixed when it is created")                            \
     X(OFFSETS_TOPIC_REPLICATION_FACTOR, "offsets.topic.replication.factor", INT, "1", 1, 32767,  \

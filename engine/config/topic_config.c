@@ -12,45 +12,141 @@
 #include "proto/errors.h"
 
 #define L64 INT64_MIN, INT64_MAX
+#define I32 INT32_MIN, INT32_MAX
+#define IGNORED KIQ_TOPIC_CONFIG_IGNORED
 
-/* Ranges and allowed values follow Kafka's LogConfig definitions. */
+static int gzip_level(const kiq_topic_config_def_t *d, const char *value, int len);
+static int throttled_replicas(const kiq_topic_config_def_t *d, const char *value, int len);
+static int no_tiered_storage(const kiq_topic_config_def_t *d, const char *value, int len);
+
+/* Names, types, defaults, ranges and allowed values follow Kafka 4.x's
+ * LogConfig. */
 const kiq_topic_config_def_t kiq_topic_config_defs[KIQ_TOPIC_CONFIG_COUNT] = {
     [KIQ_TCFG_CLEANUP_POLICY] = {"cleanup.policy", KIQ_CFG_LOG_CLEANUP_POLICY, NULL, 1, KIQ_CONFIG_WIRE_LIST,
-                                 0, 0, "compact,delete"},
+                                 0, 0, "compact,delete", NULL,
+                                 "delete: old segments go by retention.ms and retention.bytes; compact: the "
+                                 "log cleaner keeps the latest record of each key; or both."},
+    [KIQ_TCFG_COMPRESSION_GZIP_LEVEL] = {"compression.gzip.level", -1, "-1", 1, KIQ_CONFIG_WIRE_INT, I32, NULL,
+                                         gzip_level,
+                                         IGNORED "the broker never recompresses (see compression.type), so "
+                                         "it has no level to choose."},
+    [KIQ_TCFG_COMPRESSION_LZ4_LEVEL] = {"compression.lz4.level", -1, "9", 1, KIQ_CONFIG_WIRE_INT, 1, 17, NULL,
+                                        NULL,
+                                        IGNORED "the broker never recompresses (see compression.type), so it "
+                                        "has no level to choose."},
     [KIQ_TCFG_COMPRESSION_TYPE] = {"compression.type", KIQ_CFG_COMPRESSION_TYPE, NULL, 1,
-                                   KIQ_CONFIG_WIRE_STRING, 0, 0,
-                                   "uncompressed,zstd,lz4,snappy,gzip,producer"},
+                                   KIQ_CONFIG_WIRE_STRING, 0, 0, "uncompressed,zstd,lz4,snappy,gzip,producer",
+                                   NULL,
+                                   IGNORED "batches are stored as the producer compressed them, as with "
+                                   "'producer'; the broker does not recompress."},
+    [KIQ_TCFG_COMPRESSION_ZSTD_LEVEL] = {"compression.zstd.level", -1, "3", 1, KIQ_CONFIG_WIRE_INT, -131072, 22,
+                                         NULL, NULL,
+                                         IGNORED "the broker never recompresses (see compression.type), so "
+                                         "it has no level to choose."},
     [KIQ_TCFG_DELETE_RETENTION_MS] = {"delete.retention.ms", -1, "86400000", 1, KIQ_CONFIG_WIRE_LONG, 0,
-                                      INT64_MAX, NULL},
+                                      INT64_MAX, NULL, NULL,
+                                      "How long the log cleaner keeps tombstones (and transaction markers) "
+                                      "of a compacted topic, from their segment's newest timestamp."},
+    [KIQ_TCFG_FILE_DELETE_DELAY_MS] = {"file.delete.delay.ms", -1, "60000", 1, KIQ_CONFIG_WIRE_LONG, 0,
+                                       INT64_MAX, NULL, NULL,
+                                       IGNORED "a deleted segment's files are unlinked at once; a reader "
+                                       "still holding them reads on, so no delay is needed."},
     [KIQ_TCFG_FLUSH_MESSAGES] = {"flush.messages", -1, "9223372036854775807", 1, KIQ_CONFIG_WIRE_LONG, 1,
-                                 INT64_MAX, NULL},
-    [KIQ_TCFG_FLUSH_MS] = {"flush.ms", -1, "9223372036854775807", 1, KIQ_CONFIG_WIRE_LONG, 0, INT64_MAX,
-                           NULL},
+                                 INT64_MAX, NULL, NULL,
+                                 "fsync a partition's log after this many records have been appended since the "
+                                 "last flush."},
+    [KIQ_TCFG_FLUSH_MS] = {"flush.ms", -1, "9223372036854775807", 1, KIQ_CONFIG_WIRE_LONG, 0, INT64_MAX, NULL,
+                           NULL, "fsync a partition's log once its oldest unflushed record is this old."},
+    [KIQ_TCFG_FOLLOWER_REPLICATION_THROTTLED_REPLICAS] = {
+        "follower.replication.throttled.replicas", -1, "", 1, KIQ_CONFIG_WIRE_LIST, 0, 0, NULL, throttled_replicas,
+        IGNORED "replication is not throttled (there are no replication quotas); the list is checked."},
     [KIQ_TCFG_INDEX_INTERVAL_BYTES] = {"index.interval.bytes", KIQ_CFG_LOG_INDEX_INTERVAL_BYTES, NULL, 1,
-                                       KIQ_CONFIG_WIRE_INT, 0, INT32_MAX, NULL},
+                                       KIQ_CONFIG_WIRE_INT, 0, INT32_MAX, NULL, NULL,
+                                       "Log bytes between two entries of a segment's offset index."},
+    [KIQ_TCFG_LEADER_REPLICATION_THROTTLED_REPLICAS] = {
+        "leader.replication.throttled.replicas", -1, "", 1, KIQ_CONFIG_WIRE_LIST, 0, 0, NULL, throttled_replicas,
+        IGNORED "replication is not throttled (there are no replication quotas); the list is checked."},
+    [KIQ_TCFG_LOCAL_RETENTION_BYTES] = {"local.retention.bytes", -1, "-2", 1, KIQ_CONFIG_WIRE_LONG, -2,
+                                        INT64_MAX, NULL, NULL,
+                                        IGNORED "there is no tiered storage, so every segment is local and "
+                                        "retention.bytes alone applies (as in Kafka without it)."},
+    [KIQ_TCFG_LOCAL_RETENTION_MS] = {"local.retention.ms", -1, "-2", 1, KIQ_CONFIG_WIRE_LONG, -2, INT64_MAX, NULL,
+                                     NULL,
+                                     IGNORED "there is no tiered storage, so every segment is local and "
+                                     "retention.ms alone applies (as in Kafka without it)."},
+    [KIQ_TCFG_MAX_COMPACTION_LAG_MS] = {"max.compaction.lag.ms", -1, "9223372036854775807", 1,
+                                        KIQ_CONFIG_WIRE_LONG, 1, INT64_MAX, NULL, NULL,
+                                        "The longest a record of a compacted topic stays uncompactable: its "
+                                        "active segment rolls once this much newer data arrives (when shorter "
+                                        "than segment.ms), and the cleaner compacts every closed segment on "
+                                        "each pass."},
     [KIQ_TCFG_MAX_MESSAGE_BYTES] = {"max.message.bytes", KIQ_CFG_MESSAGE_MAX_BYTES, NULL, 1,
-                                    KIQ_CONFIG_WIRE_INT, 0, INT32_MAX, NULL},
+                                    KIQ_CONFIG_WIRE_INT, 0, INT32_MAX, NULL, NULL,
+                                    "The largest record batch (after compression) a produce may write."},
+    [KIQ_TCFG_MESSAGE_TIMESTAMP_AFTER_MAX_MS] = {
+        "message.timestamp.after.max.ms", KIQ_CFG_LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS, NULL, 1,
+        KIQ_CONFIG_WIRE_LONG, 0, INT64_MAX, NULL, NULL,
+        "With CreateTime, a produce whose record timestamp is more than this ahead of the broker's clock is "
+        "refused with INVALID_TIMESTAMP."},
+    [KIQ_TCFG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS] = {
+        "message.timestamp.before.max.ms", KIQ_CFG_LOG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS, NULL, 1,
+        KIQ_CONFIG_WIRE_LONG, 0, INT64_MAX, NULL, NULL,
+        "With CreateTime, a produce whose record timestamp is more than this behind the broker's clock is "
+        "refused with INVALID_TIMESTAMP."},
     [KIQ_TCFG_MESSAGE_TIMESTAMP_TYPE] = {"message.timestamp.type", KIQ_CFG_MESSAGE_TIMESTAMP_TYPE, NULL, 1,
-                                         KIQ_CONFIG_WIRE_STRING, 0, 0, "CreateTime,LogAppendTime"},
-    [KIQ_TCFG_MIN_CLEANABLE_DIRTY_RATIO] = {"min.cleanable.dirty.ratio", -1, "0.5", 1,
-                                            KIQ_CONFIG_WIRE_DOUBLE, 0, 1, NULL},
+                                         KIQ_CONFIG_WIRE_STRING, 0, 0, "CreateTime,LogAppendTime", NULL,
+                                         "CreateTime keeps the producer's timestamps; LogAppendTime stamps each "
+                                         "batch with the broker's clock as it is appended."},
+    [KIQ_TCFG_MIN_CLEANABLE_DIRTY_RATIO] = {"min.cleanable.dirty.ratio", -1, "0.5", 1, KIQ_CONFIG_WIRE_DOUBLE, 0,
+                                            1, NULL, NULL,
+                                            IGNORED "the cleaner compacts every closed segment of a compacted "
+                                            "topic on each pass (log.cleaner.backoff.ms), whatever the ratio."},
     [KIQ_TCFG_MIN_COMPACTION_LAG_MS] = {"min.compaction.lag.ms", -1, "0", 1, KIQ_CONFIG_WIRE_LONG, 0,
-                                        INT64_MAX, NULL},
+                                        INT64_MAX, NULL, NULL,
+                                        "The cleaner leaves a segment whose newest record is younger than this, "
+                                        "and those after it, uncompacted."},
     [KIQ_TCFG_MIN_INSYNC_REPLICAS] = {"min.insync.replicas", KIQ_CFG_MIN_INSYNC_REPLICAS, NULL, 1,
-                                      KIQ_CONFIG_WIRE_INT, 1, INT32_MAX, NULL},
+                                      KIQ_CONFIG_WIRE_INT, 1, INT32_MAX, NULL, NULL,
+                                      "In-sync replicas an acks=all produce needs (NOT_ENOUGH_REPLICAS below)."},
+    [KIQ_TCFG_PREALLOCATE] = {"preallocate", -1, "false", 1, KIQ_CONFIG_WIRE_BOOLEAN, 0, 0, NULL, NULL,
+                              IGNORED "segment files grow as they are written."},
+    [KIQ_TCFG_REMOTE_LOG_COPY_DISABLE] = {"remote.log.copy.disable", -1, "false", 1, KIQ_CONFIG_WIRE_BOOLEAN, 0,
+                                          0, NULL, NULL,
+                                          IGNORED "there is no tiered storage to copy to."},
+    [KIQ_TCFG_REMOTE_LOG_DELETE_ON_DISABLE] = {"remote.log.delete.on.disable", -1, "false", 1,
+                                               KIQ_CONFIG_WIRE_BOOLEAN, 0, 0, NULL, NULL,
+                                               IGNORED "there is no tiered storage to delete from."},
+    [KIQ_TCFG_REMOTE_STORAGE_ENABLE] = {"remote.storage.enable", -1, "false", 1, KIQ_CONFIG_WIRE_BOOLEAN, 0, 0,
+                                        NULL, no_tiered_storage,
+                                        IGNORED "there is no tiered storage; true is refused, as a Kafka broker "
+                                        "with tiered storage disabled refuses it."},
     [KIQ_TCFG_RETENTION_BYTES] = {"retention.bytes", KIQ_CFG_LOG_RETENTION_BYTES, NULL, 1, KIQ_CONFIG_WIRE_LONG,
-                                  L64, NULL},
+                                  L64, NULL, NULL,
+                                  "With the delete policy, the oldest segments of a partition larger than this "
+                                  "go (negative: no limit)."},
     [KIQ_TCFG_RETENTION_MS] = {"retention.ms", KIQ_CFG_LOG_RETENTION_HOURS, NULL, 3600000,
-                               KIQ_CONFIG_WIRE_LONG, -1, INT64_MAX, NULL},
+                               KIQ_CONFIG_WIRE_LONG, -1, INT64_MAX, NULL, NULL,
+                               "With the delete policy, segments whose newest record is older than this go "
+                               "(-1: kept forever)."},
     /* 14: Kafka's smallest legacy record, its lower bound */
     [KIQ_TCFG_SEGMENT_BYTES] = {"segment.bytes", KIQ_CFG_LOG_SEGMENT_BYTES, NULL, 1, KIQ_CONFIG_WIRE_INT, 14,
-                                INT32_MAX, NULL},
+                                INT32_MAX, NULL, NULL,
+                                "A partition's active segment rolls before it would pass this size."},
     [KIQ_TCFG_SEGMENT_INDEX_BYTES] = {"segment.index.bytes", KIQ_CFG_LOG_INDEX_SIZE_MAX_BYTES, NULL, 1,
-                                      KIQ_CONFIG_WIRE_INT, 4, INT32_MAX, NULL},
+                                      KIQ_CONFIG_WIRE_INT, 4, INT32_MAX, NULL, NULL,
+                                      "The largest offset or time index of a segment; a full index rolls it."},
+    [KIQ_TCFG_SEGMENT_JITTER_MS] = {"segment.jitter.ms", -1, "0", 1, KIQ_CONFIG_WIRE_LONG, 0, INT64_MAX, NULL,
+                                    NULL,
+                                    "Each segment rolls by time a random amount below this (and below "
+                                    "segment.ms) early, so partitions do not all roll at once."},
     [KIQ_TCFG_SEGMENT_MS] = {"segment.ms", KIQ_CFG_LOG_ROLL_HOURS, NULL, 3600000, KIQ_CONFIG_WIRE_LONG, 1,
-                             INT64_MAX, NULL},
+                             INT64_MAX, NULL, NULL,
+                             "The active segment rolls when a batch arrives whose timestamp is more than this "
+                             "past its first batch's."},
     [KIQ_TCFG_UNCLEAN_LEADER_ELECTION_ENABLE] = {"unclean.leader.election.enable", -1, "false", 1,
-                                                 KIQ_CONFIG_WIRE_BOOLEAN, 0, 0, NULL},
+                                                 KIQ_CONFIG_WIRE_BOOLEAN, 0, 0, NULL, NULL,
+                                                 "Whether a replica outside the ISR may be elected leader when no "
+                                                 "ISR member is alive (may lose acknowledged records)."},
 };
 const int kiq_topic_config_count = KIQ_TOPIC_CONFIG_COUNT;
 
@@ -146,8 +242,66 @@ static int bad_value(const kiq_topic_config_def_t *d, const char *value, int len
     return KIQ_ERR_INVALID_CONFIG;
 }
 
+/* Kafka's CompressionType.GZIP level validator: Deflater's 1..9, or -1
+ * for zlib's default. */
+static int gzip_level(const kiq_topic_config_def_t *d, const char *value, int len)
+{
+    char buf[32]; /* value is not terminated; its type check passed, so it fits */
+    snprintf(buf, sizeof buf, "%.*s", len, value);
+    long long n = strtoll(buf, NULL, 10);
+    if (n == -1 || (n >= 1 && n <= 9)) return 0;
+    return bad_value(d, value, len, "Value must be between 1 and 9 or equal to -1");
+}
+
+static bool digits(const char *p, const char *end)
+{
+    if (p >= end) return false;
+    for (; p < end; p++)
+        if (*p < '0' || *p > '9') return false;
+    return true;
+}
+
+/* Kafka's ThrottledReplicaListValidator: "*" alone, or items that are
+ * empty or partition:broker (digits). */
+static int throttled_replicas(const kiq_topic_config_def_t *d, const char *value, int len)
+{
+    if (len == 1 && value[0] == '*') return 0;
+    const char *p = value, *end = value + len;
+    for (;;) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *item = p;
+        int il = (int)((comma ? comma : end) - p);
+        trim(&item, &il);
+        const char *colon = memchr(item, ':', (size_t)il);
+        if (il > 0 && !(colon && digits(item, colon) && digits(colon + 1, item + il))) {
+            char why[256];
+            snprintf(why, sizeof why,
+                     "%s must be the literal '*' or a list of replicas in the following format: "
+                     "[partitionId]:[brokerId],[partitionId]:[brokerId],...",
+                     d->name);
+            return bad_value(d, value, len, why);
+        }
+        if (!comma) return 0;
+        p = comma + 1;
+    }
+}
+
+/* Kafka without tiered storage (remote.log.storage.system.enable=false,
+ * which is all KafkaIQ has) refuses a topic that asks for it, with this. */
+static int no_tiered_storage(const kiq_topic_config_def_t *d, const char *value, int len)
+{
+    (void)d;
+    if (len == 4 && strncasecmp(value, "true", 4) == 0) {
+        kiq_error_set("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with "
+                      "remote log storage.");
+        return KIQ_ERR_INVALID_CONFIG;
+    }
+    return 0;
+}
+
 static int check_list(const kiq_topic_config_def_t *d, const char *value, int len)
 {
+    if (!d->valid) return 0; /* a list of its own kind: d->check */
     if (len == 0) return bad_value(d, value, len, "the list must not be empty");
     const char *p = value, *end = value + len;
     while (p <= end) {
@@ -166,14 +320,9 @@ static int check_list(const kiq_topic_config_def_t *d, const char *value, int le
     return 0;
 }
 
-int kiq_topic_config_check(int i, const char *value, int len)
+/* value's type, range and allowed values; value and len untrimmed. */
+static int check_type(const kiq_topic_config_def_t *d, const char *value, int len)
 {
-    if (i < 0 || i >= kiq_topic_config_count) return kiq_error_set("no such topic config"), KIQ_ERR_INVALID_CONFIG;
-    const kiq_topic_config_def_t *d = &kiq_topic_config_defs[i];
-    if (!value || len < 0) {
-        kiq_error_set("Null value not supported for topic config %s", d->name);
-        return KIQ_ERR_INVALID_CONFIG;
-    }
     const char *v = value;
     int vl = len;
     trim(&v, &vl);
@@ -227,6 +376,32 @@ int kiq_topic_config_check(int i, const char *value, int len)
     return 0;
 }
 
+int kiq_topic_config_check(int i, const char *value, int len)
+{
+    if (i < 0 || i >= kiq_topic_config_count) return kiq_error_set("no such topic config"), KIQ_ERR_INVALID_CONFIG;
+    const kiq_topic_config_def_t *d = &kiq_topic_config_defs[i];
+    if (!value || len < 0) {
+        kiq_error_set("Null value not supported for topic config %s", d->name);
+        return KIQ_ERR_INVALID_CONFIG;
+    }
+    int err = check_type(d, value, len);
+    if (err || !d->check) return err;
+    trim(&value, &len);
+    return d->check(d, value, len);
+}
+
+int kiq_topic_configs_check_together(const kiq_topic_configs_t *c)
+{
+    int64_t min_lag = kiq_topic_configs_int(c, KIQ_TCFG_MIN_COMPACTION_LAG_MS, 0);
+    int64_t max_lag = kiq_topic_configs_int(c, KIQ_TCFG_MAX_COMPACTION_LAG_MS, INT64_MAX);
+    if (min_lag > max_lag) {
+        kiq_error_set("conflict topic config setting min.compaction.lag.ms (%lld) > max.compaction.lag.ms (%lld)",
+                      (long long)min_lag, (long long)max_lag);
+        return KIQ_ERR_INVALID_CONFIG;
+    }
+    return 0;
+}
+
 void kiq_topic_configs_clear(kiq_topic_configs_t *c)
 {
     for (int i = 0; i < KIQ_TOPIC_CONFIG_COUNT; i++) {
@@ -260,8 +435,10 @@ static int store(kiq_topic_configs_t *c, int i, const char *value, int len)
     return 0;
 }
 
-/* Topic configs Kafka 3.x deprecated but still takes (they do nothing
- * with RecordBatch v2 only, or are superseded): accepted and ignored. */
+/* Topic configs Kafka 3.x deprecated and 4.0 removed (4.x refuses them as
+ * unknown): accepted and ignored, so that older tools that still send
+ * them keep working. They mean nothing with RecordBatch v2 only, and
+ * message.timestamp.before/after.max.ms supersede the difference. */
 static const char *const deprecated[] = {
     "message.format.version",
     "message.timestamp.difference.max.ms",
@@ -273,7 +450,7 @@ int kiq_topic_configs_set(kiq_topic_configs_t *c, const char *name, int name_len
 {
     for (size_t k = 0; name && k < sizeof deprecated / sizeof deprecated[0]; k++)
         if ((int)strlen(deprecated[k]) == name_len && memcmp(deprecated[k], name, (size_t)name_len) == 0) {
-            KIQ_WARN("topic configuration %s is deprecated and ignored here (as Kafka 3.x ignores it)", deprecated[k]);
+            KIQ_WARN("topic configuration %s was removed in Kafka 4.0: ignored", deprecated[k]);
             return KIQ_ERR_NONE;
         }
     int i = kiq_topic_config_find(name, name_len);
@@ -363,6 +540,14 @@ int kiq_topic_configs_subtract(kiq_topic_configs_t *c, int i, const char *curren
                                int items_len)
 {
     return list_op(c, i, current, items, items_len, false);
+}
+
+bool kiq_topic_config_policy_has(const kiq_config_t *c, const kiq_topic_configs_t *tc, const char *policy)
+{
+    char buf[64];
+    int source;
+    const char *v = kiq_topic_config_effective(c, tc, KIQ_TCFG_CLEANUP_POLICY, buf, sizeof buf, &source);
+    return v && list_has(v, policy, (int)strlen(policy));
 }
 
 int64_t kiq_topic_configs_int(const kiq_topic_configs_t *c, int i, int64_t dflt)

@@ -139,7 +139,9 @@ int kiq_config_change_broker_ops(kiq_dynamic_configs_t *cfg, const kiq_config_t 
 
 int kiq_config_change_topic(kiq_topic_configs_t *cfg, const kiq_config_t *base, const kiq_config_order_t *o)
 {
-    return o->replace ? kiq_config_change_topic_replace(cfg, o->replace) : kiq_config_change_topic_ops(cfg, base, o->ops);
+    int err = o->replace ? kiq_config_change_topic_replace(cfg, o->replace)
+                         : kiq_config_change_topic_ops(cfg, base, o->ops);
+    return err ? err : kiq_topic_configs_check_together(cfg);
 }
 
 int kiq_config_change_broker(kiq_dynamic_configs_t *cfg, const kiq_config_t *base, const kiq_config_order_t *o)

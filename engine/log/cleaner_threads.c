@@ -35,29 +35,11 @@ static int64_t effective_int(const kiq_config_t *config, const kiq_topic_configs
     return v ? strtoll(v, NULL, 10) : dflt;
 }
 
-/* Whether the comma-separated list holds compact as a whole item. */
-static bool has_compact(const char *v)
-{
-    for (const char *p = v; p && *p;) {
-        while (*p == ' ' || *p == ',') p++;
-        size_t n = strcspn(p, ",");
-        size_t m = n;
-        while (m > 0 && p[m - 1] == ' ') m--;
-        if (m == 7 && strncmp(p, "compact", 7) == 0) return true;
-        p += n;
-    }
-    return false;
-}
-
 bool kiq_log_cleaner_topic_compacted(kiq_topic_t *topic, const kiq_config_t *config)
 {
     kiq_topic_configs_t tc = {0};
     bool have = kiq_topic_configs_snapshot(topic, &tc) == 0;
-    char buf[64];
-    int source;
-    const char *v = kiq_topic_config_effective(config, have ? &tc : NULL, KIQ_TCFG_CLEANUP_POLICY, buf, sizeof buf,
-                                               &source);
-    bool yes = has_compact(v);
+    bool yes = kiq_topic_config_policy_has(config, have ? &tc : NULL, "compact");
     kiq_topic_configs_clear(&tc);
     return yes;
 }

@@ -133,6 +133,9 @@ void kiq_lm_apply_hot_configs(kiq_topic_t *topic)
     atomic_store(&topic->max_message_bytes, (int)kiq_topic_configs_int(c, KIQ_TCFG_MAX_MESSAGE_BYTES, -1));
     const char *ts = c->value[KIQ_TCFG_MESSAGE_TIMESTAMP_TYPE];
     atomic_store(&topic->log_append_time, ts ? strcmp(ts, "LogAppendTime") == 0 : -1);
+    atomic_store(&topic->timestamp_before_max_ms,
+                 kiq_topic_configs_int(c, KIQ_TCFG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS, -1));
+    atomic_store(&topic->timestamp_after_max_ms, kiq_topic_configs_int(c, KIQ_TCFG_MESSAGE_TIMESTAMP_AFTER_MAX_MS, -1));
 }
 
 /* At open: where recovery of a partition starts; 0 (scan everything, as

@@ -26,33 +26,24 @@ static int64_t effective_int(const kiq_config_t *config, const kiq_topic_configs
     return v ? strtoll(v, NULL, 10) : -1;
 }
 
-/* Whether the effective cleanup.policy lists delete. */
-static bool policy_deletes(const kiq_config_t *config, const kiq_topic_configs_t *tc)
-{
-    char buf[64];
-    int source;
-    const char *v = kiq_topic_config_effective(config, tc, KIQ_TCFG_CLEANUP_POLICY, buf, sizeof buf, &source);
-    for (const char *p = v; p && *p;) {
-        while (*p == ' ' || *p == ',') p++;
-        size_t n = strcspn(p, ","), m = n;
-        while (m > 0 && p[m - 1] == ' ') m--;
-        if (m == 6 && strncmp(p, "delete", 6) == 0) return true;
-        p += n;
-    }
-    return !v;
-}
-
 void kiq_log_retention_apply_topic(kiq_topic_t *topic, const kiq_config_t *config)
 {
     kiq_topic_configs_t tc = {0};
     bool have = kiq_topic_configs_snapshot(topic, &tc) == 0;
     const kiq_topic_configs_t *c = have ? &tc : NULL;
     int64_t segment_ms = effective_int(config, c, KIQ_TCFG_SEGMENT_MS);
+    int64_t jitter_ms = effective_int(config, c, KIQ_TCFG_SEGMENT_JITTER_MS);
     int64_t retention_ms = effective_int(config, c, KIQ_TCFG_RETENTION_MS);
     int64_t retention_bytes = effective_int(config, c, KIQ_TCFG_RETENTION_BYTES);
     /* Time and size retention belong to the delete policy: a compact-only
      * topic keeps each key's latest record however old (Kafka's rule). */
-    if (!policy_deletes(config, c)) retention_ms = retention_bytes = -1;
+    if (!kiq_topic_config_policy_has(config, c, "delete")) retention_ms = retention_bytes = -1;
+    /* The cleaner never touches the active segment, so a compacted log
+     * rolls by max.compaction.lag.ms when that is sooner (Kafka's
+     * maxSegmentMs). */
+    int64_t max_lag_ms = effective_int(config, c, KIQ_TCFG_MAX_COMPACTION_LAG_MS);
+    if (kiq_topic_config_policy_has(config, c, "compact") && max_lag_ms > 0 && max_lag_ms < segment_ms)
+        segment_ms = max_lag_ms;
     int64_t flush_messages = effective_int(config, c, KIQ_TCFG_FLUSH_MESSAGES);
     int64_t flush_ms = effective_int(config, c, KIQ_TCFG_FLUSH_MS);
     kiq_topic_configs_clear(&tc);
@@ -61,6 +52,7 @@ void kiq_log_retention_apply_topic(kiq_topic_t *topic, const kiq_config_t *confi
         if (!l) continue; /* not hosted here */
         kiq_partition_log_set_retention(l, segment_ms, retention_ms < 0 ? -1 : retention_ms,
                                         retention_bytes < 0 ? -1 : retention_bytes);
+        kiq_partition_log_set_roll_jitter(l, jitter_ms);
         kiq_partition_log_set_flush(l, flush_messages, flush_ms);
     }
 }

@@ -25,9 +25,11 @@ void kiq_log_retention_free(kiq_log_retention_t *r);
 
 /* Gives every partition log its effective policies. Any thread. */
 void kiq_log_retention_apply_configs(kiq_topics_t *topics, const kiq_config_t *config);
-/* Any thread: pushes one topic's effective segment.ms, retention.ms,
- * retention.bytes, flush.messages and flush.ms into its logs (after CreateTopics or an alter, so they
- * apply at once rather than at the next retention check). */
+/* Any thread: pushes one topic's effective segment.ms (max.compaction.lag.ms
+ * when sooner on a compacted topic), segment.jitter.ms, retention.ms,
+ * retention.bytes, flush.messages and flush.ms into its logs (after
+ * CreateTopics or an alter, so they apply at once rather than at the next
+ * retention check). */
 void kiq_log_retention_apply_topic(kiq_topic_t *topic, const kiq_config_t *config);
 /* One pass at now_ms (ms since the epoch): policies applied, segments
  * deleted, the checkpoint written when something was deleted. Returns the

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +49,10 @@ struct kiq_partition_log {
      * is measured from (Kafka's rolling-based timestamp); UNKNOWN_TS until
      * read back from the file after open, roll or truncation. */
     int64_t active_first_ts;
+    /* segment.jitter.ms, and how much earlier than segment.ms the active
+     * segment rolls: drawn below it (and below segment.ms) for each
+     * segment, -1 until drawn. */
+    int64_t segment_jitter_ms, active_jitter;
     /* Durability: everything below recovery_point is fsynced; unflushed
      * messages were appended after the last flush, the oldest of them at
      * unflushed_since (monotonic ms, -1 when none); flush.messages and
@@ -495,6 +500,7 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     l->cfg = *cfg;
     l->segment_ms = l->retention_ms = l->retention_bytes = -1;
     l->active_first_ts = UNKNOWN_TS;
+    l->active_jitter = -1;
     l->unflushed_since = -1;
     l->flush_messages = l->flush_ms = INT64_MAX;
     l->dir = strdup(dir);
@@ -664,6 +670,7 @@ static int roll(kiq_partition_log_t *l)
     }
     if (kiq_fsync_dir(l->dir) < 0) KIQ_WARN("rolling %s: %s", l->dir, kiq_error_get());
     l->active_first_ts = UNKNOWN_TS;
+    l->active_jitter = -1;
     /* Sealing synced everything before the new segment. */
     if (old->next_offset > l->recovery_point) l->recovery_point = old->next_offset;
     l->unflushed = 0;
@@ -684,8 +691,19 @@ static int first_batch_ts(const kiq_batch_loc_t *loc, void *ctx)
     return 1;
 }
 
+/* A random jitter below jitter_ms and segment_ms (Kafka's
+ * randomSegmentJitter); 0 when there is none. */
+static int64_t draw_jitter(int64_t jitter_ms, int64_t segment_ms)
+{
+    int64_t bound = jitter_ms < segment_ms ? jitter_ms : segment_ms;
+    uint64_t r;
+    if (bound <= 0 || getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) return 0;
+    return (int64_t)(r % (uint64_t)bound);
+}
+
 /* Whether an append whose newest timestamp is max_ts must roll first by
- * segment.ms; under the mutex, the active segment not empty. */
+ * segment.ms less the segment's jitter; under the mutex, the active
+ * segment not empty. */
 static bool time_to_roll(kiq_partition_log_t *l, int64_t max_ts)
 {
     if (l->segment_ms < 0 || max_ts < 0) return false;
@@ -694,7 +712,8 @@ static bool time_to_roll(kiq_partition_log_t *l, int64_t max_ts)
         if (kiq_segment_walk(active(l), 0, first_batch_ts, &ts) < 0) return false;
         l->active_first_ts = ts;
     }
-    return l->active_first_ts >= 0 && max_ts - l->active_first_ts > l->segment_ms;
+    if (l->active_jitter < 0) l->active_jitter = draw_jitter(l->segment_jitter_ms, l->segment_ms);
+    return l->active_first_ts >= 0 && max_ts - l->active_first_ts > l->segment_ms - l->active_jitter;
 }
 
 /* Under the mutex: writes batches whose offsets first..last are assigned
@@ -1731,9 +1750,20 @@ void kiq_partition_log_set_retention(kiq_partition_log_t *l, int64_t segment_ms,
                                      int64_t retention_bytes)
 {
     pthread_mutex_lock(&l->mu);
+    if (segment_ms != l->segment_ms) l->active_jitter = -1; /* drawn below the old one */
     l->segment_ms = segment_ms;
     l->retention_ms = retention_ms;
     l->retention_bytes = retention_bytes;
+    pthread_mutex_unlock(&l->mu);
+}
+
+void kiq_partition_log_set_roll_jitter(kiq_partition_log_t *l, int64_t jitter_ms)
+{
+    pthread_mutex_lock(&l->mu);
+    if (jitter_ms != l->segment_jitter_ms) {
+        l->segment_jitter_ms = jitter_ms;
+        l->active_jitter = -1;
+    }
     pthread_mutex_unlock(&l->mu);
 }
 

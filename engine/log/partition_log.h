@@ -376,6 +376,11 @@ int kiq_partition_log_flush(kiq_partition_log_t *l);
  * kiq_partition_log_enforce_retention. */
 void kiq_partition_log_set_retention(kiq_partition_log_t *l, int64_t segment_ms, int64_t retention_ms,
                                      int64_t retention_bytes);
+/* segment.jitter.ms (0: none): each segment rolls by time a random amount
+ * below it (and below segment_ms) early, drawn when the segment starts
+ * (or when this or segment_ms changes), as Kafka spreads the time-based
+ * rolls of its partitions. */
+void kiq_partition_log_set_roll_jitter(kiq_partition_log_t *l, int64_t jitter_ms);
 /* One retention pass at time now_ms (ms since the epoch): deletes, oldest
  * first and never the active segment, the segments wholly below the log
  * start offset, those whose newest timestamp is more than retention_ms

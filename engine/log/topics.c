@@ -125,6 +125,8 @@ kiq_topic_t *kiq_lm_topic_alloc(const kiq_topics_t *t, const char *name, int32_t
     pthread_mutex_init(&topic->host_mu, NULL);
     atomic_init(&topic->max_message_bytes, -1);
     atomic_init(&topic->log_append_time, -1);
+    atomic_init(&topic->timestamp_before_max_ms, -1);
+    atomic_init(&topic->timestamp_after_max_ms, -1);
     topic->states = t->states;
     return topic;
 }

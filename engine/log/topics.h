@@ -100,6 +100,8 @@ struct kiq_topic {
      * configs: -1 when the broker's value applies. */
     atomic_int max_message_bytes;
     atomic_int log_append_time; /* 1 LogAppendTime, 0 CreateTime */
+    /* message.timestamp.before.max.ms and after.max.ms */
+    atomic_llong timestamp_before_max_ms, timestamp_after_max_ms;
     /* The registry's, for the partitions' states when the topic goes
      * (maybe after the registry). */
     struct kiq_partition_state_ops states;

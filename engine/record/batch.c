@@ -198,10 +198,11 @@ static inline int parse_record(const uint8_t *p, const uint8_t *end, kiq_record_
 }
 
 static int walk_records(const kiq_batch_header_t *h, const uint8_t *recs, size_t len, bool strict,
-                        int32_t *headered, int (*cb)(const kiq_record_t *r, void *ctx), void *ctx)
+                        kiq_batch_summary_t *sum, int (*cb)(const kiq_record_t *r, void *ctx), void *ctx)
 {
     if (h->record_count < 0) return kiq_error_set("record batch has negative record count %d", h->record_count);
     int32_t with_headers = 0;
+    int64_t min_ts = INT64_MAX, max_ts = INT64_MIN;
     const uint8_t *p = recs, *end = len ? recs + len : recs;
     int32_t prev_delta = -1;
     bool log_append = kiq_batch_is_log_append_time(h);
@@ -227,18 +228,22 @@ static int walk_records(const kiq_batch_header_t *h, const uint8_t *recs, size_t
         prev_delta = rec.offset_delta;
         rec.offset = add_wrap(h->base_offset, rec.offset_delta);
         rec.timestamp = log_append ? h->max_timestamp : add_wrap(h->base_timestamp, rec.timestamp_delta);
+        if (rec.timestamp != -1) {
+            if (rec.timestamp < min_ts) min_ts = rec.timestamp;
+            if (rec.timestamp > max_ts) max_ts = rec.timestamp;
+        }
         if (cb) {
             int stop = cb(&rec, ctx);
             if (stop) return stop;
         }
     }
     if (p != end) return kiq_error_set("%zu bytes follow the last of %d records", (size_t)(end - p), h->record_count);
-    if (headered) *headered = with_headers;
+    if (sum) *sum = (kiq_batch_summary_t){with_headers, min_ts, max_ts};
     return 0;
 }
 
 int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, size_t max_decompressed,
-                       kiq_batch_header_t *h, int32_t *headered)
+                       kiq_batch_header_t *h, kiq_batch_summary_t *sum)
 {
     kiq_batch_header_t local;
     if (!h) h = &local;
@@ -267,7 +272,7 @@ int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, siz
     rc = batch_records(p, len, h, max_decompressed, &scratch, &recs, &recs_len);
     if (rc == 1)
         rc = KIQ_ERR_MESSAGE_TOO_LARGE;
-    else if (rc || walk_records(h, recs, recs_len, true, headered, NULL, NULL))
+    else if (rc || walk_records(h, recs, recs_len, true, sum, NULL, NULL))
         rc = KIQ_ERR_INVALID_RECORD;
     kiq_wr_free(&scratch);
     return rc;

@@ -114,10 +114,17 @@ int kiq_batch_check(const uint8_t *p, size_t len, kiq_batch_header_t *h);
  * record that does not parse exactly -> 87. Returns 0 or that KIQ_ERR_*
  * code, with the reason in kiq_error_set. Does not check baseOffset == 0,
  * control batches or timestamps: those are the produce handler's policy.
- * headered (may be NULL) gets how many records carry headers, which the
- * walk learns anyway: who looks for a header skips batches with none. */
+ * sum (may be NULL) gets what the walk learns anyway: who looks for a
+ * header skips batches with none, and who bounds timestamps checks each
+ * record only when the extremes are out of bounds. */
+typedef struct kiq_batch_summary {
+    int32_t headered;      /* records carrying headers */
+    int64_t min_timestamp; /* of the records that have one (not -1); INT64_MAX when none has */
+    int64_t max_timestamp; /* likewise; INT64_MIN when none has */
+} kiq_batch_summary_t;
+
 int kiq_batch_validate(const uint8_t *p, size_t len, size_t max_batch_bytes, size_t max_decompressed,
-                       kiq_batch_header_t *h, int32_t *headered);
+                       kiq_batch_header_t *h, kiq_batch_summary_t *sum);
 
 /* Walks the batches of a records field (several may be concatenated). Owned
  * by the caller's thread; points into the caller's buffer. */

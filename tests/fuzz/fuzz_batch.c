@@ -27,8 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         kiq_put_be32(p + KIQ_BATCH_POS_CRC,
                      kiq_crc32c(0, p + KIQ_BATCH_POS_ATTRIBUTES, size - KIQ_BATCH_POS_ATTRIBUTES));
     kiq_batch_header_t h;
-    int32_t headered;
-    kiq_batch_validate(p, size, 1 << 20, 4 << 20, &h, &headered);
+    kiq_batch_summary_t sum;
+    kiq_batch_validate(p, size, 1 << 20, 4 << 20, &h, &sum);
     int n = 0;
     kiq_batch_foreach_record(p, size, 4 << 20, count, &n);
     kiq_batch_iter_t it;

@@ -109,12 +109,14 @@ def encode_record(offset_delta, key, value, headers=(), ts_delta=0):
     return varint(len(body)) + body
 
 
-def record_batch(records, base_ts=None, attributes=0):
-    """RecordBatch v2 with records (key, value, headers); CRC-32C is correct."""
+def record_batch(records, base_ts=None, attributes=0, timestamps=None):
+    """RecordBatch v2 with records (key, value, headers), stamped base_ts
+    (now by default) or each with its own of timestamps; CRC-32C is correct."""
     if base_ts is None:
-        base_ts = int(time.time() * 1000)
-    recs = b"".join(encode_record(i, k, v, h) for i, (k, v, h) in enumerate(records))
-    after_crc = struct.pack(">hiqqqhii", attributes, len(records) - 1, base_ts, base_ts,
+        base_ts = timestamps[0] if timestamps else int(time.time() * 1000)
+    deltas = [t - base_ts for t in timestamps] if timestamps else [0] * len(records)
+    recs = b"".join(encode_record(i, k, v, h, deltas[i]) for i, (k, v, h) in enumerate(records))
+    after_crc = struct.pack(">hiqqqhii", attributes, len(records) - 1, base_ts, base_ts + max(deltas),
                             -1, -1, -1, len(records)) + recs
     crc = crc32c(after_crc)
     after_len = struct.pack(">ibI", -1, 2, crc) + after_crc
@@ -220,6 +222,20 @@ def parse_produce_v3(payload):
     topics = r.array(lambda r: (r.string(), r.array(part)))
     r.int32()  # throttle_time_ms comes after the topics in Produce
     return {(t, p): (err, base) for t, parts in topics for p, err, base, _ in parts}
+
+
+def parse_produce_v8(payload):
+    """{(topic, partition): (error, base_offset, [(batch_index, message)], error_message)}"""
+    r = Reader(payload)
+
+    def part(r):
+        index, err, base = r.int32(), r.int16(), r.int64()
+        r.int64()  # log_append_time_ms
+        r.int64()  # log_start_offset
+        return index, err, base, r.array(lambda r: (r.int32(), r.string())), r.string()
+
+    topics = r.array(lambda r: (r.string(), r.array(part)))
+    return {(t, p[0]): p[1:] for t, parts in topics for p in parts}
 
 
 def parse_list_offsets_v1(payload):

@@ -5,7 +5,9 @@ of several records) and tombstones for some keys; once the cleaner has run,
 a consumer from the beginning sees each key once, with its latest value at
 the offset the producer was given for it, and the tombstoned keys are gone
 once delete.retention.ms has passed. A keyless record is refused with
-INVALID_RECORD, as Kafka does on compacted topics."""
+INVALID_RECORD, as Kafka does on compacted topics. max.compaction.lag.ms
+rolls a compacted topic's segments, so that its old records get compacted
+without segment.ms or segment.bytes ever rolling them."""
 
 import time
 
@@ -14,6 +16,7 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import NewTopic
 
 import kiq_clients as kc
+import kiq_wire as w
 from conftest import EXTERNAL, Broker
 
 pytestmark = pytest.mark.skipif(EXTERNAL is not None, reason="starts its own broker")
@@ -120,3 +123,28 @@ def test_keyless_record_refused(broker):
     assert p.flush(30) == 0
     assert len(errors) == 1 and errors[0] is not None
     assert errors[0].code() == KafkaError.INVALID_RECORD, errors[0]
+
+
+def test_max_compaction_lag_compacts_old_records(broker):
+    """With the default segment.ms (7 days) and segment.bytes (1 GiB), every
+    record would stay in the active segment, which the cleaner never
+    touches; max.compaction.lag.ms=1000 rolls the log whenever a record
+    comes more than a second after its segment's first, so the older values
+    of a key are cleaned away."""
+    topic = "compacted-maxlag"
+    a = kc.admin(broker.bootstrap)
+    a.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact", "max.compaction.lag.ms": "1000"})],
+                    operation_timeout=10, request_timeout=15)[topic].result(timeout=20)
+    kc.wait_topic(broker.bootstrap, topic, 1)
+    t0 = int(time.time() * 1000) - 60000
+    for i, key in enumerate([b"a", b"a", b"a", b"b"]):
+        batch = w.record_batch([(key, b"v%d" % i, ())], base_ts=t0 + 2000 * i)
+        with w.Conn(broker.host, broker.port) as c:
+            assert w.parse_produce_v3(c.call(0, 3, w.produce_v3_body(topic, 0, batch, acks=1)))[(topic, 0)] == (0, i)
+    deadline = time.monotonic() + BOUND
+    while True:
+        got = [(k, v, o) for _, o, k, v, _ in kc.consume_confluent_all(broker.bootstrap, topic, [0])]
+        if got == [(b"a", b"v2", 2), (b"b", b"v3", 3)]:
+            break
+        assert time.monotonic() < deadline, f"after {BOUND} s: {got}"
+        time.sleep(0.2)

@@ -132,6 +132,29 @@ def test_create_and_delete_topics(target, rk):
     assert gone[0]["error"] == 3, gone  # UNKNOWN_TOPIC_OR_PARTITION
 
 
+def test_kafka4_topic_configs(target, rk):
+    """Every topic config Kafka 4.x takes that KafkaIQ once refused as
+    unknown (librdkafka's test 0077 sets file.delete.delay.ms), through
+    librdkafka's CreateTopics and IncrementalAlterConfigs: described as the
+    topic's own; a bad value refused naming the config."""
+    from test_topic_configs import KAFKA4_NEW
+    b, n = target
+    name = fresh(rk, "k4cfg", b)
+    create_topic(rk, b, n, name, 1, *[f"{k}={v}" for k, (v, _) in KAFKA4_NEW.items()])
+
+    def described(which):
+        cfg = rk.admin(b.bootstrap, "describe-configs", "topic", name)["configs"]
+        return all((cfg[k]["value"], cfg[k]["source"]) == (v[which].strip(), "DYNAMIC_TOPIC_CONFIG")
+                   for k, v in KAFKA4_NEW.items())
+
+    wait_until(lambda: described(0), 20, f"{name}'s configs described")
+    assert rk.admin(b.bootstrap, "alter-configs", "topic", name,
+                    *[f"set:{k}={v}" for k, (_, v) in KAFKA4_NEW.items()]) == {"ok": True}
+    wait_until(lambda: described(1), 20, f"{name}'s altered configs described")
+    refused = rk.admin(b.bootstrap, "alter-configs", "topic", name, "set:compression.lz4.level=18")
+    assert refused["error"] == 40 and "compression.lz4.level" in refused["message"], refused
+
+
 def test_create_partitions(target, rk):
     b, n = target
     name = fresh(rk, "grow", b)

@@ -1,9 +1,13 @@
 """Per-topic configs through real admin clients: CreateTopics with configs,
 DescribeConfigs sources and synonyms, AlterConfigs, IncrementalAlterConfigs
-(raw frames: confluent-kafka 1.7 has no incremental_alter_configs), the
-configs surviving a restart and going with the topic, INVALID_CONFIG naming
-the bad config, and the broker acting on max.message.bytes,
-message.timestamp.type and segment.bytes per topic."""
+(raw frames: confluent-kafka 1.7 and kafka-python 2.0.2 have no
+incremental_alter_configs), the configs surviving a restart and going with
+the topic, INVALID_CONFIG naming the bad config, and the broker acting on
+max.message.bytes, message.timestamp.type and segment.bytes per topic.
+Every topic config Kafka 4.x takes is taken, checked as Kafka checks it,
+and documented by DescribeConfigs v3+ (saying which ones are not acted
+on); message.timestamp.before/after.max.ms refuse produces with
+INVALID_TIMESTAMP, with Kafka's messages."""
 
 import struct
 import time
@@ -17,9 +21,46 @@ import kiq_clients as kc
 import kiq_wire as w
 
 DYNAMIC_TOPIC_CONFIG = 1
+DEFAULT_CONFIG = 5
 INVALID_CONFIG = 40
 INVALID_REQUEST = 42
+INVALID_TIMESTAMP = 32
 MESSAGE_TOO_LARGE = 10
+HOUR = 3600 * 1000
+IGNORED = "Accepted and not acted on by KafkaIQ: "
+
+# The topic configs Kafka 4.x takes that KafkaIQ refused as unknown before,
+# each with a valid value other than its default, and another one.
+KAFKA4_NEW = {
+    "segment.jitter.ms": ("1000", "2000"),
+    "file.delete.delay.ms": ("30000", "0"),
+    "max.compaction.lag.ms": ("86400000", "1"),
+    "compression.gzip.level": ("6", "-1"),
+    "compression.lz4.level": ("12", "1"),
+    "compression.zstd.level": ("-5", "22"),
+    "preallocate": ("true", "false"),
+    "message.timestamp.before.max.ms": ("604800000", "0"),
+    "message.timestamp.after.max.ms": ("7200000", "9223372036854775807"),
+    "local.retention.ms": ("3600000", "-1"),
+    "local.retention.bytes": ("1048576", "-2"),
+    "remote.storage.enable": ("false", "false"),
+    "remote.log.copy.disable": ("true", "false"),
+    "remote.log.delete.on.disable": ("true", "false"),
+    "leader.replication.throttled.replicas": ("0:0", "*"),
+    "follower.replication.throttled.replicas": ("*", " 0:0 , 1:0 "),
+}
+# Every topic config of Kafka 4.x's LogConfig.
+KAFKA4_ALL = set(KAFKA4_NEW) | {
+    "cleanup.policy", "compression.type", "delete.retention.ms", "flush.messages", "flush.ms",
+    "index.interval.bytes", "max.message.bytes", "message.timestamp.type", "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms", "min.insync.replicas", "retention.bytes", "retention.ms", "segment.bytes",
+    "segment.index.bytes", "segment.ms", "unclean.leader.election.enable"}
+# Those KafkaIQ takes without acting on them, its documentation says.
+NOT_ACTED_ON = {
+    "compression.type", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
+    "file.delete.delay.ms", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
+    "local.retention.ms", "local.retention.bytes", "min.cleanable.dirty.ratio", "preallocate",
+    "remote.storage.enable", "remote.log.copy.disable", "remote.log.delete.on.disable"}
 
 pytestmark = pytest.mark.usefixtures("broker")
 
@@ -74,6 +115,39 @@ def produce_raw(broker, topic, value):
     with w.Conn(broker.host, broker.port) as c:
         out = w.parse_produce_v3(c.call(0, 3, w.produce_v3_body(topic, 0, batch, acks=1)))
     return out[(topic, 0)]
+
+
+def describe_v3(broker, topic, documentation=True):
+    """DescribeConfigs v3 of one topic, all configs:
+    {name: (value, source, config_type, documentation)}"""
+    body = (w.array([struct.pack(">b", 2) + w.string(topic) + struct.pack(">i", -1)]) +
+            struct.pack(">bb", 0, 1 if documentation else 0))
+    with w.Conn(broker.host, broker.port) as c:
+        r = w.Reader(c.call(32, 3, body))
+    r.int32()
+
+    def config(r):
+        name, value, _ = r.string(), r.string(), r.int8()
+        source, _ = r.int8(), r.int8()
+        r.array(lambda r: (r.string(), r.string(), r.int8()))
+        return name, (value, source, r.int8(), r.string())
+
+    [(err, msg, _, _, configs)] = r.array(lambda r: (r.int16(), r.string(), r.int8(), r.string(),
+                                                     r.array(config)))
+    assert err == 0, msg
+    return dict(configs)
+
+
+def produce_v8(broker, topic, timestamps):
+    """One batch of records stamped timestamps; the partition's
+    (error, base_offset, record_errors, error_message)."""
+    batch = w.record_batch([(b"k", b"v", ())] * len(timestamps), timestamps=timestamps)
+    with w.Conn(broker.host, broker.port) as c:
+        return w.parse_produce_v8(c.call(0, 8, w.produce_v3_body(topic, 0, batch, acks=1)))[(topic, 0)]
+
+
+def now_ms():
+    return int(time.time() * 1000)
 
 
 def segment_files(broker, topic):
@@ -272,3 +346,127 @@ def test_kafka_python_describe_and_alter(broker):
         assert found["retention.bytes"][1] == "123456"
     finally:
         a.close()
+
+
+def test_every_kafka4_topic_config_accepted(broker):
+    """CreateTopics (confluent-kafka), IncrementalAlterConfigs and
+    AlterConfigs (kafka-python) take each of Kafka 4.x's topic configs;
+    DescribeConfigs lists them as the topic's own."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource as KConfigResource, ConfigResourceType
+    topic = kc.fresh_name("tcfg-k4", broker)
+    create(broker.bootstrap, topic, {k: v for k, (v, _) in KAFKA4_NEW.items()})
+    d = describe(broker.bootstrap, topic)
+    assert KAFKA4_ALL <= set(d)
+    for name, (value, _) in KAFKA4_NEW.items():
+        assert (d[name].value, d[name].source) == (value, DYNAMIC_TOPIC_CONFIG), name
+    res = incremental(broker, [(2, topic, [(k, 0, v) for k, (_, v) in KAFKA4_NEW.items()])])
+    assert res[0][0] == 0, res
+    d = describe(broker.bootstrap, topic)
+    for name, (_, value) in KAFKA4_NEW.items():
+        assert d[name].value == value.strip(), name
+    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=15000)
+    try:
+        res = a.alter_configs([KConfigResource(ConfigResourceType.TOPIC, topic,
+                                               configs={k: v for k, (v, _) in KAFKA4_NEW.items()})])
+        assert [r[0] for r in res.resources] == [0], res.resources
+    finally:
+        a.close()
+    d = describe(broker.bootstrap, topic)
+    for name, (value, _) in KAFKA4_NEW.items():
+        assert d[name].value == value, name
+
+
+def test_kafka4_bad_values_refused_naming_them(broker):
+    topic = kc.fresh_name("tcfg-k4bad", broker)
+    bad = [("compression.lz4.level", "18"), ("compression.gzip.level", "0"), ("compression.zstd.level", "fast"),
+           ("segment.jitter.ms", "-1"), ("max.compaction.lag.ms", "0"), ("file.delete.delay.ms", "1e3"),
+           ("message.timestamp.after.max.ms", "1h"), ("message.timestamp.before.max.ms", "-5"),
+           ("local.retention.ms", "-3"), ("preallocate", "yes"), ("remote.log.copy.disable", "1"),
+           ("leader.replication.throttled.replicas", "0:x"),
+           ("follower.replication.throttled.replicas", "*,1:0")]
+    for name, value in bad:
+        err = create_error(broker.bootstrap, topic, {name: value})
+        assert err.code() == INVALID_CONFIG and name in err.str() and value in err.str(), (name, err)
+    # Kafka's answer without tiered storage, and its check of the lags together
+    err = create_error(broker.bootstrap, topic, {"remote.storage.enable": "true"})
+    assert err.code() == INVALID_CONFIG
+    assert ("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote "
+            "log storage.") in err.str()
+    err = create_error(broker.bootstrap, topic, {"min.compaction.lag.ms": "5000", "max.compaction.lag.ms": "1000"})
+    assert err.code() == INVALID_CONFIG
+    assert "conflict topic config setting min.compaction.lag.ms (5000) > max.compaction.lag.ms (1000)" in err.str()
+    assert kc.topic_partitions(broker.bootstrap, topic) is None
+    create(broker.bootstrap, topic, {"min.compaction.lag.ms": "5000"})
+    for name, value in bad + [("remote.storage.enable", "true"), ("max.compaction.lag.ms", "4999")]:
+        [(code, msg, _, _)] = incremental(broker, [(2, topic, [(name, 0, value)])])
+        assert code == INVALID_CONFIG and msg, (name, code, msg)
+        assert name in msg or "remote log storage" in msg, (name, msg)
+    d = describe(broker.bootstrap, topic)
+    assert all(d[name].source != DYNAMIC_TOPIC_CONFIG for name, _ in bad)
+
+
+def test_describe_documents_every_config(broker):
+    """DescribeConfigs v3 with include_documentation: every topic config of
+    Kafka 4.x, each documented, and those KafkaIQ does not act on say so."""
+    topic = kc.fresh_name("tcfg-doc", broker)
+    create(broker.bootstrap, topic, {})
+    d = describe_v3(broker, topic)
+    assert set(d) == KAFKA4_ALL
+    for name, (value, source, _, doc) in d.items():
+        assert source == DEFAULT_CONFIG or (source != DYNAMIC_TOPIC_CONFIG and name not in KAFKA4_NEW), name
+        assert doc and len(doc) > 20, name
+    assert {n for n, (_, _, _, doc) in d.items() if doc.startswith(IGNORED)} == NOT_ACTED_ON
+    assert d["message.timestamp.after.max.ms"][0] == "3600000"  # Kafka 4.0's default
+    assert d["max.compaction.lag.ms"][0] == "9223372036854775807"
+    assert d["leader.replication.throttled.replicas"][0] == ""
+    types = {n: t for n, (_, _, t, _) in d.items()}
+    assert (types["leader.replication.throttled.replicas"], types["preallocate"], types["compression.gzip.level"],
+            types["segment.jitter.ms"], types["min.cleanable.dirty.ratio"]) == (7, 1, 3, 5, 6)
+    assert all(doc is None for _, _, _, doc in describe_v3(broker, topic, documentation=False).values())
+
+
+def test_timestamps_out_of_bounds_refused(broker):
+    """message.timestamp.before/after.max.ms: a batch with a record outside
+    [now - before, now + after] is refused whole with INVALID_TIMESTAMP and
+    Kafka's messages (Produce v8 names the record); applied when altered,
+    1 hour ahead by default (Kafka 4.0), not for LogAppendTime."""
+    topic = kc.fresh_name("tcfg-ts", broker)
+    create(broker.bootstrap, topic, {"message.timestamp.after.max.ms": str(HOUR),
+                                     "message.timestamp.before.max.ms": str(24 * HOUR)})
+    kc.wait_topic(broker.bootstrap, topic, 1)
+    t = now_ms()
+    err, _, record_errors, message = produce_v8(broker, topic, [t, t + 2 * HOUR, t])
+    assert err == INVALID_TIMESTAMP
+    assert message == "One or more records have been rejected due to invalid timestamp"
+    [(index, why)] = record_errors
+    assert index == 1
+    prefix = f"Timestamp {t + 2 * HOUR} of message with offset 1 is out of range. The timestamp should be within ["
+    assert why.startswith(prefix) and why.endswith("]"), why
+    lo, hi = (int(x) for x in why[len(prefix):-1].split(", "))
+    assert hi - lo == 25 * HOUR and t - 24 * HOUR <= lo <= now_ms() - 24 * HOUR
+    assert produce_v8(broker, topic, [t - 25 * HOUR])[0] == INVALID_TIMESTAMP
+    assert produce_v8(broker, topic, [t - 23 * HOUR, t + HOUR // 2])[0] == 0
+    # nothing of the refused batches was appended
+    assert kc.watermarks_confluent(broker.bootstrap, topic, [0])[0] == (0, 2)
+    # librdkafka's producer gets the error too
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": broker.bootstrap, "message.send.max.retries": 0})
+    errors = []
+    p.produce(topic, b"v", timestamp=now_ms() + 2 * HOUR, on_delivery=lambda e, m: errors.append(e))
+    assert p.flush(30) == 0
+    assert len(errors) == 1 and errors[0] is not None and errors[0].code() == INVALID_TIMESTAMP, errors
+    # applied as soon as it is altered
+    assert incremental(broker, [(2, topic, [("message.timestamp.after.max.ms", 0, str(3 * HOUR))])])[0][0] == 0
+    assert produce_v8(broker, topic, [now_ms() + 2 * HOUR])[0] == 0
+    # Kafka 4.0's default: one hour ahead; LogAppendTime topics are not checked
+    plain = kc.fresh_name("tcfg-ts-default", broker)
+    create(broker.bootstrap, plain, {})
+    lat = kc.fresh_name("tcfg-ts-lat", broker)
+    create(broker.bootstrap, lat, {"message.timestamp.type": "LogAppendTime",
+                                   "message.timestamp.after.max.ms": "0"})
+    kc.wait_topic(broker.bootstrap, plain, 1)
+    kc.wait_topic(broker.bootstrap, lat, 1)
+    assert produce_v8(broker, plain, [now_ms() + 2 * HOUR])[0] == INVALID_TIMESTAMP
+    assert produce_v8(broker, plain, [now_ms() + HOUR // 2, 1000])[0] == 0
+    assert produce_v8(broker, lat, [now_ms() + 2 * HOUR])[0] == 0

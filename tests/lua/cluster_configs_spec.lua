@@ -1,14 +1,15 @@
 -- Topic configs in cluster mode: CreateTopics' configs, sent to a broker
 -- that is not the controller, are kept by the controller with the topic and
 -- reach every replica, which then acts on them (min.insync.replicas,
--- cleanup.policy) rather than on its broker defaults.
+-- cleanup.policy, message.timestamp.after.max.ms) rather than on its
+-- broker defaults.
 local kiq = require "kafkaiq"
 local core = require "kafkaiq.core"
 local connection = require "kafkaiq.client.connection"
 kiq.log_level("error")
 
 local PRODUCE, CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS = 0, 19, 44
-local INVALID_RECORD, NOT_ENOUGH_REPLICAS, INVALID_REQUEST = 87, 19, 42
+local INVALID_RECORD, NOT_ENOUGH_REPLICAS, INVALID_REQUEST, INVALID_TIMESTAMP = 87, 19, 42, 32
 
 local function open(port)
   return assert(connection.open("127.0.0.1", port, { client_id = "spec", connect_timeout_ms = 2000,
@@ -131,5 +132,35 @@ describe("cluster topic configs", function()
         value = "1" } } } } }))
     assert.are.same({ 3, 40 }, { resp.responses[1].error_code, resp.responses[2].error_code })
     conn:close()
+  end)
+
+  it("bounds record timestamps on the leader by message.timestamp.after.max.ms altered through the controller",
+    function()
+    local function alter(op, value)
+      local conn = open(c:broker(1).port)
+      local resp = assert(conn:request(INCREMENTAL_ALTER_CONFIGS, { validate_only = false, resources = {
+        { resource_type = 2, resource_name = "conf",
+          configs = { { name = "message.timestamp.after.max.ms", config_operation = op, value = value } } } } }))
+      conn:close()
+      assert.are.equal(0, resp.responses[1].error_code)
+    end
+    local leader = assert(c:wait_for_leader("conf", 0, 10000))
+    local function ahead(ms)
+      return produce(c:broker(leader).port, "conf", { { key = "k", value = "v", timestamp = core.now_ms() + ms } }, 1)
+    end
+    assert.are.equal(0, ahead(600000).error_code) -- within Kafka 4.0's default hour
+    alter(0, "60000")
+    local p
+    assert(kiq.wait_for(function()
+      p = ahead(600000)
+      return p.error_code == INVALID_TIMESTAMP
+    end, 10000, "the leader to refuse a record 10 minutes ahead"))
+    assert.are.equal("One or more records have been rejected due to invalid timestamp", p.error_message)
+    assert.are.equal(0, p.record_errors[1].batch_index)
+    assert.truthy(p.record_errors[1].batch_index_error_message:find("^Timestamp %d+ of message with offset 0 is out "
+      .. "of range%. The timestamp should be within %[%-?%d+, %d+%]$"), p.record_errors[1].batch_index_error_message)
+    alter(1, nil)
+    assert(kiq.wait_for(function() return ahead(600000).error_code == 0 end, 10000,
+      "the leader to take it again"))
   end)
 end)

@@ -1,5 +1,6 @@
 -- Topic configs that shape the log take effect when they are set, not at
--- the next retention check.
+-- the next retention check: segment.ms, max.compaction.lag.ms (a compacted
+-- topic rolls by it when sooner), segment.jitter.ms.
 local kiq = require "kafkaiq"
 kiq.log_level("warn")
 
@@ -49,6 +50,43 @@ describe("topic configs applied to live logs", function()
     assert.truthy(out:find("altered", 1, true), out)
     produce_at(p, "altered", t0 + 200000)
     assert.are.equal(2, segments(b, "altered"))
+    p:close()
+    a:close()
+  end)
+
+  it("rolls a compacted topic by max.compaction.lag.ms when sooner than segment.ms", function()
+    local a = b:admin()
+    local cfg = { ["max.compaction.lag.ms"] = "60000" }
+    assert(a:create_topics{ { name = "lagged", partitions = 1,
+      configs = { ["cleanup.policy"] = "compact", ["max.compaction.lag.ms"] = "60000" } } })
+    assert(a:create_topics{ { name = "deleting", partitions = 1, configs = cfg } })
+    local p = b:producer{ linger_ms = 0 }
+    local t0 = kiq.core.now_ms()
+    for _, topic in ipairs{ "lagged", "deleting" } do
+      produce_at(p, topic, t0)
+      produce_at(p, topic, t0 + 1000)
+      produce_at(p, topic, t0 + 61000)
+    end
+    assert.are.equal(2, segments(b, "lagged"))
+    assert.are.equal(1, segments(b, "deleting")) -- the lag is for compacted topics
+    p:close()
+    a:close()
+  end)
+
+  it("rolls early by segment.jitter.ms", function()
+    local a = b:admin()
+    assert(a:create_topics{ { name = "jittery", partitions = 1,
+      configs = { ["segment.ms"] = "60000", ["segment.jitter.ms"] = "60000" } } })
+    assert(a:create_topics{ { name = "steady", partitions = 1, configs = { ["segment.ms"] = "60000" } } })
+    local p = b:producer{ linger_ms = 0 }
+    local t0 = kiq.core.now_ms()
+    -- exactly segment.ms apart: a roll each time with a jitter, every other time without
+    for i = 0, 3 do
+      produce_at(p, "jittery", t0 + i * 60000)
+      produce_at(p, "steady", t0 + i * 60000)
+    end
+    assert.are.equal(2, segments(b, "steady"))
+    assert.is_true(segments(b, "jittery") >= 3) -- 4 unless a jitter of 0 was drawn
     p:close()
     a:close()
   end)

@@ -782,11 +782,36 @@ static void test_validate_counts_headered_records(void **state)
             kiq_wr_init(&w);
             assert_int_equal(kiq_batch_builder_finish(&b, &w), 0);
             kiq_batch_builder_free(&b);
-            int32_t headered = -1;
-            assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, KIQ_BATCH_MAX_DECOMPRESSED, NULL, &headered), 0);
-            assert_int_equal(headered, with);
+            kiq_batch_summary_t sum = {.headered = -1};
+            assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, KIQ_BATCH_MAX_DECOMPRESSED, NULL, &sum), 0);
+            assert_int_equal(sum.headered, with);
             kiq_wr_free(&w);
         }
+    }
+}
+
+/* Validation also gives the lowest and highest record timestamps, records
+ * without one (-1) left out, so the produce path checks each record's
+ * timestamp only when these are out of bounds. */
+static void test_validate_gives_timestamp_extremes(void **state)
+{
+    (void)state;
+    const int codecs[] = {KIQ_CODEC_NONE, KIQ_CODEC_ZSTD};
+    for (size_t c = 0; c < sizeof codecs / sizeof codecs[0]; c++) {
+        kiq_batch_builder_t b;
+        kiq_batch_builder_init(&b, codecs[c], 5000);
+        const int64_t ts[] = {5000, 2000, -1, 9000, 4000};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+            assert_int_equal(kiq_batch_builder_add(&b, "k", 1, "v", 1, NULL, 0, ts[i]), 0);
+        kiq_wr_t w;
+        kiq_wr_init(&w);
+        assert_int_equal(kiq_batch_builder_finish(&b, &w), 0);
+        kiq_batch_builder_free(&b);
+        kiq_batch_summary_t sum;
+        assert_int_equal(kiq_batch_validate(w.buf, w.len, 0, KIQ_BATCH_MAX_DECOMPRESSED, NULL, &sum), 0);
+        assert_int_equal(sum.min_timestamp, 2000);
+        assert_int_equal(sum.max_timestamp, 9000);
+        kiq_wr_free(&w);
     }
 }
 
@@ -808,6 +833,7 @@ int main(void)
         cmocka_unit_test(test_batch_iteration),
         cmocka_unit_test(test_kcat_corpus),
         cmocka_unit_test(test_validate_counts_headered_records),
+        cmocka_unit_test(test_validate_gives_timestamp_extremes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

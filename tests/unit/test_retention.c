@@ -1,4 +1,4 @@
-/* Rolling by segment.ms, retention by time and by size, the log start
+/* Rolling by segment.ms (less segment.jitter.ms), retention by time and by size, the log start
  * offset moved by DeleteRecords and by retention, and its checkpoint
  * surviving a reopen of the topics. Real files; timestamps are explicit in
  * the batches and the retention clock is a value passed in. */
@@ -93,6 +93,33 @@ static void test_roll_by_segment_ms(void **state)
     kiq_partition_log_set_retention(l, -1, -1, -1);
     append(l, 1, t0 + 100 * HOUR);
     assert_int_equal(nsegs(l), 3);
+    kiq_partition_log_free(l);
+}
+
+/* segment.jitter.ms: each segment rolls a random amount below it early.
+ * Batches exactly segment.ms apart roll only with a jitter (it is 0 with
+ * probability 1/segment.ms per segment), and a jitter above segment.ms is
+ * drawn below segment.ms, so equal timestamps never roll. */
+static void test_roll_jitter(void **state)
+{
+    kiq_test_log_dir_t *f = *state;
+    kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
+    assert_non_null(l);
+    kiq_partition_log_set_retention(l, HOUR, -1, -1);
+    int64_t t0 = 1700000000000LL;
+    for (int i = 0; i < 10; i++) append(l, 1, t0 + i * HOUR);
+    assert_int_equal(nsegs(l), 5); /* two batches a segment without jitter */
+    kiq_partition_log_set_roll_jitter(l, HOUR);
+    int64_t t1 = t0 + 20 * HOUR;
+    for (int i = 0; i < 10; i++) append(l, 1, t1 + i * HOUR);
+    assert_true(nsegs(l) >= 5 + 9); /* a batch a segment */
+    kiq_partition_log_set_roll_jitter(l, 100 * HOUR);
+    int before = nsegs(l);
+    int64_t t2 = t1 + 20 * HOUR;
+    append(l, 1, t2);
+    append(l, 1, t2);
+    append(l, 1, t2);
+    assert_true(nsegs(l) <= before + 1);
     kiq_partition_log_free(l);
 }
 
@@ -309,6 +336,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_roll_by_segment_ms, setup, kiq_test_log_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_roll_jitter, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_retention_by_time, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_retention_by_time_forever, setup, kiq_test_log_dir_teardown),
         cmocka_unit_test_setup_teardown(test_retention_by_size, setup, kiq_test_log_dir_teardown),

@@ -1,5 +1,7 @@
-/* Topic configs: typed validation of each kind (int, long, double, boolean,
- * enumerated string, list), unknown names and null values, APPEND and
+/* Topic configs: every one Kafka 4.x defines, documented; typed validation
+ * of each kind (int, long, double, boolean, enumerated string, list) and
+ * Kafka's own checks (gzip levels, throttled replica lists, no tiered
+ * storage, the compaction lags together), unknown names and null values, APPEND and
  * SUBTRACT on lists, the file store's round trip and pruning, and the
  * topic registry keeping configs across a reopen and forgetting them with
  * the topic. */
@@ -83,6 +85,115 @@ static void test_double_bool_string_list(void **state)
     assert_int_equal(check("cleanup.policy", " delete , compact "), 0);
     assert_refused("cleanup.policy", "compact,shred");
     assert_int_equal(check("cleanup.policy", ""), KIQ_ERR_INVALID_CONFIG);
+}
+
+/* Every topic config Kafka 4.x's LogConfig defines. */
+static const char *const kafka4_names[] = {
+    "cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type",
+    "compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms", "flush.messages", "flush.ms",
+    "follower.replication.throttled.replicas", "index.interval.bytes", "leader.replication.throttled.replicas",
+    "local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms", "max.message.bytes",
+    "message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type",
+    "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "min.insync.replicas", "preallocate",
+    "remote.log.copy.disable", "remote.log.delete.on.disable", "remote.storage.enable", "retention.bytes",
+    "retention.ms", "segment.bytes", "segment.index.bytes", "segment.jitter.ms", "segment.ms",
+    "unclean.leader.election.enable",
+};
+
+/* Each of them is known, documented, and takes its own default. */
+static void test_every_kafka4_config_known(void **state)
+{
+    (void)state;
+    size_t n = sizeof kafka4_names / sizeof *kafka4_names;
+    assert_int_equal(kiq_topic_config_count, (int)n);
+    kiq_config_t *c = kiq_config_new();
+    assert_non_null(c);
+    for (size_t k = 0; k < n; k++) {
+        int i = kiq_topic_config_find(kafka4_names[k], (int)strlen(kafka4_names[k]));
+        assert_int_equal(i, (int)k); /* in name order, as DescribeConfigs lists them */
+        const kiq_topic_config_def_t *d = &kiq_topic_config_defs[i];
+        assert_non_null(d->doc);
+        assert_true(strlen(d->doc) > 20);
+        char buf[32];
+        int source;
+        const char *dflt = kiq_topic_config_default(c, i, buf, sizeof buf, &source);
+        assert_non_null(dflt);
+        assert_int_equal(source, KIQ_CONFIG_SOURCE_DEFAULT);
+        kiq_error_clear();
+        if (d->type != KIQ_CONFIG_WIRE_LIST || *dflt) assert_int_equal(check(d->name, dflt), 0);
+    }
+    /* Kafka 4.0's defaults for the new ones */
+    char buf[32];
+    int source;
+    assert_string_equal(kiq_topic_config_default(c, KIQ_TCFG_MESSAGE_TIMESTAMP_AFTER_MAX_MS, buf, sizeof buf, &source),
+                        "3600000");
+    assert_string_equal(kiq_topic_config_default(c, KIQ_TCFG_LOCAL_RETENTION_MS, buf, sizeof buf, &source), "-2");
+    assert_string_equal(kiq_topic_config_default(c, KIQ_TCFG_COMPRESSION_ZSTD_LEVEL, buf, sizeof buf, &source), "3");
+    /* what is not acted on says so */
+    assert_ptr_equal(strstr(kiq_topic_config_defs[KIQ_TCFG_PREALLOCATE].doc, KIQ_TOPIC_CONFIG_IGNORED),
+                     kiq_topic_config_defs[KIQ_TCFG_PREALLOCATE].doc);
+    assert_null(strstr(kiq_topic_config_defs[KIQ_TCFG_SEGMENT_JITTER_MS].doc, KIQ_TOPIC_CONFIG_IGNORED));
+    kiq_config_free(c);
+}
+
+static void test_kafka4_validation(void **state)
+{
+    (void)state;
+    assert_int_equal(check("compression.gzip.level", "-1"), 0);
+    assert_int_equal(check("compression.gzip.level", "9"), 0);
+    assert_refused("compression.gzip.level", "0");
+    assert_refused("compression.gzip.level", "10");
+    assert_refused("compression.gzip.level", "fast");
+    assert_int_equal(check("compression.lz4.level", "17"), 0);
+    assert_refused("compression.lz4.level", "18");
+    assert_int_equal(check("compression.zstd.level", "-131072"), 0);
+    assert_refused("compression.zstd.level", "23");
+    assert_refused("max.compaction.lag.ms", "0");
+    assert_int_equal(check("max.compaction.lag.ms", "1"), 0);
+    assert_refused("segment.jitter.ms", "-1");
+    assert_refused("file.delete.delay.ms", "-1");
+    assert_int_equal(check("local.retention.ms", "-2"), 0);
+    assert_refused("local.retention.bytes", "-3");
+    assert_refused("message.timestamp.after.max.ms", "-1");
+    assert_refused("message.timestamp.before.max.ms", "soon");
+    assert_int_equal(check("preallocate", "True"), 0);
+    assert_refused("preallocate", "1");
+    assert_int_equal(check("remote.log.copy.disable", "true"), 0);
+    /* no tiered storage: Kafka's answer when the broker has it disabled */
+    assert_int_equal(check("remote.storage.enable", "false"), 0);
+    assert_int_equal(check("remote.storage.enable", "true"), KIQ_ERR_INVALID_CONFIG);
+    assert_string_equal(kiq_error_get(), "Tiered Storage functionality is disabled in the broker. Topic cannot be "
+                                         "configured with remote log storage.");
+    assert_refused("remote.storage.enable", "maybe");
+    /* "*", empty, or partition:broker items */
+    static const char *good[] = {"*", "", "0:1", "0:1,1:2", " 0:1 , 12:345 ", "0:1,,1:2"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        assert_int_equal(check("leader.replication.throttled.replicas", good[i]), 0);
+        assert_int_equal(check("follower.replication.throttled.replicas", good[i]), 0);
+    }
+    static const char *bad[] = {"*,0:1", "0", "0:", ":1", "a:1", "0:1:2", "0-1", "**"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_refused("leader.replication.throttled.replicas", bad[i]);
+        assert_non_null(strstr(kiq_error_get(), "must be the literal '*'"));
+    }
+    assert_refused("follower.replication.throttled.replicas", "x");
+}
+
+/* Kafka's check of the two compaction lags together. */
+static void test_lags_checked_together(void **state)
+{
+    (void)state;
+    kiq_topic_configs_t c = {0};
+    assert_int_equal(kiq_topic_configs_check_together(&c), 0);
+    assert_int_equal(kiq_topic_configs_set(&c, "min.compaction.lag.ms", 21, "5000", 4), 0);
+    assert_int_equal(kiq_topic_configs_check_together(&c), 0); /* max: Long.MAX */
+    assert_int_equal(kiq_topic_configs_set(&c, "max.compaction.lag.ms", 21, "5000", 4), 0);
+    assert_int_equal(kiq_topic_configs_check_together(&c), 0);
+    assert_int_equal(kiq_topic_configs_set(&c, "max.compaction.lag.ms", 21, "4999", 4), 0);
+    assert_int_equal(kiq_topic_configs_check_together(&c), KIQ_ERR_INVALID_CONFIG);
+    assert_string_equal(kiq_error_get(),
+                        "conflict topic config setting min.compaction.lag.ms (5000) > max.compaction.lag.ms (4999)");
+    kiq_topic_configs_clear(&c);
 }
 
 static void test_set_unknown_null_trim(void **state)
@@ -278,6 +389,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_int_and_long),
         cmocka_unit_test(test_double_bool_string_list),
+        cmocka_unit_test(test_every_kafka4_config_known),
+        cmocka_unit_test(test_kafka4_validation),
+        cmocka_unit_test(test_lags_checked_together),
         cmocka_unit_test(test_set_unknown_null_trim),
         cmocka_unit_test(test_list_ops),
         cmocka_unit_test_setup_teardown(test_store_round_trip, setup_dir, teardown_dir),
