@@ -13,6 +13,7 @@
 """
 
 import collections
+import contextlib
 import os
 import struct
 import subprocess
@@ -52,28 +53,36 @@ b:stop()
 """
 
 
-@pytest.fixture
-def dropping_broker(tmp_path):
+@contextlib.contextmanager
+def lua_broker(tmp_path, source, *args):
+    """A broker in a Lua script (source) run with the data directory and
+    args: yields its bootstrap address; the script stops its broker on a
+    line on stdin and must exit 0."""
     if EXTERNAL:
         pytest.skip("starts its own broker")
     script = tmp_path / "broker.lua"
-    script.write_text(DROPPING_BROKER_LUA)
-    drops = tmp_path / "drops.txt"
+    script.write_text(source)
     env = dict(os.environ)
     env["LUA_PATH"] = f"{ROOT}/lua/?.lua;{ROOT}/lua/?/init.lua;;"
     env["LUA_CPATH"] = f"{ROOT}/build/lua/?.so;;"
     with open(tmp_path / "broker.stderr", "wb") as stderr:
-        proc = subprocess.Popen(["luajit", str(script), str(tmp_path / "data"), str(drops), str(DROP_PERCENT)],
+        proc = subprocess.Popen(["luajit", str(script), str(tmp_path / "data")] + [str(a) for a in args],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env)
         try:
-            port = int(proc.stdout.readline())
-            yield f"127.0.0.1:{port}", drops
+            yield f"127.0.0.1:{int(proc.stdout.readline())}"
             proc.communicate(b"\n", timeout=30)
             assert proc.returncode == 0
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+@pytest.fixture
+def dropping_broker(tmp_path):
+    drops = tmp_path / "drops.txt"
+    with lua_broker(tmp_path, DROPPING_BROKER_LUA, drops, DROP_PERCENT) as bs:
+        yield bs, drops
 
 
 def small_batches(idempotent):
@@ -360,33 +369,16 @@ def test_a_retry_refused_after_a_lost_request_keeps_librdkafka_alive(tmp_path):
     of in-sync replicas and its ISR grew before the next batch. The broker
     answers the batches behind the refused one with its error instead: every
     record is delivered, once, in order."""
-    if EXTERNAL:
-        pytest.skip("starts its own broker")
-    script = tmp_path / "broker.lua"
-    script.write_text(REFUSING_BROKER_LUA)
     marks = tmp_path / "marks"
     marks.mkdir()
-    env = dict(os.environ)
-    env["LUA_PATH"] = f"{ROOT}/lua/?.lua;{ROOT}/lua/?/init.lua;;"
-    env["LUA_CPATH"] = f"{ROOT}/build/lua/?.so;;"
-    with open(tmp_path / "broker.stderr", "wb") as stderr:
-        proc = subprocess.Popen(["luajit", str(script), str(tmp_path / "data"), str(marks)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env)
-        try:
-            bs = f"127.0.0.1:{int(proc.stdout.readline())}"
-            topic = "idem-refused-retry"
-            kc.create_topic(bs, topic, 1)
-            msgs = kc.make_messages(300, "refused")
-            # one record a batch: librdkafka keeps at most five records of a
-            # partition in flight, so one-record batches are what it pipelines
-            reports = kc.produce_confluent(bs, topic, msgs, acks="all", extra={
-                "enable.idempotence": True, "linger.ms": 0, "batch.num.messages": 1, "max.in.flight": 5,
-                "retry.backoff.ms": 10, "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 50})
-            assert (marks / "refused").exists(), "the retry was never refused: the test proves nothing"
-            kc.check_records(kc.consume_confluent_all(bs, topic, range(1)), msgs, reports)
-            proc.communicate(b"\n", timeout=30)
-            assert proc.returncode == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    with lua_broker(tmp_path, REFUSING_BROKER_LUA, marks) as bs:
+        topic = "idem-refused-retry"
+        kc.create_topic(bs, topic, 1)
+        msgs = kc.make_messages(300, "refused")
+        # one record a batch: librdkafka keeps at most five records of a
+        # partition in flight, so one-record batches are what it pipelines
+        reports = kc.produce_confluent(bs, topic, msgs, acks="all", extra={
+            "enable.idempotence": True, "linger.ms": 0, "batch.num.messages": 1, "max.in.flight": 5,
+            "retry.backoff.ms": 10, "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 50})
+        assert (marks / "refused").exists(), "the retry was never refused: the test proves nothing"
+        kc.check_records(kc.consume_confluent_all(bs, topic, range(1)), msgs, reports)
