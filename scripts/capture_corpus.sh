@@ -24,14 +24,14 @@ STEP_TIMEOUT=120
 WORK=$(mktemp -d /tmp/kiq-corpus.XXXXXX)
 BROKER=
 DUMP=
-PEER_PID=
+MOCK=
 
 # the captures, logs and broker log stay for a look when something failed
 cleanup() {
     local rc=$?
     [[ -n $DUMP ]] && kill -INT "$DUMP" 2>/dev/null && wait "$DUMP" 2>/dev/null
     [[ -n $BROKER ]] && kill -TERM "$BROKER" 2>/dev/null && wait "$BROKER" 2>/dev/null
-    [[ -n $PEER_PID ]] && kill -TERM "$PEER_PID" 2>/dev/null && wait "$PEER_PID" 2>/dev/null
+    [[ -n $MOCK ]] && kill -TERM "$MOCK" 2>/dev/null && wait "$MOCK" 2>/dev/null
     if ((rc == 0)); then
         rm -rf "$WORK"
     else
@@ -191,8 +191,8 @@ for module in node-rdkafka "$NEWEST"; do
 done
 
 # ---- the newest against a peer that caps Produce at v9, Fetch at v12 and
-# OffsetFetch at v6 (scripts/corpus/capped_peer.c): the versions it sends an
-# older broker ----
+# OffsetFetch at v6 (librdkafka's mock cluster, tests/interop/mock_peer.c):
+# the versions it sends an older broker ----
 capped_session() { # MODULE BOOTSTRAP
     local js=(node "$JS/rdkafka.js")
     export KIQ_RDKAFKA_MODULE=$1
@@ -201,14 +201,14 @@ capped_session() { # MODULE BOOTSTRAP
 }
 export -f capped_session
 version=$(librdkafka_of "$NEWEST")
-build_against "$NEWEST" "$WORK/capped_peer" scripts/corpus/capped_peer.c
-coproc PEER { "$WORK/capped_peer" 0:9 1:12 9:6 2>"$WORK/capped_peer.log"; }
-PEER_PID=$PEER_PID
-read -r peer <&"${PEER[0]}" || die "the capped peer did not start: $(cat "$WORK/capped_peer.log")"
+build_against "$NEWEST" "$WORK/mock_peer" tests/interop/mock_peer.c
+coproc PEER { exec "$WORK/mock_peer" -c 0:9 -c 1:12 -c 9:6 2>"$WORK/mock_peer.log"; }
+MOCK=$PEER_PID # bash unsets PEER_PID once it exits
+read -r peer <&"${PEER[0]}" || die "the mock peer did not start: $(cat "$WORK/mock_peer.log")"
 capture "rdkafka-$version-capped" "librdkafka-$version" "${peer##*:}" capped_session "$NEWEST" "$peer"
-eval "exec ${PEER[1]}>&-"
-wait "$PEER_PID" || die "the capped peer exited $?"
-PEER_PID=
+kill -TERM "$MOCK"
+wait "$MOCK" || die "the mock peer exited $? on SIGTERM"
+MOCK=
 
 # ---- kafka-python ----
 KAFKA_PYTHON=kafka-python-$("$PY" -c 'import kafka; print(kafka.__version__)')
