@@ -5,8 +5,9 @@
 # (kcat and confluent-kafka on Debian's librdkafka, node-rdkafka's and
 # @confluentinc/kafka-javascript's bundled librdkafka, kafka-python,
 # kafkajs, @platformatic/kafka) while tcpdump records what goes to the
-# broker's port, then scripts/corpus/extract.py splits each client's streams
-# into frames and writes the index (tests/corpus/README.md).
+# broker's port (for one run, to a mock peer's that caps some versions), then
+# scripts/corpus/extract.py splits each client's streams into frames and
+# writes the index (tests/corpus/README.md).
 #
 #   scripts/capture_corpus.sh [OUT]      OUT: tests/corpus by default
 #
