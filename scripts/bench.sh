@@ -5,7 +5,7 @@
 #                                         temporary data dir, bench it, stop it
 #   scripts/bench.sh --bootstrap H:P      bench that address only (any Kafka server)
 #   scripts/bench.sh --peer [--rounds N]  also bench librdkafka's mock cluster
-#                                         (../shared/tools/mockpeer.c), N rounds
+#                                         (tests/interop/mock_peer.c), N rounds
 #                                         alternating, and print per workload and
 #                                         round KafkaIQ, the mock, the ratio, the
 #                                         loopback's bandwidth measured in the
@@ -40,8 +40,8 @@ cd "$(dirname "$0")/.."
 
 BENCH_DIR=build/bench
 BENCH_BIN=$BENCH_DIR/kiq_bench
-MOCK_SRC=${KIQ_MOCKPEER_SRC:-../shared/tools/mockpeer.c}
-MOCK_BIN=$BENCH_DIR/mockpeer
+MOCK_SRC=tests/interop/mock_peer.c
+MOCK_BIN=$BENCH_DIR/mock_peer
 READY_TIMEOUT=10
 JOURNEY_FILL=6000 # one-record batches: more than the default ring holds (4000)
 
@@ -266,7 +266,7 @@ bench_mock() {
     local out mock_pid mock_bs deadline
     out=$(mktemp -d)
     tmpdirs+=("$out")
-    "$MOCK_BIN" 1 "$topic" "$partitions" >"$out/stdout" 2>"$out/stderr" &
+    "$MOCK_BIN" -t "$topic:$partitions" >"$out/stdout" 2>"$out/stderr" &
     mock_pid=$!
     pids+=("$mock_pid")
     deadline=$((SECONDS + READY_TIMEOUT))
@@ -311,11 +311,8 @@ compare() {
         }' "$1"
 }
 
-if [[ $peer -eq 1 ]]; then
-    [[ -f $MOCK_SRC ]] || { echo "bench.sh: $MOCK_SRC not found" >&2; exit 1; }
-    if [[ ! -x $MOCK_BIN || $MOCK_SRC -nt $MOCK_BIN ]]; then
-        gcc -O2 -o "$MOCK_BIN" "$MOCK_SRC" -lrdkafka
-    fi
+if [[ $peer -eq 1 && ( ! -x $MOCK_BIN || $MOCK_SRC -nt $MOCK_BIN ) ]]; then
+    gcc -O2 -o "$MOCK_BIN" "$MOCK_SRC" -lrdkafka
 fi
 
 if [[ -n $bootstrap ]]; then

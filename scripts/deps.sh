@@ -25,6 +25,8 @@ PACKAGES=(
     libssl-dev
     # codecs kafka-python loads optionally; without them it can only do gzip
     python3-snappy python3-lz4 python3-zstandard
+    # what scripts/capture_corpus.sh records the clients' requests with
+    tcpdump
 )
 
 # One dpkg-query for all names keeps the no-op case fast; names dpkg has never

@@ -6,7 +6,7 @@
 #   scripts/fuzz.sh test SECONDS   what make test runs: each target briefly,
 #                                  then the planted-bug build must be caught
 # Seeds: what tests/fuzz/fuzz_seeds generates (every API and version, every
-# codec, every data message) and the client frames in ../shared/corpus.
+# codec, every data message) and the client frames in tests/corpus.
 # Findings are kept under build/fuzz/findings; the corpus grows in
 # build/fuzz/corpus between runs.
 set -uo pipefail
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 OUT=build/fuzz
 LIB=build/fuzzlib
-CORPUS=../shared/corpus
+CORPUS=tests/corpus
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=c11 -D_GNU_SOURCE -O1 -g -Iengine -I$LIB/gen -I/usr/include/luajit-2.1"
 LIBS="-lev -llz4 -lzstd -lz -lsnappy -lmicrohttpd -ljansson -lpthread -lm -lluajit-5.1 -ldl"

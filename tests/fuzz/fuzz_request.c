@@ -1,5 +1,5 @@
 /* libFuzzer target: a request frame (header and body, as the processor
- * frames it and as ../shared/corpus holds them) through the header decoder
+ * frames it and as tests/corpus holds them) through the header decoder
  * and the generated decoder of its API and version. What decodes must
  * encode, and decoding that encoding must give the same bytes again: the
  * codecs agree on every message they accept. */

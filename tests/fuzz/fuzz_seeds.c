@@ -1,7 +1,7 @@
 /* Writes the fuzz targets' generated seeds into DIR: every API's sample
  * request at every version it has (DIR/request), a batch of each codec
  * (DIR/batch) and every data message's sample at every version
- * (DIR/data). The captured client frames in ../shared/corpus come on top
+ * (DIR/data). The captured client frames in tests/corpus come on top
  * (make fuzz passes both). */
 #include <stdio.h>
 #include <stdlib.h>

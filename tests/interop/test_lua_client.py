@@ -25,7 +25,7 @@ N = 2000
 PARTITIONS = 3
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 LUA_TIMEOUT = 120
-MOCKPEER_SRC = pathlib.Path(os.environ.get("KIQ_MOCKPEER_SRC", ROOT.parent / "shared" / "tools" / "mockpeer.c"))
+MOCK_PEER_SRC = pathlib.Path(__file__).resolve().parent / "mock_peer.c"
 
 # Reads messages (hex key, hex value, hex header pairs) from a file, produces
 # them, and prints one line per delivery report: hex key, partition, offset.
@@ -286,15 +286,14 @@ for q = 0, partitions - 1 do print("position", q, c:position(topic, q)) end
 @pytest.fixture
 def mock_cluster(tmp_path):
     """librdkafka's mock cluster (3 brokers, topic 'mock-t' with 6 partitions)."""
-    if not MOCKPEER_SRC.exists() or shutil.which("gcc") is None:
-        pytest.skip(f"{MOCKPEER_SRC} or gcc missing")
-    binary = tmp_path / "mockpeer"
-    res = subprocess.run(["gcc", "-O1", "-o", str(binary), str(MOCKPEER_SRC), "-lrdkafka"],
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc missing: no mock peer")
+    binary = tmp_path / "mock_peer"
+    res = subprocess.run(["gcc", "-O1", "-o", str(binary), str(MOCK_PEER_SRC), "-lrdkafka"],
                          capture_output=True, timeout=120)
-    if res.returncode != 0:
-        pytest.skip(f"cannot build mockpeer: {res.stderr.decode()[-500:]}")
+    assert res.returncode == 0, f"cannot build {MOCK_PEER_SRC}: {res.stderr.decode()[-500:]}"
     out = open(tmp_path / "mock.out", "w+")
-    proc = subprocess.Popen([str(binary), "3", "mock-t", "6"], stdout=out,
+    proc = subprocess.Popen([str(binary), "-b", "3", "-t", "mock-t:6"], stdout=out,
                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10

@@ -1,6 +1,6 @@
 /* RecordBatch v2: the builder with every codec, validation and each error
  * code it returns, batch and record iteration, in-place stamping, and the
- * batches kcat really sent (tests/../shared/corpus/kcat-<codec>). */
+ * batches kcat really sent (tests/corpus/kcat-<codec>). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +14,7 @@
 #include "record/batch.h"
 #include "record/compression.h"
 #include "record/crc32c.h"
+#include "support/corpus.h"
 
 static const int codecs[] = {KIQ_CODEC_NONE, KIQ_CODEC_GZIP, KIQ_CODEC_SNAPPY, KIQ_CODEC_LZ4, KIQ_CODEC_ZSTD};
 #define NCODECS (sizeof codecs / sizeof codecs[0])
@@ -646,24 +647,6 @@ static void test_batch_iteration(void **state)
 
 /* ---- the batches kcat sent ---- */
 
-static uint8_t *read_file(const char *path, size_t *len)
-{
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = n > 0 ? malloc((size_t)n) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
 /* The records field of the only partition of a Produce v7 request (header
  * v1), parsed by hand. */
 static kiq_bytes_t produce_v7_records(const uint8_t *frame, size_t len)
@@ -720,18 +703,33 @@ static int check_kcat_record(const kiq_record_t *r, void *ctx)
     return 0;
 }
 
+static const char *const kcat_codecs[] = {"none", "gzip", "snappy", "lz4", "zstd"};
+#define NKCAT (sizeof kcat_codecs / sizeof kcat_codecs[0])
+
+/* The Produce request of each kcat-CODEC folder: kcat sent one. */
+static void find_kcat_produce(const kiq_test_frame_t *f, void *ctx)
+{
+    kiq_test_frame_t *found = ctx;
+    for (size_t c = 0; c < NKCAT; c++) {
+        char folder[64];
+        int n = snprintf(folder, sizeof folder, "kcat-%s/", kcat_codecs[c]);
+        if (f->key != 0 || strncmp(f->file, folder, (size_t)n) != 0) continue;
+        if (found[c].bytes) fail_msg("%s: a second Produce from kcat-%s", f->file, kcat_codecs[c]);
+        found[c] = *f;
+    }
+}
+
 static void test_kcat_corpus(void **state)
 {
     (void)state;
-    const char *dir = getenv("KIQ_CORPUS_DIR");
-    if (!dir || !*dir) dir = "../shared/corpus";
-    static const char *const names[] = {"none", "gzip", "snappy", "lz4", "zstd"};
-    for (int c = 0; c < 5; c++) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/kcat-%s/Produce-v7-1.bin", dir, names[c]);
-        size_t len;
-        uint8_t *frame = read_file(path, &len);
-        if (!frame) fail_msg("cannot read %s (set KIQ_CORPUS_DIR)", path);
+    kiq_test_frame_t found[NKCAT];
+    memset(found, 0, sizeof found);
+    kiq_test_corpus_each(find_kcat_produce, found);
+    for (size_t c = 0; c < NKCAT; c++) {
+        const char *name = kcat_codecs[c];
+        if (!found[c].bytes) fail_msg("no Produce request in %s/kcat-%s", kiq_test_corpus_dir(), name);
+        size_t len = found[c].bytes;
+        uint8_t *frame = kiq_test_corpus_read(&found[c]);
         kiq_bytes_t recs = produce_v7_records(frame, len);
 
         kiq_batch_iter_t it;
@@ -745,8 +743,8 @@ static void test_kcat_corpus(void **state)
         assert_int_equal(kiq_batch_iter_next(&it, &p, &blen, &h), 0);
 
         int rc = kiq_batch_validate(p, blen, 1 << 20, KIQ_BATCH_MAX_DECOMPRESSED, &h, NULL);
-        if (rc) fail_msg("kcat-%s: validate %d: %s", names[c], rc, kiq_error_get());
-        assert_int_equal(kiq_batch_codec(&h), kiq_codec_parse(names[c]));
+        if (rc) fail_msg("kcat-%s: validate %d: %s", name, rc, kiq_error_get());
+        assert_int_equal(kiq_batch_codec(&h), kiq_codec_parse(name));
         assert_int_equal(h.record_count, 20);
         assert_true(h.producer_id == -1);
 
