@@ -133,6 +133,6 @@ clean:
 
 # Kept between runs: the unit tests link it, and make must not print after
 # the test summary line.
-.SECONDARY: $(BUILD)/obj/gen/messages_sample.o $(TEST_SUPPORT_OBJ)
+.SECONDARY: $(BUILD)/obj/gen/messages_sample.o $(TEST_SUPPORT_OBJ) $(PAGE_SRC:engine/http/page/%=$(BUILD)/gen/http/%.c)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
