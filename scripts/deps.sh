@@ -44,6 +44,14 @@ done
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     missing+=(nodejs npm)
 fi
+# The reference broker (Apache Kafka 4, Java 17+) and the JVM clients'
+# suites: a JDK and Maven, Debian's where the machine has none of its own.
+if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
+    missing+=(openjdk-17-jdk-headless)
+fi
+if ! command -v mvn >/dev/null 2>&1; then
+    missing+=(maven)
+fi
 
 if [[ ${#missing[@]} -gt 0 ]]; then
     echo "deps: installing ${missing[*]}" >&2
@@ -89,3 +97,7 @@ if ! js_installed; then
         echo "deps: npm not found; the JS interop tests will be skipped" >&2
     fi
 fi
+
+# Apache Kafka, the reference broker (scripts/kafka.sh; the version
+# tests/reference/pom.xml pins), resolved by Maven into build/kafka/lib once.
+"$(dirname "$0")/kafka.sh" fetch

@@ -11,6 +11,7 @@ UNIT_TIMEOUT=${KIQ_UNIT_TIMEOUT:-300}
 LUA_TIMEOUT=${KIQ_LUA_TIMEOUT:-600}
 INTEROP_TIMEOUT=${KIQ_INTEROP_TIMEOUT:-2700}
 FUZZ_TIMEOUT=${KIQ_FUZZ_TIMEOUT:-900}
+DIFFERENTIAL_TIMEOUT=${KIQ_DIFFERENTIAL_TIMEOUT:-600}
 FUZZ_SECONDS=${KIQ_FUZZ_SECONDS:-15}
 
 work=$(mktemp -d)
@@ -163,10 +164,36 @@ run_interop() {
     fi
 }
 
+# ------------------------------------------------------------------ differential
+# The same requests to Apache Kafka (scripts/kafka.sh) and to KafkaIQ,
+# compared (tests/differential). Its last line:
+#   differential: S scenarios, C cases, I identical, A allowed, F different
+run_differential() {
+    local out="$work/differential.out" rc line i a f
+    banner "differential: Apache Kafka beside KafkaIQ"
+    timeout -k 30 "$DIFFERENTIAL_TIMEOUT" build/kafkaiq run tests/differential/run.lua 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    line=$(strip_ansi <"$out" | grep -E '^differential: [0-9]+ scenarios' | tail -n 1)
+    if [[ -z "$line" ]]; then
+        record "differential" 0 1 "no summary, exit $rc"
+        return
+    fi
+    i=$(count_of identical "$line")
+    a=$(count_of allowed "$line")
+    f=$(count_of different "$line")
+    failed_tests differential < <(strip_ansi <"$out" | grep -E ' (different|DIFFERENT)( |$)' | sed 's/  */ /g')
+    if [[ $rc -ne 0 && $f -eq 0 ]]; then
+        record "differential" $((i + a)) 1 "exit $rc"
+    else
+        record "differential" $((i + a)) "$f" "$a with allowed differences"
+    fi
+}
+
 run_unit build/tests unit
 run_unit build/san/tests unit-asan
 run_fuzz
 run_lua
+run_differential
 run_interop
 
 banner "summary"

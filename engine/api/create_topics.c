@@ -17,6 +17,7 @@
 #include "config/topic_config.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/uuid.h"
 #include "server/controller_link.h"
 #include "log/log_retention.h"
 #include "controller/metadata_cache.h"
@@ -184,6 +185,7 @@ static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_to
             tr->replication_factor =
                 o->replication_factor != -1 ? o->replication_factor
                                             : (int16_t)kiq_config_int(b->config, KIQ_CFG_DEFAULT_REPLICATION_FACTOR);
+            if (req->validate_only) kiq_uuid_random(&tr->topic_id);
         }
         if (r->header.api_version >= 5) list_configs(b, r, &cfgs[i], tr);
     }
@@ -232,6 +234,9 @@ int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *
         if (topic) {
             tr->topic_id = topic->id;
             kiq_topic_unref(topic);
+        } else if (req->validate_only) {
+            /* Kafka's controller names the id the topic would have had */
+            kiq_uuid_random(&tr->topic_id);
         }
     }
     return KIQ_HANDLER_RESPOND;

@@ -52,11 +52,23 @@ static void fill_entry(kiq_request_t *r, const kiq_describe_configs_request_t *r
     e->config_source = (int8_t)source;
     e->config_type = (int8_t)type;
     if (req->include_documentation && doc) e->documentation = kiq_request_str(r, doc);
-    if (req->include_synonyms) e->synonyms = kiq_arena_calloc(&r->arena, 5, sizeof *e->synonyms);
+    if (req->include_synonyms) e->synonyms = kiq_arena_calloc(&r->arena, 16, sizeof *e->synonyms);
 }
 
-/* A broker config's synonyms, in Kafka's precedence: this broker's
- * dynamic value, the cluster-wide one, the static one, the default. */
+/* Kafka's broker configs whose default is null: none of their values is
+ * a default synonym. */
+static bool null_default(const char *name)
+{
+    static const char *const names[] = {"log.retention.ms", "log.retention.minutes", "log.roll.ms",
+                                        "log.roll.jitter.ms", "log.flush.interval.ms"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(names[i], name) == 0) return true;
+    return false;
+}
+
+/* A broker config's synonyms, in Kafka's precedence, each level that has a
+ * value: this broker's dynamic value, the cluster-wide one, the static
+ * one, the default. */
 static void broker_synonyms(kiq_broker_t *b, kiq_request_t *r, config_entry_t *e, int id)
 {
     const char *name = kiq_config_defs[id].name;
@@ -66,7 +78,8 @@ static void broker_synonyms(kiq_broker_t *b, kiq_request_t *r, config_entry_t *e
         add_synonym(r, e, name, v, KIQ_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER);
     bool is_default;
     v = kiq_config_static_text(b->config, id, &is_default);
-    add_synonym(r, e, name, v, is_default ? KIQ_CONFIG_SOURCE_DEFAULT : KIQ_CONFIG_SOURCE_STATIC_BROKER);
+    if (!is_default) add_synonym(r, e, name, v, KIQ_CONFIG_SOURCE_STATIC_BROKER);
+    if (!null_default(name)) add_synonym(r, e, name, kiq_config_defs[id].default_value, KIQ_CONFIG_SOURCE_DEFAULT);
 }
 
 /* The topic's dynamic configs into an empty *tc: the controller's on the
@@ -109,6 +122,42 @@ static int16_t topic_configs(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name,
     return KIQ_ERR_NONE;
 }
 
+/* Topic config i's broker synonyms as Kafka's ConfigHelper lists them: the
+ * broker configs behind it (kiq_topic_config_synonyms) level by level
+ * (this broker's dynamic value, the cluster's, server.properties, the
+ * default), from the first entry of the config it takes its default from
+ * on, so none when that one has no value anywhere (log.retention.ms). A
+ * config this broker does not have is there with the topic's default. */
+static void topic_synonyms(kiq_broker_t *b, kiq_request_t *r, config_entry_t *e, int i)
+{
+    const char *const *names = kiq_topic_config_synonyms(i);
+    bool started = false;
+    for (int level = 0; level < 4; level++) {
+        for (int k = 0; names[k]; k++) {
+            int id = kiq_config_find(names[k]);
+            const char *v = NULL;
+            int8_t source = KIQ_CONFIG_SOURCE_DEFAULT;
+            if (level == 0 && id >= 0) {
+                v = kiq_config_dynamic_value(b->config, KIQ_CFG_LEVEL_BROKER, id);
+                source = KIQ_CONFIG_SOURCE_DYNAMIC_BROKER;
+            } else if (level == 1 && id >= 0) {
+                v = kiq_config_dynamic_value(b->config, KIQ_CFG_LEVEL_CLUSTER, id);
+                source = KIQ_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER;
+            } else if (level == 2 && id >= 0) {
+                bool is_default;
+                v = kiq_config_static_text(b->config, id, &is_default);
+                if (is_default) v = NULL;
+                source = KIQ_CONFIG_SOURCE_STATIC_BROKER;
+            } else if (level == 3 && !null_default(names[k])) {
+                v = id >= 0 ? kiq_config_defs[id].default_value : k == 0 ? kiq_topic_config_defs[i].fixed : NULL;
+            }
+            if (!v || (!started && k != 0)) continue;
+            started = true;
+            add_synonym(r, e, names[k], v, source);
+        }
+    }
+}
+
 static void describe_topic(kiq_broker_t *b, kiq_request_t *r, const kiq_describe_configs_request_t *req,
                            const kiq_describe_configs_request_resources_t *res,
                            kiq_describe_configs_response_results_t *out)
@@ -128,7 +177,7 @@ static void describe_topic(kiq_broker_t *b, kiq_request_t *r, const kiq_describe
         if (!req->include_synonyms) continue;
         /* the topic's own value first, then what it would inherit */
         if (source == KIQ_CONFIG_SOURCE_DYNAMIC_TOPIC) add_synonym(r, e, d->name, value, (int8_t)source);
-        if (d->broker_config >= 0) broker_synonyms(b, r, e, d->broker_config);
+        topic_synonyms(b, r, e, i);
     }
     kiq_topic_configs_clear(&tc);
 }
@@ -149,6 +198,8 @@ static void describe_broker(kiq_broker_t *b, kiq_request_t *r, const kiq_describ
         if (!wanted(res, d->name)) continue;
         const char *value = kiq_config_str(b->config, i);
         int source = kiq_config_source(b->config, i);
+        /* unset, and without a default in Kafka: it tells none */
+        if (source == KIQ_CONFIG_SOURCE_DEFAULT && null_default(d->name)) value = NULL;
         if (level == KIQ_CFG_LEVEL_CLUSTER) {
             /* the cluster-wide default: what is set there, and only that */
             if (!(value = kiq_config_dynamic_value(b->config, KIQ_CFG_LEVEL_CLUSTER, i))) continue;

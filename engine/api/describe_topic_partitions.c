@@ -41,6 +41,9 @@ static int32_t describe(kiq_request_t *r, const kiq_cached_topic_t *topic, int32
         kiq_describe_topic_partitions_response_topics_partitions_t *p = &t->partitions[i];
         kiq_describe_topic_partitions_response_topics_partitions_init(p);
         KIQ_API_FILL_PARTITION(p, r, c, from + i);
+        /* no eligible leader replicas (KIP-966) kept: empty, as Kafka
+         * answers without ELR, not null */
+        p->eligible_leader_replicas_n = p->last_known_elr_n = 0;
     }
     return n;
 }

@@ -39,10 +39,8 @@ int kiq_api_describe_transactions_handle(kiq_broker_t *b, kiq_request_t *r, cons
         kiq_describe_transactions_response_transaction_states_t *e = &out->transaction_states[i];
         kiq_describe_transactions_response_transaction_states_init(e);
         e->transactional_id = req->transactional_ids[i];
+        /* an error's entry carries zeros, as Kafka's does */
         e->transaction_state = KIQ_STR("");
-        e->producer_id = -1;
-        e->producer_epoch = -1;
-        e->transaction_start_time_ms = -1;
         kiq_txn_t t;
         e->error_code = kiq_txn_coordinator_describe(b->txns, req->transactional_ids[i], &t);
         if (e->error_code) continue;

@@ -277,6 +277,9 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
             kiq_fetch_response_responses_partitions_init(pr);
             pr->partition_index = p->partition;
             pr->records = (kiq_bytes_t){(const uint8_t *)"", 0};
+            /* as Kafka's: a list (maybe empty) for read_committed and for a
+             * topic refused before any read, else null */
+            pr->aborted_transactions_n = committed || !topic ? 0 : -1;
             if (!topic || p->partition < 0 || p->partition >= topic->npartitions) {
                 pr->error_code = topic ? KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION : missing;
                 pr->high_watermark = -1;
@@ -324,6 +327,10 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
             int64_t n = res->zero_copy
                             ? fetch_locate(r, log, p->fetch_offset, limit, upto, later, pr, res)
                             : fetch_copy(r, log, p->fetch_offset, limit, upto, later, pr);
+            if (n < 0) {
+                /* a failed read tells no offsets, as Kafka's does */
+                pr->high_watermark = pr->last_stable_offset = pr->log_start_offset = -1;
+            }
             if (n == KIQ_LOG_OUT_OF_RANGE) {
                 pr->error_code = KIQ_ERR_OFFSET_OUT_OF_RANGE;
                 continue;

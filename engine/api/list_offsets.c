@@ -130,6 +130,7 @@ static void list_partition(kiq_topic_t *topic, int16_t v, bool client, bool comm
             free(segs);
             if (ts < 0) {
                 out->offset = -1;
+                out->leader_epoch = -1;
                 return;
             }
         }
@@ -141,8 +142,10 @@ static void list_partition(kiq_topic_t *topic, int16_t v, bool client, bool comm
             return;
         }
         if (offset < 0 || out->offset >= hw) {
+            /* nothing at or after that time: Kafka's answer names no epoch */
             out->offset = -1;
             out->timestamp = -1;
+            out->leader_epoch = -1;
             if (hw_unknown) out->error_code = KIQ_ERR_OFFSET_NOT_AVAILABLE;
         }
     }

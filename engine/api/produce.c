@@ -36,10 +36,19 @@ typedef struct records_info {
     int64_t min_timestamp, max_timestamp; /* of the records that have one */
 } records_info_t;
 
+/* What a batch may decompress to: the broker's
+ * kafkaiq.max.decompressed.batch.bytes or the topic's
+ * max.decompressed.message.bytes, the lower; name: which one. */
+typedef struct decompressed_limit {
+    size_t bytes;
+    const char *name;
+} decompressed_limit_t;
+
 /* Checks every batch of one partition's records, each at most max_bytes
  * and decompressing to at most max_decompressed; returns a Kafka error
  * code. */
-static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, size_t max_decompressed, records_info_t *info)
+static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, decompressed_limit_t max_decompressed,
+                            records_info_t *info)
 {
     if (!p || len == 0) return kiq_error_set("no record batches"), KIQ_ERR_INVALID_RECORD;
     kiq_batch_iter_t it;
@@ -55,11 +64,11 @@ static int validate_batches(uint8_t *p, size_t len, size_t max_bytes, size_t max
             return KIQ_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
         }
         kiq_batch_summary_t sum;
-        int err = kiq_batch_validate(batch, blen, max_bytes, max_decompressed, &h, &sum);
+        int err = kiq_batch_validate(batch, blen, max_bytes, max_decompressed.bytes, &h, &sum);
         if (err == KIQ_ERR_MESSAGE_TOO_LARGE && (!max_bytes || blen <= max_bytes)) {
             char why[256];
             snprintf(why, sizeof why, "%s", kiq_error_get());
-            kiq_error_set("%s (kafkaiq.max.decompressed.batch.bytes)", why);
+            kiq_error_set("%s (%s)", why, max_decompressed.name);
         }
         if (err) return err;
         info->headered += sum.headered;
@@ -184,6 +193,17 @@ static size_t max_batch_bytes(kiq_broker_t *b, kiq_topic_t *topic)
 {
     int v = atomic_load(&topic->max_message_bytes);
     return (size_t)(v >= 0 ? v : kiq_config_int(b->config, KIQ_CFG_MESSAGE_MAX_BYTES));
+}
+
+static decompressed_limit_t max_decompressed(kiq_broker_t *b, kiq_topic_t *topic)
+{
+    decompressed_limit_t l = {(size_t)kiq_config_int(b->config, KIQ_CFG_MAX_DECOMPRESSED_BATCH_BYTES),
+                              "kafkaiq.max.decompressed.batch.bytes"};
+    pthread_mutex_lock(&topic->config_mu);
+    int64_t t = kiq_topic_configs_int(&topic->configs, KIQ_TCFG_MAX_DECOMPRESSED_MESSAGE_BYTES, INT64_MAX);
+    pthread_mutex_unlock(&topic->config_mu);
+    if (t > 0 && (uint64_t)t < l.bytes) l = (decompressed_limit_t){(size_t)t, "max.decompressed.message.bytes"};
+    return l;
 }
 
 /* The topic's min.insync.replicas, else the broker's. */
@@ -340,8 +360,8 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     uint8_t *data = (uint8_t *)in->records.p;
     size_t len = (size_t)in->records.len;
     records_info_t info;
-    size_t max_decompressed = (size_t)kiq_config_int(b->config, KIQ_CFG_MAX_DECOMPRESSED_BATCH_BYTES);
-    int err = validate_batches(data, len, max_batch_bytes(b, topic), max_decompressed, &info);
+    decompressed_limit_t decompressed = max_decompressed(b, topic);
+    int err = validate_batches(data, len, max_batch_bytes(b, topic), decompressed, &info);
     if (err) {
         KIQ_WARN_LIMITED("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
                          err, kiq_error_get());
@@ -383,7 +403,7 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
             data = hp.rewritten;
             len = hp.rewritten_len;
             /* built here, but the limits still hold */
-            err = validate_batches(data, len, max_batch_bytes(b, topic), max_decompressed, &info);
+            err = validate_batches(data, len, max_batch_bytes(b, topic), decompressed, &info);
             if (err) {
                 KIQ_WARN_LIMITED("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
                                  topic->name, in->index, r->peer, err, kiq_error_get());
@@ -427,11 +447,35 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
         /* a retry of a batch already in the log: delivered, at its first offsets */
         KIQ_DEBUG("produce to %s-%d from %s: duplicate batch, originally at offset %" PRId64, topic->name, in->index,
                   r->peer, res.base_offset);
-        out->log_append_time_ms = out->log_append_time_ms >= 0 ? res.timestamp : -1;
+        /* Kafka answers a duplicate's log append time with the batch's
+         * timestamp, whatever the topic's timestamp type */
+        out->log_append_time_ms = res.timestamp;
     }
     out->base_offset = res.base_offset;
     out->log_start_offset = kiq_partition_log_start_offset(log);
     *required = res.last_offset + 1;
+}
+
+/* A refused partition's answer as Kafka shapes it: no base offset, and
+ * the log start offset unless the records never reached the log's checks
+ * (Kafka's ReplicaManager answers those with UNKNOWN_LOG_APPEND_INFO). */
+static void refused_offsets(kiq_topic_t *topic, kiq_produce_response_responses_partition_responses_t *out)
+{
+    out->base_offset = -1;
+    out->log_start_offset = -1;
+    switch (out->error_code) {
+    case KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION:
+    case KIQ_ERR_NOT_LEADER_OR_FOLLOWER:
+    case KIQ_ERR_MESSAGE_TOO_LARGE:
+    case KIQ_ERR_RECORD_LIST_TOO_LARGE:
+    case KIQ_ERR_CORRUPT_MESSAGE:
+    case KIQ_ERR_KAFKA_STORAGE_ERROR:
+    case KIQ_ERR_INVALID_REQUIRED_ACKS: return;
+    default: break;
+    }
+    kiq_partition_log_t *log =
+        topic && out->index >= 0 && out->index < topic->npartitions ? topic->partitions[out->index]->log : NULL;
+    if (log) out->log_start_offset = kiq_partition_log_start_offset(log);
 }
 
 /* One partition an acks=all produce waits on. */
@@ -557,6 +601,7 @@ static int produce_all(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_requ
             if (!acks_valid) {
                 pr->index = td->partition_data[j].index;
                 pr->error_code = KIQ_ERR_INVALID_REQUIRED_ACKS;
+                refused_offsets(NULL, pr);
             } else {
                 int64_t required;
                 int32_t index = td->partition_data[j].index;
@@ -569,6 +614,7 @@ static int produce_all(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_requ
                     pr->index >= 0 &&
                     pr->index < kiq_metadata_cache_partition_count(b->metadata, td->name.p, (size_t)td->name.len))
                     pr->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
+                if (pr->error_code) refused_offsets(topic, pr);
                 if (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER && r->header.api_version >= 10)
                     kiq_api_leader_hint(b, r, td->name, pr->index, &pr->current_leader.leader_id,
                                         &pr->current_leader.leader_epoch, &leaders);

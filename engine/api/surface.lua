@@ -42,7 +42,7 @@ return {
   { "AddOffsetsToTxn", planes = "data" },
   { "EndTxn", planes = "data" },
   -- coordinator to partition leader; clients are refused
-  { "WriteTxnMarkers", planes = "data" },
+  { "WriteTxnMarkers", planes = "data", min = 1 },
   { "TxnOffsetCommit", planes = "data" },
   { "OffsetForLeaderEpoch", planes = "data", min = 2 },
   -- the replicas ask the controller for a new topic's configs

@@ -1,10 +1,27 @@
 /* TxnOffsetCommit: a transactional producer commits its consumer group's
  * offsets inside its transaction (send_offsets_to_transaction), at the
  * group's coordinator; answered once the records are replicated, applied
- * when the transaction's marker reaches the group's partition. */
+ * when the transaction's marker reaches the group's partition.
+ *
+ * First, as Kafka's coordinators do (KIP-890), the transaction's
+ * coordinator is asked whether the producer, at that epoch, has an ongoing
+ * transaction holding the group's __consumer_offsets partition
+ * (AddOffsetsToTxn put it there): offsets a stale or stray producer wrote
+ * would wait for a marker that never comes (OffsetFetch answering
+ * UNSTABLE_OFFSET_COMMIT for good). */
+#include <string.h>
+
 #include "api/api.h"
 #include "api/replication_wait.h"
+#include "core/clock.h"
+#include "core/coordinator_key.h"
 #include "group/group_coordinator.h"
+#include "log/log_names.h"
+#include "server/purgatory.h"
+#include "txn/txn_coordinator.h"
+
+/* The answer takes one round trip to the transaction's coordinator. */
+#define VERIFY_TIMEOUT_MS 10000
 
 static void timed_out(void *response)
 {
@@ -15,11 +32,121 @@ static void timed_out(void *response)
                 out->topics[i].partitions[j].error_code = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
 }
 
-int kiq_api_txn_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+static int commit(kiq_broker_t *b, kiq_request_t *r, const kiq_txn_offset_commit_request_t *req,
+                  kiq_txn_offset_commit_response_t *out)
 {
     int32_t partition = -1;
     int64_t need;
-    kiq_group_txn_commit_offsets(b->groups, r, request, response, &partition, &need);
-    return kiq_api_respond_when_replicated(b, r, response, KIQ_OFFSETS_TOPIC, partition, need,
+    kiq_group_txn_commit_offsets(b->groups, r, req, out, &partition, &need);
+    return kiq_api_respond_when_replicated(b, r, out, KIQ_OFFSETS_TOPIC, partition, need,
                                            KIQ_API_COORDINATOR_WRITE_TIMEOUT_MS, timed_out);
+}
+
+/* Every partition refused with err, as the coordinator's answer maps for
+ * a commit: the producer fenced, the coordinator not reachable
+ * (retriable), or no such transaction. */
+static int refuse(const kiq_txn_offset_commit_request_t *req, kiq_request_t *r,
+                  kiq_txn_offset_commit_response_t *out, int16_t err)
+{
+    switch (err) {
+    case KIQ_ERR_PRODUCER_FENCED:
+    case KIQ_ERR_INVALID_PRODUCER_EPOCH: err = KIQ_ERR_INVALID_PRODUCER_EPOCH; break;
+    case KIQ_ERR_NOT_COORDINATOR:
+    case KIQ_ERR_COORDINATOR_NOT_AVAILABLE:
+    case KIQ_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+    case KIQ_ERR_CONCURRENT_TRANSACTIONS:
+    case KIQ_ERR_REQUEST_TIMED_OUT: err = KIQ_ERR_COORDINATOR_NOT_AVAILABLE; break;
+    default: err = KIQ_ERR_INVALID_TXN_STATE; break;
+    }
+    out->topics_n = req->topics_n > 0 ? req->topics_n : 0;
+    out->topics = kiq_arena_calloc(&r->arena, (size_t)(out->topics_n ? out->topics_n : 1), sizeof *out->topics);
+    for (int32_t i = 0; i < out->topics_n; i++) {
+        kiq_txn_offset_commit_response_topics_t *t = &out->topics[i];
+        kiq_txn_offset_commit_response_topics_init(t);
+        t->name = req->topics[i].name;
+        t->partitions_n = req->topics[i].partitions_n > 0 ? req->topics[i].partitions_n : 0;
+        t->partitions = kiq_arena_calloc(&r->arena, (size_t)(t->partitions_n ? t->partitions_n : 1),
+                                         sizeof *t->partitions);
+        for (int32_t j = 0; j < t->partitions_n; j++) {
+            kiq_txn_offset_commit_response_topics_partitions_init(&t->partitions[j]);
+            t->partitions[j].partition_index = req->topics[i].partitions[j].partition_index;
+            t->partitions[j].error_code = err;
+        }
+    }
+    return KIQ_HANDLER_RESPOND;
+}
+
+/* The verification of one commit, parked until the coordinator answers. */
+typedef struct verify_op {
+    kiq_delayed_op_t op; /* first: the purgatory hands this pointer back */
+    kiq_broker_t *b;
+    kiq_request_t *r;
+    const kiq_txn_offset_commit_request_t *req;
+    kiq_txn_offset_commit_response_t *out;
+    kiq_topic_t *topic; /* a reference: __consumer_offsets, whose log is asked about */
+    kiq_partition_log_t *log;
+    int32_t partition;
+    uint64_t guard;
+} verify_op_t;
+
+/* The coordinator's answer, or 0 when it is not in yet. */
+static int ask(verify_op_t *v, int16_t *err)
+{
+    return kiq_txn_check_partition(v->b->txns, v->req->transactional_id, v->req->producer_id,
+                                   v->req->producer_epoch, KIQ_OFFSETS_TOPIC, v->partition, v->guard, err);
+}
+
+/* With the coordinator's answer: refused (the guard ended, so the next
+ * commit asks again) or committed. */
+static int answered(verify_op_t *v, int16_t err)
+{
+    if (err) kiq_partition_log_txn_guard_end(v->log, v->req->producer_id, v->guard);
+    kiq_topic_unref(v->topic);
+    return err ? refuse(v->req, v->r, v->out, err) : commit(v->b, v->r, v->req, v->out);
+}
+
+static bool verify_try_complete(kiq_delayed_op_t *op, bool expired)
+{
+    verify_op_t *v = (verify_op_t *)op;
+    int16_t err;
+    if (ask(v, &err) == 0) {
+        if (!expired) return false;
+        err = KIQ_ERR_REQUEST_TIMED_OUT;
+    }
+    kiq_api_finish(v->r, v->out, answered(v, err));
+    return true;
+}
+
+int kiq_api_txn_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_txn_offset_commit_request_t *req = request;
+    kiq_txn_offset_commit_response_t *out = response;
+    kiq_topic_t *topic = kiq_topics_get(b->topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
+    int32_t partition = topic && req->group_id.p
+                            ? kiq_coordinator_partition(req->group_id.p, (size_t)req->group_id.len, topic->npartitions)
+                            : -1;
+    kiq_partition_log_t *log = partition >= 0 ? topic->partitions[partition]->log : NULL;
+    bool ongoing = false;
+    verify_op_t *v = kiq_arena_calloc(&r->arena, 1, sizeof *v);
+    *v = (verify_op_t){.b = b, .r = r, .req = req, .out = out, .topic = topic, .log = log, .partition = partition};
+    if (log && req->producer_id >= 0 && req->transactional_id.p)
+        v->guard = kiq_partition_log_txn_guard(log, req->producer_id, req->producer_epoch, &ongoing);
+    /* not the group's coordinator here or no producer (the group says so),
+     * or its transaction already wrote here at this epoch (verified then) */
+    if (!v->guard || ongoing) {
+        kiq_topic_unref(topic);
+        return commit(b, r, req, out);
+    }
+    int16_t err;
+    if (ask(v, &err) == 1) return answered(v, err);
+    v->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)VERIFY_TIMEOUT_MS * 1000000;
+    v->op.kind = KIQ_DELAYED_COMMIT;
+    v->op.try_complete = verify_try_complete;
+    uint64_t *key = kiq_arena_alloc(&r->arena, sizeof *key);
+    *key = kiq_purgatory_key(KIQ_OFFSETS_TOPIC, strlen(KIQ_OFFSETS_TOPIC), partition);
+    v->op.keys = key;
+    v->op.nkeys = 1;
+    kiq_api_handled(b, r); /* r is the purgatory's from the park on */
+    kiq_purgatory_park(b->purgatory, &v->op);
+    return KIQ_HANDLER_PARKED;
 }

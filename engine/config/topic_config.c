@@ -47,6 +47,9 @@ const kiq_topic_config_def_t kiq_topic_config_defs[KIQ_TOPIC_CONFIG_COUNT] = {
                                       INT64_MAX, NULL, NULL,
                                       "How long the log cleaner keeps tombstones (and transaction markers) "
                                       "of a compacted topic, from their segment's newest timestamp."},
+    [KIQ_TCFG_ERRORS_DEADLETTERQUEUE_GROUP_ENABLE] = {
+        "errors.deadletterqueue.group.enable", -1, "false", 1, KIQ_CONFIG_WIRE_BOOLEAN, 0, 0, NULL, NULL,
+        IGNORED "there are no share groups yet, so no records go to a dead-letter queue."},
     [KIQ_TCFG_FILE_DELETE_DELAY_MS] = {"file.delete.delay.ms", -1, "60000", 1, KIQ_CONFIG_WIRE_LONG, 0,
                                        INT64_MAX, NULL, NULL,
                                        IGNORED "a deleted segment's files are unlinked at once; a reader "
@@ -80,6 +83,10 @@ const kiq_topic_config_def_t kiq_topic_config_defs[KIQ_TOPIC_CONFIG_COUNT] = {
                                         "active segment rolls once this much newer data arrives (when shorter "
                                         "than segment.ms), and the cleaner compacts every closed segment on "
                                         "each pass."},
+    [KIQ_TCFG_MAX_DECOMPRESSED_MESSAGE_BYTES] = {
+        "max.decompressed.message.bytes", -1, "2147483639", 1, KIQ_CONFIG_WIRE_INT, 1, INT32_MAX, NULL, NULL,
+        "The largest a compressed record batch may decompress to (MESSAGE_TOO_LARGE past it); the broker's "
+        "kafkaiq.max.decompressed.batch.bytes bounds it too."},
     [KIQ_TCFG_MAX_MESSAGE_BYTES] = {"max.message.bytes", KIQ_CFG_MESSAGE_MAX_BYTES, NULL, 1,
                                     KIQ_CONFIG_WIRE_INT, 0, INT32_MAX, NULL, NULL,
                                     "The largest record batch (after compression) a produce may write."},
@@ -110,6 +117,10 @@ const kiq_topic_config_def_t kiq_topic_config_defs[KIQ_TOPIC_CONFIG_COUNT] = {
                                       "In-sync replicas an acks=all produce needs (NOT_ENOUGH_REPLICAS below)."},
     [KIQ_TCFG_PREALLOCATE] = {"preallocate", -1, "false", 1, KIQ_CONFIG_WIRE_BOOLEAN, 0, 0, NULL, NULL,
                               IGNORED "segment files grow as they are written."},
+    [KIQ_TCFG_REMOTE_COPY_LAG_BYTES] = {"remote.copy.lag.bytes", -1, "-1", 1, KIQ_CONFIG_WIRE_LONG, -1,
+                                        INT64_MAX, NULL, NULL, IGNORED "there is no tiered storage to copy to."},
+    [KIQ_TCFG_REMOTE_COPY_LAG_MS] = {"remote.copy.lag.ms", -1, "0", 1, KIQ_CONFIG_WIRE_LONG, -1, INT64_MAX, NULL,
+                                     NULL, IGNORED "there is no tiered storage to copy to."},
     [KIQ_TCFG_REMOTE_LOG_COPY_DISABLE] = {"remote.log.copy.disable", -1, "false", 1, KIQ_CONFIG_WIRE_BOOLEAN, 0,
                                           0, NULL, NULL,
                                           IGNORED "there is no tiered storage to copy to."},
@@ -160,6 +171,42 @@ int kiq_topic_config_find(const char *name, int len)
     return -1;
 }
 
+static const char *const synonym_names[KIQ_TOPIC_CONFIG_COUNT][4] = {
+    [KIQ_TCFG_CLEANUP_POLICY] = {"log.cleanup.policy"},
+    [KIQ_TCFG_COMPRESSION_GZIP_LEVEL] = {"compression.gzip.level"},
+    [KIQ_TCFG_COMPRESSION_LZ4_LEVEL] = {"compression.lz4.level"},
+    [KIQ_TCFG_COMPRESSION_TYPE] = {"compression.type"},
+    [KIQ_TCFG_COMPRESSION_ZSTD_LEVEL] = {"compression.zstd.level"},
+    [KIQ_TCFG_DELETE_RETENTION_MS] = {"log.cleaner.delete.retention.ms"},
+    [KIQ_TCFG_FILE_DELETE_DELAY_MS] = {"log.segment.delete.delay.ms"},
+    [KIQ_TCFG_FLUSH_MESSAGES] = {"log.flush.interval.messages"},
+    [KIQ_TCFG_FLUSH_MS] = {"log.flush.interval.ms", "log.flush.scheduler.interval.ms"},
+    [KIQ_TCFG_INDEX_INTERVAL_BYTES] = {"log.index.interval.bytes"},
+    [KIQ_TCFG_LOCAL_RETENTION_BYTES] = {"log.local.retention.bytes"},
+    [KIQ_TCFG_LOCAL_RETENTION_MS] = {"log.local.retention.ms"},
+    [KIQ_TCFG_MAX_COMPACTION_LAG_MS] = {"log.cleaner.max.compaction.lag.ms"},
+    [KIQ_TCFG_MAX_DECOMPRESSED_MESSAGE_BYTES] = {"max.decompressed.message.bytes"},
+    [KIQ_TCFG_MAX_MESSAGE_BYTES] = {"message.max.bytes"},
+    [KIQ_TCFG_MESSAGE_TIMESTAMP_AFTER_MAX_MS] = {"log.message.timestamp.after.max.ms"},
+    [KIQ_TCFG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS] = {"log.message.timestamp.before.max.ms"},
+    [KIQ_TCFG_MESSAGE_TIMESTAMP_TYPE] = {"log.message.timestamp.type"},
+    [KIQ_TCFG_MIN_CLEANABLE_DIRTY_RATIO] = {"log.cleaner.min.cleanable.ratio"},
+    [KIQ_TCFG_MIN_COMPACTION_LAG_MS] = {"log.cleaner.min.compaction.lag.ms"},
+    [KIQ_TCFG_MIN_INSYNC_REPLICAS] = {"min.insync.replicas"},
+    [KIQ_TCFG_PREALLOCATE] = {"log.preallocate"},
+    [KIQ_TCFG_REMOTE_COPY_LAG_BYTES] = {"log.remote.copy.lag.bytes"},
+    [KIQ_TCFG_REMOTE_COPY_LAG_MS] = {"log.remote.copy.lag.ms"},
+    [KIQ_TCFG_RETENTION_BYTES] = {"log.retention.bytes"},
+    [KIQ_TCFG_RETENTION_MS] = {"log.retention.ms", "log.retention.minutes", "log.retention.hours"},
+    [KIQ_TCFG_SEGMENT_BYTES] = {"log.segment.bytes"},
+    [KIQ_TCFG_SEGMENT_INDEX_BYTES] = {"log.index.size.max.bytes"},
+    [KIQ_TCFG_SEGMENT_JITTER_MS] = {"log.roll.jitter.ms", "log.roll.jitter.hours"},
+    [KIQ_TCFG_SEGMENT_MS] = {"log.roll.ms", "log.roll.hours"},
+    [KIQ_TCFG_UNCLEAN_LEADER_ELECTION_ENABLE] = {"unclean.leader.election.enable"},
+};
+
+const char *const *kiq_topic_config_synonyms(int i) { return synonym_names[i]; }
+
 /* Broker configs that, when set explicitly, win over the one in the table
  * (Kafka's precedence: log.retention.ms > minutes > hours, log.roll.ms >
  * log.roll.hours), most precise first. */
@@ -209,6 +256,15 @@ const char *kiq_topic_config_effective(const kiq_config_t *c, const kiq_topic_co
 
 enum kiq_config_wire_type kiq_config_wire_type(enum kiq_config_id id)
 {
+    /* text configs Kafka defines as lists */
+    switch (id) {
+    case KIQ_CFG_LISTENERS:
+    case KIQ_CFG_ADVERTISED_LISTENERS:
+    case KIQ_CFG_LOG_DIRS:
+    case KIQ_CFG_CONTROLLER_QUORUM_VOTERS:
+    case KIQ_CFG_LOG_CLEANUP_POLICY: return KIQ_CONFIG_WIRE_LIST;
+    default: break;
+    }
     switch (kiq_config_defs[id].type) {
     case KIQ_CFG_INT: return KIQ_CONFIG_WIRE_INT;
     case KIQ_CFG_LONG: return KIQ_CONFIG_WIRE_LONG;

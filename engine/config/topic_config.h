@@ -28,6 +28,7 @@ enum kiq_topic_config_id {
     KIQ_TCFG_COMPRESSION_TYPE,
     KIQ_TCFG_COMPRESSION_ZSTD_LEVEL,
     KIQ_TCFG_DELETE_RETENTION_MS,
+    KIQ_TCFG_ERRORS_DEADLETTERQUEUE_GROUP_ENABLE,
     KIQ_TCFG_FILE_DELETE_DELAY_MS,
     KIQ_TCFG_FLUSH_MESSAGES,
     KIQ_TCFG_FLUSH_MS,
@@ -37,6 +38,7 @@ enum kiq_topic_config_id {
     KIQ_TCFG_LOCAL_RETENTION_BYTES,
     KIQ_TCFG_LOCAL_RETENTION_MS,
     KIQ_TCFG_MAX_COMPACTION_LAG_MS,
+    KIQ_TCFG_MAX_DECOMPRESSED_MESSAGE_BYTES,
     KIQ_TCFG_MAX_MESSAGE_BYTES,
     KIQ_TCFG_MESSAGE_TIMESTAMP_AFTER_MAX_MS,
     KIQ_TCFG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS,
@@ -45,6 +47,8 @@ enum kiq_topic_config_id {
     KIQ_TCFG_MIN_COMPACTION_LAG_MS,
     KIQ_TCFG_MIN_INSYNC_REPLICAS,
     KIQ_TCFG_PREALLOCATE,
+    KIQ_TCFG_REMOTE_COPY_LAG_BYTES,
+    KIQ_TCFG_REMOTE_COPY_LAG_MS,
     KIQ_TCFG_REMOTE_LOG_COPY_DISABLE,
     KIQ_TCFG_REMOTE_LOG_DELETE_ON_DISABLE,
     KIQ_TCFG_REMOTE_STORAGE_ENABLE,
@@ -88,6 +92,11 @@ typedef struct kiq_topic_configs {
 } kiq_topic_configs_t;
 
 int kiq_topic_config_find(const char *name, int len);
+/* Kafka's broker configs behind topic config i (its ServerTopicConfigSynonyms):
+ * the one it takes its default from first, then those that one falls back
+ * to; NULL-terminated, empty for a config no broker setting backs. What
+ * DescribeConfigs lists as its synonyms. */
+const char *const *kiq_topic_config_synonyms(int i);
 /* The effective default of topic config i for this broker, into buf;
  * *source gets where it comes from (DEFAULT, STATIC_BROKER or a dynamic
  * broker level). */

@@ -585,6 +585,9 @@ void kiq_group_leave(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_le
     kiq_group_t *g = kiq_gc_find_group(gc, req->group_id);
     if (kiq_gc_refused(gc, req->group_id)) {
         resp->error_code = KIQ_ERR_NOT_COORDINATOR;
+    } else if (!g && batch) {
+        /* v3+: each member's own error, as Kafka answers for a group it does not know */
+        for (int32_t i = 0; i < resp->members_n; i++) resp->members[i].error_code = KIQ_ERR_UNKNOWN_MEMBER_ID;
     } else if (!g) {
         resp->error_code = KIQ_ERR_UNKNOWN_MEMBER_ID;
     } else if (g->state == KIQ_GROUP_DEAD) {

@@ -55,6 +55,13 @@ void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
     int16_t err = kiq_gc_refused(gc, req->group_id) ? KIQ_ERR_NOT_COORDINATOR
                   : !req->group_id.p ? KIQ_ERR_INVALID_GROUP_ID
                                      : commit_allowed(g, req, v);
+    int total = 0;
+    for (int32_t i = 0; i < req->topics_n; i++) total += req->topics[i].partitions_n > 0 ? req->topics[i].partitions_n : 0;
+    /* a commit of nothing to a group nobody made makes none, as in Kafka */
+    if (!err && !g && total == 0) {
+        pthread_mutex_unlock(&gc->mu);
+        return;
+    }
     if (!err && !g && !(g = kiq_gc_create_group(gc, req->group_id))) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
     if (err) {
         KIQ_DEBUG("OffsetCommit to group " KIQ_STR_FMT " by member " KIQ_STR_FMT " generation %d refused: error %d",
@@ -67,8 +74,6 @@ void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
     /* the new offsets, then one append, then the cache */
     kiq_offsets_records_t rs;
     kiq_offsets_records_init(&rs, now);
-    int total = 0;
-    for (int32_t i = 0; i < req->topics_n; i++) total += req->topics[i].partitions_n > 0 ? req->topics[i].partitions_n : 0;
     kiq_group_offset_t **fresh = kiq_arena_calloc(&r->arena, (size_t)(total ? total : 1), sizeof *fresh);
     int k = 0;
     for (int32_t i = 0; i < req->topics_n; i++) {
@@ -303,10 +308,15 @@ void kiq_group_delete_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
         t->partitions_n = tin->partitions_n > 0 ? tin->partitions_n : 0;
         t->partitions = kiq_arena_calloc(&r->arena, (size_t)(t->partitions_n ? t->partitions_n : 1), sizeof *t->partitions);
         bool busy = g->state != KIQ_GROUP_EMPTY && subscribed(g, tin->name);
+        int32_t npartitions = kiq_gc_partition_count(gc, tin->name);
         for (int32_t j = 0; j < t->partitions_n; j++) {
             int32_t p = tin->partitions[j].partition_index;
             kiq_offset_delete_response_topics_partitions_init(&t->partitions[j]);
             t->partitions[j].partition_index = p;
+            if (p < 0 || p >= npartitions) {
+                t->partitions[j].error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                continue;
+            }
             if (busy) {
                 t->partitions[j].error_code = KIQ_ERR_GROUP_SUBSCRIBED_TO_TOPIC;
                 continue;

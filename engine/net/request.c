@@ -69,6 +69,7 @@ void kiq_request_log_timing(const kiq_request_t *r)
 
 kiq_str_t kiq_request_str(kiq_request_t *r, const char *s)
 {
+    if (!s) return KIQ_STR_NULL;
     size_t n = strlen(s);
     return (kiq_str_t){kiq_arena_strndup(&r->arena, s, n), (int32_t)n};
 }

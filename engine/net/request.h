@@ -102,7 +102,7 @@ void kiq_request_log_timing(const kiq_request_t *r);
 void kiq_request_respond(kiq_request_t *r, const void *response);
 /* Any thread holding the request: finishes it without a response. */
 void kiq_request_finish(kiq_request_t *r, bool close_connection);
-/* Arena copy of a C string as a protocol string. */
+/* Arena copy of a C string as a protocol string; NULL: the null string. */
 kiq_str_t kiq_request_str(kiq_request_t *r, const char *s);
 /* Arena copy of the error slot's text (for error_message fields). */
 kiq_str_t kiq_request_error_message(kiq_request_t *r);

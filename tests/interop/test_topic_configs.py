@@ -48,8 +48,13 @@ KAFKA4_NEW = {
     "remote.log.delete.on.disable": ("true", "false"),
     "leader.replication.throttled.replicas": ("0:0", "*"),
     "follower.replication.throttled.replicas": ("*", " 0:0 , 1:0 "),
+    # new in Kafka 4.4
+    "errors.deadletterqueue.group.enable": ("true", "false"),
+    "max.decompressed.message.bytes": ("104857600", "2147483639"),
+    "remote.copy.lag.bytes": ("1048576", "-1"),
+    "remote.copy.lag.ms": ("60000", "0"),
 }
-# Every topic config of Kafka 4.x's LogConfig.
+# Every topic config of Kafka 4.4's LogConfig.
 KAFKA4_ALL = set(KAFKA4_NEW) | {
     "cleanup.policy", "compression.type", "delete.retention.ms", "flush.messages", "flush.ms",
     "index.interval.bytes", "max.message.bytes", "message.timestamp.type", "min.cleanable.dirty.ratio",
@@ -60,7 +65,8 @@ NOT_ACTED_ON = {
     "compression.type", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
     "file.delete.delay.ms", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
     "local.retention.ms", "local.retention.bytes", "min.cleanable.dirty.ratio", "preallocate",
-    "remote.storage.enable", "remote.log.copy.disable", "remote.log.delete.on.disable"}
+    "remote.storage.enable", "remote.log.copy.disable", "remote.log.delete.on.disable",
+    "errors.deadletterqueue.group.enable", "remote.copy.lag.bytes", "remote.copy.lag.ms"}
 
 pytestmark = pytest.mark.usefixtures("broker")
 

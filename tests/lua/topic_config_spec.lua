@@ -1,6 +1,7 @@
 -- Topic configs that shape the log take effect when they are set, not at
 -- the next retention check: segment.ms, max.compaction.lag.ms (a compacted
--- topic rolls by it when sooner), segment.jitter.ms.
+-- topic rolls by it when sooner), segment.jitter.ms; and
+-- max.decompressed.message.bytes bounds what a batch may decompress to.
 local kiq = require "kafkaiq"
 kiq.log_level("warn")
 
@@ -71,6 +72,28 @@ describe("topic configs applied to live logs", function()
     assert.are.equal(1, segments(b, "deleting")) -- the lag is for compacted topics
     p:close()
     a:close()
+  end)
+
+  it("refuses a batch decompressing past max.decompressed.message.bytes", function()
+    local core = require "kafkaiq.core"
+    local connection = require "kafkaiq.client.connection"
+    local a = b:admin()
+    assert(a:create_topics{ { name = "inflate", partitions = 1,
+      configs = { ["max.decompressed.message.bytes"] = "2000" } } })
+    a:close()
+    local c = assert(connection.open("127.0.0.1", b.port, { client_id = "spec" }))
+    local function produce(n)
+      local rs = {}
+      for i = 1, n do rs[i] = { key = "k", value = string.rep("x", 100) } end
+      local r = assert(c:request(0, { acks = 1, timeout_ms = 5000, topic_data = { { name = "inflate",
+        partition_data = { { index = 0, records = assert(core.build_batch { codec = "gzip", records = rs }) } } } } }))
+      return r.responses[1].partition_responses[1]
+    end
+    assert.are.equal(0, produce(10).error_code) -- ~1.2 KB decompressed
+    local refused = produce(40)                 -- ~4.8 KB, a small gzip batch
+    assert.are.equal(10, refused.error_code)    -- MESSAGE_TOO_LARGE
+    assert.truthy(refused.error_message:find("max.decompressed.message.bytes", 1, true))
+    c:close()
   end)
 
   it("rolls early by segment.jitter.ms", function()

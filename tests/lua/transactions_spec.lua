@@ -459,7 +459,7 @@ describe("a transactional id on one broker", function()
     local fake = assert(connection.open("127.0.0.1", b.port, { client_id = "kafkaiq-broker-0" }))
     r = assert(fake:request(WRITE_TXN_MARKERS, { markers = { { producer_id = 7, producer_epoch = 0,
       transaction_result = true, coordinator_epoch = 0, topics = { { name = "tx-mk", partition_indexes = { 0 } } } } } },
-      { version = 0 }))
+      { version = 1 }))
     fake:close()
     assert.are.equal(CLUSTER_AUTHORIZATION_FAILED, r.markers[1].topics[1].partitions[1].error_code)
     assert.are.equal(0, b:state().topics["tx-mk"].partitions[0].log_end_offset)

@@ -87,17 +87,19 @@ static void test_double_bool_string_list(void **state)
     assert_int_equal(check("cleanup.policy", ""), KIQ_ERR_INVALID_CONFIG);
 }
 
-/* Every topic config Kafka 4.x's LogConfig defines. */
+/* Every topic config Kafka 4.4's LogConfig defines (DescribeConfigs of a
+ * topic on Apache Kafka 4.4.0 lists these 37). */
 static const char *const kafka4_names[] = {
     "cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type",
-    "compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms", "flush.messages", "flush.ms",
-    "follower.replication.throttled.replicas", "index.interval.bytes", "leader.replication.throttled.replicas",
-    "local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms", "max.message.bytes",
+    "compression.zstd.level", "delete.retention.ms", "errors.deadletterqueue.group.enable", "file.delete.delay.ms",
+    "flush.messages", "flush.ms", "follower.replication.throttled.replicas", "index.interval.bytes",
+    "leader.replication.throttled.replicas", "local.retention.bytes", "local.retention.ms",
+    "max.compaction.lag.ms", "max.decompressed.message.bytes", "max.message.bytes",
     "message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type",
     "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "min.insync.replicas", "preallocate",
-    "remote.log.copy.disable", "remote.log.delete.on.disable", "remote.storage.enable", "retention.bytes",
-    "retention.ms", "segment.bytes", "segment.index.bytes", "segment.jitter.ms", "segment.ms",
-    "unclean.leader.election.enable",
+    "remote.copy.lag.bytes", "remote.copy.lag.ms", "remote.log.copy.disable", "remote.log.delete.on.disable",
+    "remote.storage.enable", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes",
+    "segment.jitter.ms", "segment.ms", "unclean.leader.election.enable",
 };
 
 /* Each of them is known, documented, and takes its own default. */

@@ -1,0 +1,32 @@
+-- Differences the differential harness accepts (run.lua), each with its
+-- reason: a KafkaIQ extension or a documented Kafka quirk. `case` and `path`
+-- are Lua patterns matched against the case's name ("<scenario> v<N>") and
+-- the differing field's path ("topics[1].error_code").
+return {
+  { case = "^Metadata of an unknown topic, no auto%-creation v0$", path = "^topics%[",
+    reason = "Metadata v0-3 always ask to auto-create: Kafka 4 answers UNKNOWN_TOPIC_OR_PARTITION while its "
+      .. "controller creates the topic, one KafkaIQ broker creates it before answering; clients ask again after either" },
+  { case = "^ApiVersions v%d+$", path = "^api_keys%[",
+    reason = "KafkaIQ serves the APIs and versions its README lists (client APIs; the others come with later "
+      .. "issues: KRaft, SASL, ACLs, quotas, share groups, KIP-848, features), and KIP-714's telemetry APIs, which "
+      .. "Kafka advertises only with a client-metrics plugin" },
+  { case = "^ApiVersions v%d+$", path = "^%a+_features",
+    reason = "feature flags (metadata.version, kraft.version, group.version, transaction.version) come with "
+      .. "the issue that brings KIP-848 groups and transactions v2" },
+  { case = "Telemetry", path = "^<no common version>$",
+    reason = "KafkaIQ answers KIP-714's telemetry APIs (no subscriptions); Kafka advertises them only with a "
+      .. "client-metrics plugin configured" },
+  { case = "^ListGroups", path = "^groups%[group_id=JoinGroup%-refusals%-v%d+%]$",
+    reason = "Kafka makes an empty classic group even for a JoinGroup it refuses (empty protocol type), and its "
+      .. "state filter lets such a group through; KafkaIQ makes no group for a refused join" },
+  { case = "^DescribeConfigs of the broker", path = "configs%[name=compression%.type%]%.read_only$",
+    reason = "compression.type is dynamic in Kafka; KafkaIQ does not recompress (README), so it does not take "
+      .. "the broker setting at runtime" },
+  { case = "^DescribeConfigs of the broker", path = "^results%[2%]%.configs%[name=min%.insync%.replicas%]$",
+    reason = "Kafka 4's storage format writes min.insync.replicas=1 as a cluster-wide dynamic default" },
+  { path = "configs%[name=min%.insync%.replicas%]%.config_source$",
+    reason = "Kafka 4's storage format writes min.insync.replicas=1 as a cluster-wide dynamic default "
+      .. "(DYNAMIC_DEFAULT_BROKER_CONFIG); KafkaIQ's is the static default, the same value" },
+  { path = "configs%[name=min%.insync%.replicas%]%.synonyms",
+    reason = "the same cluster-wide default, listed as a synonym of its own on Kafka" },
+}

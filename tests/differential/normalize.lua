@@ -1,0 +1,69 @@
+-- What the differential harness makes of an answer before comparing it
+-- (run.lua): each rule names a field (at any depth, by its schema name)
+-- and why the two brokers' values cannot be the same. apply(resp) returns a
+-- normalised deep copy; keys says how arrays' elements are matched.
+
+-- Fields whose value is each broker's own; a present value becomes "<...>",
+-- so a missing or null one still differs from a set one.
+local placeholder = {
+  cluster_id = "each cluster's own random id",
+  topic_id = "each topic's own random id (a zero id is kept: its absence counts)",
+  host = "each broker's own listener",
+  port = "each broker's own listener",
+  log_append_time_ms = "the broker's clock",
+  current_state_timestamp = "the broker's clock",
+  last_timestamp = "the broker's clock",
+  producer_id = "handed out by each broker's own allocator",
+  member_id = "a random id each coordinator makes up",
+  transaction_start_time_ms = "the coordinator's clock",
+  leader = "the group leader's member id, made up by each coordinator",
+  incarnation_id = "random",
+  client_host = "where the harness connects from",
+  log_dir = "each broker's own data directory",
+  path = "each broker's own data directory",
+}
+
+-- Fields left out entirely.
+local drop = {
+  error_message = "the wording, and whether a success carries an empty one, is each broker's own; clients act on the code",
+  throttle_time_ms = "quota throttling, timing-dependent",
+  total_bytes = "bytes of each broker's own log files",
+  usable_bytes = "free space of each broker's own disk",
+  size = "bytes of each broker's own log files",
+  offset_lag = "moves as the log grows",
+}
+
+-- Arrays whose elements are told apart by a field (their order carries no
+-- meaning): compared element by element matched by it.
+local keys = {
+  api_keys = "api_key",
+  brokers = "node_id",
+  configs = "name",
+  groups = "group_id",
+  partitions = "partition_index",
+  partition_responses = "index",
+  partition_results = "partition_index",
+  topics = "name",
+  responses = "name",
+  results = "name",
+  supported_features = "name",
+  finalized_features = "name",
+}
+
+local ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+local function copy(v, field)
+  if type(v) ~= "table" then
+    if placeholder[field] and v ~= nil and v ~= ZERO_UUID and v ~= -1 and v ~= "" then
+      return "<" .. field .. ">"
+    end
+    return v
+  end
+  local out = {}
+  for k, x in pairs(v) do
+    if not drop[k] then out[k] = copy(x, type(k) == "string" and k or field) end
+  end
+  return out
+end
+
+return { keys = keys, apply = function(resp) return copy(resp, "") end }

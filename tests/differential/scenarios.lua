@@ -1,0 +1,633 @@
+-- The differential scenarios (run.lua): each a sequence of requests sent
+-- alike to Apache Kafka and to KafkaIQ. `api` is the API whose lowest and
+-- highest common versions the scenario runs at (its other steps use their
+-- newest); a step's body is a table, or a function(saved) of what earlier
+-- steps saved on that broker (saved.name: a name of the case's own);
+-- `save(saved, resp)` keeps values for later steps; `until(resp)` repeats
+-- a step (bounded, each broker on its own) until it holds, for what the
+-- brokers reach at their own pace (a coordinator loading); `ignore` sends a
+-- step without comparing its answer (setting up).
+local core = require "kafkaiq.core"
+
+local TS = 1700000000000 -- fixed record timestamps: the batches' bytes match
+
+local function topic(s) return s.name end
+
+-- Creates the case's topic and waits until every partition has a leader
+-- (Kafka's brokers take a created topic's leadership a moment after the
+-- controller answers).
+local function create(partitions, configs)
+  return {
+    { api = "CreateTopics", ignore = true,
+      body = function(s)
+        return { topics = { { name = topic(s), num_partitions = partitions or 1, replication_factor = 1,
+          configs = configs or {} } }, timeout_ms = 30000 }
+      end },
+    { api = "Metadata", ignore = true,
+      body = function(s) return { topics = { { name = topic(s) } }, allow_auto_topic_creation = false } end,
+      ["until"] = function(r)
+        local t = r.topics[1]
+        if not t or t.error_code ~= 0 or #t.partitions == 0 then return false end
+        for _, p in ipairs(t.partitions) do if p.leader_id < 0 then return false end end
+        return true
+      end },
+  }
+end
+
+local function records(n, tag, opts)
+  local rs = {}
+  for i = 1, n do
+    rs[i] = { key = ("k%d"):format(i), value = ("%s-%d"):format(tag, i), timestamp = TS + i,
+      headers = { { "h", "v" } } }
+  end
+  opts = opts or {}
+  opts.records = rs
+  opts.base_timestamp = TS
+  return assert(core.build_batch(opts))
+end
+
+local function produce(partition, batch, acks)
+  return {
+    api = "Produce",
+    body = function(s)
+      return { acks = acks or -1, timeout_ms = 10000, topic_data = {
+        { name = topic(s), partition_data = { { index = partition or 0, records = batch } } } } }
+    end,
+  }
+end
+
+local function fetch(partition, offset, max_bytes)
+  return {
+    api = "Fetch",
+    body = function(s)
+      return { replica_id = -1, max_wait_ms = 0, min_bytes = 0, max_bytes = max_bytes or 1048576,
+        isolation_level = 0, session_id = 0, session_epoch = -1, topics = { { topic = topic(s),
+          topic_id = s.topic_id, partitions = { { partition = partition or 0, fetch_offset = offset,
+            partition_max_bytes = max_bytes or 1048576 } } } } }
+    end,
+  }
+end
+
+-- Metadata of the case's topic, keeping its id (Fetch v13+ names topics by id).
+local function metadata(auto)
+  return {
+    api = "Metadata",
+    body = function(s) return { topics = { { name = topic(s) } }, allow_auto_topic_creation = auto or false } end,
+    save = function(s, r) s.topic_id = r.topics[1] and r.topics[1].topic_id end,
+  }
+end
+
+local function list_offsets(partition, ts)
+  return {
+    api = "ListOffsets",
+    body = function(s)
+      return { replica_id = -1, isolation_level = 0, topics = { { name = topic(s), partitions = {
+        { partition_index = partition or 0, timestamp = ts } } } } }
+    end,
+  }
+end
+
+-- FindCoordinator until it names one, then (a group's) until the
+-- coordinator has loaded its partition: Kafka's answers NOT_COORDINATOR a
+-- while after naming itself, when __consumer_offsets was just created.
+local function find_coordinator(key_type)
+  local steps = { {
+    api = "FindCoordinator",
+    body = function(s) return { key = s.name, key_type = key_type or 0, coordinator_keys = { s.name } } end,
+    ["until"] = function(r)
+      local e = r.coordinators and r.coordinators[1] or r
+      return e.error_code == 0
+    end,
+  } }
+  if (key_type or 0) == 0 then
+    steps[2] = { api = "DescribeGroups", ignore = true, body = function(s) return { groups = { s.name } } end,
+      ["until"] = function(r) return r.groups[1].error_code ~= 16 and r.groups[1].error_code ~= 14 end }
+  end
+  return steps
+end
+
+local function describe_topic_configs(keys)
+  return {
+    api = "DescribeConfigs",
+    body = function(s)
+      return { resources = { { resource_type = 2, resource_name = topic(s), configuration_keys = keys } },
+        include_synonyms = true, include_documentation = false }
+    end,
+  }
+end
+
+local function incremental_alter(name, value, op)
+  return {
+    api = "IncrementalAlterConfigs",
+    body = function(s)
+      return { resources = { { resource_type = 2, resource_name = topic(s), configs = {
+        { name = name, config_operation = op or 0, value = value } } } }, validate_only = false }
+    end,
+  }
+end
+
+local function corrupt(batch)
+  -- flip a byte of the last record's value: the CRC no longer holds
+  local at = #batch - 2
+  return batch:sub(1, at - 1) .. string.char((batch:byte(at) + 1) % 256) .. batch:sub(at + 1)
+end
+
+local S = {}
+local function scenario(t) S[#S + 1] = t end
+
+-- ---------------------------------------------------------------- topics
+
+scenario { name = "Metadata of an unknown topic, no auto-creation", api = "Metadata", steps = { metadata(false) } }
+
+scenario { name = "Metadata auto-creates a topic", api = "Metadata", steps = {
+  { api = "Metadata", body = function(s) return { topics = { { name = s.name } }, allow_auto_topic_creation = true } end,
+    ["until"] = function(r) return r.topics[1].error_code == 0 and r.topics[1].partitions[1].leader_id >= 0 end },
+} }
+
+scenario { name = "CreateTopics, then the same name again", api = "CreateTopics", steps = {
+  { api = "CreateTopics", body = function(s) return { topics = { { name = s.name, num_partitions = 3,
+    replication_factor = 1, configs = { { name = "retention.ms", value = "3600000" } } } }, timeout_ms = 30000 } end },
+  { api = "CreateTopics", body = function(s) return { topics = { { name = s.name, num_partitions = 3,
+    replication_factor = 1, configs = {} } }, timeout_ms = 30000 } end },
+  metadata(false),
+} }
+
+scenario { name = "CreateTopics refusals", api = "CreateTopics", steps = {
+  { api = "CreateTopics", body = function(s) return { timeout_ms = 30000, topics = {
+    { name = s.name .. "-zero", num_partitions = 0, replication_factor = 1, configs = {} },
+    { name = s.name .. "-rf", num_partitions = 1, replication_factor = 5, configs = {} },
+    { name = s.name .. "-cfg", num_partitions = 1, replication_factor = 1,
+      configs = { { name = "no.such.config", value = "1" } } },
+    { name = s.name .. "-bad", num_partitions = 1, replication_factor = 1,
+      configs = { { name = "retention.ms", value = "soon" } } },
+    { name = "bad/name", num_partitions = 1, replication_factor = 1, configs = {} },
+    { name = s.name .. "-dry", num_partitions = 2, replication_factor = 1, configs = {} },
+  }, validate_only = false } end },
+} }
+
+scenario { name = "CreateTopics validate_only", api = "CreateTopics", min_version = 1, steps = {
+  { api = "CreateTopics", body = function(s) return { timeout_ms = 30000, validate_only = true, topics = {
+    { name = s.name, num_partitions = 4, replication_factor = 1, configs = {} } } } end },
+  metadata(false),
+} }
+
+scenario { name = "CreatePartitions: more, fewer, unknown topic", api = "CreatePartitions", steps = {
+  create(1),
+  { api = "CreatePartitions", body = function(s) return { topics = { { name = s.name, count = 3 } },
+    timeout_ms = 30000, validate_only = false } end },
+  { api = "CreatePartitions", body = function(s) return { topics = { { name = s.name, count = 2 },
+    { name = s.name .. "-none", count = 2 } }, timeout_ms = 30000, validate_only = false } end },
+} }
+
+scenario { name = "DeleteTopics: a topic, then again, and an unknown one", api = "DeleteTopics", steps = {
+  create(1),
+  { api = "DeleteTopics", body = function(s) return { topic_names = { s.name }, topics = { { name = s.name } },
+    timeout_ms = 30000 } end },
+  { api = "DeleteTopics", body = function(s) return { topic_names = { s.name, s.name .. "-none" },
+    topics = { { name = s.name }, { name = s.name .. "-none" } }, timeout_ms = 30000 } end },
+} }
+
+-- ---------------------------------------------------------------- data
+
+local plain = records(5, "plain")
+
+scenario { name = "Produce then Fetch", api = "Produce", steps = {
+  create(1), metadata(false),
+  produce(0, plain), produce(0, records(3, "more")),
+  fetch(0, 0), fetch(0, 5), fetch(0, 8),
+} }
+
+scenario { name = "Fetch at each version", api = "Fetch", steps = {
+  create(1), metadata(false), produce(0, plain),
+  fetch(0, 0), fetch(0, 5), fetch(0, 99), fetch(0, 2, 10),
+} }
+
+scenario { name = "Produce refusals", api = "Produce", steps = {
+  create(2, { { name = "max.message.bytes", value = "100" } }),
+  produce(5, plain),
+  produce(0, plain),
+  produce(0, corrupt(plain)),
+  { api = "Produce", body = function(s) return { acks = 2, timeout_ms = 1000, topic_data = {
+    { name = s.name, partition_data = { { index = 1, records = records(1, "acks") } } } } } end },
+  { api = "Produce", body = function(s) return { acks = -1, timeout_ms = 1000, topic_data = {
+    { name = s.name .. "-none", partition_data = { { index = 0, records = plain } } } } } end },
+} }
+
+scenario { name = "ListOffsets: earliest, latest, by time, max timestamp", api = "ListOffsets", steps = {
+  create(1), produce(0, plain), produce(0, records(3, "later", { base_timestamp = TS + 100 })),
+  list_offsets(0, -2), list_offsets(0, -1), list_offsets(0, TS + 3), list_offsets(0, TS + 1000000),
+  list_offsets(0, -3), list_offsets(7, -1),
+} }
+
+scenario { name = "DeleteRecords: within the log, past its end", api = "DeleteRecords", steps = {
+  create(1), produce(0, plain),
+  { api = "DeleteRecords", body = function(s) return { topics = { { name = s.name, partitions = {
+    { partition_index = 0, offset = 2 } } } }, timeout_ms = 10000 } end },
+  { api = "DeleteRecords", body = function(s) return { topics = { { name = s.name, partitions = {
+    { partition_index = 0, offset = 50 }, { partition_index = 3, offset = 1 } } } }, timeout_ms = 10000 } end },
+  list_offsets(0, -2), fetch(0, 0),
+} }
+
+scenario { name = "OffsetForLeaderEpoch", api = "OffsetForLeaderEpoch", steps = {
+  create(1), produce(0, plain),
+  { api = "OffsetForLeaderEpoch", body = function(s) return { replica_id = -1, topics = { { topic = s.name,
+    partitions = { { partition = 0, current_leader_epoch = -1, leader_epoch = 0 },
+      { partition = 4, current_leader_epoch = -1, leader_epoch = 0 } } } } } end },
+} }
+
+-- ---------------------------------------------------------------- configs
+
+scenario { name = "DescribeConfigs of a topic, with synonyms", api = "DescribeConfigs", steps = {
+  create(1, { { name = "cleanup.policy", value = "compact" }, { name = "retention.ms", value = "7200000" } }),
+  describe_topic_configs(nil),
+  describe_topic_configs({ "cleanup.policy", "segment.bytes", "max.message.bytes" }),
+} }
+
+scenario { name = "IncrementalAlterConfigs of a topic", api = "IncrementalAlterConfigs", steps = {
+  create(1),
+  incremental_alter("retention.ms", "1000"),
+  incremental_alter("retention.ms", "soon"),
+  incremental_alter("no.such.config", "1"),
+  incremental_alter("retention.ms", nil, 1),
+  describe_topic_configs({ "retention.ms" }),
+} }
+
+scenario { name = "AlterConfigs of a topic", api = "AlterConfigs", steps = {
+  create(1),
+  { api = "AlterConfigs", body = function(s) return { resources = { { resource_type = 2, resource_name = s.name,
+    configs = { { name = "segment.ms", value = "600000" } } } }, validate_only = false } end },
+  describe_topic_configs({ "segment.ms", "retention.ms" }),
+} }
+
+-- ---------------------------------------------------------------- groups
+
+local SUB = "\0\0\0\0\0\1\0\1t\0\0\0\0" -- ConsumerProtocolSubscription v0: topic "t"
+
+scenario { name = "A group's life: join, sync, heartbeat, commit, describe, leave", api = "JoinGroup", steps = {
+  create(1), find_coordinator(0),
+  { api = "JoinGroup", body = function(s) return { group_id = s.name, session_timeout_ms = 10000,
+    rebalance_timeout_ms = 10000, member_id = "", protocol_type = "consumer",
+    protocols = { { name = "range", metadata = SUB } } } end,
+    save = function(s, r) s.member_id = r.member_id end },
+  { api = "JoinGroup", body = function(s) return { group_id = s.name, session_timeout_ms = 10000,
+    rebalance_timeout_ms = 10000, member_id = s.member_id or "", protocol_type = "consumer",
+    protocols = { { name = "range", metadata = SUB } } } end,
+    save = function(s, r) s.member_id, s.generation = r.member_id, r.generation_id end },
+  { api = "SyncGroup", body = function(s) return { group_id = s.name, generation_id = s.generation,
+    member_id = s.member_id, protocol_type = "consumer", protocol_name = "range",
+    assignments = { { member_id = s.member_id, assignment = "\0\0\0\0\0\0\0\0\0\0" } } } end },
+  { api = "Heartbeat", body = function(s) return { group_id = s.name, generation_id = s.generation,
+    member_id = s.member_id } end },
+  { api = "Heartbeat", body = function(s) return { group_id = s.name, generation_id = 99,
+    member_id = s.member_id } end },
+  { api = "OffsetCommit", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = s.generation,
+    member_id = s.member_id, topics = { { name = s.name, partitions = {
+      { partition_index = 0, committed_offset = 0, committed_metadata = "m" } } } } } end },
+  { api = "DescribeGroups", body = function(s) return { groups = { s.name } } end },
+  { api = "LeaveGroup", body = function(s) return { group_id = s.name, member_id = s.member_id,
+    members = { { member_id = s.member_id } } } end },
+  { api = "DescribeGroups", body = function(s) return { groups = { s.name, s.name .. "-none" } } end },
+} }
+
+scenario { name = "OffsetCommit and OffsetFetch outside a group's generation", api = "OffsetCommit", steps = {
+  create(2), find_coordinator(0),
+  { api = "OffsetCommit", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = -1,
+    member_id = "", topics = { { name = s.name, partitions = {
+      { partition_index = 0, committed_offset = 5, committed_metadata = "five" },
+      { partition_index = 1, committed_offset = 7, committed_metadata = nil } } } } } end },
+  { api = "OffsetCommit", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = 3,
+    member_id = "nobody", topics = { { name = s.name, partitions = {
+      { partition_index = 0, committed_offset = 6, committed_metadata = "" } } } } } end },
+  { api = "OffsetFetch", version = 7, body = function(s) return { group_id = s.name, topics = { { name = s.name,
+    partition_indexes = { 0, 1, 2 } } }, require_stable = false } end },
+} }
+
+scenario { name = "OffsetFetch", api = "OffsetFetch", steps = {
+  create(1), find_coordinator(0),
+  { api = "OffsetCommit", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = -1,
+    member_id = "", topics = { { name = s.name, partitions = {
+      { partition_index = 0, committed_offset = 3, committed_metadata = "three" } } } } } end, ignore = true },
+  { api = "OffsetFetch", body = function(s) return { group_id = s.name, topics = { { name = s.name,
+    partition_indexes = { 0, 1 } } }, groups = { { group_id = s.name, topics = { { name = s.name,
+      partition_indexes = { 0, 1 } } } } }, require_stable = false } end },
+} }
+
+scenario { name = "DeleteGroups", api = "DeleteGroups", steps = {
+  find_coordinator(0),
+  { api = "OffsetCommit", ignore = true, body = function(s) return { group_id = s.name,
+    generation_id_or_member_epoch = -1, member_id = "", topics = {} } end },
+  { api = "DeleteGroups", body = function(s) return { groups_names = { s.name, s.name .. "-none" } } end },
+} }
+
+-- ---------------------------------------------------------------- producers
+
+-- Kafka's broker answers COORDINATOR_LOAD_IN_PROGRESS until its first block
+-- of producer ids came from the controller
+scenario { name = "InitProducerId without a transactional id", api = "InitProducerId", steps = {
+  { api = "InitProducerId", body = { transactional_id = nil, transaction_timeout_ms = 60000,
+    producer_id = -1, producer_epoch = -1 }, ["until"] = function(r) return r.error_code ~= 14 end },
+} }
+
+scenario { name = "Idempotent produce: duplicate, gap, stale epoch", api = "Produce", min_version = 3, steps = {
+  create(1),
+  { api = "InitProducerId", body = { transaction_timeout_ms = 60000, producer_id = -1, producer_epoch = -1 },
+    ["until"] = function(r) return r.error_code ~= 14 end, save = function(s, r) s.pid = r.producer_id end },
+  { api = "Produce", body = function(s) return { acks = -1, timeout_ms = 10000, topic_data = { { name = s.name,
+    partition_data = { { index = 0, records = records(2, "idem", { producer_id = s.pid, producer_epoch = 0,
+      base_sequence = 0 }) } } } } } end },
+  { api = "Produce", body = function(s) return { acks = -1, timeout_ms = 10000, topic_data = { { name = s.name,
+    partition_data = { { index = 0, records = records(2, "idem", { producer_id = s.pid, producer_epoch = 0,
+      base_sequence = 0 }) } } } } } end },
+  { api = "Produce", body = function(s) return { acks = -1, timeout_ms = 10000, topic_data = { { name = s.name,
+    partition_data = { { index = 0, records = records(2, "gap", { producer_id = s.pid, producer_epoch = 0,
+      base_sequence = 5 }) } } } } } end },
+  list_offsets(0, -1),
+} }
+
+scenario { name = "A transaction: coordinator, partitions, commit", api = "EndTxn", steps = {
+  create(1),
+  find_coordinator(1),
+  { api = "InitProducerId", body = function(s) return { transactional_id = s.name, transaction_timeout_ms = 60000,
+    producer_id = -1, producer_epoch = -1 } end,
+    ["until"] = function(r) return r.error_code == 0 end,
+    save = function(s, r) s.pid, s.epoch = r.producer_id, r.producer_epoch end },
+  { api = "AddPartitionsToTxn", version = 3, body = function(s) return { v3_and_below_transactional_id = s.name,
+    v3_and_below_producer_id = s.pid, v3_and_below_producer_epoch = s.epoch,
+    v3_and_below_topics = { { name = s.name, partitions = { 0 } } } } end },
+  { api = "Produce", body = function(s) return { transactional_id = s.name, acks = -1, timeout_ms = 10000,
+    topic_data = { { name = s.name, partition_data = { { index = 0, records = records(2, "txn", {
+      producer_id = s.pid, producer_epoch = s.epoch, base_sequence = 0, transactional = true }) } } } } } end },
+  { api = "EndTxn", body = function(s) return { transactional_id = s.name, producer_id = s.pid,
+    producer_epoch = s.epoch, committed = true } end },
+  -- each coordinator writes its markers at its own pace
+  { api = "DescribeTransactions", ignore = true, body = function(s) return { transactional_ids = { s.name } } end,
+    ["until"] = function(r) return r.transaction_states[1].transaction_state == "CompleteCommit" end },
+  { api = "EndTxn", body = function(s) return { transactional_id = s.name, producer_id = s.pid,
+    producer_epoch = s.epoch, committed = false } end },
+  { api = "ListOffsets", body = function(s) return { replica_id = -1, isolation_level = 1, topics = { { name = s.name,
+    partitions = { { partition_index = 0, timestamp = -1 } } } } } end,
+    ["until"] = function(r) return r.topics[1].partitions[1].offset == 3 end },
+} }
+
+-- ---------------------------------------------------------------- cluster
+
+scenario { name = "DescribeCluster", api = "DescribeCluster", steps = {
+  { api = "DescribeCluster", body = { include_cluster_authorized_operations = false, endpoint_type = 1 } },
+} }
+
+scenario { name = "DescribeLogDirs of a topic", api = "DescribeLogDirs", steps = {
+  create(2),
+  { api = "DescribeLogDirs", body = function(s) return { topics = { { topic = s.name, partitions = { 0, 1, 9 } } } } end },
+} }
+
+scenario { name = "DescribeProducers", api = "DescribeProducers", steps = {
+  create(1), produce(0, plain),
+  { api = "DescribeProducers", body = function(s) return { topics = { { name = s.name,
+    partition_indexes = { 0, 3 } } } } end },
+} }
+
+scenario { name = "DescribeTopicPartitions", api = "DescribeTopicPartitions", steps = {
+  create(3),
+  { api = "DescribeTopicPartitions", body = function(s) return { topics = { { name = s.name },
+    { name = s.name .. "-none" } }, response_partition_limit = 2 } end },
+} }
+
+scenario { name = "ElectLeaders on one node", api = "ElectLeaders", steps = {
+  create(1),
+  { api = "ElectLeaders", body = function(s) return { election_type = 0, topic_partitions = { { topic = s.name,
+    partitions = { 0, 5 } } }, timeout_ms = 10000 } end },
+} }
+
+-- ---------------------------------------------------------------- more groups
+
+local function join(s, extra)
+  local b = { group_id = s.name, session_timeout_ms = 10000, rebalance_timeout_ms = 10000,
+    member_id = s.member_id or "", protocol_type = "consumer", protocols = { { name = "range", metadata = SUB } } }
+  for k, v in pairs(extra or {}) do b[k] = v end
+  return b
+end
+
+-- A member that joined (twice: the first answer may ask for a member id)
+-- and synced; saved: member_id, generation.
+local function member()
+  return {
+    create(1), find_coordinator(0),
+    { api = "JoinGroup", ignore = true, body = function(s) return join(s) end,
+      save = function(s, r) s.member_id = r.member_id end },
+    { api = "JoinGroup", ignore = true, body = function(s) return join(s) end,
+      save = function(s, r) s.member_id, s.generation = r.member_id, r.generation_id end },
+    { api = "SyncGroup", ignore = true, body = function(s) return { group_id = s.name, generation_id = s.generation,
+      member_id = s.member_id, protocol_type = "consumer", protocol_name = "range",
+      assignments = { { member_id = s.member_id, assignment = "\0\0\0\0\0\0\0\0\0\0" } } } end },
+  }
+end
+
+scenario { name = "FindCoordinator of a group and of a transactional id", api = "FindCoordinator", steps = {
+  find_coordinator(0), find_coordinator(1),
+} }
+
+scenario { name = "JoinGroup refusals", api = "JoinGroup", steps = {
+  find_coordinator(0),
+  { api = "JoinGroup", body = function(s) return join(s, { session_timeout_ms = 1 }) end },
+  { api = "JoinGroup", body = function(s) return join(s, { session_timeout_ms = 999999999 }) end },
+  { api = "JoinGroup", body = function(s) return join(s, { member_id = "stranger" }) end },
+  { api = "JoinGroup", body = function(s) return join(s, { protocol_type = "" }) end },
+} }
+
+scenario { name = "SyncGroup: stale generation, stranger", api = "SyncGroup", steps = {
+  member(),
+  { api = "SyncGroup", body = function(s) return { group_id = s.name, generation_id = s.generation + 5,
+    member_id = s.member_id, protocol_type = "consumer", protocol_name = "range", assignments = {} } end },
+  { api = "SyncGroup", body = function(s) return { group_id = s.name, generation_id = s.generation,
+    member_id = "stranger", protocol_type = "consumer", protocol_name = "range", assignments = {} } end },
+  { api = "SyncGroup", body = function(s) return { group_id = s.name, generation_id = s.generation,
+    member_id = s.member_id, protocol_type = "consumer", protocol_name = "range", assignments = {} } end },
+} }
+
+scenario { name = "Heartbeat: member, stale generation, stranger, no group", api = "Heartbeat", steps = {
+  member(),
+  { api = "Heartbeat", body = function(s) return { group_id = s.name, generation_id = s.generation,
+    member_id = s.member_id } end },
+  { api = "Heartbeat", body = function(s) return { group_id = s.name, generation_id = s.generation - 1,
+    member_id = s.member_id } end },
+  { api = "Heartbeat", body = function(s) return { group_id = s.name, generation_id = s.generation,
+    member_id = "stranger" } end },
+  { api = "Heartbeat", body = function(s) return { group_id = s.name .. "-none", generation_id = 1,
+    member_id = "stranger" } end },
+} }
+
+scenario { name = "LeaveGroup: member, then again, stranger", api = "LeaveGroup", steps = {
+  member(),
+  { api = "LeaveGroup", body = function(s) return { group_id = s.name, member_id = s.member_id,
+    members = { { member_id = s.member_id } } } end },
+  { api = "LeaveGroup", body = function(s) return { group_id = s.name, member_id = s.member_id,
+    members = { { member_id = s.member_id } } } end },
+  { api = "LeaveGroup", body = function(s) return { group_id = s.name .. "-none", member_id = "x",
+    members = { { member_id = "x" } } } end },
+} }
+
+scenario { name = "DescribeGroups: stable, unknown", api = "DescribeGroups", steps = {
+  member(),
+  { api = "DescribeGroups", body = function(s) return { groups = { s.name, s.name .. "-none" },
+    include_authorized_operations = false } end },
+} }
+
+scenario { name = "ListGroups filtered by a state no group is in", api = "ListGroups", steps = {
+  { api = "ListGroups", body = { states_filter = { "CompletingRebalance" }, types_filter = {} } },
+} }
+
+scenario { name = "OffsetDelete: a partition, a subscribed topic, no group", api = "OffsetDelete", steps = {
+  create(2), find_coordinator(0),
+  { api = "OffsetCommit", ignore = true, body = function(s) return { group_id = s.name,
+    generation_id_or_member_epoch = -1, member_id = "", topics = { { name = s.name, partitions = {
+      { partition_index = 0, committed_offset = 1 }, { partition_index = 1, committed_offset = 2 } } } } } end },
+  { api = "OffsetDelete", body = function(s) return { group_id = s.name, topics = { { name = s.name,
+    partitions = { { partition_index = 0 }, { partition_index = 7 } } } } } end },
+  { api = "OffsetFetch", version = 7, body = function(s) return { group_id = s.name, topics = { { name = s.name,
+    partition_indexes = { 0, 1 } } }, require_stable = false } end },
+  { api = "OffsetDelete", body = function(s) return { group_id = s.name .. "-none", topics = { { name = s.name,
+    partitions = { { partition_index = 0 } } } } } end },
+} }
+
+scenario { name = "ConsumerGroupDescribe of a classic group and of none", api = "ConsumerGroupDescribe", steps = {
+  member(),
+  { api = "ConsumerGroupDescribe", body = function(s) return { group_ids = { s.name, s.name .. "-none" },
+    include_authorized_operations = false } end },
+} }
+
+-- ---------------------------------------------------------------- more transactions
+
+-- A transactional producer whose coordinator is ready; saved: pid, epoch.
+local function txn_producer()
+  return {
+    find_coordinator(1),
+    { api = "InitProducerId", ignore = true, body = function(s) return { transactional_id = s.name,
+      transaction_timeout_ms = 60000, producer_id = -1, producer_epoch = -1 } end,
+      ["until"] = function(r) return r.error_code == 0 end,
+      save = function(s, r) s.pid, s.epoch = r.producer_id, r.producer_epoch end },
+  }
+end
+
+scenario { name = "InitProducerId refusals", api = "InitProducerId", steps = {
+  find_coordinator(1),
+  { api = "InitProducerId", body = function(s) return { transactional_id = s.name, transaction_timeout_ms = 0,
+    producer_id = -1, producer_epoch = -1 } end, ["until"] = function(r) return r.error_code ~= 51 end },
+  { api = "InitProducerId", body = function(s) return { transactional_id = s.name,
+    transaction_timeout_ms = 999999999, producer_id = -1, producer_epoch = -1 } end },
+} }
+
+scenario { name = "AddPartitionsToTxn: partitions, unknown ones, a stale epoch", api = "AddPartitionsToTxn",
+  max_version = 3, steps = {
+  create(2), txn_producer(),
+  { api = "AddPartitionsToTxn", body = function(s) return { v3_and_below_transactional_id = s.name,
+    v3_and_below_producer_id = s.pid, v3_and_below_producer_epoch = s.epoch,
+    v3_and_below_topics = { { name = s.name, partitions = { 0, 1 } } } } end },
+  { api = "AddPartitionsToTxn", body = function(s) return { v3_and_below_transactional_id = s.name,
+    v3_and_below_producer_id = s.pid, v3_and_below_producer_epoch = s.epoch + 1,
+    v3_and_below_topics = { { name = s.name, partitions = { 0 } } } } end },
+  { api = "AddPartitionsToTxn", body = function(s) return { v3_and_below_transactional_id = s.name,
+    v3_and_below_producer_id = s.pid, v3_and_below_producer_epoch = s.epoch,
+    v3_and_below_topics = { { name = s.name .. "-none", partitions = { 0 } } } } end },
+} }
+
+scenario { name = "Offsets in a transaction: AddOffsetsToTxn, TxnOffsetCommit, abort", api = "TxnOffsetCommit",
+  steps = {
+  create(1), txn_producer(), find_coordinator(0),
+  { api = "AddOffsetsToTxn", body = function(s) return { transactional_id = s.name, producer_id = s.pid,
+    producer_epoch = s.epoch, group_id = s.name } end },
+  { api = "TxnOffsetCommit", body = function(s) return { transactional_id = s.name, group_id = s.name,
+    producer_id = s.pid, producer_epoch = s.epoch, topics = { { name = s.name, partitions = {
+      { partition_index = 0, committed_offset = 9, committed_metadata = "txn" } } } } } end },
+  { api = "TxnOffsetCommit", body = function(s) return { transactional_id = s.name, group_id = s.name,
+    producer_id = s.pid, producer_epoch = s.epoch + 3, topics = { { name = s.name, partitions = {
+      { partition_index = 0, committed_offset = 10 } } } } } end },
+  { api = "EndTxn", body = function(s) return { transactional_id = s.name, producer_id = s.pid,
+    producer_epoch = s.epoch, committed = false } end },
+  { api = "DescribeTransactions", ignore = true, body = function(s) return { transactional_ids = { s.name } } end,
+    ["until"] = function(r) return r.transaction_states[1].transaction_state == "CompleteAbort" end },
+  { api = "OffsetFetch", version = 7, body = function(s) return { group_id = s.name, topics = { { name = s.name,
+    partition_indexes = { 0 } } }, require_stable = true } end },
+} }
+
+scenario { name = "AddOffsetsToTxn outside a transaction", api = "AddOffsetsToTxn", steps = {
+  txn_producer(),
+  { api = "AddOffsetsToTxn", body = function(s) return { transactional_id = s.name, producer_id = s.pid,
+    producer_epoch = s.epoch + 1, group_id = s.name } end },
+  { api = "AddOffsetsToTxn", body = function(s) return { transactional_id = s.name .. "-none", producer_id = s.pid,
+    producer_epoch = s.epoch, group_id = s.name } end },
+} }
+
+scenario { name = "EndTxn without a transaction", api = "EndTxn", steps = {
+  txn_producer(),
+  { api = "EndTxn", body = function(s) return { transactional_id = s.name, producer_id = s.pid,
+    producer_epoch = s.epoch, committed = true } end },
+  { api = "EndTxn", body = function(s) return { transactional_id = s.name, producer_id = s.pid,
+    producer_epoch = s.epoch + 1, committed = false } end },
+} }
+
+scenario { name = "DescribeTransactions and ListTransactions", api = "DescribeTransactions", steps = {
+  create(1), txn_producer(),
+  { api = "AddPartitionsToTxn", version = 3, ignore = true, body = function(s) return {
+    v3_and_below_transactional_id = s.name, v3_and_below_producer_id = s.pid, v3_and_below_producer_epoch = s.epoch,
+    v3_and_below_topics = { { name = s.name, partitions = { 0 } } } } end },
+  { api = "DescribeTransactions", body = function(s) return { transactional_ids = { s.name, s.name .. "-none" } } end },
+  { api = "ListTransactions", body = function(s) return { state_filters = { "Ongoing" }, producer_id_filters = { s.pid },
+    duration_filter = -1 } end },
+} }
+
+scenario { name = "ListTransactions by state", api = "ListTransactions", steps = {
+  { api = "ListTransactions", body = { state_filters = { "PrepareEpochFence" }, producer_id_filters = {},
+    duration_filter = -1 } },
+} }
+
+-- ---------------------------------------------------------------- epochs
+
+scenario { name = "Fetch and ListOffsets with a fenced or unknown leader epoch", api = "Fetch", min_version = 9,
+  steps = {
+  create(1), metadata(false), produce(0, plain),
+  { api = "Fetch", body = function(s) return { replica_id = -1, max_wait_ms = 0, min_bytes = 0, max_bytes = 1048576,
+    isolation_level = 0, session_id = 0, session_epoch = -1, topics = { { topic = s.name, topic_id = s.topic_id,
+      partitions = { { partition = 0, current_leader_epoch = 7, fetch_offset = 0, partition_max_bytes = 1048576 } } } } }
+    end },
+  { api = "ListOffsets", body = function(s) return { replica_id = -1, isolation_level = 0, topics = { { name = s.name,
+    partitions = { { partition_index = 0, current_leader_epoch = 7, timestamp = -1 } } } } } end },
+} }
+
+scenario { name = "Produce with a stale producer epoch", api = "Produce", min_version = 3, steps = {
+  create(1),
+  { api = "InitProducerId", body = { transaction_timeout_ms = 60000, producer_id = -1, producer_epoch = -1 },
+    ignore = true, ["until"] = function(r) return r.error_code ~= 14 end,
+    save = function(s, r) s.pid = r.producer_id end },
+  { api = "Produce", body = function(s) return { acks = -1, timeout_ms = 10000, topic_data = { { name = s.name,
+    partition_data = { { index = 0, records = records(1, "e1", { producer_id = s.pid, producer_epoch = 1,
+      base_sequence = 0 }) } } } } } end },
+  { api = "Produce", body = function(s) return { acks = -1, timeout_ms = 10000, topic_data = { { name = s.name,
+    partition_data = { { index = 0, records = records(1, "e0", { producer_id = s.pid, producer_epoch = 0,
+      base_sequence = 1 }) } } } } } end },
+} }
+
+-- ---------------------------------------------------------------- telemetry and versions
+
+scenario { name = "GetTelemetrySubscriptions without client metrics", api = "GetTelemetrySubscriptions", steps = {
+  { api = "GetTelemetrySubscriptions", body = { client_instance_id = "AAAAAAAAAAAAAAAAAAAAAA" } },
+} }
+
+scenario { name = "PushTelemetry for an unknown subscription", api = "PushTelemetry", steps = {
+  { api = "PushTelemetry", body = { client_instance_id = "AAAAAAAAAAAAAAAAAAAAAA", subscription_id = 5,
+    terminating = false, compression_type = 0, metrics = "" } },
+} }
+
+scenario { name = "ApiVersions", api = "ApiVersions", steps = {
+  { api = "ApiVersions", body = { client_software_name = "differential", client_software_version = "1" } },
+} }
+
+scenario { name = "DescribeConfigs of the broker", api = "DescribeConfigs", steps = {
+  { api = "DescribeConfigs", body = { resources = { { resource_type = 4, resource_name = "1", configuration_keys = {
+    "num.partitions", "message.max.bytes", "log.retention.hours", "log.retention.ms", "log.segment.bytes",
+    "auto.create.topics.enable", "unclean.leader.election.enable", "compression.type", "log.cleanup.policy",
+    "default.replication.factor" } }, { resource_type = 4, resource_name = "", configuration_keys = nil },
+    { resource_type = 4, resource_name = "99", configuration_keys = nil } },
+    include_synonyms = true, include_documentation = false } },
+} }
+
+return S
