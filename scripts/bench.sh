@@ -18,6 +18,19 @@
 #                                         per workload and round both msg/s,
 #                                         the ratio and each one's broker CPU
 #                                         seconds per GB
+#   scripts/bench.sh --kafka [--rounds N]  N rounds alternating KafkaIQ and
+#                                         Apache Kafka (scripts/kafka.sh, the
+#                                         pinned reference) with the same
+#                                         client: one broker at acks=1 and at
+#                                         acks=all, then three brokers each
+#                                         (serve --brokers 3, three KRaft
+#                                         nodes) with an RF 3 topic at
+#                                         acks=all; per workload and round
+#                                         both msg/s, the ratio and each one's
+#                                         broker CPU seconds per GB, peak RSS;
+#                                         then Kafka's own ProducerPerformance
+#                                         (1 KiB, acks=1) and EndToEndLatency
+#                                         (1 KiB, acks=1) against each
 #   scripts/bench.sh --broker-override K=V  pass --override K=V to the kafkaiq it
 #                                         starts (repeatable), e.g.
 #                                         kafkaiq.fetch.sendfile=false
@@ -53,6 +66,7 @@ pass=()
 broker_overrides=()
 journeys=0
 replicated=0
+kafka=0
 rounds=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -66,7 +80,8 @@ while [[ $# -gt 0 ]]; do
     --rounds) rounds=$2; shift 2 ;;
     --count-small | --count-large | --acks) pass+=("$1" "$2"); shift 2 ;;
     --no-consume) pass+=("$1"); shift ;;
-    -h | --help) sed -n '2,41p' "$0"; exit 0 ;;
+    --kafka) kafka=1; shift ;;
+    -h | --help) sed -n '2,55p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -116,34 +131,42 @@ run_bench() { # LABEL BOOTSTRAP
     header=(--no-header)
 }
 
-# cpu_ticks PID: user + system time of the process, in clock ticks. The
-# command name (field 2) may hold spaces, so fields are counted after ')'.
+# cpu_ticks PID...: user + system time of the processes, in clock ticks.
+# The command name (field 2) may hold spaces, so fields are counted after ')'.
 cpu_ticks() {
-    local stat
-    stat=$(<"/proc/$1/stat")
-    stat=${stat##*) }
-    local f
-    read -r -a f <<<"$stat"
-    echo $((f[11] + f[12]))
+    local stat f pid sum=0
+    for pid in "$@"; do
+        stat=$(<"/proc/$pid/stat")
+        stat=${stat##*) }
+        read -r -a f <<<"$stat"
+        sum=$((sum + f[11] + f[12]))
+    done
+    echo "$sum"
 }
 
-# with_cpu PID: copies kiq_bench's rows, adding the broker CPU seconds spent
-# since the previous row (kiq_bench flushes each row as its phase ends).
+# with_cpu PID...: copies kiq_bench's rows, adding the brokers' CPU seconds
+# spent since the previous row (kiq_bench flushes each row as its phase ends).
 with_cpu() {
     local hz mark now line
     hz=$(getconf CLK_TCK)
-    mark=$(cpu_ticks "$1")
+    mark=$(cpu_ticks "$@")
     while IFS= read -r line; do
         if [[ $line == '#'* ]]; then
             echo "$line; cpu s = broker user+system CPU seconds of the phase"
         elif [[ $line == target* ]]; then
             printf '%s %9s\n' "$line" "cpu s"
         else
-            now=$(cpu_ticks "$1")
+            now=$(cpu_ticks "$@")
             awk -v l="$line" -v t=$((now - mark)) -v hz="$hz" 'BEGIN { printf "%s %9.2f\n", l, t / hz }'
             mark=$now
         fi
     done
+}
+
+# peak_rss_mib PID...: the processes' peak resident memory added up, in MiB.
+peak_rss_mib() {
+    local pid
+    for pid in "$@"; do cat "/proc/$pid/status"; done | awk '/VmHWM/ { k += $2 } END { printf "%.1f", k / 1024 }'
 }
 
 # http_get PORT PATH: the body of a plain HTTP/1.0 GET to 127.0.0.1.
@@ -260,6 +283,35 @@ if "sum_received" in end:
     wait "$pid" 2>/dev/null || true
 }
 
+# bench_reference LABEL NODES: starts Apache Kafka (scripts/kafka.sh) with
+# NODES KRaft nodes, benches it with its CPU and peak memory, stops it.
+bench_reference() {
+    local label=$1 nodes=$2 dir bs kpids
+    dir=$(mktemp -d)
+    tmpdirs+=("$dir")
+    bs=$(scripts/kafka.sh start --nodes "$nodes" --dir "$dir/kafka" 2>/dev/null | sed -n 's/^KAFKA_BOOTSTRAP=//p')
+    [[ -n $bs ]] || { echo "bench.sh: Apache Kafka did not start" >&2; exit 1; }
+    mapfile -t kpids < <(cat "$dir"/kafka/node-*/pid)
+    run_bench "$label" "$bs" | with_cpu "${kpids[@]}"
+    header=(--no-header)
+    printf '# %s: peak RSS %s MiB\n' "$label" "$(peak_rss_mib "${kpids[@]}")"
+    scripts/kafka.sh stop --dir "$dir/kafka"
+    rm -rf "$dir"
+}
+
+# kafka_tools LABEL BOOTSTRAP: Kafka's ProducerPerformance and
+# EndToEndLatency (1 KiB records, acks=1) against one broker; their result
+# lines, tagged.
+kafka_tools() {
+    local cp="build/kafka/lib/*" t="kiq-perf-$$-$1"
+    java -Xmx512m -cp "$cp" org.apache.kafka.tools.ProducerPerformance --topic "$t" --num-records 200000 \
+        --record-size 1024 --throughput -1 --producer-props bootstrap.servers="$2" acks=1 linger.ms=5 \
+        batch.size=1048576 2>/dev/null | tail -n 1 | sed "s/^/# $1 ProducerPerformance: /"
+    java -Xmx512m -cp "$cp" org.apache.kafka.tools.EndToEndLatency --bootstrap-server "$2" --topic "$t-e2e" \
+        --num-records 2000 --producer-acks 1 --record-size 1024 2>/dev/null | grep -E 'Avg latency|Percentiles' |
+        sed "s/^/# $1 EndToEndLatency: /"
+}
+
 # bench_mock LABEL: starts the mock cluster (one broker, the topic made up
 # front: it cannot run CreateTopics), benches it with its CPU, stops it.
 bench_mock() {
@@ -332,6 +384,38 @@ elif [[ $peer -eq 1 ]]; then
     echo "# loopback: ${lb2:-?} GB/s (after the rounds)"
     compare "$rows/all" "$(awk -v a="${lb:-0}" -v b="${lb2:-0}" 'BEGIN { print (a > b ? a : b) }')" \
         kafkaiq mock-peer
+elif [[ $kafka -eq 1 ]]; then
+    [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
+    scripts/kafka.sh fetch
+    rows=$(mktemp -d)
+    tmpdirs+=("$rows")
+    for ((r = 1; r <= rounds; r++)); do
+        for acks in 1 all; do
+            bench_extra=(--acks "$acks" --replication-factor 1)
+            bench_kafkaiq "kafkaiq-acks$acks" 0 "${broker_overrides[@]}" | tee -a "$rows/all"
+            bench_reference "kafka-acks$acks" 1 | tee -a "$rows/all"
+        done
+        bench_extra=(--acks all --replication-factor 3)
+        bench_kafkaiq kafkaiq-rf3 0 --brokers 3 "${broker_overrides[@]}" | tee -a "$rows/all"
+        bench_reference kafka-rf3 3 | tee -a "$rows/all"
+    done
+    for acks in 1 all; do compare "$rows/all" 0 "kafkaiq-acks$acks" "kafka-acks$acks"; done
+    compare "$rows/all" 0 kafkaiq-rf3 kafka-rf3
+    # Kafka's own tools, one broker each
+    data=$(mktemp -d)
+    tmpdirs+=("$data")
+    port=$(free_port)
+    build/kafkaiq serve config/server.properties --override "listeners=PLAINTEXT://127.0.0.1:$port" \
+        --override "log.dirs=$data/data" --override kafkaiq.log.level=warn >/dev/null 2>&1 &
+    pids+=($!)
+    wait_port 127.0.0.1 "$port" "$!" || { echo "bench.sh: kafkaiq not ready" >&2; exit 1; }
+    kafka_tools kafkaiq "127.0.0.1:$port"
+    kill -TERM "${pids[@]}"
+    wait "${pids[@]}" || true
+    pids=()
+    bs=$(scripts/kafka.sh start --dir "$data/kafka" 2>/dev/null | sed -n 's/^KAFKA_BOOTSTRAP=//p')
+    kafka_tools kafka "$bs"
+    scripts/kafka.sh stop --dir "$data/kafka"
 elif [[ $replicated -eq 1 ]]; then
     [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
     rows=$(mktemp -d)
