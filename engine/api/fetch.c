@@ -159,18 +159,20 @@ static kiq_topic_t *fetch_topic(kiq_broker_t *b, const kiq_request_t *r, const k
 
 /* Whether this broker may answer the partition from log (part's, loaded
  * once) to replica (-1: a consumer): a Kafka error code. */
-static int16_t fetch_check(int32_t replica, kiq_partition_t *part, kiq_partition_log_t *log,
+static int16_t fetch_check(int16_t version, int32_t replica, kiq_partition_t *part, kiq_partition_log_t *log,
                            const kiq_fetch_request_topics_partitions_t *p)
 {
     if (!log) return KIQ_ERR_NOT_LEADER_OR_FOLLOWER; /* not a replica here */
     if (kiq_partition_log_offline(log)) return KIQ_ERR_KAFKA_STORAGE_ERROR;
     if (replica >= 0)
         return kiq_partition_replica_check_follower_fetch(part->replica, replica, p->current_leader_epoch);
-    int16_t err = kiq_partition_replica_check_leader(part->replica, p->current_leader_epoch);
+    /* from v11 (KIP-392) a follower serves consumers too, as Kafka's does */
+    int16_t err = version >= 11 ? kiq_partition_replica_check_replica(part->replica, p->current_leader_epoch)
+                                : kiq_partition_replica_check_leader(part->replica, p->current_leader_epoch);
+    if (err || kiq_partition_replica_role(part->replica) != KIQ_REPLICA_LEADER) return err;
     /* a new leader not yet sure what was committed: retry soon rather than
      * see the high watermark go back (clients refresh and back off) */
-    if (!err && !kiq_partition_replica_hw_known(part->replica, log)) err = KIQ_ERR_OFFSET_NOT_AVAILABLE;
-    return err;
+    return kiq_partition_replica_hw_known(part->replica, log) ? KIQ_ERR_NONE : KIQ_ERR_OFFSET_NOT_AVAILABLE;
 }
 
 /* A follower's last fetched epoch that the leader's log does not have up
@@ -287,7 +289,7 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
             }
             kiq_partition_t *part = topic->partitions[p->partition];
             kiq_partition_log_t *log = part->log;
-            if ((pr->error_code = fetch_check(replica, part, log, p)) != 0) {
+            if ((pr->error_code = fetch_check(r->header.api_version, replica, part, log, p)) != 0) {
                 pr->high_watermark = -1;
                 if (r->header.api_version >= 16 && (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER ||
                                                     pr->error_code == KIQ_ERR_FENCED_LEADER_EPOCH))
@@ -397,7 +399,7 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_request_t *r, const kiq_fetch
             }
             kiq_partition_t *part = topic->partitions[p->partition];
             kiq_partition_log_t *log = part->log;
-            if (fetch_check(replica, part, log, p) != 0) {
+            if (fetch_check(r->header.api_version, replica, part, log, p) != 0) {
                 ready = true;
                 break;
             }

@@ -231,6 +231,16 @@ int16_t kiq_partition_replica_check_leader(kiq_partition_replica_t *r, int32_t c
     return err;
 }
 
+int16_t kiq_partition_replica_check_replica(kiq_partition_replica_t *r, int32_t current_leader_epoch)
+{
+    pthread_mutex_lock(&r->mu);
+    int16_t err = r->v.role != KIQ_REPLICA_LEADER && r->v.role != KIQ_REPLICA_FOLLOWER
+                      ? KIQ_ERR_NOT_LEADER_OR_FOLLOWER
+                      : epoch_check(&r->v, current_leader_epoch);
+    pthread_mutex_unlock(&r->mu);
+    return err;
+}
+
 int16_t kiq_partition_replica_check_follower_fetch(kiq_partition_replica_t *r, int32_t replica,
                                                    int32_t current_leader_epoch)
 {

@@ -50,20 +50,33 @@ local keys = {
   finalized_features = "name",
 }
 
+-- In a cluster, node ids as well: each cluster places replicas, leaders,
+-- coordinators and its controller its own way (Kafka's placement starts
+-- at a random broker), and numbers its nodes from a different id.
+local node_ids = {
+  node_id = true, leader_id = true, controller_id = true, replica_nodes = true, isr_nodes = true,
+  offline_replicas = true, broker_id = true, replicas = true, isr = true, leader = true,
+}
+
 local ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
-local function copy(v, field)
+local function copy(v, field, cluster)
   if type(v) ~= "table" then
-    if placeholder[field] and v ~= nil and v ~= ZERO_UUID and v ~= -1 and v ~= "" then
+    if (placeholder[field] or cluster and node_ids[field] and type(v) == "number") and v ~= nil and
+        v ~= ZERO_UUID and v ~= -1 and v ~= "" then
       return "<" .. field .. ">"
     end
     return v
   end
   local out = {}
   for k, x in pairs(v) do
-    if not drop[k] then out[k] = copy(x, type(k) == "string" and k or field) end
+    if not drop[k] then out[k] = copy(x, type(k) == "string" and k or field, cluster) end
   end
   return out
 end
 
-return { keys = keys, apply = function(resp) return copy(resp, "") end }
+local function apply(resp, cluster)
+  return copy(resp, "", cluster)
+end
+
+return { keys = keys, apply = apply }

@@ -9,8 +9,10 @@
 -- Without --kafka it starts a one-node Kafka with scripts/kafka.sh and stops
 -- it at the end. Each scenario (scenarios.lua) runs once at the lowest and
 -- once at the highest version of its API that both brokers and the codec
--- speak (a case), with names of its own, against a fresh KafkaIQ broker
--- configured as scripts/kafka.sh configures Kafka. The last line:
+-- speak (a case), with names of its own, against a KafkaIQ broker
+-- configured as scripts/kafka.sh configures Kafka; a cluster scenario
+-- against three KRaft nodes and serve --brokers 3 (kiq.cluster). The last
+-- line:
 --   differential: S scenarios, C cases, I identical, A allowed, F different
 local kiq = require "kafkaiq"
 local core = require "kafkaiq.core"
@@ -53,12 +55,15 @@ for _, a in ipairs(core.apis()) do codec[a.name] = a end
 -- ---------------------------------------------------------------- brokers
 
 local root = here .. "/../.."
-local kafka_dir
 
-local function start_kafka()
-  kafka_dir = os.tmpname()
-  os.remove(kafka_dir)
-  local p = assert(io.popen(("%s/scripts/kafka.sh start --dir %s"):format(root, kafka_dir)))
+local kafka_dirs = {}
+
+-- A reference of `nodes` KRaft nodes (scripts/kafka.sh); its bootstrap.
+local function start_kafka_nodes(nodes)
+  local dir = os.tmpname()
+  os.remove(dir)
+  kafka_dirs[#kafka_dirs + 1] = dir
+  local p = assert(io.popen(("%s/scripts/kafka.sh start --nodes %d --dir %s"):format(root, nodes, dir)))
   local out = p:read("*a")
   p:close()
   local bs = out:match("KAFKA_BOOTSTRAP=(%S+)")
@@ -67,9 +72,9 @@ local function start_kafka()
 end
 
 local function stop_kafka()
-  if kafka_dir then
-    os.execute(("%s/scripts/kafka.sh stop --dir %s >/dev/null 2>&1"):format(root, kafka_dir))
-    os.execute(("rm -rf %s"):format(kafka_dir))
+  for _, dir in ipairs(kafka_dirs) do
+    os.execute(("%s/scripts/kafka.sh stop --dir %s >/dev/null 2>&1"):format(root, dir))
+    os.execute(("rm -rf %s"):format(dir))
   end
 end
 
@@ -123,7 +128,8 @@ local function key_of(field, a, b)
   if not key then return nil end
   for _, t in ipairs({ a, b }) do
     for _, e in ipairs(t) do
-      if type(e) ~= "table" or e[key] == nil then return nil end
+      -- a normalised key ("<node_id>") tells no element from another
+      if type(e) ~= "table" or e[key] == nil or tostring(e[key]):sub(1, 1) == "<" then return nil end
     end
   end
   return key
@@ -202,22 +208,40 @@ end
 
 -- ---------------------------------------------------------------- running
 
--- One side's run of a case: its connection and what steps saved.
+-- One side's run of a case: its connections (the bootstrap's, and one per
+-- node a step is sent to) and what steps saved.
 local function side_new(bootstrap, id)
-  return { conn = open(bootstrap), bootstrap = bootstrap, id = id, saved = {} }
+  return { conn = open(bootstrap), bootstrap = bootstrap, id = id, saved = {}, nodes = {} }
+end
+
+-- The connection to node `id` of a side (from Metadata's broker list).
+local function node_conn(side, id)
+  if side.nodes[id] then return side.nodes[id] end
+  local md = assert(side.conn:request(codec.Metadata.key, { topics = {}, allow_auto_topic_creation = false }))
+  for _, b in ipairs(md.brokers) do
+    if b.node_id == id then
+      side.nodes[id] = assert(connection.open(b.host, b.port, { client_id = "differential",
+        connect_timeout_ms = 10000, request_timeout_ms = 30000 }))
+      return side.nodes[id]
+    end
+  end
+  error(("no node %s in the cluster's metadata"):format(tostring(id)))
 end
 
 -- Sends a step's request on one side: the decoded response, or nil, err.
--- A step with `until` is repeated (bounded) until until(resp) is true.
+-- A step with `until` is repeated (bounded) until until(resp) is true; one
+-- with `to` goes to the node to(saved) names.
 local function send(side, step, version)
   local body = type(step.body) == "function" and step.body(side.saved, side) or step.body or {}
   local key = codec[step.api].key
+  local conn = step.to and node_conn(side, step.to(side.saved)) or side.conn
   local deadline = core.now_ms() + (step.wait_ms or 10000)
   while true do
-    local resp, err = side.conn:request(key, body, { version = version, timeout_ms = step.timeout_ms })
+    local resp, err = conn:request(key, body, { version = version, timeout_ms = step.timeout_ms })
     if not resp then
-      side.conn:close()
-      side.conn = open(side.bootstrap)
+      conn:close()
+      if conn == side.conn then side.conn = open(side.bootstrap) end
+      for id, c in pairs(side.nodes) do if c == conn then side.nodes[id] = nil end end
       return nil, err
     end
     if not step["until"] or step["until"](resp, side.saved) or core.now_ms() > deadline then return resp end
@@ -244,8 +268,8 @@ local function run_case(case_name, sc, version, kafka_bs, kiq_bs)
       end
     end
     if not step.ignore then
-      local a = normalize.apply(resps[1])
-      local b = normalize.apply(resps[2])
+      local a = normalize.apply(resps[1], sc.cluster)
+      local b = normalize.apply(resps[2], sc.cluster)
       local diffs = {}
       diff(a, b, "", diffs)
       for _, d in ipairs(diffs) do
@@ -265,21 +289,47 @@ local function run_case(case_name, sc, version, kafka_bs, kiq_bs)
       end
     end
   end
-  for _, s in ipairs(sides) do s.conn:close() end
+  for _, s in ipairs(sides) do
+    s.conn:close()
+    for _, c in pairs(s.nodes) do c:close() end
+  end
   return verdict, lines
 end
 
-local function main()
-  local kafka_bs = kafka_bootstrap or start_kafka()
-  local b = start_kiq()
-  local kc, qc = open(kafka_bs), open(b.bootstrap)
-  local kr, qr = ranges(kc), ranges(qc)
+-- The brokers a scenario runs against: one node each, or (cluster) three
+-- KRaft nodes beside serve --brokers 3's three brokers; started once.
+local setups = {}
+local function setup(cluster)
+  local key = cluster and "cluster" or "one"
+  if setups[key] then return setups[key] end
+  local st = {}
+  if cluster then
+    st.kafka = start_kafka_nodes(3)
+    st.kiq = assert(kiq.cluster { brokers = 3, ["num.partitions"] = 1, ["default.replication.factor"] = 3,
+      ["min.insync.replicas"] = 1, ["group.initial.rebalance.delay.ms"] = 0,
+      ["offsets.topic.replication.factor"] = 3, ["transaction.state.log.replication.factor"] = 3,
+      ["transaction.state.log.min.isr"] = 1 })
+    st.kiq_bootstrap = st.kiq:bootstrap()
+  else
+    st.kafka = kafka_bootstrap or start_kafka_nodes(1)
+    st.kiq = start_kiq()
+    st.kiq_bootstrap = st.kiq.bootstrap
+  end
+  local kc, qc = open(st.kafka), open(st.kiq_bootstrap)
+  st.kafka_ranges, st.kiq_ranges = ranges(kc), ranges(qc)
   kc:close()
   qc:close()
+  setups[key] = st
+  return st
+end
+
+local function main()
   local counts = { identical = 0, allowed = 0, different = 0 }
   local nscenarios, ncases, errors = 0, 0, 0
   for _, sc in ipairs(scenarios) do
     if matches(only, sc.name) then
+      local st = setup(sc.cluster)
+      local kafka_bs, kr, qr = st.kafka, st.kafka_ranges, st.kiq_ranges
       nscenarios = nscenarios + 1
       local k, q, c = kr[sc.api], qr[sc.api], codec[sc.api]
       local versions = {}
@@ -303,7 +353,7 @@ local function main()
       for _, v in ipairs(versions) do
         ncases = ncases + 1
         local case_name = ("%s v%d"):format(sc.name, v)
-        local ok, verdict, lines = pcall(run_case, case_name, sc, v, kafka_bs, b.bootstrap)
+        local ok, verdict, lines = pcall(run_case, case_name, sc, v, kafka_bs, st.kiq_bootstrap)
         if not ok then
           verdict, lines = "different", { "  ERROR " .. tostring(verdict) }
         end
@@ -313,7 +363,7 @@ local function main()
       end
     end
   end
-  b:stop()
+  for _, st in pairs(setups) do st.kiq:stop() end
   local failed = counts.different + errors
   print(("differential: %d scenarios, %d cases, %d identical, %d allowed, %d different"):format(nscenarios, ncases,
     counts.identical, counts.allowed, failed))

@@ -630,4 +630,82 @@ scenario { name = "DescribeConfigs of the broker", api = "DescribeConfigs", step
     include_synonyms = true, include_documentation = false } },
 } }
 
+-- ---------------------------------------------------------------- a cluster
+-- Three KRaft nodes beside serve --brokers 3 (node ids normalised); `to`
+-- sends a step to the node a saved value names.
+
+-- Creates the case's topic with RF 3 and saves partition 0's leader and a
+-- follower once every partition has a leader and a full ISR.
+local function create_rf3(partitions)
+  return {
+    { api = "CreateTopics", ignore = true, body = function(s) return { topics = { { name = s.name,
+      num_partitions = partitions or 1, replication_factor = 3, configs = {} } }, timeout_ms = 30000 } end },
+    { api = "Metadata", ignore = true,
+      body = function(s) return { topics = { { name = s.name } }, allow_auto_topic_creation = false } end,
+      ["until"] = function(r)
+        local t = r.topics[1]
+        if not t or t.error_code ~= 0 or #t.partitions == 0 then return false end
+        for _, p in ipairs(t.partitions) do if p.leader_id < 0 or #p.isr_nodes ~= 3 then return false end end
+        return true
+      end,
+      save = function(s, r)
+        local p0
+        for _, p in ipairs(r.topics[1].partitions) do if p.partition_index == 0 then p0 = p end end
+        s.leader, s.topic_id = p0.leader_id, r.topics[1].topic_id
+        for _, n in ipairs(p0.replica_nodes) do if n ~= p0.leader_id then s.follower = n end end
+      end },
+  }
+end
+
+local function leader(s) return s.leader end
+local function follower(s) return s.follower end
+
+scenario { name = "Cluster: an RF 3 topic's metadata", api = "Metadata", cluster = true, steps = {
+  create_rf3(3), metadata(false),
+} }
+
+scenario { name = "Cluster: produce to a follower, then to the leader", api = "Produce", cluster = true, steps = {
+  create_rf3(1),
+  { api = "Produce", to = follower, body = function(s) return { acks = -1, timeout_ms = 10000, topic_data = {
+    { name = s.name, partition_data = { { index = 0, records = plain } } } } } end },
+  { api = "Produce", to = leader, body = function(s) return { acks = -1, timeout_ms = 10000, topic_data = {
+    { name = s.name, partition_data = { { index = 0, records = plain } } } } } end },
+} }
+
+scenario { name = "Cluster: consumer fetch and ListOffsets at a follower", api = "Fetch", cluster = true, steps = {
+  create_rf3(1),
+  { api = "Produce", to = leader, body = produce(0, plain).body },
+  { api = "Fetch", to = follower, body = fetch(0, 0).body },
+  { api = "ListOffsets", to = follower, body = list_offsets(0, -1).body },
+} }
+
+scenario { name = "Cluster: a group request where its coordinator is not", api = "JoinGroup", cluster = true, steps = {
+  { api = "FindCoordinator", body = function(s) return { key = s.name, key_type = 0, coordinator_keys = { s.name } } end,
+    ["until"] = function(r) return (r.coordinators and r.coordinators[1] or r).error_code == 0 end,
+    save = function(s, r) s.coordinator = (r.coordinators and r.coordinators[1] or r).node_id end },
+  { api = "Metadata", ignore = true, body = { topics = {}, allow_auto_topic_creation = false },
+    save = function(s, r)
+      for _, b in ipairs(r.brokers) do if b.node_id ~= s.coordinator then s.elsewhere = b.node_id end end
+    end },
+  { api = "JoinGroup", to = function(s) return s.elsewhere end, body = function(s) return join(s) end },
+  { api = "OffsetFetch", to = function(s) return s.elsewhere end, version = 7, body = function(s) return {
+    group_id = s.name, topics = {}, require_stable = false } end },
+} }
+
+scenario { name = "Cluster: ElectLeaders where the preferred replicas lead", api = "ElectLeaders", cluster = true,
+  steps = {
+  create_rf3(2),
+  { api = "ElectLeaders", body = function(s) return { election_type = 0, topic_partitions = { { topic = s.name,
+    partitions = { 0, 1 } } }, timeout_ms = 10000 } end },
+} }
+
+scenario { name = "Cluster: more replicas than brokers", api = "CreateTopics", cluster = true, steps = {
+  { api = "CreateTopics", body = function(s) return { topics = { { name = s.name, num_partitions = 1,
+    replication_factor = 4, configs = {} } }, timeout_ms = 30000 } end },
+} }
+
+scenario { name = "Cluster: DescribeCluster", api = "DescribeCluster", cluster = true, steps = {
+  { api = "DescribeCluster", body = { include_cluster_authorized_operations = false, endpoint_type = 1 } },
+} }
+
 return S
