@@ -101,3 +101,18 @@ fi
 # Apache Kafka, the reference broker (scripts/kafka.sh; the version
 # tests/reference/pom.xml pins), resolved by Maven into build/kafka/lib once.
 "$(dirname "$0")/kafka.sh" fetch
+
+# Go clients for tests/interop/go (Sarama, and franz-go, whose own pkg/kgo
+# tests run against kafkaiq), at the versions its go.mod pins (go.sum holds
+# their checksums), into Go's module cache; the tests then run offline
+# (GOPROXY=off). Only when one is missing: the offline download is the check.
+# Go itself (1.26, as go.mod says) is the machine's.
+GO_DIR="$(dirname "$0")/../tests/interop/go"
+if command -v go >/dev/null 2>&1; then
+    if ! (cd "$GO_DIR" && GOPROXY=off go mod download >/dev/null 2>&1); then
+        echo "deps: downloading the Go modules tests/interop/go/go.mod pins" >&2
+        (cd "$GO_DIR" && go mod download)
+    fi
+else
+    echo "deps: go not found; the Go interop suites (franz-go, Sarama) will fail" >&2
+fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test suite — cmocka unit binaries, busted specs on LuaJIT, the
-# interop suite with real clients — showing each one's output as it runs, and
+# interop suite with real clients, the Go clients' suites (franz-go's own,
+# Sarama) — showing each one's output as it runs, and
 # ends with one line "N passed, M failed" summed over all of them. Exits
 # non-zero if anything failed or a suite could not run (a crash, a timeout or
 # output without a summary line each count as one failure).
@@ -13,6 +14,8 @@ INTEROP_TIMEOUT=${KIQ_INTEROP_TIMEOUT:-2700}
 FUZZ_TIMEOUT=${KIQ_FUZZ_TIMEOUT:-900}
 DIFFERENTIAL_TIMEOUT=${KIQ_DIFFERENTIAL_TIMEOUT:-600}
 FUZZ_SECONDS=${KIQ_FUZZ_SECONDS:-15}
+GO_TIMEOUT=${KIQ_GO_TIMEOUT:-600}    # each go suite: its build, brokers and run
+KGO_RECORDS=${KIQ_KGO_RECORDS:-25000} # franz-go's ETL tests; over 20000 its transactions end twice
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -189,12 +192,59 @@ run_differential() {
     fi
 }
 
+# ------------------------------------------------------------------ go (go test -json)
+# run_go SUITE N PACKAGE [VAR=VALUE]...: go test PACKAGE from the module in
+# tests/interop/go (which pins the clients; scripts/deps.sh downloads them, so
+# GOPROXY=off keeps this offline) against N brokers that with_brokers.py
+# starts and stops; gotest_summary.py turns the JSON events into result
+# lines and the "go test: N passed, N failed, N skipped" line counted here.
+run_go() {
+    local suite=$1 n=$2 pkg=$3 out rc line p f s
+    shift 3
+    out="$work/${suite//\//-}.out"
+    banner "$suite: go test $pkg against $n broker(s)"
+    if ! command -v go >/dev/null 2>&1; then
+        echo "go not found (scripts/deps.sh checks for it)"
+        record "$suite" 0 1 "no go"
+        return
+    fi
+    (cd tests/interop/go && env GOPROXY=off "$@" timeout -k 30 "$GO_TIMEOUT" /usr/bin/python3 with_brokers.py "$n" \
+        go test -json -count=1 -timeout "$((GO_TIMEOUT - 60))s" "$pkg" | /usr/bin/python3 gotest_summary.py) 2>&1 |
+        tee "$out"
+    rc=${PIPESTATUS[0]}
+    line=$(grep -E '^go test: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' "$out" | tail -n 1)
+    if [[ -z "$line" ]]; then
+        record "$suite" 0 1 "no summary, exit $rc"
+        return
+    fi
+    p=$(count_of passed "$line")
+    f=$(count_of failed "$line")
+    s=$(count_of skipped "$line")
+    skipped=$((skipped + s))
+    failed_tests "$suite" < <(grep -E '^FAILED ' "$out" | sed 's/^FAILED //')
+    if [[ $rc -ne 0 && $f -eq 0 ]]; then
+        record "$suite" "$p" 1 "exit $rc"
+    else
+        record "$suite" "$p" "$f" "$s skipped"
+    fi
+}
+
+# franz-go's own integration tests (pkg/kgo), RF as the brokers allow; its
+# KIP-848, share-group and SASL tests skip themselves (not served).
+run_kgo() {
+    run_go "go/kgo-brokers-$1" "$1" github.com/twmb/franz-go/pkg/kgo \
+        KGO_TEST_RF="$1" KGO_TEST_RECORDS="$KGO_RECORDS" KGO_TEST_UNSAFE=1
+}
+
 run_unit build/tests unit
 run_unit build/san/tests unit-asan
 run_fuzz
 run_lua
 run_differential
 run_interop
+run_kgo 1
+run_kgo 3
+run_go go/sarama 1 ./...
 
 banner "summary"
 printf '%s\n' "${report[@]}"

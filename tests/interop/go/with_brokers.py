@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Runs a command against kafkaiq brokers this script starts and stops.
+
+usage: with_brokers.py N COMMAND [ARG]...
+
+Starts `build/kafkaiq serve` on free loopback ports with a temporary log dir,
+with `--brokers N` when N > 1 (one process, broker 0 hosting the controller,
+min.insync.replicas=2), and runs COMMAND once every broker's Metadata lists
+all N, with KGO_SEEDS (what franz-go's tests read) and KIQ_BOOTSTRAP (the
+Sarama scenario's) set to the brokers' addresses. COMMAND's stdout is left
+alone, so `go test -json` stays parseable; the broker's log is shown on
+stderr when the command fails. The broker is then stopped with SIGTERM and
+must exit 0. Exits with the command's status, or 1 when the broker failed to
+start or stop cleanly.
+"""
+
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from cluster import CONTROLLER_ID, free_port_block, metadata, wait_until  # noqa: E402
+from conftest import Broker  # noqa: E402
+
+REGISTER_TIMEOUT = 20.0
+
+
+class Brokers(Broker):
+    """One serve process of n brokers: broker i on port + i, its control
+    plane on port + 100 + i (as serve --brokers places them)."""
+
+    def __init__(self, workdir, n):
+        super().__init__(workdir, ["min.insync.replicas=2"] if n > 1 else [])
+        self.n = n
+        if n > 1:
+            self.port = free_port_block(list(range(n)) + [100 + i for i in range(n)])
+            self.http = f"{self.host}:0"  # a free port for each broker
+
+    @property
+    def ports(self):
+        return [self.port + i for i in range(self.n)]
+
+    @property
+    def bootstrap(self):
+        return ",".join(f"{self.host}:{p}" for p in self.ports)
+
+    def command(self):
+        cmd = super().command()
+        return cmd[:2] + ["--brokers", str(self.n)] + cmd[2:] if self.n > 1 else cmd
+
+    def start(self):
+        super().start()
+        want = set(range(self.n))
+
+        def registered():
+            for p in self.ports:
+                md = metadata(self.host, p)
+                if set(md["brokers"]) != want or md["controller"] != CONTROLLER_ID:
+                    return False
+            return True
+        wait_until(registered, REGISTER_TIMEOUT, f"brokers {sorted(want)} registered and seen by all")
+
+
+class Stopped(Exception):
+    pass
+
+
+def on_signal(signum, _frame):
+    raise Stopped(f"signal {signum}")
+
+
+def main(argv):
+    if len(argv) < 3 or not argv[1].isdigit() or int(argv[1]) < 1:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    n, command = int(argv[1]), argv[2:]
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    workdir = pathlib.Path(tempfile.mkdtemp(prefix="kiq-go-"))
+    brokers = Brokers(workdir, n)
+    proc = None
+    status = 1
+    try:
+        brokers.start()
+        print(f"with_brokers: {n} broker(s) at {brokers.bootstrap}", file=sys.stderr, flush=True)
+        env = dict(os.environ, KGO_SEEDS=brokers.bootstrap, KIQ_BOOTSTRAP=brokers.bootstrap)
+        # its own process group, so that stopping it reaches the test binary
+        # `go test` runs too
+        proc = subprocess.Popen(command, env=env, start_new_session=True)
+        status = proc.wait()
+    except (Stopped, AssertionError, OSError) as e:
+        print(f"with_brokers: {e}", file=sys.stderr)
+    finally:
+        # a second signal must not cut the broker's clean stop short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if status != 0:
+            print(f"with_brokers: the broker's log:\n{brokers.stderr_tail(20000)}", file=sys.stderr)
+        try:
+            brokers.stop()
+        except AssertionError as e:
+            print(f"with_brokers: {e}", file=sys.stderr)
+            status = status or 1
+        shutil.rmtree(workdir, ignore_errors=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
