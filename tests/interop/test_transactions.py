@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import kiq_clients as kc
 from conftest import EXTERNAL
 
 pytestmark = pytest.mark.skipif(EXTERNAL is not None, reason="reads kafkaiq's own state")
@@ -103,6 +104,7 @@ def test_marker_reaches_a_broker_hosting_nothing_of_the_topic_here(three):
     topic = "txn-rf1"
     admin = AdminClient({"bootstrap.servers": three.bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1, config={"min.insync.replicas": "1"})])[topic].result(30)
+    kc.wait_topic(three.bootstrap, topic, 1)
     leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
     txn_id = next(t for t in (f"rf1-{i}" for i in range(200)) if coordinator_of(three, t) != leader)
     p = Producer({"bootstrap.servers": three.bootstrap, "transactional.id": txn_id})
