@@ -27,6 +27,8 @@ PACKAGES=(
     python3-snappy python3-lz4 python3-zstandard
     # what scripts/capture_corpus.sh records the clients' requests with
     tcpdump
+    # the virtual environment of the newest Python clients (below)
+    python3-venv
 )
 
 # One dpkg-query for all names keeps the no-op case fast; names dpkg has never
@@ -116,3 +118,9 @@ if command -v go >/dev/null 2>&1; then
 else
     echo "deps: go not found; the Go interop suites (franz-go, Sarama) will fail" >&2
 fi
+
+# The newest Python clients, pinned in tests/interop/current/requirements.txt
+# (confluent-kafka-python, whose wheel bundles a current librdkafka, and
+# kafka-python 3), in build/venv: Debian's older ones, which the rest of the
+# interop suite uses, stay as they are. Only when missing or re-pinned.
+"$(dirname "$0")/venv.sh" "$(dirname "$0")/../build/venv" "$(dirname "$0")/../tests/interop/current/requirements.txt"

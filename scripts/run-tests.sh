@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 UNIT_TIMEOUT=${KIQ_UNIT_TIMEOUT:-300}
 LUA_TIMEOUT=${KIQ_LUA_TIMEOUT:-600}
 INTEROP_TIMEOUT=${KIQ_INTEROP_TIMEOUT:-2700}
+CURRENT_PY_TIMEOUT=${KIQ_CURRENT_PY_TIMEOUT:-600}
 FUZZ_TIMEOUT=${KIQ_FUZZ_TIMEOUT:-900}
 DIFFERENTIAL_TIMEOUT=${KIQ_DIFFERENTIAL_TIMEOUT:-600}
 FUZZ_SECONDS=${KIQ_FUZZ_SECONDS:-15}
@@ -139,17 +140,15 @@ run_lua() {
 }
 
 # ------------------------------------------------------------------ interop (pytest)
-run_interop() {
-    local out="$work/pytest.out" rc line p f e s
-    banner "interop: pytest tests/interop"
-    PYTHONDONTWRITEBYTECODE=1 timeout -k 30 "$INTEROP_TIMEOUT" \
-        /usr/bin/python3 -m pytest tests/interop -q -p no:cacheprovider 2>&1 | tee "$out"
-    rc=${PIPESTATUS[0]}
-    # pytest's closing line, e.g. "2 failed, 95 passed, 3 skipped, 1 error in 99.35s"
+# record_pytest SUITE OUT RC: the counts of pytest's closing line in OUT,
+# e.g. "2 failed, 95 passed, 3 skipped, 1 error in 99.35s", and its failed
+# tests' names.
+record_pytest() {
+    local suite=$1 out=$2 rc=$3 line p f e s
     line=$(strip_ansi <"$out" | grep -E '([0-9]+ (passed|failed|errors?|skipped)|no tests ran).* in [0-9.]+s' |
         tail -n 1)
     if [[ -z "$line" ]]; then
-        record "interop/pytest" 0 1 "no summary, exit $rc"
+        record "$suite" 0 1 "no summary, exit $rc"
         return
     fi
     p=$(count_of passed "$line")
@@ -157,13 +156,13 @@ run_interop() {
     e=$(count_of error "$line")
     s=$(count_of skipped "$line")
     skipped=$((skipped + s))
-    failed_tests interop < <(strip_ansi <"$out" | grep -E '^(FAILED|ERROR) tests/')
+    failed_tests "$suite" < <(strip_ansi <"$out" | grep -E '^(FAILED|ERROR) tests/')
     if [[ $((p + f + e)) -eq 0 ]]; then
-        record "interop/pytest" 0 1 "no test ran, exit $rc"
+        record "$suite" 0 1 "no test ran, exit $rc"
     elif [[ $rc -ne 0 && $((f + e)) -eq 0 ]]; then
-        record "interop/pytest" "$p" 1 "exit $rc"
+        record "$suite" "$p" 1 "exit $rc"
     else
-        record "interop/pytest" "$p" $((f + e)) "$s skipped, $e errors"
+        record "$suite" "$p" $((f + e)) "$s skipped, $e errors"
     fi
 }
 
@@ -236,6 +235,31 @@ run_kgo() {
         KGO_TEST_RF="$1" KGO_TEST_RECORDS="$KGO_RECORDS" KGO_TEST_UNSAFE=1
 }
 
+run_interop() {
+    local out="$work/pytest.out" rc
+    banner "interop: pytest tests/interop"
+    PYTHONDONTWRITEBYTECODE=1 timeout -k 30 "$INTEROP_TIMEOUT" \
+        /usr/bin/python3 -m pytest tests/interop -q -p no:cacheprovider 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    record_pytest interop/pytest "$out" "$rc"
+}
+
+# The newest Python clients (confluent-kafka-python, kafka-python 3) from
+# build/venv, which scripts/deps.sh makes: without it the suite fails.
+run_current_py() {
+    local out="$work/current-py.out" py=build/venv/bin/python rc
+    banner "interop: newest Python clients, build/venv pytest tests/interop/current"
+    if [[ ! -x $py ]]; then
+        echo "$py is missing (run make deps)"
+        record interop/current-py 0 1 "no build/venv"
+        return
+    fi
+    PYTHONDONTWRITEBYTECODE=1 timeout -k 30 "$CURRENT_PY_TIMEOUT" \
+        "$py" -m pytest tests/interop/current -q -p no:cacheprovider 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    record_pytest interop/current-py "$out" "$rc"
+}
+
 run_unit build/tests unit
 run_unit build/san/tests unit-asan
 run_fuzz
@@ -245,6 +269,7 @@ run_interop
 run_kgo 1
 run_kgo 3
 run_go go/sarama 1 ./...
+run_current_py
 
 banner "summary"
 printf '%s\n' "${report[@]}"

@@ -25,7 +25,8 @@ const kiq_topic_config_def_t kiq_topic_config_defs[KIQ_TOPIC_CONFIG_COUNT] = {
     [KIQ_TCFG_CLEANUP_POLICY] = {"cleanup.policy", KIQ_CFG_LOG_CLEANUP_POLICY, NULL, 1, KIQ_CONFIG_WIRE_LIST,
                                  0, 0, "compact,delete", NULL,
                                  "delete: old segments go by retention.ms and retention.bytes; compact: the "
-                                 "log cleaner keeps the latest record of each key; or both."},
+                                 "log cleaner keeps the latest record of each key; both; or none (empty): "
+                                 "every record is kept."},
     [KIQ_TCFG_COMPRESSION_GZIP_LEVEL] = {"compression.gzip.level", -1, "-1", 1, KIQ_CONFIG_WIRE_INT, I32, NULL,
                                          gzip_level,
                                          IGNORED "the broker never recompresses (see compression.type), so "
@@ -358,9 +359,10 @@ static int no_tiered_storage(const kiq_topic_config_def_t *d, const char *value,
 static int check_list(const kiq_topic_config_def_t *d, const char *value, int len)
 {
     if (!d->valid) return 0; /* a list of its own kind: d->check */
-    if (len == 0) return bad_value(d, value, len, "the list must not be empty");
+    /* empty is allowed: cleanup.policy, its one user, then names no policy
+     * (Kafka 4.2+, where that keeps every record) */
     const char *p = value, *end = value + len;
-    while (p <= end) {
+    while (len > 0 && p <= end) {
         const char *comma = memchr(p, ',', (size_t)(end - p));
         const char *item = p;
         int il = (int)((comma ? comma : end) - p);

@@ -184,11 +184,14 @@ int kiq_txn_markers_deliver(kiq_txn_markers_t *mk, const kiq_txn_marker_t *m, co
         kiq_cached_partition_t cp;
         bool known = mk->c.metadata &&
                      kiq_metadata_cache_partition(mk->c.metadata, ps[i].topic, strlen(ps[i].topic), ps[i].partition, &cp);
-        if (err == KIQ_ERR_NOT_LEADER_OR_FOLLOWER && known && cp.leader >= 0 && cp.leader != mk->c.node_id) {
+        /* a broker with no replica of any of the topic's partitions has no
+         * topic to ask: UNKNOWN_TOPIC_OR_PARTITION, yet the cluster knows it */
+        bool elsewhere = err == KIQ_ERR_NOT_LEADER_OR_FOLLOWER || err == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        if (elsewhere && known && cp.leader >= 0 && cp.leader != mk->c.node_id) {
             remote[nremote] = i;
             leaders[nremote++] = cp.leader;
-        } else if (err == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION && !known) {
-            done[i] = true; /* deleted */
+        } else if (err == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION) {
+            done[i] = !known; /* deleted; known: leaderless or not yet here, so again later */
         } else {
             done[i] = settled(err);
             if (!done[i])

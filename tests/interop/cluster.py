@@ -127,6 +127,28 @@ def metadata(host, port, topics=None, timeout=5.0):
         return parse_metadata_v7(c.call(API_METADATA, 7, metadata_v7_body(topics)))
 
 
+# ---------------------------------------------------------------- FindCoordinator
+
+def find_coordinator(broker, txn_id):
+    """The transaction coordinator's node id as broker (.host, .port) answers
+    FindCoordinator v1 (key type 1); None while it has none."""
+    with kw.Conn(broker.host, broker.port) as c:
+        r = kw.Reader(c.call(10, 1, kw.string(txn_id) + struct.pack(">b", 1)))
+        r.int32()
+        err = r.int16()
+        r.string()
+        node = r.int32()
+    return node if err == 0 else None
+
+
+def coordinator_of(broker, txn_id, timeout=20):
+    """find_coordinator, asked until it answers."""
+    def ask():
+        node = find_coordinator(broker, txn_id)
+        return None if node is None else [node]
+    return wait_until(ask, timeout, f"the transaction coordinator of {txn_id}")[0]
+
+
 # ---------------------------------------------------------------- segment files
 
 def read_batches(partition_dir):

@@ -176,30 +176,6 @@ def test_consume_transform_produce_survives_sigkill(eos_broker, tmp_path):
         assert seq == sorted(seq)
 
 
-def find_coordinator(bootstrap_broker, txn_id):
-    """The transaction coordinator's node id (FindCoordinator v1, key type 1)."""
-    import struct
-
-    import kiq_wire as kw
-    with kw.Conn(bootstrap_broker.host, bootstrap_broker.port) as c:
-        r = kw.Reader(c.call(10, 1, kw.string(txn_id) + struct.pack(">b", 1)))
-        r.int32()
-        err = r.int16()
-        r.string()
-        node = r.int32()
-    return node if err == 0 else None
-
-
-def coordinator_of(broker, txn_id, timeout=20):
-    """find_coordinator, asked until it answers."""
-    from cluster import wait_until
-
-    def ask():
-        node = find_coordinator(broker, txn_id)
-        return None if node is None else [node]
-    return wait_until(ask, timeout, f"the transaction coordinator of {txn_id}")[0]
-
-
 @pytest.mark.timeout(240)
 def test_coordinator_killed_before_its_markers(tmp_path):
     """3 brokers, one process each. The broker leading the transaction's
@@ -211,7 +187,7 @@ def test_coordinator_killed_before_its_markers(tmp_path):
     paused broker is back, and
     the transaction completes: a read_committed consumer sees all of its
     records, and saw none of them before."""
-    from cluster import CLUSTER_OVERRIDES, Cluster, wait_until
+    from cluster import CLUSTER_OVERRIDES, Cluster, coordinator_of, find_coordinator, wait_until
 
     c = Cluster(tmp_path / "cluster", 3, overrides=CLUSTER_OVERRIDES + ("transaction.state.log.num.partitions=6",))
     c.start()

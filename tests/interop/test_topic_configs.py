@@ -250,6 +250,11 @@ def test_incremental_set_delete_append_subtract(broker):
     assert d["max.message.bytes"].value == "4096"
     assert incremental(broker, [(2, topic, [("cleanup.policy", 3, "delete")])])[0][0] == 0
     assert describe(broker.bootstrap, topic)["cleanup.policy"].value == "compact"
+    # down to no policy at all, as Kafka 4.2+ allows (every record kept)
+    assert incremental(broker, [(2, topic, [("cleanup.policy", 3, "compact")])])[0][0] == 0
+    assert describe(broker.bootstrap, topic)["cleanup.policy"].value == ""
+    assert incremental(broker, [(2, topic, [("cleanup.policy", 2, "compact")])])[0][0] == 0
+    assert describe(broker.bootstrap, topic)["cleanup.policy"].value == "compact"
     # validate_only changes nothing; APPEND on a non-list config is refused
     assert incremental(broker, [(2, topic, [("cleanup.policy", 0, "delete")])], True)[0][0] == 0
     assert describe(broker.bootstrap, topic)["cleanup.policy"].value == "compact"

@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import kiq_clients as kc
 from conftest import EXTERNAL
 
 pytestmark = pytest.mark.skipif(EXTERNAL is not None, reason="reads kafkaiq's own state")
@@ -91,3 +92,26 @@ def test_commit_and_abort_in_turn(target):
     assert sorted(v for _, v in ru) == sorted(committed + aborted)
     # dense offsets, each round's five records then its marker
     assert [o for o, _ in ru] == [r * 6 + i for r in range(6) for i in range(5)]
+
+
+def test_marker_reaches_a_broker_hosting_nothing_of_the_topic_here(three):
+    """A transaction over a topic of one partition and one replica whose
+    coordinator is on another broker, which has nothing of the topic: it
+    sends the marker to the leader. Before, it took the topic for a deleted
+    one and dropped the marker, so the transaction never became readable."""
+    from cluster import coordinator_of
+
+    topic = "txn-rf1"
+    admin = AdminClient({"bootstrap.servers": three.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"min.insync.replicas": "1"})])[topic].result(30)
+    kc.wait_topic(three.bootstrap, topic, 1)
+    leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+    txn_id = next(t for t in (f"rf1-{i}" for i in range(200)) if coordinator_of(three, t) != leader)
+    p = Producer({"bootstrap.servers": three.bootstrap, "transactional.id": txn_id})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(5):
+        p.produce(topic, f"v{i}".encode())
+    p.commit_transaction(30)
+    got = _consume_all(three.bootstrap, topic, "read_committed", 6)
+    assert [v for _, v in got] == [f"v{i}".encode() for i in range(5)]

@@ -84,7 +84,8 @@ static void test_double_bool_string_list(void **state)
     assert_int_equal(check("cleanup.policy", "compact,delete"), 0);
     assert_int_equal(check("cleanup.policy", " delete , compact "), 0);
     assert_refused("cleanup.policy", "compact,shred");
-    assert_int_equal(check("cleanup.policy", ""), KIQ_ERR_INVALID_CONFIG);
+    /* Kafka 4.2+: no policy at all, records kept for ever */
+    assert_int_equal(check("cleanup.policy", ""), 0);
 }
 
 /* Every topic config Kafka 4.4's LogConfig defines (DescribeConfigs of a
@@ -237,8 +238,12 @@ static void test_list_ops(void **state)
     /* subtracting what is absent changes nothing */
     assert_int_equal(kiq_topic_configs_subtract(&c, i, c.value[i], "delete", 6), 0);
     assert_string_equal(c.value[i], "compact");
-    /* an empty policy is refused, the value stays */
-    assert_int_equal(kiq_topic_configs_subtract(&c, i, c.value[i], "compact", 7), KIQ_ERR_INVALID_CONFIG);
+    /* down to no policy (Kafka 4.2+: neither deleted nor compacted) */
+    assert_int_equal(kiq_topic_configs_subtract(&c, i, c.value[i], "compact", 7), 0);
+    assert_string_equal(c.value[i], "");
+    assert_false(kiq_topic_config_policy_has(NULL, &c, "delete"));
+    assert_false(kiq_topic_config_policy_has(NULL, &c, "compact"));
+    assert_int_equal(kiq_topic_configs_append(&c, i, c.value[i], "compact", 7), 0);
     assert_string_equal(c.value[i], "compact");
     assert_int_equal(kiq_topic_configs_append(&c, i, c.value[i], "shred", 5), KIQ_ERR_INVALID_CONFIG);
     assert_non_null(strstr(kiq_error_get(), "cleanup.policy"));
