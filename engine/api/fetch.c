@@ -139,18 +139,23 @@ static int32_t fetch_replica(const kiq_request_t *r, const kiq_fetch_request_t *
  * or NULL with *err the error its partitions get. A topic this broker
  * hosts no replica of is another broker's to answer. */
 static kiq_topic_t *fetch_topic(kiq_broker_t *b, const kiq_request_t *r, const kiq_fetch_request_topics_t *t,
-                                int16_t *err)
+                                kiq_arena_t *names, kiq_str_t *name, int16_t *err)
 {
     bool by_id = r->header.api_version >= 13;
     kiq_topic_t *topic = by_id ? kiq_topics_get_by_id(b->topics, &t->topic_id) : kiq_topics_get(b->topics, t->topic);
     if (topic) return topic;
-    kiq_arena_t a;
-    kiq_arena_init(&a);
     kiq_cached_topic_t known;
-    bool elsewhere = b->cluster && (by_id ? kiq_metadata_cache_topic_by_id(b->metadata, &t->topic_id, &a, &known)
-                                          : t->topic.p && kiq_metadata_cache_partition_count(
-                                                              b->metadata, t->topic.p, (size_t)t->topic.len) > 0);
-    kiq_arena_reset(&a);
+    bool elsewhere = false;
+    if (b->cluster && by_id) {
+        kiq_arena_t a;
+        kiq_arena_init(&a);
+        elsewhere = kiq_metadata_cache_topic_by_id(b->metadata, &t->topic_id, names ? names : &a, &known);
+        /* named from the metadata, so that the leader hint can be found */
+        if (elsewhere && names) *name = (kiq_str_t){known.name, (int32_t)known.len};
+        kiq_arena_reset(&a);
+    } else if (b->cluster && t->topic.p) {
+        elsewhere = kiq_metadata_cache_partition_count(b->metadata, t->topic.p, (size_t)t->topic.len) > 0;
+    }
     *err = elsewhere ? KIQ_ERR_NOT_LEADER_OR_FOLLOWER
            : by_id   ? KIQ_ERR_UNKNOWN_TOPIC_ID
                      : KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -270,7 +275,8 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
         tr->partitions = kiq_arena_calloc(&r->arena, (size_t)(t->partitions_n > 0 ? t->partitions_n : 0),
                                           sizeof *tr->partitions);
         int16_t missing = KIQ_ERR_NONE;
-        kiq_topic_t *topic = fetch_topic(b, r, t, &missing);
+        kiq_str_t elsewhere = t->topic;
+        kiq_topic_t *topic = fetch_topic(b, r, t, &r->arena, &elsewhere, &missing);
         /* the name for interceptors and logs, whichever way it was named */
         if (topic) tr->topic = kiq_request_str(r, topic->name);
         for (int32_t j = 0; j < t->partitions_n; j++) {
@@ -279,18 +285,25 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
             kiq_fetch_response_responses_partitions_init(pr);
             pr->partition_index = p->partition;
             pr->records = (kiq_bytes_t){(const uint8_t *)"", 0};
-            /* as Kafka's: a list (maybe empty) for read_committed and for a
-             * topic refused before any read, else null */
-            pr->aborted_transactions_n = committed || !topic ? 0 : -1;
+            /* as Kafka's: a list (maybe empty) for a read_committed read and
+             * for a partition the cluster does not know (refused before any
+             * read), null for any other read and any read that failed */
+            pr->aborted_transactions_n = committed ? 0 : -1;
             if (!topic || p->partition < 0 || p->partition >= topic->npartitions) {
                 pr->error_code = topic ? KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION : missing;
                 pr->high_watermark = -1;
+                pr->aborted_transactions_n = pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER ? -1 : 0;
+                /* hosted nothing of here, led elsewhere (KIP-951) */
+                if (r->header.api_version >= 16 && pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER)
+                    kiq_api_leader_hint(b, r, elsewhere, p->partition, &pr->current_leader.leader_id,
+                                        &pr->current_leader.leader_epoch, &leaders);
                 continue;
             }
             kiq_partition_t *part = topic->partitions[p->partition];
             kiq_partition_log_t *log = part->log;
             if ((pr->error_code = fetch_check(r->header.api_version, replica, part, log, p)) != 0) {
                 pr->high_watermark = -1;
+                pr->aborted_transactions_n = -1;
                 if (r->header.api_version >= 16 && (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER ||
                                                     pr->error_code == KIQ_ERR_FENCED_LEADER_EPOCH))
                     kiq_api_leader_hint(b, r, tr->topic, p->partition, &pr->current_leader.leader_id,
@@ -332,6 +345,7 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
             if (n < 0) {
                 /* a failed read tells no offsets, as Kafka's does */
                 pr->high_watermark = pr->last_stable_offset = pr->log_start_offset = -1;
+                pr->aborted_transactions_n = -1;
             }
             if (n == KIQ_LOG_OUT_OF_RANGE) {
                 pr->error_code = KIQ_ERR_OFFSET_OUT_OF_RANGE;
@@ -375,9 +389,6 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
     res->bytes = total;
 }
 
-/* True when any requested partition has data past the fetch offset (up to
- * the high watermark for consumers) or an error to report: cheap, without
- * reading the log. */
 /* Whether a parked fetch can be answered: some partition went wrong or
  * out of range (the answer says so), or what it could return now adds up
  * to min_bytes (Kafka's DelayedFetch): for a consumer below the high
@@ -390,7 +401,7 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_request_t *r, const kiq_fetch
     for (int32_t i = 0; i < req->topics_n && !ready; i++) {
         const kiq_fetch_request_topics_t *t = &req->topics[i];
         int16_t missing;
-        kiq_topic_t *topic = fetch_topic(b, r, t, &missing);
+        kiq_topic_t *topic = fetch_topic(b, r, t, NULL, NULL, &missing);
         for (int32_t j = 0; j < t->partitions_n && !ready && topic; j++) {
             const kiq_fetch_request_topics_partitions_t *p = &t->partitions[j];
             if (p->partition < 0 || p->partition >= topic->npartitions) {
@@ -432,7 +443,7 @@ static void fetch_keys(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
     op->nkeys = 0;
     for (int32_t i = 0; i < req->topics_n; i++) {
         int16_t missing;
-        kiq_topic_t *topic = fetch_topic(b, r, &req->topics[i], &missing);
+        kiq_topic_t *topic = fetch_topic(b, r, &req->topics[i], NULL, NULL, &missing);
         if (!topic) continue;
         for (int32_t j = 0; j < req->topics[i].partitions_n; j++)
             keys[op->nkeys++] = kiq_purgatory_key(topic->name, strlen(topic->name), req->topics[i].partitions[j].partition);

@@ -210,15 +210,18 @@ static int16_t stop_one(kiq_replica_manager_t *rm, kiq_str_t name, int32_t parti
                         bool delete_partition);
 
 /* A topic here that the controller's metadata does not have (it was
- * deleted while this broker was down, perhaps created again with a new
- * id): its replicas are stray and deleted, as Kafka does. */
-static void drop_stray(kiq_replica_manager_t *rm, kiq_str_t name, const char *why)
+ * deleted, perhaps while this broker was down, perhaps created again with a
+ * new id): its replicas are stray and deleted, as Kafka does. A deletion is
+ * routine (its metadata arrives before its StopReplica); only an id that
+ * changed under this broker is worth a warning. */
+static void drop_stray(kiq_replica_manager_t *rm, kiq_str_t name, const char *why, bool id_changed)
 {
     const kiq_replica_context_t *b = &rm->b;
     kiq_topic_t *topic = kiq_topics_get(b->topics, name);
     if (!topic) return;
-    KIQ_WARN("broker %d: topic " KIQ_STR_FMT " here is not the controller's (%s): deleting the stray replicas of "
-             "the older topic", b->node_id, KIQ_STR_ARG(name), why);
+    kiq_say(id_changed ? KIQ_SAY_WARN : KIQ_SAY_INFO,
+            "broker %d: topic " KIQ_STR_FMT " here is not the controller's (%s): deleting its replicas here",
+            b->node_id, KIQ_STR_ARG(name), why);
     int32_t np = atomic_load(&topic->npartitions);
     kiq_topic_unref(topic);
     for (int32_t p = 0; p < np; p++) stop_one(rm, name, p, -2, true);
@@ -237,7 +240,7 @@ void kiq_replica_manager_drop_strays(kiq_replica_manager_t *rm)
         kiq_uuid_t id;
         bool known = kiq_metadata_cache_topic_id(b->metadata, name.p, (size_t)name.len, &id);
         if (known && (kiq_uuid_is_zero(&id) || kiq_topics_adopt_id(b->topics, list[i], &id) == 0)) continue;
-        drop_stray(rm, name, known ? "another topic id" : "deleted");
+        drop_stray(rm, name, known ? "another topic id" : "deleted", known);
     }
     kiq_topics_list_free(list, count);
 }
@@ -254,7 +257,7 @@ static kiq_topic_t *hosted_topic(kiq_replica_manager_t *rm, kiq_str_t name, cons
         /* an older topic of that name whose deletion this broker missed:
          * the controller's topic is hosted in its place */
         kiq_topic_unref(topic);
-        drop_stray(rm, name, "LeaderAndIsr names another id for it");
+        drop_stray(rm, name, "LeaderAndIsr names another id for it", true);
     }
     int32_t count = kiq_metadata_cache_partition_count(b->metadata, name.p, (size_t)name.len);
     if (count <= 0) {

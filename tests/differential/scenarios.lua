@@ -56,12 +56,12 @@ local function produce(partition, batch, acks)
   }
 end
 
-local function fetch(partition, offset, max_bytes)
+local function fetch(partition, offset, max_bytes, isolation)
   return {
     api = "Fetch",
     body = function(s)
       return { replica_id = -1, max_wait_ms = 0, min_bytes = 0, max_bytes = max_bytes or 1048576,
-        isolation_level = 0, session_id = 0, session_epoch = -1, topics = { { topic = topic(s),
+        isolation_level = isolation or 0, session_id = 0, session_epoch = -1, topics = { { topic = topic(s),
           topic_id = s.topic_id, partitions = { { partition = partition or 0, fetch_offset = offset,
             partition_max_bytes = max_bytes or 1048576 } } } } }
     end,
@@ -200,6 +200,12 @@ scenario { name = "Produce then Fetch", api = "Produce", steps = {
 scenario { name = "Fetch at each version", api = "Fetch", steps = {
   create(1), metadata(false), produce(0, plain),
   fetch(0, 0), fetch(0, 5), fetch(0, 99), fetch(0, 2, 10),
+} }
+
+scenario { name = "Fetch read_committed: a read, past the end, an unknown partition", api = "Fetch",
+  min_version = 4, steps = {
+  create(1), metadata(false), produce(0, plain),
+  fetch(0, 0, nil, 1), fetch(0, 99, nil, 1), fetch(6, 0, nil, 1),
 } }
 
 scenario { name = "Produce refusals", api = "Produce", steps = {
@@ -634,31 +640,39 @@ scenario { name = "DescribeConfigs of the broker", api = "DescribeConfigs", step
 -- Three KRaft nodes beside serve --brokers 3 (node ids normalised); `to`
 -- sends a step to the node a saved value names.
 
--- Creates the case's topic with RF 3 and saves partition 0's leader and a
--- follower once every partition has a leader and a full ISR.
-local function create_rf3(partitions)
+-- Creates the case's topic with replication factor rf (3 when not given)
+-- and saves partition 0's leader, a follower (RF > 1) and a broker hosting
+-- none of it (RF < 3) once every partition has a leader and a full ISR.
+local function create_rf3(partitions, rf)
+  rf = rf or 3
   return {
     { api = "CreateTopics", ignore = true, body = function(s) return { topics = { { name = s.name,
-      num_partitions = partitions or 1, replication_factor = 3, configs = {} } }, timeout_ms = 30000 } end },
+      num_partitions = partitions or 1, replication_factor = rf, configs = {} } }, timeout_ms = 30000 } end },
     { api = "Metadata", ignore = true,
       body = function(s) return { topics = { { name = s.name } }, allow_auto_topic_creation = false } end,
       ["until"] = function(r)
         local t = r.topics[1]
         if not t or t.error_code ~= 0 or #t.partitions == 0 then return false end
-        for _, p in ipairs(t.partitions) do if p.leader_id < 0 or #p.isr_nodes ~= 3 then return false end end
+        for _, p in ipairs(t.partitions) do if p.leader_id < 0 or #p.isr_nodes ~= rf then return false end end
         return true
       end,
       save = function(s, r)
         local p0
         for _, p in ipairs(r.topics[1].partitions) do if p.partition_index == 0 then p0 = p end end
         s.leader, s.topic_id = p0.leader_id, r.topics[1].topic_id
-        for _, n in ipairs(p0.replica_nodes) do if n ~= p0.leader_id then s.follower = n end end
+        local hosts = {}
+        for _, n in ipairs(p0.replica_nodes) do
+          hosts[n] = true
+          if n ~= p0.leader_id then s.follower = n end
+        end
+        for _, b in ipairs(r.brokers) do if not hosts[b.node_id] then s.outsider = b.node_id end end
       end },
   }
 end
 
 local function leader(s) return s.leader end
 local function follower(s) return s.follower end
+local function outsider(s) return s.outsider end
 
 scenario { name = "Cluster: an RF 3 topic's metadata", api = "Metadata", cluster = true, steps = {
   create_rf3(3), metadata(false),
@@ -677,6 +691,15 @@ scenario { name = "Cluster: consumer fetch and ListOffsets at a follower", api =
   { api = "Produce", to = leader, body = produce(0, plain).body },
   { api = "Fetch", to = follower, body = fetch(0, 0).body },
   { api = "ListOffsets", to = follower, body = list_offsets(0, -1).body },
+} }
+
+scenario { name = "Cluster: produce and fetch at a broker hosting no replica", api = "Fetch", cluster = true,
+  steps = {
+  create_rf3(1, 1),
+  { api = "Produce", to = outsider, body = function(s) return { acks = -1, timeout_ms = 10000, topic_data = {
+    { name = s.name, partition_data = { { index = 0, records = plain } } } } } end },
+  { api = "Fetch", to = outsider, body = fetch(0, 0).body },
+  { api = "Fetch", to = outsider, body = fetch(0, 0, nil, 1).body },
 } }
 
 scenario { name = "Cluster: a group request where its coordinator is not", api = "JoinGroup", cluster = true, steps = {

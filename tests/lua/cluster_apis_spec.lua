@@ -16,12 +16,13 @@ local function open(b)
     client_id = "cluster-apis-spec", connect_timeout_ms = 5000, request_timeout_ms = 15000 }))
 end
 
-local function create(c, name, partitions)
+local function create(c, name, partitions, rf)
+  rf = rf or 3
   local a = assert(c:admin())
-  assert(a:create_topics { { name = name, partitions = partitions, replication_factor = 3 } })
+  assert(a:create_topics { { name = name, partitions = partitions, replication_factor = rf } })
   a:close()
   for p = 0, partitions - 1 do
-    assert(c:wait_for_isr(name, p, 3, 10000))
+    assert(c:wait_for_isr(name, p, rf, 10000))
     assert(c:wait_for_leader(name, p, 10000))
   end
 end
@@ -112,6 +113,14 @@ describe("cluster APIs", function()
     assert.are.same({ { 37, "Topic already has 6 partition(s)." } }, grow(c:broker(0), { { name = "cg", count = 6 } }))
   end)
 
+  -- A consumer's Fetch v11+ is served by a follower (KIP-392), so the
+  -- Fetch hint is asked of a broker that hosts no replica of the partition.
+  local function fetch0(conn, topic_id, version)
+    return assert(conn:request(FETCH, { max_wait_ms = 0, min_bytes = 1, max_bytes = 1048576, session_epoch = -1,
+      topics = { { topic_id = topic_id, topic = "", partitions = { { partition = 0, fetch_offset = 0,
+        partition_max_bytes = 1048576 } } } }, forgotten_topics_data = {}, rack_id = "" }, version and { version = version }))
+  end
+
   it("names the leader in a non-leader's Produce v10+ and Fetch v16+ answers", function()
     local leader = c:partition("cg", 0).leader
     local other = (leader + 1) % 3
@@ -125,18 +134,33 @@ describe("cluster APIs", function()
     assert.are.same({ leader, c:partition("cg", 0).leader_epoch },
       { pr.current_leader.leader_id, pr.current_leader.leader_epoch })
     assert.are.same({ leader, c:broker(leader).port }, { r.node_endpoints[1].node_id, r.node_endpoints[1].port })
-    local md = assert(conn:request(METADATA, { topics = { { name = "cg" } }, allow_auto_topic_creation = false }))
-    local f = assert(conn:request(FETCH, { max_wait_ms = 0, min_bytes = 1, max_bytes = 1048576, session_epoch = -1,
-      topics = { { topic_id = md.topics[1].topic_id, partitions = { { partition = 0, fetch_offset = 0,
-        partition_max_bytes = 1048576 } } } }, forgotten_topics_data = {}, rack_id = "" }))
-    local fp = f.responses[1].partitions[1]
-    assert.are.equal(6, fp.error_code)
-    assert.are.equal(leader, fp.current_leader.leader_id)
-    assert.are.equal(leader, f.node_endpoints[1].node_id)
     -- below v10 / v16 the answers carry no hints
     r = assert(conn:request(PRODUCE, { acks = 1, timeout_ms = 5000, topic_data = {
       { name = "cg", partition_data = { { index = 0, records = batch } } } } }, { version = 9 }))
     assert.is_nil(r.node_endpoints)
+    conn:close()
+
+    create(c, "solo", 1, 1)
+    local solo = c:partition("solo", 0).leader
+    conn = open(c:broker((solo + 1) % 3))
+    local md = assert(conn:request(METADATA, { topics = { { name = "solo" } }, allow_auto_topic_creation = false }))
+    local f = fetch0(conn, md.topics[1].topic_id)
+    local fp = f.responses[1].partitions[1]
+    assert.are.equal(6, fp.error_code)
+    assert.are.equal(solo, fp.current_leader.leader_id)
+    assert.are.same({ solo, c:broker(solo).port }, { f.node_endpoints[1].node_id, f.node_endpoints[1].port })
+    conn:close()
+  end)
+
+  it("serves a consumer's Fetch v11+ from a follower, and not below v11 (KIP-392)", function()
+    local leader = c:partition("cg", 0).leader
+    local conn = open(c:broker((leader + 1) % 3))
+    local md = assert(conn:request(METADATA, { topics = { { name = "cg" } }, allow_auto_topic_creation = false }))
+    local f = fetch0(conn, md.topics[1].topic_id)
+    assert.are.equal(0, f.responses[1].partitions[1].error_code)
+    f = assert(conn:request(FETCH, { max_wait_ms = 0, min_bytes = 1, max_bytes = 1048576, topics = { { topic = "cg",
+      partitions = { { partition = 0, fetch_offset = 0, partition_max_bytes = 1048576 } } } } }, { version = 10 }))
+    assert.are.equal(6, f.responses[1].partitions[1].error_code)
     conn:close()
   end)
 
