@@ -146,6 +146,13 @@ int kiq_config_change_topic(kiq_topic_configs_t *cfg, const kiq_config_t *base, 
 
 int kiq_config_change_broker(kiq_dynamic_configs_t *cfg, const kiq_config_t *base, const kiq_config_order_t *o)
 {
-    return o->replace ? kiq_config_change_broker_replace(cfg, o->replace)
-                      : kiq_config_change_broker_ops(cfg, base, o->ops);
+    int err = o->replace ? kiq_config_change_broker_replace(cfg, o->replace)
+                         : kiq_config_change_broker_ops(cfg, base, o->ops);
+    kiq_str_t resource = kiq_config_order_name(o);
+    if (!err && resource.p && resource.len == 0 && !cfg->value[KIQ_CFG_MIN_INSYNC_REPLICAS]) {
+        kiq_error_set("min.insync.replicas cannot be removed from the cluster-wide broker configs (kept there "
+                      "since Kafka 4.1, KIP-966)");
+        return KIQ_ERR_INVALID_CONFIG;
+    }
+    return err;
 }

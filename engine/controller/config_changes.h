@@ -48,7 +48,8 @@ static inline kiq_str_t kiq_config_order_name(const kiq_config_order_t *o)
 
 /* The order's change, by whichever of the rules above it asks for; a
  * topic's result then gets the checks made on its configs together
- * (kiq_topic_configs_check_together). */
+ * (kiq_topic_configs_check_together), the cluster-wide broker configs
+ * must keep min.insync.replicas (as Kafka 4.1+'s, KIP-966). */
 int kiq_config_change_topic(kiq_topic_configs_t *cfg, const kiq_config_t *base, const kiq_config_order_t *o);
 int kiq_config_change_broker(kiq_dynamic_configs_t *cfg, const kiq_config_t *base, const kiq_config_order_t *o);
 

@@ -1492,10 +1492,34 @@ kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, c
     return c;
 }
 
+/* Under mu: as Kafka 4.1+'s controller once active (KIP-966), the static
+ * min.insync.replicas kept among the cluster-wide configs when none is. */
+static int keep_cluster_min_isr(kiq_controller_t *c)
+{
+    const char *name = kiq_config_defs[KIQ_CFG_MIN_INSYNC_REPLICAS].name;
+    if (kiq_metadata_image_config(c->image, KIQ_CONFIG_RESOURCE_BROKER, "", name)) return 0;
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    bool is_default;
+    kiq_metadata_record_t *cr = add_record(&b, KIQ_MR_CONFIG);
+    cr->m.config.resource_type = KIQ_CONFIG_RESOURCE_BROKER;
+    cr->m.config.resource_name = astr(&a, "");
+    cr->m.config.name = astr(&a, name);
+    cr->m.config.value = astr(&a, kiq_config_static_text(c->cfg, KIQ_CFG_MIN_INSYNC_REPLICAS, &is_default));
+    int rc = commit(c, &b);
+    kiq_arena_reset(&a);
+    return rc;
+}
+
 int kiq_controller_start(kiq_controller_t *c)
 {
     pthread_mutex_lock(&c->mu);
     c->version = 1;
+    if (keep_cluster_min_isr(c) != 0) {
+        pthread_mutex_unlock(&c->mu);
+        return -1;
+    }
     int64_t now = kiq_clock_mono_ns();
     for (size_t i = 0; i < kiq_metadata_image_broker_count(c->image); i++) {
         const kiq_broker_registration_t *rb = kiq_metadata_image_broker_at(c->image, i);

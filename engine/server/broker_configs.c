@@ -58,7 +58,18 @@ int kiq_broker_configs_load(kiq_broker_t *b)
     if (b->cluster) return 0;
     for (int l = 0; l < KIQ_CFG_LEVELS; l++)
         if (load_level(b, l) != 0) return -1;
-    return 0;
+    if (kiq_config_dynamic_value(b->config, KIQ_CFG_LEVEL_CLUSTER, KIQ_CFG_MIN_INSYNC_REPLICAS)) return 0;
+    /* as Kafka 4.1+'s controller does once active (KIP-966): the static
+     * min.insync.replicas kept among the cluster-wide configs */
+    kiq_dynamic_configs_t cfg = {{0}};
+    bool is_default;
+    if (kiq_broker_configs_get(b, KIQ_CFG_LEVEL_CLUSTER, &cfg) != 0) return -1;
+    cfg.value[KIQ_CFG_MIN_INSYNC_REPLICAS] =
+        strdup(kiq_config_static_text(b->config, KIQ_CFG_MIN_INSYNC_REPLICAS, &is_default));
+    int rc = cfg.value[KIQ_CFG_MIN_INSYNC_REPLICAS] ? kiq_broker_configs_put(b, KIQ_CFG_LEVEL_CLUSTER, &cfg)
+                                                    : kiq_error_set("out of memory");
+    kiq_dynamic_configs_clear(&cfg);
+    return rc;
 }
 
 void kiq_broker_configs_log_config(kiq_broker_t *b, const kiq_log_config_t *base, kiq_log_config_t *out)

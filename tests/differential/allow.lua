@@ -22,11 +22,4 @@ return {
   { case = "^DescribeConfigs of the broker", path = "configs%[name=compression%.type%]%.read_only$",
     reason = "compression.type is dynamic in Kafka; KafkaIQ does not recompress (README), so it does not take "
       .. "the broker setting at runtime" },
-  { case = "^DescribeConfigs of the broker", path = "^results%[2%]%.configs%[name=min%.insync%.replicas%]$",
-    reason = "Kafka 4's storage format writes min.insync.replicas=1 as a cluster-wide dynamic default" },
-  { path = "configs%[name=min%.insync%.replicas%]%.config_source$",
-    reason = "Kafka 4's storage format writes min.insync.replicas=1 as a cluster-wide dynamic default "
-      .. "(DYNAMIC_DEFAULT_BROKER_CONFIG); KafkaIQ's is the static default, the same value" },
-  { path = "configs%[name=min%.insync%.replicas%]%.synonyms",
-    reason = "the same cluster-wide default, listed as a synonym of its own on Kafka" },
 }

@@ -636,6 +636,21 @@ scenario { name = "DescribeConfigs of the broker", api = "DescribeConfigs", step
     include_synonyms = true, include_documentation = false } },
 } }
 
+-- Kafka 4.1+ keeps a cluster-wide min.insync.replicas (KIP-966: written at
+-- the controller's activation from its static value) and refuses its removal.
+scenario { name = "The cluster-wide min.insync.replicas", api = "IncrementalAlterConfigs", steps = {
+  { api = "IncrementalAlterConfigs", body = { resources = { { resource_type = 4, resource_name = "", configs = {
+    { name = "min.insync.replicas", config_operation = 1 } } } }, validate_only = false } },
+  { api = "IncrementalAlterConfigs", body = { resources = { { resource_type = 4, resource_name = "", configs = {
+    { name = "min.insync.replicas", config_operation = 0, value = "1" } } } }, validate_only = false } },
+  { api = "AlterConfigs", body = { resources = { { resource_type = 4, resource_name = "", configs = {} } },
+    validate_only = false } },
+  { api = "AlterConfigs", body = { resources = { { resource_type = 4, resource_name = "", configs = {
+    { name = "min.insync.replicas", value = "1" } } } }, validate_only = false } },
+  { api = "DescribeConfigs", body = { resources = { { resource_type = 4, resource_name = "", configuration_keys = nil } },
+    include_synonyms = true, include_documentation = false } },
+} }
+
 -- ---------------------------------------------------------------- a cluster
 -- Three KRaft nodes beside serve --brokers 3 (node ids normalised); `to`
 -- sends a step to the node a saved value names.

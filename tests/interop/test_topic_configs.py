@@ -214,7 +214,10 @@ def test_broker_configs_that_cannot_change_are_refused(broker):
 def test_dynamic_broker_configs_reach_topics(broker):
     """confluent-kafka sets this broker's message.max.bytes; kafka-python
     (which, unlike librdkafka, can name it) the cluster-wide default's
-    retention.ms. Topics without their own value take both at once."""
+    retention.ms. Topics without their own value take both at once.
+    AlterConfigs replaces the whole cluster-wide set, which keeps
+    min.insync.replicas (as Kafka 4.1+'s does, KIP-966): one without it is
+    refused."""
     from kafka import KafkaAdminClient
     from kafka.admin import ConfigResource as KConfigResource, ConfigResourceType
     topic = kc.fresh_name("tcfg-dyn", broker)
@@ -225,13 +228,17 @@ def test_dynamic_broker_configs_reach_topics(broker):
         assert produce_raw(broker, topic, b"x" * 4000)[0] == MESSAGE_TOO_LARGE
         res = a.alter_configs([KConfigResource(ConfigResourceType.BROKER, "",
                                                configs={"log.retention.ms": "86400000"})])
+        assert [r[0] for r in res.resources] == [INVALID_CONFIG]
+        res = a.alter_configs([KConfigResource(ConfigResourceType.BROKER, "",
+                                               configs={"log.retention.ms": "86400000",
+                                                        "min.insync.replicas": "1"})])
         assert [r[0] for r in res.resources] == [0]
         d = describe(broker.bootstrap, topic)
         assert (d["max.message.bytes"].value, d["max.message.bytes"].source) == ("3000", 2)  # DYNAMIC_BROKER
         assert (d["retention.ms"].value, d["retention.ms"].source) == ("86400000", 3)  # DYNAMIC_DEFAULT_BROKER
     finally:
         alter(broker.bootstrap, "broker", "0", {})
-        a.alter_configs([KConfigResource(ConfigResourceType.BROKER, "", configs={})])
+        a.alter_configs([KConfigResource(ConfigResourceType.BROKER, "", configs={"min.insync.replicas": "1"})])
         a.close()
     assert produce_raw(broker, topic, b"x" * 4000)[0] == 0
     assert describe(broker.bootstrap, topic)["retention.ms"].source not in (2, 3)

@@ -98,7 +98,9 @@ describe("dynamic broker configs on one broker", function()
       assert.are.equal(3, e[2])
     end
     table.sort(names)
-    assert.are.same({ "log.retention.ms", "message.max.bytes" }, names)
+    -- with min.insync.replicas, kept there from the first start (KIP-966)
+    assert.are.same({ "log.retention.ms", "message.max.bytes", "min.insync.replicas" }, names)
+    assert.are.equal("1", def["min.insync.replicas"][1])
     local t = configs_of(b.port, TOPIC, "dyn", { "retention.ms" })
     assert.are.same({ "3600000", 3 }, { t["retention.ms"][1], t["retention.ms"][2] })
     -- deleting this broker's value falls back to the cluster's
@@ -124,13 +126,24 @@ describe("dynamic broker configs on one broker", function()
     assert.are.equal(40, one("message.max.bytes", "1", "0", 2)[1]) -- APPEND on a non-list
     assert.are.same({ { 0, nil } }, incremental(b.port, { { resource_type = BROKER, resource_name = "0",
       configs = { { name = "min.insync.replicas", config_operation = SET, value = "3" } } } }, true))
-    assert.are.equal(5, configs_of(b.port, BROKER, "0", { "min.insync.replicas" })["min.insync.replicas"][2])
-    -- AlterConfigs replaces the whole level
-    local c = open(b.port)
-    local ar = assert(c:request(ALTER_CONFIGS, { validate_only = false, resources = { { resource_type = BROKER,
-      resource_name = "", configs = { { name = "log.retention.ms", value = "7200000" } } } } }))
-    c:close()
-    assert.are.equal(0, ar.responses[1].error_code)
+    -- validate_only left the cluster-wide value in effect
+    assert.are.equal(3, configs_of(b.port, BROKER, "0", { "min.insync.replicas" })["min.insync.replicas"][2])
+    -- the cluster-wide min.insync.replicas stays (Kafka 4.1+)
+    r = one("min.insync.replicas", nil, "", DELETE)
+    assert.are.equal(40, r[1])
+    assert.matches("min.insync.replicas cannot be removed", r[2])
+    -- AlterConfigs replaces the whole level, which must keep it too
+    local function replace(configs)
+      local c = open(b.port)
+      local ar = assert(c:request(ALTER_CONFIGS, { validate_only = false, resources = { { resource_type = BROKER,
+        resource_name = "", configs = configs } } }))
+      c:close()
+      return ar.responses[1].error_code
+    end
+    assert.are.equal(40, replace { { name = "log.retention.ms", value = "7200000" } })
+    assert.are.equal("3600000", configs_of(b.port, BROKER, "")["log.retention.ms"][1])
+    assert.are.equal(0, replace { { name = "log.retention.ms", value = "7200000" },
+      { name = "min.insync.replicas", value = "1" } })
     local def = configs_of(b.port, BROKER, "")
     assert.are.equal("7200000", def["log.retention.ms"][1])
     assert.is_nil(def["message.max.bytes"])
@@ -169,8 +182,14 @@ describe("dynamic broker configs in a cluster", function()
         return d["log.retention.ms"][1] == want[1] and d["log.retention.ms"][2] == want[2]
       end, 10000, "broker " .. id .. " to have log.retention.ms " .. want[1]))
     end
+    -- the controller keeps min.insync.replicas cluster-wide, as Kafka 4.1+'s
+    local def = configs_of(c:broker(0).port, BROKER, "")
+    assert.are.same({ "1", 3 }, { def["min.insync.replicas"][1], def["min.insync.replicas"][2] })
+    local r = incremental(c:broker(0).port, { { resource_type = BROKER, resource_name = "", configs = {
+      { name = "min.insync.replicas", config_operation = DELETE } } } })
+    assert.are.equal(40, r[1][1])
     -- a registered broker's id only; and kept in the metadata log
-    local r = incremental(c:broker(0).port, { { resource_type = BROKER, resource_name = "9", configs = {
+    r = incremental(c:broker(0).port, { { resource_type = BROKER, resource_name = "9", configs = {
       { name = "log.retention.ms", config_operation = SET, value = "1" } } } })
     assert.are.equal(42, r[1][1])
     c:restart(1)
