@@ -41,6 +41,10 @@ static int32_t describe(kiq_request_t *r, const kiq_cached_topic_t *topic, int32
         kiq_describe_topic_partitions_response_topics_partitions_t *p = &t->partitions[i];
         kiq_describe_topic_partitions_response_topics_partitions_init(p);
         KIQ_API_FILL_PARTITION(p, r, c, from + i);
+        /* no eligible leader replicas here; empty lists, as Kafka sends
+         * them: the Java Admin client reads them without a null check */
+        p->eligible_leader_replicas_n = 0;
+        p->last_known_elr_n = 0;
     }
     return n;
 }
