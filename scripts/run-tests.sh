@@ -12,6 +12,7 @@ LUA_TIMEOUT=${KIQ_LUA_TIMEOUT:-600}
 INTEROP_TIMEOUT=${KIQ_INTEROP_TIMEOUT:-2700}
 FUZZ_TIMEOUT=${KIQ_FUZZ_TIMEOUT:-900}
 FUZZ_SECONDS=${KIQ_FUZZ_SECONDS:-15}
+JAVA_TIMEOUT=${KIQ_JAVA_TIMEOUT:-900}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -163,11 +164,55 @@ run_interop() {
     fi
 }
 
+# ------------------------------------------------------------------ java (JUnit 5 under Maven)
+# tests/interop/java: the Java producer, consumer groups, Admin client,
+# transactions, Kafka Streams and kafka-tools' system-test clients against
+# build/kafkaiq. Offline: scripts/deps.sh resolved the pom's artefacts.
+# Counts come from surefire's XML reports.
+run_java() {
+    local out="$work/java.out" reports=build/interop-java/surefire-reports rc counts p f e s
+    banner "java: mvn test (tests/interop/java)"
+    if ! command -v mvn >/dev/null 2>&1; then
+        echo "mvn not found (scripts/deps.sh installs Maven and a JDK)"
+        record "java/junit" 0 1 "mvn missing"
+        return
+    fi
+    rm -rf "$reports"
+    timeout -k 30 "$JAVA_TIMEOUT" mvn -B -ntp -o -f tests/interop/java/pom.xml test 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    # "passed failed errors skipped" summed over the reports; failed tests' names into java.failed
+    counts=$(/usr/bin/python3 - "$reports" "$work/java.failed" <<'EOF'
+import glob, sys, xml.etree.ElementTree as ET
+tot = [0, 0, 0, 0]
+names = []
+for path in sorted(glob.glob(sys.argv[1] + "/TEST-*.xml")):
+    for case in ET.parse(path).getroot().iter("testcase"):
+        kind = next((c.tag for c in case if c.tag in ("failure", "error", "skipped")), None)
+        tot[{None: 0, "failure": 1, "error": 2, "skipped": 3}[kind]] += 1
+        if kind in ("failure", "error"):
+            names.append(case.get("classname", "").rsplit(".", 1)[-1] + "." + case.get("name", ""))
+open(sys.argv[2], "w").write("".join(n + "\n" for n in names))
+print(*tot)
+EOF
+    )
+    read -r p f e s <<<"$counts"
+    skipped=$((skipped + ${s:-0}))
+    failed_tests java <"$work/java.failed"
+    if [[ $((${p:-0} + ${f:-0} + ${e:-0})) -eq 0 ]]; then
+        record "java/junit" 0 1 "no test ran, exit $rc"
+    elif [[ $rc -ne 0 && $((f + e)) -eq 0 ]]; then
+        record "java/junit" "$p" 1 "exit $rc"
+    else
+        record "java/junit" "$p" $((f + e)) "$s skipped, $e errors"
+    fi
+}
+
 run_unit build/tests unit
 run_unit build/san/tests unit-asan
 run_fuzz
 run_lua
 run_interop
+run_java
 
 banner "summary"
 printf '%s\n' "${report[@]}"
