@@ -20,12 +20,13 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
  * One {@code build/kafkaiq serve} process a test started and owns: a standalone broker, or one broker of a
  * {@link KiqCluster}. Its ports and log dir survive restarts; a clean stop (SIGTERM) must exit 0.
  */
-final class KiqBroker implements AutoCloseable {
+final class KiqBroker {
     static final Duration READY = Duration.ofSeconds(10);
     static final Duration STOP = Duration.ofSeconds(15);
 
     final int id;
     final int port;
+    private final String host;
     private final int controlPort;
     private final String voters;
     private final Path workdir;
@@ -38,6 +39,7 @@ final class KiqBroker implements AutoCloseable {
     KiqBroker(Path workdir, int id, List<Integer> ports, String voters, List<String> overrides) {
         this.workdir = workdir;
         this.id = id;
+        this.host = Kiq.HOST;
         this.port = ports.get(0);
         this.controlPort = ports.get(1);
         this.voters = voters;
@@ -49,6 +51,7 @@ final class KiqBroker implements AutoCloseable {
     private KiqBroker(String bootstrap, int id) {
         this.workdir = null;
         this.id = id;
+        this.host = bootstrap.substring(0, bootstrap.lastIndexOf(':'));
         this.port = Integer.parseInt(bootstrap.substring(bootstrap.lastIndexOf(':') + 1));
         this.controlPort = -1;
         this.voters = null;
@@ -59,7 +62,7 @@ final class KiqBroker implements AutoCloseable {
      * A standalone broker on free ports, started; or, with KIQ_BOOTSTRAP=host:port, that running server (Apache
      * Kafka from scripts/kafka.sh, say, to check the tests themselves against the reference).
      */
-    static KiqBroker standalone(Path workdir, String... overrides) {
+    static KiqBroker standalone(Path workdir) {
         String external = System.getenv("KIQ_BOOTSTRAP");
         if (external != null && !external.isEmpty()) {
             Properties p = new Properties();
@@ -73,17 +76,13 @@ final class KiqBroker implements AutoCloseable {
                 throw new AssertionError(e);
             }
         }
-        KiqBroker b = new KiqBroker(workdir, 0, Kiq.freePorts(3), null, List.of(overrides));
+        KiqBroker b = new KiqBroker(workdir, 0, Kiq.freePorts(3), null, List.of());
         b.start();
         return b;
     }
 
     String bootstrap() {
-        return Kiq.HOST + ":" + port;
-    }
-
-    int controlPort() {
-        return controlPort;
+        return host + ":" + port;
     }
 
     private List<String> command() {
@@ -158,11 +157,6 @@ final class KiqBroker implements AutoCloseable {
                     + " s after SIGTERM; killed\n" + stderrTail());
         }
         assertEquals(0, p.exitValue(), () -> "broker " + id + " exit code on SIGTERM\n" + stderrTail());
-    }
-
-    @Override
-    public void close() throws InterruptedException {
-        stop();
     }
 
     String stderrTail() {

@@ -10,13 +10,16 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -31,7 +34,6 @@ class StreamsEosTest {
     private static final Duration WAIT = Duration.ofSeconds(60);
     private static final String[] WORDS = {"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
         "india", "juliett", "kilo", "lima", "mike"};
-    private static final int LINES = 1500;
     private static final int WORDS_PER_LINE = 4;
 
     @TempDir(cleanup = CleanupMode.ON_SUCCESS) // kept for a look when a test failed
@@ -70,33 +72,27 @@ class StreamsEosTest {
         return p;
     }
 
-    /** Output records per word (the output is keyed by word), read_committed. */
-    private static int committedOutput() {
-        return Clients.readAll(broker.bootstrap(), "counts", "read_committed", WAIT).size();
+    /** How many output records a consumer at that isolation level reads. */
+    private static int output(String isolation) {
+        return Clients.readAll(broker.bootstrap(), "counts", isolation, WAIT).size();
     }
 
     @Test
     void wordCountKilledMidRunAndRestartedCountsEveryWordOnce() throws Exception {
         Clients.createTopic(admin, "lines", 2, (short) 1, Map.of());
         Clients.createTopic(admin, "counts", 2, (short) 1, Map.of());
-        Map<String, Integer> expected = new HashMap<>();
-        for (int i = 0; i < LINES; i++) {
-            for (String w : line(i).split(" ")) {
-                expected.merge(w, 1, Integer::sum);
-            }
-        }
-        int total = LINES * WORDS_PER_LINE;
 
-        // lines keep coming, a few at a time, while the application is killed and restarted
+        // lines keep coming, a few at a time, until told to stop: before the kill, during and after the restart
         AtomicInteger sent = new AtomicInteger();
+        AtomicBoolean stop = new AtomicBoolean();
         AtomicReference<Exception> producerFailed = new AtomicReference<>();
         Thread feeder = new Thread(() -> {
             try (KafkaProducer<String, String> p = Clients.producer(broker.bootstrap(), "acks=all")) {
-                for (int i = 0; i < LINES; i++) {
+                for (int i = 0; !stop.get(); i++) {
                     p.send(new ProducerRecord<>("lines", "line-" + i, line(i))).get();
                     sent.incrementAndGet();
                     if (i % 10 == 9) {
-                        Thread.sleep(25); // pacing: the input outlasts the kill and the restart
+                        Thread.sleep(25); // pacing, not synchronisation
                     }
                 }
             } catch (Exception e) {
@@ -106,19 +102,31 @@ class StreamsEosTest {
 
         JvmProcess first = app("wordcount-1");
         JvmProcess second = null;
+        int lines;
         try {
             feeder.start();
-            Kiq.waitFor("a third of the counts committed", WAIT, () -> committedOutput() >= total / 3);
-            assertTrue(sent.get() < LINES, "killed while lines were still coming");
+            Kiq.waitFor("counts committed", WAIT, () -> output("read_committed") >= 1000);
+            // the output's high watermark past its last stable offset: counts in an open transaction
+            try (KafkaConsumer<String, String> u = Clients.consumer(broker.bootstrap(), null);
+                    KafkaConsumer<String, String> c = Clients.consumer(broker.bootstrap(), null,
+                            "isolation.level=read_committed")) {
+                List<TopicPartition> tps = List.of(new TopicPartition("counts", 0), new TopicPartition("counts", 1));
+                Kiq.waitFor("counts written in an open transaction", WAIT, () -> {
+                    Map<TopicPartition, Long> stable = c.endOffsets(tps);
+                    Map<TopicPartition, Long> high = u.endOffsets(tps);
+                    return tps.stream().anyMatch(tp -> high.get(tp) > stable.get(tp));
+                });
+            }
             first.kill();
             int atKill = sent.get();
 
             second = app("wordcount-2");
+            Kiq.waitFor("more lines after the restart", WAIT, () -> sent.get() >= atKill + 500);
+            stop.set(true);
             feeder.join(WAIT.toMillis());
             assertNull(producerFailed.get());
-            assertEquals(LINES, sent.get());
-            assertTrue(atKill < LINES);
-            Kiq.waitFor("every word counted", WAIT, () -> committedOutput() >= total);
+            lines = sent.get();
+            Kiq.waitFor("every word counted", WAIT, () -> output("read_committed") >= lines * WORDS_PER_LINE);
             // SIGTERM: the shutdown hook closes the application (the JVM then exits 128 + 15)
             assertEquals(143, second.terminate(Duration.ofSeconds(30)), second.stderrTail());
             assertEquals("NOT_RUNNING", second.events().get(second.events().size() - 1).path("state").asText(),
@@ -128,18 +136,29 @@ class StreamsEosTest {
                         p.name + " went into ERROR\n" + p.stderrTail());
             }
         } finally {
+            stop.set(true);
             first.close();
             if (second != null) {
                 second.close();
             }
         }
 
+        Map<String, Integer> expected = new HashMap<>();
+        for (int i = 0; i < lines; i++) {
+            for (String w : line(i).split(" ")) {
+                expected.merge(w, 1, Integer::sum);
+            }
+        }
+        int total = lines * WORDS_PER_LINE;
         Map<String, List<Integer>> counts = new HashMap<>();
         List<ConsumerRecord<String, String>> out = Clients.readAll(broker.bootstrap(), "counts", "read_committed",
                 WAIT);
         for (ConsumerRecord<String, String> r : out) {
             counts.computeIfAbsent(r.key(), k -> new ArrayList<>()).add(Integer.parseInt(r.value()));
         }
+        // what the killed instance wrote in its open transaction is in the log, aborted
+        System.out.printf("streams: %d words, %d output records read_committed, %d read_uncommitted%n", total,
+                out.size(), output("read_uncommitted"));
         assertEquals(expected.keySet(), counts.keySet());
         for (Map.Entry<String, Integer> e : expected.entrySet()) {
             List<Integer> want = new ArrayList<>();

@@ -32,7 +32,10 @@ public final class WordCountApp {
         p.put(StreamsConfig.STATE_DIR_CONFIG, args[4]);
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
-        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+        // records go out at once and transactions stay open a while, so a SIGKILL finds output written
+        // in an open transaction (StreamsEosTest waits for that before it kills)
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 1000);
+        p.put(StreamsConfig.producerPrefix("linger.ms"), 0);
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         // a restarted instance waits out the killed one's session before its first rebalance completes
         p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 6000);
