@@ -292,7 +292,7 @@ class ClusterTest {
                 int victim = round <= 2 ? victim(prefer, topics) : victim(prefer, out);
                 bounce(round, victim, "copied records", copied, topics);
             }
-            assertEquals(0, copier.awaitExit(WAIT), copier.stderrTail());
+            assertEquals(0, copier.awaitExit(Duration.ofSeconds(180)), copier.stderrTail());
             assertEquals(messages, copied.getAsLong());
         }
 

@@ -25,6 +25,12 @@ final class Kiq {
 
     private static final Random PORTS = new Random(ProcessHandle.current().pid() ^ System.nanoTime());
 
+    static {
+        // a run cut short (surefire stopped, a timeout) leaves no broker or tool of its own running
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> ProcessHandle.current().descendants()
+                .forEach(ProcessHandle::destroyForcibly), "kill-children"));
+    }
+
     private Kiq() {
     }
 
