@@ -124,3 +124,25 @@ fi
 # kafka-python 3), in build/venv: Debian's older ones, which the rest of the
 # interop suite uses, stay as they are. Only when missing or re-pinned.
 "$(dirname "$0")/venv.sh" "$(dirname "$0")/../build/venv" "$(dirname "$0")/../tests/interop/current/requirements.txt"
+
+# The Java interop suite (tests/interop/java): kafka-clients, Kafka Streams and
+# kafka-tools at the version its pom pins, JUnit 5 and Maven's plugins, into
+# Maven's local repository (~/.m2). Resolved by running the suite's test goal
+# with a filter that selects no test: surefire fetches its JUnit Platform
+# provider only when it starts the tests, and scripts/run-tests.sh runs Maven
+# offline. Only when an artefact is missing, so the no-op case stays offline.
+JAVA_POM="$(dirname "$0")/../tests/interop/java/pom.xml"
+java_deps_installed() {
+    local m2=$HOME/.m2/repository kafka surefire a
+    kafka=$(sed -n 's|.*<kafka.version>\(.*\)</kafka.version>.*|\1|p' "$JAVA_POM")
+    surefire=$(grep -A1 '<artifactId>maven-surefire-plugin</artifactId>' "$JAVA_POM" |
+        sed -n 's|.*<version>\(.*\)</version>.*|\1|p')
+    for a in kafka-clients kafka-streams kafka-tools; do
+        [[ -f "$m2/org/apache/kafka/$a/$kafka/$a-$kafka.jar" ]] || return 1
+    done
+    [[ -f "$m2/org/apache/maven/surefire/surefire-junit-platform/$surefire/surefire-junit-platform-$surefire.jar" ]]
+}
+if ! java_deps_installed; then
+    echo "deps: resolving the Java interop suite's Maven artefacts (tests/interop/java/pom.xml)" >&2
+    mvn -B -q -ntp -f "$JAVA_POM" test -Dtest='ProducerTest#none' -Dsurefire.failIfNoSpecifiedTests=false
+fi

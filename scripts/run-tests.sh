@@ -17,6 +17,7 @@ DIFFERENTIAL_TIMEOUT=${KIQ_DIFFERENTIAL_TIMEOUT:-600}
 FUZZ_SECONDS=${KIQ_FUZZ_SECONDS:-15}
 GO_TIMEOUT=${KIQ_GO_TIMEOUT:-600}    # each go suite: its build, brokers and run
 KGO_RECORDS=${KIQ_KGO_RECORDS:-25000} # franz-go's ETL tests; over 20000 its transactions end twice
+JAVA_TIMEOUT=${KIQ_JAVA_TIMEOUT:-900}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -260,6 +261,49 @@ run_current_py() {
     record_pytest interop/current-py "$out" "$rc"
 }
 
+# ------------------------------------------------------------------ java (JUnit 5 under Maven)
+# tests/interop/java: the Java producer, consumer groups, Admin client,
+# transactions, Kafka Streams and kafka-tools' system-test clients against
+# build/kafkaiq. Offline: scripts/deps.sh resolved the pom's artefacts.
+# Counts come from surefire's XML reports.
+run_java() {
+    local out="$work/java.out" reports=build/interop-java/surefire-reports rc counts p f e s
+    banner "java: mvn test (tests/interop/java)"
+    if ! command -v mvn >/dev/null 2>&1; then
+        echo "mvn not found (scripts/deps.sh installs Maven and a JDK)"
+        record "java/junit" 0 1 "mvn missing"
+        return
+    fi
+    rm -rf "$reports"
+    timeout -k 30 "$JAVA_TIMEOUT" mvn -B -ntp -o -f tests/interop/java/pom.xml test 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    # "passed failed errors skipped" summed over the reports; failed tests' names into java.failed
+    counts=$(/usr/bin/python3 - "$reports" "$work/java.failed" <<'EOF'
+import glob, sys, xml.etree.ElementTree as ET
+tot = [0, 0, 0, 0]
+names = []
+for path in sorted(glob.glob(sys.argv[1] + "/TEST-*.xml")):
+    for case in ET.parse(path).getroot().iter("testcase"):
+        kind = next((c.tag for c in case if c.tag in ("failure", "error", "skipped")), None)
+        tot[{None: 0, "failure": 1, "error": 2, "skipped": 3}[kind]] += 1
+        if kind in ("failure", "error"):
+            names.append(case.get("classname", "").rsplit(".", 1)[-1] + "." + case.get("name", ""))
+open(sys.argv[2], "w").write("".join(n + "\n" for n in names))
+print(*tot)
+EOF
+    )
+    read -r p f e s <<<"$counts"
+    skipped=$((skipped + ${s:-0}))
+    failed_tests java <"$work/java.failed"
+    if [[ $((${p:-0} + ${f:-0} + ${e:-0})) -eq 0 ]]; then
+        record "java/junit" 0 1 "no test ran, exit $rc"
+    elif [[ $rc -ne 0 && $((f + e)) -eq 0 ]]; then
+        record "java/junit" "$p" 1 "exit $rc"
+    else
+        record "java/junit" "$p" $((f + e)) "$s skipped, $e errors"
+    fi
+}
+
 run_unit build/tests unit
 run_unit build/san/tests unit-asan
 run_fuzz
@@ -270,6 +314,7 @@ run_kgo 1
 run_kgo 3
 run_go go/sarama 1 ./...
 run_current_py
+run_java
 
 banner "summary"
 printf '%s\n' "${report[@]}"

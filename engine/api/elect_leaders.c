@@ -43,7 +43,7 @@ static void standalone_elect(kiq_broker_t *b, kiq_request_t *r, const kiq_elect_
                                 : KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE;
             }
             if (list && err == KIQ_ERR_ELECTION_NOT_NEEDED) continue;
-            kiq_controller_election_result(&r->arena, err, name, topic ? p : -1,
+            kiq_controller_election_result(&r->arena, err, name, topic != NULL, p,
                                            &tr->partition_result[tr->partition_result_n++]);
         }
         if (!list) kiq_topic_unref(topic);

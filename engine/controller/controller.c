@@ -427,7 +427,7 @@ int kiq_controller_elect_preferred(kiq_controller_t *c)
     return rc;
 }
 
-void kiq_controller_election_result(kiq_arena_t *arena, int16_t err, const char *topic, int32_t p,
+void kiq_controller_election_result(kiq_arena_t *arena, int16_t err, const char *topic, bool topic_known, int32_t p,
                                     kiq_elect_leaders_response_replica_election_results_partition_result_t *out)
 {
     kiq_elect_leaders_response_replica_election_results_partition_result_init(out);
@@ -437,7 +437,8 @@ void kiq_controller_election_result(kiq_arena_t *arena, int16_t err, const char 
     switch (err) {
     case KIQ_ERR_NONE: return;
     case KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION:
-        snprintf(msg, sizeof msg, p < 0 ? "No such topic as %s" : "No such partition as %s-%d", topic, p);
+        if (topic_known) snprintf(msg, sizeof msg, "No such partition as %s-%d", topic, p);
+        else snprintf(msg, sizeof msg, "No such topic as %s", topic);
         break;
     case KIQ_ERR_ELECTION_NOT_NEEDED: snprintf(msg, sizeof msg, "Leader election not needed for topic partition."); break;
     case KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE: snprintf(msg, sizeof msg, "The preferred leader was not available."); break;
@@ -486,7 +487,7 @@ void kiq_controller_elect_leaders(kiq_controller_t *c, kiq_arena_t *arena, const
                                                            : elect_one(c, &b, ti, p, unclean);
             /* asked for everything, the partitions that needed nothing are left out */
             if (all && err == KIQ_ERR_ELECTION_NOT_NEEDED) continue;
-            kiq_controller_election_result(arena, err, name, ti ? p : -1, &tr->partition_result[tr->partition_result_n++]);
+            kiq_controller_election_result(arena, err, name, ti != NULL, p, &tr->partition_result[tr->partition_result_n++]);
         }
     }
     if (commit(c, &b) != 0) resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;

@@ -118,9 +118,12 @@ int kiq_controller_elect_preferred(kiq_controller_t *c);
  * INVALID_REQUEST. Any thread. */
 void kiq_controller_elect_leaders(kiq_controller_t *c, kiq_arena_t *arena, const kiq_elect_leaders_request_t *req,
                                   kiq_elect_leaders_response_t *resp);
-/* One partition's ElectLeaders result with Kafka's message for err (p -1:
- * the topic is unknown), copied into arena. No lock. */
-void kiq_controller_election_result(kiq_arena_t *arena, int16_t err, const char *topic, int32_t p,
+/* One partition's ElectLeaders result with Kafka's message for err
+ * (topic_known false: the topic is unknown), copied into arena. p is the
+ * partition as asked, echoed even for an unknown topic as Kafka does (the
+ * Java Admin client finds each result by the partition it asked for). No
+ * lock. */
+void kiq_controller_election_result(kiq_arena_t *arena, int16_t err, const char *topic, bool topic_known, int32_t p,
                                     kiq_elect_leaders_response_replica_election_results_partition_result_t *out);
 
 /* AlterConfigs and IncrementalAlterConfigs as brokers forward them: each

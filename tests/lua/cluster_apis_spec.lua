@@ -183,6 +183,11 @@ describe("cluster APIs", function()
     assert.are.equal(preferred, c:partition("ce", part).leader)
     local r = elect(c:broker(1), 0, { { topic = "ce", partitions = { part } } })
     assert.are.equal(84, r.replica_election_results[1].partition_result[1].error_code)
+    -- an unknown topic's partitions come back as asked, as Kafka's controller answers them
+    r = elect(c:broker(1), 0, { { topic = "ce-nowhere", partitions = { 2 } } })
+    assert.are.same({ 3, "No such topic as ce-nowhere", 2 }, { r.replica_election_results[1].partition_result[1].error_code,
+      r.replica_election_results[1].partition_result[1].error_message,
+      r.replica_election_results[1].partition_result[1].partition_id })
     -- the preferred replica restarts: leadership moves, and stays away (no auto rebalance)
     c:kill(preferred)
     assert(c:wait_for_leader("ce", part, 10000, preferred))

@@ -30,7 +30,8 @@ return {
             { "leader_epoch", "int32", default = -1 },
             { "replica_nodes", "[]int32" },
             { "isr_nodes", "[]int32" },
-            -- KIP-966's eligible leader replicas: null, there are none here
+            -- KIP-966's eligible leader replicas: there are none here, and the
+            -- handler sends empty lists as Kafka does (nullable by the schema only)
             { "eligible_leader_replicas", "[]int32", null = "0+", default = "null" },
             { "last_known_elr", "[]int32", null = "0+", default = "null" },
             { "offline_replicas", "[]int32" },
