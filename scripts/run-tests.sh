@@ -184,7 +184,7 @@ run_differential() {
     i=$(count_of identical "$line")
     a=$(count_of allowed "$line")
     f=$(count_of different "$line")
-    failed_tests differential < <(strip_ansi <"$out" | grep -E ' (different|DIFFERENT)( |$)' | sed 's/  */ /g')
+    failed_tests differential < <(strip_ansi <"$out" | grep -vE '^differential: ' | grep -E ' (different|DIFFERENT)( |$)' | sed 's/  */ /g')
     if [[ $rc -ne 0 && $f -eq 0 ]]; then
         record "differential" $((i + a)) 1 "exit $rc"
     else
