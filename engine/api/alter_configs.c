@@ -82,13 +82,35 @@ static int change_here(kiq_broker_t *b, const kiq_config_order_t *o, bool valida
     return err;
 }
 
-void kiq_api_change_configs(kiq_broker_t *b, kiq_request_t *r, int16_t api_key, const void *req,
-                            kiq_config_order_t *orders, int n, bool validate_only)
+/* A forwarded change while the controller decides; in the request's arena. */
+typedef struct forwarded_change {
+    kiq_request_t *r;
+    kiq_config_order_t *orders;
+    int n;
+    const void *req;
+    void *resp;
+    kiq_api_configs_fill_fn fill;
+} forwarded_change_t;
+
+static void changed(void *ctx)
+{
+    forwarded_change_t *f = ctx;
+    f->fill(f->orders, f->n, f->req, f->resp, &f->r->arena);
+    kiq_request_respond(f->r, f->resp);
+}
+
+int kiq_api_change_configs(kiq_broker_t *b, kiq_request_t *r, int16_t api_key, const void *req,
+                           kiq_config_order_t *orders, int n, bool validate_only, void *resp,
+                           kiq_api_configs_fill_fn fill)
 {
     bool forwarded_here = r->listener == KIQ_LISTENER_CONTROL && !b->controller;
     if (b->cluster && !forwarded_here) {
-        kiq_controller_link_change_configs(b, api_key, req, orders, n, validate_only, FORWARD_WAIT_MS, &r->arena);
-        return;
+        forwarded_change_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
+        *f = (forwarded_change_t){r, orders, n, req, resp, fill};
+        kiq_api_handled(b, r); /* r is the link's from here on */
+        kiq_controller_link_change_configs(b, api_key, req, orders, n, validate_only, FORWARD_WAIT_MS, &r->arena,
+                                           changed, f);
+        return KIQ_HANDLER_PARKED;
     }
     for (int i = 0; i < n; i++) {
         kiq_error_clear();
@@ -99,18 +121,17 @@ void kiq_api_change_configs(kiq_broker_t *b, kiq_request_t *r, int16_t api_key, 
             orders[i].error = (int16_t)change_here(b, &orders[i], validate_only);
         if (orders[i].error) orders[i].message = kiq_request_error_message(r);
     }
+    fill(orders, n, req, resp, &r->arena);
+    return KIQ_HANDLER_RESPOND;
 }
 
-int kiq_api_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+static void fill_alter(const kiq_config_order_t *orders, int n, const void *request, void *response,
+                       kiq_arena_t *arena)
 {
     const kiq_alter_configs_request_t *req = request;
     kiq_alter_configs_response_t *out = response;
-    int32_t n = req->resources_n > 0 ? req->resources_n : 0;
-    kiq_config_order_t *orders = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *orders);
-    for (int32_t i = 0; i < n; i++) orders[i].replace = &req->resources[i];
-    kiq_api_change_configs(b, r, KIQ_API_ALTER_CONFIGS, req, orders, n, req->validate_only);
     out->responses_n = n;
-    out->responses = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *out->responses);
+    out->responses = kiq_arena_calloc(arena, (size_t)(n ? n : 1), sizeof *out->responses);
     for (int32_t i = 0; i < n; i++) {
         kiq_alter_configs_response_responses_t *o = &out->responses[i];
         kiq_alter_configs_response_responses_init(o);
@@ -119,5 +140,14 @@ int kiq_api_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *
         o->error_code = orders[i].error;
         o->error_message = orders[i].message;
     }
-    return KIQ_HANDLER_RESPOND;
+}
+
+int kiq_api_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_alter_configs_request_t *req = request;
+    int32_t n = req->resources_n > 0 ? req->resources_n : 0;
+    kiq_config_order_t *orders = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *orders);
+    for (int32_t i = 0; i < n; i++) orders[i].replace = &req->resources[i];
+    return kiq_api_change_configs(b, r, KIQ_API_ALTER_CONFIGS, req, orders, n, req->validate_only, response,
+                                  fill_alter);
 }

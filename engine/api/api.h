@@ -68,11 +68,16 @@ void kiq_api_handle(kiq_broker_t *b, kiq_request_t *r);
 /* The controller's pushes to every broker's control plane. */
 
 /* AlterConfigs / IncrementalAlterConfigs (api_key, req the request):
- * each order decided, by the controller in cluster mode (forwarded), else
- * here and applied unless validate_only; a forwarded request at a broker
- * not the controller is NOT_CONTROLLER. Messages in r's arena. */
-void kiq_api_change_configs(kiq_broker_t *b, kiq_request_t *r, int16_t api_key, const void *req,
-                            kiq_config_order_t *orders, int n, bool validate_only);
+ * each order decided, by the controller in cluster mode (forwarded, the
+ * request parked meanwhile), else here and applied unless validate_only;
+ * a forwarded request at a broker not the controller is NOT_CONTROLLER.
+ * Messages in r's arena. fill(orders, req, resp) then makes the response.
+ * The handler's result. */
+typedef void (*kiq_api_configs_fill_fn)(const kiq_config_order_t *orders, int n, const void *req, void *resp,
+                                        kiq_arena_t *arena);
+int kiq_api_change_configs(kiq_broker_t *b, kiq_request_t *r, int16_t api_key, const void *req,
+                           kiq_config_order_t *orders, int n, bool validate_only, void *resp,
+                           kiq_api_configs_fill_fn fill);
 /* A broker resource's level on this broker: "" the cluster-wide default,
  * its id its own; another name is INVALID_REQUEST (reason in the error
  * slot). */

@@ -5,10 +5,11 @@
  * writes a PartitionRecord per new partition; the new replicas come to
  * their brokers with LeaderAndIsr, and a client's request is answered once
  * this broker's metadata has the new count (bounded by its timeout, 10 s
- * at most), so its next Metadata sees the partitions. */
+ * at most), so its next Metadata sees the partitions; parked meanwhile
+ * (api/topic_orders.h). */
 #include <string.h>
 
-#include "api/api.h"
+#include "api/topic_orders.h"
 #include "controller/controller.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -51,21 +52,38 @@ static int16_t grow_standalone(kiq_broker_t *b, const kiq_create_partitions_requ
     return err;
 }
 
-/* Asks the controller; then waits for this broker's metadata to show the
- * new counts (not when forwarded: the control-plane thread that runs this
- * is the one that applies the metadata here). */
-static void grow_cluster(kiq_broker_t *b, kiq_request_t *r, const kiq_create_partitions_request_t *req,
-                         kiq_create_partitions_response_t *out)
+static bool grown_here(kiq_metadata_cache_t *mc, const kiq_topic_order_t *o)
+{
+    return kiq_metadata_cache_partition_count(mc, o->name.p, (size_t)o->name.len) >= o->partitions;
+}
+
+static void fill(kiq_api_topic_orders_t *t)
+{
+    kiq_create_partitions_response_t *out = t->resp;
+    for (int32_t i = 0; i < t->n; i++) {
+        const kiq_topic_order_t *o = kiq_api_topic_orders_of(t, i);
+        if (!o) continue;
+        out->results[i].error_code = o->error;
+        out->results[i].error_message = o->message;
+    }
+}
+
+/* Asks the controller; then the answer waits for this broker's metadata
+ * to show the new counts (not when forwarded: the control-plane thread
+ * that runs this is the one that applies the metadata here). */
+static int grow_cluster(kiq_broker_t *b, kiq_request_t *r, const kiq_create_partitions_request_t *req,
+                        kiq_create_partitions_response_t *out)
 {
     int32_t n = out->results_n;
     bool forwarded = r->listener == KIQ_LISTENER_CONTROL;
-    kiq_topic_order_t *orders = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *orders);
-    int32_t *order_of = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *order_of);
-    int norders = 0;
+    int wait_ms = req->timeout_ms > 0 && req->timeout_ms < CLUSTER_WAIT_MAX_MS ? req->timeout_ms : CLUSTER_WAIT_MAX_MS;
+    kiq_api_topic_orders_t *t = kiq_api_topic_orders_new(b, r, out, n, wait_ms);
+    t->wait = !forwarded && !req->validate_only;
+    t->shown = grown_here;
+    t->fill = fill;
     for (int32_t i = 0; i < n; i++) {
-        const kiq_create_partitions_request_topics_t *t = &req->topics[i];
+        const kiq_create_partitions_request_topics_t *rt = &req->topics[i];
         kiq_create_partitions_response_results_t *res = &out->results[i];
-        order_of[i] = -1;
         if (res->error_code) continue;
         if (forwarded && !b->controller) {
             kiq_error_set("broker %d is not the controller", b->node_id);
@@ -73,23 +91,14 @@ static void grow_cluster(kiq_broker_t *b, kiq_request_t *r, const kiq_create_par
             res->error_message = kiq_request_error_message(r);
             continue;
         }
-        order_of[i] = norders;
-        orders[norders++] = (kiq_topic_order_t){.name = t->name, .partitions = t->count,
-                                                .assignments = t->assignments, .nassignments = t->assignments_n};
+        *kiq_api_topic_orders_add(t, i) = (kiq_topic_order_t){
+            .name = rt->name, .partitions = rt->count, .assignments = rt->assignments,
+            .nassignments = rt->assignments_n};
     }
-    int wait_ms = req->timeout_ms > 0 && req->timeout_ms < CLUSTER_WAIT_MAX_MS ? req->timeout_ms : CLUSTER_WAIT_MAX_MS;
-    kiq_controller_link_create_partitions(b, orders, norders, req->validate_only, wait_ms, &r->arena);
-    int64_t deadline = kiq_clock_mono_ns() + (int64_t)wait_ms * 1000000;
-    for (int32_t i = 0; i < n; i++) {
-        if (order_of[i] < 0) continue;
-        const kiq_topic_order_t *o = &orders[order_of[i]];
-        out->results[i].error_code = o->error;
-        out->results[i].error_message = o->message;
-        if (o->error || forwarded || req->validate_only) continue;
-        int64_t left = (deadline - kiq_clock_mono_ns()) / 1000000;
-        kiq_metadata_cache_wait_partitions(b->metadata, o->name.p, (size_t)o->name.len, o->partitions,
-                                           left > 0 ? (int)left : 0);
-    }
+    kiq_api_handled(b, r); /* r is the link's from here on */
+    kiq_controller_link_create_partitions(b, t->orders, t->norders, req->validate_only, wait_ms, &r->arena,
+                                          kiq_api_topic_orders_decided, t);
+    return KIQ_HANDLER_PARKED;
 }
 
 int kiq_api_create_partitions_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
@@ -109,10 +118,7 @@ int kiq_api_create_partitions_handle(kiq_broker_t *b, kiq_request_t *r, const vo
             res->error_message = kiq_request_error_message(r);
         }
     }
-    if (b->cluster) {
-        grow_cluster(b, r, req, out);
-        return KIQ_HANDLER_RESPOND;
-    }
+    if (b->cluster) return grow_cluster(b, r, req, out);
     for (int32_t i = 0; i < n; i++) {
         kiq_create_partitions_response_results_t *res = &out->results[i];
         if (res->error_code) continue;

@@ -8,12 +8,13 @@
  * broker forwards there, and the broker hosting the controller also takes
  * the forwarded requests on its control plane. The controller keeps the
  * topic's configs with it; each replica asks for them when it first hosts
- * the topic (replica/replica_manager.c). A client's request is answered
- * once this broker's metadata knows the new topic (bounded by its timeout,
- * 10 s at most), so its next Metadata sees it. */
+ * the topic (replica/replica_manager.c). A client's request is parked
+ * while the controller decides and then until this broker's metadata knows
+ * the new topic (bounded by its timeout, 10 s at most), so its next
+ * Metadata sees it; no I/O thread waits meanwhile. */
 #include <stdio.h>
 
-#include "api/api.h"
+#include "api/topic_orders.h"
 #include "config/topic_config.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -123,54 +124,26 @@ static int16_t cluster_check(const kiq_create_topics_request_t *req, int32_t i, 
     return (int16_t)kiq_topic_configs_check_together(cfg);
 }
 
-static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_topics_request_t *req,
-                          kiq_create_topics_response_t *out, int32_t n)
+static bool created_here(kiq_metadata_cache_t *mc, const kiq_topic_order_t *o)
 {
-    bool forwarded = r->listener == KIQ_LISTENER_CONTROL;
-    kiq_topic_order_t *orders = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *orders);
-    int32_t *order_of = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *order_of);
-    /* each topic's checked configs (heap values: cleared before returning) */
-    kiq_topic_configs_t *cfgs = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *cfgs);
-    int norders = 0;
-    for (int32_t i = 0; i < n; i++) {
-        const kiq_create_topics_request_topics_t *t = &req->topics[i];
-        kiq_create_topics_response_topics_t *tr = &out->topics[i];
-        kiq_create_topics_response_topics_init(tr);
-        tr->name = t->name;
-        order_of[i] = -1;
-        kiq_error_clear();
-        if (forwarded && !b->controller) {
-            kiq_error_set("broker %d is not the controller", b->node_id);
-            tr->error_code = KIQ_ERR_NOT_CONTROLLER;
-        } else {
-            tr->error_code = cluster_check(req, i, &cfgs[i]);
-        }
-        if (tr->error_code) {
-            tr->error_message = kiq_request_error_message(r);
-            continue;
-        }
-        order_of[i] = norders;
-        orders[norders++] =
-            (kiq_topic_order_t){.name = t->name, .partitions = t->num_partitions,
-                                .replication_factor = t->replication_factor, .configs = &cfgs[i]};
-    }
-    int wait_ms = req->timeout_ms > 0 && req->timeout_ms < CLUSTER_WAIT_MAX_MS ? req->timeout_ms : CLUSTER_WAIT_MAX_MS;
-    kiq_controller_link_create_topics(b, orders, norders, req->validate_only, wait_ms, &r->arena);
-    int64_t deadline = kiq_clock_mono_ns() + (int64_t)wait_ms * 1000000;
-    for (int32_t i = 0; i < n; i++) {
-        if (order_of[i] < 0) continue;
-        const kiq_topic_order_t *o = &orders[order_of[i]];
+    return kiq_metadata_cache_partition_count(mc, o->name.p, (size_t)o->name.len) >= 0;
+}
+
+/* The response from the controller's decisions; each topic's checked
+ * configs (ctx) cleared after. */
+static void fill(kiq_api_topic_orders_t *t)
+{
+    kiq_broker_t *b = t->b;
+    const kiq_create_topics_request_t *req = t->r->body;
+    kiq_create_topics_response_t *out = t->resp;
+    kiq_topic_configs_t *cfgs = t->ctx;
+    for (int32_t i = 0; i < t->n; i++) {
+        const kiq_topic_order_t *o = kiq_api_topic_orders_of(t, i);
+        if (!o) continue;
         kiq_create_topics_response_topics_t *tr = &out->topics[i];
         tr->error_code = o->error;
         tr->error_message = o->message;
         if (o->error) continue;
-        /* the forwarded request's control-plane thread is the one that
-         * applies UpdateMetadata here: it must not wait for it */
-        if (!forwarded && !req->validate_only) {
-            int64_t left = (deadline - kiq_clock_mono_ns()) / 1000000;
-            kiq_metadata_cache_wait_topic(b->metadata, o->name.p, (size_t)o->name.len, true,
-                                          left > 0 ? (int)left : 0);
-        }
         kiq_cached_partition_t p0;
         int32_t np = kiq_metadata_cache_partition_count(b->metadata, o->name.p, (size_t)o->name.len);
         if (np > 0 && kiq_metadata_cache_partition(b->metadata, o->name.p, (size_t)o->name.len, 0, &p0)) {
@@ -187,10 +160,47 @@ static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_to
                                             : (int16_t)kiq_config_int(b->config, KIQ_CFG_DEFAULT_REPLICATION_FACTOR);
             if (req->validate_only) kiq_uuid_random(&tr->topic_id);
         }
-        if (r->header.api_version >= 5) list_configs(b, r, &cfgs[i], tr);
+        if (t->r->header.api_version >= 5) list_configs(b, t->r, &cfgs[i], tr);
     }
-    for (int32_t i = 0; i < n; i++) kiq_topic_configs_clear(&cfgs[i]);
-    return KIQ_HANDLER_RESPOND;
+    for (int32_t i = 0; i < t->n; i++) kiq_topic_configs_clear(&cfgs[i]);
+}
+
+static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_topics_request_t *req,
+                          kiq_create_topics_response_t *out, int32_t n)
+{
+    bool forwarded = r->listener == KIQ_LISTENER_CONTROL;
+    int wait_ms = req->timeout_ms > 0 && req->timeout_ms < CLUSTER_WAIT_MAX_MS ? req->timeout_ms : CLUSTER_WAIT_MAX_MS;
+    kiq_api_topic_orders_t *t = kiq_api_topic_orders_new(b, r, out, n, wait_ms);
+    /* the forwarded request's control-plane thread is the one that
+     * applies UpdateMetadata here: it must not wait for it */
+    t->wait = !forwarded && !req->validate_only;
+    t->shown = created_here;
+    t->fill = fill;
+    kiq_topic_configs_t *cfgs = t->ctx = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *cfgs);
+    for (int32_t i = 0; i < n; i++) {
+        const kiq_create_topics_request_topics_t *rt = &req->topics[i];
+        kiq_create_topics_response_topics_t *tr = &out->topics[i];
+        kiq_create_topics_response_topics_init(tr);
+        tr->name = rt->name;
+        kiq_error_clear();
+        if (forwarded && !b->controller) {
+            kiq_error_set("broker %d is not the controller", b->node_id);
+            tr->error_code = KIQ_ERR_NOT_CONTROLLER;
+        } else {
+            tr->error_code = cluster_check(req, i, &cfgs[i]);
+        }
+        if (tr->error_code) {
+            tr->error_message = kiq_request_error_message(r);
+            continue;
+        }
+        *kiq_api_topic_orders_add(t, i) =
+            (kiq_topic_order_t){.name = rt->name, .partitions = rt->num_partitions,
+                                .replication_factor = rt->replication_factor, .configs = &cfgs[i]};
+    }
+    kiq_api_handled(b, r); /* r is the link's from here on */
+    kiq_controller_link_create_topics(b, t->orders, t->norders, req->validate_only, wait_ms, &r->arena,
+                                      kiq_api_topic_orders_decided, t);
+    return KIQ_HANDLER_PARKED;
 }
 
 int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,

@@ -1,8 +1,8 @@
 /* DeleteTopics: by name (v0-5) or by name or id (v6). In cluster mode the
  * controller deletes (server/controller_link.h), and a client's request is
  * answered once this broker's metadata no longer has the topic (bounded
- * by its timeout, 10 s at most). */
-#include "api/api.h"
+ * by its timeout, 10 s at most), parked meanwhile (api/topic_orders.h). */
+#include "api/topic_orders.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "server/controller_link.h"
@@ -62,37 +62,43 @@ static bool cluster_check(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name, con
     return false;
 }
 
+static bool gone_here(kiq_metadata_cache_t *mc, const kiq_topic_order_t *o)
+{
+    return kiq_metadata_cache_partition_count(mc, o->name.p, (size_t)o->name.len) < 0;
+}
+
+static void fill(kiq_api_topic_orders_t *t)
+{
+    kiq_delete_topics_response_t *out = t->resp;
+    for (int32_t i = 0; i < t->n; i++) {
+        const kiq_topic_order_t *o = kiq_api_topic_orders_of(t, i);
+        if (!o) continue;
+        out->responses[i].error_code = o->error;
+        if (t->r->header.api_version >= 5) out->responses[i].error_message = o->message;
+    }
+}
+
 static int cluster_delete(kiq_broker_t *b, kiq_request_t *r, const kiq_delete_topics_request_t *req,
                           kiq_delete_topics_response_t *out, int32_t n, bool by_struct)
 {
-    bool forwarded = r->listener == KIQ_LISTENER_CONTROL;
-    kiq_topic_order_t *orders = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *orders);
-    int32_t *order_of = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *order_of);
-    int norders = 0;
+    int wait_ms = req->timeout_ms > 0 && req->timeout_ms < CLUSTER_WAIT_MAX_MS ? req->timeout_ms : CLUSTER_WAIT_MAX_MS;
+    kiq_api_topic_orders_t *t = kiq_api_topic_orders_new(b, r, out, n, wait_ms);
+    /* a forwarded request runs on the thread that applies the
+     * controller's updates here: it must not wait for them */
+    t->wait = r->listener != KIQ_LISTENER_CONTROL;
+    t->shown = gone_here;
+    t->fill = fill;
     for (int32_t i = 0; i < n; i++) {
         kiq_delete_topics_response_responses_t *o = &out->responses[i];
-        order_of[i] = -1;
         bool settled = by_struct ? cluster_check(b, r, req->topics[i].name, &req->topics[i].topic_id, o)
                                  : cluster_check(b, r, req->topic_names[i], NULL, o);
-        if (settled) continue;
-        order_of[i] = norders;
-        orders[norders++] = (kiq_topic_order_t){.name = o->name, .partitions = -1, .replication_factor = -1};
+        if (!settled)
+            *kiq_api_topic_orders_add(t, i) =
+                (kiq_topic_order_t){.name = o->name, .partitions = -1, .replication_factor = -1};
     }
-    int wait_ms = req->timeout_ms > 0 && req->timeout_ms < CLUSTER_WAIT_MAX_MS ? req->timeout_ms : CLUSTER_WAIT_MAX_MS;
-    kiq_controller_link_delete_topics(b, orders, norders, wait_ms, &r->arena);
-    int64_t deadline = kiq_clock_mono_ns() + (int64_t)wait_ms * 1000000;
-    for (int32_t i = 0; i < n; i++) {
-        if (order_of[i] < 0) continue;
-        const kiq_topic_order_t *o = &orders[order_of[i]];
-        out->responses[i].error_code = o->error;
-        if (r->header.api_version >= 5) out->responses[i].error_message = o->message;
-        /* a forwarded request runs on the thread that applies the
-         * controller's updates here: it must not wait for them */
-        if (o->error || forwarded) continue;
-        int64_t left = (deadline - kiq_clock_mono_ns()) / 1000000;
-        kiq_metadata_cache_wait_topic(b->metadata, o->name.p, (size_t)o->name.len, false, left > 0 ? (int)left : 0);
-    }
-    return KIQ_HANDLER_RESPOND;
+    kiq_api_handled(b, r); /* r is the link's from here on */
+    kiq_controller_link_delete_topics(b, t->orders, t->norders, wait_ms, &r->arena, kiq_api_topic_orders_decided, t);
+    return KIQ_HANDLER_PARKED;
 }
 
 int kiq_api_delete_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,

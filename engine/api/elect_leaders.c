@@ -75,6 +75,21 @@ static void fail_all(kiq_request_t *r, const kiq_elect_leaders_request_t *req, k
     }
 }
 
+/* A forwarded election while the controller decides; in the request's arena. */
+typedef struct forwarded_election {
+    kiq_request_t *r;
+    const kiq_elect_leaders_request_t *req;
+    kiq_elect_leaders_response_t *out;
+} forwarded_election_t;
+
+static void decided(void *ctx)
+{
+    forwarded_election_t *f = ctx;
+    if (f->out->error_code == KIQ_ERR_REQUEST_TIMED_OUT) kiq_error_set("the controller did not answer");
+    if (f->out->error_code) fail_all(f->r, f->req, f->out);
+    kiq_request_respond(f->r, f->out);
+}
+
 int kiq_api_elect_leaders_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {
     const kiq_elect_leaders_request_t *req = request;
@@ -88,8 +103,11 @@ int kiq_api_elect_leaders_handle(kiq_broker_t *b, kiq_request_t *r, const void *
         out->error_code = KIQ_ERR_NOT_CONTROLLER;
     } else if (b->cluster) {
         int wait = req->timeout_ms > 0 && req->timeout_ms < ELECT_WAIT_MAX_MS ? req->timeout_ms : ELECT_WAIT_MAX_MS;
-        kiq_controller_link_elect_leaders(b, req, wait, &r->arena, out);
-        if (out->error_code == KIQ_ERR_REQUEST_TIMED_OUT) kiq_error_set("the controller did not answer");
+        forwarded_election_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
+        *f = (forwarded_election_t){r, req, out};
+        kiq_api_handled(b, r); /* r is the link's from here on */
+        kiq_controller_link_elect_leaders(b, req, wait, &r->arena, out, decided, f);
+        return KIQ_HANDLER_PARKED;
     } else {
         standalone_elect(b, r, req, out);
     }

@@ -3,12 +3,13 @@
  * of __consumer_offsets and __transaction_state, created here on first use
  * as Kafka does). In cluster mode the coordinator is the leader of the
  * key's partition of that topic, as this broker's metadata shows it; the
- * topic is created through the controller on first use. v4 asks for
+ * topic is created through the controller on first use, the request parked
+ * until this broker's metadata has it (api/topic_orders.h). v4 asks for
  * several keys at once; v6 knows share groups (none here). */
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "api/api.h"
+#include "api/topic_orders.h"
 #include "controller/metadata_cache.h"
 #include "core/coordinator_key.h"
 #include "core/error.h"
@@ -58,56 +59,20 @@ static int16_t check_key_type(int16_t version, int8_t key_type, kiq_str_t *messa
     return KIQ_ERR_NONE;
 }
 
-/* Cluster mode: the topic with its configured partitions and as many
- * replicas as asked for but no more than there are live brokers (Kafka
- * refuses until there are enough; a one-broker cluster then never gets a
- * coordinator), compacted, its min.insync.replicas at most its replicas.
- * Its partition count, or -1 with the reason in message. */
-static int32_t cluster_topic(kiq_broker_t *b, kiq_request_t *r, const coordinator_topic_t *ct, kiq_str_t *message)
+static bool created_here(kiq_metadata_cache_t *mc, const kiq_topic_order_t *o)
 {
-    size_t len = strlen(ct->name);
-    int32_t n = kiq_metadata_cache_partition_count(b->metadata, ct->name, len);
-    if (n >= 0) return n;
-    int live = kiq_metadata_cache_broker_count(b->metadata);
-    int64_t rf = kiq_config_int(b->config, ct->replication_factor);
-    if (rf > live) rf = live;
-    if (rf < 1) {
-        *message = KIQ_STR("no live brokers known yet");
-        return -1;
-    }
-    char seg[32], isr[32];
-    snprintf(seg, sizeof seg, "%" PRId64, kiq_config_int(b->config, ct->segment_bytes));
-    int64_t min_isr = ct->min_isr == KIQ_CFG__COUNT ? -1 : kiq_config_int(b->config, ct->min_isr);
-    snprintf(isr, sizeof isr, "%" PRId64, min_isr > rf ? rf : min_isr);
-    kiq_topic_configs_t cfg = {0};
-    if (kiq_topic_configs_set(&cfg, "cleanup.policy", 14, "compact", 7) != 0 ||
-        kiq_topic_configs_set(&cfg, "segment.bytes", 13, seg, (int)strlen(seg)) != 0 ||
-        (min_isr > 0 && kiq_topic_configs_set(&cfg, "min.insync.replicas", 19, isr, (int)strlen(isr)) != 0)) {
-        kiq_topic_configs_clear(&cfg);
-        *message = KIQ_STR("out of memory");
-        return -1;
-    }
-    kiq_topic_order_t o = {.name = KIQ_STR(ct->name),
-                           .partitions = (int32_t)kiq_config_int(b->config, ct->partitions),
-                           .replication_factor = (int16_t)rf,
-                           .configs = &cfg};
-    kiq_controller_link_create_topics(b, &o, 1, false, TOPIC_WAIT_MS, &r->arena);
-    kiq_topic_configs_clear(&cfg);
-    if (o.error && o.error != KIQ_ERR_TOPIC_ALREADY_EXISTS) {
-        *message = o.message.p ? o.message : kiq_request_str(r, "cannot create the coordinator's topic");
-        return -1;
-    }
-    kiq_metadata_cache_wait_topic(b->metadata, ct->name, len, true, TOPIC_WAIT_MS);
-    n = kiq_metadata_cache_partition_count(b->metadata, ct->name, len);
-    if (n < 0) *message = kiq_request_str(r, "the coordinator's topic is being created");
-    return n;
+    return kiq_metadata_cache_partition_count(mc, o->name.p, (size_t)o->name.len) >= 0;
 }
 
 static int16_t cluster_lookup(kiq_broker_t *b, kiq_request_t *r, const coordinator_topic_t *ct, kiq_str_t key,
                               coordinator_t *c, kiq_str_t *message)
 {
-    int32_t n = cluster_topic(b, r, ct, message);
-    if (n <= 0) return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
+    int32_t n = kiq_metadata_cache_partition_count(b->metadata, ct->name, strlen(ct->name));
+    if (n <= 0) {
+        if (!message->p) *message = kiq_request_str(r, "the coordinator's topic is being created");
+        return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
+    }
+    *message = KIQ_STR_NULL;
     int32_t partition = kiq_coordinator_partition(key.p ? key.p : "", key.p ? (size_t)key.len : 0, n);
     kiq_cached_partition_t p;
     char host[256];
@@ -123,8 +88,10 @@ static int16_t cluster_lookup(kiq_broker_t *b, kiq_request_t *r, const coordinat
     return KIQ_ERR_NONE;
 }
 
-static int16_t lookup(kiq_broker_t *b, kiq_request_t *r, int8_t key_type, kiq_str_t key, coordinator_t *c,
-                      kiq_str_t *message)
+/* Each key's coordinator; why: the reason the coordinator's topic could
+ * not be created, for keys that find no coordinator (null: none). */
+static int16_t lookup(kiq_broker_t *b, kiq_request_t *r, int8_t key_type, kiq_str_t key, kiq_str_t why,
+                      coordinator_t *c, kiq_str_t *message)
 {
     int16_t err = check_key_type(r->header.api_version, key_type, message);
     if (err) return err;
@@ -133,6 +100,7 @@ static int16_t lookup(kiq_broker_t *b, kiq_request_t *r, int8_t key_type, kiq_st
         *message = KIQ_STR("a transactional id is required");
         return KIQ_ERR_INVALID_REQUEST;
     }
+    *message = why;
     if (b->cluster) return cluster_lookup(b, r, txn ? &txn_topic : &offsets_topic, key, c, message);
     err = (int16_t)(txn ? kiq_txn_coordinator_ensure_topic(b->txns) : kiq_group_coordinator_ensure_topic(b->groups));
     if (err) {
@@ -143,17 +111,16 @@ static int16_t lookup(kiq_broker_t *b, kiq_request_t *r, int8_t key_type, kiq_st
     return KIQ_ERR_NONE;
 }
 
-int kiq_api_find_coordinator_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+static void answer_all(kiq_broker_t *b, kiq_request_t *r, kiq_find_coordinator_response_t *out, kiq_str_t why)
 {
-    const kiq_find_coordinator_request_t *req = request;
-    kiq_find_coordinator_response_t *out = response;
+    const kiq_find_coordinator_request_t *req = r->body;
     coordinator_t c;
     if (r->header.api_version < 4) {
-        out->error_code = lookup(b, r, req->key_type, req->key, &c, &out->error_message);
+        out->error_code = lookup(b, r, req->key_type, req->key, why, &c, &out->error_message);
         out->node_id = out->error_code ? -1 : c.node_id;
         out->host = out->error_code ? KIQ_STR("") : c.host;
         out->port = out->error_code ? -1 : c.port;
-        return KIQ_HANDLER_RESPOND;
+        return;
     }
     out->coordinators_n = req->coordinator_keys_n > 0 ? req->coordinator_keys_n : 0;
     out->coordinators = kiq_arena_calloc(&r->arena, (size_t)(out->coordinators_n ? out->coordinators_n : 1),
@@ -162,10 +129,78 @@ int kiq_api_find_coordinator_handle(kiq_broker_t *b, kiq_request_t *r, const voi
         kiq_find_coordinator_response_coordinators_t *e = &out->coordinators[i];
         kiq_find_coordinator_response_coordinators_init(e);
         e->key = req->coordinator_keys[i];
-        e->error_code = lookup(b, r, req->key_type, e->key, &c, &e->error_message);
+        e->error_code = lookup(b, r, req->key_type, e->key, why, &c, &e->error_message);
         e->node_id = e->error_code ? -1 : c.node_id;
         e->host = e->error_code ? KIQ_STR("") : c.host;
         e->port = e->error_code ? -1 : c.port;
     }
+}
+
+/* Once the controller decided on the coordinator's topic (ctx its
+ * configs) and this broker's metadata shows it, or time is up. */
+static void created(kiq_api_topic_orders_t *t)
+{
+    kiq_topic_configs_clear(t->ctx);
+    const kiq_topic_order_t *o = &t->orders[0];
+    bool failed = o->error && o->error != KIQ_ERR_TOPIC_ALREADY_EXISTS;
+    answer_all(t->b, t->r, t->resp,
+               failed ? (o->message.p ? o->message : KIQ_STR("cannot create the coordinator's topic")) : KIQ_STR_NULL);
+}
+
+/* Cluster mode, the coordinator's topic not known here: asks the
+ * controller for it (its configured partitions and as many replicas as
+ * asked for but no more than there are live brokers: Kafka refuses until
+ * there are enough, and a one-broker cluster would then never get a
+ * coordinator; compacted; min.insync.replicas at most its replicas), the
+ * request parked until this broker's metadata has it. */
+static int create_then_answer(kiq_broker_t *b, kiq_request_t *r, const coordinator_topic_t *ct,
+                              kiq_find_coordinator_response_t *out)
+{
+    int live = kiq_metadata_cache_broker_count(b->metadata);
+    int64_t rf = kiq_config_int(b->config, ct->replication_factor);
+    if (rf > live) rf = live;
+    if (rf < 1) {
+        answer_all(b, r, out, KIQ_STR("no live brokers known yet"));
+        return KIQ_HANDLER_RESPOND;
+    }
+    kiq_topic_configs_t *cfg = kiq_arena_calloc(&r->arena, 1, sizeof *cfg);
+    char seg[32], isr[32];
+    snprintf(seg, sizeof seg, "%" PRId64, kiq_config_int(b->config, ct->segment_bytes));
+    int64_t min_isr = ct->min_isr == KIQ_CFG__COUNT ? -1 : kiq_config_int(b->config, ct->min_isr);
+    snprintf(isr, sizeof isr, "%" PRId64, min_isr > rf ? rf : min_isr);
+    if (kiq_topic_configs_set(cfg, "cleanup.policy", 14, "compact", 7) != 0 ||
+        kiq_topic_configs_set(cfg, "segment.bytes", 13, seg, (int)strlen(seg)) != 0 ||
+        (min_isr > 0 && kiq_topic_configs_set(cfg, "min.insync.replicas", 19, isr, (int)strlen(isr)) != 0)) {
+        kiq_topic_configs_clear(cfg);
+        answer_all(b, r, out, KIQ_STR("out of memory"));
+        return KIQ_HANDLER_RESPOND;
+    }
+    kiq_api_topic_orders_t *t = kiq_api_topic_orders_new(b, r, out, 1, TOPIC_WAIT_MS);
+    t->wait = true;
+    t->shown = created_here;
+    t->fill = created;
+    t->ctx = cfg;
+    *kiq_api_topic_orders_add(t, 0) = (kiq_topic_order_t){.name = KIQ_STR(ct->name),
+                                                          .partitions = (int32_t)kiq_config_int(b->config, ct->partitions),
+                                                          .replication_factor = (int16_t)rf,
+                                                          .configs = cfg};
+    kiq_api_handled(b, r); /* r is the link's from here on */
+    kiq_controller_link_create_topics(b, t->orders, 1, false, TOPIC_WAIT_MS, &r->arena, kiq_api_topic_orders_decided,
+                                      t);
+    return KIQ_HANDLER_PARKED;
+}
+
+int kiq_api_find_coordinator_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_find_coordinator_request_t *req = request;
+    kiq_find_coordinator_response_t *out = response;
+    bool any = r->header.api_version < 4 || req->coordinator_keys_n > 0;
+    bool known_type = req->key_type == KEY_TYPE_GROUP || req->key_type == KEY_TYPE_TRANSACTION;
+    if (b->cluster && any && known_type) {
+        const coordinator_topic_t *ct = req->key_type == KEY_TYPE_TRANSACTION ? &txn_topic : &offsets_topic;
+        if (kiq_metadata_cache_partition_count(b->metadata, ct->name, strlen(ct->name)) < 0)
+            return create_then_answer(b, r, ct, out);
+    }
+    answer_all(b, r, out, KIQ_STR_NULL);
     return KIQ_HANDLER_RESPOND;
 }

@@ -5,17 +5,12 @@
  * AlterConfigs' (alter_configs.c). */
 #include "api/api.h"
 
-int kiq_api_incremental_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
-                                             void *response)
+static void fill(const kiq_config_order_t *orders, int n, const void *request, void *response, kiq_arena_t *arena)
 {
     const kiq_incremental_alter_configs_request_t *req = request;
     kiq_incremental_alter_configs_response_t *out = response;
-    int32_t n = req->resources_n > 0 ? req->resources_n : 0;
-    kiq_config_order_t *orders = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *orders);
-    for (int32_t i = 0; i < n; i++) orders[i].ops = &req->resources[i];
-    kiq_api_change_configs(b, r, KIQ_API_INCREMENTAL_ALTER_CONFIGS, req, orders, n, req->validate_only);
     out->responses_n = n;
-    out->responses = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *out->responses);
+    out->responses = kiq_arena_calloc(arena, (size_t)(n ? n : 1), sizeof *out->responses);
     for (int32_t i = 0; i < n; i++) {
         kiq_incremental_alter_configs_response_responses_t *o = &out->responses[i];
         kiq_incremental_alter_configs_response_responses_init(o);
@@ -24,5 +19,15 @@ int kiq_api_incremental_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, 
         o->error_code = orders[i].error;
         o->error_message = orders[i].message;
     }
-    return KIQ_HANDLER_RESPOND;
+}
+
+int kiq_api_incremental_alter_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
+                                             void *response)
+{
+    const kiq_incremental_alter_configs_request_t *req = request;
+    int32_t n = req->resources_n > 0 ? req->resources_n : 0;
+    kiq_config_order_t *orders = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *orders);
+    for (int32_t i = 0; i < n; i++) orders[i].ops = &req->resources[i];
+    return kiq_api_change_configs(b, r, KIQ_API_INCREMENTAL_ALTER_CONFIGS, req, orders, n, req->validate_only,
+                                  response, fill);
 }

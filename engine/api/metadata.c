@@ -2,10 +2,11 @@
  * their partitions (api/topic_view.c: the metadata cache in cluster mode,
  * this broker's own topics standalone). Unknown topics are created when
  * auto.create.topics.enable and the request allow: standalone here and at
- * once; in cluster mode through the controller, answered
- * LEADER_NOT_AVAILABLE for now (clients retry, as they do with Kafka).
+ * once; in cluster mode through the controller (the request parked until
+ * it answers), answered LEADER_NOT_AVAILABLE for now (clients retry, as
+ * they do with Kafka).
  * With no authorizer, the authorized operations asked for are all of them. */
-#include "api/api.h"
+#include "api/topic_orders.h"
 #include "core/error.h"
 #include "group/offsets_topic.h"
 #include "log/log_names.h"
@@ -76,29 +77,39 @@ static void standalone_auto_create(kiq_broker_t *b, kiq_request_t *r, const kiq_
     }
 }
 
-/* Cluster mode: asks the controller for the unknown topics the request may
- * create; their answers then say LEADER_NOT_AVAILABLE (or why not). */
-static void cluster_auto_create(kiq_broker_t *b, kiq_request_t *r, kiq_metadata_response_t *out)
+/* The controller's answers: created, or being created, means the leader
+ * is on its way. */
+static void auto_created(kiq_api_topic_orders_t *t)
 {
-    kiq_topic_order_t *orders = kiq_arena_calloc(&r->arena, (size_t)(out->topics_n ? out->topics_n : 1),
-                                                 sizeof *orders);
-    int n = 0;
+    kiq_metadata_response_t *out = t->resp;
+    for (int32_t i = 0; i < t->n; i++) {
+        const kiq_topic_order_t *o = kiq_api_topic_orders_of(t, i);
+        if (!o) continue;
+        bool coming = o->error == KIQ_ERR_NONE || o->error == KIQ_ERR_TOPIC_ALREADY_EXISTS ||
+                      o->error == KIQ_ERR_REQUEST_TIMED_OUT;
+        out->topics[i].error_code = coming ? KIQ_ERR_LEADER_NOT_AVAILABLE : o->error;
+    }
+}
+
+/* Cluster mode: asks the controller for the unknown topics the request may
+ * create, the request parked until it answers; their answers then say
+ * LEADER_NOT_AVAILABLE (or why not). */
+static int cluster_auto_create(kiq_broker_t *b, kiq_request_t *r, kiq_metadata_response_t *out)
+{
+    kiq_api_topic_orders_t *t = kiq_api_topic_orders_new(b, r, out, out->topics_n, AUTO_CREATE_TIMEOUT_MS);
+    t->fill = auto_created;
     for (int32_t i = 0; i < out->topics_n; i++) {
-        kiq_metadata_response_topics_t *t = &out->topics[i];
+        kiq_metadata_response_topics_t *mt = &out->topics[i];
         /* __consumer_offsets comes only from FindCoordinator, as in Kafka */
-        if (t->error_code != KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION || kiq_str_eq(t->name, KIQ_OFFSETS_TOPIC)) continue;
-        orders[n++] = (kiq_topic_order_t){.name = t->name, .partitions = -1, .replication_factor = -1};
+        if (mt->error_code != KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION || kiq_str_eq(mt->name, KIQ_OFFSETS_TOPIC)) continue;
+        *kiq_api_topic_orders_add(t, i) = (kiq_topic_order_t){.name = mt->name, .partitions = -1,
+                                                              .replication_factor = -1};
     }
-    if (n == 0) return;
-    kiq_controller_link_create_topics(b, orders, n, false, AUTO_CREATE_TIMEOUT_MS, &r->arena);
-    for (int32_t i = 0, k = 0; i < out->topics_n && k < n; i++) {
-        kiq_metadata_response_topics_t *t = &out->topics[i];
-        if (t->name.p != orders[k].name.p) continue;
-        int16_t err = orders[k++].error;
-        /* created, or being created: the leader is on its way */
-        bool coming = err == KIQ_ERR_NONE || err == KIQ_ERR_TOPIC_ALREADY_EXISTS || err == KIQ_ERR_REQUEST_TIMED_OUT;
-        t->error_code = coming ? KIQ_ERR_LEADER_NOT_AVAILABLE : err;
-    }
+    if (t->norders == 0) return KIQ_HANDLER_RESPOND;
+    kiq_api_handled(b, r); /* r is the link's from here on */
+    kiq_controller_link_create_topics(b, t->orders, t->norders, false, AUTO_CREATE_TIMEOUT_MS, &r->arena,
+                                      kiq_api_topic_orders_decided, t);
+    return KIQ_HANDLER_PARKED;
 }
 
 int kiq_api_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
@@ -145,8 +156,8 @@ int kiq_api_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *reque
         unknown = unknown || t->error_code == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     }
     if (unknown && req->allow_auto_topic_creation && kiq_config_bool(b->config, KIQ_CFG_AUTO_CREATE_TOPICS_ENABLE)) {
-        if (b->cluster) cluster_auto_create(b, r, out);
-        else standalone_auto_create(b, r, req, out);
+        if (b->cluster) return cluster_auto_create(b, r, out);
+        standalone_auto_create(b, r, req, out);
     }
     return KIQ_HANDLER_RESPOND;
 }

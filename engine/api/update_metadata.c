@@ -1,6 +1,6 @@
 /* UpdateMetadata (control plane): the controller's full view of the
  * cluster replaces this broker's metadata cache, which wakes whoever waits
- * for a change (a forwarded CreateTopics waiting for its topic), and the
+ * for a change (a CreateTopics parked until its topic is here), and the
  * dynamic configs it carries become this broker's; topics here that it does
  * not list are stray and deleted. The same state may come many times;
  * replacing is idempotent. */
@@ -24,6 +24,7 @@ int kiq_api_update_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void
     kiq_broker_configs_apply_pushed(b, req);
     if (b->replicas) kiq_replica_manager_drop_strays(b->replicas);
     kiq_broker_startup_from_controller(&b->startup, KIQ_STARTUP_METADATA, req->live_brokers_n);
+    kiq_purgatory_notify(b->purgatory, kiq_purgatory_metadata_key());
     out->error_code = KIQ_ERR_NONE;
     return KIQ_HANDLER_RESPOND;
 }

@@ -15,6 +15,7 @@
 #include "config/listeners.h"
 #include "controller/controller.h"
 #include "server/broker_configs.h"
+#include "net/peer_channel.h"
 #include "server/broker_lifecycle.h"
 #include "server/controller_link.h"
 #include "controller/metadata_cache.h"
@@ -186,10 +187,18 @@ kiq_broker_log_dir_t *kiq_broker_find_log_dir(kiq_broker_t *b, const char *path)
 }
 
 /* Cluster mode: producer ids come in blocks from the controller. */
-#define PRODUCER_IDS_TIMEOUT_MS 5000
-static int reserve_producer_ids(void *ctx, int64_t *start, int64_t *len)
+static void ask_producer_ids(void *ctx, kiq_producer_ids_t *ids)
 {
-    return kiq_controller_link_allocate_producer_ids(ctx, PRODUCER_IDS_TIMEOUT_MS, start, len);
+    kiq_controller_link_producer_ids(ctx, ids);
+}
+
+/* The lifecycle thread: registered; the first block of producer ids is
+ * asked for now, so the first InitProducerId finds it here. */
+static void registered(void *ctx, int64_t broker_epoch)
+{
+    kiq_broker_t *b = ctx;
+    atomic_store(&b->registered_epoch, broker_epoch);
+    kiq_producer_ids_prefetch(b->producer_ids);
 }
 
 kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_surface_t *surface)
@@ -228,7 +237,7 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
         if (kiq_mkdir_p(b->log_dirs[i].path) != 0 || lock_dir(&b->log_dirs[i]) != 0) goto fail;
     if (load_meta(b) != 0) goto fail;
     if (b->cluster) {
-        kiq_producer_id_source_t from_controller = {reserve_producer_ids, b};
+        kiq_producer_id_source_t from_controller = {ask_producer_ids, b};
         b->producer_ids = kiq_producer_ids_new_from(&from_controller);
     } else {
         b->producer_ids = kiq_producer_ids_new(b->log_dirs[0].path, KIQ_PRODUCER_IDS_BLOCK);
@@ -532,6 +541,13 @@ int kiq_broker_start(kiq_broker_t *b)
     }
 
     if (kiq_purgatory_start(b->purgatory) != 0) return -1;
+    atomic_store(&b->registered_epoch, -1);
+    if (b->cluster) {
+        char id[40];
+        snprintf(id, sizeof id, "kafkaiq-broker-%d", b->node_id);
+        b->controller_channel = kiq_peer_channel_new("to-controller", b->controller_host, b->controller_port, id);
+        if (!b->controller_channel) return -1;
+    }
     kiq_group_context_t gctx = {b->config, b->topics, b->cluster, b->metadata};
     b->groups = kiq_group_coordinator_new(&gctx);
     if (!b->groups) return kiq_error_set("out of memory");
@@ -599,6 +615,8 @@ int kiq_broker_start(kiq_broker_t *b)
             .config = b->config,
             .startup = &b->startup,
             .nlog_dirs = b->nlog_dirs,
+            .registered = registered,
+            .ctx = b,
         };
         for (int i = 0; i < b->nlog_dirs && i < KIQ_BROKER_MAX_LOG_DIRS; i++) id.log_dirs[i] = b->log_dirs[i].dir_id;
         if (id.nlog_dirs > KIQ_BROKER_MAX_LOG_DIRS) id.nlog_dirs = KIQ_BROKER_MAX_LOG_DIRS;
@@ -727,6 +745,8 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     b->flusher = NULL;
     kiq_group_coordinator_stop(b->groups);
     kiq_txn_coordinator_stop(b->txns);
+    /* what it still holds is answered (some park, hence before the purgatory) */
+    kiq_peer_channel_stop(b->controller_channel);
     if (b->purgatory) kiq_purgatory_stop(b->purgatory);
     if (b->queue) kiq_request_queue_close(b->queue);
     for (int i = 0; i < b->nio_threads; i++) pthread_join(b->io_threads[i], NULL);
@@ -745,6 +765,8 @@ static void broker_shutdown(kiq_broker_t *b, bool clean)
     b->queue = NULL;
     kiq_purgatory_free(b->purgatory);
     b->purgatory = NULL;
+    kiq_peer_channel_free(b->controller_channel);
+    b->controller_channel = NULL;
     /* after the processors and every request: they give bytes and slots back */
     kiq_memory_pool_free(b->request_pool);
     b->request_pool = NULL;

@@ -97,12 +97,17 @@ struct kiq_broker {
     int32_t controller_id;
     char controller_host[256];
     int controller_port;
+    /* Cluster mode: the kept line to the controller that forwarded
+     * requests travel on; from start to free (stopped at shutdown, after
+     * the handlers stop forwarding into it... or as they still might). */
+    struct kiq_peer_channel *controller_channel;
     /* This run's incarnation (BrokerRegistration): a clean shutdown keeps
      * it in the clean-shutdown marker and the next start reuses it, so the
      * controller knows the broker's logs are whole and leaves its
      * leaderships be; after a crash it is new. Set at start. */
     kiq_uuid_t incarnation;
     int64_t last_broker_epoch; /* what the controller gave this run, kept at shutdown */
+    atomic_int_fast64_t registered_epoch; /* the last registration's broker epoch, -1 before; any thread */
     /* The controller, on the broker whose id is the voter's: from start
      * to shutdown; its own lock. */
     struct kiq_controller *controller;

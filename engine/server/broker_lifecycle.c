@@ -161,6 +161,7 @@ static int do_register(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int 
         *refused_since = 0;
         set_epoch(lc, resp.broker_epoch);
         kiq_broker_startup_registered(lc->b.startup, resp.broker_epoch);
+        if (lc->b.registered) lc->b.registered(lc->b.ctx, resp.broker_epoch);
     }
     kiq_arena_reset(&arena);
     return rc;

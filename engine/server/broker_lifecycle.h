@@ -47,6 +47,9 @@ typedef struct kiq_broker_identity {
     kiq_broker_startup_t *startup; /* the broker's: registered and ready are stamped here */
     kiq_uuid_t log_dirs[KIQ_BROKER_MAX_LOG_DIRS]; /* their directory.id */
     int nlog_dirs;
+    /* on the lifecycle thread after each registration, with its epoch */
+    void (*registered)(void *ctx, int64_t broker_epoch);
+    void *ctx;
 } kiq_broker_identity_t;
 
 /* Starts the thread for a started broker in cluster mode; the identity is

@@ -1,18 +1,20 @@
-#include "server/broker_lifecycle.h"
 #include "server/controller_link.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "controller/controller.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
-#include "net/client.h"
+#include "net/peer_channel.h"
 #include "proto/errors.h"
 #include "proto/messages.h"
 #include "server/broker.h"
 
-enum { CONNECT_TIMEOUT_MS = 2000 };
+/* How long a block of producer ids may take to come. */
+#define PRODUCER_IDS_TIMEOUT_MS 5000
 
 static kiq_str_t arena_copy(kiq_arena_t *arena, const char *s, size_t n)
 {
@@ -35,12 +37,61 @@ static void fail_all(kiq_topic_order_t *orders, int n, kiq_arena_t *arena)
     }
 }
 
-static kiq_client_conn_t *connect_controller(kiq_broker_t *b, int timeout_ms)
+/* A request on its way to the controller; in the caller's arena. */
+typedef struct forward {
+    kiq_peer_call_t call; /* first: the channel hands this pointer back */
+    kiq_broker_t *b;
+    kiq_arena_t *arena;
+    kiq_topic_order_t *orders; /* topic requests' */
+    kiq_config_order_t *config_orders;
+    int n;
+    union {
+        kiq_create_topics_request_t create_topics;
+        kiq_create_partitions_request_t create_partitions;
+        kiq_delete_topics_request_t delete_topics;
+    } req;
+    union {
+        kiq_create_topics_response_t create_topics;
+        kiq_create_partitions_response_t create_partitions;
+        kiq_delete_topics_response_t delete_topics;
+        kiq_alter_configs_response_t alter;
+        kiq_incremental_alter_configs_response_t incremental;
+    } resp;
+    void (*answer)(struct forward *f, int rc); /* the response (or the failure) to the orders */
+    kiq_link_done_fn done;
+    void *ctx;
+} forward_t;
+
+static forward_t *forward_new(kiq_broker_t *b, kiq_arena_t *arena, int timeout_ms, kiq_link_done_fn done, void *ctx)
 {
-    char id[32];
-    snprintf(id, sizeof id, "kafkaiq-broker-%d", b->node_id);
-    return kiq_client_connect(b->controller_host, b->controller_port,
-                              timeout_ms > 0 && timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms : CONNECT_TIMEOUT_MS, id);
+    forward_t *f = kiq_arena_calloc(arena, 1, sizeof *f);
+    f->b = b;
+    f->arena = arena;
+    f->done = done;
+    f->ctx = ctx;
+    f->call.version = -1;
+    f->call.arena = arena;
+    f->call.response = &f->resp;
+    f->call.ctx = f;
+    f->call.deadline_ns = kiq_clock_mono_ns() + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000;
+    return f;
+}
+
+static void forwarded(kiq_peer_call_t *call, int rc)
+{
+    forward_t *f = call->ctx;
+    if (rc != 0) kiq_error_set("%s", call->error);
+    f->answer(f, rc);
+    f->done(f->ctx);
+}
+
+static void send_forward(forward_t *f, int16_t api_key, const void *req, void (*answer)(forward_t *f, int rc))
+{
+    f->call.api_key = api_key;
+    f->call.request = req;
+    f->call.done = forwarded;
+    f->answer = answer;
+    kiq_peer_channel_submit(f->b->controller_channel, &f->call);
 }
 
 /* The forwarded topic's configs field, from the checked configs. */
@@ -107,198 +158,238 @@ static int create_partitions_here(kiq_controller_t *c, const kiq_topic_order_t *
     return kiq_controller_create_partitions(c, o->name, o->partitions, o->assignments, o->nassignments, validate_only);
 }
 
-void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
-                                       int timeout_ms, kiq_arena_t *arena)
+static void created(forward_t *f, int rc)
 {
-    if (n <= 0) return;
-    if (b->controller) {
+    if (rc != 0) {
+        fail_all(f->orders, f->n, f->arena);
+        return;
+    }
+    const kiq_create_topics_response_t *resp = &f->resp.create_topics;
+    for (int32_t i = 0; i < resp->topics_n; i++)
+        answered(f->orders, f->n, resp->topics[i].name, resp->topics[i].error_code, resp->topics[i].error_message);
+}
+
+void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
+                                       int timeout_ms, kiq_arena_t *arena, kiq_link_done_fn done, void *ctx)
+{
+    if (n <= 0 || b->controller) {
         decide_here(b, orders, n, validate_only, arena, create_topic_here);
+        done(ctx);
         return;
     }
-    kiq_client_conn_t *c = connect_controller(b, timeout_ms);
-    if (!c) {
-        fail_all(orders, n, arena);
-        return;
-    }
-    kiq_create_topics_request_t req;
-    kiq_create_topics_request_init(&req);
-    req.topics = kiq_arena_calloc(arena, (size_t)n, sizeof *req.topics);
-    req.topics_n = n;
+    forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
+    f->orders = orders;
+    f->n = n;
+    kiq_create_topics_request_t *req = &f->req.create_topics;
+    kiq_create_topics_request_init(req);
+    req->topics = kiq_arena_calloc(arena, (size_t)n, sizeof *req->topics);
+    req->topics_n = n;
     for (int i = 0; i < n; i++) {
-        kiq_create_topics_request_topics_init(&req.topics[i]);
-        req.topics[i].name = orders[i].name;
-        req.topics[i].num_partitions = orders[i].partitions;
-        req.topics[i].replication_factor = orders[i].replication_factor;
-        forward_configs(orders[i].configs, &req.topics[i], arena);
+        kiq_create_topics_request_topics_init(&req->topics[i]);
+        req->topics[i].name = orders[i].name;
+        req->topics[i].num_partitions = orders[i].partitions;
+        req->topics[i].replication_factor = orders[i].replication_factor;
+        forward_configs(orders[i].configs, &req->topics[i], arena);
     }
     awaiting(orders, n);
-    req.timeout_ms = timeout_ms;
-    req.validate_only = validate_only;
-    kiq_create_topics_response_t resp;
-    if (kiq_client_request(c, KIQ_API_CREATE_TOPICS, -1, &req, arena, &resp, timeout_ms) != 0) {
-        fail_all(orders, n, arena);
-    } else {
-        for (int32_t i = 0; i < resp.topics_n; i++)
-            answered(orders, n, resp.topics[i].name, resp.topics[i].error_code, resp.topics[i].error_message);
+    req->timeout_ms = timeout_ms;
+    req->validate_only = validate_only;
+    send_forward(f, KIQ_API_CREATE_TOPICS, req, created);
+}
+
+static void grown(forward_t *f, int rc)
+{
+    if (rc != 0) {
+        fail_all(f->orders, f->n, f->arena);
+        return;
     }
-    kiq_client_close(c);
+    const kiq_create_partitions_response_t *resp = &f->resp.create_partitions;
+    for (int32_t i = 0; i < resp->results_n; i++)
+        answered(f->orders, f->n, resp->results[i].name, resp->results[i].error_code,
+                 resp->results[i].error_message);
 }
 
 void kiq_controller_link_create_partitions(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
-                                           int timeout_ms, kiq_arena_t *arena)
+                                           int timeout_ms, kiq_arena_t *arena, kiq_link_done_fn done, void *ctx)
 {
-    if (n <= 0) return;
-    if (b->controller) {
+    if (n <= 0 || b->controller) {
         decide_here(b, orders, n, validate_only, arena, create_partitions_here);
+        done(ctx);
         return;
     }
-    kiq_client_conn_t *c = connect_controller(b, timeout_ms);
-    if (!c) {
-        fail_all(orders, n, arena);
-        return;
-    }
-    kiq_create_partitions_request_t req;
-    kiq_create_partitions_request_init(&req);
-    req.topics = kiq_arena_calloc(arena, (size_t)n, sizeof *req.topics);
-    req.topics_n = n;
+    forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
+    f->orders = orders;
+    f->n = n;
+    kiq_create_partitions_request_t *req = &f->req.create_partitions;
+    kiq_create_partitions_request_init(req);
+    req->topics = kiq_arena_calloc(arena, (size_t)n, sizeof *req->topics);
+    req->topics_n = n;
     for (int i = 0; i < n; i++) {
-        kiq_create_partitions_request_topics_init(&req.topics[i]);
-        req.topics[i].name = orders[i].name;
-        req.topics[i].count = orders[i].partitions;
-        req.topics[i].assignments = (kiq_create_partitions_request_topics_assignments_t *)orders[i].assignments;
-        req.topics[i].assignments_n = orders[i].nassignments;
+        kiq_create_partitions_request_topics_init(&req->topics[i]);
+        req->topics[i].name = orders[i].name;
+        req->topics[i].count = orders[i].partitions;
+        req->topics[i].assignments = (kiq_create_partitions_request_topics_assignments_t *)orders[i].assignments;
+        req->topics[i].assignments_n = orders[i].nassignments;
     }
     awaiting(orders, n);
-    req.timeout_ms = timeout_ms;
-    req.validate_only = validate_only;
-    kiq_create_partitions_response_t resp;
-    if (kiq_client_request(c, KIQ_API_CREATE_PARTITIONS, -1, &req, arena, &resp, timeout_ms) != 0) {
-        fail_all(orders, n, arena);
-    } else {
-        for (int32_t i = 0; i < resp.results_n; i++)
-            answered(orders, n, resp.results[i].name, resp.results[i].error_code, resp.results[i].error_message);
+    req->timeout_ms = timeout_ms;
+    req->validate_only = validate_only;
+    send_forward(f, KIQ_API_CREATE_PARTITIONS, req, grown);
+}
+
+static void deleted(forward_t *f, int rc)
+{
+    if (rc != 0) {
+        fail_all(f->orders, f->n, f->arena);
+        return;
     }
-    kiq_client_close(c);
+    const kiq_delete_topics_response_t *resp = &f->resp.delete_topics;
+    for (int32_t i = 0; i < resp->responses_n; i++)
+        answered(f->orders, f->n, resp->responses[i].name, resp->responses[i].error_code,
+                 resp->responses[i].error_message);
+}
+
+void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
+                                       kiq_arena_t *arena, kiq_link_done_fn done, void *ctx)
+{
+    if (n <= 0 || b->controller) {
+        decide_here(b, orders, n, false, arena, delete_topic_here);
+        done(ctx);
+        return;
+    }
+    forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
+    f->orders = orders;
+    f->n = n;
+    kiq_delete_topics_request_t *req = &f->req.delete_topics;
+    kiq_delete_topics_request_init(req);
+    /* names travel in topic_names up to v5 and in topics from v6: both
+     * are filled, the version the channel picks writes its own */
+    req->topics = kiq_arena_calloc(arena, (size_t)n, sizeof *req->topics);
+    req->topics_n = n;
+    req->topic_names = kiq_arena_calloc(arena, (size_t)n, sizeof *req->topic_names);
+    req->topic_names_n = n;
+    for (int i = 0; i < n; i++) {
+        kiq_delete_topics_request_topics_init(&req->topics[i]);
+        req->topics[i].name = orders[i].name;
+        req->topic_names[i] = orders[i].name;
+    }
+    awaiting(orders, n);
+    req->timeout_ms = timeout_ms;
+    send_forward(f, KIQ_API_DELETE_TOPICS, req, deleted);
+}
+
+static void elected(forward_t *f, int rc)
+{
+    if (rc == 0) return;
+    kiq_elect_leaders_response_t *resp = f->call.response;
+    kiq_elect_leaders_response_init(resp);
+    resp->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
 }
 
 void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_request_t *req, int timeout_ms,
-                                       kiq_arena_t *arena, kiq_elect_leaders_response_t *resp)
+                                       kiq_arena_t *arena, kiq_elect_leaders_response_t *resp, kiq_link_done_fn done,
+                                       void *ctx)
 {
     if (b->controller) {
         kiq_error_clear();
         kiq_controller_elect_leaders(b->controller, arena, req, resp);
+        done(ctx);
         return;
     }
-    kiq_client_conn_t *c = connect_controller(b, timeout_ms);
-    if (!c || kiq_client_request(c, KIQ_API_ELECT_LEADERS, -1, req, arena, resp, timeout_ms) != 0) {
-        kiq_elect_leaders_response_init(resp);
-        resp->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
-    }
-    kiq_client_close(c);
+    forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
+    f->call.response = resp;
+    send_forward(f, KIQ_API_ELECT_LEADERS, req, elected);
 }
 
-int kiq_controller_link_allocate_producer_ids(kiq_broker_t *b, int timeout_ms, int64_t *start, int64_t *len)
+/* Both responses list the resources in the request's order, alike. */
+static void configs_changed(forward_t *f, int rc)
 {
-    int64_t epoch = b->lifecycle ? kiq_broker_lifecycle_epoch(b->lifecycle) : -1;
-    if (epoch < 0) return kiq_error_set("broker %d is not registered with the controller yet", b->node_id);
-    kiq_allocate_producer_ids_request_t req;
-    kiq_allocate_producer_ids_request_init(&req);
-    req.broker_id = b->node_id;
-    req.broker_epoch = epoch;
-    kiq_allocate_producer_ids_response_t resp;
-    kiq_allocate_producer_ids_response_init(&resp);
-    kiq_arena_t arena;
-    kiq_arena_init(&arena);
-    int rc = 0;
-    if (b->controller) {
-        kiq_controller_allocate_producer_ids(b->controller, &req, &resp);
-    } else {
-        kiq_client_conn_t *c = connect_controller(b, timeout_ms);
-        rc = c ? kiq_client_request(c, KIQ_API_ALLOCATE_PRODUCER_IDS, -1, &req, &arena, &resp, timeout_ms) : -1;
-        kiq_client_close(c);
+    kiq_str_t why = rc == 0 ? KIQ_STR("the controller left the resource out of its answer") : error_text(f->arena);
+    for (int i = 0; i < f->n; i++) {
+        kiq_config_order_t *o = &f->config_orders[i];
+        o->error = rc == 0 ? KIQ_ERR_UNKNOWN_SERVER_ERROR : KIQ_ERR_REQUEST_TIMED_OUT;
+        o->message = why;
+        if (rc != 0) continue;
+        if (f->call.api_key == KIQ_API_ALTER_CONFIGS && i < f->resp.alter.responses_n) {
+            o->error = f->resp.alter.responses[i].error_code;
+            o->message = f->resp.alter.responses[i].error_message;
+        } else if (f->call.api_key == KIQ_API_INCREMENTAL_ALTER_CONFIGS && i < f->resp.incremental.responses_n) {
+            o->error = f->resp.incremental.responses[i].error_code;
+            o->message = f->resp.incremental.responses[i].error_message;
+        }
     }
-    kiq_arena_reset(&arena);
-    if (rc != 0) return kiq_error_set("cannot reach the controller for producer ids: %s", kiq_error_get());
-    if (resp.error_code || resp.producer_id_len <= 0)
-        return kiq_error_set("the controller gave no producer ids (error %d)", resp.error_code);
-    *start = resp.producer_id_start;
-    *len = resp.producer_id_len;
-    return 0;
 }
 
 void kiq_controller_link_change_configs(kiq_broker_t *b, int16_t api_key, const void *req, kiq_config_order_t *orders,
-                                        int n, bool validate_only, int timeout_ms, kiq_arena_t *arena)
+                                        int n, bool validate_only, int timeout_ms, kiq_arena_t *arena,
+                                        kiq_link_done_fn done, void *ctx)
 {
     kiq_error_clear();
     if (b->controller) {
         kiq_controller_change_configs(b->controller, arena, orders, n, validate_only);
+        done(ctx);
         return;
     }
-    /* both responses list the resources in the request's order, alike */
-    union {
-        kiq_alter_configs_response_t alter;
-        kiq_incremental_alter_configs_response_t incremental;
-    } resp;
-    kiq_client_conn_t *c = connect_controller(b, timeout_ms);
-    bool ok = c && kiq_client_request(c, api_key, -1, req, arena, &resp, timeout_ms) == 0;
-    kiq_client_close(c);
-    kiq_str_t why = ok ? KIQ_STR("the controller left the resource out of its answer") : error_text(arena);
-    for (int i = 0; i < n; i++) {
-        orders[i].error = ok ? KIQ_ERR_UNKNOWN_SERVER_ERROR : KIQ_ERR_REQUEST_TIMED_OUT;
-        orders[i].message = why;
-        if (!ok) continue;
-        if (api_key == KIQ_API_ALTER_CONFIGS && i < resp.alter.responses_n) {
-            orders[i].error = resp.alter.responses[i].error_code;
-            orders[i].message = resp.alter.responses[i].error_message;
-        } else if (api_key == KIQ_API_INCREMENTAL_ALTER_CONFIGS && i < resp.incremental.responses_n) {
-            orders[i].error = resp.incremental.responses[i].error_code;
-            orders[i].message = resp.incremental.responses[i].error_message;
-        }
-    }
+    forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
+    f->config_orders = orders;
+    f->n = n;
+    send_forward(f, api_key, req, configs_changed);
 }
 
-void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
-                                       kiq_arena_t *arena)
+/* A request for producer ids: the broker's, not a client request's, so on
+ * the heap until its answer. */
+typedef struct id_block_call {
+    kiq_peer_call_t call; /* first: the channel hands this pointer back */
+    kiq_producer_ids_t *ids;
+    kiq_arena_t arena;
+    kiq_allocate_producer_ids_request_t req;
+    kiq_allocate_producer_ids_response_t resp;
+} id_block_call_t;
+
+static void give(kiq_producer_ids_t *ids, int rc, const kiq_allocate_producer_ids_response_t *resp)
 {
-    if (n <= 0) return;
-    if (b->controller) {
-        decide_here(b, orders, n, false, arena, delete_topic_here);
+    if (rc == 0 && (resp->error_code || resp->producer_id_len <= 0))
+        rc = kiq_error_set("the controller gave no producer ids (error %d)", resp->error_code);
+    kiq_producer_ids_given(ids, rc, rc == 0 ? resp->producer_id_start : 0, rc == 0 ? resp->producer_id_len : 0);
+}
+
+static void id_block_answered(kiq_peer_call_t *call, int rc)
+{
+    id_block_call_t *c = (id_block_call_t *)call;
+    if (rc != 0) kiq_error_set("cannot reach the controller for producer ids: %s", call->error);
+    give(c->ids, rc, &c->resp);
+    kiq_arena_reset(&c->arena);
+    free(c);
+}
+
+void kiq_controller_link_producer_ids(kiq_broker_t *b, kiq_producer_ids_t *ids)
+{
+    int64_t epoch = atomic_load(&b->registered_epoch);
+    if (epoch < 0) {
+        kiq_error_set("broker %d is not registered with the controller yet", b->node_id);
+        kiq_producer_ids_given(ids, -1, 0, 0);
         return;
     }
-    kiq_client_conn_t *c = connect_controller(b, timeout_ms);
+    id_block_call_t *c = calloc(1, sizeof *c);
     if (!c) {
-        fail_all(orders, n, arena);
+        kiq_error_set("out of memory");
+        kiq_producer_ids_given(ids, -1, 0, 0);
         return;
     }
-    int16_t v = kiq_client_version(c, KIQ_API_DELETE_TOPICS);
-    kiq_delete_topics_request_t req;
-    kiq_delete_topics_request_init(&req);
-    /* names travel in topic_names up to v5 and in topics from v6 */
-    if (v >= 6) {
-        req.topics = kiq_arena_calloc(arena, (size_t)n, sizeof *req.topics);
-        req.topics_n = n;
-    } else {
-        req.topic_names = kiq_arena_calloc(arena, (size_t)n, sizeof *req.topic_names);
-        req.topic_names_n = n;
+    c->ids = ids;
+    kiq_arena_init(&c->arena);
+    kiq_allocate_producer_ids_request_init(&c->req);
+    c->req.broker_id = b->node_id;
+    c->req.broker_epoch = epoch;
+    kiq_allocate_producer_ids_response_init(&c->resp);
+    if (b->controller) {
+        kiq_controller_allocate_producer_ids(b->controller, &c->req, &c->resp);
+        give(ids, 0, &c->resp);
+        free(c);
+        return;
     }
-    for (int i = 0; i < n; i++) {
-        if (v >= 6) {
-            kiq_delete_topics_request_topics_init(&req.topics[i]);
-            req.topics[i].name = orders[i].name;
-        } else {
-            req.topic_names[i] = orders[i].name;
-        }
-    }
-    awaiting(orders, n);
-    req.timeout_ms = timeout_ms;
-    kiq_delete_topics_response_t resp;
-    if (v < 0 || kiq_client_request(c, KIQ_API_DELETE_TOPICS, v, &req, arena, &resp, timeout_ms) != 0) {
-        if (v < 0) kiq_error_set("the controller at %s does not serve DeleteTopics", kiq_client_peer(c));
-        fail_all(orders, n, arena);
-    } else {
-        for (int32_t i = 0; i < resp.responses_n; i++)
-            answered(orders, n, resp.responses[i].name, resp.responses[i].error_code,
-                     resp.responses[i].error_message);
-    }
-    kiq_client_close(c);
+    c->call = (kiq_peer_call_t){.api_key = KIQ_API_ALLOCATE_PRODUCER_IDS, .version = -1, .request = &c->req,
+                                .arena = &c->arena, .response = &c->resp, .done = id_block_answered};
+    c->call.deadline_ns = kiq_clock_mono_ns() + (int64_t)PRODUCER_IDS_TIMEOUT_MS * 1000000;
+    kiq_peer_channel_submit(b->controller_channel, &c->call);
 }

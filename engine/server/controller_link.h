@@ -1,11 +1,14 @@
-/* A cluster-mode broker's topic requests to the controller: CreateTopics,
- * CreatePartitions and DeleteTopics received by any broker are decided
- * there. When this
- * broker hosts the controller the calls go straight to it; otherwise they
- * travel as one CreateTopics / CreatePartitions / DeleteTopics request over a short-lived
- * connection to the controller's control-plane listener.
+/* A cluster-mode broker's requests to the controller: CreateTopics,
+ * CreatePartitions, DeleteTopics, ElectLeaders and the config changes
+ * received by any broker are decided there. When this broker hosts the
+ * controller they go straight to it; otherwise they travel over the
+ * broker's kept channel to the controller's control-plane listener
+ * (net/peer_channel.h), and the caller goes on: done(ctx) runs once the
+ * orders are decided, on the channel's thread, or before the call returns
+ * when the controller is here. Until then the orders, the arena and ctx
+ * are the link's (a parked request's).
  *
- * Any thread; the calls block for at most about timeout_ms. */
+ * Any thread; nothing here waits on another broker. */
 #ifndef KIQ_SERVER_CONTROLLER_LINK_H
 #define KIQ_SERVER_CONTROLLER_LINK_H
 
@@ -18,6 +21,7 @@
 #include "include/kafkaiq.h"
 #include "proto/messages.h"
 #include "proto/types.h"
+#include "server/producer_ids.h"
 
 /* One topic to create, grow or delete, and what the controller answered. */
 typedef struct kiq_topic_order {
@@ -33,30 +37,35 @@ typedef struct kiq_topic_order {
     int32_t nassignments;
 } kiq_topic_order_t;
 
+/* Called once the orders are decided. */
+typedef void (*kiq_link_done_fn)(void *ctx);
+
 /* Creates (or with validate_only, checks) each topic. Every order gets
  * its error; an unreachable controller gives REQUEST_TIMED_OUT (a client
  * retries it). */
 void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
-                                       int timeout_ms, kiq_arena_t *arena);
+                                       int timeout_ms, kiq_arena_t *arena, kiq_link_done_fn done, void *ctx);
 /* Grows each topic to its order's partition count (or with validate_only
  * checks that it could). */
 void kiq_controller_link_create_partitions(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
-                                           int timeout_ms, kiq_arena_t *arena);
+                                           int timeout_ms, kiq_arena_t *arena, kiq_link_done_fn done, void *ctx);
+/* Deletes each topic (by name). */
+void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
+                                       kiq_arena_t *arena, kiq_link_done_fn done, void *ctx);
 /* ElectLeaders, decided by the controller; *resp filled in arena. An
  * unreachable controller gives REQUEST_TIMED_OUT at the top level. */
-/* A block of producer ids from the controller (AllocateProducerIds): its
- * first id and length. 0, or -1 with the reason (not registered yet, the
- * controller unreachable). Any thread; blocks up to timeout_ms. */
-int kiq_controller_link_allocate_producer_ids(kiq_broker_t *b, int timeout_ms, int64_t *start, int64_t *len);
 void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_request_t *req, int timeout_ms,
-                                       kiq_arena_t *arena, kiq_elect_leaders_response_t *resp);
+                                       kiq_arena_t *arena, kiq_elect_leaders_response_t *resp, kiq_link_done_fn done,
+                                       void *ctx);
 /* AlterConfigs or IncrementalAlterConfigs (api_key; req the request,
  * sent on as it came), decided by the controller: each order gets its
  * outcome. An unreachable controller gives every order REQUEST_TIMED_OUT. */
 void kiq_controller_link_change_configs(kiq_broker_t *b, int16_t api_key, const void *req, kiq_config_order_t *orders,
-                                        int n, bool validate_only, int timeout_ms, kiq_arena_t *arena);
-/* Deletes each topic (by name). */
-void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
-                                       kiq_arena_t *arena);
+                                        int n, bool validate_only, int timeout_ms, kiq_arena_t *arena,
+                                        kiq_link_done_fn done, void *ctx);
+/* Asks the controller for a block of producer ids (AllocateProducerIds)
+ * for ids; the answer (or the reason there is none: not registered yet,
+ * the controller unreachable) goes to kiq_producer_ids_given. */
+void kiq_controller_link_producer_ids(kiq_broker_t *b, kiq_producer_ids_t *ids);
 
 #endif

@@ -21,12 +21,15 @@
 /* Guarded by mu, except the paths, block and source, fixed at new. */
 struct kiq_producer_ids {
     pthread_mutex_t mu;
-    kiq_producer_id_source_t source; /* a cluster's blocks; NULL reserve: the file */
+    kiq_producer_id_source_t source; /* a cluster's blocks; NULL request: the file */
     char *dir;
     char path[PATH_MAX];
     int64_t block;
     int64_t next;      /* the next id to hand out */
-    int64_t block_end; /* ids below it are reserved on disk */
+    int64_t block_end; /* ids below it are reserved on disk, or given by the source */
+    int64_t block_len; /* the source's current block's length */
+    int64_t spare_start, spare_len; /* the source's next block, 0 long when none */
+    bool asking;                    /* a request to the source is out */
 };
 
 static int read_file(kiq_producer_ids_t *p)
@@ -117,17 +120,55 @@ void kiq_producer_ids_free(kiq_producer_ids_t *p)
     free(p);
 }
 
+void kiq_producer_ids_given(kiq_producer_ids_t *p, int rc, int64_t start, int64_t len)
+{
+    if (rc != 0) KIQ_WARN("no producer ids from the controller: %s", kiq_error_get());
+    pthread_mutex_lock(&p->mu);
+    p->asking = false;
+    if (rc == 0 && len > 0) {
+        p->spare_start = start;
+        p->spare_len = len;
+        KIQ_DEBUG("producer ids %" PRId64 "..%" PRId64 " given", start, start + len - 1);
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* From the source's blocks, under mu; *ask set (when ask is not NULL)
+ * when the next block is to be asked for. */
+static int next_given(kiq_producer_ids_t *p, int64_t *id, bool *ask)
+{
+    if (p->next >= p->block_end && p->spare_len > 0) {
+        p->next = p->spare_start;
+        p->block_end = p->spare_start + p->spare_len;
+        p->block_len = p->spare_len;
+        p->spare_len = 0;
+    }
+    int rc = 0;
+    if (p->next >= p->block_end)
+        rc = kiq_error_set("producer ids are on their way from the controller");
+    else
+        *id = p->next++;
+    if (ask && !p->asking && p->spare_len == 0 && p->block_end - p->next <= p->block_len / 10)
+        *ask = p->asking = true;
+    return rc;
+}
+
+void kiq_producer_ids_prefetch(kiq_producer_ids_t *p)
+{
+    pthread_mutex_lock(&p->mu);
+    bool ask = p->source.request && !p->asking && p->spare_len == 0 && p->next >= p->block_end;
+    if (ask) p->asking = true;
+    pthread_mutex_unlock(&p->mu);
+    if (ask) p->source.request(p->source.ctx, p);
+}
+
 int kiq_producer_ids_next(kiq_producer_ids_t *p, int64_t *id)
 {
     pthread_mutex_lock(&p->mu);
     int rc = 0;
-    if (p->next >= p->block_end && p->source.reserve) {
-        int64_t start, len;
-        if ((rc = p->source.reserve(p->source.ctx, &start, &len)) == 0) {
-            p->next = start;
-            p->block_end = start + len;
-            KIQ_DEBUG("producer ids %" PRId64 "..%" PRId64 " given", p->next, p->block_end - 1);
-        }
+    bool ask = false;
+    if (p->source.request) {
+        rc = next_given(p, id, &ask);
     } else if (p->next >= p->block_end) {
         if (p->block_end > INT64_MAX - p->block) {
             rc = kiq_error_set("producer ids are exhausted");
@@ -137,7 +178,19 @@ int kiq_producer_ids_next(kiq_producer_ids_t *p, int64_t *id)
             KIQ_DEBUG("producer ids %" PRId64 "..%" PRId64 " reserved", p->next, p->block_end - 1);
         }
     }
-    if (rc == 0) *id = p->next++;
+    if (rc == 0 && !p->source.request) *id = p->next++;
     pthread_mutex_unlock(&p->mu);
+    if (ask) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", kiq_error_get());
+        p->source.request(p->source.ctx, p);
+        /* a source that answered at once (the controller is here) */
+        if (rc != 0) {
+            pthread_mutex_lock(&p->mu);
+            rc = next_given(p, id, NULL);
+            pthread_mutex_unlock(&p->mu);
+            if (rc != 0) kiq_error_set("%s", why);
+        }
+    }
     return rc;
 }

@@ -22,18 +22,26 @@ typedef struct kiq_producer_ids kiq_producer_ids_t;
  * reserved at a time (> 0). NULL with the reason when the file is
  * unreadable or malformed: ids could repeat otherwise. */
 kiq_producer_ids_t *kiq_producer_ids_new(const char *dir, int64_t block_size);
-/* Blocks from elsewhere: reserve gives the first id of a new block and its
- * length (0, or -1 with the reason; nothing is handed out then). Called
- * under the allocator's lock, from the thread asking for an id. */
+/* Blocks from elsewhere (the controller), asked for ahead of need as
+ * Kafka's RPCProducerIdManager does: once a tenth of the block is left,
+ * request(ctx, p) is called (never under the allocator's lock, at most one
+ * request at a time) and the source answers with kiq_producer_ids_given,
+ * from any thread, perhaps before request returns. */
 typedef struct kiq_producer_id_source {
-    int (*reserve)(void *ctx, int64_t *start, int64_t *len);
+    void (*request)(void *ctx, kiq_producer_ids_t *p);
     void *ctx;
 } kiq_producer_id_source_t;
 kiq_producer_ids_t *kiq_producer_ids_new_from(const kiq_producer_id_source_t *source);
+/* Asks the source for a block unless one is in hand or on its way. */
+void kiq_producer_ids_prefetch(kiq_producer_ids_t *p);
+/* The source's answer: rc 0 and the block [start, start + len), or rc -1
+ * with the reason in the error slot. */
+void kiq_producer_ids_given(kiq_producer_ids_t *p, int rc, int64_t start, int64_t len);
 void kiq_producer_ids_free(kiq_producer_ids_t *p);
 /* The next id into *id. Reserving a new block writes the file (temp file,
  * fsync, rename, directory fsync) first; -1 with the reason when that
- * fails (nothing is handed out). */
+ * fails (nothing is handed out). From a source, -1 while the next block
+ * is still on its way: a retriable answer for the client, never a wait. */
 int kiq_producer_ids_next(kiq_producer_ids_t *p, int64_t *id);
 
 #endif

@@ -56,6 +56,12 @@ uint64_t kiq_purgatory_key(const char *topic, size_t len, int32_t partition)
     return (h ^ (uint32_t)partition) * 1099511628211ULL;
 }
 
+uint64_t kiq_purgatory_metadata_key(void)
+{
+    static const char name[] = "__cluster_metadata";
+    return kiq_purgatory_key(name, sizeof name - 1, -1);
+}
+
 static size_t bucket_of(uint64_t key) { return (size_t)(key ^ key >> 29) % NBUCKETS; }
 
 /* ---- the deadline heap (under lock) ---- */

@@ -44,6 +44,10 @@ struct kiq_delayed_op {
 /* The key of partition `partition` of the topic named (len bytes). */
 uint64_t kiq_purgatory_key(const char *topic, size_t len, int32_t partition);
 
+/* The key notified whenever this broker applies the controller's metadata
+ * (a partition -1 no real partition has). */
+uint64_t kiq_purgatory_metadata_key(void);
+
 /* What the purgatory has done, for benchmarks and tests. */
 typedef struct kiq_purgatory_stats {
     uint64_t parked;   /* operations parked */
