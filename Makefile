@@ -16,13 +16,13 @@ SCHEMA     := $(sort $(wildcard engine/proto/schema/*.lua)) $(sort $(wildcard en
 GEN_C      := $(BUILD)/gen/proto/messages.c
 GEN_H      := $(BUILD)/gen/proto/messages.h
 GEN_SAMPLE := $(BUILD)/gen/proto/messages_sample.c
-GEN_LUA    := $(BUILD)/gen/proto/messages_lua.c $(BUILD)/gen/proto/messages_lua.h
+GEN_LUA    := $(BUILD)/gen/lua/messages_lua.c $(BUILD)/gen/lua/messages_lua.h
 GEN_SURFACE := $(BUILD)/gen/api/surface.c
 GEN_EMBED  := $(BUILD)/gen/lua/hook_answers.c
 # The live page's files, each embedded as kiq_page_<name with _ for .>.
 PAGE_SRC   := $(sort $(wildcard engine/http/page/*))
 PAGE_OBJ   := $(PAGE_SRC:engine/http/page/%=$(BUILD)/obj/gen/http/%.o)
-ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/messages.o $(BUILD)/obj/gen/messages_lua.o \
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/messages.o $(BUILD)/obj/gen/lua/messages_lua.o \
               $(BUILD)/obj/gen/api/surface.o $(BUILD)/obj/gen/lua/hook_answers.o $(PAGE_OBJ)
 CMD_OBJ    := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
@@ -41,8 +41,8 @@ deps:
 	@scripts/deps.sh
 
 $(GEN_H) $(GEN_C) $(GEN_SAMPLE) $(GEN_LUA) &: scripts/gen_codec.lua $(SCHEMA)
-	@mkdir -p $(dir $(GEN_C))
-	$(LUAJIT) scripts/gen_codec.lua $(BUILD)/gen/proto $(SCHEMA)
+	@mkdir -p $(BUILD)/gen/proto $(BUILD)/gen/lua
+	$(LUAJIT) scripts/gen_codec.lua $(BUILD)/gen $(SCHEMA)
 
 $(GEN_SURFACE): scripts/gen_surface.lua engine/api/surface.lua $(SCHEMA)
 	@mkdir -p $(dir $@)
@@ -57,6 +57,10 @@ $(GEN_EMBED): scripts/embed.lua engine/lua/hook_answers.lua
 	$(LUAJIT) scripts/embed.lua engine/lua/hook_answers.lua $@ kiq_hook_answers_lua
 
 $(BUILD)/obj/gen/lua/hook_answers.o: $(GEN_EMBED)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/gen/lua/messages_lua.o: $(BUILD)/gen/lua/messages_lua.c $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(KIQ_CFLAGS) -c -o $@ $<
 

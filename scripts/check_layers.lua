@@ -3,9 +3,12 @@
 -- `#include "folder/file.h"` as an arrow between folders, and reports
 -- every arrow the layers forbid, every cycle between folders, every
 -- folder with no layer, and every Lua header included outside engine/lua
--- and engine/cmd.
+-- and engine/cmd. The generated sources (build/gen: the codecs, the API
+-- surface, the embedded page and Lua) are held to the same layers, by the
+-- folder they are generated into.
 --
---   luajit scripts/check_layers.lua [ENGINE_DIR]   exit 1 on any problem
+--   luajit scripts/check_layers.lua [DIR...]   exit 1 on any problem
+--   (default: engine, and build/gen when it has been built)
 --
 -- As a module (dofile), returns { check = function(engine_dir) -> problems,
 -- LAYERS = the table below }; each problem is one line naming the file,
@@ -157,13 +160,25 @@ function M.check(root)
 end
 
 if arg and arg[0] and arg[0]:match("check_layers%.lua$") then
-  local problems = M.check(arg[1] or "engine")
+  local roots = { ... }
+  if #roots == 0 then
+    roots = { "engine" }
+    local built = io.open("build/gen/proto/messages.h")
+    if built then
+      built:close()
+      roots[2] = "build/gen"
+    end
+  end
+  local problems = {}
+  for _, root in ipairs(roots) do
+    for _, p in ipairs(M.check(root)) do problems[#problems + 1] = p end
+  end
   for _, p in ipairs(problems) do io.stderr:write(p, "\n") end
   if #problems > 0 then
     io.stderr:write(("%d layering problem(s)\n"):format(#problems))
     os.exit(1)
   end
-  print("layers: ok")
+  print("layers: ok (" .. table.concat(roots, ", ") .. ")")
 end
 
 return M

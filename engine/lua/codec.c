@@ -1,6 +1,6 @@
 /* kafkaiq.core's codec: requests, responses and data messages to and
  * from Lua tables keyed by the schemas' field names, through the
- * generated converters (proto/messages_lua.h). */
+ * generated converters (lua/messages_lua.h). */
 #include <lauxlib.h>
 #include <lua.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 #include "lua/convert.h"
 #include "lua/module.h"
 #include "proto/header.h"
-#include "proto/messages_lua.h"
+#include "lua/messages_lua.h"
 #include "proto/reader.h"
 #include "proto/writer.h"
 

@@ -17,7 +17,7 @@
 #include "lua/hook_answers.h"
 #include "lua/hook_records.h"
 #include "proto/errors.h"
-#include "proto/messages_lua.h"
+#include "lua/messages_lua.h"
 
 #define HELPERS_KEY "kafkaiq.hook_helpers"
 /* Instructions between two looks at the budget. */

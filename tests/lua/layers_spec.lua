@@ -29,6 +29,14 @@ describe("the layering check", function()
     assert.are.same({}, problems, table.concat(problems, "\n"))
   end)
 
+  it("passes the generated sources, each held to the layer of the folder it is generated into", function()
+    local problems = layers.check("build/gen")
+    assert.are.same({}, problems, table.concat(problems, "\n"))
+    -- the Lua converters are the Lua boundary's: generated into lua/
+    assert.is_truthy(io.open("build/gen/lua/messages_lua.c"))
+    assert.is_falsy(io.open("build/gen/proto/messages_lua.c"))
+  end)
+
   it("passes includes that point down", function()
     assert.are.same({}, check {
       ["core/a.h"] = "#include <stdint.h>\n",
