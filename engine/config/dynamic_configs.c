@@ -14,27 +14,6 @@ void kiq_dynamic_configs_clear(kiq_dynamic_configs_t *c)
     }
 }
 
-int kiq_dynamic_configs_copy(kiq_dynamic_configs_t *dst, const kiq_dynamic_configs_t *src)
-{
-    for (int i = 0; i < KIQ_CFG__COUNT; i++) {
-        if (!src->value[i]) continue;
-        if (!(dst->value[i] = strdup(src->value[i]))) {
-            kiq_dynamic_configs_clear(dst);
-            return kiq_error_set("out of memory");
-        }
-    }
-    return 0;
-}
-
-bool kiq_dynamic_configs_equal(const kiq_dynamic_configs_t *a, const kiq_dynamic_configs_t *b)
-{
-    for (int i = 0; i < KIQ_CFG__COUNT; i++) {
-        if (!a->value[i] != !b->value[i]) return false;
-        if (a->value[i] && strcmp(a->value[i], b->value[i]) != 0) return false;
-    }
-    return true;
-}
-
 int kiq_dynamic_config_find(const char *name, int len)
 {
     char n[256];

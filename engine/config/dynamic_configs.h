@@ -14,10 +14,6 @@ typedef struct kiq_dynamic_configs {
 } kiq_dynamic_configs_t;
 
 void kiq_dynamic_configs_clear(kiq_dynamic_configs_t *c);
-/* Deep copy into an empty dst; -1 when out of memory (dst left empty). */
-int kiq_dynamic_configs_copy(kiq_dynamic_configs_t *dst, const kiq_dynamic_configs_t *src);
-/* Whether two sets hold the same values. */
-bool kiq_dynamic_configs_equal(const kiq_dynamic_configs_t *a, const kiq_dynamic_configs_t *b);
 /* The config a name (len bytes) names if it may change dynamically, else -1. */
 int kiq_dynamic_config_find(const char *name, int len);
 /* Sets config name (len bytes) to value (NULL: removes it) after Kafka's

@@ -508,35 +508,6 @@ bool kiq_metadata_cache_wait_version(kiq_metadata_cache_t *mc, uint64_t min_vers
     return wait_until(mc, version_reached, &min_version, timeout_ms);
 }
 
-/* A topic's partition count reaching n, or with absent the topic gone. */
-typedef struct topic_wait {
-    const char *name;
-    size_t len;
-    int32_t n;
-    bool absent;
-} topic_wait_t;
-
-static bool topic_reached(kiq_metadata_cache_t *mc, const void *arg)
-{
-    const topic_wait_t *w = arg;
-    int32_t count = kiq_metadata_cache_partition_count(mc, w->name, w->len);
-    return w->absent ? count < 0 : count >= w->n;
-}
-
-bool kiq_metadata_cache_wait_topic(kiq_metadata_cache_t *mc, const char *topic, size_t len, bool present,
-                                   int timeout_ms)
-{
-    topic_wait_t w = {topic, len, 0, !present};
-    return wait_until(mc, topic_reached, &w, timeout_ms);
-}
-
-bool kiq_metadata_cache_wait_partitions(kiq_metadata_cache_t *mc, const char *topic, size_t len, int32_t n,
-                                        int timeout_ms)
-{
-    topic_wait_t w = {topic, len, n, false};
-    return wait_until(mc, topic_reached, &w, timeout_ms);
-}
-
 static bool enough_brokers(kiq_metadata_cache_t *mc, const void *arg)
 {
     return kiq_metadata_cache_broker_count(mc) >= *(const int *)arg;

@@ -99,13 +99,6 @@ uint64_t kiq_metadata_cache_version(kiq_metadata_cache_t *mc);
 /* Blocks until the version reaches min_version or timeout_ms passes
  * (< 0: forever). True when it got there. */
 bool kiq_metadata_cache_wait_version(kiq_metadata_cache_t *mc, uint64_t min_version, int timeout_ms);
-/* Blocks until the topic is known (present) or gone (!present), or
- * timeout_ms passes (< 0: forever). True when it got there. */
-bool kiq_metadata_cache_wait_topic(kiq_metadata_cache_t *mc, const char *topic, size_t len, bool present,
-                                   int timeout_ms);
-/* Blocks until the topic has at least n partitions or timeout_ms passes. */
-bool kiq_metadata_cache_wait_partitions(kiq_metadata_cache_t *mc, const char *topic, size_t len, int32_t n,
-                                        int timeout_ms);
 /* Blocks until at least n brokers are live or timeout_ms passes. */
 bool kiq_metadata_cache_wait_brokers(kiq_metadata_cache_t *mc, int n, int timeout_ms);
 

@@ -546,18 +546,6 @@ void kiq_topics_free(kiq_topics_t *t)
     free(t);
 }
 
-void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health)
-{
-    pthread_rwlock_wrlock(&t->lock);
-    t->dirs[0].health = health;
-    for (int i = 0; i < t->count; i++)
-        for (int32_t p = 0; p < t->topics[i]->npartitions; p++) {
-            kiq_partition_log_t *l = atomic_load(&t->topics[i]->partitions[p]->log);
-            if (l && t->topics[i]->partitions[p]->dir_index == 0) kiq_partition_log_set_log_dir(l, health);
-        }
-    pthread_rwlock_unlock(&t->lock);
-}
-
 /* Under host_mu, the caller holding one reference: frees the retired
  * logs once no reader can hold one. Every reader that could have loaded a
  * retired log took its topic reference before the log left its slot, so

@@ -135,12 +135,6 @@ kiq_topics_t *kiq_topics_open_dirs_ex(const kiq_topics_dir_spec_t *dirs, int ndi
                                       const kiq_log_config_t *log_cfg, bool partial);
 /* One directory, its clean_shutdown from log_cfg and no health yet. */
 kiq_topics_t *kiq_topics_open(const char *log_dir, const kiq_log_config_t *log_cfg);
-/* Ties every log of the first directory, and those created there later,
- * to its health (kept by the caller until after kiq_topics_free): a failed
- * write or fsync takes it offline, and then its partitions answer
- * KAFKA_STORAGE_ERROR and no partition is placed in it. Call right after
- * open. */
-void kiq_topics_set_log_dir(kiq_topics_t *t, kiq_log_dir_t *health);
 /* Gives every partition loaded, and every one made later, a state by ops
  * (copied). Call right after open, before the registry is shared; -1 when
  * out of memory. */

@@ -835,8 +835,6 @@ void kiq_processor_pool_space(void *processor)
     wake(p);
 }
 
-int kiq_processor_connection_count(kiq_processor_t *p) { return atomic_load(&p->nconns); }
-
 void kiq_processor_stats(kiq_processor_t *p, kiq_processor_stats_t *out)
 {
     int64_t now = kiq_clock_mono_ns();

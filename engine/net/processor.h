@@ -55,7 +55,6 @@ void kiq_processor_complete(kiq_request_t *r);
 void kiq_processor_queue_space(void *processor);
 /* Any thread: the memory pool has room again (memory-pool callback). */
 void kiq_processor_pool_space(void *processor);
-int kiq_processor_connection_count(kiq_processor_t *p);
 /* Any thread: the share of its time since start the loop spent waiting for
  * events (Kafka's NetworkProcessorAvgIdlePercent, as a ratio). */
 double kiq_processor_idle_ratio(kiq_processor_t *p);

@@ -435,8 +435,6 @@ int kiq_replica_fetcher_count(kiq_replica_fetcher_t *f)
     return n;
 }
 
-int32_t kiq_replica_fetcher_leader(const kiq_replica_fetcher_t *f) { return f->cfg.leader; }
-
 void kiq_replica_fetcher_pause(kiq_replica_fetcher_t *f, bool paused)
 {
     pthread_mutex_lock(&f->mu);

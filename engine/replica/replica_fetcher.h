@@ -36,7 +36,6 @@ int kiq_replica_fetcher_count(kiq_replica_fetcher_t *f);
 /* Any thread: its largest lag behind the leader's high watermark in the
  * last answer, in offsets. */
 int64_t kiq_replica_fetcher_max_lag(kiq_replica_fetcher_t *f);
-int32_t kiq_replica_fetcher_leader(const kiq_replica_fetcher_t *f);
 /* Cuts the connection to the leader (Lua's link control, tests); the
  * fetcher reconnects after its backoff unless paused. */
 void kiq_replica_fetcher_pause(kiq_replica_fetcher_t *f, bool paused);

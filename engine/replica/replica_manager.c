@@ -866,16 +866,6 @@ void kiq_replica_manager_pause_fetching(kiq_replica_manager_t *rm, int32_t leade
     KIQ_INFO("broker %d: fetching from broker %d %s", rm->b.node_id, leader, paused ? "paused" : "resumed");
 }
 
-int kiq_replica_manager_followed(kiq_replica_manager_t *rm, int32_t leader)
-{
-    pthread_mutex_lock(&rm->mu);
-    int n = 0;
-    for (int i = 0; i < rm->nslots; i++)
-        if (leader < 0 || rm->slots[i].leader == leader) n += kiq_replica_fetcher_count(rm->slots[i].f);
-    pthread_mutex_unlock(&rm->mu);
-    return n;
-}
-
 int64_t kiq_replica_manager_max_lag(kiq_replica_manager_t *rm)
 {
     pthread_mutex_lock(&rm->mu);

@@ -96,8 +96,6 @@ void kiq_replica_manager_queue_isr_expand(kiq_replica_manager_t *rm, kiq_topic_t
  * broker `leader` (a fetch in flight is cut), so the partitions it follows
  * there fall behind and leave the ISR. */
 void kiq_replica_manager_pause_fetching(kiq_replica_manager_t *rm, int32_t leader, bool paused);
-/* How many partitions this broker follows from `leader` (-1: from any). */
-int kiq_replica_manager_followed(kiq_replica_manager_t *rm, int32_t leader);
 
 /* Any thread: the largest lag of this broker's fetchers behind their
  * leaders (Kafka's ReplicaFetcherManager MaxLag), in offsets. */

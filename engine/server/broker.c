@@ -642,11 +642,6 @@ int kiq_broker_add_service(kiq_broker_t *b, const kiq_broker_service_t *service)
 
 int kiq_broker_port(const kiq_broker_t *b) { return b->bound_port; }
 
-int kiq_broker_add_observer(kiq_broker_t *b, const kiq_observer_t *observer)
-{
-    return kiq_observers_add(&b->observers, observer);
-}
-
 const char *kiq_broker_failed(kiq_broker_t *b)
 {
     return b->lifecycle ? kiq_broker_lifecycle_gave_up(b->lifecycle) : NULL;

@@ -194,10 +194,6 @@ int kiq_broker_clear_disk_fault(kiq_broker_t *b, const char *dir);
  * follower's part or a partition not hosted here. Any thread. */
 bool kiq_broker_journey_verdict(kiq_broker_t *b, const kiq_journey_t *jr, kiq_journey_verdict_t *out);
 
-/* Adds an observer of the broker's points: before its first start. 0, or
- * -1 when it has KIQ_MAX_OBSERVERS already. */
-int kiq_broker_add_observer(kiq_broker_t *b, const kiq_observer_t *observer);
-
 /* Adds a service (before the first start); -1 when there are too many. */
 int kiq_broker_add_service(kiq_broker_t *b, const kiq_broker_service_t *service);
 

@@ -1,6 +1,6 @@
 /* The broker's metadata cache (controller/metadata_cache.h): UpdateMetadata in
  * both layouts, lookups, whole-view replacement, broker listeners, and
- * waiting for versions, topics and brokers across threads. */
+ * waiting for versions and brokers across threads. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -363,7 +363,7 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void test_wait_version_and_topic(void **state)
+static void test_wait_version_and_brokers(void **state)
 {
     (void)state;
     kiq_metadata_cache_t *mc = kiq_metadata_cache_new();
@@ -372,15 +372,14 @@ static void test_wait_version_and_topic(void **state)
     start_updater(&u, &t, mc, 1, "fresh");
     /* generous timeouts: they only bound a failure */
     assert_true(kiq_metadata_cache_wait_version(mc, 1, 10000));
-    assert_true(kiq_metadata_cache_wait_topic(mc, "fresh", 5, true, 10000));
     join_updater(&u, t);
     assert_int_equal(kiq_metadata_cache_partition_count(mc, "fresh", 5), 2);
 
     /* the topic goes away with the next update */
     start_updater(&u, &t, mc, 3, NULL);
-    assert_true(kiq_metadata_cache_wait_topic(mc, "fresh", 5, false, 10000));
     assert_true(kiq_metadata_cache_wait_brokers(mc, 3, 10000));
     join_updater(&u, t);
+    assert_int_equal(kiq_metadata_cache_partition_count(mc, "fresh", 5), -1);
     assert_int_equal(kiq_metadata_cache_version(mc), 2);
     kiq_metadata_cache_free(mc);
 }
@@ -391,12 +390,11 @@ static void test_wait_times_out(void **state)
     kiq_metadata_cache_t *mc = kiq_metadata_cache_new();
     int64_t t0 = now_ms();
     assert_false(kiq_metadata_cache_wait_version(mc, 1, 60));
-    assert_false(kiq_metadata_cache_wait_topic(mc, "never", 5, true, 60));
+    assert_false(kiq_metadata_cache_wait_brokers(mc, 1, 60));
     int64_t took = now_ms() - t0;
     assert_true(took >= 100);
     assert_true(took < 5000);
     /* already true: no wait at all, even with no timeout */
-    assert_true(kiq_metadata_cache_wait_topic(mc, "never", 5, false, -1));
     assert_true(kiq_metadata_cache_wait_brokers(mc, 0, -1));
     kiq_metadata_cache_free(mc);
 }
@@ -410,7 +408,7 @@ int main(void)
         cmocka_unit_test(test_update_replaces_view),
         cmocka_unit_test(test_ungrouped_states_and_v0_brokers),
         cmocka_unit_test(test_long_replica_lists_are_cut),
-        cmocka_unit_test(test_wait_version_and_topic),
+        cmocka_unit_test(test_wait_version_and_brokers),
         cmocka_unit_test(test_wait_times_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
