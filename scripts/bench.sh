@@ -31,6 +31,12 @@
 #                                         then Kafka's own ProducerPerformance
 #                                         (1 KiB, acks=1) and EndToEndLatency
 #                                         (1 KiB, acks=1) against each
+#   scripts/bench.sh --against BIN [--rounds N]  N rounds alternating
+#                                         this build/kafkaiq ("this") and
+#                                         another kafkaiq binary ("before",
+#                                         e.g. an earlier commit's build), one
+#                                         broker each, with each one's median
+#                                         msg/s and CPU and the difference
 #   scripts/bench.sh --broker-override K=V  pass --override K=V to the kafkaiq it
 #                                         starts (repeatable), e.g.
 #                                         kafkaiq.fetch.sendfile=false
@@ -65,6 +71,8 @@ topic="kiq-bench-$$"
 pass=()
 broker_overrides=()
 journeys=0
+against=""
+kiq_bin=build/kafkaiq
 replicated=0
 kafka=0
 rounds=1
@@ -76,12 +84,13 @@ while [[ $# -gt 0 ]]; do
     --topic) topic=$2; shift 2 ;;
     --broker-override) broker_overrides+=(--override "$2"); shift 2 ;;
     --journeys) journeys=1; shift ;;
+    --against) against=$2; shift 2 ;;
     --replicated) replicated=1; shift ;;
     --rounds) rounds=$2; shift 2 ;;
     --count-small | --count-large | --acks) pass+=("$1" "$2"); shift 2 ;;
     --no-consume) pass+=("$1"); shift ;;
     --kafka) kafka=1; shift ;;
-    -h | --help) sed -n '2,55p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,56p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -179,7 +188,7 @@ http_get() {
     printf '%s\n' "${body#*$'\r\n\r\n'}"
 }
 
-# bench_kafkaiq LABEL FILL [SERVE OPTION ...]: starts build/kafkaiq with a
+# bench_kafkaiq LABEL FILL [SERVE OPTION ...]: starts $kiq_bin with a
 # temporary data dir (the options, e.g. --override K=V or --brokers N, go to
 # serve; with N brokers broker i listens on the port + i), benches it,
 # reports its peak memory and journey ring, and stops it. FILL > 0 first
@@ -192,7 +201,7 @@ bench_kafkaiq() {
     tmpdirs+=("$data")
     port=$(free_port)
     http=$(free_port)
-    build/kafkaiq serve config/server.properties \
+    "$kiq_bin" serve config/server.properties \
         --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$data/data" \
         --override kafkaiq.log.level=warn --override "kafkaiq.http.listener=127.0.0.1:$http" \
         "$@" >"$data/broker.stdout" 2>"$data/broker.stderr" &
@@ -429,7 +438,22 @@ elif [[ $replicated -eq 1 ]]; then
     compare "$rows/all" 0 rf3-acksall rf1-acks1
 else
     [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
-    if [[ $journeys -eq 1 ]]; then
+    if [[ -n $against ]]; then
+        [[ -x $against ]] || { echo "bench.sh: $against is not an executable" >&2; exit 1; }
+        rows=$(mktemp -d)
+        tmpdirs+=("$rows")
+        for ((r = 1; r <= rounds; r++)); do
+            kiq_bin=build/kafkaiq
+            bench_kafkaiq this 0 "${broker_overrides[@]}" >"$rows/one"
+            cat "$rows/one" >>"$rows/all"
+            cat "$rows/one"
+            kiq_bin=$against
+            bench_kafkaiq before 0 "${broker_overrides[@]}" >"$rows/one"
+            cat "$rows/one" >>"$rows/all"
+            cat "$rows/one"
+        done
+        summary "$rows/all"
+    elif [[ $journeys -eq 1 ]]; then
         rows=$(mktemp -d)
         tmpdirs+=("$rows")
         # the last round fills the ring after its bench, for the memory figure
