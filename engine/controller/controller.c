@@ -18,10 +18,10 @@
 #include "controller/metadata_image.h"
 #include "controller/metadata_log.h"
 #include "core/clock.h"
-#include "core/cond.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "core/uuid.h"
+#include "core/worker.h"
 #include "log/log_names.h"
 #include "proto/errors.h"
 
@@ -73,7 +73,6 @@ struct kiq_controller {
     int16_t default_replication_factor;
     atomic_uint_fast64_t unclean_elections; /* leaders elected from outside the ISR, for metrics */
     pthread_mutex_t mu; /* guards everything below */
-    pthread_cond_t wake;
     kiq_metadata_store_t *store;
     kiq_metadata_image_t *image;
     broker_slot_t *brokers;
@@ -81,8 +80,8 @@ struct kiq_controller {
     impaired_replica_t *impaired;
     int nimpaired, impaired_cap;
     uint64_t version; /* moves with every change the brokers must hear of */
-    pthread_t timer;
-    bool timer_started, stopping;
+    struct kiq_worker *timer; /* fences silent brokers, rebalances leaders; from start to free */
+    bool stopping;
 };
 
 /* ---- records ---- */
@@ -1431,12 +1430,14 @@ static void fence_silent(kiq_controller_t *c, int64_t now)
     kiq_arena_reset(&a);
 }
 
-static void *timer_main(void *arg)
+/* The timer's round, every TIMER_MS: brokers past their session fenced,
+ * leaderships moved back to preferred replicas when it is time. */
+static int64_t timer_round(void *arg)
 {
     kiq_controller_t *c = arg;
-    kiq_say_thread_name("controller");
     pthread_mutex_lock(&c->mu);
-    while (!c->stopping) {
+    bool stopping = c->stopping;
+    if (!stopping) {
         int64_t now = kiq_clock_mono_ns();
         fence_silent(c, now);
         if (c->rebalance_interval_ns && now >= c->next_rebalance_ns) {
@@ -1447,10 +1448,9 @@ static void *timer_main(void *arg)
             kiq_arena_reset(&a);
             c->next_rebalance_ns = now + c->rebalance_interval_ns;
         }
-        kiq_cond_wait_ms(&c->wake, &c->mu, TIMER_MS);
     }
     pthread_mutex_unlock(&c->mu);
-    return NULL;
+    return stopping ? -1 : TIMER_MS;
 }
 
 /* ---- lifecycle ---- */
@@ -1480,7 +1480,6 @@ kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, c
     c->default_partitions = (int32_t)kiq_config_int(cfg, KIQ_CFG_NUM_PARTITIONS);
     c->default_replication_factor = (int16_t)kiq_config_int(cfg, KIQ_CFG_DEFAULT_REPLICATION_FACTOR);
     pthread_mutex_init(&c->mu, NULL);
-    kiq_cond_init_monotonic(&c->wake);
     c->image = kiq_metadata_image_new();
     c->store = c->image ? kiq_metadata_log_new(dir) : NULL;
     if (!c->store || kiq_metadata_store_replay(c->store, replay_one, c) != 0) {
@@ -1533,9 +1532,8 @@ int kiq_controller_start(kiq_controller_t *c)
         s->last_heartbeat_ns = now;
     }
     pthread_mutex_unlock(&c->mu);
-    if (pthread_create(&c->timer, NULL, timer_main, c) != 0) return kiq_error_errno("cannot start the controller");
-    c->timer_started = true;
-    return 0;
+    kiq_worker_config_t wc = {.name = "controller", .round = timer_round, .ctx = c, .first_delay_ms = TIMER_MS};
+    return (c->timer = kiq_worker_start(&wc)) ? 0 : -1;
 }
 
 void kiq_controller_free(kiq_controller_t *c)
@@ -1543,9 +1541,8 @@ void kiq_controller_free(kiq_controller_t *c)
     if (!c) return;
     pthread_mutex_lock(&c->mu);
     c->stopping = true;
-    pthread_cond_broadcast(&c->wake);
     pthread_mutex_unlock(&c->mu);
-    if (c->timer_started) pthread_join(c->timer, NULL);
+    kiq_worker_stop(c->timer);
     /* the senders lock mu to build: free them without holding it */
     for (int i = 0; i < c->nbrokers; i++) {
         kiq_broker_channel_free(c->brokers[i].channel);
@@ -1556,7 +1553,6 @@ void kiq_controller_free(kiq_controller_t *c)
     free(c->impaired);
     kiq_metadata_store_free(c->store);
     kiq_metadata_image_free(c->image);
-    pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }

@@ -28,9 +28,9 @@
 struct kiq_group_coordinator {
     kiq_group_context_t b; /* fixed */
     pthread_mutex_t mu; /* guards everything below and every group */
-    pthread_cond_t wake; /* the timer thread's: a deadline moved or stop */
-    pthread_t thread;
-    bool thread_started;
+    /* its deadlines (sessions, joins, pending members, offset expiry), one
+     * worker from start to stop; poked when a deadline moved */
+    struct kiq_worker *timers;
     bool closed; /* stopped: answer NOT_COORDINATOR */
     /* Cluster mode: only the groups of the __consumer_offsets partitions
      * this broker leads are here (led[p], grown as needed); others are
@@ -85,6 +85,8 @@ void kiq_gc_answer_join(kiq_group_t *g, kiq_group_member_t *m, int16_t error);
 void kiq_gc_answer_sync(kiq_group_t *g, kiq_group_member_t *m, int16_t error);
 void kiq_gc_try_complete_join(kiq_group_coordinator_t *gc, kiq_group_t *g);
 void kiq_gc_remove_member(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_group_member_t *m, const char *why);
+/* Holding mu: a deadline moved; the timers look again. */
+void kiq_gc_deadline_moved(kiq_group_coordinator_t *gc);
 /* The join phase's deadline passed (timer thread). */
 void kiq_gc_join_deadline(kiq_group_coordinator_t *gc, kiq_group_t *g);
 /* The checks SyncGroup, Heartbeat and OffsetCommit share: 0 with *out, or

@@ -5,6 +5,7 @@
 #include "group/coordinator_internal.h"
 
 #include "core/coordinator_key.h"
+#include "core/worker.h"
 
 /* ---- helpers ---- */
 
@@ -231,16 +232,20 @@ static int64_t run_timers(kiq_group_coordinator_t *gc, int64_t now)
     return next;
 }
 
-static void *timer_main(void *arg)
+/* The timers' round: what is due now, then the time until the next. */
+static int64_t timers_round(void *arg)
 {
     kiq_group_coordinator_t *gc = arg;
-    kiq_say_thread_name("group-coordinator");
     pthread_mutex_lock(&gc->mu);
-    while (!gc->closed) {
-        kiq_cond_wait_until(&gc->wake, &gc->mu, run_timers(gc, kiq_clock_mono_ns()));
-    }
+    int64_t now = kiq_clock_mono_ns();
+    int64_t next = gc->closed ? -1 : run_timers(gc, now);
     pthread_mutex_unlock(&gc->mu);
-    return NULL;
+    return next < 0 ? -1 : (next - now) / 1000000 + 1;
+}
+
+void kiq_gc_deadline_moved(kiq_group_coordinator_t *gc)
+{
+    if (gc->timers) kiq_worker_poke(gc->timers);
 }
 
 /* ---- lifecycle ---- */
@@ -252,7 +257,6 @@ kiq_group_coordinator_t *kiq_group_coordinator_new(const kiq_group_context_t *b)
     gc->b = *b;
     gc->cluster = b->cluster;
     gc->groups = kiq_str_map_new();
-    kiq_cond_init_monotonic(&gc->wake);
     pthread_mutex_init(&gc->mu, NULL);
     if (!gc->groups) {
         kiq_group_coordinator_free(gc);
@@ -279,8 +283,12 @@ int kiq_group_coordinator_start(kiq_group_coordinator_t *gc)
     gc->next_retention_ns = kiq_clock_mono_ns() + gc->retention_check_ms * 1000000;
     pthread_mutex_unlock(&gc->mu);
     if (rc != 0) return -1;
-    if (pthread_create(&gc->thread, NULL, timer_main, gc) != 0) return kiq_error_errno("cannot start the group coordinator");
-    gc->thread_started = true;
+    kiq_worker_config_t wc = {.name = "group-coordinator", .round = timers_round, .ctx = gc};
+    kiq_worker_t *w = kiq_worker_start(&wc);
+    if (!w) return -1;
+    pthread_mutex_lock(&gc->mu);
+    gc->timers = w;
+    pthread_mutex_unlock(&gc->mu);
     return 0;
 }
 
@@ -299,10 +307,10 @@ void kiq_group_coordinator_stop(kiq_group_coordinator_t *gc)
             kiq_gc_answer_sync(g, m, KIQ_ERR_NOT_COORDINATOR);
         }
     }
-    pthread_cond_signal(&gc->wake);
+    kiq_worker_t *w = gc->timers;
+    gc->timers = NULL;
     pthread_mutex_unlock(&gc->mu);
-    if (gc->thread_started) pthread_join(gc->thread, NULL);
-    gc->thread_started = false;
+    kiq_worker_stop(w);
 }
 
 void kiq_group_coordinator_free(kiq_group_coordinator_t *gc)
@@ -317,7 +325,6 @@ void kiq_group_coordinator_free(kiq_group_coordinator_t *gc)
         kiq_str_map_free(gc->groups);
     }
     free(gc->led);
-    pthread_cond_destroy(&gc->wake);
     pthread_mutex_destroy(&gc->mu);
     free(gc);
 }

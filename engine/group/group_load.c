@@ -205,7 +205,7 @@ void kiq_group_coordinator_partition_led(kiq_group_coordinator_t *gc, int32_t pa
         drop_partition(gc, partition);
         gc->led[partition] = true;
         kiq_gc_load_partitions(gc, partition);
-        pthread_cond_signal(&gc->wake);
+        kiq_gc_deadline_moved(gc);
     } else if (!led && kiq_gc_leads(gc, partition)) {
         gc->led[partition] = false;
         drop_partition(gc, partition);

@@ -133,7 +133,7 @@ static void prepare_rebalance(kiq_group_coordinator_t *gc, kiq_group_t *g, const
         g->initial_delay = false;
         g->join_deadline_ns = now + (int64_t)rt * 1000000;
     }
-    pthread_cond_signal(&gc->wake);
+    kiq_gc_deadline_moved(gc);
     kiq_gc_try_complete_join(gc, g);
 }
 
@@ -370,7 +370,7 @@ static bool join_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const joi
             p->deadline_ns = kiq_clock_mono_ns() + (int64_t)req->session_timeout_ms * 1000000;
             p->next = g->pending;
             g->pending = p;
-            pthread_cond_signal(&gc->wake);
+            kiq_gc_deadline_moved(gc);
             resp->error_code = KIQ_ERR_MEMBER_ID_REQUIRED;
             resp->member_id = kiq_request_str(r, id);
             return false;

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/coordinator_key.h"
 #include "core/error.h"
+#include "core/worker.h"
 #include "core/say.h"
 #include "core/str_map.h"
 #include "proto/errors.h"
@@ -27,7 +28,6 @@
 struct kiq_txn_coordinator {
     kiq_txn_context_t b;
     pthread_mutex_t mu; /* guards everything below */
-    pthread_cond_t wake; /* the marker thread: work queued, or stop */
     kiq_str_map_t *ids; /* transactional id -> kiq_txn_t (malloc'd) */
     bool *led;          /* cluster mode: partitions of __transaction_state led here */
     int32_t nled;
@@ -35,9 +35,11 @@ struct kiq_txn_coordinator {
     /* ids whose Prepare* state waits for its markers, oldest first (malloc'd) */
     char **ending;
     int nending, capending;
-    kiq_txn_markers_t *markers; /* the marker thread's */
-    pthread_t thread;
-    bool started;
+    kiq_txn_markers_t *markers; /* the marker worker's */
+    /* writes the markers of ending transactions, aborts timed-out ones and
+     * expires idle ids; from start to stop, poked when work is queued */
+    kiq_worker_t *worker;
+    int64_t next_check_ms, next_expiry_ms; /* the worker's */
     /* cluster mode: asks other coordinators about produces led here */
     kiq_txn_verifier_t *verifier;
 };
@@ -59,7 +61,6 @@ kiq_txn_coordinator_t *kiq_txn_coordinator_new(const kiq_txn_context_t *ctx)
         return NULL;
     }
     pthread_mutex_init(&tc->mu, NULL);
-    pthread_cond_init(&tc->wake, NULL);
     return tc;
 }
 
@@ -102,8 +103,9 @@ static int put(kiq_txn_coordinator_t *tc, const char *id, size_t len, kiq_txn_t 
     return 0;
 }
 
-/* Under tc->mu: id's markers are to be written (once: a repeat is a no-op). */
-static void queue_ending(kiq_txn_coordinator_t *tc, const char *id)
+/* Under tc->mu: id's markers are to be written (once: a repeat is a
+ * no-op); the worker is not told (its own retry). */
+static void queue_ending_quietly(kiq_txn_coordinator_t *tc, const char *id)
 {
     for (int i = 0; i < tc->nending; i++)
         if (strcmp(tc->ending[i], id) == 0) return;
@@ -120,7 +122,13 @@ static void queue_ending(kiq_txn_coordinator_t *tc, const char *id)
     char *copy = strdup(id);
     if (!copy) return;
     tc->ending[tc->nending++] = copy;
-    pthread_cond_signal(&tc->wake);
+}
+
+/* Under tc->mu: id's markers are to be written, soon. */
+static void queue_ending(kiq_txn_coordinator_t *tc, const char *id)
+{
+    queue_ending_quietly(tc, id);
+    if (tc->worker) kiq_worker_poke(tc->worker);
 }
 
 /* ---- loading ---- */
@@ -196,7 +204,7 @@ static void drop_partition(kiq_txn_coordinator_t *tc, int32_t partition)
     }
 }
 
-static void *marker_thread(void *arg);
+static int64_t markers_round(void *arg);
 
 int kiq_txn_coordinator_start(kiq_txn_coordinator_t *tc)
 {
@@ -205,9 +213,17 @@ int kiq_txn_coordinator_start(kiq_txn_coordinator_t *tc)
     for (int32_t p = 0; t && p < t->npartitions; p++) load_partition(tc, t, p);
     pthread_mutex_unlock(&tc->mu);
     kiq_topic_unref(t);
-    if (pthread_create(&tc->thread, NULL, marker_thread, tc) != 0)
-        return kiq_error_set("cannot start the transaction marker thread");
-    tc->started = true;
+    int64_t now = kiq_clock_mono_ms();
+    tc->next_check_ms =
+        now + kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS);
+    tc->next_expiry_ms =
+        now + kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS);
+    kiq_worker_config_t wc = {.name = "txn-markers", .round = markers_round, .ctx = tc};
+    kiq_worker_t *w = kiq_worker_start(&wc);
+    if (!w) return -1;
+    pthread_mutex_lock(&tc->mu);
+    tc->worker = w;
+    pthread_mutex_unlock(&tc->mu);
     return tc->verifier ? kiq_txn_verifier_start(tc->verifier) : 0;
 }
 
@@ -216,11 +232,11 @@ void kiq_txn_coordinator_stop(kiq_txn_coordinator_t *tc)
     if (!tc) return;
     pthread_mutex_lock(&tc->mu);
     tc->stopped = true;
-    pthread_cond_signal(&tc->wake);
+    kiq_worker_t *w = tc->worker;
+    tc->worker = NULL;
     pthread_mutex_unlock(&tc->mu);
     kiq_txn_markers_shutdown(tc->markers);
-    if (tc->started) pthread_join(tc->thread, NULL);
-    tc->started = false;
+    kiq_worker_stop(w);
     if (tc->verifier) kiq_txn_verifier_stop(tc->verifier);
 }
 
@@ -239,7 +255,6 @@ void kiq_txn_coordinator_free(kiq_txn_coordinator_t *tc)
     free(tc->ending);
     kiq_txn_markers_free(tc->markers);
     kiq_txn_verifier_free(tc->verifier);
-    pthread_cond_destroy(&tc->wake);
     pthread_mutex_destroy(&tc->mu);
     free(tc);
 }
@@ -827,55 +842,45 @@ static bool complete_one(kiq_txn_coordinator_t *tc, const char *id)
     return finished;
 }
 
-static void wait_ms(kiq_txn_coordinator_t *tc, int64_t ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&tc->wake, &tc->mu, &ts);
-}
-
-static void *marker_thread(void *arg)
+/* The worker's round: timed-out transactions aborted and idle ids expired
+ * when due, then the ending transactions' markers, oldest first; one that
+ * cannot be finished yet goes to the back and the round ends with a pause
+ * before the next. */
+static int64_t markers_round(void *arg)
 {
     kiq_txn_coordinator_t *tc = arg;
     int64_t interval =
         kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS);
     int64_t expire_interval =
         kiq_config_int(tc->b.config, KIQ_CFG_TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS);
-    int64_t next_check = kiq_clock_mono_ms() + interval, next_expiry = kiq_clock_mono_ms() + expire_interval;
+    int64_t wait = -1;
     pthread_mutex_lock(&tc->mu);
     while (!tc->stopped) {
         int64_t now = kiq_clock_mono_ms();
-        if (now >= next_check) {
+        if (now >= tc->next_check_ms) {
             abort_timed_out(tc);
-            next_check = now + interval;
+            tc->next_check_ms = now + interval;
         }
-        if (now >= next_expiry) {
+        if (now >= tc->next_expiry_ms) {
             expire_ids(tc);
-            next_expiry = now + expire_interval;
+            tc->next_expiry_ms = now + expire_interval;
         }
         if (tc->nending == 0) {
-            wait_ms(tc, (next_check < next_expiry ? next_check : next_expiry) - now);
-            continue;
+            wait = (tc->next_check_ms < tc->next_expiry_ms ? tc->next_check_ms : tc->next_expiry_ms) - now;
+            break;
         }
         char *id = tc->ending[0];
         memmove(tc->ending, tc->ending + 1, (size_t)(tc->nending - 1) * sizeof *tc->ending);
         tc->nending--;
-        if (complete_one(tc, id)) {
-            free(id);
-            continue;
-        }
-        /* back of the queue (unless queued again meanwhile), after a
-         * pause; a stop ends the wait */
-        queue_ending(tc, id);
+        bool done = complete_one(tc, id);
+        if (!done) queue_ending_quietly(tc, id);
         free(id);
-        if (!tc->stopped) wait_ms(tc, MARKERS_RETRY_MS);
+        if (!done) {
+            wait = MARKERS_RETRY_MS;
+            break;
+        }
     }
+    bool stopped = tc->stopped;
     pthread_mutex_unlock(&tc->mu);
-    return NULL;
+    return stopped ? -1 : wait;
 }

@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "core/cond.h"
 #include "core/coordinator_key.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "core/worker.h"
 #include "log/log_names.h"
 #include "proto/errors.h"
 #include "proto/messages.h"
@@ -43,11 +43,12 @@ struct kiq_txn_verifier {
     kiq_topics_t *topics;
     kiq_metadata_cache_t *metadata;
     int32_t node_id;
-    kiq_broker_peers_t *peers; /* the thread's */
-    pthread_t thread;
-    bool started;
+    kiq_broker_peers_t *peers; /* the worker's */
+    /* asks the questions queued, from start to stop; poked when one is */
+    kiq_worker_t *worker;
+    struct job *jobs; /* the worker's: a round's questions */
+    int jobs_cap;
     pthread_mutex_t mu; /* guards everything below */
-    pthread_cond_t wake; /* the thread: a question queued, or stop */
     bool stopping;
     question_t *qs; /* malloc'd */
     int n, cap;
@@ -65,7 +66,6 @@ kiq_txn_verifier_t *kiq_txn_verifier_new(kiq_topics_t *topics, kiq_metadata_cach
     v->metadata = metadata;
     v->node_id = node_id;
     pthread_mutex_init(&v->mu, NULL);
-    kiq_cond_init_monotonic(&v->wake);
     return v;
 }
 
@@ -75,7 +75,7 @@ void kiq_txn_verifier_free(kiq_txn_verifier_t *v)
     for (int i = 0; i < v->n; i++) free(v->qs[i].txn_id);
     free(v->qs);
     kiq_broker_peers_free(v->peers);
-    pthread_cond_destroy(&v->wake);
+    free(v->jobs);
     pthread_mutex_destroy(&v->mu);
     free(v);
 }
@@ -148,7 +148,7 @@ int kiq_txn_verifier_ask(kiq_txn_verifier_t *v, kiq_str_t id, int64_t producer_i
     memcpy(mem + id.len + 1, topic, tlen + 1);
     v->qs[v->n++] = (question_t){mem, (size_t)id.len, mem + id.len + 1, partition, producer_id, producer_epoch, guard,
                                  QUEUED, 0, 0};
-    pthread_cond_signal(&v->wake);
+    if (v->worker) kiq_worker_poke(v->worker);
     rc = 0;
     goto out;
 oom:
@@ -306,46 +306,68 @@ static void store_answers(kiq_txn_verifier_t *v, const job_t *jobs, int n)
     }
 }
 
-static void *verifier_thread(void *arg)
+/* The worker's round: every queued question asked of its coordinator at
+ * once; with none, old answers pruned and a second's wait. */
+static int64_t verifier_round(void *arg)
 {
     kiq_txn_verifier_t *v = arg;
-    kiq_say_thread_name("txn-verify");
-    job_t *jobs = NULL;
-    int cap = 0;
     pthread_mutex_lock(&v->mu);
-    while (!v->stopping) {
-        int n = 0;
-        for (int i = 0; i < v->n; i++)
-            if (v->qs[i].state == QUEUED) n++;
-        if (n == 0) {
-            prune(v, kiq_clock_mono_ns());
-            kiq_cond_wait_ms(&v->wake, &v->mu, IDLE_WAIT_MS);
-            continue;
-        }
-        if (n > cap) {
-            job_t *grown = realloc(jobs, (size_t)n * sizeof *grown);
-            if (!grown) {
-                kiq_cond_wait_ms(&v->wake, &v->mu, IDLE_WAIT_MS);
-                continue;
-            }
-            jobs = grown;
-            cap = n;
-        }
-        int k = 0;
-        for (int i = 0; i < v->n; i++)
-            if (v->qs[i].state == QUEUED) {
-                v->qs[i].state = SENT;
-                jobs[k++] = (job_t){v->qs[i], -1, 0, false};
-            }
+    int n = 0;
+    for (int i = 0; !v->stopping && i < v->n; i++)
+        if (v->qs[i].state == QUEUED) n++;
+    if (v->stopping || n == 0) {
+        if (!v->stopping) prune(v, kiq_clock_mono_ns());
+        bool stopping = v->stopping;
         pthread_mutex_unlock(&v->mu);
-        ask_all(v, jobs, k);
-        pthread_mutex_lock(&v->mu);
-        store_answers(v, jobs, k);
-        pthread_mutex_unlock(&v->mu);
-        for (int i = 0; i < k; i++) kiq_topics_notify_append(v->topics, jobs[i].q.topic, jobs[i].q.partition);
-        pthread_mutex_lock(&v->mu);
+        return stopping ? -1 : IDLE_WAIT_MS;
     }
+    if (n > v->jobs_cap) {
+        job_t *grown = realloc(v->jobs, (size_t)n * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&v->mu);
+            return IDLE_WAIT_MS;
+        }
+        v->jobs = grown;
+        v->jobs_cap = n;
+    }
+    job_t *jobs = v->jobs;
+    int k = 0;
+    for (int i = 0; i < v->n; i++)
+        if (v->qs[i].state == QUEUED) {
+            v->qs[i].state = SENT;
+            jobs[k++] = (job_t){v->qs[i], -1, 0, false};
+        }
+    pthread_mutex_unlock(&v->mu);
+    ask_all(v, jobs, k);
+    pthread_mutex_lock(&v->mu);
+    store_answers(v, jobs, k);
+    pthread_mutex_unlock(&v->mu);
+    for (int i = 0; i < k; i++) kiq_topics_notify_append(v->topics, jobs[i].q.topic, jobs[i].q.partition);
+    return 0; /* at once again: more may have come meanwhile */
+}
+
+int kiq_txn_verifier_start(kiq_txn_verifier_t *v)
+{
+    kiq_worker_config_t wc = {.name = "txn-verify", .round = verifier_round, .ctx = v};
+    kiq_worker_t *w = kiq_worker_start(&wc);
+    if (!w) return -1;
+    pthread_mutex_lock(&v->mu);
+    v->worker = w;
+    pthread_mutex_unlock(&v->mu);
+    return 0;
+}
+
+void kiq_txn_verifier_stop(kiq_txn_verifier_t *v)
+{
+    pthread_mutex_lock(&v->mu);
+    v->stopping = true;
+    kiq_worker_t *w = v->worker;
+    v->worker = NULL;
+    pthread_mutex_unlock(&v->mu);
+    kiq_broker_peers_shutdown(v->peers);
+    kiq_worker_stop(w);
     /* nobody will ask these now: whoever waits on them hears so */
+    pthread_mutex_lock(&v->mu);
     int64_t now = kiq_clock_mono_ns();
     for (int i = 0; i < v->n; i++)
         if (v->qs[i].state != ANSWERED) {
@@ -354,25 +376,4 @@ static void *verifier_thread(void *arg)
             v->qs[i].answered_ns = now;
         }
     pthread_mutex_unlock(&v->mu);
-    free(jobs);
-    return NULL;
-}
-
-int kiq_txn_verifier_start(kiq_txn_verifier_t *v)
-{
-    if (pthread_create(&v->thread, NULL, verifier_thread, v) != 0)
-        return kiq_error_set("cannot start the transaction verifier thread");
-    v->started = true;
-    return 0;
-}
-
-void kiq_txn_verifier_stop(kiq_txn_verifier_t *v)
-{
-    pthread_mutex_lock(&v->mu);
-    v->stopping = true;
-    pthread_cond_signal(&v->wake);
-    pthread_mutex_unlock(&v->mu);
-    kiq_broker_peers_shutdown(v->peers);
-    if (v->started) pthread_join(v->thread, NULL);
-    v->started = false;
 }
