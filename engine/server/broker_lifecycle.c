@@ -11,6 +11,7 @@
 #include "core/cond.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "core/worker.h"
 #include "core/uuid.h"
 #include "net/client.h"
 #include "proto/errors.h"
@@ -24,17 +25,24 @@ enum {
 
 struct kiq_broker_lifecycle {
     kiq_broker_identity_t b; /* fixed */
-    pthread_t thread;
     int32_t heartbeat_ms, request_timeout_ms;
     char client_id[32];
+    /* registers, then heartbeats, each round returning the wait before
+     * the next; poked by a pause change. Its state: */
+    kiq_worker_t *worker;
+    kiq_client_conn_t *wconn; /* its connection to the controller */
+    int backoff_ms;
+    int last_refusal;
+    int64_t refused_since; /* DUPLICATE_BROKER_REGISTRATION since then; 0: not refused so */
+    bool warned_unreachable;
 
     pthread_mutex_t mu; /* guards what follows */
-    pthread_cond_t cond; /* CLOCK_MONOTONIC; stop, pause and registration */
+    pthread_cond_t cond; /* CLOCK_MONOTONIC; stop and registration, for wait_registered */
     bool stop, paused, fenced;
-    bool joined; /* the thread is gone (a controlled shutdown stopped it) */
+    bool joined; /* the worker is gone (a controlled shutdown stopped it) */
     int64_t epoch;
     char gave_up[256]; /* why it stopped trying to register; "" while it has not */
-    kiq_client_conn_t *conn; /* the thread's; published so stop can shut it down */
+    kiq_client_conn_t *conn; /* wconn, published so stop can shut it down */
 };
 
 void kiq_broker_lifecycle_registration(const kiq_broker_identity_t *b, kiq_arena_t *arena,
@@ -70,26 +78,7 @@ void kiq_broker_lifecycle_registration(const kiq_broker_identity_t *b, kiq_arena
     memcpy(req->log_dirs, b->log_dirs, (size_t)b->nlog_dirs * sizeof *req->log_dirs);
 }
 
-/* ---- the thread ---------------------------------------------------------- */
-
-static bool stopping(kiq_broker_lifecycle_t *lc)
-{
-    pthread_mutex_lock(&lc->mu);
-    bool s = lc->stop;
-    pthread_mutex_unlock(&lc->mu);
-    return s;
-}
-
-/* Sleeps ms unless stopped; a pause change also wakes it. */
-static void nap(kiq_broker_lifecycle_t *lc, int ms)
-{
-    int64_t until = kiq_clock_mono_ns() + (int64_t)ms * 1000000;
-    pthread_mutex_lock(&lc->mu);
-    bool was_paused = lc->paused;
-    while (!lc->stop && lc->paused == was_paused)
-        if (!kiq_cond_wait_until(&lc->cond, &lc->mu, until)) break;
-    pthread_mutex_unlock(&lc->mu);
-}
+/* ---- the worker ---------------------------------------------------------- */
 
 static void drop_conn(kiq_broker_lifecycle_t *lc, kiq_client_conn_t **conn)
 {
@@ -207,63 +196,55 @@ static int do_heartbeat(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int
     return rc;
 }
 
-static void *lifecycle_main(void *arg)
+static int grow_backoff(kiq_broker_lifecycle_t *lc)
+{
+    int ms = lc->backoff_ms;
+    lc->backoff_ms = ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ms * 2;
+    return ms;
+}
+
+static int64_t lifecycle_round(void *arg)
 {
     kiq_broker_lifecycle_t *lc = arg;
     const kiq_broker_identity_t *b = &lc->b;
-    char name[24];
-    snprintf(name, sizeof name, "lifecycle-%d", b->node_id);
-    kiq_say_thread_name(name);
-    kiq_client_conn_t *conn = NULL;
-    int backoff = BACKOFF_MIN_MS;
-    int last_refusal = 0;
-    int64_t refused_since = 0; /* DUPLICATE_BROKER_REGISTRATION since then; 0: not refused so */
-    bool warned_unreachable = false;
-    while (!stopping(lc)) {
+    for (;;) {
         pthread_mutex_lock(&lc->mu);
-        bool paused = lc->paused;
+        bool paused = lc->paused, stop = lc->stop;
         int64_t epoch = lc->epoch;
         pthread_mutex_unlock(&lc->mu);
-        if (paused) {
-            nap(lc, lc->heartbeat_ms);
-            continue;
-        }
-        if (!conn) {
-            conn = kiq_client_connect(b->controller_host, b->controller_port, CONNECT_TIMEOUT_MS, lc->client_id);
-            if (!conn) {
-                if (!warned_unreachable)
+        if (stop) return -1;
+        if (paused) return lc->heartbeat_ms;
+        if (!lc->wconn) {
+            lc->wconn = kiq_client_connect(b->controller_host, b->controller_port, CONNECT_TIMEOUT_MS, lc->client_id);
+            if (!lc->wconn) {
+                if (!lc->warned_unreachable)
                     KIQ_INFO("[KafkaIQ broker %d] controller not reachable yet: %s", b->node_id, kiq_error_get());
-                warned_unreachable = true;
-                nap(lc, backoff);
-                backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
-                continue;
+                lc->warned_unreachable = true;
+                return grow_backoff(lc);
             }
             pthread_mutex_lock(&lc->mu);
-            lc->conn = conn;
-            bool stop = lc->stop;
+            lc->conn = lc->wconn;
+            stop = lc->stop;
             pthread_mutex_unlock(&lc->mu);
-            if (stop) break;
+            if (stop) return -1;
         }
-        int rc = epoch < 0 ? do_register(lc, conn, &last_refusal, &refused_since) : do_heartbeat(lc, conn, epoch, false);
+        int rc = epoch < 0 ? do_register(lc, lc->wconn, &lc->last_refusal, &lc->refused_since)
+                           : do_heartbeat(lc, lc->wconn, epoch, false);
         if (rc < 0) {
             KIQ_DEBUG("[KafkaIQ broker %d] lost the controller: %s", b->node_id, kiq_error_get());
-            drop_conn(lc, &conn);
-            nap(lc, backoff);
-            backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
-            continue;
+            drop_conn(lc, &lc->wconn);
+            return grow_backoff(lc);
         }
-        backoff = BACKOFF_MIN_MS;
-        warned_unreachable = false;
+        lc->backoff_ms = BACKOFF_MIN_MS;
+        lc->warned_unreachable = false;
         /* A fresh registration heartbeats at once, so the controller
          * unfences the broker without waiting an interval, and a refused
          * heartbeat registers again at once; a refused registration waits
          * an interval before trying again. */
         if ((epoch < 0) == (rc == 0)) continue;
         /* fenced while the metadata comes: ask again soon */
-        nap(lc, kiq_broker_lifecycle_fenced(lc) && lc->heartbeat_ms > CATCH_UP_MS ? CATCH_UP_MS : lc->heartbeat_ms);
+        return kiq_broker_lifecycle_fenced(lc) && lc->heartbeat_ms > CATCH_UP_MS ? CATCH_UP_MS : lc->heartbeat_ms;
     }
-    if (conn) drop_conn(lc, &conn);
-    return NULL;
 }
 
 kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(const kiq_broker_identity_t *b)
@@ -279,10 +260,13 @@ kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(const kiq_broker_identity_t *b)
     lc->heartbeat_ms = (int32_t)kiq_config_int(b->config, KIQ_CFG_BROKER_HEARTBEAT_INTERVAL_MS);
     lc->request_timeout_ms = (int32_t)kiq_config_int(b->config, KIQ_CFG_BROKER_SESSION_TIMEOUT_MS);
     snprintf(lc->client_id, sizeof lc->client_id, "kafkaiq-broker-%d", b->node_id);
+    lc->backoff_ms = BACKOFF_MIN_MS;
     pthread_mutex_init(&lc->mu, NULL);
     kiq_cond_init_monotonic(&lc->cond);
-    if (pthread_create(&lc->thread, NULL, lifecycle_main, lc) != 0) {
-        kiq_error_errno("cannot start the broker lifecycle thread");
+    char name[24];
+    snprintf(name, sizeof name, "lifecycle-%d", b->node_id);
+    kiq_worker_config_t wc = {.name = name, .round = lifecycle_round, .ctx = lc};
+    if (!(lc->worker = kiq_worker_start(&wc))) {
         pthread_mutex_destroy(&lc->mu);
         pthread_cond_destroy(&lc->cond);
         free(lc);
@@ -298,8 +282,11 @@ static void stop_thread(kiq_broker_lifecycle_t *lc)
     lc->stop = true;
     pthread_cond_broadcast(&lc->cond);
     if (lc->conn) kiq_client_shutdown(lc->conn);
+    kiq_worker_t *w = lc->worker;
+    lc->worker = NULL;
     pthread_mutex_unlock(&lc->mu);
-    pthread_join(lc->thread, NULL);
+    kiq_worker_stop(w);
+    if (lc->wconn) drop_conn(lc, &lc->wconn);
     lc->joined = true;
 }
 
@@ -332,7 +319,7 @@ void kiq_broker_lifecycle_pause(kiq_broker_lifecycle_t *lc, bool paused)
 {
     pthread_mutex_lock(&lc->mu);
     lc->paused = paused;
-    pthread_cond_broadcast(&lc->cond);
+    if (lc->worker) kiq_worker_poke(lc->worker);
     pthread_mutex_unlock(&lc->mu);
 }
 
