@@ -447,14 +447,30 @@ static void note_recovery(kiq_broker_t *b)
     kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_LOGS, partitions);
 }
 
-int kiq_broker_start(kiq_broker_t *b)
+/* ---- the broker's services ---------------------------------------------
+ *
+ * The broker is the services below (NGINX's module list is the model): a
+ * start brings one up on the thread starting the broker, in this order; a
+ * shutdown quiesces them in the reverse order (stop: no more work taken,
+ * what is parked answered, threads joined), then releases them in the
+ * reverse order (release: memory and files), so whatever a later service
+ * uses outlives it. A row's phase is stamped when it has started. The
+ * services added from outside (HTTP) start after the last row and stop
+ * before the first. */
+
+/* configs: the dynamic broker configs first, the logs open with them */
+static int start_configs(kiq_broker_t *b)
 {
-    char marker[PATH_MAX];
     kiq_broker_startup_begin(&b->startup);
-    /* the dynamic broker configs first: the logs open with their settings */
     if (kiq_broker_configs_load(b) != 0) return -1;
     kiq_broker_configs_log_config(b, &b->log_cfg, &b->log_cfg);
-    kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_CONFIG, 0);
+    return 0;
+}
+
+/* logs: every log directory opened (recovered after an unclean stop) */
+static int start_logs(kiq_broker_t *b)
+{
+    char marker[PATH_MAX];
     kiq_topics_dir_spec_t *specs = calloc((size_t)b->nlog_dirs, sizeof *specs);
     if (!specs) return kiq_error_set("out of memory");
     b->log_cfg.clean_shutdown = true;
@@ -484,7 +500,39 @@ int kiq_broker_start(kiq_broker_t *b)
         if (b->log_dirs[i].clean_shutdown && unlink(marker) != 0)
             return kiq_error_errno("cannot remove %s", marker);
     }
+    return 0;
+}
 
+/* After every other service: the logs closed, and with a clean stop each
+ * healthy directory marked clean (after a disk failure the next start
+ * recovers what reached that directory). */
+static void release_logs(kiq_broker_t *b)
+{
+    if (!b->topics) return;
+    bool all_marked = true;
+    kiq_topics_free(b->topics);
+    b->topics = NULL;
+    for (int i = 0; b->stopping_clean && i < b->nlog_dirs; i++) {
+        if (kiq_log_dir_offline(b->log_dirs[i].health)) {
+            all_marked = false;
+            continue;
+        }
+        char marker[PATH_MAX];
+        snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dirs[i].path);
+        int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            if (b->cluster) write_incarnation(b, fd);
+            fsync(fd);
+            close(fd);
+            kiq_fsync_dir(b->log_dirs[i].path);
+        }
+    }
+    if (b->stopping_clean && all_marked) KIQ_INFO("[KafkaIQ broker %d] shut down cleanly", b->node_id);
+}
+
+/* log tasks: retention, the cleaner, the flusher, the scrubber */
+static int start_log_tasks(kiq_broker_t *b)
+{
     b->retention = kiq_log_retention_new(b->topics, b->config);
     if (!b->retention) return -1;
     b->cleaner = kiq_log_cleaner_new(b->topics, b->config);
@@ -494,13 +542,94 @@ int kiq_broker_start(kiq_broker_t *b)
     int64_t scrub_ms = kiq_config_int(b->config, KIQ_CFG_LOG_SCRUB_INTERVAL_MS);
     b->scrubber = kiq_log_scrubber_new(b->topics, scrub_ms);
     if (!b->scrubber && scrub_ms > 0) return -1;
+    return 0;
+}
 
+static void stop_log_tasks(kiq_broker_t *b)
+{
+    kiq_log_retention_free(b->retention);
+    b->retention = NULL;
+    kiq_log_scrubber_free(b->scrubber);
+    b->scrubber = NULL;
+    kiq_log_cleaner_free(b->cleaner);
+    b->cleaner = NULL;
+    kiq_log_flusher_free(b->flusher);
+    b->flusher = NULL;
+}
+
+/* coordinators: groups and transactions, their state loaded */
+static int start_coordinators(kiq_broker_t *b)
+{
+    kiq_group_context_t gctx = {b->config, b->topics, b->cluster, b->metadata};
+    b->groups = kiq_group_coordinator_new(&gctx);
+    if (!b->groups) return kiq_error_set("out of memory");
+    if (kiq_group_coordinator_start(b->groups) != 0) return -1;
+    kiq_txn_context_t tctx = {
+        b->config, b->topics, b->cluster, next_producer_id, partitions_of, b,
+        {b->topics, b->metadata, b->node_id, offsets_marker, b},
+    };
+    if (!(b->txns = kiq_txn_coordinator_new(&tctx))) return kiq_error_set("out of memory");
+    if (kiq_txn_coordinator_start(b->txns) != 0) return -1;
+    return 0;
+}
+
+/* Parked joins and syncs answered NOT_COORDINATOR, the timers stopped. */
+static void stop_coordinators(kiq_broker_t *b)
+{
+    kiq_group_coordinator_stop(b->groups);
+    kiq_txn_coordinator_stop(b->txns);
+}
+
+static void release_coordinators(kiq_broker_t *b)
+{
+    kiq_group_coordinator_free(b->groups);
+    b->groups = NULL;
+    kiq_txn_coordinator_free(b->txns);
+    b->txns = NULL;
+}
+
+/* replicas: LeaderAndIsr, StopReplica and the fetchers' home in a cluster
+ * (before the requests: handlers read it); standalone every partition is
+ * led here */
+static int start_replicas(kiq_broker_t *b)
+{
+    if (b->cluster) {
+        kiq_replica_context_t rc = {
+            .node_id = b->node_id,
+            .config = b->config,
+            .topics = b->topics,
+            .metadata = b->metadata,
+            .controller = &b->controller,
+            .controller_host = b->controller_host,
+            .controller_port = b->controller_port,
+            .broker_epoch = broker_epoch,
+            .coordinator_partition_led = coordinator_partition_led,
+            .ctx = b,
+        };
+        for (int i = 0; i < b->nlog_dirs && i < KIQ_REPLICA_MAX_LOG_DIRS; i++) rc.log_dir_ids[rc.nlog_dirs++] = b->log_dirs[i].dir_id;
+        if (!(b->replicas = kiq_replica_manager_new(&rc))) return -1;
+    } else {
+        kiq_replica_manager_lead_all_alone(b->topics);
+    }
+    return 0;
+}
+
+/* No handler calls in any more; its fetchers hold topics. */
+static void release_replicas(kiq_broker_t *b)
+{
+    kiq_replica_manager_free(b->replicas);
+    b->replicas = NULL;
+}
+
+/* requests: the purgatory, the request queue, the processors, the I/O
+ * threads, the channel to the controller, and last the listener */
+static int start_requests(kiq_broker_t *b)
+{
     b->purgatory = kiq_purgatory_new();
     b->queue = kiq_request_queue_new((size_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS));
     if (!b->purgatory || !b->queue) return kiq_error_set("out of memory");
     kiq_request_queue_set_observers(b->queue, &b->observers, b->node_id);
     kiq_topics_set_append_listener(b->topics, wake_waiters, b->purgatory);
-
     b->nprocessors = (int)kiq_config_int(b->config, KIQ_CFG_NUM_NETWORK_THREADS);
     b->processors = calloc((size_t)b->nprocessors, sizeof *b->processors);
     if (!b->processors) return kiq_error_set("out of memory");
@@ -539,7 +668,6 @@ int kiq_broker_start(kiq_broker_t *b)
         snprintf(b->advertised_host, sizeof b->advertised_host, "%s", *b->host ? b->host : "127.0.0.1");
         b->advertised_port = b->bound_port;
     }
-
     if (kiq_purgatory_start(b->purgatory) != 0) return -1;
     atomic_store(&b->registered_epoch, -1);
     if (b->cluster) {
@@ -547,35 +675,6 @@ int kiq_broker_start(kiq_broker_t *b)
         snprintf(id, sizeof id, "kafkaiq-broker-%d", b->node_id);
         b->controller_channel = kiq_peer_channel_new("to-controller", b->controller_host, b->controller_port, id);
         if (!b->controller_channel) return -1;
-    }
-    kiq_group_context_t gctx = {b->config, b->topics, b->cluster, b->metadata};
-    b->groups = kiq_group_coordinator_new(&gctx);
-    if (!b->groups) return kiq_error_set("out of memory");
-    if (kiq_group_coordinator_start(b->groups) != 0) return -1;
-    kiq_txn_context_t tctx = {
-        b->config, b->topics, b->cluster, next_producer_id, partitions_of, b,
-        {b->topics, b->metadata, b->node_id, offsets_marker, b},
-    };
-    if (!(b->txns = kiq_txn_coordinator_new(&tctx))) return kiq_error_set("out of memory");
-    if (kiq_txn_coordinator_start(b->txns) != 0) return -1;
-    /* before the control plane: LeaderAndIsr comes in there */
-    if (b->cluster) {
-        kiq_replica_context_t rc = {
-            .node_id = b->node_id,
-            .config = b->config,
-            .topics = b->topics,
-            .metadata = b->metadata,
-            .controller = &b->controller,
-            .controller_host = b->controller_host,
-            .controller_port = b->controller_port,
-            .broker_epoch = broker_epoch,
-            .coordinator_partition_led = coordinator_partition_led,
-            .ctx = b,
-        };
-        for (int i = 0; i < b->nlog_dirs && i < KIQ_REPLICA_MAX_LOG_DIRS; i++) rc.log_dir_ids[rc.nlog_dirs++] = b->log_dirs[i].dir_id;
-        if (!(b->replicas = kiq_replica_manager_new(&rc))) return -1;
-    } else {
-        kiq_replica_manager_lead_all_alone(b->topics);
     }
     atomic_store(&b->io_busy_ns, 0);
     b->io_started_ns = kiq_clock_mono_ns();
@@ -590,16 +689,65 @@ int kiq_broker_start(kiq_broker_t *b)
     }
     for (int i = 0; i < b->nprocessors; i++)
         if (kiq_processor_start(b->processors[i]) != 0) return -1;
-    if (kiq_acceptor_start(b->acceptor) != 0) return -1;
-    kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_LISTENERS, b->bound_port);
-    if (b->cluster && b->node_id == b->controller_id) {
-        b->controller = kiq_controller_new(b->config, b->node_id, b->log_dirs[0].path,
-                                           kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME));
-        if (!b->controller || kiq_controller_start(b->controller) != 0) return -1;
-        kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_CONTROLLER, b->node_id);
-    }
-    if (b->has_control_plane && start_control_plane(b) != 0) return -1;
-    /* last: the registration carries the bound ports */
+    return kiq_acceptor_start(b->acceptor);
+}
+
+/* Stop taking work, answer what is parked (what the channel holds first:
+ * some of it parks), then drain the handlers. */
+static void stop_requests(kiq_broker_t *b)
+{
+    kiq_acceptor_free(b->acceptor);
+    b->acceptor = NULL;
+    kiq_peer_channel_stop(b->controller_channel);
+    if (b->purgatory) kiq_purgatory_stop(b->purgatory);
+    if (b->queue) kiq_request_queue_close(b->queue);
+    for (int i = 0; i < b->nio_threads; i++) pthread_join(b->io_threads[i], NULL);
+    b->nio_threads = 0;
+}
+
+static void release_requests(kiq_broker_t *b)
+{
+    for (int i = 0; i < b->nprocessors; i++) kiq_processor_free(b->processors[i]);
+    free(b->processors);
+    b->processors = NULL;
+    b->nprocessors = 0;
+    kiq_request_queue_free(b->queue);
+    b->queue = NULL;
+    kiq_purgatory_free(b->purgatory);
+    b->purgatory = NULL;
+    kiq_peer_channel_free(b->controller_channel);
+    b->controller_channel = NULL;
+    /* after the processors and every request: they give bytes and slots back */
+    kiq_memory_pool_free(b->request_pool);
+    b->request_pool = NULL;
+    kiq_connection_quotas_free(b->quotas);
+    b->quotas = NULL;
+    free(b->io_threads);
+    b->io_threads = NULL;
+}
+
+/* controller: on the broker whose id is the voter's */
+static int start_controller(kiq_broker_t *b)
+{
+    if (!b->cluster || b->node_id != b->controller_id) return 0;
+    b->controller = kiq_controller_new(b->config, b->node_id, b->log_dirs[0].path,
+                                       kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME));
+    return b->controller && kiq_controller_start(b->controller) == 0 ? 0 : -1;
+}
+
+/* After every handler that may forward to it. */
+static void release_controller(kiq_broker_t *b)
+{
+    kiq_controller_free(b->controller);
+    b->controller = NULL;
+}
+
+static int start_control_plane_if_any(kiq_broker_t *b) { return b->has_control_plane ? start_control_plane(b) : 0; }
+
+/* lifecycle: registration and heartbeats; last of the cluster's, as the
+ * registration carries the bound ports */
+static int start_lifecycle(kiq_broker_t *b)
+{
     if (b->cluster) {
         kiq_broker_identity_t id = {
             .node_id = b->node_id,
@@ -622,12 +770,72 @@ int kiq_broker_start(kiq_broker_t *b)
         if (id.nlog_dirs > KIQ_BROKER_MAX_LOG_DIRS) id.nlog_dirs = KIQ_BROKER_MAX_LOG_DIRS;
         if (!(b->lifecycle = kiq_broker_lifecycle_new(&id))) return -1;
     }
-    /* its ISR thread reads the lifecycle's broker epoch */
-    if (b->replicas && kiq_replica_manager_start(b->replicas) != 0) return -1;
+    return 0;
+}
+
+/* The controller stops hearing from this broker before anything else
+ * stops; a clean stop is a controlled shutdown, except on the
+ * controller's own broker (its restart leaves the cluster as it was: the
+ * brokers get a session's grace when it is back). */
+static void stop_lifecycle(kiq_broker_t *b)
+{
+    b->last_broker_epoch = b->lifecycle ? kiq_broker_lifecycle_epoch(b->lifecycle) : -1;
+    if (b->stopping_clean && !b->controller) kiq_broker_lifecycle_shut_down(b->lifecycle);
+    kiq_broker_lifecycle_free(b->lifecycle);
+    b->lifecycle = NULL;
+}
+
+/* replication: the fetchers and the ISR worker (it reads the lifecycle's
+ * broker epoch) */
+static int start_replication(kiq_broker_t *b) { return b->replicas ? kiq_replica_manager_start(b->replicas) : 0; }
+
+/* No more ISR changes or fetching (they read the lifecycle). */
+static void stop_replication(kiq_broker_t *b) { kiq_replica_manager_stop(b->replicas); }
+
+static int start_ready(kiq_broker_t *b)
+{
     b->running = true;
     if (!b->cluster) kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_READY, 0);
     KIQ_INFO("[KafkaIQ broker %d] started: listening on %s:%d, data in %s, cluster %s", b->node_id,
              *b->host ? b->host : "*", b->bound_port, kiq_config_str(b->config, KIQ_CFG_LOG_DIRS), b->cluster_id);
+    return 0;
+}
+
+/* A row: its start, and what its stop and release undo. */
+typedef struct broker_row {
+    const char *name;
+    int (*start)(kiq_broker_t *b);
+    void (*stop)(kiq_broker_t *b);
+    void (*release)(kiq_broker_t *b);
+    enum kiq_startup_phase phase; /* stamped once started; KIQ__STARTUP_PHASES: none */
+} broker_row_t;
+
+static const broker_row_t rows[] = {
+    {"configs", start_configs, NULL, NULL, KIQ_STARTUP_CONFIG},
+    {"logs", start_logs, NULL, release_logs, KIQ__STARTUP_PHASES},
+    {"log tasks", start_log_tasks, stop_log_tasks, NULL, KIQ__STARTUP_PHASES},
+    {"coordinators", start_coordinators, stop_coordinators, release_coordinators, KIQ__STARTUP_PHASES},
+    {"replicas", start_replicas, NULL, release_replicas, KIQ__STARTUP_PHASES},
+    {"requests", start_requests, stop_requests, release_requests, KIQ_STARTUP_LISTENERS},
+    {"controller", start_controller, NULL, release_controller, KIQ_STARTUP_CONTROLLER},
+    {"control plane", start_control_plane_if_any, stop_control_plane, NULL, KIQ__STARTUP_PHASES},
+    {"lifecycle", start_lifecycle, stop_lifecycle, NULL, KIQ__STARTUP_PHASES},
+    {"replication", start_replication, stop_replication, NULL, KIQ__STARTUP_PHASES},
+    {"ready", start_ready, NULL, NULL, KIQ__STARTUP_PHASES},
+};
+#define NROWS (int)(sizeof rows / sizeof rows[0])
+
+int kiq_broker_start(kiq_broker_t *b)
+{
+    for (int i = 0; i < NROWS; i++) {
+        if (rows[i].start(b) != 0) return kiq_error_set("%s: %s", rows[i].name, kiq_error_get());
+        enum kiq_startup_phase ph = rows[i].phase;
+        if (ph == KIQ_STARTUP_CONTROLLER && !b->controller) continue;
+        if (ph != KIQ__STARTUP_PHASES)
+            kiq_broker_startup_mark(&b->startup, ph,
+                                    ph == KIQ_STARTUP_LISTENERS ? b->bound_port
+                                    : ph == KIQ_STARTUP_CONTROLLER ? b->node_id : 0);
+    }
     for (int i = 0; i < b->nservices; i++)
         if (b->services[i].start(b->services[i].ctx, b) != 0) return -1;
     return 0;
@@ -708,91 +916,15 @@ void kiq_broker_kill(kiq_broker_t *b) { broker_shutdown(b, false); }
 static void broker_shutdown(kiq_broker_t *b, bool clean)
 {
     if (!b) return;
-    /* After a disk failure, the next start recovers what reached that
-     * directory; the others are marked clean. */
-    bool mark_clean = b->running && clean;
-    bool all_marked = true;
+    b->stopping_clean = b->running && clean;
     if (b->running && !clean) KIQ_WARN("[KafkaIQ broker %d] killed: no clean shutdown", b->node_id);
     b->running = false;
     /* first what reads the broker from outside (the HTTP listener) */
     for (int i = b->nservices - 1; i >= 0; i--) b->services[i].stop(b->services[i].ctx, b);
-    /* no more ISR changes or fetching (they read the lifecycle) */
-    kiq_replica_manager_stop(b->replicas);
-    /* first: the controller stops hearing from us before anything stops */
-    b->last_broker_epoch = b->lifecycle ? kiq_broker_lifecycle_epoch(b->lifecycle) : -1;
-    /* Not for the controller's own broker: its restart leaves the cluster
-     * as it was (the brokers get a session's grace when it is back). */
-    if (mark_clean && !b->controller) kiq_broker_lifecycle_shut_down(b->lifecycle);
-    kiq_broker_lifecycle_free(b->lifecycle);
-    b->lifecycle = NULL;
-    /* Stop taking work, answer what is parked, drain the handlers, then the
-     * network, and only then close the logs and mark the shutdown clean. */
-    kiq_acceptor_free(b->acceptor);
-    b->acceptor = NULL;
-    stop_control_plane(b);
-    kiq_log_retention_free(b->retention);
-    b->retention = NULL;
-    kiq_log_scrubber_free(b->scrubber);
-    b->scrubber = NULL;
-    kiq_log_cleaner_free(b->cleaner);
-    b->cleaner = NULL;
-    kiq_log_flusher_free(b->flusher);
-    b->flusher = NULL;
-    kiq_group_coordinator_stop(b->groups);
-    kiq_txn_coordinator_stop(b->txns);
-    /* what it still holds is answered (some park, hence before the purgatory) */
-    kiq_peer_channel_stop(b->controller_channel);
-    if (b->purgatory) kiq_purgatory_stop(b->purgatory);
-    if (b->queue) kiq_request_queue_close(b->queue);
-    for (int i = 0; i < b->nio_threads; i++) pthread_join(b->io_threads[i], NULL);
-    b->nio_threads = 0;
-    /* after every handler that may forward to it */
-    kiq_controller_free(b->controller);
-    b->controller = NULL;
-    /* no handler calls in any more; its fetchers hold topics */
-    kiq_replica_manager_free(b->replicas);
-    b->replicas = NULL;
-    for (int i = 0; i < b->nprocessors; i++) kiq_processor_free(b->processors[i]);
-    free(b->processors);
-    b->processors = NULL;
-    b->nprocessors = 0;
-    kiq_request_queue_free(b->queue);
-    b->queue = NULL;
-    kiq_purgatory_free(b->purgatory);
-    b->purgatory = NULL;
-    kiq_peer_channel_free(b->controller_channel);
-    b->controller_channel = NULL;
-    /* after the processors and every request: they give bytes and slots back */
-    kiq_memory_pool_free(b->request_pool);
-    b->request_pool = NULL;
-    kiq_connection_quotas_free(b->quotas);
-    b->quotas = NULL;
-    kiq_group_coordinator_free(b->groups);
-    b->groups = NULL;
-    kiq_txn_coordinator_free(b->txns);
-    b->txns = NULL;
-    if (b->topics) {
-        kiq_topics_free(b->topics);
-        b->topics = NULL;
-        for (int i = 0; mark_clean && i < b->nlog_dirs; i++) {
-            if (kiq_log_dir_offline(b->log_dirs[i].health)) {
-                all_marked = false;
-                continue;
-            }
-            char marker[PATH_MAX];
-            snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dirs[i].path);
-            int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (fd >= 0) {
-                if (b->cluster) write_incarnation(b, fd);
-                fsync(fd);
-                close(fd);
-                kiq_fsync_dir(b->log_dirs[i].path);
-            }
-        }
-        if (mark_clean && all_marked) KIQ_INFO("[KafkaIQ broker %d] shut down cleanly", b->node_id);
-    }
-    free(b->io_threads);
-    b->io_threads = NULL;
+    for (int i = NROWS - 1; i >= 0; i--)
+        if (rows[i].stop) rows[i].stop(b);
+    for (int i = NROWS - 1; i >= 0; i--)
+        if (rows[i].release) rows[i].release(b);
 }
 
 void kiq_broker_free(kiq_broker_t *b)

@@ -107,6 +107,7 @@ struct kiq_broker {
      * leaderships be; after a crash it is new. Set at start. */
     kiq_uuid_t incarnation;
     int64_t last_broker_epoch; /* what the controller gave this run, kept at shutdown */
+    bool stopping_clean; /* the shutdown under way is clean: controlled, the logs marked clean */
     atomic_int_fast64_t registered_epoch; /* the last registration's broker epoch, -1 before; any thread */
     /* The controller, on the broker whose id is the voter's: from start
      * to shutdown; its own lock. */
