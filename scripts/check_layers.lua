@@ -41,6 +41,8 @@ M.LAYERS = {
   server = with(domain, "controller", "replica", "group", "txn", "include", "journey", "metrics"), -- the broker
   http = with(domain, "controller", "replica", "group", "txn", "include", "journey", "metrics", "server"), -- HTTP
   api = with(domain, "controller", "replica", "group", "txn", "server", "include", "journey", "metrics", "http"), -- API
+  app = with(domain, "controller", "replica", "group", "txn", "server", "api", "include", "journey", "metrics",
+    "http"), -- the composition root: a broker serving the API table, with its HTTP listener
   lua = with(domain, "controller", "replica", "group", "txn", "server", "api", "include", "journey", "metrics",
     "http"),
   cmd = with(domain, "controller", "replica", "group", "txn", "server", "api", "include", "journey", "metrics",

@@ -39,6 +39,10 @@ typedef struct kiq_api_row {
  * refuses it like Kafka: by closing the connection). The control plane
  * serves the controller's APIs; the data plane the clients'. */
 const kiq_api_row_t *kiq_api_row(int16_t api_key, int listener);
+/* What a broker serves: admission by this table (unknown APIs and
+ * versions refused before queueing) and dispatch to its handlers. */
+extern const kiq_broker_surface_t kiq_api_surface;
+
 /* Every row (build/gen/api/surface.c, from engine/api/surface.lua). */
 extern const kiq_api_row_t kiq_api_rows[];
 extern const size_t kiq_api_nrows;

@@ -1,9 +1,9 @@
-/* The API surface's lookups: the rows themselves (what each listener
+/* The API surface's lookups, and the surface a broker serves (admission
+ * and dispatch): the rows themselves (what each listener
  * serves, at which versions, with which handler) are generated from
  * engine/api/surface.lua and the schemas into build/gen/api/surface.c.
  * Immutable; read by any thread. */
 #include "api/api.h"
-#include "http/http_server.h"
 #include "core/say.h"
 
 const kiq_api_row_t *kiq_api_row(int16_t api_key, int listener)
@@ -48,16 +48,4 @@ static int admit(kiq_request_t *r)
     return 0;
 }
 
-static const kiq_broker_surface_t surface = {admit, kiq_api_handle};
-
-/* A broker is the machinery of server/ serving this table, with its HTTP
- * listener when its config names one. */
-kiq_broker_t *kiq_broker_new(const kiq_config_t *config)
-{
-    kiq_broker_t *b = kiq_broker_create(config, &surface);
-    if (b && kiq_http_attach(b) != 0) {
-        kiq_broker_free(b);
-        return NULL;
-    }
-    return b;
-}
+const kiq_broker_surface_t kiq_api_surface = {admit, kiq_api_handle};

@@ -203,7 +203,7 @@ int kiq_broker_add_service(kiq_broker_t *b, const kiq_broker_service_t *service)
 void kiq_broker_set_interceptors(kiq_broker_t *b, const kiq_interceptor_ops_t *ops, void *ctx,
                                  const atomic_int *active);
 
-/* Makes a broker serving surface (kiq_broker_new gives the API layer's):
+/* Makes a broker serving surface (kiq_broker_new, engine/app, gives the API layer's):
  * what include/kafkaiq.h's kiq_broker_new does with it. */
 kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_surface_t *surface);
 
