@@ -377,6 +377,23 @@ static void *control_io_main(void *arg)
     return NULL;
 }
 
+/* A processor of this broker feeding queue, with the broker's limits. */
+static kiq_processor_config_t processor_config(kiq_broker_t *b, int id, kiq_request_queue_t *queue)
+{
+    return (kiq_processor_config_t){
+        .id = id,
+        .max_request_bytes = (size_t)kiq_config_int(b->config, KIQ_CFG_SOCKET_REQUEST_MAX_BYTES),
+        .idle_ms = kiq_config_int(b->config, KIQ_CFG_CONNECTIONS_MAX_IDLE_MS),
+        .read_timeout_ms = kiq_config_int(b->config, KIQ_CFG_REQUEST_READ_TIMEOUT_MS),
+        .queue = queue,
+        .admit = admit,
+        .done = request_done,
+        .admit_ctx = b,
+        .observers = &b->observers,
+        .broker = b->node_id,
+    };
+}
+
 /* Its own queue, processor, acceptor and I/O thread; the bound port is
  * kept for restarts like the data listener's. */
 static int start_control_plane(kiq_broker_t *b)
@@ -384,19 +401,8 @@ static int start_control_plane(kiq_broker_t *b)
     b->control_queue = kiq_request_queue_new((size_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS));
     if (!b->control_queue) return kiq_error_set("out of memory");
     kiq_request_queue_set_observers(b->control_queue, &b->observers, b->node_id);
-    kiq_processor_config_t pc = {
-        .id = b->nprocessors,
-        .listener = KIQ_LISTENER_CONTROL,
-        .max_request_bytes = (size_t)kiq_config_int(b->config, KIQ_CFG_SOCKET_REQUEST_MAX_BYTES),
-        .idle_ms = kiq_config_int(b->config, KIQ_CFG_CONNECTIONS_MAX_IDLE_MS),
-        .read_timeout_ms = kiq_config_int(b->config, KIQ_CFG_REQUEST_READ_TIMEOUT_MS),
-        .queue = b->control_queue,
-        .admit = admit,
-        .done = request_done,
-        .admit_ctx = b,
-        .observers = &b->observers,
-        .broker = b->node_id,
-    };
+    kiq_processor_config_t pc = processor_config(b, b->nprocessors, b->control_queue);
+    pc.listener = KIQ_LISTENER_CONTROL;
     b->control_processor = kiq_processor_new(&pc);
     if (!b->control_processor) return -1;
     kiq_request_queue_on_space(b->control_queue, kiq_processor_queue_space, b->control_processor);
@@ -640,20 +646,9 @@ static int start_requests(kiq_broker_t *b)
                                           kiq_config_str(b->config, KIQ_CFG_MAX_CONNECTIONS_PER_IP_OVERRIDES));
     if (!b->quotas) return -1;
     for (int i = 0; i < b->nprocessors; i++) {
-        kiq_processor_config_t pc = {
-            .id = i,
-            .max_request_bytes = (size_t)kiq_config_int(b->config, KIQ_CFG_SOCKET_REQUEST_MAX_BYTES),
-            .idle_ms = kiq_config_int(b->config, KIQ_CFG_CONNECTIONS_MAX_IDLE_MS),
-            .read_timeout_ms = kiq_config_int(b->config, KIQ_CFG_REQUEST_READ_TIMEOUT_MS),
-            .pool = b->request_pool,
-            .quotas = b->quotas,
-            .queue = b->queue,
-            .admit = admit,
-            .done = request_done,
-            .admit_ctx = b,
-            .observers = &b->observers,
-            .broker = b->node_id,
-        };
+        kiq_processor_config_t pc = processor_config(b, i, b->queue);
+        pc.pool = b->request_pool;
+        pc.quotas = b->quotas;
         b->processors[i] = kiq_processor_new(&pc);
         if (!b->processors[i]) return -1;
         kiq_request_queue_on_space(b->queue, kiq_processor_queue_space, b->processors[i]);

@@ -249,19 +249,6 @@ typedef struct fake_server {
     bool got_request;
 } fake_server_t;
 
-static int listen_any(int *port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    assert_int_equal(listen(fd, 4), 0);
-    socklen_t len = sizeof sa;
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    *port = ntohs(sa.sin_port);
-    return fd;
-}
-
 static bool read_full(int fd, void *buf, size_t n)
 {
     uint8_t *p = buf;
@@ -384,7 +371,7 @@ static fake_server_t *fake_start(enum fake_mode mode)
     fake_server_t *s = calloc(1, sizeof *s);
     assert_non_null(s);
     s->mode = mode;
-    s->listen_fd = listen_any(&s->port);
+    s->listen_fd = kiq_test_listen_any(&s->port);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     assert_int_equal(pthread_create(&s->thread, NULL, fake_main, s), 0);
@@ -516,7 +503,7 @@ static void test_connect_refused(void **state)
 {
     (void)state;
     int port;
-    int fd = listen_any(&port);
+    int fd = kiq_test_listen_any(&port);
     close(fd); /* nothing listens there now */
     assert_null(kiq_client_connect("127.0.0.1", port, 2000, NULL));
     char where[64];
@@ -531,7 +518,7 @@ static void test_connect_times_out(void **state)
 {
     (void)state;
     int port;
-    int fd = listen_any(&port);
+    int fd = kiq_test_listen_any(&port);
     int64_t t0 = now_ms();
     assert_null(kiq_client_connect("127.0.0.1", port, 200, NULL));
     int64_t took = now_ms() - t0;

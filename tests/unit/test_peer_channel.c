@@ -155,15 +155,10 @@ static void test_a_peer_not_there_fails_each_call_by_its_deadline(void **state)
 static void test_a_silent_peer_holds_the_head_and_stop_ends_the_rest(void **state)
 {
     /* listens but never accepts: connecting works, nothing is answered */
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    assert_int_equal(listen(fd, 4), 0);
-    socklen_t len = sizeof sa;
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    int port;
+    int fd = kiq_test_listen_any(&port);
 
-    kiq_peer_channel_t *ch = kiq_peer_channel_new("to-silent", "127.0.0.1", ntohs(sa.sin_port), "peer-test");
+    kiq_peer_channel_t *ch = kiq_peer_channel_new("to-silent", "127.0.0.1", port, "peer-test");
     assert_non_null(ch);
     test_call_t head, queued;
     call_init(&head, 60000);

@@ -9,6 +9,9 @@
 #include "log/partition_log.h"
 #include "proto/writer.h"
 
+/* A listening TCP socket on 127.0.0.1 and a free port (*port) that takes
+ * connections into its backlog; the test accepts, or never does. */
+int kiq_test_listen_any(int *port);
 /* rm -r of a test's temporary directory. */
 void kiq_test_remove_tree(const char *path);
 /* Makes a fresh /tmp/kiq-test-<tag>-XXXXXX directory and puts its path in
