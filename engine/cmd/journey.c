@@ -134,84 +134,6 @@ static int by_time(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static const char *acks_name(json_int_t acks) { return acks == -1 ? "all" : acks == 0 ? "0" : "1"; }
-
-/* Times of the stages before: a line's waits are measured from them. */
-typedef struct seen {
-    json_int_t received_ns, enqueued_ns;
-} seen_t;
-
-/* The enqueued line: the queue as the request found it, and the wait with
- * its connection muted when the queue was full. */
-static void describe_enqueued(const json_t *s, const seen_t *seen, char *out, size_t n)
-{
-    int k = snprintf(out, n, "request queue: joined behind %lld requests (depth %lld/%lld)",
-                     (long long)num(s, "before"), (long long)num(s, "before") + 1, (long long)num(s, "after"));
-    if (k < 0 || (size_t)k >= n) return;
-    if (has(s, "waited_muted"))
-        snprintf(out + k, n - (size_t)k, " after %.3f ms muted: the queue was full", seen->received_ns
-                 ? (double)(num(s, "t_ns") - seen->received_ns) / 1e6 : 0.0);
-    else if (num(s, "muted") > 0)
-        snprintf(out + k, n - (size_t)k, "; %lld connections muted, waiting for room", (long long)num(s, "muted"));
-}
-
-/* One line: what happened at the stage, in the seed's words (the
- * broker's own when it words the stage). */
-static void describe(const json_t *s, const seen_t *seen, char *out, size_t n)
-{
-    const char *stage = str(s, "stage");
-    json_int_t broker = num(s, "broker");
-    if (has(s, "text"))
-        snprintf(out, n, "%s", str(s, "text"));
-    else if (!strcmp(stage, "received"))
-        snprintf(out, n, "broker %lld, network thread %lld: Produce v%lld received, %lld bytes, from client \"%s\" at %s",
-                 (long long)broker, (long long)num(s, "thread"), (long long)num(s, "version"), (long long)num(s, "bytes"),
-                 str(s, "client_id"), str(s, "address"));
-    else if (!strcmp(stage, "enqueued"))
-        describe_enqueued(s, seen, out, n);
-    else if (!strcmp(stage, "dequeued"))
-        snprintf(out, n, "I/O thread %lld: took it after %.3f ms in the queue", (long long)num(s, "thread"),
-                 seen->enqueued_ns ? (double)(num(s, "t_ns") - seen->enqueued_ns) / 1e6 : 0.0);
-    else if (!strcmp(stage, "validated"))
-        snprintf(out, n, "validated: %lld records, %lld bytes, CRC ok (acks=%s)", (long long)num(s, "records"),
-                 (long long)num(s, "bytes"), acks_name(num(s, "acks")));
-    else if (!strcmp(stage, "appended"))
-        snprintf(out, n, "offsets %lld..%lld assigned (LEO %lld -> %lld); appended to %s at byte %lld (%lld bytes)",
-                 (long long)num(s, "first_offset"), (long long)num(s, "after") - 1, (long long)num(s, "before"),
-                 (long long)num(s, "after"), str(s, "file"), (long long)num(s, "position"), (long long)num(s, "bytes"));
-    else if (!strcmp(stage, "handled"))
-        snprintf(out, n, "handler done (an acks=all answer waits in the purgatory)");
-    else if (!strcmp(stage, "follower_fetched"))
-        snprintf(out, n, "follower %lld fetched it (fetch offset %lld, %s)", (long long)num(s, "peer"),
-                 (long long)num(s, "first_offset"), has(s, "sendfile") ? "sendfile" : "copied");
-    else if (!strcmp(stage, "replicated"))
-        snprintf(out, n, "broker %lld (follower of %lld): appended it to its %s at byte %lld", (long long)broker,
-                 (long long)num(s, "peer"), str(s, "file"), (long long)num(s, "position"));
-    else if (!strcmp(stage, "follower_leo"))
-        snprintf(out, n, "follower %lld has it: its LEO %lld -> %lld", (long long)num(s, "peer"),
-                 (long long)num(s, "before"), (long long)num(s, "after"));
-    else if (!strcmp(stage, "committed"))
-        snprintf(out, n, "high watermark %lld -> %lld: committed, visible to consumers (ISR of %lld)",
-                 (long long)num(s, "before"), (long long)num(s, "after"), (long long)num(s, "records"));
-    else if (!strcmp(stage, "acknowledged"))
-        snprintf(out, n, "acknowledged: acks=%s, error %lld", acks_name(num(s, "acks")), (long long)num(s, "error"));
-    else if (!strcmp(stage, "response_queued"))
-        snprintf(out, n, "response queued for the network thread (%lld bytes)", (long long)num(s, "bytes"));
-    else if (!strcmp(stage, "sent"))
-        snprintf(out, n, "response sent");
-    else if (!strcmp(stage, "records_fetched"))
-        snprintf(out, n, "consumer \"%s\" at %s fetched it (fetch offset %lld, %s)", str(s, "client_id"),
-                 str(s, "address"), (long long)num(s, "first_offset"), has(s, "sendfile") ? "sendfile" : "copied");
-    else if (!strcmp(stage, "txn_committed"))
-        snprintf(out, n, "transaction committed: COMMIT marker at offset %lld, read_committed consumers now see it",
-                 (long long)num(s, "after"));
-    else if (!strcmp(stage, "txn_aborted"))
-        snprintf(out, n, "transaction aborted: ABORT marker at offset %lld, read_committed consumers skip it",
-                 (long long)num(s, "after"));
-    else
-        snprintf(out, n, "%s", stage);
-}
-
 int kiq_cmd_journey(int argc, char **argv)
 {
     const char *http = NULL, *trace = NULL;
@@ -285,15 +207,9 @@ int kiq_cmd_journey(int argc, char **argv)
     if (has(head, "trace")) printf(" (trace %s)", str(head, "trace"));
     printf(", from %d broker%s\n", nparts, nparts == 1 ? "" : "s");
     json_int_t t0 = k ? num(stages[0], "t_ns") : 0;
-    seen_t seen = {0, 0};
-    for (size_t i = 0; i < k; i++) {
-        char line[512];
-        const char *stage = str(stages[i], "stage");
-        if (!strcmp(stage, "received")) seen.received_ns = num(stages[i], "t_ns");
-        if (!strcmp(stage, "enqueued")) seen.enqueued_ns = num(stages[i], "t_ns");
-        describe(stages[i], &seen, line, sizeof line);
-        printf("%+9.3f ms  %s\n", (double)(num(stages[i], "t_ns") - t0) / 1e6, line);
-    }
+    /* each stage comes worded by its broker (its text) */
+    for (size_t i = 0; i < k; i++)
+        printf("%+9.3f ms  %s\n", (double)(num(stages[i], "t_ns") - t0) / 1e6, str(stages[i], "text"));
     if (verdict) printf("verdict: %s\n", str(verdict, "text"));
     free(stages);
     for (int i = 0; i < nparts; i++) json_decref(parts[i]);

@@ -65,7 +65,7 @@ static json_t *journey_json(kiq_broker_t *b, const kiq_journey_t *jr)
     for (int i = 0; i < jr->nstages; i++) {
         json_t *s = json_object();
         kiq_journey_fields_t f = {put_number, put_string, put_boolean, s};
-        kiq_journey_stage_fields(&jr->stages[i], &f);
+        kiq_journey_stage_fields(jr, i, &f);
         json_array_append_new(stages, s);
     }
     json_t *j = json_pack("{s:s, s:i, s:I, s:I, s:o}", "topic", jr->topic, "partition", jr->partition,

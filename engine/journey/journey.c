@@ -661,26 +661,99 @@ static void isr_text(const kiq_journey_stage_t *s, char *out, size_t n)
                  peer, isr, where, since);
 }
 
-bool kiq_journey_stage_text(const kiq_journey_stage_t *s, char *out, size_t n)
+static const char *acks_name(int32_t acks) { return acks == -1 ? "all" : acks == 0 ? "0" : "1"; }
+
+/* When this broker's request of stage i reached point before it (the
+ * last such stage), 0 when none: a line's wait is measured from it. */
+static int64_t earlier(const kiq_journey_t *jr, int i, enum kiq_point point)
 {
+    for (int k = i - 1; k >= 0; k--)
+        if (jr->stages[k].point == point && jr->stages[k].broker == jr->stages[i].broker) return jr->stages[k].t_ns;
+    return 0;
+}
+
+void kiq_journey_stage_text(const kiq_journey_t *jr, int i, char *out, size_t n)
+{
+    const kiq_journey_stage_t *s = &jr->stages[i];
+    long long first = s->first_offset, before = s->before, after = s->after, bytes = s->bytes;
     switch (s->point) {
+    case KIQ_POINT_RECEIVED:
+        snprintf(out, n, "broker %d, network thread %d: Produce v%d received, %lld bytes, from client \"%s\" at %s",
+                 s->broker, s->thread, s->version, bytes, s->who, s->where);
+        return;
+    case KIQ_POINT_ENQUEUED: {
+        int k = snprintf(out, n, "request queue: joined behind %lld requests (depth %lld/%lld)", before, before + 1,
+                         after);
+        if (k < 0 || (size_t)k >= n) return;
+        int64_t received = earlier(jr, i, KIQ_POINT_RECEIVED);
+        if (s->flags & KIQ_EVENT_MUTED)
+            snprintf(out + k, n - (size_t)k, " after %.3f ms muted: the queue was full",
+                     received ? (double)(s->t_ns - received) / 1e6 : 0.0);
+        else if (s->extra > 0)
+            snprintf(out + k, n - (size_t)k, "; %d connections muted, waiting for room", s->extra);
+        return;
+    }
+    case KIQ_POINT_DEQUEUED: {
+        int64_t at = earlier(jr, i, KIQ_POINT_ENQUEUED);
+        snprintf(out, n, "I/O thread %d: took it after %.3f ms in the queue", s->thread,
+                 at ? (double)(s->t_ns - at) / 1e6 : 0.0);
+        return;
+    }
+    case KIQ_POINT_HANDLED: snprintf(out, n, "handler done (an acks=all answer waits in the purgatory)"); return;
+    case KIQ_POINT_VALIDATED:
+        snprintf(out, n, "validated: %lld records, %lld bytes, CRC ok (acks=%s)", (long long)s->records, bytes,
+                 acks_name(s->extra));
+        return;
+    case KIQ_POINT_APPENDED:
+        if (s->flags & KIQ_EVENT_FOLLOWER)
+            snprintf(out, n, "broker %d (follower of %d): appended it to its %s at byte %lld", s->broker, s->peer,
+                     s->where, (long long)s->position);
+        else
+            snprintf(out, n, "offsets %lld..%lld assigned (LEO %lld -> %lld); appended to %s at byte %lld (%lld bytes)",
+                     first, after - 1, before, after, s->where, (long long)s->position, bytes);
+        return;
     case KIQ_POINT_FLUSHED:
-        snprintf(out, n, "broker %d fsynced the log up to offset %lld %s: the fsync took %.3f ms", s->broker,
-                 (long long)s->after,
+        snprintf(out, n, "broker %d fsynced the log up to offset %lld %s: the fsync took %.3f ms", s->broker, after,
                  s->flags & KIQ_EVENT_FLUSHER ? "(the log flusher, flush.ms)" : "after the append (flush.messages)",
                  s->extra / 1000.0);
-        return true;
+        return;
+    case KIQ_POINT_FOLLOWER_FETCHED:
+        snprintf(out, n, "follower %d fetched it (fetch offset %lld, %s)", s->peer, first,
+                 s->flags & KIQ_EVENT_SENDFILE ? "sendfile" : "copied");
+        return;
+    case KIQ_POINT_FOLLOWER_LEO: snprintf(out, n, "follower %d has it: its LEO %lld -> %lld", s->peer, before, after); return;
+    case KIQ_POINT_HW_ADVANCED:
+        snprintf(out, n, "high watermark %lld -> %lld: committed, visible to consumers (ISR of %lld)", before, after,
+                 (long long)s->records);
+        return;
+    case KIQ_POINT_RESPONSE_QUEUED:
+        snprintf(out, n, "response queued for the network thread (%lld bytes)", bytes);
+        return;
+    case KIQ_POINT_SENT: snprintf(out, n, "response sent"); return;
+    case KIQ_POINT_RECORDS_FETCHED:
+        snprintf(out, n, "consumer \"%s\" at %s fetched it (fetch offset %lld, %s)", s->who, s->where, first,
+                 s->flags & KIQ_EVENT_SENDFILE ? "sendfile" : "copied");
+        return;
     case KIQ_POINT_ANSWERED:
-        if (s->extra != 0) return false;
-        if (s->error)
+        if (s->extra != 0)
+            snprintf(out, n, "acknowledged: acks=%s, error %d", acks_name(s->extra), s->error);
+        else if (s->error)
             snprintf(out, n, "no response goes out (acks=0); error %d: the broker closes the connection so the "
                              "producer notices", s->error);
         else
             snprintf(out, n, "no response goes out (acks=0): the producer counted it sent when it left");
-        return true;
+        return;
+    case KIQ_POINT_TXN_MARKER:
+        if (s->extra)
+            snprintf(out, n, "transaction committed: COMMIT marker at offset %lld, read_committed consumers now see it",
+                     after);
+        else
+            snprintf(out, n, "transaction aborted: ABORT marker at offset %lld, read_committed consumers skip it",
+                     after);
+        return;
     case KIQ_POINT_ISR_SHRUNK:
-    case KIQ_POINT_ISR_EXPANDED: isr_text(s, out, n); return true;
-    default: return false;
+    case KIQ_POINT_ISR_EXPANDED: isr_text(s, out, n); return;
+    default: snprintf(out, n, "%s", kiq_journey_stage_name(s)); return;
     }
 }
 
@@ -699,14 +772,16 @@ static void isr_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fie
     if (s->point == KIQ_POINT_ISR_SHRUNK) f->boolean(f->ctx, "lagged", s->flags & KIQ_EVENT_LAGGED);
 }
 
-void kiq_journey_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fields_t *f)
+void kiq_journey_stage_fields(const kiq_journey_t *jr, int i, const kiq_journey_fields_t *f)
 {
+    const kiq_journey_stage_t *s = &jr->stages[i];
     f->string(f->ctx, "stage", kiq_journey_stage_name(s));
     f->string(f->ctx, "point", kiq_point_names[s->point]);
     f->number(f->ctx, "t_ns", (double)s->t_ns);
     f->number(f->ctx, "broker", s->broker);
     char text[KIQ_JOURNEY_TEXT];
-    if (kiq_journey_stage_text(s, text, sizeof text)) f->string(f->ctx, "text", text);
+    kiq_journey_stage_text(jr, i, text, sizeof text);
+    f->string(f->ctx, "text", text);
     if (s->point == KIQ_POINT_ISR_SHRUNK || s->point == KIQ_POINT_ISR_EXPANDED) {
         isr_stage_fields(s, f);
         return;

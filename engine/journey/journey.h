@@ -81,9 +81,9 @@ typedef struct kiq_journeys_stats {
 } kiq_journeys_stats_t;
 void kiq_journeys_stats(kiq_journeys_t *j, kiq_journeys_stats_t *out);
 
-/* Walks a stage's fields as JSON and Lua show them: stage (its name),
- * point, t_ns, broker, text (the stages whose sentence the broker words:
- * flushed, no_response, isr_shrunk, isr_expanded), then those it knows
+/* Walks stage i's fields as JSON and Lua show them: stage (its name),
+ * point, t_ns, broker, text (its sentence, kiq_journey_stage_text), then
+ * those it knows
  * (thread, peer, acks, version, error, first_offset, before, after,
  * position, bytes, records, sendfile, fsync_us, flusher, client_id,
  * address or file); an ISR change has peer, follower_leo, lag,
@@ -95,16 +95,17 @@ typedef struct kiq_journey_fields {
     void (*boolean)(void *ctx, const char *name, bool value);
     void *ctx;
 } kiq_journey_fields_t;
-void kiq_journey_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fields_t *f);
+void kiq_journey_stage_fields(const kiq_journey_t *jr, int i, const kiq_journey_fields_t *f);
 
 /* The stage's name for people and JSON: the point's, except that a high
  * watermark crossing the batch is "committed", a produce answer
  * "acknowledged" ("no_response" for acks=0, which gets none) and a
  * follower's append "replicated". */
 const char *kiq_journey_stage_name(const kiq_journey_stage_t *s);
-/* The stage's sentence into out, for the stages the broker words (see
- * kiq_journey_stage_fields); false for the others. */
-bool kiq_journey_stage_text(const kiq_journey_stage_t *s, char *out, size_t n);
+/* Stage i's sentence into out: the one wording of every stage, served
+ * with it as `text` (kiq_journey_stage_fields) to the JSON, Lua, the
+ * command and the page, which print it as it is. */
+void kiq_journey_stage_text(const kiq_journey_t *jr, int i, char *out, size_t n);
 
 /* A partition as the broker asked sees it now, for a verdict. */
 typedef struct kiq_journey_partition {

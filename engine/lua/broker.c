@@ -579,7 +579,7 @@ static void push_journey(lua_State *L, kiq_broker_t *b, const kiq_journey_t *jr)
     kiq_journey_fields_t f = {set_number, set_string, set_boolean, L};
     for (int i = 0; i < jr->nstages; i++) {
         lua_createtable(L, 0, 12);
-        kiq_journey_stage_fields(&jr->stages[i], &f);
+        kiq_journey_stage_fields(jr, i, &f);
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "stages");

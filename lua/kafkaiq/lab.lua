@@ -47,56 +47,10 @@ function Lab:page(b)
   self:say("   watch it live: http://%s/", http)
 end
 
-local acks_names = { [0] = "0", [1] = "1", [-1] = "all" }
-
--- One stage of a journey in the words of `kafkaiq journey` (the broker's
--- own, s.text, for the stages it words).
+-- One stage of a journey in the broker's words (s.text: the one wording
+-- of every stage, shared with `kafkaiq journey` and the live page).
 function M.describe(s)
-  local st = s.stage
-  if s.text then
-    return s.text
-  elseif st == "received" then
-    return ("broker %d, network thread %d: Produce v%d received, %d bytes, from client %q"):format(s.broker, s.thread or -1,
-      s.version or -1, s.bytes or 0, s.client_id or "")
-  elseif st == "enqueued" then
-    return ("request queue: joined behind %d requests (depth %d/%d)%s"):format(s.before, s.before + 1, s.after,
-      s.waited_muted and ", after waiting muted: the queue was full" or
-      ((s.muted or 0) > 0 and ("; %d connections muted"):format(s.muted) or ""))
-  elseif st == "dequeued" then
-    return ("I/O thread %d took it"):format(s.thread or -1)
-  elseif st == "validated" then
-    return ("validated: %d records, %d bytes, CRC ok (acks=%s)"):format(s.records or 0, s.bytes or 0,
-      acks_names[s.acks] or tostring(s.acks))
-  elseif st == "appended" then
-    return ("offsets %d..%d assigned (LEO %d -> %d); appended to %s at byte %d"):format(s.first_offset, s.after - 1,
-      s.before, s.after, s.file or "?", s.position or -1)
-  elseif st == "handled" then
-    return "handler done (an acks=all answer waits in the purgatory)"
-  elseif st == "follower_fetched" then
-    return ("follower %d fetched it (fetch offset %d, %s)"):format(s.peer, s.first_offset,
-      s.sendfile and "sendfile" or "copied")
-  elseif st == "replicated" then
-    return ("broker %d (follower of %d): appended it to its %s at byte %d"):format(s.broker, s.peer, s.file or "?",
-      s.position or -1)
-  elseif st == "follower_leo" then
-    return ("follower %d has it: its LEO %d -> %d"):format(s.peer, s.before, s.after)
-  elseif st == "committed" then
-    return ("high watermark %d -> %d: committed, visible to consumers"):format(s.before, s.after)
-  elseif st == "acknowledged" then
-    return ("acknowledged: acks=%s, error %d"):format(acks_names[s.acks] or tostring(s.acks), s.error or 0)
-  elseif st == "response_queued" then
-    return ("response queued for the network thread (%d bytes)"):format(s.bytes or 0)
-  elseif st == "sent" then
-    return "response sent"
-  elseif st == "records_fetched" then
-    return ("consumer %q fetched it (fetch offset %d, %s)"):format(s.client_id or "", s.first_offset,
-      s.sendfile and "sendfile" or "copied")
-  elseif st == "txn_committed" then
-    return ("transaction committed: COMMIT marker at offset %d, read_committed consumers now see it"):format(s.after)
-  elseif st == "txn_aborted" then
-    return ("transaction aborted: ABORT marker at offset %d, read_committed consumers skip it"):format(s.after)
-  end
-  return st
+  return s.text or s.stage
 end
 
 -- Prints a journey, +ms from its receipt, and the leader's verdict.

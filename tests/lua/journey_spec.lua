@@ -8,7 +8,7 @@
 -- until it is back: both are stages of the batches they concern, with the
 -- reason; each fsync (after an append, by the flusher, on a follower) timed
 -- under flushed, not under appended; and an acks=0 batch, which gets no
--- response and says so.
+-- response and says so. Every stage carries its sentence (text).
 local kiq = require "kafkaiq"
 kiq.log_level("error")
 
@@ -119,6 +119,15 @@ describe("record journeys in a cluster", function()
     assert.are.same({ 0, 0, 2 }, { app.first_offset, app.before, app.after })
     local base, len = batch_at(c, leader, "jr", 0, app.file, app.position)
     assert.are.same({ 0, app.bytes }, { base, len })
+    -- every stage comes worded by the broker, from its own fields (the one
+    -- wording the command, the page and the labs print)
+    for _, s in ipairs(j.stages) do assert.is_truthy(s.text and #s.text > #s.stage, s.stage) end
+    assert.are.equal(("offsets 0..1 assigned (LEO 0 -> 2); appended to %s at byte %d (%d bytes)"):format(app.file,
+      app.position, app.bytes), app.text)
+    local enq, deq = stages_named(j, "enqueued")[1], stages_named(j, "dequeued")[1]
+    assert.are.equal(("I/O thread %d: took it after %.3f ms in the queue"):format(deq.thread,
+      (deq.t_ns - enq.t_ns) / 1e6), deq.text)
+    assert.are.equal("validated: 2 records, " .. validated.bytes .. " bytes, CRC ok (acks=all)", validated.text)
     -- each follower fetched it, appended it to its own file, and said so
     local followers = {}
     for _, id in ipairs(c:partition("jr", 0).replicas) do

@@ -356,31 +356,10 @@ async function findJourney() {
   return { head: lead, parts, stages, verdict };
 }
 
-const ACKS = { "0": "0", "1": "1", "-1": "all" };
-
-// A stage's line; the broker words some stages itself (s.text).
-function describe(s, t) {
-  if (s.text) return s.text;
-  switch (s.stage) {
-    case "received": return `broker ${s.broker}, network thread ${s.thread}: Produce v${s.version} received, ${s.bytes} bytes, from client "${s.client_id}" at ${s.address}`;
-    case "enqueued": return `request queue: joined behind ${s.before} requests (depth ${s.before + 1}/${s.after})` +
-      (s.waited_muted ? ", after waiting muted: the queue was full" : s.muted ? `; ${s.muted} connections muted` : "");
-    case "dequeued": return `I/O thread ${s.thread}: took it after ${t.queueMs.toFixed(3)} ms in the queue`;
-    case "validated": return `validated: ${s.records} records, ${s.bytes} bytes, CRC ok (acks=${ACKS[s.acks] ?? s.acks})`;
-    case "appended": return `offsets ${s.first_offset}..${s.after - 1} assigned (LEO ${s.before} \u2192 ${s.after}); appended to ${s.file} at byte ${s.position} (${s.bytes} bytes)`;
-    case "handled": return "handler done (an acks=all answer waits in the purgatory)";
-    case "follower_fetched": return `follower ${s.peer} fetched it (fetch offset ${s.first_offset}, ${s.sendfile ? "sendfile" : "copied"})`;
-    case "replicated": return `broker ${s.broker} (follower of ${s.peer}): appended it to its ${s.file} at byte ${s.position}`;
-    case "follower_leo": return `follower ${s.peer} has it: its LEO ${s.before} \u2192 ${s.after}`;
-    case "committed": return `high watermark ${s.before} \u2192 ${s.after}: committed, visible to consumers`;
-    case "acknowledged": return `acknowledged: acks=${ACKS[s.acks] ?? s.acks}, error ${s.error}`;
-    case "response_queued": return `response queued for the network thread (${s.bytes} bytes)`;
-    case "sent": return "response sent";
-    case "records_fetched": return `consumer "${s.client_id}" at ${s.address} fetched it (fetch offset ${s.first_offset}, ${s.sendfile ? "sendfile" : "copied"})`;
-    case "txn_committed": return `transaction committed: COMMIT marker at offset ${s.after}, read_committed consumers now see it`;
-    case "txn_aborted": return `transaction aborted: ABORT marker at offset ${s.after}, read_committed consumers skip it`;
-    default: return s.stage;
-  }
+// A stage's line: the broker words every stage (s.text), once for the
+// page, the command and the labs.
+function describe(s) {
+  return s.text || s.stage;
 }
 
 // The diagram's steps for a journey: [key, title, stages it needs, text].
@@ -389,7 +368,6 @@ function steps(j, followers) {
   const at = (s) => (s ? `+${((s.t_ns - t0) / 1e6).toFixed(3)} ms` : "");
   const one = (name, peer) => j.stages.find((s) => s.stage === name && (peer === undefined || s.peer === peer || s.broker === peer && name === "replicated"));
   const enq = one("enqueued"), deq = one("dequeued"), app = one("appended");
-  const t = { queueMs: enq && deq ? (deq.t_ns - enq.t_ns) / 1e6 : 0 };
   // the leader's fsync, when flush.messages or flush.ms asked for one
   const fsync = app && j.stages.find((s) => s.stage === "flushed" && s.broker === app.broker);
   const out = [
@@ -414,8 +392,8 @@ function steps(j, followers) {
   else out.push(["acknowledged", "acknowledged", one("acknowledged")]);
   out.push(["records_fetched", "consumer", one("records_fetched")]);
   return out.map(([key, title, stage, extra, all]) => {
-    let text = all ? all.map((s) => describe(s, t)).join("; ") : stage ? describe(stage, t) : "";
-    if (key === "validated" && extra) text = describe(extra, t) + "; " + describe(stage, t).split(";")[0];
+    let text = all ? all.map((s) => describe(s)).join("; ") : stage ? describe(stage) : "";
+    if (key === "validated" && extra) text = describe(extra) + "; " + describe(stage).split(";")[0];
     return { key, title, stage, at: at(stage), text };
   });
 }
@@ -455,10 +433,8 @@ async function showJourney() {
   verdict.className = j.verdict ? { committed: "whole", stuck: "stuck" }[j.verdict.state] || "" : "";
   verdict.textContent = j.verdict ? j.verdict.text : "";
   const t0 = st.length && st[0].stage ? st[0].stage.t_ns : j.stages[0].t_ns;
-  const enq = j.stages.find((s) => s.stage === "enqueued"), deq = j.stages.find((s) => s.stage === "dequeued");
-  const t = { queueMs: enq && deq ? (deq.t_ns - enq.t_ns) / 1e6 : 0 };
   list.innerHTML = j.stages.map((s) =>
-    `<li data-stage="${esc(s.stage)}">${((s.t_ns - t0) / 1e6).toFixed(3).padStart(9)} ms  ${esc(describe(s, t))}</li>`).join("");
+    `<li data-stage="${esc(s.stage)}">${((s.t_ns - t0) / 1e6).toFixed(3).padStart(9)} ms  ${esc(describe(s))}</li>`).join("");
 }
 
 // The leader's view of a partition (any replica's when no leader answers).
