@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "http/http_server.h"
 #include "http/views.h"
+#include "net/peer_channel.h"
 #include "proto/errors.h"
 #include "replica/partition_replica.h"
 #include "replica/replica_manager.h"
@@ -313,6 +314,30 @@ static void limit_metrics(kiq_broker_t *b, FILE *f)
     fprintf(f, "kafkaiq_log_data_loss_partitions %d\n", lost);
 }
 
+/* The kept channel to the controller (net/peer_channel.h), in a cluster. */
+static void channel_metrics(kiq_broker_t *b, FILE *f)
+{
+    if (!b->controller_channel) return;
+    kiq_peer_channel_stats_t st;
+    kiq_peer_channel_stats(b->controller_channel, &st);
+    help(f, "kafkaiq_peer_channel_calls_total", "counter",
+         "calls on the channel to another broker: sent, answered, failed (of those, expired before they were sent)");
+    fprintf(f,
+            "kafkaiq_peer_channel_calls_total{peer=\"controller\",outcome=\"sent\"} %llu\n"
+            "kafkaiq_peer_channel_calls_total{peer=\"controller\",outcome=\"answered\"} %llu\n"
+            "kafkaiq_peer_channel_calls_total{peer=\"controller\",outcome=\"failed\"} %llu\n"
+            "kafkaiq_peer_channel_calls_total{peer=\"controller\",outcome=\"expired\"} %llu\n",
+            (unsigned long long)st.sent, (unsigned long long)st.answered, (unsigned long long)st.failed,
+            (unsigned long long)st.expired);
+    help(f, "kafkaiq_peer_channel_connects_total", "counter", "connections the channel made, and attempts that failed");
+    fprintf(f,
+            "kafkaiq_peer_channel_connects_total{peer=\"controller\",outcome=\"made\"} %llu\n"
+            "kafkaiq_peer_channel_connects_total{peer=\"controller\",outcome=\"failed\"} %llu\n",
+            (unsigned long long)st.connects, (unsigned long long)st.connect_failures);
+    help(f, "kafkaiq_peer_channel_queued", "gauge", "calls waiting on the channel");
+    fprintf(f, "kafkaiq_peer_channel_queued{peer=\"controller\"} %d\n", st.queued);
+}
+
 static void own_metrics(kiq_broker_t *b, FILE *f)
 {
     help(f, "kafkaiq_journeys_kept", "gauge", "record journeys in the ring");
@@ -351,7 +376,8 @@ void kiq_http_metrics(kiq_broker_t *b, kiq_http_view_t *v)
         partition_metrics(b, f);
         controller_metrics(b, f);
         thread_metrics(b, f);
-    limit_metrics(b, f);
+        limit_metrics(b, f);
+        channel_metrics(b, f);
     }
     own_metrics(b, f);
     if (fclose(f) != 0 || !text) {

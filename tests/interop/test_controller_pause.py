@@ -6,9 +6,11 @@ requests (ApiVersions, Produce, Fetch of a partition it leads alone)
 throughout, and once the controller is back every forwarded request is
 answered: done, or timed out with Kafka's error for it."""
 
+import re
 import struct
 import threading
 import time
+import urllib.request
 
 import kiq_wire as kw
 from cluster import CLUSTER_OVERRIDES, Cluster, wait_until
@@ -103,6 +105,9 @@ def test_a_paused_controller_holds_no_io_thread(tmp_path):
             got = parse_fetch_v4(conn.call(API_FETCH, 4, fetch_v4_body("own", part, 0)))
             return got[("own", part)][0]
 
+        # the partition's leader takes its role with LeaderAndIsr, which may
+        # come a moment after the metadata that names it
+        wait_until(lambda: produce() == ERR_NONE, 20, f"broker 1 leading own-{part}")
         for f in (api_versions, produce, fetch):
             assert f() == ERR_NONE
 
@@ -154,6 +159,21 @@ def test_a_paused_controller_holds_no_io_thread(tmp_path):
                 return find_coordinator_v1(cc, "txn-after") == ERR_NONE
         wait_until(coordinator, 30, "a transaction coordinator after the pause")
         assert api_versions() == ERR_NONE
+
+        # the channel's own counts: every forwarded call went out on one kept
+        # connection, the ones past their deadline counted as expired
+        with urllib.request.urlopen(f"http://{b1.http}/metrics", timeout=10) as r:
+            text = r.read().decode()
+
+        def metric(name, outcome):
+            m = re.search(rf'^{name}{{peer="controller",outcome="{outcome}"}} (\d+)$', text, re.M)
+            assert m, f"{name} {outcome} missing"
+            return int(m.group(1))
+        calls = {o: metric("kafkaiq_peer_channel_calls_total", o) for o in ("sent", "answered", "failed", "expired")}
+        assert calls["answered"] >= sum(1 for f in forwarded if f.kind == "create" and f.result == ERR_NONE), calls
+        assert calls["sent"] == calls["answered"] + calls["failed"] - calls["expired"], calls
+        assert metric("kafkaiq_peer_channel_connects_total", "made") >= 1
+        assert re.search(r'^kafkaiq_peer_channel_queued{peer="controller"} 0$', text, re.M)
         conn.close()
     finally:
         c.stop()
