@@ -511,23 +511,13 @@ static int32_t announced_leader(kiq_controller_t *c, const kiq_partition_registr
     return l && l->acked_offset >= pr->leader_offset ? pr->leader : KIQ_NO_LEADER;
 }
 
-static uint64_t build_round(void *ctx, int32_t broker, kiq_arena_t *a, kiq_channel_round_t *out)
+/* Under mu: every partition's state for UpdateMetadata, and those with a
+ * replica on broker for LeaderAndIsr. */
+static void build_partition_states(kiq_controller_t *c, int32_t broker, kiq_arena_t *a,
+                                   kiq_update_metadata_request_t *um, kiq_leader_and_isr_request_t *la)
 {
-    kiq_controller_t *c = ctx;
-    pthread_mutex_lock(&c->mu);
-    const kiq_broker_registration_t *target = kiq_metadata_image_broker(c->image, broker);
-    int64_t broker_epoch = target ? target->epoch : -1;
     size_t ntopics = kiq_metadata_image_topic_count(c->image);
-
-    kiq_update_metadata_request_t *um = &out->update_metadata;
-    um->controller_id = c->node_id;
-    um->controller_epoch = CONTROLLER_EPOCH;
-    um->broker_epoch = broker_epoch;
     um->topic_states = kiq_arena_calloc(a, ntopics ? ntopics : 1, sizeof *um->topic_states);
-    kiq_leader_and_isr_request_t *la = &out->leader_and_isr;
-    la->controller_id = c->node_id;
-    la->controller_epoch = CONTROLLER_EPOCH;
-    la->broker_epoch = broker_epoch;
     la->topic_states = kiq_arena_calloc(a, ntopics ? ntopics : 1, sizeof *la->topic_states);
     for (size_t t = 0; t < ntopics; t++) {
         const kiq_topic_image_t *ti = kiq_metadata_image_topic_at(c->image, t);
@@ -578,6 +568,13 @@ static uint64_t build_round(void *ctx, int32_t broker, kiq_arena_t *a, kiq_chann
             lp->leader_recovery_state = pr->leader_recovery_state;
         }
     }
+}
+
+/* Under mu: the live brokers with their endpoints, and each one's data
+ * endpoint for followers to find their leaders. */
+static void build_live_brokers(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um,
+                               kiq_leader_and_isr_request_t *la)
+{
     size_t nb = kiq_metadata_image_broker_count(c->image);
     um->live_brokers = kiq_arena_calloc(a, nb ? nb : 1, sizeof *um->live_brokers);
     la->live_leaders = kiq_arena_calloc(a, nb ? nb : 1, sizeof *la->live_leaders);
@@ -607,7 +604,12 @@ static uint64_t build_round(void *ctx, int32_t broker, kiq_arena_t *a, kiq_chann
             ll->port = data->port;
         }
     }
-    /* the dynamic configs this broker acts on */
+}
+
+/* Under mu: the dynamic configs broker acts on: the cluster-wide ones,
+ * its own, the topics'. */
+static void build_configs(kiq_controller_t *c, int32_t broker, kiq_arena_t *a, kiq_update_metadata_request_t *um)
+{
     size_t ncfg = kiq_metadata_image_config_count(c->image);
     char self[16];
     snprintf(self, sizeof self, "%d", broker);
@@ -623,28 +625,53 @@ static uint64_t build_round(void *ctx, int32_t broker, kiq_arena_t *a, kiq_chann
         o->name = astr(a, e->name);
         o->value = astr(a, e->value);
     }
+}
+
+/* Under mu: the StopReplica deleting the partitions s still has to drop. */
+static void build_stops(kiq_controller_t *c, broker_slot_t *s, int64_t broker_epoch, kiq_arena_t *a,
+                        kiq_stop_replica_request_t *sr)
+{
+    sr->controller_id = c->node_id;
+    sr->controller_epoch = CONTROLLER_EPOCH;
+    sr->broker_epoch = broker_epoch;
+    sr->topic_states = kiq_arena_calloc(a, (size_t)s->nstops, sizeof *sr->topic_states);
+    for (int i = 0; i < s->nstops; i++) {
+        kiq_stop_replica_request_topic_states_t *ts = &sr->topic_states[sr->topic_states_n++];
+        kiq_stop_replica_request_topic_states_init(ts);
+        ts->topic_name = astr(a, s->stops[i].topic);
+        ts->partition_states = kiq_arena_calloc(a, 1, sizeof *ts->partition_states);
+        ts->partition_states_n = 1;
+        kiq_stop_replica_request_topic_states_partition_states_init(&ts->partition_states[0]);
+        ts->partition_states[0].partition_index = s->stops[i].partition;
+        ts->partition_states[0].leader_epoch = -2; /* deletion: whatever epoch */
+        ts->partition_states[0].delete_partition = true;
+    }
+    s->stops_in_flight = s->nstops;
+}
+
+/* The sender's round for broker (broker_channel.h): the whole current
+ * state, built under mu. */
+static uint64_t build_round(void *ctx, int32_t broker, kiq_arena_t *a, kiq_channel_round_t *out)
+{
+    kiq_controller_t *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    const kiq_broker_registration_t *target = kiq_metadata_image_broker(c->image, broker);
+    int64_t broker_epoch = target ? target->epoch : -1;
+    kiq_update_metadata_request_t *um = &out->update_metadata;
+    um->controller_id = c->node_id;
+    um->controller_epoch = CONTROLLER_EPOCH;
+    um->broker_epoch = broker_epoch;
+    kiq_leader_and_isr_request_t *la = &out->leader_and_isr;
+    la->controller_id = c->node_id;
+    la->controller_epoch = CONTROLLER_EPOCH;
+    la->broker_epoch = broker_epoch;
+    build_partition_states(c, broker, a, um, la);
+    build_live_brokers(c, a, um, la);
+    build_configs(c, broker, a, um);
     broker_slot_t *s = slot_of(c, broker, false);
     if (s) s->building_offset = kiq_metadata_image_offset(c->image);
     out->stop = s && s->nstops > 0;
-    if (out->stop) {
-        kiq_stop_replica_request_t *sr = &out->stop_replica;
-        sr->controller_id = c->node_id;
-        sr->controller_epoch = CONTROLLER_EPOCH;
-        sr->broker_epoch = broker_epoch;
-        sr->topic_states = kiq_arena_calloc(a, (size_t)s->nstops, sizeof *sr->topic_states);
-        for (int i = 0; i < s->nstops; i++) {
-            kiq_stop_replica_request_topic_states_t *ts = &sr->topic_states[sr->topic_states_n++];
-            kiq_stop_replica_request_topic_states_init(ts);
-            ts->topic_name = astr(a, s->stops[i].topic);
-            ts->partition_states = kiq_arena_calloc(a, 1, sizeof *ts->partition_states);
-            ts->partition_states_n = 1;
-            kiq_stop_replica_request_topic_states_partition_states_init(&ts->partition_states[0]);
-            ts->partition_states[0].partition_index = s->stops[i].partition;
-            ts->partition_states[0].leader_epoch = -2; /* deletion: whatever epoch */
-            ts->partition_states[0].delete_partition = true;
-        }
-        s->stops_in_flight = s->nstops;
-    }
+    if (out->stop) build_stops(c, s, broker_epoch, a, &out->stop_replica);
     uint64_t version = c->version;
     pthread_mutex_unlock(&c->mu);
     return version;
