@@ -247,19 +247,140 @@ static void fetch_aborted(kiq_request_t *r, kiq_partition_log_t *log, int64_t fr
     }
 }
 
+/* One fetch's reading across its partitions. */
+typedef struct fetch_reading {
+    kiq_broker_t *b;
+    kiq_request_t *r;
+    int32_t replica; /* the follower fetching, -1 for a consumer */
+    bool follower, committed, first;
+    fetch_result_t *res;
+    kiq_api_leader_nodes_t leaders; /* named in the answer's node_endpoints */
+    int64_t budget, total, copied;  /* the request's max_bytes, what is returned, what of it is copied */
+} fetch_reading_t;
+
+/* Partition p of topic (NULL: missing, why; elsewhere its name for the
+ * leader hint), read into pr. */
+static void read_partition(fetch_reading_t *fr, kiq_topic_t *topic, kiq_str_t name, kiq_str_t elsewhere,
+                           int16_t missing, const kiq_fetch_request_topics_partitions_t *p,
+                           kiq_fetch_response_responses_partitions_t *pr)
+{
+    kiq_broker_t *b = fr->b;
+    kiq_request_t *r = fr->r;
+    int32_t replica = fr->replica;
+    bool follower = fr->follower, committed = fr->committed, first = fr->first;
+    fetch_result_t *res = fr->res;
+    kiq_fetch_response_responses_partitions_init(pr);
+    pr->partition_index = p->partition;
+    pr->records = (kiq_bytes_t){(const uint8_t *)"", 0};
+    /* as Kafka's: a list (maybe empty) for a read_committed read and
+     * for a partition the cluster does not know (refused before any
+     * read), null for any other read and any read that failed */
+    pr->aborted_transactions_n = committed ? 0 : -1;
+    if (!topic || p->partition < 0 || p->partition >= topic->npartitions) {
+        pr->error_code = topic ? KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION : missing;
+        pr->high_watermark = -1;
+        pr->aborted_transactions_n = pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER ? -1 : 0;
+        /* hosted nothing of here, led elsewhere (KIP-951) */
+        if (r->header.api_version >= 16 && pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER)
+            kiq_api_leader_hint(b, r, elsewhere, p->partition, &pr->current_leader.leader_id,
+                                &pr->current_leader.leader_epoch, &fr->leaders);
+        return;
+    }
+    kiq_partition_t *part = topic->partitions[p->partition];
+    kiq_partition_log_t *log = part->log;
+    if ((pr->error_code = fetch_check(r->header.api_version, replica, part, log, p)) != 0) {
+        pr->high_watermark = -1;
+        pr->aborted_transactions_n = -1;
+        if (r->header.api_version >= 16 && (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER ||
+                                            pr->error_code == KIQ_ERR_FENCED_LEADER_EPOCH))
+            kiq_api_leader_hint(b, r, name, p->partition, &pr->current_leader.leader_id,
+                                &pr->current_leader.leader_epoch, &fr->leaders);
+        return;
+    }
+    bool diverged = follower && fetch_diverges(log, p, pr);
+    if (diverged) {
+        res->diverging = true;
+    } else if (follower && first) {
+        bool moved, expand;
+        kiq_partition_replica_follower_fetched(part->replica, log, replica, p->fetch_offset,
+                                               kiq_clock_mono_ns() / 1000000, &moved, &expand);
+        /* records a follower's fetch committed: acks=all produces
+         * and consumers waiting on the partition may finish */
+        if (moved) kiq_topics_notify_append(b->topics, topic->name, p->partition);
+        if (expand && b->replicas)
+            kiq_replica_manager_queue_isr_expand(b->replicas, topic, p->partition, replica);
+    }
+    int64_t hw = kiq_partition_log_high_watermark(log);
+    int64_t lso = kiq_partition_log_last_stable_offset(log);
+    pr->high_watermark = hw;
+    pr->last_stable_offset = lso;
+    pr->log_start_offset = kiq_partition_log_start_offset(log);
+    if (diverged) return;
+    /* followers copy everything; consumers see what is committed,
+     * read_committed ones only what no open transaction holds */
+    int64_t upto = follower ? kiq_partition_log_end_offset(log) : committed ? lso : hw;
+    /* Past the first batch returned, respect the request's max_bytes. */
+    int32_t limit = p->partition_max_bytes;
+    if (fr->total > 0 && fr->budget - fr->total < limit) limit = (int32_t)(fr->budget - fr->total);
+    if (limit <= 0 && fr->total > 0) return;
+    /* Only the first data returned may exceed the limits (so a batch
+     * bigger than them is never stuck); later ones must fit. */
+    bool later = fr->total > 0;
+    int64_t n = res->zero_copy
+                    ? fetch_locate(r, log, p->fetch_offset, limit, upto, later, pr, res)
+                    : fetch_copy(r, log, p->fetch_offset, limit, upto, later, pr);
+    if (n < 0) {
+        /* a failed read tells no offsets, as Kafka's does */
+        pr->high_watermark = pr->last_stable_offset = pr->log_start_offset = -1;
+        pr->aborted_transactions_n = -1;
+    }
+    if (n == KIQ_LOG_OUT_OF_RANGE) {
+        pr->error_code = KIQ_ERR_OFFSET_OUT_OF_RANGE;
+        return;
+    }
+    if (n == KIQ_LOG_CORRUPT) {
+        /* Kafka's answer to a read that meets a corrupt batch: the
+         * Java consumer raises it from poll(), librdkafka hands it
+         * to the application, and both fetch again from there */
+        KIQ_WARN_LIMITED("fetch %s-%d at %lld: %s", topic->name, p->partition, (long long)p->fetch_offset,
+                         kiq_error_get());
+        pr->error_code = KIQ_ERR_CORRUPT_MESSAGE;
+        return;
+    }
+    if (n < 0) {
+        KIQ_ERROR("fetch %s-%d at %lld: %s", topic->name, p->partition,
+                  (long long)p->fetch_offset, kiq_error_get());
+        pr->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
+        return;
+    }
+    if (committed && n > 0) fetch_aborted(r, log, p->fetch_offset, upto, pr);
+    fr->total += n;
+    if (!res->zero_copy) fr->copied += n;
+    if (n > 0) {
+        atomic_fetch_add_explicit(res->zero_copy ? &b->fetch_bytes_sendfile : &b->fetch_bytes_copied, n,
+                                  memory_order_relaxed);
+        fetched(b, r, topic, p, follower ? replica : -1, hw, n, res->zero_copy);
+    }
+}
+
 static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req,
                        kiq_fetch_response_t *out, fetch_result_t *res, bool first)
 {
     int32_t replica = fetch_replica(r, req);
-    bool follower = replica >= 0;
-    bool committed = !follower && read_committed(r, req);
-    kiq_api_leader_nodes_t leaders = {0};
-    int64_t total = 0, copied = 0;
+    fetch_reading_t fr = {
+        .b = b,
+        .r = r,
+        .replica = replica,
+        .follower = replica >= 0,
+        .committed = replica < 0 && read_committed(r, req),
+        .first = first,
+        .res = res,
+        .budget = req->max_bytes > 0 ? req->max_bytes : INT32_MAX,
+    };
     *res = (fetch_result_t){
         .zero_copy = kiq_config_bool(b->config, KIQ_CFG_FETCH_SENDFILE) &&
                      !kiq_interceptors_active(&b->interceptors, KIQ_HOOK_FETCH),
     };
-    int64_t budget = req->max_bytes > 0 ? req->max_bytes : INT32_MAX;
     out->error_code = KIQ_ERR_NONE;
     out->session_id = 0;
     out->responses_n = req->topics_n;
@@ -279,114 +400,21 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
         kiq_topic_t *topic = fetch_topic(b, r, t, &r->arena, &elsewhere, &missing);
         /* the name for interceptors and logs, whichever way it was named */
         if (topic) tr->topic = kiq_request_str(r, topic->name);
-        for (int32_t j = 0; j < t->partitions_n; j++) {
-            const kiq_fetch_request_topics_partitions_t *p = &t->partitions[j];
-            kiq_fetch_response_responses_partitions_t *pr = &tr->partitions[j];
-            kiq_fetch_response_responses_partitions_init(pr);
-            pr->partition_index = p->partition;
-            pr->records = (kiq_bytes_t){(const uint8_t *)"", 0};
-            /* as Kafka's: a list (maybe empty) for a read_committed read and
-             * for a partition the cluster does not know (refused before any
-             * read), null for any other read and any read that failed */
-            pr->aborted_transactions_n = committed ? 0 : -1;
-            if (!topic || p->partition < 0 || p->partition >= topic->npartitions) {
-                pr->error_code = topic ? KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION : missing;
-                pr->high_watermark = -1;
-                pr->aborted_transactions_n = pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER ? -1 : 0;
-                /* hosted nothing of here, led elsewhere (KIP-951) */
-                if (r->header.api_version >= 16 && pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER)
-                    kiq_api_leader_hint(b, r, elsewhere, p->partition, &pr->current_leader.leader_id,
-                                        &pr->current_leader.leader_epoch, &leaders);
-                continue;
-            }
-            kiq_partition_t *part = topic->partitions[p->partition];
-            kiq_partition_log_t *log = part->log;
-            if ((pr->error_code = fetch_check(r->header.api_version, replica, part, log, p)) != 0) {
-                pr->high_watermark = -1;
-                pr->aborted_transactions_n = -1;
-                if (r->header.api_version >= 16 && (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER ||
-                                                    pr->error_code == KIQ_ERR_FENCED_LEADER_EPOCH))
-                    kiq_api_leader_hint(b, r, tr->topic, p->partition, &pr->current_leader.leader_id,
-                                        &pr->current_leader.leader_epoch, &leaders);
-                continue;
-            }
-            bool diverged = follower && fetch_diverges(log, p, pr);
-            if (diverged) {
-                res->diverging = true;
-            } else if (follower && first) {
-                bool moved, expand;
-                kiq_partition_replica_follower_fetched(part->replica, log, replica, p->fetch_offset,
-                                                       kiq_clock_mono_ns() / 1000000, &moved, &expand);
-                /* records a follower's fetch committed: acks=all produces
-                 * and consumers waiting on the partition may finish */
-                if (moved) kiq_topics_notify_append(b->topics, topic->name, p->partition);
-                if (expand && b->replicas)
-                    kiq_replica_manager_queue_isr_expand(b->replicas, topic, p->partition, replica);
-            }
-            int64_t hw = kiq_partition_log_high_watermark(log);
-            int64_t lso = kiq_partition_log_last_stable_offset(log);
-            pr->high_watermark = hw;
-            pr->last_stable_offset = lso;
-            pr->log_start_offset = kiq_partition_log_start_offset(log);
-            if (diverged) continue;
-            /* followers copy everything; consumers see what is committed,
-             * read_committed ones only what no open transaction holds */
-            int64_t upto = follower ? kiq_partition_log_end_offset(log) : committed ? lso : hw;
-            /* Past the first batch returned, respect the request's max_bytes. */
-            int32_t limit = p->partition_max_bytes;
-            if (total > 0 && budget - total < limit) limit = (int32_t)(budget - total);
-            if (limit <= 0 && total > 0) continue;
-            /* Only the first data returned may exceed the limits (so a batch
-             * bigger than them is never stuck); later ones must fit. */
-            bool later = total > 0;
-            int64_t n = res->zero_copy
-                            ? fetch_locate(r, log, p->fetch_offset, limit, upto, later, pr, res)
-                            : fetch_copy(r, log, p->fetch_offset, limit, upto, later, pr);
-            if (n < 0) {
-                /* a failed read tells no offsets, as Kafka's does */
-                pr->high_watermark = pr->last_stable_offset = pr->log_start_offset = -1;
-                pr->aborted_transactions_n = -1;
-            }
-            if (n == KIQ_LOG_OUT_OF_RANGE) {
-                pr->error_code = KIQ_ERR_OFFSET_OUT_OF_RANGE;
-                continue;
-            }
-            if (n == KIQ_LOG_CORRUPT) {
-                /* Kafka's answer to a read that meets a corrupt batch: the
-                 * Java consumer raises it from poll(), librdkafka hands it
-                 * to the application, and both fetch again from there */
-                KIQ_WARN_LIMITED("fetch %s-%d at %lld: %s", topic->name, p->partition, (long long)p->fetch_offset,
-                                 kiq_error_get());
-                pr->error_code = KIQ_ERR_CORRUPT_MESSAGE;
-                continue;
-            }
-            if (n < 0) {
-                KIQ_ERROR("fetch %s-%d at %lld: %s", topic->name, p->partition,
-                          (long long)p->fetch_offset, kiq_error_get());
-                pr->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
-                continue;
-            }
-            if (committed && n > 0) fetch_aborted(r, log, p->fetch_offset, upto, pr);
-            total += n;
-            if (!res->zero_copy) copied += n;
-            if (n > 0) {
-                atomic_fetch_add_explicit(res->zero_copy ? &b->fetch_bytes_sendfile : &b->fetch_bytes_copied, n,
-                                          memory_order_relaxed);
-                fetched(b, r, topic, p, follower ? replica : -1, hw, n, res->zero_copy);
-            }
-        }
+        for (int32_t j = 0; j < t->partitions_n; j++)
+            read_partition(&fr, topic, tr->topic, elsewhere, missing, &t->partitions[j], &tr->partitions[j]);
         kiq_topic_unref(topic);
     }
-    out->node_endpoints_n = leaders.n;
-    out->node_endpoints = kiq_arena_calloc(&r->arena, (size_t)(leaders.n ? leaders.n : 1), sizeof *out->node_endpoints);
-    for (int i = 0; i < leaders.n; i++) {
+    kiq_api_leader_nodes_t *leaders = &fr.leaders;
+    out->node_endpoints_n = leaders->n;
+    out->node_endpoints = kiq_arena_calloc(&r->arena, (size_t)(leaders->n ? leaders->n : 1), sizeof *out->node_endpoints);
+    for (int i = 0; i < leaders->n; i++) {
         kiq_fetch_response_node_endpoints_init(&out->node_endpoints[i]);
-        out->node_endpoints[i].node_id = leaders.nodes[i].id;
-        out->node_endpoints[i].host = KIQ_STR(leaders.nodes[i].host);
-        out->node_endpoints[i].port = leaders.nodes[i].port;
+        out->node_endpoints[i].node_id = leaders->nodes[i].id;
+        out->node_endpoints[i].host = KIQ_STR(leaders->nodes[i].host);
+        out->node_endpoints[i].port = leaders->nodes[i].port;
     }
-    r->response_size_hint = (size_t)copied + 4096;
-    res->bytes = total;
+    r->response_size_hint = (size_t)fr.copied + 4096;
+    res->bytes = fr.total;
 }
 
 /* Whether a parked fetch can be answered: some partition went wrong or
