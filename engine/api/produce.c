@@ -324,6 +324,75 @@ static void txn_check_begin(kiq_broker_t *b, kiq_request_t *r, kiq_str_t txn_id,
     kiq_topic_unref(topic);
 }
 
+/* The partition's records checked (batches, limits, the transaction),
+ * seen (VALIDATED) and offered to the produce interceptor, which may refuse
+ * them or rewrite them (into *datap, *lenp: checked again). False with
+ * out's error when they are refused. */
+static bool take_records(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic, int16_t acks,
+                         const txn_check_t *check, const kiq_produce_request_topic_data_partition_data_t *in,
+                         kiq_partition_log_t *log, uint8_t **datap, size_t *lenp, records_info_t *info,
+                         kiq_produce_response_responses_partition_responses_t *out)
+{
+    uint8_t *data = *datap;
+    size_t len = *lenp;
+    decompressed_limit_t decompressed = max_decompressed(b, topic);
+    int err = validate_batches(data, len, max_batch_bytes(b, topic), decompressed, info);
+    if (err) {
+        KIQ_WARN_LIMITED("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
+                         err, kiq_error_get());
+        out->error_code = (int16_t)err;
+        out->error_message = kiq_request_error_message(r);
+        return false;
+    }
+    if (check->err) {
+        kiq_error_set("%s-%d is not in the transaction of producer %lld epoch %d at its coordinator", topic->name,
+                      in->index, (long long)check->producer_id, check->producer_epoch);
+        out->error_code = check->err;
+        out->error_message = kiq_request_error_message(r);
+        return false;
+    }
+    if (kiq_observers_want(&b->observers, KIQ_POINT_VALIDATED)) {
+        kiq_event_t e = kiq_event(KIQ_POINT_VALIDATED, b->node_id);
+        e.request = r;
+        e.topic = topic->name;
+        e.partition = in->index;
+        e.bytes = (int64_t)len;
+        e.records = info->records;
+        e.payload = data;
+        e.payload_len = len;
+        e.extra = acks;
+        if (info->headered) e.flags |= KIQ_EVENT_HEADERS;
+        kiq_observers_emit(&b->observers, &e);
+    }
+    if (kiq_interceptors_active(&b->interceptors, KIQ_HOOK_PRODUCE)) {
+        kiq_hook_produce_t hp = {.topic = topic->name, .partition = in->index, .records = data, .len = len};
+        b->interceptors.ops->on_produce(b->interceptors.ctx, r, &hp);
+        if (hp.error_code) {
+            out->error_code = hp.error_code;
+            out->error_message = hp.error_message;
+            /* an injected refusal is one like any other */
+            kiq_partition_log_note_refused(log, data, len, hp.error_code);
+            return false;
+        }
+        if (hp.rewritten) {
+            data = hp.rewritten;
+            len = hp.rewritten_len;
+            /* built here, but the limits still hold */
+            err = validate_batches(data, len, max_batch_bytes(b, topic), decompressed, info);
+            if (err) {
+                KIQ_WARN_LIMITED("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
+                                 topic->name, in->index, r->peer, err, kiq_error_get());
+                out->error_code = (int16_t)err;
+                out->error_message = kiq_request_error_message(r);
+                return false;
+            }
+        }
+    }
+    *datap = data;
+    *lenp = len;
+    return true;
+}
+
 /* Appends one partition's records; *required gets the offset the high
  * watermark must reach for them to be committed (-1: nothing appended). */
 static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic, int16_t acks,
@@ -360,59 +429,8 @@ static void produce_partition(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *to
     uint8_t *data = (uint8_t *)in->records.p;
     size_t len = (size_t)in->records.len;
     records_info_t info;
-    decompressed_limit_t decompressed = max_decompressed(b, topic);
-    int err = validate_batches(data, len, max_batch_bytes(b, topic), decompressed, &info);
-    if (err) {
-        KIQ_WARN_LIMITED("produce to %s-%d from %s rejected (error %d): %s", topic->name, in->index, r->peer,
-                         err, kiq_error_get());
-        out->error_code = (int16_t)err;
-        out->error_message = kiq_request_error_message(r);
-        return;
-    }
-    if (check->err) {
-        kiq_error_set("%s-%d is not in the transaction of producer %lld epoch %d at its coordinator", topic->name,
-                      in->index, (long long)check->producer_id, check->producer_epoch);
-        out->error_code = check->err;
-        out->error_message = kiq_request_error_message(r);
-        return;
-    }
-    if (kiq_observers_want(&b->observers, KIQ_POINT_VALIDATED)) {
-        kiq_event_t e = kiq_event(KIQ_POINT_VALIDATED, b->node_id);
-        e.request = r;
-        e.topic = topic->name;
-        e.partition = in->index;
-        e.bytes = (int64_t)len;
-        e.records = info.records;
-        e.payload = data;
-        e.payload_len = len;
-        e.extra = acks;
-        if (info.headered) e.flags |= KIQ_EVENT_HEADERS;
-        kiq_observers_emit(&b->observers, &e);
-    }
-    if (kiq_interceptors_active(&b->interceptors, KIQ_HOOK_PRODUCE)) {
-        kiq_hook_produce_t hp = {.topic = topic->name, .partition = in->index, .records = data, .len = len};
-        b->interceptors.ops->on_produce(b->interceptors.ctx, r, &hp);
-        if (hp.error_code) {
-            out->error_code = hp.error_code;
-            out->error_message = hp.error_message;
-            /* an injected refusal is one like any other */
-            kiq_partition_log_note_refused(log, data, len, hp.error_code);
-            return;
-        }
-        if (hp.rewritten) {
-            data = hp.rewritten;
-            len = hp.rewritten_len;
-            /* built here, but the limits still hold */
-            err = validate_batches(data, len, max_batch_bytes(b, topic), decompressed, &info);
-            if (err) {
-                KIQ_WARN_LIMITED("produce to %s-%d from %s: the interceptor's records are refused (error %d): %s",
-                                 topic->name, in->index, r->peer, err, kiq_error_get());
-                out->error_code = (int16_t)err;
-                out->error_message = kiq_request_error_message(r);
-                return;
-            }
-        }
-    }
+    if (!take_records(b, r, topic, acks, check, in, log, &data, &len, &info, out)) return;
+    int err = 0;
     bool log_append = log_append_time(b, topic);
     record_rules_t rules = record_rules(b, topic, log_append, &info);
     if ((rules.need_key || rules.bound_timestamps) &&
