@@ -1,4 +1,7 @@
-#include "log/partition_log.h"
+/* A partition's log: opening it (recovery), appending, flushing, the
+ * producers' and transactions' state, truncation; reading, health and
+ * retention are in partition_log_{read,health,retention}.c. */
+#include "log/partition_log_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,71 +30,6 @@
 #include "proto/errors.h"
 #include "record/batch.h"
 #include "record/compression.h"
-
-/* Attempts of a read whose copy raced with a truncation. */
-#define READ_ATTEMPTS 3
-
-/* Guarded by mu, except dir, which never changes after open. */
-struct kiq_partition_log {
-    pthread_mutex_t mu;
-    char *dir;
-    kiq_log_config_t cfg;
-    kiq_segment_t **segs; /* by base offset; the last is active; never empty */
-    size_t nsegs, cap;
-    int64_t start_offset;
-    /* Bumped whenever bytes already in the log are removed, so a copy made
-     * outside the mutex can tell it may have read something else. */
-    uint64_t generation;
-    kiq_segment_recovery_t recovery;
-    /* Time and size policies, -1 for none (kiq_partition_log_set_retention). */
-    int64_t segment_ms, retention_ms, retention_bytes;
-    /* Max timestamp of the active segment's first batch, which segment.ms
-     * is measured from (Kafka's rolling-based timestamp); UNKNOWN_TS until
-     * read back from the file after open, roll or truncation. */
-    int64_t active_first_ts;
-    /* segment.jitter.ms, and how much earlier than segment.ms the active
-     * segment rolls: drawn below it (and below segment.ms) for each
-     * segment, -1 until drawn. */
-    int64_t segment_jitter_ms, active_jitter;
-    /* Durability: everything below recovery_point is fsynced; unflushed
-     * messages were appended after the last flush, the oldest of them at
-     * unflushed_since (monotonic ms, -1 when none); flush.messages and
-     * flush.ms (INT64_MAX: leave it to the OS); fsyncs done by flushes. */
-    int64_t recovery_point;
-    int64_t unflushed, unflushed_since;
-    int64_t flush_messages, flush_ms;
-    uint64_t flushes;
-    /* The directory's health, shared with the other logs in it (NULL:
-     * none); every segment points at it too. */
-    kiq_log_dir_t *log_dir;
-    /* Idempotent producers: their epochs and last batches (producer_state.h). */
-    kiq_producer_state_t *producers;
-    /* Aborted transactions (txn_index.h), and the first offset of the
-     * oldest ongoing transaction (-1: none), which bounds the last stable
-     * offset. */
-    kiq_txn_index_t *aborted;
-    int64_t first_unstable;
-    /* Leader epochs and where each starts (leader_epoch_cache.h);
-     * epochs_saved when the checkpoint file says the same. */
-    kiq_leader_epoch_cache_t *epochs;
-    bool epochs_saved;
-    /* partitionLeaderEpoch of the last batch in the log: what a follower
-     * sends as last_fetched_epoch; the cache's latest when the log holds
-     * no batch. */
-    int32_t last_epoch;
-    /* In [start_offset, LEO]; set by the replication layer, the LEO found
-     * at open until then. */
-    int64_t high_watermark;
-    /* What must not be served as it lies (damaged_ranges.h). */
-    kiq_damaged_ranges_t damaged;
-    /* The data loss recorded in the directory (data_loss.h); findings 0:
-     * none, or acknowledged. */
-    kiq_data_loss_t loss;
-};
-
-#define UNKNOWN_TS INT64_MIN
-
-static kiq_segment_t *active(const kiq_partition_log_t *l) { return l->segs[l->nsegs - 1]; }
 
 static int push_segment(kiq_partition_log_t *l, kiq_segment_t *seg)
 {
@@ -167,9 +105,6 @@ static int list_segments(const char *dir, int64_t **bases_out, size_t *n_out, or
     return 0;
 }
 
-/* A segment file deleted under the broker is written back from its open
- * descriptor to this name first, then linked to its own. */
-#define RESTORED_SUFFIX ".log.restored"
 
 /* Completes or undoes what a crash interrupted in the cleaner (see
  * KIQ_SWAP_SUFFIX) or in restoring a segment file: a .cleaned or
@@ -186,7 +121,7 @@ static int finish_cleaning(const char *dir)
     char path[PATH_MAX], to[PATH_MAX];
     while ((e = readdir(d))) {
         if (kiq_log_segment_name_parse(e->d_name, KIQ_CLEANED_SUFFIX, &base) ||
-            kiq_log_segment_name_parse(e->d_name, RESTORED_SUFFIX, &base)) {
+            kiq_log_segment_name_parse(e->d_name, KIQ_PL_RESTORED_SUFFIX, &base)) {
             KIQ_WARN("%s/%s: removing an unfinished copy", dir, e->d_name);
             if (unlinkat(dirfd(d), e->d_name, 0) < 0) KIQ_WARN("unlink %s/%s: %s", dir, e->d_name, strerror(errno));
             changed = true;
@@ -251,7 +186,7 @@ static void drop_after_corruption(kiq_partition_log_t *l, const int64_t *bases, 
     }
     KIQ_ERROR("%s: DATA LOSS: the log is truncated at offset %" PRId64 " after a corrupt batch; %zu later "
               "segment(s) (from offset %" PRId64 ", %" PRIu64 " bytes) are deleted",
-              l->dir, active(l)->next_offset, n - from, bases[from], bytes);
+              l->dir, kiq_pl_active(l)->next_offset, n - from, bases[from], bytes);
     if (kiq_fsync_dir(l->dir) < 0) KIQ_WARN("%s: %s", l->dir, kiq_error_get());
 }
 
@@ -259,7 +194,7 @@ static void drop_after_corruption(kiq_partition_log_t *l, const int64_t *bases, 
  * directory, where it keeps the partition marked until an operator
  * acknowledges it, and in the log. Logged once per range found. Under the
  * mutex, or before the log is shared. */
-static void note_loss(kiq_partition_log_t *l, int64_t from, int64_t to, const char *fmt, ...)
+void kiq_pl_note_loss(kiq_partition_log_t *l, int64_t from, int64_t to, const char *fmt, ...)
 {
     char why[256];
     va_list ap;
@@ -277,8 +212,6 @@ static void note_loss(kiq_partition_log_t *l, int64_t from, int64_t to, const ch
         snprintf(l->loss.why, sizeof l->loss.why, "%s", why);
     }
 }
-
-static size_t segment_for(const kiq_partition_log_t *l, int64_t offset);
 
 /* ---- Transactions ---- */
 
@@ -330,7 +263,7 @@ static void replayed_marker(void *ctx, const kiq_batch_header_t *h, int64_t txn_
 {
     kiq_partition_log_t *l = ctx;
     if (!abort) return;
-    size_t i = segment_for(l, h->base_offset);
+    size_t i = kiq_pl_segment_for(l, h->base_offset);
     note_aborted(l, h->producer_id, txn_first, h->base_offset, l->segs[i]->base_offset);
 }
 
@@ -343,7 +276,7 @@ static void replayed_marker(void *ctx, const kiq_batch_header_t *h, int64_t txn_
 static void rebuild_producers(kiq_partition_log_t *l, bool scan_without_snapshot)
 {
     kiq_marker_watch_t watch = {replayed_marker, l};
-    int64_t leo = active(l)->next_offset, from = -1;
+    int64_t leo = kiq_pl_active(l)->next_offset, from = -1;
     if (kiq_producer_state_delete_snapshots_above(l->dir, leo) < 0 ||
         kiq_producer_state_load_snapshot(l->producers, l->dir, leo, &from) < 0) {
         KIQ_WARN("%s: producer state snapshots: %s", l->dir, kiq_error_get());
@@ -352,7 +285,7 @@ static void rebuild_producers(kiq_partition_log_t *l, bool scan_without_snapshot
     }
     if (from < 0 && !scan_without_snapshot) return;
     if (from < l->start_offset) from = l->start_offset;
-    for (size_t i = segment_for(l, from); i < l->nsegs; i++) {
+    for (size_t i = kiq_pl_segment_for(l, from); i < l->nsegs; i++) {
         if (kiq_producer_state_scan_segment(l->producers, l->segs[i], from, &watch) < 0) {
             KIQ_WARN("%s: rebuilding the producer state: %s", l->dir, kiq_error_get());
             break;
@@ -368,7 +301,7 @@ static void rebuild_producers(kiq_partition_log_t *l, bool scan_without_snapshot
 /* Under the mutex: writes the leader-epoch checkpoint when it is behind
  * the cache. A failure is logged and retried at the next change or close:
  * the batches carry their epochs, so a lost checkpoint is rebuilt. */
-static void save_epochs(kiq_partition_log_t *l)
+void kiq_pl_save_epochs(kiq_partition_log_t *l)
 {
     if (l->epochs_saved || kiq_log_dir_offline(l->log_dir)) return;
     if (kiq_leader_epoch_cache_save(l->epochs, l->dir) < 0) {
@@ -448,14 +381,14 @@ static void load_epochs(kiq_partition_log_t *l)
     int rc = kiq_leader_epoch_cache_load(l->epochs, l->dir);
     if (rc < 0) KIQ_WARN("%s: %s; rebuilding the leader epochs from the log", l->dir, kiq_error_get());
     l->epochs_saved = rc == 0;
-    if (kiq_leader_epoch_cache_truncate_from_end(l->epochs, active(l)->next_offset) ||
+    if (kiq_leader_epoch_cache_truncate_from_end(l->epochs, kiq_pl_active(l)->next_offset) ||
         kiq_leader_epoch_cache_truncate_from_start(l->epochs, l->start_offset))
         l->epochs_saved = false;
     l->last_epoch = read_last_epoch(l);
     size_t n = kiq_leader_epoch_cache_count(l->epochs);
     if (rc != 0 || l->last_epoch > kiq_leader_epoch_cache_latest_epoch(l->epochs)) {
         int64_t from = n ? kiq_leader_epoch_cache_entry(l->epochs, n - 1).start_offset : l->start_offset;
-        for (size_t i = segment_for(l, from); i < l->nsegs; i++) {
+        for (size_t i = kiq_pl_segment_for(l, from); i < l->nsegs; i++) {
             if (walk_headers(l->segs[i], from, assign_from_header, l) < 0) {
                 KIQ_WARN("%s: rebuilding the leader epochs: %s", l->dir, kiq_error_get());
                 break;
@@ -467,7 +400,7 @@ static void load_epochs(kiq_partition_log_t *l)
         kiq_leader_epoch_cache_truncate_from_start(l->epochs, l->start_offset);
     }
     /* The checkpoint described more than is left, or the scan found more. */
-    save_epochs(l);
+    kiq_pl_save_epochs(l);
 }
 
 /* Before the log is shared: the aborted transactions of the segments
@@ -499,7 +432,7 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     pthread_mutex_init(&l->mu, NULL);
     l->cfg = *cfg;
     l->segment_ms = l->retention_ms = l->retention_bytes = -1;
-    l->active_first_ts = UNKNOWN_TS;
+    l->active_first_ts = KIQ_PL_UNKNOWN_TS;
     l->active_jitter = -1;
     l->unflushed_since = -1;
     l->flush_messages = l->flush_ms = INT64_MAX;
@@ -548,11 +481,11 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
             }
             /* flushed once whole, so cut by something else: the segments
              * after it are kept, and the log skips what is gone */
-            note_loss(l, seg->next_offset, bases[i + 1], "%s was found cut at offset %" PRId64 " at open", seg->path,
+            kiq_pl_note_loss(l, seg->next_offset, bases[i + 1], "%s was found cut at offset %" PRId64 " at open", seg->path,
                       seg->next_offset);
         }
         if (i > 0 && bases[i - 1] < orphans.hi && orphans.hi < bases[i])
-            note_loss(l, orphans.lo, seg->base_offset, "segment file %020" PRId64 "%s is missing (its index files "
+            kiq_pl_note_loss(l, orphans.lo, seg->base_offset, "segment file %020" PRId64 "%s is missing (its index files "
                       "were left)", orphans.lo, KIQ_LOG_SUFFIX);
         if (i > 0 && l->segs[i - 1]->next_offset > seg->base_offset)
             KIQ_WARN("%s: segment %" PRId64 " overlaps the previous one, which ends at %" PRId64, dir,
@@ -570,22 +503,22 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     l->start_offset = l->segs[0]->base_offset;
     /* Flushed up to the checkpoint once, now ending short of it: a segment
      * deleted or cut outside the broker. Never silent. */
-    if (recovery_point > active(l)->next_offset)
-        note_loss(l, active(l)->next_offset, recovery_point, "the log ends at offset %" PRId64 " but was flushed up "
+    if (recovery_point > kiq_pl_active(l)->next_offset)
+        kiq_pl_note_loss(l, kiq_pl_active(l)->next_offset, recovery_point, "the log ends at offset %" PRId64 " but was flushed up "
                   "to %" PRId64 " (recovery-point-offset-checkpoint): a segment file is missing or was cut outside "
-                  "the broker", active(l)->next_offset, recovery_point);
-    else if (orphans.tail >= active(l)->next_offset && orphans.tail_end > orphans.tail)
+                  "the broker", kiq_pl_active(l)->next_offset, recovery_point);
+    else if (orphans.tail >= kiq_pl_active(l)->next_offset && orphans.tail_end > orphans.tail)
         /* (empty ones tell of no record) */
-        note_loss(l, orphans.tail, orphans.tail_end, "segment file %020" PRId64 "%s is missing (its index files "
+        kiq_pl_note_loss(l, orphans.tail, orphans.tail_end, "segment file %020" PRId64 "%s is missing (its index files "
                   "were left, naming offsets up to %" PRId64 ")", orphans.tail, KIQ_LOG_SUFFIX, orphans.tail_end - 1);
     /* What recovery left is what the disk holds now. */
-    l->recovery_point = active(l)->next_offset;
+    l->recovery_point = kiq_pl_active(l)->next_offset;
     if (load_aborted(l) < 0) goto fail_loaded;
     rebuild_producers(l, !cfg->clean_shutdown);
     load_epochs(l);
-    l->high_watermark = active(l)->next_offset;
+    l->high_watermark = kiq_pl_active(l)->next_offset;
     KIQ_DEBUG("opened %s: %zu segments, offsets %" PRId64 "..%" PRId64, dir, l->nsegs, l->start_offset,
-              active(l)->next_offset);
+              kiq_pl_active(l)->next_offset);
     return l;
 fail:
     free(bases);
@@ -601,12 +534,12 @@ void kiq_partition_log_free(kiq_partition_log_t *l)
     /* An offline directory is not trusted with more writes: recovery
      * checks what reached it on the next open. */
     if (!kiq_log_dir_offline(l->log_dir)) {
-        if (kiq_segment_sync(active(l)) < 0) KIQ_WARN("closing %s: %s", l->dir, kiq_error_get());
+        if (kiq_segment_sync(kiq_pl_active(l)) < 0) KIQ_WARN("closing %s: %s", l->dir, kiq_error_get());
         /* the next open then reads no batch headers at all */
         if (kiq_producer_state_count(l->producers) > 0 &&
-            kiq_producer_state_write_snapshot(l->producers, l->dir, active(l)->next_offset) < 0)
+            kiq_producer_state_write_snapshot(l->producers, l->dir, kiq_pl_active(l)->next_offset) < 0)
             KIQ_WARN("closing %s: producer state snapshot: %s", l->dir, kiq_error_get());
-        save_epochs(l);
+        kiq_pl_save_epochs(l);
     }
     for (size_t i = 0; i < l->nsegs; i++) kiq_segment_close(l->segs[i]);
     log_release(l);
@@ -643,8 +576,8 @@ int64_t kiq_partition_log_now_ms(void) { return kiq_clock_mono_ms(); }
  * NULL) says from where and when. */
 static int flush_locked(kiq_partition_log_t *l, kiq_log_flush_t *done)
 {
-    kiq_log_flush_t f = {l->recovery_point, active(l)->next_offset, kiq_clock_mono_ns(), 0};
-    if (kiq_segment_sync(active(l)) < 0) return -1;
+    kiq_log_flush_t f = {l->recovery_point, kiq_pl_active(l)->next_offset, kiq_clock_mono_ns(), 0};
+    if (kiq_segment_sync(kiq_pl_active(l)) < 0) return -1;
     f.ended_ns = kiq_clock_mono_ns();
     if (done) *done = f;
     l->recovery_point = f.to;
@@ -658,9 +591,9 @@ static int flush_locked(kiq_partition_log_t *l, kiq_log_flush_t *done)
 
 /* Makes a fresh active segment at the LEO; the old one is sealed first so
  * that only the active segment ever needs a full recovery scan. */
-static int roll(kiq_partition_log_t *l)
+int kiq_pl_roll(kiq_partition_log_t *l)
 {
-    kiq_segment_t *old = active(l);
+    kiq_segment_t *old = kiq_pl_active(l);
     if (kiq_segment_seal(old) < 0) return -1;
     kiq_segment_t *seg = kiq_segment_create(l->dir, old->next_offset, &l->cfg);
     if (!seg) return -1;
@@ -669,7 +602,7 @@ static int roll(kiq_partition_log_t *l)
         return -1;
     }
     if (kiq_fsync_dir(l->dir) < 0) KIQ_WARN("rolling %s: %s", l->dir, kiq_error_get());
-    l->active_first_ts = UNKNOWN_TS;
+    l->active_first_ts = KIQ_PL_UNKNOWN_TS;
     l->active_jitter = -1;
     /* Sealing synced everything before the new segment. */
     if (old->next_offset > l->recovery_point) l->recovery_point = old->next_offset;
@@ -707,9 +640,9 @@ static int64_t draw_jitter(int64_t jitter_ms, int64_t segment_ms)
 static bool time_to_roll(kiq_partition_log_t *l, int64_t max_ts)
 {
     if (l->segment_ms < 0 || max_ts < 0) return false;
-    if (l->active_first_ts == UNKNOWN_TS) {
+    if (l->active_first_ts == KIQ_PL_UNKNOWN_TS) {
         int64_t ts = -1;
-        if (kiq_segment_walk(active(l), 0, first_batch_ts, &ts) < 0) return false;
+        if (kiq_segment_walk(kiq_pl_active(l), 0, first_batch_ts, &ts) < 0) return false;
         l->active_first_ts = ts;
     }
     if (l->active_jitter < 0) l->active_jitter = draw_jitter(l->segment_jitter_ms, l->segment_ms);
@@ -726,12 +659,12 @@ static int write_batches(kiq_partition_log_t *l, const uint8_t *batches, size_t 
     if (last - first > INT32_MAX)
         return kiq_error_set("%s: append spans %" PRId64 " offsets, more than a segment can index", l->dir,
                              last - first + 1);
-    kiq_segment_t *seg = active(l);
+    kiq_segment_t *seg = kiq_pl_active(l);
     bool rolled = false;
     if (seg->size > 0 && (seg->size + len > (uint64_t)l->cfg.segment_bytes || kiq_segment_index_full(seg) ||
                           last - seg->base_offset > INT32_MAX || time_to_roll(l, max_ts))) {
-        if (roll(l) < 0) return -1;
-        seg = active(l);
+        if (kiq_pl_roll(l) < 0) return -1;
+        seg = kiq_pl_active(l);
         rolled = true;
     }
     res->segment_base = seg->base_offset;
@@ -747,7 +680,7 @@ static int write_batches(kiq_partition_log_t *l, const uint8_t *batches, size_t 
         }
         return -1;
     }
-    if (seg->size == len) l->active_first_ts = UNKNOWN_TS;
+    if (seg->size == len) l->active_first_ts = KIQ_PL_UNKNOWN_TS;
     return 0;
 }
 
@@ -777,7 +710,7 @@ static int appended(kiq_partition_log_t *l, int32_t leader_epoch, int64_t first,
 {
     /* Every batch of the append has this epoch: it starts at the first
      * one if it is new. */
-    if (assign_epoch(l, leader_epoch, first)) save_epochs(l);
+    if (assign_epoch(l, leader_epoch, first)) kiq_pl_save_epochs(l);
     l->last_epoch = leader_epoch;
     res->base_offset = first;
     res->last_offset = last;
@@ -924,7 +857,7 @@ int kiq_partition_log_append_checked(kiq_partition_log_t *l, uint8_t *batches, s
     pthread_mutex_lock(&l->mu);
     int rc = -1;
     if (refuses_appends(l)) goto out;
-    const int64_t first = active(l)->next_offset;
+    const int64_t first = kiq_pl_active(l)->next_offset;
     int64_t next = first;
     int64_t max_ts = -1;
     kiq_batch_iter_t it;
@@ -1033,7 +966,7 @@ int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *bat
     if (check_follower_batches(l, batches, len, &first, &last, &max_ts, &messages) < 0) return -1;
     pthread_mutex_lock(&l->mu);
     int rc = -1;
-    int64_t leo = active(l)->next_offset;
+    int64_t leo = kiq_pl_active(l)->next_offset;
     if (refuses_appends(l)) goto out;
     if (first < leo) {
         kiq_error_set("%s: replicated batches start at offset %" PRId64 ", below the log end %" PRId64
@@ -1065,7 +998,7 @@ int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *bat
         l->last_epoch = h.partition_leader_epoch;
     }
     if (txns) recompute_unstable(l);
-    if (new_epoch) save_epochs(l);
+    if (new_epoch) kiq_pl_save_epochs(l);
     res->base_offset = first;
     res->last_offset = last;
     res->written_ns = kiq_clock_mono_ns();
@@ -1156,7 +1089,7 @@ int kiq_partition_log_append_marker(kiq_partition_log_t *l, const kiq_txn_marker
                       m->producer_id, m->coordinator_epoch, e.coordinator_epoch);
         goto out;
     }
-    const int64_t offset = active(l)->next_offset;
+    const int64_t offset = kiq_pl_active(l)->next_offset;
     kiq_batch_set_base_offset(w.buf, offset);
     kiq_batch_set_leader_epoch(w.buf, leader_epoch);
     kiq_batch_header_t h;
@@ -1205,177 +1138,13 @@ size_t kiq_partition_log_aborted(kiq_partition_log_t *l, int64_t from, int64_t u
     return n;
 }
 
-/* ---- Reading ---- */
-
-/* The last segment whose base offset is <= offset (the first if none). */
-static size_t segment_for(const kiq_partition_log_t *l, int64_t offset)
-{
-    size_t lo = 0, hi = l->nsegs;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (l->segs[mid]->base_offset <= offset)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Gathers consecutive batches of one segment into the current slice; on
- * the stack of kiq_partition_log_locate, under the log's mutex. */
-typedef struct gather {
-    int64_t max_offset;
-    uint64_t budget;
-    uint64_t total; /* over all slices so far */
-    bool stop;      /* budget or max_offset reached: no further segment either */
-    kiq_log_slice_t *slice;
-} gather_t;
-
-static int gather_batch(const kiq_batch_loc_t *loc, void *ctx)
-{
-    gather_t *g = ctx;
-    bool first = g->total == 0;
-    if (loc->base_offset >= g->max_offset || (!first && g->total + loc->size > g->budget)) {
-        g->stop = true;
-        return 1;
-    }
-    if (g->slice->length == 0) {
-        g->slice->position = loc->position;
-        g->slice->base_offset = loc->base_offset;
-    }
-    g->slice->length += loc->size;
-    g->slice->last_offset = loc->last_offset;
-    g->total += loc->size;
-    return 0;
-}
-
-int kiq_partition_log_locate(kiq_partition_log_t *l, int64_t offset, int32_t max_bytes, int64_t max_offset,
-                             kiq_log_slices_t *out)
-{
-    out->n = 0;
-    pthread_mutex_lock(&l->mu);
-    out->generation = l->generation;
-    int64_t leo = active(l)->next_offset;
-    if (offset < l->start_offset || offset > leo) {
-        kiq_error_set("%s: offset %" PRId64 " is outside [%" PRId64 ", %" PRId64 "]", l->dir, offset, l->start_offset,
-                      leo);
-        pthread_mutex_unlock(&l->mu);
-        return KIQ_LOG_OUT_OF_RANGE;
-    }
-    if (offset >= leo || offset >= max_offset) {
-        pthread_mutex_unlock(&l->mu);
-        return 0;
-    }
-    gather_t g = {.max_offset = max_offset, .budget = max_bytes > 0 ? (uint64_t)max_bytes : 0};
-    const size_t first = segment_for(l, offset);
-    for (size_t i = first; i < l->nsegs && !g.stop && out->n < KIQ_LOG_MAX_SLICES; i++) {
-        kiq_segment_t *seg = l->segs[i];
-        /* A read ends where damage begins, and one starting there is
-         * refused: the damaged bytes never go out as they are. */
-        const kiq_damaged_range_t *bad = kiq_damaged_ranges_in(&l->damaged, seg->base_offset);
-        if (bad && bad->serve) bad = NULL;
-        if (bad && (i == first ? offset : seg->base_offset) >= bad->from) {
-            if (g.total > 0) break;
-            kiq_error_set("%s: offset %" PRId64 " is behind the damage found at offset %" PRId64
-                          " of segment %" PRId64 ": %s", l->dir, offset, bad->from, bad->segment_base, bad->why);
-            pthread_mutex_unlock(&l->mu);
-            kiq_log_slices_release(out);
-            return KIQ_LOG_CORRUPT;
-        }
-        kiq_batch_loc_t loc;
-        int rc = kiq_segment_find(seg, offset, &loc);
-        if (rc == 0) continue;
-        kiq_log_slice_t *s = &out->s[out->n];
-        *s = (kiq_log_slice_t){.seg = seg, .fd = seg->fd};
-        g.slice = s;
-        uint64_t end = bad ? bad->position : seg->size;
-        if (rc > 0) rc = kiq_segment_walk_to(seg, loc.position, end, gather_batch, &g);
-        if (bad) g.stop = true;
-        if (rc < 0) {
-            pthread_mutex_unlock(&l->mu);
-            kiq_log_slices_release(out);
-            return -1;
-        }
-        if (s->length > 0) {
-            kiq_segment_ref(seg);
-            out->n++;
-        }
-    }
-    pthread_mutex_unlock(&l->mu);
-    return (int)g.total;
-}
-
-void kiq_log_slices_release(kiq_log_slices_t *s)
-{
-    for (int i = 0; i < s->n; i++) kiq_segment_unref(s->s[i].seg);
-    s->n = 0;
-}
-
-bool kiq_partition_log_unchanged(kiq_partition_log_t *l, uint64_t generation)
-{
-    pthread_mutex_lock(&l->mu);
-    bool same = l->generation == generation;
-    pthread_mutex_unlock(&l->mu);
-    return same;
-}
-
-int kiq_partition_log_read(kiq_partition_log_t *l, int64_t offset, int32_t max_bytes, int64_t max_offset,
-                           kiq_wr_t *out)
-{
-    const size_t start = out->len;
-    for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
-        kiq_log_slices_t sl;
-        int total = kiq_partition_log_locate(l, offset, max_bytes, max_offset, &sl);
-        if (total <= 0) return total;
-        bool whole = true;
-        for (int i = 0; i < sl.n && whole; i++) {
-            uint8_t *dst = kiq_wr_reserve(out, sl.s[i].length);
-            if (!dst) {
-                kiq_log_slices_release(&sl);
-                out->len = start;
-                return kiq_error_set("%s: out of memory reading %" PRIu32 " bytes", l->dir, sl.s[i].length);
-            }
-            ssize_t r = kiq_pread_full(sl.s[i].fd, dst, sl.s[i].length, sl.s[i].position);
-            if (r < 0) {
-                kiq_log_slices_release(&sl);
-                out->len = start;
-                return kiq_error_set("%s: %s", sl.s[i].seg->path, kiq_error_get());
-            }
-            whole = (size_t)r == sl.s[i].length;
-        }
-        kiq_log_slices_release(&sl);
-        if (whole && kiq_partition_log_unchanged(l, sl.generation)) return total;
-        out->len = start;
-    }
-    return kiq_error_set("%s: the log kept being truncated while reading offset %" PRId64, l->dir, offset);
-}
-
-int kiq_partition_log_offset_for_time(kiq_partition_log_t *l, int64_t ts, int64_t *offset)
-{
-    int rc = 0;
-    *offset = -1;
-    pthread_mutex_lock(&l->mu);
-    for (size_t i = 0; i < l->nsegs; i++) {
-        kiq_batch_loc_t loc;
-        rc = kiq_segment_find_time(l->segs[i], ts, &loc);
-        if (rc < 0) break;
-        if (rc > 0) {
-            *offset = loc.base_offset > l->start_offset ? loc.base_offset : l->start_offset;
-            rc = 0;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&l->mu);
-    return rc;
-}
-
 /* ---- Truncation and state ---- */
 
 int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset)
 {
     pthread_mutex_lock(&l->mu);
     int rc = 0;
-    int64_t leo = active(l)->next_offset;
+    int64_t leo = kiq_pl_active(l)->next_offset;
     if (offset < l->start_offset || offset > leo) {
         rc = kiq_error_set("%s: cannot truncate to %" PRId64 ", outside [%" PRId64 ", %" PRId64 "]", l->dir, offset,
                            l->start_offset, leo);
@@ -1383,25 +1152,25 @@ int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset)
     }
     if (offset == leo) goto out;
     l->generation++;
-    while (l->nsegs > 1 && active(l)->base_offset >= offset) {
-        kiq_segment_t *seg = active(l);
+    while (l->nsegs > 1 && kiq_pl_active(l)->base_offset >= offset) {
+        kiq_segment_t *seg = kiq_pl_active(l);
         l->nsegs--;
         if (kiq_segment_delete(seg) < 0) KIQ_WARN("truncating %s: %s", l->dir, kiq_error_get());
     }
-    l->active_first_ts = UNKNOWN_TS;
-    rc = kiq_segment_truncate_to(active(l), offset);
-    if (l->recovery_point > active(l)->next_offset) l->recovery_point = active(l)->next_offset;
+    l->active_first_ts = KIQ_PL_UNKNOWN_TS;
+    rc = kiq_segment_truncate_to(kiq_pl_active(l), offset);
+    if (l->recovery_point > kiq_pl_active(l)->next_offset) l->recovery_point = kiq_pl_active(l)->next_offset;
     /* the producers' last batches may be gone: what is left says */
-    if (kiq_txn_index_truncate(l->aborted, active(l)->next_offset) < 0)
+    if (kiq_txn_index_truncate(l->aborted, kiq_pl_active(l)->next_offset) < 0)
         KIQ_WARN("truncating %s: %s", l->dir, kiq_error_get());
     rebuild_producers(l, true);
-    if (kiq_leader_epoch_cache_truncate_from_end(l->epochs, active(l)->next_offset)) l->epochs_saved = false;
-    save_epochs(l);
+    if (kiq_leader_epoch_cache_truncate_from_end(l->epochs, kiq_pl_active(l)->next_offset)) l->epochs_saved = false;
+    kiq_pl_save_epochs(l);
     l->last_epoch = read_last_epoch(l);
-    if (l->high_watermark > active(l)->next_offset) l->high_watermark = active(l)->next_offset;
-    kiq_damaged_ranges_cut(&l->damaged, active(l)->next_offset);
+    if (l->high_watermark > kiq_pl_active(l)->next_offset) l->high_watermark = kiq_pl_active(l)->next_offset;
+    kiq_damaged_ranges_cut(&l->damaged, kiq_pl_active(l)->next_offset);
     if (rc == 0)
-        KIQ_INFO("%s: truncated to offset %" PRId64 " (log end was %" PRId64 ")", l->dir, active(l)->next_offset, leo);
+        KIQ_INFO("%s: truncated to offset %" PRId64 " (log end was %" PRId64 ")", l->dir, kiq_pl_active(l)->next_offset, leo);
 out:
     pthread_mutex_unlock(&l->mu);
     return rc;
@@ -1411,7 +1180,7 @@ int kiq_partition_log_end_offset_for_epoch(kiq_partition_log_t *l, int32_t epoch
                                            int64_t *out_end_offset)
 {
     pthread_mutex_lock(&l->mu);
-    kiq_leader_epoch_cache_end_offset_for(l->epochs, epoch, active(l)->next_offset, out_epoch, out_end_offset);
+    kiq_leader_epoch_cache_end_offset_for(l->epochs, epoch, kiq_pl_active(l)->next_offset, out_epoch, out_end_offset);
     pthread_mutex_unlock(&l->mu);
     return 0;
 }
@@ -1452,7 +1221,7 @@ int64_t kiq_partition_log_high_watermark(kiq_partition_log_t *l)
 void kiq_partition_log_set_high_watermark(kiq_partition_log_t *l, int64_t hw)
 {
     pthread_mutex_lock(&l->mu);
-    int64_t leo = active(l)->next_offset;
+    int64_t leo = kiq_pl_active(l)->next_offset;
     l->high_watermark = hw > leo ? leo : hw < l->start_offset ? l->start_offset : hw;
     pthread_mutex_unlock(&l->mu);
 }
@@ -1468,7 +1237,7 @@ int64_t kiq_partition_log_start_offset(kiq_partition_log_t *l)
 int64_t kiq_partition_log_end_offset(kiq_partition_log_t *l)
 {
     pthread_mutex_lock(&l->mu);
-    int64_t v = active(l)->next_offset;
+    int64_t v = kiq_pl_active(l)->next_offset;
     pthread_mutex_unlock(&l->mu);
     return v;
 }
@@ -1531,168 +1300,6 @@ void kiq_partition_log_recovery(kiq_partition_log_t *l, kiq_segment_recovery_t *
 }
 
 const char *kiq_partition_log_dir(const kiq_partition_log_t *l) { return l->dir; }
-
-void kiq_partition_log_set_log_dir(kiq_partition_log_t *l, kiq_log_dir_t *log_dir)
-{
-    pthread_mutex_lock(&l->mu);
-    l->log_dir = log_dir;
-    for (size_t i = 0; i < l->nsegs; i++) l->segs[i]->log_dir = log_dir;
-    pthread_mutex_unlock(&l->mu);
-}
-
-bool kiq_partition_log_offline(kiq_partition_log_t *l) { return kiq_log_dir_offline(l->log_dir); }
-
-bool kiq_partition_log_writable(kiq_partition_log_t *l) { return kiq_log_dir_writable(l->log_dir); }
-
-/* Under the mutex: marks seg's bytes from position (its batch starting at
- * offset from) to its end as not to be served. 1 when that is news. */
-static int damage_locked(kiq_partition_log_t *l, const kiq_segment_t *seg, uint64_t position, int64_t from,
-                         const char *why)
-{
-    kiq_damaged_range_t r = {.segment_base = seg->base_offset, .position = position, .from = from,
-                             .to = seg->next_offset};
-    snprintf(r.why, sizeof r.why, "%s", why);
-    int fresh = kiq_damaged_ranges_add(&l->damaged, &r);
-    if (fresh < 0) KIQ_ERROR("%s: the damage at offset %" PRId64 " is not remembered: %s", l->dir, from, kiq_error_get());
-    return fresh > 0;
-}
-
-int kiq_partition_log_damage(kiq_partition_log_t *l, const kiq_segment_t *seg, uint64_t position, int64_t from,
-                             const char *why)
-{
-    pthread_mutex_lock(&l->mu);
-    size_t i = 0;
-    while (i < l->nsegs && l->segs[i] != seg) i++;
-    int fresh = i < l->nsegs && damage_locked(l, seg, position, from, why);
-    pthread_mutex_unlock(&l->mu);
-    return fresh;
-}
-
-int64_t kiq_partition_log_damaged(kiq_partition_log_t *l, char *why, size_t n)
-{
-    pthread_mutex_lock(&l->mu);
-    const kiq_damaged_range_t *first = l->damaged.n ? &l->damaged.r[0] : NULL;
-    int64_t at = first ? first->segment_base : -1;
-    if (why && n) snprintf(why, n, "%s", first ? first->why : "");
-    pthread_mutex_unlock(&l->mu);
-    return at;
-}
-
-static int reopen_segment(kiq_partition_log_t *l, size_t i);
-
-/* Under the mutex: segment i's file was deleted under the broker, but its
- * bytes are still open here: they are written back under its name (never
- * over a file put there meanwhile) and the segment reopened from it, so
- * nothing is lost. 0, or -1 when they could not be. */
-static int restore_segment(kiq_partition_log_t *l, size_t i)
-{
-    kiq_segment_t *seg = l->segs[i];
-    char tmp[PATH_MAX], path[PATH_MAX];
-    snprintf(path, sizeof path, "%s", seg->path);
-    if (kiq_log_segment_path(tmp, sizeof tmp, l->dir, seg->base_offset, RESTORED_SUFFIX) < 0 ||
-        kiq_copy_file(seg->fd, tmp, seg->size) < 0)
-        return -1;
-    if (link(tmp, path) < 0) {
-        kiq_error_errno("link %s to %s", tmp, path);
-        unlink(tmp);
-        return -1;
-    }
-    unlink(tmp);
-    if (kiq_fsync_dir(l->dir) < 0) return -1;
-    const int64_t next = seg->next_offset;
-    if (reopen_segment(l, i) < 0) return -1;
-    if (l->segs[i]->next_offset != next)
-        return kiq_error_set("%s holds offsets up to %" PRId64 " once written back, not %" PRId64, path,
-                             l->segs[i]->next_offset, next);
-    return 0;
-}
-
-/* Under the mutex: the bytes of segment i from the batch at position on
- * (first offset from) are lost, for the reason why. The segment's bytes
- * are known unreadable past there when cut: it is cut there too, and the
- * log skips the gap as it skips what compaction removed. An active segment
- * is rolled first, so that appends go on into a sound file and the
- * offsets handed out stay taken. The range is marked damaged either way,
- * for a replica to fetch it again, and the loss recorded. */
-static void segment_lost(kiq_partition_log_t *l, size_t i, uint64_t position, int64_t from, bool cut,
-                         const char *why)
-{
-    kiq_segment_t *seg = l->segs[i];
-    const int64_t to = seg->next_offset;
-    if (i + 1 == l->nsegs && roll(l) < 0)
-        KIQ_ERROR("%s: cannot roll past %s: %s", l->dir, seg->path, kiq_error_get());
-    bool closed = i + 1 < l->nsegs;
-    if (cut && closed) {
-        l->generation++;
-        if (kiq_segment_truncate_at(seg, position, from) < 0)
-            KIQ_ERROR("%s: cutting %s to its whole batches: %s", l->dir, seg->path, kiq_error_get());
-    }
-    kiq_damaged_range_t r = {.segment_base = seg->base_offset, .position = position, .from = from, .to = to,
-                             .serve = closed};
-    snprintf(r.why, sizeof r.why, "%s", why);
-    if (kiq_damaged_ranges_add(&l->damaged, &r) < 0)
-        KIQ_ERROR("%s: the damage at offset %" PRId64 " is not remembered: %s", l->dir, from, kiq_error_get());
-    note_loss(l, from, to, "%s", why);
-}
-
-/* Under the mutex: an acknowledgement made meanwhile (the record removed)
- * is taken. */
-static void refresh_loss(kiq_partition_log_t *l)
-{
-    if (l->loss.findings == 0 || kiq_data_loss_marked(l->dir)) return;
-    KIQ_WARN("%s: the data loss of offsets %" PRId64 "..%" PRId64 " was acknowledged", l->dir, l->loss.from,
-             l->loss.to - 1);
-    l->loss = (kiq_data_loss_t){0};
-}
-
-int kiq_partition_log_check_files(kiq_partition_log_t *l, bool all)
-{
-    pthread_mutex_lock(&l->mu);
-    int found = 0;
-    refresh_loss(l);
-    for (size_t i = all ? 0 : l->nsegs - 1; i < l->nsegs && !kiq_log_dir_offline(l->log_dir); i++) {
-        kiq_segment_t *seg = l->segs[i];
-        struct stat st;
-        char why[512];
-        /* a segment found damaged or cut once is not looked at again */
-        if (fstat(seg->fd, &st) < 0 || kiq_damaged_ranges_in(&l->damaged, seg->base_offset)) continue;
-        if (st.st_nlink == 0) {
-            found++;
-            int64_t base = seg->base_offset, next = seg->next_offset;
-            snprintf(why, sizeof why, "%s was deleted under the broker", seg->path);
-            if (restore_segment(l, i) == 0) {
-                KIQ_ERROR("%s: %s; written back from the open file (offsets %" PRId64 "..%" PRId64 ")", l->dir, why,
-                          base, next - 1);
-                continue;
-            }
-            size_t len = strlen(why);
-            snprintf(why + len, sizeof why - len, " and cannot be written back: %s", kiq_error_get());
-            /* still readable here until the broker stops */
-            segment_lost(l, i, 0, base, false, why);
-        } else if ((uint64_t)st.st_size < seg->size) {
-            found++;
-            uint64_t pos;
-            int64_t from;
-            if (kiq_segment_whole_within(seg, (uint64_t)st.st_size, &pos, &from) < 0) {
-                pos = 0;
-                from = seg->base_offset;
-            }
-            snprintf(why, sizeof why, "%s was cut to %lld bytes under the broker (it held %" PRIu64 ")", seg->path,
-                     (long long)st.st_size, seg->size);
-            segment_lost(l, i, pos, from, true, why);
-        }
-    }
-    pthread_mutex_unlock(&l->mu);
-    return found;
-}
-
-int kiq_partition_log_data_loss(kiq_partition_log_t *l, kiq_data_loss_t *out)
-{
-    pthread_mutex_lock(&l->mu);
-    *out = l->loss;
-    pthread_mutex_unlock(&l->mu);
-    return out->findings > 0;
-}
 
 int kiq_partition_log_flush(kiq_partition_log_t *l)
 {
@@ -1765,203 +1372,4 @@ void kiq_partition_log_set_roll_jitter(kiq_partition_log_t *l, int64_t jitter_ms
         l->active_jitter = -1;
     }
     pthread_mutex_unlock(&l->mu);
-}
-
-/* ---- Retention ---- */
-
-/* Under the mutex, after the log start offset moved up: the epochs and
- * the high watermark follow it. */
-static void start_moved(kiq_partition_log_t *l)
-{
-    if (kiq_leader_epoch_cache_truncate_from_start(l->epochs, l->start_offset)) {
-        l->epochs_saved = false;
-        save_epochs(l);
-    }
-    if (l->high_watermark < l->start_offset) l->high_watermark = l->start_offset;
-    kiq_txn_index_drop_below(l->aborted, l->start_offset);
-}
-
-/* Under the mutex: removes the n oldest segments (never the active one)
- * and moves the log start up to the first one left. Readers holding
- * references keep reading the unlinked files; offsets at or above the new
- * start are untouched, so the generation stays. */
-static void drop_oldest(kiq_partition_log_t *l, size_t n, const char *why)
-{
-    for (size_t i = 0; i < n; i++) {
-        kiq_segment_t *seg = l->segs[i];
-        KIQ_INFO("%s: deleting segment %" PRId64 " (offsets up to %" PRId64 ", %" PRIu64 " bytes): %s", l->dir,
-                 seg->base_offset, seg->next_offset - 1, seg->size, why);
-        if (kiq_segment_delete(seg) < 0) KIQ_WARN("deleting a segment of %s: %s", l->dir, kiq_error_get());
-    }
-    memmove(l->segs, l->segs + n, (l->nsegs - n) * sizeof *l->segs);
-    l->nsegs -= n;
-    if (l->segs[0]->base_offset > l->start_offset) l->start_offset = l->segs[0]->base_offset;
-    if (n && kiq_fsync_dir(l->dir) < 0) KIQ_WARN("deleting segments of %s: %s", l->dir, kiq_error_get());
-    start_moved(l);
-}
-
-/* Segments (from the oldest, never the active one) lying wholly below the
- * log start offset. */
-static size_t below_start(const kiq_partition_log_t *l)
-{
-    size_t n = 0;
-    while (n + 1 < l->nsegs && l->segs[n + 1]->base_offset <= l->start_offset) n++;
-    return n;
-}
-
-/* The segment's newest timestamp, or its file's mtime when it holds none
- * (Kafka's fallback for batches without timestamps). */
-static int64_t segment_newest(const kiq_segment_t *seg)
-{
-    if (seg->max_timestamp >= 0) return seg->max_timestamp;
-    struct stat st;
-    if (fstat(seg->fd, &st) < 0) return INT64_MAX;
-    return (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
-}
-
-int kiq_partition_log_enforce_retention(kiq_partition_log_t *l, int64_t now_ms)
-{
-    pthread_mutex_lock(&l->mu);
-    int deleted = 0;
-    if (kiq_log_dir_offline(l->log_dir)) {
-        pthread_mutex_unlock(&l->mu);
-        return 0;
-    }
-    size_t n = below_start(l);
-    if (n) drop_oldest(l, n, "below the log start offset");
-    deleted += (int)n;
-    if (l->retention_ms >= 0) {
-        n = 0;
-        while (n + 1 < l->nsegs && now_ms - segment_newest(l->segs[n]) > l->retention_ms) n++;
-        if (n) drop_oldest(l, n, "older than retention.ms");
-        deleted += (int)n;
-    }
-    if (l->retention_bytes >= 0) {
-        uint64_t total = 0;
-        for (size_t i = 0; i < l->nsegs; i++) total += l->segs[i]->size;
-        n = 0;
-        while (n + 1 < l->nsegs && total >= (uint64_t)l->retention_bytes + l->segs[n]->size &&
-               total > (uint64_t)l->retention_bytes)
-            total -= l->segs[n++]->size;
-        if (n) drop_oldest(l, n, "partition larger than retention.bytes");
-        deleted += (int)n;
-    }
-    pthread_mutex_unlock(&l->mu);
-    return deleted;
-}
-
-int kiq_partition_log_advance_start(kiq_partition_log_t *l, int64_t offset)
-{
-    pthread_mutex_lock(&l->mu);
-    int rc = 0;
-    int64_t leo = active(l)->next_offset;
-    if (offset > leo) {
-        kiq_error_set("%s: log start offset %" PRId64 " is beyond the log end %" PRId64, l->dir, offset, leo);
-        rc = KIQ_LOG_OUT_OF_RANGE;
-    } else if (offset > l->start_offset) {
-        KIQ_INFO("%s: log start offset %" PRId64 " -> %" PRId64, l->dir, l->start_offset, offset);
-        l->start_offset = offset;
-        size_t n = below_start(l);
-        if (n)
-            drop_oldest(l, n, "below the log start offset");
-        else
-            start_moved(l);
-    }
-    pthread_mutex_unlock(&l->mu);
-    return rc;
-}
-
-/* ---- Log cleaner support ---- */
-
-/* Under the mutex: segment i becomes what its file holds now, opened with
- * rebuilt indexes (and sealed unless it is the active one). Readers
- * holding the old one keep reading its own descriptor. 0, or -1 with the
- * old one kept. */
-static int reopen_segment(kiq_partition_log_t *l, size_t i)
-{
-    kiq_segment_t *old = l->segs[i];
-    kiq_segment_recovery_t rep = {0};
-    kiq_segment_t *seg = kiq_segment_open(l->dir, old->base_offset, &l->cfg, true, &rep);
-    if (!seg) return -1;
-    seg->log_dir = l->log_dir;
-    if (i + 1 < l->nsegs && kiq_segment_seal(seg) < 0) KIQ_WARN("sealing %s: %s", seg->path, kiq_error_get());
-    /* Its files are another's now: its close must not touch the paths. */
-    old->deleted = true;
-    l->segs[i] = seg;
-    kiq_segment_unref(old);
-    return 0;
-}
-
-int kiq_partition_log_closed_segments(kiq_partition_log_t *l, kiq_log_closed_segment_t **out, uint64_t *generation)
-{
-    *out = NULL;
-    pthread_mutex_lock(&l->mu);
-    /* The cleaner leaves an offline directory alone. */
-    size_t n = kiq_log_dir_offline(l->log_dir) ? 0 : l->nsegs - 1;
-    *generation = l->generation;
-    if (n > 0) {
-        *out = calloc(n, sizeof **out);
-        if (!*out) {
-            pthread_mutex_unlock(&l->mu);
-            return kiq_error_set("out of memory");
-        }
-        for (size_t i = 0; i < n; i++) {
-            kiq_segment_t *seg = l->segs[i];
-            (*out)[i] = (kiq_log_closed_segment_t){
-                .seg = kiq_segment_ref(seg),
-                .base_offset = seg->base_offset,
-                .next_offset = seg->next_offset,
-                .size = seg->size,
-                .max_timestamp = seg->max_timestamp,
-            };
-        }
-    }
-    pthread_mutex_unlock(&l->mu);
-    return (int)n;
-}
-
-void kiq_partition_log_closed_release(kiq_log_closed_segment_t *segs, int n)
-{
-    for (int i = 0; i < n; i++) kiq_segment_unref(segs[i].seg);
-    free(segs);
-}
-
-int kiq_partition_log_replace_segment(kiq_partition_log_t *l, kiq_segment_t *old, uint64_t generation)
-{
-    char swap[PATH_MAX], logp[PATH_MAX], oix[PATH_MAX], tix[PATH_MAX];
-    int64_t base = old->base_offset;
-    if (kiq_log_segment_path(swap, sizeof swap, l->dir, base, KIQ_SWAP_SUFFIX) < 0 ||
-        kiq_log_segment_path(logp, sizeof logp, l->dir, base, KIQ_LOG_SUFFIX) < 0 ||
-        kiq_log_segment_path(oix, sizeof oix, l->dir, base, KIQ_INDEX_SUFFIX) < 0 ||
-        kiq_log_segment_path(tix, sizeof tix, l->dir, base, KIQ_TIMEINDEX_SUFFIX) < 0)
-        return -1;
-    pthread_mutex_lock(&l->mu);
-    size_t i = 0;
-    while (i + 1 < l->nsegs && l->segs[i] != old) i++;
-    if (i + 1 >= l->nsegs || l->generation != generation) {
-        pthread_mutex_unlock(&l->mu);
-        KIQ_INFO("%s: segment %" PRId64 " changed while it was cleaned; dropping the cleaned copy", l->dir, base);
-        if (unlink(swap) < 0 && errno != ENOENT) return kiq_error_errno("unlink %s", swap);
-        return 1;
-    }
-    int rc = -1;
-    /* Indexes first: a crash after this leaves a log without indexes
-     * (rebuilt on open) and the swap, which open then finishes. */
-    if (unlink(oix) < 0 && errno != ENOENT) {
-        kiq_error_errno("unlink %s", oix);
-        goto out;
-    }
-    if (unlink(tix) < 0 && errno != ENOENT) {
-        kiq_error_errno("unlink %s", tix);
-        goto out;
-    }
-    if (rename(swap, logp) < 0) {
-        kiq_error_errno("rename %s to %s", swap, logp);
-        goto out;
-    }
-    if (kiq_fsync_dir(l->dir) < 0) KIQ_WARN("swapping a cleaned segment of %s: %s", l->dir, kiq_error_get());
-    rc = reopen_segment(l, i);
-out:
-    pthread_mutex_unlock(&l->mu);
-    return rc;
 }
