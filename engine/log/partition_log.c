@@ -213,196 +213,6 @@ void kiq_pl_note_loss(kiq_partition_log_t *l, int64_t from, int64_t to, const ch
     }
 }
 
-/* ---- Transactions ---- */
-
-typedef struct unstable_ctx {
-    int64_t min;
-    int64_t skip; /* a producer whose transaction is ending; -1 */
-} unstable_ctx_t;
-
-static void min_unstable(const kiq_producer_entry_t *e, void *ctx)
-{
-    unstable_ctx_t *u = ctx;
-    if (e->txn_first_offset >= 0 && e->producer_id != u->skip && (u->min < 0 || e->txn_first_offset < u->min))
-        u->min = e->txn_first_offset;
-}
-
-/* Under the mutex: the oldest ongoing transaction's first offset, but for
- * producer skip's. -1 when none. */
-static int64_t oldest_unstable(const kiq_partition_log_t *l, int64_t skip)
-{
-    unstable_ctx_t u = {-1, skip};
-    kiq_producer_state_foreach(l->producers, min_unstable, &u);
-    return u.min;
-}
-
-static void recompute_unstable(kiq_partition_log_t *l) { l->first_unstable = oldest_unstable(l, -1); }
-
-/* Under the mutex: producer_id's transaction from txn_first to the abort
- * marker at marker_offset (in segment segment_base) is remembered; the
- * producer's own transaction must be over in the table already. */
-static void note_aborted(kiq_partition_log_t *l, int64_t producer_id, int64_t txn_first, int64_t marker_offset,
-                         int64_t segment_base)
-{
-    if (txn_first < 0) return; /* nothing of it reached this partition */
-    int64_t unstable = oldest_unstable(l, producer_id);
-    kiq_aborted_t e = {
-        .producer_id = producer_id,
-        .first_offset = txn_first,
-        .last_offset = marker_offset,
-        .last_stable_offset = unstable >= 0 && unstable < marker_offset ? unstable : marker_offset + 1,
-        .segment_base = segment_base,
-    };
-    if (kiq_txn_index_add(l->aborted, &e) < 0)
-        KIQ_ERROR("%s: the aborted transaction of producer %" PRId64 " at %" PRId64 "..%" PRId64
-                  " is not in its .txnindex: %s", l->dir, producer_id, txn_first, marker_offset, kiq_error_get());
-}
-
-/* A marker replayed from the log (open, truncation). */
-static void replayed_marker(void *ctx, const kiq_batch_header_t *h, int64_t txn_first, bool abort)
-{
-    kiq_partition_log_t *l = ctx;
-    if (!abort) return;
-    size_t i = kiq_pl_segment_for(l, h->base_offset);
-    note_aborted(l, h->producer_id, txn_first, h->base_offset, l->segs[i]->base_offset);
-}
-
-/* Under the mutex (or before the log is shared): the producers' state from
- * the newest snapshot at or below the LEO plus the batch headers after it,
- * or from every batch header when there is no snapshot and
- * scan_without_snapshot. A failure leaves what was rebuilt so far, logged:
- * the log itself is sound, and the worst outcome is a retried batch not
- * recognised as a duplicate. */
-static void rebuild_producers(kiq_partition_log_t *l, bool scan_without_snapshot)
-{
-    kiq_marker_watch_t watch = {replayed_marker, l};
-    int64_t leo = kiq_pl_active(l)->next_offset, from = -1;
-    if (kiq_producer_state_delete_snapshots_above(l->dir, leo) < 0 ||
-        kiq_producer_state_load_snapshot(l->producers, l->dir, leo, &from) < 0) {
-        KIQ_WARN("%s: producer state snapshots: %s", l->dir, kiq_error_get());
-        kiq_producer_state_clear(l->producers);
-        from = -1;
-    }
-    if (from < 0 && !scan_without_snapshot) return;
-    if (from < l->start_offset) from = l->start_offset;
-    for (size_t i = kiq_pl_segment_for(l, from); i < l->nsegs; i++) {
-        if (kiq_producer_state_scan_segment(l->producers, l->segs[i], from, &watch) < 0) {
-            KIQ_WARN("%s: rebuilding the producer state: %s", l->dir, kiq_error_get());
-            break;
-        }
-    }
-    recompute_unstable(l);
-    KIQ_DEBUG("%s: %zu producers known (snapshot at %" PRId64 ", headers scanned up to %" PRId64 ")", l->dir,
-              kiq_producer_state_count(l->producers), from, leo);
-}
-
-/* ---- Leader epochs ---- */
-
-/* Under the mutex: writes the leader-epoch checkpoint when it is behind
- * the cache. A failure is logged and retried at the next change or close:
- * the batches carry their epochs, so a lost checkpoint is rebuilt. */
-void kiq_pl_save_epochs(kiq_partition_log_t *l)
-{
-    if (l->epochs_saved || kiq_log_dir_offline(l->log_dir)) return;
-    if (kiq_leader_epoch_cache_save(l->epochs, l->dir) < 0) {
-        KIQ_WARN("%s: leader epoch checkpoint: %s", l->dir, kiq_error_get());
-        return;
-    }
-    l->epochs_saved = true;
-}
-
-/* Under the mutex: records that epoch starts at offset; true when that is
- * a new entry. */
-static bool assign_epoch(kiq_partition_log_t *l, int32_t epoch, int64_t offset)
-{
-    int rc = kiq_leader_epoch_cache_assign(l->epochs, epoch, offset);
-    if (rc < 0) KIQ_ERROR("%s: leader epoch %" PRId32 " is not remembered: %s", l->dir, epoch, kiq_error_get());
-    if (rc <= 0) return false;
-    l->epochs_saved = false;
-    return true;
-}
-
-/* Calls cb with the header of each batch of seg whose last offset is >=
- * from, in file order (61 bytes read per batch, nothing decompressed).
- * 0, or -1 at a header that cannot be read or does not fit. */
-static int walk_headers(kiq_segment_t *seg, int64_t from, void (*cb)(const kiq_batch_header_t *h, void *ctx),
-                        void *ctx)
-{
-    if (from >= seg->next_offset) return 0;
-    uint64_t pos = 0;
-    if (from > seg->base_offset) {
-        kiq_batch_loc_t loc;
-        int rc = kiq_segment_find(seg, from, &loc);
-        if (rc <= 0) return rc;
-        pos = loc.position;
-    }
-    uint8_t head[KIQ_BATCH_HEADER_SIZE];
-    while (pos < seg->size) {
-        kiq_batch_header_t h;
-        if (seg->size - pos < sizeof head || kiq_segment_read(seg, pos, head, sizeof head) < 0 ||
-            kiq_batch_header_parse(head, sizeof head, &h) < 0 ||
-            h.batch_length < KIQ_BATCH_HEADER_SIZE - KIQ_BATCH_LOG_OVERHEAD || kiq_batch_size(&h) > seg->size - pos)
-            return kiq_error_set("%s: no sound batch header at position %" PRIu64, seg->path, pos);
-        cb(&h, ctx);
-        pos += kiq_batch_size(&h);
-    }
-    return 0;
-}
-
-static void assign_from_header(const kiq_batch_header_t *h, void *ctx)
-{
-    assign_epoch(ctx, h->partition_leader_epoch, h->base_offset);
-}
-
-static void keep_epoch(const kiq_batch_header_t *h, void *ctx) { *(int32_t *)ctx = h->partition_leader_epoch; }
-
-/* Under the mutex: the epoch of the last batch in the log, or the cache's
- * latest when there is none (or it cannot be read). */
-static int32_t read_last_epoch(kiq_partition_log_t *l)
-{
-    for (size_t i = l->nsegs; i-- > 0;) {
-        kiq_segment_t *seg = l->segs[i];
-        if (seg->size == 0) continue;
-        int32_t epoch = KIQ_UNDEFINED_EPOCH;
-        if (walk_headers(seg, seg->next_offset - 1, keep_epoch, &epoch) == 0) return epoch;
-        KIQ_WARN("%s: reading the last batch's leader epoch: %s", l->dir, kiq_error_get());
-        break;
-    }
-    return kiq_leader_epoch_cache_latest_epoch(l->epochs);
-}
-
-/* Under the mutex (or before the log is shared): the cache from the
- * checkpoint, cut to the log's offsets; rebuilt from the batch headers
- * when the file is missing or malformed, and completed from them when the
- * log holds a newer epoch than the file (a crash between an append and
- * the checkpoint write). */
-static void load_epochs(kiq_partition_log_t *l)
-{
-    int rc = kiq_leader_epoch_cache_load(l->epochs, l->dir);
-    if (rc < 0) KIQ_WARN("%s: %s; rebuilding the leader epochs from the log", l->dir, kiq_error_get());
-    l->epochs_saved = rc == 0;
-    if (kiq_leader_epoch_cache_truncate_from_end(l->epochs, kiq_pl_active(l)->next_offset) ||
-        kiq_leader_epoch_cache_truncate_from_start(l->epochs, l->start_offset))
-        l->epochs_saved = false;
-    l->last_epoch = read_last_epoch(l);
-    size_t n = kiq_leader_epoch_cache_count(l->epochs);
-    if (rc != 0 || l->last_epoch > kiq_leader_epoch_cache_latest_epoch(l->epochs)) {
-        int64_t from = n ? kiq_leader_epoch_cache_entry(l->epochs, n - 1).start_offset : l->start_offset;
-        for (size_t i = kiq_pl_segment_for(l, from); i < l->nsegs; i++) {
-            if (walk_headers(l->segs[i], from, assign_from_header, l) < 0) {
-                KIQ_WARN("%s: rebuilding the leader epochs: %s", l->dir, kiq_error_get());
-                break;
-            }
-        }
-        KIQ_DEBUG("%s: %zu leader epochs rebuilt from offset %" PRId64, l->dir,
-                  kiq_leader_epoch_cache_count(l->epochs), from);
-        /* the first batch may begin below the log start */
-        kiq_leader_epoch_cache_truncate_from_start(l->epochs, l->start_offset);
-    }
-    /* The checkpoint described more than is left, or the scan found more. */
-    kiq_pl_save_epochs(l);
-}
-
 /* Before the log is shared: the aborted transactions of the segments
  * there are, from their .txnindex files. */
 static int load_aborted(kiq_partition_log_t *l)
@@ -514,8 +324,8 @@ kiq_partition_log_t *kiq_partition_log_open_at(const char *dir, const kiq_log_co
     /* What recovery left is what the disk holds now. */
     l->recovery_point = kiq_pl_active(l)->next_offset;
     if (load_aborted(l) < 0) goto fail_loaded;
-    rebuild_producers(l, !cfg->clean_shutdown);
-    load_epochs(l);
+    kiq_pl_rebuild_producers(l, !cfg->clean_shutdown);
+    kiq_pl_load_epochs(l);
     l->high_watermark = kiq_pl_active(l)->next_offset;
     KIQ_DEBUG("opened %s: %zu segments, offsets %" PRId64 "..%" PRId64, dir, l->nsegs, l->start_offset,
               kiq_pl_active(l)->next_offset);
@@ -571,10 +381,7 @@ int kiq_partition_log_delete(kiq_partition_log_t *l)
 
 int64_t kiq_partition_log_now_ms(void) { return kiq_clock_mono_ms(); }
 
-/* Under the mutex: fsyncs the active segment (earlier ones were synced
- * when rolled) and moves the recovery point to the LEO; *done (may be
- * NULL) says from where and when. */
-static int flush_locked(kiq_partition_log_t *l, kiq_log_flush_t *done)
+int kiq_pl_flush_locked(kiq_partition_log_t *l, kiq_log_flush_t *done)
 {
     kiq_log_flush_t f = {l->recovery_point, kiq_pl_active(l)->next_offset, kiq_clock_mono_ns(), 0};
     if (kiq_segment_sync(kiq_pl_active(l)) < 0) return -1;
@@ -692,7 +499,7 @@ static int count_unflushed(kiq_partition_log_t *l, int64_t messages, kiq_log_app
     l->unflushed += messages;
     if (l->unflushed < l->flush_messages) return 0;
     res->flushed = true;
-    return flush_locked(l, &res->flush);
+    return kiq_pl_flush_locked(l, &res->flush);
 }
 
 /* What an append reports before it did anything. */
@@ -710,7 +517,7 @@ static int appended(kiq_partition_log_t *l, int32_t leader_epoch, int64_t first,
 {
     /* Every batch of the append has this epoch: it starts at the first
      * one if it is new. */
-    if (assign_epoch(l, leader_epoch, first)) kiq_pl_save_epochs(l);
+    if (kiq_pl_assign_epoch(l, leader_epoch, first)) kiq_pl_save_epochs(l);
     l->last_epoch = leader_epoch;
     res->base_offset = first;
     res->last_offset = last;
@@ -992,12 +799,12 @@ int kiq_partition_log_append_follower(kiq_partition_log_t *l, const uint8_t *bat
         if (kiq_batch_is_transactional(&h)) {
             txns = true;
             if (kiq_batch_is_control(&h) && h.producer_id >= 0 && kiq_batch_control_type(b, blen) == KIQ_CONTROL_ABORT)
-                note_aborted(l, h.producer_id, txn_first, h.base_offset, res->segment_base);
+                kiq_pl_note_aborted(l, h.producer_id, txn_first, h.base_offset, res->segment_base);
         }
-        new_epoch |= assign_epoch(l, h.partition_leader_epoch, h.base_offset);
+        new_epoch |= kiq_pl_assign_epoch(l, h.partition_leader_epoch, h.base_offset);
         l->last_epoch = h.partition_leader_epoch;
     }
-    if (txns) recompute_unstable(l);
+    if (txns) kiq_pl_recompute_unstable(l);
     if (new_epoch) kiq_pl_save_epochs(l);
     res->base_offset = first;
     res->last_offset = last;
@@ -1103,8 +910,8 @@ int kiq_partition_log_append_marker(kiq_partition_log_t *l, const kiq_txn_marker
     kiq_producer_state_guard_end(l->producers, m->producer_id, 0);
     if (kiq_producer_state_put(l->producers, &e) < 0)
         KIQ_ERROR("%s: producer %" PRId64 " is not remembered: %s", l->dir, m->producer_id, kiq_error_get());
-    if (!m->commit) note_aborted(l, m->producer_id, txn_first, offset, res->segment_base);
-    recompute_unstable(l);
+    if (!m->commit) kiq_pl_note_aborted(l, m->producer_id, txn_first, offset, res->segment_base);
+    kiq_pl_recompute_unstable(l);
     rc = appended(l, leader_epoch, offset, offset, watch, res);
 out:
     pthread_mutex_unlock(&l->mu);
@@ -1136,240 +943,4 @@ size_t kiq_partition_log_aborted(kiq_partition_log_t *l, int64_t from, int64_t u
     size_t n = kiq_txn_index_collect(l->aborted, from, upper, arena, out);
     pthread_mutex_unlock(&l->mu);
     return n;
-}
-
-/* ---- Truncation and state ---- */
-
-int kiq_partition_log_truncate_to(kiq_partition_log_t *l, int64_t offset)
-{
-    pthread_mutex_lock(&l->mu);
-    int rc = 0;
-    int64_t leo = kiq_pl_active(l)->next_offset;
-    if (offset < l->start_offset || offset > leo) {
-        rc = kiq_error_set("%s: cannot truncate to %" PRId64 ", outside [%" PRId64 ", %" PRId64 "]", l->dir, offset,
-                           l->start_offset, leo);
-        goto out;
-    }
-    if (offset == leo) goto out;
-    l->generation++;
-    while (l->nsegs > 1 && kiq_pl_active(l)->base_offset >= offset) {
-        kiq_segment_t *seg = kiq_pl_active(l);
-        l->nsegs--;
-        if (kiq_segment_delete(seg) < 0) KIQ_WARN("truncating %s: %s", l->dir, kiq_error_get());
-    }
-    l->active_first_ts = KIQ_PL_UNKNOWN_TS;
-    rc = kiq_segment_truncate_to(kiq_pl_active(l), offset);
-    if (l->recovery_point > kiq_pl_active(l)->next_offset) l->recovery_point = kiq_pl_active(l)->next_offset;
-    /* the producers' last batches may be gone: what is left says */
-    if (kiq_txn_index_truncate(l->aborted, kiq_pl_active(l)->next_offset) < 0)
-        KIQ_WARN("truncating %s: %s", l->dir, kiq_error_get());
-    rebuild_producers(l, true);
-    if (kiq_leader_epoch_cache_truncate_from_end(l->epochs, kiq_pl_active(l)->next_offset)) l->epochs_saved = false;
-    kiq_pl_save_epochs(l);
-    l->last_epoch = read_last_epoch(l);
-    if (l->high_watermark > kiq_pl_active(l)->next_offset) l->high_watermark = kiq_pl_active(l)->next_offset;
-    kiq_damaged_ranges_cut(&l->damaged, kiq_pl_active(l)->next_offset);
-    if (rc == 0)
-        KIQ_INFO("%s: truncated to offset %" PRId64 " (log end was %" PRId64 ")", l->dir, kiq_pl_active(l)->next_offset, leo);
-out:
-    pthread_mutex_unlock(&l->mu);
-    return rc;
-}
-
-int kiq_partition_log_end_offset_for_epoch(kiq_partition_log_t *l, int32_t epoch, int32_t *out_epoch,
-                                           int64_t *out_end_offset)
-{
-    pthread_mutex_lock(&l->mu);
-    kiq_leader_epoch_cache_end_offset_for(l->epochs, epoch, kiq_pl_active(l)->next_offset, out_epoch, out_end_offset);
-    pthread_mutex_unlock(&l->mu);
-    return 0;
-}
-
-int32_t kiq_partition_log_latest_epoch(kiq_partition_log_t *l)
-{
-    pthread_mutex_lock(&l->mu);
-    int32_t v = kiq_leader_epoch_cache_latest_epoch(l->epochs);
-    pthread_mutex_unlock(&l->mu);
-    return v;
-}
-
-int32_t kiq_partition_log_last_batch_epoch(kiq_partition_log_t *l)
-{
-    pthread_mutex_lock(&l->mu);
-    int32_t v = l->last_epoch;
-    pthread_mutex_unlock(&l->mu);
-    return v;
-}
-
-int kiq_partition_log_epochs(kiq_partition_log_t *l, kiq_epoch_entry_t *out, int max)
-{
-    pthread_mutex_lock(&l->mu);
-    int n = (int)kiq_leader_epoch_cache_count(l->epochs);
-    for (int i = 0; i < n && i < max; i++) out[i] = kiq_leader_epoch_cache_entry(l->epochs, (size_t)i);
-    pthread_mutex_unlock(&l->mu);
-    return n;
-}
-
-int64_t kiq_partition_log_high_watermark(kiq_partition_log_t *l)
-{
-    pthread_mutex_lock(&l->mu);
-    int64_t v = l->high_watermark;
-    pthread_mutex_unlock(&l->mu);
-    return v;
-}
-
-void kiq_partition_log_set_high_watermark(kiq_partition_log_t *l, int64_t hw)
-{
-    pthread_mutex_lock(&l->mu);
-    int64_t leo = kiq_pl_active(l)->next_offset;
-    l->high_watermark = hw > leo ? leo : hw < l->start_offset ? l->start_offset : hw;
-    pthread_mutex_unlock(&l->mu);
-}
-
-int64_t kiq_partition_log_start_offset(kiq_partition_log_t *l)
-{
-    pthread_mutex_lock(&l->mu);
-    int64_t v = l->start_offset;
-    pthread_mutex_unlock(&l->mu);
-    return v;
-}
-
-int64_t kiq_partition_log_end_offset(kiq_partition_log_t *l)
-{
-    pthread_mutex_lock(&l->mu);
-    int64_t v = kiq_pl_active(l)->next_offset;
-    pthread_mutex_unlock(&l->mu);
-    return v;
-}
-
-int kiq_partition_log_segments(kiq_partition_log_t *l, kiq_log_segment_info_t *out, int max)
-{
-    pthread_mutex_lock(&l->mu);
-    int n = (int)l->nsegs;
-    for (int i = 0; i < n && i < max; i++) {
-        const kiq_segment_t *s = l->segs[i];
-        out[i] = (kiq_log_segment_info_t){
-            .base_offset = s->base_offset,
-            .next_offset = s->next_offset,
-            .size = s->size,
-            .max_timestamp = s->max_timestamp,
-            .index_entries = s->oix.count,
-            .time_index_entries = s->tix.count,
-        };
-    }
-    pthread_mutex_unlock(&l->mu);
-    return n;
-}
-
-uint64_t kiq_partition_log_size(kiq_partition_log_t *l)
-{
-    pthread_mutex_lock(&l->mu);
-    uint64_t n = 0;
-    for (size_t i = 0; i < l->nsegs; i++) n += l->segs[i]->size;
-    pthread_mutex_unlock(&l->mu);
-    return n;
-}
-
-typedef struct producers_copy {
-    kiq_producer_entry_t *out;
-    size_t n;
-} producers_copy_t;
-
-static void copy_producer(const kiq_producer_entry_t *e, void *ctx)
-{
-    producers_copy_t *c = ctx;
-    c->out[c->n++] = *e;
-}
-
-size_t kiq_partition_log_producers(kiq_partition_log_t *l, kiq_arena_t *arena, kiq_producer_entry_t **out)
-{
-    pthread_mutex_lock(&l->mu);
-    size_t n = kiq_producer_state_count(l->producers);
-    producers_copy_t c = {kiq_arena_calloc(arena, n ? n : 1, sizeof *c.out), 0};
-    kiq_producer_state_foreach(l->producers, copy_producer, &c);
-    pthread_mutex_unlock(&l->mu);
-    *out = c.out;
-    return c.n;
-}
-
-void kiq_partition_log_recovery(kiq_partition_log_t *l, kiq_segment_recovery_t *out)
-{
-    pthread_mutex_lock(&l->mu);
-    *out = l->recovery;
-    pthread_mutex_unlock(&l->mu);
-}
-
-const char *kiq_partition_log_dir(const kiq_partition_log_t *l) { return l->dir; }
-
-int kiq_partition_log_flush(kiq_partition_log_t *l)
-{
-    pthread_mutex_lock(&l->mu);
-    int rc = flush_locked(l, NULL);
-    pthread_mutex_unlock(&l->mu);
-    return rc;
-}
-
-void kiq_partition_log_set_flush(kiq_partition_log_t *l, int64_t flush_messages, int64_t flush_ms)
-{
-    pthread_mutex_lock(&l->mu);
-    l->flush_messages = flush_messages > 0 ? flush_messages : INT64_MAX;
-    l->flush_ms = flush_ms >= 0 ? flush_ms : INT64_MAX;
-    pthread_mutex_unlock(&l->mu);
-}
-
-int kiq_partition_log_flush_if_due(kiq_partition_log_t *l, int64_t now_ms, kiq_log_flush_t *done)
-{
-    pthread_mutex_lock(&l->mu);
-    int rc = 0;
-    if (l->unflushed > 0 && l->flush_ms != INT64_MAX && now_ms - l->unflushed_since >= l->flush_ms &&
-        !kiq_log_dir_offline(l->log_dir))
-        rc = flush_locked(l, done) < 0 ? -1 : 1;
-    pthread_mutex_unlock(&l->mu);
-    return rc;
-}
-
-int64_t kiq_partition_log_recovery_point(kiq_partition_log_t *l)
-{
-    pthread_mutex_lock(&l->mu);
-    int64_t v = l->recovery_point;
-    pthread_mutex_unlock(&l->mu);
-    return v;
-}
-
-uint64_t kiq_partition_log_flush_count(kiq_partition_log_t *l)
-{
-    pthread_mutex_lock(&l->mu);
-    uint64_t v = l->flushes;
-    pthread_mutex_unlock(&l->mu);
-    return v;
-}
-
-void kiq_partition_log_set_config(kiq_partition_log_t *l, const kiq_log_config_t *cfg)
-{
-    pthread_mutex_lock(&l->mu);
-    l->cfg.segment_bytes = cfg->segment_bytes;
-    l->cfg.index_interval_bytes = cfg->index_interval_bytes;
-    l->cfg.segment_index_bytes = cfg->segment_index_bytes;
-    pthread_mutex_unlock(&l->mu);
-}
-
-void kiq_partition_log_set_retention(kiq_partition_log_t *l, int64_t segment_ms, int64_t retention_ms,
-                                     int64_t retention_bytes)
-{
-    pthread_mutex_lock(&l->mu);
-    if (segment_ms != l->segment_ms) l->active_jitter = -1; /* drawn below the old one */
-    l->segment_ms = segment_ms;
-    l->retention_ms = retention_ms;
-    l->retention_bytes = retention_bytes;
-    pthread_mutex_unlock(&l->mu);
-}
-
-void kiq_partition_log_set_roll_jitter(kiq_partition_log_t *l, int64_t jitter_ms)
-{
-    pthread_mutex_lock(&l->mu);
-    if (jitter_ms != l->segment_jitter_ms) {
-        l->segment_jitter_ms = jitter_ms;
-        l->active_jitter = -1;
-    }
-    pthread_mutex_unlock(&l->mu);
 }

@@ -2,8 +2,9 @@
  * appending, flushing, truncation; partition_log_read.c: reading;
  * partition_log_health.c: damage, lost files, data loss;
  * partition_log_retention.c: retention and the cleaner's segments): the
- * log itself and the helpers more than one of them uses. Only they
- * include it. */
+ * log itself and the helpers more than one of them uses (partition_log_
+ * txn.c, _epochs.c and _state.c hold the transactions, the leader epochs
+ * and the state as read). Only they include it. */
 #ifndef KIQ_LOG_PARTITION_LOG_INTERNAL_H
 #define KIQ_LOG_PARTITION_LOG_INTERNAL_H
 
@@ -98,5 +99,35 @@ void kiq_pl_note_loss(kiq_partition_log_t *l, int64_t from, int64_t to, const ch
     __attribute__((format(printf, 4, 5)));
 /* The leader epoch checkpoint written when it changed. */
 void kiq_pl_save_epochs(kiq_partition_log_t *l);
+
+/* Under the mutex: records that epoch starts at offset; true when that is
+ * a new entry. */
+bool kiq_pl_assign_epoch(kiq_partition_log_t *l, int32_t epoch, int64_t offset);
+/* Under the mutex: fsyncs the active segment (earlier ones were synced
+ * when rolled) and moves the recovery point to the LEO; *done (may be
+ * NULL) says from where and when. */
+int kiq_pl_flush_locked(kiq_partition_log_t *l, kiq_log_flush_t *done);
+/* Under the mutex (or before the log is shared): the cache from the
+ * checkpoint, cut to the log's offsets; rebuilt from the batch headers
+ * when the file is missing or malformed, and completed from them when the
+ * log holds a newer epoch than the file (a crash between an append and
+ * the checkpoint write). */
+void kiq_pl_load_epochs(kiq_partition_log_t *l);
+/* Under the mutex: producer_id's transaction from txn_first to the abort
+ * marker at marker_offset (in segment segment_base) is remembered; the
+ * producer's own transaction must be over in the table already. */
+void kiq_pl_note_aborted(kiq_partition_log_t *l, int64_t producer_id, int64_t txn_first, int64_t marker_offset,
+                         int64_t segment_base);
+/* Under the mutex: the epoch of the last batch in the log, or the cache's
+ * latest when there is none (or it cannot be read). */
+int32_t kiq_pl_read_last_epoch(kiq_partition_log_t *l);
+/* Under the mutex (or before the log is shared): the producers' state from
+ * the newest snapshot at or below the LEO plus the batch headers after it,
+ * or from every batch header when there is no snapshot and
+ * scan_without_snapshot. A failure leaves what was rebuilt so far, logged:
+ * the log itself is sound, and the worst outcome is a retried batch not
+ * recognised as a duplicate. */
+void kiq_pl_rebuild_producers(kiq_partition_log_t *l, bool scan_without_snapshot);
+void kiq_pl_recompute_unstable(kiq_partition_log_t *l);
 
 #endif
