@@ -11,6 +11,9 @@
 
 void kiq_api_handled(kiq_broker_t *b, kiq_request_t *r)
 {
+    /* once: a request parked twice (waiting for producer ids, then for its
+     * write to replicate) was handled at the first */
+    if (r->t.handled) return;
     r->t.handled = kiq_clock_mono_ns();
     if (!kiq_observers_want(&b->observers, KIQ_POINT_HANDLED)) return;
     kiq_event_t e = kiq_event(KIQ_POINT_HANDLED, b->node_id);

@@ -192,6 +192,14 @@ static void ask_producer_ids(void *ctx, kiq_producer_ids_t *ids)
     kiq_controller_link_producer_ids(ctx, ids);
 }
 
+/* Any thread: a block of producer ids came; InitProducerId requests
+ * waiting for one go on. */
+static void producer_ids_arrived(void *ctx)
+{
+    kiq_broker_t *b = ctx;
+    if (b->purgatory) kiq_purgatory_notify(b->purgatory, kiq_purgatory_producer_ids_key());
+}
+
 /* The lifecycle thread: registered; the first block of producer ids is
  * asked for now, so the first InitProducerId finds it here. */
 static void registered(void *ctx, int64_t broker_epoch)
@@ -237,7 +245,7 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
         if (kiq_mkdir_p(b->log_dirs[i].path) != 0 || lock_dir(&b->log_dirs[i]) != 0) goto fail;
     if (load_meta(b) != 0) goto fail;
     if (b->cluster) {
-        kiq_producer_id_source_t from_controller = {ask_producer_ids, b};
+        kiq_producer_id_source_t from_controller = {ask_producer_ids, producer_ids_arrived, b};
         b->producer_ids = kiq_producer_ids_new_from(&from_controller);
     } else {
         b->producer_ids = kiq_producer_ids_new(b->log_dirs[0].path, KIQ_PRODUCER_IDS_BLOCK);

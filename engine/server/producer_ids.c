@@ -125,12 +125,24 @@ void kiq_producer_ids_given(kiq_producer_ids_t *p, int rc, int64_t start, int64_
     if (rc != 0) KIQ_WARN("no producer ids from the controller: %s", kiq_error_get());
     pthread_mutex_lock(&p->mu);
     p->asking = false;
-    if (rc == 0 && len > 0) {
+    bool came = rc == 0 && len > 0;
+    if (came) {
         p->spare_start = start;
         p->spare_len = len;
         KIQ_DEBUG("producer ids %" PRId64 "..%" PRId64 " given", start, start + len - 1);
     }
     pthread_mutex_unlock(&p->mu);
+    if (came && p->source.arrived) p->source.arrived(p->source.ctx);
+}
+
+bool kiq_producer_ids_ready(kiq_producer_ids_t *p)
+{
+    if (!p->source.request) return true;
+    pthread_mutex_lock(&p->mu);
+    bool ready = p->next < p->block_end || p->spare_len > 0;
+    pthread_mutex_unlock(&p->mu);
+    if (!ready) kiq_producer_ids_prefetch(p);
+    return ready;
 }
 
 /* From the source's blocks, under mu; *ask set (when ask is not NULL)

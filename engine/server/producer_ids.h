@@ -11,6 +11,7 @@
 #ifndef KIQ_SERVER_PRODUCER_IDS_H
 #define KIQ_SERVER_PRODUCER_IDS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define KIQ_PRODUCER_IDS_FILE ".producer-ids"
@@ -29,11 +30,16 @@ kiq_producer_ids_t *kiq_producer_ids_new(const char *dir, int64_t block_size);
  * from any thread, perhaps before request returns. */
 typedef struct kiq_producer_id_source {
     void (*request)(void *ctx, kiq_producer_ids_t *p);
+    /* a block came (any thread, after kiq_producer_ids_given); may be NULL */
+    void (*arrived)(void *ctx);
     void *ctx;
 } kiq_producer_id_source_t;
 kiq_producer_ids_t *kiq_producer_ids_new_from(const kiq_producer_id_source_t *source);
 /* Asks the source for a block unless one is in hand or on its way. */
 void kiq_producer_ids_prefetch(kiq_producer_ids_t *p);
+/* Whether kiq_producer_ids_next would give an id now (it may still fail
+ * writing the file); asks the source for a block when it would not. */
+bool kiq_producer_ids_ready(kiq_producer_ids_t *p);
 /* The source's answer: rc 0 and the block [start, start + len), or rc -1
  * with the reason in the error slot. */
 void kiq_producer_ids_given(kiq_producer_ids_t *p, int rc, int64_t start, int64_t len);

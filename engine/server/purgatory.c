@@ -62,6 +62,12 @@ uint64_t kiq_purgatory_metadata_key(void)
     return kiq_purgatory_key(name, sizeof name - 1, -1);
 }
 
+uint64_t kiq_purgatory_producer_ids_key(void)
+{
+    static const char name[] = "__producer_ids";
+    return kiq_purgatory_key(name, sizeof name - 1, -1);
+}
+
 static size_t bucket_of(uint64_t key) { return (size_t)(key ^ key >> 29) % NBUCKETS; }
 
 /* ---- the deadline heap (under lock) ---- */

@@ -39,7 +39,7 @@ static void test_file_blocks_continue_after_a_restart(void **state)
 
 /* A source that answers only when the test says. */
 typedef struct source {
-    int requests;
+    int requests, arrivals;
     bool answer_at_once;
     int64_t next_start;
 } source_t;
@@ -54,10 +54,12 @@ static void request(void *ctx, kiq_producer_ids_t *p)
     }
 }
 
+static void arrived(void *ctx) { ((source_t *)ctx)->arrivals++; }
+
 static void test_a_source_is_asked_ahead_and_never_waited_for(void **state)
 {
-    source_t s = {0, false, 1000};
-    kiq_producer_id_source_t src = {request, &s};
+    source_t s = {0, 0, false, 1000};
+    kiq_producer_id_source_t src = {request, arrived, &s};
     kiq_producer_ids_t *p = kiq_producer_ids_new_from(&src);
     assert_non_null(p);
     int64_t id = -1;
@@ -68,8 +70,11 @@ static void test_a_source_is_asked_ahead_and_never_waited_for(void **state)
     /* asked already: not again */
     assert_int_equal(kiq_producer_ids_next(p, &id), -1);
     kiq_producer_ids_prefetch(p);
+    assert_false(kiq_producer_ids_ready(p));
     assert_int_equal(s.requests, 1);
     kiq_producer_ids_given(p, 0, 1000, 100);
+    assert_int_equal(s.arrivals, 1); /* whoever waits for ids hears of it */
+    assert_true(kiq_producer_ids_ready(p));
     s.next_start = 1100;
     for (int i = 0; i < 89; i++) {
         assert_int_equal(kiq_producer_ids_next(p, &id), 0);
@@ -91,14 +96,15 @@ static void test_a_source_is_asked_ahead_and_never_waited_for(void **state)
 
 static void test_a_failed_request_is_asked_again(void **state)
 {
-    source_t s = {0, false, 0};
-    kiq_producer_id_source_t src = {request, &s};
+    source_t s = {0, 0, false, 0};
+    kiq_producer_id_source_t src = {request, arrived, &s};
     kiq_producer_ids_t *p = kiq_producer_ids_new_from(&src);
     int64_t id;
     kiq_producer_ids_prefetch(p);
     assert_int_equal(s.requests, 1);
     kiq_error_set("the controller is away");
     kiq_producer_ids_given(p, -1, 0, 0);
+    assert_int_equal(s.arrivals, 0);
     assert_int_equal(kiq_producer_ids_next(p, &id), -1);
     assert_int_equal(s.requests, 2);
     /* a source that answers at once (the controller is here): the id comes
