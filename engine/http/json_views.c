@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/say.h"
 #include "http/views.h"
+#include "replica/partition_state.h"
 #include "journey/journey.h"
 #include "metrics/histogram.h"
 #include "net/acceptor.h"
@@ -138,64 +139,53 @@ static json_t *ids_json(const int32_t *ids, int n)
     return a;
 }
 
-/* The newest SEGMENTS_SHOWN segments, oldest first, the last the active
- * one; "count" says how many there are. */
-#define SEGMENTS_SHOWN 8
-static json_t *segments_json(kiq_partition_log_t *log)
+/* A view (core/view.h) building JSON: the objects and arrays open. */
+typedef struct json_view {
+    json_t *open[8];
+    int depth;
+} json_view_t;
+
+static void jv_put(json_view_t *j, const char *name, json_t *value)
 {
-    int n = kiq_partition_log_segments(log, NULL, 0);
-    kiq_log_segment_info_t *seg = n > 0 ? malloc((size_t)n * sizeof *seg) : NULL;
-    int got = seg ? kiq_partition_log_segments(log, seg, n) : 0;
-    if (got > n) got = n; /* one rolled meanwhile */
-    json_t *list = json_array();
-    for (int i = got > SEGMENTS_SHOWN ? got - SEGMENTS_SHOWN : 0; i < got; i++)
-        json_array_append_new(list, json_pack("{s:I, s:I, s:I}", "base_offset", (json_int_t)seg[i].base_offset,
-                                              "next_offset", (json_int_t)seg[i].next_offset, "size",
-                                              (json_int_t)seg[i].size));
-    free(seg);
-    return json_pack("{s:i, s:o}", "count", got, "newest", list);
+    json_t *top = j->open[j->depth];
+    if (json_is_array(top))
+        json_array_append_new(top, value);
+    else
+        json_object_set_new(top, name, value);
 }
 
+static void jv_number(void *ctx, const char *name, double v)
+{
+    jv_put(ctx, name, v == (double)(json_int_t)v ? json_integer((json_int_t)v) : json_real(v));
+}
+
+static void jv_string(void *ctx, const char *name, const char *v) { jv_put(ctx, name, json_string(v)); }
+
+static void jv_boolean(void *ctx, const char *name, bool v) { jv_put(ctx, name, json_boolean(v)); }
+
+static void jv_open(void *ctx, const char *name, bool array)
+{
+    json_view_t *j = ctx;
+    json_t *o = array ? json_array() : json_object();
+    jv_put(j, name, o);
+    if (j->depth + 1 < (int)(sizeof j->open / sizeof j->open[0])) j->open[++j->depth] = o;
+}
+
+static void jv_close(void *ctx)
+{
+    json_view_t *j = ctx;
+    if (j->depth > 0) j->depth--;
+}
+
+/* The newest SEGMENTS_SHOWN segments, oldest first; segment_count says
+ * how many there are. */
+#define SEGMENTS_SHOWN 8
 static json_t *partition_json(kiq_partition_t *p)
 {
-    kiq_partition_log_t *log = p->log;
-    json_t *j = json_pack("{s:i, s:b}", "partition", p->index, "hosted", log != NULL);
-    if (!log || !p->replica) return j;
-    kiq_replica_view_t *rv = malloc(sizeof *rv); /* large: off the stack */
-    if (!rv) return j;
-    kiq_partition_replica_view(p->replica, rv);
-    static const char *const roles[] = {"none", "leader", "follower"};
-    json_object_set_new(j, "log_start_offset", json_integer(kiq_partition_log_start_offset(log)));
-    json_object_set_new(j, "log_end_offset", json_integer(kiq_partition_log_end_offset(log)));
-    json_object_set_new(j, "high_watermark", json_integer(kiq_partition_log_high_watermark(log)));
-    json_object_set_new(j, "size", json_integer((json_int_t)kiq_partition_log_size(log)));
-    json_object_set_new(j, "segments", segments_json(log));
-    json_object_set_new(j, "offline", json_boolean(kiq_partition_log_offline(log)));
-    char why[256];
-    int64_t damaged = kiq_partition_log_damaged(log, why, sizeof why);
-    if (damaged >= 0) /* what the scrubber found */
-        json_object_set_new(j, "damaged", json_pack("{s:I, s:s}", "segment", (json_int_t)damaged, "why", why));
-    kiq_data_loss_t loss;
-    if (kiq_partition_log_data_loss(log, &loss)) /* until an operator acknowledges it */
-        json_object_set_new(j, "data_loss", json_pack("{s:I, s:I, s:I, s:i, s:s}", "from", (json_int_t)loss.from, "to",
-                                                      (json_int_t)loss.to, "at_ms", (json_int_t)loss.at_ms,
-                                                      "findings", loss.findings, "why", loss.why));
-    json_object_set_new(j, "role", json_string(roles[rv->role]));
-    json_object_set_new(j, "leader", json_integer(rv->leader));
-    json_object_set_new(j, "leader_epoch", json_integer(rv->leader_epoch));
-    json_object_set_new(j, "replicas", ids_json(rv->replicas, rv->nreplicas));
-    json_object_set_new(j, "isr", ids_json(rv->isr, rv->nisr));
-    if (rv->role == KIQ_REPLICA_LEADER) {
-        json_t *f = json_object();
-        for (int i = 0; i < rv->nfollowers; i++) {
-            char id[16];
-            snprintf(id, sizeof id, "%d", rv->followers[i].broker_id);
-            json_object_set_new(f, id, json_pack("{s:I}", "leo", (json_int_t)rv->followers[i].leo));
-        }
-        json_object_set_new(j, "followers", f);
-    }
-    free(rv);
-    return j;
+    json_view_t j = {.open = {json_object()}};
+    kiq_view_t v = {jv_number, jv_string, jv_boolean, jv_open, jv_close, &j};
+    kiq_partition_state_view(p, SEGMENTS_SHOWN, &v);
+    return j.open[0];
 }
 
 static json_t *processor_json(kiq_processor_t *p, int id)

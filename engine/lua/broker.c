@@ -7,6 +7,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -18,6 +19,7 @@
 #include "lua/hooks.h"
 #include "lua/module.h"
 #include "proto/messages.h"
+#include "replica/partition_state.h"
 #include "server/broker.h"
 
 /* ---- brokers ---------------------------------------------------------- */
@@ -141,105 +143,86 @@ int kiq_lua_broker_gc(lua_State *L)
     return 0;
 }
 
+/* A view (core/view.h) building Lua tables on the stack: an array's
+ * values go at 1, 2, ...; a name that is a decimal number (a broker id)
+ * becomes that integer key, as Lua tables of ids are indexed. */
+typedef struct lua_view {
+    lua_State *L;
+    int depth;
+    bool array[8];
+    int next[8];
+    char name[8][24]; /* an open table's own name, set when it closes */
+} lua_view_t;
+
+static void lv_set(lua_view_t *lv, const char *name)
+{
+    lua_State *L = lv->L;
+    char *end;
+    long id = name ? strtol(name, &end, 10) : 0;
+    if (lv->array[lv->depth])
+        lua_rawseti(L, -2, ++lv->next[lv->depth]);
+    else if (name && *name && !*end)
+        lua_rawseti(L, -2, (int)id);
+    else
+        lua_setfield(L, -2, name);
+}
+
+static void lv_number(void *ctx, const char *name, double v)
+{
+    lua_view_t *lv = ctx;
+    lua_pushnumber(lv->L, v);
+    lv_set(lv, name);
+}
+
+static void lv_string(void *ctx, const char *name, const char *v)
+{
+    lua_view_t *lv = ctx;
+    lua_pushstring(lv->L, v);
+    lv_set(lv, name);
+}
+
+static void lv_boolean(void *ctx, const char *name, bool v)
+{
+    lua_view_t *lv = ctx;
+    lua_pushboolean(lv->L, v);
+    lv_set(lv, name);
+}
+
+static void lv_open(void *ctx, const char *name, bool array)
+{
+    lua_view_t *lv = ctx;
+    lua_newtable(lv->L);
+    if (lv->depth + 1 >= (int)(sizeof lv->array / sizeof lv->array[0])) return;
+    lv->depth++;
+    lv->array[lv->depth] = array;
+    lv->next[lv->depth] = 0;
+    snprintf(lv->name[lv->depth], sizeof lv->name[lv->depth], "%s", name ? name : "");
+}
+
+static void lv_close(void *ctx)
+{
+    lua_view_t *lv = ctx;
+    char name[24];
+    snprintf(name, sizeof name, "%s", lv->name[lv->depth]);
+    lv->depth--;
+    lv_set(lv, name);
+}
+
+/* Partition p's state as a table on the stack (replica/partition_state.h). */
 static void push_partition_state(lua_State *L, kiq_partition_t *p)
 {
     lua_newtable(L);
-    kiq_partition_log_t *log = atomic_load(&p->log);
-    lua_pushboolean(L, log != NULL);
-    lua_setfield(L, -2, "hosted");
-    kiq_replica_view_t *v = malloc(sizeof *v); /* large: keep it off the stack */
-    if (v) kiq_partition_replica_view(p->replica, v);
-    kiq_lua_set_num(L, "leader_epoch", v ? v->leader_epoch : p->leader_epoch);
-    if (!log || !v) { /* a cluster broker not replicating it: no log, no offsets */
-        free(v);
-        return;
-    }
-    int64_t leo = kiq_partition_log_end_offset(log);
-    kiq_lua_set_num(L, "log_start_offset", (double)kiq_partition_log_start_offset(log));
-    kiq_lua_set_num(L, "log_end_offset", (double)leo);
-    kiq_lua_set_num(L, "high_watermark", (double)kiq_partition_log_high_watermark(log));
-    /* transactions: where read_committed consumers stop, and the aborted
-     * ones the .txnindex files hold */
-    kiq_lua_set_num(L, "last_stable_offset", (double)kiq_partition_log_last_stable_offset(log));
-    kiq_lua_set_num(L, "aborted_transactions", (double)kiq_partition_log_aborted_count(log));
-    /* the replication state: role, leader, replica set and ISR, and on a
-     * leader each follower's log end offset as its fetches showed it */
-    static const char *const roles[] = {"none", "leader", "follower"};
-    lua_pushstring(L, roles[v->role]);
-    lua_setfield(L, -2, "role");
-    kiq_lua_set_num(L, "leader", v->leader);
-    kiq_lua_set_num(L, "partition_epoch", v->partition_epoch);
-    lua_createtable(L, v->nreplicas, 0);
-    for (int i = 0; i < v->nreplicas; i++) {
-        lua_pushinteger(L, v->replicas[i]);
-        lua_rawseti(L, -2, i + 1);
-    }
-    lua_setfield(L, -2, "replicas");
-    lua_createtable(L, v->nisr, 0);
-    for (int i = 0; i < v->nisr; i++) {
-        lua_pushinteger(L, v->isr[i]);
-        lua_rawseti(L, -2, i + 1);
-    }
-    lua_setfield(L, -2, "isr");
-    if (v->role == KIQ_REPLICA_LEADER) {
-        lua_createtable(L, 0, v->nfollowers);
-        for (int i = 0; i < v->nfollowers; i++) {
-            lua_createtable(L, 0, 1);
-            kiq_lua_set_num(L, "leo", (double)v->followers[i].leo);
-            lua_rawseti(L, -2, v->followers[i].broker_id);
-        }
-        lua_setfield(L, -2, "followers");
-    }
-    free(v);
-    lua_pushboolean(L, kiq_partition_log_offline(log));
-    lua_setfield(L, -2, "offline");
-    char why[256];
-    int64_t damaged = kiq_partition_log_damaged(log, why, sizeof why);
-    if (damaged >= 0) { /* what the scrubber found */
-        lua_createtable(L, 0, 2);
-        kiq_lua_set_num(L, "segment", (double)damaged);
-        lua_pushstring(L, why);
-        lua_setfield(L, -2, "why");
-        lua_setfield(L, -2, "damaged");
-    }
-    kiq_data_loss_t loss;
-    if (kiq_partition_log_data_loss(log, &loss)) { /* until an operator acknowledges it */
-        lua_createtable(L, 0, 5);
-        kiq_lua_set_num(L, "from", (double)loss.from);
-        kiq_lua_set_num(L, "to", (double)loss.to);
-        kiq_lua_set_num(L, "at_ms", (double)loss.at_ms);
-        kiq_lua_set_num(L, "findings", loss.findings);
-        lua_pushstring(L, loss.why);
-        lua_setfield(L, -2, "why");
-        lua_setfield(L, -2, "data_loss");
-    }
-    int n = kiq_partition_log_segments(log, NULL, 0);
-    kiq_log_segment_info_t *segs = n > 0 ? calloc((size_t)n, sizeof *segs) : NULL;
-    if (segs) n = kiq_partition_log_segments(log, segs, n);
-    lua_createtable(L, n > 0 ? n : 0, 0);
-    for (int i = 0; segs && i < n; i++) {
-        lua_createtable(L, 0, 4);
-        kiq_lua_set_num(L, "base_offset", (double)segs[i].base_offset);
-        kiq_lua_set_num(L, "next_offset", (double)segs[i].next_offset);
-        kiq_lua_set_num(L, "size", (double)segs[i].size);
-        kiq_lua_set_num(L, "max_timestamp", (double)segs[i].max_timestamp);
-        lua_rawseti(L, -2, i + 1);
-    }
-    free(segs);
-    lua_setfield(L, -2, "segments");
+    lua_view_t lv = {.L = L};
+    kiq_view_t v = {lv_number, lv_string, lv_boolean, lv_open, lv_close, &lv};
+    kiq_partition_state_view(p, -1, &v);
 }
 
 /* b:state() -> { node_id, port, cluster_id, running, queue_depth,
  *   fetch_bytes_sendfile, fetch_bytes_copied (record bytes fetches returned each way),
  *   log_dirs = { { path, offline, error } }, offline_log_dirs = { path... },
  *   topics = { [name] = { id, partitions = { [0..n-1] = {...} } } } }
- * A partition is { hosted, leader_epoch } and, when hosted here, its
- * offsets (high_watermark is the real one), offline flag, segments,
- * damaged = { segment, why } (what the scrubber found), data_loss =
- * { from, to, why, findings, at_ms } (until acknowledged), and
- * replication state: role ("leader", "follower", "none"), leader,
- * partition_epoch, replicas, isr and, on the leader, followers =
- * { [broker id] = { leo } }. */
+ * A partition is what replica/partition_state.h lists (the same as
+ * /api/state's), every segment listed, followers keyed by broker id. */
 static int l_broker_state(lua_State *L)
 {
     kiq_broker_t *b = check_broker(L);

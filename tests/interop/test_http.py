@@ -283,6 +283,22 @@ def test_peers_and_state_of_a_one_process_cluster(three):
     view = state["controller_view"]  # broker 0 hosts the controller
     assert sorted(x["id"] for x in view["brokers"]) == [0, 1, 2] and not any(x["fenced"] for x in view["brokers"])
     assert isinstance(state["request_queue"]["waits"], dict)
+    # a partition as b:state() shows it (one builder, replica/partition_state.h),
+    # with the newest segments only
+    produce_traced(c.bootstrap, "state-shape", "state-shape")
+
+    def hosted():
+        st = json.loads(get(c.http[0], "/api/state")[1])
+        return [p for t in st["topics"] if t["name"] == "state-shape" for p in t["partitions"] if p["hosted"]]
+    parts = wait_until(hosted, 20, "broker 0 hosting state-shape")
+    for p in parts:
+        assert {"partition", "leader_epoch", "log_start_offset", "log_end_offset", "high_watermark",
+                "last_stable_offset", "aborted_transactions", "size", "offline", "role", "leader",
+                "partition_epoch", "replicas", "isr", "segment_count", "segments"} <= set(p), p
+        assert 1 <= len(p["segments"]) <= min(p["segment_count"], 8), p
+        assert {"base_offset", "next_offset", "size", "max_timestamp"} <= set(p["segments"][-1])
+        if p["role"] == "leader" and len(p["replicas"]) > 1:
+            assert set(p["followers"]) == {str(r) for r in p["replicas"] if r != p["leader"]}, p
 
 
 def test_journey_in_three_processes(tmp_path):

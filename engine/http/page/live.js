@@ -262,9 +262,9 @@ function partitionRows() {
   rows.sort((x, y) => x.t.name.localeCompare(y.t.name) || x.p.partition - y.p.partition ||
     (y.p.role === "leader") - (x.p.role === "leader") || x.b.id - y.b.id);
   return rows.map(({ b, t, p }) => {
-    const segs = p.segments.newest.map((g, i, all) =>
+    const segs = p.segments.map((g, i, all) =>
       `<span class="seg${i === all.length - 1 ? " active" : ""}" title="${g.size} bytes">${g.base_offset}</span>`).join("");
-    const more = p.segments.count > p.segments.newest.length ? `${p.segments.count - p.segments.newest.length} older ` : "";
+    const more = p.segment_count > p.segments.length ? `${p.segment_count - p.segments.length} older ` : "";
     const pending = p.log_end_offset - p.high_watermark;
     const followers = p.followers
       ? Object.entries(p.followers).map(([id, f]) => `${id}: ${f.leo} (${Math.max(0, p.log_end_offset - f.leo)})`).join(", ")
