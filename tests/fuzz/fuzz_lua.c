@@ -14,7 +14,7 @@
 #include "core/arena.h"
 #include "proto/header.h"
 #include "proto/messages.h"
-#include "proto/messages_lua.h"
+#include "lua/messages_lua.h"
 #include "proto/reader.h"
 #include "proto/writer.h"
 
