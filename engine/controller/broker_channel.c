@@ -1,4 +1,4 @@
-/* The controller's sender thread to one broker; see broker_channel.h. */
+/* The controller's sender to one broker (a core/worker); see broker_channel.h. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,9 +6,9 @@
 #include <time.h>
 
 #include "controller/broker_channel.h"
-#include "core/cond.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "core/worker.h"
 #include "net/client.h"
 
 #define BACKOFF_MS 300
@@ -21,22 +21,16 @@
 struct kiq_broker_channel {
     int32_t broker;
     kiq_channel_owner_t owner;
-    pthread_t thread;
+    /* sends a round whenever the broker is behind; poked by a change or a
+     * reset, from new to free */
+    kiq_worker_t *worker;
     pthread_mutex_t mu; /* guards everything below */
-    pthread_cond_t wake;
     char host[256];
     int port;
     uint64_t target, acked;
     bool running;
-    kiq_client_conn_t *conn; /* the thread's; published for shutdown */
+    kiq_client_conn_t *conn; /* the worker's; published for shutdown */
 };
-
-static void backoff(kiq_broker_channel_t *ch)
-{
-    pthread_mutex_lock(&ch->mu);
-    if (ch->running) kiq_cond_wait_ms(&ch->wake, &ch->mu, BACKOFF_MS);
-    pthread_mutex_unlock(&ch->mu);
-}
 
 /* One round; 0 when the broker took all of it. */
 static int send_round(kiq_broker_channel_t *ch, kiq_client_conn_t *conn)
@@ -78,56 +72,44 @@ static int send_round(kiq_broker_channel_t *ch, kiq_client_conn_t *conn)
     return rc;
 }
 
-static void *channel_main(void *arg)
+/* The worker's round: one round sent when the broker is behind; the
+ * wait before the next (-1: until a poke). */
+static int64_t channel_round(void *arg)
 {
     kiq_broker_channel_t *ch = arg;
-    char name[32];
-    snprintf(name, sizeof name, "controller-to-%d", ch->broker);
-    kiq_say_thread_name(name);
-    kiq_client_conn_t *conn = NULL;
-    for (;;) {
-        char host[256];
-        int port;
-        pthread_mutex_lock(&ch->mu);
-        while (ch->running && ch->acked >= ch->target) pthread_cond_wait(&ch->wake, &ch->mu);
-        bool running = ch->running;
-        snprintf(host, sizeof host, "%s", ch->host);
-        port = ch->port;
-        pthread_mutex_unlock(&ch->mu);
-        if (!running) break;
-        bool fresh = false;
-        if (!conn || !kiq_client_alive(conn)) {
-            fresh = true;
-            pthread_mutex_lock(&ch->mu);
-            ch->conn = NULL;
-            pthread_mutex_unlock(&ch->mu);
-            kiq_client_close(conn);
-            conn = kiq_client_connect(host, port, 2000, "kafkaiq-controller");
-            if (!conn) {
-                KIQ_DEBUG("controller: broker %d at %s:%d unreachable: %s", ch->broker, host, port, kiq_error_get());
-                backoff(ch);
-                continue;
-            }
-            pthread_mutex_lock(&ch->mu);
-            ch->conn = conn;
-            pthread_mutex_unlock(&ch->mu);
-        }
-        if (send_round(ch, conn) != 0) {
-            KIQ_DEBUG("controller: sending to broker %d: %s", ch->broker, kiq_error_get());
-            /* a connection to a broker that restarted fails at its first
-             * use: a new one is tried at once, only a new one's failure waits */
-            if (!fresh) {
-                kiq_client_shutdown(conn);
-                continue;
-            }
-            backoff(ch);
-        }
-    }
+    char host[256];
     pthread_mutex_lock(&ch->mu);
-    ch->conn = NULL;
+    bool idle = !ch->running || ch->acked >= ch->target;
+    snprintf(host, sizeof host, "%s", ch->host);
+    int port = ch->port;
+    kiq_client_conn_t *conn = ch->conn;
     pthread_mutex_unlock(&ch->mu);
-    kiq_client_close(conn);
-    return NULL;
+    if (idle) return -1;
+    bool fresh = false;
+    if (!conn || !kiq_client_alive(conn)) {
+        fresh = true;
+        pthread_mutex_lock(&ch->mu);
+        ch->conn = NULL;
+        pthread_mutex_unlock(&ch->mu);
+        kiq_client_close(conn);
+        conn = kiq_client_connect(host, port, 2000, "kafkaiq-controller");
+        if (!conn) {
+            KIQ_DEBUG("controller: broker %d at %s:%d unreachable: %s", ch->broker, host, port, kiq_error_get());
+            return BACKOFF_MS;
+        }
+        pthread_mutex_lock(&ch->mu);
+        ch->conn = conn;
+        bool running = ch->running;
+        pthread_mutex_unlock(&ch->mu);
+        if (!running) return -1;
+    }
+    if (send_round(ch, conn) == 0) return 0; /* at once again: more may have changed */
+    KIQ_DEBUG("controller: sending to broker %d: %s", ch->broker, kiq_error_get());
+    /* a connection to a broker that restarted fails at its first use: a
+     * new one is tried at once, only a new one's failure waits */
+    if (fresh) return BACKOFF_MS;
+    kiq_client_shutdown(conn);
+    return 0;
 }
 
 kiq_broker_channel_t *kiq_broker_channel_new(int32_t broker, const char *host, int port, const kiq_channel_owner_t *owner)
@@ -140,10 +122,10 @@ kiq_broker_channel_t *kiq_broker_channel_new(int32_t broker, const char *host, i
     ch->port = port;
     ch->running = true;
     pthread_mutex_init(&ch->mu, NULL);
-    kiq_cond_init_monotonic(&ch->wake);
-    if (pthread_create(&ch->thread, NULL, channel_main, ch) != 0) {
-        kiq_error_errno("cannot start the controller's sender to broker %d", broker);
-        pthread_cond_destroy(&ch->wake);
+    char name[32];
+    snprintf(name, sizeof name, "controller-to-%d", broker);
+    kiq_worker_config_t wc = {.name = name, .round = channel_round, .ctx = ch};
+    if (!(ch->worker = kiq_worker_start(&wc))) {
         pthread_mutex_destroy(&ch->mu);
         free(ch);
         return NULL;
@@ -155,8 +137,8 @@ void kiq_broker_channel_poke(kiq_broker_channel_t *ch, uint64_t version)
 {
     pthread_mutex_lock(&ch->mu);
     if (version > ch->target) ch->target = version;
-    pthread_cond_broadcast(&ch->wake);
     pthread_mutex_unlock(&ch->mu);
+    kiq_worker_poke(ch->worker);
 }
 
 void kiq_broker_channel_reset(kiq_broker_channel_t *ch, const char *host, int port)
@@ -167,8 +149,8 @@ void kiq_broker_channel_reset(kiq_broker_channel_t *ch, const char *host, int po
     ch->acked = 0;
     if (ch->target == 0) ch->target = 1;
     if (ch->conn) kiq_client_shutdown(ch->conn); /* a restarted broker: a new connection */
-    pthread_cond_broadcast(&ch->wake);
     pthread_mutex_unlock(&ch->mu);
+    kiq_worker_poke(ch->worker);
 }
 
 void kiq_broker_channel_free(kiq_broker_channel_t *ch)
@@ -177,10 +159,9 @@ void kiq_broker_channel_free(kiq_broker_channel_t *ch)
     pthread_mutex_lock(&ch->mu);
     ch->running = false;
     if (ch->conn) kiq_client_shutdown(ch->conn);
-    pthread_cond_broadcast(&ch->wake);
     pthread_mutex_unlock(&ch->mu);
-    pthread_join(ch->thread, NULL);
-    pthread_cond_destroy(&ch->wake);
+    kiq_worker_stop(ch->worker);
+    kiq_client_close(ch->conn);
     pthread_mutex_destroy(&ch->mu);
     free(ch);
 }

@@ -1,8 +1,8 @@
 /* The controller's line to one broker (Kafka's ControllerChannelManager
- * send thread): a thread that, whenever the cluster state moved past what
- * the broker last acknowledged, sends it UpdateMetadata, LeaderAndIsr and
- * (when partitions were deleted) StopReplica built from the current state,
- * retrying with a backoff until the broker answers. Because each round
+ * send thread): a worker (core/worker.h) that, whenever the cluster state
+ * moved past what the broker last acknowledged, sends it UpdateMetadata,
+ * LeaderAndIsr and (when partitions were deleted) StopReplica built from
+ * the current state, retrying with a backoff until the broker answers. Because each round
  * carries the whole current state, a lost round is repaired by the next.
  * Every function is callable from any thread. */
 #ifndef KIQ_CONTROLLER_BROKER_CHANNEL_H
