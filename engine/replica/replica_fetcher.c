@@ -7,10 +7,10 @@
 #include <time.h>
 
 #include "core/clock.h"
-#include "core/cond.h"
 #include "core/error.h"
 #include "core/uuid.h"
 #include "core/say.h"
+#include "core/worker.h"
 #include "log/log_flusher.h"
 #include "log/log_names.h"
 #include "net/client.h"
@@ -31,29 +31,23 @@ typedef struct followed {
 struct kiq_replica_fetcher {
     kiq_replica_fetcher_config_t cfg;
     char host[256];
-    pthread_t thread;
+    /* fetches while it follows something and is not paused: a round is one
+     * Fetch (a long poll); poked by a partition added or a pause lifted */
+    kiq_worker_t *worker;
     pthread_mutex_t mu; /* guards the list, running, paused and conn's publication */
     /* Held by the thread while it applies an answer, and by a removal
      * (before mu): a partition removed (it becomes leader, or follows
      * another) is past any apply, and no later one touches it, so a stale
      * answer never truncates or appends to a log taking produce batches. */
     pthread_mutex_t apply_mu;
-    pthread_cond_t wake;
     followed_t *parts;
     int nparts, cap;
     bool running, paused;
-    kiq_client_conn_t *conn; /* owned by the thread; published for shutdown */
+    kiq_client_conn_t *conn; /* owned by the worker; published for shutdown */
     /* The largest lag behind the leader's high watermark, in offsets, in
      * the last answer (Kafka's MaxLag); written by the thread. */
     atomic_int_fast64_t max_lag;
 };
-
-static void wait_ms(kiq_replica_fetcher_t *f, int ms)
-{
-    pthread_mutex_lock(&f->mu);
-    if (f->running) kiq_cond_wait_ms(&f->wake, &f->mu, ms);
-    pthread_mutex_unlock(&f->mu);
-}
 
 /* The length of the whole batches at the start of records: a leader may
  * cut the last one short at max_bytes. */
@@ -292,52 +286,41 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
     return answered;
 }
 
-static void *fetcher_main(void *arg)
+/* The worker's round: one Fetch of what it follows (connecting first when
+ * it must); the wait before the next (-1: until a poke). */
+static int64_t fetcher_round(void *arg)
 {
     kiq_replica_fetcher_t *f = arg;
-    char name[32];
-    snprintf(name, sizeof name, "fetcher-%d-%d", f->cfg.leader, f->cfg.index);
-    kiq_say_thread_name(name);
-    for (;;) {
-        pthread_mutex_lock(&f->mu);
-        while (f->running && (f->nparts == 0 || f->paused)) pthread_cond_wait(&f->wake, &f->mu);
-        bool running = f->running;
-        pthread_mutex_unlock(&f->mu);
-        if (!running) break;
-        if (!f->conn || !kiq_client_alive(f->conn)) {
-            kiq_client_conn_t *old = f->conn;
-            pthread_mutex_lock(&f->mu);
-            f->conn = NULL;
-            pthread_mutex_unlock(&f->mu);
-            kiq_client_close(old);
-            /* the client id names the follower, so a leader's interceptor can pick its fetches */
-            char client_id[48];
-            snprintf(client_id, sizeof client_id, "kafkaiq-replica-fetcher-%d", f->cfg.self);
-            kiq_client_conn_t *c = kiq_client_connect(f->host, f->cfg.port, 2000, client_id);
-            if (!c) {
-                KIQ_DEBUG("replica fetcher: cannot reach broker %d: %s", f->cfg.leader, kiq_error_get());
-                wait_ms(f, BACKOFF_MS);
-                continue;
-            }
-            pthread_mutex_lock(&f->mu);
-            f->conn = c;
-            bool stop = !f->running || f->paused;
-            pthread_mutex_unlock(&f->mu);
-            if (stop) continue;
-        }
-        followed_t *ps;
-        int n = snapshot(f, &ps);
-        int answered = n > 0 ? fetch_once(f, ps, n) : 0;
-        for (int i = 0; i < n; i++) kiq_topic_unref(ps[i].topic);
-        free(ps);
-        if (answered == 0 || (f->conn && !kiq_client_alive(f->conn))) wait_ms(f, BACKOFF_MS);
-    }
     pthread_mutex_lock(&f->mu);
-    kiq_client_conn_t *c = f->conn;
-    f->conn = NULL;
+    bool idle = !f->running || f->nparts == 0 || f->paused;
     pthread_mutex_unlock(&f->mu);
-    kiq_client_close(c);
-    return NULL;
+    if (idle) return -1;
+    if (!f->conn || !kiq_client_alive(f->conn)) {
+        kiq_client_conn_t *old = f->conn;
+        pthread_mutex_lock(&f->mu);
+        f->conn = NULL;
+        pthread_mutex_unlock(&f->mu);
+        kiq_client_close(old);
+        /* the client id names the follower, so a leader's interceptor can pick its fetches */
+        char client_id[48];
+        snprintf(client_id, sizeof client_id, "kafkaiq-replica-fetcher-%d", f->cfg.self);
+        kiq_client_conn_t *c = kiq_client_connect(f->host, f->cfg.port, 2000, client_id);
+        if (!c) {
+            KIQ_DEBUG("replica fetcher: cannot reach broker %d: %s", f->cfg.leader, kiq_error_get());
+            return BACKOFF_MS;
+        }
+        pthread_mutex_lock(&f->mu);
+        f->conn = c;
+        bool stop = !f->running || f->paused;
+        pthread_mutex_unlock(&f->mu);
+        if (stop) return 0;
+    }
+    followed_t *ps;
+    int n = snapshot(f, &ps);
+    int answered = n > 0 ? fetch_once(f, ps, n) : 0;
+    for (int i = 0; i < n; i++) kiq_topic_unref(ps[i].topic);
+    free(ps);
+    return answered == 0 || (f->conn && !kiq_client_alive(f->conn)) ? BACKOFF_MS : 0;
 }
 
 kiq_replica_fetcher_t *kiq_replica_fetcher_new(const kiq_replica_fetcher_config_t *cfg)
@@ -349,13 +332,13 @@ kiq_replica_fetcher_t *kiq_replica_fetcher_new(const kiq_replica_fetcher_config_
     f->cfg.host = f->host;
     pthread_mutex_init(&f->mu, NULL);
     pthread_mutex_init(&f->apply_mu, NULL);
-    kiq_cond_init_monotonic(&f->wake);
     f->running = true;
-    if (pthread_create(&f->thread, NULL, fetcher_main, f) != 0) {
-        kiq_error_errno("cannot start a replica fetcher");
+    char name[32];
+    snprintf(name, sizeof name, "fetcher-%d-%d", cfg->leader, cfg->index);
+    kiq_worker_config_t wc = {.name = name, .round = fetcher_round, .ctx = f};
+    if (!(f->worker = kiq_worker_start(&wc))) {
         pthread_mutex_destroy(&f->mu);
         pthread_mutex_destroy(&f->apply_mu);
-        pthread_cond_destroy(&f->wake);
         free(f);
         return NULL;
     }
@@ -366,7 +349,7 @@ kiq_replica_fetcher_t *kiq_replica_fetcher_new(const kiq_replica_fetcher_config_
 static void interrupt_locked(kiq_replica_fetcher_t *f)
 {
     if (f->conn) kiq_client_shutdown(f->conn);
-    pthread_cond_broadcast(&f->wake);
+    kiq_worker_poke(f->worker);
 }
 
 void kiq_replica_fetcher_free(kiq_replica_fetcher_t *f)
@@ -376,12 +359,13 @@ void kiq_replica_fetcher_free(kiq_replica_fetcher_t *f)
     f->running = false;
     interrupt_locked(f);
     pthread_mutex_unlock(&f->mu);
-    pthread_join(f->thread, NULL);
+    kiq_worker_stop(f->worker);
+    kiq_client_close(f->conn);
+    f->conn = NULL;
     for (int i = 0; i < f->nparts; i++) kiq_topic_unref(f->parts[i].topic);
     free(f->parts);
     pthread_mutex_destroy(&f->mu);
     pthread_mutex_destroy(&f->apply_mu);
-    pthread_cond_destroy(&f->wake);
     free(f);
 }
 
@@ -405,7 +389,7 @@ int kiq_replica_fetcher_add(kiq_replica_fetcher_t *f, kiq_topic_t *topic, int32_
     }
     atomic_fetch_add(&topic->refs, 1);
     f->parts[f->nparts++] = (followed_t){topic, partition};
-    pthread_cond_broadcast(&f->wake);
+    kiq_worker_poke(f->worker);
     pthread_mutex_unlock(&f->mu);
     return 0;
 }
@@ -440,7 +424,7 @@ void kiq_replica_fetcher_pause(kiq_replica_fetcher_t *f, bool paused)
     pthread_mutex_lock(&f->mu);
     f->paused = paused;
     if (paused) interrupt_locked(f);
-    else pthread_cond_broadcast(&f->wake);
+    else kiq_worker_poke(f->worker);
     pthread_mutex_unlock(&f->mu);
 }
 
