@@ -107,11 +107,13 @@ end
 
 function Broker:running() return self.handle:running() end
 
--- Topics, partitions (log_start_offset, log_end_offset, high_watermark,
--- leader_epoch, offline, segments, damaged (see scrub), data_loss =
--- { from, to, why, findings, at_ms } while a loss of offsets [from, to) is
--- not acknowledged), log_dirs ({ path, offline, error }), offline_log_dirs,
--- queue_depth, parked requests.
+-- The broker's state, the same as /api/state (engine/server/broker_state.h):
+-- topics[name].partitions[0..] (log_start_offset, log_end_offset,
+-- high_watermark, leader_epoch, offline, segments, damaged (see scrub),
+-- data_loss = { from, to, why, findings, at_ms } while a loss of offsets
+-- [from, to) is not acknowledged), log_dirs ({ path, offline, error }),
+-- offline_log_dirs, request_queue.depth, purgatory.waiting (parked
+-- requests), fetch_bytes, processors, controller_view.
 function Broker:state() return self.handle:state() end
 -- The consumer groups this broker coordinates, with members and committed
 -- offsets (see lua/README.md).
@@ -139,6 +141,9 @@ function Broker:scrub() return self.handle:scrub() end
 -- response_queue, send and total.
 function Broker:request_stats() return self.handle:request_stats() end
 function Broker:event_counts() return self.handle:event_counts() end
+-- The broker's metrics, the same families /metrics and /api/metrics serve:
+-- { [family] = { type, help, samples = { { labels = {...}, value, suffix? } } } }.
+function Broker:metrics() return self.handle:metrics() end
 -- This start's phases (config, logs, listeners, controller, registered,
 -- metadata, replication, ready) with ms after it began, and what opening
 -- the logs found: { clean, recovered_batches, truncated_bytes, phases = {...} }.

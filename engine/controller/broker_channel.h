@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+#include "metrics/registry.h"
 #include "proto/messages.h"
 
 /* One round of requests, built in the sender's arena. */
@@ -34,8 +35,10 @@ typedef struct kiq_channel_owner {
 
 typedef struct kiq_broker_channel kiq_broker_channel_t;
 
-/* Starts the sender for broker at host:port (its control-plane listener). */
-kiq_broker_channel_t *kiq_broker_channel_new(int32_t broker, const char *host, int port, const kiq_channel_owner_t *owner);
+/* Starts the sender for broker at host:port (its control-plane listener);
+ * its line's figures go to metrics (NULL: nowhere). */
+kiq_broker_channel_t *kiq_broker_channel_new(int32_t broker, const char *host, int port, const kiq_channel_owner_t *owner,
+                                             kiq_metrics_t *metrics);
 /* The state is now at version: send when the broker is behind. */
 void kiq_broker_channel_poke(kiq_broker_channel_t *ch, uint64_t version);
 /* The broker re-registered (maybe restarted): resend everything. */

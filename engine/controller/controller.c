@@ -450,11 +450,12 @@ static int replay_one(void *ctx, int64_t offset, const kiq_metadata_record_t *r)
 }
 
 kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, const char *dir,
-                                     const char *control_listener)
+                                     const char *control_listener, kiq_metrics_t *metrics)
 {
     kiq_controller_t *c = calloc(1, sizeof *c);
     if (!c) return kiq_error_set("out of memory"), NULL;
     c->node_id = node_id;
+    c->metrics = metrics;
     snprintf(c->control_listener, sizeof c->control_listener, "%s", control_listener);
     c->session_timeout_ns = kiq_config_int(cfg, KIQ_CFG_BROKER_SESSION_TIMEOUT_MS) * 1000000;
     c->cfg = cfg;

@@ -29,6 +29,7 @@
 #include "config/topic_config.h"
 #include "controller/config_changes.h"
 #include "core/arena.h"
+#include "metrics/registry.h"
 #include "proto/messages.h"
 
 typedef struct kiq_controller kiq_controller_t;
@@ -36,9 +37,10 @@ typedef struct kiq_controller kiq_controller_t;
 /* Replays the metadata log in dir/__cluster_metadata-0 into the image.
  * cfg: the hosting broker's, kept (and read, for its dynamic values) until
  * free. control_listener: the listener name brokers take the controller's
- * requests on. NULL with the reason. */
+ * requests on. metrics: where its lines to the brokers report (NULL:
+ * nowhere). NULL with the reason. */
 kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, const char *dir,
-                                     const char *control_listener);
+                                     const char *control_listener, kiq_metrics_t *metrics);
 /* Starts the timer and the senders to the brokers already registered
  * (they get a session timeout's grace to heartbeat again). */
 int kiq_controller_start(kiq_controller_t *c);

@@ -65,6 +65,7 @@ typedef struct impaired_replica {
 struct kiq_controller {
     int32_t node_id;
     char control_listener[32];
+    kiq_metrics_t *metrics; /* the hosting broker's; the lines to brokers report there */
     int64_t session_timeout_ns;
     /* the hosting broker's config, from new to free: its dynamic values
      * (unclean.leader.election.enable) are read where they are used */

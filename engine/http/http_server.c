@@ -40,6 +40,7 @@ typedef struct http_listener {
     http_conn_t *oldest, *newest;
     unsigned open, closing;
     atomic_uint_fast64_t closed; /* idle connections closed to make room */
+    kiq_metrics_t *metrics; /* the broker's, where its figures are */
 } http_listener_t;
 
 /* The listeners of this process that are listening, so the page of one
@@ -236,6 +237,8 @@ static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *ur
         kiq_http_error(&v, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served");
     else if (strcmp(url, "/metrics") == 0)
         kiq_http_metrics(b, &v);
+    else if (strcmp(url, "/api/metrics") == 0)
+        kiq_http_metrics_json(b, &v);
     else if (strcmp(url, "/api/state") == 0)
         kiq_http_state(b, &v);
     else if (strcmp(url, "/api/journey") == 0)
@@ -285,9 +288,21 @@ static void stop(void *ctx, kiq_broker_t *b)
     h->daemon = NULL;
 }
 
+/* Its own figures, in the broker's metrics registry from attach to free. */
+static void listener_metrics(void *src, kiq_metric_out_t *o)
+{
+    http_listener_t *h = src;
+    kiq_metric_family(o, "kafkaiq_connections_closed_total", KIQ_METRIC_COUNTER,
+                      "connections the broker closed, by the limit that did it");
+    kiq_metric_sample(o, "", (double)atomic_load_explicit(&h->closed, memory_order_relaxed), "limit",
+                      "kafkaiq.http.max.connections", NULL);
+}
+
 static void listener_free(void *ctx)
 {
+    http_listener_t *h = ctx;
     stop(ctx, NULL);
+    kiq_metrics_remove(h->metrics, h);
     free(ctx);
 }
 
@@ -308,8 +323,14 @@ int kiq_http_attach(kiq_broker_t *b)
     h->port = (int)port;
     atomic_init(&h->bound, -1);
     atomic_init(&h->closed, 0);
+    h->metrics = b->metrics;
+    if (kiq_metrics_add(h->metrics, listener_metrics, h) != 0) {
+        free(h);
+        return kiq_error_set("out of memory");
+    }
     kiq_broker_service_t s = {start, stop, listener_free, h};
     if (kiq_broker_add_service(b, &s) != 0) {
+        kiq_metrics_remove(h->metrics, h);
         free(h);
         return -1;
     }
@@ -327,10 +348,4 @@ int kiq_http_port(const kiq_broker_t *b)
 {
     http_listener_t *h = listener_of(b);
     return h ? atomic_load(&h->bound) : -1;
-}
-
-uint64_t kiq_http_connections_closed(const kiq_broker_t *b)
-{
-    http_listener_t *h = listener_of(b);
-    return h ? atomic_load_explicit(&h->closed, memory_order_relaxed) : 0;
 }

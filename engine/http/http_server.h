@@ -24,8 +24,5 @@ int kiq_http_attach(kiq_broker_t *b);
 /* Any thread: the port the listener is bound to, -1 when there is none or
  * it is not running. */
 int kiq_http_port(const kiq_broker_t *b);
-/* Any thread: idle connections the listener closed to make room for new
- * ones (0 when there is no listener). */
-uint64_t kiq_http_connections_closed(const kiq_broker_t *b);
 
 #endif

@@ -21,8 +21,10 @@ typedef struct kiq_http_view {
 void kiq_http_take_json(kiq_http_view_t *v, unsigned status, json_t *j);
 /* {"error": message} with status. */
 void kiq_http_error(kiq_http_view_t *v, unsigned status, const char *message);
-/* Kafka's metrics in Prometheus text format (http/metrics_text.c). */
+/* The broker's metrics registry in Prometheus text format, and as JSON
+ * (http/metrics_text.c). */
 void kiq_http_metrics(kiq_broker_t *b, kiq_http_view_t *v);
+void kiq_http_metrics_json(kiq_broker_t *b, kiq_http_view_t *v);
 /* The broker's state as JSON: topics and partitions (offsets, segments,
  * replication), queues, threads, purgatory, journeys. */
 void kiq_http_state(kiq_broker_t *b, kiq_http_view_t *v);

@@ -19,7 +19,7 @@
 #include "lua/hooks.h"
 #include "lua/module.h"
 #include "proto/messages.h"
-#include "replica/partition_state.h"
+#include "server/broker_state.h"
 #include "server/broker.h"
 
 /* ---- brokers ---------------------------------------------------------- */
@@ -151,7 +151,7 @@ typedef struct lua_view {
     int depth;
     bool array[8];
     int next[8];
-    char name[8][24]; /* an open table's own name, set when it closes */
+    char name[8][256]; /* an open table's own name (a topic's, at most 249), set when it closes */
 } lua_view_t;
 
 static void lv_set(lua_view_t *lv, const char *name)
@@ -202,91 +202,22 @@ static void lv_open(void *ctx, const char *name, bool array)
 static void lv_close(void *ctx)
 {
     lua_view_t *lv = ctx;
-    char name[24];
+    char name[sizeof lv->name[0]];
     snprintf(name, sizeof name, "%s", lv->name[lv->depth]);
     lv->depth--;
     lv_set(lv, name);
 }
 
-/* Partition p's state as a table on the stack (replica/partition_state.h). */
-static void push_partition_state(lua_State *L, kiq_partition_t *p)
-{
-    lua_newtable(L);
-    lua_view_t lv = {.L = L};
-    kiq_view_t v = {lv_number, lv_string, lv_boolean, lv_open, lv_close, &lv};
-    kiq_partition_state_view(p, -1, &v);
-}
-
-/* b:state() -> { node_id, port, cluster_id, running, queue_depth,
- *   fetch_bytes_sendfile, fetch_bytes_copied (record bytes fetches returned each way),
- *   log_dirs = { { path, offline, error } }, offline_log_dirs = { path... },
- *   topics = { [name] = { id, partitions = { [0..n-1] = {...} } } } }
- * A partition is what replica/partition_state.h lists (the same as
- * /api/state's), every segment listed, followers keyed by broker id. */
+/* b:state(): the broker's state (server/broker_state.h, the same as
+ * /api/state's), every segment listed; partitions and followers keyed by
+ * number (0-based, broker ids). */
 static int l_broker_state(lua_State *L)
 {
     kiq_broker_t *b = check_broker(L);
     lua_newtable(L);
-    kiq_lua_set_num(L, "node_id", b->node_id);
-    kiq_lua_set_num(L, "port", kiq_broker_port(b));
-    if (b->has_control_plane) kiq_lua_set_num(L, "control_port", b->control_port);
-    lua_pushstring(L, b->cluster_id);
-    lua_setfield(L, -2, "cluster_id");
-    lua_pushboolean(L, b->running);
-    lua_setfield(L, -2, "running");
-    lua_createtable(L, b->nlog_dirs, 0);
-    for (int i = 0; i < b->nlog_dirs; i++) {
-        int dir_err = kiq_log_dir_error(b->log_dirs[i].health);
-        lua_createtable(L, 0, 3);
-        lua_pushstring(L, b->log_dirs[i].path);
-        lua_setfield(L, -2, "path");
-        lua_pushboolean(L, dir_err != 0);
-        lua_setfield(L, -2, "offline");
-        if (dir_err) {
-            lua_pushstring(L, strerror(dir_err));
-            lua_setfield(L, -2, "error");
-        }
-        int full = kiq_log_dir_full(b->log_dirs[i].health);
-        if (full) { /* read-only until there is room */
-            lua_pushstring(L, strerror(full));
-            lua_setfield(L, -2, "full");
-        }
-        lua_rawseti(L, -2, i + 1);
-    }
-    lua_setfield(L, -2, "log_dirs");
-    lua_newtable(L);
-    for (int i = 0, n = 0; i < b->nlog_dirs; i++)
-        if (kiq_log_dir_offline(b->log_dirs[i].health)) {
-            lua_pushstring(L, b->log_dirs[i].path);
-            lua_rawseti(L, -2, ++n);
-        }
-    lua_setfield(L, -2, "offline_log_dirs");
-    if (!b->running) return 1;
-    kiq_lua_set_num(L, "queue_depth", (double)kiq_request_queue_depth(b->queue));
-    kiq_lua_set_num(L, "fetch_bytes_sendfile", (double)atomic_load(&b->fetch_bytes_sendfile));
-    kiq_lua_set_num(L, "fetch_bytes_copied", (double)atomic_load(&b->fetch_bytes_copied));
-    kiq_purgatory_stats_t ps;
-    kiq_purgatory_stats(b->purgatory, &ps);
-    kiq_lua_set_num(L, "parked", ps.waiting);
-    lua_newtable(L);
-    int count;
-    kiq_topic_t **list = kiq_topics_list(b->topics, &count);
-    for (int i = 0; i < count; i++) {
-        kiq_topic_t *t = list[i];
-        lua_newtable(L);
-        kiq_lua_push_uuid(L, &t->id);
-        lua_setfield(L, -2, "id");
-        lua_newtable(L);
-        for (int32_t p = 0; p < t->npartitions; p++) {
-            push_partition_state(L, t->partitions[p]);
-            lua_rawseti(L, -2, p);
-        }
-        lua_setfield(L, -2, "partitions");
-        kiq_lua_set_num(L, "partition_count", t->npartitions);
-        lua_setfield(L, -2, t->name);
-    }
-    kiq_topics_list_free(list, count);
-    lua_setfield(L, -2, "topics");
+    lua_view_t lv = {.L = L};
+    kiq_view_t v = {lv_number, lv_string, lv_boolean, lv_open, lv_close, &lv};
+    kiq_broker_state_view(b, -1, &v);
     return 1;
 }
 
@@ -479,6 +410,64 @@ static int l_broker_event_counts(lua_State *L)
     lua_createtable(L, 0, KIQ__POINTS);
     for (int p = 0; p < KIQ__POINTS; p++)
         kiq_lua_set_num(L, kiq_point_names[p], (double)kiq_event_counts_get(&b->event_counts, (enum kiq_point)p));
+    return 1;
+}
+
+/* b:metrics() -> { [family] = { type, help, samples = { { labels = {...},
+ * value, suffix? }, ... } } }: the broker's metrics registry, the same
+ * families /metrics and /api/metrics serve. */
+typedef struct lua_sink {
+    lua_State *L;
+    int result; /* stack index of the result table */
+    bool open;  /* a family and its samples are on top */
+} lua_sink_t;
+
+static void lua_family(void *ctx, const char *name, kiq_metric_type_t type, const char *help)
+{
+    lua_sink_t *k = ctx;
+    lua_State *L = k->L;
+    if (k->open) lua_pop(L, 2);
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, kiq_metric_type_name(type));
+    lua_setfield(L, -2, "type");
+    lua_pushstring(L, help);
+    lua_setfield(L, -2, "help");
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "samples");
+    lua_pushvalue(L, -2);
+    lua_setfield(L, k->result, name);
+    k->open = true;
+}
+
+static void lua_sample(void *ctx, const char *family, const char *suffix, const kiq_metric_label_t *labels,
+                       int nlabels, double value)
+{
+    lua_State *L = ((lua_sink_t *)ctx)->L;
+    lua_createtable(L, 0, 3);
+    lua_createtable(L, 0, nlabels);
+    for (int i = 0; i < nlabels; i++) {
+        lua_pushstring(L, labels[i].value);
+        lua_setfield(L, -2, labels[i].name);
+    }
+    lua_setfield(L, -2, "labels");
+    kiq_lua_set_num(L, "value", value);
+    if (*suffix) {
+        lua_pushstring(L, suffix);
+        lua_setfield(L, -2, "suffix");
+    }
+    lua_rawseti(L, -2, (int)lua_objlen(L, -2) + 1);
+}
+
+static int l_broker_metrics(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    lua_newtable(L);
+    lua_sink_t k = {L, lua_gettop(L), false};
+    kiq_metric_sink_t sink = {lua_family, lua_sample, &k};
+    int rc = kiq_metrics_collect(b->metrics, &sink);
+    if (k.open) lua_pop(L, 2);
+    if (rc != 0) return luaL_error(L, "out of memory");
     return 1;
 }
 
@@ -737,7 +726,7 @@ const luaL_Reg kiq_lua_broker_methods[] = {
         {"inject_disk_fault", l_broker_inject_disk_fault}, {"clear_disk_fault", l_broker_clear_disk_fault},
         {"scrub", l_broker_scrub},
         {"request_stats", l_broker_request_stats},                {"event_counts", l_broker_event_counts},
-        {"startup", l_broker_startup},
+        {"startup", l_broker_startup},                            {"metrics", l_broker_metrics},
         {"purgatory_stats", l_broker_purgatory_stats},
         {"journey", l_broker_journey},
         {"slow_disk", l_broker_slow_disk},

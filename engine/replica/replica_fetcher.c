@@ -13,7 +13,7 @@
 #include "core/worker.h"
 #include "log/log_flusher.h"
 #include "log/log_names.h"
-#include "net/client.h"
+#include "net/peer_channel.h"
 #include "proto/errors.h"
 #include "proto/messages.h"
 #include "record/batch.h"
@@ -34,7 +34,7 @@ struct kiq_replica_fetcher {
     /* fetches while it follows something and is not paused: a round is one
      * Fetch (a long poll); poked by a partition added or a pause lifted */
     kiq_worker_t *worker;
-    pthread_mutex_t mu; /* guards the list, running, paused and conn's publication */
+    pthread_mutex_t mu; /* guards the list, running and paused */
     /* Held by the thread while it applies an answer, and by a removal
      * (before mu): a partition removed (it becomes leader, or follows
      * another) is past any apply, and no later one touches it, so a stale
@@ -43,7 +43,7 @@ struct kiq_replica_fetcher {
     followed_t *parts;
     int nparts, cap;
     bool running, paused;
-    kiq_client_conn_t *conn; /* owned by the worker; published for shutdown */
+    kiq_peer_channel_t *line; /* to the leader: the worker's; interrupted from any thread */
     /* The largest lag behind the leader's high watermark, in offsets, in
      * the last answer (Kafka's MaxLag); written by the thread. */
     atomic_int_fast64_t max_lag;
@@ -204,9 +204,10 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
     kiq_arena_init(&a);
     /* the highest both speak: from v13 topics go by id, from v15 the
      * follower names itself in replica_state */
-    int16_t v = kiq_client_version(f->conn, KIQ_API_FETCH);
+    int16_t v = kiq_peer_channel_version(f->line, KIQ_API_FETCH);
     if (v < 12) {
-        kiq_error_set("broker %d does not speak Fetch v12", f->cfg.leader);
+        if (v >= 0) kiq_error_set("broker %d does not speak Fetch v12", f->cfg.leader);
+        KIQ_DEBUG("replica fetcher: cannot fetch from broker %d: %s", f->cfg.leader, kiq_error_get());
         return 0;
     }
     kiq_fetch_request_t req;
@@ -261,7 +262,8 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
     kiq_fetch_response_init(&resp);
     int answered = 0;
     int64_t max_lag = 0;
-    if (kiq_client_request(f->conn, KIQ_API_FETCH, v, &req, &a, &resp, f->cfg.max_wait_ms + REQUEST_TIMEOUT_MS) != 0) {
+    if (kiq_peer_channel_request(f->line, KIQ_API_FETCH, v, &req, &a, &resp, f->cfg.max_wait_ms + REQUEST_TIMEOUT_MS) !=
+        0) {
         KIQ_DEBUG("replica fetcher for broker %d: %s", f->cfg.leader, kiq_error_get());
     } else {
         pthread_mutex_lock(&f->apply_mu);
@@ -295,32 +297,12 @@ static int64_t fetcher_round(void *arg)
     bool idle = !f->running || f->nparts == 0 || f->paused;
     pthread_mutex_unlock(&f->mu);
     if (idle) return -1;
-    if (!f->conn || !kiq_client_alive(f->conn)) {
-        kiq_client_conn_t *old = f->conn;
-        pthread_mutex_lock(&f->mu);
-        f->conn = NULL;
-        pthread_mutex_unlock(&f->mu);
-        kiq_client_close(old);
-        /* the client id names the follower, so a leader's interceptor can pick its fetches */
-        char client_id[48];
-        snprintf(client_id, sizeof client_id, "kafkaiq-replica-fetcher-%d", f->cfg.self);
-        kiq_client_conn_t *c = kiq_client_connect(f->host, f->cfg.port, 2000, client_id);
-        if (!c) {
-            KIQ_DEBUG("replica fetcher: cannot reach broker %d: %s", f->cfg.leader, kiq_error_get());
-            return BACKOFF_MS;
-        }
-        pthread_mutex_lock(&f->mu);
-        f->conn = c;
-        bool stop = !f->running || f->paused;
-        pthread_mutex_unlock(&f->mu);
-        if (stop) return 0;
-    }
     followed_t *ps;
     int n = snapshot(f, &ps);
     int answered = n > 0 ? fetch_once(f, ps, n) : 0;
     for (int i = 0; i < n; i++) kiq_topic_unref(ps[i].topic);
     free(ps);
-    return answered == 0 || (f->conn && !kiq_client_alive(f->conn)) ? BACKOFF_MS : 0;
+    return answered == 0 ? BACKOFF_MS : 0;
 }
 
 kiq_replica_fetcher_t *kiq_replica_fetcher_new(const kiq_replica_fetcher_config_t *cfg)
@@ -330,13 +312,23 @@ kiq_replica_fetcher_t *kiq_replica_fetcher_new(const kiq_replica_fetcher_config_
     f->cfg = *cfg;
     snprintf(f->host, sizeof f->host, "%s", cfg->host);
     f->cfg.host = f->host;
+    /* the client id names the follower, so a leader's interceptor can pick its fetches */
+    char client_id[48], name[32], peer[16];
+    snprintf(client_id, sizeof client_id, "kafkaiq-replica-fetcher-%d", cfg->self);
+    snprintf(name, sizeof name, "fetcher-%d-%d", cfg->leader, cfg->index);
+    snprintf(peer, sizeof peer, "%d", cfg->leader);
+    kiq_peer_channel_config_t lc = {.name = name, .peer = peer, .host = cfg->host, .port = cfg->port,
+                                    .client_id = client_id, .metrics = cfg->metrics};
+    if (!(f->line = kiq_peer_channel_open(&lc))) {
+        free(f);
+        return NULL;
+    }
     pthread_mutex_init(&f->mu, NULL);
     pthread_mutex_init(&f->apply_mu, NULL);
     f->running = true;
-    char name[32];
-    snprintf(name, sizeof name, "fetcher-%d-%d", cfg->leader, cfg->index);
     kiq_worker_config_t wc = {.name = name, .round = fetcher_round, .ctx = f};
     if (!(f->worker = kiq_worker_start(&wc))) {
+        kiq_peer_channel_free(f->line);
         pthread_mutex_destroy(&f->mu);
         pthread_mutex_destroy(&f->apply_mu);
         free(f);
@@ -348,7 +340,7 @@ kiq_replica_fetcher_t *kiq_replica_fetcher_new(const kiq_replica_fetcher_config_
 /* Under the mutex: cuts a fetch in flight short. */
 static void interrupt_locked(kiq_replica_fetcher_t *f)
 {
-    if (f->conn) kiq_client_shutdown(f->conn);
+    kiq_peer_channel_interrupt(f->line);
     kiq_worker_poke(f->worker);
 }
 
@@ -357,11 +349,10 @@ void kiq_replica_fetcher_free(kiq_replica_fetcher_t *f)
     if (!f) return;
     pthread_mutex_lock(&f->mu);
     f->running = false;
-    interrupt_locked(f);
     pthread_mutex_unlock(&f->mu);
+    kiq_peer_channel_stop(f->line); /* the fetch in flight ends, no new one starts */
     kiq_worker_stop(f->worker);
-    kiq_client_close(f->conn);
-    f->conn = NULL;
+    kiq_peer_channel_free(f->line);
     for (int i = 0; i < f->nparts; i++) kiq_topic_unref(f->parts[i].topic);
     free(f->parts);
     pthread_mutex_destroy(&f->mu);

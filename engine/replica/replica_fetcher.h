@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "log/topics.h"
+#include "metrics/registry.h"
 
 typedef struct kiq_replica_fetcher kiq_replica_fetcher_t;
 
@@ -22,6 +23,7 @@ typedef struct kiq_replica_fetcher_config {
     int max_wait_ms;   /* replica.fetch.wait.max.ms */
     int max_bytes;     /* replica.fetch.max.bytes, per partition */
     int index;         /* of num.replica.fetchers for this leader, for names */
+    kiq_metrics_t *metrics; /* its line to the leader reports there (NULL: nowhere) */
 } kiq_replica_fetcher_config_t;
 
 /* Starts the thread. NULL with the reason. */

@@ -15,7 +15,7 @@
 #include "core/worker.h"
 #include "log/log_names.h"
 #include "log/log_retention.h"
-#include "net/client.h"
+#include "net/peer_channel.h"
 #include "proto/errors.h"
 #include "replica/partition_replica.h"
 #include "replica/replica_fetcher.h"
@@ -23,7 +23,6 @@
 
 #define ALTER_PARTITION_VERSION 1 /* topics by name */
 #define ALTER_TIMEOUT_MS 5000
-#define CONNECT_TIMEOUT_MS 2000
 #define ISR_CHECK_MAX_MS 500
 #define LOST_REPORT_MS 5000
 
@@ -68,7 +67,9 @@ struct kiq_replica_manager {
     int32_t controller_epoch;
     bool running;  /* the ISR thread runs: expansions are queued */
     bool stopped;  /* shutting down: no more fetchers */
-    kiq_client_conn_t *conn; /* the ISR thread's connection to the controller; published for shutdown */
+    /* the ISR thread's line to the controller (AlterPartition,
+     * AssignReplicasToDirs), from new to free; stopped from any thread */
+    kiq_peer_channel_t *line;
     /* the ISR thread's own: the replicas last reported impaired, and when
      * they are said again (a restarted controller forgets them) */
     lost_replica_t *lost;
@@ -133,6 +134,7 @@ static kiq_replica_fetcher_t *fetcher_locked(kiq_replica_manager_t *rm, int32_t 
         .max_wait_ms = rm->fetch_wait_ms,
         .max_bytes = rm->fetch_max_bytes,
         .index = index,
+        .metrics = rm->b.metrics,
     };
     kiq_replica_fetcher_t *f = kiq_replica_fetcher_new(&cfg);
     if (!f) return NULL;
@@ -607,27 +609,6 @@ static bool propose(kiq_replica_manager_t *rm, kiq_topic_t *topic, int32_t parti
     return true;
 }
 
-/* The ISR thread's connection to the controller, (re)made as needed. */
-static kiq_client_conn_t *controller_conn(kiq_replica_manager_t *rm)
-{
-    if (rm->conn && kiq_client_alive(rm->conn)) return rm->conn;
-    pthread_mutex_lock(&rm->mu);
-    kiq_client_conn_t *old = rm->conn;
-    rm->conn = NULL;
-    pthread_mutex_unlock(&rm->mu);
-    kiq_client_close(old);
-    kiq_client_conn_t *c =
-        kiq_client_connect(rm->b.controller_host, rm->b.controller_port, CONNECT_TIMEOUT_MS, "kafkaiq-isr");
-    pthread_mutex_lock(&rm->mu);
-    if (c && !rm->running) {
-        kiq_client_close(c);
-        c = NULL;
-    }
-    rm->conn = c;
-    pthread_mutex_unlock(&rm->mu);
-    return c;
-}
-
 /* Sends the changes in one AlterPartition and applies the answer. */
 static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
 {
@@ -656,9 +637,8 @@ static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
     }
     kiq_alter_partition_response_t resp;
     kiq_alter_partition_response_init(&resp);
-    kiq_client_conn_t *conn = controller_conn(rm);
-    if (!conn || kiq_client_request(conn, 56 /* AlterPartition */, ALTER_PARTITION_VERSION, &req, &a, &resp,
-                                    ALTER_TIMEOUT_MS) != 0) {
+    if (kiq_peer_channel_request(rm->line, 56 /* AlterPartition */, ALTER_PARTITION_VERSION, &req, &a, &resp,
+                                 ALTER_TIMEOUT_MS) != 0) {
         KIQ_WARN("broker %d: AlterPartition to the controller failed (retried next round): %s", b->node_id,
                  kiq_error_get());
     } else if (resp.error_code) {
@@ -772,8 +752,7 @@ static void report_impaired(kiq_replica_manager_t *rm, kiq_topic_t **list, int c
     }
     kiq_assign_replicas_to_dirs_response_t resp;
     kiq_assign_replicas_to_dirs_response_init(&resp);
-    kiq_client_conn_t *conn = controller_conn(rm);
-    if (!conn || kiq_client_request(conn, KIQ_API_ASSIGN_REPLICAS_TO_DIRS, 0, &req, &a, &resp, ALTER_TIMEOUT_MS) != 0 ||
+    if (kiq_peer_channel_request(rm->line, KIQ_API_ASSIGN_REPLICAS_TO_DIRS, 0, &req, &a, &resp, ALTER_TIMEOUT_MS) != 0 ||
         resp.error_code) {
         KIQ_WARN_LIMITED("broker %d: AssignReplicasToDirs to the controller failed (retried next round): %s",
                          b->node_id, resp.error_code ? kiq_error_name(resp.error_code) : kiq_error_get());
@@ -892,6 +871,14 @@ kiq_replica_manager_t *kiq_replica_manager_new(const kiq_replica_context_t *b)
     rm->fetch_max_bytes = (int)kiq_config_int(b->config, KIQ_CFG_REPLICA_FETCH_MAX_BYTES);
     rm->isr_interval_ms = rm->lag_ms / 2 < ISR_CHECK_MAX_MS ? rm->lag_ms / 2 : ISR_CHECK_MAX_MS;
     if (rm->isr_interval_ms < 1) rm->isr_interval_ms = 1;
+    char id[32];
+    snprintf(id, sizeof id, "kafkaiq-isr-%d", b->node_id);
+    kiq_peer_channel_config_t lc = {.name = "alter-partition", .peer = "controller", .host = b->controller_host,
+                                    .port = b->controller_port, .client_id = id, .metrics = b->metrics};
+    if (!(rm->line = kiq_peer_channel_open(&lc))) {
+        free(rm);
+        return NULL;
+    }
     pthread_mutex_init(&rm->mu, NULL);
     /* what the disk holds is no one's until the controller says: not led,
      * not followed (a stale client must not write here meanwhile) */
@@ -923,16 +910,11 @@ void kiq_replica_manager_stop(kiq_replica_manager_t *rm)
     pthread_mutex_lock(&rm->mu);
     rm->running = false;
     rm->stopped = true;
-    if (rm->conn) kiq_client_shutdown(rm->conn);
     kiq_worker_t *isr = rm->isr;
     rm->isr = NULL;
     pthread_mutex_unlock(&rm->mu);
+    kiq_peer_channel_stop(rm->line);
     kiq_worker_stop(isr);
-    pthread_mutex_lock(&rm->mu);
-    kiq_client_conn_t *conn = rm->conn;
-    rm->conn = NULL;
-    pthread_mutex_unlock(&rm->mu);
-    kiq_client_close(conn);
     pthread_mutex_lock(&rm->mu);
     for (int i = 0; i < rm->nslots; i++) kiq_replica_fetcher_free(rm->slots[i].f);
     rm->nslots = 0;
@@ -943,6 +925,7 @@ void kiq_replica_manager_free(kiq_replica_manager_t *rm)
 {
     if (!rm) return;
     kiq_replica_manager_stop(rm);
+    kiq_peer_channel_free(rm->line);
     free(rm->slots);
     for (int i = 0; i < rm->nexpands; i++) kiq_topic_unref(rm->expands[i].topic);
     free(rm->expands);

@@ -21,6 +21,7 @@
 #include "controller/metadata_cache.h"
 #include "core/arena.h"
 #include "log/topics.h"
+#include "metrics/registry.h"
 #include "proto/messages.h"
 
 typedef struct kiq_replica_manager kiq_replica_manager_t;
@@ -51,6 +52,7 @@ typedef struct kiq_replica_context {
      * recovered replica is assigned back to (AssignReplicasToDirs). */
     kiq_uuid_t log_dir_ids[KIQ_REPLICA_MAX_LOG_DIRS];
     int nlog_dirs;
+    kiq_metrics_t *metrics; /* the broker's: the lines to the controller and the leaders report there */
 } kiq_replica_context_t;
 
 /* For a cluster-mode broker whose topics are open: every partition loaded

@@ -17,6 +17,7 @@
 #include "server/broker_configs.h"
 #include "net/peer_channel.h"
 #include "server/broker_lifecycle.h"
+#include "server/broker_metrics.h"
 #include "server/controller_link.h"
 #include "controller/metadata_cache.h"
 #include "replica/replica_manager.h"
@@ -260,6 +261,7 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     if (kiq_log_config_check(&b->log_cfg) != 0) goto fail;
     kiq_observer_t counter = kiq_event_counts_observer(&b->event_counts);
     if (kiq_observers_add(&b->observers, &counter) != 0) goto fail;
+    if (!(b->metrics = kiq_metrics_new()) || kiq_metrics_add(b->metrics, kiq_broker_metrics, b) != 0) goto oom;
     if (!(b->topic_counts = kiq_topic_counts_new())) goto oom;
     kiq_observer_t topic_counter = kiq_topic_counts_observer(b->topic_counts);
     if (kiq_observers_add(&b->observers, &topic_counter) != 0) goto fail;
@@ -580,7 +582,7 @@ static int start_coordinators(kiq_broker_t *b)
     if (kiq_group_coordinator_start(b->groups) != 0) return -1;
     kiq_txn_context_t tctx = {
         b->config, b->topics, b->cluster, next_producer_id, partitions_of, b,
-        {b->topics, b->metadata, b->node_id, offsets_marker, b},
+        {b->topics, b->metadata, b->node_id, b->metrics, offsets_marker, b},
     };
     if (!(b->txns = kiq_txn_coordinator_new(&tctx))) return kiq_error_set("out of memory");
     if (kiq_txn_coordinator_start(b->txns) != 0) return -1;
@@ -621,6 +623,7 @@ static int start_replicas(kiq_broker_t *b)
             .ctx = b,
         };
         for (int i = 0; i < b->nlog_dirs && i < KIQ_REPLICA_MAX_LOG_DIRS; i++) rc.log_dir_ids[rc.nlog_dirs++] = b->log_dirs[i].dir_id;
+        rc.metrics = b->metrics;
         if (!(b->replicas = kiq_replica_manager_new(&rc))) return -1;
     } else {
         kiq_replica_manager_lead_all_alone(b->topics);
@@ -676,7 +679,10 @@ static int start_requests(kiq_broker_t *b)
     if (b->cluster) {
         char id[40];
         snprintf(id, sizeof id, "kafkaiq-broker-%d", b->node_id);
-        b->controller_channel = kiq_peer_channel_new("to-controller", b->controller_host, b->controller_port, id);
+        kiq_peer_channel_config_t cc = {.name = "to-controller", .peer = "controller", .host = b->controller_host,
+                                        .port = b->controller_port, .client_id = id, .backoff_min_ms = 100,
+                                        .backoff_max_ms = 1000, .metrics = b->metrics};
+        b->controller_channel = kiq_peer_channel_new(&cc);
         if (!b->controller_channel) return -1;
     }
     atomic_store(&b->io_busy_ns, 0);
@@ -734,7 +740,7 @@ static int start_controller(kiq_broker_t *b)
 {
     if (!b->cluster || b->node_id != b->controller_id) return 0;
     b->controller = kiq_controller_new(b->config, b->node_id, b->log_dirs[0].path,
-                                       kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME));
+                                       kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME), b->metrics);
     return b->controller && kiq_controller_start(b->controller) == 0 ? 0 : -1;
 }
 
@@ -766,6 +772,7 @@ static int start_lifecycle(kiq_broker_t *b)
             .config = b->config,
             .startup = &b->startup,
             .nlog_dirs = b->nlog_dirs,
+            .metrics = b->metrics,
             .registered = registered,
             .ctx = b,
         };
@@ -942,6 +949,8 @@ void kiq_broker_free(kiq_broker_t *b)
     kiq_metadata_cache_free(b->metadata);
     kiq_journeys_free(b->journeys);
     kiq_topic_counts_free(b->topic_counts);
+    kiq_metrics_remove(b->metrics, b);
+    kiq_metrics_free(b->metrics);
     kiq_request_stats_clear(&b->stats);
     kiq_producer_ids_free(b->producer_ids);
     for (int i = 0; i < b->nlog_dirs; i++) {

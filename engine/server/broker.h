@@ -25,6 +25,7 @@
 #include "server/producer_ids.h"
 #include "server/purgatory.h"
 #include "journey/journey.h"
+#include "metrics/registry.h"
 #include "metrics/topic_counts.h"
 #include "server/broker_startup.h"
 #include "txn/txn_coordinator.h"
@@ -163,6 +164,9 @@ struct kiq_broker {
     kiq_observers_t observers;
     kiq_event_counts_t event_counts;
     kiq_topic_counts_t *topic_counts; /* messages and bytes per topic; its own lock */
+    /* every subsystem's figures, read by /metrics, /api/metrics and
+     * b:metrics(); from new to free, its own lock */
+    kiq_metrics_t *metrics;
     kiq_journeys_t *journeys;         /* NULL when kafkaiq.journey.enable is off; its own locks */
     /* What runs with the broker from the layers above (the HTTP listener):
      * added before the first start, started after each start, stopped

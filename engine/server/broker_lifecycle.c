@@ -13,11 +13,10 @@
 #include "core/say.h"
 #include "core/worker.h"
 #include "core/uuid.h"
-#include "net/client.h"
+#include "net/peer_channel.h"
 #include "proto/errors.h"
 
 enum {
-    CONNECT_TIMEOUT_MS = 2000,
     BACKOFF_MIN_MS = 50,
     BACKOFF_MAX_MS = 2000,
     CATCH_UP_MS = 10, /* heartbeats while fenced, waiting for the metadata */
@@ -30,7 +29,10 @@ struct kiq_broker_lifecycle {
     /* registers, then heartbeats, each round returning the wait before
      * the next; poked by a pause change. Its state: */
     kiq_worker_t *worker;
-    kiq_client_conn_t *wconn; /* its connection to the controller */
+    /* its line to the controller: the worker's, then (once the worker is
+     * stopped) the controlled shutdown's; interrupted from any thread */
+    kiq_peer_channel_t *line;
+    char controller[300]; /* "host:port", for messages */
     int backoff_ms;
     int last_refusal;
     int64_t refused_since; /* DUPLICATE_BROKER_REGISTRATION since then; 0: not refused so */
@@ -42,7 +44,6 @@ struct kiq_broker_lifecycle {
     bool joined; /* the worker is gone (a controlled shutdown stopped it) */
     int64_t epoch;
     char gave_up[256]; /* why it stopped trying to register; "" while it has not */
-    kiq_client_conn_t *conn; /* wconn, published so stop can shut it down */
 };
 
 void kiq_broker_lifecycle_registration(const kiq_broker_identity_t *b, kiq_arena_t *arena,
@@ -80,15 +81,6 @@ void kiq_broker_lifecycle_registration(const kiq_broker_identity_t *b, kiq_arena
 
 /* ---- the worker ---------------------------------------------------------- */
 
-static void drop_conn(kiq_broker_lifecycle_t *lc, kiq_client_conn_t **conn)
-{
-    pthread_mutex_lock(&lc->mu);
-    lc->conn = NULL;
-    pthread_mutex_unlock(&lc->mu);
-    kiq_client_close(*conn);
-    *conn = NULL;
-}
-
 static void set_epoch(kiq_broker_lifecycle_t *lc, int64_t epoch)
 {
     pthread_mutex_lock(&lc->mu);
@@ -120,32 +112,31 @@ static bool duplicate(kiq_broker_lifecycle_t *lc, int64_t *refused_since)
 
 /* 0 registered; 1 refused (logged once per distinct error); -1 the
  * connection failed. */
-static int do_register(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int *last_refusal, int64_t *refused_since)
+static int do_register(kiq_broker_lifecycle_t *lc, int16_t version, int *last_refusal, int64_t *refused_since)
 {
     kiq_arena_t arena;
     kiq_arena_init(&arena);
     kiq_broker_registration_request_t req;
     kiq_broker_registration_response_t resp;
     kiq_broker_lifecycle_registration(&lc->b, &arena, &req);
-    int16_t version = kiq_client_version(conn, KIQ_API_BROKER_REGISTRATION);
-    int rc = kiq_client_request(conn, KIQ_API_BROKER_REGISTRATION, version >= 0 ? version : 0, &req, &arena, &resp,
-                                lc->request_timeout_ms);
+    int rc = kiq_peer_channel_request(lc->line, KIQ_API_BROKER_REGISTRATION, version, &req, &arena, &resp,
+                                      lc->request_timeout_ms);
     if (rc == 0 && resp.error_code == KIQ_ERR_DUPLICATE_BROKER_REGISTRATION) {
         if (*last_refusal != resp.error_code)
             KIQ_WARN("[KafkaIQ broker %d] the controller at %s has broker %d registered by another live process; "
-                     "waiting out its session", lc->b.node_id, kiq_client_peer(conn), lc->b.node_id);
+                     "waiting out its session", lc->b.node_id, lc->controller, lc->b.node_id);
         *last_refusal = resp.error_code;
         duplicate(lc, refused_since);
         rc = 1;
     } else if (rc == 0 && resp.error_code != KIQ_ERR_NONE) {
         if (resp.error_code != *last_refusal)
             KIQ_WARN("[KafkaIQ broker %d] the controller at %s refused the registration with error %d; retrying",
-                     lc->b.node_id, kiq_client_peer(conn), resp.error_code);
+                     lc->b.node_id, lc->controller, resp.error_code);
         *last_refusal = resp.error_code;
         rc = 1;
     } else if (rc == 0) {
         KIQ_INFO("[KafkaIQ broker %d] registered with the controller at %s, broker epoch %lld", lc->b.node_id,
-                 kiq_client_peer(conn), (long long)resp.broker_epoch);
+                 lc->controller, (long long)resp.broker_epoch);
         *last_refusal = 0;
         *refused_since = 0;
         set_epoch(lc, resp.broker_epoch);
@@ -158,7 +149,7 @@ static int do_register(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int 
 
 /* 0 alive; 1 the controller wants a new registration; -1 the connection
  * failed. */
-static int do_heartbeat(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int64_t epoch, bool shut_down)
+static int do_heartbeat(kiq_broker_lifecycle_t *lc, int64_t epoch, bool shut_down)
 {
     kiq_arena_t arena;
     kiq_arena_init(&arena);
@@ -172,7 +163,8 @@ static int do_heartbeat(kiq_broker_lifecycle_t *lc, kiq_client_conn_t *conn, int
      * no client is told about leaders from a cache of before the restart */
     req.want_fence = !kiq_broker_startup_reached(lc->b.startup, KIQ_STARTUP_METADATA);
     req.want_shut_down = shut_down;
-    int rc = kiq_client_request(conn, KIQ_API_BROKER_HEARTBEAT, 0, &req, &arena, &resp, lc->request_timeout_ms);
+    int rc = kiq_peer_channel_request(lc->line, KIQ_API_BROKER_HEARTBEAT, 0, &req, &arena, &resp,
+                                      lc->request_timeout_ms);
     if (rc == 0 && resp.error_code != KIQ_ERR_NONE) {
         /* a stale epoch (the controller fenced or forgot us), an unknown
          * broker or anything else: registering again sorts it out */
@@ -214,25 +206,17 @@ static int64_t lifecycle_round(void *arg)
         pthread_mutex_unlock(&lc->mu);
         if (stop) return -1;
         if (paused) return lc->heartbeat_ms;
-        if (!lc->wconn) {
-            lc->wconn = kiq_client_connect(b->controller_host, b->controller_port, CONNECT_TIMEOUT_MS, lc->client_id);
-            if (!lc->wconn) {
-                if (!lc->warned_unreachable)
-                    KIQ_INFO("[KafkaIQ broker %d] controller not reachable yet: %s", b->node_id, kiq_error_get());
-                lc->warned_unreachable = true;
-                return grow_backoff(lc);
-            }
-            pthread_mutex_lock(&lc->mu);
-            lc->conn = lc->wconn;
-            stop = lc->stop;
-            pthread_mutex_unlock(&lc->mu);
-            if (stop) return -1;
+        int16_t version = kiq_peer_channel_version(lc->line, KIQ_API_BROKER_REGISTRATION);
+        if (version < 0) {
+            if (!lc->warned_unreachable)
+                KIQ_INFO("[KafkaIQ broker %d] controller not reachable yet: %s", b->node_id, kiq_error_get());
+            lc->warned_unreachable = true;
+            return grow_backoff(lc);
         }
-        int rc = epoch < 0 ? do_register(lc, lc->wconn, &lc->last_refusal, &lc->refused_since)
-                           : do_heartbeat(lc, lc->wconn, epoch, false);
+        int rc = epoch < 0 ? do_register(lc, version, &lc->last_refusal, &lc->refused_since)
+                           : do_heartbeat(lc, epoch, false);
         if (rc < 0) {
             KIQ_DEBUG("[KafkaIQ broker %d] lost the controller: %s", b->node_id, kiq_error_get());
-            drop_conn(lc, &lc->wconn);
             return grow_backoff(lc);
         }
         lc->backoff_ms = BACKOFF_MIN_MS;
@@ -261,12 +245,20 @@ kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(const kiq_broker_identity_t *b)
     lc->request_timeout_ms = (int32_t)kiq_config_int(b->config, KIQ_CFG_BROKER_SESSION_TIMEOUT_MS);
     snprintf(lc->client_id, sizeof lc->client_id, "kafkaiq-broker-%d", b->node_id);
     lc->backoff_ms = BACKOFF_MIN_MS;
+    snprintf(lc->controller, sizeof lc->controller, "%s:%d", b->controller_host, b->controller_port);
+    kiq_peer_channel_config_t cc = {.name = "heartbeats", .peer = "controller", .host = b->controller_host,
+                                    .port = b->controller_port, .client_id = lc->client_id, .metrics = b->metrics};
+    if (!(lc->line = kiq_peer_channel_open(&cc))) {
+        free(lc);
+        return NULL;
+    }
     pthread_mutex_init(&lc->mu, NULL);
     kiq_cond_init_monotonic(&lc->cond);
     char name[24];
     snprintf(name, sizeof name, "lifecycle-%d", b->node_id);
     kiq_worker_config_t wc = {.name = name, .round = lifecycle_round, .ctx = lc};
     if (!(lc->worker = kiq_worker_start(&wc))) {
+        kiq_peer_channel_free(lc->line);
         pthread_mutex_destroy(&lc->mu);
         pthread_cond_destroy(&lc->cond);
         free(lc);
@@ -281,12 +273,11 @@ static void stop_thread(kiq_broker_lifecycle_t *lc)
     pthread_mutex_lock(&lc->mu);
     lc->stop = true;
     pthread_cond_broadcast(&lc->cond);
-    if (lc->conn) kiq_client_shutdown(lc->conn);
+    kiq_peer_channel_interrupt(lc->line);
     kiq_worker_t *w = lc->worker;
     lc->worker = NULL;
     pthread_mutex_unlock(&lc->mu);
     kiq_worker_stop(w);
-    if (lc->wconn) drop_conn(lc, &lc->wconn);
     lc->joined = true;
 }
 
@@ -296,20 +287,19 @@ void kiq_broker_lifecycle_shut_down(kiq_broker_lifecycle_t *lc)
     stop_thread(lc);
     if (lc->epoch < 0 || lc->paused) return;
     const kiq_broker_identity_t *b = &lc->b;
-    kiq_client_conn_t *conn = kiq_client_connect(b->controller_host, b->controller_port, CONNECT_TIMEOUT_MS,
-                                                 lc->client_id);
-    if (!conn || do_heartbeat(lc, conn, lc->epoch, true) != 0)
+    int rc = do_heartbeat(lc, lc->epoch, true);
+    if (rc != 0)
         KIQ_WARN("[KafkaIQ broker %d] no controlled shutdown: %s; its leaderships move when the controller "
-                 "fences it", b->node_id, conn ? "the controller refused" : kiq_error_get());
+                 "fences it", b->node_id, rc > 0 ? "the controller refused" : kiq_error_get());
     else
         KIQ_INFO("[KafkaIQ broker %d] controlled shutdown: the controller moved its leaderships", b->node_id);
-    kiq_client_close(conn);
 }
 
 void kiq_broker_lifecycle_free(kiq_broker_lifecycle_t *lc)
 {
     if (!lc) return;
     stop_thread(lc);
+    kiq_peer_channel_free(lc->line);
     pthread_mutex_destroy(&lc->mu);
     pthread_cond_destroy(&lc->cond);
     free(lc);

@@ -22,6 +22,7 @@
 #include "config/config.h"
 #include "core/arena.h"
 #include "core/uuid.h"
+#include "metrics/registry.h"
 #include "proto/messages.h"
 #include "server/broker_startup.h"
 
@@ -47,6 +48,7 @@ typedef struct kiq_broker_identity {
     kiq_broker_startup_t *startup; /* the broker's: registered and ready are stamped here */
     kiq_uuid_t log_dirs[KIQ_BROKER_MAX_LOG_DIRS]; /* their directory.id */
     int nlog_dirs;
+    kiq_metrics_t *metrics; /* the broker's: the line to the controller reports there */
     /* on the lifecycle thread after each registration, with its epoch */
     void (*registered)(void *ctx, int64_t broker_epoch);
     void *ctx;

@@ -1,36 +1,41 @@
-/* Connections to the other brokers; see broker_peers.h. */
+/* Lines to the other brokers; see broker_peers.h. */
 #include "txn/broker_peers.h"
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 
-#define CONNECT_TIMEOUT_MS 5000
-
 typedef struct peer {
     int32_t id;
-    kiq_client_conn_t *conn;
+    char host[256];
+    int port;
+    kiq_peer_channel_t *line;
 } peer_t;
 
 struct kiq_broker_peers {
     kiq_metadata_cache_t *metadata;
     int32_t node_id;
-    atomic_bool stopping;
-    pthread_mutex_t mu; /* guards the connections against kiq_broker_peers_shutdown */
+    char purpose[24];
+    kiq_metrics_t *metrics;
+    pthread_mutex_t mu; /* guards the list and stopping against kiq_broker_peers_shutdown */
+    bool stopping;
     peer_t *peers;
     int npeers;
 };
 
-kiq_broker_peers_t *kiq_broker_peers_new(kiq_metadata_cache_t *metadata, int32_t node_id)
+kiq_broker_peers_t *kiq_broker_peers_new(kiq_metadata_cache_t *metadata, int32_t node_id, const char *purpose,
+                                         kiq_metrics_t *metrics)
 {
     kiq_broker_peers_t *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->metadata = metadata;
     p->node_id = node_id;
+    snprintf(p->purpose, sizeof p->purpose, "%s", purpose);
+    p->metrics = metrics;
     pthread_mutex_init(&p->mu, NULL);
     return p;
 }
@@ -38,7 +43,7 @@ kiq_broker_peers_t *kiq_broker_peers_new(kiq_metadata_cache_t *metadata, int32_t
 void kiq_broker_peers_free(kiq_broker_peers_t *p)
 {
     if (!p) return;
-    for (int i = 0; i < p->npeers; i++) kiq_client_close(p->peers[i].conn);
+    for (int i = 0; i < p->npeers; i++) kiq_peer_channel_free(p->peers[i].line);
     free(p->peers);
     pthread_mutex_destroy(&p->mu);
     free(p);
@@ -46,54 +51,61 @@ void kiq_broker_peers_free(kiq_broker_peers_t *p)
 
 void kiq_broker_peers_shutdown(kiq_broker_peers_t *p)
 {
-    atomic_store(&p->stopping, true);
     pthread_mutex_lock(&p->mu);
-    for (int i = 0; i < p->npeers; i++)
-        if (p->peers[i].conn) kiq_client_shutdown(p->peers[i].conn);
+    p->stopping = true;
+    for (int i = 0; i < p->npeers; i++) kiq_peer_channel_stop(p->peers[i].line);
     pthread_mutex_unlock(&p->mu);
 }
 
-kiq_client_conn_t *kiq_broker_peers_conn(kiq_broker_peers_t *p, int32_t id)
+/* A new line to broker id at host:port, in the list; NULL with the reason. */
+static kiq_peer_channel_t *add(kiq_broker_peers_t *p, int32_t id, const char *host, int port)
 {
-    peer_t *slot = NULL;
-    for (int i = 0; i < p->npeers && !slot; i++)
-        if (p->peers[i].id == id) slot = &p->peers[i];
-    if (slot && slot->conn && kiq_client_alive(slot->conn)) return slot->conn;
-    if (slot) {
-        pthread_mutex_lock(&p->mu);
-        kiq_client_close(slot->conn);
-        slot->conn = NULL;
-        pthread_mutex_unlock(&p->mu);
-    }
-    if (atomic_load(&p->stopping)) {
-        kiq_error_set("shutting down");
-        return NULL;
-    }
-    char host[256], client_id[32];
-    int port;
-    if (!p->metadata || !kiq_metadata_cache_broker(p->metadata, id, NULL, host, sizeof host, &port)) {
-        kiq_error_set("broker %d is not known live", id);
-        return NULL;
-    }
+    char name[32], peer[16], client_id[32];
+    snprintf(name, sizeof name, "%s-%d", p->purpose, id);
+    snprintf(peer, sizeof peer, "%d", id);
     snprintf(client_id, sizeof client_id, "kafkaiq-broker-%d", p->node_id);
-    kiq_client_conn_t *c = kiq_client_connect(host, port, CONNECT_TIMEOUT_MS, client_id);
-    if (!c) return NULL;
+    kiq_peer_channel_config_t lc = {.name = name, .peer = peer, .host = host, .port = port, .client_id = client_id,
+                                    .metrics = p->metrics};
+    kiq_peer_channel_t *line = kiq_peer_channel_open(&lc);
+    if (!line) return NULL;
     pthread_mutex_lock(&p->mu);
-    if (!slot) {
-        peer_t *grown = realloc(p->peers, (size_t)(p->npeers + 1) * sizeof *grown);
-        if (grown) {
-            p->peers = grown;
-            slot = &p->peers[p->npeers++];
-            slot->id = id;
-        }
+    peer_t *grown = realloc(p->peers, (size_t)(p->npeers + 1) * sizeof *grown);
+    if (grown) {
+        p->peers = grown;
+        peer_t *slot = &p->peers[p->npeers++];
+        slot->id = id;
+        snprintf(slot->host, sizeof slot->host, "%s", host);
+        slot->port = port;
+        slot->line = line;
+        if (p->stopping) kiq_peer_channel_stop(line);
     }
-    if (slot) slot->conn = c;
     pthread_mutex_unlock(&p->mu);
-    if (!slot) {
-        kiq_client_close(c);
-        kiq_error_set("out of memory");
-        return NULL;
+    if (!grown) {
+        kiq_peer_channel_free(line);
+        return kiq_error_set("out of memory"), NULL;
     }
-    if (atomic_load(&p->stopping)) kiq_client_shutdown(c);
-    return c;
+    return line;
+}
+
+kiq_peer_channel_t *kiq_broker_peers_line(kiq_broker_peers_t *p, int32_t id)
+{
+    pthread_mutex_lock(&p->mu);
+    bool stopping = p->stopping;
+    pthread_mutex_unlock(&p->mu);
+    if (stopping) return kiq_error_set("shutting down"), NULL;
+    char host[256];
+    int port;
+    if (!p->metadata || !kiq_metadata_cache_broker(p->metadata, id, NULL, host, sizeof host, &port))
+        return kiq_error_set("broker %d is not known live", id), NULL;
+    for (int i = 0; i < p->npeers; i++) {
+        peer_t *slot = &p->peers[i];
+        if (slot->id != id) continue;
+        if (slot->port != port || strcmp(slot->host, host) != 0) {
+            snprintf(slot->host, sizeof slot->host, "%s", host);
+            slot->port = port;
+            kiq_peer_channel_retarget(slot->line, host, port);
+        }
+        return slot->line;
+    }
+    return add(p, id, host, port);
 }

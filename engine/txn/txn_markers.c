@@ -63,7 +63,7 @@ kiq_txn_markers_t *kiq_txn_markers_new(const kiq_txn_markers_context_t *c)
     kiq_txn_markers_t *mk = calloc(1, sizeof *mk);
     if (!mk) return NULL;
     mk->c = *c;
-    if (!(mk->peers = kiq_broker_peers_new(c->metadata, c->node_id))) {
+    if (!(mk->peers = kiq_broker_peers_new(c->metadata, c->node_id, "txn-markers", c->metrics))) {
         free(mk);
         return NULL;
     }
@@ -113,11 +113,11 @@ static bool settled(int16_t err)
 static void deliver_remote(kiq_txn_markers_t *mk, int32_t leader, const kiq_txn_marker_t *m,
                            const kiq_txn_partition_t *ps, const int *idx, int k, bool *done, int timeout_ms)
 {
-    kiq_client_conn_t *c = kiq_broker_peers_conn(mk->peers, leader);
-    int16_t v = c ? kiq_client_version(c, KIQ_API_WRITE_TXN_MARKERS) : -1;
-    if (!c || v < 0) {
+    kiq_peer_channel_t *line = kiq_broker_peers_line(mk->peers, leader);
+    int16_t v = line ? kiq_peer_channel_version(line, KIQ_API_WRITE_TXN_MARKERS) : -1;
+    if (v < 0) {
         KIQ_WARN("transaction markers of producer %" PRId64 " to broker %d: %s", m->producer_id, leader,
-                 c ? "it does not serve WriteTxnMarkers" : kiq_error_get());
+                 kiq_error_get());
         return;
     }
     kiq_arena_t a;
@@ -141,7 +141,7 @@ static void deliver_remote(kiq_txn_markers_t *mk, int32_t leader, const kiq_txn_
     req.markers_n = 1;
     req.markers = &mark;
     kiq_write_txn_markers_response_t resp;
-    if (kiq_client_request(c, KIQ_API_WRITE_TXN_MARKERS, v, &req, &a, &resp, timeout_ms) != 0) {
+    if (kiq_peer_channel_request(line, KIQ_API_WRITE_TXN_MARKERS, v, &req, &a, &resp, timeout_ms) != 0) {
         KIQ_WARN("transaction markers of producer %" PRId64 " to broker %d: %s", m->producer_id, leader,
                  kiq_error_get());
         kiq_arena_reset(&a);

@@ -14,6 +14,7 @@
 #include "controller/metadata_cache.h"
 #include "log/partition_log.h"
 #include "log/topics.h"
+#include "metrics/registry.h"
 #include "txn/txn_metadata.h"
 
 /* What the markers work with; all of it outlives them. */
@@ -21,6 +22,7 @@ typedef struct kiq_txn_markers_context {
     kiq_topics_t *topics;
     kiq_metadata_cache_t *metadata; /* cluster mode: where the leaders are; NULL alone */
     int32_t node_id;
+    kiq_metrics_t *metrics; /* the broker's: the lines to the leaders report there */
     /* A marker reached a partition of __consumer_offsets led here: the
      * group coordinator applies (commit) or drops the offsets the producer
      * committed in its transaction. Any thread. */

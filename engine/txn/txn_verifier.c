@@ -54,11 +54,12 @@ struct kiq_txn_verifier {
     int n, cap;
 };
 
-kiq_txn_verifier_t *kiq_txn_verifier_new(kiq_topics_t *topics, kiq_metadata_cache_t *metadata, int32_t node_id)
+kiq_txn_verifier_t *kiq_txn_verifier_new(kiq_topics_t *topics, kiq_metadata_cache_t *metadata, int32_t node_id,
+                                         kiq_metrics_t *metrics)
 {
     kiq_txn_verifier_t *v = calloc(1, sizeof *v);
     if (!v) return NULL;
-    if (!(v->peers = kiq_broker_peers_new(metadata, node_id))) {
+    if (!(v->peers = kiq_broker_peers_new(metadata, node_id, "txn-verifier", metrics))) {
         free(v);
         return NULL;
     }
@@ -191,15 +192,15 @@ static int32_t coordinator_of(kiq_txn_verifier_t *v, job_t *j)
  * idx[0..k); each gets its partition's answer. */
 static void ask_coordinator(kiq_txn_verifier_t *v, int32_t to, job_t *jobs, const int *idx, int k)
 {
-    kiq_client_conn_t *c = kiq_broker_peers_conn(v->peers, to);
-    int16_t ver = c ? kiq_client_version(c, KIQ_API_ADD_PARTITIONS_TO_TXN) : -1;
+    kiq_peer_channel_t *line = kiq_broker_peers_line(v->peers, to);
+    int16_t ver = line ? kiq_peer_channel_version(line, KIQ_API_ADD_PARTITIONS_TO_TXN) : -1;
     kiq_arena_t a;
     kiq_arena_init(&a);
     kiq_add_partitions_to_txn_response_t resp;
     int16_t all_err = KIQ_ERR_NONE;
-    if (!c || ver < 4) {
+    if (ver < 4) {
         KIQ_WARN("transaction verification at broker %d: %s", to,
-                 c ? "it does not serve AddPartitionsToTxn v4" : kiq_error_get());
+                 ver >= 0 ? "it does not serve AddPartitionsToTxn v4" : kiq_error_get());
         all_err = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
     } else {
         kiq_add_partitions_to_txn_request_t req;
@@ -221,7 +222,8 @@ static void ask_coordinator(kiq_txn_verifier_t *v, int32_t to, job_t *jobs, cons
             t->topics->partitions_n = 1;
             t->topics->partitions = (int32_t *)&q->partition;
         }
-        if (kiq_client_request(c, KIQ_API_ADD_PARTITIONS_TO_TXN, 4, &req, &a, &resp, REQUEST_TIMEOUT_MS) != 0) {
+        if (kiq_peer_channel_request(line, KIQ_API_ADD_PARTITIONS_TO_TXN, 4, &req, &a, &resp, REQUEST_TIMEOUT_MS) !=
+            0) {
             KIQ_WARN("transaction verification at broker %d: %s", to, kiq_error_get());
             all_err = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
         } else {

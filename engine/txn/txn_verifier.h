@@ -22,6 +22,7 @@
 #include "controller/metadata_cache.h"
 #include "proto/types.h"
 #include "log/topics.h"
+#include "metrics/registry.h"
 
 /* Questions waiting or answered at once; past it, more are refused as
  * retriable, so a flood of producers cannot grow the table. */
@@ -32,7 +33,8 @@ typedef struct kiq_txn_verifier kiq_txn_verifier_t;
 /* topics (to notify waiters) and metadata (where coordinators are) outlive
  * the verifier; node_id names this broker to the others. NULL: out of
  * memory. */
-kiq_txn_verifier_t *kiq_txn_verifier_new(kiq_topics_t *topics, kiq_metadata_cache_t *metadata, int32_t node_id);
+kiq_txn_verifier_t *kiq_txn_verifier_new(kiq_topics_t *topics, kiq_metadata_cache_t *metadata, int32_t node_id,
+                                         kiq_metrics_t *metrics);
 int kiq_txn_verifier_start(kiq_txn_verifier_t *v);
 /* Any thread: questions not yet answered are answered
  * COORDINATOR_NOT_AVAILABLE, and the thread is joined. */

@@ -158,7 +158,7 @@ local function read_back(sendfile)
   cons:close()
   local st = b:state()
   b:stop()
-  return { cpu = cpu, ms = ms, sendfile = st.fetch_bytes_sendfile, copied = st.fetch_bytes_copied, records = got }
+  return { cpu = cpu, ms = ms, sendfile = st.fetch_bytes.sendfile, copied = st.fetch_bytes.copied, records = got }
 end
 local zc = read_back(true)
 local cp = read_back(false)

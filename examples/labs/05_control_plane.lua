@@ -63,7 +63,7 @@ local function sample()
   for id = 0, 2 do
     local b = c:broker(id)
     if b:running() then
-      local d = b:state().queue_depth or 0
+      local d = (b:state().request_queue or {}).depth or 0
       if d > (deepest[id] or 0) then deepest[id] = d end
     end
   end
@@ -90,7 +90,7 @@ while core.now_ms() - t < 20000 and not applied_at do
     local s = c:broker(new):state().topics[topic].partitions[P]
     if s.role == "leader" and s.leader_epoch == cv.leader_epoch then
       applied_at = core.now_ms()
-      depth_then = c:broker(new):state().queue_depth
+      depth_then = c:broker(new):state().request_queue.depth
     end
   end
   core.sleep_ms(1)

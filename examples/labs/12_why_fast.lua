@@ -97,7 +97,7 @@ local got = 0
 assert(kiq.wait_for(function() got = got + #(cons:poll(100) or {}) return got >= n end, 30000, "the records"))
 cons:close()
 local st1, disk1 = b:state(), io_read_bytes()
-local sent = st1.fetch_bytes_sendfile - st0.fetch_bytes_sendfile
+local sent = st1.fetch_bytes.sendfile - st0.fetch_bytes.sendfile
 L:say("%d records, %.1f MB, read in %d ms: sent with sendfile from the page cache, %s bytes read from the disk",
   got, sent / 1e6, core.now_ms() - t0, disk0 and tostring(disk1 - disk0) or "?")
 L:fact("consumed", got)

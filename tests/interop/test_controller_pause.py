@@ -160,20 +160,27 @@ def test_a_paused_controller_holds_no_io_thread(tmp_path):
         wait_until(coordinator, 30, "a transaction coordinator after the pause")
         assert api_versions() == ERR_NONE
 
-        # the channel's own counts: every forwarded call went out on one kept
-        # connection, the ones past their deadline counted as expired
+        # the forwarding line's own counts: every forwarded call went out on
+        # one kept connection, the ones past their deadline counted as expired
         with urllib.request.urlopen(f"http://{b1.http}/metrics", timeout=10) as r:
             text = r.read().decode()
 
-        def metric(name, outcome):
-            m = re.search(rf'^{name}{{peer="controller",outcome="{outcome}"}} (\d+)$', text, re.M)
-            assert m, f"{name} {outcome} missing"
+        def metric(name, outcome, channel="to-controller", peer="controller"):
+            m = re.search(rf'^{name}{{channel="{channel}",peer="{peer}",outcome="{outcome}"}} (\d+)$', text, re.M)
+            assert m, f"{name} {channel} {outcome} missing"
             return int(m.group(1))
         calls = {o: metric("kafkaiq_peer_channel_calls_total", o) for o in ("sent", "answered", "failed", "expired")}
         assert calls["answered"] >= sum(1 for f in forwarded if f.kind == "create" and f.result == ERR_NONE), calls
         assert calls["sent"] == calls["answered"] + calls["failed"] - calls["expired"], calls
         assert metric("kafkaiq_peer_channel_connects_total", "made") >= 1
-        assert re.search(r'^kafkaiq_peer_channel_queued{peer="controller"} 0$', text, re.M)
+        assert re.search(r'^kafkaiq_peer_channel_queued{channel="to-controller",peer="controller"} 0$', text, re.M)
+        # every other line to another broker is a channel too, with its own
+        # counts: the heartbeats to the controller and a fetcher per leader
+        assert metric("kafkaiq_peer_channel_calls_total", "answered", "heartbeats") > 0
+        fetchers = re.findall(r'^kafkaiq_peer_channel_calls_total{channel="fetcher-(\d+)-\d+",peer="(\d+)",'
+                              r'outcome="sent"} (\d+)$', text, re.M)
+        assert fetchers and all(leader == peer for leader, peer, _ in fetchers), fetchers
+        assert sum(int(n) for _, _, n in fetchers) > 0, fetchers
         conn.close()
     finally:
         c.stop()

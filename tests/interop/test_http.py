@@ -283,13 +283,17 @@ def test_peers_and_state_of_a_one_process_cluster(three):
     view = state["controller_view"]  # broker 0 hosts the controller
     assert sorted(x["id"] for x in view["brokers"]) == [0, 1, 2] and not any(x["fenced"] for x in view["brokers"])
     assert isinstance(state["request_queue"]["waits"], dict)
-    # a partition as b:state() shows it (one builder, replica/partition_state.h),
-    # with the newest segments only
+    assert state["node_id"] == 0 and state["purgatory"]["waiting"] >= 0 and set(state["fetch_bytes"]) == {"sendfile", "copied"}
+    # a partition as b:state() shows it (one builder, server/broker_state.h and
+    # replica/partition_state.h), with the newest segments only
     produce_traced(c.bootstrap, "state-shape", "state-shape")
 
     def hosted():
         st = json.loads(get(c.http[0], "/api/state")[1])
-        return [p for t in st["topics"] if t["name"] == "state-shape" for p in t["partitions"] if p["hosted"]]
+        t = st["topics"].get("state-shape")
+        if t:
+            assert t["name"] == "state-shape" and sorted(t["partitions"], key=int) == [str(i) for i in range(t["partition_count"])]
+        return [p for p in t["partitions"].values() if p["hosted"]] if t else []
     parts = wait_until(hosted, 20, "broker 0 hosting state-shape")
     for p in parts:
         assert {"partition", "leader_epoch", "log_start_offset", "log_end_offset", "high_watermark",

@@ -93,10 +93,8 @@ def state_of(address, topic):
     """Each hosted replica of topic's partition 0 on that broker, by its JSON."""
     status, body = get(address, "/api/state")
     assert status == 200, body
-    for t in json.loads(body)["topics"]:
-        if t["name"] == topic:
-            return t["partitions"][0]
-    return None
+    t = json.loads(body)["topics"].get(topic)
+    return t["partitions"]["0"] if t else None
 
 
 def rows_match(d, c, topic):

@@ -58,9 +58,8 @@ def verify(*args):
 def data_loss(broker, topic):
     with urllib.request.urlopen(f"http://{broker.http}/api/state", timeout=5) as r:
         st = json.load(r)
-    for t in st["topics"]:
-        if t["name"] == topic:
-            return t["partitions"][0].get("data_loss")
+    if topic in st["topics"]:
+        return st["topics"][topic]["partitions"]["0"].get("data_loss")
     raise AssertionError(f"no topic {topic} in the state")
 
 

@@ -352,7 +352,7 @@ describe("cluster failover", function()
     assert(c:broker(busy):intercept{ on = "request", api = "Metadata",
       source = "return function() local x = 0 for i = 1, 1e9 do x = x + i end end" })
     for _, conn in ipairs(conns) do assert(conn:send_request(3, { topics = {} })) end
-    assert(kiq.wait_for(function() return c:broker(busy):state().queue_depth >= 1 end, 5000, "a full request queue"))
+    assert(kiq.wait_for(function() return c:broker(busy):state().request_queue.depth >= 1 end, 5000, "a full request queue"))
     -- the controller moves the leadership; the flooded broker must follow at once
     c:pause(leader)
     local new = assert(c:wait_for_leader("fl", part, 10000, leader))
@@ -360,7 +360,7 @@ describe("cluster failover", function()
       local st = c:broker(busy):state().topics.fl.partitions[part]
       return st.leader == new and st.role == (new == busy and "leader" or "follower")
     end, 5000, "the flooded broker to apply the new leadership"))
-    assert.is_true(c:broker(busy):state().queue_depth >= 1, "the data plane was still flooded")
+    assert.is_true(c:broker(busy):state().request_queue.depth >= 1, "the data plane was still flooded")
     for _, conn in ipairs(conns) do conn:close() end
     c:resume(leader)
   end)

@@ -374,7 +374,7 @@ describe("fetch interceptors", function()
     assert(b:intercept { on = "fetch", topic = t, source = [[
       return function(ctx) if #ctx.records > 0 then return { error = 6 } end end]] })
     c:send(API.Fetch, 11, fetch_body(t, 0, 5000))
-    assert.is_true(wait_for(function() return b:state().parked == 1 end))
+    assert.is_true(wait_for(function() return b:state().purgatory.waiting == 1 end))
     local writer = client(b)
     assert.equals(0, assert(produce(writer, t, { { value = "late" } })).error_code)
     writer:close()

@@ -2,8 +2,11 @@
  * broker started in this process are answered in order on the channel's
  * thread; a peer that is not there, or takes connections and never
  * answers, ends each call with its reason by about its deadline; stopping
- * ends what is queued, and a call submitted after that fails at once.
- * Waits are bounded polls on what the callbacks recorded. */
+ * ends what is queued, and a call submitted after that fails at once. An
+ * owned channel answers on the caller's thread, follows its peer to a new
+ * address and is cut short from another thread; every channel's figures
+ * reach the metrics registry it was given. Waits are bounded polls on
+ * what the callbacks recorded. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,8 +23,10 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/error.h"
 #include "core/say.h"
 #include "include/kafkaiq.h"
+#include "metrics/registry.h"
 #include "net/peer_channel.h"
 #include "proto/messages.h"
 #include "support/log_fixture.h"
@@ -71,10 +76,16 @@ static void wait_answered(test_call_t *t)
 
 static void call_free(test_call_t *t) { kiq_arena_reset(&t->arena); }
 
-static void test_answers_in_order_from_a_real_broker(void **state)
+static kiq_peer_channel_config_t line_to(const char *name, int port, kiq_metrics_t *metrics)
 {
-    char dir[64];
-    assert_int_equal(kiq_test_temp_dir(dir, sizeof dir, "peer"), 0);
+    return (kiq_peer_channel_config_t){.name = name, .peer = "test", .host = "127.0.0.1", .port = port,
+                                       .client_id = "peer-test", .backoff_min_ms = 100, .backoff_max_ms = 1000,
+                                       .metrics = metrics};
+}
+
+static kiq_broker_t *start_broker(char *dir, size_t dirlen)
+{
+    assert_int_equal(kiq_test_temp_dir(dir, dirlen, "peer"), 0);
     kiq_config_t *c = kiq_config_new();
     assert_int_equal(kiq_config_set(c, "listeners", "PLAINTEXT://127.0.0.1:0"), 0);
     assert_int_equal(kiq_config_set(c, "log.dirs", dir), 0);
@@ -82,8 +93,22 @@ static void test_answers_in_order_from_a_real_broker(void **state)
     kiq_config_free(c);
     assert_non_null(b);
     assert_int_equal(kiq_broker_start(b), 0);
+    return b;
+}
 
-    kiq_peer_channel_t *ch = kiq_peer_channel_new("to-test", "127.0.0.1", kiq_broker_port(b), "peer-test");
+static void stop_broker(kiq_broker_t *b, const char *dir)
+{
+    kiq_broker_stop(b);
+    kiq_broker_free(b);
+    kiq_test_remove_tree(dir);
+}
+
+static void test_answers_in_order_from_a_real_broker(void **state)
+{
+    char dir[64];
+    kiq_broker_t *b = start_broker(dir, sizeof dir);
+    kiq_peer_channel_config_t cfg = line_to("to-test", kiq_broker_port(b), NULL);
+    kiq_peer_channel_t *ch = kiq_peer_channel_new(&cfg);
     assert_non_null(ch);
     test_call_t calls[5];
     for (int i = 0; i < 5; i++) {
@@ -106,9 +131,7 @@ static void test_answers_in_order_from_a_real_broker(void **state)
     assert_int_equal(st.connects, 1); /* one kept connection */
     assert_int_equal(st.queued, 0);
     kiq_peer_channel_free(ch);
-    kiq_broker_stop(b);
-    kiq_broker_free(b);
-    kiq_test_remove_tree(dir);
+    stop_broker(b, dir);
 }
 
 /* A port nothing listens on: bound, then closed. */
@@ -126,7 +149,8 @@ static int dead_port(void)
 
 static void test_a_peer_not_there_fails_each_call_by_its_deadline(void **state)
 {
-    kiq_peer_channel_t *ch = kiq_peer_channel_new("to-nobody", "127.0.0.1", dead_port(), "peer-test");
+    kiq_peer_channel_config_t cfg = line_to("to-nobody", dead_port(), NULL);
+    kiq_peer_channel_t *ch = kiq_peer_channel_new(&cfg);
     assert_non_null(ch);
     test_call_t a, b;
     call_init(&a, 300);
@@ -158,7 +182,8 @@ static void test_a_silent_peer_holds_the_head_and_stop_ends_the_rest(void **stat
     int port;
     int fd = kiq_test_listen_any(&port);
 
-    kiq_peer_channel_t *ch = kiq_peer_channel_new("to-silent", "127.0.0.1", port, "peer-test");
+    kiq_peer_channel_config_t cfg = line_to("to-silent", port, NULL);
+    kiq_peer_channel_t *ch = kiq_peer_channel_new(&cfg);
     assert_non_null(ch);
     test_call_t head, queued;
     call_init(&head, 60000);
@@ -190,6 +215,110 @@ static void test_a_silent_peer_holds_the_head_and_stop_ends_the_rest(void **stat
     close(fd);
 }
 
+/* What a registry reader saw: the samples of one family, by label value. */
+typedef struct seen {
+    const char *family, *label, *value;
+    double sum;
+    int families, samples;
+} seen_t;
+
+static void seen_family(void *ctx, const char *name, kiq_metric_type_t type, const char *help)
+{
+    seen_t *s = ctx;
+    (void)type;
+    (void)help;
+    if (strcmp(name, s->family) == 0) s->families++;
+}
+
+static void seen_sample(void *ctx, const char *family, const char *suffix, const kiq_metric_label_t *labels,
+                        int nlabels, double value)
+{
+    seen_t *s = ctx;
+    (void)suffix;
+    if (strcmp(family, s->family) != 0) return;
+    for (int i = 0; i < nlabels; i++)
+        if (strcmp(labels[i].name, s->label) == 0 && strcmp(labels[i].value, s->value) == 0) {
+            s->sum += value;
+            s->samples++;
+        }
+}
+
+static double metric(kiq_metrics_t *m, const char *family, const char *label, const char *value, int *families)
+{
+    seen_t s = {.family = family, .label = label, .value = value};
+    kiq_metric_sink_t sink = {seen_family, seen_sample, &s};
+    assert_int_equal(kiq_metrics_collect(m, &sink), 0);
+    if (families) *families = s.families;
+    return s.samples ? s.sum : -1;
+}
+
+static void test_an_owned_line_calls_on_its_owners_thread_and_follows_its_peer(void **state)
+{
+    char dir[64];
+    kiq_broker_t *b = start_broker(dir, sizeof dir);
+    kiq_metrics_t *m = kiq_metrics_new();
+    kiq_peer_channel_config_t cfg = line_to("owned", dead_port(), m);
+    kiq_peer_channel_t *ch = kiq_peer_channel_open(&cfg);
+    assert_non_null(ch);
+    test_call_t t;
+    call_init(&t, 2000);
+    assert_int_equal(kiq_peer_channel_call(ch, &t.call), -1); /* nobody there */
+    assert_non_null(strstr(t.call.error, "127.0.0.1"));
+    call_free(&t);
+    /* within the backoff: refused without trying */
+    assert_true(kiq_peer_channel_version(ch, KIQ_API_API_VERSIONS) < 0);
+    assert_non_null(strstr(kiq_error_get(), "trying again"));
+
+    /* the peer moved: the next call goes there at once, backoff or not */
+    kiq_peer_channel_retarget(ch, "127.0.0.1", kiq_broker_port(b));
+    assert_true(kiq_peer_channel_version(ch, KIQ_API_FETCH) >= 12);
+    for (int i = 0; i < 3; i++) {
+        call_init(&t, 5000);
+        assert_int_equal(kiq_peer_channel_call(ch, &t.call), 0);
+        assert_int_equal(t.resp.error_code, 0);
+        call_free(&t);
+    }
+    kiq_peer_channel_stats_t st;
+    kiq_peer_channel_stats(ch, &st);
+    assert_int_equal(st.connects, 1); /* one kept connection */
+    assert_int_equal(st.answered, 3);
+    assert_int_equal(metric(m, "kafkaiq_peer_channel_calls_total", "outcome", "answered", NULL), 3);
+    assert_int_equal(metric(m, "kafkaiq_peer_channel_connects_total", "outcome", "failed", NULL), 1);
+
+    /* cut short: the next call connects again */
+    kiq_peer_channel_interrupt(ch);
+    call_init(&t, 5000);
+    assert_int_equal(kiq_peer_channel_call(ch, &t.call), 0);
+    call_free(&t);
+    kiq_peer_channel_stats(ch, &st);
+    assert_int_equal(st.connects, 2);
+
+    kiq_peer_channel_stop(ch);
+    call_init(&t, 5000);
+    assert_int_equal(kiq_peer_channel_call(ch, &t.call), -1);
+    assert_non_null(strstr(t.call.error, "shutting down"));
+    call_free(&t);
+    kiq_peer_channel_free(ch);
+    kiq_metrics_free(m);
+    stop_broker(b, dir);
+}
+
+static void test_lines_share_their_families_in_the_registry_until_freed(void **state)
+{
+    kiq_metrics_t *m = kiq_metrics_new();
+    kiq_peer_channel_config_t one = line_to("one", dead_port(), m), two = line_to("two", dead_port(), m);
+    kiq_peer_channel_t *a = kiq_peer_channel_open(&one), *b = kiq_peer_channel_open(&two);
+    int families = 0;
+    assert_int_equal(metric(m, "kafkaiq_peer_channel_queued", "channel", "one", &families), 0);
+    assert_int_equal(families, 1); /* one family, a sample per line */
+    assert_int_equal(metric(m, "kafkaiq_peer_channel_queued", "channel", "two", NULL), 0);
+    kiq_peer_channel_free(a);
+    assert_true(metric(m, "kafkaiq_peer_channel_queued", "channel", "one", NULL) == -1); /* gone */
+    assert_int_equal(metric(m, "kafkaiq_peer_channel_queued", "channel", "two", NULL), 0);
+    kiq_peer_channel_free(b);
+    kiq_metrics_free(m);
+}
+
 int main(void)
 {
     kiq_say_set_level(KIQ_SAY_ERROR);
@@ -197,6 +326,8 @@ int main(void)
         cmocka_unit_test(test_answers_in_order_from_a_real_broker),
         cmocka_unit_test(test_a_peer_not_there_fails_each_call_by_its_deadline),
         cmocka_unit_test(test_a_silent_peer_holds_the_head_and_stop_ends_the_rest),
+        cmocka_unit_test(test_an_owned_line_calls_on_its_owners_thread_and_follows_its_peer),
+        cmocka_unit_test(test_lines_share_their_families_in_the_registry_until_freed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

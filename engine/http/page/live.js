@@ -9,6 +9,8 @@ const EVENTS_KEPT = 200;
 const ADDRESS = /^[A-Za-z0-9.\-]+:[0-9]{1,5}$/;
 
 const brokers = new Map(); // address -> {address, id, state, prev, up, since}
+// /api/state's topics are keyed by name, their partitions by index
+const topicsOf = (state) => Object.values(state.topics || {});
 const history = { isr: new Map(), leaders: new Map() };
 const events = [];
 let journeyQuery = { mode: "latest" };
@@ -99,12 +101,12 @@ async function pollBroker(b) {
   try {
     const [state, peers] = await Promise.all([getJSON(b.address, "/api/state"), getJSON(b.address, "/api/peers")]);
     if (state.status !== 200) throw new Error("HTTP " + state.status);
-    if (b.up === false) note("expand", `broker ${state.body.broker} is back (${b.address})`);
+    if (b.up === false) note("expand", `broker ${state.body.node_id} is back (${b.address})`);
     b.prev = b.state && b.state.running ? b.state : null;
     b.prevAt = b.at;
     b.state = state.body;
     b.at = performance.now();
-    b.id = state.body.broker;
+    b.id = state.body.node_id;
     b.up = true;
     for (const p of peers.body.brokers || []) addBroker(p.http);
   } catch (e) {
@@ -133,8 +135,8 @@ async function poll() {
 // ISR and leader changes seen between two polls, from each leader's view.
 function noteChanges() {
   for (const b of upBrokers()) {
-    for (const t of b.state.topics || [])
-      for (const p of t.partitions) {
+    for (const t of topicsOf(b.state))
+      for (const p of Object.values(t.partitions)) {
         if (p.role !== "leader") continue;
         const key = `${t.name}-${p.partition}`;
         const isr = p.isr.join(",");
@@ -213,13 +215,13 @@ function machine(b) {
     return `<div class="machine down" data-broker="${esc(id)}" data-up="false"><h3>broker ${esc(id)} at ${esc(b.address)}: down
       since ${new Date(b.since).toLocaleTimeString()}</h3></div>`;
   }
-  if (!s.running) return `<div class="machine down" data-broker="${s.broker}" data-up="false"><h3>broker ${s.broker}: not running</h3></div>`;
+  if (!s.running) return `<div class="machine down" data-broker="${s.node_id}" data-up="false"><h3>broker ${s.node_id}: not running</h3></div>`;
   const q = s.request_queue || { depth: 0, bound: 1, muted: 0 };
   const full = q.depth >= q.bound;
   const ioBusy = busyOf(b, (x) => ({ busy: x.io.busy_ns, up: x.io.up_ns * x.io.threads }));
   let led = 0, hosted = 0, bytes = 0;
-  for (const t of s.topics || [])
-    for (const p of t.partitions) {
+  for (const t of topicsOf(s))
+    for (const p of Object.values(t.partitions)) {
       if (!p.hosted) continue;
       hosted++;
       bytes += p.size;
@@ -232,8 +234,8 @@ function machine(b) {
     ? `ISR shrinks ${s.isr_changes.shrinks}, expands ${s.isr_changes.expands}; largest follower lag ${s.isr_changes.max_lag}`
     : "a single broker: nothing to replicate";
   const journeys = s.journeys ? `${s.journeys.kept} journeys kept (${s.journeys.recorded} recorded)` : "journeys off";
-  return `<div class="machine" data-broker="${s.broker}" data-up="true">
-    <h3>broker ${s.broker} at ${esc(b.address)} (Kafka port ${s.port})${s.controller === s.broker ? ", the controller" : ""}</h3>
+  return `<div class="machine" data-broker="${s.node_id}" data-up="true">
+    <h3>broker ${s.node_id} at ${esc(b.address)} (Kafka port ${s.port})${s.controller === s.node_id ? ", the controller" : ""}</h3>
     <div class="lane">
       <div class="box"><h4>network layer</h4><div>acceptor: port ${s.acceptor.port}, ${s.acceptor.accepted} accepted</div>
         ${s.processors.map((p, i) => processorBox(b, p, i)).join("")}</div>
@@ -256,9 +258,9 @@ function partitionRows() {
   const rows = [];
   const internal = document.getElementById("internal").checked;
   for (const b of upBrokers())
-    for (const t of b.state.topics || [])
+    for (const t of topicsOf(b.state))
       if (internal || !t.name.startsWith("__"))
-        for (const p of t.partitions) if (p.hosted) rows.push({ b, t, p });
+        for (const p of Object.values(t.partitions)) if (p.hosted) rows.push({ b, t, p });
   rows.sort((x, y) => x.t.name.localeCompare(y.t.name) || x.p.partition - y.p.partition ||
     (y.p.role === "leader") - (x.p.role === "leader") || x.b.id - y.b.id);
   return rows.map(({ b, t, p }) => {
@@ -441,9 +443,9 @@ async function showJourney() {
 function partitionOf(topic, partition) {
   let any = null;
   for (const b of upBrokers())
-    for (const t of b.state.topics || [])
+    for (const t of topicsOf(b.state))
       if (t.name === topic)
-        for (const p of t.partitions)
+        for (const p of Object.values(t.partitions))
           if (p.partition === partition && p.hosted) {
             if (p.role === "leader") return p;
             any = any || p;

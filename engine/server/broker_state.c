@@ -1,0 +1,231 @@
+/* The broker's state, built once; see broker_state.h. */
+#include "server/broker_state.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "controller/controller.h"
+#include "controller/metadata_cache.h"
+#include "core/arena.h"
+#include "core/clock.h"
+#include "log/log_dir.h"
+#include "metrics/histogram.h"
+#include "replica/partition_state.h"
+#include "replica/replica_manager.h"
+
+static void ids(const kiq_view_t *v, const char *name, const int32_t *ids, int n)
+{
+    v->open(v->ctx, name, true);
+    for (int i = 0; i < n; i++) v->number(v->ctx, NULL, ids[i]);
+    v->close(v->ctx);
+}
+
+static void processor(const kiq_view_t *v, const char *name, kiq_processor_t *p, int id)
+{
+    kiq_processor_stats_t st;
+    kiq_processor_stats(p, &st);
+    v->open(v->ctx, name, false);
+    v->number(v->ctx, "id", id);
+    v->number(v->ctx, "connections", st.connections);
+    v->number(v->ctx, "muted", st.muted);
+    v->number(v->ctx, "requests", (double)st.requests);
+    v->number(v->ctx, "bytes_in", (double)st.bytes_in);
+    v->number(v->ctx, "bytes_out", (double)st.bytes_out);
+    v->number(v->ctx, "idle_ns", (double)st.idle_ns);
+    v->number(v->ctx, "up_ns", (double)st.up_ns);
+    v->close(v->ctx);
+}
+
+static void log_dirs(kiq_broker_t *b, const kiq_view_t *v)
+{
+    v->open(v->ctx, "log_dirs", true);
+    for (int i = 0; i < b->nlog_dirs; i++) {
+        int err = kiq_log_dir_error(b->log_dirs[i].health), full = kiq_log_dir_full(b->log_dirs[i].health);
+        v->open(v->ctx, NULL, false);
+        v->string(v->ctx, "path", b->log_dirs[i].path);
+        v->boolean(v->ctx, "offline", err != 0);
+        if (err) v->string(v->ctx, "error", strerror(err));
+        if (full) v->string(v->ctx, "full", strerror(full)); /* read-only until there is room */
+        v->close(v->ctx);
+    }
+    v->close(v->ctx);
+    v->open(v->ctx, "offline_log_dirs", true);
+    for (int i = 0; i < b->nlog_dirs; i++)
+        if (kiq_log_dir_offline(b->log_dirs[i].health)) v->string(v->ctx, NULL, b->log_dirs[i].path);
+    v->close(v->ctx);
+}
+
+/* The controller's view of the cluster, on the broker hosting it. */
+static void controller_view(kiq_broker_t *b, const kiq_view_t *v)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_controller_info_t info;
+    kiq_controller_describe(b->controller, &a, &info);
+    v->open(v->ctx, "controller_view", false);
+    v->number(v->ctx, "metadata_offset", (double)info.metadata_offset);
+    v->open(v->ctx, "brokers", true);
+    for (int i = 0; i < info.nbrokers; i++) {
+        v->open(v->ctx, NULL, false);
+        v->number(v->ctx, "id", info.brokers[i].id);
+        v->number(v->ctx, "epoch", (double)info.brokers[i].epoch);
+        v->boolean(v->ctx, "fenced", info.brokers[i].fenced);
+        v->string(v->ctx, "host", info.brokers[i].host ? info.brokers[i].host : "");
+        v->number(v->ctx, "port", info.brokers[i].port);
+        v->close(v->ctx);
+    }
+    v->close(v->ctx);
+    v->open(v->ctx, "partitions", true);
+    for (int t = 0; t < info.ntopics; t++)
+        for (int32_t p = 0; p < info.topics[t].npartitions; p++) {
+            const kiq_controller_partition_info_t *pi = &info.topics[t].partitions[p];
+            v->open(v->ctx, NULL, false);
+            v->string(v->ctx, "topic", info.topics[t].name);
+            v->number(v->ctx, "partition", p);
+            v->number(v->ctx, "leader", pi->leader);
+            v->number(v->ctx, "leader_epoch", pi->leader_epoch);
+            ids(v, "isr", pi->isr, pi->nisr);
+            v->close(v->ctx);
+        }
+    v->close(v->ctx);
+    v->number(v->ctx, "unclean_elections", (double)kiq_controller_unclean_elections(b->controller));
+    v->close(v->ctx);
+    kiq_arena_reset(&a);
+}
+
+/* The network layer, the I/O threads and the control plane, as counters
+ * a reader turns into rates. */
+static void network(kiq_broker_t *b, const kiq_view_t *v)
+{
+    v->open(v->ctx, "acceptor", false);
+    v->number(v->ctx, "port", kiq_broker_port(b));
+    v->number(v->ctx, "accepted", (double)kiq_acceptor_accepted(b->acceptor));
+    v->close(v->ctx);
+    v->open(v->ctx, "processors", true);
+    for (int i = 0; i < b->nprocessors; i++) processor(v, NULL, b->processors[i], i);
+    v->close(v->ctx);
+    v->open(v->ctx, "io", false);
+    v->number(v->ctx, "threads", b->nio_threads);
+    v->number(v->ctx, "busy_ns", (double)atomic_load(&b->io_busy_ns));
+    v->number(v->ctx, "up_ns", (double)(kiq_clock_mono_ns() - b->io_started_ns));
+    v->close(v->ctx);
+    if (b->has_control_plane && b->control_processor) {
+        v->open(v->ctx, "control_plane", false);
+        v->number(v->ctx, "port", b->control_port);
+        v->number(v->ctx, "depth", (double)kiq_request_queue_depth(b->control_queue));
+        processor(v, "processor", b->control_processor, 0);
+        v->close(v->ctx);
+    }
+    if (b->replicas) {
+        uint64_t shrinks = 0, expands = 0;
+        kiq_replica_manager_isr_changes(b->replicas, &shrinks, &expands);
+        v->open(v->ctx, "isr_changes", false);
+        v->number(v->ctx, "shrinks", (double)shrinks);
+        v->number(v->ctx, "expands", (double)expands);
+        v->number(v->ctx, "max_lag", (double)kiq_replica_manager_max_lag(b->replicas));
+        v->close(v->ctx);
+    }
+    if (b->controller) controller_view(b, v);
+}
+
+/* The request queue, how long Produce and Fetch waited in it (over the
+ * broker's bounded histograms, of those served), and the purgatory. */
+static void queues(kiq_broker_t *b, const kiq_view_t *v)
+{
+    static const struct {
+        int16_t key;
+        const char *name;
+    } apis[] = {{0, "Produce"}, {1, "Fetch"}};
+    v->open(v->ctx, "request_queue", false);
+    v->number(v->ctx, "depth", (double)kiq_request_queue_depth(b->queue));
+    v->number(v->ctx, "bound", (double)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS));
+    v->number(v->ctx, "muted", (double)kiq_request_queue_muted(b->queue));
+    v->open(v->ctx, "waits", false);
+    for (size_t i = 0; i < sizeof apis / sizeof apis[0]; i++) {
+        kiq_histogram_t *h = kiq_request_stats_times(&b->stats, apis[i].key, KIQ_STAGE_QUEUE);
+        if (!h) continue;
+        uint64_t n = 0;
+        double p50 = kiq_histogram_quantile_ms(h, 0.5, &n), p99 = kiq_histogram_quantile_ms(h, 0.99, &n);
+        v->open(v->ctx, apis[i].name, false);
+        v->number(v->ctx, "count", (double)n);
+        v->number(v->ctx, "p50_ms", p50);
+        v->number(v->ctx, "p99_ms", p99);
+        v->close(v->ctx);
+    }
+    v->close(v->ctx);
+    v->close(v->ctx);
+    if (b->control_queue) {
+        v->open(v->ctx, "control_queue", false);
+        v->number(v->ctx, "depth", (double)kiq_request_queue_depth(b->control_queue));
+        v->close(v->ctx);
+    }
+    kiq_purgatory_stats_t ps;
+    kiq_purgatory_stats(b->purgatory, &ps);
+    v->open(v->ctx, "purgatory", false);
+    v->number(v->ctx, "waiting", ps.waiting);
+    v->number(v->ctx, "parked", (double)ps.parked);
+    v->number(v->ctx, "tried", (double)ps.tried);
+    v->number(v->ctx, "expired", (double)ps.expired);
+    v->close(v->ctx);
+    v->open(v->ctx, "fetch_bytes", false);
+    v->number(v->ctx, "sendfile", (double)atomic_load(&b->fetch_bytes_sendfile));
+    v->number(v->ctx, "copied", (double)atomic_load(&b->fetch_bytes_copied));
+    v->close(v->ctx);
+}
+
+static void topics(kiq_broker_t *b, int newest_segments, const kiq_view_t *v)
+{
+    v->open(v->ctx, "topics", false);
+    int count = 0;
+    kiq_topic_t **list = b->running ? kiq_topics_list(b->topics, &count) : NULL;
+    for (int i = 0; i < count; i++) {
+        kiq_topic_t *t = list[i];
+        char id[23], index[16];
+        kiq_uuid_to_base64(&t->id, id);
+        v->open(v->ctx, t->name, false);
+        v->string(v->ctx, "name", t->name);
+        v->string(v->ctx, "id", id);
+        v->number(v->ctx, "partition_count", t->npartitions);
+        v->open(v->ctx, "partitions", false);
+        for (int32_t p = 0; p < t->npartitions; p++) {
+            snprintf(index, sizeof index, "%d", p);
+            v->open(v->ctx, index, false);
+            kiq_partition_state_view(t->partitions[p], newest_segments, v);
+            v->close(v->ctx);
+        }
+        v->close(v->ctx);
+        v->close(v->ctx);
+    }
+    if (list) kiq_topics_list_free(list, count);
+    v->close(v->ctx);
+}
+
+void kiq_broker_state_view(kiq_broker_t *b, int newest_segments, const kiq_view_t *v)
+{
+    v->number(v->ctx, "node_id", b->node_id);
+    v->string(v->ctx, "cluster_id", b->cluster_id);
+    v->number(v->ctx, "port", kiq_broker_port(b));
+    if (b->has_control_plane) v->number(v->ctx, "control_port", b->control_port);
+    v->boolean(v->ctx, "running", b->running);
+    v->boolean(v->ctx, "cluster", b->cluster);
+    v->number(v->ctx, "controller", b->cluster ? kiq_metadata_cache_controller(b->metadata) : b->node_id);
+    v->open(v->ctx, "threads", false);
+    v->number(v->ctx, "network", (double)kiq_config_int(b->config, KIQ_CFG_NUM_NETWORK_THREADS));
+    v->number(v->ctx, "io", (double)kiq_config_int(b->config, KIQ_CFG_NUM_IO_THREADS));
+    v->close(v->ctx);
+    log_dirs(b, v);
+    if (b->running) {
+        network(b, v);
+        queues(b, v);
+    }
+    if (b->journeys) {
+        kiq_journeys_stats_t js;
+        kiq_journeys_stats(b->journeys, &js);
+        v->open(v->ctx, "journeys", false);
+        v->number(v->ctx, "kept", (double)js.kept);
+        v->number(v->ctx, "recorded", (double)js.recorded);
+        v->number(v->ctx, "bytes", (double)js.bytes);
+        v->close(v->ctx);
+    }
+    topics(b, newest_segments, v);
+}
