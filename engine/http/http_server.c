@@ -328,7 +328,7 @@ int kiq_http_attach(kiq_broker_t *b)
         free(h);
         return kiq_error_set("out of memory");
     }
-    kiq_broker_service_t s = {start, stop, listener_free, h};
+    kiq_broker_service_t s = {"http", start, stop, listener_free, h};
     if (kiq_broker_add_service(b, &s) != 0) {
         kiq_metrics_remove(h->metrics, h);
         free(h);

@@ -472,37 +472,15 @@ static int l_broker_metrics(lua_State *L)
 }
 
 /* b:startup() -> { clean, recovered_batches, truncated_bytes, phases = {
- * { phase, ms, detail }, ... } }: this start's phases reached so far, in
- * time order, ms after the start began. */
+ * { phase, ms, detail }, ... }, services = { { name, ms }, ... } }: this
+ * start so far (server/broker_startup.h). */
 static int l_broker_startup(lua_State *L)
 {
     kiq_broker_t *b = check_broker(L);
-    const kiq_broker_startup_t *s = &b->startup;
-    lua_createtable(L, 0, 4);
-    lua_pushboolean(L, atomic_load(&s->clean));
-    lua_setfield(L, -2, "clean");
-    kiq_lua_set_num(L, "recovered_batches", (double)atomic_load(&s->recovered_batches));
-    kiq_lua_set_num(L, "truncated_bytes", (double)atomic_load(&s->truncated_bytes));
-    int order[KIQ__STARTUP_PHASES], n = 0;
-    int64_t at[KIQ__STARTUP_PHASES];
-    for (int i = 0; i < KIQ__STARTUP_PHASES; i++)
-        if ((at[i] = atomic_load(&s->at_ns[i])) != 0) order[n++] = i;
-    for (int i = 1; i < n; i++) /* a handful: insertion sort by time */
-        for (int k = i; k > 0 && at[order[k]] < at[order[k - 1]]; k--) {
-            int t = order[k];
-            order[k] = order[k - 1];
-            order[k - 1] = t;
-        }
-    lua_createtable(L, n, 0);
-    int64_t began = atomic_load(&s->began_ns);
-    for (int i = 0; i < n; i++) {
-        lua_createtable(L, 0, 3);
-        kiq_lua_set_str(L, "phase", kiq_startup_phase_names[order[i]]);
-        kiq_lua_set_num(L, "ms", (double)(at[order[i]] - began) / 1e6);
-        kiq_lua_set_num(L, "detail", (double)atomic_load(&s->detail[order[i]]));
-        lua_rawseti(L, -2, i + 1);
-    }
-    lua_setfield(L, -2, "phases");
+    lua_newtable(L);
+    lua_view_t lv = {.L = L};
+    kiq_view_t v = {lv_number, lv_string, lv_boolean, lv_open, lv_close, &lv};
+    kiq_broker_startup_view(&b->startup, &v);
     return 1;
 }
 

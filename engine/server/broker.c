@@ -839,6 +839,7 @@ int kiq_broker_start(kiq_broker_t *b)
 {
     for (int i = 0; i < NROWS; i++) {
         if (rows[i].start(b) != 0) return kiq_error_set("%s: %s", rows[i].name, kiq_error_get());
+        kiq_broker_startup_service(&b->startup, rows[i].name);
         enum kiq_startup_phase ph = rows[i].phase;
         if (ph == KIQ_STARTUP_CONTROLLER && !b->controller) continue;
         if (ph != KIQ__STARTUP_PHASES)
@@ -846,8 +847,10 @@ int kiq_broker_start(kiq_broker_t *b)
                                     ph == KIQ_STARTUP_LISTENERS ? b->bound_port
                                     : ph == KIQ_STARTUP_CONTROLLER ? b->node_id : 0);
     }
-    for (int i = 0; i < b->nservices; i++)
+    for (int i = 0; i < b->nservices; i++) {
         if (b->services[i].start(b->services[i].ctx, b) != 0) return -1;
+        kiq_broker_startup_service(&b->startup, b->services[i].name);
+    }
     return 0;
 }
 

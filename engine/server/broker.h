@@ -39,6 +39,7 @@ typedef struct kiq_broker_surface kiq_broker_surface_t;
  * runs on the thread starting the broker (0 or -1 with the reason), stop
  * on the one stopping it, free when the broker goes. */
 typedef struct kiq_broker_service {
+    const char *name; /* static: shown in the start's services */
     int (*start)(void *ctx, kiq_broker_t *b);
     void (*stop)(void *ctx, kiq_broker_t *b);
     void (*free)(void *ctx);

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/view.h"
+
 enum kiq_startup_phase {
     KIQ_STARTUP_CONFIG,      /* configs read, dynamic ones applied */
     KIQ_STARTUP_LOGS,        /* logs opened, recovered after an unclean stop; detail: partitions */
@@ -23,6 +25,9 @@ enum kiq_startup_phase {
 
 extern const char *const kiq_startup_phase_names[KIQ__STARTUP_PHASES];
 
+/* the broker's services (its rows, then those added from outside) */
+#define KIQ_STARTUP_MAX_SERVICES 24
+
 typedef struct kiq_broker_startup {
     atomic_int_fast64_t began_ns;
     atomic_int_fast64_t at_ns[KIQ__STARTUP_PHASES]; /* 0: not reached in this start */
@@ -35,6 +40,11 @@ typedef struct kiq_broker_startup {
     atomic_bool clean;                  /* every log directory had its clean-shutdown marker */
     atomic_int_fast64_t recovered_batches; /* batches rescanned by recovery */
     atomic_int_fast64_t truncated_bytes;   /* torn or corrupt bytes cut off */
+    /* each service started so far, in the broker's order: its name (a
+     * static string, set before the count grows) and when it was up */
+    const char *service_names[KIQ_STARTUP_MAX_SERVICES];
+    atomic_int_fast64_t service_ns[KIQ_STARTUP_MAX_SERVICES];
+    atomic_int nservices;
 } kiq_broker_startup_t;
 
 /* A start begins: every phase unreached. */
@@ -47,6 +57,13 @@ void kiq_broker_startup_registered(kiq_broker_startup_t *s, int64_t epoch);
 /* An I/O thread: a controller's request reached phase (METADATA or
  * REPLICATION); it counts from the registration, never before it. */
 void kiq_broker_startup_from_controller(kiq_broker_startup_t *s, enum kiq_startup_phase phase, int64_t detail);
+/* The starting thread: the service name (a static string) is up. */
+void kiq_broker_startup_service(kiq_broker_startup_t *s, const char *name);
+/* Any thread: this start as a view (core/view.h): clean,
+ * recovered_batches, truncated_bytes, phases = [{phase, ms, detail}] in
+ * time order, services = [{name, ms}] in start order; ms after the start
+ * began. */
+void kiq_broker_startup_view(kiq_broker_startup_t *s, const kiq_view_t *v);
 /* Any thread: whether phase was reached in this start. */
 bool kiq_broker_startup_reached(kiq_broker_startup_t *s, enum kiq_startup_phase phase);
 

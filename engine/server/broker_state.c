@@ -213,6 +213,9 @@ void kiq_broker_state_view(kiq_broker_t *b, int newest_segments, const kiq_view_
     v->number(v->ctx, "network", (double)kiq_config_int(b->config, KIQ_CFG_NUM_NETWORK_THREADS));
     v->number(v->ctx, "io", (double)kiq_config_int(b->config, KIQ_CFG_NUM_IO_THREADS));
     v->close(v->ctx);
+    v->open(v->ctx, "startup", false);
+    kiq_broker_startup_view(&b->startup, v);
+    v->close(v->ctx);
     log_dirs(b, v);
     if (b->running) {
         network(b, v);

@@ -52,6 +52,24 @@ describe("kiq.broker", function()
     end
   end)
 
+  it("starts its services in the broker's order, each stamped, and shows the same start in b:state()", function()
+    b = assert(kiq.broker{})
+    local s = b:startup()
+    local names, last = {}, -1
+    for _, svc in ipairs(s.services) do
+      names[#names + 1] = svc.name
+      assert.is_true(svc.ms >= last)
+      last = svc.ms
+    end
+    assert.are.same({ "configs", "logs", "log tasks", "coordinators", "replicas", "requests", "controller",
+                      "control plane", "lifecycle", "replication", "ready" }, names)
+    assert.are.equal("listeners", s.phases[3].phase)
+    assert.are.equal(b.port, s.phases[3].detail)
+    local st = b:state().startup
+    assert.are.equal(#s.services, #st.services)
+    assert.are.equal("ready", st.services[#st.services].name)
+  end)
+
   it("keeps data across stop and restart on the same port and directory", function()
     b = assert(kiq.broker{})
     local port = b.port
