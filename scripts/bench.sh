@@ -36,7 +36,9 @@
 #                                         another kafkaiq binary ("before",
 #                                         e.g. an earlier commit's build), one
 #                                         broker each, with each one's median
-#                                         msg/s and CPU and the difference
+#                                         msg/s and CPU and the difference;
+#                                         with --replicated, serve --brokers 3
+#                                         each with an RF 3 topic at acks=all
 #   scripts/bench.sh --broker-override K=V  pass --override K=V to the kafkaiq it
 #                                         starts (repeatable), e.g.
 #                                         kafkaiq.fetch.sendfile=false
@@ -429,13 +431,26 @@ elif [[ $replicated -eq 1 ]]; then
     [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
     rows=$(mktemp -d)
     tmpdirs+=("$rows")
-    for ((r = 1; r <= rounds; r++)); do
-        bench_extra=(--acks 1 --replication-factor 1)
-        bench_kafkaiq rf1-acks1 0 "${broker_overrides[@]}" | tee -a "$rows/all"
+    if [[ -n $against ]]; then
+        # the replicated path of this build beside another's
+        [[ -x $against ]] || { echo "bench.sh: $against is not an executable" >&2; exit 1; }
         bench_extra=(--acks all --replication-factor 3)
-        bench_kafkaiq rf3-acksall 0 --brokers 3 "${broker_overrides[@]}" | tee -a "$rows/all"
-    done
-    compare "$rows/all" 0 rf3-acksall rf1-acks1
+        for ((r = 1; r <= rounds; r++)); do
+            kiq_bin=build/kafkaiq
+            bench_kafkaiq this 0 --brokers 3 "${broker_overrides[@]}" | tee -a "$rows/all"
+            kiq_bin=$against
+            bench_kafkaiq before 0 --brokers 3 "${broker_overrides[@]}" | tee -a "$rows/all"
+        done
+        summary "$rows/all"
+    else
+        for ((r = 1; r <= rounds; r++)); do
+            bench_extra=(--acks 1 --replication-factor 1)
+            bench_kafkaiq rf1-acks1 0 "${broker_overrides[@]}" | tee -a "$rows/all"
+            bench_extra=(--acks all --replication-factor 3)
+            bench_kafkaiq rf3-acksall 0 --brokers 3 "${broker_overrides[@]}" | tee -a "$rows/all"
+        done
+        compare "$rows/all" 0 rf3-acksall rf1-acks1
+    fi
 else
     [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
     if [[ -n $against ]]; then
