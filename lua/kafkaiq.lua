@@ -179,6 +179,11 @@ end
 function Broker:intercept(spec) return self.handle:intercept(spec) end
 function Broker:remove_intercept(id) return self.handle:remove_intercept(id) end
 function Broker:intercepts() return self.handle:intercepts() end
+-- Fault rules (the control API's /api/faults): picked requests answered
+-- with an error, delayed, disconnected or left unanswered.
+function Broker:fault(rule) return self.handle:fault(rule) end
+function Broker:remove_fault(id) return self.handle:remove_fault(id) end
+function Broker:faults() return self.handle:faults() end
 
 local function client_module()
   return require "kafkaiq.client"

@@ -73,15 +73,13 @@ int kiq_lua_broker_new(lua_State *L)
         lua_pop(L, 1);
     }
     kiq_broker_t *b = kiq_broker_new(cfg);
-    kiq_hooks_t *hooks = b ? kiq_hooks_new(kiq_config_int(cfg, KIQ_CFG_HOOK_MAX_INSTRUCTIONS)) : NULL;
     kiq_config_free(cfg);
     if (!b) return kiq_lua_fail(L, kiq_error_get());
-    if (!hooks) {
+    /* the broker's interceptors are this module's Lua functions and fault rules */
+    if (kiq_hooks_attach(b) != 0) {
         kiq_broker_free(b);
-        return kiq_lua_fail(L, "out of memory");
+        return kiq_lua_fail(L, kiq_error_get());
     }
-    /* the broker's interceptors are this module's Lua functions */
-    kiq_broker_set_interceptors(b, &kiq_hooks_ops, hooks, hooks->active);
     lua_broker_t *ub = lua_newuserdata(L, sizeof *ub);
     ub->b = b;
     luaL_getmetatable(L, KIQ_LUA_BROKER_MT);
@@ -695,6 +693,58 @@ static int l_broker_intercepts(lua_State *L)
     return 1;
 }
 
+/* b:fault{ api =, version =, min_version =, max_version =, client_id =,
+ *   topic =, partition =, error = name or code, delay_ms =, action =,
+ *   times =, after =, probability =, seed = } -> id | nil, err: the same
+ * rule POST /api/faults takes (server/fault_rule.h). */
+static int l_broker_fault(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    kiq_fault_rule_t rule;
+    kiq_fault_rule_init(&rule);
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+        int kt = lua_type(L, -2), vt = lua_type(L, -1);
+        if (kt != LUA_TSTRING || (vt != LUA_TSTRING && vt != LUA_TNUMBER && vt != LUA_TBOOLEAN))
+            return luaL_error(L, "fault: fields are names with string, number or boolean values");
+        char num[32];
+        const char *value = vt == LUA_TBOOLEAN ? (lua_toboolean(L, -1) ? "true" : "false") : NULL;
+        if (vt == LUA_TNUMBER) {
+            snprintf(num, sizeof num, "%.17g", lua_tonumber(L, -1));
+            value = num;
+        }
+        if (!value) value = lua_tostring(L, -1);
+        if (kiq_fault_rule_set(&rule, lua_tostring(L, -2), value) != 0) return kiq_lua_fail(L, kiq_error_get());
+        lua_pop(L, 1);
+    }
+    int id = kiq_broker_fault_add(b, &rule);
+    if (id < 0) return kiq_lua_fail(L, kiq_error_get());
+    lua_pushinteger(L, id);
+    return 1;
+}
+
+/* b:remove_fault(id) -> true | nil, err */
+static int l_broker_remove_fault(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    if (kiq_broker_fault_remove(b, (int)luaL_checkinteger(L, 2)) != 0) return kiq_lua_fail(L, kiq_error_get());
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* b:faults() -> { { id, <the rule's fields>, matched, fired }, ... } */
+static int l_broker_faults(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    lua_newtable(L);
+    lua_view_t lv = {.L = L};
+    kiq_view_t v = {lv_number, lv_string, lv_boolean, lv_open, lv_close, &lv};
+    if (kiq_broker_faults_view(b, &v) != 0) return kiq_lua_fail(L, kiq_error_get());
+    lua_getfield(L, -1, "faults");
+    return 1;
+}
+
 const luaL_Reg kiq_lua_broker_methods[] = {
         {"start", l_broker_start},     {"stop", l_broker_stop},   {"kill", l_broker_kill},
         {"running", l_broker_running}, {"port", l_broker_port},   {"state", l_broker_state},
@@ -711,5 +761,6 @@ const luaL_Reg kiq_lua_broker_methods[] = {
         {"http_port", l_broker_http_port},
         {"intercept", l_broker_intercept},
         {"remove_intercept", l_broker_remove_intercept},          {"intercepts", l_broker_intercepts},
+        {"fault", l_broker_fault}, {"remove_fault", l_broker_remove_fault}, {"faults", l_broker_faults},
         {NULL, NULL},
 };

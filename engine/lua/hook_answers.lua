@@ -120,4 +120,28 @@ function H.error_response(api, req, code)
   end
   return resp
 end
+-- Whether a request names partition p of topic (a fault rule's pick),
+-- read from the same descriptions: the element's topic name is the field
+-- copied to the response's name or topic, its partitions the inner array.
+function H.names_partition(api, req, topic, p)
+  for _, spec in ipairs(answers[api] or {}) do
+    local inner = spec.inner
+    local name_field
+    for from, to in pairs(spec.copy or {}) do
+      if to == 'name' or to == 'topic' then name_field = from end
+    end
+    if inner and name_field and type(req[spec[1]]) == 'table' then
+      local index_field = next(inner.copy or {})
+      for _, e in ipairs(req[spec[1]]) do
+        if type(e) == 'table' and e[name_field] == topic and type(e[inner[1]]) == 'table' then
+          for _, pe in ipairs(e[inner[1]]) do
+            local idx = inner.value and pe or (type(pe) == 'table' and pe[index_field])
+            if idx == p then return true end
+          end
+        end
+      end
+    end
+  end
+  return false
+end
 return H

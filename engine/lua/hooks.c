@@ -13,11 +13,13 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "config/config.h"
 #include "lua/convert.h"
 #include "lua/hook_answers.h"
 #include "lua/hook_records.h"
 #include "proto/errors.h"
 #include "lua/messages_lua.h"
+#include "server/broker.h"
 
 #define HELPERS_KEY "kafkaiq.hook_helpers"
 /* Instructions between two looks at the budget. */
@@ -46,6 +48,8 @@ struct kiq_hook_def {
     size_t source_len;
     uint64_t failures;
     char *last_error;
+    kiq_fault_rule_t *fault; /* a fault rule instead of a source */
+    uint64_t matched, fired, rng; /* a fault's counts and generator */
     kiq_hook_def_t *next;
 };
 
@@ -194,6 +198,7 @@ static void def_free(kiq_hook_def_t *d)
     free(d->topic);
     free(d->source);
     free(d->last_error);
+    free(d->fault);
     free(d);
 }
 
@@ -222,8 +227,51 @@ void kiq_hooks_free(kiq_hooks_t *h)
     free(h);
 }
 
+/* A fault rule's entry: no Lua to check; what it picks comes from the rule. */
+static kiq_hook_def_t *fault_def(const kiq_fault_rule_t *rule)
+{
+    kiq_hook_def_t *d = calloc(1, sizeof *d);
+    if (!d || !(d->fault = malloc(sizeof *d->fault))) {
+        free(d);
+        kiq_error_set("out of memory");
+        return NULL;
+    }
+    *d->fault = *rule;
+    d->point = KIQ_HOOK_REQUEST;
+    d->api_key = rule->api_key;
+    d->client_id = rule->client_id[0] ? strdup(rule->client_id) : NULL;
+    d->topic = rule->topic[0] ? strdup(rule->topic) : NULL;
+    d->rng = rule->seed * 0x9E3779B97F4A7C15ull + 1; /* xorshift needs a non-zero state */
+    if ((rule->client_id[0] && !d->client_id) || (rule->topic[0] && !d->topic)) {
+        def_free(d);
+        kiq_error_set("out of memory");
+        return NULL;
+    }
+    return d;
+}
+
+/* Lists d under the lock; its id. */
+static int def_insert(kiq_hooks_t *h, kiq_hook_def_t *d)
+{
+    pthread_mutex_lock(&h->lock);
+    d->id = h->next_id++;
+    kiq_hook_def_t **tail = &h->list;
+    while (*tail) tail = &(*tail)->next;
+    *tail = d;
+    atomic_fetch_add(&h->active[d->point], 1);
+    atomic_fetch_add(&h->generation, 1);
+    int id = d->id;
+    pthread_mutex_unlock(&h->lock);
+    return id;
+}
+
 int kiq_hooks_add(kiq_hooks_t *h, const kiq_hook_spec_t *spec)
 {
+    if (spec->fault) {
+        if (kiq_fault_rule_check((kiq_fault_rule_t *)spec->fault) != 0) return -1;
+        kiq_hook_def_t *d = fault_def(spec->fault);
+        return d ? def_insert(h, d) : -1;
+    }
     if ((int)spec->point < 0 || spec->point >= KIQ_HOOK__POINTS)
         return kiq_error_set("unknown interceptor point %d", (int)spec->point);
     if (spec->point != KIQ_HOOK_REQUEST && spec->api_key >= 0)
@@ -249,16 +297,7 @@ int kiq_hooks_add(kiq_hooks_t *h, const kiq_hook_spec_t *spec)
     }
     memcpy(d->source, spec->source, spec->source_len);
     d->source_len = spec->source_len;
-    pthread_mutex_lock(&h->lock);
-    d->id = h->next_id++;
-    kiq_hook_def_t **tail = &h->list;
-    while (*tail) tail = &(*tail)->next;
-    *tail = d;
-    atomic_fetch_add(&h->active[d->point], 1);
-    atomic_fetch_add(&h->generation, 1);
-    int id = d->id;
-    pthread_mutex_unlock(&h->lock);
-    return id;
+    return def_insert(h, d);
 }
 
 int kiq_hooks_remove(kiq_hooks_t *h, int id)
@@ -297,8 +336,15 @@ int kiq_hooks_list(kiq_hooks_t *h, kiq_hook_info_t **out)
     bool oom = !list;
     int i = 0;
     for (kiq_hook_def_t *d = h->list; d && !oom; d = d->next, i++) {
-        list[i] = (kiq_hook_info_t){d->id, d->point, d->api_key, dup_or_null(d->client_id),
-                                    dup_or_null(d->topic), d->failures, dup_or_null(d->last_error)};
+        list[i] = (kiq_hook_info_t){.id = d->id, .point = d->point, .api_key = d->api_key,
+                                    .client_id = dup_or_null(d->client_id), .topic = dup_or_null(d->topic),
+                                    .failures = d->failures, .last_error = dup_or_null(d->last_error)};
+        if (d->fault) {
+            list[i].is_fault = true;
+            list[i].fault = *d->fault;
+            list[i].matched = d->matched;
+            list[i].fired = d->fired;
+        }
         oom = (d->client_id && !list[i].client_id) || (d->topic && !list[i].topic) ||
               (d->last_error && !list[i].last_error);
     }
@@ -338,7 +384,8 @@ typedef struct loaded_hook {
     enum kiq_hook_point point;
     int api_key;
     char *client_id, *topic;
-    int ref; /* the function in the state's registry; LUA_NOREF: did not load here */
+    int ref; /* the function in the state's registry; LUA_NOREF: did not load here; LUA_REFNIL: a fault rule */
+    kiq_fault_rule_t fault; /* a fault rule's, read by this thread */
 } loaded_hook_t;
 
 /* Thread-specific data of a thread that ran hooks; only that thread uses it. */
@@ -406,9 +453,15 @@ static int reload(hook_thread_t *t, kiq_hooks_t *h)
             *old = (loaded_hook_t){.id = 0, .ref = LUA_NOREF}; /* moved */
             continue;
         }
-        next[i] = (loaded_hook_t){d->id, d->point, d->api_key, dup_or_null(d->client_id),
-                                  dup_or_null(d->topic), LUA_NOREF};
+        next[i] = (loaded_hook_t){.id = d->id, .point = d->point, .api_key = d->api_key,
+                                  .client_id = dup_or_null(d->client_id), .topic = dup_or_null(d->topic),
+                                  .ref = LUA_NOREF};
         bool ok = (!d->client_id || next[i].client_id) && (!d->topic || next[i].topic);
+        if (d->fault) {
+            next[i].fault = *d->fault;
+            if (ok) next[i].ref = LUA_REFNIL;
+            continue;
+        }
         sources[i] = ok ? malloc(d->source_len ? d->source_len : 1) : NULL;
         if (sources[i]) {
             memcpy(sources[i], d->source, d->source_len);
@@ -419,7 +472,7 @@ static int reload(hook_thread_t *t, kiq_hooks_t *h)
 
     lua_State *L = t->L;
     for (int j = 0; j < t->n; j++) {
-        luaL_unref(L, LUA_REGISTRYINDEX, t->hooks[j].ref);
+        luaL_unref(L, LUA_REGISTRYINDEX, t->hooks[j].ref); /* a no-op for LUA_NOREF and LUA_REFNIL */
         loaded_free(&t->hooks[j]);
     }
     free(t->hooks);
@@ -657,6 +710,49 @@ static int build_answer(lua_State *L)
     return 0;
 }
 
+/* (args, ctx): whether the request names the fault's partition of its topic. */
+static int ctx_names_partition(lua_State *L)
+{
+    const kiq_fault_rule_t *f = lua_touserdata(L, 1);
+    lua_getfield(L, LUA_REGISTRYINDEX, HELPERS_KEY);
+    lua_getfield(L, -1, "names_partition");
+    raw_field(L, 2, "api_name");
+    raw_field(L, 2, "request");
+    lua_pushstring(L, f->topic);
+    lua_pushnumber(L, f->partition);
+    lua_call(L, 4, 1);
+    return 1;
+}
+
+/* A fault rule picked a request: whether it fires this time (after, times,
+ * probability, under the registry's lock: the counts are shared by every
+ * thread), and if so its action. */
+static bool fault_fires(kiq_hooks_t *h, const loaded_hook_t *hk, kiq_hook_action_t *act)
+{
+    const kiq_fault_rule_t *f = &hk->fault;
+    bool fire = false;
+    pthread_mutex_lock(&h->lock);
+    kiq_hook_def_t *d = h->list;
+    while (d && d->id != hk->id) d = d->next;
+    if (d && ++d->matched > (uint64_t)f->after && (f->times < 0 || d->fired < (uint64_t)f->times)) {
+        fire = true;
+        if (f->probability < 1) {
+            d->rng ^= d->rng << 13; /* xorshift64 */
+            d->rng ^= d->rng >> 7;
+            d->rng ^= d->rng << 17;
+            fire = (double)(d->rng >> 11) * 0x1.0p-53 < f->probability;
+        }
+        if (fire) d->fired++;
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (!fire) return false;
+    static const enum kiq_hook_verdict verdicts[] = {
+        [KIQ_FAULT_ERROR] = KIQ_HOOK_ANSWER, [KIQ_FAULT_DELAY] = KIQ_HOOK_PROCEED,
+        [KIQ_FAULT_DISCONNECT] = KIQ_HOOK_DROP, [KIQ_FAULT_DROP_RESPONSE] = KIQ_HOOK_DROP_AFTER};
+    *act = (kiq_hook_action_t){verdicts[f->action], f->error_code, f->delay_ms};
+    return true;
+}
+
 static void on_request(void *registry, kiq_request_t *r, const void *request, void *response, kiq_hook_action_t *act)
 {
     kiq_hooks_t *h = registry;
@@ -668,9 +764,14 @@ static void on_request(void *registry, kiq_request_t *r, const void *request, vo
     int ctx = 0;
     for (int i = 0; i < t->n; i++) {
         const loaded_hook_t *hk = &t->hooks[i];
+        bool fault = hk->ref == LUA_REFNIL;
         if (!selects(hk, KIQ_HOOK_REQUEST, r->header.client_id)) continue;
         if (hk->api_key >= 0 && hk->api_key != r->header.api_key) continue;
-        if (!ctx) {
+        if (fault && (r->header.api_version < hk->fault.min_version || r->header.api_version > hk->fault.max_version))
+            continue;
+        /* a fault rule needs the request's Lua view only to look for its
+         * topic or to answer with its error */
+        if (!ctx && (!fault || hk->topic || hk->fault.action == KIQ_FAULT_ERROR)) {
             request_args_t args = {r, request};
             if (pcall_c(L, push_request_ctx, &args, 0, 1, h->max_instructions) != 0) {
                 KIQ_ERROR("interceptors skipped for %s from %s: %s", r->codec->name, r->peer,
@@ -680,12 +781,23 @@ static void on_request(void *registry, kiq_request_t *r, const void *request, vo
             ctx = lua_gettop(L);
         }
         if (hk->topic && !ctx_names_topic(L, ctx, hk->topic)) continue;
-        lua_pushvalue(L, ctx);
-        if (call_hook(h, L, hk) != 0) continue;
-        char why[160];
-        int rc = read_request_result(L, act, why, sizeof why);
-        lua_settop(L, ctx);
-        if (rc < 0) hook_failed(h, hk->id, why);
+        int rc;
+        if (fault) {
+            if (hk->fault.partition >= 0) {
+                bool named = pcall_c(L, ctx_names_partition, (void *)&hk->fault, ctx, 1, h->max_instructions) == 0 &&
+                             lua_toboolean(L, -1);
+                lua_settop(L, ctx);
+                if (!named) continue;
+            }
+            rc = fault_fires(h, hk, act);
+        } else {
+            lua_pushvalue(L, ctx);
+            if (call_hook(h, L, hk) != 0) continue;
+            char why[160];
+            rc = read_request_result(L, act, why, sizeof why);
+            lua_settop(L, ctx);
+            if (rc < 0) hook_failed(h, hk->id, why);
+        }
         if (rc <= 0) continue;
         if (act->verdict == KIQ_HOOK_ANSWER) {
             answer_args_t args = {r, response, act->error_code};
@@ -925,4 +1037,50 @@ static uint64_t registry_failures(void *ctx)
     return n;
 }
 
-const kiq_interceptor_ops_t kiq_hooks_ops = {on_request, on_produce, on_fetch, registry_failures, registry_free};
+static int fault_add(void *ctx, const kiq_fault_rule_t *rule)
+{
+    return kiq_hooks_add(ctx, &(kiq_hook_spec_t){.point = KIQ_HOOK_REQUEST, .fault = rule});
+}
+
+/* Only a fault rule's id: Lua hooks are removed from Lua. */
+static int fault_remove(void *ctx, int id)
+{
+    kiq_hooks_t *h = ctx;
+    pthread_mutex_lock(&h->lock);
+    kiq_hook_def_t *d = h->list;
+    while (d && d->id != id) d = d->next;
+    bool is_fault = d && d->fault;
+    pthread_mutex_unlock(&h->lock);
+    if (!is_fault) return kiq_error_set("no fault rule %d", id);
+    return kiq_hooks_remove(h, id);
+}
+
+static void faults_view(void *ctx, const kiq_view_t *v)
+{
+    kiq_hook_info_t *list = NULL;
+    int n = kiq_hooks_list(ctx, &list);
+    v->open(v->ctx, "faults", true);
+    for (int i = 0; i < n; i++) {
+        if (!list[i].is_fault) continue;
+        v->open(v->ctx, NULL, false);
+        v->number(v->ctx, "id", list[i].id);
+        kiq_fault_rule_view(&list[i].fault, v);
+        v->number(v->ctx, "matched", (double)list[i].matched);
+        v->number(v->ctx, "fired", (double)list[i].fired);
+        v->close(v->ctx);
+    }
+    v->close(v->ctx);
+    kiq_hooks_list_free(list, n);
+}
+
+const kiq_interceptor_ops_t kiq_hooks_ops = {
+    on_request, on_produce, on_fetch, registry_failures, registry_free, fault_add, fault_remove, faults_view,
+};
+
+int kiq_hooks_attach(kiq_broker_t *b)
+{
+    kiq_hooks_t *h = kiq_hooks_new(kiq_config_int(b->config, KIQ_CFG_HOOK_MAX_INSTRUCTIONS));
+    if (!h) return kiq_error_set("out of memory");
+    kiq_broker_set_interceptors(b, &kiq_hooks_ops, h, h->active);
+    return 0;
+}

@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "include/kafkaiq.h"
 #include "net/request.h"
 #include "server/interceptors.h"
 
@@ -49,6 +50,9 @@ typedef struct kiq_hook_spec {
     const char *topic;     /* NULL = any topic (request hooks: any the request names) */
     const char *source;    /* a Lua chunk that returns the hook function */
     size_t source_len;
+    /* instead of a source: a fault rule (request point; api, client and
+     * topic from it), run in C */
+    const kiq_fault_rule_t *fault;
 } kiq_hook_spec_t;
 
 typedef struct kiq_hook_def kiq_hook_def_t;
@@ -75,6 +79,9 @@ typedef struct kiq_hook_info {
     char *topic;     /* NULL = any */
     uint64_t failures; /* calls (or loads) that raised or ran over budget */
     char *last_error;  /* NULL when none */
+    bool is_fault;           /* a fault rule: the three below */
+    kiq_fault_rule_t fault;
+    uint64_t matched, fired; /* requests it picked; firings */
 } kiq_hook_info_t;
 
 kiq_hooks_t *kiq_hooks_new(int64_t max_instructions);
@@ -97,6 +104,10 @@ void kiq_hooks_list_free(kiq_hook_info_t *list, int n);
  * counts): kiq_broker_set_interceptors(b, &kiq_hooks_ops, h, h->active),
  * and the broker frees the registry with itself. */
 extern const kiq_interceptor_ops_t kiq_hooks_ops;
+/* A new registry (kafkaiq.hook.max.instructions from the broker's config)
+ * installed as the broker's interceptors: its Lua hooks and fault rules.
+ * Before the broker starts; 0, or -1 (out of memory). */
+int kiq_hooks_attach(kiq_broker_t *b);
 
 
 

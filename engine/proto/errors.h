@@ -88,5 +88,8 @@ enum kiq_kafka_error {
 /* Kafka's name of an error code ("NOT_LEADER_OR_FOLLOWER"), "UNKNOWN" for
  * one not listed here. */
 const char *kiq_error_name(int code);
+/* The code of Kafka's error name (case-insensitive); 0 for NONE, and
+ * INT32_MIN for a name not listed here. */
+int kiq_error_code_of(const char *name);
 
 #endif

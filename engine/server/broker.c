@@ -874,6 +874,33 @@ void kiq_broker_set_interceptors(kiq_broker_t *b, const kiq_interceptor_ops_t *o
     b->interceptors = (kiq_interceptors_t){ops, ctx, active};
 }
 
+/* The fault rules live with the interceptors (their implementation keeps
+ * them: server/interceptors.h). */
+static int no_faults(kiq_broker_t *b)
+{
+    return kiq_error_set("broker %d takes no fault rules (it has no interceptors)", b->node_id);
+}
+
+int kiq_broker_fault_add(kiq_broker_t *b, const kiq_fault_rule_t *rule)
+{
+    const kiq_interceptor_ops_t *ops = b->interceptors.ops;
+    return ops && ops->fault_add ? ops->fault_add(b->interceptors.ctx, rule) : no_faults(b);
+}
+
+int kiq_broker_fault_remove(kiq_broker_t *b, int id)
+{
+    const kiq_interceptor_ops_t *ops = b->interceptors.ops;
+    return ops && ops->fault_remove ? ops->fault_remove(b->interceptors.ctx, id) : no_faults(b);
+}
+
+int kiq_broker_faults_view(kiq_broker_t *b, const kiq_view_t *v)
+{
+    const kiq_interceptor_ops_t *ops = b->interceptors.ops;
+    if (!ops || !ops->faults_view) return no_faults(b);
+    ops->faults_view(b->interceptors.ctx, v);
+    return 0;
+}
+
 int kiq_broker_inject_disk_fault(kiq_broker_t *b, const char *dir, int err, int64_t after_bytes, bool fsyncs)
 {
     kiq_broker_log_dir_t *d = dir ? kiq_broker_find_log_dir(b, dir) : &b->log_dirs[0];

@@ -207,6 +207,12 @@ int kiq_broker_add_service(kiq_broker_t *b, const kiq_broker_service_t *service)
  * its first start, once. The broker frees them with itself. */
 void kiq_broker_set_interceptors(kiq_broker_t *b, const kiq_interceptor_ops_t *ops, void *ctx,
                                  const atomic_int *active);
+/* Any thread: a fault rule added (its id, > 0), removed (0), or the
+ * rules as an array "faults" (0); -1 with the reason, also when the
+ * broker has no interceptors to keep them. */
+int kiq_broker_fault_add(kiq_broker_t *b, const kiq_fault_rule_t *rule);
+int kiq_broker_fault_remove(kiq_broker_t *b, int id);
+int kiq_broker_faults_view(kiq_broker_t *b, const kiq_view_t *v);
 
 /* Makes a broker serving surface (kiq_broker_new, engine/app, gives the API layer's):
  * what include/kafkaiq.h's kiq_broker_new does with it. */

@@ -16,8 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/view.h"
 #include "net/request.h"
 #include "proto/types.h"
+#include "server/fault_rule.h"
 
 enum kiq_hook_point {
     KIQ_HOOK_REQUEST, /* every decoded request, before its handler */
@@ -85,6 +87,14 @@ typedef struct kiq_interceptor_ops {
     uint64_t (*failures)(void *ctx);
     /* With the broker, once no thread can call in. */
     void (*free)(void *ctx);
+    /* Fault rules (server/fault_rule.h), picked at the request point
+     * before the hooks, in id order; any thread. add: the rule's id (> 0)
+     * or -1 (kiq_error_set); remove: 0, or -1 when there is no such rule;
+     * view: an array of the rules, each its id, fields, matched (requests
+     * it picked) and fired. */
+    int (*fault_add)(void *ctx, const kiq_fault_rule_t *rule);
+    int (*fault_remove)(void *ctx, int id);
+    void (*faults_view)(void *ctx, const kiq_view_t *v);
 } kiq_interceptor_ops_t;
 
 /* A broker's interceptors: set before it starts (ops NULL: none), fixed
