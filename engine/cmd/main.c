@@ -1,16 +1,14 @@
-/* The kafkaiq command. `kafkaiq serve [server.properties] [--override k=v]…`
- * runs one broker in the foreground until SIGTERM or SIGINT, or with
- * `--brokers N` a whole cluster of N brokers in this process; `kafkaiq
- * journey` prints a batch's journey from the brokers' HTTP listeners. */
+/* The kafkaiq command: `kafkaiq serve` (engine/cmd/serve.c) runs brokers
+ * in the foreground; `kafkaiq run` a Lua script with the engine embedded;
+ * `kafkaiq journey` prints a batch's journey from the brokers' HTTP
+ * listeners; `kafkaiq verify` checks data directories offline. */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include <lauxlib.h>
-#include <malloc.h>
 #include <limits.h>
 #include <lua.h>
 #include <lualib.h>
@@ -18,7 +16,7 @@
 #include <unistd.h>
 
 #include "cmd/journey.h"
-#include "config/listeners.h"
+#include "cmd/serve.h"
 #include "config/topic_config.h"
 #include "core/error.h"
 #include "core/say.h"
@@ -30,7 +28,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: kafkaiq serve [--brokers N] [server.properties] [--override key=value]...\n"
+            "usage: kafkaiq serve [--brokers N] [--ready-file PATH] [server.properties] [--override key=value]...\n"
             "       kafkaiq run [--seed N] script.lua [args]...\n"
             "       kafkaiq journey --http HOST:PORT[,...] TOPIC PARTITION OFFSET | --trace ID\n"
             "       kafkaiq verify DIR...   check a data directory's log files offline\n"
@@ -57,173 +55,6 @@ static int list_configs(void)
     }
     kiq_config_free(c);
     return 0;
-}
-
-/* Each connection and each segment holds descriptors; the usual soft limit
- * of 1024 is too low for a broker, so take what the hard limit allows. */
-static void raise_fd_limit(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-}
-
-/* Fetch responses are large, short-lived buffers. glibc would map and unmap
- * each one, and every fresh page then costs a fault; keeping them in the heap
- * lets the memory be reused warm. */
-static void tune_malloc(void)
-{
-    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-    mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
-}
-
-/* Sets name=value on c unless the user set it. */
-static int set_default(kiq_config_t *c, enum kiq_config_id id, const char *value)
-{
-    bool is_default;
-    kiq_config_text(c, id, &is_default);
-    return is_default ? kiq_config_set(c, kiq_config_defs[id].name, value) : 0;
-}
-
-/* Broker i of an in-process cluster of n: the client listener's port + i
- * (and the HTTP listener's), a control-plane listener on the client port
- * + 100 + i, its own directory under each log dir, the controller on
- * broker 0. */
-static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n)
-{
-    kiq_listener_t ls[KIQ_MAX_LISTENERS];
-    const kiq_listener_t *data, *control;
-    int nl;
-    if (kiq_listeners_parse(kiq_config_str(base, KIQ_CFG_LISTENERS), ls, KIQ_MAX_LISTENERS, &nl) != 0 ||
-        kiq_listeners_pick(base, ls, nl, &data, &control) != 0)
-        return NULL;
-    if (data->port == 0) return kiq_error_set("--brokers needs a fixed client port in listeners"), NULL;
-    const char *host = *data->host ? data->host : "127.0.0.1";
-    kiq_config_t *c = kiq_config_copy(base);
-    if (!c) return NULL;
-    char v[1024], dirs[4096] = "";
-    int rc = 0;
-    snprintf(v, sizeof v, "%d", i);
-    rc |= kiq_config_set(c, "broker.id", v);
-    snprintf(v, sizeof v, "PLAINTEXT://%s:%d,CONTROLLER://%s:%d", host, data->port + i, host, data->port + 100 + i);
-    rc |= kiq_config_set(c, "listeners", v);
-    rc |= kiq_config_set(c, "control.plane.listener.name", "CONTROLLER");
-    snprintf(v, sizeof v, "0@%s:%d", host, data->port + 100);
-    rc |= kiq_config_set(c, "controller.quorum.voters", v);
-    const char *src = kiq_config_str(base, KIQ_CFG_LOG_DIRS);
-    for (const char *p = src; *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        size_t used = strlen(dirs);
-        snprintf(dirs + used, sizeof dirs - used, "%s%.*s/broker-%d", used ? "," : "", (int)len, p, i);
-        p = end ? end + 1 : p + len;
-    }
-    rc |= kiq_config_set(c, "log.dirs", dirs);
-    /* each broker's HTTP listener on the configured port + i (0: a free one each) */
-    const char *http = kiq_config_str(base, KIQ_CFG_HTTP_LISTENER);
-    const char *colon = strrchr(http, ':');
-    if (*http && colon) {
-        int port = atoi(colon + 1);
-        snprintf(v, sizeof v, "%.*s:%d", (int)(colon - http), http, port ? port + i : 0);
-        rc |= kiq_config_set(c, "kafkaiq.http.listener", v);
-    }
-    snprintf(v, sizeof v, "%d", n < 3 ? n : 3);
-    rc |= set_default(c, KIQ_CFG_DEFAULT_REPLICATION_FACTOR, v);
-    rc |= set_default(c, KIQ_CFG_OFFSETS_TOPIC_REPLICATION_FACTOR, v);
-    if (rc != 0 || kiq_config_validate(c) != 0) {
-        kiq_config_free(c);
-        return NULL;
-    }
-    return c;
-}
-
-static int serve(int argc, char **argv)
-{
-    kiq_config_t *cfg = kiq_config_new();
-    if (!cfg) return 1;
-    int rc = 1, nbrokers = 0;
-    kiq_broker_t **brokers = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--brokers") == 0 && i + 1 < argc) {
-            nbrokers = atoi(argv[++i]);
-            if (nbrokers < 1 || nbrokers > 64) {
-                fprintf(stderr, "kafkaiq: --brokers takes 1 to 64\n");
-                goto out;
-            }
-        } else if (strcmp(argv[i], "--override") == 0) {
-            if (i + 1 == argc) {
-                fprintf(stderr, "kafkaiq: --override needs key=value\n");
-                goto out;
-            }
-            if (kiq_config_override(cfg, argv[++i]) != 0) goto bad_config;
-        } else if (strncmp(argv[i], "--override=", 11) == 0) {
-            if (kiq_config_override(cfg, argv[i] + 11) != 0) goto bad_config;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "kafkaiq: unknown option %s\n", argv[i]);
-            usage(stderr);
-            goto out;
-        } else if (kiq_config_load_file(cfg, argv[i]) != 0) {
-            goto bad_config;
-        }
-    }
-    if (kiq_config_validate(cfg) != 0) goto bad_config;
-    kiq_say_set_level(kiq_say_level_parse(kiq_config_str(cfg, KIQ_CFG_LOG_LEVEL)));
-
-    /* Signals are taken by this thread alone: block them before any broker
-     * thread starts so every thread inherits the mask. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    raise_fd_limit();
-    tune_malloc();
-    int n = nbrokers ? nbrokers : 1;
-    brokers = calloc((size_t)n, sizeof *brokers);
-    if (!brokers) goto out;
-    for (int i = 0; i < n; i++) {
-        kiq_config_t *bc = nbrokers ? cluster_member(cfg, i, n) : cfg;
-        if (!bc) {
-            KIQ_ERROR("invalid configuration for broker %d: %s", i, kiq_error_get());
-            goto stop;
-        }
-        brokers[i] = kiq_broker_new(bc);
-        if (bc != cfg) kiq_config_free(bc);
-        if (!brokers[i] || kiq_broker_start(brokers[i]) != 0) {
-            KIQ_ERROR("cannot start broker %d: %s", i, kiq_error_get());
-            goto stop;
-        }
-    }
-    /* a signal, or a broker that cannot go on (it says why) */
-    for (;;) {
-        struct timespec tick = {0, 200 * 1000000};
-        int sig = sigtimedwait(&set, NULL, &tick);
-        if (sig == SIGTERM || sig == SIGINT) {
-            KIQ_INFO("%s received, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-            rc = 0;
-            break;
-        }
-        const char *failed = NULL;
-        for (int i = 0; i < n && !failed; i++) failed = kiq_broker_failed(brokers[i]);
-        if (failed) {
-            KIQ_ERROR("exiting: %s", failed);
-            break;
-        }
-    }
-stop:
-    /* the controller (broker 0) goes last, so the others still reach it */
-    for (int i = n - 1; i >= 0; i--) kiq_broker_free(brokers[i]);
-    goto out;
-bad_config:
-    KIQ_ERROR("invalid configuration: %s", kiq_error_get());
-out:
-    free(brokers);
-    kiq_config_free(cfg);
-    return rc;
 }
 
 static int traceback(lua_State *L)
@@ -335,7 +166,7 @@ static int run_script(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    raise_fd_limit();
+    kiq_cmd_raise_fd_limit();
     lua_State *L = luaL_newstate();
     if (!L) return 1;
     luaL_openlibs(L);
@@ -377,7 +208,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (strcmp(argv[1], "serve") == 0) return serve(argc - 2, argv + 2);
+    if (strcmp(argv[1], "serve") == 0) return kiq_cmd_serve(argc - 2, argv + 2);
     if (strcmp(argv[1], "run") == 0) return run_script(argc - 2, argv + 2);
     if (strcmp(argv[1], "journey") == 0) return kiq_cmd_journey(argc - 2, argv + 2);
     if (strcmp(argv[1], "version") == 0) return printf("kafkaiq %s\n", KIQ_VERSION) < 0;

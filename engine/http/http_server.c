@@ -17,6 +17,17 @@
 
 #define IDLE_TIMEOUT_S 10
 #define MEMORY_PER_CONNECTION (32 * 1024) /* bounds a request's headers */
+#define MAX_BODY (64 * 1024)                 /* a control request's JSON */
+
+/* What a request without a body keeps as its state: a marker. */
+static char no_body;
+
+/* A body being received (the control API's POST); the polling thread's. */
+typedef struct upload {
+    size_t len;
+    bool too_big;
+    char data[MAX_BODY + 1];
+} upload_t;
 
 /* One open connection, in the listener's list; the polling thread's. */
 typedef struct http_conn {
@@ -159,6 +170,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode why)
 {
+    if (*state != &no_body) free(*state);
+    *state = NULL;
     http_conn_t *hc = conn_of(c);
     if (!hc) return;
     hc->answering = false;
@@ -212,6 +225,32 @@ static const char *arg(struct MHD_Connection *c, const char *name)
     return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
 }
 
+static bool from_loopback(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = info ? info->client_addr : NULL;
+    if (!sa) return false;
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    return sa->sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+/* The control API: loopback clients only, bodies as JSON (a page from
+ * another origin cannot send that without a preflight, which is refused). */
+static void control(kiq_broker_t *b, struct MHD_Connection *c, const char *url, const char *method, upload_t *up,
+                    kiq_http_view_t *v)
+{
+    const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!from_loopback(c))
+        kiq_http_error(v, MHD_HTTP_FORBIDDEN, "the control API answers loopback clients only");
+    else if (up && up->too_big)
+        kiq_http_error(v, MHD_HTTP_CONTENT_TOO_LARGE, "a control request's body is at most 64 KiB");
+    else if (strcmp(method, "POST") == 0 && (!type || strncmp(type, "application/json", 16) != 0))
+        kiq_http_error(v, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "the control API takes Content-Type: application/json");
+    else
+        kiq_http_control(b, method, url, up ? up->data : NULL, v);
+}
+
 static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                              const char *version, const char *upload, size_t *upload_size, void **state)
 {
@@ -219,22 +258,31 @@ static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *ur
     kiq_broker_t *b = h->broker;
     http_conn_t *hc = conn_of(c);
     if (hc) conn_touch(h, hc);
-    /* the first call is for the headers alone; a body is not wanted */
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    /* the first call is for the headers alone; only a POST's body is kept */
     if (!*state) {
-        *state = (void *)1;
-        return MHD_YES;
+        *state = strcmp(method, "POST") == 0 ? calloc(1, sizeof(upload_t)) : &no_body;
+        return *state ? MHD_YES : MHD_NO;
     }
+    upload_t *up = *state == &no_body ? NULL : *state;
     if (*upload_size) {
-        *upload_size = 0; /* dropped: no endpoint takes a body */
+        if (up && !up->too_big && *upload_size <= MAX_BODY - up->len) {
+            memcpy(up->data + up->len, upload, *upload_size);
+            up->len += *upload_size;
+        } else if (up) {
+            up->too_big = true;
+        }
+        *upload_size = 0;
         return MHD_YES;
     }
     if (hc) hc->answering = true; /* until on_completed */
     kiq_http_view_t v;
     const kiq_http_asset_t *asset = kiq_http_asset(url);
-    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (get && asset) return answer_asset(c, asset);
-    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-        kiq_http_error(&v, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served");
+    if (kiq_http_control_path(url))
+        control(b, c, url, method, up, &v);
+    else if (!get)
+        kiq_http_error(&v, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served here");
     else if (strcmp(url, "/metrics") == 0)
         kiq_http_metrics(b, &v);
     else if (strcmp(url, "/api/metrics") == 0)

@@ -170,6 +170,18 @@ static void jv_close(void *ctx)
     if (j->depth > 0) j->depth--;
 }
 
+json_t *kiq_http_json_of(int (*build)(void *arg, const kiq_view_t *v), void *arg)
+{
+    json_view_t j = {.open = {json_object()}};
+    if (!j.open[0]) return NULL;
+    kiq_view_t view = {jv_number, jv_string, jv_boolean, jv_open, jv_close, &j};
+    if (build(arg, &view) != 0) {
+        json_decref(j.open[0]);
+        return NULL;
+    }
+    return j.open[0];
+}
+
 /* The newest SEGMENTS_SHOWN segments, oldest first; segment_count says
  * how many there are. */
 #define SEGMENTS_SHOWN 8

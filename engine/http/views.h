@@ -5,7 +5,10 @@
 #define KIQ_HTTP_VIEWS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+
+#include "core/view.h"
 
 #include "server/broker.h"
 
@@ -19,6 +22,14 @@ typedef struct kiq_http_view {
 /* The view of j (taken: freed here) as compact JSON with status; 500 when
  * it cannot be made. */
 void kiq_http_take_json(kiq_http_view_t *v, unsigned status, json_t *j);
+/* The JSON object build fills through a view (core/view.h); NULL when it
+ * fails (-1, the reason in kiq_error_get) or out of memory. */
+json_t *kiq_http_json_of(int (*build)(void *arg, const kiq_view_t *v), void *arg);
+/* The control API (http/control.c): the routes that change the broker or
+ * the process, or wait for them. Whether url is one of them; its answer
+ * in v (body: what a POST sent, NUL-terminated, else NULL). */
+bool kiq_http_control_path(const char *url);
+void kiq_http_control(kiq_broker_t *b, const char *method, const char *url, const char *body, kiq_http_view_t *v);
 /* {"error": message} with status. */
 void kiq_http_error(kiq_http_view_t *v, unsigned status, const char *message);
 /* The broker's metrics registry in Prometheus text format, and as JSON

@@ -34,6 +34,11 @@ void kiq_broker_kill(kiq_broker_t *b);
 void kiq_broker_free(kiq_broker_t *b);
 /* The bound port (useful with port 0). */
 int kiq_broker_port(const kiq_broker_t *b);
+/* The host clients are told to reach it at (advertised.listeners, else
+ * the listener's). */
+const char *kiq_broker_host(const kiq_broker_t *b);
+/* The control-plane listener's bound port; -1 when it has none. */
+int kiq_broker_control_port(const kiq_broker_t *b);
 /* Any thread while it runs: why the broker cannot go on (in a cluster, its
  * broker.id is another live process's), or NULL. */
 const char *kiq_broker_failed(kiq_broker_t *b);

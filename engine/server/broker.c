@@ -863,6 +863,10 @@ int kiq_broker_add_service(kiq_broker_t *b, const kiq_broker_service_t *service)
 
 int kiq_broker_port(const kiq_broker_t *b) { return b->bound_port; }
 
+const char *kiq_broker_host(const kiq_broker_t *b) { return b->advertised_host; }
+
+int kiq_broker_control_port(const kiq_broker_t *b) { return b->has_control_plane ? b->control_port : -1; }
+
 const char *kiq_broker_failed(kiq_broker_t *b)
 {
     return b->lifecycle ? kiq_broker_lifecycle_gave_up(b->lifecycle) : NULL;
