@@ -157,7 +157,7 @@ record_pytest() {
     e=$(count_of error "$line")
     s=$(count_of skipped "$line")
     skipped=$((skipped + s))
-    failed_tests "$suite" < <(strip_ansi <"$out" | grep -E '^(FAILED|ERROR) tests/')
+    failed_tests "$suite" < <(strip_ansi <"$out" | grep -E '^(FAILED|ERROR) ')
     if [[ $((p + f + e)) -eq 0 ]]; then
         record "$suite" 0 1 "no test ran, exit $rc"
     elif [[ $rc -ne 0 && $((f + e)) -eq 0 ]]; then
@@ -261,6 +261,19 @@ run_current_py() {
     record_pytest interop/current-py "$out" "$rc"
 }
 
+# ------------------------------------------------------------------ launchers
+# Each launcher's own tests in its language (launchers/), against
+# build/kafkaiq through KAFKAIQ_BIN, as an installed kafkaiq would be found.
+run_launcher_pytest() {
+    local out="$work/launcher-py.out" rc
+    banner "launchers: pytest launchers/python/tests"
+    KAFKAIQ_BIN="$PWD/build/kafkaiq" PYTHONPATH="$PWD/launchers/python" PYTHONDONTWRITEBYTECODE=1 \
+        timeout -k 30 "$CURRENT_PY_TIMEOUT" \
+        /usr/bin/python3 -m pytest launchers/python/tests -q -p no:cacheprovider 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    record_pytest launchers/pytest "$out" "$rc"
+}
+
 # ------------------------------------------------------------------ java (JUnit 5 under Maven)
 # tests/interop/java: the Java producer, consumer groups, Admin client,
 # transactions, Kafka Streams and kafka-tools' system-test clients against
@@ -314,6 +327,7 @@ run_kgo 1
 run_kgo 3
 run_go go/sarama 1 ./...
 run_current_py
+run_launcher_pytest
 run_java
 
 banner "summary"

@@ -2,6 +2,7 @@
  * with --brokers N a whole cluster in this process; once every broker
  * serves, one JSON line on stdout says where (and --ready-file gets the
  * same line), so a launcher in any language can start it on free ports. */
+#include <arpa/inet.h>
 #include <jansson.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -10,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,12 +54,29 @@ static int set_default(kiq_config_t *c, enum kiq_config_id id, const char *value
     return is_default ? kiq_config_set(c, kiq_config_defs[id].name, value) : 0;
 }
 
+/* A port free on host now (the kernel's pick for a socket bound to port 0,
+ * closed again); -1 with the reason. */
+static int free_port(const char *host)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t len = sizeof a;
+    if (inet_pton(AF_INET, host, &a.sin_addr) != 1) return kiq_error_set("%s is not an IPv4 address", host);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return kiq_error_errno("socket");
+    int port = bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0
+                   ? ntohs(a.sin_port)
+                   : kiq_error_errno("cannot find a free port on %s", host);
+    close(fd);
+    return port;
+}
+
 /* Broker i of an in-process cluster of n: the client listener's port + i
  * (and the HTTP listener's), a control-plane listener on the client port
  * + 100 + i, its own directory under each log dir, the controller on
  * broker 0. With client port 0 every listener takes a free port, and the
  * others find the controller on broker 0's bound control port
- * (controller_port, known once broker 0 has started). */
+ * (controller_port, known once broker 0 has started); broker 0's own is
+ * picked before it starts (free_port), as its voter entry names it. */
 static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n, int controller_port)
 {
     kiq_listener_t ls[KIQ_MAX_LISTENERS];
@@ -73,11 +93,15 @@ static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n, int 
     snprintf(v, sizeof v, "%d", i);
     rc |= kiq_config_set(c, "broker.id", v);
     bool free_ports = data->port == 0;
-    snprintf(v, sizeof v, "PLAINTEXT://%s:%d,CONTROLLER://%s:%d", host, free_ports ? 0 : data->port + i, host,
-             free_ports ? 0 : data->port + 100 + i);
-    rc |= kiq_config_set(c, "listeners", v);
     rc |= kiq_config_set(c, "control.plane.listener.name", "CONTROLLER");
-    snprintf(v, sizeof v, "0@%s:%d", host, free_ports ? (i ? controller_port : 0) : data->port + 100);
+    if (free_ports && i == 0 && (controller_port = free_port(host)) < 0) {
+        kiq_config_free(c);
+        return NULL;
+    }
+    snprintf(v, sizeof v, "PLAINTEXT://%s:%d,CONTROLLER://%s:%d", host, free_ports ? 0 : data->port + i, host,
+             free_ports ? (i ? 0 : controller_port) : data->port + 100 + i);
+    rc |= kiq_config_set(c, "listeners", v);
+    snprintf(v, sizeof v, "0@%s:%d", host, free_ports ? controller_port : data->port + 100);
     rc |= kiq_config_set(c, "controller.quorum.voters", v);
     const char *src = kiq_config_str(base, KIQ_CFG_LOG_DIRS);
     for (const char *p = src; *p;) {
@@ -134,6 +158,22 @@ static char *ready_line(kiq_broker_t **brokers, int n)
     char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(j);
     return line;
+}
+
+/* Until every broker serves (in a cluster: unfenced, so a topic can have
+ * all of them as replicas at once), at most READY_WAIT_MS. */
+#define READY_WAIT_MS 60000
+static int wait_ready(kiq_broker_t **brokers, int n)
+{
+    for (int waited = 0;; waited++) {
+        int i = 0;
+        while (i < n && kiq_broker_ready(brokers[i])) i++;
+        if (i == n) return 0;
+        const char *failed = kiq_broker_failed(brokers[i]);
+        if (failed) return kiq_error_set("broker %d: %s", i, failed);
+        if (waited >= READY_WAIT_MS) return kiq_error_set("broker %d not serving after %d ms", i, READY_WAIT_MS);
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
 }
 
 /* The ready line on stdout, and written whole to path (a reader never sees
@@ -218,7 +258,7 @@ int kiq_cmd_serve(int argc, char **argv)
             goto stop;
         }
     }
-    if (announce(brokers, n, ready_file) != 0) {
+    if (wait_ready(brokers, n) != 0 || announce(brokers, n, ready_file) != 0) {
         KIQ_ERROR("%s", kiq_error_get());
         goto stop;
     }

@@ -17,6 +17,8 @@ int kiq_config_load_file(kiq_config_t *c, const char *path);
 /* "key=value", as given to --override. */
 int kiq_config_override(kiq_config_t *c, const char *assignment);
 
+#include <stdbool.h>
+
 typedef struct kiq_broker kiq_broker_t;
 
 /* Takes a copy of the configuration; checks it and prepares the data
@@ -37,6 +39,9 @@ int kiq_broker_port(const kiq_broker_t *b);
 /* The host clients are told to reach it at (advertised.listeners, else
  * the listener's). */
 const char *kiq_broker_host(const kiq_broker_t *b);
+/* Whether this start has reached serving: unfenced by the controller in a
+ * cluster, started when alone. */
+bool kiq_broker_ready(kiq_broker_t *b);
 /* The control-plane listener's bound port; -1 when it has none. */
 int kiq_broker_control_port(const kiq_broker_t *b);
 /* Any thread while it runs: why the broker cannot go on (in a cluster, its

@@ -865,6 +865,8 @@ int kiq_broker_port(const kiq_broker_t *b) { return b->bound_port; }
 
 const char *kiq_broker_host(const kiq_broker_t *b) { return b->advertised_host; }
 
+bool kiq_broker_ready(kiq_broker_t *b) { return kiq_broker_startup_reached(&b->startup, KIQ_STARTUP_READY); }
+
 int kiq_broker_control_port(const kiq_broker_t *b) { return b->has_control_plane ? b->control_port : -1; }
 
 const char *kiq_broker_failed(kiq_broker_t *b)

@@ -1,0 +1,118 @@
+"""One `kafkaiq serve` process on free ports, found through its ready file,
+and its control API over HTTP. Only the standard library."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+
+class KafkaIQError(RuntimeError):
+    """The broker did not start, or the control API refused a call (its
+    message is the broker's)."""
+
+
+def find_binary():
+    """$KAFKAIQ_BIN, else `kafkaiq` on PATH."""
+    path = os.environ.get("KAFKAIQ_BIN") or shutil.which("kafkaiq")
+    if not path:
+        raise KafkaIQError("kafkaiq not found: install it (make install, or the Debian package) "
+                           "or set KAFKAIQ_BIN")
+    return path
+
+
+class KafkaIQ:
+    """A running `kafkaiq serve`: `bootstrap` (host:port,...), `brokers`
+    (each one's id, host, port, control_port, http) and `http` (broker 0's
+    control API). Use as a context manager, or call stop()."""
+
+    def __init__(self, brokers=1, overrides=None, binary=None, start_timeout=30.0):
+        self.binary = binary or find_binary()
+        self.dir = tempfile.mkdtemp(prefix="kafkaiq-")
+        ready = os.path.join(self.dir, "ready.json")
+        args = [self.binary, "serve", "--ready-file", ready,
+                "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                "--override", "kafkaiq.http.listener=127.0.0.1:0",
+                "--override", "log.dirs=" + os.path.join(self.dir, "data")]
+        if brokers > 1:
+            args[2:2] = ["--brokers", str(brokers)]
+        for key, value in (overrides or {}).items():
+            args += ["--override", "%s=%s" % (key, value)]
+        self._log = open(os.path.join(self.dir, "kafkaiq.log"), "wb")
+        self.started_at = time.monotonic()
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self._log)
+        deadline = self.started_at + start_timeout
+        while not os.path.exists(ready):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                log = self.log()
+                self.stop()
+                raise KafkaIQError("kafkaiq serve did not start: " + log[-2000:])
+            time.sleep(0.005)
+        with open(ready) as f:
+            info = json.load(f)
+        self.ready_after = time.monotonic() - self.started_at
+        self.bootstrap = info["bootstrap"]
+        self.brokers = info["brokers"]
+        self.http = info["http"]
+        self.pid = info["pid"]
+
+    def log(self):
+        """What the brokers logged so far."""
+        with open(os.path.join(self.dir, "kafkaiq.log"), "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def _call(self, method, path, body=None, broker=0):
+        url = "http://%s%s" % (self.brokers[broker]["http"], path)
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as e:
+            try:
+                message = json.loads(e.read()).get("error", "")
+            except ValueError:
+                message = ""
+            raise KafkaIQError("%s %s: %d %s" % (method, path, e.code, message)) from None
+
+    def fault(self, broker=0, **rule):
+        """Adds a fault rule (api, version, min_version, max_version,
+        client_id, topic, partition, error, delay_ms, action, times, after,
+        probability, seed) to one broker; its id."""
+        return self._call("POST", "/api/faults", rule, broker)["id"]
+
+    def faults(self, broker=0):
+        """One broker's rules, each with its matched and fired counts."""
+        return self._call("GET", "/api/faults", None, broker)["faults"]
+
+    def remove_fault(self, fault_id=None, broker=0):
+        """One rule, or every rule of the broker when fault_id is None."""
+        path = "/api/faults" if fault_id is None else "/api/faults/%d" % fault_id
+        return self._call("DELETE", path, None, broker)["removed"]
+
+    def state(self, broker=0):
+        """What /api/state shows for one broker."""
+        return self._call("GET", "/api/state", None, broker)
+
+    def stop(self):
+        """SIGTERM (a clean shutdown), SIGKILL after 20 s; the data goes."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
