@@ -25,6 +25,7 @@
 #include "http/http_server.h"
 #include "include/kafkaiq.h"
 #include "lua/hooks.h"
+#include "server/broker_set.h"
 
 /* Each connection and each segment holds descriptors; the usual soft limit
  * of 1024 is too low for a broker, so take what the hard limit allows. */
@@ -203,6 +204,7 @@ int kiq_cmd_serve(int argc, char **argv)
     int rc = 1, nbrokers = 0;
     const char *ready_file = NULL;
     kiq_broker_t **brokers = NULL;
+    kiq_broker_set_t *process = NULL;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--ready-file") == 0 && i + 1 < argc) {
             ready_file = argv[++i];
@@ -244,6 +246,10 @@ int kiq_cmd_serve(int argc, char **argv)
     int n = nbrokers ? nbrokers : 1;
     brokers = calloc((size_t)n, sizeof *brokers);
     if (!brokers) goto out;
+    if (nbrokers && !(process = kiq_broker_set_new())) {
+        KIQ_ERROR("%s", kiq_error_get());
+        goto out;
+    }
     for (int i = 0; i < n; i++) {
         kiq_config_t *bc = nbrokers ? cluster_member(cfg, i, n, i ? kiq_broker_control_port(brokers[0]) : 0) : cfg;
         if (!bc) {
@@ -252,8 +258,10 @@ int kiq_cmd_serve(int argc, char **argv)
         }
         brokers[i] = kiq_broker_new(bc);
         if (bc != cfg) kiq_config_free(bc);
-        /* fault rules and Lua interceptors, as the control API offers them */
-        if (!brokers[i] || kiq_hooks_attach(brokers[i]) != 0 || kiq_broker_start(brokers[i]) != 0) {
+        /* fault rules and Lua interceptors, as the control API offers them;
+         * in the set, so the control API can stop and start each */
+        if (!brokers[i] || kiq_hooks_attach(brokers[i]) != 0 || (process && kiq_broker_set_add(process, brokers[i]) != 0) ||
+            kiq_broker_start(brokers[i]) != 0) {
             KIQ_ERROR("cannot start broker %d: %s", i, kiq_error_get());
             goto stop;
         }
@@ -272,13 +280,18 @@ int kiq_cmd_serve(int argc, char **argv)
             break;
         }
         const char *failed = NULL;
-        for (int i = 0; i < n && !failed; i++) failed = kiq_broker_failed(brokers[i]);
+        int32_t failed_id = 0;
+        if (process)
+            failed = kiq_broker_set_failed(process, &failed_id);
+        else
+            failed = kiq_broker_failed(brokers[0]);
         if (failed) {
-            KIQ_ERROR("exiting: %s", failed);
+            KIQ_ERROR("exiting: broker %d: %s", (int)failed_id, failed);
             break;
         }
     }
 stop:
+    kiq_broker_set_free(process); /* no operation on a broker from here on */
     /* the controller (broker 0) goes last, so the others still reach it */
     for (int i = n - 1; i >= 0; i--) kiq_broker_free(brokers[i]);
     goto out;

@@ -3,14 +3,18 @@
  * loopback clients only and takes bodies as application/json, which a
  * browser page from elsewhere cannot send without asking first. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "http/views.h"
+#include "server/broker_set.h"
 
 #define FAULTS "/api/faults"
+#define BROKERS "/api/brokers"
+#define LINKS "/api/links"
 
 static int faults_of(void *b, const kiq_view_t *v) { return kiq_broker_faults_view(b, v); }
 
@@ -101,6 +105,103 @@ static void remove_faults(kiq_broker_t *b, const char *rest, kiq_http_view_t *v)
     kiq_http_take_json(v, 200, json_pack("{so}", "removed", removed));
 }
 
+/* ---- brokers and links ---- */
+
+static int set_of(void *b, const kiq_view_t *v)
+{
+    kiq_broker_set_view(((kiq_broker_t *)b)->set, v);
+    return 0;
+}
+
+/* A broker alone is a set of one that nothing can be done to. */
+static int alone(kiq_broker_t *b, kiq_http_view_t *v)
+{
+    if (b->set) return 0;
+    kiq_http_error(v, 409, "this broker runs alone: kill, restart, pause and links need serve --brokers N or a "
+                           "Lua cluster");
+    return -1;
+}
+
+static void list_brokers(kiq_broker_t *b, kiq_http_view_t *v)
+{
+    json_t *j = b->set ? kiq_http_json_of(set_of, b)
+                       : json_pack("{s[{sisbsb}]s[]}", "brokers", "id", b->node_id, "running", b->running, "ready",
+                                   kiq_broker_ready(b), "links");
+    if (j)
+        kiq_http_take_json(v, 200, j);
+    else
+        kiq_http_error(v, 500, "out of memory");
+}
+
+/* POST /api/brokers/{id}/{op} */
+static void broker_op(kiq_broker_t *b, const char *rest, kiq_http_view_t *v)
+{
+    char op[16];
+    int id, end = 0;
+    if (sscanf(rest, "/%d/%15[a-z]%n", &id, op, &end) != 2 || rest[end] || kiq_broker_op_parse(op) < 0) {
+        kiq_http_error(v, 404, "POST " BROKERS "/{id}/kill|stop|restart|pause|resume");
+        return;
+    }
+    if (alone(b, v) != 0) return;
+    enum kiq_broker_op o = (enum kiq_broker_op)kiq_broker_op_parse(op);
+    if (kiq_broker_set_do(b->set, id, o) != 0) {
+        kiq_http_error(v, 404, kiq_error_get());
+        return;
+    }
+    /* kill, stop and restart are the supervisor's, done after this answer
+     * (the broker answering may be the one stopped) */
+    bool queued = o != KIQ_BROKER_PAUSE && o != KIQ_BROKER_RESUME;
+    kiq_http_take_json(v, queued ? 202 : 200, json_pack("{sisssb}", "broker", id, "op", op, "queued", queued));
+}
+
+/* POST /api/links {"from", "to", "action": "cut" | "heal" | "slow" |
+ * "drop", "delay_ms"}: replication from leader `from` to follower `to`.
+ * slow and drop are fault rules on the leader for that follower's fetches
+ * (their id answered; DELETE it there to end them). */
+static void link_op(kiq_broker_t *b, const char *body, kiq_http_view_t *v)
+{
+    if (alone(b, v) != 0) return;
+    json_t *j = body ? json_loads(body, 0, NULL) : NULL;
+    json_int_t from = -1, to = -1, delay = 0;
+    const char *action = NULL;
+    if (json_unpack(j, "{sIsIss s?I}", "from", &from, "to", &to, "action", &action, "delay_ms", &delay) != 0 ||
+        from < 0 || to < 0 || from > INT32_MAX || to > INT32_MAX) {
+        json_decref(j);
+        kiq_http_error(v, 400, "a link is {\"from\": leader id, \"to\": follower id, \"action\": \"cut\" | \"heal\" | "
+                               "\"slow\" | \"drop\", \"delay_ms\": n (slow)}");
+        return;
+    }
+    json_t *answer = NULL;
+    int rc = 0;
+    if (strcmp(action, "cut") == 0 || strcmp(action, "heal") == 0) {
+        rc = kiq_broker_set_cut(b->set, (int32_t)from, (int32_t)to, action[0] == 'c');
+        if (rc == 0) answer = json_pack("{sIsIss}", "from", from, "to", to, "action", action);
+    } else if (strcmp(action, "slow") == 0 || strcmp(action, "drop") == 0) {
+        kiq_broker_t *leader = kiq_broker_set_find(b->set, (int32_t)from);
+        kiq_fault_rule_t rule;
+        char client[64], ms[24];
+        kiq_fault_rule_init(&rule);
+        snprintf(client, sizeof client, "kafkaiq-replica-fetcher-%d", (int)to);
+        snprintf(ms, sizeof ms, "%lld", (long long)delay);
+        rc = !leader ? kiq_error_set("no broker %d in this process", (int)from)
+             : kiq_fault_rule_set(&rule, "api", "Fetch") || kiq_fault_rule_set(&rule, "client_id", client) ||
+                     kiq_fault_rule_set(&rule, "delay_ms", ms) ||
+                     (action[0] == 'd' && kiq_fault_rule_set(&rule, "action", "drop_response"))
+                 ? -1
+                 : 0;
+        int id = rc == 0 ? kiq_broker_fault_add(leader, &rule) : -1;
+        if (id < 0) rc = -1;
+        else answer = json_pack("{sIsIsssisI}", "from", from, "to", to, "action", action, "fault", id, "on_broker", from);
+    } else {
+        rc = kiq_error_set("action must be cut, heal, slow or drop, not '%s'", action);
+    }
+    json_decref(j);
+    if (rc != 0 || !answer)
+        kiq_http_error(v, 400, kiq_error_get());
+    else
+        kiq_http_take_json(v, 200, answer);
+}
+
 /* "/api/faults" or "/api/faults/..." */
 static const char *under(const char *url, const char *prefix)
 {
@@ -108,17 +209,36 @@ static const char *under(const char *url, const char *prefix)
     return strncmp(url, prefix, n) == 0 && (!url[n] || url[n] == '/') ? url + n : NULL;
 }
 
-bool kiq_http_control_path(const char *url) { return under(url, FAULTS) != NULL; }
+bool kiq_http_control_path(const char *url)
+{
+    return under(url, FAULTS) || under(url, BROKERS) || under(url, LINKS);
+}
 
 void kiq_http_control(kiq_broker_t *b, const char *method, const char *url, const char *body, kiq_http_view_t *v)
 {
-    const char *rest = under(url, FAULTS);
-    if (strcmp(method, "GET") == 0 && !*rest)
-        list_faults(b, v);
-    else if (strcmp(method, "POST") == 0 && !*rest)
-        add_fault(b, body, v);
-    else if (strcmp(method, "DELETE") == 0)
-        remove_faults(b, rest, v);
-    else
-        kiq_http_error(v, 405, "GET or POST " FAULTS ", DELETE " FAULTS " or " FAULTS "/{id}");
+    const char *rest;
+    bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+    if ((rest = under(url, BROKERS))) {
+        if (get && !*rest)
+            list_brokers(b, v);
+        else if (post && *rest)
+            broker_op(b, rest, v);
+        else
+            kiq_http_error(v, 405, "GET " BROKERS ", POST " BROKERS "/{id}/{op}");
+    } else if ((rest = under(url, LINKS))) {
+        if (post && !*rest)
+            link_op(b, body, v);
+        else
+            kiq_http_error(v, 405, "POST " LINKS);
+    } else {
+        rest = under(url, FAULTS);
+        if (get && !*rest)
+            list_faults(b, v);
+        else if (post && !*rest)
+            add_fault(b, body, v);
+        else if (strcmp(method, "DELETE") == 0)
+            remove_faults(b, rest, v);
+        else
+            kiq_http_error(v, 405, "GET or POST " FAULTS ", DELETE " FAULTS " or " FAULTS "/{id}");
+    }
 }

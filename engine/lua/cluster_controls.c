@@ -14,9 +14,7 @@
 #include "controller/controller.h"
 #include "core/clock.h"
 #include "lua/module.h"
-#include "replica/replica_manager.h"
 #include "server/broker.h"
-#include "server/broker_lifecycle.h"
 
 static void push_ids(lua_State *L, const int32_t *ids, int32_t n)
 {
@@ -138,7 +136,7 @@ int kiq_lua_broker_pause_heartbeats(lua_State *L)
 {
     kiq_broker_t *b = kiq_lua_check_broker(L);
     luaL_checktype(L, 2, LUA_TBOOLEAN);
-    if (b->lifecycle) kiq_broker_lifecycle_pause(b->lifecycle, lua_toboolean(L, 2));
+    kiq_broker_pause_heartbeats(b, lua_toboolean(L, 2));
     return 0;
 }
 
@@ -149,7 +147,7 @@ int kiq_lua_broker_pause_fetching(lua_State *L)
     kiq_broker_t *b = kiq_lua_check_broker(L);
     int32_t leader = (int32_t)luaL_checkinteger(L, 2);
     luaL_checktype(L, 3, LUA_TBOOLEAN);
-    if (b->replicas) kiq_replica_manager_pause_fetching(b->replicas, leader, lua_toboolean(L, 3));
+    kiq_broker_pause_fetching(b, leader, lua_toboolean(L, 3));
     return 0;
 }
 

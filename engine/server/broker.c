@@ -880,6 +880,16 @@ void kiq_broker_set_interceptors(kiq_broker_t *b, const kiq_interceptor_ops_t *o
     b->interceptors = (kiq_interceptors_t){ops, ctx, active};
 }
 
+void kiq_broker_pause_heartbeats(kiq_broker_t *b, bool paused)
+{
+    if (b->lifecycle) kiq_broker_lifecycle_pause(b->lifecycle, paused);
+}
+
+void kiq_broker_pause_fetching(kiq_broker_t *b, int32_t leader, bool paused)
+{
+    if (b->replicas) kiq_replica_manager_pause_fetching(b->replicas, leader, paused);
+}
+
 /* The fault rules live with the interceptors (their implementation keeps
  * them: server/interceptors.h). */
 static int no_faults(kiq_broker_t *b)

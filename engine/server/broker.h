@@ -169,6 +169,9 @@ struct kiq_broker {
      * b:metrics(); from new to free, its own lock */
     kiq_metrics_t *metrics;
     kiq_journeys_t *journeys;         /* NULL when kafkaiq.journey.enable is off; its own locks */
+    /* the brokers of this process it belongs to (server/broker_set.h),
+     * NULL alone; set by the set's owner before the broker starts */
+    struct kiq_broker_set *set;
     /* What runs with the broker from the layers above (the HTTP listener):
      * added before the first start, started after each start, stopped
      * first in each shutdown, freed with the broker. */
@@ -207,6 +210,11 @@ int kiq_broker_add_service(kiq_broker_t *b, const kiq_broker_service_t *service)
  * its first start, once. The broker frees them with itself. */
 void kiq_broker_set_interceptors(kiq_broker_t *b, const kiq_interceptor_ops_t *ops, void *ctx,
                                  const atomic_int *active);
+/* Any thread: this broker stops (or resumes) heartbeating, so the
+ * controller fences it after broker.session.timeout.ms (nothing alone);
+ * and stops (or resumes) replicating from leader `leader`. */
+void kiq_broker_pause_heartbeats(kiq_broker_t *b, bool paused);
+void kiq_broker_pause_fetching(kiq_broker_t *b, int32_t leader, bool paused);
 /* Any thread: a fault rule added (its id, > 0), removed (0), or the
  * rules as an array "faults" (0); -1 with the reason, also when the
  * broker has no interceptors to keep them. */
