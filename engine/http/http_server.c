@@ -14,16 +14,19 @@
 #include "core/error.h"
 #include "core/say.h"
 #include "http/views.h"
+#include "http/wait.h"
 
 #define IDLE_TIMEOUT_S 10
 #define MEMORY_PER_CONNECTION (32 * 1024) /* bounds a request's headers */
 #define MAX_BODY (64 * 1024)                 /* a control request's JSON */
 
-/* What a request without a body keeps as its state: a marker. */
+/* What a plain GET keeps as its state: a marker. */
 static char no_body;
 
-/* A body being received (the control API's POST); the polling thread's. */
+/* A control request's state, the polling thread's: a POST's body being
+ * received, or a GET /api/wait suspended until its condition is decided. */
 typedef struct upload {
+    kiq_http_waiter_t *waiter;
     size_t len;
     bool too_big;
     char data[MAX_BODY + 1];
@@ -52,6 +55,7 @@ typedef struct http_listener {
     unsigned open, closing;
     atomic_uint_fast64_t closed; /* idle connections closed to make room */
     kiq_metrics_t *metrics; /* the broker's, where its figures are */
+    kiq_http_waits_t *waits; /* GET /api/wait's, from start to stop */
 } http_listener_t;
 
 /* The listeners of this process that are listening, so the page of one
@@ -170,7 +174,10 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode why)
 {
-    if (*state != &no_body) free(*state);
+    http_listener_t *h = cls;
+    upload_t *up = *state != &no_body ? *state : NULL;
+    if (up && up->waiter) kiq_http_waiter_drop(h->waits, up->waiter);
+    free(up);
     *state = NULL;
     http_conn_t *hc = conn_of(c);
     if (!hc) return;
@@ -259,9 +266,10 @@ static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *ur
     http_conn_t *hc = conn_of(c);
     if (hc) conn_touch(h, hc);
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    /* the first call is for the headers alone; only a POST's body is kept */
+    bool wait = get && strcmp(url, "/api/wait") == 0;
+    /* the first call is for the headers alone; a POST's body is kept */
     if (!*state) {
-        *state = strcmp(method, "POST") == 0 ? calloc(1, sizeof(upload_t)) : &no_body;
+        *state = strcmp(method, "POST") == 0 || wait ? calloc(1, sizeof(upload_t)) : &no_body;
         return *state ? MHD_YES : MHD_NO;
     }
     upload_t *up = *state == &no_body ? NULL : *state;
@@ -277,6 +285,18 @@ static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *ur
     }
     if (hc) hc->answering = true; /* until on_completed */
     kiq_http_view_t v;
+    if (wait && up->waiter) { /* resumed: decided */
+        kiq_http_waiter_answer(h->waits, up->waiter, &v);
+        up->waiter = NULL;
+        return answer_view(c, &v);
+    }
+    if (wait) {
+        if (!from_loopback(c))
+            kiq_http_error(&v, MHD_HTTP_FORBIDDEN, "the control API answers loopback clients only");
+        else if (!kiq_http_wait_begin(h->waits, c, &up->waiter, &v))
+            return MHD_YES; /* suspended until decided */
+        return answer_view(c, &v);
+    }
     const kiq_http_asset_t *asset = kiq_http_asset(url);
     if (get && asset) return answer_asset(c, asset);
     if (kiq_http_control_path(url))
@@ -310,13 +330,20 @@ static int start(void *ctx, kiq_broker_t *b)
     /* No limit per address: a scraper shares its address with whatever
      * else runs on its host. Past the limit new connections wait in the
      * backlog, but make_room keeps a place free unless all are answering. */
+    if (!(h->waits = kiq_http_waits_new(b))) return -1;
     h->daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, (uint16_t)h->port, NULL, NULL, route, h,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME, (uint16_t)h->port, NULL, NULL,
+        route, h,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, h->max_connections,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)MEMORY_PER_CONNECTION, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_END);
-    if (!h->daemon) return kiq_error_errno("kafkaiq.http.listener: cannot listen on %s:%d", h->host, h->port);
+    if (!h->daemon) {
+        kiq_error_errno("kafkaiq.http.listener: cannot listen on %s:%d", h->host, h->port);
+        kiq_http_waits_free(h->waits);
+        h->waits = NULL;
+        return -1;
+    }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     int port = info ? info->port : h->port;
     atomic_store(&h->bound, port);
@@ -332,8 +359,11 @@ static void stop(void *ctx, kiq_broker_t *b)
     if (!h->daemon) return;
     peers_remove(h);
     atomic_store(&h->bound, -1);
+    kiq_http_waits_stop(h->waits); /* libmicrohttpd stops with no connection suspended */
     MHD_stop_daemon(h->daemon);
     h->daemon = NULL;
+    kiq_http_waits_free(h->waits);
+    h->waits = NULL;
 }
 
 /* Its own figures, in the broker's metrics registry from attach to free. */

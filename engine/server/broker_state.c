@@ -232,3 +232,13 @@ void kiq_broker_state_view(kiq_broker_t *b, int newest_segments, const kiq_view_
     }
     topics(b, newest_segments, v);
 }
+
+int kiq_broker_partition_view(kiq_broker_t *b, const char *topic, int32_t partition, const kiq_view_t *v)
+{
+    kiq_topic_t *t = b->running ? kiq_topics_get(b->topics, KIQ_STR(topic)) : NULL;
+    if (!t) return -1;
+    bool found = partition >= 0 && partition < t->npartitions;
+    if (found) kiq_partition_state_view(t->partitions[partition], 0, v);
+    kiq_topic_unref(t);
+    return found ? 0 : -1;
+}

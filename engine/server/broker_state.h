@@ -28,5 +28,8 @@
 /* b's state into v (an object's fields); newest_segments: how many of each
  * partition's newest segments to list (< 0: all). */
 void kiq_broker_state_view(kiq_broker_t *b, int newest_segments, const kiq_view_t *v);
+/* One partition's state (replica/partition_state.h, no segments) into v:
+ * 0, or -1 when the broker is not running or has no such partition. */
+int kiq_broker_partition_view(kiq_broker_t *b, const char *topic, int32_t partition, const kiq_view_t *v);
 
 #endif
