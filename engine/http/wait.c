@@ -28,7 +28,7 @@ typedef struct cond {
     int32_t broker;      /* BROKER_STATE */
     char topic[250];     /* LEADER, ISR, HIGH_WATERMARK */
     int32_t partition;
-    int64_t n;           /* LEADER: the id, -1 any; ISR, HIGH_WATERMARK: at least */
+    int64_t n;           /* LEADER: the id, -1 any; ISR: exactly; HIGH_WATERMARK: at least */
     char name[256];      /* GROUP_STATE: the group */
     char state[32];      /* BROKER_STATE, GROUP_STATE */
     char what[400];      /* the condition in words */
@@ -128,7 +128,7 @@ static bool met(kiq_broker_t *b, const cond_t *c, json_t **value)
         }
         if (c->kind == ISR) {
             *value = json_integer(p.nisr);
-            return p.nisr >= c->n;
+            return p.nisr == c->n;
         }
         *value = json_integer(p.leader);
         return p.leader >= 0 && (c->n < 0 || p.leader == c->n);
@@ -213,7 +213,7 @@ static int parse(struct MHD_Connection *mc, cond_t *c, int64_t *timeout_ms)
     } else if (isr) {
         c->kind = ISR;
         if (!number(isr, 1, 64, &c->n)) return kiq_error_set("isr is how many replicas in sync, 1 to 64");
-        snprintf(c->what, sizeof c->what, "%lld in sync for %s-%d", (long long)c->n, topic, c->partition);
+        snprintf(c->what, sizeof c->what, "exactly %lld in sync for %s-%d", (long long)c->n, topic, c->partition);
     } else if (hw) {
         c->kind = HIGH_WATERMARK;
         if (!number(hw, 0, INT64_MAX, &c->n)) return kiq_error_set("high_watermark is an offset");

@@ -5,7 +5,8 @@
  * every few milliseconds while there are any.
  *
  * Conditions, by query parameters: broker=ID&state=ready|running|stopped;
- * topic=T&partition=P with leader=any|ID, isr=N (at least N in sync) or
+ * topic=T&partition=P with leader=any|ID, isr=N (exactly N in sync: the
+ * ISR full, or shrunk to N) or
  * high_watermark=N (at least N, on the leader); group=G&state=S (Kafka's
  * state name, e.g. Stable); timeout_ms (default 10000). */
 #ifndef KIQ_HTTP_WAIT_H

@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 
@@ -67,11 +68,12 @@ class KafkaIQ:
 
     def _call(self, method, path, body=None, broker=0):
         url = "http://%s%s" % (self.brokers[broker]["http"], path)
+        timeout = 30 + (int(path.split("timeout_ms=")[1]) / 1000 if "timeout_ms=" in path else 0)
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(url, data=data, method=method,
                                      headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
                 return json.loads(resp.read() or b"null")
         except urllib.error.HTTPError as e:
             try:
@@ -94,6 +96,38 @@ class KafkaIQ:
         """One rule, or every rule of the broker when fault_id is None."""
         path = "/api/faults" if fault_id is None else "/api/faults/%d" % fault_id
         return self._call("DELETE", path, None, broker)["removed"]
+
+    def kill(self, broker_id, via=0):
+        """Kills a broker (no clean shutdown); returns at once, wait() for it."""
+        return self._call("POST", "/api/brokers/%d/kill" % broker_id, None, via)
+
+    def restart(self, broker_id, via=0):
+        """Stops a broker cleanly if it runs, then starts it on the same ports."""
+        return self._call("POST", "/api/brokers/%d/restart" % broker_id, None, via)
+
+    def pause(self, broker_id, via=0):
+        """The broker stops heartbeating and replicating, as SIGSTOP looks to the others."""
+        return self._call("POST", "/api/brokers/%d/pause" % broker_id, None, via)
+
+    def resume(self, broker_id, via=0):
+        return self._call("POST", "/api/brokers/%d/resume" % broker_id, None, via)
+
+    def link(self, leader, follower, action, delay_ms=None, via=0):
+        """Replication from leader to follower: "cut", "heal", "slow"
+        (delay_ms per fetch) or "drop" (fetches unanswered)."""
+        body = {"from": leader, "to": follower, "action": action}
+        if delay_ms is not None:
+            body["delay_ms"] = delay_ms
+        return self._call("POST", "/api/links", body, via)
+
+    def wait(self, timeout_ms=10000, via=0, **condition):
+        """Until a condition holds: broker=ID, state="ready"|"running"|"stopped";
+        topic=T, partition=P with leader="any"|ID, isr=N (exactly) or
+        high_watermark=N (at least);
+        group=G, state="Stable". Raises KafkaIQError when the bound passes."""
+        query = "&".join("%s=%s" % (k, urllib.parse.quote(str(v))) for k, v in
+                         dict(condition, timeout_ms=timeout_ms).items())
+        return self._call("GET", "/api/wait?" + query, None, via)
 
     def state(self, broker=0):
         """What /api/state shows for one broker."""

@@ -112,3 +112,43 @@ def test_the_broker_is_stopped_when_a_test_fails(pytester):
     pid = int(pidfile.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_killed_broker_comes_back_and_the_data_with_it(kafkaiq_factory):
+    k = kafkaiq_factory(brokers=3, overrides={"min.insync.replicas": 2})
+    topic = topic_name()
+    create(k.bootstrap, topic, partitions=1, rf=3)
+    k.wait(topic=topic, partition=0, isr=3)
+    assert produce(k.bootstrap, topic, [b"before"], acks="all") == [None]
+    leader = k.wait(topic=topic, partition=0, leader="any")["value"]
+    via = (leader + 1) % 3
+    assert k.kill(leader, via=via)["queued"] is True
+    k.wait(broker=leader, state="stopped", via=via)
+    assert produce(k.bootstrap, topic, [b"during"], acks="all") == [None]
+    k.restart(leader, via=via)
+    k.wait(broker=leader, state="ready", via=via)
+    k.wait(topic=topic, partition=0, isr=3, via=via, timeout_ms=30000)
+    k.wait(topic=topic, partition=0, high_watermark=2, via=via)
+    assert sorted(consume(k.bootstrap, topic, 2)) == [b"before", b"during"]
+
+
+def test_a_wait_that_cannot_be_met_says_what_it_saw(kafkaiq):
+    with pytest.raises(KafkaIQError, match="408 timed out after .* ms waiting for high watermark 5 of nothing-0"):
+        kafkaiq.wait(topic="nothing", partition=0, high_watermark=5, timeout_ms=100)
+    with pytest.raises(KafkaIQError, match="409 this broker runs alone"):
+        kafkaiq.kill(0)
+
+
+def test_a_cut_follower_leaves_the_isr_and_rejoins_when_healed(kafkaiq_factory):
+    k = kafkaiq_factory(brokers=3, overrides={"replica.lag.time.max.ms": 1000})
+    topic = topic_name()
+    create(k.bootstrap, topic, partitions=1, rf=3)
+    k.wait(topic=topic, partition=0, isr=3)
+    leader = k.wait(topic=topic, partition=0, leader="any")["value"]
+    follower = (leader + 1) % 3
+    k.link(leader, follower, "cut")
+    assert produce(k.bootstrap, topic, [b"a"], acks="all") == [None]
+    assert {"from": leader, "to": follower} in k._call("GET", "/api/brokers")["links"]
+    k.wait(topic=topic, partition=0, isr=2, timeout_ms=20000)
+    k.link(leader, follower, "heal")
+    k.wait(topic=topic, partition=0, isr=3, timeout_ms=20000)
