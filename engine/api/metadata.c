@@ -3,8 +3,9 @@
  * this broker's own topics standalone). Unknown topics are created when
  * auto.create.topics.enable and the request allow: standalone here and at
  * once; in cluster mode through the controller (the request parked until
- * it answers), answered LEADER_NOT_AVAILABLE for now (clients retry, as
- * they do with Kafka).
+ * it answers and this broker knows the new leaders, then described as
+ * created; LEADER_NOT_AVAILABLE if they are not known in time: clients
+ * retry, as they do with Kafka).
  * With no authorizer, the authorized operations asked for are all of them. */
 #include "api/topic_orders.h"
 #include "core/error.h"
@@ -77,8 +78,20 @@ static void standalone_auto_create(kiq_broker_t *b, kiq_request_t *r, const kiq_
     }
 }
 
-/* The controller's answers: created, or being created, means the leader
- * is on its way. */
+/* Every partition of the ordered topic has a leader in this broker's
+ * metadata: a client can produce to it at once. */
+static bool led_here(kiq_metadata_cache_t *mc, const kiq_topic_order_t *o)
+{
+    kiq_cached_partition_t p;
+    int32_t n = kiq_metadata_cache_partition_count(mc, o->name.p, (size_t)o->name.len);
+    for (int32_t i = 0; i < n; i++)
+        if (!kiq_metadata_cache_partition(mc, o->name.p, (size_t)o->name.len, i, &p) || p.leader < 0) return false;
+    return n > 0;
+}
+
+/* The controller's answers: a topic created, and led here by now, is
+ * described; one still on its way says LEADER_NOT_AVAILABLE (clients
+ * retry); otherwise why not. */
 static void auto_created(kiq_api_topic_orders_t *t)
 {
     kiq_metadata_response_t *out = t->resp;
@@ -87,17 +100,26 @@ static void auto_created(kiq_api_topic_orders_t *t)
         if (!o) continue;
         bool coming = o->error == KIQ_ERR_NONE || o->error == KIQ_ERR_TOPIC_ALREADY_EXISTS ||
                       o->error == KIQ_ERR_REQUEST_TIMED_OUT;
-        out->topics[i].error_code = coming ? KIQ_ERR_LEADER_NOT_AVAILABLE : o->error;
+        kiq_cached_topic_t topic;
+        if (coming && led_here(t->b->metadata, o) && kiq_api_topic_view(t->b, t->r, o->name, NULL, &topic)) {
+            out->topics[i].error_code = KIQ_ERR_NONE;
+            describe(t->r->body, t->r, &topic, &out->topics[i]);
+        } else {
+            out->topics[i].error_code = coming ? KIQ_ERR_LEADER_NOT_AVAILABLE : o->error;
+        }
     }
 }
 
 /* Cluster mode: asks the controller for the unknown topics the request may
- * create, the request parked until it answers; their answers then say
- * LEADER_NOT_AVAILABLE (or why not). */
+ * create, the request parked until it answers and this broker's metadata
+ * shows their leaders (bounded), so the client's first Metadata already
+ * names them: a test's first produce to a new topic goes out at once. */
 static int cluster_auto_create(kiq_broker_t *b, kiq_request_t *r, kiq_metadata_response_t *out)
 {
     kiq_api_topic_orders_t *t = kiq_api_topic_orders_new(b, r, out, out->topics_n, AUTO_CREATE_TIMEOUT_MS);
     t->fill = auto_created;
+    t->wait = true;
+    t->shown = led_here;
     for (int32_t i = 0; i < out->topics_n; i++) {
         kiq_metadata_response_topics_t *mt = &out->topics[i];
         /* __consumer_offsets comes only from FindCoordinator, as in Kafka */
