@@ -8,6 +8,11 @@ local kiq = { core = core, version = core.version }
 -- Engine log level on stderr: "error", "warn", "info" (default), "debug".
 kiq.log_level = core.log_level
 
+-- Moves the process's engine clock ms ahead (a broker started with
+-- ["kafkaiq.clock"] = "manual"): retention, rolls, timeouts and
+-- LogAppendTime follow it. { ahead_ms, wall_ms } | nil, err.
+kiq.advance_clock = core.advance_clock
+
 local function check_opts(opts, allowed, what, level)
   if type(opts) ~= "table" then error(what .. ": options table expected", level + 1) end
   for k in pairs(opts) do

@@ -2,7 +2,6 @@
  * with --brokers N a whole cluster in this process; once every broker
  * serves, one JSON line on stdout says where (and --ready-file gets the
  * same line), so a launcher in any language can start it on free ports. */
-#include <arpa/inet.h>
 #include <jansson.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -11,9 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +22,7 @@
 #include "http/http_server.h"
 #include "include/kafkaiq.h"
 #include "lua/hooks.h"
+#include "net/free_port.h"
 #include "server/broker_set.h"
 
 /* Each connection and each segment holds descriptors; the usual soft limit
@@ -55,29 +53,13 @@ static int set_default(kiq_config_t *c, enum kiq_config_id id, const char *value
     return is_default ? kiq_config_set(c, kiq_config_defs[id].name, value) : 0;
 }
 
-/* A port free on host now (the kernel's pick for a socket bound to port 0,
- * closed again); -1 with the reason. */
-static int free_port(const char *host)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t len = sizeof a;
-    if (inet_pton(AF_INET, host, &a.sin_addr) != 1) return kiq_error_set("%s is not an IPv4 address", host);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return kiq_error_errno("socket");
-    int port = bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0
-                   ? ntohs(a.sin_port)
-                   : kiq_error_errno("cannot find a free port on %s", host);
-    close(fd);
-    return port;
-}
-
 /* Broker i of an in-process cluster of n: the client listener's port + i
  * (and the HTTP listener's), a control-plane listener on the client port
  * + 100 + i, its own directory under each log dir, the controller on
  * broker 0. With client port 0 every listener takes a free port, and the
  * others find the controller on broker 0's bound control port
  * (controller_port, known once broker 0 has started); broker 0's own is
- * picked before it starts (free_port), as its voter entry names it. */
+ * picked before it starts (net/free_port.h), as its voter entry names it. */
 static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n, int controller_port)
 {
     kiq_listener_t ls[KIQ_MAX_LISTENERS];
@@ -95,7 +77,7 @@ static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n, int 
     rc |= kiq_config_set(c, "broker.id", v);
     bool free_ports = data->port == 0;
     rc |= kiq_config_set(c, "control.plane.listener.name", "CONTROLLER");
-    if (free_ports && i == 0 && (controller_port = free_port(host)) < 0) {
+    if (free_ports && i == 0 && (controller_port = kiq_free_port()) < 0) {
         kiq_config_free(c);
         return NULL;
     }

@@ -168,6 +168,8 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "send fetched records with sendfile() from the segment files unless a fetch interceptor needs them") \
     X(HTTP_LISTENER, "kafkaiq.http.listener", STRING, "", 0, 0, NULL,                            \
       "host:port of the broker's HTTP listener (metrics, journeys, state); empty: none; port 0: a free one") \
+    X(CLOCK, "kafkaiq.clock", STRING, "system", 0, 0, "system,manual",                            \
+      "manual: tests may move the process's clock ahead (POST /api/clock); system: never")      \
     X(HTTP_MAX_CONNECTIONS, "kafkaiq.http.max.connections", INT, "256", 1, 65536, NULL,          \
       "open connections to the HTTP listener; past it the longest idle one is closed")        \
     X(JOURNEY_ENABLE, "kafkaiq.journey.enable", BOOL, "true", 0, 0, NULL,                        \

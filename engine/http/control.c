@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "http/views.h"
 #include "server/broker_set.h"
@@ -15,6 +16,7 @@
 #define FAULTS "/api/faults"
 #define BROKERS "/api/brokers"
 #define LINKS "/api/links"
+#define CLOCK "/api/clock"
 
 static int faults_of(void *b, const kiq_view_t *v) { return kiq_broker_faults_view(b, v); }
 
@@ -202,6 +204,32 @@ static void link_op(kiq_broker_t *b, const char *body, kiq_http_view_t *v)
         kiq_http_take_json(v, 200, answer);
 }
 
+/* ---- the clock ---- */
+
+static json_t *clock_json(void)
+{
+    return json_pack("{sssIsIsI}", "clock", atomic_load(&kiq_clock_manual) ? "manual" : "system", "ahead_ms",
+                     (json_int_t)(kiq_clock_ahead() / 1000000), "wall_ms", (json_int_t)kiq_clock_wall_ms(),
+                     "mono_ms", (json_int_t)kiq_clock_mono_ms());
+}
+
+/* POST /api/clock {"advance_ms": n}: the process's clock n ms ahead. */
+static void advance_clock(const char *body, kiq_http_view_t *v)
+{
+    json_t *j = body ? json_loads(body, 0, NULL) : NULL;
+    json_int_t ms = -1;
+    if (json_unpack(j, "{sI}", "advance_ms", &ms) != 0) {
+        json_decref(j);
+        kiq_http_error(v, 400, "the clock takes {\"advance_ms\": n}");
+        return;
+    }
+    json_decref(j);
+    if (kiq_clock_advance_ms(ms) != 0)
+        kiq_http_error(v, atomic_load(&kiq_clock_manual) ? 400 : 409, kiq_error_get());
+    else
+        kiq_http_take_json(v, 200, clock_json());
+}
+
 /* "/api/faults" or "/api/faults/..." */
 static const char *under(const char *url, const char *prefix)
 {
@@ -211,7 +239,7 @@ static const char *under(const char *url, const char *prefix)
 
 bool kiq_http_control_path(const char *url)
 {
-    return under(url, FAULTS) || under(url, BROKERS) || under(url, LINKS);
+    return under(url, FAULTS) || under(url, BROKERS) || under(url, LINKS) || under(url, CLOCK);
 }
 
 void kiq_http_control(kiq_broker_t *b, const char *method, const char *url, const char *body, kiq_http_view_t *v)
@@ -225,6 +253,13 @@ void kiq_http_control(kiq_broker_t *b, const char *method, const char *url, cons
             broker_op(b, rest, v);
         else
             kiq_http_error(v, 405, "GET " BROKERS ", POST " BROKERS "/{id}/{op}");
+    } else if ((rest = under(url, CLOCK))) {
+        if (get && !*rest)
+            kiq_http_take_json(v, 200, clock_json());
+        else if (post && !*rest)
+            advance_clock(body, v);
+        else
+            kiq_http_error(v, 405, "GET or POST " CLOCK);
     } else if ((rest = under(url, LINKS))) {
         if (post && !*rest)
             link_op(b, body, v);

@@ -21,14 +21,14 @@
 #define MAX_WAITERS 256
 #define LOOK_EVERY_MS 5
 
-enum cond_kind { BROKER_STATE, LEADER, ISR, HIGH_WATERMARK, GROUP_STATE };
+enum cond_kind { BROKER_STATE, LEADER, ISR, HIGH_WATERMARK, LOG_START_OFFSET, GROUP_STATE };
 
 typedef struct cond {
     enum cond_kind kind;
     int32_t broker;      /* BROKER_STATE */
     char topic[250];     /* LEADER, ISR, HIGH_WATERMARK */
     int32_t partition;
-    int64_t n;           /* LEADER: the id, -1 any; ISR: exactly; HIGH_WATERMARK: at least */
+    int64_t n;           /* LEADER: the id, -1 any; ISR: exactly; HIGH_WATERMARK, LOG_START_OFFSET: at least */
     char name[256];      /* GROUP_STATE: the group */
     char state[32];      /* BROKER_STATE, GROUP_STATE */
     char what[400];      /* the condition in words */
@@ -132,11 +132,12 @@ static bool met(kiq_broker_t *b, const cond_t *c, json_t **value)
         }
         *value = json_integer(p.leader);
         return p.leader >= 0 && (c->n < 0 || p.leader == c->n);
-    case HIGH_WATERMARK: {
+    case HIGH_WATERMARK:
+    case LOG_START_OFFSET: {
         kiq_broker_t *leader = partition_of(b, c, &p) && p.leader >= 0 ? broker_of(b, p.leader) : NULL;
         const void *args[2] = {leader, c};
         json_t *j = leader ? kiq_http_json_of(partition_json, (void *)args) : NULL;
-        json_t *hw = json_object_get(j, "high_watermark");
+        json_t *hw = json_object_get(j, c->kind == HIGH_WATERMARK ? "high_watermark" : "log_start_offset");
         *value = hw ? json_incref(hw) : json_null();
         json_decref(j);
         return hw && json_integer_value(hw) >= c->n;
@@ -200,10 +201,11 @@ static int parse(struct MHD_Connection *mc, cond_t *c, int64_t *timeout_ms)
     }
     if (!topic || !*topic || strlen(topic) >= sizeof c->topic || !number(arg(mc, "partition"), 0, INT32_MAX, &n))
         return kiq_error_set("wait for broker=ID&state=..., group=G&state=..., or topic=T&partition=P with "
-                             "leader=any|ID, isr=N or high_watermark=N");
+                             "leader=any|ID, isr=N, high_watermark=N or log_start_offset=N");
     snprintf(c->topic, sizeof c->topic, "%s", topic);
     c->partition = (int32_t)n;
-    const char *leader = arg(mc, "leader"), *isr = arg(mc, "isr"), *hw = arg(mc, "high_watermark");
+    const char *leader = arg(mc, "leader"), *isr = arg(mc, "isr"), *hw = arg(mc, "high_watermark"),
+               *lso = arg(mc, "log_start_offset");
     if (leader) {
         c->kind = LEADER;
         c->n = -1;
@@ -218,8 +220,13 @@ static int parse(struct MHD_Connection *mc, cond_t *c, int64_t *timeout_ms)
         c->kind = HIGH_WATERMARK;
         if (!number(hw, 0, INT64_MAX, &c->n)) return kiq_error_set("high_watermark is an offset");
         snprintf(c->what, sizeof c->what, "high watermark %lld of %s-%d", (long long)c->n, topic, c->partition);
+    } else if (lso) {
+        c->kind = LOG_START_OFFSET;
+        if (!number(lso, 0, INT64_MAX, &c->n)) return kiq_error_set("log_start_offset is an offset");
+        snprintf(c->what, sizeof c->what, "log start offset %lld of %s-%d", (long long)c->n, topic, c->partition);
     } else {
-        return kiq_error_set("for a partition, wait for leader=any|ID, isr=N or high_watermark=N");
+        return kiq_error_set("for a partition, wait for leader=any|ID, isr=N, high_watermark=N or "
+                             "log_start_offset=N");
     }
     return 0;
 }

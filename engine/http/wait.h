@@ -6,8 +6,8 @@
  *
  * Conditions, by query parameters: broker=ID&state=ready|running|stopped;
  * topic=T&partition=P with leader=any|ID, isr=N (exactly N in sync: the
- * ISR full, or shrunk to N) or
- * high_watermark=N (at least N, on the leader); group=G&state=S (Kafka's
+ * ISR full, or shrunk to N), high_watermark=N or log_start_offset=N (at
+ * least N, on the leader); group=G&state=S (Kafka's
  * state name, e.g. Stable); timeout_ms (default 10000). */
 #ifndef KIQ_HTTP_WAIT_H
 #define KIQ_HTTP_WAIT_H

@@ -96,6 +96,14 @@ int kiq_partition_log_enforce_retention(kiq_partition_log_t *l, int64_t now_ms)
     if (l->retention_ms >= 0) {
         n = 0;
         while (n + 1 < l->nsegs && now_ms - segment_newest(l->segs[n]) > l->retention_ms) n++;
+        /* As Kafka does: an active segment past retention goes too, once
+         * every record in it is committed, a fresh one rolled in its place
+         * (a test that moves the clock a week ahead sees its data go). */
+        kiq_segment_t *active = kiq_pl_active(l);
+        if (n + 1 == l->nsegs && active->size > 0 && active->max_timestamp >= 0 &&
+            now_ms - active->max_timestamp > l->retention_ms && l->high_watermark >= active->next_offset &&
+            kiq_pl_roll(l) == 0)
+            n++;
         if (n) drop_oldest(l, n, "older than retention.ms");
         deleted += (int)n;
     }

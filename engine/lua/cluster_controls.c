@@ -2,18 +2,15 @@
  * free port to put a controller on. Values are copied out of the engine
  * before anything is pushed, so no engine lock is held while Lua may
  * raise. */
-#include <arpa/inet.h>
 #include <lauxlib.h>
-#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "controller/controller.h"
-#include "core/clock.h"
+#include "core/error.h"
 #include "lua/module.h"
+#include "net/free_port.h"
 #include "server/broker.h"
 
 static void push_ids(lua_State *L, const int32_t *ids, int32_t n)
@@ -84,48 +81,12 @@ int kiq_lua_broker_controller(lua_State *L)
     return 1;
 }
 
-/* The low end of the range the kernel takes connect()'s local ports from. */
-static int ephemeral_low(void)
-{
-    int low = 32768;
-    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    if (f) {
-        if (fscanf(f, "%d", &low) != 1) low = 32768;
-        fclose(f);
-    }
-    return low;
-}
-
-/* Whether port (0: any) can be bound on loopback now; *got is the port. */
-static bool bindable(int port, int *got)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = htons(port)};
-    socklen_t len = sizeof sa;
-    bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-              getsockname(fd, (struct sockaddr *)&sa, &len) == 0;
-    if (fd >= 0) close(fd);
-    if (ok) *got = ntohs(sa.sin_port);
-    return ok;
-}
-
-/* A port below the ephemeral range when one is free there: between this
- * check and the caller's bind, an outgoing connection (of any broker or
- * client on the machine) can be given a port of the ephemeral range, and
- * the bind then fails with EADDRINUSE. */
+/* free_port() -> a port free on loopback now (net/free_port.h). */
 int kiq_lua_free_port(lua_State *L)
 {
-    int low = ephemeral_low(), got = 0;
-    unsigned seed = (unsigned)getpid() ^ (unsigned)kiq_clock_mono_ns();
-    for (int i = 0; i < 64 && low > 10000; i++) {
-        int port = 10000 + (int)(rand_r(&seed) % (unsigned)(low - 10000));
-        if (bindable(port, &got)) {
-            lua_pushinteger(L, got);
-            return 1;
-        }
-    }
-    if (!bindable(0, &got)) return luaL_error(L, "free_port: no port available");
-    lua_pushinteger(L, got);
+    int port = kiq_free_port();
+    if (port < 0) return luaL_error(L, "free_port: %s", kiq_error_get());
+    lua_pushinteger(L, port);
     return 1;
 }
 

@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "core/clock.h"
+#include "core/error.h"
 #include "core/say.h"
 #include "core/version.h"
 #include "lua/module.h"
@@ -90,9 +91,23 @@ static int l_log_level(lua_State *L)
     return 0;
 }
 
+/* now_ms(): the system's wall clock, as a client's (a moved engine clock
+ * aside: scripts time their waits by it). */
 static int l_now_ms(lua_State *L)
 {
-    lua_pushnumber(L, (lua_Number)kiq_clock_wall_ms());
+    lua_pushnumber(L, (lua_Number)(kiq_clock_wall_ms() - kiq_clock_ahead() / 1000000));
+    return 1;
+}
+
+/* advance_clock(ms) -> { ahead_ms, wall_ms } | nil, err: the engine's
+ * clock moved ms ahead (a broker of the process has kafkaiq.clock=manual);
+ * advance_clock(0) tells where it is. */
+static int l_advance_clock(lua_State *L)
+{
+    if (kiq_clock_advance_ms((int64_t)luaL_checknumber(L, 1)) != 0) return kiq_lua_fail(L, kiq_error_get());
+    lua_createtable(L, 0, 2);
+    kiq_lua_set_num(L, "ahead_ms", (double)(kiq_clock_ahead() / 1000000));
+    kiq_lua_set_num(L, "wall_ms", (double)kiq_clock_wall_ms());
     return 1;
 }
 
@@ -109,6 +124,7 @@ int luaopen_kafkaiq_core(lua_State *L)
         {"broker_new", kiq_lua_broker_new}, {"connect", kiq_lua_connect}, {"murmur2", l_murmur2},
         {"crc32", l_crc32},                 {"log_level", l_log_level},   {"now_ms", l_now_ms},
         {"sleep_ms", l_sleep_ms},           {"free_port", kiq_lua_free_port},
+        {"advance_clock", l_advance_clock},
         {NULL, NULL},
     };
     luaL_newmetatable(L, KIQ_LUA_BROKER_MT);

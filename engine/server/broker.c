@@ -218,6 +218,7 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     b->surface = surface;
     b->config = kiq_config_copy(config);
     b->node_id = (int32_t)kiq_config_int(config, KIQ_CFG_BROKER_ID);
+    if (strcmp(kiq_config_str(config, KIQ_CFG_CLOCK), "manual") == 0) kiq_clock_set_manual();
     kiq_listener_t ls[KIQ_MAX_LISTENERS];
     const kiq_listener_t *data, *control;
     int nl;

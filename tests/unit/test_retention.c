@@ -163,12 +163,23 @@ static void test_retention_by_time(void **state)
     assert_int_equal(kiq_partition_log_read(l, 1, 1 << 20, INT64_MAX, &w), KIQ_LOG_OUT_OF_RANGE);
     assert_true(kiq_partition_log_read(l, 2, 1 << 20, INT64_MAX, &w) > 0);
     kiq_wr_free(&w);
-    /* far in the future everything is expired, but the active one stays */
+    /* far in the future everything is expired, but the active one stays
+     * while its records are not all committed */
+    kiq_partition_log_set_high_watermark(l, 7);
     assert_int_equal(kiq_partition_log_enforce_retention(l, 1000 * HOUR), 2);
     assert_int_equal(nsegs(l), 1);
     assert_int_equal(kiq_partition_log_start_offset(l), 6);
     assert_int_equal(kiq_partition_log_end_offset(l), 8);
     assert_true(file_exists(f->dir, 6));
+    assert_int_equal(kiq_partition_log_enforce_retention(l, 1000 * HOUR), 0);
+    /* once they are, it goes too (as in Kafka), an empty one rolled in its place */
+    kiq_partition_log_set_high_watermark(l, 8);
+    assert_int_equal(kiq_partition_log_enforce_retention(l, 1000 * HOUR), 1);
+    assert_int_equal(nsegs(l), 1);
+    assert_int_equal(kiq_partition_log_start_offset(l), 8);
+    assert_int_equal(kiq_partition_log_end_offset(l), 8);
+    assert_false(file_exists(f->dir, 6));
+    assert_true(file_exists(f->dir, 8));
     assert_int_equal(kiq_partition_log_enforce_retention(l, 1000 * HOUR), 0);
     kiq_partition_log_free(l);
 }

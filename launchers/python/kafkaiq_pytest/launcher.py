@@ -129,6 +129,12 @@ class KafkaIQ:
                          dict(condition, timeout_ms=timeout_ms).items())
         return self._call("GET", "/api/wait?" + query, None, via)
 
+    def advance_clock(self, ms, via=0):
+        """Moves the process's clock ms ahead (started with
+        overrides={"kafkaiq.clock": "manual"}): retention, rolls, session and
+        transaction timeouts and timestamps follow it."""
+        return self._call("POST", "/api/clock", {"advance_ms": ms}, via)
+
     def state(self, broker=0):
         """What /api/state shows for one broker."""
         return self._call("GET", "/api/state", None, broker)

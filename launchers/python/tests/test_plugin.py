@@ -152,3 +152,21 @@ def test_a_cut_follower_leaves_the_isr_and_rejoins_when_healed(kafkaiq_factory):
     k.wait(topic=topic, partition=0, isr=2, timeout_ms=20000)
     k.link(leader, follower, "heal")
     k.wait(topic=topic, partition=0, isr=3, timeout_ms=20000)
+
+
+def test_a_day_ahead_retention_deletes_what_it_kept(kafkaiq_factory):
+    k = kafkaiq_factory(overrides={"kafkaiq.clock": "manual", "log.retention.hours": 1})
+    topic = topic_name()
+    create(k.bootstrap, topic)
+    assert produce(k.bootstrap, topic, [b"old-1", b"old-2"]) == [None, None]
+    k.wait(topic=topic, partition=0, high_watermark=2)
+    with pytest.raises(KafkaIQError, match="408"):
+        k.wait(topic=topic, partition=0, log_start_offset=2, timeout_ms=300)
+    clock = k.advance_clock(24 * 3600 * 1000)
+    assert clock["ahead_ms"] >= 24 * 3600 * 1000
+    k.wait(topic=topic, partition=0, log_start_offset=2)
+
+
+def test_the_system_clock_does_not_move(kafkaiq):
+    with pytest.raises(KafkaIQError, match="409 the clock is the system's"):
+        kafkaiq.advance_clock(1000)
