@@ -206,15 +206,22 @@ static void lv_close(void *ctx)
     lv_set(lv, name);
 }
 
+/* A view (core/view.h) filling a new table pushed on L; lv is its state. */
+static kiq_view_t view_on_new_table(lua_State *L, lua_view_t *lv)
+{
+    *lv = (lua_view_t){.L = L};
+    lua_newtable(L);
+    return (kiq_view_t){lv_number, lv_string, lv_boolean, lv_open, lv_close, lv};
+}
+
 /* b:state(): the broker's state (server/broker_state.h, the same as
  * /api/state's), every segment listed; partitions and followers keyed by
  * number (0-based, broker ids). */
 static int l_broker_state(lua_State *L)
 {
     kiq_broker_t *b = check_broker(L);
-    lua_newtable(L);
-    lua_view_t lv = {.L = L};
-    kiq_view_t v = {lv_number, lv_string, lv_boolean, lv_open, lv_close, &lv};
+    lua_view_t lv;
+    kiq_view_t v = view_on_new_table(L, &lv);
     kiq_broker_state_view(b, -1, &v);
     return 1;
 }
@@ -475,9 +482,8 @@ static int l_broker_metrics(lua_State *L)
 static int l_broker_startup(lua_State *L)
 {
     kiq_broker_t *b = check_broker(L);
-    lua_newtable(L);
-    lua_view_t lv = {.L = L};
-    kiq_view_t v = {lv_number, lv_string, lv_boolean, lv_open, lv_close, &lv};
+    lua_view_t lv;
+    kiq_view_t v = view_on_new_table(L, &lv);
     kiq_broker_startup_view(&b->startup, &v);
     return 1;
 }
@@ -737,9 +743,8 @@ static int l_broker_remove_fault(lua_State *L)
 static int l_broker_faults(lua_State *L)
 {
     kiq_broker_t *b = check_broker(L);
-    lua_newtable(L);
-    lua_view_t lv = {.L = L};
-    kiq_view_t v = {lv_number, lv_string, lv_boolean, lv_open, lv_close, &lv};
+    lua_view_t lv;
+    kiq_view_t v = view_on_new_table(L, &lv);
     if (kiq_broker_faults_view(b, &v) != 0) return kiq_lua_fail(L, kiq_error_get());
     lua_getfield(L, -1, "faults");
     return 1;
