@@ -146,3 +146,27 @@ if ! java_deps_installed; then
     echo "deps: resolving the Java interop suite's Maven artefacts (tests/interop/java/pom.xml)" >&2
     mvn -B -q -ntp -f "$JAVA_POM" test -Dtest='ProducerTest#none' -Dsurefire.failIfNoSpecifiedTests=false
 fi
+
+# The launchers' own suites (launchers/): the Go package's modules (those of
+# its go.mod, checked offline first), the Node module's vitest and kafkajs
+# (its package-lock) and the JUnit extension's Maven artefacts.
+LAUNCHERS="$(dirname "$0")/../launchers"
+if command -v go >/dev/null 2>&1 &&
+    ! (cd "$LAUNCHERS/go" && GOPROXY=off go mod download >/dev/null 2>&1); then
+    echo "deps: downloading the Go modules launchers/go/go.mod pins" >&2
+    (cd "$LAUNCHERS/go" && go mod download)
+fi
+if command -v npm >/dev/null 2>&1 && [[ ! -d "$LAUNCHERS/node/node_modules/vitest" ]]; then
+    echo "deps: installing launchers/node's test dependencies (vitest, kafkajs)" >&2
+    npm ci --no-audit --no-fund --prefix "$LAUNCHERS/node"
+fi
+launcher_java_installed() {
+    local m2=$HOME/.m2/repository
+    [[ -f $m2/org/junit/platform/junit-platform-launcher/1.11.4/junit-platform-launcher-1.11.4.jar &&
+        -f $m2/org/slf4j/slf4j-simple/1.7.36/slf4j-simple-1.7.36.jar &&
+        -f $m2/com/fasterxml/jackson/core/jackson-databind/2.21.7/jackson-databind-2.21.7.jar ]]
+}
+if command -v mvn >/dev/null 2>&1 && ! launcher_java_installed; then
+    echo "deps: resolving the JUnit launcher's Maven artefacts (launchers/java/pom.xml)" >&2
+    mvn -B -q -ntp -f "$LAUNCHERS/java/pom.xml" test -Dtest='PlainApiTest#none' -Dsurefire.failIfNoSpecifiedTests=false
+fi

@@ -57,6 +57,27 @@ count_of() { # WORD LINE -> the number before WORD in LINE, or 0
     echo "${n:-0}"
 }
 
+# A suite whose last "PREFIX: N passed, N failed, N skipped" line counts it
+# (its FAILED lines name the failures).
+record_counted() {
+    local suite=$1 out=$2 prefix=$3 rc=$4 line p f s
+    line=$(grep -E "^$prefix: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped" "$out" | tail -n 1)
+    if [[ -z "$line" ]]; then
+        record "$suite" 0 1 "no summary, exit $rc"
+        return
+    fi
+    p=$(count_of passed "$line")
+    f=$(count_of failed "$line")
+    s=$(count_of skipped "$line")
+    skipped=$((skipped + s))
+    failed_tests "$suite" < <(grep -E '^FAILED ' "$out" | sed 's/^FAILED //')
+    if [[ $rc -ne 0 && $f -eq 0 ]]; then
+        record "$suite" "$p" 1 "exit $rc"
+    else
+        record "$suite" "$p" "$f" "$s skipped"
+    fi
+}
+
 # ------------------------------------------------------------------ unit (cmocka)
 # run_unit DIR SUITE: the binaries in DIR (build/tests, or build/san/tests
 # built with ASan and UBSan, where any finding aborts the binary).
@@ -199,7 +220,7 @@ run_differential() {
 # starts and stops; gotest_summary.py turns the JSON events into result
 # lines and the "go test: N passed, N failed, N skipped" line counted here.
 run_go() {
-    local suite=$1 n=$2 pkg=$3 out rc line p f s
+    local suite=$1 n=$2 pkg=$3 out rc
     shift 3
     out="$work/${suite//\//-}.out"
     banner "$suite: go test $pkg against $n broker(s)"
@@ -212,21 +233,7 @@ run_go() {
         go test -json -count=1 -timeout "$((GO_TIMEOUT - 60))s" "$pkg" | /usr/bin/python3 gotest_summary.py) 2>&1 |
         tee "$out"
     rc=${PIPESTATUS[0]}
-    line=$(grep -E '^go test: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' "$out" | tail -n 1)
-    if [[ -z "$line" ]]; then
-        record "$suite" 0 1 "no summary, exit $rc"
-        return
-    fi
-    p=$(count_of passed "$line")
-    f=$(count_of failed "$line")
-    s=$(count_of skipped "$line")
-    skipped=$((skipped + s))
-    failed_tests "$suite" < <(grep -E '^FAILED ' "$out" | sed 's/^FAILED //')
-    if [[ $rc -ne 0 && $f -eq 0 ]]; then
-        record "$suite" "$p" 1 "exit $rc"
-    else
-        record "$suite" "$p" "$f" "$s skipped"
-    fi
+    record_counted "$suite" "$out" "go test" "$rc"
 }
 
 # franz-go's own integration tests (pkg/kgo), RF as the brokers allow; its
@@ -274,21 +281,52 @@ run_launcher_pytest() {
     record_pytest launchers/pytest "$out" "$rc"
 }
 
+# launchers/go: the package for testing.T, with franz-go, offline.
+run_launcher_go() {
+    local out="$work/launcher-go.out" rc line
+    banner "launchers: go test launchers/go"
+    if ! command -v go >/dev/null 2>&1; then
+        record launchers/go 0 1 "no go"
+        return
+    fi
+    (cd launchers/go && GOPROXY=off KAFKAIQ_BIN="$PWD/../../build/kafkaiq" timeout -k 30 "$GO_TIMEOUT" \
+        go test -json -count=1 -timeout "$((GO_TIMEOUT - 60))s" ./... |
+        /usr/bin/python3 ../../tests/interop/go/gotest_summary.py) 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    record_counted launchers/go "$out" "go test" "$rc"
+}
+
+# launchers/node: the module for vitest and jest, with kafkajs, under vitest.
+run_launcher_node() {
+    local out="$work/launcher-node.out" rc
+    banner "launchers: vitest launchers/node"
+    if [[ ! -d launchers/node/node_modules/vitest ]]; then
+        echo "launchers/node/node_modules is missing (run make deps)"
+        record launchers/node 0 1 "no node_modules"
+        return
+    fi
+    KAFKAIQ_BIN="$PWD/build/kafkaiq" timeout -k 30 "$CURRENT_PY_TIMEOUT" node launchers/node/run-tests.mjs 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    record_counted launchers/node "$out" vitest "$rc"
+}
+
 # ------------------------------------------------------------------ java (JUnit 5 under Maven)
-# tests/interop/java: the Java producer, consumer groups, Admin client,
-# transactions, Kafka Streams and kafka-tools' system-test clients against
-# build/kafkaiq. Offline: scripts/deps.sh resolved the pom's artefacts.
-# Counts come from surefire's XML reports.
+# A Maven project's JUnit 5 tests against build/kafkaiq: tests/interop/java
+# (the Java producer, consumer groups, Admin client, transactions, Kafka
+# Streams and kafka-tools' system-test clients) and launchers/java (the
+# @KafkaIQ extension). Offline: scripts/deps.sh resolved the poms'
+# artefacts. Counts come from surefire's XML reports.
 run_java() {
-    local out="$work/java.out" reports=build/interop-java/surefire-reports rc counts p f e s
-    banner "java: mvn test (tests/interop/java)"
+    local suite=$1 pom=$2 reports=$3 out rc counts p f e s
+    out="$work/${suite//\//-}.out"
+    banner "$suite: mvn test ($pom)"
     if ! command -v mvn >/dev/null 2>&1; then
         echo "mvn not found (scripts/deps.sh installs Maven and a JDK)"
-        record "java/junit" 0 1 "mvn missing"
+        record "$suite" 0 1 "mvn missing"
         return
     fi
     rm -rf "$reports"
-    timeout -k 30 "$JAVA_TIMEOUT" mvn -B -ntp -o -f tests/interop/java/pom.xml test 2>&1 | tee "$out"
+    KAFKAIQ_BIN="$PWD/build/kafkaiq" timeout -k 30 "$JAVA_TIMEOUT" mvn -B -ntp -o -f "$pom" test 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
     # "passed failed errors skipped" summed over the reports; failed tests' names into java.failed
     counts=$(/usr/bin/python3 - "$reports" "$work/java.failed" <<'EOF'
@@ -307,13 +345,13 @@ EOF
     )
     read -r p f e s <<<"$counts"
     skipped=$((skipped + ${s:-0}))
-    failed_tests java <"$work/java.failed"
+    failed_tests "$suite" <"$work/java.failed"
     if [[ $((${p:-0} + ${f:-0} + ${e:-0})) -eq 0 ]]; then
-        record "java/junit" 0 1 "no test ran, exit $rc"
+        record "$suite" 0 1 "no test ran, exit $rc"
     elif [[ $rc -ne 0 && $((f + e)) -eq 0 ]]; then
-        record "java/junit" "$p" 1 "exit $rc"
+        record "$suite" "$p" 1 "exit $rc"
     else
-        record "java/junit" "$p" $((f + e)) "$s skipped, $e errors"
+        record "$suite" "$p" $((f + e)) "$s skipped, $e errors"
     fi
 }
 
@@ -328,7 +366,10 @@ run_kgo 3
 run_go go/sarama 1 ./...
 run_current_py
 run_launcher_pytest
-run_java
+run_launcher_go
+run_launcher_node
+run_java java/junit tests/interop/java/pom.xml build/interop-java/surefire-reports
+run_java launchers/junit5 launchers/java/pom.xml build/launcher-java/surefire-reports
 
 banner "summary"
 printf '%s\n' "${report[@]}"

@@ -323,6 +323,66 @@ int kiq_controller_elect_preferred(kiq_controller_t *c)
     return rc;
 }
 
+/* Under mu: why `to` cannot lead topic-p (a Kafka error code, the reason
+ * in the error slot), or NONE. */
+static int16_t cannot_lead(const kiq_controller_t *c, const kiq_topic_image_t *ti, const char *topic, int32_t p,
+                           int32_t to)
+{
+    if (!ti || p < 0 || p >= ti->npartitions) {
+        kiq_error_set("no partition %s-%d", topic, (int)p);
+        return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    }
+    const kiq_partition_registration_t *pr = &ti->partitions[p];
+    const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, to);
+    if (!kiq_ctl_has_id(pr->replicas, pr->nreplicas, to)) {
+        kiq_error_set("broker %d holds no replica of %s-%d", (int)to, topic, (int)p);
+        return KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
+    }
+    if (!rb || rb->fenced || !kiq_ctl_has_id(pr->isr, pr->nisr, to) || kiq_ctl_is_impaired(c, &ti->id, p, to)) {
+        kiq_error_set("broker %d cannot lead %s-%d: it is not live and in the ISR", (int)to, topic, (int)p);
+        return KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE;
+    }
+    return KIQ_ERR_NONE;
+}
+
+int16_t kiq_controller_move_leader(kiq_controller_t *c, const char *topic, int32_t p, int32_t to)
+{
+    pthread_mutex_lock(&c->mu);
+    const kiq_topic_image_t *ti = kiq_metadata_image_topic(c->image, topic, strlen(topic));
+    int16_t err = cannot_lead(c, ti, topic, p, to);
+    if (err != KIQ_ERR_NONE || ti->partitions[p].leader == to) {
+        pthread_mutex_unlock(&c->mu);
+        return err;
+    }
+    const kiq_partition_registration_t *pr = &ti->partitions[p];
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    kiq_metadata_record_t *r = kiq_ctl_add_record(&b, KIQ_MR_PARTITION_CHANGE);
+    /* the new leader first in the replicas, where a reassignment would put
+     * it: the preferred leader from now on, so a rebalance keeps it */
+    int32_t *order = r ? kiq_ctl_copy_ids(&a, pr->replicas, pr->nreplicas) : NULL;
+    if (order) {
+        order[0] = to;
+        for (int32_t i = 0, n = 1; i < pr->nreplicas; i++)
+            if (pr->replicas[i] != to) order[n++] = pr->replicas[i];
+        kiq_partition_change_record_t *ch = &r->m.partition_change;
+        ch->topic_id = ti->id;
+        ch->partition_id = p;
+        ch->leader = to;
+        ch->replicas = order;
+        ch->replicas_n = pr->nreplicas;
+        KIQ_INFO("controller: %s-%d: leader %d -> %d (moved)", ti->name, (int)p, (int)pr->leader, (int)to);
+    }
+    if (!order || kiq_ctl_commit(c, &b) != 0) {
+        if (!order) kiq_error_set("out of memory");
+        err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
+    return err;
+}
+
 void kiq_controller_election_result(kiq_arena_t *arena, int16_t err, const char *topic, bool topic_known, int32_t p,
                                     kiq_elect_leaders_response_replica_election_results_partition_result_t *out)
 {

@@ -113,6 +113,12 @@ int kiq_controller_topic_configs(kiq_controller_t *c, const char *topic, size_t 
  * leader. Any thread; the number moved, or -1. */
 int kiq_controller_elect_preferred(kiq_controller_t *c);
 
+/* Leadership of topic-p to replica `to` (live and in the ISR), which goes
+ * first in the replicas so it stays the preferred leader. Any thread. A
+ * Kafka error code (UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT,
+ * PREFERRED_LEADER_NOT_AVAILABLE), the reason in the error slot. */
+int16_t kiq_controller_move_leader(kiq_controller_t *c, const char *topic, int32_t p, int32_t to);
+
 /* ElectLeaders: each partition named (every one for a null list, those
  * that needed no election left out) elected by Kafka's rules for the
  * preferred replica (type 0) or an unclean election (type 1), the results

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "controller/controller.h"
 #include "core/error.h"
+#include "proto/errors.h"
 #include "http/views.h"
 #include "server/broker_set.h"
 
@@ -17,6 +19,7 @@
 #define BROKERS "/api/brokers"
 #define LINKS "/api/links"
 #define CLOCK "/api/clock"
+#define LEADERS "/api/leaders"
 
 static int faults_of(void *b, const kiq_view_t *v) { return kiq_broker_faults_view(b, v); }
 
@@ -204,6 +207,66 @@ static void link_op(kiq_broker_t *b, const char *body, kiq_http_view_t *v)
         kiq_http_take_json(v, 200, answer);
 }
 
+/* ---- leadership ---- */
+
+typedef struct leader_move {
+    const char *topic;
+    int32_t partition, to;
+} leader_move_t;
+
+static int move_leader(kiq_controller_t *c, void *arg)
+{
+    const leader_move_t *m = arg;
+    return m->topic ? kiq_controller_move_leader(c, m->topic, m->partition, m->to) : kiq_controller_elect_preferred(c);
+}
+
+/* The controller of this process (through the set, which keeps it from
+ * stopping meanwhile), else this broker's own when it is the controller. */
+static int on_controller(kiq_broker_t *b, leader_move_t *m, int *result)
+{
+    if (b->set) return kiq_broker_set_on_controller(b->set, move_leader, m, result);
+    if (!b->controller) return kiq_error_set("the controller is not in this process: ask its broker's listener");
+    *result = move_leader(b->controller, m);
+    return 0;
+}
+
+/* POST /api/leaders {"topic", "partition", "to"}: that replica leads from
+ * now on (first in the replicas, so a preferred election keeps it); or
+ * {"preferred": true}: every partition's first replica leads again where
+ * it can. The brokers learn it from the controller: wait for leader=ID. */
+static void leaders_op(kiq_broker_t *b, const char *body, kiq_http_view_t *v)
+{
+    json_t *j = body ? json_loads(body, 0, NULL) : NULL;
+    json_int_t partition = -1, to = -1;
+    int preferred = 0;
+    leader_move_t m = {0};
+    if (json_unpack(j, "{s?ss?Is?Is?b}", "topic", &m.topic, "partition", &partition, "to", &to, "preferred",
+                    &preferred) != 0 ||
+        (preferred ? m.topic != NULL : !m.topic || partition < 0 || partition > INT32_MAX || to < 0 || to > INT32_MAX)) {
+        json_decref(j);
+        kiq_http_error(v, 400, "leaders take {\"topic\": t, \"partition\": p, \"to\": broker id} or "
+                               "{\"preferred\": true}");
+        return;
+    }
+    m.partition = (int32_t)partition;
+    m.to = (int32_t)to;
+    int result = 0;
+    if (on_controller(b, &m, &result) != 0)
+        kiq_http_error(v, 409, kiq_error_get());
+    else if (preferred && result >= 0)
+        kiq_http_take_json(v, 200, json_pack("{si}", "moved", result));
+    else if (!preferred && result == KIQ_ERR_NONE)
+        kiq_http_take_json(v, 200, json_pack("{sssisi}", "topic", m.topic, "partition", m.partition, "leader", m.to));
+    else
+        kiq_http_error(v,
+                       result == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION ? 404
+                       : result == KIQ_ERR_INVALID_REPLICA_ASSIGNMENT || result == KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE
+                           ? 409
+                           : 500,
+                       kiq_error_get());
+    json_decref(j);
+}
+
 /* ---- the clock ---- */
 
 static json_t *clock_json(void)
@@ -239,7 +302,7 @@ static const char *under(const char *url, const char *prefix)
 
 bool kiq_http_control_path(const char *url)
 {
-    return under(url, FAULTS) || under(url, BROKERS) || under(url, LINKS) || under(url, CLOCK);
+    return under(url, FAULTS) || under(url, BROKERS) || under(url, LINKS) || under(url, CLOCK) || under(url, LEADERS);
 }
 
 void kiq_http_control(kiq_broker_t *b, const char *method, const char *url, const char *body, kiq_http_view_t *v)
@@ -260,6 +323,11 @@ void kiq_http_control(kiq_broker_t *b, const char *method, const char *url, cons
             advance_clock(body, v);
         else
             kiq_http_error(v, 405, "GET or POST " CLOCK);
+    } else if ((rest = under(url, LEADERS))) {
+        if (post && !*rest)
+            leaders_op(b, body, v);
+        else
+            kiq_http_error(v, 405, "POST " LEADERS);
     } else if ((rest = under(url, LINKS))) {
         if (post && !*rest)
             link_op(b, body, v);

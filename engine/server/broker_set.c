@@ -96,6 +96,18 @@ static int64_t supervise(void *ctx)
     return 0;
 }
 
+int kiq_broker_set_on_controller(kiq_broker_set_t *s, int (*fn)(struct kiq_controller *c, void *arg), void *arg,
+                                 int *result)
+{
+    pthread_mutex_lock(&s->lock);
+    member_t *m = NULL;
+    for (int i = 0; i < s->n && !m; i++)
+        if (s->m[i].b->controller && !s->m[i].busy) m = &s->m[i];
+    if (m) *result = fn(m->b->controller, arg);
+    pthread_mutex_unlock(&s->lock);
+    return m ? 0 : kiq_error_set("no controller runs in this process now");
+}
+
 kiq_broker_set_t *kiq_broker_set_new(void)
 {
     kiq_broker_set_t *s = calloc(1, sizeof *s);

@@ -28,6 +28,7 @@ enum kiq_broker_op {
 };
 
 typedef struct kiq_broker_set kiq_broker_set_t;
+struct kiq_controller;
 
 /* "kill", "stop", "restart", "pause", "resume". */
 extern const char *const kiq_broker_op_names[KIQ__BROKER_OPS];
@@ -49,6 +50,11 @@ int kiq_broker_set_do(kiq_broker_set_t *s, int32_t id, enum kiq_broker_op op);
 /* Any thread: follower `to` stops (cut) or resumes replicating from leader
  * `from`. A paused broker stays paused whatever its links. */
 int kiq_broker_set_cut(kiq_broker_set_t *s, int32_t from, int32_t to, bool cut);
+/* Any thread: *result = fn(controller, arg) on the set's controller, under
+ * the set's lock so the supervisor cannot stop it meanwhile. 0, or -1 with
+ * the reason when no broker of the set runs one now. */
+int kiq_broker_set_on_controller(kiq_broker_set_t *s, int (*fn)(struct kiq_controller *c, void *arg), void *arg,
+                                 int *result);
 /* Any thread: why a broker of the set cannot go on (kiq_broker_failed),
  * *id its id; NULL when none. Skips one the supervisor is stopping or
  * starting. */

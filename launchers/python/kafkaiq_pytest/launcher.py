@@ -120,6 +120,15 @@ class KafkaIQ:
             body["delay_ms"] = delay_ms
         return self._call("POST", "/api/links", body, via)
 
+    def move_leader(self, topic, partition, to, via=0):
+        """Replica `to` leads the partition from now on (it goes first in
+        the replicas); wait(leader=to) for the brokers to know it."""
+        return self._call("POST", "/api/leaders", {"topic": topic, "partition": partition, "to": to}, via)
+
+    def elect_preferred(self, via=0):
+        """Every partition's first replica leads again where it can; how many moved."""
+        return self._call("POST", "/api/leaders", {"preferred": True}, via)["moved"]
+
     def wait(self, timeout_ms=10000, via=0, **condition):
         """Until a condition holds: broker=ID, state="ready"|"running"|"stopped";
         topic=T, partition=P with leader="any"|ID, isr=N (exactly) or

@@ -119,17 +119,39 @@ def test_a_killed_broker_comes_back_and_the_data_with_it(kafkaiq_factory):
     topic = topic_name()
     create(k.bootstrap, topic, partitions=1, rf=3)
     k.wait(topic=topic, partition=0, isr=3)
+    # broker 0 runs the one controller: the leader killed is another
+    assert k.move_leader(topic, 0, 1) == {"topic": topic, "partition": 0, "leader": 1}
+    k.wait(topic=topic, partition=0, leader=1)
     assert produce(k.bootstrap, topic, [b"before"], acks="all") == [None]
-    leader = k.wait(topic=topic, partition=0, leader="any")["value"]
-    via = (leader + 1) % 3
-    assert k.kill(leader, via=via)["queued"] is True
-    k.wait(broker=leader, state="stopped", via=via)
+    assert k.kill(1)["queued"] is True
+    k.wait(broker=1, state="stopped")
     assert produce(k.bootstrap, topic, [b"during"], acks="all") == [None]
-    k.restart(leader, via=via)
-    k.wait(broker=leader, state="ready", via=via)
-    k.wait(topic=topic, partition=0, isr=3, via=via, timeout_ms=30000)
-    k.wait(topic=topic, partition=0, high_watermark=2, via=via)
+    k.restart(1)
+    k.wait(broker=1, state="ready")
+    k.wait(topic=topic, partition=0, isr=3, timeout_ms=30000)
+    k.wait(topic=topic, partition=0, high_watermark=2)
+    assert k.elect_preferred() == 1
+    k.wait(topic=topic, partition=0, leader=1)
     assert sorted(consume(k.bootstrap, topic, 2)) == [b"before", b"during"]
+
+
+def test_leadership_moves_only_to_a_replica_in_sync(kafkaiq_factory):
+    k = kafkaiq_factory(brokers=3)
+    topic = topic_name()
+    create(k.bootstrap, topic, partitions=1, rf=2)
+    k.wait(topic=topic, partition=0, isr=2)
+    outsider = ({0, 1, 2} - set(_replicas(k, topic))).pop()
+    with pytest.raises(KafkaIQError, match="409 broker %d holds no replica of %s-0" % (outsider, topic)):
+        k.move_leader(topic, 0, outsider)
+    with pytest.raises(KafkaIQError, match="404 no partition nothing-0"):
+        k.move_leader("nothing", 0, 1)
+    with pytest.raises(KafkaIQError, match="400 leaders take"):
+        k._call("POST", "/api/leaders", {"topic": topic})
+
+
+def _replicas(k, topic):
+    md = AdminClient({"bootstrap.servers": k.bootstrap}).list_topics(topic, timeout=10)
+    return md.topics[topic].partitions[0].replicas
 
 
 def test_a_wait_that_cannot_be_met_says_what_it_saw(kafkaiq):
