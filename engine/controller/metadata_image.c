@@ -540,8 +540,12 @@ int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const ki
     default: return kiq_error_set("metadata record type %d cannot be applied", r->type);
     }
     if (rc == 0) img->offset = offset;
+    /* a new partition's leader too: named to clients only once it took
+     * the record (a produce it gets before would be refused) */
     if (rc == 0 && r->type == KIQ_MR_PARTITION_CHANGE && r->m.partition_change.leader != KIQ_NO_LEADER_CHANGE)
         stamp_leader(img, &r->m.partition_change.topic_id, r->m.partition_change.partition_id, offset);
+    else if (rc == 0 && r->type == KIQ_MR_PARTITION)
+        stamp_leader(img, &r->m.partition.topic_id, r->m.partition.partition_id, offset);
     return rc;
 }
 

@@ -20,7 +20,12 @@
 #include "replica/partition_replica.h"
 #include "replica/replica_fetcher.h"
 
-#define BACKOFF_MS 200
+/* After a round with no usable answer the fetcher waits, doubling from the
+ * first to the most: the usual cause, a follower told of a new partition
+ * before its leader, passes within milliseconds, while a leader that is
+ * down is not hammered. */
+#define FIRST_BACKOFF_MS 5
+#define MAX_BACKOFF_MS 200
 #define REQUEST_TIMEOUT_MS 30000
 
 typedef struct followed {
@@ -47,6 +52,7 @@ struct kiq_replica_fetcher {
     /* The largest lag behind the leader's high watermark, in offsets, in
      * the last answer (Kafka's MaxLag); written by the thread. */
     atomic_int_fast64_t max_lag;
+    int backoff_ms; /* the last wait after a failed round, 0 after a good one; the thread's */
 };
 
 /* The length of the whole batches at the start of records: a leader may
@@ -302,7 +308,10 @@ static int64_t fetcher_round(void *arg)
     int answered = n > 0 ? fetch_once(f, ps, n) : 0;
     for (int i = 0; i < n; i++) kiq_topic_unref(ps[i].topic);
     free(ps);
-    return answered == 0 ? BACKOFF_MS : 0;
+    if (answered > 0) return f->backoff_ms = 0;
+    f->backoff_ms = f->backoff_ms ? f->backoff_ms * 2 : FIRST_BACKOFF_MS;
+    if (f->backoff_ms > MAX_BACKOFF_MS) f->backoff_ms = MAX_BACKOFF_MS;
+    return f->backoff_ms;
 }
 
 kiq_replica_fetcher_t *kiq_replica_fetcher_new(const kiq_replica_fetcher_config_t *cfg)
