@@ -34,7 +34,7 @@ SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefine
 # make fuzz FUZZ_SECONDS=N runs each libFuzzer target (tests/fuzz) N seconds.
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps run test unit sanitize fuzz bench install clean
+.PHONY: all deps run test unit sanitize fuzz bench install uninstall deb clean
 all: $(BUILD)/kafkaiq $(BUILD)/lua/kafkaiq/core.so
 
 deps:
@@ -121,16 +121,41 @@ test: deps all unit sanitize
 bench: deps all
 	@scripts/bench.sh
 
-# Installed by `luarocks make` (which sets these) or by hand.
-PREFIX ?= /usr/local
-BINDIR ?= $(PREFIX)/bin
-LUADIR ?= $(PREFIX)/share/lua/5.1
-LIBDIR ?= $(PREFIX)/lib/lua/5.1
+# Installed by `luarocks make` (which sets BINDIR, LUADIR and LIBDIR) or by
+# hand: `sudo make install`, `make install PREFIX=$HOME/.local`, or staged
+# with DESTDIR (scripts/deb.sh). The command finds its Lua modules from where
+# it is, in <bin>/../share/lua/5.1 (engine/cmd/main.c), so LUADIR is best left
+# beside BINDIR; kafkaiq.core is built into the command, and core.so in LIBDIR
+# is for a plain luajit's `require "kafkaiq"`. The live page is built in; the
+# serve defaults need no file. DATADIR holds the examples and labs (run them
+# with `kafkaiq run`) and a sample server.properties; it follows BINDIR so
+# that luarocks, which leaves PREFIX alone, keeps them inside its tree.
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+LUADIR  ?= $(PREFIX)/share/lua/5.1
+LIBDIR  ?= $(PREFIX)/lib/lua/5.1
+DATADIR ?= $(abspath $(BINDIR)/..)/share/kafkaiq
 install: $(BUILD)/kafkaiq $(BUILD)/lua/kafkaiq/core.so
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/kafkaiq
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/kafkaiq $(DESTDIR)$(DATADIR)
 	install -m 0755 $(BUILD)/kafkaiq $(DESTDIR)$(BINDIR)/kafkaiq
-	cd lua && find . -name '*.lua' -exec install -D -m 0644 {} $(DESTDIR)$(LUADIR)/{} \;
-	install -m 0755 $(BUILD)/lua/kafkaiq/core.so $(DESTDIR)$(LIBDIR)/kafkaiq/core.so
+	for f in $$(cd lua && find . -name '*.lua'); do install -D -m 0644 lua/$$f $(DESTDIR)$(LUADIR)/$$f; done
+	install -m 0644 $(BUILD)/lua/kafkaiq/core.so $(DESTDIR)$(LIBDIR)/kafkaiq/core.so
+	for f in $$(find examples -name '*.lua'); do install -D -m 0644 $$f $(DESTDIR)$(DATADIR)/$$f; done
+	install -m 0644 config/server.properties $(DESTDIR)$(DATADIR)/server.properties
+
+# The same variables as install took.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/kafkaiq $(DESTDIR)$(LIBDIR)/kafkaiq/core.so
+	for f in $$(cd lua && find . -name '*.lua'); do rm -f $(DESTDIR)$(LUADIR)/$$f; done
+	for f in $$(find examples -name '*.lua'); do rm -f $(DESTDIR)$(DATADIR)/$$f; done
+	rm -f $(DESTDIR)$(DATADIR)/server.properties
+	for d in $(DESTDIR)$(LUADIR)/kafkaiq/client $(DESTDIR)$(LUADIR)/kafkaiq $(DESTDIR)$(LIBDIR)/kafkaiq \
+	         $(DESTDIR)$(DATADIR)/examples/labs $(DESTDIR)$(DATADIR)/examples $(DESTDIR)$(DATADIR); do \
+	    rmdir "$$d" 2>/dev/null || true; done
+
+# build/kafkaiq_<version>_<arch>.deb: the install above under /usr (scripts/deb.sh).
+deb: all
+	@BUILD=$(BUILD) scripts/deb.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -124,3 +124,24 @@ int kiq_lua_broker_elect_preferred(lua_State *L)
     lua_pushinteger(L, kiq_controller_elect_preferred(b->controller));
     return 1;
 }
+
+/* b:move_leader(topic, partition, to) -> true, or nil and why (on a broker
+ * without the controller, or when `to` holds no in-sync replica). */
+int kiq_lua_broker_move_leader(lua_State *L)
+{
+    kiq_broker_t *b = kiq_lua_check_broker(L);
+    const char *topic = luaL_checkstring(L, 2);
+    int32_t p = (int32_t)luaL_checkinteger(L, 3), to = (int32_t)luaL_checkinteger(L, 4);
+    if (!b->controller) {
+        lua_pushnil(L);
+        lua_pushstring(L, "the controller is on another broker");
+        return 2;
+    }
+    if (kiq_controller_move_leader(b->controller, topic, p, to) != 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, kiq_error_get());
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}

@@ -38,6 +38,7 @@ int kiq_lua_broker_controller(lua_State *L);
 int kiq_lua_broker_pause_heartbeats(lua_State *L);
 int kiq_lua_broker_pause_fetching(lua_State *L);
 int kiq_lua_broker_elect_preferred(lua_State *L);
+int kiq_lua_broker_move_leader(lua_State *L);
 /* core.free_port() -> a loopback port that was free a moment ago, below
  * the ephemeral range when one is free there */
 int kiq_lua_free_port(lua_State *L);

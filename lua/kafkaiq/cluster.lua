@@ -222,6 +222,7 @@ end
 -- replica (after a failover) go back to it when it is in the ISR; what
 -- auto.leader.rebalance.enable does every leader.imbalance.check.interval.seconds.
 function Cluster:elect_preferred_leaders() return self.brokers[0].handle:elect_preferred_leaders() end
+function Cluster:move_leader(topic, partition, to) return self.brokers[0].handle:move_leader(topic, partition, to) end
 
 function Cluster:stop()
   -- the controller (broker 0) goes last, so the others still reach it

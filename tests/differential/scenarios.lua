@@ -669,17 +669,17 @@ scenario { name = "The cluster-wide min.insync.replicas", api = "IncrementalAlte
 -- none of it (RF < 3) once every partition has a leader and a full ISR.
 local function create_rf3(partitions, rf)
   rf = rf or 3
+  local function described(s) return { topics = { { name = s.name } }, allow_auto_topic_creation = false } end
+  local function settled(r)
+    local t = r.topics[1]
+    if not t or t.error_code ~= 0 or #t.partitions == 0 then return false end
+    for _, p in ipairs(t.partitions) do if p.leader_id < 0 or #p.isr_nodes ~= rf then return false end end
+    return true
+  end
   return {
     { api = "CreateTopics", ignore = true, body = function(s) return { topics = { { name = s.name,
       num_partitions = partitions or 1, replication_factor = rf, configs = {} } }, timeout_ms = 30000 } end },
-    { api = "Metadata", ignore = true,
-      body = function(s) return { topics = { { name = s.name } }, allow_auto_topic_creation = false } end,
-      ["until"] = function(r)
-        local t = r.topics[1]
-        if not t or t.error_code ~= 0 or #t.partitions == 0 then return false end
-        for _, p in ipairs(t.partitions) do if p.leader_id < 0 or #p.isr_nodes ~= rf then return false end end
-        return true
-      end,
+    { api = "Metadata", ignore = true, body = described, ["until"] = settled,
       save = function(s, r)
         local p0
         for _, p in ipairs(r.topics[1].partitions) do if p.partition_index == 0 then p0 = p end end
@@ -690,6 +690,16 @@ local function create_rf3(partitions, rf)
           if n ~= p0.leader_id then s.follower = n end
         end
         for _, b in ipairs(r.brokers) do if not hosts[b.node_id] then s.outsider = b.node_id end end
+      end },
+    -- the leader's own metadata too: a broker learns of a new topic a
+    -- little after the one that answered above, Kafka's as well
+    { api = "Metadata", ignore = true, to = function(s) return s.leader end, body = described,
+      ["until"] = function(r, s)
+        if not settled(r) then return false end
+        for _, p in ipairs(r.topics[1].partitions) do
+          if p.partition_index == 0 and p.leader_id ~= s.leader then return false end
+        end
+        return true
       end },
   }
 end

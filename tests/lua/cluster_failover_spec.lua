@@ -47,6 +47,20 @@ describe("cluster failover", function()
     c = nil
   end)
 
+  it("moves a leadership to an in-sync replica on request, which stays the preferred one", function()
+    c = assert(kiq.cluster{ brokers = 3 })
+    local part, leader = create(c, "m")
+    local to = leader % 2 + 1 -- the other of brokers 1 and 2
+    assert.is_true(c:move_leader("m", part, to))
+    assert.are.equal(to, assert(c:wait_for_leader("m", part, 10000, leader)))
+    assert.are.equal(to, c:partition("m", part).replicas[1])
+    assert.are.equal(0, c:elect_preferred_leaders())
+    assert(produce(c, "m", part, 1, 10))
+    local ok, err = c:move_leader("m", 99, to)
+    assert.is_nil(ok)
+    assert.matches("no partition m%-99", err)
+  end)
+
   it("elects a new leader from the ISR when the leader dies, keeping every acknowledged record", function()
     c = assert(kiq.cluster{ brokers = 3, ["broker.session.timeout.ms"] = 1500, ["broker.heartbeat.interval.ms"] = 200 })
     local part, leader = create(c, "f")
