@@ -124,11 +124,6 @@ static int16_t cluster_check(const kiq_create_topics_request_t *req, int32_t i, 
     return (int16_t)kiq_topic_configs_check_together(cfg);
 }
 
-static bool created_here(kiq_metadata_cache_t *mc, const kiq_topic_order_t *o)
-{
-    return kiq_metadata_cache_partition_count(mc, o->name.p, (size_t)o->name.len) >= 0;
-}
-
 /* The response from the controller's decisions; each topic's checked
  * configs (ctx) cleared after. */
 static void fill(kiq_api_topic_orders_t *t)
@@ -174,7 +169,7 @@ static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_to
     /* the forwarded request's control-plane thread is the one that
      * applies UpdateMetadata here: it must not wait for it */
     t->wait = !forwarded && !req->validate_only;
-    t->shown = created_here;
+    t->shown = kiq_api_topic_led_here;
     t->fill = fill;
     kiq_topic_configs_t *cfgs = t->ctx = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *cfgs);
     for (int32_t i = 0; i < n; i++) {

@@ -59,11 +59,6 @@ static int16_t check_key_type(int16_t version, int8_t key_type, kiq_str_t *messa
     return KIQ_ERR_NONE;
 }
 
-static bool created_here(kiq_metadata_cache_t *mc, const kiq_topic_order_t *o)
-{
-    return kiq_metadata_cache_partition_count(mc, o->name.p, (size_t)o->name.len) >= 0;
-}
-
 static int16_t cluster_lookup(kiq_broker_t *b, kiq_request_t *r, const coordinator_topic_t *ct, kiq_str_t key,
                               coordinator_t *c, kiq_str_t *message)
 {
@@ -177,7 +172,7 @@ static int create_then_answer(kiq_broker_t *b, kiq_request_t *r, const coordinat
     }
     kiq_api_topic_orders_t *t = kiq_api_topic_orders_new(b, r, out, 1, TOPIC_WAIT_MS);
     t->wait = true;
-    t->shown = created_here;
+    t->shown = kiq_api_topic_led_here;
     t->fill = created;
     t->ctx = cfg;
     *kiq_api_topic_orders_add(t, 0) = (kiq_topic_order_t){.name = KIQ_STR(ct->name),

@@ -78,17 +78,6 @@ static void standalone_auto_create(kiq_broker_t *b, kiq_request_t *r, const kiq_
     }
 }
 
-/* Every partition of the ordered topic has a leader in this broker's
- * metadata: a client can produce to it at once. */
-static bool led_here(kiq_metadata_cache_t *mc, const kiq_topic_order_t *o)
-{
-    kiq_cached_partition_t p;
-    int32_t n = kiq_metadata_cache_partition_count(mc, o->name.p, (size_t)o->name.len);
-    for (int32_t i = 0; i < n; i++)
-        if (!kiq_metadata_cache_partition(mc, o->name.p, (size_t)o->name.len, i, &p) || p.leader < 0) return false;
-    return n > 0;
-}
-
 /* The controller's answers: a topic created, and led here by now, is
  * described; one still on its way says LEADER_NOT_AVAILABLE (clients
  * retry); otherwise why not. */
@@ -101,7 +90,7 @@ static void auto_created(kiq_api_topic_orders_t *t)
         bool coming = o->error == KIQ_ERR_NONE || o->error == KIQ_ERR_TOPIC_ALREADY_EXISTS ||
                       o->error == KIQ_ERR_REQUEST_TIMED_OUT;
         kiq_cached_topic_t topic;
-        if (coming && led_here(t->b->metadata, o) && kiq_api_topic_view(t->b, t->r, o->name, NULL, &topic)) {
+        if (coming && kiq_api_topic_led_here(t->b->metadata, o) && kiq_api_topic_view(t->b, t->r, o->name, NULL, &topic)) {
             out->topics[i].error_code = KIQ_ERR_NONE;
             describe(t->r->body, t->r, &topic, &out->topics[i]);
         } else {
@@ -119,7 +108,7 @@ static int cluster_auto_create(kiq_broker_t *b, kiq_request_t *r, kiq_metadata_r
     kiq_api_topic_orders_t *t = kiq_api_topic_orders_new(b, r, out, out->topics_n, AUTO_CREATE_TIMEOUT_MS);
     t->fill = auto_created;
     t->wait = true;
-    t->shown = led_here;
+    t->shown = kiq_api_topic_led_here;
     for (int32_t i = 0; i < out->topics_n; i++) {
         kiq_metadata_response_topics_t *mt = &out->topics[i];
         /* __consumer_offsets comes only from FindCoordinator, as in Kafka */

@@ -75,3 +75,12 @@ void kiq_api_topic_orders_decided(void *ctx)
     m->t = t;
     kiq_purgatory_park(t->b->purgatory, &m->op);
 }
+
+bool kiq_api_topic_led_here(kiq_metadata_cache_t *mc, const kiq_topic_order_t *o)
+{
+    kiq_cached_partition_t p;
+    int32_t n = kiq_metadata_cache_partition_count(mc, o->name.p, (size_t)o->name.len);
+    for (int32_t i = 0; i < n; i++)
+        if (!kiq_metadata_cache_partition(mc, o->name.p, (size_t)o->name.len, i, &p) || p.leader < 0) return false;
+    return n > 0;
+}

@@ -49,5 +49,9 @@ const kiq_topic_order_t *kiq_api_topic_orders_of(const kiq_api_topic_orders_t *t
 /* A kiq_link_done_fn (ctx: the orders): answers now, or parks until the
  * metadata shows the changes. */
 void kiq_api_topic_orders_decided(void *ctx);
+/* A `shown` for a created topic: every partition has a leader in this
+ * broker's metadata, which names one only once that leader took it, so a
+ * client can produce to it at once. */
+bool kiq_api_topic_led_here(kiq_metadata_cache_t *mc, const kiq_topic_order_t *o);
 
 #endif

@@ -78,10 +78,13 @@ describe("cluster metadata", function()
     assert.are.equal(6, #t2.partitions)
 
     for id = 0, 2 do
+      -- a leader is named once it took its partition (LEADER_NOT_AVAILABLE until then)
       local t = assert(kiq.wait_for(function()
         local t = topic_of(metadata(brokers[id], { { name = "spread" } }), "spread")
-        return t and t.error_code == 0 and t
-      end, 10000, ("broker %d to know the topic"):format(id)))
+        if not t or t.error_code ~= 0 then return false end
+        for _, p in ipairs(t.partitions) do if p.error_code ~= 0 then return false end end
+        return t
+      end, 10000, ("broker %d to know the topic and its leaders"):format(id)))
       local leaders = {}
       for _, p in ipairs(t.partitions) do
         assert.are.equal(0, p.error_code)
