@@ -122,8 +122,8 @@ static int set_of(void *b, const kiq_view_t *v)
 static int alone(kiq_broker_t *b, kiq_http_view_t *v)
 {
     if (b->set) return 0;
-    kiq_http_error(v, 409, "this broker runs alone: kill, restart, pause and links need serve --brokers N (a Lua "
-                           "cluster's brokers are controlled from Lua)");
+    kiq_http_error(v, 409, "this broker runs alone: kill, restart, pause and links need serve --brokers N or a "
+                           "Lua cluster");
     return -1;
 }
 

@@ -12,6 +12,7 @@
 #include "lua/module.h"
 #include "net/free_port.h"
 #include "server/broker.h"
+#include "server/broker_set.h"
 
 static void push_ids(lua_State *L, const int32_t *ids, int32_t n)
 {
@@ -145,3 +146,58 @@ int kiq_lua_broker_move_leader(lua_State *L)
     lua_pushboolean(L, 1);
     return 1;
 }
+
+/* A Lua cluster's broker set (server/broker_set.h), so each broker's HTTP
+ * listener takes /api/brokers and /api/links for all of them as serve's do. */
+typedef struct lua_set {
+    kiq_broker_set_t *s;
+} lua_set_t;
+
+static lua_set_t *check_set(lua_State *L)
+{
+    lua_set_t *us = luaL_checkudata(L, 1, KIQ_LUA_BROKER_SET_MT);
+    if (!us->s) luaL_error(L, "broker set already freed");
+    return us;
+}
+
+/* core.broker_set_new() -> a set the brokers join before they start. Its
+ * supervisor must stop before any member is freed: free it first (as
+ * Cluster:stop does), and make it after its brokers, whose __gc then runs
+ * later (finalizers run newest first). */
+int kiq_lua_broker_set_new(lua_State *L)
+{
+    kiq_broker_set_t *s = kiq_broker_set_new();
+    if (!s) return kiq_lua_fail(L, kiq_error_get());
+    lua_set_t *us = lua_newuserdata(L, sizeof *us);
+    us->s = s;
+    luaL_getmetatable(L, KIQ_LUA_BROKER_SET_MT);
+    lua_setmetatable(L, -2);
+    return 1;
+}
+
+/* set:add(broker) -> true | nil, err (a running broker, or one already in) */
+static int l_set_add(lua_State *L)
+{
+    lua_set_t *us = check_set(L);
+    lua_remove(L, 1);
+    kiq_broker_t *b = kiq_lua_check_broker(L);
+    if (b->running) return kiq_lua_fail(L, "a broker joins a set before it starts");
+    if (kiq_broker_set_add(us->s, b) != 0) return kiq_lua_fail(L, kiq_error_get());
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* set:free(), also its __gc: operations queued and not begun are dropped. */
+int kiq_lua_broker_set_free(lua_State *L)
+{
+    lua_set_t *us = luaL_checkudata(L, 1, KIQ_LUA_BROKER_SET_MT);
+    kiq_broker_set_free(us->s);
+    us->s = NULL;
+    return 0;
+}
+
+const luaL_Reg kiq_lua_broker_set_methods[] = {
+    {"add", l_set_add},
+    {"free", kiq_lua_broker_set_free},
+    {NULL, NULL},
+};

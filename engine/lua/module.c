@@ -118,29 +118,30 @@ static int l_sleep_ms(lua_State *L)
     return 0;
 }
 
+/* The metatable of a kind of object: its methods and its __gc. */
+static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc)
+{
+    luaL_newmetatable(L, name);
+    lua_newtable(L);
+    luaL_register(L, NULL, methods);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
+}
+
 int luaopen_kafkaiq_core(lua_State *L)
 {
     static const luaL_Reg functions[] = {
         {"broker_new", kiq_lua_broker_new}, {"connect", kiq_lua_connect}, {"murmur2", l_murmur2},
         {"crc32", l_crc32},                 {"log_level", l_log_level},   {"now_ms", l_now_ms},
         {"sleep_ms", l_sleep_ms},           {"free_port", kiq_lua_free_port},
-        {"advance_clock", l_advance_clock},
+        {"advance_clock", l_advance_clock}, {"broker_set_new", kiq_lua_broker_set_new},
         {NULL, NULL},
     };
-    luaL_newmetatable(L, KIQ_LUA_BROKER_MT);
-    lua_newtable(L);
-    luaL_register(L, NULL, kiq_lua_broker_methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, kiq_lua_broker_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pop(L, 1);
-    luaL_newmetatable(L, KIQ_LUA_CONN_MT);
-    lua_newtable(L);
-    luaL_register(L, NULL, kiq_lua_conn_methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, kiq_lua_conn_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pop(L, 1);
+    new_class(L, KIQ_LUA_BROKER_MT, kiq_lua_broker_methods, kiq_lua_broker_gc);
+    new_class(L, KIQ_LUA_BROKER_SET_MT, kiq_lua_broker_set_methods, kiq_lua_broker_set_free);
+    new_class(L, KIQ_LUA_CONN_MT, kiq_lua_conn_methods, kiq_lua_conn_close);
     lua_newtable(L);
     luaL_register(L, NULL, functions);
     luaL_register(L, NULL, kiq_lua_codec_functions);

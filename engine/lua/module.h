@@ -8,6 +8,7 @@
 
 #define KIQ_LUA_BROKER_MT "kafkaiq.broker"
 #define KIQ_LUA_CONN_MT "kafkaiq.connection"
+#define KIQ_LUA_BROKER_SET_MT "kafkaiq.broker_set"
 
 int luaopen_kafkaiq_core(lua_State *L);
 
@@ -39,6 +40,10 @@ int kiq_lua_broker_pause_heartbeats(lua_State *L);
 int kiq_lua_broker_pause_fetching(lua_State *L);
 int kiq_lua_broker_elect_preferred(lua_State *L);
 int kiq_lua_broker_move_leader(lua_State *L);
+/* core.broker_set_new(), the set's free (also __gc) and methods. */
+int kiq_lua_broker_set_new(lua_State *L);
+int kiq_lua_broker_set_free(lua_State *L);
+extern const luaL_Reg kiq_lua_broker_set_methods[];
 /* core.free_port() -> a loopback port that was free a moment ago, below
  * the ephemeral range when one is free there */
 int kiq_lua_free_port(lua_State *L);

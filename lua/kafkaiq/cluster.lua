@@ -41,12 +41,25 @@ function M.new(kiq, opts)
       if k:find("%.") then cfg[k] = v end
     end
     if cfg.dir then os.execute("mkdir -p '" .. cfg.dir .. "'") end
+    cfg.start = false
     local b, err = kiq.broker(cfg)
     if not b then
       self:stop()
       return nil, ("broker %d: %s"):format(id, err)
     end
     self.brokers[id] = b
+  end
+  -- one set for the process's brokers, so each one's HTTP listener can kill,
+  -- pause or cut any of them (/api/brokers, /api/links); made after the
+  -- brokers, so a collection frees it first
+  self.set = assert(kiq.core.broker_set_new())
+  for id = 0, n - 1 do assert(self.set:add(self.brokers[id].handle)) end
+  for id = 0, n - 1 do
+    local ok, err = self.brokers[id]:start()
+    if not ok then
+      self:stop()
+      return nil, ("broker %d: %s"):format(id, err)
+    end
   end
   local ok, err = kiq.wait_for(function()
     local c = self.brokers[0]:controller()
@@ -225,6 +238,9 @@ function Cluster:elect_preferred_leaders() return self.brokers[0].handle:elect_p
 function Cluster:move_leader(topic, partition, to) return self.brokers[0].handle:move_leader(topic, partition, to) end
 
 function Cluster:stop()
+  -- no operation from HTTP meanwhile
+  if self.set then self.set:free() end
+  self.set = nil
   -- the controller (broker 0) goes last, so the others still reach it
   for id = self.n - 1, 0, -1 do
     local b = self.brokers[id]
