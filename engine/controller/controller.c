@@ -160,6 +160,41 @@ static size_t eligible(const kiq_controller_t *c, const kiq_topic_image_t *ti, i
     return n;
 }
 
+/* A PartitionChange of topic-p at the end of b, its fields "as before". */
+static kiq_partition_change_record_t *partition_change(batch_t *b, const kiq_topic_image_t *ti, int32_t p)
+{
+    kiq_partition_change_record_t *ch = &kiq_ctl_add_record(b, KIQ_MR_PARTITION_CHANGE)->m.partition_change;
+    ch->topic_id = ti->id;
+    ch->partition_id = p;
+    return ch;
+}
+
+/* Under mu: a PartitionChange making `leader` lead topic-p; an unclean
+ * election (a leader from outside the ISR) leaves it alone in the ISR,
+ * recovering, and is counted. */
+static kiq_partition_change_record_t *leader_change(kiq_controller_t *c, batch_t *b, const kiq_topic_image_t *ti,
+                                                    int32_t p, int32_t leader, bool unclean)
+{
+    kiq_partition_change_record_t *ch = partition_change(b, ti, p);
+    ch->leader = leader;
+    if (unclean) {
+        atomic_fetch_add_explicit(&c->unclean_elections, 1, memory_order_relaxed);
+        ch->isr = kiq_ctl_copy_ids(b->a, &leader, 1);
+        ch->isr_n = 1;
+        ch->leader_recovery_state = KIQ_LEADER_RECOVERING;
+    }
+    return ch;
+}
+
+/* Under mu: broker can lead topic-p now: registered, not fenced, in the
+ * ISR, and its replica not impaired. */
+static bool may_lead(const kiq_controller_t *c, const kiq_topic_image_t *ti, int32_t p, int32_t broker)
+{
+    const kiq_partition_registration_t *pr = &ti->partitions[p];
+    const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, broker);
+    return rb && !rb->fenced && kiq_ctl_has_id(pr->isr, pr->nisr, broker) && !kiq_ctl_is_impaired(c, &ti->id, p, broker);
+}
+
 /* Under mu: whether ti's partitions may elect a leader from outside the
  * ISR. The topic's own unclean.leader.election.enable wins over the
  * broker's, as in Kafka: a topic created "false" must never lose
@@ -197,10 +232,7 @@ void kiq_ctl_move_off(kiq_controller_t *c, batch_t *b, const kiq_topic_image_t *
     int32_t nisr = 0;
     for (int32_t i = 0; i < pr->nisr; i++)
         if (pr->isr[i] != id) isr[nisr++] = pr->isr[i];
-    kiq_metadata_record_t *r = kiq_ctl_add_record(b, KIQ_MR_PARTITION_CHANGE);
-    kiq_partition_change_record_t *ch = &r->m.partition_change;
-    ch->topic_id = ti->id;
-    ch->partition_id = p;
+    kiq_partition_change_record_t *ch = partition_change(b, ti, p);
     if (pr->leader == id) {
         ch->leader = leader;
         if (unclean) {
@@ -242,17 +274,7 @@ void kiq_ctl_elect_offline(kiq_controller_t *c, batch_t *b)
             size_t ncand = eligible(c, ti, p, live, nlive, cand);
             int32_t leader = kiq_metadata_image_elect_leader(pr, cand, ncand, unclean_allowed(c, ti), &unclean);
             if (leader == KIQ_NO_LEADER) continue;
-            kiq_metadata_record_t *r = kiq_ctl_add_record(b, KIQ_MR_PARTITION_CHANGE);
-            kiq_partition_change_record_t *ch = &r->m.partition_change;
-            ch->topic_id = ti->id;
-            ch->partition_id = p;
-            ch->leader = leader;
-            if (unclean) {
-                atomic_fetch_add_explicit(&c->unclean_elections, 1, memory_order_relaxed);
-                ch->isr = kiq_ctl_copy_ids(b->a, &leader, 1);
-                ch->isr_n = 1;
-                ch->leader_recovery_state = KIQ_LEADER_RECOVERING;
-            }
+            leader_change(c, b, ti, p, leader, unclean);
             KIQ_INFO("controller: %s-%d: leader %d elected%s", ti->name, p, leader, unclean ? " (unclean)" : "");
         }
     }
@@ -272,9 +294,7 @@ static int16_t elect_one(kiq_controller_t *c, batch_t *b, const kiq_topic_image_
     if (!unclean) {
         if (pr->nreplicas > 0 && pr->leader == pr->replicas[0]) return KIQ_ERR_ELECTION_NOT_NEEDED;
         leader = pr->nreplicas > 0 ? pr->replicas[0] : KIQ_NO_LEADER;
-        const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, leader);
-        if (!rb || rb->fenced || !kiq_ctl_has_id(pr->isr, pr->nisr, leader) || kiq_ctl_is_impaired(c, &ti->id, p, leader))
-            return KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE;
+        if (!may_lead(c, ti, p, leader)) return KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE;
     } else {
         if (pr->leader != KIQ_NO_LEADER) return KIQ_ERR_ELECTION_NOT_NEEDED;
         int32_t live[256], cand[256];
@@ -282,17 +302,7 @@ static int16_t elect_one(kiq_controller_t *c, batch_t *b, const kiq_topic_image_
         leader = kiq_metadata_image_elect_leader(pr, cand, eligible(c, ti, p, live, nlive, cand), true, &out_of_sync);
         if (leader == KIQ_NO_LEADER) return KIQ_ERR_ELIGIBLE_LEADERS_NOT_AVAILABLE;
     }
-    kiq_metadata_record_t *r = kiq_ctl_add_record(b, KIQ_MR_PARTITION_CHANGE);
-    kiq_partition_change_record_t *ch = &r->m.partition_change;
-    ch->topic_id = ti->id;
-    ch->partition_id = p;
-    ch->leader = leader;
-    if (out_of_sync) {
-        atomic_fetch_add_explicit(&c->unclean_elections, 1, memory_order_relaxed);
-        ch->isr = kiq_ctl_copy_ids(b->a, &leader, 1);
-        ch->isr_n = 1;
-        ch->leader_recovery_state = KIQ_LEADER_RECOVERING;
-    }
+    leader_change(c, b, ti, p, leader, out_of_sync);
     KIQ_INFO("controller: %s-%d: leader %d -> %d (%s election)", ti->name, p, pr->leader, leader,
              !unclean ? "preferred" : out_of_sync ? "unclean" : "clean");
     return KIQ_ERR_NONE;
@@ -333,12 +343,11 @@ static int16_t cannot_lead(const kiq_controller_t *c, const kiq_topic_image_t *t
         return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     }
     const kiq_partition_registration_t *pr = &ti->partitions[p];
-    const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, to);
     if (!kiq_ctl_has_id(pr->replicas, pr->nreplicas, to)) {
         kiq_error_set("broker %d holds no replica of %s-%d", (int)to, topic, (int)p);
         return KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
     }
-    if (!rb || rb->fenced || !kiq_ctl_has_id(pr->isr, pr->nisr, to) || kiq_ctl_is_impaired(c, &ti->id, p, to)) {
+    if (!may_lead(c, ti, p, to)) {
         kiq_error_set("broker %d cannot lead %s-%d: it is not live and in the ISR", (int)to, topic, (int)p);
         return KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE;
     }
@@ -358,26 +367,16 @@ int16_t kiq_controller_move_leader(kiq_controller_t *c, const char *topic, int32
     kiq_arena_t a;
     kiq_arena_init(&a);
     batch_t b = {.a = &a};
-    kiq_metadata_record_t *r = kiq_ctl_add_record(&b, KIQ_MR_PARTITION_CHANGE);
+    kiq_partition_change_record_t *ch = leader_change(c, &b, ti, p, to, false);
     /* the new leader first in the replicas, where a reassignment would put
      * it: the preferred leader from now on, so a rebalance keeps it */
-    int32_t *order = r ? kiq_ctl_copy_ids(&a, pr->replicas, pr->nreplicas) : NULL;
-    if (order) {
-        order[0] = to;
-        for (int32_t i = 0, n = 1; i < pr->nreplicas; i++)
-            if (pr->replicas[i] != to) order[n++] = pr->replicas[i];
-        kiq_partition_change_record_t *ch = &r->m.partition_change;
-        ch->topic_id = ti->id;
-        ch->partition_id = p;
-        ch->leader = to;
-        ch->replicas = order;
-        ch->replicas_n = pr->nreplicas;
-        KIQ_INFO("controller: %s-%d: leader %d -> %d (moved)", ti->name, (int)p, (int)pr->leader, (int)to);
-    }
-    if (!order || kiq_ctl_commit(c, &b) != 0) {
-        if (!order) kiq_error_set("out of memory");
-        err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
-    }
+    ch->replicas = kiq_ctl_copy_ids(&a, pr->replicas, pr->nreplicas);
+    ch->replicas_n = pr->nreplicas;
+    ch->replicas[0] = to;
+    for (int32_t i = 0, n = 1; i < pr->nreplicas; i++)
+        if (pr->replicas[i] != to) ch->replicas[n++] = pr->replicas[i];
+    KIQ_INFO("controller: %s-%d: leader %d -> %d (moved)", ti->name, (int)p, (int)pr->leader, (int)to);
+    if (kiq_ctl_commit(c, &b) != 0) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
     pthread_mutex_unlock(&c->mu);
     kiq_arena_reset(&a);
     return err;

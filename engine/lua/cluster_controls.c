@@ -133,16 +133,8 @@ int kiq_lua_broker_move_leader(lua_State *L)
     kiq_broker_t *b = kiq_lua_check_broker(L);
     const char *topic = luaL_checkstring(L, 2);
     int32_t p = (int32_t)luaL_checkinteger(L, 3), to = (int32_t)luaL_checkinteger(L, 4);
-    if (!b->controller) {
-        lua_pushnil(L);
-        lua_pushstring(L, "the controller is on another broker");
-        return 2;
-    }
-    if (kiq_controller_move_leader(b->controller, topic, p, to) != 0) {
-        lua_pushnil(L);
-        lua_pushstring(L, kiq_error_get());
-        return 2;
-    }
+    if (!b->controller) return kiq_lua_fail(L, "the controller is on another broker");
+    if (kiq_controller_move_leader(b->controller, topic, p, to) != 0) return kiq_lua_fail(L, kiq_error_get());
     lua_pushboolean(L, 1);
     return 1;
 }
