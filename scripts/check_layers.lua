@@ -18,7 +18,7 @@ local M = {}
 -- Each folder, bottom up, and what it may include besides itself. A folder
 -- may include nothing above it, and none of its peers unless listed.
 local below_log = { "core", "proto", "record", "config" }
-local domain = { "log", "net", "record", "config", "proto", "core", "metrics" }
+local domain = { "log", "net", "record", "config", "proto", "core", "metrics", "raft" }
 local function with(list, ...)
   local out = { ... }
   for _, v in ipairs(list) do out[#out + 1] = v end
@@ -31,6 +31,7 @@ M.LAYERS = {
   config = { "core", "proto" },                     -- configs and their Kafka names
   net = { "core", "proto", "config", "metrics" },            -- acceptor, processors, request queue, client
   metrics = { "core" },                             -- histograms, per-topic counters
+  raft = { "core", "proto" },                       -- KRaft's rules as a state machine with no I/O
   journey = { "core", "proto", "record", "net" },   -- record journeys (an observer)
   log = below_log,                                  -- log manager, partition logs, segments, indexes
   controller = domain,                              -- controller, metadata image and log, metadata cache

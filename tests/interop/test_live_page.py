@@ -112,7 +112,9 @@ def rows_match(d, c, topic):
 
 
 def produce(bootstrap, topic, values, acks, trace=None):
-    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5})
+    # one batch per call (the page shows the newest journey): a linger no
+    # pause between produce() calls outlasts; flush() sends at once
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 500})
     errors = []
     for i, v in enumerate(values):
         p.produce(topic, value=v, partition=0, headers=[("kafkaiq-trace", trace.encode())] if trace and i == 0 else None,
