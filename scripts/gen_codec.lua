@@ -151,6 +151,14 @@ local function load_data(s, path)
 end
 
 local function load_api(s, path)
+  for k in pairs(s) do
+    if not ({ key = 1, name = 1, versions = 1, flexible = 1, request = 1, response = 1, served = 1 })[k] then
+      die("%s: unknown key %q in an API schema", path, tostring(k))
+    end
+  end
+  -- served = false: a codec only, in no row of engine/api/surface.lua
+  -- (scripts/gen_surface.lua checks that); the codec is generated the same
+  if s.served ~= nil and s.served ~= false then die("%s: served must be false when given", path) end
   local api = {
     key = s.key, name = s.name, cname = snake(s.name), file = path,
     vr = range(s.versions, path), flex = range(s.flexible or "none", path),

@@ -6,8 +6,10 @@
 --
 -- OUT.c defines kiq_api_rows / kiq_api_nrows (api/api.h) and declares each
 -- row's handler, kiq_api_<snake name>_handle, which api/<snake name>.c
--- defines. A row naming no schema, a schema API no row serves, or a bad
--- field stops the build with the reason.
+-- defines. A row naming no schema, a schema API no row serves (unless the
+-- schema says served = false: a codec only, neither advertised nor
+-- accepted), a row serving such an API, or a bad field stops the build
+-- with the reason.
 local out, surface_path = arg[1], arg[2]
 if not out or not surface_path then
   io.stderr:write("usage: gen_surface.lua OUT.c SURFACE.lua SCHEMA.lua...\n")
@@ -26,7 +28,7 @@ end
 local apis = {}
 for i = 3, #arg do
   local s = assert(loadfile(arg[i]))()
-  if s.key ~= nil then apis[s.name] = { key = s.key, name = s.name, file = arg[i] } end
+  if s.key ~= nil then apis[s.name] = { key = s.key, name = s.name, file = arg[i], served = s.served ~= false } end
 end
 
 local chunk, err = loadfile(surface_path)
@@ -42,6 +44,7 @@ for i, row in ipairs(rows) do
     if k ~= 1 and k ~= "planes" and k ~= "min" and k ~= "advertised_min" then die("%s: unknown field %q", where, k) end
   end
   local api = apis[name] or die("%s: no schema declares %q", where, tostring(name))
+  if not api.served then die("%s: %s says served = false (%s)", where, name, api.file) end
   if seen[name] then die("%s: %s is served twice", where, name) end
   seen[name] = true
   local p = planes[row.planes] or die("%s (%s): planes must be data, control or both", where, name)
@@ -54,7 +57,7 @@ for i, row in ipairs(rows) do
     min = row.min or -1, advertised_min = row.advertised_min or -1, planes = p }
 end
 for name, api in pairs(apis) do
-  if not seen[name] then die("%s: %s (%s) is in no row of %s", api.file, name, api.file, surface_path) end
+  if api.served and not seen[name] then die("%s: %s (%s) is in no row of %s", api.file, name, api.file, surface_path) end
 end
 
 local o = {}

@@ -56,6 +56,9 @@ static void test_every_message_every_version(void **state)
         {"TransactionLogKey", 0, 0},    {"TransactionLogValue", 0, 1},
         {"EndTxnMarker", 0, 0},         {"ControlRecordKey", 0, 0},
         {"AbortedTxn", 0, 0},           {"ProducerIdsRecord", 0, 0},
+        {"LeaderChangeMessage", 0, 1},  {"SnapshotHeaderRecord", 0, 0},
+        {"SnapshotFooterRecord", 0, 0}, {"VotersRecord", 0, 0},
+        {"KRaftVersionRecord", 0, 0},
     };
     assert_int_equal(kiq_data_codec_count, sizeof want / sizeof want[0]);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -325,6 +328,78 @@ static void test_consumer_protocol_assignment_v0_by_hand(void **state)
     kiq_arena_reset(&a);
 }
 
+/* KRaft control record values carry their version as their first field;
+ * VotersRecord nests an endpoint array and a struct in each voter. */
+static void test_voters_record_by_hand(void **state)
+{
+    (void)state;
+    const uint8_t buf[] = {
+        0, 0,                       /* version */
+        0x02,                       /* voters: 1 */
+        0, 0, 0, 1,                 /*   voter_id */
+        0x44, 0x44, 0x44, 0x44, 0x44, 0x44, 0x44, 0x44,
+        0x44, 0x44, 0x44, 0x44, 0x44, 0x44, 0x44, 0x44, /* voter_directory_id */
+        0x02,                       /*   endpoints: 1 */
+        0x02, 'C',                  /*     name */
+        0x02, 'h',                  /*     host */
+        0x23, 0x85,                 /*     port 9093 (uint16) */
+        0x00,                       /*     endpoint tags */
+        0, 0, 0, 1,                 /*   kraft_version_feature 0-1 */
+        0x00,                       /*   its tags */
+        0x00,                       /*   voter tags */
+        0x00,                       /* record tags */
+    };
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_voters_record_t m;
+    kiq_rd_t r;
+    kiq_rd_init(&r, buf, sizeof buf);
+    assert_int_equal(kiq_voters_record_decode(&r, 0, &a, &m), 0);
+    assert_int_equal(kiq_rd_left(&r), 0);
+    assert_int_equal(m.voters_n, 1);
+    assert_int_equal(m.voters[0].voter_id, 1);
+    assert_int_equal(m.voters[0].voter_directory_id.b[0], 0x44);
+    assert_int_equal(m.voters[0].endpoints_n, 1);
+    assert_true(kiq_str_eq(m.voters[0].endpoints[0].name, "C"));
+    assert_int_equal(m.voters[0].endpoints[0].port, 9093);
+    assert_int_equal(m.voters[0].kraft_version_feature.min_supported_version, 0);
+    assert_int_equal(m.voters[0].kraft_version_feature.max_supported_version, 1);
+    check_reencodes(kiq_data_codec("VotersRecord"), 0, &m, buf, sizeof buf);
+    check_truncations_fail(kiq_data_codec("VotersRecord"), 0, buf, sizeof buf);
+    kiq_arena_reset(&a);
+}
+
+/* LeaderChangeMessage v1 adds each voter's directory id. */
+static void test_leader_change_message_by_hand(void **state)
+{
+    (void)state;
+    const uint8_t v0[] = {
+        0, 0,                       /* version */
+        0, 0, 0, 2,                 /* leader_id */
+        0x03, 0, 0, 0, 1, 0x00, 0, 0, 0, 2, 0x00, /* voters [1, 2], each with its tags */
+        0x02, 0, 0, 0, 2, 0x00,     /* granting_voters [2] */
+        0x00,                       /* tags */
+    };
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_leader_change_message_t m;
+    kiq_rd_t r;
+    kiq_rd_init(&r, v0, sizeof v0);
+    assert_int_equal(kiq_leader_change_message_decode(&r, 0, &a, &m), 0);
+    assert_int_equal(kiq_rd_left(&r), 0);
+    assert_int_equal(m.leader_id, 2);
+    assert_int_equal(m.voters_n, 2);
+    assert_int_equal(m.voters[1].voter_id, 2);
+    assert_int_equal(m.granting_voters_n, 1);
+    assert_int_equal(m.granting_voters[0].voter_id, 2);
+    check_reencodes(kiq_data_codec("LeaderChangeMessage"), 0, &m, v0, sizeof v0);
+    check_truncations_fail(kiq_data_codec("LeaderChangeMessage"), 0, v0, sizeof v0);
+    /* at v1, 16 more bytes per voter: the sample has two of each kind */
+    assert_int_equal(encoded_len(kiq_data_codec("LeaderChangeMessage"), 1),
+                     encoded_len(kiq_data_codec("LeaderChangeMessage"), 0) + 2 * 2 * 16);
+    kiq_arena_reset(&a);
+}
+
 /* A member count that cannot fit in what is left fails before allocating. */
 static void test_hostile_counts(void **state)
 {
@@ -354,6 +429,8 @@ int main(void)
         cmocka_unit_test(test_transaction_log_value_v1_by_hand),
         cmocka_unit_test(test_markers_and_txn_index_by_hand),
         cmocka_unit_test(test_consumer_protocol_assignment_v0_by_hand),
+        cmocka_unit_test(test_voters_record_by_hand),
+        cmocka_unit_test(test_leader_change_message_by_hand),
         cmocka_unit_test(test_hostile_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

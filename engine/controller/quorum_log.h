@@ -1,0 +1,53 @@
+/* The controller quorum's log on disk, as Kafka keeps it: the partition
+ * `__cluster_metadata-0` (RecordBatch v2 batches of metadata records, each
+ * stamped with the Raft epoch it was written in as its partition leader
+ * epoch) and, beside it, the `quorum-state` file (the epoch, the vote cast
+ * in it and the leader known). What raft/raft.h's host needs of its log:
+ * entries (one batch each) appended at the log end, cut back, read from an
+ * offset, and the epochs the log holds.
+ *
+ * Owned by the quorum's thread (every call under its lock). */
+#ifndef KIQ_CONTROLLER_QUORUM_LOG_H
+#define KIQ_CONTROLLER_QUORUM_LOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/metadata_store.h"
+#include "proto/writer.h"
+#include "raft/raft.h"
+
+typedef struct kiq_quorum_log kiq_quorum_log_t;
+
+/* Opens (creating if needed) `<dir>/__cluster_metadata-0` and reads its
+ * quorum-state file (none: epoch 0, no vote, no leader). A torn tail is
+ * cut off as after an unclean shutdown. NULL with the reason. */
+kiq_quorum_log_t *kiq_quorum_log_open(const char *dir, const int32_t *voters, int n_voters);
+void kiq_quorum_log_free(kiq_quorum_log_t *l);
+
+/* The log as raft/raft.h's config wants it: the snapshot it starts after
+ * (none yet), each epoch's first offset (valid until the next call here),
+ * its end and the quorum state. */
+void kiq_quorum_log_fill(kiq_quorum_log_t *l, kiq_raft_config_t *cfg);
+
+/* Whole batches at offset (the log end): each entry's data is one batch,
+ * stamped here with its offset and epoch (a leader's new batch) or already
+ * carrying them (a follower's copy of the leader's). Durable on return. */
+int kiq_quorum_log_append(kiq_quorum_log_t *l, int64_t offset, const kiq_raft_entry_t *e, int n);
+int kiq_quorum_log_truncate(kiq_quorum_log_t *l, int64_t end);
+/* The batches from offset, at most about max_bytes (one at least), as
+ * entries whose data stays valid until the next call here. */
+int kiq_quorum_log_read(kiq_quorum_log_t *l, int64_t offset, int32_t max_bytes, const kiq_raft_entry_t **e, int *n);
+/* Writes the quorum-state file (a temporary file renamed over it, synced). */
+int kiq_quorum_log_persist(kiq_quorum_log_t *l, const kiq_raft_quorum_state_t *s);
+int64_t kiq_quorum_log_end(kiq_quorum_log_t *l);
+
+/* The metadata records [from, to) in offset order (control batches
+ * skipped), as the store's replay gives them. */
+int kiq_quorum_log_replay(kiq_quorum_log_t *l, int64_t from, int64_t to, kiq_metadata_replay_fn cb, void *ctx);
+
+/* One batch of the records, for kiq_raft_propose (its offset and epoch
+ * are stamped at the append). */
+int kiq_quorum_log_batch(const kiq_metadata_record_t *records, size_t n, kiq_wr_t *out);
+
+#endif
