@@ -103,7 +103,7 @@ int kiq_api_change_configs(kiq_broker_t *b, kiq_request_t *r, int16_t api_key, c
                            kiq_config_order_t *orders, int n, bool validate_only, void *resp,
                            kiq_api_configs_fill_fn fill)
 {
-    bool forwarded_here = r->listener == KIQ_LISTENER_CONTROL && !b->controller;
+    bool forwarded_here = r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b);
     if (b->cluster && !forwarded_here) {
         forwarded_change_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
         *f = (forwarded_change_t){r, orders, n, req, resp, fill};

@@ -5,10 +5,11 @@
 
 int kiq_api_assign_replicas_to_dirs_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp)
 {
-    if (!b->controller) {
+    struct kiq_controller *ctl = kiq_broker_active_controller(b);
+    if (!ctl) {
         ((kiq_assign_replicas_to_dirs_response_t *)resp)->error_code = KIQ_ERR_NOT_CONTROLLER;
         return KIQ_HANDLER_RESPOND;
     }
-    kiq_controller_assign_replicas_to_dirs(b->controller, &r->arena, req, resp);
+    kiq_controller_assign_replicas_to_dirs(ctl, &r->arena, req, resp);
     return KIQ_HANDLER_RESPOND;
 }

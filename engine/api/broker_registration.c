@@ -6,10 +6,11 @@
 int kiq_api_broker_registration_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp)
 {
     (void)r;
-    if (!b->controller) {
+    struct kiq_controller *ctl = kiq_broker_active_controller(b);
+    if (!ctl) {
         ((kiq_broker_registration_response_t *)resp)->error_code = KIQ_ERR_NOT_CONTROLLER;
         return KIQ_HANDLER_RESPOND;
     }
-    kiq_controller_register_broker(b->controller, req, resp);
+    kiq_controller_register_broker(ctl, req, resp);
     return KIQ_HANDLER_RESPOND;
 }

@@ -85,7 +85,7 @@ static int grow_cluster(kiq_broker_t *b, kiq_request_t *r, const kiq_create_part
         const kiq_create_partitions_request_topics_t *rt = &req->topics[i];
         kiq_create_partitions_response_results_t *res = &out->results[i];
         if (res->error_code) continue;
-        if (forwarded && !b->controller) {
+        if (forwarded && !kiq_broker_active_controller(b)) {
             kiq_error_set("broker %d is not the controller", b->node_id);
             res->error_code = KIQ_ERR_NOT_CONTROLLER;
             res->error_message = kiq_request_error_message(r);

@@ -178,7 +178,7 @@ static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_to
         kiq_create_topics_response_topics_init(tr);
         tr->name = rt->name;
         kiq_error_clear();
-        if (forwarded && !b->controller) {
+        if (forwarded && !kiq_broker_active_controller(b)) {
             kiq_error_set("broker %d is not the controller", b->node_id);
             tr->error_code = KIQ_ERR_NOT_CONTROLLER;
         } else {

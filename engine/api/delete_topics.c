@@ -40,7 +40,7 @@ static bool cluster_check(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name, con
     kiq_delete_topics_response_responses_init(out);
     out->name = name;
     if (id) out->topic_id = *id;
-    if (r->listener == KIQ_LISTENER_CONTROL && !b->controller) {
+    if (r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b)) {
         out->error_code = KIQ_ERR_NOT_CONTROLLER;
         return true;
     }

@@ -34,7 +34,7 @@ int kiq_api_describe_cluster_handle(kiq_broker_t *b, kiq_request_t *r, const voi
     if (req->include_cluster_authorized_operations) out->cluster_authorized_operations = KIQ_ACL_CLUSTER_OPERATIONS;
     kiq_cached_broker_t *list = NULL;
     int n = kiq_api_live_brokers(b, r, &list);
-    int32_t controller = b->cluster ? kiq_metadata_cache_controller(b->metadata) : b->node_id;
+    int32_t controller = kiq_broker_controller_id(b);
     out->brokers_n = n;
     out->brokers = kiq_arena_calloc(&r->arena, (size_t)n, sizeof *out->brokers);
     for (int i = 0; i < n; i++) {

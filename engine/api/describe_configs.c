@@ -89,12 +89,13 @@ static int16_t topic_configs(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name,
                              kiq_describe_configs_response_results_t *out, kiq_topic_configs_t *tc)
 {
     if (r->listener == KIQ_LISTENER_CONTROL) {
-        if (!b->controller) {
+        struct kiq_controller *ctl = kiq_broker_active_controller(b);
+        if (!ctl) {
             out->error_message = kiq_request_str(r, "This broker does not host the controller");
             return KIQ_ERR_NOT_CONTROLLER;
         }
         kiq_error_clear();
-        int rc = name.p ? kiq_controller_topic_configs(b->controller, name.p, (size_t)name.len, tc)
+        int rc = name.p ? kiq_controller_topic_configs(ctl, name.p, (size_t)name.len, tc)
                         : KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         if (rc) out->error_message = kiq_request_str(r, rc == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION ? "Topic does not exist"
                                                                                               : kiq_error_get());

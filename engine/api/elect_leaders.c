@@ -98,7 +98,7 @@ int kiq_api_elect_leaders_handle(kiq_broker_t *b, kiq_request_t *r, const void *
     if (req->election_type != 0 && req->election_type != 1) {
         kiq_error_set("Unknown election type %d", req->election_type);
         out->error_code = KIQ_ERR_INVALID_REQUEST;
-    } else if (r->listener == KIQ_LISTENER_CONTROL && !b->controller) {
+    } else if (r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b)) {
         kiq_error_set("broker %d is not the controller", b->node_id);
         out->error_code = KIQ_ERR_NOT_CONTROLLER;
     } else if (b->cluster) {

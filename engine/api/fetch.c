@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "controller/quorum.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
@@ -525,6 +526,12 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
 {
     const kiq_fetch_request_t *req = request;
     kiq_fetch_response_t *out = response;
+    if (r->listener == KIQ_LISTENER_CONTROL) {
+        /* the control plane serves only the quorum's own log */
+        if (!b->quorum || !kiq_quorum_is_metadata_fetch(r->header.api_version, req)) return KIQ_HANDLER_CLOSE;
+        kiq_quorum_fetch(b->quorum, r->header.api_version, req, &r->arena, out);
+        return KIQ_HANDLER_RESPOND;
+    }
     fetch_result_t res;
     fetch_read(b, r, req, out, &res, true);
     int64_t bytes = res.bytes;

@@ -51,7 +51,7 @@ static void brokers(kiq_broker_t *b, kiq_request_t *r, kiq_metadata_response_t *
         o->port = list[i].port;
         o->rack = list[i].rack ? (kiq_str_t){list[i].rack, (int32_t)strlen(list[i].rack)} : KIQ_STR_NULL;
     }
-    int32_t controller = b->cluster ? kiq_metadata_cache_controller(b->metadata) : b->node_id;
+    int32_t controller = kiq_broker_controller_id(b);
     out->controller_id = controller >= 0 ? controller : b->controller_id;
 }
 

@@ -20,7 +20,8 @@
 -- controller's listener) or "both".
 return {
   { "Produce", planes = "data", advertised_min = 0 },
-  { "Fetch", planes = "data" },
+  -- on the control plane: the controller quorum's Fetch of __cluster_metadata
+  { "Fetch", planes = "both" },
   { "ListOffsets", planes = "data" },
   { "Metadata", planes = "both" },
   { "OffsetCommit", planes = "data", min = 2 },
@@ -68,6 +69,11 @@ return {
   { "AllocateProducerIds", planes = "control" },
   { "AlterPartition", planes = "control" },
   { "AssignReplicasToDirs", planes = "control" },
+  -- the controller quorum's voters to each other (KRaft)
+  { "Vote", planes = "control" },
+  { "BeginQuorumEpoch", planes = "control" },
+  { "EndQuorumEpoch", planes = "control" },
+  { "DescribeQuorum", planes = "control" },
   -- the controller's pushes to every broker
   { "UpdateMetadata", planes = "control" },
   { "LeaderAndIsr", planes = "control" },

@@ -16,7 +16,13 @@ int kiq_api_update_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void
     (void)r;
     const kiq_update_metadata_request_t *req = request;
     kiq_update_metadata_response_t *out = response;
-    if (kiq_metadata_cache_update(b->metadata, req) != 0) {
+    int rc = kiq_metadata_cache_update(b->metadata, req);
+    if (rc == KIQ_ERR_STALE_CONTROLLER_EPOCH) {
+        KIQ_WARN_LIMITED("[KafkaIQ broker %d] UpdateMetadata refused: %s", b->node_id, kiq_error_get());
+        out->error_code = KIQ_ERR_STALE_CONTROLLER_EPOCH;
+        return KIQ_HANDLER_RESPOND;
+    }
+    if (rc != 0) {
         KIQ_ERROR("[KafkaIQ broker %d] cannot apply UpdateMetadata: %s", b->node_id, kiq_error_get());
         out->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
         return KIQ_HANDLER_RESPOND;

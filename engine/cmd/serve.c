@@ -53,14 +53,18 @@ static int set_default(kiq_config_t *c, enum kiq_config_id id, const char *value
     return is_default ? kiq_config_set(c, kiq_config_defs[id].name, value) : 0;
 }
 
+/* How many of an in-process cluster's n brokers vote in the controller
+ * quorum: three when there are three or more (one may be lost), else one. */
+static int voters_of(int n) { return n >= 3 ? 3 : 1; }
+
 /* Broker i of an in-process cluster of n: the client listener's port + i
  * (and the HTTP listener's), a control-plane listener on the client port
- * + 100 + i, its own directory under each log dir, the controller on
- * broker 0. With client port 0 every listener takes a free port, and the
- * others find the controller on broker 0's bound control port
- * (controller_port, known once broker 0 has started); broker 0's own is
- * picked before it starts (net/free_port.h), as its voter entry names it. */
-static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n, int controller_port)
+ * + 100 + i, its own directory under each log dir; brokers 0 .. voters-1
+ * are the controller quorum's voters (combined nodes). With client port 0
+ * every listener takes a free port, the voters' control ports picked
+ * before any broker starts (net/free_port.h: voter_ports), as every
+ * broker's controller.quorum.voters names them. */
+static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n, const int *voter_ports)
 {
     kiq_listener_t ls[KIQ_MAX_LISTENERS];
     const kiq_listener_t *data, *control;
@@ -76,15 +80,17 @@ static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n, int 
     snprintf(v, sizeof v, "%d", i);
     rc |= kiq_config_set(c, "broker.id", v);
     bool free_ports = data->port == 0;
+    int nvoters = voters_of(n);
     rc |= kiq_config_set(c, "control.plane.listener.name", "CONTROLLER");
-    if (free_ports && i == 0 && (controller_port = kiq_free_port()) < 0) {
-        kiq_config_free(c);
-        return NULL;
-    }
     snprintf(v, sizeof v, "PLAINTEXT://%s:%d,CONTROLLER://%s:%d", host, free_ports ? 0 : data->port + i, host,
-             free_ports ? (i ? 0 : controller_port) : data->port + 100 + i);
+             free_ports ? (i < nvoters ? voter_ports[i] : 0) : data->port + 100 + i);
     rc |= kiq_config_set(c, "listeners", v);
-    snprintf(v, sizeof v, "0@%s:%d", host, free_ports ? controller_port : data->port + 100);
+    v[0] = 0;
+    for (int j = 0; j < nvoters; j++) {
+        size_t used = strlen(v);
+        snprintf(v + used, sizeof v - used, "%s%d@%s:%d", j ? "," : "", j, host,
+                 free_ports ? voter_ports[j] : data->port + 100 + j);
+    }
     rc |= kiq_config_set(c, "controller.quorum.voters", v);
     const char *src = kiq_config_str(base, KIQ_CFG_LOG_DIRS);
     for (const char *p = src; *p;) {
@@ -232,8 +238,19 @@ int kiq_cmd_serve(int argc, char **argv)
         KIQ_ERROR("%s", kiq_error_get());
         goto out;
     }
+    int voter_ports[3] = {0};
+    for (int i = 0; nbrokers && i < voters_of(n); i++) {
+        /* distinct ones: a port just released may come back at once */
+        for (int tries = 0; tries < 10 && (voter_ports[i] <= 0 || (i && voter_ports[i] == voter_ports[0]) ||
+                                           (i == 2 && voter_ports[2] == voter_ports[1])); tries++)
+            voter_ports[i] = kiq_free_port();
+        if (voter_ports[i] < 0) {
+            KIQ_ERROR("%s", kiq_error_get());
+            goto stop;
+        }
+    }
     for (int i = 0; i < n; i++) {
-        kiq_config_t *bc = nbrokers ? cluster_member(cfg, i, n, i ? kiq_broker_control_port(brokers[0]) : 0) : cfg;
+        kiq_config_t *bc = nbrokers ? cluster_member(cfg, i, n, voter_ports) : cfg;
         if (!bc) {
             KIQ_ERROR("invalid configuration for broker %d: %s", i, kiq_error_get());
             goto stop;
@@ -274,7 +291,7 @@ int kiq_cmd_serve(int argc, char **argv)
     }
 stop:
     kiq_broker_set_free(process); /* no operation on a broker from here on */
-    /* the controller (broker 0) goes last, so the others still reach it */
+    /* the voters go last, so the others still reach the controller */
     for (int i = n - 1; i >= 0; i--) kiq_broker_free(brokers[i]);
     goto out;
 bad_config:

@@ -304,10 +304,9 @@ int kiq_config_validate(const kiq_config_t *c)
     if (kiq_listeners_parse(kiq_config_str(c, KIQ_CFG_LISTENERS), ls, KIQ_MAX_LISTENERS, &nl) != 0 ||
         kiq_listeners_pick(c, ls, nl, &data, &control) != 0)
         return -1;
-    int32_t voter;
-    char vhost[256];
-    int vport;
-    int vrc = kiq_voters_parse(kiq_config_str(c, KIQ_CFG_CONTROLLER_QUORUM_VOTERS), &voter, vhost, sizeof vhost, &vport);
+    kiq_voter_t voters[KIQ_MAX_VOTERS];
+    int nvoters;
+    int vrc = kiq_voters_parse(kiq_config_str(c, KIQ_CFG_CONTROLLER_QUORUM_VOTERS), voters, KIQ_MAX_VOTERS, &nvoters);
     if (vrc < 0) return -1;
     if (vrc == 0 && !control)
         return kiq_error_set("controller.quorum.voters is set: a control-plane listener is needed "

@@ -23,7 +23,16 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(CONTROL_PLANE_LISTENER_NAME, "control.plane.listener.name", STRING, "", 0, 0, NULL,       \
       "the listener that takes the controller's requests (its own queue and thread)")          \
     X(CONTROLLER_QUORUM_VOTERS, "controller.quorum.voters", STRING, "", 0, 0, NULL,             \
-      "id@host:port of the controller's control-plane listener; empty: a standalone broker")   \
+      "id@host:port,... of the controller quorum's voters (their control-plane listeners); "    \
+      "empty: a standalone broker")                                                            \
+    X(CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS, "controller.quorum.election.timeout.ms", INT, "1000", 1, \
+      INT32_MAX, NULL, "a voter with no leader waits this long (and up to twice it) before an election") \
+    X(CONTROLLER_QUORUM_FETCH_TIMEOUT_MS, "controller.quorum.fetch.timeout.ms", INT, "2000", 1,  \
+      INT32_MAX, NULL, "a follower that has not heard from its leader this long starts an election") \
+    X(CONTROLLER_QUORUM_ELECTION_BACKOFF_MAX_MS, "controller.quorum.election.backoff.max.ms", INT, \
+      "1000", 1, INT32_MAX, NULL, "the longest wait after a lost election before the next")     \
+    X(CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS, "controller.quorum.request.timeout.ms", INT, "2000", 1, \
+      INT32_MAX, NULL, "a request to another voter unanswered this long is sent again")         \
     X(BROKER_HEARTBEAT_INTERVAL_MS, "broker.heartbeat.interval.ms", INT, "2000", 1, INT32_MAX,  \
       NULL, "how often a broker tells the controller it is alive")                             \
     X(BROKER_SESSION_TIMEOUT_MS, "broker.session.timeout.ms", INT, "9000", 1, INT32_MAX, NULL,  \

@@ -83,14 +83,35 @@ int kiq_listeners_pick(const kiq_config_t *c, const kiq_listener_t *all, int n, 
     return 0;
 }
 
-int kiq_voters_parse(const char *spec, int32_t *id, char *host, size_t host_len, int *port)
+int kiq_voters_parse(const char *spec, kiq_voter_t *out, int max, int *n)
 {
+    *n = 0;
     if (!*spec) return 1;
-    const char *at = strchr(spec, '@');
-    char *end;
-    long v = strtol(spec, &end, 10);
-    if (!at || end != at || v < 0 || v > INT32_MAX || strchr(spec, ','))
-        return kiq_error_set("controller.quorum.voters: '%s' must look like id@host:port (one voter)", spec);
-    *id = (int32_t)v;
-    return parse_host_port(at + 1, strlen(at + 1), host, host_len, port, "controller.quorum.voters");
+    for (const char *p = spec; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *at = memchr(p, '@', len);
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (!at || end != at || v < 0 || v > INT32_MAX)
+            return kiq_error_set("controller.quorum.voters: '%.*s' must look like id@host:port", (int)len, p);
+        if (*n == max) return kiq_error_set("controller.quorum.voters: more than %d voters", max);
+        kiq_voter_t *vt = &out[*n];
+        vt->id = (int32_t)v;
+        if (parse_host_port(at + 1, len - (size_t)(at + 1 - p), vt->host, sizeof vt->host, &vt->port,
+                            "controller.quorum.voters") != 0)
+            return -1;
+        if (kiq_voter_of(out, *n, vt->id))
+            return kiq_error_set("controller.quorum.voters: voter %d appears twice", vt->id);
+        (*n)++;
+        p = comma ? comma + 1 : p + len;
+    }
+    return 0;
+}
+
+const kiq_voter_t *kiq_voter_of(const kiq_voter_t *v, int n, int32_t id)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i].id == id) return &v[i];
+    return NULL;
 }

@@ -27,9 +27,20 @@ int kiq_listeners_parse(const char *spec, kiq_listener_t *out, int max, int *n);
 int kiq_listeners_pick(const kiq_config_t *c, const kiq_listener_t *all, int n, const kiq_listener_t **data,
                        const kiq_listener_t **control);
 
-/* controller.quorum.voters: "id@host:port" (one voter: the embedded
- * controller). 0 with the parts, 1 when empty (no controller: a
- * standalone broker), -1 when malformed. */
-int kiq_voters_parse(const char *spec, int32_t *id, char *host, size_t host_len, int *port);
+/* One voter of controller.quorum.voters: its node id and the address of
+ * its control-plane listener. */
+#define KIQ_MAX_VOTERS 16
+typedef struct kiq_voter {
+    int32_t id;
+    char host[256];
+    int port;
+} kiq_voter_t;
+
+/* controller.quorum.voters: "id@host:port,..." (Kafka's static quorum).
+ * 0 with the *n voters, 1 when empty (no controller: a standalone
+ * broker), -1 when malformed or an id comes twice. */
+int kiq_voters_parse(const char *spec, kiq_voter_t *out, int max, int *n);
+/* The voter of id among n, NULL when it is none. */
+const kiq_voter_t *kiq_voter_of(const kiq_voter_t *v, int n, int32_t id);
 
 #endif

@@ -45,22 +45,39 @@ void kiq_ctl_tell_brokers(kiq_controller_t *c)
         if (c->brokers[i].channel) kiq_broker_channel_poke(c->brokers[i].channel, c->version);
 }
 
+static int replay_one(void *ctx, int64_t offset, const kiq_metadata_record_t *r);
+
+/* Under mu: the image takes what the quorum committed up to hw. */
+static int catch_up(kiq_controller_t *c, int64_t hw)
+{
+    if (hw <= c->applied) return 0;
+    if (kiq_quorum_replay(c->quorum, c->applied, hw, replay_one, c) != 0) {
+        KIQ_ERROR("controller: the committed metadata log from offset %lld does not apply: %s", (long long)c->applied,
+                  kiq_error_get());
+        return -1;
+    }
+    c->applied = hw;
+    return 0;
+}
+
 int kiq_ctl_commit(kiq_controller_t *c, batch_t *b)
 {
     if (b->n == 0) return 0;
     int64_t last;
-    if (kiq_metadata_store_append(c->store, b->r, b->n, &last) != 0) {
-        KIQ_ERROR("controller: cannot write the metadata log: %s", kiq_error_get());
+    int rc = c->active ? kiq_quorum_write(c->quorum, b->r, b->n, c->write_timeout_ms, &last) : KIQ_ERR_NOT_CONTROLLER;
+    b->n = 0;
+    if (rc != 0) {
+        c->commit_error = (int16_t)(rc > 0 ? rc : KIQ_ERR_UNKNOWN_SERVER_ERROR);
+        KIQ_WARN_LIMITED("controller: metadata not written: %s", c->active ? kiq_error_get() : "no longer active");
         return -1;
     }
-    for (size_t i = 0; i < b->n; i++) {
-        int64_t offset = last - (int64_t)(b->n - 1 - i);
-        if (kiq_metadata_image_apply(c->image, offset, &b->r[i]) != 0)
-            KIQ_ERROR("controller: %s at offset %lld does not apply: %s", kiq_metadata_record_name(b->r[i].type),
-                      (long long)offset, kiq_error_get());
+    /* what the quorum has, in log order: a write that timed out before may
+     * have committed since, ahead of this one */
+    if (catch_up(c, last + 1) != 0) {
+        c->commit_error = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        return -1;
     }
     kiq_ctl_tell_brokers(c);
-    b->n = 0;
     return 0;
 }
 
@@ -473,13 +490,16 @@ static void fence_silent(kiq_controller_t *c, int64_t now)
     kiq_arena_reset(&a);
 }
 
+static int keep_cluster_min_isr(kiq_controller_t *c);
+
 /* The timer's round, every TIMER_MS: brokers past their session fenced,
  * leaderships moved back to preferred replicas when it is time. */
 static int64_t timer_round(void *arg)
 {
     kiq_controller_t *c = arg;
     pthread_mutex_lock(&c->mu);
-    bool stopping = c->stopping;
+    bool stopping = c->stopping || !c->active;
+    if (!stopping && !c->min_isr_kept) c->min_isr_kept = keep_cluster_min_isr(c) == 0;
     if (!stopping) {
         int64_t now = kiq_clock_mono_ns();
         fence_silent(c, now);
@@ -508,31 +528,29 @@ static int replay_one(void *ctx, int64_t offset, const kiq_metadata_record_t *r)
     return 0;
 }
 
-kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, const char *dir,
-                                     const char *control_listener, kiq_metrics_t *metrics)
+kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, const char *control_listener,
+                                     kiq_metrics_t *metrics, struct kiq_quorum *quorum)
 {
     kiq_controller_t *c = calloc(1, sizeof *c);
     if (!c) return kiq_error_set("out of memory"), NULL;
     c->node_id = node_id;
     c->metrics = metrics;
+    c->quorum = quorum;
     snprintf(c->control_listener, sizeof c->control_listener, "%s", control_listener);
     c->session_timeout_ns = kiq_config_int(cfg, KIQ_CFG_BROKER_SESSION_TIMEOUT_MS) * 1000000;
+    c->write_timeout_ms = kiq_config_int(cfg, KIQ_CFG_CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS);
     c->cfg = cfg;
     if (kiq_config_bool(cfg, KIQ_CFG_AUTO_LEADER_REBALANCE_ENABLE))
         c->rebalance_interval_ns = kiq_config_int(cfg, KIQ_CFG_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS) * 1000000000LL;
-    c->next_rebalance_ns = kiq_clock_mono_ns() + c->rebalance_interval_ns;
     c->default_partitions = (int32_t)kiq_config_int(cfg, KIQ_CFG_NUM_PARTITIONS);
     c->default_replication_factor = (int16_t)kiq_config_int(cfg, KIQ_CFG_DEFAULT_REPLICATION_FACTOR);
     pthread_mutex_init(&c->mu, NULL);
+    kiq_cond_init_monotonic(&c->activated);
     c->image = kiq_metadata_image_new();
-    c->store = c->image ? kiq_metadata_log_new(dir) : NULL;
-    if (!c->store || kiq_metadata_store_replay(c->store, replay_one, c) != 0) {
+    if (!c->image) {
         kiq_controller_free(c);
         return NULL;
     }
-    KIQ_INFO("controller %d: replayed the metadata log to offset %lld: %zu brokers, %zu topics", node_id,
-             (long long)kiq_metadata_image_offset(c->image), kiq_metadata_image_broker_count(c->image),
-             kiq_metadata_image_topic_count(c->image));
     return c;
 }
 
@@ -556,28 +574,110 @@ static int keep_cluster_min_isr(kiq_controller_t *c)
     return rc;
 }
 
-int kiq_controller_start(kiq_controller_t *c)
+/* Under mu: this node now decides. Every registered broker gets a
+ * session's grace to check in; nothing is pushed to one before it does
+ * (the state may be about to change: a restarted broker's leaderships
+ * move, and a broker must not act on the old one meanwhile). */
+static void activate(kiq_controller_t *c, int32_t epoch)
 {
-    pthread_mutex_lock(&c->mu);
-    c->version = 1;
-    if (keep_cluster_min_isr(c) != 0) {
-        pthread_mutex_unlock(&c->mu);
-        return -1;
-    }
+    c->active = true;
+    pthread_cond_broadcast(&c->activated);
+    c->epoch = epoch;
+    c->min_isr_kept = false;
+    c->version++;
     int64_t now = kiq_clock_mono_ns();
+    c->next_rebalance_ns = now + c->rebalance_interval_ns;
     for (size_t i = 0; i < kiq_metadata_image_broker_count(c->image); i++) {
         const kiq_broker_registration_t *rb = kiq_metadata_image_broker_at(c->image, i);
         broker_slot_t *s = kiq_ctl_slot_of(c, rb->id, true);
-        if (!s) continue;
-        /* A session's grace to come back. Nothing is pushed before the
-         * broker checks in: the replayed state may be about to change
-         * (a restarted broker's leaderships move), and a broker must not
-         * act on the old one meanwhile. */
-        s->last_heartbeat_ns = now;
+        if (s) s->last_heartbeat_ns = now;
     }
+    KIQ_INFO("controller %d: active in epoch %d at metadata offset %lld: %zu brokers, %zu topics", c->node_id, epoch,
+             (long long)c->applied, kiq_metadata_image_broker_count(c->image),
+             kiq_metadata_image_topic_count(c->image));
+}
+
+/* The senders and the timer of an activation, stopped without mu (they lock it). */
+typedef struct retired {
+    struct kiq_worker *timer;
+    broker_slot_t *brokers;
+    int nbrokers;
+} retired_t;
+
+static void retire_free(retired_t *r)
+{
+    kiq_worker_stop(r->timer);
+    for (int i = 0; i < r->nbrokers; i++) {
+        kiq_broker_channel_free(r->brokers[i].channel);
+        for (int j = 0; j < r->brokers[i].nstops; j++) free(r->brokers[i].stops[j].topic);
+        free(r->brokers[i].stops);
+    }
+    free(r->brokers);
+}
+
+/* Under mu: this node no longer decides. */
+static retired_t deactivate(kiq_controller_t *c)
+{
+    retired_t r = {.timer = c->timer, .brokers = c->brokers, .nbrokers = c->nbrokers};
+    if (c->active) KIQ_INFO("controller %d: no longer active (epoch %d)", c->node_id, c->epoch);
+    c->active = false;
+    c->timer = NULL;
+    c->brokers = NULL;
+    c->nbrokers = c->cap = 0;
+    c->nimpaired = 0;
+    return r;
+}
+
+bool kiq_controller_quorum_changed(kiq_controller_t *c)
+{
+    kiq_raft_view_t v;
+    kiq_quorum_view(c->quorum, &v);
+    retired_t retired = {0};
+    bool start_timer = false;
+    pthread_mutex_lock(&c->mu);
+    if (!c->stopping) {
+        catch_up(c, v.high_watermark);
+        bool leads = v.role == KIQ_RAFT_LEADER && (!c->active || c->epoch == v.epoch);
+        /* active once its epoch's first entry is committed, so every
+         * earlier one is in the image */
+        if (leads && !c->active && v.high_watermark == v.log_end && c->applied == v.high_watermark) {
+            activate(c, v.epoch);
+            start_timer = true;
+        } else if (!leads && c->active) {
+            retired = deactivate(c);
+        }
+    }
+    bool active = c->active;
     pthread_mutex_unlock(&c->mu);
-    kiq_worker_config_t wc = {.name = "controller", .round = timer_round, .ctx = c, .first_delay_ms = TIMER_MS};
-    return (c->timer = kiq_worker_start(&wc)) ? 0 : -1;
+    retire_free(&retired);
+    if (start_timer) {
+        kiq_worker_config_t wc = {.name = "controller", .round = timer_round, .ctx = c, .first_delay_ms = 0};
+        struct kiq_worker *w = kiq_worker_start(&wc);
+        pthread_mutex_lock(&c->mu);
+        if (c->active && !c->timer) c->timer = w, w = NULL;
+        pthread_mutex_unlock(&c->mu);
+        kiq_worker_stop(w);
+    }
+    return active;
+}
+
+bool kiq_controller_wait_active(kiq_controller_t *c, int64_t timeout_ms)
+{
+    pthread_mutex_lock(&c->mu);
+    int64_t deadline = kiq_clock_system_mono_ns() + timeout_ms * 1000000;
+    while (!c->active && !c->stopping && kiq_cond_wait_until(&c->activated, &c->mu, deadline))
+        ;
+    bool active = c->active;
+    pthread_mutex_unlock(&c->mu);
+    return active;
+}
+
+bool kiq_controller_active(kiq_controller_t *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool active = c->active;
+    pthread_mutex_unlock(&c->mu);
+    return active;
 }
 
 void kiq_controller_free(kiq_controller_t *c)
@@ -585,18 +685,12 @@ void kiq_controller_free(kiq_controller_t *c)
     if (!c) return;
     pthread_mutex_lock(&c->mu);
     c->stopping = true;
+    retired_t r = deactivate(c);
     pthread_mutex_unlock(&c->mu);
-    kiq_worker_stop(c->timer);
-    /* the senders lock mu to build: free them without holding it */
-    for (int i = 0; i < c->nbrokers; i++) {
-        kiq_broker_channel_free(c->brokers[i].channel);
-        for (int j = 0; j < c->brokers[i].nstops; j++) free(c->brokers[i].stops[j].topic);
-        free(c->brokers[i].stops);
-    }
-    free(c->brokers);
+    retire_free(&r);
     free(c->impaired);
-    kiq_metadata_store_free(c->store);
     kiq_metadata_image_free(c->image);
+    pthread_cond_destroy(&c->activated);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }

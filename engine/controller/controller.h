@@ -1,24 +1,28 @@
-/* The controller (Kafka's, in one process with a broker: KRaft's combined
- * mode with a single voter). It owns the cluster's metadata: broker
- * registrations and liveness, topics, and for every partition its
- * replicas, leader, leader epoch and ISR. Every change is first made
- * durable in the metadata store (metadata_store.h: the
- * `__cluster_metadata-0` log), then applied to the in-memory image and
- * pushed to the brokers over their control-plane listeners:
+/* The controller (Kafka's QuorumController, one per voter of the
+ * controller quorum, active on the quorum's leader only). It owns the
+ * cluster's metadata: broker registrations and liveness, topics, and for
+ * every partition its replicas, leader, leader epoch and ISR. Every change
+ * is written through the quorum (controller/quorum.h: the replicated
+ * `__cluster_metadata-0` log) and applied to the in-memory image once a
+ * majority of voters has it; standby controllers apply the same committed
+ * log, so a newly elected one starts from the whole image. The active one
+ * pushes the cluster to the brokers over their control-plane listeners:
  * UpdateMetadata (the whole cluster view), LeaderAndIsr (each broker's own
- * partitions) and StopReplica (deleted partitions), by one sender thread
- * per broker that keeps re-sending until the broker has the latest state.
+ * partitions) and StopReplica (deleted partitions), stamped with its
+ * quorum epoch as the controller epoch, by one sender thread per broker
+ * that keeps re-sending until the broker has the latest state.
  *
  * Brokers register (BrokerRegistration) and heartbeat (BrokerHeartbeat); a
  * broker silent for broker.session.timeout.ms is fenced: it leaves every
  * ISR and its leaderships move to another ISR member with a new leader
  * epoch (or, when none is left, the partition goes offline, unless
  * unclean.leader.election.enable). Leaders change their ISR with
- * AlterPartition.
+ * AlterPartition. A standby answers NOT_CONTROLLER.
  *
- * Threads: the control-plane I/O thread calls the handlers; a timer thread
+ * Threads: the control-plane I/O threads call the handlers; the quorum's
+ * ticker applies commits and (de)activates; a timer thread, while active,
  * fences silent brokers; the sender threads read the image. One mutex
- * guards the image, the store and the broker table. */
+ * guards the image and the broker table. */
 #ifndef KIQ_CONTROLLER_CONTROLLER_H
 #define KIQ_CONTROLLER_CONTROLLER_H
 
@@ -33,18 +37,31 @@
 #include "proto/messages.h"
 
 typedef struct kiq_controller kiq_controller_t;
+struct kiq_quorum;
 
-/* Replays the metadata log in dir/__cluster_metadata-0 into the image.
- * cfg: the hosting broker's, kept (and read, for its dynamic values) until
- * free. control_listener: the listener name brokers take the controller's
- * requests on. metrics: where its lines to the brokers report (NULL:
- * nowhere). NULL with the reason. */
-kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, const char *dir,
-                                     const char *control_listener, kiq_metrics_t *metrics);
-/* Starts the timer and the senders to the brokers already registered
- * (they get a session timeout's grace to heartbeat again). */
-int kiq_controller_start(kiq_controller_t *c);
-/* Stops every thread; NULL is fine. */
+/* A controller of the quorum this node votes in (controller/quorum.h),
+ * its image empty until the quorum commits. cfg: the hosting broker's,
+ * kept (and read, for its dynamic values) until free. control_listener:
+ * the listener name brokers take the controller's requests on. metrics:
+ * where its lines to the brokers report (NULL: nowhere). NULL with the
+ * reason. */
+kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, const char *control_listener,
+                                     kiq_metrics_t *metrics, struct kiq_quorum *quorum);
+/* The quorum's hook (its ticker's thread): the image takes what was
+ * committed since; the controller becomes active once this node leads and
+ * its image holds everything committed before its epoch (a session's
+ * grace for every registered broker, its timer started), or stops being
+ * active when another node leads (its timer and senders stopped).
+ * Whether it is active now. */
+bool kiq_controller_quorum_changed(kiq_controller_t *c);
+/* Any thread: waits (at most timeout_ms) until this controller decides;
+ * whether it does. A lone voter's start waits so, as its broker's start
+ * did when the controller replayed its log before anything else. */
+bool kiq_controller_wait_active(kiq_controller_t *c, int64_t timeout_ms);
+/* Any thread: whether this controller decides now. */
+bool kiq_controller_active(kiq_controller_t *c);
+/* Stops every thread; NULL is fine. The quorum is stopped first
+ * (kiq_quorum_stop), so no write waits on it. */
 void kiq_controller_free(kiq_controller_t *c);
 
 /* Request handlers, from the control-plane I/O thread (any thread). They

@@ -19,8 +19,9 @@
 #include "controller/config_changes.h"
 #include "controller/controller.h"
 #include "controller/metadata_image.h"
-#include "controller/metadata_log.h"
+#include "controller/quorum.h"
 #include "core/clock.h"
+#include "core/cond.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "core/uuid.h"
@@ -28,7 +29,6 @@
 #include "log/log_names.h"
 #include "proto/errors.h"
 
-#define KIQ_CONTROLLER_EPOCH 1
 
 /* A partition a broker must stop and delete (its topic was deleted). */
 typedef struct stop_entry {
@@ -75,9 +75,16 @@ struct kiq_controller {
     int32_t default_partitions;
     int16_t default_replication_factor;
     atomic_uint_fast64_t unclean_elections; /* leaders elected from outside the ISR, for metrics */
+    struct kiq_quorum *quorum; /* the hosting broker's, outlives the controller */
+    int64_t write_timeout_ms;  /* a write waits this long for a majority */
     pthread_mutex_t mu; /* guards everything below */
-    kiq_metadata_store_t *store;
+    pthread_cond_t activated; /* active became true */
     kiq_metadata_image_t *image;
+    int64_t applied;   /* the image holds the committed log up to here (exclusive) */
+    bool active;       /* this node leads the quorum and its image is whole: it decides */
+    int32_t epoch;     /* the quorum epoch it became active in: the controller epoch */
+    bool min_isr_kept; /* keep_cluster_min_isr done in this activation */
+    int16_t commit_error; /* why the last kiq_ctl_commit failed (a Kafka error) */
     broker_slot_t *brokers;
     int nbrokers, cap;
     impaired_replica_t *impaired;
@@ -98,7 +105,9 @@ typedef struct batch {
 kiq_metadata_record_t *kiq_ctl_add_record(batch_t *b, int16_t type);
 /* s copied into a. */
 kiq_str_t kiq_ctl_astr(kiq_arena_t *a, const char *s);
-/* Under mu: makes the records durable, applies them, tells the brokers. */
+/* Under mu: the records written through the quorum and, once a majority
+ * has them, applied and told to the brokers. -1 with c->commit_error
+ * (NOT_CONTROLLER when this node no longer leads, REQUEST_TIMED_OUT). */
 int kiq_ctl_commit(kiq_controller_t *c, batch_t *b);
 /* Under mu: the sender to a broker, made or pointed at its (new) address. */
 void kiq_ctl_connect_channel(kiq_controller_t *c, broker_slot_t *s, bool restarted);

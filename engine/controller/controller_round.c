@@ -40,7 +40,7 @@ static void build_partition_states(kiq_controller_t *c, int32_t broker, kiq_aren
             kiq_update_metadata_request_topic_states_partition_states_t *up = &ut->partition_states[ut->partition_states_n++];
             kiq_update_metadata_request_topic_states_partition_states_init(up);
             up->partition_index = p;
-            up->controller_epoch = KIQ_CONTROLLER_EPOCH;
+            up->controller_epoch = c->epoch;
             up->leader = announced_leader(c, pr);
             up->leader_epoch = pr->leader_epoch;
             up->isr = kiq_ctl_copy_ids(a, pr->isr, pr->nisr);
@@ -64,7 +64,7 @@ static void build_partition_states(kiq_controller_t *c, int32_t broker, kiq_aren
             kiq_leader_and_isr_request_topic_states_partition_states_t *lp = &lt->partition_states[lt->partition_states_n++];
             kiq_leader_and_isr_request_topic_states_partition_states_init(lp);
             lp->partition_index = p;
-            lp->controller_epoch = KIQ_CONTROLLER_EPOCH;
+            lp->controller_epoch = c->epoch;
             lp->leader = pr->leader;
             lp->leader_epoch = pr->leader_epoch;
             lp->isr = up->isr;
@@ -139,7 +139,7 @@ static void build_stops(kiq_controller_t *c, broker_slot_t *s, int64_t broker_ep
                         kiq_stop_replica_request_t *sr)
 {
     sr->controller_id = c->node_id;
-    sr->controller_epoch = KIQ_CONTROLLER_EPOCH;
+    sr->controller_epoch = c->epoch;
     sr->broker_epoch = broker_epoch;
     sr->topic_states = kiq_arena_calloc(a, (size_t)s->nstops, sizeof *sr->topic_states);
     for (int i = 0; i < s->nstops; i++) {
@@ -166,11 +166,11 @@ static uint64_t build_round(void *ctx, int32_t broker, kiq_arena_t *a, kiq_chann
     int64_t broker_epoch = target ? target->epoch : -1;
     kiq_update_metadata_request_t *um = &out->update_metadata;
     um->controller_id = c->node_id;
-    um->controller_epoch = KIQ_CONTROLLER_EPOCH;
+    um->controller_epoch = c->epoch;
     um->broker_epoch = broker_epoch;
     kiq_leader_and_isr_request_t *la = &out->leader_and_isr;
     la->controller_id = c->node_id;
-    la->controller_epoch = KIQ_CONTROLLER_EPOCH;
+    la->controller_epoch = c->epoch;
     la->broker_epoch = broker_epoch;
     build_partition_states(c, broker, a, um, la);
     build_live_brokers(c, a, um, la);

@@ -1,4 +1,5 @@
 #include "controller/metadata_cache.h"
+#include "proto/errors.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -62,6 +63,7 @@ struct kiq_metadata_cache {
     pthread_mutex_t wait_mu;
     pthread_cond_t changed; /* CLOCK_MONOTONIC */
     uint64_t version;
+    int32_t controller_epoch; /* the newest controller heard, under lock */
 };
 
 static mc_view_t *view_new(void)
@@ -284,6 +286,14 @@ int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadat
     build_brokers(v, req);
 
     pthread_rwlock_wrlock(&mc->lock);
+    if (req->controller_epoch < mc->controller_epoch) {
+        pthread_rwlock_unlock(&mc->lock);
+        view_free(v);
+        kiq_error_set("controller %d's epoch %d is older than %d", req->controller_id, req->controller_epoch,
+                      mc->controller_epoch);
+        return KIQ_ERR_STALE_CONTROLLER_EPOCH;
+    }
+    mc->controller_epoch = req->controller_epoch;
     mc_view_t *old = mc->view;
     mc->view = v;
     pthread_rwlock_unlock(&mc->lock);

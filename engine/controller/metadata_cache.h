@@ -30,8 +30,10 @@ void kiq_metadata_cache_free(kiq_metadata_cache_t *mc);
 /* Replaces the view with what req carries (any UpdateMetadata version:
  * ungrouped partition states up to v4, topic states from v5; broker
  * endpoints from v1, the single host/port of v0 as PLAINTEXT) and wakes
- * the waiters. Replica lists longer than KIQ_MAX_REPLICAS are cut. 0, or
- * -1 (out of memory: the old view stays). */
+ * the waiters. Replica lists longer than KIQ_MAX_REPLICAS are cut. 0;
+ * KIQ_ERR_STALE_CONTROLLER_EPOCH from a controller older than the last
+ * one heard (a deposed one still pushing), the view unchanged; or -1 (out
+ * of memory: the old view stays). */
 int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadata_request_t *req);
 
 typedef struct kiq_cached_partition {

@@ -225,8 +225,9 @@ static int move_leader(kiq_controller_t *c, void *arg)
 static int on_controller(kiq_broker_t *b, leader_move_t *m, int *result)
 {
     if (b->set) return kiq_broker_set_on_controller(b->set, move_leader, m, result);
-    if (!b->controller) return kiq_error_set("the controller is not in this process: ask its broker's listener");
-    *result = move_leader(b->controller, m);
+    struct kiq_controller *ctl = kiq_broker_active_controller(b);
+    if (!ctl) return kiq_error_set("the controller is not in this process: ask its broker's listener");
+    *result = move_leader(ctl, m);
     return 0;
 }
 

@@ -30,14 +30,15 @@ static void push_ids(lua_State *L, const int32_t *ids, int32_t n)
 int kiq_lua_broker_controller(lua_State *L)
 {
     kiq_broker_t *b = kiq_lua_check_broker(L);
-    if (!b->controller) {
+    struct kiq_controller *ctl = kiq_broker_active_controller(b);
+    if (!ctl) {
         lua_pushnil(L);
         return 1;
     }
     kiq_arena_t a;
     kiq_arena_init(&a);
     kiq_controller_info_t info;
-    kiq_controller_describe(b->controller, &a, &info);
+    kiq_controller_describe(ctl, &a, &info);
     lua_createtable(L, 0, 3);
     lua_pushnumber(L, (double)info.metadata_offset);
     lua_setfield(L, -2, "metadata_offset");
@@ -118,11 +119,12 @@ int kiq_lua_broker_pause_fetching(lua_State *L)
 int kiq_lua_broker_elect_preferred(lua_State *L)
 {
     kiq_broker_t *b = kiq_lua_check_broker(L);
-    if (!b->controller) {
+    struct kiq_controller *ctl = kiq_broker_active_controller(b);
+    if (!ctl) {
         lua_pushnil(L);
         return 1;
     }
-    lua_pushinteger(L, kiq_controller_elect_preferred(b->controller));
+    lua_pushinteger(L, kiq_controller_elect_preferred(ctl));
     return 1;
 }
 
@@ -133,8 +135,9 @@ int kiq_lua_broker_move_leader(lua_State *L)
     kiq_broker_t *b = kiq_lua_check_broker(L);
     const char *topic = luaL_checkstring(L, 2);
     int32_t p = (int32_t)luaL_checkinteger(L, 3), to = (int32_t)luaL_checkinteger(L, 4);
-    if (!b->controller) return kiq_lua_fail(L, "the controller is on another broker");
-    if (kiq_controller_move_leader(b->controller, topic, p, to) != 0) return kiq_lua_fail(L, kiq_error_get());
+    struct kiq_controller *ctl = kiq_broker_active_controller(b);
+    if (!ctl) return kiq_lua_fail(L, "the controller is on another broker");
+    if (kiq_controller_move_leader(ctl, topic, p, to) != 0) return kiq_lua_fail(L, kiq_error_get());
     lua_pushboolean(L, 1);
     return 1;
 }

@@ -43,6 +43,7 @@ typedef struct conn {
     int64_t partial_since_ns; /* the unframed bytes' first arrival, 0: none (the read timeout) */
     kiq_request_t *inflight; /* the one request out of this connection */
     bool queued;             /* inflight is on the request queue / with a handler */
+    kiq_request_queue_t *queue; /* the one inflight went to */
     uint8_t *out;            /* response bytes being written */
     size_t out_len, out_off;
     const kiq_file_part_t *parts; /* the response's file parts, between its bytes */
@@ -142,7 +143,7 @@ static void conn_close(conn_t *c, const char *why)
     if (p->cfg.quotas) kiq_connection_quotas_release(p->cfg.quotas, c->ip);
     /* A request with an I/O thread is freed when it comes back; others now. */
     if (c->inflight && !c->queued) {
-        kiq_request_queue_forget(p->cfg.queue, c->inflight);
+        kiq_request_queue_forget(c->queue ? c->queue : p->cfg.queue, c->inflight);
         kiq_request_free(c->inflight);
     }
     kiq_request_free(c->out_req);
@@ -215,7 +216,8 @@ static int conn_resize_input(conn_t *c, size_t cap)
 static void conn_enqueue(conn_t *c)
 {
     kiq_processor_t *p = c->p;
-    if (kiq_request_queue_try_push(p->cfg.queue, c->inflight)) {
+    c->queue = p->cfg.urgent_queue && p->cfg.urgent(p->cfg.admit_ctx, c->inflight) ? p->cfg.urgent_queue : p->cfg.queue;
+    if (kiq_request_queue_try_push(c->queue, c->inflight)) {
         c->queued = true;
         return;
     }

@@ -28,6 +28,12 @@ typedef struct kiq_processor_config {
     struct kiq_memory_pool *pool;
     struct kiq_connection_quotas *quotas; /* slots given back at close; NULL: none */
     kiq_request_queue_t *queue;
+    /* A second queue, with its own I/O thread, for the requests urgent()
+     * picks (the controller quorum's own RPCs on the control plane), so
+     * they never wait behind handlers that wait for them. NULL: none;
+     * wire kiq_processor_queue_space to it too. */
+    kiq_request_queue_t *urgent_queue;
+    bool (*urgent)(void *ctx, const kiq_request_t *r);
     /* Admission check run on the processor thread once a header parses;
      * non-zero means refuse (close) the connection. */
     int (*admit)(void *ctx, kiq_request_t *r);

@@ -404,6 +404,10 @@ kiq_raft_t *kiq_raft_new(const kiq_raft_config_t *cfg)
     r->leader_id = cfg->state.leader_id == r->node_id ? -1 : cfg->state.leader_id;
     r->role = KIQ_RAFT_UNATTACHED;
     r->deadline = election_deadline(r);
+    /* a lone voter leads at once; a new quorum's first voter runs first
+     * instead of every voter waiting out an election timeout */
+    if (r->n_voters && (r->n_voters == 1 || (r->epoch == 0 && r->voters[0].id == r->node_id)) && is_voter(r))
+        r->deadline = r->now;
     if (r->leader_id >= 0) {
         r->role = KIQ_RAFT_FOLLOWER;
         r->deadline = r->now + r->fetch_timeout;

@@ -70,6 +70,7 @@ struct kiq_replica_manager {
     /* the ISR thread's line to the controller (AlterPartition,
      * AssignReplicasToDirs), from new to free; stopped from any thread */
     kiq_peer_channel_t *line;
+    int32_t line_controller; /* the controller the line points at, the ISR thread's */
     /* the ISR thread's own: the replicas last reported impaired, and when
      * they are said again (a restarted controller forgets them) */
     lost_replica_t *lost;
@@ -210,6 +211,18 @@ static int offsets_topic_configs(const kiq_replica_context_t *b, kiq_topic_confi
 
 static int16_t stop_one(kiq_replica_manager_t *rm, kiq_str_t name, int32_t partition, int32_t leader_epoch,
                         bool delete_partition);
+
+/* The ISR thread: its line to where the active controller now is. */
+static void follow_controller(kiq_replica_manager_t *rm)
+{
+    const char *host;
+    int port;
+    int32_t id = rm->b.controller(rm->b.ctx, &host, &port);
+    if (id != rm->line_controller) {
+        rm->line_controller = id;
+        kiq_peer_channel_retarget(rm->line, host, port);
+    }
+}
 
 /* A topic here that the controller's metadata does not have (it was
  * deleted, perhaps while this broker was down, perhaps created again with a
@@ -637,6 +650,7 @@ static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
     }
     kiq_alter_partition_response_t resp;
     kiq_alter_partition_response_init(&resp);
+    follow_controller(rm);
     if (kiq_peer_channel_request(rm->line, 56 /* AlterPartition */, ALTER_PARTITION_VERSION, &req, &a, &resp,
                                  ALTER_TIMEOUT_MS) != 0) {
         KIQ_WARN("broker %d: AlterPartition to the controller failed (retried next round): %s", b->node_id,
@@ -752,6 +766,7 @@ static void report_impaired(kiq_replica_manager_t *rm, kiq_topic_t **list, int c
     }
     kiq_assign_replicas_to_dirs_response_t resp;
     kiq_assign_replicas_to_dirs_response_init(&resp);
+    follow_controller(rm);
     if (kiq_peer_channel_request(rm->line, KIQ_API_ASSIGN_REPLICAS_TO_DIRS, 0, &req, &a, &resp, ALTER_TIMEOUT_MS) != 0 ||
         resp.error_code) {
         KIQ_WARN_LIMITED("broker %d: AssignReplicasToDirs to the controller failed (retried next round): %s",
@@ -873,8 +888,11 @@ kiq_replica_manager_t *kiq_replica_manager_new(const kiq_replica_context_t *b)
     if (rm->isr_interval_ms < 1) rm->isr_interval_ms = 1;
     char id[32];
     snprintf(id, sizeof id, "kafkaiq-isr-%d", b->node_id);
-    kiq_peer_channel_config_t lc = {.name = "alter-partition", .peer = "controller", .host = b->controller_host,
-                                    .port = b->controller_port, .client_id = id, .metrics = b->metrics};
+    const char *host;
+    int port;
+    rm->line_controller = b->controller(b->ctx, &host, &port);
+    kiq_peer_channel_config_t lc = {.name = "alter-partition", .peer = "controller", .host = host,
+                                    .port = port, .client_id = id, .metrics = b->metrics};
     if (!(rm->line = kiq_peer_channel_open(&lc))) {
         free(rm);
         return NULL;

@@ -36,11 +36,10 @@ typedef struct kiq_replica_context {
     const kiq_config_t *config;
     kiq_topics_t *topics;
     kiq_metadata_cache_t *metadata;
-    /* The controller hosted in this process, read at each use (NULL: it is
-     * elsewhere, at controller_host:controller_port's control plane). */
-    struct kiq_controller *const *controller;
-    const char *controller_host;
-    int controller_port;
+    /* The active controller as the broker last knows it: its id, and its
+     * control-plane address into *host / *port (valid while the broker
+     * runs). Read before each request to it, so the line follows it. */
+    int32_t (*controller)(void *ctx, const char **host, int *port);
     /* This broker's epoch as the controller registered it (-1: not yet). */
     int64_t (*broker_epoch)(void *ctx);
     /* This broker now leads (led) or no longer leads partition `partition`

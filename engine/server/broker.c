@@ -14,6 +14,7 @@
 #include "core/say.h"
 #include "config/listeners.h"
 #include "controller/controller.h"
+#include "controller/quorum.h"
 #include "server/broker_configs.h"
 #include "net/peer_channel.h"
 #include "server/broker_lifecycle.h"
@@ -30,6 +31,8 @@
  * and a broker id, and gives the cluster its id. Every directory that has
  * one must agree (a directory from another broker or cluster is refused);
  * the others get the same. */
+static int32_t current_controller(void *ctx, const char **host, int *port);
+
 static int read_meta(kiq_broker_t *b, kiq_broker_log_dir_t *d, const char **cluster_from)
 {
     char path[PATH_MAX], line[256];
@@ -233,8 +236,13 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
         b->control_port = control->port;
         b->has_control_plane = true;
     }
-    b->cluster = kiq_voters_parse(kiq_config_str(config, KIQ_CFG_CONTROLLER_QUORUM_VOTERS), &b->controller_id,
-                                  b->controller_host, sizeof b->controller_host, &b->controller_port) == 0;
+    b->cluster = kiq_voters_parse(kiq_config_str(config, KIQ_CFG_CONTROLLER_QUORUM_VOTERS), b->voters,
+                                  KIQ_MAX_VOTERS, &b->nvoters) == 0;
+    if (b->cluster) {
+        atomic_store(&b->controller_id, b->voters[0].id);
+        snprintf(b->controller_host, sizeof b->controller_host, "%s", b->voters[0].host);
+        b->controller_port = b->voters[0].port;
+    }
     const char *adv = kiq_config_str(config, KIQ_CFG_ADVERTISED_LISTENERS);
     if (*adv) {
         kiq_listener_t al[KIQ_MAX_LISTENERS];
@@ -388,6 +396,32 @@ static void *control_io_main(void *arg)
     return NULL;
 }
 
+static void *quorum_io_main(void *arg)
+{
+    kiq_broker_t *b = arg;
+    char name[24];
+    snprintf(name, sizeof name, "quorum-%d", b->node_id);
+    kiq_say_thread_name(name);
+    kiq_request_t *r;
+    while ((r = kiq_request_queue_pop(b->quorum_queue))) handle(b, r, -1);
+    return NULL;
+}
+
+/* The control plane's processor: the quorum's own RPCs take their queue. */
+static bool quorum_request(void *ctx, const kiq_request_t *r)
+{
+    switch (r->header.api_key) {
+    case KIQ_API_FETCH:
+    case KIQ_API_VOTE:
+    case KIQ_API_BEGIN_QUORUM_EPOCH:
+    case KIQ_API_END_QUORUM_EPOCH:
+    case KIQ_API_DESCRIBE_QUORUM:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* A processor of this broker feeding queue, with the broker's limits. */
 static kiq_processor_config_t processor_config(kiq_broker_t *b, int id, kiq_request_queue_t *queue)
 {
@@ -410,19 +444,27 @@ static kiq_processor_config_t processor_config(kiq_broker_t *b, int id, kiq_requ
 static int start_control_plane(kiq_broker_t *b)
 {
     b->control_queue = kiq_request_queue_new((size_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS));
-    if (!b->control_queue) return kiq_error_set("out of memory");
+    b->quorum_queue = kiq_request_queue_new((size_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS));
+    if (!b->control_queue || !b->quorum_queue) return kiq_error_set("out of memory");
     kiq_request_queue_set_observers(b->control_queue, &b->observers, b->node_id);
+    kiq_request_queue_set_observers(b->quorum_queue, &b->observers, b->node_id);
     kiq_processor_config_t pc = processor_config(b, b->nprocessors, b->control_queue);
     pc.listener = KIQ_LISTENER_CONTROL;
+    pc.urgent_queue = b->quorum_queue;
+    pc.urgent = quorum_request;
     b->control_processor = kiq_processor_new(&pc);
     if (!b->control_processor) return -1;
     kiq_request_queue_on_space(b->control_queue, kiq_processor_queue_space, b->control_processor);
+    kiq_request_queue_on_space(b->quorum_queue, kiq_processor_queue_space, b->control_processor);
     b->control_acceptor = kiq_acceptor_new(b->control_host, b->control_port, &b->control_processor, 1, NULL);
     if (!b->control_acceptor) return -1;
     b->control_port = kiq_acceptor_port(b->control_acceptor);
     if (pthread_create(&b->control_io, NULL, control_io_main, b) != 0)
         return kiq_error_errno("cannot start the control-plane thread");
     b->control_io_started = true;
+    if (pthread_create(&b->quorum_io, NULL, quorum_io_main, b) != 0)
+        return kiq_error_errno("cannot start the quorum's thread");
+    b->quorum_io_started = true;
     if (kiq_processor_start(b->control_processor) != 0 || kiq_acceptor_start(b->control_acceptor) != 0) return -1;
     return 0;
 }
@@ -432,12 +474,15 @@ static void stop_control_plane(kiq_broker_t *b)
     kiq_acceptor_free(b->control_acceptor);
     b->control_acceptor = NULL;
     if (b->control_queue) kiq_request_queue_close(b->control_queue);
+    if (b->quorum_queue) kiq_request_queue_close(b->quorum_queue);
     if (b->control_io_started) pthread_join(b->control_io, NULL);
-    b->control_io_started = false;
+    if (b->quorum_io_started) pthread_join(b->quorum_io, NULL);
+    b->control_io_started = b->quorum_io_started = false;
     kiq_processor_free(b->control_processor);
     b->control_processor = NULL;
     kiq_request_queue_free(b->control_queue);
-    b->control_queue = NULL;
+    kiq_request_queue_free(b->quorum_queue);
+    b->control_queue = b->quorum_queue = NULL;
 }
 
 /* What opening the logs found, for the startup phases: how many
@@ -616,9 +661,7 @@ static int start_replicas(kiq_broker_t *b)
             .config = b->config,
             .topics = b->topics,
             .metadata = b->metadata,
-            .controller = &b->controller,
-            .controller_host = b->controller_host,
-            .controller_port = b->controller_port,
+            .controller = current_controller,
             .broker_epoch = broker_epoch,
             .coordinator_partition_led = coordinator_partition_led,
             .ctx = b,
@@ -680,8 +723,11 @@ static int start_requests(kiq_broker_t *b)
     if (b->cluster) {
         char id[40];
         snprintf(id, sizeof id, "kafkaiq-broker-%d", b->node_id);
-        kiq_peer_channel_config_t cc = {.name = "to-controller", .peer = "controller", .host = b->controller_host,
-                                        .port = b->controller_port, .client_id = id, .backoff_min_ms = 100,
+        const char *host;
+        int port;
+        atomic_store(&b->forwarding_to, current_controller(b, &host, &port));
+        kiq_peer_channel_config_t cc = {.name = "to-controller", .peer = "controller", .host = host,
+                                        .port = port, .client_id = id, .backoff_min_ms = 100,
                                         .backoff_max_ms = 1000, .metrics = b->metrics};
         b->controller_channel = kiq_peer_channel_new(&cc);
         if (!b->controller_channel) return -1;
@@ -736,20 +782,91 @@ static void release_requests(kiq_broker_t *b)
     b->io_threads = NULL;
 }
 
-/* controller: on the broker whose id is the voter's */
-static int start_controller(kiq_broker_t *b)
+struct kiq_controller *kiq_broker_active_controller(kiq_broker_t *b)
 {
-    if (!b->cluster || b->node_id != b->controller_id) return 0;
-    b->controller = kiq_controller_new(b->config, b->node_id, b->log_dirs[0].path,
-                                       kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME), b->metrics);
-    return b->controller && kiq_controller_start(b->controller) == 0 ? 0 : -1;
+    struct kiq_controller *c = b->controller;
+    return c && kiq_controller_active(c) ? c : NULL;
 }
 
-/* After every handler that may forward to it. */
+/* The replica manager's and the lifecycle's: where the active controller is. */
+static int32_t current_controller(void *ctx, const char **host, int *port)
+{
+    kiq_broker_t *b = ctx;
+    int32_t id = atomic_load(&b->controller_id);
+    const kiq_voter_t *v = kiq_voter_of(b->voters, b->nvoters, id);
+    *host = v ? v->host : b->controller_host;
+    *port = v ? v->port : b->controller_port;
+    return id;
+}
+
+int32_t kiq_broker_controller_id(kiq_broker_t *b)
+{
+    if (!b->cluster) return b->node_id;
+    if (b->quorum) {
+        kiq_raft_view_t v;
+        kiq_quorum_view(b->quorum, &v);
+        if (v.leader_id >= 0) return v.leader_id;
+    }
+    return kiq_metadata_cache_controller(b->metadata);
+}
+
+void kiq_broker_follow_controller(kiq_broker_t *b)
+{
+    const char *host;
+    int port;
+    int32_t id = current_controller(b, &host, &port);
+    if (atomic_exchange(&b->forwarding_to, id) != id) kiq_peer_channel_retarget(b->controller_channel, host, port);
+}
+
+/* The quorum's ticker: its commits applied, the controller (de)activated,
+ * and the leader it names is where this broker's lines go next. */
+static void quorum_changed(void *ctx)
+{
+    kiq_broker_t *b = ctx;
+    kiq_controller_quorum_changed(b->controller);
+    kiq_raft_view_t v;
+    kiq_quorum_view(b->quorum, &v);
+    if (v.leader_id >= 0 && atomic_exchange(&b->controller_id, v.leader_id) != v.leader_id)
+        KIQ_INFO("[KafkaIQ broker %d] the controller quorum's leader is %d (epoch %d)", b->node_id, v.leader_id,
+                 v.epoch);
+}
+
+/* controller: on each voter of the quorum, active where it leads */
+static int start_controller(kiq_broker_t *b)
+{
+    if (!b->cluster || !kiq_voter_of(b->voters, b->nvoters, b->node_id)) return 0;
+    kiq_quorum_config_t qc = {
+        .node_id = b->node_id,
+        .dir = b->log_dirs[0].path,
+        .n_voters = b->nvoters,
+        .election_timeout_ms = kiq_config_int(b->config, KIQ_CFG_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS),
+        .fetch_timeout_ms = kiq_config_int(b->config, KIQ_CFG_CONTROLLER_QUORUM_FETCH_TIMEOUT_MS),
+        .election_backoff_max_ms = kiq_config_int(b->config, KIQ_CFG_CONTROLLER_QUORUM_ELECTION_BACKOFF_MAX_MS),
+        .request_timeout_ms = kiq_config_int(b->config, KIQ_CFG_CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS),
+        .metrics = b->metrics,
+        .changed = quorum_changed,
+        .ctx = b,
+    };
+    memcpy(qc.voters, b->voters, (size_t)b->nvoters * sizeof *b->voters);
+    if (!(b->quorum = kiq_quorum_new(&qc))) return -1;
+    b->controller = kiq_controller_new(b->config, b->node_id,
+                                       kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME), b->metrics,
+                                       b->quorum);
+    if (!b->controller || kiq_quorum_start(b->quorum) != 0) return -1;
+    if (b->nvoters == 1 && !kiq_controller_wait_active(b->controller, 10000))
+        return kiq_error_set("the controller did not become active: its metadata log cannot be read or written");
+    return 0;
+}
+
+/* After every handler that may forward to it; the quorum stops first, so
+ * no write of the controller's waits on it. */
 static void release_controller(kiq_broker_t *b)
 {
+    kiq_quorum_stop(b->quorum, b->stopping_clean);
     kiq_controller_free(b->controller);
     b->controller = NULL;
+    kiq_quorum_free(b->quorum);
+    b->quorum = NULL;
 }
 
 static int start_control_plane_if_any(kiq_broker_t *b) { return b->has_control_plane ? start_control_plane(b) : 0; }
@@ -768,8 +885,7 @@ static int start_lifecycle(kiq_broker_t *b)
             .has_control_plane = b->has_control_plane,
             .control_host = b->control_host,
             .control_port = b->control_port,
-            .controller_host = b->controller_host,
-            .controller_port = b->controller_port,
+            .controller = current_controller,
             .config = b->config,
             .startup = &b->startup,
             .nlog_dirs = b->nlog_dirs,
@@ -791,7 +907,7 @@ static int start_lifecycle(kiq_broker_t *b)
 static void stop_lifecycle(kiq_broker_t *b)
 {
     b->last_broker_epoch = b->lifecycle ? kiq_broker_lifecycle_epoch(b->lifecycle) : -1;
-    if (b->stopping_clean && !b->controller) kiq_broker_lifecycle_shut_down(b->lifecycle);
+    if (b->stopping_clean && !kiq_broker_active_controller(b)) kiq_broker_lifecycle_shut_down(b->lifecycle);
     kiq_broker_lifecycle_free(b->lifecycle);
     b->lifecycle = NULL;
 }

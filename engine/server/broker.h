@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "config/listeners.h"
 #include "group/group_coordinator.h"
 #include "include/kafkaiq.h"
 #include "log/cleaner_threads.h"
@@ -93,12 +94,27 @@ struct kiq_broker {
     kiq_request_queue_t *control_queue;
     pthread_t control_io;
     bool control_io_started;
-    /* Cluster mode (controller.quorum.voters set): the controller's
-     * control-plane address; fixed at new. */
+    /* the controller quorum's RPCs, on a thread of their own: a controller
+     * handler waiting for a majority never holds up the fetches that make
+     * one */
+    kiq_request_queue_t *quorum_queue;
+    pthread_t quorum_io;
+    bool quorum_io_started;
+    /* Cluster mode (controller.quorum.voters set): the quorum's voters,
+     * fixed at new; the active controller as last known (the first voter
+     * until the quorum names one), its id any thread's, its address
+     * copied into the lines to it when they start and moved with
+     * kiq_broker_controller_moved. */
     bool cluster;
-    int32_t controller_id;
+    kiq_voter_t voters[KIQ_MAX_VOTERS];
+    int nvoters;
+    _Atomic int32_t controller_id;
     char controller_host[256];
     int controller_port;
+    /* Cluster mode, a voter: this node's part of the controller quorum,
+     * from start to shutdown. */
+    struct kiq_quorum *quorum;
+    _Atomic int32_t forwarding_to; /* the controller controller_channel points at */
     /* Cluster mode: the kept line to the controller that forwarded
      * requests travel on; from start to free (stopped at shutdown, after
      * the handlers stop forwarding into it... or as they still might). */
@@ -111,8 +127,9 @@ struct kiq_broker {
     int64_t last_broker_epoch; /* what the controller gave this run, kept at shutdown */
     bool stopping_clean; /* the shutdown under way is clean: controlled, the logs marked clean */
     atomic_int_fast64_t registered_epoch; /* the last registration's broker epoch, -1 before; any thread */
-    /* The controller, on the broker whose id is the voter's: from start
-     * to shutdown; its own lock. */
+    /* The controller, on each voter of the quorum (active on the one
+     * that leads: kiq_broker_active_controller): from start to shutdown;
+     * its own lock. */
     struct kiq_controller *controller;
     /* Cluster mode: the cluster as the controller last pushed it
      * (UpdateMetadata), from new to free; its own lock. */
@@ -225,5 +242,17 @@ int kiq_broker_faults_view(kiq_broker_t *b, const kiq_view_t *v);
 /* Makes a broker serving surface (kiq_broker_new, engine/app, gives the API layer's):
  * what include/kafkaiq.h's kiq_broker_new does with it. */
 kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_surface_t *surface);
+
+/* Any thread: this broker's controller when it is the active one, else
+ * NULL (the controller is another voter, or this one is standing by). */
+struct kiq_controller *kiq_broker_active_controller(kiq_broker_t *b);
+/* Any thread: the active controller's id as clients are told it (Metadata,
+ * DescribeCluster): a voter's quorum knows the leader first, another
+ * broker the last controller that pushed to it; a standalone broker is
+ * its own. -1 when unknown. */
+int32_t kiq_broker_controller_id(kiq_broker_t *b);
+/* Any thread, before a forwarded request: the forwarding line points at
+ * the active controller as last known. */
+void kiq_broker_follow_controller(kiq_broker_t *b);
 
 #endif

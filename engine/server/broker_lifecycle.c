@@ -33,6 +33,7 @@ struct kiq_broker_lifecycle {
      * stopped) the controlled shutdown's; interrupted from any thread */
     kiq_peer_channel_t *line;
     char controller[300]; /* "host:port", for messages */
+    int32_t line_controller; /* the controller the line points at */
     int backoff_ms;
     int last_refusal;
     int64_t refused_since; /* DUPLICATE_BROKER_REGISTRATION since then; 0: not refused so */
@@ -121,7 +122,9 @@ static int do_register(kiq_broker_lifecycle_t *lc, int16_t version, int *last_re
     kiq_broker_lifecycle_registration(&lc->b, &arena, &req);
     int rc = kiq_peer_channel_request(lc->line, KIQ_API_BROKER_REGISTRATION, version, &req, &arena, &resp,
                                       lc->request_timeout_ms);
-    if (rc == 0 && resp.error_code == KIQ_ERR_DUPLICATE_BROKER_REGISTRATION) {
+    if (rc == 0 && resp.error_code == KIQ_ERR_NOT_CONTROLLER) {
+        rc = kiq_error_set("controller %s is not the active one", lc->controller); /* retried soon */
+    } else if (rc == 0 && resp.error_code == KIQ_ERR_DUPLICATE_BROKER_REGISTRATION) {
         if (*last_refusal != resp.error_code)
             KIQ_WARN("[KafkaIQ broker %d] the controller at %s has broker %d registered by another live process; "
                      "waiting out its session", lc->b.node_id, lc->controller, lc->b.node_id);
@@ -165,7 +168,10 @@ static int do_heartbeat(kiq_broker_lifecycle_t *lc, int64_t epoch, bool shut_dow
     req.want_shut_down = shut_down;
     int rc = kiq_peer_channel_request(lc->line, KIQ_API_BROKER_HEARTBEAT, 0, &req, &arena, &resp,
                                       lc->request_timeout_ms);
-    if (rc == 0 && resp.error_code != KIQ_ERR_NONE) {
+    if (rc == 0 && resp.error_code == KIQ_ERR_NOT_CONTROLLER) {
+        /* a standby, or one that just lost the quorum: the epoch stands */
+        rc = kiq_error_set("controller %s is not the active one", lc->controller);
+    } else if (rc == 0 && resp.error_code != KIQ_ERR_NONE) {
         /* a stale epoch (the controller fenced or forgot us), an unknown
          * broker or anything else: registering again sorts it out */
         if (resp.error_code == KIQ_ERR_STALE_BROKER_EPOCH)
@@ -188,6 +194,19 @@ static int do_heartbeat(kiq_broker_lifecycle_t *lc, int64_t epoch, bool shut_dow
     return rc;
 }
 
+/* The lifecycle thread: its line to where the active controller now is. */
+static void follow_controller(kiq_broker_lifecycle_t *lc)
+{
+    const char *host;
+    int port;
+    int32_t id = lc->b.controller(lc->b.ctx, &host, &port);
+    if (id == lc->line_controller) return;
+    lc->line_controller = id;
+    snprintf(lc->controller, sizeof lc->controller, "%s:%d", host, port);
+    KIQ_INFO("[KafkaIQ broker %d] the active controller is now %d at %s", lc->b.node_id, id, lc->controller);
+    kiq_peer_channel_retarget(lc->line, host, port);
+}
+
 static int grow_backoff(kiq_broker_lifecycle_t *lc)
 {
     int ms = lc->backoff_ms;
@@ -206,6 +225,7 @@ static int64_t lifecycle_round(void *arg)
         pthread_mutex_unlock(&lc->mu);
         if (stop) return -1;
         if (paused) return lc->heartbeat_ms;
+        follow_controller(lc);
         int16_t version = kiq_peer_channel_version(lc->line, KIQ_API_BROKER_REGISTRATION);
         if (version < 0) {
             if (!lc->warned_unreachable)
@@ -245,9 +265,12 @@ kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(const kiq_broker_identity_t *b)
     lc->request_timeout_ms = (int32_t)kiq_config_int(b->config, KIQ_CFG_BROKER_SESSION_TIMEOUT_MS);
     snprintf(lc->client_id, sizeof lc->client_id, "kafkaiq-broker-%d", b->node_id);
     lc->backoff_ms = BACKOFF_MIN_MS;
-    snprintf(lc->controller, sizeof lc->controller, "%s:%d", b->controller_host, b->controller_port);
-    kiq_peer_channel_config_t cc = {.name = "heartbeats", .peer = "controller", .host = b->controller_host,
-                                    .port = b->controller_port, .client_id = lc->client_id, .metrics = b->metrics};
+    const char *host;
+    int port;
+    lc->line_controller = b->controller(b->ctx, &host, &port);
+    snprintf(lc->controller, sizeof lc->controller, "%s:%d", host, port);
+    kiq_peer_channel_config_t cc = {.name = "heartbeats", .peer = "controller", .host = host,
+                                    .port = port, .client_id = lc->client_id, .metrics = b->metrics};
     if (!(lc->line = kiq_peer_channel_open(&cc))) {
         free(lc);
         return NULL;

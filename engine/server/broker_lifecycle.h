@@ -42,8 +42,9 @@ typedef struct kiq_broker_identity {
     bool has_control_plane;
     const char *control_host; /* "" for the advertised host */
     int control_port;
-    const char *controller_host;
-    int controller_port;
+    /* the active controller as the broker last knows it: its id and
+     * address (valid while the broker runs); read before each request */
+    int32_t (*controller)(void *ctx, const char **host, int *port);
     const kiq_config_t *config;
     kiq_broker_startup_t *startup; /* the broker's: registered and ready are stamped here */
     kiq_uuid_t log_dirs[KIQ_BROKER_MAX_LOG_DIRS]; /* their directory.id */

@@ -193,13 +193,14 @@ static void partition_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
 
 static void controller_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
 {
-    bool active = b->controller || !b->cluster; /* a standalone broker is its own controller */
+    struct kiq_controller *ctl = kiq_broker_active_controller(b);
+    bool active = ctl || !b->cluster; /* a standalone broker is its own controller */
     int offline = 0;
-    if (b->controller) {
+    if (ctl) {
         kiq_arena_t a;
         kiq_arena_init(&a);
         kiq_controller_info_t info;
-        kiq_controller_describe(b->controller, &a, &info);
+        kiq_controller_describe(ctl, &a, &info);
         for (int t = 0; t < info.ntopics; t++)
             for (int32_t p = 0; p < info.topics[t].npartitions; p++) offline += info.topics[t].partitions[p].leader < 0;
         kiq_arena_reset(&a);
@@ -211,7 +212,7 @@ static void controller_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
     kiq_metric_sample(o, "", offline, NULL);
     kiq_metric_family(o, "kafka_controller_controllerstats_uncleanleaderelections_total", C,
                       "leaders elected from outside the ISR");
-    kiq_metric_sample(o, "", (double)(b->controller ? kiq_controller_unclean_elections(b->controller) : 0), NULL);
+    kiq_metric_sample(o, "", (double)(ctl ? kiq_controller_unclean_elections(ctl) : 0), NULL);
 }
 
 static void thread_metrics(kiq_broker_t *b, kiq_metric_out_t *o)

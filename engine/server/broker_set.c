@@ -100,12 +100,12 @@ int kiq_broker_set_on_controller(kiq_broker_set_t *s, int (*fn)(struct kiq_contr
                                  int *result)
 {
     pthread_mutex_lock(&s->lock);
-    member_t *m = NULL;
-    for (int i = 0; i < s->n && !m; i++)
-        if (s->m[i].b->controller && !s->m[i].busy) m = &s->m[i];
-    if (m) *result = fn(m->b->controller, arg);
+    struct kiq_controller *ctl = NULL;
+    for (int i = 0; i < s->n && !ctl; i++)
+        if (!s->m[i].busy) ctl = kiq_broker_active_controller(s->m[i].b);
+    if (ctl) *result = fn(ctl, arg);
     pthread_mutex_unlock(&s->lock);
-    return m ? 0 : kiq_error_set("no controller runs in this process now");
+    return ctl ? 0 : kiq_error_set("no controller runs in this process now");
 }
 
 kiq_broker_set_t *kiq_broker_set_new(void)

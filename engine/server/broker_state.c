@@ -1,6 +1,8 @@
 /* The broker's state, built once; see broker_state.h. */
 #include "server/broker_state.h"
 
+#include "controller/quorum.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -56,12 +58,12 @@ static void log_dirs(kiq_broker_t *b, const kiq_view_t *v)
 }
 
 /* The controller's view of the cluster, on the broker hosting it. */
-static void controller_view(kiq_broker_t *b, const kiq_view_t *v)
+static void controller_view(struct kiq_controller *ctl, const kiq_view_t *v)
 {
     kiq_arena_t a;
     kiq_arena_init(&a);
     kiq_controller_info_t info;
-    kiq_controller_describe(b->controller, &a, &info);
+    kiq_controller_describe(ctl, &a, &info);
     v->open(v->ctx, "controller_view", false);
     v->number(v->ctx, "metadata_offset", (double)info.metadata_offset);
     v->open(v->ctx, "brokers", true);
@@ -88,7 +90,7 @@ static void controller_view(kiq_broker_t *b, const kiq_view_t *v)
             v->close(v->ctx);
         }
     v->close(v->ctx);
-    v->number(v->ctx, "unclean_elections", (double)kiq_controller_unclean_elections(b->controller));
+    v->number(v->ctx, "unclean_elections", (double)kiq_controller_unclean_elections(ctl));
     v->close(v->ctx);
     kiq_arena_reset(&a);
 }
@@ -125,7 +127,8 @@ static void network(kiq_broker_t *b, const kiq_view_t *v)
         v->number(v->ctx, "max_lag", (double)kiq_replica_manager_max_lag(b->replicas));
         v->close(v->ctx);
     }
-    if (b->controller) controller_view(b, v);
+    struct kiq_controller *ctl = kiq_broker_active_controller(b);
+    if (ctl) controller_view(ctl, v);
 }
 
 /* The request queue, how long Produce and Fetch waited in it (over the
@@ -200,6 +203,40 @@ static void topics(kiq_broker_t *b, int newest_segments, const kiq_view_t *v)
     v->close(v->ctx);
 }
 
+/* This voter's place in the controller quorum: its role, the epoch and
+ * leader, the log and its high watermark, the votes of its last election;
+ * the leader adds each voter's log end and last fetch (ms ago). */
+static void quorum_view(kiq_broker_t *b, const kiq_view_t *v)
+{
+    kiq_raft_view_t q;
+    kiq_quorum_view(b->quorum, &q);
+    int64_t now = kiq_clock_system_mono_ns() / 1000000;
+    v->open(v->ctx, "quorum", false);
+    v->string(v->ctx, "role", kiq_raft_role_name(q.role));
+    v->number(v->ctx, "epoch", q.epoch);
+    v->number(v->ctx, "leader", q.leader_id);
+    v->number(v->ctx, "voted_for", q.voted_for);
+    v->number(v->ctx, "high_watermark", (double)q.high_watermark);
+    v->number(v->ctx, "log_end", (double)q.log_end);
+    v->number(v->ctx, "last_epoch", q.last_epoch);
+    v->number(v->ctx, "elections", (double)q.elections);
+    v->number(v->ctx, "votes_granted", q.votes_granted);
+    v->open(v->ctx, "voters", true);
+    for (int i = 0; i < q.n_voters; i++) {
+        v->open(v->ctx, NULL, false);
+        v->number(v->ctx, "id", q.voters[i].id);
+        if (q.role == KIQ_RAFT_LEADER) {
+            v->number(v->ctx, "log_end", (double)q.voters[i].log_end);
+            v->number(v->ctx, "lag", (double)(q.voters[i].log_end < 0 ? -1 : q.log_end - q.voters[i].log_end));
+            v->number(v->ctx, "last_fetch_ms_ago",
+                      (double)(q.voters[i].last_fetch_ms < 0 ? -1 : now - q.voters[i].last_fetch_ms));
+        }
+        v->close(v->ctx);
+    }
+    v->close(v->ctx);
+    v->close(v->ctx);
+}
+
 void kiq_broker_state_view(kiq_broker_t *b, int newest_segments, const kiq_view_t *v)
 {
     v->number(v->ctx, "node_id", b->node_id);
@@ -208,7 +245,8 @@ void kiq_broker_state_view(kiq_broker_t *b, int newest_segments, const kiq_view_
     if (b->has_control_plane) v->number(v->ctx, "control_port", b->control_port);
     v->boolean(v->ctx, "running", b->running);
     v->boolean(v->ctx, "cluster", b->cluster);
-    v->number(v->ctx, "controller", b->cluster ? kiq_metadata_cache_controller(b->metadata) : b->node_id);
+    v->number(v->ctx, "controller", kiq_broker_controller_id(b));
+    if (b->quorum) quorum_view(b, v);
     v->open(v->ctx, "threads", false);
     v->number(v->ctx, "network", (double)kiq_config_int(b->config, KIQ_CFG_NUM_NETWORK_THREADS));
     v->number(v->ctx, "io", (double)kiq_config_int(b->config, KIQ_CFG_NUM_IO_THREADS));

@@ -91,6 +91,7 @@ static void send_forward(forward_t *f, int16_t api_key, const void *req, void (*
     f->call.request = req;
     f->call.done = forwarded;
     f->answer = answer;
+    kiq_broker_follow_controller(f->b);
     kiq_peer_channel_submit(f->b->controller_channel, &f->call);
 }
 
@@ -133,12 +134,12 @@ static void awaiting(kiq_topic_order_t *orders, int n)
 
 /* When the controller runs here: each order decided by one(), with its
  * reason from the error slot. */
-static void decide_here(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only, kiq_arena_t *arena,
+static void decide_here(kiq_controller_t *ctl, kiq_topic_order_t *orders, int n, bool validate_only, kiq_arena_t *arena,
                         int (*one)(kiq_controller_t *c, const kiq_topic_order_t *o, bool validate_only))
 {
     for (int i = 0; i < n; i++) {
         kiq_error_clear();
-        orders[i].error = (int16_t)one(b->controller, &orders[i], validate_only);
+        orders[i].error = (int16_t)one(ctl, &orders[i], validate_only);
         orders[i].message = orders[i].error ? error_text(arena) : KIQ_STR_NULL;
     }
 }
@@ -172,8 +173,9 @@ static void created(forward_t *f, int rc)
 void kiq_controller_link_create_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
                                        int timeout_ms, kiq_arena_t *arena, kiq_link_done_fn done, void *ctx)
 {
-    if (n <= 0 || b->controller) {
-        decide_here(b, orders, n, validate_only, arena, create_topic_here);
+    kiq_controller_t *ctl = kiq_broker_active_controller(b);
+    if (n <= 0 || ctl) {
+        decide_here(ctl, orders, n, validate_only, arena, create_topic_here);
         done(ctx);
         return;
     }
@@ -212,8 +214,9 @@ static void grown(forward_t *f, int rc)
 void kiq_controller_link_create_partitions(kiq_broker_t *b, kiq_topic_order_t *orders, int n, bool validate_only,
                                            int timeout_ms, kiq_arena_t *arena, kiq_link_done_fn done, void *ctx)
 {
-    if (n <= 0 || b->controller) {
-        decide_here(b, orders, n, validate_only, arena, create_partitions_here);
+    kiq_controller_t *ctl = kiq_broker_active_controller(b);
+    if (n <= 0 || ctl) {
+        decide_here(ctl, orders, n, validate_only, arena, create_partitions_here);
         done(ctx);
         return;
     }
@@ -252,8 +255,9 @@ static void deleted(forward_t *f, int rc)
 void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
                                        kiq_arena_t *arena, kiq_link_done_fn done, void *ctx)
 {
-    if (n <= 0 || b->controller) {
-        decide_here(b, orders, n, false, arena, delete_topic_here);
+    kiq_controller_t *ctl = kiq_broker_active_controller(b);
+    if (n <= 0 || ctl) {
+        decide_here(ctl, orders, n, false, arena, delete_topic_here);
         done(ctx);
         return;
     }
@@ -290,9 +294,10 @@ void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_
                                        kiq_arena_t *arena, kiq_elect_leaders_response_t *resp, kiq_link_done_fn done,
                                        void *ctx)
 {
-    if (b->controller) {
+    kiq_controller_t *ctl = kiq_broker_active_controller(b);
+    if (ctl) {
         kiq_error_clear();
-        kiq_controller_elect_leaders(b->controller, arena, req, resp);
+        kiq_controller_elect_leaders(ctl, arena, req, resp);
         done(ctx);
         return;
     }
@@ -325,8 +330,9 @@ void kiq_controller_link_change_configs(kiq_broker_t *b, int16_t api_key, const 
                                         kiq_link_done_fn done, void *ctx)
 {
     kiq_error_clear();
-    if (b->controller) {
-        kiq_controller_change_configs(b->controller, arena, orders, n, validate_only);
+    kiq_controller_t *ctl = kiq_broker_active_controller(b);
+    if (ctl) {
+        kiq_controller_change_configs(ctl, arena, orders, n, validate_only);
         done(ctx);
         return;
     }
@@ -382,8 +388,9 @@ void kiq_controller_link_producer_ids(kiq_broker_t *b, kiq_producer_ids_t *ids)
     c->req.broker_id = b->node_id;
     c->req.broker_epoch = epoch;
     kiq_allocate_producer_ids_response_init(&c->resp);
-    if (b->controller) {
-        kiq_controller_allocate_producer_ids(b->controller, &c->req, &c->resp);
+    kiq_controller_t *ctl = kiq_broker_active_controller(b);
+    if (ctl) {
+        kiq_controller_allocate_producer_ids(ctl, &c->req, &c->resp);
         give(ids, 0, &c->resp);
         free(c);
         return;
@@ -391,5 +398,6 @@ void kiq_controller_link_producer_ids(kiq_broker_t *b, kiq_producer_ids_t *ids)
     c->call = (kiq_peer_call_t){.api_key = KIQ_API_ALLOCATE_PRODUCER_IDS, .version = -1, .request = &c->req,
                                 .arena = &c->arena, .response = &c->resp, .done = id_block_answered};
     c->call.deadline_ns = kiq_clock_mono_ns() + (int64_t)PRODUCER_IDS_TIMEOUT_MS * 1000000;
+    kiq_broker_follow_controller(b);
     kiq_peer_channel_submit(b->controller_channel, &c->call);
 }

@@ -8,7 +8,6 @@ return {
   key = 53, name = "BeginQuorumEpoch",
   versions = "0-1",
   flexible = "1+",
-  served = false, -- codec only until the quorum serves it
   request = {
     { "cluster_id", "string", null = "0+", default = "null" },
     { "voter_id", "int32", v = "1+", default = -1 }, -- the voter told

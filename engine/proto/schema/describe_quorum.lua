@@ -18,7 +18,6 @@ return {
   key = 55, name = "DescribeQuorum",
   versions = "0-2",
   flexible = "0+",
-  served = false, -- codec only until the quorum serves it
   request = {
     { "topics", "[]", fields = {
         { "topic_name", "string" },

@@ -9,7 +9,6 @@ return {
   key = 54, name = "EndQuorumEpoch",
   versions = "0-1",
   flexible = "1+",
-  served = false, -- codec only until the quorum serves it
   request = {
     { "cluster_id", "string", null = "0+", default = "null" },
     { "topics", "[]", fields = {

@@ -9,7 +9,6 @@ return {
   key = 52, name = "Vote",
   versions = "0-2",
   flexible = "0+",
-  served = false, -- codec only until the quorum serves it
   request = {
     { "cluster_id", "string", null = "0+", default = "null" },
     { "voter_id", "int32", v = "1+", default = -1 }, -- the voter asked

@@ -1,0 +1,843 @@
+/* The controller quorum on one node; see quorum.h. */
+#include "controller/quorum.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/metadata_log.h"
+#include "controller/quorum_log.h"
+#include "core/clock.h"
+#include "core/cond.h"
+#include "core/error.h"
+#include "core/say.h"
+#include "core/worker.h"
+#include "log/log_names.h"
+#include "net/peer_channel.h"
+#include "proto/errors.h"
+#include "record/batch.h"
+#include "record/compression.h"
+
+#define TICK_MS 5
+/* A follower told there was nothing new asks again this much later (the
+ * leader does not hold fetches open, as Kafka's does with max_wait_ms). */
+#define FETCH_IDLE_MS 5
+#define FETCH_MAX_BYTES (1 << 20)
+
+/* Kafka's Uuid.METADATA_TOPIC_ID. */
+static const kiq_uuid_t METADATA_TOPIC_ID = { .b = { [15] = 1 } };
+
+/* The channels to one other voter: one for elections, one for fetches
+ * (a fetch never waits behind a vote, nor a vote behind a fetch). */
+typedef struct link {
+    kiq_peer_channel_t *rpc, *fetch;
+} link_t;
+
+struct kiq_quorum {
+    kiq_quorum_config_t cfg;
+    kiq_worker_t *ticker; /* from start to free */
+    link_t links[KIQ_RAFT_MAX_VOTERS];
+    pthread_mutex_t mu; /* guards everything below */
+    pthread_cond_t moved; /* the high watermark or the role moved */
+    kiq_raft_t *raft;
+    kiq_quorum_log_t *log;
+    int64_t hw;
+    kiq_raft_role_t role;
+    int32_t epoch, leader;
+    kiq_raft_msg_t *reply; /* a handler's answer, while it holds mu */
+    bool replied;
+    /* a follower's next fetch, held after an empty answer */
+    bool fetch_held, last_fetch_empty;
+    kiq_raft_msg_t held_fetch;
+    int64_t fetch_due_ms;
+    /* what the ticker told the hook last */
+    int64_t told_hw;
+    kiq_raft_role_t told_role;
+    int32_t told_epoch;
+    bool stopping;
+};
+
+/* One request to another voter, from submit to its callback. */
+typedef struct out_call {
+    kiq_peer_call_t call;
+    kiq_arena_t arena;
+    kiq_quorum_t *q;
+    kiq_raft_msg_t sent;
+} out_call_t;
+
+static int64_t now_ms(void)
+{
+    /* Raft keeps real time: a test's manual broker clock must not call elections */
+    return kiq_clock_system_mono_ns() / 1000000;
+}
+
+static int voter_index(const kiq_quorum_t *q, int32_t id)
+{
+    for (int i = 0; i < q->cfg.n_voters; i++)
+        if (q->cfg.voters[i].id == id)
+            return i;
+    return -1;
+}
+
+bool kiq_quorum_voter_address(const kiq_quorum_t *q, int32_t id, const char **host, int *port)
+{
+    int i = voter_index(q, id);
+    if (i < 0)
+        return false;
+    *host = q->cfg.voters[i].host;
+    *port = q->cfg.voters[i].port;
+    return true;
+}
+
+/* ---- the wire, both ways */
+
+static kiq_str_t astr(kiq_arena_t *a, const char *s)
+{
+    size_t n = strlen(s);
+    char *p = kiq_arena_alloc(a, n + 1);
+    memcpy(p, s, n + 1);
+    return (kiq_str_t){ p, (int32_t)n };
+}
+
+static void *zalloc(kiq_arena_t *a, size_t n)
+{
+    void *p = kiq_arena_alloc(a, n);
+    memset(p, 0, n);
+    return p;
+}
+
+/* The batches in records as entries (in arena); false if they are not whole. */
+static bool entries_of(kiq_bytes_t records, kiq_arena_t *a, const kiq_raft_entry_t **out, int *n)
+{
+    *n = 0;
+    if (!records.p || records.len <= 0)
+        return true;
+    int cap = 16;
+    kiq_raft_entry_t *e = kiq_arena_alloc(a, (size_t)cap * sizeof *e);
+    kiq_batch_iter_t it;
+    kiq_batch_iter_init(&it, records.p, (size_t)records.len, false);
+    const uint8_t *batch;
+    size_t blen;
+    kiq_batch_header_t h;
+    int rc;
+    while ((rc = kiq_batch_iter_next(&it, &batch, &blen, &h)) == 1) {
+        if (*n == cap) {
+            kiq_raft_entry_t *more = kiq_arena_alloc(a, (size_t)cap * 2 * sizeof *e);
+            memcpy(more, e, (size_t)cap * sizeof *e);
+            e = more;
+            cap *= 2;
+        }
+        e[(*n)++] = (kiq_raft_entry_t){ h.partition_leader_epoch, (int32_t)(kiq_batch_last_offset(&h) - h.base_offset + 1),
+                                        batch, blen };
+    }
+    *out = e;
+    return rc == 0;
+}
+
+/* The request for m, in arena. */
+static void *request_of(const kiq_raft_msg_t *m, kiq_arena_t *a, int16_t *api_key, size_t *resp_size)
+{
+    static const char *const topic = KIQ_METADATA_TOPIC;
+    switch (m->type) {
+    case KIQ_RAFT_VOTE: {
+        kiq_vote_request_t *r = zalloc(a, sizeof *r);
+        kiq_vote_request_init(r);
+        r->voter_id = m->to;
+        r->topics_n = 1;
+        r->topics = zalloc(a, sizeof *r->topics);
+        kiq_vote_request_topics_init(r->topics);
+        r->topics->topic_name = astr(a, topic);
+        r->topics->partitions_n = 1;
+        kiq_vote_request_topics_partitions_t *p = r->topics->partitions = zalloc(a, sizeof *p);
+        kiq_vote_request_topics_partitions_init(p);
+        p->replica_epoch = m->epoch;
+        p->replica_id = m->from;
+        p->last_offset_epoch = m->vote.last.epoch;
+        p->last_offset = m->vote.last.end_offset;
+        p->pre_vote = m->vote.pre_vote;
+        *api_key = KIQ_API_VOTE;
+        *resp_size = sizeof(kiq_vote_response_t);
+        return r;
+    }
+    case KIQ_RAFT_BEGIN_EPOCH: {
+        kiq_begin_quorum_epoch_request_t *r = zalloc(a, sizeof *r);
+        kiq_begin_quorum_epoch_request_init(r);
+        r->voter_id = m->to;
+        r->topics_n = 1;
+        r->topics = zalloc(a, sizeof *r->topics);
+        kiq_begin_quorum_epoch_request_topics_init(r->topics);
+        r->topics->topic_name = astr(a, topic);
+        r->topics->partitions_n = 1;
+        kiq_begin_quorum_epoch_request_topics_partitions_t *p = r->topics->partitions = zalloc(a, sizeof *p);
+        kiq_begin_quorum_epoch_request_topics_partitions_init(p);
+        p->leader_id = m->from;
+        p->leader_epoch = m->epoch;
+        *api_key = KIQ_API_BEGIN_QUORUM_EPOCH;
+        *resp_size = sizeof(kiq_begin_quorum_epoch_response_t);
+        return r;
+    }
+    case KIQ_RAFT_END_EPOCH: {
+        kiq_end_quorum_epoch_request_t *r = zalloc(a, sizeof *r);
+        kiq_end_quorum_epoch_request_init(r);
+        r->topics_n = 1;
+        r->topics = zalloc(a, sizeof *r->topics);
+        kiq_end_quorum_epoch_request_topics_init(r->topics);
+        r->topics->topic_name = astr(a, topic);
+        r->topics->partitions_n = 1;
+        kiq_end_quorum_epoch_request_topics_partitions_t *p = r->topics->partitions = zalloc(a, sizeof *p);
+        kiq_end_quorum_epoch_request_topics_partitions_init(p);
+        p->leader_id = m->from;
+        p->leader_epoch = m->epoch;
+        int n = m->end_epoch.n_successors;
+        p->preferred_successors_n = n;
+        p->preferred_successors = kiq_arena_alloc(a, (size_t)(n ? n : 1) * sizeof(int32_t));
+        memcpy(p->preferred_successors, m->end_epoch.successors, (size_t)n * sizeof(int32_t));
+        p->preferred_candidates_n = n;
+        p->preferred_candidates = zalloc(a, (size_t)(n ? n : 1) * sizeof *p->preferred_candidates);
+        for (int i = 0; i < n; i++) {
+            kiq_end_quorum_epoch_request_topics_partitions_preferred_candidates_init(&p->preferred_candidates[i]);
+            p->preferred_candidates[i].candidate_id = m->end_epoch.successors[i];
+        }
+        *api_key = KIQ_API_END_QUORUM_EPOCH;
+        *resp_size = sizeof(kiq_end_quorum_epoch_response_t);
+        return r;
+    }
+    case KIQ_RAFT_FETCH: {
+        kiq_fetch_request_t *r = zalloc(a, sizeof *r);
+        kiq_fetch_request_init(r);
+        r->replica_id = m->from;
+        r->replica_state.replica_id = m->from;
+        r->max_wait_ms = 0;
+        r->min_bytes = 0;
+        r->max_bytes = FETCH_MAX_BYTES;
+        r->topics_n = 1;
+        r->topics = zalloc(a, sizeof *r->topics);
+        kiq_fetch_request_topics_init(r->topics);
+        r->topics->topic = astr(a, topic);
+        r->topics->topic_id = METADATA_TOPIC_ID;
+        r->topics->partitions_n = 1;
+        kiq_fetch_request_topics_partitions_t *p = r->topics->partitions = zalloc(a, sizeof *p);
+        kiq_fetch_request_topics_partitions_init(p);
+        p->current_leader_epoch = m->epoch;
+        p->fetch_offset = m->fetch.offset;
+        p->last_fetched_epoch = m->fetch.last_epoch;
+        p->partition_max_bytes = FETCH_MAX_BYTES;
+        *api_key = KIQ_API_FETCH;
+        *resp_size = sizeof(kiq_fetch_response_t);
+        return r;
+    }
+    default:
+        return NULL;
+    }
+}
+
+/* A BeginQuorumEpoch or EndQuorumEpoch answer (generated type prefix T)
+ * into m: read_<T>, false when it is not one partition's. */
+#define DEFINE_READ_EPOCH_ANSWER(T)                                                            \
+    static bool read_##T(const void *resp, kiq_raft_msg_t *m)                                  \
+    {                                                                                          \
+        const kiq_##T##_response_t *r = resp;                                                  \
+        if (r->topics_n != 1 || r->topics->partitions_n != 1)                                  \
+            return false;                                                                      \
+        m->error = r->error_code ? r->error_code : r->topics->partitions->error_code;          \
+        m->epoch = r->topics->partitions->leader_epoch;                                        \
+        m->leader_id = r->topics->partitions->leader_id;                                       \
+        return true;                                                                           \
+    }
+DEFINE_READ_EPOCH_ANSWER(begin_quorum_epoch)
+DEFINE_READ_EPOCH_ANSWER(end_quorum_epoch)
+
+/* The answer to `sent` as a message for raft; false when it is malformed. */
+static bool reply_of(const out_call_t *c, const void *resp, kiq_arena_t *a, kiq_raft_msg_t *m)
+{
+    const kiq_raft_msg_t *s = &c->sent;
+    memset(m, 0, sizeof *m);
+    m->from = s->to;
+    m->to = s->from;
+    m->leader_id = -1;
+    switch (s->type) {
+    case KIQ_RAFT_VOTE: {
+        const kiq_vote_response_t *r = resp;
+        if (r->topics_n != 1 || r->topics->partitions_n != 1)
+            return false;
+        const kiq_vote_response_topics_partitions_t *p = r->topics->partitions;
+        m->type = KIQ_RAFT_VOTE_REPLY;
+        m->error = r->error_code ? r->error_code : p->error_code;
+        m->epoch = p->leader_epoch;
+        m->leader_id = p->leader_id;
+        m->vote_reply.granted = p->vote_granted && !m->error;
+        m->vote_reply.pre_vote = s->vote.pre_vote;
+        return true;
+    }
+    case KIQ_RAFT_BEGIN_EPOCH:
+        m->type = KIQ_RAFT_BEGIN_EPOCH_REPLY;
+        return read_begin_quorum_epoch(resp, m);
+    case KIQ_RAFT_END_EPOCH:
+        m->type = KIQ_RAFT_END_EPOCH_REPLY;
+        return read_end_quorum_epoch(resp, m);
+    case KIQ_RAFT_FETCH: {
+        const kiq_fetch_response_t *r = resp;
+        if (r->responses_n != 1 || r->responses->partitions_n != 1)
+            return false;
+        const kiq_fetch_response_responses_partitions_t *p = r->responses->partitions;
+        m->type = KIQ_RAFT_FETCH_REPLY;
+        m->error = r->error_code ? r->error_code : p->error_code;
+        m->epoch = p->current_leader.leader_epoch;
+        m->leader_id = p->current_leader.leader_id;
+        m->fetch_reply.high_watermark = p->high_watermark;
+        m->fetch_reply.offset = s->fetch.offset;
+        m->fetch_reply.diverging = (kiq_raft_epoch_end_t){ p->diverging_epoch.epoch, p->diverging_epoch.end_offset };
+        m->fetch_reply.snapshot = (kiq_raft_epoch_end_t){ p->snapshot_id.epoch, p->snapshot_id.end_offset };
+        return entries_of(p->records, a, &m->fetch_reply.entries, &m->fetch_reply.n_entries);
+    }
+    default:
+        return false;
+    }
+}
+
+/* ---- Raft's callbacks, under mu */
+
+static void on_answer(kiq_peer_call_t *call, int rc);
+
+static void submit(kiq_quorum_t *q, const kiq_raft_msg_t *m)
+{
+    int i = voter_index(q, m->to);
+    if (i < 0 || !q->links[i].rpc || q->stopping)
+        return;
+    out_call_t *c = calloc(1, sizeof *c);
+    if (!c)
+        abort();
+    kiq_arena_init(&c->arena);
+    c->q = q;
+    c->sent = *m;
+    size_t resp_size = 0;
+    c->call.request = request_of(m, &c->arena, &c->call.api_key, &resp_size);
+    c->call.version = -1;
+    c->call.arena = &c->arena;
+    c->call.response = zalloc(&c->arena, resp_size);
+    c->call.deadline_ns = kiq_clock_mono_ns() + q->cfg.request_timeout_ms * 1000000;
+    c->call.done = on_answer;
+    c->call.ctx = c;
+    kiq_peer_channel_submit(m->type == KIQ_RAFT_FETCH ? q->links[i].fetch : q->links[i].rpc, &c->call);
+}
+
+static void io_send(void *ctx, const kiq_raft_msg_t *m)
+{
+    kiq_quorum_t *q = ctx;
+    switch (m->type) {
+    case KIQ_RAFT_VOTE_REPLY:
+    case KIQ_RAFT_BEGIN_EPOCH_REPLY:
+    case KIQ_RAFT_END_EPOCH_REPLY:
+    case KIQ_RAFT_FETCH_REPLY:
+        if (q->reply) {
+            *q->reply = *m;
+            q->replied = true;
+        }
+        return;
+    case KIQ_RAFT_FETCH:
+        if (q->last_fetch_empty) {
+            q->held_fetch = *m;
+            q->fetch_held = true;
+            q->fetch_due_ms = now_ms() + FETCH_IDLE_MS;
+            return;
+        }
+        submit(q, m);
+        return;
+    default:
+        submit(q, m);
+    }
+}
+
+static int io_append(void *ctx, int64_t offset, const kiq_raft_entry_t *e, int n)
+{
+    kiq_quorum_t *q = ctx;
+    return kiq_quorum_log_append(q->log, offset, e, n);
+}
+
+static int io_truncate(void *ctx, int64_t end)
+{
+    kiq_quorum_t *q = ctx;
+    KIQ_INFO("controller quorum: metadata log cut back to offset %lld (entries the leader never had)",
+             (long long)end);
+    return kiq_quorum_log_truncate(q->log, end);
+}
+
+static int io_read(void *ctx, int64_t offset, const kiq_raft_entry_t **e, int *n)
+{
+    kiq_quorum_t *q = ctx;
+    return kiq_quorum_log_read(q->log, offset, FETCH_MAX_BYTES, e, n);
+}
+
+static int io_persist(void *ctx, const kiq_raft_quorum_state_t *s)
+{
+    kiq_quorum_t *q = ctx;
+    if (kiq_quorum_log_persist(q->log, s) != 0) {
+        KIQ_ERROR("controller quorum: cannot write the quorum state: %s", kiq_error_get());
+        return -1;
+    }
+    return 0;
+}
+
+/* A new leader's first entry: Kafka's LeaderChangeMessage control record. */
+static void propose_leader_change(kiq_quorum_t *q, int32_t epoch)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_leader_change_message_t m;
+    kiq_leader_change_message_init(&m);
+    m.leader_id = q->cfg.node_id;
+    m.voters_n = q->cfg.n_voters;
+    m.voters = zalloc(&a, (size_t)q->cfg.n_voters * sizeof *m.voters);
+    for (int i = 0; i < q->cfg.n_voters; i++) {
+        kiq_leader_change_message_voters_init(&m.voters[i]);
+        m.voters[i].voter_id = q->cfg.voters[i].id;
+    }
+    kiq_wr_t key, value, batch;
+    kiq_wr_init(&key);
+    kiq_wr_init(&value);
+    kiq_wr_init(&batch);
+    kiq_wr_i16(&key, 0); /* the control record key: version 0, type 2 (LEADER_CHANGE) */
+    kiq_wr_i16(&key, 2);
+    kiq_leader_change_message_encode(&value, 0, &m);
+    int64_t now = kiq_clock_wall_ms();
+    kiq_batch_builder_t bb;
+    kiq_batch_builder_init(&bb, KIQ_CODEC_NONE, now);
+    bb.control = true;
+    int64_t at;
+    if (key.err || value.err ||
+        kiq_batch_builder_add(&bb, key.buf, (int32_t)key.len, value.buf, (int32_t)value.len, NULL, 0, now) != 0 ||
+        kiq_batch_builder_finish(&bb, &batch) != 0 || batch.err ||
+        kiq_raft_propose(q->raft, 1, batch.buf, batch.len, &at) != 0)
+        KIQ_ERROR("controller quorum: epoch %d's leader change not written: %s", epoch, kiq_error_get());
+    kiq_batch_builder_free(&bb);
+    kiq_wr_free(&key);
+    kiq_wr_free(&value);
+    kiq_wr_free(&batch);
+    kiq_arena_reset(&a);
+}
+
+static void io_became(void *ctx, kiq_raft_role_t role, int32_t epoch, int32_t leader)
+{
+    kiq_quorum_t *q = ctx;
+    if (role != q->role || epoch != q->epoch || leader != q->leader)
+        KIQ_INFO("controller quorum: node %d is %s in epoch %d (leader %d)", q->cfg.node_id, kiq_raft_role_name(role),
+                 epoch, leader);
+    q->role = role;
+    q->epoch = epoch;
+    q->leader = leader;
+    if (role == KIQ_RAFT_LEADER)
+        propose_leader_change(q, epoch);
+    q->last_fetch_empty = false;
+    q->fetch_held = false;
+    pthread_cond_broadcast(&q->moved);
+}
+
+static void io_committed(void *ctx, int64_t hw)
+{
+    kiq_quorum_t *q = ctx;
+    q->hw = hw;
+    pthread_cond_broadcast(&q->moved);
+}
+
+static const kiq_raft_io_t IO = {
+    .send = io_send, .append = io_append, .truncate = io_truncate, .read = io_read,
+    .persist = io_persist, .became = io_became, .committed = io_committed,
+};
+
+/* A channel's worker: another voter answered (or did not). */
+static void on_answer(kiq_peer_call_t *call, int rc)
+{
+    out_call_t *c = call->ctx;
+    kiq_quorum_t *q = c->q;
+    kiq_raft_msg_t m;
+    if (rc == 0 && reply_of(c, call->response, &c->arena, &m)) {
+        pthread_mutex_lock(&q->mu);
+        if (!q->stopping) {
+            if (m.type == KIQ_RAFT_FETCH_REPLY)
+                q->last_fetch_empty = m.error == KIQ_ERR_NONE && m.fetch_reply.n_entries == 0 &&
+                                      m.fetch_reply.diverging.epoch < 0 && m.fetch_reply.snapshot.epoch < 0;
+            kiq_raft_receive(q->raft, now_ms(), &m);
+        }
+        pthread_mutex_unlock(&q->mu);
+    }
+    kiq_arena_reset(&c->arena);
+    free(c);
+}
+
+/* ---- the ticker */
+
+static int64_t tick_round(void *ctx)
+{
+    kiq_quorum_t *q = ctx;
+    pthread_mutex_lock(&q->mu);
+    int64_t now = now_ms();
+    kiq_raft_tick(q->raft, now);
+    if (q->fetch_held && now >= q->fetch_due_ms) {
+        q->fetch_held = false;
+        submit(q, &q->held_fetch);
+    }
+    bool moved = q->hw != q->told_hw || q->role != q->told_role || q->epoch != q->told_epoch;
+    q->told_hw = q->hw;
+    q->told_role = q->role;
+    q->told_epoch = q->epoch;
+    pthread_mutex_unlock(&q->mu);
+    if (moved && q->cfg.changed)
+        q->cfg.changed(q->cfg.ctx);
+    return TICK_MS;
+}
+
+/* ---- lifecycle */
+
+kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg)
+{
+    kiq_quorum_t *q = calloc(1, sizeof *q);
+    if (!q)
+        abort();
+    q->cfg = *cfg;
+    pthread_mutex_init(&q->mu, NULL);
+    kiq_cond_init_monotonic(&q->moved);
+    q->role = KIQ_RAFT_UNATTACHED;
+    q->leader = -1;
+    q->told_hw = -1;
+    int32_t ids[KIQ_RAFT_MAX_VOTERS];
+    for (int i = 0; i < cfg->n_voters; i++)
+        ids[i] = cfg->voters[i].id;
+    q->log = kiq_quorum_log_open(cfg->dir, ids, cfg->n_voters);
+    if (!q->log) {
+        kiq_quorum_free(q);
+        return NULL;
+    }
+    kiq_raft_config_t rc = {
+        .node_id = cfg->node_id, .n_voters = cfg->n_voters, .election_timeout_ms = cfg->election_timeout_ms,
+        .fetch_timeout_ms = cfg->fetch_timeout_ms, .election_backoff_max_ms = cfg->election_backoff_max_ms,
+        .request_timeout_ms = cfg->request_timeout_ms, .seed = (uint64_t)kiq_clock_system_mono_ns(),
+        .now_ms = now_ms(), .io = &IO, .ctx = q,
+    };
+    memcpy(rc.voters, ids, (size_t)cfg->n_voters * sizeof *ids);
+    kiq_quorum_log_fill(q->log, &rc);
+    q->epoch = rc.state.epoch;
+    q->raft = kiq_raft_new(&rc);
+    if (!q->raft) {
+        kiq_quorum_free(q);
+        return NULL;
+    }
+    return q;
+}
+
+int kiq_quorum_start(kiq_quorum_t *q)
+{
+    for (int i = 0; i < q->cfg.n_voters; i++) {
+        const kiq_voter_t *v = &q->cfg.voters[i];
+        if (v->id == q->cfg.node_id)
+            continue;
+        char name[64], peer[16];
+        snprintf(peer, sizeof peer, "%d", v->id);
+        kiq_peer_channel_config_t cc = { .name = name, .peer = peer, .host = v->host, .port = v->port,
+                                         .client_id = "kafkaiq-raft", .backoff_min_ms = 50,
+                                         .backoff_max_ms = 1000, .metrics = q->cfg.metrics };
+        snprintf(name, sizeof name, "raft-to-%d", v->id);
+        q->links[i].rpc = kiq_peer_channel_new(&cc);
+        snprintf(name, sizeof name, "raft-fetch-from-%d", v->id);
+        q->links[i].fetch = q->links[i].rpc ? kiq_peer_channel_new(&cc) : NULL;
+        if (!q->links[i].fetch)
+            return -1;
+    }
+    kiq_worker_config_t wc = { .name = "raft", .round = tick_round, .ctx = q };
+    q->ticker = kiq_worker_start(&wc);
+    return q->ticker ? 0 : -1;
+}
+
+void kiq_quorum_stop(kiq_quorum_t *q, bool resign)
+{
+    if (!q || !q->raft)
+        return;
+    pthread_mutex_lock(&q->mu);
+    bool first = !q->stopping;
+    /* a leader that leaves tells the others, so one of them runs at once */
+    if (first && resign)
+        kiq_raft_resign(q->raft, now_ms());
+    pthread_mutex_unlock(&q->mu);
+    if (!first)
+        return;
+    kiq_worker_stop(q->ticker);
+    q->ticker = NULL;
+    pthread_mutex_lock(&q->mu);
+    q->stopping = true;
+    pthread_cond_broadcast(&q->moved);
+    pthread_mutex_unlock(&q->mu);
+    for (int i = 0; i < q->cfg.n_voters; i++) {
+        kiq_peer_channel_stop(q->links[i].rpc);
+        kiq_peer_channel_stop(q->links[i].fetch);
+    }
+}
+
+void kiq_quorum_free(kiq_quorum_t *q)
+{
+    if (!q)
+        return;
+    kiq_quorum_stop(q, false);
+    for (int i = 0; i < q->cfg.n_voters; i++) {
+        kiq_peer_channel_free(q->links[i].rpc);
+        kiq_peer_channel_free(q->links[i].fetch);
+    }
+    kiq_raft_free(q->raft);
+    kiq_quorum_log_free(q->log);
+    pthread_cond_destroy(&q->moved);
+    pthread_mutex_destroy(&q->mu);
+    free(q);
+}
+
+/* ---- the other voters' requests */
+
+/* m handed to raft as from a request handler; its answer in *re. */
+static bool ask_raft(kiq_quorum_t *q, const kiq_raft_msg_t *m, kiq_raft_msg_t *re)
+{
+    q->reply = re;
+    q->replied = false;
+    kiq_raft_receive(q->raft, now_ms(), m);
+    q->reply = NULL;
+    return q->replied;
+}
+
+static bool is_metadata_topic(kiq_str_t name)
+{
+    return name.len == (int32_t)strlen(KIQ_METADATA_TOPIC) && memcmp(name.p, KIQ_METADATA_TOPIC, (size_t)name.len) == 0;
+}
+
+bool kiq_quorum_is_metadata_fetch(int16_t version, const kiq_fetch_request_t *req)
+{
+    if (req->topics_n != 1)
+        return false;
+    return version >= 13 ? memcmp(&req->topics->topic_id, &METADATA_TOPIC_ID, sizeof METADATA_TOPIC_ID) == 0
+                         : is_metadata_topic(req->topics->topic);
+}
+
+void kiq_quorum_vote(kiq_quorum_t *q, const kiq_vote_request_t *req, kiq_arena_t *arena, kiq_vote_response_t *resp)
+{
+    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !is_metadata_topic(req->topics->topic_name)) {
+        resp->error_code = KIQ_ERR_INVALID_REQUEST;
+        return;
+    }
+    const kiq_vote_request_topics_partitions_t *p = req->topics->partitions;
+    kiq_raft_msg_t m = { .type = KIQ_RAFT_VOTE, .from = p->replica_id, .to = q->cfg.node_id, .epoch = p->replica_epoch,
+                         .leader_id = -1 };
+    m.vote.last = (kiq_raft_epoch_end_t){ p->last_offset_epoch, p->last_offset };
+    m.vote.pre_vote = p->pre_vote;
+    kiq_raft_msg_t re = { 0 };
+    pthread_mutex_lock(&q->mu);
+    bool ok = ask_raft(q, &m, &re);
+    pthread_mutex_unlock(&q->mu);
+    resp->topics_n = 1;
+    resp->topics = zalloc(arena, sizeof *resp->topics);
+    kiq_vote_response_topics_init(resp->topics);
+    resp->topics->topic_name = astr(arena, KIQ_METADATA_TOPIC);
+    resp->topics->partitions_n = 1;
+    kiq_vote_response_topics_partitions_t *rp = resp->topics->partitions = zalloc(arena, sizeof *rp);
+    kiq_vote_response_topics_partitions_init(rp);
+    rp->error_code = ok ? re.error : KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    rp->leader_id = re.leader_id;
+    rp->leader_epoch = re.epoch;
+    rp->vote_granted = ok && re.vote_reply.granted;
+}
+
+/* BeginQuorumEpoch and EndQuorumEpoch answer in the same shape: resp of
+ * generated type prefix T (kiq_<T>_response_t). */
+#define EPOCH_ANSWER(T, arena, re, ok, resp)                                              \
+    do {                                                                                 \
+        (resp)->topics_n = 1;                                                            \
+        (resp)->topics = zalloc((arena), sizeof *(resp)->topics);                        \
+        kiq_##T##_response_topics_init((resp)->topics);                                  \
+        (resp)->topics->topic_name = astr((arena), KIQ_METADATA_TOPIC);                  \
+        (resp)->topics->partitions_n = 1;                                                \
+        kiq_##T##_response_topics_partitions_t *rp_ = (resp)->topics->partitions =       \
+            zalloc((arena), sizeof *rp_);                                                \
+        kiq_##T##_response_topics_partitions_init(rp_);                                  \
+        rp_->error_code = (ok) ? (re)->error : KIQ_ERR_UNKNOWN_SERVER_ERROR;             \
+        rp_->leader_id = (re)->leader_id;                                                \
+        rp_->leader_epoch = (re)->epoch;                                                 \
+    } while (0)
+
+void kiq_quorum_begin_epoch(kiq_quorum_t *q, const kiq_begin_quorum_epoch_request_t *req, kiq_arena_t *arena,
+                            kiq_begin_quorum_epoch_response_t *resp)
+{
+    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !is_metadata_topic(req->topics->topic_name)) {
+        resp->error_code = KIQ_ERR_INVALID_REQUEST;
+        return;
+    }
+    const kiq_begin_quorum_epoch_request_topics_partitions_t *p = req->topics->partitions;
+    kiq_raft_msg_t m = { .type = KIQ_RAFT_BEGIN_EPOCH, .from = p->leader_id, .to = q->cfg.node_id,
+                         .epoch = p->leader_epoch, .leader_id = p->leader_id };
+    kiq_raft_msg_t re = { 0 };
+    pthread_mutex_lock(&q->mu);
+    bool ok = ask_raft(q, &m, &re);
+    pthread_mutex_unlock(&q->mu);
+    EPOCH_ANSWER(begin_quorum_epoch, arena, &re, ok, resp);
+}
+
+void kiq_quorum_end_epoch(kiq_quorum_t *q, const kiq_end_quorum_epoch_request_t *req, kiq_arena_t *arena,
+                          kiq_end_quorum_epoch_response_t *resp)
+{
+    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !is_metadata_topic(req->topics->topic_name)) {
+        resp->error_code = KIQ_ERR_INVALID_REQUEST;
+        return;
+    }
+    const kiq_end_quorum_epoch_request_topics_partitions_t *p = req->topics->partitions;
+    kiq_raft_msg_t m = { .type = KIQ_RAFT_END_EPOCH, .from = p->leader_id, .to = q->cfg.node_id,
+                         .epoch = p->leader_epoch, .leader_id = p->leader_id };
+    /* v0 names the successors, v1 the candidates */
+    for (int i = 0; i < p->preferred_successors_n && m.end_epoch.n_successors < KIQ_RAFT_MAX_VOTERS; i++)
+        m.end_epoch.successors[m.end_epoch.n_successors++] = p->preferred_successors[i];
+    for (int i = 0; i < p->preferred_candidates_n && m.end_epoch.n_successors < KIQ_RAFT_MAX_VOTERS; i++)
+        m.end_epoch.successors[m.end_epoch.n_successors++] = p->preferred_candidates[i].candidate_id;
+    kiq_raft_msg_t re = { 0 };
+    pthread_mutex_lock(&q->mu);
+    bool ok = ask_raft(q, &m, &re);
+    pthread_mutex_unlock(&q->mu);
+    EPOCH_ANSWER(end_quorum_epoch, arena, &re, ok, resp);
+}
+
+void kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_t *req, kiq_arena_t *arena,
+                      kiq_fetch_response_t *resp)
+{
+    resp->responses_n = 1;
+    resp->responses = zalloc(arena, sizeof *resp->responses);
+    kiq_fetch_response_responses_init(resp->responses);
+    resp->responses->topic = astr(arena, KIQ_METADATA_TOPIC);
+    resp->responses->topic_id = METADATA_TOPIC_ID;
+    resp->responses->partitions_n = 1;
+    kiq_fetch_response_responses_partitions_t *rp = resp->responses->partitions = zalloc(arena, sizeof *rp);
+    kiq_fetch_response_responses_partitions_init(rp);
+    if (req->topics->partitions_n != 1 || req->topics->partitions->partition != 0) {
+        rp->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        return;
+    }
+    const kiq_fetch_request_topics_partitions_t *p = req->topics->partitions;
+    kiq_raft_msg_t m = { .type = KIQ_RAFT_FETCH, .from = version >= 15 ? req->replica_state.replica_id : req->replica_id,
+                         .to = q->cfg.node_id, .epoch = p->current_leader_epoch, .leader_id = -1 };
+    m.fetch.offset = p->fetch_offset;
+    m.fetch.last_epoch = p->last_fetched_epoch;
+    kiq_raft_msg_t re = { 0 };
+    pthread_mutex_lock(&q->mu);
+    bool ok = ask_raft(q, &m, &re);
+    if (ok) {
+        size_t len = 0;
+        for (int i = 0; i < re.fetch_reply.n_entries; i++)
+            len += re.fetch_reply.entries[i].len;
+        if (len) {
+            /* the entries live in the log's read buffer: copied before the lock goes */
+            uint8_t *bytes = kiq_arena_alloc(arena, len);
+            size_t at = 0;
+            for (int i = 0; i < re.fetch_reply.n_entries; i++) {
+                memcpy(bytes + at, re.fetch_reply.entries[i].data, re.fetch_reply.entries[i].len);
+                at += re.fetch_reply.entries[i].len;
+            }
+            rp->records = (kiq_bytes_t){ bytes, (int32_t)len };
+        }
+        rp->log_start_offset = 0;
+    }
+    pthread_mutex_unlock(&q->mu);
+    rp->error_code = ok ? re.error : KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    rp->high_watermark = re.fetch_reply.high_watermark;
+    rp->current_leader.leader_id = re.leader_id;
+    rp->current_leader.leader_epoch = re.epoch;
+    rp->diverging_epoch.epoch = re.fetch_reply.diverging.epoch;
+    rp->diverging_epoch.end_offset = re.fetch_reply.diverging.end_offset;
+    rp->snapshot_id.epoch = re.fetch_reply.snapshot.epoch;
+    rp->snapshot_id.end_offset = re.fetch_reply.snapshot.end_offset;
+}
+
+void kiq_quorum_describe(kiq_quorum_t *q, const kiq_describe_quorum_request_t *req, kiq_arena_t *arena,
+                         kiq_describe_quorum_response_t *resp)
+{
+    kiq_raft_view_t v;
+    kiq_quorum_view(q, &v);
+    int64_t wall = kiq_clock_wall_ms(), mono = now_ms();
+    resp->topics_n = 1;
+    resp->topics = zalloc(arena, sizeof *resp->topics);
+    kiq_describe_quorum_response_topics_init(resp->topics);
+    resp->topics->topic_name = astr(arena, KIQ_METADATA_TOPIC);
+    resp->topics->partitions_n = 1;
+    kiq_describe_quorum_response_topics_partitions_t *rp = resp->topics->partitions = zalloc(arena, sizeof *rp);
+    kiq_describe_quorum_response_topics_partitions_init(rp);
+    if (v.role != KIQ_RAFT_LEADER) {
+        /* only the leader knows every voter's place */
+        rp->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
+        rp->leader_id = v.leader_id;
+        rp->leader_epoch = v.epoch;
+        return;
+    }
+    rp->leader_id = v.leader_id;
+    rp->leader_epoch = v.epoch;
+    rp->high_watermark = v.high_watermark;
+    rp->current_voters_n = v.n_voters;
+    rp->current_voters = zalloc(arena, (size_t)(v.n_voters ? v.n_voters : 1) * sizeof *rp->current_voters);
+    for (int i = 0; i < v.n_voters; i++) {
+        kiq_describe_quorum_response_topics_partitions_current_voters_t *cv = &rp->current_voters[i];
+        kiq_describe_quorum_response_topics_partitions_current_voters_init(cv);
+        cv->replica_id = v.voters[i].id;
+        cv->log_end_offset = v.voters[i].log_end;
+        cv->last_fetch_timestamp = v.voters[i].last_fetch_ms < 0 ? -1 : wall - (mono - v.voters[i].last_fetch_ms);
+        cv->last_caught_up_timestamp =
+            v.voters[i].last_caught_up_ms < 0 ? -1 : wall - (mono - v.voters[i].last_caught_up_ms);
+    }
+}
+
+/* ---- the controller's side */
+
+int kiq_quorum_write(kiq_quorum_t *q, const kiq_metadata_record_t *records, size_t n, int64_t timeout_ms,
+                     int64_t *last_offset)
+{
+    kiq_wr_t batch;
+    kiq_wr_init(&batch);
+    if (kiq_quorum_log_batch(records, n, &batch) != 0) {
+        kiq_wr_free(&batch);
+        return KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&q->mu);
+    int64_t at;
+    int32_t epoch = q->epoch;
+    if (q->stopping || kiq_raft_propose(q->raft, (int32_t)n, batch.buf, batch.len, &at) != 0) {
+        rc = q->role == KIQ_RAFT_LEADER ? KIQ_ERR_UNKNOWN_SERVER_ERROR : KIQ_ERR_NOT_CONTROLLER;
+        if (rc == KIQ_ERR_NOT_CONTROLLER)
+            kiq_error_set("node %d is not the active controller (leader %d, epoch %d)", q->cfg.node_id, q->leader,
+                          q->epoch);
+    } else {
+        int64_t end = at + (int64_t)n, deadline = kiq_clock_system_mono_ns() + timeout_ms * 1000000;
+        while (q->hw < end && !q->stopping && q->role == KIQ_RAFT_LEADER && q->epoch == epoch &&
+               kiq_cond_wait_until(&q->moved, &q->mu, deadline))
+            ;
+        if (q->hw >= end) {
+            *last_offset = end - 1;
+        } else if (q->role != KIQ_RAFT_LEADER || q->epoch != epoch || q->stopping) {
+            rc = KIQ_ERR_NOT_CONTROLLER;
+            kiq_error_set("node %d lost the leadership (epoch %d) before a majority had the records", q->cfg.node_id,
+                          epoch);
+        } else {
+            rc = KIQ_ERR_REQUEST_TIMED_OUT;
+            kiq_error_set("no majority of the controller quorum took the records within %lld ms",
+                          (long long)timeout_ms);
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    kiq_wr_free(&batch);
+    return rc;
+}
+
+int kiq_quorum_replay(kiq_quorum_t *q, int64_t from, int64_t to, kiq_metadata_replay_fn cb, void *ctx)
+{
+    pthread_mutex_lock(&q->mu);
+    if (to > q->hw)
+        to = q->hw;
+    int rc = from < to ? kiq_quorum_log_replay(q->log, from, to, cb, ctx) : 0;
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+void kiq_quorum_view(kiq_quorum_t *q, kiq_raft_view_t *out)
+{
+    pthread_mutex_lock(&q->mu);
+    kiq_raft_view(q->raft, out);
+    pthread_mutex_unlock(&q->mu);
+}

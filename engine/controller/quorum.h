@@ -1,0 +1,86 @@
+/* The controller quorum on one node (Kafka's KafkaRaftClient): raft/raft.h's
+ * rules over the metadata log on disk (quorum_log.h), spoken to the other
+ * voters in Kafka's RPCs — Vote, BeginQuorumEpoch, EndQuorumEpoch and
+ * Fetch of `__cluster_metadata` — over one kept channel per voter
+ * (net/peer_channel.h), and answered here when they ask.
+ *
+ * The controller writes through it (kiq_quorum_write: its records are
+ * proposed and acknowledged once a majority of voters has them) and
+ * applies what is committed (kiq_quorum_replay), told by `changed`.
+ *
+ * Threads: a ticker (core/worker) keeps Raft's time and calls `changed`;
+ * the control-plane I/O threads call the handlers; each channel's worker
+ * hands its answers in. One mutex guards the Raft state and the log;
+ * `changed` runs with it released, so the hook may take its own lock
+ * first and then call back in (kiq_quorum_replay, _view). */
+#ifndef KIQ_CONTROLLER_QUORUM_H
+#define KIQ_CONTROLLER_QUORUM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/listeners.h"
+#include "controller/metadata_store.h"
+#include "core/arena.h"
+#include "metrics/registry.h"
+#include "proto/messages.h"
+#include "raft/raft.h"
+
+typedef struct kiq_quorum kiq_quorum_t;
+
+typedef struct kiq_quorum_config {
+    int32_t node_id;
+    const char *dir; /* the log directory holding __cluster_metadata-0 */
+    kiq_voter_t voters[KIQ_RAFT_MAX_VOTERS]; /* controller.quorum.voters */
+    int n_voters;
+    /* Kafka's controller.quorum.* settings */
+    int64_t election_timeout_ms, fetch_timeout_ms, election_backoff_max_ms, request_timeout_ms;
+    kiq_metrics_t *metrics; /* the channels report there (NULL: nowhere) */
+    /* The ticker's thread, the quorum's lock released: the high watermark
+     * or this node's role moved. */
+    void (*changed)(void *ctx);
+    void *ctx;
+} kiq_quorum_config_t;
+
+/* Opens the log and the quorum state. NULL with the reason. */
+kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg);
+/* Starts the ticker and the channels. 0 or -1. */
+int kiq_quorum_start(kiq_quorum_t *q);
+/* A leader resigns (EndQuorumEpoch) when `resign` (a clean stop; a
+ * crash, or a kill that plays one, leaves the others to time out), then
+ * the ticker and the channels stop and a waiting kiq_quorum_write returns
+ * NOT_CONTROLLER; idempotent, NULL is fine. Before the controller that
+ * writes through it goes. */
+void kiq_quorum_stop(kiq_quorum_t *q, bool resign);
+/* Stops, then frees. NULL is fine. */
+void kiq_quorum_free(kiq_quorum_t *q);
+
+/* The voters' requests, from a control-plane I/O thread: the answer in
+ * resp, its strings and records copied into arena. Fetch is the
+ * __cluster_metadata one (kiq_quorum_is_metadata_fetch). */
+void kiq_quorum_vote(kiq_quorum_t *q, const kiq_vote_request_t *req, kiq_arena_t *arena, kiq_vote_response_t *resp);
+void kiq_quorum_begin_epoch(kiq_quorum_t *q, const kiq_begin_quorum_epoch_request_t *req, kiq_arena_t *arena,
+                            kiq_begin_quorum_epoch_response_t *resp);
+void kiq_quorum_end_epoch(kiq_quorum_t *q, const kiq_end_quorum_epoch_request_t *req, kiq_arena_t *arena,
+                          kiq_end_quorum_epoch_response_t *resp);
+void kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_t *req, kiq_arena_t *arena,
+                      kiq_fetch_response_t *resp);
+void kiq_quorum_describe(kiq_quorum_t *q, const kiq_describe_quorum_request_t *req, kiq_arena_t *arena,
+                         kiq_describe_quorum_response_t *resp);
+/* Whether a Fetch asks for __cluster_metadata (by name or by its topic id). */
+bool kiq_quorum_is_metadata_fetch(int16_t version, const kiq_fetch_request_t *req);
+
+/* The leader's write: records proposed as one batch and waited for until
+ * a majority has them (at most timeout_ms). 0 with *last_offset; the
+ * Kafka error NOT_CONTROLLER when this node does not lead, or
+ * REQUEST_TIMED_OUT (the records may still commit later); the reason in
+ * the error slot. */
+int kiq_quorum_write(kiq_quorum_t *q, const kiq_metadata_record_t *records, size_t n, int64_t timeout_ms,
+                     int64_t *last_offset);
+/* The committed records [from, to) (to at most the high watermark). */
+int kiq_quorum_replay(kiq_quorum_t *q, int64_t from, int64_t to, kiq_metadata_replay_fn cb, void *ctx);
+void kiq_quorum_view(kiq_quorum_t *q, kiq_raft_view_t *out);
+/* The voter's control address, false for an id not among the voters. */
+bool kiq_quorum_voter_address(const kiq_quorum_t *q, int32_t id, const char **host, int *port);
+
+#endif
