@@ -1,8 +1,10 @@
 /* DescribeCluster: the brokers clients can reach (the live ones in cluster
  * mode; DescribeCluster v2's fenced brokers are not known here, so
  * include_fenced_brokers lists the same), the controller and the cluster
- * id. Only brokers answer: asking for the controllers' endpoints (type 2)
- * is Kafka's MISMATCHED_ENDPOINT_TYPE, any other type
+ * id. On a voter's control-plane listener it answers as Kafka's
+ * controllers do (KIP-919, what --bootstrap-controller asks): the
+ * voters' endpoints and the active one. Asking a listener for the other
+ * kind is Kafka's MISMATCHED_ENDPOINT_TYPE, an unknown type
  * UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0, which has no type). */
 #include <stdio.h>
 
@@ -17,11 +19,13 @@ int kiq_api_describe_cluster_handle(kiq_broker_t *b, kiq_request_t *r, const voi
     const kiq_describe_cluster_request_t *req = request;
     kiq_describe_cluster_response_t *out = response;
     int16_t v = r->header.api_version;
-    out->endpoint_type = ENDPOINT_BROKERS;
-    if (req->endpoint_type != ENDPOINT_BROKERS) {
-        if (req->endpoint_type == ENDPOINT_CONTROLLERS) {
-            kiq_error_set("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
-                          "CONTROLLER");
+    bool controllers = r->listener == KIQ_LISTENER_CONTROL && b->quorum;
+    int8_t here = controllers ? ENDPOINT_CONTROLLERS : ENDPOINT_BROKERS;
+    out->endpoint_type = here;
+    if (req->endpoint_type != here) {
+        if (req->endpoint_type == ENDPOINT_CONTROLLERS || req->endpoint_type == ENDPOINT_BROKERS) {
+            kiq_error_set("The request was sent to an endpoint of type %s, but we wanted an endpoint of type %s",
+                          controllers ? "CONTROLLER" : "BROKER", controllers ? "BROKER" : "CONTROLLER");
             out->error_code = v >= 1 ? KIQ_ERR_MISMATCHED_ENDPOINT_TYPE : KIQ_ERR_INVALID_REQUEST;
         } else {
             kiq_error_set("Unsupported endpoint type %d", req->endpoint_type);
@@ -32,6 +36,19 @@ int kiq_api_describe_cluster_handle(kiq_broker_t *b, kiq_request_t *r, const voi
     }
     out->cluster_id = kiq_request_str(r, b->cluster_id);
     if (req->include_cluster_authorized_operations) out->cluster_authorized_operations = KIQ_ACL_CLUSTER_OPERATIONS;
+    if (controllers) {
+        out->controller_id = kiq_broker_controller_id(b);
+        out->brokers_n = b->nvoters;
+        out->brokers = kiq_arena_calloc(&r->arena, (size_t)b->nvoters, sizeof *out->brokers);
+        for (int i = 0; i < b->nvoters; i++) {
+            kiq_describe_cluster_response_brokers_init(&out->brokers[i]);
+            out->brokers[i].broker_id = b->voters[i].id;
+            out->brokers[i].host = KIQ_STR(b->voters[i].host);
+            out->brokers[i].port = b->voters[i].port;
+            out->brokers[i].rack = KIQ_STR_NULL;
+        }
+        return KIQ_HANDLER_RESPOND;
+    }
     kiq_cached_broker_t *list = NULL;
     int n = kiq_api_live_brokers(b, r, &list);
     int32_t controller = kiq_broker_controller_id(b);

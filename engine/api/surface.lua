@@ -55,7 +55,7 @@ return {
   { "ElectLeaders", planes = "both" },
   { "IncrementalAlterConfigs", planes = "both" },
   { "OffsetDelete", planes = "data" },
-  { "DescribeCluster", planes = "data" },
+  { "DescribeCluster", planes = "both" },
   { "DescribeProducers", planes = "data" },
   { "DescribeTransactions", planes = "data" },
   { "ListTransactions", planes = "data" },
@@ -73,7 +73,7 @@ return {
   { "Vote", planes = "control" },
   { "BeginQuorumEpoch", planes = "control" },
   { "EndQuorumEpoch", planes = "control" },
-  { "DescribeQuorum", planes = "control" },
+  { "DescribeQuorum", planes = "both" },
   -- the controller's pushes to every broker
   { "UpdateMetadata", planes = "control" },
   { "LeaderAndIsr", planes = "control" },

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/metadata_log.h"
 #include "controller/quorum_log.h"
 #include "core/clock.h"
 #include "core/cond.h"
@@ -56,6 +55,11 @@ struct kiq_quorum {
     kiq_raft_role_t told_role;
     int32_t told_epoch;
     bool stopping;
+    /* the network as a test breaks it: a paused voter neither ticks nor
+     * talks (a stopped process); traffic with a cut voter is dropped both
+     * ways, as a lost message is */
+    bool paused;
+    bool cut[KIQ_RAFT_MAX_VOTERS];
 };
 
 /* One request to another voter, from submit to its callback. */
@@ -303,7 +307,7 @@ static void on_answer(kiq_peer_call_t *call, int rc);
 static void submit(kiq_quorum_t *q, const kiq_raft_msg_t *m)
 {
     int i = voter_index(q, m->to);
-    if (i < 0 || !q->links[i].rpc || q->stopping)
+    if (i < 0 || !q->links[i].rpc || q->stopping || q->paused || q->cut[i])
         return;
     out_call_t *c = calloc(1, sizeof *c);
     if (!c)
@@ -453,7 +457,8 @@ static void on_answer(kiq_peer_call_t *call, int rc)
     kiq_raft_msg_t m;
     if (rc == 0 && reply_of(c, call->response, &c->arena, &m)) {
         pthread_mutex_lock(&q->mu);
-        if (!q->stopping) {
+        int from = voter_index(q, m.from);
+        if (!q->stopping && !q->paused && from >= 0 && !q->cut[from]) {
             if (m.type == KIQ_RAFT_FETCH_REPLY)
                 q->last_fetch_empty = m.error == KIQ_ERR_NONE && m.fetch_reply.n_entries == 0 &&
                                       m.fetch_reply.diverging.epoch < 0 && m.fetch_reply.snapshot.epoch < 0;
@@ -472,8 +477,9 @@ static int64_t tick_round(void *ctx)
     kiq_quorum_t *q = ctx;
     pthread_mutex_lock(&q->mu);
     int64_t now = now_ms();
-    kiq_raft_tick(q->raft, now);
-    if (q->fetch_held && now >= q->fetch_due_ms) {
+    if (!q->paused)
+        kiq_raft_tick(q->raft, now);
+    if (q->fetch_held && !q->paused && now >= q->fetch_due_ms) {
         q->fetch_held = false;
         submit(q, &q->held_fetch);
     }
@@ -590,9 +596,16 @@ void kiq_quorum_free(kiq_quorum_t *q)
 
 /* ---- the other voters' requests */
 
-/* m handed to raft as from a request handler; its answer in *re. */
+/* m handed to raft as from a request handler; its answer in *re. A
+ * request that does not reach raft (paused, cut) gets an answer of no
+ * epoch and no leader, which the sender drops as stale. */
 static bool ask_raft(kiq_quorum_t *q, const kiq_raft_msg_t *m, kiq_raft_msg_t *re)
 {
+    int from = voter_index(q, m->from);
+    if (q->paused || (from >= 0 && q->cut[from])) {
+        re->epoch = re->leader_id = -1;
+        return false;
+    }
     q->reply = re;
     q->replied = false;
     kiq_raft_receive(q->raft, now_ms(), m);
@@ -833,6 +846,23 @@ int kiq_quorum_replay(kiq_quorum_t *q, int64_t from, int64_t to, kiq_metadata_re
     int rc = from < to ? kiq_quorum_log_replay(q->log, from, to, cb, ctx) : 0;
     pthread_mutex_unlock(&q->mu);
     return rc;
+}
+
+void kiq_quorum_pause(kiq_quorum_t *q, bool paused)
+{
+    pthread_mutex_lock(&q->mu);
+    q->paused = paused;
+    pthread_mutex_unlock(&q->mu);
+}
+
+void kiq_quorum_cut(kiq_quorum_t *q, int32_t voter, bool cut)
+{
+    int i = voter_index(q, voter);
+    if (i < 0)
+        return;
+    pthread_mutex_lock(&q->mu);
+    q->cut[i] = cut;
+    pthread_mutex_unlock(&q->mu);
 }
 
 void kiq_quorum_view(kiq_quorum_t *q, kiq_raft_view_t *out)

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "config/listeners.h"
-#include "controller/metadata_store.h"
+#include "controller/quorum_log.h"
 #include "core/arena.h"
 #include "metrics/registry.h"
 #include "proto/messages.h"
@@ -80,6 +80,13 @@ int kiq_quorum_write(kiq_quorum_t *q, const kiq_metadata_record_t *records, size
 /* The committed records [from, to) (to at most the high watermark). */
 int kiq_quorum_replay(kiq_quorum_t *q, int64_t from, int64_t to, kiq_metadata_replay_fn cb, void *ctx);
 void kiq_quorum_view(kiq_quorum_t *q, kiq_raft_view_t *out);
+
+/* Faults a test injects. A paused voter stops its clock and drops all
+ * Raft traffic (a process stopped with SIGSTOP: a leader comes back still
+ * believing it leads, until a higher epoch fences it); a cut drops the
+ * traffic between this voter and one other, both ways. */
+void kiq_quorum_pause(kiq_quorum_t *q, bool paused);
+void kiq_quorum_cut(kiq_quorum_t *q, int32_t voter, bool cut);
 /* The voter's control address, false for an id not among the voters. */
 bool kiq_quorum_voter_address(const kiq_quorum_t *q, int32_t id, const char **host, int *port);
 

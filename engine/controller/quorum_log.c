@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "controller/metadata_log.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
@@ -246,7 +245,11 @@ static int replay_record(const kiq_record_t *rec, void *arg)
     if (rc == KIQ_METADATA_RECORD_UNKNOWN) {
         KIQ_WARN(KIQ_METADATA_TOPIC " record at offset %lld skipped: %s", (long long)rec->offset, kiq_error_get());
         rc = 0;
-    } else if (rc == 0) {
+    } else if (rc != 0) {
+        char reason[512]; /* the slot itself cannot be an argument of kiq_error_set */
+        snprintf(reason, sizeof reason, "%s", kiq_error_get());
+        kiq_error_set(KIQ_METADATA_TOPIC " record at offset %lld: %s", (long long)rec->offset, reason);
+    } else {
         rc = c->stopped = c->cb(c->ctx, rec->offset, &r);
     }
     kiq_arena_reset(&arena);

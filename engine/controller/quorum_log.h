@@ -13,9 +13,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "controller/metadata_store.h"
+#include "controller/metadata_record.h"
+#include "log/log_names.h"
 #include "proto/writer.h"
 #include "raft/raft.h"
+
+#define KIQ_METADATA_PARTITION_DIR "__cluster_metadata-0"
+
+/* Called by a replay for each record in order; the record's arrays and
+ * strings live only during the call. Returns 0 to go on; anything else
+ * stops the replay, which then returns it. */
+typedef int (*kiq_metadata_replay_fn)(void *ctx, int64_t offset, const kiq_metadata_record_t *r);
 
 typedef struct kiq_quorum_log kiq_quorum_log_t;
 
@@ -43,7 +51,8 @@ int kiq_quorum_log_persist(kiq_quorum_log_t *l, const kiq_raft_quorum_state_t *s
 int64_t kiq_quorum_log_end(kiq_quorum_log_t *l);
 
 /* The metadata records [from, to) in offset order (control batches
- * skipped), as the store's replay gives them. */
+ * skipped; records of an unknown type skipped with a warning; one that
+ * does not decode stops the replay with its offset). */
 int kiq_quorum_log_replay(kiq_quorum_log_t *l, int64_t from, int64_t to, kiq_metadata_replay_fn cb, void *ctx);
 
 /* One batch of the records, for kiq_raft_propose (its offset and epoch

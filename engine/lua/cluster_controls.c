@@ -182,6 +182,29 @@ static int l_set_add(lua_State *L)
     return 1;
 }
 
+/* set:pause(id, paused) -> true | nil, err: the broker stops (or resumes)
+ * heartbeating, replicating and its Raft traffic, as a stopped process. */
+static int l_set_pause(lua_State *L)
+{
+    lua_set_t *us = check_set(L);
+    int32_t id = (int32_t)luaL_checkinteger(L, 2);
+    if (kiq_broker_set_do(us->s, id, lua_toboolean(L, 3) ? KIQ_BROKER_PAUSE : KIQ_BROKER_RESUME) != 0)
+        return kiq_lua_fail(L, kiq_error_get());
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* set:cut(from, to, cut) -> true | nil, err: `to` stops (or resumes)
+ * replicating from `from`; the two voters' Raft traffic goes with it. */
+static int l_set_cut(lua_State *L)
+{
+    lua_set_t *us = check_set(L);
+    int32_t from = (int32_t)luaL_checkinteger(L, 2), to = (int32_t)luaL_checkinteger(L, 3);
+    if (kiq_broker_set_cut(us->s, from, to, lua_toboolean(L, 4)) != 0) return kiq_lua_fail(L, kiq_error_get());
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 /* set:free(), also its __gc: operations queued and not begun are dropped. */
 int kiq_lua_broker_set_free(lua_State *L)
 {
@@ -193,6 +216,8 @@ int kiq_lua_broker_set_free(lua_State *L)
 
 const luaL_Reg kiq_lua_broker_set_methods[] = {
     {"add", l_set_add},
+    {"pause", l_set_pause},
+    {"cut", l_set_cut},
     {"free", kiq_lua_broker_set_free},
     {NULL, NULL},
 };

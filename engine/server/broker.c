@@ -1007,6 +1007,16 @@ void kiq_broker_pause_fetching(kiq_broker_t *b, int32_t leader, bool paused)
     if (b->replicas) kiq_replica_manager_pause_fetching(b->replicas, leader, paused);
 }
 
+void kiq_broker_pause_quorum(kiq_broker_t *b, bool paused)
+{
+    if (b->quorum) kiq_quorum_pause(b->quorum, paused);
+}
+
+void kiq_broker_cut_quorum(kiq_broker_t *b, int32_t voter, bool cut)
+{
+    if (b->quorum) kiq_quorum_cut(b->quorum, voter, cut);
+}
+
 /* The fault rules live with the interceptors (their implementation keeps
  * them: server/interceptors.h). */
 static int no_faults(kiq_broker_t *b)

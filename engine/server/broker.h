@@ -232,6 +232,11 @@ void kiq_broker_set_interceptors(kiq_broker_t *b, const kiq_interceptor_ops_t *o
  * and stops (or resumes) replicating from leader `leader`. */
 void kiq_broker_pause_heartbeats(kiq_broker_t *b, bool paused);
 void kiq_broker_pause_fetching(kiq_broker_t *b, int32_t leader, bool paused);
+/* Any thread: this voter's Raft traffic stops (or resumes) as a stopped
+ * process's would; or its traffic with voter `voter` is cut (or healed).
+ * Nothing on a broker that is not a voter. */
+void kiq_broker_pause_quorum(kiq_broker_t *b, bool paused);
+void kiq_broker_cut_quorum(kiq_broker_t *b, int32_t voter, bool cut);
 /* Any thread: a fault rule added (its id, > 0), removed (0), or the
  * rules as an array "faults" (0); -1 with the reason, also when the
  * broker has no interceptors to keep them. */

@@ -310,6 +310,7 @@ void kiq_broker_lifecycle_shut_down(kiq_broker_lifecycle_t *lc)
     stop_thread(lc);
     if (lc->epoch < 0 || lc->paused) return;
     const kiq_broker_identity_t *b = &lc->b;
+    follow_controller(lc); /* the quorum may have moved since the last round */
     int rc = do_heartbeat(lc, lc->epoch, true);
     if (rc != 0)
         KIQ_WARN("[KafkaIQ broker %d] no controlled shutdown: %s; its leaderships move when the controller "

@@ -52,11 +52,16 @@ static member_t *member(kiq_broker_set_t *s, int32_t id)
     return NULL;
 }
 
-/* Follower f's fetching from every other broker as its pause and links say. */
+/* Follower f's fetching from every other broker as its pause and links
+ * say; its Raft traffic too (with a voter cut either way, none). */
 static void apply_links(kiq_broker_set_t *s, int f)
 {
-    for (int l = 0; l < s->n; l++)
-        if (l != f) kiq_broker_pause_fetching(s->m[f].b, s->m[l].id, s->m[f].paused || s->cut[l][f]);
+    kiq_broker_pause_quorum(s->m[f].b, s->m[f].paused);
+    for (int l = 0; l < s->n; l++) {
+        if (l == f) continue;
+        kiq_broker_pause_fetching(s->m[f].b, s->m[l].id, s->m[f].paused || s->cut[l][f]);
+        kiq_broker_cut_quorum(s->m[f].b, s->m[l].id, s->cut[l][f] || s->cut[f][l]);
+    }
 }
 
 /* The supervisor: one queued operation a round, outside the lock. */
@@ -178,6 +183,7 @@ int kiq_broker_set_cut(kiq_broker_set_t *s, int32_t from, int32_t to, bool cut)
     pthread_mutex_lock(&s->lock);
     s->cut[l - s->m][f - s->m] = cut;
     apply_links(s, (int)(f - s->m));
+    apply_links(s, (int)(l - s->m));
     pthread_mutex_unlock(&s->lock);
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "controller/controller.h"
+#include "controller/quorum.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
@@ -304,6 +305,29 @@ void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_
     forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
     f->call.response = resp;
     send_forward(f, KIQ_API_ELECT_LEADERS, req, elected);
+}
+
+static void quorum_described(forward_t *f, int rc)
+{
+    if (rc == 0) return;
+    kiq_describe_quorum_response_t *resp = f->call.response;
+    kiq_describe_quorum_response_init(resp);
+    resp->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
+    resp->error_message = error_text(f->arena);
+}
+
+void kiq_controller_link_describe_quorum(kiq_broker_t *b, const kiq_describe_quorum_request_t *req, int timeout_ms,
+                                         kiq_arena_t *arena, kiq_describe_quorum_response_t *resp,
+                                         kiq_link_done_fn done, void *ctx)
+{
+    if (b->quorum && kiq_broker_active_controller(b)) {
+        kiq_quorum_describe(b->quorum, req, arena, resp);
+        done(ctx);
+        return;
+    }
+    forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
+    f->call.response = resp;
+    send_forward(f, KIQ_API_DESCRIBE_QUORUM, req, quorum_described);
 }
 
 /* Both responses list the resources in the request's order, alike. */

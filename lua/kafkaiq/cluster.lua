@@ -3,16 +3,18 @@
 -- broker, cut or slow the replication link between two, and read every
 -- replica's state. Reached as kiq.cluster{...} (lua/kafkaiq.lua).
 --
--- Broker 0 hosts the controller (on its control-plane listener); every
--- broker registers with it and takes its orders there.
+-- The first `voters` brokers (1 unless told) are the controller quorum's
+-- voters, on their control-plane listeners; the quorum's leader is the
+-- active controller, every broker registers with it and takes its orders
+-- there.
 
 local M = {}
 local Cluster = {}
 Cluster.__index = Cluster
 
-local cluster_opts = { brokers = true, dir = true, host = true }
+local cluster_opts = { brokers = true, dir = true, host = true, voters = true }
 
--- M.new(kiq, { brokers = 3, dir = nil, host = "127.0.0.1", ["kafka.name"] = value, ... })
+-- M.new(kiq, { brokers = 3, voters = 1, dir = nil, host = "127.0.0.1", ["kafka.name"] = value, ... })
 -- -> cluster | nil, err. Waits (bounded) until every broker registered.
 function M.new(kiq, opts)
   opts = opts or {}
@@ -24,16 +26,25 @@ function M.new(kiq, opts)
   end
   local n = opts.brokers or 3
   if type(n) ~= "number" or n < 1 or n ~= math.floor(n) then error("cluster: brokers must be a positive integer", 3) end
+  local nv = opts.voters or 1
+  if type(nv) ~= "number" or nv < 1 or nv > n or nv ~= math.floor(nv) then
+    error("cluster: voters must be an integer from 1 to brokers", 3)
+  end
   local host = opts.host or "127.0.0.1"
-  local control_port = kiq.core.free_port()
-  local self = setmetatable({ kiq = kiq, n = n, brokers = {}, host = host, links = {} }, Cluster)
+  local ports, taken, voters = {}, {}, {}
+  for id = 0, nv - 1 do
+    repeat ports[id] = kiq.core.free_port() until not taken[ports[id]]
+    taken[ports[id]] = true
+    voters[#voters + 1] = ("%d@%s:%d"):format(id, host, ports[id])
+  end
+  local self = setmetatable({ kiq = kiq, n = n, voters = nv, brokers = {}, host = host }, Cluster)
   local rf = tostring(math.min(3, n))
   for id = 0, n - 1 do
     local cfg = {
       id = id, host = host,
-      control_port = id == 0 and control_port or 0,
+      control_port = ports[id] or 0,
       dir = opts.dir and (opts.dir .. "/broker-" .. id) or nil,
-      ["controller.quorum.voters"] = ("0@%s:%d"):format(host, control_port),
+      ["controller.quorum.voters"] = table.concat(voters, ","),
       ["default.replication.factor"] = rf,
       ["offsets.topic.replication.factor"] = rf,
     }
@@ -62,7 +73,7 @@ function M.new(kiq, opts)
     end
   end
   local ok, err = kiq.wait_for(function()
-    local c = self.brokers[0]:controller()
+    local c = self:controller()
     if not c then return false end
     local live = 0
     for _, b in pairs(c.brokers) do
@@ -116,9 +127,46 @@ function Cluster:journey(topic, partition, offset)
   return self.kiq.merge_journeys(parts)
 end
 
--- The controller's view: brokers (epoch, fenced) and every partition's
--- leader, leader epoch, replicas and ISR.
-function Cluster:controller() return self.brokers[0]:controller() end
+-- The active controller's view: brokers (epoch, fenced) and every
+-- partition's leader, leader epoch, replicas and ISR; and its broker id.
+-- nil while no voter leads.
+function Cluster:controller()
+  for id = 0, self.voters - 1 do
+    local b = self.brokers[id]
+    local view = b and b:running() and b:controller()
+    if view then return view, id end
+  end
+end
+
+-- The quorum as its leader sees it (b:state().quorum: role, epoch,
+-- leader, high watermark, log end, each voter's log end, lag and last
+-- fetch), or nil while none leads. Of two voters that think they lead
+-- (one cut off or paused, not yet fenced), the one of the higher epoch.
+function Cluster:quorum()
+  local best
+  for id = 0, self.voters - 1 do
+    local b = self.brokers[id]
+    local q = b and b:running() and b:state().quorum
+    if q and q.role == "leader" and (not best or q.epoch > best.epoch) then best = q end
+  end
+  return best
+end
+
+-- Each running voter's own view of the quorum, by broker id.
+function Cluster:quorum_views()
+  local out = {}
+  for id = 0, self.voters - 1 do
+    local b = self.brokers[id]
+    if b and b:running() then out[id] = b:state().quorum end
+  end
+  return out
+end
+
+local function active_handle(self)
+  local _, id = self:controller()
+  if not id then return nil end
+  return self.brokers[id].handle
+end
 
 -- One partition across the cluster: the controller's leader, epochs,
 -- replicas and ISR, and each replica's own state (role, leader epoch,
@@ -188,37 +236,33 @@ function Cluster:kill(id) self:broker(id):kill() end
 function Cluster:stop_broker(id) self:broker(id):stop() end
 function Cluster:restart(id) return self:broker(id):restart() end
 
--- A paused broker keeps serving its clients but stops heartbeating and
--- replicating, as a process stopped with SIGSTOP would look to the others
--- (its requests still being answered is the difference).
+-- A paused broker keeps serving its clients but stops heartbeating,
+-- replicating and, a voter, its Raft traffic and clock, as a process
+-- stopped with SIGSTOP would look to the others (its requests still being
+-- answered is the difference).
 function Cluster:pause(id)
-  local b = self:broker(id)
-  b.handle:pause_heartbeats(true)
-  for other = 0, self.n - 1 do
-    if other ~= id then b.handle:pause_fetching(other, true) end
-  end
+  self:broker(id)
+  assert(self.set:pause(id, true))
 end
 
 function Cluster:resume(id)
-  local b = self:broker(id)
-  b.handle:pause_heartbeats(false)
-  for other = 0, self.n - 1 do
-    if other ~= id and not self.links[other .. ">" .. id] then b.handle:pause_fetching(other, false) end
-  end
+  self:broker(id)
+  assert(self.set:pause(id, false))
 end
 
 -- Cuts replication from leader `from` to follower `to` (both = true: also
 -- the other way). The follower stops fetching; it leaves the ISR after
--- replica.lag.time.max.ms.
+-- replica.lag.time.max.ms. Two voters cut either way lose their Raft
+-- traffic both ways.
 function Cluster:cut(from, to, opts)
-  self:broker(to).handle:pause_fetching(from, true)
-  self.links[from .. ">" .. to] = true
+  self:broker(from)
+  self:broker(to)
+  assert(self.set:cut(from, to, true))
   if opts and opts.both then self:cut(to, from) end
 end
 
 function Cluster:heal(from, to, opts)
-  self.links[from .. ">" .. to] = nil
-  self:broker(to).handle:pause_fetching(from, false)
+  assert(self.set:cut(from, to, false))
   if opts and opts.both then self:heal(to, from) end
 end
 
@@ -234,14 +278,24 @@ end
 -- Preferred-leader election now: partitions led away from their first
 -- replica (after a failover) go back to it when it is in the ISR; what
 -- auto.leader.rebalance.enable does every leader.imbalance.check.interval.seconds.
-function Cluster:elect_preferred_leaders() return self.brokers[0].handle:elect_preferred_leaders() end
-function Cluster:move_leader(topic, partition, to) return self.brokers[0].handle:move_leader(topic, partition, to) end
+function Cluster:elect_preferred_leaders()
+  local h = active_handle(self)
+  if not h then return nil, "no active controller" end
+  return h:elect_preferred_leaders()
+end
+
+function Cluster:move_leader(topic, partition, to)
+  local h = active_handle(self)
+  if not h then return nil, "no active controller" end
+  return h:move_leader(topic, partition, to)
+end
 
 function Cluster:stop()
   -- no operation from HTTP meanwhile
   if self.set then self.set:free() end
   self.set = nil
-  -- the controller (broker 0) goes last, so the others still reach it
+  -- the voters go last (broker 0 last of all), so the others still reach
+  -- a controller
   for id = self.n - 1, 0, -1 do
     local b = self.brokers[id]
     if b and b:running() then b:stop() end

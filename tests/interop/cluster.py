@@ -208,7 +208,7 @@ class ClusterBroker:
                "--override", f"listeners=PLAINTEXT://{self.host}:{self.port},"
                              f"CONTROLLER://{self.host}:{self.control_port}",
                "--override", "control.plane.listener.name=CONTROLLER",
-               "--override", f"controller.quorum.voters={CONTROLLER_ID}@{HOST}:{c.controller_port}",
+               "--override", f"controller.quorum.voters={c.voters_spec}",
                "--override", f"log.dirs={self.data_dir}",
                "--override", f"kafkaiq.http.listener={self.http}"]
         for kv in c.overrides:
@@ -283,14 +283,16 @@ class ClusterBroker:
 
 
 class Cluster:
-    """n brokers in n processes, broker 0 hosting the controller."""
+    """n brokers in n processes; the controller quorum's voters are
+    broker 0 alone unless voters names more (combined nodes)."""
 
-    def __init__(self, workdir, n=3, overrides=CLUSTER_OVERRIDES):
+    def __init__(self, workdir, n=3, overrides=CLUSTER_OVERRIDES, voters=(CONTROLLER_ID,)):
         self.workdir = pathlib.Path(workdir)
         self.overrides = list(overrides)
+        self.voters = tuple(voters)
         ports = free_ports(3 * n)
         self.brokers = [ClusterBroker(self, i, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]) for i in range(n)]
-        self.controller_port = self.brokers[CONTROLLER_ID].control_port
+        self.voters_spec = ",".join(f"{v}@{HOST}:{self.brokers[v].control_port}" for v in self.voters)
 
     def __getitem__(self, i):
         return self.brokers[i]
@@ -312,7 +314,7 @@ class Cluster:
         for b in self.brokers:
             b.resume()
         problems = []
-        for b in sorted(self.brokers, key=lambda b: b.id == CONTROLLER_ID):
+        for b in sorted(self.brokers, key=lambda b: b.id in self.voters):
             try:
                 b.stop()
             except AssertionError as e:
@@ -333,15 +335,15 @@ class Cluster:
 
     def wait_registered(self, timeout=REGISTER_TIMEOUT):
         """Until every running broker's Metadata lists all running brokers
-        and names the controller."""
+        and names one controller, a voter."""
         want = {b.id for b in self.alive()}
 
         def ok():
+            named = set()
             for b in self.alive():
                 md = b.metadata()
-                if set(md["brokers"]) != want or md["controller"] != CONTROLLER_ID:
-                    return False
-            return True
+                named.add(md["controller"] if set(md["brokers"]) == want else None)
+            return len(named) == 1 and named.pop() in self.voters
         wait_until(ok, timeout, f"brokers {sorted(want)} registered and seen by all")
 
     def partitions(self, topic, via=None):

@@ -19,8 +19,8 @@
 #include <cmocka.h>
 
 #include "controller/metadata_image.h"
-#include "controller/metadata_log.h"
 #include "controller/metadata_record.h"
+#include "controller/quorum_log.h"
 #include "core/error.h"
 #include "proto/errors.h"
 #include "record/batch.h"
@@ -277,12 +277,36 @@ static int collect(void *ctx, int64_t offset, const kiq_metadata_record_t *r)
     return 0;
 }
 
-static int replay(kiq_metadata_store_t *st, seen_t *s, kiq_metadata_image_t *img)
+static int replay(kiq_quorum_log_t *st, seen_t *s, kiq_metadata_image_t *img)
 {
     memset(s, 0, sizeof *s);
     s->stop_at = -1;
     s->img = img;
-    return kiq_metadata_store_replay(st, collect, s);
+    return kiq_quorum_log_replay(st, 0, kiq_quorum_log_end(st), collect, s);
+}
+
+/* The log of a lone voter, as the controller's quorum opens it. */
+static kiq_quorum_log_t *open_log(const kiq_test_log_dir_t *ld)
+{
+    static const int32_t voter = 0;
+    return kiq_quorum_log_open(ld->root, &voter, 1);
+}
+
+/* records[0..n) as one batch of epoch 1 at the log end (none when n is
+ * 0); *last (if asked) gets the log's last offset. */
+static int append(kiq_quorum_log_t *st, const kiq_metadata_record_t *records, size_t n, int64_t *last)
+{
+    int rc = 0;
+    if (n > 0) {
+        kiq_wr_t w;
+        kiq_wr_init(&w);
+        rc = kiq_quorum_log_batch(records, n, &w);
+        kiq_raft_entry_t e = { 1, (int32_t)n, w.buf, w.len };
+        if (rc == 0) rc = kiq_quorum_log_append(st, kiq_quorum_log_end(st), &e, 1);
+        kiq_wr_free(&w);
+    }
+    if (last) *last = kiq_quorum_log_end(st) - 1;
+    return rc;
 }
 
 static void segment_path(const kiq_test_log_dir_t *ld, char *out, size_t n)
@@ -324,9 +348,9 @@ static void test_append_replay_across_reopen(void **state)
     kiq_test_log_dir_t *ld = kiq_test_log_dir_new("metadata", NULL);
     assert_non_null(ld);
     *state = ld;
-    kiq_metadata_store_t *st = kiq_metadata_log_new(ld->root);
+    kiq_quorum_log_t *st = open_log(ld);
     assert_non_null(st);
-    assert_int_equal(kiq_metadata_log_end_offset(st), 0);
+    assert_int_equal(kiq_quorum_log_end(st), 0);
     seen_t s;
     assert_int_equal(replay(st, &s, NULL), 0);
     assert_int_equal(s.n, 0);
@@ -340,14 +364,14 @@ static void test_append_replay_across_reopen(void **state)
     add_partition(&b, 1, 0, 1, 2, 3);
     add_partition(&b, 1, 1, 2, 3, 1);
     int64_t last = -5;
-    assert_int_equal(kiq_metadata_store_append(st, b.r, 3, &last), 0);
+    assert_int_equal(append(st, b.r, 3, &last), 0);
     assert_int_equal(last, 2);
-    assert_int_equal(kiq_metadata_store_append(st, b.r + 3, 3, &last), 0);
+    assert_int_equal(append(st, b.r + 3, 3, &last), 0);
     assert_int_equal(last, 5);
-    assert_int_equal(kiq_metadata_store_append(st, b.r, 0, &last), 0); /* nothing */
+    assert_int_equal(append(st, b.r, 0, &last), 0); /* nothing */
     assert_int_equal(last, 5);
-    assert_int_equal(kiq_metadata_log_end_offset(st), 6);
-    kiq_metadata_store_free(st);
+    assert_int_equal(kiq_quorum_log_end(st), 6);
+    kiq_quorum_log_free(st);
 
     /* on disk: two batches (one per append), null keys, Kafka's framing */
     char path[256];
@@ -375,9 +399,9 @@ static void test_append_replay_across_reopen(void **state)
     free(file);
 
     /* reopened: every record in order, applied to a fresh image */
-    st = kiq_metadata_log_new(ld->root);
+    st = open_log(ld);
     assert_non_null(st);
-    assert_int_equal(kiq_metadata_log_end_offset(st), 6);
+    assert_int_equal(kiq_quorum_log_end(st), 6);
     kiq_metadata_image_t *img = kiq_metadata_image_new();
     assert_int_equal(replay(st, &s, img), 0);
     assert_int_equal(s.n, 6);
@@ -406,15 +430,15 @@ static void test_append_replay_across_reopen(void **state)
     kiq_metadata_record_t *fence = add(&b, KIQ_MR_FENCE_BROKER);
     fence->m.fence_broker.id = 3;
     fence->m.fence_broker.epoch = 12;
-    assert_int_equal(kiq_metadata_store_append(st, fence, 1, &last), 0);
+    assert_int_equal(append(st, fence, 1, &last), 0);
     assert_int_equal(last, 6);
     memset(&s, 0, sizeof s);
     s.stop_at = 4;
-    assert_int_equal(kiq_metadata_store_replay(st, collect, &s), 7);
+    assert_int_equal(kiq_quorum_log_replay(st, 0, kiq_quorum_log_end(st), collect, &s), 7);
     assert_int_equal(s.n, 4);
-    kiq_metadata_store_free(st);
+    kiq_quorum_log_free(st);
 
-    st = kiq_metadata_log_new(ld->root);
+    st = open_log(ld);
     assert_non_null(st);
     kiq_metadata_image_free(img);
     img = kiq_metadata_image_new();
@@ -422,7 +446,7 @@ static void test_append_replay_across_reopen(void **state)
     assert_int_equal(s.n, 7);
     assert_true(kiq_metadata_image_broker(img, 3)->fenced);
     kiq_metadata_image_free(img);
-    kiq_metadata_store_free(st);
+    kiq_quorum_log_free(st);
 }
 
 /* An unclean stop tore the last append: reopening cuts it whole, replay
@@ -432,7 +456,7 @@ static void test_torn_tail_is_cut(void **state)
     kiq_test_log_dir_t *ld = kiq_test_log_dir_new("metadata-torn", NULL);
     assert_non_null(ld);
     *state = ld;
-    kiq_metadata_store_t *st = kiq_metadata_log_new(ld->root);
+    kiq_quorum_log_t *st = open_log(ld);
     assert_non_null(st);
     rec_buf_t b = {0};
     add_broker(&b, 1, 1, false);
@@ -440,9 +464,9 @@ static void test_torn_tail_is_cut(void **state)
     add_partition(&b, 1, 0, 1, 1, 1);
     add_topic(&b, "b", 2);
     add_partition(&b, 2, 0, 1, 1, 1);
-    assert_int_equal(kiq_metadata_store_append(st, b.r, 3, NULL), 0);
-    assert_int_equal(kiq_metadata_store_append(st, b.r + 3, 2, NULL), 0);
-    kiq_metadata_store_free(st);
+    assert_int_equal(append(st, b.r, 3, NULL), 0);
+    assert_int_equal(append(st, b.r + 3, 2, NULL), 0);
+    kiq_quorum_log_free(st);
 
     char path[256];
     segment_path(ld, path, sizeof path);
@@ -451,9 +475,9 @@ static void test_torn_tail_is_cut(void **state)
     /* the second batch loses its last bytes, as a crash mid-write leaves it */
     assert_int_equal(truncate(path, sb.st_size - 5), 0);
 
-    st = kiq_metadata_log_new(ld->root);
+    st = open_log(ld);
     assert_non_null(st);
-    assert_int_equal(kiq_metadata_log_end_offset(st), 3);
+    assert_int_equal(kiq_quorum_log_end(st), 3);
     kiq_metadata_image_t *img = kiq_metadata_image_new();
     seen_t s;
     assert_int_equal(replay(st, &s, img), 0);
@@ -461,9 +485,9 @@ static void test_torn_tail_is_cut(void **state)
     assert_non_null(kiq_metadata_image_topic(img, "a", 1));
     assert_null(kiq_metadata_image_topic(img, "b", 1));
     int64_t last;
-    assert_int_equal(kiq_metadata_store_append(st, b.r + 3, 2, &last), 0);
+    assert_int_equal(append(st, b.r + 3, 2, &last), 0);
     assert_int_equal(last, 4);
-    kiq_metadata_store_free(st);
+    kiq_quorum_log_free(st);
 
     /* garbage after the last batch (a header cut short) goes the same way */
     FILE *f = fopen(path, "ab");
@@ -471,16 +495,16 @@ static void test_torn_tail_is_cut(void **state)
     const uint8_t junk[] = {0, 0, 0, 0, 0, 0, 0, 5, 0, 0};
     assert_int_equal(fwrite(junk, 1, sizeof junk, f), sizeof junk);
     fclose(f);
-    st = kiq_metadata_log_new(ld->root);
+    st = open_log(ld);
     assert_non_null(st);
-    assert_int_equal(kiq_metadata_log_end_offset(st), 5);
+    assert_int_equal(kiq_quorum_log_end(st), 5);
     kiq_metadata_image_free(img);
     img = kiq_metadata_image_new();
     assert_int_equal(replay(st, &s, img), 0);
     assert_int_equal(s.n, 5);
     assert_non_null(kiq_metadata_image_topic(img, "b", 1));
     kiq_metadata_image_free(img);
-    kiq_metadata_store_free(st);
+    kiq_quorum_log_free(st);
 }
 
 /* A record that passed the CRC but does not decode stops the replay: the
@@ -511,7 +535,7 @@ static void test_replay_refuses_malformed_record(void **state)
     kiq_batch_builder_free(&bb);
     kiq_partition_log_free(l);
 
-    kiq_metadata_store_t *st = kiq_metadata_log_new(ld->root);
+    kiq_quorum_log_t *st = open_log(ld);
     assert_non_null(st);
     seen_t s;
     assert_int_equal(replay(st, &s, NULL), -1);
@@ -519,7 +543,7 @@ static void test_replay_refuses_malformed_record(void **state)
     /* the unknown type was skipped, not handed over */
     assert_int_equal(s.n, 1);
     assert_int_equal(s.type[0], KIQ_MR_FENCE_BROKER);
-    kiq_metadata_store_free(st);
+    kiq_quorum_log_free(st);
 }
 
 /* ---- the image ---- */

@@ -304,7 +304,8 @@ static void sim_step(sim_t *s)
         free(w.entries);
     }
     /* replies sent during delivery were appended after nq */
-    memmove(&s->q[keep], &s->q[nq], (size_t)(s->nq - nq) * sizeof *s->q);
+    if (s->nq > nq)
+        memmove(&s->q[keep], &s->q[nq], (size_t)(s->nq - nq) * sizeof *s->q);
     s->nq = keep + (s->nq - nq);
     for (int i = 0; i < s->n; i++)
         if (s->nodes[i].up && !s->nodes[i].paused)
