@@ -139,6 +139,20 @@ static bool entries_of(kiq_bytes_t records, kiq_arena_t *a, const kiq_raft_entry
     return rc == 0;
 }
 
+/* msg (a generated request or response, type prefix T such as
+ * vote_request) gets one topic, the metadata topic, of one partition, to
+ * which p then points. */
+#define ONE_PARTITION(T, a, msg, p)                                    \
+    do {                                                               \
+        (msg)->topics_n = 1;                                           \
+        (msg)->topics = zalloc((a), sizeof *(msg)->topics);            \
+        kiq_##T##_topics_init((msg)->topics);                          \
+        (msg)->topics->topic_name = astr((a), KIQ_METADATA_TOPIC);     \
+        (msg)->topics->partitions_n = 1;                               \
+        (p) = (msg)->topics->partitions = zalloc((a), sizeof *(p));    \
+        kiq_##T##_topics_partitions_init(p);                           \
+    } while (0)
+
 /* The request for m, in arena. */
 static void *request_of(const kiq_raft_msg_t *m, kiq_arena_t *a, int16_t *api_key, size_t *resp_size)
 {
@@ -148,13 +162,8 @@ static void *request_of(const kiq_raft_msg_t *m, kiq_arena_t *a, int16_t *api_ke
         kiq_vote_request_t *r = zalloc(a, sizeof *r);
         kiq_vote_request_init(r);
         r->voter_id = m->to;
-        r->topics_n = 1;
-        r->topics = zalloc(a, sizeof *r->topics);
-        kiq_vote_request_topics_init(r->topics);
-        r->topics->topic_name = astr(a, topic);
-        r->topics->partitions_n = 1;
-        kiq_vote_request_topics_partitions_t *p = r->topics->partitions = zalloc(a, sizeof *p);
-        kiq_vote_request_topics_partitions_init(p);
+        kiq_vote_request_topics_partitions_t *p;
+        ONE_PARTITION(vote_request, a, r, p);
         p->replica_epoch = m->epoch;
         p->replica_id = m->from;
         p->last_offset_epoch = m->vote.last.epoch;
@@ -168,13 +177,8 @@ static void *request_of(const kiq_raft_msg_t *m, kiq_arena_t *a, int16_t *api_ke
         kiq_begin_quorum_epoch_request_t *r = zalloc(a, sizeof *r);
         kiq_begin_quorum_epoch_request_init(r);
         r->voter_id = m->to;
-        r->topics_n = 1;
-        r->topics = zalloc(a, sizeof *r->topics);
-        kiq_begin_quorum_epoch_request_topics_init(r->topics);
-        r->topics->topic_name = astr(a, topic);
-        r->topics->partitions_n = 1;
-        kiq_begin_quorum_epoch_request_topics_partitions_t *p = r->topics->partitions = zalloc(a, sizeof *p);
-        kiq_begin_quorum_epoch_request_topics_partitions_init(p);
+        kiq_begin_quorum_epoch_request_topics_partitions_t *p;
+        ONE_PARTITION(begin_quorum_epoch_request, a, r, p);
         p->leader_id = m->from;
         p->leader_epoch = m->epoch;
         *api_key = KIQ_API_BEGIN_QUORUM_EPOCH;
@@ -184,13 +188,8 @@ static void *request_of(const kiq_raft_msg_t *m, kiq_arena_t *a, int16_t *api_ke
     case KIQ_RAFT_END_EPOCH: {
         kiq_end_quorum_epoch_request_t *r = zalloc(a, sizeof *r);
         kiq_end_quorum_epoch_request_init(r);
-        r->topics_n = 1;
-        r->topics = zalloc(a, sizeof *r->topics);
-        kiq_end_quorum_epoch_request_topics_init(r->topics);
-        r->topics->topic_name = astr(a, topic);
-        r->topics->partitions_n = 1;
-        kiq_end_quorum_epoch_request_topics_partitions_t *p = r->topics->partitions = zalloc(a, sizeof *p);
-        kiq_end_quorum_epoch_request_topics_partitions_init(p);
+        kiq_end_quorum_epoch_request_topics_partitions_t *p;
+        ONE_PARTITION(end_quorum_epoch_request, a, r, p);
         p->leader_id = m->from;
         p->leader_epoch = m->epoch;
         int n = m->end_epoch.n_successors;
@@ -641,13 +640,8 @@ void kiq_quorum_vote(kiq_quorum_t *q, const kiq_vote_request_t *req, kiq_arena_t
     pthread_mutex_lock(&q->mu);
     bool ok = ask_raft(q, &m, &re);
     pthread_mutex_unlock(&q->mu);
-    resp->topics_n = 1;
-    resp->topics = zalloc(arena, sizeof *resp->topics);
-    kiq_vote_response_topics_init(resp->topics);
-    resp->topics->topic_name = astr(arena, KIQ_METADATA_TOPIC);
-    resp->topics->partitions_n = 1;
-    kiq_vote_response_topics_partitions_t *rp = resp->topics->partitions = zalloc(arena, sizeof *rp);
-    kiq_vote_response_topics_partitions_init(rp);
+    kiq_vote_response_topics_partitions_t *rp;
+    ONE_PARTITION(vote_response, arena, resp, rp);
     rp->error_code = ok ? re.error : KIQ_ERR_UNKNOWN_SERVER_ERROR;
     rp->leader_id = re.leader_id;
     rp->leader_epoch = re.epoch;
@@ -658,14 +652,8 @@ void kiq_quorum_vote(kiq_quorum_t *q, const kiq_vote_request_t *req, kiq_arena_t
  * generated type prefix T (kiq_<T>_response_t). */
 #define EPOCH_ANSWER(T, arena, re, ok, resp)                                              \
     do {                                                                                 \
-        (resp)->topics_n = 1;                                                            \
-        (resp)->topics = zalloc((arena), sizeof *(resp)->topics);                        \
-        kiq_##T##_response_topics_init((resp)->topics);                                  \
-        (resp)->topics->topic_name = astr((arena), KIQ_METADATA_TOPIC);                  \
-        (resp)->topics->partitions_n = 1;                                                \
-        kiq_##T##_response_topics_partitions_t *rp_ = (resp)->topics->partitions =       \
-            zalloc((arena), sizeof *rp_);                                                \
-        kiq_##T##_response_topics_partitions_init(rp_);                                  \
+        kiq_##T##_response_topics_partitions_t *rp_;                                     \
+        ONE_PARTITION(T##_response, arena, resp, rp_);                                   \
         rp_->error_code = (ok) ? (re)->error : KIQ_ERR_UNKNOWN_SERVER_ERROR;             \
         rp_->leader_id = (re)->leader_id;                                                \
         rp_->leader_epoch = (re)->epoch;                                                 \

@@ -215,6 +215,43 @@ def test_the_page_draws_the_cluster_and_a_record_on_its_way(tmp_path, browser):
         c.stop()
 
 
+def quorum_shown(d):
+    """(leader, epoch) the page names and {voter: (role, epoch)} of its table."""
+    return d.execute_script("""
+        const p = document.getElementById('quorum-leader');
+        if (!p) return null;
+        const rows = Object.fromEntries([...document.querySelectorAll('#quorum tr[data-voter]')]
+          .map(r => [r.dataset.voter, [r.dataset.role, Number(r.dataset.epoch)]]));
+        return [Number(p.dataset.leader), Number(p.dataset.epoch), rows];""")
+
+
+def test_the_page_shows_the_controller_quorum_and_its_next_leader(tmp_path, browser):
+    c = Cluster(tmp_path / "cluster", overrides=OVERRIDES, voters=(0, 1, 2))
+    c.start()
+    try:
+        leader = c.metadata()["controller"]
+        page = next(b for b in c.brokers if b.id != leader)
+        others = ",".join(b.http for b in c.brokers if b is not page)
+        browser.get(f"http://{page.http}/?brokers={others}")
+
+        def settled(not_leader=None):
+            got = quorum_shown(browser)
+            if not got or got[0] < 0 or got[0] == not_leader:
+                return None
+            roles = sorted(role for role, epoch in got[2].values() if epoch == got[1])
+            return got if roles == ["follower"] * (len(got[2]) - 1) + ["leader"] else None
+        shown_leader, epoch, rows = wait_until(settled, 20, "the quorum's leader and followers on the page")
+        assert shown_leader == leader and sorted(rows) == ["0", "1", "2"], (shown_leader, rows)
+        shot(browser, "live-page-quorum")
+
+        c[leader].kill()
+        new, new_epoch, rows = wait_until(lambda: settled(leader), 20, "a new quorum leader on the page")
+        assert new != leader and new_epoch > epoch and str(leader) not in rows, (new, new_epoch, rows)
+        shot(browser, "live-page-quorum-new-leader")
+    finally:
+        c.stop()
+
+
 def test_bad_query_parameters_are_reported_not_used(broker, browser):
     browser.get(f"http://{broker.http}/?brokers=nowhere,,10.0.0.1:99999x&topic=t&partition=abc&offset=1&x=%ff")
     wait_until(lambda: pills(browser).get("0") == "true", 10, "the page's own broker shown up")

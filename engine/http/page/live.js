@@ -294,6 +294,31 @@ function controllerView() {
     <p>${leaders.join("<br>") || "no topics"}</p>`;
 }
 
+// Each voter as it sees the quorum; the lag and last fetch as the leader of
+// the highest epoch sees them (a paused or cut-off leader may still think
+// it leads an older one).
+function quorumView() {
+  const voters = upBrokers().filter((b) => b.state.quorum);
+  if (!voters.length) return `<span class="muted">no voter answers (a single broker decides alone)</span>`;
+  const leading = voters.filter((b) => b.state.quorum.role === "leader")
+    .sort((x, y) => y.state.quorum.epoch - x.state.quorum.epoch)[0];
+  const seen = new Map((leading ? leading.state.quorum.voters : []).map((v) => [v.id, v]));
+  const rows = voters.map((b) => {
+    const q = b.state.quorum, l = seen.get(b.id) || {};
+    return `<tr data-voter="${b.id}" data-role="${q.role}" data-epoch="${q.epoch}" data-leader="${q.leader}">
+      <td>${b.id}</td><td>${q.role}</td><td>${q.epoch}</td><td>${q.leader < 0 ? "none" : q.leader}</td>
+      <td>${q.voted_for < 0 ? "" : q.voted_for}</td><td>${q.log_end}</td><td>${q.high_watermark}</td>
+      <td>${l.lag ?? ""}</td><td>${l.last_fetch_ms_ago ?? ""}</td><td>${q.elections}</td><td>${q.votes_granted}</td></tr>`;
+  }).join("");
+  const head = leading
+    ? `leader <b>${leading.id}</b> in epoch ${leading.state.quorum.epoch}; metadata committed to offset ${leading.state.quorum.high_watermark}`
+    : "<b>no leader</b>: an election is under way";
+  return `<p id="quorum-leader" data-leader="${leading ? leading.id : -1}" data-epoch="${leading ? leading.state.quorum.epoch : -1}">${head}</p>
+    <table><thead><tr><th>voter</th><th>role</th><th>epoch</th><th>leader</th><th>voted for</th><th>log end</th>
+    <th>high watermark</th><th>lag</th><th>last fetch (ms ago)</th><th>elections</th><th>votes won</th></tr></thead>
+    <tbody>${rows}</tbody></table>`;
+}
+
 // Each broker once, though it may be known by two addresses (the page's own
 // host name and the address its peers give).
 function shown() {
@@ -312,6 +337,7 @@ function render() {
   document.getElementById("machines").innerHTML = all.map(machine).join("");
   document.querySelector("#partitions tbody").innerHTML = partitionRows();
   document.getElementById("controller").innerHTML = controllerView();
+  document.getElementById("quorum").innerHTML = quorumView();
   document.getElementById("events").innerHTML = events.map((e) =>
     `<li class="${e.kind}">${e.at.toLocaleTimeString()} ${esc(e.text)}</li>`).join("");
   const up = all.filter((b) => b.up).length;
