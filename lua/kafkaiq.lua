@@ -209,8 +209,10 @@ function kiq.producer(opts) return client_module().producer(opts) end
 function kiq.consumer(opts) return client_module().consumer(opts) end
 function kiq.admin(opts) return client_module().admin(opts) end
 
--- kiq.cluster{ brokers = 3, ["kafka.name"] = value, ... } -> cluster: a
--- replicated cluster in this process (kafkaiq/cluster.lua).
+-- kiq.cluster{ brokers = 3, voters = 1, ["kafka.name"] = value, ... } ->
+-- cluster: a replicated cluster in this process, its first `voters`
+-- brokers the controller quorum (kafkaiq/cluster.lua: c:quorum(),
+-- c:quorum_views(), kill, pause and cut of brokers and voters).
 function kiq.cluster(opts) return require("kafkaiq.cluster").new(kiq, opts) end
 
 -- The record header that makes a record's journey findable by id

@@ -55,6 +55,11 @@ bool kiq_api_row_serves(const kiq_api_row_t *row, const kiq_api_codec_t *c, int1
 /* The thread holding r: its handler is done with it, or parks it now
  * (stamps t.handled, announces HANDLED). */
 void kiq_api_handled(kiq_broker_t *b, kiq_request_t *r);
+/* A handler handing r to the controller link: parks it (kiq_api_handled)
+ * and returns the context for kiq_api_answer_parked, the link's done
+ * callback, which sends response (filled by the link) as r's answer. */
+void *kiq_api_park_for_link(kiq_broker_t *b, kiq_request_t *r, void *response);
+void kiq_api_answer_parked(void *ctx);
 /* The thread holding r (a parked request's purgatory thread too): does
  * what a handler's return code rc says with r and its response (nothing
  * for KIQ_HANDLER_PARKED). */

@@ -9,6 +9,25 @@
 #include "core/error.h"
 #include "core/say.h"
 
+typedef struct parked {
+    kiq_request_t *r;
+    void *response;
+} parked_t;
+
+void *kiq_api_park_for_link(kiq_broker_t *b, kiq_request_t *r, void *response)
+{
+    parked_t *p = kiq_arena_alloc(&r->arena, sizeof *p);
+    *p = (parked_t){r, response};
+    kiq_api_handled(b, r); /* r is the link's from here on */
+    return p;
+}
+
+void kiq_api_answer_parked(void *ctx)
+{
+    parked_t *p = ctx;
+    kiq_request_respond(p->r, p->response);
+}
+
 void kiq_api_handled(kiq_broker_t *b, kiq_request_t *r)
 {
     /* once: a request parked twice (waiting for producer ids, then for its

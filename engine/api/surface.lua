@@ -74,6 +74,7 @@ return {
   { "BeginQuorumEpoch", planes = "control" },
   { "EndQuorumEpoch", planes = "control" },
   { "DescribeQuorum", planes = "both" },
+  { "UnregisterBroker", planes = "both" },
   -- the controller's pushes to every broker
   { "UpdateMetadata", planes = "control" },
   { "LeaderAndIsr", planes = "control" },

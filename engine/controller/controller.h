@@ -74,6 +74,11 @@ void kiq_controller_heartbeat(kiq_controller_t *c, const kiq_broker_heartbeat_re
  * broker, recorded (ProducerIdsRecord) before they are given, so no two
  * brokers, before or after a controller restart, hand out the same id. */
 #define KIQ_PRODUCER_ID_BLOCK 1000
+/* UnregisterBroker: its leaderships move (fenced first, if live), then
+ * its registration goes. 0, or BROKER_ID_NOT_REGISTERED, NOT_CONTROLLER
+ * or another Kafka error with the reason. A live broker registers again
+ * at its next heartbeat, as in Kafka: stop it first. */
+int kiq_controller_unregister_broker(kiq_controller_t *c, int32_t id);
 void kiq_controller_allocate_producer_ids(kiq_controller_t *c, const kiq_allocate_producer_ids_request_t *req,
                                           kiq_allocate_producer_ids_response_t *resp);
 void kiq_controller_alter_partition(kiq_controller_t *c, kiq_arena_t *arena, int16_t version,

@@ -119,6 +119,46 @@ void kiq_controller_heartbeat(kiq_controller_t *c, const kiq_broker_heartbeat_re
     kiq_arena_reset(&a);
 }
 
+int kiq_controller_unregister_broker(kiq_controller_t *c, int32_t id)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    int rc = 0;
+    pthread_mutex_lock(&c->mu);
+    const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, id);
+    if (!rb) {
+        kiq_error_set("broker %d is not registered", id);
+        rc = KIQ_ERR_BROKER_ID_NOT_REGISTERED;
+    } else {
+        int64_t epoch = rb->epoch;
+        if (!rb->fenced) { /* its leaderships move first, as when it is fenced */
+            kiq_metadata_record_t *r = kiq_ctl_add_record(&b, KIQ_MR_FENCE_BROKER);
+            r->m.fence_broker.id = id;
+            r->m.fence_broker.epoch = epoch;
+            if (kiq_ctl_commit(c, &b) == 0) {
+                kiq_ctl_leave_partitions(c, &b, id);
+                rc = kiq_ctl_commit(c, &b);
+            } else {
+                rc = -1;
+            }
+        }
+        if (rc == 0) {
+            kiq_metadata_record_t *r = kiq_ctl_add_record(&b, KIQ_MR_UNREGISTER_BROKER);
+            r->m.unregister_broker.broker_id = id;
+            r->m.unregister_broker.broker_epoch = epoch;
+            rc = kiq_ctl_commit(c, &b);
+        }
+        if (rc == 0)
+            KIQ_INFO("controller: broker %d unregistered", id);
+        else
+            rc = c->commit_error; /* NOT_CONTROLLER after a lost election: the client asks the new one */
+    }
+    pthread_mutex_unlock(&c->mu);
+    kiq_arena_reset(&a);
+    return rc;
+}
+
 void kiq_controller_allocate_producer_ids(kiq_controller_t *c, const kiq_allocate_producer_ids_request_t *req,
                                           kiq_allocate_producer_ids_response_t *resp)
 {

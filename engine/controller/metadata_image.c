@@ -204,6 +204,20 @@ static int set_fenced(kiq_metadata_image_t *img, int32_t id, int64_t epoch, bool
     return 0;
 }
 
+int kiq_metadata_image_apply_unregister_broker(kiq_metadata_image_t *img, const kiq_unregister_broker_record_t *r)
+{
+    bool found;
+    size_t at = broker_index(img, r->broker_id, &found);
+    if (!found) return kiq_error_set("cannot unregister broker %d: not registered", (int)r->broker_id);
+    if (img->brokers[at].epoch != r->broker_epoch)
+        return kiq_error_set("cannot unregister broker %d with epoch %lld: its epoch is %lld", (int)r->broker_id,
+                             (long long)r->broker_epoch, (long long)img->brokers[at].epoch);
+    broker_clear(&img->brokers[at]);
+    memmove(&img->brokers[at], &img->brokers[at + 1], (img->nbrokers - at - 1) * sizeof img->brokers[at]);
+    img->nbrokers--;
+    return 0;
+}
+
 int kiq_metadata_image_apply_fence_broker(kiq_metadata_image_t *img, const kiq_fence_broker_record_t *r)
 {
     return set_fenced(img, r->id, r->epoch, true);
@@ -528,6 +542,9 @@ int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const ki
     case KIQ_MR_PARTITION: rc = kiq_metadata_image_apply_partition(img, &r->m.partition); break;
     case KIQ_MR_CONFIG: rc = kiq_metadata_image_apply_config(img, &r->m.config); break;
     case KIQ_MR_PARTITION_CHANGE: rc = kiq_metadata_image_apply_partition_change(img, &r->m.partition_change); break;
+    case KIQ_MR_UNREGISTER_BROKER:
+        rc = kiq_metadata_image_apply_unregister_broker(img, &r->m.unregister_broker);
+        break;
     case KIQ_MR_FENCE_BROKER: rc = kiq_metadata_image_apply_fence_broker(img, &r->m.fence_broker); break;
     case KIQ_MR_UNFENCE_BROKER: rc = kiq_metadata_image_apply_unfence_broker(img, &r->m.unfence_broker); break;
     case KIQ_MR_REMOVE_TOPIC: rc = kiq_metadata_image_apply_remove_topic(img, &r->m.remove_topic); break;

@@ -116,6 +116,9 @@ int64_t kiq_metadata_image_offset(const kiq_metadata_image_t *img);
  * - RemoveTopic: the topic, its partitions and its configs go;
  * - Config: sets the key, or deletes it when the value is null. */
 int kiq_metadata_image_apply_register_broker(kiq_metadata_image_t *img, const kiq_register_broker_record_t *r);
+/* The registration goes (its epoch must match); the partitions still
+ * name the id among their replicas. */
+int kiq_metadata_image_apply_unregister_broker(kiq_metadata_image_t *img, const kiq_unregister_broker_record_t *r);
 int kiq_metadata_image_apply_fence_broker(kiq_metadata_image_t *img, const kiq_fence_broker_record_t *r);
 int kiq_metadata_image_apply_unfence_broker(kiq_metadata_image_t *img, const kiq_unfence_broker_record_t *r);
 int kiq_metadata_image_apply_topic(kiq_metadata_image_t *img, const kiq_topic_record_t *r);

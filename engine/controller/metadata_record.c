@@ -13,6 +13,7 @@ static const struct record_kind {
     int16_t write_version;
 } kinds[] = {
     {KIQ_MR_REGISTER_BROKER, "RegisterBrokerRecord", 3},
+    {KIQ_MR_UNREGISTER_BROKER, "UnregisterBrokerRecord", 0},
     {KIQ_MR_TOPIC, "TopicRecord", 0},
     {KIQ_MR_PARTITION, "PartitionRecord", 0},
     {KIQ_MR_CONFIG, "ConfigRecord", 0},

@@ -27,6 +27,7 @@
 /* Kafka's metadata record types (the api keys of its metadata schemas). */
 enum kiq_metadata_record_type {
     KIQ_MR_REGISTER_BROKER = 0,
+    KIQ_MR_UNREGISTER_BROKER = 1,
     KIQ_MR_TOPIC = 2,
     KIQ_MR_PARTITION = 3,
     KIQ_MR_CONFIG = 4,
@@ -49,6 +50,7 @@ typedef struct kiq_metadata_record {
     int16_t version;
     union {
         kiq_register_broker_record_t register_broker;
+        kiq_unregister_broker_record_t unregister_broker;
         kiq_topic_record_t topic;
         kiq_partition_record_t partition;
         kiq_config_record_t config;

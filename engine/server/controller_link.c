@@ -307,6 +307,32 @@ void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_
     send_forward(f, KIQ_API_ELECT_LEADERS, req, elected);
 }
 
+static void unregistered(forward_t *f, int rc)
+{
+    if (rc == 0) return;
+    kiq_unregister_broker_response_t *resp = f->call.response;
+    kiq_unregister_broker_response_init(resp);
+    resp->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
+    resp->error_message = error_text(f->arena);
+}
+
+void kiq_controller_link_unregister_broker(kiq_broker_t *b, const kiq_unregister_broker_request_t *req,
+                                          int timeout_ms, kiq_arena_t *arena, kiq_unregister_broker_response_t *resp,
+                                          kiq_link_done_fn done, void *ctx)
+{
+    kiq_controller_t *ctl = kiq_broker_active_controller(b);
+    if (ctl) {
+        kiq_error_clear();
+        resp->error_code = (int16_t)kiq_controller_unregister_broker(ctl, req->broker_id);
+        if (resp->error_code) resp->error_message = error_text(arena);
+        done(ctx);
+        return;
+    }
+    forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
+    f->call.response = resp;
+    send_forward(f, KIQ_API_UNREGISTER_BROKER, req, unregistered);
+}
+
 static void quorum_described(forward_t *f, int rc)
 {
     if (rc == 0) return;

@@ -66,6 +66,11 @@ void kiq_controller_link_change_configs(kiq_broker_t *b, int16_t api_key, const 
 /* Asks the controller for a block of producer ids (AllocateProducerIds)
  * for ids; the answer (or the reason there is none: not registered yet,
  * the controller unreachable) goes to kiq_producer_ids_given. */
+/* UnregisterBroker, decided by the active controller (here, or
+ * forwarded); an unreachable one gives REQUEST_TIMED_OUT. */
+void kiq_controller_link_unregister_broker(kiq_broker_t *b, const kiq_unregister_broker_request_t *req,
+                                          int timeout_ms, kiq_arena_t *arena, kiq_unregister_broker_response_t *resp,
+                                          kiq_link_done_fn done, void *ctx);
 /* DescribeQuorum asked of a broker: answered by the active controller
  * (here, or forwarded); an unreachable one gives REQUEST_TIMED_OUT. */
 void kiq_controller_link_describe_quorum(kiq_broker_t *b, const kiq_describe_quorum_request_t *req, int timeout_ms,

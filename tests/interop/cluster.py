@@ -1,8 +1,9 @@
 """A replicated kafkaiq cluster for the interop suite: one `build/kafkaiq
-serve` process per broker, broker 0 hosting the controller.
+serve` process per broker, broker 0 the controller quorum's lone voter
+unless a test names more voters (combined nodes).
 
 Each broker gets a free client (PLAINTEXT) port, a free control-plane port
-and its own log dir; the controller is broker 0's control plane. A broker
+and its own log dir; the voters' control planes are the quorum. A broker
 can be stopped (SIGTERM, must exit 0), killed (SIGKILL), paused (SIGSTOP),
 resumed (SIGCONT) and started again on the same ports and log dir.
 

@@ -15,9 +15,12 @@ And Apache Kafka's kafka-metadata-quorum (--bootstrap-controller, and
 --bootstrap-server through a broker) describes
 the quorum of `serve --brokers 3`: its leader, epoch, voters and each
 one's replication, and a new leader once the old one's broker is killed.
+UnregisterBroker (through any broker) removes a stopped broker's
+registration, and refuses an unknown id.
 """
 
 import json
+import struct
 import subprocess
 import threading
 import time
@@ -239,5 +242,62 @@ def test_kafka_metadata_quorum_describes_the_quorum(tmp_path):
             return s if int(s["LeaderId"]) not in (leader, -1) and int(s["LeaderEpoch"]) > epoch else None
         st = wait_until(moved, 30, "a new quorum leader in kafka-metadata-quorum", interval=0.5)
         assert int(st["LeaderId"]) in set(range(3)) - {leader}
+    finally:
+        c.stop()
+
+
+# ---------------------------------------------------------------- UnregisterBroker
+
+API_UNREGISTER_BROKER = 64
+ERR_BROKER_ID_NOT_REGISTERED = 102
+
+
+def read_uvarint(r):
+    n, shift = 0, 0
+    while True:
+        b = r.take(1)[0]
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n
+        shift += 7
+
+
+def unregister_broker(broker, broker_id):
+    """(error code, message) of UnregisterBroker v0 sent to broker's client
+    listener (which forwards it to the controller)."""
+    with kw.Conn(broker.host, broker.port, timeout=30) as conn:
+        r = kw.Reader(conn.call(API_UNREGISTER_BROKER, 0, struct.pack(">i", broker_id) + b"\x00", flexible=True))
+    read_uvarint(r)  # the response header's tagged fields
+    r.int32()  # throttle
+    err = r.int16()
+    n = read_uvarint(r)  # compact nullable string: length + 1, 0 for null
+    return err, (r.take(n - 1).decode() if n else None)
+
+
+def registered(c, via):
+    """The broker ids the controller has registered, from its /api/state."""
+    with urllib.request.urlopen(f"http://{c[via].http}/api/state", timeout=10) as resp:
+        view = json.loads(resp.read())["controller_view"]
+    return {b["id"]: b["fenced"] for b in view["brokers"]}
+
+
+def test_unregister_broker_removes_a_stopped_brokers_registration(tmp_path):
+    c = Cluster(tmp_path)
+    c.start()
+    try:
+        err, msg = unregister_broker(c[1], 7)
+        assert err == ERR_BROKER_ID_NOT_REGISTERED and "7" in msg, (err, msg)
+
+        c[2].stop()
+        wait_until(lambda: registered(c, 0).get(2) is True, 20, "broker 2 fenced after its clean stop")
+        assert unregister_broker(c[1], 2) == (0, None)
+        assert set(registered(c, 0)) == {0, 1}
+        # gone for good: asked again, it is not registered
+        assert unregister_broker(c[1], 2)[0] == ERR_BROKER_ID_NOT_REGISTERED
+
+        # started again, it registers anew
+        c[2].start()
+        c.wait_registered()
+        assert registered(c, 0) == {0: False, 1: False, 2: False}
     finally:
         c.stop()

@@ -29,7 +29,7 @@
 static const int16_t all_types[] = {
     KIQ_MR_REGISTER_BROKER, KIQ_MR_TOPIC,         KIQ_MR_PARTITION,       KIQ_MR_CONFIG,
     KIQ_MR_PARTITION_CHANGE, KIQ_MR_FENCE_BROKER, KIQ_MR_UNFENCE_BROKER, KIQ_MR_REMOVE_TOPIC,
-    KIQ_MR_PRODUCER_IDS,
+    KIQ_MR_PRODUCER_IDS,    KIQ_MR_UNREGISTER_BROKER,
 };
 #define NTYPES (sizeof all_types / sizeof all_types[0])
 
@@ -80,7 +80,7 @@ static void test_every_record_round_trips(void **state)
             kiq_arena_reset(&a);
         }
     }
-    assert_null(kiq_metadata_record_name(1));
+    assert_null(kiq_metadata_record_name(11));
     kiq_metadata_record_t r;
     assert_int_equal(kiq_metadata_record_init(&r, 6), -1);
 }
@@ -168,8 +168,8 @@ static void test_unknown_and_malformed_values(void **state)
     kiq_arena_t a;
     kiq_arena_init(&a);
     kiq_metadata_record_t r;
-    /* UnregisterBrokerRecord (type 1): framed well, not known here */
-    const uint8_t unknown_type[] = {1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0};
+    /* AccessControlEntryRecord (type 11): framed well, not known here */
+    const uint8_t unknown_type[] = {1, 11, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0};
     assert_int_equal(kiq_metadata_record_decode(unknown_type, sizeof unknown_type, &a, &r),
                      KIQ_METADATA_RECORD_UNKNOWN);
     /* a TopicRecord version from the future */
@@ -521,7 +521,7 @@ static void test_replay_refuses_malformed_record(void **state)
     kiq_batch_builder_t bb;
     kiq_batch_builder_init(&bb, 0, 0);
     const uint8_t ok_value[] = {1, 7, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0};
-    const uint8_t unknown_value[] = {1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0};
+    const uint8_t unknown_value[] = {1, 11, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0};
     const uint8_t bad_value[] = {1, 7, 0, 0, 0};
     assert_int_equal(kiq_batch_builder_add(&bb, NULL, -1, ok_value, sizeof ok_value, NULL, 0, 0), 0);
     assert_int_equal(kiq_batch_builder_add(&bb, NULL, -1, unknown_value, sizeof unknown_value, NULL, 0, 0), 0);
@@ -627,6 +627,17 @@ static void test_image_brokers(void **state)
     assert_int_equal(apply_one(img, &r), -1);
     assert_int_equal(kiq_metadata_image_live_brokers(img, live, 1), 2);
     assert_int_equal(live[0], 1);
+    /* unregistered (UnregisterBroker): only at its current epoch; gone after */
+    assert_int_equal(kiq_metadata_record_init(&r, KIQ_MR_UNREGISTER_BROKER), 0);
+    r.m.unregister_broker.broker_id = 2;
+    r.m.unregister_broker.broker_epoch = 3;
+    assert_int_equal(apply_one(img, &r), -1);
+    r.m.unregister_broker.broker_epoch = 40;
+    assert_int_equal(apply_one(img, &r), 0);
+    assert_null(kiq_metadata_image_broker(img, 2));
+    assert_int_equal(kiq_metadata_image_broker_count(img), 2);
+    assert_int_equal(kiq_metadata_image_broker_at(img, 1)->id, 3);
+    assert_int_equal(apply_one(img, &r), -1);
     kiq_metadata_image_free(img);
 }
 
