@@ -31,6 +31,21 @@ local function create(partitions, configs)
         for _, p in ipairs(t.partitions) do if p.leader_id < 0 then return false end end
         return true
       end },
+    -- Kafka's Metadata names a leader a moment before that broker serves as
+    -- one (a Produce then answered NOT_LEADER_OR_FOLLOWER): until each
+    -- partition's ListOffsets is answered
+    { api = "ListOffsets", ignore = true,
+      body = function(s)
+        local ps = {}
+        for i = 0, (partitions or 1) - 1 do ps[#ps + 1] = { partition_index = i, timestamp = -1 } end
+        return { replica_id = -1, isolation_level = 0, topics = { { name = topic(s), partitions = ps } } }
+      end,
+      ["until"] = function(r)
+        local t = r.topics[1]
+        if not t then return false end
+        for _, p in ipairs(t.partitions) do if p.error_code ~= 0 then return false end end
+        return true
+      end },
   }
 end
 

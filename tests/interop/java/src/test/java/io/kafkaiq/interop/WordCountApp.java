@@ -59,6 +59,10 @@ public final class WordCountApp {
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             streams.close(Duration.ofSeconds(20));
+            // the state close() left, said here too: the listener's own line
+            // for it may come after close() returns, and the JVM halts then
+            System.out.println("{\"state\": \"" + streams.state() + "\"}");
+            System.out.flush();
             closed.countDown();
         }));
         streams.start();
