@@ -53,6 +53,8 @@ return {
   { "CreatePartitions", planes = "both" },
   { "DeleteGroups", planes = "data" },
   { "ElectLeaders", planes = "both" },
+  { "AlterPartitionReassignments", planes = "both" },
+  { "ListPartitionReassignments", planes = "both" },
   { "IncrementalAlterConfigs", planes = "both" },
   { "OffsetDelete", planes = "data" },
   { "DescribeCluster", planes = "both" },

@@ -100,6 +100,19 @@ static int list_topic_config(int id)
     return -1;
 }
 
+/* Kafka's dynamic broker configs of replication quotas, which KafkaIQ does
+ * not have: never set here, so deleting one (kafka-reassign-partitions
+ * --verify clears them after every reassignment) changes nothing and
+ * succeeds, while setting one is refused like any config it cannot take. */
+static bool unset_quota(kiq_str_t name)
+{
+    static const char *const quotas[] = {"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                                         "replica.alter.log.dirs.io.max.bytes.per.second"};
+    for (size_t i = 0; i < sizeof quotas / sizeof quotas[0]; i++)
+        if (kiq_str_eq(name, quotas[i])) return true;
+    return false;
+}
+
 int kiq_config_change_broker_ops(kiq_dynamic_configs_t *cfg, const kiq_config_t *base,
                                  const kiq_incremental_alter_configs_request_resources_t *res)
 {
@@ -108,6 +121,7 @@ int kiq_config_change_broker_ops(kiq_dynamic_configs_t *cfg, const kiq_config_t 
         const kiq_incremental_alter_configs_request_resources_configs_t *op = &res->configs[k];
         kiq_str_t name = op->name, value = op->value;
         if (op->config_operation == OP_SET || op->config_operation == OP_DELETE) {
+            if (op->config_operation == OP_DELETE && unset_quota(name)) continue;
             if (op->config_operation == OP_SET && !value.p) {
                 kiq_error_set("Null value not supported for broker config " KIQ_STR_FMT, KIQ_STR_ARG(name));
                 return KIQ_ERR_INVALID_CONFIG;

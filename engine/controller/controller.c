@@ -177,8 +177,7 @@ static size_t eligible(const kiq_controller_t *c, const kiq_topic_image_t *ti, i
     return n;
 }
 
-/* A PartitionChange of topic-p at the end of b, its fields "as before". */
-static kiq_partition_change_record_t *partition_change(batch_t *b, const kiq_topic_image_t *ti, int32_t p)
+kiq_partition_change_record_t *kiq_ctl_partition_change(batch_t *b, const kiq_topic_image_t *ti, int32_t p)
 {
     kiq_partition_change_record_t *ch = &kiq_ctl_add_record(b, KIQ_MR_PARTITION_CHANGE)->m.partition_change;
     ch->topic_id = ti->id;
@@ -192,7 +191,7 @@ static kiq_partition_change_record_t *partition_change(batch_t *b, const kiq_top
 static kiq_partition_change_record_t *leader_change(kiq_controller_t *c, batch_t *b, const kiq_topic_image_t *ti,
                                                     int32_t p, int32_t leader, bool unclean)
 {
-    kiq_partition_change_record_t *ch = partition_change(b, ti, p);
+    kiq_partition_change_record_t *ch = kiq_ctl_partition_change(b, ti, p);
     ch->leader = leader;
     if (unclean) {
         atomic_fetch_add_explicit(&c->unclean_elections, 1, memory_order_relaxed);
@@ -203,9 +202,7 @@ static kiq_partition_change_record_t *leader_change(kiq_controller_t *c, batch_t
     return ch;
 }
 
-/* Under mu: broker can lead topic-p now: registered, not fenced, in the
- * ISR, and its replica not impaired. */
-static bool may_lead(const kiq_controller_t *c, const kiq_topic_image_t *ti, int32_t p, int32_t broker)
+bool kiq_ctl_may_lead(const kiq_controller_t *c, const kiq_topic_image_t *ti, int32_t p, int32_t broker)
 {
     const kiq_partition_registration_t *pr = &ti->partitions[p];
     const kiq_broker_registration_t *rb = kiq_metadata_image_broker(c->image, broker);
@@ -249,7 +246,7 @@ void kiq_ctl_move_off(kiq_controller_t *c, batch_t *b, const kiq_topic_image_t *
     int32_t nisr = 0;
     for (int32_t i = 0; i < pr->nisr; i++)
         if (pr->isr[i] != id) isr[nisr++] = pr->isr[i];
-    kiq_partition_change_record_t *ch = partition_change(b, ti, p);
+    kiq_partition_change_record_t *ch = kiq_ctl_partition_change(b, ti, p);
     if (pr->leader == id) {
         ch->leader = leader;
         if (unclean) {
@@ -311,7 +308,7 @@ static int16_t elect_one(kiq_controller_t *c, batch_t *b, const kiq_topic_image_
     if (!unclean) {
         if (pr->nreplicas > 0 && pr->leader == pr->replicas[0]) return KIQ_ERR_ELECTION_NOT_NEEDED;
         leader = pr->nreplicas > 0 ? pr->replicas[0] : KIQ_NO_LEADER;
-        if (!may_lead(c, ti, p, leader)) return KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE;
+        if (!kiq_ctl_may_lead(c, ti, p, leader)) return KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE;
     } else {
         if (pr->leader != KIQ_NO_LEADER) return KIQ_ERR_ELECTION_NOT_NEEDED;
         int32_t live[256], cand[256];
@@ -364,7 +361,7 @@ static int16_t cannot_lead(const kiq_controller_t *c, const kiq_topic_image_t *t
         kiq_error_set("broker %d holds no replica of %s-%d", (int)to, topic, (int)p);
         return KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
     }
-    if (!may_lead(c, ti, p, to)) {
+    if (!kiq_ctl_may_lead(c, ti, p, to)) {
         kiq_error_set("broker %d cannot lead %s-%d: it is not live and in the ISR", (int)to, topic, (int)p);
         return KIQ_ERR_PREFERRED_LEADER_NOT_AVAILABLE;
     }
@@ -493,7 +490,8 @@ static void fence_silent(kiq_controller_t *c, int64_t now)
 static int keep_cluster_min_isr(kiq_controller_t *c);
 
 /* The timer's round, every TIMER_MS: brokers past their session fenced,
- * leaderships moved back to preferred replicas when it is time. */
+ * leaderships moved back to preferred replicas when it is time,
+ * reassignments completed that can be. */
 static int64_t timer_round(void *arg)
 {
     kiq_controller_t *c = arg;
@@ -511,6 +509,7 @@ static int64_t timer_round(void *arg)
             kiq_arena_reset(&a);
             c->next_rebalance_ns = now + c->rebalance_interval_ns;
         }
+        kiq_ctl_complete_reassignments(c); /* a target replica back in sync or live again */
     }
     pthread_mutex_unlock(&c->mu);
     return stopping ? -1 : TIMER_MS;

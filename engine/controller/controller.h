@@ -148,6 +148,25 @@ int16_t kiq_controller_move_leader(kiq_controller_t *c, const char *topic, int32
  * INVALID_REQUEST. Any thread. */
 void kiq_controller_elect_leaders(kiq_controller_t *c, kiq_arena_t *arena, const kiq_elect_leaders_request_t *req,
                                   kiq_elect_leaders_response_t *resp);
+/* AlterPartitionReassignments (KIP-455): each partition named gets its
+ * new target replicas (committed one partition at a time), or, with null
+ * replicas, its reassignment cancelled (back to the replicas it had);
+ * partitions with nothing to add complete at once, the others once every
+ * target replica is in the ISR (after an AlterPartition, or by the
+ * timer). Kafka's errors per partition with messages in arena:
+ * UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT (empty, a
+ * broker twice or not registered, no replica left to lead),
+ * INVALID_REPLICATION_FACTOR (a size change refused, v1),
+ * NO_REASSIGNMENT_IN_PROGRESS (a cancel), NOT_CONTROLLER. Any thread. */
+void kiq_controller_alter_reassignments(kiq_controller_t *c, kiq_arena_t *arena,
+                                        const kiq_alter_partition_reassignments_request_t *req,
+                                        kiq_alter_partition_reassignments_response_t *resp);
+/* ListPartitionReassignments: the partitions being reassigned among
+ * those asked (null: all), with their replicas, adding and removing
+ * replicas, copied into arena. Any thread. */
+void kiq_controller_list_reassignments(kiq_controller_t *c, kiq_arena_t *arena,
+                                       const kiq_list_partition_reassignments_request_t *req,
+                                       kiq_list_partition_reassignments_response_t *resp);
 /* One partition's ElectLeaders result with Kafka's message for err
  * (topic_known false: the topic is unknown), copied into arena. p is the
  * partition as asked, echoed even for an unknown topic as Kafka does (the

@@ -30,7 +30,8 @@
 #include "proto/errors.h"
 
 
-/* A partition a broker must stop and delete (its topic was deleted). */
+/* A partition a broker must stop and delete (its topic was deleted, or
+ * its replica left the replica set). */
 typedef struct stop_entry {
     char *topic;
     int32_t partition;
@@ -128,6 +129,21 @@ bool kiq_ctl_has_id(const int32_t *ids, int32_t n, int32_t id);
 bool kiq_ctl_is_impaired(const kiq_controller_t *c, const kiq_uuid_t *topic_id, int32_t p, int32_t broker);
 /* Records moving broker id out of the way on every partition. */
 void kiq_ctl_leave_partitions(kiq_controller_t *c, batch_t *b, int32_t id);
+/* Under mu: broker can lead topic-p now: registered, not fenced, in the
+ * ISR, and its replica not impaired. */
+bool kiq_ctl_may_lead(const kiq_controller_t *c, const kiq_topic_image_t *ti, int32_t p, int32_t broker);
+/* A PartitionChange of topic-p at the end of b, its fields "as before". */
+kiq_partition_change_record_t *kiq_ctl_partition_change(batch_t *b, const kiq_topic_image_t *ti, int32_t p);
+/* Under mu: broker is to stop topic-p and delete its log (StopReplica) at
+ * its next round; false when out of memory. */
+bool kiq_ctl_add_stop(kiq_controller_t *c, int32_t broker, const char *topic, int32_t p);
+/* Under mu: broker's pending stop of topic-p forgotten (a reassignment
+ * gives it a replica there again before the stop was sent). */
+void kiq_ctl_drop_stop(kiq_controller_t *c, int32_t broker, const char *topic, int32_t p);
+/* Under mu: every reassignment whose target replicas are all in the ISR
+ * completed (controller_reassign.c), its leaving replicas stopped. 0, or
+ * -1 when the commit failed. */
+int kiq_ctl_complete_reassignments(kiq_controller_t *c);
 /* Under mu: the unfenced brokers but except, at most max, into out. */
 size_t kiq_ctl_live_brokers(kiq_controller_t *c, int32_t except, int32_t *out, size_t max);
 /* Under mu: a record moving broker id out of the way on ti's partition p:

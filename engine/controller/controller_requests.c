@@ -275,6 +275,9 @@ void kiq_controller_alter_partition(kiq_controller_t *c, kiq_arena_t *arena, int
                          po->partition_index, pr->nisr, pr->nreplicas, pr->partition_epoch);
         }
     }
+    /* after the answer, which is about the ISR asked for: a reassignment
+     * whose new replicas are all in sync now completes */
+    kiq_ctl_complete_reassignments(c);
 out:
     pthread_mutex_unlock(&c->mu);
     kiq_arena_reset(&a);
@@ -561,18 +564,7 @@ int kiq_controller_delete_topic(kiq_controller_t *c, kiq_str_t name)
     /* who must drop which partitions, noted before the topic is gone */
     for (int32_t p = 0; p < ti->npartitions; p++) {
         const kiq_partition_registration_t *pr = &ti->partitions[p];
-        for (int32_t i = 0; i < pr->nreplicas; i++) {
-            broker_slot_t *s = kiq_ctl_slot_of(c, pr->replicas[i], true);
-            if (!s) continue;
-            if (s->nstops == s->cap) {
-                int cap = s->cap ? s->cap * 2 : 16;
-                stop_entry_t *ns = realloc(s->stops, (size_t)cap * sizeof *ns);
-                if (!ns) continue;
-                s->stops = ns;
-                s->cap = cap;
-            }
-            s->stops[s->nstops++] = (stop_entry_t){strdup(ti->name), p};
-        }
+        for (int32_t i = 0; i < pr->nreplicas; i++) kiq_ctl_add_stop(c, pr->replicas[i], ti->name, p);
     }
     kiq_metadata_record_t *r = kiq_ctl_add_record(&b, KIQ_MR_REMOVE_TOPIC);
     r->m.remove_topic.topic_id = ti->id;

@@ -333,6 +333,56 @@ void kiq_controller_link_unregister_broker(kiq_broker_t *b, const kiq_unregister
     send_forward(f, KIQ_API_UNREGISTER_BROKER, req, unregistered);
 }
 
+static void reassigned(forward_t *f, int rc)
+{
+    if (rc == 0) return;
+    kiq_alter_partition_reassignments_response_t *resp = f->call.response;
+    kiq_alter_partition_reassignments_response_init(resp);
+    resp->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
+    resp->error_message = error_text(f->arena);
+}
+
+void kiq_controller_link_alter_reassignments(kiq_broker_t *b, const kiq_alter_partition_reassignments_request_t *req,
+                                             int timeout_ms, kiq_arena_t *arena,
+                                             kiq_alter_partition_reassignments_response_t *resp,
+                                             kiq_link_done_fn done, void *ctx)
+{
+    kiq_controller_t *ctl = kiq_broker_active_controller(b);
+    if (ctl) {
+        kiq_controller_alter_reassignments(ctl, arena, req, resp);
+        done(ctx);
+        return;
+    }
+    forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
+    f->call.response = resp;
+    send_forward(f, KIQ_API_ALTER_PARTITION_REASSIGNMENTS, req, reassigned);
+}
+
+static void reassignments_listed(forward_t *f, int rc)
+{
+    if (rc == 0) return;
+    kiq_list_partition_reassignments_response_t *resp = f->call.response;
+    kiq_list_partition_reassignments_response_init(resp);
+    resp->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
+    resp->error_message = error_text(f->arena);
+}
+
+void kiq_controller_link_list_reassignments(kiq_broker_t *b, const kiq_list_partition_reassignments_request_t *req,
+                                            int timeout_ms, kiq_arena_t *arena,
+                                            kiq_list_partition_reassignments_response_t *resp,
+                                            kiq_link_done_fn done, void *ctx)
+{
+    kiq_controller_t *ctl = kiq_broker_active_controller(b);
+    if (ctl) {
+        kiq_controller_list_reassignments(ctl, arena, req, resp);
+        done(ctx);
+        return;
+    }
+    forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
+    f->call.response = resp;
+    send_forward(f, KIQ_API_LIST_PARTITION_REASSIGNMENTS, req, reassignments_listed);
+}
+
 static void quorum_described(forward_t *f, int rc)
 {
     if (rc == 0) return;

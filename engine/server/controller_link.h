@@ -71,6 +71,17 @@ void kiq_controller_link_change_configs(kiq_broker_t *b, int16_t api_key, const 
 void kiq_controller_link_unregister_broker(kiq_broker_t *b, const kiq_unregister_broker_request_t *req,
                                           int timeout_ms, kiq_arena_t *arena, kiq_unregister_broker_response_t *resp,
                                           kiq_link_done_fn done, void *ctx);
+/* AlterPartitionReassignments and ListPartitionReassignments, decided by
+ * the active controller (here, or forwarded); *resp filled in arena. An
+ * unreachable controller gives REQUEST_TIMED_OUT at the top level. */
+void kiq_controller_link_alter_reassignments(kiq_broker_t *b, const kiq_alter_partition_reassignments_request_t *req,
+                                             int timeout_ms, kiq_arena_t *arena,
+                                             kiq_alter_partition_reassignments_response_t *resp,
+                                             kiq_link_done_fn done, void *ctx);
+void kiq_controller_link_list_reassignments(kiq_broker_t *b, const kiq_list_partition_reassignments_request_t *req,
+                                            int timeout_ms, kiq_arena_t *arena,
+                                            kiq_list_partition_reassignments_response_t *resp,
+                                            kiq_link_done_fn done, void *ctx);
 /* DescribeQuorum asked of a broker: answered by the active controller
  * (here, or forwarded); an unreachable one gives REQUEST_TIMED_OUT. */
 void kiq_controller_link_describe_quorum(kiq_broker_t *b, const kiq_describe_quorum_request_t *req, int timeout_ms,

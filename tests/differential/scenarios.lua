@@ -771,6 +771,30 @@ scenario { name = "Cluster: ElectLeaders where the preferred replicas lead", api
     partitions = { 0, 1 } } }, timeout_ms = 10000 } end },
 } }
 
+-- refusals only: a reassignment that starts completes at each cluster's own pace
+local function reassign(s, partitions, name)
+  return { timeout_ms = 10000, allow_replication_factor_change = true,
+    topics = { { name = name or s.name, partitions = partitions } } }
+end
+
+scenario { name = "Cluster: AlterPartitionReassignments refused", api = "AlterPartitionReassignments",
+  cluster = true, steps = {
+  create_rf3(2, 2),
+  { api = "AlterPartitionReassignments", body = function(s) return reassign(s, {
+    { partition_index = 0, replicas = { s.leader, 9 } }, { partition_index = 1, replicas = {} },
+    { partition_index = 5, replicas = { s.leader } } }) end },
+  { api = "AlterPartitionReassignments", body = function(s) return reassign(s, {
+    { partition_index = 0, replicas = { s.leader, s.leader } } }) end },
+  { api = "AlterPartitionReassignments", body = function(s) return reassign(s, {
+    { partition_index = 0, replicas = { s.leader } } }, s.name .. "-none") end },
+  -- a cancel with nothing in progress (null replicas)
+  { api = "AlterPartitionReassignments", body = function(s) return reassign(s, {
+    { partition_index = 0 } }) end },
+  { api = "ListPartitionReassignments", body = { timeout_ms = 10000 } },
+  { api = "ListPartitionReassignments", body = function(s) return { timeout_ms = 10000,
+    topics = { { name = s.name, partition_indexes = { 0, 1 } } } } end },
+} }
+
 scenario { name = "Cluster: more replicas than brokers", api = "CreateTopics", cluster = true, steps = {
   { api = "CreateTopics", body = function(s) return { topics = { { name = s.name, num_partitions = 1,
     replication_factor = 4, configs = {} } }, timeout_ms = 30000 } end },

@@ -828,12 +828,29 @@ static void test_image_partition_changes_and_epochs(void **state)
     assert_int_equal(p->leader_epoch, 4);
     assert_int_equal(p->partition_epoch, 6);
 
+    /* its completion: the target alone, adding and removing cleared */
+    int32_t target[] = {2, 4};
+    r = change(1, 0);
+    r.m.partition_change.replicas = target;
+    r.m.partition_change.replicas_n = 2;
+    r.m.partition_change.adding_replicas = empty;
+    r.m.partition_change.adding_replicas_n = 0;
+    r.m.partition_change.removing_replicas = empty;
+    r.m.partition_change.removing_replicas_n = 0;
+    assert_int_equal(apply_one(img, &r), 0);
+    assert_int_equal(p->nreplicas, 2);
+    assert_int_equal(p->replicas[1], 4);
+    assert_int_equal(p->nadding, 0);
+    assert_int_equal(p->nremoving, 0);
+    assert_int_equal(p->leader, 2);
+    assert_int_equal(p->partition_epoch, 7);
+
     /* a change to a partition or topic that does not exist */
     r = change(1, 1);
     assert_int_equal(apply_one(img, &r), -1);
     r = change(2, 0);
     assert_int_equal(apply_one(img, &r), -1);
-    assert_int_equal(p->partition_epoch, 6);
+    assert_int_equal(p->partition_epoch, 7);
     kiq_metadata_image_free(img);
 }
 

@@ -1,0 +1,31 @@
+/* AlterPartitionReassignments: the controller starts or cancels
+ * reassignments (kiq_controller_alter_reassignments); any broker forwards
+ * it there. A standalone broker holds every partition's only replica and
+ * has no other broker to move one to: INVALID_REQUEST. */
+#include "api/api.h"
+#include "core/error.h"
+#include "server/controller_link.h"
+
+#define REASSIGN_WAIT_MAX_MS 30000
+
+int kiq_api_alter_partition_reassignments_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
+                                                 void *response)
+{
+    const kiq_alter_partition_reassignments_request_t *req = request;
+    kiq_alter_partition_reassignments_response_t *out = response;
+    kiq_error_clear();
+    if (r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b)) {
+        kiq_error_set("broker %d is not the active controller", b->node_id);
+        out->error_code = KIQ_ERR_NOT_CONTROLLER;
+    } else if (b->cluster) {
+        int wait = req->timeout_ms > 0 && req->timeout_ms < REASSIGN_WAIT_MAX_MS ? req->timeout_ms : REASSIGN_WAIT_MAX_MS;
+        void *ctx = kiq_api_park_for_link(b, r, out);
+        kiq_controller_link_alter_reassignments(b, req, wait, &r->arena, out, kiq_api_answer_parked, ctx);
+        return KIQ_HANDLER_PARKED;
+    } else {
+        kiq_error_set("a standalone broker has no other broker to reassign replicas to");
+        out->error_code = KIQ_ERR_INVALID_REQUEST;
+    }
+    out->error_message = kiq_request_error_message(r);
+    return KIQ_HANDLER_RESPOND;
+}
