@@ -18,7 +18,8 @@ int kiq_api_alter_partition_reassignments_handle(kiq_broker_t *b, kiq_request_t 
         kiq_error_set("broker %d is not the active controller", b->node_id);
         out->error_code = KIQ_ERR_NOT_CONTROLLER;
     } else if (b->cluster) {
-        int wait = req->timeout_ms > 0 && req->timeout_ms < REASSIGN_WAIT_MAX_MS ? req->timeout_ms : REASSIGN_WAIT_MAX_MS;
+        int wait =
+            req->timeout_ms > 0 && req->timeout_ms < REASSIGN_WAIT_MAX_MS ? req->timeout_ms : REASSIGN_WAIT_MAX_MS;
         void *ctx = kiq_api_park_for_link(b, r, out);
         kiq_controller_link_alter_reassignments(b, req, wait, &r->arena, out, kiq_api_answer_parked, ctx);
         return KIQ_HANDLER_PARKED;

@@ -133,7 +133,8 @@ static int16_t check_target(kiq_controller_t *c, const int32_t *want, int32_t nw
                KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
     for (int32_t i = 0; i < nwant; i++) {
         if (kiq_ctl_has_id(want, i, want[i]))
-            return kiq_error_set("The manual partition assignment includes the broker %d more than once.", (int)want[i]),
+            return kiq_error_set("The manual partition assignment includes the broker %d more than once.",
+                                 (int)want[i]),
                    KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
         if (!kiq_metadata_image_broker(c->image, want[i]))
             return kiq_error_set("The manual partition assignment includes broker %d, but no such broker is "
@@ -245,9 +246,10 @@ void kiq_controller_list_reassignments(kiq_controller_t *c, kiq_arena_t *arena,
     resp->topics = kiq_arena_calloc(arena, (size_t)nt + 1, sizeof *resp->topics);
     for (int32_t t = 0; t < nt; t++) {
         const kiq_list_partition_reassignments_request_topics_t *want = all ? NULL : &req->topics[t];
-        const kiq_topic_image_t *ti = all ? kiq_metadata_image_topic_at(c->image, (size_t)t)
-                                      : want->name.p ? kiq_metadata_image_topic(c->image, want->name.p, (size_t)want->name.len)
-                                                     : NULL;
+        const kiq_topic_image_t *ti =
+            all            ? kiq_metadata_image_topic_at(c->image, (size_t)t)
+            : want->name.p ? kiq_metadata_image_topic(c->image, want->name.p, (size_t)want->name.len)
+                           : NULL;
         if (!ti) continue; /* an unknown topic has nothing in progress */
         int32_t np = all ? ti->npartitions : want->partition_indexes_n;
         kiq_list_partition_reassignments_response_topics_t *tout = &resp->topics[resp->topics_n];

@@ -10,6 +10,8 @@ kafka-reassign-partitions against `serve --brokers 3`:
   broker 2's log holds every acknowledged record (the same batches as the
   leader's; then it leads and a consumer reads them all back from it), and
   broker 1's replica is stopped and its log deleted;
+- a reassignment that removes the leader completes with a new leader
+  from the target, which serves every record;
 - --cancel reverts a reassignment in progress to the original replicas and
   deletes the partial replica;
 - AlterPartitionReassignments refuses an unregistered broker, a broker
@@ -251,6 +253,36 @@ def test_kafka_reassign_partitions_moves_a_replica_to_a_new_broker(tmp_path):
         try:
             wait_until(lambda: got.extend(m.value() for m in cons.consume(100, 1.0) if not m.error())
                        or len(got) >= RECORDS, 30, f"every record consumed from broker {new}")
+        finally:
+            cons.close()
+        assert got == [f"record-{i}".encode() for i in range(RECORDS)]
+    finally:
+        c.stop()
+
+
+def test_a_reassignment_away_from_the_leader_moves_the_leadership(tmp_path):
+    c = OneProcessCluster(tmp_path, 3, overrides=OVERRIDES)
+    c.start()
+    try:
+        lead, kept, new = create(c, "away")
+        produce(c, "away", RECORDS)
+        target = [new, kept]
+        tool_ok(c, tmp_path, "--execute", plan=[("away", 0, target)])
+        wait_until(lambda: "is completed" in tool_ok(c, tmp_path, "--verify", plan=[("away", 0, target)]),
+                   60, "kafka-reassign-partitions --verify: complete", interval=1.0)
+        for via in range(3):
+            st = wait_until(lambda: (lambda s: s if s["replicas"] == target and s["leader"] in target else None)(
+                partition_state(c, "away", 0, via)), 20, f"broker {via}'s metadata: replicas {target}, led by one")
+            assert sorted(st["isr"]) == sorted(target), st
+        wait_until(lambda: not (c.data_dir / f"broker-{lead}" / "away-0").exists(), 20,
+                   f"the old leader {lead}'s away-0 deleted")
+        from confluent_kafka import Consumer, TopicPartition
+        cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "away", "enable.auto.commit": False})
+        cons.assign([TopicPartition("away", 0, 0)])
+        got = []
+        try:
+            wait_until(lambda: got.extend(m.value() for m in cons.consume(100, 1.0) if not m.error())
+                       or len(got) >= RECORDS, 30, "every record consumed from the new leader")
         finally:
             cons.close()
         assert got == [f"record-{i}".encode() for i in range(RECORDS)]
