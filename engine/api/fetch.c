@@ -522,16 +522,51 @@ static bool fetch_try_complete(kiq_delayed_op_t *op, bool expired)
     return true;
 }
 
+/* A voter's Fetch of the quorum's log, held at the leader while there is
+ * nothing new: answered again when the log grows, the high watermark or
+ * the leadership moves, or at max_wait_ms. */
+typedef struct quorum_fetch_op {
+    fetch_op_t f; /* first: the purgatory hands this pointer back */
+    int64_t offset, hw; /* what the held answer said */
+    uint64_t key;
+} quorum_fetch_op_t;
+
+static bool quorum_fetch_try_complete(kiq_delayed_op_t *op, bool expired)
+{
+    quorum_fetch_op_t *q = (quorum_fetch_op_t *)op;
+    fetch_op_t *f = &q->f;
+    if (!expired && !kiq_quorum_fetch_news(f->b->quorum, q->offset, q->hw)) return false;
+    kiq_fetch_response_init(f->resp);
+    kiq_quorum_fetch(f->b->quorum, f->r->header.api_version, f->req, &f->r->arena, f->resp);
+    f->r->t.completed = kiq_clock_mono_ns();
+    kiq_request_respond(f->r, f->resp); /* frees q with the request's arena */
+    return true;
+}
+
+static int quorum_fetch(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req, kiq_fetch_response_t *out)
+{
+    /* the control plane serves only the quorum's own log */
+    if (!b->quorum || !kiq_quorum_is_metadata_fetch(r->header.api_version, req)) return KIQ_HANDLER_CLOSE;
+    if (!kiq_quorum_fetch(b->quorum, r->header.api_version, req, &r->arena, out) || req->max_wait_ms <= 0)
+        return KIQ_HANDLER_RESPOND;
+    quorum_fetch_op_t *q = kiq_arena_alloc(&r->arena, sizeof *q);
+    *q = (quorum_fetch_op_t){.f = {.b = b, .r = r, .req = req, .resp = out},
+                             .offset = req->topics->partitions->fetch_offset,
+                             .hw = out->responses->partitions->high_watermark,
+                             .key = kiq_purgatory_quorum_key()};
+    q->f.op = (kiq_delayed_op_t){.kind = KIQ_DELAYED_FETCH, .try_complete = quorum_fetch_try_complete,
+                                 .deadline_ns = kiq_clock_mono_ns() + (int64_t)req->max_wait_ms * 1000000,
+                                 .keys = &q->key, .nkeys = 1};
+    kiq_api_handled(b, r); /* r is the purgatory's from the park on */
+    kiq_purgatory_park(b->purgatory, &q->f.op);
+    return KIQ_HANDLER_PARKED;
+}
+
 int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {
     const kiq_fetch_request_t *req = request;
     kiq_fetch_response_t *out = response;
-    if (r->listener == KIQ_LISTENER_CONTROL) {
-        /* the control plane serves only the quorum's own log */
-        if (!b->quorum || !kiq_quorum_is_metadata_fetch(r->header.api_version, req)) return KIQ_HANDLER_CLOSE;
-        kiq_quorum_fetch(b->quorum, r->header.api_version, req, &r->arena, out);
-        return KIQ_HANDLER_RESPOND;
-    }
+    if (r->listener == KIQ_LISTENER_CONTROL) return quorum_fetch(b, r, req, out);
     fetch_result_t res;
     fetch_read(b, r, req, out, &res, true);
     int64_t bytes = res.bytes;

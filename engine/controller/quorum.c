@@ -19,8 +19,11 @@
 #include "record/compression.h"
 
 #define TICK_MS 5
-/* A follower told there was nothing new asks again this much later (the
- * leader does not hold fetches open, as Kafka's does with max_wait_ms). */
+/* A follower's Fetch may wait this long at the leader for news (Kafka's
+ * raft fetch wait); one answered with nothing new or refused is asked
+ * again FETCH_IDLE_MS later, so a paused or refusing leader is not
+ * asked in a loop. */
+#define FETCH_WAIT_MS 500
 #define FETCH_IDLE_MS 5
 #define FETCH_MAX_BYTES (1 << 20)
 
@@ -35,7 +38,7 @@ typedef struct link {
 
 struct kiq_quorum {
     kiq_quorum_config_t cfg;
-    kiq_worker_t *ticker; /* from start to free */
+    kiq_worker_t *ticker; /* set and cleared under mu (answers poke it), stopped outside it */
     link_t links[KIQ_RAFT_MAX_VOTERS];
     pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t moved; /* the high watermark or the role moved */
@@ -211,7 +214,7 @@ static void *request_of(const kiq_raft_msg_t *m, kiq_arena_t *a, int16_t *api_ke
         kiq_fetch_request_init(r);
         r->replica_id = m->from;
         r->replica_state.replica_id = m->from;
-        r->max_wait_ms = 0;
+        r->max_wait_ms = FETCH_WAIT_MS;
         r->min_bytes = 0;
         r->max_bytes = FETCH_MAX_BYTES;
         r->topics_n = 1;
@@ -352,10 +355,26 @@ static void io_send(void *ctx, const kiq_raft_msg_t *m)
     }
 }
 
+static void tell_news(kiq_quorum_t *q)
+{
+    if (q->cfg.news)
+        q->cfg.news(q->cfg.ctx);
+}
+
+/* A commit or a role change reaches the hook (the controller applying,
+ * activating) now rather than at the next tick. */
+static void wake_ticker(kiq_quorum_t *q)
+{
+    if (q->ticker)
+        kiq_worker_poke(q->ticker);
+}
+
 static int io_append(void *ctx, int64_t offset, const kiq_raft_entry_t *e, int n)
 {
     kiq_quorum_t *q = ctx;
-    return kiq_quorum_log_append(q->log, offset, e, n);
+    int rc = kiq_quorum_log_append(q->log, offset, e, n);
+    tell_news(q);
+    return rc;
 }
 
 static int io_truncate(void *ctx, int64_t end)
@@ -434,6 +453,8 @@ static void io_became(void *ctx, kiq_raft_role_t role, int32_t epoch, int32_t le
     q->last_fetch_empty = false;
     q->fetch_held = false;
     pthread_cond_broadcast(&q->moved);
+    tell_news(q);
+    wake_ticker(q);
 }
 
 static void io_committed(void *ctx, int64_t hw)
@@ -441,6 +462,8 @@ static void io_committed(void *ctx, int64_t hw)
     kiq_quorum_t *q = ctx;
     q->hw = hw;
     pthread_cond_broadcast(&q->moved);
+    tell_news(q);
+    wake_ticker(q);
 }
 
 static const kiq_raft_io_t IO = {
@@ -459,8 +482,9 @@ static void on_answer(kiq_peer_call_t *call, int rc)
         int from = voter_index(q, m.from);
         if (!q->stopping && !q->paused && from >= 0 && !q->cut[from]) {
             if (m.type == KIQ_RAFT_FETCH_REPLY)
-                q->last_fetch_empty = m.error == KIQ_ERR_NONE && m.fetch_reply.n_entries == 0 &&
-                                      m.fetch_reply.diverging.epoch < 0 && m.fetch_reply.snapshot.epoch < 0;
+                q->last_fetch_empty = m.error != KIQ_ERR_NONE ||
+                                      (m.fetch_reply.n_entries == 0 && m.fetch_reply.diverging.epoch < 0 &&
+                                       m.fetch_reply.snapshot.epoch < 0 && m.fetch_reply.high_watermark <= q->hw);
             kiq_raft_receive(q->raft, now_ms(), &m);
         }
         pthread_mutex_unlock(&q->mu);
@@ -539,7 +563,7 @@ int kiq_quorum_start(kiq_quorum_t *q)
         char name[64], peer[16];
         snprintf(peer, sizeof peer, "%d", v->id);
         kiq_peer_channel_config_t cc = { .name = name, .peer = peer, .host = v->host, .port = v->port,
-                                         .client_id = "kafkaiq-raft", .backoff_min_ms = 50,
+                                         .client_id = "kafkaiq-raft", .backoff_min_ms = 2,
                                          .backoff_max_ms = 1000, .metrics = q->cfg.metrics };
         snprintf(name, sizeof name, "raft-to-%d", v->id);
         q->links[i].rpc = kiq_peer_channel_new(&cc);
@@ -549,8 +573,11 @@ int kiq_quorum_start(kiq_quorum_t *q)
             return -1;
     }
     kiq_worker_config_t wc = { .name = "raft", .round = tick_round, .ctx = q };
-    q->ticker = kiq_worker_start(&wc);
-    return q->ticker ? 0 : -1;
+    kiq_worker_t *t = kiq_worker_start(&wc);
+    pthread_mutex_lock(&q->mu);
+    q->ticker = t;
+    pthread_mutex_unlock(&q->mu);
+    return t ? 0 : -1;
 }
 
 void kiq_quorum_stop(kiq_quorum_t *q, bool resign)
@@ -565,8 +592,11 @@ void kiq_quorum_stop(kiq_quorum_t *q, bool resign)
     pthread_mutex_unlock(&q->mu);
     if (!first)
         return;
-    kiq_worker_stop(q->ticker);
+    pthread_mutex_lock(&q->mu);
+    kiq_worker_t *t = q->ticker;
     q->ticker = NULL;
+    pthread_mutex_unlock(&q->mu);
+    kiq_worker_stop(t);
     pthread_mutex_lock(&q->mu);
     q->stopping = true;
     pthread_cond_broadcast(&q->moved);
@@ -698,7 +728,7 @@ void kiq_quorum_end_epoch(kiq_quorum_t *q, const kiq_end_quorum_epoch_request_t 
     EPOCH_ANSWER(end_quorum_epoch, arena, &re, ok, resp);
 }
 
-void kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_t *req, kiq_arena_t *arena,
+bool kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_t *req, kiq_arena_t *arena,
                       kiq_fetch_response_t *resp)
 {
     resp->responses_n = 1;
@@ -711,7 +741,7 @@ void kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_
     kiq_fetch_response_responses_partitions_init(rp);
     if (req->topics->partitions_n != 1 || req->topics->partitions->partition != 0) {
         rp->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        return;
+        return false;
     }
     const kiq_fetch_request_topics_partitions_t *p = req->topics->partitions;
     kiq_raft_msg_t m = { .type = KIQ_RAFT_FETCH, .from = version >= 15 ? req->replica_state.replica_id : req->replica_id,
@@ -746,6 +776,15 @@ void kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_
     rp->diverging_epoch.end_offset = re.fetch_reply.diverging.end_offset;
     rp->snapshot_id.epoch = re.fetch_reply.snapshot.epoch;
     rp->snapshot_id.end_offset = re.fetch_reply.snapshot.end_offset;
+    return rp->error_code == KIQ_ERR_NONE && !rp->records.len && rp->diverging_epoch.epoch < 0 &&
+           rp->snapshot_id.epoch < 0;
+}
+
+bool kiq_quorum_fetch_news(kiq_quorum_t *q, int64_t offset, int64_t hw)
+{
+    kiq_raft_view_t v;
+    kiq_quorum_view(q, &v);
+    return v.role != KIQ_RAFT_LEADER || v.log_end > offset || v.high_watermark != hw;
 }
 
 void kiq_quorum_describe(kiq_quorum_t *q, const kiq_describe_quorum_request_t *req, kiq_arena_t *arena,

@@ -39,6 +39,10 @@ typedef struct kiq_quorum_config {
     /* The ticker's thread, the quorum's lock released: the high watermark
      * or this node's role moved. */
     void (*changed)(void *ctx);
+    /* Under the quorum's lock, so it must not call the quorum: the log
+     * grew, the high watermark or the role moved; a held Fetch may have
+     * its answer (kiq_quorum_fetch_news). */
+    void (*news)(void *ctx);
     void *ctx;
 } kiq_quorum_config_t;
 
@@ -63,8 +67,15 @@ void kiq_quorum_begin_epoch(kiq_quorum_t *q, const kiq_begin_quorum_epoch_reques
                             kiq_begin_quorum_epoch_response_t *resp);
 void kiq_quorum_end_epoch(kiq_quorum_t *q, const kiq_end_quorum_epoch_request_t *req, kiq_arena_t *arena,
                           kiq_end_quorum_epoch_response_t *resp);
-void kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_t *req, kiq_arena_t *arena,
+/* True when the answer is an idle one (no records, no error, nothing to
+ * truncate): the caller may hold it up to the request's max_wait_ms, as
+ * Kafka's leader does, and answer again once kiq_quorum_fetch_news. */
+bool kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_t *req, kiq_arena_t *arena,
                       kiq_fetch_response_t *resp);
+/* Whether a Fetch at `offset` answered idle with high watermark `hw` now
+ * has news: the log grew past it, the high watermark moved, or this voter
+ * no longer leads. */
+bool kiq_quorum_fetch_news(kiq_quorum_t *q, int64_t offset, int64_t hw);
 void kiq_quorum_describe(kiq_quorum_t *q, const kiq_describe_quorum_request_t *req, kiq_arena_t *arena,
                          kiq_describe_quorum_response_t *resp);
 /* Whether a Fetch asks for __cluster_metadata (by name or by its topic id). */

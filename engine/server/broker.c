@@ -831,6 +831,13 @@ static void quorum_changed(void *ctx)
                  v.epoch);
 }
 
+/* Under the quorum's lock: the voters' Fetches held here may have news. */
+static void quorum_news(void *ctx)
+{
+    kiq_broker_t *b = ctx;
+    kiq_purgatory_notify(b->purgatory, kiq_purgatory_quorum_key());
+}
+
 /* controller: on each voter of the quorum, active where it leads */
 static int start_controller(kiq_broker_t *b)
 {
@@ -845,6 +852,7 @@ static int start_controller(kiq_broker_t *b)
         .request_timeout_ms = kiq_config_int(b->config, KIQ_CFG_CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS),
         .metrics = b->metrics,
         .changed = quorum_changed,
+        .news = quorum_news,
         .ctx = b,
     };
     memcpy(qc.voters, b->voters, (size_t)b->nvoters * sizeof *b->voters);

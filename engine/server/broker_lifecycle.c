@@ -19,7 +19,8 @@
 enum {
     BACKOFF_MIN_MS = 50,
     BACKOFF_MAX_MS = 2000,
-    CATCH_UP_MS = 10, /* heartbeats while fenced, waiting for the metadata */
+    CATCH_UP_MS = 2,  /* heartbeats while fenced, waiting for the metadata (a start's first moments) */
+    STANDBY_MS = 5,   /* asks again of a voter not leading yet: an election is under way */
 };
 
 struct kiq_broker_lifecycle {
@@ -36,6 +37,7 @@ struct kiq_broker_lifecycle {
     int32_t line_controller; /* the controller the line points at */
     int backoff_ms;
     int last_refusal;
+    bool standby; /* the last answer was NOT_CONTROLLER: an election is under way */
     int64_t refused_since; /* DUPLICATE_BROKER_REGISTRATION since then; 0: not refused so */
     bool warned_unreachable;
 
@@ -122,7 +124,8 @@ static int do_register(kiq_broker_lifecycle_t *lc, int16_t version, int *last_re
     kiq_broker_lifecycle_registration(&lc->b, &arena, &req);
     int rc = kiq_peer_channel_request(lc->line, KIQ_API_BROKER_REGISTRATION, version, &req, &arena, &resp,
                                       lc->request_timeout_ms);
-    if (rc == 0 && resp.error_code == KIQ_ERR_NOT_CONTROLLER) {
+    lc->standby = rc == 0 && resp.error_code == KIQ_ERR_NOT_CONTROLLER;
+    if (lc->standby) {
         rc = kiq_error_set("controller %s is not the active one", lc->controller); /* retried soon */
     } else if (rc == 0 && resp.error_code == KIQ_ERR_DUPLICATE_BROKER_REGISTRATION) {
         if (*last_refusal != resp.error_code)
@@ -168,7 +171,8 @@ static int do_heartbeat(kiq_broker_lifecycle_t *lc, int64_t epoch, bool shut_dow
     req.want_shut_down = shut_down;
     int rc = kiq_peer_channel_request(lc->line, KIQ_API_BROKER_HEARTBEAT, 0, &req, &arena, &resp,
                                       lc->request_timeout_ms);
-    if (rc == 0 && resp.error_code == KIQ_ERR_NOT_CONTROLLER) {
+    lc->standby = rc == 0 && resp.error_code == KIQ_ERR_NOT_CONTROLLER;
+    if (lc->standby) {
         /* a standby, or one that just lost the quorum: the epoch stands */
         rc = kiq_error_set("controller %s is not the active one", lc->controller);
     } else if (rc == 0 && resp.error_code != KIQ_ERR_NONE) {
@@ -237,7 +241,10 @@ static int64_t lifecycle_round(void *arg)
                            : do_heartbeat(lc, epoch, false);
         if (rc < 0) {
             KIQ_DEBUG("[KafkaIQ broker %d] lost the controller: %s", b->node_id, kiq_error_get());
-            return grow_backoff(lc);
+            /* a voter that answers will be (or name) the leader within an
+             * election: asked again soon, as a new cluster's brokers
+             * register the moment its first election ends */
+            return lc->standby ? STANDBY_MS : grow_backoff(lc);
         }
         lc->backoff_ms = BACKOFF_MIN_MS;
         lc->warned_unreachable = false;

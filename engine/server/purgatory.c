@@ -62,6 +62,12 @@ uint64_t kiq_purgatory_metadata_key(void)
     return kiq_purgatory_key(name, sizeof name - 1, -1);
 }
 
+uint64_t kiq_purgatory_quorum_key(void)
+{
+    static const char name[] = "__cluster_metadata";
+    return kiq_purgatory_key(name, sizeof name - 1, 0);
+}
+
 uint64_t kiq_purgatory_producer_ids_key(void)
 {
     static const char name[] = "__producer_ids";

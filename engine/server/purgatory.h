@@ -47,6 +47,9 @@ uint64_t kiq_purgatory_key(const char *topic, size_t len, int32_t partition);
 /* The key notified whenever this broker applies the controller's metadata
  * (a partition -1 no real partition has). */
 uint64_t kiq_purgatory_metadata_key(void);
+/* The key notified when the controller quorum's log grows, its high
+ * watermark moves or its leader changes: voters' held Fetches wait on it. */
+uint64_t kiq_purgatory_quorum_key(void);
 /* The key notified when a block of producer ids comes from the controller. */
 uint64_t kiq_purgatory_producer_ids_key(void);
 
