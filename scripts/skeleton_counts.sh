@@ -20,7 +20,7 @@ cd "$tmp"
 # I/O threads and the purgatory's
 threads=$(grep -rn --include='*.c' 'pthread_create' engine |
     grep -vE '^engine/(core/worker|net/acceptor|net/processor|server/purgatory)\.c' |
-    grep -vE 'io_thread_main|control_io_main' || true)
+    grep -vE 'handler_main' || true)
 conns=$(grep -rn --include='*.c' 'kiq_client_connect(' engine | grep -vE '^engine/net/client\.c' || true)
 # what the read side (HTTP, Prometheus text, Lua) takes straight from the broker
 reads=$(grep -rn --include='*.c' -E '\bb->[a-z_]+' engine/http engine/metrics engine/lua | grep -oE '\bb->[a-z_]+' || true)

@@ -4,8 +4,6 @@
 
 #include <lauxlib.h>
 #include <lua.h>
-#include <luajit.h>
-#include <lualib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,18 +13,12 @@
 #include "core/say.h"
 #include "config/config.h"
 #include "lua/convert.h"
-#include "lua/hook_answers.h"
 #include "lua/hook_records.h"
+#include "lua/hook_state.h"
 #include "proto/errors.h"
 #include "lua/messages_lua.h"
 #include "server/broker.h"
 
-#define HELPERS_KEY "kafkaiq.hook_helpers"
-/* Instructions between two looks at the budget. */
-#define BUDGET_STEP 1000
-/* Wall-clock bound of one call, for time spent inside C functions (a
- * string search over a huge string), which the instruction count misses. */
-#define CALL_MAX_NS (1000 * (int64_t)1000000)
 
 const char *const kiq_hook_point_names[KIQ_HOOK__POINTS] = {"request", "produce", "fetch"};
 
@@ -54,138 +46,6 @@ struct kiq_hook_def {
 };
 
 static atomic_uint_fast64_t next_serial = 1;
-
-/* ---- Lua states and budgeted calls -------------------------------------- */
-
-/* The budget of the call running on this thread (a thread runs one Lua call
- * at a time, and the count hook fires on the thread running the code). */
-static _Thread_local int64_t budget_left;
-static _Thread_local int64_t budget_total;
-static _Thread_local int64_t budget_deadline_ns;
-
-static void count_hook(lua_State *L, lua_Debug *ar)
-{
-    (void)ar;
-    budget_left -= BUDGET_STEP;
-    bool late = kiq_clock_mono_ns() >= budget_deadline_ns;
-    if (budget_left > 0 && !late) return;
-    /* From now on every instruction raises, so a pcall inside the hook
-     * cannot swallow the stop and carry on. */
-    lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
-    char msg[96];
-    if (late)
-        snprintf(msg, sizeof msg, "stopped: ran over %lld ms", (long long)(CALL_MAX_NS / 1000000));
-    else
-        snprintf(msg, sizeof msg, "stopped: over its budget of %lld instructions",
-                 (long long)budget_total);
-    luaL_where(L, 0); /* the running function: a hook has no frame of its own */
-    lua_pushstring(L, msg);
-    lua_concat(L, 2);
-    lua_error(L);
-}
-
-/* Message handler: the error with a traceback. */
-static int traceback(lua_State *L)
-{
-    const char *msg = lua_tostring(L, 1);
-    if (!msg) msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-    luaL_traceback(L, L, msg, 1);
-    return 1;
-}
-
-/* lua_pcall with a traceback handler and at most `budget` instructions. */
-static int pcall_budget(lua_State *L, int nargs, int nresults, int64_t budget)
-{
-    int base = lua_gettop(L) - nargs;
-    lua_pushcfunction(L, traceback);
-    lua_insert(L, base);
-    budget_total = budget_left = budget;
-    budget_deadline_ns = kiq_clock_mono_ns() + CALL_MAX_NS;
-    lua_sethook(L, count_hook, LUA_MASKCOUNT, budget < BUDGET_STEP ? (int)budget : BUDGET_STEP);
-    int rc = lua_pcall(L, nargs, nresults, base);
-    lua_sethook(L, NULL, 0, 0);
-    lua_remove(L, base);
-    return rc;
-}
-
-/* Calls f(ud [, the value at arg]) in protected mode under the budget (f
- * reads values hooks returned, which may carry metamethods); leaves nresults
- * or the error. arg 0: no second argument. */
-static int pcall_c(lua_State *L, lua_CFunction f, void *ud, int arg, int nresults, int64_t budget)
-{
-    if (arg) arg = arg > 0 ? arg : lua_gettop(L) + arg + 1;
-    lua_pushcfunction(L, f);
-    lua_pushlightuserdata(L, ud);
-    if (arg) lua_pushvalue(L, arg);
-    return pcall_budget(L, arg ? 2 : 1, nresults, budget);
-}
-
-/* Protected (lua_cpcall): the argument points to whether to load the helpers. */
-static int open_state(lua_State *L)
-{
-    bool helpers = *(const bool *)lua_touserdata(L, 1);
-    luaL_openlibs(L);
-    /* Hooks must not lift their own budget: no debug.sethook, and no jit
-     * module to turn the compiler (which skips count hooks) back on. */
-    lua_getglobal(L, "debug");
-    lua_pushnil(L);
-    lua_setfield(L, -2, "sethook");
-    lua_pop(L, 1);
-    lua_pushnil(L);
-    lua_setglobal(L, "jit");
-    lua_getglobal(L, "package");
-    lua_getfield(L, -1, "loaded");
-    lua_pushnil(L);
-    lua_setfield(L, -2, "jit");
-    lua_pop(L, 2);
-    if (helpers) {
-        if (luaL_loadbuffer(L, kiq_hook_answers_lua, kiq_hook_answers_lua_len, "=hook helpers") != 0)
-            return lua_error(L);
-        lua_call(L, 0, 1);
-        lua_setfield(L, LUA_REGISTRYINDEX, HELPERS_KEY);
-    }
-    return 0;
-}
-
-/* A fresh state with the standard libraries, interpreter only (the count
- * hook does not fire inside compiled traces). NULL with kiq_error_set. */
-static lua_State *state_new(bool helpers)
-{
-    lua_State *L = luaL_newstate();
-    if (!L) {
-        kiq_error_set("cannot create a Lua state (out of memory)");
-        return NULL;
-    }
-    if (lua_cpcall(L, open_state, &helpers) != 0) {
-        kiq_error_set("cannot set up a Lua state: %s", lua_tostring(L, -1));
-        lua_close(L);
-        return NULL;
-    }
-    /* after luaL_openlibs, whose jit library switches the compiler on */
-    luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
-    return L;
-}
-
-/* Runs a hook chunk; leaves the function it returns. 0, or -1 with the
- * reason in kiq_error_set. */
-static int load_chunk(lua_State *L, const char *src, size_t len, const char *name, int64_t budget)
-{
-    int rc = luaL_loadbuffer(L, src, len, name);
-    if (rc == 0) rc = pcall_budget(L, 0, 1, budget);
-    if (rc != 0) {
-        const char *msg = lua_tostring(L, -1);
-        kiq_error_set("%s", msg ? msg : "unknown Lua error");
-        lua_pop(L, 1);
-        return -1;
-    }
-    if (!lua_isfunction(L, -1)) {
-        kiq_error_set("%s: the chunk must return the hook function, not a %s", name + 1,
-                      luaL_typename(L, -1));
-        lua_pop(L, 1);
-        return -1;
-    }
-    return 0;
-}
 
 /* ---- the registry ------------------------------------------------------- */
 
@@ -279,9 +139,9 @@ int kiq_hooks_add(kiq_hooks_t *h, const kiq_hook_spec_t *spec)
     if (!spec->source) return kiq_error_set("an interceptor needs a source");
     /* A fresh state like the ones the handlers use: what loads here loads
      * there, and the caller's globals are not touched. */
-    lua_State *L = state_new(false);
+    lua_State *L = kiq_hook_state_new(false);
     if (!L) return -1;
-    int rc = load_chunk(L, spec->source, spec->source_len, "=interceptor", h->max_instructions);
+    int rc = kiq_hook_load_chunk(L, spec->source, spec->source_len, "=interceptor", h->max_instructions);
     lua_close(L);
     if (rc != 0) return -1;
     kiq_hook_def_t *d = calloc(1, sizeof *d);
@@ -480,7 +340,7 @@ static int reload(hook_thread_t *t, kiq_hooks_t *h)
         if (!sources[i]) continue;
         char name[32];
         snprintf(name, sizeof name, "=interceptor %d", next[i].id);
-        if (load_chunk(L, sources[i], lens[i], name, h->max_instructions) == 0)
+        if (kiq_hook_load_chunk(L, sources[i], lens[i], name, h->max_instructions) == 0)
             next[i].ref = luaL_ref(L, LUA_REGISTRYINDEX);
         else
             hook_failed(h, next[i].id, kiq_error_get());
@@ -507,7 +367,7 @@ static hook_thread_t *thread_state(kiq_hooks_t *h)
     }
     if (!t) {
         t = calloc(1, sizeof *t);
-        if (!t || !(t->L = state_new(true))) {
+        if (!t || !(t->L = kiq_hook_state_new(true))) {
             KIQ_ERROR("interceptors skipped: %s", t ? kiq_error_get() : "out of memory");
             free(t);
             return NULL;
@@ -529,7 +389,7 @@ static int call_hook(kiq_hooks_t *h, lua_State *L, const loaded_hook_t *hk)
 {
     lua_rawgeti(L, LUA_REGISTRYINDEX, hk->ref);
     lua_insert(L, -2);
-    if (pcall_budget(L, 1, 1, h->max_instructions) == 0) return 0;
+    if (kiq_hook_pcall(L, 1, 1, h->max_instructions) == 0) return 0;
     hook_failed(h, hk->id, lua_tostring(L, -1));
     lua_pop(L, 1);
     return -1;
@@ -608,7 +468,7 @@ static int push_request_ctx(lua_State *L)
     lua_setfield(L, ctx, "peer");
     kiq_api_lua_push(r->header.api_key, true)(L, r->header.api_version, a->request);
     lua_setfield(L, ctx, "request");
-    lua_getfield(L, LUA_REGISTRYINDEX, HELPERS_KEY);
+    lua_getfield(L, LUA_REGISTRYINDEX, KIQ_HOOK_HELPERS_KEY);
     lua_getfield(L, -1, "topics");
     lua_pushstring(L, r->codec->name);
     lua_getfield(L, ctx, "request");
@@ -700,7 +560,7 @@ static int build_answer(lua_State *L)
 {
     answer_args_t *a = lua_touserdata(L, 1);
     kiq_request_t *r = a->r;
-    lua_getfield(L, LUA_REGISTRYINDEX, HELPERS_KEY);
+    lua_getfield(L, LUA_REGISTRYINDEX, KIQ_HOOK_HELPERS_KEY);
     lua_getfield(L, -1, "error_response");
     lua_pushstring(L, r->codec->name);
     raw_field(L, 2, "request");
@@ -714,7 +574,7 @@ static int build_answer(lua_State *L)
 static int ctx_names_partition(lua_State *L)
 {
     const kiq_fault_rule_t *f = lua_touserdata(L, 1);
-    lua_getfield(L, LUA_REGISTRYINDEX, HELPERS_KEY);
+    lua_getfield(L, LUA_REGISTRYINDEX, KIQ_HOOK_HELPERS_KEY);
     lua_getfield(L, -1, "names_partition");
     raw_field(L, 2, "api_name");
     raw_field(L, 2, "request");
@@ -773,7 +633,7 @@ static void on_request(void *registry, kiq_request_t *r, const void *request, vo
          * topic or to answer with its error */
         if (!ctx && (!fault || hk->topic || hk->fault.action == KIQ_FAULT_ERROR)) {
             request_args_t args = {r, request};
-            if (pcall_c(L, push_request_ctx, &args, 0, 1, h->max_instructions) != 0) {
+            if (kiq_hook_pcall_c(L, push_request_ctx, &args, 0, 1, h->max_instructions) != 0) {
                 KIQ_ERROR("interceptors skipped for %s from %s: %s", r->codec->name, r->peer,
                           lua_tostring(L, -1));
                 break;
@@ -784,7 +644,7 @@ static void on_request(void *registry, kiq_request_t *r, const void *request, vo
         int rc;
         if (fault) {
             if (hk->fault.partition >= 0) {
-                bool named = pcall_c(L, ctx_names_partition, (void *)&hk->fault, ctx, 1, h->max_instructions) == 0 &&
+                bool named = kiq_hook_pcall_c(L, ctx_names_partition, (void *)&hk->fault, ctx, 1, h->max_instructions) == 0 &&
                              lua_toboolean(L, -1);
                 lua_settop(L, ctx);
                 if (!named) continue;
@@ -801,7 +661,7 @@ static void on_request(void *registry, kiq_request_t *r, const void *request, vo
         if (rc <= 0) continue;
         if (act->verdict == KIQ_HOOK_ANSWER) {
             answer_args_t args = {r, response, act->error_code};
-            if (pcall_c(L, build_answer, &args, ctx, 0, h->max_instructions) != 0) {
+            if (kiq_hook_pcall_c(L, build_answer, &args, ctx, 0, h->max_instructions) != 0) {
                 char msg[512];
                 snprintf(msg, sizeof msg, "cannot answer %s with error %d: %s", r->codec->name,
                          act->error_code, lua_tostring(L, -1));
@@ -873,7 +733,7 @@ static void on_produce(void *registry, kiq_request_t *r, kiq_hook_produce_t *p)
         if (!selects(hk, KIQ_HOOK_PRODUCE, r->header.client_id)) continue;
         if (hk->topic && strcmp(hk->topic, p->topic) != 0) continue;
         if (!ctx) {
-            if (pcall_c(L, push_produce_ctx, &args, 0, 1, h->max_instructions) != 0) {
+            if (kiq_hook_pcall_c(L, push_produce_ctx, &args, 0, 1, h->max_instructions) != 0) {
                 KIQ_ERROR("produce interceptors skipped for %s-%d: %s", p->topic, p->partition,
                           lua_tostring(L, -1));
                 break;
@@ -930,7 +790,7 @@ static void on_produce(void *registry, kiq_request_t *r, kiq_hook_produce_t *p)
             uint8_t *before = p->rewritten;
             size_t before_len = p->rewritten_len;
             int records = lua_gettop(L);
-            if (pcall_c(L, rebuild_batch, &args, records, 0, h->max_instructions) != 0) {
+            if (kiq_hook_pcall_c(L, rebuild_batch, &args, records, 0, h->max_instructions) != 0) {
                 hook_failed(h, hk->id, lua_tostring(L, -1));
                 p->rewritten = before;
                 p->rewritten_len = before_len;
@@ -994,7 +854,7 @@ static void on_fetch(void *registry, kiq_request_t *r, kiq_hook_fetch_t *f)
         if (hk->topic && !kiq_str_eq(f->topic, hk->topic)) continue;
         if (!ctx) {
             fetch_args_t args = {r, f};
-            if (pcall_c(L, push_fetch_ctx, &args, 0, 1, h->max_instructions) != 0) {
+            if (kiq_hook_pcall_c(L, push_fetch_ctx, &args, 0, 1, h->max_instructions) != 0) {
                 KIQ_ERROR("fetch interceptors skipped for " KIQ_STR_FMT "-%d: %s",
                           KIQ_STR_ARG(f->topic), f->partition, lua_tostring(L, -1));
                 break;

@@ -1,12 +1,9 @@
 #include "server/broker.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -16,6 +13,7 @@
 #include "controller/controller.h"
 #include "controller/quorum.h"
 #include "server/broker_configs.h"
+#include "server/broker_dirs.h"
 #include "net/peer_channel.h"
 #include "server/broker_lifecycle.h"
 #include "server/broker_metrics.h"
@@ -23,174 +21,9 @@
 #include "controller/metadata_cache.h"
 #include "replica/replica_manager.h"
 #include "core/uuid.h"
-#include "log/file_io.h"
 
-#define CLEAN_SHUTDOWN_FILE ".kafka_cleanshutdown"
-
-/* meta.properties as Kafka keeps it: ties each directory to a cluster
- * and a broker id, and gives the cluster its id. Every directory that has
- * one must agree (a directory from another broker or cluster is refused);
- * the others get the same. */
 static int32_t current_controller(void *ctx, const char **host, int *port);
 
-static int read_meta(kiq_broker_t *b, kiq_broker_log_dir_t *d, const char **cluster_from)
-{
-    char path[PATH_MAX], line[256];
-    snprintf(path, sizeof path, "%s/meta.properties", d->path);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        d->fresh = true;
-        return 0;
-    }
-    int id = -1;
-    char cluster[64] = "", dir_id[64] = "";
-    while (fgets(line, sizeof line, f)) {
-        sscanf(line, "broker.id=%d", &id);
-        sscanf(line, "cluster.id=%63s", cluster);
-        sscanf(line, "directory.id=%63s", dir_id);
-    }
-    fclose(f);
-    /* one written before directory ids gets one now */
-    if (kiq_uuid_from_base64(dir_id, &d->dir_id) != 0 || kiq_uuid_is_zero(&d->dir_id)) d->rewrite_meta = true;
-    if (id != b->node_id) return kiq_error_set("%s belongs to broker.id %d, not %d", path, id, b->node_id);
-    if (strlen(cluster) != 22) return kiq_error_set("%s has no valid cluster.id", path);
-    if (*cluster_from && strcmp(cluster, b->cluster_id) != 0)
-        return kiq_error_set("%s has cluster.id %s but %s/meta.properties has %s: the log directories belong to different clusters",
-                             path, cluster, *cluster_from, b->cluster_id);
-    if (!*cluster_from) {
-        memcpy(b->cluster_id, cluster, 23);
-        *cluster_from = d->path;
-    }
-    return 0;
-}
-
-static int write_meta(kiq_broker_t *b, const kiq_broker_log_dir_t *d)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/meta.properties", d->path);
-    FILE *f = fopen(path, "w");
-    if (!f) return kiq_error_errno("cannot write %s", path);
-    char dir_id[32];
-    kiq_uuid_to_base64(&d->dir_id, dir_id);
-    fprintf(f, "#kafkaiq\nversion=0\nbroker.id=%d\ncluster.id=%s\ndirectory.id=%s\n", b->node_id, b->cluster_id,
-            dir_id);
-    int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : kiq_error_errno("cannot write %s", path);
-    fclose(f);
-    return rc;
-}
-
-static int load_meta(kiq_broker_t *b)
-{
-    const char *cluster_from = NULL;
-    for (int i = 0; i < b->nlog_dirs; i++)
-        if (read_meta(b, &b->log_dirs[i], &cluster_from) != 0) return -1;
-    if (!cluster_from) {
-        kiq_uuid_t u;
-        if (b->cluster) {
-            /* Every broker of a cluster must show one cluster id; Kafka has
-             * its nodes formatted with it. Brokers configured with the same
-             * controller derive the same one instead. */
-            const char *voters = kiq_config_str(b->config, KIQ_CFG_CONTROLLER_QUORUM_VOTERS);
-            for (int half = 0; half < 2; half++) {
-                uint64_t h = 1469598103934665603ULL ^ (uint64_t)(half + 1);
-                for (const char *p = voters; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-                memcpy(u.b + 8 * half, &h, 8);
-            }
-        } else if (kiq_uuid_random(&u) != 0) {
-            return -1;
-        }
-        kiq_uuid_to_base64(&u, b->cluster_id);
-    }
-    for (int i = 0; i < b->nlog_dirs; i++) {
-        kiq_broker_log_dir_t *d = &b->log_dirs[i];
-        if (!d->fresh && !d->rewrite_meta) continue;
-        if (kiq_uuid_random(&d->dir_id) != 0) return kiq_error_set("no randomness");
-        if (write_meta(b, d) != 0) return -1;
-    }
-    return 0;
-}
-
-/* Kafka writes {"version":0,"brokerEpoch":N} into its clean-shutdown
- * file; a cluster broker adds its incarnation id. */
-static void write_incarnation(const kiq_broker_t *b, int fd)
-{
-    char id[23], buf[160];
-    kiq_uuid_to_base64(&b->incarnation, id);
-    int n = snprintf(buf, sizeof buf, "{\"version\":0,\"brokerEpoch\":%lld,\"incarnationId\":\"%s\"}\n",
-                     (long long)b->last_broker_epoch, id);
-    if (write(fd, buf, (size_t)n) != n) KIQ_WARN("cannot write the clean-shutdown marker's incarnation");
-}
-
-/* The incarnation a clean shutdown left in every log dir's marker (they
- * must agree): true when there is one to reuse. Before the markers go. */
-static bool read_incarnation(kiq_broker_t *b)
-{
-    kiq_uuid_t found;
-    bool have = false;
-    for (int i = 0; i < b->nlog_dirs; i++) {
-        char marker[PATH_MAX], buf[256];
-        snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dirs[i].path);
-        int fd = b->log_dirs[i].clean_shutdown ? open(marker, O_RDONLY | O_CLOEXEC) : -1;
-        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-        if (fd >= 0) close(fd);
-        if (n <= 0) return false;
-        buf[n] = 0;
-        const char *p = strstr(buf, "\"incarnationId\":\"");
-        char id[23];
-        kiq_uuid_t u;
-        if (!p || sscanf(p + 17, "%22[A-Za-z0-9_-]", id) != 1 || kiq_uuid_from_base64(id, &u) != 0) return false;
-        if (have && memcmp(&u, &found, sizeof u) != 0) return false;
-        found = u;
-        have = true;
-    }
-    if (have) b->incarnation = found;
-    return have;
-}
-
-static int lock_dir(kiq_broker_log_dir_t *d)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/.lock", d->path);
-    d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (d->lock_fd < 0) return kiq_error_errno("cannot open %s", path);
-    if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0)
-        return kiq_error_set("%s is in use by another broker", d->path);
-    return 0;
-}
-
-/* log.dirs split at commas, blanks around each path dropped (the config
- * check refused empty and repeated entries). */
-static int parse_log_dirs(kiq_broker_t *b, const char *list)
-{
-    int n = 1;
-    for (const char *c = list; *c; c++) n += *c == ',';
-    b->log_dirs = calloc((size_t)n, sizeof *b->log_dirs);
-    if (!b->log_dirs) return kiq_error_set("out of memory");
-    const char *p = list;
-    for (int i = 0; i < n; i++) {
-        const char *end = strchr(p, ',');
-        if (!end) end = p + strlen(p);
-        const char *s = p, *e = end;
-        while (s < e && (*s == ' ' || *s == '\t')) s++;
-        while (e > s && (e[-1] == ' ' || e[-1] == '\t')) e--;
-        kiq_broker_log_dir_t *d = &b->log_dirs[i];
-        d->lock_fd = -1;
-        b->nlog_dirs = i + 1;
-        if (!(d->path = strndup(s, (size_t)(e - s))) || !(d->health = kiq_log_dir_new(d->path)))
-            return kiq_error_set("out of memory");
-        p = *end ? end + 1 : end;
-    }
-    return 0;
-}
-
-kiq_broker_log_dir_t *kiq_broker_find_log_dir(kiq_broker_t *b, const char *path)
-{
-    for (int i = 0; i < b->nlog_dirs; i++)
-        if (strcmp(b->log_dirs[i].path, path) == 0) return &b->log_dirs[i];
-    return NULL;
-}
-
-/* Cluster mode: producer ids come in blocks from the controller. */
 static void ask_producer_ids(void *ctx, kiq_producer_ids_t *ids)
 {
     kiq_controller_link_producer_ids(ctx, ids);
@@ -225,7 +58,7 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     kiq_listener_t ls[KIQ_MAX_LISTENERS];
     const kiq_listener_t *data, *control;
     int nl;
-    if (!b->config || parse_log_dirs(b, kiq_config_str(config, KIQ_CFG_LOG_DIRS)) != 0 ||
+    if (!b->config || kiq_broker_dirs_parse(b, kiq_config_str(config, KIQ_CFG_LOG_DIRS)) != 0 ||
         kiq_listeners_parse(kiq_config_str(config, KIQ_CFG_LISTENERS), ls, KIQ_MAX_LISTENERS, &nl) != 0 ||
         kiq_listeners_pick(config, ls, nl, &data, &control) != 0)
         goto fail;
@@ -251,9 +84,7 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
         snprintf(b->advertised_host, sizeof b->advertised_host, "%s", al[0].host);
         b->advertised_port = al[0].port;
     }
-    for (int i = 0; i < b->nlog_dirs; i++)
-        if (kiq_mkdir_p(b->log_dirs[i].path) != 0 || lock_dir(&b->log_dirs[i]) != 0) goto fail;
-    if (load_meta(b) != 0) goto fail;
+    if (kiq_broker_dirs_claim(b) != 0) goto fail;
     if (b->cluster) {
         kiq_producer_id_source_t from_controller = {ask_producer_ids, producer_ids_arrived, b};
         b->producer_ids = kiq_producer_ids_new_from(&from_controller);
@@ -370,41 +201,31 @@ static void handle(kiq_broker_t *b, kiq_request_t *r, int thread)
     atomic_fetch_add_explicit(&b->io_busy_ns, kiq_clock_mono_ns() - t0, memory_order_relaxed);
 }
 
-static void *io_thread_main(void *arg)
+static void *handler_main(void *arg)
 {
-    kiq_broker_t *b = arg;
-    static atomic_int next_id;
-    int id = atomic_fetch_add(&next_id, 1);
-    char name[24];
-    snprintf(name, sizeof name, "io-%d", id);
-    kiq_say_thread_name(name);
+    kiq_handler_thread_t *h = arg;
+    kiq_say_thread_name(h->name);
     kiq_request_t *r;
-    while ((r = kiq_request_queue_pop(b->queue))) handle(b, r, id);
+    while ((r = kiq_request_queue_pop(h->queue))) handle(h->b, r, h->id);
     return NULL;
 }
 
-/* The control plane's one handler thread: the controller's requests never
- * wait behind client load. */
-static void *control_io_main(void *arg)
+static int handler_start(kiq_handler_thread_t *h, kiq_broker_t *b, kiq_request_queue_t *queue, int id,
+                         const char *name)
 {
-    kiq_broker_t *b = arg;
-    char name[24];
-    snprintf(name, sizeof name, "control-%d", b->node_id);
-    kiq_say_thread_name(name);
-    kiq_request_t *r;
-    while ((r = kiq_request_queue_pop(b->control_queue))) handle(b, r, -1);
-    return NULL;
+    *h = (kiq_handler_thread_t){.b = b, .queue = queue, .id = id};
+    snprintf(h->name, sizeof h->name, "%s", name);
+    if (pthread_create(&h->thread, NULL, handler_main, h) != 0)
+        return kiq_error_errno("cannot start the %s thread", name);
+    h->started = true;
+    return 0;
 }
 
-static void *quorum_io_main(void *arg)
+/* After its queue closed. */
+static void handler_join(kiq_handler_thread_t *h)
 {
-    kiq_broker_t *b = arg;
-    char name[24];
-    snprintf(name, sizeof name, "quorum-%d", b->node_id);
-    kiq_say_thread_name(name);
-    kiq_request_t *r;
-    while ((r = kiq_request_queue_pop(b->quorum_queue))) handle(b, r, -1);
-    return NULL;
+    if (h->started) pthread_join(h->thread, NULL);
+    h->started = false;
 }
 
 /* The control plane's processor: the quorum's own RPCs take their queue. */
@@ -459,12 +280,12 @@ static int start_control_plane(kiq_broker_t *b)
     b->control_acceptor = kiq_acceptor_new(b->control_host, b->control_port, &b->control_processor, 1, NULL);
     if (!b->control_acceptor) return -1;
     b->control_port = kiq_acceptor_port(b->control_acceptor);
-    if (pthread_create(&b->control_io, NULL, control_io_main, b) != 0)
-        return kiq_error_errno("cannot start the control-plane thread");
-    b->control_io_started = true;
-    if (pthread_create(&b->quorum_io, NULL, quorum_io_main, b) != 0)
-        return kiq_error_errno("cannot start the quorum's thread");
-    b->quorum_io_started = true;
+    /* the controller's requests never wait behind client load */
+    char name[24];
+    snprintf(name, sizeof name, "control-%d", b->node_id);
+    if (handler_start(&b->control_io, b, b->control_queue, -1, name) != 0) return -1;
+    snprintf(name, sizeof name, "quorum-%d", b->node_id);
+    if (handler_start(&b->quorum_io, b, b->quorum_queue, -1, name) != 0) return -1;
     if (kiq_processor_start(b->control_processor) != 0 || kiq_acceptor_start(b->control_acceptor) != 0) return -1;
     return 0;
 }
@@ -475,9 +296,8 @@ static void stop_control_plane(kiq_broker_t *b)
     b->control_acceptor = NULL;
     if (b->control_queue) kiq_request_queue_close(b->control_queue);
     if (b->quorum_queue) kiq_request_queue_close(b->quorum_queue);
-    if (b->control_io_started) pthread_join(b->control_io, NULL);
-    if (b->quorum_io_started) pthread_join(b->quorum_io, NULL);
-    b->control_io_started = b->quorum_io_started = false;
+    handler_join(&b->control_io);
+    handler_join(&b->quorum_io);
     kiq_processor_free(b->control_processor);
     b->control_processor = NULL;
     kiq_request_queue_free(b->control_queue);
@@ -532,14 +352,12 @@ static int start_configs(kiq_broker_t *b)
 /* logs: every log directory opened (recovered after an unclean stop) */
 static int start_logs(kiq_broker_t *b)
 {
-    char marker[PATH_MAX];
     kiq_topics_dir_spec_t *specs = calloc((size_t)b->nlog_dirs, sizeof *specs);
     if (!specs) return kiq_error_set("out of memory");
     b->log_cfg.clean_shutdown = true;
     for (int i = 0; i < b->nlog_dirs; i++) {
         kiq_broker_log_dir_t *d = &b->log_dirs[i];
-        snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, d->path);
-        d->clean_shutdown = access(marker, F_OK) == 0;
+        d->clean_shutdown = kiq_broker_dir_marked_clean(d);
         if (!d->clean_shutdown) b->log_cfg.clean_shutdown = false;
         if (!d->clean_shutdown && !d->fresh) KIQ_INFO("no clean-shutdown marker in %s: recovering logs", d->path);
         /* A restart is the way back for a failed directory: it is tried again. */
@@ -555,14 +373,10 @@ static int start_logs(kiq_broker_t *b)
     kiq_partition_state_ops_t states = kiq_partition_replica_states(&b->replica_start);
     if (kiq_topics_set_partition_states(b->topics, &states) != 0) return -1;
     note_recovery(b);
-    if (!read_incarnation(b) && kiq_uuid_random(&b->incarnation) != 0) return kiq_error_set("no randomness");
+    if (!kiq_broker_dirs_read_incarnation(b) && kiq_uuid_random(&b->incarnation) != 0)
+        return kiq_error_set("no randomness");
     /* from now on the logs are open and a crash is unclean */
-    for (int i = 0; i < b->nlog_dirs; i++) {
-        snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dirs[i].path);
-        if (b->log_dirs[i].clean_shutdown && unlink(marker) != 0)
-            return kiq_error_errno("cannot remove %s", marker);
-    }
-    return 0;
+    return kiq_broker_dirs_unmark(b);
 }
 
 /* After every other service: the logs closed, and with a clean stop each
@@ -571,25 +385,10 @@ static int start_logs(kiq_broker_t *b)
 static void release_logs(kiq_broker_t *b)
 {
     if (!b->topics) return;
-    bool all_marked = true;
     kiq_topics_free(b->topics);
     b->topics = NULL;
-    for (int i = 0; b->stopping_clean && i < b->nlog_dirs; i++) {
-        if (kiq_log_dir_offline(b->log_dirs[i].health)) {
-            all_marked = false;
-            continue;
-        }
-        char marker[PATH_MAX];
-        snprintf(marker, sizeof marker, "%s/" CLEAN_SHUTDOWN_FILE, b->log_dirs[i].path);
-        int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            if (b->cluster) write_incarnation(b, fd);
-            fsync(fd);
-            close(fd);
-            kiq_fsync_dir(b->log_dirs[i].path);
-        }
-    }
-    if (b->stopping_clean && all_marked) KIQ_INFO("[KafkaIQ broker %d] shut down cleanly", b->node_id);
+    if (b->stopping_clean && kiq_broker_dirs_mark_clean(b))
+        KIQ_INFO("[KafkaIQ broker %d] shut down cleanly", b->node_id);
 }
 
 /* log tasks: retention, the cleaner, the flusher, the scrubber */
@@ -737,10 +536,14 @@ static int start_requests(kiq_broker_t *b)
     b->nio_threads = (int)kiq_config_int(b->config, KIQ_CFG_NUM_IO_THREADS);
     b->io_threads = calloc((size_t)b->nio_threads, sizeof *b->io_threads);
     if (!b->io_threads) return kiq_error_set("out of memory");
+    static atomic_int next_id; /* I/O thread numbers, unique in the process */
     for (int i = 0; i < b->nio_threads; i++) {
-        if (pthread_create(&b->io_threads[i], NULL, io_thread_main, b) != 0) {
+        int id = atomic_fetch_add(&next_id, 1);
+        char name[24];
+        snprintf(name, sizeof name, "io-%d", id);
+        if (handler_start(&b->io_threads[i], b, b->queue, id, name) != 0) {
             b->nio_threads = i;
-            return kiq_error_errno("cannot start I/O thread");
+            return -1;
         }
     }
     for (int i = 0; i < b->nprocessors; i++)
@@ -757,7 +560,7 @@ static void stop_requests(kiq_broker_t *b)
     kiq_peer_channel_stop(b->controller_channel);
     if (b->purgatory) kiq_purgatory_stop(b->purgatory);
     if (b->queue) kiq_request_queue_close(b->queue);
-    for (int i = 0; i < b->nio_threads; i++) pthread_join(b->io_threads[i], NULL);
+    for (int i = 0; i < b->nio_threads; i++) handler_join(&b->io_threads[i]);
     b->nio_threads = 0;
 }
 
@@ -999,66 +802,6 @@ const char *kiq_broker_failed(kiq_broker_t *b)
     return b->lifecycle ? kiq_broker_lifecycle_gave_up(b->lifecycle) : NULL;
 }
 
-void kiq_broker_set_interceptors(kiq_broker_t *b, const kiq_interceptor_ops_t *ops, void *ctx,
-                                 const atomic_int *active)
-{
-    b->interceptors = (kiq_interceptors_t){ops, ctx, active};
-}
-
-void kiq_broker_pause_heartbeats(kiq_broker_t *b, bool paused)
-{
-    if (b->lifecycle) kiq_broker_lifecycle_pause(b->lifecycle, paused);
-}
-
-void kiq_broker_pause_fetching(kiq_broker_t *b, int32_t leader, bool paused)
-{
-    if (b->replicas) kiq_replica_manager_pause_fetching(b->replicas, leader, paused);
-}
-
-void kiq_broker_pause_quorum(kiq_broker_t *b, bool paused)
-{
-    if (b->quorum) kiq_quorum_pause(b->quorum, paused);
-}
-
-void kiq_broker_cut_quorum(kiq_broker_t *b, int32_t voter, bool cut)
-{
-    if (b->quorum) kiq_quorum_cut(b->quorum, voter, cut);
-}
-
-/* The fault rules live with the interceptors (their implementation keeps
- * them: server/interceptors.h). */
-static int no_faults(kiq_broker_t *b)
-{
-    return kiq_error_set("broker %d takes no fault rules (it has no interceptors)", b->node_id);
-}
-
-int kiq_broker_fault_add(kiq_broker_t *b, const kiq_fault_rule_t *rule)
-{
-    const kiq_interceptor_ops_t *ops = b->interceptors.ops;
-    return ops && ops->fault_add ? ops->fault_add(b->interceptors.ctx, rule) : no_faults(b);
-}
-
-int kiq_broker_fault_remove(kiq_broker_t *b, int id)
-{
-    const kiq_interceptor_ops_t *ops = b->interceptors.ops;
-    return ops && ops->fault_remove ? ops->fault_remove(b->interceptors.ctx, id) : no_faults(b);
-}
-
-int kiq_broker_faults_view(kiq_broker_t *b, const kiq_view_t *v)
-{
-    const kiq_interceptor_ops_t *ops = b->interceptors.ops;
-    if (!ops || !ops->faults_view) return no_faults(b);
-    ops->faults_view(b->interceptors.ctx, v);
-    return 0;
-}
-
-int kiq_broker_inject_disk_fault(kiq_broker_t *b, const char *dir, int err, int64_t after_bytes, bool fsyncs)
-{
-    kiq_broker_log_dir_t *d = dir ? kiq_broker_find_log_dir(b, dir) : &b->log_dirs[0];
-    if (!d) return kiq_error_set("disk fault: %s is not one of log.dirs", dir);
-    return kiq_log_dir_inject_fault(d->health, err, after_bytes, fsyncs);
-}
-
 bool kiq_broker_journey_verdict(kiq_broker_t *b, const kiq_journey_t *jr, kiq_journey_verdict_t *out)
 {
     kiq_topic_t *t = b->running && b->topics ? kiq_topics_get(b->topics, KIQ_STR(jr->topic)) : NULL;
@@ -1077,25 +820,6 @@ bool kiq_broker_journey_verdict(kiq_broker_t *b, const kiq_journey_t *jr, kiq_jo
     }
     kiq_topic_unref(t);
     return said;
-}
-
-int kiq_broker_slow_disk(kiq_broker_t *b, const char *dir, int64_t delay_ms)
-{
-    kiq_broker_log_dir_t *d = dir ? kiq_broker_find_log_dir(b, dir) : &b->log_dirs[0];
-    if (!d) return kiq_error_set("slow disk: %s is not one of log.dirs", dir);
-    return kiq_log_dir_slow_fsyncs(d->health, delay_ms);
-}
-
-int kiq_broker_clear_disk_fault(kiq_broker_t *b, const char *dir)
-{
-    if (!dir) {
-        for (int i = 0; i < b->nlog_dirs; i++) kiq_log_dir_clear_fault(b->log_dirs[i].health);
-        return 0;
-    }
-    kiq_broker_log_dir_t *d = kiq_broker_find_log_dir(b, dir);
-    if (!d) return kiq_error_set("disk fault: %s is not one of log.dirs", dir);
-    kiq_log_dir_clear_fault(d->health);
-    return 0;
 }
 
 static void broker_shutdown(kiq_broker_t *b, bool clean);

@@ -76,6 +76,18 @@ struct kiq_broker_surface {
     void (*handle)(kiq_broker_t *b, kiq_request_t *r);
 };
 
+/* A handler thread (one of the data plane's I/O threads, the control
+ * plane's, the quorum's): takes requests off its queue and runs their
+ * handlers until the queue closes. The starting thread's. */
+typedef struct kiq_handler_thread {
+    struct kiq_broker *b;
+    kiq_request_queue_t *queue;
+    int id; /* the data plane's I/O thread number for observers; -1 for the others */
+    char name[24];
+    pthread_t thread;
+    bool started;
+} kiq_handler_thread_t;
+
 struct kiq_broker {
     const kiq_broker_surface_t *surface; /* fixed */
     kiq_config_t *config;
@@ -92,14 +104,12 @@ struct kiq_broker {
     kiq_acceptor_t *control_acceptor;
     kiq_processor_t *control_processor;
     kiq_request_queue_t *control_queue;
-    pthread_t control_io;
-    bool control_io_started;
+    kiq_handler_thread_t control_io;
     /* the controller quorum's RPCs, on a thread of their own: a controller
      * handler waiting for a majority never holds up the fetches that make
      * one */
     kiq_request_queue_t *quorum_queue;
-    pthread_t quorum_io;
-    bool quorum_io_started;
+    kiq_handler_thread_t quorum_io;
     /* Cluster mode (controller.quorum.voters set): the quorum's voters,
      * fixed at new; the active controller as last known (the first voter
      * until the quorum names one), its id any thread's, its address
@@ -161,7 +171,7 @@ struct kiq_broker {
      * quotas, from start to shutdown */
     kiq_memory_pool_t *request_pool;
     kiq_connection_quotas_t *quotas;
-    pthread_t *io_threads;
+    kiq_handler_thread_t *io_threads;
     /* Time the I/O threads spent handling requests since io_started_ns
      * (Kafka's RequestHandlerAvgIdlePercent is the rest). */
     atomic_int_fast64_t io_busy_ns;
