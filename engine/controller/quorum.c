@@ -19,11 +19,11 @@
 #include "record/compression.h"
 
 #define TICK_MS 5
-/* A follower's Fetch may wait this long at the leader for news (Kafka's
- * raft fetch wait); one answered with nothing new or refused is asked
- * again FETCH_IDLE_MS later, so a paused or refusing leader is not
+/* A follower's Fetch may wait at the leader for news a quarter of the
+ * fetch timeout (Kafka's raft: 500 of 2000 ms), so an idle leader still
+ * answers well within it; one answered with nothing new or refused is
+ * asked again FETCH_IDLE_MS later, so a paused or refusing leader is not
  * asked in a loop. */
-#define FETCH_WAIT_MS 500
 #define FETCH_IDLE_MS 5
 #define FETCH_MAX_BYTES (1 << 20)
 
@@ -157,7 +157,8 @@ static bool entries_of(kiq_bytes_t records, kiq_arena_t *a, const kiq_raft_entry
     } while (0)
 
 /* The request for m, in arena. */
-static void *request_of(const kiq_raft_msg_t *m, kiq_arena_t *a, int16_t *api_key, size_t *resp_size)
+static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_arena_t *a, int16_t *api_key,
+                        size_t *resp_size)
 {
     static const char *const topic = KIQ_METADATA_TOPIC;
     switch (m->type) {
@@ -214,7 +215,7 @@ static void *request_of(const kiq_raft_msg_t *m, kiq_arena_t *a, int16_t *api_ke
         kiq_fetch_request_init(r);
         r->replica_id = m->from;
         r->replica_state.replica_id = m->from;
-        r->max_wait_ms = FETCH_WAIT_MS;
+        r->max_wait_ms = fetch_wait_ms;
         r->min_bytes = 0;
         r->max_bytes = FETCH_MAX_BYTES;
         r->topics_n = 1;
@@ -318,7 +319,8 @@ static void submit(kiq_quorum_t *q, const kiq_raft_msg_t *m)
     c->q = q;
     c->sent = *m;
     size_t resp_size = 0;
-    c->call.request = request_of(m, &c->arena, &c->call.api_key, &resp_size);
+    int32_t wait_ms = (int32_t)(q->cfg.fetch_timeout_ms / 4);
+    c->call.request = request_of(m, wait_ms > 0 ? wait_ms : 0, &c->arena, &c->call.api_key, &resp_size);
     c->call.version = -1;
     c->call.arena = &c->arena;
     c->call.response = zalloc(&c->arena, resp_size);

@@ -591,11 +591,16 @@ struct kiq_controller *kiq_broker_active_controller(kiq_broker_t *b)
     return c && kiq_controller_active(c) ? c : NULL;
 }
 
-/* The replica manager's and the lifecycle's: where the active controller is. */
+/* The replica manager's, the lifecycle's and forwarding's: where the
+ * active controller is. Where this voter's quorum names no leader (an
+ * election, or this voter cut off from the others) or this broker is no
+ * voter, the controller whose metadata came last: a leader cut off from
+ * the quorum must not go on forwarding to itself. */
 static int32_t current_controller(void *ctx, const char **host, int *port)
 {
     kiq_broker_t *b = ctx;
-    int32_t id = atomic_load(&b->controller_id);
+    int32_t id = kiq_broker_controller_id(b);
+    if (id < 0) id = atomic_load(&b->controller_id);
     const kiq_voter_t *v = kiq_voter_of(b->voters, b->nvoters, id);
     *host = v ? v->host : b->controller_host;
     *port = v ? v->port : b->controller_port;
