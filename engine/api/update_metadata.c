@@ -27,6 +27,7 @@ int kiq_api_update_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void
         out->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
         return KIQ_HANDLER_RESPOND;
     }
+    kiq_broker_controller_seen(b, req->controller_id);
     kiq_broker_configs_apply_pushed(b, req);
     if (b->replicas) kiq_replica_manager_drop_strays(b->replicas);
     kiq_broker_startup_from_controller(&b->startup, KIQ_STARTUP_METADATA, req->live_brokers_n);

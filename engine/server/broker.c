@@ -592,14 +592,21 @@ struct kiq_controller *kiq_broker_active_controller(kiq_broker_t *b)
 }
 
 /* The replica manager's, the lifecycle's and forwarding's: where the
- * active controller is. Where this voter's quorum names no leader (an
- * election, or this voter cut off from the others) or this broker is no
- * voter, the controller whose metadata came last: a leader cut off from
- * the quorum must not go on forwarding to itself. */
+ * active controller is. The leader this voter's quorum names; where it
+ * names none (an election, or this voter cut off from the others) or this
+ * broker is no voter, where the controller was last found: the last
+ * UpdateMetadata's sender, or the next voter after one that was not it
+ * (kiq_broker_controller_not_there), as a Kafka broker's observer looks
+ * for the quorum's leader. */
 static int32_t current_controller(void *ctx, const char **host, int *port)
 {
     kiq_broker_t *b = ctx;
-    int32_t id = kiq_broker_controller_id(b);
+    int32_t id = -1;
+    if (b->quorum) {
+        kiq_raft_view_t qv;
+        kiq_quorum_view(b->quorum, &qv);
+        id = qv.leader_id;
+    }
     if (id < 0) id = atomic_load(&b->controller_id);
     const kiq_voter_t *v = kiq_voter_of(b->voters, b->nvoters, id);
     *host = v ? v->host : b->controller_host;
@@ -616,6 +623,21 @@ int32_t kiq_broker_controller_id(kiq_broker_t *b)
         if (v.leader_id >= 0) return v.leader_id;
     }
     return kiq_metadata_cache_controller(b->metadata);
+}
+
+void kiq_broker_controller_seen(kiq_broker_t *b, int32_t id)
+{
+    if (b->cluster && kiq_voter_of(b->voters, b->nvoters, id)) atomic_store(&b->controller_id, id);
+}
+
+/* The lifecycle's: a call to `id` found no active controller there. */
+static void controller_not_there(void *ctx, int32_t id)
+{
+    kiq_broker_t *b = ctx;
+    int i = 0;
+    while (i < b->nvoters && b->voters[i].id != id) i++;
+    int32_t next = b->voters[i < b->nvoters ? (i + 1) % b->nvoters : 0].id;
+    atomic_compare_exchange_strong(&b->controller_id, &id, next);
 }
 
 void kiq_broker_follow_controller(kiq_broker_t *b)
@@ -702,6 +724,7 @@ static int start_lifecycle(kiq_broker_t *b)
             .control_host = b->control_host,
             .control_port = b->control_port,
             .controller = current_controller,
+            .not_there = controller_not_there,
             .config = b->config,
             .startup = &b->startup,
             .nlog_dirs = b->nlog_dirs,

@@ -269,5 +269,8 @@ int32_t kiq_broker_controller_id(kiq_broker_t *b);
 /* Any thread, before a forwarded request: the forwarding line points at
  * the active controller as last known. */
 void kiq_broker_follow_controller(kiq_broker_t *b);
+/* The control plane's, on an UpdateMetadata taken: voter `id` sent it, so
+ * it is where the active controller was last found. */
+void kiq_broker_controller_seen(kiq_broker_t *b, int32_t id);
 
 #endif

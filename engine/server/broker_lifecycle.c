@@ -235,12 +235,14 @@ static int64_t lifecycle_round(void *arg)
             if (!lc->warned_unreachable)
                 KIQ_INFO("[KafkaIQ broker %d] controller not reachable yet: %s", b->node_id, kiq_error_get());
             lc->warned_unreachable = true;
+            if (b->not_there) b->not_there(b->ctx, lc->line_controller);
             return grow_backoff(lc);
         }
         int rc = epoch < 0 ? do_register(lc, version, &lc->last_refusal, &lc->refused_since)
                            : do_heartbeat(lc, epoch, false);
         if (rc < 0) {
             KIQ_DEBUG("[KafkaIQ broker %d] lost the controller: %s", b->node_id, kiq_error_get());
+            if (b->not_there) b->not_there(b->ctx, lc->line_controller);
             /* a voter that answers will be (or name) the leader within an
              * election: asked again soon, as a new cluster's brokers
              * register the moment its first election ends */

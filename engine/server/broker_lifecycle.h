@@ -45,6 +45,9 @@ typedef struct kiq_broker_identity {
     /* the active controller as the broker last knows it: its id and
      * address (valid while the broker runs); read before each request */
     int32_t (*controller)(void *ctx, const char **host, int *port);
+    /* the controller above could not be reached or is not the active one:
+     * the broker looks for it at the next voter */
+    void (*not_there)(void *ctx, int32_t controller);
     const kiq_config_t *config;
     kiq_broker_startup_t *startup; /* the broker's: registered and ready are stamped here */
     kiq_uuid_t log_dirs[KIQ_BROKER_MAX_LOG_DIRS]; /* their directory.id */
