@@ -21,7 +21,8 @@ int kiq_api_alter_partition_reassignments_handle(kiq_broker_t *b, kiq_request_t 
         int wait =
             req->timeout_ms > 0 && req->timeout_ms < REASSIGN_WAIT_MAX_MS ? req->timeout_ms : REASSIGN_WAIT_MAX_MS;
         void *ctx = kiq_api_park_for_link(b, r, out);
-        kiq_controller_link_alter_reassignments(b, req, wait, &r->arena, out, kiq_api_answer_parked, ctx);
+        kiq_controller_link_whole(b, KIQ_API_ALTER_PARTITION_REASSIGNMENTS, req, wait, &r->arena, out,
+                                  kiq_api_answer_parked, ctx);
         return KIQ_HANDLER_PARKED;
     } else {
         kiq_error_set("a standalone broker has no other broker to reassign replicas to");

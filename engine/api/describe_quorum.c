@@ -15,7 +15,8 @@ int kiq_api_describe_quorum_handle(kiq_broker_t *b, kiq_request_t *r, const void
         kiq_quorum_describe(b->quorum, req, &r->arena, resp);
     } else if (r->listener != KIQ_LISTENER_CONTROL && b->cluster) {
         void *ctx = kiq_api_park_for_link(b, r, resp);
-        kiq_controller_link_describe_quorum(b, req, DESCRIBE_WAIT_MS, &r->arena, resp, kiq_api_answer_parked, ctx);
+        kiq_controller_link_whole(b, KIQ_API_DESCRIBE_QUORUM, req, DESCRIBE_WAIT_MS, &r->arena, resp,
+                                  kiq_api_answer_parked, ctx);
         return KIQ_HANDLER_PARKED;
     } else {
         ((kiq_describe_quorum_response_t *)resp)->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;

@@ -106,7 +106,7 @@ int kiq_api_elect_leaders_handle(kiq_broker_t *b, kiq_request_t *r, const void *
         forwarded_election_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
         *f = (forwarded_election_t){r, req, out};
         kiq_api_handled(b, r); /* r is the link's from here on */
-        kiq_controller_link_elect_leaders(b, req, wait, &r->arena, out, decided, f);
+        kiq_controller_link_whole(b, KIQ_API_ELECT_LEADERS, req, wait, &r->arena, out, decided, f);
         return KIQ_HANDLER_PARKED;
     } else {
         standalone_elect(b, r, req, out);

@@ -20,7 +20,8 @@ int kiq_api_list_partition_reassignments_handle(kiq_broker_t *b, kiq_request_t *
     } else if (b->cluster) {
         int wait = req->timeout_ms > 0 && req->timeout_ms < LIST_WAIT_MAX_MS ? req->timeout_ms : LIST_WAIT_MAX_MS;
         void *ctx = kiq_api_park_for_link(b, r, out);
-        kiq_controller_link_list_reassignments(b, req, wait, &r->arena, out, kiq_api_answer_parked, ctx);
+        kiq_controller_link_whole(b, KIQ_API_LIST_PARTITION_REASSIGNMENTS, req, wait, &r->arena, out,
+                                  kiq_api_answer_parked, ctx);
         return KIQ_HANDLER_PARKED;
     }
     return KIQ_HANDLER_RESPOND;

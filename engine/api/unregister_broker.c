@@ -17,7 +17,8 @@ int kiq_api_unregister_broker_handle(kiq_broker_t *b, kiq_request_t *r, const vo
         out->error_code = KIQ_ERR_NOT_CONTROLLER;
     } else if (b->cluster) {
         void *ctx = kiq_api_park_for_link(b, r, out);
-        kiq_controller_link_unregister_broker(b, req, UNREGISTER_WAIT_MS, &r->arena, out, kiq_api_answer_parked, ctx);
+        kiq_controller_link_whole(b, KIQ_API_UNREGISTER_BROKER, req, UNREGISTER_WAIT_MS, &r->arena, out,
+                                  kiq_api_answer_parked, ctx);
         return KIQ_HANDLER_PARKED;
     } else {
         kiq_error_set("broker %d is not registered: a standalone broker has no controller", req->broker_id);

@@ -1,5 +1,6 @@
 #include "server/controller_link.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,15 @@ static void fail_all(kiq_topic_order_t *orders, int n, kiq_arena_t *arena)
     }
 }
 
+/* A request the controller answers whole: decided by `here` on an active
+ * controller of this broker. */
+typedef struct whole {
+    int16_t api;
+    size_t response_size, error_code_at, error_message_at;
+    bool has_message;
+    void (*here)(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp);
+} whole_t;
+
 /* A request on its way to the controller; in the caller's arena. */
 typedef struct forward {
     kiq_peer_call_t call; /* first: the channel hands this pointer back */
@@ -59,6 +69,7 @@ typedef struct forward {
         kiq_incremental_alter_configs_response_t incremental;
     } resp;
     void (*answer)(struct forward *f, int rc); /* the response (or the failure) to the orders */
+    const struct whole *whole; /* a request answered whole: its table row */
     kiq_link_done_fn done;
     void *ctx;
 } forward_t;
@@ -283,127 +294,76 @@ void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *order
     send_forward(f, KIQ_API_DELETE_TOPICS, req, deleted);
 }
 
-static void elected(forward_t *f, int rc)
+/* ---- the requests the controller answers whole */
+
+static void elect_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
 {
-    if (rc == 0) return;
-    kiq_elect_leaders_response_t *resp = f->call.response;
-    kiq_elect_leaders_response_init(resp);
-    resp->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
+    kiq_controller_elect_leaders(c, a, req, resp);
 }
 
-void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_request_t *req, int timeout_ms,
-                                       kiq_arena_t *arena, kiq_elect_leaders_response_t *resp, kiq_link_done_fn done,
-                                       void *ctx)
+static void unregister_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
 {
+    const kiq_unregister_broker_request_t *in = req;
+    kiq_unregister_broker_response_t *out = resp;
+    out->error_code = (int16_t)kiq_controller_unregister_broker(c, in->broker_id);
+    if (out->error_code) out->error_message = error_text(a);
+}
+
+static void alter_reassignments_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_controller_alter_reassignments(c, a, req, resp);
+}
+
+static void list_reassignments_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_controller_list_reassignments(c, a, req, resp);
+}
+
+static void describe_quorum_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_quorum_describe(b->quorum, req, a, resp);
+}
+
+/* Each one's response: its size and where its error code (and message,
+ * where it has one) are, for the answer of a forward that failed. */
+#define WHOLE(api, T, here) {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, here}
+#define WHOLE_NO_MESSAGE(api, T, here) {api, sizeof(T), offsetof(T, error_code), 0, false, here}
+
+static const whole_t WHOLES[] = {
+    WHOLE_NO_MESSAGE(KIQ_API_ELECT_LEADERS, kiq_elect_leaders_response_t, elect_here),
+    WHOLE(KIQ_API_UNREGISTER_BROKER, kiq_unregister_broker_response_t, unregister_here),
+    WHOLE(KIQ_API_ALTER_PARTITION_REASSIGNMENTS, kiq_alter_partition_reassignments_response_t,
+          alter_reassignments_here),
+    WHOLE(KIQ_API_LIST_PARTITION_REASSIGNMENTS, kiq_list_partition_reassignments_response_t, list_reassignments_here),
+    WHOLE(KIQ_API_DESCRIBE_QUORUM, kiq_describe_quorum_response_t, describe_quorum_here),
+};
+
+static void whole_failed(forward_t *f, int rc)
+{
+    if (rc == 0) return;
+    const whole_t *w = f->whole;
+    char *resp = f->call.response;
+    memset(resp, 0, w->response_size);
+    *(int16_t *)(resp + w->error_code_at) = KIQ_ERR_REQUEST_TIMED_OUT;
+    if (w->has_message) *(kiq_str_t *)(resp + w->error_message_at) = error_text(f->arena);
+}
+
+void kiq_controller_link_whole(kiq_broker_t *b, int16_t api_key, const void *req, int timeout_ms, kiq_arena_t *arena,
+                               void *resp, kiq_link_done_fn done, void *ctx)
+{
+    const whole_t *w = WHOLES;
+    while (w->api != api_key) w++; /* one of the table's: the callers are its handlers */
     kiq_controller_t *ctl = kiq_broker_active_controller(b);
     if (ctl) {
         kiq_error_clear();
-        kiq_controller_elect_leaders(ctl, arena, req, resp);
+        w->here(b, ctl, arena, req, resp);
         done(ctx);
         return;
     }
     forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
     f->call.response = resp;
-    send_forward(f, KIQ_API_ELECT_LEADERS, req, elected);
-}
-
-static void unregistered(forward_t *f, int rc)
-{
-    if (rc == 0) return;
-    kiq_unregister_broker_response_t *resp = f->call.response;
-    kiq_unregister_broker_response_init(resp);
-    resp->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
-    resp->error_message = error_text(f->arena);
-}
-
-void kiq_controller_link_unregister_broker(kiq_broker_t *b, const kiq_unregister_broker_request_t *req,
-                                          int timeout_ms, kiq_arena_t *arena, kiq_unregister_broker_response_t *resp,
-                                          kiq_link_done_fn done, void *ctx)
-{
-    kiq_controller_t *ctl = kiq_broker_active_controller(b);
-    if (ctl) {
-        kiq_error_clear();
-        resp->error_code = (int16_t)kiq_controller_unregister_broker(ctl, req->broker_id);
-        if (resp->error_code) resp->error_message = error_text(arena);
-        done(ctx);
-        return;
-    }
-    forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
-    f->call.response = resp;
-    send_forward(f, KIQ_API_UNREGISTER_BROKER, req, unregistered);
-}
-
-static void reassigned(forward_t *f, int rc)
-{
-    if (rc == 0) return;
-    kiq_alter_partition_reassignments_response_t *resp = f->call.response;
-    kiq_alter_partition_reassignments_response_init(resp);
-    resp->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
-    resp->error_message = error_text(f->arena);
-}
-
-void kiq_controller_link_alter_reassignments(kiq_broker_t *b, const kiq_alter_partition_reassignments_request_t *req,
-                                             int timeout_ms, kiq_arena_t *arena,
-                                             kiq_alter_partition_reassignments_response_t *resp,
-                                             kiq_link_done_fn done, void *ctx)
-{
-    kiq_controller_t *ctl = kiq_broker_active_controller(b);
-    if (ctl) {
-        kiq_controller_alter_reassignments(ctl, arena, req, resp);
-        done(ctx);
-        return;
-    }
-    forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
-    f->call.response = resp;
-    send_forward(f, KIQ_API_ALTER_PARTITION_REASSIGNMENTS, req, reassigned);
-}
-
-static void reassignments_listed(forward_t *f, int rc)
-{
-    if (rc == 0) return;
-    kiq_list_partition_reassignments_response_t *resp = f->call.response;
-    kiq_list_partition_reassignments_response_init(resp);
-    resp->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
-    resp->error_message = error_text(f->arena);
-}
-
-void kiq_controller_link_list_reassignments(kiq_broker_t *b, const kiq_list_partition_reassignments_request_t *req,
-                                            int timeout_ms, kiq_arena_t *arena,
-                                            kiq_list_partition_reassignments_response_t *resp,
-                                            kiq_link_done_fn done, void *ctx)
-{
-    kiq_controller_t *ctl = kiq_broker_active_controller(b);
-    if (ctl) {
-        kiq_controller_list_reassignments(ctl, arena, req, resp);
-        done(ctx);
-        return;
-    }
-    forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
-    f->call.response = resp;
-    send_forward(f, KIQ_API_LIST_PARTITION_REASSIGNMENTS, req, reassignments_listed);
-}
-
-static void quorum_described(forward_t *f, int rc)
-{
-    if (rc == 0) return;
-    kiq_describe_quorum_response_t *resp = f->call.response;
-    kiq_describe_quorum_response_init(resp);
-    resp->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
-    resp->error_message = error_text(f->arena);
-}
-
-void kiq_controller_link_describe_quorum(kiq_broker_t *b, const kiq_describe_quorum_request_t *req, int timeout_ms,
-                                         kiq_arena_t *arena, kiq_describe_quorum_response_t *resp,
-                                         kiq_link_done_fn done, void *ctx)
-{
-    if (b->quorum && kiq_broker_active_controller(b)) {
-        kiq_quorum_describe(b->quorum, req, arena, resp);
-        done(ctx);
-        return;
-    }
-    forward_t *f = forward_new(b, arena, timeout_ms, done, ctx);
-    f->call.response = resp;
-    send_forward(f, KIQ_API_DESCRIBE_QUORUM, req, quorum_described);
+    f->whole = w;
+    send_forward(f, api_key, req, whole_failed);
 }
 
 /* Both responses list the resources in the request's order, alike. */

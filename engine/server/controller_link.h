@@ -52,11 +52,14 @@ void kiq_controller_link_create_partitions(kiq_broker_t *b, kiq_topic_order_t *o
 /* Deletes each topic (by name). */
 void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *orders, int n, int timeout_ms,
                                        kiq_arena_t *arena, kiq_link_done_fn done, void *ctx);
-/* ElectLeaders, decided by the controller; *resp filled in arena. An
- * unreachable controller gives REQUEST_TIMED_OUT at the top level. */
-void kiq_controller_link_elect_leaders(kiq_broker_t *b, const kiq_elect_leaders_request_t *req, int timeout_ms,
-                                       kiq_arena_t *arena, kiq_elect_leaders_response_t *resp, kiq_link_done_fn done,
-                                       void *ctx);
+/* A request the active controller answers whole (ElectLeaders,
+ * UnregisterBroker, AlterPartitionReassignments,
+ * ListPartitionReassignments, DescribeQuorum; req as it came): decided
+ * here when this broker's controller is active, else forwarded; *resp
+ * filled in arena. An unreachable controller gives REQUEST_TIMED_OUT at
+ * the top level (with why, where the response carries a message). */
+void kiq_controller_link_whole(kiq_broker_t *b, int16_t api_key, const void *req, int timeout_ms, kiq_arena_t *arena,
+                               void *resp, kiq_link_done_fn done, void *ctx);
 /* AlterConfigs or IncrementalAlterConfigs (api_key; req the request,
  * sent on as it came), decided by the controller: each order gets its
  * outcome. An unreachable controller gives every order REQUEST_TIMED_OUT. */
@@ -66,27 +69,6 @@ void kiq_controller_link_change_configs(kiq_broker_t *b, int16_t api_key, const 
 /* Asks the controller for a block of producer ids (AllocateProducerIds)
  * for ids; the answer (or the reason there is none: not registered yet,
  * the controller unreachable) goes to kiq_producer_ids_given. */
-/* UnregisterBroker, decided by the active controller (here, or
- * forwarded); an unreachable one gives REQUEST_TIMED_OUT. */
-void kiq_controller_link_unregister_broker(kiq_broker_t *b, const kiq_unregister_broker_request_t *req,
-                                          int timeout_ms, kiq_arena_t *arena, kiq_unregister_broker_response_t *resp,
-                                          kiq_link_done_fn done, void *ctx);
-/* AlterPartitionReassignments and ListPartitionReassignments, decided by
- * the active controller (here, or forwarded); *resp filled in arena. An
- * unreachable controller gives REQUEST_TIMED_OUT at the top level. */
-void kiq_controller_link_alter_reassignments(kiq_broker_t *b, const kiq_alter_partition_reassignments_request_t *req,
-                                             int timeout_ms, kiq_arena_t *arena,
-                                             kiq_alter_partition_reassignments_response_t *resp,
-                                             kiq_link_done_fn done, void *ctx);
-void kiq_controller_link_list_reassignments(kiq_broker_t *b, const kiq_list_partition_reassignments_request_t *req,
-                                            int timeout_ms, kiq_arena_t *arena,
-                                            kiq_list_partition_reassignments_response_t *resp,
-                                            kiq_link_done_fn done, void *ctx);
-/* DescribeQuorum asked of a broker: answered by the active controller
- * (here, or forwarded); an unreachable one gives REQUEST_TIMED_OUT. */
-void kiq_controller_link_describe_quorum(kiq_broker_t *b, const kiq_describe_quorum_request_t *req, int timeout_ms,
-                                         kiq_arena_t *arena, kiq_describe_quorum_response_t *resp,
-                                         kiq_link_done_fn done, void *ctx);
 void kiq_controller_link_producer_ids(kiq_broker_t *b, kiq_producer_ids_t *ids);
 
 #endif
