@@ -35,6 +35,14 @@ static int32_t both(const int32_t *a, int32_t na, const int32_t *b, int32_t nb, 
     return n;
 }
 
+/* Whether every id of a is in b. */
+static bool all_in(const int32_t *a, int32_t na, const int32_t *b, int32_t nb)
+{
+    for (int32_t i = 0; i < na; i++)
+        if (!kiq_ctl_has_id(b, nb, a[i])) return false;
+    return true;
+}
+
 /* Under mu: a PartitionChange giving topic-p the replicas rep (adding and
  * removing as given, empty when none): the ISR keeps its members still
  * in rep, and a leader leaving it hands over to the first replica of rep,
@@ -107,7 +115,7 @@ int kiq_ctl_complete_reassignments(kiq_controller_t *c)
             if (!reassigning(pr)) continue;
             int32_t *target = kiq_arena_calloc(&a, (size_t)pr->nreplicas + 1, sizeof *target);
             int32_t ntarget = minus(pr->replicas, pr->nreplicas, pr->removing_replicas, pr->nremoving, target);
-            if (minus(target, ntarget, pr->isr, pr->nisr, target + ntarget) > 0) continue; /* not all in sync yet */
+            if (!all_in(target, ntarget, pr->isr, pr->nisr)) continue; /* not all in sync yet */
             if (change_replicas(c, &b, ti, p, target, ntarget, NULL, 0, NULL, 0, &gone) == KIQ_ERR_NONE)
                 KIQ_INFO("controller: %s-%d: reassignment complete: %d replicas, all in sync", ti->name, (int)p,
                          (int)ntarget);

@@ -591,6 +591,16 @@ struct kiq_controller *kiq_broker_active_controller(kiq_broker_t *b)
     return c && kiq_controller_active(c) ? c : NULL;
 }
 
+/* The leader this voter's quorum names; -1 when it names none or this
+ * broker hosts no voter. */
+static int32_t quorum_leader(kiq_broker_t *b)
+{
+    if (!b->quorum) return -1;
+    kiq_raft_view_t v;
+    kiq_quorum_view(b->quorum, &v);
+    return v.leader_id;
+}
+
 /* The replica manager's, the lifecycle's and forwarding's: where the
  * active controller is. The leader this voter's quorum names; where it
  * names none (an election, or this voter cut off from the others) or this
@@ -601,12 +611,7 @@ struct kiq_controller *kiq_broker_active_controller(kiq_broker_t *b)
 static int32_t current_controller(void *ctx, const char **host, int *port)
 {
     kiq_broker_t *b = ctx;
-    int32_t id = -1;
-    if (b->quorum) {
-        kiq_raft_view_t qv;
-        kiq_quorum_view(b->quorum, &qv);
-        id = qv.leader_id;
-    }
+    int32_t id = quorum_leader(b);
     if (id < 0) id = atomic_load(&b->controller_id);
     const kiq_voter_t *v = kiq_voter_of(b->voters, b->nvoters, id);
     *host = v ? v->host : b->controller_host;
@@ -617,12 +622,8 @@ static int32_t current_controller(void *ctx, const char **host, int *port)
 int32_t kiq_broker_controller_id(kiq_broker_t *b)
 {
     if (!b->cluster) return b->node_id;
-    if (b->quorum) {
-        kiq_raft_view_t v;
-        kiq_quorum_view(b->quorum, &v);
-        if (v.leader_id >= 0) return v.leader_id;
-    }
-    return kiq_metadata_cache_controller(b->metadata);
+    int32_t id = quorum_leader(b);
+    return id >= 0 ? id : kiq_metadata_cache_controller(b->metadata);
 }
 
 void kiq_broker_controller_seen(kiq_broker_t *b, int32_t id)

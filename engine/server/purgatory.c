@@ -56,17 +56,13 @@ uint64_t kiq_purgatory_key(const char *topic, size_t len, int32_t partition)
     return (h ^ (uint32_t)partition) * 1099511628211ULL;
 }
 
-uint64_t kiq_purgatory_metadata_key(void)
-{
-    static const char name[] = "__cluster_metadata";
-    return kiq_purgatory_key(name, sizeof name - 1, -1);
-}
+/* The metadata keys: the topic's partition 0 is the quorum's log, -1
+ * (which no real partition has) the metadata a broker applied. */
+static const char METADATA_TOPIC[] = "__cluster_metadata";
 
-uint64_t kiq_purgatory_quorum_key(void)
-{
-    static const char name[] = "__cluster_metadata";
-    return kiq_purgatory_key(name, sizeof name - 1, 0);
-}
+uint64_t kiq_purgatory_metadata_key(void) { return kiq_purgatory_key(METADATA_TOPIC, sizeof METADATA_TOPIC - 1, -1); }
+
+uint64_t kiq_purgatory_quorum_key(void) { return kiq_purgatory_key(METADATA_TOPIC, sizeof METADATA_TOPIC - 1, 0); }
 
 uint64_t kiq_purgatory_producer_ids_key(void)
 {
