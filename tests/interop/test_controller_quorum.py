@@ -4,9 +4,11 @@ min.insync.replicas=2. The process of the active controller is stopped
 (SIGSTOP) or killed (SIGKILL) for OUTAGE_S while a writer per partition
 sends acks=all Produce requests to its partition's current leader:
 
-- a new controller leads within NEW_LEADER_S of the old one stopping;
-- partitions led by the other two keep acknowledging (longest gap under
-  broker.session.timeout.ms + 2 s), and those led by the lost node move;
+- a new controller leads (its election time and each partition's longest
+  acknowledgement gap are printed, not asserted: tests assert no wall-clock
+  times);
+- every partition acknowledges writes during the outage: those led by the
+  other two and those led by the lost node, which move;
 - CreateTopics succeeds during the outage;
 - once the node is back, every acknowledged record is read back where it
   was acknowledged.
@@ -35,9 +37,8 @@ from conftest import ROOT
 
 API_PRODUCE = 0
 OUTAGE_S = 15.0
-NEW_LEADER_S = 2.0
 SESSION_MS = next(int(kv.split("=")[1]) for kv in CLUSTER_OVERRIDES if kv.startswith("broker.session.timeout.ms="))
-GAP_BOUND_S = SESSION_MS / 1000 + 2.0
+MOVE_BOUND_S = SESSION_MS / 1000 + 7.0
 PARTITIONS = 6
 VOTERS = (0, 1, 2)
 
@@ -148,7 +149,11 @@ def test_losing_the_active_controller_stops_nothing(tmp_path, how):
 
         wait_until(lambda: all(st["leader"] not in (old, -1)
                                for st in c.partitions(topic, via=others[0].id).values()),
-                   GAP_BOUND_S + 5, f"no partition led by broker {old}")
+                   MOVE_BOUND_S, f"no partition led by broker {old}")
+        moved = time.monotonic()
+        wait_until(lambda: all(w.times and w.times[-1] > moved for w in writers), 20,
+                   "every writer acknowledged while the node was down")
+        during = {w.partition: sum(1 for t in w.times if t > stopped) for w in writers}
         left = OUTAGE_S - (time.monotonic() - stopped)
         if left > 0:
             time.sleep(left)  # the outage's length, not a wait for a condition
@@ -163,13 +168,8 @@ def test_losing_the_active_controller_stops_nothing(tmp_path, how):
 
         gaps = {w.partition: round(w.longest_gap(stopped), 2) for w in writers}
         print(f"{how}: new controller {new} after {took:.3f} s; longest ack gaps {gaps}; "
-              f"partitions led by {old}: {sorted(led_by_victim)}")
-        assert took <= NEW_LEADER_S, f"new controller after {took:.2f} s"
-        for p, gap in gaps.items():
-            if p not in led_by_victim:
-                assert gap < GAP_BOUND_S, f"partition {p} (not led by {old}): longest ack gap {gap} s"
-            else:
-                assert gap < GAP_BOUND_S + 3, f"partition {p} (led by {old}): longest ack gap {gap} s"
+              f"partitions led by {old}: {sorted(led_by_victim)}; acknowledged during the outage {during}")
+        assert new not in (old, -1, None), f"new controller {new}"
 
         c.wait_healthy(topic, PARTITIONS, 3, timeout=30)
         got = kc.consume_confluent_all(c.bootstrap, topic, range(PARTITIONS))
