@@ -51,12 +51,14 @@ end
 local Broker = {}
 Broker.__index = Broker
 
-local broker_opts = { dir = true, host = true, port = true, id = true, start = true, control_port = true }
+local broker_opts = { dir = true, host = true, port = true, id = true, start = true, control_port = true,
+  controller_only = true }
 
 -- kiq.broker{ dir=, host="127.0.0.1", port=0, id=0, start=true, control_port=nil,
 --   ["kafka.name"]=value, ... }
 -- control_port (0: any free one) adds a control-plane listener (CONTROLLER)
--- for the controller's requests.
+-- for the controller's requests; controller_only = true makes a
+-- controller-only node (process.roles=controller: that listener alone).
 -- Starts an in-process broker (unless start=false). Returns the broker, or
 -- nil, err for a bad config value, a taken port or an unusable directory.
 function kiq.broker(opts)
@@ -73,6 +75,10 @@ function kiq.broker(opts)
   if opts.control_port then
     cfg.listeners = cfg.listeners .. (",CONTROLLER://%s:%d"):format(host, opts.control_port)
     cfg["control.plane.listener.name"] = "CONTROLLER"
+  end
+  if opts.controller_only then
+    cfg.listeners = ("CONTROLLER://%s:%d"):format(host, opts.control_port or 0)
+    cfg["process.roles"] = "controller"
   end
   for k, v in pairs(opts) do
     if k:find("%.") then cfg[k] = v end
@@ -92,7 +98,8 @@ function Broker:start()
   local ok, err = self.handle:start()
   if not ok then return nil, err end
   self.port = self.handle:port()
-  self.bootstrap = ("%s:%d"):format(self.host, self.port)
+  -- a controller-only node serves no client
+  self.bootstrap = self.port >= 0 and ("%s:%d"):format(self.host, self.port) or nil
   -- "host:port" of its HTTP listener (kafkaiq.http.listener), nil without one
   local http = self.handle:http_port()
   self.http = http and ("%s:%d"):format(self.host, http) or nil
@@ -211,7 +218,8 @@ function kiq.admin(opts) return client_module().admin(opts) end
 
 -- kiq.cluster{ brokers = 3, voters = 1, ["kafka.name"] = value, ... } ->
 -- cluster: a replicated cluster in this process, its first `voters`
--- brokers the controller quorum (kafkaiq/cluster.lua: c:quorum(),
+-- brokers the controller quorum, or (controllers = N instead of voters) N
+-- controller-only nodes after the brokers (kafkaiq/cluster.lua: c:quorum(),
 -- c:quorum_views(), kill, pause and cut of brokers and voters).
 function kiq.cluster(opts) return require("kafkaiq.cluster").new(kiq, opts) end
 

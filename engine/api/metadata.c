@@ -53,6 +53,11 @@ static void brokers(kiq_broker_t *b, kiq_request_t *r, kiq_metadata_response_t *
     }
     int32_t controller = kiq_broker_controller_id(b);
     out->controller_id = controller >= 0 ? controller : b->controller_id;
+    /* A controller-only node is no broker a client can reach: as Kafka's
+     * brokers do, name one that is (this one, which forwards). */
+    int i = 0;
+    while (i < n && list[i].id != out->controller_id) i++;
+    if (b->cluster && i == n && b->roles.broker) out->controller_id = b->node_id;
 }
 
 /* Standalone: creates the unknown topics the request may create; they are

@@ -53,24 +53,38 @@ static int set_default(kiq_config_t *c, enum kiq_config_id id, const char *value
     return is_default ? kiq_config_set(c, kiq_config_defs[id].name, value) : 0;
 }
 
-/* How many of an in-process cluster's n brokers vote in the controller
- * quorum: three when there are three or more (one may be lost), else one. */
-static int voters_of(int n) { return n >= 3 ? 3 : 1; }
+/* An in-process cluster: n brokers and, with --controllers, a separate
+ * quorum of that many controller-only nodes; without, three of the
+ * brokers (one when there are fewer than three) are combined nodes that
+ * also vote. */
+typedef struct layout {
+    int brokers, controllers; /* controllers: 0 for combined nodes */
+} layout_t;
 
-/* Broker i of an in-process cluster of n: the client listener's port + i
- * (and the HTTP listener's), a control-plane listener on the client port
- * + 100 + i, its own directory under each log dir; brokers 0 .. voters-1
- * are the controller quorum's voters (combined nodes). With client port 0
- * every listener takes a free port, the voters' control ports picked
- * before any broker starts (net/free_port.h: voter_ports), as every
- * broker's controller.quorum.voters names them. */
-static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n, const int *voter_ports)
+static int nodes_of(layout_t l) { return l.brokers + l.controllers; }
+static int voters_of(layout_t l) { return l.controllers ? l.controllers : l.brokers >= 3 ? 3 : 1; }
+/* Node i's voter index, -1 when it does not vote: brokers 0 .. voters-1
+ * when combined, else the controllers, which come after the brokers. */
+static int voter_index(layout_t l, int i)
+{
+    int v = l.controllers ? i - l.brokers : i;
+    return v >= 0 && v < voters_of(l) ? v : -1;
+}
+
+/* Node i of an in-process cluster: broker i (a combined node when it
+ * votes) or controller i - brokers. Its client listener on the client
+ * port + i (and the HTTP listener's), a control-plane listener on the
+ * client port + 100 + i, its own directory under each log dir. With
+ * client port 0 every listener takes a free port, the voters' control
+ * ports picked before any node starts (net/free_port.h: voter_ports), as
+ * every node's controller.quorum.voters names them. */
+static kiq_config_t *cluster_member(const kiq_config_t *base, int i, layout_t l, const int *voter_ports)
 {
     kiq_listener_t ls[KIQ_MAX_LISTENERS];
     const kiq_listener_t *data, *control;
     int nl;
     if (kiq_listeners_parse(kiq_config_str(base, KIQ_CFG_LISTENERS), ls, KIQ_MAX_LISTENERS, &nl) != 0 ||
-        kiq_listeners_pick(base, ls, nl, &data, &control) != 0)
+        kiq_listeners_pick(base, ls, nl, true, &data, &control) != 0)
         return NULL;
     const char *host = *data->host ? data->host : "127.0.0.1";
     kiq_config_t *c = kiq_config_copy(base);
@@ -80,16 +94,23 @@ static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n, cons
     snprintf(v, sizeof v, "%d", i);
     rc |= kiq_config_set(c, "broker.id", v);
     bool free_ports = data->port == 0;
-    int nvoters = voters_of(n);
+    int nvoters = voters_of(l), vi = voter_index(l, i);
+    bool is_broker = i < l.brokers;
+    rc |= kiq_config_set(c, "process.roles", !is_broker ? "controller" : vi >= 0 ? "broker,controller" : "broker");
     rc |= kiq_config_set(c, "control.plane.listener.name", "CONTROLLER");
-    snprintf(v, sizeof v, "PLAINTEXT://%s:%d,CONTROLLER://%s:%d", host, free_ports ? 0 : data->port + i, host,
-             free_ports ? (i < nvoters ? voter_ports[i] : 0) : data->port + 100 + i);
+    int control_port = free_ports ? (vi >= 0 ? voter_ports[vi] : 0) : data->port + 100 + i;
+    if (is_broker)
+        snprintf(v, sizeof v, "PLAINTEXT://%s:%d,CONTROLLER://%s:%d", host, free_ports ? 0 : data->port + i, host,
+                 control_port);
+    else
+        snprintf(v, sizeof v, "CONTROLLER://%s:%d", host, control_port);
     rc |= kiq_config_set(c, "listeners", v);
     v[0] = 0;
     for (int j = 0; j < nvoters; j++) {
+        int id = l.controllers ? l.brokers + j : j;
         size_t used = strlen(v);
-        snprintf(v + used, sizeof v - used, "%s%d@%s:%d", j ? "," : "", j, host,
-                 free_ports ? voter_ports[j] : data->port + 100 + j);
+        snprintf(v + used, sizeof v - used, "%s%d@%s:%d", j ? "," : "", id, host,
+                 free_ports ? voter_ports[j] : data->port + 100 + id);
     }
     rc |= kiq_config_set(c, "controller.quorum.voters", v);
     const char *src = kiq_config_str(base, KIQ_CFG_LOG_DIRS);
@@ -97,11 +118,12 @@ static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n, cons
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         size_t used = strlen(dirs);
-        snprintf(dirs + used, sizeof dirs - used, "%s%.*s/broker-%d", used ? "," : "", (int)len, p, i);
+        snprintf(dirs + used, sizeof dirs - used, "%s%.*s/%s-%d", used ? "," : "", (int)len, p,
+                 is_broker ? "broker" : "controller", i);
         p = end ? end + 1 : p + len;
     }
     rc |= kiq_config_set(c, "log.dirs", dirs);
-    /* each broker's HTTP listener on the configured port + i (0: a free one each) */
+    /* each node's HTTP listener on the configured port + i (0: a free one each) */
     const char *http = kiq_config_str(base, KIQ_CFG_HTTP_LISTENER);
     const char *colon = strrchr(http, ':');
     if (*http && colon) {
@@ -109,7 +131,7 @@ static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n, cons
         snprintf(v, sizeof v, "%.*s:%d", (int)(colon - http), http, port ? port + i : 0);
         rc |= kiq_config_set(c, "kafkaiq.http.listener", v);
     }
-    snprintf(v, sizeof v, "%d", n < 3 ? n : 3);
+    snprintf(v, sizeof v, "%d", l.brokers < 3 ? l.brokers : 3);
     rc |= set_default(c, KIQ_CFG_DEFAULT_REPLICATION_FACTOR, v);
     rc |= set_default(c, KIQ_CFG_OFFSETS_TOPIC_REPLICATION_FACTOR, v);
     if (rc != 0 || kiq_config_validate(c) != 0) {
@@ -120,30 +142,37 @@ static kiq_config_t *cluster_member(const kiq_config_t *base, int i, int n, cons
 }
 
 /* {"pid", "bootstrap", "brokers": [{"id", "host", "port", "control_port",
- * "http"}], "http"}: the first broker's HTTP address, "" without one. */
-static char *ready_line(kiq_broker_t **brokers, int n)
+ * "http"}], "controllers": [{"id", "host", "control_port", "http"}],
+ * "http"}: brokers first, controller-only nodes apart (they serve no
+ * client; the list is empty with combined nodes); "http" the first
+ * broker's HTTP address, "" without one. */
+static char *ready_line(kiq_broker_t **nodes, int n, int nbrokers)
 {
-    json_t *list = json_array(), *j = json_object();
+    json_t *lists[2] = {json_array(), json_array()}, *j = json_object();
     char bootstrap[64 * 300] = "", addr[300];
     for (int i = 0; i < n; i++) {
-        const char *host = kiq_broker_host(brokers[i]);
+        const char *host = kiq_broker_host(nodes[i]);
         json_t *e = json_object();
-        int http = kiq_http_port(brokers[i]);
-        size_t used = strlen(bootstrap);
-        snprintf(bootstrap + used, sizeof bootstrap - used, "%s%s:%d", i ? "," : "", host, kiq_broker_port(brokers[i]));
+        int http = kiq_http_port(nodes[i]);
         json_object_set_new(e, "id", json_integer(i));
         json_object_set_new(e, "host", json_string(host));
-        json_object_set_new(e, "port", json_integer(kiq_broker_port(brokers[i])));
-        if (kiq_broker_control_port(brokers[i]) >= 0)
-            json_object_set_new(e, "control_port", json_integer(kiq_broker_control_port(brokers[i])));
+        if (i < nbrokers) {
+            size_t used = strlen(bootstrap);
+            snprintf(bootstrap + used, sizeof bootstrap - used, "%s%s:%d", i ? "," : "", host,
+                     kiq_broker_port(nodes[i]));
+            json_object_set_new(e, "port", json_integer(kiq_broker_port(nodes[i])));
+        }
+        if (kiq_broker_control_port(nodes[i]) >= 0)
+            json_object_set_new(e, "control_port", json_integer(kiq_broker_control_port(nodes[i])));
         snprintf(addr, sizeof addr, "%s:%d", host, http);
         json_object_set_new(e, "http", json_string(http > 0 ? addr : ""));
-        json_array_append_new(list, e);
+        json_array_append_new(lists[i >= nbrokers], e);
     }
     json_object_set_new(j, "pid", json_integer(getpid()));
     json_object_set_new(j, "bootstrap", json_string(bootstrap));
-    json_object_set_new(j, "brokers", list);
-    json_object_set(j, "http", json_object_get(json_array_get(list, 0), "http"));
+    json_object_set(j, "http", json_object_get(json_array_get(lists[0], 0), "http"));
+    json_object_set_new(j, "brokers", lists[0]);
+    json_object_set_new(j, "controllers", lists[1]);
     char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(j);
     return line;
@@ -167,9 +196,9 @@ static int wait_ready(kiq_broker_t **brokers, int n)
 
 /* The ready line on stdout, and written whole to path (a reader never sees
  * half of it: written beside it, then renamed). */
-static int announce(kiq_broker_t **brokers, int n, const char *path)
+static int announce(kiq_broker_t **brokers, int n, int nbrokers, const char *path)
 {
-    char *line = ready_line(brokers, n);
+    char *line = ready_line(brokers, n, nbrokers);
     if (!line) return kiq_error_set("out of memory");
     printf("%s\n", line);
     fflush(stdout);
@@ -189,7 +218,7 @@ int kiq_cmd_serve(int argc, char **argv)
 {
     kiq_config_t *cfg = kiq_config_new();
     if (!cfg) return 1;
-    int rc = 1, nbrokers = 0;
+    int rc = 1, nbrokers = 0, ncontrollers = 0;
     const char *ready_file = NULL;
     kiq_broker_t **brokers = NULL;
     kiq_broker_set_t *process = NULL;
@@ -200,6 +229,12 @@ int kiq_cmd_serve(int argc, char **argv)
             nbrokers = atoi(argv[++i]);
             if (nbrokers < 1 || nbrokers > 64) {
                 fprintf(stderr, "kafkaiq: --brokers takes 1 to 64\n");
+                goto out;
+            }
+        } else if (strcmp(argv[i], "--controllers") == 0 && i + 1 < argc) {
+            ncontrollers = atoi(argv[++i]);
+            if (ncontrollers < 1 || ncontrollers > KIQ_MAX_VOTERS) {
+                fprintf(stderr, "kafkaiq: --controllers takes 1 to %d\n", KIQ_MAX_VOTERS);
                 goto out;
             }
         } else if (strcmp(argv[i], "--override") == 0) {
@@ -231,28 +266,34 @@ int kiq_cmd_serve(int argc, char **argv)
 
     kiq_cmd_raise_fd_limit();
     tune_malloc();
-    int n = nbrokers ? nbrokers : 1;
+    if (ncontrollers && !nbrokers) nbrokers = 1;
+    layout_t l = {nbrokers, ncontrollers};
+    int n = nbrokers ? nodes_of(l) : 1;
     brokers = calloc((size_t)n, sizeof *brokers);
     if (!brokers) goto out;
     if (nbrokers && !(process = kiq_broker_set_new())) {
         KIQ_ERROR("%s", kiq_error_get());
         goto out;
     }
-    int voter_ports[3] = {0};
-    for (int i = 0; nbrokers && i < voters_of(n); i++) {
+    int voter_ports[KIQ_MAX_VOTERS] = {0};
+    for (int i = 0; nbrokers && i < voters_of(l); i++) {
         /* distinct ones: a port just released may come back at once */
-        for (int tries = 0; tries < 10 && (voter_ports[i] <= 0 || (i && voter_ports[i] == voter_ports[0]) ||
-                                           (i == 2 && voter_ports[2] == voter_ports[1])); tries++)
+        for (int tries = 0, seen = 1; tries < 10 && seen; tries++) {
             voter_ports[i] = kiq_free_port();
+            seen = voter_ports[i] <= 0;
+            for (int j = 0; j < i; j++) seen |= voter_ports[j] == voter_ports[i];
+        }
         if (voter_ports[i] < 0) {
             KIQ_ERROR("%s", kiq_error_get());
             goto stop;
         }
     }
-    for (int i = 0; i < n; i++) {
-        kiq_config_t *bc = nbrokers ? cluster_member(cfg, i, n, voter_ports) : cfg;
+    /* the voters first, so the brokers find a quorum */
+    for (int k = 0; k < n; k++) {
+        int i = l.controllers ? (k < l.controllers ? l.brokers + k : k - l.controllers) : k;
+        kiq_config_t *bc = nbrokers ? cluster_member(cfg, i, l, voter_ports) : cfg;
         if (!bc) {
-            KIQ_ERROR("invalid configuration for broker %d: %s", i, kiq_error_get());
+            KIQ_ERROR("invalid configuration for node %d: %s", i, kiq_error_get());
             goto stop;
         }
         brokers[i] = kiq_broker_new(bc);
@@ -261,11 +302,11 @@ int kiq_cmd_serve(int argc, char **argv)
          * in the set, so the control API can stop and start each */
         if (!brokers[i] || kiq_hooks_attach(brokers[i]) != 0 || (process && kiq_broker_set_add(process, brokers[i]) != 0) ||
             kiq_broker_start(brokers[i]) != 0) {
-            KIQ_ERROR("cannot start broker %d: %s", i, kiq_error_get());
+            KIQ_ERROR("cannot start node %d: %s", i, kiq_error_get());
             goto stop;
         }
     }
-    if (wait_ready(brokers, n) != 0 || announce(brokers, n, ready_file) != 0) {
+    if (wait_ready(brokers, n) != 0 || announce(brokers, n, nbrokers ? nbrokers : 1, ready_file) != 0) {
         KIQ_ERROR("%s", kiq_error_get());
         goto stop;
     }
@@ -292,7 +333,9 @@ int kiq_cmd_serve(int argc, char **argv)
 stop:
     kiq_broker_set_free(process); /* no operation on a broker from here on */
     /* the voters go last, so the others still reach the controller */
-    for (int i = n - 1; i >= 0; i--) kiq_broker_free(brokers[i]);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = n - 1; i >= 0; i--)
+            if ((voter_index(l, i) >= 0) == (pass == 1)) kiq_broker_free(brokers[i]);
     goto out;
 bad_config:
     KIQ_ERROR("invalid configuration: %s", kiq_error_get());

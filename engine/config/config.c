@@ -301,8 +301,10 @@ int kiq_config_validate(const kiq_config_t *c)
     kiq_listener_t ls[KIQ_MAX_LISTENERS];
     const kiq_listener_t *data, *control;
     int nl;
-    if (kiq_listeners_parse(kiq_config_str(c, KIQ_CFG_LISTENERS), ls, KIQ_MAX_LISTENERS, &nl) != 0 ||
-        kiq_listeners_pick(c, ls, nl, &data, &control) != 0)
+    kiq_roles_t roles;
+    if (kiq_roles_parse(c, &roles) != 0 ||
+        kiq_listeners_parse(kiq_config_str(c, KIQ_CFG_LISTENERS), ls, KIQ_MAX_LISTENERS, &nl) != 0 ||
+        kiq_listeners_pick(c, ls, nl, roles.broker, &data, &control) != 0)
         return -1;
     kiq_voter_t voters[KIQ_MAX_VOTERS];
     int nvoters;

@@ -22,6 +22,9 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "address given to clients in Metadata; empty means the bound listener")                  \
     X(CONTROL_PLANE_LISTENER_NAME, "control.plane.listener.name", STRING, "", 0, 0, NULL,       \
       "the listener that takes the controller's requests (its own queue and thread)")          \
+    X(PROCESS_ROLES, "process.roles", STRING, "", 0, 0, NULL,                                    \
+      "broker, controller or broker,controller (a combined node); empty: broker, and controller "  \
+      "too when broker.id is among controller.quorum.voters")                                     \
     X(CONTROLLER_QUORUM_VOTERS, "controller.quorum.voters", STRING, "", 0, 0, NULL,             \
       "id@host:port,... of the controller quorum's voters (their control-plane listeners); "    \
       "empty: a standalone broker")                                                            \

@@ -69,8 +69,8 @@ int kiq_listeners_parse(const char *spec, kiq_listener_t *out, int max, int *n)
     return 0;
 }
 
-int kiq_listeners_pick(const kiq_config_t *c, const kiq_listener_t *all, int n, const kiq_listener_t **data,
-                       const kiq_listener_t **control)
+int kiq_listeners_pick(const kiq_config_t *c, const kiq_listener_t *all, int n, bool need_data,
+                       const kiq_listener_t **data, const kiq_listener_t **control)
 {
     const char *cp = kiq_config_str(c, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME);
     *data = *control = NULL;
@@ -79,7 +79,7 @@ int kiq_listeners_pick(const kiq_config_t *c, const kiq_listener_t *all, int n, 
         else if (!*data) *data = &all[i];
     }
     if (*cp && !*control) return kiq_error_set("control.plane.listener.name: no listener named %s", cp);
-    if (!*data) return kiq_error_set("listeners: no listener for clients besides the control plane");
+    if (!*data && need_data) return kiq_error_set("listeners: no listener for clients besides the control plane");
     return 0;
 }
 
@@ -114,4 +114,34 @@ const kiq_voter_t *kiq_voter_of(const kiq_voter_t *v, int n, int32_t id)
     for (int i = 0; i < n; i++)
         if (v[i].id == id) return &v[i];
     return NULL;
+}
+
+int kiq_roles_parse(const kiq_config_t *c, kiq_roles_t *out)
+{
+    const char *spec = kiq_config_str(c, KIQ_CFG_PROCESS_ROLES);
+    kiq_voter_t voters[KIQ_MAX_VOTERS];
+    int nvoters;
+    int vrc = kiq_voters_parse(kiq_config_str(c, KIQ_CFG_CONTROLLER_QUORUM_VOTERS), voters, KIQ_MAX_VOTERS, &nvoters);
+    if (vrc < 0) return -1;
+    int32_t id = (int32_t)kiq_config_int(c, KIQ_CFG_BROKER_ID);
+    bool voter = vrc == 0 && kiq_voter_of(voters, nvoters, id);
+    *out = (kiq_roles_t){.broker = !*spec, .controller = !*spec && voter};
+    for (const char *p = spec; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && *p == ' ') p++, len--;
+        while (len && p[len - 1] == ' ') len--;
+        bool *role = len == 6 && memcmp(p, "broker", 6) == 0       ? &out->broker
+                     : len == 10 && memcmp(p, "controller", 10) == 0 ? &out->controller
+                                                                     : NULL;
+        if (!role) return kiq_error_set("process.roles: unknown role '%.*s' (broker or controller)", (int)len, p);
+        if (*role) return kiq_error_set("process.roles: '%.*s' is named twice", (int)len, p);
+        *role = true;
+        p = comma ? comma + 1 : p + strlen(p);
+    }
+    if (out->controller && !voter)
+        return kiq_error_set("process.roles has controller: node %d must be among controller.quorum.voters", id);
+    if (voter && !out->controller)
+        return kiq_error_set("node %d is among controller.quorum.voters: its process.roles must have controller", id);
+    return 0;
 }

@@ -5,6 +5,7 @@
 #ifndef KIQ_CONFIG_LISTENERS_H
 #define KIQ_CONFIG_LISTENERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,11 +22,12 @@ typedef struct kiq_listener {
 /* 0 with *n entries, or -1 naming the bad entry. */
 int kiq_listeners_parse(const char *spec, kiq_listener_t *out, int max, int *n);
 
-/* The client listener and the control-plane one (NULL when
+/* The client listener (NULL when there is none and need_data is false:
+ * a controller-only node) and the control-plane one (NULL when
  * control.plane.listener.name is empty) of a parsed list; -1 when a named
- * listener is missing or no client listener is left. */
-int kiq_listeners_pick(const kiq_config_t *c, const kiq_listener_t *all, int n, const kiq_listener_t **data,
-                       const kiq_listener_t **control);
+ * listener is missing or a needed client listener is not there. */
+int kiq_listeners_pick(const kiq_config_t *c, const kiq_listener_t *all, int n, bool need_data,
+                       const kiq_listener_t **data, const kiq_listener_t **control);
 
 /* One voter of controller.quorum.voters: its node id and the address of
  * its control-plane listener. */
@@ -42,5 +44,18 @@ typedef struct kiq_voter {
 int kiq_voters_parse(const char *spec, kiq_voter_t *out, int max, int *n);
 /* The voter of id among n, NULL when it is none. */
 const kiq_voter_t *kiq_voter_of(const kiq_voter_t *v, int n, int32_t id);
+
+/* What a node is (Kafka's process.roles): a broker serves clients and
+ * hosts replicas; a controller is a voter of the quorum. */
+typedef struct kiq_roles {
+    bool broker, controller;
+} kiq_roles_t;
+
+/* process.roles of c against its broker.id and controller.quorum.voters.
+ * Empty: a broker, and a controller too when it is a voter (KafkaIQ's
+ * combined nodes). -1 for an unknown or repeated role, a controller that
+ * is not a voter, a voter that is not a controller, or a controller with
+ * no quorum. */
+int kiq_roles_parse(const kiq_config_t *c, kiq_roles_t *out);
 
 #endif

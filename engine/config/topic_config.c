@@ -263,6 +263,7 @@ enum kiq_config_wire_type kiq_config_wire_type(enum kiq_config_id id)
     case KIQ_CFG_ADVERTISED_LISTENERS:
     case KIQ_CFG_LOG_DIRS:
     case KIQ_CFG_CONTROLLER_QUORUM_VOTERS:
+    case KIQ_CFG_PROCESS_ROLES:
     case KIQ_CFG_LOG_CLEANUP_POLICY: return KIQ_CONFIG_WIRE_LIST;
     default: break;
     }

@@ -59,11 +59,15 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     const kiq_listener_t *data, *control;
     int nl;
     if (!b->config || kiq_broker_dirs_parse(b, kiq_config_str(config, KIQ_CFG_LOG_DIRS)) != 0 ||
+        kiq_roles_parse(config, &b->roles) != 0 ||
         kiq_listeners_parse(kiq_config_str(config, KIQ_CFG_LISTENERS), ls, KIQ_MAX_LISTENERS, &nl) != 0 ||
-        kiq_listeners_pick(config, ls, nl, &data, &control) != 0)
+        kiq_listeners_pick(config, ls, nl, b->roles.broker, &data, &control) != 0)
         goto fail;
-    snprintf(b->host, sizeof b->host, "%s", data->host);
-    b->port = data->port;
+    /* a controller-only node serves no clients: none of its own */
+    if (!b->roles.broker) data = NULL;
+    snprintf(b->host, sizeof b->host, "%s", data ? data->host : "");
+    b->port = data ? data->port : -1;
+    b->bound_port = -1;
     if (control) {
         snprintf(b->control_host, sizeof b->control_host, "%s", control->host);
         b->control_port = control->port;
@@ -490,8 +494,8 @@ static int start_requests(kiq_broker_t *b)
     if (!b->purgatory || !b->queue) return kiq_error_set("out of memory");
     kiq_request_queue_set_observers(b->queue, &b->observers, b->node_id);
     kiq_topics_set_append_listener(b->topics, wake_waiters, b->purgatory);
-    b->nprocessors = (int)kiq_config_int(b->config, KIQ_CFG_NUM_NETWORK_THREADS);
-    b->processors = calloc((size_t)b->nprocessors, sizeof *b->processors);
+    b->nprocessors = b->roles.broker ? (int)kiq_config_int(b->config, KIQ_CFG_NUM_NETWORK_THREADS) : 0;
+    b->processors = calloc((size_t)b->nprocessors + 1, sizeof *b->processors);
     if (!b->processors) return kiq_error_set("out of memory");
     if (!(b->request_pool = kiq_memory_pool_new(kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUEST_BYTES))))
         return kiq_error_set("out of memory");
@@ -508,10 +512,12 @@ static int start_requests(kiq_broker_t *b)
         kiq_request_queue_on_space(b->queue, kiq_processor_queue_space, b->processors[i]);
         kiq_memory_pool_on_release(b->request_pool, kiq_processor_pool_space, b->processors[i]);
     }
-    b->acceptor = kiq_acceptor_new(b->host, b->port, b->processors, b->nprocessors, b->quotas);
-    if (!b->acceptor) return -1;
-    b->bound_port = kiq_acceptor_port(b->acceptor);
-    b->port = b->bound_port; /* a restart comes back on the same port */
+    if (b->roles.broker) {
+        b->acceptor = kiq_acceptor_new(b->host, b->port, b->processors, b->nprocessors, b->quotas);
+        if (!b->acceptor) return -1;
+        b->bound_port = kiq_acceptor_port(b->acceptor);
+        b->port = b->bound_port; /* a restart comes back on the same port */
+    }
     kiq_request_stats_clear(&b->stats); /* the last run's figures go */
     if (!b->advertised_host[0]) {
         snprintf(b->advertised_host, sizeof b->advertised_host, "%s", *b->host ? b->host : "127.0.0.1");
@@ -548,7 +554,7 @@ static int start_requests(kiq_broker_t *b)
     }
     for (int i = 0; i < b->nprocessors; i++)
         if (kiq_processor_start(b->processors[i]) != 0) return -1;
-    return kiq_acceptor_start(b->acceptor);
+    return b->acceptor ? kiq_acceptor_start(b->acceptor) : 0;
 }
 
 /* Stop taking work, answer what is parked (what the channel holds first:
@@ -672,7 +678,7 @@ static void quorum_news(void *ctx)
 /* controller: on each voter of the quorum, active where it leads */
 static int start_controller(kiq_broker_t *b)
 {
-    if (!b->cluster || !kiq_voter_of(b->voters, b->nvoters, b->node_id)) return 0;
+    if (!b->cluster || !b->roles.controller) return 0;
     kiq_quorum_config_t qc = {
         .node_id = b->node_id,
         .dir = b->log_dirs[0].path,
@@ -714,7 +720,7 @@ static int start_control_plane_if_any(kiq_broker_t *b) { return b->has_control_p
  * registration carries the bound ports */
 static int start_lifecycle(kiq_broker_t *b)
 {
-    if (b->cluster) {
+    if (b->cluster && b->roles.broker) {
         kiq_broker_identity_t id = {
             .node_id = b->node_id,
             .cluster_id = b->cluster_id,
@@ -762,9 +768,15 @@ static void stop_replication(kiq_broker_t *b) { kiq_replica_manager_stop(b->repl
 static int start_ready(kiq_broker_t *b)
 {
     b->running = true;
-    if (!b->cluster) kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_READY, 0);
-    KIQ_INFO("[KafkaIQ broker %d] started: listening on %s:%d, data in %s, cluster %s", b->node_id,
-             *b->host ? b->host : "*", b->bound_port, kiq_config_str(b->config, KIQ_CFG_LOG_DIRS), b->cluster_id);
+    /* a broker of a cluster is ready once registered and unfenced */
+    if (!b->cluster || !b->roles.broker) kiq_broker_startup_mark(&b->startup, KIQ_STARTUP_READY, 0);
+    if (b->roles.broker)
+        KIQ_INFO("[KafkaIQ broker %d] started: listening on %s:%d, data in %s, cluster %s", b->node_id,
+                 *b->host ? b->host : "*", b->bound_port, kiq_config_str(b->config, KIQ_CFG_LOG_DIRS), b->cluster_id);
+    else
+        KIQ_INFO("[KafkaIQ controller %d] started: quorum listener on %s:%d, metadata in %s, cluster %s", b->node_id,
+                 *b->control_host ? b->control_host : "*", b->control_port,
+                 kiq_config_str(b->config, KIQ_CFG_LOG_DIRS), b->cluster_id);
     return 0;
 }
 

@@ -116,6 +116,9 @@ struct kiq_broker {
      * copied into the lines to it when they start and moved with
      * kiq_broker_controller_moved. */
     bool cluster;
+    /* process.roles: a controller-only node has no client listener, never
+     * registers as a broker and so hosts no replica */
+    kiq_roles_t roles;
     kiq_voter_t voters[KIQ_MAX_VOTERS];
     int nvoters;
     _Atomic int32_t controller_id;

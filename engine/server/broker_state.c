@@ -101,7 +101,7 @@ static void network(kiq_broker_t *b, const kiq_view_t *v)
 {
     v->open(v->ctx, "acceptor", false);
     v->number(v->ctx, "port", kiq_broker_port(b));
-    v->number(v->ctx, "accepted", (double)kiq_acceptor_accepted(b->acceptor));
+    v->number(v->ctx, "accepted", b->acceptor ? (double)kiq_acceptor_accepted(b->acceptor) : 0);
     v->close(v->ctx);
     v->open(v->ctx, "processors", true);
     for (int i = 0; i < b->nprocessors; i++) processor(v, NULL, b->processors[i], i);

@@ -4,7 +4,9 @@
 -- replica's state. Reached as kiq.cluster{...} (lua/kafkaiq.lua).
 --
 -- The first `voters` brokers (1 unless told) are the controller quorum's
--- voters, on their control-plane listeners; the quorum's leader is the
+-- voters, on their control-plane listeners (combined nodes); or, with
+-- `controllers`, that many controller-only nodes (process.roles=controller,
+-- ids brokers .. brokers + controllers - 1) are. The quorum's leader is the
 -- active controller, every broker registers with it and takes its orders
 -- there.
 
@@ -12,9 +14,10 @@ local M = {}
 local Cluster = {}
 Cluster.__index = Cluster
 
-local cluster_opts = { brokers = true, dir = true, host = true, voters = true }
+local cluster_opts = { brokers = true, controllers = true, dir = true, host = true, voters = true }
 
--- M.new(kiq, { brokers = 3, voters = 1, dir = nil, host = "127.0.0.1", ["kafka.name"] = value, ... })
+-- M.new(kiq, { brokers = 3, voters = 1 | controllers = nil, dir = nil, host = "127.0.0.1",
+--   ["kafka.name"] = value, ... })
 -- -> cluster | nil, err. Waits (bounded) until every broker registered.
 function M.new(kiq, opts)
   opts = opts or {}
@@ -26,24 +29,31 @@ function M.new(kiq, opts)
   end
   local n = opts.brokers or 3
   if type(n) ~= "number" or n < 1 or n ~= math.floor(n) then error("cluster: brokers must be a positive integer", 3) end
-  local nv = opts.voters or 1
-  if type(nv) ~= "number" or nv < 1 or nv > n or nv ~= math.floor(nv) then
+  local nc = opts.controllers
+  if nc ~= nil and (type(nc) ~= "number" or nc < 1 or nc ~= math.floor(nc) or opts.voters) then
+    error("cluster: controllers must be a positive integer, instead of voters", 3)
+  end
+  local nv = nc or opts.voters or 1
+  if type(nv) ~= "number" or nv < 1 or (not nc and nv > n) or nv ~= math.floor(nv) then
     error("cluster: voters must be an integer from 1 to brokers", 3)
   end
   local host = opts.host or "127.0.0.1"
-  local ports, taken, voters = {}, {}, {}
-  for id = 0, nv - 1 do
+  local ports, taken, voters, voter_ids = {}, {}, {}, {}
+  for i = 0, nv - 1 do
+    local id = nc and n + i or i
     repeat ports[id] = kiq.core.free_port() until not taken[ports[id]]
     taken[ports[id]] = true
     voters[#voters + 1] = ("%d@%s:%d"):format(id, host, ports[id])
+    voter_ids[#voter_ids + 1] = id
   end
-  local self = setmetatable({ kiq = kiq, n = n, voters = nv, brokers = {}, host = host }, Cluster)
+  local self = setmetatable({ kiq = kiq, n = n, voter_ids = voter_ids, brokers = {}, host = host }, Cluster)
   local rf = tostring(math.min(3, n))
-  for id = 0, n - 1 do
+  for id = 0, n + (nc or 0) - 1 do
     local cfg = {
       id = id, host = host,
       control_port = ports[id] or 0,
-      dir = opts.dir and (opts.dir .. "/broker-" .. id) or nil,
+      controller_only = id >= n or nil,
+      dir = opts.dir and (opts.dir .. (id >= n and "/controller-" or "/broker-") .. id) or nil,
       ["controller.quorum.voters"] = table.concat(voters, ","),
       ["default.replication.factor"] = rf,
       ["offsets.topic.replication.factor"] = rf,
@@ -64,8 +74,14 @@ function M.new(kiq, opts)
   -- pause or cut any of them (/api/brokers, /api/links); made after the
   -- brokers, so a collection frees it first
   self.set = assert(kiq.core.broker_set_new())
-  for id = 0, n - 1 do assert(self.set:add(self.brokers[id].handle)) end
+  for id = 0, n + (nc or 0) - 1 do assert(self.set:add(self.brokers[id].handle)) end
+  -- the voters first, so the brokers find a quorum
+  local order = {}
+  for _, id in ipairs(voter_ids) do order[#order + 1] = id end
   for id = 0, n - 1 do
+    if not ports[id] then order[#order + 1] = id end
+  end
+  for _, id in ipairs(order) do
     local ok, err = self.brokers[id]:start()
     if not ok then
       self:stop()
@@ -131,7 +147,7 @@ end
 -- partition's leader, leader epoch, replicas and ISR; and its broker id.
 -- nil while no voter leads.
 function Cluster:controller()
-  for id = 0, self.voters - 1 do
+  for _, id in ipairs(self.voter_ids) do
     local b = self.brokers[id]
     local view = b and b:running() and b:controller()
     if view then return view, id end
@@ -144,7 +160,7 @@ end
 -- (one cut off or paused, not yet fenced), the one of the higher epoch.
 function Cluster:quorum()
   local best
-  for id = 0, self.voters - 1 do
+  for _, id in ipairs(self.voter_ids) do
     local b = self.brokers[id]
     local q = b and b:running() and b:state().quorum
     if q and q.role == "leader" and (not best or q.epoch > best.epoch) then best = q end
@@ -155,7 +171,7 @@ end
 -- Each running voter's own view of the quorum, by broker id.
 function Cluster:quorum_views()
   local out = {}
-  for id = 0, self.voters - 1 do
+  for _, id in ipairs(self.voter_ids) do
     local b = self.brokers[id]
     if b and b:running() then out[id] = b:state().quorum end
   end
@@ -294,10 +310,16 @@ function Cluster:stop()
   -- no operation from HTTP meanwhile
   if self.set then self.set:free() end
   self.set = nil
-  -- the voters go last (broker 0 last of all), so the others still reach
-  -- a controller
+  -- the brokers first, then the voters (the first of them last of all),
+  -- so the others still reach a controller
+  local voter = {}
+  for _, id in ipairs(self.voter_ids) do voter[id] = true end
   for id = self.n - 1, 0, -1 do
     local b = self.brokers[id]
+    if b and not voter[id] and b:running() then b:stop() end
+  end
+  for i = #self.voter_ids, 1, -1 do
+    local b = self.brokers[self.voter_ids[i]]
     if b and b:running() then b:stop() end
   end
 end

@@ -181,12 +181,15 @@ def log_end(batches):
 # ---------------------------------------------------------------- processes
 
 class ClusterBroker:
-    """One kafkaiq process of a Cluster; its ports and log dir survive restarts."""
+    """One kafkaiq process of a Cluster; its ports and log dir survive
+    restarts. A controller-only node (process.roles=controller) has no
+    client port: it listens on its control port alone."""
 
-    def __init__(self, cluster, node_id, port, control_port, http_port):
+    def __init__(self, cluster, node_id, port, control_port, http_port, role=None):
         self.cluster = cluster
         self.id = node_id
-        self.port = port
+        self.role = role
+        self.port = port if role != "controller" else control_port
         self.control_port = control_port
         self.http = f"{HOST}:{http_port}"  # its HTTP listener
         self.host = HOST
@@ -204,14 +207,17 @@ class ClusterBroker:
 
     def command(self):
         c = self.cluster
+        listeners = (f"PLAINTEXT://{self.host}:{self.port}," if self.role != "controller" else "") + \
+            f"CONTROLLER://{self.host}:{self.control_port}"
         cmd = [str(BROKER_BIN), "serve", str(CONFIG),
                "--override", f"broker.id={self.id}",
-               "--override", f"listeners=PLAINTEXT://{self.host}:{self.port},"
-                             f"CONTROLLER://{self.host}:{self.control_port}",
+               "--override", f"listeners={listeners}",
                "--override", "control.plane.listener.name=CONTROLLER",
                "--override", f"controller.quorum.voters={c.voters_spec}",
                "--override", f"log.dirs={self.data_dir}",
                "--override", f"kafkaiq.http.listener={self.http}"]
+        if self.role:
+            cmd += ["--override", f"process.roles={self.role}"]
         for kv in c.overrides:
             cmd += ["--override", kv]
         return cmd
@@ -285,15 +291,21 @@ class ClusterBroker:
 
 class Cluster:
     """n brokers in n processes; the controller quorum's voters are
-    broker 0 alone unless voters names more (combined nodes)."""
+    broker 0 alone unless voters names more (combined nodes), or, with
+    controllers, that many controller-only processes (ids n, n + 1, ...)."""
 
-    def __init__(self, workdir, n=3, overrides=CLUSTER_OVERRIDES, voters=(CONTROLLER_ID,)):
+    def __init__(self, workdir, n=3, overrides=CLUSTER_OVERRIDES, voters=(CONTROLLER_ID,), controllers=0):
         self.workdir = pathlib.Path(workdir)
         self.overrides = list(overrides)
-        self.voters = tuple(voters)
-        ports = free_ports(3 * n)
-        self.brokers = [ClusterBroker(self, i, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]) for i in range(n)]
-        self.voters_spec = ",".join(f"{v}@{HOST}:{self.brokers[v].control_port}" for v in self.voters)
+        ports = free_ports(3 * (n + controllers))
+        role = "broker" if controllers else None
+        self.brokers = [ClusterBroker(self, i, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2], role)
+                        for i in range(n)]
+        self.controllers = [ClusterBroker(self, i, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2], "controller")
+                            for i in range(n, n + controllers)]
+        self.voters = tuple(c.id for c in self.controllers) if controllers else tuple(voters)
+        nodes = {b.id: b for b in self.brokers + self.controllers}
+        self.voters_spec = ",".join(f"{v}@{HOST}:{nodes[v].control_port}" for v in self.voters)
 
     def __getitem__(self, i):
         return self.brokers[i]
@@ -306,16 +318,16 @@ class Cluster:
         return ",".join(b.bootstrap for b in self.brokers)
 
     def start(self):
-        for b in self.brokers:
+        for b in self.controllers + self.brokers:
             b.start()
         self.wait_registered()
 
     def stop(self):
         """Stops every broker, the controller last; asserts clean exits."""
-        for b in self.brokers:
+        for b in self.brokers + self.controllers:
             b.resume()
         problems = []
-        for b in sorted(self.brokers, key=lambda b: b.id in self.voters):
+        for b in sorted(self.brokers + self.controllers, key=lambda b: b.id in self.voters):
             try:
                 b.stop()
             except AssertionError as e:
@@ -344,6 +356,8 @@ class Cluster:
             for b in self.alive():
                 md = b.metadata()
                 named.add(md["controller"] if set(md["brokers"]) == want else None)
+            if self.controllers:  # each broker names a broker, which forwards
+                return None not in named
             return len(named) == 1 and named.pop() in self.voters
         wait_until(ok, timeout, f"brokers {sorted(want)} registered and seen by all")
 
@@ -412,7 +426,7 @@ class Cluster:
                                  + describe_divergence(logs)) from None
 
     def stderr_tails(self, limit=4000):
-        return "\n".join(b.stderr_tail(limit) for b in self.brokers)
+        return "\n".join(b.stderr_tail(limit) for b in self.brokers + self.controllers)
 
 
 def describe_divergence(logs):
