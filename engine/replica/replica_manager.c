@@ -739,6 +739,14 @@ static void report_impaired(kiq_replica_manager_t *rm, kiq_topic_t **list, int c
             kiq_partition_t *part = list[i]->partitions[p];
             kiq_partition_log_t *log = part->log;
             if (!log || kiq_partition_replica_role(part->replica) == KIQ_REPLICA_NONE) continue;
+            if (!kiq_partition_log_writable(log)) {
+                /* a move between log directories seals its old log while
+                 * it swaps, under host_mu: the log after it is what counts */
+                pthread_mutex_lock(&list[i]->host_mu);
+                log = part->log;
+                pthread_mutex_unlock(&list[i]->host_mu);
+                if (!log) continue;
+            }
             if (kiq_partition_log_writable(log) && kiq_partition_log_damaged(log, NULL, 0) < 0) continue;
             now[n++] = (lost_replica_t){list[i]->id, p, atomic_load(&part->dir_index)};
         }
