@@ -1,12 +1,49 @@
 /* AlterPartitionReassignments: the controller starts or cancels
  * reassignments (kiq_controller_alter_reassignments); any broker forwards
  * it there. A standalone broker holds every partition's only replica and
- * has no other broker to move one to: INVALID_REQUEST. */
+ * has no other broker to move one to: each partition is answered on its
+ * own, a target of this broker alone as a reassignment already complete
+ * (Kafka's tool sends one with a plan that only moves log directories),
+ * anything else INVALID_REPLICA_ASSIGNMENT. */
 #include "api/api.h"
 #include "core/error.h"
 #include "server/controller_link.h"
 
 #define REASSIGN_WAIT_MAX_MS 30000
+
+static void answer_alone(kiq_broker_t *b, kiq_request_t *r, const kiq_alter_partition_reassignments_request_t *req,
+                         kiq_alter_partition_reassignments_response_t *out)
+{
+    int32_t n = req->topics_n > 0 ? req->topics_n : 0;
+    out->responses_n = n;
+    out->responses = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *out->responses);
+    for (int32_t i = 0; i < n; i++) {
+        const kiq_alter_partition_reassignments_request_topics_t *t = &req->topics[i];
+        kiq_alter_partition_reassignments_response_responses_t *o = &out->responses[i];
+        kiq_alter_partition_reassignments_response_responses_init(o);
+        o->name = t->name;
+        o->partitions_n = t->partitions_n > 0 ? t->partitions_n : 0;
+        o->partitions = kiq_arena_calloc(&r->arena, (size_t)(o->partitions_n ? o->partitions_n : 1),
+                                         sizeof *o->partitions);
+        kiq_topic_t *topic = kiq_topics_get(b->topics, t->name);
+        for (int32_t j = 0; j < o->partitions_n; j++) {
+            const kiq_alter_partition_reassignments_request_topics_partitions_t *in = &t->partitions[j];
+            kiq_alter_partition_reassignments_response_responses_partitions_t *po = &o->partitions[j];
+            kiq_alter_partition_reassignments_response_responses_partitions_init(po);
+            po->partition_index = in->partition_index;
+            if (!topic || in->partition_index < 0 || in->partition_index >= topic->npartitions)
+                po->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            else if (in->replicas_n < 0)
+                po->error_code = KIQ_ERR_NO_REASSIGNMENT_IN_PROGRESS;
+            else if (in->replicas_n != 1 || in->replicas[0] != b->node_id) {
+                po->error_code = KIQ_ERR_INVALID_REPLICA_ASSIGNMENT;
+                po->error_message = kiq_request_str(r, "a standalone broker has no other broker to reassign "
+                                                       "replicas to");
+            }
+        }
+        kiq_topic_unref(topic);
+    }
+}
 
 int kiq_api_alter_partition_reassignments_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
                                                  void *response)
@@ -25,8 +62,7 @@ int kiq_api_alter_partition_reassignments_handle(kiq_broker_t *b, kiq_request_t 
                                   kiq_api_answer_parked, ctx);
         return KIQ_HANDLER_PARKED;
     } else {
-        kiq_error_set("a standalone broker has no other broker to reassign replicas to");
-        out->error_code = KIQ_ERR_INVALID_REQUEST;
+        answer_alone(b, r, req, out);
     }
     out->error_message = kiq_request_error_message(r);
     return KIQ_HANDLER_RESPOND;

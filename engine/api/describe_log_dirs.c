@@ -1,8 +1,9 @@
 /* DescribeLogDirs: each of this broker's log directories (log.dirs), with
  * the partitions it holds, their sizes and how far the high watermark
- * lags the log end; an offline directory says KAFKA_STORAGE_ERROR. From
- * v4, the volume's total and usable bytes (statvfs). A null topic list
- * asks for every partition. */
+ * lags the log end, and the copies being moved there (isFutureKey, their
+ * lag behind the current log); an offline directory says
+ * KAFKA_STORAGE_ERROR. From v4, the volume's total and usable bytes
+ * (statvfs). A null topic list asks for every partition. */
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/statvfs.h>
@@ -24,7 +25,7 @@ static bool wanted(const kiq_describe_log_dirs_request_t *req, const char *topic
 
 /* Directory d's answer: the wanted partitions placed in it (the
  * registry's directories are the broker's, in log.dirs order). */
-static void describe_dir(kiq_request_t *r, const kiq_describe_log_dirs_request_t *req, int d,
+static void describe_dir(kiq_broker_t *b, kiq_request_t *r, const kiq_describe_log_dirs_request_t *req, int d,
                          const kiq_broker_log_dir_t *dir, kiq_topic_t **list, int count,
                          kiq_describe_log_dirs_response_results_t *out)
 {
@@ -50,10 +51,20 @@ static void describe_dir(kiq_request_t *r, const kiq_describe_log_dirs_request_t
         for (int32_t p = 0; p < np; p++) {
             kiq_partition_t *part = topic->partitions[p];
             kiq_partition_log_t *log = part->log;
-            if (!log || atomic_load(&part->dir_index) != d || !wanted(req, topic->name, p)) continue;
+            if (!wanted(req, topic->name, p)) continue;
+            kiq_log_future_t f;
+            bool future = b->mover && kiq_log_mover_future(b->mover, topic, p, &f) && f.dir == d;
+            if (!future && (!log || atomic_load(&part->dir_index) != d)) continue;
             kiq_describe_log_dirs_response_results_topics_partitions_t *o = &t->partitions[t->partitions_n++];
             kiq_describe_log_dirs_response_results_topics_partitions_init(o);
             o->partition_index = p;
+            if (future) {
+                /* the copy a move fills here (AlterReplicaLogDirs) */
+                o->partition_size = (int64_t)f.size;
+                o->offset_lag = f.lag;
+                o->is_future_key = true;
+                continue;
+            }
             o->partition_size = (int64_t)kiq_partition_log_size(log);
             o->offset_lag = kiq_partition_log_end_offset(log) - kiq_partition_log_high_watermark(log);
         }
@@ -71,7 +82,7 @@ int kiq_api_describe_log_dirs_handle(kiq_broker_t *b, kiq_request_t *r, const vo
     out->results = kiq_arena_calloc(&r->arena, (size_t)(b->nlog_dirs ? b->nlog_dirs : 1), sizeof *out->results);
     for (int d = 0; d < b->nlog_dirs; d++) {
         kiq_describe_log_dirs_response_results_init(&out->results[d]);
-        describe_dir(r, req, d, &b->log_dirs[d], list, count, &out->results[d]);
+        describe_dir(b, r, req, d, &b->log_dirs[d], list, count, &out->results[d]);
     }
     kiq_topics_list_free(list, count);
     return KIQ_HANDLER_RESPOND;

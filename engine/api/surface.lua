@@ -49,6 +49,7 @@ return {
   -- the replicas ask the controller for a new topic's configs
   { "DescribeConfigs", planes = "both", min = 1 },
   { "AlterConfigs", planes = "both" },
+  { "AlterReplicaLogDirs", planes = "data", min = 1 },
   { "DescribeLogDirs", planes = "data", min = 1 },
   { "CreatePartitions", planes = "both" },
   { "DeleteGroups", planes = "data" },

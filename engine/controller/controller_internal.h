@@ -137,11 +137,9 @@ kiq_partition_change_record_t *kiq_ctl_partition_change(batch_t *b, const kiq_to
 /* Under mu: broker is to stop topic-p and delete its log (StopReplica) at
  * its next round; false when out of memory. */
 bool kiq_ctl_add_stop(kiq_controller_t *c, int32_t broker, const char *topic, int32_t p);
-/* Under mu: broker's pending stop of topic-p forgotten (a reassignment
- * gives it a replica there again before the stop was sent). */
-void kiq_ctl_drop_stop(kiq_controller_t *c, int32_t broker, const char *topic, int32_t p);
 /* Under mu: every reassignment whose target replicas are all in the ISR
- * completed (controller_reassign.c), its leaving replicas stopped. 0, or
+ * completed (controller_reassign.c; the brokers of its leaving replicas
+ * delete them from the metadata they get). 0, or
  * -1 when the commit failed. */
 int kiq_ctl_complete_reassignments(kiq_controller_t *c);
 /* Under mu: the unfenced brokers but except, at most max, into out. */

@@ -4,16 +4,11 @@
  * partition being reassigned holds its target first in its replicas, then
  * the replicas leaving (removing_replicas); adding_replicas are the
  * target's new ones, as Kafka's controller records them. A replica that
- * leaves the set is stopped and its log deleted (StopReplica). */
+ * leaves the set is deleted by its broker once the metadata it receives
+ * no longer assigns it there (kiq_replica_manager_drop_strays), so the
+ * controller remembers nothing about it, and a broker down meanwhile
+ * deletes it when back. */
 #include "controller/controller_internal.h"
-
-/* A replica leaving a partition's set: stopped once the change commits.
- * In the batch's arena. */
-typedef struct leaving {
-    int32_t broker, partition;
-    char *topic;
-    struct leaving *next;
-} leaving_t;
 
 static bool reassigning(const kiq_partition_registration_t *pr) { return pr->nadding > 0 || pr->nremoving > 0; }
 
@@ -46,12 +41,11 @@ static bool all_in(const int32_t *a, int32_t na, const int32_t *b, int32_t nb)
 /* Under mu: a PartitionChange giving topic-p the replicas rep (adding and
  * removing as given, empty when none): the ISR keeps its members still
  * in rep, and a leader leaving it hands over to the first replica of rep,
- * not being removed, that may lead. The replicas leaving are put on
- * *gone. 0, or INVALID_REPLICA_ASSIGNMENT with the reason when no replica
+ * not being removed, that may lead. 0, or INVALID_REPLICA_ASSIGNMENT with the reason when no replica
  * would be left to lead (nothing is written then). */
 static int16_t change_replicas(kiq_controller_t *c, batch_t *b, const kiq_topic_image_t *ti, int32_t p,
                                const int32_t *rep, int32_t nrep, const int32_t *adding, int32_t nadding,
-                               const int32_t *removing, int32_t nremoving, leaving_t **gone)
+                               const int32_t *removing, int32_t nremoving)
 {
     const kiq_partition_registration_t *pr = &ti->partitions[p];
     int32_t *isr = kiq_arena_calloc(b->a, (size_t)pr->nisr + 1, sizeof *isr);
@@ -78,28 +72,7 @@ static int16_t change_replicas(kiq_controller_t *c, batch_t *b, const kiq_topic_
     ch->removing_replicas = kiq_ctl_copy_ids(b->a, removing, nremoving);
     ch->removing_replicas_n = nremoving;
     if (leader != pr->leader) ch->leader = leader;
-    for (int32_t i = 0; i < pr->nreplicas; i++) {
-        if (kiq_ctl_has_id(rep, nrep, pr->replicas[i])) continue;
-        leaving_t *l = kiq_arena_alloc(b->a, sizeof *l);
-        *l = (leaving_t){pr->replicas[i], p, kiq_arena_strndup(b->a, ti->name, strlen(ti->name)), *gone};
-        *gone = l;
-    }
     return KIQ_ERR_NONE;
-}
-
-/* Under mu: after the commit that took them out of the replica sets, the
- * leaving replicas are stopped and deleted at their brokers' next round. */
-static void stop_leaving(kiq_controller_t *c, const leaving_t *gone)
-{
-    if (!gone) return;
-    for (; gone; gone = gone->next) {
-        KIQ_INFO("controller: %s-%d: broker %d's replica leaves the replica set: stopped and deleted", gone->topic,
-                 (int)gone->partition, (int)gone->broker);
-        if (!kiq_ctl_add_stop(c, gone->broker, gone->topic, gone->partition))
-            KIQ_ERROR("controller: out of memory: broker %d keeps its replica of %s-%d", (int)gone->broker,
-                      gone->topic, (int)gone->partition);
-    }
-    kiq_ctl_tell_brokers(c); /* a round for the stops, whatever the commit's round took */
 }
 
 int kiq_ctl_complete_reassignments(kiq_controller_t *c)
@@ -107,7 +80,6 @@ int kiq_ctl_complete_reassignments(kiq_controller_t *c)
     kiq_arena_t a;
     kiq_arena_init(&a);
     batch_t b = {.a = &a};
-    leaving_t *gone = NULL;
     for (size_t t = 0; t < kiq_metadata_image_topic_count(c->image); t++) {
         const kiq_topic_image_t *ti = kiq_metadata_image_topic_at(c->image, t);
         for (int32_t p = 0; p < ti->npartitions; p++) {
@@ -116,13 +88,12 @@ int kiq_ctl_complete_reassignments(kiq_controller_t *c)
             int32_t *target = kiq_arena_calloc(&a, (size_t)pr->nreplicas + 1, sizeof *target);
             int32_t ntarget = minus(pr->replicas, pr->nreplicas, pr->removing_replicas, pr->nremoving, target);
             if (!all_in(target, ntarget, pr->isr, pr->nisr)) continue; /* not all in sync yet */
-            if (change_replicas(c, &b, ti, p, target, ntarget, NULL, 0, NULL, 0, &gone) == KIQ_ERR_NONE)
+            if (change_replicas(c, &b, ti, p, target, ntarget, NULL, 0, NULL, 0) == KIQ_ERR_NONE)
                 KIQ_INFO("controller: %s-%d: reassignment complete: %d replicas, all in sync", ti->name, (int)p,
                          (int)ntarget);
         }
     }
     int rc = b.n > 0 ? kiq_ctl_commit(c, &b) : 0;
-    if (rc == 0) stop_leaving(c, gone);
     kiq_arena_reset(&a);
     return rc;
 }
@@ -164,7 +135,7 @@ static int16_t check_target(kiq_controller_t *c, const int32_t *want, int32_t nw
  * drops, which are removing; the target's others are adding. Nothing to
  * add or remove (a cancel, a reordering) completes at once. */
 static int16_t alter_one(kiq_controller_t *c, batch_t *b, const kiq_topic_image_t *ti, int32_t p, const int32_t *want,
-                         int32_t nwant, bool allow_rf, leaving_t **gone)
+                         int32_t nwant, bool allow_rf)
 {
     if (!ti || p < 0 || p >= ti->npartitions)
         return kiq_error_set("The partition does not exist."), KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -187,9 +158,7 @@ static int16_t alter_one(kiq_controller_t *c, batch_t *b, const kiq_topic_image_
     int32_t nremoving = minus(orig, norig, want, nwant, rep + nwant);
     int32_t *adding = kiq_arena_calloc(b->a, (size_t)nwant + 1, sizeof *adding);
     int32_t nadding = minus(want, nwant, orig, norig, adding);
-    int16_t err = change_replicas(c, b, ti, p, rep, nwant + nremoving, adding, nadding, rep + nwant, nremoving, gone);
-    /* a broker given back a replica it was to delete keeps the new one */
-    for (int32_t i = 0; err == KIQ_ERR_NONE && i < nadding; i++) kiq_ctl_drop_stop(c, adding[i], ti->name, p);
+    int16_t err = change_replicas(c, b, ti, p, rep, nwant + nremoving, adding, nadding, rep + nwant, nremoving);
     if (err == KIQ_ERR_NONE && (nadding || nremoving))
         KIQ_INFO("controller: %s-%d: reassigning to %d replicas (%d adding, %d removing)", ti->name, (int)p,
                  (int)nwant, (int)nadding, (int)nremoving);
@@ -228,14 +197,12 @@ void kiq_controller_alter_reassignments(kiq_controller_t *c, kiq_arena_t *arena,
             kiq_arena_t a;
             kiq_arena_init(&a);
             batch_t b = {.a = &a};
-            leaving_t *gone = NULL;
             kiq_error_clear();
             const kiq_topic_image_t *ti =
                 tin->name.p ? kiq_metadata_image_topic(c->image, tin->name.p, (size_t)tin->name.len) : NULL;
             po->error_code = alter_one(c, &b, ti, in->partition_index, in->replicas, in->replicas_n,
-                                       req->allow_replication_factor_change, &gone);
+                                       req->allow_replication_factor_change);
             if (!po->error_code && kiq_ctl_commit(c, &b) != 0) po->error_code = c->commit_error;
-            if (!po->error_code) stop_leaving(c, gone);
             po->error_message = why(arena, po->error_code);
             kiq_arena_reset(&a);
         }

@@ -151,19 +151,6 @@ bool kiq_ctl_add_stop(kiq_controller_t *c, int32_t broker, const char *topic, in
     return true;
 }
 
-void kiq_ctl_drop_stop(kiq_controller_t *c, int32_t broker, const char *topic, int32_t p)
-{
-    broker_slot_t *s = kiq_ctl_slot_of(c, broker, false);
-    /* those in flight are gone already: the next round hosts the replica again */
-    for (int i = s ? s->stops_in_flight : 0; s && i < s->nstops; i++) {
-        if (s->stops[i].partition != p || strcmp(s->stops[i].topic, topic) != 0) continue;
-        free(s->stops[i].topic);
-        memmove(&s->stops[i], &s->stops[i + 1], (size_t)(s->nstops - i - 1) * sizeof *s->stops);
-        s->nstops--;
-        i--;
-    }
-}
-
 /* Under mu: the StopReplica deleting the partitions s still has to drop. */
 static void build_stops(kiq_controller_t *c, broker_slot_t *s, int64_t broker_epoch, kiq_arena_t *a,
                         kiq_stop_replica_request_t *sr)

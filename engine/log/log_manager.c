@@ -52,7 +52,7 @@ int kiq_lm_place_partition(kiq_topics_t *t, kiq_partition_t *p, int d)
 
 /* Same locks: the partition no longer counts for placement (its dir
  * stays, for a log taken back). */
-static void unplace_partition(kiq_topics_t *t, kiq_partition_t *p)
+void kiq_lm_unplace_partition(kiq_topics_t *t, kiq_partition_t *p)
 {
     int d = atomic_load(&p->dir_index);
     if (d < 0) return;
@@ -70,7 +70,7 @@ void kiq_lm_unplace_topic(kiq_topics_t *t, const kiq_topic_t *topic)
     }
 }
 
-static int partition_path(char *buf, size_t n, const kiq_partition_t *p)
+int kiq_lm_partition_path(char *buf, size_t n, const kiq_partition_t *p)
 {
     char name[300];
     if (kiq_log_dir_name(name, sizeof name, p->topic->name, p->index) != 0) return -1;
@@ -81,7 +81,7 @@ static int partition_path(char *buf, size_t n, const kiq_partition_t *p)
 
 /* partition.metadata, as Kafka writes it: the topic id, so a topic deleted
  * and re-created under the same name is told apart. */
-static int write_partition_metadata(const char *pdir, const kiq_uuid_t *id)
+int kiq_lm_write_partition_metadata(const char *pdir, const kiq_uuid_t *id)
 {
     char path[PATH_MAX + 32], tmp[PATH_MAX + 40], b64[23];
     snprintf(path, sizeof path, "%s/partition.metadata", pdir);
@@ -162,12 +162,12 @@ int kiq_lm_open_partition_logs(kiq_topics_t *t, kiq_topic_t *topic, bool create)
         if (di < 0) continue;
         char pdir[PATH_MAX];
         const topics_dir_t *d = &t->dirs[di];
-        if (partition_path(pdir, sizeof pdir, topic->partitions[i]) != 0) return -1;
+        if (kiq_lm_partition_path(pdir, sizeof pdir, topic->partitions[i]) != 0) return -1;
         int64_t rp = create ? -1 : saved_recovery_point(t, topic, i);
         cfg.clean_shutdown = d->clean_shutdown;
         /* The id first: a crash between the two leaves a directory whose
          * topic id is known, never one with segments and no id. */
-        if (create && (kiq_mkdir_p(pdir) != 0 || write_partition_metadata(pdir, &topic->id) != 0)) return -1;
+        if (create && (kiq_mkdir_p(pdir) != 0 || kiq_lm_write_partition_metadata(pdir, &topic->id) != 0)) return -1;
         kiq_partition_log_t *l = kiq_partition_log_open_at(pdir, &cfg, rp);
         if (!l) return -1;
         atomic_store(&topic->partitions[i]->log, l);
@@ -236,7 +236,7 @@ static int load_topic(kiq_topics_t *t, const struct found_partition *e, size_t n
     char pdir[PATH_MAX];
     bool have_id = false;
     for (int32_t p = 0; p < topic->npartitions && !have_id; p++)
-        if (topic->partitions[p]->dir_index >= 0 && partition_path(pdir, sizeof pdir, topic->partitions[p]) == 0 &&
+        if (topic->partitions[p]->dir_index >= 0 && kiq_lm_partition_path(pdir, sizeof pdir, topic->partitions[p]) == 0 &&
             read_partition_metadata(pdir, &topic->id) == 0)
             have_id = true;
     if (!have_id) {
@@ -490,6 +490,7 @@ kiq_topics_t *kiq_topics_open_dirs_ex(const kiq_topics_dir_spec_t *dirs, int ndi
     if (t->store)
         /* after a clean shutdown too: they tell a log that lost its end */
         for (int i = 0; i < t->ndirs; i++) load_recovery_points(t, i);
+    if (t->store) kiq_lm_finish_moves(t);
     int loaded = t->store ? load_existing(t) : -1;
     free(t->rps);
     t->rps = NULL;
@@ -537,6 +538,7 @@ void kiq_topics_free(kiq_topics_t *t)
     for (int i = 0; i < t->count; i++) kiq_topic_unref(t->topics[i]);
     free(t->topics);
     kiq_log_dir_free(t->retired_health); /* after the topics: their retired logs point to it */
+    kiq_lm_free_preferred(t);
     kiq_topic_config_store_free(t->store);
     pthread_rwlock_destroy(&t->lock);
     pthread_mutex_destroy(&t->checkpoint_mu);
@@ -553,7 +555,7 @@ void kiq_topics_free(kiq_topics_t *t)
  * caller's alone once deleted; host_mu keeps that flag steady), those
  * readers are gone. refs is read first: a registry reference dropped
  * after that read was still there, so no reader was. */
-static void reap_retired(kiq_topic_t *topic)
+void kiq_lm_reap_retired(kiq_topic_t *topic)
 {
     if (!topic->retired) return;
     int refs = atomic_load(&topic->refs);
@@ -562,7 +564,7 @@ static void reap_retired(kiq_topic_t *topic)
 }
 
 /* The always-offline health retired logs are tied to, made once. */
-static kiq_log_dir_t *retired_health(kiq_topics_t *t)
+kiq_log_dir_t *kiq_lm_retired_health(kiq_topics_t *t)
 {
     pthread_rwlock_wrlock(&t->lock);
     if (!t->retired_health && (t->retired_health = kiq_log_dir_new("(partitions no longer hosted here)")))
@@ -574,7 +576,7 @@ static kiq_log_dir_t *retired_health(kiq_topics_t *t)
 
 /* rm -r of a partition directory (it holds files only), then a sync of
  * its parent so the removal is durable. */
-static int remove_partition_dir(const char *dir)
+int kiq_lm_remove_partition_dir(const char *dir)
 {
     DIR *dh = opendir(dir);
     if (!dh) return errno == ENOENT ? 0 : kiq_error_errno("cannot open %s", dir);
@@ -609,7 +611,7 @@ int kiq_topics_adopt_id(kiq_topics_t *t, kiq_topic_t *topic, const kiq_uuid_t *i
     for (int32_t i = 0; adopt && rc == 0 && i < n; i++) {
         char pdir[PATH_MAX];
         if (atomic_load(&topic->partitions[i]->dir_index) < 0) continue;
-        if (partition_path(pdir, sizeof pdir, topic->partitions[i]) != 0 || write_partition_metadata(pdir, id) != 0)
+        if (kiq_lm_partition_path(pdir, sizeof pdir, topic->partitions[i]) != 0 || kiq_lm_write_partition_metadata(pdir, id) != 0)
             rc = -1;
     }
     pthread_mutex_unlock(&topic->host_mu);
@@ -622,7 +624,8 @@ int kiq_topics_adopt_id(kiq_topics_t *t, kiq_topic_t *topic, const kiq_uuid_t *i
 static int open_hosted_log(kiq_topics_t *t, kiq_topic_t *topic, kiq_partition_t *p, kiq_log_config_t *cfg)
 {
     pthread_rwlock_wrlock(&t->lock);
-    int d = kiq_lm_pick_dir(t);
+    int d = kiq_lm_preferred_dir(t, topic->name, p->index);
+    if (d < 0 || kiq_log_dir_offline(t->dirs[d].health)) d = kiq_lm_pick_dir(t);
     int rc = d < 0 ? kiq_error_set("every log directory is offline") : kiq_lm_place_partition(t, p, d);
     pthread_rwlock_unlock(&t->lock);
     if (rc != 0) return -1;
@@ -630,15 +633,15 @@ static int open_hosted_log(kiq_topics_t *t, kiq_topic_t *topic, kiq_partition_t 
     kiq_partition_log_t *l = NULL;
     /* Not from any checkpoint: scan whatever the directory holds. */
     cfg->clean_shutdown = false;
-    if (partition_path(pdir, sizeof pdir, p) == 0 && kiq_mkdir_p(pdir) == 0 &&
-        write_partition_metadata(pdir, &topic->id) == 0 && (l = kiq_partition_log_open_at(pdir, cfg, 0))) {
+    if (kiq_lm_partition_path(pdir, sizeof pdir, p) == 0 && kiq_mkdir_p(pdir) == 0 &&
+        kiq_lm_write_partition_metadata(pdir, &topic->id) == 0 && (l = kiq_partition_log_open_at(pdir, cfg, 0))) {
         kiq_partition_log_set_log_dir(l, t->dirs[d].health);
         kiq_fsync_dir(t->dirs[d].path);
         atomic_store(&p->log, l);
         return 0;
     }
     pthread_rwlock_wrlock(&t->lock);
-    unplace_partition(t, p);
+    kiq_lm_unplace_partition(t, p);
     pthread_rwlock_unlock(&t->lock);
     return -1;
 }
@@ -690,7 +693,7 @@ int kiq_topics_host_partition(kiq_topics_t *t, kiq_topic_t *topic, int32_t parti
     } else {
         rc = host_locked(t, topic, topic->partitions[partition]);
     }
-    reap_retired(topic);
+    kiq_lm_reap_retired(topic);
     pthread_mutex_unlock(&topic->host_mu);
     return rc;
 }
@@ -738,7 +741,7 @@ int kiq_topics_unhost_partition(kiq_topics_t *t, kiq_topic_t *topic, int32_t par
     kiq_partition_log_t *l = atomic_load(&p->log);
     if (l) {
         kiq_retired_log_t *e = calloc(1, sizeof *e);
-        kiq_log_dir_t *offline = e ? retired_health(t) : NULL;
+        kiq_log_dir_t *offline = e ? kiq_lm_retired_health(t) : NULL;
         if (!offline) {
             free(e);
             kiq_error_set("out of memory");
@@ -752,7 +755,7 @@ int kiq_topics_unhost_partition(kiq_topics_t *t, kiq_topic_t *topic, int32_t par
         /* from here on new readers see it unhosted */
         atomic_store(&p->log, NULL);
         pthread_rwlock_wrlock(&t->lock);
-        unplace_partition(t, p);
+        kiq_lm_unplace_partition(t, p);
         pthread_rwlock_unlock(&t->lock);
         /* what it acknowledged stays durable; appends after this are refused */
         if (!delete_files && !kiq_partition_log_offline(l) && kiq_partition_log_flush(l) < 0)
@@ -764,17 +767,17 @@ int kiq_topics_unhost_partition(kiq_topics_t *t, kiq_topic_t *topic, int32_t par
         for (kiq_retired_log_t *e = topic->retired; e; e = e->next)
             if (e->partition == partition && !e->deleted) {
                 e->deleted = true;
-                if (remove_partition_dir(kiq_partition_log_dir(e->log)) != 0) rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
+                if (kiq_lm_remove_partition_dir(kiq_partition_log_dir(e->log)) != 0) rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
             }
         /* kept by an earlier unhost whose log is already closed */
         char name[300], pdir[PATH_MAX];
         for (int d = 0; d < t->ndirs && kiq_log_dir_name(name, sizeof name, topic->name, partition) == 0; d++)
             if ((size_t)snprintf(pdir, sizeof pdir, "%s/%s", t->dirs[d].path, name) < sizeof pdir &&
-                remove_partition_dir(pdir) != 0)
+                kiq_lm_remove_partition_dir(pdir) != 0)
                 rc = KIQ_ERR_KAFKA_STORAGE_ERROR;
         if (rc != KIQ_ERR_NONE) KIQ_ERROR("deleting %s-%d: %s", topic->name, partition, kiq_error_get());
     }
-    reap_retired(topic);
+    kiq_lm_reap_retired(topic);
     pthread_mutex_unlock(&topic->host_mu);
     return rc;
 }

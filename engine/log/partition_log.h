@@ -272,6 +272,9 @@ void kiq_log_slices_release(kiq_log_slices_t *s);
 /* True when the log was not truncated since `generation` was taken, so the
  * bytes copied from slices taken then are what they were meant to be. */
 bool kiq_partition_log_unchanged(kiq_partition_log_t *l, uint64_t generation);
+/* The log's generation now: what kiq_partition_log_unchanged compares
+ * with (a copy of the log made since is still its prefix while it is). */
+uint64_t kiq_partition_log_generation(kiq_partition_log_t *l);
 /* kiq_partition_log_locate, then the bytes appended to out. Returns the
  * bytes appended (0 when none), KIQ_LOG_OUT_OF_RANGE, KIQ_LOG_CORRUPT, or
  * -1. */

@@ -139,6 +139,14 @@ void kiq_log_slices_release(kiq_log_slices_t *s)
     s->n = 0;
 }
 
+uint64_t kiq_partition_log_generation(kiq_partition_log_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    uint64_t g = l->generation;
+    pthread_mutex_unlock(&l->mu);
+    return g;
+}
+
 bool kiq_partition_log_unchanged(kiq_partition_log_t *l, uint64_t generation)
 {
     pthread_mutex_lock(&l->mu);

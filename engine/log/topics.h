@@ -191,6 +191,11 @@ int kiq_topics_create_hosted(kiq_topics_t *t, kiq_str_t name, const kiq_uuid_t *
  * UNKNOWN_TOPIC_OR_PARTITION for a deleted topic,
  * KAFKA_STORAGE_ERROR (every directory offline, or the open failed). */
 int kiq_topics_host_partition(kiq_topics_t *t, kiq_topic_t *topic, int32_t partition);
+/* Where topic's partition goes when it is hosted here later, if that
+ * directory is online then (AlterReplicaLogDirs before the replica
+ * exists, as Kafka's preferred log directory); dir is the registry's
+ * index. 0, or -1 when out of memory. */
+int kiq_topics_prefer_dir(kiq_topics_t *t, kiq_str_t topic, int32_t partition, int dir);
 /* Grows the topic to npartitions partitions (nothing when it has as many
  * already): the new ones are unhosted slots, or with host hosted as
  * kiq_topics_host_partition hosts them (a standalone broker's

@@ -69,6 +69,13 @@ typedef struct topics_dir {
     int npartitions; /* placed here, for placement; the registry's lock */
 } topics_dir_t;
 
+/* A partition's log directory named before it is hosted here. */
+struct preferred_dir {
+    char *topic;
+    int32_t partition;
+    int dir;
+};
+
 struct kiq_topics {
     pthread_rwlock_t lock; /* guards topics/count/cap, doomed and its links */
     kiq_topic_t **topics;  /* sorted by name */
@@ -89,6 +96,11 @@ struct kiq_topics {
     /* Always offline: what retired logs are tied to. Made on the first
      * unhost, under lock. */
     kiq_log_dir_t *retired_health;
+    /* Where partitions not hosted yet go when they come
+     * (AlterReplicaLogDirs before the replica exists, log_mover.c);
+     * under lock. */
+    struct preferred_dir *preferred;
+    int npreferred;
     /* The saved recovery points, only during kiq_topics_open. */
     recovery_point_t *rps;
     size_t nrps;
@@ -116,6 +128,34 @@ void kiq_lm_apply_hot_configs(kiq_topic_t *topic);
 /* Opens the log of every placed partition (the others stay unhosted).
  * Also sets the topic's hot config values (before the topic is shared). */
 int kiq_lm_open_partition_logs(kiq_topics_t *t, kiq_topic_t *topic, bool create);
+
+/* "<log dir of p>/<topic>-<partition>" into buf; -1 when it does not fit. */
+int kiq_lm_partition_path(char *buf, size_t n, const kiq_partition_t *p);
+/* partition.metadata (the topic id) in pdir, written whole by rename. */
+int kiq_lm_write_partition_metadata(const char *pdir, const kiq_uuid_t *id);
+/* rm -r of a partition directory (files only), its parent synced; a
+ * missing one is fine. */
+int kiq_lm_remove_partition_dir(const char *dir);
+/* The always-offline health retired logs are tied to (NULL: out of memory). */
+kiq_log_dir_t *kiq_lm_retired_health(kiq_topics_t *t);
+/* Under the registry's write lock and host_mu: p no longer counts for
+ * placement in its directory. */
+void kiq_lm_unplace_partition(kiq_topics_t *t, kiq_partition_t *p);
+/* Under host_mu, the caller holding one reference: frees the retired logs
+ * once no reader can hold one. */
+void kiq_lm_reap_retired(kiq_topic_t *topic);
+
+/* log_mover.c */
+/* At open, before the partitions are scanned: finishes a move cut short
+ * by a stop (its `-future` copy takes the partition's name where the old
+ * copy was already renamed `-delete`) and removes what is left of others
+ * (`-delete` directories, `-future` copies of partitions still in place). */
+void kiq_lm_finish_moves(kiq_topics_t *t);
+/* Under the registry's lock (read or write): the directory named for
+ * topic's partition before it was hosted, -1 when none. */
+int kiq_lm_preferred_dir(const kiq_topics_t *t, const char *topic, int32_t partition);
+/* Frees the preferred directories (kiq_topics_free). */
+void kiq_lm_free_preferred(kiq_topics_t *t);
 
 /* topics.c */
 int kiq_lm_find_index(kiq_topics_t *t, kiq_str_t name, bool *found);

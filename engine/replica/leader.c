@@ -56,6 +56,19 @@ int kiq_replica_append_as_leader(kiq_partition_t *part, kiq_partition_log_t *log
     bool watched = kiq_observers_want(rep->observers, KIQ_POINT_APPENDED);
     int rc = kiq_partition_log_append_checked(log, batches, len, kiq_partition_replica_leader_epoch(rep), txn_guard,
                                               watched ? &watch : NULL, res);
+    if (rc < 0) {
+        /* A move to another log directory (log/log_mover.h) refuses
+         * appends while it swaps, under host_mu: after it the new log
+         * takes the batches (a refused append changed nothing). */
+        pthread_mutex_lock(&part->topic->host_mu);
+        kiq_partition_log_t *now = atomic_load(&part->log);
+        pthread_mutex_unlock(&part->topic->host_mu);
+        if (now && now != log) {
+            log = a.log = now;
+            rc = kiq_partition_log_append_checked(log, batches, len, kiq_partition_replica_leader_epoch(rep),
+                                                  txn_guard, watched ? &watch : NULL, res);
+        }
+    }
     if (rc != 0) return rc;
     if (res->flushed && !res->duplicate)
         kiq_log_flush_announce(rep->observers, rep->self, request, rep->topic, rep->partition, &res->flush, 0);

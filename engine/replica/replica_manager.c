@@ -245,6 +245,38 @@ static void drop_stray(kiq_replica_manager_t *rm, kiq_str_t name, const char *wh
     kiq_topic_unref(topic);
 }
 
+/* Whether this broker's replica of topic's partition p is stray: the
+ * metadata assigns p to other brokers only (a reassignment moved it away,
+ * perhaps while this broker was down). A view older than what this
+ * replica was last told (a lower leader epoch) decides nothing, nor one
+ * that lists no replica at all. */
+static bool stray_replica(kiq_replica_manager_t *rm, kiq_topic_t *topic, int32_t p)
+{
+    kiq_partition_t *part = topic->partitions[p];
+    if (!atomic_load(&part->log)) return false;
+    kiq_cached_partition_t cp;
+    if (!kiq_metadata_cache_partition(rm->b.metadata, topic->name, strlen(topic->name), p, &cp) || cp.nreplicas == 0)
+        return false;
+    for (int i = 0; i < cp.nreplicas; i++)
+        if (cp.replicas[i] == rm->b.node_id) return false;
+    return kiq_partition_replica_role(part->replica) == KIQ_REPLICA_NONE ||
+           cp.leader_epoch >= kiq_partition_replica_leader_epoch(part->replica);
+}
+
+/* Kafka's stray detection (KIP-858): the replicas here that the
+ * controller's metadata no longer assigns to this broker are stopped and
+ * deleted, so no controller has to remember a removal this broker missed. */
+static void drop_stray_replicas(kiq_replica_manager_t *rm, kiq_topic_t *topic)
+{
+    int32_t np = atomic_load(&topic->npartitions);
+    for (int32_t p = 0; p < np; p++) {
+        if (!stray_replica(rm, topic, p)) continue;
+        KIQ_INFO("broker %d: %s-%d is assigned to other brokers now: deleting its replica here", rm->b.node_id,
+                 topic->name, p);
+        stop_one(rm, KIQ_STR(topic->name), p, -2, true);
+    }
+}
+
 void kiq_replica_manager_drop_strays(kiq_replica_manager_t *rm)
 {
     const kiq_replica_context_t *b = &rm->b;
@@ -254,7 +286,10 @@ void kiq_replica_manager_drop_strays(kiq_replica_manager_t *rm)
         kiq_str_t name = KIQ_STR(list[i]->name);
         kiq_uuid_t id;
         bool known = kiq_metadata_cache_topic_id(b->metadata, name.p, (size_t)name.len, &id);
-        if (known && (kiq_uuid_is_zero(&id) || kiq_topics_adopt_id(b->topics, list[i], &id) == 0)) continue;
+        if (known && (kiq_uuid_is_zero(&id) || kiq_topics_adopt_id(b->topics, list[i], &id) == 0)) {
+            drop_stray_replicas(rm, list[i]);
+            continue;
+        }
         drop_stray(rm, name, known ? "another topic id" : "deleted", known);
     }
     kiq_topics_list_free(list, count);
@@ -739,6 +774,14 @@ static void report_impaired(kiq_replica_manager_t *rm, kiq_topic_t **list, int c
             kiq_partition_t *part = list[i]->partitions[p];
             kiq_partition_log_t *log = part->log;
             if (!log || kiq_partition_replica_role(part->replica) == KIQ_REPLICA_NONE) continue;
+            if (!kiq_partition_log_writable(log)) {
+                /* a move between log directories seals its old log while
+                 * it swaps, under host_mu: the log after it is what counts */
+                pthread_mutex_lock(&list[i]->host_mu);
+                log = part->log;
+                pthread_mutex_unlock(&list[i]->host_mu);
+                if (!log) continue;
+            }
             if (kiq_partition_log_writable(log) && kiq_partition_log_damaged(log, NULL, 0) < 0) continue;
             now[n++] = (lost_replica_t){list[i]->id, p, atomic_load(&part->dir_index)};
         }

@@ -82,7 +82,8 @@ int kiq_replica_manager_apply_leader_and_isr(kiq_replica_manager_t *rm, const ki
  * with delete_partition, removes their logs. Returns 0. */
 /* After an UpdateMetadata (the controller's whole view): deletes the
  * topics here that the view lacks or names with another id (deleted while
- * this broker was down). Control-plane thread. */
+ * this broker was down), and the replicas here of partitions it assigns
+ * to other brokers only (reassigned away). Control-plane thread. */
 void kiq_replica_manager_drop_strays(kiq_replica_manager_t *rm);
 int kiq_replica_manager_stop_replica(kiq_replica_manager_t *rm, const kiq_stop_replica_request_t *req,
                                      kiq_arena_t *a, kiq_stop_replica_response_t *resp);

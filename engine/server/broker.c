@@ -395,7 +395,8 @@ static void release_logs(kiq_broker_t *b)
         KIQ_INFO("[KafkaIQ broker %d] shut down cleanly", b->node_id);
 }
 
-/* log tasks: retention, the cleaner, the flusher, the scrubber */
+/* log tasks: retention, the cleaner, the flusher, the mover between log
+ * directories, the scrubber */
 static int start_log_tasks(kiq_broker_t *b)
 {
     b->retention = kiq_log_retention_new(b->topics, b->config);
@@ -404,6 +405,8 @@ static int start_log_tasks(kiq_broker_t *b)
     if (!b->cleaner) return -1;
     b->flusher = kiq_log_flusher_new(b->topics);
     if (!b->flusher) return -1;
+    b->mover = kiq_log_mover_new(b->topics, b->config);
+    if (!b->mover) return -1;
     int64_t scrub_ms = kiq_config_int(b->config, KIQ_CFG_LOG_SCRUB_INTERVAL_MS);
     b->scrubber = kiq_log_scrubber_new(b->topics, scrub_ms);
     if (!b->scrubber && scrub_ms > 0) return -1;
@@ -412,6 +415,8 @@ static int start_log_tasks(kiq_broker_t *b)
 
 static void stop_log_tasks(kiq_broker_t *b)
 {
+    kiq_log_mover_free(b->mover);
+    b->mover = NULL;
     kiq_log_retention_free(b->retention);
     b->retention = NULL;
     kiq_log_scrubber_free(b->scrubber);

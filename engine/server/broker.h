@@ -14,6 +14,7 @@
 #include "log/log_config.h"
 #include "log/log_dir.h"
 #include "log/log_flusher.h"
+#include "log/log_mover.h"
 #include "log/log_retention.h"
 #include "log/log_scrubber.h"
 #include "log/topics.h"
@@ -163,6 +164,7 @@ struct kiq_broker {
     kiq_topics_t *topics;
     kiq_partition_replica_start_t replica_start; /* how its partitions start; outlives the topics */
     kiq_log_retention_t *retention; /* its thread, from start to shutdown */
+    kiq_log_mover_t *mover;         /* moves between log.dirs; its thread, from start to shutdown */
     kiq_log_scrubber_t *scrubber;   /* its thread, from start to shutdown; NULL: not scrubbing */
     kiq_log_cleaner_t *cleaner;     /* its threads, from start to shutdown */
     kiq_log_flusher_t *flusher;     /* its thread, from start to shutdown */

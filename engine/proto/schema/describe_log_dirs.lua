@@ -24,7 +24,7 @@ return {
                 { "partition_index", "int32" },
                 { "partition_size", "int64" },
                 { "offset_lag", "int64" },    -- log end minus high watermark
-                { "is_future_key", "bool" },  -- a copy being moved here; never
+                { "is_future_key", "bool" },  -- a copy being moved here
             } },
         } },
         { "total_bytes", "int64", v = "4+", default = -1 },
