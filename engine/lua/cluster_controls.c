@@ -114,6 +114,30 @@ int kiq_lua_broker_pause_fetching(lua_State *L)
     return 0;
 }
 
+/* b:snapshot_metadata() -> { end_offset, epoch, file } of the metadata
+ * snapshot this voter's controller wrote now (the latest one when nothing
+ * was committed since), or nil, err. */
+int kiq_lua_broker_snapshot_metadata(lua_State *L)
+{
+    kiq_broker_t *b = kiq_lua_check_broker(L);
+    kiq_raft_epoch_end_t id;
+    if (kiq_broker_snapshot_metadata(b, &id) != 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, kiq_error_get());
+        return 2;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%020lld-%010d.checkpoint", (long long)id.end_offset, (int)id.epoch);
+    lua_createtable(L, 0, 3);
+    lua_pushnumber(L, (lua_Number)id.end_offset);
+    lua_setfield(L, -2, "end_offset");
+    lua_pushinteger(L, id.epoch);
+    lua_setfield(L, -2, "epoch");
+    lua_pushstring(L, name);
+    lua_setfield(L, -2, "file");
+    return 1;
+}
+
 /* b:elect_preferred_leaders() -> how many leaderships moved back to their
  * preferred replica (nil on a broker without the controller). */
 int kiq_lua_broker_elect_preferred(lua_State *L)

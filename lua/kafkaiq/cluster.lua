@@ -284,6 +284,15 @@ function Cluster:elect_preferred_leaders()
   return h:elect_preferred_leaders()
 end
 
+-- Voter `id`'s controller writes a metadata snapshot of what it holds now
+-- (KIP-630): { end_offset, epoch, file }, its quorum log then starting
+-- at end_offset; nil, err on a broker that hosts no voter.
+function Cluster:snapshot(id)
+  local b = self:broker(id)
+  if not b:running() then return nil, "broker " .. id .. " is not running" end
+  return b.handle:snapshot_metadata()
+end
+
 function Cluster:move_leader(topic, partition, to)
   local h = active_handle(self)
   if not h then return nil, "no active controller" end
