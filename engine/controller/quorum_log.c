@@ -128,7 +128,7 @@ static int find_snapshot(kiq_quorum_log_t *l)
     }
     if (start > 0)
         return kiq_error_set("%s: the log starts at offset %" PRId64 " and no whole metadata snapshot holds what was "
-                             "before it", l->dir, start);
+                             "before it: the metadata cannot be rebuilt here", l->dir, start);
     return 0;
 }
 

@@ -23,14 +23,15 @@ static void push_ids(lua_State *L, const int32_t *ids, int32_t n)
     }
 }
 
-/* b:controller() -> nil when this broker does not host the controller, else
+/* b:controller([any]) -> nil when this broker does not host the active
+ * controller (with any: no voter's controller at all), else
  * { metadata_offset, brokers = { [id] = { epoch, fenced, host, port } },
  *   topics = { [name] = { [p] = { leader, leader_epoch, partition_epoch,
  *   replicas = {...}, isr = {...} } } } } */
 int kiq_lua_broker_controller(lua_State *L)
 {
     kiq_broker_t *b = kiq_lua_check_broker(L);
-    struct kiq_controller *ctl = kiq_broker_active_controller(b);
+    struct kiq_controller *ctl = lua_toboolean(L, 2) ? b->controller : kiq_broker_active_controller(b);
     if (!ctl) {
         lua_pushnil(L);
         return 1;
@@ -143,7 +144,7 @@ int kiq_lua_broker_snapshot_metadata(lua_State *L)
 int kiq_lua_broker_elect_preferred(lua_State *L)
 {
     kiq_broker_t *b = kiq_lua_check_broker(L);
-    struct kiq_controller *ctl = kiq_broker_active_controller(b);
+    struct kiq_controller *ctl = lua_toboolean(L, 2) ? b->controller : kiq_broker_active_controller(b);
     if (!ctl) {
         lua_pushnil(L);
         return 1;

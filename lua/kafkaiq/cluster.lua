@@ -58,6 +58,7 @@ function M.new(kiq, opts)
       self:stop()
       return nil, ("broker %d: %s"):format(id, err)
     end
+    b.control_port = ports[id] -- a voter's control-plane listener
     self.brokers[id] = b
   end
   -- one set for the process's brokers, so each one's HTTP listener can kill,
