@@ -76,6 +76,7 @@ return {
   { "Vote", planes = "control" },
   { "BeginQuorumEpoch", planes = "control" },
   { "EndQuorumEpoch", planes = "control" },
+  { "FetchSnapshot", planes = "control" },
   { "DescribeQuorum", planes = "both" },
   { "UnregisterBroker", planes = "both" },
   -- the controller's pushes to every broker

@@ -1,5 +1,5 @@
 /* The controller quorum on one node; see quorum.h. */
-#include "controller/quorum.h"
+#include "controller/quorum_internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -19,51 +19,9 @@
 #include "record/compression.h"
 
 #define TICK_MS 5
-/* A follower's Fetch may wait at the leader for news a quarter of the
- * fetch timeout (Kafka's raft: 500 of 2000 ms), so an idle leader still
- * answers well within it; one answered with nothing new or refused is
- * asked again FETCH_IDLE_MS later, so a paused or refusing leader is not
- * asked in a loop. */
-#define FETCH_IDLE_MS 5
-#define FETCH_MAX_BYTES (1 << 20)
 
 /* Kafka's Uuid.METADATA_TOPIC_ID. */
 static const kiq_uuid_t METADATA_TOPIC_ID = { .b = { [15] = 1 } };
-
-/* The channels to one other voter: one for elections, one for fetches
- * (a fetch never waits behind a vote, nor a vote behind a fetch). */
-typedef struct link {
-    kiq_peer_channel_t *rpc, *fetch;
-} link_t;
-
-struct kiq_quorum {
-    kiq_quorum_config_t cfg;
-    kiq_worker_t *ticker; /* set and cleared under mu (answers poke it), stopped outside it */
-    link_t links[KIQ_RAFT_MAX_VOTERS];
-    pthread_mutex_t mu; /* guards everything below */
-    pthread_cond_t moved; /* the high watermark or the role moved */
-    kiq_raft_t *raft;
-    kiq_quorum_log_t *log;
-    int64_t hw;
-    kiq_raft_role_t role;
-    int32_t epoch, leader;
-    kiq_raft_msg_t *reply; /* a handler's answer, while it holds mu */
-    bool replied;
-    /* a follower's next fetch, held after an empty answer */
-    bool fetch_held, last_fetch_empty;
-    kiq_raft_msg_t held_fetch;
-    int64_t fetch_due_ms;
-    /* what the ticker told the hook last */
-    int64_t told_hw;
-    kiq_raft_role_t told_role;
-    int32_t told_epoch;
-    bool stopping;
-    /* the network as a test breaks it: a paused voter neither ticks nor
-     * talks (a stopped process); traffic with a cut voter is dropped both
-     * ways, as a lost message is */
-    bool paused;
-    bool cut[KIQ_RAFT_MAX_VOTERS];
-};
 
 /* One request to another voter, from submit to its callback. */
 typedef struct out_call {
@@ -73,13 +31,13 @@ typedef struct out_call {
     kiq_raft_msg_t sent;
 } out_call_t;
 
-static int64_t now_ms(void)
+int64_t kiq_quorum_now_ms(void)
 {
     /* Raft keeps real time: a test's manual broker clock must not call elections */
     return kiq_clock_system_mono_ns() / 1000000;
 }
 
-static int voter_index(const kiq_quorum_t *q, int32_t id)
+int kiq_quorum_voter_index(const kiq_quorum_t *q, int32_t id)
 {
     for (int i = 0; i < q->cfg.n_voters; i++)
         if (q->cfg.voters[i].id == id)
@@ -89,7 +47,7 @@ static int voter_index(const kiq_quorum_t *q, int32_t id)
 
 bool kiq_quorum_voter_address(const kiq_quorum_t *q, int32_t id, const char **host, int *port)
 {
-    int i = voter_index(q, id);
+    int i = kiq_quorum_voter_index(q, id);
     if (i < 0)
         return false;
     *host = q->cfg.voters[i].host;
@@ -99,7 +57,7 @@ bool kiq_quorum_voter_address(const kiq_quorum_t *q, int32_t id, const char **ho
 
 /* ---- the wire, both ways */
 
-static kiq_str_t astr(kiq_arena_t *a, const char *s)
+kiq_str_t kiq_quorum_astr(kiq_arena_t *a, const char *s)
 {
     size_t n = strlen(s);
     char *p = kiq_arena_alloc(a, n + 1);
@@ -107,12 +65,13 @@ static kiq_str_t astr(kiq_arena_t *a, const char *s)
     return (kiq_str_t){ p, (int32_t)n };
 }
 
-static void *zalloc(kiq_arena_t *a, size_t n)
+void *kiq_quorum_zalloc(kiq_arena_t *a, size_t n)
 {
     void *p = kiq_arena_alloc(a, n);
     memset(p, 0, n);
     return p;
 }
+
 
 /* The batches in records as entries (in arena); false if they are not whole. */
 static bool entries_of(kiq_bytes_t records, kiq_arena_t *a, const kiq_raft_entry_t **out, int *n)
@@ -148,11 +107,11 @@ static bool entries_of(kiq_bytes_t records, kiq_arena_t *a, const kiq_raft_entry
 #define ONE_PARTITION(T, a, msg, p)                                    \
     do {                                                               \
         (msg)->topics_n = 1;                                           \
-        (msg)->topics = zalloc((a), sizeof *(msg)->topics);            \
+        (msg)->topics = kiq_quorum_zalloc((a), sizeof *(msg)->topics);            \
         kiq_##T##_topics_init((msg)->topics);                          \
-        (msg)->topics->topic_name = astr((a), KIQ_METADATA_TOPIC);     \
+        (msg)->topics->topic_name = kiq_quorum_astr((a), KIQ_METADATA_TOPIC);     \
         (msg)->topics->partitions_n = 1;                               \
-        (p) = (msg)->topics->partitions = zalloc((a), sizeof *(p));    \
+        (p) = (msg)->topics->partitions = kiq_quorum_zalloc((a), sizeof *(p));    \
         kiq_##T##_topics_partitions_init(p);                           \
     } while (0)
 
@@ -163,7 +122,7 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
     static const char *const topic = KIQ_METADATA_TOPIC;
     switch (m->type) {
     case KIQ_RAFT_VOTE: {
-        kiq_vote_request_t *r = zalloc(a, sizeof *r);
+        kiq_vote_request_t *r = kiq_quorum_zalloc(a, sizeof *r);
         kiq_vote_request_init(r);
         r->voter_id = m->to;
         kiq_vote_request_topics_partitions_t *p;
@@ -178,7 +137,7 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
         return r;
     }
     case KIQ_RAFT_BEGIN_EPOCH: {
-        kiq_begin_quorum_epoch_request_t *r = zalloc(a, sizeof *r);
+        kiq_begin_quorum_epoch_request_t *r = kiq_quorum_zalloc(a, sizeof *r);
         kiq_begin_quorum_epoch_request_init(r);
         r->voter_id = m->to;
         kiq_begin_quorum_epoch_request_topics_partitions_t *p;
@@ -190,7 +149,7 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
         return r;
     }
     case KIQ_RAFT_END_EPOCH: {
-        kiq_end_quorum_epoch_request_t *r = zalloc(a, sizeof *r);
+        kiq_end_quorum_epoch_request_t *r = kiq_quorum_zalloc(a, sizeof *r);
         kiq_end_quorum_epoch_request_init(r);
         kiq_end_quorum_epoch_request_topics_partitions_t *p;
         ONE_PARTITION(end_quorum_epoch_request, a, r, p);
@@ -201,7 +160,7 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
         p->preferred_successors = kiq_arena_alloc(a, (size_t)(n ? n : 1) * sizeof(int32_t));
         memcpy(p->preferred_successors, m->end_epoch.successors, (size_t)n * sizeof(int32_t));
         p->preferred_candidates_n = n;
-        p->preferred_candidates = zalloc(a, (size_t)(n ? n : 1) * sizeof *p->preferred_candidates);
+        p->preferred_candidates = kiq_quorum_zalloc(a, (size_t)(n ? n : 1) * sizeof *p->preferred_candidates);
         for (int i = 0; i < n; i++) {
             kiq_end_quorum_epoch_request_topics_partitions_preferred_candidates_init(&p->preferred_candidates[i]);
             p->preferred_candidates[i].candidate_id = m->end_epoch.successors[i];
@@ -211,7 +170,7 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
         return r;
     }
     case KIQ_RAFT_FETCH: {
-        kiq_fetch_request_t *r = zalloc(a, sizeof *r);
+        kiq_fetch_request_t *r = kiq_quorum_zalloc(a, sizeof *r);
         kiq_fetch_request_init(r);
         r->replica_id = m->from;
         r->replica_state.replica_id = m->from;
@@ -219,12 +178,12 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
         r->min_bytes = 0;
         r->max_bytes = FETCH_MAX_BYTES;
         r->topics_n = 1;
-        r->topics = zalloc(a, sizeof *r->topics);
+        r->topics = kiq_quorum_zalloc(a, sizeof *r->topics);
         kiq_fetch_request_topics_init(r->topics);
-        r->topics->topic = astr(a, topic);
+        r->topics->topic = kiq_quorum_astr(a, topic);
         r->topics->topic_id = METADATA_TOPIC_ID;
         r->topics->partitions_n = 1;
-        kiq_fetch_request_topics_partitions_t *p = r->topics->partitions = zalloc(a, sizeof *p);
+        kiq_fetch_request_topics_partitions_t *p = r->topics->partitions = kiq_quorum_zalloc(a, sizeof *p);
         kiq_fetch_request_topics_partitions_init(p);
         p->current_leader_epoch = m->epoch;
         p->fetch_offset = m->fetch.offset;
@@ -309,7 +268,7 @@ static void on_answer(kiq_peer_call_t *call, int rc);
 
 static void submit(kiq_quorum_t *q, const kiq_raft_msg_t *m)
 {
-    int i = voter_index(q, m->to);
+    int i = kiq_quorum_voter_index(q, m->to);
     if (i < 0 || !q->links[i].rpc || q->stopping || q->paused || q->cut[i])
         return;
     out_call_t *c = calloc(1, sizeof *c);
@@ -323,7 +282,7 @@ static void submit(kiq_quorum_t *q, const kiq_raft_msg_t *m)
     c->call.request = request_of(m, wait_ms > 0 ? wait_ms : 0, &c->arena, &c->call.api_key, &resp_size);
     c->call.version = -1;
     c->call.arena = &c->arena;
-    c->call.response = zalloc(&c->arena, resp_size);
+    c->call.response = kiq_quorum_zalloc(&c->arena, resp_size);
     c->call.deadline_ns = kiq_clock_mono_ns() + q->cfg.request_timeout_ms * 1000000;
     c->call.done = on_answer;
     c->call.ctx = c;
@@ -347,7 +306,7 @@ static void io_send(void *ctx, const kiq_raft_msg_t *m)
         if (q->last_fetch_empty) {
             q->held_fetch = *m;
             q->fetch_held = true;
-            q->fetch_due_ms = now_ms() + FETCH_IDLE_MS;
+            q->fetch_due_ms = kiq_quorum_now_ms() + FETCH_IDLE_MS;
             return;
         }
         submit(q, m);
@@ -375,6 +334,8 @@ static int io_append(void *ctx, int64_t offset, const kiq_raft_entry_t *e, int n
 {
     kiq_quorum_t *q = ctx;
     int rc = kiq_quorum_log_append(q->log, offset, e, n);
+    for (int i = 0; rc == 0 && i < n; i++)
+        q->bytes_since_snapshot += e[i].len;
     tell_news(q);
     return rc;
 }
@@ -412,7 +373,7 @@ static void propose_leader_change(kiq_quorum_t *q, int32_t epoch)
     kiq_leader_change_message_init(&m);
     m.leader_id = q->cfg.node_id;
     m.voters_n = q->cfg.n_voters;
-    m.voters = zalloc(&a, (size_t)q->cfg.n_voters * sizeof *m.voters);
+    m.voters = kiq_quorum_zalloc(&a, (size_t)q->cfg.n_voters * sizeof *m.voters);
     for (int i = 0; i < q->cfg.n_voters; i++) {
         kiq_leader_change_message_voters_init(&m.voters[i]);
         m.voters[i].voter_id = q->cfg.voters[i].id;
@@ -454,6 +415,7 @@ static void io_became(void *ctx, kiq_raft_role_t role, int32_t epoch, int32_t le
         propose_leader_change(q, epoch);
     q->last_fetch_empty = false;
     q->fetch_held = false;
+    kiq_quorum_snapshot_fetch_drop(q);
     pthread_cond_broadcast(&q->moved);
     tell_news(q);
     wake_ticker(q);
@@ -471,6 +433,7 @@ static void io_committed(void *ctx, int64_t hw)
 static const kiq_raft_io_t IO = {
     .send = io_send, .append = io_append, .truncate = io_truncate, .read = io_read,
     .persist = io_persist, .became = io_became, .committed = io_committed,
+    .fetch_snapshot = kiq_quorum_snapshot_fetch_start,
 };
 
 /* A channel's worker: another voter answered (or did not). */
@@ -481,13 +444,13 @@ static void on_answer(kiq_peer_call_t *call, int rc)
     kiq_raft_msg_t m;
     if (rc == 0 && reply_of(c, call->response, &c->arena, &m)) {
         pthread_mutex_lock(&q->mu);
-        int from = voter_index(q, m.from);
+        int from = kiq_quorum_voter_index(q, m.from);
         if (!q->stopping && !q->paused && from >= 0 && !q->cut[from]) {
             if (m.type == KIQ_RAFT_FETCH_REPLY)
                 q->last_fetch_empty = m.error != KIQ_ERR_NONE ||
                                       (m.fetch_reply.n_entries == 0 && m.fetch_reply.diverging.epoch < 0 &&
                                        m.fetch_reply.snapshot.epoch < 0 && m.fetch_reply.high_watermark <= q->hw);
-            kiq_raft_receive(q->raft, now_ms(), &m);
+            kiq_raft_receive(q->raft, kiq_quorum_now_ms(), &m);
         }
         pthread_mutex_unlock(&q->mu);
     }
@@ -501,13 +464,14 @@ static int64_t tick_round(void *ctx)
 {
     kiq_quorum_t *q = ctx;
     pthread_mutex_lock(&q->mu);
-    int64_t now = now_ms();
+    int64_t now = kiq_quorum_now_ms();
     if (!q->paused)
         kiq_raft_tick(q->raft, now);
     if (q->fetch_held && !q->paused && now >= q->fetch_due_ms) {
         q->fetch_held = false;
         submit(q, &q->held_fetch);
     }
+    kiq_quorum_snapshot_tick(q, now);
     bool moved = q->hw != q->told_hw || q->role != q->told_role || q->epoch != q->told_epoch;
     q->told_hw = q->hw;
     q->told_role = q->role;
@@ -535,7 +499,7 @@ kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg)
     for (int i = 0; i < cfg->n_voters; i++)
         ids[i] = cfg->voters[i].id;
     q->log = kiq_quorum_log_open(cfg->dir, ids, cfg->n_voters);
-    if (!q->log) {
+    if (!q->log || (cfg->segment_bytes > 0 && kiq_quorum_log_set_segment_bytes(q->log, cfg->segment_bytes) != 0)) {
         kiq_quorum_free(q);
         return NULL;
     }
@@ -543,11 +507,15 @@ kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg)
         .node_id = cfg->node_id, .n_voters = cfg->n_voters, .election_timeout_ms = cfg->election_timeout_ms,
         .fetch_timeout_ms = cfg->fetch_timeout_ms, .election_backoff_max_ms = cfg->election_backoff_max_ms,
         .request_timeout_ms = cfg->request_timeout_ms, .seed = (uint64_t)kiq_clock_system_mono_ns(),
-        .now_ms = now_ms(), .io = &IO, .ctx = q,
+        .now_ms = kiq_quorum_now_ms(), .io = &IO, .ctx = q,
     };
     memcpy(rc.voters, ids, (size_t)cfg->n_voters * sizeof *ids);
     kiq_quorum_log_fill(q->log, &rc);
     q->epoch = rc.state.epoch;
+    q->hw = rc.snapshot.epoch >= 0 ? rc.snapshot.end_offset : 0; /* raft's starts there too */
+    q->bytes_since_snapshot = kiq_quorum_log_size(q->log);
+    q->last_snapshot_ms = kiq_quorum_now_ms();
+    q->snap.id = (kiq_raft_epoch_end_t){ -1, -1 };
     q->raft = kiq_raft_new(&rc);
     if (!q->raft) {
         kiq_quorum_free(q);
@@ -590,7 +558,7 @@ void kiq_quorum_stop(kiq_quorum_t *q, bool resign)
     bool first = !q->stopping;
     /* a leader that leaves tells the others, so one of them runs at once */
     if (first && resign)
-        kiq_raft_resign(q->raft, now_ms());
+        kiq_raft_resign(q->raft, kiq_quorum_now_ms());
     pthread_mutex_unlock(&q->mu);
     if (!first)
         return;
@@ -632,19 +600,19 @@ void kiq_quorum_free(kiq_quorum_t *q)
  * epoch and no leader, which the sender drops as stale. */
 static bool ask_raft(kiq_quorum_t *q, const kiq_raft_msg_t *m, kiq_raft_msg_t *re)
 {
-    int from = voter_index(q, m->from);
+    int from = kiq_quorum_voter_index(q, m->from);
     if (q->paused || (from >= 0 && q->cut[from])) {
         re->epoch = re->leader_id = -1;
         return false;
     }
     q->reply = re;
     q->replied = false;
-    kiq_raft_receive(q->raft, now_ms(), m);
+    kiq_raft_receive(q->raft, kiq_quorum_now_ms(), m);
     q->reply = NULL;
     return q->replied;
 }
 
-static bool is_metadata_topic(kiq_str_t name)
+bool kiq_quorum_is_metadata_topic(kiq_str_t name)
 {
     return name.len == (int32_t)strlen(KIQ_METADATA_TOPIC) && memcmp(name.p, KIQ_METADATA_TOPIC, (size_t)name.len) == 0;
 }
@@ -654,12 +622,12 @@ bool kiq_quorum_is_metadata_fetch(int16_t version, const kiq_fetch_request_t *re
     if (req->topics_n != 1)
         return false;
     return version >= 13 ? memcmp(&req->topics->topic_id, &METADATA_TOPIC_ID, sizeof METADATA_TOPIC_ID) == 0
-                         : is_metadata_topic(req->topics->topic);
+                         : kiq_quorum_is_metadata_topic(req->topics->topic);
 }
 
 void kiq_quorum_vote(kiq_quorum_t *q, const kiq_vote_request_t *req, kiq_arena_t *arena, kiq_vote_response_t *resp)
 {
-    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !is_metadata_topic(req->topics->topic_name)) {
+    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !kiq_quorum_is_metadata_topic(req->topics->topic_name)) {
         resp->error_code = KIQ_ERR_INVALID_REQUEST;
         return;
     }
@@ -694,7 +662,7 @@ void kiq_quorum_vote(kiq_quorum_t *q, const kiq_vote_request_t *req, kiq_arena_t
 void kiq_quorum_begin_epoch(kiq_quorum_t *q, const kiq_begin_quorum_epoch_request_t *req, kiq_arena_t *arena,
                             kiq_begin_quorum_epoch_response_t *resp)
 {
-    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !is_metadata_topic(req->topics->topic_name)) {
+    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !kiq_quorum_is_metadata_topic(req->topics->topic_name)) {
         resp->error_code = KIQ_ERR_INVALID_REQUEST;
         return;
     }
@@ -711,7 +679,7 @@ void kiq_quorum_begin_epoch(kiq_quorum_t *q, const kiq_begin_quorum_epoch_reques
 void kiq_quorum_end_epoch(kiq_quorum_t *q, const kiq_end_quorum_epoch_request_t *req, kiq_arena_t *arena,
                           kiq_end_quorum_epoch_response_t *resp)
 {
-    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !is_metadata_topic(req->topics->topic_name)) {
+    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !kiq_quorum_is_metadata_topic(req->topics->topic_name)) {
         resp->error_code = KIQ_ERR_INVALID_REQUEST;
         return;
     }
@@ -734,12 +702,12 @@ bool kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_
                       kiq_fetch_response_t *resp)
 {
     resp->responses_n = 1;
-    resp->responses = zalloc(arena, sizeof *resp->responses);
+    resp->responses = kiq_quorum_zalloc(arena, sizeof *resp->responses);
     kiq_fetch_response_responses_init(resp->responses);
-    resp->responses->topic = astr(arena, KIQ_METADATA_TOPIC);
+    resp->responses->topic = kiq_quorum_astr(arena, KIQ_METADATA_TOPIC);
     resp->responses->topic_id = METADATA_TOPIC_ID;
     resp->responses->partitions_n = 1;
-    kiq_fetch_response_responses_partitions_t *rp = resp->responses->partitions = zalloc(arena, sizeof *rp);
+    kiq_fetch_response_responses_partitions_t *rp = resp->responses->partitions = kiq_quorum_zalloc(arena, sizeof *rp);
     kiq_fetch_response_responses_partitions_init(rp);
     if (req->topics->partitions_n != 1 || req->topics->partitions->partition != 0) {
         rp->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -767,7 +735,8 @@ bool kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_
             }
             rp->records = (kiq_bytes_t){ bytes, (int32_t)len };
         }
-        rp->log_start_offset = 0;
+        kiq_raft_epoch_end_t snap = kiq_quorum_log_snapshot(q->log);
+        rp->log_start_offset = snap.epoch >= 0 ? snap.end_offset : 0;
     }
     pthread_mutex_unlock(&q->mu);
     rp->error_code = ok ? re.error : KIQ_ERR_UNKNOWN_SERVER_ERROR;
@@ -794,13 +763,13 @@ void kiq_quorum_describe(kiq_quorum_t *q, const kiq_describe_quorum_request_t *r
 {
     kiq_raft_view_t v;
     kiq_quorum_view(q, &v);
-    int64_t wall = kiq_clock_wall_ms(), mono = now_ms();
+    int64_t wall = kiq_clock_wall_ms(), mono = kiq_quorum_now_ms();
     resp->topics_n = 1;
-    resp->topics = zalloc(arena, sizeof *resp->topics);
+    resp->topics = kiq_quorum_zalloc(arena, sizeof *resp->topics);
     kiq_describe_quorum_response_topics_init(resp->topics);
-    resp->topics->topic_name = astr(arena, KIQ_METADATA_TOPIC);
+    resp->topics->topic_name = kiq_quorum_astr(arena, KIQ_METADATA_TOPIC);
     resp->topics->partitions_n = 1;
-    kiq_describe_quorum_response_topics_partitions_t *rp = resp->topics->partitions = zalloc(arena, sizeof *rp);
+    kiq_describe_quorum_response_topics_partitions_t *rp = resp->topics->partitions = kiq_quorum_zalloc(arena, sizeof *rp);
     kiq_describe_quorum_response_topics_partitions_init(rp);
     if (v.role != KIQ_RAFT_LEADER) {
         /* only the leader knows every voter's place */
@@ -813,7 +782,7 @@ void kiq_quorum_describe(kiq_quorum_t *q, const kiq_describe_quorum_request_t *r
     rp->leader_epoch = v.epoch;
     rp->high_watermark = v.high_watermark;
     rp->current_voters_n = v.n_voters;
-    rp->current_voters = zalloc(arena, (size_t)(v.n_voters ? v.n_voters : 1) * sizeof *rp->current_voters);
+    rp->current_voters = kiq_quorum_zalloc(arena, (size_t)(v.n_voters ? v.n_voters : 1) * sizeof *rp->current_voters);
     for (int i = 0; i < v.n_voters; i++) {
         kiq_describe_quorum_response_topics_partitions_current_voters_t *cv = &rp->current_voters[i];
         kiq_describe_quorum_response_topics_partitions_current_voters_init(cv);
@@ -886,7 +855,7 @@ void kiq_quorum_pause(kiq_quorum_t *q, bool paused)
 
 void kiq_quorum_cut(kiq_quorum_t *q, int32_t voter, bool cut)
 {
-    int i = voter_index(q, voter);
+    int i = kiq_quorum_voter_index(q, voter);
     if (i < 0)
         return;
     pthread_mutex_lock(&q->mu);

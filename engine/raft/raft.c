@@ -208,6 +208,7 @@ static void became(kiq_raft_t *r, kiq_raft_role_t role)
     r->role = role;
     r->backing_off = false;
     r->fetch_in_flight = false;
+    r->snapshot_pending = false; /* a follower again learns from its next fetch what to load */
     if (r->io->became)
         r->io->became(r->ctx, role, r->epoch, r->leader_id);
 }
@@ -748,6 +749,23 @@ int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id)
     return 0;
 }
 
+void kiq_raft_snapshot_progress(kiq_raft_t *r, int64_t now_ms)
+{
+    r->now = now_ms;
+    if (r->role == KIQ_RAFT_FOLLOWER && r->snapshot_pending)
+        r->deadline = now_ms + r->fetch_timeout;
+}
+
+void kiq_raft_snapshot_failed(kiq_raft_t *r, int64_t now_ms)
+{
+    r->now = now_ms;
+    if (!r->snapshot_pending)
+        return;
+    r->snapshot_pending = false;
+    if (r->role == KIQ_RAFT_FOLLOWER)
+        send_fetch(r, r->leader_id);
+}
+
 void kiq_raft_view(const kiq_raft_t *r, kiq_raft_view_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -758,6 +776,7 @@ void kiq_raft_view(const kiq_raft_t *r, kiq_raft_view_t *out)
     out->voted_for = r->voted_for;
     out->high_watermark = r->hw;
     out->log_start = r->log_start;
+    out->snapshot = r->snapshot;
     out->log_end = r->log_end;
     out->last_epoch = epoch_before(r, r->log_end);
     out->elections = r->elections;

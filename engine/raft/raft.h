@@ -156,6 +156,7 @@ typedef struct kiq_raft_view {
     kiq_raft_role_t role;
     int32_t node_id, epoch, leader_id, voted_for;
     int64_t high_watermark, log_start, log_end;
+    kiq_raft_epoch_end_t snapshot; /* the log starts after it; epoch -1: none */
     int32_t last_epoch;
     int votes_granted; /* as candidate or prospective */
     int64_t elections;   /* started here, pre-votes included */
@@ -180,6 +181,12 @@ void kiq_raft_resign(kiq_raft_t *r, int64_t now_ms);
 /* The host's log now starts at id (a snapshot taken here, at most the high
  * watermark, or one fetched from the leader, which replaces the log). */
 int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id);
+/* A follower's snapshot fetch moved on (a chunk came): the leader is
+ * alive, so the fetch timeout starts again, as a Fetch answer does. */
+void kiq_raft_snapshot_progress(kiq_raft_t *r, int64_t now_ms);
+/* A follower's snapshot fetch failed (the leader has a newer one, or
+ * none): it fetches again and learns what to fetch instead. */
+void kiq_raft_snapshot_failed(kiq_raft_t *r, int64_t now_ms);
 
 void kiq_raft_view(const kiq_raft_t *r, kiq_raft_view_t *out);
 const char *kiq_raft_role_name(kiq_raft_role_t role);

@@ -696,6 +696,12 @@ static void test_snapshot(void **state)
     for (int64_t end = s.now + 5000; !late->wants_snapshot; sim_step(&s))
         assert_true(s.now < end);
     assert_int_equal(late->snapshot.end_offset, id.end_offset);
+    /* a FetchSnapshot that fails: it fetches again and is sent to it again */
+    late->wants_snapshot = false;
+    kiq_raft_snapshot_failed(late->r, s.now);
+    for (int64_t end = s.now + 5000; !late->wants_snapshot; sim_step(&s))
+        assert_true(s.now < end);
+    assert_int_equal(late->snapshot.end_offset, id.end_offset);
     /* FetchSnapshot, played by copying the leader's state up to it */
     memcpy(late->log, l->log, sizeof(ent_t) * (size_t)id.end_offset);
     late->log_start = late->log_end = id.end_offset;
