@@ -10,19 +10,9 @@ replicas stay.
 """
 
 from cluster import CLUSTER_OVERRIDES, Cluster, wait_until
-from test_partition_reassignment import alter_reassignments, list_reassignments
+from test_partition_reassignment import alter_reassignments, list_reassignments, produce
 
 OVERRIDES = tuple(o for o in CLUSTER_OVERRIDES if not o.startswith("min.insync")) + ("min.insync.replicas=1",)
-
-
-def produce(c, topic, n):
-    from confluent_kafka import Producer
-    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 5})
-    errors = []
-    for i in range(n):
-        p.produce(topic, value=f"record-{i}".encode(), partition=0,
-                  on_delivery=lambda err, msg: err and errors.append(err))
-    assert p.flush(30) == 0 and not errors, errors
 
 
 def test_replicas_removed_while_down_are_deleted(tmp_path):
