@@ -143,6 +143,10 @@ static int64_t channel_round(void *arg)
     for (;;) {
         int64_t left = expire(ch, why);
         if (left < 0) return -1;
+        pthread_mutex_lock(&ch->mu);
+        int64_t hold_ms = ch->head ? (ch->head->not_before_ns - kiq_clock_mono_ns()) / 1000000 + 1 : 0;
+        pthread_mutex_unlock(&ch->mu);
+        if (hold_ms > 0) return hold_ms < left ? hold_ms : left;
         kiq_client_conn_t *conn = connected(ch, left);
         if (!conn) {
             snprintf(why, sizeof why, "%s", kiq_error_get());

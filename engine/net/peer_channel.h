@@ -50,6 +50,7 @@ struct kiq_peer_call {
     kiq_arena_t *arena;      /* the response is decoded in it */
     void *response;          /* room for the api's kiq_<api>_response_t */
     int64_t deadline_ns;     /* monotonic */
+    int64_t not_before_ns;   /* monotonic; queued calls only: sent no sooner (a retry's pause); 0: at once */
     kiq_peer_done_fn done;   /* queued channels only */
     void *ctx;               /* the caller's */
     int16_t sent_version;    /* out: the version it went as */

@@ -637,23 +637,29 @@ int32_t kiq_broker_controller_id(kiq_broker_t *b)
     return id >= 0 ? id : kiq_metadata_cache_controller(b->metadata);
 }
 
+/* Both move the forwarding line at once: a forwarded request queued for a
+ * controller that is gone goes to the new one instead of waiting there. */
 void kiq_broker_controller_seen(kiq_broker_t *b, int32_t id)
 {
-    if (b->cluster && kiq_voter_of(b->voters, b->nvoters, id)) atomic_store(&b->controller_id, id);
+    if (!b->cluster || !kiq_voter_of(b->voters, b->nvoters, id)) return;
+    atomic_store(&b->controller_id, id);
+    kiq_broker_follow_controller(b);
 }
 
-/* The lifecycle's: a call to `id` found no active controller there. */
-static void controller_not_there(void *ctx, int32_t id)
+void kiq_broker_controller_not_there(kiq_broker_t *b, int32_t id)
 {
-    kiq_broker_t *b = ctx;
     int i = 0;
     while (i < b->nvoters && b->voters[i].id != id) i++;
     int32_t next = b->voters[i < b->nvoters ? (i + 1) % b->nvoters : 0].id;
-    atomic_compare_exchange_strong(&b->controller_id, &id, next);
+    if (atomic_compare_exchange_strong(&b->controller_id, &id, next)) kiq_broker_follow_controller(b);
 }
+
+/* The lifecycle's: a call to `id` found no active controller there. */
+static void controller_not_there(void *ctx, int32_t id) { kiq_broker_controller_not_there(ctx, id); }
 
 void kiq_broker_follow_controller(kiq_broker_t *b)
 {
+    if (!b->controller_channel) return; /* not started yet: it starts where the controller is */
     const char *host;
     int port;
     int32_t id = current_controller(b, &host, &port);
@@ -668,9 +674,11 @@ static void quorum_changed(void *ctx)
     kiq_controller_quorum_changed(b->controller);
     kiq_raft_view_t v;
     kiq_quorum_view(b->quorum, &v);
-    if (v.leader_id >= 0 && atomic_exchange(&b->controller_id, v.leader_id) != v.leader_id)
+    if (v.leader_id >= 0 && atomic_exchange(&b->controller_id, v.leader_id) != v.leader_id) {
         KIQ_INFO("[KafkaIQ broker %d] the controller quorum's leader is %d (epoch %d)", b->node_id, v.leader_id,
                  v.epoch);
+        kiq_broker_follow_controller(b);
+    }
 }
 
 /* Under the quorum's lock: the voters' Fetches held here may have news. */

@@ -212,7 +212,7 @@ struct kiq_broker {
     int nservices;
     kiq_producer_ids_t *producer_ids; /* InitProducerId: from new to free; own lock */
     kiq_broker_startup_t startup;     /* this start's phases; atomics */
-    bool running;
+    _Atomic bool running; /* from the ready row to the start of a shutdown; any thread reads */
 };
 
 /* The log directory of that path as given in log.dirs, or NULL. */
@@ -282,5 +282,8 @@ void kiq_broker_follow_controller(kiq_broker_t *b);
 /* The control plane's, on an UpdateMetadata taken: voter `id` sent it, so
  * it is where the active controller was last found. */
 void kiq_broker_controller_seen(kiq_broker_t *b, int32_t id);
+/* A call to controller `id` found no active controller there (gone, or
+ * not leading): look at the next voter, as an observer does. Any thread. */
+void kiq_broker_controller_not_there(kiq_broker_t *b, int32_t id);
 
 #endif

@@ -1,5 +1,6 @@
 #include "server/controller_link.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 /* How long a block of producer ids may take to come. */
 #define PRODUCER_IDS_TIMEOUT_MS 5000
+#define RETRY_PAUSE_NS (50 * 1000000LL) /* between a forward's tries at finding the controller */
 
 static kiq_str_t arena_copy(kiq_arena_t *arena, const char *s, size_t n)
 {
@@ -89,9 +91,51 @@ static forward_t *forward_new(kiq_broker_t *b, kiq_arena_t *arena, int timeout_m
     return f;
 }
 
+/* Whether the node asked answered that it is no active controller (an
+ * election under way, or an address from before one): it did nothing. A
+ * node that is none says so for every topic, so the first one tells. */
+static bool not_controller(const forward_t *f)
+{
+    if (f->whole)
+        return *(const int16_t *)((const char *)f->call.response + f->whole->error_code_at) == KIQ_ERR_NOT_CONTROLLER;
+    int16_t err = KIQ_ERR_NONE;
+    switch (f->call.api_key) {
+    case KIQ_API_CREATE_TOPICS:
+        if (f->resp.create_topics.topics_n > 0) err = f->resp.create_topics.topics[0].error_code;
+        break;
+    case KIQ_API_CREATE_PARTITIONS:
+        if (f->resp.create_partitions.results_n > 0) err = f->resp.create_partitions.results[0].error_code;
+        break;
+    case KIQ_API_DELETE_TOPICS:
+        if (f->resp.delete_topics.responses_n > 0) err = f->resp.delete_topics.responses[0].error_code;
+        break;
+    case KIQ_API_ALTER_CONFIGS:
+        if (f->resp.alter.responses_n > 0) err = f->resp.alter.responses[0].error_code;
+        break;
+    case KIQ_API_INCREMENTAL_ALTER_CONFIGS:
+        if (f->resp.incremental.responses_n > 0) err = f->resp.incremental.responses[0].error_code;
+        break;
+    default: break;
+    }
+    return err == KIQ_ERR_NOT_CONTROLLER;
+}
+
 static void forwarded(kiq_peer_call_t *call, int rc)
 {
     forward_t *f = call->ctx;
+    /* The controller went (killed, or its connection cut) before it
+     * answered, or the node asked is no controller (yet): as Kafka's
+     * forwarding does, the next one is asked after a pause, until the
+     * request's deadline (a request the lost one had carried out is then
+     * refused as done already, e.g. TOPIC_ALREADY_EXISTS). A stopping
+     * broker answers at once. */
+    int64_t now = kiq_clock_mono_ns();
+    if ((rc != 0 || not_controller(f)) && atomic_load(&f->b->running) && now + RETRY_PAUSE_NS < call->deadline_ns) {
+        kiq_broker_controller_not_there(f->b, atomic_load(&f->b->forwarding_to));
+        call->not_before_ns = now + RETRY_PAUSE_NS;
+        kiq_peer_channel_submit(f->b->controller_channel, call);
+        return;
+    }
     if (rc != 0) kiq_error_set("%s", call->error);
     f->answer(f, rc);
     f->done(f->ctx);

@@ -28,10 +28,12 @@ def find_binary():
 
 class KafkaIQ:
     """A running `kafkaiq serve`: `bootstrap` (host:port,...), `brokers`
-    (each one's id, host, port, control_port, http) and `http` (broker 0's
-    control API). Use as a context manager, or call stop()."""
+    (each one's id, host, port, control_port, http), `controllers` (the
+    controller-only nodes with controllers=N: id, host, control_port, http)
+    and `http` (broker 0's control API). Use as a context manager, or call
+    stop()."""
 
-    def __init__(self, brokers=1, overrides=None, binary=None, start_timeout=30.0):
+    def __init__(self, brokers=1, overrides=None, binary=None, start_timeout=30.0, controllers=0):
         self.binary = binary or find_binary()
         self.dir = tempfile.mkdtemp(prefix="kafkaiq-")
         ready = os.path.join(self.dir, "ready.json")
@@ -39,8 +41,8 @@ class KafkaIQ:
                 "--override", "listeners=PLAINTEXT://127.0.0.1:0",
                 "--override", "kafkaiq.http.listener=127.0.0.1:0",
                 "--override", "log.dirs=" + os.path.join(self.dir, "data")]
-        if brokers > 1:
-            args[2:2] = ["--brokers", str(brokers)]
+        if brokers > 1 or controllers:
+            args[2:2] = ["--brokers", str(brokers)] + (["--controllers", str(controllers)] if controllers else [])
         for key, value in (overrides or {}).items():
             args += ["--override", "%s=%s" % (key, value)]
         self._log = open(os.path.join(self.dir, "kafkaiq.log"), "wb")
@@ -58,6 +60,7 @@ class KafkaIQ:
         self.ready_after = time.monotonic() - self.started_at
         self.bootstrap = info["bootstrap"]
         self.brokers = info["brokers"]
+        self.controllers = info.get("controllers", [])
         self.http = info["http"]
         self.pid = info["pid"]
 

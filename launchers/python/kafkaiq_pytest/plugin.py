@@ -31,11 +31,11 @@ def kafkaiq_cluster(request):
 
 @pytest.fixture
 def kafkaiq_factory(request):
-    """start(brokers=1, overrides={...}) -> KafkaIQ; all stopped after the test."""
+    """start(brokers=1, overrides={...}, controllers=0) -> KafkaIQ; all stopped after the test."""
     started = []
 
-    def start(brokers=1, overrides=None):
-        k = KafkaIQ(brokers=brokers, overrides=overrides, binary=_binary(request.config))
+    def start(brokers=1, overrides=None, controllers=0):
+        k = KafkaIQ(brokers=brokers, overrides=overrides, binary=_binary(request.config), controllers=controllers)
         started.append(k)
         return k
 

@@ -94,6 +94,22 @@ def test_a_cluster_of_three_replicates_acks_all(kafkaiq_cluster):
     assert len(replicas) == 3
 
 
+def test_a_controller_quorum_apart_from_the_brokers(kafkaiq_factory):
+    k = kafkaiq_factory(brokers=2, controllers=3)
+    assert [b["id"] for b in k.brokers] == [0, 1]
+    assert [c["id"] for c in k.controllers] == [2, 3, 4]
+    assert all("port" not in c for c in k.controllers)
+    topic = topic_name()
+    create(k.bootstrap, topic, partitions=2, rf=2)
+    assert produce(k.bootstrap, topic, [b"before"], acks="all") == [None]
+    for c in k.controllers[:1]:
+        assert k.kill(c["id"])["queued"] is True
+        k.wait(broker=c["id"], state="stopped")
+    create(k.bootstrap, topic + "-after", partitions=1, rf=2)
+    assert produce(k.bootstrap, topic, [b"after"], acks="all") == [None]
+    assert sorted(consume(k.bootstrap, topic, 2)) == [b"after", b"before"]
+
+
 def test_a_bad_start_says_why(kafkaiq_factory):
     with pytest.raises(KafkaIQError, match="num.partitions"):
         kafkaiq_factory(overrides={"num.partitions": "many"})
