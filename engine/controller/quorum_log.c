@@ -187,7 +187,7 @@ int kiq_quorum_log_read(kiq_quorum_log_t *l, int64_t offset, int32_t max_bytes, 
             *e = l->entries;
         }
         l->entries[(*n)++] = (kiq_raft_entry_t){ h.partition_leader_epoch,
-                                                 (int32_t)(kiq_batch_last_offset(&h) - h.base_offset + 1), batch, blen };
+                                                 (int32_t)(kiq_batch_last_offset(&h) - h.base_offset + 1), batch, blen, NULL };
     }
     return 0;
 }
