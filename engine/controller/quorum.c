@@ -30,17 +30,32 @@
 /* Kafka's Uuid.METADATA_TOPIC_ID. */
 static const kiq_uuid_t METADATA_TOPIC_ID = { .b = { [15] = 1 } };
 
-/* The channels to one other voter: one for elections, one for fetches
- * (a fetch never waits behind a vote, nor a vote behind a fetch). */
-typedef struct link {
+/* Another node this one talks to: a voter, an observer's leader, or a
+ * bootstrap server (a negative id). Two channels, made at its first
+ * message: one for elections, one for fetches (a fetch never waits
+ * behind a vote, nor a vote behind a fetch). */
+#define MAX_PEERS (2 * KIQ_RAFT_MAX_VOTERS + 8)
+typedef struct peer {
+    int32_t id;
+    kiq_quorum_endpoint_t ep; /* port 0: not known yet */
     kiq_peer_channel_t *rpc, *fetch;
-} link_t;
+    bool cut; /* a test dropped the traffic with it, both ways */
+} peer_t;
 
 struct kiq_quorum {
     kiq_quorum_config_t cfg;
     kiq_worker_t *ticker; /* set and cleared under mu (answers poke it), stopped outside it */
-    link_t links[KIQ_RAFT_MAX_VOTERS];
     pthread_mutex_t mu; /* guards everything below */
+    peer_t peers[MAX_PEERS];
+    int n_peers;
+    /* the voter change waiting for its commit (one at a time) */
+    struct {
+        bool active;
+        int64_t offset, deadline_ms;
+        int32_t epoch;
+        kiq_quorum_change_fn done;
+        void *ctx;
+    } change;
     pthread_cond_t moved; /* the high watermark or the role moved */
     kiq_raft_t *raft;
     kiq_quorum_log_t *log;
@@ -59,10 +74,9 @@ struct kiq_quorum {
     int32_t told_epoch;
     bool stopping;
     /* the network as a test breaks it: a paused voter neither ticks nor
-     * talks (a stopped process); traffic with a cut voter is dropped both
+     * talks (a stopped process); traffic with a cut peer is dropped both
      * ways, as a lost message is */
     bool paused;
-    bool cut[KIQ_RAFT_MAX_VOTERS];
 };
 
 /* One request to another voter, from submit to its callback. */
@@ -79,22 +93,42 @@ static int64_t now_ms(void)
     return kiq_clock_system_mono_ns() / 1000000;
 }
 
-static int voter_index(const kiq_quorum_t *q, int32_t id)
+static peer_t *peer_of(kiq_quorum_t *q, int32_t id)
 {
-    for (int i = 0; i < q->cfg.n_voters; i++)
-        if (q->cfg.voters[i].id == id)
-            return i;
-    return -1;
+    for (int i = 0; i < q->n_peers; i++)
+        if (q->peers[i].id == id)
+            return &q->peers[i];
+    return NULL;
+}
+
+/* Where id listens, as a voter set, a bootstrap list or a leader's
+ * answer said; a known address stays (its channels are made). */
+static void learn_peer(kiq_quorum_t *q, int32_t id, const char *name, const char *host, int port)
+{
+    if (id == q->cfg.node_id || port <= 0)
+        return;
+    peer_t *p = peer_of(q, id);
+    if (!p && q->n_peers < MAX_PEERS) {
+        p = &q->peers[q->n_peers++];
+        memset(p, 0, sizeof *p);
+        p->id = id;
+    }
+    if (!p || p->ep.port > 0)
+        return;
+    snprintf(p->ep.name, sizeof p->ep.name, "%s", name ? name : "CONTROLLER");
+    snprintf(p->ep.host, sizeof p->ep.host, "%s", host);
+    p->ep.port = port;
 }
 
 bool kiq_quorum_voter_address(const kiq_quorum_t *q, int32_t id, const char **host, int *port)
 {
-    int i = voter_index(q, id);
-    if (i < 0)
-        return false;
-    *host = q->cfg.voters[i].host;
-    *port = q->cfg.voters[i].port;
-    return true;
+    for (int i = 0; i < q->n_peers; i++)
+        if (q->peers[i].id == id && id >= 0 && q->peers[i].ep.port > 0) {
+            *host = q->peers[i].ep.host;
+            *port = q->peers[i].ep.port;
+            return true;
+        }
+    return false;
 }
 
 /* ---- the wire, both ways */
@@ -135,8 +169,18 @@ static bool entries_of(kiq_bytes_t records, kiq_arena_t *a, const kiq_raft_entry
             e = more;
             cap *= 2;
         }
+        kiq_raft_voter_set_t *set = NULL;
+        if (kiq_batch_is_control(&h)) {
+            kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
+            set = kiq_arena_alloc(a, sizeof *set);
+            int got = kiq_quorum_voters_decode(batch, blen, set, eps);
+            if (got < 0)
+                return false;
+            if (got == 0)
+                set = NULL;
+        }
         e[(*n)++] = (kiq_raft_entry_t){ h.partition_leader_epoch, (int32_t)(kiq_batch_last_offset(&h) - h.base_offset + 1),
-                                        batch, blen };
+                                        batch, blen, set };
     }
     *out = e;
     return rc == 0;
@@ -230,6 +274,7 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
         p->fetch_offset = m->fetch.offset;
         p->last_fetched_epoch = m->fetch.last_epoch;
         p->partition_max_bytes = FETCH_MAX_BYTES;
+        memcpy(p->replica_directory_id.b, m->fetch.dir, sizeof p->replica_directory_id.b);
         *api_key = KIQ_API_FETCH;
         *resp_size = sizeof(kiq_fetch_response_t);
         return r;
@@ -309,9 +354,24 @@ static void on_answer(kiq_peer_call_t *call, int rc);
 
 static void submit(kiq_quorum_t *q, const kiq_raft_msg_t *m)
 {
-    int i = voter_index(q, m->to);
-    if (i < 0 || !q->links[i].rpc || q->stopping || q->paused || q->cut[i])
+    peer_t *to = peer_of(q, m->to);
+    if (!to || to->ep.port <= 0 || q->stopping || q->paused || to->cut)
         return;
+    if (!to->rpc) {
+        char name[64], peer[16];
+        snprintf(peer, sizeof peer, "%d", to->id);
+        kiq_peer_channel_config_t cc = { .name = name, .peer = peer, .host = to->ep.host, .port = to->ep.port,
+                                         .client_id = "kafkaiq-raft", .backoff_min_ms = 2,
+                                         .backoff_max_ms = 1000, .metrics = q->cfg.metrics };
+        snprintf(name, sizeof name, "raft-to-%d", to->id);
+        to->rpc = kiq_peer_channel_new(&cc);
+        snprintf(name, sizeof name, "raft-fetch-from-%d", to->id);
+        to->fetch = to->rpc ? kiq_peer_channel_new(&cc) : NULL;
+        if (!to->fetch) {
+            KIQ_ERROR("controller quorum: no channel to node %d: %s", to->id, kiq_error_get());
+            return;
+        }
+    }
     out_call_t *c = calloc(1, sizeof *c);
     if (!c)
         abort();
@@ -327,7 +387,7 @@ static void submit(kiq_quorum_t *q, const kiq_raft_msg_t *m)
     c->call.deadline_ns = kiq_clock_mono_ns() + q->cfg.request_timeout_ms * 1000000;
     c->call.done = on_answer;
     c->call.ctx = c;
-    kiq_peer_channel_submit(m->type == KIQ_RAFT_FETCH ? q->links[i].fetch : q->links[i].rpc, &c->call);
+    kiq_peer_channel_submit(m->type == KIQ_RAFT_FETCH ? to->fetch : to->rpc, &c->call);
 }
 
 static void io_send(void *ctx, const kiq_raft_msg_t *m)
@@ -371,9 +431,22 @@ static void wake_ticker(kiq_quorum_t *q)
         kiq_worker_poke(q->ticker);
 }
 
+/* A voter set's endpoints become the peers' addresses. */
+static void learn_voters(kiq_quorum_t *q, const uint8_t *batch, size_t len)
+{
+    kiq_raft_voter_set_t set;
+    kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
+    if (kiq_quorum_voters_decode(batch, len, &set, eps) == 1)
+        for (int i = 0; i < set.n; i++)
+            learn_peer(q, set.voters[i].id, eps[i].name, eps[i].host, eps[i].port);
+}
+
 static int io_append(void *ctx, int64_t offset, const kiq_raft_entry_t *e, int n)
 {
     kiq_quorum_t *q = ctx;
+    for (int i = 0; i < n; i++)
+        if (e[i].voters)
+            learn_voters(q, e[i].data, e[i].len);
     int rc = kiq_quorum_log_append(q->log, offset, e, n);
     tell_news(q);
     return rc;
@@ -411,11 +484,13 @@ static void propose_leader_change(kiq_quorum_t *q, int32_t epoch)
     kiq_leader_change_message_t m;
     kiq_leader_change_message_init(&m);
     m.leader_id = q->cfg.node_id;
-    m.voters_n = q->cfg.n_voters;
-    m.voters = zalloc(&a, (size_t)q->cfg.n_voters * sizeof *m.voters);
-    for (int i = 0; i < q->cfg.n_voters; i++) {
+    kiq_raft_view_t *v = zalloc(&a, sizeof *v);
+    kiq_raft_view(q->raft, v);
+    m.voters_n = v->n_voters;
+    m.voters = zalloc(&a, (size_t)(v->n_voters ? v->n_voters : 1) * sizeof *m.voters);
+    for (int i = 0; i < v->n_voters; i++) {
         kiq_leader_change_message_voters_init(&m.voters[i]);
-        m.voters[i].voter_id = q->cfg.voters[i].id;
+        m.voters[i].voter_id = v->voters[i].id;
     }
     kiq_wr_t key, value, batch;
     kiq_wr_init(&key);
@@ -481,8 +556,17 @@ static void on_answer(kiq_peer_call_t *call, int rc)
     kiq_raft_msg_t m;
     if (rc == 0 && reply_of(c, call->response, &c->arena, &m)) {
         pthread_mutex_lock(&q->mu);
-        int from = voter_index(q, m.from);
-        if (!q->stopping && !q->paused && from >= 0 && !q->cut[from]) {
+        peer_t *from = peer_of(q, m.from);
+        if (m.type == KIQ_RAFT_FETCH_REPLY) {
+            /* the leader it names: where to fetch next */
+            const kiq_fetch_response_t *r = call->response;
+            for (int i = 0; i < r->node_endpoints_n; i++) {
+                char host[256];
+                snprintf(host, sizeof host, "%.*s", (int)r->node_endpoints[i].host.len, r->node_endpoints[i].host.p);
+                learn_peer(q, r->node_endpoints[i].node_id, NULL, host, r->node_endpoints[i].port);
+            }
+        }
+        if (!q->stopping && !q->paused && from && !from->cut) {
             if (m.type == KIQ_RAFT_FETCH_REPLY)
                 q->last_fetch_empty = m.error != KIQ_ERR_NONE ||
                                       (m.fetch_reply.n_entries == 0 && m.fetch_reply.diverging.epoch < 0 &&
@@ -520,6 +604,54 @@ static int64_t tick_round(void *ctx)
 
 /* ---- lifecycle */
 
+/* The voter sets of the log, as it is opened. */
+typedef struct voter_sets {
+    kiq_quorum_t *q;
+    kiq_raft_voters_at_t *at;
+    int n, cap;
+} voter_sets_t;
+
+static int collect_voters(void *ctx, int64_t offset, const uint8_t *batch, size_t len)
+{
+    voter_sets_t *v = ctx;
+    kiq_raft_voter_set_t set;
+    kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
+    int got = kiq_quorum_voters_decode(batch, len, &set, eps);
+    if (got <= 0)
+        return got;
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 8;
+        v->at = realloc(v->at, (size_t)v->cap * sizeof *v->at);
+        if (!v->at)
+            abort();
+    }
+    v->at[v->n++] = (kiq_raft_voters_at_t){ offset, set };
+    for (int i = 0; i < set.n; i++)
+        learn_peer(v->q, set.voters[i].id, eps[i].name, eps[i].host, eps[i].port);
+    return 0;
+}
+
+/* Kafka's `kafka-storage format --standalone`: a new log's first batch
+ * makes this node the only voter, under kraft.version 1. */
+static int format_standalone(kiq_quorum_t *q)
+{
+    kiq_raft_voter_set_t set = { .n = 1 };
+    set.voters[0].id = q->cfg.node_id;
+    memcpy(set.voters[0].dir, q->cfg.dir_id, sizeof set.voters[0].dir);
+    kiq_wr_t batch;
+    kiq_wr_init(&batch);
+    int32_t count;
+    int rc = kiq_quorum_voters_batch(&set, &q->cfg.self, true, &batch, &count);
+    if (rc == 0) {
+        kiq_raft_entry_t e = { 0, count, batch.buf, batch.len, &set };
+        rc = kiq_quorum_log_append(q->log, 0, &e, 1);
+    }
+    kiq_wr_free(&batch);
+    if (rc == 0)
+        KIQ_INFO("controller quorum: node %d formatted standalone, the only voter (kraft.version 1)", q->cfg.node_id);
+    return rc;
+}
+
 kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg)
 {
     kiq_quorum_t *q = calloc(1, sizeof *q);
@@ -546,9 +678,25 @@ kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg)
         .now_ms = now_ms(), .io = &IO, .ctx = q,
     };
     memcpy(rc.voters, ids, (size_t)cfg->n_voters * sizeof *ids);
+    memcpy(rc.dir, cfg->dir_id, sizeof rc.dir);
+    for (int i = 0; i < cfg->n_voters; i++)
+        learn_peer(q, cfg->voters[i].id, NULL, cfg->voters[i].host, cfg->voters[i].port);
+    for (int i = 0; i < cfg->n_bootstrap; i++)
+        learn_peer(q, KIQ_RAFT_BOOTSTRAP_ID(i), NULL, cfg->bootstrap[i].host, cfg->bootstrap[i].port);
+    rc.n_bootstrap = cfg->n_bootstrap;
+    voter_sets_t sets = { .q = q };
+    if ((!cfg->n_voters && cfg->standalone && kiq_quorum_log_end(q->log) == 0 && format_standalone(q) != 0) ||
+        kiq_quorum_log_scan_control(q->log, collect_voters, &sets) != 0) {
+        free(sets.at);
+        kiq_quorum_free(q);
+        return NULL;
+    }
+    rc.voter_sets = sets.at;
+    rc.n_voter_sets = sets.n;
     kiq_quorum_log_fill(q->log, &rc);
     q->epoch = rc.state.epoch;
     q->raft = kiq_raft_new(&rc);
+    free(sets.at);
     if (!q->raft) {
         kiq_quorum_free(q);
         return NULL;
@@ -558,22 +706,6 @@ kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg)
 
 int kiq_quorum_start(kiq_quorum_t *q)
 {
-    for (int i = 0; i < q->cfg.n_voters; i++) {
-        const kiq_voter_t *v = &q->cfg.voters[i];
-        if (v->id == q->cfg.node_id)
-            continue;
-        char name[64], peer[16];
-        snprintf(peer, sizeof peer, "%d", v->id);
-        kiq_peer_channel_config_t cc = { .name = name, .peer = peer, .host = v->host, .port = v->port,
-                                         .client_id = "kafkaiq-raft", .backoff_min_ms = 2,
-                                         .backoff_max_ms = 1000, .metrics = q->cfg.metrics };
-        snprintf(name, sizeof name, "raft-to-%d", v->id);
-        q->links[i].rpc = kiq_peer_channel_new(&cc);
-        snprintf(name, sizeof name, "raft-fetch-from-%d", v->id);
-        q->links[i].fetch = q->links[i].rpc ? kiq_peer_channel_new(&cc) : NULL;
-        if (!q->links[i].fetch)
-            return -1;
-    }
     kiq_worker_config_t wc = { .name = "raft", .round = tick_round, .ctx = q };
     kiq_worker_t *t = kiq_worker_start(&wc);
     pthread_mutex_lock(&q->mu);
@@ -602,10 +734,16 @@ void kiq_quorum_stop(kiq_quorum_t *q, bool resign)
     pthread_mutex_lock(&q->mu);
     q->stopping = true;
     pthread_cond_broadcast(&q->moved);
+    bool pending = q->change.active;
+    q->change.active = false;
     pthread_mutex_unlock(&q->mu);
-    for (int i = 0; i < q->cfg.n_voters; i++) {
-        kiq_peer_channel_stop(q->links[i].rpc);
-        kiq_peer_channel_stop(q->links[i].fetch);
+    if (pending) {
+        kiq_error_set("node %d stopped before the voter change committed", q->cfg.node_id);
+        q->change.done(q->change.ctx, KIQ_ERR_NOT_LEADER_OR_FOLLOWER);
+    }
+    for (int i = 0; i < q->n_peers; i++) {
+        kiq_peer_channel_stop(q->peers[i].rpc);
+        kiq_peer_channel_stop(q->peers[i].fetch);
     }
 }
 
@@ -614,9 +752,9 @@ void kiq_quorum_free(kiq_quorum_t *q)
     if (!q)
         return;
     kiq_quorum_stop(q, false);
-    for (int i = 0; i < q->cfg.n_voters; i++) {
-        kiq_peer_channel_free(q->links[i].rpc);
-        kiq_peer_channel_free(q->links[i].fetch);
+    for (int i = 0; i < q->n_peers; i++) {
+        kiq_peer_channel_free(q->peers[i].rpc);
+        kiq_peer_channel_free(q->peers[i].fetch);
     }
     kiq_raft_free(q->raft);
     kiq_quorum_log_free(q->log);
@@ -632,8 +770,8 @@ void kiq_quorum_free(kiq_quorum_t *q)
  * epoch and no leader, which the sender drops as stale. */
 static bool ask_raft(kiq_quorum_t *q, const kiq_raft_msg_t *m, kiq_raft_msg_t *re)
 {
-    int from = voter_index(q, m->from);
-    if (q->paused || (from >= 0 && q->cut[from])) {
+    const peer_t *from = peer_of(q, m->from);
+    if (q->paused || (from && from->cut)) {
         re->epoch = re->leader_id = -1;
         return false;
     }
@@ -886,11 +1024,10 @@ void kiq_quorum_pause(kiq_quorum_t *q, bool paused)
 
 void kiq_quorum_cut(kiq_quorum_t *q, int32_t voter, bool cut)
 {
-    int i = voter_index(q, voter);
-    if (i < 0)
-        return;
     pthread_mutex_lock(&q->mu);
-    q->cut[i] = cut;
+    peer_t *p = peer_of(q, voter);
+    if (p)
+        p->cut = cut;
     pthread_mutex_unlock(&q->mu);
 }
 
