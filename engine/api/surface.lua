@@ -77,6 +77,9 @@ return {
   { "BeginQuorumEpoch", planes = "control" },
   { "EndQuorumEpoch", planes = "control" },
   { "DescribeQuorum", planes = "both" },
+  -- dynamic voters (KIP-853), answered by the quorum's leader
+  { "AddRaftVoter", planes = "control" },
+  { "RemoveRaftVoter", planes = "control" },
   { "UnregisterBroker", planes = "both" },
   -- the controller's pushes to every broker
   { "UpdateMetadata", planes = "control" },

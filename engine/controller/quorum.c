@@ -592,11 +592,35 @@ static int64_t tick_round(void *ctx)
         q->fetch_held = false;
         submit(q, &q->held_fetch);
     }
+    kiq_quorum_change_fn change_done = NULL;
+    void *change_ctx = NULL;
+    int16_t change_error = 0;
+    if (q->change.active) {
+        if (q->hw > q->change.offset)
+            change_error = KIQ_ERR_NONE;
+        else if (q->role != KIQ_RAFT_LEADER || q->epoch != q->change.epoch)
+            change_error = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
+        else if (now >= q->change.deadline_ms)
+            change_error = KIQ_ERR_REQUEST_TIMED_OUT;
+        else
+            change_error = -1;
+        if (change_error >= 0) {
+            q->change.active = false;
+            change_done = q->change.done;
+            change_ctx = q->change.ctx;
+        }
+    }
     bool moved = q->hw != q->told_hw || q->role != q->told_role || q->epoch != q->told_epoch;
     q->told_hw = q->hw;
     q->told_role = q->role;
     q->told_epoch = q->epoch;
     pthread_mutex_unlock(&q->mu);
+    if (change_done) {
+        if (change_error)
+            kiq_error_set("the voter change at offset %lld did not commit (error %d)", (long long)q->change.offset,
+                          change_error);
+        change_done(change_ctx, change_error);
+    }
     if (moved && q->cfg.changed)
         q->cfg.changed(q->cfg.ctx);
     return TICK_MS;
@@ -888,6 +912,7 @@ bool kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_
                          .to = q->cfg.node_id, .epoch = p->current_leader_epoch, .leader_id = -1 };
     m.fetch.offset = p->fetch_offset;
     m.fetch.last_epoch = p->last_fetched_epoch;
+    memcpy(m.fetch.dir, p->replica_directory_id.b, sizeof m.fetch.dir);
     kiq_raft_msg_t re = { 0 };
     pthread_mutex_lock(&q->mu);
     bool ok = ask_raft(q, &m, &re);
@@ -916,6 +941,15 @@ bool kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_
     rp->diverging_epoch.end_offset = re.fetch_reply.diverging.end_offset;
     rp->snapshot_id.epoch = re.fetch_reply.snapshot.epoch;
     rp->snapshot_id.end_offset = re.fetch_reply.snapshot.end_offset;
+    if (re.leader_id == q->cfg.node_id && q->cfg.self.port > 0) {
+        /* an observer that found this leader through a bootstrap server learns where to fetch */
+        resp->node_endpoints_n = 1;
+        resp->node_endpoints = zalloc(arena, sizeof *resp->node_endpoints);
+        kiq_fetch_response_node_endpoints_init(resp->node_endpoints);
+        resp->node_endpoints->node_id = q->cfg.node_id;
+        resp->node_endpoints->host = astr(arena, q->cfg.self.host);
+        resp->node_endpoints->port = q->cfg.self.port;
+    }
     return rp->error_code == KIQ_ERR_NONE && !rp->records.len && rp->diverging_epoch.epoch < 0 &&
            rp->snapshot_id.epoch < 0;
 }
@@ -1003,6 +1037,68 @@ int kiq_quorum_write(kiq_quorum_t *q, const kiq_metadata_record_t *records, size
     pthread_mutex_unlock(&q->mu);
     kiq_wr_free(&batch);
     return rc;
+}
+
+/* Proposes the set in force with key added or removed; the answer
+ * comes from the ticker once it commits. */
+static void change_voters(kiq_quorum_t *q, const kiq_raft_replica_key_t *key, const kiq_quorum_endpoint_t *ep,
+                          bool add, int64_t timeout_ms, kiq_quorum_change_fn done, void *ctx)
+{
+    pthread_mutex_lock(&q->mu);
+    int rc = q->change.active ? (kiq_error_set("a voter change is under way"), KIQ_ERR_REQUEST_TIMED_OUT)
+                              : kiq_raft_voters_check(q->raft, key, add);
+    if (rc == 0) {
+        kiq_raft_voter_set_t set;
+        kiq_raft_voters_changed(q->raft, key, add, &set);
+        kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
+        for (int i = 0; i < set.n; i++) {
+            const peer_t *p = peer_of(q, set.voters[i].id);
+            eps[i] = set.voters[i].id == q->cfg.node_id ? q->cfg.self
+                     : add && set.voters[i].id == key->id ? *ep
+                     : p ? p->ep : (kiq_quorum_endpoint_t){ .port = 0 };
+        }
+        if (add)
+            learn_peer(q, key->id, ep->name, ep->host, ep->port);
+        kiq_wr_t batch;
+        kiq_wr_init(&batch);
+        int32_t count;
+        int64_t at;
+        rc = kiq_quorum_voters_batch(&set, eps, false, &batch, &count) != 0 ? KIQ_ERR_UNKNOWN_SERVER_ERROR
+                                                                            : kiq_raft_propose_voters(q->raft, &set,
+                                                                                                      batch.buf,
+                                                                                                      batch.len, &at);
+        kiq_wr_free(&batch);
+        if (rc == 0) {
+            KIQ_INFO("controller quorum: %s voter %d at offset %lld", add ? "adding" : "removing", key->id,
+                     (long long)at);
+            q->change.active = true;
+            q->change.offset = at;
+            q->change.epoch = q->epoch;
+            q->change.deadline_ms = now_ms() + (timeout_ms > 0 ? timeout_ms : q->cfg.request_timeout_ms);
+            q->change.done = done;
+            q->change.ctx = ctx;
+            wake_ticker(q);
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (rc != 0)
+        done(ctx, (int16_t)(rc < 0 ? KIQ_ERR_UNKNOWN_SERVER_ERROR : rc));
+}
+
+void kiq_quorum_add_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, const kiq_quorum_endpoint_t *ep,
+                          int64_t timeout_ms, kiq_quorum_change_fn done, void *ctx)
+{
+    kiq_raft_replica_key_t key = { .id = id };
+    memcpy(key.dir, dir->b, sizeof key.dir);
+    change_voters(q, &key, ep, true, timeout_ms, done, ctx);
+}
+
+void kiq_quorum_remove_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, int64_t timeout_ms,
+                             kiq_quorum_change_fn done, void *ctx)
+{
+    kiq_raft_replica_key_t key = { .id = id };
+    memcpy(key.dir, dir->b, sizeof key.dir);
+    change_voters(q, &key, NULL, false, timeout_ms, done, ctx);
 }
 
 int kiq_quorum_replay(kiq_quorum_t *q, int64_t from, int64_t to, kiq_metadata_replay_fn cb, void *ctx)
