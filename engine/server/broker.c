@@ -75,7 +75,11 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     }
     b->cluster = kiq_voters_parse(kiq_config_str(config, KIQ_CFG_CONTROLLER_QUORUM_VOTERS), b->voters,
                                   KIQ_MAX_VOTERS, &b->nvoters) == 0;
-    if (b->cluster) {
+    /* a controller-only node of a dynamic quorum (kraft.version 1) */
+    if (!b->cluster && b->roles.controller && !b->roles.broker &&
+        *kiq_config_str(config, KIQ_CFG_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS))
+        b->cluster = true;
+    if (b->cluster && b->nvoters > 0) {
         atomic_store(&b->controller_id, b->voters[0].id);
         snprintf(b->controller_host, sizeof b->controller_host, "%s", b->voters[0].host);
         b->controller_port = b->voters[0].port;
@@ -698,6 +702,14 @@ static int start_controller(kiq_broker_t *b)
         .ctx = b,
     };
     memcpy(qc.voters, b->voters, (size_t)b->nvoters * sizeof *b->voters);
+    if (kiq_bootstrap_servers_parse(kiq_config_str(b->config, KIQ_CFG_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS),
+                                    qc.bootstrap, KIQ_RAFT_MAX_VOTERS, &qc.n_bootstrap) != 0)
+        return -1;
+    qc.standalone = kiq_config_bool(b->config, KIQ_CFG_QUORUM_STANDALONE);
+    memcpy(qc.dir_id, b->log_dirs[0].dir_id.b, sizeof qc.dir_id);
+    snprintf(qc.self.name, sizeof qc.self.name, "%s", kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME));
+    snprintf(qc.self.host, sizeof qc.self.host, "%s", b->control_host);
+    qc.self.port = b->control_port;
     if (!(b->quorum = kiq_quorum_new(&qc))) return -1;
     b->controller = kiq_controller_new(b->config, b->node_id,
                                        kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME), b->metrics,
