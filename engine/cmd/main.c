@@ -28,7 +28,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: kafkaiq serve [--brokers N] [--ready-file PATH] [server.properties] [--override key=value]...\n"
+            "usage: kafkaiq serve [--brokers N [--controllers N]] [--ready-file PATH] [server.properties] [--override key=value]...\n"
             "       kafkaiq run [--seed N] script.lua [args]...\n"
             "       kafkaiq journey --http HOST:PORT[,...] TOPIC PARTITION OFFSET | --trace ID\n"
             "       kafkaiq verify DIR...   check a data directory's log files offline\n"
