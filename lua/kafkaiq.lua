@@ -253,8 +253,10 @@ function kiq.merge_journeys(parts)
   return out
 end
 
--- The controller's view (only on the broker hosting it, else nil).
-function Broker:controller() return self.handle:controller() end
+-- The controller's view (only on the broker hosting it, else nil); with
+-- `any`, this voter's controller's even when it is not the active one
+-- (its image as replayed from the quorum's log and snapshots).
+function Broker:controller(any) return self.handle:controller(any) end
 
 kiq.partitioners = setmetatable({}, {
   __index = function(t, k)

@@ -76,6 +76,7 @@ return {
   { "Vote", planes = "control" },
   { "BeginQuorumEpoch", planes = "control" },
   { "EndQuorumEpoch", planes = "control" },
+  { "FetchSnapshot", planes = "control" },
   { "DescribeQuorum", planes = "both" },
   -- dynamic voters (KIP-853), answered by the quorum's leader
   { "AddRaftVoter", planes = "control" },

@@ -43,6 +43,15 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "1000", 1, INT32_MAX, NULL, "the longest wait after a lost election before the next")     \
     X(CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS, "controller.quorum.request.timeout.ms", INT, "2000", 1, \
       INT32_MAX, NULL, "a request to another voter unanswered this long is sent again")         \
+    X(METADATA_LOG_MAX_RECORD_BYTES_BETWEEN_SNAPSHOTS, "metadata.log.max.record.bytes.between.snapshots", \
+      LONG, "20971520", 1, INT64_MAX, NULL, "a controller writes a metadata snapshot once its log " \
+      "grew this many bytes since the last one")                                               \
+    X(METADATA_LOG_MAX_SNAPSHOT_INTERVAL_MS, "metadata.log.max.snapshot.interval.ms", LONG, "3600000", 0, \
+      INT64_MAX, NULL, "a controller writes a metadata snapshot this long after the last one when " \
+      "records were committed since (0: only by size)")                                        \
+    X(METADATA_LOG_SEGMENT_BYTES, "metadata.log.segment.bytes", INT, "1073741824", 61, INT32_MAX, NULL, \
+      "the metadata log rolls a new segment at this size (only whole segments below the latest " \
+      "snapshot are deleted)")                                                                  \
     X(BROKER_HEARTBEAT_INTERVAL_MS, "broker.heartbeat.interval.ms", INT, "2000", 1, INT32_MAX,  \
       NULL, "how often a broker tells the controller it is alive")                             \
     X(BROKER_SESSION_TIMEOUT_MS, "broker.session.timeout.ms", INT, "9000", 1, INT32_MAX, NULL,  \

@@ -47,9 +47,36 @@ void kiq_ctl_tell_brokers(kiq_controller_t *c)
 
 static int replay_one(void *ctx, int64_t offset, const kiq_metadata_record_t *r);
 
+/* Under mu: when the quorum's log starts after what the image holds (at
+ * the start, or a snapshot fetched from the leader replaced the log), the
+ * image is rebuilt from the latest snapshot. */
+static int load_snapshot(kiq_controller_t *c)
+{
+    if (kiq_quorum_log_start(c->quorum) <= c->applied) return 0;
+    kiq_metadata_image_t *old = c->image;
+    if (!(c->image = kiq_metadata_image_new())) {
+        c->image = old;
+        return -1;
+    }
+    int64_t end;
+    if (kiq_quorum_load_snapshot(c->quorum, replay_one, c, &end) != 0) {
+        KIQ_ERROR("controller %d: %s", c->node_id, kiq_error_get());
+        kiq_metadata_image_free(c->image);
+        c->image = old;
+        return -1;
+    }
+    kiq_metadata_image_free(old);
+    c->applied = end;
+    KIQ_INFO("controller %d: metadata loaded from the snapshot ending at offset %lld: %zu brokers, %zu topics",
+             c->node_id, (long long)end, kiq_metadata_image_broker_count(c->image),
+             kiq_metadata_image_topic_count(c->image));
+    return 0;
+}
+
 /* Under mu: the image takes what the quorum committed up to hw. */
 static int catch_up(kiq_controller_t *c, int64_t hw)
 {
+    if (load_snapshot(c) != 0) return -1;
     if (hw <= c->applied) return 0;
     if (kiq_quorum_replay(c->quorum, c->applied, hw, replay_one, c) != 0) {
         KIQ_ERROR("controller: the committed metadata log from offset %lld does not apply: %s", (long long)c->applied,
@@ -627,6 +654,32 @@ static retired_t deactivate(kiq_controller_t *c)
     return r;
 }
 
+/* Under mu: the image written as the quorum's snapshot at what it holds. */
+static int write_snapshot(kiq_controller_t *c, kiq_raft_epoch_end_t *id)
+{
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_metadata_record_t *records;
+    size_t n;
+    kiq_metadata_image_records(c->image, &a, &records, &n);
+    int rc = kiq_quorum_snapshot(c->quorum, c->applied, records, n, id);
+    kiq_arena_reset(&a);
+    if (rc != 0) KIQ_ERROR("controller %d: no metadata snapshot written: %s", c->node_id, kiq_error_get());
+    return rc;
+}
+
+int kiq_controller_snapshot(kiq_controller_t *c, kiq_raft_epoch_end_t *id)
+{
+    kiq_raft_view_t v;
+    kiq_quorum_view(c->quorum, &v);
+    pthread_mutex_lock(&c->mu);
+    int rc = catch_up(c, v.high_watermark);
+    if (rc == 0 && c->applied <= 0) rc = kiq_error_set("nothing committed yet to put in a snapshot");
+    if (rc == 0) rc = write_snapshot(c, id);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
 bool kiq_controller_quorum_changed(kiq_controller_t *c)
 {
     kiq_raft_view_t v;
@@ -636,6 +689,8 @@ bool kiq_controller_quorum_changed(kiq_controller_t *c)
     pthread_mutex_lock(&c->mu);
     if (!c->stopping) {
         catch_up(c, v.high_watermark);
+        kiq_raft_epoch_end_t id;
+        if (kiq_quorum_snapshot_due(c->quorum, c->applied)) write_snapshot(c, &id);
         bool leads = v.role == KIQ_RAFT_LEADER && (!c->active || c->epoch == v.epoch);
         /* active once its epoch's first entry is committed, so every
          * earlier one is in the image */

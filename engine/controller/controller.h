@@ -35,6 +35,7 @@
 #include "core/arena.h"
 #include "metrics/registry.h"
 #include "proto/messages.h"
+#include "raft/raft.h"
 
 typedef struct kiq_controller kiq_controller_t;
 struct kiq_quorum;
@@ -54,6 +55,12 @@ kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, c
  * active when another node leads (its timer and senders stopped).
  * Whether it is active now. */
 bool kiq_controller_quorum_changed(kiq_controller_t *c);
+/* Any thread: a metadata snapshot of what the image holds now (every
+ * committed record applied), whether or not one is due (active or not:
+ * each voter writes its own); the quorum's log then starts after it.
+ * 0 with its id (the latest one when nothing was committed since), or -1
+ * with the reason. */
+int kiq_controller_snapshot(kiq_controller_t *c, kiq_raft_epoch_end_t *id);
 /* Any thread: waits (at most timeout_ms) until this controller decides;
  * whether it does. A lone voter's start waits so, as its broker's start
  * did when the controller replayed its log before anything else. */

@@ -568,6 +568,87 @@ int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const ki
 
 int64_t kiq_metadata_image_offset(const kiq_metadata_image_t *img) { return img->offset; }
 
+/* ---- the image as records (a snapshot) ---- */
+
+static kiq_str_t str_of(const char *s) { return s ? (kiq_str_t){(char *)s, (int32_t)strlen(s)} : KIQ_STR_NULL; }
+
+static kiq_metadata_record_t *next_record(kiq_metadata_record_t *out, size_t *n, int16_t type)
+{
+    kiq_metadata_record_t *r = &out[(*n)++];
+    kiq_metadata_record_init(r, type);
+    return r;
+}
+
+int kiq_metadata_image_records(const kiq_metadata_image_t *img, kiq_arena_t *arena, kiq_metadata_record_t **out,
+                               size_t *n)
+{
+    size_t cap = img->nbrokers + img->nconfigs + 1;
+    for (size_t t = 0; t < img->ntopics; t++) cap += 1 + (size_t)img->topics[t]->npartitions;
+    kiq_metadata_record_t *rs = kiq_arena_calloc(arena, cap, sizeof *rs);
+    *n = 0;
+    for (size_t i = 0; i < img->nbrokers; i++) {
+        const kiq_broker_registration_t *b = &img->brokers[i];
+        kiq_register_broker_record_t *r = &next_record(rs, n, KIQ_MR_REGISTER_BROKER)->m.register_broker;
+        r->broker_id = b->id;
+        r->incarnation_id = b->incarnation_id;
+        r->broker_epoch = b->epoch;
+        r->end_points_n = b->nendpoints;
+        r->end_points = kiq_arena_calloc(arena, (size_t)b->nendpoints + 1, sizeof *r->end_points);
+        for (int32_t e = 0; e < b->nendpoints; e++) {
+            kiq_register_broker_record_end_points_init(&r->end_points[e]);
+            r->end_points[e].name = str_of(b->endpoints[e].name);
+            r->end_points[e].host = str_of(b->endpoints[e].host);
+            r->end_points[e].port = b->endpoints[e].port;
+            r->end_points[e].security_protocol = b->endpoints[e].security_protocol;
+        }
+        r->rack = str_of(b->rack);
+        r->fenced = b->fenced;
+        r->in_controlled_shutdown = b->in_controlled_shutdown;
+        r->log_dirs_n = b->nlog_dirs;
+        r->log_dirs = b->log_dirs;
+    }
+    for (size_t t = 0; t < img->ntopics; t++) {
+        const kiq_topic_image_t *ti = img->topics[t];
+        kiq_topic_record_t *tr = &next_record(rs, n, KIQ_MR_TOPIC)->m.topic;
+        tr->name = str_of(ti->name);
+        tr->topic_id = ti->id;
+        for (int32_t p = 0; p < ti->npartitions; p++) {
+            const kiq_partition_registration_t *pr = &ti->partitions[p];
+            kiq_partition_record_t *r = &next_record(rs, n, KIQ_MR_PARTITION)->m.partition;
+            r->partition_id = p;
+            r->topic_id = ti->id;
+            r->replicas = pr->replicas;
+            r->replicas_n = pr->nreplicas;
+            r->isr = pr->isr;
+            r->isr_n = pr->nisr;
+            r->removing_replicas = pr->removing_replicas;
+            r->removing_replicas_n = pr->nremoving;
+            r->adding_replicas = pr->adding_replicas;
+            r->adding_replicas_n = pr->nadding;
+            r->leader = pr->leader;
+            r->leader_epoch = pr->leader_epoch;
+            r->partition_epoch = pr->partition_epoch;
+            r->leader_recovery_state = pr->leader_recovery_state;
+        }
+    }
+    for (size_t i = 0; i < img->nconfigs; i++) {
+        const kiq_config_entry_t *c = &img->configs[i];
+        kiq_config_record_t *r = &next_record(rs, n, KIQ_MR_CONFIG)->m.config;
+        r->resource_type = c->resource_type;
+        r->resource_name = str_of(c->resource_name);
+        r->name = str_of(c->name);
+        r->value = str_of(c->value);
+    }
+    if (img->next_producer_id > 0) {
+        kiq_producer_ids_record_t *r = &next_record(rs, n, KIQ_MR_PRODUCER_IDS)->m.producer_ids;
+        r->broker_id = -1;
+        r->broker_epoch = -1;
+        r->next_producer_id = img->next_producer_id;
+    }
+    *out = rs;
+    return 0;
+}
+
 /* ---- placement and election ---- */
 
 int kiq_assign_replicas_rack_unaware(const int32_t *brokers, int32_t nbrokers, int32_t first_partition,

@@ -129,6 +129,14 @@ int kiq_metadata_image_apply_remove_topic(kiq_metadata_image_t *img, const kiq_r
 int64_t kiq_metadata_image_next_producer_id(const kiq_metadata_image_t *img);
 int kiq_metadata_image_apply_config(kiq_metadata_image_t *img, const kiq_config_record_t *r);
 
+/* The records that rebuild the image from nothing, as a snapshot holds
+ * them: each broker's registration (with its fenced state), each topic
+ * with its partitions' whole state, the configs and the producer ids
+ * given out. *out is in arena; its strings and arrays point into the
+ * image, so they stay valid until the next apply or free. 0 always. */
+int kiq_metadata_image_records(const kiq_metadata_image_t *img, kiq_arena_t *arena, kiq_metadata_record_t **out,
+                               size_t *n);
+
 /* Brokers, sorted by id. */
 size_t kiq_metadata_image_broker_count(const kiq_metadata_image_t *img);
 const kiq_broker_registration_t *kiq_metadata_image_broker_at(const kiq_metadata_image_t *img, size_t i);

@@ -1,11 +1,12 @@
 /* The controller quorum on one node; see quorum.h. */
-#include "controller/quorum.h"
+#include "controller/quorum_internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/metadata_snapshot.h"
 #include "controller/quorum_log.h"
 #include "core/clock.h"
 #include "core/cond.h"
@@ -19,65 +20,9 @@
 #include "record/compression.h"
 
 #define TICK_MS 5
-/* A follower's Fetch may wait at the leader for news a quarter of the
- * fetch timeout (Kafka's raft: 500 of 2000 ms), so an idle leader still
- * answers well within it; one answered with nothing new or refused is
- * asked again FETCH_IDLE_MS later, so a paused or refusing leader is not
- * asked in a loop. */
-#define FETCH_IDLE_MS 5
-#define FETCH_MAX_BYTES (1 << 20)
 
 /* Kafka's Uuid.METADATA_TOPIC_ID. */
 static const kiq_uuid_t METADATA_TOPIC_ID = { .b = { [15] = 1 } };
-
-/* Another node this one talks to: a voter, an observer's leader, or a
- * bootstrap server (a negative id). Two channels, made at its first
- * message: one for elections, one for fetches (a fetch never waits
- * behind a vote, nor a vote behind a fetch). */
-#define MAX_PEERS (2 * KIQ_RAFT_MAX_VOTERS + 8)
-typedef struct peer {
-    int32_t id;
-    kiq_quorum_endpoint_t ep; /* port 0: not known yet */
-    kiq_peer_channel_t *rpc, *fetch;
-    bool cut; /* a test dropped the traffic with it, both ways */
-} peer_t;
-
-struct kiq_quorum {
-    kiq_quorum_config_t cfg;
-    kiq_worker_t *ticker; /* set and cleared under mu (answers poke it), stopped outside it */
-    pthread_mutex_t mu; /* guards everything below */
-    peer_t peers[MAX_PEERS];
-    int n_peers;
-    /* the voter change waiting for its commit (one at a time) */
-    struct {
-        bool active;
-        int64_t offset, deadline_ms;
-        int32_t epoch;
-        kiq_quorum_change_fn done;
-        void *ctx;
-    } change;
-    pthread_cond_t moved; /* the high watermark or the role moved */
-    kiq_raft_t *raft;
-    kiq_quorum_log_t *log;
-    int64_t hw;
-    kiq_raft_role_t role;
-    int32_t epoch, leader;
-    kiq_raft_msg_t *reply; /* a handler's answer, while it holds mu */
-    bool replied;
-    /* a follower's next fetch, held after an empty answer */
-    bool fetch_held, last_fetch_empty;
-    kiq_raft_msg_t held_fetch;
-    int64_t fetch_due_ms;
-    /* what the ticker told the hook last */
-    int64_t told_hw;
-    kiq_raft_role_t told_role;
-    int32_t told_epoch;
-    bool stopping;
-    /* the network as a test breaks it: a paused voter neither ticks nor
-     * talks (a stopped process); traffic with a cut peer is dropped both
-     * ways, as a lost message is */
-    bool paused;
-};
 
 /* One request to another voter, from submit to its callback. */
 typedef struct out_call {
@@ -87,13 +32,13 @@ typedef struct out_call {
     kiq_raft_msg_t sent;
 } out_call_t;
 
-static int64_t now_ms(void)
+int64_t kiq_quorum_now_ms(void)
 {
     /* Raft keeps real time: a test's manual broker clock must not call elections */
     return kiq_clock_system_mono_ns() / 1000000;
 }
 
-static peer_t *peer_of(kiq_quorum_t *q, int32_t id)
+peer_t *kiq_quorum_peer_of(kiq_quorum_t *q, int32_t id)
 {
     for (int i = 0; i < q->n_peers; i++)
         if (q->peers[i].id == id)
@@ -101,13 +46,11 @@ static peer_t *peer_of(kiq_quorum_t *q, int32_t id)
     return NULL;
 }
 
-/* Where id listens, as a voter set, a bootstrap list or a leader's
- * answer said; a known address stays (its channels are made). */
-static void learn_peer(kiq_quorum_t *q, int32_t id, const char *name, const char *host, int port)
+void kiq_quorum_learn_peer(kiq_quorum_t *q, int32_t id, const char *name, const char *host, int port)
 {
     if (id == q->cfg.node_id || port <= 0)
         return;
-    peer_t *p = peer_of(q, id);
+    peer_t *p = kiq_quorum_peer_of(q, id);
     if (!p && q->n_peers < MAX_PEERS) {
         p = &q->peers[q->n_peers++];
         memset(p, 0, sizeof *p);
@@ -118,6 +61,42 @@ static void learn_peer(kiq_quorum_t *q, int32_t id, const char *name, const char
     snprintf(p->ep.name, sizeof p->ep.name, "%s", name ? name : "CONTROLLER");
     snprintf(p->ep.host, sizeof p->ep.host, "%s", host);
     p->ep.port = port;
+}
+
+int kiq_quorum_peer_channels(kiq_quorum_t *q, peer_t *p)
+{
+    if (p->rpc)
+        return 0;
+    if (p->ep.port <= 0)
+        return kiq_error_set("node %d's address is not known yet", p->id);
+    char name[64], peer[16];
+    snprintf(peer, sizeof peer, "%d", p->id);
+    kiq_peer_channel_config_t cc = { .name = name, .peer = peer, .host = p->ep.host, .port = p->ep.port,
+                                     .client_id = "kafkaiq-raft", .backoff_min_ms = 2,
+                                     .backoff_max_ms = 1000, .metrics = q->cfg.metrics };
+    snprintf(name, sizeof name, "raft-to-%d", p->id);
+    kiq_peer_channel_t *rpc = kiq_peer_channel_new(&cc);
+    snprintf(name, sizeof name, "raft-fetch-from-%d", p->id);
+    kiq_peer_channel_t *fetch = rpc ? kiq_peer_channel_new(&cc) : NULL;
+    if (!fetch) {
+        KIQ_ERROR("controller quorum: no channel to node %d: %s", p->id, kiq_error_get());
+        kiq_peer_channel_free(rpc);
+        return -1;
+    }
+    p->rpc = rpc;
+    p->fetch = fetch;
+    return 0;
+}
+
+void kiq_quorum_endpoint_of(kiq_quorum_t *q, int32_t id, kiq_quorum_endpoint_t *out)
+{
+    const peer_t *p = id == q->cfg.node_id ? NULL : kiq_quorum_peer_of(q, id);
+    if (id == q->cfg.node_id)
+        *out = q->cfg.self;
+    else if (p)
+        *out = p->ep;
+    else
+        memset(out, 0, sizeof *out);
 }
 
 bool kiq_quorum_voter_address(const kiq_quorum_t *q, int32_t id, const char **host, int *port)
@@ -133,7 +112,7 @@ bool kiq_quorum_voter_address(const kiq_quorum_t *q, int32_t id, const char **ho
 
 /* ---- the wire, both ways */
 
-static kiq_str_t astr(kiq_arena_t *a, const char *s)
+kiq_str_t kiq_quorum_astr(kiq_arena_t *a, const char *s)
 {
     size_t n = strlen(s);
     char *p = kiq_arena_alloc(a, n + 1);
@@ -141,12 +120,13 @@ static kiq_str_t astr(kiq_arena_t *a, const char *s)
     return (kiq_str_t){ p, (int32_t)n };
 }
 
-static void *zalloc(kiq_arena_t *a, size_t n)
+void *kiq_quorum_zalloc(kiq_arena_t *a, size_t n)
 {
     void *p = kiq_arena_alloc(a, n);
     memset(p, 0, n);
     return p;
 }
+
 
 /* The batches in records as entries (in arena); false if they are not whole. */
 static bool entries_of(kiq_bytes_t records, kiq_arena_t *a, const kiq_raft_entry_t **out, int *n)
@@ -192,11 +172,11 @@ static bool entries_of(kiq_bytes_t records, kiq_arena_t *a, const kiq_raft_entry
 #define ONE_PARTITION(T, a, msg, p)                                    \
     do {                                                               \
         (msg)->topics_n = 1;                                           \
-        (msg)->topics = zalloc((a), sizeof *(msg)->topics);            \
+        (msg)->topics = kiq_quorum_zalloc((a), sizeof *(msg)->topics);            \
         kiq_##T##_topics_init((msg)->topics);                          \
-        (msg)->topics->topic_name = astr((a), KIQ_METADATA_TOPIC);     \
+        (msg)->topics->topic_name = kiq_quorum_astr((a), KIQ_METADATA_TOPIC);     \
         (msg)->topics->partitions_n = 1;                               \
-        (p) = (msg)->topics->partitions = zalloc((a), sizeof *(p));    \
+        (p) = (msg)->topics->partitions = kiq_quorum_zalloc((a), sizeof *(p));    \
         kiq_##T##_topics_partitions_init(p);                           \
     } while (0)
 
@@ -207,7 +187,7 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
     static const char *const topic = KIQ_METADATA_TOPIC;
     switch (m->type) {
     case KIQ_RAFT_VOTE: {
-        kiq_vote_request_t *r = zalloc(a, sizeof *r);
+        kiq_vote_request_t *r = kiq_quorum_zalloc(a, sizeof *r);
         kiq_vote_request_init(r);
         r->voter_id = m->to;
         kiq_vote_request_topics_partitions_t *p;
@@ -222,7 +202,7 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
         return r;
     }
     case KIQ_RAFT_BEGIN_EPOCH: {
-        kiq_begin_quorum_epoch_request_t *r = zalloc(a, sizeof *r);
+        kiq_begin_quorum_epoch_request_t *r = kiq_quorum_zalloc(a, sizeof *r);
         kiq_begin_quorum_epoch_request_init(r);
         r->voter_id = m->to;
         kiq_begin_quorum_epoch_request_topics_partitions_t *p;
@@ -234,7 +214,7 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
         return r;
     }
     case KIQ_RAFT_END_EPOCH: {
-        kiq_end_quorum_epoch_request_t *r = zalloc(a, sizeof *r);
+        kiq_end_quorum_epoch_request_t *r = kiq_quorum_zalloc(a, sizeof *r);
         kiq_end_quorum_epoch_request_init(r);
         kiq_end_quorum_epoch_request_topics_partitions_t *p;
         ONE_PARTITION(end_quorum_epoch_request, a, r, p);
@@ -245,7 +225,7 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
         p->preferred_successors = kiq_arena_alloc(a, (size_t)(n ? n : 1) * sizeof(int32_t));
         memcpy(p->preferred_successors, m->end_epoch.successors, (size_t)n * sizeof(int32_t));
         p->preferred_candidates_n = n;
-        p->preferred_candidates = zalloc(a, (size_t)(n ? n : 1) * sizeof *p->preferred_candidates);
+        p->preferred_candidates = kiq_quorum_zalloc(a, (size_t)(n ? n : 1) * sizeof *p->preferred_candidates);
         for (int i = 0; i < n; i++) {
             kiq_end_quorum_epoch_request_topics_partitions_preferred_candidates_init(&p->preferred_candidates[i]);
             p->preferred_candidates[i].candidate_id = m->end_epoch.successors[i];
@@ -255,7 +235,7 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
         return r;
     }
     case KIQ_RAFT_FETCH: {
-        kiq_fetch_request_t *r = zalloc(a, sizeof *r);
+        kiq_fetch_request_t *r = kiq_quorum_zalloc(a, sizeof *r);
         kiq_fetch_request_init(r);
         r->replica_id = m->from;
         r->replica_state.replica_id = m->from;
@@ -263,12 +243,12 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
         r->min_bytes = 0;
         r->max_bytes = FETCH_MAX_BYTES;
         r->topics_n = 1;
-        r->topics = zalloc(a, sizeof *r->topics);
+        r->topics = kiq_quorum_zalloc(a, sizeof *r->topics);
         kiq_fetch_request_topics_init(r->topics);
-        r->topics->topic = astr(a, topic);
+        r->topics->topic = kiq_quorum_astr(a, topic);
         r->topics->topic_id = METADATA_TOPIC_ID;
         r->topics->partitions_n = 1;
-        kiq_fetch_request_topics_partitions_t *p = r->topics->partitions = zalloc(a, sizeof *p);
+        kiq_fetch_request_topics_partitions_t *p = r->topics->partitions = kiq_quorum_zalloc(a, sizeof *p);
         kiq_fetch_request_topics_partitions_init(p);
         p->current_leader_epoch = m->epoch;
         p->fetch_offset = m->fetch.offset;
@@ -354,24 +334,9 @@ static void on_answer(kiq_peer_call_t *call, int rc);
 
 static void submit(kiq_quorum_t *q, const kiq_raft_msg_t *m)
 {
-    peer_t *to = peer_of(q, m->to);
-    if (!to || to->ep.port <= 0 || q->stopping || q->paused || to->cut)
+    peer_t *to = kiq_quorum_peer_of(q, m->to);
+    if (!to || q->stopping || q->paused || to->cut || kiq_quorum_peer_channels(q, to) != 0)
         return;
-    if (!to->rpc) {
-        char name[64], peer[16];
-        snprintf(peer, sizeof peer, "%d", to->id);
-        kiq_peer_channel_config_t cc = { .name = name, .peer = peer, .host = to->ep.host, .port = to->ep.port,
-                                         .client_id = "kafkaiq-raft", .backoff_min_ms = 2,
-                                         .backoff_max_ms = 1000, .metrics = q->cfg.metrics };
-        snprintf(name, sizeof name, "raft-to-%d", to->id);
-        to->rpc = kiq_peer_channel_new(&cc);
-        snprintf(name, sizeof name, "raft-fetch-from-%d", to->id);
-        to->fetch = to->rpc ? kiq_peer_channel_new(&cc) : NULL;
-        if (!to->fetch) {
-            KIQ_ERROR("controller quorum: no channel to node %d: %s", to->id, kiq_error_get());
-            return;
-        }
-    }
     out_call_t *c = calloc(1, sizeof *c);
     if (!c)
         abort();
@@ -383,7 +348,7 @@ static void submit(kiq_quorum_t *q, const kiq_raft_msg_t *m)
     c->call.request = request_of(m, wait_ms > 0 ? wait_ms : 0, &c->arena, &c->call.api_key, &resp_size);
     c->call.version = -1;
     c->call.arena = &c->arena;
-    c->call.response = zalloc(&c->arena, resp_size);
+    c->call.response = kiq_quorum_zalloc(&c->arena, resp_size);
     c->call.deadline_ns = kiq_clock_mono_ns() + q->cfg.request_timeout_ms * 1000000;
     c->call.done = on_answer;
     c->call.ctx = c;
@@ -407,7 +372,7 @@ static void io_send(void *ctx, const kiq_raft_msg_t *m)
         if (q->last_fetch_empty) {
             q->held_fetch = *m;
             q->fetch_held = true;
-            q->fetch_due_ms = now_ms() + FETCH_IDLE_MS;
+            q->fetch_due_ms = kiq_quorum_now_ms() + FETCH_IDLE_MS;
             return;
         }
         submit(q, m);
@@ -438,7 +403,7 @@ static void learn_voters(kiq_quorum_t *q, const uint8_t *batch, size_t len)
     kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
     if (kiq_quorum_voters_decode(batch, len, &set, eps) == 1)
         for (int i = 0; i < set.n; i++)
-            learn_peer(q, set.voters[i].id, eps[i].name, eps[i].host, eps[i].port);
+            kiq_quorum_learn_peer(q, set.voters[i].id, eps[i].name, eps[i].host, eps[i].port);
 }
 
 static int io_append(void *ctx, int64_t offset, const kiq_raft_entry_t *e, int n)
@@ -448,6 +413,8 @@ static int io_append(void *ctx, int64_t offset, const kiq_raft_entry_t *e, int n
         if (e[i].voters)
             learn_voters(q, e[i].data, e[i].len);
     int rc = kiq_quorum_log_append(q->log, offset, e, n);
+    for (int i = 0; rc == 0 && i < n; i++)
+        q->bytes_since_snapshot += e[i].len;
     tell_news(q);
     return rc;
 }
@@ -484,10 +451,10 @@ static void propose_leader_change(kiq_quorum_t *q, int32_t epoch)
     kiq_leader_change_message_t m;
     kiq_leader_change_message_init(&m);
     m.leader_id = q->cfg.node_id;
-    kiq_raft_view_t *v = zalloc(&a, sizeof *v);
+    kiq_raft_view_t *v = kiq_quorum_zalloc(&a, sizeof *v);
     kiq_raft_view(q->raft, v);
     m.voters_n = v->n_voters;
-    m.voters = zalloc(&a, (size_t)(v->n_voters ? v->n_voters : 1) * sizeof *m.voters);
+    m.voters = kiq_quorum_zalloc(&a, (size_t)(v->n_voters ? v->n_voters : 1) * sizeof *m.voters);
     for (int i = 0; i < v->n_voters; i++) {
         kiq_leader_change_message_voters_init(&m.voters[i]);
         m.voters[i].voter_id = v->voters[i].id;
@@ -529,6 +496,7 @@ static void io_became(void *ctx, kiq_raft_role_t role, int32_t epoch, int32_t le
         propose_leader_change(q, epoch);
     q->last_fetch_empty = false;
     q->fetch_held = false;
+    kiq_quorum_snapshot_fetch_drop(q);
     pthread_cond_broadcast(&q->moved);
     tell_news(q);
     wake_ticker(q);
@@ -546,6 +514,7 @@ static void io_committed(void *ctx, int64_t hw)
 static const kiq_raft_io_t IO = {
     .send = io_send, .append = io_append, .truncate = io_truncate, .read = io_read,
     .persist = io_persist, .became = io_became, .committed = io_committed,
+    .fetch_snapshot = kiq_quorum_snapshot_fetch_start,
 };
 
 /* A channel's worker: another voter answered (or did not). */
@@ -556,14 +525,14 @@ static void on_answer(kiq_peer_call_t *call, int rc)
     kiq_raft_msg_t m;
     if (rc == 0 && reply_of(c, call->response, &c->arena, &m)) {
         pthread_mutex_lock(&q->mu);
-        peer_t *from = peer_of(q, m.from);
+        peer_t *from = kiq_quorum_peer_of(q, m.from);
         if (m.type == KIQ_RAFT_FETCH_REPLY) {
             /* the leader it names: where to fetch next */
             const kiq_fetch_response_t *r = call->response;
             for (int i = 0; i < r->node_endpoints_n; i++) {
                 char host[256];
                 snprintf(host, sizeof host, "%.*s", (int)r->node_endpoints[i].host.len, r->node_endpoints[i].host.p);
-                learn_peer(q, r->node_endpoints[i].node_id, NULL, host, r->node_endpoints[i].port);
+                kiq_quorum_learn_peer(q, r->node_endpoints[i].node_id, NULL, host, r->node_endpoints[i].port);
             }
         }
         if (!q->stopping && !q->paused && from && !from->cut) {
@@ -571,7 +540,7 @@ static void on_answer(kiq_peer_call_t *call, int rc)
                 q->last_fetch_empty = m.error != KIQ_ERR_NONE ||
                                       (m.fetch_reply.n_entries == 0 && m.fetch_reply.diverging.epoch < 0 &&
                                        m.fetch_reply.snapshot.epoch < 0 && m.fetch_reply.high_watermark <= q->hw);
-            kiq_raft_receive(q->raft, now_ms(), &m);
+            kiq_raft_receive(q->raft, kiq_quorum_now_ms(), &m);
         }
         pthread_mutex_unlock(&q->mu);
     }
@@ -585,7 +554,7 @@ static int64_t tick_round(void *ctx)
 {
     kiq_quorum_t *q = ctx;
     pthread_mutex_lock(&q->mu);
-    int64_t now = now_ms();
+    int64_t now = kiq_quorum_now_ms();
     if (!q->paused)
         kiq_raft_tick(q->raft, now);
     if (q->fetch_held && !q->paused && now >= q->fetch_due_ms) {
@@ -610,6 +579,7 @@ static int64_t tick_round(void *ctx)
             change_ctx = q->change.ctx;
         }
     }
+    kiq_quorum_snapshot_tick(q, now);
     bool moved = q->hw != q->told_hw || q->role != q->told_role || q->epoch != q->told_epoch;
     q->told_hw = q->hw;
     q->told_role = q->role;
@@ -635,24 +605,41 @@ typedef struct voter_sets {
     int n, cap;
 } voter_sets_t;
 
-static int collect_voters(void *ctx, int64_t offset, const uint8_t *batch, size_t len)
+static void add_set(voter_sets_t *v, int64_t offset, const kiq_raft_voter_set_t *set,
+                    const kiq_quorum_endpoint_t *eps)
 {
-    voter_sets_t *v = ctx;
-    kiq_raft_voter_set_t set;
-    kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
-    int got = kiq_quorum_voters_decode(batch, len, &set, eps);
-    if (got <= 0)
-        return got;
     if (v->n == v->cap) {
         v->cap = v->cap ? v->cap * 2 : 8;
         v->at = realloc(v->at, (size_t)v->cap * sizeof *v->at);
         if (!v->at)
             abort();
     }
-    v->at[v->n++] = (kiq_raft_voters_at_t){ offset, set };
-    for (int i = 0; i < set.n; i++)
-        learn_peer(v->q, set.voters[i].id, eps[i].name, eps[i].host, eps[i].port);
-    return 0;
+    v->at[v->n++] = (kiq_raft_voters_at_t){ offset, *set };
+    for (int i = 0; i < set->n; i++)
+        kiq_quorum_learn_peer(v->q, set->voters[i].id, eps[i].name, eps[i].host, eps[i].port);
+}
+
+static int collect_voters(void *ctx, int64_t offset, const uint8_t *batch, size_t len)
+{
+    kiq_raft_voter_set_t set;
+    kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
+    int got = kiq_quorum_voters_decode(batch, len, &set, eps);
+    if (got > 0)
+        add_set(ctx, offset, &set, eps);
+    return got < 0 ? got : 0;
+}
+
+/* The voter set of the snapshot the log starts after comes first: the
+ * entries that wrote it are gone (Kafka's voter history starts there too,
+ * at the snapshot's last offset). */
+static int snapshot_voters(kiq_quorum_t *q, voter_sets_t *sets)
+{
+    kiq_raft_epoch_end_t s = kiq_quorum_log_snapshot(q->log);
+    kiq_snapshot_voters_t v;
+    int got = s.epoch >= 0 ? kiq_snapshot_voters(kiq_quorum_log_dir(q->log), s, &v) : 0;
+    if (got > 0)
+        add_set(sets, s.end_offset - 1, &v.set, v.eps);
+    return got < 0 ? got : 0;
 }
 
 /* Kafka's `kafka-storage format --standalone`: a new log's first batch
@@ -691,7 +678,7 @@ kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg)
     for (int i = 0; i < cfg->n_voters; i++)
         ids[i] = cfg->voters[i].id;
     q->log = kiq_quorum_log_open(cfg->dir, ids, cfg->n_voters);
-    if (!q->log) {
+    if (!q->log || (cfg->segment_bytes > 0 && kiq_quorum_log_set_segment_bytes(q->log, cfg->segment_bytes) != 0)) {
         kiq_quorum_free(q);
         return NULL;
     }
@@ -699,18 +686,18 @@ kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg)
         .node_id = cfg->node_id, .n_voters = cfg->n_voters, .election_timeout_ms = cfg->election_timeout_ms,
         .fetch_timeout_ms = cfg->fetch_timeout_ms, .election_backoff_max_ms = cfg->election_backoff_max_ms,
         .request_timeout_ms = cfg->request_timeout_ms, .seed = (uint64_t)kiq_clock_system_mono_ns(),
-        .now_ms = now_ms(), .io = &IO, .ctx = q,
+        .now_ms = kiq_quorum_now_ms(), .io = &IO, .ctx = q,
     };
     memcpy(rc.voters, ids, (size_t)cfg->n_voters * sizeof *ids);
     memcpy(rc.dir, cfg->dir_id, sizeof rc.dir);
     for (int i = 0; i < cfg->n_voters; i++)
-        learn_peer(q, cfg->voters[i].id, NULL, cfg->voters[i].host, cfg->voters[i].port);
+        kiq_quorum_learn_peer(q, cfg->voters[i].id, NULL, cfg->voters[i].host, cfg->voters[i].port);
     for (int i = 0; i < cfg->n_bootstrap; i++)
-        learn_peer(q, KIQ_RAFT_BOOTSTRAP_ID(i), NULL, cfg->bootstrap[i].host, cfg->bootstrap[i].port);
+        kiq_quorum_learn_peer(q, KIQ_RAFT_BOOTSTRAP_ID(i), NULL, cfg->bootstrap[i].host, cfg->bootstrap[i].port);
     rc.n_bootstrap = cfg->n_bootstrap;
     voter_sets_t sets = { .q = q };
     if ((!cfg->n_voters && cfg->standalone && kiq_quorum_log_end(q->log) == 0 && format_standalone(q) != 0) ||
-        kiq_quorum_log_scan_control(q->log, collect_voters, &sets) != 0) {
+        snapshot_voters(q, &sets) != 0 || kiq_quorum_log_scan_control(q->log, collect_voters, &sets) != 0) {
         free(sets.at);
         kiq_quorum_free(q);
         return NULL;
@@ -719,6 +706,10 @@ kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg)
     rc.n_voter_sets = sets.n;
     kiq_quorum_log_fill(q->log, &rc);
     q->epoch = rc.state.epoch;
+    q->hw = rc.snapshot.epoch >= 0 ? rc.snapshot.end_offset : 0; /* raft's starts there too */
+    q->bytes_since_snapshot = kiq_quorum_log_size(q->log);
+    q->last_snapshot_ms = kiq_quorum_now_ms();
+    q->snap.id = (kiq_raft_epoch_end_t){ -1, -1 };
     q->raft = kiq_raft_new(&rc);
     free(sets.at);
     if (!q->raft) {
@@ -746,7 +737,7 @@ void kiq_quorum_stop(kiq_quorum_t *q, bool resign)
     bool first = !q->stopping;
     /* a leader that leaves tells the others, so one of them runs at once */
     if (first && resign)
-        kiq_raft_resign(q->raft, now_ms());
+        kiq_raft_resign(q->raft, kiq_quorum_now_ms());
     pthread_mutex_unlock(&q->mu);
     if (!first)
         return;
@@ -794,19 +785,19 @@ void kiq_quorum_free(kiq_quorum_t *q)
  * epoch and no leader, which the sender drops as stale. */
 static bool ask_raft(kiq_quorum_t *q, const kiq_raft_msg_t *m, kiq_raft_msg_t *re)
 {
-    const peer_t *from = peer_of(q, m->from);
+    const peer_t *from = kiq_quorum_peer_of(q, m->from);
     if (q->paused || (from && from->cut)) {
         re->epoch = re->leader_id = -1;
         return false;
     }
     q->reply = re;
     q->replied = false;
-    kiq_raft_receive(q->raft, now_ms(), m);
+    kiq_raft_receive(q->raft, kiq_quorum_now_ms(), m);
     q->reply = NULL;
     return q->replied;
 }
 
-static bool is_metadata_topic(kiq_str_t name)
+bool kiq_quorum_is_metadata_topic(kiq_str_t name)
 {
     return name.len == (int32_t)strlen(KIQ_METADATA_TOPIC) && memcmp(name.p, KIQ_METADATA_TOPIC, (size_t)name.len) == 0;
 }
@@ -816,12 +807,12 @@ bool kiq_quorum_is_metadata_fetch(int16_t version, const kiq_fetch_request_t *re
     if (req->topics_n != 1)
         return false;
     return version >= 13 ? memcmp(&req->topics->topic_id, &METADATA_TOPIC_ID, sizeof METADATA_TOPIC_ID) == 0
-                         : is_metadata_topic(req->topics->topic);
+                         : kiq_quorum_is_metadata_topic(req->topics->topic);
 }
 
 void kiq_quorum_vote(kiq_quorum_t *q, const kiq_vote_request_t *req, kiq_arena_t *arena, kiq_vote_response_t *resp)
 {
-    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !is_metadata_topic(req->topics->topic_name)) {
+    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !kiq_quorum_is_metadata_topic(req->topics->topic_name)) {
         resp->error_code = KIQ_ERR_INVALID_REQUEST;
         return;
     }
@@ -856,7 +847,7 @@ void kiq_quorum_vote(kiq_quorum_t *q, const kiq_vote_request_t *req, kiq_arena_t
 void kiq_quorum_begin_epoch(kiq_quorum_t *q, const kiq_begin_quorum_epoch_request_t *req, kiq_arena_t *arena,
                             kiq_begin_quorum_epoch_response_t *resp)
 {
-    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !is_metadata_topic(req->topics->topic_name)) {
+    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !kiq_quorum_is_metadata_topic(req->topics->topic_name)) {
         resp->error_code = KIQ_ERR_INVALID_REQUEST;
         return;
     }
@@ -873,7 +864,7 @@ void kiq_quorum_begin_epoch(kiq_quorum_t *q, const kiq_begin_quorum_epoch_reques
 void kiq_quorum_end_epoch(kiq_quorum_t *q, const kiq_end_quorum_epoch_request_t *req, kiq_arena_t *arena,
                           kiq_end_quorum_epoch_response_t *resp)
 {
-    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !is_metadata_topic(req->topics->topic_name)) {
+    if (req->topics_n != 1 || req->topics->partitions_n != 1 || !kiq_quorum_is_metadata_topic(req->topics->topic_name)) {
         resp->error_code = KIQ_ERR_INVALID_REQUEST;
         return;
     }
@@ -896,12 +887,12 @@ bool kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_
                       kiq_fetch_response_t *resp)
 {
     resp->responses_n = 1;
-    resp->responses = zalloc(arena, sizeof *resp->responses);
+    resp->responses = kiq_quorum_zalloc(arena, sizeof *resp->responses);
     kiq_fetch_response_responses_init(resp->responses);
-    resp->responses->topic = astr(arena, KIQ_METADATA_TOPIC);
+    resp->responses->topic = kiq_quorum_astr(arena, KIQ_METADATA_TOPIC);
     resp->responses->topic_id = METADATA_TOPIC_ID;
     resp->responses->partitions_n = 1;
-    kiq_fetch_response_responses_partitions_t *rp = resp->responses->partitions = zalloc(arena, sizeof *rp);
+    kiq_fetch_response_responses_partitions_t *rp = resp->responses->partitions = kiq_quorum_zalloc(arena, sizeof *rp);
     kiq_fetch_response_responses_partitions_init(rp);
     if (req->topics->partitions_n != 1 || req->topics->partitions->partition != 0) {
         rp->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -930,7 +921,8 @@ bool kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_
             }
             rp->records = (kiq_bytes_t){ bytes, (int32_t)len };
         }
-        rp->log_start_offset = 0;
+        kiq_raft_epoch_end_t snap = kiq_quorum_log_snapshot(q->log);
+        rp->log_start_offset = snap.epoch >= 0 ? snap.end_offset : 0;
     }
     pthread_mutex_unlock(&q->mu);
     rp->error_code = ok ? re.error : KIQ_ERR_UNKNOWN_SERVER_ERROR;
@@ -944,10 +936,10 @@ bool kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_
     if (re.leader_id == q->cfg.node_id && q->cfg.self.port > 0) {
         /* an observer that found this leader through a bootstrap server learns where to fetch */
         resp->node_endpoints_n = 1;
-        resp->node_endpoints = zalloc(arena, sizeof *resp->node_endpoints);
+        resp->node_endpoints = kiq_quorum_zalloc(arena, sizeof *resp->node_endpoints);
         kiq_fetch_response_node_endpoints_init(resp->node_endpoints);
         resp->node_endpoints->node_id = q->cfg.node_id;
-        resp->node_endpoints->host = astr(arena, q->cfg.self.host);
+        resp->node_endpoints->host = kiq_quorum_astr(arena, q->cfg.self.host);
         resp->node_endpoints->port = q->cfg.self.port;
     }
     return rp->error_code == KIQ_ERR_NONE && !rp->records.len && rp->diverging_epoch.epoch < 0 &&
@@ -961,18 +953,30 @@ bool kiq_quorum_fetch_news(kiq_quorum_t *q, int64_t offset, int64_t hw)
     return v.role != KIQ_RAFT_LEADER || v.log_end > offset || v.high_watermark != hw;
 }
 
+/* One ReplicaState of DescribeQuorum (a voter's and an observer's are
+ * two generated types of the same fields); times on the wall clock. */
+#define REPLICA_STATE(dst, src, wall, mono)                                                                        \
+    do {                                                                                                           \
+        (dst)->replica_id = (src)->id;                                                                             \
+        memcpy((dst)->replica_directory_id.b, (src)->dir, sizeof (dst)->replica_directory_id.b);                  \
+        (dst)->log_end_offset = (src)->log_end;                                                                    \
+        (dst)->last_fetch_timestamp = (src)->last_fetch_ms < 0 ? -1 : (wall) - ((mono) - (src)->last_fetch_ms);    \
+        (dst)->last_caught_up_timestamp =                                                                          \
+            (src)->last_caught_up_ms < 0 ? -1 : (wall) - ((mono) - (src)->last_caught_up_ms);                      \
+    } while (0)
+
 void kiq_quorum_describe(kiq_quorum_t *q, const kiq_describe_quorum_request_t *req, kiq_arena_t *arena,
                          kiq_describe_quorum_response_t *resp)
 {
     kiq_raft_view_t v;
     kiq_quorum_view(q, &v);
-    int64_t wall = kiq_clock_wall_ms(), mono = now_ms();
+    int64_t wall = kiq_clock_wall_ms(), mono = kiq_quorum_now_ms();
     resp->topics_n = 1;
-    resp->topics = zalloc(arena, sizeof *resp->topics);
+    resp->topics = kiq_quorum_zalloc(arena, sizeof *resp->topics);
     kiq_describe_quorum_response_topics_init(resp->topics);
-    resp->topics->topic_name = astr(arena, KIQ_METADATA_TOPIC);
+    resp->topics->topic_name = kiq_quorum_astr(arena, KIQ_METADATA_TOPIC);
     resp->topics->partitions_n = 1;
-    kiq_describe_quorum_response_topics_partitions_t *rp = resp->topics->partitions = zalloc(arena, sizeof *rp);
+    kiq_describe_quorum_response_topics_partitions_t *rp = resp->topics->partitions = kiq_quorum_zalloc(arena, sizeof *rp);
     kiq_describe_quorum_response_topics_partitions_init(rp);
     if (v.role != KIQ_RAFT_LEADER) {
         /* only the leader knows every voter's place */
@@ -985,16 +989,36 @@ void kiq_quorum_describe(kiq_quorum_t *q, const kiq_describe_quorum_request_t *r
     rp->leader_epoch = v.epoch;
     rp->high_watermark = v.high_watermark;
     rp->current_voters_n = v.n_voters;
-    rp->current_voters = zalloc(arena, (size_t)(v.n_voters ? v.n_voters : 1) * sizeof *rp->current_voters);
+    rp->current_voters = kiq_quorum_zalloc(arena, (size_t)(v.n_voters ? v.n_voters : 1) * sizeof *rp->current_voters);
     for (int i = 0; i < v.n_voters; i++) {
-        kiq_describe_quorum_response_topics_partitions_current_voters_t *cv = &rp->current_voters[i];
-        kiq_describe_quorum_response_topics_partitions_current_voters_init(cv);
-        cv->replica_id = v.voters[i].id;
-        cv->log_end_offset = v.voters[i].log_end;
-        cv->last_fetch_timestamp = v.voters[i].last_fetch_ms < 0 ? -1 : wall - (mono - v.voters[i].last_fetch_ms);
-        cv->last_caught_up_timestamp =
-            v.voters[i].last_caught_up_ms < 0 ? -1 : wall - (mono - v.voters[i].last_caught_up_ms);
+        kiq_describe_quorum_response_topics_partitions_current_voters_init(&rp->current_voters[i]);
+        REPLICA_STATE(&rp->current_voters[i], &v.voters[i], wall, mono);
     }
+    rp->observers_n = v.n_observers;
+    rp->observers = kiq_quorum_zalloc(arena, (size_t)(v.n_observers ? v.n_observers : 1) * sizeof *rp->observers);
+    for (int i = 0; i < v.n_observers; i++) {
+        kiq_describe_quorum_response_topics_partitions_observers_init(&rp->observers[i]);
+        REPLICA_STATE(&rp->observers[i], &v.observers[i], wall, mono);
+    }
+    /* v2's nodes: where each voter listens (kafka-metadata-quorum prints them) */
+    resp->nodes = kiq_quorum_zalloc(arena, (size_t)(v.n_voters ? v.n_voters : 1) * sizeof *resp->nodes);
+    pthread_mutex_lock(&q->mu);
+    for (int i = 0; i < v.n_voters; i++) {
+        kiq_quorum_endpoint_t ep;
+        kiq_quorum_endpoint_of(q, v.voters[i].id, &ep);
+        if (ep.port <= 0)
+            continue;
+        kiq_describe_quorum_response_nodes_t *n = &resp->nodes[resp->nodes_n++];
+        kiq_describe_quorum_response_nodes_init(n);
+        n->node_id = v.voters[i].id;
+        n->listeners_n = 1;
+        n->listeners = kiq_quorum_zalloc(arena, sizeof *n->listeners);
+        kiq_describe_quorum_response_nodes_listeners_init(n->listeners);
+        n->listeners->name = kiq_quorum_astr(arena, ep.name[0] ? ep.name : "CONTROLLER");
+        n->listeners->host = kiq_quorum_astr(arena, ep.host);
+        n->listeners->port = (uint16_t)ep.port;
+    }
+    pthread_mutex_unlock(&q->mu);
 }
 
 /* ---- the controller's side */
@@ -1052,13 +1076,13 @@ static void change_voters(kiq_quorum_t *q, const kiq_raft_replica_key_t *key, co
         kiq_raft_voters_changed(q->raft, key, add, &set);
         kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
         for (int i = 0; i < set.n; i++) {
-            const peer_t *p = peer_of(q, set.voters[i].id);
+            const peer_t *p = kiq_quorum_peer_of(q, set.voters[i].id);
             eps[i] = set.voters[i].id == q->cfg.node_id ? q->cfg.self
                      : add && set.voters[i].id == key->id ? *ep
                      : p ? p->ep : (kiq_quorum_endpoint_t){ .port = 0 };
         }
         if (add)
-            learn_peer(q, key->id, ep->name, ep->host, ep->port);
+            kiq_quorum_learn_peer(q, key->id, ep->name, ep->host, ep->port);
         kiq_wr_t batch;
         kiq_wr_init(&batch);
         int32_t count;
@@ -1074,7 +1098,7 @@ static void change_voters(kiq_quorum_t *q, const kiq_raft_replica_key_t *key, co
             q->change.active = true;
             q->change.offset = at;
             q->change.epoch = q->epoch;
-            q->change.deadline_ms = now_ms() + (timeout_ms > 0 ? timeout_ms : q->cfg.request_timeout_ms);
+            q->change.deadline_ms = kiq_quorum_now_ms() + (timeout_ms > 0 ? timeout_ms : q->cfg.request_timeout_ms);
             q->change.done = done;
             q->change.ctx = ctx;
             wake_ticker(q);
@@ -1121,7 +1145,7 @@ void kiq_quorum_pause(kiq_quorum_t *q, bool paused)
 void kiq_quorum_cut(kiq_quorum_t *q, int32_t voter, bool cut)
 {
     pthread_mutex_lock(&q->mu);
-    peer_t *p = peer_of(q, voter);
+    peer_t *p = kiq_quorum_peer_of(q, voter);
     if (p)
         p->cut = cut;
     pthread_mutex_unlock(&q->mu);

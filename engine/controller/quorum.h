@@ -45,6 +45,11 @@ typedef struct kiq_quorum_config {
     kiq_quorum_endpoint_t self; /* this node's controller listener */
     /* Kafka's controller.quorum.* settings */
     int64_t election_timeout_ms, fetch_timeout_ms, election_backoff_max_ms, request_timeout_ms;
+    /* metadata.log.max.record.bytes.between.snapshots and
+     * metadata.log.max.snapshot.interval.ms: a snapshot is due after
+     * either, once there is something new to put in it (0: never) */
+    int64_t snapshot_max_bytes, snapshot_interval_ms;
+    int32_t segment_bytes; /* metadata.log.segment.bytes (0: the log default) */
     kiq_metrics_t *metrics; /* the channels report there (NULL: nowhere) */
     /* The ticker's thread, the quorum's lock released: the high watermark
      * or this node's role moved. */
@@ -101,6 +106,30 @@ int kiq_quorum_write(kiq_quorum_t *q, const kiq_metadata_record_t *records, size
 /* The committed records [from, to) (to at most the high watermark). */
 int kiq_quorum_replay(kiq_quorum_t *q, int64_t from, int64_t to, kiq_metadata_replay_fn cb, void *ctx);
 void kiq_quorum_view(kiq_quorum_t *q, kiq_raft_view_t *out);
+
+/* ---- snapshots (quorum_snapshot.c) */
+
+/* The controller's snapshot of its image, which holds every committed
+ * record below `end` (at most the high watermark): written as the
+ * snapshot of (end, the epoch of the entry before it), then the log
+ * starts there (the segments wholly below deleted). An end at or below
+ * the latest snapshot's writes nothing. 0 with *id the latest snapshot,
+ * or -1 with the reason. */
+int kiq_quorum_snapshot(kiq_quorum_t *q, int64_t end, const kiq_metadata_record_t *records, size_t n,
+                        kiq_raft_epoch_end_t *id);
+/* Whether a snapshot of the records committed below `applied` is due. */
+bool kiq_quorum_snapshot_due(kiq_quorum_t *q, int64_t applied);
+/* The end of the snapshot the log starts after, 0 when none. */
+int64_t kiq_quorum_log_start(kiq_quorum_t *q);
+/* The latest snapshot's records (cb as a replay's); *end its end offset,
+ * from which the log replays. 0, or -1 with the reason (a damaged file). */
+int kiq_quorum_load_snapshot(kiq_quorum_t *q, kiq_metadata_replay_fn cb, void *ctx, int64_t *end);
+/* FetchSnapshot from another voter (this one must lead), as Kafka answers
+ * it: a chunk of the snapshot asked for, or SNAPSHOT_NOT_FOUND,
+ * POSITION_OUT_OF_RANGE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+ * NOT_LEADER_OR_FOLLOWER. */
+void kiq_quorum_fetch_snapshot(kiq_quorum_t *q, const kiq_fetch_snapshot_request_t *req, kiq_arena_t *arena,
+                               kiq_fetch_snapshot_response_t *resp);
 
 /* Faults a test injects. A paused voter stops its clock and drops all
  * Raft traffic (a process stopped with SIGSTOP: a leader comes back still

@@ -1,7 +1,10 @@
 /* The quorum's log and quorum-state file; see quorum_log.h. */
 #include "controller/quorum_log.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -11,16 +14,24 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "controller/metadata_snapshot.h"
 #include "core/say.h"
+#include "log/leader_epoch_cache.h"
 #include "log/partition_log.h"
+#include "log/producer_state.h"
 #include "record/batch.h"
 #include "record/compression.h"
 
 #define MAX_EPOCHS 1024
+/* Snapshots looked at when the log opens, newest first. */
+#define MAX_SNAPSHOTS 64
 
 /* Owned by the quorum's thread. */
 struct kiq_quorum_log {
-    kiq_partition_log_t *log;
+    kiq_partition_log_t *log; /* NULL only after a reset that could not reopen it */
+    kiq_log_config_t cfg;
+    char dir[PATH_MAX];
+    kiq_raft_epoch_end_t snapshot; /* epoch -1: none */
     char state_path[PATH_MAX];
     int32_t voters[KIQ_RAFT_MAX_VOTERS];
     int n_voters;
@@ -53,6 +64,74 @@ static int read_state(kiq_quorum_log_t *l)
     return rc;
 }
 
+/* The log's files (segments, their indexes, producer snapshots, the
+ * epoch checkpoint) removed, an empty segment made at start, the log
+ * reopened: it holds nothing and ends at start. */
+static int reset_log(kiq_quorum_log_t *l, int64_t start)
+{
+    kiq_partition_log_free(l->log);
+    l->log = NULL;
+    static const char *const suffixes[] = { KIQ_LOG_SUFFIX, KIQ_INDEX_SUFFIX, KIQ_TIMEINDEX_SUFFIX,
+                                            KIQ_TXNINDEX_SUFFIX, KIQ_SNAPSHOT_SUFFIX };
+    DIR *d = opendir(l->dir);
+    if (!d)
+        return kiq_error_errno("%s", l->dir);
+    struct dirent *e;
+    char path[PATH_MAX + 256];
+    while ((e = readdir(d))) {
+        int64_t base;
+        bool ours = strcmp(e->d_name, KIQ_LEADER_EPOCH_CHECKPOINT) == 0;
+        for (size_t i = 0; !ours && i < sizeof suffixes / sizeof *suffixes; i++)
+            ours = kiq_log_segment_name_parse(e->d_name, suffixes[i], &base);
+        snprintf(path, sizeof path, "%s/%s", l->dir, e->d_name);
+        if (ours && unlink(path) != 0 && errno != ENOENT) {
+            closedir(d);
+            return kiq_error_errno("%s", path);
+        }
+    }
+    closedir(d);
+    int fd = kiq_log_segment_path(path, sizeof path, l->dir, start, KIQ_LOG_SUFFIX) == 0
+                 ? open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;
+    if (fd < 0)
+        return kiq_error_errno("%s", path);
+    close(fd);
+    l->log = kiq_partition_log_open_at(l->dir, &l->cfg, 0);
+    if (!l->log)
+        return -1;
+    KIQ_INFO("%s: the log now starts empty at offset %" PRId64, l->dir, start);
+    return 0;
+}
+
+/* At the open: the latest snapshot that reads whole, and the log made to
+ * start at its end. */
+static int find_snapshot(kiq_quorum_log_t *l)
+{
+    kiq_raft_epoch_end_t ids[MAX_SNAPSHOTS];
+    int n = kiq_snapshot_list(l->dir, ids, MAX_SNAPSHOTS);
+    if (n < 0)
+        return -1;
+    int64_t start = kiq_partition_log_start_offset(l->log), end = kiq_partition_log_end_offset(l->log);
+    for (int i = (n < MAX_SNAPSHOTS ? n : MAX_SNAPSHOTS) - 1; i >= 0; i--) {
+        if (kiq_snapshot_load(l->dir, ids[i], NULL, NULL) != 0) {
+            KIQ_ERROR("%s; the snapshot before it is tried", kiq_error_get());
+            continue;
+        }
+        if (ids[i].end_offset < start)
+            return kiq_error_set("%s: the latest whole metadata snapshot ends at offset %" PRId64 " but the log starts "
+                                 "after it, at %" PRId64 ": the metadata cannot be rebuilt here",
+                                 l->dir, ids[i].end_offset, start);
+        l->snapshot = ids[i];
+        /* a fetched snapshot whose log reset was cut short */
+        if (ids[i].end_offset > end)
+            return reset_log(l, ids[i].end_offset);
+        return kiq_partition_log_advance_start(l->log, ids[i].end_offset) == 0 ? 0 : -1;
+    }
+    if (start > 0)
+        return kiq_error_set("%s: the log starts at offset %" PRId64 " and no whole metadata snapshot holds what was "
+                             "before it: the metadata cannot be rebuilt here", l->dir, start);
+    return 0;
+}
+
 kiq_quorum_log_t *kiq_quorum_log_open(const char *dir, const int32_t *voters, int n_voters)
 {
     char path[PATH_MAX];
@@ -75,10 +154,11 @@ kiq_quorum_log_t *kiq_quorum_log_open(const char *dir, const int32_t *voters, in
     memcpy(l->voters, voters, (size_t)n_voters * sizeof *voters);
     l->n_voters = n_voters;
     kiq_wr_init(&l->read_buf);
-    kiq_log_config_t cfg;
-    kiq_log_config_default(&cfg);
-    cfg.clean_shutdown = false;
-    l->log = kiq_partition_log_open_at(path, &cfg, 0);
+    snprintf(l->dir, sizeof l->dir, "%s", path);
+    l->snapshot = (kiq_raft_epoch_end_t){ -1, -1 };
+    kiq_log_config_default(&l->cfg);
+    l->cfg.clean_shutdown = false;
+    l->log = kiq_partition_log_open_at(path, &l->cfg, 0);
     if (!l->log || read_state(l) != 0) {
         kiq_quorum_log_free(l);
         return NULL;
@@ -88,6 +168,10 @@ kiq_quorum_log_t *kiq_quorum_log_open(const char *dir, const int32_t *voters, in
     if (rec.bytes_truncated)
         KIQ_WARN("%s: cut %llu bytes of torn or corrupt tail; the log now ends at offset %lld", path,
                  (unsigned long long)rec.bytes_truncated, (long long)kiq_partition_log_end_offset(l->log));
+    if (find_snapshot(l) != 0) {
+        kiq_quorum_log_free(l);
+        return NULL;
+    }
     return l;
 }
 
@@ -103,6 +187,7 @@ void kiq_quorum_log_free(kiq_quorum_log_t *l)
 
 void kiq_quorum_log_fill(kiq_quorum_log_t *l, kiq_raft_config_t *cfg)
 {
+
     kiq_epoch_entry_t e[MAX_EPOCHS];
     int n = kiq_partition_log_epochs(l->log, e, MAX_EPOCHS);
     if (n > MAX_EPOCHS)
@@ -111,20 +196,28 @@ void kiq_quorum_log_fill(kiq_quorum_log_t *l, kiq_raft_config_t *cfg)
     for (int i = 0; i < n; i++)
         if (e[i].epoch >= 0)
             l->starts[k++] = (kiq_raft_epoch_end_t){ e[i].epoch, e[i].start_offset };
-    cfg->snapshot = (kiq_raft_epoch_end_t){ -1, -1 };
+    cfg->snapshot = l->snapshot;
     cfg->epoch_starts = l->starts;
     cfg->n_epoch_starts = k;
     cfg->log_end = kiq_partition_log_end_offset(l->log);
     cfg->state = l->state;
 }
 
+/* What every use of a log that a failed reset left closed gets. */
+static int closed(const kiq_quorum_log_t *l)
+{
+    return kiq_error_set("%s: the metadata log is closed (a fetched snapshot could not replace it)", l->dir);
+}
+
 int64_t kiq_quorum_log_end(kiq_quorum_log_t *l)
 {
-    return kiq_partition_log_end_offset(l->log);
+    return l->log ? kiq_partition_log_end_offset(l->log) : l->snapshot.end_offset;
 }
 
 int kiq_quorum_log_append(kiq_quorum_log_t *l, int64_t offset, const kiq_raft_entry_t *e, int n)
 {
+    if (!l->log)
+        return closed(l);
     if (offset != kiq_partition_log_end_offset(l->log))
         return kiq_error_set("metadata log: an append at %lld, the log ends at %lld", (long long)offset,
                              (long long)kiq_partition_log_end_offset(l->log));
@@ -156,6 +249,8 @@ int kiq_quorum_log_append(kiq_quorum_log_t *l, int64_t offset, const kiq_raft_en
 
 int kiq_quorum_log_truncate(kiq_quorum_log_t *l, int64_t end)
 {
+    if (!l->log)
+        return closed(l);
     return kiq_partition_log_truncate_to(l->log, end);
 }
 
@@ -163,6 +258,8 @@ int kiq_quorum_log_read(kiq_quorum_log_t *l, int64_t offset, int32_t max_bytes, 
 {
     *n = 0;
     *e = l->entries;
+    if (!l->log)
+        return closed(l);
     int64_t end = kiq_partition_log_end_offset(l->log);
     if (offset >= end)
         return 0;
@@ -259,6 +356,8 @@ static int replay_record(const kiq_record_t *rec, void *arg)
 int kiq_quorum_log_replay(kiq_quorum_log_t *l, int64_t from, int64_t to, kiq_metadata_replay_fn cb, void *ctx)
 {
     replay_ctx_t c = { .cb = cb, .ctx = ctx, .from = from, .to = to };
+    if (!l->log)
+        return closed(l);
     for (int64_t offset = from; offset < to;) {
         kiq_wr_t w;
         kiq_wr_init(&w);
@@ -281,6 +380,8 @@ int kiq_quorum_log_replay(kiq_quorum_log_t *l, int64_t from, int64_t to, kiq_met
             next = kiq_batch_last_offset(&h) + 1;
             if (!kiq_batch_is_control(&h))
                 rc = kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, replay_record, &c);
+            if (c.stopped)
+                break;
         }
         kiq_wr_free(&w);
         if (c.stopped)
@@ -299,7 +400,7 @@ int kiq_quorum_log_scan_control(kiq_quorum_log_t *l, int (*cb)(void *ctx, int64_
                                 void *ctx)
 {
     int64_t end = kiq_partition_log_end_offset(l->log);
-    for (int64_t offset = 0; offset < end;) {
+    for (int64_t offset = kiq_partition_log_start_offset(l->log); offset < end;) {
         kiq_wr_t w;
         kiq_wr_init(&w);
         int n = kiq_partition_log_read(l->log, offset, 1 << 20, end, &w);
@@ -331,6 +432,14 @@ int kiq_quorum_log_scan_control(kiq_quorum_log_t *l, int (*cb)(void *ctx, int64_
     return 0;
 }
 
+int kiq_quorum_log_replay_batch(const uint8_t *batch, size_t len, int64_t from, int64_t to, kiq_metadata_replay_fn cb,
+                                void *ctx)
+{
+    replay_ctx_t c = { .cb = cb, .ctx = ctx, .from = from, .to = to };
+    int rc = kiq_batch_foreach_record(batch, len, KIQ_BATCH_MAX_DECOMPRESSED, replay_record, &c);
+    return c.stopped ? c.stopped : rc;
+}
+
 int kiq_quorum_log_batch(const kiq_metadata_record_t *records, size_t n, kiq_wr_t *out)
 {
     if (n == 0 || n > INT32_MAX)
@@ -355,4 +464,73 @@ int kiq_quorum_log_batch(const kiq_metadata_record_t *records, size_t n, kiq_wr_
         rc = kiq_error_set("out of memory");
     kiq_batch_builder_free(&bb);
     return rc;
+}
+
+int kiq_quorum_log_set_segment_bytes(kiq_quorum_log_t *l, int32_t bytes)
+{
+    kiq_log_config_t cfg = l->cfg;
+    cfg.segment_bytes = bytes;
+    if (kiq_log_config_check(&cfg) != 0)
+        return -1;
+    l->cfg = cfg;
+    if (l->log)
+        kiq_partition_log_set_config(l->log, &cfg);
+    return 0;
+}
+
+const char *kiq_quorum_log_dir(const kiq_quorum_log_t *l)
+{
+    return l->dir;
+}
+
+kiq_raft_epoch_end_t kiq_quorum_log_snapshot(const kiq_quorum_log_t *l)
+{
+    return l->snapshot;
+}
+
+int32_t kiq_quorum_log_epoch_before(kiq_quorum_log_t *l, int64_t end)
+{
+    kiq_epoch_entry_t e[MAX_EPOCHS];
+    int n = l->log ? kiq_partition_log_epochs(l->log, e, MAX_EPOCHS) : 0;
+    for (int i = (n < MAX_EPOCHS ? n : MAX_EPOCHS) - 1; i >= 0; i--)
+        if (e[i].epoch >= 0 && e[i].start_offset < end)
+            return e[i].epoch;
+    return l->snapshot.epoch >= 0 ? l->snapshot.epoch : 0;
+}
+
+uint64_t kiq_quorum_log_size(kiq_quorum_log_t *l)
+{
+    return l->log ? kiq_partition_log_size(l->log) : 0;
+}
+
+/* Every snapshot before `keep` goes. */
+static void remove_before(kiq_quorum_log_t *l, int64_t keep)
+{
+    kiq_raft_epoch_end_t ids[MAX_SNAPSHOTS];
+    int n = kiq_snapshot_list(l->dir, ids, MAX_SNAPSHOTS);
+    for (int i = 0; i < n && i < MAX_SNAPSHOTS; i++)
+        if (ids[i].end_offset < keep && kiq_snapshot_remove(l->dir, ids[i]) != 0)
+            KIQ_WARN("%s", kiq_error_get());
+}
+
+int kiq_quorum_log_snapshot_taken(kiq_quorum_log_t *l, kiq_raft_epoch_end_t id)
+{
+    if (!l->log)
+        return closed(l);
+    int64_t previous = l->snapshot.epoch >= 0 ? l->snapshot.end_offset : 0;
+    if (kiq_partition_log_advance_start(l->log, id.end_offset) != 0)
+        return -1;
+    l->snapshot = id;
+    /* the previous one stays: a follower may be fetching it */
+    remove_before(l, previous);
+    return 0;
+}
+
+int kiq_quorum_log_reset_to(kiq_quorum_log_t *l, kiq_raft_epoch_end_t id)
+{
+    l->snapshot = id;
+    if (reset_log(l, id.end_offset) != 0)
+        return -1;
+    remove_before(l, id.end_offset);
+    return 0;
 }

@@ -19,8 +19,8 @@ static void control_key(kiq_wr_t *w, int16_t type)
     kiq_wr_i16(w, type);
 }
 
-int kiq_quorum_voters_batch(const kiq_raft_voter_set_t *set, const kiq_quorum_endpoint_t *eps, bool bootstrap,
-                            kiq_wr_t *out, int32_t *count)
+int kiq_quorum_voters_add(kiq_batch_builder_t *bb, const kiq_raft_voter_set_t *set, const kiq_quorum_endpoint_t *eps,
+                          bool version, int64_t now)
 {
     kiq_arena_t a;
     kiq_arena_init(&a);
@@ -56,24 +56,32 @@ int kiq_quorum_voters_batch(const kiq_raft_voter_set_t *set, const kiq_quorum_en
     kiq_k_raft_version_record_init(&kv);
     kv.kraft_version = 1;
     kiq_k_raft_version_record_encode(&kvalue, 0, &kv);
-    int64_t now = kiq_clock_wall_ms();
-    kiq_batch_builder_t bb;
-    kiq_batch_builder_init(&bb, KIQ_CODEC_NONE, now);
-    bb.control = true;
     int rc = 0;
     if (vkey.err || value.err || kkey.err || kvalue.err ||
-        (bootstrap && kiq_batch_builder_add(&bb, kkey.buf, (int32_t)kkey.len, kvalue.buf, (int32_t)kvalue.len, NULL, 0,
-                                            now) != 0) ||
-        kiq_batch_builder_add(&bb, vkey.buf, (int32_t)vkey.len, value.buf, (int32_t)value.len, NULL, 0, now) != 0 ||
-        kiq_batch_builder_finish(&bb, out) != 0 || out->err)
-        rc = kiq_error_set("a VotersRecord batch cannot be built");
-    *count = bootstrap ? 2 : 1;
-    kiq_batch_builder_free(&bb);
+        (version &&
+         kiq_batch_builder_add(bb, kkey.buf, (int32_t)kkey.len, kvalue.buf, (int32_t)kvalue.len, NULL, 0, now) != 0) ||
+        kiq_batch_builder_add(bb, vkey.buf, (int32_t)vkey.len, value.buf, (int32_t)value.len, NULL, 0, now) != 0)
+        rc = kiq_error_set("a VotersRecord cannot be built");
     kiq_wr_free(&vkey);
     kiq_wr_free(&value);
     kiq_wr_free(&kkey);
     kiq_wr_free(&kvalue);
     kiq_arena_reset(&a);
+    return rc;
+}
+
+int kiq_quorum_voters_batch(const kiq_raft_voter_set_t *set, const kiq_quorum_endpoint_t *eps, bool bootstrap,
+                            kiq_wr_t *out, int32_t *count)
+{
+    int64_t now = kiq_clock_wall_ms();
+    kiq_batch_builder_t bb;
+    kiq_batch_builder_init(&bb, KIQ_CODEC_NONE, now);
+    bb.control = true;
+    int rc = kiq_quorum_voters_add(&bb, set, eps, bootstrap, now);
+    if (rc == 0 && (kiq_batch_builder_finish(&bb, out) != 0 || out->err))
+        rc = kiq_error_set("a VotersRecord batch cannot be built");
+    *count = bootstrap ? 2 : 1;
+    kiq_batch_builder_free(&bb);
     return rc;
 }
 

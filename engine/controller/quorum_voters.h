@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "proto/writer.h"
+#include "record/batch.h"
 #include "raft/raft.h"
 
 #define KIQ_CONTROL_KRAFT_VERSION 5
@@ -28,6 +29,11 @@ typedef struct kiq_quorum_endpoint {
  * records. 0, or -1 with the reason. */
 int kiq_quorum_voters_batch(const kiq_raft_voter_set_t *set, const kiq_quorum_endpoint_t *eps, bool bootstrap,
                             kiq_wr_t *out, int32_t *count);
+/* The VotersRecord of set added to a control batch being built, after a
+ * KRaftVersionRecord of kraft.version 1 when version (a bootstrap batch,
+ * a snapshot's header batch). 0, or -1 with the reason. */
+int kiq_quorum_voters_add(kiq_batch_builder_t *bb, const kiq_raft_voter_set_t *set, const kiq_quorum_endpoint_t *eps,
+                          bool version, int64_t now);
 /* The voter set a batch writes: 1 with *set and eps (one per voter) when
  * it is a control batch holding a VotersRecord, 0 when it holds none, -1
  * (the reason in the error slot) when it does not decode. */

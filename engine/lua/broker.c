@@ -756,6 +756,7 @@ const luaL_Reg kiq_lua_broker_methods[] = {
         {"groups", l_broker_groups},   {"controller", kiq_lua_broker_controller},
         {"pause_heartbeats", kiq_lua_broker_pause_heartbeats}, {"pause_fetching", kiq_lua_broker_pause_fetching},
         {"elect_preferred_leaders", kiq_lua_broker_elect_preferred},
+        {"snapshot_metadata", kiq_lua_broker_snapshot_metadata},
         {"move_leader", kiq_lua_broker_move_leader},
         {"inject_disk_fault", l_broker_inject_disk_fault}, {"clear_disk_fault", l_broker_clear_disk_fault},
         {"scrub", l_broker_scrub},

@@ -23,14 +23,15 @@ static void push_ids(lua_State *L, const int32_t *ids, int32_t n)
     }
 }
 
-/* b:controller() -> nil when this broker does not host the controller, else
+/* b:controller([any]) -> nil when this broker does not host the active
+ * controller (with any: no voter's controller at all), else
  * { metadata_offset, brokers = { [id] = { epoch, fenced, host, port } },
  *   topics = { [name] = { [p] = { leader, leader_epoch, partition_epoch,
  *   replicas = {...}, isr = {...} } } } } */
 int kiq_lua_broker_controller(lua_State *L)
 {
     kiq_broker_t *b = kiq_lua_check_broker(L);
-    struct kiq_controller *ctl = kiq_broker_active_controller(b);
+    struct kiq_controller *ctl = lua_toboolean(L, 2) ? b->controller : kiq_broker_active_controller(b);
     if (!ctl) {
         lua_pushnil(L);
         return 1;
@@ -114,12 +115,36 @@ int kiq_lua_broker_pause_fetching(lua_State *L)
     return 0;
 }
 
+/* b:snapshot_metadata() -> { end_offset, epoch, file } of the metadata
+ * snapshot this voter's controller wrote now (the latest one when nothing
+ * was committed since), or nil, err. */
+int kiq_lua_broker_snapshot_metadata(lua_State *L)
+{
+    kiq_broker_t *b = kiq_lua_check_broker(L);
+    kiq_raft_epoch_end_t id;
+    if (kiq_broker_snapshot_metadata(b, &id) != 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, kiq_error_get());
+        return 2;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%020lld-%010d.checkpoint", (long long)id.end_offset, (int)id.epoch);
+    lua_createtable(L, 0, 3);
+    lua_pushnumber(L, (lua_Number)id.end_offset);
+    lua_setfield(L, -2, "end_offset");
+    lua_pushinteger(L, id.epoch);
+    lua_setfield(L, -2, "epoch");
+    lua_pushstring(L, name);
+    lua_setfield(L, -2, "file");
+    return 1;
+}
+
 /* b:elect_preferred_leaders() -> how many leaderships moved back to their
  * preferred replica (nil on a broker without the controller). */
 int kiq_lua_broker_elect_preferred(lua_State *L)
 {
     kiq_broker_t *b = kiq_lua_check_broker(L);
-    struct kiq_controller *ctl = kiq_broker_active_controller(b);
+    struct kiq_controller *ctl = lua_toboolean(L, 2) ? b->controller : kiq_broker_active_controller(b);
     if (!ctl) {
         lua_pushnil(L);
         return 1;

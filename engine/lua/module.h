@@ -39,6 +39,7 @@ int kiq_lua_broker_controller(lua_State *L);
 int kiq_lua_broker_pause_heartbeats(lua_State *L);
 int kiq_lua_broker_pause_fetching(lua_State *L);
 int kiq_lua_broker_elect_preferred(lua_State *L);
+int kiq_lua_broker_snapshot_metadata(lua_State *L);
 int kiq_lua_broker_move_leader(lua_State *L);
 /* core.broker_set_new(), the set's free (also __gc) and methods. */
 int kiq_lua_broker_set_new(lua_State *L);

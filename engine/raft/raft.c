@@ -298,6 +298,7 @@ static void became(kiq_raft_t *r, kiq_raft_role_t role)
     r->role = role;
     r->backing_off = false;
     r->fetch_in_flight = false;
+    r->snapshot_pending = false; /* a follower again learns from its next fetch what to load */
     if (r->io->became)
         r->io->became(r->ctx, role, r->epoch, r->leader_id);
 }
@@ -863,7 +864,7 @@ void kiq_raft_resign(kiq_raft_t *r, int64_t now_ms)
         become_resigned(r);
 }
 
-int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id)
+int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id, const kiq_raft_voter_set_t *voters)
 {
     if (id.epoch < 0 || id.end_offset < r->log_start)
         return kiq_error_set("raft: snapshot ending at %lld is before the log start %lld", (long long)id.end_offset,
@@ -876,6 +877,12 @@ int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id)
     if (r->log_end < id.end_offset || r->snapshot_pending) {
         r->log_end = id.end_offset; /* the fetched snapshot replaces the whole log */
         r->n_starts = 0;
+        if (voters && voters->n > KIQ_RAFT_MAX_VOTERS)
+            return kiq_error_set("raft: a snapshot's voter set of %d", voters->n);
+        r->n_sets = 0; /* and its voter set, the sets the log held */
+        if (voters)
+            push_set(r, id.end_offset - 1, voters);
+        apply_set(r);
     }
     /* epochs wholly before the snapshot go; the one it cuts starts at it */
     int keep = 0;
@@ -988,6 +995,33 @@ int kiq_raft_propose_voters(kiq_raft_t *r, const kiq_raft_voter_set_t *set, cons
     return 0;
 }
 
+void kiq_raft_snapshot_progress(kiq_raft_t *r, int64_t now_ms)
+{
+    r->now = now_ms;
+    if (r->role == KIQ_RAFT_FOLLOWER && r->snapshot_pending)
+        r->deadline = now_ms + r->fetch_timeout;
+}
+
+void kiq_raft_snapshot_failed(kiq_raft_t *r, int64_t now_ms)
+{
+    r->now = now_ms;
+    if (!r->snapshot_pending)
+        return;
+    r->snapshot_pending = false;
+    if (r->role == KIQ_RAFT_FOLLOWER)
+        send_fetch(r, r->leader_id);
+}
+
+bool kiq_raft_voters_before(const kiq_raft_t *r, int64_t end, kiq_raft_voter_set_t *out)
+{
+    for (int i = r->n_sets - 1; i >= 0; i--)
+        if (r->sets[i].offset < end) {
+            *out = r->sets[i].set;
+            return true;
+        }
+    return false;
+}
+
 void kiq_raft_view(const kiq_raft_t *r, kiq_raft_view_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -998,6 +1032,7 @@ void kiq_raft_view(const kiq_raft_t *r, kiq_raft_view_t *out)
     out->voted_for = r->voted_for;
     out->high_watermark = r->hw;
     out->log_start = r->log_start;
+    out->snapshot = r->snapshot;
     out->log_end = r->log_end;
     out->last_epoch = epoch_before(r, r->log_end);
     out->elections = r->elections;

@@ -198,6 +198,7 @@ typedef struct kiq_raft_view {
     kiq_raft_role_t role;
     int32_t node_id, epoch, leader_id, voted_for;
     int64_t high_watermark, log_start, log_end;
+    kiq_raft_epoch_end_t snapshot; /* the log starts after it; epoch -1: none */
     int32_t last_epoch;
     int votes_granted; /* as candidate or prospective */
     int64_t elections;   /* started here, pre-votes included */
@@ -224,8 +225,16 @@ int kiq_raft_propose(kiq_raft_t *r, int32_t count, const void *data, size_t len,
 /* The leader steps down (shutdown): EndQuorumEpoch to the others. */
 void kiq_raft_resign(kiq_raft_t *r, int64_t now_ms);
 /* The host's log now starts at id (a snapshot taken here, at most the high
- * watermark, or one fetched from the leader, which replaces the log). */
-int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id);
+ * watermark, or one fetched from the leader, which replaces the log and,
+ * with it, the voter sets it held: the snapshot's own set, voters (NULL:
+ * none, kraft.version 0), is then the one in force). */
+int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id, const kiq_raft_voter_set_t *voters);
+/* A follower's snapshot fetch moved on (a chunk came): the leader is
+ * alive, so the fetch timeout starts again, as a Fetch answer does. */
+void kiq_raft_snapshot_progress(kiq_raft_t *r, int64_t now_ms);
+/* A follower's snapshot fetch failed (the leader has a newer one, or
+ * none): it fetches again and learns what to fetch instead. */
+void kiq_raft_snapshot_failed(kiq_raft_t *r, int64_t now_ms);
 
 /* Whether the leader may change the voter set now, adding (add) or
  * removing key (directory id all zero: any): 0, or the Kafka error as
@@ -245,6 +254,9 @@ void kiq_raft_voters_changed(const kiq_raft_t *r, const kiq_raft_replica_key_t *
 int kiq_raft_propose_voters(kiq_raft_t *r, const kiq_raft_voter_set_t *set, const void *data, size_t len,
                             int64_t *offset);
 
+/* The voter set written last below offset end (what a snapshot ending
+ * there holds): false under kraft.version 0 or where none is. */
+bool kiq_raft_voters_before(const kiq_raft_t *r, int64_t end, kiq_raft_voter_set_t *out);
 void kiq_raft_view(const kiq_raft_t *r, kiq_raft_view_t *out);
 const char *kiq_raft_role_name(kiq_raft_role_t role);
 

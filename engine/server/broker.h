@@ -23,6 +23,7 @@
 #include "net/memory_pool.h"
 #include "net/processor.h"
 #include "net/request_queue.h"
+#include "raft/raft.h"
 #include "replica/partition_replica.h"
 #include "server/producer_ids.h"
 #include "server/purgatory.h"
@@ -252,6 +253,10 @@ void kiq_broker_pause_fetching(kiq_broker_t *b, int32_t leader, bool paused);
  * Nothing on a broker that is not a voter. */
 void kiq_broker_pause_quorum(kiq_broker_t *b, bool paused);
 void kiq_broker_cut_quorum(kiq_broker_t *b, int32_t voter, bool cut);
+/* Any thread: this voter's controller writes a metadata snapshot now
+ * (kiq_controller_snapshot); -1 with the reason, also on a broker that
+ * hosts no voter. */
+int kiq_broker_snapshot_metadata(kiq_broker_t *b, kiq_raft_epoch_end_t *id);
 /* Any thread: a fault rule added (its id, > 0), removed (0), or the
  * rules as an array "faults" (0); -1 with the reason, also when the
  * broker has no interceptors to keep them. */

@@ -3,6 +3,7 @@
  * what it changes through that part's own lock. */
 #include "server/broker.h"
 
+#include "controller/controller.h"
 #include "controller/quorum.h"
 #include "core/error.h"
 #include "replica/replica_manager.h"
@@ -33,6 +34,12 @@ void kiq_broker_pause_quorum(kiq_broker_t *b, bool paused)
 void kiq_broker_cut_quorum(kiq_broker_t *b, int32_t voter, bool cut)
 {
     if (b->quorum) kiq_quorum_cut(b->quorum, voter, cut);
+}
+
+int kiq_broker_snapshot_metadata(kiq_broker_t *b, kiq_raft_epoch_end_t *id)
+{
+    if (!b->controller) return kiq_error_set("broker %d hosts no controller quorum voter", b->node_id);
+    return kiq_controller_snapshot(b->controller, id);
 }
 
 /* The fault rules live with the interceptors (their implementation keeps

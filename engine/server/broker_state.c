@@ -217,7 +217,10 @@ static void quorum_view(kiq_broker_t *b, const kiq_view_t *v)
     v->number(v->ctx, "leader", q.leader_id);
     v->number(v->ctx, "voted_for", q.voted_for);
     v->number(v->ctx, "high_watermark", (double)q.high_watermark);
+    v->number(v->ctx, "log_start", (double)q.log_start);
     v->number(v->ctx, "log_end", (double)q.log_end);
+    v->number(v->ctx, "snapshot_end", (double)(q.snapshot.epoch >= 0 ? q.snapshot.end_offset : -1));
+    v->number(v->ctx, "snapshot_epoch", q.snapshot.epoch);
     v->number(v->ctx, "last_epoch", q.last_epoch);
     v->number(v->ctx, "elections", (double)q.elections);
     v->number(v->ctx, "votes_granted", q.votes_granted);

@@ -7,7 +7,11 @@
 -- votes, and leads a higher epoch. The old leader, paused meanwhile, still
 -- believes it leads: it takes a write it can never commit. Once it runs
 -- again, the first message of the higher epoch fences it: it follows the
--- new leader and its uncommitted write is cut from its log.
+-- new leader and its uncommitted write is cut from its log. Last, a
+-- metadata snapshot (KIP-630): the leader writes what the committed log
+-- adds up to in one file, its log then starts after it, and a voter that
+-- was away while that happened copies the snapshot (FetchSnapshot) rather
+-- than the log it can no longer have.
 --
 --   build/kafkaiq run examples/labs/13_who_decides.lua
 local kiq = require "kafkaiq"
@@ -23,8 +27,8 @@ L:page(c)
 
 local function views() return c:quorum_views() end
 local function show(id, q)
-  L:say("   voter %d: %-9s epoch %d, leader %s, log end %d, high watermark %d", id, q.role, q.epoch,
-    q.leader < 0 and "none" or tostring(q.leader), q.log_end, q.high_watermark)
+  L:say("   voter %d: %-9s epoch %d, leader %s, log %d..%d, high watermark %d", id, q.role, q.epoch,
+    q.leader < 0 and "none" or tostring(q.leader), q.log_start, q.log_end, q.high_watermark)
 end
 local function show_all()
   local v = views()
@@ -96,7 +100,42 @@ L:fact("fenced_role", fenced.role)
 L:fact("fenced_epoch", fenced.epoch)
 L:fact("lost_topic_exists", c:controller().topics["lab13-lost"] ~= nil)
 L:fact("committed_topic_exists", c:controller().topics["lab13-orders"] ~= nil)
-L:say("snapshots (KIP-630) are not written yet: a restarted voter replays the whole log")
+
+L:step("a metadata snapshot (KIP-630), and a voter that was away catching up from it")
+local lead = c:quorum()
+local away = (lead.leader + 1) % 3
+for id = 0, 2 do
+  if id ~= away then c:cut(id, away, { both = true }) end
+end
+local away_end = views()[away].log_end
+assert(c:admin():create_topics{ { name = "lab13-while-away", partitions = 1, replication_factor = 2 } })
+local snap = assert(c:snapshot(lead.leader))
+local after = views()[lead.leader]
+L:say("voter %d (cut off) ends at offset %d; the leader wrote %s: offsets below %d in one file",
+  away, away_end, snap.file, snap.end_offset)
+L:say("the leader's log now starts at %d: a Fetch below it is answered with the snapshot's id", after.log_start)
+L:fact("snapshot_file", snap.file)
+L:fact("snapshot_end", snap.end_offset)
+L:fact("log_start", after.log_start)
+L:fact("away_end", away_end)
+for id = 0, 2 do
+  if id ~= away then c:heal(id, away, { both = true }) end
+end
+local back
+assert(kiq.wait_for(function()
+  local v, l = views()[away], c:quorum()
+  if l and v.log_start >= snap.end_offset and v.log_end == l.log_end then back = v end
+  return back ~= nil
+end, 10000, "the voter that was away caught up"))
+show_all()
+L:say("voter %d fetched the snapshot (FetchSnapshot), loaded it and fetches on from offset %d", away, back.log_start)
+L:fact("away_log_start", back.log_start)
+local mine
+assert(kiq.wait_for(function()
+  mine = c:broker(away):controller(true)
+  return mine and mine.topics["lab13-while-away"] ~= nil
+end, 10000, "the topic in the voter's metadata"))
+L:fact("away_has_topic", mine.topics["lab13-orders"] ~= nil and mine.topics["lab13-while-away"] ~= nil)
 
 c:stop()
 L:finish()

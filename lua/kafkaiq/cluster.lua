@@ -68,6 +68,7 @@ function M.new(kiq, opts)
       self:stop()
       return nil, ("broker %d: %s"):format(id, err)
     end
+    b.control_port = ports[id] -- a voter's control-plane listener
     self.brokers[id] = b
   end
   -- one set for the process's brokers, so each one's HTTP listener can kill,
@@ -298,6 +299,15 @@ function Cluster:elect_preferred_leaders()
   local h = active_handle(self)
   if not h then return nil, "no active controller" end
   return h:elect_preferred_leaders()
+end
+
+-- Voter `id`'s controller writes a metadata snapshot of what it holds now
+-- (KIP-630): { end_offset, epoch, file }, its quorum log then starting
+-- at end_offset; nil, err on a broker that hosts no voter.
+function Cluster:snapshot(id)
+  local b = self:broker(id)
+  if not b:running() then return nil, "broker " .. id .. " is not running" end
+  return b.handle:snapshot_metadata()
 end
 
 function Cluster:move_leader(topic, partition, to)

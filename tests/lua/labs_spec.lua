@@ -178,7 +178,7 @@ describe("labs", function()
     assert.is_true(f.journey_committed_after_shrink)
   end)
 
-  it("13: who decides? an election, a stale leader fenced", function()
+  it("13: who decides? an election, a stale leader fenced, a snapshot fetched", function()
     local f = run_lab("13_who_decides.lua")
     assert.are.equal(3, f.voters)
     assert.is_true(f.new_leader_differs)
@@ -192,6 +192,13 @@ describe("labs", function()
     assert.are.same({ "follower", f.new_epoch }, { f.fenced_role, f.fenced_epoch })
     assert.is_false(f.lost_topic_exists)
     assert.is_true(f.committed_topic_exists)
+    -- the snapshot: its file named by its end offset, the log starting
+    -- there past the voter that was away, which then loaded it
+    assert.are.equal(("%020d-%010d.checkpoint"):format(f.snapshot_end, f.new_epoch), f.snapshot_file)
+    assert.are.equal(f.snapshot_end, f.log_start)
+    assert.is_true(f.away_end < f.log_start)
+    assert.is_true(f.away_log_start >= f.snapshot_end)
+    assert.is_true(f.away_has_topic)
   end)
 
   it("14: moving a replica, the new one caught up before the old one goes", function()

@@ -725,12 +725,12 @@ static void test_snapshot(void **state)
     sim_run(&s, 500);
     /* the leader snapshots what is committed and drops that prefix */
     kiq_raft_epoch_end_t id = { l->log[l->hw - 1].epoch, l->hw };
-    assert_int_equal(kiq_raft_snapshot_loaded(l->r, id), 0);
+    assert_int_equal(kiq_raft_snapshot_loaded(l->r, id, NULL), 0);
     l->log_start = id.end_offset;
     l->snapshot = id;
     assert_int_equal(view_of(l).log_start, id.end_offset);
     /* a snapshot of what is not committed is refused */
-    assert_int_equal(kiq_raft_snapshot_loaded(l->r, (kiq_raft_epoch_end_t){ id.epoch, l->log_end + 1 }), -1);
+    assert_int_equal(kiq_raft_snapshot_loaded(l->r, (kiq_raft_epoch_end_t){ id.epoch, l->log_end + 1 }, NULL), -1);
 
     /* a voter that lost its disk comes back empty: it is sent to the snapshot */
     late->log_end = late->log_start = 0;
@@ -739,11 +739,17 @@ static void test_snapshot(void **state)
     for (int64_t end = s.now + 5000; !late->wants_snapshot; sim_step(&s))
         assert_true(s.now < end);
     assert_int_equal(late->snapshot.end_offset, id.end_offset);
+    /* a FetchSnapshot that fails: it fetches again and is sent to it again */
+    late->wants_snapshot = false;
+    kiq_raft_snapshot_failed(late->r, s.now);
+    for (int64_t end = s.now + 5000; !late->wants_snapshot; sim_step(&s))
+        assert_true(s.now < end);
+    assert_int_equal(late->snapshot.end_offset, id.end_offset);
     /* FetchSnapshot, played by copying the leader's state up to it */
     memcpy(late->log, l->log, sizeof(ent_t) * (size_t)id.end_offset);
     late->log_start = late->log_end = id.end_offset;
     late->wants_snapshot = false;
-    assert_int_equal(kiq_raft_snapshot_loaded(late->r, late->snapshot), 0);
+    assert_int_equal(kiq_raft_snapshot_loaded(late->r, late->snapshot, NULL), 0);
     propose(l, s.next_value++);
     assert_converged(&s);
     assert_int_equal(view_of(late).log_start, id.end_offset);

@@ -8,7 +8,6 @@ return {
   key = 59, name = "FetchSnapshot",
   versions = "0-1",
   flexible = "0+",
-  served = false, -- codec only until the quorum serves it
   request = {
     -- Tagged, so it sits in the request's tag section, not here on the wire.
     { "cluster_id", "string", null = "0+", default = "null", tag = 0, tagged = "0+" },
