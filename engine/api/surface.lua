@@ -79,8 +79,8 @@ return {
   { "FetchSnapshot", planes = "control" },
   { "DescribeQuorum", planes = "both" },
   -- dynamic voters (KIP-853), answered by the quorum's leader
-  { "AddRaftVoter", planes = "control" },
-  { "RemoveRaftVoter", planes = "control" },
+  { "AddRaftVoter", planes = "both" },
+  { "RemoveRaftVoter", planes = "both" },
   { "UnregisterBroker", planes = "both" },
   -- the controller's pushes to every broker
   { "UpdateMetadata", planes = "control" },

@@ -285,9 +285,6 @@ static int start_control_plane(kiq_broker_t *b)
     if (!b->control_processor) return -1;
     kiq_request_queue_on_space(b->control_queue, kiq_processor_queue_space, b->control_processor);
     kiq_request_queue_on_space(b->quorum_queue, kiq_processor_queue_space, b->control_processor);
-    b->control_acceptor = kiq_acceptor_new(b->control_host, b->control_port, &b->control_processor, 1, NULL);
-    if (!b->control_acceptor) return -1;
-    b->control_port = kiq_acceptor_port(b->control_acceptor);
     /* the controller's requests never wait behind client load */
     char name[24];
     snprintf(name, sizeof name, "control-%d", b->node_id);
@@ -736,6 +733,24 @@ static void release_controller(kiq_broker_t *b)
 
 static int start_control_plane_if_any(kiq_broker_t *b) { return b->has_control_plane ? start_control_plane(b) : 0; }
 
+/* The control listener is bound before the controller starts: its voter
+ * record names the port bound, where the config's is 0. */
+static int bind_control_listener(kiq_broker_t *b)
+{
+    if (!b->has_control_plane) return 0;
+    b->control_acceptor = kiq_acceptor_new(b->control_host, b->control_port, &b->control_processor, 1, NULL);
+    if (!b->control_acceptor) return -1;
+    b->control_port = kiq_acceptor_port(b->control_acceptor);
+    return 0;
+}
+
+/* A start that failed before the control plane's: the listener bound. */
+static void release_control_listener(kiq_broker_t *b)
+{
+    kiq_acceptor_free(b->control_acceptor);
+    b->control_acceptor = NULL;
+}
+
 /* lifecycle: registration and heartbeats; last of the cluster's, as the
  * registration carries the bound ports */
 static int start_lifecycle(kiq_broker_t *b)
@@ -816,6 +831,7 @@ static const broker_row_t rows[] = {
     {"coordinators", start_coordinators, stop_coordinators, release_coordinators, KIQ__STARTUP_PHASES},
     {"replicas", start_replicas, NULL, release_replicas, KIQ__STARTUP_PHASES},
     {"requests", start_requests, stop_requests, release_requests, KIQ_STARTUP_LISTENERS},
+    {"control listener", bind_control_listener, NULL, release_control_listener, KIQ__STARTUP_PHASES},
     {"controller", start_controller, NULL, release_controller, KIQ_STARTUP_CONTROLLER},
     {"control plane", start_control_plane_if_any, stop_control_plane, NULL, KIQ__STARTUP_PHASES},
     {"lifecycle", start_lifecycle, stop_lifecycle, NULL, KIQ__STARTUP_PHASES},
