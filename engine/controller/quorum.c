@@ -99,6 +99,23 @@ void kiq_quorum_endpoint_of(kiq_quorum_t *q, int32_t id, kiq_quorum_endpoint_t *
         memset(out, 0, sizeof *out);
 }
 
+int kiq_quorum_voters(kiq_quorum_t *q, int32_t *ids, kiq_quorum_endpoint_t *eps)
+{
+    kiq_raft_view_t *v = malloc(sizeof *v);
+    if (!v)
+        abort();
+    pthread_mutex_lock(&q->mu);
+    kiq_raft_view(q->raft, v);
+    int n = v->n_voters;
+    for (int i = 0; i < n; i++) {
+        ids[i] = v->voters[i].id;
+        kiq_quorum_endpoint_of(q, ids[i], &eps[i]);
+    }
+    pthread_mutex_unlock(&q->mu);
+    free(v);
+    return n;
+}
+
 bool kiq_quorum_voter_address(const kiq_quorum_t *q, int32_t id, const char **host, int *port)
 {
     for (int i = 0; i < q->n_peers; i++)

@@ -148,6 +148,9 @@ void kiq_quorum_add_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, co
 void kiq_quorum_remove_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, int64_t timeout_ms,
                              kiq_quorum_change_fn done, void *ctx);
 
+/* The voter set in force: ids and endpoints (port 0: not known here) of
+ * at most KIQ_RAFT_MAX_VOTERS voters; how many. */
+int kiq_quorum_voters(kiq_quorum_t *q, int32_t *ids, kiq_quorum_endpoint_t *eps);
 /* The voter's control address, false for an id not among the voters. */
 bool kiq_quorum_voter_address(const kiq_quorum_t *q, int32_t id, const char **host, int *port);
 
