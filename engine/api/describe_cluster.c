@@ -11,6 +11,7 @@
 #include "api/api.h"
 #include "core/error.h"
 #include "controller/metadata_cache.h"
+#include "controller/quorum.h"
 
 enum { ENDPOINT_BROKERS = 1, ENDPOINT_CONTROLLERS = 2 };
 
@@ -38,14 +39,19 @@ int kiq_api_describe_cluster_handle(kiq_broker_t *b, kiq_request_t *r, const voi
     if (req->include_cluster_authorized_operations) out->cluster_authorized_operations = KIQ_ACL_CLUSTER_OPERATIONS;
     if (controllers) {
         out->controller_id = kiq_broker_controller_id(b);
-        out->brokers_n = b->nvoters;
-        out->brokers = kiq_arena_calloc(&r->arena, (size_t)b->nvoters, sizeof *out->brokers);
-        for (int i = 0; i < b->nvoters; i++) {
-            kiq_describe_cluster_response_brokers_init(&out->brokers[i]);
-            out->brokers[i].broker_id = b->voters[i].id;
-            out->brokers[i].host = KIQ_STR(b->voters[i].host);
-            out->brokers[i].port = b->voters[i].port;
-            out->brokers[i].rack = KIQ_STR_NULL;
+        /* the set in force: the config's, or the metadata log's (dynamic voters) */
+        int32_t ids[KIQ_RAFT_MAX_VOTERS];
+        kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
+        int n = kiq_quorum_voters(b->quorum, ids, eps);
+        out->brokers = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *out->brokers);
+        for (int i = 0; i < n; i++) {
+            if (eps[i].port <= 0) continue;
+            kiq_describe_cluster_response_brokers_t *o = &out->brokers[out->brokers_n++];
+            kiq_describe_cluster_response_brokers_init(o);
+            o->broker_id = ids[i];
+            o->host = kiq_request_str(r, eps[i].host);
+            o->port = eps[i].port;
+            o->rack = KIQ_STR_NULL;
         }
         return KIQ_HANDLER_RESPOND;
     }

@@ -78,6 +78,9 @@ return {
   { "EndQuorumEpoch", planes = "control" },
   { "FetchSnapshot", planes = "control" },
   { "DescribeQuorum", planes = "both" },
+  -- dynamic voters (KIP-853), answered by the quorum's leader
+  { "AddRaftVoter", planes = "both" },
+  { "RemoveRaftVoter", planes = "both" },
   { "UnregisterBroker", planes = "both" },
   -- the controller's pushes to every broker
   { "UpdateMetadata", planes = "control" },

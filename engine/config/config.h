@@ -28,6 +28,12 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(CONTROLLER_QUORUM_VOTERS, "controller.quorum.voters", STRING, "", 0, 0, NULL,             \
       "id@host:port,... of the controller quorum's voters (their control-plane listeners); "    \
       "empty: a standalone broker")                                                            \
+    X(CONTROLLER_QUORUM_BOOTSTRAP_SERVERS, "controller.quorum.bootstrap.servers", STRING, "", 0, 0, \
+      NULL, "host:port,... of controllers to find the quorum's leader through, instead of "     \
+      "controller.quorum.voters: the voters are kept in the metadata log (kraft.version 1)")     \
+    X(QUORUM_STANDALONE, "kafkaiq.quorum.standalone", BOOL, "false", 0, 0, NULL,                \
+      "with controller.quorum.bootstrap.servers: a new metadata log makes this node the only "   \
+      "voter (Kafka's kafka-storage format --standalone)")                                       \
     X(CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS, "controller.quorum.election.timeout.ms", INT, "1000", 1, \
       INT32_MAX, NULL, "a voter with no leader waits this long (and up to twice it) before an election") \
     X(CONTROLLER_QUORUM_FETCH_TIMEOUT_MS, "controller.quorum.fetch.timeout.ms", INT, "1000", 1,  \

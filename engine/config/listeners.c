@@ -109,6 +109,23 @@ int kiq_voters_parse(const char *spec, kiq_voter_t *out, int max, int *n)
     return 0;
 }
 
+int kiq_bootstrap_servers_parse(const char *spec, kiq_voter_t *out, int max, int *n)
+{
+    *n = 0;
+    for (const char *p = spec; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (*n == max) return kiq_error_set("controller.quorum.bootstrap.servers: more than %d servers", max);
+        out[*n].id = -1;
+        if (parse_host_port(p, len, out[*n].host, sizeof out[*n].host, &out[*n].port,
+                            "controller.quorum.bootstrap.servers") != 0)
+            return -1;
+        (*n)++;
+        p = comma ? comma + 1 : p + len;
+    }
+    return 0;
+}
+
 const kiq_voter_t *kiq_voter_of(const kiq_voter_t *v, int n, int32_t id)
 {
     for (int i = 0; i < n; i++)
@@ -139,7 +156,8 @@ int kiq_roles_parse(const kiq_config_t *c, kiq_roles_t *out)
         *role = true;
         p = comma ? comma + 1 : p + strlen(p);
     }
-    if (out->controller && !voter)
+    /* with bootstrap servers the voters are the metadata log's: a controller observes until added */
+    if (out->controller && !voter && !*kiq_config_str(c, KIQ_CFG_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS))
         return kiq_error_set("process.roles has controller: node %d must be among controller.quorum.voters", id);
     if (voter && !out->controller)
         return kiq_error_set("node %d is among controller.quorum.voters: its process.roles must have controller", id);

@@ -42,6 +42,9 @@ typedef struct kiq_voter {
  * 0 with the *n voters, 1 when empty (no controller: a standalone
  * broker), -1 when malformed or an id comes twice. */
 int kiq_voters_parse(const char *spec, kiq_voter_t *out, int max, int *n);
+/* controller.quorum.bootstrap.servers: "host:port,..." (ids -1). 0 with
+ * the *n servers (none when empty), -1 when malformed. */
+int kiq_bootstrap_servers_parse(const char *spec, kiq_voter_t *out, int max, int *n);
 /* The voter of id among n, NULL when it is none. */
 const kiq_voter_t *kiq_voter_of(const kiq_voter_t *v, int n, int32_t id);
 

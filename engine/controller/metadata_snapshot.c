@@ -83,9 +83,10 @@ int kiq_snapshot_list(const char *dir, kiq_raft_epoch_end_t *out, int max)
     return n;
 }
 
-/* One control batch of one record: key (version 0, type), value. */
-static int control_batch(kiq_wr_t *out, int16_t type, const kiq_wr_t *value, int64_t base, int32_t epoch,
-                         int64_t now)
+/* One control batch of one record: key (version 0, type), value; then
+ * the voter set's KRaftVersionRecord and VotersRecord where voters. */
+static int control_batch(kiq_wr_t *out, int16_t type, const kiq_wr_t *value, const kiq_snapshot_voters_t *voters,
+                         int64_t base, int32_t epoch, int64_t now)
 {
     kiq_wr_t key;
     kiq_wr_init(&key);
@@ -98,6 +99,8 @@ static int control_batch(kiq_wr_t *out, int16_t type, const kiq_wr_t *value, int
     bb.partition_leader_epoch = epoch;
     int rc = key.err || value->err ? kiq_error_set("out of memory")
              : kiq_batch_builder_add(&bb, key.buf, (int32_t)key.len, value->buf, (int32_t)value->len, NULL, 0, now);
+    if (rc == 0 && voters)
+        rc = kiq_quorum_voters_add(&bb, &voters->set, voters->eps, true, now);
     if (rc == 0)
         rc = kiq_batch_builder_finish(&bb, out);
     kiq_batch_builder_free(&bb);
@@ -106,8 +109,8 @@ static int control_batch(kiq_wr_t *out, int16_t type, const kiq_wr_t *value, int
 }
 
 /* The whole file's bytes into out. */
-static int build(kiq_wr_t *out, kiq_raft_epoch_end_t id, int64_t last_timestamp, const kiq_metadata_record_t *records,
-                 size_t n, int64_t now)
+static int build(kiq_wr_t *out, kiq_raft_epoch_end_t id, int64_t last_timestamp, const kiq_snapshot_voters_t *voters,
+                 const kiq_metadata_record_t *records, size_t n, int64_t now)
 {
     kiq_wr_t v;
     kiq_wr_init(&v);
@@ -115,9 +118,9 @@ static int build(kiq_wr_t *out, kiq_raft_epoch_end_t id, int64_t last_timestamp,
     kiq_snapshot_header_record_init(&h);
     h.last_contained_log_timestamp = last_timestamp;
     kiq_snapshot_header_record_encode(&v, 0, &h);
-    int rc = control_batch(out, KIQ_CONTROL_SNAPSHOT_HEADER, &v, 0, id.epoch, now);
+    int rc = control_batch(out, KIQ_CONTROL_SNAPSHOT_HEADER, &v, voters, 0, id.epoch, now);
     kiq_wr_free(&v);
-    int64_t at = 1;
+    int64_t at = voters ? 3 : 1;
     for (size_t i = 0; rc == 0 && i < n; i += RECORDS_PER_BATCH) {
         kiq_batch_builder_t bb;
         kiq_batch_builder_init(&bb, KIQ_CODEC_NONE, now);
@@ -144,7 +147,7 @@ static int build(kiq_wr_t *out, kiq_raft_epoch_end_t id, int64_t last_timestamp,
     kiq_snapshot_footer_record_t f;
     kiq_snapshot_footer_record_init(&f);
     kiq_snapshot_footer_record_encode(&v, 0, &f);
-    rc = control_batch(out, KIQ_CONTROL_SNAPSHOT_FOOTER, &v, at, id.epoch, now);
+    rc = control_batch(out, KIQ_CONTROL_SNAPSHOT_FOOTER, &v, NULL, at, id.epoch, now);
     kiq_wr_free(&v);
     return rc == 0 && out->err ? kiq_error_set("out of memory") : rc;
 }
@@ -168,7 +171,7 @@ static int write_atomically(const char *dir, const char *path, const char *part,
 }
 
 int kiq_snapshot_write(const char *dir, kiq_raft_epoch_end_t id, int64_t last_timestamp,
-                       const kiq_metadata_record_t *records, size_t n)
+                       const kiq_snapshot_voters_t *voters, const kiq_metadata_record_t *records, size_t n)
 {
     char path[PATH_MAX], part[PATH_MAX];
     if (kiq_snapshot_path(path, sizeof path, dir, id, KIQ_METADATA_SNAPSHOT_SUFFIX) != 0 ||
@@ -176,7 +179,7 @@ int kiq_snapshot_write(const char *dir, kiq_raft_epoch_end_t id, int64_t last_ti
         return -1;
     kiq_wr_t w;
     kiq_wr_init(&w);
-    int rc = build(&w, id, last_timestamp, records, n, last_timestamp);
+    int rc = build(&w, id, last_timestamp, voters, records, n, last_timestamp);
     if (rc == 0)
         rc = write_atomically(dir, path, part, w.buf, w.len);
     kiq_wr_free(&w);
@@ -218,7 +221,7 @@ int kiq_snapshot_parse(const uint8_t *p, size_t len, kiq_raft_epoch_end_t id, ki
             return kiq_error_set("its first batch is not a SnapshotHeader control record");
         if (type == KIQ_CONTROL_SNAPSHOT_FOOTER) {
             footer = true;
-        } else if (type >= 0 && next != 0) {
+        } else if (type >= 0 && next != 0 && type != KIQ_CONTROL_KRAFT_VERSION && type != KIQ_CONTROL_KRAFT_VOTERS) {
             return kiq_error_set("a control batch of type %d at offset %" PRId64, type, next);
         } else if (type < 0) {
             rc = kiq_quorum_log_replay_batch(batch, blen, 0, INT64_MAX, at_snapshot, &pc);
@@ -284,6 +287,32 @@ int kiq_snapshot_load(const char *dir, kiq_raft_epoch_end_t id, kiq_metadata_rep
     if (kiq_snapshot_path(path, sizeof path, dir, id, KIQ_METADATA_SNAPSHOT_SUFFIX) != 0)
         return -1;
     return parse_file(path, id, cb, ctx);
+}
+
+int kiq_snapshot_voters(const char *dir, kiq_raft_epoch_end_t id, kiq_snapshot_voters_t *out)
+{
+    char path[PATH_MAX];
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (kiq_snapshot_path(path, sizeof path, dir, id, KIQ_METADATA_SNAPSHOT_SUFFIX) != 0 ||
+        slurp(path, &buf, &len) != 0)
+        return -1;
+    kiq_batch_iter_t it;
+    kiq_batch_iter_init(&it, buf, len, false);
+    const uint8_t *batch;
+    size_t blen;
+    kiq_batch_header_t h;
+    int found = 0;
+    /* the control batches before the metadata records */
+    while (found == 0 && kiq_batch_iter_next(&it, &batch, &blen, &h) == 1 && kiq_batch_is_control(&h))
+        found = kiq_quorum_voters_decode(batch, blen, &out->set, out->eps);
+    free(buf);
+    if (found < 0) {
+        char reason[512];
+        snprintf(reason, sizeof reason, "%s", kiq_error_get());
+        kiq_error_set("metadata snapshot %s: %s", path, reason);
+    }
+    return found;
 }
 
 int kiq_snapshot_remove(const char *dir, kiq_raft_epoch_end_t id)

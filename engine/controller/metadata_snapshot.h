@@ -1,7 +1,9 @@
 /* Metadata snapshots on disk, as Kafka's KRaft writes them (KIP-630): the
  * file `<end offset, 20 digits>-<epoch, 10 digits>.checkpoint` beside the
  * `__cluster_metadata-0` log, holding RecordBatch v2 batches with offsets
- * from 0: a control batch with the SnapshotHeaderRecord (control type 3),
+ * from 0: a control batch with the SnapshotHeaderRecord (control type 3)
+ * (and, under kraft.version 1, the KRaftVersionRecord and VotersRecord of
+ * the voter set in force there, as Kafka writes them after the header),
  * the metadata records that rebuild the image at that end offset, and a
  * control batch with the SnapshotFooterRecord (type 4). The id (end
  * offset, epoch) names the log entries the snapshot replaces: every one
@@ -20,6 +22,7 @@
 #include <stdint.h>
 
 #include "controller/quorum_log.h"
+#include "controller/quorum_voters.h"
 #include "core/arena.h"
 #include "raft/raft.h"
 
@@ -37,10 +40,17 @@ int kiq_snapshot_path(char *buf, size_t n, const char *dir, kiq_raft_epoch_end_t
  * Left-over `.part` files (a write or a fetch cut short) are removed. */
 int kiq_snapshot_list(const char *dir, kiq_raft_epoch_end_t *out, int max);
 
+/* A snapshot's voter set and its endpoints (kraft.version 1). */
+typedef struct kiq_snapshot_voters {
+    kiq_raft_voter_set_t set;
+    kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
+} kiq_snapshot_voters_t;
+
 /* Writes records as snapshot id in dir (durable on return, an existing one
- * replaced). last_timestamp: the append time of the last entry it holds. */
+ * replaced), voters (NULL: none, kraft.version 0) in its header batch.
+ * last_timestamp: the append time of the last entry it holds. */
 int kiq_snapshot_write(const char *dir, kiq_raft_epoch_end_t id, int64_t last_timestamp,
-                       const kiq_metadata_record_t *records, size_t n);
+                       const kiq_snapshot_voters_t *voters, const kiq_metadata_record_t *records, size_t n);
 /* Checks a snapshot's bytes — whole batches with good CRCs, offsets from 0
  * without gaps, the header first, the footer last and nothing after it —
  * and calls cb for each metadata record in order (cb may be NULL: a check
@@ -49,6 +59,9 @@ int kiq_snapshot_write(const char *dir, kiq_raft_epoch_end_t id, int64_t last_ti
 int kiq_snapshot_parse(const uint8_t *p, size_t len, kiq_raft_epoch_end_t id, kiq_metadata_replay_fn cb, void *ctx);
 /* kiq_snapshot_parse over snapshot id's file in dir; the reason names it. */
 int kiq_snapshot_load(const char *dir, kiq_raft_epoch_end_t id, kiq_metadata_replay_fn cb, void *ctx);
+/* The voter set snapshot id holds: 1 with *out, 0 when it holds none
+ * (kraft.version 0), -1 with the reason. */
+int kiq_snapshot_voters(const char *dir, kiq_raft_epoch_end_t id, kiq_snapshot_voters_t *out);
 /* Removes snapshot id's file. */
 int kiq_snapshot_remove(const char *dir, kiq_raft_epoch_end_t id);
 

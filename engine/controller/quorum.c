@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/metadata_snapshot.h"
 #include "controller/quorum_log.h"
 #include "core/clock.h"
 #include "core/cond.h"
@@ -37,22 +38,93 @@ int64_t kiq_quorum_now_ms(void)
     return kiq_clock_system_mono_ns() / 1000000;
 }
 
-int kiq_quorum_voter_index(const kiq_quorum_t *q, int32_t id)
+peer_t *kiq_quorum_peer_of(kiq_quorum_t *q, int32_t id)
 {
-    for (int i = 0; i < q->cfg.n_voters; i++)
-        if (q->cfg.voters[i].id == id)
-            return i;
-    return -1;
+    for (int i = 0; i < q->n_peers; i++)
+        if (q->peers[i].id == id)
+            return &q->peers[i];
+    return NULL;
+}
+
+void kiq_quorum_learn_peer(kiq_quorum_t *q, int32_t id, const char *name, const char *host, int port)
+{
+    if (id == q->cfg.node_id || port <= 0)
+        return;
+    peer_t *p = kiq_quorum_peer_of(q, id);
+    if (!p && q->n_peers < MAX_PEERS) {
+        p = &q->peers[q->n_peers++];
+        memset(p, 0, sizeof *p);
+        p->id = id;
+    }
+    if (!p || p->ep.port > 0)
+        return;
+    snprintf(p->ep.name, sizeof p->ep.name, "%s", name ? name : "CONTROLLER");
+    snprintf(p->ep.host, sizeof p->ep.host, "%s", host);
+    p->ep.port = port;
+}
+
+int kiq_quorum_peer_channels(kiq_quorum_t *q, peer_t *p)
+{
+    if (p->rpc)
+        return 0;
+    if (p->ep.port <= 0)
+        return kiq_error_set("node %d's address is not known yet", p->id);
+    char name[64], peer[16];
+    snprintf(peer, sizeof peer, "%d", p->id);
+    kiq_peer_channel_config_t cc = { .name = name, .peer = peer, .host = p->ep.host, .port = p->ep.port,
+                                     .client_id = "kafkaiq-raft", .backoff_min_ms = 2,
+                                     .backoff_max_ms = 1000, .metrics = q->cfg.metrics };
+    snprintf(name, sizeof name, "raft-to-%d", p->id);
+    kiq_peer_channel_t *rpc = kiq_peer_channel_new(&cc);
+    snprintf(name, sizeof name, "raft-fetch-from-%d", p->id);
+    kiq_peer_channel_t *fetch = rpc ? kiq_peer_channel_new(&cc) : NULL;
+    if (!fetch) {
+        KIQ_ERROR("controller quorum: no channel to node %d: %s", p->id, kiq_error_get());
+        kiq_peer_channel_free(rpc);
+        return -1;
+    }
+    p->rpc = rpc;
+    p->fetch = fetch;
+    return 0;
+}
+
+void kiq_quorum_endpoint_of(kiq_quorum_t *q, int32_t id, kiq_quorum_endpoint_t *out)
+{
+    const peer_t *p = id == q->cfg.node_id ? NULL : kiq_quorum_peer_of(q, id);
+    if (id == q->cfg.node_id)
+        *out = q->cfg.self;
+    else if (p)
+        *out = p->ep;
+    else
+        memset(out, 0, sizeof *out);
+}
+
+int kiq_quorum_voters(kiq_quorum_t *q, int32_t *ids, kiq_quorum_endpoint_t *eps)
+{
+    kiq_raft_view_t *v = malloc(sizeof *v);
+    if (!v)
+        abort();
+    pthread_mutex_lock(&q->mu);
+    kiq_raft_view(q->raft, v);
+    int n = v->n_voters;
+    for (int i = 0; i < n; i++) {
+        ids[i] = v->voters[i].id;
+        kiq_quorum_endpoint_of(q, ids[i], &eps[i]);
+    }
+    pthread_mutex_unlock(&q->mu);
+    free(v);
+    return n;
 }
 
 bool kiq_quorum_voter_address(const kiq_quorum_t *q, int32_t id, const char **host, int *port)
 {
-    int i = kiq_quorum_voter_index(q, id);
-    if (i < 0)
-        return false;
-    *host = q->cfg.voters[i].host;
-    *port = q->cfg.voters[i].port;
-    return true;
+    for (int i = 0; i < q->n_peers; i++)
+        if (q->peers[i].id == id && id >= 0 && q->peers[i].ep.port > 0) {
+            *host = q->peers[i].ep.host;
+            *port = q->peers[i].ep.port;
+            return true;
+        }
+    return false;
 }
 
 /* ---- the wire, both ways */
@@ -94,8 +166,18 @@ static bool entries_of(kiq_bytes_t records, kiq_arena_t *a, const kiq_raft_entry
             e = more;
             cap *= 2;
         }
+        kiq_raft_voter_set_t *set = NULL;
+        if (kiq_batch_is_control(&h)) {
+            kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
+            set = kiq_arena_alloc(a, sizeof *set);
+            int got = kiq_quorum_voters_decode(batch, blen, set, eps);
+            if (got < 0)
+                return false;
+            if (got == 0)
+                set = NULL;
+        }
         e[(*n)++] = (kiq_raft_entry_t){ h.partition_leader_epoch, (int32_t)(kiq_batch_last_offset(&h) - h.base_offset + 1),
-                                        batch, blen };
+                                        batch, blen, set };
     }
     *out = e;
     return rc == 0;
@@ -189,6 +271,7 @@ static void *request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_aren
         p->fetch_offset = m->fetch.offset;
         p->last_fetched_epoch = m->fetch.last_epoch;
         p->partition_max_bytes = FETCH_MAX_BYTES;
+        memcpy(p->replica_directory_id.b, m->fetch.dir, sizeof p->replica_directory_id.b);
         *api_key = KIQ_API_FETCH;
         *resp_size = sizeof(kiq_fetch_response_t);
         return r;
@@ -268,8 +351,8 @@ static void on_answer(kiq_peer_call_t *call, int rc);
 
 static void submit(kiq_quorum_t *q, const kiq_raft_msg_t *m)
 {
-    int i = kiq_quorum_voter_index(q, m->to);
-    if (i < 0 || !q->links[i].rpc || q->stopping || q->paused || q->cut[i])
+    peer_t *to = kiq_quorum_peer_of(q, m->to);
+    if (!to || q->stopping || q->paused || to->cut || kiq_quorum_peer_channels(q, to) != 0)
         return;
     out_call_t *c = calloc(1, sizeof *c);
     if (!c)
@@ -286,7 +369,7 @@ static void submit(kiq_quorum_t *q, const kiq_raft_msg_t *m)
     c->call.deadline_ns = kiq_clock_mono_ns() + q->cfg.request_timeout_ms * 1000000;
     c->call.done = on_answer;
     c->call.ctx = c;
-    kiq_peer_channel_submit(m->type == KIQ_RAFT_FETCH ? q->links[i].fetch : q->links[i].rpc, &c->call);
+    kiq_peer_channel_submit(m->type == KIQ_RAFT_FETCH ? to->fetch : to->rpc, &c->call);
 }
 
 static void io_send(void *ctx, const kiq_raft_msg_t *m)
@@ -330,9 +413,22 @@ static void wake_ticker(kiq_quorum_t *q)
         kiq_worker_poke(q->ticker);
 }
 
+/* A voter set's endpoints become the peers' addresses. */
+static void learn_voters(kiq_quorum_t *q, const uint8_t *batch, size_t len)
+{
+    kiq_raft_voter_set_t set;
+    kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
+    if (kiq_quorum_voters_decode(batch, len, &set, eps) == 1)
+        for (int i = 0; i < set.n; i++)
+            kiq_quorum_learn_peer(q, set.voters[i].id, eps[i].name, eps[i].host, eps[i].port);
+}
+
 static int io_append(void *ctx, int64_t offset, const kiq_raft_entry_t *e, int n)
 {
     kiq_quorum_t *q = ctx;
+    for (int i = 0; i < n; i++)
+        if (e[i].voters)
+            learn_voters(q, e[i].data, e[i].len);
     int rc = kiq_quorum_log_append(q->log, offset, e, n);
     for (int i = 0; rc == 0 && i < n; i++)
         q->bytes_since_snapshot += e[i].len;
@@ -372,11 +468,13 @@ static void propose_leader_change(kiq_quorum_t *q, int32_t epoch)
     kiq_leader_change_message_t m;
     kiq_leader_change_message_init(&m);
     m.leader_id = q->cfg.node_id;
-    m.voters_n = q->cfg.n_voters;
-    m.voters = kiq_quorum_zalloc(&a, (size_t)q->cfg.n_voters * sizeof *m.voters);
-    for (int i = 0; i < q->cfg.n_voters; i++) {
+    kiq_raft_view_t *v = kiq_quorum_zalloc(&a, sizeof *v);
+    kiq_raft_view(q->raft, v);
+    m.voters_n = v->n_voters;
+    m.voters = kiq_quorum_zalloc(&a, (size_t)(v->n_voters ? v->n_voters : 1) * sizeof *m.voters);
+    for (int i = 0; i < v->n_voters; i++) {
         kiq_leader_change_message_voters_init(&m.voters[i]);
-        m.voters[i].voter_id = q->cfg.voters[i].id;
+        m.voters[i].voter_id = v->voters[i].id;
     }
     kiq_wr_t key, value, batch;
     kiq_wr_init(&key);
@@ -444,8 +542,17 @@ static void on_answer(kiq_peer_call_t *call, int rc)
     kiq_raft_msg_t m;
     if (rc == 0 && reply_of(c, call->response, &c->arena, &m)) {
         pthread_mutex_lock(&q->mu);
-        int from = kiq_quorum_voter_index(q, m.from);
-        if (!q->stopping && !q->paused && from >= 0 && !q->cut[from]) {
+        peer_t *from = kiq_quorum_peer_of(q, m.from);
+        if (m.type == KIQ_RAFT_FETCH_REPLY) {
+            /* the leader it names: where to fetch next */
+            const kiq_fetch_response_t *r = call->response;
+            for (int i = 0; i < r->node_endpoints_n; i++) {
+                char host[256];
+                snprintf(host, sizeof host, "%.*s", (int)r->node_endpoints[i].host.len, r->node_endpoints[i].host.p);
+                kiq_quorum_learn_peer(q, r->node_endpoints[i].node_id, NULL, host, r->node_endpoints[i].port);
+            }
+        }
+        if (!q->stopping && !q->paused && from && !from->cut) {
             if (m.type == KIQ_RAFT_FETCH_REPLY)
                 q->last_fetch_empty = m.error != KIQ_ERR_NONE ||
                                       (m.fetch_reply.n_entries == 0 && m.fetch_reply.diverging.epoch < 0 &&
@@ -471,18 +578,107 @@ static int64_t tick_round(void *ctx)
         q->fetch_held = false;
         submit(q, &q->held_fetch);
     }
+    kiq_quorum_change_fn change_done = NULL;
+    void *change_ctx = NULL;
+    int16_t change_error = 0;
+    if (q->change.active) {
+        if (q->hw > q->change.offset)
+            change_error = KIQ_ERR_NONE;
+        else if (q->role != KIQ_RAFT_LEADER || q->epoch != q->change.epoch)
+            change_error = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
+        else if (now >= q->change.deadline_ms)
+            change_error = KIQ_ERR_REQUEST_TIMED_OUT;
+        else
+            change_error = -1;
+        if (change_error >= 0) {
+            q->change.active = false;
+            change_done = q->change.done;
+            change_ctx = q->change.ctx;
+        }
+    }
     kiq_quorum_snapshot_tick(q, now);
     bool moved = q->hw != q->told_hw || q->role != q->told_role || q->epoch != q->told_epoch;
     q->told_hw = q->hw;
     q->told_role = q->role;
     q->told_epoch = q->epoch;
     pthread_mutex_unlock(&q->mu);
+    if (change_done) {
+        if (change_error)
+            kiq_error_set("the voter change at offset %lld did not commit (error %d)", (long long)q->change.offset,
+                          change_error);
+        change_done(change_ctx, change_error);
+    }
     if (moved && q->cfg.changed)
         q->cfg.changed(q->cfg.ctx);
     return TICK_MS;
 }
 
 /* ---- lifecycle */
+
+/* The voter sets of the log, as it is opened. */
+typedef struct voter_sets {
+    kiq_quorum_t *q;
+    kiq_raft_voters_at_t *at;
+    int n, cap;
+} voter_sets_t;
+
+static void add_set(voter_sets_t *v, int64_t offset, const kiq_raft_voter_set_t *set,
+                    const kiq_quorum_endpoint_t *eps)
+{
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 8;
+        v->at = realloc(v->at, (size_t)v->cap * sizeof *v->at);
+        if (!v->at)
+            abort();
+    }
+    v->at[v->n++] = (kiq_raft_voters_at_t){ offset, *set };
+    for (int i = 0; i < set->n; i++)
+        kiq_quorum_learn_peer(v->q, set->voters[i].id, eps[i].name, eps[i].host, eps[i].port);
+}
+
+static int collect_voters(void *ctx, int64_t offset, const uint8_t *batch, size_t len)
+{
+    kiq_raft_voter_set_t set;
+    kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
+    int got = kiq_quorum_voters_decode(batch, len, &set, eps);
+    if (got > 0)
+        add_set(ctx, offset, &set, eps);
+    return got < 0 ? got : 0;
+}
+
+/* The voter set of the snapshot the log starts after comes first: the
+ * entries that wrote it are gone (Kafka's voter history starts there too,
+ * at the snapshot's last offset). */
+static int snapshot_voters(kiq_quorum_t *q, voter_sets_t *sets)
+{
+    kiq_raft_epoch_end_t s = kiq_quorum_log_snapshot(q->log);
+    kiq_snapshot_voters_t v;
+    int got = s.epoch >= 0 ? kiq_snapshot_voters(kiq_quorum_log_dir(q->log), s, &v) : 0;
+    if (got > 0)
+        add_set(sets, s.end_offset - 1, &v.set, v.eps);
+    return got < 0 ? got : 0;
+}
+
+/* Kafka's `kafka-storage format --standalone`: a new log's first batch
+ * makes this node the only voter, under kraft.version 1. */
+static int format_standalone(kiq_quorum_t *q)
+{
+    kiq_raft_voter_set_t set = { .n = 1 };
+    set.voters[0].id = q->cfg.node_id;
+    memcpy(set.voters[0].dir, q->cfg.dir_id, sizeof set.voters[0].dir);
+    kiq_wr_t batch;
+    kiq_wr_init(&batch);
+    int32_t count;
+    int rc = kiq_quorum_voters_batch(&set, &q->cfg.self, true, &batch, &count);
+    if (rc == 0) {
+        kiq_raft_entry_t e = { 0, count, batch.buf, batch.len, &set };
+        rc = kiq_quorum_log_append(q->log, 0, &e, 1);
+    }
+    kiq_wr_free(&batch);
+    if (rc == 0)
+        KIQ_INFO("controller quorum: node %d formatted standalone, the only voter (kraft.version 1)", q->cfg.node_id);
+    return rc;
+}
 
 kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg)
 {
@@ -510,6 +706,21 @@ kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg)
         .now_ms = kiq_quorum_now_ms(), .io = &IO, .ctx = q,
     };
     memcpy(rc.voters, ids, (size_t)cfg->n_voters * sizeof *ids);
+    memcpy(rc.dir, cfg->dir_id, sizeof rc.dir);
+    for (int i = 0; i < cfg->n_voters; i++)
+        kiq_quorum_learn_peer(q, cfg->voters[i].id, NULL, cfg->voters[i].host, cfg->voters[i].port);
+    for (int i = 0; i < cfg->n_bootstrap; i++)
+        kiq_quorum_learn_peer(q, KIQ_RAFT_BOOTSTRAP_ID(i), NULL, cfg->bootstrap[i].host, cfg->bootstrap[i].port);
+    rc.n_bootstrap = cfg->n_bootstrap;
+    voter_sets_t sets = { .q = q };
+    if ((!cfg->n_voters && cfg->standalone && kiq_quorum_log_end(q->log) == 0 && format_standalone(q) != 0) ||
+        snapshot_voters(q, &sets) != 0 || kiq_quorum_log_scan_control(q->log, collect_voters, &sets) != 0) {
+        free(sets.at);
+        kiq_quorum_free(q);
+        return NULL;
+    }
+    rc.voter_sets = sets.at;
+    rc.n_voter_sets = sets.n;
     kiq_quorum_log_fill(q->log, &rc);
     q->epoch = rc.state.epoch;
     q->hw = rc.snapshot.epoch >= 0 ? rc.snapshot.end_offset : 0; /* raft's starts there too */
@@ -517,6 +728,7 @@ kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg)
     q->last_snapshot_ms = kiq_quorum_now_ms();
     q->snap.id = (kiq_raft_epoch_end_t){ -1, -1 };
     q->raft = kiq_raft_new(&rc);
+    free(sets.at);
     if (!q->raft) {
         kiq_quorum_free(q);
         return NULL;
@@ -526,22 +738,6 @@ kiq_quorum_t *kiq_quorum_new(const kiq_quorum_config_t *cfg)
 
 int kiq_quorum_start(kiq_quorum_t *q)
 {
-    for (int i = 0; i < q->cfg.n_voters; i++) {
-        const kiq_voter_t *v = &q->cfg.voters[i];
-        if (v->id == q->cfg.node_id)
-            continue;
-        char name[64], peer[16];
-        snprintf(peer, sizeof peer, "%d", v->id);
-        kiq_peer_channel_config_t cc = { .name = name, .peer = peer, .host = v->host, .port = v->port,
-                                         .client_id = "kafkaiq-raft", .backoff_min_ms = 2,
-                                         .backoff_max_ms = 1000, .metrics = q->cfg.metrics };
-        snprintf(name, sizeof name, "raft-to-%d", v->id);
-        q->links[i].rpc = kiq_peer_channel_new(&cc);
-        snprintf(name, sizeof name, "raft-fetch-from-%d", v->id);
-        q->links[i].fetch = q->links[i].rpc ? kiq_peer_channel_new(&cc) : NULL;
-        if (!q->links[i].fetch)
-            return -1;
-    }
     kiq_worker_config_t wc = { .name = "raft", .round = tick_round, .ctx = q };
     kiq_worker_t *t = kiq_worker_start(&wc);
     pthread_mutex_lock(&q->mu);
@@ -570,10 +766,16 @@ void kiq_quorum_stop(kiq_quorum_t *q, bool resign)
     pthread_mutex_lock(&q->mu);
     q->stopping = true;
     pthread_cond_broadcast(&q->moved);
+    bool pending = q->change.active;
+    q->change.active = false;
     pthread_mutex_unlock(&q->mu);
-    for (int i = 0; i < q->cfg.n_voters; i++) {
-        kiq_peer_channel_stop(q->links[i].rpc);
-        kiq_peer_channel_stop(q->links[i].fetch);
+    if (pending) {
+        kiq_error_set("node %d stopped before the voter change committed", q->cfg.node_id);
+        q->change.done(q->change.ctx, KIQ_ERR_NOT_LEADER_OR_FOLLOWER);
+    }
+    for (int i = 0; i < q->n_peers; i++) {
+        kiq_peer_channel_stop(q->peers[i].rpc);
+        kiq_peer_channel_stop(q->peers[i].fetch);
     }
 }
 
@@ -582,9 +784,9 @@ void kiq_quorum_free(kiq_quorum_t *q)
     if (!q)
         return;
     kiq_quorum_stop(q, false);
-    for (int i = 0; i < q->cfg.n_voters; i++) {
-        kiq_peer_channel_free(q->links[i].rpc);
-        kiq_peer_channel_free(q->links[i].fetch);
+    for (int i = 0; i < q->n_peers; i++) {
+        kiq_peer_channel_free(q->peers[i].rpc);
+        kiq_peer_channel_free(q->peers[i].fetch);
     }
     kiq_raft_free(q->raft);
     kiq_quorum_log_free(q->log);
@@ -600,8 +802,8 @@ void kiq_quorum_free(kiq_quorum_t *q)
  * epoch and no leader, which the sender drops as stale. */
 static bool ask_raft(kiq_quorum_t *q, const kiq_raft_msg_t *m, kiq_raft_msg_t *re)
 {
-    int from = kiq_quorum_voter_index(q, m->from);
-    if (q->paused || (from >= 0 && q->cut[from])) {
+    const peer_t *from = kiq_quorum_peer_of(q, m->from);
+    if (q->paused || (from && from->cut)) {
         re->epoch = re->leader_id = -1;
         return false;
     }
@@ -718,6 +920,7 @@ bool kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_
                          .to = q->cfg.node_id, .epoch = p->current_leader_epoch, .leader_id = -1 };
     m.fetch.offset = p->fetch_offset;
     m.fetch.last_epoch = p->last_fetched_epoch;
+    memcpy(m.fetch.dir, p->replica_directory_id.b, sizeof m.fetch.dir);
     kiq_raft_msg_t re = { 0 };
     pthread_mutex_lock(&q->mu);
     bool ok = ask_raft(q, &m, &re);
@@ -747,6 +950,15 @@ bool kiq_quorum_fetch(kiq_quorum_t *q, int16_t version, const kiq_fetch_request_
     rp->diverging_epoch.end_offset = re.fetch_reply.diverging.end_offset;
     rp->snapshot_id.epoch = re.fetch_reply.snapshot.epoch;
     rp->snapshot_id.end_offset = re.fetch_reply.snapshot.end_offset;
+    if (re.leader_id == q->cfg.node_id && q->cfg.self.port > 0) {
+        /* an observer that found this leader through a bootstrap server learns where to fetch */
+        resp->node_endpoints_n = 1;
+        resp->node_endpoints = kiq_quorum_zalloc(arena, sizeof *resp->node_endpoints);
+        kiq_fetch_response_node_endpoints_init(resp->node_endpoints);
+        resp->node_endpoints->node_id = q->cfg.node_id;
+        resp->node_endpoints->host = kiq_quorum_astr(arena, q->cfg.self.host);
+        resp->node_endpoints->port = q->cfg.self.port;
+    }
     return rp->error_code == KIQ_ERR_NONE && !rp->records.len && rp->diverging_epoch.epoch < 0 &&
            rp->snapshot_id.epoch < 0;
 }
@@ -757,6 +969,18 @@ bool kiq_quorum_fetch_news(kiq_quorum_t *q, int64_t offset, int64_t hw)
     kiq_quorum_view(q, &v);
     return v.role != KIQ_RAFT_LEADER || v.log_end > offset || v.high_watermark != hw;
 }
+
+/* One ReplicaState of DescribeQuorum (a voter's and an observer's are
+ * two generated types of the same fields); times on the wall clock. */
+#define REPLICA_STATE(dst, src, wall, mono)                                                                        \
+    do {                                                                                                           \
+        (dst)->replica_id = (src)->id;                                                                             \
+        memcpy((dst)->replica_directory_id.b, (src)->dir, sizeof (dst)->replica_directory_id.b);                  \
+        (dst)->log_end_offset = (src)->log_end;                                                                    \
+        (dst)->last_fetch_timestamp = (src)->last_fetch_ms < 0 ? -1 : (wall) - ((mono) - (src)->last_fetch_ms);    \
+        (dst)->last_caught_up_timestamp =                                                                          \
+            (src)->last_caught_up_ms < 0 ? -1 : (wall) - ((mono) - (src)->last_caught_up_ms);                      \
+    } while (0)
 
 void kiq_quorum_describe(kiq_quorum_t *q, const kiq_describe_quorum_request_t *req, kiq_arena_t *arena,
                          kiq_describe_quorum_response_t *resp)
@@ -784,14 +1008,34 @@ void kiq_quorum_describe(kiq_quorum_t *q, const kiq_describe_quorum_request_t *r
     rp->current_voters_n = v.n_voters;
     rp->current_voters = kiq_quorum_zalloc(arena, (size_t)(v.n_voters ? v.n_voters : 1) * sizeof *rp->current_voters);
     for (int i = 0; i < v.n_voters; i++) {
-        kiq_describe_quorum_response_topics_partitions_current_voters_t *cv = &rp->current_voters[i];
-        kiq_describe_quorum_response_topics_partitions_current_voters_init(cv);
-        cv->replica_id = v.voters[i].id;
-        cv->log_end_offset = v.voters[i].log_end;
-        cv->last_fetch_timestamp = v.voters[i].last_fetch_ms < 0 ? -1 : wall - (mono - v.voters[i].last_fetch_ms);
-        cv->last_caught_up_timestamp =
-            v.voters[i].last_caught_up_ms < 0 ? -1 : wall - (mono - v.voters[i].last_caught_up_ms);
+        kiq_describe_quorum_response_topics_partitions_current_voters_init(&rp->current_voters[i]);
+        REPLICA_STATE(&rp->current_voters[i], &v.voters[i], wall, mono);
     }
+    rp->observers_n = v.n_observers;
+    rp->observers = kiq_quorum_zalloc(arena, (size_t)(v.n_observers ? v.n_observers : 1) * sizeof *rp->observers);
+    for (int i = 0; i < v.n_observers; i++) {
+        kiq_describe_quorum_response_topics_partitions_observers_init(&rp->observers[i]);
+        REPLICA_STATE(&rp->observers[i], &v.observers[i], wall, mono);
+    }
+    /* v2's nodes: where each voter listens (kafka-metadata-quorum prints them) */
+    resp->nodes = kiq_quorum_zalloc(arena, (size_t)(v.n_voters ? v.n_voters : 1) * sizeof *resp->nodes);
+    pthread_mutex_lock(&q->mu);
+    for (int i = 0; i < v.n_voters; i++) {
+        kiq_quorum_endpoint_t ep;
+        kiq_quorum_endpoint_of(q, v.voters[i].id, &ep);
+        if (ep.port <= 0)
+            continue;
+        kiq_describe_quorum_response_nodes_t *n = &resp->nodes[resp->nodes_n++];
+        kiq_describe_quorum_response_nodes_init(n);
+        n->node_id = v.voters[i].id;
+        n->listeners_n = 1;
+        n->listeners = kiq_quorum_zalloc(arena, sizeof *n->listeners);
+        kiq_describe_quorum_response_nodes_listeners_init(n->listeners);
+        n->listeners->name = kiq_quorum_astr(arena, ep.name[0] ? ep.name : "CONTROLLER");
+        n->listeners->host = kiq_quorum_astr(arena, ep.host);
+        n->listeners->port = (uint16_t)ep.port;
+    }
+    pthread_mutex_unlock(&q->mu);
 }
 
 /* ---- the controller's side */
@@ -836,6 +1080,68 @@ int kiq_quorum_write(kiq_quorum_t *q, const kiq_metadata_record_t *records, size
     return rc;
 }
 
+/* Proposes the set in force with key added or removed; the answer
+ * comes from the ticker once it commits. */
+static void change_voters(kiq_quorum_t *q, const kiq_raft_replica_key_t *key, const kiq_quorum_endpoint_t *ep,
+                          bool add, int64_t timeout_ms, kiq_quorum_change_fn done, void *ctx)
+{
+    pthread_mutex_lock(&q->mu);
+    int rc = q->change.active ? (kiq_error_set("a voter change is under way"), KIQ_ERR_REQUEST_TIMED_OUT)
+                              : kiq_raft_voters_check(q->raft, key, add);
+    if (rc == 0) {
+        kiq_raft_voter_set_t set;
+        kiq_raft_voters_changed(q->raft, key, add, &set);
+        kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
+        for (int i = 0; i < set.n; i++) {
+            const peer_t *p = kiq_quorum_peer_of(q, set.voters[i].id);
+            eps[i] = set.voters[i].id == q->cfg.node_id ? q->cfg.self
+                     : add && set.voters[i].id == key->id ? *ep
+                     : p ? p->ep : (kiq_quorum_endpoint_t){ .port = 0 };
+        }
+        if (add)
+            kiq_quorum_learn_peer(q, key->id, ep->name, ep->host, ep->port);
+        kiq_wr_t batch;
+        kiq_wr_init(&batch);
+        int32_t count;
+        int64_t at;
+        rc = kiq_quorum_voters_batch(&set, eps, false, &batch, &count) != 0 ? KIQ_ERR_UNKNOWN_SERVER_ERROR
+                                                                            : kiq_raft_propose_voters(q->raft, &set,
+                                                                                                      batch.buf,
+                                                                                                      batch.len, &at);
+        kiq_wr_free(&batch);
+        if (rc == 0) {
+            KIQ_INFO("controller quorum: %s voter %d at offset %lld", add ? "adding" : "removing", key->id,
+                     (long long)at);
+            q->change.active = true;
+            q->change.offset = at;
+            q->change.epoch = q->epoch;
+            q->change.deadline_ms = kiq_quorum_now_ms() + (timeout_ms > 0 ? timeout_ms : q->cfg.request_timeout_ms);
+            q->change.done = done;
+            q->change.ctx = ctx;
+            wake_ticker(q);
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (rc != 0)
+        done(ctx, (int16_t)(rc < 0 ? KIQ_ERR_UNKNOWN_SERVER_ERROR : rc));
+}
+
+void kiq_quorum_add_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, const kiq_quorum_endpoint_t *ep,
+                          int64_t timeout_ms, kiq_quorum_change_fn done, void *ctx)
+{
+    kiq_raft_replica_key_t key = { .id = id };
+    memcpy(key.dir, dir->b, sizeof key.dir);
+    change_voters(q, &key, ep, true, timeout_ms, done, ctx);
+}
+
+void kiq_quorum_remove_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, int64_t timeout_ms,
+                             kiq_quorum_change_fn done, void *ctx)
+{
+    kiq_raft_replica_key_t key = { .id = id };
+    memcpy(key.dir, dir->b, sizeof key.dir);
+    change_voters(q, &key, NULL, false, timeout_ms, done, ctx);
+}
+
 int kiq_quorum_replay(kiq_quorum_t *q, int64_t from, int64_t to, kiq_metadata_replay_fn cb, void *ctx)
 {
     pthread_mutex_lock(&q->mu);
@@ -855,11 +1161,10 @@ void kiq_quorum_pause(kiq_quorum_t *q, bool paused)
 
 void kiq_quorum_cut(kiq_quorum_t *q, int32_t voter, bool cut)
 {
-    int i = kiq_quorum_voter_index(q, voter);
-    if (i < 0)
-        return;
     pthread_mutex_lock(&q->mu);
-    q->cut[i] = cut;
+    peer_t *p = kiq_quorum_peer_of(q, voter);
+    if (p)
+        p->cut = cut;
     pthread_mutex_unlock(&q->mu);
 }
 

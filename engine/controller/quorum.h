@@ -21,6 +21,7 @@
 
 #include "config/listeners.h"
 #include "controller/quorum_log.h"
+#include "controller/quorum_voters.h"
 #include "core/arena.h"
 #include "metrics/registry.h"
 #include "proto/messages.h"
@@ -33,6 +34,15 @@ typedef struct kiq_quorum_config {
     const char *dir; /* the log directory holding __cluster_metadata-0 */
     kiq_voter_t voters[KIQ_RAFT_MAX_VOTERS]; /* controller.quorum.voters */
     int n_voters;
+    /* kraft.version 1 (KIP-853), with no voters above: the log's voter
+     * sets, the leader found through controller.quorum.bootstrap.servers
+     * (ids unused); standalone: a new log starts with this node as its
+     * only voter (Kafka's format --standalone) */
+    kiq_voter_t bootstrap[KIQ_RAFT_MAX_VOTERS];
+    int n_bootstrap;
+    bool standalone;
+    uint8_t dir_id[16];          /* this node's metadata directory id */
+    kiq_quorum_endpoint_t self; /* this node's controller listener */
     /* Kafka's controller.quorum.* settings */
     int64_t election_timeout_ms, fetch_timeout_ms, election_backoff_max_ms, request_timeout_ms;
     /* metadata.log.max.record.bytes.between.snapshots and
@@ -127,6 +137,20 @@ void kiq_quorum_fetch_snapshot(kiq_quorum_t *q, const kiq_fetch_snapshot_request
  * traffic between this voter and one other, both ways. */
 void kiq_quorum_pause(kiq_quorum_t *q, bool paused);
 void kiq_quorum_cut(kiq_quorum_t *q, int32_t voter, bool cut);
+/* The voter sets (AddRaftVoter, RemoveRaftVoter; KIP-853), answered by
+ * the leader: done(ctx, error) once the new set is committed (0), or
+ * with the Kafka error (the reason in the error slot) at once, when the
+ * timeout passes (REQUEST_TIMED_OUT) or the leadership goes; from the
+ * caller's thread or the quorum's ticker. */
+typedef void (*kiq_quorum_change_fn)(void *ctx, int16_t error);
+void kiq_quorum_add_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, const kiq_quorum_endpoint_t *ep,
+                          int64_t timeout_ms, kiq_quorum_change_fn done, void *ctx);
+void kiq_quorum_remove_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, int64_t timeout_ms,
+                             kiq_quorum_change_fn done, void *ctx);
+
+/* The voter set in force: ids and endpoints (port 0: not known here) of
+ * at most KIQ_RAFT_MAX_VOTERS voters; how many. */
+int kiq_quorum_voters(kiq_quorum_t *q, int32_t *ids, kiq_quorum_endpoint_t *eps);
 /* The voter's control address, false for an id not among the voters. */
 bool kiq_quorum_voter_address(const kiq_quorum_t *q, int32_t id, const char **host, int *port);
 

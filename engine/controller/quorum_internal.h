@@ -20,17 +20,32 @@
 /* What a follower asks of a snapshot at once (Kafka's raft: 8 MiB). */
 #define SNAPSHOT_CHUNK_BYTES (1 << 20)
 
-/* The channels to one other voter: one for elections, one for fetches
- * (a fetch never waits behind a vote, nor a vote behind a fetch). */
-typedef struct link {
+/* Another node this one talks to: a voter, an observer's leader, or a
+ * bootstrap server (a negative id). Two channels, made at its first
+ * message: one for elections, one for fetches (a fetch never waits
+ * behind a vote, nor a vote behind a fetch). */
+#define MAX_PEERS (2 * KIQ_RAFT_MAX_VOTERS + 8)
+typedef struct peer {
+    int32_t id;
+    kiq_quorum_endpoint_t ep; /* port 0: not known yet */
     kiq_peer_channel_t *rpc, *fetch;
-} link_t;
+    bool cut; /* a test dropped the traffic with it, both ways */
+} peer_t;
 
 struct kiq_quorum {
     kiq_quorum_config_t cfg;
     kiq_worker_t *ticker; /* set and cleared under mu (answers poke it), stopped outside it */
-    link_t links[KIQ_RAFT_MAX_VOTERS];
     pthread_mutex_t mu; /* guards everything below */
+    peer_t peers[MAX_PEERS];
+    int n_peers;
+    /* the voter change waiting for its commit (one at a time) */
+    struct {
+        bool active;
+        int64_t offset, deadline_ms;
+        int32_t epoch;
+        kiq_quorum_change_fn done;
+        void *ctx;
+    } change;
     pthread_cond_t moved; /* the high watermark or the role moved */
     kiq_raft_t *raft;
     kiq_quorum_log_t *log;
@@ -49,10 +64,9 @@ struct kiq_quorum {
     int32_t told_epoch;
     bool stopping;
     /* the network as a test breaks it: a paused voter neither ticks nor
-     * talks (a stopped process); traffic with a cut voter is dropped both
+     * talks (a stopped process); traffic with a cut peer is dropped both
      * ways, as a lost message is */
     bool paused;
-    bool cut[KIQ_RAFT_MAX_VOTERS];
     /* what makes the next snapshot due (the controller writes it) */
     uint64_t bytes_since_snapshot;
     int64_t last_snapshot_ms;
@@ -68,7 +82,17 @@ struct kiq_quorum {
 };
 
 int64_t kiq_quorum_now_ms(void);
-int kiq_quorum_voter_index(const kiq_quorum_t *q, int32_t id);
+/* Under mu: the peer id names, NULL if none; its channels, made at the
+ * first use (0, or -1 where its address is not known or no channel could
+ * be made). */
+peer_t *kiq_quorum_peer_of(kiq_quorum_t *q, int32_t id);
+/* Under mu: where id listens, as a voter set, a bootstrap list or a
+ * leader's answer said; a known address stays (its channels are made). */
+void kiq_quorum_learn_peer(kiq_quorum_t *q, int32_t id, const char *name, const char *host, int port);
+/* Under mu: id's endpoint as known here (this node's own listener for
+ * itself; port 0: none known). */
+void kiq_quorum_endpoint_of(kiq_quorum_t *q, int32_t id, kiq_quorum_endpoint_t *out);
+int kiq_quorum_peer_channels(kiq_quorum_t *q, peer_t *p);
 /* s copied into a. */
 kiq_str_t kiq_quorum_astr(kiq_arena_t *a, const char *s);
 /* n zeroed bytes of a. */

@@ -284,7 +284,7 @@ int kiq_quorum_log_read(kiq_quorum_log_t *l, int64_t offset, int32_t max_bytes, 
             *e = l->entries;
         }
         l->entries[(*n)++] = (kiq_raft_entry_t){ h.partition_leader_epoch,
-                                                 (int32_t)(kiq_batch_last_offset(&h) - h.base_offset + 1), batch, blen };
+                                                 (int32_t)(kiq_batch_last_offset(&h) - h.base_offset + 1), batch, blen, NULL };
     }
     return 0;
 }
@@ -388,6 +388,43 @@ int kiq_quorum_log_replay(kiq_quorum_log_t *l, int64_t from, int64_t to, kiq_met
             return c.stopped;
         if (rc != 0)
             return -1;
+        if (next <= offset)
+            return kiq_error_set(KIQ_METADATA_TOPIC " read at offset %lld does not advance", (long long)offset);
+        offset = next;
+    }
+    return 0;
+}
+
+int kiq_quorum_log_scan_control(kiq_quorum_log_t *l, int (*cb)(void *ctx, int64_t offset, const uint8_t *batch,
+                                                               size_t len),
+                                void *ctx)
+{
+    int64_t end = kiq_partition_log_end_offset(l->log);
+    for (int64_t offset = kiq_partition_log_start_offset(l->log); offset < end;) {
+        kiq_wr_t w;
+        kiq_wr_init(&w);
+        int n = kiq_partition_log_read(l->log, offset, 1 << 20, end, &w);
+        if (n <= 0 || w.err) {
+            kiq_wr_free(&w);
+            return kiq_error_set("cannot read " KIQ_METADATA_TOPIC " at offset %lld", (long long)offset);
+        }
+        kiq_batch_iter_t it;
+        kiq_batch_iter_init(&it, w.buf, w.len, true);
+        const uint8_t *batch;
+        size_t blen;
+        kiq_batch_header_t h;
+        int64_t next = offset;
+        int rc = 0;
+        while (rc == 0 && kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
+            if (kiq_batch_last_offset(&h) < offset)
+                continue;
+            next = kiq_batch_last_offset(&h) + 1;
+            if (kiq_batch_is_control(&h))
+                rc = cb(ctx, h.base_offset, batch, blen);
+        }
+        kiq_wr_free(&w);
+        if (rc != 0)
+            return rc;
         if (next <= offset)
             return kiq_error_set(KIQ_METADATA_TOPIC " read at offset %lld does not advance", (long long)offset);
         offset = next;

@@ -78,6 +78,13 @@ int64_t kiq_quorum_log_end(kiq_quorum_log_t *l);
  * does not decode stops the replay with its offset). */
 int kiq_quorum_log_replay(kiq_quorum_log_t *l, int64_t from, int64_t to, kiq_metadata_replay_fn cb, void *ctx);
 
+/* Each control batch of the log (after its snapshot) in offset order, to cb with its base
+ * offset (the quorum learns its voter sets); cb's nonzero stops it. 0 or
+ * -1 with the reason. */
+int kiq_quorum_log_scan_control(kiq_quorum_log_t *l, int (*cb)(void *ctx, int64_t offset, const uint8_t *batch,
+                                                               size_t len),
+                                void *ctx);
+
 /* The metadata records of one data batch at offsets [from, to), as a
  * replay gives them. */
 int kiq_quorum_log_replay_batch(const uint8_t *batch, size_t len, int64_t from, int64_t to, kiq_metadata_replay_fn cb,

@@ -35,9 +35,13 @@ int kiq_quorum_snapshot(kiq_quorum_t *q, int64_t end, const kiq_metadata_record_
                            end, q->hw);
     } else {
         kiq_raft_epoch_end_t s = { kiq_quorum_log_epoch_before(q->log, end), end };
-        rc = kiq_snapshot_write(kiq_quorum_log_dir(q->log), s, kiq_clock_wall_ms(), records, n);
+        kiq_snapshot_voters_t v;
+        bool dynamic = kiq_raft_voters_before(q->raft, end, &v.set);
+        for (int i = 0; dynamic && i < v.set.n; i++)
+            kiq_quorum_endpoint_of(q, v.set.voters[i].id, &v.eps[i]);
+        rc = kiq_snapshot_write(kiq_quorum_log_dir(q->log), s, kiq_clock_wall_ms(), dynamic ? &v : NULL, records, n);
         if (rc == 0)
-            rc = kiq_raft_snapshot_loaded(q->raft, s);
+            rc = kiq_raft_snapshot_loaded(q->raft, s, NULL);
         if (rc == 0)
             rc = kiq_quorum_log_snapshot_taken(q->log, s);
         if (rc == 0) {
@@ -111,8 +115,8 @@ void kiq_quorum_fetch_snapshot(kiq_quorum_t *q, const kiq_fetch_snapshot_request
     kiq_raft_view_t v;
     pthread_mutex_lock(&q->mu);
     kiq_raft_view(q->raft, &v);
-    int from = kiq_quorum_voter_index(q, req->replica_id);
-    if (q->paused || (from >= 0 && q->cut[from])) {
+    const peer_t *from = kiq_quorum_peer_of(q, req->replica_id);
+    if (q->paused || (from && from->cut)) {
         /* as a lost request: no epoch, no leader */
         rp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
         rp->current_leader.leader_id = rp->current_leader.leader_epoch = -1;
@@ -159,8 +163,8 @@ static void on_snapshot_answer(kiq_peer_call_t *call, int rc);
 /* Under mu: the request for the next chunk. */
 static void request_chunk(kiq_quorum_t *q)
 {
-    int i = kiq_quorum_voter_index(q, q->snap.leader);
-    if (i < 0 || !q->links[i].fetch || q->stopping || q->paused || q->cut[i]) {
+    peer_t *leader = kiq_quorum_peer_of(q, q->snap.leader);
+    if (!leader || q->stopping || q->paused || leader->cut || kiq_quorum_peer_channels(q, leader) != 0) {
         q->snap.due_ms = kiq_quorum_now_ms() + FETCH_IDLE_MS;
         return;
     }
@@ -196,7 +200,7 @@ static void request_chunk(kiq_quorum_t *q)
     c->call.done = on_snapshot_answer;
     c->call.ctx = c;
     q->snap.in_flight = true;
-    kiq_peer_channel_submit(q->links[i].fetch, &c->call);
+    kiq_peer_channel_submit(leader->fetch, &c->call);
 }
 
 void kiq_quorum_snapshot_fetch_start(void *ctx, int32_t leader_id, kiq_raft_epoch_end_t id)
@@ -245,7 +249,10 @@ static void fetch_done(kiq_quorum_t *q)
     kiq_raft_epoch_end_t id = q->snap.id;
     const char *dir = kiq_quorum_log_dir(q->log);
     kiq_quorum_snapshot_fetch_drop(q);
-    if (kiq_snapshot_part_finish(dir, id, q->snap.size) != 0 || kiq_quorum_log_reset_to(q->log, id) != 0) {
+    kiq_snapshot_voters_t v;
+    int voters = 0;
+    if (kiq_snapshot_part_finish(dir, id, q->snap.size) != 0 || (voters = kiq_snapshot_voters(dir, id, &v)) < 0 ||
+        kiq_quorum_log_reset_to(q->log, id) != 0) {
         char why[512];
         snprintf(why, sizeof why, "%s", kiq_error_get());
         fetch_failed(q, why);
@@ -255,7 +262,9 @@ static void fetch_done(kiq_quorum_t *q)
     q->last_snapshot_ms = kiq_quorum_now_ms();
     KIQ_INFO("controller quorum: node %d loaded the snapshot %020" PRId64 "-%010" PRId32 " (%" PRId64
              " bytes) fetched from leader %d", q->cfg.node_id, id.end_offset, id.epoch, q->snap.size, q->snap.leader);
-    if (kiq_raft_snapshot_loaded(q->raft, id) != 0)
+    for (int i = 0; i < (voters > 0 ? v.set.n : 0); i++)
+        kiq_quorum_learn_peer(q, v.set.voters[i].id, v.eps[i].name, v.eps[i].host, v.eps[i].port);
+    if (kiq_raft_snapshot_loaded(q->raft, id, voters > 0 ? &v.set : NULL) != 0)
         KIQ_ERROR("controller quorum: node %d: %s", q->cfg.node_id, kiq_error_get());
 }
 
@@ -300,10 +309,10 @@ static void on_snapshot_answer(kiq_peer_call_t *call, int rc)
     snap_call_t *c = call->ctx;
     kiq_quorum_t *q = c->q;
     pthread_mutex_lock(&q->mu);
-    int from = kiq_quorum_voter_index(q, q->snap.leader);
+    const peer_t *from = kiq_quorum_peer_of(q, q->snap.leader);
     if (c->generation == q->snap.generation && q->snap.active && !q->stopping) {
         q->snap.in_flight = false;
-        if (rc != 0 || q->paused || (from >= 0 && q->cut[from]))
+        if (rc != 0 || q->paused || (from && from->cut))
             q->snap.due_ms = kiq_quorum_now_ms() + FETCH_IDLE_MS; /* lost: asked again */
         else
             take_chunk(q, call->response);

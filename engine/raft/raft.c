@@ -7,9 +7,10 @@
 #include "core/error.h"
 #include "proto/errors.h"
 
-/* The leader's view of one voter in its epoch. */
+/* The leader's view of one voter (or observer) in its epoch. */
 typedef struct voter {
     int32_t id;
+    uint8_t dir[16];
     int64_t log_end, last_fetch_ms, last_caught_up_ms;
     bool begin_acked;   /* answered BeginQuorumEpoch */
     int64_t begin_sent; /* when it was last sent, -1 never */
@@ -20,8 +21,15 @@ typedef struct voter {
 /* Owned by the host's loop thread (raft.h). */
 struct kiq_raft {
     int32_t node_id;
-    voter_t voters[KIQ_RAFT_MAX_VOTERS];
+    uint8_t dir[16];
+    voter_t voters[KIQ_RAFT_MAX_VOTERS]; /* the set in force, each with its state */
     int n_voters;
+    voter_t observers[KIQ_RAFT_MAX_OBSERVERS]; /* a leader's: non-voters that fetched */
+    int n_observers;
+    kiq_raft_voter_set_t static_set;   /* controller.quorum.voters */
+    kiq_raft_voters_at_t *sets;        /* the log's voter sets, ascending; the last in force */
+    int n_sets, cap_sets;
+    int n_bootstrap;
     int64_t election_timeout, fetch_timeout, backoff_max, request_timeout;
     const kiq_raft_io_t *io;
     void *ctx;
@@ -84,6 +92,72 @@ static bool is_voter(kiq_raft_t *r)
     return voter_of(r, r->node_id) != NULL;
 }
 
+static bool dir_known(const uint8_t *dir)
+{
+    for (int i = 0; i < 16; i++)
+        if (dir[i])
+            return true;
+    return false;
+}
+
+static const kiq_raft_voter_set_t *set_in_force(const kiq_raft_t *r)
+{
+    return r->n_sets ? &r->sets[r->n_sets - 1].set : &r->static_set;
+}
+
+static voter_t *observer_of(kiq_raft_t *r, int32_t id)
+{
+    for (int i = 0; i < r->n_observers; i++)
+        if (r->observers[i].id == id)
+            return &r->observers[i];
+    return NULL;
+}
+
+static voter_t fresh_voter(const kiq_raft_replica_key_t *k)
+{
+    voter_t v = { .id = k->id, .log_end = -1, .last_fetch_ms = -1, .last_caught_up_ms = -1, .begin_sent = -1 };
+    memcpy(v.dir, k->dir, sizeof v.dir);
+    return v;
+}
+
+/* The voters array follows the set in force; a voter keeps what the
+ * leader knew of it, an observer made voter brings its own, and a voter
+ * left out is watched on as an observer. */
+static void apply_set(kiq_raft_t *r)
+{
+    const kiq_raft_voter_set_t *set = set_in_force(r);
+    voter_t next[KIQ_RAFT_MAX_VOTERS];
+    for (int i = 0; i < set->n; i++) {
+        voter_t *old = voter_of(r, set->voters[i].id);
+        voter_t *obs = old ? NULL : observer_of(r, set->voters[i].id);
+        next[i] = old ? *old : obs ? *obs : fresh_voter(&set->voters[i]);
+        if (obs)
+            *obs = r->observers[--r->n_observers];
+    }
+    for (int i = 0; i < r->n_voters; i++) {
+        bool kept = false;
+        for (int k = 0; k < set->n; k++)
+            kept |= set->voters[k].id == r->voters[i].id;
+        if (!kept && r->voters[i].id != r->node_id && r->n_observers < KIQ_RAFT_MAX_OBSERVERS)
+            r->observers[r->n_observers++] = r->voters[i];
+    }
+    memcpy(r->voters, next, (size_t)set->n * sizeof *next);
+    r->n_voters = set->n;
+}
+
+static void push_set(kiq_raft_t *r, int64_t offset, const kiq_raft_voter_set_t *set)
+{
+    if (r->n_sets == r->cap_sets) {
+        int cap = r->cap_sets ? r->cap_sets * 2 : 8;
+        kiq_raft_voters_at_t *s = realloc(r->sets, (size_t)cap * sizeof *s);
+        if (!s)
+            abort();
+        r->sets = s;
+        r->cap_sets = cap;
+    }
+    r->sets[r->n_sets++] = (kiq_raft_voters_at_t){ offset, *set };
+}
+
 static int majority(const kiq_raft_t *r)
 {
     return r->n_voters / 2 + 1;
@@ -136,12 +210,22 @@ static int append(kiq_raft_t *r, const kiq_raft_entry_t *e, int n)
         if (e[i].count <= 0 || (i && e[i].epoch < e[i - 1].epoch) ||
             (r->n_starts && e[i].epoch < r->starts[r->n_starts - 1].epoch))
             return kiq_error_set("raft: entries out of epoch order");
+    for (int i = 0; i < n; i++)
+        if (e[i].voters && (e[i].voters->n < 0 || e[i].voters->n > KIQ_RAFT_MAX_VOTERS))
+            return kiq_error_set("raft: a voter set of %d", e[i].voters->n);
     if (r->io->append(r->ctx, r->log_end, e, n) != 0)
         return -1;
+    bool changed = false;
     for (int i = 0; i < n; i++) {
         note_epoch(r, e[i].epoch, r->log_end);
+        if (e[i].voters) {
+            push_set(r, r->log_end, e[i].voters); /* in force uncommitted, as KIP-853 has it */
+            changed = true;
+        }
         r->log_end += e[i].count;
     }
+    if (changed)
+        apply_set(r);
     return 0;
 }
 
@@ -156,6 +240,11 @@ static void truncate_to(kiq_raft_t *r, int64_t end)
     r->log_end = end;
     while (r->n_starts && r->starts[r->n_starts - 1].end_offset >= end)
         r->n_starts--;
+    int sets = r->n_sets;
+    while (r->n_sets && r->sets[r->n_sets - 1].offset >= end)
+        r->n_sets--; /* the set written before the cut is back in force */
+    if (sets != r->n_sets)
+        apply_set(r);
 }
 
 /* ---- sending */
@@ -176,6 +265,7 @@ static void send_fetch(kiq_raft_t *r, int32_t to)
     kiq_raft_msg_t m = { .type = KIQ_RAFT_FETCH, .to = to };
     m.fetch.offset = r->log_end;
     m.fetch.last_epoch = epoch_before(r, r->log_end);
+    memcpy(m.fetch.dir, r->dir, sizeof m.fetch.dir);
     r->fetch_in_flight = true;
     r->fetch_sent_at = r->now;
     send(r, &m);
@@ -274,6 +364,8 @@ static void become_prospective(kiq_raft_t *r)
         become_candidate(r);
 }
 
+static void become_resigned(kiq_raft_t *r);
+
 static void update_hw(kiq_raft_t *r)
 {
     int64_t ends[KIQ_RAFT_MAX_VOTERS];
@@ -293,6 +385,9 @@ static void update_hw(kiq_raft_t *r)
         r->hw = hw;
         r->io->committed(r->ctx, hw);
     }
+    /* a leader the committed set leaves out hands over */
+    if (r->role == KIQ_RAFT_LEADER && r->n_sets && r->sets[r->n_sets - 1].offset < r->hw && !is_voter(r))
+        become_resigned(r);
 }
 
 static void send_begin_epochs(kiq_raft_t *r)
@@ -315,6 +410,7 @@ static void become_leader(kiq_raft_t *r)
     persist(r);
     r->epoch_start = r->log_end;
     r->leader_since = r->now;
+    r->n_observers = 0;
     for (int i = 0; i < r->n_voters; i++) {
         voter_t *v = &r->voters[i];
         v->log_end = v->last_fetch_ms = v->last_caught_up_ms = v->begin_sent = -1;
@@ -376,10 +472,20 @@ kiq_raft_t *kiq_raft_new(const kiq_raft_config_t *cfg)
     if (!r)
         abort();
     r->node_id = cfg->node_id;
-    r->n_voters = cfg->n_voters;
+    memcpy(r->dir, cfg->dir, sizeof r->dir);
+    r->static_set.n = cfg->n_voters;
     for (int i = 0; i < cfg->n_voters; i++)
-        r->voters[i] = (voter_t){ .id = cfg->voters[i], .log_end = -1, .last_fetch_ms = -1,
-                                  .last_caught_up_ms = -1, .begin_sent = -1 };
+        r->static_set.voters[i] = (kiq_raft_replica_key_t){ .id = cfg->voters[i] };
+    for (int i = 0; i < cfg->n_voter_sets; i++)
+        if (cfg->voter_sets[i].set.n < 0 || cfg->voter_sets[i].set.n > KIQ_RAFT_MAX_VOTERS) {
+            kiq_error_set("raft: a voter set of %d", cfg->voter_sets[i].set.n);
+            kiq_raft_free(r);
+            return NULL;
+        } else {
+            push_set(r, cfg->voter_sets[i].offset, &cfg->voter_sets[i].set);
+        }
+    r->n_bootstrap = cfg->n_bootstrap;
+    apply_set(r);
     r->election_timeout = cfg->election_timeout_ms > 0 ? cfg->election_timeout_ms : 1000;
     r->fetch_timeout = cfg->fetch_timeout_ms > 0 ? cfg->fetch_timeout_ms : 2000;
     r->backoff_max = cfg->election_backoff_max_ms > 0 ? cfg->election_backoff_max_ms : 1000;
@@ -421,7 +527,24 @@ void kiq_raft_free(kiq_raft_t *r)
     if (!r)
         return;
     free(r->starts);
+    free(r->sets);
     free(r);
+}
+
+/* An observer asks the voters in turn, else its bootstrap servers, for
+ * the leader: any of them answers a Fetch naming it. */
+static void probe(kiq_raft_t *r)
+{
+    int32_t peers[KIQ_RAFT_MAX_VOTERS + 8];
+    int n = 0;
+    for (int i = 0; i < r->n_voters; i++)
+        if (r->voters[i].id != r->node_id)
+            peers[n++] = r->voters[i].id;
+    if (!n)
+        for (int i = 0; i < r->n_bootstrap && n < (int)(sizeof peers / sizeof *peers); i++)
+            peers[n++] = KIQ_RAFT_BOOTSTRAP_ID(i);
+    if (n)
+        send_fetch(r, peers[r->probe++ % n]);
 }
 
 void kiq_raft_tick(kiq_raft_t *r, int64_t now_ms)
@@ -432,8 +555,8 @@ void kiq_raft_tick(kiq_raft_t *r, int64_t now_ms)
         if (is_voter(r)) {
             if (now_ms >= r->deadline)
                 become_prospective(r);
-        } else if (r->n_voters && (!r->fetch_in_flight || now_ms - r->fetch_sent_at >= r->request_timeout)) {
-            send_fetch(r, r->voters[r->probe++ % r->n_voters].id); /* who leads? */
+        } else if (!r->fetch_in_flight || now_ms - r->fetch_sent_at >= r->request_timeout) {
+            probe(r); /* who leads? */
         }
         break;
     case KIQ_RAFT_FOLLOWER:
@@ -472,8 +595,12 @@ void kiq_raft_tick(kiq_raft_t *r, int64_t now_ms)
         break;
     }
     case KIQ_RAFT_RESIGNED:
-        if (now_ms >= r->deadline && is_voter(r))
-            become_prospective(r);
+        if (now_ms >= r->deadline) {
+            if (is_voter(r))
+                become_prospective(r);
+            else
+                become_unattached(r, r->epoch); /* removed: an observer from now on */
+        }
         break;
     }
 }
@@ -552,6 +679,30 @@ static void on_end_epoch(kiq_raft_t *r, const kiq_raft_msg_t *m)
     send(r, &re);
 }
 
+/* The leader's entry for an observer that fetches (the one heard from
+ * longest ago makes room). */
+static voter_t *track_observer(kiq_raft_t *r, int32_t id, const uint8_t *dir)
+{
+    if (id < 0)
+        return NULL;
+    voter_t *o = observer_of(r, id);
+    if (!o) {
+        kiq_raft_replica_key_t k = { .id = id };
+        memcpy(k.dir, dir, sizeof k.dir);
+        if (r->n_observers < KIQ_RAFT_MAX_OBSERVERS) {
+            o = &r->observers[r->n_observers++];
+        } else {
+            o = &r->observers[0];
+            for (int i = 1; i < r->n_observers; i++)
+                if (r->observers[i].last_fetch_ms < o->last_fetch_ms)
+                    o = &r->observers[i];
+        }
+        *o = fresh_voter(&k);
+    }
+    memcpy(o->dir, dir, sizeof o->dir);
+    return o;
+}
+
 static void on_fetch(kiq_raft_t *r, const kiq_raft_msg_t *m)
 {
     kiq_raft_msg_t re = { .type = KIQ_RAFT_FETCH_REPLY, .to = m->from };
@@ -570,6 +721,8 @@ static void on_fetch(kiq_raft_t *r, const kiq_raft_msg_t *m)
             re.fetch_reply.diverging = e;
         } else if (m->fetch.offset <= r->log_end) {
             voter_t *v = voter_of(r, m->from);
+            if (!v)
+                v = track_observer(r, m->from, m->fetch.dir);
             if (v) {
                 v->log_end = m->fetch.offset;
                 v->last_fetch_ms = r->now;
@@ -694,7 +847,7 @@ int kiq_raft_propose(kiq_raft_t *r, int32_t count, const void *data, size_t len,
         kiq_error_set("raft: node %d is not the leader (%s, epoch %d)", r->node_id, kiq_raft_role_name(r->role), r->epoch);
         return KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
     }
-    kiq_raft_entry_t e = { r->epoch, count, data, len };
+    kiq_raft_entry_t e = { r->epoch, count, data, len, NULL };
     int64_t at = r->log_end;
     if (append(r, &e, 1) != 0)
         return -1;
@@ -711,7 +864,7 @@ void kiq_raft_resign(kiq_raft_t *r, int64_t now_ms)
         become_resigned(r);
 }
 
-int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id)
+int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id, const kiq_raft_voter_set_t *voters)
 {
     if (id.epoch < 0 || id.end_offset < r->log_start)
         return kiq_error_set("raft: snapshot ending at %lld is before the log start %lld", (long long)id.end_offset,
@@ -724,6 +877,12 @@ int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id)
     if (r->log_end < id.end_offset || r->snapshot_pending) {
         r->log_end = id.end_offset; /* the fetched snapshot replaces the whole log */
         r->n_starts = 0;
+        if (voters && voters->n > KIQ_RAFT_MAX_VOTERS)
+            return kiq_error_set("raft: a snapshot's voter set of %d", voters->n);
+        r->n_sets = 0; /* and its voter set, the sets the log held */
+        if (voters)
+            push_set(r, id.end_offset - 1, voters);
+        apply_set(r);
     }
     /* epochs wholly before the snapshot go; the one it cuts starts at it */
     int keep = 0;
@@ -749,6 +908,93 @@ int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id)
     return 0;
 }
 
+int kiq_raft_voters_check(kiq_raft_t *r, const kiq_raft_replica_key_t *key, bool add)
+{
+    if (r->role != KIQ_RAFT_LEADER) {
+        kiq_error_set("node %d is not the quorum's leader (%s, epoch %d, leader %d)", r->node_id,
+                      kiq_raft_role_name(r->role), r->epoch, r->leader_id);
+        return KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
+    }
+    if (!r->n_sets) {
+        kiq_error_set("the quorum's voters are static (kraft.version 0): controller.quorum.voters fixes them");
+        return KIQ_ERR_UNSUPPORTED_VERSION;
+    }
+    if (r->hw <= r->epoch_start) {
+        kiq_error_set("the leader has not committed an entry of epoch %d yet", r->epoch);
+        return KIQ_ERR_REQUEST_TIMED_OUT;
+    }
+    if (r->sets[r->n_sets - 1].offset >= r->hw) {
+        kiq_error_set("the last voter change (offset %lld) is not committed yet (high watermark %lld)",
+                      (long long)r->sets[r->n_sets - 1].offset, (long long)r->hw);
+        return KIQ_ERR_REQUEST_TIMED_OUT;
+    }
+    voter_t *v = voter_of(r, key->id);
+    if (add) {
+        if (v) {
+            kiq_error_set("node %d is a voter already", key->id);
+            return KIQ_ERR_DUPLICATE_VOTER;
+        }
+        if (r->n_voters == KIQ_RAFT_MAX_VOTERS) {
+            kiq_error_set("the quorum has %d voters, the most it takes", r->n_voters);
+            return KIQ_ERR_INVALID_REQUEST;
+        }
+        voter_t *o = observer_of(r, key->id);
+        bool same_dir = o && (!dir_known(key->dir) || memcmp(o->dir, key->dir, sizeof o->dir) == 0);
+        if (!same_dir || o->last_caught_up_ms < 0 || r->now - o->last_caught_up_ms >= r->fetch_timeout) {
+            kiq_error_set("node %d is not an observer caught up with the leader's log", key->id);
+            return KIQ_ERR_REQUEST_TIMED_OUT;
+        }
+        return 0;
+    }
+    if (!v || (dir_known(key->dir) && dir_known(v->dir) && memcmp(v->dir, key->dir, sizeof v->dir) != 0)) {
+        kiq_error_set("node %d with that directory id is not a voter", key->id);
+        return KIQ_ERR_VOTER_NOT_FOUND;
+    }
+    if (r->n_voters == 1) {
+        kiq_error_set("node %d is the last voter", key->id);
+        return KIQ_ERR_INVALID_REQUEST;
+    }
+    return 0;
+}
+
+void kiq_raft_voters_changed(const kiq_raft_t *r, const kiq_raft_replica_key_t *key, bool add,
+                             kiq_raft_voter_set_t *out)
+{
+    const kiq_raft_voter_set_t *set = set_in_force(r);
+    out->n = 0;
+    for (int i = 0; i < set->n; i++)
+        if (add || set->voters[i].id != key->id)
+            out->voters[out->n++] = set->voters[i];
+    if (add && out->n < KIQ_RAFT_MAX_VOTERS) {
+        kiq_raft_replica_key_t k = *key;
+        const voter_t *o = observer_of((kiq_raft_t *)r, key->id);
+        if (o && !dir_known(k.dir))
+            memcpy(k.dir, o->dir, sizeof k.dir);
+        out->voters[out->n++] = k;
+    }
+}
+
+int kiq_raft_propose_voters(kiq_raft_t *r, const kiq_raft_voter_set_t *set, const void *data, size_t len,
+                            int64_t *offset)
+{
+    if (r->role != KIQ_RAFT_LEADER) {
+        kiq_error_set("node %d is not the quorum's leader", r->node_id);
+        return KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
+    }
+    if (r->n_sets && r->sets[r->n_sets - 1].offset >= r->hw) {
+        kiq_error_set("the last voter change is not committed yet");
+        return KIQ_ERR_REQUEST_TIMED_OUT;
+    }
+    kiq_raft_entry_t e = { r->epoch, 1, data, len, set };
+    int64_t at = r->log_end;
+    if (append(r, &e, 1) != 0)
+        return -1;
+    if (offset)
+        *offset = at;
+    update_hw(r);
+    return 0;
+}
+
 void kiq_raft_snapshot_progress(kiq_raft_t *r, int64_t now_ms)
 {
     r->now = now_ms;
@@ -764,6 +1010,16 @@ void kiq_raft_snapshot_failed(kiq_raft_t *r, int64_t now_ms)
     r->snapshot_pending = false;
     if (r->role == KIQ_RAFT_FOLLOWER)
         send_fetch(r, r->leader_id);
+}
+
+bool kiq_raft_voters_before(const kiq_raft_t *r, int64_t end, kiq_raft_voter_set_t *out)
+{
+    for (int i = r->n_sets - 1; i >= 0; i--)
+        if (r->sets[i].offset < end) {
+            *out = r->sets[i].set;
+            return true;
+        }
+    return false;
 }
 
 void kiq_raft_view(const kiq_raft_t *r, kiq_raft_view_t *out)
@@ -785,8 +1041,17 @@ void kiq_raft_view(const kiq_raft_t *r, kiq_raft_view_t *out)
         const voter_t *v = &r->voters[i];
         out->votes_granted += (r->role == KIQ_RAFT_CANDIDATE || r->role == KIQ_RAFT_PROSPECTIVE) && v->answered && v->granted;
         bool self = v->id == r->node_id;
-        out->voters[i] = (kiq_raft_voter_view_t){ v->id, self ? r->log_end : v->log_end,
+        out->voters[i] = (kiq_raft_voter_view_t){ v->id, { 0 }, self ? r->log_end : v->log_end,
                                                   self ? r->now : v->last_fetch_ms,
                                                   self ? r->now : v->last_caught_up_ms };
+        memcpy(out->voters[i].dir, self ? r->dir : v->dir, sizeof v->dir);
     }
+    out->n_observers = r->role == KIQ_RAFT_LEADER ? r->n_observers : 0;
+    for (int i = 0; i < out->n_observers; i++) {
+        const voter_t *o = &r->observers[i];
+        out->observers[i] = (kiq_raft_voter_view_t){ o->id, { 0 }, o->log_end, o->last_fetch_ms, o->last_caught_up_ms };
+        memcpy(out->observers[i].dir, o->dir, sizeof o->dir);
+    }
+    out->kraft_version = r->n_sets ? 1 : 0;
+    out->voters_offset = r->n_sets ? r->sets[r->n_sets - 1].offset : -1;
 }

@@ -1,4 +1,5 @@
-/* KRaft's rules (KIP-595, PreVote from KIP-996, snapshots from KIP-630) as
+/* KRaft's rules (KIP-595, PreVote from KIP-996, snapshots from KIP-630,
+ * dynamic voters from KIP-853) as
  * a state machine with no I/O: it is given messages and the time, and it
  * answers through the host's callbacks (send a message, append, truncate
  * or read the log, write the quorum state, report a role or a commit). The
@@ -14,6 +15,15 @@
  * once an entry of its own epoch is among them (the host appends its
  * epoch's LeaderChangeMessage as soon as it is told it leads).
  *
+ * The voters are either fixed by the config (kraft.version 0) or kept in
+ * the log (kraft.version 1): an entry may carry a voter set (the host's
+ * VotersRecord), and the latest one in the log, committed or not, is the
+ * set in force; a truncation past it brings back the one before. Majority,
+ * high watermark, elections and check-quorum use the set in force; a node
+ * outside it never runs and fetches as an observer, which the leader
+ * tracks. One change at a time: a new set is proposed only once the last
+ * one committed; a leader the committed set leaves out resigns.
+ *
  * A kiq_raft_t is owned by one thread (the host's loop); every call and
  * every callback happens on it. Callbacks must not free the raft. */
 #ifndef KIQ_RAFT_RAFT_H
@@ -24,6 +34,29 @@
 #include <stdint.h>
 
 #define KIQ_RAFT_MAX_VOTERS 16
+#define KIQ_RAFT_MAX_OBSERVERS 16
+/* An observer's bootstrap servers are peers -2, -3, ... (as Kafka numbers
+ * controller.quorum.bootstrap.servers): the host knows their addresses. */
+#define KIQ_RAFT_BOOTSTRAP_ID(i) (-2 - (i))
+
+/* A replica of the quorum: its node id and the directory id of its
+ * metadata log (all zero: not known, as with static voters). */
+typedef struct kiq_raft_replica_key {
+    int32_t id;
+    uint8_t dir[16];
+} kiq_raft_replica_key_t;
+
+/* A voter set (the host's VotersRecord, less the endpoints it keeps). */
+typedef struct kiq_raft_voter_set {
+    kiq_raft_replica_key_t voters[KIQ_RAFT_MAX_VOTERS];
+    int n;
+} kiq_raft_voter_set_t;
+
+/* A voter set written at an offset of the log. */
+typedef struct kiq_raft_voters_at {
+    int64_t offset;
+    kiq_raft_voter_set_t set;
+} kiq_raft_voters_at_t;
 
 typedef struct kiq_raft kiq_raft_t;
 
@@ -60,6 +93,7 @@ typedef struct kiq_raft_entry {
     int32_t count;
     const void *data;
     size_t len;
+    const kiq_raft_voter_set_t *voters; /* the set this entry writes, NULL: none */
 } kiq_raft_entry_t;
 
 typedef struct kiq_raft_msg {
@@ -84,6 +118,7 @@ typedef struct kiq_raft_msg {
         struct {
             int64_t offset;
             int32_t last_epoch; /* of the entry before offset */
+            uint8_t dir[16];    /* the fetcher's directory id (Fetch v17) */
         } fetch;
         struct {
             int64_t high_watermark;
@@ -125,8 +160,14 @@ typedef struct kiq_raft_io {
 
 typedef struct kiq_raft_config {
     int32_t node_id;
-    int32_t voters[KIQ_RAFT_MAX_VOTERS]; /* empty: an observer of voters it must learn */
+    uint8_t dir[16]; /* this node's directory id */
+    int32_t voters[KIQ_RAFT_MAX_VOTERS]; /* controller.quorum.voters; empty: learnt from the log */
     int n_voters;
+    /* kraft.version 1: the voter sets the log holds, ascending by offset
+     * (copied); the latest is in force */
+    const kiq_raft_voters_at_t *voter_sets;
+    int n_voter_sets;
+    int n_bootstrap; /* controller.quorum.bootstrap.servers: peers KIQ_RAFT_BOOTSTRAP_ID(0..n-1) */
     int64_t election_timeout_ms;      /* controller.quorum.election.timeout.ms */
     int64_t fetch_timeout_ms;         /* controller.quorum.fetch.timeout.ms */
     int64_t election_backoff_max_ms;  /* controller.quorum.election.backoff.max.ms */
@@ -144,9 +185,10 @@ typedef struct kiq_raft_config {
     void *ctx;
 } kiq_raft_config_t;
 
-/* A voter as the leader sees it (DescribeQuorum's ReplicaState). */
+/* A voter or an observer as the leader sees it (DescribeQuorum's ReplicaState). */
 typedef struct kiq_raft_voter_view {
     int32_t id;
+    uint8_t dir[16];
     int64_t log_end;           /* -1: not heard from in this epoch */
     int64_t last_fetch_ms;     /* -1 */
     int64_t last_caught_up_ms; /* -1 */
@@ -160,8 +202,12 @@ typedef struct kiq_raft_view {
     int32_t last_epoch;
     int votes_granted; /* as candidate or prospective */
     int64_t elections;   /* started here, pre-votes included */
-    kiq_raft_voter_view_t voters[KIQ_RAFT_MAX_VOTERS];
+    kiq_raft_voter_view_t voters[KIQ_RAFT_MAX_VOTERS]; /* the set in force */
     int n_voters;
+    kiq_raft_voter_view_t observers[KIQ_RAFT_MAX_OBSERVERS]; /* a leader's: those fetching lately */
+    int n_observers;
+    int kraft_version;       /* 1: the voters come from the log */
+    int64_t voters_offset;   /* where the set in force was written, -1: the config's */
 } kiq_raft_view_t;
 
 /* NULL with the reason in the error slot (a voter set too large, a log
@@ -179,8 +225,10 @@ int kiq_raft_propose(kiq_raft_t *r, int32_t count, const void *data, size_t len,
 /* The leader steps down (shutdown): EndQuorumEpoch to the others. */
 void kiq_raft_resign(kiq_raft_t *r, int64_t now_ms);
 /* The host's log now starts at id (a snapshot taken here, at most the high
- * watermark, or one fetched from the leader, which replaces the log). */
-int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id);
+ * watermark, or one fetched from the leader, which replaces the log and,
+ * with it, the voter sets it held: the snapshot's own set, voters (NULL:
+ * none, kraft.version 0), is then the one in force). */
+int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id, const kiq_raft_voter_set_t *voters);
 /* A follower's snapshot fetch moved on (a chunk came): the leader is
  * alive, so the fetch timeout starts again, as a Fetch answer does. */
 void kiq_raft_snapshot_progress(kiq_raft_t *r, int64_t now_ms);
@@ -188,6 +236,27 @@ void kiq_raft_snapshot_progress(kiq_raft_t *r, int64_t now_ms);
  * none): it fetches again and learns what to fetch instead. */
 void kiq_raft_snapshot_failed(kiq_raft_t *r, int64_t now_ms);
 
+/* Whether the leader may change the voter set now, adding (add) or
+ * removing key (directory id all zero: any): 0, or the Kafka error as
+ * KIP-853's leader answers, the reason in the error slot —
+ * NOT_LEADER_OR_FOLLOWER; UNSUPPORTED_VERSION under kraft.version 0;
+ * REQUEST_TIMED_OUT while this epoch has committed nothing, the last
+ * change is uncommitted, or the one added is not an observer caught up
+ * lately; DUPLICATE_VOTER, VOTER_NOT_FOUND; INVALID_REQUEST to remove the
+ * last voter. */
+int kiq_raft_voters_check(kiq_raft_t *r, const kiq_raft_replica_key_t *key, bool add);
+/* The set in force with key added or removed (after a check). */
+void kiq_raft_voters_changed(const kiq_raft_t *r, const kiq_raft_replica_key_t *key, bool add,
+                             kiq_raft_voter_set_t *out);
+/* The leader appends the entry writing `set` (data: the host's batch of
+ * one VotersRecord); in force at once, committed by the new set's
+ * majority. 0 with *offset, or a Kafka error as kiq_raft_voters_check. */
+int kiq_raft_propose_voters(kiq_raft_t *r, const kiq_raft_voter_set_t *set, const void *data, size_t len,
+                            int64_t *offset);
+
+/* The voter set written last below offset end (what a snapshot ending
+ * there holds): false under kraft.version 0 or where none is. */
+bool kiq_raft_voters_before(const kiq_raft_t *r, int64_t end, kiq_raft_voter_set_t *out);
 void kiq_raft_view(const kiq_raft_t *r, kiq_raft_view_t *out);
 const char *kiq_raft_role_name(kiq_raft_role_t role);
 

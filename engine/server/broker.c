@@ -75,7 +75,11 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     }
     b->cluster = kiq_voters_parse(kiq_config_str(config, KIQ_CFG_CONTROLLER_QUORUM_VOTERS), b->voters,
                                   KIQ_MAX_VOTERS, &b->nvoters) == 0;
-    if (b->cluster) {
+    /* a controller-only node of a dynamic quorum (kraft.version 1) */
+    if (!b->cluster && b->roles.controller && !b->roles.broker &&
+        *kiq_config_str(config, KIQ_CFG_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS))
+        b->cluster = true;
+    if (b->cluster && b->nvoters > 0) {
         atomic_store(&b->controller_id, b->voters[0].id);
         snprintf(b->controller_host, sizeof b->controller_host, "%s", b->voters[0].host);
         b->controller_port = b->voters[0].port;
@@ -281,9 +285,6 @@ static int start_control_plane(kiq_broker_t *b)
     if (!b->control_processor) return -1;
     kiq_request_queue_on_space(b->control_queue, kiq_processor_queue_space, b->control_processor);
     kiq_request_queue_on_space(b->quorum_queue, kiq_processor_queue_space, b->control_processor);
-    b->control_acceptor = kiq_acceptor_new(b->control_host, b->control_port, &b->control_processor, 1, NULL);
-    if (!b->control_acceptor) return -1;
-    b->control_port = kiq_acceptor_port(b->control_acceptor);
     /* the controller's requests never wait behind client load */
     char name[24];
     snprintf(name, sizeof name, "control-%d", b->node_id);
@@ -709,6 +710,14 @@ static int start_controller(kiq_broker_t *b)
         .ctx = b,
     };
     memcpy(qc.voters, b->voters, (size_t)b->nvoters * sizeof *b->voters);
+    if (kiq_bootstrap_servers_parse(kiq_config_str(b->config, KIQ_CFG_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS),
+                                    qc.bootstrap, KIQ_RAFT_MAX_VOTERS, &qc.n_bootstrap) != 0)
+        return -1;
+    qc.standalone = kiq_config_bool(b->config, KIQ_CFG_QUORUM_STANDALONE);
+    memcpy(qc.dir_id, b->log_dirs[0].dir_id.b, sizeof qc.dir_id);
+    snprintf(qc.self.name, sizeof qc.self.name, "%s", kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME));
+    snprintf(qc.self.host, sizeof qc.self.host, "%s", b->control_host);
+    qc.self.port = b->control_port;
     if (!(b->quorum = kiq_quorum_new(&qc))) return -1;
     b->controller = kiq_controller_new(b->config, b->node_id,
                                        kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME), b->metrics,
@@ -731,6 +740,24 @@ static void release_controller(kiq_broker_t *b)
 }
 
 static int start_control_plane_if_any(kiq_broker_t *b) { return b->has_control_plane ? start_control_plane(b) : 0; }
+
+/* The control listener is bound before the controller starts: its voter
+ * record names the port bound, where the config's is 0. */
+static int bind_control_listener(kiq_broker_t *b)
+{
+    if (!b->has_control_plane) return 0;
+    b->control_acceptor = kiq_acceptor_new(b->control_host, b->control_port, &b->control_processor, 1, NULL);
+    if (!b->control_acceptor) return -1;
+    b->control_port = kiq_acceptor_port(b->control_acceptor);
+    return 0;
+}
+
+/* A start that failed before the control plane's: the listener bound. */
+static void release_control_listener(kiq_broker_t *b)
+{
+    kiq_acceptor_free(b->control_acceptor);
+    b->control_acceptor = NULL;
+}
 
 /* lifecycle: registration and heartbeats; last of the cluster's, as the
  * registration carries the bound ports */
@@ -812,6 +839,7 @@ static const broker_row_t rows[] = {
     {"coordinators", start_coordinators, stop_coordinators, release_coordinators, KIQ__STARTUP_PHASES},
     {"replicas", start_replicas, NULL, release_replicas, KIQ__STARTUP_PHASES},
     {"requests", start_requests, stop_requests, release_requests, KIQ_STARTUP_LISTENERS},
+    {"control listener", bind_control_listener, NULL, release_control_listener, KIQ__STARTUP_PHASES},
     {"controller", start_controller, NULL, release_controller, KIQ_STARTUP_CONTROLLER},
     {"control plane", start_control_plane_if_any, stop_control_plane, NULL, KIQ__STARTUP_PHASES},
     {"lifecycle", start_lifecycle, stop_lifecycle, NULL, KIQ__STARTUP_PHASES},

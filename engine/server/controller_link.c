@@ -48,6 +48,9 @@ typedef struct whole {
     size_t response_size, error_code_at, error_message_at;
     bool has_message;
     void (*here)(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp);
+    /* instead of here: answered later (a voter change, at its commit) */
+    void (*later)(kiq_broker_t *b, int16_t api, const void *req, kiq_arena_t *a, void *resp, kiq_link_done_fn done,
+                  void *ctx);
 } whole_t;
 
 /* A request on its way to the controller; in the caller's arena. */
@@ -368,10 +371,54 @@ static void describe_quorum_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena
     kiq_quorum_describe(b->quorum, req, a, resp);
 }
 
+/* A voter change waiting for its commit at this node's quorum. */
+typedef struct voter_change {
+    kiq_arena_t *arena;
+    int16_t *error_code;
+    kiq_str_t *error_message;
+    kiq_link_done_fn done;
+    void *ctx;
+} voter_change_t;
+
+static void voters_changed(void *arg, int16_t error)
+{
+    voter_change_t *w = arg;
+    *w->error_code = error;
+    if (error) *w->error_message = error_text(w->arena);
+    w->done(w->ctx);
+}
+
+void kiq_controller_link_change_voters(kiq_broker_t *b, int16_t api, const void *req, kiq_arena_t *arena, void *resp,
+                                       kiq_link_done_fn done, void *ctx)
+{
+    voter_change_t *w = kiq_arena_alloc(arena, sizeof *w);
+    if (api == KIQ_API_REMOVE_RAFT_VOTER) {
+        const kiq_remove_raft_voter_request_t *in = req;
+        kiq_remove_raft_voter_response_t *out = resp;
+        *w = (voter_change_t){ arena, &out->error_code, &out->error_message, done, ctx };
+        kiq_quorum_remove_voter(b->quorum, in->voter_id, &in->voter_directory_id, KIQ_VOTER_CHANGE_WAIT_MS,
+                                voters_changed, w);
+        return;
+    }
+    const kiq_add_raft_voter_request_t *in = req;
+    kiq_add_raft_voter_response_t *out = resp;
+    *w = (voter_change_t){ arena, &out->error_code, &out->error_message, done, ctx };
+    if (in->listeners_n < 1) {
+        kiq_error_set("the new voter names no listener");
+        voters_changed(w, KIQ_ERR_INVALID_REQUEST);
+        return;
+    }
+    kiq_quorum_endpoint_t ep = { .port = in->listeners[0].port };
+    snprintf(ep.name, sizeof ep.name, "%.*s", (int)in->listeners[0].name.len, in->listeners[0].name.p);
+    snprintf(ep.host, sizeof ep.host, "%.*s", (int)in->listeners[0].host.len, in->listeners[0].host.p);
+    kiq_quorum_add_voter(b->quorum, in->voter_id, &in->voter_directory_id, &ep, in->timeout_ms, voters_changed, w);
+}
+
 /* Each one's response: its size and where its error code (and message,
  * where it has one) are, for the answer of a forward that failed. */
-#define WHOLE(api, T, here) {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, here}
-#define WHOLE_NO_MESSAGE(api, T, here) {api, sizeof(T), offsetof(T, error_code), 0, false, here}
+#define WHOLE(api, T, here) {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, here, NULL}
+#define WHOLE_NO_MESSAGE(api, T, here) {api, sizeof(T), offsetof(T, error_code), 0, false, here, NULL}
+#define WHOLE_LATER(api, T, later) {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, NULL, later}
 
 static const whole_t WHOLES[] = {
     WHOLE_NO_MESSAGE(KIQ_API_ELECT_LEADERS, kiq_elect_leaders_response_t, elect_here),
@@ -380,6 +427,8 @@ static const whole_t WHOLES[] = {
           alter_reassignments_here),
     WHOLE(KIQ_API_LIST_PARTITION_REASSIGNMENTS, kiq_list_partition_reassignments_response_t, list_reassignments_here),
     WHOLE(KIQ_API_DESCRIBE_QUORUM, kiq_describe_quorum_response_t, describe_quorum_here),
+    WHOLE_LATER(KIQ_API_ADD_RAFT_VOTER, kiq_add_raft_voter_response_t, kiq_controller_link_change_voters),
+    WHOLE_LATER(KIQ_API_REMOVE_RAFT_VOTER, kiq_remove_raft_voter_response_t, kiq_controller_link_change_voters),
 };
 
 static void whole_failed(forward_t *f, int rc)
@@ -400,6 +449,10 @@ void kiq_controller_link_whole(kiq_broker_t *b, int16_t api_key, const void *req
     kiq_controller_t *ctl = kiq_broker_active_controller(b);
     if (ctl) {
         kiq_error_clear();
+        if (w->later) {
+            w->later(b, api_key, req, arena, resp, done, ctx);
+            return;
+        }
         w->here(b, ctl, arena, req, resp);
         done(ctx);
         return;

@@ -54,12 +54,21 @@ void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *order
                                        kiq_arena_t *arena, kiq_link_done_fn done, void *ctx);
 /* A request the active controller answers whole (ElectLeaders,
  * UnregisterBroker, AlterPartitionReassignments,
- * ListPartitionReassignments, DescribeQuorum; req as it came): decided
+ * ListPartitionReassignments, DescribeQuorum, AddRaftVoter,
+ * RemoveRaftVoter; req as it came): decided
  * here when this broker's controller is active, else forwarded; *resp
  * filled in arena. An unreachable controller gives REQUEST_TIMED_OUT at
  * the top level (with why, where the response carries a message). */
 void kiq_controller_link_whole(kiq_broker_t *b, int16_t api_key, const void *req, int timeout_ms, kiq_arena_t *arena,
                                void *resp, kiq_link_done_fn done, void *ctx);
+/* How long a voter change may wait for its commit (RemoveRaftVoter names
+ * no timeout of its own). */
+#define KIQ_VOTER_CHANGE_WAIT_MS 30000
+/* AddRaftVoter or RemoveRaftVoter (api) at this node's quorum, which must
+ * lead to change the set: *resp filled in arena, done(ctx) once the new
+ * set is committed or refused (from the caller's thread or the quorum's). */
+void kiq_controller_link_change_voters(kiq_broker_t *b, int16_t api, const void *req, kiq_arena_t *arena, void *resp,
+                                       kiq_link_done_fn done, void *ctx);
 /* AlterConfigs or IncrementalAlterConfigs (api_key; req the request,
  * sent on as it came), decided by the controller: each order gets its
  * outcome. An unreachable controller gives every order REQUEST_TIMED_OUT. */

@@ -301,7 +301,7 @@ static int append(kiq_quorum_log_t *st, const kiq_metadata_record_t *records, si
         kiq_wr_t w;
         kiq_wr_init(&w);
         rc = kiq_quorum_log_batch(records, n, &w);
-        kiq_raft_entry_t e = { 1, (int32_t)n, w.buf, w.len };
+        kiq_raft_entry_t e = { 1, (int32_t)n, w.buf, w.len, NULL };
         if (rc == 0) rc = kiq_quorum_log_append(st, kiq_quorum_log_end(st), &e, 1);
         kiq_wr_free(&w);
     }

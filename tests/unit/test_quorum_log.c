@@ -40,7 +40,7 @@ static void append(kiq_quorum_log_t *l, int64_t at, int32_t epoch, int first, in
 {
     kiq_wr_t w;
     topics_batch(&w, first, n);
-    kiq_raft_entry_t e = { epoch, n, w.buf, w.len };
+    kiq_raft_entry_t e = { epoch, n, w.buf, w.len, NULL };
     if (kiq_quorum_log_append(l, at, &e, 1) != 0)
         fail_msg("append: %s", kiq_error_get());
     kiq_wr_free(&w);
@@ -81,7 +81,7 @@ static void test_entries_epochs_and_replay(void **state)
     /* an append anywhere but the end is refused */
     kiq_wr_t w;
     topics_batch(&w, 9, 1);
-    kiq_raft_entry_t bad = { 3, 1, w.buf, w.len };
+    kiq_raft_entry_t bad = { 3, 1, w.buf, w.len, NULL };
     assert_int_equal(kiq_quorum_log_append(l, 2, &bad, 1), -1);
     /* and so is an entry whose count is not its batch's */
     bad.count = 2;

@@ -1,7 +1,9 @@
 /* KRaft's rules (raft/raft.h) on a fake clock and a fake network: vote
  * granting, PreVote, log matching and truncation by DivergingEpoch, commit
  * only through an entry of the leader's own epoch, a stale leader fenced,
- * a follower brought up from a snapshot, and seeded schedules of crashes,
+ * a follower brought up from a snapshot, dynamic voters (KIP-853: the set
+ * in force from the log, reverted by truncation, one change at a time, a
+ * removed leader resigning), and seeded schedules of crashes,
  * pauses, cut links and lost messages checked for one leader per epoch and
  * a committed log that never changes and is never lost. */
 #include <setjmp.h>
@@ -23,10 +25,12 @@
 
 typedef struct sim sim_t;
 
-/* One entry of the fake log: one offset, a value. */
+/* One entry of the fake log: one offset, a value, and the voter set it
+ * writes as a mask of node ids (0: none). */
 typedef struct ent {
     int32_t epoch;
     int32_t value;
+    int32_t voters;
 } ent_t;
 
 typedef struct node {
@@ -41,6 +45,7 @@ typedef struct node {
     bool up, paused, wants_snapshot;
     kiq_raft_entry_t read_buf[READ_MAX];
     int32_t read_values[READ_MAX];
+    kiq_raft_voter_set_t read_sets[READ_MAX];
 } node_t;
 
 /* A message on the wire, its entries copied. */
@@ -69,6 +74,9 @@ struct sim {
     kiq_raft_msg_t sent[64];
     int n_sent;
     bool capture;
+    /* kraft.version 1: no configured voters, the log's sets; the
+     * bootstrap server is node 1 */
+    bool dynamic;
 };
 
 static uint64_t sim_rnd(sim_t *s)
@@ -87,6 +95,24 @@ static node_t *node_of(sim_t *s, int32_t id)
     return NULL;
 }
 
+/* The voter set of a mask of node ids; each one's directory id is its id. */
+static kiq_raft_voter_set_t set_of(int32_t mask)
+{
+    kiq_raft_voter_set_t set = { .n = 0 };
+    for (int32_t id = 1; id < 31; id++)
+        if (mask & (1 << id))
+            set.voters[set.n++] = (kiq_raft_replica_key_t){ .id = id, .dir = { (uint8_t)id } };
+    return set;
+}
+
+static int32_t mask_of(const kiq_raft_voter_set_t *set)
+{
+    int32_t mask = 0;
+    for (int i = 0; set && i < set->n; i++)
+        mask |= 1 << set->voters[i].id;
+    return mask;
+}
+
 /* ---- the host callbacks */
 
 static void io_send(void *ctx, const kiq_raft_msg_t *m)
@@ -98,7 +124,7 @@ static void io_send(void *ctx, const kiq_raft_msg_t *m)
         s->sent[s->n_sent++] = *m;
         return;
     }
-    node_t *to = node_of(s, m->to);
+    node_t *to = node_of(s, m->to < 0 ? 1 : m->to); /* a bootstrap server is node 1 */
     int fi = (int)(nd - s->nodes);
     if (!to || s->cut[fi][to - s->nodes] || (s->loss_pct && (int)(sim_rnd(s) % 100) < s->loss_pct))
         return;
@@ -113,7 +139,8 @@ static void io_send(void *ctx, const kiq_raft_msg_t *m)
     if (m->type == KIQ_RAFT_FETCH_REPLY && m->fetch_reply.n_entries) {
         w->entries = malloc((size_t)m->fetch_reply.n_entries * sizeof *w->entries);
         for (int i = 0; i < m->fetch_reply.n_entries; i++)
-            w->entries[i] = (ent_t){ m->fetch_reply.entries[i].epoch, *(const int32_t *)m->fetch_reply.entries[i].data };
+            w->entries[i] = (ent_t){ m->fetch_reply.entries[i].epoch, *(const int32_t *)m->fetch_reply.entries[i].data,
+                                     mask_of(m->fetch_reply.entries[i].voters) };
     }
 }
 
@@ -124,7 +151,7 @@ static int io_append(void *ctx, int64_t offset, const kiq_raft_entry_t *e, int n
     for (int i = 0; i < n; i++) {
         assert_int_equal(e[i].count, 1);
         assert_true(nd->log_end < MAX_LOG);
-        nd->log[nd->log_end++] = (ent_t){ e[i].epoch, *(const int32_t *)e[i].data };
+        nd->log[nd->log_end++] = (ent_t){ e[i].epoch, *(const int32_t *)e[i].data, mask_of(e[i].voters) };
     }
     return 0;
 }
@@ -145,7 +172,9 @@ static int io_read(void *ctx, int64_t offset, const kiq_raft_entry_t **e, int *n
     int k = 0;
     for (int64_t o = offset; o < nd->log_end && k < READ_MAX; o++, k++) {
         nd->read_values[k] = nd->log[o].value;
-        nd->read_buf[k] = (kiq_raft_entry_t){ nd->log[o].epoch, 1, &nd->read_values[k], sizeof(int32_t) };
+        nd->read_sets[k] = set_of(nd->log[o].voters);
+        nd->read_buf[k] = (kiq_raft_entry_t){ nd->log[o].epoch, 1, &nd->read_values[k], sizeof(int32_t),
+                                              nd->log[o].voters ? &nd->read_sets[k] : NULL };
     }
     *e = nd->read_buf;
     *n = k;
@@ -226,6 +255,16 @@ static void node_boot(sim_t *s, node_t *nd, uint64_t seed)
                             .log_end = nd->log_end, .now_ms = s->now, .io = &IO, .ctx = nd };
     for (int i = 0; i < s->n; i++)
         c.voters[i] = s->nodes[i].id;
+    c.dir[0] = (uint8_t)nd->id;
+    static kiq_raft_voters_at_t sets[64];
+    if (s->dynamic) {
+        c.n_voters = 0;
+        c.n_bootstrap = 1;
+        c.voter_sets = sets;
+        for (int64_t o = nd->log_start; o < nd->log_end; o++)
+            if (nd->log[o].voters && c.n_voter_sets < 64)
+                sets[c.n_voter_sets++] = (kiq_raft_voters_at_t){ o, set_of(nd->log[o].voters) };
+    }
     kiq_raft_epoch_end_t starts[MAX_EPOCHS];
     int n = 0;
     for (int64_t o = nd->log_start; o < nd->log_end; o++)
@@ -287,16 +326,20 @@ static void sim_step(sim_t *s)
     int nq = s->nq;
     for (int i = 0; i < nq; i++) {
         wire_t w = s->q[i];
-        node_t *to = node_of(s, w.m.to);
+        node_t *to = node_of(s, w.m.to < 0 ? 1 : w.m.to);
         if (w.at > s->now || (to->up && to->paused)) {
             s->q[keep++] = w;
             continue;
         }
         if (to->up) {
             kiq_raft_entry_t es[READ_MAX];
+            kiq_raft_voter_set_t ss[READ_MAX];
             if (w.entries) {
-                for (int k = 0; k < w.m.fetch_reply.n_entries; k++)
-                    es[k] = (kiq_raft_entry_t){ w.entries[k].epoch, 1, &w.entries[k].value, sizeof(int32_t) };
+                for (int k = 0; k < w.m.fetch_reply.n_entries; k++) {
+                    ss[k] = set_of(w.entries[k].voters);
+                    es[k] = (kiq_raft_entry_t){ w.entries[k].epoch, 1, &w.entries[k].value, sizeof(int32_t),
+                                                w.entries[k].voters ? &ss[k] : NULL };
+                }
                 w.m.fetch_reply.entries = es;
             }
             kiq_raft_receive(to->r, s->now, &w.m);
@@ -350,7 +393,7 @@ static node_t *with_log(sim_t *s, int32_t id, const int32_t *epochs, int n, kiq_
     node_t *nd = node_of(s, id);
     crash(s, nd);
     for (int i = 0; i < n; i++)
-        nd->log[i] = (ent_t){ epochs[i], 100 + i };
+        nd->log[i] = (ent_t){ epochs[i], 100 + i, 0 };
     nd->log_end = n;
     nd->qs = qs;
     node_boot(s, nd, 1);
@@ -682,12 +725,12 @@ static void test_snapshot(void **state)
     sim_run(&s, 500);
     /* the leader snapshots what is committed and drops that prefix */
     kiq_raft_epoch_end_t id = { l->log[l->hw - 1].epoch, l->hw };
-    assert_int_equal(kiq_raft_snapshot_loaded(l->r, id), 0);
+    assert_int_equal(kiq_raft_snapshot_loaded(l->r, id, NULL), 0);
     l->log_start = id.end_offset;
     l->snapshot = id;
     assert_int_equal(view_of(l).log_start, id.end_offset);
     /* a snapshot of what is not committed is refused */
-    assert_int_equal(kiq_raft_snapshot_loaded(l->r, (kiq_raft_epoch_end_t){ id.epoch, l->log_end + 1 }), -1);
+    assert_int_equal(kiq_raft_snapshot_loaded(l->r, (kiq_raft_epoch_end_t){ id.epoch, l->log_end + 1 }, NULL), -1);
 
     /* a voter that lost its disk comes back empty: it is sent to the snapshot */
     late->log_end = late->log_start = 0;
@@ -706,7 +749,7 @@ static void test_snapshot(void **state)
     memcpy(late->log, l->log, sizeof(ent_t) * (size_t)id.end_offset);
     late->log_start = late->log_end = id.end_offset;
     late->wants_snapshot = false;
-    assert_int_equal(kiq_raft_snapshot_loaded(late->r, late->snapshot), 0);
+    assert_int_equal(kiq_raft_snapshot_loaded(late->r, late->snapshot, NULL), 0);
     propose(l, s.next_value++);
     assert_converged(&s);
     assert_int_equal(view_of(late).log_start, id.end_offset);
@@ -715,6 +758,189 @@ static void test_snapshot(void **state)
 
 /* The nemesis: crashes and restarts, pauses, cut links, lost messages and
  * writes, at random by the seed, for a minute of fake time. */
+/* ---- dynamic voters (KIP-853) */
+
+/* A kraft.version 1 quorum of n nodes: node 1 formatted standalone (its
+ * log starts with the voter set {1}), the others empty, finding node 1
+ * through their bootstrap server and fetching as observers. */
+static void dynamic_init(sim_t *s, int n, uint64_t seed)
+{
+    memset(s, 0, sizeof *s);
+    s->dynamic = true;
+    s->n = n;
+    s->rng = seed * 2654435761ULL + 1;
+    s->min_delay = 1;
+    s->max_delay = 5;
+    s->election_timeout = 1000;
+    s->fetch_timeout = 2000;
+    for (int i = 0; i < MAX_EPOCHS; i++)
+        s->leader_of_epoch[i] = -1;
+    for (int i = 0; i < n; i++) {
+        node_t *nd = &s->nodes[i];
+        nd->s = s;
+        nd->id = i + 1;
+        nd->qs = (kiq_raft_quorum_state_t){ 0, -1, -1 };
+        nd->snapshot = (kiq_raft_epoch_end_t){ -1, -1 };
+    }
+    s->nodes[0].log[0] = (ent_t){ 0, 1000, 1 << 1 };
+    s->nodes[0].log_end = 1;
+    for (int i = 0; i < n; i++)
+        node_boot(s, &s->nodes[i], seed);
+}
+
+static int propose_voters(node_t *nd, int32_t mask)
+{
+    kiq_raft_voter_set_t set = set_of(mask);
+    static int32_t value;
+    value = 1000 + mask;
+    int64_t at;
+    return kiq_raft_propose_voters(nd->r, &set, &value, sizeof value, &at);
+}
+
+static int change(node_t *nd, int32_t id, bool add)
+{
+    kiq_raft_replica_key_t k = { .id = id, .dir = { (uint8_t)id } };
+    int rc = kiq_raft_voters_check(nd->r, &k, add);
+    if (rc != 0)
+        return rc;
+    kiq_raft_voter_set_t set;
+    kiq_raft_voters_changed(nd->r, &k, add, &set);
+    return propose_voters(nd, mask_of(&set));
+}
+
+static void run_until_committed(sim_t *s, node_t *nd, int64_t within_ms)
+{
+    for (int64_t end = s->now + within_ms; s->now < end && nd->hw < nd->log_end;)
+        sim_step(s);
+    assert_int_equal(nd->hw, nd->log_end);
+}
+
+/* A running leader other than nd, within a bound. */
+static node_t *leader_besides(sim_t *s, node_t *nd, int64_t within_ms)
+{
+    for (int64_t end = s->now + within_ms; s->now < end; sim_step(s))
+        for (int i = 0; i < s->n; i++)
+            if (&s->nodes[i] != nd && s->nodes[i].up && view_of(&s->nodes[i]).role == KIQ_RAFT_LEADER)
+                return &s->nodes[i];
+    fail_msg("no leader besides node %d within %lld ms", nd->id, (long long)within_ms);
+    return NULL;
+}
+
+static void test_dynamic_voters(void **state)
+{
+    static sim_t s;
+    dynamic_init(&s, 3, 11);
+    node_t *n1 = &s.nodes[0], *n2 = &s.nodes[1], *n3 = &s.nodes[2];
+    sim_run(&s, 100);
+    assert_ptr_equal(leader(&s), n1);
+    kiq_raft_view_t v = view_of(n1);
+    assert_int_equal(v.kraft_version, 1);
+    assert_int_equal(v.n_voters, 1);
+    assert_int_equal(v.n_observers, 2); /* 2 and 3 found it through the bootstrap server */
+    assert_int_equal(n2->log_end, n1->log_end);
+    assert_int_equal(view_of(n2).n_voters, 1);
+    assert_int_equal(view_of(n2).role, KIQ_RAFT_FOLLOWER);
+
+    /* majority by the set in force: {1} commits alone */
+    n2->paused = n3->paused = true;
+    propose(n1, 7);
+    run_until_committed(&s, n1, 10);
+    n2->paused = n3->paused = false;
+    sim_run(&s, 100);
+
+    /* a node that is no observer, and one voter change at a time */
+    assert_int_equal(change(n1, 9, true), KIQ_ERR_REQUEST_TIMED_OUT);
+    assert_int_equal(change(n1, 9, false), KIQ_ERR_VOTER_NOT_FOUND);
+    assert_int_equal(change(n1, 1, false), KIQ_ERR_INVALID_REQUEST);
+    assert_int_equal(change(n1, 1, true), KIQ_ERR_DUPLICATE_VOTER);
+    assert_int_equal(change(n2, 3, true), KIQ_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(change(n1, 2, true), 0);
+    assert_int_equal(view_of(n1).n_voters, 2); /* in force before it commits */
+    assert_int_equal(change(n1, 3, true), KIQ_ERR_REQUEST_TIMED_OUT);
+    /* {1, 2} needs node 2 now */
+    n2->paused = true;
+    sim_run(&s, 50);
+    assert_true(n1->hw < n1->log_end);
+    n2->paused = false;
+    run_until_committed(&s, n1, 100);
+    assert_int_equal(change(n1, 3, true), 0);
+    run_until_committed(&s, n1, 100);
+    sim_run(&s, 50);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(view_of(&s.nodes[i]).n_voters, 3);
+        assert_int_equal(s.nodes[i].log_end, n1->log_end);
+    }
+    assert_int_equal(view_of(n1).n_observers, 0);
+
+    /* two of three commit; the leader lost, the others elect one */
+    n3->paused = true;
+    propose(n1, 8);
+    run_until_committed(&s, n1, 100);
+    n3->paused = false;
+    crash(&s, n1);
+    node_t *l = await_leader(&s, 10000);
+    assert_true(l == n2 || l == n3);
+    sim_free(&s);
+}
+
+static void test_uncommitted_voters_truncated(void **state)
+{
+    static sim_t s;
+    dynamic_init(&s, 3, 12);
+    node_t *n1 = &s.nodes[0];
+    sim_run(&s, 100);
+    assert_int_equal(change(n1, 2, true), 0);
+    run_until_committed(&s, n1, 100);
+    assert_int_equal(change(n1, 3, true), 0);
+    run_until_committed(&s, n1, 100);
+    sim_run(&s, 50);
+    /* cut off, the leader writes {1, 2}: in force here, never committed */
+    cut_off(&s, n1, true);
+    assert_int_equal(change(n1, 3, false), 0);
+    assert_int_equal(view_of(n1).n_voters, 2);
+    int64_t hw = n1->hw;
+    node_t *l = leader_besides(&s, n1, 20000);
+    propose(l, 9);
+    cut_off(&s, n1, false);
+    sim_run(&s, 5000);
+    /* the entry was cut back and with it the set: {1, 2, 3} again */
+    assert_int_equal(view_of(n1).n_voters, 3);
+    assert_int_equal(view_of(n1).voters_offset, view_of(l).voters_offset);
+    assert_true(n1->hw > hw);
+    assert_int_equal(n1->log_end, l->log_end);
+    sim_free(&s);
+}
+
+static void test_removed_leader_resigns(void **state)
+{
+    static sim_t s;
+    dynamic_init(&s, 3, 13);
+    node_t *n1 = &s.nodes[0];
+    sim_run(&s, 100);
+    assert_int_equal(change(n1, 2, true), 0);
+    run_until_committed(&s, n1, 100);
+    assert_int_equal(change(n1, 3, true), 0);
+    run_until_committed(&s, n1, 100);
+    int64_t elections = view_of(n1).elections;
+    assert_int_equal(change(n1, 1, false), 0);
+    /* committed by {2, 3}; then node 1 steps down and never runs again */
+    sim_run(&s, 50);
+    assert_int_equal(view_of(n1).role, KIQ_RAFT_RESIGNED);
+    node_t *l = leader_besides(&s, n1, 20000);
+    sim_run(&s, 10000);
+    assert_ptr_equal(leader(&s), l);
+    kiq_raft_view_t v = view_of(n1);
+    assert_int_equal(v.n_voters, 2);
+    assert_true(v.role == KIQ_RAFT_FOLLOWER || v.role == KIQ_RAFT_UNATTACHED);
+    assert_int_equal(v.elections, elections);
+    propose(l, 10);
+    run_until_committed(&s, l, 100);
+    sim_run(&s, 100);
+    assert_int_equal(n1->log_end, l->log_end); /* it fetches on, as an observer */
+    assert_int_equal(view_of(l).n_observers, 1);
+    sim_free(&s);
+}
+
 static void nemesis(uint64_t seed, int n)
 {
     static sim_t s;
@@ -788,6 +1014,9 @@ int main(void)
         cmocka_unit_test(test_isolated_voter_does_not_disrupt),
         cmocka_unit_test(test_snapshot),
         cmocka_unit_test(test_seeded_schedules),
+        cmocka_unit_test(test_dynamic_voters),
+        cmocka_unit_test(test_uncommitted_voters_truncated),
+        cmocka_unit_test(test_removed_leader_resigns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,6 @@ return {
   key = 80, name = "AddRaftVoter",
   versions = "0",
   flexible = "0+",
-  served = false, -- codec only until the quorum serves it
   request = {
     { "cluster_id", "string", null = "0+" },
     { "timeout_ms", "int32" },

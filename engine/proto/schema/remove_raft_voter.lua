@@ -6,7 +6,6 @@ return {
   key = 81, name = "RemoveRaftVoter",
   versions = "0",
   flexible = "0+",
-  served = false, -- codec only until the quorum serves it
   request = {
     { "cluster_id", "string", null = "0+" },
     { "voter_id", "int32" },
