@@ -324,6 +324,13 @@ static void describe_quorum_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena
     kiq_quorum_describe(b->quorum, req, a, resp);
 }
 
+static void update_features_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_update_features_response_t *out = resp;
+    out->error_code = (int16_t)kiq_controller_update_features(c, req);
+    if (out->error_code) out->error_message = error_text(a);
+}
+
 /* Each one's response: its size and where its error code (and message,
  * where it has one) are, for the answer of a forward that failed. */
 #define WHOLE(api, T, here) {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, here}
@@ -336,6 +343,7 @@ static const whole_t WHOLES[] = {
           alter_reassignments_here),
     WHOLE(KIQ_API_LIST_PARTITION_REASSIGNMENTS, kiq_list_partition_reassignments_response_t, list_reassignments_here),
     WHOLE(KIQ_API_DESCRIBE_QUORUM, kiq_describe_quorum_response_t, describe_quorum_here),
+    WHOLE(KIQ_API_UPDATE_FEATURES, kiq_update_features_response_t, update_features_here),
 };
 
 static void whole_failed(forward_t *f, int rc)

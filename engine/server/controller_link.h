@@ -54,7 +54,7 @@ void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *order
                                        kiq_arena_t *arena, kiq_link_done_fn done, void *ctx);
 /* A request the active controller answers whole (ElectLeaders,
  * UnregisterBroker, AlterPartitionReassignments,
- * ListPartitionReassignments, DescribeQuorum; req as it came): decided
+ * ListPartitionReassignments, DescribeQuorum, UpdateFeatures; req as it came): decided
  * here when this broker's controller is active, else forwarded; *resp
  * filled in arena. An unreachable controller gives REQUEST_TIMED_OUT at
  * the top level (with why, where the response carries a message). */
