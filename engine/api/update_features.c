@@ -1,7 +1,8 @@
 /* UpdateFeatures: finalized feature levels changed by Kafka's rules
  * (controller/features.h), all or nothing. The controller decides; brokers
  * forward it there; a standalone broker decides itself. One error for the
- * whole request; v0-1 also list it for each feature named, as Kafka does. */
+ * whole request; v0-1 also list each feature named as a success when
+ * there is none, and list nothing after one, as Kafka 4 does. */
 #include "api/api.h"
 #include "core/error.h"
 #include "server/broker_features.h"
@@ -9,17 +10,15 @@
 
 #define UPDATE_WAIT_MAX_MS 60000
 
-/* The top-level error repeated for each feature (v0-1). */
+/* Each feature's success (v0-1). */
 static void results(kiq_request_t *r, const kiq_update_features_request_t *req, kiq_update_features_response_t *out)
 {
-    if (r->header.api_version >= 2 || req->feature_updates_n <= 0) return;
+    if (r->header.api_version >= 2 || out->error_code || req->feature_updates_n <= 0) return;
     out->results = kiq_arena_calloc(&r->arena, (size_t)req->feature_updates_n, sizeof *out->results);
     out->results_n = req->feature_updates_n;
     for (int32_t i = 0; i < req->feature_updates_n; i++) {
         kiq_update_features_response_results_init(&out->results[i]);
         out->results[i].feature = req->feature_updates[i].feature;
-        out->results[i].error_code = out->error_code;
-        out->results[i].error_message = out->error_message;
     }
 }
 

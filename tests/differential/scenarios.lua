@@ -661,7 +661,7 @@ local function update_features(feature, level, upgrade_type)
 end
 
 scenario { name = "UpdateFeatures validate_only and refusals", api = "UpdateFeatures", min_version = 1, steps = {
-  update_features("metadata.version", 25),
+  update_features("group.version", 1),
   update_features("no.such.version", 1),
   update_features("group.version", 7),
   update_features("metadata.version", 21, 2),
