@@ -1,5 +1,33 @@
-/* ApiVersions: the APIs this broker serves and their version ranges. */
+/* ApiVersions: the APIs this broker serves and their version ranges, and
+ * (v3+) the feature flags: the levels this build supports and those
+ * finalized for the cluster (server/broker_features.h), which Kafka's
+ * admin reads as DescribeFeatures. */
 #include "api/api.h"
+#include "server/broker_features.h"
+
+static void features(kiq_broker_t *b, kiq_request_t *r, kiq_api_versions_response_t *out)
+{
+    kiq_features_t fin;
+    kiq_broker_features(b, &fin);
+    out->supported_features = kiq_arena_calloc(&r->arena, KIQ_FEATURE__COUNT, sizeof *out->supported_features);
+    out->finalized_features = kiq_arena_calloc(&r->arena, KIQ_FEATURE__COUNT, sizeof *out->finalized_features);
+    for (int i = 0; i < KIQ_FEATURE__COUNT; i++) {
+        const kiq_feature_def_t *d = &kiq_feature_defs[i];
+        kiq_api_versions_response_supported_features_t *s = &out->supported_features[out->supported_features_n++];
+        kiq_api_versions_response_supported_features_init(s);
+        s->name = KIQ_STR(d->name);
+        s->min_version = d->min;
+        s->max_version = d->max;
+        /* level 0 is "not finalized": left out, as Kafka does */
+        if (fin.level[i] == 0) continue;
+        kiq_api_versions_response_finalized_features_t *f = &out->finalized_features[out->finalized_features_n++];
+        kiq_api_versions_response_finalized_features_init(f);
+        f->name = KIQ_STR(d->name);
+        f->min_version_level = fin.level[i];
+        f->max_version_level = fin.level[i];
+    }
+    out->finalized_features_epoch = fin.epoch;
+}
 
 int kiq_api_api_versions_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp)
 {
@@ -20,5 +48,6 @@ int kiq_api_api_versions_handle(kiq_broker_t *b, kiq_request_t *r, const void *r
         k->min_version = kiq_api_row_advertised_min(row, c);
         k->max_version = c->max_version;
     }
+    if (!out->error_code && v >= 3) features(b, r, out);
     return KIQ_HANDLER_RESPOND;
 }

@@ -82,6 +82,8 @@ return {
   { "AddRaftVoter", planes = "both" },
   { "RemoveRaftVoter", planes = "both" },
   { "UnregisterBroker", planes = "both" },
+  -- forwarded by the other brokers to the one hosting the controller
+  { "UpdateFeatures", planes = "both" },
   -- the controller's pushes to every broker
   { "UpdateMetadata", planes = "control" },
   { "LeaderAndIsr", planes = "control" },

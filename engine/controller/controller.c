@@ -524,6 +524,7 @@ static int64_t timer_round(void *arg)
     kiq_controller_t *c = arg;
     pthread_mutex_lock(&c->mu);
     bool stopping = c->stopping || !c->active;
+    if (!stopping && !c->features_kept) c->features_kept = kiq_ctl_keep_features(c) == 0;
     if (!stopping && !c->min_isr_kept) c->min_isr_kept = keep_cluster_min_isr(c) == 0;
     if (!stopping) {
         int64_t now = kiq_clock_mono_ns();
@@ -610,6 +611,7 @@ static void activate(kiq_controller_t *c, int32_t epoch)
     pthread_cond_broadcast(&c->activated);
     c->epoch = epoch;
     c->min_isr_kept = false;
+    c->features_kept = false;
     c->version++;
     int64_t now = kiq_clock_mono_ns();
     c->next_rebalance_ns = now + c->rebalance_interval_ns;

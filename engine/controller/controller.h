@@ -192,6 +192,14 @@ void kiq_controller_election_result(kiq_arena_t *arena, int16_t err, const char 
 void kiq_controller_change_configs(kiq_controller_t *c, kiq_arena_t *arena, kiq_config_order_t *orders, int n,
                                    bool validate_only);
 
+/* UpdateFeatures as brokers forward it (v0's allow_downgrade already
+ * turned into upgrade_type, as Kafka reads it): every update checked by Kafka's rules (kiq_features_check_update)
+ * against the levels the ones before it leave, then all written as
+ * FeatureLevelRecords in one commit (none when validate_only), or
+ * none when one is refused. Any thread. 0 or a Kafka error code
+ * (INVALID_UPDATE_VERSION, NOT_CONTROLLER, REQUEST_TIMED_OUT), the reason
+ * in the error slot. */
+int kiq_controller_update_features(kiq_controller_t *c, const kiq_update_features_request_t *req);
 /* A copy of the cluster as the controller sees it, for Lua and tests. */
 typedef struct kiq_controller_partition_info {
     int32_t leader, leader_epoch, partition_epoch;

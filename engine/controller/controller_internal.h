@@ -85,6 +85,7 @@ struct kiq_controller {
     bool active;       /* this node leads the quorum and its image is whole: it decides */
     int32_t epoch;     /* the quorum epoch it became active in: the controller epoch */
     bool min_isr_kept; /* keep_cluster_min_isr done in this activation */
+    bool features_kept; /* kiq_ctl_keep_features done in this activation */
     int16_t commit_error; /* why the last kiq_ctl_commit failed (a Kafka error) */
     broker_slot_t *brokers;
     int nbrokers, cap;
@@ -158,6 +159,12 @@ bool kiq_ctl_set_impaired(kiq_controller_t *c, const kiq_uuid_t *topic_id, int32
 bool kiq_ctl_shares_dir(const kiq_broker_registration_t *rb, const kiq_broker_registration_request_t *req);
 /* Under mu: broker id's slot (made when create), or NULL. */
 broker_slot_t *kiq_ctl_slot_of(kiq_controller_t *c, int32_t id, bool create);
+/* Under mu: the bootstrap feature levels written when the log has no
+ * metadata.version yet (controller_features.c). 0, or -1 when the commit
+ * failed. */
+int kiq_ctl_keep_features(kiq_controller_t *c);
+/* Under mu: the finalized feature levels and their epoch into um. */
+void kiq_ctl_build_features(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um);
 /* Under mu: a round for every broker. */
 void kiq_ctl_tell_brokers(kiq_controller_t *c);
 

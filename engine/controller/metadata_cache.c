@@ -52,6 +52,7 @@ typedef struct mc_view {
     mc_broker_t *brokers;
     int ntopics;
     mc_topic_t *topics; /* sorted by name */
+    kiq_features_t features; /* the finalized levels, as the controller keeps them */
 } mc_view_t;
 
 /* lock guards view; wait_mu guards version and orders it after the swap,
@@ -72,6 +73,7 @@ static mc_view_t *view_new(void)
     if (!v) return NULL;
     kiq_arena_init(&v->arena);
     v->controller_id = -1;
+    kiq_features_init(&v->features);
     return v;
 }
 
@@ -270,6 +272,16 @@ static void build_configs(mc_view_t *v, const kiq_update_metadata_request_t *req
     }
 }
 
+/* The finalized levels of the features this build knows. */
+static void build_features(mc_view_t *v, const kiq_update_metadata_request_t *req)
+{
+    v->features.epoch = req->kafkaiq_features_epoch;
+    for (int32_t i = 0; i < req->kafkaiq_features_n; i++) {
+        int f = kiq_feature_find(req->kafkaiq_features[i].name);
+        if (f >= 0) v->features.level[f] = req->kafkaiq_features[i].level;
+    }
+}
+
 int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadata_request_t *req)
 {
     mc_view_t *v = view_new();
@@ -284,6 +296,7 @@ int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadat
     free(states);
     build_configs(v, req);
     build_brokers(v, req);
+    build_features(v, req);
 
     pthread_rwlock_wrlock(&mc->lock);
     if (req->controller_epoch < mc->controller_epoch) {
@@ -307,6 +320,13 @@ int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadat
 }
 
 /* ---- lookups (under the read lock) ------------------------------------- */
+
+void kiq_metadata_cache_features(kiq_metadata_cache_t *mc, kiq_features_t *out)
+{
+    pthread_rwlock_rdlock(&mc->lock);
+    *out = mc->view->features;
+    pthread_rwlock_unlock(&mc->lock);
+}
 
 static const mc_topic_t *find_topic(const mc_view_t *v, const char *name, size_t len)
 {

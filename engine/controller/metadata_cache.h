@@ -61,6 +61,9 @@ int kiq_metadata_cache_topic_configs(kiq_metadata_cache_t *mc, const char *topic
  * broker that is not live or lacks that listener. */
 bool kiq_metadata_cache_broker(kiq_metadata_cache_t *mc, int32_t id, const char *listener, char *host, size_t n,
                                int *port);
+/* The finalized feature levels and their epoch as the last update carried
+ * them; nothing finalized (epoch -1) before the first. */
+void kiq_metadata_cache_features(kiq_metadata_cache_t *mc, kiq_features_t *out);
 /* The controller id of the last update; -1 before the first. */
 int32_t kiq_metadata_cache_controller(kiq_metadata_cache_t *mc);
 

@@ -21,6 +21,7 @@ struct kiq_metadata_image {
     size_t nconfigs, configs_cap;
     int64_t offset;
     int64_t next_producer_id; /* every producer id below is some broker's */
+    kiq_features_t features;  /* the finalized levels (FeatureLevelRecord) */
 };
 
 kiq_metadata_image_t *kiq_metadata_image_new(void)
@@ -32,6 +33,7 @@ kiq_metadata_image_t *kiq_metadata_image_new(void)
         return NULL;
     }
     img->offset = -1;
+    kiq_features_init(&img->features);
     return img;
 }
 
@@ -554,6 +556,17 @@ int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const ki
             img->next_producer_id = r->m.producer_ids.next_producer_id;
         rc = 0;
         break;
+    case KIQ_MR_FEATURE_LEVEL: {
+        /* a feature this build does not know is a newer writer's: kept
+         * out of the image, which answers only for the ones it serves */
+        int f = kiq_feature_find(r->m.feature_level.name);
+        if (f >= 0) {
+            img->features.level[f] = r->m.feature_level.feature_level;
+            img->features.epoch = offset;
+        }
+        rc = 0;
+        break;
+    }
     default: return kiq_error_set("metadata record type %d cannot be applied", r->type);
     }
     if (rc == 0) img->offset = offset;
@@ -567,6 +580,8 @@ int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const ki
 }
 
 int64_t kiq_metadata_image_offset(const kiq_metadata_image_t *img) { return img->offset; }
+
+const kiq_features_t *kiq_metadata_image_features(const kiq_metadata_image_t *img) { return &img->features; }
 
 /* ---- the image as records (a snapshot) ---- */
 
@@ -582,10 +597,18 @@ static kiq_metadata_record_t *next_record(kiq_metadata_record_t *out, size_t *n,
 int kiq_metadata_image_records(const kiq_metadata_image_t *img, kiq_arena_t *arena, kiq_metadata_record_t **out,
                                size_t *n)
 {
-    size_t cap = img->nbrokers + img->nconfigs + 1;
+    size_t cap = img->nbrokers + img->nconfigs + 1 + KIQ_FEATURE__COUNT;
     for (size_t t = 0; t < img->ntopics; t++) cap += 1 + (size_t)img->topics[t]->npartitions;
     kiq_metadata_record_t *rs = kiq_arena_calloc(arena, cap, sizeof *rs);
     *n = 0;
+    /* metadata.version first, as in Kafka's logs and snapshots: it says
+     * which record versions follow */
+    for (int f = 0; f < KIQ_FEATURE__COUNT; f++) {
+        if (img->features.level[f] == 0) continue;
+        kiq_feature_level_record_t *r = &next_record(rs, n, KIQ_MR_FEATURE_LEVEL)->m.feature_level;
+        r->name = str_of(kiq_feature_defs[f].name);
+        r->feature_level = img->features.level[f];
+    }
     for (size_t i = 0; i < img->nbrokers; i++) {
         const kiq_broker_registration_t *b = &img->brokers[i];
         kiq_register_broker_record_t *r = &next_record(rs, n, KIQ_MR_REGISTER_BROKER)->m.register_broker;

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/features.h"
 #include "controller/metadata_record.h"
 
 /* The most replicas a partition has (a replica set, an ISR). */
@@ -99,6 +100,10 @@ void kiq_metadata_image_free(kiq_metadata_image_t *img);
 int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const kiq_metadata_record_t *r);
 /* The offset of the last record applied; -1 before any. */
 int64_t kiq_metadata_image_offset(const kiq_metadata_image_t *img);
+/* The finalized feature levels (FeatureLevelRecord: level 0 takes a
+ * feature out), their epoch the offset of the last such record applied;
+ * nothing finalized before the first. */
+const kiq_features_t *kiq_metadata_image_features(const kiq_metadata_image_t *img);
 
 /* One per record type, as kiq_metadata_image_apply dispatches:
  * - RegisterBroker: the broker's registration, replacing any earlier one
@@ -130,7 +135,8 @@ int64_t kiq_metadata_image_next_producer_id(const kiq_metadata_image_t *img);
 int kiq_metadata_image_apply_config(kiq_metadata_image_t *img, const kiq_config_record_t *r);
 
 /* The records that rebuild the image from nothing, as a snapshot holds
- * them: each broker's registration (with its fenced state), each topic
+ * them: the finalized feature levels (metadata.version first, as Kafka
+ * begins a snapshot), each broker's registration (with its fenced state), each topic
  * with its partitions' whole state, the configs and the producer ids
  * given out. *out is in arena; its strings and arrays point into the
  * image, so they stay valid until the next apply or free. 0 always. */

@@ -21,6 +21,7 @@ static const struct record_kind {
     {KIQ_MR_FENCE_BROKER, "FenceBrokerRecord", 0},
     {KIQ_MR_UNFENCE_BROKER, "UnfenceBrokerRecord", 0},
     {KIQ_MR_REMOVE_TOPIC, "RemoveTopicRecord", 0},
+    {KIQ_MR_FEATURE_LEVEL, "FeatureLevelRecord", 0},
     {KIQ_MR_PRODUCER_IDS, "ProducerIdsRecord", 0},
 };
 

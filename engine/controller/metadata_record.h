@@ -35,6 +35,7 @@ enum kiq_metadata_record_type {
     KIQ_MR_FENCE_BROKER = 7,
     KIQ_MR_UNFENCE_BROKER = 8,
     KIQ_MR_REMOVE_TOPIC = 9,
+    KIQ_MR_FEATURE_LEVEL = 12,
     KIQ_MR_PRODUCER_IDS = 15,
 };
 
@@ -58,6 +59,7 @@ typedef struct kiq_metadata_record {
         kiq_fence_broker_record_t fence_broker;
         kiq_unfence_broker_record_t unfence_broker;
         kiq_remove_topic_record_t remove_topic;
+        kiq_feature_level_record_t feature_level;
         kiq_producer_ids_record_t producer_ids;
     } m;
 } kiq_metadata_record_t;

@@ -13,6 +13,7 @@
 #include "controller/controller.h"
 #include "controller/quorum.h"
 #include "server/broker_configs.h"
+#include "server/broker_features.h"
 #include "server/broker_dirs.h"
 #include "net/peer_channel.h"
 #include "server/broker_lifecycle.h"
@@ -51,6 +52,7 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     if (kiq_config_validate(config) != 0) return NULL;
     kiq_broker_t *b = calloc(1, sizeof *b);
     if (!b) return NULL;
+    pthread_mutex_init(&b->features_mu, NULL);
     b->surface = surface;
     b->config = kiq_config_copy(config);
     b->node_id = (int32_t)kiq_config_int(config, KIQ_CFG_BROKER_ID);
@@ -349,7 +351,7 @@ static void note_recovery(kiq_broker_t *b)
 static int start_configs(kiq_broker_t *b)
 {
     kiq_broker_startup_begin(&b->startup);
-    if (kiq_broker_configs_load(b) != 0) return -1;
+    if (kiq_broker_configs_load(b) != 0 || kiq_broker_features_load(b) != 0) return -1;
     kiq_broker_configs_log_config(b, &b->log_cfg, &b->log_cfg);
     return 0;
 }
@@ -949,5 +951,6 @@ void kiq_broker_free(kiq_broker_t *b)
         free(b->log_dirs[i].path);
     }
     free(b->log_dirs);
+    pthread_mutex_destroy(&b->features_mu);
     free(b);
 }

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 
 #include "config/listeners.h"
+#include "controller/features.h"
 #include "group/group_coordinator.h"
 #include "include/kafkaiq.h"
 #include "log/cleaner_threads.h"
@@ -146,6 +147,10 @@ struct kiq_broker {
      * that leads: kiq_broker_active_controller): from start to shutdown;
      * its own lock. */
     struct kiq_controller *controller;
+    /* Standalone: the finalized feature levels (server/broker_features.h),
+     * loaded at start; features_mu guards them. */
+    pthread_mutex_t features_mu;
+    kiq_features_t features;
     /* Cluster mode: the cluster as the controller last pushed it
      * (UpdateMetadata), from new to free; its own lock. */
     struct kiq_metadata_cache *metadata;

@@ -414,6 +414,13 @@ void kiq_controller_link_change_voters(kiq_broker_t *b, int16_t api, const void 
     kiq_quorum_add_voter(b->quorum, in->voter_id, &in->voter_directory_id, &ep, in->timeout_ms, voters_changed, w);
 }
 
+static void update_features_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_update_features_response_t *out = resp;
+    out->error_code = (int16_t)kiq_controller_update_features(c, req);
+    if (out->error_code) out->error_message = error_text(a);
+}
+
 /* Each one's response: its size and where its error code (and message,
  * where it has one) are, for the answer of a forward that failed. */
 #define WHOLE(api, T, here) {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, here, NULL}
@@ -429,6 +436,7 @@ static const whole_t WHOLES[] = {
     WHOLE(KIQ_API_DESCRIBE_QUORUM, kiq_describe_quorum_response_t, describe_quorum_here),
     WHOLE_LATER(KIQ_API_ADD_RAFT_VOTER, kiq_add_raft_voter_response_t, kiq_controller_link_change_voters),
     WHOLE_LATER(KIQ_API_REMOVE_RAFT_VOTER, kiq_remove_raft_voter_response_t, kiq_controller_link_change_voters),
+    WHOLE(KIQ_API_UPDATE_FEATURES, kiq_update_features_response_t, update_features_here),
 };
 
 static void whole_failed(forward_t *f, int rc)

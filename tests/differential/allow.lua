@@ -10,9 +10,15 @@ return {
     reason = "KafkaIQ serves the APIs and versions its README lists (client APIs; the others come with later "
       .. "issues: KRaft, SASL, ACLs, quotas, share groups, KIP-848, features), and KIP-714's telemetry APIs, which "
       .. "Kafka advertises only with a client-metrics plugin" },
-  { case = "^ApiVersions v%d+$", path = "^%a+_features",
-    reason = "feature flags (metadata.version, kraft.version, group.version, transaction.version) come with "
-      .. "the issue that brings KIP-848 groups and transactions v2" },
+  { case = "^ApiVersions v%d+$", path = "^supported_features%[",
+    reason = "KafkaIQ supports only the feature levels it implements (controller/features.h): metadata.version "
+      .. "up to 4.0-IV3 (Kafka 4.0's API versions), kraft.version 0 (static voters), transaction.version, "
+      .. "share.version and eligible.leader.replicas.version 0, no streams.version; group.version 0-1 as Kafka" },
+  { case = "^ApiVersions v%d+$", path = "^finalized_features",
+    reason = "KafkaIQ finalizes less than Kafka 4.4 deliberately: metadata.version 4.0-IV3, and no group.version, "
+      .. "transaction.version, share.version, streams.version, eligible.leader.replicas.version or kraft.version "
+      .. "level (a client that saw transaction.version 2 would use transactions v2, which KafkaIQ does not serve); "
+      .. "the epoch is the metadata offset of the last feature change, Kafka's the broker's whole metadata offset" },
   { case = "Telemetry", path = "^<no common version>$",
     reason = "KafkaIQ answers KIP-714's telemetry APIs (no subscriptions); Kafka advertises them only with a "
       .. "client-metrics plugin configured" },

@@ -651,6 +651,24 @@ scenario { name = "ApiVersions", api = "ApiVersions", steps = {
   { api = "ApiVersions", body = { client_software_name = "differential", client_software_version = "1" } },
 } }
 
+-- UpdateFeatures (KIP-584), all validate_only or refused, so neither
+-- cluster's levels change: an upgrade to a level both finalize already,
+-- an unknown feature, a level beyond what either supports, a
+-- metadata.version downgrade (refused by both), an unknown upgrade type.
+local function update_features(feature, level, upgrade_type)
+  return { api = "UpdateFeatures", body = { timeout_ms = 10000, validate_only = true, feature_updates = {
+    { feature = feature, max_version_level = level, upgrade_type = upgrade_type or 1 } } } }
+end
+
+scenario { name = "UpdateFeatures validate_only and refusals", api = "UpdateFeatures", min_version = 1, steps = {
+  update_features("group.version", 1),
+  update_features("no.such.version", 1),
+  update_features("group.version", 7),
+  update_features("metadata.version", 21, 2),
+  update_features("metadata.version", 21, 1),
+  update_features("group.version", 1, 9),
+} }
+
 scenario { name = "DescribeConfigs of the broker", api = "DescribeConfigs", steps = {
   { api = "DescribeConfigs", body = { resources = { { resource_type = 4, resource_name = "1", configuration_keys = {
     "num.partitions", "message.max.bytes", "log.retention.hours", "log.retention.ms", "log.segment.bytes",

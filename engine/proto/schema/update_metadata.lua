@@ -61,6 +61,14 @@ return {
         { "name", "string" },
         { "value", "string" },
     } },
+    -- KafkaIQ's own, tagged: the finalized feature levels (FeatureLevelRecord,
+    -- KIP-584) and the metadata offset of the last change to them, which
+    -- every broker's ApiVersions answers as FinalizedFeaturesEpoch.
+    { "kafkaiq_features", "[]", v = "6+", tag = 10001, tagged = "6+", fields = {
+        { "name", "string" },
+        { "level", "int16" },
+    } },
+    { "kafkaiq_features_epoch", "int64", v = "6+", tag = 10002, tagged = "6+", default = -1 },
   },
   response = {
     { "error_code", "int16" },
