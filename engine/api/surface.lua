@@ -62,6 +62,7 @@ return {
   { "DescribeProducers", planes = "data" },
   { "DescribeTransactions", planes = "data" },
   { "ListTransactions", planes = "data" },
+  { "ConsumerGroupHeartbeat", planes = "data" },
   { "ConsumerGroupDescribe", planes = "data" },
   { "GetTelemetrySubscriptions", planes = "data" },
   { "PushTelemetry", planes = "data" },

@@ -188,6 +188,14 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       INT32_MAX, NULL, "largest session timeout a member may ask for")                          \
     X(GROUP_MAX_SIZE, "group.max.size", INT, "2147483647", 1, INT32_MAX, NULL,                  \
       "members one group may have")                                                             \
+    X(GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS, "group.consumer.heartbeat.interval.ms", INT, "5000", 1, \
+      INT32_MAX, NULL, "how often members of a consumer protocol group (KIP-848) heartbeat")      \
+    X(GROUP_CONSUMER_SESSION_TIMEOUT_MS, "group.consumer.session.timeout.ms", INT, "45000", 1,   \
+      INT32_MAX, NULL, "how long a consumer protocol member may go without heartbeat")           \
+    X(GROUP_CONSUMER_MAX_SIZE, "group.consumer.max.size", INT, "2147483647", 1, INT32_MAX, NULL, \
+      "members one consumer protocol group may have")                                          \
+    X(GROUP_CONSUMER_ASSIGNORS, "group.consumer.assignors", STRING, "uniform,range", 0, 0, NULL, \
+      "server-side assignors of consumer protocol groups, the first the default")               \
     X(LOG_LEVEL, "kafkaiq.log.level", STRING, "info", 0, 0, "error,warn,info,debug",            \
       "stderr log level")                                                                       \
     X(HOOK_MAX_INSTRUCTIONS, "kafkaiq.hook.max.instructions", LONG, "10000000", 1000,           \

@@ -39,6 +39,8 @@ struct kiq_group_coordinator {
     bool *led;
     int32_t nled;
     kiq_str_map_t *groups; /* id -> kiq_group_t */
+    /* consumer protocol groups (KIP-848): group.consumer.* */
+    int32_t consumer_heartbeat_ms, consumer_session_ms, consumer_max_size;
     int32_t initial_delay_ms, min_session_ms, max_session_ms, max_size, metadata_max;
     int64_t retention_ms, retention_check_ms;
     int64_t next_retention_ns;
@@ -95,6 +97,23 @@ int16_t kiq_gc_check_member(kiq_group_t *g, kiq_str_t member_id, kiq_str_t insta
                             kiq_group_member_t **out);
 /* Tombstones for the group's offsets and metadata, then it is gone. */
 int kiq_gc_delete_group(kiq_group_coordinator_t *gc, kiq_group_t *g);
+
+/* group_consumer.c: consumer protocol groups (KIP-848) */
+/* Kafka shows a member's address as "/host", without the port. */
+char *kiq_gc_client_host(const char *peer);
+/* Under mu, timer thread: sessions and revocations past their deadlines;
+ * returns the group's next deadline (INT64_MAX: none). */
+int64_t kiq_gc_consumer_timers(kiq_group_coordinator_t *gc, kiq_group_t *g, int64_t now_ns);
+/* OffsetCommit / OffsetFetch of a consumer group by member_id at
+ * member_epoch: NONE, UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH. An empty
+ * member id with a negative epoch (a tool's commit) passes while the group
+ * has no members. */
+int16_t kiq_gc_consumer_check_member(kiq_group_t *g, kiq_str_t member_id, int32_t member_epoch);
+/* Loading: one consumer group record (offsets_topic.h's loader). */
+void kiq_gc_consumer_load(kiq_group_coordinator_t *gc, int16_t type, kiq_str_t group, kiq_str_t member,
+                          const void *v);
+/* After loading: sessions start now. */
+void kiq_gc_consumer_loaded(kiq_group_coordinator_t *gc, kiq_group_t *g);
 
 /* group_offsets.c */
 /* How many partitions the cluster says the topic has (-1: no such topic).

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "group/consumer_group.h"
 #include "group/group.h"
 
 const char *kiq_group_state_name(enum kiq_group_state s)
@@ -58,6 +59,7 @@ void kiq_group_offset_free(kiq_group_offset_t *o)
 void kiq_group_free(kiq_group_t *g)
 {
     if (!g) return;
+    kiq_cgroup_free(g->consumer);
     for (kiq_group_member_t *m = g->members, *next; m; m = next) {
         next = m->next;
         kiq_group_member_free(m);

@@ -101,6 +101,9 @@ typedef struct kiq_group {
     int64_t initial_remaining_ms;
     kiq_str_map_t *offsets; /* offset_key() -> kiq_group_offset_t */
     kiq_group_txn_offset_t *txn_offsets; /* pending, oldest first */
+    /* a group of the new consumer protocol (KIP-848); NULL: a classic
+     * group (members above), or one that only has offsets */
+    struct kiq_cgroup *consumer;
 } kiq_group_t;
 
 kiq_group_t *kiq_group_new(const char *id, size_t len, int32_t offsets_partition);

@@ -86,6 +86,13 @@ void kiq_group_txn_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
  * offsets in the partition's groups are committed or dropped. */
 void kiq_group_coordinator_txn_marker(kiq_group_coordinator_t *gc, int32_t partition, int64_t producer_id,
                                       bool commit);
+/* The new consumer protocol's (KIP-848). */
+void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
+                                  const kiq_consumer_group_heartbeat_request_t *req,
+                                  kiq_consumer_group_heartbeat_response_t *resp);
+void kiq_group_consumer_describe(kiq_group_coordinator_t *gc, kiq_request_t *r,
+                                 const kiq_consumer_group_describe_request_t *req,
+                                 kiq_consumer_group_describe_response_t *resp);
 void kiq_group_fetch_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
                              const kiq_offset_fetch_request_t *req, kiq_offset_fetch_response_t *resp);
 void kiq_group_delete_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,

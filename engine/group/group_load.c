@@ -120,6 +120,12 @@ static void load_group(void *ctx, kiq_str_t group, const kiq_group_metadata_valu
     g->state = g->members ? KIQ_GROUP_STABLE : KIQ_GROUP_EMPTY;
 }
 
+static void load_consumer(void *ctx, int16_t type, kiq_str_t group, kiq_str_t member, const void *v)
+{
+    load_state_t *ls = ctx;
+    kiq_gc_consumer_load(ls->gc, type, group, member, v);
+}
+
 /* Under mu: the groups and offsets of one partition of __consumer_offsets
  * (only < 0: of all of them). */
 int kiq_gc_load_partitions(kiq_group_coordinator_t *gc, int32_t only)
@@ -127,7 +133,8 @@ int kiq_gc_load_partitions(kiq_group_coordinator_t *gc, int32_t only)
     kiq_topic_t *t = kiq_topics_get(gc->b.topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
     if (!t) return 0;
     load_state_t ls = {gc, t->npartitions};
-    kiq_offsets_loader_t ld = {.ctx = &ls, .offset = load_offset, .group = load_group, .marker = load_marker};
+    kiq_offsets_loader_t ld = {.ctx = &ls, .offset = load_offset, .group = load_group, .consumer = load_consumer,
+                            .marker = load_marker};
     int records = 0, rc = 0;
     for (int32_t p = 0; p < t->npartitions; p++) {
         kiq_partition_log_t *log = t->partitions[p]->log;
@@ -151,6 +158,7 @@ int kiq_gc_load_partitions(kiq_group_coordinator_t *gc, int32_t only)
         kiq_group_t *g = val;
         if (only >= 0 && g->offsets_partition != only) continue;
         for (kiq_group_member_t *m = g->members; m; m = m->next) kiq_gc_touch(m);
+        if (g->consumer) kiq_gc_consumer_loaded(gc, g);
         if (!g->protocol_type && kiq_str_map_count(g->offsets) == 0 && drop) drop[nd++] = g;
         else ngroups++;
     }

@@ -3,6 +3,8 @@
  * DeleteGroups, as Kafka's GroupCoordinator answers them. */
 #include "group/coordinator_internal.h"
 
+#include "group/consumer_group.h"
+
 /* ---- answering parked requests ---- */
 
 /* The JoinGroup answer for member m of the current generation: the leader
@@ -237,8 +239,7 @@ static void update_member(kiq_group_member_t *m, const join_args_t *a)
     m->rebalance_timeout_ms = a->rebalance_ms;
 }
 
-/* Kafka shows a member's address as "/host", without the port. */
-static char *client_host(const char *peer)
+char *kiq_gc_client_host(const char *peer)
 {
     const char *colon = strrchr(peer, ':');
     size_t n = colon ? (size_t)(colon - peer) : strlen(peer);
@@ -262,7 +263,7 @@ static bool add_member(kiq_group_coordinator_t *gc, kiq_group_t *g, char *id, ki
     }
     m->instance_id = kiq_gc_dup_str(a->req->group_instance_id);
     m->client_id = kiq_gc_dup_str(r->header.client_id.p ? r->header.client_id : KIQ_STR(""));
-    m->client_host = client_host(r->peer);
+    m->client_host = kiq_gc_client_host(r->peer);
     if (!m->client_id || !m->client_host || kiq_group_member_set_protocols(m, a->protos, a->nprotos) != 0) {
         kiq_group_member_free(m);
         resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
@@ -415,6 +416,27 @@ static bool join_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const joi
     }
 }
 
+/* A classic member may join a consumer protocol group (KIP-848) only
+ * while it has no members: the group then becomes a classic one, its
+ * consumer records deleted. */
+static bool classic_join_allowed(kiq_group_coordinator_t *gc, kiq_group_t *g)
+{
+    if (!g->consumer) return true;
+    if (g->consumer->nmembers > 0) return false;
+    kiq_offsets_records_t rs;
+    kiq_offsets_records_init(&rs, kiq_clock_wall_ms());
+    kiq_offsets_records_add_ctombstone(&rs, KIQ_OFFSETS_KEY_CTARGET_EPOCH, g->id, NULL);
+    kiq_offsets_records_add_ctombstone(&rs, KIQ_OFFSETS_KEY_CGROUP, g->id, NULL);
+    if (kiq_gc_append_records(gc, g, &rs) != 0)
+        KIQ_ERROR_LIMITED("group %s: cannot delete its consumer group records: %s", g->id, kiq_error_get());
+    kiq_offsets_records_free(&rs);
+    kiq_cgroup_free(g->consumer);
+    g->consumer = NULL;
+    free(g->protocol_type);
+    g->protocol_type = NULL;
+    return true;
+}
+
 bool kiq_group_join(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_join_group_request_t *req,
                    kiq_join_group_response_t *resp)
 {
@@ -436,8 +458,10 @@ bool kiq_group_join(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_joi
         a.protos[i].metadata_len = req->protocols[i].metadata.p ? req->protocols[i].metadata.len : 0;
     }
     pthread_mutex_lock(&gc->mu);
-    bool rc = kiq_gc_refused(gc, req->group_id) ? (resp->error_code = KIQ_ERR_NOT_COORDINATOR, false)
-                                        : join_locked(gc, r, &a, resp);
+    kiq_group_t *g = kiq_gc_find_group(gc, req->group_id);
+    bool rc = kiq_gc_refused(gc, req->group_id)      ? (resp->error_code = KIQ_ERR_NOT_COORDINATOR, false)
+              : g && !classic_join_allowed(gc, g) ? (resp->error_code = KIQ_ERR_INCONSISTENT_GROUP_PROTOCOL, false)
+                                                   : join_locked(gc, r, &a, resp);
     pthread_mutex_unlock(&gc->mu);
     return rc;
 }
@@ -602,10 +626,9 @@ void kiq_group_leave(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_le
     pthread_mutex_unlock(&gc->mu);
 }
 
-static bool state_wanted(const kiq_list_groups_request_t *req, enum kiq_group_state s)
+static bool state_wanted(const kiq_list_groups_request_t *req, const char *name)
 {
     if (req->states_filter_n <= 0) return true;
-    const char *name = kiq_group_state_name(s);
     for (int32_t i = 0; i < req->states_filter_n; i++) {
         kiq_str_t f = req->states_filter[i];
         if (f.p && strlen(name) == (size_t)f.len && strncasecmp(name, f.p, (size_t)f.len) == 0) return true;
@@ -613,13 +636,14 @@ static bool state_wanted(const kiq_list_groups_request_t *req, enum kiq_group_st
     return false;
 }
 
-/* ListGroups v5's types: every group here is a "classic" one. */
-static bool type_wanted(const kiq_list_groups_request_t *req)
+/* ListGroups v5's types: "consumer" (KIP-848) or "classic". */
+static bool type_wanted(const kiq_list_groups_request_t *req, const char *type)
 {
     if (req->types_filter_n <= 0) return true;
+    size_t n = strlen(type);
     for (int32_t i = 0; i < req->types_filter_n; i++) {
         kiq_str_t f = req->types_filter[i];
-        if (f.p && f.len == 7 && strncasecmp(f.p, "classic", 7) == 0) return true;
+        if (f.p && (size_t)f.len == n && strncasecmp(f.p, type, n) == 0) return true;
     }
     return false;
 }
@@ -635,19 +659,21 @@ void kiq_group_list(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_lis
     }
     size_t n = kiq_str_map_count(gc->groups);
     resp->groups = kiq_arena_calloc(&r->arena, n ? n : 1, sizeof *resp->groups);
-    bool classic = type_wanted(req);
     kiq_str_map_iter_t it;
     void *val;
     kiq_str_map_iter_init(&it, gc->groups);
     while (kiq_str_map_next(&it, NULL, NULL, &val)) {
         kiq_group_t *g = val;
-        if (g->state == KIQ_GROUP_DEAD || !state_wanted(req, g->state) || !classic) continue;
+        const char *type = g->consumer ? "consumer" : "classic";
+        /* a consumer group's states are its own (Assigning, Reconciling, ...) */
+        const char *state = g->consumer ? kiq_cgroup_state_name(g->consumer) : kiq_group_state_name(g->state);
+        if (g->state == KIQ_GROUP_DEAD || !state_wanted(req, state) || !type_wanted(req, type)) continue;
         kiq_list_groups_response_groups_t *e = &resp->groups[resp->groups_n++];
         kiq_list_groups_response_groups_init(e);
         e->group_id = kiq_request_str(r, g->id);
         e->protocol_type = kiq_request_str(r, g->protocol_type ? g->protocol_type : "");
-        e->group_state = kiq_request_str(r, kiq_group_state_name(g->state));
-        e->group_type = KIQ_STR("classic");
+        e->group_state = kiq_request_str(r, state);
+        e->group_type = KIQ_STR(type);
     }
     pthread_mutex_unlock(&gc->mu);
 }
@@ -662,12 +688,14 @@ static void describe_one(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_
         out->error_code = KIQ_ERR_NOT_COORDINATOR;
         return;
     }
-    if (!g) {
-        /* Kafka describes an unknown group as Dead, with an error from v6 */
+    if (!g || g->consumer) {
+        /* Kafka describes an unknown group, or one of the consumer
+         * protocol (ConsumerGroupDescribe's), as Dead, with an error from v6 */
         out->group_state = KIQ_STR("Dead");
         if (r->header.api_version >= 6) {
             out->error_code = KIQ_ERR_GROUP_ID_NOT_FOUND;
-            kiq_error_set("Group " KIQ_STR_FMT " not found.", KIQ_STR_ARG(id));
+            if (g) kiq_error_set("Group " KIQ_STR_FMT " is not a classic group.", KIQ_STR_ARG(id));
+            else kiq_error_set("Group " KIQ_STR_FMT " not found.", KIQ_STR_ARG(id));
             out->error_message = kiq_request_error_message(r);
         }
         return;
@@ -722,6 +750,8 @@ int kiq_gc_delete_group(kiq_group_coordinator_t *gc, kiq_group_t *g)
         rc = kiq_offsets_records_add_commit_tombstone(&rs, g->id, o->topic, o->partition);
     }
     if (rc == 0) rc = kiq_offsets_records_add_group_tombstone(&rs, g->id);
+    if (rc == 0 && g->consumer) rc = kiq_offsets_records_add_ctombstone(&rs, KIQ_OFFSETS_KEY_CTARGET_EPOCH, g->id, NULL);
+    if (rc == 0 && g->consumer) rc = kiq_offsets_records_add_ctombstone(&rs, KIQ_OFFSETS_KEY_CGROUP, g->id, NULL);
     if (rc == 0) rc = kiq_gc_append_records(gc, g, &rs);
     kiq_offsets_records_free(&rs);
     if (rc != 0) return KIQ_ERROR("group %s: cannot delete: %s", g->id, kiq_error_get()), -1;

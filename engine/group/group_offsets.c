@@ -14,6 +14,8 @@ static int16_t commit_allowed(kiq_group_t *g, const kiq_offset_commit_request_t 
     /* a commit naming a generation of a group that does not exist */
     if (!g) return gen < 0 ? KIQ_ERR_NONE : version >= 9 ? KIQ_ERR_GROUP_ID_NOT_FOUND : KIQ_ERR_ILLEGAL_GENERATION;
     if (g->state == KIQ_GROUP_DEAD) return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
+    /* the new consumer protocol's: the member at its current epoch */
+    if (g->consumer) return kiq_gc_consumer_check_member(g, req->member_id, gen);
     if (gen < 0 && g->state == KIQ_GROUP_EMPTY) return KIQ_ERR_NONE;
     if (g->state == KIQ_GROUP_COMPLETING_REBALANCE) return KIQ_ERR_REBALANCE_IN_PROGRESS;
     kiq_group_member_t *m;
@@ -233,6 +235,10 @@ void kiq_group_fetch_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
             kiq_offset_fetch_response_groups_init(og);
             og->group_id = req->groups[i].group_id;
             og->error_code = err ? err : kiq_gc_refused(gc, og->group_id) ? KIQ_ERR_NOT_COORDINATOR : KIQ_ERR_NONE;
+            /* v9: a member of a consumer protocol group asks at its epoch */
+            kiq_group_t *g = og->error_code ? NULL : kiq_gc_find_group(gc, og->group_id);
+            if (g && g->consumer && req->groups[i].member_id.p)
+                og->error_code = kiq_gc_consumer_check_member(g, req->groups[i].member_id, req->groups[i].member_epoch);
             if (og->error_code) continue;
             /* the v8 structs have the v0-7 layout field for field */
             fetch_group(gc, r, req->groups[i].group_id,

@@ -148,6 +148,76 @@ typedef struct load_ctx {
     int64_t offset; /* of the record being read, for messages */
 } load_ctx_t;
 
+/* A consumer group's record (key versions 3, 5-8): key and value decoded
+ * with their generated codecs and handed to the loader. */
+static int load_consumer(load_ctx_t *c, int16_t kv, kiq_rd_t *rd, kiq_rd_t *vr, kiq_arena_t *a)
+{
+    kiq_str_t group = KIQ_STR_NULL, member = KIQ_STR_NULL;
+    void *v = NULL;
+    switch (kv) {
+    case KIQ_OFFSETS_KEY_CGROUP: {
+        kiq_consumer_group_metadata_key_t k;
+        kiq_consumer_group_metadata_key_init(&k);
+        if (kiq_consumer_group_metadata_key_decode(rd, kv, a, &k) != 0) return -1;
+        group = k.group_id;
+        kiq_consumer_group_metadata_value_t *val = kiq_arena_calloc(a, 1, sizeof *val);
+        kiq_consumer_group_metadata_value_init(val);
+        if (vr && kiq_consumer_group_metadata_value_decode(vr, 0, a, val) != 0) return -1;
+        v = val;
+        break;
+    }
+    case KIQ_OFFSETS_KEY_CMEMBER: {
+        kiq_consumer_group_member_metadata_key_t k;
+        kiq_consumer_group_member_metadata_key_init(&k);
+        if (kiq_consumer_group_member_metadata_key_decode(rd, kv, a, &k) != 0) return -1;
+        group = k.group_id;
+        member = k.member_id;
+        kiq_consumer_group_member_metadata_value_t *val = kiq_arena_calloc(a, 1, sizeof *val);
+        kiq_consumer_group_member_metadata_value_init(val);
+        if (vr && kiq_consumer_group_member_metadata_value_decode(vr, 0, a, val) != 0) return -1;
+        v = val;
+        break;
+    }
+    case KIQ_OFFSETS_KEY_CTARGET_EPOCH: {
+        kiq_consumer_group_target_assignment_metadata_key_t k;
+        kiq_consumer_group_target_assignment_metadata_key_init(&k);
+        if (kiq_consumer_group_target_assignment_metadata_key_decode(rd, kv, a, &k) != 0) return -1;
+        group = k.group_id;
+        kiq_consumer_group_target_assignment_metadata_value_t *val = kiq_arena_calloc(a, 1, sizeof *val);
+        kiq_consumer_group_target_assignment_metadata_value_init(val);
+        if (vr && kiq_consumer_group_target_assignment_metadata_value_decode(vr, 0, a, val) != 0) return -1;
+        v = val;
+        break;
+    }
+    case KIQ_OFFSETS_KEY_CTARGET: {
+        kiq_consumer_group_target_assignment_member_key_t k;
+        kiq_consumer_group_target_assignment_member_key_init(&k);
+        if (kiq_consumer_group_target_assignment_member_key_decode(rd, kv, a, &k) != 0) return -1;
+        group = k.group_id;
+        member = k.member_id;
+        kiq_consumer_group_target_assignment_member_value_t *val = kiq_arena_calloc(a, 1, sizeof *val);
+        kiq_consumer_group_target_assignment_member_value_init(val);
+        if (vr && kiq_consumer_group_target_assignment_member_value_decode(vr, 0, a, val) != 0) return -1;
+        v = val;
+        break;
+    }
+    default: {
+        kiq_consumer_group_current_member_assignment_key_t k;
+        kiq_consumer_group_current_member_assignment_key_init(&k);
+        if (kiq_consumer_group_current_member_assignment_key_decode(rd, kv, a, &k) != 0) return -1;
+        group = k.group_id;
+        member = k.member_id;
+        kiq_consumer_group_current_member_assignment_value_t *val = kiq_arena_calloc(a, 1, sizeof *val);
+        kiq_consumer_group_current_member_assignment_value_init(val);
+        if (vr && kiq_consumer_group_current_member_assignment_value_decode(vr, 0, a, val) != 0) return -1;
+        v = val;
+        break;
+    }
+    }
+    if (c->ld->consumer) c->ld->consumer(c->ld->ctx, kv, group, member, vr ? v : NULL);
+    return 0;
+}
+
 static int load_record(const kiq_record_t *rec, void *arg)
 {
     load_ctx_t *c = arg;
@@ -196,6 +266,11 @@ static int load_record(const kiq_record_t *rec, void *arg)
             if (kiq_group_metadata_value_decode(&vr, vv, &arena, &v) != 0) goto malformed;
             c->ld->group(c->ld->ctx, k.group, &v);
         }
+    } else if (kv == KIQ_OFFSETS_KEY_CPARTITIONS) {
+        /* the subscribed topics' metadata: computed again from the cluster's */
+    } else if (kv >= KIQ_OFFSETS_KEY_CGROUP && kv <= KIQ_OFFSETS_KEY_CCURRENT) {
+        if (has_value && vv != 0) goto unknown;
+        if (load_consumer(c, kv, &rd, has_value ? &vr : NULL, &arena) != 0) goto malformed;
     } else {
         goto unknown;
     }

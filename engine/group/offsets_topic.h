@@ -2,11 +2,13 @@
  * be read with Kafka's own tools: committed offsets (key version 1: group,
  * topic, partition; value version 3, or 1 when an explicit expiry is kept)
  * and group metadata (key version 2: group; value version 3), a null value
- * deleting the key, which compaction then drops. Both the writing and the
+ * deleting the key, which compaction then drops; and the new consumer
+ * protocol's groups (KIP-848, key versions 3 to 8: consumer_records.c). Both the writing and the
  * loading side run under the coordinator's lock (or before it starts). */
 #ifndef KIQ_GROUP_OFFSETS_TOPIC_H
 #define KIQ_GROUP_OFFSETS_TOPIC_H
 
+#include "group/consumer_group.h"
 #include "group/group.h"
 #include "log/log_names.h"
 #include "log/partition_log.h"
@@ -28,6 +30,27 @@ int kiq_offsets_records_add_commit_tombstone(kiq_offsets_records_t *rs, const ch
                                              int32_t partition);
 int kiq_offsets_records_add_group(kiq_offsets_records_t *rs, const kiq_group_t *g);
 int kiq_offsets_records_add_group_tombstone(kiq_offsets_records_t *rs, const char *group);
+/* A consumer group's records, by key version (the record type): the
+ * group epoch, a member's subscription, the target assignment's epoch, a
+ * member's target, a member's current assignment (4, the subscribed
+ * topics' metadata, is not written: it is computed again from the
+ * cluster's). */
+enum {
+    KIQ_OFFSETS_KEY_CGROUP = 3,
+    KIQ_OFFSETS_KEY_CPARTITIONS = 4,
+    KIQ_OFFSETS_KEY_CMEMBER = 5,
+    KIQ_OFFSETS_KEY_CTARGET_EPOCH = 6,
+    KIQ_OFFSETS_KEY_CTARGET = 7,
+    KIQ_OFFSETS_KEY_CCURRENT = 8,
+};
+int kiq_offsets_records_add_cgroup(kiq_offsets_records_t *rs, const char *group, const kiq_cgroup_t *cg);
+int kiq_offsets_records_add_cmember(kiq_offsets_records_t *rs, const char *group, const kiq_cg_member_t *m);
+int kiq_offsets_records_add_ctarget_epoch(kiq_offsets_records_t *rs, const char *group, const kiq_cgroup_t *cg);
+int kiq_offsets_records_add_ctarget(kiq_offsets_records_t *rs, const char *group, const kiq_cg_member_t *m);
+int kiq_offsets_records_add_ccurrent(kiq_offsets_records_t *rs, const char *group, const kiq_cg_member_t *m);
+/* A tombstone of record type `type`; member NULL for types 3 and 6. */
+int kiq_offsets_records_add_ctombstone(kiq_offsets_records_t *rs, int16_t type, const char *group,
+                                       const char *member);
 /* One batch with everything added, into *w (kiq_wr_free it); 0, or -1
  * with *w freed. */
 int kiq_offsets_records_build(kiq_offsets_records_t *rs, kiq_wr_t *w);
@@ -45,6 +68,10 @@ typedef struct kiq_offsets_loader {
     void (*offset)(void *ctx, kiq_str_t group, kiq_str_t topic, int32_t partition,
                    const kiq_offset_commit_value_t *v, int64_t txn_producer);
     void (*group)(void *ctx, kiq_str_t group, const kiq_group_metadata_value_t *v);
+    /* a consumer group's record: type is its key version (3, 5-8), member
+     * the member id of types 5, 7 and 8, v the decoded value of its type
+     * (kiq_consumer_group_<...>_value_t; NULL: a tombstone) */
+    void (*consumer)(void *ctx, int16_t type, kiq_str_t group, kiq_str_t member, const void *v);
     /* a transaction marker (may be NULL) */
     void (*marker)(void *ctx, int64_t producer_id, bool commit);
 } kiq_offsets_loader_t;

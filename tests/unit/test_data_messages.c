@@ -60,6 +60,11 @@ static void test_every_message_every_version(void **state)
         {"SnapshotFooterRecord", 0, 0}, {"VotersRecord", 0, 0},
         {"KRaftVersionRecord", 0, 0},   {"UnregisterBrokerRecord", 0, 0},
         {"FeatureLevelRecord", 0, 0},
+        {"ConsumerGroupMetadataKey", 3, 3}, {"ConsumerGroupMetadataValue", 0, 0},
+        {"ConsumerGroupMemberMetadataKey", 5, 5}, {"ConsumerGroupMemberMetadataValue", 0, 0},
+        {"ConsumerGroupTargetAssignmentMetadataKey", 6, 6}, {"ConsumerGroupTargetAssignmentMetadataValue", 0, 0},
+        {"ConsumerGroupTargetAssignmentMemberKey", 7, 7}, {"ConsumerGroupTargetAssignmentMemberValue", 0, 0},
+        {"ConsumerGroupCurrentMemberAssignmentKey", 8, 8}, {"ConsumerGroupCurrentMemberAssignmentValue", 0, 0},
     };
     assert_int_equal(kiq_data_codec_count, sizeof want / sizeof want[0]);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

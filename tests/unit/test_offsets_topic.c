@@ -177,7 +177,7 @@ static void recorder_free(recorder_t *r)
 
 static int load(kiq_partition_log_t *log, recorder_t *r)
 {
-    kiq_offsets_loader_t ld = {r, on_offset, on_group, NULL};
+    kiq_offsets_loader_t ld = {.ctx = r, .offset = on_offset, .group = on_group};
     return kiq_offsets_topic_load(log, &ld);
 }
 

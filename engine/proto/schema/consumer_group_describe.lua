@@ -1,11 +1,11 @@
 -- ConsumerGroupDescribe (69): describes groups of the new consumer protocol
--- (KIP-848). Every group here is a classic one, so each is answered
--- GROUP_ID_NOT_FOUND, as Kafka answers for a classic group; librdkafka 2.4+
--- asks this first and then falls back to DescribeGroups.
+-- (KIP-848); a classic group is answered GROUP_ID_NOT_FOUND, as Kafka
+-- answers, and librdkafka 2.4+ then falls back to DescribeGroups. v1 (Kafka
+-- 4.0) adds each member's type (KIP-1099).
 
 return {
   key = 69, name = "ConsumerGroupDescribe",
-  versions = "0",
+  versions = "0-1",
   flexible = "0+",
   request = {
     { "group_ids", "[]string" },
@@ -44,6 +44,7 @@ return {
                     { "partitions", "[]int32" },
                 } },
             } },
+            { "member_type", "int8", v = "1+", default = -1 }, -- 1: consumer protocol
         } },
         { "authorized_operations", "int32", default = -2147483648 },
     } },
