@@ -8,10 +8,10 @@
  * update can finalize a level whose behaviour it lacks: transaction.version,
  * share.version and eligible.leader.replicas.version stay at 0 (Kafka 4.x
  * supports 0-2, 0-1 and 0-1), kraft.version at 0 (static voters, no
- * AddRaftVoter). group.version supports 0-1 as Kafka's does but is
- * finalized 0 at bootstrap: KafkaIQ serves classic groups only, and a
- * client picks the KIP-848 protocol from ConsumerGroupHeartbeat being
- * advertised, which it is not, whatever the level.
+ * AddRaftVoter). group.version supports 0-1 and is finalized 1 at a
+ * cluster's first start, as Kafka 4's: KIP-848 consumer groups are served
+ * (Java 4.x uses group.protocol=consumer only at level 1; librdkafka goes
+ * by ConsumerGroupHeartbeat being advertised).
  *
  * Pure functions on values the caller owns; any thread. */
 #ifndef KIQ_CONTROLLER_FEATURES_H

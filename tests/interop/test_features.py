@@ -2,10 +2,12 @@
 them, against `serve --brokers 3` and a standalone broker:
 
 - describe lists the supported ranges and the finalized levels
-  (metadata.version 4.0-IV3; group.version and transaction.version 0);
+  (metadata.version 4.0-IV3, group.version 1 for KIP-848 groups;
+  transaction.version 0);
 - every broker's ApiVersions v3 answers the same finalized levels and epoch;
-- `upgrade --feature group.version=1` is applied and reaches every broker;
-  `--dry-run` (validate_only) changes nothing;
+- `downgrade --feature group.version=0` and `upgrade` back to 1 are
+  applied and reach every broker; `--dry-run` (validate_only) changes
+  nothing;
 - bad updates get Kafka's INVALID_UPDATE_VERSION messages: an unknown
   feature, a level KafkaIQ does not implement (transaction.version 2), a
   metadata.version downgrade, safe or unsafe (an upgrade to a lower level
@@ -146,32 +148,32 @@ def test_cluster_features(tmp_path):
     c.start()
     ports = [c.base + i for i in range(3)]
     try:
-        boot_epoch = wait_until(lambda: all_agree(ports, {"metadata.version": 25}), PUSH_BOUND_S,
-                                "every broker with metadata.version 25")
+        boot = {"metadata.version": 25, "group.version": 1}
+        boot_epoch = wait_until(lambda: all_agree(ports, boot), PUSH_BOUND_S, "every broker with the bootstrap levels")
         assert boot_epoch >= 0
-        check_describe(c.bootstrap, 0)
+        check_describe(c.bootstrap, 1)
         supported = api_versions_features(ports[0])[0]
         assert supported["metadata.version"] == (7, 25) and supported["group.version"] == (0, 1), supported
 
-        rc, text = features_tool(c.bootstrap, "upgrade", "--feature", "group.version=1", "--dry-run")
-        assert rc == 0 and "can be upgraded to 1" in text, text
-        assert all_agree(ports, {"metadata.version": 25}) == boot_epoch
+        rc, text = features_tool(c.bootstrap, "downgrade", "--feature", "group.version=0", "--dry-run")
+        assert rc == 0 and "can be downgraded to 0" in text, text
+        assert all_agree(ports, boot) == boot_epoch
         check_bad_updates(f"{HOST}:{ports[2]}")
-        assert all_agree(ports, {"metadata.version": 25}) == boot_epoch
+        assert all_agree(ports, boot) == boot_epoch
 
-        rc, text = features_tool(f"{HOST}:{ports[1]}", "upgrade", "--feature", "group.version=1")
-        assert rc == 0 and "group.version was upgraded to 1" in text, text
-        want = {"metadata.version": 25, "group.version": 1}
-        epoch = wait_until(lambda: all_agree(ports, want), PUSH_BOUND_S, "every broker with group.version 1")
+        rc, text = features_tool(f"{HOST}:{ports[1]}", "downgrade", "--feature", "group.version=0")
+        assert rc == 0 and "group.version was downgraded to 0" in text, text
+        want = {"metadata.version": 25}
+        epoch = wait_until(lambda: all_agree(ports, want), PUSH_BOUND_S, "every broker with group.version 0")
         assert epoch > boot_epoch
-        check_describe(c.bootstrap, 1)
+        check_describe(c.bootstrap, 0)
 
         c.stop()
         c.start()
-        wait_until(lambda: all_agree(ports, want), PUSH_BOUND_S, "group.version 1 after a restart")
-        rc, text = features_tool(c.bootstrap, "downgrade", "--feature", "group.version=0")
-        assert rc == 0 and "group.version was downgraded to 0" in text, text
-        wait_until(lambda: all_agree(ports, {"metadata.version": 25}), PUSH_BOUND_S, "group.version back to 0")
+        wait_until(lambda: all_agree(ports, want), PUSH_BOUND_S, "group.version 0 after a restart")
+        rc, text = features_tool(c.bootstrap, "upgrade", "--feature", "group.version=1")
+        assert rc == 0 and "group.version was upgraded to 1" in text, text
+        wait_until(lambda: all_agree(ports, boot), PUSH_BOUND_S, "group.version back to 1")
     finally:
         c.stop()
 
@@ -180,14 +182,15 @@ def test_standalone_features(tmp_path):
     b = Broker(tmp_path)
     b.start()
     try:
-        assert api_versions_features(b.port)[1:] == ({"metadata.version": 25}, 0)
-        check_describe(b.bootstrap, 0)
-        check_bad_updates(b.bootstrap)
-        rc, text = features_tool(b.bootstrap, "upgrade", "--feature", "group.version=1")
-        assert rc == 0 and "group.version was upgraded to 1" in text, text
-        assert api_versions_features(b.port)[1:] == ({"metadata.version": 25, "group.version": 1}, 1)
-        b.restart()
-        assert api_versions_features(b.port)[1:] == ({"metadata.version": 25, "group.version": 1}, 1)
+        boot = {"metadata.version": 25, "group.version": 1}
+        assert api_versions_features(b.port)[1:] == (boot, 0)
         check_describe(b.bootstrap, 1)
+        check_bad_updates(b.bootstrap)
+        rc, text = features_tool(b.bootstrap, "downgrade", "--feature", "group.version=0")
+        assert rc == 0 and "group.version was downgraded to 0" in text, text
+        assert api_versions_features(b.port)[1:] == ({"metadata.version": 25}, 1)
+        b.restart()
+        assert api_versions_features(b.port)[1:] == ({"metadata.version": 25}, 1)
+        check_describe(b.bootstrap, 0)
     finally:
         b.stop()

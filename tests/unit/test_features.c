@@ -65,8 +65,9 @@ static void test_update_rules(void **state)
     kiq_features_t f;
     kiq_features_bootstrap(&f);
     assert_int_equal(f.level[KIQ_FEATURE_METADATA_VERSION], KIQ_METADATA_VERSION_LATEST);
-    assert_int_equal(f.level[KIQ_FEATURE_GROUP_VERSION], 0);
+    assert_int_equal(f.level[KIQ_FEATURE_GROUP_VERSION], 1);
     assert_int_equal(f.level[KIQ_FEATURE_TRANSACTION_VERSION], 0);
+    f.level[KIQ_FEATURE_GROUP_VERSION] = 0;
     /* within range */
     assert_int_equal(check(&f, "group.version", 1, KIQ_FEATURE_UPGRADE), 0);
     assert_int_equal(check(&f, "metadata.version", KIQ_METADATA_VERSION_LATEST, KIQ_FEATURE_UPGRADE), 0);
