@@ -77,10 +77,18 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     }
     b->cluster = kiq_voters_parse(kiq_config_str(config, KIQ_CFG_CONTROLLER_QUORUM_VOTERS), b->voters,
                                   KIQ_MAX_VOTERS, &b->nvoters) == 0;
+    const char *bootstrap = kiq_config_str(config, KIQ_CFG_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS);
     /* a controller-only node of a dynamic quorum (kraft.version 1) */
-    if (!b->cluster && b->roles.controller && !b->roles.broker &&
-        *kiq_config_str(config, KIQ_CFG_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS))
-        b->cluster = true;
+    if (!b->cluster && b->roles.controller && !b->roles.broker && *bootstrap) b->cluster = true;
+    /* A broker of a dynamic quorum knows the controllers by address alone:
+     * it looks for the active one among them as it does among voters
+     * (kiq_broker_controller_not_there), under ids -2, -3, ... (Kafka's for
+     * a bootstrap server). */
+    if (!b->cluster && !b->roles.controller && *bootstrap) {
+        if (kiq_bootstrap_servers_parse(bootstrap, b->voters, KIQ_MAX_VOTERS, &b->nvoters) != 0) goto fail;
+        for (int i = 0; i < b->nvoters; i++) b->voters[i].id = -2 - i;
+        b->cluster = b->nvoters > 0;
+    }
     if (b->cluster && b->nvoters > 0) {
         atomic_store(&b->controller_id, b->voters[0].id);
         snprintf(b->controller_host, sizeof b->controller_host, "%s", b->voters[0].host);

@@ -4,12 +4,14 @@ kafka-metadata-quorum:
 - one controller-only node formatted standalone (kafkaiq.quorum.standalone)
   is the first voter; two more controller-only nodes start with only
   controller.quorum.bootstrap.servers and observe; a broker process
-  (process.roles=broker) names the three controllers;
+  (process.roles=broker) knows the controllers by the same bootstrap
+  servers;
 - `add-controller --command-config <the node's properties>` (node.id,
   process.roles, controller.listener.names, listeners, log.dirs and the
   log dir's meta.properties directory.id, as Kafka's tool reads them)
   adds both observers: describe shows three voters and no observer left;
-- produce through the broker works; the leader killed, another voter leads;
+- produce through the broker works; the leader killed, another voter
+  leads, and the broker finds it (a topic made, writes acknowledged);
 - `remove-controller --controller-id N --controller-directory-id UUID`
   removes one; an unknown node (no such observer) and an unknown voter are
   refused with Kafka's errors, and the quorum stays up.
@@ -100,12 +102,12 @@ def test_controllers_added_and_removed_with_kafkas_tool(tmp_path):
     addr = {i: f"{HOST}:{p}" for i, p in controllers.items()}
     first = controller_node(tmp_path, 1, controllers[1], addr[1], standalone=True)
     observers = [controller_node(tmp_path, i, controllers[i], addr[1]) for i in (2, 3)]
-    # brokers still name the controllers (bootstrap servers are the controllers' alone)
+    # the broker knows the controllers by their addresses alone, as Kafka's do
     broker = Node(tmp_path, 0, ports[3], ["process.roles=broker",
                                           f"listeners=PLAINTEXT://{HOST}:{ports[3]},CONTROLLER://{HOST}:0",
                                           "control.plane.listener.name=CONTROLLER",
-                                "controller.quorum.voters=" + ",".join(f"{i}@{a}" for i, a in addr.items()),
-                                "num.partitions=1", "default.replication.factor=1"])
+                                          "controller.quorum.bootstrap.servers=" + ",".join(addr.values()),
+                                          "num.partitions=1", "default.replication.factor=1"])
     nodes = [first, *observers, broker]
     try:
         first.start()
@@ -147,6 +149,14 @@ def test_controllers_added_and_removed_with_kafkas_tool(tmp_path):
         st = wait_until(moved, 60, "a new quorum leader", interval=0.5)
         new_leader = int(st["LeaderId"])
         assert new_leader in set(addr) - {leader}, st
+        # the broker finds the new leader among its bootstrap servers: a topic
+        # made through it, and writes go on
+        from confluent_kafka.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("dyn-after", 1, 1)], operation_timeout=10,
+                            request_timeout=15)["dyn-after"].result(30)
+        acked = kc.produce_confluent(bootstrap, "dyn-after", [(b"k%d" % i, b"v", []) for i in range(20)], acks="all")
+        assert len(acked) == 20
 
         # bad input: Kafka's errors, the quorum stays up
         stranger = Node(tmp_path, 9, ports[4], [])
