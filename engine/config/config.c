@@ -232,11 +232,14 @@ const char *kiq_config_static_text(const kiq_config_t *c, enum kiq_config_id id,
     return c->v[id].text;
 }
 
-/* Kafka spells this one both ways; accept the broker-level alias too. */
+/* Names Kafka spells more than one way: the one KafkaIQ keeps. */
 static const char *canonical_name(const char *name)
 {
     if (strcmp(name, "message.timestamp.type") == 0) return "log.message.timestamp.type";
     if (strcmp(name, "log.dir") == 0) return "log.dirs";
+    /* KRaft's names, as Kafka's tools and KRaft properties files write them */
+    if (strcmp(name, "node.id") == 0) return "broker.id";
+    if (strcmp(name, "controller.listener.names") == 0) return "control.plane.listener.name";
     return name;
 }
 

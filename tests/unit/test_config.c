@@ -58,7 +58,7 @@ static void test_file_and_overrides(void **state)
     assert_true(fd >= 0);
     const char *text = "# comment\n! also a comment\n\n  num.partitions = 6\n"
                        "log.dirs: /tmp/somewhere\nmessage.timestamp.type=LogAppendTime\n"
-                       "some.unknown.key=1\n";
+                       "some.unknown.key=1\nnode.id=7\ncontroller.listener.names=CONTROLLER\n";
     assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
     close(fd);
     kiq_config_t *c = kiq_config_new();
@@ -66,6 +66,9 @@ static void test_file_and_overrides(void **state)
     assert_int_equal(kiq_config_int(c, KIQ_CFG_NUM_PARTITIONS), 6);
     assert_string_equal(kiq_config_str(c, KIQ_CFG_LOG_DIRS), "/tmp/somewhere");
     assert_string_equal(kiq_config_str(c, KIQ_CFG_MESSAGE_TIMESTAMP_TYPE), "LogAppendTime");
+    /* KRaft's names for broker.id and the controller's listener */
+    assert_int_equal(kiq_config_int(c, KIQ_CFG_BROKER_ID), 7);
+    assert_string_equal(kiq_config_str(c, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME), "CONTROLLER");
     assert_int_equal(kiq_config_override(c, "num.partitions=2"), 0);
     assert_int_equal(kiq_config_int(c, KIQ_CFG_NUM_PARTITIONS), 2);
     bool is_default;
