@@ -617,26 +617,53 @@ int kiq_quorum_write(kiq_quorum_t *q, const kiq_metadata_record_t *records, size
     return rc;
 }
 
-/* Proposes the set in force with key added or removed; the answer
- * comes from the ticker once it commits. */
+/* A voter change: the set in force with a voter added, removed, or
+ * written again with its new endpoint. */
+typedef enum { VOTER_ADD, VOTER_REMOVE, VOTER_UPDATE } voter_op_t;
+
+/* Under mu: an updated voter's peer now at ep; its channels follow it. */
+static void move_peer(kiq_quorum_t *q, int32_t id, const kiq_quorum_endpoint_t *ep)
+{
+    peer_t *p = kiq_quorum_peer_of(q, id);
+    if (!p || p->ep.port <= 0) {
+        kiq_quorum_learn_peer(q, id, ep->name, ep->host, ep->port);
+        return;
+    }
+    bool moved = strcmp(p->ep.host, ep->host) != 0 || p->ep.port != ep->port;
+    p->ep = *ep;
+    if (moved && p->rpc) {
+        kiq_peer_channel_retarget(p->rpc, ep->host, ep->port);
+        kiq_peer_channel_retarget(p->fetch, ep->host, ep->port);
+    }
+}
+
+/* Proposes the new set; the answer comes from the ticker once it
+ * commits. */
 static void change_voters(kiq_quorum_t *q, const kiq_raft_replica_key_t *key, const kiq_quorum_endpoint_t *ep,
-                          bool add, int64_t timeout_ms, kiq_quorum_change_fn done, void *ctx)
+                          voter_op_t op, int64_t timeout_ms, kiq_quorum_change_fn done, void *ctx)
 {
     pthread_mutex_lock(&q->mu);
-    int rc = q->change.active ? (kiq_error_set("a voter change is under way"), KIQ_ERR_REQUEST_TIMED_OUT)
-                              : kiq_raft_voters_check(q->raft, key, add);
+    int rc = q->change.active      ? (kiq_error_set("a voter change is under way"), KIQ_ERR_REQUEST_TIMED_OUT)
+             : op == VOTER_UPDATE ? kiq_raft_voter_update_check(q->raft, key)
+                                  : kiq_raft_voters_check(q->raft, key, op == VOTER_ADD);
     if (rc == 0) {
         kiq_raft_voter_set_t set;
-        kiq_raft_voters_changed(q->raft, key, add, &set);
+        if (op == VOTER_UPDATE)
+            kiq_raft_voters_before(q->raft, INT64_MAX, &set); /* the set in force, unchanged */
+        else
+            kiq_raft_voters_changed(q->raft, key, op == VOTER_ADD, &set);
         kiq_quorum_endpoint_t eps[KIQ_RAFT_MAX_VOTERS];
         for (int i = 0; i < set.n; i++) {
             const peer_t *p = kiq_quorum_peer_of(q, set.voters[i].id);
-            eps[i] = set.voters[i].id == q->cfg.node_id ? q->cfg.self
-                     : add && set.voters[i].id == key->id ? *ep
-                     : p ? p->ep : (kiq_quorum_endpoint_t){ .port = 0 };
+            eps[i] = op != VOTER_REMOVE && set.voters[i].id == key->id ? *ep
+                     : set.voters[i].id == q->cfg.node_id             ? q->cfg.self
+                     : p                                              ? p->ep
+                                                                      : (kiq_quorum_endpoint_t){ .port = 0 };
         }
-        if (add)
+        if (op == VOTER_ADD)
             kiq_quorum_learn_peer(q, key->id, ep->name, ep->host, ep->port);
+        else if (op == VOTER_UPDATE && key->id != q->cfg.node_id)
+            move_peer(q, key->id, ep);
         kiq_wr_t batch;
         kiq_wr_init(&batch);
         int32_t count;
@@ -647,8 +674,8 @@ static void change_voters(kiq_quorum_t *q, const kiq_raft_replica_key_t *key, co
                                                                                                       batch.len, &at);
         kiq_wr_free(&batch);
         if (rc == 0) {
-            KIQ_INFO("controller quorum: %s voter %d at offset %lld", add ? "adding" : "removing", key->id,
-                     (long long)at);
+            static const char *const doing[] = { "adding", "removing", "updating" };
+            KIQ_INFO("controller quorum: %s voter %d at offset %lld", doing[op], key->id, (long long)at);
             q->change.active = true;
             q->change.offset = at;
             q->change.epoch = q->epoch;
@@ -668,7 +695,7 @@ void kiq_quorum_add_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, co
 {
     kiq_raft_replica_key_t key = { .id = id };
     memcpy(key.dir, dir->b, sizeof key.dir);
-    change_voters(q, &key, ep, true, timeout_ms, done, ctx);
+    change_voters(q, &key, ep, VOTER_ADD, timeout_ms, done, ctx);
 }
 
 void kiq_quorum_remove_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, int64_t timeout_ms,
@@ -676,7 +703,34 @@ void kiq_quorum_remove_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir,
 {
     kiq_raft_replica_key_t key = { .id = id };
     memcpy(key.dir, dir->b, sizeof key.dir);
-    change_voters(q, &key, NULL, false, timeout_ms, done, ctx);
+    change_voters(q, &key, NULL, VOTER_REMOVE, timeout_ms, done, ctx);
+}
+
+void kiq_quorum_update_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, const kiq_quorum_endpoint_t *eps,
+                             int n, int16_t min_kraft, int16_t max_kraft, int64_t timeout_ms, kiq_quorum_change_fn done,
+                             void *ctx)
+{
+    kiq_raft_replica_key_t key = { .id = id };
+    memcpy(key.dir, dir->b, sizeof key.dir);
+    if (n < 1 || min_kraft > 1 || max_kraft < 1) {
+        /* the set is kept at kraft.version 1, which the voter must speak */
+        if (n < 1)
+            kiq_error_set("voter %d names no listener", id);
+        else
+            kiq_error_set("voter %d supports kraft.version %d-%d, not the quorum's 1", id, min_kraft, max_kraft);
+        done(ctx, KIQ_ERR_INVALID_REQUEST);
+        return;
+    }
+    /* the listener of the name the set knows it by; else its first */
+    kiq_quorum_endpoint_t known;
+    pthread_mutex_lock(&q->mu);
+    kiq_quorum_endpoint_of(q, id, &known);
+    pthread_mutex_unlock(&q->mu);
+    const kiq_quorum_endpoint_t *ep = &eps[0];
+    for (int i = 0; i < n; i++)
+        if (known.port > 0 && strcmp(eps[i].name, known.name) == 0)
+            ep = &eps[i];
+    change_voters(q, &key, ep, VOTER_UPDATE, timeout_ms, done, ctx);
 }
 
 int kiq_quorum_replay(kiq_quorum_t *q, int64_t from, int64_t to, kiq_metadata_replay_fn cb, void *ctx)

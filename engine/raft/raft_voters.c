@@ -141,7 +141,9 @@ voter_t *kiq_raft_track_observer(kiq_raft_t *r, int32_t id, const uint8_t *dir)
     return o;
 }
 
-int kiq_raft_voters_check(kiq_raft_t *r, const kiq_raft_replica_key_t *key, bool add)
+/* What every voter change needs: a leader of kraft.version 1 that has
+ * committed in its epoch, with the last change committed. */
+static int change_allowed(kiq_raft_t *r)
 {
     if (r->role != KIQ_RAFT_LEADER) {
         kiq_error_set("node %d is not the quorum's leader (%s, epoch %d, leader %d)", r->node_id,
@@ -161,6 +163,14 @@ int kiq_raft_voters_check(kiq_raft_t *r, const kiq_raft_replica_key_t *key, bool
                       (long long)r->sets[r->n_sets - 1].offset, (long long)r->hw);
         return KIQ_ERR_REQUEST_TIMED_OUT;
     }
+    return 0;
+}
+
+int kiq_raft_voters_check(kiq_raft_t *r, const kiq_raft_replica_key_t *key, bool add)
+{
+    int rc = change_allowed(r);
+    if (rc != 0)
+        return rc;
     voter_t *v = kiq_raft_voter_of(r, key->id);
     if (add) {
         if (v) {
@@ -186,6 +196,19 @@ int kiq_raft_voters_check(kiq_raft_t *r, const kiq_raft_replica_key_t *key, bool
     if (r->n_voters == 1) {
         kiq_error_set("node %d is the last voter", key->id);
         return KIQ_ERR_INVALID_REQUEST;
+    }
+    return 0;
+}
+
+int kiq_raft_voter_update_check(kiq_raft_t *r, const kiq_raft_replica_key_t *key)
+{
+    int rc = change_allowed(r);
+    if (rc != 0)
+        return rc;
+    const voter_t *v = kiq_raft_voter_of(r, key->id);
+    if (!v || memcmp(v->dir, key->dir, sizeof v->dir) != 0) {
+        kiq_error_set("node %d with that directory id is not a voter", key->id);
+        return KIQ_ERR_VOTER_NOT_FOUND;
     }
     return 0;
 }

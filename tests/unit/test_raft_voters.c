@@ -1,7 +1,7 @@
 /* Dynamic voters (KIP-853, raft/raft.h) on the fake network of
  * support/raft_sim.h: the set in force from the log, majority by it,
- * add and remove checks, one change at a time, a set reverted by
- * truncation, a removed leader resigning. */
+ * add, remove and update checks, one change at a time, a set reverted
+ * by truncation, a removed leader resigning. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -195,12 +195,53 @@ static void test_removed_leader_resigns(void **state)
     kiq_sim_free(&s);
 }
 
+/* UpdateRaftVoter's check: a voter of the set in force, directory id
+ * included; the set written again is the same set at a new offset. */
+static void test_voter_update(void **state)
+{
+    static kiq_sim_t s;
+    kiq_sim_init(&s, 3, 14);
+    kiq_sim_node_t *l = kiq_sim_await_leader(&s, 10000);
+    kiq_sim_run(&s, 100);
+    kiq_raft_replica_key_t k = { .id = l->id, .dir = { (uint8_t)l->id } };
+    assert_int_equal(kiq_raft_voter_update_check(l->r, &k), KIQ_ERR_UNSUPPORTED_VERSION);
+    kiq_sim_free(&s);
+
+    dynamic_init(&s, 3, 14);
+    kiq_sim_node_t *n1 = &s.nodes[0], *n2 = &s.nodes[1];
+    kiq_sim_run(&s, 100);
+    assert_int_equal(change(n1, 2, true), 0);
+    run_until_committed(&s, n1, 100);
+    kiq_sim_run(&s, 50);
+    kiq_raft_replica_key_t two = { .id = 2, .dir = { 2 } }, other_dir = { .id = 2, .dir = { 9 } },
+                           three = { .id = 3, .dir = { 3 } };
+    assert_int_equal(kiq_raft_voter_update_check(n2->r, &two), KIQ_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(kiq_raft_voter_update_check(n1->r, &other_dir), KIQ_ERR_VOTER_NOT_FOUND);
+    assert_int_equal(kiq_raft_voter_update_check(n1->r, &three), KIQ_ERR_VOTER_NOT_FOUND);
+    assert_int_equal(kiq_raft_voter_update_check(n1->r, &two), 0);
+    int64_t before = kiq_sim_view(n1).voters_offset;
+    kiq_raft_voter_set_t set;
+    assert_true(kiq_raft_voters_before(n1->r, INT64_MAX, &set));
+    assert_int_equal(propose_voters(n1, kiq_sim_mask_of(&set)), 0);
+    /* one change at a time, an update included */
+    assert_int_equal(kiq_raft_voter_update_check(n1->r, &two), KIQ_ERR_REQUEST_TIMED_OUT);
+    run_until_committed(&s, n1, 100);
+    kiq_sim_run(&s, 50);
+    kiq_raft_view_t v = kiq_sim_view(n1);
+    assert_true(v.voters_offset > before);
+    assert_int_equal(v.n_voters, 2);
+    assert_int_equal(kiq_sim_view(n2).voters_offset, v.voters_offset);
+    assert_int_equal(kiq_raft_voter_update_check(n1->r, &two), 0);
+    kiq_sim_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dynamic_voters),
         cmocka_unit_test(test_uncommitted_voters_truncated),
         cmocka_unit_test(test_removed_leader_resigns),
+        cmocka_unit_test(test_voter_update),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
