@@ -82,6 +82,8 @@ return {
   -- dynamic voters (KIP-853), answered by the quorum's leader
   { "AddRaftVoter", planes = "both" },
   { "RemoveRaftVoter", planes = "both" },
+  -- a voter's own new endpoints, to the leader only
+  { "UpdateRaftVoter", planes = "control" },
   { "UnregisterBroker", planes = "both" },
   -- forwarded by the other brokers to the one hosting the controller
   { "UpdateFeatures", planes = "both" },

@@ -137,16 +137,24 @@ void kiq_quorum_fetch_snapshot(kiq_quorum_t *q, const kiq_fetch_snapshot_request
  * traffic between this voter and one other, both ways. */
 void kiq_quorum_pause(kiq_quorum_t *q, bool paused);
 void kiq_quorum_cut(kiq_quorum_t *q, int32_t voter, bool cut);
-/* The voter sets (AddRaftVoter, RemoveRaftVoter; KIP-853), answered by
- * the leader: done(ctx, error) once the new set is committed (0), or
- * with the Kafka error (the reason in the error slot) at once, when the
- * timeout passes (REQUEST_TIMED_OUT) or the leadership goes; from the
- * caller's thread or the quorum's ticker. */
+/* The voter sets (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter;
+ * KIP-853), answered by the leader: done(ctx, error) once the new set is
+ * committed (0), or with the Kafka error (the reason in the error slot)
+ * at once, when the timeout passes (REQUEST_TIMED_OUT) or the leadership
+ * goes; from the caller's thread or the quorum's ticker. */
 typedef void (*kiq_quorum_change_fn)(void *ctx, int16_t error);
 void kiq_quorum_add_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, const kiq_quorum_endpoint_t *ep,
                           int64_t timeout_ms, kiq_quorum_change_fn done, void *ctx);
 void kiq_quorum_remove_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, int64_t timeout_ms,
                              kiq_quorum_change_fn done, void *ctx);
+/* UpdateRaftVoter: voter id (directory dir) listens at eps[0..n-1] now
+ * and speaks kraft.version min_kraft..max_kraft; the set in force is
+ * written again with the listener of the name it knew the voter's by (or
+ * the first). INVALID_REQUEST for no listener or a range without 1;
+ * VOTER_NOT_FOUND unless id with dir votes. */
+void kiq_quorum_update_voter(kiq_quorum_t *q, int32_t id, const kiq_uuid_t *dir, const kiq_quorum_endpoint_t *eps,
+                             int n, int16_t min_kraft, int16_t max_kraft, int64_t timeout_ms, kiq_quorum_change_fn done,
+                             void *ctx);
 
 /* The voter set in force: ids and endpoints (port 0: not known here) of
  * at most KIQ_RAFT_MAX_VOTERS voters; how many. */

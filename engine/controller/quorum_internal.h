@@ -1,6 +1,7 @@
-/* What the controller quorum's files share (quorum.c: the Raft RPCs and
- * the lifecycle; quorum_snapshot.c: snapshots written, served and
- * fetched); see quorum.h. */
+/* What the controller quorum's files share (quorum.c: the lifecycle,
+ * raft's callbacks, the ticker and the controller's calls; quorum_rpc.c:
+ * the Raft RPCs on the wire, both ways; quorum_snapshot.c: snapshots
+ * written, served and fetched); see quorum.h. */
 #ifndef KIQ_CONTROLLER_QUORUM_INTERNAL_H
 #define KIQ_CONTROLLER_QUORUM_INTERNAL_H
 
@@ -98,6 +99,14 @@ kiq_str_t kiq_quorum_astr(kiq_arena_t *a, const char *s);
 /* n zeroed bytes of a. */
 void *kiq_quorum_zalloc(kiq_arena_t *a, size_t n);
 bool kiq_quorum_is_metadata_topic(kiq_str_t name);
+
+/* quorum_rpc.c: the request for m (in a; NULL for a reply, which is no
+ * request), with its API key and the size of its generated response. */
+void *kiq_quorum_request_of(const kiq_raft_msg_t *m, int32_t fetch_wait_ms, kiq_arena_t *a, int16_t *api_key,
+                            size_t *resp_size);
+/* The answer to `sent` as a message for raft (entries in a); false when
+ * it is malformed. */
+bool kiq_quorum_reply_of(const kiq_raft_msg_t *sent, const void *resp, kiq_arena_t *a, kiq_raft_msg_t *m);
 
 /* quorum_snapshot.c, under mu: raft's fetch_snapshot callback; a role
  * change drops a snapshot fetch under way; the ticker sends one that

@@ -1,61 +1,11 @@
-/* KRaft's rules with no I/O (raft.h). Names follow KIP-595's states. */
-#include "raft/raft.h"
-
+/* KRaft's rules with no I/O (raft.h): the roles, elections, the log and
+ * the RPCs; who votes is raft_voters.c's. Names follow KIP-595's states. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "proto/errors.h"
-
-/* The leader's view of one voter (or observer) in its epoch. */
-typedef struct voter {
-    int32_t id;
-    uint8_t dir[16];
-    int64_t log_end, last_fetch_ms, last_caught_up_ms;
-    bool begin_acked;   /* answered BeginQuorumEpoch */
-    int64_t begin_sent; /* when it was last sent, -1 never */
-    /* as candidate or prospective: its answer in this round */
-    bool answered, granted;
-} voter_t;
-
-/* Owned by the host's loop thread (raft.h). */
-struct kiq_raft {
-    int32_t node_id;
-    uint8_t dir[16];
-    voter_t voters[KIQ_RAFT_MAX_VOTERS]; /* the set in force, each with its state */
-    int n_voters;
-    voter_t observers[KIQ_RAFT_MAX_OBSERVERS]; /* a leader's: non-voters that fetched */
-    int n_observers;
-    kiq_raft_voter_set_t static_set;   /* controller.quorum.voters */
-    kiq_raft_voters_at_t *sets;        /* the log's voter sets, ascending; the last in force */
-    int n_sets, cap_sets;
-    int n_bootstrap;
-    int64_t election_timeout, fetch_timeout, backoff_max, request_timeout;
-    const kiq_raft_io_t *io;
-    void *ctx;
-    uint64_t rng;
-    int64_t now;
-
-    kiq_raft_role_t role;
-    int32_t epoch, voted_for, leader_id;
-
-    /* the log: its epochs' first offsets, ascending */
-    kiq_raft_epoch_end_t *starts;
-    int n_starts, cap_starts;
-    kiq_raft_epoch_end_t snapshot;
-    int64_t log_start, log_end, hw;
-
-    int64_t deadline;      /* the role's timeout (election, fetch, check quorum) */
-    bool backing_off;      /* a lost election waits before the next */
-    int failed_elections;  /* in a row, for the backoff */
-    int64_t elections;
-    bool fetch_in_flight, snapshot_pending;
-    int64_t fetch_sent_at;
-    int probe;             /* an observer's next voter to ask for the leader */
-    int32_t lost_leader;   /* the epoch's leader this node timed out on, -1 */
-    int64_t epoch_start;   /* a leader's log end when it took the epoch */
-    int64_t leader_since;
-};
+#include "raft/raft_internal.h"
 
 const char *kiq_raft_role_name(kiq_raft_role_t role)
 {
@@ -63,7 +13,7 @@ const char *kiq_raft_role_name(kiq_raft_role_t role)
     return (unsigned)role < sizeof names / sizeof *names ? names[role] : "unknown";
 }
 
-/* ---- randomness, voters, the log's epochs */
+/* ---- randomness, the log's epochs */
 
 static uint64_t rnd(kiq_raft_t *r)
 {
@@ -77,90 +27,6 @@ static uint64_t rnd(kiq_raft_t *r)
 static int64_t between(kiq_raft_t *r, int64_t lo, int64_t hi)
 {
     return hi <= lo ? lo : lo + (int64_t)(rnd(r) % (uint64_t)(hi - lo + 1));
-}
-
-static voter_t *voter_of(kiq_raft_t *r, int32_t id)
-{
-    for (int i = 0; i < r->n_voters; i++)
-        if (r->voters[i].id == id)
-            return &r->voters[i];
-    return NULL;
-}
-
-static bool is_voter(kiq_raft_t *r)
-{
-    return voter_of(r, r->node_id) != NULL;
-}
-
-static bool dir_known(const uint8_t *dir)
-{
-    for (int i = 0; i < 16; i++)
-        if (dir[i])
-            return true;
-    return false;
-}
-
-static const kiq_raft_voter_set_t *set_in_force(const kiq_raft_t *r)
-{
-    return r->n_sets ? &r->sets[r->n_sets - 1].set : &r->static_set;
-}
-
-static voter_t *observer_of(kiq_raft_t *r, int32_t id)
-{
-    for (int i = 0; i < r->n_observers; i++)
-        if (r->observers[i].id == id)
-            return &r->observers[i];
-    return NULL;
-}
-
-static voter_t fresh_voter(const kiq_raft_replica_key_t *k)
-{
-    voter_t v = { .id = k->id, .log_end = -1, .last_fetch_ms = -1, .last_caught_up_ms = -1, .begin_sent = -1 };
-    memcpy(v.dir, k->dir, sizeof v.dir);
-    return v;
-}
-
-/* The voters array follows the set in force; a voter keeps what the
- * leader knew of it, an observer made voter brings its own, and a voter
- * left out is watched on as an observer. */
-static void apply_set(kiq_raft_t *r)
-{
-    const kiq_raft_voter_set_t *set = set_in_force(r);
-    voter_t next[KIQ_RAFT_MAX_VOTERS];
-    for (int i = 0; i < set->n; i++) {
-        voter_t *old = voter_of(r, set->voters[i].id);
-        voter_t *obs = old ? NULL : observer_of(r, set->voters[i].id);
-        next[i] = old ? *old : obs ? *obs : fresh_voter(&set->voters[i]);
-        if (obs)
-            *obs = r->observers[--r->n_observers];
-    }
-    for (int i = 0; i < r->n_voters; i++) {
-        bool kept = false;
-        for (int k = 0; k < set->n; k++)
-            kept |= set->voters[k].id == r->voters[i].id;
-        if (!kept && r->voters[i].id != r->node_id && r->n_observers < KIQ_RAFT_MAX_OBSERVERS)
-            r->observers[r->n_observers++] = r->voters[i];
-    }
-    memcpy(r->voters, next, (size_t)set->n * sizeof *next);
-    r->n_voters = set->n;
-}
-
-static void push_set(kiq_raft_t *r, int64_t offset, const kiq_raft_voter_set_t *set)
-{
-    if (r->n_sets == r->cap_sets) {
-        int cap = r->cap_sets ? r->cap_sets * 2 : 8;
-        kiq_raft_voters_at_t *s = realloc(r->sets, (size_t)cap * sizeof *s);
-        if (!s)
-            abort();
-        r->sets = s;
-        r->cap_sets = cap;
-    }
-    r->sets[r->n_sets++] = (kiq_raft_voters_at_t){ offset, *set };
-}
-
-static int majority(const kiq_raft_t *r)
-{
-    return r->n_voters / 2 + 1;
 }
 
 /* The epoch of the entry just before `end`. */
@@ -204,7 +70,7 @@ static int note_epoch(kiq_raft_t *r, int32_t epoch, int64_t offset)
     return 0;
 }
 
-static int append(kiq_raft_t *r, const kiq_raft_entry_t *e, int n)
+int kiq_raft_append(kiq_raft_t *r, const kiq_raft_entry_t *e, int n)
 {
     for (int i = 0; i < n; i++)
         if (e[i].count <= 0 || (i && e[i].epoch < e[i - 1].epoch) ||
@@ -219,13 +85,13 @@ static int append(kiq_raft_t *r, const kiq_raft_entry_t *e, int n)
     for (int i = 0; i < n; i++) {
         note_epoch(r, e[i].epoch, r->log_end);
         if (e[i].voters) {
-            push_set(r, r->log_end, e[i].voters); /* in force uncommitted, as KIP-853 has it */
+            kiq_raft_push_set(r, r->log_end, e[i].voters); /* in force uncommitted, as KIP-853 has it */
             changed = true;
         }
         r->log_end += e[i].count;
     }
     if (changed)
-        apply_set(r);
+        kiq_raft_apply_set(r);
     return 0;
 }
 
@@ -244,7 +110,7 @@ static void truncate_to(kiq_raft_t *r, int64_t end)
     while (r->n_sets && r->sets[r->n_sets - 1].offset >= end)
         r->n_sets--; /* the set written before the cut is back in force */
     if (sets != r->n_sets)
-        apply_set(r);
+        kiq_raft_apply_set(r);
 }
 
 /* ---- sending */
@@ -344,7 +210,7 @@ static void become_candidate(kiq_raft_t *r)
     r->deadline = election_deadline(r);
     became(r, KIQ_RAFT_CANDIDATE);
     send_votes(r, false);
-    if (majority(r) == 1)
+    if (kiq_raft_majority(r) == 1)
         become_leader(r);
 }
 
@@ -360,34 +226,8 @@ static void become_prospective(kiq_raft_t *r)
     /* is the lost leader there after all? Its answer makes this a follower */
     if (r->lost_leader >= 0)
         send_fetch(r, r->lost_leader);
-    if (majority(r) == 1)
+    if (kiq_raft_majority(r) == 1)
         become_candidate(r);
-}
-
-static void become_resigned(kiq_raft_t *r);
-
-static void update_hw(kiq_raft_t *r)
-{
-    int64_t ends[KIQ_RAFT_MAX_VOTERS];
-    int n = 0;
-    for (int i = 0; i < r->n_voters; i++)
-        ends[n++] = r->voters[i].id == r->node_id ? r->log_end : r->voters[i].log_end;
-    /* descending: the majority-th largest end is on a majority */
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && ends[j] > ends[j - 1]; j--) {
-            int64_t t = ends[j];
-            ends[j] = ends[j - 1];
-            ends[j - 1] = t;
-        }
-    int64_t hw = n ? ends[majority(r) - 1] : 0;
-    /* only an entry of this epoch commits, and with it all before it */
-    if (hw > r->hw && hw > r->epoch_start) {
-        r->hw = hw;
-        r->io->committed(r->ctx, hw);
-    }
-    /* a leader the committed set leaves out hands over */
-    if (r->role == KIQ_RAFT_LEADER && r->n_sets && r->sets[r->n_sets - 1].offset < r->hw && !is_voter(r))
-        become_resigned(r);
 }
 
 static void send_begin_epochs(kiq_raft_t *r)
@@ -419,10 +259,10 @@ static void become_leader(kiq_raft_t *r)
     r->deadline = r->now + r->fetch_timeout * 3 / 2;
     became(r, KIQ_RAFT_LEADER);
     send_begin_epochs(r);
-    update_hw(r);
+    kiq_raft_update_hw(r);
 }
 
-static void become_resigned(kiq_raft_t *r)
+void kiq_raft_become_resigned(kiq_raft_t *r)
 {
     /* the successors that have the most of the log first */
     voter_t *order[KIQ_RAFT_MAX_VOTERS];
@@ -482,10 +322,10 @@ kiq_raft_t *kiq_raft_new(const kiq_raft_config_t *cfg)
             kiq_raft_free(r);
             return NULL;
         } else {
-            push_set(r, cfg->voter_sets[i].offset, &cfg->voter_sets[i].set);
+            kiq_raft_push_set(r, cfg->voter_sets[i].offset, &cfg->voter_sets[i].set);
         }
     r->n_bootstrap = cfg->n_bootstrap;
-    apply_set(r);
+    kiq_raft_apply_set(r);
     r->election_timeout = cfg->election_timeout_ms > 0 ? cfg->election_timeout_ms : 1000;
     r->fetch_timeout = cfg->fetch_timeout_ms > 0 ? cfg->fetch_timeout_ms : 2000;
     r->backoff_max = cfg->election_backoff_max_ms > 0 ? cfg->election_backoff_max_ms : 1000;
@@ -513,7 +353,7 @@ kiq_raft_t *kiq_raft_new(const kiq_raft_config_t *cfg)
     r->deadline = election_deadline(r);
     /* a lone voter leads at once; a new quorum's first voter runs first
      * instead of every voter waiting out an election timeout */
-    if (r->n_voters && (r->n_voters == 1 || (r->epoch == 0 && r->voters[0].id == r->node_id)) && is_voter(r))
+    if (r->n_voters && (r->n_voters == 1 || (r->epoch == 0 && r->voters[0].id == r->node_id)) && kiq_raft_is_voter(r))
         r->deadline = r->now;
     if (r->leader_id >= 0) {
         r->role = KIQ_RAFT_FOLLOWER;
@@ -552,7 +392,7 @@ void kiq_raft_tick(kiq_raft_t *r, int64_t now_ms)
     r->now = now_ms;
     switch (r->role) {
     case KIQ_RAFT_UNATTACHED:
-        if (is_voter(r)) {
+        if (kiq_raft_is_voter(r)) {
             if (now_ms >= r->deadline)
                 become_prospective(r);
         } else if (!r->fetch_in_flight || now_ms - r->fetch_sent_at >= r->request_timeout) {
@@ -561,7 +401,7 @@ void kiq_raft_tick(kiq_raft_t *r, int64_t now_ms)
         break;
     case KIQ_RAFT_FOLLOWER:
         if (now_ms >= r->deadline) {
-            if (is_voter(r))
+            if (kiq_raft_is_voter(r))
                 become_prospective(r);
             else
                 become_unattached(r, r->epoch);
@@ -588,15 +428,15 @@ void kiq_raft_tick(kiq_raft_t *r, int64_t now_ms)
             const voter_t *v = &r->voters[i];
             recent += v->id == r->node_id || (v->last_fetch_ms >= 0 && now_ms - v->last_fetch_ms < r->fetch_timeout * 3 / 2);
         }
-        if (recent < majority(r))
-            become_resigned(r);
+        if (recent < kiq_raft_majority(r))
+            kiq_raft_become_resigned(r);
         else
             r->deadline = now_ms + r->fetch_timeout / 2;
         break;
     }
     case KIQ_RAFT_RESIGNED:
         if (now_ms >= r->deadline) {
-            if (is_voter(r))
+            if (kiq_raft_is_voter(r))
                 become_prospective(r);
             else
                 become_unattached(r, r->epoch); /* removed: an observer from now on */
@@ -612,7 +452,7 @@ static void on_vote(kiq_raft_t *r, const kiq_raft_msg_t *m)
     int32_t last_epoch = epoch_before(r, r->log_end);
     bool up_to_date = m->vote.last.epoch > last_epoch ||
                       (m->vote.last.epoch == last_epoch && m->vote.last.end_offset >= r->log_end);
-    bool from_voter = voter_of(r, m->from) != NULL && is_voter(r);
+    bool from_voter = kiq_raft_voter_of(r, m->from) != NULL && kiq_raft_is_voter(r);
     if (m->vote.pre_vote) {
         /* KIP-996: granted without any change here, unless this node still
          * hears from a leader (then the candidate is the one cut off) */
@@ -632,7 +472,7 @@ static void on_vote(kiq_raft_t *r, const kiq_raft_msg_t *m)
 static void on_vote_reply(kiq_raft_t *r, const kiq_raft_msg_t *m)
 {
     bool pre = m->vote_reply.pre_vote;
-    voter_t *v = voter_of(r, m->from);
+    voter_t *v = kiq_raft_voter_of(r, m->from);
     if (!v || v->answered || (pre ? r->role != KIQ_RAFT_PROSPECTIVE || m->epoch > r->epoch
                                   : r->role != KIQ_RAFT_CANDIDATE || m->epoch != r->epoch))
         return;
@@ -643,12 +483,12 @@ static void on_vote_reply(kiq_raft_t *r, const kiq_raft_msg_t *m)
         granted += r->voters[i].answered && r->voters[i].granted;
         refused += r->voters[i].answered && !r->voters[i].granted;
     }
-    if (granted >= majority(r)) {
+    if (granted >= kiq_raft_majority(r)) {
         if (pre)
             become_candidate(r);
         else
             become_leader(r);
-    } else if (refused > r->n_voters - majority(r) && !r->backing_off) {
+    } else if (refused > r->n_voters - kiq_raft_majority(r) && !r->backing_off) {
         back_off(r);
     }
 }
@@ -679,30 +519,6 @@ static void on_end_epoch(kiq_raft_t *r, const kiq_raft_msg_t *m)
     send(r, &re);
 }
 
-/* The leader's entry for an observer that fetches (the one heard from
- * longest ago makes room). */
-static voter_t *track_observer(kiq_raft_t *r, int32_t id, const uint8_t *dir)
-{
-    if (id < 0)
-        return NULL;
-    voter_t *o = observer_of(r, id);
-    if (!o) {
-        kiq_raft_replica_key_t k = { .id = id };
-        memcpy(k.dir, dir, sizeof k.dir);
-        if (r->n_observers < KIQ_RAFT_MAX_OBSERVERS) {
-            o = &r->observers[r->n_observers++];
-        } else {
-            o = &r->observers[0];
-            for (int i = 1; i < r->n_observers; i++)
-                if (r->observers[i].last_fetch_ms < o->last_fetch_ms)
-                    o = &r->observers[i];
-        }
-        *o = fresh_voter(&k);
-    }
-    memcpy(o->dir, dir, sizeof o->dir);
-    return o;
-}
-
 static void on_fetch(kiq_raft_t *r, const kiq_raft_msg_t *m)
 {
     kiq_raft_msg_t re = { .type = KIQ_RAFT_FETCH_REPLY, .to = m->from };
@@ -720,15 +536,15 @@ static void on_fetch(kiq_raft_t *r, const kiq_raft_msg_t *m)
             (e.epoch != m->fetch.last_epoch || m->fetch.offset > e.end_offset)) {
             re.fetch_reply.diverging = e;
         } else if (m->fetch.offset <= r->log_end) {
-            voter_t *v = voter_of(r, m->from);
+            voter_t *v = kiq_raft_voter_of(r, m->from);
             if (!v)
-                v = track_observer(r, m->from, m->fetch.dir);
+                v = kiq_raft_track_observer(r, m->from, m->fetch.dir);
             if (v) {
                 v->log_end = m->fetch.offset;
                 v->last_fetch_ms = r->now;
                 if (m->fetch.offset >= r->log_end)
                     v->last_caught_up_ms = r->now;
-                update_hw(r);
+                kiq_raft_update_hw(r);
             }
             if (m->fetch.offset < r->log_end &&
                 r->io->read(r->ctx, m->fetch.offset, &re.fetch_reply.entries, &re.fetch_reply.n_entries) != 0)
@@ -762,7 +578,7 @@ static void on_fetch_reply(kiq_raft_t *r, const kiq_raft_msg_t *m)
         kiq_raft_epoch_end_t div = m->fetch_reply.diverging, here = end_for_epoch(r, div.epoch);
         truncate_to(r, here.end_offset < div.end_offset ? here.end_offset : div.end_offset);
     } else if (m->fetch_reply.n_entries > 0 && m->fetch_reply.offset == r->log_end) {
-        if (append(r, m->fetch_reply.entries, m->fetch_reply.n_entries) != 0)
+        if (kiq_raft_append(r, m->fetch_reply.entries, m->fetch_reply.n_entries) != 0)
             return;
     }
     int64_t hw = m->fetch_reply.high_watermark < r->log_end ? m->fetch_reply.high_watermark : r->log_end;
@@ -822,7 +638,7 @@ void kiq_raft_receive(kiq_raft_t *r, int64_t now_ms, const kiq_raft_msg_t *m)
         on_begin_epoch(r, m);
         break;
     case KIQ_RAFT_BEGIN_EPOCH_REPLY: {
-        voter_t *v = voter_of(r, m->from);
+        voter_t *v = kiq_raft_voter_of(r, m->from);
         if (v && r->role == KIQ_RAFT_LEADER && m->epoch == r->epoch && m->error == KIQ_ERR_NONE)
             v->begin_acked = true;
         break;
@@ -849,11 +665,11 @@ int kiq_raft_propose(kiq_raft_t *r, int32_t count, const void *data, size_t len,
     }
     kiq_raft_entry_t e = { r->epoch, count, data, len, NULL };
     int64_t at = r->log_end;
-    if (append(r, &e, 1) != 0)
+    if (kiq_raft_append(r, &e, 1) != 0)
         return -1;
     if (offset)
         *offset = at;
-    update_hw(r);
+    kiq_raft_update_hw(r);
     return 0;
 }
 
@@ -861,7 +677,7 @@ void kiq_raft_resign(kiq_raft_t *r, int64_t now_ms)
 {
     r->now = now_ms;
     if (r->role == KIQ_RAFT_LEADER)
-        become_resigned(r);
+        kiq_raft_become_resigned(r);
 }
 
 int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id, const kiq_raft_voter_set_t *voters)
@@ -881,8 +697,8 @@ int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id, const kiq_r
             return kiq_error_set("raft: a snapshot's voter set of %d", voters->n);
         r->n_sets = 0; /* and its voter set, the sets the log held */
         if (voters)
-            push_set(r, id.end_offset - 1, voters);
-        apply_set(r);
+            kiq_raft_push_set(r, id.end_offset - 1, voters);
+        kiq_raft_apply_set(r);
     }
     /* epochs wholly before the snapshot go; the one it cuts starts at it */
     int keep = 0;
@@ -908,93 +724,6 @@ int kiq_raft_snapshot_loaded(kiq_raft_t *r, kiq_raft_epoch_end_t id, const kiq_r
     return 0;
 }
 
-int kiq_raft_voters_check(kiq_raft_t *r, const kiq_raft_replica_key_t *key, bool add)
-{
-    if (r->role != KIQ_RAFT_LEADER) {
-        kiq_error_set("node %d is not the quorum's leader (%s, epoch %d, leader %d)", r->node_id,
-                      kiq_raft_role_name(r->role), r->epoch, r->leader_id);
-        return KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
-    }
-    if (!r->n_sets) {
-        kiq_error_set("the quorum's voters are static (kraft.version 0): controller.quorum.voters fixes them");
-        return KIQ_ERR_UNSUPPORTED_VERSION;
-    }
-    if (r->hw <= r->epoch_start) {
-        kiq_error_set("the leader has not committed an entry of epoch %d yet", r->epoch);
-        return KIQ_ERR_REQUEST_TIMED_OUT;
-    }
-    if (r->sets[r->n_sets - 1].offset >= r->hw) {
-        kiq_error_set("the last voter change (offset %lld) is not committed yet (high watermark %lld)",
-                      (long long)r->sets[r->n_sets - 1].offset, (long long)r->hw);
-        return KIQ_ERR_REQUEST_TIMED_OUT;
-    }
-    voter_t *v = voter_of(r, key->id);
-    if (add) {
-        if (v) {
-            kiq_error_set("node %d is a voter already", key->id);
-            return KIQ_ERR_DUPLICATE_VOTER;
-        }
-        if (r->n_voters == KIQ_RAFT_MAX_VOTERS) {
-            kiq_error_set("the quorum has %d voters, the most it takes", r->n_voters);
-            return KIQ_ERR_INVALID_REQUEST;
-        }
-        voter_t *o = observer_of(r, key->id);
-        bool same_dir = o && (!dir_known(key->dir) || memcmp(o->dir, key->dir, sizeof o->dir) == 0);
-        if (!same_dir || o->last_caught_up_ms < 0 || r->now - o->last_caught_up_ms >= r->fetch_timeout) {
-            kiq_error_set("node %d is not an observer caught up with the leader's log", key->id);
-            return KIQ_ERR_REQUEST_TIMED_OUT;
-        }
-        return 0;
-    }
-    if (!v || (dir_known(key->dir) && dir_known(v->dir) && memcmp(v->dir, key->dir, sizeof v->dir) != 0)) {
-        kiq_error_set("node %d with that directory id is not a voter", key->id);
-        return KIQ_ERR_VOTER_NOT_FOUND;
-    }
-    if (r->n_voters == 1) {
-        kiq_error_set("node %d is the last voter", key->id);
-        return KIQ_ERR_INVALID_REQUEST;
-    }
-    return 0;
-}
-
-void kiq_raft_voters_changed(const kiq_raft_t *r, const kiq_raft_replica_key_t *key, bool add,
-                             kiq_raft_voter_set_t *out)
-{
-    const kiq_raft_voter_set_t *set = set_in_force(r);
-    out->n = 0;
-    for (int i = 0; i < set->n; i++)
-        if (add || set->voters[i].id != key->id)
-            out->voters[out->n++] = set->voters[i];
-    if (add && out->n < KIQ_RAFT_MAX_VOTERS) {
-        kiq_raft_replica_key_t k = *key;
-        const voter_t *o = observer_of((kiq_raft_t *)r, key->id);
-        if (o && !dir_known(k.dir))
-            memcpy(k.dir, o->dir, sizeof k.dir);
-        out->voters[out->n++] = k;
-    }
-}
-
-int kiq_raft_propose_voters(kiq_raft_t *r, const kiq_raft_voter_set_t *set, const void *data, size_t len,
-                            int64_t *offset)
-{
-    if (r->role != KIQ_RAFT_LEADER) {
-        kiq_error_set("node %d is not the quorum's leader", r->node_id);
-        return KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
-    }
-    if (r->n_sets && r->sets[r->n_sets - 1].offset >= r->hw) {
-        kiq_error_set("the last voter change is not committed yet");
-        return KIQ_ERR_REQUEST_TIMED_OUT;
-    }
-    kiq_raft_entry_t e = { r->epoch, 1, data, len, set };
-    int64_t at = r->log_end;
-    if (append(r, &e, 1) != 0)
-        return -1;
-    if (offset)
-        *offset = at;
-    update_hw(r);
-    return 0;
-}
-
 void kiq_raft_snapshot_progress(kiq_raft_t *r, int64_t now_ms)
 {
     r->now = now_ms;
@@ -1010,16 +739,6 @@ void kiq_raft_snapshot_failed(kiq_raft_t *r, int64_t now_ms)
     r->snapshot_pending = false;
     if (r->role == KIQ_RAFT_FOLLOWER)
         send_fetch(r, r->leader_id);
-}
-
-bool kiq_raft_voters_before(const kiq_raft_t *r, int64_t end, kiq_raft_voter_set_t *out)
-{
-    for (int i = r->n_sets - 1; i >= 0; i--)
-        if (r->sets[i].offset < end) {
-            *out = r->sets[i].set;
-            return true;
-        }
-    return false;
 }
 
 void kiq_raft_view(const kiq_raft_t *r, kiq_raft_view_t *out)

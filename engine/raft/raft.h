@@ -245,6 +245,11 @@ void kiq_raft_snapshot_failed(kiq_raft_t *r, int64_t now_ms);
  * lately; DUPLICATE_VOTER, VOTER_NOT_FOUND; INVALID_REQUEST to remove the
  * last voter. */
 int kiq_raft_voters_check(kiq_raft_t *r, const kiq_raft_replica_key_t *key, bool add);
+/* Whether the leader may write the set in force again with voter key's
+ * new endpoints (UpdateRaftVoter; the host keeps the endpoints): 0, or as
+ * kiq_raft_voters_check but VOTER_NOT_FOUND unless key, directory id
+ * included, is a voter of the set in force. */
+int kiq_raft_voter_update_check(kiq_raft_t *r, const kiq_raft_replica_key_t *key);
 /* The set in force with key added or removed (after a check). */
 void kiq_raft_voters_changed(const kiq_raft_t *r, const kiq_raft_replica_key_t *key, bool add,
                              kiq_raft_voter_set_t *out);

@@ -384,14 +384,48 @@ static void voters_changed(void *arg, int16_t error)
 {
     voter_change_t *w = arg;
     *w->error_code = error;
-    if (error) *w->error_message = error_text(w->arena);
+    if (error && w->error_message) *w->error_message = error_text(w->arena);
     w->done(w->ctx);
+}
+
+/* UpdateRaftVoter names the quorum's leader as this node knows it, for a
+ * voter that asked the wrong one; its answer has no message. */
+static void update_voter(kiq_broker_t *b, const kiq_update_raft_voter_request_t *in, kiq_arena_t *arena,
+                         kiq_update_raft_voter_response_t *out, voter_change_t *w, kiq_link_done_fn done, void *ctx)
+{
+    *w = (voter_change_t){ arena, &out->error_code, NULL, done, ctx };
+    kiq_raft_view_t *v = kiq_arena_alloc(arena, sizeof *v);
+    kiq_quorum_view(b->quorum, v);
+    out->current_leader.leader_id = v->leader_id;
+    out->current_leader.leader_epoch = v->epoch;
+    int32_t ids[KIQ_RAFT_MAX_VOTERS];
+    kiq_quorum_endpoint_t *eps = kiq_arena_alloc(arena, KIQ_RAFT_MAX_VOTERS * sizeof *eps);
+    int n = kiq_quorum_voters(b->quorum, ids, eps);
+    for (int i = 0; i < n; i++)
+        if (ids[i] == v->leader_id && eps[i].port > 0) {
+            out->current_leader.host = arena_copy(arena, eps[i].host, strlen(eps[i].host));
+            out->current_leader.port = eps[i].port;
+        }
+    int nl = in->listeners_n > 0 ? in->listeners_n : 0;
+    kiq_quorum_endpoint_t *ls = kiq_arena_alloc(arena, (size_t)(nl ? nl : 1) * sizeof *ls);
+    for (int i = 0; i < nl; i++) {
+        ls[i].port = in->listeners[i].port;
+        snprintf(ls[i].name, sizeof ls[i].name, "%.*s", (int)in->listeners[i].name.len, in->listeners[i].name.p);
+        snprintf(ls[i].host, sizeof ls[i].host, "%.*s", (int)in->listeners[i].host.len, in->listeners[i].host.p);
+    }
+    kiq_quorum_update_voter(b->quorum, in->voter_id, &in->voter_directory_id, ls, nl,
+                            in->kraft_version_feature.min_supported_version,
+                            in->kraft_version_feature.max_supported_version, KIQ_VOTER_CHANGE_WAIT_MS, voters_changed, w);
 }
 
 void kiq_controller_link_change_voters(kiq_broker_t *b, int16_t api, const void *req, kiq_arena_t *arena, void *resp,
                                        kiq_link_done_fn done, void *ctx)
 {
     voter_change_t *w = kiq_arena_alloc(arena, sizeof *w);
+    if (api == KIQ_API_UPDATE_RAFT_VOTER) {
+        update_voter(b, req, arena, resp, w, done, ctx);
+        return;
+    }
     if (api == KIQ_API_REMOVE_RAFT_VOTER) {
         const kiq_remove_raft_voter_request_t *in = req;
         kiq_remove_raft_voter_response_t *out = resp;

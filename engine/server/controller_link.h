@@ -64,8 +64,8 @@ void kiq_controller_link_whole(kiq_broker_t *b, int16_t api_key, const void *req
 /* How long a voter change may wait for its commit (RemoveRaftVoter names
  * no timeout of its own). */
 #define KIQ_VOTER_CHANGE_WAIT_MS 30000
-/* AddRaftVoter or RemoveRaftVoter (api) at this node's quorum, which must
- * lead to change the set: *resp filled in arena, done(ctx) once the new
+/* AddRaftVoter, RemoveRaftVoter or UpdateRaftVoter (api) at this node's
+ * quorum, which must lead to change the set: *resp filled in arena, done(ctx) once the new
  * set is committed or refused (from the caller's thread or the quorum's). */
 void kiq_controller_link_change_voters(kiq_broker_t *b, int16_t api, const void *req, kiq_arena_t *arena, void *resp,
                                        kiq_link_done_fn done, void *ctx);

@@ -10,6 +10,9 @@ kafka-metadata-quorum:
   process.roles, controller.listener.names, listeners, log.dirs and the
   log dir's meta.properties directory.id, as Kafka's tool reads them)
   adds both observers: describe shows three voters and no observer left;
+- UpdateRaftVoter (what a Kafka voter sends at startup) to the leader
+  writes the set again with the voter's listener; a wrong directory id gets
+  VOTER_NOT_FOUND, a follower NOT_LEADER_OR_FOLLOWER naming the leader;
 - produce through the broker works; the leader killed, another voter
   leads, and the broker finds it (a topic made, writes acknowledged);
 - `remove-controller --controller-id N --controller-directory-id UUID`
@@ -20,9 +23,11 @@ kafka-metadata-quorum:
 import base64
 import json
 import os
+import struct
 import subprocess
 
 import kiq_clients as kc
+import kiq_wire as kw
 from cluster import HOST, free_ports, metadata, wait_until
 from conftest import BROKER_BIN, CONFIG, READY_TIMEOUT, wait_port
 from test_controller_quorum import KAFKA_LIB, metadata_quorum, status_of
@@ -89,6 +94,24 @@ def command_config(node, port):
     return str(path)
 
 
+def update_voter(controller, voter_id, directory_id, port):
+    """UpdateRaftVoter v0 to controller: voter_id (its base64 directory id)
+    listens at CONTROLLER://HOST:port and speaks kraft.version 0-1. The
+    error code and the leader id the answer names."""
+    dir_bytes = base64.urlsafe_b64decode(directory_id + "=" * (-len(directory_id) % 4))
+    listener = kw.compact_string("CONTROLLER") + kw.compact_string(HOST) + struct.pack(">H", port) + kw.uvarint(0)
+    body = (kw.compact_string(None) + struct.pack(">ii", -1, voter_id) + dir_bytes + kw.uvarint(2) + listener
+            + struct.pack(">hh", 0, 1) + kw.uvarint(0) + kw.uvarint(0))
+    host, p = controller.rsplit(":", 1)
+    with kw.Conn(host, int(p)) as conn:
+        resp = conn.call(82, 0, body, flexible=True)
+    # the response header's tags, throttle_time_ms, error_code, then the
+    # tagged current_leader (tag 0) when it is not the default
+    error = struct.unpack(">h", resp[5:7])[0]
+    leader = struct.unpack(">i", resp[10:14])[0] if len(resp) > 14 and resp[7] else -1
+    return error, leader
+
+
 def voters_and_observers(controller):
     st = status_of(metadata_quorum(controller, "--status"))
     voters = sorted(v["id"] for v in json.loads(st["CurrentVoters"]))
@@ -125,10 +148,15 @@ def test_controllers_added_and_removed_with_kafkas_tool(tmp_path):
             rc, out = quorum_tool(addr[1], "--command-config", command_config(n, controllers[n.id]),
                                   "add-controller")
             assert rc == 0, out[-3000:]
+        # UpdateRaftVoter: node 1, formatted standalone, still leads
+        assert update_voter(addr[1], 2, observers[0].directory_id(), controllers[2]) == (0, 1)
+        assert update_voter(addr[1], 2, observers[1].directory_id(), controllers[2])[0] == 127
+        assert update_voter(addr[2], 2, observers[0].directory_id(), controllers[2]) == (6, 1)
         st, voters, obs = voters_and_observers(addr[2])
         assert voters == [1, 2, 3] and obs == [], st
         listed = {v["id"]: v for v in json.loads(st["CurrentVoters"])}
         assert listed[2]["directoryId"] == observers[0].directory_id(), st
+        assert any(str(controllers[2]) in e for e in listed[2]["endpoints"]), st
         assert any(str(controllers[3]) in e for e in listed[3]["endpoints"]), st
 
         port = ports[3]
@@ -146,7 +174,7 @@ def test_controllers_added_and_removed_with_kafkas_tool(tmp_path):
         def moved():
             s = status_of(metadata_quorum(survivor, "--status"))
             return s if int(s["LeaderId"]) not in (leader, -1) and int(s["LeaderEpoch"]) > epoch else None
-        st = wait_until(moved, 60, "a new quorum leader", interval=0.5)
+        st = wait_until(moved, 90, "a new quorum leader", interval=0.5)
         new_leader = int(st["LeaderId"])
         assert new_leader in set(addr) - {leader}, st
         # the broker finds the new leader among its bootstrap servers: a topic

@@ -8,7 +8,6 @@ return {
   key = 82, name = "UpdateRaftVoter",
   versions = "0",
   flexible = "0+",
-  served = false, -- codec only until the quorum serves it
   request = {
     { "cluster_id", "string", null = "0+" },
     { "current_leader_epoch", "int32" }, -- -1 when unknown
