@@ -1,4 +1,5 @@
 /* __consumer_offsets records; see offsets_topic.h. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,73 +149,49 @@ typedef struct load_ctx {
     int64_t offset; /* of the record being read, for messages */
 } load_ctx_t;
 
-/* A consumer group's record (key versions 3, 5-8): key and value decoded
- * with their generated codecs and handed to the loader. */
+/* Kafka's consumer-group records (key versions 3, 5-8): their generated
+ * key and value codecs, and where each key keeps its group and member. */
+#define CONSUMER_KEY(kv, name, T, member) {kv, name "Key", name "Value", offsetof(T, group_id), member}
+static const struct consumer_record {
+    int16_t key_version;
+    const char *key, *value;
+    size_t group_at;
+    ptrdiff_t member_at; /* -1: a record of the whole group */
+} CONSUMER_RECORDS[] = {
+    CONSUMER_KEY(KIQ_OFFSETS_KEY_CGROUP, "ConsumerGroupMetadata", kiq_consumer_group_metadata_key_t, -1),
+    CONSUMER_KEY(KIQ_OFFSETS_KEY_CMEMBER, "ConsumerGroupMemberMetadata", kiq_consumer_group_member_metadata_key_t,
+                 offsetof(kiq_consumer_group_member_metadata_key_t, member_id)),
+    CONSUMER_KEY(KIQ_OFFSETS_KEY_CTARGET_EPOCH, "ConsumerGroupTargetAssignmentMetadata",
+                 kiq_consumer_group_target_assignment_metadata_key_t, -1),
+    CONSUMER_KEY(KIQ_OFFSETS_KEY_CTARGET, "ConsumerGroupTargetAssignmentMember",
+                 kiq_consumer_group_target_assignment_member_key_t,
+                 offsetof(kiq_consumer_group_target_assignment_member_key_t, member_id)),
+    CONSUMER_KEY(KIQ_OFFSETS_KEY_CCURRENT, "ConsumerGroupCurrentMemberAssignment",
+                 kiq_consumer_group_current_member_assignment_key_t,
+                 offsetof(kiq_consumer_group_current_member_assignment_key_t, member_id)),
+};
+#undef CONSUMER_KEY
+
+/* A consumer group's record: key and value decoded and handed to the
+ * loader (a tombstone: no value). */
 static int load_consumer(load_ctx_t *c, int16_t kv, kiq_rd_t *rd, kiq_rd_t *vr, kiq_arena_t *a)
 {
-    kiq_str_t group = KIQ_STR_NULL, member = KIQ_STR_NULL;
-    void *v = NULL;
-    switch (kv) {
-    case KIQ_OFFSETS_KEY_CGROUP: {
-        kiq_consumer_group_metadata_key_t k;
-        kiq_consumer_group_metadata_key_init(&k);
-        if (kiq_consumer_group_metadata_key_decode(rd, kv, a, &k) != 0) return -1;
-        group = k.group_id;
-        kiq_consumer_group_metadata_value_t *val = kiq_arena_calloc(a, 1, sizeof *val);
-        kiq_consumer_group_metadata_value_init(val);
-        if (vr && kiq_consumer_group_metadata_value_decode(vr, 0, a, val) != 0) return -1;
-        v = val;
-        break;
+    const struct consumer_record *cr = NULL;
+    for (size_t i = 0; i < sizeof CONSUMER_RECORDS / sizeof CONSUMER_RECORDS[0]; i++)
+        if (CONSUMER_RECORDS[i].key_version == kv) cr = &CONSUMER_RECORDS[i];
+    const kiq_data_codec_t *kc = cr ? kiq_data_codec(cr->key) : NULL, *vc = cr ? kiq_data_codec(cr->value) : NULL;
+    if (!kc || !vc) return kiq_error_set("no codec for consumer-group key version %d", kv);
+    void *k = kiq_arena_calloc(a, 1, kc->size), *v = NULL;
+    kc->init(k);
+    if (kc->decode(rd, kv, a, k) != 0) return -1;
+    if (vr) {
+        v = kiq_arena_calloc(a, 1, vc->size);
+        vc->init(v);
+        if (vc->decode(vr, 0, a, v) != 0) return -1;
     }
-    case KIQ_OFFSETS_KEY_CMEMBER: {
-        kiq_consumer_group_member_metadata_key_t k;
-        kiq_consumer_group_member_metadata_key_init(&k);
-        if (kiq_consumer_group_member_metadata_key_decode(rd, kv, a, &k) != 0) return -1;
-        group = k.group_id;
-        member = k.member_id;
-        kiq_consumer_group_member_metadata_value_t *val = kiq_arena_calloc(a, 1, sizeof *val);
-        kiq_consumer_group_member_metadata_value_init(val);
-        if (vr && kiq_consumer_group_member_metadata_value_decode(vr, 0, a, val) != 0) return -1;
-        v = val;
-        break;
-    }
-    case KIQ_OFFSETS_KEY_CTARGET_EPOCH: {
-        kiq_consumer_group_target_assignment_metadata_key_t k;
-        kiq_consumer_group_target_assignment_metadata_key_init(&k);
-        if (kiq_consumer_group_target_assignment_metadata_key_decode(rd, kv, a, &k) != 0) return -1;
-        group = k.group_id;
-        kiq_consumer_group_target_assignment_metadata_value_t *val = kiq_arena_calloc(a, 1, sizeof *val);
-        kiq_consumer_group_target_assignment_metadata_value_init(val);
-        if (vr && kiq_consumer_group_target_assignment_metadata_value_decode(vr, 0, a, val) != 0) return -1;
-        v = val;
-        break;
-    }
-    case KIQ_OFFSETS_KEY_CTARGET: {
-        kiq_consumer_group_target_assignment_member_key_t k;
-        kiq_consumer_group_target_assignment_member_key_init(&k);
-        if (kiq_consumer_group_target_assignment_member_key_decode(rd, kv, a, &k) != 0) return -1;
-        group = k.group_id;
-        member = k.member_id;
-        kiq_consumer_group_target_assignment_member_value_t *val = kiq_arena_calloc(a, 1, sizeof *val);
-        kiq_consumer_group_target_assignment_member_value_init(val);
-        if (vr && kiq_consumer_group_target_assignment_member_value_decode(vr, 0, a, val) != 0) return -1;
-        v = val;
-        break;
-    }
-    default: {
-        kiq_consumer_group_current_member_assignment_key_t k;
-        kiq_consumer_group_current_member_assignment_key_init(&k);
-        if (kiq_consumer_group_current_member_assignment_key_decode(rd, kv, a, &k) != 0) return -1;
-        group = k.group_id;
-        member = k.member_id;
-        kiq_consumer_group_current_member_assignment_value_t *val = kiq_arena_calloc(a, 1, sizeof *val);
-        kiq_consumer_group_current_member_assignment_value_init(val);
-        if (vr && kiq_consumer_group_current_member_assignment_value_decode(vr, 0, a, val) != 0) return -1;
-        v = val;
-        break;
-    }
-    }
-    if (c->ld->consumer) c->ld->consumer(c->ld->ctx, kv, group, member, vr ? v : NULL);
+    kiq_str_t group = *(const kiq_str_t *)((const char *)k + cr->group_at);
+    kiq_str_t member = cr->member_at >= 0 ? *(const kiq_str_t *)((const char *)k + cr->member_at) : KIQ_STR_NULL;
+    if (c->ld->consumer) c->ld->consumer(c->ld->ctx, kv, group, member, v);
     return 0;
 }
 
