@@ -10,6 +10,8 @@ PACKAGES=(
     # engine libraries (libmicrohttpd and jansson for the HTTP listener)
     luajit libluajit-5.1-dev libev-dev liblz4-dev libzstd-dev zlib1g-dev libsnappy-dev
     libmicrohttpd-dev libjansson-dev
+    # regex subscriptions of KIP-848 consumer groups (RE2/J syntax)
+    libpcre2-dev
     # unit and Lua tests; clang with libFuzzer for the fuzz targets
     libcmocka-dev lua-busted luarocks clang libclang-rt-14-dev
     # prlimit for the open-files test

@@ -3,6 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "core/error.h"
 #include "group/consumer_group.h"
 
 /* ---- partition sets ---- */
@@ -108,6 +112,7 @@ void kiq_cg_member_free(kiq_cg_member_t *m)
     for (int i = 0; i < m->ntopics; i++) free(m->topics[i]);
     free(m->topics);
     free(m->regex);
+    pcre2_code_free(m->regex_code);
     kiq_cg_set_free(&m->assigned);
     kiq_cg_set_free(&m->revoking);
     kiq_cg_set_free(&m->target);
@@ -192,11 +197,43 @@ int kiq_cg_member_set_topics(kiq_cg_member_t *m, const char *const *names, const
     return 1;
 }
 
+int kiq_cg_member_set_regex(kiq_cg_member_t *m, const char *re, size_t len)
+{
+    if (len == 0 ? !m->regex : m->regex && str_is(m->regex, re, len)) return 0;
+    pcre2_code *code = NULL;
+    char *text = NULL;
+    if (len > 0) {
+        int err;
+        PCRE2_SIZE at;
+        /* anchored both ends: Kafka matches the whole topic name */
+        code = pcre2_compile((PCRE2_SPTR)re, len, PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_UTF, &err, &at, NULL);
+        if (!code) {
+            PCRE2_UCHAR why[120];
+            pcre2_get_error_message(err, why, sizeof why);
+            return kiq_error_set("Invalid regular expression %.*s: %s at offset %zu", (int)len, re, (char *)why,
+                                 (size_t)at);
+        }
+        if (!(text = strndup(re, len))) {
+            pcre2_code_free(code);
+            return kiq_error_set("out of memory");
+        }
+    }
+    free(m->regex);
+    pcre2_code_free(m->regex_code);
+    m->regex = text;
+    m->regex_code = code;
+    return 1;
+}
+
 bool kiq_cg_member_subscribes(const kiq_cg_member_t *m, const char *topic)
 {
     for (int i = 0; i < m->ntopics; i++)
         if (strcmp(m->topics[i], topic) == 0) return true;
-    return false;
+    if (!m->regex_code) return false;
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(m->regex_code, NULL);
+    int rc = md ? pcre2_match(m->regex_code, (PCRE2_SPTR)topic, strlen(topic), 0, 0, md, NULL) : -1;
+    pcre2_match_data_free(md);
+    return rc >= 0;
 }
 
 const char *kiq_cgroup_state_name(const kiq_cgroup_t *cg)

@@ -54,7 +54,8 @@ struct kiq_cg_member {
     char *server_assignor; /* NULL: the group's default */
     char **topics;         /* subscribed topic names */
     int ntopics;
-    char *regex; /* subscribed topic regex (v1); NULL: none */
+    char *regex;      /* subscribed topic regex (v1, RE2/J syntax); NULL: none */
+    void *regex_code; /* regex compiled (PCRE2's pcre2_code) */
     int32_t rebalance_timeout_ms;
     int32_t epoch, previous_epoch; /* -2: a static member away for now */
     enum kiq_cg_member_state state;
@@ -86,6 +87,13 @@ void kiq_cgroup_remove_member(kiq_cgroup_t *cg, kiq_cg_member_t *m);
 void kiq_cg_member_free(kiq_cg_member_t *m);
 /* Replaces m's subscribed names; returns whether they changed, or -1. */
 int kiq_cg_member_set_topics(kiq_cg_member_t *m, const char *const *names, const int32_t *lens, int n);
+/* Replaces m's subscribed regex (len 0: none, as a client clears it). 1
+ * changed, 0 the same, -1 with the reason in the error slot: not a
+ * regular expression (Kafka's INVALID_REGULAR_EXPRESSION), or out of
+ * memory. Compiled with PCRE2, whose syntax covers RE2/J's (Kafka's). */
+int kiq_cg_member_set_regex(kiq_cg_member_t *m, const char *re, size_t len);
+/* Whether m subscribes to topic: by name, or by its regex matching the
+ * whole name. */
 bool kiq_cg_member_subscribes(const kiq_cg_member_t *m, const char *topic);
 
 /* Kafka's group state names: "Empty", "Assigning" (targets behind the

@@ -56,22 +56,54 @@ static const char *topic_name(kiq_group_coordinator_t *gc, const kiq_uuid_t *id,
     return n;
 }
 
+/* Adds the topic unless already there (and it exists). */
+static void add_topic(kiq_group_coordinator_t *gc, kiq_arena_t *a, subscribed_t *s, const char *name)
+{
+    for (int k = 0; k < s->n; k++)
+        if (strcmp(s->t[k].name, name) == 0) return;
+    kiq_cg_topic_t *t = &s->t[s->n];
+    if (!topic_info(gc, name, a, &t->id, &t->npartitions)) return;
+    t->name = kiq_arena_strndup(a, name, strlen(name));
+    s->n++;
+}
+
+/* The names of every topic, in a, internal ones too (Kafka resolves a
+ * regex against them all: `__consumer_offsets` matches its own name). */
+static const char **all_topics(kiq_group_coordinator_t *gc, kiq_arena_t *a, int *n)
+{
+    const char **names = NULL;
+    *n = 0;
+    if (gc->b.cluster) {
+        kiq_cached_topic_t *ts = NULL;
+        int nt = kiq_metadata_cache_topics(gc->b.metadata, a, &ts);
+        names = kiq_arena_calloc(a, (size_t)(nt > 0 ? nt : 1), sizeof *names);
+        for (int i = 0; i < nt; i++) names[(*n)++] = ts[i].name;
+        return names;
+    }
+    int nt = 0;
+    kiq_topic_t **list = kiq_topics_list(gc->b.topics, &nt);
+    names = kiq_arena_calloc(a, (size_t)(nt > 0 ? nt : 1), sizeof *names);
+    for (int i = 0; i < nt; i++) names[(*n)++] = kiq_arena_strndup(a, list[i]->name, strlen(list[i]->name));
+    kiq_topics_list_free(list, nt);
+    return names;
+}
+
 static void subscribed_topics(kiq_group_coordinator_t *gc, const kiq_cgroup_t *cg, kiq_arena_t *a, subscribed_t *s)
 {
-    int cap = 0;
-    for (const kiq_cg_member_t *m = cg->members; m; m = m->next) cap += m->ntopics;
+    int cap = 0, nall = 0;
+    bool regex = false;
+    for (const kiq_cg_member_t *m = cg->members; m; m = m->next) {
+        cap += m->ntopics;
+        regex |= m->regex_code != NULL;
+    }
+    const char **every = regex ? all_topics(gc, a, &nall) : NULL;
+    cap += nall;
     s->t = kiq_arena_calloc(a, (size_t)(cap ? cap : 1), sizeof *s->t);
     s->n = 0;
     for (const kiq_cg_member_t *m = cg->members; m; m = m->next) {
-        for (int i = 0; i < m->ntopics; i++) {
-            bool seen = false;
-            for (int k = 0; k < s->n && !seen; k++) seen = strcmp(s->t[k].name, m->topics[i]) == 0;
-            kiq_cg_topic_t *t = &s->t[s->n];
-            if (!seen && topic_info(gc, m->topics[i], a, &t->id, &t->npartitions)) {
-                t->name = kiq_arena_strndup(a, m->topics[i], strlen(m->topics[i]));
-                s->n++;
-            }
-        }
+        for (int i = 0; i < m->ntopics; i++) add_topic(gc, a, s, m->topics[i]);
+        for (int i = 0; m->regex_code && i < nall; i++)
+            if (kiq_cg_member_subscribes(m, every[i])) add_topic(gc, a, s, every[i]);
     }
     qsort(s->t, (size_t)s->n, sizeof *s->t, by_name);
     uint64_t h = 1469598103934665603ULL; /* FNV-1a */
@@ -258,6 +290,13 @@ static int16_t check_request(kiq_request_t *r, const kiq_consumer_group_heartbea
     if (req->server_assignor.p && !kiq_cg_assignor(req->server_assignor.p, (size_t)req->server_assignor.len))
         return fail(r, resp, KIQ_ERR_UNSUPPORTED_ASSIGNOR, "ServerAssignor " KIQ_STR_FMT " is not supported.",
                     KIQ_STR_ARG(req->server_assignor));
+    if (req->subscribed_topic_regex.len > 0) {
+        /* compiled once here for the answer; the member keeps its own */
+        kiq_cg_member_t probe = {0};
+        int rc = kiq_cg_member_set_regex(&probe, req->subscribed_topic_regex.p, (size_t)req->subscribed_topic_regex.len);
+        kiq_cg_member_set_regex(&probe, "", 0); /* frees what it compiled */
+        if (rc < 0) return fail(r, resp, KIQ_ERR_INVALID_REGULAR_EXPRESSION, "%s", kiq_error_get());
+    }
     return KIQ_ERR_NONE;
 }
 
@@ -377,7 +416,10 @@ static bool update_member(kiq_cg_member_t *m, kiq_request_t *r, const kiq_consum
     m->instance_id = dup_or_keep(m->instance_id, req->instance_id, &ignored);
     m->rack_id = dup_or_keep(m->rack_id, req->rack_id, &ignored);
     m->server_assignor = dup_or_keep(m->server_assignor, req->server_assignor, &changed);
-    m->regex = dup_or_keep(m->regex, req->subscribed_topic_regex, &changed);
+    if (req->subscribed_topic_regex.p) {
+        int rc = kiq_cg_member_set_regex(m, req->subscribed_topic_regex.p, (size_t)req->subscribed_topic_regex.len);
+        if (rc == 1) changed = true;
+    }
     if (!m->client_id) {
         m->client_id = kiq_gc_dup_str(r->header.client_id.p ? r->header.client_id : KIQ_STR(""));
         m->client_host = kiq_gc_client_host(r->peer);
@@ -622,7 +664,10 @@ void kiq_gc_consumer_load(kiq_group_coordinator_t *gc, int16_t type, kiq_str_t g
         m->rack_id = dup_or_keep(m->rack_id, val->rack_id, &ignored);
         m->client_id = dup_or_keep(m->client_id, val->client_id, &ignored);
         m->client_host = dup_or_keep(m->client_host, val->client_host, &ignored);
-        m->regex = dup_or_keep(m->regex, val->subscribed_topic_regex, &ignored);
+        if (val->subscribed_topic_regex.p &&
+            kiq_cg_member_set_regex(m, val->subscribed_topic_regex.p, (size_t)val->subscribed_topic_regex.len) < 0)
+            KIQ_WARN("consumer group member " KIQ_STR_FMT ": its regex is not loaded: %s", KIQ_STR_ARG(member),
+                     kiq_error_get());
         m->server_assignor = dup_or_keep(m->server_assignor, val->server_assignor, &ignored);
         m->rebalance_timeout_ms = val->rebalance_timeout_ms;
         int n = val->subscribed_topic_names_n > 0 ? val->subscribed_topic_names_n : 0;
