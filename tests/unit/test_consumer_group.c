@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "core/error.h"
 #include "group/consumer_group.h"
 
 static kiq_uuid_t T1 = {{1}}, T2 = {{2}};
@@ -190,6 +191,29 @@ static void test_leaver_releases(void **state)
     kiq_cgroup_free(cg);
 }
 
+/* A regex subscription matches whole names (internal ones too), a bad one
+ * is refused with the reason, and an empty one clears it. */
+static void test_regex_subscription(void **state)
+{
+    (void)state;
+    kiq_cgroup_t *cg = kiq_cgroup_new();
+    kiq_cg_member_t *m = kiq_cgroup_add_member(cg, "m1", 2);
+    assert_non_null(m);
+    const char *re = "orders-\\d+|__consumer_offsets";
+    assert_int_equal(kiq_cg_member_set_regex(m, re, strlen(re)), 1);
+    assert_int_equal(kiq_cg_member_set_regex(m, re, strlen(re)), 0);
+    assert_true(kiq_cg_member_subscribes(m, "orders-12"));
+    assert_true(kiq_cg_member_subscribes(m, "__consumer_offsets"));
+    assert_false(kiq_cg_member_subscribes(m, "orders-12-v2"));
+    assert_false(kiq_cg_member_subscribes(m, "my-orders-1"));
+    assert_int_equal(kiq_cg_member_set_regex(m, "orders-(", 8), -1);
+    assert_non_null(strstr(kiq_error_get(), "Invalid regular expression orders-("));
+    assert_true(kiq_cg_member_subscribes(m, "orders-1")); /* the last good one stays */
+    assert_int_equal(kiq_cg_member_set_regex(m, "", 0), 1);
+    assert_false(kiq_cg_member_subscribes(m, "orders-1"));
+    kiq_cgroup_free(cg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_range),
         cmocka_unit_test(test_revoke_before_assign),
         cmocka_unit_test(test_leaver_releases),
+        cmocka_unit_test(test_regex_subscription),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
