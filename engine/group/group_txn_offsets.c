@@ -11,7 +11,15 @@ static int16_t member_allowed(kiq_group_t *g, const kiq_txn_offset_commit_reques
 {
     if (!g) return KIQ_ERR_NONE;
     if (g->state == KIQ_GROUP_DEAD) return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
-    if (version < 3 || req->generation_id < 0 || g->state == KIQ_GROUP_EMPTY) return KIQ_ERR_NONE;
+    if (version < 3 || req->generation_id < 0) return KIQ_ERR_NONE;
+    /* a consumer protocol group's member at its current epoch; a stale
+     * one is told ILLEGAL_GENERATION, as Kafka answers a transactional
+     * commit (its clients know no STALE_MEMBER_EPOCH there) */
+    if (g->consumer) {
+        int16_t err = kiq_gc_consumer_check_member(g, req->member_id, req->generation_id);
+        return err == KIQ_ERR_STALE_MEMBER_EPOCH ? KIQ_ERR_ILLEGAL_GENERATION : err;
+    }
+    if (g->state == KIQ_GROUP_EMPTY) return KIQ_ERR_NONE;
     kiq_group_member_t *m;
     return kiq_gc_check_member(g, req->member_id, req->group_instance_id, req->generation_id, &m);
 }
