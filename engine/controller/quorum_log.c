@@ -353,11 +353,13 @@ static int replay_record(const kiq_record_t *rec, void *arg)
     return rc;
 }
 
-int kiq_quorum_log_replay(kiq_quorum_log_t *l, int64_t from, int64_t to, kiq_metadata_replay_fn cb, void *ctx)
+/* fn for each whole batch of [from, to), in offset order; its nonzero
+ * return stops the walk and is returned. A batch that does not parse is an
+ * error when strict, else the end of that read. */
+typedef int (*batch_fn)(void *ctx, const kiq_batch_header_t *h, const uint8_t *batch, size_t len);
+
+static int each_batch(kiq_quorum_log_t *l, int64_t from, int64_t to, bool strict, batch_fn fn, void *ctx)
 {
-    replay_ctx_t c = { .cb = cb, .ctx = ctx, .from = from, .to = to };
-    if (!l->log)
-        return closed(l);
     for (int64_t offset = from; offset < to;) {
         kiq_wr_t w;
         kiq_wr_init(&w);
@@ -372,21 +374,17 @@ int kiq_quorum_log_replay(kiq_quorum_log_t *l, int64_t from, int64_t to, kiq_met
         size_t blen;
         kiq_batch_header_t h;
         int64_t next = offset;
-        int rc = 0;
-        while (rc == 0 && (rc = kiq_batch_iter_next(&it, &batch, &blen, &h)) == 1) {
-            rc = 0;
+        int rc = 0, more;
+        while (rc == 0 && (more = kiq_batch_iter_next(&it, &batch, &blen, &h)) == 1) {
             if (kiq_batch_last_offset(&h) < offset)
                 continue;
             next = kiq_batch_last_offset(&h) + 1;
-            if (!kiq_batch_is_control(&h))
-                rc = kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, replay_record, &c);
-            if (c.stopped)
-                break;
+            rc = fn(ctx, &h, batch, blen);
         }
         kiq_wr_free(&w);
-        if (c.stopped)
-            return c.stopped;
         if (rc != 0)
+            return rc;
+        if (strict && more < 0)
             return -1;
         if (next <= offset)
             return kiq_error_set(KIQ_METADATA_TOPIC " read at offset %lld does not advance", (long long)offset);
@@ -395,41 +393,43 @@ int kiq_quorum_log_replay(kiq_quorum_log_t *l, int64_t from, int64_t to, kiq_met
     return 0;
 }
 
+/* A data batch's records to the replay's callback: what it stopped with,
+ * or -1 when the batch does not decode. */
+static int replay_batch(void *ctx, const kiq_batch_header_t *h, const uint8_t *batch, size_t len)
+{
+    replay_ctx_t *c = ctx;
+    if (kiq_batch_is_control(h))
+        return 0;
+    int rc = kiq_batch_foreach_record(batch, len, KIQ_BATCH_MAX_DECOMPRESSED, replay_record, c);
+    return c->stopped ? c->stopped : rc != 0 ? -1 : 0;
+}
+
+int kiq_quorum_log_replay(kiq_quorum_log_t *l, int64_t from, int64_t to, kiq_metadata_replay_fn cb, void *ctx)
+{
+    replay_ctx_t c = { .cb = cb, .ctx = ctx, .from = from, .to = to };
+    if (!l->log)
+        return closed(l);
+    return each_batch(l, from, to, true, replay_batch, &c);
+}
+
+typedef struct control_scan {
+    int (*cb)(void *ctx, int64_t offset, const uint8_t *batch, size_t len);
+    void *ctx;
+} control_scan_t;
+
+static int control_batch(void *ctx, const kiq_batch_header_t *h, const uint8_t *batch, size_t len)
+{
+    control_scan_t *s = ctx;
+    return kiq_batch_is_control(h) ? s->cb(s->ctx, h->base_offset, batch, len) : 0;
+}
+
 int kiq_quorum_log_scan_control(kiq_quorum_log_t *l, int (*cb)(void *ctx, int64_t offset, const uint8_t *batch,
                                                                size_t len),
                                 void *ctx)
 {
-    int64_t end = kiq_partition_log_end_offset(l->log);
-    for (int64_t offset = kiq_partition_log_start_offset(l->log); offset < end;) {
-        kiq_wr_t w;
-        kiq_wr_init(&w);
-        int n = kiq_partition_log_read(l->log, offset, 1 << 20, end, &w);
-        if (n <= 0 || w.err) {
-            kiq_wr_free(&w);
-            return kiq_error_set("cannot read " KIQ_METADATA_TOPIC " at offset %lld", (long long)offset);
-        }
-        kiq_batch_iter_t it;
-        kiq_batch_iter_init(&it, w.buf, w.len, true);
-        const uint8_t *batch;
-        size_t blen;
-        kiq_batch_header_t h;
-        int64_t next = offset;
-        int rc = 0;
-        while (rc == 0 && kiq_batch_iter_next(&it, &batch, &blen, &h) == 1) {
-            if (kiq_batch_last_offset(&h) < offset)
-                continue;
-            next = kiq_batch_last_offset(&h) + 1;
-            if (kiq_batch_is_control(&h))
-                rc = cb(ctx, h.base_offset, batch, blen);
-        }
-        kiq_wr_free(&w);
-        if (rc != 0)
-            return rc;
-        if (next <= offset)
-            return kiq_error_set(KIQ_METADATA_TOPIC " read at offset %lld does not advance", (long long)offset);
-        offset = next;
-    }
-    return 0;
+    control_scan_t s = { cb, ctx };
+    return each_batch(l, kiq_partition_log_start_offset(l->log), kiq_partition_log_end_offset(l->log), false,
+                      control_batch, &s);
 }
 
 int kiq_quorum_log_replay_batch(const uint8_t *batch, size_t len, int64_t from, int64_t to, kiq_metadata_replay_fn cb,
