@@ -2,7 +2,8 @@
  * directories named (log/log_mover.h does the copy in the background; the
  * answer comes at once). As Kafka's broker answers: a path that is not
  * one of log.dirs gets LOG_DIR_NOT_FOUND, an offline one
- * KAFKA_STORAGE_ERROR, a partition not hosted here REPLICA_NOT_AVAILABLE
+ * KAFKA_STORAGE_ERROR, a partition the cluster does not know
+ * UNKNOWN_TOPIC_OR_PARTITION, one not hosted here REPLICA_NOT_AVAILABLE
  * (and goes to that directory if it comes later). A path is matched as
  * written in log.dirs or as the absolute path DescribeLogDirs shows. */
 #include <limits.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "controller/metadata_cache.h"
 #include "core/say.h"
 
 /* The index in log.dirs of path, -1 when it is none of them. */
@@ -26,12 +28,26 @@ static int find_dir(const kiq_broker_t *b, kiq_str_t path)
     return -1;
 }
 
-static int16_t move_one(kiq_broker_t *b, int d, kiq_topic_t *topic, kiq_str_t name, int32_t partition)
+/* Whether the cluster has the partition (a broker's metadata, or a
+ * standalone broker's own topics). */
+static bool known(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic, kiq_str_t name, int32_t partition)
+{
+    if (partition < 0) return false;
+    if (b->cluster) {
+        kiq_cached_topic_t ct;
+        return name.p && kiq_metadata_cache_topic(b->metadata, name.p, (size_t)name.len, &r->arena, &ct) &&
+               partition < ct.npartitions;
+    }
+    return topic && partition < atomic_load(&topic->npartitions);
+}
+
+static int16_t move_one(kiq_broker_t *b, kiq_request_t *r, int d, kiq_topic_t *topic, kiq_str_t name,
+                        int32_t partition)
 {
     if (d < 0) return KIQ_ERR_LOG_DIR_NOT_FOUND;
+    if (!known(b, r, topic, name, partition)) return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     if (kiq_log_dir_offline(b->log_dirs[d].health)) return KIQ_ERR_KAFKA_STORAGE_ERROR;
     if (topic) return (int16_t)kiq_log_mover_move(b->mover, topic, partition, d);
-    if (partition < 0) return KIQ_ERR_REPLICA_NOT_AVAILABLE;
     /* not created yet: it is made in d when it comes, as Kafka does */
     return kiq_topics_prefer_dir(b->topics, name, partition, d) == 0 ? KIQ_ERR_REPLICA_NOT_AVAILABLE
                                                                      : KIQ_ERR_UNKNOWN_SERVER_ERROR;
@@ -60,8 +76,9 @@ int kiq_api_alter_replica_log_dirs_handle(kiq_broker_t *b, kiq_request_t *r, con
                 kiq_alter_replica_log_dirs_response_results_partitions_t *po = &res->partitions[k];
                 kiq_alter_replica_log_dirs_response_results_partitions_init(po);
                 po->partition_index = t->partitions[k];
-                po->error_code = move_one(b, d, topic, t->name, t->partitions[k]);
-                if (po->error_code && po->error_code != KIQ_ERR_REPLICA_NOT_AVAILABLE)
+                po->error_code = move_one(b, r, d, topic, t->name, t->partitions[k]);
+                if (po->error_code && po->error_code != KIQ_ERR_REPLICA_NOT_AVAILABLE &&
+                    po->error_code != KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION)
                     KIQ_WARN_LIMITED("[KafkaIQ broker %d] AlterReplicaLogDirs " KIQ_STR_FMT "-%d to " KIQ_STR_FMT
                                      ": %s",
                                      b->node_id, KIQ_STR_ARG(t->name), t->partitions[k], KIQ_STR_ARG(dir->path),

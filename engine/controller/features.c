@@ -51,7 +51,13 @@ int kiq_features_check_update(const kiq_features_t *cur, int32_t node_id, kiq_st
         return invalid(name, level, "The controller does not support the given upgrade type.");
     if (level < 0) return invalid(name, level, "A feature version cannot be less than 0.");
     int f = kiq_feature_find(name);
-    /* an unknown feature is one supported at level 0 only, as in Kafka */
+    /* an unknown feature is supported at level 0 only, and has nothing to
+     * remove: Kafka 4 refuses it at any level */
+    if (f < 0 && level == 0) {
+        char why[160];
+        snprintf(why, sizeof why, "Feature " KIQ_STR_FMT " not found.", KIQ_STR_ARG(name));
+        return invalid(name, level, why);
+    }
     int16_t min = f < 0 ? 0 : kiq_feature_defs[f].min, max = f < 0 ? 0 : kiq_feature_defs[f].max;
     if (level < min || level > max) {
         char why[160];

@@ -416,9 +416,46 @@ bool kiq_quorum_fetch_news(kiq_quorum_t *q, int64_t offset, int64_t hw)
             (src)->last_caught_up_ms < 0 ? -1 : (wall) - ((mono) - (src)->last_caught_up_ms);                      \
     } while (0)
 
+/* Whether the request names __cluster_metadata's one partition, alone. */
+static bool names_the_log(const kiq_describe_quorum_request_t *req)
+{
+    if (req->topics_n != 1 || req->topics[0].partitions_n != 1 || req->topics[0].partitions[0].partition_index != 0)
+        return false;
+    kiq_str_t t = req->topics[0].topic_name;
+    return t.p && (size_t)t.len == strlen(KIQ_METADATA_TOPIC) && memcmp(t.p, KIQ_METADATA_TOPIC, (size_t)t.len) == 0;
+}
+
+/* Kafka's answer to any other: each partition asked for with
+ * UNKNOWN_TOPIC_OR_PARTITION, nothing else. */
+static void describe_unknown(const kiq_describe_quorum_request_t *req, kiq_arena_t *arena,
+                             kiq_describe_quorum_response_t *resp)
+{
+    int32_t nt = req->topics_n > 0 ? req->topics_n : 0;
+    resp->topics_n = nt;
+    resp->topics = kiq_quorum_zalloc(arena, (size_t)(nt ? nt : 1) * sizeof *resp->topics);
+    for (int32_t i = 0; i < nt; i++) {
+        kiq_describe_quorum_response_topics_t *t = &resp->topics[i];
+        kiq_describe_quorum_response_topics_init(t);
+        t->topic_name = req->topics[i].topic_name;
+        int32_t np = req->topics[i].partitions_n > 0 ? req->topics[i].partitions_n : 0;
+        t->partitions_n = np;
+        t->partitions = kiq_quorum_zalloc(arena, (size_t)(np ? np : 1) * sizeof *t->partitions);
+        for (int32_t j = 0; j < np; j++) {
+            kiq_describe_quorum_response_topics_partitions_init(&t->partitions[j]);
+            t->partitions[j].partition_index = req->topics[i].partitions[j].partition_index;
+            t->partitions[j].leader_id = 0;
+            t->partitions[j].error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        }
+    }
+}
+
 void kiq_quorum_describe(kiq_quorum_t *q, const kiq_describe_quorum_request_t *req, kiq_arena_t *arena,
                          kiq_describe_quorum_response_t *resp)
 {
+    if (!names_the_log(req)) {
+        describe_unknown(req, arena, resp);
+        return;
+    }
     kiq_raft_view_t v;
     kiq_quorum_view(q, &v);
     int64_t wall = kiq_clock_wall_ms(), mono = kiq_quorum_now_ms();

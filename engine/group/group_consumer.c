@@ -106,6 +106,10 @@ static void subscribed_topics(kiq_group_coordinator_t *gc, const kiq_cgroup_t *c
             if (kiq_cg_member_subscribes(m, every[i])) add_topic(gc, a, s, every[i]);
     }
     qsort(s->t, (size_t)s->n, sizeof *s->t, by_name);
+    if (s->n == 0) {
+        s->hash = 0; /* Kafka's hash of no topics */
+        return;
+    }
     uint64_t h = 1469598103934665603ULL; /* FNV-1a */
     for (int k = 0; k < s->n; k++) {
         const uint8_t *p = (const uint8_t *)s->t[k].name;
@@ -172,9 +176,17 @@ static void remove_member(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_cg_me
 {
     KIQ_INFO("consumer group %s: member %s leaves (%s)", g->id, m->id, why);
     add_member_tombstones(rs, g->id, m->id);
-    kiq_cgroup_remove_member(g->consumer, m);
-    g->consumer->epoch++;
-    kiq_offsets_records_add_cgroup(rs, g->id, g->consumer);
+    kiq_cgroup_t *cg = g->consumer;
+    kiq_cgroup_remove_member(cg, m);
+    cg->epoch++;
+    if (cg->nmembers == 0) {
+        /* nobody left to assign to: Kafka's target of an empty group is
+         * at its epoch at once (Empty, not Assigning) */
+        cg->metadata_hash = 0;
+        cg->assignment_epoch = cg->epoch;
+        kiq_offsets_records_add_ctarget_epoch(rs, g->id, cg);
+    }
+    kiq_offsets_records_add_cgroup(rs, g->id, cg);
     sync_state(g);
 }
 
@@ -221,6 +233,8 @@ static int16_t fail(kiq_request_t *r, kiq_consumer_group_heartbeat_response_t *r
     va_start(ap, fmt);
     kiq_error_setv(fmt, ap);
     va_end(ap);
+    /* Kafka's error answer: the code and message, the rest at defaults */
+    kiq_consumer_group_heartbeat_response_init(resp);
     resp->error_code = err;
     resp->error_message = kiq_request_error_message(r);
     return err;
@@ -281,7 +295,9 @@ static int16_t check_request(kiq_request_t *r, const kiq_consumer_group_heartbea
                              kiq_consumer_group_heartbeat_response_t *resp)
 {
     if (kiq_gc_str_empty(req->group_id)) return fail(r, resp, KIQ_ERR_INVALID_REQUEST, "GroupId can't be empty.");
-    if (req->member_epoch < -2 || (req->member_epoch != 0 && kiq_gc_str_empty(req->member_id)))
+    /* v1 (KIP-1082): the client makes its member id, even to join */
+    if (req->member_epoch < -2 ||
+        ((req->member_epoch != 0 || r->header.api_version >= 1) && kiq_gc_str_empty(req->member_id)))
         return fail(r, resp, KIQ_ERR_INVALID_REQUEST, "MemberId can't be empty.");
     if (req->member_epoch == 0 && req->subscribed_topic_names_n < 0 && !req->subscribed_topic_regex.p)
         return fail(r, resp, KIQ_ERR_INVALID_REQUEST, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.");
@@ -308,7 +324,7 @@ static kiq_group_t *heartbeat_group(kiq_group_coordinator_t *gc, kiq_request_t *
 {
     kiq_group_t *g = kiq_gc_find_group(gc, req->group_id);
     if (!g && req->member_epoch != 0) {
-        fail(r, resp, KIQ_ERR_UNKNOWN_MEMBER_ID, "Consumer group " KIQ_STR_FMT " has no such member.",
+        fail(r, resp, KIQ_ERR_GROUP_ID_NOT_FOUND, "Consumer group " KIQ_STR_FMT " not found.",
              KIQ_STR_ARG(req->group_id));
         return NULL;
     }
@@ -325,6 +341,10 @@ static kiq_group_t *heartbeat_group(kiq_group_coordinator_t *gc, kiq_request_t *
         fail(r, resp, KIQ_ERR_UNKNOWN_SERVER_ERROR, "out of memory");
         return NULL;
     }
+    /* Kafka 4's new consumer group starts at epoch 1: a first member
+     * subscribing to nothing gets 1, one subscribing to topics 2 */
+    g->consumer->epoch = 1;
+    kiq_offsets_records_add_cgroup(rs, g->id, g->consumer);
     /* an empty classic group's metadata gives way to the consumer group's */
     if (g->protocol_type) kiq_offsets_records_add_group_tombstone(rs, g->id);
     free(g->protocol_type);
@@ -421,9 +441,9 @@ static bool update_member(kiq_cg_member_t *m, kiq_request_t *r, const kiq_consum
         if (rc == 1) changed = true;
     }
     if (!m->client_id) {
+        /* written with the member's record (a new member's); no rebalance */
         m->client_id = kiq_gc_dup_str(r->header.client_id.p ? r->header.client_id : KIQ_STR(""));
         m->client_host = kiq_gc_client_host(r->peer);
-        changed = true;
     }
     if (req->subscribed_topic_names_n >= 0) {
         int n = req->subscribed_topic_names_n;
@@ -474,6 +494,7 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
         if (req->member_epoch == -1 || (req->member_epoch == -2 && !m->instance_id)) {
             resp->member_id = kiq_request_str(r, m->id);
             resp->member_epoch = -1;
+            resp->heartbeat_interval_ms = 0; /* no more heartbeats */
             remove_member(gc, g, m, "left", &rs);
             goto out;
         }
@@ -481,6 +502,7 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
             /* a static member away for now keeps its partitions until its session ends */
             resp->member_id = kiq_request_str(r, m->id);
             resp->member_epoch = -2;
+            resp->heartbeat_interval_ms = 0;
             m->previous_epoch = m->epoch;
             m->epoch = -2;
             kiq_offsets_records_add_ccurrent(&rs, g->id, m);
@@ -493,7 +515,8 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
     if (subscription || is_new) kiq_offsets_records_add_cmember(&rs, g->id, m);
     subscribed_t sub;
     subscribed_topics(gc, cg, &a, &sub);
-    if (is_new || subscription || sub.hash != cg->metadata_hash) {
+    /* a new member subscribing to nothing changes nothing (as Kafka) */
+    if (subscription || sub.hash != cg->metadata_hash) {
         cg->epoch++;
         cg->metadata_hash = sub.hash;
         kiq_offsets_records_add_cgroup(&rs, g->id, cg);
@@ -550,7 +573,7 @@ out:
         }                                                                                              \
     } while (0)
 
-static void describe_one(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_t id,
+static void describe_one(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_t id, bool include_operations,
                          kiq_consumer_group_describe_response_groups_t *e)
 {
     kiq_consumer_group_describe_response_groups_init(e);
@@ -568,6 +591,7 @@ static void describe_one(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_
         return;
     }
     const kiq_cgroup_t *cg = g->consumer;
+    if (include_operations) e->authorized_operations = KIQ_ACL_GROUP_OPERATIONS;
     e->group_state = kiq_request_str(r, kiq_cgroup_state_name(cg));
     e->group_epoch = cg->epoch;
     e->assignment_epoch = cg->assignment_epoch;
@@ -586,7 +610,7 @@ static void describe_one(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_
                                                       sizeof *me->subscribed_topic_names);
         for (int i = 0; i < m->ntopics; i++) me->subscribed_topic_names[i] = kiq_request_str(r, m->topics[i]);
         me->subscribed_topic_names_n = m->ntopics;
-        me->subscribed_topic_regex = kiq_gc_astr(r, m->regex);
+        me->subscribed_topic_regex = kiq_request_str(r, m->regex ? m->regex : "");
         DESCRIBE_SET(gc, r, &m->assigned, &me->assignment,
                      kiq_consumer_group_describe_response_groups_members_assignment_topic_partitions_t);
         DESCRIBE_SET(gc, r, &m->target, &me->target_assignment,
@@ -603,7 +627,7 @@ void kiq_group_consumer_describe(kiq_group_coordinator_t *gc, kiq_request_t *r,
     resp->groups_n = n;
     resp->groups = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *resp->groups);
     pthread_mutex_lock(&gc->mu);
-    for (int32_t i = 0; i < n; i++) describe_one(gc, r, req->group_ids[i], &resp->groups[i]);
+    for (int32_t i = 0; i < n; i++) describe_one(gc, r, req->group_ids[i], req->include_authorized_operations, &resp->groups[i]);
     pthread_mutex_unlock(&gc->mu);
 }
 

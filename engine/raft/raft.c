@@ -763,7 +763,8 @@ void kiq_raft_view(const kiq_raft_t *r, kiq_raft_view_t *out)
         out->voters[i] = (kiq_raft_voter_view_t){ v->id, { 0 }, self ? r->log_end : v->log_end,
                                                   self ? r->now : v->last_fetch_ms,
                                                   self ? r->now : v->last_caught_up_ms };
-        memcpy(out->voters[i].dir, self ? r->dir : v->dir, sizeof v->dir);
+        /* the set's own: zero in a static quorum, as Kafka's voters show */
+        memcpy(out->voters[i].dir, v->dir, sizeof v->dir);
     }
     out->n_observers = r->role == KIQ_RAFT_LEADER ? r->n_observers : 0;
     for (int i = 0; i < out->n_observers; i++) {

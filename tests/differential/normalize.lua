@@ -34,7 +34,8 @@ local drop = {
 }
 
 -- Arrays whose elements are told apart by a field (their order carries no
--- meaning): compared element by element matched by it.
+-- meaning): compared element by element matched by it (a list: the first
+-- of its fields that every element has).
 local keys = {
   api_keys = "api_key",
   brokers = "node_id",
@@ -45,7 +46,7 @@ local keys = {
   partition_results = "partition_index",
   topics = "name",
   responses = "name",
-  results = "name",
+  results = { "name", "topic_name" }, -- the first every element has
   supported_features = "name",
   finalized_features = "name",
 }

@@ -4,10 +4,12 @@
 -- compared field by field. A difference allow.lua does not list (each entry
 -- with its reason) fails the case.
 --
---   build/kafkaiq run tests/differential/run.lua [--kafka HOST:PORT] [--only PATTERN] [-v]
+--   build/kafkaiq run tests/differential/run.lua [--kafka HOST:PORT] [--only PATTERN]... [-v]
 --
 -- Without --kafka it starts a one-node Kafka with scripts/kafka.sh and stops
--- it at the end. Each scenario (scenarios.lua) runs once at the lowest and
+-- it at the end (names given --kafka end in a tag of the run's own, so a
+-- run can follow another against the same Kafka); --only runs the scenarios whose name matches one of the
+-- patterns (Lua's). Each scenario (scenarios.lua) runs once at the lowest and
 -- once at the highest version of its API that both brokers and the codec
 -- speak (a case), with names of its own, against a KafkaIQ broker
 -- configured as scripts/kafka.sh configures Kafka; a cluster scenario
@@ -40,13 +42,20 @@ local kafka_bootstrap, only, verbose
 local i = 1
 while i <= #args do
   if args[i] == "--kafka" then kafka_bootstrap, i = args[i + 1], i + 2
-  elseif args[i] == "--only" then only, i = args[i + 1], i + 2
+  elseif args[i] == "--only" then
+    only = only or {}
+    only[#only + 1] = args[i + 1]
+    i = i + 2
   elseif args[i] == "-v" then verbose, i = true, i + 1
   else
-    io.stderr:write("usage: run.lua [--kafka HOST:PORT] [--only PATTERN] [-v]\n")
+    io.stderr:write("usage: run.lua [--kafka HOST:PORT] [--only PATTERN]... [-v]\n")
     os.exit(2)
   end
 end
+
+-- A Kafka given with --kafka may have seen this run's names before: they
+-- get a tag of the run's own
+local run_tag = kafka_bootstrap and ("-" .. os.time()) or ""
 
 local API_VERSIONS = 18
 local codec = {}
@@ -124,15 +133,18 @@ end
 -- The key an array's elements are matched by (normalize.keys), when
 -- every element of both has it.
 local function key_of(field, a, b)
-  local key = normalize.keys[field]
-  if not key then return nil end
-  for _, t in ipairs({ a, b }) do
-    for _, e in ipairs(t) do
-      -- a normalised key ("<node_id>") tells no element from another
-      if type(e) ~= "table" or e[key] == nil or tostring(e[key]):sub(1, 1) == "<" then return nil end
+  local keys = normalize.keys[field]
+  if type(keys) ~= "table" then keys = { keys } end
+  for _, key in ipairs(keys) do
+    local all = true
+    for _, t in ipairs({ a, b }) do
+      for _, e in ipairs(t) do
+        -- a normalised key ("<node_id>") tells no element from another
+        if type(e) ~= "table" or e[key] == nil or tostring(e[key]):sub(1, 1) == "<" then all = false end
+      end
     end
+    if all then return key end
   end
-  return key
 end
 
 -- Differences between a (Kafka's) and b (KafkaIQ's) into out, as
@@ -253,7 +265,7 @@ end
 -- lines to show.
 local function run_case(case_name, sc, version, kafka_bs, kiq_bs)
   local sides = { side_new(kafka_bs, case_name), side_new(kiq_bs, case_name) }
-  for _, s in ipairs(sides) do s.saved.name = sc.name:gsub("[^%w]+", "-") .. "-v" .. version end
+  for _, s in ipairs(sides) do s.saved.name = sc.name:gsub("[^%w]+", "-") .. "-v" .. version .. run_tag end
   local verdict, lines = "identical", {}
   for n, step in ipairs(sc.steps) do
     local v = step.api == sc.api and version or step.version
@@ -263,8 +275,8 @@ local function run_case(case_name, sc, version, kafka_bs, kiq_bs)
       if not resp then
         resps[k] = { transport_error = err:gsub("^[^:]*:%d+: ", "") }
       else
-        resps[k] = resp
         if step.save then step.save(s.saved, resp) end
+        resps[k] = step.pick and step.pick(resp, s.saved) or resp
       end
     end
     if not step.ignore then
@@ -327,7 +339,9 @@ local function main()
   local counts = { identical = 0, allowed = 0, different = 0 }
   local nscenarios, ncases, errors = 0, 0, 0
   for _, sc in ipairs(scenarios) do
-    if matches(only, sc.name) then
+    local wanted = not only
+    for _, p in ipairs(only or {}) do wanted = wanted or matches(p, sc.name) end
+    if wanted then
       local st = setup(sc.cluster)
       local kafka_bs, kr, qr = st.kafka, st.kafka_ranges, st.kiq_ranges
       nscenarios = nscenarios + 1

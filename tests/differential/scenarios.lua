@@ -6,7 +6,9 @@
 -- `save(saved, resp)` keeps values for later steps; `until(resp)` repeats
 -- a step (bounded, each broker on its own) until it holds, for what the
 -- brokers reach at their own pace (a coordinator loading); `ignore` sends a
--- step without comparing its answer (setting up).
+-- step without comparing its answer (setting up); `pick(resp, saved)`
+-- returns the part of an answer to compare (ListGroups lists every group
+-- of the broker: the case's own).
 local core = require "kafkaiq.core"
 
 local TS = 1700000000000 -- fixed record timestamps: the batches' bytes match
@@ -410,6 +412,20 @@ scenario { name = "DescribeLogDirs of a topic", api = "DescribeLogDirs", steps =
     end },
 } }
 
+scenario { name = "AlterReplicaLogDirs: no such directory, its own, unknown partitions", api = "AlterReplicaLogDirs",
+  steps = {
+  create(2),
+  { api = "DescribeLogDirs", ignore = true, body = function(s) return { topics = { { topic = s.name,
+    partitions = { 0, 1 } } } } end,
+    ["until"] = function(r) return r.results[1] and #r.results[1].topics > 0 end,
+    save = function(s, r) s.dir = r.results[1].log_dir end },
+  { api = "AlterReplicaLogDirs", body = function(s) return { dirs = { { path = "/no/such/dir", topics = {
+    { name = s.name, partitions = { 0, 1 } } } } } } end },
+  { api = "AlterReplicaLogDirs", body = function(s) return { dirs = { { path = s.dir, topics = {
+    { name = s.name, partitions = { 0, 7 } }, { name = s.name .. "-none", partitions = { 0 } } } } } } end },
+  { api = "DescribeLogDirs", body = function(s) return { topics = { { topic = s.name, partitions = { 0, 1 } } } } end },
+} }
+
 scenario { name = "DescribeProducers", api = "DescribeProducers", steps = {
   create(1), produce(0, plain),
   { api = "DescribeProducers", body = function(s) return { topics = { { name = s.name,
@@ -523,6 +539,148 @@ scenario { name = "ConsumerGroupDescribe of a classic group and of none", api = 
   member(),
   { api = "ConsumerGroupDescribe", body = function(s) return { group_ids = { s.name, s.name .. "-none" },
     include_authorized_operations = false } end },
+} }
+
+-- ---------------------------------------------------------------- consumer groups (KIP-848)
+
+-- A ConsumerGroupHeartbeat body: the case's group, its member (v1 wants
+-- the id made by the client; v0 takes one too) at `epoch`, subscribed to
+-- the case's topic; `extra` overrides (NULL: a null field).
+local NULL = {}
+local function cgh(s, epoch, extra)
+  local b = { group_id = s.name, member_id = s.member_id or (s.name .. "-member"), member_epoch = epoch,
+    rebalance_timeout_ms = epoch == 0 and 10000 or -1, subscribed_topic_names = epoch == 0 and { s.name } or nil,
+    topic_partitions = epoch == 0 and {} or s.owned }
+  for k, v in pairs(extra or {}) do
+    if v == NULL then b[k] = nil else b[k] = v end
+  end
+  return b
+end
+
+-- The member's assignment as ConsumerGroupHeartbeat's topic_partitions.
+local function owned_of(r)
+  local out = {}
+  for _, tp in ipairs(r.assignment and r.assignment.topic_partitions or {}) do
+    out[#out + 1] = { topic_id = tp.topic_id, partitions = tp.partitions }
+  end
+  return out
+end
+
+-- A consumer-protocol member of the case's group holding its whole
+-- assignment (the topic's `partitions`); saved: member_id, epoch, owned.
+local function consumer_member(partitions)
+  return {
+    create(partitions or 2), find_coordinator(0),
+    { api = "ConsumerGroupHeartbeat", ignore = true, body = function(s) return cgh(s, 0) end,
+      save = function(s, r) s.member_id, s.epoch, s.owned = r.member_id, r.member_epoch, owned_of(r) end },
+  }
+end
+
+scenario { name = "ConsumerGroupHeartbeat: join, heartbeat, fenced, unknown, leave", api = "ConsumerGroupHeartbeat",
+  steps = {
+  create(2), find_coordinator(0),
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 0) end,
+    save = function(s, r) s.member_id, s.epoch, s.owned = r.member_id, r.member_epoch, owned_of(r) end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, s.epoch) end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, s.epoch + 5) end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 1, { member_id = s.name .. "-stranger" }) end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 1, { group_id = s.name .. "-none" }) end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, -1) end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, s.epoch) end },
+  { api = "ConsumerGroupDescribe", body = function(s) return { group_ids = { s.name },
+    include_authorized_operations = false } end },
+} }
+
+scenario { name = "ConsumerGroupHeartbeat refusals", api = "ConsumerGroupHeartbeat", steps = {
+  find_coordinator(0),
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 0, { group_id = "" }) end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 0, { subscribed_topic_names = NULL }) end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 0, { rebalance_timeout_ms = -1 }) end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 0, { server_assignor = "sticky" }) end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 3, { member_id = "" }) end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, -3) end },
+} }
+
+-- v1 (KIP-1082): the client makes its member id; KIP-848's regex
+scenario { name = "ConsumerGroupHeartbeat v1: no member id, a regex, an invalid regex", api = "ConsumerGroupHeartbeat",
+  min_version = 1, steps = {
+  create(1), find_coordinator(0),
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 0, { member_id = "" }) end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 0, { subscribed_topic_names = NULL,
+    subscribed_topic_regex = "(unclosed" }) end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 0, { subscribed_topic_names = NULL,
+    subscribed_topic_regex = s.name:gsub("%-", "[-]") .. "|nothing-else" }) end,
+    save = function(s, r) s.epoch = r.member_epoch end },
+  -- the coordinator resolves the regex after answering: until it assigns
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, s.epoch, { topic_partitions = {} }) end,
+    ["until"] = function(r) return r.assignment ~= nil and #r.assignment.topic_partitions > 0 end },
+  { api = "ConsumerGroupDescribe", body = function(s) return { group_ids = { s.name },
+    include_authorized_operations = false } end },
+} }
+
+scenario { name = "ConsumerGroupDescribe of a member's group and of none", api = "ConsumerGroupDescribe", steps = {
+  consumer_member(3),
+  { api = "ConsumerGroupHeartbeat", ignore = true, body = function(s) return cgh(s, s.epoch) end },
+  { api = "ConsumerGroupDescribe", body = function(s) return { group_ids = { s.name, s.name .. "-none" },
+    include_authorized_operations = true } end },
+} }
+
+-- ListGroups answers every group of the broker: only the case's compared
+local function own_groups(r, s)
+  local keep = {}
+  for _, g in ipairs(r.groups) do
+    if g.group_id:sub(1, #s.name) == s.name then keep[#keep + 1] = g end
+  end
+  r.groups = keep
+  return r
+end
+
+scenario { name = "ListGroups by type and state", api = "ListGroups", min_version = 5, steps = {
+  consumer_member(1),
+  { api = "JoinGroup", ignore = true, body = function(s) return join(s, { group_id = s.name .. "-classic" }) end,
+    ["until"] = function(r) return r.error_code ~= 14 and r.error_code ~= 15 end },
+  { api = "ListGroups", body = { states_filter = {}, types_filter = { "consumer" } }, pick = own_groups },
+  { api = "ListGroups", body = { states_filter = {}, types_filter = { "classic" } }, pick = own_groups },
+  { api = "ListGroups", body = { states_filter = { "Stable" }, types_filter = { "Consumer", "CLASSIC" } },
+    pick = own_groups },
+  { api = "ListGroups", body = { states_filter = {}, types_filter = { "share" } }, pick = own_groups },
+  { api = "ListGroups", body = { states_filter = {}, types_filter = {} }, pick = own_groups },
+} }
+
+-- OffsetCommit and OffsetFetch v9 from a consumer-protocol member name it
+-- and its epoch
+local function commit848(epoch, member)
+  return { api = "OffsetCommit", body = function(s) return { group_id = s.name,
+    generation_id_or_member_epoch = epoch(s), member_id = member and member(s) or s.member_id,
+    topics = { { name = s.name, partitions = { { partition_index = 0, committed_offset = 4,
+      committed_metadata = "m" } } } } } end }
+end
+
+local function fetch848(epoch, member)
+  return { api = "OffsetFetch", body = function(s) return { require_stable = true, groups = { { group_id = s.name,
+    member_id = member and member(s) or s.member_id, member_epoch = epoch(s),
+    topics = { { name = s.name, partition_indexes = { 0 } } } } } } end }
+end
+
+scenario { name = "OffsetCommit and OffsetFetch with member epochs", api = "OffsetCommit", min_version = 9, steps = {
+  consumer_member(1),
+  commit848(function(s) return s.epoch end),
+  commit848(function(s) return s.epoch + 1 end),
+  commit848(function(s) return s.epoch - 1 end),
+  commit848(function() return 1 end, function(s) return s.name .. "-stranger" end),
+  commit848(function() return -1 end, function() return "" end),
+  fetch848(function(s) return s.epoch end),
+  fetch848(function(s) return s.epoch + 1 end),
+  fetch848(function() return 1 end, function(s) return s.name .. "-stranger" end),
+  fetch848(function() return -1 end, function() return nil end),
+} }
+
+scenario { name = "OffsetFetch with member epochs", api = "OffsetFetch", min_version = 9, steps = {
+  consumer_member(1),
+  commit848(function(s) return s.epoch end),
+  fetch848(function(s) return s.epoch end),
+  fetch848(function(s) return s.epoch + 1 end),
+  fetch848(function(s) return s.epoch - 1 end),
 } }
 
 -- ---------------------------------------------------------------- more transactions
@@ -667,6 +825,28 @@ scenario { name = "UpdateFeatures validate_only and refusals", api = "UpdateFeat
   update_features("metadata.version", 21, 2),
   update_features("metadata.version", 21, 1),
   update_features("group.version", 1, 9),
+} }
+
+-- Changes Kafka refuses, not validate_only: a metadata.version downgrade
+-- (safe and unsafe), group.version beyond what is supported, and a
+-- feature nobody knows removed
+local function update_features_for_real(feature, level, upgrade_type)
+  local step = update_features(feature, level, upgrade_type)
+  step.body.validate_only = false
+  return step
+end
+
+scenario { name = "UpdateFeatures refused for real", api = "UpdateFeatures", steps = {
+  update_features_for_real("metadata.version", 21, 1),
+  update_features_for_real("metadata.version", 21, 2),
+  update_features_for_real("group.version", 9, 1),
+  update_features_for_real("no.such.version", 0, 2),
+  -- nothing changed: group.version, which both finalize (the others: ApiVersions' allowances)
+  { api = "ApiVersions", body = { client_software_name = "differential", client_software_version = "1" },
+    pick = function(r)
+      for _, f in ipairs(r.finalized_features) do if f.name == "group.version" then return f end end
+      return {}
+    end },
 } }
 
 scenario { name = "DescribeConfigs of the broker", api = "DescribeConfigs", steps = {
@@ -816,6 +996,13 @@ scenario { name = "Cluster: AlterPartitionReassignments refused", api = "AlterPa
 scenario { name = "Cluster: more replicas than brokers", api = "CreateTopics", cluster = true, steps = {
   { api = "CreateTopics", body = function(s) return { topics = { { name = s.name, num_partitions = 1,
     replication_factor = 4, configs = {} } }, timeout_ms = 30000 } end },
+} }
+
+scenario { name = "Cluster: DescribeQuorum through a broker", api = "DescribeQuorum", cluster = true, steps = {
+  { api = "DescribeQuorum", body = { topics = { { topic_name = "__cluster_metadata",
+    partitions = { { partition_index = 0 } } } } } },
+  { api = "DescribeQuorum", body = { topics = { { topic_name = "__cluster_metadata",
+    partitions = { { partition_index = 3 } } } } } },
 } }
 
 scenario { name = "Cluster: DescribeCluster", api = "DescribeCluster", cluster = true, steps = {

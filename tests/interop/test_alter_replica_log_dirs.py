@@ -8,7 +8,8 @@ its plan while a producer keeps writing:
 - while it moves, DescribeLogDirs may show the copy as a future replica
   (isFutureKey) in the target directory, and never elsewhere;
 - a path that is not one of log.dirs gets LOG_DIR_NOT_FOUND, a partition
-  the broker does not have REPLICA_NOT_AVAILABLE, and the broker stays up.
+  the cluster does not have UNKNOWN_TOPIC_OR_PARTITION (as Kafka 4 answers),
+  and the broker stays up.
 """
 
 import json
@@ -26,7 +27,7 @@ from conftest import ROOT, Broker
 KAFKA_LIB = ROOT / "build" / "kafka" / "lib"
 API_ALTER_REPLICA_LOG_DIRS = 34
 API_DESCRIBE_LOG_DIRS = 35
-ERR_REPLICA_NOT_AVAILABLE = 9
+ERR_UNKNOWN_TOPIC_OR_PARTITION = 3
 ERR_LOG_DIR_NOT_FOUND = 57
 TOPIC = "moving"
 
@@ -200,8 +201,8 @@ def test_move_while_producing(jbod, tmp_path):
 def test_bad_input(jbod):
     b, dirs = jbod
     assert alter_replica_log_dirs(b, "/no/such/dir", TOPIC, [0]) == {0: ERR_LOG_DIR_NOT_FOUND}
-    assert alter_replica_log_dirs(b, dirs[0], "no-such-topic", [0]) == {0: ERR_REPLICA_NOT_AVAILABLE}
-    assert alter_replica_log_dirs(b, dirs[0], TOPIC, [7]) == {7: ERR_REPLICA_NOT_AVAILABLE}
+    assert alter_replica_log_dirs(b, dirs[0], "no-such-topic", [0]) == {0: ERR_UNKNOWN_TOPIC_OR_PARTITION}
+    assert alter_replica_log_dirs(b, dirs[0], TOPIC, [7]) == {7: ERR_UNKNOWN_TOPIC_OR_PARTITION}
     assert b.alive()
     # already where it is asked to be: nothing to do
     cur, _ = where(b, TOPIC, 0)

@@ -71,10 +71,11 @@ static void test_update_rules(void **state)
     /* within range */
     assert_int_equal(check(&f, "group.version", 1, KIQ_FEATURE_UPGRADE), 0);
     assert_int_equal(check(&f, "metadata.version", KIQ_METADATA_VERSION_LATEST, KIQ_FEATURE_UPGRADE), 0);
-    /* unknown feature: level 0 only */
+    /* unknown feature: refused at any level, 0 (removing it) too */
     assert_int_equal(check(&f, "no.such.feature", 1, KIQ_FEATURE_UPGRADE), KIQ_ERR_INVALID_UPDATE_VERSION);
     assert_non_null(strstr(kiq_error_get(), "Invalid update version 1 for feature no.such.feature"));
-    assert_int_equal(check(&f, "no.such.feature", 0, KIQ_FEATURE_SAFE_DOWNGRADE), 0);
+    assert_int_equal(check(&f, "no.such.feature", 0, KIQ_FEATURE_SAFE_DOWNGRADE), KIQ_ERR_INVALID_UPDATE_VERSION);
+    assert_non_null(strstr(kiq_error_get(), "Feature no.such.feature not found."));
     /* levels KafkaIQ does not implement */
     assert_int_equal(check(&f, "transaction.version", 2, KIQ_FEATURE_UPGRADE), KIQ_ERR_INVALID_UPDATE_VERSION);
     assert_non_null(strstr(kiq_error_get(), "does not support this feature"));
