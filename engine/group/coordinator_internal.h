@@ -101,6 +101,8 @@ int kiq_gc_delete_group(kiq_group_coordinator_t *gc, kiq_group_t *g);
 /* group_consumer.c: consumer protocol groups (KIP-848) */
 /* Kafka shows a member's address as "/host", without the port. */
 char *kiq_gc_client_host(const char *peer);
+/* The name of the topic with that id, in a; NULL when it is gone. */
+const char *kiq_gc_topic_name(kiq_group_coordinator_t *gc, const kiq_uuid_t *id, kiq_arena_t *a);
 /* Under mu, timer thread: sessions and revocations past their deadlines;
  * returns the group's next deadline (INT64_MAX: none). */
 int64_t kiq_gc_consumer_timers(kiq_group_coordinator_t *gc, kiq_group_t *g, int64_t now_ns);

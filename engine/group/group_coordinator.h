@@ -14,6 +14,7 @@
 
 #include "config/config.h"
 #include "controller/metadata_cache.h"
+#include "core/view.h"
 #include "group/offsets_topic.h"
 #include "log/topics.h"
 #include "net/request.h"
@@ -134,5 +135,10 @@ typedef struct kiq_group_info {
 
 /* Any thread: the groups as they are now, sorted by id; returns how many. */
 int kiq_group_coordinator_snapshot(kiq_group_coordinator_t *gc, kiq_arena_t *a, kiq_group_info_t **out);
+
+/* Any thread: "consumer_groups", the new protocol's groups (group epoch,
+ * assignment epoch, each member's epoch, state, assigned, revoking and
+ * target partitions), into v (group_view.c). */
+void kiq_group_coordinator_view(kiq_group_coordinator_t *gc, const kiq_view_t *v);
 
 #endif

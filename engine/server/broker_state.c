@@ -271,6 +271,7 @@ void kiq_broker_state_view(kiq_broker_t *b, int newest_segments, const kiq_view_
         v->number(v->ctx, "bytes", (double)js.bytes);
         v->close(v->ctx);
     }
+    if (b->groups) kiq_group_coordinator_view(b->groups, v);
     topics(b, newest_segments, v);
 }
 

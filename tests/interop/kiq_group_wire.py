@@ -5,7 +5,9 @@ group tests build those frames themselves. Only non-flexible versions are
 used (JoinGroup 3 and 5, SyncGroup 3, Heartbeat 3, LeaveGroup 1, OffsetCommit 5,
 OffsetFetch 5, FindCoordinator 1, DescribeGroups 0, ListGroups 0,
 DeleteGroups 1): every one of them is in the range the PROTOCOL notes ask
-the broker to serve, and most are in librdkafka's mock cluster's too.
+the broker to serve, and most are in librdkafka's mock cluster's too. The
+new protocol's ConsumerGroupHeartbeat (KIP-848) is flexible from v0: its
+v0 is here too, for tests that hold a rebalance half way.
 """
 
 import struct
@@ -280,3 +282,72 @@ class RawMember:
     def leave(self):
         return parse_error_after_throttle(self.conn.call(
             API_LEAVE_GROUP, 1, leave_group_v1_body(self.group, self.member_id)))
+
+
+API_CONSUMER_GROUP_HEARTBEAT = 68
+
+
+def _compact_array(items):
+    return w.uvarint(len(items) + 1) + b"".join(items)
+
+
+def consumer_group_heartbeat_v0_body(group, member_id, epoch, topics=None, owned=None, rebalance_timeout_ms=-1):
+    """ConsumerGroupHeartbeat v0 (flexible): topics, the subscription (None:
+    unchanged); owned, [(topic_id bytes, [partitions])] (None: not said)."""
+    b = w.compact_string(group) + w.compact_string(member_id) + struct.pack(">i", epoch)
+    b += w.compact_string(None) + w.compact_string(None)  # instance id, rack id
+    b += struct.pack(">i", rebalance_timeout_ms)
+    b += w.uvarint(0) if topics is None else _compact_array([w.compact_string(t) for t in topics])
+    b += w.compact_string(None)  # server assignor
+    if owned is None:
+        b += w.uvarint(0)
+    else:
+        b += _compact_array([tid + _compact_array([struct.pack(">i", p) for p in ps]) + w.uvarint(0)
+                             for tid, ps in owned])
+    return b + w.uvarint(0)
+
+
+def _uvarint_read(r):
+    n = shift = 0
+    while True:
+        c = r.int8() & 0xFF
+        n |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return n
+
+
+def _compact_string_read(r):
+    n = _uvarint_read(r) - 1
+    return None if n < 0 else r.take(n).decode()
+
+
+def _skip_tags(r):
+    for _ in range(_uvarint_read(r)):
+        _uvarint_read(r)
+        r.take(_uvarint_read(r))
+
+
+def parse_consumer_group_heartbeat_v0(payload):
+    """(error, member_id, member_epoch, assignment): the assignment as
+    [(topic_id bytes, [partitions])], None when the answer has none. The
+    payload starts with the response header's tagged fields."""
+    r = w.Reader(payload)
+    _skip_tags(r)
+    r.int32()  # throttle
+    err = r.int16()
+    _compact_string_read(r)  # message
+    member_id = _compact_string_read(r)
+    epoch = r.int32()
+    r.int32()  # heartbeat interval
+    assignment = None
+    if r.int8() >= 0:
+        assignment = []
+        for _ in range(_uvarint_read(r) - 1):
+            tid = r.take(16)
+            ps = [r.int32() for _ in range(_uvarint_read(r) - 1)]
+            _skip_tags(r)
+            assignment.append((tid, ps))
+        _skip_tags(r)
+    _skip_tags(r)
+    return err, member_id, epoch, assignment

@@ -6,8 +6,10 @@ confluent-kafka (every stage, in order), a record stuck before the high
 watermark while a follower is paused, the paused follower out of the ISR
 and back (both stages of that record's journey, with the reason), a killed
 broker shown down and then up again, an acks=0 record with its fsync
-(flush.messages=1) and no response, and bad query parameters reported on
-the page. Screenshots go to build/test-artifacts/.
+(flush.messages=1) and no response, bad query parameters reported on the
+page, and a KIP-848 consumer group held half way through a rebalance (its
+group epoch, each member's epoch, what it owns against its target, the
+partitions to revoke first). Screenshots go to build/test-artifacts/.
 """
 
 import json
@@ -18,6 +20,8 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer
 
+import kiq_group_wire as gw
+import kiq_wire as kw
 from cluster import CLUSTER_OVERRIDES, Cluster, wait_until
 from conftest import EXTERNAL
 from test_http import events_settled, get, journey_part, merged
@@ -156,7 +160,7 @@ def test_the_page_draws_the_cluster_and_a_record_on_its_way(tmp_path, browser):
             merged(addresses, topic, 0, 0)), 10, "the journey with its consumer")
         # the journey may still grow (a later fetch, a follower's event): the
         # page against what the brokers have at that moment
-        wait_until(lambda: page_stages(browser) == [s["stage"] for s in merged(addresses, topic, 0, 0)[0]], 15,
+        wait_until(lambda: page_stages(browser) == [s["stage"] for s in merged(addresses, topic, 0, 0)[0]], 40,
                    "the page lists the journey's stages in order")
         path = page_path(browser)
         followers = [b.id for b in c.brokers if b.id != leader]
@@ -271,8 +275,8 @@ def test_bad_query_parameters_are_reported_not_used(broker, browser):
 
 def test_an_acks0_record_and_its_fsync(broker, browser):
     """No response goes out for acks=0, and the page says so; the fsync of
-    flush.messages=1 is timed under flushed, after the append. (Last: the
-    test above wants the module's broker without journeys.)"""
+    flush.messages=1 is timed under flushed, after the append. (After the
+    test above: it wants the module's broker without journeys.)"""
     from confluent_kafka.admin import AdminClient, NewTopic
     topic = "live-acks0"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -300,3 +304,103 @@ def test_an_acks0_record_and_its_fsync(broker, browser):
     assert "the fsync took" in step, step
     assert "committed" in browser.find_element("id", "journey-verdict").text
     shot(browser, "live-page-acks0")
+
+
+def heartbeat(broker, group, member, epoch, topics=None, owned=None):
+    """One ConsumerGroupHeartbeat v0: (error, epoch, assignment)."""
+    body = gw.consumer_group_heartbeat_v0_body(group, member, epoch, topics, owned, 30000 if epoch == 0 else -1)
+    with kw.Conn(broker.host, broker.port, timeout=30) as conn:
+        err, _, got_epoch, assignment = gw.parse_consumer_group_heartbeat_v0(
+            conn.call(gw.API_CONSUMER_GROUP_HEARTBEAT, 0, body, flexible=True))
+    return err, got_epoch, assignment
+
+
+def page_group(d, group):
+    """The page's consumer group: its data and {member: row data}."""
+    return d.execute_script("""
+        const g = document.querySelector(`.cgroup[data-group="${arguments[0]}"]`);
+        if (!g) return null;
+        return [Object.assign({}, g.dataset), Object.fromEntries([...g.querySelectorAll('tr[data-member]')]
+          .map(r => [r.dataset.member, Object.assign({}, r.dataset)]))];""", group)
+
+
+def group_state(broker, group):
+    status, body = get(broker.http, "/api/state")
+    assert status == 200, body
+    return next((g for g in json.loads(body).get("consumer_groups", []) if g["group_id"] == group), None)
+
+
+def names(assignment, topic):
+    """ "topic-0, topic-1" as the page writes a member's partitions."""
+    return ", ".join(sorted(f"{topic}-{p}" for _, ps in assignment or [] for p in ps))
+
+
+def test_the_page_shows_a_consumer_group_reconciling(broker, browser):
+    """Two members of the new protocol, the second joining: held between
+    heartbeats, the page shows the first still owning all four partitions
+    at its old epoch while its target is two, the second at the new group
+    epoch waiting for the other two; then the first told to revoke two
+    (shown as to revoke), and at the end both at the group epoch owning
+    their targets."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    topic, group = "live-848", "live-848-group"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(20)
+    with kw.Conn(broker.host, broker.port, timeout=30) as conn:
+        wait_until(lambda: gw.parse_find_coordinator_v1(conn.call(
+            gw.API_FIND_COORDINATOR, 1, gw.find_coordinator_v1_body(group)))[0] == 0, 20, "a coordinator")
+    err, a_epoch, a_parts = wait_until(
+        lambda: (lambda r: r if r[0] == 0 else None)(heartbeat(broker, group, "member-a", 0, [topic], [])), 20,
+        "member-a joined")
+    assert names(a_parts, topic) == ", ".join(f"{topic}-{p}" for p in range(4)), a_parts
+    assert heartbeat(broker, group, "member-a", a_epoch, owned=a_parts)[0] == 0
+    browser.get(f"http://{broker.http}/")
+    wait_until(lambda: (lambda g: g and g[0]["state"] == "Stable" and g[1].get("member-a", {}).get("epoch") == str(a_epoch))(
+        page_group(browser, group)), 20, "the group stable with its one member on the page")
+
+    # member-b joins: the group epoch moves on, member-a has not heard yet
+    err, b_epoch, b_parts = heartbeat(broker, group, "member-b", 0, [topic], [])
+    assert err == 0 and b_epoch > a_epoch and not names(b_parts, topic), (err, b_epoch, b_parts)
+
+    def halfway():
+        g = page_group(browser, group)
+        if not g or g[0]["groupEpoch"] != str(b_epoch) or set(g[1]) != {"member-a", "member-b"}:
+            return None
+        return g
+    shown, members = wait_until(halfway, 20, "the second member and the new group epoch on the page")
+    a, b = members["member-a"], members["member-b"]
+    assert a["epoch"] == str(a_epoch) and a["assigned"] == names(a_parts, topic), a
+    a_target, b_target = a["target"].split(", "), b["target"].split(", ")
+    assert len(a_target) == 2 and len(b_target) == 2 and sorted(a_target + b_target) == a["assigned"].split(", "), (a, b)
+    assert b["epoch"] == str(b_epoch) and b["assigned"] == "" and b["state"] == "unreleased_partitions", b
+    assert shown["state"] == "Reconciling" and shown["assignmentEpoch"] == str(b_epoch), shown
+    # the page shows what the coordinator holds
+    json_group = group_state(broker, group)
+    assert json_group["group_epoch"] == b_epoch and {m["member_id"]: m["member_epoch"] for m in json_group["members"]} == {
+        "member-a": a_epoch, "member-b": b_epoch}, json_group
+    shot(browser, "live-page-848-joined")
+
+    # member-a's heartbeat: told to keep two, it must revoke the others first
+    err, epoch, kept = heartbeat(broker, group, "member-a", a_epoch, owned=a_parts)
+    assert err == 0 and epoch == a_epoch and names(kept, topic) == a["target"], (err, epoch, kept, a)
+    revoking = sorted(set(a["assigned"].split(", ")) - set(a_target))
+    wait_until(lambda: (lambda g: g and g[1]["member-a"]["state"] == "unrevoked_partitions" and
+                        g[1]["member-a"]["revoking"] == ", ".join(revoking))(page_group(browser, group)), 20,
+               "member-a's partitions to revoke on the page")
+    shot(browser, "live-page-848-revoking")
+
+    # revoked: member-a moves to the group epoch, member-b gets its two
+    err, epoch, _ = heartbeat(broker, group, "member-a", a_epoch, owned=kept)
+    assert err == 0 and epoch == b_epoch, (err, epoch)
+    err, epoch, got = heartbeat(broker, group, "member-b", b_epoch, owned=[])
+    assert err == 0 and epoch == b_epoch and names(got, topic) == b["target"], (err, epoch, got, b)
+    assert heartbeat(broker, group, "member-b", b_epoch, owned=got)[0] == 0
+
+    def settled():
+        g = page_group(browser, group)
+        if not g or g[0]["state"] != "Stable":
+            return None
+        return g if all(m["epoch"] == str(b_epoch) and m["assigned"] == m["target"] and m["assigned"]
+                        for m in g[1].values()) else None
+    wait_until(settled, 20, "both members at the group epoch owning their targets on the page")
+    shot(browser, "live-page-848-stable")

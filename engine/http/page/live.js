@@ -319,6 +319,38 @@ function quorumView() {
     <tbody>${rows}</tbody></table>`;
 }
 
+// ---- consumer groups of the new protocol (KIP-848), from their coordinators
+
+// "topic-0, topic-1" of [{topic, partitions}], sorted
+function tps(list) {
+  return list.flatMap((t) => t.partitions.map((p) => `${t.topic}-${p}`)).sort().join(", ");
+}
+
+// Each member's epoch against the group's, and what it owns against the
+// target the assignor gave it: a rebalance shows as it reconciles, the
+// partitions to revoke going before the new ones come.
+function groupsView() {
+  const groups = upBrokers().flatMap((b) => (b.state.consumer_groups || []).map((g) => ({ b, g })));
+  if (!groups.length) return `<span class="muted">no consumer group of the new protocol (group.protocol=consumer)</span>`;
+  groups.sort((x, y) => x.g.group_id.localeCompare(y.g.group_id));
+  return groups.map(({ b, g }) => {
+    const rows = g.members.map((m) => {
+      const owned = tps(m.assigned), target = tps(m.target), revoking = tps(m.revoking);
+      const settled = owned === target && m.member_epoch === g.group_epoch;
+      return `<tr data-member="${esc(m.member_id)}" data-epoch="${m.member_epoch}" data-state="${m.state}"
+        data-assigned="${esc(owned)}" data-target="${esc(target)}" data-revoking="${esc(revoking)}" class="${settled ? "" : "pending"}">
+        <td>${esc(m.member_id)}<br><span class="muted">${esc(m.client_id)}</span></td><td>${m.member_epoch}</td>
+        <td>${m.state.replace(/_/g, " ")}</td><td>${esc(owned) || "none"}</td><td>${esc(revoking)}</td><td>${esc(target) || "none"}</td></tr>`;
+    }).join("");
+    return `<div class="cgroup" data-group="${esc(g.group_id)}" data-state="${g.state}" data-group-epoch="${g.group_epoch}"
+      data-assignment-epoch="${g.assignment_epoch}">
+      <p><b>${esc(g.group_id)}</b> on coordinator ${b.id}: ${g.state}, group epoch ${g.group_epoch},
+        targets computed for epoch ${g.assignment_epoch}</p>
+      <table><thead><tr><th>member</th><th>member epoch</th><th>state</th><th>owns now</th><th>to revoke</th>
+        <th>target</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+  }).join("");
+}
+
 // Each broker once, though it may be known by two addresses (the page's own
 // host name and the address its peers give).
 function shown() {
@@ -338,6 +370,7 @@ function render() {
   document.querySelector("#partitions tbody").innerHTML = partitionRows();
   document.getElementById("controller").innerHTML = controllerView();
   document.getElementById("quorum").innerHTML = quorumView();
+  document.getElementById("groups").innerHTML = groupsView();
   document.getElementById("events").innerHTML = events.map((e) =>
     `<li class="${e.kind}">${e.at.toLocaleTimeString()} ${esc(e.text)}</li>`).join("");
   const up = all.filter((b) => b.up).length;
