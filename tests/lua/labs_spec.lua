@@ -214,4 +214,33 @@ describe("labs", function()
     assert.is_false(f.listed_after)
     assert.is_true(f.old_log_deleted)
   end)
+
+  it("15: the consumer protocol, revocation before assignment", function()
+    local f = run_lab("15_consumer_protocol.lua")
+    assert.are.equal("0,1,2,3", f.a_first)
+    assert.are.equal(f.group_epoch_one_member, f.a_join_epoch)
+    -- B's join bumps the group epoch once; B is at it at once, owning
+    -- nothing: its target is still A's
+    assert.are.equal(f.group_epoch_one_member + 1, f.group_epoch_two_members)
+    assert.are.equal(f.group_epoch_two_members, f.b_join_epoch)
+    assert.are.equal(0, f.b_owns_at_join)
+    assert.are.equal("unreleased_partitions", f.b_state_at_join)
+    local split = {}
+    for p in (f.a_target .. "," .. f.b_target):gmatch("%d") do split[#split + 1] = tonumber(p) end
+    table.sort(split)
+    assert.are.same({ 0, 1, 2, 3 }, split)
+    -- A keeps its old epoch while it revokes; B gets nothing meanwhile
+    assert.are.equal(f.a_join_epoch, f.a_epoch_revoking)
+    assert.are.equal("unrevoked_partitions", f.a_state_revoking)
+    assert.are.equal(f.b_target, f.a_to_revoke)
+    assert.are.equal(0, f.b_owns_before_release)
+    assert.are.equal(f.group_epoch_two_members, f.a_epoch_after)
+    assert.are.equal(f.b_target, f.b_owns_after)
+    assert.are.equal("Stable", f.state_after)
+    assert.are.equal(110, f.fenced_error) -- FENCED_MEMBER_EPOCH
+    assert.are.equal(113, f.stale_commit_error) -- STALE_MEMBER_EPOCH
+    assert.are.equal(f.group_epoch_two_members + 1, f.group_epoch_last)
+    assert.are.equal(f.group_epoch_last, f.a_epoch_last)
+    assert.are.equal("0,1,2,3", f.a_last)
+  end)
 end)
