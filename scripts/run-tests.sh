@@ -230,7 +230,7 @@ run_go() {
         return
     fi
     (cd tests/interop/go && env GOPROXY=off "$@" timeout -k 30 "$GO_TIMEOUT" /usr/bin/python3 with_brokers.py "$n" \
-        go test -json -count=1 -timeout "$((GO_TIMEOUT - 60))s" ${GO_SKIP:+-skip "$GO_SKIP"} "$pkg" |
+        go test -json -count=1 -timeout "$((GO_TIMEOUT - 60))s" "$pkg" |
         /usr/bin/python3 gotest_summary.py) 2>&1 |
         tee "$out"
     rc=${PIPESTATUS[0]}
@@ -238,15 +238,9 @@ run_go() {
 }
 
 # franz-go's own integration tests (pkg/kgo), RF as the brokers allow; its
-# share-group and SASL tests skip themselves (not served). Against three
-# brokers, Test848RegexBrokerResolves is left out: beside the parallel group
-# tests it sometimes ends having read a third topic and not the regex's
-# pfx-orders-v2 (an open defect of the KIP-848 coordinator, in the issue's
-# note); alone, and against one broker, it passes.
+# share-group and SASL tests skip themselves (not served).
 run_kgo() {
-    local skip=""
-    [[ $1 -gt 1 ]] && skip=Test848RegexBrokerResolves
-    GO_SKIP=$skip run_go "go/kgo-brokers-$1" "$1" github.com/twmb/franz-go/pkg/kgo \
+    run_go "go/kgo-brokers-$1" "$1" github.com/twmb/franz-go/pkg/kgo \
         KGO_TEST_RF="$1" KGO_TEST_RECORDS="$KGO_RECORDS" KGO_TEST_UNSAFE=1
 }
 

@@ -564,7 +564,7 @@ out:
             if (!tp_ || memcmp(tp_->topic_id.b, (set)->v[i_].topic.b, 16) != 0) {                      \
                 tp_ = &(as)->topic_partitions[(as)->topic_partitions_n++];                             \
                 tp_->topic_id = (set)->v[i_].topic;                                                    \
-                const char *name_ = kiq_gc_topic_name((gc), &tp_->topic_id, &(r)->arena);                     \
+                const char *name_ = kiq_gc_topic_name((gc), &tp_->topic_id, &(r)->arena);              \
                 tp_->topic_name = KIQ_STR(name_ ? name_ : "");                                         \
                 tp_->partitions = kiq_arena_calloc(&(r)->arena, (size_t)(set)->n, sizeof(int32_t));    \
             }                                                                                          \
