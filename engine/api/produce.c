@@ -250,10 +250,13 @@ static record_rules_t record_rules(kiq_broker_t *b, kiq_topic_t *topic, bool log
  * partition in it, so a late or stray produce cannot start a transaction
  * nobody will end. Looked at for every partition before anything of the
  * request is appended; the request waits in the purgatory while a
- * coordinator on another broker is asked. */
+ * coordinator on another broker is asked. From v12 (transactions v2,
+ * KIP-890 part 2) the coordinator adds the partition to the transaction
+ * instead of only saying whether it is there. */
 typedef struct txn_check {
     uint64_t guard; /* the log's verification guard; 0: not transactional */
     bool asking;    /* the coordinator's answer is still to come */
+    bool add;       /* v12+: the partition is added, not verified */
     int16_t err;    /* its answer */
     const char *topic;
     int32_t partition;
@@ -263,7 +266,8 @@ typedef struct txn_check {
 
 /* The produce error for a coordinator's answer, as Kafka's leaders give
  * it: NOT_ENOUGH_REPLICAS (which every producer retries) when the
- * coordinator could not tell. */
+ * coordinator could not tell, or could not add the partition yet (v2: the
+ * last transaction's markers are still being written). */
 static int16_t txn_check_error(int16_t err)
 {
     switch (err) {
@@ -273,6 +277,7 @@ static int16_t txn_check_error(int16_t err)
     case KIQ_ERR_NOT_COORDINATOR:
     case KIQ_ERR_COORDINATOR_NOT_AVAILABLE:
     case KIQ_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+    case KIQ_ERR_CONCURRENT_TRANSACTIONS:
     case KIQ_ERR_REQUEST_TIMED_OUT: return KIQ_ERR_NOT_ENOUGH_REPLICAS;
     default: return KIQ_ERR_INVALID_TXN_STATE;
     }
@@ -285,9 +290,15 @@ static void txn_check_answered(kiq_broker_t *b, kiq_request_t *r, kiq_str_t txn_
 {
     c->asking = false;
     if (!c->err) return;
-    KIQ_WARN_LIMITED("produce to %s-%d from %s rejected: the coordinator of transactional producer %lld epoch %d (id "
-                     KIQ_STR_FMT ") answered error %d for it", c->topic, c->partition, r->peer,
-                     (long long)c->producer_id, c->producer_epoch, KIQ_STR_ARG(txn_id), c->err);
+    /* v2's producer is quick to begin its next transaction: its coordinator
+     * may still be finishing the last one, which is no news */
+    if (c->err == KIQ_ERR_CONCURRENT_TRANSACTIONS)
+        KIQ_DEBUG("produce to %s-%d: the coordinator of transactional id " KIQ_STR_FMT " is ending its last "
+                  "transaction; the producer retries", c->topic, c->partition, KIQ_STR_ARG(txn_id));
+    else
+        KIQ_WARN_LIMITED("produce to %s-%d from %s rejected: the coordinator of transactional producer %lld epoch %d "
+                         "(id " KIQ_STR_FMT ") answered error %d for it", c->topic, c->partition, r->peer,
+                         (long long)c->producer_id, c->producer_epoch, KIQ_STR_ARG(txn_id), c->err);
     kiq_topic_t *topic = kiq_topics_get(b->topics, KIQ_STR(c->topic));
     kiq_partition_log_t *log = topic && c->partition < topic->npartitions ? topic->partitions[c->partition]->log : NULL;
     if (log) kiq_partition_log_txn_guard_end(log, c->producer_id, c->guard);
@@ -317,8 +328,9 @@ static void txn_check_begin(kiq_broker_t *b, kiq_request_t *r, kiq_str_t txn_id,
         c->producer_id = h.producer_id;
         c->producer_epoch = h.producer_epoch;
         c->asking = !ongoing;
+        c->add = r->header.api_version >= 12;
         if (!ongoing && kiq_txn_check_partition(b->txns, txn_id, c->producer_id, c->producer_epoch, c->topic,
-                                                c->partition, c->guard, &c->err) == 1)
+                                                c->partition, c->add, c->guard, &c->err) == 1)
             txn_check_answered(b, r, txn_id, c);
     }
     kiq_topic_unref(topic);
@@ -708,7 +720,7 @@ static bool txn_check_try_complete(kiq_delayed_op_t *op, bool expired)
         txn_check_t *c = &t->checks[i];
         if (!c->asking) continue;
         if (kiq_txn_check_partition(t->b->txns, t->req->transactional_id, c->producer_id, c->producer_epoch, c->topic,
-                                    c->partition, c->guard, &c->err) == 0) {
+                                    c->partition, c->add, c->guard, &c->err) == 0) {
             if (!expired) {
                 all = false;
                 continue;

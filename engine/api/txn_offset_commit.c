@@ -8,7 +8,8 @@
  * transaction holding the group's __consumer_offsets partition
  * (AddOffsetsToTxn put it there): offsets a stale or stray producer wrote
  * would wait for a marker that never comes (OffsetFetch answering
- * UNSTABLE_OFFSET_COMMIT for good). */
+ * UNSTABLE_OFFSET_COMMIT for good). From v5 (transactions v2) the
+ * coordinator adds the partition instead: no AddOffsetsToTxn comes first. */
 #include <string.h>
 
 #include "api/api.h"
@@ -93,7 +94,8 @@ typedef struct verify_op {
 static int ask(verify_op_t *v, int16_t *err)
 {
     return kiq_txn_check_partition(v->b->txns, v->req->transactional_id, v->req->producer_id,
-                                   v->req->producer_epoch, KIQ_OFFSETS_TOPIC, v->partition, v->guard, err);
+                                   v->req->producer_epoch, KIQ_OFFSETS_TOPIC, v->partition, v->r->header.api_version >= 5,
+                                   v->guard, err);
 }
 
 /* With the coordinator's answer: refused (the guard ended, so the next
