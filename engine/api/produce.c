@@ -322,13 +322,13 @@ static void txn_check_begin(kiq_broker_t *b, kiq_request_t *r, kiq_str_t txn_id,
     kiq_partition_log_t *log;
     if (kiq_replica_led_partition(topic, in->index, -1, &part, &log) == 0) {
         bool ongoing;
-        c->guard = kiq_partition_log_txn_guard(log, h.producer_id, h.producer_epoch, &ongoing);
+        c->add = r->header.api_version >= 12;
+        c->guard = kiq_partition_log_txn_guard(log, h.producer_id, h.producer_epoch, c->add, &ongoing);
         c->topic = kiq_arena_strndup(&r->arena, topic->name, strlen(topic->name));
         c->partition = in->index;
         c->producer_id = h.producer_id;
         c->producer_epoch = h.producer_epoch;
         c->asking = !ongoing;
-        c->add = r->header.api_version >= 12;
         if (!ongoing && kiq_txn_check_partition(b->txns, txn_id, c->producer_id, c->producer_epoch, c->topic,
                                                 c->partition, c->add, c->guard, &c->err) == 1)
             txn_check_answered(b, r, txn_id, c);

@@ -132,7 +132,8 @@ int kiq_api_txn_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const vo
     verify_op_t *v = kiq_arena_calloc(&r->arena, 1, sizeof *v);
     *v = (verify_op_t){.b = b, .r = r, .req = req, .out = out, .topic = topic, .log = log, .partition = partition};
     if (log && req->producer_id >= 0 && req->transactional_id.p)
-        v->guard = kiq_partition_log_txn_guard(log, req->producer_id, req->producer_epoch, &ongoing);
+        v->guard = kiq_partition_log_txn_guard(log, req->producer_id, req->producer_epoch,
+                                               r->header.api_version >= 5, &ongoing);
     /* not the group's coordinator here or no producer (the group says so),
      * or its transaction already wrote here at this epoch (verified then) */
     if (!v->guard || ongoing) {

@@ -194,6 +194,9 @@ int16_t kiq_txn_check_end(const kiq_txn_t *t, int64_t producer_id, int16_t produ
         return KIQ_ERR_NONE;
     case KIQ_TXN_PREPARE_COMMIT:
     case KIQ_TXN_PREPARE_ABORT:
+        /* v2: at the epoch the end answered, the next transaction's end,
+         * which waits for this one's markers like anything else of it */
+        if (v2 && !retry) return KIQ_ERR_CONCURRENT_TRANSACTIONS;
         return same ? KIQ_ERR_CONCURRENT_TRANSACTIONS : KIQ_ERR_INVALID_TXN_STATE;
     case KIQ_TXN_PREPARE_EPOCH_FENCE: return KIQ_ERR_CONCURRENT_TRANSACTIONS;
     case KIQ_TXN_EMPTY:

@@ -219,8 +219,11 @@ static void test_end_txn_v2(void **state)
     int16_t epoch;
     kiq_txn_end_answer(&t, &pid, &epoch);
     assert_true(pid == 7 && epoch == 4);
-    /* the retry while the markers are written, then after */
+    /* the retry while the markers are written (the other end is not one), then after */
     assert_int_equal(kiq_txn_check_end(&t, 7, 3, true, true, &act), KIQ_ERR_CONCURRENT_TRANSACTIONS);
+    assert_int_equal(kiq_txn_check_end(&t, 7, 3, false, true, &act), KIQ_ERR_INVALID_TXN_STATE);
+    /* the next transaction's end (at the new epoch) waits for the markers */
+    assert_int_equal(kiq_txn_check_end(&t, 7, 4, false, true, &act), KIQ_ERR_CONCURRENT_TRANSACTIONS);
     kiq_txn_complete(&t, 20);
     assert_int_equal(kiq_txn_check_end(&t, 7, 3, true, true, &act), KIQ_ERR_NONE);
     assert_int_equal(act, KIQ_TXN_END_DONE);
