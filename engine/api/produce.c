@@ -758,11 +758,18 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
     t->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)TXN_CHECK_TIMEOUT_MS * 1000000;
     t->op.kind = KIQ_DELAYED_PRODUCE;
     t->op.try_complete = txn_check_try_complete;
-    uint64_t *keys = kiq_arena_calloc(&r->arena, (size_t)asking, sizeof *keys);
+    uint64_t *keys = kiq_arena_calloc(&r->arena, (size_t)asking + 1, sizeof *keys);
     int nkeys = 0;
+    bool adding = false;
     for (int i = 0; i < n; i++)
-        if (checks[i].asking)
+        if (checks[i].asking) {
             keys[nkeys++] = kiq_purgatory_key(checks[i].topic, strlen(checks[i].topic), checks[i].partition);
+            adding |= checks[i].add;
+        }
+    /* an add by the coordinator here is answered once its state is replicated */
+    if (adding)
+        keys[nkeys++] = kiq_purgatory_key(KIQ_TXN_TOPIC, strlen(KIQ_TXN_TOPIC),
+                                          kiq_txn_coordinator_partition_of(b->txns, req->transactional_id));
     t->op.keys = keys;
     t->op.nkeys = nkeys;
     t->b = b;

@@ -145,10 +145,13 @@ int kiq_api_txn_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const vo
     v->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)VERIFY_TIMEOUT_MS * 1000000;
     v->op.kind = KIQ_DELAYED_COMMIT;
     v->op.try_complete = verify_try_complete;
-    uint64_t *key = kiq_arena_alloc(&r->arena, sizeof *key);
-    *key = kiq_purgatory_key(KIQ_OFFSETS_TOPIC, strlen(KIQ_OFFSETS_TOPIC), partition);
-    v->op.keys = key;
-    v->op.nkeys = 1;
+    uint64_t *keys = kiq_arena_calloc(&r->arena, 2, sizeof *keys);
+    keys[0] = kiq_purgatory_key(KIQ_OFFSETS_TOPIC, strlen(KIQ_OFFSETS_TOPIC), partition);
+    /* v5: an add by the coordinator here is answered once its state is replicated */
+    keys[1] = kiq_purgatory_key(KIQ_TXN_TOPIC, strlen(KIQ_TXN_TOPIC),
+                                kiq_txn_coordinator_partition_of(b->txns, req->transactional_id));
+    v->op.keys = keys;
+    v->op.nkeys = r->header.api_version >= 5 ? 2 : 1;
     kiq_api_handled(b, r); /* r is the purgatory's from the park on */
     kiq_purgatory_park(b->purgatory, &v->op);
     return KIQ_HANDLER_PARKED;

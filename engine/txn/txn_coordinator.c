@@ -578,16 +578,30 @@ int16_t kiq_txn_verify(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer
     return err;
 }
 
+/* Whether everything in partition `partition` of __transaction_state is
+ * replicated (its high watermark at its end). */
+static bool state_replicated(kiq_txn_coordinator_t *tc, int32_t partition)
+{
+    kiq_topic_t *t = kiq_topics_get(tc->b.topics, KIQ_STR(KIQ_TXN_TOPIC));
+    kiq_partition_log_t *log = t && partition >= 0 && partition < t->npartitions ? t->partitions[partition]->log : NULL;
+    bool done = !log || kiq_partition_log_high_watermark(log) >= kiq_partition_log_end_offset(log);
+    kiq_topic_unref(t);
+    return done;
+}
+
 int kiq_txn_check_partition(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer_id, int16_t producer_epoch,
                             const char *topic, int32_t partition, bool add, uint64_t guard, int16_t *err)
 {
     if (add) {
-        /* the state's replication is not waited for here: the records the
-         * produce appends next are what needs it, and they wait for theirs */
         int32_t state_partition;
         int64_t need;
         *err = add_partitions(tc, 5, 2, id, producer_id, producer_epoch, 1, &topic, &partition, &state_partition,
                               &need);
+        /* as AddPartitionsToTxn is answered: once the state that has the
+         * partition is replicated, so a new coordinator knows to end the
+         * transaction there; the caller is woken as the state partition's
+         * high watermark moves */
+        if (!*err && tc->b.cluster && !state_replicated(tc, state_partition)) return 0;
     } else {
         *err = kiq_txn_verify(tc, id, producer_id, producer_epoch, topic, partition);
     }

@@ -108,7 +108,10 @@ int16_t kiq_txn_verify(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer
  * partition's waiters are notified when the answer is in, and the same
  * call then returns it. add (transactions v2: a produce v12 or a
  * TxnOffsetCommit v5): the partition is added to the transaction instead,
- * which it begins when none is under way. Any thread. */
+ * which it begins when none is under way; in cluster mode the answer is in
+ * once the id's __transaction_state partition (kiq_txn_coordinator_
+ * partition_of) is replicated, whose waiters are notified then. Any
+ * thread. */
 int kiq_txn_check_partition(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer_id, int16_t producer_epoch,
                             const char *topic, int32_t partition, bool add, uint64_t guard, int16_t *err);
 

@@ -782,6 +782,18 @@ describe("a transactional id in a cluster of three", function()
     -- the old epoch is fenced there by the marker's
     assert.are.equal(INVALID_PRODUCER_EPOCH, produce(3, epoch, 12))
     assert.are.equal(5, leo())
+    -- a partition the coordinator leads: it adds the partition itself, answering once its state is replicated
+    local own
+    for i = 0, 5 do if cl:partition("tx-cv", i).leader == coord then own = i end end
+    assert.is_not_nil(own, "the coordinator leads none of the six")
+    local batch = assert(core.build_batch { producer_id = pid, producer_epoch = epoch + 1, base_sequence = 0,
+      transactional = true, records = { { key = "k", value = "own" } } })
+    local resp = assert(conns[coord]:request(0, { transactional_id = "tx-cv", acks = -1, timeout_ms = 5000,
+      topic_data = { { name = "tx-cv", partition_data = { { index = own, records = batch } } } } }, { version = 12 }))
+    assert.are.equal(NONE, resp.responses[1].partition_responses[1].error_code)
+    assert.are.same({ "tx-cv-" .. own }, select(2, describe_txn(conns[coord], "tx-cv")))
+    local st = cl:broker(coord):state().topics.__transaction_state.partitions[0]
+    assert.are.equal(st.log_end_offset, st.high_watermark)
     for id = 0, 2 do conns[id]:close() end
     cl:stop()
   end)
