@@ -267,8 +267,10 @@ typedef struct txn_check {
 /* The produce error for a coordinator's answer, as Kafka's leaders give
  * it: NOT_ENOUGH_REPLICAS (which every producer retries) when the
  * coordinator could not tell, or could not add the partition yet (v2: the
- * last transaction's markers are still being written). */
-static int16_t txn_check_error(int16_t err)
+ * last transaction's markers are still being written); a partition not in
+ * the transaction is TRANSACTION_ABORTABLE to a client that knows it (v11+),
+ * which aborts and goes on, else INVALID_TXN_STATE. */
+static int16_t txn_check_error(int16_t err, int16_t version)
 {
     switch (err) {
     case KIQ_ERR_NONE: return KIQ_ERR_NONE;
@@ -279,7 +281,7 @@ static int16_t txn_check_error(int16_t err)
     case KIQ_ERR_COORDINATOR_LOAD_IN_PROGRESS:
     case KIQ_ERR_CONCURRENT_TRANSACTIONS:
     case KIQ_ERR_REQUEST_TIMED_OUT: return KIQ_ERR_NOT_ENOUGH_REPLICAS;
-    default: return KIQ_ERR_INVALID_TXN_STATE;
+    default: return version >= 11 ? KIQ_ERR_TRANSACTION_ABORTABLE : KIQ_ERR_INVALID_TXN_STATE;
     }
 }
 
@@ -303,7 +305,7 @@ static void txn_check_answered(kiq_broker_t *b, kiq_request_t *r, kiq_str_t txn_
     kiq_partition_log_t *log = topic && c->partition < topic->npartitions ? topic->partitions[c->partition]->log : NULL;
     if (log) kiq_partition_log_txn_guard_end(log, c->producer_id, c->guard);
     kiq_topic_unref(topic);
-    c->err = txn_check_error(c->err);
+    c->err = txn_check_error(c->err, r->header.api_version);
 }
 
 /* Takes the guard of partition data `in` (of topic named `name`) when its
@@ -644,7 +646,8 @@ static int produce_all(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_requ
                     pr->index >= 0 &&
                     pr->index < kiq_metadata_cache_partition_count(b->metadata, td->name.p, (size_t)td->name.len))
                     pr->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
-                if (pr->error_code) refused_offsets(topic, pr);
+                /* the coordinator's refusal never reached the log: no log start offset */
+                if (pr->error_code) refused_offsets(checks[k - 1].err ? NULL : topic, pr);
                 if (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER && r->header.api_version >= 10)
                     kiq_api_leader_hint(b, r, td->name, pr->index, &pr->current_leader.leader_id,
                                         &pr->current_leader.leader_epoch, &leaders);

@@ -45,7 +45,8 @@ static int commit(kiq_broker_t *b, kiq_request_t *r, const kiq_txn_offset_commit
 
 /* Every partition refused with err, as the coordinator's answer maps for
  * a commit: the producer fenced, the coordinator not reachable
- * (retriable), or no such transaction. */
+ * (retriable), or no such transaction (TRANSACTION_ABORTABLE from v4, to a
+ * client that aborts and goes on). */
 static int refuse(const kiq_txn_offset_commit_request_t *req, kiq_request_t *r,
                   kiq_txn_offset_commit_response_t *out, int16_t err)
 {
@@ -57,7 +58,7 @@ static int refuse(const kiq_txn_offset_commit_request_t *req, kiq_request_t *r,
     case KIQ_ERR_COORDINATOR_LOAD_IN_PROGRESS:
     case KIQ_ERR_CONCURRENT_TRANSACTIONS:
     case KIQ_ERR_REQUEST_TIMED_OUT: err = KIQ_ERR_COORDINATOR_NOT_AVAILABLE; break;
-    default: err = KIQ_ERR_INVALID_TXN_STATE; break;
+    default: err = r->header.api_version >= 4 ? KIQ_ERR_TRANSACTION_ABORTABLE : KIQ_ERR_INVALID_TXN_STATE; break;
     }
     out->topics_n = req->topics_n > 0 ? req->topics_n : 0;
     out->topics = kiq_arena_calloc(&r->arena, (size_t)(out->topics_n ? out->topics_n : 1), sizeof *out->topics);

@@ -23,6 +23,7 @@ local INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_T
 local CONCURRENT_TRANSACTIONS, OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, TRANSACTIONAL_ID_NOT_FOUND = 51, 55, 90, 105
 local END_TXN, WRITE_TXN_MARKERS, TXN_OFFSET_COMMIT, OFFSET_FETCH = 26, 27, 28, 9
 local INVALID_TXN_STATE, CLUSTER_AUTHORIZATION_FAILED, UNSTABLE_OFFSET_COMMIT = 48, 31, 88
+local TRANSACTION_ABORTABLE = 120
 
 local function open(b)
   return assert(connection.open("127.0.0.1", b.port, { client_id = "transactions-spec", request_timeout_ms = 15000 }))
@@ -413,16 +414,17 @@ describe("a transactional id on one broker", function()
     a:close()
     local _, pid, epoch = init(c, "tx-v")
     assert.are.same({ ["tx-v"] = { [0] = NONE } }, add(c, "tx-v", pid, epoch, { ["tx-v"] = { 0 } }))
-    local function produce(partition, seq, id)
+    local function produce(partition, seq, version)
       local batch = assert(core.build_batch { producer_id = pid, producer_epoch = epoch, base_sequence = seq,
         transactional = true, records = { { key = "k", value = "v" } } })
-      local r = assert(c:request(0, { transactional_id = id or "tx-v", acks = -1, timeout_ms = 5000,
+      local r = assert(c:request(0, { transactional_id = "tx-v", acks = -1, timeout_ms = 5000,
         topic_data = { { name = "tx-v", partition_data = { { index = partition, records = batch } } } } },
-        { version = 11 })) -- v12 adds the partition (transactions v2)
+        { version = version or 10 })) -- v12 adds the partition (transactions v2)
       return r.responses[1].partition_responses[1].error_code
     end
-    -- partition 1 was never added: refused, nothing written
+    -- partition 1 was never added: refused, nothing written (v11+: abortable, as Kafka answers)
     assert.are.equal(INVALID_TXN_STATE, produce(1, 0))
+    assert.are.equal(TRANSACTION_ABORTABLE, produce(1, 0, 11))
     assert.are.equal(0, b:state().topics["tx-v"].partitions[1].log_end_offset)
     assert.are.equal(NONE, produce(0, 0))
     assert.are.equal(1, b:state().topics["tx-v"].partitions[0].log_end_offset)
@@ -514,7 +516,7 @@ describe("a transactional id on one broker", function()
     assert.are.same({ NONE }, end_txn(3, false, 4))
     assert.are.same({ NONE, pid, 4 }, end_txn(3, false))
     -- a produce v11 does not add a partition
-    assert.are.equal(INVALID_TXN_STATE, produce(0, 4, 11))
+    assert.are.equal(TRANSACTION_ABORTABLE, produce(0, 4, 11))
   end)
 
   it("refuses transaction markers from clients", function()
@@ -746,7 +748,7 @@ describe("a transactional id in a cluster of three", function()
         transactional = true, records = { { key = "k", value = "v" .. seq } } })
       local resp = assert(conns[leader]:request(0, { transactional_id = "tx-cv", acks = -1, timeout_ms = 5000,
         topic_data = { { name = "tx-cv", partition_data = { { index = partition or q, records = batch } } } } },
-        { version = version or 11 }))
+        { version = version or 10 }))
       return resp.responses[1].partition_responses[1].error_code
     end
     -- not in the transaction at its coordinator: refused, nothing written
