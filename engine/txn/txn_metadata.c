@@ -132,6 +132,10 @@ void kiq_txn_bump(kiq_txn_t *t, int64_t new_producer_id, int32_t timeout_ms, int
 /* The checks every request of a producer in a transaction passes first. */
 static int16_t check_producer(const kiq_txn_t *t, int64_t producer_id, int16_t producer_epoch)
 {
+    /* the new producer id a v2 end at the last epoch answered, before its
+     * markers are written: the next transaction waits for them */
+    if (t && t->next_producer_id >= 0 && producer_id == t->next_producer_id && producer_epoch == 0)
+        return KIQ_ERR_CONCURRENT_TRANSACTIONS;
     if (!t || t->producer_id != producer_id) return KIQ_ERR_INVALID_PRODUCER_ID_MAPPING;
     if (t->producer_epoch != producer_epoch) return KIQ_ERR_PRODUCER_FENCED;
     return KIQ_ERR_NONE;
@@ -161,10 +165,11 @@ void kiq_txn_begin_if_needed(kiq_txn_t *t, int64_t now_ms)
 }
 
 /* v2: the request is a retry of the last end, which bumped the epoch
- * (from producer_epoch) or, at the last epoch, moved to a new producer id. */
+ * (from producer_epoch) or, at the last epoch, moved to a new producer id;
+ * told by the epochs alone, as Kafka does, so it holds after a reload. */
 static bool v2_retry(const kiq_txn_t *t, int64_t producer_id, int16_t producer_epoch)
 {
-    if (producer_id == t->producer_id) return t->last_epoch >= 0 && producer_epoch == t->last_epoch;
+    if (producer_id == t->producer_id) return producer_epoch >= 0 && producer_epoch + 1 == t->producer_epoch;
     return producer_id == t->previous_producer_id && t->producer_epoch == 0 && producer_epoch == KIQ_TXN_LAST_EPOCH;
 }
 
@@ -201,9 +206,10 @@ int16_t kiq_txn_check_end(const kiq_txn_t *t, int64_t producer_id, int16_t produ
     case KIQ_TXN_PREPARE_EPOCH_FENCE: return KIQ_ERR_CONCURRENT_TRANSACTIONS;
     case KIQ_TXN_EMPTY:
         /* v2: aborting nothing bumps the epoch (a producer's way to fence
-         * its own stray requests) */
-        return v2 && !retry && !commit ? KIQ_ERR_NONE : KIQ_ERR_INVALID_TXN_STATE;
-    default: return KIQ_ERR_INVALID_TXN_STATE; /* Dead: nothing to end */
+         * its own stray requests); nothing ended at the epoch before */
+        if (retry) return KIQ_ERR_PRODUCER_FENCED;
+        return v2 && !commit ? KIQ_ERR_NONE : KIQ_ERR_INVALID_TXN_STATE;
+    default: return retry ? KIQ_ERR_PRODUCER_FENCED : KIQ_ERR_INVALID_TXN_STATE; /* Dead: nothing to end */
     }
 }
 
@@ -237,8 +243,13 @@ void kiq_txn_set_state(kiq_txn_t *t, kiq_txn_state_t state, int64_t now_ms)
 void kiq_txn_fence(kiq_txn_t *t, int64_t now_ms)
 {
     /* up to 32767: the old producer is fenced even at the last epoch, and
-     * the next InitProducerId rotates to a new producer id */
-    if (t->producer_epoch < INT16_MAX) t->producer_epoch++;
+     * the next InitProducerId rotates to a new producer id. A v2
+     * transaction's abort bumps once more, as its every end does (Kafka's
+     * fence, then the end), so the old producer's epoch is not the one
+     * before the last bump, which would read as an end's retry. */
+    int bumps = t->client_version >= 2 ? 2 : 1;
+    for (int i = 0; i < bumps; i++)
+        if (t->producer_epoch < INT16_MAX) t->producer_epoch++;
     t->state = KIQ_TXN_PREPARE_ABORT;
     t->updated_ms = now_ms;
 }

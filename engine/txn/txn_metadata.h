@@ -133,8 +133,9 @@ bool kiq_txn_end_needs_new_id(const kiq_txn_t *t);
 /* The producer id and epoch a v2 end answers (and its retries): the next
  * producer id at epoch 0 when the epoch ran out, else the current ones. */
 void kiq_txn_end_answer(const kiq_txn_t *t, int64_t *producer_id, int16_t *producer_epoch);
-/* An ongoing transaction whose producer is replaced: the next epoch (the
- * old producer's requests are fenced from now on) and PrepareAbort. */
+/* An ongoing transaction whose producer is replaced or whose time ran
+ * out: the next epoch (two for a v2 transaction; the old producer's
+ * requests are fenced from now on) and PrepareAbort. */
 void kiq_txn_fence(kiq_txn_t *t, int64_t now_ms);
 /* Prepare* → Complete*: the markers are written; no partitions, start -1;
  * a v2 end at the last epoch moves to its next producer id at epoch 0. */

@@ -247,6 +247,12 @@ static void test_end_txn_v2(void **state)
     assert_int_equal(t.producer_id, 7);
     kiq_txn_end_answer(&t, &pid, &epoch);
     assert_true(pid == 99 && epoch == 0);
+    /* the new id's next transaction waits for the markers; the retry too */
+    const char *topic[] = {"a"};
+    const int32_t p0[] = {0};
+    bool there;
+    assert_int_equal(kiq_txn_check_add(&t, 99, 0, 1, topic, p0, &there), KIQ_ERR_CONCURRENT_TRANSACTIONS);
+    assert_int_equal(kiq_txn_check_end(&t, 7, KIQ_TXN_LAST_EPOCH, false, true, &act), KIQ_ERR_CONCURRENT_TRANSACTIONS);
     kiq_txn_complete(&t, 40);
     assert_true(t.producer_id == 99 && t.producer_epoch == 0 && t.previous_producer_id == 7 && t.next_producer_id == -1);
     /* the retry at the old id and epoch is still recognised */
@@ -254,6 +260,18 @@ static void test_end_txn_v2(void **state)
     assert_int_equal(act, KIQ_TXN_END_DONE);
     assert_int_equal(kiq_txn_check_end(&t, 7, KIQ_TXN_LAST_EPOCH, false, false, &act),
                      KIQ_ERR_INVALID_PRODUCER_ID_MAPPING);
+    kiq_txn_free(&t);
+    /* a v2 transaction fenced (a new producer, its timeout) moves two epochs
+     * on, so the old producer's abort is not taken for an end's retry */
+    t = made(KIQ_TXN_ONGOING, 7, 3);
+    t.client_version = 2;
+    kiq_txn_fence(&t, 45);
+    assert_int_equal(t.producer_epoch, 5);
+    kiq_txn_complete(&t, 46);
+    assert_int_equal(kiq_txn_check_end(&t, 7, 3, false, true, &act), KIQ_ERR_PRODUCER_FENCED);
+    /* nothing ended at the epoch before an InitProducerId's bump */
+    t.state = KIQ_TXN_EMPTY;
+    assert_int_equal(kiq_txn_check_end(&t, 7, 4, false, true, &act), KIQ_ERR_PRODUCER_FENCED);
     kiq_txn_free(&t);
     /* v0/v1 ends keep the epoch */
     t = made(KIQ_TXN_ONGOING, 7, 3);
