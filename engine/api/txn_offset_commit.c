@@ -94,9 +94,9 @@ typedef struct verify_op {
 /* The coordinator's answer, or 0 when it is not in yet. */
 static int ask(verify_op_t *v, int16_t *err)
 {
+    bool add = v->r->header.api_version >= 5; /* transactions v2 */
     return kiq_txn_check_partition(v->b->txns, v->req->transactional_id, v->req->producer_id,
-                                   v->req->producer_epoch, KIQ_OFFSETS_TOPIC, v->partition, v->r->header.api_version >= 5,
-                                   v->guard, err);
+                                   v->req->producer_epoch, KIQ_OFFSETS_TOPIC, v->partition, add, v->guard, err);
 }
 
 /* With the coordinator's answer: refused (the guard ended, so the next
