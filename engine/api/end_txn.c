@@ -18,7 +18,7 @@ int kiq_api_end_txn_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
     kiq_end_txn_response_t *out = response;
     int32_t partition;
     int64_t need;
-    out->error_code = kiq_txn_end(b->txns, r->header.api_version, request, &partition, &need);
+    out->error_code = kiq_txn_end(b->txns, r->header.api_version, request, &partition, &need, out);
     return kiq_api_respond_when_replicated(b, r, response, KIQ_TXN_TOPIC, partition, need,
                                            KIQ_API_COORDINATOR_WRITE_TIMEOUT_MS, timed_out);
 }

@@ -250,10 +250,13 @@ static record_rules_t record_rules(kiq_broker_t *b, kiq_topic_t *topic, bool log
  * partition in it, so a late or stray produce cannot start a transaction
  * nobody will end. Looked at for every partition before anything of the
  * request is appended; the request waits in the purgatory while a
- * coordinator on another broker is asked. */
+ * coordinator on another broker is asked. From v12 (transactions v2,
+ * KIP-890 part 2) the coordinator adds the partition to the transaction
+ * instead of only saying whether it is there. */
 typedef struct txn_check {
     uint64_t guard; /* the log's verification guard; 0: not transactional */
     bool asking;    /* the coordinator's answer is still to come */
+    bool add;       /* v12+: the partition is added, not verified */
     int16_t err;    /* its answer */
     const char *topic;
     int32_t partition;
@@ -263,8 +266,11 @@ typedef struct txn_check {
 
 /* The produce error for a coordinator's answer, as Kafka's leaders give
  * it: NOT_ENOUGH_REPLICAS (which every producer retries) when the
- * coordinator could not tell. */
-static int16_t txn_check_error(int16_t err)
+ * coordinator could not tell, or could not add the partition yet (v2: the
+ * last transaction's markers are still being written); a partition not in
+ * the transaction is TRANSACTION_ABORTABLE to a client that knows it (v11+),
+ * which aborts and goes on, else INVALID_TXN_STATE. */
+static int16_t txn_check_error(int16_t err, int16_t version)
 {
     switch (err) {
     case KIQ_ERR_NONE: return KIQ_ERR_NONE;
@@ -273,8 +279,9 @@ static int16_t txn_check_error(int16_t err)
     case KIQ_ERR_NOT_COORDINATOR:
     case KIQ_ERR_COORDINATOR_NOT_AVAILABLE:
     case KIQ_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+    case KIQ_ERR_CONCURRENT_TRANSACTIONS:
     case KIQ_ERR_REQUEST_TIMED_OUT: return KIQ_ERR_NOT_ENOUGH_REPLICAS;
-    default: return KIQ_ERR_INVALID_TXN_STATE;
+    default: return version >= 11 ? KIQ_ERR_TRANSACTION_ABORTABLE : KIQ_ERR_INVALID_TXN_STATE;
     }
 }
 
@@ -285,14 +292,20 @@ static void txn_check_answered(kiq_broker_t *b, kiq_request_t *r, kiq_str_t txn_
 {
     c->asking = false;
     if (!c->err) return;
-    KIQ_WARN_LIMITED("produce to %s-%d from %s rejected: the coordinator of transactional producer %lld epoch %d (id "
-                     KIQ_STR_FMT ") answered error %d for it", c->topic, c->partition, r->peer,
-                     (long long)c->producer_id, c->producer_epoch, KIQ_STR_ARG(txn_id), c->err);
+    /* v2's producer is quick to begin its next transaction: its coordinator
+     * may still be finishing the last one, which is no news */
+    if (c->err == KIQ_ERR_CONCURRENT_TRANSACTIONS)
+        KIQ_DEBUG("produce to %s-%d: the coordinator of transactional id " KIQ_STR_FMT " is ending its last "
+                  "transaction; the producer retries", c->topic, c->partition, KIQ_STR_ARG(txn_id));
+    else
+        KIQ_WARN_LIMITED("produce to %s-%d from %s rejected: the coordinator of transactional producer %lld epoch %d "
+                         "(id " KIQ_STR_FMT ") answered error %d for it", c->topic, c->partition, r->peer,
+                         (long long)c->producer_id, c->producer_epoch, KIQ_STR_ARG(txn_id), c->err);
     kiq_topic_t *topic = kiq_topics_get(b->topics, KIQ_STR(c->topic));
     kiq_partition_log_t *log = topic && c->partition < topic->npartitions ? topic->partitions[c->partition]->log : NULL;
     if (log) kiq_partition_log_txn_guard_end(log, c->producer_id, c->guard);
     kiq_topic_unref(topic);
-    c->err = txn_check_error(c->err);
+    c->err = txn_check_error(c->err, r->header.api_version);
 }
 
 /* Takes the guard of partition data `in` (of topic named `name`) when its
@@ -311,14 +324,15 @@ static void txn_check_begin(kiq_broker_t *b, kiq_request_t *r, kiq_str_t txn_id,
     kiq_partition_log_t *log;
     if (kiq_replica_led_partition(topic, in->index, -1, &part, &log) == 0) {
         bool ongoing;
-        c->guard = kiq_partition_log_txn_guard(log, h.producer_id, h.producer_epoch, &ongoing);
+        c->add = r->header.api_version >= 12;
+        c->guard = kiq_partition_log_txn_guard(log, h.producer_id, h.producer_epoch, c->add, &ongoing);
         c->topic = kiq_arena_strndup(&r->arena, topic->name, strlen(topic->name));
         c->partition = in->index;
         c->producer_id = h.producer_id;
         c->producer_epoch = h.producer_epoch;
         c->asking = !ongoing;
         if (!ongoing && kiq_txn_check_partition(b->txns, txn_id, c->producer_id, c->producer_epoch, c->topic,
-                                                c->partition, c->guard, &c->err) == 1)
+                                                c->partition, c->add, c->guard, &c->err) == 1)
             txn_check_answered(b, r, txn_id, c);
     }
     kiq_topic_unref(topic);
@@ -632,7 +646,8 @@ static int produce_all(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_requ
                     pr->index >= 0 &&
                     pr->index < kiq_metadata_cache_partition_count(b->metadata, td->name.p, (size_t)td->name.len))
                     pr->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
-                if (pr->error_code) refused_offsets(topic, pr);
+                /* the coordinator's refusal never reached the log: no log start offset */
+                if (pr->error_code) refused_offsets(checks[k - 1].err ? NULL : topic, pr);
                 if (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER && r->header.api_version >= 10)
                     kiq_api_leader_hint(b, r, td->name, pr->index, &pr->current_leader.leader_id,
                                         &pr->current_leader.leader_epoch, &leaders);
@@ -708,7 +723,7 @@ static bool txn_check_try_complete(kiq_delayed_op_t *op, bool expired)
         txn_check_t *c = &t->checks[i];
         if (!c->asking) continue;
         if (kiq_txn_check_partition(t->b->txns, t->req->transactional_id, c->producer_id, c->producer_epoch, c->topic,
-                                    c->partition, c->guard, &c->err) == 0) {
+                                    c->partition, c->add, c->guard, &c->err) == 0) {
             if (!expired) {
                 all = false;
                 continue;
@@ -746,11 +761,18 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
     t->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)TXN_CHECK_TIMEOUT_MS * 1000000;
     t->op.kind = KIQ_DELAYED_PRODUCE;
     t->op.try_complete = txn_check_try_complete;
-    uint64_t *keys = kiq_arena_calloc(&r->arena, (size_t)asking, sizeof *keys);
+    uint64_t *keys = kiq_arena_calloc(&r->arena, (size_t)asking + 1, sizeof *keys);
     int nkeys = 0;
+    bool adding = false;
     for (int i = 0; i < n; i++)
-        if (checks[i].asking)
+        if (checks[i].asking) {
             keys[nkeys++] = kiq_purgatory_key(checks[i].topic, strlen(checks[i].topic), checks[i].partition);
+            adding |= checks[i].add;
+        }
+    /* an add by the coordinator here is answered once its state is replicated */
+    if (adding)
+        keys[nkeys++] = kiq_purgatory_key(KIQ_TXN_TOPIC, strlen(KIQ_TXN_TOPIC),
+                                          kiq_txn_coordinator_partition_of(b->txns, req->transactional_id));
     t->op.keys = keys;
     t->op.nkeys = nkeys;
     t->b = b;

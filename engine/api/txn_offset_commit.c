@@ -8,7 +8,8 @@
  * transaction holding the group's __consumer_offsets partition
  * (AddOffsetsToTxn put it there): offsets a stale or stray producer wrote
  * would wait for a marker that never comes (OffsetFetch answering
- * UNSTABLE_OFFSET_COMMIT for good). */
+ * UNSTABLE_OFFSET_COMMIT for good). From v5 (transactions v2) the
+ * coordinator adds the partition instead: no AddOffsetsToTxn comes first. */
 #include <string.h>
 
 #include "api/api.h"
@@ -44,7 +45,8 @@ static int commit(kiq_broker_t *b, kiq_request_t *r, const kiq_txn_offset_commit
 
 /* Every partition refused with err, as the coordinator's answer maps for
  * a commit: the producer fenced, the coordinator not reachable
- * (retriable), or no such transaction. */
+ * (retriable), or no such transaction (TRANSACTION_ABORTABLE from v4, to a
+ * client that aborts and goes on). */
 static int refuse(const kiq_txn_offset_commit_request_t *req, kiq_request_t *r,
                   kiq_txn_offset_commit_response_t *out, int16_t err)
 {
@@ -56,7 +58,7 @@ static int refuse(const kiq_txn_offset_commit_request_t *req, kiq_request_t *r,
     case KIQ_ERR_COORDINATOR_LOAD_IN_PROGRESS:
     case KIQ_ERR_CONCURRENT_TRANSACTIONS:
     case KIQ_ERR_REQUEST_TIMED_OUT: err = KIQ_ERR_COORDINATOR_NOT_AVAILABLE; break;
-    default: err = KIQ_ERR_INVALID_TXN_STATE; break;
+    default: err = r->header.api_version >= 4 ? KIQ_ERR_TRANSACTION_ABORTABLE : KIQ_ERR_INVALID_TXN_STATE; break;
     }
     out->topics_n = req->topics_n > 0 ? req->topics_n : 0;
     out->topics = kiq_arena_calloc(&r->arena, (size_t)(out->topics_n ? out->topics_n : 1), sizeof *out->topics);
@@ -92,8 +94,9 @@ typedef struct verify_op {
 /* The coordinator's answer, or 0 when it is not in yet. */
 static int ask(verify_op_t *v, int16_t *err)
 {
+    bool add = v->r->header.api_version >= 5; /* transactions v2 */
     return kiq_txn_check_partition(v->b->txns, v->req->transactional_id, v->req->producer_id,
-                                   v->req->producer_epoch, KIQ_OFFSETS_TOPIC, v->partition, v->guard, err);
+                                   v->req->producer_epoch, KIQ_OFFSETS_TOPIC, v->partition, add, v->guard, err);
 }
 
 /* With the coordinator's answer: refused (the guard ended, so the next
@@ -130,7 +133,8 @@ int kiq_api_txn_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const vo
     verify_op_t *v = kiq_arena_calloc(&r->arena, 1, sizeof *v);
     *v = (verify_op_t){.b = b, .r = r, .req = req, .out = out, .topic = topic, .log = log, .partition = partition};
     if (log && req->producer_id >= 0 && req->transactional_id.p)
-        v->guard = kiq_partition_log_txn_guard(log, req->producer_id, req->producer_epoch, &ongoing);
+        v->guard = kiq_partition_log_txn_guard(log, req->producer_id, req->producer_epoch,
+                                               r->header.api_version >= 5, &ongoing);
     /* not the group's coordinator here or no producer (the group says so),
      * or its transaction already wrote here at this epoch (verified then) */
     if (!v->guard || ongoing) {
@@ -142,10 +146,13 @@ int kiq_api_txn_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const vo
     v->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)VERIFY_TIMEOUT_MS * 1000000;
     v->op.kind = KIQ_DELAYED_COMMIT;
     v->op.try_complete = verify_try_complete;
-    uint64_t *key = kiq_arena_alloc(&r->arena, sizeof *key);
-    *key = kiq_purgatory_key(KIQ_OFFSETS_TOPIC, strlen(KIQ_OFFSETS_TOPIC), partition);
-    v->op.keys = key;
-    v->op.nkeys = 1;
+    uint64_t *keys = kiq_arena_calloc(&r->arena, 2, sizeof *keys);
+    keys[0] = kiq_purgatory_key(KIQ_OFFSETS_TOPIC, strlen(KIQ_OFFSETS_TOPIC), partition);
+    /* v5: an add by the coordinator here is answered once its state is replicated */
+    keys[1] = kiq_purgatory_key(KIQ_TXN_TOPIC, strlen(KIQ_TXN_TOPIC),
+                                kiq_txn_coordinator_partition_of(b->txns, req->transactional_id));
+    v->op.keys = keys;
+    v->op.nkeys = r->header.api_version >= 5 ? 2 : 1;
     kiq_api_handled(b, r); /* r is the purgatory's from the park on */
     kiq_purgatory_park(b->purgatory, &v->op);
     return KIQ_HANDLER_PARKED;

@@ -632,13 +632,13 @@ void kiq_partition_log_note_refused(kiq_partition_log_t *l, const uint8_t *batch
     pthread_mutex_unlock(&l->mu);
 }
 
-uint64_t kiq_partition_log_txn_guard(kiq_partition_log_t *l, int64_t producer_id, int16_t producer_epoch,
+uint64_t kiq_partition_log_txn_guard(kiq_partition_log_t *l, int64_t producer_id, int16_t producer_epoch, bool v2,
                                      bool *ongoing)
 {
     pthread_mutex_lock(&l->mu);
     const kiq_producer_entry_t *e = kiq_producer_state_get(l->producers, producer_id);
     *ongoing = e && e->epoch == producer_epoch && e->txn_first_offset >= 0;
-    uint64_t g = kiq_producer_state_guard(l->producers, producer_id);
+    uint64_t g = kiq_producer_state_guard(l->producers, producer_id, v2 ? producer_epoch : -1);
     pthread_mutex_unlock(&l->mu);
     return g;
 }
@@ -907,7 +907,7 @@ int kiq_partition_log_append_marker(kiq_partition_log_t *l, const kiq_txn_marker
     res->txn_first_offset = txn_first;
     kiq_producer_entry_update(&e, &h);
     e.coordinator_epoch = m->coordinator_epoch;
-    kiq_producer_state_guard_end(l->producers, m->producer_id, 0);
+    kiq_producer_state_guard_marker(l->producers, m->producer_id, m->producer_epoch);
     if (kiq_producer_state_put(l->producers, &e) < 0)
         KIQ_ERROR("%s: producer %" PRId64 " is not remembered: %s", l->dir, m->producer_id, kiq_error_get());
     if (!m->commit) kiq_pl_note_aborted(l, m->producer_id, txn_first, offset, res->segment_base);

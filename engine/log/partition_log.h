@@ -171,8 +171,10 @@ typedef struct kiq_log_append_watch {
  * (kiq_partition_log_append_checked); *ongoing gets whether its
  * transaction at producer_epoch is under way here already, in the same
  * look. When it is not, the transaction's coordinator is to be asked
- * first. Any thread. */
-uint64_t kiq_partition_log_txn_guard(kiq_partition_log_t *l, int64_t producer_id, int16_t producer_epoch,
+ * first. v2: the coordinator is to add the partition (transactions v2),
+ * and a marker at producer_epoch, the last transaction's, leaves the guard
+ * standing. Any thread. */
+uint64_t kiq_partition_log_txn_guard(kiq_partition_log_t *l, int64_t producer_id, int16_t producer_epoch, bool v2,
                                      bool *ongoing);
 /* The coordinator refused what was asked under guard: it ends (if it still
  * stands), so a later produce asks again rather than reading that answer.

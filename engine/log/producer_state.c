@@ -30,6 +30,7 @@ struct kiq_producer_state {
     struct guard {
         int64_t producer_id;
         uint64_t guard;
+        int16_t spared_epoch; /* markers up to this epoch leave it standing; -1 */
     } guards[KIQ_PRODUCER_GUARDS_MAX];
     int nguards;
     uint64_t last_guard;
@@ -113,7 +114,7 @@ static int guard_index(const kiq_producer_state_t *s, int64_t producer_id)
     return -1;
 }
 
-uint64_t kiq_producer_state_guard(kiq_producer_state_t *s, int64_t producer_id)
+uint64_t kiq_producer_state_guard(kiq_producer_state_t *s, int64_t producer_id, int16_t spared_epoch)
 {
     int i = guard_index(s, producer_id);
     if (i >= 0) return s->guards[i].guard;
@@ -124,6 +125,7 @@ uint64_t kiq_producer_state_guard(kiq_producer_state_t *s, int64_t producer_id)
     }
     s->guards[s->nguards].producer_id = producer_id;
     s->guards[s->nguards].guard = ++s->last_guard;
+    s->guards[s->nguards].spared_epoch = spared_epoch;
     return s->guards[s->nguards++].guard;
 }
 
@@ -131,6 +133,12 @@ bool kiq_producer_state_guard_holds(const kiq_producer_state_t *s, int64_t produ
 {
     int i = guard_index(s, producer_id);
     return i >= 0 && s->guards[i].guard == guard;
+}
+
+void kiq_producer_state_guard_marker(kiq_producer_state_t *s, int64_t producer_id, int16_t marker_epoch)
+{
+    int i = guard_index(s, producer_id);
+    if (i >= 0 && marker_epoch > s->guards[i].spared_epoch) kiq_producer_state_guard_end(s, producer_id, 0);
 }
 
 void kiq_producer_state_guard_end(kiq_producer_state_t *s, int64_t producer_id, uint64_t guard)

@@ -65,8 +65,15 @@ int kiq_producer_state_put(kiq_producer_state_t *s, const kiq_producer_entry_t *
  * transaction's first append. At most KIQ_PRODUCER_GUARDS_MAX stand; a
  * new one past that ends the oldest. Kafka's VerificationGuard. */
 #define KIQ_PRODUCER_GUARDS_MAX 256
-/* The standing guard of producer_id, or a new one; never 0. */
-uint64_t kiq_producer_state_guard(kiq_producer_state_t *s, int64_t producer_id);
+/* The standing guard of producer_id, or a new one; never 0. A new one
+ * outlives the producer's markers up to spared_epoch (-1: none): under
+ * transactions v2 every end bumps the epoch, so the marker at the epoch of
+ * a produce that starts the next transaction is the last one's, which the
+ * coordinator may still be writing while it is asked. */
+uint64_t kiq_producer_state_guard(kiq_producer_state_t *s, int64_t producer_id, int16_t spared_epoch);
+/* The producer's marker at marker_epoch was appended: its guard ends
+ * unless it spares that epoch. */
+void kiq_producer_state_guard_marker(kiq_producer_state_t *s, int64_t producer_id, int16_t marker_epoch);
 bool kiq_producer_state_guard_holds(const kiq_producer_state_t *s, int64_t producer_id, uint64_t guard);
 /* Ends producer_id's guard if it is `guard` (0: whichever it is). */
 void kiq_producer_state_guard_end(kiq_producer_state_t *s, int64_t producer_id, uint64_t guard);

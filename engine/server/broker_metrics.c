@@ -60,6 +60,15 @@ static void request_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
         uint64_t n = kiq_request_stats_get(&b->stats, kiq_api_codecs[i].key, ns);
         if (n) kiq_metric_sample(o, "", (double)n, "request", kiq_api_codecs[i].name, NULL);
     }
+    kiq_metric_family(o, "kafka_network_requestmetrics_requests_by_version_total", C,
+                      "requests served, by API version (Kafka's RequestsPerSec version tag)");
+    for (size_t i = 0; i < kiq_api_codec_count; i++)
+        for (int16_t v = 0; v < KIQ_STATS_MAX_VERSION; v++) {
+            uint64_t n = kiq_request_stats_version(&b->stats, kiq_api_codecs[i].key, v);
+            char version[8];
+            snprintf(version, sizeof version, "%d", v);
+            if (n) kiq_metric_sample(o, "", (double)n, "request", kiq_api_codecs[i].name, "version", version, NULL);
+        }
     kiq_metric_family(o, "kafka_network_requestmetrics_errors_total", C,
                       "error codes in responses (each partition's and topic's too), NONE included");
     for (size_t i = 0; i < kiq_api_codec_count; i++)

@@ -45,12 +45,20 @@ void kiq_request_stats_record(kiq_request_stats_t *s, const kiq_request_t *r)
         span(t->response_dequeued, t->sent),     span(t->received, t->sent),
     };
     atomic_fetch_add_explicit(&s->count[key], 1, memory_order_relaxed);
+    if (r->header.api_version >= 0 && r->header.api_version < KIQ_STATS_MAX_VERSION)
+        atomic_fetch_add_explicit(&s->by_version[key][r->header.api_version], 1, memory_order_relaxed);
     for (int i = 0; i < KIQ_STAGE__COUNT; i++)
         atomic_fetch_add_explicit(&s->ns[key][i], stage[i], memory_order_relaxed);
     record_errors(s, key, &r->errors);
     kiq_histogram_t *h = lazy_table((_Atomic(void *) *)&s->times[key], KIQ_STAGE__COUNT, sizeof *h);
     if (!h) return; /* percentiles go without this one */
     for (int i = 0; i < KIQ_STAGE__COUNT; i++) kiq_histogram_record_ns(&h[i], stage[i]);
+}
+
+uint64_t kiq_request_stats_version(kiq_request_stats_t *s, int16_t api_key, int16_t version)
+{
+    if (api_key < 0 || api_key >= KIQ_STATS_MAX_API || version < 0 || version >= KIQ_STATS_MAX_VERSION) return 0;
+    return atomic_load_explicit(&s->by_version[api_key][version], memory_order_relaxed);
 }
 
 uint64_t kiq_request_stats_errors(kiq_request_stats_t *s, int16_t api_key, int code)

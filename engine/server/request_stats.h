@@ -14,6 +14,9 @@ enum { KIQ_STATS_MAX_API = 128 };
 /* Error codes counted one by one, from -1 (UNKNOWN_SERVER_ERROR) up; a
  * larger code is counted as UNKNOWN_SERVER_ERROR. */
 enum { KIQ_STATS_MAX_ERROR = 160 };
+/* Versions counted one by one (Kafka's RequestsPerSec has a version tag):
+ * which a client speaks tells, say, transactions v2 from v1. */
+enum { KIQ_STATS_MAX_VERSION = 32 };
 
 enum kiq_request_stage {
     KIQ_STAGE_QUEUE,          /* waiting for an I/O thread */
@@ -29,6 +32,7 @@ extern const char *const kiq_request_stage_names[KIQ_STAGE__COUNT];
 
 typedef struct kiq_request_stats {
     atomic_uint_fast64_t count[KIQ_STATS_MAX_API];
+    atomic_uint_fast64_t by_version[KIQ_STATS_MAX_API][KIQ_STATS_MAX_VERSION];
     atomic_int_fast64_t ns[KIQ_STATS_MAX_API][KIQ_STAGE__COUNT];
     /* Requests served with bytes after their last field, and those bytes. */
     atomic_uint_fast64_t trailing_requests[KIQ_STATS_MAX_API];
@@ -48,6 +52,8 @@ void kiq_request_stats_trailing(kiq_request_stats_t *s, int16_t api_key, size_t 
 /* Any thread: totals for one api key (ns per stage). */
 uint64_t kiq_request_stats_get(kiq_request_stats_t *s, int16_t api_key,
                                int64_t ns[KIQ_STAGE__COUNT]);
+/* Any thread: how many requests of api_key at version were served. */
+uint64_t kiq_request_stats_version(kiq_request_stats_t *s, int16_t api_key, int16_t version);
 /* Any thread: how many times api_key's responses carried error_code `code`
  * (NONE included), as Kafka's ErrorsPerSec counts them. */
 uint64_t kiq_request_stats_errors(kiq_request_stats_t *s, int16_t api_key, int code);

@@ -470,9 +470,10 @@ static int16_t find(kiq_txn_coordinator_t *tc, kiq_str_t id, int32_t partition, 
 }
 
 /* Under tc->mu: adds the n partitions to id's transaction (t current),
- * writes the new state and makes it current; the error code. */
+ * writes the new state and makes it current; the error code. A
+ * transaction begun here is of client_version. */
 static int16_t add_to_txn(kiq_txn_coordinator_t *tc, kiq_txn_t *t, kiq_str_t id, int32_t partition, int n,
-                          const char *const *topics, const int32_t *parts, int64_t *need)
+                          const char *const *topics, const int32_t *parts, int16_t client_version, int64_t *need)
 {
     kiq_txn_t *next = malloc(sizeof *next);
     if (!next || kiq_txn_copy(next, t) != 0) {
@@ -483,6 +484,7 @@ static int16_t add_to_txn(kiq_txn_coordinator_t *tc, kiq_txn_t *t, kiq_str_t id,
     for (int i = 0; i < n && !err; i++)
         if (kiq_txn_add_partition(next, topics[i], parts[i]) != 0) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
     if (!err) {
+        if (next->state != KIQ_TXN_ONGOING) next->client_version = client_version;
         kiq_txn_begin_if_needed(next, kiq_clock_wall_ms());
         err = write_state(tc, next, partition, need);
         if (err) KIQ_WARN_LIMITED("transactional id %s: cannot store its partitions: %s", t->id, kiq_error_get());
@@ -492,10 +494,12 @@ static int16_t add_to_txn(kiq_txn_coordinator_t *tc, kiq_txn_t *t, kiq_str_t id,
     return err;
 }
 
-/* The check of the partitions asked, then the add: the error code. */
-static int16_t add_partitions(kiq_txn_coordinator_t *tc, int16_t version, kiq_str_t id, int64_t producer_id,
-                              int16_t producer_epoch, int n, const char *const *topics, const int32_t *parts,
-                              int32_t *partition, int64_t *need)
+/* The check of the partitions asked, then the add: the error code.
+ * client_version: the transaction version of the request's producer (2:
+ * a broker adding for a produce v12 or a TxnOffsetCommit v5). */
+static int16_t add_partitions(kiq_txn_coordinator_t *tc, int16_t version, int16_t client_version, kiq_str_t id,
+                              int64_t producer_id, int16_t producer_epoch, int n, const char *const *topics,
+                              const int32_t *parts, int32_t *partition, int64_t *need)
 {
     *need = -1;
     *partition = kiq_txn_coordinator_partition_of(tc, id);
@@ -505,7 +509,7 @@ static int16_t add_partitions(kiq_txn_coordinator_t *tc, int16_t version, kiq_st
     bool all_there = false;
     int16_t err = find(tc, id, *partition, &t);
     if (!err) err = kiq_txn_check_add(t, producer_id, producer_epoch, n, topics, parts, &all_there);
-    if (!err && !all_there) err = add_to_txn(tc, t, id, *partition, n, topics, parts, need);
+    if (!err && !all_there) err = add_to_txn(tc, t, id, *partition, n, topics, parts, client_version, need);
     pthread_mutex_unlock(&tc->mu);
     if (err == KIQ_ERR_PRODUCER_FENCED && version < 2) err = KIQ_ERR_INVALID_PRODUCER_EPOCH;
     return err;
@@ -548,7 +552,7 @@ void kiq_txn_add_partitions(kiq_txn_coordinator_t *tc, int16_t version, const ki
     }
     int16_t err = KIQ_ERR_NONE;
     if (!unknown)
-        err = add_partitions(tc, version, req->v3_and_below_transactional_id, req->v3_and_below_producer_id,
+        err = add_partitions(tc, version, 0, req->v3_and_below_transactional_id, req->v3_and_below_producer_id,
                              req->v3_and_below_producer_epoch, n, topics, parts, partition, need);
     else
         *need = -1, *partition = -1;
@@ -574,13 +578,36 @@ int16_t kiq_txn_verify(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer
     return err;
 }
 
-int kiq_txn_check_partition(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer_id, int16_t producer_epoch,
-                            const char *topic, int32_t partition, uint64_t guard, int16_t *err)
+/* Whether everything in partition `partition` of __transaction_state is
+ * replicated (its high watermark at its end). */
+static bool state_replicated(kiq_txn_coordinator_t *tc, int32_t partition)
 {
-    *err = kiq_txn_verify(tc, id, producer_id, producer_epoch, topic, partition);
+    kiq_topic_t *t = kiq_topics_get(tc->b.topics, KIQ_STR(KIQ_TXN_TOPIC));
+    kiq_partition_log_t *log = t && partition >= 0 && partition < t->npartitions ? t->partitions[partition]->log : NULL;
+    bool done = !log || kiq_partition_log_high_watermark(log) >= kiq_partition_log_end_offset(log);
+    kiq_topic_unref(t);
+    return done;
+}
+
+int kiq_txn_check_partition(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer_id, int16_t producer_epoch,
+                            const char *topic, int32_t partition, bool add, uint64_t guard, int16_t *err)
+{
+    if (add) {
+        int32_t state_partition;
+        int64_t need;
+        *err = add_partitions(tc, 5, 2, id, producer_id, producer_epoch, 1, &topic, &partition, &state_partition,
+                              &need);
+        /* as AddPartitionsToTxn is answered: once the state that has the
+         * partition is replicated, so a new coordinator knows to end the
+         * transaction there; the caller is woken as the state partition's
+         * high watermark moves */
+        if (!*err && tc->b.cluster && !state_replicated(tc, state_partition)) return 0;
+    } else {
+        *err = kiq_txn_verify(tc, id, producer_id, producer_epoch, topic, partition);
+    }
     if (*err != KIQ_ERR_NOT_COORDINATOR || !tc->verifier) return 1;
     *err = KIQ_ERR_NONE;
-    return kiq_txn_verifier_ask(tc->verifier, id, producer_id, producer_epoch, topic, partition, guard, err);
+    return kiq_txn_verifier_ask(tc->verifier, id, producer_id, producer_epoch, topic, partition, add, guard, err);
 }
 
 void kiq_txn_add_partitions_v4(kiq_txn_coordinator_t *tc, const kiq_add_partitions_to_txn_request_transactions_t *tr,
@@ -620,7 +647,8 @@ void kiq_txn_add_partitions_v4(kiq_txn_coordinator_t *tc, const kiq_add_partitio
             *errs[i] = kiq_txn_verify(tc, tr->transactional_id, tr->producer_id, tr->producer_epoch, topics[i], parts[i]);
         return;
     }
-    int16_t err = add_partitions(tc, 4, tr->transactional_id, tr->producer_id, tr->producer_epoch, n, topics, parts,
+    /* only a leader adding for a produce v12 (transactions v2) sends this */
+    int16_t err = add_partitions(tc, 5, 2, tr->transactional_id, tr->producer_id, tr->producer_epoch, n, topics, parts,
                                  partition, need);
     for (int i = 0; i < n; i++) *errs[i] = err;
 }
@@ -635,7 +663,7 @@ int16_t kiq_txn_add_offsets(kiq_txn_coordinator_t *tc, int16_t version, const ki
     if (n <= 0) n = (int32_t)kiq_config_int(tc->b.config, KIQ_CFG_OFFSETS_TOPIC_NUM_PARTITIONS);
     const char *topic = KIQ_OFFSETS_TOPIC;
     int32_t group_partition = kiq_coordinator_partition(req->group_id.p, (size_t)req->group_id.len, n);
-    return add_partitions(tc, version, req->transactional_id, req->producer_id, req->producer_epoch, 1, &topic,
+    return add_partitions(tc, version, 0, req->transactional_id, req->producer_id, req->producer_epoch, 1, &topic,
                           &group_partition, partition, need);
 }
 
@@ -672,32 +700,39 @@ const kiq_txn_markers_context_t *kiq_txn_coordinator_markers(const kiq_txn_coord
 }
 
 int16_t kiq_txn_end(kiq_txn_coordinator_t *tc, int16_t version, const kiq_end_txn_request_t *req, int32_t *partition,
-                    int64_t *need)
+                    int64_t *need, kiq_end_txn_response_t *out)
 {
     *need = -1;
     kiq_str_t id = req->transactional_id;
     *partition = kiq_txn_coordinator_partition_of(tc, id);
     if (!id.p || id.len == 0) return KIQ_ERR_INVALID_REQUEST;
+    bool v2 = version >= 5;
     pthread_mutex_lock(&tc->mu);
     kiq_txn_t *t;
     kiq_txn_end_action_t action;
     int16_t err = find(tc, id, *partition, &t);
-    if (!err) err = kiq_txn_check_end(t, req->producer_id, req->producer_epoch, req->committed, &action);
+    if (!err) err = kiq_txn_check_end(t, req->producer_id, req->producer_epoch, req->committed, v2, &action);
     if (!err && action == KIQ_TXN_END_PREPARE) {
         kiq_txn_t *next = malloc(sizeof *next);
+        int64_t new_id = -1;
         if (!next || kiq_txn_copy(next, t) != 0) {
             free(next);
             err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        } else if (v2 && kiq_txn_end_needs_new_id(next) && tc->b.next_producer_id(tc->b.ctx, &new_id) != 0) {
+            KIQ_ERROR("EndTxn for %s: cannot allocate a producer id: %s", t->id, kiq_error_get());
+            free_txn(next);
+            err = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
         } else {
-            kiq_txn_set_state(next, req->committed ? KIQ_TXN_PREPARE_COMMIT : KIQ_TXN_PREPARE_ABORT,
-                              kiq_clock_wall_ms());
+            kiq_txn_prepare_end(next, req->committed, v2, new_id, kiq_clock_wall_ms());
             err = write_state(tc, next, *partition, need);
             if (err) KIQ_WARN_LIMITED("EndTxn for %s: %s", t->id, kiq_error_get());
             if (!err && put(tc, id.p, (size_t)id.len, next) != 0) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
             if (err) free_txn(next);
             else queue_ending(tc, next->id);
+            if (!err) t = next;
         }
     }
+    if (!err && v2) kiq_txn_end_answer(t, &out->producer_id, &out->producer_epoch);
     pthread_mutex_unlock(&tc->mu);
     if (err == KIQ_ERR_PRODUCER_FENCED && version < 2) err = KIQ_ERR_INVALID_PRODUCER_EPOCH;
     return err;

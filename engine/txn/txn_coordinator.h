@@ -81,11 +81,12 @@ void kiq_txn_init_producer_id(kiq_txn_coordinator_t *tc, int16_t version, const 
 void kiq_txn_add_partitions(kiq_txn_coordinator_t *tc, int16_t version, const kiq_add_partitions_to_txn_request_t *req,
                             kiq_add_partitions_to_txn_response_t *out, kiq_arena_t *a, int32_t *partition,
                             int64_t *need);
-/* AddPartitionsToTxn v4 for one transaction of the request (tr): with
+/* AddPartitionsToTxn v4+ for one transaction of the request (tr): with
  * verify_only, whether each partition is in its ongoing transaction (NONE,
  * INVALID_TXN_STATE when not, or the producer checks' errors), nothing
- * written; otherwise the partitions are added as by v0-3 (*partition and
- * *need then as for InitProducerId). Each partition's error code goes to
+ * written; otherwise (a leader's add for a produce v12) the partitions are
+ * added as by v0-3, to a transaction of version 2 (*partition and *need
+ * then as for InitProducerId). Each partition's error code goes to
  * out (allocated in a). */
 void kiq_txn_add_partitions_v4(kiq_txn_coordinator_t *tc, const kiq_add_partitions_to_txn_request_transactions_t *tr,
                                kiq_add_partitions_to_txn_response_results_by_transaction_t *out, kiq_arena_t *a,
@@ -105,9 +106,14 @@ int16_t kiq_txn_verify(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer
  * broker coordinates id; in cluster mode the coordinator's once it came
  * back, txn_verifier.h); 0 when the question went to the coordinator: the
  * partition's waiters are notified when the answer is in, and the same
- * call then returns it. Any thread. */
+ * call then returns it. add (transactions v2: a produce v12 or a
+ * TxnOffsetCommit v5): the partition is added to the transaction instead,
+ * which it begins when none is under way; in cluster mode the answer is in
+ * once the id's __transaction_state partition (kiq_txn_coordinator_
+ * partition_of) is replicated, whose waiters are notified then. Any
+ * thread. */
 int kiq_txn_check_partition(kiq_txn_coordinator_t *tc, kiq_str_t id, int64_t producer_id, int16_t producer_epoch,
-                            const char *topic, int32_t partition, uint64_t guard, int16_t *err);
+                            const char *topic, int32_t partition, bool add, uint64_t guard, int16_t *err);
 
 /* AddOffsetsToTxn: the group's __consumer_offsets partition joins the
  * transaction; the error code. */
@@ -120,9 +126,10 @@ int16_t kiq_txn_add_offsets(kiq_txn_coordinator_t *tc, int16_t version, const ki
  * completes it; a retry of the last end answers NONE. The error code:
  * INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
  * before v2), CONCURRENT_TRANSACTIONS, INVALID_TXN_STATE,
- * NOT_COORDINATOR. */
+ * NOT_COORDINATOR. v5+ (transactions v2) bumps the epoch at every end and
+ * puts the producer id and epoch to go on with in out. */
 int16_t kiq_txn_end(kiq_txn_coordinator_t *tc, int16_t version, const kiq_end_txn_request_t *req, int32_t *partition,
-                    int64_t *need);
+                    int64_t *need, kiq_end_txn_response_t *out);
 
 /* Where this coordinator's markers go: what a leader uses to append the
  * markers another coordinator sends (WriteTxnMarkers). */

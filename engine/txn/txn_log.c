@@ -62,6 +62,9 @@ int kiq_txn_records_add(kiq_keyed_records_t *rs, const kiq_txn_t *t)
     v.transaction_partitions = topics;
     v.transaction_last_update_timestamp_ms = t->updated_ms;
     v.transaction_start_timestamp_ms = t->start_ms;
+    v.client_transaction_version = t->client_version;
+    v.next_producer_id = t->next_producer_id;
+    if (t->next_producer_id >= 0) v.next_producer_epoch = 0;
     kiq_wr_t key, value;
     key_of(&key, t->id);
     kiq_wr_init(&value);
@@ -95,6 +98,8 @@ int kiq_txn_from_value(kiq_txn_t *t, kiq_str_t id, const kiq_transaction_log_val
                    ? (kiq_txn_state_t)v->transaction_status
                    : KIQ_TXN_DEAD;
     t->start_ms = v->transaction_start_timestamp_ms;
+    t->client_version = v->client_transaction_version;
+    t->next_producer_id = v->next_producer_id;
     for (int32_t i = 0; i < v->transaction_partitions_n; i++) {
         const kiq_transaction_log_value_transaction_partitions_t *tp = &v->transaction_partitions[i];
         char *topic = strndup(tp->topic.p ? tp->topic.p : "", tp->topic.p ? (size_t)tp->topic.len : 0);

@@ -1,7 +1,9 @@
 /* __transaction_state, in Kafka's formats so Kafka's tools read it: which
  * partition holds a transactional id, the record of a transactional id's
  * metadata (key version 0: the id; value version 1, flexible: producer,
- * epoch, timeout, state, partitions, times) or its tombstone, and loading
+ * epoch, timeout, state, partitions, times, and tagged the previous and
+ * next producer ids and the client's transaction version) or its
+ * tombstone, and loading
  * a partition back into metadata. Owned by the calling thread. */
 #ifndef KIQ_TXN_TXN_LOG_H
 #define KIQ_TXN_TXN_LOG_H

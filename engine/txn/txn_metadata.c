@@ -22,6 +22,7 @@ int kiq_txn_init(kiq_txn_t *t, const char *id, int64_t now_ms)
         .state = KIQ_TXN_EMPTY,
         .start_ms = -1,
         .updated_ms = now_ms,
+        .next_producer_id = -1,
     };
     if (!(t->id = strdup(id))) return kiq_error_set("out of memory");
     return 0;
@@ -131,6 +132,10 @@ void kiq_txn_bump(kiq_txn_t *t, int64_t new_producer_id, int32_t timeout_ms, int
 /* The checks every request of a producer in a transaction passes first. */
 static int16_t check_producer(const kiq_txn_t *t, int64_t producer_id, int16_t producer_epoch)
 {
+    /* the new producer id a v2 end at the last epoch answered, before its
+     * markers are written: the next transaction waits for them */
+    if (t && t->next_producer_id >= 0 && producer_id == t->next_producer_id && producer_epoch == 0)
+        return KIQ_ERR_CONCURRENT_TRANSACTIONS;
     if (!t || t->producer_id != producer_id) return KIQ_ERR_INVALID_PRODUCER_ID_MAPPING;
     if (t->producer_epoch != producer_epoch) return KIQ_ERR_PRODUCER_FENCED;
     return KIQ_ERR_NONE;
@@ -159,27 +164,74 @@ void kiq_txn_begin_if_needed(kiq_txn_t *t, int64_t now_ms)
     t->updated_ms = now_ms;
 }
 
-int16_t kiq_txn_check_end(const kiq_txn_t *t, int64_t producer_id, int16_t producer_epoch, bool commit,
+/* v2: the request is a retry of the last end, which bumped the epoch
+ * (from producer_epoch) or, at the last epoch, moved to a new producer id;
+ * told by the epochs alone, as Kafka does, so it holds after a reload. */
+static bool v2_retry(const kiq_txn_t *t, int64_t producer_id, int16_t producer_epoch)
+{
+    if (producer_id == t->producer_id) return producer_epoch >= 0 && producer_epoch + 1 == t->producer_epoch;
+    return producer_id == t->previous_producer_id && t->producer_epoch == 0 && producer_epoch == KIQ_TXN_LAST_EPOCH;
+}
+
+int16_t kiq_txn_check_end(const kiq_txn_t *t, int64_t producer_id, int16_t producer_epoch, bool commit, bool v2,
                           kiq_txn_end_action_t *action)
 {
     *action = KIQ_TXN_END_PREPARE;
-    int16_t err = check_producer(t, producer_id, producer_epoch);
-    if (err) return err;
+    bool retry = v2 && t && v2_retry(t, producer_id, producer_epoch);
+    if (!retry) {
+        int16_t err = check_producer(t, producer_id, producer_epoch);
+        if (err) return err;
+    }
+    bool same = commit == (t->state == KIQ_TXN_COMPLETE_COMMIT || t->state == KIQ_TXN_PREPARE_COMMIT);
     switch (t->state) {
-    case KIQ_TXN_ONGOING: return KIQ_ERR_NONE;
+    case KIQ_TXN_ONGOING: return retry ? KIQ_ERR_PRODUCER_FENCED : KIQ_ERR_NONE;
     case KIQ_TXN_COMPLETE_COMMIT:
     case KIQ_TXN_COMPLETE_ABORT:
-        /* the same end again is a retry of one that succeeded */
-        if (commit != (t->state == KIQ_TXN_COMPLETE_COMMIT)) return KIQ_ERR_INVALID_TXN_STATE;
+        /* the same end again is a retry of one that succeeded; under v2 a
+         * retry is at the epoch before, and an abort at the current epoch
+         * is a new one with nothing in it */
+        if (v2 && !retry) {
+            if (commit) return KIQ_ERR_INVALID_TXN_STATE;
+            return KIQ_ERR_NONE;
+        }
+        if (!same) return KIQ_ERR_INVALID_TXN_STATE;
         *action = KIQ_TXN_END_DONE;
         return KIQ_ERR_NONE;
     case KIQ_TXN_PREPARE_COMMIT:
     case KIQ_TXN_PREPARE_ABORT:
-        return commit == (t->state == KIQ_TXN_PREPARE_COMMIT) ? KIQ_ERR_CONCURRENT_TRANSACTIONS
-                                                              : KIQ_ERR_INVALID_TXN_STATE;
+        /* v2: at the epoch the end answered, the next transaction's end,
+         * which waits for this one's markers like anything else of it */
+        if (v2 && !retry) return KIQ_ERR_CONCURRENT_TRANSACTIONS;
+        return same ? KIQ_ERR_CONCURRENT_TRANSACTIONS : KIQ_ERR_INVALID_TXN_STATE;
     case KIQ_TXN_PREPARE_EPOCH_FENCE: return KIQ_ERR_CONCURRENT_TRANSACTIONS;
-    default: return KIQ_ERR_INVALID_TXN_STATE; /* Empty, Dead: nothing to end */
+    case KIQ_TXN_EMPTY:
+        /* v2: aborting nothing bumps the epoch (a producer's way to fence
+         * its own stray requests); nothing ended at the epoch before */
+        if (retry) return KIQ_ERR_PRODUCER_FENCED;
+        return v2 && !commit ? KIQ_ERR_NONE : KIQ_ERR_INVALID_TXN_STATE;
+    default: return retry ? KIQ_ERR_PRODUCER_FENCED : KIQ_ERR_INVALID_TXN_STATE; /* Dead: nothing to end */
     }
+}
+
+bool kiq_txn_end_needs_new_id(const kiq_txn_t *t) { return t->producer_epoch >= KIQ_TXN_LAST_EPOCH; }
+
+void kiq_txn_prepare_end(kiq_txn_t *t, bool commit, bool v2, int64_t new_producer_id, int64_t now_ms)
+{
+    if (v2) {
+        t->client_version = 2;
+        if (kiq_txn_end_needs_new_id(t)) t->next_producer_id = new_producer_id;
+        /* up to 32767: the markers fence the last epoch too */
+        t->last_epoch = t->producer_epoch;
+        if (t->producer_epoch < INT16_MAX) t->producer_epoch++;
+    }
+    if (t->state != KIQ_TXN_ONGOING) t->start_ms = now_ms; /* an abort of nothing */
+    kiq_txn_set_state(t, commit ? KIQ_TXN_PREPARE_COMMIT : KIQ_TXN_PREPARE_ABORT, now_ms);
+}
+
+void kiq_txn_end_answer(const kiq_txn_t *t, int64_t *producer_id, int16_t *producer_epoch)
+{
+    *producer_id = t->next_producer_id >= 0 ? t->next_producer_id : t->producer_id;
+    *producer_epoch = t->next_producer_id >= 0 ? 0 : t->producer_epoch;
 }
 
 void kiq_txn_set_state(kiq_txn_t *t, kiq_txn_state_t state, int64_t now_ms)
@@ -191,8 +243,13 @@ void kiq_txn_set_state(kiq_txn_t *t, kiq_txn_state_t state, int64_t now_ms)
 void kiq_txn_fence(kiq_txn_t *t, int64_t now_ms)
 {
     /* up to 32767: the old producer is fenced even at the last epoch, and
-     * the next InitProducerId rotates to a new producer id */
-    if (t->producer_epoch < INT16_MAX) t->producer_epoch++;
+     * the next InitProducerId rotates to a new producer id. A v2
+     * transaction's abort bumps once more, as its every end does (Kafka's
+     * fence, then the end), so the old producer's epoch is not the one
+     * before the last bump, which would read as an end's retry. */
+    int bumps = t->client_version >= 2 ? 2 : 1;
+    for (int i = 0; i < bumps; i++)
+        if (t->producer_epoch < INT16_MAX) t->producer_epoch++;
     t->state = KIQ_TXN_PREPARE_ABORT;
     t->updated_ms = now_ms;
 }
@@ -200,6 +257,13 @@ void kiq_txn_fence(kiq_txn_t *t, int64_t now_ms)
 void kiq_txn_complete(kiq_txn_t *t, int64_t now_ms)
 {
     t->state = t->state == KIQ_TXN_PREPARE_COMMIT ? KIQ_TXN_COMPLETE_COMMIT : KIQ_TXN_COMPLETE_ABORT;
+    if (t->next_producer_id >= 0) {
+        t->previous_producer_id = t->producer_id;
+        t->producer_id = t->next_producer_id;
+        t->producer_epoch = 0;
+        t->last_epoch = -1;
+        t->next_producer_id = -1;
+    }
     clear_partitions(t);
     t->start_ms = -1;
     t->updated_ms = now_ms;

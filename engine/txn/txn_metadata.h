@@ -4,9 +4,11 @@
  * pure checks. Each check answers a request against the current state
  * with a Kafka error code and, when it may go ahead, what changes; the
  * coordinator applies the change to a copy, writes the copy to
- * __transaction_state, and only then makes it current and answers. These
- * are the rules of the original protocol (transaction version 0/1), the
- * one librdkafka speaks.
+ * __transaction_state, and only then makes it current and answers. The
+ * rules of the original protocol (transaction version 0/1, what librdkafka
+ * speaks) hold for every transaction; one ended with EndTxn v5
+ * (transactions v2, KIP-890 part 2) also has its epoch bumped at the end,
+ * and a retry of that end is told by the epoch before the bump.
  *
  * Thread safety: a kiq_txn_t is the coordinator's, under its lock; the
  * functions here touch nothing else. */
@@ -59,6 +61,13 @@ typedef struct kiq_txn {
     int npartitions, cap;
     int64_t start_ms;   /* when the transaction began; -1 between transactions */
     int64_t updated_ms; /* the last change */
+    /* the transaction version its producer speaks: 2 when the transaction
+     * was begun by a produce or TxnOffsetCommit adding its partition, or
+     * ended with EndTxn v5; 0 for AddPartitionsToTxn/AddOffsetsToTxn */
+    int16_t client_version;
+    /* a v2 end at the last epoch: the producer id it goes on with at epoch
+     * 0 once the markers are written; -1 */
+    int64_t next_producer_id;
 } kiq_txn_t;
 
 /* A new id's metadata: no producer yet (-1), Empty. 0 or -1 (memory). */
@@ -109,13 +118,27 @@ typedef enum kiq_txn_end_action {
 
 /* EndTxn (commit or abort): NONE with *action, INVALID_PRODUCER_ID_MAPPING,
  * PRODUCER_FENCED, CONCURRENT_TRANSACTIONS (the same end under way, or a
- * fence), INVALID_TXN_STATE (nothing to end, or the other end). */
-int16_t kiq_txn_check_end(const kiq_txn_t *t, int64_t producer_id, int16_t producer_epoch, bool commit,
+ * fence), INVALID_TXN_STATE (nothing to end, or the other end). v2: the
+ * transactions v2 rules (EndTxn v5): a retry comes at the epoch before the
+ * end's bump, and an abort with no transaction under way is one (it bumps
+ * the epoch). */
+int16_t kiq_txn_check_end(const kiq_txn_t *t, int64_t producer_id, int16_t producer_epoch, bool commit, bool v2,
                           kiq_txn_end_action_t *action);
-/* An ongoing transaction whose producer is replaced: the next epoch (the
- * old producer's requests are fenced from now on) and PrepareAbort. */
+/* Ongoing (or, v2, idle) → PrepareCommit/PrepareAbort. v2: the epoch is
+ * bumped (the markers carry the new one, fencing the producer's older
+ * requests); at the last epoch new_producer_id (taken by the caller when
+ * kiq_txn_end_needs_new_id) is the one to go on with. */
+void kiq_txn_prepare_end(kiq_txn_t *t, bool commit, bool v2, int64_t new_producer_id, int64_t now_ms);
+bool kiq_txn_end_needs_new_id(const kiq_txn_t *t);
+/* The producer id and epoch a v2 end answers (and its retries): the next
+ * producer id at epoch 0 when the epoch ran out, else the current ones. */
+void kiq_txn_end_answer(const kiq_txn_t *t, int64_t *producer_id, int16_t *producer_epoch);
+/* An ongoing transaction whose producer is replaced or whose time ran
+ * out: the next epoch (two for a v2 transaction; the old producer's
+ * requests are fenced from now on) and PrepareAbort. */
 void kiq_txn_fence(kiq_txn_t *t, int64_t now_ms);
-/* Prepare* → Complete*: the markers are written; no partitions, start -1. */
+/* Prepare* → Complete*: the markers are written; no partitions, start -1;
+ * a v2 end at the last epoch moves to its next producer id at epoch 0. */
 void kiq_txn_complete(kiq_txn_t *t, int64_t now_ms);
 void kiq_txn_set_state(kiq_txn_t *t, kiq_txn_state_t state, int64_t now_ms);
 

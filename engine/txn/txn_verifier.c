@@ -33,6 +33,7 @@ typedef struct question {
     int32_t partition;
     int64_t producer_id;
     int16_t producer_epoch;
+    bool add; /* transactions v2: the partition is to be added, not verified */
     uint64_t guard;
     enum question_state state;
     int16_t err;
@@ -95,15 +96,15 @@ static void prune(kiq_txn_verifier_t *v, int64_t now)
 }
 
 static bool same(const question_t *q, kiq_str_t id, int64_t producer_id, int16_t producer_epoch, const char *topic,
-                 int32_t partition, uint64_t guard)
+                 int32_t partition, bool add, uint64_t guard)
 {
-    return q->guard == guard && q->producer_id == producer_id && q->producer_epoch == producer_epoch &&
+    return q->guard == guard && q->producer_id == producer_id && q->producer_epoch == producer_epoch && q->add == add &&
            q->partition == partition && strcmp(q->topic, topic) == 0 && q->txn_id_len == (size_t)id.len &&
            memcmp(q->txn_id, id.p, (size_t)id.len) == 0;
 }
 
 int kiq_txn_verifier_ask(kiq_txn_verifier_t *v, kiq_str_t id, int64_t producer_id, int16_t producer_epoch,
-                         const char *topic, int32_t partition, uint64_t guard, int16_t *err)
+                         const char *topic, int32_t partition, bool add, uint64_t guard, int16_t *err)
 {
     if (!id.p || id.len <= 0) {
         *err = KIQ_ERR_INVALID_REQUEST;
@@ -119,7 +120,7 @@ int kiq_txn_verifier_ask(kiq_txn_verifier_t *v, kiq_str_t id, int64_t producer_i
     }
     for (int i = 0; i < v->n; i++) {
         question_t *q = &v->qs[i];
-        if (!same(q, id, producer_id, producer_epoch, topic, partition, guard)) continue;
+        if (!same(q, id, producer_id, producer_epoch, topic, partition, add, guard)) continue;
         if (q->state == ANSWERED) {
             *err = q->err;
             if (q->err) kiq_error_set("its coordinator answered error %d", q->err);
@@ -147,8 +148,8 @@ int kiq_txn_verifier_ask(kiq_txn_verifier_t *v, kiq_str_t id, int64_t producer_i
     memcpy(mem, id.p, (size_t)id.len);
     mem[id.len] = '\0';
     memcpy(mem + id.len + 1, topic, tlen + 1);
-    v->qs[v->n++] = (question_t){mem, (size_t)id.len, mem + id.len + 1, partition, producer_id, producer_epoch, guard,
-                                 QUEUED, 0, 0};
+    v->qs[v->n++] = (question_t){mem, (size_t)id.len, mem + id.len + 1, partition, producer_id, producer_epoch, add,
+                                 guard, QUEUED, 0, 0};
     if (v->worker) kiq_worker_poke(v->worker);
     rc = 0;
     goto out;
@@ -188,8 +189,8 @@ static int32_t coordinator_of(kiq_txn_verifier_t *v, job_t *j)
     return -1;
 }
 
-/* One AddPartitionsToTxn v4 (verify_only) to broker `to` for the jobs at
- * idx[0..k); each gets its partition's answer. */
+/* One AddPartitionsToTxn v4 to broker `to` for the jobs at idx[0..k)
+ * (verify_only unless the job adds); each gets its partition's answer. */
 static void ask_coordinator(kiq_txn_verifier_t *v, int32_t to, job_t *jobs, const int *idx, int k)
 {
     kiq_peer_channel_t *line = kiq_broker_peers_line(v->peers, to);
@@ -214,7 +215,7 @@ static void ask_coordinator(kiq_txn_verifier_t *v, int32_t to, job_t *jobs, cons
             t->transactional_id = (kiq_str_t){q->txn_id, (int32_t)q->txn_id_len};
             t->producer_id = q->producer_id;
             t->producer_epoch = q->producer_epoch;
-            t->verify_only = true;
+            t->verify_only = !q->add;
             t->topics_n = 1;
             t->topics = kiq_arena_calloc(&a, 1, sizeof *t->topics);
             kiq_add_partitions_to_txn_request_transactions_topics_init(t->topics);
@@ -295,7 +296,8 @@ static void store_answers(kiq_txn_verifier_t *v, const job_t *jobs, int n)
         kiq_str_t id = {jq->txn_id, (int32_t)jq->txn_id_len};
         for (int x = 0; x < v->n; x++) {
             question_t *q = &v->qs[x];
-            if (q->state != SENT || !same(q, id, jq->producer_id, jq->producer_epoch, jq->topic, jq->partition, jq->guard))
+            if (q->state != SENT ||
+                !same(q, id, jq->producer_id, jq->producer_epoch, jq->topic, jq->partition, jq->add, jq->guard))
                 continue;
             q->state = ANSWERED;
             q->err = jobs[i].err;

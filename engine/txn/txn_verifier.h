@@ -3,7 +3,8 @@
  * go into a partition led here, the transaction's coordinator is asked,
  * with AddPartitionsToTxn v4 verify_only, whether the partition is in the
  * producer's ongoing transaction. A late or stray produce then cannot
- * start a transaction nobody will end.
+ * start a transaction nobody will end. Under transactions v2 (a produce
+ * v12) the same request without verify_only has the partition added.
  *
  * A question is keyed by the log's verification guard
  * (kiq_partition_log_txn_guard) with the producer, epoch and partition;
@@ -17,6 +18,7 @@
 #ifndef KIQ_TXN_TXN_VERIFIER_H
 #define KIQ_TXN_TXN_VERIFIER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "controller/metadata_cache.h"
@@ -43,11 +45,11 @@ void kiq_txn_verifier_free(kiq_txn_verifier_t *v);
 
 /* Any thread: whether partition `partition` of topic is in transactional
  * id's ongoing transaction of producer_id at producer_epoch, asked under
- * guard. 1 with the coordinator's error code in *err when the answer is in
+ * guard; add (transactions v2): the coordinator adds it instead. 1 with the coordinator's error code in *err when the answer is in
  * (NONE, INVALID_TXN_STATE, PRODUCER_FENCED, ..., COORDINATOR_NOT_AVAILABLE
  * when it could not be asked, the reason in the error slot); 0 when it is
  * not yet: the partition's waiters are notified when it is. */
 int kiq_txn_verifier_ask(kiq_txn_verifier_t *v, kiq_str_t id, int64_t producer_id, int16_t producer_epoch,
-                         const char *topic, int32_t partition, uint64_t guard, int16_t *err);
+                         const char *topic, int32_t partition, bool add, uint64_t guard, int16_t *err);
 
 #endif

@@ -107,7 +107,7 @@ describe("connection", function()
       { client_id = "spec", connect_timeout_ms = 2000, request_timeout_ms = 5000 }))
     local ours = {}
     for _, a in ipairs(core.apis()) do ours[a.key] = a end
-    assert.equals(math.min(ours[0].max_version, 11), c:version(0))
+    assert.equals(math.min(ours[0].max_version, 12), c:version(0))
     assert.equals(math.min(ours[1].max_version, 17), c:version(1))
     assert.equals(math.min(ours[3].max_version, 13), c:version(3))
     assert.equals(4, c:version(18))

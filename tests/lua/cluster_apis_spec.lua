@@ -128,7 +128,7 @@ describe("cluster APIs", function()
     local batch = assert(core.build_batch { records = { { key = "k", value = "v" } } })
     local r, v = assert(conn:request(PRODUCE, { acks = 1, timeout_ms = 5000, topic_data = {
       { name = "cg", partition_data = { { index = 0, records = batch } } } } }))
-    assert.are.equal(11, v)
+    assert.are.equal(12, v)
     local pr = r.responses[1].partition_responses[1]
     assert.are.equal(6, pr.error_code)
     assert.are.same({ leader, c:partition("cg", 0).leader_epoch },

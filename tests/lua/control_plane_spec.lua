@@ -24,7 +24,7 @@ describe("control-plane listener", function()
     local c, d = open(cp), open(b.port)
     assert.are.equal(4, c:version(18))
     assert.is_nil(c:version(0)) -- no Produce on the control plane
-    assert.are.equal(11, d:version(0))
+    assert.are.equal(12, d:version(0))
     local md = assert(c:request(3, { topics = {} }))
     assert.are.equal(b.port, md.brokers[1].port)
     c:close()

@@ -74,7 +74,7 @@ describe("Kafka 3.9 APIs on one broker", function()
     local resp = assert(c:request(API_VERSIONS, { client_software_name = "spec", client_software_version = "1" }))
     local by = {}
     for _, k in ipairs(resp.api_keys) do by[k.api_key] = k end
-    assert.are.same({ 0, 11 }, { by[PRODUCE].min_version, by[PRODUCE].max_version })
+    assert.are.same({ 0, 12 }, { by[PRODUCE].min_version, by[PRODUCE].max_version })
     assert.are.same({ 4, 17 }, { by[FETCH].min_version, by[FETCH].max_version })
     assert.are.same({ 2, 9 }, { by[OFFSET_COMMIT].min_version, by[OFFSET_COMMIT].max_version })
     assert.are.same({ 0, 13 }, { by[METADATA].min_version, by[METADATA].max_version })

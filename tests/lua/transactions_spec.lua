@@ -23,6 +23,7 @@ local INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_T
 local CONCURRENT_TRANSACTIONS, OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, TRANSACTIONAL_ID_NOT_FOUND = 51, 55, 90, 105
 local END_TXN, WRITE_TXN_MARKERS, TXN_OFFSET_COMMIT, OFFSET_FETCH = 26, 27, 28, 9
 local INVALID_TXN_STATE, CLUSTER_AUTHORIZATION_FAILED, UNSTABLE_OFFSET_COMMIT = 48, 31, 88
+local TRANSACTION_ABORTABLE = 120
 
 local function open(b)
   return assert(connection.open("127.0.0.1", b.port, { client_id = "transactions-spec", request_timeout_ms = 15000 }))
@@ -413,15 +414,17 @@ describe("a transactional id on one broker", function()
     a:close()
     local _, pid, epoch = init(c, "tx-v")
     assert.are.same({ ["tx-v"] = { [0] = NONE } }, add(c, "tx-v", pid, epoch, { ["tx-v"] = { 0 } }))
-    local function produce(partition, seq, id)
+    local function produce(partition, seq, version)
       local batch = assert(core.build_batch { producer_id = pid, producer_epoch = epoch, base_sequence = seq,
         transactional = true, records = { { key = "k", value = "v" } } })
-      local r = assert(c:request(0, { transactional_id = id or "tx-v", acks = -1, timeout_ms = 5000,
-        topic_data = { { name = "tx-v", partition_data = { { index = partition, records = batch } } } } }))
+      local r = assert(c:request(0, { transactional_id = "tx-v", acks = -1, timeout_ms = 5000,
+        topic_data = { { name = "tx-v", partition_data = { { index = partition, records = batch } } } } },
+        { version = version or 10 })) -- v12 adds the partition (transactions v2)
       return r.responses[1].partition_responses[1].error_code
     end
-    -- partition 1 was never added: refused, nothing written
+    -- partition 1 was never added: refused, nothing written (v11+: abortable, as Kafka answers)
     assert.are.equal(INVALID_TXN_STATE, produce(1, 0))
+    assert.are.equal(TRANSACTION_ABORTABLE, produce(1, 0, 11))
     assert.are.equal(0, b:state().topics["tx-v"].partitions[1].log_end_offset)
     assert.are.equal(NONE, produce(0, 0))
     assert.are.equal(1, b:state().topics["tx-v"].partitions[0].log_end_offset)
@@ -445,6 +448,75 @@ describe("a transactional id on one broker", function()
       { version = 4 }))
     assert.are.equal(NONE, r.results_by_transaction[1].topic_results[1].results_by_partition[1].partition_error_code)
     assert.are.equal(NONE, produce(1, 0))
+  end)
+
+  it("runs transactions v2: Produce v12 and TxnOffsetCommit v5 add their partitions, EndTxn v5 bumps the epoch",
+    function()
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "tx-v2", partitions = 2 } })
+    a:close()
+    local _, pid, epoch = init(c, "tx-v2")
+    assert.are.equal(0, epoch)
+    local seqs = {}
+    local function produce(partition, ep, version)
+      local seq = seqs[ep .. ":" .. partition] or 0
+      local batch = assert(core.build_batch { producer_id = pid, producer_epoch = ep, base_sequence = seq,
+        transactional = true, records = { { key = "k", value = "v" } } })
+      local r = assert(c:request(0, { transactional_id = "tx-v2", acks = -1, timeout_ms = 5000,
+        topic_data = { { name = "tx-v2", partition_data = { { index = partition, records = batch } } } } },
+        { version = version or 12 }))
+      local err = r.responses[1].partition_responses[1].error_code
+      if err == NONE then seqs[ep .. ":" .. partition] = seq + 1 end
+      return err
+    end
+    local function end_txn(ep, commit, version, id)
+      local r = assert(c:request(END_TXN, { transactional_id = "tx-v2", producer_id = id or pid, producer_epoch = ep,
+        committed = commit }, { version = version or 5 }))
+      return { r.error_code, r.producer_id, r.producer_epoch }
+    end
+    local function leo(p) return b:state().topics["tx-v2"].partitions[p].log_end_offset end
+    local function state() return describe_txn(c, "tx-v2").transaction_state end
+    -- partition 1 was never added: a produce v12 adds it and begins the transaction
+    assert.are.equal(NONE, produce(1, 0))
+    assert.are.equal(1, leo(1))
+    local st, parts = describe_txn(c, "tx-v2")
+    assert.are.same({ "Ongoing", { "tx-v2-1" } }, { st.transaction_state, parts })
+    -- a TxnOffsetCommit v5 adds the group's partition, no AddOffsetsToTxn first
+    assert.are.equal(NONE, assert(c:request(FIND_COORDINATOR, { key_type = 0, key = "tx-v2-group" },
+      { version = 1 })).error_code)
+    local r = assert(c:request(TXN_OFFSET_COMMIT, { transactional_id = "tx-v2", group_id = "tx-v2-group",
+      producer_id = pid, producer_epoch = 0, topics = { { name = "tx-v2", partitions = {
+        { partition_index = 1, committed_offset = 42, committed_metadata = "" } } } } }, { version = 5 }))
+    assert.are.equal(NONE, r.topics[1].partitions[1].error_code)
+    local offsets = "__consumer_offsets-" .. partition_of("tx-v2-group", b:state().topics.__consumer_offsets.partition_count)
+    assert.are.same({ offsets, "tx-v2-1" }, select(2, describe_txn(c, "tx-v2")))
+    -- the commit answers the next epoch; its retry (at the epoch before) the same
+    assert.are.same({ NONE, pid, 1 }, end_txn(0, true))
+    assert.is_true(wait_for(function() return state() == "CompleteCommit" end))
+    assert.are.same({ NONE, pid, 1 }, end_txn(0, true))
+    assert.are.same({ INVALID_TXN_STATE, -1, -1 }, end_txn(0, false))
+    -- the marker carries epoch 1: a produce at the old epoch is fenced, nothing written
+    assert.are.equal(2, leo(1))
+    assert.are.equal(INVALID_PRODUCER_EPOCH, produce(1, 0))
+    assert.are.equal(2, leo(1))
+    local rr = assert(c:request(OFFSET_FETCH, { group_id = "tx-v2-group", topics = { { name = "tx-v2",
+      partition_indexes = { 1 } } }, require_stable = true }, { version = 7 }))
+    assert.are.same({ NONE, 42 }, { rr.topics[1].partitions[1].error_code, rr.topics[1].partitions[1].committed_offset })
+    -- the next transaction at epoch 1, aborted: epoch 2
+    assert.are.equal(NONE, produce(0, 1))
+    assert.are.same({ NONE, pid, 2 }, end_txn(1, false))
+    assert.is_true(wait_for(function() return state() == "CompleteAbort" end))
+    assert.are.same({ 2, 1 }, { leo(0), b:state().topics["tx-v2"].partitions[0].aborted_transactions })
+    -- committing nothing is refused; aborting nothing bumps the epoch
+    assert.are.same({ INVALID_TXN_STATE, -1, -1 }, end_txn(2, true))
+    assert.are.same({ NONE, pid, 3 }, end_txn(2, false))
+    assert.is_true(wait_for(function() return state() == "CompleteAbort" end))
+    assert.are.same({ PRODUCER_FENCED, -1, -1 }, end_txn(1, false))
+    -- under v1 rules (EndTxn v4) the same abort at epoch 3 reads as a retry, and bumps nothing
+    assert.are.same({ NONE }, end_txn(3, false, 4))
+    assert.are.same({ NONE, pid, 4 }, end_txn(3, false))
+    -- a produce v11 does not add a partition
+    assert.are.equal(TRANSACTION_ABORTABLE, produce(0, 4, 11))
   end)
 
   it("refuses transaction markers from clients", function()
@@ -671,11 +743,12 @@ describe("a transactional id in a cluster of three", function()
     local err, pid, epoch = init(conns[coord], "tx-cv")
     assert.are.equal(NONE, err)
     local function leo() return cl:broker(leader):state().topics["tx-cv"].partitions[q].log_end_offset end
-    local function produce(seq, ep)
+    local function produce(seq, ep, version, partition)
       local batch = assert(core.build_batch { producer_id = pid, producer_epoch = ep or epoch, base_sequence = seq,
         transactional = true, records = { { key = "k", value = "v" .. seq } } })
       local resp = assert(conns[leader]:request(0, { transactional_id = "tx-cv", acks = -1, timeout_ms = 5000,
-        topic_data = { { name = "tx-cv", partition_data = { { index = q, records = batch } } } } }))
+        topic_data = { { name = "tx-cv", partition_data = { { index = partition or q, records = batch } } } } },
+        { version = version or 10 }))
       return resp.responses[1].partition_responses[1].error_code
     end
     -- not in the transaction at its coordinator: refused, nothing written
@@ -698,6 +771,31 @@ describe("a transactional id in a cluster of three", function()
     -- a late produce of the ended transaction cannot start another
     assert.are.equal(INVALID_TXN_STATE, produce(2))
     assert.are.equal(3, leo())
+    -- transactions v2: the leader has the coordinator add the partition
+    -- (AddPartitionsToTxn v4 without verify_only); EndTxn v5 bumps the epoch
+    assert.are.equal(NONE, produce(2, epoch, 12))
+    assert.are.equal(4, leo())
+    assert.are.same({ "tx-cv-" .. q }, select(2, describe_txn(conns[coord], "tx-cv")))
+    r = assert(conns[coord]:request(END_TXN, { transactional_id = "tx-cv", producer_id = pid, producer_epoch = epoch,
+      committed = false }, { version = 5 }))
+    assert.are.same({ NONE, pid, epoch + 1 }, { r.error_code, r.producer_id, r.producer_epoch })
+    assert(kiq.wait_for(function() return cl:broker(leader):state().topics["tx-cv"].partitions[q].log_end_offset == 5 end,
+      10000, "the abort marker at the leader"))
+    -- the old epoch is fenced there by the marker's
+    assert.are.equal(INVALID_PRODUCER_EPOCH, produce(3, epoch, 12))
+    assert.are.equal(5, leo())
+    -- a partition the coordinator leads: it adds the partition itself, answering once its state is replicated
+    local own
+    for i = 0, 5 do if cl:partition("tx-cv", i).leader == coord then own = i end end
+    assert.is_not_nil(own, "the coordinator leads none of the six")
+    local batch = assert(core.build_batch { producer_id = pid, producer_epoch = epoch + 1, base_sequence = 0,
+      transactional = true, records = { { key = "k", value = "own" } } })
+    local resp = assert(conns[coord]:request(0, { transactional_id = "tx-cv", acks = -1, timeout_ms = 5000,
+      topic_data = { { name = "tx-cv", partition_data = { { index = own, records = batch } } } } }, { version = 12 }))
+    assert.are.equal(NONE, resp.responses[1].partition_responses[1].error_code)
+    assert.are.same({ "tx-cv-" .. own }, select(2, describe_txn(conns[coord], "tx-cv")))
+    local st = cl:broker(coord):state().topics.__transaction_state.partitions[0]
+    assert.are.equal(st.log_end_offset, st.high_watermark)
     for id = 0, 2 do conns[id]:close() end
     cl:stop()
   end)

@@ -83,7 +83,7 @@ static void test_negotiates_versions(void **state)
     assert_true(kiq_client_alive(c));
     assert_int_equal(kiq_client_version(c, KIQ_API_API_VERSIONS), 4);
     assert_int_equal(kiq_client_version(c, KIQ_API_METADATA), 13);
-    assert_int_equal(kiq_client_version(c, KIQ_API_PRODUCE), 11);
+    assert_int_equal(kiq_client_version(c, KIQ_API_PRODUCE), 12);
     assert_int_equal(kiq_client_version(c, KIQ_API_FETCH), 17);
     /* declared in our codec, but this broker does not serve (so not offer) it */
     assert_non_null(kiq_api_codec(KIQ_API_LEADER_AND_ISR));

@@ -157,17 +157,17 @@ static void test_end_txn_table(void **state)
     kiq_txn_end_action_t act;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         kiq_txn_t t = made(table[i].state, 7, 3);
-        assert_int_equal(kiq_txn_check_end(&t, 7, 3, true, &act), table[i].commit);
+        assert_int_equal(kiq_txn_check_end(&t, 7, 3, true, false, &act), table[i].commit);
         if (table[i].state == KIQ_TXN_ONGOING) assert_int_equal(act, KIQ_TXN_END_PREPARE);
         if (table[i].state == KIQ_TXN_COMPLETE_COMMIT) assert_int_equal(act, KIQ_TXN_END_DONE);
-        assert_int_equal(kiq_txn_check_end(&t, 7, 3, false, &act), table[i].abort);
+        assert_int_equal(kiq_txn_check_end(&t, 7, 3, false, false, &act), table[i].abort);
         if (table[i].state == KIQ_TXN_COMPLETE_ABORT) assert_int_equal(act, KIQ_TXN_END_DONE);
         /* a stranger and a zombie first */
-        assert_int_equal(kiq_txn_check_end(&t, 8, 3, true, &act), KIQ_ERR_INVALID_PRODUCER_ID_MAPPING);
-        assert_int_equal(kiq_txn_check_end(&t, 7, 2, true, &act), KIQ_ERR_PRODUCER_FENCED);
+        assert_int_equal(kiq_txn_check_end(&t, 8, 3, true, false, &act), KIQ_ERR_INVALID_PRODUCER_ID_MAPPING);
+        assert_int_equal(kiq_txn_check_end(&t, 7, 2, true, false, &act), KIQ_ERR_PRODUCER_FENCED);
         kiq_txn_free(&t);
     }
-    assert_int_equal(kiq_txn_check_end(NULL, 7, 3, true, &act), KIQ_ERR_INVALID_PRODUCER_ID_MAPPING);
+    assert_int_equal(kiq_txn_check_end(NULL, 7, 3, true, false, &act), KIQ_ERR_INVALID_PRODUCER_ID_MAPPING);
     kiq_txn_t t = made(KIQ_TXN_ONGOING, 7, 3);
     assert_int_equal(kiq_txn_add_partition(&t, "a", 0), 0);
     t.start_ms = 10;
@@ -184,7 +184,7 @@ static void test_end_txn_table(void **state)
     kiq_txn_fence(&t, 40);
     assert_int_equal(t.producer_epoch, 4);
     assert_int_equal(t.state, KIQ_TXN_PREPARE_ABORT);
-    assert_int_equal(kiq_txn_check_end(&t, 7, 3, false, &act), KIQ_ERR_PRODUCER_FENCED);
+    assert_int_equal(kiq_txn_check_end(&t, 7, 3, false, false, &act), KIQ_ERR_PRODUCER_FENCED);
     kiq_txn_complete(&t, 50);
     assert_int_equal(t.state, KIQ_TXN_COMPLETE_ABORT);
     /* even at the last epoch the old producer is fenced; then a new id */
@@ -198,6 +198,85 @@ static void test_end_txn_table(void **state)
     const int32_t p0[] = {0};
     bool there;
     assert_int_equal(kiq_txn_check_add(&t, 7, INT16_MAX, 1, topic, p0, &there), KIQ_ERR_INVALID_PRODUCER_ID_MAPPING);
+    kiq_txn_free(&t);
+}
+
+/* Transactions v2 (EndTxn v5): each end bumps the epoch, a retry comes at
+ * the epoch before it, an abort with nothing under way is allowed, and the
+ * last epoch moves to a new producer id once the markers are written. */
+static void test_end_txn_v2(void **state)
+{
+    (void)state;
+    kiq_txn_end_action_t act;
+    kiq_txn_t t = made(KIQ_TXN_ONGOING, 7, 3);
+    assert_int_equal(kiq_txn_check_end(&t, 7, 3, true, true, &act), KIQ_ERR_NONE);
+    assert_int_equal(act, KIQ_TXN_END_PREPARE);
+    kiq_txn_prepare_end(&t, true, true, -1, 10);
+    assert_int_equal(t.state, KIQ_TXN_PREPARE_COMMIT);
+    assert_int_equal(t.producer_epoch, 4);
+    assert_int_equal(t.client_version, 2);
+    int64_t pid;
+    int16_t epoch;
+    kiq_txn_end_answer(&t, &pid, &epoch);
+    assert_true(pid == 7 && epoch == 4);
+    /* the retry while the markers are written (the other end is not one), then after */
+    assert_int_equal(kiq_txn_check_end(&t, 7, 3, true, true, &act), KIQ_ERR_CONCURRENT_TRANSACTIONS);
+    assert_int_equal(kiq_txn_check_end(&t, 7, 3, false, true, &act), KIQ_ERR_INVALID_TXN_STATE);
+    /* the next transaction's end (at the new epoch) waits for the markers */
+    assert_int_equal(kiq_txn_check_end(&t, 7, 4, false, true, &act), KIQ_ERR_CONCURRENT_TRANSACTIONS);
+    kiq_txn_complete(&t, 20);
+    assert_int_equal(kiq_txn_check_end(&t, 7, 3, true, true, &act), KIQ_ERR_NONE);
+    assert_int_equal(act, KIQ_TXN_END_DONE);
+    assert_int_equal(kiq_txn_check_end(&t, 7, 3, false, true, &act), KIQ_ERR_INVALID_TXN_STATE);
+    /* at the new epoch: committing nothing is refused, aborting nothing bumps */
+    assert_int_equal(kiq_txn_check_end(&t, 7, 4, true, true, &act), KIQ_ERR_INVALID_TXN_STATE);
+    assert_int_equal(kiq_txn_check_end(&t, 7, 4, false, true, &act), KIQ_ERR_NONE);
+    assert_int_equal(act, KIQ_TXN_END_PREPARE);
+    /* an epoch older than the one before the bump is fenced */
+    assert_int_equal(kiq_txn_check_end(&t, 7, 2, true, true, &act), KIQ_ERR_PRODUCER_FENCED);
+    kiq_txn_free(&t);
+    t = made(KIQ_TXN_EMPTY, 7, 0);
+    assert_int_equal(kiq_txn_check_end(&t, 7, 0, false, true, &act), KIQ_ERR_NONE);
+    assert_int_equal(kiq_txn_check_end(&t, 7, 0, false, false, &act), KIQ_ERR_INVALID_TXN_STATE);
+    kiq_txn_free(&t);
+    /* the last epoch: the markers carry 32767, then a new id at epoch 0 */
+    t = made(KIQ_TXN_ONGOING, 7, KIQ_TXN_LAST_EPOCH);
+    assert_true(kiq_txn_end_needs_new_id(&t));
+    kiq_txn_prepare_end(&t, false, true, 99, 30);
+    assert_int_equal(t.producer_epoch, INT16_MAX);
+    assert_int_equal(t.producer_id, 7);
+    kiq_txn_end_answer(&t, &pid, &epoch);
+    assert_true(pid == 99 && epoch == 0);
+    /* the new id's next transaction waits for the markers; the retry too */
+    const char *topic[] = {"a"};
+    const int32_t p0[] = {0};
+    bool there;
+    assert_int_equal(kiq_txn_check_add(&t, 99, 0, 1, topic, p0, &there), KIQ_ERR_CONCURRENT_TRANSACTIONS);
+    assert_int_equal(kiq_txn_check_end(&t, 7, KIQ_TXN_LAST_EPOCH, false, true, &act), KIQ_ERR_CONCURRENT_TRANSACTIONS);
+    kiq_txn_complete(&t, 40);
+    assert_true(t.producer_id == 99 && t.producer_epoch == 0 && t.previous_producer_id == 7 && t.next_producer_id == -1);
+    /* the retry at the old id and epoch is still recognised */
+    assert_int_equal(kiq_txn_check_end(&t, 7, KIQ_TXN_LAST_EPOCH, false, true, &act), KIQ_ERR_NONE);
+    assert_int_equal(act, KIQ_TXN_END_DONE);
+    assert_int_equal(kiq_txn_check_end(&t, 7, KIQ_TXN_LAST_EPOCH, false, false, &act),
+                     KIQ_ERR_INVALID_PRODUCER_ID_MAPPING);
+    kiq_txn_free(&t);
+    /* a v2 transaction fenced (a new producer, its timeout) moves two epochs
+     * on, so the old producer's abort is not taken for an end's retry */
+    t = made(KIQ_TXN_ONGOING, 7, 3);
+    t.client_version = 2;
+    kiq_txn_fence(&t, 45);
+    assert_int_equal(t.producer_epoch, 5);
+    kiq_txn_complete(&t, 46);
+    assert_int_equal(kiq_txn_check_end(&t, 7, 3, false, true, &act), KIQ_ERR_PRODUCER_FENCED);
+    /* nothing ended at the epoch before an InitProducerId's bump */
+    t.state = KIQ_TXN_EMPTY;
+    assert_int_equal(kiq_txn_check_end(&t, 7, 4, false, true, &act), KIQ_ERR_PRODUCER_FENCED);
+    kiq_txn_free(&t);
+    /* v0/v1 ends keep the epoch */
+    t = made(KIQ_TXN_ONGOING, 7, 3);
+    kiq_txn_prepare_end(&t, true, false, -1, 50);
+    assert_true(t.producer_epoch == 3 && t.client_version == 0 && t.state == KIQ_TXN_PREPARE_COMMIT);
     kiq_txn_free(&t);
 }
 
@@ -237,6 +316,8 @@ static void test_log_round_trip(void **state)
     b.id = strdup("t2");
     b.start_ms = 1500;
     b.previous_producer_id = 3;
+    b.client_version = 2;
+    b.next_producer_id = 13;
     assert_int_equal(kiq_txn_add_partition(&b, "orders", 2), 0);
     assert_int_equal(kiq_txn_add_partition(&b, "payments", 0), 0);
     assert_int_equal(kiq_txn_add_partition(&b, "orders", 5), 0);
@@ -263,6 +344,10 @@ static void test_log_round_trip(void **state)
     assert_int_equal(s.txn[1].producer_id, 12);
     assert_int_equal(s.txn[1].producer_epoch, 4);
     assert_int_equal(s.txn[1].previous_producer_id, 3);
+    assert_int_equal(s.txn[1].client_version, 2);
+    assert_int_equal(s.txn[1].next_producer_id, 13);
+    assert_int_equal(s.txn[0].client_version, 0);
+    assert_int_equal(s.txn[0].next_producer_id, -1);
     assert_int_equal(s.txn[1].timeout_ms, 60000);
     assert_int_equal(s.txn[1].state, KIQ_TXN_ONGOING);
     assert_int_equal(s.txn[1].start_ms, 1500);
@@ -286,6 +371,7 @@ int main(void)
         cmocka_unit_test(test_init_producer_id_rules),
         cmocka_unit_test(test_add_partitions_rules),
         cmocka_unit_test(test_end_txn_table),
+        cmocka_unit_test(test_end_txn_v2),
         cmocka_unit_test(test_log_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

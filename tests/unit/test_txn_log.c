@@ -170,25 +170,26 @@ static void test_markers_are_checked(void **state)
 
 /* KIP-890's verification guard: a transaction's first records here need
  * the guard taken before its coordinator was asked to still hold; its
- * marker ends it, and so does its first append. */
+ * marker ends it (under v2, a marker newer than the produce's epoch), and
+ * so does its first append. */
 static void test_verification_guards(void **state)
 {
     kiq_test_log_dir_t *f = *state;
     kiq_partition_log_t *l = kiq_partition_log_open(f->dir, &f->cfg);
     assert_non_null(l);
     bool ongoing = true;
-    uint64_t g = kiq_partition_log_txn_guard(l, 7, 0, &ongoing);
+    uint64_t g = kiq_partition_log_txn_guard(l, 7, 0, false, &ongoing);
     assert_false(ongoing);
     assert_true(g != 0);
-    assert_int_equal(kiq_partition_log_txn_guard(l, 7, 0, &ongoing), g); /* the standing one */
+    assert_int_equal(kiq_partition_log_txn_guard(l, 7, 0, false, &ongoing), g); /* the standing one */
     /* the transaction ended while its coordinator was asked: refused, nothing written */
     assert_int_equal(marker(l, 7, 0, 0, false), 0);
     assert_int_equal(append_guarded(l, 1, 7, 0, 0, "late", g), KIQ_ERR_INVALID_TXN_STATE);
     assert_int_equal(kiq_partition_log_end_offset(l), 1);
     /* a guard that holds lets the first records in, and ends there */
-    g = kiq_partition_log_txn_guard(l, 7, 0, &ongoing);
+    g = kiq_partition_log_txn_guard(l, 7, 0, false, &ongoing);
     assert_int_equal(append_guarded(l, 1, 7, 0, 0, "v", g), 0);
-    assert_int_equal(kiq_partition_log_txn_guard(l, 7, 0, &ongoing) == g, false);
+    assert_int_equal(kiq_partition_log_txn_guard(l, 7, 0, false, &ongoing) == g, false);
     assert_true(ongoing);
     /* under way, the next records need no standing guard */
     assert_int_equal(append_guarded(l, 1, 7, 0, 1, "v", g), 0);
@@ -196,14 +197,27 @@ static void test_verification_guards(void **state)
     /* after the commit, a late batch with the old guard cannot start another */
     assert_int_equal(append_guarded(l, 1, 7, 0, 2, "v", g), KIQ_ERR_INVALID_TXN_STATE);
     /* a refusal ends only the guard it names */
-    uint64_t g2 = kiq_partition_log_txn_guard(l, 7, 0, &ongoing);
+    uint64_t g2 = kiq_partition_log_txn_guard(l, 7, 0, false, &ongoing);
     kiq_partition_log_txn_guard_end(l, 7, g);
-    assert_int_equal(kiq_partition_log_txn_guard(l, 7, 0, &ongoing), g2);
+    assert_int_equal(kiq_partition_log_txn_guard(l, 7, 0, false, &ongoing), g2);
     kiq_partition_log_txn_guard_end(l, 7, g2);
-    assert_true(kiq_partition_log_txn_guard(l, 7, 0, &ongoing) != g2);
+    assert_true(kiq_partition_log_txn_guard(l, 7, 0, false, &ongoing) != g2);
     /* other producers and appends without a guard are not concerned */
     assert_int_equal(append_txn(l, 1, 8, 0, 0), 0);
     assert_int_equal(kiq_partition_log_end_offset(l), 5);
+    /* transactions v2: the next transaction (epoch 1) asks while the last
+     * one's marker, at the epoch its end bumped to, is still to come: that
+     * marker leaves the guard standing, a later one ends it */
+    assert_int_equal(append_txn(l, 1, 9, 0, 0), 0);
+    g = kiq_partition_log_txn_guard(l, 9, 1, true, &ongoing);
+    assert_false(ongoing);
+    assert_int_equal(marker(l, 9, 1, 0, true), 0);
+    assert_int_equal(append_guarded(l, 1, 9, 1, 0, "next", g), 0);
+    assert_int_equal(marker(l, 9, 2, 0, true), 0);
+    g = kiq_partition_log_txn_guard(l, 9, 2, true, &ongoing);
+    assert_int_equal(marker(l, 9, 3, 0, false), 0);
+    assert_int_equal(append_guarded(l, 1, 9, 2, 0, "late", g), KIQ_ERR_INVALID_TXN_STATE);
+    assert_int_equal(kiq_partition_log_end_offset(l), 10);
     kiq_partition_log_free(l);
 }
 

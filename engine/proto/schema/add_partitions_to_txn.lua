@@ -3,12 +3,13 @@
 -- (librdkafka sends v0); v4 is the brokers' (KIP-890 part 1): several
 -- transactions at once, and verify_only, a partition leader asking whether
 -- a partition is in a transaction before it takes that transaction's
--- first records there. (v5, transaction version 2, is not served.) v2
--- adds PRODUCER_FENCED; v3+ is flexible.
+-- first records there; without verify_only (transactions v2) the leader
+-- has the partition added for a produce v12. v2 adds PRODUCER_FENCED; v3+
+-- is flexible; v5 only adds TRANSACTION_ABORTABLE.
 
 return {
   key = 24, name = "AddPartitionsToTxn",
-  versions = "0-4",
+  versions = "0-5",
   flexible = "3+",
   request = {
     { "v3_and_below_transactional_id", "string", v = "0-3" },

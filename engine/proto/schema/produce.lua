@@ -2,12 +2,15 @@
 -- range (older versions carry the legacy message sets, which are not
 -- stored); v9 is the first flexible version. v10 adds the new leader's
 -- whereabouts to NOT_LEADER_OR_FOLLOWER answers (KIP-951); v11 only says
--- the client understands TRANSACTION_ABORTABLE. Advertised from 0 (as
+-- the client understands TRANSACTION_ABORTABLE; v12 is v11 whose
+-- transactional records add their partition to the transaction (KIP-890
+-- part 2, transactions v2) instead of needing AddPartitionsToTxn first.
+-- Advertised from 0 (as
 -- Kafka 4.0 does), served from 3: see api/api_table.c.
 
 return {
   key = 0, name = "Produce",
-  versions = "3-11",
+  versions = "3-12",
   flexible = "9+",
   request = {
     { "transactional_id", "string", v = "3+", null = "3+", default = "null" },

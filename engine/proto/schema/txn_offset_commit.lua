@@ -2,11 +2,13 @@
 -- inside its transaction (send_offsets_to_transaction); they stay pending
 -- until the transaction's marker reaches the group's __consumer_offsets
 -- partition. v2 adds the committed leader epoch; v3+ is flexible and
--- carries the group member (KIP-447), checked like OffsetCommit's.
+-- carries the group member (KIP-447), checked like OffsetCommit's; v4 only
+-- adds TRANSACTION_ABORTABLE; v5 (transactions v2) adds the group's
+-- partition to the transaction itself, with no AddOffsetsToTxn before.
 
 return {
   key = 28, name = "TxnOffsetCommit",
-  versions = "0-4",
+  versions = "0-5",
   flexible = "3+",
   request = {
     { "transactional_id", "string" },

@@ -415,7 +415,7 @@ function Producer:_produce_to(leader, list, retry, deadline)
   local resp
   resp, err = conn:request(PRODUCE, { acks = cfg.acks, timeout_ms = timeout, topic_data = topics,
     transactional_id = self.txn and self.txn.id or nil },
-    { no_response = cfg.acks == 0, timeout_ms = timeout + 1000 })
+    { no_response = cfg.acks == 0, timeout_ms = timeout + 1000, version = self.txn and transaction.PRODUCE_MAX or nil })
   if not resp then
     for _, b in ipairs(list) do
       b.err = ("produce to %s[%d]: %s"):format(b.topic, b.partition, err)

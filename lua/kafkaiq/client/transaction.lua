@@ -5,7 +5,11 @@
 -- AddOffsetsToTxn, TxnOffsetCommit at the group's coordinator) and the end
 -- (EndTxn). Calls are synchronous; what the coordinator asks to be retried
 -- (CONCURRENT_TRANSACTIONS while the last transaction completes, a moving
--- coordinator) is retried until the request timeout.
+-- coordinator) is retried until the request timeout. It speaks
+-- transactions v1 whatever the cluster finalizes: it adds its partitions
+-- itself, so it stays below the versions of transactions v2 (Produce 12,
+-- TxnOffsetCommit 5, EndTxn 5), whose epoch bump at each end it does not
+-- follow.
 
 local core = require "kafkaiq.core"
 local errors = require "kafkaiq.client.errors"
@@ -17,6 +21,10 @@ local FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS, ADD_OFFSETS, END_TXN, 
   10, 22, 24, 25, 26, 28
 local COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS =
   15, 16, 51, 14
+
+-- The last versions of transactions v1.
+local TXN_OFFSET_COMMIT_MAX, END_TXN_MAX = 4, 4
+M.PRODUCE_MAX = 11
 
 -- Errors after which the same request is tried again, on a coordinator
 -- looked up again for the first three.
@@ -158,7 +166,7 @@ function M.send_offsets(p, t, group_id, offsets)
   end
   local resp
   resp, err = conn:request(TXN_OFFSET_COMMIT, { transactional_id = t.id, group_id = group_id, producer_id = t.pid,
-    producer_epoch = t.epoch, topics = topics })
+    producer_epoch = t.epoch, topics = topics }, { version = TXN_OFFSET_COMMIT_MAX })
   if not resp then return nil, err end
   for _, rt in ipairs(resp.topics) do
     for _, rp in ipairs(rt.partitions) do
@@ -176,7 +184,7 @@ end
 function M.finish(p, t, commit)
   local resp, err, code = call(p, t, (commit and "commit" or "abort") .. " the transaction of '" .. t.id .. "'",
     END_TXN, { transactional_id = t.id, producer_id = t.pid, producer_epoch = t.epoch, committed = commit },
-    top_error)
+    top_error, { version = END_TXN_MAX })
   t.partitions = {}
   t.open = false
   if not resp then return nil, err, code end

@@ -3,6 +3,10 @@ package io.kafkaiq.interop;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,6 +32,7 @@ final class KiqBroker {
     final int port;
     private final String host;
     private final int controlPort;
+    private final int httpPort; // -1: a server someone else runs
     private final String voters;
     private final Path workdir;
     private final List<String> overrides;
@@ -42,9 +47,10 @@ final class KiqBroker {
         this.host = Kiq.HOST;
         this.port = ports.get(0);
         this.controlPort = ports.get(1);
+        this.httpPort = ports.get(2);
         this.voters = voters;
         this.overrides = new ArrayList<>(overrides);
-        this.overrides.add("kafkaiq.http.listener=" + Kiq.HOST + ":" + ports.get(2));
+        this.overrides.add("kafkaiq.http.listener=" + Kiq.HOST + ":" + httpPort);
     }
 
     /** A server someone else runs (KIQ_BOOTSTRAP): never started or stopped here. */
@@ -54,6 +60,7 @@ final class KiqBroker {
         this.host = bootstrap.substring(0, bootstrap.lastIndexOf(':'));
         this.port = Integer.parseInt(bootstrap.substring(bootstrap.lastIndexOf(':') + 1));
         this.controlPort = -1;
+        this.httpPort = -1;
         this.voters = null;
         this.overrides = List.of();
     }
@@ -83,6 +90,32 @@ final class KiqBroker {
 
     String bootstrap() {
         return host + ":" + port;
+    }
+
+    /**
+     * How many requests of api (Kafka's name: "Produce") this broker served since it started at each version
+     * 0..max, from its /metrics; null for a server someone else runs.
+     */
+    long[] requestsServed(String api, int max) throws IOException, InterruptedException {
+        if (httpPort < 0) {
+            return null;
+        }
+        HttpResponse<String> r = HttpClient.newHttpClient().send(
+                HttpRequest.newBuilder(URI.create("http://" + host + ":" + httpPort + "/metrics"))
+                        .timeout(Duration.ofSeconds(10)).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), r.body());
+        long[] n = new long[max + 1];
+        for (int v = 0; v <= max; v++) {
+            String sample = "kafka_network_requestmetrics_requests_by_version_total{request=\"" + api
+                    + "\",version=\"" + v + "\"} ";
+            for (String line : r.body().split("\n")) {
+                if (line.startsWith(sample)) {
+                    n[v] = (long) Double.parseDouble(line.substring(sample.length()).trim());
+                }
+            }
+        }
+        return n;
     }
 
     private List<String> command() {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -168,5 +169,20 @@ class StreamsEosTest {
             assertEquals(want, counts.get(e.getKey()), "the counts of " + e.getKey() + " in the output, in order");
         }
         assertEquals(total, out.size(), "one output record per word read, none twice");
+
+        // exactly_once_v2 on transaction.version 2: transactions v2 throughout (KIP-890 part 2), the partitions
+        // and offsets added by the produce and TxnOffsetCommit themselves
+        long[] endTxn = broker.requestsServed("EndTxn", 5);
+        if (endTxn != null) {
+            long[] offsets = broker.requestsServed("TxnOffsetCommit", 5);
+            String seen = String.format("EndTxn v0-4 %s, TxnOffsetCommit v0-4 %s, AddPartitionsToTxn v0-5 %s, "
+                    + "AddOffsetsToTxn v0-4 %s", Arrays.toString(Arrays.copyOf(endTxn, 5)),
+                    Arrays.toString(Arrays.copyOf(offsets, 5)),
+                    Arrays.toString(broker.requestsServed("AddPartitionsToTxn", 5)),
+                    Arrays.toString(broker.requestsServed("AddOffsetsToTxn", 4)));
+            assertEquals("EndTxn v0-4 [0, 0, 0, 0, 0], TxnOffsetCommit v0-4 [0, 0, 0, 0, 0], "
+                    + "AddPartitionsToTxn v0-5 [0, 0, 0, 0, 0, 0], AddOffsetsToTxn v0-4 [0, 0, 0, 0, 0]", seen);
+            assertTrue(endTxn[5] > 0 && offsets[5] > 0, "EndTxn v5 " + endTxn[5] + ", TxnOffsetCommit v5 " + offsets[5]);
+        }
     }
 }

@@ -2,6 +2,8 @@ package io.kafkaiq.interop;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -13,6 +15,7 @@ import java.util.Set;
 import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -193,6 +196,69 @@ class TransactionsTest {
                 .partitionsToOffsetAndMetadata().get();
         assertEquals(100, committed.get(new TopicPartition(in, 0)).offset());
         assertEquals(100, committed.get(new TopicPartition(in, 1)).offset());
+    }
+
+    /** Requests of api served so far at each version 0..max, as the broker counts them. */
+    private static long[] served(String api, int max) throws Exception {
+        long[] n = broker.requestsServed(api, max);
+        assumeTrue(n != null, "request counts only from a KafkaIQ broker this test started");
+        return n;
+    }
+
+    /**
+     * With transaction.version 2 finalized the Java producer speaks transactions v2 (KIP-890 part 2): its produce
+     * (v12) and its offsets commit (TxnOffsetCommit v5) add their partitions, EndTxn is v5, and it never sends
+     * AddPartitionsToTxn or AddOffsetsToTxn.
+     */
+    @Test
+    void theProducerSpeaksTransactionsV2() throws Exception {
+        String topic = "txn-v2";
+        Clients.createTopic(admin, topic, 2, (short) 1, Map.of());
+        long[] produce = served("Produce", 12);
+        long[] endTxn = served("EndTxn", 5);
+        long[] offsets = served("TxnOffsetCommit", 5);
+        long[] addPartitions = served("AddPartitionsToTxn", 5);
+        long[] addOffsets = served("AddOffsetsToTxn", 4);
+        try (KafkaProducer<String, String> p = transactional("speaks-v2")) {
+            p.beginTransaction();
+            sendAll(p, topic, "v2", 10);
+            p.sendOffsetsToTransaction(Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(7)),
+                    new ConsumerGroupMetadata("txn-v2-group"));
+            p.commitTransaction();
+            p.beginTransaction(); // at the epoch EndTxn v5 answered
+            sendAll(p, topic, "v2b", 4);
+            p.commitTransaction();
+        }
+        long[] produce2 = served("Produce", 12);
+        long[] endTxn2 = served("EndTxn", 5);
+        long[] offsets2 = served("TxnOffsetCommit", 5);
+        long[] addPartitions2 = served("AddPartitionsToTxn", 5);
+        long[] addOffsets2 = served("AddOffsetsToTxn", 4);
+        // a retried request (the coordinator still busy) counts again: how many is not fixed, which versions are
+        List<Long> produced = delta(produce, produce2);
+        List<Long> committed = delta(offsets, offsets2);
+        String seen = String.format("EndTxn v0-5 %s, TxnOffsetCommit v0-4 %s, AddPartitionsToTxn v0-5 %s, "
+                + "AddOffsetsToTxn v0-4 %s, Produce v0-11 %s", delta(endTxn, endTxn2), committed.subList(0, 5),
+                delta(addPartitions, addPartitions2), delta(addOffsets, addOffsets2), produced.subList(0, 12));
+        assertEquals("EndTxn v0-5 [0, 0, 0, 0, 0, 2], TxnOffsetCommit v0-4 [0, 0, 0, 0, 0], "
+                + "AddPartitionsToTxn v0-5 [0, 0, 0, 0, 0, 0], AddOffsetsToTxn v0-4 [0, 0, 0, 0, 0], "
+                + "Produce v0-11 [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]", seen);
+        assertTrue(produced.get(12) >= 2 && committed.get(5) >= 1, "Produce v12 " + produced.get(12)
+                + ", TxnOffsetCommit v5 " + committed.get(5));
+        List<String> want = new ArrayList<>(named("v2", 10));
+        want.addAll(named("v2b", 4));
+        want.sort(null);
+        assertEquals(want, values(Clients.readAll(broker.bootstrap(), topic, "read_committed", READ)));
+        assertEquals(7, admin.listConsumerGroupOffsets("txn-v2-group").partitionsToOffsetAndMetadata().get()
+                .get(new TopicPartition(topic, 0)).offset());
+    }
+
+    private static List<Long> delta(long[] before, long[] after) {
+        List<Long> d = new ArrayList<>();
+        for (int i = 0; i < before.length; i++) {
+            d.add(after[i] - before[i]);
+        }
+        return d;
     }
 
     @Test
