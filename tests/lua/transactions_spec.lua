@@ -689,8 +689,12 @@ describe("a transactional id in a cluster of three", function()
       ["broker.session.timeout.ms"] = 1500, ["broker.heartbeat.interval.ms"] = 200 })
     local conns = {}
     for id = 0, 2 do conns[id] = open(cl:broker(id)) end
-    local r = assert(conns[1]:request(FIND_COORDINATOR, { key_type = 1, key = "tx-c" }, { version = 2 }))
-    assert.are.equal(NONE, r.error_code)
+    -- the first lookup creates __transaction_state: COORDINATOR_NOT_AVAILABLE until its leaders are in place
+    local r
+    assert(kiq.wait_for(function()
+      r = assert(conns[1]:request(FIND_COORDINATOR, { key_type = 1, key = "tx-c" }, { version = 2 }))
+      return r.error_code == NONE
+    end, 10000, "a coordinator for tx-c"))
     local p = partition_of("tx-c", 3)
     assert(cl:wait_for_replicas("__transaction_state", p, 10000))
     local info = cl:partition("__transaction_state", p)
