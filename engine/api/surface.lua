@@ -64,6 +64,12 @@ return {
   { "ListTransactions", planes = "data" },
   { "ConsumerGroupHeartbeat", planes = "data" },
   { "ConsumerGroupDescribe", planes = "data" },
+  -- share groups (KIP-932): membership at the group coordinator, records
+  -- acquired and acknowledged at each partition's leader
+  { "ShareGroupHeartbeat", planes = "data" },
+  { "ShareGroupDescribe", planes = "data" },
+  { "ShareFetch", planes = "data" },
+  { "ShareAcknowledge", planes = "data" },
   { "GetTelemetrySubscriptions", planes = "data" },
   { "PushTelemetry", planes = "data" },
   { "DescribeTopicPartitions", planes = "data" },

@@ -12,12 +12,12 @@ return {
       .. "Kafka advertises only with a client-metrics plugin" },
   { case = "^ApiVersions v%d+$", path = "^supported_features%[",
     reason = "KafkaIQ supports only the feature levels it implements (controller/features.h): metadata.version "
-      .. "up to 4.0-IV3 (Kafka 4.0's API versions), kraft.version 0 (static voters), transaction.version, "
-      .. "share.version and eligible.leader.replicas.version 0, no streams.version; group.version 0-1 as Kafka" },
+      .. "up to 4.0-IV3 (Kafka 4.0's API versions), kraft.version 0 (static voters), transaction.version "
+      .. "and eligible.leader.replicas.version 0, share.version 0-1 (v1 share APIs), no streams.version; group.version 0-1 as Kafka" },
   { case = "^ApiVersions v%d+$", path = "^finalized_features",
     reason = "KafkaIQ finalizes less than Kafka 4.4 deliberately: metadata.version 4.0-IV3, and no "
-      .. "transaction.version, share.version, streams.version, eligible.leader.replicas.version or kraft.version "
-      .. "level (a client that saw transaction.version 2 would use transactions v2, which KafkaIQ does not serve); "
+      .. "transaction.version, streams.version, eligible.leader.replicas.version or kraft.version level, "
+      .. "share.version 1 not 2 (a client that saw transaction.version 2 would use transactions v2, which KafkaIQ does not serve); "
       .. "the epoch is the metadata offset of the last feature change, Kafka's the broker's whole metadata offset" },
   { case = "Telemetry", path = "^<no common version>$",
     reason = "KafkaIQ answers KIP-714's telemetry APIs (no subscriptions); Kafka advertises them only with a "

@@ -1,0 +1,92 @@
+/* Share sessions and share-partitions for ShareFetch and ShareAcknowledge;
+ * see share_partitions.h. */
+#include "api/share_partitions.h"
+
+#include <string.h>
+
+#include "controller/metadata_cache.h"
+#include "core/clock.h"
+#include "replica/partition_replica.h"
+
+void kiq_api_share_cfg(kiq_broker_t *b, kiq_api_share_cfg_t *cfg)
+{
+    cfg->lock_ms = (int32_t)kiq_config_int(b->config, KIQ_CFG_GROUP_SHARE_RECORD_LOCK_DURATION_MS);
+    cfg->delivery_limit = (int)kiq_config_int(b->config, KIQ_CFG_GROUP_SHARE_DELIVERY_COUNT_LIMIT);
+    cfg->max_locks = (int)kiq_config_int(b->config, KIQ_CFG_GROUP_SHARE_PARTITION_MAX_RECORD_LOCKS);
+    cfg->earliest = strcmp(kiq_config_str(b->config, KIQ_CFG_SHARE_AUTO_OFFSET_RESET), "earliest") == 0;
+}
+
+int16_t kiq_api_share_session(kiq_broker_t *b, kiq_str_t group, kiq_str_t member, int32_t epoch, bool fetch,
+                              kiq_share_session_t **out)
+{
+    if (!group.p || group.len <= 0 || !member.p || member.len <= 0) return KIQ_ERR_INVALID_REQUEST;
+    if (epoch == 0) {
+        if (!fetch) return KIQ_ERR_INVALID_SHARE_SESSION_EPOCH;
+        int released;
+        *out = kiq_share_session_open(b->shares, group.p, group.len, member.p, member.len, &released);
+        return *out ? KIQ_ERR_NONE : KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    kiq_share_session_t *s = kiq_share_session_find(b->shares, group.p, group.len, member.p, member.len);
+    if (!s) return KIQ_ERR_SHARE_SESSION_NOT_FOUND;
+    if (epoch != -1) {
+        if (epoch != s->next_epoch) return KIQ_ERR_INVALID_SHARE_SESSION_EPOCH;
+        s->next_epoch = kiq_share_next_epoch(epoch);
+    }
+    *out = s;
+    return KIQ_ERR_NONE;
+}
+
+int16_t kiq_api_share_log(kiq_broker_t *b, const kiq_uuid_t *topic_id, int32_t partition, kiq_topic_t **topic)
+{
+    *topic = kiq_topics_get_by_id(b->topics, topic_id);
+    if (!*topic) {
+        kiq_arena_t a;
+        kiq_arena_init(&a);
+        kiq_cached_topic_t known;
+        bool elsewhere = b->cluster && kiq_metadata_cache_topic_by_id(b->metadata, topic_id, &a, &known);
+        kiq_arena_reset(&a);
+        return elsewhere ? KIQ_ERR_NOT_LEADER_OR_FOLLOWER : KIQ_ERR_UNKNOWN_TOPIC_ID;
+    }
+    int16_t err = KIQ_ERR_NONE;
+    if (partition < 0 || partition >= (*topic)->npartitions) err = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    else if (!(*topic)->partitions[partition]->log) err = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
+    else if (kiq_partition_log_offline((*topic)->partitions[partition]->log)) err = KIQ_ERR_KAFKA_STORAGE_ERROR;
+    else err = kiq_partition_replica_check_leader((*topic)->partitions[partition]->replica, -1);
+    if (err) {
+        kiq_topic_unref(*topic);
+        *topic = NULL;
+    }
+    return err;
+}
+
+kiq_share_partition_t *kiq_api_share_partition(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg, kiq_str_t group,
+                                               kiq_topic_t *topic, int32_t partition, int64_t now_ms)
+{
+    kiq_share_partition_t *sp = kiq_share_partition_get(b->shares, group.p, group.len, &topic->id, partition,
+                                                        cfg->delivery_limit, cfg->max_locks);
+    if (!sp) return NULL;
+    kiq_partition_log_t *log = topic->partitions[partition]->log;
+    int64_t log_start = kiq_partition_log_start_offset(log);
+    if (sp->start < 0)
+        kiq_share_partition_start_at(sp, cfg->earliest ? log_start : kiq_partition_log_high_watermark(log));
+    else if (sp->start < log_start)
+        kiq_share_partition_start_at(sp, log_start);
+    kiq_share_partition_expire(sp, now_ms);
+    return sp;
+}
+
+int16_t kiq_api_share_ack_batch(kiq_share_partition_t *sp, int64_t first, int64_t last, const int8_t *types,
+                                int32_t ntypes, uint64_t owner)
+{
+    if (first > last || ntypes <= 0) return KIQ_ERR_INVALID_REQUEST;
+    if (ntypes == 1) return kiq_share_partition_ack(sp, first, last, types[0], owner);
+    if ((int64_t)ntypes != last - first + 1) return KIQ_ERR_INVALID_REQUEST;
+    /* each offset its own type: checked as a whole first, so a bad one
+     * changes nothing (Kafka applies a batch all or nothing) */
+    for (int32_t i = 0; i < ntypes; i++)
+        if (kiq_share_partition_state(sp, first + i) != KIQ_SHARE_ACQUIRED || first + i < sp->start)
+            return KIQ_ERR_INVALID_RECORD_STATE;
+    int16_t err = KIQ_ERR_NONE;
+    for (int32_t i = 0; i < ntypes && !err; i++) err = kiq_share_partition_ack(sp, first + i, first + i, types[i], owner);
+    return err;
+}

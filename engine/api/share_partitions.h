@@ -1,0 +1,44 @@
+/* What ShareFetch and ShareAcknowledge share (KIP-932): the share session
+ * step of a request, a partition's log as its leader, acknowledgements
+ * applied to a share-partition, and the share group settings. Called with
+ * the share manager's lock held (share/share_manager.h). */
+#ifndef KIQ_API_SHARE_PARTITIONS_H
+#define KIQ_API_SHARE_PARTITIONS_H
+
+#include "api/api.h"
+#include "share/share_manager.h"
+
+/* The share group settings, read once per request. */
+typedef struct kiq_api_share_cfg {
+    int32_t lock_ms;
+    int delivery_limit, max_locks;
+    bool earliest; /* share.auto.offset.reset */
+} kiq_api_share_cfg_t;
+
+void kiq_api_share_cfg(kiq_broker_t *b, kiq_api_share_cfg_t *cfg);
+
+/* The session step of a request at share_session_epoch: 0 opens one (only
+ * a fetch may), -1 names the session about to close, anything else must
+ * be the session's next epoch, which then moves on. 0 with *out, or
+ * SHARE_SESSION_NOT_FOUND / INVALID_SHARE_SESSION_EPOCH /
+ * INVALID_REQUEST / UNKNOWN_SERVER_ERROR. */
+int16_t kiq_api_share_session(kiq_broker_t *b, kiq_str_t group, kiq_str_t member, int32_t epoch, bool fetch,
+                              kiq_share_session_t **out);
+
+/* The partition as this broker leads it: 0 with *topic (a reference) and
+ * its log, or the partition's error. */
+int16_t kiq_api_share_log(kiq_broker_t *b, const kiq_uuid_t *topic_id, int32_t partition, kiq_topic_t **topic);
+
+/* The group's share-partition of a partition led here, started where
+ * share.auto.offset.reset says the first time, moved past deleted
+ * records, its expired locks given back (at now_ms). NULL when out of
+ * memory. */
+kiq_share_partition_t *kiq_api_share_partition(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg, kiq_str_t group,
+                                               kiq_topic_t *topic, int32_t partition, int64_t now_ms);
+
+/* One acknowledgement batch of owner: one type for the whole range, or
+ * one per offset. 0 or the partition's acknowledge error. */
+int16_t kiq_api_share_ack_batch(kiq_share_partition_t *sp, int64_t first, int64_t last, const int8_t *types,
+                                int32_t ntypes, uint64_t owner);
+
+#endif

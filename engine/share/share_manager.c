@@ -1,0 +1,170 @@
+/* Share-partitions and share sessions; see share_manager.h. */
+#include "share/share_manager.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+kiq_share_manager_t *kiq_share_manager_new(void)
+{
+    kiq_share_manager_t *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    pthread_mutex_init(&m->mu, NULL);
+    m->parts = kiq_str_map_new();
+    m->sessions = kiq_str_map_new();
+    if (!m->parts || !m->sessions) {
+        kiq_share_manager_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static void session_free(kiq_share_session_t *s)
+{
+    if (!s) return;
+    free(s->tps);
+    free(s);
+}
+
+void kiq_share_manager_free(kiq_share_manager_t *m)
+{
+    if (!m) return;
+    kiq_str_map_iter_t it;
+    void *v;
+    if (m->parts) {
+        kiq_str_map_iter_init(&it, m->parts);
+        while (kiq_str_map_next(&it, NULL, NULL, &v)) {
+            kiq_share_partition_free(v);
+            free(v);
+        }
+        kiq_str_map_free(m->parts);
+    }
+    if (m->sessions) {
+        kiq_str_map_iter_init(&it, m->sessions);
+        while (kiq_str_map_next(&it, NULL, NULL, &v)) session_free(v);
+        kiq_str_map_free(m->sessions);
+    }
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+void kiq_share_lock(kiq_share_manager_t *m) { pthread_mutex_lock(&m->mu); }
+void kiq_share_unlock(kiq_share_manager_t *m) { pthread_mutex_unlock(&m->mu); }
+
+/* group '\0' rest: the maps' keys; returns the length. */
+static size_t make_key(char *buf, size_t cap, const char *group, int32_t glen, const void *rest, size_t rlen)
+{
+    if ((size_t)glen + 1 + rlen > cap) return 0;
+    memcpy(buf, group, (size_t)glen);
+    buf[glen] = 0;
+    memcpy(buf + glen + 1, rest, rlen);
+    return (size_t)glen + 1 + rlen;
+}
+
+kiq_share_partition_t *kiq_share_partition_get(kiq_share_manager_t *m, const char *group, int32_t glen,
+                                               const kiq_uuid_t *topic, int32_t partition, int delivery_limit,
+                                               int max_in_flight)
+{
+    char key[512], rest[20];
+    memcpy(rest, topic->b, 16);
+    memcpy(rest + 16, &partition, 4);
+    size_t len = make_key(key, sizeof key, group, glen, rest, sizeof rest);
+    if (!len) return NULL;
+    kiq_share_partition_t *sp = kiq_str_map_get(m->parts, key, len);
+    if (sp) {
+        /* the limits as configured now */
+        sp->delivery_limit = delivery_limit;
+        sp->max_in_flight = max_in_flight;
+        return sp;
+    }
+    if (!(sp = malloc(sizeof *sp))) return NULL;
+    kiq_share_partition_init(sp, delivery_limit, max_in_flight);
+    if (kiq_str_map_put(m->parts, key, len, sp) != 0) {
+        free(sp);
+        return NULL;
+    }
+    return sp;
+}
+
+kiq_share_session_t *kiq_share_session_find(kiq_share_manager_t *m, const char *group, int32_t glen,
+                                            const char *member, int32_t mlen)
+{
+    char key[512];
+    size_t len = make_key(key, sizeof key, group, glen, member, (size_t)mlen);
+    return len ? kiq_str_map_get(m->sessions, key, len) : NULL;
+}
+
+/* Gives back what the session's owner holds of its partitions. */
+static int release_all(kiq_share_manager_t *m, const char *group, int32_t glen, const kiq_share_session_t *s)
+{
+    int k = 0;
+    for (int i = 0; i < s->n; i++) {
+        char key[512], rest[20];
+        memcpy(rest, s->tps[i].topic.b, 16);
+        memcpy(rest + 16, &s->tps[i].partition, 4);
+        size_t len = make_key(key, sizeof key, group, glen, rest, sizeof rest);
+        kiq_share_partition_t *sp = len ? kiq_str_map_get(m->parts, key, len) : NULL;
+        if (sp) k += kiq_share_partition_release_owner(sp, s->owner);
+    }
+    return k;
+}
+
+kiq_share_session_t *kiq_share_session_open(kiq_share_manager_t *m, const char *group, int32_t glen,
+                                            const char *member, int32_t mlen, int *released)
+{
+    *released = 0;
+    char key[512];
+    size_t len = make_key(key, sizeof key, group, glen, member, (size_t)mlen);
+    if (!len) return NULL;
+    kiq_share_session_t *old = kiq_str_map_remove(m->sessions, key, len);
+    if (old) *released = release_all(m, group, glen, old);
+    session_free(old);
+    kiq_share_session_t *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->owner = kiq_share_owner(member, mlen);
+    s->next_epoch = 1;
+    if (kiq_str_map_put(m->sessions, key, len, s) != 0) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int kiq_share_session_close(kiq_share_manager_t *m, const char *group, int32_t glen, const char *member,
+                            int32_t mlen)
+{
+    char key[512];
+    size_t len = make_key(key, sizeof key, group, glen, member, (size_t)mlen);
+    kiq_share_session_t *s = len ? kiq_str_map_remove(m->sessions, key, len) : NULL;
+    if (!s) return 0;
+    int k = release_all(m, group, glen, s);
+    session_free(s);
+    return k;
+}
+
+int kiq_share_session_add(kiq_share_session_t *s, const kiq_uuid_t *topic, int32_t partition)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->tps[i].partition == partition && memcmp(s->tps[i].topic.b, topic->b, 16) == 0) return 0;
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 8;
+        kiq_share_tp_t *v = realloc(s->tps, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        s->tps = v;
+        s->cap = cap;
+    }
+    s->tps[s->n++] = (kiq_share_tp_t){*topic, partition};
+    return 0;
+}
+
+void kiq_share_session_remove(kiq_share_session_t *s, const kiq_uuid_t *topic, int32_t partition)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->tps[i].partition == partition && memcmp(s->tps[i].topic.b, topic->b, 16) == 0) {
+            memmove(&s->tps[i], &s->tps[i + 1], (size_t)(s->n - i - 1) * sizeof *s->tps);
+            s->n--;
+            return;
+        }
+}
+
+int32_t kiq_share_next_epoch(int32_t e) { return e == INT32_MAX ? 1 : e + 1; }
