@@ -24,6 +24,9 @@ static int16_t fail(kiq_request_t *r, kiq_share_group_heartbeat_response_t *resp
     va_end(ap);
     resp->error_code = err;
     resp->error_message = kiq_request_error_message(r);
+    /* as Kafka answers an error: no epoch, no interval */
+    resp->member_epoch = 0;
+    resp->heartbeat_interval_ms = 0;
     return err;
 }
 
@@ -175,8 +178,6 @@ void kiq_group_share_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
                                const kiq_share_group_heartbeat_request_t *req,
                                kiq_share_group_heartbeat_response_t *resp)
 {
-    resp->heartbeat_interval_ms = gc->share_heartbeat_ms;
-    resp->member_epoch = req->member_epoch;
     if (check_request(r, req, resp)) return;
     kiq_arena_t a;
     kiq_arena_init(&a);
@@ -239,6 +240,7 @@ void kiq_group_share_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
     m->epoch = cg->assignment_epoch;
     resp->member_id = kiq_request_str(r, m->id);
     resp->member_epoch = m->epoch;
+    resp->heartbeat_interval_ms = gc->share_heartbeat_ms;
     if (changed || req->member_epoch == 0) fill_assignment(r, &m->assigned, resp);
     sync_state(g);
 out:

@@ -19,6 +19,13 @@ return {
       .. "transaction.version, streams.version, eligible.leader.replicas.version or kraft.version level, "
       .. "share.version 1 not 2 (a client that saw transaction.version 2 would use transactions v2, which KafkaIQ does not serve); "
       .. "the epoch is the metadata offset of the last feature change, Kafka's the broker's whole metadata offset" },
+  { case = "^ShareGroupHeartbeat", path = "assignment%.topic_partitions%.#$",
+    reason = "Kafka assigns a share group's partitions only once the share coordinator has initialized their "
+      .. "state (a later heartbeat, the group epoch bumped again); KafkaIQ's share-partitions start at their "
+      .. "leader's first fetch, so the first heartbeat gets the partitions" },
+  { case = "^ShareGroupHeartbeat", path = "epoch$",
+    reason = "Kafka bumps a share group's epoch once more when its partitions' state is initialized (see "
+      .. "the assignment's reason); KafkaIQ's first heartbeat already has the assignment at epoch 1" },
   { case = "Telemetry", path = "^<no common version>$",
     reason = "KafkaIQ answers KIP-714's telemetry APIs (no subscriptions); Kafka advertises them only with a "
       .. "client-metrics plugin configured" },

@@ -525,6 +525,27 @@ scenario { name = "ConsumerGroupDescribe of a classic group and of none", api = 
     include_authorized_operations = false } end },
 } }
 
+-- A share group (KIP-932): a member joins subscribed to a two-partition
+-- topic, is described, heartbeats at its epoch and at a wrong one, leaves;
+-- a member unknown to the group and a group of none.
+local SHARE_MEMBER = "c2hhcmUtbWVtYmVyLWlkAA"
+scenario { name = "ShareGroupHeartbeat: join, describe, fenced, leave", api = "ShareGroupHeartbeat", steps = {
+  create(2), find_coordinator(0),
+  { api = "ShareGroupHeartbeat", body = function(s) return { group_id = s.name, member_id = SHARE_MEMBER,
+    member_epoch = 0, subscribed_topic_names = { s.name } } end,
+    save = function(s, r) s.share_epoch = r.member_epoch end },
+  { api = "ShareGroupDescribe", body = function(s) return { group_ids = { s.name, s.name .. "-none" },
+    include_authorized_operations = false } end },
+  { api = "ShareGroupHeartbeat", body = function(s) return { group_id = s.name, member_id = SHARE_MEMBER,
+    member_epoch = s.share_epoch } end },
+  { api = "ShareGroupHeartbeat", body = function(s) return { group_id = s.name, member_id = SHARE_MEMBER,
+    member_epoch = s.share_epoch + 5 } end },
+  { api = "ShareGroupHeartbeat", body = function(s) return { group_id = s.name, member_id = "bm90LWEtbWVtYmVyAAAAAA",
+    member_epoch = 1 } end },
+  { api = "ShareGroupHeartbeat", body = function(s) return { group_id = s.name, member_id = SHARE_MEMBER,
+    member_epoch = -1 } end },
+} }
+
 -- ---------------------------------------------------------------- more transactions
 
 -- A transactional producer whose coordinator is ready; saved: pid, epoch.
