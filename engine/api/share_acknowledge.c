@@ -54,6 +54,7 @@ int kiq_api_share_acknowledge_handle(kiq_broker_t *b, kiq_request_t *r, const vo
                                                               ab->acknowledge_types, ab->acknowledge_types_n, owner)
                                     : KIQ_ERR_UNKNOWN_SERVER_ERROR;
             }
+            if (sp) kiq_api_share_store(b, req->group_id, &t->topic_id, p->partition_index, sp);
             kiq_topic_unref(topic);
         }
     }

@@ -119,6 +119,7 @@ static int acquire_partition(share_fetch_op_t *f, const kiq_api_share_cfg_t *cfg
             keep = pos;
         }
     }
+    if (pos > 0) kiq_api_share_store(f->b, f->req->group_id, &tp->topic, tp->partition, sp);
     if (got > 0) {
         size_t len;
         uint8_t *buf = kiq_wr_steal(&w, &len);
@@ -225,6 +226,7 @@ static void acknowledge(share_fetch_op_t *f, uint64_t owner)
                                                                           ab->acknowledge_types_n, owner)
                                                 : KIQ_ERR_UNKNOWN_SERVER_ERROR;
             }
+            if (sp) kiq_api_share_store(f->b, req->group_id, &req->topics[i].topic_id, p->partition_index, sp);
             kiq_topic_unref(topic);
         }
 }

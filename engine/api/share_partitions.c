@@ -6,7 +6,10 @@
 
 #include "controller/metadata_cache.h"
 #include "core/clock.h"
+#include "core/error.h"
+#include "core/say.h"
 #include "replica/partition_replica.h"
+#include "share/share_state.h"
 
 void kiq_api_share_cfg(kiq_broker_t *b, kiq_api_share_cfg_t *cfg)
 {
@@ -67,12 +70,24 @@ kiq_share_partition_t *kiq_api_share_partition(kiq_broker_t *b, const kiq_api_sh
     if (!sp) return NULL;
     kiq_partition_log_t *log = topic->partitions[partition]->log;
     int64_t log_start = kiq_partition_log_start_offset(log);
-    if (sp->start < 0)
+    kiq_share_state_ctx_t sc = {b->topics, b->config, b->cluster};
+    if (sp->start < 0 && !kiq_share_state_load(&sc, group, &topic->id, partition, sp)) {
         kiq_share_partition_start_at(sp, cfg->earliest ? log_start : kiq_partition_log_high_watermark(log));
-    else if (sp->start < log_start)
+        kiq_api_share_store(b, group, &topic->id, partition, sp);
+    }
+    if (sp->start < log_start)
         kiq_share_partition_start_at(sp, log_start);
     kiq_share_partition_expire(sp, now_ms);
     return sp;
+}
+
+void kiq_api_share_store(kiq_broker_t *b, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,
+                         kiq_share_partition_t *sp)
+{
+    kiq_share_state_ctx_t sc = {b->topics, b->config, b->cluster};
+    if (kiq_share_state_store(&sc, group, topic, partition, sp) != 0)
+        KIQ_WARN_LIMITED("share group " KIQ_STR_FMT ": state of a partition not stored: %s", KIQ_STR_ARG(group),
+                         kiq_error_get());
 }
 
 int16_t kiq_api_share_ack_batch(kiq_share_partition_t *sp, int64_t first, int64_t last, const int8_t *types,

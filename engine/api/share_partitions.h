@@ -29,12 +29,17 @@ int16_t kiq_api_share_session(kiq_broker_t *b, kiq_str_t group, kiq_str_t member
  * its log, or the partition's error. */
 int16_t kiq_api_share_log(kiq_broker_t *b, const kiq_uuid_t *topic_id, int32_t partition, kiq_topic_t **topic);
 
-/* The group's share-partition of a partition led here, started where
- * share.auto.offset.reset says the first time, moved past deleted
- * records, its expired locks given back (at now_ms). NULL when out of
- * memory. */
+/* The group's share-partition of a partition led here: the first time
+ * loaded from __share_group_state, else started where
+ * share.auto.offset.reset says (and stored); moved past deleted records,
+ * its expired locks given back (at now_ms). NULL when out of memory. */
 kiq_share_partition_t *kiq_api_share_partition(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg, kiq_str_t group,
                                                kiq_topic_t *topic, int32_t partition, int64_t now_ms);
+
+/* Stores the share-partition's state after a change (a failure is logged:
+ * the state goes on in memory). */
+void kiq_api_share_store(kiq_broker_t *b, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,
+                         kiq_share_partition_t *sp);
 
 /* One acknowledgement batch of owner: one type for the whole range, or
  * one per offset. 0 or the partition's acknowledge error. */

@@ -204,6 +204,18 @@ int kiq_share_partition_release_owner(kiq_share_partition_t *sp, uint64_t owner)
     return k;
 }
 
+int kiq_share_partition_restore(kiq_share_partition_t *sp, int64_t first, int64_t last, enum kiq_share_state state,
+                                int16_t deliveries)
+{
+    /* a run reaching absurdly far is a damaged record, not state to hold */
+    if (state == KIQ_SHARE_ACQUIRED || first < sp->start + sp->n || last < first || last - sp->start >= (1 << 24))
+        return -1;
+    if (grow_to(sp, last, KIQ_SHARE_AVAILABLE) != 0) return -1;
+    for (int64_t o = first; o <= last; o++)
+        sp->v[o - sp->start] = (kiq_share_record_t){.state = (uint8_t)state, .deliveries = deliveries};
+    return 0;
+}
+
 int kiq_share_partition_count(const kiq_share_partition_t *sp, enum kiq_share_state state)
 {
     int k = 0;

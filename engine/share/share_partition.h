@@ -42,7 +42,8 @@ typedef struct kiq_share_partition {
     kiq_share_record_t *v; /* in flight: offsets start .. start + n - 1 */
     int n, cap;
     int delivery_limit;
-    int max_in_flight; /* group.share.partition.max.record.locks */
+    int max_in_flight;      /* group.share.partition.max.record.locks */
+    int32_t snapshot_epoch; /* of the last snapshot stored (share_state.h) */
 } kiq_share_partition_t;
 
 /* A run of acquired offsets with the same delivery count. */
@@ -90,6 +91,11 @@ int kiq_share_partition_archive(kiq_share_partition_t *sp, int64_t first, int64_
 int16_t kiq_share_partition_ack(kiq_share_partition_t *sp, int64_t first, int64_t last, int type, uint64_t owner);
 /* What owner holds goes back (its session closed). Returns how many. */
 int kiq_share_partition_release_owner(kiq_share_partition_t *sp, uint64_t owner);
+/* Loading a stored state: offsets [first, last], past those restored so
+ * far, get state (Available, Acknowledged or Archived) and deliveries.
+ * 0, or -1 (out of memory, or a state no snapshot has). */
+int kiq_share_partition_restore(kiq_share_partition_t *sp, int64_t first, int64_t last, enum kiq_share_state state,
+                                int16_t deliveries);
 /* Counts of in-flight records by state (acquired, available, ...). */
 int kiq_share_partition_count(const kiq_share_partition_t *sp, enum kiq_share_state state);
 

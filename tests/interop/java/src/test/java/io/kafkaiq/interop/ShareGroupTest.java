@@ -207,4 +207,43 @@ class ShareGroupTest {
             });
         }
     }
+
+    /** A restarted broker carries on from __share_group_state: acknowledged records stay done, counts stay. */
+    @Test
+    void theStateSurvivesARestart() throws Exception {
+        String topic = "share-restart", group = "share-restart-g";
+        Clients.createTopic(admin, topic, 1, (short) 1, Map.of());
+        produce(topic, 1, values("r", 10));
+        try (KafkaShareConsumer<String, String> c = consumer(group, true)) {
+            c.subscribe(List.of(topic));
+            Set<String> seen = new HashSet<>();
+            Kiq.waitFor("ten records delivered", WAIT, () -> {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    seen.add(r.value());
+                    c.acknowledge(r, Integer.parseInt(r.value().substring(1)) < 5 ? AcknowledgeType.ACCEPT
+                            : AcknowledgeType.RELEASE);
+                }
+                c.commitSync();
+                return seen.size() == 10;
+            });
+        }
+        broker.stop();
+        broker.start();
+        admin.close(Duration.ofSeconds(5));
+        admin = Clients.admin(broker.bootstrap());
+        try (KafkaShareConsumer<String, String> c = consumer(group, true)) {
+            c.subscribe(List.of(topic));
+            Map<String, Short> again = new HashMap<>();
+            Kiq.waitFor("the released records again", WAIT, () -> {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    again.put(r.value(), deliveries(r));
+                    c.acknowledge(r, AcknowledgeType.ACCEPT);
+                }
+                c.commitSync();
+                return again.size() >= 5;
+            });
+            assertEquals(Map.of("r5", (short) 2, "r6", (short) 2, "r7", (short) 2, "r8", (short) 2, "r9", (short) 2),
+                    again);
+        }
+    }
 }
