@@ -81,6 +81,18 @@ kiq_share_partition_t *kiq_api_share_partition(kiq_broker_t *b, const kiq_api_sh
     return sp;
 }
 
+kiq_share_partition_t *kiq_api_share_partition_stored(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg,
+                                                      kiq_str_t group, const kiq_uuid_t *topic, int32_t partition)
+{
+    kiq_share_partition_t *sp = kiq_share_partition_find(b->shares, group.p, group.len, topic, partition);
+    if (sp && sp->start >= 0) return sp;
+    sp = kiq_share_partition_get(b->shares, group.p, group.len, topic, partition, cfg->delivery_limit, cfg->max_locks);
+    kiq_share_state_ctx_t sc = {b->topics, b->config, b->cluster};
+    if (sp && kiq_share_state_load(&sc, group, topic, partition, sp)) return sp;
+    kiq_share_partition_drop(b->shares, group.p, group.len, topic, partition);
+    return NULL;
+}
+
 void kiq_api_share_store(kiq_broker_t *b, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,
                          kiq_share_partition_t *sp)
 {

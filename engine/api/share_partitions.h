@@ -36,6 +36,11 @@ int16_t kiq_api_share_log(kiq_broker_t *b, const kiq_uuid_t *topic_id, int32_t p
 kiq_share_partition_t *kiq_api_share_partition(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg, kiq_str_t group,
                                                kiq_topic_t *topic, int32_t partition, int64_t now_ms);
 
+/* The group's share-partition as it stands, in memory or stored (loaded,
+ * as after a restart); NULL when it has none (never started). */
+kiq_share_partition_t *kiq_api_share_partition_stored(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg,
+                                                      kiq_str_t group, const kiq_uuid_t *topic, int32_t partition);
+
 /* Stores the share-partition's state after a change (a failure is logged:
  * the state goes on in memory). */
 void kiq_api_share_store(kiq_broker_t *b, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,

@@ -318,3 +318,15 @@ void kiq_group_share_describe(kiq_group_coordinator_t *gc, kiq_request_t *r,
         describe_one(gc, r, req->group_ids[i], req->include_authorized_operations, &resp->groups[i]);
     pthread_mutex_unlock(&gc->mu);
 }
+
+int16_t kiq_group_share_check(kiq_group_coordinator_t *gc, kiq_str_t group, bool empty)
+{
+    pthread_mutex_lock(&gc->mu);
+    kiq_group_t *g = kiq_gc_find_group(gc, group);
+    int16_t err = kiq_gc_refused(gc, group)   ? KIQ_ERR_NOT_COORDINATOR
+                  : !g || !g->share            ? KIQ_ERR_GROUP_ID_NOT_FOUND
+                  : empty && g->share->nmembers ? KIQ_ERR_NON_EMPTY_GROUP
+                                                : KIQ_ERR_NONE;
+    pthread_mutex_unlock(&gc->mu);
+    return err;
+}

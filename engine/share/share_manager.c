@@ -86,6 +86,59 @@ kiq_share_partition_t *kiq_share_partition_get(kiq_share_manager_t *m, const cha
     return sp;
 }
 
+/* The key of a share-partition; its length (0: the group id is too long). */
+static size_t part_key(char *key, size_t cap, const char *group, int32_t glen, const kiq_uuid_t *topic,
+                       int32_t partition)
+{
+    char rest[20];
+    memcpy(rest, topic->b, 16);
+    memcpy(rest + 16, &partition, 4);
+    return make_key(key, cap, group, glen, rest, sizeof rest);
+}
+
+kiq_share_tp_t *kiq_share_partitions_of(kiq_share_manager_t *m, const char *group, int32_t glen, int *n)
+{
+    *n = 0;
+    size_t cap = kiq_str_map_count(m->parts);
+    kiq_share_tp_t *out = cap ? calloc(cap, sizeof *out) : NULL;
+    if (!out) return NULL;
+    kiq_str_map_iter_t it;
+    const void *k;
+    size_t len;
+    kiq_str_map_iter_init(&it, m->parts);
+    while (kiq_str_map_next(&it, &k, &len, NULL)) {
+        const char *key = k;
+        if (len != (size_t)glen + 21 || memcmp(key, group, (size_t)glen) != 0 || key[glen]) continue;
+        memcpy(out[*n].topic.b, key + glen + 1, 16);
+        memcpy(&out[*n].partition, key + glen + 17, 4);
+        (*n)++;
+    }
+    if (*n == 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+kiq_share_partition_t *kiq_share_partition_find(kiq_share_manager_t *m, const char *group, int32_t glen,
+                                                const kiq_uuid_t *topic, int32_t partition)
+{
+    char key[512];
+    size_t len = part_key(key, sizeof key, group, glen, topic, partition);
+    return len ? kiq_str_map_get(m->parts, key, len) : NULL;
+}
+
+void kiq_share_partition_drop(kiq_share_manager_t *m, const char *group, int32_t glen, const kiq_uuid_t *topic,
+                              int32_t partition)
+{
+    char key[512];
+    size_t len = part_key(key, sizeof key, group, glen, topic, partition);
+    kiq_share_partition_t *sp = len ? kiq_str_map_remove(m->parts, key, len) : NULL;
+    if (!sp) return;
+    kiq_share_partition_free(sp);
+    free(sp);
+}
+
 kiq_share_session_t *kiq_share_session_find(kiq_share_manager_t *m, const char *group, int32_t glen,
                                             const char *member, int32_t mlen)
 {

@@ -48,6 +48,15 @@ void kiq_share_unlock(kiq_share_manager_t *m);
 kiq_share_partition_t *kiq_share_partition_get(kiq_share_manager_t *m, const char *group, int32_t glen,
                                                const kiq_uuid_t *topic, int32_t partition, int delivery_limit,
                                                int max_in_flight);
+/* The share-partitions the group has here, as a list the caller frees;
+ * NULL with *n 0 when none (or out of memory). */
+kiq_share_tp_t *kiq_share_partitions_of(kiq_share_manager_t *m, const char *group, int32_t glen, int *n);
+/* The group's share-partition, or NULL; dropped (freed): its state is
+ * forgotten. */
+kiq_share_partition_t *kiq_share_partition_find(kiq_share_manager_t *m, const char *group, int32_t glen,
+                                                const kiq_uuid_t *topic, int32_t partition);
+void kiq_share_partition_drop(kiq_share_manager_t *m, const char *group, int32_t glen, const kiq_uuid_t *topic,
+                              int32_t partition);
 /* The member's session, or NULL. */
 kiq_share_session_t *kiq_share_session_find(kiq_share_manager_t *m, const char *group, int32_t glen,
                                             const char *member, int32_t mlen);

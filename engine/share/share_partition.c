@@ -47,6 +47,12 @@ static void advance(kiq_share_partition_t *sp)
     if (k) drop_front(sp, k);
 }
 
+void kiq_share_partition_reset(kiq_share_partition_t *sp, int64_t offset)
+{
+    sp->start = offset;
+    sp->n = 0;
+}
+
 void kiq_share_partition_start_at(kiq_share_partition_t *sp, int64_t offset)
 {
     if (sp->start < 0 || offset >= sp->start + sp->n) {

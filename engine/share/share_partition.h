@@ -64,6 +64,9 @@ void kiq_share_partition_init(kiq_share_partition_t *sp, int delivery_limit, int
 void kiq_share_partition_free(kiq_share_partition_t *sp);
 /* The end offset: the first never handed out. */
 int64_t kiq_share_partition_end(const kiq_share_partition_t *sp);
+/* Starts the partition again at offset: what was in flight is forgotten
+ * (an admin's reset). */
+void kiq_share_partition_reset(kiq_share_partition_t *sp, int64_t offset);
 /* Starts the partition at offset (the first fetch), or moves its start up
  * to offset (records deleted from the log): what lay below is dropped. */
 void kiq_share_partition_start_at(kiq_share_partition_t *sp, int64_t offset);

@@ -74,27 +74,51 @@ static int8_t stored_state(uint8_t s)
     return s == KIQ_SHARE_ACKNOWLEDGED ? STORED_ACKNOWLEDGED : s == KIQ_SHARE_ARCHIVED ? STORED_ARCHIVED : STORED_AVAILABLE;
 }
 
-int kiq_share_state_store(const kiq_share_state_ctx_t *c, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,
-                          kiq_share_partition_t *sp)
+/* Appends the key's record (value NULL: a tombstone; freed either way) to
+ * its partition of the topic, led here. 0 or -1. */
+static int append(const kiq_share_state_ctx_t *c, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,
+                  kiq_wr_t *value)
 {
     kiq_topic_t *t = state_topic(c, true);
-    if (!t) return c->cluster ? kiq_error_set(KIQ_SHARE_STATE_TOPIC " is not hosted here") : -1;
-    int32_t sp_index = state_partition(group, topic, partition, t->npartitions);
+    if (!t) {
+        if (value) kiq_wr_free(value);
+        return c->cluster ? kiq_error_set(KIQ_SHARE_STATE_TOPIC " is not hosted here") : -1;
+    }
+    int32_t index = state_partition(group, topic, partition, t->npartitions);
     kiq_partition_t *p;
     kiq_partition_log_t *log;
     int rc = -1;
-    if (kiq_replica_led_partition(t, sp_index, -1, &p, &log) != 0) {
-        kiq_error_set("this broker does not lead " KIQ_SHARE_STATE_TOPIC "-%d", sp_index);
-        goto out;
+    if (kiq_replica_led_partition(t, index, -1, &p, &log) != 0) {
+        if (value) kiq_wr_free(value);
+        kiq_topic_unref(t);
+        return kiq_error_set("this broker does not lead " KIQ_SHARE_STATE_TOPIC "-%d", index);
     }
+    kiq_wr_t k, batch;
+    encode_key(&k, group, topic, partition);
+    kiq_keyed_records_t rs;
+    kiq_keyed_records_init(&rs, kiq_clock_wall_ms());
+    if (kiq_keyed_records_add(&rs, &k, value) == 0 && kiq_keyed_records_build(&rs, &batch) == 0) {
+        kiq_log_append_result_t res;
+        rc = kiq_replica_append_as_leader(p, log, batch.buf, batch.len, NULL, 0, &res);
+        kiq_wr_free(&batch);
+        /* followers fetching it */
+        if (rc == 0) kiq_topics_notify_append(c->topics, KIQ_SHARE_STATE_TOPIC, index);
+    }
+    kiq_keyed_records_free(&rs);
+    kiq_topic_unref(t);
+    return rc;
+}
+
+int kiq_share_state_store(const kiq_share_state_ctx_t *c, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,
+                          kiq_share_partition_t *sp)
+{
     kiq_arena_t a;
     kiq_arena_init(&a);
     kiq_share_snapshot_value_t v;
     kiq_share_snapshot_value_init(&v);
-    int64_t now = kiq_clock_wall_ms();
     v.snapshot_epoch = ++sp->snapshot_epoch;
     v.start_offset = sp->start;
-    v.create_timestamp = v.write_timestamp = now;
+    v.create_timestamp = v.write_timestamp = kiq_clock_wall_ms();
     v.state_batches = kiq_arena_calloc(&a, (size_t)(sp->n ? sp->n : 1), sizeof *v.state_batches);
     for (int i = 0; i < sp->n; i++) {
         int8_t st = stored_state(sp->v[i].state);
@@ -109,24 +133,22 @@ int kiq_share_state_store(const kiq_share_state_ctx_t *c, kiq_str_t group, const
         last->delivery_state = st;
         last->delivery_count = sp->v[i].deliveries;
     }
-    kiq_wr_t k, val, batch;
-    encode_key(&k, group, topic, partition);
+    kiq_wr_t val;
     kiq_wr_init(&val);
     kiq_wr_i16(&val, 0);
     kiq_share_snapshot_value_encode(&val, 0, &v);
     kiq_arena_reset(&a);
-    kiq_keyed_records_t rs;
-    kiq_keyed_records_init(&rs, now);
-    if (kiq_keyed_records_add(&rs, &k, &val) == 0 && kiq_keyed_records_build(&rs, &batch) == 0) {
-        kiq_log_append_result_t res;
-        rc = kiq_replica_append_as_leader(p, log, batch.buf, batch.len, NULL, 0, &res);
-        kiq_wr_free(&batch);
-        if (rc == 0) kiq_topics_notify_append(c->topics, KIQ_SHARE_STATE_TOPIC, sp_index);
-    }
-    kiq_keyed_records_free(&rs);
-out:
+    return append(c, group, topic, partition, &val);
+}
+
+int kiq_share_state_delete(const kiq_share_state_ctx_t *c, kiq_str_t group, const kiq_uuid_t *topic,
+                           int32_t partition)
+{
+    /* nothing stored where there is no topic yet */
+    kiq_topic_t *t = state_topic(c, false);
+    bool stored = t != NULL;
     kiq_topic_unref(t);
-    return rc;
+    return stored ? append(c, group, topic, partition, NULL) : 0;
 }
 
 /* ---- loading ---- */

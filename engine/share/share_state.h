@@ -30,6 +30,9 @@ typedef struct kiq_share_state_ctx {
  * memory; the next change writes it again). */
 int kiq_share_state_store(const kiq_share_state_ctx_t *c, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,
                           kiq_share_partition_t *sp);
+/* Deletes the stored state of the share-partition (a tombstone). 0 or -1. */
+int kiq_share_state_delete(const kiq_share_state_ctx_t *c, kiq_str_t group, const kiq_uuid_t *topic,
+                           int32_t partition);
 /* Fills sp (not started) from the last snapshot stored for it: true when
  * there was one. */
 bool kiq_share_state_load(const kiq_share_state_ctx_t *c, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,

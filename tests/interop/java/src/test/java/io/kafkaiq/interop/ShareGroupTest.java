@@ -16,6 +16,8 @@ import java.util.Set;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.GroupListing;
+import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
+import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.admin.ShareGroupDescription;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -24,6 +26,7 @@ import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupType;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -245,5 +248,54 @@ class ShareGroupTest {
             assertEquals(Map.of("r5", (short) 2, "r6", (short) 2, "r7", (short) 2, "r8", (short) 2, "r9", (short) 2),
                     again);
         }
+    }
+
+    /** Consumes every record of the topic with a new member of group; their values. */
+    private static List<String> consumeAll(String topic, String group, int want) {
+        List<String> got = new ArrayList<>();
+        try (KafkaShareConsumer<String, String> c = consumer(group, false)) {
+            c.subscribe(List.of(topic));
+            Kiq.waitFor(want + " records", WAIT, () -> {
+                c.poll(Duration.ofMillis(200)).forEach(r -> got.add(r.value()));
+                return got.size() >= want;
+            });
+            c.commitSync();
+        }
+        return got;
+    }
+
+    private static Map<TopicPartition, SharePartitionOffsetInfo> offsets(String group, TopicPartition tp)
+            throws Exception {
+        return admin.listShareGroupOffsets(Map.of(group, new ListShareGroupOffsetsSpec().topicPartitions(List.of(tp))))
+                .partitionsToOffsetInfo(group).get();
+    }
+
+    /** The Admin client's share group offsets: listed with the lag, reset, deleted. */
+    @Test
+    void offsetsListedAlteredAndDeleted() throws Exception {
+        String topic = "share-admin", group = "share-admin-g";
+        TopicPartition tp = new TopicPartition(topic, 0);
+        Clients.createTopic(admin, topic, 1, (short) 1, Map.of());
+        produce(topic, 1, values("a", 10));
+        assertEquals(values("a", 10), consumeAll(topic, group, 10));
+        produce(topic, 1, values("b", 5));
+        SharePartitionOffsetInfo info = Kiq.waitFor("the start offset past the accepted records", WAIT, () -> {
+            SharePartitionOffsetInfo i = offsets(group, tp).get(tp);
+            return i != null && i.startOffset() == 10 ? i : null;
+        });
+        assertEquals(5L, info.lag().orElseThrow());
+        // the group is empty once its member left: the start goes back to offset 3
+        Kiq.waitFor("the reset taken", WAIT, () -> {
+            admin.alterShareGroupOffsets(group, Map.of(tp, 3L)).all().get();
+            return true;
+        });
+        assertEquals(3L, offsets(group, tp).get(tp).startOffset());
+        List<String> again = consumeAll(topic, group, 12);
+        assertEquals(values("a", 10).subList(3, 10), again.subList(0, 7));
+        // deleted: the group starts from the log's start again (share.auto.offset.reset here)
+        admin.deleteShareGroupOffsets(group, Set.of(topic)).all().get();
+        SharePartitionOffsetInfo gone = offsets(group, tp).get(tp);
+        assertTrue(gone == null || gone.startOffset() < 0, "no start offset after the delete: " + gone);
+        assertEquals(15, consumeAll(topic, group, 15).size());
     }
 }
