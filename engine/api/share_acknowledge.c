@@ -53,6 +53,9 @@ int kiq_api_share_acknowledge_handle(kiq_broker_t *b, kiq_request_t *r, const vo
                 pr->error_code = sp ? kiq_api_share_ack_batch(sp, ab->first_offset, ab->last_offset,
                                                               ab->acknowledge_types, ab->acknowledge_types_n, owner)
                                     : KIQ_ERR_UNKNOWN_SERVER_ERROR;
+                kiq_api_share_acknowledged(b, r, req->group_id, topic, p->partition_index, ab->first_offset,
+                                           ab->last_offset, ab->acknowledge_types, ab->acknowledge_types_n,
+                                           pr->error_code, sp);
             }
             if (sp) kiq_api_share_store(b, req->group_id, &t->topic_id, p->partition_index, sp);
             kiq_topic_unref(topic);

@@ -134,6 +134,8 @@ static int acquire_partition(share_fetch_op_t *f, const kiq_api_share_cfg_t *cfg
             pr->acquired_records[i].first_offset = ranges.v[i].first;
             pr->acquired_records[i].last_offset = ranges.v[i].last;
             pr->acquired_records[i].delivery_count = ranges.v[i].deliveries;
+            kiq_api_share_event(f->b, f->r, KIQ_POINT_SHARE_ACQUIRED, f->req->group_id, topic->name, tp->partition,
+                                ranges.v[i].first, ranges.v[i].last, cfg->lock_ms, ranges.v[i].deliveries, 0, 0);
         }
         KIQ_DEBUG("share group " KIQ_STR_FMT ": %d records of %s-%d acquired from %lld", KIQ_STR_ARG(f->req->group_id),
                   got, topic->name, tp->partition, (long long)ranges.v[0].first);
@@ -225,6 +227,8 @@ static void acknowledge(share_fetch_op_t *f, uint64_t owner)
                                                                           ab->acknowledge_types,
                                                                           ab->acknowledge_types_n, owner)
                                                 : KIQ_ERR_UNKNOWN_SERVER_ERROR;
+                kiq_api_share_acknowledged(f->b, f->r, req->group_id, topic, p->partition_index, ab->first_offset, ab->last_offset,
+                             ab->acknowledge_types, ab->acknowledge_types_n, pr->acknowledge_error_code, sp);
             }
             if (sp) kiq_api_share_store(f->b, req->group_id, &req->topics[i].topic_id, p->partition_index, sp);
             kiq_topic_unref(topic);

@@ -77,8 +77,58 @@ kiq_share_partition_t *kiq_api_share_partition(kiq_broker_t *b, const kiq_api_sh
     }
     if (sp->start < log_start)
         kiq_share_partition_start_at(sp, log_start);
-    kiq_share_partition_expire(sp, now_ms);
+    bool announce = kiq_observers_want(&b->observers, KIQ_POINT_SHARE_LOCK_EXPIRED);
+    kiq_share_ranges_t expired = {0};
+    kiq_share_partition_expire(sp, now_ms, announce ? &expired : NULL);
+    for (int i = 0; i < expired.n; i++)
+        kiq_api_share_event(b, NULL, KIQ_POINT_SHARE_LOCK_EXPIRED, group, topic->name, partition, expired.v[i].first,
+                            expired.v[i].last, cfg->lock_ms, expired.v[i].deliveries, 0,
+                            expired.v[i].deliveries >= cfg->delivery_limit ? KIQ_EVENT_ARCHIVED : 0);
+    kiq_share_ranges_free(&expired);
     return sp;
+}
+
+void kiq_api_share_event(kiq_broker_t *b, kiq_request_t *r, enum kiq_point point, kiq_str_t group, const char *topic,
+                         int32_t partition, int64_t first, int64_t last, int32_t extra, int64_t records, int16_t error,
+                         int flags)
+{
+    if (!kiq_observers_want(&b->observers, point)) return;
+    char gid[256];
+    size_t n = group.len > 0 ? (size_t)group.len : 0;
+    if (n >= sizeof gid) n = sizeof gid - 1;
+    memcpy(gid, group.p ? group.p : "", n);
+    gid[n] = 0;
+    kiq_event_t e = kiq_event(point, b->node_id);
+    e.request = r;
+    e.topic = topic;
+    e.partition = partition;
+    e.first_offset = first;
+    e.last_offset = last;
+    e.extra = extra;
+    e.records = records;
+    e.error = error;
+    e.flags = flags;
+    e.file = gid;
+    kiq_observers_emit(&b->observers, &e);
+}
+
+void kiq_api_share_acknowledged(kiq_broker_t *b, kiq_request_t *r, kiq_str_t group, const kiq_topic_t *topic,
+                                int32_t partition, int64_t first, int64_t last, const int8_t *types, int32_t ntypes,
+                                int16_t error, const kiq_share_partition_t *sp)
+{
+    if (!kiq_observers_want(&b->observers, KIQ_POINT_SHARE_ACKNOWLEDGED) || ntypes <= 0 || first > last) return;
+    int64_t from = first;
+    for (int64_t o = first; o <= last; o++) {
+        int8_t type = ntypes == 1 ? types[0] : types[o - first < ntypes ? o - first : ntypes - 1];
+        int8_t next = o == last ? -1 : ntypes == 1 ? types[0] : types[o + 1 - first < ntypes ? o + 1 - first : ntypes - 1];
+        if (next == type) continue;
+        /* a release that reached the limit: archived (below the start, done) */
+        enum kiq_share_state st = sp ? kiq_share_partition_state(sp, from) : KIQ_SHARE_AVAILABLE;
+        int flags = type == KIQ_SHARE_ACK_RELEASE && !error && st != KIQ_SHARE_AVAILABLE ? KIQ_EVENT_ARCHIVED : 0;
+        kiq_api_share_event(b, r, KIQ_POINT_SHARE_ACKNOWLEDGED, group, topic->name, partition, from, o, type, -1, error,
+                            flags);
+        from = o + 1;
+    }
 }
 
 kiq_share_partition_t *kiq_api_share_partition_stored(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg,

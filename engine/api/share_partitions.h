@@ -46,6 +46,18 @@ kiq_share_partition_t *kiq_api_share_partition_stored(kiq_broker_t *b, const kiq
 void kiq_api_share_store(kiq_broker_t *b, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,
                          kiq_share_partition_t *sp);
 
+/* Announces a share point (core/observer.h) of records first..last of the
+ * group's share-partition to the broker's observers (the journeys). */
+void kiq_api_share_event(kiq_broker_t *b, kiq_request_t *r, enum kiq_point point, kiq_str_t group, const char *topic,
+                         int32_t partition, int64_t first, int64_t last, int32_t extra, int64_t records, int16_t error,
+                         int flags);
+
+/* Announces one acknowledgement batch (SHARE_ACKNOWLEDGED): a stage per
+ * run of one type; a release at the limit is archived. */
+void kiq_api_share_acknowledged(kiq_broker_t *b, kiq_request_t *r, kiq_str_t group, const kiq_topic_t *topic,
+                                int32_t partition, int64_t first, int64_t last, const int8_t *types, int32_t ntypes,
+                                int16_t error, const kiq_share_partition_t *sp);
+
 /* One acknowledgement batch of owner: one type for the whole range, or
  * one per offset. 0 or the partition's acknowledge error. */
 int16_t kiq_api_share_ack_batch(kiq_share_partition_t *sp, int64_t first, int64_t last, const int8_t *types,

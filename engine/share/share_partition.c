@@ -77,12 +77,32 @@ static void give_back(kiq_share_partition_t *sp, kiq_share_record_t *r)
     r->owner = 0;
 }
 
-int kiq_share_partition_expire(kiq_share_partition_t *sp, int64_t now_ms)
+static int add_range(kiq_share_ranges_t *out, int64_t offset, int16_t deliveries)
+{
+    kiq_share_range_t *last = out->n ? &out->v[out->n - 1] : NULL;
+    if (last && last->last + 1 == offset && last->deliveries == deliveries) {
+        last->last = offset;
+        return 0;
+    }
+    if (out->n == out->cap) {
+        int cap = out->cap ? out->cap * 2 : 8;
+        kiq_share_range_t *v = realloc(out->v, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        out->v = v;
+        out->cap = cap;
+    }
+    out->v[out->n++] = (kiq_share_range_t){offset, offset, deliveries};
+    return 0;
+}
+
+int kiq_share_partition_expire(kiq_share_partition_t *sp, int64_t now_ms, kiq_share_ranges_t *out)
 {
     int k = 0;
     for (int i = 0; i < sp->n; i++)
         if (sp->v[i].state == KIQ_SHARE_ACQUIRED && now_ms >= sp->v[i].lock_deadline_ms) {
             give_back(sp, &sp->v[i]);
+            /* out of memory: the journey misses a stage, the state is right */
+            if (out) (void)add_range(out, sp->start + i, sp->v[i].deliveries);
             k++;
         }
     if (k) advance(sp);
@@ -111,24 +131,6 @@ static int grow_to(kiq_share_partition_t *sp, int64_t offset, uint8_t state)
     }
     for (int64_t i = sp->n; i < want; i++) sp->v[i] = (kiq_share_record_t){.state = state};
     sp->n = (int)want;
-    return 0;
-}
-
-static int add_range(kiq_share_ranges_t *out, int64_t offset, int16_t deliveries)
-{
-    kiq_share_range_t *last = out->n ? &out->v[out->n - 1] : NULL;
-    if (last && last->last + 1 == offset && last->deliveries == deliveries) {
-        last->last = offset;
-        return 0;
-    }
-    if (out->n == out->cap) {
-        int cap = out->cap ? out->cap * 2 : 8;
-        kiq_share_range_t *v = realloc(out->v, (size_t)cap * sizeof *v);
-        if (!v) return -1;
-        out->v = v;
-        out->cap = cap;
-    }
-    out->v[out->n++] = (kiq_share_range_t){offset, offset, deliveries};
     return 0;
 }
 

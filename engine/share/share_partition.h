@@ -37,15 +37,6 @@ typedef struct kiq_share_record {
     int64_t lock_deadline_ms; /* Acquired: made available (or archived) there */
 } kiq_share_record_t;
 
-typedef struct kiq_share_partition {
-    int64_t start; /* SPSO; -1: not started (the group's first fetch picks it) */
-    kiq_share_record_t *v; /* in flight: offsets start .. start + n - 1 */
-    int n, cap;
-    int delivery_limit;
-    int max_in_flight;      /* group.share.partition.max.record.locks */
-    int32_t snapshot_epoch; /* of the last snapshot stored (share_state.h) */
-} kiq_share_partition_t;
-
 /* A run of acquired offsets with the same delivery count. */
 typedef struct kiq_share_range {
     int64_t first, last;
@@ -56,6 +47,15 @@ typedef struct kiq_share_ranges {
     kiq_share_range_t *v;
     int n, cap;
 } kiq_share_ranges_t;
+
+typedef struct kiq_share_partition {
+    int64_t start; /* SPSO; -1: not started (the group's first fetch picks it) */
+    kiq_share_record_t *v; /* in flight: offsets start .. start + n - 1 */
+    int n, cap;
+    int delivery_limit;
+    int max_in_flight;      /* group.share.partition.max.record.locks */
+    int32_t snapshot_epoch; /* of the last snapshot stored (share_state.h) */
+} kiq_share_partition_t;
 
 /* A member id as an owner. */
 uint64_t kiq_share_owner(const char *id, int32_t len);
@@ -73,8 +73,9 @@ void kiq_share_partition_start_at(kiq_share_partition_t *sp, int64_t offset);
 /* The state of offset (Available past the end, Acknowledged below start). */
 enum kiq_share_state kiq_share_partition_state(const kiq_share_partition_t *sp, int64_t offset);
 /* Locks expired by now_ms: their records are made available again, or
- * archived at the delivery limit. Returns how many. */
-int kiq_share_partition_expire(kiq_share_partition_t *sp, int64_t now_ms);
+ * archived at the delivery limit; their runs appended to out (NULL: not
+ * wanted). Returns how many records. */
+int kiq_share_partition_expire(kiq_share_partition_t *sp, int64_t now_ms, kiq_share_ranges_t *out);
 /* Where a fetch reads from: the first available in-flight offset, else
  * the end. */
 int64_t kiq_share_partition_next(const kiq_share_partition_t *sp);

@@ -85,8 +85,10 @@ static void test_locks_expire(void **state)
     kiq_share_partition_start_at(&sp, 5);
     kiq_share_ranges_t got = {0};
     assert_int_equal(kiq_share_partition_acquire(&sp, 5, 7, A, 1000, &got), 3);
-    assert_int_equal(kiq_share_partition_expire(&sp, 999), 0);
-    assert_int_equal(kiq_share_partition_expire(&sp, 1000), 3);
+    assert_int_equal(kiq_share_partition_expire(&sp, 999, NULL), 0);
+    got.n = 0;
+    assert_int_equal(kiq_share_partition_expire(&sp, 1000, &got), 3);
+    assert_true(got.n == 1 && got.v[0].first == 5 && got.v[0].last == 7 && got.v[0].deliveries == 1);
     assert_int_equal(kiq_share_partition_next(&sp), 5);
     /* an expired holder's acknowledgement comes too late */
     assert_int_equal(kiq_share_partition_ack(&sp, 5, 5, KIQ_SHARE_ACK_ACCEPT, A), KIQ_ERR_INVALID_RECORD_STATE);
@@ -94,7 +96,7 @@ static void test_locks_expire(void **state)
     assert_int_equal(kiq_share_partition_acquire(&sp, 5, 7, B, 2000, &got), 3);
     assert_true(got.n == 1 && got.v[0].deliveries == 2);
     /* the second expiry reaches the limit of 2: archived */
-    assert_int_equal(kiq_share_partition_expire(&sp, 2000), 3);
+    assert_int_equal(kiq_share_partition_expire(&sp, 2000, NULL), 3);
     assert_int_equal(sp.start, 8);
     kiq_share_ranges_free(&got);
     kiq_share_partition_free(&sp);

@@ -26,6 +26,8 @@ final class KiqBroker {
 
     final int id;
     final int port;
+    /** Its HTTP listener's port (the state and journeys API); -1 for a server someone else runs. */
+    final int httpPort;
     private final String host;
     private final int controlPort;
     private final String voters;
@@ -44,7 +46,8 @@ final class KiqBroker {
         this.controlPort = ports.get(1);
         this.voters = voters;
         this.overrides = new ArrayList<>(overrides);
-        this.overrides.add("kafkaiq.http.listener=" + Kiq.HOST + ":" + ports.get(2));
+        this.httpPort = ports.get(2);
+        this.overrides.add("kafkaiq.http.listener=" + Kiq.HOST + ":" + httpPort);
     }
 
     /** A server someone else runs (KIQ_BOOTSTRAP): never started or stopped here. */
@@ -53,6 +56,7 @@ final class KiqBroker {
         this.id = id;
         this.host = bootstrap.substring(0, bootstrap.lastIndexOf(':'));
         this.port = Integer.parseInt(bootstrap.substring(bootstrap.lastIndexOf(':') + 1));
+        this.httpPort = -1;
         this.controlPort = -1;
         this.voters = null;
         this.overrides = List.of();

@@ -4,6 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -163,8 +167,24 @@ class ShareGroupTest {
                 for (ConsumerRecord<String, String> r : again) {
                     assertEquals(2, deliveries(r), r.value() + " is a second delivery");
                 }
+                other.commitSync(); // the implicit acknowledgement of what the last poll returned
             }
         }
+        // the batch's journey tells it: acquired, the lock expired, acquired again, accepted
+        String journey = Kiq.waitFor("the share stages in the journey", WAIT, () -> {
+            String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://" + Kiq.HOST + ":"
+                    + broker.httpPort + "/api/journey?topic=" + topic + "&partition=0&offset=0")).build(),
+                    HttpResponse.BodyHandlers.ofString()).body();
+            return body.contains("\"stage\":\"share_acknowledged\"") ? body : null;
+        });
+        for (String text : List.of("acquired offsets 0..4 (delivery 1), locked for " + LOCK_MS + " ms",
+                "the lock on offsets 0..4 (delivery 1) expired after " + LOCK_MS
+                        + " ms unacknowledged: available to be delivered again",
+                "acquired offsets 0..4 (delivery 2)", "accepted offsets 0..4: done")) {
+            assertTrue(journey.contains(text), "journey says \"" + text + "\": " + journey);
+        }
+        assertTrue(journey.indexOf("(delivery 1), locked") < journey.indexOf("expired after")
+                && journey.indexOf("expired after") < journey.indexOf("(delivery 2)"), journey);
     }
 
     /** Releases records every time they come until none come; the delivery counts they came with. */
