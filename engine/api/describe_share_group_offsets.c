@@ -2,8 +2,9 @@
  * partition (KIP-932), and from v1 its lag: the records from there to the
  * high watermark not yet acknowledged or archived. The state is the
  * partition leader's (share/), read here where this broker leads the
- * partition; elsewhere, and where the group has no state, the start offset
- * is -1 (Kafka's answer for a partition not initialized). topics null:
+ * partition; elsewhere, and where the group has no state (or there is no
+ * such group), the start offset is -1 (Kafka's answer for a partition not
+ * initialized). topics null:
  * every partition the group has state of here. */
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@ static void describe_partition(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg, 
     kiq_describe_share_group_offsets_response_groups_topics_partitions_init(pr);
     pr->partition_index = partition;
     pr->start_offset = -1;
-    pr->leader_epoch = -1;
+    pr->leader_epoch = 0; /* as Kafka answers a partition without state */
     if (!t || partition < 0 || partition >= t->npartitions) {
         pr->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         return;
@@ -29,7 +30,6 @@ static void describe_partition(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg, 
     kiq_share_partition_t *sp = kiq_api_share_partition_stored(b, cfg, group, &t->id, partition);
     if (sp && sp->start >= 0) {
         pr->start_offset = sp->start;
-        pr->leader_epoch = 0;
         int64_t hw = kiq_partition_log_high_watermark(led->partitions[partition]->log);
         int64_t done = kiq_share_partition_count(sp, KIQ_SHARE_ACKNOWLEDGED) + kiq_share_partition_count(sp, KIQ_SHARE_ARCHIVED);
         pr->lag = hw > sp->start ? hw - sp->start - done : 0;
@@ -52,7 +52,9 @@ int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *
         kiq_describe_share_group_offsets_response_groups_t *gr = &resp->groups[i];
         kiq_describe_share_group_offsets_response_groups_init(gr);
         gr->group_id = g->group_id;
-        if ((gr->error_code = kiq_group_share_check(b->groups, g->group_id, false)) != 0) continue;
+        /* a group of none is answered as one without state, as Kafka does */
+        int16_t err = kiq_group_share_check(b->groups, g->group_id, false);
+        if (err != KIQ_ERR_GROUP_ID_NOT_FOUND && (gr->error_code = err) != 0) continue;
         kiq_share_lock(b->shares);
         if (g->topics_n >= 0) {
             gr->topics_n = g->topics_n;

@@ -546,6 +546,22 @@ scenario { name = "ShareGroupHeartbeat: join, describe, fenced, leave", api = "S
     member_epoch = -1 } end },
 } }
 
+-- A share group's offsets before any fetch (no state yet), of a group
+-- of none, and their reset refused while the group has a member.
+scenario { name = "DescribeShareGroupOffsets of a new share group and of none", api = "DescribeShareGroupOffsets",
+  steps = {
+  create(2), find_coordinator(0),
+  { api = "ShareGroupHeartbeat", ignore = true, body = function(s) return { group_id = s.name,
+    member_id = SHARE_MEMBER, member_epoch = 0, subscribed_topic_names = { s.name } } end },
+  { api = "DescribeShareGroupOffsets", body = function(s) return { groups = {
+    { group_id = s.name, topics = { { topic_name = s.name, partitions = { 0, 1 } } } },
+    { group_id = s.name .. "-none", topics = { { topic_name = s.name, partitions = { 0 } } } } } } end },
+  { api = "AlterShareGroupOffsets", body = function(s) return { group_id = s.name, topics = {
+    { topic_name = s.name, partitions = { { partition_index = 0, start_offset = 0 } } } } } end },
+  { api = "DeleteShareGroupOffsets", body = function(s) return { group_id = s.name,
+    topics = { { topic_name = s.name } } } end },
+} }
+
 -- ---------------------------------------------------------------- more transactions
 
 -- A transactional producer whose coordinator is ready; saved: pid, epoch.
