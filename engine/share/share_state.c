@@ -7,6 +7,7 @@
 
 #include "core/arena.h"
 #include "core/clock.h"
+#include "core/coordinator_key.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "log/log_scan.h"
@@ -18,19 +19,15 @@
 
 enum { RECORD_SNAPSHOT = 0 }; /* the key version: Kafka's record type */
 
-/* Kafka's share coordinator partition of key "group:topicId:partition":
- * Java's String.hashCode of it (ASCII here: group ids as bytes),
- * Utils.abs, modulo the partitions. */
+/* Kafka's share coordinator partition of key "group:topicId:partition"
+ * (its SharePartitionKey), as for a group id (core/coordinator_key.h). */
 static int32_t state_partition(kiq_str_t group, const kiq_uuid_t *topic, int32_t partition, int32_t npartitions)
 {
-    char id[32], tail[64];
+    char id[32], key[512];
     kiq_uuid_to_base64(topic, id);
-    int n = snprintf(tail, sizeof tail, ":%s:%d", id, partition);
-    int32_t h = 0;
-    for (int32_t i = 0; i < group.len; i++) h = (int32_t)((uint32_t)h * 31u + (uint8_t)group.p[i]);
-    for (int i = 0; i < n; i++) h = (int32_t)((uint32_t)h * 31u + (uint8_t)tail[i]);
-    int32_t a = h == INT32_MIN ? 0 : h < 0 ? -h : h;
-    return a % npartitions;
+    int n = snprintf(key, sizeof key, KIQ_STR_FMT ":%s:%d", KIQ_STR_ARG(group), id, partition);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof key ? (size_t)n : sizeof key - 1;
+    return kiq_coordinator_partition(key, len, npartitions);
 }
 
 /* The topic, created when missing on a standalone broker (compacted, as
