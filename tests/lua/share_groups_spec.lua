@@ -1,0 +1,151 @@
+-- Share groups (KIP-932) through raw requests on one broker: a member's
+-- heartbeat and its errors, share sessions and their epochs, records
+-- acquired with delivery counts, acknowledgements only by the member
+-- holding the records, per-offset acknowledge types, an expired lock
+-- making records available again and the delivery limit archiving them,
+-- a closed session's records released, and the group as ShareGroupDescribe
+-- and ListGroups show it.
+local kiq = require "kafkaiq"
+local core = require "kafkaiq.core"
+local connection = require "kafkaiq.client.connection"
+kiq.log_level("error")
+
+local PRODUCE, METADATA, LIST_GROUPS, FIND_COORDINATOR = 0, 3, 16, 10
+local HEARTBEAT, DESCRIBE, FETCH, ACK = 76, 77, 78, 79
+local INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 42, 25, 110
+local INVALID_RECORD_STATE, SESSION_NOT_FOUND, INVALID_SESSION_EPOCH = 121, 122, 123
+local ACCEPT, RELEASE, REJECT = 1, 2, 3
+
+describe("share groups on one broker", function()
+  local b, c, tid
+  local epochs = {} -- each member's next share session epoch
+
+  -- The member's next epoch: n given (0 opens, -1 closes, or a wrong one) or its own.
+  local function epoch_of(member, n)
+    local e = n or epochs[member]
+    if e == 0 then epochs[member] = 1 elseif e > 0 and e == epochs[member] then epochs[member] = e + 1 end
+    return e
+  end
+
+  local function open()
+    return assert(connection.open("127.0.0.1", b.port, {
+      client_id = "share-spec", connect_timeout_ms = 5000, request_timeout_ms = 10000 }))
+  end
+
+  local function produce(values)
+    local rs = {}
+    for i, v in ipairs(values) do rs[i] = { key = "k", value = v } end
+    local resp = assert(c:request(PRODUCE, { acks = -1, timeout_ms = 5000, topic_data = {
+      { name = "sh", partition_data = { { index = 0, records = assert(core.build_batch { records = rs }) } } } } }))
+    assert.are.equal(0, resp.responses[1].partition_responses[1].error_code)
+  end
+
+  local function heartbeat(member, epoch, topics)
+    return assert(c:request(HEARTBEAT, { group_id = "sg", member_id = member, member_epoch = epoch,
+      subscribed_topic_names = topics }))
+  end
+
+  -- A ShareFetch of member at epoch (nil: its next; its acknowledgements: { first, last, types }), answered
+  -- at once.
+  local function fetch(member, epoch, acks)
+    local batches = {}
+    for i, a in ipairs(acks or {}) do
+      batches[i] = { first_offset = a[1], last_offset = a[2], acknowledge_types = a[3] }
+    end
+    return assert(c:request(FETCH, { group_id = "sg", member_id = member, share_session_epoch = epoch_of(member, epoch),
+      max_wait_ms = 0, min_bytes = 1, max_bytes = 1048576, max_records = 500, batch_size = 500,
+      topics = { { topic_id = tid, partitions = { { partition_index = 0, acknowledgement_batches = batches } } } },
+      forgotten_topics_data = {} }))
+  end
+
+  local function ack(member, epoch, a)
+    return assert(c:request(ACK, { group_id = "sg", member_id = member, share_session_epoch = epoch_of(member, epoch),
+      topics = { { topic_id = tid, partitions = { { partition_index = 0, acknowledgement_batches = {
+        { first_offset = a[1], last_offset = a[2], acknowledge_types = a[3] } } } } } } }))
+  end
+
+  -- The acquired ranges of a fetch's one partition, as { first, last, deliveries }.
+  local function acquired(resp)
+    assert.are.equal(0, resp.error_code)
+    local p = resp.responses[1].partitions[1]
+    assert.are.equal(0, p.error_code)
+    local out = {}
+    for i, r in ipairs(p.acquired_records) do out[i] = { r.first_offset, r.last_offset, r.delivery_count } end
+    return out
+  end
+
+  setup(function()
+    b = assert(kiq.broker { ["group.share.record.lock.duration.ms"] = 1000, ["group.share.delivery.count.limit"] = 2,
+      ["kafkaiq.share.auto.offset.reset"] = "earliest" })
+    local a = assert(kiq.admin { bootstrap = b.bootstrap })
+    assert(a:create_topics { { name = "sh", partitions = 1 } })
+    a:close()
+    c = open()
+    local md = assert(c:request(METADATA, { topics = { { name = "sh" } }, allow_auto_topic_creation = false }))
+    tid = md.topics[1].topic_id
+    assert(c:request(FIND_COORDINATOR, { key = "sg", key_type = 0, coordinator_keys = { "sg" } }))
+  end)
+
+  teardown(function()
+    if c then c:close() end
+    if b then b:stop() end
+  end)
+
+  it("takes members in with every partition and refuses bad heartbeats as Kafka does", function()
+    assert.are.equal(INVALID_REQUEST, heartbeat("", 0, { "sh" }).error_code)
+    local hb = heartbeat("m1", 0, { "sh" })
+    assert.are.equal(0, hb.error_code)
+    assert.are.equal(1, hb.member_epoch)
+    assert.are.same({ 0 }, hb.assignment.topic_partitions[1].partitions)
+    assert.are.equal(tid, hb.assignment.topic_partitions[1].topic_id)
+    -- a second member shares the one partition
+    hb = heartbeat("m2", 0, { "sh" })
+    assert.are.same({ 0 }, hb.assignment.topic_partitions[1].partitions)
+    assert.are.equal(FENCED_MEMBER_EPOCH, heartbeat("m1", 7).error_code)
+    assert.are.equal(UNKNOWN_MEMBER_ID, heartbeat("nobody", 1).error_code)
+    local d = assert(c:request(DESCRIBE, { group_ids = { "sg" }, include_authorized_operations = false }))
+    assert.are.equal("simple", d.groups[1].assignor_name)
+    assert.are.equal(2, #d.groups[1].members)
+    local l = assert(c:request(LIST_GROUPS, { states_filter = {}, types_filter = { "share" } }))
+    assert.are.equal("sg", l.groups[1].group_id)
+    assert.are.equal("share", l.groups[1].group_type)
+  end)
+
+  it("hands each record to one member at a time, acknowledged only by it", function()
+    produce({ "a", "b", "c" })
+    assert.are.equal(SESSION_NOT_FOUND, fetch("m1", 1).error_code) -- no session yet
+    local f = fetch("m1", 0)
+    assert.are.same({ { 0, 2, 1 } }, acquired(f))
+    assert.is_true(#f.responses[1].partitions[1].records > 0)
+    assert.are.equal(1000, f.acquisition_lock_timeout_ms)
+    -- m2 gets none of them, and may not acknowledge them
+    assert.are.same({}, acquired(fetch("m2", 0)))
+    assert.are.equal(INVALID_RECORD_STATE, ack("m2", nil, { 0, 2, { ACCEPT } }).responses[1].partitions[1].error_code)
+    assert.are.equal(INVALID_SESSION_EPOCH, fetch("m1", 5).error_code)
+    -- one type per offset: 0 released (delivered again), 1 accepted
+    assert.are.equal(0, ack("m1", nil, { 0, 1, { RELEASE, ACCEPT } }).responses[1].partitions[1].error_code)
+    assert.are.same({ { 0, 0, 2 } }, acquired(fetch("m2")))
+  end)
+
+  it("gives expired locks' records back, and archives them at the delivery limit", function()
+    -- m1 still holds 2, m2 holds 0 (its second delivery): both locks run out
+    local got
+    assert.is_true(kiq.wait_for(function()
+      got = acquired(fetch("m1"))
+      return #got > 0
+    end, 10000, 100))
+    -- 0 reached the limit of 2 deliveries: archived; 2 comes again
+    assert.are.same({ { 2, 2, 2 } }, got)
+    -- a reject archives at once; what follows is new
+    assert.are.equal(0, ack("m1", nil, { 2, 2, { REJECT } }).responses[1].partitions[1].error_code)
+    produce({ "d" })
+    assert.are.same({ { 3, 3, 1 } }, acquired(fetch("m1")))
+  end)
+
+  it("releases what a member holds when it closes its session", function()
+    local closed = ack("m1", -1, { 3, 3, { RELEASE } })
+    assert.are.equal(0, closed.error_code)
+    assert.are.equal(SESSION_NOT_FOUND, fetch("m1", epochs.m1).error_code)
+    assert.are.same({ { 3, 3, 2 } }, acquired(fetch("m2")))
+  end)
+end)
