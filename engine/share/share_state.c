@@ -31,13 +31,17 @@ static int32_t state_partition(kiq_str_t group, const kiq_uuid_t *topic, int32_t
 }
 
 /* The topic, created when missing on a standalone broker (compacted, as
- * __consumer_offsets: only each key's last snapshot matters). */
+ * __consumer_offsets: only each key's last snapshot matters; segments of
+ * share.coordinator.state.topic.segment.bytes, so compaction comes soon). */
 static kiq_topic_t *state_topic(const kiq_share_state_ctx_t *c, bool create)
 {
     kiq_topic_t *t = kiq_topics_get(c->topics, KIQ_STR(KIQ_SHARE_STATE_TOPIC));
     if (t || !create || c->cluster) return t;
     kiq_topic_configs_t cfg = {0};
+    char seg[32];
+    snprintf(seg, sizeof seg, "%" PRId64, kiq_config_int(c->config, KIQ_CFG_SHARE_COORDINATOR_STATE_TOPIC_SEGMENT_BYTES));
     int rc = kiq_topic_configs_set(&cfg, "cleanup.policy", 14, "compact", 7);
+    if (rc == 0) rc = kiq_topic_configs_set(&cfg, "segment.bytes", 13, seg, (int)strlen(seg));
     if (rc == 0)
         rc = kiq_topics_create_with_configs(
             c->topics, KIQ_STR(KIQ_SHARE_STATE_TOPIC),
