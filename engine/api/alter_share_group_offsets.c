@@ -10,12 +10,12 @@ int kiq_api_alter_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r, 
     const kiq_alter_share_group_offsets_request_t *req = request;
     kiq_alter_share_group_offsets_response_t *resp = response;
     if ((resp->error_code = kiq_group_share_check(b->groups, req->group_id, true)) != 0) return KIQ_HANDLER_RESPOND;
-    kiq_api_share_cfg_t cfg;
-    kiq_api_share_cfg(b, &cfg);
     resp->responses_n = req->topics_n > 0 ? req->topics_n : 0;
     resp->responses = kiq_arena_calloc(&r->arena, (size_t)(resp->responses_n ? resp->responses_n : 1),
                                        sizeof *resp->responses);
     kiq_share_lock(b->shares);
+    kiq_api_share_cfg_t cfg;
+    kiq_api_share_cfg(b, req->group_id, &cfg);
     for (int32_t i = 0; i < resp->responses_n; i++) {
         const kiq_alter_share_group_offsets_request_topics_t *tq = &req->topics[i];
         kiq_alter_share_group_offsets_response_responses_t *tr = &resp->responses[i];

@@ -42,8 +42,6 @@ int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *
 {
     const kiq_describe_share_group_offsets_request_t *req = request;
     kiq_describe_share_group_offsets_response_t *resp = response;
-    kiq_api_share_cfg_t cfg;
-    kiq_api_share_cfg(b, &cfg);
     int32_t ng = req->groups_n > 0 ? req->groups_n : 0;
     resp->groups_n = ng;
     resp->groups = kiq_arena_calloc(&r->arena, (size_t)(ng ? ng : 1), sizeof *resp->groups);
@@ -56,6 +54,8 @@ int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *
         int16_t err = kiq_group_share_check(b->groups, g->group_id, false);
         if (err != KIQ_ERR_GROUP_ID_NOT_FOUND && (gr->error_code = err) != 0) continue;
         kiq_share_lock(b->shares);
+        kiq_api_share_cfg_t cfg;
+        kiq_api_share_cfg(b, g->group_id, &cfg);
         if (g->topics_n >= 0) {
             gr->topics_n = g->topics_n;
             gr->topics = kiq_arena_calloc(&r->arena, (size_t)(g->topics_n ? g->topics_n : 1), sizeof *gr->topics);

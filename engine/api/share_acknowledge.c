@@ -13,9 +13,9 @@ int kiq_api_share_acknowledge_handle(kiq_broker_t *b, kiq_request_t *r, const vo
 {
     const kiq_share_acknowledge_request_t *req = request;
     kiq_share_acknowledge_response_t *resp = response;
-    kiq_api_share_cfg_t cfg;
-    kiq_api_share_cfg(b, &cfg);
     kiq_share_lock(b->shares);
+    kiq_api_share_cfg_t cfg;
+    kiq_api_share_cfg(b, req->group_id, &cfg);
     kiq_share_session_t *s;
     int16_t err = kiq_api_share_session(b, req->group_id, req->member_id, req->share_session_epoch, false, &s);
     if (err) {

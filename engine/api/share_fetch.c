@@ -155,7 +155,7 @@ static int acquire_all(share_fetch_op_t *f)
     kiq_broker_t *b = f->b;
     const kiq_share_fetch_request_t *req = f->req;
     kiq_api_share_cfg_t cfg;
-    kiq_api_share_cfg(b, &cfg);
+    kiq_api_share_cfg(b, req->group_id, &cfg);
     kiq_share_session_t *s = kiq_share_session_find(b->shares, req->group_id.p, req->group_id.len, req->member_id.p,
                                                     req->member_id.len);
     if (!s) return -1;
@@ -207,7 +207,7 @@ static void acknowledge(share_fetch_op_t *f, uint64_t owner)
 {
     const kiq_share_fetch_request_t *req = f->req;
     kiq_api_share_cfg_t cfg;
-    kiq_api_share_cfg(f->b, &cfg);
+    kiq_api_share_cfg(f->b, req->group_id, &cfg);
     int64_t now_ms = kiq_clock_mono_ns() / 1000000;
     for (int32_t i = 0; i < req->topics_n; i++)
         for (int32_t j = 0; j < req->topics[i].partitions_n; j++) {
@@ -239,12 +239,12 @@ int kiq_api_share_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *re
 {
     const kiq_share_fetch_request_t *req = request;
     kiq_share_fetch_response_t *resp = response;
-    kiq_api_share_cfg_t cfg;
-    kiq_api_share_cfg(b, &cfg);
-    resp->acquisition_lock_timeout_ms = cfg.lock_ms;
     share_fetch_op_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
     *f = (share_fetch_op_t){.b = b, .r = r, .req = req, .resp = resp};
     kiq_share_lock(b->shares);
+    kiq_api_share_cfg_t cfg;
+    kiq_api_share_cfg(b, req->group_id, &cfg);
+    resp->acquisition_lock_timeout_ms = cfg.lock_ms;
     kiq_share_session_t *s;
     int16_t err = kiq_api_share_session(b, req->group_id, req->member_id, req->share_session_epoch, true, &s);
     if (err) {

@@ -8,14 +8,15 @@
 #include "api/api.h"
 #include "share/share_manager.h"
 
-/* The share group settings, read once per request. */
+/* The share group's settings: its group configs over the broker's
+ * defaults; read holding the share lock, once per request. */
 typedef struct kiq_api_share_cfg {
     int32_t lock_ms;
     int delivery_limit, max_locks;
     bool earliest; /* share.auto.offset.reset */
 } kiq_api_share_cfg_t;
 
-void kiq_api_share_cfg(kiq_broker_t *b, kiq_api_share_cfg_t *cfg);
+void kiq_api_share_cfg(kiq_broker_t *b, kiq_str_t group, kiq_api_share_cfg_t *cfg);
 
 /* The session step of a request at share_session_epoch: 0 opens one (only
  * a fetch may), -1 names the session about to close, anything else must

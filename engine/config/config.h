@@ -254,7 +254,7 @@ extern const kiq_config_def_t kiq_config_defs[KIQ_CFG__COUNT];
 
 /* Kafka's ConfigResource types, as the *Configs APIs and ConfigRecords
  * name them. */
-enum kiq_config_resource { KIQ_CONFIG_RESOURCE_TOPIC = 2, KIQ_CONFIG_RESOURCE_BROKER = 4 };
+enum kiq_config_resource { KIQ_CONFIG_RESOURCE_TOPIC = 2, KIQ_CONFIG_RESOURCE_BROKER = 4, KIQ_CONFIG_RESOURCE_GROUP = 32 };
 
 /* Kafka's DescribeConfigs config_source values. */
 enum kiq_config_source {
@@ -263,6 +263,7 @@ enum kiq_config_source {
     KIQ_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER = 3,
     KIQ_CONFIG_SOURCE_STATIC_BROKER = 4,
     KIQ_CONFIG_SOURCE_DEFAULT = 5,
+    KIQ_CONFIG_SOURCE_GROUP = 8,
 };
 
 /* Where a dynamic broker config is set: for this broker (resource name its

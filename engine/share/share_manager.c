@@ -12,7 +12,8 @@ kiq_share_manager_t *kiq_share_manager_new(void)
     pthread_mutex_init(&m->mu, NULL);
     m->parts = kiq_str_map_new();
     m->sessions = kiq_str_map_new();
-    if (!m->parts || !m->sessions) {
+    m->configs = kiq_str_map_new();
+    if (!m->parts || !m->sessions || !m->configs) {
         kiq_share_manager_free(m);
         return NULL;
     }
@@ -43,6 +44,14 @@ void kiq_share_manager_free(kiq_share_manager_t *m)
         kiq_str_map_iter_init(&it, m->sessions);
         while (kiq_str_map_next(&it, NULL, NULL, &v)) session_free(v);
         kiq_str_map_free(m->sessions);
+    }
+    if (m->configs) {
+        kiq_str_map_iter_init(&it, m->configs);
+        while (kiq_str_map_next(&it, NULL, NULL, &v)) {
+            kiq_group_configs_clear(v);
+            free(v);
+        }
+        kiq_str_map_free(m->configs);
     }
     pthread_mutex_destroy(&m->mu);
     free(m);
@@ -137,6 +146,31 @@ void kiq_share_partition_drop(kiq_share_manager_t *m, const char *group, int32_t
     if (!sp) return;
     kiq_share_partition_free(sp);
     free(sp);
+}
+
+const kiq_group_configs_t *kiq_share_group_configs(kiq_share_manager_t *m, const char *group, int32_t glen)
+{
+    return kiq_str_map_get(m->configs, group, (size_t)glen);
+}
+
+int kiq_share_group_configs_put(kiq_share_manager_t *m, const char *group, int32_t glen, kiq_group_configs_t *c)
+{
+    bool any = false;
+    for (int i = 0; i < KIQ_GROUP_CFG__COUNT; i++) any |= c->v[i] != NULL;
+    kiq_group_configs_t *old = kiq_str_map_remove(m->configs, group, (size_t)glen);
+    if (old) {
+        kiq_group_configs_clear(old);
+        free(old);
+    }
+    if (!any) return 0;
+    kiq_group_configs_t *keep = malloc(sizeof *keep);
+    if (!keep || kiq_str_map_put(m->configs, group, (size_t)glen, keep) != 0) {
+        free(keep);
+        kiq_group_configs_clear(c);
+        return -1;
+    }
+    *keep = *c;
+    return 0;
 }
 
 kiq_share_session_t *kiq_share_session_find(kiq_share_manager_t *m, const char *group, int32_t glen,

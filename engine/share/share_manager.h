@@ -17,6 +17,7 @@
 
 #include "core/str_map.h"
 #include "core/uuid.h"
+#include "share/group_configs.h"
 #include "share/share_partition.h"
 
 /* One partition a share session fetches. */
@@ -36,6 +37,7 @@ typedef struct kiq_share_manager {
     pthread_mutex_t mu;
     kiq_str_map_t *parts;    /* group '\0' topic id partition -> kiq_share_partition_t */
     kiq_str_map_t *sessions; /* group '\0' member id -> kiq_share_session_t */
+    kiq_str_map_t *configs;  /* group id -> kiq_group_configs_t (group_configs.h), those with any set */
 } kiq_share_manager_t;
 
 kiq_share_manager_t *kiq_share_manager_new(void);
@@ -57,6 +59,10 @@ kiq_share_partition_t *kiq_share_partition_find(kiq_share_manager_t *m, const ch
                                                 const kiq_uuid_t *topic, int32_t partition);
 void kiq_share_partition_drop(kiq_share_manager_t *m, const char *group, int32_t glen, const kiq_uuid_t *topic,
                               int32_t partition);
+/* The group's own configs, or NULL when it has none. */
+const kiq_group_configs_t *kiq_share_group_configs(kiq_share_manager_t *m, const char *group, int32_t glen);
+/* The group's configs become c's (taken; none set: removed). 0 or -1. */
+int kiq_share_group_configs_put(kiq_share_manager_t *m, const char *group, int32_t glen, kiq_group_configs_t *c);
 /* The member's session, or NULL. */
 kiq_share_session_t *kiq_share_session_find(kiq_share_manager_t *m, const char *group, int32_t glen,
                                             const char *member, int32_t mlen);

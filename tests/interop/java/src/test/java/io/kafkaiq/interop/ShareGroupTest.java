@@ -19,6 +19,9 @@ import java.util.Properties;
 import java.util.Set;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
@@ -31,6 +34,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -40,8 +44,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Share groups (KIP-932) with the Java KafkaShareConsumer: records shared out among members, each delivered,
- * acquisition locks expiring into redelivery, the delivery limit archiving, reject and release. The broker's
- * lock is short (3 s) and its delivery limit 3, and share groups start at the log's start.
+ * acquisition locks expiring into redelivery, the delivery limit archiving, reject and release, the state across
+ * a restart, the Admin client's offsets, the journey. Each group is set up with the Admin client's group configs:
+ * from the log's start, a short lock (3 s), a delivery limit of 3.
  */
 class ShareGroupTest {
     private static final Duration WAIT = Duration.ofSeconds(30);
@@ -55,8 +60,7 @@ class ShareGroupTest {
     @BeforeAll
     static void start() {
         broker = new KiqBroker(dir, 0, Kiq.freePorts(3), null,
-                List.of("group.share.record.lock.duration.ms=" + LOCK_MS, "group.share.delivery.count.limit=3",
-                        "group.share.heartbeat.interval.ms=500", "kafkaiq.share.auto.offset.reset=earliest"));
+                List.of("group.share.heartbeat.interval.ms=500"));
         broker.start();
         admin = Clients.admin(broker.bootstrap());
     }
@@ -69,6 +73,19 @@ class ShareGroupTest {
         if (broker != null) {
             broker.stop();
         }
+    }
+
+    /** The test's group configs set with the Admin client, and read back. */
+    private static void configure(String group) throws Exception {
+        ConfigResource res = new ConfigResource(ConfigResource.Type.GROUP, group);
+        Map<String, String> want = Map.of("share.auto.offset.reset", "earliest", "share.record.lock.duration.ms",
+                String.valueOf(LOCK_MS), "share.delivery.count.limit", "3");
+        List<AlterConfigOp> ops = new ArrayList<>();
+        want.forEach((k, v) -> ops.add(new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SET)));
+        admin.incrementalAlterConfigs(Map.of(res, ops)).all().get();
+        Config got = admin.describeConfigs(List.of(res)).all().get().get(res);
+        want.forEach((k, v) -> assertEquals(v, got.get(k).value(), k));
+        assertEquals(ConfigEntry.ConfigSource.GROUP_CONFIG, got.get("share.auto.offset.reset").source());
     }
 
     private static KafkaShareConsumer<String, String> consumer(String group, boolean explicit) {
@@ -107,6 +124,7 @@ class ShareGroupTest {
     void everyRecordDeliveredToTheMembers() throws Exception {
         String topic = "share-all", group = "share-all-g";
         Clients.createTopic(admin, topic, 3, (short) 1, Map.of());
+        configure(group);
         List<String> want = values("v", 300);
         produce(topic, 3, want);
         Map<String, Integer> firstDeliveries = new HashMap<>();
@@ -144,6 +162,7 @@ class ShareGroupTest {
     void anExpiredLockRedelivers() throws Exception {
         String topic = "share-lock", group = "share-lock-g";
         Clients.createTopic(admin, topic, 1, (short) 1, Map.of());
+        configure(group);
         produce(topic, 1, values("l", 5));
         try (KafkaShareConsumer<String, String> holder = consumer(group, true)) {
             holder.subscribe(List.of(topic));
@@ -192,6 +211,7 @@ class ShareGroupTest {
     void theDeliveryLimitArchivesAndRejectAndReleaseWork() throws Exception {
         String topic = "share-ack", group = "share-ack-g";
         Clients.createTopic(admin, topic, 1, (short) 1, Map.of());
+        configure(group);
         produce(topic, 1, List.of("keep-releasing", "reject-me", "accept-me"));
         List<Short> released = new ArrayList<>();
         Set<String> rejected = new HashSet<>();
@@ -236,6 +256,7 @@ class ShareGroupTest {
     void theStateSurvivesARestart() throws Exception {
         String topic = "share-restart", group = "share-restart-g";
         Clients.createTopic(admin, topic, 1, (short) 1, Map.of());
+        configure(group);
         produce(topic, 1, values("r", 10));
         try (KafkaShareConsumer<String, String> c = consumer(group, true)) {
             c.subscribe(List.of(topic));
@@ -296,6 +317,7 @@ class ShareGroupTest {
         String topic = "share-admin", group = "share-admin-g";
         TopicPartition tp = new TopicPartition(topic, 0);
         Clients.createTopic(admin, topic, 1, (short) 1, Map.of());
+        configure(group);
         produce(topic, 1, values("a", 10));
         assertEquals(values("a", 10), consumeAll(topic, group, 10));
         produce(topic, 1, values("b", 5));
