@@ -24,6 +24,7 @@ int kiq_api_share_acknowledge_handle(kiq_broker_t *b, kiq_request_t *r, const vo
         return KIQ_HANDLER_RESPOND;
     }
     uint64_t owner = s->owner;
+    resp->acquisition_lock_timeout_ms = cfg.lock_ms;
     int64_t now_ms = kiq_clock_mono_ns() / 1000000;
     resp->responses_n = req->topics_n > 0 ? req->topics_n : 0;
     resp->responses = kiq_arena_calloc(&r->arena, (size_t)(resp->responses_n ? resp->responses_n : 1),
@@ -51,7 +52,8 @@ int kiq_api_share_acknowledge_handle(kiq_broker_t *b, kiq_request_t *r, const vo
                 const kiq_share_acknowledge_request_topics_partitions_acknowledgement_batches_t *ab =
                     &p->acknowledgement_batches[k];
                 pr->error_code = sp ? kiq_api_share_ack_batch(sp, ab->first_offset, ab->last_offset,
-                                                              ab->acknowledge_types, ab->acknowledge_types_n, owner)
+                                                              ab->acknowledge_types, ab->acknowledge_types_n, owner,
+                                                              now_ms + cfg.lock_ms)
                                     : KIQ_ERR_UNKNOWN_SERVER_ERROR;
                 kiq_api_share_acknowledged(b, r, req->group_id, topic, p->partition_index, ab->first_offset,
                                            ab->last_offset, ab->acknowledge_types, ab->acknowledge_types_n,

@@ -69,6 +69,9 @@ static int32_t be32(const uint8_t *p) { return (int32_t)((uint32_t)p[0] << 24 | 
  * (1), crc (4), attributes (2), last offset delta (4), ... */
 enum { BATCH_HEADER = 61, ATTRS_AT = 21, LAST_DELTA_AT = 23, CONTROL_BIT = 0x20 };
 
+/* v2's ShareAcquireMode: 0 batch-optimized (whole batches), 1 record-limit. */
+enum { ACQUIRE_RECORD_LIMIT = 1 };
+
 /* Reads and acquires one partition of the session: how many records. */
 static int acquire_partition(share_fetch_op_t *f, const kiq_api_share_cfg_t *cfg, uint64_t owner,
                              const kiq_share_tp_t *tp, int32_t *records_left, int64_t *bytes_left, int64_t now_ms)
@@ -111,7 +114,9 @@ static int acquire_partition(share_fetch_op_t *f, const kiq_api_share_cfg_t *cfg
             if (kiq_share_partition_archive(sp, first, last) != 0) break;
             continue;
         }
-        int k = kiq_share_partition_acquire(sp, first, last, owner, deadline, &ranges);
+        /* whole batches, or (v2's record-limit mode) exactly max_records */
+        int max = f->req->share_acquire_mode == ACQUIRE_RECORD_LIMIT ? *records_left : INT32_MAX;
+        int k = kiq_share_partition_acquire(sp, first, last, max, owner, deadline, &ranges);
         if (k < 0) break;
         if (k > 0) {
             got += k;
@@ -225,7 +230,8 @@ static void acknowledge(share_fetch_op_t *f, uint64_t owner)
                     &p->acknowledgement_batches[k];
                 pr->acknowledge_error_code = sp ? kiq_api_share_ack_batch(sp, ab->first_offset, ab->last_offset,
                                                                           ab->acknowledge_types,
-                                                                          ab->acknowledge_types_n, owner)
+                                                                          ab->acknowledge_types_n, owner,
+                                                                          now_ms + cfg.lock_ms)
                                                 : KIQ_ERR_UNKNOWN_SERVER_ERROR;
                 kiq_api_share_acknowledged(f->b, f->r, req->group_id, topic, p->partition_index, ab->first_offset, ab->last_offset,
                              ab->acknowledge_types, ab->acknowledge_types_n, pr->acknowledge_error_code, sp);
@@ -268,14 +274,16 @@ int kiq_api_share_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *re
     uint64_t owner = s->owner;
     acknowledge(f, owner);
     int got = 0;
+    /* v2: a request that only renews locks fetches nothing */
+    bool renewing = r->header.api_version >= 2 && req->is_renew_ack;
     if (closing)
         kiq_share_session_close(b->shares, req->group_id.p, req->group_id.len, req->member_id.p, req->member_id.len);
-    else if (!err)
+    else if (!err && !renewing)
         got = acquire_all(f);
     kiq_share_unlock(b->shares);
     resp->error_code = err;
     r->response_size_hint = (size_t)f->copied + 4096;
-    if (closing || err || got != 0 || req->max_wait_ms <= 0) return KIQ_HANDLER_RESPOND;
+    if (closing || renewing || err || got != 0 || req->max_wait_ms <= 0) return KIQ_HANDLER_RESPOND;
     f->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)req->max_wait_ms * 1000000;
     f->op.kind = KIQ_DELAYED_FETCH;
     f->op.try_complete = share_fetch_try_complete;

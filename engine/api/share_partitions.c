@@ -159,10 +159,10 @@ void kiq_api_share_store(kiq_broker_t *b, kiq_str_t group, const kiq_uuid_t *top
 }
 
 int16_t kiq_api_share_ack_batch(kiq_share_partition_t *sp, int64_t first, int64_t last, const int8_t *types,
-                                int32_t ntypes, uint64_t owner)
+                                int32_t ntypes, uint64_t owner, int64_t deadline_ms)
 {
     if (first > last || ntypes <= 0) return KIQ_ERR_INVALID_REQUEST;
-    if (ntypes == 1) return kiq_share_partition_ack(sp, first, last, types[0], owner);
+    if (ntypes == 1) return kiq_share_partition_ack(sp, first, last, types[0], owner, deadline_ms);
     if ((int64_t)ntypes != last - first + 1) return KIQ_ERR_INVALID_REQUEST;
     /* each offset its own type: checked as a whole first, so a bad one
      * changes nothing (Kafka applies a batch all or nothing) */
@@ -170,6 +170,6 @@ int16_t kiq_api_share_ack_batch(kiq_share_partition_t *sp, int64_t first, int64_
         if (kiq_share_partition_state(sp, first + i) != KIQ_SHARE_ACQUIRED || first + i < sp->start)
             return KIQ_ERR_INVALID_RECORD_STATE;
     int16_t err = KIQ_ERR_NONE;
-    for (int32_t i = 0; i < ntypes && !err; i++) err = kiq_share_partition_ack(sp, first + i, first + i, types[i], owner);
+    for (int32_t i = 0; i < ntypes && !err; i++) err = kiq_share_partition_ack(sp, first + i, first + i, types[i], owner, deadline_ms);
     return err;
 }

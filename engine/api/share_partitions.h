@@ -60,8 +60,9 @@ void kiq_api_share_acknowledged(kiq_broker_t *b, kiq_request_t *r, kiq_str_t gro
                                 int16_t error, const kiq_share_partition_t *sp);
 
 /* One acknowledgement batch of owner: one type for the whole range, or
- * one per offset. 0 or the partition's acknowledge error. */
+ * one per offset; a renewal locks until deadline_ms. 0 or the partition's
+ * acknowledge error. */
 int16_t kiq_api_share_ack_batch(kiq_share_partition_t *sp, int64_t first, int64_t last, const int8_t *types,
-                                int32_t ntypes, uint64_t owner);
+                                int32_t ntypes, uint64_t owner, int64_t deadline_ms);
 
 #endif

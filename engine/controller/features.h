@@ -8,9 +8,8 @@
  * update can finalize a level whose behaviour it lacks: transaction.version
  * and eligible.leader.replicas.version stay at 0 (Kafka 4.x supports 0-2 and
  * 0-1), kraft.version at 0 (static voters, no AddRaftVoter). share.version
- * supports 0-1 and is finalized 1 at a cluster's first start: share groups
- * (KIP-932) with ShareFetch/ShareAcknowledge v1 (Kafka 4.4 bootstraps 2,
- * whose v2 renewing and acquire modes are not served). group.version supports 0-1 and is finalized 1 at a
+ * supports 0-2 and is finalized 2 at a cluster's first start, as Kafka
+ * 4.4's: share groups (KIP-932) with ShareFetch/ShareAcknowledge v2. group.version supports 0-1 and is finalized 1 at a
  * cluster's first start, as Kafka 4's: KIP-848 consumer groups are served
  * (Java 4.x uses group.protocol=consumer only at level 1; librdkafka goes
  * by ConsumerGroupHeartbeat being advertised).

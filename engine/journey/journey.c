@@ -787,8 +787,9 @@ void kiq_journey_stage_text(const kiq_journey_t *jr, int i, char *out, size_t n)
                  "for %d ms", s->where, s->who, first, (long long)s->last_offset, (long long)s->records, s->extra);
         return;
     case KIQ_POINT_SHARE_ACKNOWLEDGED: {
-        static const char *const how[] = {"acknowledged a gap at", "accepted", "released", "rejected"};
-        const char *what = s->extra >= 0 && s->extra <= 3 ? how[s->extra] : "acknowledged";
+        static const char *const how[] = {"acknowledged a gap at", "accepted", "released", "rejected",
+                                          "renewed the lock on"};
+        const char *what = s->extra >= 0 && s->extra <= 4 ? how[s->extra] : "acknowledged";
         if (s->error)
             snprintf(out, n, "share group \"%s\": consumer \"%s\" %s offsets %lld..%lld: refused, error %d "
                      "(not acquired by it, or its lock expired)", s->where, s->who, what, first,
@@ -799,6 +800,7 @@ void kiq_journey_stage_text(const kiq_journey_t *jr, int i, char *out, size_t n)
                      s->flags & KIQ_EVENT_ARCHIVED ? ": archived, at the delivery limit"
                      : s->extra == 1           ? ": done"
                      : s->extra == 2           ? ": available to be delivered again"
+                     : s->extra == 4           ? ": locked again for the lock's duration"
                                                : ": archived, never delivered again");
         return;
     }

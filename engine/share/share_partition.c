@@ -134,7 +134,7 @@ static int grow_to(kiq_share_partition_t *sp, int64_t offset, uint8_t state)
     return 0;
 }
 
-int kiq_share_partition_acquire(kiq_share_partition_t *sp, int64_t first, int64_t last, uint64_t owner,
+int kiq_share_partition_acquire(kiq_share_partition_t *sp, int64_t first, int64_t last, int max, uint64_t owner,
                                 int64_t deadline_ms, kiq_share_ranges_t *out)
 {
     if (first < sp->start) first = sp->start;
@@ -144,7 +144,7 @@ int kiq_share_partition_acquire(kiq_share_partition_t *sp, int64_t first, int64_
         if (grow_to(sp, first - 1, KIQ_SHARE_ARCHIVED) != 0) return -1;
     }
     int got = 0;
-    for (int64_t o = first; o <= last; o++) {
+    for (int64_t o = first; o <= last && got < max; o++) {
         if (o >= sp->start + sp->n) {
             if (o != sp->start + sp->n || sp->n >= sp->max_in_flight) break;
             if (grow_to(sp, o, KIQ_SHARE_AVAILABLE) != 0) return -1;
@@ -178,9 +178,10 @@ int kiq_share_partition_archive(kiq_share_partition_t *sp, int64_t first, int64_
     return 0;
 }
 
-int16_t kiq_share_partition_ack(kiq_share_partition_t *sp, int64_t first, int64_t last, int type, uint64_t owner)
+int16_t kiq_share_partition_ack(kiq_share_partition_t *sp, int64_t first, int64_t last, int type, uint64_t owner,
+                                int64_t deadline_ms)
 {
-    if (type < KIQ_SHARE_ACK_GAP || type > KIQ_SHARE_ACK_REJECT || first > last) return KIQ_ERR_INVALID_REQUEST;
+    if (type < KIQ_SHARE_ACK_GAP || type > KIQ_SHARE_ACK_RENEW || first > last) return KIQ_ERR_INVALID_REQUEST;
     if (first < sp->start || last >= sp->start + sp->n) return KIQ_ERR_INVALID_RECORD_STATE;
     for (int64_t o = first; o <= last; o++) {
         const kiq_share_record_t *r = &sp->v[o - sp->start];
@@ -189,6 +190,7 @@ int16_t kiq_share_partition_ack(kiq_share_partition_t *sp, int64_t first, int64_
     for (int64_t o = first; o <= last; o++) {
         kiq_share_record_t *r = &sp->v[o - sp->start];
         switch (type) {
+        case KIQ_SHARE_ACK_RENEW: r->lock_deadline_ms = deadline_ms; continue;
         case KIQ_SHARE_ACK_ACCEPT: r->state = KIQ_SHARE_ACKNOWLEDGED; break;
         case KIQ_SHARE_ACK_RELEASE: give_back(sp, r); break;
         default: r->state = KIQ_SHARE_ARCHIVED; break; /* reject, gap */

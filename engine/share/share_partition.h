@@ -28,6 +28,7 @@ enum kiq_share_ack {
     KIQ_SHARE_ACK_ACCEPT = 1,
     KIQ_SHARE_ACK_RELEASE = 2,
     KIQ_SHARE_ACK_REJECT = 3,
+    KIQ_SHARE_ACK_RENEW = 4, /* v2: the lock starts again, the record stays acquired */
 };
 
 typedef struct kiq_share_record {
@@ -80,19 +81,21 @@ int kiq_share_partition_expire(kiq_share_partition_t *sp, int64_t now_ms, kiq_sh
  * the end. */
 int64_t kiq_share_partition_next(const kiq_share_partition_t *sp);
 /* Acquires for owner what of [first, last] is available (in flight or past
- * the end, up to max_in_flight records in flight), locked until
- * deadline_ms; offsets skipped between the end and first (none in the log)
- * are archived. Appends the runs to out. Returns how many records, or -1
- * (out of memory). */
-int kiq_share_partition_acquire(kiq_share_partition_t *sp, int64_t first, int64_t last, uint64_t owner,
+ * the end, up to max_in_flight records in flight), at most max records,
+ * locked until deadline_ms; offsets skipped between the end and first
+ * (none in the log) are archived. Appends the runs to out. Returns how
+ * many records, or -1 (out of memory). */
+int kiq_share_partition_acquire(kiq_share_partition_t *sp, int64_t first, int64_t last, int max, uint64_t owner,
                                 int64_t deadline_ms, kiq_share_ranges_t *out);
 /* Archives what of [first, last] is not yet handed out (control batches,
  * never delivered). 0 or -1. */
 int kiq_share_partition_archive(kiq_share_partition_t *sp, int64_t first, int64_t last);
 /* owner's acknowledgement of [first, last]: 0, or INVALID_RECORD_STATE's
  * code when some record there is not acquired by owner (nothing changes),
- * INVALID_REQUEST's for an unknown type. */
-int16_t kiq_share_partition_ack(kiq_share_partition_t *sp, int64_t first, int64_t last, int type, uint64_t owner);
+ * INVALID_REQUEST's for an unknown type. A renewal locks them until
+ * deadline_ms. */
+int16_t kiq_share_partition_ack(kiq_share_partition_t *sp, int64_t first, int64_t last, int type, uint64_t owner,
+                                int64_t deadline_ms);
 /* What owner holds goes back (its session closed). Returns how many. */
 int kiq_share_partition_release_owner(kiq_share_partition_t *sp, uint64_t owner);
 /* Loading a stored state: offsets [first, last], past those restored so

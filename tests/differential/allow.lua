@@ -13,11 +13,10 @@ return {
   { case = "^ApiVersions v%d+$", path = "^supported_features%[",
     reason = "KafkaIQ supports only the feature levels it implements (controller/features.h): metadata.version "
       .. "up to 4.0-IV3 (Kafka 4.0's API versions), kraft.version 0 (static voters), transaction.version "
-      .. "and eligible.leader.replicas.version 0, share.version 0-1 (v1 share APIs), no streams.version; group.version 0-1 as Kafka" },
+      .. "and eligible.leader.replicas.version 0, share.version 0-2, no streams.version; group.version 0-1 as Kafka" },
   { case = "^ApiVersions v%d+$", path = "^finalized_features",
     reason = "KafkaIQ finalizes less than Kafka 4.4 deliberately: metadata.version 4.0-IV3, and no "
-      .. "transaction.version, streams.version, eligible.leader.replicas.version or kraft.version level, "
-      .. "share.version 1 not 2 (a client that saw transaction.version 2 would use transactions v2, which KafkaIQ does not serve); "
+      .. "transaction.version, streams.version, eligible.leader.replicas.version or kraft.version level (a client that saw transaction.version 2 would use transactions v2, which KafkaIQ does not serve); "
       .. "the epoch is the metadata offset of the last feature change, Kafka's the broker's whole metadata offset" },
   { case = "^ShareGroupHeartbeat", path = "assignment%.topic_partitions%.#$",
     reason = "Kafka assigns a share group's partitions only once the share coordinator has initialized their "

@@ -141,8 +141,8 @@ def check_describe(bootstrap, group_level):
     assert d["transaction.version"]["FinalizedVersionLevel"] == "0", d
     assert d["transaction.version"]["SupportedMaxVersion"] == "0", d
     assert d["kraft.version"]["FinalizedVersionLevel"] == "0", d
-    assert d["share.version"]["FinalizedVersionLevel"] == "1", d
-    assert d["share.version"]["SupportedMaxVersion"] == "1", d
+    assert d["share.version"]["FinalizedVersionLevel"] == "2", d
+    assert d["share.version"]["SupportedMaxVersion"] == "2", d
 
 
 def test_cluster_features(tmp_path):
@@ -150,7 +150,7 @@ def test_cluster_features(tmp_path):
     c.start()
     ports = [c.base + i for i in range(3)]
     try:
-        boot = {"metadata.version": 25, "group.version": 1, "share.version": 1}
+        boot = {"metadata.version": 25, "group.version": 1, "share.version": 2}
         boot_epoch = wait_until(lambda: all_agree(ports, boot), PUSH_BOUND_S, "every broker with the bootstrap levels")
         assert boot_epoch >= 0
         check_describe(c.bootstrap, 1)
@@ -165,7 +165,7 @@ def test_cluster_features(tmp_path):
 
         rc, text = features_tool(f"{HOST}:{ports[1]}", "downgrade", "--feature", "group.version=0")
         assert rc == 0 and "group.version was downgraded to 0" in text, text
-        want = {"metadata.version": 25, "share.version": 1}
+        want = {"metadata.version": 25, "share.version": 2}
         epoch = wait_until(lambda: all_agree(ports, want), PUSH_BOUND_S, "every broker with group.version 0")
         assert epoch > boot_epoch
         check_describe(c.bootstrap, 0)
@@ -184,15 +184,15 @@ def test_standalone_features(tmp_path):
     b = Broker(tmp_path)
     b.start()
     try:
-        boot = {"metadata.version": 25, "group.version": 1, "share.version": 1}
+        boot = {"metadata.version": 25, "group.version": 1, "share.version": 2}
         assert api_versions_features(b.port)[1:] == (boot, 0)
         check_describe(b.bootstrap, 1)
         check_bad_updates(b.bootstrap)
         rc, text = features_tool(b.bootstrap, "downgrade", "--feature", "group.version=0")
         assert rc == 0 and "group.version was downgraded to 0" in text, text
-        assert api_versions_features(b.port)[1:] == ({"metadata.version": 25, "share.version": 1}, 1)
+        assert api_versions_features(b.port)[1:] == ({"metadata.version": 25, "share.version": 2}, 1)
         b.restart()
-        assert api_versions_features(b.port)[1:] == ({"metadata.version": 25, "share.version": 1}, 1)
+        assert api_versions_features(b.port)[1:] == ({"metadata.version": 25, "share.version": 2}, 1)
         check_describe(b.bootstrap, 0)
     finally:
         b.stop()

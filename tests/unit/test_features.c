@@ -67,9 +67,9 @@ static void test_update_rules(void **state)
     assert_int_equal(f.level[KIQ_FEATURE_METADATA_VERSION], KIQ_METADATA_VERSION_LATEST);
     assert_int_equal(f.level[KIQ_FEATURE_GROUP_VERSION], 1);
     assert_int_equal(f.level[KIQ_FEATURE_TRANSACTION_VERSION], 0);
-    /* share groups with the v1 share APIs; v2's renewing is not served */
-    assert_int_equal(f.level[KIQ_FEATURE_SHARE_VERSION], 1);
-    assert_int_equal(check(&f, "share.version", 2, KIQ_FEATURE_UPGRADE), KIQ_ERR_INVALID_UPDATE_VERSION);
+    /* share groups with the v2 share APIs, as Kafka 4.4 starts */
+    assert_int_equal(f.level[KIQ_FEATURE_SHARE_VERSION], 2);
+    assert_int_equal(check(&f, "share.version", 3, KIQ_FEATURE_UPGRADE), KIQ_ERR_INVALID_UPDATE_VERSION);
     f.level[KIQ_FEATURE_GROUP_VERSION] = 0;
     /* within range */
     assert_int_equal(check(&f, "group.version", 1, KIQ_FEATURE_UPGRADE), 0);

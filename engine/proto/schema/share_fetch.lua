@@ -3,13 +3,14 @@
 -- member (AcquiredRecords, each range with its delivery count) under a
 -- lock that expires; acknowledgements of earlier deliveries ride along.
 -- ShareSessionEpoch 0 opens a share session, -1 closes it, anything else
--- must be the next in sequence. v1 only: v2 (KIP-1206, KIP-1222: acquire
--- modes, renewing locks) goes with share.version 2, not served.
+-- must be the next in sequence. v2 (Kafka 4.2, KIP-1206 and KIP-1222) adds
+-- the acquire mode (0 whole batches, 1 exactly max_records) and renewing
+-- locks (acknowledge type 4; is_renew_ack: a request that only renews).
 
 local batches = {
   { "first_offset", "int64" },
   { "last_offset", "int64" },
-  -- 0 gap, 1 accept, 2 release, 3 reject
+  -- 0 gap, 1 accept, 2 release, 3 reject, 4 renew (v2)
   { "acknowledge_types", "[]int8" },
 }
 
@@ -22,7 +23,7 @@ local node_endpoints = {
 
 return {
   key = 78, name = "ShareFetch",
-  versions = "1",
+  versions = "1-2",
   flexible = "0+",
   request = {
     { "group_id", "string", null = "0+", default = "null" },
@@ -33,6 +34,8 @@ return {
     { "max_bytes", "int32", default = 0x7fffffff },
     { "max_records", "int32" },
     { "batch_size", "int32" },
+    { "share_acquire_mode", "int8", v = "2+" },
+    { "is_renew_ack", "bool", v = "2+" },
     { "topics", "[]", fields = {
         { "topic_id", "uuid" },
         { "partitions", "[]", fields = {
