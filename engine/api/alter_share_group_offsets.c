@@ -1,5 +1,6 @@
 /* AlterShareGroupOffsets: an empty share group's start offset set on
- * partitions (KIP-932; kafka-share-groups --reset-offsets): what was in
+ * partitions (KIP-932; kafka-share-groups --reset-offsets), a group of none
+ * made one as Kafka does: what was in
  * flight there is forgotten, and the state stored. Partitions this broker
  * does not lead are answered with their error (the state is the leader's). */
 #include "api/share_partitions.h"
@@ -9,7 +10,7 @@ int kiq_api_alter_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r, 
 {
     const kiq_alter_share_group_offsets_request_t *req = request;
     kiq_alter_share_group_offsets_response_t *resp = response;
-    if ((resp->error_code = kiq_group_share_check(b->groups, req->group_id, true)) != 0) return KIQ_HANDLER_RESPOND;
+    if ((resp->error_code = kiq_group_share_check(b->groups, req->group_id, true, true)) != 0) return KIQ_HANDLER_RESPOND;
     resp->responses_n = req->topics_n > 0 ? req->topics_n : 0;
     resp->responses = kiq_arena_calloc(&r->arena, (size_t)(resp->responses_n ? resp->responses_n : 1),
                                        sizeof *resp->responses);

@@ -12,7 +12,7 @@ int kiq_api_delete_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r,
 {
     const kiq_delete_share_group_offsets_request_t *req = request;
     kiq_delete_share_group_offsets_response_t *resp = response;
-    if ((resp->error_code = kiq_group_share_check(b->groups, req->group_id, true)) != 0) return KIQ_HANDLER_RESPOND;
+    if ((resp->error_code = kiq_group_share_check(b->groups, req->group_id, true, false)) != 0) return KIQ_HANDLER_RESPOND;
     resp->responses_n = req->topics_n > 0 ? req->topics_n : 0;
     resp->responses = kiq_arena_calloc(&r->arena, (size_t)(resp->responses_n ? resp->responses_n : 1),
                                        sizeof *resp->responses);

@@ -51,7 +51,7 @@ int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *
         kiq_describe_share_group_offsets_response_groups_init(gr);
         gr->group_id = g->group_id;
         /* a group of none is answered as one without state, as Kafka does */
-        int16_t err = kiq_group_share_check(b->groups, g->group_id, false);
+        int16_t err = kiq_group_share_check(b->groups, g->group_id, false, false);
         if (err != KIQ_ERR_GROUP_ID_NOT_FOUND && (gr->error_code = err) != 0) continue;
         kiq_share_lock(b->shares);
         kiq_api_share_cfg_t cfg;

@@ -319,10 +319,15 @@ void kiq_group_share_describe(kiq_group_coordinator_t *gc, kiq_request_t *r,
     pthread_mutex_unlock(&gc->mu);
 }
 
-int16_t kiq_group_share_check(kiq_group_coordinator_t *gc, kiq_str_t group, bool empty)
+int16_t kiq_group_share_check(kiq_group_coordinator_t *gc, kiq_str_t group, bool empty, bool create)
 {
     pthread_mutex_lock(&gc->mu);
     kiq_group_t *g = kiq_gc_find_group(gc, group);
+    if (!g && create && !kiq_gc_refused(gc, group) && group.p && group.len > 0 &&
+        (g = kiq_gc_create_group(gc, group)) && !(g->share = kiq_cgroup_new())) {
+        kiq_gc_remove_group(gc, g);
+        g = NULL;
+    }
     int16_t err = kiq_gc_refused(gc, group)   ? KIQ_ERR_NOT_COORDINATOR
                   : !g || !g->share            ? KIQ_ERR_GROUP_ID_NOT_FOUND
                   : empty && g->share->nmembers ? KIQ_ERR_NON_EMPTY_GROUP
