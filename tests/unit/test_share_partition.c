@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "proto/errors.h"
+#include "share/group_configs.h"
 #include "share/share_manager.h"
 #include "share/share_partition.h"
 
@@ -187,6 +188,41 @@ static void test_sessions(void **state)
     kiq_share_manager_free(m);
 }
 
+/* A share group's configs: Kafka's names and checks, set and deleted. */
+static void test_group_configs(void **state)
+{
+    (void)state;
+    kiq_share_manager_t *m = kiq_share_manager_new();
+    assert_non_null(m);
+    kiq_group_configs_t c = {{0}};
+    int reset = kiq_group_config_find(KIQ_STR("share.auto.offset.reset"));
+    assert_int_equal(reset, KIQ_GROUP_CFG_AUTO_OFFSET_RESET);
+    assert_int_equal(kiq_group_config_find(KIQ_STR("share.no.such")), -1);
+    assert_int_equal(kiq_group_configs_set(&c, reset, KIQ_STR("sometimes")), KIQ_ERR_INVALID_CONFIG);
+    assert_int_equal(kiq_group_configs_set(&c, reset, KIQ_STR("earliest")), 0);
+    assert_int_equal(kiq_group_configs_set(&c, KIQ_GROUP_CFG_LOCK_DURATION_MS, KIQ_STR("999")), KIQ_ERR_INVALID_CONFIG);
+    assert_int_equal(kiq_group_configs_set(&c, KIQ_GROUP_CFG_LOCK_DURATION_MS, KIQ_STR("15000x")), KIQ_ERR_INVALID_CONFIG);
+    assert_int_equal(kiq_group_configs_set(&c, KIQ_GROUP_CFG_LOCK_DURATION_MS, KIQ_STR("15000")), 0);
+    assert_int_equal(kiq_group_configs_set(&c, KIQ_GROUP_CFG_DELIVERY_COUNT_LIMIT, KIQ_STR("11")), KIQ_ERR_INVALID_CONFIG);
+    assert_int_equal(kiq_group_configs_set(&c, KIQ_GROUP_CFG_ISOLATION_LEVEL, KIQ_STR("read_committed")),
+                     KIQ_ERR_INVALID_CONFIG);
+    assert_int_equal(kiq_share_group_configs_put(m, "g", 1, &c), 0);
+    const kiq_group_configs_t *got = kiq_share_group_configs(m, "g", 1);
+    assert_non_null(got);
+    assert_string_equal(got->v[reset], "earliest");
+    assert_string_equal(got->v[KIQ_GROUP_CFG_LOCK_DURATION_MS], "15000");
+    assert_null(got->v[KIQ_GROUP_CFG_DELIVERY_COUNT_LIMIT]);
+    assert_null(kiq_share_group_configs(m, "h", 1));
+    /* every one deleted: the group has none */
+    kiq_group_configs_t d;
+    assert_int_equal(kiq_group_configs_copy(&d, got), 0);
+    assert_int_equal(kiq_group_configs_set(&d, reset, KIQ_STR_NULL), 0);
+    assert_int_equal(kiq_group_configs_set(&d, KIQ_GROUP_CFG_LOCK_DURATION_MS, KIQ_STR_NULL), 0);
+    assert_int_equal(kiq_share_group_configs_put(m, "g", 1, &d), 0);
+    assert_null(kiq_share_group_configs(m, "g", 1));
+    kiq_share_manager_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -196,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_gaps_control_batches_and_release_on_close),
         cmocka_unit_test(test_record_limit),
         cmocka_unit_test(test_sessions),
+        cmocka_unit_test(test_group_configs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
