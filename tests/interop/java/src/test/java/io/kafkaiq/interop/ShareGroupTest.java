@@ -85,7 +85,7 @@ class ShareGroupTest {
         admin.incrementalAlterConfigs(Map.of(res, ops)).all().get();
         Config got = admin.describeConfigs(List.of(res)).all().get().get(res);
         want.forEach((k, v) -> assertEquals(v, got.get(k).value(), k));
-        assertEquals(ConfigEntry.ConfigSource.GROUP_CONFIG, got.get("share.auto.offset.reset").source());
+        assertEquals(ConfigEntry.ConfigSource.DYNAMIC_GROUP_CONFIG, got.get("share.auto.offset.reset").source());
     }
 
     private static KafkaShareConsumer<String, String> consumer(String group, boolean explicit) {
