@@ -562,6 +562,23 @@ scenario { name = "DescribeShareGroupOffsets of a new share group and of none", 
     topics = { { topic_name = s.name } } } end },
 } }
 
+-- A share group's configs (KIP-932's group configs): set, a bad value and
+-- an unknown name refused, described by name.
+scenario { name = "IncrementalAlterConfigs of a share group's configs", api = "IncrementalAlterConfigs", steps = {
+  { api = "IncrementalAlterConfigs", body = function(s) return { validate_only = false, resources = {
+    { resource_type = 32, resource_name = s.name, configs = {
+      { name = "share.auto.offset.reset", config_operation = 0, value = "earliest" },
+      { name = "share.record.lock.duration.ms", config_operation = 0, value = "20000" } } } } } end },
+  { api = "IncrementalAlterConfigs", body = function(s) return { validate_only = false, resources = {
+    { resource_type = 32, resource_name = s.name, configs = {
+      { name = "share.auto.offset.reset", config_operation = 0, value = "sometimes" } } },
+    { resource_type = 32, resource_name = s.name .. "-b", configs = {
+      { name = "share.no.such.config", config_operation = 0, value = "1" } } } } } end },
+  { api = "DescribeConfigs", body = function(s) return { include_synonyms = false, include_documentation = false,
+    resources = { { resource_type = 32, resource_name = s.name, configuration_keys = {
+      "share.auto.offset.reset", "share.record.lock.duration.ms" } } } } end },
+} }
+
 -- ---------------------------------------------------------------- more transactions
 
 -- A transactional producer whose coordinator is ready; saved: pid, epoch.
