@@ -31,6 +31,11 @@ int16_t kiq_api_share_session(kiq_broker_t *b, kiq_str_t group, kiq_str_t member
     if (!group.p || group.len <= 0 || !member.p || member.len <= 0) return KIQ_ERR_INVALID_REQUEST;
     if (epoch == 0) {
         if (!fetch) return KIQ_ERR_INVALID_SHARE_SESSION_EPOCH;
+        /* a new member's session past the cache's bound (a member's own
+         * session it replaces) */
+        if (!kiq_share_session_find(b->shares, group.p, group.len, member.p, member.len) &&
+            (int64_t)kiq_str_map_count(b->shares->sessions) >= kiq_config_int(b->config, KIQ_CFG_GROUP_SHARE_MAX_SHARE_SESSIONS))
+            return KIQ_ERR_SHARE_SESSION_LIMIT_REACHED;
         int released;
         *out = kiq_share_session_open(b->shares, group.p, group.len, member.p, member.len, &released);
         return *out ? KIQ_ERR_NONE : KIQ_ERR_UNKNOWN_SERVER_ERROR;

@@ -204,6 +204,8 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       1000, 3600000, NULL, "how long a share group member holds the records it acquired")        \
     X(GROUP_SHARE_DELIVERY_COUNT_LIMIT, "group.share.delivery.count.limit", INT, "5", 2, 10,    \
       NULL, "deliveries of a record to a share group before it is archived")                    \
+    X(GROUP_SHARE_MAX_SHARE_SESSIONS, "group.share.max.share.sessions", INT, "2000", 1, 1000000,  \
+      NULL, "share sessions (ShareFetch) a broker keeps at most")                                \
     X(GROUP_SHARE_PARTITION_MAX_RECORD_LOCKS, "group.share.partition.max.record.locks", INT,     \
       "2000", 100, 10000, NULL, "records of a share-partition in flight (acquired) at most")     \
     X(SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS, "share.coordinator.state.topic.num.partitions", INT,  \

@@ -14,6 +14,7 @@ local PRODUCE, METADATA, LIST_GROUPS, FIND_COORDINATOR = 0, 3, 16, 10
 local HEARTBEAT, DESCRIBE, FETCH, ACK = 76, 77, 78, 79
 local INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 42, 25, 110
 local INVALID_RECORD_STATE, SESSION_NOT_FOUND, INVALID_SESSION_EPOCH = 121, 122, 123
+local SESSION_LIMIT_REACHED = 133
 local ACCEPT, RELEASE, REJECT = 1, 2, 3
 
 describe("share groups on one broker", function()
@@ -76,7 +77,7 @@ describe("share groups on one broker", function()
 
   setup(function()
     b = assert(kiq.broker { ["group.share.record.lock.duration.ms"] = 1000, ["group.share.delivery.count.limit"] = 2,
-      ["kafkaiq.share.auto.offset.reset"] = "earliest" })
+      ["kafkaiq.share.auto.offset.reset"] = "earliest", ["group.share.max.share.sessions"] = 2 })
     local a = assert(kiq.admin { bootstrap = b.bootstrap })
     assert(a:create_topics { { name = "sh", partitions = 1 } })
     a:close()
@@ -147,5 +148,13 @@ describe("share groups on one broker", function()
     assert.are.equal(0, closed.error_code)
     assert.are.equal(SESSION_NOT_FOUND, fetch("m1", epochs.m1).error_code)
     assert.are.same({ { 3, 3, 2 } }, acquired(fetch("m2")))
+  end)
+
+  it("keeps at most group.share.max.share.sessions sessions", function()
+    -- m2's is open, m1's closed: room for one more
+    assert.are.equal(0, fetch("m3", 0).error_code)
+    assert.are.equal(SESSION_LIMIT_REACHED, fetch("m4", 0).error_code)
+    -- a member opening its own session again replaces it
+    assert.are.equal(0, fetch("m3", 0).error_code)
   end)
 end)
