@@ -14,7 +14,8 @@ local PRODUCE, METADATA, LIST_GROUPS, FIND_COORDINATOR = 0, 3, 16, 10
 local HEARTBEAT, DESCRIBE, FETCH, ACK = 76, 77, 78, 79
 local INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 42, 25, 110
 local INVALID_RECORD_STATE, SESSION_NOT_FOUND, INVALID_SESSION_EPOCH = 121, 122, 123
-local SESSION_LIMIT_REACHED = 133
+local SESSION_LIMIT_REACHED, NON_EMPTY_GROUP = 133, 68
+local DELETE_GROUPS, DESCRIBE_OFFSETS = 42, 90
 local ACCEPT, RELEASE, REJECT = 1, 2, 3
 
 describe("share groups on one broker", function()
@@ -156,5 +157,22 @@ describe("share groups on one broker", function()
     assert.are.equal(SESSION_LIMIT_REACHED, fetch("m4", 0).error_code)
     -- a member opening its own session again replaces it
     assert.are.equal(0, fetch("m3", 0).error_code)
+  end)
+
+  it("forgets a deleted share group's state", function()
+    local function start_offset()
+      local d = assert(c:request(DESCRIBE_OFFSETS, { groups = { { group_id = "sg", topics = {
+        { topic_name = "sh", partitions = { 0 } } } } } }))
+      assert.are.equal(0, d.groups[1].error_code)
+      return d.groups[1].topics[1].partitions[1].start_offset
+    end
+    assert.is_true(start_offset() >= 0)
+    local del = assert(c:request(DELETE_GROUPS, { groups_names = { "sg" } }))
+    assert.are.equal(NON_EMPTY_GROUP, del.results[1].error_code)
+    assert.are.equal(-1, heartbeat("m1", -1).member_epoch)
+    assert.are.equal(-1, heartbeat("m2", -1).member_epoch)
+    del = assert(c:request(DELETE_GROUPS, { groups_names = { "sg" } }))
+    assert.are.equal(0, del.results[1].error_code)
+    assert.are.equal(-1, start_offset())
   end)
 end)
