@@ -29,15 +29,19 @@ int16_t kiq_api_share_session(kiq_broker_t *b, kiq_str_t group, kiq_str_t member
                               kiq_share_session_t **out)
 {
     if (!group.p || group.len <= 0 || !member.p || member.len <= 0) return KIQ_ERR_INVALID_REQUEST;
+    int64_t now_ms = kiq_clock_mono_ns() / 1000000;
     if (epoch == 0) {
         if (!fetch) return KIQ_ERR_INVALID_SHARE_SESSION_EPOCH;
         /* a new member's session past the cache's bound (a member's own
          * session it replaces) */
         if (!kiq_share_session_find(b->shares, group.p, group.len, member.p, member.len) &&
-            (int64_t)kiq_str_map_count(b->shares->sessions) >= kiq_config_int(b->config, KIQ_CFG_GROUP_SHARE_MAX_SHARE_SESSIONS))
+            (int64_t)kiq_str_map_count(b->shares->sessions) >= kiq_config_int(b->config, KIQ_CFG_GROUP_SHARE_MAX_SHARE_SESSIONS) &&
+            /* one whose member has been silent longer than a member's session may go */
+            !kiq_share_session_evict_idle(b->shares, now_ms - kiq_config_int(b->config, KIQ_CFG_GROUP_SHARE_SESSION_TIMEOUT_MS)))
             return KIQ_ERR_SHARE_SESSION_LIMIT_REACHED;
         int released;
         *out = kiq_share_session_open(b->shares, group.p, group.len, member.p, member.len, &released);
+        if (*out) (*out)->used_ms = now_ms;
         return *out ? KIQ_ERR_NONE : KIQ_ERR_UNKNOWN_SERVER_ERROR;
     }
     kiq_share_session_t *s = kiq_share_session_find(b->shares, group.p, group.len, member.p, member.len);
@@ -46,6 +50,7 @@ int16_t kiq_api_share_session(kiq_broker_t *b, kiq_str_t group, kiq_str_t member
         if (epoch != s->next_epoch) return KIQ_ERR_INVALID_SHARE_SESSION_EPOCH;
         s->next_epoch = kiq_share_next_epoch(epoch);
     }
+    s->used_ms = now_ms;
     *out = s;
     return KIQ_ERR_NONE;
 }

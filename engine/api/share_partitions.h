@@ -22,7 +22,8 @@ void kiq_api_share_cfg(kiq_broker_t *b, kiq_str_t group, kiq_api_share_cfg_t *cf
  * a fetch may), -1 names the session about to close, anything else must
  * be the session's next epoch, which then moves on. 0 with *out, or
  * SHARE_SESSION_NOT_FOUND / INVALID_SHARE_SESSION_EPOCH /
- * SHARE_SESSION_LIMIT_REACHED (group.share.max.share.sessions) /
+ * SHARE_SESSION_LIMIT_REACHED (group.share.max.share.sessions, when
+ * no session is idle past group.share.session.timeout.ms to make room) /
  * INVALID_REQUEST / UNKNOWN_SERVER_ERROR. */
 int16_t kiq_api_share_session(kiq_broker_t *b, kiq_str_t group, kiq_str_t member, int32_t epoch, bool fetch,
                               kiq_share_session_t **out);

@@ -217,6 +217,30 @@ kiq_share_session_t *kiq_share_session_open(kiq_share_manager_t *m, const char *
     return s;
 }
 
+bool kiq_share_session_evict_idle(kiq_share_manager_t *m, int64_t idle_ms)
+{
+    kiq_str_map_iter_t it;
+    const void *k, *oldest_key = NULL;
+    size_t len, oldest_len = 0;
+    void *v;
+    kiq_share_session_t *oldest = NULL;
+    kiq_str_map_iter_init(&it, m->sessions);
+    while (kiq_str_map_next(&it, &k, &len, &v)) {
+        kiq_share_session_t *s = v;
+        if (s->used_ms < idle_ms && (!oldest || s->used_ms < oldest->used_ms)) {
+            oldest = s;
+            oldest_key = k;
+            oldest_len = len;
+        }
+    }
+    if (!oldest) return false;
+    /* the key is group '\0' member */
+    const char *key = oldest_key;
+    size_t glen = strnlen(key, oldest_len);
+    kiq_share_session_close(m, key, (int32_t)glen, key + glen + 1, (int32_t)(oldest_len - glen - 1));
+    return true;
+}
+
 int kiq_share_session_close(kiq_share_manager_t *m, const char *group, int32_t glen, const char *member,
                             int32_t mlen)
 {

@@ -29,6 +29,7 @@ typedef struct kiq_share_tp {
 typedef struct kiq_share_session {
     uint64_t owner;      /* kiq_share_owner of the member id */
     int32_t next_epoch;  /* the epoch the member's next request carries */
+    int64_t used_ms;     /* the caller's clock at its last request */
     kiq_share_tp_t *tps; /* in the order they were added */
     int n, cap;
 } kiq_share_session_t;
@@ -70,6 +71,10 @@ kiq_share_session_t *kiq_share_session_find(kiq_share_manager_t *m, const char *
  * memory. The replaced one's records go back (the caller's *released). */
 kiq_share_session_t *kiq_share_session_open(kiq_share_manager_t *m, const char *group, int32_t glen,
                                             const char *member, int32_t mlen, int *released);
+/* Closes the session least recently used, if that was before idle_ms
+ * (its member gone without closing it): what it held goes back. Whether
+ * there was one. */
+bool kiq_share_session_evict_idle(kiq_share_manager_t *m, int64_t idle_ms);
 /* Closes the member's session: what it holds of the session's partitions
  * goes back. Returns how many records. */
 int kiq_share_session_close(kiq_share_manager_t *m, const char *group, int32_t glen, const char *member,

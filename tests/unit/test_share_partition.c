@@ -184,6 +184,15 @@ static void test_sessions(void **state)
     assert_null(kiq_share_session_find(m, "g", 1, "m1", 2));
     assert_int_equal(kiq_share_partition_next(sp), 0);
     assert_int_equal(kiq_share_next_epoch(INT32_MAX), 1);
+    /* an idle session makes room: the least recently used, if idle enough */
+    kiq_share_session_t *s1 = kiq_share_session_open(m, "g", 1, "m1", 2, &released);
+    kiq_share_session_t *s2 = kiq_share_session_open(m, "g", 1, "m2", 2, &released);
+    s1->used_ms = 500;
+    s2->used_ms = 100;
+    assert_false(kiq_share_session_evict_idle(m, 100));
+    assert_true(kiq_share_session_evict_idle(m, 1000));
+    assert_null(kiq_share_session_find(m, "g", 1, "m2", 2));
+    assert_ptr_equal(kiq_share_session_find(m, "g", 1, "m1", 2), s1);
     kiq_share_ranges_free(&got);
     kiq_share_manager_free(m);
 }
