@@ -2,9 +2,10 @@
  * a share-partition per (group, topic, partition) it was fetched from,
  * and the share sessions of the members fetching here (ShareFetch's and
  * ShareAcknowledge's ShareSessionEpoch: 0 opens, -1 closes, otherwise the
- * next in sequence). In memory only: a restarted or new leader starts
- * each share-partition again where share.auto.offset.reset says (Kafka
- * keeps them in __share_group_state, not written here).
+ * next in sequence), and the groups' own configs (group_configs.h). A
+ * share-partition's state is also written to __share_group_state
+ * (share_state.h), from where a restarted leader loads it; sessions and
+ * group configs are in memory only.
  *
  * One mutex guards everything; callers take it with kiq_share_lock and
  * call the rest holding it. */
