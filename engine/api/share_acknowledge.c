@@ -24,6 +24,7 @@ int kiq_api_share_acknowledge_handle(kiq_broker_t *b, kiq_request_t *r, const vo
         return KIQ_HANDLER_RESPOND;
     }
     uint64_t owner = s->owner;
+    kiq_api_leader_nodes_t leaders = {0}; /* named in current_leader hints (KIP-951) */
     resp->acquisition_lock_timeout_ms = cfg.lock_ms;
     int64_t now_ms = kiq_clock_mono_ns() / 1000000;
     resp->responses_n = req->topics_n > 0 ? req->topics_n : 0;
@@ -45,7 +46,12 @@ int kiq_api_share_acknowledge_handle(kiq_broker_t *b, kiq_request_t *r, const vo
             pr->current_leader.leader_id = -1;
             pr->current_leader.leader_epoch = -1;
             kiq_topic_t *topic;
-            if ((pr->error_code = kiq_api_share_log(b, &t->topic_id, p->partition_index, &topic)) != 0) continue;
+            if ((pr->error_code = kiq_api_share_log(b, &t->topic_id, p->partition_index, &topic)) != 0) {
+                if (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER)
+                    kiq_api_share_leader(b, r, &t->topic_id, p->partition_index, &pr->current_leader.leader_id,
+                                         &pr->current_leader.leader_epoch, &leaders);
+                continue;
+            }
             kiq_share_partition_t *sp = kiq_api_share_partition(b, &cfg, req->group_id, topic, p->partition_index,
                                                                 now_ms);
             for (int32_t k = 0; k < p->acknowledgement_batches_n && !pr->error_code; k++) {
@@ -66,5 +72,13 @@ int kiq_api_share_acknowledge_handle(kiq_broker_t *b, kiq_request_t *r, const vo
     if (req->share_session_epoch == -1)
         kiq_share_session_close(b->shares, req->group_id.p, req->group_id.len, req->member_id.p, req->member_id.len);
     kiq_share_unlock(b->shares);
+    resp->node_endpoints_n = leaders.n;
+    resp->node_endpoints = kiq_arena_calloc(&r->arena, (size_t)(leaders.n ? leaders.n : 1), sizeof *resp->node_endpoints);
+    for (int i = 0; i < leaders.n; i++) {
+        kiq_share_acknowledge_response_node_endpoints_init(&resp->node_endpoints[i]);
+        resp->node_endpoints[i].node_id = leaders.nodes[i].id;
+        resp->node_endpoints[i].host = KIQ_STR(leaders.nodes[i].host);
+        resp->node_endpoints[i].port = leaders.nodes[i].port;
+    }
     return KIQ_HANDLER_RESPOND;
 }

@@ -12,7 +12,9 @@
  * for appends to the session's partitions, or the wait's end.
  *
  * Expired locks are given back when a fetch or acknowledgement next
- * touches the share-partition. */
+ * touches the share-partition. A partition led elsewhere is answered
+ * NOT_LEADER_OR_FOLLOWER with its current leader and that leader's
+ * endpoint (KIP-951), as Fetch answers. */
 #include <string.h>
 
 #include "api/share_partitions.h"
@@ -28,6 +30,7 @@ typedef struct share_fetch_op {
     kiq_share_fetch_response_t *resp;
     int32_t cap; /* partitions the response has room for, per topic and topics */
     int64_t copied;
+    kiq_api_leader_nodes_t leaders; /* named in current_leader hints */
 } share_fetch_op_t;
 
 typedef kiq_share_fetch_response_responses_partitions_t part_resp_t;
@@ -79,7 +82,12 @@ static int acquire_partition(share_fetch_op_t *f, const kiq_api_share_cfg_t *cfg
     part_resp_t *pr = resp_partition(f, &tp->topic, tp->partition);
     if (pr->error_code || pr->acquired_records_n > 0) return 0;
     kiq_topic_t *topic;
-    if ((pr->error_code = kiq_api_share_log(f->b, &tp->topic, tp->partition, &topic)) != 0) return 0;
+    if ((pr->error_code = kiq_api_share_log(f->b, &tp->topic, tp->partition, &topic)) != 0) {
+        if (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER)
+            kiq_api_share_leader(f->b, f->r, &tp->topic, tp->partition, &pr->current_leader.leader_id,
+                                 &pr->current_leader.leader_epoch, &f->leaders);
+        return 0;
+    }
     kiq_partition_log_t *log = topic->partitions[tp->partition]->log;
     kiq_share_partition_t *sp = kiq_api_share_partition(f->b, cfg, f->req->group_id, topic, tp->partition, now_ms);
     int got = 0;
@@ -194,6 +202,21 @@ static void share_fetch_keys(share_fetch_op_t *f)
     kiq_share_unlock(b->shares);
 }
 
+/* The endpoints of the leaders the answer names (KIP-951). */
+static void fill_endpoints(share_fetch_op_t *f)
+{
+    kiq_share_fetch_response_t *resp = f->resp;
+    resp->node_endpoints_n = f->leaders.n;
+    resp->node_endpoints = kiq_arena_calloc(&f->r->arena, (size_t)(f->leaders.n ? f->leaders.n : 1),
+                                            sizeof *resp->node_endpoints);
+    for (int i = 0; i < f->leaders.n; i++) {
+        kiq_share_fetch_response_node_endpoints_init(&resp->node_endpoints[i]);
+        resp->node_endpoints[i].node_id = f->leaders.nodes[i].id;
+        resp->node_endpoints[i].host = KIQ_STR(f->leaders.nodes[i].host);
+        resp->node_endpoints[i].port = f->leaders.nodes[i].port;
+    }
+}
+
 static bool share_fetch_try_complete(kiq_delayed_op_t *op, bool expired)
 {
     share_fetch_op_t *f = (share_fetch_op_t *)op;
@@ -201,6 +224,7 @@ static bool share_fetch_try_complete(kiq_delayed_op_t *op, bool expired)
     int got = acquire_all(f);
     kiq_share_unlock(f->b->shares);
     if (got == 0 && !expired) return false;
+    fill_endpoints(f);
     f->r->response_size_hint = (size_t)f->copied + 4096;
     f->r->t.completed = kiq_clock_mono_ns();
     kiq_request_respond(f->r, f->resp); /* frees f with the request's arena */
@@ -221,8 +245,12 @@ static void acknowledge(share_fetch_op_t *f, uint64_t owner)
             part_resp_t *pr = resp_partition(f, &req->topics[i].topic_id, p->partition_index);
             kiq_topic_t *topic;
             if ((pr->acknowledge_error_code = kiq_api_share_log(f->b, &req->topics[i].topic_id, p->partition_index,
-                                                                &topic)) != 0)
+                                                                &topic)) != 0) {
+                if (pr->acknowledge_error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER)
+                    kiq_api_share_leader(f->b, f->r, &req->topics[i].topic_id, p->partition_index,
+                                         &pr->current_leader.leader_id, &pr->current_leader.leader_epoch, &f->leaders);
                 continue;
+            }
             kiq_share_partition_t *sp = kiq_api_share_partition(f->b, &cfg, req->group_id, topic, p->partition_index,
                                                                 now_ms);
             for (int32_t k = 0; k < p->acknowledgement_batches_n && !pr->acknowledge_error_code; k++) {
@@ -283,7 +311,10 @@ int kiq_api_share_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *re
     kiq_share_unlock(b->shares);
     resp->error_code = err;
     r->response_size_hint = (size_t)f->copied + 4096;
-    if (closing || renewing || err || got != 0 || req->max_wait_ms <= 0) return KIQ_HANDLER_RESPOND;
+    if (closing || renewing || err || got != 0 || req->max_wait_ms <= 0) {
+        fill_endpoints(f);
+        return KIQ_HANDLER_RESPOND;
+    }
     f->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)req->max_wait_ms * 1000000;
     f->op.kind = KIQ_DELAYED_FETCH;
     f->op.try_complete = share_fetch_try_complete;

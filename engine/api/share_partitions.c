@@ -78,6 +78,14 @@ int16_t kiq_api_share_log(kiq_broker_t *b, const kiq_uuid_t *topic_id, int32_t p
     return err;
 }
 
+void kiq_api_share_leader(kiq_broker_t *b, kiq_request_t *r, const kiq_uuid_t *topic, int32_t partition,
+                          int32_t *leader_id, int32_t *leader_epoch, kiq_api_leader_nodes_t *nodes)
+{
+    kiq_cached_topic_t known;
+    if (!b->cluster || !kiq_metadata_cache_topic_by_id(b->metadata, topic, &r->arena, &known)) return;
+    kiq_api_leader_hint(b, r, (kiq_str_t){known.name, (int32_t)known.len}, partition, leader_id, leader_epoch, nodes);
+}
+
 kiq_share_partition_t *kiq_api_share_partition(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg, kiq_str_t group,
                                                kiq_topic_t *topic, int32_t partition, int64_t now_ms)
 {

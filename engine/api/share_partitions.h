@@ -32,6 +32,12 @@ int16_t kiq_api_share_session(kiq_broker_t *b, kiq_str_t group, kiq_str_t member
  * its log, or the partition's error. */
 int16_t kiq_api_share_log(kiq_broker_t *b, const kiq_uuid_t *topic_id, int32_t partition, kiq_topic_t **topic);
 
+/* A partition answered NOT_LEADER_OR_FOLLOWER: its current leader as this
+ * broker's metadata knows it (KIP-951, as Fetch answers), the leader's
+ * endpoint added to nodes once. */
+void kiq_api_share_leader(kiq_broker_t *b, kiq_request_t *r, const kiq_uuid_t *topic, int32_t partition,
+                          int32_t *leader_id, int32_t *leader_epoch, kiq_api_leader_nodes_t *nodes);
+
 /* The group's share-partition of a partition led here: the first time
  * loaded from __share_group_state, else started where
  * share.auto.offset.reset says (and stored); moved past deleted records,

@@ -176,3 +176,57 @@ describe("share groups on one broker", function()
     assert.are.equal(-1, start_offset())
   end)
 end)
+
+describe("share groups in a cluster of three", function()
+  local c
+
+  setup(function()
+    c = assert(kiq.cluster { brokers = 3, ["auto.leader.rebalance.enable"] = "false",
+      ["kafkaiq.share.auto.offset.reset"] = "earliest" })
+    local a = assert(c:admin())
+    assert(a:create_topics { { name = "shc", partitions = 3, replication_factor = 1 } })
+    a:close()
+    for p = 0, 2 do assert(c:wait_for_leader("shc", p, 10000)) end
+  end)
+
+  teardown(function()
+    if c then c:stop() end
+  end)
+
+  it("acquires at the partition's leader and names it to a broker asked instead", function()
+    local p, leader
+    for i = 0, 2 do
+      if c:partition("shc", i).leader ~= 0 then p, leader = i, c:partition("shc", i).leader end
+    end
+    assert.is_number(p, "a partition led away from broker 0")
+    local function conn(b)
+      return assert(connection.open("127.0.0.1", b.port, { client_id = "share-spec", connect_timeout_ms = 5000,
+        request_timeout_ms = 10000 }))
+    end
+    local lc = conn(c:broker(leader))
+    local md = assert(lc:request(METADATA, { topics = { { name = "shc" } }, allow_auto_topic_creation = false }))
+    local tid = md.topics[1].topic_id
+    local resp = assert(lc:request(PRODUCE, { acks = -1, timeout_ms = 5000, topic_data = { { name = "shc",
+      partition_data = { { index = p, records = assert(core.build_batch { records = { { value = "x" } } }) } } } } }))
+    assert.are.equal(0, resp.responses[1].partition_responses[1].error_code)
+    local function share_fetch(cx)
+      return assert(cx:request(FETCH, { group_id = "sgc", member_id = "mc", share_session_epoch = 0, max_wait_ms = 0,
+        min_bytes = 1, max_bytes = 1048576, max_records = 10, batch_size = 10, topics = { { topic_id = tid,
+        partitions = { { partition_index = p, acknowledgement_batches = {} } } } }, forgotten_topics_data = {} }))
+    end
+    local elsewhere = conn(c:broker(0))
+    local f = share_fetch(elsewhere)
+    local pr = f.responses[1].partitions[1]
+    assert.are.equal(6, pr.error_code) -- NOT_LEADER_OR_FOLLOWER
+    assert.are.equal(leader, pr.current_leader.leader_id)
+    assert.are.equal(leader, f.node_endpoints[1].node_id)
+    assert.are.equal(c:broker(leader).port, f.node_endpoints[1].port)
+    f = share_fetch(lc)
+    pr = f.responses[1].partitions[1]
+    assert.are.equal(0, pr.error_code)
+    assert.are.same({ 0, 0, 1 }, { pr.acquired_records[1].first_offset, pr.acquired_records[1].last_offset,
+      pr.acquired_records[1].delivery_count })
+    elsewhere:close()
+    lc:close()
+  end)
+end)
