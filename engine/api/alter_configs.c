@@ -7,7 +7,7 @@
  * read-only configs). The rules are controller/config_changes.h's.
  *
  * IncrementalAlterConfigs also sets a group's configs (share groups',
- * share/group_configs.h) on a standalone broker.
+ * config/group_configs.h).
  *
  * Standalone, this broker decides and applies at once. In cluster mode the
  * controller decides, whichever broker was asked (forwarded, see
@@ -53,40 +53,15 @@ static int topic_edit(kiq_topic_configs_t *cfg, void *arg)
     return kiq_config_change_topic(cfg, ctx->base, ctx->order);
 }
 
-/* A group's configs (share/group_configs.h), IncrementalAlterConfigs'
- * SET and DELETE, all or nothing. */
+/* A group's configs (config/group_configs.h), kept by the share manager. */
 static int change_group(kiq_broker_t *b, const kiq_config_order_t *o, bool validate_only)
 {
-    if (!o->ops) {
-        kiq_error_set("AlterConfigs does not change group configs: IncrementalAlterConfigs does");
-        return KIQ_ERR_INVALID_REQUEST;
-    }
-    kiq_str_t group = o->ops->resource_name;
-    if (!group.p || group.len <= 0) {
-        kiq_error_set("Group id must not be empty");
-        return KIQ_ERR_INVALID_REQUEST;
-    }
+    kiq_str_t group = o->ops ? o->ops->resource_name : KIQ_STR_NULL;
     kiq_share_lock(b->shares);
     kiq_group_configs_t cfg = {{0}};
-    const kiq_group_configs_t *now = kiq_share_group_configs(b->shares, group.p, group.len);
-    int err = now && kiq_group_configs_copy(&cfg, now) != 0 ? KIQ_ERR_UNKNOWN_SERVER_ERROR : 0;
-    for (int32_t i = 0; !err && i < o->ops->configs_n; i++) {
-        const kiq_incremental_alter_configs_request_resources_configs_t *c = &o->ops->configs[i];
-        int k = kiq_group_config_find(c->name);
-        if (k < 0) {
-            kiq_error_set("Unknown group config name: " KIQ_STR_FMT, KIQ_STR_ARG(c->name));
-            err = KIQ_ERR_INVALID_CONFIG;
-        } else if (c->config_operation == 0 && !c->value.p) {
-            kiq_error_set("Null value not supported for: " KIQ_STR_FMT, KIQ_STR_ARG(c->name));
-            err = KIQ_ERR_INVALID_REQUEST;
-        } else if (c->config_operation == 0 || c->config_operation == 1) {
-            err = kiq_group_configs_set(&cfg, k, c->config_operation == 0 ? c->value : KIQ_STR_NULL);
-            if (err < 0) err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
-        } else {
-            kiq_error_set("A group config is set or deleted, not appended to or subtracted from");
-            err = KIQ_ERR_INVALID_REQUEST;
-        }
-    }
+    const kiq_group_configs_t *now = group.p ? kiq_share_group_configs(b->shares, group.p, group.len) : NULL;
+    int err = now && kiq_group_configs_copy(&cfg, now) != 0 ? KIQ_ERR_UNKNOWN_SERVER_ERROR
+                                                             : kiq_config_change_group(&cfg, o);
     if (!err && !validate_only && kiq_share_group_configs_put(b->shares, group.p, group.len, &cfg) != 0)
         err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
     else if (err || validate_only)

@@ -153,6 +153,26 @@ const kiq_group_configs_t *kiq_share_group_configs(kiq_share_manager_t *m, const
     return kiq_str_map_get(m->configs, group, (size_t)glen);
 }
 
+void kiq_share_group_configs_reset(kiq_share_manager_t *m)
+{
+    for (;;) {
+        kiq_str_map_iter_t it;
+        const void *k;
+        size_t len;
+        void *v;
+        kiq_str_map_iter_init(&it, m->configs);
+        if (!kiq_str_map_next(&it, &k, &len, &v)) return;
+        /* the map's own key goes with the entry: removed by a copy */
+        char *key = malloc(len ? len : 1);
+        if (!key) return;
+        memcpy(key, k, len);
+        kiq_str_map_remove(m->configs, key, len);
+        free(key);
+        kiq_group_configs_clear(v);
+        free(v);
+    }
+}
+
 int kiq_share_group_configs_put(kiq_share_manager_t *m, const char *group, int32_t glen, kiq_group_configs_t *c)
 {
     bool any = false;

@@ -18,7 +18,7 @@
 
 #include "core/str_map.h"
 #include "core/uuid.h"
-#include "share/group_configs.h"
+#include "config/group_configs.h"
 #include "share/share_partition.h"
 
 /* One partition a share session fetches. */
@@ -63,6 +63,8 @@ void kiq_share_partition_drop(kiq_share_manager_t *m, const char *group, int32_t
                               int32_t partition);
 /* The group's own configs, or NULL when it has none. */
 const kiq_group_configs_t *kiq_share_group_configs(kiq_share_manager_t *m, const char *group, int32_t glen);
+/* Every group's configs forgotten (the controller's are pushed whole). */
+void kiq_share_group_configs_reset(kiq_share_manager_t *m);
 /* The group's configs become c's (taken; none set: removed). 0 or -1. */
 int kiq_share_group_configs_put(kiq_share_manager_t *m, const char *group, int32_t glen, kiq_group_configs_t *c);
 /* The member's session, or NULL. */

@@ -16,6 +16,7 @@ local INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 42, 25, 110
 local INVALID_RECORD_STATE, SESSION_NOT_FOUND, INVALID_SESSION_EPOCH = 121, 122, 123
 local SESSION_LIMIT_REACHED, NON_EMPTY_GROUP = 133, 68
 local DELETE_GROUPS, DESCRIBE_OFFSETS = 42, 90
+local DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
 local ACCEPT, RELEASE, REJECT = 1, 2, 3
 
 describe("share groups on one broker", function()
@@ -191,6 +192,28 @@ describe("share groups in a cluster of three", function()
 
   teardown(function()
     if c then c:stop() end
+  end)
+
+  it("keeps a group's configs at the controller, pushed to every broker", function()
+    local function conn(b)
+      return assert(connection.open("127.0.0.1", b.port, { client_id = "share-spec", connect_timeout_ms = 5000,
+        request_timeout_ms = 10000 }))
+    end
+    local one, two = conn(c:broker(1)), conn(c:broker(2))
+    local r = assert(one:request(INCREMENTAL_ALTER_CONFIGS, { validate_only = false, resources = {
+      { resource_type = 32, resource_name = "sgc", configs = {
+        { name = "share.record.lock.duration.ms", config_operation = 0, value = "20000" } } } } }))
+    assert.are.equal(0, r.responses[1].error_code)
+    local value
+    assert.is_true(kiq.wait_for(function()
+      local d = assert(two:request(DESCRIBE_CONFIGS, { include_synonyms = false, include_documentation = false,
+        resources = { { resource_type = 32, resource_name = "sgc",
+          configuration_keys = { "share.record.lock.duration.ms" } } } }))
+      value = d.results[1].configs[1].value
+      return value == "20000"
+    end, 10000, 50), value)
+    one:close()
+    two:close()
   end)
 
   it("acquires at the partition's leader and names it to a broker asked instead", function()

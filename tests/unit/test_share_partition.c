@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "proto/errors.h"
-#include "share/group_configs.h"
+#include "config/group_configs.h"
 #include "share/share_manager.h"
 #include "share/share_partition.h"
 

@@ -3,10 +3,12 @@
  * DescribeConfigs shows, over the broker's group.share.* defaults:
  * share.auto.offset.reset, share.record.lock.duration.ms,
  * share.delivery.count.limit and share.isolation.level (read_uncommitted
- * only: the share-partitions read up to the high watermark). Kept by the
- * share manager (share_manager.h), under its lock; in memory. */
-#ifndef KIQ_SHARE_GROUP_CONFIGS_H
-#define KIQ_SHARE_GROUP_CONFIGS_H
+ * only: the share-partitions read up to the high watermark). A standalone
+ * broker's share manager keeps them (share/share_manager.h); a cluster's
+ * controller as ConfigRecords of resource type 32, pushed to every broker.
+ * Pure values and checks; the holder's lock guards them. */
+#ifndef KIQ_CONFIG_GROUP_CONFIGS_H
+#define KIQ_CONFIG_GROUP_CONFIGS_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* Share groups' group configs; see group_configs.h. */
-#include "share/group_configs.h"
+#include "config/group_configs.h"
 
 #include <stdlib.h>
 #include <string.h>
