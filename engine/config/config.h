@@ -200,6 +200,8 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       INT32_MAX, NULL, "how often members of a share group (KIP-932) heartbeat")                \
     X(GROUP_SHARE_SESSION_TIMEOUT_MS, "group.share.session.timeout.ms", INT, "45000", 1,        \
       INT32_MAX, NULL, "how long a share group member may go without heartbeat")               \
+    X(GROUP_SHARE_MAX_SIZE, "group.share.max.size", INT, "200", 1, 1000, NULL,                    \
+      "members one share group may have")                                                       \
     X(GROUP_SHARE_RECORD_LOCK_DURATION_MS, "group.share.record.lock.duration.ms", INT, "30000", \
       1000, 3600000, NULL, "how long a share group member holds the records it acquired")        \
     X(GROUP_SHARE_DELIVERY_COUNT_LIMIT, "group.share.delivery.count.limit", INT, "5", 2, 10,    \

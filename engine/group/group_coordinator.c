@@ -274,6 +274,7 @@ kiq_group_coordinator_t *kiq_group_coordinator_new(const kiq_group_context_t *b)
     gc->consumer_max_size = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_CONSUMER_MAX_SIZE);
     gc->share_heartbeat_ms = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_SHARE_HEARTBEAT_INTERVAL_MS);
     gc->share_session_ms = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_SHARE_SESSION_TIMEOUT_MS);
+    gc->share_max_size = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_SHARE_MAX_SIZE);
     gc->metadata_max = (int32_t)kiq_config_int(c, KIQ_CFG_OFFSET_METADATA_MAX_BYTES);
     gc->retention_ms = kiq_config_int(c, KIQ_CFG_OFFSETS_RETENTION_MINUTES) * 60000;
     gc->retention_check_ms = kiq_config_int(c, KIQ_CFG_OFFSETS_RETENTION_CHECK_INTERVAL_MS);

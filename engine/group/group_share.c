@@ -192,6 +192,11 @@ void kiq_group_share_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
     kiq_cg_member_t *m = kiq_cgroup_member(cg, req->member_id.p, (size_t)req->member_id.len);
     bool is_new = false;
     if (req->member_epoch == 0) {
+        if (!m && cg->nmembers >= gc->share_max_size) {
+            fail(r, resp, KIQ_ERR_GROUP_MAX_SIZE_REACHED, "The share group has reached its maximum capacity of %d "
+                 "members.", gc->share_max_size);
+            goto out;
+        }
         if (!m) {
             if (!(m = kiq_cgroup_add_member(cg, req->member_id.p, (size_t)req->member_id.len))) {
                 fail(r, resp, KIQ_ERR_UNKNOWN_SERVER_ERROR, "out of memory");

@@ -12,7 +12,7 @@ kiq.log_level("error")
 
 local PRODUCE, METADATA, LIST_GROUPS, FIND_COORDINATOR = 0, 3, 16, 10
 local HEARTBEAT, DESCRIBE, FETCH, ACK = 76, 77, 78, 79
-local INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 42, 25, 110
+local INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED = 42, 25, 110, 81
 local INVALID_RECORD_STATE, SESSION_NOT_FOUND, INVALID_SESSION_EPOCH = 121, 122, 123
 local SESSION_LIMIT_REACHED, NON_EMPTY_GROUP = 133, 68
 local DELETE_GROUPS, DESCRIBE_OFFSETS = 42, 90
@@ -79,7 +79,7 @@ describe("share groups on one broker", function()
 
   setup(function()
     b = assert(kiq.broker { ["group.share.record.lock.duration.ms"] = 1000, ["group.share.delivery.count.limit"] = 2,
-      ["kafkaiq.share.auto.offset.reset"] = "earliest", ["group.share.max.share.sessions"] = 2 })
+      ["kafkaiq.share.auto.offset.reset"] = "earliest", ["group.share.max.share.sessions"] = 2, ["group.share.max.size"] = 2 })
     local a = assert(kiq.admin { bootstrap = b.bootstrap })
     assert(a:create_topics { { name = "sh", partitions = 1 } })
     a:close()
@@ -104,6 +104,7 @@ describe("share groups on one broker", function()
     -- a second member shares the one partition
     hb = heartbeat("m2", 0, { "sh" })
     assert.are.same({ 0 }, hb.assignment.topic_partitions[1].partitions)
+    assert.are.equal(GROUP_MAX_SIZE_REACHED, heartbeat("m9", 0, { "sh" }).error_code) -- group.share.max.size 2
     assert.are.equal(FENCED_MEMBER_EPOCH, heartbeat("m1", 7).error_code)
     assert.are.equal(UNKNOWN_MEMBER_ID, heartbeat("nobody", 1).error_code)
     local d = assert(c:request(DESCRIBE, { group_ids = { "sg" }, include_authorized_operations = false }))
