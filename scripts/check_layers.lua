@@ -37,16 +37,17 @@ M.LAYERS = {
   controller = domain,                              -- controller, metadata image and log, metadata cache
   replica = with(domain, "controller"),             -- partition replicas, replica manager, fetchers
   group = with(domain, "controller", "replica"),    -- group coordinator, __consumer_offsets
+  share = with(domain, "controller", "replica"),                      -- share groups' share-partitions and sessions (KIP-932)
   txn = with(domain, "controller", "replica", "group"), -- transaction coordinator, __transaction_state
   include = { "core" },                             -- the public C API
-  server = with(domain, "controller", "replica", "group", "txn", "include", "journey", "metrics"), -- the broker
-  http = with(domain, "controller", "replica", "group", "txn", "include", "journey", "metrics", "server"), -- HTTP
-  api = with(domain, "controller", "replica", "group", "txn", "server", "include", "journey", "metrics", "http"), -- API
-  app = with(domain, "controller", "replica", "group", "txn", "server", "api", "include", "journey", "metrics",
+  server = with(domain, "controller", "replica", "group", "txn", "share", "include", "journey", "metrics"), -- the broker
+  http = with(domain, "controller", "replica", "group", "txn", "share", "include", "journey", "metrics", "server"), -- HTTP
+  api = with(domain, "controller", "replica", "group", "txn", "share", "server", "include", "journey", "metrics", "http"), -- API
+  app = with(domain, "controller", "replica", "group", "txn", "share", "server", "api", "include", "journey", "metrics",
     "http"), -- the composition root: a broker serving the API table, with its HTTP listener
-  lua = with(domain, "controller", "replica", "group", "txn", "server", "api", "include", "journey", "metrics",
+  lua = with(domain, "controller", "replica", "group", "txn", "share", "server", "api", "include", "journey", "metrics",
     "http"),
-  cmd = with(domain, "controller", "replica", "group", "txn", "server", "api", "include", "journey", "metrics",
+  cmd = with(domain, "controller", "replica", "group", "txn", "share", "server", "api", "include", "journey", "metrics",
     "http", "lua"), -- the kafkaiq command
 }
 local LUA_HEADERS = { ["lua.h"] = true, ["lauxlib.h"] = true, ["lualib.h"] = true, ["luajit.h"] = true,

@@ -6,6 +6,9 @@
  * (kiq_config_dynamic; Kafka's others are refused as Kafka refuses its
  * read-only configs). The rules are controller/config_changes.h's.
  *
+ * IncrementalAlterConfigs also sets a group's configs (share groups',
+ * config/group_configs.h).
+ *
  * Standalone, this broker decides and applies at once. In cluster mode the
  * controller decides, whichever broker was asked (forwarded, see
  * server/controller_link.h), keeps the result as ConfigRecords and pushes
@@ -20,6 +23,7 @@
 #include "core/error.h"
 #include "server/broker_configs.h"
 #include "server/controller_link.h"
+#include "share/share_manager.h"
 #include "log/log_retention.h"
 
 #define FORWARD_WAIT_MS 10000
@@ -49,6 +53,23 @@ static int topic_edit(kiq_topic_configs_t *cfg, void *arg)
     return kiq_config_change_topic(cfg, ctx->base, ctx->order);
 }
 
+/* A group's configs (config/group_configs.h), kept by the share manager. */
+static int change_group(kiq_broker_t *b, const kiq_config_order_t *o, bool validate_only)
+{
+    kiq_str_t group = o->ops ? o->ops->resource_name : KIQ_STR_NULL;
+    kiq_share_lock(b->shares);
+    kiq_group_configs_t cfg = {{0}};
+    const kiq_group_configs_t *now = group.p ? kiq_share_group_configs(b->shares, group.p, group.len) : NULL;
+    int err = now && kiq_group_configs_copy(&cfg, now) != 0 ? KIQ_ERR_UNKNOWN_SERVER_ERROR
+                                                             : kiq_config_change_group(&cfg, o);
+    if (!err && !validate_only && kiq_share_group_configs_put(b->shares, group.p, group.len, &cfg) != 0)
+        err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    else if (err || validate_only)
+        kiq_group_configs_clear(&cfg);
+    kiq_share_unlock(b->shares);
+    return err;
+}
+
 /* One resource on a standalone broker, applied unless validate_only.
  * Kafka error code, the reason in the error slot. */
 static int change_here(kiq_broker_t *b, const kiq_config_order_t *o, bool validate_only)
@@ -66,6 +87,7 @@ static int change_here(kiq_broker_t *b, const kiq_config_order_t *o, bool valida
         kiq_dynamic_configs_clear(&cfg);
         return err;
     }
+    if (type == KIQ_CONFIG_RESOURCE_GROUP) return change_group(b, o, validate_only);
     if (type != KIQ_CONFIG_RESOURCE_TOPIC) {
         kiq_error_set("Unsupported resource type %d", type);
         return KIQ_ERR_INVALID_REQUEST;

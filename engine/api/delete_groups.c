@@ -1,9 +1,37 @@
-/* DeleteGroups: empty groups and their offsets go. */
-#include "api/api.h"
+/* DeleteGroups: empty groups and their offsets go; a share group's state
+ * here (its share-partitions, in memory and in __share_group_state) goes
+ * with it, as Kafka deletes a share group's state. */
+#include <stdlib.h>
+
+#include "api/share_partitions.h"
+#include "core/error.h"
+#include "core/say.h"
 #include "group/group_coordinator.h"
+#include "share/share_state.h"
+
+/* The group's share-partitions led here forgotten. */
+static void drop_share_state(kiq_broker_t *b, kiq_str_t group)
+{
+    kiq_share_state_ctx_t sc = {b->topics, b->config, b->cluster};
+    kiq_share_lock(b->shares);
+    int n;
+    kiq_share_tp_t *tps = kiq_share_partitions_of(b->shares, group.p, group.len, &n);
+    for (int i = 0; i < n; i++) {
+        kiq_share_partition_drop(b->shares, group.p, group.len, &tps[i].topic, tps[i].partition);
+        if (kiq_share_state_delete(&sc, group, &tps[i].topic, tps[i].partition) != 0)
+            KIQ_WARN_LIMITED("share group " KIQ_STR_FMT ": state of a partition not deleted: %s", KIQ_STR_ARG(group),
+                             kiq_error_get());
+    }
+    free(tps);
+    kiq_share_unlock(b->shares);
+}
 
 int kiq_api_delete_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp)
 {
     kiq_group_delete(b->groups, r, req, resp);
+    const kiq_delete_groups_response_t *out = resp;
+    for (int32_t i = 0; i < out->results_n; i++)
+        if (out->results[i].error_code == KIQ_ERR_NONE && out->results[i].group_id.p)
+            drop_share_state(b, out->results[i].group_id);
     return KIQ_HANDLER_RESPOND;
 }

@@ -1,4 +1,5 @@
-/* DescribeConfigs for topics (2) and brokers (4), with config sources and
+/* DescribeConfigs for topics (2), brokers (4) and groups (32: share
+ * groups' configs, share/group_configs.h), with config sources and
  * synonyms as Kafka reports them: a value set for this broker, then the
  * cluster-wide default, then server.properties, then the built-in default.
  * Topic configs can be altered, and the broker configs that change at
@@ -10,6 +11,7 @@
  * controller pushes with UpdateMetadata, hosting the topic or not; the
  * controller's broker also serves it on its control plane, from the
  * controller's metadata. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include "controller/controller.h"
 #include "controller/metadata_cache.h"
 #include "core/error.h"
+#include "share/share_manager.h"
 
 typedef kiq_describe_configs_response_results_configs_t config_entry_t;
 
@@ -214,6 +217,38 @@ static void describe_broker(kiq_broker_t *b, kiq_request_t *r, const kiq_describ
     }
 }
 
+/* A group's configs (share/group_configs.h): its own, else the broker's
+ * group.share.* default (or Kafka's). */
+static void describe_group(kiq_broker_t *b, kiq_request_t *r, const kiq_describe_configs_request_t *req,
+                           const kiq_describe_configs_request_resources_t *res,
+                           kiq_describe_configs_response_results_t *out)
+{
+    char lock[16], limit[16];
+    snprintf(lock, sizeof lock, "%" PRId64, kiq_config_int(b->config, KIQ_CFG_GROUP_SHARE_RECORD_LOCK_DURATION_MS));
+    snprintf(limit, sizeof limit, "%" PRId64, kiq_config_int(b->config, KIQ_CFG_GROUP_SHARE_DELIVERY_COUNT_LIMIT));
+    const char *dflt[KIQ_GROUP_CFG__COUNT] = {
+        [KIQ_GROUP_CFG_AUTO_OFFSET_RESET] = kiq_config_str(b->config, KIQ_CFG_SHARE_AUTO_OFFSET_RESET),
+        [KIQ_GROUP_CFG_LOCK_DURATION_MS] = lock,
+        [KIQ_GROUP_CFG_DELIVERY_COUNT_LIMIT] = limit,
+        [KIQ_GROUP_CFG_ISOLATION_LEVEL] = "read_uncommitted",
+    };
+    static const int8_t types[KIQ_GROUP_CFG__COUNT] = {2, 3, 3, 2}; /* STRING, INT */
+    out->configs = kiq_arena_calloc(&r->arena, KIQ_GROUP_CFG__COUNT, sizeof *out->configs);
+    kiq_share_lock(b->shares);
+    const kiq_group_configs_t *own = kiq_share_group_configs(b->shares, res->resource_name.p, res->resource_name.len);
+    for (int i = 0; i < KIQ_GROUP_CFG__COUNT; i++) {
+        if (!wanted(res, kiq_group_config_names[i])) continue;
+        const char *v = own && own->v[i] ? own->v[i] : dflt[i];
+        config_entry_t *e = &out->configs[out->configs_n++];
+        fill_entry(r, req, e, kiq_group_config_names[i], v,
+                   own && own->v[i] ? KIQ_CONFIG_SOURCE_GROUP : KIQ_CONFIG_SOURCE_DEFAULT, types[i], false, NULL);
+        if (req->include_synonyms)
+            add_synonym(r, e, kiq_group_config_names[i], v,
+                        own && own->v[i] ? KIQ_CONFIG_SOURCE_GROUP : KIQ_CONFIG_SOURCE_DEFAULT);
+    }
+    kiq_share_unlock(b->shares);
+}
+
 int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
                                     void *response)
 {
@@ -232,6 +267,8 @@ int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const voi
             describe_topic(b, r, req, res, o);
         else if (res->resource_type == KIQ_CONFIG_RESOURCE_BROKER)
             describe_broker(b, r, req, res, o);
+        else if (res->resource_type == KIQ_CONFIG_RESOURCE_GROUP)
+            describe_group(b, r, req, res, o);
         else {
             o->error_code = KIQ_ERR_INVALID_REQUEST;
             o->error_message = kiq_request_str(r, "Unsupported resource type");

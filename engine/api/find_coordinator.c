@@ -5,7 +5,9 @@
  * key's partition of that topic, as this broker's metadata shows it; the
  * topic is created through the controller on first use, the request parked
  * until this broker's metadata has it (api/topic_orders.h). v4 asks for
- * several keys at once; v6 knows share groups (none here). */
+ * several keys at once; v6 knows share groups' key type 2, for the share
+ * coordinator brokers ask (there is none here: each partition's leader
+ * keeps its share-partitions' state itself, share/share_state.h). */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -49,7 +51,7 @@ static int16_t check_key_type(int16_t version, int8_t key_type, kiq_str_t *messa
 {
     /* share groups (KIP-932) from v6: there is no share coordinator */
     if (key_type == KEY_TYPE_SHARE && version >= 6) {
-        *message = KIQ_STR("share groups are not supported by this broker");
+        *message = KIQ_STR("this broker has no share coordinator: partition leaders keep the share state");
         return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
     }
     if (key_type != KEY_TYPE_GROUP && key_type != KEY_TYPE_TRANSACTION) {

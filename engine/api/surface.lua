@@ -64,6 +64,15 @@ return {
   { "ListTransactions", planes = "data" },
   { "ConsumerGroupHeartbeat", planes = "data" },
   { "ConsumerGroupDescribe", planes = "data" },
+  -- share groups (KIP-932): membership at the group coordinator, records
+  -- acquired and acknowledged at each partition's leader
+  { "ShareGroupHeartbeat", planes = "data" },
+  { "ShareGroupDescribe", planes = "data" },
+  { "ShareFetch", planes = "data" },
+  { "ShareAcknowledge", planes = "data" },
+  { "DescribeShareGroupOffsets", planes = "data" },
+  { "AlterShareGroupOffsets", planes = "data" },
+  { "DeleteShareGroupOffsets", planes = "data" },
   { "GetTelemetrySubscriptions", planes = "data" },
   { "PushTelemetry", planes = "data" },
   { "DescribeTopicPartitions", planes = "data" },

@@ -196,6 +196,29 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "members one consumer protocol group may have")                                          \
     X(GROUP_CONSUMER_ASSIGNORS, "group.consumer.assignors", STRING, "uniform,range", 0, 0, NULL, \
       "server-side assignors of consumer protocol groups, the first the default")               \
+    X(GROUP_SHARE_HEARTBEAT_INTERVAL_MS, "group.share.heartbeat.interval.ms", INT, "5000", 1,    \
+      INT32_MAX, NULL, "how often members of a share group (KIP-932) heartbeat")                \
+    X(GROUP_SHARE_SESSION_TIMEOUT_MS, "group.share.session.timeout.ms", INT, "45000", 1,        \
+      INT32_MAX, NULL, "how long a share group member may go without heartbeat")               \
+    X(GROUP_SHARE_MAX_SIZE, "group.share.max.size", INT, "200", 1, 1000, NULL,                    \
+      "members one share group may have")                                                       \
+    X(GROUP_SHARE_RECORD_LOCK_DURATION_MS, "group.share.record.lock.duration.ms", INT, "30000", \
+      1000, 3600000, NULL, "how long a share group member holds the records it acquired")        \
+    X(GROUP_SHARE_DELIVERY_COUNT_LIMIT, "group.share.delivery.count.limit", INT, "5", 2, 10,    \
+      NULL, "deliveries of a record to a share group before it is archived")                    \
+    X(GROUP_SHARE_MAX_SHARE_SESSIONS, "group.share.max.share.sessions", INT, "2000", 1, 1000000,  \
+      NULL, "share sessions (ShareFetch) a broker keeps at most")                                \
+    X(GROUP_SHARE_PARTITION_MAX_RECORD_LOCKS, "group.share.partition.max.record.locks", INT,     \
+      "2000", 100, 10000, NULL, "records of a share-partition in flight (acquired) at most")     \
+    X(SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS, "share.coordinator.state.topic.num.partitions", INT,  \
+      "50", 1, 1000, NULL, "partitions of __share_group_state (created on first use)")          \
+    X(SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR, "share.coordinator.state.topic.replication.factor", \
+      INT, "1", 1, 32767, NULL, "replicas of each partition of __share_group_state")           \
+    X(SHARE_COORDINATOR_STATE_TOPIC_SEGMENT_BYTES, "share.coordinator.state.topic.segment.bytes", INT, \
+      "104857600", 14, INT32_MAX, NULL, "segment size of __share_group_state")                  \
+    X(SHARE_AUTO_OFFSET_RESET, "kafkaiq.share.auto.offset.reset", STRING, "latest", 0, 0,       \
+      "latest,earliest", "where a share group starts on a partition (Kafka's share.auto.offset.reset " \
+      "group config, which is not served)")                                                     \
     X(LOG_LEVEL, "kafkaiq.log.level", STRING, "info", 0, 0, "error,warn,info,debug",            \
       "stderr log level")                                                                       \
     X(HOOK_MAX_INSTRUCTIONS, "kafkaiq.hook.max.instructions", LONG, "10000000", 1000,           \
@@ -235,7 +258,7 @@ extern const kiq_config_def_t kiq_config_defs[KIQ_CFG__COUNT];
 
 /* Kafka's ConfigResource types, as the *Configs APIs and ConfigRecords
  * name them. */
-enum kiq_config_resource { KIQ_CONFIG_RESOURCE_TOPIC = 2, KIQ_CONFIG_RESOURCE_BROKER = 4 };
+enum kiq_config_resource { KIQ_CONFIG_RESOURCE_TOPIC = 2, KIQ_CONFIG_RESOURCE_BROKER = 4, KIQ_CONFIG_RESOURCE_GROUP = 32 };
 
 /* Kafka's DescribeConfigs config_source values. */
 enum kiq_config_source {
@@ -244,6 +267,7 @@ enum kiq_config_source {
     KIQ_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER = 3,
     KIQ_CONFIG_SOURCE_STATIC_BROKER = 4,
     KIQ_CONFIG_SOURCE_DEFAULT = 5,
+    KIQ_CONFIG_SOURCE_GROUP = 8,
 };
 
 /* Where a dynamic broker config is set: for this broker (resource name its

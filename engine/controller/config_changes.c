@@ -170,3 +170,35 @@ int kiq_config_change_broker(kiq_dynamic_configs_t *cfg, const kiq_config_t *bas
     }
     return err;
 }
+
+int kiq_config_change_group(kiq_group_configs_t *cfg, const kiq_config_order_t *o)
+{
+    if (!o->ops) {
+        kiq_error_set("AlterConfigs does not change group configs: IncrementalAlterConfigs does");
+        return KIQ_ERR_INVALID_REQUEST;
+    }
+    kiq_str_t group = o->ops->resource_name;
+    if (!group.p || group.len <= 0) {
+        kiq_error_set("Group id must not be empty");
+        return KIQ_ERR_INVALID_REQUEST;
+    }
+    for (int32_t i = 0; i < o->ops->configs_n; i++) {
+        const kiq_incremental_alter_configs_request_resources_configs_t *c = &o->ops->configs[i];
+        int k = kiq_group_config_find(c->name);
+        if (k < 0) {
+            kiq_error_set("Unknown group config name: " KIQ_STR_FMT, KIQ_STR_ARG(c->name));
+            return KIQ_ERR_INVALID_CONFIG;
+        }
+        if (c->config_operation == 0 && !c->value.p) {
+            kiq_error_set("Null value not supported for: " KIQ_STR_FMT, KIQ_STR_ARG(c->name));
+            return KIQ_ERR_INVALID_REQUEST;
+        }
+        if (c->config_operation != 0 && c->config_operation != 1) {
+            kiq_error_set("A group config is set or deleted, not appended to or subtracted from");
+            return KIQ_ERR_INVALID_REQUEST;
+        }
+        int err = kiq_group_configs_set(cfg, k, c->config_operation == 0 ? c->value : KIQ_STR_NULL);
+        if (err) return err < 0 ? KIQ_ERR_UNKNOWN_SERVER_ERROR : err;
+    }
+    return KIQ_ERR_NONE;
+}

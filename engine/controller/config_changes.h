@@ -9,6 +9,7 @@
 #define KIQ_CONTROLLER_CONFIG_CHANGES_H
 
 #include "config/config.h"
+#include "config/group_configs.h"
 #include "config/dynamic_configs.h"
 #include "config/topic_config.h"
 #include "proto/messages.h"
@@ -52,5 +53,10 @@ static inline kiq_str_t kiq_config_order_name(const kiq_config_order_t *o)
  * must keep min.insync.replicas (as Kafka 4.1+'s, KIP-966). */
 int kiq_config_change_topic(kiq_topic_configs_t *cfg, const kiq_config_t *base, const kiq_config_order_t *o);
 int kiq_config_change_broker(kiq_dynamic_configs_t *cfg, const kiq_config_t *base, const kiq_config_order_t *o);
+
+/* A group's configs (config/group_configs.h): IncrementalAlterConfigs'
+ * SET and DELETE only, all or nothing; AlterConfigs does not change them
+ * (INVALID_REQUEST), nor does an empty group id. */
+int kiq_config_change_group(kiq_group_configs_t *cfg, const kiq_config_order_t *o);
 
 #endif

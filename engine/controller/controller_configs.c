@@ -19,6 +19,7 @@ static void config_records(batch_t *b, int8_t type, const char *resource, char *
 
 static const char *topic_config_name(int i) { return kiq_topic_config_defs[i].name; }
 static const char *broker_config_name(int i) { return kiq_config_defs[i].name; }
+static const char *group_config_name(int i) { return kiq_group_config_names[i]; }
 
 /* Under mu: the resource's configs in the image, n of them named by
  * name_of: before points into the image, after gets copies to edit. -1
@@ -60,6 +61,19 @@ static int16_t change_configs(kiq_controller_t *c, batch_t *b, const kiq_config_
         err = (int16_t)kiq_config_change_topic(&after, c->cfg, e);
         if (!err) config_records(b, type, resource, before.value, after.value, KIQ_TOPIC_CONFIG_COUNT, topic_config_name);
         kiq_topic_configs_clear(&after);
+        return err;
+    }
+    if (type == KIQ_CONFIG_RESOURCE_GROUP) {
+        /* a share group's configs (config/group_configs.h); any group id,
+         * as Kafka takes them before the group exists */
+        kiq_group_configs_t before = {{0}}, after = {{0}};
+        if (image_configs(c, type, resource, before.v, after.v, KIQ_GROUP_CFG__COUNT, group_config_name) != 0) {
+            kiq_group_configs_clear(&after);
+            return KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        }
+        err = (int16_t)kiq_config_change_group(&after, e);
+        if (!err) config_records(b, type, resource, before.v, after.v, KIQ_GROUP_CFG__COUNT, group_config_name);
+        kiq_group_configs_clear(&after);
         return err;
     }
     if (type != KIQ_CONFIG_RESOURCE_BROKER) {

@@ -15,7 +15,7 @@ const kiq_feature_def_t kiq_feature_defs[KIQ_FEATURE__COUNT] = {
     [KIQ_FEATURE_GROUP_VERSION] = {"group.version", 0, 1, 1},
     [KIQ_FEATURE_TRANSACTION_VERSION] = {"transaction.version", 0, 2, 2},
     [KIQ_FEATURE_ELR_VERSION] = {"eligible.leader.replicas.version", 0, 0, 0},
-    [KIQ_FEATURE_SHARE_VERSION] = {"share.version", 0, 0, 0},
+    [KIQ_FEATURE_SHARE_VERSION] = {"share.version", 0, 2, 2},
 };
 
 int kiq_feature_find(kiq_str_t name)

@@ -5,15 +5,16 @@
  * transaction.version 2 is finalized; share groups need share.version 1).
  *
  * A supported range reaches only as far as what KafkaIQ implements, so no
- * update can finalize a level whose behaviour it lacks: share.version and
- * eligible.leader.replicas.version stay at 0 (Kafka 4.x supports 0-1),
+ * update can finalize a level whose behaviour it lacks:
+ * eligible.leader.replicas.version stays at 0 (Kafka 4.x supports 0-1),
  * kraft.version at 0 (static voters, no AddRaftVoter). group.version
- * supports 0-1 and transaction.version 0-2; both are finalized at their
- * highest at a cluster's first start, as Kafka 4's: KIP-848 consumer groups
- * are served (Java 4.x uses group.protocol=consumer only at level 1;
- * librdkafka goes by ConsumerGroupHeartbeat being advertised), and so are
- * transactions v2 (KIP-890 part 2: Java 4.x and franz-go use them only at
- * level 2).
+ * supports 0-1, transaction.version 0-2 and share.version 0-2; each is
+ * finalized at its highest at a cluster's first start, as Kafka 4.4's:
+ * KIP-848 consumer groups are served (Java 4.x uses group.protocol=consumer
+ * only at level 1; librdkafka goes by ConsumerGroupHeartbeat being
+ * advertised), transactions v2 (KIP-890 part 2: Java 4.x and franz-go use
+ * them only at level 2) and share groups (KIP-932) with
+ * ShareFetch/ShareAcknowledge v2.
  *
  * Pure functions on values the caller owns; any thread. */
 #ifndef KIQ_CONTROLLER_FEATURES_H

@@ -57,6 +57,15 @@ enum kiq_point {
     KIQ_POINT_ISR_EXPANDED,    /* ... putting follower `peer` back: the same fields; before = where the
                                 * high watermark was when it left (the batches from there on were
                                 * written or committed without it) */
+    KIQ_POINT_SHARE_ACQUIRED,  /* a share group member (KIP-932) acquired records first_offset..last_offset:
+                                * records = their delivery count, extra = the lock's ms, file = the
+                                * group id, request = its ShareFetch */
+    KIQ_POINT_SHARE_ACKNOWLEDGED, /* ... acknowledged them: extra = the type (0 gap, 1 accept, 2 release, 3
+                                * reject), error, file = the group id, request = its ShareFetch or
+                                * ShareAcknowledge */
+    KIQ_POINT_SHARE_LOCK_EXPIRED, /* the lock on records first_offset..last_offset ran out: records = their
+                                * delivery count, flags KIQ_EVENT_ARCHIVED when that reached the delivery
+                                * limit (else available again), file = the group id */
     KIQ__POINTS
 };
 
@@ -70,6 +79,7 @@ extern const char *const kiq_point_names[KIQ__POINTS];
 #define KIQ_EVENT_NO_RESPONSE 16 /* RESPONSE_QUEUED, SENT: the request finished without a response */
 #define KIQ_EVENT_FLUSHER 32     /* FLUSHED: by the background flusher (flush.ms) */
 #define KIQ_EVENT_LAGGED 64      /* ISR_SHRUNK: it had not caught up for longer than replica.lag.time.max.ms */
+#define KIQ_EVENT_ARCHIVED 128   /* SHARE_LOCK_EXPIRED, SHARE_ACKNOWLEDGED: the records are archived */
 
 /* What one point knows; fields it does not know are -1 (numbers) or NULL. */
 typedef struct kiq_event {

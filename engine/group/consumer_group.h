@@ -133,6 +133,11 @@ int kiq_cg_assign_uniform(kiq_cgroup_t *cg, const kiq_cg_topic_t *topics, int nt
 /* Kafka's RangeAssignor: each topic's partitions in contiguous ranges
  * over its subscribers sorted by member id, the first ones one more. */
 int kiq_cg_assign_range(kiq_cgroup_t *cg, const kiq_cg_topic_t *topics, int ntopics);
+/* Share groups' (KIP-932; assignor_share.c): every partition of a topic to
+ * at least one subscriber, shared when there are more subscribers than
+ * partitions. Previous targets are not kept: a share group revokes
+ * nothing, a member just stops fetching what it lost. */
+int kiq_cg_assign_share(kiq_cgroup_t *cg, const kiq_cg_topic_t *topics, int ntopics);
 /* By name ("uniform", "range", or Kafka's class names of them); NULL when
  * unknown. */
 kiq_cg_assign_fn kiq_cg_assignor(const char *name, size_t len);

@@ -41,6 +41,7 @@ struct kiq_group_coordinator {
     kiq_str_map_t *groups; /* id -> kiq_group_t */
     /* consumer protocol groups (KIP-848): group.consumer.* */
     int32_t consumer_heartbeat_ms, consumer_session_ms, consumer_max_size;
+    int32_t share_heartbeat_ms, share_session_ms, share_max_size; /* share groups: group.share.* */
     int32_t initial_delay_ms, min_session_ms, max_session_ms, max_size, metadata_max;
     int64_t retention_ms, retention_check_ms;
     int64_t next_retention_ns;
@@ -99,6 +100,10 @@ int16_t kiq_gc_check_member(kiq_group_t *g, kiq_str_t member_id, kiq_str_t insta
 int kiq_gc_delete_group(kiq_group_coordinator_t *gc, kiq_group_t *g);
 
 /* group_consumer.c: consumer protocol groups (KIP-848) */
+/* Whether the topic exists, with its id and partition count. */
+bool kiq_gc_topic_info(kiq_group_coordinator_t *gc, const char *name, kiq_arena_t *a, kiq_uuid_t *id, int32_t *np);
+/* The topic's name, in a, or NULL when it is gone. */
+const char *kiq_gc_topic_name(kiq_group_coordinator_t *gc, const kiq_uuid_t *id, kiq_arena_t *a);
 /* Kafka shows a member's address as "/host", without the port. */
 char *kiq_gc_client_host(const char *peer);
 /* The name of the topic with that id, in a; NULL when it is gone. */
@@ -116,6 +121,11 @@ void kiq_gc_consumer_load(kiq_group_coordinator_t *gc, int16_t type, kiq_str_t g
                           const void *v);
 /* After loading: sessions start now. */
 void kiq_gc_consumer_loaded(kiq_group_coordinator_t *gc, kiq_group_t *g);
+
+/* group_share.c: share groups (KIP-932) */
+/* Under mu, timer thread: members whose sessions ended leave; returns the
+ * group's next deadline (INT64_MAX: none). */
+int64_t kiq_gc_share_timers(kiq_group_coordinator_t *gc, kiq_group_t *g, int64_t now_ns);
 
 /* group_offsets.c */
 /* How many partitions the cluster says the topic has (-1: no such topic).

@@ -60,6 +60,7 @@ void kiq_group_free(kiq_group_t *g)
 {
     if (!g) return;
     kiq_cgroup_free(g->consumer);
+    kiq_cgroup_free(g->share);
     for (kiq_group_member_t *m = g->members, *next; m; m = next) {
         next = m->next;
         kiq_group_member_free(m);

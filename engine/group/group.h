@@ -104,6 +104,9 @@ typedef struct kiq_group {
     /* a group of the new consumer protocol (KIP-848); NULL: a classic
      * group (members above), or one that only has offsets */
     struct kiq_cgroup *consumer;
+    /* a share group (KIP-932): members and targets as a consumer group's,
+     * without revocation; kept in memory only (not in __consumer_offsets) */
+    struct kiq_cgroup *share;
 } kiq_group_t;
 
 kiq_group_t *kiq_group_new(const char *id, size_t len, int32_t offsets_partition);

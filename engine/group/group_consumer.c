@@ -25,8 +25,7 @@ static int by_name(const void *a, const void *b)
     return strcmp(((const kiq_cg_topic_t *)a)->name, ((const kiq_cg_topic_t *)b)->name);
 }
 
-/* Whether the topic exists, with its id and partition count. */
-static bool topic_info(kiq_group_coordinator_t *gc, const char *name, kiq_arena_t *a, kiq_uuid_t *id, int32_t *np)
+bool kiq_gc_topic_info(kiq_group_coordinator_t *gc, const char *name, kiq_arena_t *a, kiq_uuid_t *id, int32_t *np)
 {
     if (gc->b.cluster) {
         kiq_cached_topic_t ct;
@@ -61,7 +60,7 @@ static void add_topic(kiq_group_coordinator_t *gc, kiq_arena_t *a, subscribed_t 
     for (int k = 0; k < s->n; k++)
         if (strcmp(s->t[k].name, name) == 0) return;
     kiq_cg_topic_t *t = &s->t[s->n];
-    if (!topic_info(gc, name, a, &t->id, &t->npartitions)) return;
+    if (!kiq_gc_topic_info(gc, name, a, &t->id, &t->npartitions)) return;
     t->name = kiq_arena_strndup(a, name, strlen(name));
     s->n++;
 }
@@ -332,7 +331,7 @@ static kiq_group_t *heartbeat_group(kiq_group_coordinator_t *gc, kiq_request_t *
         return NULL;
     }
     if (g->consumer) return g;
-    if (g->nmembers > 0 || g->state != KIQ_GROUP_EMPTY) {
+    if (g->nmembers > 0 || g->state != KIQ_GROUP_EMPTY || g->share) {
         fail(r, resp, KIQ_ERR_GROUP_ID_NOT_FOUND, "Group %s is not a consumer group.", g->id);
         return NULL;
     }

@@ -224,6 +224,7 @@ static int64_t run_timers(kiq_group_coordinator_t *gc, int64_t now)
             next = min64(next, m->heartbeat_deadline_ns);
         }
         if (g->consumer) next = min64(next, kiq_gc_consumer_timers(gc, g, now));
+        if (g->share) next = min64(next, kiq_gc_share_timers(gc, g, now));
         if (g->state == KIQ_GROUP_PREPARING_REBALANCE) {
             if (now >= g->join_deadline_ns) kiq_gc_join_deadline(gc, g);
             else if (!g->initial_delay) kiq_gc_try_complete_join(gc, g);
@@ -271,6 +272,9 @@ kiq_group_coordinator_t *kiq_group_coordinator_new(const kiq_group_context_t *b)
     gc->consumer_heartbeat_ms = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS);
     gc->consumer_session_ms = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_CONSUMER_SESSION_TIMEOUT_MS);
     gc->consumer_max_size = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_CONSUMER_MAX_SIZE);
+    gc->share_heartbeat_ms = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_SHARE_HEARTBEAT_INTERVAL_MS);
+    gc->share_session_ms = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_SHARE_SESSION_TIMEOUT_MS);
+    gc->share_max_size = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_SHARE_MAX_SIZE);
     gc->metadata_max = (int32_t)kiq_config_int(c, KIQ_CFG_OFFSET_METADATA_MAX_BYTES);
     gc->retention_ms = kiq_config_int(c, KIQ_CFG_OFFSETS_RETENTION_MINUTES) * 60000;
     gc->retention_check_ms = kiq_config_int(c, KIQ_CFG_OFFSETS_RETENTION_CHECK_INTERVAL_MS);

@@ -94,6 +94,18 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
 void kiq_group_consumer_describe(kiq_group_coordinator_t *gc, kiq_request_t *r,
                                  const kiq_consumer_group_describe_request_t *req,
                                  kiq_consumer_group_describe_response_t *resp);
+/* Share groups (KIP-932; group_share.c). */
+void kiq_group_share_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
+                               const kiq_share_group_heartbeat_request_t *req,
+                               kiq_share_group_heartbeat_response_t *resp);
+void kiq_group_share_describe(kiq_group_coordinator_t *gc, kiq_request_t *r,
+                              const kiq_share_group_describe_request_t *req,
+                              kiq_share_group_describe_response_t *resp);
+/* The admin calls on a share group's offsets: 0 when the group is a share
+ * group this broker coordinates (and, when empty, has no members), else
+ * NOT_COORDINATOR, GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP. create: a group
+ * of none becomes an empty share group (Kafka's AlterShareGroupOffsets). */
+int16_t kiq_group_share_check(kiq_group_coordinator_t *gc, kiq_str_t group, bool empty, bool create);
 void kiq_group_fetch_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
                              const kiq_offset_fetch_request_t *req, kiq_offset_fetch_response_t *resp);
 void kiq_group_delete_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,

@@ -421,6 +421,7 @@ static bool join_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const joi
  * consumer records deleted. */
 static bool classic_join_allowed(kiq_group_coordinator_t *gc, kiq_group_t *g)
 {
+    if (g->share) return false;
     if (!g->consumer) return true;
     if (g->consumer->nmembers > 0) return false;
     kiq_offsets_records_t rs;
@@ -664,9 +665,11 @@ void kiq_group_list(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_lis
     kiq_str_map_iter_init(&it, gc->groups);
     while (kiq_str_map_next(&it, NULL, NULL, &val)) {
         kiq_group_t *g = val;
-        const char *type = g->consumer ? "consumer" : "classic";
+        const char *type = g->consumer ? "consumer" : g->share ? "share" : "classic";
         /* a consumer group's states are its own (Assigning, Reconciling, ...) */
-        const char *state = g->consumer ? kiq_cgroup_state_name(g->consumer) : kiq_group_state_name(g->state);
+        const char *state = g->consumer ? kiq_cgroup_state_name(g->consumer)
+                            : g->share  ? (g->share->nmembers ? "Stable" : "Empty")
+                                        : kiq_group_state_name(g->state);
         if (g->state == KIQ_GROUP_DEAD || !state_wanted(req, state) || !type_wanted(req, type)) continue;
         kiq_list_groups_response_groups_t *e = &resp->groups[resp->groups_n++];
         kiq_list_groups_response_groups_init(e);
@@ -688,9 +691,10 @@ static void describe_one(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_
         out->error_code = KIQ_ERR_NOT_COORDINATOR;
         return;
     }
-    if (!g || g->consumer) {
+    if (!g || g->consumer || g->share) {
         /* Kafka describes an unknown group, or one of the consumer
-         * protocol (ConsumerGroupDescribe's), as Dead, with an error from v6 */
+         * protocol (ConsumerGroupDescribe's) or a share group
+         * (ShareGroupDescribe's), as Dead, with an error from v6 */
         out->group_state = KIQ_STR("Dead");
         if (r->header.api_version >= 6) {
             out->error_code = KIQ_ERR_GROUP_ID_NOT_FOUND;

@@ -111,6 +111,18 @@ static void copy_text(char *dst, size_t n, const char *src, size_t len)
 }
 
 /* The stage an event makes. */
+static bool is_share(enum kiq_point p)
+{
+    return p == KIQ_POINT_SHARE_ACQUIRED || p == KIQ_POINT_SHARE_ACKNOWLEDGED || p == KIQ_POINT_SHARE_LOCK_EXPIRED;
+}
+
+static int count_shares(const kiq_journey_t *jr)
+{
+    int n = 0;
+    for (int i = 0; i < jr->nstages; i++) n += is_share(jr->stages[i].point);
+    return n;
+}
+
 static kiq_journey_stage_t stage_of(const kiq_event_t *e)
 {
     kiq_journey_stage_t s = {
@@ -129,15 +141,20 @@ static kiq_journey_stage_t stage_of(const kiq_event_t *e)
         .bytes = e->bytes,
         .records = e->records,
         .extra = e->extra,
+        .last_offset = e->last_offset,
     };
-    if (e->file) {
+    if (e->file && is_share(e->point)) {
+        copy_text(s.where, sizeof s.where, e->file, strlen(e->file));
+    } else if (e->file) {
         const char *base = strrchr(e->file, '/');
         base = base ? base + 1 : e->file;
         copy_text(s.where, sizeof s.where, base, strlen(base));
     }
     if (e->request) {
         const kiq_request_t *r = e->request;
-        if (e->point == KIQ_POINT_RECEIVED || e->point == KIQ_POINT_RECORDS_FETCHED) {
+        if (is_share(e->point)) {
+            copy_text(s.who, sizeof s.who, r->header.client_id.p, r->header.client_id.p ? (size_t)r->header.client_id.len : 0);
+        } else if (e->point == KIQ_POINT_RECEIVED || e->point == KIQ_POINT_RECORDS_FETCHED) {
             copy_text(s.who, sizeof s.who, r->header.client_id.p, r->header.client_id.p ? (size_t)r->header.client_id.len : 0);
             copy_text(s.where, sizeof s.where, r->peer, strlen(r->peer));
             s.version = r->header.api_version;
@@ -382,6 +399,12 @@ static bool concerns(const kiq_journey_t *jr, const kiq_event_t *e)
                count_stages(jr, KIQ_POINT_RECORDS_FETCHED, -1) < KIQ_JOURNEY_CONSUMERS;
     case KIQ_POINT_ANSWERED:
         return e->first_offset == jr->first_offset && count_stages(jr, KIQ_POINT_ANSWERED, -1) == 0;
+    case KIQ_POINT_SHARE_ACQUIRED:
+    case KIQ_POINT_SHARE_ACKNOWLEDGED:
+    case KIQ_POINT_SHARE_LOCK_EXPIRED:
+        /* records of the batch handed to a share group member and what came of them */
+        return e->first_offset <= jr->last_offset && e->last_offset >= jr->first_offset &&
+               count_shares(jr) < KIQ_JOURNEY_SHARES;
     case KIQ_POINT_TXN_MARKER:
         /* the marker that ended the transaction the batch was part of */
         return jr->txn_producer >= 0 && jr->txn_producer == e->producer_id && e->before >= 0 &&
@@ -397,7 +420,10 @@ static bool concerns(const kiq_journey_t *jr, const kiq_event_t *e)
 static int64_t reaches_back_to(const kiq_event_t *e)
 {
     switch (e->point) {
-    case KIQ_POINT_RECORDS_FETCHED: return e->first_offset;
+    case KIQ_POINT_RECORDS_FETCHED:
+    case KIQ_POINT_SHARE_ACQUIRED:
+    case KIQ_POINT_SHARE_ACKNOWLEDGED:
+    case KIQ_POINT_SHARE_LOCK_EXPIRED: return e->first_offset;
     case KIQ_POINT_HW_ADVANCED:
     case KIQ_POINT_FLUSHED:
     case KIQ_POINT_ISR_SHRUNK:
@@ -510,6 +536,9 @@ static void on_event(void *ctx, const kiq_event_t *e)
     case KIQ_POINT_RECORDS_FETCHED:
     case KIQ_POINT_ANSWERED:
     case KIQ_POINT_TXN_MARKER:
+    case KIQ_POINT_SHARE_ACQUIRED:
+    case KIQ_POINT_SHARE_ACKNOWLEDGED:
+    case KIQ_POINT_SHARE_LOCK_EXPIRED:
         if (e->topic) partition_event(j, e);
         return;
     default: return;
@@ -753,6 +782,33 @@ void kiq_journey_stage_text(const kiq_journey_t *jr, int i, char *out, size_t n)
         return;
     case KIQ_POINT_ISR_SHRUNK:
     case KIQ_POINT_ISR_EXPANDED: isr_text(s, out, n); return;
+    case KIQ_POINT_SHARE_ACQUIRED:
+        snprintf(out, n, "share group \"%s\": consumer \"%s\" acquired offsets %lld..%lld (delivery %lld), locked "
+                 "for %d ms", s->where, s->who, first, (long long)s->last_offset, (long long)s->records, s->extra);
+        return;
+    case KIQ_POINT_SHARE_ACKNOWLEDGED: {
+        static const char *const how[] = {"acknowledged a gap at", "accepted", "released", "rejected",
+                                          "renewed the lock on"};
+        const char *what = s->extra >= 0 && s->extra <= 4 ? how[s->extra] : "acknowledged";
+        if (s->error)
+            snprintf(out, n, "share group \"%s\": consumer \"%s\" %s offsets %lld..%lld: refused, error %d "
+                     "(not acquired by it, or its lock expired)", s->where, s->who, what, first,
+                     (long long)s->last_offset, s->error);
+        else
+            snprintf(out, n, "share group \"%s\": consumer \"%s\" %s offsets %lld..%lld%s", s->where, s->who, what,
+                     first, (long long)s->last_offset,
+                     s->flags & KIQ_EVENT_ARCHIVED ? ": archived, at the delivery limit"
+                     : s->extra == 1           ? ": done"
+                     : s->extra == 2           ? ": available to be delivered again"
+                     : s->extra == 4           ? ": locked again for the lock's duration"
+                                               : ": archived, never delivered again");
+        return;
+    }
+    case KIQ_POINT_SHARE_LOCK_EXPIRED:
+        snprintf(out, n, "share group \"%s\": the lock on offsets %lld..%lld (delivery %lld) expired after %d ms "
+                 "unacknowledged: %s", s->where, first, (long long)s->last_offset, (long long)s->records, s->extra,
+                 s->flags & KIQ_EVENT_ARCHIVED ? "archived, at the delivery limit" : "available to be delivered again");
+        return;
     default: snprintf(out, n, "%s", kiq_journey_stage_name(s)); return;
     }
 }
@@ -809,6 +865,15 @@ void kiq_journey_stage_fields(const kiq_journey_t *jr, int i, const kiq_journey_
     for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
         if (wide[i].v >= 0) f->number(f->ctx, wide[i].name, (double)wide[i].v);
     if (s->flags & KIQ_EVENT_SENDFILE) f->boolean(f->ctx, "sendfile", true);
+    if (is_share(s->point)) {
+        f->string(f->ctx, "group", s->where);
+        if (s->who[0]) f->string(f->ctx, "client_id", s->who);
+        f->number(f->ctx, "last_offset", (double)s->last_offset);
+        if (s->point == KIQ_POINT_SHARE_ACKNOWLEDGED) f->number(f->ctx, "ack_type", s->extra);
+        else f->number(f->ctx, "lock_ms", s->extra);
+        if (s->flags & KIQ_EVENT_ARCHIVED) f->boolean(f->ctx, "archived", true);
+        return;
+    }
     bool client = s->point == KIQ_POINT_RECEIVED || s->point == KIQ_POINT_RECORDS_FETCHED;
     if (s->who[0]) f->string(f->ctx, "client_id", s->who);
     if (s->where[0]) f->string(f->ctx, client ? "address" : "file", s->where);

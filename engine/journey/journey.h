@@ -23,6 +23,7 @@
 
 #define KIQ_JOURNEY_STAGES 28
 #define KIQ_JOURNEY_CONSUMERS 4 /* consumer fetches kept per journey */
+#define KIQ_JOURNEY_SHARES 8    /* share group stages kept per journey (acquired, acknowledged, expired) */
 #define KIQ_JOURNEY_TOPIC 250
 #define KIQ_JOURNEY_TRACE 64
 #define KIQ_JOURNEY_TRACES 8 /* trace ids a batch is found by (its first records') */
@@ -40,8 +41,10 @@ typedef struct kiq_journey_stage {
     int flags;
     int32_t extra; /* VALIDATED, ANSWERED: the produce's acks; ENQUEUED: connections muted */
     int64_t first_offset, before, after, position, bytes, records;
-    char who[24];   /* RECEIVED, RECORDS_FETCHED: the client id (cut to fit) */
-    char where[40]; /* RECEIVED, RECORDS_FETCHED: the client address; APPENDED: the segment file */
+    char who[24];   /* RECEIVED, RECORDS_FETCHED, SHARE_*: the client id (cut to fit) */
+    char where[40]; /* RECEIVED, RECORDS_FETCHED: the client address; APPENDED: the segment file;
+                     * SHARE_*: the share group (cut to fit) */
+    int64_t last_offset; /* SHARE_*: the last of the records, first_offset the first */
 } kiq_journey_stage_t;
 
 typedef struct kiq_journey {

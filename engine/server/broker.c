@@ -21,6 +21,7 @@
 #include "server/controller_link.h"
 #include "controller/metadata_cache.h"
 #include "replica/replica_manager.h"
+#include "share/share_manager.h"
 #include "core/uuid.h"
 
 static int32_t current_controller(void *ctx, const char **host, int *port);
@@ -444,6 +445,7 @@ static int start_coordinators(kiq_broker_t *b)
     kiq_group_context_t gctx = {b->config, b->topics, b->cluster, b->metadata};
     b->groups = kiq_group_coordinator_new(&gctx);
     if (!b->groups) return kiq_error_set("out of memory");
+    if (!(b->shares = kiq_share_manager_new())) return kiq_error_set("out of memory");
     if (kiq_group_coordinator_start(b->groups) != 0) return -1;
     kiq_txn_context_t tctx = {
         b->config, b->topics, b->cluster, next_producer_id, partitions_of, b,
@@ -465,6 +467,8 @@ static void release_coordinators(kiq_broker_t *b)
 {
     kiq_group_coordinator_free(b->groups);
     b->groups = NULL;
+    kiq_share_manager_free(b->shares);
+    b->shares = NULL;
     kiq_txn_coordinator_free(b->txns);
     b->txns = NULL;
 }

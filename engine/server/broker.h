@@ -194,6 +194,9 @@ struct kiq_broker {
     kiq_purgatory_t *purgatory;
     /* Consumer groups and committed offsets: from start to shutdown; own lock. */
     kiq_group_coordinator_t *groups;
+    /* Share groups' share-partitions and sessions led here (KIP-932): from
+     * start to shutdown; own lock. */
+    struct kiq_share_manager *shares;
     /* Transactional ids and their transactions: from start to shutdown; own lock. */
     kiq_txn_coordinator_t *txns;
     kiq_request_stats_t stats;

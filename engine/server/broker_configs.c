@@ -9,6 +9,7 @@
 
 #include "config/topic_config.h"
 #include "core/error.h"
+#include "share/share_manager.h"
 #include "core/say.h"
 #include "group/offsets_topic.h"
 #include "log/file_io.h"
@@ -177,8 +178,34 @@ static void apply_topic(kiq_broker_t *b, kiq_topic_t *topic, const kiq_update_me
     kiq_topic_configs_clear(&now);
 }
 
+/* The groups' configs (share groups', config/group_configs.h) as the
+ * controller keeps them, replacing what was pushed before. */
+static void apply_groups(kiq_broker_t *b, const kiq_update_metadata_request_t *req)
+{
+    if (!b->shares) return;
+    kiq_share_lock(b->shares);
+    kiq_share_group_configs_reset(b->shares);
+    for (int32_t i = 0; i < req->kafkaiq_configs_n; i++) {
+        const kiq_update_metadata_request_kafkaiq_configs_t *e = &req->kafkaiq_configs[i];
+        if (e->resource_type != KIQ_CONFIG_RESOURCE_GROUP || !e->value.p || !e->resource_name.p) continue;
+        int k = kiq_group_config_find(e->name);
+        kiq_group_configs_t c = {{0}};
+        const kiq_group_configs_t *now = kiq_share_group_configs(b->shares, e->resource_name.p, e->resource_name.len);
+        if (k < 0 || (now && kiq_group_configs_copy(&c, now) != 0) || kiq_group_configs_set(&c, k, e->value) != 0) {
+            KIQ_WARN("broker %d: the controller's group config " KIQ_STR_FMT " is not one this broker takes",
+                     b->node_id, KIQ_STR_ARG(e->name));
+            kiq_group_configs_clear(&c);
+            continue;
+        }
+        if (kiq_share_group_configs_put(b->shares, e->resource_name.p, e->resource_name.len, &c) != 0)
+            KIQ_ERROR("broker %d: out of memory keeping group configs", b->node_id);
+    }
+    kiq_share_unlock(b->shares);
+}
+
 void kiq_broker_configs_apply_pushed(kiq_broker_t *b, const kiq_update_metadata_request_t *req)
 {
+    apply_groups(b, req);
     kiq_dynamic_configs_t levels[KIQ_CFG_LEVELS] = {{{0}}};
     char self[16];
     snprintf(self, sizeof self, "%d", b->node_id);

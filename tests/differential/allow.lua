@@ -12,14 +12,20 @@ return {
       .. "Kafka advertises only with a client-metrics plugin" },
   { case = "^ApiVersions v%d+$", path = "^supported_features%[",
     reason = "KafkaIQ supports only the feature levels it implements (controller/features.h): metadata.version "
-      .. "up to 4.0-IV3 (Kafka 4.0's API versions), kraft.version 0 (static voters), share.version and "
-      .. "eligible.leader.replicas.version 0, no streams.version; group.version 0-1 and transaction.version 0-2 "
-      .. "as Kafka" },
+      .. "up to 4.0-IV3 (Kafka 4.0's API versions), kraft.version 0 (static voters), eligible.leader.replicas.version 0, no "
+      .. "streams.version; group.version 0-1, transaction.version 0-2 and share.version 0-2 as Kafka" },
   { case = "^ApiVersions v%d+$", path = "^finalized_features",
     reason = "KafkaIQ finalizes less than Kafka 4.4 deliberately: metadata.version 4.0-IV3, and no "
-      .. "share.version, streams.version, eligible.leader.replicas.version or kraft.version level (group.version 1 "
-      .. "and transaction.version 2 as Kafka); the epoch is the metadata offset of the last feature change, "
+      .. "streams.version, eligible.leader.replicas.version or kraft.version level (group.version 1, "
+      .. "transaction.version 2 and share.version 2 as Kafka); the epoch is the metadata offset of the last feature change, "
       .. "Kafka's the broker's whole metadata offset" },
+  { case = "^ShareGroupHeartbeat", path = "assignment%.topic_partitions%.#$",
+    reason = "Kafka assigns a share group's partitions only once the share coordinator has initialized their "
+      .. "state (a later heartbeat, the group epoch bumped again); KafkaIQ's share-partitions start at their "
+      .. "leader's first fetch, so the first heartbeat gets the partitions" },
+  { case = "^ShareGroupHeartbeat", path = "epoch$",
+    reason = "Kafka bumps a share group's epoch once more when its partitions' state is initialized (see "
+      .. "the assignment's reason); KafkaIQ's first heartbeat already has the assignment at epoch 1" },
   { case = "Telemetry", path = "^<no common version>$",
     reason = "KafkaIQ answers KIP-714's telemetry APIs (no subscriptions); Kafka advertises them only with a "
       .. "client-metrics plugin configured" },

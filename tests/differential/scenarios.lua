@@ -681,6 +681,58 @@ scenario { name = "OffsetFetch with member epochs", api = "OffsetFetch", min_ver
   fetch848(function(s) return s.epoch end),
   fetch848(function(s) return s.epoch + 1 end),
   fetch848(function(s) return s.epoch - 1 end),
+-- A share group (KIP-932): a member joins subscribed to a two-partition
+-- topic, is described, heartbeats at its epoch and at a wrong one, leaves;
+-- a member unknown to the group and a group of none.
+local SHARE_MEMBER = "c2hhcmUtbWVtYmVyLWlkAA"
+scenario { name = "ShareGroupHeartbeat: join, describe, fenced, leave", api = "ShareGroupHeartbeat", steps = {
+  create(2), find_coordinator(0),
+  { api = "ShareGroupHeartbeat", body = function(s) return { group_id = s.name, member_id = SHARE_MEMBER,
+    member_epoch = 0, subscribed_topic_names = { s.name } } end,
+    save = function(s, r) s.share_epoch = r.member_epoch end },
+  { api = "ShareGroupDescribe", body = function(s) return { group_ids = { s.name, s.name .. "-none" },
+    include_authorized_operations = false } end },
+  { api = "ShareGroupHeartbeat", body = function(s) return { group_id = s.name, member_id = SHARE_MEMBER,
+    member_epoch = s.share_epoch } end },
+  { api = "ShareGroupHeartbeat", body = function(s) return { group_id = s.name, member_id = SHARE_MEMBER,
+    member_epoch = s.share_epoch + 5 } end },
+  { api = "ShareGroupHeartbeat", body = function(s) return { group_id = s.name, member_id = "bm90LWEtbWVtYmVyAAAAAA",
+    member_epoch = 1 } end },
+  { api = "ShareGroupHeartbeat", body = function(s) return { group_id = s.name, member_id = SHARE_MEMBER,
+    member_epoch = -1 } end },
+} }
+
+-- A share group's offsets before any fetch (no state yet), of a group
+-- of none, and their reset refused while the group has a member.
+scenario { name = "DescribeShareGroupOffsets of a new share group and of none", api = "DescribeShareGroupOffsets",
+  steps = {
+  create(2), find_coordinator(0),
+  { api = "ShareGroupHeartbeat", ignore = true, body = function(s) return { group_id = s.name,
+    member_id = SHARE_MEMBER, member_epoch = 0, subscribed_topic_names = { s.name } } end },
+  { api = "DescribeShareGroupOffsets", body = function(s) return { groups = {
+    { group_id = s.name, topics = { { topic_name = s.name, partitions = { 0, 1 } } } },
+    { group_id = s.name .. "-none", topics = { { topic_name = s.name, partitions = { 0 } } } } } } end },
+  { api = "AlterShareGroupOffsets", body = function(s) return { group_id = s.name, topics = {
+    { topic_name = s.name, partitions = { { partition_index = 0, start_offset = 0 } } } } } end },
+  { api = "DeleteShareGroupOffsets", body = function(s) return { group_id = s.name,
+    topics = { { topic_name = s.name } } } end },
+} }
+
+-- A share group's configs (KIP-932's group configs): set, a bad value and
+-- an unknown name refused, described by name.
+scenario { name = "IncrementalAlterConfigs of a share group's configs", api = "IncrementalAlterConfigs", steps = {
+  { api = "IncrementalAlterConfigs", body = function(s) return { validate_only = false, resources = {
+    { resource_type = 32, resource_name = s.name, configs = {
+      { name = "share.auto.offset.reset", config_operation = 0, value = "earliest" },
+      { name = "share.record.lock.duration.ms", config_operation = 0, value = "20000" } } } } } end },
+  { api = "IncrementalAlterConfigs", body = function(s) return { validate_only = false, resources = {
+    { resource_type = 32, resource_name = s.name, configs = {
+      { name = "share.auto.offset.reset", config_operation = 0, value = "sometimes" } } },
+    { resource_type = 32, resource_name = s.name .. "-b", configs = {
+      { name = "share.no.such.config", config_operation = 0, value = "1" } } } } } end },
+  { api = "DescribeConfigs", body = function(s) return { include_synonyms = false, include_documentation = false,
+    resources = { { resource_type = 32, resource_name = s.name, configuration_keys = {
+      "share.auto.offset.reset", "share.record.lock.duration.ms" } } } } end },
 } }
 
 -- ---------------------------------------------------------------- more transactions

@@ -3,13 +3,15 @@ them, against `serve --brokers 3` and a standalone broker:
 
 - describe lists the supported ranges and the finalized levels
   (metadata.version 4.0-IV3, group.version 1 for KIP-848 groups;
-  transaction.version 2 for transactions v2);
+  transaction.version 2 for transactions v2, share.version 2 for share
+  groups);
 - every broker's ApiVersions v3 answers the same finalized levels and epoch;
 - `downgrade --feature group.version=0` and `upgrade` back to 1 are
   applied and reach every broker; `--dry-run` (validate_only) changes
   nothing;
 - bad updates get Kafka's INVALID_UPDATE_VERSION messages: an unknown
-  feature, a level KafkaIQ does not implement (share.version 1), a
+  feature, a level KafkaIQ does not implement
+  (eligible.leader.replicas.version 1), a
   metadata.version downgrade, safe or unsafe (an upgrade to a lower level
   the tool itself refuses; the unit tests check the controller's rule);
 - the finalized levels survive a restart.
@@ -122,8 +124,8 @@ def all_agree(ports, want):
 
 
 def check_bad_updates(bootstrap):
-    rc, text = features_tool(bootstrap, "upgrade", "--feature", "share.version=1")
-    assert rc != 0 and "Invalid update version 1 for feature share.version" in text, text
+    rc, text = features_tool(bootstrap, "upgrade", "--feature", "eligible.leader.replicas.version=1")
+    assert rc != 0 and "Invalid update version 1 for feature eligible.leader.replicas.version" in text, text
     rc, text = features_tool(bootstrap, "upgrade", "--feature", "no.such.version=1")
     assert rc != 0 and "Invalid update version 1 for feature no.such.version" in text, text
     rc, text = features_tool(bootstrap, "downgrade", "--metadata", "3.9-IV0")
@@ -141,6 +143,8 @@ def check_describe(bootstrap, group_level):
     assert d["transaction.version"]["FinalizedVersionLevel"] == "2", d
     assert d["transaction.version"]["SupportedMaxVersion"] == "2", d
     assert d["kraft.version"]["FinalizedVersionLevel"] == "0", d
+    assert d["share.version"]["FinalizedVersionLevel"] == "2", d
+    assert d["share.version"]["SupportedMaxVersion"] == "2", d
 
 
 def test_cluster_features(tmp_path):
@@ -148,7 +152,7 @@ def test_cluster_features(tmp_path):
     c.start()
     ports = [c.base + i for i in range(3)]
     try:
-        boot = {"metadata.version": 25, "group.version": 1, "transaction.version": 2}
+        boot = {"metadata.version": 25, "group.version": 1, "transaction.version": 2, "share.version": 2}
         boot_epoch = wait_until(lambda: all_agree(ports, boot), PUSH_BOUND_S, "every broker with the bootstrap levels")
         assert boot_epoch >= 0
         check_describe(c.bootstrap, 1)
@@ -163,7 +167,7 @@ def test_cluster_features(tmp_path):
 
         rc, text = features_tool(f"{HOST}:{ports[1]}", "downgrade", "--feature", "group.version=0")
         assert rc == 0 and "group.version was downgraded to 0" in text, text
-        want = {"metadata.version": 25, "transaction.version": 2}
+        want = {"metadata.version": 25, "transaction.version": 2, "share.version": 2}
         epoch = wait_until(lambda: all_agree(ports, want), PUSH_BOUND_S, "every broker with group.version 0")
         assert epoch > boot_epoch
         check_describe(c.bootstrap, 0)
@@ -182,15 +186,15 @@ def test_standalone_features(tmp_path):
     b = Broker(tmp_path)
     b.start()
     try:
-        boot = {"metadata.version": 25, "group.version": 1, "transaction.version": 2}
+        boot = {"metadata.version": 25, "group.version": 1, "transaction.version": 2, "share.version": 2}
         assert api_versions_features(b.port)[1:] == (boot, 0)
         check_describe(b.bootstrap, 1)
         check_bad_updates(b.bootstrap)
         rc, text = features_tool(b.bootstrap, "downgrade", "--feature", "group.version=0")
         assert rc == 0 and "group.version was downgraded to 0" in text, text
-        assert api_versions_features(b.port)[1:] == ({"metadata.version": 25, "transaction.version": 2}, 1)
+        assert api_versions_features(b.port)[1:] == ({"metadata.version": 25, "transaction.version": 2, "share.version": 2}, 1)
         b.restart()
-        assert api_versions_features(b.port)[1:] == ({"metadata.version": 25, "transaction.version": 2}, 1)
+        assert api_versions_features(b.port)[1:] == ({"metadata.version": 25, "transaction.version": 2, "share.version": 2}, 1)
         check_describe(b.bootstrap, 0)
     finally:
         b.stop()

@@ -65,6 +65,7 @@ static void test_every_message_every_version(void **state)
         {"ConsumerGroupTargetAssignmentMetadataKey", 6, 6}, {"ConsumerGroupTargetAssignmentMetadataValue", 0, 0},
         {"ConsumerGroupTargetAssignmentMemberKey", 7, 7}, {"ConsumerGroupTargetAssignmentMemberValue", 0, 0},
         {"ConsumerGroupCurrentMemberAssignmentKey", 8, 8}, {"ConsumerGroupCurrentMemberAssignmentValue", 0, 0},
+        {"ShareSnapshotKey", 0, 0},     {"ShareSnapshotValue", 0, 0},
     };
     assert_int_equal(kiq_data_codec_count, sizeof want / sizeof want[0]);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -138,6 +139,57 @@ static void check_reencodes(const kiq_data_codec_t *c, int16_t v, const void *m,
     assert_int_equal(w.len, len);
     assert_memory_equal(w.buf, buf, len);
     kiq_wr_free(&w);
+}
+
+/* __share_group_state's snapshot record as Kafka 4.4's share coordinator
+ * writes it (the bytes its own ShareSnapshotKey/Value serialize to). */
+static void test_share_snapshot_by_hand(void **state)
+{
+    (void)state;
+    const uint8_t key[] = {
+        0, 1, 'g',                                      /* group_id */
+        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, /* topic_id */
+        0, 0, 0, 3,                                     /* partition */
+    };
+    const uint8_t value[] = {
+        0, 0, 0, 2,                   /* snapshot_epoch */
+        0, 0, 0, 0,                   /* state_epoch */
+        0, 0, 0, 0,                   /* leader_epoch */
+        0, 0, 0, 0, 0, 0, 0, 5,       /* start_offset */
+        0, 0, 0, 0, 0, 0, 0x03, 0xe8, /* create_timestamp 1000 */
+        0, 0, 0, 0, 0, 0, 0x07, 0xd0, /* write_timestamp 2000 */
+        2,                            /* state_batches: one (compact length + 1) */
+        0, 0, 0, 0, 0, 0, 0, 5,       /*   first_offset */
+        0, 0, 0, 0, 0, 0, 0, 9,       /*   last_offset */
+        2,                            /*   delivery_state: acknowledged */
+        0, 1,                         /*   delivery_count */
+        0,                            /*   no tagged fields */
+        0,                            /* no tagged fields (delivery_complete_count unset) */
+    };
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_share_snapshot_key_t k;
+    kiq_rd_t r;
+    kiq_rd_init(&r, key, sizeof key);
+    assert_int_equal(kiq_share_snapshot_key_decode(&r, 0, &a, &k), 0);
+    assert_int_equal(kiq_rd_left(&r), 0);
+    assert_true(kiq_str_eq(k.group_id, "g"));
+    assert_int_equal(k.topic_id.b[15], 16);
+    assert_int_equal(k.partition, 3);
+    check_reencodes(kiq_data_codec("ShareSnapshotKey"), 0, &k, key, sizeof key);
+    kiq_share_snapshot_value_t v;
+    kiq_rd_init(&r, value, sizeof value);
+    assert_int_equal(kiq_share_snapshot_value_decode(&r, 0, &a, &v), 0);
+    assert_int_equal(kiq_rd_left(&r), 0);
+    assert_int_equal(v.snapshot_epoch, 2);
+    assert_int_equal(v.start_offset, 5);
+    assert_int_equal(v.write_timestamp, 2000);
+    assert_int_equal(v.state_batches_n, 1);
+    assert_true(v.state_batches[0].first_offset == 5 && v.state_batches[0].last_offset == 9);
+    assert_true(v.state_batches[0].delivery_state == 2 && v.state_batches[0].delivery_count == 1);
+    check_reencodes(kiq_data_codec("ShareSnapshotValue"), 0, &v, value, sizeof value);
+    check_truncations_fail(kiq_data_codec("ShareSnapshotValue"), 0, value, sizeof value);
+    kiq_arena_reset(&a);
 }
 
 static void test_offset_commit_value_v3_by_hand(void **state)
@@ -431,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_every_message_every_version),
         cmocka_unit_test(test_versions_change_layout),
         cmocka_unit_test(test_offset_commit_value_v3_by_hand),
+        cmocka_unit_test(test_share_snapshot_by_hand),
         cmocka_unit_test(test_group_metadata_value_v3_by_hand),
         cmocka_unit_test(test_transaction_log_value_v1_by_hand),
         cmocka_unit_test(test_markers_and_txn_index_by_hand),

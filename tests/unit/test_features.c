@@ -67,6 +67,9 @@ static void test_update_rules(void **state)
     assert_int_equal(f.level[KIQ_FEATURE_METADATA_VERSION], KIQ_METADATA_VERSION_LATEST);
     assert_int_equal(f.level[KIQ_FEATURE_GROUP_VERSION], 1);
     assert_int_equal(f.level[KIQ_FEATURE_TRANSACTION_VERSION], 2);
+    /* share groups with the v2 share APIs, as Kafka 4.4 starts */
+    assert_int_equal(f.level[KIQ_FEATURE_SHARE_VERSION], 2);
+    assert_int_equal(check(&f, "share.version", 3, KIQ_FEATURE_UPGRADE), KIQ_ERR_INVALID_UPDATE_VERSION);
     f.level[KIQ_FEATURE_GROUP_VERSION] = 0;
     /* within range */
     assert_int_equal(check(&f, "group.version", 1, KIQ_FEATURE_UPGRADE), 0);
@@ -77,7 +80,8 @@ static void test_update_rules(void **state)
     assert_int_equal(check(&f, "no.such.feature", 0, KIQ_FEATURE_SAFE_DOWNGRADE), KIQ_ERR_INVALID_UPDATE_VERSION);
     assert_non_null(strstr(kiq_error_get(), "Feature no.such.feature not found."));
     /* levels KafkaIQ does not implement */
-    assert_int_equal(check(&f, "share.version", 1, KIQ_FEATURE_UPGRADE), KIQ_ERR_INVALID_UPDATE_VERSION);
+    assert_int_equal(check(&f, "eligible.leader.replicas.version", 1, KIQ_FEATURE_UPGRADE),
+                     KIQ_ERR_INVALID_UPDATE_VERSION);
     assert_non_null(strstr(kiq_error_get(), "does not support this feature"));
     assert_int_equal(check(&f, "transaction.version", 3, KIQ_FEATURE_UPGRADE), KIQ_ERR_INVALID_UPDATE_VERSION);
     assert_int_equal(check(&f, "transaction.version", 1, KIQ_FEATURE_SAFE_DOWNGRADE), 0);

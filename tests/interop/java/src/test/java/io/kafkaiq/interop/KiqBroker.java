@@ -30,6 +30,8 @@ final class KiqBroker {
 
     final int id;
     final int port;
+    /** Its HTTP listener's port (the state and journeys API); -1 for a server someone else runs. */
+    final int httpPort;
     private final String host;
     private final int controlPort;
     private final int httpPort; // -1: a server someone else runs
@@ -59,6 +61,7 @@ final class KiqBroker {
         this.id = id;
         this.host = bootstrap.substring(0, bootstrap.lastIndexOf(':'));
         this.port = Integer.parseInt(bootstrap.substring(bootstrap.lastIndexOf(':') + 1));
+        this.httpPort = -1;
         this.controlPort = -1;
         this.httpPort = -1;
         this.voters = null;

@@ -1,0 +1,55 @@
+/* AlterShareGroupOffsets: an empty share group's start offset set on
+ * partitions (KIP-932; kafka-share-groups --reset-offsets), a group of none
+ * made one as Kafka does: what was in
+ * flight there is forgotten, and the state stored. Partitions this broker
+ * does not lead are answered with their error (the state is the leader's). */
+#include "api/share_partitions.h"
+#include "group/group_coordinator.h"
+
+int kiq_api_alter_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_alter_share_group_offsets_request_t *req = request;
+    kiq_alter_share_group_offsets_response_t *resp = response;
+    if ((resp->error_code = kiq_group_share_check(b->groups, req->group_id, true, true)) != 0) return KIQ_HANDLER_RESPOND;
+    resp->responses_n = req->topics_n > 0 ? req->topics_n : 0;
+    resp->responses = kiq_arena_calloc(&r->arena, (size_t)(resp->responses_n ? resp->responses_n : 1),
+                                       sizeof *resp->responses);
+    kiq_share_lock(b->shares);
+    kiq_api_share_cfg_t cfg;
+    kiq_api_share_cfg(b, req->group_id, &cfg);
+    for (int32_t i = 0; i < resp->responses_n; i++) {
+        const kiq_alter_share_group_offsets_request_topics_t *tq = &req->topics[i];
+        kiq_alter_share_group_offsets_response_responses_t *tr = &resp->responses[i];
+        kiq_alter_share_group_offsets_response_responses_init(tr);
+        tr->topic_name = tq->topic_name;
+        kiq_topic_t *t = kiq_topics_get(b->topics, tq->topic_name);
+        if (t) tr->topic_id = t->id;
+        tr->partitions_n = tq->partitions_n > 0 ? tq->partitions_n : 0;
+        tr->partitions = kiq_arena_calloc(&r->arena, (size_t)(tr->partitions_n ? tr->partitions_n : 1),
+                                          sizeof *tr->partitions);
+        for (int32_t j = 0; j < tr->partitions_n; j++) {
+            const kiq_alter_share_group_offsets_request_topics_partitions_t *pq = &tq->partitions[j];
+            kiq_alter_share_group_offsets_response_responses_partitions_t *pr = &tr->partitions[j];
+            kiq_alter_share_group_offsets_response_responses_partitions_init(pr);
+            pr->partition_index = pq->partition_index;
+            kiq_topic_t *led = NULL;
+            if (!t) {
+                pr->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            } else if ((pr->error_code = kiq_api_share_log(b, &t->id, pq->partition_index, &led)) == 0) {
+                kiq_share_partition_t *sp = kiq_share_partition_get(b->shares, req->group_id.p, req->group_id.len,
+                                                                    &t->id, pq->partition_index, cfg.delivery_limit,
+                                                                    cfg.max_locks);
+                if (!sp) {
+                    pr->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+                } else {
+                    kiq_share_partition_reset(sp, pq->start_offset);
+                    kiq_api_share_store(b, req->group_id, &t->id, pq->partition_index, sp);
+                }
+            }
+            kiq_topic_unref(led);
+        }
+        kiq_topic_unref(t);
+    }
+    kiq_share_unlock(b->shares);
+    return KIQ_HANDLER_RESPOND;
+}

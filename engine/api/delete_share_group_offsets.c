@@ -1,0 +1,43 @@
+/* DeleteShareGroupOffsets: an empty share group's state of whole topics
+ * forgotten (KIP-932; kafka-share-groups --delete-offsets), in memory and
+ * in __share_group_state (tombstones); the group starts there again as
+ * share.auto.offset.reset says. */
+#include "api/share_partitions.h"
+#include "core/error.h"
+#include "core/say.h"
+#include "group/group_coordinator.h"
+#include "share/share_state.h"
+
+int kiq_api_delete_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_delete_share_group_offsets_request_t *req = request;
+    kiq_delete_share_group_offsets_response_t *resp = response;
+    if ((resp->error_code = kiq_group_share_check(b->groups, req->group_id, true, false)) != 0) return KIQ_HANDLER_RESPOND;
+    resp->responses_n = req->topics_n > 0 ? req->topics_n : 0;
+    resp->responses = kiq_arena_calloc(&r->arena, (size_t)(resp->responses_n ? resp->responses_n : 1),
+                                       sizeof *resp->responses);
+    kiq_share_state_ctx_t sc = {b->topics, b->config, b->cluster};
+    kiq_share_lock(b->shares);
+    for (int32_t i = 0; i < resp->responses_n; i++) {
+        kiq_delete_share_group_offsets_response_responses_t *tr = &resp->responses[i];
+        kiq_delete_share_group_offsets_response_responses_init(tr);
+        tr->topic_name = req->topics[i].topic_name;
+        kiq_topic_t *t = kiq_topics_get(b->topics, tr->topic_name);
+        if (!t) {
+            tr->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            continue;
+        }
+        tr->topic_id = t->id;
+        for (int32_t p = 0; p < t->npartitions; p++) {
+            kiq_share_partition_drop(b->shares, req->group_id.p, req->group_id.len, &t->id, p);
+            if (kiq_share_state_delete(&sc, req->group_id, &t->id, p) != 0) {
+                KIQ_WARN_LIMITED("share group " KIQ_STR_FMT ": state of %s-%d not deleted: %s",
+                                 KIQ_STR_ARG(req->group_id), t->name, p, kiq_error_get());
+                tr->error_code = KIQ_ERR_KAFKA_STORAGE_ERROR;
+            }
+        }
+        kiq_topic_unref(t);
+    }
+    kiq_share_unlock(b->shares);
+    return KIQ_HANDLER_RESPOND;
+}
