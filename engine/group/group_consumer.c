@@ -144,6 +144,8 @@ static kiq_cg_assign_fn choose_assignor(kiq_group_coordinator_t *gc, const kiq_c
 
 /* ---- records ---- */
 
+/* A failure is logged: the group goes on in memory and its next change
+ * writes its records again. */
 static void store(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_offsets_records_t *rs)
 {
     if (kiq_gc_append_records(gc, g, rs) != 0)
@@ -440,8 +442,10 @@ static bool update_member(kiq_cg_member_t *m, kiq_request_t *r, const kiq_consum
 
 void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
                                   const kiq_consumer_group_heartbeat_request_t *req,
-                                  kiq_consumer_group_heartbeat_response_t *resp)
+                                  kiq_consumer_group_heartbeat_response_t *resp, int32_t *partition,
+                                  int64_t *replicated_at)
 {
+    *replicated_at = -1;
     resp->heartbeat_interval_ms = gc->consumer_heartbeat_ms;
     resp->member_epoch = req->member_epoch;
     if (check_request(r, req, resp)) return;
@@ -522,6 +526,10 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
     sync_state(g);
 out:
     if (g && g->consumer) store(gc, g, &rs);
+    if (g && rs.last_offset >= 0) {
+        *partition = g->offsets_partition;
+        *replicated_at = rs.last_offset + 1;
+    }
     kiq_gc_deadline_moved(gc);
     pthread_mutex_unlock(&gc->mu);
     kiq_offsets_records_free(&rs);
