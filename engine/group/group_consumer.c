@@ -212,6 +212,26 @@ int16_t kiq_gc_consumer_check_member(kiq_group_t *g, kiq_str_t member_id, int32_
     return member_epoch == m->epoch ? KIQ_ERR_NONE : KIQ_ERR_STALE_MEMBER_EPOCH;
 }
 
+int16_t kiq_gc_consumer_check_commit(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_str_t member_id,
+                                     int32_t member_epoch, kiq_str_t topic, int32_t partition)
+{
+    kiq_cg_member_t *m = member_id.p ? kiq_cgroup_member(g->consumer, member_id.p, (size_t)member_id.len) : NULL;
+    if (!m) return KIQ_ERR_UNKNOWN_MEMBER_ID;
+    if (member_epoch >= m->epoch) return member_epoch == m->epoch ? KIQ_ERR_NONE : KIQ_ERR_STALE_MEMBER_EPOCH;
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_uuid_t id;
+    int32_t np;
+    const kiq_cg_tp_t *tp = NULL;
+    if (topic.p && topic_info(gc, kiq_arena_strndup(&a, topic.p, (size_t)topic.len), &a, &id, &np)) {
+        tp = kiq_cg_set_get(&m->assigned, &id, partition);
+        if (!tp) tp = kiq_cg_set_get(&m->revoking, &id, partition);
+    }
+    int16_t err = tp && tp->epoch <= member_epoch ? KIQ_ERR_NONE : KIQ_ERR_STALE_MEMBER_EPOCH;
+    kiq_arena_reset(&a);
+    return err;
+}
+
 /* ---- ConsumerGroupHeartbeat ---- */
 
 /* The response's error, with Kafka's message for it. */
@@ -617,12 +637,15 @@ void kiq_group_consumer_describe(kiq_group_coordinator_t *gc, kiq_request_t *r,
 
 /* ---- loading ---- */
 
-#define LOAD_TOPIC_PARTITIONS(set, arr, count)                                                          \
+/* epoch: the partitions' assignment epoch, which the records leave out:
+ * the member's current one, so a commit at an older epoch is refused for
+ * them as before KIP-1251. */
+#define LOAD_TOPIC_PARTITIONS(set, arr, count, epoch)                                                   \
     do {                                                                                               \
         (set)->n = 0;                                                                                  \
         for (int32_t t_ = 0; t_ < (count); t_++)                                                         \
             for (int32_t j_ = 0; j_ < (arr)[t_].partitions_n; j_++)                                    \
-                kiq_cg_set_add((set), &(arr)[t_].topic_id, (arr)[t_].partitions[j_]);                  \
+                kiq_cg_set_add_at((set), &(arr)[t_].topic_id, (arr)[t_].partitions[j_], (epoch));      \
     } while (0)
 
 static kiq_group_t *load_group_for(kiq_group_coordinator_t *gc, kiq_str_t id)
@@ -692,14 +715,15 @@ void kiq_gc_consumer_load(kiq_group_coordinator_t *gc, int16_t type, kiq_str_t g
         free(lens);
     } else if (type == KIQ_OFFSETS_KEY_CTARGET) {
         const kiq_consumer_group_target_assignment_member_value_t *val = v;
-        LOAD_TOPIC_PARTITIONS(&m->target, val->topic_partitions, val->topic_partitions_n);
+        LOAD_TOPIC_PARTITIONS(&m->target, val->topic_partitions, val->topic_partitions_n, 0);
     } else {
         const kiq_consumer_group_current_member_assignment_value_t *val = v;
         m->epoch = val->member_epoch;
         m->previous_epoch = val->previous_member_epoch;
         m->state = val->state >= KIQ_CG_UNREVOKED_PARTITIONS && val->state <= KIQ_CG_STABLE ? val->state : KIQ_CG_STABLE;
-        LOAD_TOPIC_PARTITIONS(&m->assigned, val->assigned_partitions, val->assigned_partitions_n);
-        LOAD_TOPIC_PARTITIONS(&m->revoking, val->partitions_pending_revocation, val->partitions_pending_revocation_n);
+        LOAD_TOPIC_PARTITIONS(&m->assigned, val->assigned_partitions, val->assigned_partitions_n, m->epoch);
+        LOAD_TOPIC_PARTITIONS(&m->revoking, val->partitions_pending_revocation, val->partitions_pending_revocation_n,
+                              m->epoch);
     }
 }
 

@@ -1,0 +1,90 @@
+-- Offset commits of a consumer protocol (KIP-848) group through raw
+-- ConsumerGroupHeartbeat and OffsetCommit requests: a commit at the
+-- member's epoch counts; one at an older epoch counts for the partitions
+-- the member has had since then (Kafka's assignment epochs, KIP-1251: a
+-- commit sent while a heartbeat bumped the epoch is not lost), and is
+-- STALE_MEMBER_EPOCH for the rest; a newer epoch is always stale.
+local kiq = require "kafkaiq"
+local connection = require "kafkaiq.client.connection"
+kiq.log_level("warn")
+
+local OFFSET_COMMIT, HEARTBEAT = 8, 68
+local NONE, STALE_MEMBER_EPOCH = 0, 113
+
+local function beat(c, member, epoch, owned)
+  local r = assert(c:request(HEARTBEAT, { group_id = "g", member_id = member, member_epoch = epoch,
+    rebalance_timeout_ms = epoch == 0 and 10000 or -1, subscribed_topic_names = epoch == 0 and { "t" } or nil,
+    topic_partitions = owned }))
+  assert.are.equal(0, r.error_code)
+  return r
+end
+
+-- The partition numbers of an assignment, sorted; and it as owned partitions.
+local function parts(r)
+  local out = {}
+  for _, tp in ipairs(r.assignment.topic_partitions) do
+    for _, p in ipairs(tp.partitions) do out[#out + 1] = p end
+  end
+  table.sort(out)
+  return out
+end
+
+local function owning(topic_id, ps)
+  return { { topic_id = topic_id, partitions = ps } }
+end
+
+local function commit(c, member, epoch, partition)
+  local r = assert(c:request(OFFSET_COMMIT, { group_id = "g", generation_id_or_member_epoch = epoch,
+    member_id = member, topics = { { name = "t", partitions = {
+      { partition_index = partition, committed_offset = 7 } } } } }))
+  return r.topics[1].partitions[1].error_code
+end
+
+describe("consumer group commits", function()
+  local b, c
+  before_each(function()
+    b = assert(kiq.broker{ ["group.consumer.heartbeat.interval.ms"] = 100 })
+    local a = b:admin()
+    assert(a:create_topics{ { name = "t", partitions = 2 } })
+    a:close()
+    c = assert(connection.open("127.0.0.1", b.port, {
+      client_id = "spec", connect_timeout_ms = 5000, request_timeout_ms = 10000 }))
+  end)
+  after_each(function()
+    c:close()
+    b:stop()
+  end)
+
+  it("takes an older epoch's commit for the partitions the member kept", function()
+    local m1 = "member-one-000000000001"
+    local r = beat(c, m1, 0)
+    local e1 = r.member_epoch
+    local topic_id = r.assignment.topic_partitions[1].topic_id
+    assert.are.same({ 0, 1 }, parts(r))
+    assert.are.equal(NONE, commit(c, m1, e1, 0))
+
+    -- m2 joins: m1 gives one partition up under its old epoch, then moves on
+    local m2 = "member-two-000000000002"
+    local e2 = beat(c, m2, 0).member_epoch
+    assert.is_true(e2 > e1)
+    r = beat(c, m1, e1, owning(topic_id, { 0, 1 }))
+    assert.are.equal(e1, r.member_epoch)
+    local kept = parts(r)
+    assert.are.equal(1, #kept)
+    local gone = 1 - kept[1]
+    r = beat(c, m1, e1, owning(topic_id, kept))
+    assert.are.equal(e2, r.member_epoch)
+
+    -- a commit m1 sent at e1 while that heartbeat was on its way
+    assert.are.equal(NONE, commit(c, m1, e1, kept[1]))
+    assert.are.equal(STALE_MEMBER_EPOCH, commit(c, m1, e1, gone), "no longer m1's")
+    assert.are.equal(NONE, commit(c, m1, e2, kept[1]))
+    assert.are.equal(STALE_MEMBER_EPOCH, commit(c, m1, e2 + 1, kept[1]), "an epoch not given yet")
+
+    -- m2 gets the partition m1 gave up at e2: a commit at e1 is not its
+    r = beat(c, m2, e2, owning(topic_id, {}))
+    assert.are.same({ gone }, parts(r))
+    assert.are.equal(STALE_MEMBER_EPOCH, commit(c, m2, e1, gone))
+    assert.are.equal(NONE, commit(c, m2, e2, gone))
+  end)
+end)
