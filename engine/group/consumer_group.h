@@ -65,6 +65,11 @@ struct kiq_cg_member {
     int ntopics;
     char *regex;      /* subscribed topic regex (v1, RE2/J syntax); NULL: none */
     void *regex_code; /* regex compiled (PCRE2's pcre2_code) */
+    /* The regex is new to the group in the heartbeat being handled: Kafka
+     * resolves a regex no other member has in the background, so that
+     * heartbeat's assignment has only the named topics, and the regex's
+     * come with a later heartbeat (a new group epoch). */
+    bool regex_unresolved;
     int32_t rebalance_timeout_ms;
     int32_t epoch, previous_epoch; /* -2: a static member away for now */
     enum kiq_cg_member_state state;

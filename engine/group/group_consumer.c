@@ -94,7 +94,7 @@ static void subscribed_topics(kiq_group_coordinator_t *gc, const kiq_cgroup_t *c
     bool regex = false;
     for (const kiq_cg_member_t *m = cg->members; m; m = m->next) {
         cap += m->ntopics;
-        regex |= m->regex_code != NULL;
+        regex |= m->regex_code != NULL && !m->regex_unresolved;
     }
     const char **every = regex ? all_topics(gc, a, &nall) : NULL;
     cap += nall;
@@ -102,7 +102,7 @@ static void subscribed_topics(kiq_group_coordinator_t *gc, const kiq_cgroup_t *c
     s->n = 0;
     for (const kiq_cg_member_t *m = cg->members; m; m = m->next) {
         for (int i = 0; i < m->ntopics; i++) add_topic(gc, a, s, m->topics[i]);
-        for (int i = 0; m->regex_code && i < nall; i++)
+        for (int i = 0; m->regex_code && !m->regex_unresolved && i < nall; i++)
             if (kiq_cg_member_subscribes(m, every[i])) add_topic(gc, a, s, every[i]);
     }
     qsort(s->t, (size_t)s->n, sizeof *s->t, by_name);
@@ -429,9 +429,18 @@ static int16_t check_epoch(kiq_request_t *r, const kiq_cg_member_t *m, int32_t e
                 m->epoch);
 }
 
+/* Whether another member of the group subscribes to regex re. */
+static bool regex_known(const kiq_cgroup_t *cg, const kiq_cg_member_t *m, const char *re)
+{
+    for (const kiq_cg_member_t *o = cg->members; o; o = o->next)
+        if (o != m && o->regex && !o->regex_unresolved && strcmp(o->regex, re) == 0) return true;
+    return false;
+}
+
 /* The member's subscription and details from the request; whether the
  * subscription changed. */
-static bool update_member(kiq_cg_member_t *m, kiq_request_t *r, const kiq_consumer_group_heartbeat_request_t *req)
+static bool update_member(const kiq_cgroup_t *cg, kiq_cg_member_t *m, kiq_request_t *r,
+                          const kiq_consumer_group_heartbeat_request_t *req)
 {
     bool changed = false, ignored = false;
     if (req->rebalance_timeout_ms > 0) m->rebalance_timeout_ms = req->rebalance_timeout_ms;
@@ -440,7 +449,10 @@ static bool update_member(kiq_cg_member_t *m, kiq_request_t *r, const kiq_consum
     m->server_assignor = dup_or_keep(m->server_assignor, req->server_assignor, &changed);
     if (req->subscribed_topic_regex.p) {
         int rc = kiq_cg_member_set_regex(m, req->subscribed_topic_regex.p, (size_t)req->subscribed_topic_regex.len);
-        if (rc == 1) changed = true;
+        if (rc == 1) {
+            changed = true;
+            m->regex_unresolved = m->regex && !regex_known(cg, m, m->regex);
+        }
     }
     if (!m->client_id) {
         m->client_id = kiq_gc_dup_str(r->header.client_id.p ? r->header.client_id : KIQ_STR(""));
@@ -499,6 +511,7 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
             resp->member_id = kiq_request_str(r, m->id);
             resp->member_epoch = -1;
             remove_member(gc, g, m, "left", &rs);
+            m = NULL;
             goto out;
         }
         if (req->member_epoch == -2) {
@@ -513,7 +526,7 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
         if (check_epoch(r, m, req->member_epoch, owned, resp)) goto out;
     }
     m->session_deadline_ns = now + (int64_t)gc->consumer_session_ms * 1000000;
-    bool subscription = update_member(m, r, req);
+    bool subscription = update_member(cg, m, r, req);
     if (subscription || is_new) kiq_offsets_records_add_cmember(&rs, g->id, m);
     subscribed_t sub;
     subscribed_topics(gc, cg, &a, &sub);
@@ -545,6 +558,8 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
         fill_assignment(r, &m->assigned, resp);
     sync_state(g);
 out:
+    /* resolved by the next heartbeat, whoever sends it */
+    if (m) m->regex_unresolved = false;
     if (g && g->consumer) store(gc, g, &rs);
     if (g && rs.last_offset >= 0) {
         *partition = g->offsets_partition;

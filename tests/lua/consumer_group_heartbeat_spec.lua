@@ -1,9 +1,12 @@
--- Offset commits of a consumer protocol (KIP-848) group through raw
--- ConsumerGroupHeartbeat and OffsetCommit requests: a commit at the
--- member's epoch counts; one at an older epoch counts for the partitions
--- the member has had since then (Kafka's assignment epochs, KIP-1251: a
--- commit sent while a heartbeat bumped the epoch is not lost), and is
--- STALE_MEMBER_EPOCH for the rest; a newer epoch is always stale.
+-- Consumer protocol (KIP-848) groups through raw ConsumerGroupHeartbeat
+-- and OffsetCommit requests. Commits: one at the member's epoch counts;
+-- one at an older epoch counts for the partitions the member has had since
+-- then (Kafka's assignment epochs, KIP-1251: a commit sent while a
+-- heartbeat bumped the epoch is not lost), and is STALE_MEMBER_EPOCH for
+-- the rest; a newer epoch is always stale. Regex subscriptions: a regex new
+-- to the group is resolved after the heartbeat that brings it, as Kafka
+-- resolves it in the background: that heartbeat assigns the named topics,
+-- the next one the regex's too.
 local kiq = require "kafkaiq"
 local connection = require "kafkaiq.client.connection"
 kiq.log_level("warn")
@@ -40,7 +43,7 @@ local function commit(c, member, epoch, partition)
   return r.topics[1].partitions[1].error_code
 end
 
-describe("consumer group commits", function()
+describe("consumer group heartbeats and commits", function()
   local b, c
   before_each(function()
     b = assert(kiq.broker{ ["group.consumer.heartbeat.interval.ms"] = 100 })
@@ -86,5 +89,22 @@ describe("consumer group commits", function()
     assert.are.same({ gone }, parts(r))
     assert.are.equal(STALE_MEMBER_EPOCH, commit(c, m2, e1, gone))
     assert.are.equal(NONE, commit(c, m2, e2, gone))
+  end)
+
+  it("assigns a new regex's topics from the heartbeat after the one that brings it", function()
+    local a = b:admin()
+    assert(a:create_topics{ { name = "rx-one", partitions = 1 } })
+    a:close()
+    local m = "member-regex-0000000001"
+    local r = assert(c:request(HEARTBEAT, { group_id = "g", member_id = m, member_epoch = 0,
+      rebalance_timeout_ms = 10000, subscribed_topic_names = { "t" }, subscribed_topic_regex = "rx-.*" }))
+    assert.are.equal(0, r.error_code)
+    assert.are.equal(1, #r.assignment.topic_partitions, "the named topic only")
+    local t_id = r.assignment.topic_partitions[1].topic_id
+    assert.are.same({ 0, 1 }, parts(r))
+    local e1 = r.member_epoch
+    r = beat(c, m, e1, owning(t_id, { 0, 1 }))
+    assert.is_true(r.member_epoch > e1, "a new group epoch for the resolved regex")
+    assert.are.equal(2, #r.assignment.topic_partitions, "the regex's topic too")
   end)
 end)
