@@ -19,6 +19,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.MemberDescription;
@@ -37,8 +38,8 @@ import org.junit.jupiter.api.io.CleanupMode;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The Java consumer with group.protocol=consumer (KIP-848): the broker assigns, members come and go, commits carry
- * the member epoch; and the online upgrade of a classic group to a consumer group and back (Kafka's
+ * The Java consumer with group.protocol=consumer (KIP-848): the broker assigns, members come and go (closed, or
+ * SIGKILLed VerifiableConsumer processes), commits carry the member epoch; and the online upgrade of a classic group to a consumer group and back (Kafka's
  * group.consumer.migration.policy=bidirectional, for an empty group).
  */
 class ConsumerProtocolTest {
@@ -217,6 +218,101 @@ class ConsumerProtocolTest {
                 .partitionsToOffsetAndMetadata().get();
         assertEquals(all, committed.keySet());
         committed.values().forEach(o -> assertEquals(3L * per, o.offset()));
+    }
+
+    /** Kafka's VerifiableConsumer with group.protocol=consumer, printing each record (--verbose). */
+    private static JvmProcess verifiable(String name, String group, String topic) throws Exception {
+        return new JvmProcess(name, dir, "org.apache.kafka.tools.VerifiableConsumer", "--bootstrap-server",
+                broker.bootstrap(), "--topic", topic, "--group-id", group, "--group-protocol", "consumer",
+                "--reset-policy", "earliest", "--verbose");
+    }
+
+    /** value -> "partition@offset" for each time one of the consumers read it. */
+    private static Map<String, List<String>> readBy(List<JvmProcess> consumers) {
+        Map<String, List<String>> out = new HashMap<>();
+        for (JvmProcess c : consumers) {
+            for (JsonNode e : c.events()) {
+                if ("record_data".equals(e.path("name").asText())) {
+                    out.computeIfAbsent(e.path("value").asText(), k -> new ArrayList<>())
+                            .add(e.path("partition").asInt() + "@" + e.path("offset").asLong());
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Three VerifiableConsumer processes (the tool Kafka's own system tests use) in a consumer protocol group; one
+     * is SIGKILLed mid-stream and a fourth joins. Every record is read, and a record is read twice only where
+     * at-least-once allows it: the killed member read it past its last successful commit of that partition.
+     */
+    @Test
+    void membersKilledEveryRecordRead() throws Exception {
+        String topic = "kip848-kill";
+        String group = "g-kip848-kill";
+        int parts = 6;
+        int per = 200;
+        Clients.createTopic(admin, topic, parts, (short) 1, Map.of());
+        Set<TopicPartition> all = partitions(topic, parts);
+        List<JvmProcess> consumers = new ArrayList<>();
+        try {
+            for (String n : List.of("a", "b", "c")) {
+                consumers.add(verifiable("kill-" + n, group, topic));
+            }
+            Kiq.waitFor("two partitions for each of three members", WAIT, () -> balanced(described(group), all));
+            produce(topic, parts, 0, per);
+            Kiq.waitFor("the first round read", WAIT, () -> readBy(consumers).size() >= parts * per);
+
+            // a dies while the second round flows; once its session ends b and c go on from its commits
+            JvmProcess a = consumers.get(0);
+            produce(topic, parts, per, per);
+            a.kill();
+            Kiq.waitFor("a's session over, its partitions with b and c", WAIT, () -> {
+                Map<String, Set<TopicPartition>> owned = described(group);
+                Set<TopicPartition> union = new HashSet<>();
+                owned.values().forEach(union::addAll);
+                return owned.size() == 2 && union.equals(all);
+            });
+            consumers.add(verifiable("kill-d", group, topic));
+            Kiq.waitFor("two partitions each for b, c and d", WAIT, () -> balanced(described(group), all));
+            produce(topic, parts, 2 * per, per);
+            Kiq.waitFor("every record read", WAIT, () -> readBy(consumers).size() >= 3 * parts * per);
+
+            Map<String, List<String>> got = readBy(consumers);
+            assertEquals(3 * parts * per, got.size(), "every record read");
+            // a's last successful commit of each partition: what it read from there on may be read again
+            Map<Integer, Long> aCommitted = new HashMap<>();
+            for (JsonNode e : a.events()) {
+                if ("offsets_committed".equals(e.path("name").asText()) && e.path("success").asBoolean()) {
+                    for (JsonNode o : e.path("offsets")) {
+                        aCommitted.merge(o.path("partition").asInt(), o.path("offset").asLong(), Math::max);
+                    }
+                }
+            }
+            List<String> beyond = new ArrayList<>();
+            got.forEach((v, at) -> {
+                if (at.size() > 1) {
+                    String[] po = at.get(0).split("@");
+                    long from = aCommitted.getOrDefault(Integer.parseInt(po[0]), 0L);
+                    if (Long.parseLong(po[1]) < from || at.stream().distinct().count() > 1) {
+                        beyond.add(v + " " + at);
+                    }
+                }
+            });
+            System.out.printf("kip848 kill: %d records, %d read again after a's kill, a's commits %s%n", got.size(),
+                    got.values().stream().filter(at -> at.size() > 1).count(), aCommitted);
+            assertEquals(List.of(), beyond, "read twice, though committed before the kill");
+            Kiq.waitFor("the group's commits at the end of every partition", WAIT, () -> {
+                Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
+                        .partitionsToOffsetAndMetadata().get();
+                return committed.keySet().equals(all)
+                        && committed.values().stream().allMatch(o -> o.offset() == 3L * per);
+            });
+        } finally {
+            for (JvmProcess c : consumers) {
+                c.close();
+            }
+        }
     }
 
     /** Polls c until `want` records came, committing them; their values. */
