@@ -2,6 +2,8 @@
  * OffsetDelete, and their expiry after offsets.retention.minutes. */
 #include "group/coordinator_internal.h"
 
+#include "group/consumer_group.h"
+
 /* ---- offsets ---- */
 
 /* Kafka's rules for who may commit: a plain commit (generation < 0) only
@@ -274,10 +276,20 @@ _Static_assert(sizeof(kiq_offset_fetch_request_groups_topics_t) == sizeof(kiq_of
                        sizeof(kiq_offset_fetch_response_topics_partitions_t),
                "OffsetFetch v8 group entries must keep the v0-7 layout");
 
-/* Topics the members of a consumer group subscribe to (from their
- * ConsumerProtocolSubscription for the chosen protocol). */
+/* Topics the members of a consumer group subscribe to: by name or regex
+ * in a consumer protocol group (KIP-848), else from their
+ * ConsumerProtocolSubscription for the chosen protocol. */
 static bool subscribed(kiq_group_t *g, kiq_str_t topic)
 {
+    if (g->consumer) {
+        if (!topic.p || topic.len <= 0) return false;
+        char *name = kiq_gc_dup_str(topic);
+        bool found = false;
+        for (const kiq_cg_member_t *m = g->consumer->members; m && name && !found; m = m->next)
+            found = kiq_cg_member_subscribes(m, name);
+        free(name);
+        return found;
+    }
     if (!g->protocol_type || strcmp(g->protocol_type, "consumer") != 0) return false;
     for (kiq_group_member_t *m = g->members; m; m = m->next) {
         const kiq_group_protocol_t *p = kiq_group_member_protocol(m, g->protocol);

@@ -1,12 +1,14 @@
--- Consumer protocol (KIP-848) groups through raw ConsumerGroupHeartbeat
--- and OffsetCommit requests. Commits: one at the member's epoch counts;
--- one at an older epoch counts for the partitions the member has had since
--- then (Kafka's assignment epochs, KIP-1251: a commit sent while a
--- heartbeat bumped the epoch is not lost), and is STALE_MEMBER_EPOCH for
--- the rest; a newer epoch is always stale. Regex subscriptions: a regex new
--- to the group is resolved after the heartbeat that brings it, as Kafka
--- resolves it in the background: that heartbeat assigns the named topics,
--- the next one the regex's too.
+-- Consumer protocol (KIP-848) groups through raw ConsumerGroupHeartbeat,
+-- OffsetCommit and OffsetDelete requests. Commits: one at the member's
+-- epoch counts; one at an older epoch counts for the partitions the member
+-- has had since then (Kafka's assignment epochs, KIP-1251: a commit sent
+-- while a heartbeat bumped the epoch is not lost), and is
+-- STALE_MEMBER_EPOCH for the rest; a newer epoch is always stale.
+-- OffsetDelete leaves a subscribed topic's offsets
+-- (GROUP_SUBSCRIBED_TO_TOPIC). Regex subscriptions: a regex new to the
+-- group is resolved after the heartbeat that brings it, as Kafka resolves
+-- it in the background: that heartbeat assigns the named topics, the next
+-- one the regex's too.
 local kiq = require "kafkaiq"
 local connection = require "kafkaiq.client.connection"
 kiq.log_level("warn")
@@ -89,6 +91,21 @@ describe("consumer group heartbeats and commits", function()
     assert.are.same({ gone }, parts(r))
     assert.are.equal(STALE_MEMBER_EPOCH, commit(c, m2, e1, gone))
     assert.are.equal(NONE, commit(c, m2, e2, gone))
+  end)
+
+  it("keeps the offsets of topics a member subscribes to from OffsetDelete", function()
+    local a = b:admin()
+    assert(a:create_topics{ { name = "other", partitions = 1 } })
+    a:close()
+    local m = "member-delete-000000001"
+    local e = beat(c, m, 0).member_epoch
+    assert.are.equal(NONE, commit(c, m, e, 0))
+    local r = assert(c:request(47, { group_id = "g", topics = {
+      { name = "t", partitions = { { partition_index = 0 } } },
+      { name = "other", partitions = { { partition_index = 0 } } } } }))
+    assert.are.equal(0, r.error_code)
+    assert.are.equal(86, r.topics[1].partitions[1].error_code) -- GROUP_SUBSCRIBED_TO_TOPIC
+    assert.are.equal(0, r.topics[2].partitions[1].error_code)
   end)
 
   it("assigns a new regex's topics from the heartbeat after the one that brings it", function()
