@@ -44,10 +44,10 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 
-printf 'bootstrap.servers=127.0.0.1:%s\n' "$port" >"$src/tests/test.conf"
+printf 'bootstrap.servers=127.0.0.1:%s\n' "$port" >"$out/test.conf"
 passed=0 failed=0
 for t in "${tests[@]}"; do
-    (cd "$src/tests" && env LD_LIBRARY_PATH="$src/src:$src/src-cpp" TESTS="$t" \
+    (cd "$src/tests" && env LD_LIBRARY_PATH="$src/src:$src/src-cpp" TESTS="$t" RDKAFKA_TEST_CONF="$out/test.conf" \
         TEST_KAFKA_VERSION="${TEST_KAFKA_VERSION:-4.0.0}" \
         TEST_CONSUMER_GROUP_PROTOCOL="${TEST_CONSUMER_GROUP_PROTOCOL:-consumer}" ./test-runner) >"$out/$t.log" 2>&1
     rc=$?
