@@ -38,6 +38,11 @@ static int tp_find(const kiq_cg_set_t *s, const kiq_uuid_t *t, int32_t p, bool *
 
 int kiq_cg_set_add(kiq_cg_set_t *s, const kiq_uuid_t *topic, int32_t partition)
 {
+    return kiq_cg_set_add_at(s, topic, partition, 0);
+}
+
+int kiq_cg_set_add_at(kiq_cg_set_t *s, const kiq_uuid_t *topic, int32_t partition, int32_t epoch)
+{
     bool found;
     int i = tp_find(s, topic, partition, &found);
     if (found) return 0;
@@ -51,6 +56,7 @@ int kiq_cg_set_add(kiq_cg_set_t *s, const kiq_uuid_t *topic, int32_t partition)
     memmove(&s->v[i + 1], &s->v[i], (size_t)(s->n - i) * sizeof *s->v);
     s->v[i].topic = *topic;
     s->v[i].partition = partition;
+    s->v[i].epoch = epoch;
     s->n++;
     return 0;
 }
@@ -60,6 +66,13 @@ bool kiq_cg_set_has(const kiq_cg_set_t *s, const kiq_uuid_t *topic, int32_t part
     bool found;
     tp_find(s, topic, partition, &found);
     return found;
+}
+
+const kiq_cg_tp_t *kiq_cg_set_get(const kiq_cg_set_t *s, const kiq_uuid_t *topic, int32_t partition)
+{
+    bool found;
+    int i = tp_find(s, topic, partition, &found);
+    return found ? &s->v[i] : NULL;
 }
 
 bool kiq_cg_set_remove(kiq_cg_set_t *s, const kiq_uuid_t *topic, int32_t partition)
@@ -74,7 +87,10 @@ bool kiq_cg_set_remove(kiq_cg_set_t *s, const kiq_uuid_t *topic, int32_t partiti
 
 bool kiq_cg_set_eq(const kiq_cg_set_t *a, const kiq_cg_set_t *b)
 {
-    return a->n == b->n && (a->n == 0 || memcmp(a->v, b->v, (size_t)a->n * sizeof *a->v) == 0);
+    if (a->n != b->n) return false;
+    for (int i = 0; i < a->n; i++)
+        if (tp_cmp(&a->v[i].topic, a->v[i].partition, &b->v[i])) return false;
+    return true;
 }
 
 int kiq_cg_set_copy(kiq_cg_set_t *dst, const kiq_cg_set_t *src)
@@ -278,8 +294,8 @@ int kiq_cgroup_reconcile(kiq_cgroup_t *cg, kiq_cg_member_t *m, const kiq_cg_set_
     int rc = 0;
     for (int i = 0; i < m->assigned.n && rc == 0; i++) {
         const kiq_cg_tp_t *tp = &m->assigned.v[i];
-        rc = kiq_cg_set_add(kiq_cg_set_has(&m->target, &tp->topic, tp->partition) ? &keep : &revoke, &tp->topic,
-                            tp->partition);
+        rc = kiq_cg_set_add_at(kiq_cg_set_has(&m->target, &tp->topic, tp->partition) ? &keep : &revoke, &tp->topic,
+                               tp->partition, tp->epoch);
     }
     if (rc == 0 && revoke.n > 0) {
         /* give up first, under the old epoch; the rest comes after */
@@ -296,7 +312,7 @@ int kiq_cgroup_reconcile(kiq_cgroup_t *cg, kiq_cg_member_t *m, const kiq_cg_set_
         const kiq_cg_tp_t *tp = &m->target.v[i];
         if (kiq_cg_set_has(&keep, &tp->topic, tp->partition)) continue;
         if (kiq_cgroup_partition_taken(cg, m, &tp->topic, tp->partition)) unreleased = true;
-        else rc = kiq_cg_set_add(&keep, &tp->topic, tp->partition);
+        else rc = kiq_cg_set_add_at(&keep, &tp->topic, tp->partition, cg->assignment_epoch);
     }
     kiq_cg_set_free(&revoke);
     if (rc != 0) {

@@ -20,6 +20,10 @@
 typedef struct kiq_cg_tp {
     kiq_uuid_t topic;
     int32_t partition;
+    /* In a member's assigned and revoking sets: the member epoch it was
+     * given the partition in (Kafka's assignment epoch, KIP-1251), which
+     * lets a commit at an older member epoch through for it; 0 elsewhere. */
+    int32_t epoch;
 } kiq_cg_tp_t;
 
 /* A set of partitions, sorted by (topic id, partition). */
@@ -29,10 +33,15 @@ typedef struct kiq_cg_set {
 } kiq_cg_set_t;
 
 /* 0, or -1 when out of memory (the set unchanged). Adding a member twice
- * keeps one. */
+ * keeps one (and its epoch). */
 int kiq_cg_set_add(kiq_cg_set_t *s, const kiq_uuid_t *topic, int32_t partition);
+/* The same with the partition's epoch. */
+int kiq_cg_set_add_at(kiq_cg_set_t *s, const kiq_uuid_t *topic, int32_t partition, int32_t epoch);
 bool kiq_cg_set_has(const kiq_cg_set_t *s, const kiq_uuid_t *topic, int32_t partition);
+/* The partition in s, NULL when it is not there. */
+const kiq_cg_tp_t *kiq_cg_set_get(const kiq_cg_set_t *s, const kiq_uuid_t *topic, int32_t partition);
 bool kiq_cg_set_remove(kiq_cg_set_t *s, const kiq_uuid_t *topic, int32_t partition);
+/* The same partitions (their epochs aside). */
 bool kiq_cg_set_eq(const kiq_cg_set_t *a, const kiq_cg_set_t *b);
 /* dst becomes a copy of src; 0 or -1. */
 int kiq_cg_set_copy(kiq_cg_set_t *dst, const kiq_cg_set_t *src);
@@ -56,6 +65,11 @@ struct kiq_cg_member {
     int ntopics;
     char *regex;      /* subscribed topic regex (v1, RE2/J syntax); NULL: none */
     void *regex_code; /* regex compiled (PCRE2's pcre2_code) */
+    /* The regex is new to the group in the heartbeat being handled: Kafka
+     * resolves a regex no other member has in the background, so that
+     * heartbeat's assignment has only the named topics, and the regex's
+     * come with a later heartbeat (a new group epoch). */
+    bool regex_unresolved;
     int32_t rebalance_timeout_ms;
     int32_t epoch, previous_epoch; /* -2: a static member away for now */
     enum kiq_cg_member_state state;
@@ -111,6 +125,7 @@ bool kiq_cgroup_partition_taken(const kiq_cgroup_t *cg, const kiq_cg_member_t *e
  * only what it keeps; once its heartbeat no longer lists them it takes the
  * assignment epoch and whatever of its target no other member holds; what
  * others still hold it gets on a later heartbeat (UNRELEASED_PARTITIONS).
+ * A partition the member gets carries the assignment epoch it gets it in.
  * now_ns starts the rebalance timeout of a revocation. Returns whether the
  * member's epoch, state or assignment changed, or -1 (out of memory). */
 int kiq_cgroup_reconcile(kiq_cgroup_t *cg, kiq_cg_member_t *m, const kiq_cg_set_t *owned, int64_t now_ns);

@@ -116,6 +116,13 @@ int64_t kiq_gc_consumer_timers(kiq_group_coordinator_t *gc, kiq_group_t *g, int6
  * member id with a negative epoch (a tool's commit) passes while the group
  * has no members. */
 int16_t kiq_gc_consumer_check_member(kiq_group_t *g, kiq_str_t member_id, int32_t member_epoch);
+/* OffsetCommit of one partition when the group check said
+ * STALE_MEMBER_EPOCH: a commit at an older member epoch passes for a
+ * partition the member has had since that epoch or before (Kafka's
+ * assignment epochs, KIP-1251), as a commit sent while a heartbeat bumped
+ * the epoch may be. NONE, UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH. */
+int16_t kiq_gc_consumer_check_commit(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_str_t member_id,
+                                     int32_t member_epoch, kiq_str_t topic, int32_t partition);
 /* Loading: one consumer group record (offsets_topic.h's loader). */
 void kiq_gc_consumer_load(kiq_group_coordinator_t *gc, int16_t type, kiq_str_t group, kiq_str_t member,
                           const void *v);

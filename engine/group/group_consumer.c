@@ -92,7 +92,7 @@ static void subscribed_topics(kiq_group_coordinator_t *gc, const kiq_cgroup_t *c
     bool regex = false;
     for (const kiq_cg_member_t *m = cg->members; m; m = m->next) {
         cap += m->ntopics;
-        regex |= m->regex_code != NULL;
+        regex |= m->regex_code != NULL && !m->regex_unresolved;
     }
     const char **every = regex ? all_topics(gc, a, &nall) : NULL;
     cap += nall;
@@ -100,7 +100,7 @@ static void subscribed_topics(kiq_group_coordinator_t *gc, const kiq_cgroup_t *c
     s->n = 0;
     for (const kiq_cg_member_t *m = cg->members; m; m = m->next) {
         for (int i = 0; i < m->ntopics; i++) add_topic(gc, a, s, m->topics[i]);
-        for (int i = 0; m->regex_code && i < nall; i++)
+        for (int i = 0; m->regex_code && !m->regex_unresolved && i < nall; i++)
             if (kiq_cg_member_subscribes(m, every[i])) add_topic(gc, a, s, every[i]);
     }
     qsort(s->t, (size_t)s->n, sizeof *s->t, by_name);
@@ -146,6 +146,8 @@ static kiq_cg_assign_fn choose_assignor(kiq_group_coordinator_t *gc, const kiq_c
 
 /* ---- records ---- */
 
+/* A failure is logged: the group goes on in memory and its next change
+ * writes its records again. */
 static void store(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_offsets_records_t *rs)
 {
     if (kiq_gc_append_records(gc, g, rs) != 0)
@@ -218,6 +220,26 @@ int16_t kiq_gc_consumer_check_member(kiq_group_t *g, kiq_str_t member_id, int32_
     kiq_cg_member_t *m = member_id.p ? kiq_cgroup_member(g->consumer, member_id.p, (size_t)member_id.len) : NULL;
     if (!m) return KIQ_ERR_UNKNOWN_MEMBER_ID;
     return member_epoch == m->epoch ? KIQ_ERR_NONE : KIQ_ERR_STALE_MEMBER_EPOCH;
+}
+
+int16_t kiq_gc_consumer_check_commit(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_str_t member_id,
+                                     int32_t member_epoch, kiq_str_t topic, int32_t partition)
+{
+    kiq_cg_member_t *m = member_id.p ? kiq_cgroup_member(g->consumer, member_id.p, (size_t)member_id.len) : NULL;
+    if (!m) return KIQ_ERR_UNKNOWN_MEMBER_ID;
+    if (member_epoch >= m->epoch) return member_epoch == m->epoch ? KIQ_ERR_NONE : KIQ_ERR_STALE_MEMBER_EPOCH;
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_uuid_t id;
+    int32_t np;
+    const kiq_cg_tp_t *tp = NULL;
+    if (topic.p && topic_info(gc, kiq_arena_strndup(&a, topic.p, (size_t)topic.len), &a, &id, &np)) {
+        tp = kiq_cg_set_get(&m->assigned, &id, partition);
+        if (!tp) tp = kiq_cg_set_get(&m->revoking, &id, partition);
+    }
+    int16_t err = tp && tp->epoch <= member_epoch ? KIQ_ERR_NONE : KIQ_ERR_STALE_MEMBER_EPOCH;
+    kiq_arena_reset(&a);
+    return err;
 }
 
 /* ---- ConsumerGroupHeartbeat ---- */
@@ -425,9 +447,18 @@ static int16_t check_epoch(kiq_request_t *r, const kiq_cg_member_t *m, int32_t e
                 m->epoch);
 }
 
+/* Whether another member of the group subscribes to regex re. */
+static bool regex_known(const kiq_cgroup_t *cg, const kiq_cg_member_t *m, const char *re)
+{
+    for (const kiq_cg_member_t *o = cg->members; o; o = o->next)
+        if (o != m && o->regex && !o->regex_unresolved && strcmp(o->regex, re) == 0) return true;
+    return false;
+}
+
 /* The member's subscription and details from the request; whether the
  * subscription changed. */
-static bool update_member(kiq_cg_member_t *m, kiq_request_t *r, const kiq_consumer_group_heartbeat_request_t *req)
+static bool update_member(const kiq_cgroup_t *cg, kiq_cg_member_t *m, kiq_request_t *r,
+                          const kiq_consumer_group_heartbeat_request_t *req)
 {
     bool changed = false, ignored = false;
     if (req->rebalance_timeout_ms > 0) m->rebalance_timeout_ms = req->rebalance_timeout_ms;
@@ -436,7 +467,10 @@ static bool update_member(kiq_cg_member_t *m, kiq_request_t *r, const kiq_consum
     m->server_assignor = dup_or_keep(m->server_assignor, req->server_assignor, &changed);
     if (req->subscribed_topic_regex.p) {
         int rc = kiq_cg_member_set_regex(m, req->subscribed_topic_regex.p, (size_t)req->subscribed_topic_regex.len);
-        if (rc == 1) changed = true;
+        if (rc == 1) {
+            changed = true;
+            m->regex_unresolved = m->regex && !regex_known(cg, m, m->regex);
+        }
     }
     if (!m->client_id) {
         /* written with the member's record (a new member's); no rebalance */
@@ -458,8 +492,10 @@ static bool update_member(kiq_cg_member_t *m, kiq_request_t *r, const kiq_consum
 
 void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
                                   const kiq_consumer_group_heartbeat_request_t *req,
-                                  kiq_consumer_group_heartbeat_response_t *resp)
+                                  kiq_consumer_group_heartbeat_response_t *resp, int32_t *partition,
+                                  int64_t *replicated_at)
 {
+    *replicated_at = -1;
     resp->heartbeat_interval_ms = gc->consumer_heartbeat_ms;
     resp->member_epoch = req->member_epoch;
     if (check_request(r, req, resp)) return;
@@ -494,6 +530,7 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
             resp->member_epoch = -1;
             resp->heartbeat_interval_ms = 0; /* no more heartbeats */
             remove_member(gc, g, m, "left", &rs);
+            m = NULL;
             goto out;
         }
         if (req->member_epoch == -2) {
@@ -509,7 +546,7 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
         if (check_epoch(r, m, req->member_epoch, owned, resp)) goto out;
     }
     m->session_deadline_ns = now + (int64_t)gc->consumer_session_ms * 1000000;
-    bool subscription = update_member(m, r, req);
+    bool subscription = update_member(cg, m, r, req);
     if (subscription || is_new) kiq_offsets_records_add_cmember(&rs, g->id, m);
     subscribed_t sub;
     subscribed_topics(gc, cg, &a, &sub);
@@ -542,7 +579,13 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
         fill_assignment(r, &m->assigned, resp);
     sync_state(g);
 out:
+    /* resolved by the next heartbeat, whoever sends it */
+    if (m) m->regex_unresolved = false;
     if (g && g->consumer) store(gc, g, &rs);
+    if (g && rs.last_offset >= 0) {
+        *partition = g->offsets_partition;
+        *replicated_at = rs.last_offset + 1;
+    }
     kiq_gc_deadline_moved(gc);
     pthread_mutex_unlock(&gc->mu);
     kiq_offsets_records_free(&rs);
@@ -631,12 +674,15 @@ void kiq_group_consumer_describe(kiq_group_coordinator_t *gc, kiq_request_t *r,
 
 /* ---- loading ---- */
 
-#define LOAD_TOPIC_PARTITIONS(set, arr, count)                                                          \
+/* epoch: the partitions' assignment epoch, which the records leave out:
+ * the member's current one, so a commit at an older epoch is refused for
+ * them as before KIP-1251. */
+#define LOAD_TOPIC_PARTITIONS(set, arr, count, epoch)                                                   \
     do {                                                                                               \
         (set)->n = 0;                                                                                  \
         for (int32_t t_ = 0; t_ < (count); t_++)                                                         \
             for (int32_t j_ = 0; j_ < (arr)[t_].partitions_n; j_++)                                    \
-                kiq_cg_set_add((set), &(arr)[t_].topic_id, (arr)[t_].partitions[j_]);                  \
+                kiq_cg_set_add_at((set), &(arr)[t_].topic_id, (arr)[t_].partitions[j_], (epoch));      \
     } while (0)
 
 static kiq_group_t *load_group_for(kiq_group_coordinator_t *gc, kiq_str_t id)
@@ -706,14 +752,15 @@ void kiq_gc_consumer_load(kiq_group_coordinator_t *gc, int16_t type, kiq_str_t g
         free(lens);
     } else if (type == KIQ_OFFSETS_KEY_CTARGET) {
         const kiq_consumer_group_target_assignment_member_value_t *val = v;
-        LOAD_TOPIC_PARTITIONS(&m->target, val->topic_partitions, val->topic_partitions_n);
+        LOAD_TOPIC_PARTITIONS(&m->target, val->topic_partitions, val->topic_partitions_n, 0);
     } else {
         const kiq_consumer_group_current_member_assignment_value_t *val = v;
         m->epoch = val->member_epoch;
         m->previous_epoch = val->previous_member_epoch;
         m->state = val->state >= KIQ_CG_UNREVOKED_PARTITIONS && val->state <= KIQ_CG_STABLE ? val->state : KIQ_CG_STABLE;
-        LOAD_TOPIC_PARTITIONS(&m->assigned, val->assigned_partitions, val->assigned_partitions_n);
-        LOAD_TOPIC_PARTITIONS(&m->revoking, val->partitions_pending_revocation, val->partitions_pending_revocation_n);
+        LOAD_TOPIC_PARTITIONS(&m->assigned, val->assigned_partitions, val->assigned_partitions_n, m->epoch);
+        LOAD_TOPIC_PARTITIONS(&m->revoking, val->partitions_pending_revocation, val->partitions_pending_revocation_n,
+                              m->epoch);
     }
 }
 

@@ -87,10 +87,15 @@ void kiq_group_txn_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
  * offsets in the partition's groups are committed or dropped. */
 void kiq_group_coordinator_txn_marker(kiq_group_coordinator_t *gc, int32_t partition, int64_t producer_id,
                                       bool commit);
-/* The new consumer protocol's (KIP-848). */
+/* The new consumer protocol's (KIP-848). The heartbeat's records (a new
+ * member, epoch, target, assignment) go to __consumer_offsets;
+ * *partition and *replicated_at as for OffsetCommit: the answer waits for
+ * them, as Kafka's does, so a member never works from an assignment a
+ * coordinator failover forgets. */
 void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
                                   const kiq_consumer_group_heartbeat_request_t *req,
-                                  kiq_consumer_group_heartbeat_response_t *resp);
+                                  kiq_consumer_group_heartbeat_response_t *resp, int32_t *partition,
+                                  int64_t *replicated_at);
 void kiq_group_consumer_describe(kiq_group_coordinator_t *gc, kiq_request_t *r,
                                  const kiq_consumer_group_describe_request_t *req,
                                  kiq_consumer_group_describe_response_t *resp);

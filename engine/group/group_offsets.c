@@ -2,20 +2,28 @@
  * OffsetDelete, and their expiry after offsets.retention.minutes. */
 #include "group/coordinator_internal.h"
 
+#include "group/consumer_group.h"
+
 /* ---- offsets ---- */
 
 /* Kafka's rules for who may commit: a plain commit (generation < 0) only
  * to a group without members; otherwise the member of the current
  * generation (a commit during a rebalance's join phase still counts: the
  * member is giving up its partitions). */
-static int16_t commit_allowed(kiq_group_t *g, const kiq_offset_commit_request_t *req, int16_t version)
+static int16_t commit_allowed(kiq_group_t *g, const kiq_offset_commit_request_t *req, int16_t version,
+                              bool *by_partition)
 {
     int32_t gen = version >= 1 ? req->generation_id_or_member_epoch : -1;
     /* a commit naming a generation of a group that does not exist */
     if (!g) return gen < 0 ? KIQ_ERR_NONE : version >= 9 ? KIQ_ERR_GROUP_ID_NOT_FOUND : KIQ_ERR_ILLEGAL_GENERATION;
     if (g->state == KIQ_GROUP_DEAD) return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
-    /* the new consumer protocol's: the member at its current epoch */
-    if (g->consumer) return kiq_gc_consumer_check_member(g, req->member_id, gen);
+    /* the new consumer protocol's: the member at its current epoch, or
+     * at an older one for the partitions it had then (each checked) */
+    if (g->consumer) {
+        int16_t err = kiq_gc_consumer_check_member(g, req->member_id, gen);
+        *by_partition = err == KIQ_ERR_STALE_MEMBER_EPOCH;
+        return *by_partition ? KIQ_ERR_NONE : err;
+    }
     if (gen < 0 && g->state == KIQ_GROUP_EMPTY) return KIQ_ERR_NONE;
     if (g->state == KIQ_GROUP_COMPLETING_REBALANCE) return KIQ_ERR_REBALANCE_IN_PROGRESS;
     kiq_group_member_t *m;
@@ -54,9 +62,10 @@ void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
     }
     pthread_mutex_lock(&gc->mu);
     kiq_group_t *g = kiq_gc_find_group(gc, req->group_id);
+    bool by_partition = false;
     int16_t err = kiq_gc_refused(gc, req->group_id) ? KIQ_ERR_NOT_COORDINATOR
                   : !req->group_id.p ? KIQ_ERR_INVALID_GROUP_ID
-                                     : commit_allowed(g, req, v);
+                                     : commit_allowed(g, req, v, &by_partition);
     int total = 0;
     for (int32_t i = 0; i < req->topics_n; i++) total += req->topics[i].partitions_n > 0 ? req->topics[i].partitions_n : 0;
     /* a commit of nothing to a group nobody made makes none, as in Kafka */
@@ -85,6 +94,10 @@ void kiq_group_commit_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
             const kiq_offset_commit_request_topics_partitions_t *p = &tin->partitions[j];
             int16_t *perr = &resp->topics[i].partitions[j].error_code;
             kiq_group_offset_t *o;
+            if (by_partition && (*perr = kiq_gc_consumer_check_commit(gc, g, req->member_id,
+                                                                      req->generation_id_or_member_epoch, tin->name,
+                                                                      p->partition_index)))
+                continue;
             if ((*perr = kiq_gc_offset_new(gc, tin->name, npartitions, p->partition_index, p->committed_offset,
                                            p->committed_leader_epoch, p->committed_metadata, &o)))
                 continue;
@@ -263,10 +276,20 @@ _Static_assert(sizeof(kiq_offset_fetch_request_groups_topics_t) == sizeof(kiq_of
                        sizeof(kiq_offset_fetch_response_topics_partitions_t),
                "OffsetFetch v8 group entries must keep the v0-7 layout");
 
-/* Topics the members of a consumer group subscribe to (from their
- * ConsumerProtocolSubscription for the chosen protocol). */
+/* Topics the members of a consumer group subscribe to: by name or regex
+ * in a consumer protocol group (KIP-848), else from their
+ * ConsumerProtocolSubscription for the chosen protocol. */
 static bool subscribed(kiq_group_t *g, kiq_str_t topic)
 {
+    if (g->consumer) {
+        if (!topic.p || topic.len <= 0) return false;
+        char *name = kiq_gc_dup_str(topic);
+        bool found = false;
+        for (const kiq_cg_member_t *m = g->consumer->members; m && name && !found; m = m->next)
+            found = kiq_cg_member_subscribes(m, name);
+        free(name);
+        return found;
+    }
     if (!g->protocol_type || strcmp(g->protocol_type, "consumer") != 0) return false;
     for (kiq_group_member_t *m = g->members; m; m = m->next) {
         const kiq_group_protocol_t *p = kiq_group_member_protocol(m, g->protocol);

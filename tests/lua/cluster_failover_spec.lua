@@ -314,6 +314,17 @@ describe("cluster failover", function()
     assert(kiq.wait_for(function() return cons:commit{ { topic = "oc", partition = part, offset = 3 } } end, 10000,
       "a commit once the followers replicate again"))
     cons:close()
+    -- a KIP-848 member's join writes the group's records: with the
+    -- followers cut off it is not acknowledged either
+    for id = 0, 2 do
+      if id ~= leader then c:cut(leader, id) end
+    end
+    local conn = assert(require("kafkaiq.client.connection").open("127.0.0.1", c:broker(leader).port,
+      { client_id = "spec", connect_timeout_ms = 5000, request_timeout_ms = 10000 }))
+    local hb = assert(conn:request(68, { group_id = "gw", member_id = "member-of-gw-000000001", member_epoch = 0,
+      rebalance_timeout_ms = 10000, subscribed_topic_names = { "oc" } }))
+    conn:close()
+    assert.are.equal(15, hb.error_code) -- COORDINATOR_NOT_AVAILABLE
   end)
 
   for _, unclean in ipairs{ false, true } do

@@ -164,6 +164,10 @@ static void test_revoke_before_assign(void **state)
     assert_int_equal(m2->assigned.n, 2);
     for (int i = 0; i < m2->assigned.n; i++)
         assert_false(kiq_cg_set_has(&m1->assigned, &T1, m2->assigned.v[i].partition));
+    /* assignment epochs (KIP-1251): m1 has kept its two since epoch 1, so a
+     * commit it sent at epoch 1 still counts for them; m2 got its at 2 */
+    for (int i = 0; i < m1->assigned.n; i++) assert_int_equal(m1->assigned.v[i].epoch, 1);
+    for (int i = 0; i < m2->assigned.n; i++) assert_int_equal(m2->assigned.v[i].epoch, 2);
     assert_string_equal(kiq_cgroup_state_name(cg), "Stable");
     kiq_cg_set_free(&owned);
     kiq_cgroup_free(cg);

@@ -43,7 +43,7 @@ final class Clients {
         return new KafkaProducer<>(with(p, kv));
     }
 
-    /** A classic-protocol consumer (KIP-848's comes with a later issue); group null for none. */
+    /** A classic-protocol consumer (group.protocol=consumer in kv for KIP-848's); group null for none. */
     static KafkaConsumer<String, String> consumer(String bootstrap, String group, String... kv) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
