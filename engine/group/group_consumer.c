@@ -233,7 +233,7 @@ int16_t kiq_gc_consumer_check_commit(kiq_group_coordinator_t *gc, kiq_group_t *g
     kiq_uuid_t id;
     int32_t np;
     const kiq_cg_tp_t *tp = NULL;
-    if (topic.p && topic_info(gc, kiq_arena_strndup(&a, topic.p, (size_t)topic.len), &a, &id, &np)) {
+    if (topic.p && kiq_gc_topic_info(gc, kiq_arena_strndup(&a, topic.p, (size_t)topic.len), &a, &id, &np)) {
         tp = kiq_cg_set_get(&m->assigned, &id, partition);
         if (!tp) tp = kiq_cg_set_get(&m->revoking, &id, partition);
     }
