@@ -151,12 +151,21 @@ r = heartbeat("member-A", a_epoch - 1)
 L:say("ConsumerGroupHeartbeat at epoch %d: error %d (FENCED_MEMBER_EPOCH): A must rejoin at epoch 0", a_epoch - 1,
   r.error_code)
 L:fact("fenced_error", r.error_code)
-local c = assert(conn:request(OFFSET_COMMIT, { group_id = group, generation_id_or_member_epoch = a_epoch,
-  member_id = "member-A", topics = { { name = topic, partitions = { { partition_index = members["member-A"].owns[1],
-    committed_offset = 0 } } } } }, { version = 9 }))
-L:say("OffsetCommit v9 at epoch %d: error %d (STALE_MEMBER_EPOCH): a commit counts at the member's epoch only",
-  a_epoch, c.topics[1].partitions[1].error_code)
-L:fact("stale_commit_error", c.topics[1].partitions[1].error_code)
+-- KIP-1251 (Kafka 4.4): a commit at an older epoch counts for the
+-- partitions the member has held since that epoch, and for no other
+local function commit_at(epoch, partition)
+  local c = assert(conn:request(OFFSET_COMMIT, { group_id = group, generation_id_or_member_epoch = epoch,
+    member_id = "member-A", topics = { { name = topic, partitions = { { partition_index = partition,
+      committed_offset = 0 } } } } }, { version = 9 }))
+  return c.topics[1].partitions[1].error_code
+end
+local kept, given = members["member-A"].owns[1], members["member-B"].owns[1]
+local err = commit_at(a_epoch, kept)
+L:say("OffsetCommit v9 at A's old epoch %d for partition %d, A's since then: error %d", a_epoch, kept, err)
+L:fact("old_epoch_commit_error", err)
+err = commit_at(a_epoch, given)
+L:say("the same for partition %d, B's now: error %d (STALE_MEMBER_EPOCH)", given, err)
+L:fact("stale_commit_error", err)
 
 L:step("B leaves (epoch -1): A's target is the whole topic again, nothing to revoke from anyone")
 r = heartbeat("member-B", -1)

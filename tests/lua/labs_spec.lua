@@ -238,6 +238,7 @@ describe("labs", function()
     assert.are.equal(f.b_target, f.b_owns_after)
     assert.are.equal("Stable", f.state_after)
     assert.are.equal(110, f.fenced_error) -- FENCED_MEMBER_EPOCH
+    assert.are.equal(0, f.old_epoch_commit_error) -- held since that epoch (KIP-1251)
     assert.are.equal(113, f.stale_commit_error) -- STALE_MEMBER_EPOCH
     assert.are.equal(f.group_epoch_two_members + 1, f.group_epoch_last)
     assert.are.equal(f.group_epoch_last, f.a_epoch_last)
