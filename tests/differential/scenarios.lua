@@ -648,22 +648,25 @@ scenario { name = "ListGroups by type and state", api = "ListGroups", min_versio
 } }
 
 -- OffsetCommit and OffsetFetch v9 from a consumer-protocol member name it
--- and its epoch
+-- and its epoch; v10 names the topic by id (metadata() saves it)
 local function commit848(epoch, member)
   return { api = "OffsetCommit", body = function(s) return { group_id = s.name,
     generation_id_or_member_epoch = epoch(s), member_id = member and member(s) or s.member_id,
-    topics = { { name = s.name, partitions = { { partition_index = 0, committed_offset = 4,
+    topics = { { name = s.name, topic_id = s.topic_id, partitions = { { partition_index = 0, committed_offset = 4,
       committed_metadata = "m" } } } } } end }
 end
 
 local function fetch848(epoch, member)
   return { api = "OffsetFetch", body = function(s) return { require_stable = true, groups = { { group_id = s.name,
     member_id = member and member(s) or s.member_id, member_epoch = epoch(s),
-    topics = { { name = s.name, partition_indexes = { 0 } } } } } } end }
+    topics = { { name = s.name, topic_id = s.topic_id, partition_indexes = { 0 } } } } } } end }
 end
 
+-- an id no topic has
+local NO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
+
 scenario { name = "OffsetCommit and OffsetFetch with member epochs", api = "OffsetCommit", min_version = 9, steps = {
-  consumer_member(1),
+  consumer_member(1), metadata(),
   commit848(function(s) return s.epoch end),
   commit848(function(s) return s.epoch + 1 end),
   commit848(function(s) return s.epoch - 1 end),
@@ -676,11 +679,35 @@ scenario { name = "OffsetCommit and OffsetFetch with member epochs", api = "Offs
 } }
 
 scenario { name = "OffsetFetch with member epochs", api = "OffsetFetch", min_version = 9, steps = {
-  consumer_member(1),
+  consumer_member(1), metadata(),
   commit848(function(s) return s.epoch end),
   fetch848(function(s) return s.epoch end),
   fetch848(function(s) return s.epoch + 1 end),
   fetch848(function(s) return s.epoch - 1 end),
+} }
+
+-- v10 by topic id: an unknown id beside a known one, and all of a group's
+-- offsets answered by id
+scenario { name = "OffsetCommit and OffsetFetch by topic id", api = "OffsetCommit", min_version = 10, steps = {
+  consumer_member(1), metadata(),
+  { api = "OffsetCommit", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = s.epoch,
+    member_id = s.member_id, topics = {
+      { topic_id = s.topic_id, partitions = { { partition_index = 0, committed_offset = 7, committed_metadata = "k" } } },
+      { topic_id = NO_TOPIC_ID, partitions = { { partition_index = 0, committed_offset = 1, committed_metadata = "" },
+        { partition_index = 1, committed_offset = 2, committed_metadata = "" } } } } } end },
+  { api = "OffsetCommit", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = s.epoch,
+    member_id = s.member_id, topics = { { topic_id = NO_TOPIC_ID, partitions = { { partition_index = 0,
+      committed_offset = 1, committed_metadata = "" } } } } } end },
+  { api = "OffsetCommit", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = s.epoch,
+    member_id = s.member_id, topics = { { topic_id = s.topic_id, partitions = { { partition_index = 5,
+      committed_offset = 1, committed_metadata = "" } } } } } end },
+  { api = "OffsetFetch", version = 10, body = function(s) return { require_stable = true, groups = {
+    { group_id = s.name, member_id = s.member_id, member_epoch = s.epoch, topics = {
+      { topic_id = s.topic_id, partition_indexes = { 0, 3 } }, { topic_id = NO_TOPIC_ID, partition_indexes = { 0 } } } },
+    { group_id = s.name .. "-none", member_epoch = -1, topics = {
+      { topic_id = s.topic_id, partition_indexes = { 0 } } } } } } end },
+  { api = "OffsetFetch", version = 10, body = function(s) return { require_stable = true, groups = {
+    { group_id = s.name, member_id = s.member_id, member_epoch = s.epoch } } } end },
 } }
 
 -- ---------------------------------------------------------------- more transactions
