@@ -39,13 +39,13 @@ end
 local function commit(c, group, gen, member, offset, metadata)
   local r = assert(c:request(OFFSET_COMMIT, { group_id = group, generation_id_or_member_epoch = gen,
     member_id = member, topics = { { name = "t", partitions = {
-      { partition_index = 0, committed_offset = offset, committed_metadata = metadata } } } } }))
+      { partition_index = 0, committed_offset = offset, committed_metadata = metadata } } } } }, { version = 9 }))
   return r.topics[1].partitions[1].error_code
 end
 
 local function fetched(c, group)
   local r = assert(c:request(OFFSET_FETCH, { groups = { { group_id = group,
-    topics = { { name = "t", partition_indexes = { 0 } } } } } }))
+    topics = { { name = "t", partition_indexes = { 0 } } } } } }, { version = 9 }))
   local p = r.groups[1].topics[1].partitions[1]
   return p.committed_offset, p.metadata, p.error_code
 end
