@@ -3,7 +3,10 @@
  * watermark passes them (at once when the coordinator is alone in the
  * ISR), so an acknowledged commit survives a coordinator failover. A
  * commit not replicated within offsets.commit.timeout.ms is answered
- * COORDINATOR_NOT_AVAILABLE, as Kafka does, and the client retries. */
+ * COORDINATOR_NOT_AVAILABLE, as Kafka does, and the client retries.
+ * v10 names topics by id; the group's offsets stay keyed by name. */
+#include <stdbool.h>
+
 #include "api/api.h"
 #include "api/replication_wait.h"
 #include "group/group_coordinator.h"
@@ -17,11 +20,57 @@ static void timed_out(void *response)
                 resp->topics[i].partitions[j].error_code = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
 }
 
+/* v10: the topics whose id is known go to the group by name; an unknown
+ * id never reaches it and is answered UNKNOWN_TOPIC_ID, ahead of the
+ * others, as Kafka answers. */
+static void commit_by_id(kiq_broker_t *b, kiq_request_t *r, const kiq_offset_commit_request_t *req,
+                         kiq_offset_commit_response_t *resp, int32_t *partition, int64_t *need)
+{
+    int32_t n = req->topics_n > 0 ? req->topics_n : 0;
+    kiq_offset_commit_request_t named = *req;
+    named.topics = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *named.topics);
+    named.topics_n = 0;
+    bool *known = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *known);
+    for (int32_t i = 0; i < n; i++) {
+        kiq_cached_topic_t t;
+        if (!(known[i] = kiq_api_topic_view(b, r, (kiq_str_t){NULL, 0}, &req->topics[i].topic_id, &t))) continue;
+        named.topics[named.topics_n] = req->topics[i];
+        named.topics[named.topics_n++].name = (kiq_str_t){t.name, (int32_t)t.len};
+    }
+    kiq_offset_commit_response_t got;
+    kiq_offset_commit_response_init(&got);
+    kiq_group_commit_offsets(b->groups, r, &named, &got, partition, need);
+    int32_t nunknown = n - named.topics_n;
+    resp->topics_n = nunknown + got.topics_n;
+    resp->topics = kiq_arena_calloc(&r->arena, (size_t)(resp->topics_n ? resp->topics_n : 1), sizeof *resp->topics);
+    for (int32_t i = 0, u = 0, k = nunknown; i < n; i++) {
+        const kiq_offset_commit_request_topics_t *tin = &req->topics[i];
+        kiq_offset_commit_response_topics_t *t = &resp->topics[known[i] ? k++ : u++];
+        if (known[i]) {
+            *t = got.topics[k - 1 - nunknown];
+            t->topic_id = tin->topic_id;
+            continue;
+        }
+        kiq_offset_commit_response_topics_init(t);
+        t->topic_id = tin->topic_id;
+        t->partitions_n = tin->partitions_n > 0 ? tin->partitions_n : 0;
+        t->partitions = kiq_arena_calloc(&r->arena, (size_t)(t->partitions_n ? t->partitions_n : 1), sizeof *t->partitions);
+        for (int32_t j = 0; j < t->partitions_n; j++) {
+            kiq_offset_commit_response_topics_partitions_init(&t->partitions[j]);
+            t->partitions[j].partition_index = tin->partitions[j].partition_index;
+            t->partitions[j].error_code = KIQ_ERR_UNKNOWN_TOPIC_ID;
+        }
+    }
+}
+
 int kiq_api_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp)
 {
     int32_t partition = -1;
     int64_t need = -1;
-    kiq_group_commit_offsets(b->groups, r, req, resp, &partition, &need);
+    if (r->header.api_version >= 10)
+        commit_by_id(b, r, req, resp, &partition, &need);
+    else
+        kiq_group_commit_offsets(b->groups, r, req, resp, &partition, &need);
     return kiq_api_respond_when_replicated(b, r, resp, KIQ_OFFSETS_TOPIC, partition, need,
                                            kiq_config_int(b->config, KIQ_CFG_OFFSETS_COMMIT_TIMEOUT_MS), timed_out);
 }

@@ -234,6 +234,31 @@ static void fetch_group(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_t
     }
 }
 
+/* One group of a v8+ fetch: its topics in the v0-7 layout, fetched, and
+ * back (v10's topic ids stay with the API layer, which named them). */
+static void fetch_group_v8(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_offset_fetch_request_groups_t *in,
+                           bool stable, kiq_offset_fetch_response_groups_t *out)
+{
+    int32_t n = in->topics_n;
+    kiq_offset_fetch_request_topics_t *topics = kiq_arena_calloc(&r->arena, (size_t)(n > 0 ? n : 1), sizeof *topics);
+    for (int32_t i = 0; i < n; i++) {
+        kiq_offset_fetch_request_topics_init(&topics[i]);
+        topics[i].name = in->topics[i].name;
+        topics[i].partition_indexes_n = in->topics[i].partition_indexes_n;
+        topics[i].partition_indexes = in->topics[i].partition_indexes;
+    }
+    kiq_offset_fetch_response_topics_t *got;
+    fetch_group(gc, r, in->group_id, topics, n, stable, &got, &out->topics_n);
+    out->topics = kiq_arena_calloc(&r->arena, (size_t)(out->topics_n ? out->topics_n : 1), sizeof *out->topics);
+    for (int32_t i = 0; i < out->topics_n; i++) {
+        kiq_offset_fetch_response_groups_topics_init(&out->topics[i]);
+        out->topics[i].name = got[i].name;
+        out->topics[i].partitions_n = got[i].partitions_n;
+        /* the partitions have the same fields in both layouts */
+        out->topics[i].partitions = (kiq_offset_fetch_response_groups_topics_partitions_t *)got[i].partitions;
+    }
+}
+
 void kiq_group_fetch_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
                              const kiq_offset_fetch_request_t *req, kiq_offset_fetch_response_t *resp)
 {
@@ -253,10 +278,7 @@ void kiq_group_fetch_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
             if (g && g->consumer && req->groups[i].member_id.p)
                 og->error_code = kiq_gc_consumer_check_member(g, req->groups[i].member_id, req->groups[i].member_epoch);
             if (og->error_code) continue;
-            /* the v8 structs have the v0-7 layout field for field */
-            fetch_group(gc, r, req->groups[i].group_id,
-                        (const kiq_offset_fetch_request_topics_t *)req->groups[i].topics, req->groups[i].topics_n,
-                        req->require_stable, (kiq_offset_fetch_response_topics_t **)&og->topics, &og->topics_n);
+            fetch_group_v8(gc, r, &req->groups[i], req->require_stable, og);
         }
     } else {
         if (!err && kiq_gc_refused(gc, req->group_id)) err = KIQ_ERR_NOT_COORDINATOR;
@@ -270,11 +292,9 @@ void kiq_group_fetch_offsets(kiq_group_coordinator_t *gc, kiq_request_t *r,
     pthread_mutex_unlock(&gc->mu);
 }
 
-_Static_assert(sizeof(kiq_offset_fetch_request_groups_topics_t) == sizeof(kiq_offset_fetch_request_topics_t) &&
-                   sizeof(kiq_offset_fetch_response_groups_topics_t) == sizeof(kiq_offset_fetch_response_topics_t) &&
-                   sizeof(kiq_offset_fetch_response_groups_topics_partitions_t) ==
-                       sizeof(kiq_offset_fetch_response_topics_partitions_t),
-               "OffsetFetch v8 group entries must keep the v0-7 layout");
+_Static_assert(sizeof(kiq_offset_fetch_response_groups_topics_partitions_t) ==
+                   sizeof(kiq_offset_fetch_response_topics_partitions_t),
+               "OffsetFetch v8 partitions must keep the v0-7 layout");
 
 /* Topics the members of a consumer group subscribe to: by name or regex
  * in a consumer protocol group (KIP-848), else from their

@@ -303,8 +303,8 @@ scenario { name = "A group's life: join, sync, heartbeat, commit, describe, leav
     member_id = s.member_id } end },
   { api = "Heartbeat", body = function(s) return { group_id = s.name, generation_id = 99,
     member_id = s.member_id } end },
-  { api = "OffsetCommit", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = s.generation,
-    member_id = s.member_id, topics = { { name = s.name, partitions = {
+  { api = "OffsetCommit", version = 9, body = function(s) return { group_id = s.name,
+    generation_id_or_member_epoch = s.generation, member_id = s.member_id, topics = { { name = s.name, partitions = {
       { partition_index = 0, committed_offset = 0, committed_metadata = "m" } } } } } end },
   { api = "DescribeGroups", body = function(s) return { groups = { s.name } } end },
   { api = "LeaveGroup", body = function(s) return { group_id = s.name, member_id = s.member_id,
@@ -312,7 +312,10 @@ scenario { name = "A group's life: join, sync, heartbeat, commit, describe, leav
   { api = "DescribeGroups", body = function(s) return { groups = { s.name, s.name .. "-none" } } end },
 } }
 
-scenario { name = "OffsetCommit and OffsetFetch outside a group's generation", api = "OffsetCommit", steps = {
+-- (v10 names topics by id: these by name stop at v9; the by-id scenario
+-- below is v10's)
+scenario { name = "OffsetCommit and OffsetFetch outside a group's generation", api = "OffsetCommit",
+  max_version = 9, steps = {
   create(2), find_coordinator(0),
   { api = "OffsetCommit", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = -1,
     member_id = "", topics = { { name = s.name, partitions = {
@@ -325,9 +328,9 @@ scenario { name = "OffsetCommit and OffsetFetch outside a group's generation", a
     partition_indexes = { 0, 1, 2 } } }, require_stable = false } end },
 } }
 
-scenario { name = "OffsetFetch", api = "OffsetFetch", steps = {
+scenario { name = "OffsetFetch", api = "OffsetFetch", max_version = 9, steps = {
   create(1), find_coordinator(0),
-  { api = "OffsetCommit", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = -1,
+  { api = "OffsetCommit", version = 9, body = function(s) return { group_id = s.name, generation_id_or_member_epoch = -1,
     member_id = "", topics = { { name = s.name, partitions = {
       { partition_index = 0, committed_offset = 3, committed_metadata = "three" } } } } } end, ignore = true },
   { api = "OffsetFetch", body = function(s) return { group_id = s.name, topics = { { name = s.name,
@@ -524,7 +527,7 @@ scenario { name = "ListGroups filtered by a state no group is in", api = "ListGr
 
 scenario { name = "OffsetDelete: a partition, a subscribed topic, no group", api = "OffsetDelete", steps = {
   create(2), find_coordinator(0),
-  { api = "OffsetCommit", ignore = true, body = function(s) return { group_id = s.name,
+  { api = "OffsetCommit", version = 9, ignore = true, body = function(s) return { group_id = s.name,
     generation_id_or_member_epoch = -1, member_id = "", topics = { { name = s.name, partitions = {
       { partition_index = 0, committed_offset = 1 }, { partition_index = 1, committed_offset = 2 } } } } } end },
   { api = "OffsetDelete", body = function(s) return { group_id = s.name, topics = { { name = s.name,
@@ -648,22 +651,25 @@ scenario { name = "ListGroups by type and state", api = "ListGroups", min_versio
 } }
 
 -- OffsetCommit and OffsetFetch v9 from a consumer-protocol member name it
--- and its epoch
+-- and its epoch; v10 names the topic by id (metadata() saves it)
 local function commit848(epoch, member)
   return { api = "OffsetCommit", body = function(s) return { group_id = s.name,
     generation_id_or_member_epoch = epoch(s), member_id = member and member(s) or s.member_id,
-    topics = { { name = s.name, partitions = { { partition_index = 0, committed_offset = 4,
+    topics = { { name = s.name, topic_id = s.topic_id, partitions = { { partition_index = 0, committed_offset = 4,
       committed_metadata = "m" } } } } } end }
 end
 
 local function fetch848(epoch, member)
   return { api = "OffsetFetch", body = function(s) return { require_stable = true, groups = { { group_id = s.name,
     member_id = member and member(s) or s.member_id, member_epoch = epoch(s),
-    topics = { { name = s.name, partition_indexes = { 0 } } } } } } end }
+    topics = { { name = s.name, topic_id = s.topic_id, partition_indexes = { 0 } } } } } } end }
 end
 
+-- an id no topic has
+local NO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
+
 scenario { name = "OffsetCommit and OffsetFetch with member epochs", api = "OffsetCommit", min_version = 9, steps = {
-  consumer_member(1),
+  consumer_member(1), metadata(),
   commit848(function(s) return s.epoch end),
   commit848(function(s) return s.epoch + 1 end),
   commit848(function(s) return s.epoch - 1 end),
@@ -676,7 +682,7 @@ scenario { name = "OffsetCommit and OffsetFetch with member epochs", api = "Offs
 } }
 
 scenario { name = "OffsetFetch with member epochs", api = "OffsetFetch", min_version = 9, steps = {
-  consumer_member(1),
+  consumer_member(1), metadata(),
   commit848(function(s) return s.epoch end),
   fetch848(function(s) return s.epoch end),
   fetch848(function(s) return s.epoch + 1 end),
@@ -733,6 +739,30 @@ scenario { name = "IncrementalAlterConfigs of a share group's configs", api = "I
   { api = "DescribeConfigs", body = function(s) return { include_synonyms = false, include_documentation = false,
     resources = { { resource_type = 32, resource_name = s.name, configuration_keys = {
       "share.auto.offset.reset", "share.record.lock.duration.ms" } } } } end },
+} }
+
+-- v10 by topic id: an unknown id beside a known one, and all of a group's
+-- offsets answered by id
+scenario { name = "OffsetCommit and OffsetFetch by topic id", api = "OffsetCommit", min_version = 10, steps = {
+  consumer_member(1), metadata(),
+  { api = "OffsetCommit", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = s.epoch,
+    member_id = s.member_id, topics = {
+      { topic_id = s.topic_id, partitions = { { partition_index = 0, committed_offset = 7, committed_metadata = "k" } } },
+      { topic_id = NO_TOPIC_ID, partitions = { { partition_index = 0, committed_offset = 1, committed_metadata = "" },
+        { partition_index = 1, committed_offset = 2, committed_metadata = "" } } } } } end },
+  { api = "OffsetCommit", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = s.epoch,
+    member_id = s.member_id, topics = { { topic_id = NO_TOPIC_ID, partitions = { { partition_index = 0,
+      committed_offset = 1, committed_metadata = "" } } } } } end },
+  { api = "OffsetCommit", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = s.epoch,
+    member_id = s.member_id, topics = { { topic_id = s.topic_id, partitions = { { partition_index = 5,
+      committed_offset = 1, committed_metadata = "" } } } } } end },
+  { api = "OffsetFetch", version = 10, body = function(s) return { require_stable = true, groups = {
+    { group_id = s.name, member_id = s.member_id, member_epoch = s.epoch, topics = {
+      { topic_id = s.topic_id, partition_indexes = { 0, 3 } }, { topic_id = NO_TOPIC_ID, partition_indexes = { 0 } } } },
+    { group_id = s.name .. "-none", member_epoch = -1, topics = {
+      { topic_id = s.topic_id, partition_indexes = { 0 } } } } } } end },
+  { api = "OffsetFetch", version = 10, body = function(s) return { require_stable = true, groups = {
+    { group_id = s.name, member_id = s.member_id, member_epoch = s.epoch } } } end },
 } }
 
 -- ---------------------------------------------------------------- more transactions

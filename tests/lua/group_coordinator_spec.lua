@@ -39,13 +39,21 @@ end
 local function commit(c, group, gen, member, offset, metadata)
   local r = assert(c:request(OFFSET_COMMIT, { group_id = group, generation_id_or_member_epoch = gen,
     member_id = member, topics = { { name = "t", partitions = {
-      { partition_index = 0, committed_offset = offset, committed_metadata = metadata } } } } }))
+      { partition_index = 0, committed_offset = offset, committed_metadata = metadata } } } } }, { version = 9 }))
   return r.topics[1].partitions[1].error_code
 end
 
 local function fetched(c, group)
   local r = assert(c:request(OFFSET_FETCH, { groups = { { group_id = group,
-    topics = { { name = "t", partition_indexes = { 0 } } } } } }))
+    topics = { { name = "t", partition_indexes = { 0 } } } } } }, { version = 9 }))
+  local p = r.groups[1].topics[1].partitions[1]
+  return p.committed_offset, p.metadata, p.error_code
+end
+
+-- v9 (by name): offset, metadata, error of one partition
+local function fetched_at(c, group, topic, partition)
+  local r = assert(c:request(OFFSET_FETCH, { groups = { { group_id = group,
+    topics = { { name = topic, partition_indexes = { partition } } } } } }, { version = 9 }))
   local p = r.groups[1].topics[1].partitions[1]
   return p.committed_offset, p.metadata, p.error_code
 end
@@ -130,6 +138,31 @@ describe("group coordinator", function()
     assert.are.equal(22, assert(c:request(SYNC, { group_id = "g", generation_id = gen + 5, member_id = id,
       assignments = {} })).error_code)
     assert.are.equal(42, (fetched(c, "g")))
+  end)
+
+  it("commits and fetches by topic id from v10, an unknown id UNKNOWN_TOPIC_ID", function()
+    local id = assert(c:request(3, { topics = { { name = "t" } } })).topics[1].topic_id
+    local none = "AAAAAAAAAAAAAAAAAAAAAQ"
+    local r = assert(c:request(OFFSET_COMMIT, { group_id = "by-id", generation_id_or_member_epoch = -1,
+      member_id = "", topics = {
+        { topic_id = id, partitions = { { partition_index = 1, committed_offset = 12, committed_metadata = "x" } } },
+        { topic_id = none, partitions = { { partition_index = 0, committed_offset = 1 } } } } }, { version = 10 }))
+    -- the unknown id first, as Kafka answers
+    assert.are.same({ none, 100, id, 0 }, { r.topics[1].topic_id, r.topics[1].partitions[1].error_code,
+      r.topics[2].topic_id, r.topics[2].partitions[1].error_code })
+    -- kept by name: v9 finds it
+    assert.are.same({ 12, "x", 0 }, { fetched_at(c, "by-id", "t", 1) })
+    r = assert(c:request(OFFSET_FETCH, { groups = { { group_id = "by-id", topics = { { topic_id = id,
+      partition_indexes = { 1 } }, { topic_id = none, partition_indexes = { 0 } } } } } }, { version = 10 }))
+    local t = r.groups[1].topics
+    assert.are.same({ id, 12, 0 }, { t[1].topic_id, t[1].partitions[1].committed_offset,
+      t[1].partitions[1].error_code })
+    assert.are.same({ none, -1, 100 }, { t[2].topic_id, t[2].partitions[1].committed_offset,
+      t[2].partitions[1].error_code })
+    -- all of the group's offsets, named by id
+    r = assert(c:request(OFFSET_FETCH, { groups = { { group_id = "by-id" } } }, { version = 10 }))
+    t = r.groups[1].topics
+    assert.are.same({ 1, id, 12 }, { #t, t[1].topic_id, t[1].partitions[1].committed_offset })
   end)
 
   it("answers -1 with no error where nothing was committed, and for unknown groups", function()

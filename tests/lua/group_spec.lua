@@ -340,7 +340,7 @@ describe("consumer groups", function()
     local function commit_as(generation)
       local resp = assert(conn:request(OFFSET_COMMIT, { group_id = gid, generation_id_or_member_epoch = generation,
         member_id = md.member_id, topics = { { name = topic, partitions = { { partition_index = 0,
-          committed_offset = 0, committed_metadata = "" } } } } }))
+          committed_offset = 0, committed_metadata = "" } } } } }, { version = 9 }))
       return resp.topics[1].partitions[1].error_code
     end
     assert.equal(ILLEGAL_GENERATION, commit_as(md.generation_id + 1))

@@ -76,7 +76,7 @@ describe("Kafka 3.9 APIs on one broker", function()
     for _, k in ipairs(resp.api_keys) do by[k.api_key] = k end
     assert.are.same({ 0, 12 }, { by[PRODUCE].min_version, by[PRODUCE].max_version })
     assert.are.same({ 4, 17 }, { by[FETCH].min_version, by[FETCH].max_version })
-    assert.are.same({ 2, 9 }, { by[OFFSET_COMMIT].min_version, by[OFFSET_COMMIT].max_version })
+    assert.are.same({ 2, 10 }, { by[OFFSET_COMMIT].min_version, by[OFFSET_COMMIT].max_version })
     assert.are.same({ 0, 13 }, { by[METADATA].min_version, by[METADATA].max_version })
     assert.are.same({ 0, 9 }, { by[JOIN].min_version, by[JOIN].max_version })
     for _, key in ipairs { DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS, ELECT_LEADERS, CREATE_PARTITIONS,

@@ -244,4 +244,30 @@ describe("labs", function()
     assert.are.equal(f.group_epoch_last, f.a_epoch_last)
     assert.are.equal("0,1,2,3", f.a_last)
   end)
+
+  it("16: transactions v2, partitions added by the produce, an epoch per transaction", function()
+    local f = run_lab("16_transactions_v2.lua")
+    assert.are.equal(2, f.transaction_version)
+    assert.are.equal(0, f.init_epoch)
+    -- the produce alone added its partition and began the transaction
+    assert.are.equal(0, f.first_produce_error)
+    assert.are.equal("Ongoing", f.state_after_produce)
+    assert.are.equal(0, f.partitions_after_produce) -- the facts file reads back a number
+    assert.are.equal("0,1", f.partitions_after_second)
+    -- the commit bumps the epoch; the marker carries the new one
+    assert.are.equal(0, f.commit_error)
+    assert.are.equal(f.init_epoch + 1, f.commit_epoch)
+    assert.are.equal(2, f.log0_batches)
+    assert.are.equal(f.init_epoch, f.log0_data_epoch)
+    assert.are.same({ "COMMIT", f.commit_epoch }, { f.log0_marker, f.log0_marker_epoch })
+    -- the old epoch fenced, nothing written; the same end again a retry
+    assert.are.equal(47, f.old_epoch_error) -- INVALID_PRODUCER_EPOCH
+    assert.are.equal(2, f.log0_after_old)
+    assert.are.equal(f.commit_epoch, f.retry_epoch)
+    -- the abort: one epoch more, its marker, one aborted transaction
+    assert.are.equal(f.commit_epoch + 1, f.abort_epoch)
+    assert.are.same({ "ABORT", f.abort_epoch }, { f.log0_last_marker, f.log0_last_marker_epoch })
+    assert.are.equal(1, f.aborted_transactions)
+    assert.are.equal(90, f.stale_end_error) -- PRODUCER_FENCED
+  end)
 end)

@@ -1,10 +1,11 @@
--- OffsetFetch (9): 0-9, served from 1 (Kafka 4.0's floor; librdkafka needs
+-- OffsetFetch (9): 0-10, served from 1 (Kafka 4.0's floor; librdkafka needs
 -- v1). v8 fetches for several groups at once; v9 adds the new consumer
--- protocol's member id and epoch. v6+ is flexible.
+-- protocol's member id and epoch; v10 names topics by id only. v6+ is
+-- flexible.
 
 return {
   key = 9, name = "OffsetFetch",
-  versions = "0-9",
+  versions = "0-10",
   flexible = "6+",
   request = {
     { "group_id", "string", v = "0-7" },
@@ -18,7 +19,8 @@ return {
         { "member_id", "string", v = "9+", null = "9+", default = "null" },
         { "member_epoch", "int32", v = "9+", default = -1 },
         { "topics", "[]", v = "8+", null = "8+", fields = {
-            { "name", "string", v = "8+" },
+            { "name", "string", v = "8-9" },
+            { "topic_id", "uuid", v = "10+" },
             { "partition_indexes", "[]int32", v = "8+" },
         } },
     } },
@@ -40,7 +42,8 @@ return {
     { "groups", "[]", v = "8+", fields = {
         { "group_id", "string", v = "8+" },
         { "topics", "[]", v = "8+", fields = {
-            { "name", "string", v = "8+" },
+            { "name", "string", v = "8-9" },
+            { "topic_id", "uuid", v = "10+" },
             { "partitions", "[]", v = "8+", fields = {
                 { "partition_index", "int32", v = "8+" },
                 { "committed_offset", "int64", v = "8+" },

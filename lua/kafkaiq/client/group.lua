@@ -31,6 +31,9 @@ local COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR =
 local ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS = 22, 25, 27
 local MEMBER_ID_REQUIRED, FENCED_INSTANCE_ID, UNSTABLE_OFFSET_COMMIT = 79, 82, 88
 
+-- This client names topics; OffsetCommit and OffsetFetch v10 take ids only.
+local BY_NAME_MAX = 9
+
 -- Eager members own nothing while they join, so version 0 (no owned
 -- partitions) says all there is to say.
 local SUBSCRIPTION_VERSION, ASSIGNMENT_VERSION = 0, 0
@@ -159,7 +162,7 @@ function M.send_commit(conn, header, offsets)
   end
   local body = { topics = topics }
   for k, v in pairs(header) do body[k] = v end
-  local resp, rerr = conn:request(OFFSET_COMMIT, body)
+  local resp, rerr = conn:request(OFFSET_COMMIT, body, { version = BY_NAME_MAX })
   if not resp then return nil, rerr end
   local err, code
   for _, t in ipairs(resp.topics) do
@@ -236,14 +239,14 @@ function Group:_conn()
 end
 
 -- A request answered at once (Heartbeat, OffsetFetch, OffsetCommit,
--- LeaveGroup) -> response, version | nil, err.
-function Group:_request(api, body)
+-- LeaveGroup) -> response, version | nil, err. opts as conn:request's.
+function Group:_request(api, body, opts)
   local conn, err = self:_conn()
   if not conn then return nil, err end
   if not conn:version(api) then
     return nil, ("broker %s does not support %s"):format(conn.addr, connection.api_name(api))
   end
-  local resp, v = conn:request(api, body)
+  local resp, v = conn:request(api, body, opts)
   if not resp then
     self:_lose_coordinator()
     return nil, v
@@ -494,7 +497,7 @@ function Group:_committed()
   local body = { group_id = self.group_id, topics = topics,
     require_stable = self.consumer.cfg.isolation_level == "read_committed",
     groups = { { group_id = self.group_id, topics = topics } } }
-  local resp, err = self:_request(OFFSET_FETCH, body)
+  local resp, err = self:_request(OFFSET_FETCH, body, { version = BY_NAME_MAX })
   if not resp then return nil, err end
   local g = resp.groups and resp.groups[1] or resp
   if g.error_code and g.error_code ~= 0 then
