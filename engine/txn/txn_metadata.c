@@ -122,6 +122,7 @@ void kiq_txn_bump(kiq_txn_t *t, int64_t new_producer_id, int32_t timeout_ms, int
         t->last_epoch = by_producer ? t->producer_epoch : -1;
         t->producer_epoch++;
     }
+    t->fenced = false;
     t->timeout_ms = timeout_ms;
     clear_partitions(t);
     t->state = KIQ_TXN_EMPTY;
@@ -169,6 +170,7 @@ void kiq_txn_begin_if_needed(kiq_txn_t *t, int64_t now_ms)
  * told by the epochs alone, as Kafka does, so it holds after a reload. */
 static bool v2_retry(const kiq_txn_t *t, int64_t producer_id, int16_t producer_epoch)
 {
+    if (t->fenced) return false;
     if (producer_id == t->producer_id) return producer_epoch >= 0 && producer_epoch + 1 == t->producer_epoch;
     return producer_id == t->previous_producer_id && t->producer_epoch == 0 && producer_epoch == KIQ_TXN_LAST_EPOCH;
 }
@@ -224,6 +226,7 @@ void kiq_txn_prepare_end(kiq_txn_t *t, bool commit, bool v2, int64_t new_produce
         t->last_epoch = t->producer_epoch;
         if (t->producer_epoch < INT16_MAX) t->producer_epoch++;
     }
+    t->fenced = false;
     if (t->state != KIQ_TXN_ONGOING) t->start_ms = now_ms; /* an abort of nothing */
     kiq_txn_set_state(t, commit ? KIQ_TXN_PREPARE_COMMIT : KIQ_TXN_PREPARE_ABORT, now_ms);
 }
@@ -243,13 +246,11 @@ void kiq_txn_set_state(kiq_txn_t *t, kiq_txn_state_t state, int64_t now_ms)
 void kiq_txn_fence(kiq_txn_t *t, int64_t now_ms)
 {
     /* up to 32767: the old producer is fenced even at the last epoch, and
-     * the next InitProducerId rotates to a new producer id. A v2
-     * transaction's abort bumps once more, as its every end does (Kafka's
-     * fence, then the end), so the old producer's epoch is not the one
-     * before the last bump, which would read as an end's retry. */
-    int bumps = t->client_version >= 2 ? 2 : 1;
-    for (int i = 0; i < bumps; i++)
-        if (t->producer_epoch < INT16_MAX) t->producer_epoch++;
+     * the next InitProducerId rotates to a new producer id. One bump, v2
+     * too: the abort goes out at the fencing epoch, as Kafka's does. */
+    if (t->producer_epoch < INT16_MAX) t->producer_epoch++;
+    t->last_epoch = -1;
+    t->fenced = true;
     t->state = KIQ_TXN_PREPARE_ABORT;
     t->updated_ms = now_ms;
 }

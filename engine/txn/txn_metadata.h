@@ -68,6 +68,11 @@ typedef struct kiq_txn {
     /* a v2 end at the last epoch: the producer id it goes on with at epoch
      * 0 once the markers are written; -1 */
     int64_t next_producer_id;
+    /* the last end was an abort forced by a fence (a new producer, a
+     * timeout): the epoch before it ended nothing, so a v2 end naming that
+     * epoch is the fenced producer's, not a retry (Kafka clears
+     * lastProducerEpoch there); in memory only */
+    bool fenced;
 } kiq_txn_t;
 
 /* A new id's metadata: no producer yet (-1), Empty. 0 or -1 (memory). */

@@ -261,16 +261,19 @@ static void test_end_txn_v2(void **state)
     assert_int_equal(kiq_txn_check_end(&t, 7, KIQ_TXN_LAST_EPOCH, false, false, &act),
                      KIQ_ERR_INVALID_PRODUCER_ID_MAPPING);
     kiq_txn_free(&t);
-    /* a v2 transaction fenced (a new producer, its timeout) moves two epochs
-     * on, so the old producer's abort is not taken for an end's retry */
+    /* a v2 transaction fenced (a new producer, its timeout) moves one epoch
+     * on, as Kafka's: the old producer's end at the epoch before is fenced,
+     * not taken for an end's retry */
     t = made(KIQ_TXN_ONGOING, 7, 3);
     t.client_version = 2;
     kiq_txn_fence(&t, 45);
-    assert_int_equal(t.producer_epoch, 5);
+    assert_int_equal(t.producer_epoch, 4);
     kiq_txn_complete(&t, 46);
+    assert_int_equal(kiq_txn_check_end(&t, 7, 3, true, true, &act), KIQ_ERR_PRODUCER_FENCED);
     assert_int_equal(kiq_txn_check_end(&t, 7, 3, false, true, &act), KIQ_ERR_PRODUCER_FENCED);
     /* nothing ended at the epoch before an InitProducerId's bump */
-    t.state = KIQ_TXN_EMPTY;
+    kiq_txn_bump(&t, -1, 60000, 47, false);
+    assert_int_equal(t.producer_epoch, 5);
     assert_int_equal(kiq_txn_check_end(&t, 7, 4, false, true, &act), KIQ_ERR_PRODUCER_FENCED);
     kiq_txn_free(&t);
     /* v0/v1 ends keep the epoch */

@@ -34,7 +34,6 @@ final class KiqBroker {
     final int httpPort;
     private final String host;
     private final int controlPort;
-    private final int httpPort; // -1: a server someone else runs
     private final String voters;
     private final Path workdir;
     private final List<String> overrides;
@@ -61,7 +60,6 @@ final class KiqBroker {
         this.id = id;
         this.host = bootstrap.substring(0, bootstrap.lastIndexOf(':'));
         this.port = Integer.parseInt(bootstrap.substring(bootstrap.lastIndexOf(':') + 1));
-        this.httpPort = -1;
         this.controlPort = -1;
         this.httpPort = -1;
         this.voters = null;
