@@ -687,6 +687,8 @@ scenario { name = "OffsetFetch with member epochs", api = "OffsetFetch", min_ver
   fetch848(function(s) return s.epoch end),
   fetch848(function(s) return s.epoch + 1 end),
   fetch848(function(s) return s.epoch - 1 end),
+} }
+
 -- A share group (KIP-932): a member joins subscribed to a two-partition
 -- topic, is described, heartbeats at its epoch and at a wrong one, leaves;
 -- a member unknown to the group and a group of none.
