@@ -456,9 +456,11 @@ static bool regex_known(const kiq_cgroup_t *cg, const kiq_cg_member_t *m, const 
 }
 
 /* The member's subscription and details from the request; whether the
- * subscription changed. */
+ * subscription changed (a rebalance). A regex new to the group changes the
+ * member's record only (*stored): the group epoch moves when the next
+ * heartbeat resolves it, once, as Kafka's. */
 static bool update_member(const kiq_cgroup_t *cg, kiq_cg_member_t *m, kiq_request_t *r,
-                          const kiq_consumer_group_heartbeat_request_t *req)
+                          const kiq_consumer_group_heartbeat_request_t *req, bool *stored)
 {
     bool changed = false, ignored = false;
     if (req->rebalance_timeout_ms > 0) m->rebalance_timeout_ms = req->rebalance_timeout_ms;
@@ -468,8 +470,11 @@ static bool update_member(const kiq_cgroup_t *cg, kiq_cg_member_t *m, kiq_reques
     if (req->subscribed_topic_regex.p) {
         int rc = kiq_cg_member_set_regex(m, req->subscribed_topic_regex.p, (size_t)req->subscribed_topic_regex.len);
         if (rc == 1) {
-            changed = true;
             m->regex_unresolved = m->regex && !regex_known(cg, m, m->regex);
+            if (m->regex_unresolved)
+                *stored = true;
+            else
+                changed = true;
         }
     }
     if (!m->client_id) {
@@ -546,8 +551,9 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
         if (check_epoch(r, m, req->member_epoch, owned, resp)) goto out;
     }
     m->session_deadline_ns = now + (int64_t)gc->consumer_session_ms * 1000000;
-    bool subscription = update_member(cg, m, r, req);
-    if (subscription || is_new) kiq_offsets_records_add_cmember(&rs, g->id, m);
+    bool stored = false;
+    bool subscription = update_member(cg, m, r, req, &stored);
+    if (subscription || stored || is_new) kiq_offsets_records_add_cmember(&rs, g->id, m);
     subscribed_t sub;
     subscribed_topics(gc, cg, &a, &sub);
     /* a new member subscribing to nothing changes nothing (as Kafka) */

@@ -41,7 +41,7 @@ end
 local function commit(c, member, epoch, partition)
   local r = assert(c:request(OFFSET_COMMIT, { group_id = "g", generation_id_or_member_epoch = epoch,
     member_id = member, topics = { { name = "t", partitions = {
-      { partition_index = partition, committed_offset = 7 } } } } }))
+      { partition_index = partition, committed_offset = 7 } } } } }, { version = 9 })) -- by name
   return r.topics[1].partitions[1].error_code
 end
 
