@@ -23,6 +23,7 @@
 #include "replica/replica_manager.h"
 #include "share/share_manager.h"
 #include "core/uuid.h"
+#include "security/tls.h"
 
 static int32_t current_controller(void *ctx, const char **host, int *port);
 
@@ -64,10 +65,26 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     if (!b->config || kiq_broker_dirs_parse(b, kiq_config_str(config, KIQ_CFG_LOG_DIRS)) != 0 ||
         kiq_roles_parse(config, &b->roles) != 0 ||
         kiq_listeners_parse(kiq_config_str(config, KIQ_CFG_LISTENERS), ls, KIQ_MAX_LISTENERS, &nl) != 0 ||
+        kiq_listeners_protocols(config, ls, nl) != 0 ||
         kiq_listeners_pick(config, ls, nl, b->roles.broker, &data, &control) != 0)
         goto fail;
     /* a controller-only node serves no clients: none of its own */
     if (!b->roles.broker) data = NULL;
+    if (control && control->protocol != KIQ_PLAINTEXT) {
+        kiq_error_set("listener %s: the control plane is PLAINTEXT only for now", control->name);
+        goto fail;
+    }
+    if (data && data->protocol != KIQ_PLAINTEXT) {
+        b->protocol = data->protocol;
+        if (data->protocol == KIQ_SASL_PLAINTEXT || data->protocol == KIQ_SASL_SSL) {
+            kiq_error_set("listener %s: %s is not served yet", data->name, kiq_security_protocol_name(data->protocol));
+            goto fail;
+        }
+        if (!(b->tls = kiq_tls_new(config))) goto fail;
+        /* no kernel TLS: a fetch's file data is read and encrypted, not sent with sendfile */
+        KIQ_INFO("listener %s: %s through OpenSSL (fetches copied through user space, no sendfile)", data->name,
+                 kiq_security_protocol_name(data->protocol));
+    }
     snprintf(b->host, sizeof b->host, "%s", data ? data->host : "");
     b->port = data ? data->port : -1;
     b->bound_port = -1;
@@ -525,6 +542,7 @@ static int start_requests(kiq_broker_t *b)
     if (!b->quotas) return -1;
     for (int i = 0; i < b->nprocessors; i++) {
         kiq_processor_config_t pc = processor_config(b, i, b->queue);
+        pc.tls = b->tls;
         pc.pool = b->request_pool;
         pc.quotas = b->quotas;
         b->processors[i] = kiq_processor_new(&pc);
@@ -946,6 +964,7 @@ void kiq_broker_free(kiq_broker_t *b)
     if (!b) return;
     kiq_broker_stop(b);
     kiq_config_free(b->config);
+    kiq_tls_free(b->tls);
     /* the threads that ran interceptors are joined */
     if (b->interceptors.ops) b->interceptors.ops->free(b->interceptors.ctx);
     for (int i = 0; i < b->nservices; i++)
