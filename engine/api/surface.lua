@@ -34,6 +34,9 @@ return {
   { "DescribeGroups", planes = "data" },
   { "ListGroups", planes = "data" },
   { "ApiVersions", planes = "both" },
+  -- on a SASL listener, before anything else; elsewhere ILLEGAL_SASL_STATE and a close
+  { "SaslHandshake", planes = "data" },
+  { "SaslAuthenticate", planes = "data" },
   -- forwarded by the other brokers to the one hosting the controller
   { "CreateTopics", planes = "both", min = 2 },
   { "DeleteTopics", planes = "both", min = 1 },

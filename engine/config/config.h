@@ -48,6 +48,11 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "PEM trust store given inline: the trusted certificates")                                  \
     X(SSL_CLIENT_AUTH, "ssl.client.auth", STRING, "none", 0, 0, "required,requested,none",       \
       "client certificates on TLS listeners: required (mutual TLS), requested, none")           \
+    X(SASL_ENABLED_MECHANISMS, "sasl.enabled.mechanisms", STRING, "GSSAPI", 0, 0, NULL,        \
+      "the SASL mechanisms of SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512")             \
+    X(PLAIN_SASL_JAAS_CONFIG, "plain.sasl.jaas.config", STRING, "", 0, 0, NULL,                  \
+      "PLAIN's users, in Kafka's JAAS form: org.apache.kafka.common.security.plain."           \
+      "PlainLoginModule required user_alice=\"secret\";")                                       \
     X(PROCESS_ROLES, "process.roles", STRING, "", 0, 0, NULL,                                    \
       "broker, controller or broker,controller (a combined node); empty: broker, and controller "  \
       "too when broker.id is among controller.quorum.voters")                                     \

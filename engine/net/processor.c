@@ -18,6 +18,7 @@
 #include "core/say.h"
 #include "net/connection_quotas.h"
 #include "net/memory_pool.h"
+#include "security/sasl.h"
 #include "security/tls.h"
 
 /* The input buffer holds the bytes of requests not yet framed and little
@@ -58,6 +59,7 @@ typedef struct conn {
     bool starved;
     bool eof;           /* the peer closed its side: serve what was read, then close */
     kiq_tls_conn_t *tls; /* NULL on a plain listener */
+    kiq_sasl_session_t *sasl; /* NULL on a listener without SASL; the principal once authenticated */
     /* a TLS read waits for the socket to be writable, a write for it to be readable */
     bool read_wants_write, write_wants_read;
     struct conn *hnext; /* hash chain */
@@ -131,6 +133,7 @@ static void conn_close(conn_t *c, const char *why)
     ev_io_stop(p->loop, &c->rio);
     ev_io_stop(p->loop, &c->wio);
     kiq_tls_conn_free(c->tls);
+    kiq_sasl_session_unref(c->sasl);
     close(c->fd);
     conn_t **pp = &p->table[c->id % p->table_size];
     while (*pp != c) pp = &(*pp)->hnext;
@@ -348,6 +351,17 @@ static void conn_process_input(conn_t *c)
         kiq_request_free(r);
         conn_close(c, NULL);
         return;
+    }
+    if (c->sasl) {
+        /* as Kafka: anything but the handshake before authentication closes the connection */
+        if (!kiq_sasl_allows(c->sasl, r->header.api_key)) {
+            KIQ_WARN_LIMITED("connection %s: %s before SASL authentication; closing", c->peer,
+                             r->codec ? r->codec->name : "a request");
+            kiq_request_free(r);
+            conn_close(c, NULL);
+            return;
+        }
+        r->sasl = kiq_sasl_session_ref(c->sasl);
     }
     if (kiq_observers_want(p->cfg.observers, KIQ_POINT_RECEIVED)) {
         kiq_event_t e = kiq_event(KIQ_POINT_RECEIVED, p->cfg.broker);
@@ -603,7 +617,9 @@ static void adopt_socket(kiq_processor_t *p, inbox_socket_t *s)
     c->id = ++p->next_id;
     c->fd = s->fd;
     c->p = p;
-    if (p->cfg.tls && !(c->tls = kiq_tls_conn_new(p->cfg.tls, c->fd))) {
+    if ((p->cfg.tls && !(c->tls = kiq_tls_conn_new(p->cfg.tls, c->fd))) ||
+        (p->cfg.sasl && !(c->sasl = kiq_sasl_session_new(p->cfg.sasl)))) {
+        kiq_tls_conn_free(c->tls);
         close(s->fd);
         if (p->cfg.quotas) kiq_connection_quotas_release(p->cfg.quotas, s->ip);
         free(c);

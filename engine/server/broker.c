@@ -23,6 +23,7 @@
 #include "replica/replica_manager.h"
 #include "share/share_manager.h"
 #include "core/uuid.h"
+#include "security/sasl.h"
 #include "security/tls.h"
 
 static int32_t current_controller(void *ctx, const char **host, int *port);
@@ -76,13 +77,11 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     }
     if (data && data->protocol != KIQ_PLAINTEXT) {
         b->protocol = data->protocol;
-        if (data->protocol == KIQ_SASL_PLAINTEXT || data->protocol == KIQ_SASL_SSL) {
-            kiq_error_set("listener %s: %s is not served yet", data->name, kiq_security_protocol_name(data->protocol));
-            goto fail;
-        }
-        if (!(b->tls = kiq_tls_new(config))) goto fail;
+        bool sasl = data->protocol == KIQ_SASL_PLAINTEXT || data->protocol == KIQ_SASL_SSL;
+        if (sasl && !(b->sasl = kiq_sasl_new(config))) goto fail;
+        if (data->protocol != KIQ_SASL_PLAINTEXT && !(b->tls = kiq_tls_new(config))) goto fail;
         /* no kernel TLS: a fetch's file data is read and encrypted, not sent with sendfile */
-        KIQ_INFO("listener %s: %s through OpenSSL (fetches copied through user space, no sendfile)", data->name,
+        if (b->tls) KIQ_INFO("listener %s: %s through OpenSSL (fetches copied through user space, no sendfile)", data->name,
                  kiq_security_protocol_name(data->protocol));
     }
     snprintf(b->host, sizeof b->host, "%s", data ? data->host : "");
@@ -543,6 +542,7 @@ static int start_requests(kiq_broker_t *b)
     for (int i = 0; i < b->nprocessors; i++) {
         kiq_processor_config_t pc = processor_config(b, i, b->queue);
         pc.tls = b->tls;
+        pc.sasl = b->sasl;
         pc.pool = b->request_pool;
         pc.quotas = b->quotas;
         b->processors[i] = kiq_processor_new(&pc);
@@ -965,6 +965,7 @@ void kiq_broker_free(kiq_broker_t *b)
     kiq_broker_stop(b);
     kiq_config_free(b->config);
     kiq_tls_free(b->tls);
+    kiq_sasl_free(b->sasl);
     /* the threads that ran interceptors are joined */
     if (b->interceptors.ops) b->interceptors.ops->free(b->interceptors.ctx);
     for (int i = 0; i < b->nservices; i++)

@@ -8,6 +8,7 @@ import errno
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import time
 import uuid
@@ -177,3 +178,140 @@ def test_bad_tls_configs_refused(tmp_path, certs):
         with pytest.raises(AssertionError):
             b.start()
         assert reason in b.stderr_tail(), b.stderr_tail()
+
+
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+        'user_alice="alice-secret" user_bob="b\\"ob";')
+
+
+def sasl_broker(tmp_path, certs, listener, mechanisms="PLAIN"):
+    overrides = [f"sasl.enabled.mechanisms={mechanisms}",
+                 f"listener.name.{listener.lower()}.plain.sasl.jaas.config={JAAS}"]
+    if listener == "SASL_SSL":
+        overrides += ["ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}"]
+    return started(tmp_path, listener, overrides)
+
+
+def sasl_conf(b, certs, listener, user, password, mechanism="PLAIN"):
+    conf = {"bootstrap.servers": b.bootstrap, "security.protocol": listener.lower(),
+            "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
+    if listener == "SASL_SSL":
+        conf["ssl.ca.location"] = str(certs / "ca.pem")
+    return conf
+
+
+def refused(conf):
+    """The errors a client reports when its credentials are refused."""
+    errors = []
+    admin = AdminClient(dict(conf, error_cb=lambda e: errors.append(e.str())))
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=3)
+    deadline = time.monotonic() + 10
+    while not errors and time.monotonic() < deadline:
+        admin.poll(0.2)  # serves error_cb
+    return errors
+
+
+@pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
+def test_sasl_plain(tmp_path, certs, listener):
+    b = sasl_broker(tmp_path, certs, listener)
+    try:
+        round_trip(sasl_conf(b, certs, listener, "alice", "alice-secret"), f"plain-{listener.lower()}")
+        round_trip(sasl_conf(b, certs, listener, "bob", 'b"ob'), f"plain-bob-{listener.lower()}", n=5)
+        for user, password in (("alice", "wrong"), ("nobody", "alice-secret")):
+            errors = refused(sasl_conf(b, certs, listener, user, password))
+            assert any("Authentication failed: Invalid username or password" in e for e in errors), errors
+        assert b.alive()
+    finally:
+        b.stop()
+
+
+def frame(key, version, corr, body, flexible=False):
+    header = struct.pack(">hhih", key, version, corr, 4) + b"test" + (b"\x00" if flexible else b"")
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def answer(s):
+    """One response frame's body after the correlation id, or None when the
+    connection is closed instead."""
+    head = b""
+    while len(head) < 4:
+        more = s.recv(4 - len(head))
+        if not more:
+            return None
+        head += more
+    n, data = struct.unpack(">i", head)[0], b""
+    while len(data) < n:
+        more = s.recv(n - len(data))
+        assert more, "connection closed inside a response"
+        data += more
+    return data[4:]
+
+
+def closed(s):
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def handshake(s, mechanism=b"PLAIN"):
+    s.sendall(frame(17, 1, 1, struct.pack(">h", len(mechanism)) + mechanism))
+    return answer(s)
+
+
+def authenticate(s, token):
+    """SaslAuthenticate v2: (error code, error message)."""
+    s.sendall(frame(36, 2, 2, bytes([len(token) + 1]) + token + b"\x00", flexible=True))
+    a = answer(s)
+    assert a is not None, "closed without an answer"
+    code, mlen = struct.unpack(">hB", a[1:4])  # after the response header's tag byte
+    return code, a[4:4 + mlen - 1].decode() if mlen else None
+
+
+def test_sasl_bad_input(tmp_path, certs):
+    b = sasl_broker(tmp_path, certs, "SASL_PLAINTEXT", "PLAIN,SCRAM-SHA-256")
+    try:
+        def conn():
+            return socket.create_connection((b.host, b.port), timeout=10)
+        # Metadata before authenticating: closed, as Kafka does
+        with conn() as s:
+            s.sendall(frame(3, 1, 1, struct.pack(">i", -1)))
+            assert answer(s) is None
+        # an unknown mechanism: UNSUPPORTED_SASL_MECHANISM (33) with the enabled ones, then closed
+        with conn() as s:
+            a = handshake(s, b"GSSAPI")
+            assert struct.unpack(">h", a[:2])[0] == 33 and b"PLAIN" in a and b"SCRAM-SHA-256" in a
+            assert closed(s)
+        # malformed PLAIN tokens and a SCRAM message of nonsense: SASL_AUTHENTICATION_FAILED (58), closed
+        for mechanism, token in ((b"PLAIN", b"alice"), (b"PLAIN", b"\x00alice\x00x\x00y"),
+                                 (b"SCRAM-SHA-256", b"p=tls-unique,,n=alice,r=abc"),
+                                 (b"SCRAM-SHA-256", os.urandom(64))):
+            with conn() as s:
+                assert struct.unpack(">h", handshake(s, mechanism)[:2])[0] == 0
+                code, message = authenticate(s, token)
+                assert code == 58
+                assert message.startswith("Authentication failed during authentication due to invalid credentials "
+                                          f"with SASL mechanism {mechanism.decode()}"), message
+                assert closed(s)
+        # SaslAuthenticate before the handshake: ILLEGAL_SASL_STATE (34), closed
+        with conn() as s:
+            assert authenticate(s, b"\x00alice\x00alice-secret")[0] == 34
+            assert closed(s)
+        # the right password still works, and after it any request
+        with conn() as s:
+            assert struct.unpack(">h", handshake(s)[:2])[0] == 0
+            assert authenticate(s, b"\x00alice\x00alice-secret") == (0, None)
+            s.sendall(frame(3, 1, 3, struct.pack(">i", -1)))
+            assert answer(s) is not None
+        assert b.alive()
+    finally:
+        b.stop()
+
+
+def test_sasl_on_plaintext_listener(broker):
+    with socket.create_connection((broker.host, broker.port), timeout=10) as s:
+        a = handshake(s)
+        assert struct.unpack(">h", a[:2])[0] == 34  # ILLEGAL_SASL_STATE
+        assert closed(s)
+    assert broker.alive()
