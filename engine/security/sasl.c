@@ -11,6 +11,7 @@
 #include <openssl/crypto.h>
 
 #include "core/error.h"
+#include "core/say.h"
 #include "proto/errors.h"
 
 enum mech { MECH_PLAIN, MECH_SCRAM_256, MECH_SCRAM_512, MECH_COUNT };
@@ -298,6 +299,7 @@ int kiq_sasl_authenticate(kiq_sasl_session_t *ss, const uint8_t *in, size_t len,
         rc = kiq_scram_step(&ss->scram, in, len, ss->sasl->lookup ? ss->sasl->lookup : no_credential,
                             ss->sasl->lookup_ctx, &answer, out_len);
         *out = (uint8_t *)answer;
+        if (rc != 0) KIQ_DEBUG("SCRAM refused: %s", rc < 0 ? kiq_error_get() : "no such credential, or a wrong proof");
         if (rc != 0)
             kiq_error_set("Authentication failed during authentication due to invalid credentials with SASL "
                           "mechanism %s", mech_names[ss->mech]);

@@ -44,15 +44,30 @@ int kiq_scram_credential_make(enum kiq_scram_mech m, const char *password, size_
                              iterations, KIQ_SCRAM_MIN_ITERATIONS, KIQ_SCRAM_MAX_ITERATIONS, kiq_scram_mech_name(m));
     if (salt_len == 0 || salt_len > KIQ_SCRAM_MAX_SALT) return kiq_error_set("salt of %zu bytes", salt_len);
     size_t kl = kiq_scram_key_len(m);
-    uint8_t salted[KIQ_SCRAM_MAX_KEY], client_key[KIQ_SCRAM_MAX_KEY];
+    uint8_t salted[KIQ_SCRAM_MAX_KEY];
     if (PKCS5_PBKDF2_HMAC(password, (int)password_len, salt, (int)salt_len, iterations, md_of(m), (int)kl, salted) != 1)
         return kiq_error_set("PBKDF2 failed");
+    int rc = kiq_scram_credential_from_salted(m, salted, kl, salt, salt_len, iterations, out);
+    OPENSSL_cleanse(salted, sizeof salted);
+    return rc;
+}
+
+int kiq_scram_credential_from_salted(enum kiq_scram_mech m, const uint8_t *salted, size_t salted_len,
+                                     const uint8_t *salt, size_t salt_len, int32_t iterations,
+                                     kiq_scram_credential_t *out)
+{
+    size_t kl = kiq_scram_key_len(m);
+    if (iterations < KIQ_SCRAM_MIN_ITERATIONS || iterations > KIQ_SCRAM_MAX_ITERATIONS)
+        return kiq_error_set("Iterations %d is less than the minimum %d or greater than the maximum %d for %s",
+                             iterations, KIQ_SCRAM_MIN_ITERATIONS, KIQ_SCRAM_MAX_ITERATIONS, kiq_scram_mech_name(m));
+    if (salt_len == 0 || salt_len > KIQ_SCRAM_MAX_SALT) return kiq_error_set("salt of %zu bytes", salt_len);
+    if (salted_len != kl) return kiq_error_set("a salted password of %zu bytes for %s", salted_len, kiq_scram_mech_name(m));
+    uint8_t client_key[KIQ_SCRAM_MAX_KEY];
     *out = (kiq_scram_credential_t){.iterations = iterations, .salt_len = salt_len};
     memcpy(out->salt, salt, salt_len);
     hmac(m, salted, kl, "Client Key", 10, client_key);
     hmac(m, salted, kl, "Server Key", 10, out->server_key);
     EVP_Digest(client_key, kl, out->stored_key, NULL, md_of(m), NULL);
-    OPENSSL_cleanse(salted, sizeof salted);
     OPENSSL_cleanse(client_key, sizeof client_key);
     return 0;
 }
@@ -195,7 +210,10 @@ static int client_final(kiq_scram_server_t *s, const char *m, size_t len, char *
     if (attr(&p, end, 'c', &v, &vl) != 0 || (cl = unb64(v, vl, cbind, sizeof cbind)) < 0 ||
         (size_t)cl != strlen(s->gs2_header) || memcmp(cbind, s->gs2_header, (size_t)cl) != 0)
         return malformed("client final message: bad channel binding");
-    if (attr(&p, end, 'r', &v, &vl) != 0 || vl != strlen(s->nonce) || memcmp(v, s->nonce, vl) != 0)
+    /* the nonce must end with the server's, as Kafka checks it: librdkafka
+     * before 2.x's fix sends its own nonce in front of the whole one */
+    size_t nl = strlen(s->nonce);
+    if (attr(&p, end, 'r', &v, &vl) != 0 || vl < nl || memcmp(v + vl - nl, s->nonce, nl) != 0)
         return malformed("client final message: nonce does not match");
     /* extensions, then the proof last */
     const char *proof_at = NULL;

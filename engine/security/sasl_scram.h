@@ -33,6 +33,12 @@ size_t kiq_scram_key_len(enum kiq_scram_mech m);
 int kiq_scram_credential_make(enum kiq_scram_mech m, const char *password, size_t password_len, const uint8_t *salt,
                               size_t salt_len, int32_t iterations, kiq_scram_credential_t *out);
 
+/* The same from the salted password (PBKDF2's output, the digest's size),
+ * as AlterUserScramCredentials sends it. */
+int kiq_scram_credential_from_salted(enum kiq_scram_mech m, const uint8_t *salted, size_t salted_len,
+                                     const uint8_t *salt, size_t salt_len, int32_t iterations,
+                                     kiq_scram_credential_t *out);
+
 /* A user's credential for the mechanism into *out: 0, or -1 when it has none. */
 typedef int (*kiq_scram_lookup_fn)(void *ctx, enum kiq_scram_mech m, const char *user, kiq_scram_credential_t *out);
 

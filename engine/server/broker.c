@@ -50,6 +50,14 @@ static void registered(void *ctx, int64_t broker_epoch)
     kiq_producer_ids_prefetch(b->producer_ids);
 }
 
+/* Handler threads: SCRAM credentials are the metadata image's, as this
+ * node's controller holds it (none without one). */
+static int scram_lookup(void *ctx, enum kiq_scram_mech m, const char *user, kiq_scram_credential_t *out)
+{
+    kiq_broker_t *b = ctx;
+    return b->controller ? kiq_controller_scram_credential(b->controller, m, user, out) : -1;
+}
+
 kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_surface_t *surface)
 {
     if (kiq_config_validate(config) != 0) return NULL;
@@ -79,6 +87,7 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
         b->protocol = data->protocol;
         bool sasl = data->protocol == KIQ_SASL_PLAINTEXT || data->protocol == KIQ_SASL_SSL;
         if (sasl && !(b->sasl = kiq_sasl_new(config))) goto fail;
+        if (sasl) kiq_sasl_set_scram_lookup(b->sasl, scram_lookup, b);
         if (data->protocol != KIQ_SASL_PLAINTEXT && !(b->tls = kiq_tls_new(config))) goto fail;
         /* no kernel TLS: a fetch's file data is read and encrypted, not sent with sendfile */
         if (b->tls) KIQ_INFO("listener %s: %s through OpenSSL (fetches copied through user space, no sendfile)", data->name,
