@@ -5,6 +5,7 @@ log as UserScramCredentialRecords (so a restart keeps them), used to produce
 and consume; a wrong password refused with Kafka's message. The node is a
 combined broker and controller; its certificates are made at test time."""
 import pathlib
+import shutil
 import subprocess
 import time
 import uuid
@@ -17,6 +18,7 @@ from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechan
 from conftest import Broker, free_port
 from test_security import certs, refused, round_trip  # noqa: F401 (certs is a fixture)
 
+KCAT = shutil.which("kcat")
 KAFKA_LIB = pathlib.Path(__file__).resolve().parents[3] / "build" / "kafka" / "lib"
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";'
 CLIENT_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret";'
@@ -80,6 +82,16 @@ def test_scram_credentials(tmp_path, certs):
             errors = refused(conf(b, certs, mechanism, "alice", "wrong"))
             assert any("Authentication failed during authentication due to invalid credentials with SASL "
                        f"mechanism {mechanism}" in e for e in errors), errors
+
+        # kcat on Debian's librdkafka (2.0.2), whose final message puts its own nonce in front
+        if KCAT:
+            common = [KCAT, "-b", b.bootstrap, "-X", "security.protocol=sasl_ssl", "-X",
+                      f"ssl.ca.location={certs / 'ca.pem'}", "-X", "sasl.mechanism=SCRAM-SHA-512",
+                      "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret", "-t", "scram-kcat"]
+            subprocess.run(common + ["-P"], input=b"one\ntwo\n", check=True, timeout=30)
+            out = subprocess.run(common + ["-C", "-e", "-o", "beginning", "-q"], check=True, timeout=30,
+                                 capture_output=True).stdout
+            assert out.split() == [b"one", b"two"]
 
         # kafka-configs, as Kafka's docs set a user up
         if any(KAFKA_LIB.glob("*.jar")):
