@@ -399,7 +399,7 @@ static size_t input_want(conn_t *c, bool read_some)
     return c->in_len + more < need ? c->in_len + more : need;
 }
 
-static void conn_flush_cb(conn_t *c);
+static bool conn_flush(conn_t *c);
 
 static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -408,7 +408,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         /* a TLS write waited for this readiness; reading resumes after the response */
         c->write_wants_read = false;
         ev_io_stop(loop, &c->rio);
-        conn_flush_cb(c);
+        conn_flush(c);
         return;
     }
     bool read_some = false;
@@ -570,8 +570,6 @@ static bool conn_flush(conn_t *c)
     conn_finish_write(c);
     return true;
 }
-
-static void conn_flush_cb(conn_t *c) { conn_flush(c); }
 
 static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
