@@ -46,6 +46,8 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "the PKCS12 trust store's password")                                                      \
     X(SSL_TRUSTSTORE_CERTIFICATES, "ssl.truststore.certificates", STRING, "", 0, 0, NULL,        \
       "PEM trust store given inline: the trusted certificates")                                  \
+    X(SSL_PRINCIPAL_MAPPING_RULES, "ssl.principal.mapping.rules", STRING, "DEFAULT", 0, 0, NULL,  \
+      "RULE:pattern/replacement/[LU],...,DEFAULT: a client certificate's subject to the principal's name") \
     X(SSL_CLIENT_AUTH, "ssl.client.auth", STRING, "none", 0, 0, "required,requested,none",       \
       "client certificates on TLS listeners: required (mutual TLS), requested, none")           \
     X(SASL_ENABLED_MECHANISMS, "sasl.enabled.mechanisms", STRING, "GSSAPI", 0, 0, NULL,        \

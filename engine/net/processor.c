@@ -447,7 +447,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
             return;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        if (c->tls) KIQ_WARN_LIMITED("connection %s: %s; closing", c->peer, kiq_error_get());
+        if (c->tls && errno != ECONNRESET) KIQ_WARN_LIMITED("connection %s: %s; closing", c->peer, kiq_error_get());
         conn_close(c, strerror(errno));
         return;
     }

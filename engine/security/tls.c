@@ -14,14 +14,17 @@
 
 #include "core/error.h"
 #include "core/say.h"
+#include "security/principal_rules.h"
 
 /* Read-only once built (see tls.h). */
 struct kiq_tls {
     SSL_CTX *ctx;
+    kiq_principal_rules_t *rules; /* ssl.principal.mapping.rules */
 };
 
 /* Owned by the processor thread of its connection. */
 struct kiq_tls_conn {
+    const kiq_tls_t *tls;
     SSL *ssl;
     char *principal; /* set when the handshake completes */
 };
@@ -169,7 +172,8 @@ kiq_tls_t *kiq_tls_new(const kiq_config_t *c)
     /* a write that stopped half way is retried from another buffer of the same bytes */
     SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     const char *auth = kiq_config_str(c, KIQ_CFG_SSL_CLIENT_AUTH);
-    int trust = load_keystore(t->ctx, c) == 0 ? load_truststore(t->ctx, c) : -1;
+    t->rules = kiq_principal_rules_new(kiq_config_str(c, KIQ_CFG_SSL_PRINCIPAL_MAPPING_RULES));
+    int trust = !t->rules ? -1 : load_keystore(t->ctx, c) == 0 ? load_truststore(t->ctx, c) : -1;
     if (trust == 1 && strcmp(auth, "none") != 0) trust = kiq_error_set("ssl.client.auth=%s needs a trust store (ssl.truststore.location or ssl.truststore.certificates)", auth);
     if (trust < 0) {
         kiq_tls_free(t);
@@ -186,6 +190,7 @@ void kiq_tls_free(kiq_tls_t *t)
 {
     if (!t) return;
     SSL_CTX_free(t->ctx);
+    kiq_principal_rules_free(t->rules);
     free(t);
 }
 
@@ -193,6 +198,7 @@ kiq_tls_conn_t *kiq_tls_conn_new(kiq_tls_t *t, int fd)
 {
     kiq_tls_conn_t *tc = calloc(1, sizeof *tc);
     if (!tc) return NULL;
+    tc->tls = t;
     if (!(tc->ssl = SSL_new(t->ctx)) || SSL_set_fd(tc->ssl, fd) != 1) {
         ERR_clear_error();
         kiq_tls_conn_free(tc);
@@ -210,27 +216,32 @@ void kiq_tls_conn_free(kiq_tls_conn_t *tc)
     free(tc);
 }
 
-/* User: and the subject in RFC 2253 order, as Kafka's default principal
- * builder names a certificate's owner. */
-static void take_principal(kiq_tls_conn_t *tc)
+/* User: and the name ssl.principal.mapping.rules make of the subject in
+ * RFC 2253 order (DEFAULT: the whole of it), as Kafka's default principal
+ * builder names a certificate's owner; User:ANONYMOUS without one. -1
+ * when no rule matches: the connection is refused, as Kafka does. */
+static int take_principal(kiq_tls_conn_t *tc)
 {
     X509 *peer = SSL_get1_peer_certificate(tc->ssl);
-    BIO *b = BIO_new(BIO_s_mem());
-    if (!b) {
+    char name[1024] = "ANONYMOUS";
+    int rc = 0;
+    if (peer) {
+        char dn[1024] = "";
+        BIO *b = BIO_new(BIO_s_mem());
+        if (b && X509_NAME_print_ex(b, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB) >= 0) {
+            char *text;
+            long n = BIO_get_mem_data(b, &text);
+            snprintf(dn, sizeof dn, "%.*s", (int)(n > 0 ? n : 0), text);
+        }
+        BIO_free(b);
         X509_free(peer);
-        return;
+        rc = kiq_principal_rules_apply(tc->tls->rules, dn, name, sizeof name);
     }
-    BIO_puts(b, "User:");
-    if (peer)
-        X509_NAME_print_ex(b, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
-    else
-        BIO_puts(b, "ANONYMOUS");
-    char *text;
-    long n = BIO_get_mem_data(b, &text);
-    tc->principal = n > 0 ? strndup(text, (size_t)n) : NULL;
-    BIO_free(b);
-    KIQ_DEBUG("TLS session (%s) as %s", SSL_get_version(tc->ssl), tc->principal ? tc->principal : "?");
-    X509_free(peer);
+    if (rc == 0 && !(tc->principal = malloc(strlen(name) + 6))) rc = kiq_error_set("out of memory");
+    if (rc != 0) return -1;
+    sprintf(tc->principal, "User:%s", name);
+    KIQ_DEBUG("TLS session (%s) as %s", SSL_get_version(tc->ssl), tc->principal);
+    return 0;
 }
 
 /* The result of an SSL call that moved nothing, as errno. */
@@ -256,6 +267,14 @@ static ssize_t io_failure(kiq_tls_conn_t *tc, int rc, bool *other, bool reading)
         kiq_error_errno("TLS");
         return -1;
     default:
+        /* a peer that closed without close_notify (a port probe, a client
+         * giving up) has simply gone */
+        if (ERR_GET_REASON(ERR_peek_last_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+            ERR_clear_error();
+            if (reading) return 0;
+            errno = ECONNRESET;
+            return -1;
+        }
         ssl_failure(SSL_is_init_finished(tc->ssl) ? "TLS" : "TLS handshake");
         errno = EPROTO;
         return -1;
@@ -268,7 +287,10 @@ ssize_t kiq_tls_read(kiq_tls_conn_t *tc, void *buf, size_t len, bool *other)
     ERR_clear_error();
     size_t got = 0;
     int ok = SSL_read_ex(tc->ssl, buf, len, &got);
-    if (!tc->principal && SSL_is_init_finished(tc->ssl)) take_principal(tc);
+    if (!tc->principal && SSL_is_init_finished(tc->ssl) && take_principal(tc) != 0) {
+        errno = EACCES;
+        return -1;
+    }
     return ok == 1 ? (ssize_t)got : io_failure(tc, ok, other, true);
 }
 

@@ -146,6 +146,29 @@ def test_mutual_tls_pkcs12(tmp_path, certs):
         b.stop()
 
 
+def test_principal_mapping_rules(tmp_path, certs):
+    mtls = ["ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}",
+            "ssl.truststore.type=PEM", f"ssl.truststore.location={certs / 'ca.pem'}", "ssl.client.auth=required",
+            "kafkaiq.log.level=debug"]
+    client = {"ssl.certificate.location": str(certs / "client.pem"), "ssl.key.location": str(certs / "client.key")}
+    b = started(tmp_path, "SSL", mtls + ["ssl.principal.mapping.rules=RULE:^CN=([^,]*),OU=test,.*$/$1/U"])
+    try:
+        round_trip(ssl_conf(b, certs, **client), "mapped", n=5)
+        assert "as User:ALICE" in b.stderr_tail(1 << 20)
+    finally:
+        b.stop()
+    # no rule takes the name: the connection is refused, the broker stays up
+    b = started(tmp_path, "SSL", mtls + ["ssl.principal.mapping.rules=RULE:^CN=bob,.*$/bob/"])
+    try:
+        admin = AdminClient(ssl_conf(b, certs, **client))
+        with pytest.raises(KafkaException):
+            admin.list_topics(timeout=3)
+        assert "No rules apply to CN=alice,OU=test,O=KafkaIQ,C=NL" in b.stderr_tail(1 << 20)
+        assert b.alive()
+    finally:
+        b.stop()
+
+
 def test_tls_garbage_closed_cleanly(tmp_path, certs):
     b = started(tmp_path, "SSL", ["ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}"])
     try:
