@@ -25,6 +25,7 @@
 #include "core/uuid.h"
 #include "security/sasl.h"
 #include "security/tls.h"
+#include "server/broker_security.h"
 
 static int32_t current_controller(void *ctx, const char **host, int *port);
 
@@ -50,14 +51,6 @@ static void registered(void *ctx, int64_t broker_epoch)
     kiq_producer_ids_prefetch(b->producer_ids);
 }
 
-/* Handler threads: SCRAM credentials are the metadata image's, as this
- * node's controller holds it (none without one). */
-static int scram_lookup(void *ctx, enum kiq_scram_mech m, const char *user, kiq_scram_credential_t *out)
-{
-    kiq_broker_t *b = ctx;
-    return b->controller ? kiq_controller_scram_credential(b->controller, m, user, out) : -1;
-}
-
 kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_surface_t *surface)
 {
     if (kiq_config_validate(config) != 0) return NULL;
@@ -79,20 +72,6 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
         goto fail;
     /* a controller-only node serves no clients: none of its own */
     if (!b->roles.broker) data = NULL;
-    if (control && control->protocol != KIQ_PLAINTEXT) {
-        kiq_error_set("listener %s: the control plane is PLAINTEXT only for now", control->name);
-        goto fail;
-    }
-    if (data && data->protocol != KIQ_PLAINTEXT) {
-        b->protocol = data->protocol;
-        bool sasl = data->protocol == KIQ_SASL_PLAINTEXT || data->protocol == KIQ_SASL_SSL;
-        if (sasl && !(b->sasl = kiq_sasl_new(config))) goto fail;
-        if (sasl) kiq_sasl_set_scram_lookup(b->sasl, scram_lookup, b);
-        if (data->protocol != KIQ_SASL_PLAINTEXT && !(b->tls = kiq_tls_new(config))) goto fail;
-        /* no kernel TLS: a fetch's file data is read and encrypted, not sent with sendfile */
-        if (b->tls) KIQ_INFO("listener %s: %s through OpenSSL (fetches copied through user space, no sendfile)", data->name,
-                 kiq_security_protocol_name(data->protocol));
-    }
     snprintf(b->host, sizeof b->host, "%s", data ? data->host : "");
     b->port = data ? data->port : -1;
     b->bound_port = -1;
@@ -115,6 +94,7 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
         for (int i = 0; i < b->nvoters; i++) b->voters[i].id = -2 - i;
         b->cluster = b->nvoters > 0;
     }
+    if (kiq_broker_security_setup(b, config, data, control) != 0) goto fail;
     if (b->cluster && b->nvoters > 0) {
         atomic_store(&b->controller_id, b->voters[0].id);
         snprintf(b->controller_host, sizeof b->controller_host, "%s", b->voters[0].host);
