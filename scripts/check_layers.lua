@@ -18,7 +18,7 @@ local M = {}
 -- Each folder, bottom up, and what it may include besides itself. A folder
 -- may include nothing above it, and none of its peers unless listed.
 local below_log = { "core", "proto", "record", "config" }
-local domain = { "log", "net", "record", "config", "proto", "core", "metrics", "raft" }
+local domain = { "log", "net", "record", "config", "proto", "core", "metrics", "raft", "security" }
 local function with(list, ...)
   local out = { ... }
   for _, v in ipairs(list) do out[#out + 1] = v end
@@ -29,7 +29,8 @@ M.LAYERS = {
   proto = { "core" },                               -- wire types, readers, writers, generated codecs
   record = { "core", "proto" },                     -- RecordBatch, compression, CRC
   config = { "core", "proto" },                     -- configs and their Kafka names
-  net = { "core", "proto", "config", "metrics" },            -- acceptor, processors, request queue, client
+  security = { "core", "proto", "config" },         -- TLS sessions, SASL mechanisms
+  net = { "core", "proto", "config", "metrics", "security" },            -- acceptor, processors, request queue, client
   metrics = { "core" },                             -- histograms, per-topic counters
   raft = { "core", "proto" },                       -- KRaft's rules as a state machine with no I/O
   journey = { "core", "proto", "record", "net" },   -- record journeys (an observer)

@@ -12,6 +12,8 @@ PACKAGES=(
     libmicrohttpd-dev libjansson-dev
     # regex subscriptions of KIP-848 consumer groups (RE2/J syntax)
     libpcre2-dev
+    # TLS listeners and SASL/SCRAM (OpenSSL 3); openssl makes the tests' certificates
+    libssl-dev openssl
     # unit and Lua tests; clang with libFuzzer for the fuzz targets
     libcmocka-dev lua-busted luarocks clang libclang-rt-14-dev
     # prlimit for the open-files test

@@ -209,9 +209,13 @@ static void describe_broker(kiq_broker_t *b, kiq_request_t *r, const kiq_describ
             if (!(value = kiq_config_dynamic_value(b->config, KIQ_CFG_LEVEL_CLUSTER, i))) continue;
             source = KIQ_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER;
         }
+        /* passwords and keys: never told, as Kafka's PASSWORD configs */
+        bool secret = kiq_config_sensitive(i);
+        if (secret) value = NULL;
         config_entry_t *e = &out->configs[out->configs_n++];
         fill_entry(r, req, e, d->name, value, source, kiq_config_wire_type(i), !kiq_config_dynamic(i), d->doc);
-        if (!req->include_synonyms) continue;
+        e->is_sensitive = secret;
+        if (!req->include_synonyms || secret) continue;
         if (level == KIQ_CFG_LEVEL_CLUSTER) add_synonym(r, e, d->name, value, (int8_t)source);
         else broker_synonyms(b, r, e, i);
     }

@@ -34,6 +34,12 @@ return {
   { "DescribeGroups", planes = "data" },
   { "ListGroups", planes = "data" },
   { "ApiVersions", planes = "both" },
+  -- on a SASL listener, before anything else; elsewhere ILLEGAL_SASL_STATE and a close
+  { "SaslHandshake", planes = "data" },
+  { "SaslAuthenticate", planes = "data" },
+  -- answered by the controller of this node (a combined node)
+  { "DescribeUserScramCredentials", planes = "data" },
+  { "AlterUserScramCredentials", planes = "data" },
   -- forwarded by the other brokers to the one hosting the controller
   { "CreateTopics", planes = "both", min = 2 },
   { "DeleteTopics", planes = "both", min = 1 },

@@ -232,9 +232,22 @@ const char *kiq_config_static_text(const kiq_config_t *c, enum kiq_config_id id,
     return c->v[id].text;
 }
 
+bool kiq_config_sensitive(enum kiq_config_id id)
+{
+    const char *n = kiq_config_defs[id].name;
+    size_t len = strlen(n);
+    return (len > 9 && strcmp(n + len - 9, ".password") == 0) || id == KIQ_CFG_SSL_KEYSTORE_KEY ||
+           strstr(n, "jaas.config") != NULL;
+}
+
 /* Names Kafka spells more than one way: the one KafkaIQ keeps. */
 static const char *canonical_name(const char *name)
 {
+    /* listener.name.<listener>.ssl.*: KafkaIQ's one client listener has the broker-wide ones */
+    if (strncmp(name, "listener.name.", 14) == 0) {
+        const char *dot = strchr(name + 14, '.');
+        if (dot && kiq_config_find(dot + 1) >= 0) return dot + 1;
+    }
     if (strcmp(name, "message.timestamp.type") == 0) return "log.message.timestamp.type";
     if (strcmp(name, "log.dir") == 0) return "log.dirs";
     /* KRaft's names, as Kafka's tools and KRaft properties files write them */

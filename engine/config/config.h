@@ -22,6 +22,39 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "address given to clients in Metadata; empty means the bound listener")                  \
     X(CONTROL_PLANE_LISTENER_NAME, "control.plane.listener.name", STRING, "", 0, 0, NULL,       \
       "the listener that takes the controller's requests (its own queue and thread)")          \
+    X(LISTENER_SECURITY_PROTOCOL_MAP, "listener.security.protocol.map", STRING,                 \
+      "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", 0, 0, NULL,  \
+      "NAME:PROTOCOL,... the security protocol of each listener (PLAINTEXT, SSL, SASL_PLAINTEXT, " \
+      "SASL_SSL); with the default, a name not in it (a controller listener) is PLAINTEXT")      \
+    X(SSL_KEYSTORE_TYPE, "ssl.keystore.type", STRING, "JKS", 0, 0, NULL,                         \
+      "the TLS listener's key store: PEM or PKCS12 (JKS is not read)")                          \
+    X(SSL_KEYSTORE_LOCATION, "ssl.keystore.location", STRING, "", 0, 0, NULL,                    \
+      "the key store file (PEM: the private key and certificate chain)")                        \
+    X(SSL_KEYSTORE_PASSWORD, "ssl.keystore.password", STRING, "", 0, 0, NULL,                    \
+      "the PKCS12 key store's password")                                                        \
+    X(SSL_KEY_PASSWORD, "ssl.key.password", STRING, "", 0, 0, NULL,                              \
+      "the password of an encrypted private key (default: ssl.keystore.password)")             \
+    X(SSL_KEYSTORE_CERTIFICATE_CHAIN, "ssl.keystore.certificate.chain", STRING, "", 0, 0, NULL,  \
+      "PEM key store given inline: the certificate chain")                                      \
+    X(SSL_KEYSTORE_KEY, "ssl.keystore.key", STRING, "", 0, 0, NULL,                              \
+      "PEM key store given inline: the private key")                                            \
+    X(SSL_TRUSTSTORE_TYPE, "ssl.truststore.type", STRING, "JKS", 0, 0, NULL,                     \
+      "the trust store for client certificates: PEM or PKCS12 (JKS is not read)")               \
+    X(SSL_TRUSTSTORE_LOCATION, "ssl.truststore.location", STRING, "", 0, 0, NULL,                \
+      "the trust store file")                                                                   \
+    X(SSL_TRUSTSTORE_PASSWORD, "ssl.truststore.password", STRING, "", 0, 0, NULL,                \
+      "the PKCS12 trust store's password")                                                      \
+    X(SSL_TRUSTSTORE_CERTIFICATES, "ssl.truststore.certificates", STRING, "", 0, 0, NULL,        \
+      "PEM trust store given inline: the trusted certificates")                                  \
+    X(SSL_PRINCIPAL_MAPPING_RULES, "ssl.principal.mapping.rules", STRING, "DEFAULT", 0, 0, NULL,  \
+      "RULE:pattern/replacement/[LU],...,DEFAULT: a client certificate's subject to the principal's name") \
+    X(SSL_CLIENT_AUTH, "ssl.client.auth", STRING, "none", 0, 0, "required,requested,none",       \
+      "client certificates on TLS listeners: required (mutual TLS), requested, none")           \
+    X(SASL_ENABLED_MECHANISMS, "sasl.enabled.mechanisms", STRING, "GSSAPI", 0, 0, NULL,        \
+      "the SASL mechanisms of SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512")             \
+    X(PLAIN_SASL_JAAS_CONFIG, "plain.sasl.jaas.config", STRING, "", 0, 0, NULL,                  \
+      "PLAIN's users, in Kafka's JAAS form: org.apache.kafka.common.security.plain."           \
+      "PlainLoginModule required user_alice=\"secret\";")                                       \
     X(PROCESS_ROLES, "process.roles", STRING, "", 0, 0, NULL,                                    \
       "broker, controller or broker,controller (a combined node); empty: broker, and controller "  \
       "too when broker.id is among controller.quorum.voters")                                     \
@@ -315,6 +348,8 @@ const char *kiq_config_str(const kiq_config_t *c, enum kiq_config_id id);
 /* The value in effect as text (valid until the config is freed) and whether
  * it is the built-in default. */
 const char *kiq_config_text(const kiq_config_t *c, enum kiq_config_id id, bool *is_default);
+/* Whether a value is a secret (Kafka's PASSWORD type): never told back. */
+bool kiq_config_sensitive(enum kiq_config_id id);
 /* Looks a Kafka name up; -1 when unknown. */
 int kiq_config_find(const char *name);
 kiq_config_t *kiq_config_copy(const kiq_config_t *c);

@@ -1,6 +1,7 @@
 /* Parsing of listeners and controller.quorum.voters; see listeners.h. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config/listeners.h"
 #include "core/error.h"
@@ -66,6 +67,46 @@ int kiq_listeners_parse(const char *spec, kiq_listener_t *out, int max, int *n)
         p = *end ? end + 1 : end;
     }
     if (*n == 0) return kiq_error_set("listeners: empty");
+    return 0;
+}
+
+static const char *const protocol_names[] = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"};
+
+const char *kiq_security_protocol_name(enum kiq_security_protocol p) { return protocol_names[p]; }
+
+int kiq_listeners_protocols(const kiq_config_t *c, kiq_listener_t *all, int n)
+{
+    const char *map = kiq_config_str(c, KIQ_CFG_LISTENER_SECURITY_PROTOCOL_MAP);
+    bool is_default;
+    kiq_config_text(c, KIQ_CFG_LISTENER_SECURITY_PROTOCOL_MAP, &is_default);
+    for (int i = 0; i < n; i++) {
+        bool found = false;
+        size_t nl = strlen(all[i].name);
+        for (const char *p = map; *p;) {
+            const char *comma = strchr(p, ',');
+            size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            while (len && *p == ' ') p++, len--;
+            while (len && p[len - 1] == ' ') len--;
+            const char *colon = memchr(p, ':', len);
+            if (!colon)
+                return kiq_error_set("listener.security.protocol.map: '%.*s' must look like NAME:PROTOCOL", (int)len, p);
+            size_t kl = (size_t)(colon - p), vl = len - kl - 1;
+            if (kl == nl && strncasecmp(p, all[i].name, nl) == 0) {
+                int k = 0;
+                while (k < 4 && !(strlen(protocol_names[k]) == vl && strncasecmp(colon + 1, protocol_names[k], vl) == 0))
+                    k++;
+                if (k == 4)
+                    return kiq_error_set("listener.security.protocol.map: unknown security protocol '%.*s' "
+                                         "(PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)", (int)vl, colon + 1);
+                all[i].protocol = (enum kiq_security_protocol)k;
+                found = true;
+            }
+            p = comma ? comma + 1 : p + strlen(p);
+        }
+        if (!found && !is_default)
+            return kiq_error_set("listener.security.protocol.map: no security protocol for listener %s", all[i].name);
+        if (!found) all[i].protocol = KIQ_PLAINTEXT;
+    }
     return 0;
 }
 

@@ -13,14 +13,25 @@
 
 #define KIQ_MAX_LISTENERS 4
 
+/* Kafka's security protocols (listener.security.protocol.map). */
+enum kiq_security_protocol { KIQ_PLAINTEXT, KIQ_SSL, KIQ_SASL_PLAINTEXT, KIQ_SASL_SSL };
+
 typedef struct kiq_listener {
     char name[32];
     char host[256]; /* empty: every interface */
     int port;       /* 0: pick a free one */
+    enum kiq_security_protocol protocol; /* from kiq_listeners_protocols */
 } kiq_listener_t;
 
 /* 0 with *n entries, or -1 naming the bad entry. */
 int kiq_listeners_parse(const char *spec, kiq_listener_t *out, int max, int *n);
+/* Each listener's protocol from listener.security.protocol.map; -1 for a
+ * malformed map, an unknown protocol, or a listener the map was set
+ * without (with Kafka's default map such a name, a controller
+ * listener, is PLAINTEXT). */
+int kiq_listeners_protocols(const kiq_config_t *c, kiq_listener_t *all, int n);
+/* The protocol's name as Kafka writes it. */
+const char *kiq_security_protocol_name(enum kiq_security_protocol p);
 
 /* The client listener (NULL when there is none and need_data is false:
  * a controller-only node) and the control-plane one (NULL when

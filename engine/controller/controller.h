@@ -36,6 +36,7 @@
 #include "metrics/registry.h"
 #include "proto/messages.h"
 #include "raft/raft.h"
+#include "security/sasl_scram.h"
 
 typedef struct kiq_controller kiq_controller_t;
 struct kiq_quorum;
@@ -200,6 +201,20 @@ void kiq_controller_change_configs(kiq_controller_t *c, kiq_arena_t *arena, kiq_
  * (INVALID_UPDATE_VERSION, NOT_CONTROLLER, REQUEST_TIMED_OUT), the reason
  * in the error slot. */
 int kiq_controller_update_features(kiq_controller_t *c, const kiq_update_features_request_t *req);
+/* AlterUserScramCredentials (KIP-554) decided by Kafka's rules: one
+ * result per user named, a user's changes written all or none (its first
+ * refusal: UNSUPPORTED_SASL_MECHANISM, UNACCEPTABLE_CREDENTIAL,
+ * DUPLICATE_RESOURCE, RESOURCE_NOT_FOUND, NOT_CONTROLLER), the others'
+ * in one commit. Any thread; 0, or the commit's error. */
+int kiq_controller_alter_scram(kiq_controller_t *c, const kiq_alter_user_scram_credentials_request_t *req,
+                               kiq_arena_t *a, kiq_alter_user_scram_credentials_response_t *out);
+/* DescribeUserScramCredentials from the image. Any thread. */
+void kiq_controller_describe_scram(kiq_controller_t *c, const kiq_describe_user_scram_credentials_request_t *req,
+                                   kiq_arena_t *a, kiq_describe_user_scram_credentials_response_t *out);
+/* The user's credential for m into *out: 0, or -1 when none. Any thread
+ * (a SASL lookup). */
+int kiq_controller_scram_credential(kiq_controller_t *c, enum kiq_scram_mech m, const char *user,
+                                    kiq_scram_credential_t *out);
 /* A copy of the cluster as the controller sees it, for Lua and tests. */
 typedef struct kiq_controller_partition_info {
     int32_t leader, leader_epoch, partition_epoch;

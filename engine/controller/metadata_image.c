@@ -22,6 +22,7 @@ struct kiq_metadata_image {
     int64_t offset;
     int64_t next_producer_id; /* every producer id below is some broker's */
     kiq_features_t features;  /* the finalized levels (FeatureLevelRecord) */
+    kiq_scram_store_t scram;  /* UserScramCredentialRecord */
 };
 
 kiq_metadata_image_t *kiq_metadata_image_new(void)
@@ -81,6 +82,7 @@ void kiq_metadata_image_free(kiq_metadata_image_t *img)
     kiq_str_map_free(img->by_id);
     for (size_t i = 0; i < img->nconfigs; i++) config_clear(&img->configs[i]);
     free(img->configs);
+    kiq_scram_store_clear(&img->scram);
     free(img);
 }
 
@@ -535,6 +537,25 @@ static void stamp_leader(kiq_metadata_image_t *img, const kiq_uuid_t *topic_id, 
     if (find_partition(img, topic_id, partition, &t) == 0) t->partitions[partition].leader_offset = offset;
 }
 
+/* A credential a record carries, its sizes checked: a malformed one is
+ * refused like any record that does not apply. */
+static int apply_scram(kiq_metadata_image_t *img, const kiq_user_scram_credential_record_t *r)
+{
+    int m = kiq_scram_mech_of_wire(r->mechanism);
+    if (m < 0) return kiq_error_set("UserScramCredentialRecord: unknown mechanism %d", r->mechanism);
+    size_t kl = kiq_scram_key_len((enum kiq_scram_mech)m);
+    if (!r->name.p || r->salt.len <= 0 || (size_t)r->salt.len > KIQ_SCRAM_MAX_SALT ||
+        r->stored_key.len != (int32_t)kl || r->server_key.len != (int32_t)kl)
+        return kiq_error_set("UserScramCredentialRecord: malformed credential");
+    kiq_scram_credential_t c = {.iterations = r->iterations, .salt_len = (size_t)r->salt.len};
+    memcpy(c.salt, r->salt.p, c.salt_len);
+    memcpy(c.stored_key, r->stored_key.p, kl);
+    memcpy(c.server_key, r->server_key.p, kl);
+    if (kiq_scram_store_put(&img->scram, r->name.p, (size_t)r->name.len, r->mechanism, &c) != 0)
+        return kiq_error_set("out of memory");
+    return 0;
+}
+
 int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const kiq_metadata_record_t *r)
 {
     int rc;
@@ -567,6 +588,14 @@ int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const ki
         rc = 0;
         break;
     }
+    case KIQ_MR_USER_SCRAM_CREDENTIAL: rc = apply_scram(img, &r->m.user_scram_credential); break;
+    case KIQ_MR_REMOVE_USER_SCRAM_CREDENTIAL: {
+        const kiq_remove_user_scram_credential_record_t *d = &r->m.remove_user_scram_credential;
+        kiq_scram_store_remove(&img->scram, d->name.p ? d->name.p : "", d->name.p ? (size_t)d->name.len : 0,
+                               d->mechanism);
+        rc = 0;
+        break;
+    }
     default: return kiq_error_set("metadata record type %d cannot be applied", r->type);
     }
     if (rc == 0) img->offset = offset;
@@ -583,6 +612,8 @@ int64_t kiq_metadata_image_offset(const kiq_metadata_image_t *img) { return img-
 
 const kiq_features_t *kiq_metadata_image_features(const kiq_metadata_image_t *img) { return &img->features; }
 
+const kiq_scram_store_t *kiq_metadata_image_scram(const kiq_metadata_image_t *img) { return &img->scram; }
+
 /* ---- the image as records (a snapshot) ---- */
 
 static kiq_str_t str_of(const char *s) { return s ? (kiq_str_t){(char *)s, (int32_t)strlen(s)} : KIQ_STR_NULL; }
@@ -597,7 +628,7 @@ static kiq_metadata_record_t *next_record(kiq_metadata_record_t *out, size_t *n,
 int kiq_metadata_image_records(const kiq_metadata_image_t *img, kiq_arena_t *arena, kiq_metadata_record_t **out,
                                size_t *n)
 {
-    size_t cap = img->nbrokers + img->nconfigs + 1 + KIQ_FEATURE__COUNT;
+    size_t cap = img->nbrokers + img->nconfigs + 1 + KIQ_FEATURE__COUNT + img->scram.n;
     for (size_t t = 0; t < img->ntopics; t++) cap += 1 + (size_t)img->topics[t]->npartitions;
     kiq_metadata_record_t *rs = kiq_arena_calloc(arena, cap, sizeof *rs);
     *n = 0;
@@ -661,6 +692,17 @@ int kiq_metadata_image_records(const kiq_metadata_image_t *img, kiq_arena_t *are
         r->resource_name = str_of(c->resource_name);
         r->name = str_of(c->name);
         r->value = str_of(c->value);
+    }
+    for (size_t i = 0; i < img->scram.n; i++) {
+        const kiq_scram_entry_t *e = &img->scram.entries[i];
+        kiq_user_scram_credential_record_t *r = &next_record(rs, n, KIQ_MR_USER_SCRAM_CREDENTIAL)->m.user_scram_credential;
+        size_t kl = kiq_scram_key_len((enum kiq_scram_mech)kiq_scram_mech_of_wire(e->mechanism));
+        r->name = str_of(e->user);
+        r->mechanism = e->mechanism;
+        r->salt = (kiq_bytes_t){e->cred.salt, (int32_t)e->cred.salt_len};
+        r->stored_key = (kiq_bytes_t){e->cred.stored_key, (int32_t)kl};
+        r->server_key = (kiq_bytes_t){e->cred.server_key, (int32_t)kl};
+        r->iterations = e->cred.iterations;
     }
     if (img->next_producer_id > 0) {
         kiq_producer_ids_record_t *r = &next_record(rs, n, KIQ_MR_PRODUCER_IDS)->m.producer_ids;

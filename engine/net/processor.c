@@ -18,6 +18,8 @@
 #include "core/say.h"
 #include "net/connection_quotas.h"
 #include "net/memory_pool.h"
+#include "security/sasl.h"
+#include "security/tls.h"
 
 /* The input buffer holds the bytes of requests not yet framed and little
  * more, so the memory pool is charged about what a peer sent: there is
@@ -56,6 +58,10 @@ typedef struct conn {
     struct conn *next_starved; /* on p->starved while the memory pool is used up */
     bool starved;
     bool eof;           /* the peer closed its side: serve what was read, then close */
+    kiq_tls_conn_t *tls; /* NULL on a plain listener */
+    kiq_sasl_session_t *sasl; /* NULL on a listener without SASL; the principal once authenticated */
+    /* a TLS read waits for the socket to be writable, a write for it to be readable */
+    bool read_wants_write, write_wants_read;
     struct conn *hnext; /* hash chain */
 } conn_t;
 
@@ -100,7 +106,12 @@ struct kiq_processor {
     atomic_int nstarved; /* connections on the starved list */
     atomic_uint_fast64_t requests, bytes_in, bytes_out;
     atomic_uint_fast64_t closed_idle, closed_slow;
+    /* TLS: file parts of responses are read into this and encrypted (no
+     * sendfile through a user-space TLS session) */
+    uint8_t *tls_buf;
 };
+
+enum { TLS_CHUNK = 16384 }; /* one TLS record's worth */
 
 /* Processor thread: a counter only it writes, so no read-modify-write. */
 static void bump(atomic_uint_fast64_t *v, uint64_t by)
@@ -121,6 +132,8 @@ static void conn_close(conn_t *c, const char *why)
     if (why) KIQ_DEBUG("closing connection %s: %s", c->peer, why);
     ev_io_stop(p->loop, &c->rio);
     ev_io_stop(p->loop, &c->wio);
+    kiq_tls_conn_free(c->tls);
+    kiq_sasl_session_unref(c->sasl);
     close(c->fd);
     conn_t **pp = &p->table[c->id % p->table_size];
     while (*pp != c) pp = &(*pp)->hnext;
@@ -154,13 +167,21 @@ static void conn_close(conn_t *c, const char *why)
 
 static void conn_process_input(conn_t *c);
 
+/* Watches for input; bytes a TLS session already decrypted show no
+ * readiness on the socket, so the callback is made to run for them. */
+static void conn_arm_read(conn_t *c)
+{
+    ev_io_start(c->p->loop, &c->rio);
+    if (c->tls && kiq_tls_pending(c->tls)) ev_feed_event(c->p->loop, &c->rio, EV_READ);
+}
+
 /* The buffer holds no whole request: read more, unless none can come. */
 static void conn_wait_input(conn_t *c)
 {
     if (c->eof)
         conn_close(c, "peer closed");
     else if (!c->starved)
-        ev_io_start(c->p->loop, &c->rio);
+        conn_arm_read(c);
 }
 
 /* Left unread until the memory pool has room again. */
@@ -331,6 +352,17 @@ static void conn_process_input(conn_t *c)
         conn_close(c, NULL);
         return;
     }
+    if (c->sasl) {
+        /* as Kafka: anything but the handshake before authentication closes the connection */
+        if (!kiq_sasl_allows(c->sasl, r->header.api_key)) {
+            KIQ_WARN_LIMITED("connection %s: %s before SASL authentication; closing", c->peer,
+                             r->codec ? r->codec->name : "a request");
+            kiq_request_free(r);
+            conn_close(c, NULL);
+            return;
+        }
+        r->sasl = kiq_sasl_session_ref(c->sasl);
+    }
     if (kiq_observers_want(p->cfg.observers, KIQ_POINT_RECEIVED)) {
         kiq_event_t e = kiq_event(KIQ_POINT_RECEIVED, p->cfg.broker);
         e.request = r;
@@ -360,15 +392,25 @@ static size_t input_want(conn_t *c, bool read_some)
     }
     int held = 0;
     if (ioctl(c->fd, FIONREAD, &held) < 0 || held < 0) held = 0;
+    if (c->tls) held += (int)kiq_tls_pending(c->tls);
     if (!held && read_some) return 0;
     size_t more = (size_t)held > MIN_READ ? (size_t)held : MIN_READ;
     if (c->in_len >= 4 && held && more < c->in_cap) more = c->in_cap;
     return c->in_len + more < need ? c->in_len + more : need;
 }
 
+static bool conn_flush(conn_t *c);
+
 static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     conn_t *c = w->data;
+    if (c->write_wants_read) {
+        /* a TLS write waited for this readiness; reading resumes after the response */
+        c->write_wants_read = false;
+        ev_io_stop(loop, &c->rio);
+        conn_flush(c);
+        return;
+    }
     bool read_some = false;
     for (;;) {
         if (c->in_len == c->in_cap) {
@@ -378,7 +420,9 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
             if (rc < 0) return;
             if (rc == 0) break; /* starved: what is in may still frame */
         }
-        ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+        bool other = false;
+        ssize_t n = c->tls ? kiq_tls_read(c->tls, c->in + c->in_len, c->in_cap - c->in_len, &other)
+                           : read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
         if (n > 0) {
             read_some = true;
             bump(&c->p->bytes_in, (uint64_t)n);
@@ -394,7 +438,16 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
             break;
         }
         if (errno == EINTR) continue;
+        if (other) {
+            /* the session must write (a handshake step) before it reads again */
+            c->read_wants_write = true;
+            ev_io_stop(loop, &c->rio);
+            ev_io_start(loop, &c->wio);
+            conn_drop_empty_input(c);
+            return;
+        }
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        if (c->tls && errno != ECONNRESET) KIQ_WARN_LIMITED("connection %s: %s; closing", c->peer, kiq_error_get());
         conn_close(c, strerror(errno));
         return;
     }
@@ -431,6 +484,38 @@ static void conn_finish_write(conn_t *c)
     conn_process_input(c);
 }
 
+static void sent(conn_t *c, ssize_t n)
+{
+    c->last_active_ns = kiq_clock_mono_ns();
+    bump(&c->p->bytes_out, (uint64_t)n);
+}
+
+/* conn_send_some on a TLS session: file parts are read and encrypted a
+ * record at a time (a part's bytes are read again, the same ones, when
+ * the write must be retried). */
+static ssize_t conn_send_tls(conn_t *c, size_t upto)
+{
+    bool other = false;
+    ssize_t n;
+    if (c->out_off < upto) {
+        n = kiq_tls_write(c->tls, c->out + c->out_off, upto - c->out_off, &other);
+        if (n > 0) c->out_off += (size_t)n;
+    } else {
+        const kiq_file_range_t *f = &c->parts[c->part].range;
+        size_t want = f->length - c->part_off < TLS_CHUNK ? f->length - c->part_off : TLS_CHUNK;
+        n = pread(f->fd, c->p->tls_buf, want, (off_t)(f->offset + c->part_off));
+        if (n <= 0) return n;
+        n = kiq_tls_write(c->tls, c->p->tls_buf, (size_t)n, &other);
+        if (n > 0 && (c->part_off += (uint32_t)n) == f->length) {
+            c->part++;
+            c->part_off = 0;
+        }
+    }
+    if (n > 0) sent(c, n);
+    c->write_wants_read = n < 0 && other;
+    return n;
+}
+
 /* Sends from where the response stands: the bytes up to the next file
  * part with send() (MSG_MORE when a part follows, so a small header and the
  * file data share segments), the part with sendfile(). Returns what the
@@ -439,6 +524,7 @@ static void conn_finish_write(conn_t *c)
 static ssize_t conn_send_some(conn_t *c)
 {
     size_t upto = c->part < c->nparts ? c->parts[c->part].at : c->out_len;
+    if (c->tls) return conn_send_tls(c, upto);
     if (c->out_off < upto) {
         int flags = MSG_NOSIGNAL | (c->part < c->nparts ? MSG_MORE : 0);
         ssize_t n = send(c->fd, c->out + c->out_off, upto - c->out_off, flags);
@@ -472,7 +558,7 @@ static bool conn_flush(conn_t *c)
         if (n > 0) continue;
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            ev_io_start(c->p->loop, &c->wio);
+            ev_io_start(c->p->loop, c->write_wants_read ? &c->rio : &c->wio);
             return true;
         }
         /* A response cut short cannot be framed any more: the client sees
@@ -485,7 +571,18 @@ static bool conn_flush(conn_t *c)
     return true;
 }
 
-static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents) { conn_flush(w->data); }
+static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    conn_t *c = w->data;
+    if (c->read_wants_write) {
+        /* a TLS read (the handshake) waited for this readiness */
+        c->read_wants_write = false;
+        ev_io_stop(loop, &c->wio);
+        conn_read_cb(loop, &c->rio, EV_READ);
+        return;
+    }
+    conn_flush(c);
+}
 
 static void conn_respond(conn_t *c, kiq_request_t *r)
 {
@@ -518,6 +615,14 @@ static void adopt_socket(kiq_processor_t *p, inbox_socket_t *s)
     c->id = ++p->next_id;
     c->fd = s->fd;
     c->p = p;
+    if ((p->cfg.tls && !(c->tls = kiq_tls_conn_new(p->cfg.tls, c->fd))) ||
+        (p->cfg.sasl && !(c->sasl = kiq_sasl_session_new(p->cfg.sasl)))) {
+        kiq_tls_conn_free(c->tls);
+        close(s->fd);
+        if (p->cfg.quotas) kiq_connection_quotas_release(p->cfg.quotas, s->ip);
+        free(c);
+        return;
+    }
     snprintf(c->peer, sizeof c->peer, "%s", s->peer);
     snprintf(c->ip, sizeof c->ip, "%s", s->ip);
     c->last_active_ns = kiq_clock_mono_ns();
@@ -554,7 +659,7 @@ static void retry_starved(kiq_processor_t *p)
         conn_t *c = list;
         list = c->next_starved;
         c->starved = false;
-        if (!c->inflight && !c->out) ev_io_start(p->loop, &c->rio);
+        if (!c->inflight && !c->out) conn_arm_read(c);
     }
 }
 
@@ -683,7 +788,8 @@ kiq_processor_t *kiq_processor_new(const kiq_processor_config_t *cfg)
     p->table_size = 1024;
     p->table = calloc(p->table_size, sizeof *p->table);
     p->loop = ev_loop_new(EVFLAG_AUTO);
-    if (!p->table || !p->loop) {
+    if (cfg->tls) p->tls_buf = malloc(TLS_CHUNK);
+    if (!p->table || !p->loop || (cfg->tls && !p->tls_buf)) {
         kiq_processor_free(p);
         kiq_error_set("processor %d: cannot create event loop", cfg->id);
         return NULL;
@@ -768,6 +874,7 @@ void kiq_processor_free(kiq_processor_t *p)
         kiq_request_free(r);
     }
     if (p->loop) ev_loop_destroy(p->loop);
+    free(p->tls_buf);
     pthread_mutex_destroy(&p->inbox_lock);
     free(p->table);
     free(p);

@@ -41,6 +41,12 @@ typedef struct kiq_processor_config {
      * or not), before it is freed: request metrics. */
     void (*done)(void *ctx, const kiq_request_t *r);
     void *admit_ctx; /* passed to admit and done */
+    /* The listener's TLS (SSL, SASL_SSL), shared read-only; NULL: plain
+     * sockets (PLAINTEXT, SASL_PLAINTEXT), their path untouched. */
+    struct kiq_tls *tls;
+    /* The listener's SASL (SASL_PLAINTEXT, SASL_SSL), shared read-only:
+     * each connection authenticates before its other requests; NULL: none. */
+    struct kiq_sasl *sasl;
     const kiq_observers_t *observers; /* RECEIVED, RESPONSE_QUEUED, SENT; NULL: none */
     int32_t broker;                   /* whose they are */
 } kiq_processor_config_t;

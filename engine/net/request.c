@@ -1,4 +1,5 @@
 #include "net/request.h"
+#include "security/sasl.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@ void kiq_request_free(kiq_request_t *r)
     if (r->pool) kiq_memory_pool_release(r->pool, r->pooled);
     free(r->response);
     free(r->response_parts);
+    kiq_sasl_session_unref(r->sasl);
     free(r);
 }
 
@@ -135,5 +137,5 @@ void kiq_request_respond(kiq_request_t *r, const void *response)
     kiq_wr_patch_i32(&w, 0, (int32_t)size);
     r->response_parts = kiq_wr_steal_parts(&w, &r->response_nparts);
     r->response = kiq_wr_steal(&w, &r->response_len);
-    kiq_request_finish(r, false);
+    kiq_request_finish(r, r->answer_then_close);
 }

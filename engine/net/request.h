@@ -48,6 +48,9 @@ typedef struct kiq_request {
     uint64_t conn_id;
     int listener;
     char peer[64];
+    /* its connection's SASL session (a reference, dropped with the
+     * request); NULL on a listener without SASL */
+    struct kiq_sasl_session *sasl;
 
     uint8_t *frame; /* request bytes without the size prefix */
     size_t frame_len;
@@ -73,6 +76,7 @@ typedef struct kiq_request {
     kiq_file_part_t *response_parts; /* NULL when the frame is all bytes */
     size_t response_nparts;
     bool close_after; /* drop the connection instead of (or after) answering */
+    bool answer_then_close; /* a handler's: the answer goes out, then the connection closes (failed SASL) */
     bool refused;     /* the request queue was full when it came: its connection waited muted */
     kiq_request_errors_t errors; /* what the response said, once encoded */
 

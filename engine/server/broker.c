@@ -23,6 +23,9 @@
 #include "replica/replica_manager.h"
 #include "share/share_manager.h"
 #include "core/uuid.h"
+#include "security/sasl.h"
+#include "security/tls.h"
+#include "server/broker_security.h"
 
 static int32_t current_controller(void *ctx, const char **host, int *port);
 
@@ -64,6 +67,7 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     if (!b->config || kiq_broker_dirs_parse(b, kiq_config_str(config, KIQ_CFG_LOG_DIRS)) != 0 ||
         kiq_roles_parse(config, &b->roles) != 0 ||
         kiq_listeners_parse(kiq_config_str(config, KIQ_CFG_LISTENERS), ls, KIQ_MAX_LISTENERS, &nl) != 0 ||
+        kiq_listeners_protocols(config, ls, nl) != 0 ||
         kiq_listeners_pick(config, ls, nl, b->roles.broker, &data, &control) != 0)
         goto fail;
     /* a controller-only node serves no clients: none of its own */
@@ -90,6 +94,7 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
         for (int i = 0; i < b->nvoters; i++) b->voters[i].id = -2 - i;
         b->cluster = b->nvoters > 0;
     }
+    if (kiq_broker_security_setup(b, config, data, control) != 0) goto fail;
     if (b->cluster && b->nvoters > 0) {
         atomic_store(&b->controller_id, b->voters[0].id);
         snprintf(b->controller_host, sizeof b->controller_host, "%s", b->voters[0].host);
@@ -525,6 +530,8 @@ static int start_requests(kiq_broker_t *b)
     if (!b->quotas) return -1;
     for (int i = 0; i < b->nprocessors; i++) {
         kiq_processor_config_t pc = processor_config(b, i, b->queue);
+        pc.tls = b->tls;
+        pc.sasl = b->sasl;
         pc.pool = b->request_pool;
         pc.quotas = b->quotas;
         b->processors[i] = kiq_processor_new(&pc);
@@ -946,6 +953,8 @@ void kiq_broker_free(kiq_broker_t *b)
     if (!b) return;
     kiq_broker_stop(b);
     kiq_config_free(b->config);
+    kiq_tls_free(b->tls);
+    kiq_sasl_free(b->sasl);
     /* the threads that ran interceptors are joined */
     if (b->interceptors.ops) b->interceptors.ops->free(b->interceptors.ctx);
     for (int i = 0; i < b->nservices; i++)

@@ -178,6 +178,11 @@ struct kiq_broker {
     kiq_processor_t **processors;
     int nprocessors;
     kiq_acceptor_t *acceptor;
+    /* the client listener's security protocol and, for SSL, its TLS
+     * context: set at create, read-only after, freed with the broker */
+    enum kiq_security_protocol protocol;
+    struct kiq_tls *tls;
+    struct kiq_sasl *sasl; /* SASL_*: its mechanisms and users; likewise */
     /* the client listener's queued.max.request.bytes and connection
      * quotas, from start to shutdown */
     kiq_memory_pool_t *request_pool;

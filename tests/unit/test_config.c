@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "config/config.h"
+#include "config/listeners.h"
 #include "config/topic_config.h"
 #include "core/error.h"
 
@@ -107,11 +108,47 @@ static void test_topic_defaults_follow_broker(void **state)
     kiq_config_free(c);
 }
 
+/* listener.security.protocol.map: each listener's protocol; a name it
+ * lacks is PLAINTEXT only under the default map. listener.name.X.ssl.*
+ * is the broker-wide ssl.*; secrets are flagged. */
+static void test_listener_protocols(void **state)
+{
+    (void)state;
+    kiq_config_t *c = kiq_config_new();
+    kiq_listener_t ls[KIQ_MAX_LISTENERS];
+    int n;
+    assert_int_equal(kiq_listeners_parse("SASL_SSL://:1,SSL://h:2,CONTROLLER://:3", ls, KIQ_MAX_LISTENERS, &n), 0);
+    assert_int_equal(kiq_listeners_protocols(c, ls, n), 0);
+    assert_int_equal(ls[0].protocol, KIQ_SASL_SSL);
+    assert_int_equal(ls[1].protocol, KIQ_SSL);
+    assert_int_equal(ls[2].protocol, KIQ_PLAINTEXT);
+    assert_int_equal(kiq_config_set(c, "listener.security.protocol.map", "SASL_SSL:ssl, SSL:SASL_PLAINTEXT"), 0);
+    assert_int_equal(kiq_listeners_protocols(c, ls, n), -1);
+    assert_non_null(strstr(kiq_error_get(), "no security protocol for listener CONTROLLER"));
+    assert_int_equal(kiq_listeners_protocols(c, ls, 2), 0);
+    assert_int_equal(ls[0].protocol, KIQ_SSL);
+    assert_int_equal(ls[1].protocol, KIQ_SASL_PLAINTEXT);
+    assert_int_equal(kiq_config_set(c, "listener.security.protocol.map", "SSL:TLS"), 0);
+    assert_int_equal(kiq_listeners_protocols(c, ls + 1, 1), -1);
+    assert_non_null(strstr(kiq_error_get(), "unknown security protocol 'TLS'"));
+    assert_int_equal(kiq_config_set(c, "listener.security.protocol.map", "SSL"), 0);
+    assert_int_equal(kiq_listeners_protocols(c, ls + 1, 1), -1);
+    assert_non_null(strstr(kiq_error_get(), "NAME:PROTOCOL"));
+    assert_int_equal(kiq_config_set(c, "listener.name.ssl.ssl.client.auth", "required"), 0);
+    assert_string_equal(kiq_config_str(c, KIQ_CFG_SSL_CLIENT_AUTH), "required");
+    assert_int_equal(kiq_config_set(c, "ssl.client.auth", "sometimes"), -1);
+    assert_true(kiq_config_sensitive(KIQ_CFG_SSL_KEYSTORE_PASSWORD));
+    assert_true(kiq_config_sensitive(KIQ_CFG_SSL_KEYSTORE_KEY));
+    assert_false(kiq_config_sensitive(KIQ_CFG_SSL_KEYSTORE_LOCATION));
+    kiq_config_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_bad_values_named),
+        cmocka_unit_test(test_listener_protocols),
         cmocka_unit_test(test_file_and_overrides),
         cmocka_unit_test(test_topic_defaults_follow_broker),
     };

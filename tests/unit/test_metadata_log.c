@@ -80,7 +80,7 @@ static void test_every_record_round_trips(void **state)
             kiq_arena_reset(&a);
         }
     }
-    assert_null(kiq_metadata_record_name(11));
+    assert_null(kiq_metadata_record_name(6));
     kiq_metadata_record_t r;
     assert_int_equal(kiq_metadata_record_init(&r, 6), -1);
 }
@@ -168,8 +168,8 @@ static void test_unknown_and_malformed_values(void **state)
     kiq_arena_t a;
     kiq_arena_init(&a);
     kiq_metadata_record_t r;
-    /* AccessControlEntryRecord (type 11): framed well, not known here */
-    const uint8_t unknown_type[] = {1, 11, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0};
+    /* AccessControlEntryRecord (type 6): framed well, not known here */
+    const uint8_t unknown_type[] = {1, 6, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0};
     assert_int_equal(kiq_metadata_record_decode(unknown_type, sizeof unknown_type, &a, &r),
                      KIQ_METADATA_RECORD_UNKNOWN);
     /* a TopicRecord version from the future */
@@ -521,7 +521,7 @@ static void test_replay_refuses_malformed_record(void **state)
     kiq_batch_builder_t bb;
     kiq_batch_builder_init(&bb, 0, 0);
     const uint8_t ok_value[] = {1, 7, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0};
-    const uint8_t unknown_value[] = {1, 11, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0};
+    const uint8_t unknown_value[] = {1, 6, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0};
     const uint8_t bad_value[] = {1, 7, 0, 0, 0};
     assert_int_equal(kiq_batch_builder_add(&bb, NULL, -1, ok_value, sizeof ok_value, NULL, 0, 0), 0);
     assert_int_equal(kiq_batch_builder_add(&bb, NULL, -1, unknown_value, sizeof unknown_value, NULL, 0, 0), 0);

@@ -1,0 +1,315 @@
+/* SASL sessions and the PLAIN mechanism; SCRAM's exchange is in
+ * sasl_scram.c. See sasl.h. */
+#include "security/sasl.h"
+
+#include <ctype.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "core/error.h"
+#include "core/say.h"
+#include "proto/errors.h"
+
+enum mech { MECH_PLAIN, MECH_SCRAM_256, MECH_SCRAM_512, MECH_COUNT };
+static const char *const mech_names[MECH_COUNT] = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"};
+
+/* the API keys allowed before authentication */
+enum { API_SASL_HANDSHAKE = 17, API_API_VERSIONS = 18, API_SASL_AUTHENTICATE = 36 };
+
+typedef struct plain_user {
+    char *name, *password;
+} plain_user_t;
+
+/* Read-only once the listener runs (see sasl.h). */
+struct kiq_sasl {
+    int order[MECH_COUNT]; /* the enabled ones, as configured */
+    int nenabled;
+    plain_user_t *users;
+    size_t nusers;
+    kiq_scram_lookup_fn lookup;
+    void *lookup_ctx;
+};
+
+enum state { AWAIT_HANDSHAKE, AWAIT_TOKEN, DONE, FAILED };
+
+/* See sasl.h for who holds which field when. */
+struct kiq_sasl_session {
+    atomic_int refs;
+    const kiq_sasl_t *sasl;
+    atomic_bool authenticated;
+    enum state state;
+    enum mech mech;
+    kiq_scram_server_t scram;
+    char principal[300];
+};
+
+static int add_user(void *ctx, const char *user, const char *password)
+{
+    kiq_sasl_t *s = ctx;
+    plain_user_t *more = realloc(s->users, (s->nusers + 1) * sizeof *more);
+    if (!more) return kiq_error_set("out of memory");
+    s->users = more;
+    more[s->nusers] = (plain_user_t){strdup(user), strdup(password)};
+    if (!more[s->nusers].name || !more[s->nusers].password) return kiq_error_set("out of memory");
+    s->nusers++;
+    return 0;
+}
+
+int kiq_sasl_jaas_users(const char *jaas, int (*fn)(void *ctx, const char *user, const char *password), void *ctx)
+{
+    const char *p = jaas;
+    while (isspace((unsigned char)*p)) p++;
+    const char *cls = p;
+    while (*p && !isspace((unsigned char)*p) && *p != ';') p++;
+    if (p == cls) return kiq_error_set("sasl.jaas.config: no login module");
+    while (isspace((unsigned char)*p)) p++;
+    const char *flag = p;
+    while (isalpha((unsigned char)*p)) p++;
+    size_t fl = (size_t)(p - flag);
+    if (!((fl == 8 && !strncmp(flag, "required", 8)) || (fl == 9 && !strncmp(flag, "requisite", 9)) ||
+          (fl == 10 && !strncmp(flag, "sufficient", 10)) || (fl == 8 && !strncmp(flag, "optional", 8))))
+        return kiq_error_set("sasl.jaas.config: expected a control flag (required, requisite, sufficient or "
+                             "optional) after %.*s", (int)(flag - cls), cls);
+    for (;;) {
+        while (isspace((unsigned char)*p)) p++;
+        if (*p == ';') break;
+        if (!*p) return kiq_error_set("sasl.jaas.config: it must end with ';'");
+        const char *key = p;
+        while (*p && *p != '=' && !isspace((unsigned char)*p) && *p != ';') p++;
+        size_t kl = (size_t)(p - key);
+        while (isspace((unsigned char)*p)) p++;
+        if (!kl || *p != '=') return kiq_error_set("sasl.jaas.config: expected key=value at '%.20s'", key);
+        p++;
+        while (isspace((unsigned char)*p)) p++;
+        char value[512];
+        size_t vl = 0;
+        if (*p == '"') {
+            for (p++; *p && *p != '"'; p++) {
+                if (*p == '\\' && p[1]) p++;
+                if (vl + 1 >= sizeof value) return kiq_error_set("sasl.jaas.config: value too long");
+                value[vl++] = *p;
+            }
+            if (*p != '"') return kiq_error_set("sasl.jaas.config: unterminated quote");
+            p++;
+        } else {
+            while (*p && !isspace((unsigned char)*p) && *p != ';') {
+                if (vl + 1 >= sizeof value) return kiq_error_set("sasl.jaas.config: value too long");
+                value[vl++] = *p++;
+            }
+        }
+        value[vl] = 0;
+        if (kl > 5 && strncmp(key, "user_", 5) == 0) {
+            char name[256];
+            if (kl - 5 >= sizeof name) return kiq_error_set("sasl.jaas.config: user name too long");
+            memcpy(name, key + 5, kl - 5);
+            name[kl - 5] = 0;
+            if (fn(ctx, name, value) != 0) return -1;
+        }
+    }
+    for (p++; isspace((unsigned char)*p); p++) {}
+    if (*p) return kiq_error_set("sasl.jaas.config: one login module only, got more after ';'");
+    return 0;
+}
+
+kiq_sasl_t *kiq_sasl_new(const kiq_config_t *c)
+{
+    kiq_sasl_t *s = calloc(1, sizeof *s);
+    if (!s) return kiq_error_set("out of memory"), NULL;
+    for (const char *p = kiq_config_str(c, KIQ_CFG_SASL_ENABLED_MECHANISMS); *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && *p == ' ') p++, len--;
+        while (len && p[len - 1] == ' ') len--;
+        int m = 0;
+        while (m < MECH_COUNT && !(strlen(mech_names[m]) == len && strncmp(p, mech_names[m], len) == 0)) m++;
+        if (m == MECH_COUNT) {
+            kiq_error_set("sasl.enabled.mechanisms: %.*s is not served (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)",
+                          (int)len, p);
+            goto fail;
+        }
+        s->order[s->nenabled++] = m;
+        p = comma ? comma + 1 : p + strlen(p);
+    }
+    if (!s->nenabled) {
+        kiq_error_set("sasl.enabled.mechanisms: none for a SASL listener");
+        goto fail;
+    }
+    for (int i = 0; i < s->nenabled; i++)
+        if (s->order[i] == MECH_PLAIN) {
+            const char *jaas = kiq_config_str(c, KIQ_CFG_PLAIN_SASL_JAAS_CONFIG);
+            if (!*jaas) {
+                kiq_error_set("PLAIN needs its users: listener.name.<listener>.plain.sasl.jaas.config");
+                goto fail;
+            }
+            if (kiq_sasl_jaas_users(jaas, add_user, s) != 0) goto fail;
+        }
+    return s;
+fail:
+    kiq_sasl_free(s);
+    return NULL;
+}
+
+void kiq_sasl_free(kiq_sasl_t *s)
+{
+    if (!s) return;
+    for (size_t i = 0; i < s->nusers; i++) {
+        free(s->users[i].name);
+        if (s->users[i].password) OPENSSL_cleanse(s->users[i].password, strlen(s->users[i].password));
+        free(s->users[i].password);
+    }
+    free(s->users);
+    free(s);
+}
+
+void kiq_sasl_set_scram_lookup(kiq_sasl_t *s, kiq_scram_lookup_fn lookup, void *ctx)
+{
+    s->lookup = lookup;
+    s->lookup_ctx = ctx;
+}
+
+int kiq_sasl_mechanisms(const kiq_sasl_t *s, const char **names, int max)
+{
+    int n = 0;
+    for (int i = 0; i < s->nenabled && n < max; i++) names[n++] = mech_names[s->order[i]];
+    return n;
+}
+
+kiq_sasl_session_t *kiq_sasl_session_new(const kiq_sasl_t *s)
+{
+    kiq_sasl_session_t *ss = calloc(1, sizeof *ss);
+    if (!ss) return NULL;
+    atomic_init(&ss->refs, 1);
+    ss->sasl = s;
+    return ss;
+}
+
+kiq_sasl_session_t *kiq_sasl_session_ref(kiq_sasl_session_t *ss)
+{
+    atomic_fetch_add(&ss->refs, 1);
+    return ss;
+}
+
+void kiq_sasl_session_unref(kiq_sasl_session_t *ss)
+{
+    if (!ss || atomic_fetch_sub(&ss->refs, 1) != 1) return;
+    kiq_scram_server_clear(&ss->scram);
+    free(ss);
+}
+
+bool kiq_sasl_authenticated(const kiq_sasl_session_t *ss) { return atomic_load(&ss->authenticated); }
+
+bool kiq_sasl_allows(const kiq_sasl_session_t *ss, int16_t api_key)
+{
+    return atomic_load(&ss->authenticated) || api_key == API_API_VERSIONS || api_key == API_SASL_HANDSHAKE ||
+           api_key == API_SASL_AUTHENTICATE;
+}
+
+const char *kiq_sasl_principal(const kiq_sasl_session_t *ss)
+{
+    return atomic_load(&ss->authenticated) ? ss->principal : NULL;
+}
+
+int kiq_sasl_handshake(kiq_sasl_session_t *ss, const char *mechanism, size_t len)
+{
+    if (ss->state != AWAIT_HANDSHAKE) {
+        ss->state = FAILED;
+        kiq_error_set("Unexpected Kafka request of type SASL_HANDSHAKE during SASL handshake.");
+        return KIQ_ERR_ILLEGAL_SASL_STATE;
+    }
+    for (int i = 0; i < ss->sasl->nenabled; i++) {
+        int m = ss->sasl->order[i];
+        if (strlen(mech_names[m]) == len && memcmp(mechanism, mech_names[m], len) == 0) {
+            ss->mech = (enum mech)m;
+            ss->state = AWAIT_TOKEN;
+            if (m != MECH_PLAIN) kiq_scram_server_init(&ss->scram, m == MECH_SCRAM_512 ? KIQ_SCRAM_SHA_512 : KIQ_SCRAM_SHA_256);
+            return 0;
+        }
+    }
+    ss->state = FAILED;
+    kiq_error_set("Unsupported SASL mechanism %.*s", (int)(len > 64 ? 64 : len), mechanism);
+    return KIQ_ERR_UNSUPPORTED_SASL_MECHANISM;
+}
+
+static void authenticated(kiq_sasl_session_t *ss, const char *user)
+{
+    snprintf(ss->principal, sizeof ss->principal, "User:%s", user);
+    ss->state = DONE;
+    atomic_store(&ss->authenticated, true);
+}
+
+/* PLAIN's one message, authzid NUL user NUL password (RFC 4616). */
+static int plain(kiq_sasl_session_t *ss, const uint8_t *in, size_t len)
+{
+    const char *m = (const char *)in, *end = m + len;
+    const char *nul1 = memchr(m, 0, len), *nul2 = nul1 ? memchr(nul1 + 1, 0, (size_t)(end - nul1 - 1)) : NULL;
+    if (!nul1 || !nul2 || memchr(nul2 + 1, 0, (size_t)(end - nul2 - 1))) {
+        int tokens = !nul1 ? 1 : !nul2 ? 2 : 4;
+        kiq_error_set("Invalid SASL/PLAIN response: expected 3 tokens, got %d", tokens);
+        return -1;
+    }
+    size_t al = (size_t)(nul1 - m), ul = (size_t)(nul2 - nul1 - 1), pl = (size_t)(end - nul2 - 1);
+    if (!ul) return kiq_error_set("Authentication failed: username not specified"), 1;
+    if (!pl) return kiq_error_set("Authentication failed: password not specified"), 1;
+    if (al && (al != ul || memcmp(m, nul1 + 1, ul) != 0))
+        return kiq_error_set("Authentication failed: Client requested an authorization id that is different from "
+                             "username"), 1;
+    bool ok = false;
+    const char *user = nul1 + 1;
+    for (size_t i = 0; i < ss->sasl->nusers; i++) {
+        const plain_user_t *u = &ss->sasl->users[i];
+        if (strlen(u->name) == ul && memcmp(u->name, user, ul) == 0 && strlen(u->password) == pl &&
+            CRYPTO_memcmp(u->password, nul2 + 1, pl) == 0)
+            ok = true;
+    }
+    if (!ok) return kiq_error_set("Authentication failed: Invalid username or password"), 1;
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)ul, user);
+    authenticated(ss, name);
+    return 0;
+}
+
+static int no_credential(void *ctx, enum kiq_scram_mech m, const char *user, kiq_scram_credential_t *out)
+{
+    return -1;
+}
+
+int kiq_sasl_authenticate(kiq_sasl_session_t *ss, const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
+{
+    *out = NULL;
+    *out_len = 0;
+    if (ss->state != AWAIT_TOKEN) {
+        kiq_error_set(ss->state == DONE ? "SaslAuthenticate request received after successful authentication"
+                                        : "Unexpected Kafka request of type SASL_AUTHENTICATE during SASL handshake.");
+        ss->state = FAILED;
+        return KIQ_ERR_ILLEGAL_SASL_STATE;
+    }
+    int rc;
+    if (ss->mech == MECH_PLAIN) {
+        rc = plain(ss, in, len);
+        /* a malformed message gets Kafka's generic answer, a refused one its own */
+        if (rc < 0) kiq_error_set("Authentication failed during authentication due to invalid credentials with SASL "
+                                  "mechanism PLAIN");
+        if (rc == 0 && !(*out = malloc(1))) rc = kiq_error_set("out of memory");
+    } else {
+        char *answer;
+        rc = kiq_scram_step(&ss->scram, in, len, ss->sasl->lookup ? ss->sasl->lookup : no_credential,
+                            ss->sasl->lookup_ctx, &answer, out_len);
+        *out = (uint8_t *)answer;
+        if (rc != 0) KIQ_DEBUG("SCRAM refused: %s", rc < 0 ? kiq_error_get() : "no such credential, or a wrong proof");
+        if (rc != 0)
+            kiq_error_set("Authentication failed during authentication due to invalid credentials with SASL "
+                          "mechanism %s", mech_names[ss->mech]);
+        else if (ss->scram.state == KIQ_SCRAM_DONE)
+            authenticated(ss, ss->scram.user);
+    }
+    if (rc == 0) return 0;
+    free(*out);
+    *out = NULL;
+    *out_len = 0;
+    ss->state = FAILED;
+    return KIQ_ERR_SASL_AUTHENTICATION_FAILED;
+}

@@ -1,0 +1,61 @@
+/* SASL on the SASL_PLAINTEXT and SASL_SSL listeners, as Kafka serves it
+ * (KIP-43, KIP-152): SaslHandshake picks a mechanism of
+ * sasl.enabled.mechanisms, SaslAuthenticate carries its tokens; until
+ * that succeeds only ApiVersions and the two SASL requests are taken.
+ * PLAIN's users come from plain.sasl.jaas.config in Kafka's JAAS form;
+ * SCRAM's credentials from a lookup the broker installs.
+ *
+ * kiq_sasl_t: one listener's setup, built on the thread building the
+ * broker, read-only once its processors run. kiq_sasl_session_t: one
+ * connection's exchange, reference-counted (its connection and the
+ * request it has out hold one each, so a connection closed under a
+ * handler leaves the handler a live session); its exchange state is the
+ * handler thread's while the connection's one request is with it, the
+ * processor reads only `authenticated`. */
+#ifndef KIQ_SECURITY_SASL_H
+#define KIQ_SECURITY_SASL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "security/sasl_scram.h"
+
+typedef struct kiq_sasl kiq_sasl_t;
+typedef struct kiq_sasl_session kiq_sasl_session_t;
+
+/* From sasl.enabled.mechanisms and plain.sasl.jaas.config; NULL with
+ * the reason (an unknown or unserved mechanism, PLAIN without users, a
+ * JAAS text that does not parse). */
+kiq_sasl_t *kiq_sasl_new(const kiq_config_t *c);
+void kiq_sasl_free(kiq_sasl_t *s);
+/* Before the listener starts: where SCRAM credentials are looked up
+ * (lookup is called on handler threads). */
+void kiq_sasl_set_scram_lookup(kiq_sasl_t *s, kiq_scram_lookup_fn lookup, void *ctx);
+/* The enabled mechanisms' names, in configured order: their count. */
+int kiq_sasl_mechanisms(const kiq_sasl_t *s, const char **names, int max);
+
+/* Parses Kafka's PlainLoginModule JAAS text: each user_NAME="password"
+ * through fn; -1 with the reason when it does not parse. */
+int kiq_sasl_jaas_users(const char *jaas, int (*fn)(void *ctx, const char *user, const char *password), void *ctx);
+
+kiq_sasl_session_t *kiq_sasl_session_new(const kiq_sasl_t *s);
+kiq_sasl_session_t *kiq_sasl_session_ref(kiq_sasl_session_t *ss);
+void kiq_sasl_session_unref(kiq_sasl_session_t *ss);
+bool kiq_sasl_authenticated(const kiq_sasl_session_t *ss);
+/* Whether a request of api_key may come now: after authentication any;
+ * before, ApiVersions, SaslHandshake and SaslAuthenticate. */
+bool kiq_sasl_allows(const kiq_sasl_session_t *ss, int16_t api_key);
+/* "User:name" once authenticated, else NULL. */
+const char *kiq_sasl_principal(const kiq_sasl_session_t *ss);
+
+/* SaslHandshake: 0, or UNSUPPORTED_SASL_MECHANISM (not enabled) or
+ * ILLEGAL_SASL_STATE (a second handshake). */
+int kiq_sasl_handshake(kiq_sasl_session_t *ss, const char *mechanism, size_t len);
+/* SaslAuthenticate: one token in; 0 with the answer (malloc'd, possibly
+ * empty) in *out, or ILLEGAL_SASL_STATE / SASL_AUTHENTICATION_FAILED with
+ * Kafka's message in the error slot. Any failure ends the session. */
+int kiq_sasl_authenticate(kiq_sasl_session_t *ss, const uint8_t *in, size_t len, uint8_t **out, size_t *out_len);
+
+#endif

@@ -1,0 +1,67 @@
+/* libFuzzer target: the SASL parsers a client reaches before it has
+ * authenticated. The first byte picks one: a PLAIN token through a
+ * session, a SCRAM client-first message, a SCRAM client-final message
+ * after a valid first one (SHA-256 or SHA-512), or a JAAS text (the
+ * broker's own config, parsed the same way). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "security/sasl.h"
+
+static kiq_scram_credential_t creds[2];
+
+static int lookup(void *ctx, enum kiq_scram_mech m, const char *user, kiq_scram_credential_t *out)
+{
+    if (strcmp(user, "user") != 0) return -1;
+    *out = creds[m];
+    return 0;
+}
+
+static int ignore_user(void *ctx, const char *user, const char *password) { return 0; }
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static kiq_sasl_t *sasl;
+    if (!sasl) {
+        kiq_config_t *c = kiq_config_new();
+        kiq_config_set(c, "sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512");
+        kiq_config_set(c, "plain.sasl.jaas.config",
+                       "org.apache.kafka.common.security.plain.PlainLoginModule required user_user=\"pencil\";");
+        sasl = kiq_sasl_new(c);
+        kiq_config_free(c);
+        if (!sasl) abort();
+        kiq_sasl_set_scram_lookup(sasl, lookup, NULL);
+        for (int m = 0; m < 2; m++)
+            kiq_scram_credential_make((enum kiq_scram_mech)m, "pencil", 6, (const uint8_t *)"saltsalt", 8, 4096, &creds[m]);
+    }
+    if (size < 1) return 0;
+    int pick = data[0] % 5;
+    data++, size--;
+    if (pick == 4) {
+        char *text = malloc(size + 1);
+        memcpy(text, data, size);
+        text[size] = 0;
+        kiq_sasl_jaas_users(text, ignore_user, NULL);
+        free(text);
+        return 0;
+    }
+    static const char *const mechs[] = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-256", "SCRAM-SHA-512"};
+    kiq_sasl_session_t *ss = kiq_sasl_session_new(sasl);
+    kiq_sasl_handshake(ss, mechs[pick], strlen(mechs[pick]));
+    uint8_t *out;
+    size_t out_len;
+    if (pick >= 2) {
+        static const char first[] = "n,,n=user,r=fuzznonce";
+        if (kiq_sasl_authenticate(ss, (const uint8_t *)first, sizeof first - 1, &out, &out_len) != 0) abort();
+        free(out);
+    }
+    /* a copy of exactly size bytes: reads past it are caught */
+    uint8_t *in = malloc(size ? size : 1);
+    memcpy(in, data, size);
+    if (kiq_sasl_authenticate(ss, in, size, &out, &out_len) == 0) free(out);
+    free(in);
+    kiq_sasl_session_unref(ss);
+    return 0;
+}
