@@ -3,7 +3,10 @@ pinned confluent-kafka-python, consumer_member.py) through SIGKILLs of
 members and a new member joining: every record is read, and a record is
 read twice only where at-least-once allows it (a killed member's last
 record of a partition, read but maybe not committed, or a commit a
-rebalance refused).
+rebalance refused). The whole history (each acknowledged send with its
+offset, each record read, each assignment change) is also checked by
+`kafkaiq.check` (scripts/soak_check.lua): no lost write, no read skipping
+or going back over an offset within an assignment, nothing unseen.
 """
 
 import collections
@@ -17,7 +20,7 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, ConsumerGroupType, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import Broker
+from conftest import BROKER_BIN, ROOT, Broker
 
 PARTITIONS = 6
 PER_ROUND = 600
@@ -37,10 +40,16 @@ def broker(tmp_path_factory):
         b.stop()
 
 
-def produce(bs, topic, start, n):
+def produce(bs, topic, start, n, acks):
+    """Sends values start..start+n-1; acks: value -> (partition, offset)."""
     p = Producer({"bootstrap.servers": bs})
+
+    def acked(err, m):
+        assert err is None, err
+        acks[int(m.value())] = (m.partition(), m.offset())
+
     for i in range(start, start + n):
-        p.produce(topic, b"%d" % i, partition=i % PARTITIONS)
+        p.produce(topic, b"%d" % i, partition=i % PARTITIONS, on_delivery=acked)
     assert p.flush(WAIT) == 0
 
 
@@ -81,6 +90,9 @@ class Members:
                 p.wait()
         return codes
 
+    def names(self):
+        return list(self.procs) + self.killed
+
     def lines(self, name):
         path = self.logs / name
         text = path.read_text() if path.exists() else ""
@@ -92,7 +104,7 @@ class Members:
         out = collections.defaultdict(list)
         for name in list(self.procs) + self.killed:
             for f in self.lines(name):
-                if f[0] != "uncommitted":
+                if f[0] not in ("uncommitted", "reset"):
                     out[int(f[0])].append(name)
         return out
 
@@ -110,19 +122,20 @@ def test_members_killed_every_record_read(broker, tmp_path):
     admin = AdminClient({"bootstrap.servers": bs})
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(WAIT)
     members = Members(bs, group, topic, tmp_path)
+    acks = {}
     try:
         for name in ("m1", "m2", "m3"):
             members.start(name)
         wait_for("two partitions each for three members",
                  lambda: sorted(map(len, described(admin, group).values())) == [2, 2, 2])
-        produce(bs, topic, 0, PER_ROUND)
+        produce(bs, topic, 0, PER_ROUND, acks)
         wait_for("a third of the records read", lambda: len(members.read()) >= PER_ROUND // 3)
 
         # m1 dies mid-stream: once its session ends, m2 and m3 go on from its commits
         members.kill("m1")
         wait_for("the first round read", lambda: len(members.read()) >= PER_ROUND)
         wait_for("m1's session ended", lambda: len(described(admin, group)) == 2)
-        produce(bs, topic, PER_ROUND, PER_ROUND)
+        produce(bs, topic, PER_ROUND, PER_ROUND, acks)
 
         # m4 joins, then m2 dies while the second round flows
         members.start("m4")
@@ -130,7 +143,7 @@ def test_members_killed_every_record_read(broker, tmp_path):
                  lambda: sorted(map(len, described(admin, group).values())) == [2, 2, 2])
         wait_for("some of the second round read", lambda: len(members.read()) >= PER_ROUND + PER_ROUND // 3)
         members.kill("m2")
-        produce(bs, topic, 2 * PER_ROUND, PER_ROUND)
+        produce(bs, topic, 2 * PER_ROUND, PER_ROUND, acks)
         wait_for("every record read", lambda: len(members.read()) >= 3 * PER_ROUND)
         wait_for("m3 and m4 own three partitions each",
                  lambda: sorted(map(len, described(admin, group).values())) == [3, 3])
@@ -146,7 +159,7 @@ def test_members_killed_every_record_read(broker, tmp_path):
     for name in members.killed:
         last = {}
         for f in members.lines(name):
-            if f[0] != "uncommitted":
+            if f[0] not in ("uncommitted", "reset"):
                 last[int(f[1])] = int(f[0])
         allowed |= set(last.values())
     for name in ["m1", "m2", "m3", "m4"]:
@@ -157,3 +170,18 @@ def test_members_killed_every_record_read(broker, tmp_path):
     offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(WAIT)
     assert sorted((tp.partition, tp.offset) for tp in offsets.topic_partitions) == \
         [(p, 3 * PER_ROUND // PARTITIONS) for p in range(PARTITIONS)]
+
+    # the same history through kafkaiq.check
+    history = tmp_path / "history"
+    with open(history, "w") as h:
+        for v, (p, off) in sorted(acks.items()):
+            h.write(f"send {v} {topic} {p}\nack {v} {topic} {p} {off}\n")
+        for name in members.names():
+            for f in members.lines(name):
+                if f[0] == "reset":
+                    h.write(f"reset {name}\n")
+                elif f[0] != "uncommitted":
+                    h.write(f"poll {name} {topic} {f[1]} {f[2]} {f[0]}\n")
+    checked = subprocess.run([str(BROKER_BIN), "run", str(ROOT / "scripts" / "soak_check.lua"), str(history)],
+                             capture_output=True, text=True, timeout=WAIT)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
