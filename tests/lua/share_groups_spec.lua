@@ -253,4 +253,46 @@ describe("share groups in a cluster of three", function()
     elsewhere:close()
     lc:close()
   end)
+  it("answers a group's share offsets of every partition at its coordinator, each from its leader", function()
+    local ALTER_OFFSETS, DELETE_OFFSETS = 91, 92
+    local function conn(b)
+      return assert(connection.open("127.0.0.1", b.port, { client_id = "share-spec", connect_timeout_ms = 5000,
+        request_timeout_ms = 10000 }))
+    end
+    local leaders = {}
+    for i = 0, 2 do leaders[c:partition("shc", i).leader] = true end
+    local any = conn(c:broker(0))
+    local fc = assert(any:request(FIND_COORDINATOR, { key_type = 0, coordinator_keys = { "sgo" } }))
+    local coord = fc.coordinators[1].node_id
+    any:close()
+    local led_elsewhere = false
+    for id in pairs(leaders) do led_elsewhere = led_elsewhere or id ~= coord end
+    assert.is_true(led_elsewhere, "a partition led away from the coordinator")
+    local cc = conn(c:broker(coord))
+    local a = assert(cc:request(ALTER_OFFSETS, { group_id = "sgo", topics = { { topic_name = "shc", partitions = {
+      { partition_index = 0, start_offset = 3 }, { partition_index = 1, start_offset = 4 },
+      { partition_index = 2, start_offset = 5 } } } } }))
+    assert.are.equal(0, a.error_code)
+    for i = 1, 3 do assert.are.equal(0, a.responses[1].partitions[i].error_code) end
+    local function starts(topics)
+      local d = assert(cc:request(DESCRIBE_OFFSETS, { groups = { { group_id = "sgo", topics = topics } } }))
+      assert.are.equal(0, d.groups[1].error_code)
+      local got = {}
+      for _, t in ipairs(d.groups[1].topics) do
+        for _, pr in ipairs(t.partitions) do
+          assert.are.equal(0, pr.error_code)
+          got[pr.partition_index] = pr.start_offset
+        end
+      end
+      return got
+    end
+    assert.are.same({ [0] = 3, [1] = 4, [2] = 5 }, starts({ { topic_name = "shc", partitions = { 0, 1, 2 } } }))
+    assert.are.same({ [0] = 3, [1] = 4, [2] = 5 }, starts(nil)) -- every partition the group has state of
+    local del = assert(cc:request(DELETE_OFFSETS, { group_id = "sgo", topics = { { topic_name = "shc" } } }))
+    assert.are.equal(0, del.error_code)
+    assert.are.equal(0, del.responses[1].error_code)
+    assert.are.same({ [0] = -1, [1] = -1, [2] = -1 }, starts({ { topic_name = "shc", partitions = { 0, 1, 2 } } }))
+    assert.are.same({}, starts(nil))
+    cc:close()
+  end)
 end)
