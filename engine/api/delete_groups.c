@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "api/share_partitions.h"
+#include "api/share_state_topic.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "group/group_coordinator.h"
@@ -12,7 +13,8 @@
 /* The group's share-partitions led here forgotten. */
 static void drop_share_state(kiq_broker_t *b, kiq_str_t group)
 {
-    kiq_share_state_ctx_t sc = {b->topics, b->config, b->cluster};
+    kiq_share_state_ctx_t sc;
+    kiq_api_share_state_ctx(b, &sc);
     kiq_share_lock(b->shares);
     int n;
     kiq_share_tp_t *tps = kiq_share_partitions_of(b->shares, group.p, group.len, &n);

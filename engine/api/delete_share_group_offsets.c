@@ -4,6 +4,7 @@
  * share.auto.offset.reset says. In a cluster each partition's leader holds
  * its state: the other brokers are asked too (share_fanout.h). */
 #include "api/share_fanout.h"
+#include "api/share_state_topic.h"
 #include "api/share_partitions.h"
 #include "core/error.h"
 #include "core/say.h"
@@ -34,7 +35,8 @@ int kiq_api_delete_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r,
     resp->responses_n = req->topics_n > 0 ? req->topics_n : 0;
     resp->responses = kiq_arena_calloc(&r->arena, (size_t)(resp->responses_n ? resp->responses_n : 1),
                                        sizeof *resp->responses);
-    kiq_share_state_ctx_t sc = {b->topics, b->config, b->cluster};
+    kiq_share_state_ctx_t sc;
+    kiq_api_share_state_ctx(b, &sc);
     kiq_share_lock(b->shares);
     for (int32_t i = 0; i < resp->responses_n; i++) {
         kiq_delete_share_group_offsets_response_responses_t *tr = &resp->responses[i];

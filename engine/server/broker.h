@@ -139,6 +139,7 @@ struct kiq_broker {
      * a share group's coordinator asks each partition leader (cluster only;
      * set at start, stopped with the requests, freed at release) */
     struct kiq_broker_peers *share_peers;
+    atomic_bool share_state_asked; /* an ask for __share_group_state is with the controller (api/share_state_topic.c) */
     /* This run's incarnation (BrokerRegistration): a clean shutdown keeps
      * it in the clean-shutdown marker and the next start reuses it, so the
      * controller knows the broker's logs are whole and leaves its

@@ -184,7 +184,7 @@ describe("share groups in a cluster of three", function()
 
   setup(function()
     c = assert(kiq.cluster { brokers = 3, ["auto.leader.rebalance.enable"] = "false",
-      ["kafkaiq.share.auto.offset.reset"] = "earliest" })
+      ["kafkaiq.share.auto.offset.reset"] = "earliest", ["share.coordinator.state.topic.num.partitions"] = "3" })
     local a = assert(c:admin())
     assert(a:create_topics { { name = "shc", partitions = 3, replication_factor = 1 } })
     a:close()
@@ -294,5 +294,80 @@ describe("share groups in a cluster of three", function()
     assert.are.same({ [0] = -1, [1] = -1, [2] = -1 }, starts({ { topic_name = "shc", partitions = { 0, 1, 2 } } }))
     assert.are.same({}, starts(nil))
     cc:close()
+  end)
+  -- last: it kills a broker
+  it("keeps acknowledged records done when a partition's leader fails over", function()
+    local LIST_OFFSETS = 2
+    local function conn(b)
+      return assert(connection.open("127.0.0.1", b.port, { client_id = "share-spec", connect_timeout_ms = 5000,
+        request_timeout_ms = 10000 }))
+    end
+    local a = assert(c:admin())
+    assert(a:create_topics { { name = "shf", partitions = 1, replication_factor = 3 } })
+    a:close()
+    assert(c:wait_for_leader("shf", 0, 10000))
+    -- a share group in use has the controller create __share_group_state
+    local any = conn(c:broker(0))
+    assert(any:request(HEARTBEAT, { group_id = "sgf", member_id = "mf", member_epoch = 0,
+      subscribed_topic_names = { "shf" } }))
+    any:close()
+    for i = 0, 2 do assert(c:wait_for_leader("__share_group_state", i, 10000)) end
+    for i = 0, 2 do assert(c:wait_for_isr("__share_group_state", i, 3, 10000)) end
+    -- snapshots in __share_group_state as far as every replica has them
+    local function snapshots()
+      local n = 0
+      for i = 0, 2 do
+        local lc = conn(c:broker(c:partition("__share_group_state", i).leader))
+        local r = assert(lc:request(LIST_OFFSETS, { replica_id = -1, isolation_level = 0, topics = {
+          { name = "__share_group_state", partitions = { { partition_index = i, timestamp = -1 } } } } }))
+        lc:close()
+        n = n + r.topics[1].partitions[1].offset
+      end
+      return n
+    end
+    local leader = c:partition("shf", 0).leader
+    local lc = conn(c:broker(leader))
+    local md = assert(lc:request(METADATA, { topics = { { name = "shf" } }, allow_auto_topic_creation = false }))
+    local tid = md.topics[1].topic_id
+    local rs = {}
+    for i = 1, 4 do rs[i] = { value = "v" .. i } end
+    local resp = assert(lc:request(PRODUCE, { acks = -1, timeout_ms = 5000, topic_data = { { name = "shf",
+      partition_data = { { index = 0, records = assert(core.build_batch { records = rs }) } } } } }))
+    assert.are.equal(0, resp.responses[1].partition_responses[1].error_code)
+    local function share_fetch(cx, member)
+      local f = assert(cx:request(FETCH, { group_id = "sgf", member_id = member, share_session_epoch = 0,
+        max_wait_ms = 0, min_bytes = 1, max_bytes = 1048576, max_records = 10, batch_size = 10, topics = {
+          { topic_id = tid, partitions = { { partition_index = 0, acknowledgement_batches = {} } } } },
+        forgotten_topics_data = {} }))
+      local pr = f.responses[1].partitions[1]
+      assert.are.equal(0, pr.error_code)
+      local out = {}
+      for i, r in ipairs(pr.acquired_records) do out[i] = { r.first_offset, r.last_offset, r.delivery_count } end
+      return out
+    end
+    assert.are.same({ { 0, 3, 1 } }, share_fetch(lc, "m1"))
+    -- the start and the acquisition written
+    assert(kiq.wait_for(function() return snapshots() >= 2 end, 10000, "the start and acquisition snapshots"))
+    local before = snapshots()
+    local ack = assert(lc:request(ACK, { group_id = "sgf", member_id = "m1", share_session_epoch = 1, topics = {
+      { topic_id = tid, partitions = { { partition_index = 0, acknowledgement_batches = {
+        { first_offset = 0, last_offset = 1, acknowledge_types = { ACCEPT } } } } } } } }))
+    assert.are.equal(0, ack.error_code)
+    assert.are.equal(0, ack.responses[1].partitions[1].error_code)
+    assert(kiq.wait_for(function() return snapshots() > before end, 10000, "the acknowledgement's snapshot"))
+    for i = 0, 2 do assert(c:wait_for_replicas("__share_group_state", i, 10000)) end
+    lc:close()
+    c:kill(leader)
+    local now = assert(c:wait_for_leader("shf", 0, 30000, leader))
+    local nc = conn(c:broker(now))
+    -- the new leader loads the state: 0..1 stay done, 2..3 come again
+    local got
+    assert(kiq.wait_for(function()
+      local ok, v = pcall(share_fetch, nc, "m2")
+      got = ok and v or got
+      return ok
+    end, 10000, "the new leader to serve share fetches"))
+    assert.are.same({ { 2, 3, 2 } }, got)
+    nc:close()
   end)
 end)
