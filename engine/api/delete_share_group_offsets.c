@@ -38,6 +38,8 @@ int kiq_api_delete_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r,
     kiq_share_state_ctx_t sc;
     kiq_api_share_state_ctx(b, &sc);
     kiq_share_lock(b->shares);
+    kiq_api_share_cfg_t cfg;
+    kiq_api_share_cfg(b, req->group_id, &cfg);
     for (int32_t i = 0; i < resp->responses_n; i++) {
         kiq_delete_share_group_offsets_response_responses_t *tr = &resp->responses[i];
         kiq_delete_share_group_offsets_response_responses_init(tr);
@@ -49,7 +51,7 @@ int kiq_api_delete_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r,
         }
         tr->topic_id = t->id;
         for (int32_t p = 0; p < t->npartitions; p++) {
-            kiq_share_partition_drop(b->shares, req->group_id.p, req->group_id.len, &t->id, p);
+            kiq_api_share_forget(b, &cfg, req->group_id, &t->id, p);
             if (kiq_share_state_delete(&sc, req->group_id, &t->id, p) != 0) {
                 KIQ_WARN_LIMITED("share group " KIQ_STR_FMT ": state of %s-%d not deleted: %s",
                                  KIQ_STR_ARG(req->group_id), t->name, p, kiq_error_get());

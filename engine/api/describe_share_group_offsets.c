@@ -165,6 +165,11 @@ int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *
             for (int k = 0; k < n; k++) {
                 kiq_topic_t *t = kiq_topics_get_by_id(b->topics, &tps[k].topic);
                 if (!t) continue;
+                /* deleted, or state no more */
+                if (!kiq_api_share_partition_stored(b, &cfg, g->group_id, &t->id, tps[k].partition)) {
+                    kiq_topic_unref(t);
+                    continue;
+                }
                 kiq_describe_share_group_offsets_response_groups_topics_t *tr = NULL;
                 for (int32_t j = 0; j < gr->topics_n && !tr; j++)
                     if (memcmp(gr->topics[j].topic_id.b, t->id.b, 16) == 0) tr = &gr->topics[j];

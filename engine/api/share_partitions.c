@@ -98,7 +98,7 @@ kiq_share_partition_t *kiq_api_share_partition(kiq_broker_t *b, const kiq_api_sh
     int64_t log_start = kiq_partition_log_start_offset(log);
     kiq_share_state_ctx_t sc;
     kiq_api_share_state_ctx(b, &sc);
-    if (sp->start < 0 && !kiq_share_state_load(&sc, group, &topic->id, partition, sp)) {
+    if (sp->start < 0 && (sp->deleted || !kiq_share_state_load(&sc, group, &topic->id, partition, sp))) {
         kiq_share_partition_start_at(sp, cfg->earliest ? log_start : kiq_partition_log_high_watermark(log));
         kiq_api_share_store(b, group, &topic->id, partition, sp);
     }
@@ -163,12 +163,24 @@ kiq_share_partition_t *kiq_api_share_partition_stored(kiq_broker_t *b, const kiq
 {
     kiq_share_partition_t *sp = kiq_share_partition_find(b->shares, group.p, group.len, topic, partition);
     if (sp && sp->start >= 0) return sp;
+    if (sp && sp->deleted) return NULL;
     sp = kiq_share_partition_get(b->shares, group.p, group.len, topic, partition, cfg->delivery_limit, cfg->max_locks);
     kiq_share_state_ctx_t sc;
     kiq_api_share_state_ctx(b, &sc);
     if (sp && kiq_share_state_load(&sc, group, topic, partition, sp)) return sp;
     kiq_share_partition_drop(b->shares, group.p, group.len, topic, partition);
     return NULL;
+}
+
+void kiq_api_share_forget(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg, kiq_str_t group, const kiq_uuid_t *topic,
+                          int32_t partition)
+{
+    kiq_share_partition_t *sp = kiq_share_partition_get(b->shares, group.p, group.len, topic, partition,
+                                                        cfg->delivery_limit, cfg->max_locks);
+    if (!sp) return; /* out of memory: nothing of it held here */
+    kiq_share_partition_free(sp);
+    sp->start = -1;
+    sp->deleted = true;
 }
 
 void kiq_api_share_store(kiq_broker_t *b, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,

@@ -184,7 +184,8 @@ describe("share groups in a cluster of three", function()
 
   setup(function()
     c = assert(kiq.cluster { brokers = 3, ["auto.leader.rebalance.enable"] = "false",
-      ["kafkaiq.share.auto.offset.reset"] = "earliest", ["share.coordinator.state.topic.num.partitions"] = "3" })
+      ["kafkaiq.share.auto.offset.reset"] = "earliest", ["share.coordinator.state.topic.num.partitions"] = "3",
+      ["broker.session.timeout.ms"] = 1500, ["broker.heartbeat.interval.ms"] = 200 })
     local a = assert(c:admin())
     assert(a:create_topics { { name = "shc", partitions = 3, replication_factor = 1 } })
     a:close()
@@ -303,9 +304,16 @@ describe("share groups in a cluster of three", function()
         request_timeout_ms = 10000 }))
     end
     local a = assert(c:admin())
-    assert(a:create_topics { { name = "shf", partitions = 1, replication_factor = 3 } })
+    assert(a:create_topics { { name = "shf", partitions = 3, replication_factor = 3 } })
     a:close()
-    assert(c:wait_for_leader("shf", 0, 10000))
+    -- a partition led away from broker 0 (the controller's), fully replicated
+    local p, leader
+    for i = 0, 2 do
+      assert(c:wait_for_isr("shf", i, 3, 10000))
+      local l = assert(c:wait_for_leader("shf", i, 10000))
+      if l ~= 0 and not p then p, leader = i, l end
+    end
+    assert.is_number(p, "a partition led away from broker 0")
     -- a share group in use has the controller create __share_group_state
     local any = conn(c:broker(0))
     assert(any:request(HEARTBEAT, { group_id = "sgf", member_id = "mf", member_epoch = 0,
@@ -325,19 +333,18 @@ describe("share groups in a cluster of three", function()
       end
       return n
     end
-    local leader = c:partition("shf", 0).leader
     local lc = conn(c:broker(leader))
     local md = assert(lc:request(METADATA, { topics = { { name = "shf" } }, allow_auto_topic_creation = false }))
     local tid = md.topics[1].topic_id
     local rs = {}
     for i = 1, 4 do rs[i] = { value = "v" .. i } end
     local resp = assert(lc:request(PRODUCE, { acks = -1, timeout_ms = 5000, topic_data = { { name = "shf",
-      partition_data = { { index = 0, records = assert(core.build_batch { records = rs }) } } } } }))
+      partition_data = { { index = p, records = assert(core.build_batch { records = rs }) } } } } }))
     assert.are.equal(0, resp.responses[1].partition_responses[1].error_code)
     local function share_fetch(cx, member)
       local f = assert(cx:request(FETCH, { group_id = "sgf", member_id = member, share_session_epoch = 0,
         max_wait_ms = 0, min_bytes = 1, max_bytes = 1048576, max_records = 10, batch_size = 10, topics = {
-          { topic_id = tid, partitions = { { partition_index = 0, acknowledgement_batches = {} } } } },
+          { topic_id = tid, partitions = { { partition_index = p, acknowledgement_batches = {} } } } },
         forgotten_topics_data = {} }))
       local pr = f.responses[1].partitions[1]
       assert.are.equal(0, pr.error_code)
@@ -350,7 +357,7 @@ describe("share groups in a cluster of three", function()
     assert(kiq.wait_for(function() return snapshots() >= 2 end, 10000, "the start and acquisition snapshots"))
     local before = snapshots()
     local ack = assert(lc:request(ACK, { group_id = "sgf", member_id = "m1", share_session_epoch = 1, topics = {
-      { topic_id = tid, partitions = { { partition_index = 0, acknowledgement_batches = {
+      { topic_id = tid, partitions = { { partition_index = p, acknowledgement_batches = {
         { first_offset = 0, last_offset = 1, acknowledge_types = { ACCEPT } } } } } } } }))
     assert.are.equal(0, ack.error_code)
     assert.are.equal(0, ack.responses[1].partitions[1].error_code)
@@ -358,7 +365,7 @@ describe("share groups in a cluster of three", function()
     for i = 0, 2 do assert(c:wait_for_replicas("__share_group_state", i, 10000)) end
     lc:close()
     c:kill(leader)
-    local now = assert(c:wait_for_leader("shf", 0, 30000, leader))
+    local now = assert(c:wait_for_leader("shf", p, 10000, leader))
     local nc = conn(c:broker(now))
     -- the new leader loads the state: 0..1 stay done, 2..3 come again
     local got
