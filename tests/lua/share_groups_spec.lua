@@ -4,7 +4,10 @@
 -- holding the records, per-offset acknowledge types, an expired lock
 -- making records available again and the delivery limit archiving them,
 -- a closed session's records released, and the group as ShareGroupDescribe
--- and ListGroups show it.
+-- and ListGroups show it. In a cluster of three: group configs at the
+-- controller, fetches at the leader, share offsets admin answered for
+-- every partition by the coordinator, and share state in
+-- __share_group_state surviving a leader failover.
 local kiq = require "kafkaiq"
 local core = require "kafkaiq.core"
 local connection = require "kafkaiq.client.connection"
@@ -352,16 +355,17 @@ describe("share groups in a cluster of three", function()
       for i, r in ipairs(pr.acquired_records) do out[i] = { r.first_offset, r.last_offset, r.delivery_count } end
       return out
     end
+    -- what earlier cases wrote is in (each went before an answer on the same peer line)
+    local base = snapshots()
     assert.are.same({ { 0, 3, 1 } }, share_fetch(lc, "m1"))
     -- the start and the acquisition written
-    assert(kiq.wait_for(function() return snapshots() >= 2 end, 10000, "the start and acquisition snapshots"))
-    local before = snapshots()
+    assert(kiq.wait_for(function() return snapshots() >= base + 2 end, 10000, "the start and acquisition snapshots"))
     local ack = assert(lc:request(ACK, { group_id = "sgf", member_id = "m1", share_session_epoch = 1, topics = {
       { topic_id = tid, partitions = { { partition_index = p, acknowledgement_batches = {
         { first_offset = 0, last_offset = 1, acknowledge_types = { ACCEPT } } } } } } } }))
     assert.are.equal(0, ack.error_code)
     assert.are.equal(0, ack.responses[1].partitions[1].error_code)
-    assert(kiq.wait_for(function() return snapshots() > before end, 10000, "the acknowledgement's snapshot"))
+    assert(kiq.wait_for(function() return snapshots() >= base + 3 end, 10000, "the acknowledgement's snapshot"))
     for i = 0, 2 do assert(c:wait_for_replicas("__share_group_state", i, 10000)) end
     lc:close()
     c:kill(leader)
