@@ -188,5 +188,11 @@ int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *
         kiq_share_unlock(b->shares);
     }
     if (from_broker) return KIQ_HANDLER_RESPOND; /* the marks are the coordinator's to read */
+    bool ask = false; /* only for a group coordinated here */
+    for (int32_t i = 0; i < ng && !ask; i++) ask = resp->groups[i].error_code == 0;
+    if (!ask) {
+        merge(response, NULL, &r->arena);
+        return KIQ_HANDLER_RESPOND;
+    }
     return kiq_api_share_fanout(b, r, request, response, sizeof *resp, merge);
 }
