@@ -230,7 +230,7 @@ run_go() {
         return
     fi
     (cd tests/interop/go && env GOPROXY=off "$@" timeout -k 30 "$GO_TIMEOUT" /usr/bin/python3 with_brokers.py "$n" \
-        go test -json -count=1 -timeout "$((GO_TIMEOUT - 60))s" ${GO_SKIP:+-skip "$GO_SKIP"} "$pkg" |
+        go test -json -count=1 -timeout "$((GO_TIMEOUT - 60))s" "$pkg" |
         /usr/bin/python3 gotest_summary.py) 2>&1 |
         tee "$out"
     rc=${PIPESTATUS[0]}
@@ -238,16 +238,9 @@ run_go() {
 }
 
 # franz-go's own integration tests (pkg/kgo), RF as the brokers allow; its
-# SASL tests skip themselves (not served). Against three brokers
-# TestShareGroupOffsetsAdmin is left out: KafkaIQ's share offset admin calls
-# reach only the partitions their group's coordinator leads (each
-# partition's leader keeps its share state, there is no share coordinator to
-# ask); against one broker it runs.
+# SASL tests skip themselves (not served).
 run_kgo() {
-    local skip=""
-    [[ $1 -gt 1 ]] && skip='TestShareGroupOffsetsAdmin'
-
-    GO_SKIP=$skip run_go "go/kgo-brokers-$1" "$1" github.com/twmb/franz-go/pkg/kgo \
+    run_go "go/kgo-brokers-$1" "$1" github.com/twmb/franz-go/pkg/kgo \
         KGO_TEST_RF="$1" KGO_TEST_RECORDS="$KGO_RECORDS" KGO_TEST_UNSAFE=1
 }
 

@@ -1,16 +1,43 @@
 /* AlterShareGroupOffsets: an empty share group's start offset set on
  * partitions (KIP-932; kafka-share-groups --reset-offsets), a group of none
  * made one as Kafka does: what was in
- * flight there is forgotten, and the state stored. Partitions this broker
- * does not lead are answered with their error (the state is the leader's). */
+ * flight there is forgotten, and the state stored. The state is the
+ * partition leader's: in a cluster the other leaders are asked
+ * (share_fanout.h). */
+#include "api/share_fanout.h"
 #include "api/share_partitions.h"
 #include "group/group_coordinator.h"
+
+/* A leader's answer in place of the coordinator's NOT_LEADER_OR_FOLLOWER:
+ * the same request, so the same shape. */
+static void merge(void *response, const void *remote, kiq_arena_t *arena)
+{
+    (void)arena;
+    kiq_alter_share_group_offsets_response_t *resp = response;
+    const kiq_alter_share_group_offsets_response_t *rem = remote;
+    if (!rem) return;
+    for (int32_t i = 0; i < resp->responses_n && i < rem->responses_n; i++)
+        for (int32_t j = 0; j < resp->responses[i].partitions_n && j < rem->responses[i].partitions_n; j++) {
+            kiq_alter_share_group_offsets_response_responses_partitions_t *mine = &resp->responses[i].partitions[j];
+            const kiq_alter_share_group_offsets_response_responses_partitions_t *theirs =
+                &rem->responses[i].partitions[j];
+            if (mine->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER &&
+                theirs->error_code != KIQ_ERR_NOT_LEADER_OR_FOLLOWER) {
+                mine->error_code = theirs->error_code;
+                mine->error_message.p = NULL;
+                mine->error_message.len = -1;
+            }
+        }
+}
 
 int kiq_api_alter_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {
     const kiq_alter_share_group_offsets_request_t *req = request;
     kiq_alter_share_group_offsets_response_t *resp = response;
-    if ((resp->error_code = kiq_group_share_check(b->groups, req->group_id, true, true)) != 0) return KIQ_HANDLER_RESPOND;
+    /* a coordinator's ask: it checked the group */
+    bool from_broker = kiq_api_share_from_broker(b, r);
+    if (!from_broker && (resp->error_code = kiq_group_share_check(b->groups, req->group_id, true, true)) != 0)
+        return KIQ_HANDLER_RESPOND;
     resp->responses_n = req->topics_n > 0 ? req->topics_n : 0;
     resp->responses = kiq_arena_calloc(&r->arena, (size_t)(resp->responses_n ? resp->responses_n : 1),
                                        sizeof *resp->responses);
@@ -51,5 +78,6 @@ int kiq_api_alter_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r, 
         kiq_topic_unref(t);
     }
     kiq_share_unlock(b->shares);
-    return KIQ_HANDLER_RESPOND;
+    if (from_broker) return KIQ_HANDLER_RESPOND;
+    return kiq_api_share_fanout(b, r, request, response, sizeof *resp, merge);
 }

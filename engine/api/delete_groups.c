@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "api/share_partitions.h"
+#include "api/share_state_topic.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "group/group_coordinator.h"
@@ -12,12 +13,15 @@
 /* The group's share-partitions led here forgotten. */
 static void drop_share_state(kiq_broker_t *b, kiq_str_t group)
 {
-    kiq_share_state_ctx_t sc = {b->topics, b->config, b->cluster};
+    kiq_share_state_ctx_t sc;
+    kiq_api_share_state_ctx(b, &sc);
     kiq_share_lock(b->shares);
+    kiq_api_share_cfg_t cfg;
+    kiq_api_share_cfg(b, group, &cfg);
     int n;
     kiq_share_tp_t *tps = kiq_share_partitions_of(b->shares, group.p, group.len, &n);
     for (int i = 0; i < n; i++) {
-        kiq_share_partition_drop(b->shares, group.p, group.len, &tps[i].topic, tps[i].partition);
+        kiq_api_share_forget(b, &cfg, group, &tps[i].topic, tps[i].partition);
         if (kiq_share_state_delete(&sc, group, &tps[i].topic, tps[i].partition) != 0)
             KIQ_WARN_LIMITED("share group " KIQ_STR_FMT ": state of a partition not deleted: %s", KIQ_STR_ARG(group),
                              kiq_error_get());

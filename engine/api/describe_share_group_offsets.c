@@ -2,13 +2,14 @@
  * partition (KIP-932), and from v1 its lag: the records from there to the
  * high watermark not yet acknowledged or archived. The state is the
  * partition leader's (share/), read here where this broker leads the
- * partition; elsewhere, and where the group has no state (or there is no
- * such group), the start offset is -1 (Kafka's answer for a partition not
- * initialized). topics null:
- * every partition the group has state of here. */
+ * partition, and in a cluster asked of the other leaders (share_fanout.h);
+ * where the group has no state (or there is no such group), the start
+ * offset is -1 (Kafka's answer for a partition not initialized). topics
+ * null: every partition the group has state of. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/share_fanout.h"
 #include "api/share_partitions.h"
 #include "group/group_coordinator.h"
 
@@ -26,7 +27,11 @@ static void describe_partition(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg, 
         return;
     }
     kiq_topic_t *led;
-    if (kiq_api_share_log(b, &t->id, partition, &led) != 0) return;
+    if (kiq_api_share_log(b, &t->id, partition, &led) != 0) {
+        /* the leader's answer replaces it (merge), or it is cleared */
+        pr->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
+        return;
+    }
     kiq_share_partition_t *sp = kiq_api_share_partition_stored(b, cfg, group, &t->id, partition);
     if (sp && sp->start >= 0) {
         pr->start_offset = sp->start;
@@ -37,11 +42,90 @@ static void describe_partition(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg, 
     kiq_topic_unref(led);
 }
 
+typedef kiq_describe_share_group_offsets_response_t resp_t;
+typedef kiq_describe_share_group_offsets_response_groups_topics_t topic_resp_t;
+
+/* The topic of id in gr, added when missing (its partitions room for n
+ * more). */
+static topic_resp_t *topic_of(kiq_describe_share_group_offsets_response_groups_t *gr, const topic_resp_t *like,
+                              int32_t n, kiq_arena_t *arena)
+{
+    for (int32_t j = 0; j < gr->topics_n; j++) {
+        topic_resp_t *tr = &gr->topics[j];
+        if (memcmp(tr->topic_id.b, like->topic_id.b, 16) != 0) continue;
+        part_resp_t *grown = kiq_arena_calloc(arena, (size_t)(tr->partitions_n + n), sizeof *grown);
+        if (tr->partitions_n) memcpy(grown, tr->partitions, (size_t)tr->partitions_n * sizeof *grown);
+        tr->partitions = grown;
+        return tr;
+    }
+    topic_resp_t *grown = kiq_arena_calloc(arena, (size_t)gr->topics_n + 1, sizeof *grown);
+    if (gr->topics_n) memcpy(grown, gr->topics, (size_t)gr->topics_n * sizeof *grown);
+    gr->topics = grown;
+    topic_resp_t *tr = &gr->topics[gr->topics_n++];
+    kiq_describe_share_group_offsets_response_groups_topics_init(tr);
+    tr->topic_name.p = kiq_arena_strndup(arena, like->topic_name.p ? like->topic_name.p : "", (size_t)like->topic_name.len);
+    tr->topic_name.len = like->topic_name.len;
+    tr->topic_id = like->topic_id;
+    tr->partitions = kiq_arena_calloc(arena, (size_t)n, sizeof *tr->partitions);
+    return tr;
+}
+
+/* A leader's answers in place of the coordinator's marks, by topic id and
+ * partition (added where the group's every partition was asked). */
+static void merge(void *response, const void *remote, kiq_arena_t *arena)
+{
+    resp_t *resp = response;
+    const resp_t *rem = remote;
+    for (int32_t i = 0; i < resp->groups_n; i++) {
+        kiq_describe_share_group_offsets_response_groups_t *gr = &resp->groups[i];
+        if (!rem) {
+            for (int32_t j = 0; j < gr->topics_n; j++)
+                for (int32_t k = 0; k < gr->topics[j].partitions_n; k++)
+                    if (gr->topics[j].partitions[k].error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER)
+                        gr->topics[j].partitions[k].error_code = 0;
+            continue;
+        }
+        if (i >= rem->groups_n || gr->error_code) continue;
+        const kiq_describe_share_group_offsets_response_groups_t *rg = &rem->groups[i];
+        for (int32_t j = 0; j < rg->topics_n; j++) {
+            const topic_resp_t *rt = &rg->topics[j];
+            int32_t fresh = 0;
+            for (int32_t k = 0; k < rt->partitions_n; k++) {
+                const part_resp_t *rp = &rt->partitions[k];
+                if (rp->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER) continue;
+                part_resp_t *mine = NULL;
+                for (int32_t jj = 0; jj < gr->topics_n && !mine; jj++) {
+                    topic_resp_t *tr = &gr->topics[jj];
+                    if (memcmp(tr->topic_id.b, rt->topic_id.b, 16) != 0) continue;
+                    for (int32_t kk = 0; kk < tr->partitions_n && !mine; kk++)
+                        if (tr->partitions[kk].partition_index == rp->partition_index) mine = &tr->partitions[kk];
+                }
+                if (mine) {
+                    if (mine->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER) *mine = *rp;
+                } else {
+                    fresh++;
+                }
+            }
+            if (!fresh) continue;
+            topic_resp_t *tr = topic_of(gr, rt, fresh, arena);
+            for (int32_t k = 0; k < rt->partitions_n; k++) {
+                const part_resp_t *rp = &rt->partitions[k];
+                if (rp->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER) continue;
+                bool have = false;
+                for (int32_t kk = 0; kk < tr->partitions_n && !have; kk++)
+                    have = tr->partitions[kk].partition_index == rp->partition_index;
+                if (!have) tr->partitions[tr->partitions_n++] = *rp;
+            }
+        }
+    }
+}
+
 int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
                                                 void *response)
 {
     const kiq_describe_share_group_offsets_request_t *req = request;
     kiq_describe_share_group_offsets_response_t *resp = response;
+    bool from_broker = kiq_api_share_from_broker(b, r);
     int32_t ng = req->groups_n > 0 ? req->groups_n : 0;
     resp->groups_n = ng;
     resp->groups = kiq_arena_calloc(&r->arena, (size_t)(ng ? ng : 1), sizeof *resp->groups);
@@ -50,8 +134,9 @@ int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *
         kiq_describe_share_group_offsets_response_groups_t *gr = &resp->groups[i];
         kiq_describe_share_group_offsets_response_groups_init(gr);
         gr->group_id = g->group_id;
-        /* a group of none is answered as one without state, as Kafka does */
-        int16_t err = kiq_group_share_check(b->groups, g->group_id, false, false);
+        /* a group of none is answered as one without state, as Kafka does;
+         * a coordinator's ask answered as the leader */
+        int16_t err = from_broker ? 0 : kiq_group_share_check(b->groups, g->group_id, false, false);
         if (err != KIQ_ERR_GROUP_ID_NOT_FOUND && (gr->error_code = err) != 0) continue;
         kiq_share_lock(b->shares);
         kiq_api_share_cfg_t cfg;
@@ -80,6 +165,11 @@ int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *
             for (int k = 0; k < n; k++) {
                 kiq_topic_t *t = kiq_topics_get_by_id(b->topics, &tps[k].topic);
                 if (!t) continue;
+                /* deleted, or state no more */
+                if (!kiq_api_share_partition_stored(b, &cfg, g->group_id, &t->id, tps[k].partition)) {
+                    kiq_topic_unref(t);
+                    continue;
+                }
                 kiq_describe_share_group_offsets_response_groups_topics_t *tr = NULL;
                 for (int32_t j = 0; j < gr->topics_n && !tr; j++)
                     if (memcmp(gr->topics[j].topic_id.b, t->id.b, 16) == 0) tr = &gr->topics[j];
@@ -97,5 +187,12 @@ int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *
         }
         kiq_share_unlock(b->shares);
     }
-    return KIQ_HANDLER_RESPOND;
+    if (from_broker) return KIQ_HANDLER_RESPOND; /* the marks are the coordinator's to read */
+    bool ask = false; /* only for a group coordinated here */
+    for (int32_t i = 0; i < ng && !ask; i++) ask = resp->groups[i].error_code == 0;
+    if (!ask) {
+        merge(response, NULL, &r->arena);
+        return KIQ_HANDLER_RESPOND;
+    }
+    return kiq_api_share_fanout(b, r, request, response, sizeof *resp, merge);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/share_state_topic.h"
 #include "controller/metadata_cache.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -89,13 +90,15 @@ void kiq_api_share_leader(kiq_broker_t *b, kiq_request_t *r, const kiq_uuid_t *t
 kiq_share_partition_t *kiq_api_share_partition(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg, kiq_str_t group,
                                                kiq_topic_t *topic, int32_t partition, int64_t now_ms)
 {
+    kiq_api_share_state_topic_ensure(b);
     kiq_share_partition_t *sp = kiq_share_partition_get(b->shares, group.p, group.len, &topic->id, partition,
                                                         cfg->delivery_limit, cfg->max_locks);
     if (!sp) return NULL;
     kiq_partition_log_t *log = topic->partitions[partition]->log;
     int64_t log_start = kiq_partition_log_start_offset(log);
-    kiq_share_state_ctx_t sc = {b->topics, b->config, b->cluster};
-    if (sp->start < 0 && !kiq_share_state_load(&sc, group, &topic->id, partition, sp)) {
+    kiq_share_state_ctx_t sc;
+    kiq_api_share_state_ctx(b, &sc);
+    if (sp->start < 0 && (sp->deleted || !kiq_share_state_load(&sc, group, &topic->id, partition, sp))) {
         kiq_share_partition_start_at(sp, cfg->earliest ? log_start : kiq_partition_log_high_watermark(log));
         kiq_api_share_store(b, group, &topic->id, partition, sp);
     }
@@ -160,17 +163,31 @@ kiq_share_partition_t *kiq_api_share_partition_stored(kiq_broker_t *b, const kiq
 {
     kiq_share_partition_t *sp = kiq_share_partition_find(b->shares, group.p, group.len, topic, partition);
     if (sp && sp->start >= 0) return sp;
+    if (sp && sp->deleted) return NULL;
     sp = kiq_share_partition_get(b->shares, group.p, group.len, topic, partition, cfg->delivery_limit, cfg->max_locks);
-    kiq_share_state_ctx_t sc = {b->topics, b->config, b->cluster};
+    kiq_share_state_ctx_t sc;
+    kiq_api_share_state_ctx(b, &sc);
     if (sp && kiq_share_state_load(&sc, group, topic, partition, sp)) return sp;
     kiq_share_partition_drop(b->shares, group.p, group.len, topic, partition);
     return NULL;
 }
 
+void kiq_api_share_forget(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg, kiq_str_t group, const kiq_uuid_t *topic,
+                          int32_t partition)
+{
+    kiq_share_partition_t *sp = kiq_share_partition_get(b->shares, group.p, group.len, topic, partition,
+                                                        cfg->delivery_limit, cfg->max_locks);
+    if (!sp) return; /* out of memory: nothing of it held here */
+    kiq_share_partition_free(sp);
+    sp->start = -1;
+    sp->deleted = true;
+}
+
 void kiq_api_share_store(kiq_broker_t *b, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,
                          kiq_share_partition_t *sp)
 {
-    kiq_share_state_ctx_t sc = {b->topics, b->config, b->cluster};
+    kiq_share_state_ctx_t sc;
+    kiq_api_share_state_ctx(b, &sc);
     if (kiq_share_state_store(&sc, group, topic, partition, sp) != 0)
         KIQ_WARN_LIMITED("share group " KIQ_STR_FMT ": state of a partition not stored: %s", KIQ_STR_ARG(group),
                          kiq_error_get());

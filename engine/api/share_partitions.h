@@ -50,6 +50,12 @@ kiq_share_partition_t *kiq_api_share_partition(kiq_broker_t *b, const kiq_api_sh
 kiq_share_partition_t *kiq_api_share_partition_stored(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg,
                                                       kiq_str_t group, const kiq_uuid_t *topic, int32_t partition);
 
+/* The share-partition's state deleted here (its tombstone the caller's
+ * to store): kept as not started and not loaded again, as this broker's
+ * replica of __share_group_state may not have the tombstone yet. */
+void kiq_api_share_forget(kiq_broker_t *b, const kiq_api_share_cfg_t *cfg, kiq_str_t group, const kiq_uuid_t *topic,
+                          int32_t partition);
+
 /* Stores the share-partition's state after a change (a failure is logged:
  * the state goes on in memory). */
 void kiq_api_share_store(kiq_broker_t *b, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,

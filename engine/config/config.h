@@ -246,7 +246,9 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS, "share.coordinator.state.topic.num.partitions", INT,  \
       "50", 1, 1000, NULL, "partitions of __share_group_state (created on first use)")          \
     X(SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR, "share.coordinator.state.topic.replication.factor", \
-      INT, "1", 1, 32767, NULL, "replicas of each partition of __share_group_state")           \
+      INT, "3", 1, 32767, NULL, "replicas of each partition of __share_group_state (at most the live brokers)") \
+    X(SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR, "share.coordinator.state.topic.min.isr", INT, "2", 1, 32767, \
+      NULL, "min.insync.replicas of __share_group_state (at most its replicas)")                \
     X(SHARE_COORDINATOR_STATE_TOPIC_SEGMENT_BYTES, "share.coordinator.state.topic.segment.bytes", INT, \
       "104857600", 14, INT32_MAX, NULL, "segment size of __share_group_state")                  \
     X(SHARE_AUTO_OFFSET_RESET, "kafkaiq.share.auto.offset.reset", STRING, "latest", 0, 0,       \

@@ -22,6 +22,7 @@
 #include "controller/metadata_cache.h"
 #include "replica/replica_manager.h"
 #include "share/share_manager.h"
+#include "txn/broker_peers.h"
 #include "core/uuid.h"
 #include "security/sasl.h"
 #include "security/tls.h"
@@ -563,6 +564,8 @@ static int start_requests(kiq_broker_t *b)
                                         .backoff_max_ms = 1000, .metrics = b->metrics};
         b->controller_channel = kiq_peer_channel_new(&cc);
         if (!b->controller_channel) return -1;
+        b->share_peers = kiq_broker_peers_new(b->metadata, b->node_id, "share-admin", true, b->metrics);
+        if (!b->share_peers) return kiq_error_set("out of memory");
     }
     atomic_store(&b->io_busy_ns, 0);
     b->io_started_ns = kiq_clock_mono_ns();
@@ -591,6 +594,7 @@ static void stop_requests(kiq_broker_t *b)
     kiq_acceptor_free(b->acceptor);
     b->acceptor = NULL;
     kiq_peer_channel_stop(b->controller_channel);
+    if (b->share_peers) kiq_broker_peers_shutdown(b->share_peers);
     if (b->purgatory) kiq_purgatory_stop(b->purgatory);
     if (b->queue) kiq_request_queue_close(b->queue);
     for (int i = 0; i < b->nio_threads; i++) handler_join(&b->io_threads[i]);
@@ -609,6 +613,8 @@ static void release_requests(kiq_broker_t *b)
     b->purgatory = NULL;
     kiq_peer_channel_free(b->controller_channel);
     b->controller_channel = NULL;
+    kiq_broker_peers_free(b->share_peers);
+    b->share_peers = NULL;
     /* after the processors and every request: they give bytes and slots back */
     kiq_memory_pool_free(b->request_pool);
     b->request_pool = NULL;

@@ -135,6 +135,11 @@ struct kiq_broker {
      * requests travel on; from start to free (stopped at shutdown, after
      * the handlers stop forwarding into it... or as they still might). */
     struct kiq_peer_channel *controller_channel;
+    /* queued lines to the other brokers for the share offset admin calls
+     * a share group's coordinator asks each partition leader (cluster only;
+     * set at start, stopped with the requests, freed at release) */
+    struct kiq_broker_peers *share_peers;
+    atomic_bool share_state_asked; /* an ask for __share_group_state is with the controller (api/share_state_topic.c) */
     /* This run's incarnation (BrokerRegistration): a clean shutdown keeps
      * it in the clean-shutdown marker and the next start reuses it, so the
      * controller knows the broker's logs are whole and leaves its

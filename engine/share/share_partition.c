@@ -49,12 +49,14 @@ static void advance(kiq_share_partition_t *sp)
 
 void kiq_share_partition_reset(kiq_share_partition_t *sp, int64_t offset)
 {
+    sp->deleted = false;
     sp->start = offset;
     sp->n = 0;
 }
 
 void kiq_share_partition_start_at(kiq_share_partition_t *sp, int64_t offset)
 {
+    sp->deleted = false;
     if (sp->start < 0 || offset >= sp->start + sp->n) {
         sp->start = offset;
         sp->n = 0;

@@ -56,6 +56,10 @@ typedef struct kiq_share_partition {
     int delivery_limit;
     int max_in_flight;      /* group.share.partition.max.record.locks */
     int32_t snapshot_epoch; /* of the last snapshot stored (share_state.h) */
+    /* its state deleted (not started since): not loaded from
+     * __share_group_state again, where the tombstone may still be on its
+     * way to this broker's replica */
+    bool deleted;
 } kiq_share_partition_t;
 
 /* A member id as an owner. */

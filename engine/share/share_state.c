@@ -2,6 +2,7 @@
 #include "share/share_state.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,7 +47,7 @@ static kiq_topic_t *state_topic(const kiq_share_state_ctx_t *c, bool create)
         rc = kiq_topics_create_with_configs(
             c->topics, KIQ_STR(KIQ_SHARE_STATE_TOPIC),
             (int32_t)kiq_config_int(c->config, KIQ_CFG_SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS),
-            (int16_t)kiq_config_int(c->config, KIQ_CFG_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR), &cfg, false);
+            1 /* this broker alone */, &cfg, false);
     kiq_topic_configs_clear(&cfg);
     if (rc != 0 && rc != KIQ_ERR_TOPIC_ALREADY_EXISTS) {
         kiq_error_set("cannot create " KIQ_SHARE_STATE_TOPIC ": %s", kiq_error_name(rc));
@@ -76,7 +77,8 @@ static int8_t stored_state(uint8_t s)
 }
 
 /* Appends the key's record (value NULL: a tombstone; freed either way) to
- * its partition of the topic, led here. 0 or -1. */
+ * its partition of the topic: here where this broker leads it, else sent
+ * to its leader (c->remote). 0 or -1. */
 static int append(const kiq_share_state_ctx_t *c, kiq_str_t group, const kiq_uuid_t *topic, int32_t partition,
                   kiq_wr_t *value)
 {
@@ -89,7 +91,8 @@ static int append(const kiq_share_state_ctx_t *c, kiq_str_t group, const kiq_uui
     kiq_partition_t *p;
     kiq_partition_log_t *log;
     int rc = -1;
-    if (kiq_replica_led_partition(t, index, -1, &p, &log) != 0) {
+    bool led = kiq_replica_led_partition(t, index, -1, &p, &log) == 0;
+    if (!led && !(c->cluster && c->remote)) {
         if (value) kiq_wr_free(value);
         kiq_topic_unref(t);
         return kiq_error_set("this broker does not lead " KIQ_SHARE_STATE_TOPIC "-%d", index);
@@ -99,11 +102,15 @@ static int append(const kiq_share_state_ctx_t *c, kiq_str_t group, const kiq_uui
     kiq_keyed_records_t rs;
     kiq_keyed_records_init(&rs, kiq_clock_wall_ms());
     if (kiq_keyed_records_add(&rs, &k, value) == 0 && kiq_keyed_records_build(&rs, &batch) == 0) {
-        kiq_log_append_result_t res;
-        rc = kiq_replica_append_as_leader(p, log, batch.buf, batch.len, NULL, 0, &res);
-        kiq_wr_free(&batch);
-        /* followers fetching it */
-        if (rc == 0) kiq_topics_notify_append(c->topics, KIQ_SHARE_STATE_TOPIC, index);
+        if (!led) {
+            rc = c->remote(c->remote_ctx, index, &batch); /* batch is its now */
+        } else {
+            kiq_log_append_result_t res;
+            rc = kiq_replica_append_as_leader(p, log, batch.buf, batch.len, NULL, 0, &res);
+            kiq_wr_free(&batch);
+            /* followers fetching it */
+            if (rc == 0) kiq_topics_notify_append(c->topics, KIQ_SHARE_STATE_TOPIC, index);
+        }
     }
     kiq_keyed_records_free(&rs);
     kiq_topic_unref(t);
@@ -217,7 +224,12 @@ bool kiq_share_state_load(const kiq_share_state_ctx_t *c, kiq_str_t group, const
     kiq_partition_t *p;
     kiq_partition_log_t *log;
     load_ctx_t lc = {.sp = sp};
-    if (kiq_replica_led_partition(t, index, -1, &p, &log) == 0) {
+    /* in a cluster this broker's replica, led or followed, has what the
+     * partition's earlier leaders wrote (as far as it has fetched) */
+    if (kiq_replica_led_partition(t, index, -1, &p, &log) != 0)
+        log = c->cluster && index < t->npartitions && t->partitions[index] ? atomic_load(&t->partitions[index]->log)
+                                                                          : NULL;
+    if (log) {
         kiq_wr_t k;
         encode_key(&k, group, topic, partition);
         lc.key = k.buf;

@@ -5,9 +5,13 @@
  * share coordinator would use for its key "group:topicId:partition". The
  * partition's leader writes and reads them itself (there is no share
  * coordinator): a standalone broker creates the topic on first use; in a
- * cluster the state is kept only where this broker leads that partition
- * of the topic (which the controller does not create yet), else in memory
- * only. Called with the share manager's lock held. */
+ * cluster the controller creates it (api/share_state_topic.h), a snapshot
+ * for a partition of it led elsewhere goes to its leader through remote
+ * (asynchronously, the caller's peer lines), and a load reads this
+ * broker's own replica of it, leader or follower (so a data partition's
+ * new leader finds the state its old leader wrote). Until the topic is
+ * there the state is in memory only. Called with the share manager's lock
+ * held. */
 #ifndef KIQ_SHARE_SHARE_STATE_H
 #define KIQ_SHARE_SHARE_STATE_H
 
@@ -16,14 +20,22 @@
 #include "config/config.h"
 #include "core/uuid.h"
 #include "log/topics.h"
+#include "proto/writer.h"
 #include "share/share_partition.h"
 
 #define KIQ_SHARE_STATE_TOPIC "__share_group_state"
+
+/* Sends batch (a record batch for __share_group_state-index, whose
+ * leader is another broker; taken over, freed by it) to that leader
+ * without waiting for it. 0, or -1 with the reason. */
+typedef int (*kiq_share_state_remote_fn)(void *ctx, int32_t index, kiq_wr_t *batch);
 
 typedef struct kiq_share_state_ctx {
     kiq_topics_t *topics;
     const kiq_config_t *config;
     bool cluster;
+    kiq_share_state_remote_fn remote; /* cluster: NULL keeps what is not led here in memory */
+    void *remote_ctx;
 } kiq_share_state_ctx_t;
 
 /* Writes sp's snapshot: 0, or -1 with the reason (the state stays in

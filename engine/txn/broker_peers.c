@@ -21,14 +21,15 @@ struct kiq_broker_peers {
     int32_t node_id;
     char purpose[24];
     kiq_metrics_t *metrics;
-    pthread_mutex_t mu; /* guards the list and stopping against kiq_broker_peers_shutdown */
+    bool queued;
+    pthread_mutex_t mu; /* guards the list and stopping */
     bool stopping;
     peer_t *peers;
     int npeers;
 };
 
 kiq_broker_peers_t *kiq_broker_peers_new(kiq_metadata_cache_t *metadata, int32_t node_id, const char *purpose,
-                                         kiq_metrics_t *metrics)
+                                         bool queued, kiq_metrics_t *metrics)
 {
     kiq_broker_peers_t *p = calloc(1, sizeof *p);
     if (!p) return NULL;
@@ -36,6 +37,7 @@ kiq_broker_peers_t *kiq_broker_peers_new(kiq_metadata_cache_t *metadata, int32_t
     p->node_id = node_id;
     snprintf(p->purpose, sizeof p->purpose, "%s", purpose);
     p->metrics = metrics;
+    p->queued = queued;
     pthread_mutex_init(&p->mu, NULL);
     return p;
 }
@@ -57,7 +59,8 @@ void kiq_broker_peers_shutdown(kiq_broker_peers_t *p)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* A new line to broker id at host:port, in the list; NULL with the reason. */
+/* A new line to broker id at host:port, in the list; NULL with the
+ * reason. p->mu held. */
 static kiq_peer_channel_t *add(kiq_broker_peers_t *p, int32_t id, const char *host, int port)
 {
     char name[32], peer[16], client_id[32];
@@ -66,9 +69,9 @@ static kiq_peer_channel_t *add(kiq_broker_peers_t *p, int32_t id, const char *ho
     snprintf(client_id, sizeof client_id, "kafkaiq-broker-%d", p->node_id);
     kiq_peer_channel_config_t lc = {.name = name, .peer = peer, .host = host, .port = port, .client_id = client_id,
                                     .metrics = p->metrics};
-    kiq_peer_channel_t *line = kiq_peer_channel_open(&lc);
+    if (p->queued) lc.backoff_min_ms = 100, lc.backoff_max_ms = 1000;
+    kiq_peer_channel_t *line = p->queued ? kiq_peer_channel_new(&lc) : kiq_peer_channel_open(&lc);
     if (!line) return NULL;
-    pthread_mutex_lock(&p->mu);
     peer_t *grown = realloc(p->peers, (size_t)(p->npeers + 1) * sizeof *grown);
     if (grown) {
         p->peers = grown;
@@ -77,9 +80,7 @@ static kiq_peer_channel_t *add(kiq_broker_peers_t *p, int32_t id, const char *ho
         snprintf(slot->host, sizeof slot->host, "%s", host);
         slot->port = port;
         slot->line = line;
-        if (p->stopping) kiq_peer_channel_stop(line);
     }
-    pthread_mutex_unlock(&p->mu);
     if (!grown) {
         kiq_peer_channel_free(line);
         return kiq_error_set("out of memory"), NULL;
@@ -87,16 +88,28 @@ static kiq_peer_channel_t *add(kiq_broker_peers_t *p, int32_t id, const char *ho
     return line;
 }
 
+static kiq_peer_channel_t *lookup(kiq_broker_peers_t *p, int32_t id, const char *host, int port);
+
 kiq_peer_channel_t *kiq_broker_peers_line(kiq_broker_peers_t *p, int32_t id)
 {
-    pthread_mutex_lock(&p->mu);
-    bool stopping = p->stopping;
-    pthread_mutex_unlock(&p->mu);
-    if (stopping) return kiq_error_set("shutting down"), NULL;
     char host[256];
     int port;
     if (!p->metadata || !kiq_metadata_cache_broker(p->metadata, id, NULL, host, sizeof host, &port))
         return kiq_error_set("broker %d is not known live", id), NULL;
+    pthread_mutex_lock(&p->mu);
+    kiq_peer_channel_t *line = NULL;
+    if (p->stopping) {
+        kiq_error_set("shutting down");
+    } else {
+        line = lookup(p, id, host, port);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return line;
+}
+
+/* The line to id, now at host:port, found or added. p->mu held. */
+static kiq_peer_channel_t *lookup(kiq_broker_peers_t *p, int32_t id, const char *host, int port)
+{
     for (int i = 0; i < p->npeers; i++) {
         peer_t *slot = &p->peers[i];
         if (slot->id != id) continue;

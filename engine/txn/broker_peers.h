@@ -3,12 +3,14 @@
  * the transaction coordinator's marker loop and a leader's transaction
  * verifier use, each its own set.
  *
- * A set is owned by ONE thread, which calls everything here except
- * kiq_broker_peers_shutdown; its mutex only guards the list against that
- * call. */
+ * An owned set (queued false: kiq_peer_channel_open lines) is used by ONE
+ * thread, which calls everything here except kiq_broker_peers_shutdown; a
+ * queued set (kiq_peer_channel_new lines, each with its worker) by any
+ * thread: its mutex guards the list. */
 #ifndef KIQ_TXN_BROKER_PEERS_H
 #define KIQ_TXN_BROKER_PEERS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "controller/metadata_cache.h"
@@ -23,7 +25,7 @@ typedef struct kiq_broker_peers kiq_broker_peers_t;
  * lines ("txn-markers-2"); their figures go to metrics (NULL: nowhere).
  * NULL: out of memory. */
 kiq_broker_peers_t *kiq_broker_peers_new(kiq_metadata_cache_t *metadata, int32_t node_id, const char *purpose,
-                                         kiq_metrics_t *metrics);
+                                         bool queued, kiq_metrics_t *metrics);
 void kiq_broker_peers_free(kiq_broker_peers_t *p);
 /* Any thread: every blocked or later request fails promptly. */
 void kiq_broker_peers_shutdown(kiq_broker_peers_t *p);

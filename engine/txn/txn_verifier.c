@@ -60,7 +60,7 @@ kiq_txn_verifier_t *kiq_txn_verifier_new(kiq_topics_t *topics, kiq_metadata_cach
 {
     kiq_txn_verifier_t *v = calloc(1, sizeof *v);
     if (!v) return NULL;
-    if (!(v->peers = kiq_broker_peers_new(metadata, node_id, "txn-verifier", metrics))) {
+    if (!(v->peers = kiq_broker_peers_new(metadata, node_id, "txn-verifier", false, metrics))) {
         free(v);
         return NULL;
     }

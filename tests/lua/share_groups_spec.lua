@@ -4,7 +4,10 @@
 -- holding the records, per-offset acknowledge types, an expired lock
 -- making records available again and the delivery limit archiving them,
 -- a closed session's records released, and the group as ShareGroupDescribe
--- and ListGroups show it.
+-- and ListGroups show it. In a cluster of three: group configs at the
+-- controller, fetches at the leader, share offsets admin answered for
+-- every partition by the coordinator, and share state in
+-- __share_group_state surviving a leader failover.
 local kiq = require "kafkaiq"
 local core = require "kafkaiq.core"
 local connection = require "kafkaiq.client.connection"
@@ -184,7 +187,8 @@ describe("share groups in a cluster of three", function()
 
   setup(function()
     c = assert(kiq.cluster { brokers = 3, ["auto.leader.rebalance.enable"] = "false",
-      ["kafkaiq.share.auto.offset.reset"] = "earliest" })
+      ["kafkaiq.share.auto.offset.reset"] = "earliest", ["share.coordinator.state.topic.num.partitions"] = "3",
+      ["broker.session.timeout.ms"] = 1500, ["broker.heartbeat.interval.ms"] = 200 })
     local a = assert(c:admin())
     assert(a:create_topics { { name = "shc", partitions = 3, replication_factor = 1 } })
     a:close()
@@ -252,5 +256,129 @@ describe("share groups in a cluster of three", function()
       pr.acquired_records[1].delivery_count })
     elsewhere:close()
     lc:close()
+  end)
+  it("answers a group's share offsets of every partition at its coordinator, each from its leader", function()
+    local ALTER_OFFSETS, DELETE_OFFSETS = 91, 92
+    local function conn(b)
+      return assert(connection.open("127.0.0.1", b.port, { client_id = "share-spec", connect_timeout_ms = 5000,
+        request_timeout_ms = 10000 }))
+    end
+    local leaders = {}
+    for i = 0, 2 do leaders[c:partition("shc", i).leader] = true end
+    local any = conn(c:broker(0))
+    local fc = assert(any:request(FIND_COORDINATOR, { key_type = 0, coordinator_keys = { "sgo" } }))
+    local coord = fc.coordinators[1].node_id
+    any:close()
+    local led_elsewhere = false
+    for id in pairs(leaders) do led_elsewhere = led_elsewhere or id ~= coord end
+    assert.is_true(led_elsewhere, "a partition led away from the coordinator")
+    local cc = conn(c:broker(coord))
+    local a = assert(cc:request(ALTER_OFFSETS, { group_id = "sgo", topics = { { topic_name = "shc", partitions = {
+      { partition_index = 0, start_offset = 3 }, { partition_index = 1, start_offset = 4 },
+      { partition_index = 2, start_offset = 5 } } } } }))
+    assert.are.equal(0, a.error_code)
+    for i = 1, 3 do assert.are.equal(0, a.responses[1].partitions[i].error_code) end
+    local function starts(topics)
+      local d = assert(cc:request(DESCRIBE_OFFSETS, { groups = { { group_id = "sgo", topics = topics } } }))
+      assert.are.equal(0, d.groups[1].error_code)
+      local got = {}
+      for _, t in ipairs(d.groups[1].topics) do
+        for _, pr in ipairs(t.partitions) do
+          assert.are.equal(0, pr.error_code)
+          got[pr.partition_index] = pr.start_offset
+        end
+      end
+      return got
+    end
+    assert.are.same({ [0] = 3, [1] = 4, [2] = 5 }, starts({ { topic_name = "shc", partitions = { 0, 1, 2 } } }))
+    assert.are.same({ [0] = 3, [1] = 4, [2] = 5 }, starts(nil)) -- every partition the group has state of
+    local del = assert(cc:request(DELETE_OFFSETS, { group_id = "sgo", topics = { { topic_name = "shc" } } }))
+    assert.are.equal(0, del.error_code)
+    assert.are.equal(0, del.responses[1].error_code)
+    assert.are.same({ [0] = -1, [1] = -1, [2] = -1 }, starts({ { topic_name = "shc", partitions = { 0, 1, 2 } } }))
+    assert.are.same({}, starts(nil))
+    cc:close()
+  end)
+  -- last: it kills a broker
+  it("keeps acknowledged records done when a partition's leader fails over", function()
+    local LIST_OFFSETS = 2
+    local function conn(b)
+      return assert(connection.open("127.0.0.1", b.port, { client_id = "share-spec", connect_timeout_ms = 5000,
+        request_timeout_ms = 10000 }))
+    end
+    local a = assert(c:admin())
+    assert(a:create_topics { { name = "shf", partitions = 3, replication_factor = 3 } })
+    a:close()
+    -- a partition led away from broker 0 (the controller's), fully replicated
+    local p, leader
+    for i = 0, 2 do
+      assert(c:wait_for_isr("shf", i, 3, 10000))
+      local l = assert(c:wait_for_leader("shf", i, 10000))
+      if l ~= 0 and not p then p, leader = i, l end
+    end
+    assert.is_number(p, "a partition led away from broker 0")
+    -- a share group in use has the controller create __share_group_state
+    local any = conn(c:broker(0))
+    assert(any:request(HEARTBEAT, { group_id = "sgf", member_id = "mf", member_epoch = 0,
+      subscribed_topic_names = { "shf" } }))
+    any:close()
+    for i = 0, 2 do assert(c:wait_for_leader("__share_group_state", i, 10000)) end
+    for i = 0, 2 do assert(c:wait_for_isr("__share_group_state", i, 3, 10000)) end
+    -- snapshots in __share_group_state as far as every replica has them
+    local function snapshots()
+      local n = 0
+      for i = 0, 2 do
+        local lc = conn(c:broker(c:partition("__share_group_state", i).leader))
+        local r = assert(lc:request(LIST_OFFSETS, { replica_id = -1, isolation_level = 0, topics = {
+          { name = "__share_group_state", partitions = { { partition_index = i, timestamp = -1 } } } } }))
+        lc:close()
+        n = n + r.topics[1].partitions[1].offset
+      end
+      return n
+    end
+    local lc = conn(c:broker(leader))
+    local md = assert(lc:request(METADATA, { topics = { { name = "shf" } }, allow_auto_topic_creation = false }))
+    local tid = md.topics[1].topic_id
+    local rs = {}
+    for i = 1, 4 do rs[i] = { value = "v" .. i } end
+    local resp = assert(lc:request(PRODUCE, { acks = -1, timeout_ms = 5000, topic_data = { { name = "shf",
+      partition_data = { { index = p, records = assert(core.build_batch { records = rs }) } } } } }))
+    assert.are.equal(0, resp.responses[1].partition_responses[1].error_code)
+    local function share_fetch(cx, member)
+      local f = assert(cx:request(FETCH, { group_id = "sgf", member_id = member, share_session_epoch = 0,
+        max_wait_ms = 0, min_bytes = 1, max_bytes = 1048576, max_records = 10, batch_size = 10, topics = {
+          { topic_id = tid, partitions = { { partition_index = p, acknowledgement_batches = {} } } } },
+        forgotten_topics_data = {} }))
+      local pr = f.responses[1].partitions[1]
+      assert.are.equal(0, pr.error_code)
+      local out = {}
+      for i, r in ipairs(pr.acquired_records) do out[i] = { r.first_offset, r.last_offset, r.delivery_count } end
+      return out
+    end
+    -- what earlier cases wrote is in (each went before an answer on the same peer line)
+    local base = snapshots()
+    assert.are.same({ { 0, 3, 1 } }, share_fetch(lc, "m1"))
+    -- the start and the acquisition written
+    assert(kiq.wait_for(function() return snapshots() >= base + 2 end, 10000, "the start and acquisition snapshots"))
+    local ack = assert(lc:request(ACK, { group_id = "sgf", member_id = "m1", share_session_epoch = 1, topics = {
+      { topic_id = tid, partitions = { { partition_index = p, acknowledgement_batches = {
+        { first_offset = 0, last_offset = 1, acknowledge_types = { ACCEPT } } } } } } } }))
+    assert.are.equal(0, ack.error_code)
+    assert.are.equal(0, ack.responses[1].partitions[1].error_code)
+    assert(kiq.wait_for(function() return snapshots() >= base + 3 end, 10000, "the acknowledgement's snapshot"))
+    for i = 0, 2 do assert(c:wait_for_replicas("__share_group_state", i, 10000)) end
+    lc:close()
+    c:kill(leader)
+    local now = assert(c:wait_for_leader("shf", p, 10000, leader))
+    local nc = conn(c:broker(now))
+    -- the new leader loads the state: 0..1 stay done, 2..3 come again
+    local got
+    assert(kiq.wait_for(function()
+      local ok, v = pcall(share_fetch, nc, "m2")
+      got = ok and v or got
+      return ok
+    end, 10000, "the new leader to serve share fetches"))
+    assert.are.same({ { 2, 3, 2 } }, got)
+    nc:close()
   end)
 end)
