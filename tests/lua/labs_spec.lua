@@ -270,4 +270,27 @@ describe("labs", function()
     assert.are.equal(1, f.aborted_transactions)
     assert.are.equal(90, f.stale_end_error) -- PRODUCER_FENCED
   end)
+
+  it("17: share groups, one partition shared, locks, redelivery and the delivery limit", function()
+    local f = run_lab("17_share_groups.lua")
+    assert.are.equal(0, f.configs_error)
+    assert.are.same({ 0, 0 }, { f.worker1_partitions, f.worker2_partitions }) -- both given partition 0
+    -- disjoint ranges of the one partition: first-last(delivery count)
+    assert.are.same({ "0-2(1)", "3-5(1)" }, { f.worker1_acquired, f.worker2_acquired })
+    assert.are.equal(0, f.start_offset_first)
+    assert.are.equal("0-0(2)", f.released_redelivered)
+    assert.are.same({ 0, 0 }, { f.reject_error, f.accept_error })
+    assert.are.equal(1, f.start_offset_after_reject)
+    -- the expired lock: available again, one delivery more; the old holder's ack refused
+    assert.are.equal("1-2(2)", f.after_lock_expiry)
+    assert.are.equal(121, f.late_ack_error) -- INVALID_RECORD_STATE
+    -- the delivery limit (3) archives
+    assert.are.equal("1-2(3)", f.third_delivery)
+    assert.are.equal("none", f.after_limit)
+    assert.are.same({ 1, 6 }, { f.start_offset_before_accept, f.start_offset_after_accept })
+    -- offset 2's journey names each member that acquired it
+    assert.are.equal("worker-1,worker-2,worker-1", f.journey_acquired_by)
+    assert.are.equal(1, f.journey_lock_expired)
+    assert.is_true(f.journey_archived_at_limit)
+  end)
 end)
