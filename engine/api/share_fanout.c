@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/peer_broker.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "txn/broker_peers.h"
 
-#define BROKER_CLIENT_PREFIX "kafkaiq-broker-"
 #define ASK_TIMEOUT_MS 10000
 
 typedef struct fanout fanout_t;
@@ -39,20 +39,8 @@ struct fanout {
 
 bool kiq_api_share_from_broker(kiq_broker_t *b, const kiq_request_t *r)
 {
-    kiq_str_t cid = r->header.client_id;
-    size_t plen = strlen(BROKER_CLIENT_PREFIX);
-    if (!b->cluster || !b->metadata || !cid.p || (size_t)cid.len <= plen || (size_t)cid.len > plen + 10 ||
-        memcmp(cid.p, BROKER_CLIENT_PREFIX, plen) != 0)
-        return false;
-    char digits[12];
-    memcpy(digits, cid.p + plen, (size_t)cid.len - plen);
-    digits[(size_t)cid.len - plen] = '\0';
-    char *end;
-    long id = strtol(digits, &end, 10);
-    char host[256];
-    int port;
-    return *end == '\0' && id >= 0 && id <= INT32_MAX && id != b->node_id &&
-           kiq_metadata_cache_broker(b->metadata, (int32_t)id, NULL, host, sizeof host, &port);
+    int32_t id = kiq_api_peer_broker(b, r);
+    return id >= 0 && id != b->node_id;
 }
 
 /* One leg done (or never sent): the last answers the client. */

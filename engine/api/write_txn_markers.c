@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/peer_broker.h"
 #include "api/replication_wait.h"
 #include "controller/metadata_cache.h"
 #include "core/error.h"
@@ -20,26 +21,6 @@
 #include "replica/leader.h"
 #include "txn/txn_coordinator.h"
 
-#define BROKER_CLIENT_PREFIX "kafkaiq-broker-"
-
-/* Whether the request comes from a live broker of this cluster. */
-static bool from_broker(kiq_broker_t *b, const kiq_request_t *r)
-{
-    kiq_str_t cid = r->header.client_id;
-    size_t plen = strlen(BROKER_CLIENT_PREFIX);
-    if (!b->cluster || !b->metadata || !cid.p || (size_t)cid.len <= plen || (size_t)cid.len > plen + 10 ||
-        memcmp(cid.p, BROKER_CLIENT_PREFIX, plen) != 0)
-        return false;
-    char digits[12];
-    memcpy(digits, cid.p + plen, (size_t)cid.len - plen);
-    digits[(size_t)cid.len - plen] = '\0';
-    char *end;
-    long id = strtol(digits, &end, 10);
-    char host[256];
-    int port;
-    return *end == '\0' && id >= 0 && id <= INT32_MAX &&
-           kiq_metadata_cache_broker(b->metadata, (int32_t)id, NULL, host, sizeof host, &port);
-}
 
 /* A client's marker: the admin abort of a transaction open in the
  * partition at exactly that producer epoch. */
@@ -73,7 +54,7 @@ int kiq_api_write_txn_markers_handle(kiq_broker_t *b, kiq_request_t *r, const vo
 {
     const kiq_write_txn_markers_request_t *req = request;
     kiq_write_txn_markers_response_t *out = response;
-    bool broker = from_broker(b, r);
+    bool broker = kiq_api_peer_broker(b, r) >= 0;
     int32_t nm = req->markers_n > 0 ? req->markers_n : 0;
     int total = 0;
     for (int32_t i = 0; i < nm; i++)

@@ -346,3 +346,15 @@ kiq_cg_assign_fn kiq_cg_assignor(const char *name, size_t len)
         return kiq_cg_assign_range;
     return NULL;
 }
+
+int64_t kiq_cg_topics_hash(const kiq_cg_topic_t *t, int n)
+{
+    if (n == 0) return 0;
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (int k = 0; k < n; k++) {
+        for (const uint8_t *p = (const uint8_t *)t[k].name; *p; p++) h = (h ^ *p) * 1099511628211ULL;
+        for (int j = 0; j < 16; j++) h = (h ^ t[k].id.b[j]) * 1099511628211ULL;
+        h = (h ^ (uint64_t)(uint32_t)t[k].npartitions) * 1099511628211ULL;
+    }
+    return (int64_t)h;
+}

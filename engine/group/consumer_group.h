@@ -137,6 +137,10 @@ typedef struct kiq_cg_topic {
     int32_t npartitions;
 } kiq_cg_topic_t;
 
+/* The subscribed topics' hash (names, ids, partition counts, in the
+ * order given; 0 for none, as Kafka's): a change of it is a rebalance. */
+int64_t kiq_cg_topics_hash(const kiq_cg_topic_t *t, int n);
+
 /* A server-side assignor: fills every member's target from the topics
  * (the subscribed ones that exist, sorted by name); a member's previous
  * target is there to keep what it can (stickiness). 0 or -1. */

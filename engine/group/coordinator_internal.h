@@ -149,4 +149,27 @@ int16_t kiq_gc_offset_new(kiq_group_coordinator_t *gc, kiq_str_t topic, int32_t 
  * became empty, or from each commit for a group that never had members. */
 void kiq_gc_expire_offsets(kiq_group_coordinator_t *gc, int64_t now_ms);
 
+/* A heartbeat answer's assignment from set, by topic: ConsumerGroupHeartbeat
+ * and ShareGroupHeartbeat answer it in one shape, two generated types
+ * (prefix: the response type's name without _t). */
+#define KIQ_GC_FILL_ASSIGNMENT(r, set, resp, prefix)                                                      \
+    do {                                                                                               \
+        (resp)->assignment_null = false;                                                               \
+        prefix##_assignment_t *as_ = &(resp)->assignment;                                              \
+        prefix##_assignment_init(as_);                                                                 \
+        as_->topic_partitions =                                                                        \
+            kiq_arena_calloc(&(r)->arena, (size_t)((set)->n ? (set)->n : 1), sizeof *as_->topic_partitions); \
+        for (int i_ = 0; i_ < (set)->n; i_++) {                                                        \
+            prefix##_assignment_topic_partitions_t *tp_ =                                              \
+                as_->topic_partitions_n ? &as_->topic_partitions[as_->topic_partitions_n - 1] : NULL;  \
+            if (!tp_ || memcmp(tp_->topic_id.b, (set)->v[i_].topic.b, 16) != 0) {                      \
+                tp_ = &as_->topic_partitions[as_->topic_partitions_n++];                               \
+                prefix##_assignment_topic_partitions_init(tp_);                                        \
+                tp_->topic_id = (set)->v[i_].topic;                                                    \
+                tp_->partitions = kiq_arena_calloc(&(r)->arena, (size_t)(set)->n, sizeof *tp_->partitions); \
+            }                                                                                          \
+            tp_->partitions[tp_->partitions_n++] = (set)->v[i_].partition;                             \
+        }                                                                                              \
+    } while (0)
+
 #endif

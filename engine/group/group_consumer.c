@@ -104,18 +104,7 @@ static void subscribed_topics(kiq_group_coordinator_t *gc, const kiq_cgroup_t *c
             if (kiq_cg_member_subscribes(m, every[i])) add_topic(gc, a, s, every[i]);
     }
     qsort(s->t, (size_t)s->n, sizeof *s->t, by_name);
-    if (s->n == 0) {
-        s->hash = 0; /* Kafka's hash of no topics */
-        return;
-    }
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (int k = 0; k < s->n; k++) {
-        const uint8_t *p = (const uint8_t *)s->t[k].name;
-        for (; *p; p++) h = (h ^ *p) * 1099511628211ULL;
-        for (int j = 0; j < 16; j++) h = (h ^ s->t[k].id.b[j]) * 1099511628211ULL;
-        h = (h ^ (uint64_t)(uint32_t)s->t[k].npartitions) * 1099511628211ULL;
-    }
-    s->hash = (int64_t)h;
+    s->hash = kiq_cg_topics_hash(s->t, s->n);
 }
 
 /* ---- the assignor ---- */
@@ -289,25 +278,6 @@ static kiq_cg_set_t *owned_set(const kiq_consumer_group_heartbeat_request_t *req
             if (kiq_cg_set_add(s, &req->topic_partitions[i].topic_id, req->topic_partitions[i].partitions[j]) != 0)
                 return NULL;
     return s;
-}
-
-static void fill_assignment(kiq_request_t *r, const kiq_cg_set_t *set, kiq_consumer_group_heartbeat_response_t *resp)
-{
-    resp->assignment_null = false;
-    kiq_consumer_group_heartbeat_response_assignment_t *as = &resp->assignment;
-    kiq_consumer_group_heartbeat_response_assignment_init(as);
-    as->topic_partitions = kiq_arena_calloc(&r->arena, (size_t)(set->n ? set->n : 1), sizeof *as->topic_partitions);
-    for (int i = 0; i < set->n; i++) {
-        kiq_consumer_group_heartbeat_response_assignment_topic_partitions_t *tp =
-            as->topic_partitions_n ? &as->topic_partitions[as->topic_partitions_n - 1] : NULL;
-        if (!tp || memcmp(tp->topic_id.b, set->v[i].topic.b, 16) != 0) {
-            tp = &as->topic_partitions[as->topic_partitions_n++];
-            kiq_consumer_group_heartbeat_response_assignment_topic_partitions_init(tp);
-            tp->topic_id = set->v[i].topic;
-            tp->partitions = kiq_arena_calloc(&r->arena, (size_t)set->n, sizeof *tp->partitions);
-        }
-        tp->partitions[tp->partitions_n++] = set->v[i].partition;
-    }
 }
 
 /* Kafka's request checks: INVALID_REQUEST with what is wrong. */
@@ -582,7 +552,7 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
     resp->member_id = kiq_request_str(r, m->id);
     resp->member_epoch = m->epoch;
     if (changed || req->member_epoch == 0 || (owned && !kiq_cg_set_eq(owned, &m->assigned)))
-        fill_assignment(r, &m->assigned, resp);
+        KIQ_GC_FILL_ASSIGNMENT(r, &m->assigned, resp, kiq_consumer_group_heartbeat_response);
     sync_state(g);
 out:
     /* resolved by the next heartbeat, whoever sends it */

@@ -78,33 +78,8 @@ static kiq_cg_topic_t *subscribed(kiq_group_coordinator_t *gc, const kiq_cgroup_
             t[j] = t[j - 1];
             t[j - 1] = x;
         }
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (int k = 0; k < *n; k++) {
-        for (const uint8_t *p = (const uint8_t *)t[k].name; *p; p++) h = (h ^ *p) * 1099511628211ULL;
-        for (int j = 0; j < 16; j++) h = (h ^ t[k].id.b[j]) * 1099511628211ULL;
-        h = (h ^ (uint64_t)(uint32_t)t[k].npartitions) * 1099511628211ULL;
-    }
-    *hash = (int64_t)h;
+    *hash = kiq_cg_topics_hash(t, *n);
     return t;
-}
-
-static void fill_assignment(kiq_request_t *r, const kiq_cg_set_t *set, kiq_share_group_heartbeat_response_t *resp)
-{
-    resp->assignment_null = false;
-    kiq_share_group_heartbeat_response_assignment_t *as = &resp->assignment;
-    kiq_share_group_heartbeat_response_assignment_init(as);
-    as->topic_partitions = kiq_arena_calloc(&r->arena, (size_t)(set->n ? set->n : 1), sizeof *as->topic_partitions);
-    for (int i = 0; i < set->n; i++) {
-        kiq_share_group_heartbeat_response_assignment_topic_partitions_t *tp =
-            as->topic_partitions_n ? &as->topic_partitions[as->topic_partitions_n - 1] : NULL;
-        if (!tp || memcmp(tp->topic_id.b, set->v[i].topic.b, 16) != 0) {
-            tp = &as->topic_partitions[as->topic_partitions_n++];
-            kiq_share_group_heartbeat_response_assignment_topic_partitions_init(tp);
-            tp->topic_id = set->v[i].topic;
-            tp->partitions = kiq_arena_calloc(&r->arena, (size_t)set->n, sizeof *tp->partitions);
-        }
-        tp->partitions[tp->partitions_n++] = set->v[i].partition;
-    }
 }
 
 /* Kafka's request checks: INVALID_REQUEST with what is wrong. */
@@ -246,7 +221,7 @@ void kiq_group_share_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
     resp->member_id = kiq_request_str(r, m->id);
     resp->member_epoch = m->epoch;
     resp->heartbeat_interval_ms = gc->share_heartbeat_ms;
-    if (changed || req->member_epoch == 0) fill_assignment(r, &m->assigned, resp);
+    if (changed || req->member_epoch == 0) KIQ_GC_FILL_ASSIGNMENT(r, &m->assigned, resp, kiq_share_group_heartbeat_response);
     sync_state(g);
 out:
     kiq_gc_deadline_moved(gc);

@@ -1,0 +1,29 @@
+/* Which broker of the cluster sent a request; see peer_broker.h. */
+#include "api/peer_broker.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/metadata_cache.h"
+
+#define BROKER_CLIENT_PREFIX "kafkaiq-broker-"
+
+int32_t kiq_api_peer_broker(kiq_broker_t *b, const kiq_request_t *r)
+{
+    kiq_str_t cid = r->header.client_id;
+    size_t plen = strlen(BROKER_CLIENT_PREFIX);
+    if (!b->cluster || !b->metadata || !cid.p || (size_t)cid.len <= plen || (size_t)cid.len > plen + 10 ||
+        memcmp(cid.p, BROKER_CLIENT_PREFIX, plen) != 0)
+        return -1;
+    char digits[12];
+    memcpy(digits, cid.p + plen, (size_t)cid.len - plen);
+    digits[(size_t)cid.len - plen] = '\0';
+    char *end;
+    long id = strtol(digits, &end, 10);
+    char host[256];
+    int port;
+    if (*end != '\0' || id < 0 || id > INT32_MAX ||
+        !kiq_metadata_cache_broker(b->metadata, (int32_t)id, NULL, host, sizeof host, &port))
+        return -1;
+    return (int32_t)id;
+}
