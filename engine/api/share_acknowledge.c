@@ -43,8 +43,7 @@ int kiq_api_share_acknowledge_handle(kiq_broker_t *b, kiq_request_t *r, const vo
             kiq_share_acknowledge_response_responses_partitions_t *pr = &tr->partitions[j];
             kiq_share_acknowledge_response_responses_partitions_init(pr);
             pr->partition_index = p->partition_index;
-            pr->current_leader.leader_id = -1;
-            pr->current_leader.leader_epoch = -1;
+            /* 0 and 0 but where led elsewhere, as Kafka's defaults */
             kiq_topic_t *topic;
             if ((pr->error_code = kiq_api_share_log(b, &t->topic_id, p->partition_index, &topic)) != 0) {
                 if (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER)

@@ -54,8 +54,8 @@ static part_resp_t *resp_partition(share_fetch_op_t *f, const kiq_uuid_t *topic,
     kiq_share_fetch_response_responses_partitions_init(p);
     p->partition_index = partition;
     p->records = (kiq_bytes_t){(const uint8_t *)"", 0};
-    p->current_leader.leader_id = -1;
-    p->current_leader.leader_epoch = -1;
+    /* 0 and 0 but where a partition is led elsewhere: Kafka leaves the
+     * struct at its defaults on success */
     return p;
 }
 
@@ -284,6 +284,7 @@ int kiq_api_share_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *re
     if (err) {
         kiq_share_unlock(b->shares);
         resp->error_code = err;
+        resp->acquisition_lock_timeout_ms = 0; /* as Kafka's error answers */
         return KIQ_HANDLER_RESPOND;
     }
     bool closing = req->share_session_epoch == -1;

@@ -184,7 +184,11 @@ int16_t kiq_share_partition_ack(kiq_share_partition_t *sp, int64_t first, int64_
                                 int64_t deadline_ms)
 {
     if (type < KIQ_SHARE_ACK_GAP || type > KIQ_SHARE_ACK_RENEW || first > last) return KIQ_ERR_INVALID_REQUEST;
-    if (first < sp->start || last >= sp->start + sp->n) return KIQ_ERR_INVALID_RECORD_STATE;
+    /* records before the start offset are done with: acknowledging them
+     * again changes nothing and is no error, as Kafka answers */
+    if (last < sp->start) return 0;
+    if (first < sp->start) first = sp->start;
+    if (last >= sp->start + sp->n) return KIQ_ERR_INVALID_RECORD_STATE;
     for (int64_t o = first; o <= last; o++) {
         const kiq_share_record_t *r = &sp->v[o - sp->start];
         if (r->state != KIQ_SHARE_ACQUIRED || r->owner != owner) return KIQ_ERR_INVALID_RECORD_STATE;

@@ -710,6 +710,58 @@ scenario { name = "ShareGroupHeartbeat: join, describe, fenced, leave", api = "S
     member_epoch = -1 } end },
 } }
 
+-- ShareFetch and ShareAcknowledge: a member (reading from the earliest)
+-- acquires a batch of three, releases its first record and accepts the
+-- rest; the release comes again at delivery count 2 and is rejected; an
+-- acknowledgement of a record already done changes nothing; a session
+-- epoch out of turn is refused.
+local function share_body(s, epoch, acks)
+  return { group_id = s.name, member_id = SHARE_MEMBER, share_session_epoch = epoch,
+    topics = { { topic_id = s.topic_id, partitions = { { partition_index = 0, acknowledgement_batches = acks } } } } }
+end
+
+local function share_fetch(epoch, acks, acquired)
+  return { api = "ShareFetch", body = function(s)
+    local b = share_body(s, epoch, acks or {})
+    b.max_wait_ms, b.min_bytes, b.max_bytes, b.max_records, b.batch_size = 1000, 1, 1048576, 500, 500
+    b.share_acquire_mode, b.is_renew_ack, b.forgotten_topics_data = 0, false, {}
+    return b
+  end, ["until"] = acquired and function(r)
+    local t = r.responses[1]
+    return t ~= nil and #t.partitions[1].acquired_records > 0
+  end or nil }
+end
+
+local function share_ack(epoch, acks)
+  return { api = "ShareAcknowledge", body = function(s)
+    local b = share_body(s, epoch, acks)
+    b.is_renew_ack = false
+    return b
+  end }
+end
+
+scenario { name = "ShareFetch and ShareAcknowledge: acquire, release, reject, accept", api = "ShareFetch", steps = {
+  create(1), metadata(), find_coordinator(0),
+  { api = "IncrementalAlterConfigs", ignore = true, body = function(s) return { validate_only = false, resources = {
+    { resource_type = 32, resource_name = s.name, configs = {
+      { name = "share.auto.offset.reset", config_operation = 0, value = "earliest" } } } } } end },
+  { api = "ShareGroupHeartbeat", ignore = true, body = function(s) return { group_id = s.name,
+    member_id = SHARE_MEMBER, member_epoch = 0, subscribed_topic_names = { s.name } } end,
+    save = function(s, r) s.share_epoch = r.member_epoch end },
+  { api = "ShareGroupHeartbeat", ignore = true, body = function(s) return { group_id = s.name,
+    member_id = SHARE_MEMBER, member_epoch = s.share_epoch } end,
+    save = function(s, r) s.share_epoch = r.member_epoch end,
+    ["until"] = function(r) return r.assignment ~= nil and #r.assignment.topic_partitions > 0 end },
+  produce(0, records(3, "share")),
+  share_fetch(0, nil, true),
+  share_ack(1, { { first_offset = 0, last_offset = 0, acknowledge_types = { 2 } },
+    { first_offset = 1, last_offset = 2, acknowledge_types = { 1 } } }),
+  share_fetch(2, nil, true),
+  share_ack(3, { { first_offset = 0, last_offset = 0, acknowledge_types = { 3 } } }),
+  share_ack(4, { { first_offset = 1, last_offset = 1, acknowledge_types = { 1 } } }),
+  share_fetch(9),
+} }
+
 -- A share group's offsets before any fetch (no state yet), of a group
 -- of none, and their reset refused while the group has a member.
 scenario { name = "DescribeShareGroupOffsets of a new share group and of none", api = "DescribeShareGroupOffsets",
