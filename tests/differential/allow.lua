@@ -35,12 +35,6 @@ return {
   { case = "^DescribeConfigs of the broker", path = "configs%[name=compression%.type%]%.read_only$",
     reason = "compression.type is dynamic in Kafka; KafkaIQ does not recompress (README), so it does not take "
       .. "the broker setting at runtime" },
-  { case = "^ConsumerGroupHeartbeat v1: no member id, a regex", path = "^member_epoch$",
-    reason = "Kafka resolves a new regex in the background and answers the join first (epoch 1, nothing "
-      .. "assigned), bumping the epoch once resolved; KafkaIQ resolves it while answering (epoch 2 with its "
-      .. "partitions); the next heartbeat finds both at epoch 2 with the same assignment" },
-  { case = "^ConsumerGroupHeartbeat v1: no member id, a regex", path = "^assignment%.topic_partitions%.#$",
-    reason = "the same: Kafka's first answer to a regex comes before the regex is resolved" },
   { case = "^Cluster: DescribeQuorum", path = "^topics%[1%]%.partitions%[partition_index=0%]%.current_voters",
     reason = "the quorums differ in make: Kafka's reference is three combined nodes (three voters), serve --brokers 3 "
       .. "one controller beside three brokers; each log's offsets count its own records, each leader's clock "
