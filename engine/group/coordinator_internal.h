@@ -106,8 +106,12 @@ bool kiq_gc_topic_info(kiq_group_coordinator_t *gc, const char *name, kiq_arena_
 const char *kiq_gc_topic_name(kiq_group_coordinator_t *gc, const kiq_uuid_t *id, kiq_arena_t *a);
 /* Kafka shows a member's address as "/host", without the port. */
 char *kiq_gc_client_host(const char *peer);
-/* The name of the topic with that id, in a; NULL when it is gone. */
-const char *kiq_gc_topic_name(kiq_group_coordinator_t *gc, const kiq_uuid_t *id, kiq_arena_t *a);
+/* A heartbeating member's client id and host, taken once (the first
+ * heartbeat's; Kafka keeps them). */
+void kiq_gc_member_identify(kiq_cg_member_t *m, const kiq_request_t *r);
+/* The member's subscription by name from a heartbeat (n < 0: not sent,
+ * kept); 1 when it changed, else 0. */
+int kiq_gc_member_subscribe(kiq_cg_member_t *m, kiq_arena_t *a, const kiq_str_t *names, int32_t n);
 /* Under mu, timer thread: sessions and revocations past their deadlines;
  * returns the group's next deadline (INT64_MAX: none). */
 int64_t kiq_gc_consumer_timers(kiq_group_coordinator_t *gc, kiq_group_t *g, int64_t now_ns);

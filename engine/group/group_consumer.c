@@ -417,6 +417,25 @@ static int16_t check_epoch(kiq_request_t *r, const kiq_cg_member_t *m, int32_t e
                 m->epoch);
 }
 
+void kiq_gc_member_identify(kiq_cg_member_t *m, const kiq_request_t *r)
+{
+    if (m->client_id) return;
+    m->client_id = kiq_gc_dup_str(r->header.client_id.p ? r->header.client_id : KIQ_STR(""));
+    m->client_host = kiq_gc_client_host(r->peer);
+}
+
+int kiq_gc_member_subscribe(kiq_cg_member_t *m, kiq_arena_t *a, const kiq_str_t *names, int32_t n)
+{
+    if (n < 0) return 0;
+    const char **v = kiq_arena_calloc(a, (size_t)(n ? n : 1), sizeof *v);
+    int32_t *lens = kiq_arena_calloc(a, (size_t)(n ? n : 1), sizeof *lens);
+    for (int32_t i = 0; i < n; i++) {
+        v[i] = names[i].p ? names[i].p : "";
+        lens[i] = names[i].p ? names[i].len : 0;
+    }
+    return kiq_cg_member_set_topics(m, v, lens, n) == 1;
+}
+
 /* Whether another member of the group subscribes to regex re. */
 static bool regex_known(const kiq_cgroup_t *cg, const kiq_cg_member_t *m, const char *re)
 {
@@ -447,21 +466,10 @@ static bool update_member(const kiq_cgroup_t *cg, kiq_cg_member_t *m, kiq_reques
                 changed = true;
         }
     }
-    if (!m->client_id) {
-        /* written with the member's record (a new member's); no rebalance */
-        m->client_id = kiq_gc_dup_str(r->header.client_id.p ? r->header.client_id : KIQ_STR(""));
-        m->client_host = kiq_gc_client_host(r->peer);
-    }
-    if (req->subscribed_topic_names_n >= 0) {
-        int n = req->subscribed_topic_names_n;
-        const char **names = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *names);
-        int32_t *lens = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *lens);
-        for (int i = 0; i < n; i++) {
-            names[i] = req->subscribed_topic_names[i].p ? req->subscribed_topic_names[i].p : "";
-            lens[i] = req->subscribed_topic_names[i].p ? req->subscribed_topic_names[i].len : 0;
-        }
-        if (kiq_cg_member_set_topics(m, names, lens, n) == 1) changed = true;
-    }
+    /* written with the member's record (a new member's); no rebalance */
+    kiq_gc_member_identify(m, r);
+    if (kiq_gc_member_subscribe(m, &r->arena, req->subscribed_topic_names, req->subscribed_topic_names_n) == 1)
+        changed = true;
     return changed;
 }
 

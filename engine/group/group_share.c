@@ -132,20 +132,9 @@ static bool update_member(kiq_cg_member_t *m, kiq_request_t *r, const kiq_share_
         free(m->rack_id);
         m->rack_id = kiq_gc_dup_str(req->rack_id);
     }
-    if (!m->client_id) {
-        m->client_id = kiq_gc_dup_str(r->header.client_id.p ? r->header.client_id : KIQ_STR(""));
-        m->client_host = kiq_gc_client_host(r->peer);
-    }
-    if (req->subscribed_topic_names_n >= 0) {
-        int n = req->subscribed_topic_names_n;
-        const char **names = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *names);
-        int32_t *lens = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *lens);
-        for (int i = 0; i < n; i++) {
-            names[i] = req->subscribed_topic_names[i].p ? req->subscribed_topic_names[i].p : "";
-            lens[i] = req->subscribed_topic_names[i].p ? req->subscribed_topic_names[i].len : 0;
-        }
-        if (kiq_cg_member_set_topics(m, names, lens, n) == 1) changed = true;
-    }
+    kiq_gc_member_identify(m, r);
+    if (kiq_gc_member_subscribe(m, &r->arena, req->subscribed_topic_names, req->subscribed_topic_names_n) == 1)
+        changed = true;
     return changed;
 }
 
