@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "controller/metadata_cache.h"
+#include "security/peer_security.h"
+#include "security/sasl.h"
 
 #define BROKER_CLIENT_PREFIX "kafkaiq-broker-"
 
@@ -22,6 +24,11 @@ int32_t kiq_api_peer_broker(kiq_broker_t *b, const kiq_request_t *r)
     long id = strtol(digits, &end, 10);
     char host[256];
     int port;
+    /* with SASL between brokers the sender must also have signed in as
+     * the inter-broker user: a client id alone is anyone's to claim */
+    const kiq_peer_security_t *sec = b->peer_security;
+    const char *principal = r->sasl ? kiq_sasl_principal(r->sasl) : NULL;
+    if (sec && sec->principal[0] && (!principal || strcmp(principal, sec->principal) != 0)) return -1;
     if (*end != '\0' || id < 0 || id > INT32_MAX ||
         !kiq_metadata_cache_broker(b->metadata, (int32_t)id, NULL, host, sizeof host, &port))
         return -1;

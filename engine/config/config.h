@@ -55,6 +55,23 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(PLAIN_SASL_JAAS_CONFIG, "plain.sasl.jaas.config", STRING, "", 0, 0, NULL,                  \
       "PLAIN's users, in Kafka's JAAS form: org.apache.kafka.common.security.plain."           \
       "PlainLoginModule required user_alice=\"secret\";")                                       \
+    X(SSL_ENDPOINT_IDENTIFICATION_ALGORITHM, "ssl.endpoint.identification.algorithm", STRING, "https", 0, 0, \
+      NULL, "https: a broker connecting to another over TLS checks that the peer's certificate names the "   \
+      "address it dialled; empty: the trust store's signature alone")                           \
+    X(INTER_BROKER_LISTENER_NAME, "inter.broker.listener.name", STRING, "", 0, 0, NULL,          \
+      "the listener brokers reach each other on: KafkaIQ's client listener (empty: that one)")   \
+    X(SECURITY_INTER_BROKER_PROTOCOL, "security.inter.broker.protocol", STRING, "PLAINTEXT", 0, 0, \
+      "PLAINTEXT,SSL,SASL_PLAINTEXT,SASL_SSL",                                                    \
+      "the inter-broker listener's protocol; when set it must be the client listener's")         \
+    X(SASL_MECHANISM_INTER_BROKER_PROTOCOL, "sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", 0, 0, \
+      NULL, "the SASL mechanism a broker signs in to the others with: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512") \
+    X(SCRAM_SHA_256_SASL_JAAS_CONFIG, "scram-sha-256.sasl.jaas.config", STRING, "", 0, 0, NULL,  \
+      "the inter-broker SCRAM-SHA-256 user in Kafka's JAAS form: org.apache.kafka.common.security." \
+      "scram.ScramLoginModule required username=\"broker\" password=\"secret\";")             \
+    X(SCRAM_SHA_512_SASL_JAAS_CONFIG, "scram-sha-512.sasl.jaas.config", STRING, "", 0, 0, NULL,  \
+      "the inter-broker SCRAM-SHA-512 user, as scram-sha-256.sasl.jaas.config")                  \
+    X(SASL_JAAS_CONFIG, "sasl.jaas.config", STRING, "", 0, 0, NULL,                              \
+      "the inter-broker user (username=, password=) where the mechanism's own jaas.config has none") \
     X(PROCESS_ROLES, "process.roles", STRING, "", 0, 0, NULL,                                    \
       "broker, controller or broker,controller (a combined node); empty: broker, and controller "  \
       "too when broker.id is among controller.quorum.voters")                                     \

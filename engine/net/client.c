@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
@@ -22,6 +24,9 @@
 #include "proto/errors.h"
 #include "proto/header.h"
 #include "proto/messages.h"
+#include "security/peer_security.h"
+#include "security/sasl_client.h"
+#include "security/tls.h"
 
 /* Broker ranges kept for api keys below this; Kafka's keys stay far below. */
 enum { KEY_SLOTS = 256 };
@@ -31,6 +36,7 @@ enum { KEY_SLOTS = 256 };
 struct kiq_client_conn {
     pthread_mutex_t fd_lock; /* guards closing fd against a concurrent shutdown() */
     int fd;                  /* -1 once closed; written by the owner under fd_lock */
+    kiq_tls_conn_t *tls;     /* the TLS session over fd; NULL: plaintext */
     atomic_bool shut;        /* kiq_client_shutdown was called */
     char peer[280];          /* "host:port" */
     char *client_id;         /* NULL: sent as a null string */
@@ -44,6 +50,8 @@ static int64_t deadline_of(int timeout_ms) { return timeout_ms < 0 ? -1 : kiq_cl
 static void close_fd(kiq_client_conn_t *c)
 {
     pthread_mutex_lock(&c->fd_lock);
+    kiq_tls_conn_free(c->tls);
+    c->tls = NULL;
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
     pthread_mutex_unlock(&c->fd_lock);
@@ -75,6 +83,11 @@ static int io_failed(kiq_client_conn_t *c, const char *what, bool eof)
 {
     if (atomic_load(&c->shut)) return kiq_error_set("shut down while %s", what);
     if (eof) return kiq_error_set("connection closed by the broker while %s", what);
+    if (c->tls && errno == EPROTO) {
+        char why[300];
+        snprintf(why, sizeof why, "%s", kiq_error_get()); /* OpenSSL's reason */
+        return kiq_error_set("%s: %s", what, why);
+    }
     return kiq_error_errno("%s", what);
 }
 
@@ -82,12 +95,13 @@ static int write_all(kiq_client_conn_t *c, const uint8_t *p, size_t n, int64_t d
 {
     while (n > 0) {
         if (atomic_load(&c->shut)) return kiq_error_set("shut down while sending the request");
-        ssize_t k = send(c->fd, p, n, MSG_NOSIGNAL);
+        bool other = false; /* TLS: the socket must be readable first */
+        ssize_t k = c->tls ? kiq_tls_write(c->tls, p, n, &other) : send(c->fd, p, n, MSG_NOSIGNAL);
         if (k > 0) {
             p += k;
             n -= (size_t)k;
         } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (wait_fd(c, POLLOUT, deadline, "sending the request") != 0) return -1;
+            if (wait_fd(c, other ? POLLIN : POLLOUT, deadline, "sending the request") != 0) return -1;
         } else if (k < 0 && errno != EINTR) {
             return io_failed(c, "sending the request", false);
         }
@@ -99,14 +113,15 @@ static int read_exact(kiq_client_conn_t *c, uint8_t *p, size_t n, int64_t deadli
 {
     while (n > 0) {
         if (atomic_load(&c->shut)) return kiq_error_set("shut down while waiting for the response");
-        ssize_t k = recv(c->fd, p, n, 0);
+        bool other = false; /* TLS: the socket must be writable first */
+        ssize_t k = c->tls ? kiq_tls_read(c->tls, p, n, &other) : recv(c->fd, p, n, 0);
         if (k > 0) {
             p += k;
             n -= (size_t)k;
         } else if (k == 0) {
             return io_failed(c, "waiting for the response", true);
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            if (wait_fd(c, POLLIN, deadline, "waiting for the response") != 0) return -1;
+            if (wait_fd(c, other ? POLLOUT : POLLIN, deadline, "waiting for the response") != 0) return -1;
         } else if (errno != EINTR) {
             return io_failed(c, "waiting for the response", false);
         }
@@ -310,6 +325,68 @@ static int negotiate(kiq_client_conn_t *c, int64_t deadline)
     return rc;
 }
 
+/* One request and its response inside the connection's setup. */
+static int setup_call(kiq_client_conn_t *c, int16_t api_key, int16_t version, const void *request, kiq_arena_t *a,
+                      void *response, int64_t deadline)
+{
+    const kiq_api_codec_t *codec = kiq_api_codec(api_key);
+    kiq_rd_t r;
+    if (send_request(c, codec, version, request, deadline) != 0 ||
+        read_response(c, codec, version, deadline, a, &r) != 0 || decode_body(codec, version, &r, a, response) != 0) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", kiq_error_get());
+        return kiq_error_set("%s v%d: %s", codec->name, version, why);
+    }
+    return 0;
+}
+
+/* SaslHandshake, then SaslAuthenticate with each token of the mechanism
+ * until the server accepts (and, for SCRAM, has proved itself): Kafka's
+ * order for a SASL listener, before any other request but ApiVersions. */
+static int authenticate(kiq_client_conn_t *c, const kiq_peer_security_t *sec, int64_t deadline)
+{
+    int16_t hv = kiq_client_version(c, KIQ_API_SASL_HANDSHAKE), av = kiq_client_version(c, KIQ_API_SASL_AUTHENTICATE);
+    if (hv < 1 || av < 0) return kiq_error_set("the peer offers no SaslHandshake v1 and SaslAuthenticate (not a SASL listener?)");
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_sasl_client_t sc;
+    int rc = kiq_sasl_client_init(&sc, sec->mechanism, sec->user, sec->password);
+    kiq_sasl_handshake_request_t hreq;
+    kiq_sasl_handshake_request_init(&hreq);
+    hreq.mechanism = KIQ_STR(sec->mechanism);
+    kiq_sasl_handshake_response_t hresp;
+    if (rc == 0) rc = setup_call(c, KIQ_API_SASL_HANDSHAKE, hv, &hreq, &a, &hresp, deadline);
+    if (rc == 0 && hresp.error_code != KIQ_ERR_NONE)
+        rc = kiq_error_set("SaslHandshake: %s is not enabled there (error %d)", sec->mechanism, hresp.error_code);
+    const uint8_t *in = NULL;
+    size_t in_len = 0;
+    while (rc == 0) {
+        uint8_t *token;
+        size_t token_len;
+        int step = kiq_sasl_client_step(&sc, in, in_len, &token, &token_len);
+        if (step != 0) {
+            rc = step == 1 ? 0 : -1;
+            break;
+        }
+        kiq_sasl_authenticate_request_t areq;
+        kiq_sasl_authenticate_request_init(&areq);
+        areq.auth_bytes = (kiq_bytes_t){token, (int32_t)token_len};
+        kiq_sasl_authenticate_response_t aresp;
+        rc = setup_call(c, KIQ_API_SASL_AUTHENTICATE, av, &areq, &a, &aresp, deadline);
+        OPENSSL_cleanse(token, token_len);
+        free(token);
+        if (rc == 0 && aresp.error_code != KIQ_ERR_NONE)
+            rc = kiq_error_set("SaslAuthenticate as %s: %.*s (error %d)", sec->user,
+                               aresp.error_message.p ? (int)aresp.error_message.len : 0,
+                               aresp.error_message.p ? aresp.error_message.p : "", aresp.error_code);
+        in = aresp.auth_bytes.p;
+        in_len = aresp.auth_bytes.p ? (size_t)aresp.auth_bytes.len : 0;
+    }
+    kiq_sasl_client_clear(&sc);
+    kiq_arena_reset(&a);
+    return rc;
+}
+
 /* Tries each address host resolves to; the socket stays non-blocking so
  * every wait has a deadline. */
 static int open_socket(kiq_client_conn_t *c, const char *host, int port, int64_t deadline)
@@ -355,7 +432,8 @@ static int open_socket(kiq_client_conn_t *c, const char *host, int port, int64_t
     return rc;
 }
 
-kiq_client_conn_t *kiq_client_connect(const char *host, int port, int timeout_ms, const char *client_id)
+kiq_client_conn_t *kiq_client_connect(const char *host, int port, int timeout_ms, const char *client_id,
+                                      const kiq_peer_security_t *security)
 {
     int64_t deadline = deadline_of(timeout_ms);
     if (!host || !*host || port <= 0 || port > 65535) {
@@ -377,14 +455,19 @@ kiq_client_conn_t *kiq_client_connect(const char *host, int port, int timeout_ms
         kiq_error_set("connect to %s:%d: out of memory", host, port);
         return NULL;
     }
-    if (open_socket(c, host, port, deadline) != 0 || negotiate(c, deadline) != 0) {
+    int rc = open_socket(c, host, port, deadline);
+    if (rc == 0 && security && security->tls && !(c->tls = kiq_tls_conn_connect(security->tls, c->fd, host))) rc = -1;
+    if (rc == 0) rc = negotiate(c, deadline);
+    if (rc == 0 && security && security->mechanism[0]) rc = authenticate(c, security, deadline);
+    if (rc != 0) {
         char why[400];
         snprintf(why, sizeof why, "%s", kiq_error_get());
         kiq_error_set("connect to %s: %s", c->peer, why);
         kiq_client_close(c);
         return NULL;
     }
-    KIQ_DEBUG("client: connected to %s", c->peer);
+    KIQ_DEBUG("client: connected to %s%s%s", c->peer, c->tls ? " over TLS" : "",
+              security && security->mechanism[0] ? ", signed in" : "");
     return c;
 }
 

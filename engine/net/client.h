@@ -18,13 +18,17 @@
 #define KIQ_CLIENT_MAX_FRAME (100 * 1024 * 1024)
 
 typedef struct kiq_client_conn kiq_client_conn_t;
+struct kiq_peer_security;
 
 /* Connects to host:port (name or address), sets TCP_NODELAY and asks the
  * broker for its API versions (ApiVersions v3, falling back to what an
  * older broker offers). timeout_ms bounds connecting and the negotiation
- * together; < 0 waits forever. client_id may be NULL. NULL on failure, with
- * the reason (naming host:port) in the error slot. */
-kiq_client_conn_t *kiq_client_connect(const char *host, int port, int timeout_ms, const char *client_id);
+ * together; < 0 waits forever. client_id may be NULL. With security (NULL:
+ * plaintext) the connection is TLS when it says so (the handshake inside
+ * the ApiVersions exchange) and signs in with SASL after ApiVersions. NULL
+ * on failure, with the reason (naming host:port) in the error slot. */
+kiq_client_conn_t *kiq_client_connect(const char *host, int port, int timeout_ms, const char *client_id,
+                                      const struct kiq_peer_security *security);
 
 /* The highest version of api_key both this codec and the broker speak, or
  * -1 when the ranges do not overlap (or either side lacks the API). */

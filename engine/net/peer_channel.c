@@ -21,6 +21,7 @@ struct kiq_peer_channel {
     char peer[32];
     char client_id[64];
     kiq_metrics_t *metrics;
+    const struct kiq_peer_security *security; /* the broker's, outlives the channel */
     int backoff_min_ms, backoff_max_ms;
     kiq_worker_t *worker; /* queued channels; NULL for an owned one */
     pthread_mutex_t mu;   /* guards everything below */
@@ -98,7 +99,7 @@ static kiq_client_conn_t *connected(kiq_peer_channel_t *ch, int64_t left_ms)
                              (long long)(wait_ns / 1000000 + 1)),
                NULL;
     int timeout = left_ms < CONNECT_TIMEOUT_MS ? (int)(left_ms > 1 ? left_ms : 1) : CONNECT_TIMEOUT_MS;
-    conn = kiq_client_connect(host, port, timeout, ch->client_id);
+    conn = kiq_client_connect(host, port, timeout, ch->client_id, ch->security);
     pthread_mutex_lock(&ch->mu);
     if (conn) {
         ch->stats.connects++;
@@ -205,6 +206,7 @@ static kiq_peer_channel_t *make(const kiq_peer_channel_config_t *cfg)
     ch->backoff_max_ms = cfg->backoff_max_ms > cfg->backoff_min_ms ? cfg->backoff_max_ms : cfg->backoff_min_ms;
     pthread_mutex_init(&ch->mu, NULL);
     ch->metrics = cfg->metrics;
+    ch->security = cfg->security;
     if (kiq_metrics_add(ch->metrics, channel_metrics, ch) != 0) {
         pthread_mutex_destroy(&ch->mu);
         free(ch);

@@ -35,6 +35,7 @@
 #include "metrics/registry.h"
 
 typedef struct kiq_peer_call kiq_peer_call_t;
+struct kiq_peer_security;
 
 /* rc 0: call->response holds the peer's answer. -1: none came (not
  * reachable, refused, past the deadline, the channel stopping); the reason
@@ -79,6 +80,9 @@ typedef struct kiq_peer_channel_config {
      * 0: none of its own (an owned channel's loop keeps its own pace) */
     int backoff_min_ms, backoff_max_ms;
     kiq_metrics_t *metrics; /* the figures go there (NULL: nowhere) */
+    /* TLS and SASL toward the peer (security/peer_security.h; outlives
+     * the channel); NULL: plaintext */
+    const struct kiq_peer_security *security;
 } kiq_peer_channel_config_t;
 
 typedef struct kiq_peer_channel kiq_peer_channel_t;

@@ -327,7 +327,8 @@ kiq_replica_fetcher_t *kiq_replica_fetcher_new(const kiq_replica_fetcher_config_
     snprintf(name, sizeof name, "fetcher-%d-%d", cfg->leader, cfg->index);
     snprintf(peer, sizeof peer, "%d", cfg->leader);
     kiq_peer_channel_config_t lc = {.name = name, .peer = peer, .host = cfg->host, .port = cfg->port,
-                                    .client_id = client_id, .metrics = cfg->metrics};
+                                    .client_id = client_id, .metrics = cfg->metrics,
+                                    .security = cfg->security};
     if (!(f->line = kiq_peer_channel_open(&lc))) {
         free(f);
         return NULL;

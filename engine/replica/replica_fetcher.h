@@ -24,6 +24,7 @@ typedef struct kiq_replica_fetcher_config {
     int max_bytes;     /* replica.fetch.max.bytes, per partition */
     int index;         /* of num.replica.fetchers for this leader, for names */
     kiq_metrics_t *metrics; /* its line to the leader reports there (NULL: nowhere) */
+    const struct kiq_peer_security *security; /* TLS and SASL toward it; NULL: plaintext */
 } kiq_replica_fetcher_config_t;
 
 /* Starts the thread. NULL with the reason. */

@@ -68,6 +68,7 @@ static kiq_replica_fetcher_t *fetcher_locked(kiq_replica_manager_t *rm, int32_t 
         .max_bytes = rm->fetch_max_bytes,
         .index = index,
         .metrics = rm->b.metrics,
+        .security = rm->b.peer_security,
     };
     kiq_replica_fetcher_t *f = kiq_replica_fetcher_new(&cfg);
     if (!f) return NULL;

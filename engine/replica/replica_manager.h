@@ -52,6 +52,9 @@ typedef struct kiq_replica_context {
     kiq_uuid_t log_dir_ids[KIQ_REPLICA_MAX_LOG_DIRS];
     int nlog_dirs;
     kiq_metrics_t *metrics; /* the broker's: the lines to the controller and the leaders report there */
+    /* how fetchers connect to the leaders' client listeners (the broker's,
+     * outlives the manager); NULL: plaintext */
+    const struct kiq_peer_security *peer_security;
 } kiq_replica_context_t;
 
 /* For a cluster-mode broker whose topics are open: every partition loaded

@@ -59,7 +59,7 @@ static int add_user(void *ctx, const char *user, const char *password)
     return 0;
 }
 
-int kiq_sasl_jaas_users(const char *jaas, int (*fn)(void *ctx, const char *user, const char *password), void *ctx)
+int kiq_sasl_jaas_options(const char *jaas, int (*fn)(void *ctx, const char *key, const char *value), void *ctx)
 {
     const char *p = jaas;
     while (isspace((unsigned char)*p)) p++;
@@ -102,17 +102,32 @@ int kiq_sasl_jaas_users(const char *jaas, int (*fn)(void *ctx, const char *user,
             }
         }
         value[vl] = 0;
-        if (kl > 5 && strncmp(key, "user_", 5) == 0) {
-            char name[256];
-            if (kl - 5 >= sizeof name) return kiq_error_set("sasl.jaas.config: user name too long");
-            memcpy(name, key + 5, kl - 5);
-            name[kl - 5] = 0;
-            if (fn(ctx, name, value) != 0) return -1;
-        }
+        char name[256];
+        if (kl >= sizeof name) return kiq_error_set("sasl.jaas.config: option name too long");
+        memcpy(name, key, kl);
+        name[kl] = 0;
+        if (fn(ctx, name, value) != 0) return -1;
     }
     for (p++; isspace((unsigned char)*p); p++) {}
     if (*p) return kiq_error_set("sasl.jaas.config: one login module only, got more after ';'");
     return 0;
+}
+
+struct users_of {
+    int (*fn)(void *ctx, const char *user, const char *password);
+    void *ctx;
+};
+
+static int user_option(void *ctx, const char *key, const char *value)
+{
+    struct users_of *u = ctx;
+    return strncmp(key, "user_", 5) == 0 && key[5] ? u->fn(u->ctx, key + 5, value) : 0;
+}
+
+int kiq_sasl_jaas_users(const char *jaas, int (*fn)(void *ctx, const char *user, const char *password), void *ctx)
+{
+    struct users_of u = {fn, ctx};
+    return kiq_sasl_jaas_options(jaas, user_option, &u);
 }
 
 kiq_sasl_t *kiq_sasl_new(const kiq_config_t *c)

@@ -36,6 +36,10 @@ void kiq_sasl_set_scram_lookup(kiq_sasl_t *s, kiq_scram_lookup_fn lookup, void *
 /* The enabled mechanisms' names, in configured order: their count. */
 int kiq_sasl_mechanisms(const kiq_sasl_t *s, const char **names, int max);
 
+/* Parses a login module's JAAS text (one module, a control flag, then
+ * key=value options, ';' at the end): each option through fn (values
+ * unquoted); -1 with the reason when it does not parse or fn fails. */
+int kiq_sasl_jaas_options(const char *jaas, int (*fn)(void *ctx, const char *key, const char *value), void *ctx);
 /* Parses Kafka's PlainLoginModule JAAS text: each user_NAME="password"
  * through fn; -1 with the reason when it does not parse. */
 int kiq_sasl_jaas_users(const char *jaas, int (*fn)(void *ctx, const char *user, const char *password), void *ctx);

@@ -1,6 +1,7 @@
 /* OpenSSL server sessions for the TLS listeners; see tls.h. */
 #include "security/tls.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,9 @@
 /* Read-only once built (see tls.h). */
 struct kiq_tls {
     SSL_CTX *ctx;
-    kiq_principal_rules_t *rules; /* ssl.principal.mapping.rules */
+    kiq_principal_rules_t *rules; /* ssl.principal.mapping.rules; NULL on a client side */
+    bool client;                  /* kiq_tls_client_new's */
+    bool verify_host;             /* client: ssl.endpoint.identification.algorithm=https */
 };
 
 /* Owned by the processor thread of its connection. */
@@ -186,6 +189,59 @@ kiq_tls_t *kiq_tls_new(const kiq_config_t *c)
     return t;
 }
 
+kiq_tls_t *kiq_tls_client_new(const kiq_config_t *c)
+{
+    kiq_tls_t *t = calloc(1, sizeof *t);
+    if (!t) return kiq_error_set("out of memory"), NULL;
+    ERR_clear_error();
+    t->client = true;
+    t->verify_host = strcasecmp(kiq_config_str(c, KIQ_CFG_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM), "https") == 0;
+    if (!(t->ctx = SSL_CTX_new(TLS_client_method()))) {
+        ssl_failure("TLS context");
+        free(t);
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
+    SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* without a trust store the system's, as a JVM's default trust store */
+    int trust = load_truststore(t->ctx, c);
+    if (trust == 1) trust = SSL_CTX_set_default_verify_paths(t->ctx) == 1 ? 0 : ssl_failure("the system's CA certificates");
+    /* the key store, when there is one, is this broker's certificate for peers that ask for it (mutual TLS) */
+    bool keystore = *kiq_config_str(c, KIQ_CFG_SSL_KEYSTORE_LOCATION) || *kiq_config_str(c, KIQ_CFG_SSL_KEYSTORE_CERTIFICATE_CHAIN);
+    if (trust != 0 || (keystore && load_keystore(t->ctx, c) != 0)) {
+        kiq_tls_free(t);
+        return NULL;
+    }
+    SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
+    return t;
+}
+
+kiq_tls_conn_t *kiq_tls_conn_connect(kiq_tls_t *t, int fd, const char *host)
+{
+    kiq_tls_conn_t *tc = calloc(1, sizeof *tc);
+    if (!tc) return kiq_error_set("out of memory"), NULL;
+    tc->tls = t;
+    if (!(tc->ssl = SSL_new(t->ctx)) || SSL_set_fd(tc->ssl, fd) != 1) {
+        ssl_failure("TLS session");
+        kiq_tls_conn_free(tc);
+        return NULL;
+    }
+    /* the peer's certificate must name the address dialled: an IP in its
+     * subjectAltName, or the host name (also sent as SNI) */
+    unsigned char addr[16];
+    bool ip = inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1;
+    int ok = !t->verify_host ? 1
+             : ip            ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(tc->ssl), host)
+                             : SSL_set1_host(tc->ssl, host) == 1 && SSL_set_tlsext_host_name(tc->ssl, host) == 1;
+    if (ok != 1) {
+        ssl_failure("TLS peer name");
+        kiq_tls_conn_free(tc);
+        return NULL;
+    }
+    SSL_set_connect_state(tc->ssl);
+    return tc;
+}
+
 void kiq_tls_free(kiq_tls_t *t)
 {
     if (!t) return;
@@ -287,7 +343,7 @@ ssize_t kiq_tls_read(kiq_tls_conn_t *tc, void *buf, size_t len, bool *other)
     ERR_clear_error();
     size_t got = 0;
     int ok = SSL_read_ex(tc->ssl, buf, len, &got);
-    if (!tc->principal && SSL_is_init_finished(tc->ssl) && take_principal(tc) != 0) {
+    if (!tc->tls->client && !tc->principal && SSL_is_init_finished(tc->ssl) && take_principal(tc) != 0) {
         errno = EACCES;
         return -1;
     }

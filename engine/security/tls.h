@@ -21,6 +21,18 @@ typedef struct kiq_tls_conn kiq_tls_conn_t;
 kiq_tls_t *kiq_tls_new(const kiq_config_t *c);
 void kiq_tls_free(kiq_tls_t *t);
 
+/* The client side of broker-to-broker connections, from the same ssl.*
+ * configs: the trust store (the system's when none) checks the peer,
+ * whose certificate must name the address dialled when
+ * ssl.endpoint.identification.algorithm is https; the key store, when
+ * set, is presented to a peer asking for a certificate. NULL with the
+ * reason. Read-only once built, shared by the threads that connect. */
+kiq_tls_t *kiq_tls_client_new(const kiq_config_t *c);
+/* A client session over the connected socket fd to host (a name or an
+ * address); NULL with the reason. The handshake runs inside the first
+ * write. Owned by the thread that connected. */
+kiq_tls_conn_t *kiq_tls_conn_connect(kiq_tls_t *t, int fd, const char *host);
+
 /* A server-side session over the accepted socket fd; NULL when out of
  * memory. The handshake runs inside the first reads. */
 kiq_tls_conn_t *kiq_tls_conn_new(kiq_tls_t *t, int fd);

@@ -25,6 +25,7 @@
 #include "txn/broker_peers.h"
 #include "core/uuid.h"
 #include "security/sasl.h"
+#include "security/peer_security.h"
 #include "security/tls.h"
 #include "server/broker_security.h"
 
@@ -455,7 +456,7 @@ static int start_coordinators(kiq_broker_t *b)
     if (kiq_group_coordinator_start(b->groups) != 0) return -1;
     kiq_txn_context_t tctx = {
         b->config, b->topics, b->cluster, next_producer_id, partitions_of, b,
-        {b->topics, b->metadata, b->node_id, b->metrics, offsets_marker, b},
+        {b->topics, b->metadata, b->node_id, b->metrics, b->peer_security, offsets_marker, b},
     };
     if (!(b->txns = kiq_txn_coordinator_new(&tctx))) return kiq_error_set("out of memory");
     if (kiq_txn_coordinator_start(b->txns) != 0) return -1;
@@ -497,6 +498,7 @@ static int start_replicas(kiq_broker_t *b)
         };
         for (int i = 0; i < b->nlog_dirs && i < KIQ_REPLICA_MAX_LOG_DIRS; i++) rc.log_dir_ids[rc.nlog_dirs++] = b->log_dirs[i].dir_id;
         rc.metrics = b->metrics;
+        rc.peer_security = b->peer_security;
         if (!(b->replicas = kiq_replica_manager_new(&rc))) return -1;
     } else {
         kiq_replica_manager_lead_all_alone(b->topics);
@@ -564,7 +566,7 @@ static int start_requests(kiq_broker_t *b)
                                         .backoff_max_ms = 1000, .metrics = b->metrics};
         b->controller_channel = kiq_peer_channel_new(&cc);
         if (!b->controller_channel) return -1;
-        b->share_peers = kiq_broker_peers_new(b->metadata, b->node_id, "share-admin", true, b->metrics);
+        b->share_peers = kiq_broker_peers_new(b->metadata, b->peer_security, b->node_id, "share-admin", true, b->metrics);
         if (!b->share_peers) return kiq_error_set("out of memory");
     }
     atomic_store(&b->io_busy_ns, 0);
@@ -960,6 +962,7 @@ void kiq_broker_free(kiq_broker_t *b)
     kiq_broker_stop(b);
     kiq_config_free(b->config);
     kiq_tls_free(b->tls);
+    kiq_peer_security_free(b->peer_security);
     kiq_sasl_free(b->sasl);
     /* the threads that ran interceptors are joined */
     if (b->interceptors.ops) b->interceptors.ops->free(b->interceptors.ctx);

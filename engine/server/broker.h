@@ -188,6 +188,9 @@ struct kiq_broker {
     enum kiq_security_protocol protocol;
     struct kiq_tls *tls;
     struct kiq_sasl *sasl; /* SASL_*: its mechanisms and users; likewise */
+    /* how this broker reaches the others' client listeners (its
+     * inter-broker client); NULL: plaintext, or not in a cluster; likewise */
+    struct kiq_peer_security *peer_security;
     /* the client listener's queued.max.request.bytes and connection
      * quotas, from start to shutdown */
     kiq_memory_pool_t *request_pool;

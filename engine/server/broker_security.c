@@ -1,9 +1,13 @@
 /* The client listener's TLS and SASL; see broker_security.h. */
 #include "server/broker_security.h"
 
+#include <string.h>
+#include <strings.h>
+
 #include "controller/controller.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "security/peer_security.h"
 #include "security/sasl.h"
 #include "security/tls.h"
 
@@ -15,18 +19,35 @@ static int scram_lookup(void *ctx, enum kiq_scram_mech m, const char *user, kiq_
     return b->controller ? kiq_controller_scram_credential(b->controller, m, user, out) : -1;
 }
 
+/* Brokers reach each other on the client listener: the inter-broker
+ * listener and protocol, where configured, must be that one's. */
+static int inter_broker_check(const kiq_config_t *config, const kiq_listener_t *data)
+{
+    const char *ib = kiq_config_str(config, KIQ_CFG_INTER_BROKER_LISTENER_NAME);
+    bool ibp_default;
+    const char *ibp = kiq_config_text(config, KIQ_CFG_SECURITY_INTER_BROKER_PROTOCOL, &ibp_default);
+    const char *name = kiq_security_protocol_name(data->protocol);
+    if (*ib && strcasecmp(ib, data->name) != 0)
+        return kiq_error_set("inter.broker.listener.name %s: brokers reach each other on the client listener, %s",
+                             ib, data->name);
+    if (!ibp_default && strcasecmp(ibp, name) != 0)
+        return kiq_error_set("security.inter.broker.protocol %s: the client listener %s, which brokers reach each "
+                             "other on, is %s", ibp, data->name, name);
+    return 0;
+}
+
 int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const kiq_listener_t *data,
                               const kiq_listener_t *control)
 {
     if (control && control->protocol != KIQ_PLAINTEXT)
         return kiq_error_set("listener %s: the control plane is PLAINTEXT only for now", control->name);
-    if (!data || data->protocol == KIQ_PLAINTEXT) return 0;
+    if (!data) return 0;
+    if (inter_broker_check(config, data) != 0) return -1;
+    if (data->protocol == KIQ_PLAINTEXT) return 0;
     b->protocol = data->protocol;
     const char *name = kiq_security_protocol_name(data->protocol);
-    /* peers fetch and send markers in plaintext to this listener */
-    if (b->cluster && (b->nvoters != 1 || !b->roles.controller))
-        return kiq_error_set("listener %s: %s is served on a standalone broker or a single combined node only "
-                             "(brokers reach each other in plaintext on it)", data->name, name);
+    /* the lines to the other brokers' client listeners: this broker's inter-broker client */
+    if (b->cluster && !(b->peer_security = kiq_peer_security_new(config, data->protocol))) return -1;
     bool sasl = data->protocol == KIQ_SASL_PLAINTEXT || data->protocol == KIQ_SASL_SSL;
     if (sasl) {
         if (!(b->sasl = kiq_sasl_new(config))) return -1;

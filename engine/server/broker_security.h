@@ -6,10 +6,11 @@
 #include "server/broker.h"
 
 /* Once the listeners, roles and quorum are known: b->protocol, b->tls and
- * b->sasl from config. -1 with the reason for a TLS or SASL setup that
- * does not load, a control plane that is not PLAINTEXT, or TLS or SASL on
- * a node of a cluster of more than itself (brokers reach each other in
- * plaintext on the client listener). */
+ * b->sasl from config, and in a cluster b->peer_security, how this broker
+ * reaches the others' client listeners (the inter-broker listener).
+ * -1 with the reason for a TLS or SASL setup that does not load, a
+ * control plane that is not PLAINTEXT, or an inter-broker listener or
+ * protocol other than the client listener's. */
 int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const kiq_listener_t *data,
                               const kiq_listener_t *control);
 

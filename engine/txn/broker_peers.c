@@ -18,6 +18,7 @@ typedef struct peer {
 
 struct kiq_broker_peers {
     kiq_metadata_cache_t *metadata;
+    const struct kiq_peer_security *security;
     int32_t node_id;
     char purpose[24];
     kiq_metrics_t *metrics;
@@ -28,12 +29,13 @@ struct kiq_broker_peers {
     int npeers;
 };
 
-kiq_broker_peers_t *kiq_broker_peers_new(kiq_metadata_cache_t *metadata, int32_t node_id, const char *purpose,
-                                         bool queued, kiq_metrics_t *metrics)
+kiq_broker_peers_t *kiq_broker_peers_new(kiq_metadata_cache_t *metadata, const struct kiq_peer_security *security,
+                                         int32_t node_id, const char *purpose, bool queued, kiq_metrics_t *metrics)
 {
     kiq_broker_peers_t *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->metadata = metadata;
+    p->security = security;
     p->node_id = node_id;
     snprintf(p->purpose, sizeof p->purpose, "%s", purpose);
     p->metrics = metrics;
@@ -68,7 +70,7 @@ static kiq_peer_channel_t *add(kiq_broker_peers_t *p, int32_t id, const char *ho
     snprintf(peer, sizeof peer, "%d", id);
     snprintf(client_id, sizeof client_id, "kafkaiq-broker-%d", p->node_id);
     kiq_peer_channel_config_t lc = {.name = name, .peer = peer, .host = host, .port = port, .client_id = client_id,
-                                    .metrics = p->metrics};
+                                    .metrics = p->metrics, .security = p->security};
     if (p->queued) lc.backoff_min_ms = 100, lc.backoff_max_ms = 1000;
     kiq_peer_channel_t *line = p->queued ? kiq_peer_channel_new(&lc) : kiq_peer_channel_open(&lc);
     if (!line) return NULL;

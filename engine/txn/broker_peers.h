@@ -19,13 +19,14 @@
 
 typedef struct kiq_broker_peers kiq_broker_peers_t;
 
-/* metadata (outlives the set) says where the brokers are; node_id names
+/* metadata (outlives the set) says where the brokers are; security (NULL:
+ * plaintext; outlives the set) how to reach their client listeners; node_id names
  * this broker in the client id (kafkaiq-broker-<id>), which is how a
  * receiver tells a broker's requests from a client's; purpose names the
  * lines ("txn-markers-2"); their figures go to metrics (NULL: nowhere).
  * NULL: out of memory. */
-kiq_broker_peers_t *kiq_broker_peers_new(kiq_metadata_cache_t *metadata, int32_t node_id, const char *purpose,
-                                         bool queued, kiq_metrics_t *metrics);
+kiq_broker_peers_t *kiq_broker_peers_new(kiq_metadata_cache_t *metadata, const struct kiq_peer_security *security,
+                                         int32_t node_id, const char *purpose, bool queued, kiq_metrics_t *metrics);
 void kiq_broker_peers_free(kiq_broker_peers_t *p);
 /* Any thread: every blocked or later request fails promptly. */
 void kiq_broker_peers_shutdown(kiq_broker_peers_t *p);

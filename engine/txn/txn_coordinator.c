@@ -54,7 +54,8 @@ kiq_txn_coordinator_t *kiq_txn_coordinator_new(const kiq_txn_context_t *ctx)
     tc->b = *ctx;
     if (!(tc->markers = kiq_txn_markers_new(&ctx->markers)) ||
         (ctx->cluster &&
-         !(tc->verifier = kiq_txn_verifier_new(ctx->markers.topics, ctx->markers.metadata, ctx->markers.node_id,
+         !(tc->verifier = kiq_txn_verifier_new(ctx->markers.topics, ctx->markers.metadata, ctx->markers.security,
+                                                     ctx->markers.node_id,
                                                      ctx->markers.metrics)))) {
         kiq_txn_markers_free(tc->markers);
         kiq_str_map_free(tc->ids);

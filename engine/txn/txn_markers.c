@@ -63,7 +63,7 @@ kiq_txn_markers_t *kiq_txn_markers_new(const kiq_txn_markers_context_t *c)
     kiq_txn_markers_t *mk = calloc(1, sizeof *mk);
     if (!mk) return NULL;
     mk->c = *c;
-    if (!(mk->peers = kiq_broker_peers_new(c->metadata, c->node_id, "txn-markers", false, c->metrics))) {
+    if (!(mk->peers = kiq_broker_peers_new(c->metadata, c->security, c->node_id, "txn-markers", false, c->metrics))) {
         free(mk);
         return NULL;
     }

@@ -23,6 +23,7 @@ typedef struct kiq_txn_markers_context {
     kiq_metadata_cache_t *metadata; /* cluster mode: where the leaders are; NULL alone */
     int32_t node_id;
     kiq_metrics_t *metrics; /* the broker's: the lines to the leaders report there */
+    const struct kiq_peer_security *security; /* how to reach them; NULL: plaintext */
     /* A marker reached a partition of __consumer_offsets led here: the
      * group coordinator applies (commit) or drops the offsets the producer
      * committed in its transaction. Any thread. */

@@ -55,12 +55,13 @@ struct kiq_txn_verifier {
     int n, cap;
 };
 
-kiq_txn_verifier_t *kiq_txn_verifier_new(kiq_topics_t *topics, kiq_metadata_cache_t *metadata, int32_t node_id,
+kiq_txn_verifier_t *kiq_txn_verifier_new(kiq_topics_t *topics, kiq_metadata_cache_t *metadata,
+                                         const struct kiq_peer_security *security, int32_t node_id,
                                          kiq_metrics_t *metrics)
 {
     kiq_txn_verifier_t *v = calloc(1, sizeof *v);
     if (!v) return NULL;
-    if (!(v->peers = kiq_broker_peers_new(metadata, node_id, "txn-verifier", false, metrics))) {
+    if (!(v->peers = kiq_broker_peers_new(metadata, security, node_id, "txn-verifier", false, metrics))) {
         free(v);
         return NULL;
     }

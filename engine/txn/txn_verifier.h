@@ -32,10 +32,13 @@
 
 typedef struct kiq_txn_verifier kiq_txn_verifier_t;
 
-/* topics (to notify waiters) and metadata (where coordinators are) outlive
- * the verifier; node_id names this broker to the others. NULL: out of
- * memory. */
-kiq_txn_verifier_t *kiq_txn_verifier_new(kiq_topics_t *topics, kiq_metadata_cache_t *metadata, int32_t node_id,
+struct kiq_peer_security;
+
+/* topics (to notify waiters), metadata (where coordinators are) and
+ * security (how to reach them; NULL: plaintext) outlive the verifier;
+ * node_id names this broker to the others. NULL: out of memory. */
+kiq_txn_verifier_t *kiq_txn_verifier_new(kiq_topics_t *topics, kiq_metadata_cache_t *metadata,
+                                         const struct kiq_peer_security *security, int32_t node_id,
                                          kiq_metrics_t *metrics);
 int kiq_txn_verifier_start(kiq_txn_verifier_t *v);
 /* Any thread: questions not yet answered are answered

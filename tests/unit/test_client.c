@@ -71,7 +71,7 @@ static int broker_teardown(void **state)
 
 static kiq_client_conn_t *connect_to(int port)
 {
-    kiq_client_conn_t *c = kiq_client_connect("127.0.0.1", port, 5000, "test-client");
+    kiq_client_conn_t *c = kiq_client_connect("127.0.0.1", port, 5000, "test-client", NULL);
     if (!c) fail_msg("connect: %s", kiq_error_get());
     return c;
 }
@@ -505,7 +505,7 @@ static void test_connect_refused(void **state)
     int port;
     int fd = kiq_test_listen_any(&port);
     close(fd); /* nothing listens there now */
-    assert_null(kiq_client_connect("127.0.0.1", port, 2000, NULL));
+    assert_null(kiq_client_connect("127.0.0.1", port, 2000, NULL, NULL));
     char where[64];
     snprintf(where, sizeof where, "127.0.0.1:%d", port);
     assert_non_null(strstr(kiq_error_get(), where));
@@ -520,7 +520,7 @@ static void test_connect_times_out(void **state)
     int port;
     int fd = kiq_test_listen_any(&port);
     int64_t t0 = now_ms();
-    assert_null(kiq_client_connect("127.0.0.1", port, 200, NULL));
+    assert_null(kiq_client_connect("127.0.0.1", port, 200, NULL, NULL));
     int64_t took = now_ms() - t0;
     assert_true(took >= 200);
     assert_true(took < 5000);
@@ -531,9 +531,9 @@ static void test_connect_times_out(void **state)
 static void test_bad_address(void **state)
 {
     (void)state;
-    assert_null(kiq_client_connect("127.0.0.1", 0, 100, NULL));
+    assert_null(kiq_client_connect("127.0.0.1", 0, 100, NULL, NULL));
     assert_non_null(strstr(kiq_error_get(), "bad address"));
-    assert_null(kiq_client_connect("", 9092, 100, NULL));
+    assert_null(kiq_client_connect("", 9092, 100, NULL, NULL));
     assert_non_null(strstr(kiq_error_get(), "bad address"));
 }
 
