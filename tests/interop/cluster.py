@@ -207,7 +207,7 @@ class ClusterBroker:
 
     def command(self):
         c = self.cluster
-        listeners = (f"PLAINTEXT://{self.host}:{self.port}," if self.role != "controller" else "") + \
+        listeners = (f"{c.listener}://{self.host}:{self.port}," if self.role != "controller" else "") + \
             f"CONTROLLER://{self.host}:{self.control_port}"
         cmd = [str(BROKER_BIN), "serve", str(CONFIG),
                "--override", f"broker.id={self.id}",
@@ -293,6 +293,8 @@ class Cluster:
     """n brokers in n processes; the controller quorum's voters are
     broker 0 alone unless voters names more (combined nodes), or, with
     controllers, that many controller-only processes (ids n, n + 1, ...)."""
+
+    listener = "PLAINTEXT"  # the client listener's name (and protocol, by Kafka's default map)
 
     def __init__(self, workdir, n=3, overrides=CLUSTER_OVERRIDES, voters=(CONTROLLER_ID,), controllers=0):
         self.workdir = pathlib.Path(workdir)
