@@ -165,6 +165,8 @@ broker_slot_t *kiq_ctl_slot_of(kiq_controller_t *c, int32_t id, bool create);
 int kiq_ctl_keep_features(kiq_controller_t *c);
 /* Under mu: the finalized feature levels and their epoch into um. */
 void kiq_ctl_build_features(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um);
+/* Under mu: the SCRAM credentials into um (controller_scram.c). */
+void kiq_ctl_build_scram(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um);
 /* Under mu: a round for every broker. */
 void kiq_ctl_tell_brokers(kiq_controller_t *c);
 

@@ -169,3 +169,31 @@ int kiq_controller_scram_credential(kiq_controller_t *c, enum kiq_scram_mech m, 
     pthread_mutex_unlock(&c->mu);
     return e ? 0 : -1;
 }
+
+/* The round is sent after mu is released: its bytes must not point into the image. */
+static kiq_bytes_t bytes_copy(kiq_arena_t *a, const uint8_t *p, size_t n)
+{
+    uint8_t *d = kiq_arena_alloc(a, n ? n : 1);
+    memcpy(d, p, n);
+    return (kiq_bytes_t){d, (int32_t)n};
+}
+
+void kiq_ctl_build_scram(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um)
+{
+    const kiq_scram_store_t *s = kiq_metadata_image_scram(c->image);
+    um->kafkaiq_scram_credentials = kiq_arena_calloc(a, s->n + 1, sizeof *um->kafkaiq_scram_credentials);
+    um->kafkaiq_scram_credentials_n = (int32_t)s->n;
+    for (size_t i = 0; i < s->n; i++) {
+        const kiq_scram_entry_t *e = &s->entries[i];
+        int m = kiq_scram_mech_of_wire(e->mechanism);
+        size_t kl = kiq_scram_key_len(m < 0 ? KIQ_SCRAM_SHA_256 : (enum kiq_scram_mech)m);
+        kiq_update_metadata_request_kafkaiq_scram_credentials_t *o = &um->kafkaiq_scram_credentials[i];
+        kiq_update_metadata_request_kafkaiq_scram_credentials_init(o);
+        o->name = kiq_ctl_astr(a, e->user);
+        o->mechanism = e->mechanism;
+        o->salt = bytes_copy(a, e->cred.salt, e->cred.salt_len);
+        o->stored_key = bytes_copy(a, e->cred.stored_key, kl);
+        o->server_key = bytes_copy(a, e->cred.server_key, kl);
+        o->iterations = e->cred.iterations;
+    }
+}

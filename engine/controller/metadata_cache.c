@@ -53,6 +53,7 @@ typedef struct mc_view {
     int ntopics;
     mc_topic_t *topics; /* sorted by name */
     kiq_features_t features; /* the finalized levels, as the controller keeps them */
+    kiq_scram_store_t scram; /* the SCRAM credentials, as the controller keeps them */
 } mc_view_t;
 
 /* lock guards view; wait_mu guards version and orders it after the swap,
@@ -81,6 +82,7 @@ static void view_free(mc_view_t *v)
 {
     if (!v) return;
     kiq_arena_reset(&v->arena);
+    kiq_scram_store_clear(&v->scram);
     free(v);
 }
 
@@ -282,6 +284,27 @@ static void build_features(mc_view_t *v, const kiq_update_metadata_request_t *re
     }
 }
 
+/* The SCRAM credentials, each checked for its mechanism and sizes. -1
+ * when out of memory. */
+static int build_scram(mc_view_t *v, const kiq_update_metadata_request_t *req)
+{
+    for (int32_t i = 0; i < req->kafkaiq_scram_credentials_n; i++) {
+        const kiq_update_metadata_request_kafkaiq_scram_credentials_t *e = &req->kafkaiq_scram_credentials[i];
+        int m = kiq_scram_mech_of_wire(e->mechanism);
+        if (m < 0 || !e->name.p || !e->salt.p || !e->stored_key.p || !e->server_key.p) continue;
+        size_t kl = kiq_scram_key_len((enum kiq_scram_mech)m);
+        if (e->salt.len <= 0 || e->salt.len > KIQ_SCRAM_MAX_SALT || (size_t)e->stored_key.len != kl ||
+            (size_t)e->server_key.len != kl)
+            continue;
+        kiq_scram_credential_t cred = {.iterations = e->iterations, .salt_len = (size_t)e->salt.len};
+        memcpy(cred.salt, e->salt.p, cred.salt_len);
+        memcpy(cred.stored_key, e->stored_key.p, kl);
+        memcpy(cred.server_key, e->server_key.p, kl);
+        if (kiq_scram_store_put(&v->scram, e->name.p, (size_t)e->name.len, e->mechanism, &cred) != 0) return -1;
+    }
+    return 0;
+}
+
 int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadata_request_t *req)
 {
     mc_view_t *v = view_new();
@@ -297,6 +320,10 @@ int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadat
     build_configs(v, req);
     build_brokers(v, req);
     build_features(v, req);
+    if (build_scram(v, req) != 0) {
+        view_free(v);
+        return kiq_error_set("metadata cache: out of memory");
+    }
 
     pthread_rwlock_wrlock(&mc->lock);
     if (req->controller_epoch < mc->controller_epoch) {
@@ -326,6 +353,18 @@ void kiq_metadata_cache_features(kiq_metadata_cache_t *mc, kiq_features_t *out)
     pthread_rwlock_rdlock(&mc->lock);
     *out = mc->view->features;
     pthread_rwlock_unlock(&mc->lock);
+}
+
+int kiq_metadata_cache_scram(kiq_metadata_cache_t *mc, enum kiq_scram_mech m, const char *user,
+                             kiq_scram_credential_t *out)
+{
+    pthread_rwlock_rdlock(&mc->lock);
+    const kiq_scram_entry_t *e = kiq_scram_store_get(&mc->view->scram, user, strlen(user),
+                                                     m == KIQ_SCRAM_SHA_512 ? KIQ_SCRAM_WIRE_SHA_512
+                                                                            : KIQ_SCRAM_WIRE_SHA_256);
+    if (e) *out = e->cred;
+    pthread_rwlock_unlock(&mc->lock);
+    return e ? 0 : -1;
 }
 
 static const mc_topic_t *find_topic(const mc_view_t *v, const char *name, size_t len)

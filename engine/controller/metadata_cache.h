@@ -64,6 +64,11 @@ bool kiq_metadata_cache_broker(kiq_metadata_cache_t *mc, int32_t id, const char 
 /* The finalized feature levels and their epoch as the last update carried
  * them; nothing finalized (epoch -1) before the first. */
 void kiq_metadata_cache_features(kiq_metadata_cache_t *mc, kiq_features_t *out);
+/* Any thread: user's SCRAM credential for m as the last update carried it
+ * (a broker that is no voter authenticates with these): 0, or -1 when it
+ * has none. */
+int kiq_metadata_cache_scram(kiq_metadata_cache_t *mc, enum kiq_scram_mech m, const char *user,
+                             kiq_scram_credential_t *out);
 /* The controller id of the last update; -1 before the first. */
 int32_t kiq_metadata_cache_controller(kiq_metadata_cache_t *mc);
 

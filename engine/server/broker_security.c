@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "controller/controller.h"
+#include "controller/metadata_cache.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "security/peer_security.h"
@@ -12,11 +13,13 @@
 #include "security/tls.h"
 
 /* Handler threads: SCRAM credentials are the metadata image's, as this
- * node's controller holds it (none without one). */
+ * node's controller holds it, or on a broker that is no voter as the
+ * controller last sent them. */
 static int scram_lookup(void *ctx, enum kiq_scram_mech m, const char *user, kiq_scram_credential_t *out)
 {
     kiq_broker_t *b = ctx;
-    return b->controller ? kiq_controller_scram_credential(b->controller, m, user, out) : -1;
+    if (b->controller) return kiq_controller_scram_credential(b->controller, m, user, out);
+    return b->metadata ? kiq_metadata_cache_scram(b->metadata, m, user, out) : -1;
 }
 
 /* Brokers reach each other on the client listener: the inter-broker

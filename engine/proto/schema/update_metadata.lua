@@ -69,6 +69,17 @@ return {
         { "level", "int16" },
     } },
     { "kafkaiq_features_epoch", "int64", v = "6+", tag = 10002, tagged = "6+", default = -1 },
+    -- KafkaIQ's own, tagged: the SCRAM credentials of the metadata log
+    -- (UserScramCredentialRecord's fields), so a broker that is no voter
+    -- authenticates SCRAM users as the controllers do. The whole set each time.
+    { "kafkaiq_scram_credentials", "[]", v = "6+", tag = 10003, tagged = "6+", fields = {
+        { "name", "string" },
+        { "mechanism", "int8" },
+        { "salt", "bytes" },
+        { "stored_key", "bytes" },
+        { "server_key", "bytes" },
+        { "iterations", "int32" },
+    } },
   },
   response = {
     { "error_code", "int16" },
