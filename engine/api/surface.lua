@@ -39,7 +39,8 @@ return {
   { "SaslAuthenticate", planes = "data" },
   -- answered by the controller of this node (a combined node)
   { "DescribeUserScramCredentials", planes = "data" },
-  { "AlterUserScramCredentials", planes = "data" },
+  -- forwarded by the other brokers to the active controller
+  { "AlterUserScramCredentials", planes = "both" },
   -- forwarded by the other brokers to the one hosting the controller
   { "CreateTopics", planes = "both", min = 2 },
   { "DeleteTopics", planes = "both", min = 1 },

@@ -46,6 +46,7 @@ static void fail_all(kiq_topic_order_t *orders, int n, kiq_arena_t *arena)
 typedef struct whole {
     int16_t api;
     size_t response_size, error_code_at, error_message_at;
+    bool has_code; /* false: errors only per entry, which the handler fills when none came */
     bool has_message;
     void (*here)(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp);
     /* instead of here: answered later (a voter change, at its commit) */
@@ -455,11 +456,17 @@ static void update_features_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena
     if (out->error_code) out->error_message = error_text(a);
 }
 
+static void alter_scram_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_controller_alter_scram(c, req, a, resp);
+}
+
 /* Each one's response: its size and where its error code (and message,
  * where it has one) are, for the answer of a forward that failed. */
-#define WHOLE(api, T, here) {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, here, NULL}
-#define WHOLE_NO_MESSAGE(api, T, here) {api, sizeof(T), offsetof(T, error_code), 0, false, here, NULL}
-#define WHOLE_LATER(api, T, later) {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, NULL, later}
+#define WHOLE(api, T, here) {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, true, here, NULL}
+#define WHOLE_NO_MESSAGE(api, T, here) {api, sizeof(T), offsetof(T, error_code), 0, true, false, here, NULL}
+#define WHOLE_NO_CODE(api, T, here) {api, sizeof(T), 0, 0, false, false, here, NULL}
+#define WHOLE_LATER(api, T, later) {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, true, NULL, later}
 
 static const whole_t WHOLES[] = {
     WHOLE_NO_MESSAGE(KIQ_API_ELECT_LEADERS, kiq_elect_leaders_response_t, elect_here),
@@ -471,6 +478,7 @@ static const whole_t WHOLES[] = {
     WHOLE_LATER(KIQ_API_ADD_RAFT_VOTER, kiq_add_raft_voter_response_t, kiq_controller_link_change_voters),
     WHOLE_LATER(KIQ_API_REMOVE_RAFT_VOTER, kiq_remove_raft_voter_response_t, kiq_controller_link_change_voters),
     WHOLE(KIQ_API_UPDATE_FEATURES, kiq_update_features_response_t, update_features_here),
+    WHOLE_NO_CODE(KIQ_API_ALTER_USER_SCRAM_CREDENTIALS, kiq_alter_user_scram_credentials_response_t, alter_scram_here),
 };
 
 static void whole_failed(forward_t *f, int rc)
@@ -479,7 +487,7 @@ static void whole_failed(forward_t *f, int rc)
     const whole_t *w = f->whole;
     char *resp = f->call.response;
     memset(resp, 0, w->response_size);
-    *(int16_t *)(resp + w->error_code_at) = KIQ_ERR_REQUEST_TIMED_OUT;
+    if (w->has_code) *(int16_t *)(resp + w->error_code_at) = KIQ_ERR_REQUEST_TIMED_OUT;
     if (w->has_message) *(kiq_str_t *)(resp + w->error_message_at) = error_text(f->arena);
 }
 

@@ -1,8 +1,9 @@
 """Security between brokers: a three-broker cluster whose client listeners
 are SASL_SSL, the listener brokers also reach each other on (replica
 fetches, transaction markers), signing in with PLAIN as the inter-broker
-user over TLS checked against the test CA. confluent-kafka produces with
-acks=all as a client user, a partition's leader is killed, and everything
+user over TLS checked against the test CA. A SCRAM-SHA-512 user is set at
+a broker that hosts no controller and signs in at every broker.
+confluent-kafka produces with acks=all as that user, a partition's leader is killed, and everything
 acknowledged is still read; a transaction's markers reach leaders on other
 brokers. A client that claims a broker's client id without its principal
 is not taken for one. Certificates are made at test time."""
@@ -10,7 +11,7 @@ import time
 import uuid
 
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
 from cluster import CLUSTER_OVERRIDES, Cluster, wait_until
 from test_security import certs  # noqa: F401 (a fixture)
@@ -74,7 +75,18 @@ def test_sasl_ssl_cluster_survives_a_leader(tmp_path, certs):
         wait_until(lambda: all(sorted(p.isrs) == [0, 1, 2] and p.leader >= 0 for p in c.partitions(topic).values()),
                    30, "every partition's ISR all three")
 
-        p = Producer(c.conf(acks="all", **{"enable.idempotence": True}))
+        # a SCRAM credential set at broker 2, which hosts no controller (forwarded
+        # to it), then used at every broker: those that are no voters have it
+        # from the controller's UpdateMetadata
+        at2 = AdminClient(dict(c.conf(), **{"bootstrap.servers": c[2].bootstrap}))
+        up = UserScramCredentialUpsertion("bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"bob-secret")
+        for f in at2.alter_user_scram_credentials([up]).values():
+            f.result()
+        bob = c.conf("bob", "bob-secret", **{"sasl.mechanism": "SCRAM-SHA-512"})
+        for b in c.brokers:
+            wait_until(lambda: AdminClient(dict(bob, **{"bootstrap.servers": b.bootstrap})).list_topics(timeout=3),
+                       20, f"bob signed in at broker {b.id}")
+        p = Producer(dict(bob, acks="all", **{"enable.idempotence": True}))
         sent = [f"before-{i}".encode() for i in range(300)]
         for i, v in enumerate(sent):
             p.produce(topic, v, partition=i % 3)
