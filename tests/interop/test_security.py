@@ -197,9 +197,12 @@ def test_bad_tls_configs_refused(tmp_path, certs):
             (["ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}",
               "ssl.client.auth=required"], "needs a trust store"),
             (["listener.security.protocol.map=PLAINTEXT:PLAINTEXT"], "no security protocol for listener SSL"),
+            # brokers reach each other on the client listener, with its protocol
             (["ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}",
-              "listeners=SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "control.plane.listener.name=CONTROLLER",
-              "controller.quorum.voters=0@127.0.0.1:1,1@127.0.0.1:2"], "single combined node only")):
+              "inter.broker.listener.name=INTERNAL"], "brokers reach each other on the client listener, SSL"),
+            (["ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}",
+              "security.inter.broker.protocol=PLAINTEXT"], "security.inter.broker.protocol PLAINTEXT: the client "
+                                                           "listener SSL")):
         b = TlsBroker(tmp_path / uuid.uuid4().hex[:8], "SSL", overrides)
         with pytest.raises(AssertionError):
             b.start()
