@@ -238,10 +238,12 @@ run_go() {
 }
 
 # franz-go's own integration tests (pkg/kgo), RF as the brokers allow; its
-# SASL tests skip themselves (not served).
+# SCRAM tests against the SASL_PLAINTEXT node with_brokers.py starts beside
+# the brokers for KGO_TEST_SCRAM (a few seconds); OAUTHBEARER's skip
+# themselves (not served).
 run_kgo() {
     run_go "go/kgo-brokers-$1" "$1" github.com/twmb/franz-go/pkg/kgo \
-        KGO_TEST_RF="$1" KGO_TEST_RECORDS="$KGO_RECORDS" KGO_TEST_UNSAFE=1
+        KGO_TEST_RF="$1" KGO_TEST_RECORDS="$KGO_RECORDS" KGO_TEST_UNSAFE=1 KGO_TEST_SCRAM=franz:franz-secret:512
 }
 
 run_interop() {

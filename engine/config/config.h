@@ -271,6 +271,10 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(SHARE_AUTO_OFFSET_RESET, "kafkaiq.share.auto.offset.reset", STRING, "latest", 0, 0,       \
       "latest,earliest", "where a share group starts on a partition (Kafka's share.auto.offset.reset " \
       "group config, which is not served)")                                                     \
+    X(ADD_SCRAM, "kafkaiq.add.scram", STRING, "", 0, 0, NULL,                                    \
+      "SCRAM credentials written with the cluster's first metadata, as kafka-storage format "    \
+      "--add-scram writes them (say the inter-broker user): MECHANISM=[name=NAME,password=PASS"  \
+      "(,iterations=N)] entries separated by ';'")                                                \
     X(LOG_LEVEL, "kafkaiq.log.level", STRING, "info", 0, 0, "error,warn,info,debug",            \
       "stderr log level")                                                                       \
     X(HOOK_MAX_INSTRUCTIONS, "kafkaiq.hook.max.instructions", LONG, "10000000", 1000,           \

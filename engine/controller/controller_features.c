@@ -23,6 +23,7 @@ int kiq_ctl_keep_features(kiq_controller_t *c)
         r->name = kiq_ctl_astr(&a, kiq_feature_defs[f].name);
         r->feature_level = boot.level[f];
     }
+    kiq_ctl_add_bootstrap_scram(c, &b);
     int rc = kiq_ctl_commit(c, &b);
     kiq_arena_reset(&a);
     return rc;

@@ -49,9 +49,16 @@ int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const
     if (data->protocol == KIQ_PLAINTEXT) return 0;
     b->protocol = data->protocol;
     const char *name = kiq_security_protocol_name(data->protocol);
-    /* the lines to the other brokers' client listeners: this broker's inter-broker client */
-    if (b->cluster && !(b->peer_security = kiq_peer_security_new(config, data->protocol))) return -1;
     bool sasl = data->protocol == KIQ_SASL_PLAINTEXT || data->protocol == KIQ_SASL_SSL;
+    /* the lines to the other brokers' client listeners: this broker's
+     * inter-broker client; a lone combined node has no other brokers
+     * unless some join it, so it needs no inter-broker user of its own */
+    bool mech_default;
+    kiq_config_text(config, KIQ_CFG_SASL_MECHANISM_INTER_BROKER_PROTOCOL, &mech_default);
+    bool lone = b->nvoters == 1 && b->roles.controller;
+    if (b->cluster && !(lone && sasl && mech_default) &&
+        !(b->peer_security = kiq_peer_security_new(config, data->protocol)))
+        return -1;
     if (sasl) {
         if (!(b->sasl = kiq_sasl_new(config))) return -1;
         kiq_sasl_set_scram_lookup(b->sasl, scram_lookup, b);

@@ -9,8 +9,12 @@ min.insync.replicas=2), and runs COMMAND once every broker's Metadata lists
 all N, with KGO_SEEDS (what franz-go's tests read) and KIQ_BOOTSTRAP (the
 Sarama scenario's) set to the brokers' addresses. COMMAND's stdout is left
 alone, so `go test -json` stays parseable; the broker's log is shown on
-stderr when the command fails. The broker is then stopped with SIGTERM and
-must exit 0. Exits with the command's status, or 1 when the broker failed to
+stderr when the command fails. With KGO_TEST_SCRAM set (franz-go's
+user:password(:256|512)) a second node is started beside them, a combined
+broker and controller whose listener is SASL_PLAINTEXT with SCRAM, that
+user written with its first metadata (kafkaiq.add.scram), and its address
+is given as KGO_TEST_SCRAM_SEEDS (franz-go's SCRAM tests). The brokers are
+then stopped with SIGTERM and must exit 0. Exits with the command's status, or 1 when the broker failed to
 start or stop cleanly.
 """
 
@@ -66,6 +70,35 @@ class Brokers(Broker):
         wait_until(registered, REGISTER_TIMEOUT, f"brokers {sorted(want)} registered and seen by all")
 
 
+class ScramNode(Broker):
+    """One combined node whose client listener is SASL_PLAINTEXT, serving
+    SCRAM-SHA-256 and -512, with user's credential from the start."""
+
+    def __init__(self, workdir, user_spec):
+        self.user, self.password, *alg = user_spec.split(":")
+        self.mechanism = f"SCRAM-SHA-{alg[0] if alg else 256}"
+        self.control = free_port_block([0])
+        super().__init__(workdir, [
+            "control.plane.listener.name=CONTROLLER", "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+            f"kafkaiq.add.scram={self.mechanism}=[name={self.user},password={self.password}]"])
+
+    def command(self):
+        cmd = super().command()
+        cmd[cmd.index(f"listeners=PLAINTEXT://{self.host}:{self.port}")] = \
+            f"listeners=SASL_PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.control}"
+        return cmd + ["--override", f"controller.quorum.voters=0@{self.host}:{self.control}"]
+
+    def start(self):
+        """Started once the user signs in (its credential is written when
+        the controller first becomes active)."""
+        super().start()
+        from confluent_kafka.admin import AdminClient
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "security.protocol": "sasl_plaintext",
+                             "sasl.mechanism": self.mechanism, "sasl.username": self.user,
+                             "sasl.password": self.password})
+        wait_until(lambda: admin.list_topics(timeout=2).brokers, REGISTER_TIMEOUT, f"{self.user} signed in")
+
+
 class Stopped(Exception):
     pass
 
@@ -83,12 +116,16 @@ def main(argv):
     signal.signal(signal.SIGINT, on_signal)
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="kiq-go-"))
     brokers = Brokers(workdir, n)
+    scram = ScramNode(workdir / "scram", os.environ["KGO_TEST_SCRAM"]) if os.environ.get("KGO_TEST_SCRAM") else None
     proc = None
     status = 1
     try:
         brokers.start()
         print(f"with_brokers: {n} broker(s) at {brokers.bootstrap}", file=sys.stderr, flush=True)
         env = dict(os.environ, KGO_SEEDS=brokers.bootstrap, KIQ_BOOTSTRAP=brokers.bootstrap)
+        if scram:
+            scram.start()
+            env["KGO_TEST_SCRAM_SEEDS"] = scram.bootstrap
         # its own process group, so that stopping it reaches the test binary
         # `go test` runs too
         proc = subprocess.Popen(command, env=env, start_new_session=True)
@@ -108,11 +145,12 @@ def main(argv):
                 proc.wait()
         if status != 0:
             print(f"with_brokers: the broker's log:\n{brokers.stderr_tail(20000)}", file=sys.stderr)
-        try:
-            brokers.stop()
-        except AssertionError as e:
-            print(f"with_brokers: {e}", file=sys.stderr)
-            status = status or 1
+        for b in (scram, brokers) if scram else (brokers,):
+            try:
+                b.stop()
+            except AssertionError as e:
+                print(f"with_brokers: {e}", file=sys.stderr)
+                status = status or 1
         shutil.rmtree(workdir, ignore_errors=True)
     return status
 
