@@ -1,7 +1,8 @@
 """Security between brokers: a three-broker cluster whose client listeners
 are SASL_SSL, the listener brokers also reach each other on (replica
-fetches, transaction markers), signing in with PLAIN as the inter-broker
-user over TLS checked against the test CA. A SCRAM-SHA-512 user is set at
+fetches, transaction markers), signing in with SCRAM-SHA-512 as the
+inter-broker user (written with the cluster's first metadata, as
+kafka-storage format --add-scram does) over TLS checked against the test CA. A SCRAM-SHA-512 user is set at
 a broker that hosts no controller and signs in at every broker.
 confluent-kafka produces with acks=all as that user, a partition's leader is killed, and everything
 acknowledged is still read; a transaction's markers reach leaders on other
@@ -16,8 +17,9 @@ from confluent_kafka.admin import AdminClient, NewTopic, ScramCredentialInfo, Sc
 from cluster import CLUSTER_OVERRIDES, Cluster, wait_until
 from test_security import certs  # noqa: F401 (a fixture)
 
-JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
-        'password="broker-secret" user_broker="broker-secret" user_alice="alice-secret";')
+JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
+BROKER_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
+               'password="broker-secret";')
 
 
 class SecureCluster(Cluster):
@@ -27,7 +29,10 @@ class SecureCluster(Cluster):
     def __init__(self, workdir, certs_dir):
         self.certs = certs_dir
         super().__init__(workdir, 3, CLUSTER_OVERRIDES + (
-            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512", "sasl.mechanism.inter.broker.protocol=PLAIN",
+            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512", "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+            f"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={BROKER_JAAS}",
+            # the inter-broker user, written with the cluster's first metadata
+            "kafkaiq.add.scram=SCRAM-SHA-512=[name=broker,password=broker-secret]",
             "security.inter.broker.protocol=SASL_SSL", "inter.broker.listener.name=SASL_SSL",
             f"listener.name.sasl_ssl.plain.sasl.jaas.config={JAAS}", "ssl.keystore.type=PEM",
             f"ssl.keystore.location={certs_dir / 'server-store.pem'}", "ssl.truststore.type=PEM",
