@@ -7,13 +7,17 @@ a broker that hosts no controller and signs in at every broker.
 confluent-kafka produces with acks=all as that user, a partition's leader is killed, and everything
 acknowledged is still read; a transaction's markers reach leaders on other
 brokers. A client that claims a broker's client id without its principal
-is not taken for one. Certificates are made at test time."""
+is not taken for one: its COMMIT marker is refused. Certificates are made at test time."""
+import socket
+import ssl
+import struct
 import time
 import uuid
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
+import kiq_wire as kw
 from cluster import CLUSTER_OVERRIDES, Cluster, wait_until
 from test_security import certs  # noqa: F401 (a fixture)
 
@@ -66,6 +70,53 @@ def consume_all(conf, topic, want, isolation="read_uncommitted"):
     finally:
         c.close()
     return got
+
+
+class SaslConn:
+    """A hand-made connection over TLS, signed in with PLAIN, whose client id
+    is whatever the test claims."""
+
+    def __init__(self, host, port, ca, user, password, client_id):
+        ctx = ssl.create_default_context(cafile=str(ca))
+        self.sock = ctx.wrap_socket(socket.create_connection((host, port), timeout=10), server_hostname=host)
+        self.client_id, self.corr = client_id, 0
+        r = kw.Reader(self.call(17, 1, kw.string("PLAIN")))  # SaslHandshake v1
+        assert r.int16() == 0
+        r = kw.Reader(self.call(36, 1, kw.nbytes(f"\0{user}\0{password}".encode())))  # SaslAuthenticate v1
+        assert r.int16() == 0, r.string()
+
+    def call(self, api, version, body, flexible=False):
+        self.corr += 1
+        h = struct.pack(">hhi", api, version, self.corr) + kw.string(self.client_id) + (b"\0" if flexible else b"")
+        self.sock.sendall(kw.frame(h + body))
+        size = struct.unpack(">i", self.recv(4))[0]
+        data = self.recv(size)
+        assert struct.unpack(">i", data[:4])[0] == self.corr
+        return data[5:] if flexible else data[4:]  # a flexible response header's empty tags
+
+    def recv(self, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            assert chunk, "connection closed"
+            buf += chunk
+        return buf
+
+
+def commit_marker_error(conn, topic, partition):
+    """A COMMIT marker (WriteTxnMarkers v1) for an unknown producer: the
+    partition's error code."""
+    part = kw.uvarint(2) + struct.pack(">i", partition)
+    t = kw.compact_string(topic) + part + b"\0"
+    marker = struct.pack(">qhb", 4242, 0, 1) + kw.uvarint(2) + t + struct.pack(">i", 0) + b"\0"
+    r = kw.Reader(conn.call(27, 1, kw.uvarint(2) + marker + b"\0", flexible=True))
+    r.take(1)  # one marker
+    r.int64()
+    r.take(1)  # one topic
+    r.take(r.int8() - 1)  # its name
+    r.take(1)  # one partition
+    assert r.int32() == partition
+    return r.int16()
 
 
 def test_sasl_ssl_cluster_survives_a_leader(tmp_path, certs):
@@ -122,6 +173,15 @@ def test_sasl_ssl_cluster_survives_a_leader(tmp_path, certs):
         tp.commit_transaction(30)
         committed = consume_all(c.conf(), topic, len(sent) + len(after) + 30, "read_committed")
         assert sum(v.startswith(b"txn-") for v in committed) == 30
+
+        # a client signed in as alice that names itself as a broker is no
+        # broker: its COMMIT marker is refused (the transaction-abort attack
+        # needs a broker's principal, not only its client id)
+        leader = c.partitions(topic)[0].leader
+        claimed = next(b.id for b in c.brokers if b.alive() and b.id != leader)
+        fake = SaslConn(c[leader].host, c[leader].port, certs / "ca.pem", "alice", "alice-secret",
+                        f"kafkaiq-broker-{claimed}")
+        assert commit_marker_error(fake, topic, 0) == 31  # CLUSTER_AUTHORIZATION_FAILED
 
         c[victim].start()
         wait_until(lambda: all(sorted(pm.isrs) == [0, 1, 2] for pm in c.partitions(topic).values()), 30,
