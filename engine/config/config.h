@@ -285,6 +285,9 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "host:port of the broker's HTTP listener (metrics, journeys, state); empty: none; port 0: a free one") \
     X(CLOCK, "kafkaiq.clock", STRING, "system", 0, 0, "system,manual",                            \
       "manual: tests may move the process's clock ahead (POST /api/clock); system: never")      \
+    X(HTTP_TOKEN, "kafkaiq.http.token", STRING, "", 0, 0, NULL,                                  \
+      "a bearer token the HTTP listener's control API asks for (Authorization: Bearer TOKEN), "  \
+      "from any address; empty: no token, loopback clients only")                                 \
     X(HTTP_MAX_CONNECTIONS, "kafkaiq.http.max.connections", INT, "256", 1, 65536, NULL,          \
       "open connections to the HTTP listener; past it the longest idle one is closed")        \
     X(JOURNEY_ENABLE, "kafkaiq.journey.enable", BOOL, "true", 0, 0, NULL,                        \

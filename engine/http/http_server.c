@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <openssl/crypto.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -56,6 +57,7 @@ typedef struct http_listener {
     atomic_uint_fast64_t closed; /* idle connections closed to make room */
     kiq_metrics_t *metrics; /* the broker's, where its figures are */
     kiq_http_waits_t *waits; /* GET /api/wait's, from start to stop */
+    char token[256]; /* kafkaiq.http.token; empty: none. Fixed at attach */
 } http_listener_t;
 
 /* The listeners of this process that are listening, so the page of one
@@ -242,15 +244,50 @@ static bool from_loopback(struct MHD_Connection *c)
     return sa->sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
-/* The control API: loopback clients only, bodies as JSON (a page from
- * another origin cannot send that without a preflight, which is refused). */
+/* Whether c may use the control API: with a token configured, a request
+ * that carries it (from any address; compared in constant time), else a
+ * loopback client. Refused: v holds the answer (401 when a token is asked
+ * for, 403 for a client not on loopback). */
+static bool authorized(const http_listener_t *h, struct MHD_Connection *c, kiq_http_view_t *v)
+{
+    if (!h->token[0]) {
+        if (from_loopback(c)) return true;
+        kiq_http_error(v, MHD_HTTP_FORBIDDEN, "the control API answers loopback clients only");
+        return false;
+    }
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    size_t tl = strlen(h->token);
+    if (auth && strncmp(auth, "Bearer ", 7) == 0 && strlen(auth + 7) == tl && CRYPTO_memcmp(auth + 7, h->token, tl) == 0)
+        return true;
+    kiq_http_error(v, MHD_HTTP_UNAUTHORIZED, auth ? "the control API's token is wrong"
+                                                  : "the control API asks for a token (Authorization: Bearer TOKEN)");
+    return false;
+}
+
+/* A refusal from authorized(): a 401 names the scheme it asks for. */
+static enum MHD_Result answer_refusal(struct MHD_Connection *c, kiq_http_view_t *v)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(v->len, v->body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(v->body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", v->type);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (v->status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"kafkaiq\"");
+    enum MHD_Result ok = MHD_queue_response(c, v->status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+/* The control API, once authorized: bodies as JSON (a page from another
+ * origin cannot send that without a preflight, which is refused). */
 static void control(kiq_broker_t *b, struct MHD_Connection *c, const char *url, const char *method, upload_t *up,
                     kiq_http_view_t *v)
 {
     const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    if (!from_loopback(c))
-        kiq_http_error(v, MHD_HTTP_FORBIDDEN, "the control API answers loopback clients only");
-    else if (up && up->too_big)
+    if (up && up->too_big)
         kiq_http_error(v, MHD_HTTP_CONTENT_TOO_LARGE, "a control request's body is at most 64 KiB");
     else if (strcmp(method, "POST") == 0 && (!type || strncmp(type, "application/json", 16) != 0))
         kiq_http_error(v, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "the control API takes Content-Type: application/json");
@@ -291,14 +328,15 @@ static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *ur
         return answer_view(c, &v);
     }
     if (wait) {
-        if (!from_loopback(c))
-            kiq_http_error(&v, MHD_HTTP_FORBIDDEN, "the control API answers loopback clients only");
-        else if (!kiq_http_wait_begin(h->waits, c, &up->waiter, &v))
+        if (!authorized(h, c, &v)) return answer_refusal(c, &v);
+        if (!kiq_http_wait_begin(h->waits, c, &up->waiter, &v))
             return MHD_YES; /* suspended until decided */
         return answer_view(c, &v);
     }
     const kiq_http_asset_t *asset = kiq_http_asset(url);
     if (get && asset) return answer_asset(c, asset);
+    if (kiq_http_control_path(url) && !authorized(h, c, &v))
+        return answer_refusal(c, &v);
     if (kiq_http_control_path(url))
         control(b, c, url, method, up, &v);
     else if (!get)
@@ -399,6 +437,12 @@ int kiq_http_attach(kiq_broker_t *b)
     }
     memcpy(h->host, spec, (size_t)(colon - spec));
     h->port = (int)port;
+    const char *token = kiq_config_str(b->config, KIQ_CFG_HTTP_TOKEN);
+    if (strlen(token) >= sizeof h->token) {
+        free(h);
+        return kiq_error_set("kafkaiq.http.token: at most %zu characters", sizeof h->token - 1);
+    }
+    snprintf(h->token, sizeof h->token, "%s", token);
     atomic_init(&h->bound, -1);
     atomic_init(&h->closed, 0);
     h->metrics = b->metrics;

@@ -517,3 +517,48 @@ def test_idle_http_connections_cannot_lock_out_a_scrape(broker):
             c.close()
         for s in silent:
             s.close()
+
+
+def http_call(address, method, path, token=None, body=None):
+    """(status, headers, body) of one request, with a bearer token when given."""
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(f"http://{address}{path}", data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+@pytest.mark.skipif(EXTERNAL is not None, reason="needs a broker this suite starts")
+def test_control_api_token(tmp_path):
+    """kafkaiq.http.token: the control API answers 401 with WWW-Authenticate
+    without the token or with a wrong one, and serves the request with it;
+    what only reads (/metrics, /api/state) needs none."""
+    from conftest import Broker
+    b = Broker(tmp_path, ["kafkaiq.http.token=s3cret-token"])
+    b.start()
+    try:
+        for token in (None, "wrong"):
+            status, headers, body = http_call(b.http, "GET", "/api/faults", token)
+            assert status == 401, (status, body)
+            assert headers["WWW-Authenticate"] == 'Bearer realm="kafkaiq"'
+            assert "token" in json.loads(body)["error"]
+        # a state-changing request is refused before its body is looked at
+        status, _, _ = http_call(b.http, "POST", "/api/clock", None, {"advance_ms": 1})
+        assert status == 401
+        status, _, body = http_call(b.http, "GET", "/api/faults", "s3cret-token")
+        assert status == 200, body
+        for path in ("/metrics", "/api/state"):
+            assert http_call(b.http, "GET", path)[0] == 200
+        # the token is sensitive: DescribeConfigs does not show it
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        from confluent_kafka.admin import ConfigResource
+        res = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, "0")])
+        entries = list(res.values())[0].result()
+        assert entries["kafkaiq.http.token"].value is None
+    finally:
+        b.stop()
