@@ -1,20 +1,43 @@
 /* DescribeUserScramCredentials (KIP-554): the mechanisms and iterations of
- * each user's SCRAM credentials, from the metadata image of this node's
- * controller. A node without one (a standalone broker, or a broker whose
- * controller is elsewhere: not forwarded yet) answers NOT_CONTROLLER. */
+ * each user's SCRAM credentials, from the active controller's metadata
+ * image: here when this node's controller is active, else forwarded to it.
+ * A standalone broker, with no controller quorum, answers NOT_CONTROLLER. */
 #include "api/api.h"
 #include "controller/controller.h"
 #include "core/error.h"
+#include "server/controller_link.h"
+
+#define DESCRIBE_WAIT_MS 30000
+
+typedef struct forwarded_describe {
+    kiq_request_t *r;
+    kiq_describe_user_scram_credentials_response_t *out;
+} forwarded_describe_t;
+
+static void described(void *ctx)
+{
+    forwarded_describe_t *f = ctx;
+    kiq_request_respond(f->r, f->out);
+}
 
 int kiq_api_describe_user_scram_credentials_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
                                                    void *response)
 {
     kiq_describe_user_scram_credentials_response_t *out = response;
-    if (!b->controller) {
-        out->error_code = KIQ_ERR_NOT_CONTROLLER;
-        out->error_message = kiq_request_str(r, "SCRAM credentials are kept by a controller quorum: this node hosts none");
+    if (r->listener == KIQ_LISTENER_CONTROL || !b->cluster) {
+        /* forwarded here, or a standalone broker */
+        if (b->controller) {
+            kiq_controller_describe_scram(b->controller, request, &r->arena, out);
+        } else {
+            out->error_code = KIQ_ERR_NOT_CONTROLLER;
+            out->error_message = kiq_request_str(r, "SCRAM credentials are kept by a controller quorum: this node hosts none");
+        }
         return KIQ_HANDLER_RESPOND;
     }
-    kiq_controller_describe_scram(b->controller, request, &r->arena, out);
-    return KIQ_HANDLER_RESPOND;
+    forwarded_describe_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
+    *f = (forwarded_describe_t){r, out};
+    kiq_api_handled(b, r); /* r is the link's from here on */
+    kiq_controller_link_whole(b, KIQ_API_DESCRIBE_USER_SCRAM_CREDENTIALS, request, DESCRIBE_WAIT_MS, &r->arena, out,
+                              described, f);
+    return KIQ_HANDLER_PARKED;
 }

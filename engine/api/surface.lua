@@ -37,9 +37,8 @@ return {
   -- on a SASL listener, before anything else; elsewhere ILLEGAL_SASL_STATE and a close
   { "SaslHandshake", planes = "data" },
   { "SaslAuthenticate", planes = "data" },
-  -- answered by the controller of this node (a combined node)
-  { "DescribeUserScramCredentials", planes = "data" },
   -- forwarded by the other brokers to the active controller
+  { "DescribeUserScramCredentials", planes = "both" },
   { "AlterUserScramCredentials", planes = "both" },
   -- forwarded by the other brokers to the one hosting the controller
   { "CreateTopics", planes = "both", min = 2 },

@@ -456,6 +456,11 @@ static void update_features_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena
     if (out->error_code) out->error_message = error_text(a);
 }
 
+static void describe_scram_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_controller_describe_scram(c, req, a, resp);
+}
+
 static void alter_scram_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
 {
     kiq_controller_alter_scram(c, req, a, resp);
@@ -478,6 +483,7 @@ static const whole_t WHOLES[] = {
     WHOLE_LATER(KIQ_API_ADD_RAFT_VOTER, kiq_add_raft_voter_response_t, kiq_controller_link_change_voters),
     WHOLE_LATER(KIQ_API_REMOVE_RAFT_VOTER, kiq_remove_raft_voter_response_t, kiq_controller_link_change_voters),
     WHOLE(KIQ_API_UPDATE_FEATURES, kiq_update_features_response_t, update_features_here),
+    WHOLE(KIQ_API_DESCRIBE_USER_SCRAM_CREDENTIALS, kiq_describe_user_scram_credentials_response_t, describe_scram_here),
     WHOLE_NO_CODE(KIQ_API_ALTER_USER_SCRAM_CREDENTIALS, kiq_alter_user_scram_credentials_response_t, alter_scram_here),
 };
 

@@ -2,8 +2,9 @@
 are SASL_SSL, the listener brokers also reach each other on (replica
 fetches, transaction markers), signing in with SCRAM-SHA-512 as the
 inter-broker user (written with the cluster's first metadata, as
-kafka-storage format --add-scram does) over TLS checked against the test CA. A SCRAM-SHA-512 user is set at
-a broker that hosts no controller and signs in at every broker.
+kafka-storage format --add-scram does) over TLS checked against the test CA. A SCRAM-SHA-512 user is set and
+described at a broker that hosts no controller (both forwarded to it) and
+signs in at every broker.
 confluent-kafka produces with acks=all as that user, a partition's leader is killed, and everything
 acknowledged is still read; a transaction's markers reach leaders on other
 brokers. A client that claims a broker's client id without its principal
@@ -138,6 +139,8 @@ def test_sasl_ssl_cluster_survives_a_leader(tmp_path, certs):
         up = UserScramCredentialUpsertion("bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"bob-secret")
         for f in at2.alter_user_scram_credentials([up]).values():
             f.result()
+        infos = at2.describe_user_scram_credentials(["bob"])["bob"].result().scram_credential_infos
+        assert [(i.mechanism, i.iterations) for i in infos] == [(ScramMechanism.SCRAM_SHA_512, 4096)]
         bob = c.conf("bob", "bob-secret", **{"sasl.mechanism": "SCRAM-SHA-512"})
         for b in c.brokers:
             wait_until(lambda: AdminClient(dict(bob, **{"bootstrap.servers": b.bootstrap})).list_topics(timeout=3),
