@@ -35,8 +35,8 @@ return {
   { "ListGroups", planes = "data" },
   { "ApiVersions", planes = "both" },
   -- on a SASL listener, before anything else; elsewhere ILLEGAL_SASL_STATE and a close
-  { "SaslHandshake", planes = "data" },
-  { "SaslAuthenticate", planes = "data" },
+  { "SaslHandshake", planes = "both" },
+  { "SaslAuthenticate", planes = "both" },
   -- forwarded by the other brokers to the active controller
   { "DescribeUserScramCredentials", planes = "both" },
   { "AlterUserScramCredentials", planes = "both" },

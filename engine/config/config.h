@@ -65,6 +65,9 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "the inter-broker listener's protocol; when set it must be the client listener's")         \
     X(SASL_MECHANISM_INTER_BROKER_PROTOCOL, "sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", 0, 0, \
       NULL, "the SASL mechanism a broker signs in to the others with: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512") \
+    X(SASL_MECHANISM_CONTROLLER_PROTOCOL, "sasl.mechanism.controller.protocol", STRING, "GSSAPI", 0, 0, NULL, \
+      "the SASL mechanism nodes sign in to a SASL control-plane listener with: PLAIN, SCRAM-SHA-256 or "     \
+      "SCRAM-SHA-512")                                                                            \
     X(SCRAM_SHA_256_SASL_JAAS_CONFIG, "scram-sha-256.sasl.jaas.config", STRING, "", 0, 0, NULL,  \
       "the inter-broker SCRAM-SHA-256 user in Kafka's JAAS form: org.apache.kafka.common.security." \
       "scram.ScramLoginModule required username=\"broker\" password=\"secret\";")             \

@@ -96,7 +96,7 @@ static int64_t channel_round(void *arg)
 }
 
 kiq_broker_channel_t *kiq_broker_channel_new(int32_t broker, const char *host, int port, const kiq_channel_owner_t *owner,
-                                             kiq_metrics_t *metrics)
+                                             kiq_metrics_t *metrics, const struct kiq_peer_security *security)
 {
     kiq_broker_channel_t *ch = calloc(1, sizeof *ch);
     if (!ch) return kiq_error_set("out of memory"), NULL;
@@ -107,7 +107,7 @@ kiq_broker_channel_t *kiq_broker_channel_new(int32_t broker, const char *host, i
     snprintf(name, sizeof name, "controller-to-%d", broker);
     snprintf(peer, sizeof peer, "%d", broker);
     kiq_peer_channel_config_t lc = {.name = name, .peer = peer, .host = host, .port = port,
-                                    .client_id = "kafkaiq-controller", .metrics = metrics};
+                                    .client_id = "kafkaiq-controller", .metrics = metrics, .security = security};
     if (!(ch->line = kiq_peer_channel_open(&lc))) {
         free(ch);
         return NULL;

@@ -35,10 +35,12 @@ typedef struct kiq_channel_owner {
 
 typedef struct kiq_broker_channel kiq_broker_channel_t;
 
-/* Starts the sender for broker at host:port (its control-plane listener);
- * its line's figures go to metrics (NULL: nowhere). */
+/* Starts the sender for broker at host:port (its control-plane listener),
+ * reached with security (NULL: plaintext; outlives the channel); its
+ * line's figures go to metrics (NULL: nowhere). */
+struct kiq_peer_security;
 kiq_broker_channel_t *kiq_broker_channel_new(int32_t broker, const char *host, int port, const kiq_channel_owner_t *owner,
-                                             kiq_metrics_t *metrics);
+                                             kiq_metrics_t *metrics, const struct kiq_peer_security *security);
 /* The state is now at version: send when the broker is behind. */
 void kiq_broker_channel_poke(kiq_broker_channel_t *ch, uint64_t version);
 /* The broker re-registered (maybe restarted): resend everything. */

@@ -556,10 +556,12 @@ static int replay_one(void *ctx, int64_t offset, const kiq_metadata_record_t *r)
 }
 
 kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, const char *control_listener,
-                                     kiq_metrics_t *metrics, struct kiq_quorum *quorum)
+                                     kiq_metrics_t *metrics, struct kiq_quorum *quorum,
+                                     const struct kiq_peer_security *security)
 {
     kiq_controller_t *c = calloc(1, sizeof *c);
     if (!c) return kiq_error_set("out of memory"), NULL;
+    c->security = security;
     c->node_id = node_id;
     c->metrics = metrics;
     c->quorum = quorum;

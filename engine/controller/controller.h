@@ -47,8 +47,10 @@ struct kiq_quorum;
  * the listener name brokers take the controller's requests on. metrics:
  * where its lines to the brokers report (NULL: nowhere). NULL with the
  * reason. */
+struct kiq_peer_security;
 kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, const char *control_listener,
-                                     kiq_metrics_t *metrics, struct kiq_quorum *quorum);
+                                     kiq_metrics_t *metrics, struct kiq_quorum *quorum,
+                                     const struct kiq_peer_security *security);
 /* The quorum's hook (its ticker's thread): the image takes what was
  * committed since; the controller becomes active once this node leads and
  * its image holds everything committed before its epoch (a session's

@@ -67,6 +67,7 @@ struct kiq_controller {
     int32_t node_id;
     char control_listener[32];
     kiq_metrics_t *metrics; /* the hosting broker's; the lines to brokers report there */
+    const struct kiq_peer_security *security; /* the hosting broker's: TLS and SASL toward them; NULL: plaintext */
     int64_t session_timeout_ns;
     /* the hosting broker's config, from new to free: its dynamic values
      * (unclean.leader.election.enable) are read where they are used */

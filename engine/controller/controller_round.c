@@ -250,7 +250,7 @@ void kiq_ctl_connect_channel(kiq_controller_t *c, broker_slot_t *s, bool restart
     }
     if (!s->channel) {
         kiq_channel_owner_t owner = {.ctx = c, .build = build_round, .sent = round_sent};
-        s->channel = kiq_broker_channel_new(s->id, e->host, e->port, &owner, c->metrics);
+        s->channel = kiq_broker_channel_new(s->id, e->host, e->port, &owner, c->metrics, c->security);
         if (!s->channel) {
             KIQ_ERROR("controller: %s", kiq_error_get());
             return;

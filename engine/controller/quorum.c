@@ -71,7 +71,8 @@ int kiq_quorum_peer_channels(kiq_quorum_t *q, peer_t *p)
     snprintf(peer, sizeof peer, "%d", p->id);
     kiq_peer_channel_config_t cc = { .name = name, .peer = peer, .host = p->ep.host, .port = p->ep.port,
                                      .client_id = "kafkaiq-raft", .backoff_min_ms = 2,
-                                     .backoff_max_ms = 1000, .metrics = q->cfg.metrics };
+                                     .backoff_max_ms = 1000, .metrics = q->cfg.metrics,
+                                     .security = q->cfg.security };
     snprintf(name, sizeof name, "raft-to-%d", p->id);
     kiq_peer_channel_t *rpc = kiq_peer_channel_new(&cc);
     snprintf(name, sizeof name, "raft-fetch-from-%d", p->id);

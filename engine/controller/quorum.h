@@ -51,6 +51,8 @@ typedef struct kiq_quorum_config {
     int64_t snapshot_max_bytes, snapshot_interval_ms;
     int32_t segment_bytes; /* metadata.log.segment.bytes (0: the log default) */
     kiq_metrics_t *metrics; /* the channels report there (NULL: nowhere) */
+    /* TLS and SASL toward the other voters (outlives the quorum); NULL: plaintext */
+    const struct kiq_peer_security *security;
     /* The ticker's thread, the quorum's lock released: the high watermark
      * or this node's role moved. */
     void (*changed)(void *ctx);

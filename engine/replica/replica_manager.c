@@ -576,7 +576,8 @@ kiq_replica_manager_t *kiq_replica_manager_new(const kiq_replica_context_t *b)
     int port;
     rm->line_controller = b->controller(b->ctx, &host, &port);
     kiq_peer_channel_config_t lc = {.name = "alter-partition", .peer = "controller", .host = host,
-                                    .port = port, .client_id = id, .metrics = b->metrics};
+                                    .port = port, .client_id = id, .metrics = b->metrics,
+                                    .security = b->controller_security};
     if (!(rm->line = kiq_peer_channel_open(&lc))) {
         free(rm);
         return NULL;

@@ -55,6 +55,8 @@ typedef struct kiq_replica_context {
     /* how fetchers connect to the leaders' client listeners (the broker's,
      * outlives the manager); NULL: plaintext */
     const struct kiq_peer_security *peer_security;
+    /* how the ISR line reaches the controller's control-plane listener; likewise */
+    const struct kiq_peer_security *controller_security;
 } kiq_replica_context_t;
 
 /* For a cluster-mode broker whose topics are open: every partition loaded

@@ -22,7 +22,7 @@ static int credential_option(void *ctx, const char *key, const char *value)
 
 /* The user and password of the mechanism's JAAS entry, as Kafka's
  * inter-broker login takes them; sasl.jaas.config when it has none. */
-static int credentials(kiq_peer_security_t *s, const kiq_config_t *c)
+static int credentials(kiq_peer_security_t *s, const kiq_config_t *c, const char *mech_config)
 {
     const char *mech = s->mechanism;
     enum kiq_config_id id = strcmp(mech, "PLAIN") == 0           ? KIQ_CFG_PLAIN_SASL_JAAS_CONFIG
@@ -32,26 +32,28 @@ static int credentials(kiq_peer_security_t *s, const kiq_config_t *c)
     for (int i = 0; i < 2 && !s->user[0]; i++)
         if (*texts[i] && kiq_sasl_jaas_options(texts[i], credential_option, s) != 0) return -1;
     if (!s->user[0] || !s->password[0])
-        return kiq_error_set("sasl.mechanism.inter.broker.protocol %s: no username and password for brokers to sign "
-                             "in with (in listener.name.<listener>.<mechanism>.sasl.jaas.config or sasl.jaas.config)",
-                             mech);
+        return kiq_error_set("%s %s: no username and password to sign in with (in "
+                             "listener.name.<listener>.<mechanism>.sasl.jaas.config or sasl.jaas.config)",
+                             mech_config, mech);
     return 0;
 }
 
-kiq_peer_security_t *kiq_peer_security_new(const kiq_config_t *c, enum kiq_security_protocol protocol)
+kiq_peer_security_t *kiq_peer_security_new(const kiq_config_t *c, enum kiq_security_protocol protocol,
+                                           enum kiq_config_id mechanism_id)
 {
     kiq_peer_security_t *s = calloc(1, sizeof *s);
     if (!s) return kiq_error_set("out of memory"), NULL;
     if (protocol == KIQ_SASL_PLAINTEXT || protocol == KIQ_SASL_SSL) {
-        const char *mech = kiq_config_str(c, KIQ_CFG_SASL_MECHANISM_INTER_BROKER_PROTOCOL);
+        const char *mech = kiq_config_str(c, mechanism_id);
+        const char *mech_config = kiq_config_defs[mechanism_id].name;
         kiq_sasl_client_t probe;
         if (strlen(mech) >= sizeof s->mechanism || kiq_sasl_client_init(&probe, mech, "", "") != 0) {
-            kiq_error_set("sasl.mechanism.inter.broker.protocol %s: brokers sign in to each other with PLAIN, "
-                          "SCRAM-SHA-256 or SCRAM-SHA-512", mech);
+            kiq_error_set("%s %s: nodes sign in to each other with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+                          mech_config, mech);
             goto fail;
         }
         snprintf(s->mechanism, sizeof s->mechanism, "%s", mech);
-        if (credentials(s, c) != 0) goto fail;
+        if (credentials(s, c, mech_config) != 0) goto fail;
         snprintf(s->principal, sizeof s->principal, "User:%s", s->user);
     }
     if ((protocol == KIQ_SSL || protocol == KIQ_SASL_SSL) && !(s->tls = kiq_tls_client_new(c))) goto fail;

@@ -19,9 +19,12 @@ typedef struct kiq_peer_security {
     char principal[272];  /* "User:<user>" with SASL, else empty */
 } kiq_peer_security_t;
 
-/* For peers whose listener speaks protocol; NULL with the reason (a TLS
- * setup that does not load, a mechanism not spoken, no user for it). */
-kiq_peer_security_t *kiq_peer_security_new(const kiq_config_t *c, enum kiq_security_protocol protocol);
+/* For peers whose listener speaks protocol, signing in with the mechanism
+ * config mechanism_id names (sasl.mechanism.inter.broker.protocol or
+ * sasl.mechanism.controller.protocol); NULL with the reason (a TLS setup
+ * that does not load, a mechanism not spoken, no user for it). */
+kiq_peer_security_t *kiq_peer_security_new(const kiq_config_t *c, enum kiq_security_protocol protocol,
+                                           enum kiq_config_id mechanism_id);
 void kiq_peer_security_free(kiq_peer_security_t *s);
 
 #endif

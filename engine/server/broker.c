@@ -297,6 +297,8 @@ static int start_control_plane(kiq_broker_t *b)
     kiq_request_queue_set_observers(b->quorum_queue, &b->observers, b->node_id);
     kiq_processor_config_t pc = processor_config(b, b->nprocessors, b->control_queue);
     pc.listener = KIQ_LISTENER_CONTROL;
+    pc.tls = b->control_tls;
+    pc.sasl = b->control_sasl;
     pc.urgent_queue = b->quorum_queue;
     pc.urgent = quorum_request;
     b->control_processor = kiq_processor_new(&pc);
@@ -499,6 +501,7 @@ static int start_replicas(kiq_broker_t *b)
         for (int i = 0; i < b->nlog_dirs && i < KIQ_REPLICA_MAX_LOG_DIRS; i++) rc.log_dir_ids[rc.nlog_dirs++] = b->log_dirs[i].dir_id;
         rc.metrics = b->metrics;
         rc.peer_security = b->peer_security;
+        rc.controller_security = b->controller_security;
         if (!(b->replicas = kiq_replica_manager_new(&rc))) return -1;
     } else {
         kiq_replica_manager_lead_all_alone(b->topics);
@@ -563,7 +566,8 @@ static int start_requests(kiq_broker_t *b)
         atomic_store(&b->forwarding_to, current_controller(b, &host, &port));
         kiq_peer_channel_config_t cc = {.name = "to-controller", .peer = "controller", .host = host,
                                         .port = port, .client_id = id, .backoff_min_ms = 100,
-                                        .backoff_max_ms = 1000, .metrics = b->metrics};
+                                        .backoff_max_ms = 1000, .metrics = b->metrics,
+                                        .security = b->controller_security};
         b->controller_channel = kiq_peer_channel_new(&cc);
         if (!b->controller_channel) return -1;
         b->share_peers = kiq_broker_peers_new(b->metadata, b->peer_security, b->node_id, "share-admin", true, b->metrics);
@@ -747,10 +751,11 @@ static int start_controller(kiq_broker_t *b)
     snprintf(qc.self.name, sizeof qc.self.name, "%s", kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME));
     snprintf(qc.self.host, sizeof qc.self.host, "%s", b->control_host);
     qc.self.port = b->control_port;
+    qc.security = b->controller_security;
     if (!(b->quorum = kiq_quorum_new(&qc))) return -1;
     b->controller = kiq_controller_new(b->config, b->node_id,
                                        kiq_config_str(b->config, KIQ_CFG_CONTROL_PLANE_LISTENER_NAME), b->metrics,
-                                       b->quorum);
+                                       b->quorum, b->controller_security);
     if (!b->controller || kiq_quorum_start(b->quorum) != 0) return -1;
     if (b->nvoters == 1 && !kiq_controller_wait_active(b->controller, 10000))
         return kiq_error_set("the controller did not become active: its metadata log cannot be read or written");
@@ -808,6 +813,7 @@ static int start_lifecycle(kiq_broker_t *b)
             .startup = &b->startup,
             .nlog_dirs = b->nlog_dirs,
             .metrics = b->metrics,
+            .security = b->controller_security,
             .registered = registered,
             .ctx = b,
         };
@@ -963,6 +969,9 @@ void kiq_broker_free(kiq_broker_t *b)
     kiq_config_free(b->config);
     kiq_tls_free(b->tls);
     kiq_peer_security_free(b->peer_security);
+    kiq_peer_security_free(b->controller_security);
+    kiq_tls_free(b->control_tls);
+    kiq_sasl_free(b->control_sasl);
     kiq_sasl_free(b->sasl);
     /* the threads that ran interceptors are joined */
     if (b->interceptors.ops) b->interceptors.ops->free(b->interceptors.ctx);

@@ -191,6 +191,13 @@ struct kiq_broker {
     /* how this broker reaches the others' client listeners (its
      * inter-broker client); NULL: plaintext, or not in a cluster; likewise */
     struct kiq_peer_security *peer_security;
+    /* the control-plane listener's TLS context and SASL setup (NULL:
+     * plaintext), and how this node reaches the controllers' (the
+     * quorum's voters, from brokers and other voters) and the controller
+     * reaches the brokers' control-plane listeners; likewise */
+    struct kiq_tls *control_tls;
+    struct kiq_sasl *control_sasl;
+    struct kiq_peer_security *controller_security;
     /* the client listener's queued.max.request.bytes and connection
      * quotas, from start to shutdown */
     kiq_memory_pool_t *request_pool;

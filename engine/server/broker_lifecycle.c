@@ -279,7 +279,8 @@ kiq_broker_lifecycle_t *kiq_broker_lifecycle_new(const kiq_broker_identity_t *b)
     lc->line_controller = b->controller(b->ctx, &host, &port);
     snprintf(lc->controller, sizeof lc->controller, "%s:%d", host, port);
     kiq_peer_channel_config_t cc = {.name = "heartbeats", .peer = "controller", .host = host,
-                                    .port = port, .client_id = lc->client_id, .metrics = b->metrics};
+                                    .port = port, .client_id = lc->client_id, .metrics = b->metrics,
+                                    .security = b->security};
     if (!(lc->line = kiq_peer_channel_open(&cc))) {
         free(lc);
         return NULL;

@@ -53,6 +53,7 @@ typedef struct kiq_broker_identity {
     kiq_uuid_t log_dirs[KIQ_BROKER_MAX_LOG_DIRS]; /* their directory.id */
     int nlog_dirs;
     kiq_metrics_t *metrics; /* the broker's: the line to the controller reports there */
+    const struct kiq_peer_security *security; /* TLS and SASL toward it (the broker's); NULL: plaintext */
     /* on the lifecycle thread after each registration, with its epoch */
     void (*registered)(void *ctx, int64_t broker_epoch);
     void *ctx;

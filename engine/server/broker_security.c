@@ -39,11 +39,32 @@ static int inter_broker_check(const kiq_config_t *config, const kiq_listener_t *
     return 0;
 }
 
+/* The control-plane listener (controller.listener.names' protocol): its
+ * TLS and SASL from the same ssl.* and SASL configs, and the client side
+ * every node reaches the controllers' (and the controller the brokers')
+ * control-plane listeners with, signing in with
+ * sasl.mechanism.controller.protocol. */
+static int control_setup(kiq_broker_t *b, const kiq_config_t *config, const kiq_listener_t *control)
+{
+    bool sasl = control->protocol == KIQ_SASL_PLAINTEXT || control->protocol == KIQ_SASL_SSL;
+    if (sasl) {
+        if (!(b->control_sasl = kiq_sasl_new(config))) return -1;
+        kiq_sasl_set_scram_lookup(b->control_sasl, scram_lookup, b);
+    }
+    if ((control->protocol == KIQ_SSL || control->protocol == KIQ_SASL_SSL) && !(b->control_tls = kiq_tls_new(config)))
+        return -1;
+    if (b->cluster &&
+        !(b->controller_security =
+              kiq_peer_security_new(config, control->protocol, KIQ_CFG_SASL_MECHANISM_CONTROLLER_PROTOCOL)))
+        return -1;
+    KIQ_INFO("listener %s (control plane): %s", control->name, kiq_security_protocol_name(control->protocol));
+    return 0;
+}
+
 int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const kiq_listener_t *data,
                               const kiq_listener_t *control)
 {
-    if (control && control->protocol != KIQ_PLAINTEXT)
-        return kiq_error_set("listener %s: the control plane is PLAINTEXT only for now", control->name);
+    if (control && control->protocol != KIQ_PLAINTEXT && control_setup(b, config, control) != 0) return -1;
     if (!data) return 0;
     if (inter_broker_check(config, data) != 0) return -1;
     if (data->protocol == KIQ_PLAINTEXT) return 0;
@@ -57,7 +78,7 @@ int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const
     kiq_config_text(config, KIQ_CFG_SASL_MECHANISM_INTER_BROKER_PROTOCOL, &mech_default);
     bool lone = b->nvoters == 1 && b->roles.controller;
     if (b->cluster && !(lone && sasl && mech_default) &&
-        !(b->peer_security = kiq_peer_security_new(config, data->protocol)))
+        !(b->peer_security = kiq_peer_security_new(config, data->protocol, KIQ_CFG_SASL_MECHANISM_INTER_BROKER_PROTOCOL)))
         return -1;
     if (sasl) {
         if (!(b->sasl = kiq_sasl_new(config))) return -1;

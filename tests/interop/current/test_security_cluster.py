@@ -1,6 +1,8 @@
-"""Security between brokers: a three-broker cluster whose client listeners
+"""Security between nodes: a three-broker cluster whose client listeners
 are SASL_SSL, the listener brokers also reach each other on (replica
-fetches, transaction markers), signing in with SCRAM-SHA-512 as the
+fetches, transaction markers), and whose control-plane listeners are
+SASL_SSL too (raft, heartbeats, forwarding, the controller's pushes; PLAIN
+as the controller user), brokers signing in with SCRAM-SHA-512 as the
 inter-broker user (written with the cluster's first metadata, as
 kafka-storage format --add-scram does) over TLS checked against the test CA. A SCRAM-SHA-512 user is set and
 described at a broker that hosts no controller (both forwarded to it) and
@@ -22,7 +24,8 @@ import kiq_wire as kw
 from cluster import CLUSTER_OVERRIDES, Cluster, wait_until
 from test_security import certs  # noqa: F401 (a fixture)
 
-JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" '
+        'password="controller-secret" user_controller="controller-secret" user_alice="alice-secret";')
 BROKER_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
                'password="broker-secret";')
 
@@ -39,6 +42,9 @@ class SecureCluster(Cluster):
             # the inter-broker user, written with the cluster's first metadata
             "kafkaiq.add.scram=SCRAM-SHA-512=[name=broker,password=broker-secret]",
             "security.inter.broker.protocol=SASL_SSL", "inter.broker.listener.name=SASL_SSL",
+            # the control plane too: raft, heartbeats, forwarding, the controller's pushes
+            "listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL",
+            "sasl.mechanism.controller.protocol=PLAIN",
             f"listener.name.sasl_ssl.plain.sasl.jaas.config={JAAS}", "ssl.keystore.type=PEM",
             f"ssl.keystore.location={certs_dir / 'server-store.pem'}", "ssl.truststore.type=PEM",
             f"ssl.truststore.location={certs_dir / 'ca.pem'}"))
