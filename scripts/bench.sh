@@ -39,6 +39,13 @@
 #                                         msg/s and CPU and the difference;
 #                                         with --replicated, serve --brokers 3
 #                                         each with an RF 3 topic at acks=all
+#   scripts/bench.sh --tls [--rounds N]   N rounds alternating one broker whose
+#                                         listener is PLAINTEXT and one whose
+#                                         listener is SSL (a certificate made
+#                                         for the run, OpenSSL on both sides),
+#                                         and per workload and round both
+#                                         msg/s, the ratio and each one's
+#                                         broker CPU seconds per GB
 #   scripts/bench.sh --broker-override K=V  pass --override K=V to the kafkaiq it
 #                                         starts (repeatable), e.g.
 #                                         kafkaiq.fetch.sendfile=false
@@ -77,6 +84,8 @@ against=""
 kiq_bin=build/kafkaiq
 replicated=0
 kafka=0
+tls=0
+listener_proto=PLAINTEXT # the listener bench_kafkaiq starts
 rounds=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -92,7 +101,8 @@ while [[ $# -gt 0 ]]; do
     --count-small | --count-large | --acks) pass+=("$1" "$2"); shift 2 ;;
     --no-consume) pass+=("$1"); shift ;;
     --kafka) kafka=1; shift ;;
-    -h | --help) sed -n '2,56p' "$0"; exit 0 ;;
+    --tls) tls=1; shift ;;
+    -h | --help) sed -n '2,63p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -204,7 +214,7 @@ bench_kafkaiq() {
     port=$(free_port)
     http=$(free_port)
     "$kiq_bin" serve config/server.properties \
-        --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$data/data" \
+        --override "listeners=$listener_proto://127.0.0.1:$port" --override "log.dirs=$data/data" \
         --override kafkaiq.log.level=warn --override "kafkaiq.http.listener=127.0.0.1:$http" \
         "$@" >"$data/broker.stdout" 2>"$data/broker.stderr" &
     kiq_pid=$!
@@ -427,6 +437,24 @@ elif [[ $kafka -eq 1 ]]; then
     bs=$(scripts/kafka.sh start --dir "$data/kafka" 2>/dev/null | sed -n 's/^KAFKA_BOOTSTRAP=//p')
     kafka_tools kafka "$bs"
     scripts/kafka.sh stop --dir "$data/kafka"
+elif [[ $tls -eq 1 ]]; then
+    [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
+    rows=$(mktemp -d)
+    tmpdirs+=("$rows")
+    # a certificate for 127.0.0.1, its own CA
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$rows/key.pem" -out "$rows/cert.pem" -days 1 \
+        -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+    cat "$rows/key.pem" "$rows/cert.pem" >"$rows/store.pem"
+    for ((r = 1; r <= rounds; r++)); do
+        listener_proto=PLAINTEXT
+        bench_extra=()
+        bench_kafkaiq plaintext 0 "${broker_overrides[@]}" | tee -a "$rows/all"
+        listener_proto=SSL
+        bench_extra=(-X security.protocol=ssl -X "ssl.ca.location=$rows/cert.pem")
+        bench_kafkaiq tls 0 "${broker_overrides[@]}" --override ssl.keystore.type=PEM \
+            --override "ssl.keystore.location=$rows/store.pem" | tee -a "$rows/all"
+    done
+    compare "$rows/all" 0 tls plaintext
 elif [[ $replicated -eq 1 ]]; then
     [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
     rows=$(mktemp -d)

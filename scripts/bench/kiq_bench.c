@@ -44,6 +44,8 @@ struct bench_opts {
     const char *batch_messages;
     int header;
     int no_consume; /* produce only: for profiles of the produce path */
+    const char *extra[16]; /* -X KEY=VALUE: more client configs (say security.protocol=ssl) */
+    int nextra;
 };
 
 /* Result of one phase. */
@@ -85,6 +87,20 @@ static void conf_set(rd_kafka_conf_t *conf, const char *key, const char *value)
         die("config %s=%s: %s", key, value, err);
 }
 
+/* The -X configs onto conf. */
+static void conf_extra(rd_kafka_conf_t *conf, const struct bench_opts *o)
+{
+    for (int i = 0; i < o->nextra; i++) {
+        char key[256];
+        const char *eq = strchr(o->extra[i], '=');
+        if (!eq || eq == o->extra[i] || (size_t)(eq - o->extra[i]) >= sizeof key)
+            die("-X %s: KEY=VALUE expected", o->extra[i]);
+        memcpy(key, o->extra[i], (size_t)(eq - o->extra[i]));
+        key[eq - o->extra[i]] = '\0';
+        conf_set(conf, key, eq + 1);
+    }
+}
+
 static rd_kafka_t *client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf)
 {
     char err[512];
@@ -120,6 +136,7 @@ static rd_kafka_t *producer_new(const struct bench_opts *o, struct phase_result 
     conf_set(conf, "queue.buffering.max.messages", "2000000");
     conf_set(conf, "queue.buffering.max.kbytes", "1048576");
     conf_set(conf, "message.timeout.ms", "120000");
+    conf_extra(conf, o);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_opaque(conf, r);
     return client_new(RD_KAFKA_PRODUCER, conf);
@@ -275,6 +292,7 @@ static struct phase_result consume_phase(const struct bench_opts *o, int nparts,
     conf_set(conf, "fetch.max.bytes", "52428800");
     conf_set(conf, "max.partition.fetch.bytes", "10485760");
     conf_set(conf, "fetch.wait.max.ms", "100");
+    conf_extra(conf, o);
     conf_set(conf, "queued.min.messages", "1000000");
     rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER, conf);
     rd_kafka_poll_set_consumer(rk);
@@ -379,7 +397,8 @@ static void usage(void)
 {
     fputs("usage: kiq_bench --bootstrap HOST:PORT [--topic NAME] [--partitions N] [--replication-factor N]\n"
           "                 [--count-small N] [--count-large N] [--acks 0|1|all]\n"
-          "                 [--batch-messages N] [--label NAME] [--no-header] [--no-consume]\n",
+          "                 [--batch-messages N] [--label NAME] [--no-header] [--no-consume]\n"
+          "                 [-X KEY=VALUE]...\n",
           stderr);
     exit(2);
 }
@@ -431,6 +450,8 @@ int main(int argc, char **argv)
             o.acks = v;
         else if (!strcmp(a, "--label"))
             o.label = v;
+        else if (!strcmp(a, "-X") && o.nextra < (int)(sizeof o.extra / sizeof o.extra[0]))
+            o.extra[o.nextra++] = v;
         else
             usage();
     }
