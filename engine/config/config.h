@@ -291,6 +291,11 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(HTTP_TOKEN, "kafkaiq.http.token", STRING, "", 0, 0, NULL,                                  \
       "a bearer token the HTTP listener's control API asks for (Authorization: Bearer TOKEN), "  \
       "from any address; empty: no token, loopback clients only")                                 \
+    X(HTTP_SSL_CERTIFICATE_LOCATION, "kafkaiq.http.ssl.certificate.location", STRING, "", 0, 0, NULL, \
+      "a PEM certificate (chain) file: the HTTP listener serves HTTPS with it and "              \
+      "kafkaiq.http.ssl.key.location's key; empty: plain HTTP")                                   \
+    X(HTTP_SSL_KEY_LOCATION, "kafkaiq.http.ssl.key.location", STRING, "", 0, 0, NULL,            \
+      "the PEM private key of kafkaiq.http.ssl.certificate.location")                             \
     X(HTTP_MAX_CONNECTIONS, "kafkaiq.http.max.connections", INT, "256", 1, 65536, NULL,          \
       "open connections to the HTTP listener; past it the longest idle one is closed")        \
     X(JOURNEY_ENABLE, "kafkaiq.journey.enable", BOOL, "true", 0, 0, NULL,                        \

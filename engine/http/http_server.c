@@ -58,6 +58,7 @@ typedef struct http_listener {
     kiq_metrics_t *metrics; /* the broker's, where its figures are */
     kiq_http_waits_t *waits; /* GET /api/wait's, from start to stop */
     char token[256]; /* kafkaiq.http.token; empty: none. Fixed at attach */
+    char *tls_cert, *tls_key; /* PEM texts for HTTPS, read at attach; NULL: plain HTTP */
 } http_listener_t;
 
 /* The listeners of this process that are listening, so the page of one
@@ -369,9 +370,13 @@ static int start(void *ctx, kiq_broker_t *b)
      * else runs on its host. Past the limit new connections wait in the
      * backlog, but make_room keeps a place free unless all are answering. */
     if (!(h->waits = kiq_http_waits_new(b))) return -1;
+    struct MHD_OptionItem tls[] = {{MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key},
+                                   {MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert},
+                                   {MHD_OPTION_END, 0, NULL}};
+    if (!h->tls_cert) tls[0].option = MHD_OPTION_END;
     h->daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME, (uint16_t)h->port, NULL, NULL,
-        route, h,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME | (h->tls_cert ? MHD_USE_TLS : 0),
+        (uint16_t)h->port, NULL, NULL, route, h, MHD_OPTION_ARRAY, tls,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, h->max_connections,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
@@ -387,7 +392,8 @@ static int start(void *ctx, kiq_broker_t *b)
     atomic_store(&h->bound, port);
     if (h->port == 0) h->port = port; /* a restart comes back on the same port */
     peers_add(h, b);
-    KIQ_INFO("[KafkaIQ broker %d] HTTP on http://%s:%d/ (metrics at /metrics)", b->node_id, h->host, port);
+    KIQ_INFO("[KafkaIQ broker %d] HTTP on %s://%s:%d/ (metrics at /metrics)", b->node_id, h->tls_cert ? "https" : "http",
+             h->host, port);
     return 0;
 }
 
@@ -419,7 +425,52 @@ static void listener_free(void *ctx)
     http_listener_t *h = ctx;
     stop(ctx, NULL);
     kiq_metrics_remove(h->metrics, h);
+    free(h->tls_cert);
+    free(h->tls_key);
     free(ctx);
+}
+
+/* A whole file as a string (malloc'd); NULL with the reason. */
+static char *read_text(const char *path, const char *what)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return kiq_error_errno("%s: cannot open %s", what, path), NULL;
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            char *grown = realloc(text, cap = cap ? cap * 2 : 8192);
+            if (!grown) {
+                free(text);
+                fclose(f);
+                return kiq_error_set("out of memory"), NULL;
+            }
+            text = grown;
+        }
+        size_t k = fread(text + n, 1, 4096, f);
+        n += k;
+        if (k < 4096) break;
+    }
+    fclose(f);
+    text[n] = '\0';
+    return text;
+}
+
+/* HTTPS when kafkaiq.http.ssl.certificate.location is set: the
+ * certificate and key texts, read once. 0, or -1 with the reason. */
+static int tls_load(http_listener_t *h, const kiq_config_t *c)
+{
+    const char *cert = kiq_config_str(c, KIQ_CFG_HTTP_SSL_CERTIFICATE_LOCATION);
+    const char *key = kiq_config_str(c, KIQ_CFG_HTTP_SSL_KEY_LOCATION);
+    if (!*cert && !*key) return 0;
+    if (!*cert || !*key)
+        return kiq_error_set("kafkaiq.http.ssl.certificate.location and kafkaiq.http.ssl.key.location go together");
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+        return kiq_error_set("kafkaiq.http.ssl.*: this libmicrohttpd is built without TLS");
+    if (!(h->tls_cert = read_text(cert, "kafkaiq.http.ssl.certificate.location")) ||
+        !(h->tls_key = read_text(key, "kafkaiq.http.ssl.key.location")))
+        return -1;
+    return 0;
 }
 
 int kiq_http_attach(kiq_broker_t *b)
@@ -443,6 +494,12 @@ int kiq_http_attach(kiq_broker_t *b)
         return kiq_error_set("kafkaiq.http.token: at most %zu characters", sizeof h->token - 1);
     }
     snprintf(h->token, sizeof h->token, "%s", token);
+    if (tls_load(h, b->config) != 0) {
+        free(h->tls_cert);
+        free(h->tls_key);
+        free(h);
+        return -1;
+    }
     atomic_init(&h->bound, -1);
     atomic_init(&h->closed, 0);
     h->metrics = b->metrics;

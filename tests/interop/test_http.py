@@ -30,6 +30,7 @@ from confluent_kafka.admin import AdminClient
 import kiq_clients as kc
 from cluster import CLUSTER_OVERRIDES, CONTROLLER_ID, Cluster, wait_until
 from conftest import BROKER_BIN, EXTERNAL, free_port
+from test_security import certs  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.skipif(EXTERNAL is not None, reason="needs kafkaiq's own HTTP listeners")
 
@@ -519,46 +520,53 @@ def test_idle_http_connections_cannot_lock_out_a_scrape(broker):
             s.close()
 
 
-def http_call(address, method, path, token=None, body=None):
+def http_call(address, method, path, token=None, body=None, scheme="http", context=None):
     """(status, headers, body) of one request, with a bearer token when given."""
     headers = {"Content-Type": "application/json"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"http://{address}{path}", data=data, method=method, headers=headers)
+    req = urllib.request.Request(f"{scheme}://{address}{path}", data=data, method=method, headers=headers)
     try:
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=10, context=context) as r:
             return r.status, r.headers, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read()
 
 
 @pytest.mark.skipif(EXTERNAL is not None, reason="needs a broker this suite starts")
-def test_control_api_token(tmp_path):
-    """kafkaiq.http.token: the control API answers 401 with WWW-Authenticate
-    without the token or with a wrong one, and serves the request with it;
-    what only reads (/metrics, /api/state) needs none."""
+def test_control_api_token_over_https(tmp_path, certs):
+    """kafkaiq.http.token and HTTPS (kafkaiq.http.ssl.*): the control API
+    answers 401 with WWW-Authenticate without the token or with a wrong
+    one, and serves the request with it; what only reads (/metrics,
+    /api/state) needs none; plain HTTP to the port gets no answer."""
+    import ssl
     from conftest import Broker
-    b = Broker(tmp_path, ["kafkaiq.http.token=s3cret-token"])
+    b = Broker(tmp_path, ["kafkaiq.http.token=s3cret-token",
+                          f"kafkaiq.http.ssl.certificate.location={certs / 'server.pem'}",
+                          f"kafkaiq.http.ssl.key.location={certs / 'server.key'}"])
     b.start()
+    ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
     try:
+        def call(method, path, token=None, body=None):
+            return http_call(b.http, method, path, token, body, "https", ctx)
+        wait_until(lambda: call("GET", "/metrics")[0] == 200, 10, "the HTTPS listener")
         for token in (None, "wrong"):
-            status, headers, body = http_call(b.http, "GET", "/api/faults", token)
+            status, headers, body = call("GET", "/api/faults", token)
             assert status == 401, (status, body)
             assert headers["WWW-Authenticate"] == 'Bearer realm="kafkaiq"'
             assert "token" in json.loads(body)["error"]
         # a state-changing request is refused before its body is looked at
-        status, _, _ = http_call(b.http, "POST", "/api/clock", None, {"advance_ms": 1})
-        assert status == 401
-        status, _, body = http_call(b.http, "GET", "/api/faults", "s3cret-token")
+        assert call("POST", "/api/clock", None, {"advance_ms": 1})[0] == 401
+        status, _, body = call("GET", "/api/faults", "s3cret-token")
         assert status == 200, body
-        for path in ("/metrics", "/api/state"):
-            assert http_call(b.http, "GET", path)[0] == 200
+        assert call("GET", "/api/state")[0] == 200
+        with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+            http_call(b.http, "GET", "/metrics")
         # the token is sensitive: DescribeConfigs does not show it
-        admin = AdminClient({"bootstrap.servers": b.bootstrap})
         from confluent_kafka.admin import ConfigResource
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
         res = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, "0")])
-        entries = list(res.values())[0].result()
-        assert entries["kafkaiq.http.token"].value is None
+        assert list(res.values())[0].result()["kafkaiq.http.token"].value is None
     finally:
         b.stop()
