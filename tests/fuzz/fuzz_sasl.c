@@ -1,14 +1,17 @@
 /* libFuzzer target: the SASL parsers a client reaches before it has
  * authenticated. The first byte picks one: a PLAIN token through a
  * session, a SCRAM client-first message, a SCRAM client-final message
- * after a valid first one (SHA-256 or SHA-512), or a JAAS text (the
- * broker's own config, parsed the same way). */
+ * after a valid first one (SHA-256 or SHA-512), a JAAS text (the
+ * broker's own config, parsed the same way), or what a peer's SCRAM
+ * server answers a broker signing in to it (its first message, then,
+ * when that was taken, the rest as its final one). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config/config.h"
 #include "security/sasl.h"
+#include "security/sasl_client.h"
 
 static kiq_scram_credential_t creds[2];
 
@@ -37,8 +40,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             kiq_scram_credential_make((enum kiq_scram_mech)m, "pencil", 6, (const uint8_t *)"saltsalt", 8, 4096, &creds[m]);
     }
     if (size < 1) return 0;
-    int pick = data[0] % 5;
+    int pick = data[0] % 6;
     data++, size--;
+    if (pick == 5) {
+        /* the server's first message up to a newline, its final one after */
+        const uint8_t *nl = memchr(data, '\n', size);
+        size_t first = nl ? (size_t)(nl - data) : size;
+        kiq_sasl_client_t c;
+        kiq_sasl_client_init(&c, "SCRAM-SHA-256", "user", "pencil");
+        strcpy(c.nonce, "fuzznonce"); /* fixed, so inputs can extend it */
+        uint8_t *in = malloc(size ? size : 1), *out;
+        size_t out_len;
+        memcpy(in, data, size);
+        if (kiq_sasl_client_step(&c, NULL, 0, &out, &out_len) != 0) abort();
+        free(out);
+        if (kiq_sasl_client_step(&c, in, first, &out, &out_len) == 0) {
+            free(out);
+            size_t rest = nl ? size - first - 1 : 0;
+            if (kiq_sasl_client_step(&c, in + size - rest, rest, &out, &out_len) == 0) free(out);
+        }
+        free(in);
+        kiq_sasl_client_clear(&c);
+        return 0;
+    }
     if (pick == 4) {
         char *text = malloc(size + 1);
         memcpy(text, data, size);
