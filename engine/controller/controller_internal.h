@@ -167,8 +167,7 @@ int kiq_ctl_keep_features(kiq_controller_t *c);
 /* Under mu: the finalized feature levels and their epoch into um. */
 void kiq_ctl_build_features(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um);
 /* Under mu: UserScramCredentialRecords for kafkaiq.add.scram's entries
- * into b (the cluster's first metadata; controller_scram.c). An entry
- * that does not parse is logged and left out. */
+ * into b (the cluster's first metadata; controller_scram.c). */
 void kiq_ctl_add_bootstrap_scram(kiq_controller_t *c, batch_t *b);
 /* Under mu: the SCRAM credentials into um (controller_scram.c). */
 void kiq_ctl_build_scram(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um);

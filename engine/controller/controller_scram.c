@@ -3,10 +3,7 @@
  * RemoveUserScramCredentialRecords; DescribeUserScramCredentials and the
  * lookups of authentication answered from the image. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-#include <openssl/rand.h>
 
 #include "controller/controller_internal.h"
 #include "core/error.h"
@@ -202,54 +199,24 @@ void kiq_ctl_build_scram(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadat
     }
 }
 
-/* One MECHANISM=[name=N,password=P(,iterations=I)] entry of len bytes into
- * a record of b; -1 with the reason. */
-static int bootstrap_entry(batch_t *b, const char *e, size_t len)
+/* One credential of kafkaiq.add.scram as a record of the batch. */
+static int bootstrap_record(void *ctx, const char *user, enum kiq_scram_mech m, const kiq_scram_credential_t *cred)
 {
-    char text[1024], *name = NULL, *password = NULL;
-    int32_t iterations = KIQ_SCRAM_MIN_ITERATIONS;
-    if (len >= sizeof text) return kiq_error_set("too long");
-    memcpy(text, e, len);
-    text[len] = 0;
-    char *eq = strchr(text, '='), *end = text + len;
-    if (!eq || eq[1] != '[' || end[-1] != ']') return kiq_error_set("expected MECHANISM=[name=...,password=...]");
-    *eq = 0;
-    end[-1] = 0;
-    int m = kiq_scram_mech_of(text, strlen(text));
-    if (m < 0) return kiq_error_set("unknown mechanism %s", text);
-    for (char *save, *kv = strtok_r(eq + 2, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-        if (strncmp(kv, "name=", 5) == 0) name = kv + 5;
-        else if (strncmp(kv, "password=", 9) == 0) password = kv + 9;
-        else if (strncmp(kv, "iterations=", 11) == 0) iterations = (int32_t)atoi(kv + 11);
-        else return kiq_error_set("unknown key in %s", kv);
-    }
-    if (!name || !*name || !password || !*password) return kiq_error_set("name and password are needed");
-    uint8_t salt[16];
-    kiq_scram_credential_t cred;
-    if (RAND_bytes(salt, sizeof salt) != 1) return kiq_error_set("no random bytes for a salt");
-    if (kiq_scram_credential_make((enum kiq_scram_mech)m, password, strlen(password), salt, sizeof salt, iterations,
-                                  &cred) != 0)
-        return -1;
-    size_t kl = kiq_scram_key_len((enum kiq_scram_mech)m);
+    batch_t *b = ctx;
+    size_t kl = kiq_scram_key_len(m);
     kiq_user_scram_credential_record_t *r = &kiq_ctl_add_record(b, KIQ_MR_USER_SCRAM_CREDENTIAL)->m.user_scram_credential;
-    r->name = kiq_ctl_astr(b->a, name);
+    r->name = kiq_ctl_astr(b->a, user);
     r->mechanism = (int8_t)(m == KIQ_SCRAM_SHA_512 ? KIQ_SCRAM_WIRE_SHA_512 : KIQ_SCRAM_WIRE_SHA_256);
-    r->salt = bytes_copy(b->a, cred.salt, cred.salt_len);
-    r->stored_key = bytes_copy(b->a, cred.stored_key, kl);
-    r->server_key = bytes_copy(b->a, cred.server_key, kl);
-    r->iterations = cred.iterations;
+    r->salt = bytes_copy(b->a, cred->salt, cred->salt_len);
+    r->stored_key = bytes_copy(b->a, cred->stored_key, kl);
+    r->server_key = bytes_copy(b->a, cred->server_key, kl);
+    r->iterations = cred->iterations;
     return 0;
 }
 
 void kiq_ctl_add_bootstrap_scram(kiq_controller_t *c, batch_t *b)
 {
-    const char *p = kiq_config_str(c->cfg, KIQ_CFG_ADD_SCRAM);
-    while (*p) {
-        const char *semi = strchr(p, ';');
-        size_t len = semi ? (size_t)(semi - p) : strlen(p);
-        if (len && bootstrap_entry(b, p, len) != 0)
-            KIQ_ERROR("kafkaiq.add.scram: entry %zu bytes in: %s; left out", (size_t)(p - kiq_config_str(c->cfg, KIQ_CFG_ADD_SCRAM)),
-                      kiq_error_get());
-        p += len + (semi ? 1 : 0);
-    }
+    /* checked when the broker was made: a failure now is a failure to allocate */
+    if (kiq_scram_add_spec(kiq_config_str(c->cfg, KIQ_CFG_ADD_SCRAM), bootstrap_record, b) != 0)
+        KIQ_ERROR("kafkaiq.add.scram: %s", kiq_error_get());
 }

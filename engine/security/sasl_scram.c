@@ -72,6 +72,57 @@ int kiq_scram_credential_from_salted(enum kiq_scram_mech m, const uint8_t *salte
     return 0;
 }
 
+/* One MECHANISM=[name=N,password=P(,iterations=I)] entry of len bytes. */
+static int add_entry(const char *e, size_t len,
+                     int (*fn)(void *ctx, const char *user, enum kiq_scram_mech m, const kiq_scram_credential_t *cred),
+                     void *ctx)
+{
+    char text[1024], *name = NULL, *password = NULL;
+    long iterations = KIQ_SCRAM_MIN_ITERATIONS;
+    if (len >= sizeof text) return kiq_error_set("an entry of %zu bytes", len);
+    memcpy(text, e, len);
+    text[len] = 0;
+    char *eq = strchr(text, '='), *end = text + len;
+    if (!eq || eq[1] != '[' || end[-1] != ']')
+        return kiq_error_set("'%s': MECHANISM=[name=...,password=...] expected", text);
+    *eq = 0;
+    end[-1] = 0;
+    int m = kiq_scram_mech_of(text, strlen(text));
+    if (m < 0) return kiq_error_set("unknown mechanism %s (SCRAM-SHA-256 or SCRAM-SHA-512)", text);
+    for (char *save, *kv = strtok_r(eq + 2, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *num_end;
+        if (strncmp(kv, "name=", 5) == 0) name = kv + 5;
+        else if (strncmp(kv, "password=", 9) == 0) password = kv + 9;
+        else if (strncmp(kv, "iterations=", 11) == 0 && (iterations = strtol(kv + 11, &num_end, 10), !*num_end))
+            continue;
+        else return kiq_error_set("%s: name=, password= or iterations=N expected", kv);
+    }
+    if (!name || !*name || !password || !*password) return kiq_error_set("%s: name and password are needed", text);
+    if (iterations < KIQ_SCRAM_MIN_ITERATIONS || iterations > KIQ_SCRAM_MAX_ITERATIONS)
+        return kiq_error_set("iterations %ld: %d to %d", iterations, KIQ_SCRAM_MIN_ITERATIONS, KIQ_SCRAM_MAX_ITERATIONS);
+    uint8_t salt[16];
+    kiq_scram_credential_t cred;
+    if (RAND_bytes(salt, sizeof salt) != 1) return kiq_error_set("no random bytes for a salt");
+    int rc = kiq_scram_credential_make((enum kiq_scram_mech)m, password, strlen(password), salt, sizeof salt,
+                                       (int32_t)iterations, &cred);
+    if (rc == 0) rc = fn(ctx, name, (enum kiq_scram_mech)m, &cred);
+    OPENSSL_cleanse(text, sizeof text); /* the password */
+    return rc;
+}
+
+int kiq_scram_add_spec(const char *spec,
+                       int (*fn)(void *ctx, const char *user, enum kiq_scram_mech m, const kiq_scram_credential_t *cred),
+                       void *ctx)
+{
+    for (const char *p = spec; *p;) {
+        const char *semi = strchr(p, ';');
+        size_t len = semi ? (size_t)(semi - p) : strlen(p);
+        if (len && add_entry(p, len, fn, ctx) != 0) return -1;
+        p += len + (semi ? 1 : 0);
+    }
+    return 0;
+}
+
 void kiq_scram_server_init(kiq_scram_server_t *s, enum kiq_scram_mech m)
 {
     memset(s, 0, sizeof *s);

@@ -39,6 +39,15 @@ int kiq_scram_credential_from_salted(enum kiq_scram_mech m, const uint8_t *salte
                                      const uint8_t *salt, size_t salt_len, int32_t iterations,
                                      kiq_scram_credential_t *out);
 
+/* Each credential of a kafka-storage format --add-scram style text,
+ * MECHANISM=[name=NAME,password=PASS(,iterations=N)] entries separated by
+ * ';' (a fresh random salt each), through fn; -1 with the reason for an
+ * entry that does not parse or a count out of range (before any fn call
+ * is made for it), or fn's failure. */
+int kiq_scram_add_spec(const char *spec,
+                       int (*fn)(void *ctx, const char *user, enum kiq_scram_mech m, const kiq_scram_credential_t *cred),
+                       void *ctx);
+
 /* A user's credential for the mechanism into *out: 0, or -1 when it has none. */
 typedef int (*kiq_scram_lookup_fn)(void *ctx, enum kiq_scram_mech m, const char *user, kiq_scram_credential_t *out);
 

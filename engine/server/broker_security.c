@@ -1,6 +1,7 @@
 /* The client listener's TLS and SASL; see broker_security.h. */
 #include "server/broker_security.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -61,9 +62,20 @@ static int control_setup(kiq_broker_t *b, const kiq_config_t *config, const kiq_
     return 0;
 }
 
+static int take_nothing(void *ctx, const char *user, enum kiq_scram_mech m, const kiq_scram_credential_t *cred)
+{
+    return 0;
+}
+
 int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const kiq_listener_t *data,
                               const kiq_listener_t *control)
 {
+    /* refused at start, not when the controller first writes them */
+    if (kiq_scram_add_spec(kiq_config_str(config, KIQ_CFG_ADD_SCRAM), take_nothing, NULL) != 0) {
+        char why[300];
+        snprintf(why, sizeof why, "%s", kiq_error_get());
+        return kiq_error_set("kafkaiq.add.scram: %s", why);
+    }
     if (control && control->protocol != KIQ_PLAINTEXT && control_setup(b, config, control) != 0) return -1;
     if (!data) return 0;
     if (inter_broker_check(config, data) != 0) return -1;

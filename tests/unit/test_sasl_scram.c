@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -182,9 +183,54 @@ static void test_jaas(void **state)
         assert_int_equal(kiq_sasl_jaas_users(bad[i], count_user, &n), -1);
 }
 
+struct added {
+    int n;
+    char users[4][32];
+    enum kiq_scram_mech mechs[4];
+    kiq_scram_credential_t creds[4];
+};
+
+static int add(void *ctx, const char *user, enum kiq_scram_mech m, const kiq_scram_credential_t *cred)
+{
+    struct added *a = ctx;
+    snprintf(a->users[a->n], sizeof a->users[0], "%s", user);
+    a->mechs[a->n] = m;
+    a->creds[a->n++] = *cred;
+    return 0;
+}
+
+/* kafkaiq.add.scram's text, as kafka-storage format --add-scram takes it */
+static void test_add_spec(void **state)
+{
+    (void)state;
+    struct added a = {0};
+    assert_int_equal(kiq_scram_add_spec("SCRAM-SHA-512=[name=broker,password=b-secret];"
+                                        "SCRAM-SHA-256=[name=alice,password=pencil,iterations=8192]", add, &a), 0);
+    assert_int_equal(a.n, 2);
+    assert_string_equal(a.users[0], "broker");
+    assert_int_equal(a.mechs[0], KIQ_SCRAM_SHA_512);
+    assert_int_equal(a.creds[0].iterations, 4096);
+    assert_string_equal(a.users[1], "alice");
+    assert_int_equal(a.creds[1].iterations, 8192);
+    /* the credential is the password's, with the salt it was given */
+    kiq_scram_credential_t again;
+    assert_int_equal(kiq_scram_credential_make(KIQ_SCRAM_SHA_256, "pencil", 6, a.creds[1].salt, a.creds[1].salt_len,
+                                               8192, &again), 0);
+    assert_memory_equal(again.stored_key, a.creds[1].stored_key, 32);
+    assert_int_equal(kiq_scram_add_spec("", add, &a), 0);
+    assert_int_equal(a.n, 2);
+    static const char *const bad[] = {"SCRAM-SHA-1=[name=a,password=b]", "SCRAM-SHA-256=[name=a]",
+                                      "SCRAM-SHA-256=name=a,password=b", "SCRAM-SHA-256=[name=a,password=b,salt=x]",
+                                      "SCRAM-SHA-256=[name=a,password=b,iterations=100]",
+                                      "SCRAM-SHA-256=[name=a,password=b,iterations=4096x]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) assert_int_equal(kiq_scram_add_spec(bad[i], add, &a), -1);
+    assert_int_equal(a.n, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_add_spec),
         cmocka_unit_test(test_rfc7677_example),
         cmocka_unit_test(test_sha512_and_wrong_password),
         cmocka_unit_test(test_unknown_user),
