@@ -399,9 +399,50 @@ static void test_wait_times_out(void **state)
     kiq_metadata_cache_free(mc);
 }
 
+/* The SCRAM credentials a controller's update carries: each kept by user
+ * and mechanism (a broker that is no voter authenticates with them), one
+ * with a key of the wrong size or an unknown mechanism left out, and the
+ * next update's set replacing the last's. */
+static void test_scram_credentials(void **state)
+{
+    (void)state;
+    kiq_metadata_cache_t *mc = kiq_metadata_cache_new();
+    builder_t b;
+    builder_init(&b, 0);
+    static uint8_t salt[16] = {1}, k32[32] = {2}, k64[64] = {3};
+    kiq_update_metadata_request_kafkaiq_scram_credentials_t creds[] = {
+        {.name = KIQ_STR("alice"), .mechanism = 1, .salt = {salt, 16}, .stored_key = {k32, 32},
+         .server_key = {k32, 32}, .iterations = 4096},
+        {.name = KIQ_STR("alice"), .mechanism = 2, .salt = {salt, 16}, .stored_key = {k64, 64},
+         .server_key = {k64, 64}, .iterations = 8192},
+        {.name = KIQ_STR("bad"), .mechanism = 2, .salt = {salt, 16}, .stored_key = {k32, 32},
+         .server_key = {k32, 32}, .iterations = 4096},
+        {.name = KIQ_STR("odd"), .mechanism = 9, .salt = {salt, 16}, .stored_key = {k32, 32},
+         .server_key = {k32, 32}, .iterations = 4096},
+    };
+    b.req.kafkaiq_scram_credentials = creds;
+    b.req.kafkaiq_scram_credentials_n = 4;
+    assert_int_equal(kiq_metadata_cache_update(mc, &b.req), 0);
+    kiq_scram_credential_t c;
+    assert_int_equal(kiq_metadata_cache_scram(mc, KIQ_SCRAM_SHA_256, "alice", &c), 0);
+    assert_int_equal(c.iterations, 4096);
+    assert_memory_equal(c.stored_key, k32, 32);
+    assert_int_equal(kiq_metadata_cache_scram(mc, KIQ_SCRAM_SHA_512, "alice", &c), 0);
+    assert_int_equal(c.iterations, 8192);
+    assert_int_equal(kiq_metadata_cache_scram(mc, KIQ_SCRAM_SHA_512, "bad", &c), -1);
+    assert_int_equal(kiq_metadata_cache_scram(mc, KIQ_SCRAM_SHA_256, "odd", &c), -1);
+    assert_int_equal(kiq_metadata_cache_scram(mc, KIQ_SCRAM_SHA_256, "nobody", &c), -1);
+    b.req.kafkaiq_scram_credentials_n = 0; /* alice's removed since */
+    assert_int_equal(kiq_metadata_cache_update(mc, &b.req), 0);
+    assert_int_equal(kiq_metadata_cache_scram(mc, KIQ_SCRAM_SHA_256, "alice", &c), -1);
+    builder_free(&b);
+    kiq_metadata_cache_free(mc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scram_credentials),
         cmocka_unit_test(test_empty_cache),
         cmocka_unit_test(test_update_and_lookup),
         cmocka_unit_test(test_copies_into_arena),
