@@ -1,4 +1,4 @@
-/* The client listener's TLS and SASL; see broker_security.h. */
+/* The listeners' TLS and SASL, and how this node reaches the others'; see broker_security.h. */
 #include "server/broker_security.h"
 
 #include <stdio.h>

@@ -1,5 +1,7 @@
-/* The client listener's security: its protocol, TLS context and SASL
- * setup, built with the broker (see broker.h for their owners). */
+/* The listeners' security (the client and control-plane listeners'
+ * protocols, TLS contexts and SASL setups) and the clients this node
+ * reaches the others' listeners with, built with the broker (see broker.h
+ * for their owners). */
 #ifndef KIQ_SERVER_BROKER_SECURITY_H
 #define KIQ_SERVER_BROKER_SECURITY_H
 
