@@ -41,6 +41,7 @@ struct kiq_group_coordinator {
     kiq_str_map_t *groups; /* id -> kiq_group_t */
     /* consumer protocol groups (KIP-848): group.consumer.* */
     int32_t consumer_heartbeat_ms, consumer_session_ms, consumer_max_size;
+    bool migration_upgrade, migration_downgrade; /* group.consumer.migration.policy */
     int32_t share_heartbeat_ms, share_session_ms, share_max_size; /* share groups: group.share.* */
     int32_t initial_delay_ms, min_session_ms, max_session_ms, max_size, metadata_max;
     int64_t retention_ms, retention_check_ms;

@@ -1,13 +1,14 @@
 /* Mixed consumer groups (KIP-848's online migration), as Kafka 4.x's
- * coordinator serves them under group.consumer.migration.policy
- * BIDIRECTIONAL: a classic group with members becomes a consumer group
- * when a member joins with ConsumerGroupHeartbeat, its classic members
- * kept (their protocols and session timeout in the member record's
- * ClassicMemberMetadata); classic members of a consumer group join, sync,
- * heartbeat and leave the classic way, the server-side assignor computing
- * their partitions and their member epoch serving as the generation; when
- * the last consumer-protocol member leaves, the group is classic again
- * and rebalances. */
+ * coordinator serves them under group.consumer.migration.policy (upgrade,
+ * downgrade, both: bidirectional, Kafka's default; or disabled): a
+ * classic group with members becomes a consumer group when a member joins
+ * with ConsumerGroupHeartbeat, its classic members kept (their protocols
+ * and session timeout in the member record's ClassicMemberMetadata);
+ * classic members of a consumer group join, sync, heartbeat and leave the
+ * classic way, the server-side assignor computing their partitions and
+ * their member epoch serving as the generation; when the last
+ * consumer-protocol member leaves, the group is classic again and
+ * rebalances. */
 #include "group/coordinator_internal.h"
 
 #include "group/consumer_group.h"
@@ -82,7 +83,8 @@ static kiq_bytes_t encode_assignment(kiq_group_coordinator_t *gc, kiq_arena_t *a
 
 int16_t kiq_gc_consumer_upgrade(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_offsets_records_t *rs)
 {
-    if (!g->protocol_type || strcmp(g->protocol_type, "consumer") != 0 || g->nmembers > gc->consumer_max_size) {
+    if (!gc->migration_upgrade || !g->protocol_type || strcmp(g->protocol_type, "consumer") != 0 ||
+        g->nmembers > gc->consumer_max_size) {
         kiq_error_set("Group %s is not a consumer group.", g->id);
         return KIQ_ERR_GROUP_ID_NOT_FOUND;
     }
@@ -180,7 +182,8 @@ bool kiq_gc_consumer_downgrade(kiq_group_coordinator_t *gc, kiq_group_t *g, cons
                                kiq_offsets_records_t *rs)
 {
     kiq_cgroup_t *cg = g->consumer;
-    if (leaving->classic || cg->nmembers <= 1 || cg->nmembers - 1 > gc->max_size) return false;
+    if (!gc->migration_downgrade || leaving->classic || cg->nmembers <= 1 || cg->nmembers - 1 > gc->max_size)
+        return false;
     for (const kiq_cg_member_t *m = cg->members; m; m = m->next)
         if (m != leaving && !m->classic) return false;
     /* Kafka's order: current assignments, targets, the target epoch,

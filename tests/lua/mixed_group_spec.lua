@@ -72,12 +72,19 @@ describe("mixed consumer groups", function()
     b:stop()
   end)
 
-  it("keeps a classic member through an upgrade, a restart, and the downgrade", function()
+  -- A classic member holding both partitions: its id and generation.
+  local function classic_member()
     local r = join(c)
     if r.error_code == 79 then r = join(c, r.member_id) end -- MEMBER_ID_REQUIRED
     assert.are.equal(NONE, r.error_code)
     local classic, gen = r.member_id, r.generation_id
     assert.are.equal(NONE, sync(c, classic, gen, { { member_id = classic, assignment = assignment({ 0, 1 }) } }).error_code)
+    return classic, gen
+  end
+
+  it("keeps a classic member through an upgrade, a restart, and the downgrade", function()
+    local classic, gen = classic_member()
+    local r
 
     -- a consumer-protocol member: the group upgraded, a new epoch, nothing free for it yet
     local cr = beat(c, "m-consumer", 0, {})
@@ -135,5 +142,21 @@ describe("mixed consumer groups", function()
     assert.are.equal(NONE, heartbeat(c, classic, r.generation_id))
     assert.are.equal(69, assert(c:request(CG_DESCRIBE, { group_ids = { "g" },
       include_authorized_operations = false })).groups[1].error_code) -- GROUP_ID_NOT_FOUND: not a consumer group
+  end)
+
+  it("upgrades no group with members when group.consumer.migration.policy is disabled", function()
+    c:close()
+    b:stop()
+    b = assert(kiq.broker{ ["group.initial.rebalance.delay.ms"] = 0,
+      ["group.consumer.migration.policy"] = "disabled" })
+    local a = b:admin()
+    assert(a:create_topics{ { name = "t", partitions = 2 } })
+    a:close()
+    c = open(b)
+    local classic, gen = classic_member()
+    local r = assert(c:request(CG_HEARTBEAT, { group_id = "g", member_id = "m-consumer", member_epoch = 0,
+      rebalance_timeout_ms = 10000, subscribed_topic_names = { "t" }, topic_partitions = {} }))
+    assert.are.equal(69, r.error_code) -- GROUP_ID_NOT_FOUND: a classic group
+    assert.are.equal(NONE, heartbeat(c, classic, gen))
   end)
 end)
