@@ -68,6 +68,10 @@ typedef struct kiq_cg_classic_protocol {
  * with its member epoch as the generation. */
 typedef struct kiq_cg_classic {
     int32_t session_timeout_ms;
+    /* monotonic; 0: none. Told to rejoin, it must JoinGroup by then; having
+     * joined, SyncGroup (Kafka's join and sync timeouts: the rebalance
+     * timeout); else it is removed. */
+    int64_t rebalance_deadline_ns;
     kiq_cg_classic_protocol_t *protocols; /* in the member's order */
     int nprotocols;
 } kiq_cg_classic_t;

@@ -200,9 +200,14 @@ int64_t kiq_gc_consumer_timers(kiq_group_coordinator_t *gc, kiq_group_t *g, int6
         } else if (m->state == KIQ_CG_UNREVOKED_PARTITIONS && now_ns >= m->revoke_deadline_ns) {
             if (kiq_gc_consumer_remove_member(gc, g, m, "did not revoke its partitions within its rebalance timeout", &rs))
                 break;
+        } else if (m->classic && m->classic->rebalance_deadline_ns && now_ns >= m->classic->rebalance_deadline_ns) {
+            if (kiq_gc_consumer_remove_member(gc, g, m, "did not rejoin or sync within its rebalance timeout", &rs))
+                break;
         } else {
             next = next < m->session_deadline_ns ? next : m->session_deadline_ns;
             if (m->state == KIQ_CG_UNREVOKED_PARTITIONS && m->revoke_deadline_ns < next) next = m->revoke_deadline_ns;
+            if (m->classic && m->classic->rebalance_deadline_ns && m->classic->rebalance_deadline_ns < next)
+                next = m->classic->rebalance_deadline_ns;
         }
     }
     kiq_gc_consumer_store(gc, g, &rs);

@@ -236,6 +236,17 @@ bool kiq_gc_consumer_downgrade(kiq_group_coordinator_t *gc, kiq_group_t *g, cons
 
 /* ---- the classic protocol's requests to a consumer group ---- */
 
+/* A rebalance the member must take part in: it rejoins within its
+ * rebalance timeout (a deadline already running is kept). */
+static int16_t rejoin(kiq_group_coordinator_t *gc, kiq_cg_member_t *m)
+{
+    if (!m->classic->rebalance_deadline_ns) {
+        m->classic->rebalance_deadline_ns = kiq_clock_mono_ns() + (int64_t)m->rebalance_timeout_ms * 1000000;
+        kiq_gc_deadline_moved(gc);
+    }
+    return KIQ_ERR_REBALANCE_IN_PROGRESS;
+}
+
 /* Kafka's check of a classic request's member: by instance id when given,
  * else by member id; a member of the consumer protocol is unknown to the
  * classic protocol. NONE with *out, or the error. */
@@ -358,6 +369,8 @@ bool kiq_gc_classic_join_consumer(kiq_group_coordinator_t *gc, kiq_group_t *g, k
     }
     kiq_offsets_records_add_ccurrent(&rs, g->id, m);
     m->session_deadline_ns = now + (int64_t)req->session_timeout_ms * 1000000;
+    /* its SyncGroup is due within the rebalance timeout */
+    m->classic->rebalance_deadline_ns = now + (int64_t)m->rebalance_timeout_ms * 1000000;
     resp->error_code = KIQ_ERR_NONE;
     resp->member_id = kiq_request_str(r, m->id);
     resp->generation_id = m->epoch;
@@ -385,8 +398,9 @@ int16_t kiq_gc_classic_sync_consumer(kiq_group_coordinator_t *gc, kiq_group_t *g
         return KIQ_ERR_INCONSISTENT_GROUP_PROTOCOL;
     /* a newer epoch: the member rejoins first, unless it is still giving
      * partitions up (its next join follows by itself) */
-    if (g->consumer->epoch > m->epoch && m->state != KIQ_CG_UNREVOKED_PARTITIONS) return KIQ_ERR_REBALANCE_IN_PROGRESS;
+    if (g->consumer->epoch > m->epoch && m->state != KIQ_CG_UNREVOKED_PARTITIONS) return rejoin(gc, m);
     m->session_deadline_ns = kiq_clock_mono_ns() + (int64_t)m->classic->session_timeout_ms * 1000000;
+    m->classic->rebalance_deadline_ns = 0;
     kiq_gc_deadline_moved(gc);
     resp->protocol_type = req->protocol_type;
     resp->protocol_name = req->protocol_name;
@@ -412,7 +426,7 @@ int16_t kiq_gc_classic_heartbeat_consumer(kiq_group_coordinator_t *gc, kiq_group
                       kiq_cgroup_partition_taken(g->consumer, m, &m->target.v[i].topic, m->target.v[i].partition);
     if (m->epoch < g->consumer->epoch || m->state == KIQ_CG_UNREVOKED_PARTITIONS ||
         (m->state == KIQ_CG_UNRELEASED_PARTITIONS && !waiting))
-        return KIQ_ERR_REBALANCE_IN_PROGRESS;
+        return rejoin(gc, m);
     return KIQ_ERR_NONE;
 }
 

@@ -4,7 +4,8 @@
 -- epoch its generation); the classic member and its protocols come back
 -- from __consumer_offsets (ClassicMemberMetadata in its record); when the
 -- consumer-protocol member leaves the group is classic again, rebalances,
--- and comes back classic after a restart too.
+-- and comes back classic after a restart too. A classic member told to
+-- rejoin that does not is removed after its rebalance timeout.
 local kiq = require "kafkaiq"
 local connection = require "kafkaiq.client.connection"
 kiq.log_level("warn")
@@ -29,8 +30,8 @@ local function assignment(ps)
   return table.concat(out)
 end
 
-local function join(c, member)
-  return assert(c:request(JOIN, { group_id = "g", session_timeout_ms = 10000, rebalance_timeout_ms = 10000,
+local function join(c, member, rebalance_ms)
+  return assert(c:request(JOIN, { group_id = "g", session_timeout_ms = 10000, rebalance_timeout_ms = rebalance_ms or 10000,
     member_id = member or "", protocol_type = "consumer", protocols = { { name = "range", metadata = SUB } } }))
 end
 
@@ -73,9 +74,9 @@ describe("mixed consumer groups", function()
   end)
 
   -- A classic member holding both partitions: its id and generation.
-  local function classic_member()
-    local r = join(c)
-    if r.error_code == 79 then r = join(c, r.member_id) end -- MEMBER_ID_REQUIRED
+  local function classic_member(rebalance_ms)
+    local r = join(c, nil, rebalance_ms)
+    if r.error_code == 79 then r = join(c, r.member_id, rebalance_ms) end -- MEMBER_ID_REQUIRED
     assert.are.equal(NONE, r.error_code)
     local classic, gen = r.member_id, r.generation_id
     assert.are.equal(NONE, sync(c, classic, gen, { { member_id = classic, assignment = assignment({ 0, 1 }) } }).error_code)
@@ -142,6 +143,19 @@ describe("mixed consumer groups", function()
     assert.are.equal(NONE, heartbeat(c, classic, r.generation_id))
     assert.are.equal(69, assert(c:request(CG_DESCRIBE, { group_ids = { "g" },
       include_authorized_operations = false })).groups[1].error_code) -- GROUP_ID_NOT_FOUND: not a consumer group
+  end)
+
+  it("removes a classic member that does not rejoin within its rebalance timeout", function()
+    local classic, gen = classic_member(300)
+    beat(c, "m-consumer", 0, {})
+    assert.are.equal(REBALANCE_IN_PROGRESS, heartbeat(c, classic, gen))
+    kiq.wait_for(function()
+      local _, by = described(c)
+      return by[classic] == nil
+    end, 10000, "the classic member to be removed")
+    local _, by = described(c)
+    assert.is_not_nil(by["m-consumer"])
+    assert.are.equal(25, heartbeat(c, classic, gen)) -- UNKNOWN_MEMBER_ID
   end)
 
   it("upgrades no group with members when group.consumer.migration.policy is disabled", function()
