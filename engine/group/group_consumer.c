@@ -340,7 +340,7 @@ static kiq_group_t *heartbeat_group(kiq_group_coordinator_t *gc, kiq_request_t *
         return NULL;
     }
     if (g->consumer) return g;
-    if (g->share || (req->member_epoch != 0 && g->nmembers > 0)) {
+    if (g->share || g->state == KIQ_GROUP_DEAD || (req->member_epoch != 0 && g->nmembers > 0)) {
         fail(r, resp, KIQ_ERR_GROUP_ID_NOT_FOUND, "Group %s is not a consumer group.", g->id);
         return NULL;
     }
@@ -514,7 +514,6 @@ int kiq_gc_consumer_rebalance(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_c
         kiq_offsets_records_add_cgroup(rs, g->id, cg);
         KIQ_DEBUG("consumer group %s: epoch %d", g->id, cg->epoch);
     }
-    int rc = 0;
     if (cg->epoch > cg->assignment_epoch) {
         if (choose_assignor(gc, cg)(cg, sub.t, sub.n) != 0) {
             kiq_arena_reset(&a);
@@ -525,7 +524,7 @@ int kiq_gc_consumer_rebalance(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_c
         kiq_offsets_records_add_ctarget_epoch(rs, g->id, cg);
     }
     kiq_arena_reset(&a);
-    rc = kiq_cgroup_reconcile(cg, m, owned, now);
+    int rc = kiq_cgroup_reconcile(cg, m, owned, now);
     if (rc < 0) return kiq_error_set("out of memory reconciling");
     return rc;
 }
@@ -543,8 +542,6 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
     const kiq_cg_set_t *owned = owned_set(req, &owned_buf);
     kiq_offsets_records_t rs;
     kiq_offsets_records_init(&rs, kiq_clock_wall_ms());
-    kiq_arena_t a;
-    kiq_arena_init(&a);
     int64_t now = kiq_clock_mono_ns();
     pthread_mutex_lock(&gc->mu);
     kiq_group_t *g = NULL;
@@ -612,7 +609,6 @@ out:
     kiq_gc_deadline_moved(gc);
     pthread_mutex_unlock(&gc->mu);
     kiq_offsets_records_free(&rs);
-    kiq_arena_reset(&a);
     kiq_cg_set_free(&owned_buf);
 }
 

@@ -79,6 +79,14 @@ static kiq_bytes_t encode_assignment(kiq_group_coordinator_t *gc, kiq_arena_t *a
     return out;
 }
 
+/* A classic member's JoinGroup protocols into c (0, or -1 out of memory). */
+static int set_protocols(kiq_cg_classic_t *c, kiq_arena_t *a, const kiq_group_protocol_t *p, int n)
+{
+    kiq_cg_classic_protocol_t *v = kiq_arena_calloc(a, (size_t)(n ? n : 1), sizeof *v);
+    for (int i = 0; i < n; i++) v[i] = (kiq_cg_classic_protocol_t){p[i].name, p[i].metadata, p[i].metadata_len};
+    return kiq_cg_classic_set_protocols(c, v, n);
+}
+
 /* ---- upgrade: a classic group with members becomes a consumer group ---- */
 
 int16_t kiq_gc_consumer_upgrade(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_offsets_records_t *rs)
@@ -94,11 +102,12 @@ int16_t kiq_gc_consumer_upgrade(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq
     kiq_arena_t a;
     kiq_arena_init(&a);
     int64_t now = kiq_clock_mono_ns();
-    bool malformed = false;
-    for (kiq_group_member_t *o = g->members; o && !malformed; o = o->next) {
+    bool malformed = false, oom = false;
+    for (kiq_group_member_t *o = g->members; o && !malformed && !oom; o = o->next) {
         kiq_cg_member_t *m = kiq_cgroup_add_member(cg, o->id, strlen(o->id));
-        if (!m || !(m->classic = calloc(1, sizeof *m->classic))) {
-            malformed = true;
+        if (!m || !(m->classic = calloc(1, sizeof *m->classic)) ||
+            set_protocols(m->classic, &a, o->protocols, o->nprotocols) != 0) {
+            oom = true;
             break;
         }
         /* the chosen protocol's subscription; a group still choosing one
@@ -131,10 +140,14 @@ int16_t kiq_gc_consumer_upgrade(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq
         m->epoch = m->previous_epoch = g->generation;
         m->state = KIQ_CG_STABLE;
         m->classic->session_timeout_ms = o->session_timeout_ms;
-        kiq_cg_classic_set_protocols(m->classic, (const kiq_cg_classic_protocol_t *)o->protocols, o->nprotocols);
         m->session_deadline_ns = now + (int64_t)o->session_timeout_ms * 1000000;
     }
     kiq_arena_reset(&a);
+    if (oom) {
+        kiq_cgroup_free(cg);
+        kiq_error_set("out of memory upgrading group %s", g->id);
+        return KIQ_ERR_UNKNOWN_SERVER_ERROR;
+    }
     if (malformed) {
         kiq_cgroup_free(cg);
         kiq_error_set("Cannot upgrade the classic group %s to consumer group because the embedded consumer protocol "
@@ -209,7 +222,11 @@ bool kiq_gc_consumer_downgrade(kiq_group_coordinator_t *gc, kiq_group_t *g, cons
         o->client_host = strdup(m->client_host ? m->client_host : "");
         o->session_timeout_ms = m->classic->session_timeout_ms;
         o->rebalance_timeout_ms = m->rebalance_timeout_ms;
-        kiq_group_member_set_protocols(o, (const kiq_group_protocol_t *)m->classic->protocols, m->classic->nprotocols);
+        const kiq_cg_classic_t *c = m->classic;
+        kiq_group_protocol_t *ps = kiq_arena_calloc(&a, (size_t)(c->nprotocols ? c->nprotocols : 1), sizeof *ps);
+        for (int i = 0; i < c->nprotocols; i++)
+            ps[i] = (kiq_group_protocol_t){c->protocols[i].name, c->protocols[i].metadata, c->protocols[i].metadata_len};
+        kiq_group_member_set_protocols(o, ps, c->nprotocols);
         /* the target, in the member's subscription version */
         kiq_bytes_t as = encode_assignment(gc, &a, &m->target, m->classic);
         if ((o->assignment = malloc((size_t)(as.len ? as.len : 1)))) {
@@ -226,6 +243,8 @@ bool kiq_gc_consumer_downgrade(kiq_group_coordinator_t *gc, kiq_group_t *g, cons
     kiq_cgroup_free(cg);
     g->consumer = NULL;
     const char *p = kiq_group_select_protocol(g);
+    free(g->protocol);
+    free(g->leader);
     g->protocol = p ? strdup(p) : NULL;
     g->leader = g->members ? strdup(g->members->id) : NULL;
     kiq_gc_set_state(g, KIQ_GROUP_STABLE);
@@ -355,7 +374,10 @@ bool kiq_gc_classic_join_consumer(kiq_group_coordinator_t *gc, kiq_group_t *g, k
     kiq_gc_member_identify(m, r);
     bool subscription = kiq_gc_member_subscribe(m, &a, s.topics, s.topics_n) == 1;
     m->classic->session_timeout_ms = req->session_timeout_ms;
-    kiq_cg_classic_set_protocols(m->classic, (const kiq_cg_classic_protocol_t *)protos, nprotos);
+    if (set_protocols(m->classic, &a, protos, nprotos) != 0) {
+        resp->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        goto out;
+    }
     /* the member's record carries its protocols: written on every join */
     kiq_offsets_records_add_cmember(&rs, g->id, m);
     kiq_cg_set_t owned = {0};
