@@ -671,8 +671,14 @@ static void describe_one(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_
         for (int i = 0; i < m->ntopics; i++) me->subscribed_topic_names[i] = kiq_request_str(r, m->topics[i]);
         me->subscribed_topic_names_n = m->ntopics;
         me->subscribed_topic_regex = kiq_request_str(r, m->regex ? m->regex : "");
-        DESCRIBE_SET(gc, r, &m->assigned, &me->assignment,
+        /* what the member owns: Kafka 4.4 counts a partition it is still
+         * giving up (UNREVOKED_PARTITIONS) */
+        kiq_cg_set_t owns = {0};
+        if (kiq_cg_set_copy(&owns, &m->assigned) == 0)
+            for (int i = 0; i < m->revoking.n; i++) kiq_cg_set_add(&owns, &m->revoking.v[i].topic, m->revoking.v[i].partition);
+        DESCRIBE_SET(gc, r, &owns, &me->assignment,
                      kiq_consumer_group_describe_response_groups_members_assignment_topic_partitions_t);
+        kiq_cg_set_free(&owns);
         DESCRIBE_SET(gc, r, &m->target, &me->target_assignment,
                      kiq_consumer_group_describe_response_groups_members_target_assignment_topic_partitions_t);
         me->member_type = m->classic ? 0 : 1;

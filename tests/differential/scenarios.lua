@@ -712,6 +712,55 @@ scenario { name = "Mixed group: classic member, consumer member joins and leaves
     include_authorized_operations = false } end },
 } }
 
+-- ConsumerProtocolSubscription v1 of the case's topic, owning `owned`
+-- partitions of it (a cooperative classic member's).
+local function sub_owning(s, owned)
+  local out = { "\0\1\0\0\0\1", be16(#s.name), s.name, "\255\255\255\255" }
+  if #owned == 0 then
+    out[#out + 1] = "\0\0\0\0"
+  else
+    out[#out + 1] = "\0\0\0\1" .. be16(#s.name) .. s.name .. "\0\0\0" .. string.char(#owned)
+    for _, p in ipairs(owned) do out[#out + 1] = "\0\0\0" .. string.char(p) end
+  end
+  return table.concat(out)
+end
+
+local function cooperative_join(owned)
+  return { api = "JoinGroup", body = function(s)
+    return join(s, { member_id = s.classic or "", protocols = { { name = "cooperative-sticky",
+      metadata = sub_owning(s, owned) } } })
+  end, save = function(s, r) s.classic, s.generation = r.member_id, r.generation_id end }
+end
+
+local function cooperative_sync()
+  return { api = "SyncGroup", body = function(s) return { group_id = s.name, generation_id = s.generation,
+    member_id = s.classic, protocol_type = "consumer", protocol_name = "cooperative-sticky",
+    assignments = { { member_id = s.classic, assignment = both_partitions(s) } } } end }
+end
+
+-- A cooperative classic member rejoins still owning both partitions: it
+-- keeps its generation (the member epoch) and is given what it keeps,
+-- told to rejoin again, and rejoins owning only that, at the new epoch.
+scenario { name = "Mixed group: a cooperative classic member revokes before its new generation",
+  api = "ConsumerGroupDescribe", min_version = 1, steps = {
+  create(2), find_coordinator(0),
+  { api = "JoinGroup", ignore = true, body = function(s) return join(s, { protocols = { { name = "cooperative-sticky",
+    metadata = sub_owning(s, {}) } } }) end, save = function(s, r) s.classic = r.member_id end },
+  cooperative_join({}), cooperative_sync(),
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 0) end,
+    save = function(s, r) s.member_id, s.epoch, s.owned = r.member_id, r.member_epoch, owned_of(r) end },
+  classic_heartbeat(function(s) return s.generation end),
+  cooperative_join({ 0, 1 }), cooperative_sync(),
+  classic_heartbeat(function(s) return s.generation end),
+  { api = "ConsumerGroupDescribe", body = function(s) return { group_ids = { s.name },
+    include_authorized_operations = false } end, pick = classic_first },
+  cooperative_join({ 0 }), cooperative_sync(),
+  classic_heartbeat(function(s) return s.generation end),
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, s.epoch) end },
+  { api = "ConsumerGroupDescribe", body = function(s) return { group_ids = { s.name },
+    include_authorized_operations = false } end, pick = classic_first },
+} }
+
 -- ListGroups answers every group of the broker: only the case's compared
 local function own_groups(r, s)
   local keep = {}
