@@ -331,8 +331,9 @@ bool kiq_gc_classic_join_consumer(kiq_group_coordinator_t *gc, kiq_group_t *g, k
     else if (inst && inst != m && inst->epoch != -2 && !inst->classic) err = KIQ_ERR_UNRELEASED_INSTANCE_ID;
     else if (m && !m->classic) err = KIQ_ERR_UNKNOWN_MEMBER_ID;
     if (err) {
+        /* only MEMBER_ID_REQUIRED hands the new id out */
         resp->error_code = err;
-        resp->member_id = kiq_request_str(r, mid.p ? kiq_arena_strndup(&r->arena, mid.p, (size_t)mid.len) : "");
+        if (err == KIQ_ERR_MEMBER_ID_REQUIRED) resp->member_id = kiq_request_str(r, fresh);
         free(fresh);
         return false;
     }

@@ -145,6 +145,34 @@ describe("mixed consumer groups", function()
       include_authorized_operations = false })).groups[1].error_code) -- GROUP_ID_NOT_FOUND: not a consumer group
   end)
 
+  it("takes a classic member into a consumer group that has members", function()
+    local cr = beat(c, "m-consumer", 0, {})
+    local topic_id = cr.assignment.topic_partitions[1].topic_id
+    local r = join(c)
+    assert.are.equal(79, r.error_code) -- MEMBER_ID_REQUIRED, with the id to come back with
+    assert.are_not.equal("", r.member_id)
+    local classic = r.member_id
+    r = join(c, classic)
+    assert.are.equal(NONE, r.error_code)
+    assert.are.equal("", r.leader)
+    local gen = r.generation_id
+    assert.are.equal(NONE, sync(c, classic, gen).error_code)
+    -- the consumer member gives a partition up; the classic member learns of it from its heartbeat
+    cr = beat(c, "m-consumer", cr.member_epoch, { { topic_id = topic_id, partitions = { 0, 1 } } })
+    local kept = cr.assignment.topic_partitions[1].partitions
+    assert.are.equal(1, #kept)
+    beat(c, "m-consumer", cr.member_epoch, { { topic_id = topic_id, partitions = kept } })
+    assert.are.equal(REBALANCE_IN_PROGRESS, heartbeat(c, classic, gen))
+    r = join(c, classic)
+    assert.are.equal(NONE, r.error_code)
+    assert.are.equal(assignment({ 1 - kept[1] }), sync(c, classic, r.generation_id).assignment)
+    assert.are.equal(NONE, heartbeat(c, classic, r.generation_id))
+    -- a member whose protocols the classic members do not share is refused
+    local other = assert(c:request(JOIN, { group_id = "g", session_timeout_ms = 10000, rebalance_timeout_ms = 10000,
+      member_id = "", protocol_type = "consumer", protocols = { { name = "roundrobin", metadata = SUB } } }))
+    assert.are.equal(23, other.error_code) -- INCONSISTENT_GROUP_PROTOCOL
+  end)
+
   it("removes a classic member that does not rejoin within its rebalance timeout", function()
     local classic, gen = classic_member(300)
     beat(c, "m-consumer", 0, {})
