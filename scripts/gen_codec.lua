@@ -106,7 +106,10 @@ local function load_struct(fields, ctype, where, vr)
       if type(f.fields) ~= "table" then die("%s: %s needs fields", fw, t) end
       -- a nullable struct: an int8 marker (-1 null, 1 present) before its fields
       fd.nullable_struct = t == "struct" and not empty(fd.null)
-      if fd.nullable_struct and f.tag then die("%s: a tagged struct cannot be nullable", fw) end
+      -- tagged, it is written only when not null (Kafka's ClassicMemberMetadata)
+      if fd.nullable_struct and f.tag and fd.default ~= "null" then
+        die("%s: a tagged nullable struct must default to null", fw)
+      end
       fd.struct = load_struct(f.fields, ctype:gsub("_t$", "") .. "_" .. f[1] .. "_t", fw, vr)
       fd.kind = t == "[]" and "sarray" or "struct"
       st.children[#st.children + 1] = fd.struct
@@ -361,6 +364,7 @@ local function is_default_expr(fd, src)
     end
     return ("%s == %s"):format(src, d or (t == "bool" and "false" or "0"))
   elseif fd.kind == "struct" then
+    if fd.nullable_struct then return src .. "_null" end
     return ("is_default_%s(&%s)"):format(fname(fd.struct), src)
   end
   return d == "null-array" and (src .. "_n < 0") or (src .. "_n == 0")
@@ -547,7 +551,7 @@ end
 local function mark_tag_structs(st)
   for _, fd in ipairs(st.fields) do
     if fd.struct then
-      if fd.tag and fd.kind == "struct" then
+      if fd.tag and fd.kind == "struct" and not fd.nullable_struct then
         local function mark(s)
           s.used_by_tags = true
           for _, f in ipairs(s.fields) do if f.struct and f.kind == "struct" then mark(f.struct) end end

@@ -249,6 +249,10 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "members one consumer protocol group may have")                                          \
     X(GROUP_CONSUMER_ASSIGNORS, "group.consumer.assignors", STRING, "uniform,range", 0, 0, NULL, \
       "server-side assignors of consumer protocol groups, the first the default")               \
+    X(GROUP_CONSUMER_MIGRATION_POLICY, "group.consumer.migration.policy", STRING, "bidirectional", 0, 0, \
+      "disabled,upgrade,downgrade,bidirectional,DISABLED,UPGRADE,DOWNGRADE,BIDIRECTIONAL",         \
+      "online conversion of groups with members: a classic group to a consumer group when a "     \
+      "consumer-protocol member joins (upgrade), back when only classic members stay (downgrade)") \
     X(GROUP_SHARE_HEARTBEAT_INTERVAL_MS, "group.share.heartbeat.interval.ms", INT, "5000", 1,    \
       INT32_MAX, NULL, "how often members of a share group (KIP-932) heartbeat")                \
     X(GROUP_SHARE_SESSION_TIMEOUT_MS, "group.share.session.timeout.ms", INT, "45000", 1,        \

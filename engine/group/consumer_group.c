@@ -132,7 +132,44 @@ void kiq_cg_member_free(kiq_cg_member_t *m)
     kiq_cg_set_free(&m->assigned);
     kiq_cg_set_free(&m->revoking);
     kiq_cg_set_free(&m->target);
+    kiq_cg_classic_free(m->classic);
     free(m);
+}
+
+static void free_protocols(kiq_cg_classic_protocol_t *p, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(p[i].name);
+        free(p[i].metadata);
+    }
+    free(p);
+}
+
+int kiq_cg_classic_set_protocols(kiq_cg_classic_t *c, const kiq_cg_classic_protocol_t *p, int n)
+{
+    kiq_cg_classic_protocol_t *v = calloc((size_t)(n ? n : 1), sizeof *v);
+    if (!v) return -1;
+    for (int i = 0; i < n; i++) {
+        v[i].name = strdup(p[i].name);
+        v[i].metadata = malloc((size_t)(p[i].metadata_len > 0 ? p[i].metadata_len : 1));
+        v[i].metadata_len = p[i].metadata_len > 0 ? p[i].metadata_len : 0;
+        if (!v[i].name || !v[i].metadata) {
+            free_protocols(v, i + 1);
+            return -1;
+        }
+        if (v[i].metadata_len) memcpy(v[i].metadata, p[i].metadata, (size_t)v[i].metadata_len);
+    }
+    free_protocols(c->protocols, c->nprotocols);
+    c->protocols = v;
+    c->nprotocols = n;
+    return 0;
+}
+
+void kiq_cg_classic_free(kiq_cg_classic_t *c)
+{
+    if (!c) return;
+    free_protocols(c->protocols, c->nprotocols);
+    free(c);
 }
 
 void kiq_cgroup_free(kiq_cgroup_t *cg)
@@ -273,19 +310,20 @@ bool kiq_cgroup_partition_taken(const kiq_cgroup_t *cg, const kiq_cg_member_t *e
 
 /* ---- reconciliation ---- */
 
-/* Whether the member still lists any partition it must give up. */
-static bool still_owns_revoked(const kiq_cg_member_t *m, const kiq_cg_set_t *owned)
+/* Whether the member still lists any of partitions (it did not say what
+ * it owns: it may). */
+static bool owns_any(const kiq_cg_set_t *partitions, const kiq_cg_set_t *owned)
 {
     if (!owned) return true;
-    for (int i = 0; i < m->revoking.n; i++)
-        if (kiq_cg_set_has(owned, &m->revoking.v[i].topic, m->revoking.v[i].partition)) return true;
+    for (int i = 0; i < partitions->n; i++)
+        if (kiq_cg_set_has(owned, &partitions->v[i].topic, partitions->v[i].partition)) return true;
     return false;
 }
 
 int kiq_cgroup_reconcile(kiq_cgroup_t *cg, kiq_cg_member_t *m, const kiq_cg_set_t *owned, int64_t now_ns)
 {
     if (m->state == KIQ_CG_UNREVOKED_PARTITIONS) {
-        if (still_owns_revoked(m, owned)) return 0;
+        if (owns_any(&m->revoking, owned)) return 0;
         m->revoking.n = 0;
     } else if (m->state == KIQ_CG_STABLE && m->epoch == cg->assignment_epoch) {
         return 0;
@@ -297,7 +335,9 @@ int kiq_cgroup_reconcile(kiq_cgroup_t *cg, kiq_cg_member_t *m, const kiq_cg_set_
         rc = kiq_cg_set_add_at(kiq_cg_set_has(&m->target, &tp->topic, tp->partition) ? &keep : &revoke, &tp->topic,
                                tp->partition, tp->epoch);
     }
-    if (rc == 0 && revoke.n > 0) {
+    /* what it must give up and no longer lists (a classic member that
+     * revoked all before rejoining) needs no revocation step */
+    if (rc == 0 && revoke.n > 0 && owns_any(&revoke, owned)) {
         /* give up first, under the old epoch; the rest comes after */
         kiq_cg_set_free(&m->assigned);
         kiq_cg_set_free(&m->revoking);

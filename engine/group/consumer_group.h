@@ -55,6 +55,31 @@ enum kiq_cg_member_state {
     KIQ_CG_STABLE = 3,
 };
 
+/* One JoinGroup protocol of a classic member: its name and metadata (a
+ * ConsumerProtocolSubscription with its version in front). */
+typedef struct kiq_cg_classic_protocol {
+    char *name;
+    uint8_t *metadata;
+    int32_t metadata_len;
+} kiq_cg_classic_protocol_t;
+
+/* A member of the classic protocol in a consumer group (Kafka's
+ * ClassicMemberMetadata): it joins, syncs and heartbeats the classic way,
+ * with its member epoch as the generation. */
+typedef struct kiq_cg_classic {
+    int32_t session_timeout_ms;
+    /* monotonic; 0: none. Told to rejoin, it must JoinGroup by then; having
+     * joined, SyncGroup (Kafka's join and sync timeouts: the rebalance
+     * timeout); else it is removed. */
+    int64_t rebalance_deadline_ns;
+    kiq_cg_classic_protocol_t *protocols; /* in the member's order */
+    int nprotocols;
+} kiq_cg_classic_t;
+
+/* Replaces c's protocols with copies (0, or -1 out of memory, c unchanged). */
+int kiq_cg_classic_set_protocols(kiq_cg_classic_t *c, const kiq_cg_classic_protocol_t *p, int n);
+void kiq_cg_classic_free(kiq_cg_classic_t *c);
+
 typedef struct kiq_cg_member kiq_cg_member_t;
 struct kiq_cg_member {
     char *id;
@@ -78,6 +103,7 @@ struct kiq_cg_member {
     kiq_cg_set_t target;   /* the assignor's, for the group's assignment epoch */
     int64_t session_deadline_ns; /* monotonic */
     int64_t revoke_deadline_ns;  /* UNREVOKED_PARTITIONS: fenced past it */
+    kiq_cg_classic_t *classic;   /* NULL: a member of the consumer protocol */
     kiq_cg_member_t *next;       /* join order */
 };
 
@@ -121,8 +147,8 @@ bool kiq_cgroup_partition_taken(const kiq_cgroup_t *cg, const kiq_cg_member_t *e
 
 /* Moves m towards its target, as the coordinator does on each of its
  * heartbeats. owned: the partitions the member says it owns (NULL: it did
- * not say). A member with partitions to revoke keeps its epoch and is told
- * only what it keeps; once its heartbeat no longer lists them it takes the
+ * not say). A member with partitions to revoke that it still lists keeps
+ * its epoch and is told only what it keeps; once its heartbeat no longer lists them it takes the
  * assignment epoch and whatever of its target no other member holds; what
  * others still hold it gets on a later heartbeat (UNRELEASED_PARTITIONS).
  * A partition the member gets carries the assignment epoch it gets it in.

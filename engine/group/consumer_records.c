@@ -126,8 +126,28 @@ int kiq_offsets_records_add_cmember(kiq_offsets_records_t *rs, const char *group
     m.subscribed_topic_regex = str_or_null(mb->regex);
     m.rebalance_timeout_ms = mb->rebalance_timeout_ms;
     m.server_assignor = str_or_null(mb->server_assignor);
+    kiq_consumer_group_member_metadata_value_classic_member_metadata_supported_protocols_t *ps = NULL;
+    if (mb->classic) {
+        const kiq_cg_classic_t *c = mb->classic;
+        ps = calloc((size_t)(c->nprotocols ? c->nprotocols : 1), sizeof *ps);
+        if (!ps) {
+            free(names);
+            kiq_wr_free(&k);
+            return kiq_error_set("out of memory");
+        }
+        for (int i = 0; i < c->nprotocols; i++) {
+            kiq_consumer_group_member_metadata_value_classic_member_metadata_supported_protocols_init(&ps[i]);
+            ps[i].name = KIQ_STR(c->protocols[i].name);
+            ps[i].metadata = (kiq_bytes_t){c->protocols[i].metadata, c->protocols[i].metadata_len};
+        }
+        m.classic_member_metadata_null = false;
+        m.classic_member_metadata.session_timeout_ms = c->session_timeout_ms;
+        m.classic_member_metadata.supported_protocols = ps;
+        m.classic_member_metadata.supported_protocols_n = c->nprotocols;
+    }
     value_version(&v);
     kiq_consumer_group_member_metadata_value_encode(&v, 0, &m);
+    free(ps);
     free(names);
     return kiq_keyed_records_add(&rs->k, &k, &v);
 }

@@ -41,6 +41,7 @@ struct kiq_group_coordinator {
     kiq_str_map_t *groups; /* id -> kiq_group_t */
     /* consumer protocol groups (KIP-848): group.consumer.* */
     int32_t consumer_heartbeat_ms, consumer_session_ms, consumer_max_size;
+    bool migration_upgrade, migration_downgrade; /* group.consumer.migration.policy */
     int32_t share_heartbeat_ms, share_session_ms, share_max_size; /* share groups: group.share.* */
     int32_t initial_delay_ms, min_session_ms, max_session_ms, max_size, metadata_max;
     int64_t retention_ms, retention_check_ms;
@@ -87,6 +88,8 @@ void kiq_gc_answer_join(kiq_group_t *g, kiq_group_member_t *m, int16_t error);
 /* Answers m's parked SyncGroup: its assignment when error is 0. */
 void kiq_gc_answer_sync(kiq_group_t *g, kiq_group_member_t *m, int16_t error);
 void kiq_gc_try_complete_join(kiq_group_coordinator_t *gc, kiq_group_t *g);
+/* A classic group's rebalance begins (members rejoin). */
+void kiq_gc_prepare_rebalance(kiq_group_coordinator_t *gc, kiq_group_t *g, const char *why);
 void kiq_gc_remove_member(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_group_member_t *m, const char *why);
 /* Holding mu: a deadline moved; the timers look again. */
 void kiq_gc_deadline_moved(kiq_group_coordinator_t *gc);
@@ -127,11 +130,52 @@ int16_t kiq_gc_consumer_check_member(kiq_group_t *g, kiq_str_t member_id, int32_
  * the epoch may be. NONE, UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH. */
 int16_t kiq_gc_consumer_check_commit(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_str_t member_id,
                                      int32_t member_epoch, kiq_str_t topic, int32_t partition);
+/* Appends a consumer group's records; a failure is logged (the group goes
+ * on in memory and its next change writes its records again). */
+void kiq_gc_consumer_store(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_offsets_records_t *rs);
+/* A member's session: a classic member's own timeout, else
+ * group.consumer.session.timeout.ms. */
+int32_t kiq_gc_member_session_ms(const kiq_group_coordinator_t *gc, const kiq_cg_member_t *m);
+/* m leaves: its tombstones and a new group epoch into rs, or, when only
+ * classic members stay, the group downgraded to a classic group that
+ * rebalances (returns true: g->consumer is gone). */
+bool kiq_gc_consumer_remove_member(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_cg_member_t *m, const char *why,
+                                   kiq_offsets_records_t *rs);
+/* The group epoch moved when subscription (m's changed, or m is new) or
+ * the subscribed topics say so, the target computed for it, and m
+ * reconciled towards it (owned: what it says it owns, NULL: not said).
+ * 1 when m changed, 0, or -1 with the reason in the error slot. */
+int kiq_gc_consumer_rebalance(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_cg_member_t *m, bool subscription,
+                              const kiq_cg_set_t *owned, int64_t now, kiq_offsets_records_t *rs);
 /* Loading: one consumer group record (offsets_topic.h's loader). */
 void kiq_gc_consumer_load(kiq_group_coordinator_t *gc, int16_t type, kiq_str_t group, kiq_str_t member,
                           const void *v);
 /* After loading: sessions start now. */
 void kiq_gc_consumer_loaded(kiq_group_coordinator_t *gc, kiq_group_t *g);
+
+/* group_mixed.c: classic members in consumer groups (KIP-848's online
+ * migration) */
+/* A classic group with members becomes a consumer group (its records into
+ * rs): NONE, or GROUP_ID_NOT_FOUND with the reason in the error slot. */
+int16_t kiq_gc_consumer_upgrade(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_offsets_records_t *rs);
+/* Leaving leaves only classic members: the group becomes a classic one
+ * at the group epoch, each member's target its assignment, the consumer
+ * records' tombstones into rs (true); else nothing changes (false). */
+bool kiq_gc_consumer_downgrade(kiq_group_coordinator_t *gc, kiq_group_t *g, const kiq_cg_member_t *leaving,
+                               kiq_offsets_records_t *rs);
+/* The classic protocol's requests to a consumer group with members: a
+ * JoinGroup answered at once (never parked: returns false), SyncGroup
+ * filling resp's assignment, Heartbeat, one leaving member; the others
+ * return NONE or the Kafka error. */
+bool kiq_gc_classic_join_consumer(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_request_t *r,
+                                  const kiq_join_group_request_t *req, const kiq_group_protocol_t *protos, int nprotos,
+                                  int32_t rebalance_ms, kiq_join_group_response_t *resp);
+int16_t kiq_gc_classic_sync_consumer(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_request_t *r,
+                                     const kiq_sync_group_request_t *req, kiq_sync_group_response_t *resp);
+int16_t kiq_gc_classic_heartbeat_consumer(kiq_group_coordinator_t *gc, kiq_group_t *g,
+                                          const kiq_heartbeat_request_t *req);
+int16_t kiq_gc_classic_leave_consumer(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_str_t member_id,
+                                      kiq_str_t instance_id);
 
 /* group_share.c: share groups (KIP-932) */
 /* Under mu, timer thread: members whose sessions ended leave; returns the

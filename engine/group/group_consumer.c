@@ -135,13 +135,16 @@ static kiq_cg_assign_fn choose_assignor(kiq_group_coordinator_t *gc, const kiq_c
 
 /* ---- records ---- */
 
-/* A failure is logged: the group goes on in memory and its next change
- * writes its records again. */
-static void store(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_offsets_records_t *rs)
+void kiq_gc_consumer_store(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_offsets_records_t *rs)
 {
     if (kiq_gc_append_records(gc, g, rs) != 0)
-        KIQ_ERROR_LIMITED("consumer group %s: cannot store its records (epoch %d): %s", g->id, g->consumer->epoch,
-                          kiq_error_get());
+        KIQ_ERROR_LIMITED("consumer group %s: cannot store its records (epoch %d): %s", g->id,
+                          g->consumer ? g->consumer->epoch : g->generation, kiq_error_get());
+}
+
+int32_t kiq_gc_member_session_ms(const kiq_group_coordinator_t *gc, const kiq_cg_member_t *m)
+{
+    return m->classic ? m->classic->session_timeout_ms : gc->consumer_session_ms;
 }
 
 /* The member's records deleted, in Kafka's order: current assignment,
@@ -160,10 +163,15 @@ static void sync_state(kiq_group_t *g)
     kiq_gc_set_state(g, g->consumer->nmembers > 0 ? KIQ_GROUP_STABLE : KIQ_GROUP_EMPTY);
 }
 
-static void remove_member(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_cg_member_t *m, const char *why,
-                          kiq_offsets_records_t *rs)
+bool kiq_gc_consumer_remove_member(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_cg_member_t *m, const char *why,
+                                   kiq_offsets_records_t *rs)
 {
     KIQ_INFO("consumer group %s: member %s leaves (%s)", g->id, m->id, why);
+    if (kiq_gc_consumer_downgrade(gc, g, m, rs)) {
+        kiq_offsets_records_add_group(rs, g);
+        kiq_gc_prepare_rebalance(gc, g, "the group was downgraded from consumer to classic");
+        return true;
+    }
     add_member_tombstones(rs, g->id, m->id);
     kiq_cgroup_t *cg = g->consumer;
     kiq_cgroup_remove_member(cg, m);
@@ -177,6 +185,7 @@ static void remove_member(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_cg_me
     }
     kiq_offsets_records_add_cgroup(rs, g->id, cg);
     sync_state(g);
+    return false;
 }
 
 int64_t kiq_gc_consumer_timers(kiq_group_coordinator_t *gc, kiq_group_t *g, int64_t now_ns)
@@ -187,15 +196,21 @@ int64_t kiq_gc_consumer_timers(kiq_group_coordinator_t *gc, kiq_group_t *g, int6
     for (kiq_cg_member_t *m = g->consumer->members, *nm; m; m = nm) {
         nm = m->next;
         if (now_ns >= m->session_deadline_ns) {
-            remove_member(gc, g, m, "session timed out", &rs);
+            if (kiq_gc_consumer_remove_member(gc, g, m, "session timed out", &rs)) break;
         } else if (m->state == KIQ_CG_UNREVOKED_PARTITIONS && now_ns >= m->revoke_deadline_ns) {
-            remove_member(gc, g, m, "did not revoke its partitions within its rebalance timeout", &rs);
+            if (kiq_gc_consumer_remove_member(gc, g, m, "did not revoke its partitions within its rebalance timeout", &rs))
+                break;
+        } else if (m->classic && m->classic->rebalance_deadline_ns && now_ns >= m->classic->rebalance_deadline_ns) {
+            if (kiq_gc_consumer_remove_member(gc, g, m, "did not rejoin or sync within its rebalance timeout", &rs))
+                break;
         } else {
             next = next < m->session_deadline_ns ? next : m->session_deadline_ns;
             if (m->state == KIQ_CG_UNREVOKED_PARTITIONS && m->revoke_deadline_ns < next) next = m->revoke_deadline_ns;
+            if (m->classic && m->classic->rebalance_deadline_ns && m->classic->rebalance_deadline_ns < next)
+                next = m->classic->rebalance_deadline_ns;
         }
     }
-    store(gc, g, &rs);
+    kiq_gc_consumer_store(gc, g, &rs);
     kiq_offsets_records_free(&rs);
     return next;
 }
@@ -216,7 +231,9 @@ int16_t kiq_gc_consumer_check_commit(kiq_group_coordinator_t *gc, kiq_group_t *g
 {
     kiq_cg_member_t *m = member_id.p ? kiq_cgroup_member(g->consumer, member_id.p, (size_t)member_id.len) : NULL;
     if (!m) return KIQ_ERR_UNKNOWN_MEMBER_ID;
-    if (member_epoch >= m->epoch) return member_epoch == m->epoch ? KIQ_ERR_NONE : KIQ_ERR_STALE_MEMBER_EPOCH;
+    /* a classic member's generation refused: the classic protocol's error */
+    int16_t stale = m->classic ? KIQ_ERR_ILLEGAL_GENERATION : KIQ_ERR_STALE_MEMBER_EPOCH;
+    if (member_epoch >= m->epoch) return member_epoch == m->epoch ? KIQ_ERR_NONE : stale;
     kiq_arena_t a;
     kiq_arena_init(&a);
     kiq_uuid_t id;
@@ -226,7 +243,7 @@ int16_t kiq_gc_consumer_check_commit(kiq_group_coordinator_t *gc, kiq_group_t *g
         tp = kiq_cg_set_get(&m->assigned, &id, partition);
         if (!tp) tp = kiq_cg_set_get(&m->revoking, &id, partition);
     }
-    int16_t err = tp && tp->epoch <= member_epoch ? KIQ_ERR_NONE : KIQ_ERR_STALE_MEMBER_EPOCH;
+    int16_t err = tp && tp->epoch <= member_epoch ? KIQ_ERR_NONE : stale;
     kiq_arena_reset(&a);
     return err;
 }
@@ -323,9 +340,18 @@ static kiq_group_t *heartbeat_group(kiq_group_coordinator_t *gc, kiq_request_t *
         return NULL;
     }
     if (g->consumer) return g;
-    if (g->nmembers > 0 || g->state != KIQ_GROUP_EMPTY || g->share) {
+    if (g->share || g->state == KIQ_GROUP_DEAD || (req->member_epoch != 0 && g->nmembers > 0)) {
         fail(r, resp, KIQ_ERR_GROUP_ID_NOT_FOUND, "Group %s is not a consumer group.", g->id);
         return NULL;
+    }
+    if (g->nmembers > 0) {
+        /* a classic group with members: upgraded online, its members kept */
+        int16_t err = kiq_gc_consumer_upgrade(gc, g, rs);
+        if (err) {
+            fail(r, resp, err, "%s", kiq_error_get());
+            return NULL;
+        }
+        return g;
     }
     if (!(g->consumer = kiq_cgroup_new())) {
         fail(r, resp, KIQ_ERR_UNKNOWN_SERVER_ERROR, "out of memory");
@@ -473,6 +499,36 @@ static bool update_member(const kiq_cgroup_t *cg, kiq_cg_member_t *m, kiq_reques
     return changed;
 }
 
+int kiq_gc_consumer_rebalance(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_cg_member_t *m, bool subscription,
+                              const kiq_cg_set_t *owned, int64_t now, kiq_offsets_records_t *rs)
+{
+    kiq_cgroup_t *cg = g->consumer;
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    subscribed_t sub;
+    subscribed_topics(gc, cg, &a, &sub);
+    /* a new member subscribing to nothing changes nothing (as Kafka) */
+    if (subscription || sub.hash != cg->metadata_hash) {
+        cg->epoch++;
+        cg->metadata_hash = sub.hash;
+        kiq_offsets_records_add_cgroup(rs, g->id, cg);
+        KIQ_DEBUG("consumer group %s: epoch %d", g->id, cg->epoch);
+    }
+    if (cg->epoch > cg->assignment_epoch) {
+        if (choose_assignor(gc, cg)(cg, sub.t, sub.n) != 0) {
+            kiq_arena_reset(&a);
+            return kiq_error_set("out of memory computing the assignment");
+        }
+        cg->assignment_epoch = cg->epoch;
+        for (kiq_cg_member_t *o = cg->members; o; o = o->next) kiq_offsets_records_add_ctarget(rs, g->id, o);
+        kiq_offsets_records_add_ctarget_epoch(rs, g->id, cg);
+    }
+    kiq_arena_reset(&a);
+    int rc = kiq_cgroup_reconcile(cg, m, owned, now);
+    if (rc < 0) return kiq_error_set("out of memory reconciling");
+    return rc;
+}
+
 void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
                                   const kiq_consumer_group_heartbeat_request_t *req,
                                   kiq_consumer_group_heartbeat_response_t *resp, int32_t *partition,
@@ -486,8 +542,6 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
     const kiq_cg_set_t *owned = owned_set(req, &owned_buf);
     kiq_offsets_records_t rs;
     kiq_offsets_records_init(&rs, kiq_clock_wall_ms());
-    kiq_arena_t a;
-    kiq_arena_init(&a);
     int64_t now = kiq_clock_mono_ns();
     pthread_mutex_lock(&gc->mu);
     kiq_group_t *g = NULL;
@@ -512,7 +566,7 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
             resp->member_id = kiq_request_str(r, m->id);
             resp->member_epoch = -1;
             resp->heartbeat_interval_ms = 0; /* no more heartbeats */
-            remove_member(gc, g, m, "left", &rs);
+            kiq_gc_consumer_remove_member(gc, g, m, "left", &rs);
             m = NULL;
             goto out;
         }
@@ -528,31 +582,13 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
         }
         if (check_epoch(r, m, req->member_epoch, owned, resp)) goto out;
     }
-    m->session_deadline_ns = now + (int64_t)gc->consumer_session_ms * 1000000;
+    m->session_deadline_ns = now + (int64_t)kiq_gc_member_session_ms(gc, m) * 1000000;
     bool stored = false;
     bool subscription = update_member(cg, m, r, req, &stored);
     if (subscription || stored || is_new) kiq_offsets_records_add_cmember(&rs, g->id, m);
-    subscribed_t sub;
-    subscribed_topics(gc, cg, &a, &sub);
-    /* a new member subscribing to nothing changes nothing (as Kafka) */
-    if (subscription || sub.hash != cg->metadata_hash) {
-        cg->epoch++;
-        cg->metadata_hash = sub.hash;
-        kiq_offsets_records_add_cgroup(&rs, g->id, cg);
-        KIQ_DEBUG("consumer group %s: epoch %d", g->id, cg->epoch);
-    }
-    if (cg->epoch > cg->assignment_epoch) {
-        if (choose_assignor(gc, cg)(cg, sub.t, sub.n) != 0) {
-            fail(r, resp, KIQ_ERR_UNKNOWN_SERVER_ERROR, "out of memory computing the assignment");
-            goto out;
-        }
-        cg->assignment_epoch = cg->epoch;
-        for (kiq_cg_member_t *o = cg->members; o; o = o->next) kiq_offsets_records_add_ctarget(&rs, g->id, o);
-        kiq_offsets_records_add_ctarget_epoch(&rs, g->id, cg);
-    }
-    int rc = kiq_cgroup_reconcile(cg, m, owned, now);
+    int rc = kiq_gc_consumer_rebalance(gc, g, m, subscription, owned, now, &rs);
     if (rc < 0) {
-        fail(r, resp, KIQ_ERR_UNKNOWN_SERVER_ERROR, "out of memory reconciling");
+        fail(r, resp, KIQ_ERR_UNKNOWN_SERVER_ERROR, "%s", kiq_error_get());
         goto out;
     }
     changed = rc > 0;
@@ -565,7 +601,7 @@ void kiq_group_consumer_heartbeat(kiq_group_coordinator_t *gc, kiq_request_t *r,
 out:
     /* resolved by the next heartbeat, whoever sends it */
     if (m) m->regex_unresolved = false;
-    if (g && g->consumer) store(gc, g, &rs);
+    if (g) kiq_gc_consumer_store(gc, g, &rs);
     if (g && rs.last_offset >= 0) {
         *partition = g->offsets_partition;
         *replicated_at = rs.last_offset + 1;
@@ -573,7 +609,6 @@ out:
     kiq_gc_deadline_moved(gc);
     pthread_mutex_unlock(&gc->mu);
     kiq_offsets_records_free(&rs);
-    kiq_arena_reset(&a);
     kiq_cg_set_free(&owned_buf);
 }
 
@@ -636,11 +671,17 @@ static void describe_one(kiq_group_coordinator_t *gc, kiq_request_t *r, kiq_str_
         for (int i = 0; i < m->ntopics; i++) me->subscribed_topic_names[i] = kiq_request_str(r, m->topics[i]);
         me->subscribed_topic_names_n = m->ntopics;
         me->subscribed_topic_regex = kiq_request_str(r, m->regex ? m->regex : "");
-        DESCRIBE_SET(gc, r, &m->assigned, &me->assignment,
+        /* what the member owns: Kafka 4.4 counts a partition it is still
+         * giving up (UNREVOKED_PARTITIONS) */
+        kiq_cg_set_t owns = {0};
+        if (kiq_cg_set_copy(&owns, &m->assigned) == 0)
+            for (int i = 0; i < m->revoking.n; i++) kiq_cg_set_add(&owns, &m->revoking.v[i].topic, m->revoking.v[i].partition);
+        DESCRIBE_SET(gc, r, &owns, &me->assignment,
                      kiq_consumer_group_describe_response_groups_members_assignment_topic_partitions_t);
+        kiq_cg_set_free(&owns);
         DESCRIBE_SET(gc, r, &m->target, &me->target_assignment,
                      kiq_consumer_group_describe_response_groups_members_target_assignment_topic_partitions_t);
-        me->member_type = 1;
+        me->member_type = m->classic ? 0 : 1;
     }
 }
 
@@ -668,6 +709,39 @@ void kiq_group_consumer_describe(kiq_group_coordinator_t *gc, kiq_request_t *r,
             for (int32_t j_ = 0; j_ < (arr)[t_].partitions_n; j_++)                                    \
                 kiq_cg_set_add_at((set), &(arr)[t_].topic_id, (arr)[t_].partitions[j_], (epoch));      \
     } while (0)
+
+/* A classic member's metadata from its record (none: a member of the
+ * consumer protocol). */
+static void load_classic(kiq_cg_member_t *m, const kiq_consumer_group_member_metadata_value_t *val)
+{
+    kiq_cg_classic_free(m->classic);
+    m->classic = NULL;
+    if (val->classic_member_metadata_null) return;
+    const kiq_consumer_group_member_metadata_value_classic_member_metadata_t *cm = &val->classic_member_metadata;
+    int n = cm->supported_protocols_n > 0 ? cm->supported_protocols_n : 0;
+    kiq_cg_classic_protocol_t *p = calloc((size_t)(n ? n : 1), sizeof *p);
+    kiq_cg_classic_t *c = calloc(1, sizeof *c);
+    bool ok = p && c;
+    for (int i = 0; ok && i < n; i++) {
+        const kiq_consumer_group_member_metadata_value_classic_member_metadata_supported_protocols_t *sp =
+            &cm->supported_protocols[i];
+        /* the record's names are not terminated: copies that are */
+        ok = (p[i].name = strndup(sp->name.p ? sp->name.p : "", sp->name.p ? (size_t)sp->name.len : 0)) != NULL;
+        p[i].metadata = (uint8_t *)sp->metadata.p;
+        p[i].metadata_len = sp->metadata.p ? sp->metadata.len : 0;
+    }
+    if (ok) {
+        c->session_timeout_ms = cm->session_timeout_ms;
+        if (kiq_cg_classic_set_protocols(c, p, n) == 0) {
+            m->classic = c;
+            c = NULL;
+        }
+    }
+    for (int i = 0; p && i < n; i++) free(p[i].name);
+    if (c) KIQ_ERROR("consumer group member %s: out of memory loading its classic metadata", m->id);
+    kiq_cg_classic_free(c);
+    free(p);
+}
 
 static kiq_group_t *load_group_for(kiq_group_coordinator_t *gc, kiq_str_t id)
 {
@@ -734,6 +808,7 @@ void kiq_gc_consumer_load(kiq_group_coordinator_t *gc, int16_t type, kiq_str_t g
         }
         free(names);
         free(lens);
+        load_classic(m, val);
     } else if (type == KIQ_OFFSETS_KEY_CTARGET) {
         const kiq_consumer_group_target_assignment_member_value_t *val = v;
         LOAD_TOPIC_PARTITIONS(&m->target, val->topic_partitions, val->topic_partitions_n, 0);
@@ -752,7 +827,7 @@ void kiq_gc_consumer_loaded(kiq_group_coordinator_t *gc, kiq_group_t *g)
 {
     int64_t now = kiq_clock_mono_ns();
     for (kiq_cg_member_t *m = g->consumer->members; m; m = m->next) {
-        m->session_deadline_ns = now + (int64_t)gc->consumer_session_ms * 1000000;
+        m->session_deadline_ns = now + (int64_t)kiq_gc_member_session_ms(gc, m) * 1000000;
         if (m->state == KIQ_CG_UNREVOKED_PARTITIONS)
             m->revoke_deadline_ns = now + (int64_t)(m->rebalance_timeout_ms > 0 ? m->rebalance_timeout_ms : 0) * 1000000;
     }

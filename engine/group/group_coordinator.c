@@ -4,6 +4,8 @@
  * the internal topic, the timer thread, lifecycle and inspection. */
 #include "group/coordinator_internal.h"
 
+#include <strings.h>
+
 #include "core/coordinator_key.h"
 #include "core/worker.h"
 
@@ -272,6 +274,9 @@ kiq_group_coordinator_t *kiq_group_coordinator_new(const kiq_group_context_t *b)
     gc->consumer_heartbeat_ms = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS);
     gc->consumer_session_ms = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_CONSUMER_SESSION_TIMEOUT_MS);
     gc->consumer_max_size = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_CONSUMER_MAX_SIZE);
+    const char *policy = kiq_config_str(c, KIQ_CFG_GROUP_CONSUMER_MIGRATION_POLICY);
+    gc->migration_upgrade = strcasecmp(policy, "upgrade") == 0 || strcasecmp(policy, "bidirectional") == 0;
+    gc->migration_downgrade = strcasecmp(policy, "downgrade") == 0 || strcasecmp(policy, "bidirectional") == 0;
     gc->share_heartbeat_ms = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_SHARE_HEARTBEAT_INTERVAL_MS);
     gc->share_session_ms = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_SHARE_SESSION_TIMEOUT_MS);
     gc->share_max_size = (int32_t)kiq_config_int(c, KIQ_CFG_GROUP_SHARE_MAX_SIZE);

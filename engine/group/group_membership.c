@@ -110,7 +110,7 @@ static int32_t max_rebalance_timeout(const kiq_group_t *g)
     return t;
 }
 
-static void prepare_rebalance(kiq_group_coordinator_t *gc, kiq_group_t *g, const char *why)
+void kiq_gc_prepare_rebalance(kiq_group_coordinator_t *gc, kiq_group_t *g, const char *why)
 {
     if (g->state == KIQ_GROUP_COMPLETING_REBALANCE) {
         for (kiq_group_member_t *m = g->members; m; m = m->next) {
@@ -147,7 +147,7 @@ void kiq_gc_remove_member(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_group
     kiq_group_unlink_member(g, m);
     kiq_group_member_free(m);
     if (g->state == KIQ_GROUP_STABLE || g->state == KIQ_GROUP_COMPLETING_REBALANCE)
-        prepare_rebalance(gc, g, why);
+        kiq_gc_prepare_rebalance(gc, g, why);
     else
         kiq_gc_try_complete_join(gc, g);
 }
@@ -281,7 +281,7 @@ static bool add_member(kiq_group_coordinator_t *gc, kiq_group_t *g, char *id, ki
     if (g->state == KIQ_GROUP_PREPARING_REBALANCE)
         kiq_gc_try_complete_join(gc, g);
     else
-        prepare_rebalance(gc, g, "a member joined");
+        kiq_gc_prepare_rebalance(gc, g, "a member joined");
     return rc;
 }
 
@@ -333,7 +333,7 @@ static bool static_rejoin(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_group
     if (g->state == KIQ_GROUP_PREPARING_REBALANCE)
         kiq_gc_try_complete_join(gc, g);
     else
-        prepare_rebalance(gc, g, "a static member rejoined with other metadata");
+        kiq_gc_prepare_rebalance(gc, g, "a static member rejoined with other metadata");
     return rc;
 }
 
@@ -409,21 +409,20 @@ static bool join_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const joi
         }
         update_member(m, a);
         bool rc = park_join(g, m, r, resp);
-        prepare_rebalance(gc, g, leader ? "the leader rejoined" : "a member changed its metadata");
+        kiq_gc_prepare_rebalance(gc, g, leader ? "the leader rejoined" : "a member changed its metadata");
         return rc;
     }
     default: return resp->error_code = KIQ_ERR_UNKNOWN_MEMBER_ID, false;
     }
 }
 
-/* A classic member may join a consumer protocol group (KIP-848) only
- * while it has no members: the group then becomes a classic one, its
- * consumer records deleted. */
+/* A classic member joining a consumer protocol group (KIP-848) without
+ * members makes it a classic one, its consumer records deleted (one with
+ * members takes the member in: group_mixed.c). */
 static bool classic_join_allowed(kiq_group_coordinator_t *gc, kiq_group_t *g)
 {
     if (g->share) return false;
     if (!g->consumer) return true;
-    if (g->consumer->nmembers > 0) return false;
     kiq_offsets_records_t rs;
     kiq_offsets_records_init(&rs, kiq_clock_wall_ms());
     kiq_offsets_records_add_ctombstone(&rs, KIQ_OFFSETS_KEY_CTARGET_EPOCH, g->id, NULL);
@@ -460,9 +459,11 @@ bool kiq_group_join(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq_joi
     }
     pthread_mutex_lock(&gc->mu);
     kiq_group_t *g = kiq_gc_find_group(gc, req->group_id);
-    bool rc = kiq_gc_refused(gc, req->group_id)      ? (resp->error_code = KIQ_ERR_NOT_COORDINATOR, false)
+    bool mixed = g && g->consumer && g->consumer->nmembers > 0;
+    bool rc = kiq_gc_refused(gc, req->group_id) ? (resp->error_code = KIQ_ERR_NOT_COORDINATOR, false)
+              : mixed ? kiq_gc_classic_join_consumer(gc, g, r, req, a.protos, a.nprotos, a.rebalance_ms, resp)
               : g && !classic_join_allowed(gc, g) ? (resp->error_code = KIQ_ERR_INCONSISTENT_GROUP_PROTOCOL, false)
-                                                   : join_locked(gc, r, &a, resp);
+                                                  : join_locked(gc, r, &a, resp);
     pthread_mutex_unlock(&gc->mu);
     return rc;
 }
@@ -489,6 +490,7 @@ static bool sync_locked(kiq_group_coordinator_t *gc, kiq_request_t *r, const kiq
                        kiq_sync_group_response_t *resp)
 {
     kiq_group_t *g = kiq_gc_find_group(gc, req->group_id);
+    if (g && g->consumer) return resp->error_code = kiq_gc_classic_sync_consumer(gc, g, r, req, resp), false;
     kiq_group_member_t *m = NULL;
     int16_t err = kiq_gc_check_member(g, req->member_id, req->group_instance_id, req->generation_id, &m);
     if (err) return resp->error_code = err, false;
@@ -557,8 +559,10 @@ void kiq_group_heartbeat(kiq_group_coordinator_t *gc, const kiq_heartbeat_reques
     } else {
         kiq_group_t *g = kiq_gc_find_group(gc, req->group_id);
         kiq_group_member_t *m = NULL;
-        resp->error_code = kiq_gc_check_member(g, req->member_id, req->group_instance_id, req->generation_id, &m);
-        if (!resp->error_code) {
+        resp->error_code = g && g->consumer ? kiq_gc_classic_heartbeat_consumer(gc, g, req)
+                                            : kiq_gc_check_member(g, req->member_id, req->group_instance_id,
+                                                                  req->generation_id, &m);
+        if (!resp->error_code && !g->consumer) {
             if (g->state == KIQ_GROUP_EMPTY) {
                 resp->error_code = KIQ_ERR_UNKNOWN_MEMBER_ID;
             } else {
@@ -573,6 +577,7 @@ void kiq_group_heartbeat(kiq_group_coordinator_t *gc, const kiq_heartbeat_reques
 /* One leaving member: by instance id when given (static), else by id. */
 static int16_t leave_one(kiq_group_coordinator_t *gc, kiq_group_t *g, kiq_str_t member_id, kiq_str_t instance_id)
 {
+    if (g->consumer) return kiq_gc_classic_leave_consumer(gc, g, member_id, instance_id);
     kiq_group_member_t *m;
     if (instance_id.p) {
         m = kiq_group_find_instance(g, instance_id);

@@ -628,6 +628,139 @@ scenario { name = "ConsumerGroupDescribe of a member's group and of none", api =
     include_authorized_operations = true } end },
 } }
 
+-- ---------------------------------------------------------------- mixed groups (KIP-848's online migration)
+
+local function be16(n) return string.char(math.floor(n / 256) % 256, n % 256) end
+
+-- ConsumerProtocolSubscription v0 of the case's topic.
+local function sub_of(s) return "\0\0\0\0\0\1" .. be16(#s.name) .. s.name .. "\0\0\0\0" end
+
+-- ConsumerProtocolAssignment v0: the case's topic, partitions 0 and 1.
+local function both_partitions(s)
+  return "\0\0\0\0\0\1" .. be16(#s.name) .. s.name .. "\0\0\0\2\0\0\0\0\0\0\0\1\255\255\255\255"
+end
+
+-- The classic member: JoinGroup (s.classic: its id), SyncGroup at
+-- s.generation, Heartbeat at the generation `gen(s)`.
+local function classic_join(extra)
+  local step = { api = "JoinGroup", body = function(s)
+    return join(s, { member_id = s.classic or "", protocols = { { name = "range", metadata = sub_of(s) } } })
+  end, save = function(s, r) s.classic, s.generation = r.member_id, r.generation_id end }
+  for k, v in pairs(extra or {}) do step[k] = v end
+  return step
+end
+
+local function classic_sync(assignments)
+  return { api = "SyncGroup", body = function(s) return { group_id = s.name, generation_id = s.generation,
+    member_id = s.classic, protocol_type = "consumer", protocol_name = "range",
+    assignments = assignments and assignments(s) or {} } end }
+end
+
+local function classic_heartbeat(gen)
+  return { api = "Heartbeat", body = function(s) return { group_id = s.name, generation_id = gen(s),
+    member_id = s.classic } end }
+end
+
+-- ConsumerGroupDescribe's members come in each coordinator's own order
+-- (Kafka's: a hash map's of random member ids): the classic member first.
+local function classic_first(r, s)
+  for _, g in ipairs(r.groups) do
+    table.sort(g.members, function(a, b) return a.member_id == s.classic and b.member_id ~= s.classic end)
+  end
+  return r
+end
+
+-- A classic group with one member holding both partitions; a member of the
+-- consumer protocol joins (the group becomes a consumer group at the
+-- classic generation plus one); the classic member learns it from its
+-- heartbeat, rejoins and syncs its half, the other half goes to the new
+-- member; its commits count at its member epoch (at the one before too,
+-- for a partition it held then: KIP-1251); the consumer member
+-- leaves and the group is classic again, rebalancing.
+scenario { name = "Mixed group: classic member, consumer member joins and leaves", api = "ConsumerGroupDescribe",
+  steps = {
+  create(2), find_coordinator(0),
+  classic_join({ ignore = true }), classic_join(),
+  classic_sync(function(s) return { { member_id = s.classic, assignment = both_partitions(s) } } end),
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 0) end,
+    save = function(s, r) s.member_id, s.epoch, s.owned = r.member_id, r.member_epoch, owned_of(r) end },
+  classic_heartbeat(function(s) return s.generation end),
+  classic_join(),
+  classic_sync(),
+  classic_heartbeat(function(s) return s.generation end),
+  classic_heartbeat(function(s) return s.generation - 1 end),
+  { api = "OffsetCommit", version = 8, body = function(s) return { group_id = s.name,
+    generation_id_or_member_epoch = s.generation, member_id = s.classic, topics = { { name = s.name,
+      partitions = { { partition_index = 0, committed_offset = 3 } } } } } end },
+  { api = "OffsetCommit", version = 8, body = function(s) return { group_id = s.name,
+    generation_id_or_member_epoch = s.generation - 1, member_id = s.classic, topics = { { name = s.name,
+      partitions = { { partition_index = 0, committed_offset = 4 } } } } } end },
+  { api = "OffsetCommit", version = 8, body = function(s) return { group_id = s.name,
+    generation_id_or_member_epoch = s.generation + 1, member_id = s.classic, topics = { { name = s.name,
+      partitions = { { partition_index = 0, committed_offset = 5 } } } } } end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, s.epoch) end,
+    save = function(s, r) s.epoch = r.member_epoch end },
+  { api = "ConsumerGroupDescribe", body = function(s) return { group_ids = { s.name },
+    include_authorized_operations = false } end, pick = classic_first },
+  { api = "DescribeGroups", body = function(s) return { groups = { s.name }, include_authorized_operations = false } end },
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, -1) end },
+  classic_heartbeat(function(s) return s.generation end),
+  classic_join(),
+  classic_sync(function(s) return { { member_id = s.classic, assignment = both_partitions(s) } } end),
+  { api = "DescribeGroups", body = function(s) return { groups = { s.name }, include_authorized_operations = false } end },
+  { api = "ConsumerGroupDescribe", body = function(s) return { group_ids = { s.name },
+    include_authorized_operations = false } end },
+} }
+
+-- ConsumerProtocolSubscription v1 of the case's topic, owning `owned`
+-- partitions of it (a cooperative classic member's).
+local function sub_owning(s, owned)
+  local out = { "\0\1\0\0\0\1", be16(#s.name), s.name, "\255\255\255\255" }
+  if #owned == 0 then
+    out[#out + 1] = "\0\0\0\0"
+  else
+    out[#out + 1] = "\0\0\0\1" .. be16(#s.name) .. s.name .. "\0\0\0" .. string.char(#owned)
+    for _, p in ipairs(owned) do out[#out + 1] = "\0\0\0" .. string.char(p) end
+  end
+  return table.concat(out)
+end
+
+local function cooperative_join(owned)
+  return { api = "JoinGroup", body = function(s)
+    return join(s, { member_id = s.classic or "", protocols = { { name = "cooperative-sticky",
+      metadata = sub_owning(s, owned) } } })
+  end, save = function(s, r) s.classic, s.generation = r.member_id, r.generation_id end }
+end
+
+local function cooperative_sync()
+  return { api = "SyncGroup", body = function(s) return { group_id = s.name, generation_id = s.generation,
+    member_id = s.classic, protocol_type = "consumer", protocol_name = "cooperative-sticky",
+    assignments = { { member_id = s.classic, assignment = both_partitions(s) } } } end }
+end
+
+-- A cooperative classic member rejoins still owning both partitions: it
+-- keeps its generation (the member epoch) and is given what it keeps,
+-- told to rejoin again, and rejoins owning only that, at the new epoch.
+scenario { name = "Mixed group: a cooperative classic member revokes before its new generation",
+  api = "ConsumerGroupDescribe", min_version = 1, steps = {
+  create(2), find_coordinator(0),
+  { api = "JoinGroup", ignore = true, body = function(s) return join(s, { protocols = { { name = "cooperative-sticky",
+    metadata = sub_owning(s, {}) } } }) end, save = function(s, r) s.classic = r.member_id end },
+  cooperative_join({}), cooperative_sync(),
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, 0) end,
+    save = function(s, r) s.member_id, s.epoch, s.owned = r.member_id, r.member_epoch, owned_of(r) end },
+  classic_heartbeat(function(s) return s.generation end),
+  cooperative_join({ 0, 1 }), cooperative_sync(),
+  classic_heartbeat(function(s) return s.generation end),
+  { api = "ConsumerGroupDescribe", body = function(s) return { group_ids = { s.name },
+    include_authorized_operations = false } end, pick = classic_first },
+  cooperative_join({ 0 }), cooperative_sync(),
+  classic_heartbeat(function(s) return s.generation end),
+  { api = "ConsumerGroupHeartbeat", body = function(s) return cgh(s, s.epoch) end },
+  { api = "ConsumerGroupDescribe", body = function(s) return { group_ids = { s.name },
+    include_authorized_operations = false } end, pick = classic_first },
+} }
+
 -- ListGroups answers every group of the broker: only the case's compared
 local function own_groups(r, s)
   local keep = {}

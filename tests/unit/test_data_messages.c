@@ -193,6 +193,59 @@ static void test_share_snapshot_by_hand(void **state)
     kiq_arena_reset(&a);
 }
 
+/* A classic member's record in a consumer group as Kafka 4.x writes it: its
+ * ClassicMemberMetadata is tagged field 0, a nullable struct (its size one
+ * more for the marker, then the marker 1, then the fields); a member of the
+ * consumer protocol leaves the tag out. */
+static void test_classic_member_metadata_by_hand(void **state)
+{
+    (void)state;
+    const uint8_t buf[] = {
+        0,                  /* instance_id: null */
+        0,                  /* rack_id: null */
+        2, 'c',             /* client_id */
+        3, '/', 'h',        /* client_host */
+        2, 2, 't',          /* subscribed_topic_names: ["t"] */
+        0,                  /* subscribed_topic_regex: null */
+        0, 0, 0x75, 0x30,   /* rebalance_timeout_ms 30000 */
+        0,                  /* server_assignor: null */
+        1,                  /* one tagged field */
+        0, 17,              /*   tag 0, 16 bytes and the marker */
+        1,                  /*   present */
+        0, 0, 0xaf, 0xc8,   /*   session_timeout_ms 45000 */
+        2,                  /*   supported_protocols: one */
+        6, 'r', 'a', 'n', 'g', 'e', /* name */
+        3, 0, 1,            /*     metadata: two bytes */
+        0,                  /*     no tagged fields */
+        0,                  /*   no tagged fields */
+    };
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    const kiq_data_codec_t *c = kiq_data_codec("ConsumerGroupMemberMetadataValue");
+    kiq_consumer_group_member_metadata_value_t m;
+    kiq_rd_t r;
+    kiq_rd_init(&r, buf, sizeof buf);
+    assert_int_equal(kiq_consumer_group_member_metadata_value_decode(&r, 0, &a, &m), 0);
+    assert_int_equal(kiq_rd_left(&r), 0);
+    assert_false(m.classic_member_metadata_null);
+    assert_int_equal(m.classic_member_metadata.session_timeout_ms, 45000);
+    assert_int_equal(m.classic_member_metadata.supported_protocols_n, 1);
+    assert_true(kiq_str_eq(m.classic_member_metadata.supported_protocols[0].name, "range"));
+    assert_int_equal(m.classic_member_metadata.supported_protocols[0].metadata.len, 2);
+    assert_int_equal(m._tags.count, 0); /* known, not kept as unknown */
+    check_reencodes(c, 0, &m, buf, sizeof buf);
+    check_truncations_fail(c, 0, buf, sizeof buf);
+    /* without it: no tagged field at all */
+    const uint8_t none[] = {0, 0, 2, 'c', 3, '/', 'h', 2, 2, 't', 0, 0, 0, 0x75, 0x30, 0, 0};
+    m.classic_member_metadata_null = true;
+    check_reencodes(c, 0, &m, none, sizeof none);
+    kiq_consumer_group_member_metadata_value_t plain;
+    kiq_rd_init(&r, none, sizeof none);
+    assert_int_equal(kiq_consumer_group_member_metadata_value_decode(&r, 0, &a, &plain), 0);
+    assert_true(plain.classic_member_metadata_null);
+    kiq_arena_reset(&a);
+}
+
 static void test_offset_commit_value_v3_by_hand(void **state)
 {
     (void)state;
@@ -485,6 +538,7 @@ int main(void)
         cmocka_unit_test(test_versions_change_layout),
         cmocka_unit_test(test_offset_commit_value_v3_by_hand),
         cmocka_unit_test(test_share_snapshot_by_hand),
+        cmocka_unit_test(test_classic_member_metadata_by_hand),
         cmocka_unit_test(test_group_metadata_value_v3_by_hand),
         cmocka_unit_test(test_transaction_log_value_v1_by_hand),
         cmocka_unit_test(test_markers_and_txn_index_by_hand),

@@ -5,7 +5,9 @@ members join and leave; every record is consumed once, by one member at a
 time (a partition is assigned to a member only after its previous owner
 revoked it), and the stable assignment is balanced. The group's epoch and
 its committed offsets survive a broker restart; the admin client describes
-and lists the group as a consumer one.
+and lists the group as a consumer one. A mixed group: classic librdkafka
+members stay when a consumer-protocol member joins (the group upgraded,
+the assignor serving them all) and leaves (a classic group again).
 """
 
 import time
@@ -50,11 +52,13 @@ class Member:
     by all members (callbacks run inside poll, and every member is polled
     from this one thread, so the log is in the order things happened)."""
 
-    def __init__(self, bs, group, name, owners, seen):
+    def __init__(self, bs, group, name, owners, seen, protocol="consumer"):
         self.name, self.owners, self.seen = name, owners, seen
-        self.c = Consumer({"bootstrap.servers": bs, "group.id": group, "group.protocol": "consumer",
-                           "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                           "client.id": name})
+        conf = {"bootstrap.servers": bs, "group.id": group, "group.protocol": protocol,
+                "auto.offset.reset": "earliest", "enable.auto.commit": False, "client.id": name}
+        if protocol == "classic":
+            conf["heartbeat.interval.ms"] = 200  # it learns of a rebalance from its heartbeat
+        self.c = Consumer(conf)
         self.c.subscribe([TOPIC[0]], on_assign=self.assigned, on_revoke=self.revoked, on_lost=self.revoked)
 
     def assigned(self, c, parts):
@@ -151,3 +155,38 @@ def test_epoch_and_offsets_survive_restart(fast):
     pump([m], lambda: len(seen2) >= 60)
     assert sorted(seen2) == list(range(60, 120)), "committed offsets were lost in the restart"
     m.close()
+
+
+def test_mixed_group_classic_and_consumer_members(fast):
+    bs = fast.bootstrap
+    topic, group = "kip848-mixed", "kip848-mixed"
+    TOPIC[0] = topic
+    a = create(bs, topic)
+    owners, seen = {}, []
+    produce(bs, topic, 0, 300)
+    classic = [Member(bs, group, n, owners, seen, "classic") for n in ("c1", "c2")]
+    members = list(classic)
+    pump(members, lambda: all(len(m.owned()) == 3 for m in members))
+    assert a.describe_consumer_groups([group])[group].result(WAIT).type == ConsumerGroupType.CLASSIC
+    pump(members, lambda: len(seen) >= 300)
+
+    # a consumer-protocol member joins: one consumer group, two partitions each
+    m1 = Member(bs, group, "m1", owners, seen)
+    members.append(m1)
+    produce(bs, topic, 300, 300)
+    pump(members, lambda: all(len(m.owned()) == 2 for m in members))
+    d = a.describe_consumer_groups([group])[group].result(WAIT)
+    assert d.type == ConsumerGroupType.CONSUMER
+    assert sorted(len(m.assignment.topic_partitions) for m in d.members) == [2, 2, 2]
+    pump(members, lambda: len(seen) >= 600)
+
+    # it leaves: only the classic members stay, a classic group again
+    m1.close()
+    members.remove(m1)
+    produce(bs, topic, 600, 300)
+    pump(members, lambda: all(len(m.owned()) == 3 for m in members))
+    pump(members, lambda: len(seen) >= 900)
+    assert sorted(seen) == list(range(900)), "a record was consumed twice or not at all"
+    assert a.describe_consumer_groups([group])[group].result(WAIT).type == ConsumerGroupType.CLASSIC
+    for m in members:
+        m.close()

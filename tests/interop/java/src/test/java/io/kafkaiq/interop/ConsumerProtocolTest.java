@@ -40,7 +40,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The Java consumer with group.protocol=consumer (KIP-848): the broker assigns, members come and go (closed, or
  * SIGKILLed VerifiableConsumer processes), commits carry the member epoch; and the online upgrade of a classic group to a consumer group and back (Kafka's
- * group.consumer.migration.policy=bidirectional, for an empty group).
+ * group.consumer.migration.policy=bidirectional), for an empty group and for one with classic members that stay
+ * (a mixed group).
  */
 class ConsumerProtocolTest {
     private static final Duration WAIT = Duration.ofSeconds(60);
@@ -103,9 +104,14 @@ class ConsumerProtocolTest {
         volatile Set<TopicPartition> owned = Set.of();
 
         Member(String name, String group, String topic, Map<String, List<String>> readBy) {
+            this(name, group, topic, readBy, CONSUMER);
+        }
+
+        /** The same with the consumer's own settings (group.protocol=classic: a classic member). */
+        Member(String name, String group, String topic, Map<String, List<String>> readBy, String... config) {
             this.name = name;
             thread = new Thread(() -> {
-                try (KafkaConsumer<String, String> c = Clients.consumer(broker.bootstrap(), group, CONSUMER)) {
+                try (KafkaConsumer<String, String> c = Clients.consumer(broker.bootstrap(), group, config)) {
                     c.subscribe(List.of(topic), new ConsumerRebalanceListener() {
                         @Override
                         public void onPartitionsRevoked(Collection<TopicPartition> parts) {
@@ -374,5 +380,75 @@ class ConsumerProtocolTest {
                 .partitionsToOffsetAndMetadata().get();
         committed.values().forEach(o -> assertEquals(20L, o.offset()));
         assertEquals(3, committed.size());
+    }
+    private static final String[] CLASSIC = {"group.protocol=classic", "heartbeat.interval.ms=200",
+        "max.poll.records=100"};
+
+    /** Each member's own view: `each` partitions apiece, disjoint, all of them. */
+    private static boolean owns(List<Member> members, Set<TopicPartition> all, int each) {
+        Set<TopicPartition> union = new HashSet<>();
+        members.forEach(m -> union.addAll(m.owned));
+        return members.stream().allMatch(m -> m.owned.size() == each) && union.equals(all);
+    }
+
+    /**
+     * A mixed group: two classic members share six partitions; a member of the consumer protocol joins and the
+     * group becomes a consumer group whose assignor serves the classic members too (two partitions each, the classic
+     * ones learning theirs through JoinGroup/SyncGroup); it leaves and the group is classic again, the two classic
+     * members balanced by their own assignor. Records flow throughout; each is read once (every handoff commits
+     * first).
+     */
+    @Test
+    void classicMembersStayThroughAConsumerMembersJoinAndLeave() throws Exception {
+        String topic = "kip848-mixed";
+        String group = "g-mixed";
+        int parts = 6;
+        int per = 100;
+        Clients.createTopic(admin, topic, parts, (short) 1, Map.of());
+        Set<TopicPartition> all = partitions(topic, parts);
+        Map<String, List<String>> readBy = new ConcurrentHashMap<>();
+        List<Member> classic = new ArrayList<>();
+        List<Member> members = new ArrayList<>();
+        try {
+            for (String n : List.of("a", "b")) {
+                classic.add(new Member(n, group, topic, readBy, CLASSIC));
+            }
+            members.addAll(classic);
+            Kiq.waitFor("three partitions for each classic member", WAIT, () -> owns(classic, all, 3));
+            assertEquals(GroupType.CLASSIC, typeOf(group));
+            produce(topic, parts, 0, per);
+            waitRead(readBy, parts * per, members);
+
+            // c joins with the consumer protocol while records flow: the group is upgraded, a and b stay
+            Member c = new Member("c", group, topic, readBy, CONSUMER);
+            members.add(c);
+            produce(topic, parts, per, per);
+            Kiq.waitFor("a consumer group of three, two partitions each", WAIT,
+                    () -> typeOf(group) == GroupType.CONSUMER && balanced(described(group), all)
+                            && owns(members, all, 2));
+            produce(topic, parts, 2 * per, per);
+            waitRead(readBy, 3 * parts * per, members);
+            assertTrue(readBy.values().stream().anyMatch(by -> by.contains("c")), "c read records");
+
+            // c leaves: only classic members stay, the group is classic again and rebalances
+            members.remove(c);
+            c.close();
+            produce(topic, parts, 3 * per, per);
+            Kiq.waitFor("a classic group again, three partitions each for a and b", WAIT,
+                    () -> typeOf(group) == GroupType.CLASSIC && owns(classic, all, 3));
+            waitRead(readBy, 4 * parts * per, members);
+        } finally {
+            for (Member m : members) {
+                m.close();
+            }
+        }
+        assertEquals(4 * parts * per, readBy.size(), "every record read");
+        Map<String, List<String>> twice = readBy.entrySet().stream().filter(e -> e.getValue().size() > 1)
+                .collect(Collectors.toMap(Map.Entry::getKey, Map.Entry::getValue));
+        assertEquals(Map.of(), twice, "records read more than once");
+        Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
+                .partitionsToOffsetAndMetadata().get();
+        assertEquals(all, committed.keySet());
+        committed.values().forEach(o -> assertEquals(4L * per, o.offset()));
     }
 }
