@@ -18,6 +18,13 @@
 --
 -- planes: which listeners serve it, "data" (clients), "control" (the
 -- controller's listener) or "both".
+--
+-- cluster: the operation on the cluster (Kafka's ACL operation) the whole
+-- request needs when an authorizer is configured, asked before the
+-- handler runs; refused, the top-level error_code is
+-- CLUSTER_AUTHORIZATION_FAILED. Handlers check the rest themselves (topics,
+-- groups, transactional ids, and the cluster where a refusal is answered
+-- per element).
 return {
   { "Produce", planes = "data", advertised_min = 0 },
   -- on the control plane: the controller quorum's Fetch of __cluster_metadata
@@ -38,8 +45,12 @@ return {
   { "SaslHandshake", planes = "data" },
   { "SaslAuthenticate", planes = "data" },
   -- answered by the controller of this node (a combined node)
-  { "DescribeUserScramCredentials", planes = "data" },
+  { "DescribeUserScramCredentials", planes = "data", cluster = "DESCRIBE" },
   { "AlterUserScramCredentials", planes = "data" },
+  -- ACL bindings, kept by the controller of this node (a combined node)
+  { "DescribeAcls", planes = "data", cluster = "DESCRIBE" },
+  { "CreateAcls", planes = "data" },
+  { "DeleteAcls", planes = "data" },
   -- forwarded by the other brokers to the one hosting the controller
   { "CreateTopics", planes = "both", min = 2 },
   { "DeleteTopics", planes = "both", min = 1 },
@@ -60,8 +71,8 @@ return {
   { "CreatePartitions", planes = "both" },
   { "DeleteGroups", planes = "data" },
   { "ElectLeaders", planes = "both" },
-  { "AlterPartitionReassignments", planes = "both" },
-  { "ListPartitionReassignments", planes = "both" },
+  { "AlterPartitionReassignments", planes = "both", cluster = "ALTER" },
+  { "ListPartitionReassignments", planes = "both", cluster = "DESCRIBE" },
   { "IncrementalAlterConfigs", planes = "both" },
   { "OffsetDelete", planes = "data" },
   { "DescribeCluster", planes = "both" },
@@ -93,15 +104,15 @@ return {
   { "BeginQuorumEpoch", planes = "control" },
   { "EndQuorumEpoch", planes = "control" },
   { "FetchSnapshot", planes = "control" },
-  { "DescribeQuorum", planes = "both" },
+  { "DescribeQuorum", planes = "both", cluster = "DESCRIBE" },
   -- dynamic voters (KIP-853), answered by the quorum's leader
-  { "AddRaftVoter", planes = "both" },
-  { "RemoveRaftVoter", planes = "both" },
+  { "AddRaftVoter", planes = "both", cluster = "ALTER" },
+  { "RemoveRaftVoter", planes = "both", cluster = "ALTER" },
   -- a voter's own new endpoints, to the leader only
   { "UpdateRaftVoter", planes = "control" },
-  { "UnregisterBroker", planes = "both" },
+  { "UnregisterBroker", planes = "both", cluster = "ALTER" },
   -- forwarded by the other brokers to the one hosting the controller
-  { "UpdateFeatures", planes = "both" },
+  { "UpdateFeatures", planes = "both", cluster = "ALTER" },
   -- the controller's pushes to every broker
   { "UpdateMetadata", planes = "control" },
   { "LeaderAndIsr", planes = "control" },

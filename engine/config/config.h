@@ -55,6 +55,12 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(PLAIN_SASL_JAAS_CONFIG, "plain.sasl.jaas.config", STRING, "", 0, 0, NULL,                  \
       "PLAIN's users, in Kafka's JAAS form: org.apache.kafka.common.security.plain."           \
       "PlainLoginModule required user_alice=\"secret\";")                                       \
+    X(AUTHORIZER_CLASS_NAME, "authorizer.class.name", STRING, "", 0, 0, NULL,                    \
+      "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns on ACL authorization; empty: none") \
+    X(SUPER_USERS, "super.users", STRING, "", 0, 0, NULL,                                         \
+      "principals (User:name;User:other) allowed everything by the authorizer")                   \
+    X(ALLOW_EVERYONE_IF_NO_ACL_FOUND, "allow.everyone.if.no.acl.found", BOOL, "false", 0, 0, NULL, \
+      "the authorizer allows an operation on a resource that no ACL names")                       \
     X(PROCESS_ROLES, "process.roles", STRING, "", 0, 0, NULL,                                    \
       "broker, controller or broker,controller (a combined node); empty: broker, and controller "  \
       "too when broker.id is among controller.quorum.voters")                                     \

@@ -188,6 +188,9 @@ struct kiq_broker {
     enum kiq_security_protocol protocol;
     struct kiq_tls *tls;
     struct kiq_sasl *sasl; /* SASL_*: its mechanisms and users; likewise */
+    /* authorizer.class.name's: set at create, read-only after (its
+     * bindings are the controller's, read under its lock); NULL: none */
+    struct kiq_authorizer *authorizer;
     /* the client listener's queued.max.request.bytes and connection
      * quotas, from start to shutdown */
     kiq_memory_pool_t *request_pool;

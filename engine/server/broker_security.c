@@ -4,6 +4,7 @@
 #include "controller/controller.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "security/authorizer.h"
 #include "security/sasl.h"
 #include "security/tls.h"
 
@@ -15,9 +16,23 @@ static int scram_lookup(void *ctx, enum kiq_scram_mech m, const char *user, kiq_
     return b->controller ? kiq_controller_scram_credential(b->controller, m, user, out) : -1;
 }
 
+/* Handler threads: the bindings are the metadata image's, as this node's
+ * controller holds it; a node without one has none. */
+static void acls_with(void *ctx, void (*fn)(const kiq_acl_store_t *s, void *arg), void *arg)
+{
+    kiq_broker_t *b = ctx;
+    if (b->controller) {
+        kiq_controller_with_acls(b->controller, fn, arg);
+        return;
+    }
+    static const kiq_acl_store_t none;
+    fn(&none, arg);
+}
+
 int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const kiq_listener_t *data,
                               const kiq_listener_t *control)
 {
+    if (kiq_authorizer_new(config, acls_with, b, &b->authorizer) != 0) return -1;
     if (control && control->protocol != KIQ_PLAINTEXT)
         return kiq_error_set("listener %s: the control plane is PLAINTEXT only for now", control->name);
     if (!data || data->protocol == KIQ_PLAINTEXT) return 0;

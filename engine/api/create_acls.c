@@ -1,0 +1,32 @@
+/* CreateAcls: bindings added by this node's active controller
+ * (kiq_controller_create_acls), ALTER on the cluster needed. Every
+ * creation gets the refusal when there is no authorizer
+ * (SECURITY_DISABLED), no permission (CLUSTER_AUTHORIZATION_FAILED) or no
+ * controller here (NOT_CONTROLLER, not forwarded yet). */
+#include "api/api.h"
+#include "api/authorize.h"
+#include "controller/controller.h"
+
+int kiq_api_create_acls_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_create_acls_request_t *req = request;
+    kiq_create_acls_response_t *out = response;
+    int16_t code = !b->authorizer                                  ? KIQ_ERR_SECURITY_DISABLED
+                   : !kiq_api_cluster_allowed(b, r, KIQ_OP_ALTER) ? KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED
+                   : !b->controller                                ? KIQ_ERR_NOT_CONTROLLER
+                                                                   : 0;
+    if (!code) {
+        kiq_controller_create_acls(b->controller, req, &r->arena, out);
+        return KIQ_HANDLER_RESPOND;
+    }
+    int n = req->creations_n > 0 ? req->creations_n : 0;
+    out->results = kiq_arena_calloc(&r->arena, (size_t)n + 1, sizeof *out->results);
+    out->results_n = n;
+    for (int i = 0; i < n; i++) {
+        kiq_create_acls_response_results_init(&out->results[i]);
+        out->results[i].error_code = code;
+        if (code == KIQ_ERR_SECURITY_DISABLED)
+            out->results[i].error_message = kiq_request_str(r, "No Authorizer is configured on the broker");
+    }
+    return KIQ_HANDLER_RESPOND;
+}
