@@ -7,6 +7,8 @@
 -- A row's `cluster` names the operation on the cluster its whole request
 -- needs (the authorizer asks it before the handler runs); refused, the
 -- response's top-level error_code says CLUSTER_AUTHORIZATION_FAILED.
+-- `group` and `txn` likewise for the request's group_id and
+-- transactional_id (GROUP_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 --
 -- OUT.c defines kiq_api_rows / kiq_api_nrows (api/api.h) and declares each
 -- row's handler, kiq_api_<snake name>_handle, which api/<snake name>.c
@@ -31,6 +33,8 @@ end
 
 -- the operations a row may ask of the cluster before its handler runs
 local cluster_ops = { ALTER = true, DESCRIBE = true, CLUSTER_ACTION = true, CREATE = true }
+-- and of the request's group or transactional id
+local resource_ops = { READ = true, WRITE = true, DESCRIBE = true, DELETE = true }
 
 -- "N", "N+", "N-M" as the lowest and highest version
 local function versions(v)
@@ -45,7 +49,8 @@ local apis = {}
 for i = 3, #arg do
   local s = assert(loadfile(arg[i]))()
   if s.key ~= nil then
-    apis[s.name] = { key = s.key, name = s.name, file = arg[i], served = s.served ~= false, response = s.response }
+    apis[s.name] = { key = s.key, name = s.name, file = arg[i], served = s.served ~= false, request = s.request,
+      response = s.response }
   end
 end
 
@@ -59,7 +64,8 @@ for i, row in ipairs(rows) do
   local name = row[1]
   local where = ("%s: row %d"):format(surface_path, i)
   for k in pairs(row) do
-    if k ~= 1 and k ~= "planes" and k ~= "min" and k ~= "advertised_min" and k ~= "cluster" then
+    if k ~= 1 and k ~= "planes" and k ~= "min" and k ~= "advertised_min" and k ~= "cluster" and k ~= "group" and
+      k ~= "txn" then
       die("%s: unknown field %q", where, k)
     end
   end
@@ -75,15 +81,33 @@ for i, row in ipairs(rows) do
   end
   local l = { key = "KIQ_API_" .. snake(name):upper(), handler = "kiq_api_" .. snake(name) .. "_handle",
     min = row.min or -1, advertised_min = row.advertised_min or -1, planes = p, cluster = "0", deny = "NULL" }
-  if row.cluster ~= nil then
-    if not cluster_ops[row.cluster] then die("%s (%s): cluster must be an operation on the cluster", where, name) end
+  for _, col in ipairs({ { "group", "group_id" }, { "txn", "transactional_id" } }) do
+    local op, field = row[col[1]], col[2]
+    l[col[1]] = "0"
+    l[col[1] .. "_of"] = "NULL"
+    if op ~= nil then
+      if not resource_ops[op] then die("%s (%s): %s must be an operation", where, name, col[1]) end
+      local has
+      for _, f in ipairs(api.request or {}) do
+        if f[1] == field and f[2] == "string" and not f.v then has = true end
+      end
+      if not has then die("%s (%s): %s needs a top-level %s in every version of the request", where, name, col[1], field) end
+      l[col[1]] = "KIQ_OP_" .. op
+      l[col[1] .. "_of"] = ("%s_of_%s"):format(col[1], snake(name))
+      l[col[1] .. "_body"] = ("    return ((const kiq_%s_request_t *)req)->%s;"):format(snake(name), field)
+    end
+  end
+  if row.cluster ~= nil or row.group ~= nil or row.txn ~= nil then
+    if row.cluster ~= nil and not cluster_ops[row.cluster] then
+      die("%s (%s): cluster must be an operation on the cluster", where, name)
+    end
     local top
     for _, f in ipairs(api.response or {}) do
       if f[1] == "error_code" then top = f end
     end
-    if not top then die("%s (%s): cluster needs a top-level error_code in the response to refuse it", where, name) end
+    if not top then die("%s (%s): an authorization column needs a top-level error_code in the response", where, name) end
     local lo, hi = versions(top.v or "0+")
-    l.cluster = "KIQ_OP_" .. row.cluster
+    l.cluster = row.cluster and ("KIQ_OP_" .. row.cluster) or "0"
     l.deny = "deny_" .. snake(name)
     local conds = {}
     if lo > 0 then conds[#conds + 1] = ("v >= %d"):format(lo) end
@@ -111,11 +135,16 @@ for _, l in ipairs(lines) do
   if l.deny_body then
     o[#o + 1] = ("static void %s(void *resp, int16_t v, int16_t code)\n{\n%s\n}\n"):format(l.deny, l.deny_body)
   end
+  for _, col in ipairs({ "group", "txn" }) do
+    if l[col .. "_body"] then
+      o[#o + 1] = ("static kiq_str_t %s(const void *req)\n{\n%s\n}\n"):format(l[col .. "_of"], l[col .. "_body"])
+    end
+  end
 end
 o[#o + 1] = "const kiq_api_row_t kiq_api_rows[] = {"
 for _, l in ipairs(lines) do
-  o[#o + 1] = ("    {%s, %d, %d, %s, %s, %s, %s},"):format(l.key, l.min, l.advertised_min, l.planes, l.handler,
-    l.cluster, l.deny)
+  o[#o + 1] = ("    {%s, %d, %d, %s, %s, %s, %s, %s, %s, %s, %s},"):format(l.key, l.min, l.advertised_min, l.planes,
+    l.handler, l.cluster, l.deny, l.group, l.group_of, l.txn, l.txn_of)
 end
 o[#o + 1] = "};"
 o[#o + 1] = ("const size_t kiq_api_nrows = %d;"):format(#lines)

@@ -38,6 +38,11 @@ typedef struct kiq_api_row {
      * handler checks what it needs), and how a refusal is answered */
     int8_t cluster_op;
     void (*deny)(void *resp, int16_t version, int16_t code);
+    /* likewise on the request's group and transactional id (0: none) */
+    int8_t group_op;
+    kiq_str_t (*group_of)(const void *req);
+    int8_t txn_op;
+    kiq_str_t (*txn_of)(const void *req);
 } kiq_api_row_t;
 
 /* The row of an API that listener serves, NULL for one it does not (it

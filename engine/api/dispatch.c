@@ -57,8 +57,15 @@ static void run_handler(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp
     kiq_error_clear();
     const kiq_api_row_t *row = kiq_api_row(r->codec->key, r->listener);
     int rc;
-    if (row->cluster_op && !kiq_api_cluster_allowed(b, r, row->cluster_op)) {
-        row->deny(resp, r->header.api_version, KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED);
+    int16_t denied = row->cluster_op && !kiq_api_cluster_allowed(b, r, row->cluster_op)
+                         ? KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED
+                     : row->txn_op && !kiq_api_allowed(b, r, row->txn_op, KIQ_RES_TRANSACTIONAL_ID, row->txn_of(req))
+                         ? KIQ_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                     : row->group_op && !kiq_api_allowed(b, r, row->group_op, KIQ_RES_GROUP, row->group_of(req))
+                         ? KIQ_ERR_GROUP_AUTHORIZATION_FAILED
+                         : 0;
+    if (denied) {
+        row->deny(resp, r->header.api_version, denied);
         rc = KIQ_HANDLER_RESPOND;
     } else
         rc = row->handler(b, r, req, resp);

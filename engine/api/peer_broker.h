@@ -1,6 +1,7 @@
 /* Requests one broker of the cluster sends another (transaction markers, a
  * share group's coordinator asking the partition leaders) name their sender
- * in the client id, "kafkaiq-broker-<id>", as the peer lines set it. */
+ * in the client id, "kafkaiq-broker-<id>", as the peer lines set it; with an
+ * authorizer the sender's principal must also hold ClusterAction. */
 #ifndef KIQ_API_PEER_BROKER_H
 #define KIQ_API_PEER_BROKER_H
 

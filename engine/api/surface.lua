@@ -22,9 +22,10 @@
 -- cluster: the operation on the cluster (Kafka's ACL operation) the whole
 -- request needs when an authorizer is configured, asked before the
 -- handler runs; refused, the top-level error_code is
--- CLUSTER_AUTHORIZATION_FAILED. Handlers check the rest themselves (topics,
--- groups, transactional ids, and the cluster where a refusal is answered
--- per element).
+-- CLUSTER_AUTHORIZATION_FAILED. txn and group: likewise for the request's
+-- transactional_id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and group_id
+-- (GROUP_AUTHORIZATION_FAILED), asked in that order. Handlers check the
+-- rest themselves (topics, and whatever is refused per element).
 return {
   { "Produce", planes = "data", advertised_min = 0 },
   -- on the control plane: the controller quorum's Fetch of __cluster_metadata
@@ -34,10 +35,10 @@ return {
   { "OffsetCommit", planes = "data", min = 2 },
   { "OffsetFetch", planes = "data", min = 1 },
   { "FindCoordinator", planes = "data" },
-  { "JoinGroup", planes = "data" },
-  { "Heartbeat", planes = "data" },
-  { "LeaveGroup", planes = "data" },
-  { "SyncGroup", planes = "data" },
+  { "JoinGroup", planes = "data", group = "READ" },
+  { "Heartbeat", planes = "data", group = "READ" },
+  { "LeaveGroup", planes = "data", group = "READ" },
+  { "SyncGroup", planes = "data", group = "READ" },
   { "DescribeGroups", planes = "data" },
   { "ListGroups", planes = "data" },
   { "ApiVersions", planes = "both" },
@@ -57,8 +58,8 @@ return {
   { "DeleteRecords", planes = "data" },
   { "InitProducerId", planes = "data" },
   { "AddPartitionsToTxn", planes = "data" },
-  { "AddOffsetsToTxn", planes = "data" },
-  { "EndTxn", planes = "data" },
+  { "AddOffsetsToTxn", planes = "data", txn = "WRITE", group = "READ" },
+  { "EndTxn", planes = "data", txn = "WRITE" },
   -- coordinator to partition leader; clients are refused
   { "WriteTxnMarkers", planes = "data", min = 1 },
   { "TxnOffsetCommit", planes = "data" },
@@ -79,11 +80,11 @@ return {
   { "DescribeProducers", planes = "data" },
   { "DescribeTransactions", planes = "data" },
   { "ListTransactions", planes = "data" },
-  { "ConsumerGroupHeartbeat", planes = "data" },
+  { "ConsumerGroupHeartbeat", planes = "data", group = "READ" },
   { "ConsumerGroupDescribe", planes = "data" },
   -- share groups (KIP-932): membership at the group coordinator, records
   -- acquired and acknowledged at each partition's leader
-  { "ShareGroupHeartbeat", planes = "data" },
+  { "ShareGroupHeartbeat", planes = "data", group = "READ" },
   { "ShareGroupDescribe", planes = "data" },
   { "ShareFetch", planes = "data" },
   { "ShareAcknowledge", planes = "data" },
