@@ -33,6 +33,11 @@ int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const
                               const kiq_listener_t *control)
 {
     if (kiq_authorizer_new(config, acls_with, b, &b->authorizer) != 0) return -1;
+    /* the bindings are this node's controller's; brokers forward to each
+     * other on the unchecked control plane */
+    if (b->authorizer && b->cluster && (b->nvoters != 1 || !b->roles.controller))
+        return kiq_error_set("authorizer.class.name: authorization is served on a standalone broker or a single "
+                             "combined node only");
     if (control && control->protocol != KIQ_PLAINTEXT)
         return kiq_error_set("listener %s: the control plane is PLAINTEXT only for now", control->name);
     if (!data || data->protocol == KIQ_PLAINTEXT) return 0;
