@@ -4,17 +4,23 @@
 #include "core/say.h"
 #include "security/authorizer.h"
 
-static bool unchecked(const kiq_broker_t *b, const kiq_request_t *r)
+/* A Lua authorizer (the "authorize" interceptors) first, then the ACLs;
+ * -1: nobody decides (no authorizer, no hook with a say). */
+static int decide(kiq_broker_t *b, const kiq_request_t *r, const kiq_acl_request_t *q, const char **why)
 {
-    return !b->authorizer || r->listener == KIQ_LISTENER_CONTROL;
+    if (r->listener == KIQ_LISTENER_CONTROL) return -1;
+    if (kiq_interceptors_active(&b->interceptors, KIQ_HOOK_AUTHORIZE)) {
+        int d = b->interceptors.ops->on_authorize(b->interceptors.ctx, r, q, why);
+        if (d >= 0) return d;
+    }
+    return b->authorizer ? (int)kiq_authorizer_authorize(b->authorizer, q, why) : -1;
 }
 
 bool kiq_api_allowed(kiq_broker_t *b, const kiq_request_t *r, int8_t op, int8_t resource_type, kiq_str_t name)
 {
-    if (unchecked(b, r)) return true;
     kiq_acl_request_t q = {r->principal, r->host, op, resource_type, name.p ? name : KIQ_STR("")};
     const char *why = NULL;
-    if (kiq_authorizer_authorize(b->authorizer, &q, &why) == KIQ_ACL_ALLOWED) return true;
+    if (decide(b, r, &q, &why) != KIQ_ACL_DENIED) return true;
     KIQ_SAY_LIMITED_(KIQ_SAY_INFO, "authorizer: %s denied %s on %s:" KIQ_STR_FMT " from %s (%s %s): %s",
                      r->principal, kiq_acl_operation_name(op), kiq_acl_resource_name(resource_type),
                      KIQ_STR_ARG(q.resource_name), r->host, r->codec ? r->codec->name : "a request",
@@ -29,7 +35,7 @@ bool kiq_api_cluster_allowed(kiq_broker_t *b, const kiq_request_t *r, int8_t op)
 
 bool kiq_api_allowed_any(kiq_broker_t *b, const kiq_request_t *r, int8_t op, int8_t resource_type)
 {
-    if (unchecked(b, r)) return true;
+    if (!b->authorizer || r->listener == KIQ_LISTENER_CONTROL) return true;
     kiq_acl_request_t q = {r->principal, r->host, op, resource_type, KIQ_STR("")};
     return kiq_authorizer_authorize_any(b->authorizer, &q);
 }
@@ -45,10 +51,15 @@ int32_t kiq_api_operations(kiq_broker_t *b, const kiq_request_t *r, int8_t resou
     const int8_t *ops = resource_type == KIQ_RES_TOPIC ? topic : resource_type == KIQ_RES_GROUP ? group : cluster;
     size_t n = resource_type == KIQ_RES_TOPIC ? sizeof topic : resource_type == KIQ_RES_GROUP ? sizeof group
                                                                                              : sizeof cluster;
-    if (unchecked(b, r))
-        return resource_type == KIQ_RES_TOPIC ? KIQ_ACL_TOPIC_OPERATIONS
-               : resource_type == KIQ_RES_GROUP ? KIQ_ACL_GROUP_OPERATIONS
-                                                : KIQ_ACL_CLUSTER_OPERATIONS;
     kiq_acl_request_t q = {r->principal, r->host, KIQ_OP_ALL, resource_type, name.p ? name : KIQ_STR("")};
-    return kiq_authorizer_operations(b->authorizer, &q, ops, n);
+    bool hooked = r->listener != KIQ_LISTENER_CONTROL && kiq_interceptors_active(&b->interceptors, KIQ_HOOK_AUTHORIZE);
+    if (!hooked && b->authorizer && r->listener != KIQ_LISTENER_CONTROL)
+        return kiq_authorizer_operations(b->authorizer, &q, ops, n);
+    /* each op asked alone (a hook may answer any), nobody deciding: allowed */
+    int32_t bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        q.operation = ops[i];
+        if (decide(b, r, &q, NULL) != KIQ_ACL_DENIED) bits |= (int32_t)1 << ops[i];
+    }
+    return bits;
 }

@@ -1,9 +1,9 @@
-/* What handlers ask the broker's authorizer (security/authorizer.h) about
- * a request's principal and host. Without an authorizer, and on the
- * control plane (controllers and brokers in plaintext), everything is
- * allowed and the operation bitfields are Kafka's all-allowed ones. A
- * refusal is logged (rate-limited) with the authorizer's reason. Handler
- * threads. */
+/* What handlers ask about a request's principal and host: the "authorize"
+ * interceptors first (a Lua authorizer, beside the ACLs or instead of
+ * them), then the broker's authorizer (security/authorizer.h). With
+ * neither deciding, and on the control plane (controllers and brokers in
+ * plaintext), everything is allowed. A refusal is logged (rate-limited)
+ * with the reason the hook or the authorizer gave. Handler threads. */
 #ifndef KIQ_API_AUTHORIZE_H
 #define KIQ_API_AUTHORIZE_H
 

@@ -82,7 +82,6 @@ static void answer_ids(kiq_broker_t *b, kiq_request_t *r, const kiq_offset_fetch
 static void authorize(kiq_broker_t *b, kiq_request_t *r, const kiq_offset_fetch_request_t *req,
                       kiq_offset_fetch_response_t *out)
 {
-    if (!b->authorizer) return;
     if (r->header.api_version < 8) {
         if (!kiq_api_allowed(b, r, KIQ_OP_DESCRIBE, KIQ_RES_GROUP, req->group_id)) {
             out->error_code = KIQ_ERR_GROUP_AUTHORIZATION_FAILED;

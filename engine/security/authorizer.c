@@ -12,8 +12,6 @@ struct kiq_authorizer {
     bool allow_if_none;
     kiq_acl_with_fn with;
     void *with_ctx;
-    kiq_authorize_hook_fn hook; /* NULL: the bindings alone */
-    void *hook_ctx;
 };
 
 static int add_super(kiq_authorizer_t *a, const char *p, size_t n)
@@ -64,12 +62,6 @@ void kiq_authorizer_free(kiq_authorizer_t *a)
     free(a);
 }
 
-void kiq_authorizer_set_hook(kiq_authorizer_t *a, kiq_authorize_hook_fn hook, void *ctx)
-{
-    a->hook = hook;
-    a->hook_ctx = ctx;
-}
-
 bool kiq_authorizer_is_super(const kiq_authorizer_t *a, const char *principal)
 {
     for (size_t i = 0; i < a->nsuper; i++)
@@ -109,14 +101,6 @@ static void decide_ops(const kiq_acl_store_t *s, void *arg)
 enum kiq_acl_decision kiq_authorizer_authorize(const kiq_authorizer_t *a, const kiq_acl_request_t *q,
                                                const char **reason)
 {
-    const char *why = NULL;
-    if (a->hook) {
-        int h = a->hook(a->hook_ctx, q, &why);
-        if (h == KIQ_ACL_ALLOWED || h == KIQ_ACL_DENIED) {
-            if (reason) *reason = why ? why : "the authorizer hook's answer";
-            return (enum kiq_acl_decision)h;
-        }
-    }
     if (kiq_authorizer_is_super(a, q->principal)) {
         if (reason) *reason = "a super user";
         return KIQ_ACL_ALLOWED;
@@ -138,14 +122,9 @@ bool kiq_authorizer_authorize_any(const kiq_authorizer_t *a, const kiq_acl_reque
 int32_t kiq_authorizer_operations(const kiq_authorizer_t *a, const kiq_acl_request_t *q, const int8_t *ops,
                                   size_t nops)
 {
-    int32_t bits = 0;
-    if (a->hook || kiq_authorizer_is_super(a, q->principal)) {
-        /* the hook may decide any op: ask one at a time */
-        for (size_t i = 0; i < nops; i++) {
-            kiq_acl_request_t one = *q;
-            one.operation = ops[i];
-            if (kiq_authorizer_authorize(a, &one, NULL) == KIQ_ACL_ALLOWED) bits |= (int32_t)1 << ops[i];
-        }
+    if (kiq_authorizer_is_super(a, q->principal)) {
+        int32_t bits = 0;
+        for (size_t i = 0; i < nops; i++) bits |= (int32_t)1 << ops[i];
         return bits;
     }
     decide_t d = {.a = a, .q = q, .ops = ops, .nops = nops};

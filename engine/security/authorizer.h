@@ -1,9 +1,7 @@
 /* The broker's authorizer, as Kafka's StandardAuthorizer decides:
  * super.users are allowed everything, then the cluster's ACL bindings
- * (security/acl.h) with allow.everyone.if.no.acl.found. A hook (the Lua
- * authorizer) may be installed beside them: it is asked first and, when it
- * answers, its answer and reason stand; when it has no say, the bindings
- * decide.
+ * (security/acl.h) with allow.everyone.if.no.acl.found. (A Lua authorizer,
+ * an interceptor, is asked before it: api/authorize.c.)
  *
  * Built on the thread building the broker, read-only once it serves; the
  * decisions run on handler threads. The bindings are read through `with`,
@@ -20,9 +18,6 @@ typedef struct kiq_authorizer kiq_authorizer_t;
 
 /* Runs fn on the cluster's bindings under their guard. */
 typedef void (*kiq_acl_with_fn)(void *ctx, void (*fn)(const kiq_acl_store_t *s, void *arg), void *arg);
-/* A hook's answer: KIQ_ACL_ALLOWED or KIQ_ACL_DENIED with *reason (static
- * or thread-local until the next call), or -1 to leave it to the bindings. */
-typedef int (*kiq_authorize_hook_fn)(void *ctx, const kiq_acl_request_t *q, const char **reason);
 
 /* The class name Kafka's KRaft brokers use; the only one taken. */
 #define KIQ_STANDARD_AUTHORIZER "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -32,8 +27,6 @@ typedef int (*kiq_authorize_hook_fn)(void *ctx, const kiq_acl_request_t *q, cons
  * the reason for another class name or a super user that is no principal. */
 int kiq_authorizer_new(const kiq_config_t *c, kiq_acl_with_fn with, void *ctx, kiq_authorizer_t **out);
 void kiq_authorizer_free(kiq_authorizer_t *a);
-/* Before the broker serves. */
-void kiq_authorizer_set_hook(kiq_authorizer_t *a, kiq_authorize_hook_fn hook, void *ctx);
 
 bool kiq_authorizer_is_super(const kiq_authorizer_t *a, const char *principal);
 /* One decision; *reason (may be NULL) says why. */
