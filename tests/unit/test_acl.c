@@ -2,14 +2,17 @@
  * and the wildcard name, the User:* principal, hosts, DENY before ALLOW,
  * implied DESCRIBE and DESCRIBE_CONFIGS (ALLOW only), ALL,
  * allow.everyone.if.no.acl.found, filters of Describe/DeleteAcls, the
- * store, authorizeByResourceType, operation bitfields, and super.users
- * through the authorizer. */
+ * store, authorizeByResourceType, operation bitfields, super.users
+ * through the authorizer, and the bindings as AccessControlEntryRecords
+ * in the metadata image and its snapshot records. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
 #include "config/config.h"
+#include "controller/metadata_image.h"
+#include "core/arena.h"
 #include "security/acl.h"
 #include "security/authorizer.h"
 
@@ -232,6 +235,70 @@ static void test_authorizer(void **state)
     kiq_config_free(c);
 }
 
+static kiq_metadata_record_t entry_record(uint8_t id, const char *name, int8_t pattern, const char *principal)
+{
+    kiq_metadata_record_t r;
+    assert_int_equal(kiq_metadata_record_init(&r, KIQ_MR_ACCESS_CONTROL_ENTRY), 0);
+    kiq_access_control_entry_record_t *e = &r.m.access_control_entry;
+    e->id.b[15] = id;
+    e->resource_type = KIQ_RES_TOPIC;
+    e->resource_name = KIQ_STR(name);
+    e->pattern_type = pattern;
+    e->principal = KIQ_STR(principal);
+    e->host = KIQ_STR("*");
+    e->operation = KIQ_OP_READ;
+    e->permission_type = KIQ_PERM_ALLOW;
+    return r;
+}
+
+static void test_image_records(void **state)
+{
+    (void)state;
+    kiq_metadata_image_t *img = kiq_metadata_image_new();
+    kiq_metadata_record_t r = entry_record(1, "orders", KIQ_PAT_LITERAL, "User:alice");
+    assert_int_equal(kiq_metadata_image_apply(img, 1, &r), 0);
+    r = entry_record(2, "log-", KIQ_PAT_PREFIXED, "User:bob");
+    assert_int_equal(kiq_metadata_image_apply(img, 2, &r), 0);
+    /* a binding no controller would keep is refused like any bad record */
+    r = entry_record(3, "x", KIQ_PAT_MATCH, "User:bob");
+    assert_int_equal(kiq_metadata_image_apply(img, 3, &r), -1);
+    r = entry_record(3, "x", KIQ_PAT_LITERAL, "bob");
+    assert_int_equal(kiq_metadata_image_apply(img, 3, &r), -1);
+    const kiq_acl_store_t *s = kiq_metadata_image_acls(img);
+    assert_int_equal(s->n, 2);
+    assert_true(may(s, "User:bob", "h", KIQ_OP_DESCRIBE, KIQ_RES_TOPIC, "log-app", false));
+
+    /* the image as records, into a second image */
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_metadata_record_t *rs;
+    size_t n;
+    assert_int_equal(kiq_metadata_image_records(img, &a, &rs, &n), 0);
+    kiq_metadata_image_t *again = kiq_metadata_image_new();
+    int entries = 0;
+    for (size_t i = 0; i < n; i++) {
+        entries += rs[i].type == KIQ_MR_ACCESS_CONTROL_ENTRY;
+        assert_int_equal(kiq_metadata_image_apply(again, (int64_t)i, &rs[i]), 0);
+    }
+    assert_int_equal(entries, 2);
+    const kiq_acl_store_t *s2 = kiq_metadata_image_acls(again);
+    assert_int_equal(s2->n, 2);
+    for (size_t i = 0; i < 2; i++) {
+        assert_memory_equal(s2->acls[i].id.b, s->acls[i].id.b, 16);
+        assert_string_equal(s2->acls[i].resource_name, s->acls[i].resource_name);
+        assert_int_equal(s2->acls[i].pattern_type, s->acls[i].pattern_type);
+    }
+    kiq_arena_reset(&a);
+
+    assert_int_equal(kiq_metadata_record_init(&r, KIQ_MR_REMOVE_ACCESS_CONTROL_ENTRY), 0);
+    r.m.remove_access_control_entry.id.b[15] = 1;
+    assert_int_equal(kiq_metadata_image_apply(img, 4, &r), 0);
+    assert_int_equal(s->n, 1);
+    assert_false(may(s, "User:alice", "h", KIQ_OP_READ, KIQ_RES_TOPIC, "orders", false));
+    kiq_metadata_image_free(img);
+    kiq_metadata_image_free(again);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -242,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_filters_and_store),
         cmocka_unit_test(test_by_resource_type_and_operations),
         cmocka_unit_test(test_authorizer),
+        cmocka_unit_test(test_image_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
