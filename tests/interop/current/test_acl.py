@@ -14,7 +14,8 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
-                                   NewTopic, ResourcePatternType, ResourceType)
+                                   AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourcePatternType,
+                                   ResourceType)
 
 from conftest import Broker, free_port
 from kiq_wire import Conn, Reader, compact_string, request_header, frame, string, uvarint
@@ -173,6 +174,13 @@ def test_acls_allow_alice_refuse_bob(node):
         r.int32()
         assert r.int16() == CLUSTER_AUTHORIZATION_FAILED
     assert error_name(bob.create_topics([NewTopic("bobs", 1, 1)])["bobs"]) == "TOPIC_AUTHORIZATION_FAILED"
+    # nor delete a topic, nor change the broker's configs (message.max.bytes=100 would refuse every produce)
+    assert error_name(bob.delete_topics(["orders"])["orders"]) == "TOPIC_AUTHORIZATION_FAILED"
+    broker = ConfigResource(ConfigResource.Type.BROKER, "0")
+    broker.add_incremental_config(ConfigEntry("message.max.bytes", "100",
+                                              incremental_operation=AlterConfigOpType.SET))
+    assert error_name(bob.incremental_alter_configs([broker])[broker]) == "CLUSTER_AUTHORIZATION_FAILED"
+    assert produce(node, "alice", "orders", [b"still-fine"]) == [None]
 
     # DeleteAcls lists what each filter removed
     gone = admin.delete_acls([AclBindingFilter(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:bob",
@@ -185,7 +193,7 @@ def test_acls_allow_alice_refuse_bob(node):
     described = admin.describe_acls(AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
                                                      AclOperation.ANY, AclPermissionType.ANY)).result()
     assert sorted(map(str, described)) == sorted(map(str, acls[:4]))
-    assert produce(node, "alice", "orders", [b"a3"]) == [None]
+    assert produce(node, "alice", "orders", [b"a4"]) == [None]
 
 
 # ---- the transaction-abort attack, request by request
