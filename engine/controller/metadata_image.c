@@ -565,16 +565,17 @@ static int apply_acl(kiq_metadata_image_t *img, const kiq_access_control_entry_r
     const char *bad = kiq_acl_invalid(r->resource_type, r->resource_name, r->pattern_type, r->principal, r->host,
                                       r->operation, r->permission_type);
     if (bad) return kiq_error_set("AccessControlEntryRecord: %s", bad);
-    char name[r->resource_name.len + 1], principal[r->principal.len + 1], host[r->host.len + 1];
-    memcpy(name, r->resource_name.p, (size_t)r->resource_name.len);
-    name[r->resource_name.len] = '\0';
-    memcpy(principal, r->principal.p, (size_t)r->principal.len);
-    principal[r->principal.len] = '\0';
-    memcpy(host, r->host.p, (size_t)r->host.len);
-    host[r->host.len] = '\0';
+    kiq_acl_t a = {r->id, r->resource_type, r->pattern_type, r->operation, r->permission_type,
+                   strndup(r->resource_name.p, (size_t)r->resource_name.len),
+                   strndup(r->principal.p, (size_t)r->principal.len), strndup(r->host.p, (size_t)r->host.len)};
     kiq_acl_store_remove(&img->acls, &r->id); /* a replayed record replaces its binding */
-    kiq_acl_t a = {r->id, r->resource_type, r->pattern_type, r->operation, r->permission_type, name, principal, host};
-    return kiq_acl_store_add(&img->acls, &a) == 0 ? 0 : kiq_error_set("out of memory");
+    int rc = a.resource_name && a.principal && a.host && kiq_acl_store_add(&img->acls, &a) == 0
+                 ? 0
+                 : kiq_error_set("out of memory");
+    free(a.resource_name);
+    free(a.principal);
+    free(a.host);
+    return rc;
 }
 
 int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const kiq_metadata_record_t *r)
