@@ -1,18 +1,22 @@
 /* AlterUserScramCredentials (KIP-554): credentials set from the salted
  * passwords clients send, or deleted, decided and written to the metadata
- * log by this node's active controller (kiq_controller_alter_scram). A
- * node without a controller answers NOT_CONTROLLER for each user (not
+ * log by this node's active controller (kiq_controller_alter_scram), ALTER
+ * on the cluster needed (else CLUSTER_AUTHORIZATION_FAILED for each user).
+ * A node without a controller answers NOT_CONTROLLER for each user (not
  * forwarded yet). */
 #include <string.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "controller/controller.h"
 
 int kiq_api_alter_user_scram_credentials_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {
     const kiq_alter_user_scram_credentials_request_t *req = request;
     kiq_alter_user_scram_credentials_response_t *out = response;
-    if (b->controller) {
+    /* as Kafka: ALTER on the cluster */
+    bool allowed = kiq_api_cluster_allowed(b, r, KIQ_OP_ALTER);
+    if (allowed && b->controller) {
         kiq_controller_alter_scram(b->controller, req, &r->arena, out);
         return KIQ_HANDLER_RESPOND;
     }
@@ -27,8 +31,9 @@ int kiq_api_alter_user_scram_credentials_handle(kiq_broker_t *b, kiq_request_t *
         kiq_alter_user_scram_credentials_response_results_t *o = &out->results[out->results_n++];
         kiq_alter_user_scram_credentials_response_results_init(o);
         o->user = user;
-        o->error_code = KIQ_ERR_NOT_CONTROLLER;
-        o->error_message = kiq_request_str(r, "SCRAM credentials are kept by a controller quorum: this node hosts none");
+        o->error_code = allowed ? KIQ_ERR_NOT_CONTROLLER : KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        if (allowed)
+            o->error_message = kiq_request_str(r, "SCRAM credentials are kept by a controller quorum: this node hosts none");
     }
     return KIQ_HANDLER_RESPOND;
 }

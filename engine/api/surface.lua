@@ -46,7 +46,7 @@ return {
   { "SaslHandshake", planes = "data" },
   { "SaslAuthenticate", planes = "data" },
   -- answered by the controller of this node (a combined node)
-  { "DescribeUserScramCredentials", planes = "data", cluster = "DESCRIBE" },
+  { "DescribeUserScramCredentials", planes = "data" },
   { "AlterUserScramCredentials", planes = "data" },
   -- ACL bindings, kept by the controller of this node (a combined node)
   { "DescribeAcls", planes = "data", cluster = "DESCRIBE" },

@@ -1302,6 +1302,21 @@ scenario { name = "ACLs: ACL APIs refused to bob", api = "DescribeAcls", acl = t
   { api = "DeleteAcls", as = "bob", body = function(s) return { filters = { acl_filter(1, s.name, ANY) } } end },
 } }
 
+scenario { name = "ACLs: bob may not change the cluster", api = "IncrementalAlterConfigs", acl = true, steps = {
+  create(1),
+  -- message.max.bytes=100 on the broker would refuse every produce
+  { api = "IncrementalAlterConfigs", as = "bob", body = { validate_only = false, resources = {
+    { resource_type = 4, resource_name = "1", configs = {
+      { name = "message.max.bytes", config_operation = 0, value = "100" } } } } } },
+  { api = "IncrementalAlterConfigs", as = "bob", body = function(s) return { validate_only = false, resources = {
+    { resource_type = 2, resource_name = s.name, configs = {
+      { name = "retention.ms", config_operation = 0, value = "1000" } } } } } end },
+  { api = "DeleteTopics", as = "bob", body = function(s) return { topic_names = { s.name }, timeout_ms = 10000 } end },
+  { api = "DescribeUserScramCredentials", as = "bob", body = { users = { { name = "alice" } } } },
+  { api = "AlterUserScramCredentials", as = "bob", body = { deletions = { { name = "alice", mechanism = 1 } },
+    upsertions = {} } },
+} }
+
 scenario { name = "ACLs: WriteTxnMarkers needs ClusterAction", api = "WriteTxnMarkers", acl = true, steps = {
   create(1),
   { api = "CreateAcls", ignore = true, body = function(s) return { creations = {
