@@ -1317,6 +1317,43 @@ scenario { name = "ACLs: bob may not change the cluster", api = "IncrementalAlte
     upsertions = {} } },
 } }
 
+scenario { name = "ACLs: groups and transactions refused", api = "OffsetCommit", acl = true, max_version = 9,
+  steps = {
+  create(1),
+  { api = "CreateAcls", ignore = true, body = function(s) return { creations = {
+    creation(R_TOPIC, s.name, LITERAL, "User:bob", OP.READ) } } end },
+  { api = "FindCoordinator", as = "bob", body = function(s) return { key = s.name, key_type = 0,
+    coordinator_keys = { s.name } } end },
+  { api = "OffsetCommit", as = "bob", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = -1,
+    member_id = "", retention_time_ms = -1, topics = { { name = s.name, partitions = {
+      { partition_index = 0, committed_offset = 1, committed_metadata = "" } } } } } end },
+  { api = "OffsetFetch", as = "bob", version = 7, body = function(s) return { group_id = s.name,
+    topics = { { name = s.name, partition_indexes = { 0 } } } } end },
+  { api = "DescribeGroups", as = "bob", body = function(s) return { groups = { s.name },
+    include_authorized_operations = true } end },
+  { api = "InitProducerId", as = "bob", body = function(s) return { transactional_id = s.name,
+    transaction_timeout_ms = 60000 } end },
+  { api = "ListOffsets", as = "alice", body = function(s) return { replica_id = -1, isolation_level = 0,
+    topics = { { name = s.name, partitions = { { partition_index = 0, timestamp = -1 } } } } } end },
+  { api = "DescribeConfigs", as = "alice", body = function(s) return { resources = { { resource_type = 2,
+    resource_name = s.name } }, include_synonyms = false, include_documentation = false } end },
+} }
+
+scenario { name = "ACLs: authorized operations", api = "Metadata", acl = true, min_version = 8, max_version = 10, steps = {
+  create(1),
+  { api = "CreateAcls", ignore = true, body = function(s) return { creations = {
+    creation(R_TOPIC, s.name, LITERAL, "User:alice", OP.READ),
+    creation(R_TOPIC, s.name, LITERAL, "User:alice", 11), -- ALTER_CONFIGS
+  } } end },
+  { api = "Metadata", as = "alice", body = function(s) return { topics = { { name = s.name } },
+    allow_auto_topic_creation = false, include_cluster_authorized_operations = true,
+    include_topic_authorized_operations = true } end },
+  { api = "Metadata", body = function(s) return { topics = { { name = s.name } },
+    allow_auto_topic_creation = false, include_cluster_authorized_operations = true,
+    include_topic_authorized_operations = true } end },
+  { api = "DescribeCluster", as = "alice", body = { include_cluster_authorized_operations = true, endpoint_type = 1 } },
+} }
+
 scenario { name = "ACLs: WriteTxnMarkers needs ClusterAction", api = "WriteTxnMarkers", acl = true, steps = {
   create(1),
   { api = "CreateAcls", ignore = true, body = function(s) return { creations = {
