@@ -1352,6 +1352,10 @@ scenario { name = "ACLs: authorized operations", api = "Metadata", acl = true, m
     allow_auto_topic_creation = false, include_cluster_authorized_operations = true,
     include_topic_authorized_operations = true } end },
   { api = "DescribeCluster", as = "alice", body = { include_cluster_authorized_operations = true, endpoint_type = 1 } },
+  { api = "DescribeTopicPartitions", as = "alice", body = function(s) return { topics = { { name = s.name } },
+    response_partition_limit = 10 } end },
+  { api = "DescribeTopicPartitions", as = "bob", body = function(s) return { topics = { { name = s.name } },
+    response_partition_limit = 10 } end },
 } }
 
 scenario { name = "ACLs: WriteTxnMarkers needs ClusterAction", api = "WriteTxnMarkers", acl = true, steps = {
