@@ -1,6 +1,8 @@
 /* The authorizer's questions from handlers; see authorize.h. */
 #include "api/authorize.h"
 
+#include <stdio.h>
+
 #include "core/say.h"
 #include "security/authorizer.h"
 
@@ -21,6 +23,17 @@ bool kiq_api_allowed(kiq_broker_t *b, const kiq_request_t *r, int8_t op, int8_t 
     kiq_acl_request_t q = {r->principal, r->host, op, resource_type, name.p ? name : KIQ_STR("")};
     const char *why = NULL;
     if (decide(b, r, &q, &why) != KIQ_ACL_DENIED) return true;
+    if (kiq_observers_want(&b->observers, KIQ_POINT_AUTHORIZATION_DENIED)) {
+        char resource[256];
+        snprintf(resource, sizeof resource, KIQ_STR_FMT, KIQ_STR_ARG(q.resource_name));
+        kiq_event_t e = kiq_event(KIQ_POINT_AUTHORIZATION_DENIED, b->node_id);
+        e.request = r;
+        e.topic = resource;
+        e.extra = op;
+        e.records = resource_type;
+        e.file = why ? why : "denied";
+        kiq_observers_emit(&b->observers, &e);
+    }
     KIQ_SAY_LIMITED_(KIQ_SAY_INFO, "authorizer: %s denied %s on %s:" KIQ_STR_FMT " from %s (%s %s): %s",
                      r->principal, kiq_acl_operation_name(op), kiq_acl_resource_name(resource_type),
                      KIQ_STR_ARG(q.resource_name), r->host, r->codec ? r->codec->name : "a request",

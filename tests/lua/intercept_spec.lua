@@ -634,6 +634,7 @@ describe("authorize interceptors (a Lua authorizer)", function()
     local t, open = new_topic(), new_topic()
     create_topic(c, "locked-" .. t)
     assert(b:intercept { on = "authorize", source = locked })
+    local denied = b:event_counts().authorization_denied
     local p
     core.log_level("info") -- denials are logged at info
     local log = capture_stderr(function() p = assert(produce(c, "locked-" .. t, { { value = "x" } })) end)
@@ -642,6 +643,8 @@ describe("authorize interceptors (a Lua authorizer)", function()
     assert.equals(0, log_end_offset(b, "locked-" .. t))
     assert.matches("Lua authorizer %(interceptor %d+%): User:ANONYMOUS may not write locked%-" .. (t:gsub("%-", "%%-")) .. " from 127%.0%.0%.1",
       log)
+    -- the refusal is an observer event too
+    assert.equals(denied + 1, b:event_counts().authorization_denied)
     p = assert(produce(c, open, { { value = "y" } }))
     assert.equals(0, p.error_code)
     assert.equals(1, log_end_offset(b, open))
