@@ -6,8 +6,11 @@ with Kafka's errors (topic, group, cluster); the bindings kept across a
 restart (AccessControlEntryRecords in the metadata log); and the
 transaction-abort attack: WriteTxnMarkers from a principal without
 ClusterAction refused with CLUSTER_AUTHORIZATION_FAILED, the victim's
-transaction then committing and its records read."""
+transaction then committing and its records read; Apache Kafka's
+kafka-acls adding and listing bindings."""
+import pathlib
 import struct
+import subprocess
 import time
 import uuid
 
@@ -327,3 +330,33 @@ def test_write_txn_markers_attack_refused(node):
     victim.commit_transaction(30)
     assert consume(node, "admin", "payments", "check", 3, isolation="read_committed") == \
         [b"pay-0", b"pay-1", b"pay-2"]
+
+
+KAFKA_LIB = pathlib.Path(__file__).resolve().parents[3] / "build" / "kafka" / "lib"
+
+
+@pytest.mark.skipif(not any(KAFKA_LIB.glob("*.jar")), reason="Apache Kafka's jars are not in build/kafka/lib")
+def test_kafka_acls_tool(node, tmp_path):
+    """Apache Kafka's kafka-acls (the Java admin client) adds and lists
+    bindings as Kafka's docs show it, signed in as the super user."""
+    props = tmp_path / "admin.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                     'username="admin" password="admin-secret";\n')
+
+    def acls(*args):
+        out = subprocess.run(["java", "-Xmx256m", "-cp", ":".join(map(str, sorted(KAFKA_LIB.glob("*.jar")))),
+                              "org.apache.kafka.tools.AclCommand", "--bootstrap-server", node.bootstrap,
+                              "--command-config", str(props), *args], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return out.stdout
+
+    acls("--add", "--allow-principal", "User:bob", "--operation", "Read", "--operation", "Describe",
+         "--topic", "tool-topic", "--resource-pattern-type", "prefixed")
+    listed = acls("--list", "--topic", "tool-topic", "--resource-pattern-type", "prefixed")
+    assert "name=tool-topic, patternType=PREFIXED" in listed, listed
+    assert "principal=User:bob, host=*, operation=READ, permissionType=ALLOW" in listed, listed
+    assert "principal=User:bob, host=*, operation=DESCRIBE, permissionType=ALLOW" in listed, listed
+    # the bindings apply: bob now sees a topic under the prefix
+    create_topics(AdminClient(conf(node, "admin")), ["tool-topic-1"])
+    assert "tool-topic-1" in AdminClient(conf(node, "bob")).list_topics(timeout=10).topics
