@@ -1,4 +1,6 @@
 /* DescribeGroups: state, protocol and members of each group asked for. */
+#include <stdint.h>
+
 #include "api/api.h"
 #include "api/authorize.h"
 #include "group/group_coordinator.h"
@@ -17,8 +19,10 @@ int kiq_api_describe_groups_handle(kiq_broker_t *b, kiq_request_t *r, const void
             kiq_describe_groups_response_groups_init(g);
             g->group_id = id;
             g->error_code = KIQ_ERR_GROUP_AUTHORIZATION_FAILED;
-        } else if (in->include_authorized_operations)
+        } else if (in->include_authorized_operations && g->authorized_operations != INT32_MIN) {
+            /* where the coordinator answered them (not for a group it does not know) */
             g->authorized_operations = kiq_api_operations(b, r, KIQ_RES_GROUP, g->group_id);
+        }
     }
     return KIQ_HANDLER_RESPOND;
 }
