@@ -3,7 +3,7 @@
 # pins) as KRaft combined nodes (broker and controller in one process) on
 # free loopback ports, from the jars Maven resolved into build/kafka/lib.
 #
-#   scripts/kafka.sh start [--nodes N] [--dir DIR]   # prints KAFKA_BOOTSTRAP=host:port,...
+#   scripts/kafka.sh start [--nodes N] [--dir DIR] [--acl]   # prints KAFKA_BOOTSTRAP=host:port,...
 #   scripts/kafka.sh stop [--dir DIR]
 #   scripts/kafka.sh fetch                           # only resolve the jars (scripts/deps.sh)
 #
@@ -11,6 +11,11 @@
 # form a static quorum (controller.quorum.voters). Each node's log goes to
 # DIR/node-I/kafka.log, its data under DIR/node-I/data; DIR defaults to
 # build/kafka/run. KAFKA_HEAP (default -Xmx384m) sizes each JVM.
+#
+# --acl (one node) adds a SASL_PLAINTEXT listener with PLAIN users admin,
+# alice and bob (passwords <user>-secret) and StandardAuthorizer, admin and
+# the PLAINTEXT listener's ANONYMOUS super users; it prints
+# KAFKA_SASL=host:port too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -18,7 +23,7 @@ LIB=$ROOT/build/kafka/lib
 READY_TIMEOUT=${KAFKA_READY_TIMEOUT:-180}
 
 usage() {
-    echo "usage: scripts/kafka.sh start [--nodes N] [--dir DIR] | stop [--dir DIR] | fetch" >&2
+    echo "usage: scripts/kafka.sh start [--nodes N] [--dir DIR] [--acl] | stop [--dir DIR] | fetch" >&2
     exit 2
 }
 
@@ -26,11 +31,13 @@ usage() {
 cmd=$1
 shift
 nodes=1
+acl=0
 dir=$ROOT/build/kafka/run
 while [[ $# -gt 0 ]]; do
     case $1 in
     --nodes) nodes=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
+    --acl) acl=1; shift ;;
     *) usage ;;
     esac
 done
@@ -96,7 +103,7 @@ start() {
     rm -rf "$dir"
     mkdir -p "$dir"
     local ports cid i voters="" bootstrap=""
-    read -r -a ports <<<"$(free_ports $((2 * nodes)))"
+    read -r -a ports <<<"$(free_ports $((2 * nodes + acl)))"
     cid=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c 1-22)
     for ((i = 1; i <= nodes; i++)); do
         voters+="${voters:+,}$i@127.0.0.1:${ports[2 * i - 1]}"
@@ -114,11 +121,22 @@ start() {
             else
                 echo "controller.quorum.voters=$voters"
             fi
-            echo "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
-            echo "advertised.listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
+            if [[ $acl -eq 1 ]]; then
+                local sport=${ports[2 * nodes]}
+                echo "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport,SASL_PLAINTEXT://127.0.0.1:$sport"
+                echo "advertised.listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport,SASL_PLAINTEXT://127.0.0.1:$sport"
+                echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+                echo "sasl.enabled.mechanisms=PLAIN"
+                echo "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin=\"admin-secret\" user_alice=\"alice-secret\" user_bob=\"bob-secret\";"
+                echo "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+                echo "super.users=User:admin;User:ANONYMOUS"
+            else
+                echo "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
+                echo "advertised.listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
+                echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+            fi
             echo "controller.listener.names=CONTROLLER"
             echo "inter.broker.listener.name=PLAINTEXT"
-            echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
             echo "log.dirs=$nd/data"
             echo "num.partitions=1"
             echo "default.replication.factor=$rf"
@@ -160,6 +178,7 @@ start() {
         sleep 0.5
     done
     echo "KAFKA_BOOTSTRAP=$bootstrap"
+    [[ $acl -eq 0 ]] || echo "KAFKA_SASL=127.0.0.1:${ports[2 * nodes]}"
     echo "kafka.sh: $nodes node(s) ready in $((SECONDS - t0)) s (after formatting), data in $dir" >&2
 }
 

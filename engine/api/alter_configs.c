@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "controller/config_changes.h"
 #include "controller/controller.h"
 #include "core/error.h"
@@ -126,6 +127,20 @@ int kiq_api_change_configs(kiq_broker_t *b, kiq_request_t *r, int16_t api_key, c
                            kiq_api_configs_fill_fn fill)
 {
     bool forwarded_here = r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b);
+    /* as Kafka: ALTER_CONFIGS on the topic, the group, or the cluster for a
+     * broker resource (one node only has an authorizer: nothing refused
+     * here is forwarded) */
+    for (int i = 0; i < n; i++) {
+        int8_t type = kiq_config_order_type(&orders[i]);
+        kiq_str_t name = kiq_config_order_name(&orders[i]);
+        bool ok = type == KIQ_CONFIG_RESOURCE_TOPIC   ? kiq_api_allowed(b, r, KIQ_OP_ALTER_CONFIGS, KIQ_RES_TOPIC, name)
+                  : type == KIQ_CONFIG_RESOURCE_GROUP ? kiq_api_allowed(b, r, KIQ_OP_ALTER_CONFIGS, KIQ_RES_GROUP, name)
+                                                      : kiq_api_cluster_allowed(b, r, KIQ_OP_ALTER_CONFIGS);
+        if (!ok)
+            orders[i].refused = type == KIQ_CONFIG_RESOURCE_TOPIC   ? KIQ_ERR_TOPIC_AUTHORIZATION_FAILED
+                                : type == KIQ_CONFIG_RESOURCE_GROUP ? KIQ_ERR_GROUP_AUTHORIZATION_FAILED
+                                                                    : KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    }
     if (b->cluster && !forwarded_here) {
         forwarded_change_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
         *f = (forwarded_change_t){r, orders, n, req, resp, fill};
@@ -140,7 +155,7 @@ int kiq_api_change_configs(kiq_broker_t *b, kiq_request_t *r, int16_t api_key, c
             orders[i].error =
                 (int16_t)(kiq_error_set("broker %d is not the controller", b->node_id), KIQ_ERR_NOT_CONTROLLER);
         else
-            orders[i].error = (int16_t)change_here(b, &orders[i], validate_only);
+            orders[i].error = orders[i].refused ? orders[i].refused : (int16_t)change_here(b, &orders[i], validate_only);
         if (orders[i].error) orders[i].message = kiq_request_error_message(r);
     }
     fill(orders, n, req, resp, &r->arena);

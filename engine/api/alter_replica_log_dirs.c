@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "controller/metadata_cache.h"
 #include "core/say.h"
 
@@ -59,6 +60,8 @@ int kiq_api_alter_replica_log_dirs_handle(kiq_broker_t *b, kiq_request_t *r, con
     kiq_alter_replica_log_dirs_response_t *out = response;
     int32_t n = 0;
     for (int32_t i = 0; i < req->dirs_n; i++) n += req->dirs[i].topics_n > 0 ? req->dirs[i].topics_n : 0;
+    /* as Kafka: ALTER on the cluster, else every partition refused */
+    bool allowed = kiq_api_cluster_allowed(b, r, KIQ_OP_ALTER);
     out->results = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *out->results);
     for (int32_t i = 0; i < req->dirs_n; i++) {
         const kiq_alter_replica_log_dirs_request_dirs_t *dir = &req->dirs[i];
@@ -76,6 +79,10 @@ int kiq_api_alter_replica_log_dirs_handle(kiq_broker_t *b, kiq_request_t *r, con
                 kiq_alter_replica_log_dirs_response_results_partitions_t *po = &res->partitions[k];
                 kiq_alter_replica_log_dirs_response_results_partitions_init(po);
                 po->partition_index = t->partitions[k];
+                if (!allowed) {
+                    po->error_code = KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+                    continue;
+                }
                 po->error_code = move_one(b, r, d, topic, t->name, t->partitions[k]);
                 if (po->error_code && po->error_code != KIQ_ERR_REPLICA_NOT_AVAILABLE &&
                     po->error_code != KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION)

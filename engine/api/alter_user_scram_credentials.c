@@ -1,12 +1,14 @@
 /* AlterUserScramCredentials (KIP-554): credentials set from the salted
  * passwords clients send, or deleted, decided and written to the metadata
  * log by the active controller (kiq_controller_alter_scram): here when
- * this node's controller is active, else forwarded to it. A standalone
- * broker, with no controller quorum, answers NOT_CONTROLLER for each
- * user. */
+ * this node's controller is active, else forwarded to it. ALTER on the
+ * cluster is needed (else CLUSTER_AUTHORIZATION_FAILED for each user). A
+ * standalone broker, with no controller quorum, answers NOT_CONTROLLER for
+ * each user. */
 #include <string.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "controller/controller.h"
 #include "server/controller_link.h"
 
@@ -35,7 +37,7 @@ static void refuse_all(kiq_request_t *r, const kiq_alter_user_scram_credentials_
         kiq_alter_user_scram_credentials_response_results_init(o);
         o->user = user;
         o->error_code = code;
-        o->error_message = kiq_request_str(r, why);
+        if (why) o->error_message = kiq_request_str(r, why);
     }
 }
 
@@ -52,6 +54,11 @@ int kiq_api_alter_user_scram_credentials_handle(kiq_broker_t *b, kiq_request_t *
 {
     const kiq_alter_user_scram_credentials_request_t *req = request;
     kiq_alter_user_scram_credentials_response_t *out = response;
+    /* as Kafka: ALTER on the cluster */
+    if (!kiq_api_cluster_allowed(b, r, KIQ_OP_ALTER)) {
+        refuse_all(r, req, out, KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED, NULL);
+        return KIQ_HANDLER_RESPOND;
+    }
     if (r->listener == KIQ_LISTENER_CONTROL || !b->cluster) {
         /* forwarded here, or a node that is its own quorum */
         if (b->controller) kiq_controller_alter_scram(b->controller, req, &r->arena, out);

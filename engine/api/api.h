@@ -9,6 +9,7 @@
 #include "controller/config_changes.h"
 #include "net/request.h"
 #include "proto/acl_operations.h"
+#include "security/acl.h"
 #include "proto/errors.h"
 #include "server/broker.h"
 #include "controller/metadata_cache.h"
@@ -33,6 +34,15 @@ typedef struct kiq_api_row {
     int16_t advertised_min; /* lowest advertised (below min: refused all the same) */
     uint8_t planes;
     kiq_api_handler_fn handler;
+    /* the operation on the cluster the whole request needs (0: none, its
+     * handler checks what it needs), and how a refusal is answered */
+    int8_t cluster_op;
+    void (*deny)(void *resp, int16_t version, int16_t code);
+    /* likewise on the request's group and transactional id (0: none) */
+    int8_t group_op;
+    kiq_str_t (*group_of)(const void *req);
+    int8_t txn_op;
+    kiq_str_t (*txn_of)(const void *req);
 } kiq_api_row_t;
 
 /* The row of an API that listener serves, NULL for one it does not (it

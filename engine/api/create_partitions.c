@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/topic_orders.h"
+#include "api/authorize.h"
 #include "controller/controller.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -116,6 +117,9 @@ int kiq_api_create_partitions_handle(kiq_broker_t *b, kiq_request_t *r, const vo
             kiq_error_set("Duplicate topic in request.");
             res->error_code = KIQ_ERR_INVALID_REQUEST;
             res->error_message = kiq_request_error_message(r);
+        } else if (!kiq_api_allowed(b, r, KIQ_OP_ALTER, KIQ_RES_TOPIC, res->name)) {
+            /* as Kafka: ALTER on the topic */
+            res->error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
         }
     }
     if (b->cluster) return grow_cluster(b, r, req, out);

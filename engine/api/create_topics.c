@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "api/topic_orders.h"
+#include "api/authorize.h"
 #include "config/topic_config.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -160,6 +161,15 @@ static void fill(kiq_api_topic_orders_t *t)
     for (int32_t i = 0; i < t->n; i++) kiq_topic_configs_clear(&cfgs[i]);
 }
 
+/* As Kafka: CREATE on the cluster, or on the topic. */
+static bool may_create(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name)
+{
+    if (kiq_api_cluster_allowed(b, r, KIQ_OP_CREATE) || kiq_api_allowed(b, r, KIQ_OP_CREATE, KIQ_RES_TOPIC, name))
+        return true;
+    kiq_error_set("Authorization failed.");
+    return false;
+}
+
 static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_topics_request_t *req,
                           kiq_create_topics_response_t *out, int32_t n)
 {
@@ -182,7 +192,8 @@ static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_to
             kiq_error_set("broker %d is not the controller", b->node_id);
             tr->error_code = KIQ_ERR_NOT_CONTROLLER;
         } else {
-            tr->error_code = cluster_check(req, i, &cfgs[i]);
+            tr->error_code = may_create(b, r, rt->name) ? cluster_check(req, i, &cfgs[i])
+                                                         : KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
         }
         if (tr->error_code) {
             tr->error_message = kiq_request_error_message(r);
@@ -216,7 +227,8 @@ int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *
         int16_t rf;
         kiq_topic_configs_t cfg = {0};
         kiq_error_clear();
-        int16_t err = check_topic(b, t, &partitions, &rf, &cfg);
+        int16_t err = may_create(b, r, t->name) ? check_topic(b, t, &partitions, &rf, &cfg)
+                                                : KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
         if (!err && duplicate(req, i)) {
             kiq_error_set("Create topics request from client contains a duplicate topic");
             err = KIQ_ERR_INVALID_REQUEST;

@@ -4,6 +4,7 @@
  * the high watermark; followers follow the new start with their next
  * fetch. */
 #include "api/api.h"
+#include "api/authorize.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "replica/leader.h"
@@ -57,9 +58,17 @@ int kiq_api_delete_records_handle(kiq_broker_t *b, kiq_request_t *r, const void 
         tr->partitions_n = np;
         tr->partitions = kiq_arena_calloc(&r->arena, (size_t)np, sizeof *tr->partitions);
         kiq_topic_t *topic = kiq_topics_get(b->topics, t->name);
+        /* as Kafka: DELETE on the topic */
+        bool allowed = kiq_api_allowed(b, r, KIQ_OP_DELETE, KIQ_RES_TOPIC, t->name);
         for (int32_t j = 0; j < np; j++) {
             kiq_delete_records_response_topics_partitions_init(&tr->partitions[j]);
-            delete_partition(topic, &t->partitions[j], &tr->partitions[j], &moved);
+            if (allowed) {
+                delete_partition(topic, &t->partitions[j], &tr->partitions[j], &moved);
+                continue;
+            }
+            tr->partitions[j].partition_index = t->partitions[j].partition_index;
+            tr->partitions[j].low_watermark = -1;
+            tr->partitions[j].error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
         }
         kiq_topic_unref(topic);
     }

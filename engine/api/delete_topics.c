@@ -3,6 +3,7 @@
  * answered once this broker's metadata no longer has the topic (bounded
  * by its timeout, 10 s at most), parked meanwhile (api/topic_orders.h). */
 #include "api/topic_orders.h"
+#include "api/authorize.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "server/controller_link.h"
@@ -22,6 +23,12 @@ static void delete_one(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name, const 
     }
     kiq_topic_t *topic = name.p ? kiq_topics_get(b->topics, name)
                                 : kiq_topics_get_by_id(b->topics, id);
+    /* as Kafka: DELETE on the topic, known or not when named */
+    if ((topic || name.p) && !kiq_api_allowed(b, r, KIQ_OP_DELETE, KIQ_RES_TOPIC, topic ? KIQ_STR(topic->name) : name)) {
+        kiq_topic_unref(topic);
+        out->error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+        return;
+    }
     if (!topic) {
         out->error_code = name.p ? KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION : KIQ_ERR_UNKNOWN_TOPIC_ID;
         return;
@@ -54,7 +61,12 @@ static bool cluster_check(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name, con
     if (known) {
         out->name = (kiq_str_t){t.name, (int32_t)t.len};
         out->topic_id = t.id;
-    } else if (!name.p) {
+    }
+    if ((known || name.p) && !kiq_api_allowed(b, r, KIQ_OP_DELETE, KIQ_RES_TOPIC, out->name)) {
+        out->error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+        return true;
+    }
+    if (!known && !name.p) {
         out->error_code = KIQ_ERR_UNKNOWN_TOPIC_ID;
         return true;
     }

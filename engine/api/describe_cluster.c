@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "core/error.h"
 #include "controller/metadata_cache.h"
 #include "controller/quorum.h"
@@ -36,7 +37,8 @@ int kiq_api_describe_cluster_handle(kiq_broker_t *b, kiq_request_t *r, const voi
         return KIQ_HANDLER_RESPOND;
     }
     out->cluster_id = kiq_request_str(r, b->cluster_id);
-    if (req->include_cluster_authorized_operations) out->cluster_authorized_operations = KIQ_ACL_CLUSTER_OPERATIONS;
+    if (req->include_cluster_authorized_operations)
+        out->cluster_authorized_operations = kiq_api_operations(b, r, KIQ_RES_CLUSTER, KIQ_STR(KIQ_ACL_CLUSTER_NAME));
     if (controllers) {
         out->controller_id = kiq_broker_controller_id(b);
         /* the set in force: the config's, or the metadata log's (dynamic voters) */

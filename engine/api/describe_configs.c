@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "config/topic_config.h"
 #include "controller/controller.h"
 #include "controller/metadata_cache.h"
@@ -267,7 +268,20 @@ int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const voi
         kiq_describe_configs_response_results_init(o);
         o->resource_type = res->resource_type;
         o->resource_name = res->resource_name;
-        if (res->resource_type == KIQ_CONFIG_RESOURCE_TOPIC)
+        /* as Kafka: DESCRIBE_CONFIGS on the topic, the group, or the cluster for a broker */
+        int16_t refused =
+            res->resource_type == KIQ_CONFIG_RESOURCE_TOPIC
+                ? (kiq_api_allowed(b, r, KIQ_OP_DESCRIBE_CONFIGS, KIQ_RES_TOPIC, res->resource_name)
+                       ? 0 : KIQ_ERR_TOPIC_AUTHORIZATION_FAILED)
+            : res->resource_type == KIQ_CONFIG_RESOURCE_GROUP
+                ? (kiq_api_allowed(b, r, KIQ_OP_DESCRIBE_CONFIGS, KIQ_RES_GROUP, res->resource_name)
+                       ? 0 : KIQ_ERR_GROUP_AUTHORIZATION_FAILED)
+            : res->resource_type == KIQ_CONFIG_RESOURCE_BROKER && !kiq_api_cluster_allowed(b, r, KIQ_OP_DESCRIBE_CONFIGS)
+                ? KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED
+                : 0;
+        if (refused)
+            o->error_code = refused;
+        else if (res->resource_type == KIQ_CONFIG_RESOURCE_TOPIC)
             describe_topic(b, r, req, res, o);
         else if (res->resource_type == KIQ_CONFIG_RESOURCE_BROKER)
             describe_broker(b, r, req, res, o);

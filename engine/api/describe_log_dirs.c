@@ -9,6 +9,7 @@
 #include <sys/statvfs.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 
 /* Whether the request asks for topic's partition p (topics NULL: all). */
 static bool wanted(const kiq_describe_log_dirs_request_t *req, const char *topic, int32_t p)
@@ -76,6 +77,11 @@ int kiq_api_describe_log_dirs_handle(kiq_broker_t *b, kiq_request_t *r, const vo
 {
     const kiq_describe_log_dirs_request_t *req = request;
     kiq_describe_log_dirs_response_t *out = response;
+    /* as Kafka: DESCRIBE on the cluster, else no directories (v3+ say why) */
+    if (!kiq_api_cluster_allowed(b, r, KIQ_OP_DESCRIBE)) {
+        out->error_code = KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        return KIQ_HANDLER_RESPOND;
+    }
     int count;
     kiq_topic_t **list = kiq_topics_list(b->topics, &count);
     out->results_n = b->nlog_dirs;

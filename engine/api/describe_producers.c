@@ -4,6 +4,7 @@
  * transaction starts (-1: none), which is how Kafka's admin tools find a
  * hanging transaction. */
 #include "api/api.h"
+#include "api/authorize.h"
 #include "replica/leader.h"
 
 static void describe_partition(kiq_request_t *r, kiq_topic_t *topic, int32_t index,
@@ -48,9 +49,16 @@ int kiq_api_describe_producers_handle(kiq_broker_t *b, kiq_request_t *r, const v
         tr->partitions_n = np;
         tr->partitions = kiq_arena_calloc(&r->arena, (size_t)(np ? np : 1), sizeof *tr->partitions);
         kiq_topic_t *topic = kiq_topics_get(b->topics, t->name);
+        /* as Kafka: READ on the topic */
+        bool allowed = kiq_api_allowed(b, r, KIQ_OP_READ, KIQ_RES_TOPIC, t->name);
         for (int32_t j = 0; j < np; j++) {
             kiq_describe_producers_response_topics_partitions_init(&tr->partitions[j]);
-            describe_partition(r, topic, t->partition_indexes[j], &tr->partitions[j]);
+            if (allowed) {
+                describe_partition(r, topic, t->partition_indexes[j], &tr->partitions[j]);
+                continue;
+            }
+            tr->partitions[j].partition_index = t->partition_indexes[j];
+            tr->partitions[j].error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
         }
         kiq_topic_unref(topic);
     }

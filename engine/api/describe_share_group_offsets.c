@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/share_fanout.h"
+#include "api/authorize.h"
 #include "api/share_partitions.h"
 #include "group/group_coordinator.h"
 
@@ -136,6 +137,11 @@ int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *
         gr->group_id = g->group_id;
         /* a group of none is answered as one without state, as Kafka does;
          * a coordinator's ask answered as the leader */
+        /* as Kafka: DESCRIBE on the group */
+        if (!kiq_api_allowed(b, r, KIQ_OP_DESCRIBE, KIQ_RES_GROUP, g->group_id)) {
+            gr->error_code = KIQ_ERR_GROUP_AUTHORIZATION_FAILED;
+            continue;
+        }
         int16_t err = from_broker ? 0 : kiq_group_share_check(b->groups, g->group_id, false, false);
         if (err != KIQ_ERR_GROUP_ID_NOT_FOUND && (gr->error_code = err) != 0) continue;
         kiq_share_lock(b->shares);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "group/offsets_topic.h"
 #include "controller/metadata_cache.h"
 
@@ -24,13 +25,13 @@ static int cmp_names(const void *a, const void *b)
 }
 
 /* Partitions from..; returns how many went in (at most room). */
-static int32_t describe(kiq_request_t *r, const kiq_cached_topic_t *topic, int32_t from, int32_t room,
-                        kiq_describe_topic_partitions_response_topics_t *t)
+static int32_t describe(kiq_broker_t *b, kiq_request_t *r, const kiq_cached_topic_t *topic, int32_t from,
+                        int32_t room, kiq_describe_topic_partitions_response_topics_t *t)
 {
     t->name = (kiq_str_t){topic->name, (int32_t)topic->len};
     t->topic_id = topic->id;
     t->is_internal = strcmp(topic->name, KIQ_OFFSETS_TOPIC) == 0;
-    t->topic_authorized_operations = KIQ_ACL_TOPIC_OPERATIONS;
+    t->topic_authorized_operations = kiq_api_operations(b, r, KIQ_RES_TOPIC, t->name);
     int32_t n = topic->npartitions - from;
     if (n > room) n = room;
     if (n < 0) n = 0;
@@ -93,6 +94,9 @@ int kiq_api_describe_topic_partitions_handle(kiq_broker_t *b, kiq_request_t *r, 
         kiq_str_t name = nnames ? names[i] : (kiq_str_t){all[i].name, (int32_t)all[i].len};
         if (cursor && cmp_names(&name, &req->cursor.topic_name) < 0) continue;
         int32_t from = cursor && cmp_names(&name, &req->cursor.topic_name) == 0 ? req->cursor.partition_index : 0;
+        /* as Kafka: DESCRIBE on the topic; of all topics the others are left out */
+        bool allowed = kiq_api_allowed(b, r, KIQ_OP_DESCRIBE, KIQ_RES_TOPIC, name);
+        if (!allowed && !nnames) continue;
         if (!nnames) topic = &all[i];
         else if (kiq_api_topic_view(b, r, name, NULL, &one)) topic = &one;
         if (left == 0) {
@@ -104,12 +108,17 @@ int kiq_api_describe_topic_partitions_handle(kiq_broker_t *b, kiq_request_t *r, 
         }
         kiq_describe_topic_partitions_response_topics_t *t = &out->topics[out->topics_n++];
         kiq_describe_topic_partitions_response_topics_init(t);
+        if (!allowed) {
+            t->name = name;
+            t->error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+            continue;
+        }
         if (!topic) {
             t->name = name;
             t->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             continue;
         }
-        int32_t put = describe(r, topic, from, left, t);
+        int32_t put = describe(b, r, topic, from, left, t);
         left -= put;
         if (from + put < topic->npartitions) {
             out->next_cursor_null = false;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "txn/txn_coordinator.h"
 
 /* The partitions of t grouped by topic, into e (in a). */
@@ -41,6 +42,11 @@ int kiq_api_describe_transactions_handle(kiq_broker_t *b, kiq_request_t *r, cons
         e->transactional_id = req->transactional_ids[i];
         /* an error's entry carries zeros, as Kafka's does */
         e->transaction_state = KIQ_STR("");
+        /* as Kafka: DESCRIBE on the transactional id */
+        if (!kiq_api_allowed(b, r, KIQ_OP_DESCRIBE, KIQ_RES_TRANSACTIONAL_ID, req->transactional_ids[i])) {
+            e->error_code = KIQ_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            continue;
+        }
         kiq_txn_t t;
         e->error_code = kiq_txn_coordinator_describe(b->txns, req->transactional_ids[i], &t);
         if (e->error_code) continue;

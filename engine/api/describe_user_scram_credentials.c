@@ -1,8 +1,10 @@
 /* DescribeUserScramCredentials (KIP-554): the mechanisms and iterations of
  * each user's SCRAM credentials, from the active controller's metadata
  * image: here when this node's controller is active, else forwarded to it.
- * A standalone broker, with no controller quorum, answers NOT_CONTROLLER. */
+ * DESCRIBE on the cluster is needed. A standalone broker, with no
+ * controller quorum, answers NOT_CONTROLLER. */
 #include "api/api.h"
+#include "api/authorize.h"
 #include "controller/controller.h"
 #include "core/error.h"
 #include "server/controller_link.h"
@@ -24,6 +26,16 @@ int kiq_api_describe_user_scram_credentials_handle(kiq_broker_t *b, kiq_request_
                                                    void *response)
 {
     kiq_describe_user_scram_credentials_response_t *out = response;
+    if (!kiq_api_cluster_allowed(b, r, KIQ_OP_DESCRIBE)) {
+        /* as Kafka answers it: the top-level error and one result, for no user, saying it again */
+        out->error_code = KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        out->results = kiq_arena_calloc(&r->arena, 1, sizeof *out->results);
+        out->results_n = 1;
+        kiq_describe_user_scram_credentials_response_results_init(&out->results[0]);
+        out->results[0].user = KIQ_STR("");
+        out->results[0].error_code = KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        return KIQ_HANDLER_RESPOND;
+    }
     if (r->listener == KIQ_LISTENER_CONTROL || !b->cluster) {
         /* forwarded here, or a standalone broker */
         if (b->controller) {

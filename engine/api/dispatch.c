@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
@@ -54,7 +55,20 @@ void kiq_api_finish(kiq_request_t *r, void *resp, int rc)
 static void run_handler(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp, bool stamp)
 {
     kiq_error_clear();
-    int rc = kiq_api_row(r->codec->key, r->listener)->handler(b, r, req, resp);
+    const kiq_api_row_t *row = kiq_api_row(r->codec->key, r->listener);
+    int rc;
+    int16_t denied = row->cluster_op && !kiq_api_cluster_allowed(b, r, row->cluster_op)
+                         ? KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED
+                     : row->txn_op && !kiq_api_allowed(b, r, row->txn_op, KIQ_RES_TRANSACTIONAL_ID, row->txn_of(req))
+                         ? KIQ_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                     : row->group_op && !kiq_api_allowed(b, r, row->group_op, KIQ_RES_GROUP, row->group_of(req))
+                         ? KIQ_ERR_GROUP_AUTHORIZATION_FAILED
+                         : 0;
+    if (denied) {
+        row->deny(resp, r->header.api_version, denied);
+        rc = KIQ_HANDLER_RESPOND;
+    } else
+        rc = row->handler(b, r, req, resp);
     /* A parked request belongs to the purgatory, which may already have
      * answered and freed it: the handler stamped it before parking. */
     if (rc == KIQ_HANDLER_PARKED) return;

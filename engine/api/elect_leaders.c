@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "controller/controller.h"
 #include "core/error.h"
 #include "server/controller_link.h"
@@ -95,7 +96,11 @@ int kiq_api_elect_leaders_handle(kiq_broker_t *b, kiq_request_t *r, const void *
     const kiq_elect_leaders_request_t *req = request;
     kiq_elect_leaders_response_t *out = response;
     kiq_error_clear();
-    if (req->election_type != 0 && req->election_type != 1) {
+    if (!kiq_api_cluster_allowed(b, r, KIQ_OP_ALTER)) {
+        /* as Kafka: ALTER on the cluster, else every partition refused */
+        kiq_error_set("Cluster authorization failed.");
+        out->error_code = KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    } else if (req->election_type != 0 && req->election_type != 1) {
         kiq_error_set("Unknown election type %d", req->election_type);
         out->error_code = KIQ_ERR_INVALID_REQUEST;
     } else if (r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b)) {

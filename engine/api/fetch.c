@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "controller/quorum.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -399,6 +400,14 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
         int16_t missing = KIQ_ERR_NONE;
         kiq_str_t elsewhere = t->topic;
         kiq_topic_t *topic = fetch_topic(b, r, t, &r->arena, &elsewhere, &missing);
+        /* a consumer needs READ on the topic (by name, known or not, as Kafka checks) */
+        kiq_str_t named = topic ? KIQ_STR(topic->name) : t->topic;
+        if (replica < 0 && (topic || r->header.api_version < 13) &&
+            !kiq_api_allowed(b, r, KIQ_OP_READ, KIQ_RES_TOPIC, named)) {
+            kiq_topic_unref(topic);
+            topic = NULL;
+            missing = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+        }
         /* the name for interceptors and logs, whichever way it was named */
         if (topic) tr->topic = kiq_request_str(r, topic->name);
         for (int32_t j = 0; j < t->partitions_n; j++)
@@ -567,6 +576,11 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
     const kiq_fetch_request_t *req = request;
     kiq_fetch_response_t *out = response;
     if (r->listener == KIQ_LISTENER_CONTROL) return quorum_fetch(b, r, req, out);
+    /* a follower's fetch needs ClusterAction on the cluster */
+    if (fetch_replica(r, req) >= 0 && !kiq_api_cluster_allowed(b, r, KIQ_OP_CLUSTER_ACTION)) {
+        out->error_code = KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        return KIQ_HANDLER_RESPOND;
+    }
     fetch_result_t res;
     fetch_read(b, r, req, out, &res, true);
     int64_t bytes = res.bytes;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "api/topic_orders.h"
+#include "api/authorize.h"
 #include "controller/metadata_cache.h"
 #include "core/coordinator_key.h"
 #include "core/error.h"
@@ -96,6 +97,11 @@ static int16_t lookup(kiq_broker_t *b, kiq_request_t *r, int8_t key_type, kiq_st
     if (txn && (!key.p || key.len == 0)) {
         *message = KIQ_STR("a transactional id is required");
         return KIQ_ERR_INVALID_REQUEST;
+    }
+    /* as Kafka: DESCRIBE on the group or transactional id */
+    if (!kiq_api_allowed(b, r, KIQ_OP_DESCRIBE, txn ? KIQ_RES_TRANSACTIONAL_ID : KIQ_RES_GROUP, key)) {
+        *message = KIQ_STR_NULL;
+        return txn ? KIQ_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED : KIQ_ERR_GROUP_AUTHORIZATION_FAILED;
     }
     *message = why;
     if (b->cluster) return cluster_lookup(b, r, txn ? &txn_topic : &offsets_topic, key, c, message);

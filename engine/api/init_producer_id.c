@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "api/replication_wait.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -95,6 +96,15 @@ int kiq_api_init_producer_id_handle(kiq_broker_t *b, kiq_request_t *r, const voi
     kiq_init_producer_id_response_t *out = response;
     out->producer_id = -1;
     out->producer_epoch = -1;
+    /* as Kafka: WRITE on the transactional id; without one, IdempotentWrite
+     * on the cluster or WRITE on some topic */
+    if (req->transactional_id.p ? !kiq_api_allowed(b, r, KIQ_OP_WRITE, KIQ_RES_TRANSACTIONAL_ID, req->transactional_id)
+                                : !kiq_api_cluster_allowed(b, r, KIQ_OP_IDEMPOTENT_WRITE) &&
+                                      !kiq_api_allowed_any(b, r, KIQ_OP_WRITE, KIQ_RES_TOPIC)) {
+        out->error_code = req->transactional_id.p ? KIQ_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                                                  : KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        return KIQ_HANDLER_RESPOND;
+    }
     /* v3+: a producer that has an id asks for its epoch to be bumped (both
      * given, or neither) */
     bool given = req->producer_id != -1, epoch_given = req->producer_epoch != -1;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "core/error.h"
 #include "core/say.h"
 #include "record/batch.h"
@@ -183,9 +184,16 @@ int kiq_api_list_offsets_handle(kiq_broker_t *b, kiq_request_t *r, const void *r
         tr->partitions_n = np;
         tr->partitions = kiq_arena_calloc(&r->arena, (size_t)np, sizeof *tr->partitions);
         kiq_topic_t *topic = kiq_topics_get(b->topics, t->name);
+        /* as Kafka: DESCRIBE on the topic */
+        bool allowed = kiq_api_allowed(b, r, KIQ_OP_DESCRIBE, KIQ_RES_TOPIC, t->name);
         for (int32_t j = 0; j < np; j++) {
             kiq_list_offsets_response_topics_partitions_t *pr = &tr->partitions[j];
             kiq_list_offsets_response_topics_partitions_init(pr);
+            if (!allowed) {
+                pr->partition_index = t->partitions[j].partition_index;
+                pr->error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
             if (duplicate(req, i, j)) {
                 pr->partition_index = t->partitions[j].partition_index;
                 pr->error_code = KIQ_ERR_INVALID_REQUEST;

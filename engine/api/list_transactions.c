@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "core/clock.h"
 #include "txn/txn_coordinator.h"
 
@@ -69,5 +70,12 @@ int kiq_api_list_transactions_handle(kiq_broker_t *b, kiq_request_t *r, const vo
     }
     out->transaction_states_n = 0;
     kiq_txn_coordinator_foreach(b->txns, add, &l);
+    /* as Kafka: only the transactional ids the principal may DESCRIBE
+     * (asked here, outside the coordinator's walk) */
+    int32_t kept = 0;
+    for (int32_t i = 0; i < out->transaction_states_n; i++)
+        if (kiq_api_allowed(b, r, KIQ_OP_DESCRIBE, KIQ_RES_TRANSACTIONAL_ID, out->transaction_states[i].transactional_id))
+            out->transaction_states[kept++] = out->transaction_states[i];
+    out->transaction_states_n = kept;
     return KIQ_HANDLER_RESPOND;
 }

@@ -6,7 +6,11 @@
  * it answers and this broker knows the new leaders, then described as
  * created; LEADER_NOT_AVAILABLE if they are not known in time: clients
  * retry, as they do with Kafka).
- * With no authorizer, the authorized operations asked for are all of them. */
+ * With an authorizer, as Kafka: topics the principal may not DESCRIBE are
+ * left out of an all-topics answer and TOPIC_AUTHORIZATION_FAILED when
+ * named; an unknown one it may not CREATE (cluster or topic) likewise; the
+ * authorized operations asked for are computed (all of them without one). */
+#include "api/authorize.h"
 #include "api/topic_orders.h"
 #include "core/error.h"
 #include "group/offsets_topic.h"
@@ -17,13 +21,14 @@
 /* How long an auto-creating Metadata waits for the controller to answer. */
 #define AUTO_CREATE_TIMEOUT_MS 5000
 
-static void describe(const kiq_metadata_request_t *req, kiq_request_t *r, const kiq_cached_topic_t *topic,
-                     kiq_metadata_response_topics_t *t)
+static void describe(kiq_broker_t *b, const kiq_metadata_request_t *req, kiq_request_t *r,
+                     const kiq_cached_topic_t *topic, kiq_metadata_response_topics_t *t)
 {
     t->name = (kiq_str_t){topic->name, (int32_t)topic->len};
     t->topic_id = topic->id;
     t->is_internal = strcmp(topic->name, KIQ_OFFSETS_TOPIC) == 0;
-    if (req->include_topic_authorized_operations) t->topic_authorized_operations = KIQ_ACL_TOPIC_OPERATIONS;
+    if (req->include_topic_authorized_operations)
+        t->topic_authorized_operations = kiq_api_operations(b, r, KIQ_RES_TOPIC, t->name);
     t->partitions_n = topic->npartitions;
     t->partitions = kiq_arena_calloc(&r->arena, (size_t)(topic->npartitions ? topic->npartitions : 1),
                                      sizeof *t->partitions);
@@ -76,7 +81,7 @@ static void standalone_auto_create(kiq_broker_t *b, kiq_request_t *r, const kiq_
         if ((rc == KIQ_ERR_NONE || rc == KIQ_ERR_TOPIC_ALREADY_EXISTS) &&
             kiq_api_topic_view(b, r, t->name, NULL, &topic)) {
             t->error_code = KIQ_ERR_NONE;
-            describe(req, r, &topic, t);
+            describe(b, req, r, &topic, t);
         } else {
             t->error_code = KIQ_ERR_LEADER_NOT_AVAILABLE;
         }
@@ -97,7 +102,7 @@ static void auto_created(kiq_api_topic_orders_t *t)
         kiq_cached_topic_t topic;
         if (coming && kiq_api_topic_led_here(t->b->metadata, o) && kiq_api_topic_view(t->b, t->r, o->name, NULL, &topic)) {
             out->topics[i].error_code = KIQ_ERR_NONE;
-            describe(t->r->body, t->r, &topic, &out->topics[i]);
+            describe(t->b, t->r->body, t->r, &topic, &out->topics[i]);
         } else {
             out->topics[i].error_code = coming ? KIQ_ERR_LEADER_NOT_AVAILABLE : o->error;
         }
@@ -135,22 +140,27 @@ int kiq_api_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *reque
     int16_t v = r->header.api_version;
     brokers(b, r, out);
     out->cluster_id = kiq_request_str(r, b->cluster_id);
-    if (req->include_cluster_authorized_operations) out->cluster_authorized_operations = KIQ_ACL_CLUSTER_OPERATIONS;
+    if (req->include_cluster_authorized_operations)
+        out->cluster_authorized_operations = kiq_api_operations(b, r, KIQ_RES_CLUSTER, KIQ_STR(KIQ_ACL_CLUSTER_NAME));
     bool all = v == 0 ? req->topics_n == 0 : req->topics_n < 0;
     if (all) {
         kiq_cached_topic_t *list;
         int n = kiq_api_topic_views(b, r, &list);
-        out->topics_n = n;
         out->topics = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *out->topics);
+        out->topics_n = 0;
         for (int i = 0; i < n; i++) {
-            kiq_metadata_response_topics_init(&out->topics[i]);
-            describe(req, r, &list[i], &out->topics[i]);
+            /* topics the principal may not describe are left out silently, as Kafka does */
+            if (!kiq_api_allowed(b, r, KIQ_OP_DESCRIBE, KIQ_RES_TOPIC, (kiq_str_t){list[i].name, (int32_t)list[i].len}))
+                continue;
+            kiq_metadata_response_topics_init(&out->topics[out->topics_n]);
+            describe(b, req, r, &list[i], &out->topics[out->topics_n++]);
         }
         return KIQ_HANDLER_RESPOND;
     }
     out->topics_n = req->topics_n;
     out->topics = kiq_arena_calloc(&r->arena, (size_t)(req->topics_n ? req->topics_n : 1), sizeof *out->topics);
     bool unknown = false;
+    bool auto_create = req->allow_auto_topic_creation && kiq_config_bool(b->config, KIQ_CFG_AUTO_CREATE_TOPICS_ENABLE);
     for (int32_t i = 0; i < req->topics_n; i++) {
         const kiq_metadata_request_topics_t *want = &req->topics[i];
         kiq_metadata_response_topics_t *t = &out->topics[i];
@@ -158,8 +168,16 @@ int kiq_api_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *reque
         t->name = want->name;
         t->topic_id = want->topic_id;
         kiq_cached_topic_t topic;
-        if (kiq_api_topic_view(b, r, want->name, &want->topic_id, &topic)) {
-            describe(req, r, &topic, t);
+        bool known = kiq_api_topic_view(b, r, want->name, &want->topic_id, &topic);
+        kiq_str_t name = known ? (kiq_str_t){topic.name, (int32_t)topic.len} : want->name;
+        if ((known || name.p) && !kiq_api_allowed(b, r, KIQ_OP_DESCRIBE, KIQ_RES_TOPIC, name)) {
+            t->error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+            kiq_uuid_t zero = {{0}};
+            t->topic_id = zero;
+            continue;
+        }
+        if (known) {
+            describe(b, req, r, &topic, t);
             continue;
         }
         const char *why;
@@ -167,11 +185,14 @@ int kiq_api_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void *reque
             t->error_code = KIQ_ERR_UNKNOWN_TOPIC_ID;
         else if (!kiq_topic_name_valid(want->name, &why))
             t->error_code = KIQ_ERR_INVALID_TOPIC_EXCEPTION;
+        else if (auto_create && !kiq_api_cluster_allowed(b, r, KIQ_OP_CREATE) &&
+                 !kiq_api_allowed(b, r, KIQ_OP_CREATE, KIQ_RES_TOPIC, name))
+            t->error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED; /* may not create it */
         else
             t->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         unknown = unknown || t->error_code == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     }
-    if (unknown && req->allow_auto_topic_creation && kiq_config_bool(b->config, KIQ_CFG_AUTO_CREATE_TOPICS_ENABLE)) {
+    if (unknown && auto_create) {
         if (b->cluster) return cluster_auto_create(b, r, out);
         standalone_auto_create(b, r, req, out);
     }

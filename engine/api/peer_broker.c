@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/authorize.h"
 #include "controller/metadata_cache.h"
 #include "security/peer_security.h"
 #include "security/sasl.h"
@@ -32,5 +33,7 @@ int32_t kiq_api_peer_broker(kiq_broker_t *b, const kiq_request_t *r)
     if (*end != '\0' || id < 0 || id > INT32_MAX ||
         !kiq_metadata_cache_broker(b->metadata, (int32_t)id, NULL, host, sizeof host, &port))
         return -1;
-    return (int32_t)id;
+    /* the client id names a broker; with an authorizer, its principal must
+     * hold ClusterAction too (brokers sign in as super users) */
+    return kiq_api_cluster_allowed(b, r, KIQ_OP_CLUSTER_ACTION) ? (int32_t)id : -1;
 }

@@ -2,7 +2,8 @@
  * share group's coordinator asking the partition leaders) name their sender
  * in the client id, "kafkaiq-broker-<id>", as the peer lines set it; where
  * brokers sign in to each other with SASL, also by the principal, the
- * inter-broker user's. */
+ * inter-broker user's; with an authorizer that principal must also hold
+ * ClusterAction. */
 #ifndef KIQ_API_PEER_BROKER_H
 #define KIQ_API_PEER_BROKER_H
 

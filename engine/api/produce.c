@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
@@ -258,6 +259,7 @@ typedef struct txn_check {
     bool asking;    /* the coordinator's answer is still to come */
     bool add;       /* v12+: the partition is added, not verified */
     int16_t err;    /* its answer */
+    int16_t denied; /* the authorizer's refusal (no WRITE on the topic or transactional id), or 0 */
     const char *topic;
     int32_t partition;
     int64_t producer_id;
@@ -630,7 +632,11 @@ static int produce_all(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_requ
         for (int32_t j = 0; j < td->partition_data_n; j++) {
             kiq_produce_response_responses_partition_responses_t *pr = &tr->partition_responses[j];
             kiq_produce_response_responses_partition_responses_init(pr);
-            if (!acks_valid) {
+            if (acks_valid && checks[k].denied) {
+                pr->index = td->partition_data[j].index;
+                pr->error_code = checks[k++].denied;
+                refused_offsets(NULL, pr);
+            } else if (!acks_valid) {
                 pr->index = td->partition_data[j].index;
                 pr->error_code = KIQ_ERR_INVALID_REQUIRED_ACKS;
                 refused_offsets(NULL, pr);
@@ -744,11 +750,23 @@ int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *reques
     for (int32_t i = 0; i < req->topic_data_n; i++)
         n += req->topic_data[i].partition_data_n > 0 ? req->topic_data[i].partition_data_n : 0;
     txn_check_t *checks = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *checks);
+    /* as Kafka: WRITE on the transactional id for the whole request, then
+     * on each topic */
+    bool txn_allowed = !req->transactional_id.p ||
+                       kiq_api_allowed(b, r, KIQ_OP_WRITE, KIQ_RES_TRANSACTIONAL_ID, req->transactional_id);
+    for (int32_t i = 0, k = 0; i < req->topic_data_n; i++) {
+        int16_t denied = !txn_allowed ? KIQ_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                         : !kiq_api_allowed(b, r, KIQ_OP_WRITE, KIQ_RES_TOPIC, req->topic_data[i].name)
+                             ? KIQ_ERR_TOPIC_AUTHORIZATION_FAILED
+                             : 0;
+        for (int32_t j = 0; j < req->topic_data[i].partition_data_n; j++) checks[k++].denied = denied;
+    }
     int asking = 0;
     if (req->transactional_id.p && (req->acks == 0 || req->acks == 1 || req->acks == -1)) {
         int k = 0;
         for (int32_t i = 0; i < req->topic_data_n; i++)
             for (int32_t j = 0; j < req->topic_data[i].partition_data_n; j++, k++) {
+                if (checks[k].denied) continue;
                 txn_check_begin(b, r, req->transactional_id, req->topic_data[i].name,
                                 &req->topic_data[i].partition_data[j], &checks[k]);
                 asking += checks[k].asking;

@@ -18,6 +18,14 @@
 --
 -- planes: which listeners serve it, "data" (clients), "control" (the
 -- controller's listener) or "both".
+--
+-- cluster: the operation on the cluster (Kafka's ACL operation) the whole
+-- request needs when an authorizer is configured, asked before the
+-- handler runs; refused, the top-level error_code is
+-- CLUSTER_AUTHORIZATION_FAILED. txn and group: likewise for the request's
+-- transactional_id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and group_id
+-- (GROUP_AUTHORIZATION_FAILED), asked in that order. Handlers check the
+-- rest themselves (topics, and whatever is refused per element).
 return {
   { "Produce", planes = "data", advertised_min = 0 },
   -- on the control plane: the controller quorum's Fetch of __cluster_metadata
@@ -27,10 +35,10 @@ return {
   { "OffsetCommit", planes = "data", min = 2 },
   { "OffsetFetch", planes = "data", min = 1 },
   { "FindCoordinator", planes = "data" },
-  { "JoinGroup", planes = "data" },
-  { "Heartbeat", planes = "data" },
-  { "LeaveGroup", planes = "data" },
-  { "SyncGroup", planes = "data" },
+  { "JoinGroup", planes = "data", group = "READ" },
+  { "Heartbeat", planes = "data", group = "READ" },
+  { "LeaveGroup", planes = "data", group = "READ" },
+  { "SyncGroup", planes = "data", group = "READ" },
   { "DescribeGroups", planes = "data" },
   { "ListGroups", planes = "data" },
   { "ApiVersions", planes = "both" },
@@ -40,14 +48,18 @@ return {
   -- forwarded by the other brokers to the active controller
   { "DescribeUserScramCredentials", planes = "both" },
   { "AlterUserScramCredentials", planes = "both" },
+  -- ACL bindings, kept by the controller of this node (a combined node)
+  { "DescribeAcls", planes = "data", cluster = "DESCRIBE" },
+  { "CreateAcls", planes = "data" },
+  { "DeleteAcls", planes = "data" },
   -- forwarded by the other brokers to the one hosting the controller
   { "CreateTopics", planes = "both", min = 2 },
   { "DeleteTopics", planes = "both", min = 1 },
   { "DeleteRecords", planes = "data" },
   { "InitProducerId", planes = "data" },
   { "AddPartitionsToTxn", planes = "data" },
-  { "AddOffsetsToTxn", planes = "data" },
-  { "EndTxn", planes = "data" },
+  { "AddOffsetsToTxn", planes = "data", txn = "WRITE", group = "READ" },
+  { "EndTxn", planes = "data", txn = "WRITE" },
   -- coordinator to partition leader; clients are refused
   { "WriteTxnMarkers", planes = "data", min = 1 },
   { "TxnOffsetCommit", planes = "data" },
@@ -60,25 +72,25 @@ return {
   { "CreatePartitions", planes = "both" },
   { "DeleteGroups", planes = "data" },
   { "ElectLeaders", planes = "both" },
-  { "AlterPartitionReassignments", planes = "both" },
-  { "ListPartitionReassignments", planes = "both" },
+  { "AlterPartitionReassignments", planes = "both", cluster = "ALTER" },
+  { "ListPartitionReassignments", planes = "both", cluster = "DESCRIBE" },
   { "IncrementalAlterConfigs", planes = "both" },
-  { "OffsetDelete", planes = "data" },
+  { "OffsetDelete", planes = "data", group = "DELETE" },
   { "DescribeCluster", planes = "both" },
   { "DescribeProducers", planes = "data" },
   { "DescribeTransactions", planes = "data" },
   { "ListTransactions", planes = "data" },
-  { "ConsumerGroupHeartbeat", planes = "data" },
+  { "ConsumerGroupHeartbeat", planes = "data", group = "READ" },
   { "ConsumerGroupDescribe", planes = "data" },
   -- share groups (KIP-932): membership at the group coordinator, records
   -- acquired and acknowledged at each partition's leader
-  { "ShareGroupHeartbeat", planes = "data" },
+  { "ShareGroupHeartbeat", planes = "data", group = "READ" },
   { "ShareGroupDescribe", planes = "data" },
-  { "ShareFetch", planes = "data" },
-  { "ShareAcknowledge", planes = "data" },
+  { "ShareFetch", planes = "data", group = "READ" },
+  { "ShareAcknowledge", planes = "data", group = "READ" },
   { "DescribeShareGroupOffsets", planes = "data" },
-  { "AlterShareGroupOffsets", planes = "data" },
-  { "DeleteShareGroupOffsets", planes = "data" },
+  { "AlterShareGroupOffsets", planes = "data", group = "READ" },
+  { "DeleteShareGroupOffsets", planes = "data", group = "DELETE" },
   { "GetTelemetrySubscriptions", planes = "data" },
   { "PushTelemetry", planes = "data" },
   { "DescribeTopicPartitions", planes = "data" },
@@ -93,15 +105,15 @@ return {
   { "BeginQuorumEpoch", planes = "control" },
   { "EndQuorumEpoch", planes = "control" },
   { "FetchSnapshot", planes = "control" },
-  { "DescribeQuorum", planes = "both" },
+  { "DescribeQuorum", planes = "both", cluster = "DESCRIBE" },
   -- dynamic voters (KIP-853), answered by the quorum's leader
-  { "AddRaftVoter", planes = "both" },
-  { "RemoveRaftVoter", planes = "both" },
+  { "AddRaftVoter", planes = "both", cluster = "ALTER" },
+  { "RemoveRaftVoter", planes = "both", cluster = "ALTER" },
   -- a voter's own new endpoints, to the leader only
   { "UpdateRaftVoter", planes = "control" },
-  { "UnregisterBroker", planes = "both" },
+  { "UnregisterBroker", planes = "both", cluster = "ALTER" },
   -- forwarded by the other brokers to the one hosting the controller
-  { "UpdateFeatures", planes = "both" },
+  { "UpdateFeatures", planes = "both", cluster = "ALTER" },
   -- the controller's pushes to every broker
   { "UpdateMetadata", planes = "control" },
   { "LeaderAndIsr", planes = "control" },

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "api/replication_wait.h"
 #include "core/clock.h"
 #include "core/coordinator_key.h"
@@ -46,7 +47,7 @@ static int commit(kiq_broker_t *b, kiq_request_t *r, const kiq_txn_offset_commit
 /* Every partition refused with err, as the coordinator's answer maps for
  * a commit: the producer fenced, the coordinator not reachable
  * (retriable), or no such transaction (TRANSACTION_ABORTABLE from v4, to a
- * client that aborts and goes on). */
+ * client that aborts and goes on); the authorizer's refusals as they are. */
 static int refuse(const kiq_txn_offset_commit_request_t *req, kiq_request_t *r,
                   kiq_txn_offset_commit_response_t *out, int16_t err)
 {
@@ -58,6 +59,9 @@ static int refuse(const kiq_txn_offset_commit_request_t *req, kiq_request_t *r,
     case KIQ_ERR_COORDINATOR_LOAD_IN_PROGRESS:
     case KIQ_ERR_CONCURRENT_TRANSACTIONS:
     case KIQ_ERR_REQUEST_TIMED_OUT: err = KIQ_ERR_COORDINATOR_NOT_AVAILABLE; break;
+    case KIQ_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+    case KIQ_ERR_GROUP_AUTHORIZATION_FAILED:
+    case KIQ_ERR_TOPIC_AUTHORIZATION_FAILED: break; /* the authorizer's, as they are */
     default: err = r->header.api_version >= 4 ? KIQ_ERR_TRANSACTION_ABORTABLE : KIQ_ERR_INVALID_TXN_STATE; break;
     }
     out->topics_n = req->topics_n > 0 ? req->topics_n : 0;
@@ -124,6 +128,16 @@ int kiq_api_txn_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const vo
 {
     const kiq_txn_offset_commit_request_t *req = request;
     kiq_txn_offset_commit_response_t *out = response;
+    /* as Kafka: WRITE on the transactional id, READ on the group, then
+     * READ on the topics (one refused topic refuses the whole commit here,
+     * where Kafka commits the others) */
+    if (!kiq_api_allowed(b, r, KIQ_OP_WRITE, KIQ_RES_TRANSACTIONAL_ID, req->transactional_id))
+        return refuse(req, r, out, KIQ_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+    if (!kiq_api_allowed(b, r, KIQ_OP_READ, KIQ_RES_GROUP, req->group_id))
+        return refuse(req, r, out, KIQ_ERR_GROUP_AUTHORIZATION_FAILED);
+    for (int32_t i = 0; i < req->topics_n; i++)
+        if (!kiq_api_allowed(b, r, KIQ_OP_READ, KIQ_RES_TOPIC, req->topics[i].name))
+            return refuse(req, r, out, KIQ_ERR_TOPIC_AUTHORIZATION_FAILED);
     kiq_topic_t *topic = kiq_topics_get(b->topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
     int32_t partition = topic && req->group_id.p
                             ? kiq_coordinator_partition(req->group_id.p, (size_t)req->group_id.len, topic->npartitions)

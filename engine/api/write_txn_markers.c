@@ -7,12 +7,16 @@
  * which finds it with DescribeProducers). Anything else from a client (a
  * request whose client id is not "kafkaiq-broker-<id>" of a live broker,
  * and every request to a standalone broker) gets
- * CLUSTER_AUTHORIZATION_FAILED, and nothing is appended. */
+ * CLUSTER_AUTHORIZATION_FAILED, and nothing is appended. With an
+ * authorizer, Kafka's rule alone: ClusterAction on the cluster (brokers
+ * sign in as super users), no admin abort without it, so no client can
+ * abort another producer's transaction. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
+#include "api/authorize.h"
 #include "api/peer_broker.h"
 #include "api/replication_wait.h"
 #include "controller/metadata_cache.h"
@@ -54,7 +58,7 @@ int kiq_api_write_txn_markers_handle(kiq_broker_t *b, kiq_request_t *r, const vo
 {
     const kiq_write_txn_markers_request_t *req = request;
     kiq_write_txn_markers_response_t *out = response;
-    bool broker = kiq_api_peer_broker(b, r) >= 0;
+    bool broker = b->authorizer ? kiq_api_cluster_allowed(b, r, KIQ_OP_CLUSTER_ACTION) : kiq_api_peer_broker(b, r) >= 0;
     int32_t nm = req->markers_n > 0 ? req->markers_n : 0;
     int total = 0;
     for (int32_t i = 0; i < nm; i++)
@@ -85,10 +89,12 @@ int kiq_api_write_txn_markers_handle(kiq_broker_t *b, kiq_request_t *r, const vo
             for (int32_t k = 0; k < np; k++) {
                 kiq_write_txn_markers_response_markers_topics_partitions_init(&ot->partitions[k]);
                 ot->partitions[k].partition_index = t->partition_indexes[k];
-                if (!broker && !admin_abort(b, m, t->name, t->partition_indexes[k])) {
-                    KIQ_WARN_LIMITED("WriteTxnMarkers from client " KIQ_STR_FMT " for %s-%d refused: a client may "
-                                     "only abort a transaction open there (producer %lld epoch %d)",
-                                     KIQ_STR_ARG(r->header.client_id), name, t->partition_indexes[k],
+                if (!broker && (b->authorizer || !admin_abort(b, m, t->name, t->partition_indexes[k]))) {
+                    KIQ_WARN_LIMITED("WriteTxnMarkers from client " KIQ_STR_FMT " (%s) for %s-%d refused: %s "
+                                     "(producer %lld epoch %d)",
+                                     KIQ_STR_ARG(r->header.client_id), r->principal, name, t->partition_indexes[k],
+                                     b->authorizer ? "no ClusterAction on the cluster"
+                                                   : "a client may only abort a transaction open there",
                                      (long long)m->producer_id, m->producer_epoch);
                     ot->partitions[k].error_code = KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
                     continue;

@@ -75,6 +75,12 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "the inter-broker SCRAM-SHA-512 user, as scram-sha-256.sasl.jaas.config")                  \
     X(SASL_JAAS_CONFIG, "sasl.jaas.config", STRING, "", 0, 0, NULL,                              \
       "the inter-broker user (username=, password=) where the mechanism's own jaas.config has none") \
+    X(AUTHORIZER_CLASS_NAME, "authorizer.class.name", STRING, "", 0, 0, NULL,                    \
+      "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns on ACL authorization; empty: none") \
+    X(SUPER_USERS, "super.users", STRING, "", 0, 0, NULL,                                         \
+      "principals (User:name;User:other) allowed everything by the authorizer")                   \
+    X(ALLOW_EVERYONE_IF_NO_ACL_FOUND, "allow.everyone.if.no.acl.found", BOOL, "false", 0, 0, NULL, \
+      "the authorizer allows an operation on a resource that no ACL names")                       \
     X(PROCESS_ROLES, "process.roles", STRING, "", 0, 0, NULL,                                    \
       "broker, controller or broker,controller (a combined node); empty: broker, and controller "  \
       "too when broker.id is among controller.quorum.voters")                                     \

@@ -33,6 +33,7 @@ int kiq_config_change_broker_ops(kiq_dynamic_configs_t *cfg, const kiq_config_t 
 typedef struct kiq_config_order {
     const kiq_alter_configs_request_resources_t *replace;
     const kiq_incremental_alter_configs_request_resources_t *ops;
+    int16_t refused;   /* in: the authorizer's refusal (nothing is changed, it is the error), or 0 */
     int16_t error;     /* out: Kafka error code */
     kiq_str_t message; /* out: null, or the reason (in the caller's arena) */
 } kiq_config_order_t;

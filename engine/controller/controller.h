@@ -36,6 +36,7 @@
 #include "metrics/registry.h"
 #include "proto/messages.h"
 #include "raft/raft.h"
+#include "security/acl.h"
 #include "security/sasl_scram.h"
 
 typedef struct kiq_controller kiq_controller_t;
@@ -217,6 +218,22 @@ void kiq_controller_describe_scram(kiq_controller_t *c, const kiq_describe_user_
  * (a SASL lookup). */
 int kiq_controller_scram_credential(kiq_controller_t *c, enum kiq_scram_mech m, const char *user,
                                     kiq_scram_credential_t *out);
+/* CreateAcls as Kafka's AclControlManager decides: one result per
+ * creation, INVALID_REQUEST for a binding it cannot keep, an existing one
+ * no change, the new ones in one commit. Any thread; 0, or the commit's
+ * error. */
+int kiq_controller_create_acls(kiq_controller_t *c, const kiq_create_acls_request_t *req, kiq_arena_t *a,
+                               kiq_create_acls_response_t *out);
+/* DeleteAcls: each filter's matches removed (a binding listed under the
+ * first filter matching it). Any thread; 0, or the commit's error. */
+int kiq_controller_delete_acls(kiq_controller_t *c, const kiq_delete_acls_request_t *req, kiq_arena_t *a,
+                               kiq_delete_acls_response_t *out);
+/* DescribeAcls from the image, bindings grouped by resource pattern. Any thread. */
+void kiq_controller_describe_acls(kiq_controller_t *c, const kiq_describe_acls_request_t *req, kiq_arena_t *a,
+                                  kiq_describe_acls_response_t *out);
+/* Runs fn on the image's bindings under the controller's lock (the
+ * authorizer's reads). Any thread. */
+void kiq_controller_with_acls(kiq_controller_t *c, void (*fn)(const kiq_acl_store_t *s, void *arg), void *arg);
 /* A copy of the cluster as the controller sees it, for Lua and tests. */
 typedef struct kiq_controller_partition_info {
     int32_t leader, leader_epoch, partition_epoch;

@@ -123,7 +123,7 @@ void kiq_controller_change_configs(kiq_controller_t *c, kiq_arena_t *arena, kiq_
     for (int i = 0; i < n; i++) {
         kiq_error_clear();
         size_t mark = b.n;
-        orders[i].error = change_configs(c, &b, &orders[i]);
+        orders[i].error = orders[i].refused ? orders[i].refused : change_configs(c, &b, &orders[i]);
         if (orders[i].error) {
             b.n = mark; /* all or nothing per resource */
             orders[i].message = error_copy(arena);

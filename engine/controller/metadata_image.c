@@ -23,6 +23,7 @@ struct kiq_metadata_image {
     int64_t next_producer_id; /* every producer id below is some broker's */
     kiq_features_t features;  /* the finalized levels (FeatureLevelRecord) */
     kiq_scram_store_t scram;  /* UserScramCredentialRecord */
+    kiq_acl_store_t acls;     /* AccessControlEntryRecord */
 };
 
 kiq_metadata_image_t *kiq_metadata_image_new(void)
@@ -83,6 +84,7 @@ void kiq_metadata_image_free(kiq_metadata_image_t *img)
     for (size_t i = 0; i < img->nconfigs; i++) config_clear(&img->configs[i]);
     free(img->configs);
     kiq_scram_store_clear(&img->scram);
+    kiq_acl_store_clear(&img->acls);
     free(img);
 }
 
@@ -556,6 +558,26 @@ static int apply_scram(kiq_metadata_image_t *img, const kiq_user_scram_credentia
     return 0;
 }
 
+/* A binding as the record carries it, checked as a creation is: a
+ * malformed one is refused like any record that does not apply. */
+static int apply_acl(kiq_metadata_image_t *img, const kiq_access_control_entry_record_t *r)
+{
+    const char *bad = kiq_acl_invalid(r->resource_type, r->resource_name, r->pattern_type, r->principal, r->host,
+                                      r->operation, r->permission_type);
+    if (bad) return kiq_error_set("AccessControlEntryRecord: %s", bad);
+    kiq_acl_t a = {r->id, r->resource_type, r->pattern_type, r->operation, r->permission_type,
+                   strndup(r->resource_name.p, (size_t)r->resource_name.len),
+                   strndup(r->principal.p, (size_t)r->principal.len), strndup(r->host.p, (size_t)r->host.len)};
+    kiq_acl_store_remove(&img->acls, &r->id); /* a replayed record replaces its binding */
+    int rc = a.resource_name && a.principal && a.host && kiq_acl_store_add(&img->acls, &a) == 0
+                 ? 0
+                 : kiq_error_set("out of memory");
+    free(a.resource_name);
+    free(a.principal);
+    free(a.host);
+    return rc;
+}
+
 int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const kiq_metadata_record_t *r)
 {
     int rc;
@@ -596,6 +618,11 @@ int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const ki
         rc = 0;
         break;
     }
+    case KIQ_MR_ACCESS_CONTROL_ENTRY: rc = apply_acl(img, &r->m.access_control_entry); break;
+    case KIQ_MR_REMOVE_ACCESS_CONTROL_ENTRY:
+        kiq_acl_store_remove(&img->acls, &r->m.remove_access_control_entry.id);
+        rc = 0;
+        break;
     default: return kiq_error_set("metadata record type %d cannot be applied", r->type);
     }
     if (rc == 0) img->offset = offset;
@@ -614,6 +641,8 @@ const kiq_features_t *kiq_metadata_image_features(const kiq_metadata_image_t *im
 
 const kiq_scram_store_t *kiq_metadata_image_scram(const kiq_metadata_image_t *img) { return &img->scram; }
 
+const kiq_acl_store_t *kiq_metadata_image_acls(const kiq_metadata_image_t *img) { return &img->acls; }
+
 /* ---- the image as records (a snapshot) ---- */
 
 static kiq_str_t str_of(const char *s) { return s ? (kiq_str_t){(char *)s, (int32_t)strlen(s)} : KIQ_STR_NULL; }
@@ -628,7 +657,7 @@ static kiq_metadata_record_t *next_record(kiq_metadata_record_t *out, size_t *n,
 int kiq_metadata_image_records(const kiq_metadata_image_t *img, kiq_arena_t *arena, kiq_metadata_record_t **out,
                                size_t *n)
 {
-    size_t cap = img->nbrokers + img->nconfigs + 1 + KIQ_FEATURE__COUNT + img->scram.n;
+    size_t cap = img->nbrokers + img->nconfigs + 1 + KIQ_FEATURE__COUNT + img->scram.n + img->acls.n;
     for (size_t t = 0; t < img->ntopics; t++) cap += 1 + (size_t)img->topics[t]->npartitions;
     kiq_metadata_record_t *rs = kiq_arena_calloc(arena, cap, sizeof *rs);
     *n = 0;
@@ -703,6 +732,18 @@ int kiq_metadata_image_records(const kiq_metadata_image_t *img, kiq_arena_t *are
         r->stored_key = (kiq_bytes_t){e->cred.stored_key, (int32_t)kl};
         r->server_key = (kiq_bytes_t){e->cred.server_key, (int32_t)kl};
         r->iterations = e->cred.iterations;
+    }
+    for (size_t i = 0; i < img->acls.n; i++) {
+        const kiq_acl_t *a = &img->acls.acls[i];
+        kiq_access_control_entry_record_t *r = &next_record(rs, n, KIQ_MR_ACCESS_CONTROL_ENTRY)->m.access_control_entry;
+        r->id = a->id;
+        r->resource_type = a->resource_type;
+        r->resource_name = str_of(a->resource_name);
+        r->pattern_type = a->pattern_type;
+        r->principal = str_of(a->principal);
+        r->host = str_of(a->host);
+        r->operation = a->operation;
+        r->permission_type = a->permission;
     }
     if (img->next_producer_id > 0) {
         kiq_producer_ids_record_t *r = &next_record(rs, n, KIQ_MR_PRODUCER_IDS)->m.producer_ids;

@@ -18,6 +18,8 @@ static const struct record_kind {
     {KIQ_MR_PARTITION, "PartitionRecord", 0},
     {KIQ_MR_CONFIG, "ConfigRecord", 0},
     {KIQ_MR_PARTITION_CHANGE, "PartitionChangeRecord", 0},
+    {KIQ_MR_ACCESS_CONTROL_ENTRY, "AccessControlEntryRecord", 0},
+    {KIQ_MR_REMOVE_ACCESS_CONTROL_ENTRY, "RemoveAccessControlEntryRecord", 0},
     {KIQ_MR_FENCE_BROKER, "FenceBrokerRecord", 0},
     {KIQ_MR_UNFENCE_BROKER, "UnfenceBrokerRecord", 0},
     {KIQ_MR_REMOVE_TOPIC, "RemoveTopicRecord", 0},

@@ -38,6 +38,8 @@ enum kiq_metadata_record_type {
     KIQ_MR_USER_SCRAM_CREDENTIAL = 11,
     KIQ_MR_FEATURE_LEVEL = 12,
     KIQ_MR_PRODUCER_IDS = 15,
+    KIQ_MR_ACCESS_CONTROL_ENTRY = 18,
+    KIQ_MR_REMOVE_ACCESS_CONTROL_ENTRY = 19,
     KIQ_MR_REMOVE_USER_SCRAM_CREDENTIAL = 22,
 };
 
@@ -65,6 +67,8 @@ typedef struct kiq_metadata_record {
         kiq_producer_ids_record_t producer_ids;
         kiq_user_scram_credential_record_t user_scram_credential;
         kiq_remove_user_scram_credential_record_t remove_user_scram_credential;
+        kiq_access_control_entry_record_t access_control_entry;
+        kiq_remove_access_control_entry_record_t remove_access_control_entry;
     } m;
 } kiq_metadata_record_t;
 

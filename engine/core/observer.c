@@ -7,7 +7,7 @@ const char *const kiq_point_names[KIQ__POINTS] = {
     "received", "enqueued",         "dequeued",     "handled",         "validated", "appended",        "flushed",
     "follower_fetched", "follower_leo", "hw_advanced", "response_queued", "sent",      "records_fetched",
     "answered", "txn_marker", "isr_shrunk", "isr_expanded", "share_acquired", "share_acknowledged",
-    "share_lock_expired",
+    "share_lock_expired", "authorization_denied",
 };
 
 kiq_event_t kiq_event(enum kiq_point point, int32_t broker)

@@ -66,6 +66,9 @@ enum kiq_point {
     KIQ_POINT_SHARE_LOCK_EXPIRED, /* the lock on records first_offset..last_offset ran out: records = their
                                 * delivery count, flags KIQ_EVENT_ARCHIVED when that reached the delivery
                                 * limit (else available again), file = the group id */
+    KIQ_POINT_AUTHORIZATION_DENIED, /* the authorizer (or a Lua authorizer) refused request an operation:
+                                * topic = the resource's name (any type), extra = the operation's code,
+                                * records = the resource type's, file = the reason */
     KIQ__POINTS
 };
 

@@ -616,7 +616,7 @@ static const char *opt_string(lua_State *L, int t, const char *key, size_t *len)
     return lua_tolstring(L, -1, len); /* the options table keeps it alive */
 }
 
-/* b:intercept{ on = "request"|"produce"|"fetch", source = "<chunk returning a function>",
+/* b:intercept{ on = "request"|"produce"|"fetch"|"authorize", source = "<chunk returning a function>",
  *   api = name or key (request only), client_id =, topic = } -> id | nil, err */
 static int l_broker_intercept(lua_State *L)
 {

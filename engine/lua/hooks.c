@@ -20,7 +20,7 @@
 #include "server/broker.h"
 
 
-const char *const kiq_hook_point_names[KIQ_HOOK__POINTS] = {"request", "produce", "fetch"};
+const char *const kiq_hook_point_names[KIQ_HOOK__POINTS] = {"request", "produce", "fetch", "authorize"};
 
 int kiq_hook_point_parse(const char *name)
 {
@@ -885,6 +885,76 @@ static void on_fetch(void *registry, kiq_request_t *r, kiq_hook_fetch_t *f)
     lua_settop(L, top);
 }
 
+typedef struct authorize_args {
+    const kiq_request_t *r;
+    const kiq_acl_request_t *q;
+} authorize_args_t;
+
+static int push_authorize_ctx(lua_State *L)
+{
+    authorize_args_t *a = lua_touserdata(L, 1);
+    lua_createtable(L, 0, 7);
+    lua_pushstring(L, a->q->principal);
+    lua_setfield(L, -2, "principal");
+    lua_pushstring(L, a->q->host);
+    lua_setfield(L, -2, "host");
+    lua_pushstring(L, kiq_acl_operation_name(a->q->operation));
+    lua_setfield(L, -2, "operation");
+    lua_pushstring(L, kiq_acl_resource_name(a->q->resource_type));
+    lua_setfield(L, -2, "resource_type");
+    kiq_lua_push_str(L, a->q->resource_name);
+    lua_setfield(L, -2, "resource_name");
+    kiq_lua_push_str(L, a->r->header.client_id);
+    lua_setfield(L, -2, "client_id");
+    lua_pushstring(L, a->r->codec ? a->r->codec->name : "");
+    lua_setfield(L, -2, "api");
+    return 1;
+}
+
+/* The first hook that answers { allow = bool, reason = "..." } decides;
+ * nil leaves it to the next, then to the ACLs. */
+static int on_authorize(void *registry, const kiq_request_t *r, const kiq_acl_request_t *q, const char **reason)
+{
+    kiq_hooks_t *h = registry;
+    static const char *const fields[] = {"allow", "reason", NULL};
+    static __thread char why[256];
+    hook_thread_t *t = thread_state(h);
+    if (!t) return -1;
+    lua_State *L = t->L;
+    int top = lua_gettop(L);
+    int ctx = 0, decided = -1;
+    for (int i = 0; i < t->n && decided < 0; i++) {
+        const loaded_hook_t *hk = &t->hooks[i];
+        if (!selects(hk, KIQ_HOOK_AUTHORIZE, r->header.client_id)) continue;
+        if (!ctx) {
+            authorize_args_t args = {r, q};
+            if (kiq_hook_pcall_c(L, push_authorize_ctx, &args, 0, 1, h->max_instructions) != 0) {
+                KIQ_ERROR("authorize interceptors skipped: %s", lua_tostring(L, -1));
+                break;
+            }
+            ctx = lua_gettop(L);
+        }
+        lua_pushvalue(L, ctx);
+        if (call_hook(h, L, hk) != 0) continue;
+        int res = lua_gettop(L);
+        if (lua_istable(L, res) && !unknown_key(L, res, fields)) {
+            raw_field(L, res, "allow");
+            raw_field(L, res, "reason");
+            if (lua_isboolean(L, -2) && (lua_isnil(L, -1) || lua_isstring(L, -1))) {
+                decided = lua_toboolean(L, -2) ? KIQ_ACL_ALLOWED : KIQ_ACL_DENIED;
+                snprintf(why, sizeof why, "Lua authorizer (interceptor %d): %s", hk->id,
+                         lua_isstring(L, -1) ? lua_tostring(L, -1) : "no reason given");
+                *reason = why;
+            }
+        }
+        bool bad = decided < 0 && !lua_isnil(L, res);
+        lua_settop(L, ctx);
+        if (bad) hook_failed(h, hk->id, "returned something other than nil or { allow = bool, reason = string }");
+    }
+    lua_settop(L, top);
+    return decided;
+}
+
 static void registry_free(void *ctx) { kiq_hooks_free(ctx); }
 
 static uint64_t registry_failures(void *ctx)
@@ -934,7 +1004,7 @@ static void faults_view(void *ctx, const kiq_view_t *v)
 }
 
 const kiq_interceptor_ops_t kiq_hooks_ops = {
-    on_request, on_produce, on_fetch, registry_failures, registry_free, fault_add, fault_remove, faults_view,
+    on_request, on_produce, on_fetch, on_authorize, registry_failures, registry_free, fault_add, fault_remove, faults_view,
 };
 
 int kiq_hooks_attach(kiq_broker_t *b)

@@ -37,7 +37,7 @@
 #include "net/request.h"
 #include "server/interceptors.h"
 
-/* "request", "produce", "fetch". */
+/* "request", "produce", "fetch", "authorize". */
 extern const char *const kiq_hook_point_names[KIQ_HOOK__POINTS];
 /* The point for a name, or -1. */
 int kiq_hook_point_parse(const char *name);

@@ -363,6 +363,9 @@ static void conn_process_input(conn_t *c)
         }
         r->sasl = kiq_sasl_session_ref(c->sasl);
     }
+    const char *who = c->sasl ? kiq_sasl_principal(c->sasl) : c->tls ? kiq_tls_principal(c->tls) : NULL;
+    snprintf(r->principal, sizeof r->principal, "%s", who ? who : "User:ANONYMOUS");
+    snprintf(r->host, sizeof r->host, "%s", c->ip);
     if (kiq_observers_want(p->cfg.observers, KIQ_POINT_RECEIVED)) {
         kiq_event_t e = kiq_event(KIQ_POINT_RECEIVED, p->cfg.broker);
         e.request = r;

@@ -51,6 +51,11 @@ typedef struct kiq_request {
     /* its connection's SASL session (a reference, dropped with the
      * request); NULL on a listener without SASL */
     struct kiq_sasl_session *sasl;
+    /* who sent it, for the authorizer: the SASL or TLS principal
+     * ("User:name"), User:ANONYMOUS on a plain listener or before SASL
+     * authentication; and the client's IP */
+    char principal[256];
+    char host[48];
 
     uint8_t *frame; /* request bytes without the size prefix */
     size_t frame_len;

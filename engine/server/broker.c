@@ -24,6 +24,7 @@
 #include "share/share_manager.h"
 #include "txn/broker_peers.h"
 #include "core/uuid.h"
+#include "security/authorizer.h"
 #include "security/sasl.h"
 #include "security/peer_security.h"
 #include "security/tls.h"
@@ -973,6 +974,7 @@ void kiq_broker_free(kiq_broker_t *b)
     kiq_tls_free(b->control_tls);
     kiq_sasl_free(b->control_sasl);
     kiq_sasl_free(b->sasl);
+    kiq_authorizer_free(b->authorizer);
     /* the threads that ran interceptors are joined */
     if (b->interceptors.ops) b->interceptors.ops->free(b->interceptors.ctx);
     for (int i = 0; i < b->nservices; i++)

@@ -198,6 +198,9 @@ struct kiq_broker {
     struct kiq_tls *control_tls;
     struct kiq_sasl *control_sasl;
     struct kiq_peer_security *controller_security;
+    /* authorizer.class.name's: set at create, read-only after (its
+     * bindings are the controller's, read under its lock); NULL: none */
+    struct kiq_authorizer *authorizer;
     /* the client listener's queued.max.request.bytes and connection
      * quotas, from start to shutdown */
     kiq_memory_pool_t *request_pool;

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/say.h"
 #include "security/peer_security.h"
+#include "security/authorizer.h"
 #include "security/sasl.h"
 #include "security/tls.h"
 
@@ -67,6 +68,19 @@ static int take_nothing(void *ctx, const char *user, enum kiq_scram_mech m, cons
     return 0;
 }
 
+/* Handler threads: the bindings are the metadata image's, as this node's
+ * controller holds it; a node without one has none. */
+static void acls_with(void *ctx, void (*fn)(const kiq_acl_store_t *s, void *arg), void *arg)
+{
+    kiq_broker_t *b = ctx;
+    if (b->controller) {
+        kiq_controller_with_acls(b->controller, fn, arg);
+        return;
+    }
+    static const kiq_acl_store_t none;
+    fn(&none, arg);
+}
+
 int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const kiq_listener_t *data,
                               const kiq_listener_t *control)
 {
@@ -76,6 +90,12 @@ int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const
         snprintf(why, sizeof why, "%s", kiq_error_get());
         return kiq_error_set("kafkaiq.add.scram: %s", why);
     }
+    if (kiq_authorizer_new(config, acls_with, b, &b->authorizer) != 0) return -1;
+    /* the bindings are this node's controller's; brokers forward to each
+     * other on the unchecked control plane */
+    if (b->authorizer && b->cluster && (b->nvoters != 1 || !b->roles.controller))
+        return kiq_error_set("authorizer.class.name: authorization is served on a standalone broker or a single "
+                             "combined node only");
     if (control && control->protocol != KIQ_PLAINTEXT && control_setup(b, config, control) != 0) return -1;
     if (!data) return 0;
     if (inter_broker_check(config, data) != 0) return -1;

@@ -19,12 +19,14 @@
 #include "core/view.h"
 #include "net/request.h"
 #include "proto/types.h"
+#include "security/acl.h"
 #include "server/fault_rule.h"
 
 enum kiq_hook_point {
     KIQ_HOOK_REQUEST, /* every decoded request, before its handler */
     KIQ_HOOK_PRODUCE, /* each partition's batches, validated, before the append */
     KIQ_HOOK_FETCH,   /* each partition's answer, read, before it goes out */
+    KIQ_HOOK_AUTHORIZE, /* each authorization a handler asks (api/authorize.h), before the ACLs */
     KIQ_HOOK__POINTS
 };
 
@@ -83,6 +85,10 @@ typedef struct kiq_interceptor_ops {
     void (*on_request)(void *ctx, kiq_request_t *r, const void *request, void *response, kiq_hook_action_t *act);
     void (*on_produce)(void *ctx, kiq_request_t *r, kiq_hook_produce_t *p);
     void (*on_fetch)(void *ctx, kiq_request_t *r, kiq_hook_fetch_t *f);
+    /* An authorization for r's principal: KIQ_ACL_ALLOWED or KIQ_ACL_DENIED
+     * with *reason (the calling thread's until its next call), or -1 when
+     * no hook has a say (the ACLs decide). */
+    int (*on_authorize)(void *ctx, const kiq_request_t *r, const kiq_acl_request_t *q, const char **reason);
     /* Any thread: calls that raised or ran over their budget so far. */
     uint64_t (*failures)(void *ctx);
     /* With the broker, once no thread can call in. */

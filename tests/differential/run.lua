@@ -4,7 +4,7 @@
 -- compared field by field. A difference allow.lua does not list (each entry
 -- with its reason) fails the case.
 --
---   build/kafkaiq run tests/differential/run.lua [--kafka HOST:PORT] [--only PATTERN]... [-v]
+--   build/kafkaiq run tests/differential/run.lua [--kafka HOST:PORT] [--kafka-acl HOST:PORT] [--only PATTERN]... [-v]
 --
 -- Without --kafka it starts a one-node Kafka with scripts/kafka.sh and stops
 -- it at the end (names given --kafka end in a tag of the run's own, so a
@@ -13,8 +13,11 @@
 -- once at the highest version of its API that both brokers and the codec
 -- speak (a case), with names of its own, against a KafkaIQ broker
 -- configured as scripts/kafka.sh configures Kafka; a cluster scenario
--- against three KRaft nodes and serve --brokers 3 (kiq.cluster). The last
--- line:
+-- against three KRaft nodes and serve --brokers 3 (kiq.cluster); an acl
+-- scenario against a node of its own each side (kafka.sh --acl, or the
+-- SASL listener --kafka-acl names; a combined KafkaIQ node), both with
+-- StandardAuthorizer, SASL PLAIN users admin (a super user), alice and bob,
+-- its steps signed in as admin or as a step's `as`. The last line:
 --   differential: S scenarios, C cases, I identical, A allowed, F different
 local kiq = require "kafkaiq"
 local core = require "kafkaiq.core"
@@ -38,24 +41,25 @@ local allow = require "allow"
 kiq.log_level("error")
 
 local args = { ... }
-local kafka_bootstrap, only, verbose
+local kafka_bootstrap, kafka_acl, only, verbose
 local i = 1
 while i <= #args do
   if args[i] == "--kafka" then kafka_bootstrap, i = args[i + 1], i + 2
+  elseif args[i] == "--kafka-acl" then kafka_acl, i = args[i + 1], i + 2
   elseif args[i] == "--only" then
     only = only or {}
     only[#only + 1] = args[i + 1]
     i = i + 2
   elseif args[i] == "-v" then verbose, i = true, i + 1
   else
-    io.stderr:write("usage: run.lua [--kafka HOST:PORT] [--only PATTERN]... [-v]\n")
+    io.stderr:write("usage: run.lua [--kafka HOST:PORT] [--kafka-acl HOST:PORT] [--only PATTERN]... [-v]\n")
     os.exit(2)
   end
 end
 
 -- A Kafka given with --kafka may have seen this run's names before: they
 -- get a tag of the run's own
-local run_tag = kafka_bootstrap and ("-" .. os.time()) or ""
+local run_tag = (kafka_bootstrap or kafka_acl) and ("-" .. os.time()) or ""
 
 local API_VERSIONS = 18
 local codec = {}
@@ -67,15 +71,17 @@ local root = here .. "/../.."
 
 local kafka_dirs = {}
 
--- A reference of `nodes` KRaft nodes (scripts/kafka.sh); its bootstrap.
-local function start_kafka_nodes(nodes)
+-- A reference of `nodes` KRaft nodes (scripts/kafka.sh); its bootstrap
+-- (with acl: its SASL listener's).
+local function start_kafka_nodes(nodes, acl)
   local dir = os.tmpname()
   os.remove(dir)
   kafka_dirs[#kafka_dirs + 1] = dir
-  local p = assert(io.popen(("%s/scripts/kafka.sh start --nodes %d --dir %s"):format(root, nodes, dir)))
+  local p = assert(io.popen(("%s/scripts/kafka.sh start --nodes %d --dir %s%s"):format(root, nodes, dir,
+    acl and " --acl" or "")))
   local out = p:read("*a")
   p:close()
-  local bs = out:match("KAFKA_BOOTSTRAP=(%S+)")
+  local bs = out:match(acl and "KAFKA_SASL=(%S+)" or "KAFKA_BOOTSTRAP=(%S+)")
   if not bs then error("differential: the reference broker did not start:\n" .. out) end
   return bs
 end
@@ -96,10 +102,27 @@ local function start_kiq()
     ["transaction.state.log.min.isr"] = 1 })
 end
 
-local function open(bootstrap)
+-- A combined KafkaIQ node set up as kafka.sh --acl sets up Kafka's (its
+-- one client listener the SASL one).
+local function start_kiq_acl()
+  local cp = core.free_port()
+  return assert(kiq.broker { id = 1, control_port = cp, ["controller.quorum.voters"] = ("1@127.0.0.1:%d"):format(cp),
+    ["num.partitions"] = 1, ["default.replication.factor"] = 1, ["group.initial.rebalance.delay.ms"] = 0,
+    ["offsets.topic.replication.factor"] = 1, ["transaction.state.log.replication.factor"] = 1,
+    ["transaction.state.log.min.isr"] = 1,
+    ["listener.security.protocol.map"] = "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+    ["sasl.enabled.mechanisms"] = "PLAIN",
+    ["plain.sasl.jaas.config"] = 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+      .. 'user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";',
+    ["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    ["super.users"] = "User:admin;User:ANONYMOUS" })
+end
+
+-- A connection, signed in as user (PLAIN, password <user>-secret) when given.
+local function open(bootstrap, user)
   local host, port = bootstrap:match("^([^,:]+):(%d+)")
   return assert(connection.open(host, tonumber(port), { client_id = "differential", connect_timeout_ms = 10000,
-    request_timeout_ms = 30000 }))
+    request_timeout_ms = 30000, sasl = user and { username = user, password = user .. "-secret" } }))
 end
 
 -- The API ranges a broker advertises: name -> { min, max }.
@@ -222,8 +245,15 @@ end
 
 -- One side's run of a case: its connections (the bootstrap's, and one per
 -- node a step is sent to) and what steps saved.
-local function side_new(bootstrap, id)
-  return { conn = open(bootstrap), bootstrap = bootstrap, id = id, saved = {}, nodes = {} }
+local function side_new(bootstrap, id, acl)
+  return { conn = open(bootstrap, acl and "admin"), bootstrap = bootstrap, id = id, saved = {}, nodes = {},
+    acl = acl, users = {} }
+end
+
+-- The connection signed in as a step's `as` (acl scenarios).
+local function user_conn(side, user)
+  side.users[user] = side.users[user] or open(side.bootstrap, user)
+  return side.users[user]
 end
 
 -- The connection to node `id` of a side (from Metadata's broker list).
@@ -246,14 +276,15 @@ end
 local function send(side, step, version)
   local body = type(step.body) == "function" and step.body(side.saved, side) or step.body or {}
   local key = codec[step.api].key
-  local conn = step.to and node_conn(side, step.to(side.saved)) or side.conn
+  local conn = step.to and node_conn(side, step.to(side.saved)) or step.as and user_conn(side, step.as) or side.conn
   local deadline = core.now_ms() + (step.wait_ms or 10000)
   while true do
     local resp, err = conn:request(key, body, { version = version, timeout_ms = step.timeout_ms })
     if not resp then
       conn:close()
-      if conn == side.conn then side.conn = open(side.bootstrap) end
+      if conn == side.conn then side.conn = open(side.bootstrap, side.acl and "admin") end
       for id, c in pairs(side.nodes) do if c == conn then side.nodes[id] = nil end end
+      for u, c in pairs(side.users) do if c == conn then side.users[u] = nil end end
       return nil, err
     end
     if not step["until"] or step["until"](resp, side.saved) or core.now_ms() > deadline then return resp end
@@ -264,7 +295,7 @@ end
 -- Runs one case; returns "identical" | "allowed" | "different" and the
 -- lines to show.
 local function run_case(case_name, sc, version, kafka_bs, kiq_bs)
-  local sides = { side_new(kafka_bs, case_name), side_new(kiq_bs, case_name) }
+  local sides = { side_new(kafka_bs, case_name, sc.acl), side_new(kiq_bs, case_name, sc.acl) }
   for _, s in ipairs(sides) do s.saved.name = sc.name:gsub("[^%w]+", "-") .. "-v" .. version .. run_tag end
   local verdict, lines = "identical", {}
   for n, step in ipairs(sc.steps) do
@@ -304,18 +335,24 @@ local function run_case(case_name, sc, version, kafka_bs, kiq_bs)
   for _, s in ipairs(sides) do
     s.conn:close()
     for _, c in pairs(s.nodes) do c:close() end
+    for _, c in pairs(s.users) do c:close() end
   end
   return verdict, lines
 end
 
--- The brokers a scenario runs against: one node each, or (cluster) three
--- KRaft nodes beside serve --brokers 3's three brokers; started once.
+-- The brokers a scenario runs against: one node each, (cluster) three
+-- KRaft nodes beside serve --brokers 3's three brokers, or (acl) one node
+-- each with SASL and StandardAuthorizer; started once.
 local setups = {}
-local function setup(cluster)
-  local key = cluster and "cluster" or "one"
+local function setup(cluster, acl)
+  local key = cluster and "cluster" or acl and "acl" or "one"
   if setups[key] then return setups[key] end
   local st = {}
-  if cluster then
+  if acl then
+    st.kafka = kafka_acl or start_kafka_nodes(1, true)
+    st.kiq = start_kiq_acl()
+    st.kiq_bootstrap = st.kiq.bootstrap
+  elseif cluster then
     st.kafka = start_kafka_nodes(3)
     st.kiq = assert(kiq.cluster { brokers = 3, ["num.partitions"] = 1, ["default.replication.factor"] = 3,
       ["min.insync.replicas"] = 1, ["group.initial.rebalance.delay.ms"] = 0,
@@ -327,7 +364,7 @@ local function setup(cluster)
     st.kiq = start_kiq()
     st.kiq_bootstrap = st.kiq.bootstrap
   end
-  local kc, qc = open(st.kafka), open(st.kiq_bootstrap)
+  local kc, qc = open(st.kafka, acl and "admin"), open(st.kiq_bootstrap, acl and "admin")
   st.kafka_ranges, st.kiq_ranges = ranges(kc), ranges(qc)
   kc:close()
   qc:close()
@@ -342,7 +379,7 @@ local function main()
     local wanted = not only
     for _, p in ipairs(only or {}) do wanted = wanted or matches(p, sc.name) end
     if wanted then
-      local st = setup(sc.cluster)
+      local st = setup(sc.cluster, sc.acl)
       local kafka_bs, kr, qr = st.kafka, st.kafka_ranges, st.kiq_ranges
       nscenarios = nscenarios + 1
       local k, q, c = kr[sc.api], qr[sc.api], codec[sc.api]

@@ -1331,4 +1331,173 @@ scenario { name = "Cluster: DescribeCluster", api = "DescribeCluster", cluster =
   { api = "DescribeCluster", body = { include_cluster_authorized_operations = false, endpoint_type = 1 } },
 } }
 
+-- ---------------------------------------------------------------- ACLs
+-- acl scenarios run against a node of each with StandardAuthorizer and
+-- SASL PLAIN users admin (a super user), alice and bob; steps sign in as
+-- admin unless they say `as`. Bindings name the case's own resources, so
+-- the filters find those only.
+
+local ALLOW, DENY = 3, 2
+local R_TOPIC, R_GROUP = 2, 3
+local LITERAL, PREFIXED, MATCH, ANY = 3, 4, 2, 1
+local OP = { ANY = 1, ALL = 2, READ = 3, WRITE = 4 }
+
+local function creation(rtype, name, pattern, principal, op, perm)
+  return { resource_type = rtype, resource_name = name, resource_pattern_type = pattern, principal = principal,
+    host = "*", operation = op, permission_type = perm or ALLOW }
+end
+
+local function acl_filter(rtype, name, pattern, principal, op, perm)
+  return { resource_type_filter = rtype, resource_name_filter = name, pattern_type_filter = pattern,
+    principal_filter = principal, host_filter = nil, operation = op or OP.ANY, permission_type = perm or 1 }
+end
+
+scenario { name = "ACLs: create, describe, delete", api = "CreateAcls", acl = true, steps = {
+  { api = "CreateAcls", body = function(s) return { creations = {
+    creation(R_TOPIC, s.name, LITERAL, "User:alice", OP.READ),
+    creation(R_TOPIC, s.name .. "-", PREFIXED, "User:alice", OP.WRITE),
+    creation(R_GROUP, s.name, LITERAL, "User:bob", OP.READ, DENY),
+    -- the same again: no change, no error
+    creation(R_TOPIC, s.name, LITERAL, "User:alice", OP.READ),
+  } } end },
+  -- MATCH is no pattern a binding has: Kafka fails the whole request
+  { api = "CreateAcls", body = function(s) return { creations = {
+    creation(R_TOPIC, s.name .. "-m", LITERAL, "User:alice", OP.READ),
+    creation(R_TOPIC, s.name .. "-m", MATCH, "User:alice", OP.READ),
+  } } end },
+  -- a principal that is not Type:name
+  { api = "CreateAcls", body = function(s) return { creations = {
+    creation(R_TOPIC, s.name .. "-p", LITERAL, "alice", OP.READ),
+  } } end },
+  { api = "DescribeAcls", body = function(s) return acl_filter(R_TOPIC, s.name, LITERAL, "User:alice") end },
+  { api = "DescribeAcls", body = function(s) return acl_filter(R_TOPIC, s.name .. "-", PREFIXED) end },
+  { api = "DescribeAcls", body = function(s) return acl_filter(R_GROUP, s.name, ANY, nil, OP.ANY, DENY) end },
+  -- what applies to a topic under the prefix
+  { api = "DescribeAcls", body = function(s) return acl_filter(R_TOPIC, s.name .. "-x", MATCH) end },
+  { api = "DescribeAcls", body = function(s) return acl_filter(R_TOPIC, s.name .. "-none", LITERAL) end },
+  { api = "DeleteAcls", body = function(s) return { filters = {
+    acl_filter(R_TOPIC, s.name .. "-", PREFIXED, "User:alice", OP.WRITE, ALLOW),
+    acl_filter(R_TOPIC, s.name .. "-nothing", LITERAL),
+  } } end },
+  { api = "DescribeAcls", body = function(s) return acl_filter(R_TOPIC, s.name .. "-", PREFIXED) end },
+  -- each filter matching one binding (the order of several is each broker's own)
+  { api = "DeleteAcls", body = function(s) return { filters = {
+    acl_filter(R_TOPIC, s.name, ANY), acl_filter(R_GROUP, s.name, ANY) } } end },
+} }
+
+scenario { name = "ACLs: alice allowed, bob refused", api = "Produce", acl = true, steps = {
+  create(1),
+  { api = "CreateAcls", ignore = true, body = function(s) return { creations = {
+    creation(R_TOPIC, s.name, LITERAL, "User:alice", OP.WRITE),
+    creation(R_TOPIC, s.name, LITERAL, "User:alice", OP.READ),
+    creation(R_GROUP, s.name, LITERAL, "User:alice", OP.READ),
+  } } end },
+  { api = "Produce", as = "alice", body = function(s) return { acks = -1, timeout_ms = 10000, topic_data = {
+    { name = s.name, partition_data = { { index = 0, records = records(2, "alice") } } } } } end },
+  { api = "Produce", as = "bob", body = function(s) return { acks = -1, timeout_ms = 10000, topic_data = {
+    { name = s.name, partition_data = { { index = 0, records = records(1, "bob") } } } } } end },
+} }
+
+scenario { name = "ACLs: Metadata refused", api = "Metadata", acl = true, steps = {
+  create(1),
+  { api = "CreateAcls", ignore = true, body = function(s) return { creations = {
+    creation(R_TOPIC, s.name, LITERAL, "User:alice", OP.READ),
+  } } end },
+  -- alice may describe it (READ implies DESCRIBE); bob may not, asked by name
+  { api = "Metadata", as = "alice", body = function(s) return { topics = { { name = s.name } },
+    allow_auto_topic_creation = false } end },
+  { api = "Metadata", as = "bob", body = function(s) return { topics = { { name = s.name } },
+    allow_auto_topic_creation = false } end },
+  -- an unknown topic bob may not create
+  { api = "Metadata", as = "bob", body = function(s) return { topics = { { name = s.name .. "-new" } },
+    allow_auto_topic_creation = true } end },
+} }
+
+scenario { name = "ACLs: Fetch refused", api = "Fetch", acl = true, min_version = 4, max_version = 12, steps = {
+  create(1),
+  { api = "Fetch", as = "bob", body = function(s)
+    return { replica_id = -1, max_wait_ms = 0, min_bytes = 0, max_bytes = 1048576, isolation_level = 0,
+      session_id = 0, session_epoch = -1, topics = { { topic = s.name, partitions = { { partition = 0,
+        fetch_offset = 0, partition_max_bytes = 1048576 } } } } }
+  end },
+} }
+
+scenario { name = "ACLs: JoinGroup refused", api = "JoinGroup", acl = true, steps = {
+  { api = "JoinGroup", as = "bob", body = function(s) return { group_id = s.name, session_timeout_ms = 10000,
+    rebalance_timeout_ms = 10000, member_id = "", protocol_type = "consumer",
+    protocols = { { name = "range", metadata = SUB } } } end },
+} }
+
+scenario { name = "ACLs: ACL APIs refused to bob", api = "DescribeAcls", acl = true, steps = {
+  { api = "DescribeAcls", as = "bob", body = function(s) return acl_filter(1, nil, ANY) end },
+  { api = "CreateAcls", as = "bob", body = function(s) return { creations = {
+    creation(R_TOPIC, s.name, LITERAL, "User:bob", OP.ALL) } } end },
+  { api = "DeleteAcls", as = "bob", body = function(s) return { filters = { acl_filter(1, s.name, ANY) } } end },
+} }
+
+scenario { name = "ACLs: bob may not change the cluster", api = "IncrementalAlterConfigs", acl = true, steps = {
+  create(1),
+  -- message.max.bytes=100 on the broker would refuse every produce
+  { api = "IncrementalAlterConfigs", as = "bob", body = { validate_only = false, resources = {
+    { resource_type = 4, resource_name = "1", configs = {
+      { name = "message.max.bytes", config_operation = 0, value = "100" } } } } } },
+  { api = "IncrementalAlterConfigs", as = "bob", body = function(s) return { validate_only = false, resources = {
+    { resource_type = 2, resource_name = s.name, configs = {
+      { name = "retention.ms", config_operation = 0, value = "1000" } } } } } end },
+  { api = "DeleteTopics", as = "bob", body = function(s) return { topic_names = { s.name }, timeout_ms = 10000 } end },
+  { api = "DescribeUserScramCredentials", as = "bob", body = { users = { { name = "alice" } } } },
+  { api = "AlterUserScramCredentials", as = "bob", body = { deletions = { { name = "alice", mechanism = 1 } },
+    upsertions = {} } },
+} }
+
+scenario { name = "ACLs: groups and transactions refused", api = "OffsetCommit", acl = true, max_version = 9,
+  steps = {
+  create(1),
+  { api = "CreateAcls", ignore = true, body = function(s) return { creations = {
+    creation(R_TOPIC, s.name, LITERAL, "User:bob", OP.READ) } } end },
+  { api = "FindCoordinator", as = "bob", body = function(s) return { key = s.name, key_type = 0,
+    coordinator_keys = { s.name } } end },
+  { api = "OffsetCommit", as = "bob", body = function(s) return { group_id = s.name, generation_id_or_member_epoch = -1,
+    member_id = "", retention_time_ms = -1, topics = { { name = s.name, partitions = {
+      { partition_index = 0, committed_offset = 1, committed_metadata = "" } } } } } end },
+  { api = "OffsetFetch", as = "bob", version = 7, body = function(s) return { group_id = s.name,
+    topics = { { name = s.name, partition_indexes = { 0 } } } } end },
+  { api = "DescribeGroups", as = "bob", body = function(s) return { groups = { s.name },
+    include_authorized_operations = true } end },
+  { api = "InitProducerId", as = "bob", body = function(s) return { transactional_id = s.name,
+    transaction_timeout_ms = 60000 } end },
+  { api = "ListOffsets", as = "alice", body = function(s) return { replica_id = -1, isolation_level = 0,
+    topics = { { name = s.name, partitions = { { partition_index = 0, timestamp = -1 } } } } } end },
+  { api = "DescribeConfigs", as = "alice", body = function(s) return { resources = { { resource_type = 2,
+    resource_name = s.name } }, include_synonyms = false, include_documentation = false } end },
+} }
+
+scenario { name = "ACLs: authorized operations", api = "Metadata", acl = true, min_version = 8, max_version = 10, steps = {
+  create(1),
+  { api = "CreateAcls", ignore = true, body = function(s) return { creations = {
+    creation(R_TOPIC, s.name, LITERAL, "User:alice", OP.READ),
+    creation(R_TOPIC, s.name, LITERAL, "User:alice", 11), -- ALTER_CONFIGS
+  } } end },
+  { api = "Metadata", as = "alice", body = function(s) return { topics = { { name = s.name } },
+    allow_auto_topic_creation = false, include_cluster_authorized_operations = true,
+    include_topic_authorized_operations = true } end },
+  { api = "Metadata", body = function(s) return { topics = { { name = s.name } },
+    allow_auto_topic_creation = false, include_cluster_authorized_operations = true,
+    include_topic_authorized_operations = true } end },
+  { api = "DescribeCluster", as = "alice", body = { include_cluster_authorized_operations = true, endpoint_type = 1 } },
+  { api = "DescribeTopicPartitions", as = "alice", body = function(s) return { topics = { { name = s.name } },
+    response_partition_limit = 10 } end },
+  { api = "DescribeTopicPartitions", as = "bob", body = function(s) return { topics = { { name = s.name } },
+    response_partition_limit = 10 } end },
+} }
+
+scenario { name = "ACLs: WriteTxnMarkers needs ClusterAction", api = "WriteTxnMarkers", acl = true, steps = {
+  create(1),
+  { api = "CreateAcls", ignore = true, body = function(s) return { creations = {
+    creation(R_TOPIC, s.name, LITERAL, "User:alice", OP.ALL) } } end },
+  { api = "WriteTxnMarkers", as = "alice", body = function(s) return { markers = { { producer_id = 1000,
+    producer_epoch = 0, transaction_result = false, coordinator_epoch = 0,
+    topics = { { name = s.name, partition_indexes = { 0 } } } } } } end },
+} }
+
 return S

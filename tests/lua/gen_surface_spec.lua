@@ -44,8 +44,8 @@ describe("the surface generator", function()
       { PRODUCE, FETCH, 'return { name = "OffsetCommitKey", versions = "0-1", fields = {} }' })
     assert.matches("rc=0", out, 1, true)
     assert.matches("int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);", c, 1, true)
-    assert.matches("{KIQ_API_PRODUCE, -1, 0, DATA, kiq_api_produce_handle},", c, 1, true)
-    assert.matches("{KIQ_API_FETCH, 4, -1, BOTH, kiq_api_fetch_handle},", c, 1, true)
+    assert.matches("{KIQ_API_PRODUCE, -1, 0, DATA, kiq_api_produce_handle, 0, NULL, 0, NULL, 0, NULL},", c, 1, true)
+    assert.matches("{KIQ_API_FETCH, 4, -1, BOTH, kiq_api_fetch_handle, 0, NULL, 0, NULL, 0, NULL},", c, 1, true)
     assert.matches("const size_t kiq_api_nrows = 2;", c, 1, true)
   end)
 
@@ -81,6 +81,32 @@ describe("the surface generator", function()
       run('return { { "Produce", planes = "data", min = -1 }, { "Fetch", planes = "data" } }', { PRODUCE, FETCH }), 1, true)
     assert.matches('unknown field "max"',
       run('return { { "Produce", planes = "data", max = 9 }, { "Fetch", planes = "data" } }', { PRODUCE, FETCH }), 1, true)
+  end)
+
+  it("writes the authorization columns: the operation and how a refusal is answered", function()
+    local END = [[return { key = 26, name = "EndTxn", versions = "0-5",
+      request = { { "transactional_id", "string" }, { "group_id", "string" } },
+      response = { { "throttle_time_ms", "int32" }, { "error_code", "int16", v = "1+" } } }]]
+    local out, c = run('return { { "Produce", planes = "data" }, { "EndTxn", planes = "data", cluster = "ALTER", ' ..
+      'txn = "WRITE", group = "READ" } }', { PRODUCE, END })
+    assert.matches("rc=0", out, 1, true)
+    assert.matches("{KIQ_API_END_TXN, -1, -1, DATA, kiq_api_end_txn_handle, KIQ_OP_ALTER, deny_end_txn, KIQ_OP_READ, " ..
+      "group_of_end_txn, KIQ_OP_WRITE, txn_of_end_txn},", c, 1, true)
+    assert.matches("if (v >= 1) ((kiq_end_txn_response_t *)resp)->error_code = code;", c, 1, true)
+    assert.matches("return ((const kiq_end_txn_request_t *)req)->transactional_id;", c, 1, true)
+    -- a refusal needs a top-level error_code; a group column a group_id
+    out = run('return { { "Produce", planes = "data", cluster = "ALTER" }, { "EndTxn", planes = "data" } }',
+      { PRODUCE, END })
+    assert.matches("needs a top-level error_code", out, 1, true)
+    out = run('return { { "Produce", planes = "data" }, { "EndTxn", planes = "data", cluster = "READ" } }',
+      { PRODUCE, END })
+    assert.matches("cluster must be an operation on the cluster", out, 1, true)
+    local NOGROUP = 'return { key = 26, name = "EndTxn", versions = "0-5", request = {}, ' ..
+      'response = { { "error_code", "int16" } } }'
+    out = run('return { { "Produce", planes = "data" }, { "EndTxn", planes = "data", group = "READ" } }',
+      { PRODUCE, NOGROUP })
+    assert.matches("group needs a top-level group_id", out, 1, true)
+    assert.matches("rc=1", out, 1, true)
   end)
 
   it("serves every API the engine's schemas declare, but those not served yet", function()

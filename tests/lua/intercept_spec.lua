@@ -619,3 +619,43 @@ describe("interceptors and the broker's life", function()
     os.execute("rm -rf '" .. d .. "'")
   end)
 end)
+
+describe("authorize interceptors (a Lua authorizer)", function()
+  -- no authorizer.class.name on this broker: the hook alone decides, and
+  -- what it leaves (nil) is allowed
+  local locked = [[
+    return function(ctx)
+      if ctx.resource_type == "TOPIC" and ctx.resource_name:match("^locked") and ctx.operation == "WRITE" then
+        return { allow = false, reason = ctx.principal .. " may not write " .. ctx.resource_name .. " from " .. ctx.host }
+      end
+    end]]
+
+  it("refuses what it denies with Kafka's error, logs its reason, leaves the rest", function()
+    local t, open = new_topic(), new_topic()
+    create_topic(c, "locked-" .. t)
+    assert(b:intercept { on = "authorize", source = locked })
+    local denied = b:event_counts().authorization_denied
+    local p
+    core.log_level("info") -- denials are logged at info
+    local log = capture_stderr(function() p = assert(produce(c, "locked-" .. t, { { value = "x" } })) end)
+    core.log_level("warn")
+    assert.equals(ERR.TOPIC_AUTHORIZATION_FAILED, p.error_code)
+    assert.equals(0, log_end_offset(b, "locked-" .. t))
+    assert.matches("Lua authorizer %(interceptor %d+%): User:ANONYMOUS may not write locked%-" .. (t:gsub("%-", "%%-")) .. " from 127%.0%.0%.1",
+      log)
+    -- the refusal is an observer event too
+    assert.equals(denied + 1, b:event_counts().authorization_denied)
+    p = assert(produce(c, open, { { value = "y" } }))
+    assert.equals(0, p.error_code)
+    assert.equals(1, log_end_offset(b, open))
+    -- reading is not its business: allowed
+    assert.equals(0, (fetch(c, "locked-" .. t)).error_code)
+  end)
+
+  it("counts a hook answering something else as failed and lets the request through", function()
+    local t = new_topic()
+    local id = assert(b:intercept { on = "authorize", source = "return function() return { allow = 'yes' } end" })
+    assert.equals(0, assert(produce(c, t, { { value = "z" } })).error_code)
+    assert.is_true(find_intercept(b, id).failures >= 1)
+  end)
+end)

@@ -168,7 +168,7 @@ static void test_unknown_and_malformed_values(void **state)
     kiq_arena_t a;
     kiq_arena_init(&a);
     kiq_metadata_record_t r;
-    /* AccessControlEntryRecord (type 6): framed well, not known here */
+    /* type 6 (no record of Kafka's): framed well, not known here */
     const uint8_t unknown_type[] = {1, 6, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0};
     assert_int_equal(kiq_metadata_record_decode(unknown_type, sizeof unknown_type, &a, &r),
                      KIQ_METADATA_RECORD_UNKNOWN);

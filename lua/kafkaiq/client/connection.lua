@@ -60,11 +60,30 @@ function M.open(host, port, cfg)
     corr = 0, versions = {},
   }, Connection)
   local ok, verr = c:_negotiate()
+  if ok and cfg.sasl then ok, verr = c:_sasl_plain(cfg.sasl) end
   if not ok then
     c:close()
     return nil, verr
   end
   return c
+end
+
+local SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+
+-- SASL PLAIN (cfg.sasl = { username =, password = }) after ApiVersions, as
+-- Kafka's clients sign in on a SASL_PLAINTEXT listener: SaslHandshake names
+-- the mechanism, SaslAuthenticate carries the token.
+function Connection:_sasl_plain(sasl)
+  local resp, err = self:request(SASL_HANDSHAKE, { mechanism = "PLAIN" })
+  if not resp then return nil, err end
+  if resp.error_code ~= 0 then return self:_fail(errors.format("SaslHandshake", resp.error_code)) end
+  local token = "\0" .. sasl.username .. "\0" .. sasl.password
+  resp, err = self:request(SASL_AUTHENTICATE, { auth_bytes = token })
+  if not resp then return nil, err end
+  if resp.error_code ~= 0 then
+    return self:_fail(("%s: %s"):format(errors.format("SaslAuthenticate", resp.error_code), resp.error_message or ""))
+  end
+  return true
 end
 
 -- Sends one request; returns the response frame and the correlation id sent

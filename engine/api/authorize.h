@@ -1,0 +1,23 @@
+/* What handlers ask about a request's principal and host: the "authorize"
+ * interceptors first (a Lua authorizer, beside the ACLs or instead of
+ * them), then the broker's authorizer (security/authorizer.h). With
+ * neither deciding, and on the control plane (controllers and brokers in
+ * plaintext), everything is allowed. A refusal is logged (rate-limited)
+ * with the reason the hook or the authorizer gave. Handler threads. */
+#ifndef KIQ_API_AUTHORIZE_H
+#define KIQ_API_AUTHORIZE_H
+
+#include <stdbool.h>
+
+#include "api/api.h"
+
+bool kiq_api_allowed(kiq_broker_t *b, const kiq_request_t *r, int8_t op, int8_t resource_type, kiq_str_t name);
+bool kiq_api_cluster_allowed(kiq_broker_t *b, const kiq_request_t *r, int8_t op);
+/* Whether op is allowed on some resource of the type (Kafka's
+ * authorizeByResourceType, e.g. WRITE on any topic for an idempotent
+ * producer). */
+bool kiq_api_allowed_any(kiq_broker_t *b, const kiq_request_t *r, int8_t op, int8_t resource_type);
+/* The authorized-operations bitfield of a topic, group or the cluster. */
+int32_t kiq_api_operations(kiq_broker_t *b, const kiq_request_t *r, int8_t resource_type, kiq_str_t name);
+
+#endif

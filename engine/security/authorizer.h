@@ -1,0 +1,42 @@
+/* The broker's authorizer, as Kafka's StandardAuthorizer decides:
+ * super.users are allowed everything, then the cluster's ACL bindings
+ * (security/acl.h) with allow.everyone.if.no.acl.found. (A Lua authorizer,
+ * an interceptor, is asked before it: api/authorize.c.)
+ *
+ * Built on the thread building the broker, read-only once it serves; the
+ * decisions run on handler threads. The bindings are read through `with`,
+ * which holds whatever guards them while fn runs. */
+#ifndef KIQ_SECURITY_AUTHORIZER_H
+#define KIQ_SECURITY_AUTHORIZER_H
+
+#include <stdbool.h>
+
+#include "config/config.h"
+#include "security/acl.h"
+
+typedef struct kiq_authorizer kiq_authorizer_t;
+
+/* Runs fn on the cluster's bindings under their guard. */
+typedef void (*kiq_acl_with_fn)(void *ctx, void (*fn)(const kiq_acl_store_t *s, void *arg), void *arg);
+
+/* The class name Kafka's KRaft brokers use; the only one taken. */
+#define KIQ_STANDARD_AUTHORIZER "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+/* From authorizer.class.name, super.users, allow.everyone.if.no.acl.found:
+ * *out NULL when no authorizer is configured (everything allowed). -1 with
+ * the reason for another class name or a super user that is no principal. */
+int kiq_authorizer_new(const kiq_config_t *c, kiq_acl_with_fn with, void *ctx, kiq_authorizer_t **out);
+void kiq_authorizer_free(kiq_authorizer_t *a);
+
+bool kiq_authorizer_is_super(const kiq_authorizer_t *a, const char *principal);
+/* One decision; *reason (may be NULL) says why. */
+enum kiq_acl_decision kiq_authorizer_authorize(const kiq_authorizer_t *a, const kiq_acl_request_t *q,
+                                               const char **reason);
+/* Whether any resource of q's type allows q's operation (Kafka's
+ * authorizeByResourceType). */
+bool kiq_authorizer_authorize_any(const kiq_authorizer_t *a, const kiq_acl_request_t *q);
+/* The bitfield of ops allowed on q's resource. */
+int32_t kiq_authorizer_operations(const kiq_authorizer_t *a, const kiq_acl_request_t *q, const int8_t *ops,
+                                  size_t nops);
+
+#endif
