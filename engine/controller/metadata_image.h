@@ -19,6 +19,7 @@
 
 #include "controller/features.h"
 #include "controller/metadata_record.h"
+#include "controller/client_quotas.h"
 #include "controller/scram_credentials.h"
 
 /* The most replicas a partition has (a replica set, an ISR). */
@@ -107,6 +108,13 @@ int64_t kiq_metadata_image_offset(const kiq_metadata_image_t *img);
 const kiq_features_t *kiq_metadata_image_features(const kiq_metadata_image_t *img);
 /* The users' SCRAM credentials. */
 const kiq_scram_store_t *kiq_metadata_image_scram(const kiq_metadata_image_t *img);
+/* The client quotas (ClientQuotaRecord). */
+const kiq_client_quota_store_t *kiq_metadata_image_quotas(const kiq_metadata_image_t *img);
+/* The entity a record or request names (types "user" and "client-id",
+ * each at most once; a null name the default), names copied into a. 0, or
+ * -1 with the reason. */
+int kiq_client_quota_entity_of(const kiq_client_quota_record_entity_t *parts, int32_t n, kiq_arena_t *a,
+                               kiq_quota_entity_t *e);
 
 /* One per record type, as kiq_metadata_image_apply dispatches:
  * - RegisterBroker: the broker's registration, replacing any earlier one

@@ -37,6 +37,7 @@ enum kiq_metadata_record_type {
     KIQ_MR_REMOVE_TOPIC = 9,
     KIQ_MR_USER_SCRAM_CREDENTIAL = 11,
     KIQ_MR_FEATURE_LEVEL = 12,
+    KIQ_MR_CLIENT_QUOTA = 14,
     KIQ_MR_PRODUCER_IDS = 15,
     KIQ_MR_REMOVE_USER_SCRAM_CREDENTIAL = 22,
 };
@@ -65,6 +66,7 @@ typedef struct kiq_metadata_record {
         kiq_producer_ids_record_t producer_ids;
         kiq_user_scram_credential_record_t user_scram_credential;
         kiq_remove_user_scram_credential_record_t remove_user_scram_credential;
+        kiq_client_quota_record_t client_quota;
     } m;
 } kiq_metadata_record_t;
 

@@ -1,0 +1,33 @@
+/* AlterClientQuotas: quota values set or removed per entity, decided and
+ * written to the metadata log as ClientQuotaRecords by this node's active
+ * controller (kiq_controller_alter_client_quotas). A node without one
+ * answers NOT_CONTROLLER for each entity (not forwarded yet). */
+#include "api/api.h"
+#include "controller/controller.h"
+
+int kiq_api_alter_client_quotas_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_alter_client_quotas_request_t *req = request;
+    kiq_alter_client_quotas_response_t *out = response;
+    if (b->controller) {
+        kiq_controller_alter_client_quotas(b->controller, req, &r->arena, out);
+        return KIQ_HANDLER_RESPOND;
+    }
+    int n = req->entries_n > 0 ? req->entries_n : 0;
+    out->entries = kiq_arena_calloc(&r->arena, (size_t)n + 1, sizeof *out->entries);
+    out->entries_n = n;
+    for (int i = 0; i < n; i++) {
+        kiq_alter_client_quotas_response_entries_t *o = &out->entries[i];
+        kiq_alter_client_quotas_response_entries_init(o);
+        o->entity_n = req->entries[i].entity_n > 0 ? req->entries[i].entity_n : 0;
+        o->entity = kiq_arena_calloc(&r->arena, (size_t)o->entity_n + 1, sizeof *o->entity);
+        for (int32_t j = 0; j < o->entity_n; j++) {
+            kiq_alter_client_quotas_response_entries_entity_init(&o->entity[j]);
+            o->entity[j].entity_type = req->entries[i].entity[j].entity_type;
+            o->entity[j].entity_name = req->entries[i].entity[j].entity_name;
+        }
+        o->error_code = KIQ_ERR_NOT_CONTROLLER;
+        o->error_message = kiq_request_str(r, "client quotas are kept by a controller quorum: this node hosts none");
+    }
+    return KIQ_HANDLER_RESPOND;
+}
