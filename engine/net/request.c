@@ -104,6 +104,7 @@ static void tally_error(void *ctx, int16_t code)
 
 void kiq_request_respond(kiq_request_t *r, const void *response)
 {
+    if (r->before_respond) r->before_respond(r->before_respond_ctx, r, (void *)response);
     if (r->close_after) {
         /* the handler ran; the interceptor wants the answer lost */
         kiq_request_finish(r, true);

@@ -19,6 +19,7 @@
 #include "server/broker_lifecycle.h"
 #include "server/broker_metrics.h"
 #include "server/controller_link.h"
+#include "server/quota_manager.h"
 #include "controller/metadata_cache.h"
 #include "replica/replica_manager.h"
 #include "share/share_manager.h"
@@ -127,6 +128,10 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     kiq_observer_t counter = kiq_event_counts_observer(&b->event_counts);
     if (kiq_observers_add(&b->observers, &counter) != 0) goto fail;
     if (!(b->metrics = kiq_metrics_new()) || kiq_metrics_add(b->metrics, kiq_broker_metrics, b) != 0) goto oom;
+    if (!(b->client_quotas = kiq_quota_manager_new((int)kiq_config_int(config, KIQ_CFG_QUOTA_WINDOW_NUM),
+                                            kiq_config_int(config, KIQ_CFG_QUOTA_WINDOW_SIZE_SECONDS) * 1000)) ||
+        kiq_metrics_add(b->metrics, kiq_quota_metrics, b->client_quotas) != 0)
+        goto oom;
     if (!(b->topic_counts = kiq_topic_counts_new())) goto oom;
     kiq_observer_t topic_counter = kiq_topic_counts_observer(b->topic_counts);
     if (kiq_observers_add(&b->observers, &topic_counter) != 0) goto fail;
@@ -969,6 +974,8 @@ void kiq_broker_free(kiq_broker_t *b)
     kiq_journeys_free(b->journeys);
     kiq_topic_counts_free(b->topic_counts);
     kiq_metrics_remove(b->metrics, b);
+    kiq_metrics_remove(b->metrics, b->client_quotas);
+    kiq_quota_manager_free(b->client_quotas);
     kiq_metrics_free(b->metrics);
     kiq_request_stats_clear(&b->stats);
     kiq_producer_ids_free(b->producer_ids);

@@ -152,6 +152,10 @@ struct kiq_broker {
      * that leads: kiq_broker_active_controller): from start to shutdown;
      * its own lock. */
     struct kiq_controller *controller;
+    /* Client quotas' sensors (server/quota_manager.h), from new to free;
+     * enforced where this node hosts the controller, whose image holds
+     * the quotas. Its own lock. */
+    struct kiq_quota_manager *client_quotas;
     /* Standalone: the finalized feature levels (server/broker_features.h),
      * loaded at start; features_mu guards them. */
     pthread_mutex_t features_mu;

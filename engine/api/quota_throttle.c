@@ -1,0 +1,83 @@
+/* Client quotas on the data plane, as Kafka applies them (KIP-219): when a
+ * client's response is ready, what the request cost is recorded against
+ * its quotas — a Produce request's bytes (producer_byte_rate), a consumer
+ * Fetch response's record bytes (consumer_byte_rate), the handler's time
+ * as a share of one thread (request_percentage, its throttle bounded by
+ * one window) — and the response goes out at once with the longest
+ * throttle in its throttle_time_ms (Produce, Fetch); the processor then
+ * leaves the connection unread that long. */
+#include <stdio.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "api/quota_throttle.h"
+#include "controller/controller.h"
+#include "core/clock.h"
+#include "security/sasl.h"
+#include "server/quota_manager.h"
+
+/* Kafka's principal name of the connection: the SASL user, else ANONYMOUS. */
+static const char *user_of(const kiq_request_t *r)
+{
+    const char *p = r->sasl ? kiq_sasl_principal(r->sasl) : NULL;
+    if (!p) return "ANONYMOUS";
+    return strncmp(p, "User:", 5) == 0 ? p + 5 : p;
+}
+
+static double fetched_bytes(const kiq_fetch_response_t *f)
+{
+    double n = 0;
+    for (int32_t t = 0; t < f->responses_n; t++)
+        for (int32_t p = 0; p < f->responses[t].partitions_n; p++) {
+            const kiq_fetch_response_responses_partitions_t *pa = &f->responses[t].partitions[p];
+            if (pa->records.p) n += pa->records.len;
+            if (pa->records_file)
+                for (int i = 0; i < pa->records_file->n; i++) n += pa->records_file->ranges[i].length;
+        }
+    return n;
+}
+
+static void throttle(void *ctx, kiq_request_t *r, void *response)
+{
+    kiq_broker_t *b = ctx;
+    struct kiq_controller *c = b->controller;
+    if (!c) return;
+    char client[256];
+    kiq_str_t id = r->header.client_id;
+    snprintf(client, sizeof client, "%.*s", id.p ? (int)id.len : 0, id.p ? id.p : "");
+    const char *user = user_of(r);
+    int64_t now = kiq_clock_mono_ms(), ms = 0;
+    int16_t key = r->header.api_key;
+    if (key == KIQ_API_PRODUCE)
+        ms = kiq_quota_record(b->client_quotas, c, KIQ_QUOTA_PRODUCER_BYTE_RATE, user, client, (double)r->frame_len, 0, now);
+    else if (key == KIQ_API_FETCH) {
+        const kiq_fetch_request_t *req = r->body;
+        bool follower = req && (req->replica_id >= 0 || req->replica_state.replica_id >= 0);
+        if (!follower)
+            ms = kiq_quota_record(b->client_quotas, c, KIQ_QUOTA_CONSUMER_BYTE_RATE, user, client,
+                                  fetched_bytes(response), 0, now);
+    }
+    /* a request's handler time in percent of one thread (Kafka's nanosToPercentage) */
+    if (r->t.handled && r->t.dequeued && r->t.handled > r->t.dequeued) {
+        double pct = (double)(r->t.handled - r->t.dequeued) * 100.0 / 1e9;
+        int64_t req_ms = kiq_quota_record(b->client_quotas, c, KIQ_QUOTA_REQUEST_PERCENTAGE, user, client, pct,
+                                          kiq_quota_window_ms(b->client_quotas), now);
+        if (req_ms > ms) ms = req_ms;
+    }
+    if (ms <= 0) return;
+    int32_t t = ms > INT32_MAX ? INT32_MAX : (int32_t)ms;
+    if (key == KIQ_API_PRODUCE) ((kiq_produce_response_t *)response)->throttle_time_ms = t;
+    else if (key == KIQ_API_FETCH) ((kiq_fetch_response_t *)response)->throttle_time_ms = t;
+    r->throttle_ms = ms;
+}
+
+void kiq_api_quota_watch(kiq_broker_t *b, kiq_request_t *r)
+{
+    /* client requests only, and not the ones that come before a client is known */
+    int16_t key = r->header.api_key;
+    if (!b->controller || r->listener != KIQ_LISTENER_DATA || key == KIQ_API_API_VERSIONS ||
+        key == KIQ_API_SASL_HANDSHAKE || key == KIQ_API_SASL_AUTHENTICATE)
+        return;
+    r->before_respond = throttle;
+    r->before_respond_ctx = b;
+}
