@@ -259,7 +259,7 @@ static int16_t read_filter(const kiq_describe_client_quotas_request_t *req, kiq_
             break;
         default:
             *why = fmt(a, "Unknown match type %d", co->match_type);
-            return KIQ_ERR_UNSUPPORTED_VERSION;
+            return KIQ_ERR_INVALID_REQUEST;
         }
         if (is_user) {
             f->user = true;

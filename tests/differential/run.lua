@@ -89,11 +89,18 @@ end
 
 -- KafkaIQ set up as kafka.sh sets up Kafka's node: id 1, one partition
 -- per auto-created topic, no rebalance delay.
-local function start_kiq()
-  return assert(kiq.broker { id = 1, ["num.partitions"] = 1, ["default.replication.factor"] = 1,
+-- combined: also the quorum's only controller, as Kafka's node is (for
+-- what only a controller keeps: client quotas).
+local function start_kiq(combined)
+  local cfg = { id = 1, ["num.partitions"] = 1, ["default.replication.factor"] = 1,
     ["group.initial.rebalance.delay.ms"] = 0,
     ["offsets.topic.replication.factor"] = 1, ["transaction.state.log.replication.factor"] = 1,
-    ["transaction.state.log.min.isr"] = 1 })
+    ["transaction.state.log.min.isr"] = 1 }
+  if combined then
+    cfg.control_port = core.free_port()
+    cfg["controller.quorum.voters"] = ("1@127.0.0.1:%d"):format(cfg.control_port)
+  end
+  return assert(kiq.broker(cfg))
 end
 
 local function open(bootstrap)
@@ -308,11 +315,12 @@ local function run_case(case_name, sc, version, kafka_bs, kiq_bs)
   return verdict, lines
 end
 
--- The brokers a scenario runs against: one node each, or (cluster) three
--- KRaft nodes beside serve --brokers 3's three brokers; started once.
+-- The brokers a scenario runs against: one node each (combined: KafkaIQ's
+-- also its controller), or (cluster) three KRaft nodes beside serve
+-- --brokers 3's three brokers; started once.
 local setups = {}
-local function setup(cluster)
-  local key = cluster and "cluster" or "one"
+local function setup(cluster, combined)
+  local key = cluster and "cluster" or combined and "combined" or "one"
   if setups[key] then return setups[key] end
   local st = {}
   if cluster then
@@ -323,8 +331,8 @@ local function setup(cluster)
       ["transaction.state.log.min.isr"] = 1 })
     st.kiq_bootstrap = st.kiq:bootstrap()
   else
-    st.kafka = kafka_bootstrap or start_kafka_nodes(1)
-    st.kiq = start_kiq()
+    st.kafka = (setups.one or setups.combined or {}).kafka or kafka_bootstrap or start_kafka_nodes(1)
+    st.kiq = start_kiq(combined)
     st.kiq_bootstrap = st.kiq.bootstrap
   end
   local kc, qc = open(st.kafka), open(st.kiq_bootstrap)
@@ -342,7 +350,7 @@ local function main()
     local wanted = not only
     for _, p in ipairs(only or {}) do wanted = wanted or matches(p, sc.name) end
     if wanted then
-      local st = setup(sc.cluster)
+      local st = setup(sc.cluster, sc.combined)
       local kafka_bs, kr, qr = st.kafka, st.kafka_ranges, st.kiq_ranges
       nscenarios = nscenarios + 1
       local k, q, c = kr[sc.api], qr[sc.api], codec[sc.api]
