@@ -9,6 +9,7 @@
  * (api/topic_orders.h). */
 #include <string.h>
 
+#include "api/quota_throttle.h"
 #include "api/topic_orders.h"
 #include "controller/controller.h"
 #include "core/clock.h"
@@ -90,6 +91,15 @@ static int grow_cluster(kiq_broker_t *b, kiq_request_t *r, const kiq_create_part
             res->error_code = KIQ_ERR_NOT_CONTROLLER;
             res->error_message = kiq_request_error_message(r);
             continue;
+        }
+        if (!forwarded && !req->validate_only) {
+            /* the new partitions count against the client's mutation quota; v3+ may refuse (KIP-599) */
+            int32_t now = kiq_metadata_cache_partition_count(b->metadata, rt->name.p, (size_t)rt->name.len);
+            res->error_code = kiq_api_mutation_quota(b, r, now >= 0 ? rt->count - now : 0, r->header.api_version >= 3);
+            if (res->error_code) {
+                res->error_message = kiq_request_str(r, "The throttling quota has been exceeded.");
+                continue;
+            }
         }
         *kiq_api_topic_orders_add(t, i) = (kiq_topic_order_t){
             .name = rt->name, .partitions = rt->count, .assignments = rt->assignments,

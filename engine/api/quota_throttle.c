@@ -5,7 +5,10 @@
  * as a share of one thread (request_percentage, its throttle bounded by
  * one window) — and the response goes out at once with the longest
  * throttle in its throttle_time_ms (Produce, Fetch); the processor then
- * leaves the connection unread that long. */
+ * leaves the connection unread that long. Topic changes count against
+ * controller_mutation_rate (KIP-599) as their handlers ask
+ * (kiq_api_mutation_quota), their throttle answered in CreateTopics,
+ * CreatePartitions and DeleteTopics. */
 #include <stdio.h>
 #include <string.h>
 
@@ -37,16 +40,21 @@ static double fetched_bytes(const kiq_fetch_response_t *f)
     return n;
 }
 
+static void client_of(const kiq_request_t *r, char *client, size_t cap)
+{
+    kiq_str_t id = r->header.client_id;
+    snprintf(client, cap, "%.*s", id.p ? (int)id.len : 0, id.p ? id.p : "");
+}
+
 static void throttle(void *ctx, kiq_request_t *r, void *response)
 {
     kiq_broker_t *b = ctx;
     struct kiq_controller *c = b->controller;
     if (!c) return;
     char client[256];
-    kiq_str_t id = r->header.client_id;
-    snprintf(client, sizeof client, "%.*s", id.p ? (int)id.len : 0, id.p ? id.p : "");
+    client_of(r, client, sizeof client);
     const char *user = user_of(r);
-    int64_t now = kiq_clock_mono_ms(), ms = 0;
+    int64_t now = kiq_clock_mono_ms(), ms = r->throttle_ms; /* a mutation quota's, set by the handler */
     int16_t key = r->header.api_key;
     if (key == KIQ_API_PRODUCE)
         ms = kiq_quota_record(b->client_quotas, c, KIQ_QUOTA_PRODUCER_BYTE_RATE, user, client, (double)r->frame_len, 0, now);
@@ -68,7 +76,28 @@ static void throttle(void *ctx, kiq_request_t *r, void *response)
     int32_t t = ms > INT32_MAX ? INT32_MAX : (int32_t)ms;
     if (key == KIQ_API_PRODUCE) ((kiq_produce_response_t *)response)->throttle_time_ms = t;
     else if (key == KIQ_API_FETCH) ((kiq_fetch_response_t *)response)->throttle_time_ms = t;
+    else if (key == KIQ_API_CREATE_TOPICS) ((kiq_create_topics_response_t *)response)->throttle_time_ms = t;
+    else if (key == KIQ_API_DELETE_TOPICS) ((kiq_delete_topics_response_t *)response)->throttle_time_ms = t;
+    else if (key == KIQ_API_CREATE_PARTITIONS) ((kiq_create_partitions_response_t *)response)->throttle_time_ms = t;
     r->throttle_ms = ms;
+}
+
+int16_t kiq_api_mutation_quota(kiq_broker_t *b, kiq_request_t *r, int32_t partitions, bool strict)
+{
+    if (!b->controller || r->listener != KIQ_LISTENER_DATA || partitions <= 0) return 0;
+    char client[256];
+    client_of(r, client, sizeof client);
+    const char *user = user_of(r);
+    int64_t now = kiq_clock_mono_ms(), ms = 0;
+    if (strict && kiq_quota_exceeded(b->client_quotas, b->controller, KIQ_QUOTA_CONTROLLER_MUTATION_RATE, user,
+                                     client, now, &ms)) {
+        if (ms > r->throttle_ms) r->throttle_ms = ms;
+        return KIQ_ERR_THROTTLING_QUOTA_EXCEEDED;
+    }
+    ms = kiq_quota_record(b->client_quotas, b->controller, KIQ_QUOTA_CONTROLLER_MUTATION_RATE, user, client,
+                          (double)partitions, 0, now);
+    if (ms > r->throttle_ms) r->throttle_ms = ms;
+    return 0;
 }
 
 void kiq_api_quota_watch(kiq_broker_t *b, kiq_request_t *r)

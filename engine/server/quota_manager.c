@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/str_map.h"
 #include "metrics/sampled_rate.h"
+#include "metrics/token_bucket.h"
 
 typedef struct sensor {
     char *user, *client; /* the tags: "" where the matched entity has no such part */
@@ -16,6 +17,8 @@ typedef struct sensor {
     kiq_sampled_rate_t rate;
     /* throttle-time, Kafka's average over the same windows: sum and count */
     kiq_sampled_rate_t throttle_sum, throttle_n;
+    /* controller_mutation_rate: Kafka decides by a token bucket instead */
+    kiq_token_bucket_t bucket;
 } sensor_t;
 
 struct kiq_quota_manager {
@@ -84,7 +87,7 @@ static size_t pair_key(char *buf, size_t cap, const char *a, const char *b)
 /* Under mu: the sensor the quota for key of user and client goes to;
  * &no_quota when none applies, NULL when out of memory. */
 static sensor_t *sensor_for(kiq_quota_manager_t *qm, struct kiq_controller *c, int key, const char *user,
-                            const char *client)
+                            const char *client, int64_t now_ms)
 {
     uint64_t version = kiq_controller_quotas_version(c);
     if (qm->resolved_any && version != qm->version) {
@@ -115,6 +118,7 @@ static sensor_t *sensor_for(kiq_quota_manager_t *qm, struct kiq_controller *c, i
             kiq_rate_init(&s->rate, qm->samples, qm->window_ms);
             kiq_rate_init(&s->throttle_sum, qm->samples, qm->window_ms);
             kiq_rate_init(&s->throttle_n, qm->samples, qm->window_ms);
+            kiq_token_bucket_init(&s->bucket, qm->samples, qm->window_ms, bound, now_ms);
             if (!s->user || !s->client || kiq_str_map_put(qm->sensors[key], tags, tl, s) != 0) {
                 free(s->user);
                 free(s->client);
@@ -143,12 +147,16 @@ int64_t kiq_quota_record(kiq_quota_manager_t *qm, struct kiq_controller *c, int 
 {
     if (!qm || !c || key < 0 || key >= KIQ_QUOTA__COUNT) return 0;
     pthread_mutex_lock(&qm->mu);
-    sensor_t *s = sensor_for(qm, c, key, user, client_id);
+    sensor_t *s = sensor_for(qm, c, key, user, client_id, now_ms);
     int64_t ms = 0;
     if (s && s != &no_quota) {
         kiq_rate_record(&s->rate, value, now_ms);
-        ms = kiq_quota_throttle_ms(kiq_rate_measure(&s->rate, now_ms), s->bound,
-                                   kiq_rate_window_ms(&s->rate, now_ms));
+        if (key == KIQ_QUOTA_CONTROLLER_MUTATION_RATE) {
+            kiq_token_bucket_record(&s->bucket, s->bound, value, now_ms);
+            ms = kiq_token_bucket_throttle_ms(&s->bucket, s->bound, now_ms);
+        } else
+            ms = kiq_quota_throttle_ms(kiq_rate_measure(&s->rate, now_ms), s->bound,
+                                       kiq_rate_window_ms(&s->rate, now_ms));
         if (max_ms > 0 && ms > max_ms) ms = max_ms;
         note_throttle(s, ms, now_ms);
     }
@@ -162,15 +170,18 @@ bool kiq_quota_exceeded(kiq_quota_manager_t *qm, struct kiq_controller *c, int k
     *throttle_ms = 0;
     if (!qm || !c || key < 0 || key >= KIQ_QUOTA__COUNT) return false;
     pthread_mutex_lock(&qm->mu);
-    sensor_t *s = sensor_for(qm, c, key, user, client_id);
+    sensor_t *s = sensor_for(qm, c, key, user, client_id, now_ms);
     bool over = false;
     if (s && s != &no_quota) {
-        double rate = kiq_rate_measure(&s->rate, now_ms);
-        over = rate > s->bound;
-        if (over) {
-            *throttle_ms = kiq_quota_throttle_ms(rate, s->bound, kiq_rate_window_ms(&s->rate, now_ms));
-            note_throttle(s, *throttle_ms, now_ms);
+        if (key == KIQ_QUOTA_CONTROLLER_MUTATION_RATE) {
+            *throttle_ms = kiq_token_bucket_throttle_ms(&s->bucket, s->bound, now_ms);
+            over = kiq_token_bucket_tokens(&s->bucket, s->bound, now_ms) < 0;
+        } else {
+            double rate = kiq_rate_measure(&s->rate, now_ms);
+            over = rate > s->bound;
+            if (over) *throttle_ms = kiq_quota_throttle_ms(rate, s->bound, kiq_rate_window_ms(&s->rate, now_ms));
         }
+        if (over) note_throttle(s, *throttle_ms, now_ms);
     }
     pthread_mutex_unlock(&qm->mu);
     return over;

@@ -1,0 +1,78 @@
+-- The controller mutation quota (KIP-599) on a combined node: topic
+-- partitions created or deleted by a client id with controller_mutation_rate
+-- are taken from a token bucket of (quota.window.num - 1) windows' worth;
+-- a request that empties it is served and answered with the time the
+-- bucket needs to refill (its connection then left unread that long); while
+-- it is empty, CreateTopics v6+, CreatePartitions v3+ and DeleteTopics v5+
+-- refuse with THROTTLING_QUOTA_EXCEEDED, older versions go ahead and are
+-- throttled. Other client ids are not limited.
+local kiq = require "kafkaiq"
+local core = require "kafkaiq.core"
+local connection = require "kafkaiq.client.connection"
+kiq.log_level("error")
+
+local CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, ALTER_CLIENT_QUOTAS = 19, 20, 37, 49
+local THROTTLING_QUOTA_EXCEEDED = 89
+
+local function open(b, client_id)
+  return assert(connection.open("127.0.0.1", b.port, { client_id = client_id, connect_timeout_ms = 2000,
+    request_timeout_ms = 15000 }))
+end
+
+local function create(c, name, partitions, version)
+  local resp = assert(c:request(CREATE_TOPICS, { topics = { { name = name, num_partitions = partitions,
+    replication_factor = 1, assignments = {}, configs = {} } }, timeout_ms = 10000, validate_only = false },
+    { version = version }))
+  return resp.topics[1].error_code, resp.throttle_time_ms
+end
+
+describe("controller mutation quota", function()
+  local b
+
+  setup(function()
+    local cp = core.free_port()
+    b = assert(kiq.broker { id = 1, control_port = cp, ["controller.quorum.voters"] = ("1@127.0.0.1:%d"):format(cp) })
+    local c = open(b, "admin")
+    -- 1 partition a second: a bucket of 10 (eleven one-second windows)
+    local resp = assert(kiq.wait_for(function()
+      local r = c:request(ALTER_CLIENT_QUOTAS, { entries = { { entity = { { entity_type = "client-id",
+        entity_name = "limited" } }, ops = { { key = "controller_mutation_rate", value = 1, remove = false } } } },
+        validate_only = false })
+      return r and r.entries[1].error_code == 0 and r
+    end, 10000, "the quota set"))
+    assert.are.equal(0, resp.entries[1].error_code)
+    c:close()
+  end)
+
+  teardown(function() if b then b:stop() end end)
+
+  it("serves the request that empties the bucket, then refuses strict versions until it refills", function()
+    local first = open(b, "limited")
+    -- the node's broker takes topics once registered
+    local throttle = assert(kiq.wait_for(function()
+      local e, t = create(first, "mq-a", 15)
+      return e == 0 and t
+    end, 10000, "the first topic created"))
+    assert.is_true(throttle > 4000 and throttle <= 5000, "throttle " .. tostring(throttle)) -- 15 taken from 10
+    -- a second connection: the first is left unread while throttled
+    local second = open(b, "limited")
+    local e2, t2 = create(second, "mq-b", 1)
+    assert.are.equal(THROTTLING_QUOTA_EXCEEDED, e2)
+    assert.is_true(t2 > 3000 and t2 <= 5000, "throttle " .. tostring(t2)) -- 5 partitions over at 1 a second
+    local third = open(b, "limited")
+    local e3, t3 = create(third, "mq-c", 1, 5) -- v5 cannot be refused: created, throttled
+    assert.are.equal(0, e3)
+    assert.is_true(t3 > 4000 and t3 <= 6000, "throttle " .. tostring(t3))
+    local fourth = open(b, "limited")
+    local resp = assert(fourth:request(DELETE_TOPICS, { topics = { { name = "mq-a" } }, timeout_ms = 10000 }))
+    assert.are.equal(THROTTLING_QUOTA_EXCEEDED, resp.responses[1].error_code)
+    local fifth = open(b, "limited")
+    resp = assert(fifth:request(CREATE_PARTITIONS, { topics = { { name = "mq-a", count = 20 } }, timeout_ms = 10000,
+      validate_only = false }))
+    assert.are.equal(THROTTLING_QUOTA_EXCEEDED, resp.results[1].error_code)
+    -- another client id is not limited
+    local other = open(b, "other")
+    assert.are.equal(0, (create(other, "mq-d", 20)))
+    for _, c in ipairs({ first, second, third, fourth, fifth, other }) do c:close() end
+  end)
+end)
