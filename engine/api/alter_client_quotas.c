@@ -1,17 +1,24 @@
 /* AlterClientQuotas: quota values set or removed per entity, decided and
- * written to the metadata log as ClientQuotaRecords by this node's active
- * controller (kiq_controller_alter_client_quotas). A node without one
- * answers NOT_CONTROLLER for each entity (not forwarded yet). */
+ * written to the metadata log as ClientQuotaRecords by the active
+ * controller (kiq_controller_alter_client_quotas; here, or forwarded there
+ * by any broker of a cluster). A standalone broker keeps no client quotas:
+ * NOT_CONTROLLER for each entity. */
 #include "api/api.h"
-#include "controller/controller.h"
+#include "core/error.h"
+#include "server/controller_link.h"
+
+#define ALTER_WAIT_MS 30000
 
 int kiq_api_alter_client_quotas_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {
     const kiq_alter_client_quotas_request_t *req = request;
     kiq_alter_client_quotas_response_t *out = response;
-    if (b->controller) {
-        kiq_controller_alter_client_quotas(b->controller, req, &r->arena, out);
-        return KIQ_HANDLER_RESPOND;
+    kiq_error_clear();
+    if (b->cluster && !(r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b))) {
+        void *ctx = kiq_api_park_for_link(b, r, out);
+        kiq_controller_link_whole(b, KIQ_API_ALTER_CLIENT_QUOTAS, request, ALTER_WAIT_MS, &r->arena, out,
+                                  kiq_api_answer_parked, ctx);
+        return KIQ_HANDLER_PARKED;
     }
     int n = req->entries_n > 0 ? req->entries_n : 0;
     out->entries = kiq_arena_calloc(&r->arena, (size_t)n + 1, sizeof *out->entries);
@@ -27,7 +34,9 @@ int kiq_api_alter_client_quotas_handle(kiq_broker_t *b, kiq_request_t *r, const 
             o->entity[j].entity_name = req->entries[i].entity[j].entity_name;
         }
         o->error_code = KIQ_ERR_NOT_CONTROLLER;
-        o->error_message = kiq_request_str(r, "client quotas are kept by a controller quorum: this node hosts none");
+        o->error_message = kiq_request_str(r, b->cluster ? "this node is not the active controller"
+                                                         : "client quotas are kept by a controller quorum: this "
+                                                           "standalone broker has none");
     }
     return KIQ_HANDLER_RESPOND;
 }

@@ -40,8 +40,9 @@ return {
   -- answered by the controller of this node (a combined node)
   { "DescribeUserScramCredentials", planes = "data" },
   { "AlterUserScramCredentials", planes = "data" },
-  { "DescribeClientQuotas", planes = "data" },
-  { "AlterClientQuotas", planes = "data" },
+  -- forwarded by the other brokers to the active controller
+  { "DescribeClientQuotas", planes = "both" },
+  { "AlterClientQuotas", planes = "both" },
   -- forwarded by the other brokers to the one hosting the controller
   { "CreateTopics", planes = "both", min = 2 },
   { "DeleteTopics", planes = "both", min = 1 },

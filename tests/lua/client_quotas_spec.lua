@@ -5,13 +5,14 @@
 -- bucket needs to refill (its connection then left unread that long); while
 -- it is empty, CreateTopics v6+, CreatePartitions v3+ and DeleteTopics v5+
 -- refuse with THROTTLING_QUOTA_EXCEEDED, older versions go ahead and are
--- throttled. Other client ids are not limited.
+-- throttled. Other client ids are not limited. In a cluster, the quota
+-- APIs sent to a broker without the controller are forwarded to it.
 local kiq = require "kafkaiq"
 local core = require "kafkaiq.core"
 local connection = require "kafkaiq.client.connection"
 kiq.log_level("error")
 
-local CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, ALTER_CLIENT_QUOTAS = 19, 20, 37, 49
+local CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 19, 20, 37, 48, 49
 local THROTTLING_QUOTA_EXCEEDED = 89
 
 local function open(b, client_id)
@@ -73,5 +74,33 @@ describe("controller mutation quota", function()
     local other = open(b, "other")
     assert.are.equal(0, (create(other, "mq-d", 20)))
     for _, c in ipairs({ first, second, third, fourth, fifth, other }) do c:close() end
+  end)
+end)
+
+describe("client quotas in a cluster", function()
+  local c
+
+  setup(function() c = assert(kiq.cluster { brokers = 3 }) end)
+  teardown(function() if c then c:stop() end end)
+
+  it("are set through one broker and described through another, both forwarding to the controller", function()
+    local two, one = open(c:broker(2), "admin"), open(c:broker(1), "admin")
+    local resp = assert(two:request(ALTER_CLIENT_QUOTAS, { entries = { { entity = { { entity_type = "user",
+      entity_name = "alice" } }, ops = { { key = "producer_byte_rate", value = 1024, remove = false } } } },
+      validate_only = false }))
+    assert.are.equal(0, resp.entries[1].error_code)
+    assert.are.equal("alice", resp.entries[1].entity[1].entity_name)
+    resp = assert(one:request(DESCRIBE_CLIENT_QUOTAS, { components = { { entity_type = "user", match_type = 0,
+      match = "alice" } }, strict = false }))
+    assert.are.equal(0, resp.error_code)
+    assert.are.equal(1, #resp.entries)
+    assert.are.same({ { key = "producer_byte_rate", value = 1024 } }, resp.entries[1].values)
+    -- refusals come back from the controller as it decided them
+    resp = assert(one:request(ALTER_CLIENT_QUOTAS, { entries = { { entity = { { entity_type = "user",
+      entity_name = "alice" } }, ops = { { key = "producer_byte_rate", value = 1.5, remove = false } } } },
+      validate_only = false }))
+    assert.are.equal(42, resp.entries[1].error_code) -- INVALID_REQUEST: byte rates are whole
+    two:close()
+    one:close()
   end)
 end)
