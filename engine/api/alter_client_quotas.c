@@ -1,10 +1,11 @@
 /* AlterClientQuotas: quota values set or removed per entity, decided and
  * written to the metadata log as ClientQuotaRecords by the active
  * controller (kiq_controller_alter_client_quotas; here, or forwarded there
- * by any broker of a cluster). A standalone broker keeps no client quotas:
- * NOT_CONTROLLER for each entity. */
+ * by any broker of a cluster); a standalone broker decides by the same
+ * rules and keeps them itself (server/broker_quotas.h). */
 #include "api/api.h"
 #include "core/error.h"
+#include "server/broker_quotas.h"
 #include "server/controller_link.h"
 
 #define ALTER_WAIT_MS 30000
@@ -20,6 +21,11 @@ int kiq_api_alter_client_quotas_handle(kiq_broker_t *b, kiq_request_t *r, const 
                                   kiq_api_answer_parked, ctx);
         return KIQ_HANDLER_PARKED;
     }
+    if (!b->cluster) {
+        kiq_broker_quotas_alter(b, req, &r->arena, out);
+        return KIQ_HANDLER_RESPOND;
+    }
+    /* a forward to a node that is no longer the active controller */
     int n = req->entries_n > 0 ? req->entries_n : 0;
     out->entries = kiq_arena_calloc(&r->arena, (size_t)n + 1, sizeof *out->entries);
     out->entries_n = n;
@@ -34,9 +40,7 @@ int kiq_api_alter_client_quotas_handle(kiq_broker_t *b, kiq_request_t *r, const 
             o->entity[j].entity_name = req->entries[i].entity[j].entity_name;
         }
         o->error_code = KIQ_ERR_NOT_CONTROLLER;
-        o->error_message = kiq_request_str(r, b->cluster ? "this node is not the active controller"
-                                                         : "client quotas are kept by a controller quorum: this "
-                                                           "standalone broker has none");
+        o->error_message = kiq_request_str(r, "this node is not the active controller");
     }
     return KIQ_HANDLER_RESPOND;
 }

@@ -35,7 +35,8 @@ static bool duplicate(const kiq_create_partitions_request_t *req, int32_t i)
 /* A standalone broker knows one broker, itself, always live. */
 static int self_state(void *ctx, int32_t id) { return id == *(const int32_t *)ctx ? 1 : -1; }
 
-static int16_t grow_standalone(kiq_broker_t *b, const kiq_create_partitions_request_topics_t *t, bool validate_only)
+static int16_t grow_standalone(kiq_broker_t *b, kiq_request_t *r, const kiq_create_partitions_request_topics_t *t,
+                               bool validate_only)
 {
     kiq_topic_t *topic = kiq_topics_get(b->topics, t->name);
     if (!topic) {
@@ -45,6 +46,11 @@ static int16_t grow_standalone(kiq_broker_t *b, const kiq_create_partitions_requ
     int16_t err = (int16_t)kiq_controller_check_growth(topic->name, topic->npartitions, topic->replication_factor,
                                                        t->count, t->assignments, t->assignments_n, self_state,
                                                        &b->node_id, NULL);
+    if (!err && !validate_only) {
+        /* the new partitions count against the client's mutation quota; v3+ may refuse (KIP-599) */
+        err = kiq_api_mutation_quota(b, r, t->count - atomic_load(&topic->npartitions), r->header.api_version >= 3);
+        if (err) kiq_error_set("The throttling quota has been exceeded.");
+    }
     if (!err && !validate_only) {
         err = (int16_t)kiq_topics_add_partitions(b->topics, topic, t->count, true);
         kiq_log_retention_apply_topic(topic, b->config);
@@ -133,7 +139,7 @@ int kiq_api_create_partitions_handle(kiq_broker_t *b, kiq_request_t *r, const vo
         kiq_create_partitions_response_results_t *res = &out->results[i];
         if (res->error_code) continue;
         kiq_error_clear();
-        res->error_code = grow_standalone(b, &req->topics[i], req->validate_only);
+        res->error_code = grow_standalone(b, r, &req->topics[i], req->validate_only);
         if (res->error_code) res->error_message = kiq_request_error_message(r);
     }
     return KIQ_HANDLER_RESPOND;

@@ -230,6 +230,10 @@ int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *
             kiq_error_set("Create topics request from client contains a duplicate topic");
             err = KIQ_ERR_INVALID_REQUEST;
         }
+        if (!err && !req->validate_only) {
+            err = kiq_api_mutation_quota(b, r, partitions, r->header.api_version >= 6);
+            if (err) kiq_error_set("The throttling quota has been exceeded.");
+        }
         if (!err)
             err = (int16_t)kiq_topics_create_with_configs(b->topics, t->name, partitions, rf, &cfg,
                                                           req->validate_only);

@@ -29,6 +29,13 @@ static void delete_one(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name, const 
     }
     out->name = kiq_request_str(r, topic->name);
     out->topic_id = topic->id;
+    /* the topic's partitions count against the client's mutation quota; v5+ may refuse (KIP-599) */
+    out->error_code = kiq_api_mutation_quota(b, r, atomic_load(&topic->npartitions), r->header.api_version >= 5);
+    if (out->error_code) {
+        out->error_message = kiq_request_str(r, "The throttling quota has been exceeded.");
+        kiq_topic_unref(topic);
+        return;
+    }
     out->error_code = (int16_t)kiq_topics_delete(b->topics, topic);
     kiq_topic_unref(topic);
 }

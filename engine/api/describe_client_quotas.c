@@ -1,9 +1,9 @@
 /* DescribeClientQuotas: the quotas of the entities the filter matches,
  * from the metadata image of the active controller (here, or forwarded
- * there by any broker of a cluster). A standalone broker keeps no client
- * quotas: NOT_CONTROLLER. */
+ * there by any broker of a cluster), or a standalone broker's own. */
 #include "api/api.h"
 #include "core/error.h"
+#include "server/broker_quotas.h"
 #include "server/controller_link.h"
 
 #define DESCRIBE_WAIT_MS 30000
@@ -18,10 +18,12 @@ int kiq_api_describe_client_quotas_handle(kiq_broker_t *b, kiq_request_t *r, con
                                   kiq_api_answer_parked, ctx);
         return KIQ_HANDLER_PARKED;
     }
+    if (!b->cluster) {
+        kiq_broker_quotas_describe(b, request, &r->arena, out);
+        return KIQ_HANDLER_RESPOND;
+    }
     out->error_code = KIQ_ERR_NOT_CONTROLLER;
-    out->error_message = kiq_request_str(r, b->cluster ? "this node is not the active controller"
-                                                       : "client quotas are kept by a controller quorum: this "
-                                                         "standalone broker has none");
+    out->error_message = kiq_request_str(r, "this node is not the active controller");
     out->entries_n = -1;
     return KIQ_HANDLER_RESPOND;
 }

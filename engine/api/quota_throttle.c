@@ -14,7 +14,6 @@
 
 #include "api/api.h"
 #include "api/quota_throttle.h"
-#include "controller/controller.h"
 #include "core/clock.h"
 #include "security/sasl.h"
 #include "server/quota_manager.h"
@@ -26,6 +25,10 @@ static const char *user_of(const kiq_request_t *r)
     if (!p) return "ANONYMOUS";
     return strncmp(p, "User:", 5) == 0 ? p + 5 : p;
 }
+
+/* Whether this broker has the quotas to apply: standalone its own, in a
+ * cluster those of the controller it hosts. */
+static bool quotas_here(const kiq_broker_t *b) { return !b->cluster || b->controller; }
 
 static double fetched_bytes(const kiq_fetch_response_t *f)
 {
@@ -49,26 +52,24 @@ static void client_of(const kiq_request_t *r, char *client, size_t cap)
 static void throttle(void *ctx, kiq_request_t *r, void *response)
 {
     kiq_broker_t *b = ctx;
-    struct kiq_controller *c = b->controller;
-    if (!c) return;
     char client[256];
     client_of(r, client, sizeof client);
     const char *user = user_of(r);
     int64_t now = kiq_clock_mono_ms(), ms = r->throttle_ms; /* a mutation quota's, set by the handler */
     int16_t key = r->header.api_key;
     if (key == KIQ_API_PRODUCE)
-        ms = kiq_quota_record(b->client_quotas, c, KIQ_QUOTA_PRODUCER_BYTE_RATE, user, client, (double)r->frame_len, 0, now);
+        ms = kiq_quota_record(b->client_quotas, KIQ_QUOTA_PRODUCER_BYTE_RATE, user, client, (double)r->frame_len, 0, now);
     else if (key == KIQ_API_FETCH) {
         const kiq_fetch_request_t *req = r->body;
         bool follower = req && (req->replica_id >= 0 || req->replica_state.replica_id >= 0);
         if (!follower)
-            ms = kiq_quota_record(b->client_quotas, c, KIQ_QUOTA_CONSUMER_BYTE_RATE, user, client,
+            ms = kiq_quota_record(b->client_quotas, KIQ_QUOTA_CONSUMER_BYTE_RATE, user, client,
                                   fetched_bytes(response), 0, now);
     }
     /* a request's handler time in percent of one thread (Kafka's nanosToPercentage) */
     if (r->t.handled && r->t.dequeued && r->t.handled > r->t.dequeued) {
         double pct = (double)(r->t.handled - r->t.dequeued) * 100.0 / 1e9;
-        int64_t req_ms = kiq_quota_record(b->client_quotas, c, KIQ_QUOTA_REQUEST_PERCENTAGE, user, client, pct,
+        int64_t req_ms = kiq_quota_record(b->client_quotas, KIQ_QUOTA_REQUEST_PERCENTAGE, user, client, pct,
                                           kiq_quota_window_ms(b->client_quotas), now);
         if (req_ms > ms) ms = req_ms;
     }
@@ -84,18 +85,17 @@ static void throttle(void *ctx, kiq_request_t *r, void *response)
 
 int16_t kiq_api_mutation_quota(kiq_broker_t *b, kiq_request_t *r, int32_t partitions, bool strict)
 {
-    if (!b->controller || r->listener != KIQ_LISTENER_DATA || partitions <= 0) return 0;
+    if (!quotas_here(b) || r->listener != KIQ_LISTENER_DATA || partitions <= 0) return 0;
     char client[256];
     client_of(r, client, sizeof client);
     const char *user = user_of(r);
     int64_t now = kiq_clock_mono_ms(), ms = 0;
-    if (strict && kiq_quota_exceeded(b->client_quotas, b->controller, KIQ_QUOTA_CONTROLLER_MUTATION_RATE, user,
-                                     client, now, &ms)) {
+    if (strict && kiq_quota_exceeded(b->client_quotas, KIQ_QUOTA_CONTROLLER_MUTATION_RATE, user, client, now, &ms)) {
         if (ms > r->throttle_ms) r->throttle_ms = ms;
         return KIQ_ERR_THROTTLING_QUOTA_EXCEEDED;
     }
-    ms = kiq_quota_record(b->client_quotas, b->controller, KIQ_QUOTA_CONTROLLER_MUTATION_RATE, user, client,
-                          (double)partitions, 0, now);
+    ms = kiq_quota_record(b->client_quotas, KIQ_QUOTA_CONTROLLER_MUTATION_RATE, user, client, (double)partitions, 0,
+                          now);
     if (ms > r->throttle_ms) r->throttle_ms = ms;
     return 0;
 }
@@ -104,7 +104,7 @@ void kiq_api_quota_watch(kiq_broker_t *b, kiq_request_t *r)
 {
     /* client requests only, and not the ones that come before a client is known */
     int16_t key = r->header.api_key;
-    if (!b->controller || r->listener != KIQ_LISTENER_DATA || key == KIQ_API_API_VERSIONS ||
+    if (!quotas_here(b) || r->listener != KIQ_LISTENER_DATA || key == KIQ_API_API_VERSIONS ||
         key == KIQ_API_SASL_HANDSHAKE || key == KIQ_API_SASL_AUTHENTICATE)
         return;
     r->before_respond = throttle;

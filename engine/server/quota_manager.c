@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/controller.h"
 #include "core/clock.h"
 #include "core/str_map.h"
 #include "metrics/sampled_rate.h"
@@ -24,8 +23,10 @@ typedef struct sensor {
 struct kiq_quota_manager {
     int samples;
     int64_t window_ms;
+    const kiq_quota_source_ops_t *source;
+    void *source_ctx;
     pthread_mutex_t mu; /* guards everything below */
-    uint64_t version; /* the controller's quotas version `resolved` was filled at */
+    uint64_t version; /* the source's version `resolved` was filled at */
     bool resolved_any; /* resolved holds entries of that version */
     /* per key: "user\0client" -> its sensor, or &no_quota */
     kiq_str_map_t *resolved[KIQ_QUOTA__COUNT];
@@ -35,12 +36,15 @@ struct kiq_quota_manager {
 
 static sensor_t no_quota;
 
-kiq_quota_manager_t *kiq_quota_manager_new(int samples, int64_t window_ms)
+kiq_quota_manager_t *kiq_quota_manager_new(int samples, int64_t window_ms, const kiq_quota_source_ops_t *source,
+                                           void *source_ctx)
 {
     kiq_quota_manager_t *qm = calloc(1, sizeof *qm);
     if (!qm) return NULL;
     qm->samples = samples;
     qm->window_ms = window_ms;
+    qm->source = source;
+    qm->source_ctx = source_ctx;
     pthread_mutex_init(&qm->mu, NULL);
     for (int k = 0; k < KIQ_QUOTA__COUNT; k++)
         if (!(qm->resolved[k] = kiq_str_map_new()) || !(qm->sensors[k] = kiq_str_map_new())) {
@@ -86,10 +90,9 @@ static size_t pair_key(char *buf, size_t cap, const char *a, const char *b)
 
 /* Under mu: the sensor the quota for key of user and client goes to;
  * &no_quota when none applies, NULL when out of memory. */
-static sensor_t *sensor_for(kiq_quota_manager_t *qm, struct kiq_controller *c, int key, const char *user,
-                            const char *client, int64_t now_ms)
+static sensor_t *sensor_for(kiq_quota_manager_t *qm, int key, const char *user, const char *client, int64_t now_ms)
 {
-    uint64_t version = kiq_controller_quotas_version(c);
+    uint64_t version = qm->source->version(qm->source_ctx);
     if (qm->resolved_any && version != qm->version) {
         /* the quotas changed: every client's is looked up again */
         for (int k = 0; k < KIQ_QUOTA__COUNT; k++) {
@@ -105,7 +108,7 @@ static sensor_t *sensor_for(kiq_quota_manager_t *qm, struct kiq_controller *c, i
     if (s) return s;
     double bound;
     bool by_user = false, by_client = false;
-    if (!kiq_controller_client_quota(c, user, client, key, &bound, &by_user, &by_client)) {
+    if (!qm->source->lookup(qm->source_ctx, user, client, key, &bound, &by_user, &by_client)) {
         s = &no_quota;
     } else {
         char tags[1024];
@@ -142,12 +145,12 @@ static void note_throttle(sensor_t *s, int64_t ms, int64_t now_ms)
     kiq_rate_record(&s->throttle_n, 1, now_ms);
 }
 
-int64_t kiq_quota_record(kiq_quota_manager_t *qm, struct kiq_controller *c, int key, const char *user,
-                         const char *client_id, double value, int64_t max_ms, int64_t now_ms)
+int64_t kiq_quota_record(kiq_quota_manager_t *qm, int key, const char *user, const char *client_id, double value,
+                         int64_t max_ms, int64_t now_ms)
 {
-    if (!qm || !c || key < 0 || key >= KIQ_QUOTA__COUNT) return 0;
+    if (!qm || key < 0 || key >= KIQ_QUOTA__COUNT) return 0;
     pthread_mutex_lock(&qm->mu);
-    sensor_t *s = sensor_for(qm, c, key, user, client_id, now_ms);
+    sensor_t *s = sensor_for(qm, key, user, client_id, now_ms);
     int64_t ms = 0;
     if (s && s != &no_quota) {
         kiq_rate_record(&s->rate, value, now_ms);
@@ -164,13 +167,13 @@ int64_t kiq_quota_record(kiq_quota_manager_t *qm, struct kiq_controller *c, int 
     return ms;
 }
 
-bool kiq_quota_exceeded(kiq_quota_manager_t *qm, struct kiq_controller *c, int key, const char *user,
-                        const char *client_id, int64_t now_ms, int64_t *throttle_ms)
+bool kiq_quota_exceeded(kiq_quota_manager_t *qm, int key, const char *user, const char *client_id, int64_t now_ms,
+                        int64_t *throttle_ms)
 {
     *throttle_ms = 0;
-    if (!qm || !c || key < 0 || key >= KIQ_QUOTA__COUNT) return false;
+    if (!qm || key < 0 || key >= KIQ_QUOTA__COUNT) return false;
     pthread_mutex_lock(&qm->mu);
-    sensor_t *s = sensor_for(qm, c, key, user, client_id, now_ms);
+    sensor_t *s = sensor_for(qm, key, user, client_id, now_ms);
     bool over = false;
     if (s && s != &no_quota) {
         if (key == KIQ_QUOTA_CONTROLLER_MUTATION_RATE) {

@@ -6,7 +6,8 @@
 -- it is empty, CreateTopics v6+, CreatePartitions v3+ and DeleteTopics v5+
 -- refuse with THROTTLING_QUOTA_EXCEEDED, older versions go ahead and are
 -- throttled. Other client ids are not limited. In a cluster, the quota
--- APIs sent to a broker without the controller are forwarded to it.
+-- APIs sent to a broker without the controller are forwarded to it; a
+-- standalone broker keeps its quotas itself, across restarts.
 local kiq = require "kafkaiq"
 local core = require "kafkaiq.core"
 local connection = require "kafkaiq.client.connection"
@@ -102,5 +103,45 @@ describe("client quotas in a cluster", function()
     assert.are.equal(42, resp.entries[1].error_code) -- INVALID_REQUEST: byte rates are whole
     two:close()
     one:close()
+  end)
+end)
+
+describe("client quotas on a standalone broker", function()
+  local b
+
+  setup(function() b = assert(kiq.broker { id = 1 }) end)
+  teardown(function() if b then b:stop() end end)
+
+  it("are kept across a restart and limit topic mutations", function()
+    local c = open(b, "admin")
+    local resp = assert(c:request(ALTER_CLIENT_QUOTAS, { entries = {
+      { entity = { { entity_type = "client-id", entity_name = "limited" } },
+        ops = { { key = "controller_mutation_rate", value = 1, remove = false } } },
+      { entity = { { entity_type = "user" } }, -- the default user
+        ops = { { key = "consumer_byte_rate", value = 4096, remove = false } } },
+      { entity = { { entity_type = "user", entity_name = "bob" } },
+        ops = { { key = "consumer_byte_rate", value = 1.5, remove = false } } },
+    }, validate_only = false }))
+    assert.are.equal(0, resp.entries[1].error_code)
+    assert.are.equal(0, resp.entries[2].error_code)
+    assert.are.equal(42, resp.entries[3].error_code) -- byte rates are whole numbers
+    c:close()
+    assert(b:restart())
+    c = open(b, "admin")
+    resp = assert(c:request(DESCRIBE_CLIENT_QUOTAS, { components = { { entity_type = "user", match_type = 1 } },
+      strict = true }))
+    assert.are.equal(0, resp.error_code)
+    assert.are.equal(1, #resp.entries)
+    assert.are.same({ { key = "consumer_byte_rate", value = 4096 } }, resp.entries[1].values)
+    resp = assert(c:request(DESCRIBE_CLIENT_QUOTAS, { components = { { entity_type = "client-id", match_type = 2 } },
+      strict = false }))
+    assert.are.equal(1, #resp.entries)
+    c:close()
+    local first = open(b, "limited")
+    assert.are.equal(0, (create(first, "sq-a", 15)))
+    local second = open(b, "limited")
+    assert.are.equal(THROTTLING_QUOTA_EXCEEDED, (create(second, "sq-b", 1)))
+    first:close()
+    second:close()
   end)
 end)
