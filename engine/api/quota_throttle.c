@@ -62,7 +62,7 @@ static void throttle(void *ctx, kiq_request_t *r, void *response)
     else if (key == KIQ_API_FETCH) {
         const kiq_fetch_request_t *req = r->body;
         bool follower = req && (req->replica_id >= 0 || req->replica_state.replica_id >= 0);
-        if (!follower)
+        if (!follower && response)
             ms = kiq_quota_record(b->client_quotas, KIQ_QUOTA_CONSUMER_BYTE_RATE, user, client,
                                   fetched_bytes(response), 0, now);
     }
@@ -73,14 +73,14 @@ static void throttle(void *ctx, kiq_request_t *r, void *response)
                                           kiq_quota_window_ms(b->client_quotas), now);
         if (req_ms > ms) ms = req_ms;
     }
-    if (ms <= 0) return;
+    r->throttle_ms = ms;
+    if (ms <= 0 || !response) return; /* without a response (acks=0) the mute alone says it */
     int32_t t = ms > INT32_MAX ? INT32_MAX : (int32_t)ms;
     if (key == KIQ_API_PRODUCE) ((kiq_produce_response_t *)response)->throttle_time_ms = t;
     else if (key == KIQ_API_FETCH) ((kiq_fetch_response_t *)response)->throttle_time_ms = t;
     else if (key == KIQ_API_CREATE_TOPICS) ((kiq_create_topics_response_t *)response)->throttle_time_ms = t;
     else if (key == KIQ_API_DELETE_TOPICS) ((kiq_delete_topics_response_t *)response)->throttle_time_ms = t;
     else if (key == KIQ_API_CREATE_PARTITIONS) ((kiq_create_partitions_response_t *)response)->throttle_time_ms = t;
-    r->throttle_ms = ms;
 }
 
 int16_t kiq_api_mutation_quota(kiq_broker_t *b, kiq_request_t *r, int32_t partitions, bool strict)
