@@ -7,10 +7,12 @@
 -- refuse with THROTTLING_QUOTA_EXCEEDED, older versions go ahead and are
 -- throttled. Other client ids are not limited. In a cluster, the quota
 -- APIs sent to a broker without the controller are forwarded to it; a
--- standalone broker keeps its quotas itself, across restarts.
+-- standalone broker keeps its quotas itself, across restarts. The Lua
+-- admin client sets and describes them.
 local kiq = require "kafkaiq"
 local core = require "kafkaiq.core"
 local connection = require "kafkaiq.client.connection"
+local client = require "kafkaiq.client"
 kiq.log_level("error")
 
 local CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 19, 20, 37, 48, 49
@@ -143,5 +145,39 @@ describe("client quotas on a standalone broker", function()
     assert.are.equal(THROTTLING_QUOTA_EXCEEDED, (create(second, "sq-b", 1)))
     first:close()
     second:close()
+  end)
+end)
+
+describe("the Lua admin client's client quotas", function()
+  local b
+
+  setup(function() b = assert(kiq.broker { id = 1 }) end)
+  teardown(function() if b then b:stop() end end)
+
+  it("sets, describes and removes quotas of users, client ids and defaults", function()
+    local a = client.admin { bootstrap = b.bootstrap }
+    assert(a:alter_client_quotas {
+      { entity = { user = "alice" }, quotas = { producer_byte_rate = 1024, request_percentage = 12.5 } },
+      { entity = { user = "alice", client_id = a.DEFAULT }, quotas = { consumer_byte_rate = 2048 } },
+      { entity = { client_id = "app" }, quotas = { controller_mutation_rate = 3 } },
+    })
+    local all = assert(a:describe_client_quotas())
+    assert.are.equal(3, #all)
+    local users = assert(a:describe_client_quotas({ user = "alice" }, { strict = true }))
+    assert.are.same({ { entity = { user = "alice" }, quotas = { producer_byte_rate = 1024, request_percentage = 12.5 } } },
+      users)
+    local both = assert(a:describe_client_quotas { user = true, client_id = a.DEFAULT })
+    assert.are.equal(1, #both)
+    assert.are.equal(a.DEFAULT, both[1].entity.client_id)
+    assert.are.same({ consumer_byte_rate = 2048 }, both[1].quotas)
+    -- a refused value names the entity; a removal leaves the rest
+    local ok, err, results = a:alter_client_quotas { { entity = { user = "bob" }, quotas = { producer_byte_rate = 0.5 } } }
+    assert.is_nil(ok)
+    assert.matches("user=bob", err)
+    assert.are.equal("INVALID_REQUEST", results[1].error)
+    assert(a:alter_client_quotas { { entity = { user = "alice" }, quotas = { request_percentage = false } } })
+    users = assert(a:describe_client_quotas({ user = "alice" }, { strict = true }))
+    assert.are.same({ producer_byte_rate = 1024 }, users[1].quotas)
+    a:close()
   end)
 end)
