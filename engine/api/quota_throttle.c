@@ -4,7 +4,7 @@
  * Fetch response's record bytes (consumer_byte_rate), the handler's time
  * as a share of one thread (request_percentage, its throttle bounded by
  * one window) — and the response goes out at once with the longest
- * throttle in its throttle_time_ms (Produce, Fetch); the processor then
+ * throttle in its throttle_time_ms (any API's that has one); the processor then
  * leaves the connection unread that long. Topic changes count against
  * controller_mutation_rate (KIP-599) as their handlers ask
  * (kiq_api_mutation_quota), their throttle answered in CreateTopics,
@@ -75,12 +75,9 @@ static void throttle(void *ctx, kiq_request_t *r, void *response)
     }
     r->throttle_ms = ms;
     if (ms <= 0 || !response) return; /* without a response (acks=0) the mute alone says it */
-    int32_t t = ms > INT32_MAX ? INT32_MAX : (int32_t)ms;
-    if (key == KIQ_API_PRODUCE) ((kiq_produce_response_t *)response)->throttle_time_ms = t;
-    else if (key == KIQ_API_FETCH) ((kiq_fetch_response_t *)response)->throttle_time_ms = t;
-    else if (key == KIQ_API_CREATE_TOPICS) ((kiq_create_topics_response_t *)response)->throttle_time_ms = t;
-    else if (key == KIQ_API_DELETE_TOPICS) ((kiq_delete_topics_response_t *)response)->throttle_time_ms = t;
-    else if (key == KIQ_API_CREATE_PARTITIONS) ((kiq_create_partitions_response_t *)response)->throttle_time_ms = t;
+    /* every response that has the field says it (the codec knows where) */
+    if (r->codec->throttle_at >= 0)
+        *(int32_t *)((char *)response + r->codec->throttle_at) = ms > INT32_MAX ? INT32_MAX : (int32_t)ms;
 }
 
 int16_t kiq_api_mutation_quota(kiq_broker_t *b, kiq_request_t *r, int32_t partitions, bool strict)
