@@ -7,8 +7,9 @@
 -- refuse with THROTTLING_QUOTA_EXCEEDED, older versions go ahead and are
 -- throttled. Other client ids are not limited. In a cluster, the quota
 -- APIs sent to a broker without the controller are forwarded to it; a
--- standalone broker keeps its quotas itself, across restarts. The Lua
--- admin client sets and describes them.
+-- standalone broker keeps its quotas itself, across restarts, and a tiny
+-- request_percentage throttles a client's Metadata within one window. The
+-- Lua admin client sets and describes them.
 local kiq = require "kafkaiq"
 local core = require "kafkaiq.core"
 local connection = require "kafkaiq.client.connection"
@@ -16,7 +17,7 @@ local client = require "kafkaiq.client"
 kiq.log_level("error")
 
 local CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 19, 20, 37, 48, 49
-local THROTTLING_QUOTA_EXCEEDED = 89
+local METADATA, THROTTLING_QUOTA_EXCEEDED = 3, 89
 
 local function open(b, client_id)
   return assert(connection.open("127.0.0.1", b.port, { client_id = client_id, connect_timeout_ms = 2000,
@@ -139,6 +140,21 @@ describe("client quotas on a standalone broker", function()
       strict = false }))
     assert.are.equal(1, #resp.entries)
     c:close()
+    -- request_percentage: a share of a handler thread so small that a few
+    -- requests' handler time passes it; the throttle bounded by one window
+    c = open(b, "admin")
+    assert.are.equal(0, assert(c:request(ALTER_CLIENT_QUOTAS, { entries = { { entity = { { entity_type = "client-id",
+      entity_name = "busy" } }, ops = { { key = "request_percentage", value = 0.000001, remove = false } } } },
+      validate_only = false })).entries[1].error_code)
+    c:close()
+    local throttled
+    for _ = 1, 50 do
+      local busy = open(b, "busy") -- a fresh connection: a throttled one is left unread a while
+      local md = assert(busy:request(METADATA, { topics = {}, allow_auto_topic_creation = false }))
+      busy:close()
+      if md.throttle_time_ms > 0 then throttled = md.throttle_time_ms break end
+    end
+    assert.is_true(throttled ~= nil and throttled <= 1000, "throttle " .. tostring(throttled))
     local first = open(b, "limited")
     assert.are.equal(0, (create(first, "sq-a", 15)))
     local second = open(b, "limited")
