@@ -4,8 +4,8 @@
  * Fetch response's record bytes (consumer_byte_rate), the handler's time
  * as a share of one thread (request_percentage, its throttle bounded by
  * one window) — and the response goes out at once with the longest
- * throttle in its throttle_time_ms (any API's that has one); the processor then
- * leaves the connection unread that long. Topic changes count against
+ * throttle in its throttle_time_ms (any API's that has one); the
+ * processor then leaves the connection unread that long. Topic changes count against
  * controller_mutation_rate (KIP-599) as their handlers ask
  * (kiq_api_mutation_quota), their throttle answered in CreateTopics,
  * CreatePartitions and DeleteTopics. */
