@@ -9,6 +9,7 @@
  * (api/topic_orders.h). */
 #include <string.h>
 
+#include "api/quota_throttle.h"
 #include "api/topic_orders.h"
 #include "api/authorize.h"
 #include "controller/controller.h"
@@ -35,7 +36,8 @@ static bool duplicate(const kiq_create_partitions_request_t *req, int32_t i)
 /* A standalone broker knows one broker, itself, always live. */
 static int self_state(void *ctx, int32_t id) { return id == *(const int32_t *)ctx ? 1 : -1; }
 
-static int16_t grow_standalone(kiq_broker_t *b, const kiq_create_partitions_request_topics_t *t, bool validate_only)
+static int16_t grow_standalone(kiq_broker_t *b, kiq_request_t *r, const kiq_create_partitions_request_topics_t *t,
+                               bool validate_only)
 {
     kiq_topic_t *topic = kiq_topics_get(b->topics, t->name);
     if (!topic) {
@@ -45,6 +47,11 @@ static int16_t grow_standalone(kiq_broker_t *b, const kiq_create_partitions_requ
     int16_t err = (int16_t)kiq_controller_check_growth(topic->name, topic->npartitions, topic->replication_factor,
                                                        t->count, t->assignments, t->assignments_n, self_state,
                                                        &b->node_id, NULL);
+    if (!err && !validate_only) {
+        /* the new partitions count against the client's mutation quota; v3+ may refuse (KIP-599) */
+        err = kiq_api_mutation_quota(b, r, t->count - atomic_load(&topic->npartitions), r->header.api_version >= 3);
+        if (err) kiq_error_set("The throttling quota has been exceeded.");
+    }
     if (!err && !validate_only) {
         err = (int16_t)kiq_topics_add_partitions(b->topics, topic, t->count, true);
         kiq_log_retention_apply_topic(topic, b->config);
@@ -92,6 +99,15 @@ static int grow_cluster(kiq_broker_t *b, kiq_request_t *r, const kiq_create_part
             res->error_message = kiq_request_error_message(r);
             continue;
         }
+        if (!forwarded && !req->validate_only) {
+            /* the new partitions count against the client's mutation quota; v3+ may refuse (KIP-599) */
+            int32_t now = kiq_metadata_cache_partition_count(b->metadata, rt->name.p, (size_t)rt->name.len);
+            res->error_code = kiq_api_mutation_quota(b, r, now >= 0 ? rt->count - now : 0, r->header.api_version >= 3);
+            if (res->error_code) {
+                res->error_message = kiq_request_str(r, "The throttling quota has been exceeded.");
+                continue;
+            }
+        }
         *kiq_api_topic_orders_add(t, i) = (kiq_topic_order_t){
             .name = rt->name, .partitions = rt->count, .assignments = rt->assignments,
             .nassignments = rt->assignments_n};
@@ -127,7 +143,7 @@ int kiq_api_create_partitions_handle(kiq_broker_t *b, kiq_request_t *r, const vo
         kiq_create_partitions_response_results_t *res = &out->results[i];
         if (res->error_code) continue;
         kiq_error_clear();
-        res->error_code = grow_standalone(b, &req->topics[i], req->validate_only);
+        res->error_code = grow_standalone(b, r, &req->topics[i], req->validate_only);
         if (res->error_code) res->error_message = kiq_request_error_message(r);
     }
     return KIQ_HANDLER_RESPOND;

@@ -14,6 +14,7 @@
  * Metadata sees it; no I/O thread waits meanwhile. */
 #include <stdio.h>
 
+#include "api/quota_throttle.h"
 #include "api/topic_orders.h"
 #include "api/authorize.h"
 #include "config/topic_config.h"
@@ -195,6 +196,14 @@ static int cluster_create(kiq_broker_t *b, kiq_request_t *r, const kiq_create_to
             tr->error_code = may_create(b, r, rt->name) ? cluster_check(req, i, &cfgs[i])
                                                          : KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
         }
+        if (!tr->error_code && !forwarded && !req->validate_only) {
+            int32_t parts = rt->num_partitions != -1 ? rt->num_partitions
+                            : rt->assignments_n > 0  ? rt->assignments_n
+                                                     : (int32_t)kiq_config_int(b->config, KIQ_CFG_NUM_PARTITIONS);
+            /* v6+ may answer THROTTLING_QUOTA_EXCEEDED (KIP-599) */
+            tr->error_code = kiq_api_mutation_quota(b, r, parts, r->header.api_version >= 6);
+            if (tr->error_code) kiq_error_set("The throttling quota has been exceeded.");
+        }
         if (tr->error_code) {
             tr->error_message = kiq_request_error_message(r);
             continue;
@@ -232,6 +241,10 @@ int kiq_api_create_topics_handle(kiq_broker_t *b, kiq_request_t *r, const void *
         if (!err && duplicate(req, i)) {
             kiq_error_set("Create topics request from client contains a duplicate topic");
             err = KIQ_ERR_INVALID_REQUEST;
+        }
+        if (!err && !req->validate_only) {
+            err = kiq_api_mutation_quota(b, r, partitions, r->header.api_version >= 6);
+            if (err) kiq_error_set("The throttling quota has been exceeded.");
         }
         if (!err)
             err = (int16_t)kiq_topics_create_with_configs(b->topics, t->name, partitions, rf, &cfg,

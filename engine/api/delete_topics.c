@@ -2,6 +2,7 @@
  * controller deletes (server/controller_link.h), and a client's request is
  * answered once this broker's metadata no longer has the topic (bounded
  * by its timeout, 10 s at most), parked meanwhile (api/topic_orders.h). */
+#include "api/quota_throttle.h"
 #include "api/topic_orders.h"
 #include "api/authorize.h"
 #include "core/clock.h"
@@ -35,6 +36,13 @@ static void delete_one(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name, const 
     }
     out->name = kiq_request_str(r, topic->name);
     out->topic_id = topic->id;
+    /* the topic's partitions count against the client's mutation quota; v5+ may refuse (KIP-599) */
+    out->error_code = kiq_api_mutation_quota(b, r, atomic_load(&topic->npartitions), r->header.api_version >= 5);
+    if (out->error_code) {
+        out->error_message = kiq_request_str(r, "The throttling quota has been exceeded.");
+        kiq_topic_unref(topic);
+        return;
+    }
     out->error_code = (int16_t)kiq_topics_delete(b->topics, topic);
     kiq_topic_unref(topic);
 }
@@ -104,6 +112,15 @@ static int cluster_delete(kiq_broker_t *b, kiq_request_t *r, const kiq_delete_to
         kiq_delete_topics_response_responses_t *o = &out->responses[i];
         bool settled = by_struct ? cluster_check(b, r, req->topics[i].name, &req->topics[i].topic_id, o)
                                  : cluster_check(b, r, req->topic_names[i], NULL, o);
+        if (!settled && r->listener == KIQ_LISTENER_DATA) {
+            /* the topic's partitions count against the client's mutation quota; v5+ may refuse (KIP-599) */
+            int32_t parts = kiq_metadata_cache_partition_count(b->metadata, o->name.p, (size_t)o->name.len);
+            o->error_code = kiq_api_mutation_quota(b, r, parts, r->header.api_version >= 5);
+            if (o->error_code) {
+                o->error_message = kiq_request_str(r, "The throttling quota has been exceeded.");
+                settled = true;
+            }
+        }
         if (!settled)
             *kiq_api_topic_orders_add(t, i) =
                 (kiq_topic_order_t){.name = o->name, .partitions = -1, .replication_factor = -1};

@@ -6,6 +6,7 @@
 
 #include "api/api.h"
 #include "api/authorize.h"
+#include "api/quota_throttle.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
@@ -171,6 +172,7 @@ void kiq_api_handle(kiq_broker_t *b, kiq_request_t *r)
         }
     }
     r->body = req;
+    kiq_api_quota_watch(b, r);
     kiq_hook_action_t act = {KIQ_HOOK_PROCEED, 0, 0};
     if (kiq_interceptors_active(&b->interceptors, KIQ_HOOK_REQUEST))
         b->interceptors.ops->on_request(b->interceptors.ctx, r, req, resp, &act);

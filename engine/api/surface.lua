@@ -52,6 +52,9 @@ return {
   { "DescribeAcls", planes = "data", cluster = "DESCRIBE" },
   { "CreateAcls", planes = "data" },
   { "DeleteAcls", planes = "data" },
+  -- forwarded by the other brokers to the active controller
+  { "DescribeClientQuotas", planes = "both" },
+  { "AlterClientQuotas", planes = "both" },
   -- forwarded by the other brokers to the one hosting the controller
   { "CreateTopics", planes = "both", min = 2 },
   { "DeleteTopics", planes = "both", min = 1 },

@@ -152,6 +152,10 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(MAX_DECOMPRESSED_BATCH_BYTES, "kafkaiq.max.decompressed.batch.bytes", INT, "67108864",    \
       1024, 134217728, NULL,                                                                       \
       "largest a produced batch may decompress to (so at most num.io.threads times this in all)") \
+    X(QUOTA_WINDOW_NUM, "quota.window.num", INT, "11", 1, 64, NULL,                              \
+      "samples a client quota's rate is measured over")                                        \
+    X(QUOTA_WINDOW_SIZE_SECONDS, "quota.window.size.seconds", INT, "1", 1, 3600, NULL,           \
+      "the time span of each sample of a client quota's rate")                                 \
     X(NUM_PARTITIONS, "num.partitions", INT, "1", 1, 100000, NULL,                               \
       "partitions of auto-created topics and of CreateTopics with -1")                         \
     X(DEFAULT_REPLICATION_FACTOR, "default.replication.factor", INT, "1", 1, 32767, NULL,       \

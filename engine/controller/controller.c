@@ -66,6 +66,7 @@ static int load_snapshot(kiq_controller_t *c)
         return -1;
     }
     kiq_metadata_image_free(old);
+    atomic_fetch_add(&c->quotas_version, 1);
     c->applied = end;
     KIQ_INFO("controller %d: metadata loaded from the snapshot ending at offset %lld: %zu brokers, %zu topics",
              c->node_id, (long long)end, kiq_metadata_image_broker_count(c->image),
@@ -552,6 +553,7 @@ static int replay_one(void *ctx, int64_t offset, const kiq_metadata_record_t *r)
         return kiq_error_set("metadata log record %s at offset %lld does not apply: %s",
                              kiq_metadata_record_name(r->type), (long long)offset, kiq_error_get());
     }
+    if (r->type == KIQ_MR_CLIENT_QUOTA) atomic_fetch_add(&c->quotas_version, 1);
     return 0;
 }
 

@@ -234,6 +234,22 @@ void kiq_controller_describe_acls(kiq_controller_t *c, const kiq_describe_acls_r
 /* Runs fn on the image's bindings under the controller's lock (the
  * authorizer's reads). Any thread. */
 void kiq_controller_with_acls(kiq_controller_t *c, void (*fn)(const kiq_acl_store_t *s, void *arg), void *arg);
+/* AlterClientQuotas decided by Kafka's rules (ClientQuotaControlManager):
+ * one result per entity, its changes all or none; nothing written when
+ * validate_only. Any thread; 0, or the commit's error. */
+int kiq_controller_alter_client_quotas(kiq_controller_t *c, const kiq_alter_client_quotas_request_t *req,
+                                       kiq_arena_t *a, kiq_alter_client_quotas_response_t *out);
+/* DescribeClientQuotas from the image (Kafka's filter rules). Any thread. */
+void kiq_controller_describe_client_quotas(kiq_controller_t *c, const kiq_describe_client_quotas_request_t *req,
+                                           kiq_arena_t *a, kiq_describe_client_quotas_response_t *out);
+/* Moves whenever the client quotas may have changed. Any thread, lock free. */
+uint64_t kiq_controller_quotas_version(kiq_controller_t *c);
+/* The quota for key (enum kiq_quota_key) that applies to user (NULL: no
+ * user) and client_id by Kafka's precedence: 1 with *bound and which parts
+ * the matching entity has (Kafka's metric tags keep only those); 0 when
+ * none. Any thread. */
+int kiq_controller_client_quota(kiq_controller_t *c, const char *user, const char *client_id, int key,
+                                double *bound, bool *by_user, bool *by_client);
 /* A copy of the cluster as the controller sees it, for Lua and tests. */
 typedef struct kiq_controller_partition_info {
     int32_t leader, leader_epoch, partition_epoch;

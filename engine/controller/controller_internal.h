@@ -79,6 +79,9 @@ struct kiq_controller {
     atomic_uint_fast64_t unclean_elections; /* leaders elected from outside the ISR, for metrics */
     struct kiq_quorum *quorum; /* the hosting broker's, outlives the controller */
     int64_t write_timeout_ms;  /* a write waits this long for a majority */
+    /* moves when the image's client quotas may have changed; read without
+     * mu by the quota managers, which look the quotas up again then */
+    atomic_uint_fast64_t quotas_version;
     pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t activated; /* active became true */
     kiq_metadata_image_t *image;

@@ -24,6 +24,7 @@ struct kiq_metadata_image {
     kiq_features_t features;  /* the finalized levels (FeatureLevelRecord) */
     kiq_scram_store_t scram;  /* UserScramCredentialRecord */
     kiq_acl_store_t acls;     /* AccessControlEntryRecord */
+    kiq_client_quota_store_t quotas; /* ClientQuotaRecord */
 };
 
 kiq_metadata_image_t *kiq_metadata_image_new(void)
@@ -85,6 +86,7 @@ void kiq_metadata_image_free(kiq_metadata_image_t *img)
     free(img->configs);
     kiq_scram_store_clear(&img->scram);
     kiq_acl_store_clear(&img->acls);
+    kiq_client_quota_store_clear(&img->quotas);
     free(img);
 }
 
@@ -578,6 +580,28 @@ static int apply_acl(kiq_metadata_image_t *img, const kiq_access_control_entry_r
     return rc;
 }
 
+int kiq_client_quota_entity_of(const kiq_client_quota_record_entity_t *parts, int32_t n, kiq_arena_t *a,
+                               kiq_quota_entity_t *e)
+{
+    *e = (kiq_quota_entity_t){0};
+    if (n <= 0) return kiq_error_set("a client quota entity names no entity type");
+    for (int32_t i = 0; i < n; i++) {
+        kiq_str_t t = parts[i].entity_type, name = parts[i].entity_name;
+        bool user = t.len == 4 && memcmp(t.p, "user", 4) == 0;
+        bool client = t.len == 9 && memcmp(t.p, "client-id", 9) == 0;
+        if (!user && !client) return kiq_error_set("Unsupported quota entity type: %.*s", (int)t.len, t.p ? t.p : "");
+        bool *has = user ? &e->has_user : &e->has_client;
+        if (*has) return kiq_error_set("Duplicate quota entity type: %.*s", (int)t.len, t.p);
+        *has = true;
+        /* in the arena: the store copies what it keeps */
+        char *copy = name.p ? kiq_arena_strndup(a, name.p, (size_t)name.len) : NULL;
+        if (name.p && !copy) return kiq_error_set("out of memory");
+        if (user) e->user = copy;
+        else e->client_id = copy;
+    }
+    return 0;
+}
+
 int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const kiq_metadata_record_t *r)
 {
     int rc;
@@ -611,6 +635,19 @@ int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const ki
         break;
     }
     case KIQ_MR_USER_SCRAM_CREDENTIAL: rc = apply_scram(img, &r->m.user_scram_credential); break;
+    case KIQ_MR_CLIENT_QUOTA: {
+        const kiq_client_quota_record_t *q = &r->m.client_quota;
+        kiq_arena_t a;
+        kiq_arena_init(&a);
+        kiq_quota_entity_t e;
+        int key = q->key.p ? kiq_quota_key_of(q->key.p, (size_t)q->key.len) : -1;
+        rc = kiq_client_quota_entity_of(q->entity, q->entity_n, &a, &e);
+        if (rc == 0 && key < 0) rc = kiq_error_set("ClientQuotaRecord: unknown quota key");
+        if (rc == 0 && kiq_client_quota_store_set(&img->quotas, &e, key, q->value, q->remove) != 0)
+            rc = kiq_error_set("out of memory");
+        kiq_arena_reset(&a);
+        break;
+    }
     case KIQ_MR_REMOVE_USER_SCRAM_CREDENTIAL: {
         const kiq_remove_user_scram_credential_record_t *d = &r->m.remove_user_scram_credential;
         kiq_scram_store_remove(&img->scram, d->name.p ? d->name.p : "", d->name.p ? (size_t)d->name.len : 0,
@@ -642,6 +679,7 @@ const kiq_features_t *kiq_metadata_image_features(const kiq_metadata_image_t *im
 const kiq_scram_store_t *kiq_metadata_image_scram(const kiq_metadata_image_t *img) { return &img->scram; }
 
 const kiq_acl_store_t *kiq_metadata_image_acls(const kiq_metadata_image_t *img) { return &img->acls; }
+const kiq_client_quota_store_t *kiq_metadata_image_quotas(const kiq_metadata_image_t *img) { return &img->quotas; }
 
 /* ---- the image as records (a snapshot) ---- */
 
@@ -657,7 +695,8 @@ static kiq_metadata_record_t *next_record(kiq_metadata_record_t *out, size_t *n,
 int kiq_metadata_image_records(const kiq_metadata_image_t *img, kiq_arena_t *arena, kiq_metadata_record_t **out,
                                size_t *n)
 {
-    size_t cap = img->nbrokers + img->nconfigs + 1 + KIQ_FEATURE__COUNT + img->scram.n + img->acls.n;
+    size_t cap = img->nbrokers + img->nconfigs + 1 + KIQ_FEATURE__COUNT + img->scram.n + img->acls.n +
+                 img->quotas.n * KIQ_QUOTA__COUNT;
     for (size_t t = 0; t < img->ntopics; t++) cap += 1 + (size_t)img->topics[t]->npartitions;
     kiq_metadata_record_t *rs = kiq_arena_calloc(arena, cap, sizeof *rs);
     *n = 0;
@@ -744,6 +783,27 @@ int kiq_metadata_image_records(const kiq_metadata_image_t *img, kiq_arena_t *are
         r->host = str_of(a->host);
         r->operation = a->operation;
         r->permission_type = a->permission;
+    }
+    for (size_t i = 0; i < img->quotas.n; i++) {
+        const kiq_client_quota_entry_t *q = &img->quotas.entries[i];
+        for (int k = 0; k < KIQ_QUOTA__COUNT; k++) {
+            if (!(q->set & (1u << k))) continue;
+            kiq_client_quota_record_t *r = &next_record(rs, n, KIQ_MR_CLIENT_QUOTA)->m.client_quota;
+            r->entity = kiq_arena_calloc(arena, 2, sizeof *r->entity);
+            r->entity_n = 0;
+            if (q->entity.has_user) {
+                kiq_client_quota_record_entity_init(&r->entity[r->entity_n]);
+                r->entity[r->entity_n].entity_type = str_of("user");
+                r->entity[r->entity_n++].entity_name = str_of(q->entity.user);
+            }
+            if (q->entity.has_client) {
+                kiq_client_quota_record_entity_init(&r->entity[r->entity_n]);
+                r->entity[r->entity_n].entity_type = str_of("client-id");
+                r->entity[r->entity_n++].entity_name = str_of(q->entity.client_id);
+            }
+            r->key = str_of(kiq_quota_key_names[k]);
+            r->value = q->value[k];
+        }
     }
     if (img->next_producer_id > 0) {
         kiq_producer_ids_record_t *r = &next_record(rs, n, KIQ_MR_PRODUCER_IDS)->m.producer_ids;

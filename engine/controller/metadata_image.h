@@ -19,6 +19,7 @@
 
 #include "controller/features.h"
 #include "controller/metadata_record.h"
+#include "controller/client_quotas.h"
 #include "controller/scram_credentials.h"
 #include "security/acl.h"
 
@@ -110,6 +111,13 @@ const kiq_features_t *kiq_metadata_image_features(const kiq_metadata_image_t *im
 const kiq_scram_store_t *kiq_metadata_image_scram(const kiq_metadata_image_t *img);
 /* The cluster's ACL bindings. */
 const kiq_acl_store_t *kiq_metadata_image_acls(const kiq_metadata_image_t *img);
+/* The client quotas (ClientQuotaRecord). */
+const kiq_client_quota_store_t *kiq_metadata_image_quotas(const kiq_metadata_image_t *img);
+/* The entity a record or request names (types "user" and "client-id",
+ * each at most once; a null name the default), names copied into a. 0, or
+ * -1 with the reason. */
+int kiq_client_quota_entity_of(const kiq_client_quota_record_entity_t *parts, int32_t n, kiq_arena_t *a,
+                               kiq_quota_entity_t *e);
 
 /* One per record type, as kiq_metadata_image_apply dispatches:
  * - RegisterBroker: the broker's registration, replacing any earlier one

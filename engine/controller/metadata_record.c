@@ -27,6 +27,7 @@ static const struct record_kind {
     {KIQ_MR_PRODUCER_IDS, "ProducerIdsRecord", 0},
     {KIQ_MR_USER_SCRAM_CREDENTIAL, "UserScramCredentialRecord", 0},
     {KIQ_MR_REMOVE_USER_SCRAM_CREDENTIAL, "RemoveUserScramCredentialRecord", 0},
+    {KIQ_MR_CLIENT_QUOTA, "ClientQuotaRecord", 0},
 };
 
 static const struct record_kind *kind_of(int16_t type)

@@ -37,6 +37,7 @@ enum kiq_metadata_record_type {
     KIQ_MR_REMOVE_TOPIC = 9,
     KIQ_MR_USER_SCRAM_CREDENTIAL = 11,
     KIQ_MR_FEATURE_LEVEL = 12,
+    KIQ_MR_CLIENT_QUOTA = 14,
     KIQ_MR_PRODUCER_IDS = 15,
     KIQ_MR_ACCESS_CONTROL_ENTRY = 18,
     KIQ_MR_REMOVE_ACCESS_CONTROL_ENTRY = 19,
@@ -69,6 +70,7 @@ typedef struct kiq_metadata_record {
         kiq_remove_user_scram_credential_record_t remove_user_scram_credential;
         kiq_access_control_entry_record_t access_control_entry;
         kiq_remove_access_control_entry_record_t remove_access_control_entry;
+        kiq_client_quota_record_t client_quota;
     } m;
 } kiq_metadata_record_t;
 

@@ -62,6 +62,10 @@ typedef struct conn {
     kiq_sasl_session_t *sasl; /* NULL on a listener without SASL; the principal once authenticated */
     /* a TLS read waits for the socket to be writable, a write for it to be readable */
     bool read_wants_write, write_wants_read;
+    /* a client quota's throttle (KIP-219): after the response, nothing is
+     * read until the timer fires */
+    ev_timer throttle;
+    bool throttled;
     struct conn *hnext; /* hash chain */
 } conn_t;
 
@@ -132,6 +136,7 @@ static void conn_close(conn_t *c, const char *why)
     if (why) KIQ_DEBUG("closing connection %s: %s", c->peer, why);
     ev_io_stop(p->loop, &c->rio);
     ev_io_stop(p->loop, &c->wio);
+    ev_timer_stop(p->loop, &c->throttle);
     kiq_tls_conn_free(c->tls);
     kiq_sasl_session_unref(c->sasl);
     close(c->fd);
@@ -303,7 +308,7 @@ static kiq_request_t *frame_request(conn_t *c, size_t size)
 static void conn_process_input(conn_t *c)
 {
     kiq_processor_t *p = c->p;
-    if (c->inflight || c->out) return;
+    if (c->inflight || c->out || c->throttled) return;
     if (c->in_len < 4) {
         conn_wait_input(c);
         return;
@@ -473,6 +478,7 @@ static void conn_finish_write(conn_t *c)
     kiq_request_log_timing(c->out_req);
     if (c->p->cfg.done) c->p->cfg.done(c->p->cfg.admit_ctx, c->out_req);
     bool close_after = c->out_req->close_after;
+    int64_t throttle_ms = c->out_req->throttle_ms;
     kiq_request_free(c->out_req);
     c->out_req = NULL;
     c->out = NULL;
@@ -482,7 +488,22 @@ static void conn_finish_write(conn_t *c)
         conn_close(c, "closed by the request handler");
         return;
     }
+    if (throttle_ms > 0) {
+        /* muted, as Kafka mutes a throttled channel; conn_unthrottle reads on */
+        c->throttled = true;
+        ev_timer_set(&c->throttle, (double)throttle_ms / 1000.0, 0);
+        ev_timer_start(c->p->loop, &c->throttle);
+        return;
+    }
     /* bytes that came behind the request wait from now on */
+    if (c->in_len) c->partial_since_ns = kiq_clock_mono_ns();
+    conn_process_input(c);
+}
+
+static void conn_unthrottle(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    conn_t *c = w->data;
+    c->throttled = false;
     if (c->in_len) c->partial_since_ns = kiq_clock_mono_ns();
     conn_process_input(c);
 }
@@ -631,7 +652,8 @@ static void adopt_socket(kiq_processor_t *p, inbox_socket_t *s)
     c->last_active_ns = kiq_clock_mono_ns();
     ev_io_init(&c->rio, conn_read_cb, c->fd, EV_READ);
     ev_io_init(&c->wio, conn_write_cb, c->fd, EV_WRITE);
-    c->rio.data = c->wio.data = c;
+    ev_timer_init(&c->throttle, conn_unthrottle, 0, 0);
+    c->rio.data = c->wio.data = c->throttle.data = c;
     c->hnext = p->table[c->id % p->table_size];
     p->table[c->id % p->table_size] = c;
     atomic_fetch_add(&p->nconns, 1);
@@ -662,7 +684,7 @@ static void retry_starved(kiq_processor_t *p)
         conn_t *c = list;
         list = c->next_starved;
         c->starved = false;
-        if (!c->inflight && !c->out) conn_arm_read(c);
+        if (!c->inflight && !c->out && !c->throttled) conn_arm_read(c);
     }
 }
 
@@ -681,7 +703,7 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
         conn_t *next;
         for (conn_t *c = p->table[i]; c; c = next) {
             next = c->hnext;
-            if (c->inflight) continue; /* its request is being served */
+            if (c->inflight || c->throttled) continue; /* its request is being served, or it waits muted */
             if (read_ns > 0 && (c->in_len || c->starved) && c->partial_since_ns &&
                 now - c->partial_since_ns > read_ns) {
                 KIQ_WARN_LIMITED("connection %s closed: %zu bytes of a request came in %lld ms without the rest "

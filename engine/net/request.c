@@ -79,8 +79,19 @@ kiq_str_t kiq_request_str(kiq_request_t *r, const char *s)
 kiq_str_t kiq_request_error_message(kiq_request_t *r) { return kiq_request_str(r, kiq_error_get()); }
 
 /* close_after may already be set: an interceptor's drop = "after". */
+/* The before_respond hook, once: a response (NULL: none goes out, as for
+ * an acks=0 produce, which is throttled all the same). */
+static void before_respond(kiq_request_t *r, void *response)
+{
+    void (*fn)(void *, kiq_request_t *, void *) = r->before_respond;
+    if (!fn) return;
+    r->before_respond = NULL;
+    fn(r->before_respond_ctx, r, response);
+}
+
 void kiq_request_finish(kiq_request_t *r, bool close_connection)
 {
+    if (!close_connection && !r->close_after) before_respond(r, NULL);
     r->t.completed = kiq_clock_mono_ns();
     r->close_after = r->close_after || close_connection;
     kiq_processor_complete(r);
@@ -104,6 +115,7 @@ static void tally_error(void *ctx, int16_t code)
 
 void kiq_request_respond(kiq_request_t *r, const void *response)
 {
+    before_respond(r, (void *)response);
     if (r->close_after) {
         /* the handler ran; the interceptor wants the answer lost */
         kiq_request_finish(r, true);

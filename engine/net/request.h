@@ -83,6 +83,16 @@ typedef struct kiq_request {
     bool close_after; /* drop the connection instead of (or after) answering */
     bool answer_then_close; /* a handler's: the answer goes out, then the connection closes (failed SASL) */
     bool refused;     /* the request queue was full when it came: its connection waited muted */
+    /* Set by whoever dispatches it: runs once, first in
+     * kiq_request_respond with the response message (client quotas put
+     * their throttle time in), or in kiq_request_finish with NULL when the
+     * request ends without one but the connection stays; on that thread.
+     * NULL: none. */
+    void (*before_respond)(void *ctx, struct kiq_request *r, void *response);
+    void *before_respond_ctx;
+    /* client quotas (KIP-219): once the response is sent, the connection
+     * is left unread this long */
+    int64_t throttle_ms;
     kiq_request_errors_t errors; /* what the response said, once encoded */
 
     kiq_request_times_t t;

@@ -19,6 +19,8 @@
 #include "server/broker_lifecycle.h"
 #include "server/broker_metrics.h"
 #include "server/controller_link.h"
+#include "server/broker_quotas.h"
+#include "server/quota_manager.h"
 #include "controller/metadata_cache.h"
 #include "replica/replica_manager.h"
 #include "share/share_manager.h"
@@ -60,6 +62,7 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     kiq_broker_t *b = calloc(1, sizeof *b);
     if (!b) return NULL;
     pthread_mutex_init(&b->features_mu, NULL);
+    pthread_mutex_init(&b->quotas_mu, NULL);
     b->surface = surface;
     b->config = kiq_config_copy(config);
     b->node_id = (int32_t)kiq_config_int(config, KIQ_CFG_BROKER_ID);
@@ -129,6 +132,11 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     kiq_observer_t counter = kiq_event_counts_observer(&b->event_counts);
     if (kiq_observers_add(&b->observers, &counter) != 0) goto fail;
     if (!(b->metrics = kiq_metrics_new()) || kiq_metrics_add(b->metrics, kiq_broker_metrics, b) != 0) goto oom;
+    if (!(b->client_quotas = kiq_quota_manager_new((int)kiq_config_int(config, KIQ_CFG_QUOTA_WINDOW_NUM),
+                                                   kiq_config_int(config, KIQ_CFG_QUOTA_WINDOW_SIZE_SECONDS) * 1000,
+                                                   &kiq_broker_quota_source, b)) ||
+        kiq_metrics_add(b->metrics, kiq_quota_metrics, b->client_quotas) != 0)
+        goto oom;
     if (!(b->topic_counts = kiq_topic_counts_new())) goto oom;
     kiq_observer_t topic_counter = kiq_topic_counts_observer(b->topic_counts);
     if (kiq_observers_add(&b->observers, &topic_counter) != 0) goto fail;
@@ -370,7 +378,8 @@ static void note_recovery(kiq_broker_t *b)
 static int start_configs(kiq_broker_t *b)
 {
     kiq_broker_startup_begin(&b->startup);
-    if (kiq_broker_configs_load(b) != 0 || kiq_broker_features_load(b) != 0) return -1;
+    if (kiq_broker_configs_load(b) != 0 || kiq_broker_features_load(b) != 0 || kiq_broker_quotas_load(b) != 0)
+        return -1;
     kiq_broker_configs_log_config(b, &b->log_cfg, &b->log_cfg);
     return 0;
 }
@@ -983,6 +992,8 @@ void kiq_broker_free(kiq_broker_t *b)
     kiq_journeys_free(b->journeys);
     kiq_topic_counts_free(b->topic_counts);
     kiq_metrics_remove(b->metrics, b);
+    kiq_metrics_remove(b->metrics, b->client_quotas);
+    kiq_quota_manager_free(b->client_quotas);
     kiq_metrics_free(b->metrics);
     kiq_request_stats_clear(&b->stats);
     kiq_producer_ids_free(b->producer_ids);
@@ -993,5 +1004,7 @@ void kiq_broker_free(kiq_broker_t *b)
     }
     free(b->log_dirs);
     pthread_mutex_destroy(&b->features_mu);
+    kiq_client_quota_store_clear(&b->quota_store);
+    pthread_mutex_destroy(&b->quotas_mu);
     free(b);
 }

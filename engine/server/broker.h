@@ -20,6 +20,7 @@
 #include "log/log_scrubber.h"
 #include "log/topics.h"
 #include "net/acceptor.h"
+#include "controller/client_quotas.h"
 #include "net/connection_quotas.h"
 #include "net/memory_pool.h"
 #include "net/processor.h"
@@ -152,6 +153,16 @@ struct kiq_broker {
      * that leads: kiq_broker_active_controller): from start to shutdown;
      * its own lock. */
     struct kiq_controller *controller;
+    /* Client quotas' sensors (server/quota_manager.h), from new to free;
+     * enforced where the quotas are (server/broker_quotas.h): a standalone
+     * broker's own, or the image of the controller this node hosts. Its
+     * own lock. */
+    struct kiq_quota_manager *client_quotas;
+    /* Standalone: the client quotas (loaded at start, saved at each
+     * change) and their version; quotas_mu guards the store. */
+    pthread_mutex_t quotas_mu;
+    kiq_client_quota_store_t quota_store;
+    atomic_uint_fast64_t quota_version;
     /* Standalone: the finalized feature levels (server/broker_features.h),
      * loaded at start; features_mu guards them. */
     pthread_mutex_t features_mu;

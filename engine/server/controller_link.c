@@ -52,6 +52,9 @@ typedef struct whole {
     /* instead of here: answered later (a voter change, at its commit) */
     void (*later)(kiq_broker_t *b, int16_t api, const void *req, kiq_arena_t *a, void *resp, kiq_link_done_fn done,
                   void *ctx);
+    /* a response with no top-level error: its answer when the forward
+     * failed (else the error code, and message, set at the offsets above) */
+    void (*failed)(const void *req, void *resp, kiq_arena_t *a, kiq_str_t why);
 } whole_t;
 
 /* A request on its way to the controller; in the caller's arena. */
@@ -466,12 +469,48 @@ static void alter_scram_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *
     kiq_controller_alter_scram(c, req, a, resp);
 }
 
+static void describe_quotas_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_controller_describe_client_quotas(c, req, a, resp);
+}
+
+static void alter_quotas_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_controller_alter_client_quotas(c, req, a, resp);
+}
+
+/* Every entity of the request answered with the failure. */
+static void alter_quotas_failed(const void *request, void *response, kiq_arena_t *a, kiq_str_t why)
+{
+    const kiq_alter_client_quotas_request_t *req = request;
+    kiq_alter_client_quotas_response_t *out = response;
+    int n = req->entries_n > 0 ? req->entries_n : 0;
+    out->entries = kiq_arena_calloc(a, (size_t)n + 1, sizeof *out->entries);
+    out->entries_n = n;
+    for (int i = 0; i < n; i++) {
+        kiq_alter_client_quotas_response_entries_t *o = &out->entries[i];
+        kiq_alter_client_quotas_response_entries_init(o);
+        o->error_code = KIQ_ERR_REQUEST_TIMED_OUT;
+        o->error_message = why;
+        o->entity_n = req->entries[i].entity_n > 0 ? req->entries[i].entity_n : 0;
+        o->entity = kiq_arena_calloc(a, (size_t)o->entity_n + 1, sizeof *o->entity);
+        for (int32_t j = 0; j < o->entity_n; j++) {
+            kiq_alter_client_quotas_response_entries_entity_init(&o->entity[j]);
+            o->entity[j].entity_type = req->entries[i].entity[j].entity_type;
+            o->entity[j].entity_name = req->entries[i].entity[j].entity_name;
+        }
+    }
+}
+
 /* Each one's response: its size and where its error code (and message,
  * where it has one) are, for the answer of a forward that failed. */
-#define WHOLE(api, T, here) {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, true, here, NULL}
-#define WHOLE_NO_MESSAGE(api, T, here) {api, sizeof(T), offsetof(T, error_code), 0, true, false, here, NULL}
-#define WHOLE_NO_CODE(api, T, here) {api, sizeof(T), 0, 0, false, false, here, NULL}
-#define WHOLE_LATER(api, T, later) {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, true, NULL, later}
+#define WHOLE(api, T, here) \
+    {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, true, here, NULL, NULL}
+#define WHOLE_NO_MESSAGE(api, T, here) {api, sizeof(T), offsetof(T, error_code), 0, true, false, here, NULL, NULL}
+#define WHOLE_NO_CODE(api, T, here) {api, sizeof(T), 0, 0, false, false, here, NULL, NULL}
+#define WHOLE_LATER(api, T, later) \
+    {api, sizeof(T), offsetof(T, error_code), offsetof(T, error_message), true, true, NULL, later, NULL}
+#define WHOLE_ENTRIES(api, T, here, failed) {api, sizeof(T), 0, 0, false, false, here, NULL, failed}
 
 static const whole_t WHOLES[] = {
     WHOLE_NO_MESSAGE(KIQ_API_ELECT_LEADERS, kiq_elect_leaders_response_t, elect_here),
@@ -485,6 +524,9 @@ static const whole_t WHOLES[] = {
     WHOLE(KIQ_API_UPDATE_FEATURES, kiq_update_features_response_t, update_features_here),
     WHOLE(KIQ_API_DESCRIBE_USER_SCRAM_CREDENTIALS, kiq_describe_user_scram_credentials_response_t, describe_scram_here),
     WHOLE_NO_CODE(KIQ_API_ALTER_USER_SCRAM_CREDENTIALS, kiq_alter_user_scram_credentials_response_t, alter_scram_here),
+    WHOLE(KIQ_API_DESCRIBE_CLIENT_QUOTAS, kiq_describe_client_quotas_response_t, describe_quotas_here),
+    WHOLE_ENTRIES(KIQ_API_ALTER_CLIENT_QUOTAS, kiq_alter_client_quotas_response_t, alter_quotas_here,
+                  alter_quotas_failed),
 };
 
 static void whole_failed(forward_t *f, int rc)
@@ -493,6 +535,10 @@ static void whole_failed(forward_t *f, int rc)
     const whole_t *w = f->whole;
     char *resp = f->call.response;
     memset(resp, 0, w->response_size);
+    if (w->failed) {
+        w->failed(f->call.request, resp, f->arena, error_text(f->arena));
+        return;
+    }
     if (w->has_code) *(int16_t *)(resp + w->error_code_at) = KIQ_ERR_REQUEST_TIMED_OUT;
     if (w->has_message) *(kiq_str_t *)(resp + w->error_message_at) = error_text(f->arena);
 }

@@ -55,8 +55,8 @@ void kiq_controller_link_delete_topics(kiq_broker_t *b, kiq_topic_order_t *order
 /* A request the active controller answers whole (ElectLeaders,
  * UnregisterBroker, AlterPartitionReassignments,
  * ListPartitionReassignments, DescribeQuorum, AddRaftVoter,
- * RemoveRaftVoter, UpdateFeatures, Describe/AlterUserScramCredentials; req as it
- * came): decided
+ * RemoveRaftVoter, UpdateFeatures, Describe/AlterUserScramCredentials,
+ * Describe/AlterClientQuotas; req as it came): decided
  * here when this broker's controller is active, else forwarded; *resp
  * filled in arena. An unreachable controller gives REQUEST_TIMED_OUT at
  * the top level (with why, where the response carries a message). */

@@ -28,7 +28,8 @@ M.producer = require("kafkaiq.client.producer").new
 M.consumer = require("kafkaiq.client.consumer").new
 
 -- client.admin(opts) -> admin: create_topics, delete_topics, describe_topics,
--- describe_configs, close (kafkaiq/client/admin.lua).
+-- describe_configs, alter_client_quotas, describe_client_quotas, close
+-- (kafkaiq/client/admin.lua; a.DEFAULT names an entity part's default).
 M.admin = require("kafkaiq.client.admin").new
 
 return M

@@ -8,7 +8,7 @@ return {
       .. "controller creates the topic, one KafkaIQ broker creates it before answering; clients ask again after either" },
   { case = "^ApiVersions v%d+$", path = "^api_keys%[",
     reason = "KafkaIQ serves the APIs and versions its README lists (client APIs; the others come with later "
-      .. "issues: KRaft, SASL, ACLs, quotas, share groups, KIP-848, features), and KIP-714's telemetry APIs, which "
+      .. "issues: KRaft, SASL, ACLs, share groups, KIP-848, features), and KIP-714's telemetry APIs, which "
       .. "Kafka advertises only with a client-metrics plugin" },
   { case = "^ApiVersions v%d+$", path = "^supported_features%[",
     reason = "KafkaIQ supports only the feature levels it implements (controller/features.h): metadata.version "

@@ -95,11 +95,18 @@ end
 
 -- KafkaIQ set up as kafka.sh sets up Kafka's node: id 1, one partition
 -- per auto-created topic, no rebalance delay.
-local function start_kiq()
-  return assert(kiq.broker { id = 1, ["num.partitions"] = 1, ["default.replication.factor"] = 1,
+-- combined: also the quorum's only controller, as Kafka's node is (for
+-- what only a controller keeps: client quotas).
+local function start_kiq(combined)
+  local cfg = { id = 1, ["num.partitions"] = 1, ["default.replication.factor"] = 1,
     ["group.initial.rebalance.delay.ms"] = 0,
     ["offsets.topic.replication.factor"] = 1, ["transaction.state.log.replication.factor"] = 1,
-    ["transaction.state.log.min.isr"] = 1 })
+    ["transaction.state.log.min.isr"] = 1 }
+  if combined then
+    cfg.control_port = core.free_port()
+    cfg["controller.quorum.voters"] = ("1@127.0.0.1:%d"):format(cfg.control_port)
+  end
+  return assert(kiq.broker(cfg))
 end
 
 -- A combined KafkaIQ node set up as kafka.sh --acl sets up Kafka's (its
@@ -340,12 +347,14 @@ local function run_case(case_name, sc, version, kafka_bs, kiq_bs)
   return verdict, lines
 end
 
--- The brokers a scenario runs against: one node each, (cluster) three
--- KRaft nodes beside serve --brokers 3's three brokers, or (acl) one node
--- each with SASL and StandardAuthorizer; started once.
+-- The brokers a scenario runs against: one node each (combined: KafkaIQ's
+-- also its controller), (cluster) three KRaft nodes beside serve --brokers
+-- 3's three brokers, or (acl) one node each with SASL and
+-- StandardAuthorizer; started once.
 local setups = {}
-local function setup(cluster, acl)
-  local key = cluster and "cluster" or acl and "acl" or "one"
+local function setup(sc)
+  local cluster, acl, combined = sc.cluster, sc.acl, sc.combined
+  local key = cluster and "cluster" or acl and "acl" or combined and "combined" or "one"
   if setups[key] then return setups[key] end
   local st = {}
   if acl then
@@ -360,8 +369,8 @@ local function setup(cluster, acl)
       ["transaction.state.log.min.isr"] = 1 })
     st.kiq_bootstrap = st.kiq:bootstrap()
   else
-    st.kafka = kafka_bootstrap or start_kafka_nodes(1)
-    st.kiq = start_kiq()
+    st.kafka = (setups.one or setups.combined or {}).kafka or kafka_bootstrap or start_kafka_nodes(1)
+    st.kiq = start_kiq(combined)
     st.kiq_bootstrap = st.kiq.bootstrap
   end
   local kc, qc = open(st.kafka, acl and "admin"), open(st.kiq_bootstrap, acl and "admin")
@@ -379,7 +388,7 @@ local function main()
     local wanted = not only
     for _, p in ipairs(only or {}) do wanted = wanted or matches(p, sc.name) end
     if wanted then
-      local st = setup(sc.cluster, sc.acl)
+      local st = setup(sc)
       local kafka_bs, kr, qr = st.kafka, st.kafka_ranges, st.kiq_ranges
       nscenarios = nscenarios + 1
       local k, q, c = kr[sc.api], qr[sc.api], codec[sc.api]

@@ -1500,4 +1500,126 @@ scenario { name = "ACLs: WriteTxnMarkers needs ClusterAction", api = "WriteTxnMa
     topics = { { name = s.name, partition_indexes = { 0 } } } } } } end },
 } }
 
+-- ---------------------------------------------------------------- client quotas
+-- Kept by the controller: KafkaIQ's node is combined, as Kafka's. Kafka
+-- answers entities, their parts and their values in hash-map order: the
+-- answers are put in one order before comparing.
+
+local function sorted_by(t, f)
+  table.sort(t, function(x, y) return f(x) < f(y) end)
+  return t
+end
+
+local function entity_text(e)
+  local parts = {}
+  for _, p in ipairs(e) do parts[#parts + 1] = p.entity_type .. "=" .. tostring(p.entity_name) end
+  return table.concat(parts, ",")
+end
+
+local function quotas_in_order(r)
+  for _, e in ipairs(r.entries or {}) do
+    sorted_by(e.entity, function(p) return p.entity_type end)
+    if e.values then sorted_by(e.values, function(v) return v.key end) end
+  end
+  if r.entries then sorted_by(r.entries, function(e) return entity_text(e.entity) end) end
+  return r
+end
+
+-- An AlterClientQuotas entry: entity parts as { type, name } (name nil:
+-- the default), ops as { key, value } or { key, remove = true }.
+local function quota(entity, ops)
+  local e, o = {}, {}
+  for _, p in ipairs(entity) do e[#e + 1] = { entity_type = p[1], entity_name = p[2] } end
+  for _, op in ipairs(ops) do o[#o + 1] = { key = op[1], value = op[2] or 0, remove = op.remove or false } end
+  return { entity = e, ops = o }
+end
+
+local function alter_quotas(entries, validate_only)
+  return { api = "AlterClientQuotas", pick = quotas_in_order,
+    body = function(s) return { entries = entries(s), validate_only = validate_only or false } end }
+end
+
+-- components as { type, match_type, match }; n: the entries to wait for
+-- (Kafka's broker answers from its metadata image, a moment behind its
+-- controller's)
+local function describe_quotas(components, strict, n)
+  return { api = "DescribeClientQuotas", pick = quotas_in_order,
+    ["until"] = n and function(r) return r.entries and #r.entries == n end,
+    body = function(s)
+      local cs = {}
+      for _, c in ipairs(components(s)) do cs[#cs + 1] = { entity_type = c[1], match_type = c[2], match = c[3] } end
+      return { components = cs, strict = strict or false }
+    end }
+end
+
+local EXACT, DEFAULT, SPECIFIED = 0, 1, 2
+
+scenario { name = "AlterClientQuotas and DescribeClientQuotas", api = "DescribeClientQuotas", combined = true,
+  steps = {
+  alter_quotas(function(s) return {
+    quota({ { "user", s.name } }, { { "producer_byte_rate", 1024 }, { "consumer_byte_rate", 2048 } }),
+    quota({ { "user", s.name }, { "client-id", s.name .. "-app" } }, { { "request_percentage", 50.5 } }),
+    quota({ { "client-id", s.name .. "-c" } }, { { "controller_mutation_rate", 10 } }),
+  } end),
+  describe_quotas(function(s) return { { "user", EXACT, s.name } } end, false, 2),
+  describe_quotas(function(s) return { { "client-id", EXACT, s.name .. "-c" } } end, true, 1),
+  describe_quotas(function(s) return { { "user", EXACT, s.name } } end, true),
+  describe_quotas(function(s) return { { "user", EXACT, s.name }, { "client-id", SPECIFIED } } end),
+  describe_quotas(function(s) return { { "client-id", EXACT, s.name .. "-c" } } end, true),
+  describe_quotas(function(s) return { { "client-id", EXACT, s.name .. "-app" }, { "user", EXACT, s.name } } end),
+  -- a changed value, one removed, one removed that is not there, and one
+  -- validated only (not kept)
+  alter_quotas(function(s) return {
+    quota({ { "user", s.name } }, { { "producer_byte_rate", 4096 }, { "consumer_byte_rate", remove = true },
+      { "request_percentage", remove = true } }),
+  } end),
+  alter_quotas(function(s) return { quota({ { "user", s.name } }, { { "consumer_byte_rate", 1 } }) } end, true),
+  describe_quotas(function(s) return { { "user", EXACT, s.name } } end, true, 1),
+  -- refusals, one entity each
+  alter_quotas(function(s) return { quota({ { "client-id", s.name .. "-c" } }, { { "producer_byte_rate", 10.5 } }) } end),
+  alter_quotas(function(s) return { quota({ { "client-id", s.name .. "-c" } }, { { "bogus_rate", 1 } }) } end),
+  alter_quotas(function(s) return { quota({ { "client-id", s.name .. "-c" } }, { { "consumer_byte_rate", 0 } }) } end),
+  alter_quotas(function(s) return { quota({ { "client-id", s.name .. "-c" } }, { { "request_percentage", -1 } }) } end),
+  alter_quotas(function(s) return { quota({}, { { "producer_byte_rate", 1 } }) } end),
+  alter_quotas(function(s) return { quota({ { "group", s.name } }, { { "producer_byte_rate", 1 } }) } end),
+  alter_quotas(function(s) return { quota({ { "user", "" } }, { { "producer_byte_rate", 1 } }) } end),
+  -- an entity refused leaves the others of the request be
+  alter_quotas(function(s) return {
+    quota({ { "client-id", s.name .. "-c" } }, { { "producer_byte_rate", 2.5 } }),
+    quota({ { "user", s.name .. "-ok" } }, { { "producer_byte_rate", 100 } }),
+  } end),
+  describe_quotas(function(s) return { { "user", EXACT, s.name .. "-ok" } } end, false, 1),
+  describe_quotas(function(s) return { { "client-id", EXACT, s.name .. "-c" } } end),
+  -- filters Kafka refuses
+  describe_quotas(function() return { { "", EXACT, "x" } } end),
+  describe_quotas(function() return { { "group", EXACT, "x" } } end),
+  describe_quotas(function() return { { "user", 5 } } end),
+  describe_quotas(function() return { { "user", EXACT } } end),
+  describe_quotas(function() return { { "user", DEFAULT, "x" } } end),
+  describe_quotas(function() return { { "user", SPECIFIED, "x" } } end),
+  describe_quotas(function(s) return { { "user", EXACT, s.name }, { "user", SPECIFIED } } end),
+  describe_quotas(function(s) return { { "ip", SPECIFIED }, { "user", EXACT, s.name } } end),
+  -- everything removed: nothing to describe
+  alter_quotas(function(s) return {
+    quota({ { "user", s.name } }, { { "producer_byte_rate", remove = true } }),
+    quota({ { "user", s.name }, { "client-id", s.name .. "-app" } }, { { "request_percentage", remove = true } }),
+    quota({ { "client-id", s.name .. "-c" } }, { { "controller_mutation_rate", remove = true } }),
+    quota({ { "user", s.name .. "-ok" } }, { { "producer_byte_rate", remove = true } }),
+  } end),
+  describe_quotas(function(s) return { { "user", EXACT, s.name } } end, false, 0),
+  describe_quotas(function(s) return { { "client-id", EXACT, s.name .. "-c" } } end, false, 0),
+} }
+
+scenario { name = "Client quotas of the defaults", api = "AlterClientQuotas", combined = true, steps = {
+  alter_quotas(function(s) return {
+    quota({ { "user", nil }, { "client-id", s.name } }, { { "producer_byte_rate", 300 } }),
+  } end),
+  describe_quotas(function(s) return { { "user", DEFAULT }, { "client-id", EXACT, s.name } } end, true, 1),
+  describe_quotas(function(s) return { { "user", EXACT, s.name } } end),
+  alter_quotas(function(s) return {
+    quota({ { "user", nil }, { "client-id", s.name } }, { { "producer_byte_rate", remove = true } }),
+  } end),
+  describe_quotas(function(s) return { { "user", DEFAULT }, { "client-id", EXACT, s.name } } end, true, 0),
+} }
+
 return S

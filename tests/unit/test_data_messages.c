@@ -62,6 +62,7 @@ static void test_every_message_every_version(void **state)
         {"FeatureLevelRecord", 0, 0},
         {"UserScramCredentialRecord", 0, 0}, {"RemoveUserScramCredentialRecord", 0, 0},
         {"AccessControlEntryRecord", 0, 0}, {"RemoveAccessControlEntryRecord", 0, 0},
+        {"ClientQuotaRecord", 0, 0},
         {"ConsumerGroupMetadataKey", 3, 3}, {"ConsumerGroupMetadataValue", 0, 0},
         {"ConsumerGroupMemberMetadataKey", 5, 5}, {"ConsumerGroupMemberMetadataValue", 0, 0},
         {"ConsumerGroupTargetAssignmentMetadataKey", 6, 6}, {"ConsumerGroupTargetAssignmentMetadataValue", 0, 0},

@@ -1,4 +1,5 @@
--- The admin client: create, delete and describe topics, describe configs.
+-- The admin client: create, delete and describe topics, describe configs,
+-- alter and describe client quotas.
 -- Calls about several items return per-item results (common.finish).
 
 local options = require "kafkaiq.client.options"
@@ -11,6 +12,7 @@ local Admin = {}
 Admin.__index = Admin
 
 local CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS = 19, 20, 32
+local DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
 local NOT_CONTROLLER = 41
 
 local RESOURCE_TYPES = { topic = 2, broker = 4 }
@@ -282,6 +284,122 @@ function Admin:describe_configs(resources)
     end
   end
   return common.finish(results, "describe_configs")
+end
+
+-- Client quota entities name a user, a client id or both: a name, or
+-- M.DEFAULT for that part's default ("<default>" in Kafka's tools).
+M.DEFAULT = setmetatable({}, { __tostring = function() return "<default>" end })
+Admin.DEFAULT = M.DEFAULT -- a.DEFAULT
+local QUOTA_PARTS = { user = "user", client_id = "client-id" }
+local PART_KEYS = { user = "user", ["client-id"] = "client_id" }
+
+local function entity_parts(entity, what)
+  if type(entity) ~= "table" then error(what .. ": entity table expected", 3) end
+  local parts = {}
+  for key, name in pairs(entity) do
+    local t = QUOTA_PARTS[key]
+    if not t then error(("%s: unknown entity part '%s' (user, client_id)"):format(what, tostring(key)), 3) end
+    if name ~= M.DEFAULT then common.check_name(name, what .. ": " .. key, 3) end
+    parts[#parts + 1] = { entity_type = t, entity_name = name ~= M.DEFAULT and name or nil }
+  end
+  if #parts == 0 then error(what .. ": the entity names no user or client_id", 3) end
+  table.sort(parts, function(a, b) return a.entity_type > b.entity_type end) -- user first
+  return parts
+end
+
+local function entity_of(parts)
+  local e = {}
+  for _, p in ipairs(parts) do e[PART_KEYS[p.entity_type] or p.entity_type] = p.entity_name or M.DEFAULT end
+  return e
+end
+
+local function entity_text(parts)
+  local s = {}
+  for _, p in ipairs(parts) do s[#s + 1] = p.entity_type .. "=" .. tostring(p.entity_name or "<default>") end
+  return table.concat(s, ",")
+end
+
+-- a:alter_client_quotas({ { entity = { user =, client_id = }, quotas = { producer_byte_rate = 1024,
+--   consumer_byte_rate = false, ... } }, ... }[, { validate_only = }]) -> results | nil, err, results.
+-- A quota set to false is removed. Sent to any broker (it forwards to the
+-- controller). Each result: entity, name (the entity as text), error,
+-- error_code, error_message.
+function Admin:alter_client_quotas(list, opts)
+  if type(list) ~= "table" or #list == 0 then
+    error("alter_client_quotas: non-empty list of entries expected", 2)
+  end
+  local call = options.check(opts, { validate_only = options.boolean(false) }, "alter_client_quotas", 2)
+  local entries = {}
+  for i, e in ipairs(list) do
+    local what = ("alter_client_quotas: entry %d"):format(i)
+    if type(e) ~= "table" or type(e.quotas) ~= "table" then error(what .. ": { entity =, quotas = } expected", 2) end
+    local ops = {}
+    for key, value in pairs(e.quotas) do
+      if type(key) ~= "string" or (value ~= false and type(value) ~= "number") then
+        error(("%s: quota '%s': a number, or false to remove it, expected"):format(what, tostring(key)), 2)
+      end
+      ops[#ops + 1] = { key = key, value = value or 0, remove = value == false }
+    end
+    table.sort(ops, function(a, b) return a.key < b.key end)
+    entries[i] = { entity = entity_parts(e.entity, what), ops = ops }
+  end
+  local conn, err = self.cluster:any_conn()
+  if not conn then return nil, "alter_client_quotas: " .. err end
+  local resp
+  resp, err = conn:request(ALTER_CLIENT_QUOTAS, { entries = entries, validate_only = call.validate_only })
+  if not resp then return nil, "alter_client_quotas: " .. err end
+  local by_text = {}
+  for _, r in ipairs(resp.entries) do
+    table.sort(r.entity, function(a, b) return a.entity_type > b.entity_type end)
+    by_text[entity_text(r.entity)] = r
+  end
+  local results = {}
+  for i, e in ipairs(entries) do
+    local text = entity_text(e.entity)
+    local r = by_text[text]
+    results[i] = r and result(text, r.error_code, r.error_message) or result(text, -1, "missing from the broker's response")
+    results[i].entity = entity_of(e.entity)
+  end
+  return common.finish(results, "alter_client_quotas")
+end
+
+-- a:describe_client_quotas([{ user = name | M.DEFAULT | true, client_id = ... }[, { strict = }]])
+-- -> { { entity = { user =, client_id = }, quotas = { key = value } }, ... } | nil, err.
+-- Each part filters: a name or the default matches only it, true any name
+-- (the default included); no filter: every entity. strict: only entities
+-- with no other parts.
+function Admin:describe_client_quotas(filter, opts)
+  local call = options.check(opts, { strict = options.boolean(false) }, "describe_client_quotas", 2)
+  local components = {}
+  for key, v in pairs(filter or {}) do
+    local t = QUOTA_PARTS[key]
+    if not t then error(("describe_client_quotas: unknown filter part '%s' (user, client_id)"):format(tostring(key)), 2) end
+    if v == true then components[#components + 1] = { entity_type = t, match_type = 2 }
+    elseif v == M.DEFAULT then components[#components + 1] = { entity_type = t, match_type = 1 }
+    else
+      common.check_name(v, "describe_client_quotas: " .. key, 2)
+      components[#components + 1] = { entity_type = t, match_type = 0, match = v }
+    end
+  end
+  local conn, err = self.cluster:any_conn()
+  if not conn then return nil, "describe_client_quotas: " .. err end
+  local resp
+  resp, err = conn:request(DESCRIBE_CLIENT_QUOTAS, { components = components, strict = call.strict })
+  if not resp then return nil, "describe_client_quotas: " .. err end
+  if resp.error_code ~= 0 then
+    return nil, errors.format("describe_client_quotas", resp.error_code, resp.error_message)
+  end
+  local out = {}
+  for _, e in ipairs(resp.entries or {}) do
+    local quotas = {}
+    for _, v in ipairs(e.values) do quotas[v.key] = v.value end
+    out[#out + 1] = { entity = entity_of(e.entity), quotas = quotas }
+  end
+  table.sort(out, function(a, b)
+    return tostring(a.entity.user) .. "/" .. tostring(a.entity.client_id) <
+      tostring(b.entity.user) .. "/" .. tostring(b.entity.client_id)
+  end)
+  return out
 end
 
 -- a:close() closes the admin's connections.

@@ -1,0 +1,58 @@
+/* Client quotas kept by the controller: AlterClientQuotas decided by
+ * Kafka's rules (controller/client_quota_rules.c) and written as
+ * ClientQuotaRecords; DescribeClientQuotas and the quota managers'
+ * lookups answered from the image. */
+#include "controller/client_quota_rules.h"
+#include "controller/controller_internal.h"
+
+int kiq_controller_alter_client_quotas(kiq_controller_t *c, const kiq_alter_client_quotas_request_t *req,
+                                       kiq_arena_t *a, kiq_alter_client_quotas_response_t *out)
+{
+    kiq_client_quota_change_t *changes;
+    size_t n;
+    pthread_mutex_lock(&c->mu);
+    kiq_client_quotas_plan(kiq_metadata_image_quotas(c->image), req, a, out, &changes, &n);
+    batch_t b = {.a = a};
+    for (int i = 0; i < out->entries_n; i++)
+        if (!c->active && !out->entries[i].error_code) {
+            out->entries[i].error_code = KIQ_ERR_NOT_CONTROLLER;
+            out->entries[i].error_message = kiq_ctl_astr(a, "this node is not the active controller");
+        }
+    for (size_t i = 0; c->active && !req->validate_only && i < n; i++)
+        kiq_ctl_add_record(&b, KIQ_MR_CLIENT_QUOTA)->m.client_quota = changes[i].record;
+    int rc = 0;
+    if (b.n && kiq_ctl_commit(c, &b) != 0) {
+        rc = c->commit_error;
+        for (int i = 0; i < out->entries_n; i++)
+            if (!out->entries[i].error_code) {
+                out->entries[i].error_code = (int16_t)rc;
+                out->entries[i].error_message = kiq_ctl_astr(a, "the quotas were not written");
+            }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+void kiq_controller_describe_client_quotas(kiq_controller_t *c, const kiq_describe_client_quotas_request_t *req,
+                                           kiq_arena_t *a, kiq_describe_client_quotas_response_t *out)
+{
+    pthread_mutex_lock(&c->mu);
+    kiq_client_quotas_describe(kiq_metadata_image_quotas(c->image), req, a, out);
+    pthread_mutex_unlock(&c->mu);
+}
+
+uint64_t kiq_controller_quotas_version(kiq_controller_t *c) { return atomic_load(&c->quotas_version); }
+
+int kiq_controller_client_quota(kiq_controller_t *c, const char *user, const char *client_id, int key,
+                                double *bound, bool *by_user, bool *by_client)
+{
+    kiq_quota_entity_t match;
+    pthread_mutex_lock(&c->mu);
+    int found = kiq_client_quota_resolve(kiq_metadata_image_quotas(c->image), user, client_id, key, bound, &match);
+    pthread_mutex_unlock(&c->mu);
+    if (found) {
+        *by_user = match.has_user;
+        *by_client = match.has_client;
+    }
+    return found;
+}
