@@ -310,7 +310,7 @@ static int authenticated(kiq_sasl_session_t *ss, const char *user, int64_t crede
     if (ss->reauthenticating && strcmp(principal, ss->principal) != 0)
         return kiq_error_set("Cannot change principals during re-authentication from User.%s: User.%s",
                              ss->principal + 5, user), 1;
-    strcpy(ss->principal, principal);
+    if (!ss->reauthenticating) strcpy(ss->principal, principal); /* the processor may be reading it */
     ss->lifetime_ms = session_lifetime(ss, credential_expires_ms);
     /* the lifetime is reported to a client that is asked nothing of it
      * before a first (v0) answer, and any session it has ends on time */
