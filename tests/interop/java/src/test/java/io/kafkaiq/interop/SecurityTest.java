@@ -26,6 +26,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.errors.SaslAuthenticationException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -35,12 +36,17 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The Java client over SASL_SSL: a SCRAM-SHA-512 credential set with the Admin client (signed in with PLAIN),
  * then produce and consume as that user; a wrong password is a SaslAuthenticationException with Kafka's
- * message. The node is a combined broker and controller; its certificates are made here with openssl.
+ * message. OAUTHBEARER with Kafka's unsecured login (its own unsigned token for sub alice): produce and consume
+ * while the connections re-authenticate (KIP-368, connections.max.reauth.ms of 3 s, counted by the broker).
+ * The node is a combined broker and controller; its certificates are made here with openssl.
  */
 class SecurityTest {
     private static final Duration READ = Duration.ofSeconds(30);
     private static final String PLAIN_JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required ";
     private static final String SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required ";
+    private static final String OAUTH_JAAS = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+            + "required unsecuredLoginStringClaim_sub=\"alice\";";
+    private static final String REAUTHS = "kafka_server_socket_server_metrics_successful_reauthentication_total";
 
     @TempDir(cleanup = CleanupMode.ON_SUCCESS)
     static Path dir;
@@ -69,7 +75,7 @@ class SecurityTest {
         String host = Kiq.HOST;
         broker = new KiqBroker(dir, 0, ports, "0@" + host + ":" + ports.get(1), List.of(
                 "listeners=SASL_SSL://" + host + ":" + ports.get(0) + ",CONTROLLER://" + host + ":" + ports.get(1),
-                "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512",
+                "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512,OAUTHBEARER", "connections.max.reauth.ms=3000",
                 "listener.name.sasl_ssl.plain.sasl.jaas.config=" + PLAIN_JAAS + "user_admin=\"admin-secret\";",
                 "ssl.keystore.type=PEM", "ssl.keystore.location=" + dir.resolve("store.pem")));
         broker.start();
@@ -129,5 +135,36 @@ class SecurityTest {
             assertEquals("Authentication failed during authentication due to invalid credentials with SASL mechanism "
                     + "SCRAM-SHA-512", e.getCause().getMessage());
         }
+    }
+
+    @Test
+    void oauthbearerReauthenticating() throws Exception {
+        double before = broker.metric(REAUTHS);
+        Properties pp = client("OAUTHBEARER", OAUTH_JAAS);
+        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        Properties cp = client("OAUTHBEARER", OAUTH_JAAS);
+        cp.put(ConsumerConfig.GROUP_ID_CONFIG, "java-oauth");
+        cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        List<String> sent = new ArrayList<>(), got = new ArrayList<>();
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(pp);
+                KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
+            c.subscribe(List.of("java-oauth"));
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            // records go on both ways until the connections have re-authenticated a few times
+            while (broker.metric(REAUTHS) < before + 4 && System.nanoTime() < deadline) {
+                String v = "v" + sent.size();
+                p.send(new ProducerRecord<>("java-oauth", v)).get();
+                sent.add(v);
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) got.add(r.value());
+            }
+            while (got.size() < sent.size() && System.nanoTime() < deadline)
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) got.add(r.value());
+        }
+        Assertions.assertTrue(broker.metric(REAUTHS) >= before + 4, "re-authentications: " + broker.metric(REAUTHS));
+        assertEquals(sent, got);
+        assertEquals(0.0, broker.metric("kafka_server_socket_server_metrics_failed_reauthentication_total"));
     }
 }
