@@ -40,6 +40,10 @@ return {
   -- answered by the controller of this node (a combined node)
   { "DescribeUserScramCredentials", planes = "data" },
   { "AlterUserScramCredentials", planes = "data" },
+  { "CreateDelegationToken", planes = "data" },
+  { "RenewDelegationToken", planes = "data" },
+  { "ExpireDelegationToken", planes = "data" },
+  { "DescribeDelegationToken", planes = "data" },
   -- forwarded by the other brokers to the one hosting the controller
   { "CreateTopics", planes = "both", min = 2 },
   { "DeleteTopics", planes = "both", min = 1 },

@@ -236,7 +236,7 @@ bool kiq_config_sensitive(enum kiq_config_id id)
 {
     const char *n = kiq_config_defs[id].name;
     size_t len = strlen(n);
-    return (len > 9 && strcmp(n + len - 9, ".password") == 0) || id == KIQ_CFG_SSL_KEYSTORE_KEY ||
+    return (len > 9 && strcmp(n + len - 9, ".password") == 0) || id == KIQ_CFG_SSL_KEYSTORE_KEY || id == KIQ_CFG_DELEGATION_TOKEN_SECRET_KEY ||
            strstr(n, "jaas.config") != NULL;
 }
 

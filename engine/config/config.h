@@ -72,6 +72,13 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "with a JWKS: the claim naming the principal")                                            \
     X(SASL_OAUTHBEARER_SCOPE_CLAIM_NAME, "sasl.oauthbearer.scope.claim.name", STRING, "scope", 0, 0, \
       NULL, "with a JWKS: the claim holding the token's scopes")                                \
+    X(DELEGATION_TOKEN_SECRET_KEY, "delegation.token.secret.key", STRING, "", 0, 0, NULL,          \
+      "the key delegation tokens' HMACs are made with (KIP-48); empty: tokens are disabled")   \
+    X(DELEGATION_TOKEN_MAX_LIFETIME_MS, "delegation.token.max.lifetime.ms", LONG, "604800000", 1, \
+      INT64_MAX, NULL, "a delegation token cannot be renewed past this long after its creation") \
+    X(DELEGATION_TOKEN_EXPIRY_TIME_MS, "delegation.token.expiry.time.ms", LONG, "86400000", 1,   \
+      INT64_MAX, NULL, "a delegation token expires this long after its creation or renewal unless " \
+      "the renewal names another period")                                                       \
     X(CONNECTIONS_MAX_REAUTH_MS, "connections.max.reauth.ms", LONG, "0", 0, INT64_MAX, NULL,     \
       "SASL sessions last at most this long (KIP-368): the client re-authenticates on the same " \
       "connection or it is closed at its next request; 0: only a credential's expiry bounds them") \

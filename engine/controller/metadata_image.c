@@ -23,6 +23,7 @@ struct kiq_metadata_image {
     int64_t next_producer_id; /* every producer id below is some broker's */
     kiq_features_t features;  /* the finalized levels (FeatureLevelRecord) */
     kiq_scram_store_t scram;  /* UserScramCredentialRecord */
+    kiq_dtoken_store_t tokens; /* DelegationTokenRecord */
 };
 
 kiq_metadata_image_t *kiq_metadata_image_new(void)
@@ -83,6 +84,7 @@ void kiq_metadata_image_free(kiq_metadata_image_t *img)
     for (size_t i = 0; i < img->nconfigs; i++) config_clear(&img->configs[i]);
     free(img->configs);
     kiq_scram_store_clear(&img->scram);
+    kiq_dtoken_store_clear(&img->tokens);
     free(img);
 }
 
@@ -596,6 +598,13 @@ int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const ki
         rc = 0;
         break;
     }
+    case KIQ_MR_DELEGATION_TOKEN: rc = kiq_dtoken_store_put(&img->tokens, &r->m.delegation_token); break;
+    case KIQ_MR_REMOVE_DELEGATION_TOKEN: {
+        const kiq_str_t *id = &r->m.remove_delegation_token.token_id;
+        kiq_dtoken_store_remove(&img->tokens, id->p ? id->p : "", id->p ? (size_t)id->len : 0);
+        rc = 0;
+        break;
+    }
     default: return kiq_error_set("metadata record type %d cannot be applied", r->type);
     }
     if (rc == 0) img->offset = offset;
@@ -614,6 +623,8 @@ const kiq_features_t *kiq_metadata_image_features(const kiq_metadata_image_t *im
 
 const kiq_scram_store_t *kiq_metadata_image_scram(const kiq_metadata_image_t *img) { return &img->scram; }
 
+const kiq_dtoken_store_t *kiq_metadata_image_tokens(const kiq_metadata_image_t *img) { return &img->tokens; }
+
 /* ---- the image as records (a snapshot) ---- */
 
 static kiq_str_t str_of(const char *s) { return s ? (kiq_str_t){(char *)s, (int32_t)strlen(s)} : KIQ_STR_NULL; }
@@ -628,7 +639,7 @@ static kiq_metadata_record_t *next_record(kiq_metadata_record_t *out, size_t *n,
 int kiq_metadata_image_records(const kiq_metadata_image_t *img, kiq_arena_t *arena, kiq_metadata_record_t **out,
                                size_t *n)
 {
-    size_t cap = img->nbrokers + img->nconfigs + 1 + KIQ_FEATURE__COUNT + img->scram.n;
+    size_t cap = img->nbrokers + img->nconfigs + 1 + KIQ_FEATURE__COUNT + img->scram.n + img->tokens.n;
     for (size_t t = 0; t < img->ntopics; t++) cap += 1 + (size_t)img->topics[t]->npartitions;
     kiq_metadata_record_t *rs = kiq_arena_calloc(arena, cap, sizeof *rs);
     *n = 0;
@@ -703,6 +714,19 @@ int kiq_metadata_image_records(const kiq_metadata_image_t *img, kiq_arena_t *are
         r->stored_key = (kiq_bytes_t){e->cred.stored_key, (int32_t)kl};
         r->server_key = (kiq_bytes_t){e->cred.server_key, (int32_t)kl};
         r->iterations = e->cred.iterations;
+    }
+    for (size_t i = 0; i < img->tokens.n; i++) {
+        const kiq_dtoken_t *t = &img->tokens.tokens[i];
+        kiq_delegation_token_record_t *r = &next_record(rs, n, KIQ_MR_DELEGATION_TOKEN)->m.delegation_token;
+        r->owner = str_of(t->owner);
+        r->requester = str_of(t->requester);
+        r->renewers = kiq_arena_calloc(arena, (size_t)t->nrenewers + 1, sizeof *r->renewers);
+        for (int j = 0; j < t->nrenewers; j++) r->renewers[j] = str_of(t->renewers[j]);
+        r->renewers_n = t->nrenewers;
+        r->issue_timestamp = t->issue_ms;
+        r->max_timestamp = t->max_ms;
+        r->expiration_timestamp = t->expiry_ms;
+        r->token_id = str_of(t->id);
     }
     if (img->next_producer_id > 0) {
         kiq_producer_ids_record_t *r = &next_record(rs, n, KIQ_MR_PRODUCER_IDS)->m.producer_ids;

@@ -19,6 +19,7 @@
 
 #include "controller/features.h"
 #include "controller/metadata_record.h"
+#include "controller/delegation_tokens.h"
 #include "controller/scram_credentials.h"
 
 /* The most replicas a partition has (a replica set, an ISR). */
@@ -107,6 +108,8 @@ int64_t kiq_metadata_image_offset(const kiq_metadata_image_t *img);
 const kiq_features_t *kiq_metadata_image_features(const kiq_metadata_image_t *img);
 /* The users' SCRAM credentials. */
 const kiq_scram_store_t *kiq_metadata_image_scram(const kiq_metadata_image_t *img);
+/* Its delegation tokens (DelegationTokenRecord, RemoveDelegationTokenRecord). */
+const kiq_dtoken_store_t *kiq_metadata_image_tokens(const kiq_metadata_image_t *img);
 
 /* One per record type, as kiq_metadata_image_apply dispatches:
  * - RegisterBroker: the broker's registration, replacing any earlier one

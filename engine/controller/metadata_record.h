@@ -35,10 +35,12 @@ enum kiq_metadata_record_type {
     KIQ_MR_FENCE_BROKER = 7,
     KIQ_MR_UNFENCE_BROKER = 8,
     KIQ_MR_REMOVE_TOPIC = 9,
+    KIQ_MR_DELEGATION_TOKEN = 10,
     KIQ_MR_USER_SCRAM_CREDENTIAL = 11,
     KIQ_MR_FEATURE_LEVEL = 12,
     KIQ_MR_PRODUCER_IDS = 15,
     KIQ_MR_REMOVE_USER_SCRAM_CREDENTIAL = 22,
+    KIQ_MR_REMOVE_DELEGATION_TOKEN = 26,
 };
 
 /* The frame version Kafka writes in front of every metadata record. */
@@ -65,6 +67,8 @@ typedef struct kiq_metadata_record {
         kiq_producer_ids_record_t producer_ids;
         kiq_user_scram_credential_record_t user_scram_credential;
         kiq_remove_user_scram_credential_record_t remove_user_scram_credential;
+        kiq_delegation_token_record_t delegation_token;
+        kiq_remove_delegation_token_record_t remove_delegation_token;
     } m;
 } kiq_metadata_record_t;
 

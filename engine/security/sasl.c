@@ -34,6 +34,8 @@ struct kiq_sasl {
     size_t nusers;
     kiq_scram_lookup_fn lookup;
     void *lookup_ctx;
+    kiq_sasl_token_lookup_fn token_lookup;
+    void *token_ctx;
     kiq_oauth_t *oauth; /* with OAUTHBEARER enabled */
     int64_t reauth_ms;  /* connections.max.reauth.ms, 0: none */
     /* KIQ_SASL_COUNTS of them: any handler thread counts through a read-only kiq_sasl_t, readers read */
@@ -54,6 +56,9 @@ struct kiq_sasl_session {
     bool reauthenticating; /* a handshake after authentication: principal and mech are the first one's */
     bool mech_changed;     /* ... naming another mechanism: refused at its token */
     char oauth_error[128]; /* the JSON a refused token was answered with */
+    bool token_authenticated;  /* by a delegation token (SCRAM tokenauth): it may not ask for tokens */
+    char token_owner[300];     /* the token's owner, Type:name, while its exchange runs */
+    int64_t token_expiry_ms;
     kiq_scram_server_t scram;
     char principal[300];
     int64_t lifetime_ms; /* what the last authentication granted (SaslAuthenticate v1+) */
@@ -211,6 +216,14 @@ void kiq_sasl_set_scram_lookup(kiq_sasl_t *s, kiq_scram_lookup_fn lookup, void *
     s->lookup_ctx = ctx;
 }
 
+void kiq_sasl_set_token_lookup(kiq_sasl_t *s, kiq_sasl_token_lookup_fn lookup, void *ctx)
+{
+    s->token_lookup = lookup;
+    s->token_ctx = ctx;
+}
+
+bool kiq_sasl_token_authenticated(const kiq_sasl_session_t *ss) { return ss->token_authenticated; }
+
 int kiq_sasl_mechanisms(const kiq_sasl_t *s, const char **names, int max)
 {
     int n = 0;
@@ -302,14 +315,24 @@ static int64_t session_lifetime(const kiq_sasl_session_t *ss, int64_t credential
     return life > 0 ? life : 0;
 }
 
-/* 0, or 1 when a re-authentication names another principal (refused as Kafka refuses it) */
-static int authenticated(kiq_sasl_session_t *ss, const char *user, int64_t credential_expires_ms)
+/* Type:name as Kafka's message prints a principal, Type.name */
+static const char *dotted(const char *principal, char *buf, size_t cap)
 {
-    char principal[sizeof ss->principal];
-    snprintf(principal, sizeof principal, "User:%s", user);
-    if (ss->reauthenticating && strcmp(principal, ss->principal) != 0)
-        return kiq_error_set("Cannot change principals during re-authentication from User.%s: User.%s",
-                             ss->principal + 5, user), 1;
+    snprintf(buf, cap, "%s", principal);
+    char *colon = strchr(buf, ':');
+    if (colon) *colon = '.';
+    return buf;
+}
+
+/* principal is Type:name. 0, or 1 when a re-authentication names another
+ * principal (refused as Kafka refuses it) */
+static int authenticated(kiq_sasl_session_t *ss, const char *principal, int64_t credential_expires_ms)
+{
+    if (ss->reauthenticating && strcmp(principal, ss->principal) != 0) {
+        char was[sizeof ss->principal], now[sizeof ss->principal];
+        return kiq_error_set("Cannot change principals during re-authentication from %s: %s",
+                             dotted(ss->principal, was, sizeof was), dotted(principal, now, sizeof now)), 1;
+    }
     if (!ss->reauthenticating) strcpy(ss->principal, principal); /* the processor may be reading it */
     ss->lifetime_ms = session_lifetime(ss, credential_expires_ms);
     /* the lifetime is reported to a client that is asked nothing of it
@@ -345,9 +368,9 @@ static int plain(kiq_sasl_session_t *ss, const uint8_t *in, size_t len)
             ok = true;
     }
     if (!ok) return kiq_error_set("Authentication failed: Invalid username or password"), 1;
-    char name[256];
-    snprintf(name, sizeof name, "%.*s", (int)ul, user);
-    return authenticated(ss, name, 0);
+    char principal[300];
+    snprintf(principal, sizeof principal, "User:%.*s", (int)ul, user);
+    return authenticated(ss, principal, 0);
 }
 
 /* OAUTHBEARER's first message: 0 once valid; a refused token is answered
@@ -374,12 +397,23 @@ static int oauthbearer(kiq_sasl_session_t *ss, const uint8_t *in, size_t len, ui
                              "from the token's principal name (%s)", (int)(authzid_len > 64 ? 64 : authzid_len),
                              authzid, t.principal), 1;
     if (!(*out = malloc(1))) return kiq_error_set("out of memory");
-    return authenticated(ss, t.principal, t.expires_ms);
+    char principal[300];
+    snprintf(principal, sizeof principal, "User:%s", t.principal);
+    return authenticated(ss, principal, t.expires_ms);
 }
 
-static int no_credential(void *ctx, enum kiq_scram_mech m, const char *user, kiq_scram_credential_t *out)
+/* SCRAM's lookup for a session: a user's credential, or with tokenauth a
+ * delegation token's (its owner and expiry kept for the principal and the
+ * session's lifetime; an expired token authenticates nothing) */
+static int session_lookup(void *ctx, enum kiq_scram_mech m, const char *user, kiq_scram_credential_t *out)
 {
-    return -1;
+    kiq_sasl_session_t *ss = ctx;
+    const kiq_sasl_t *s = ss->sasl;
+    if (!ss->scram.tokenauth) return s->lookup ? s->lookup(s->lookup_ctx, m, user, out) : -1;
+    if (!s->token_lookup ||
+        s->token_lookup(s->token_ctx, m, user, out, ss->token_owner, sizeof ss->token_owner, &ss->token_expiry_ms) != 0)
+        return -1;
+    return ss->token_expiry_ms < kiq_clock_wall_ms() ? -1 : 0;
 }
 
 int kiq_sasl_authenticate(kiq_sasl_session_t *ss, const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
@@ -420,15 +454,20 @@ int kiq_sasl_authenticate(kiq_sasl_session_t *ss, const uint8_t *in, size_t len,
         }
     } else {
         char *answer;
-        rc = kiq_scram_step(&ss->scram, in, len, ss->sasl->lookup ? ss->sasl->lookup : no_credential,
-                            ss->sasl->lookup_ctx, &answer, out_len);
+        rc = kiq_scram_step(&ss->scram, in, len, session_lookup, ss, &answer, out_len);
         *out = (uint8_t *)answer;
         if (rc != 0) KIQ_DEBUG("SCRAM refused: %s", rc < 0 ? kiq_error_get() : "no such credential, or a wrong proof");
         if (rc != 0)
             kiq_error_set("Authentication failed during %s due to invalid credentials with SASL mechanism %s",
                           during, mech_names[ss->mech]);
-        else if (ss->scram.state == KIQ_SCRAM_DONE)
-            rc = authenticated(ss, ss->scram.user, 0);
+        else if (ss->scram.state == KIQ_SCRAM_DONE && ss->scram.tokenauth) {
+            rc = authenticated(ss, ss->token_owner, ss->token_expiry_ms);
+            ss->token_authenticated = rc == 0;
+        } else if (ss->scram.state == KIQ_SCRAM_DONE) {
+            char principal[300];
+            snprintf(principal, sizeof principal, "User:%s", ss->scram.user);
+            rc = authenticated(ss, principal, 0);
+        }
     }
     if (rc == 0) {
         if (ss->state == DONE)

@@ -41,6 +41,12 @@ void kiq_sasl_free(kiq_sasl_t *s);
 /* Before the listener starts: where SCRAM credentials are looked up
  * (lookup is called on handler threads). */
 void kiq_sasl_set_scram_lookup(kiq_sasl_t *s, kiq_scram_lookup_fn lookup, void *ctx);
+/* SCRAM by delegation token (tokenauth=true): the credential of token_id
+ * for m, its owner (Type:name) and its expiry (wall clock ms); 0, or -1
+ * when there is no such token. Called on handler threads. */
+typedef int (*kiq_sasl_token_lookup_fn)(void *ctx, enum kiq_scram_mech m, const char *token_id,
+                                        kiq_scram_credential_t *out, char *owner, size_t cap, int64_t *expiry_ms);
+void kiq_sasl_set_token_lookup(kiq_sasl_t *s, kiq_sasl_token_lookup_fn lookup, void *ctx);
 /* The enabled mechanisms' names, in configured order: their count. */
 int kiq_sasl_mechanisms(const kiq_sasl_t *s, const char **names, int max);
 
@@ -63,6 +69,8 @@ bool kiq_sasl_authenticated(const kiq_sasl_session_t *ss);
 bool kiq_sasl_allows(const kiq_sasl_session_t *ss, int16_t api_key, int64_t now_ms);
 /* "User:name" once authenticated, else NULL. */
 const char *kiq_sasl_principal(const kiq_sasl_session_t *ss);
+/* Authenticated by a delegation token (its owner the principal). */
+bool kiq_sasl_token_authenticated(const kiq_sasl_session_t *ss);
 
 /* SaslHandshake: 0, or UNSUPPORTED_SASL_MECHANISM (not enabled) or
  * ILLEGAL_SASL_STATE (a second handshake before authenticating). One

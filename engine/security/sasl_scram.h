@@ -39,7 +39,8 @@ int kiq_scram_credential_from_salted(enum kiq_scram_mech m, const uint8_t *salte
                                      const uint8_t *salt, size_t salt_len, int32_t iterations,
                                      kiq_scram_credential_t *out);
 
-/* A user's credential for the mechanism into *out: 0, or -1 when it has none. */
+/* A user's credential for the mechanism into *out: 0, or -1 when it has none.
+ * With tokenauth set in the exchange, user is a delegation token's id. */
 typedef int (*kiq_scram_lookup_fn)(void *ctx, enum kiq_scram_mech m, const char *user, kiq_scram_credential_t *out);
 
 enum kiq_scram_state { KIQ_SCRAM_FIRST, KIQ_SCRAM_FINAL, KIQ_SCRAM_DONE };
@@ -48,6 +49,7 @@ typedef struct kiq_scram_server {
     enum kiq_scram_mech mech;
     enum kiq_scram_state state;
     char user[256];
+    bool tokenauth; /* Kafka's tokenauth=true extension: user is a delegation token's id */
     char server_nonce[48]; /* made at the first message unless preset (tests) */
     char gs2_header[300];
     char *client_first_bare, *server_first; /* kept for the AuthMessage */

@@ -61,6 +61,7 @@ static void test_every_message_every_version(void **state)
         {"KRaftVersionRecord", 0, 0},   {"UnregisterBrokerRecord", 0, 0},
         {"FeatureLevelRecord", 0, 0},
         {"UserScramCredentialRecord", 0, 0}, {"RemoveUserScramCredentialRecord", 0, 0},
+        {"DelegationTokenRecord", 0, 0}, {"RemoveDelegationTokenRecord", 0, 0},
         {"ConsumerGroupMetadataKey", 3, 3}, {"ConsumerGroupMetadataValue", 0, 0},
         {"ConsumerGroupMemberMetadataKey", 5, 5}, {"ConsumerGroupMemberMetadataValue", 0, 0},
         {"ConsumerGroupTargetAssignmentMetadataKey", 6, 6}, {"ConsumerGroupTargetAssignmentMetadataValue", 0, 0},
