@@ -8,7 +8,9 @@ tokens refused with Kafka's invalid_token answer; re-authentication
 its connections while a consumer keeps reading (the broker counts it in
 /metrics), and on a raw connection a session past its lifetime is closed
 at its next request, a re-authentication in place keeps it, another
-principal is refused."""
+principal is refused. Delegation token requests on the wire: refused on a
+PLAINTEXT listener (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED) and without
+delegation.token.secret.key (DELEGATION_TOKEN_AUTH_DISABLED)."""
 import base64
 import json
 import re
@@ -22,6 +24,7 @@ import uuid
 from confluent_kafka import Consumer, Producer
 
 from test_security import certs, refused, round_trip, started  # noqa: F401 (certs is a fixture)
+from test_security_scram import CLIENT_JAAS, KAFKA_LIB, CombinedNode
 
 
 def b64url(data):
@@ -262,3 +265,76 @@ def test_session_lifetime_on_the_wire(tmp_path, certs):
         assert b.alive()
     finally:
         b.stop()
+
+
+def create_token_error(s):
+    """CreateDelegationToken v2 with no renewers and the default lifetime: its error code."""
+    a = request(s, 38, 2, uvarint(1) + struct.pack(">q", -1) + b"\x00", True)
+    return struct.unpack(">h", a[1:3])[0]
+
+
+def plain_sasl(s, user, password):
+    assert request(s, 17, 1, struct.pack(">h", 5) + b"PLAIN", False)[:2] == b"\x00\x00"
+    msg = b"\x00" + user + b"\x00" + password
+    a = request(s, 36, 2, uvarint(len(msg) + 1) + msg + b"\x00", True)
+    assert a[1:3] == b"\x00\x00"
+
+
+def tokens_tool(b, certs, tmp_path, *args):
+    """Apache Kafka's kafka-delegation-tokens (DelegationTokenCommand) signed in as admin with PLAIN."""
+    props = tmp_path / "admin.properties"
+    props.write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nssl.truststore.type=PEM\n"
+                     f"ssl.truststore.location={certs / 'ca.pem'}\nsasl.jaas.config={CLIENT_JAAS}\n")
+    out = subprocess.run(["java", "-Xmx256m", "-cp", ":".join(map(str, sorted(KAFKA_LIB.glob("*.jar")))),
+                          "org.apache.kafka.tools.DelegationTokenCommand", "--bootstrap-server", b.bootstrap,
+                          "--command-config", str(props), *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def token_rows(text):
+    """(token id, hmac, owner, renewers) of each row the tool printed."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("TOKENID"))
+    return [tuple(line.split()[:5:1][i] for i in (0, 1, 2, 4)) for line in lines[start + 1:] if line.strip()]
+
+
+def test_delegation_tokens_kept(tmp_path, certs):
+    import ssl
+    ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+    b = CombinedNode(tmp_path / "node", certs)
+    b.start()
+    try:
+        # without delegation.token.secret.key tokens are disabled
+        with ctx.wrap_socket(socket.create_connection((b.host, b.port), timeout=10), server_hostname="localhost") as s:
+            plain_sasl(s, b"admin", b"admin-secret")
+            assert create_token_error(s) == 61  # DELEGATION_TOKEN_AUTH_DISABLED
+        b.stop()
+        b.overrides.append("delegation.token.secret.key=py-secret")
+        b.start()
+        if not any(KAFKA_LIB.glob("*.jar")):
+            return
+        out = tokens_tool(b, certs, tmp_path, "--create", "--max-life-time-period", "-1",
+                          "--renewer-principal", "User:bob")
+        [(token_id, hmac, owner, renewers)] = token_rows(out)
+        assert owner == "User:admin" and renewers == "[User:bob]"
+        # the HMAC is HMAC-SHA512 of the id under the secret, as Kafka makes it
+        import hashlib
+        import hmac as hm
+        assert base64.b64decode(hmac) == hm.new(b"py-secret", token_id.encode(), hashlib.sha512).digest()
+        # kept in the metadata log: a restart describes it alike
+        b.restart()
+        describe = ("--describe", "--owner-principal", "User:admin")
+        assert token_rows(tokens_tool(b, certs, tmp_path, *describe)) == [(token_id, hmac, owner, renewers)]
+        # without owners the tool asks for an empty list of them: none, as Kafka answers it
+        assert token_rows(tokens_tool(b, certs, tmp_path, "--describe")) == []
+        tokens_tool(b, certs, tmp_path, "--expire", "--hmac", hmac, "--expiry-time-period", "-1")
+        assert token_rows(tokens_tool(b, certs, tmp_path, *describe)) == []
+        assert b.alive()
+    finally:
+        b.stop()
+
+
+def test_delegation_token_requests_refused(broker):
+    with socket.create_connection((broker.host, broker.port), timeout=10) as s:
+        assert create_token_error(s) == 64  # DELEGATION_TOKEN_REQUEST_NOT_ALLOWED: not a SASL connection
