@@ -1,6 +1,6 @@
 """OAUTHBEARER over SASL_SSL with the newest confluent-kafka (librdkafka
-2.16): Kafka's unsecured tokens (librdkafka makes its own from
-sasl.oauthbearer.config), tokens signed by a key of a JWKS file (an RSA key
+2.16) and kcat (Debian's librdkafka 2.0.2): Kafka's unsecured tokens
+(librdkafka makes its own from sasl.oauthbearer.config), tokens signed by a key of a JWKS file (an RSA key
 made here with the openssl command, the JWT signed with it and handed over
 through oauth_cb), expired, unsigned, wrongly signed and wrong-audience
 tokens refused with Kafka's invalid_token answer; re-authentication
@@ -23,7 +23,7 @@ import uuid
 
 from confluent_kafka import Consumer, Producer
 
-from test_security import certs, refused, round_trip, started  # noqa: F401 (certs is a fixture)
+from test_security import KCAT, certs, refused, round_trip, started  # noqa: F401 (certs is a fixture)
 from test_security_scram import CLIENT_JAAS, KAFKA_LIB, CombinedNode
 
 
@@ -80,6 +80,16 @@ def test_oauthbearer_unsecured(tmp_path, certs):
             json.dumps({"sub": "alice", "exp": now + 600}).encode()) + "."))
         assert invalid_token(errors), errors
         assert metric(b, "kafka_server_socket_server_metrics_failed_authentication_total") >= 3
+        # kcat on Debian's librdkafka (2.0.2), its own unsecured token
+        if KCAT:
+            common = [KCAT, "-b", b.bootstrap, "-X", "security.protocol=sasl_ssl", "-X",
+                      f"ssl.ca.location={certs / 'ca.pem'}", "-X", "sasl.mechanism=OAUTHBEARER",
+                      "-X", "enable.sasl.oauthbearer.unsecure.jwt=true", "-X", "sasl.oauthbearer.config=principal=kcat",
+                      "-t", "oauth-kcat"]
+            subprocess.run(common + ["-P"], input=b"one\ntwo\n", check=True, timeout=30)
+            out = subprocess.run(common + ["-C", "-e", "-o", "beginning", "-q"], check=True, timeout=30,
+                                 capture_output=True).stdout
+            assert out.split() == [b"one", b"two"]
         assert b.alive()
     finally:
         b.stop()
