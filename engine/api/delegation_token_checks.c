@@ -6,8 +6,9 @@
 
 int16_t kiq_dtoken_request_check(kiq_broker_t *b, kiq_request_t *r, const char **principal)
 {
-    *principal = r->sasl ? kiq_sasl_principal(r->sasl) : NULL;
-    if (!*principal || kiq_sasl_token_authenticated(r->sasl)) return KIQ_ERR_DELEGATION_TOKEN_REQUEST_NOT_ALLOWED;
+    const char *p = r->sasl ? kiq_sasl_principal(r->sasl) : NULL;
+    *principal = p ? p : "User:ANONYMOUS";
+    if (!p || kiq_sasl_token_authenticated(r->sasl)) return KIQ_ERR_DELEGATION_TOKEN_REQUEST_NOT_ALLOWED;
     if (!b->controller) return KIQ_ERR_NOT_CONTROLLER;
     return 0;
 }

@@ -8,7 +8,8 @@
 
 #include "api/api.h"
 
-/* 0 with the requester's principal (Type:name) in *principal, or the error to answer */
+/* 0 or the error to answer, with the requester's principal (Type:name;
+ * User:ANONYMOUS on a connection without SASL) in *principal either way */
 int16_t kiq_dtoken_request_check(kiq_broker_t *b, kiq_request_t *r, const char **principal);
 
 #endif

@@ -10,5 +10,7 @@ int kiq_api_expire_delegation_token_handle(kiq_broker_t *b, kiq_request_t *r, co
     const char *principal;
     if ((out->error_code = kiq_dtoken_request_check(b, r, &principal)) == 0)
         kiq_controller_expire_token(b->controller, principal, request, out);
+    else
+        out->expiry_timestamp_ms = -1; /* Kafka's error timestamp */
     return KIQ_HANDLER_RESPOND;
 }

@@ -21,22 +21,6 @@ static const char *secret_of(const kiq_controller_t *c)
     return kiq_config_str(c->cfg, KIQ_CFG_DELEGATION_TOKEN_SECRET_KEY);
 }
 
-/* "Type:name" split into the arena's two strings */
-static void split(kiq_arena_t *a, const char *principal, kiq_str_t *type, kiq_str_t *name)
-{
-    const char *colon = strchr(principal, ':');
-    char t[64];
-    snprintf(t, sizeof t, "%.*s", colon ? (int)(colon - principal) : 0, principal);
-    *type = kiq_ctl_astr(a, colon ? t : "User");
-    *name = kiq_ctl_astr(a, colon ? colon + 1 : principal);
-}
-
-static void join(char *out, size_t cap, kiq_str_t type, kiq_str_t name)
-{
-    snprintf(out, cap, "%.*s:%.*s", type.p ? (int)type.len : 0, type.p ? type.p : "", name.p ? (int)name.len : 0,
-             name.p ? name.p : "");
-}
-
 static kiq_delegation_token_record_t *token_record(batch_t *b, const kiq_dtoken_t *t)
 {
     kiq_delegation_token_record_t *r = &kiq_ctl_add_record(b, KIQ_MR_DELEGATION_TOKEN)->m.delegation_token;
@@ -58,11 +42,11 @@ int kiq_controller_create_token(kiq_controller_t *c, const char *principal,
 {
     char owner[300];
     if (req->owner_principal_name.p && req->owner_principal_name.len > 0)
-        join(owner, sizeof owner, req->owner_principal_type, req->owner_principal_name);
+        kiq_dtoken_principal_join(owner, sizeof owner, req->owner_principal_type, req->owner_principal_name);
     else
         snprintf(owner, sizeof owner, "%s", principal);
-    split(a, owner, &out->principal_type, &out->principal_name);
-    split(a, principal, &out->token_requester_principal_type, &out->token_requester_principal_name);
+    kiq_dtoken_principal_split(a, owner, &out->principal_type, &out->principal_name);
+    kiq_dtoken_principal_split(a, principal, &out->token_requester_principal_type, &out->token_requester_principal_name);
     const char *secret = secret_of(c);
     if (!*secret) return out->error_code = KIQ_ERR_DELEGATION_TOKEN_AUTH_DISABLED;
     int64_t now = kiq_clock_wall_ms();
@@ -79,7 +63,7 @@ int kiq_controller_create_token(kiq_controller_t *c, const char *principal,
     char **renewers = kiq_arena_calloc(a, (size_t)nr + 1, sizeof *renewers);
     for (int i = 0; i < nr; i++) {
         char p[300];
-        join(p, sizeof p, req->renewers[i].principal_type, req->renewers[i].principal_name);
+        kiq_dtoken_principal_join(p, sizeof p, req->renewers[i].principal_type, req->renewers[i].principal_name);
         renewers[i] = (char *)kiq_ctl_astr(a, p).p;
     }
     kiq_dtoken_t t = {.id = id, .owner = owner, .requester = (char *)principal, .renewers = renewers,
@@ -171,14 +155,14 @@ void kiq_controller_describe_tokens(kiq_controller_t *c, const kiq_describe_dele
         bool wanted = req->owners_n < 0;
         for (int j = 0; !wanted && j < req->owners_n; j++) {
             char p[300];
-            join(p, sizeof p, req->owners[j].principal_type, req->owners[j].principal_name);
+            kiq_dtoken_principal_join(p, sizeof p, req->owners[j].principal_type, req->owners[j].principal_name);
             wanted = !strcmp(p, t->owner);
         }
         if (!wanted) continue;
         kiq_describe_delegation_token_response_tokens_t *d = &out->tokens[out->tokens_n++];
         kiq_describe_delegation_token_response_tokens_init(d);
-        split(a, t->owner, &d->principal_type, &d->principal_name);
-        split(a, t->requester, &d->token_requester_principal_type, &d->token_requester_principal_name);
+        kiq_dtoken_principal_split(a, t->owner, &d->principal_type, &d->principal_name);
+        kiq_dtoken_principal_split(a, t->requester, &d->token_requester_principal_type, &d->token_requester_principal_name);
         d->issue_timestamp = t->issue_ms;
         d->expiry_timestamp = t->expiry_ms;
         d->max_timestamp = t->max_ms;
@@ -190,7 +174,7 @@ void kiq_controller_describe_tokens(kiq_controller_t *c, const kiq_describe_dele
         for (int j = 0; j < t->nrenewers; j++) {
             kiq_describe_delegation_token_response_tokens_renewers_t *r = &d->renewers[d->renewers_n++];
             kiq_describe_delegation_token_response_tokens_renewers_init(r);
-            split(a, t->renewers[j], &r->principal_type, &r->principal_name);
+            kiq_dtoken_principal_split(a, t->renewers[j], &r->principal_type, &r->principal_name);
         }
     }
     pthread_mutex_unlock(&c->mu);

@@ -1,6 +1,7 @@
 /* Delegation tokens kept sorted in an array; see delegation_tokens.h. */
 #include "controller/delegation_tokens.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +121,22 @@ const kiq_dtoken_t *kiq_dtoken_store_by_hmac(const kiq_dtoken_store_t *s, const 
         if (CRYPTO_memcmp(h, hmac, len) == 0) return &s->tokens[i];
     }
     return NULL;
+}
+
+void kiq_dtoken_principal_split(kiq_arena_t *a, const char *principal, kiq_str_t *type, kiq_str_t *name)
+{
+    const char *colon = strchr(principal, ':');
+    *type = colon ? (kiq_str_t){kiq_arena_strndup(a, principal, (size_t)(colon - principal)),
+                                (int32_t)(colon - principal)}
+                  : KIQ_STR("User");
+    const char *n = colon ? colon + 1 : principal;
+    *name = (kiq_str_t){kiq_arena_strndup(a, n, strlen(n)), (int32_t)strlen(n)};
+}
+
+void kiq_dtoken_principal_join(char *out, size_t cap, kiq_str_t type, kiq_str_t name)
+{
+    snprintf(out, cap, "%.*s:%.*s", type.p ? (int)type.len : 0, type.p ? type.p : "", name.p ? (int)name.len : 0,
+             name.p ? name.p : "");
 }
 
 int kiq_dtoken_may_renew(const kiq_dtoken_t *t, const char *principal)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/arena.h"
 #include "proto/messages.h"
 
 enum { KIQ_DTOKEN_HMAC_LEN = 64 };
@@ -39,6 +40,10 @@ const kiq_dtoken_t *kiq_dtoken_store_by_hmac(const kiq_dtoken_store_t *s, const 
 /* Kafka's token HMAC: HMAC-SHA512 of the token id keyed by
  * delegation.token.secret.key; its base64 is the token's SCRAM password. */
 void kiq_dtoken_hmac(const char *secret, const char *id, uint8_t out[KIQ_DTOKEN_HMAC_LEN]);
+/* A principal, Type:name (a bare name is a User), as the wire's two strings in a */
+void kiq_dtoken_principal_split(kiq_arena_t *a, const char *principal, kiq_str_t *type, kiq_str_t *name);
+/* The wire's two strings as Type:name */
+void kiq_dtoken_principal_join(char *out, size_t cap, kiq_str_t type, kiq_str_t name);
 /* principal is owner, requester or a renewer of t */
 int kiq_dtoken_may_renew(const kiq_dtoken_t *t, const char *principal);
 
