@@ -79,6 +79,8 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(DELEGATION_TOKEN_EXPIRY_TIME_MS, "delegation.token.expiry.time.ms", LONG, "86400000", 1,   \
       INT64_MAX, NULL, "a delegation token expires this long after its creation or renewal unless " \
       "the renewal names another period")                                                       \
+    X(DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS, "delegation.token.expiry.check.interval.ms", LONG,  \
+      "3600000", 1, INT64_MAX, NULL, "how often the controller removes expired delegation tokens") \
     X(CONNECTIONS_MAX_REAUTH_MS, "connections.max.reauth.ms", LONG, "0", 0, INT64_MAX, NULL,     \
       "SASL sessions last at most this long (KIP-368): the client re-authenticates on the same " \
       "connection or it is closed at its next request; 0: only a credential's expiry bounds them") \

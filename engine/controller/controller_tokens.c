@@ -180,6 +180,22 @@ void kiq_controller_describe_tokens(kiq_controller_t *c, const kiq_describe_dele
     pthread_mutex_unlock(&c->mu);
 }
 
+void kiq_ctl_remove_expired_tokens(kiq_controller_t *c)
+{
+    const kiq_dtoken_store_t *s = kiq_metadata_image_tokens(c->image);
+    if (!s->n) return;
+    int64_t now = kiq_clock_wall_ms();
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    batch_t b = {.a = &a};
+    for (size_t i = 0; i < s->n; i++)
+        if (s->tokens[i].expiry_ms < now || s->tokens[i].max_ms < now)
+            kiq_ctl_add_record(&b, KIQ_MR_REMOVE_DELEGATION_TOKEN)->m.remove_delegation_token.token_id =
+                kiq_ctl_astr(&a, s->tokens[i].id);
+    if (b.n) kiq_ctl_commit(c, &b);
+    kiq_arena_reset(&a);
+}
+
 int kiq_controller_token_credential(kiq_controller_t *c, enum kiq_scram_mech m, const char *token_id,
                                     kiq_scram_credential_t *out, char *owner, size_t cap, int64_t *expiry_ms)
 {

@@ -320,7 +320,7 @@ def test_delegation_tokens_kept(tmp_path, certs):
             plain_sasl(s, b"admin", b"admin-secret")
             assert create_token_error(s) == 61  # DELEGATION_TOKEN_AUTH_DISABLED
         b.stop()
-        b.overrides.append("delegation.token.secret.key=py-secret")
+        b.overrides += ["delegation.token.secret.key=py-secret", "delegation.token.expiry.check.interval.ms=500"]
         b.start()
         if not any(KAFKA_LIB.glob("*.jar")):
             return
@@ -338,7 +338,11 @@ def test_delegation_tokens_kept(tmp_path, certs):
         assert token_rows(tokens_tool(b, certs, tmp_path, *describe)) == [(token_id, hmac, owner, renewers)]
         # without owners the tool asks for an empty list of them: none, as Kafka answers it
         assert token_rows(tokens_tool(b, certs, tmp_path, "--describe")) == []
-        tokens_tool(b, certs, tmp_path, "--expire", "--hmac", hmac, "--expiry-time-period", "-1")
+        # expired now: the controller's check (every 500 ms here) removes it
+        tokens_tool(b, certs, tmp_path, "--expire", "--hmac", hmac, "--expiry-time-period", "0")
+        deadline = time.monotonic() + 60
+        while token_rows(tokens_tool(b, certs, tmp_path, *describe)) and time.monotonic() < deadline:
+            pass
         assert token_rows(tokens_tool(b, certs, tmp_path, *describe)) == []
         assert b.alive()
     finally:
