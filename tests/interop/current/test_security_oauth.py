@@ -1,7 +1,8 @@
 """OAUTHBEARER over SASL_SSL with the newest confluent-kafka (librdkafka
 2.16) and kcat (Debian's librdkafka 2.0.2): Kafka's unsecured tokens
-(librdkafka makes its own from sasl.oauthbearer.config), tokens signed by a key of a JWKS file (an RSA key
-made here with the openssl command, the JWT signed with it and handed over
+(librdkafka makes its own from sasl.oauthbearer.config), tokens signed by
+a key of a JWKS file (an RSA key made here with the openssl command, the
+JWT signed with it and handed over
 through oauth_cb), expired, unsigned, wrongly signed and wrong-audience
 tokens refused with Kafka's invalid_token answer; re-authentication
 (KIP-368): with connections.max.reauth.ms the client re-authenticates on
@@ -10,7 +11,9 @@ its connections while a consumer keeps reading (the broker counts it in
 at its next request, a re-authentication in place keeps it, another
 principal is refused. Delegation token requests on the wire: refused on a
 PLAINTEXT listener (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED) and without
-delegation.token.secret.key (DELEGATION_TOKEN_AUTH_DISABLED)."""
+delegation.token.secret.key (DELEGATION_TOKEN_AUTH_DISABLED); with Apache
+Kafka's kafka-delegation-tokens: a token created, kept across a restart,
+expired and removed by the controller's check."""
 import base64
 import json
 import re
