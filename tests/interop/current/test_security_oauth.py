@@ -338,7 +338,11 @@ def test_delegation_tokens_kept(tmp_path, certs):
         # kept in the metadata log: a restart describes it alike
         b.restart()
         describe = ("--describe", "--owner-principal", "User:admin")
-        assert token_rows(tokens_tool(b, certs, tmp_path, *describe)) == [(token_id, hmac, owner, renewers)]
+        # the image has the log's records once the restarted quorum has committed them again
+        deadline = time.monotonic() + 60
+        while not (rows := token_rows(tokens_tool(b, certs, tmp_path, *describe))) and time.monotonic() < deadline:
+            pass
+        assert rows == [(token_id, hmac, owner, renewers)]
         # without owners the tool asks for an empty list of them: none, as Kafka answers it
         assert token_rows(tokens_tool(b, certs, tmp_path, "--describe")) == []
         # expired now: the controller's check (every 500 ms here) removes it
