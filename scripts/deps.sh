@@ -14,6 +14,8 @@ PACKAGES=(
     libpcre2-dev
     # TLS listeners and SASL/SCRAM (OpenSSL 3); openssl makes the tests' certificates
     libssl-dev openssl
+    # OAUTHBEARER tokens signed by a JWKS's keys (JOSE on OpenSSL and jansson)
+    libcjose-dev
     # unit and Lua tests; clang with libFuzzer for the fuzz targets
     libcmocka-dev lua-busted luarocks clang libclang-rt-14-dev
     # prlimit for the open-files test

@@ -2,8 +2,8 @@
  * the server's answer. A refused or malformed token gets
  * SASL_AUTHENTICATION_FAILED with Kafka's message and the connection is
  * closed after it; so does a request out of turn or on a listener without
- * SASL (ILLEGAL_SASL_STATE). No re-authentication: the session has no
- * lifetime (0). */
+ * SASL (ILLEGAL_SASL_STATE). v1+ answers the session's lifetime
+ * (KIP-368): the client re-authenticates within it. */
 #include <stdlib.h>
 
 #include "api/api.h"
@@ -36,6 +36,7 @@ int kiq_api_sasl_authenticate_handle(kiq_broker_t *b, kiq_request_t *r, const vo
     }
     kiq_request_own(r, token);
     out->auth_bytes = (kiq_bytes_t){token, (int32_t)len};
+    if (kiq_sasl_authenticated(r->sasl)) out->session_lifetime_ms = kiq_sasl_session_lifetime_ms(r->sasl);
     if (kiq_sasl_authenticated(r->sasl))
         KIQ_DEBUG("connection %s: authenticated as %s", r->peer, kiq_sasl_principal(r->sasl));
     return KIQ_HANDLER_RESPOND;

@@ -237,8 +237,8 @@ bool kiq_config_sensitive(enum kiq_config_id id)
     const char *n = kiq_config_defs[id].name;
     size_t len = strlen(n);
     return (len > 9 && strcmp(n + len - 9, ".password") == 0) || id == KIQ_CFG_SSL_KEYSTORE_KEY ||
-           strstr(n, "jaas.config") != NULL || id == KIQ_CFG_ADD_SCRAM ||
-           id == KIQ_CFG_HTTP_TOKEN;
+           strstr(n, "jaas.config") != NULL || id == KIQ_CFG_ADD_SCRAM || id == KIQ_CFG_HTTP_TOKEN ||
+           id == KIQ_CFG_DELEGATION_TOKEN_SECRET_KEY;
 }
 
 /* Names Kafka spells more than one way: the one KafkaIQ keeps. */

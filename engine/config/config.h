@@ -51,7 +51,7 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(SSL_CLIENT_AUTH, "ssl.client.auth", STRING, "none", 0, 0, "required,requested,none",       \
       "client certificates on TLS listeners: required (mutual TLS), requested, none")           \
     X(SASL_ENABLED_MECHANISMS, "sasl.enabled.mechanisms", STRING, "GSSAPI", 0, 0, NULL,        \
-      "the SASL mechanisms of SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512")             \
+      "the SASL mechanisms of SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER")             \
     X(PLAIN_SASL_JAAS_CONFIG, "plain.sasl.jaas.config", STRING, "", 0, 0, NULL,                  \
       "PLAIN's users, in Kafka's JAAS form: org.apache.kafka.common.security.plain."           \
       "PlainLoginModule required user_alice=\"secret\";")                                       \
@@ -81,6 +81,35 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "principals (User:name;User:other) allowed everything by the authorizer")                   \
     X(ALLOW_EVERYONE_IF_NO_ACL_FOUND, "allow.everyone.if.no.acl.found", BOOL, "false", 0, 0, NULL, \
       "the authorizer allows an operation on a resource that no ACL names")                       \
+    X(OAUTHBEARER_SASL_JAAS_CONFIG, "oauthbearer.sasl.jaas.config", STRING, "", 0, 0, NULL,      \
+      "OAUTHBEARER's JAAS text: the unsecured validator's options (unsecuredValidatorPrincipalClaimName, " \
+      "unsecuredValidatorScopeClaimName, unsecuredValidatorRequiredScope, "                     \
+      "unsecuredValidatorAllowableClockSkewMs)")                                                \
+    X(SASL_OAUTHBEARER_JWKS_ENDPOINT_URL, "sasl.oauthbearer.jwks.endpoint.url", STRING, "", 0, 0, NULL, \
+      "file:///path of a JWKS: OAUTHBEARER tokens must be signed by one of its keys; empty: Kafka's " \
+      "unsecured validator (unsigned tokens, for tests)")                                      \
+    X(SASL_OAUTHBEARER_EXPECTED_AUDIENCE, "sasl.oauthbearer.expected.audience", STRING, "", 0, 0, NULL, \
+      "with a JWKS: audiences (comma-separated) a token's aud must name one of; empty: not checked") \
+    X(SASL_OAUTHBEARER_EXPECTED_ISSUER, "sasl.oauthbearer.expected.issuer", STRING, "", 0, 0, NULL, \
+      "with a JWKS: the iss a token must have; empty: not checked")                            \
+    X(SASL_OAUTHBEARER_CLOCK_SKEW_SECONDS, "sasl.oauthbearer.clock.skew.seconds", INT, "30", 0,  \
+      INT32_MAX, NULL, "with a JWKS: the clock difference allowed in exp, iat and nbf")         \
+    X(SASL_OAUTHBEARER_SUB_CLAIM_NAME, "sasl.oauthbearer.sub.claim.name", STRING, "sub", 0, 0, NULL, \
+      "with a JWKS: the claim naming the principal")                                            \
+    X(SASL_OAUTHBEARER_SCOPE_CLAIM_NAME, "sasl.oauthbearer.scope.claim.name", STRING, "scope", 0, 0, \
+      NULL, "with a JWKS: the claim holding the token's scopes")                                \
+    X(DELEGATION_TOKEN_SECRET_KEY, "delegation.token.secret.key", STRING, "", 0, 0, NULL,          \
+      "the key delegation tokens' HMACs are made with (KIP-48); empty: tokens are disabled")   \
+    X(DELEGATION_TOKEN_MAX_LIFETIME_MS, "delegation.token.max.lifetime.ms", LONG, "604800000", 1, \
+      INT64_MAX, NULL, "a delegation token cannot be renewed past this long after its creation") \
+    X(DELEGATION_TOKEN_EXPIRY_TIME_MS, "delegation.token.expiry.time.ms", LONG, "86400000", 1,   \
+      INT64_MAX, NULL, "a delegation token expires this long after its creation or renewal unless " \
+      "the renewal names another period")                                                       \
+    X(DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS, "delegation.token.expiry.check.interval.ms", LONG,  \
+      "3600000", 1, INT64_MAX, NULL, "how often the controller removes expired delegation tokens") \
+    X(CONNECTIONS_MAX_REAUTH_MS, "connections.max.reauth.ms", LONG, "0", 0, INT64_MAX, NULL,     \
+      "SASL sessions last at most this long (KIP-368): the client re-authenticates on the same " \
+      "connection or it is closed at its next request; 0: only a credential's expiry bounds them") \
     X(PROCESS_ROLES, "process.roles", STRING, "", 0, 0, NULL,                                    \
       "broker, controller or broker,controller (a combined node); empty: broker, and controller "  \
       "too when broker.id is among controller.quorum.voters")                                     \

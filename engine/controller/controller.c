@@ -519,7 +519,8 @@ static int keep_cluster_min_isr(kiq_controller_t *c);
 
 /* The timer's round, every TIMER_MS: brokers past their session fenced,
  * leaderships moved back to preferred replicas when it is time,
- * reassignments completed that can be. */
+ * reassignments completed that can be, expired delegation tokens removed
+ * when it is time. */
 static int64_t timer_round(void *arg)
 {
     kiq_controller_t *c = arg;
@@ -539,6 +540,10 @@ static int64_t timer_round(void *arg)
             c->next_rebalance_ns = now + c->rebalance_interval_ns;
         }
         kiq_ctl_complete_reassignments(c); /* a target replica back in sync or live again */
+        if (now >= c->next_token_check_ns) {
+            kiq_ctl_remove_expired_tokens(c);
+            c->next_token_check_ns = now + c->token_check_interval_ns;
+        }
     }
     pthread_mutex_unlock(&c->mu);
     return stopping ? -1 : TIMER_MS;
@@ -573,6 +578,7 @@ kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, c
     c->cfg = cfg;
     if (kiq_config_bool(cfg, KIQ_CFG_AUTO_LEADER_REBALANCE_ENABLE))
         c->rebalance_interval_ns = kiq_config_int(cfg, KIQ_CFG_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS) * 1000000000LL;
+    c->token_check_interval_ns = kiq_config_int(cfg, KIQ_CFG_DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS) * 1000000;
     c->default_partitions = (int32_t)kiq_config_int(cfg, KIQ_CFG_NUM_PARTITIONS);
     c->default_replication_factor = (int16_t)kiq_config_int(cfg, KIQ_CFG_DEFAULT_REPLICATION_FACTOR);
     pthread_mutex_init(&c->mu, NULL);
@@ -619,6 +625,7 @@ static void activate(kiq_controller_t *c, int32_t epoch)
     c->version++;
     int64_t now = kiq_clock_mono_ns();
     c->next_rebalance_ns = now + c->rebalance_interval_ns;
+    c->next_token_check_ns = now + c->token_check_interval_ns;
     for (size_t i = 0; i < kiq_metadata_image_broker_count(c->image); i++) {
         const kiq_broker_registration_t *rb = kiq_metadata_image_broker_at(c->image, i);
         broker_slot_t *s = kiq_ctl_slot_of(c, rb->id, true);

@@ -211,6 +211,33 @@ int kiq_controller_update_features(kiq_controller_t *c, const kiq_update_feature
  * in one commit. Any thread; 0, or the commit's error. */
 int kiq_controller_alter_scram(kiq_controller_t *c, const kiq_alter_user_scram_credentials_request_t *req,
                                kiq_arena_t *a, kiq_alter_user_scram_credentials_response_t *out);
+/* Delegation tokens (KIP-48), principal being the requester's Type:name:
+ * CreateDelegationToken (owner the requester unless v3 names one, the
+ * lifetime capped by delegation.token.max.lifetime.ms, the expiry
+ * delegation.token.expiry.time.ms on), RenewDelegationToken and
+ * ExpireDelegationToken (the token by its HMAC: DELEGATION_TOKEN_NOT_FOUND,
+ * _EXPIRED, _OWNER_MISMATCH for one neither its owner, requester nor a
+ * renewer; a negative expiry period removes it), written to the metadata
+ * log; DELEGATION_TOKEN_AUTH_DISABLED without delegation.token.secret.key.
+ * Any thread; the error code (also in *out). */
+int kiq_controller_create_token(kiq_controller_t *c, const char *principal,
+                                const kiq_create_delegation_token_request_t *req, kiq_arena_t *a,
+                                kiq_create_delegation_token_response_t *out);
+int kiq_controller_renew_token(kiq_controller_t *c, const char *principal,
+                               const kiq_renew_delegation_token_request_t *req,
+                               kiq_renew_delegation_token_response_t *out);
+int kiq_controller_expire_token(kiq_controller_t *c, const char *principal,
+                                const kiq_expire_delegation_token_request_t *req,
+                                kiq_expire_delegation_token_response_t *out);
+/* DescribeDelegationToken from the image: the tokens of the owners named
+ * (null: all). Any thread. */
+void kiq_controller_describe_tokens(kiq_controller_t *c, const kiq_describe_delegation_token_request_t *req,
+                                    kiq_arena_t *a, kiq_describe_delegation_token_response_t *out);
+/* SCRAM by delegation token: the credential of token_id for m (its
+ * password the HMAC's base64), its owner (Type:name) and when it expires
+ * (wall clock ms). 0, or -1 for no such token or tokens disabled. Any thread. */
+int kiq_controller_token_credential(kiq_controller_t *c, enum kiq_scram_mech m, const char *token_id,
+                                    kiq_scram_credential_t *out, char *owner, size_t cap, int64_t *expiry_ms);
 /* DescribeUserScramCredentials from the image. Any thread. */
 void kiq_controller_describe_scram(kiq_controller_t *c, const kiq_describe_user_scram_credentials_request_t *req,
                                    kiq_arena_t *a, kiq_describe_user_scram_credentials_response_t *out);

@@ -74,6 +74,8 @@ struct kiq_controller {
     const kiq_config_t *cfg;
     int64_t rebalance_interval_ns; /* 0: auto.leader.rebalance.enable off */
     int64_t next_rebalance_ns;
+    int64_t token_check_interval_ns; /* delegation.token.expiry.check.interval.ms */
+    int64_t next_token_check_ns;
     int32_t default_partitions;
     int16_t default_replication_factor;
     atomic_uint_fast64_t unclean_elections; /* leaders elected from outside the ISR, for metrics */
@@ -115,6 +117,8 @@ kiq_str_t kiq_ctl_astr(kiq_arena_t *a, const char *s);
  * has them, applied and told to the brokers. -1 with c->commit_error
  * (NOT_CONTROLLER when this node no longer leads, REQUEST_TIMED_OUT). */
 int kiq_ctl_commit(kiq_controller_t *c, batch_t *b);
+/* Under mu: expired delegation tokens removed (RemoveDelegationTokenRecords). */
+void kiq_ctl_remove_expired_tokens(kiq_controller_t *c);
 /* Under mu: the sender to a broker, made or pointed at its (new) address. */
 void kiq_ctl_connect_channel(kiq_controller_t *c, broker_slot_t *s, bool restarted);
 /* n ids copied into a (room for one at least). */

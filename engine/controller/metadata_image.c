@@ -25,6 +25,7 @@ struct kiq_metadata_image {
     kiq_scram_store_t scram;  /* UserScramCredentialRecord */
     kiq_acl_store_t acls;     /* AccessControlEntryRecord */
     kiq_client_quota_store_t quotas; /* ClientQuotaRecord */
+    kiq_dtoken_store_t tokens; /* DelegationTokenRecord */
 };
 
 kiq_metadata_image_t *kiq_metadata_image_new(void)
@@ -87,6 +88,7 @@ void kiq_metadata_image_free(kiq_metadata_image_t *img)
     kiq_scram_store_clear(&img->scram);
     kiq_acl_store_clear(&img->acls);
     kiq_client_quota_store_clear(&img->quotas);
+    kiq_dtoken_store_clear(&img->tokens);
     free(img);
 }
 
@@ -660,6 +662,13 @@ int kiq_metadata_image_apply(kiq_metadata_image_t *img, int64_t offset, const ki
         kiq_acl_store_remove(&img->acls, &r->m.remove_access_control_entry.id);
         rc = 0;
         break;
+    case KIQ_MR_DELEGATION_TOKEN: rc = kiq_dtoken_store_put(&img->tokens, &r->m.delegation_token); break;
+    case KIQ_MR_REMOVE_DELEGATION_TOKEN: {
+        const kiq_str_t *id = &r->m.remove_delegation_token.token_id;
+        kiq_dtoken_store_remove(&img->tokens, id->p ? id->p : "", id->p ? (size_t)id->len : 0);
+        rc = 0;
+        break;
+    }
     default: return kiq_error_set("metadata record type %d cannot be applied", r->type);
     }
     if (rc == 0) img->offset = offset;
@@ -680,6 +689,7 @@ const kiq_scram_store_t *kiq_metadata_image_scram(const kiq_metadata_image_t *im
 
 const kiq_acl_store_t *kiq_metadata_image_acls(const kiq_metadata_image_t *img) { return &img->acls; }
 const kiq_client_quota_store_t *kiq_metadata_image_quotas(const kiq_metadata_image_t *img) { return &img->quotas; }
+const kiq_dtoken_store_t *kiq_metadata_image_tokens(const kiq_metadata_image_t *img) { return &img->tokens; }
 
 /* ---- the image as records (a snapshot) ---- */
 
@@ -696,7 +706,7 @@ int kiq_metadata_image_records(const kiq_metadata_image_t *img, kiq_arena_t *are
                                size_t *n)
 {
     size_t cap = img->nbrokers + img->nconfigs + 1 + KIQ_FEATURE__COUNT + img->scram.n + img->acls.n +
-                 img->quotas.n * KIQ_QUOTA__COUNT;
+                 img->quotas.n * KIQ_QUOTA__COUNT + img->tokens.n;
     for (size_t t = 0; t < img->ntopics; t++) cap += 1 + (size_t)img->topics[t]->npartitions;
     kiq_metadata_record_t *rs = kiq_arena_calloc(arena, cap, sizeof *rs);
     *n = 0;
@@ -804,6 +814,19 @@ int kiq_metadata_image_records(const kiq_metadata_image_t *img, kiq_arena_t *are
             r->key = str_of(kiq_quota_key_names[k]);
             r->value = q->value[k];
         }
+    }
+    for (size_t i = 0; i < img->tokens.n; i++) {
+        const kiq_dtoken_t *t = &img->tokens.tokens[i];
+        kiq_delegation_token_record_t *r = &next_record(rs, n, KIQ_MR_DELEGATION_TOKEN)->m.delegation_token;
+        r->owner = str_of(t->owner);
+        r->requester = str_of(t->requester);
+        r->renewers = kiq_arena_calloc(arena, (size_t)t->nrenewers + 1, sizeof *r->renewers);
+        for (int j = 0; j < t->nrenewers; j++) r->renewers[j] = str_of(t->renewers[j]);
+        r->renewers_n = t->nrenewers;
+        r->issue_timestamp = t->issue_ms;
+        r->max_timestamp = t->max_ms;
+        r->expiration_timestamp = t->expiry_ms;
+        r->token_id = str_of(t->id);
     }
     if (img->next_producer_id > 0) {
         kiq_producer_ids_record_t *r = &next_record(rs, n, KIQ_MR_PRODUCER_IDS)->m.producer_ids;

@@ -20,6 +20,7 @@
 #include "controller/features.h"
 #include "controller/metadata_record.h"
 #include "controller/client_quotas.h"
+#include "controller/delegation_tokens.h"
 #include "controller/scram_credentials.h"
 #include "security/acl.h"
 
@@ -118,6 +119,8 @@ const kiq_client_quota_store_t *kiq_metadata_image_quotas(const kiq_metadata_ima
  * -1 with the reason. */
 int kiq_client_quota_entity_of(const kiq_client_quota_record_entity_t *parts, int32_t n, kiq_arena_t *a,
                                kiq_quota_entity_t *e);
+/* Its delegation tokens (DelegationTokenRecord, RemoveDelegationTokenRecord). */
+const kiq_dtoken_store_t *kiq_metadata_image_tokens(const kiq_metadata_image_t *img);
 
 /* One per record type, as kiq_metadata_image_apply dispatches:
  * - RegisterBroker: the broker's registration, replacing any earlier one

@@ -28,6 +28,8 @@ static const struct record_kind {
     {KIQ_MR_USER_SCRAM_CREDENTIAL, "UserScramCredentialRecord", 0},
     {KIQ_MR_REMOVE_USER_SCRAM_CREDENTIAL, "RemoveUserScramCredentialRecord", 0},
     {KIQ_MR_CLIENT_QUOTA, "ClientQuotaRecord", 0},
+    {KIQ_MR_DELEGATION_TOKEN, "DelegationTokenRecord", 0},
+    {KIQ_MR_REMOVE_DELEGATION_TOKEN, "RemoveDelegationTokenRecord", 0},
 };
 
 static const struct record_kind *kind_of(int16_t type)

@@ -35,6 +35,7 @@ enum kiq_metadata_record_type {
     KIQ_MR_FENCE_BROKER = 7,
     KIQ_MR_UNFENCE_BROKER = 8,
     KIQ_MR_REMOVE_TOPIC = 9,
+    KIQ_MR_DELEGATION_TOKEN = 10,
     KIQ_MR_USER_SCRAM_CREDENTIAL = 11,
     KIQ_MR_FEATURE_LEVEL = 12,
     KIQ_MR_CLIENT_QUOTA = 14,
@@ -42,6 +43,7 @@ enum kiq_metadata_record_type {
     KIQ_MR_ACCESS_CONTROL_ENTRY = 18,
     KIQ_MR_REMOVE_ACCESS_CONTROL_ENTRY = 19,
     KIQ_MR_REMOVE_USER_SCRAM_CREDENTIAL = 22,
+    KIQ_MR_REMOVE_DELEGATION_TOKEN = 26,
 };
 
 /* The frame version Kafka writes in front of every metadata record. */
@@ -71,6 +73,8 @@ typedef struct kiq_metadata_record {
         kiq_access_control_entry_record_t access_control_entry;
         kiq_remove_access_control_entry_record_t remove_access_control_entry;
         kiq_client_quota_record_t client_quota;
+        kiq_delegation_token_record_t delegation_token;
+        kiq_remove_delegation_token_record_t remove_delegation_token;
     } m;
 } kiq_metadata_record_t;
 

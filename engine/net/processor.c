@@ -358,10 +358,12 @@ static void conn_process_input(conn_t *c)
         return;
     }
     if (c->sasl) {
-        /* as Kafka: anything but the handshake before authentication closes the connection */
-        if (!kiq_sasl_allows(c->sasl, r->header.api_key)) {
-            KIQ_WARN_LIMITED("connection %s: %s before SASL authentication; closing", c->peer,
-                             r->codec ? r->codec->name : "a request");
+        /* as Kafka: anything but the handshake before authentication, or
+         * after the session's lifetime (KIP-368), closes the connection */
+        if (!kiq_sasl_allows(c->sasl, r->header.api_key, kiq_clock_mono_ms())) {
+            KIQ_WARN_LIMITED("connection %s: %s %s; closing", c->peer, r->codec ? r->codec->name : "a request",
+                             kiq_sasl_authenticated(c->sasl) ? "after its SASL session expired"
+                                                              : "before SASL authentication");
             kiq_request_free(r);
             conn_close(c, NULL);
             return;

@@ -228,9 +228,14 @@ static int client_first(kiq_scram_server_t *s, const char *m, size_t len, kiq_sc
     }
     if (attr(&p, end, 'r', &v, &vl) != 0 || !printable_nonce(v, vl) || vl > 200)
         return malformed("client first message: bad nonce");
-    /* extensions (Kafka's tokenauth) follow: delegation tokens are not served */
-    if (p < end && memchr(p, '=', (size_t)(end - p)) == NULL)
-        return malformed("client first message: bad extension");
+    /* extensions follow, Kafka's tokenauth=true among them */
+    while (p < end) {
+        const char *e = p, *comma = memchr(p, ',', (size_t)(end - p)), *stop = comma ? comma : end;
+        const char *eq = memchr(e, '=', (size_t)(stop - e));
+        if (!eq || eq == e) return malformed("client first message: bad extension");
+        if (stop - e == 14 && memcmp(e, "tokenauth=true", 14) == 0) s->tokenauth = true;
+        p = comma ? comma + 1 : end;
+    }
     if (!s->server_nonce[0]) {
         uint8_t rnd[24];
         if (RAND_bytes(rnd, sizeof rnd) != 1) return kiq_error_set("no random bytes for a nonce");
@@ -238,8 +243,7 @@ static int client_first(kiq_scram_server_t *s, const char *m, size_t len, kiq_sc
     }
     snprintf(s->nonce, sizeof s->nonce, "%.*s%s", (int)vl, v, s->server_nonce);
     if (!(s->client_first_bare = strndup(bare, (size_t)(end - bare)))) return kiq_error_set("out of memory");
-    bool tokenauth = p < end && (size_t)(end - p) >= 14 && memmem(p, (size_t)(end - p), "tokenauth=true", 14);
-    if (tokenauth || lookup(ctx, s->mech, s->user, &s->cred) != 0) return 1;
+    if (lookup(ctx, s->mech, s->user, &s->cred) != 0) return 1;
     char salt[KIQ_SCRAM_MAX_SALT * 2];
     b64(s->cred.salt, s->cred.salt_len, salt);
     size_t n = strlen(s->nonce) + strlen(salt) + 32;

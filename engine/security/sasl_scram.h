@@ -48,7 +48,8 @@ int kiq_scram_add_spec(const char *spec,
                        int (*fn)(void *ctx, const char *user, enum kiq_scram_mech m, const kiq_scram_credential_t *cred),
                        void *ctx);
 
-/* A user's credential for the mechanism into *out: 0, or -1 when it has none. */
+/* A user's credential for the mechanism into *out: 0, or -1 when it has none.
+ * With tokenauth set in the exchange, user is a delegation token's id. */
 typedef int (*kiq_scram_lookup_fn)(void *ctx, enum kiq_scram_mech m, const char *user, kiq_scram_credential_t *out);
 
 enum kiq_scram_state { KIQ_SCRAM_FIRST, KIQ_SCRAM_FINAL, KIQ_SCRAM_DONE };
@@ -57,6 +58,7 @@ typedef struct kiq_scram_server {
     enum kiq_scram_mech mech;
     enum kiq_scram_state state;
     char user[256];
+    bool tokenauth; /* Kafka's tokenauth=true extension: user is a delegation token's id */
     char server_nonce[48]; /* made at the first message unless preset (tests) */
     char gs2_header[300];
     char *client_first_bare, *server_first; /* kept for the AuthMessage */

@@ -17,6 +17,7 @@
 #include "proto/errors.h"
 #include "replica/partition_replica.h"
 #include "replica/replica_manager.h"
+#include "security/sasl.h"
 
 #define C KIQ_METRIC_COUNTER
 #define G KIQ_METRIC_GAUGE
@@ -329,6 +330,27 @@ static void own_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
     kiq_metric_sample(o, "", (double)failures, NULL);
 }
 
+/* Kafka's socket-server-metrics authentication counts of the SASL listener */
+static void sasl_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
+{
+    static const struct {
+        const char *name, *text;
+    } counts[KIQ_SASL_COUNTS] = {
+        [KIQ_SASL_AUTH_OK] = {"kafka_server_socket_server_metrics_successful_authentication_total",
+                              "SASL authentications that succeeded"},
+        [KIQ_SASL_AUTH_FAILED] = {"kafka_server_socket_server_metrics_failed_authentication_total",
+                                  "SASL authentications refused"},
+        [KIQ_SASL_REAUTH_OK] = {"kafka_server_socket_server_metrics_successful_reauthentication_total",
+                                "SASL re-authentications (KIP-368) that succeeded"},
+        [KIQ_SASL_REAUTH_FAILED] = {"kafka_server_socket_server_metrics_failed_reauthentication_total",
+                                    "SASL re-authentications refused"},
+    };
+    for (int c = 0; c < KIQ_SASL_COUNTS; c++) {
+        kiq_metric_family(o, counts[c].name, C, counts[c].text);
+        kiq_metric_sample(o, "", (double)kiq_sasl_count(b->sasl, (enum kiq_sasl_count)c), NULL);
+    }
+}
+
 void kiq_broker_metrics(void *src, kiq_metric_out_t *o)
 {
     kiq_broker_t *b = src;
@@ -340,6 +362,7 @@ void kiq_broker_metrics(void *src, kiq_metric_out_t *o)
         thread_metrics(b, o);
         limit_metrics(b, o);
         health_metrics(b, o);
+        if (b->sasl) sasl_metrics(b, o);
     }
     own_metrics(b, o);
 }

@@ -81,6 +81,14 @@ static void acls_with(void *ctx, void (*fn)(const kiq_acl_store_t *s, void *arg)
     fn(&none, arg);
 }
 
+/* Handler threads: delegation tokens are the image's too. */
+static int token_lookup(void *ctx, enum kiq_scram_mech m, const char *token_id, kiq_scram_credential_t *out,
+                        char *owner, size_t cap, int64_t *expiry_ms)
+{
+    kiq_broker_t *b = ctx;
+    return b->controller ? kiq_controller_token_credential(b->controller, m, token_id, out, owner, cap, expiry_ms) : -1;
+}
+
 int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const kiq_listener_t *data,
                               const kiq_listener_t *control)
 {
@@ -115,6 +123,7 @@ int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const
     if (sasl) {
         if (!(b->sasl = kiq_sasl_new(config))) return -1;
         kiq_sasl_set_scram_lookup(b->sasl, scram_lookup, b);
+        kiq_sasl_set_token_lookup(b->sasl, token_lookup, b);
     }
     if (data->protocol == KIQ_SASL_PLAINTEXT) return 0;
     if (!(b->tls = kiq_tls_new(config))) return -1;

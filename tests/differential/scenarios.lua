@@ -1622,4 +1622,25 @@ scenario { name = "Client quotas of the defaults", api = "AlterClientQuotas", co
   describe_quotas(function(s) return { { "user", DEFAULT }, { "client-id", EXACT, s.name } } end, true, 0),
 } }
 
+-- ---------------------------------------------------------------- delegation tokens (KIP-48)
+
+-- Only a SASL connection may ask for tokens: on the harness's PLAINTEXT
+-- listener each request is refused (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)
+-- with the other fields as Kafka's broker fills them (the anonymous owner
+-- and requester, -1 timestamps). An authenticated reference is not set up.
+scenario { name = "CreateDelegationToken on a PLAINTEXT listener", api = "CreateDelegationToken", steps = {
+  { api = "CreateDelegationToken", body = { renewers = { { principal_type = "User", principal_name = "bob" } },
+    max_lifetime_ms = -1 } },
+} }
+scenario { name = "RenewDelegationToken on a PLAINTEXT listener", api = "RenewDelegationToken", steps = {
+  { api = "RenewDelegationToken", body = { hmac = "not-a-token", renew_period_ms = 1000 } },
+} }
+scenario { name = "ExpireDelegationToken on a PLAINTEXT listener", api = "ExpireDelegationToken", steps = {
+  { api = "ExpireDelegationToken", body = { hmac = "not-a-token", expiry_time_period_ms = -1 } },
+} }
+scenario { name = "DescribeDelegationToken on a PLAINTEXT listener", api = "DescribeDelegationToken", steps = {
+  { api = "DescribeDelegationToken", body = {} },
+  { api = "DescribeDelegationToken", body = { owners = { { principal_type = "User", principal_name = "bob" } } } },
+} }
+
 return S

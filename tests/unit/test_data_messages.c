@@ -63,6 +63,7 @@ static void test_every_message_every_version(void **state)
         {"UserScramCredentialRecord", 0, 0}, {"RemoveUserScramCredentialRecord", 0, 0},
         {"AccessControlEntryRecord", 0, 0}, {"RemoveAccessControlEntryRecord", 0, 0},
         {"ClientQuotaRecord", 0, 0},
+        {"DelegationTokenRecord", 0, 0}, {"RemoveDelegationTokenRecord", 0, 0},
         {"ConsumerGroupMetadataKey", 3, 3}, {"ConsumerGroupMetadataValue", 0, 0},
         {"ConsumerGroupMemberMetadataKey", 5, 5}, {"ConsumerGroupMemberMetadataValue", 0, 0},
         {"ConsumerGroupTargetAssignmentMetadataKey", 6, 6}, {"ConsumerGroupTargetAssignmentMetadataValue", 0, 0},

@@ -1,6 +1,9 @@
 /* SCRAM's server side against RFC 7677's SCRAM-SHA-256 example (a fixed
  * server nonce stands in for the random one), SCRAM-SHA-512 by a client
- * computed here, and malformed or wrong client messages refused. */
+ * computed here, and malformed or wrong client messages refused; through
+ * a SASL session, authentication by delegation token (tokenauth=true): the
+ * owner's principal, the token's expiry as the session's bound, an expired
+ * or unknown token refused, and no token for a plain user name. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +15,9 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "core/clock.h"
 #include "core/error.h"
+#include "proto/errors.h"
 #include "security/sasl.h"
 #include "security/sasl_scram.h"
 
@@ -227,6 +232,69 @@ static void test_add_spec(void **state)
     assert_int_equal(a.n, 2);
 }
 
+/* tok-live expires in a minute, tok-old a minute ago; the password of both is "hmac64" */
+static int tokens(void *ctx, enum kiq_scram_mech m, const char *id, kiq_scram_credential_t *out, char *owner,
+                  size_t cap, int64_t *expiry_ms)
+{
+    bool live = !strcmp(id, "tok-live");
+    if (!live && strcmp(id, "tok-old") != 0) return -1;
+    snprintf(owner, cap, "User:alice");
+    *expiry_ms = kiq_clock_wall_ms() + (live ? 60000 : -60000);
+    return kiq_scram_credential_make(m, "hmac64", 6, (const uint8_t *)"saltsalt", 8, 4096, out);
+}
+
+/* a whole exchange through a session: SaslAuthenticate's error code */
+static int token_session(kiq_sasl_t *sasl, const char *id, const char *ext, kiq_sasl_session_t **out_ss)
+{
+    kiq_sasl_session_t *ss = kiq_sasl_session_new(sasl);
+    assert_int_equal(kiq_sasl_handshake(ss, "SCRAM-SHA-512", 13), 0);
+    char first[160], bare[128];
+    snprintf(bare, sizeof bare, "n=%s,r=tokennonce%s", id, ext);
+    snprintf(first, sizeof first, "n,,%s", bare);
+    uint8_t *answer;
+    size_t len;
+    int rc = kiq_sasl_authenticate(ss, (const uint8_t *)first, strlen(first), &answer, &len);
+    if (rc == 0) {
+        char *server_first = strndup((const char *)answer, len);
+        free(answer);
+        char *final = client_final(KIQ_SCRAM_SHA_512, "hmac64", bare, server_first);
+        rc = kiq_sasl_authenticate(ss, (const uint8_t *)final, strlen(final), &answer, &len);
+        if (rc == 0) free(answer);
+        free(final);
+        free(server_first);
+    }
+    *out_ss = ss;
+    return rc;
+}
+
+static void test_delegation_token_auth(void **state)
+{
+    (void)state;
+    kiq_config_t *c = kiq_config_new();
+    kiq_config_set(c, "sasl.enabled.mechanisms", "SCRAM-SHA-512");
+    kiq_sasl_t *sasl = kiq_sasl_new(c);
+    kiq_config_free(c);
+    assert_non_null(sasl);
+    kiq_sasl_set_token_lookup(sasl, tokens, NULL);
+    kiq_sasl_session_t *ss;
+    assert_int_equal(token_session(sasl, "tok-live", ",tokenauth=true", &ss), 0);
+    assert_string_equal(kiq_sasl_principal(ss), "User:alice");
+    assert_true(kiq_sasl_token_authenticated(ss));
+    int64_t life = kiq_sasl_session_lifetime_ms(ss);
+    assert_true(life > 50000 && life <= 60000);
+    kiq_sasl_session_unref(ss);
+    /* expired, unknown, or without the extension (no user of that name) */
+    assert_int_equal(token_session(sasl, "tok-old", ",tokenauth=true", &ss), KIQ_ERR_SASL_AUTHENTICATION_FAILED);
+    kiq_sasl_session_unref(ss);
+    assert_int_equal(token_session(sasl, "tok-none", ",tokenauth=true", &ss), KIQ_ERR_SASL_AUTHENTICATION_FAILED);
+    kiq_sasl_session_unref(ss);
+    assert_int_equal(token_session(sasl, "tok-live", "", &ss), KIQ_ERR_SASL_AUTHENTICATION_FAILED);
+    kiq_sasl_session_unref(ss);
+    assert_int_equal(token_session(sasl, "tok-live", ",tokenauth", &ss), KIQ_ERR_SASL_AUTHENTICATION_FAILED);
+    kiq_sasl_session_unref(ss);
+    kiq_sasl_free(sasl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_unknown_user),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_jaas),
+        cmocka_unit_test(test_delegation_token_auth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,22 +101,37 @@ final class KiqBroker {
         if (httpPort < 0) {
             return null;
         }
-        HttpResponse<String> r = HttpClient.newHttpClient().send(
-                HttpRequest.newBuilder(URI.create("http://" + host + ":" + httpPort + "/metrics"))
-                        .timeout(Duration.ofSeconds(10)).build(),
-                HttpResponse.BodyHandlers.ofString());
-        assertEquals(200, r.statusCode(), r.body());
+        String body = metricsText();
         long[] n = new long[max + 1];
         for (int v = 0; v <= max; v++) {
             String sample = "kafka_network_requestmetrics_requests_by_version_total{request=\"" + api
                     + "\",version=\"" + v + "\"} ";
-            for (String line : r.body().split("\n")) {
+            for (String line : body.split("\n")) {
                 if (line.startsWith(sample)) {
                     n[v] = (long) Double.parseDouble(line.substring(sample.length()).trim());
                 }
             }
         }
         return n;
+    }
+
+    /** An unlabelled sample of this broker's /metrics (its HTTP listener must be on); -1 when absent. */
+    double metric(String name) throws IOException, InterruptedException {
+        for (String line : metricsText().split("\n")) {
+            if (line.startsWith(name + " ")) {
+                return Double.parseDouble(line.substring(name.length() + 1).trim());
+            }
+        }
+        return -1;
+    }
+
+    private String metricsText() throws IOException, InterruptedException {
+        HttpResponse<String> r = HttpClient.newHttpClient().send(
+                HttpRequest.newBuilder(URI.create("http://" + host + ":" + httpPort + "/metrics"))
+                        .timeout(Duration.ofSeconds(10)).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), r.body());
+        return r.body();
     }
 
     private List<String> command() {

@@ -1,0 +1,35 @@
+/* CreateDelegationToken (KIP-48): a token for the requester (or the owner
+ * v3 names) made by this node's controller; see controller.h. Refused
+ * before it, as Kafka's broker answers: the owner and requester named,
+ * the timestamps -1; a renewer other than a User is INVALID_PRINCIPAL_TYPE. */
+#include <stdbool.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "api/delegation_token_checks.h"
+#include "controller/controller.h"
+
+int kiq_api_create_delegation_token_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_create_delegation_token_request_t *req = request;
+    kiq_create_delegation_token_response_t *out = response;
+    const char *principal;
+    int16_t err = kiq_dtoken_request_check(b, r, &principal);
+    for (int i = 0; !err && i < req->renewers_n; i++) {
+        kiq_str_t t = req->renewers[i].principal_type;
+        if (!t.p || t.len != 4 || memcmp(t.p, "User", 4) != 0) err = KIQ_ERR_INVALID_PRINCIPAL_TYPE;
+    }
+    if (!err) {
+        kiq_controller_create_token(b->controller, principal, req, &r->arena, out);
+        return KIQ_HANDLER_RESPOND;
+    }
+    char owner[300];
+    bool named = req->owner_principal_name.p && req->owner_principal_name.len > 0;
+    if (named) kiq_dtoken_principal_join(owner, sizeof owner, req->owner_principal_type, req->owner_principal_name);
+    kiq_dtoken_principal_split(&r->arena, named ? owner : principal, &out->principal_type, &out->principal_name);
+    kiq_dtoken_principal_split(&r->arena, principal, &out->token_requester_principal_type,
+                               &out->token_requester_principal_name);
+    out->error_code = err;
+    out->issue_timestamp_ms = out->expiry_timestamp_ms = out->max_timestamp_ms = -1;
+    return KIQ_HANDLER_RESPOND;
+}

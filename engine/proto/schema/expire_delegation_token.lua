@@ -1,0 +1,17 @@
+-- ExpireDelegationToken (40): a token, named by its HMAC, expires after a
+-- period, or at once when the period is negative. v0 is gone since Kafka
+-- 4.0; v2 is flexible.
+return {
+  key = 40, name = "ExpireDelegationToken",
+  versions = "1-2",
+  flexible = "2+",
+  request = {
+    { "hmac", "bytes" },
+    { "expiry_time_period_ms", "int64" },
+  },
+  response = {
+    { "error_code", "int16" },
+    { "expiry_timestamp_ms", "int64" },
+    { "throttle_time_ms", "int32" },
+  },
+}
