@@ -4,28 +4,17 @@
  * by any broker of a cluster); a standalone broker decides by the same
  * rules and keeps them itself (server/broker_quotas.h). */
 #include "api/api.h"
+#include "api/authorize.h"
 #include "core/error.h"
 #include "server/broker_quotas.h"
 #include "server/controller_link.h"
 
 #define ALTER_WAIT_MS 30000
 
-int kiq_api_alter_client_quotas_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+/* Every entry answered code with msg. */
+static int answer_all(kiq_request_t *r, const kiq_alter_client_quotas_request_t *req,
+                      kiq_alter_client_quotas_response_t *out, int16_t code, const char *msg)
 {
-    const kiq_alter_client_quotas_request_t *req = request;
-    kiq_alter_client_quotas_response_t *out = response;
-    kiq_error_clear();
-    if (b->cluster && !(r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b))) {
-        void *ctx = kiq_api_park_for_link(b, r, out);
-        kiq_controller_link_whole(b, KIQ_API_ALTER_CLIENT_QUOTAS, request, ALTER_WAIT_MS, &r->arena, out,
-                                  kiq_api_answer_parked, ctx);
-        return KIQ_HANDLER_PARKED;
-    }
-    if (!b->cluster) {
-        kiq_broker_quotas_alter(b, req, &r->arena, out);
-        return KIQ_HANDLER_RESPOND;
-    }
-    /* a forward to a node that is no longer the active controller */
     int n = req->entries_n > 0 ? req->entries_n : 0;
     out->entries = kiq_arena_calloc(&r->arena, (size_t)n + 1, sizeof *out->entries);
     out->entries_n = n;
@@ -39,8 +28,31 @@ int kiq_api_alter_client_quotas_handle(kiq_broker_t *b, kiq_request_t *r, const 
             o->entity[j].entity_type = req->entries[i].entity[j].entity_type;
             o->entity[j].entity_name = req->entries[i].entity[j].entity_name;
         }
-        o->error_code = KIQ_ERR_NOT_CONTROLLER;
-        o->error_message = kiq_request_str(r, "this node is not the active controller");
+        o->error_code = code;
+        o->error_message = kiq_request_str(r, msg);
     }
     return KIQ_HANDLER_RESPOND;
+}
+
+int kiq_api_alter_client_quotas_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
+{
+    const kiq_alter_client_quotas_request_t *req = request;
+    kiq_alter_client_quotas_response_t *out = response;
+    kiq_error_clear();
+    /* as Kafka: ALTER_CONFIGS on the cluster, asked where the client sent
+     * it (a forward comes on the control plane, which is not asked) */
+    if (!kiq_api_cluster_allowed(b, r, KIQ_OP_ALTER_CONFIGS))
+        return answer_all(r, req, out, KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.");
+    if (b->cluster && !(r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b))) {
+        void *ctx = kiq_api_park_for_link(b, r, out);
+        kiq_controller_link_whole(b, KIQ_API_ALTER_CLIENT_QUOTAS, request, ALTER_WAIT_MS, &r->arena, out,
+                                  kiq_api_answer_parked, ctx);
+        return KIQ_HANDLER_PARKED;
+    }
+    if (!b->cluster) {
+        kiq_broker_quotas_alter(b, req, &r->arena, out);
+        return KIQ_HANDLER_RESPOND;
+    }
+    /* a forward to a node that is no longer the active controller */
+    return answer_all(r, req, out, KIQ_ERR_NOT_CONTROLLER, "this node is not the active controller");
 }

@@ -6,13 +6,16 @@
  * (Kafka's tool sends one with a plan that only moves log directories),
  * anything else INVALID_REPLICA_ASSIGNMENT. */
 #include "api/api.h"
+#include "api/authorize.h"
 #include "core/error.h"
 #include "server/controller_link.h"
 
 #define REASSIGN_WAIT_MAX_MS 30000
 
+/* Each partition answered on its own; refused: each with that error (the
+ * authorizer's refusal, answered per partition as Kafka's controller does). */
 static void answer_alone(kiq_broker_t *b, kiq_request_t *r, const kiq_alter_partition_reassignments_request_t *req,
-                         kiq_alter_partition_reassignments_response_t *out)
+                         kiq_alter_partition_reassignments_response_t *out, int16_t refused)
 {
     int32_t n = req->topics_n > 0 ? req->topics_n : 0;
     out->responses_n = n;
@@ -31,7 +34,9 @@ static void answer_alone(kiq_broker_t *b, kiq_request_t *r, const kiq_alter_part
             kiq_alter_partition_reassignments_response_responses_partitions_t *po = &o->partitions[j];
             kiq_alter_partition_reassignments_response_responses_partitions_init(po);
             po->partition_index = in->partition_index;
-            if (!topic || in->partition_index < 0 || in->partition_index >= topic->npartitions)
+            if (refused)
+                po->error_code = refused;
+            else if (!topic || in->partition_index < 0 || in->partition_index >= topic->npartitions)
                 po->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             else if (in->replicas_n < 0)
                 po->error_code = KIQ_ERR_NO_REASSIGNMENT_IN_PROGRESS;
@@ -51,6 +56,12 @@ int kiq_api_alter_partition_reassignments_handle(kiq_broker_t *b, kiq_request_t 
     const kiq_alter_partition_reassignments_request_t *req = request;
     kiq_alter_partition_reassignments_response_t *out = response;
     kiq_error_clear();
+    /* as Kafka: ALTER on the cluster, asked where the client sent it */
+    if (!kiq_api_cluster_allowed(b, r, KIQ_OP_ALTER)) {
+        out->error_code = KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        answer_alone(b, r, req, out, KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED);
+        return KIQ_HANDLER_RESPOND;
+    }
     if (r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b)) {
         kiq_error_set("broker %d is not the active controller", b->node_id);
         out->error_code = KIQ_ERR_NOT_CONTROLLER;
@@ -62,7 +73,7 @@ int kiq_api_alter_partition_reassignments_handle(kiq_broker_t *b, kiq_request_t 
                                   kiq_api_answer_parked, ctx);
         return KIQ_HANDLER_PARKED;
     } else {
-        answer_alone(b, r, req, out);
+        answer_alone(b, r, req, out, 0);
     }
     out->error_message = kiq_request_error_message(r);
     return KIQ_HANDLER_RESPOND;

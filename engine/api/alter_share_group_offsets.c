@@ -4,6 +4,7 @@
  * flight there is forgotten, and the state stored. The state is the
  * partition leader's: in a cluster the other leaders are asked
  * (share_fanout.h). */
+#include "api/authorize.h"
 #include "api/share_fanout.h"
 #include "api/share_partitions.h"
 #include "group/group_coordinator.h"
@@ -34,13 +35,22 @@ int kiq_api_alter_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r, 
 {
     const kiq_alter_share_group_offsets_request_t *req = request;
     kiq_alter_share_group_offsets_response_t *resp = response;
-    /* a coordinator's ask: it checked the group */
+    /* a coordinator's ask: it checked the group and the topics */
     bool from_broker = kiq_api_share_from_broker(b, r);
-    if (!from_broker && (resp->error_code = kiq_group_share_check(b->groups, req->group_id, true, true)) != 0)
+    int32_t n = req->topics_n > 0 ? req->topics_n : 0;
+    /* as Kafka: READ on each topic too (the group's in surface.lua), asked
+     * outside the share lock; a refused one's partitions are left alone,
+     * and with none allowed the group is not asked (nor made) */
+    bool *denied = kiq_arena_calloc(&r->arena, (size_t)n + 1, sizeof *denied);
+    int32_t ndenied = 0;
+    for (int32_t i = 0; i < n; i++)
+        ndenied += denied[i] = !from_broker && !kiq_api_allowed(b, r, KIQ_OP_READ, KIQ_RES_TOPIC, req->topics[i].topic_name);
+    bool none = n > 0 && ndenied == n;
+    if (!from_broker && !none &&
+        (resp->error_code = kiq_group_share_check(b->groups, req->group_id, true, true)) != 0)
         return KIQ_HANDLER_RESPOND;
-    resp->responses_n = req->topics_n > 0 ? req->topics_n : 0;
-    resp->responses = kiq_arena_calloc(&r->arena, (size_t)(resp->responses_n ? resp->responses_n : 1),
-                                       sizeof *resp->responses);
+    resp->responses_n = n;
+    resp->responses = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *resp->responses);
     kiq_share_lock(b->shares);
     kiq_api_share_cfg_t cfg;
     kiq_api_share_cfg(b, req->group_id, &cfg);
@@ -60,7 +70,9 @@ int kiq_api_alter_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r, 
             kiq_alter_share_group_offsets_response_responses_partitions_init(pr);
             pr->partition_index = pq->partition_index;
             kiq_topic_t *led = NULL;
-            if (!t) {
+            if (denied[i]) {
+                pr->error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+            } else if (!t) {
                 pr->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             } else if ((pr->error_code = kiq_api_share_log(b, &t->id, pq->partition_index, &led)) == 0) {
                 kiq_share_partition_t *sp = kiq_share_partition_get(b->shares, req->group_id.p, req->group_id.len,
@@ -78,6 +90,6 @@ int kiq_api_alter_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r, 
         kiq_topic_unref(t);
     }
     kiq_share_unlock(b->shares);
-    if (from_broker) return KIQ_HANDLER_RESPOND;
+    if (from_broker || none) return KIQ_HANDLER_RESPOND;
     return kiq_api_share_fanout(b, r, request, response, sizeof *resp, merge);
 }

@@ -46,6 +46,13 @@ bool kiq_api_cluster_allowed(kiq_broker_t *b, const kiq_request_t *r, int8_t op)
     return kiq_api_allowed(b, r, op, KIQ_RES_CLUSTER, KIQ_STR(KIQ_ACL_CLUSTER_NAME));
 }
 
+bool kiq_api_topics_describable(kiq_broker_t *b, const kiq_request_t *r, const kiq_str_t *names, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (!kiq_api_allowed(b, r, KIQ_OP_DESCRIBE, KIQ_RES_TOPIC, names[i])) return false;
+    return true;
+}
+
 bool kiq_api_allowed_any(kiq_broker_t *b, const kiq_request_t *r, int8_t op, int8_t resource_type)
 {
     if (!b->authorizer || r->listener == KIQ_LISTENER_CONTROL) return true;

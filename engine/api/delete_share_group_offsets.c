@@ -3,6 +3,7 @@
  * in __share_group_state (tombstones); the group starts there again as
  * share.auto.offset.reset says. In a cluster each partition's leader holds
  * its state: the other brokers are asked too (share_fanout.h). */
+#include "api/authorize.h"
 #include "api/share_fanout.h"
 #include "api/share_state_topic.h"
 #include "api/share_partitions.h"
@@ -35,6 +36,11 @@ int kiq_api_delete_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r,
     resp->responses_n = req->topics_n > 0 ? req->topics_n : 0;
     resp->responses = kiq_arena_calloc(&r->arena, (size_t)(resp->responses_n ? resp->responses_n : 1),
                                        sizeof *resp->responses);
+    /* as Kafka: READ on each topic too (DELETE on the group in
+     * surface.lua), asked outside the share lock */
+    bool *denied = kiq_arena_calloc(&r->arena, (size_t)resp->responses_n + 1, sizeof *denied);
+    for (int32_t i = 0; i < resp->responses_n; i++)
+        denied[i] = !from_broker && !kiq_api_allowed(b, r, KIQ_OP_READ, KIQ_RES_TOPIC, req->topics[i].topic_name);
     kiq_share_state_ctx_t sc;
     kiq_api_share_state_ctx(b, &sc);
     kiq_share_lock(b->shares);
@@ -44,6 +50,10 @@ int kiq_api_delete_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *r,
         kiq_delete_share_group_offsets_response_responses_t *tr = &resp->responses[i];
         kiq_delete_share_group_offsets_response_responses_init(tr);
         tr->topic_name = req->topics[i].topic_name;
+        if (denied[i]) {
+            tr->error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+            continue;
+        }
         kiq_topic_t *t = kiq_topics_get(b->topics, tr->topic_name);
         if (!t) {
             tr->error_code = KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;

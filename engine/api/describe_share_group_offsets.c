@@ -144,6 +144,11 @@ int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *
         }
         int16_t err = from_broker ? 0 : kiq_group_share_check(b->groups, g->group_id, false, false);
         if (err != KIQ_ERR_GROUP_ID_NOT_FOUND && (gr->error_code = err) != 0) continue;
+        /* then DESCRIBE on each topic named, asked outside the share lock:
+         * a refused one's partitions answered TOPIC_AUTHORIZATION_FAILED */
+        bool *denied = kiq_arena_calloc(&r->arena, (size_t)(g->topics_n > 0 ? g->topics_n : 0) + 1, sizeof *denied);
+        for (int32_t j = 0; j < g->topics_n; j++)
+            denied[j] = !kiq_api_allowed(b, r, KIQ_OP_DESCRIBE, KIQ_RES_TOPIC, g->topics[j].topic_name);
         kiq_share_lock(b->shares);
         kiq_api_share_cfg_t cfg;
         kiq_api_share_cfg(b, g->group_id, &cfg);
@@ -160,8 +165,18 @@ int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *
                 tr->partitions_n = tq->partitions_n > 0 ? tq->partitions_n : 0;
                 tr->partitions = kiq_arena_calloc(&r->arena, (size_t)(tr->partitions_n ? tr->partitions_n : 1),
                                                   sizeof *tr->partitions);
-                for (int32_t k = 0; k < tr->partitions_n; k++)
-                    describe_partition(b, &cfg, g->group_id, t, tq->partitions[k], &tr->partitions[k]);
+                for (int32_t k = 0; k < tr->partitions_n; k++) {
+                    if (!denied[j]) {
+                        describe_partition(b, &cfg, g->group_id, t, tq->partitions[k], &tr->partitions[k]);
+                        continue;
+                    }
+                    /* as Kafka: no id told, no offset */
+                    kiq_describe_share_group_offsets_response_groups_topics_partitions_init(&tr->partitions[k]);
+                    tr->partitions[k].partition_index = tq->partitions[k];
+                    tr->partitions[k].start_offset = -1;
+                    tr->partitions[k].error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+                    tr->topic_id = (kiq_uuid_t){{0}};
+                }
                 kiq_topic_unref(t);
             }
         } else {
@@ -192,6 +207,13 @@ int kiq_api_describe_share_group_offsets_handle(kiq_broker_t *b, kiq_request_t *
             free(tps);
         }
         kiq_share_unlock(b->shares);
+        if (g->topics_n < 0) { /* all of them: those without DESCRIBE left out */
+            int32_t kept = 0;
+            for (int32_t j = 0; j < gr->topics_n; j++)
+                if (kiq_api_allowed(b, r, KIQ_OP_DESCRIBE, KIQ_RES_TOPIC, gr->topics[j].topic_name))
+                    gr->topics[kept++] = gr->topics[j];
+            gr->topics_n = kept;
+        }
     }
     if (from_broker) return KIQ_HANDLER_RESPOND; /* the marks are the coordinator's to read */
     bool ask = false; /* only for a group coordinated here */

@@ -220,7 +220,7 @@ static void fetched(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic, const
     e.first_offset = p->fetch_offset;
     if (replica < 0) e.last_offset = hw;
     e.bytes = bytes;
-    e.flags = zero_copy ? KIQ_EVENT_SENDFILE : 0;
+    e.flags = !zero_copy ? 0 : r->tls ? KIQ_EVENT_TLS_COPY : KIQ_EVENT_SENDFILE;
     kiq_observers_emit(&b->observers, &e);
 }
 

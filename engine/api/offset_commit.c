@@ -21,9 +21,10 @@ static void timed_out(void *response)
                 resp->topics[i].partitions[j].error_code = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
 }
 
-/* v10: the topics whose id is known go to the group by name; an unknown
- * id never reaches it and is answered UNKNOWN_TOPIC_ID, ahead of the
- * others, as Kafka answers. */
+/* v10: the topics whose id is known and READ allowed go to the group by
+ * name; an unknown id (UNKNOWN_TOPIC_ID) or a refused topic
+ * (TOPIC_AUTHORIZATION_FAILED) never reaches it and is answered ahead of
+ * the others, in request order, as Kafka answers. */
 static void commit_by_id(kiq_broker_t *b, kiq_request_t *r, const kiq_offset_commit_request_t *req,
                          kiq_offset_commit_response_t *resp, int32_t *partition, int64_t *need)
 {
@@ -31,24 +32,32 @@ static void commit_by_id(kiq_broker_t *b, kiq_request_t *r, const kiq_offset_com
     kiq_offset_commit_request_t named = *req;
     named.topics = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *named.topics);
     named.topics_n = 0;
-    bool *known = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *known);
+    int16_t *err = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *err);
     for (int32_t i = 0; i < n; i++) {
         kiq_cached_topic_t t;
-        if (!(known[i] = kiq_api_topic_view(b, r, (kiq_str_t){NULL, 0}, &req->topics[i].topic_id, &t))) continue;
+        if (!kiq_api_topic_view(b, r, (kiq_str_t){NULL, 0}, &req->topics[i].topic_id, &t)) {
+            err[i] = KIQ_ERR_UNKNOWN_TOPIC_ID;
+            continue;
+        }
+        kiq_str_t name = {t.name, (int32_t)t.len};
+        if (!kiq_api_allowed(b, r, KIQ_OP_READ, KIQ_RES_TOPIC, name)) {
+            err[i] = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+            continue;
+        }
         named.topics[named.topics_n] = req->topics[i];
-        named.topics[named.topics_n++].name = (kiq_str_t){t.name, (int32_t)t.len};
+        named.topics[named.topics_n++].name = name;
     }
     kiq_offset_commit_response_t got;
     kiq_offset_commit_response_init(&got);
     kiq_group_commit_offsets(b->groups, r, &named, &got, partition, need);
-    int32_t nunknown = n - named.topics_n;
-    resp->topics_n = nunknown + got.topics_n;
+    int32_t nrefused = n - named.topics_n;
+    resp->topics_n = nrefused + got.topics_n;
     resp->topics = kiq_arena_calloc(&r->arena, (size_t)(resp->topics_n ? resp->topics_n : 1), sizeof *resp->topics);
-    for (int32_t i = 0, u = 0, k = nunknown; i < n; i++) {
+    for (int32_t i = 0, u = 0, k = nrefused; i < n; i++) {
         const kiq_offset_commit_request_topics_t *tin = &req->topics[i];
-        kiq_offset_commit_response_topics_t *t = &resp->topics[known[i] ? k++ : u++];
-        if (known[i]) {
-            *t = got.topics[k - 1 - nunknown];
+        kiq_offset_commit_response_topics_t *t = &resp->topics[err[i] ? u++ : k++];
+        if (!err[i]) {
+            *t = got.topics[k - 1 - nrefused];
             t->topic_id = tin->topic_id;
             continue;
         }
@@ -59,7 +68,7 @@ static void commit_by_id(kiq_broker_t *b, kiq_request_t *r, const kiq_offset_com
         for (int32_t j = 0; j < t->partitions_n; j++) {
             kiq_offset_commit_response_topics_partitions_init(&t->partitions[j]);
             t->partitions[j].partition_index = tin->partitions[j].partition_index;
-            t->partitions[j].error_code = KIQ_ERR_UNKNOWN_TOPIC_ID;
+            t->partitions[j].error_code = err[i];
         }
     }
 }
@@ -84,8 +93,8 @@ static void refuse_topics(kiq_request_t *r, const kiq_offset_commit_request_topi
 }
 
 /* As Kafka: READ on the group, else every partition is refused; then READ
- * on each topic (by name), the refused ones answered first and left out
- * of the commit. True when the commit goes ahead with *allowed and
+ * on each topic (by name; v10's by id once resolved, commit_by_id), the
+ * refused ones answered first and left out of the commit. True when the commit goes ahead with *allowed and
  * *denied topics to put in front of its answer. */
 static bool authorize(kiq_broker_t *b, kiq_request_t *r, const kiq_offset_commit_request_t *req,
                       kiq_offset_commit_response_t *resp, kiq_offset_commit_request_t *allowed,

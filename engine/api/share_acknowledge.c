@@ -13,6 +13,10 @@ int kiq_api_share_acknowledge_handle(kiq_broker_t *b, kiq_request_t *r, const vo
 {
     const kiq_share_acknowledge_request_t *req = request;
     kiq_share_acknowledge_response_t *resp = response;
+    /* as Kafka: READ on the group (surface.lua), then on each topic, a
+     * refused one's partitions answered TOPIC_AUTHORIZATION_FAILED */
+    bool *denied = kiq_arena_calloc(&r->arena, (size_t)(req->topics_n > 0 ? req->topics_n : 0) + 1, sizeof *denied);
+    for (int32_t i = 0; i < req->topics_n; i++) denied[i] = !kiq_api_share_topic_allowed(b, r, &req->topics[i].topic_id);
     kiq_share_lock(b->shares);
     kiq_api_share_cfg_t cfg;
     kiq_api_share_cfg(b, req->group_id, &cfg);
@@ -43,6 +47,10 @@ int kiq_api_share_acknowledge_handle(kiq_broker_t *b, kiq_request_t *r, const vo
             kiq_share_acknowledge_response_responses_partitions_t *pr = &tr->partitions[j];
             kiq_share_acknowledge_response_responses_partitions_init(pr);
             pr->partition_index = p->partition_index;
+            if (denied[i]) {
+                pr->error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
             /* 0 and 0 but where led elsewhere, as Kafka's defaults */
             kiq_topic_t *topic;
             if ((pr->error_code = kiq_api_share_log(b, &t->topic_id, p->partition_index, &topic)) != 0) {

@@ -30,6 +30,7 @@ typedef struct share_fetch_op {
     kiq_share_fetch_response_t *resp;
     int32_t cap; /* partitions the response has room for, per topic and topics */
     int64_t copied;
+    const bool *denied; /* per request topic: READ refused, kept out of the session */
     kiq_api_leader_nodes_t leaders; /* named in current_leader hints */
 } share_fetch_op_t;
 
@@ -241,7 +242,7 @@ static void acknowledge(share_fetch_op_t *f, uint64_t owner)
     for (int32_t i = 0; i < req->topics_n; i++)
         for (int32_t j = 0; j < req->topics[i].partitions_n; j++) {
             const kiq_share_fetch_request_topics_partitions_t *p = &req->topics[i].partitions[j];
-            if (p->acknowledgement_batches_n <= 0) continue;
+            if (p->acknowledgement_batches_n <= 0 || f->denied[i]) continue;
             part_resp_t *pr = resp_partition(f, &req->topics[i].topic_id, p->partition_index);
             kiq_topic_t *topic;
             if ((pr->acknowledge_error_code = kiq_api_share_log(f->b, &req->topics[i].topic_id, p->partition_index,
@@ -275,6 +276,15 @@ int kiq_api_share_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *re
     kiq_share_fetch_response_t *resp = response;
     share_fetch_op_t *f = kiq_arena_alloc(&r->arena, sizeof *f);
     *f = (share_fetch_op_t){.b = b, .r = r, .req = req, .resp = resp};
+    /* as Kafka: READ on the group (surface.lua), then on each topic; a
+     * refused topic's partitions are answered TOPIC_AUTHORIZATION_FAILED,
+     * neither acknowledged nor added to the session (a later fetch would
+     * read them unasked) */
+    bool *denied = kiq_arena_calloc(&r->arena, (size_t)(req->topics_n > 0 ? req->topics_n : 0) + 1, sizeof *denied);
+    bool any_denied = false;
+    for (int32_t i = 0; i < req->topics_n; i++)
+        any_denied |= denied[i] = !kiq_api_share_topic_allowed(b, r, &req->topics[i].topic_id);
+    f->denied = denied;
     kiq_share_lock(b->shares);
     kiq_api_share_cfg_t cfg;
     kiq_api_share_cfg(b, req->group_id, &cfg);
@@ -290,7 +300,7 @@ int kiq_api_share_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *re
     bool closing = req->share_session_epoch == -1;
     int32_t cap = s->n;
     for (int32_t i = 0; i < req->topics_n; i++) {
-        for (int32_t j = 0; j < req->topics[i].partitions_n && !closing; j++)
+        for (int32_t j = 0; j < req->topics[i].partitions_n && !closing && !denied[i]; j++)
             if (kiq_share_session_add(s, &req->topics[i].topic_id, req->topics[i].partitions[j].partition_index) != 0)
                 err = KIQ_ERR_UNKNOWN_SERVER_ERROR;
         cap += req->topics[i].partitions_n > 0 ? req->topics[i].partitions_n : 0;
@@ -300,6 +310,13 @@ int kiq_api_share_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *re
             kiq_share_session_remove(s, &req->forgotten_topics_data[i].topic_id, req->forgotten_topics_data[i].partitions[j]);
     f->cap = cap > 0 ? cap : 1;
     resp->responses = kiq_arena_calloc(&r->arena, (size_t)f->cap, sizeof *resp->responses);
+    for (int32_t i = 0; i < req->topics_n; i++)
+        for (int32_t j = 0; j < req->topics[i].partitions_n && denied[i]; j++) {
+            part_resp_t *pr = resp_partition(f, &req->topics[i].topic_id, req->topics[i].partitions[j].partition_index);
+            pr->error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+            if (req->topics[i].partitions[j].acknowledgement_batches_n > 0)
+                pr->acknowledge_error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+        }
     uint64_t owner = s->owner;
     acknowledge(f, owner);
     int got = 0;
@@ -312,7 +329,7 @@ int kiq_api_share_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *re
     kiq_share_unlock(b->shares);
     resp->error_code = err;
     r->response_size_hint = (size_t)f->copied + 4096;
-    if (closing || renewing || err || got != 0 || req->max_wait_ms <= 0) {
+    if (closing || renewing || err || got != 0 || any_denied || req->max_wait_ms <= 0) {
         fill_endpoints(f);
         return KIQ_HANDLER_RESPOND;
     }

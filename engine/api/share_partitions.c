@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/authorize.h"
 #include "api/share_state_topic.h"
 #include "controller/metadata_cache.h"
 #include "core/clock.h"
@@ -54,6 +55,13 @@ int16_t kiq_api_share_session(kiq_broker_t *b, kiq_str_t group, kiq_str_t member
     s->used_ms = now_ms;
     *out = s;
     return KIQ_ERR_NONE;
+}
+
+bool kiq_api_share_topic_allowed(kiq_broker_t *b, kiq_request_t *r, const kiq_uuid_t *topic_id)
+{
+    kiq_cached_topic_t t;
+    if (!kiq_api_topic_view(b, r, (kiq_str_t){NULL, 0}, topic_id, &t)) return true;
+    return kiq_api_allowed(b, r, KIQ_OP_READ, KIQ_RES_TOPIC, (kiq_str_t){t.name, (int32_t)t.len});
 }
 
 int16_t kiq_api_share_log(kiq_broker_t *b, const kiq_uuid_t *topic_id, int32_t partition, kiq_topic_t **topic)

@@ -28,6 +28,11 @@ void kiq_api_share_cfg(kiq_broker_t *b, kiq_str_t group, kiq_api_share_cfg_t *cf
 int16_t kiq_api_share_session(kiq_broker_t *b, kiq_str_t group, kiq_str_t member, int32_t epoch, bool fetch,
                               kiq_share_session_t **out);
 
+/* READ on the topic of that id, asked of the authorizer outside the share
+ * lock: false only for a known topic refused (an unknown id is left to
+ * kiq_api_share_log's UNKNOWN_TOPIC_ID). */
+bool kiq_api_share_topic_allowed(kiq_broker_t *b, kiq_request_t *r, const kiq_uuid_t *topic_id);
+
 /* The partition as this broker leads it: 0 with *topic (a reference) and
  * its log, or the partition's error. */
 int16_t kiq_api_share_log(kiq_broker_t *b, const kiq_uuid_t *topic_id, int32_t partition, kiq_topic_t **topic);

@@ -79,7 +79,7 @@ return {
   { "CreatePartitions", planes = "both" },
   { "DeleteGroups", planes = "data" },
   { "ElectLeaders", planes = "both" },
-  { "AlterPartitionReassignments", planes = "both", cluster = "ALTER" },
+  { "AlterPartitionReassignments", planes = "both" },
   { "ListPartitionReassignments", planes = "both", cluster = "DESCRIBE" },
   { "IncrementalAlterConfigs", planes = "both" },
   { "OffsetDelete", planes = "data", group = "DELETE" },

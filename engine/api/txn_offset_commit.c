@@ -34,12 +34,27 @@ static void timed_out(void *response)
                 out->topics[i].partitions[j].error_code = KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
 }
 
+/* The topics the authorizer refused READ on, answered ahead of the
+ * committed ones as Kafka answers them. */
+typedef struct denied {
+    kiq_txn_offset_commit_response_topics_t *topics;
+    int32_t n;
+} denied_t;
+
 static int commit(kiq_broker_t *b, kiq_request_t *r, const kiq_txn_offset_commit_request_t *req,
-                  kiq_txn_offset_commit_response_t *out)
+                  kiq_txn_offset_commit_response_t *out, const denied_t *denied)
 {
     int32_t partition = -1;
     int64_t need;
     kiq_group_txn_commit_offsets(b->groups, r, req, out, &partition, &need);
+    if (denied->n) {
+        kiq_txn_offset_commit_response_topics_t *all =
+            kiq_arena_calloc(&r->arena, (size_t)(denied->n + out->topics_n) + 1, sizeof *all);
+        for (int32_t i = 0; i < denied->n; i++) all[i] = denied->topics[i];
+        for (int32_t i = 0; i < out->topics_n; i++) all[denied->n + i] = out->topics[i];
+        out->topics = all;
+        out->topics_n += denied->n;
+    }
     return kiq_api_respond_when_replicated(b, r, out, KIQ_OFFSETS_TOPIC, partition, need,
                                            KIQ_API_COORDINATOR_WRITE_TIMEOUT_MS, timed_out);
 }
@@ -60,8 +75,7 @@ static int refuse(const kiq_txn_offset_commit_request_t *req, kiq_request_t *r,
     case KIQ_ERR_CONCURRENT_TRANSACTIONS:
     case KIQ_ERR_REQUEST_TIMED_OUT: err = KIQ_ERR_COORDINATOR_NOT_AVAILABLE; break;
     case KIQ_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
-    case KIQ_ERR_GROUP_AUTHORIZATION_FAILED:
-    case KIQ_ERR_TOPIC_AUTHORIZATION_FAILED: break; /* the authorizer's, as they are */
+    case KIQ_ERR_GROUP_AUTHORIZATION_FAILED: break; /* the authorizer's, as they are */
     default: err = r->header.api_version >= 4 ? KIQ_ERR_TRANSACTION_ABORTABLE : KIQ_ERR_INVALID_TXN_STATE; break;
     }
     out->topics_n = req->topics_n > 0 ? req->topics_n : 0;
@@ -87,7 +101,9 @@ typedef struct verify_op {
     kiq_delayed_op_t op; /* first: the purgatory hands this pointer back */
     kiq_broker_t *b;
     kiq_request_t *r;
-    const kiq_txn_offset_commit_request_t *req;
+    const kiq_txn_offset_commit_request_t *req;  /* the authorized topics */
+    const kiq_txn_offset_commit_request_t *full; /* as it came: a refusal answers all of it */
+    denied_t denied;
     kiq_txn_offset_commit_response_t *out;
     kiq_topic_t *topic; /* a reference: __consumer_offsets, whose log is asked about */
     kiq_partition_log_t *log;
@@ -109,7 +125,7 @@ static int answered(verify_op_t *v, int16_t err)
 {
     if (err) kiq_partition_log_txn_guard_end(v->log, v->req->producer_id, v->guard);
     kiq_topic_unref(v->topic);
-    return err ? refuse(v->req, v->r, v->out, err) : commit(v->b, v->r, v->req, v->out);
+    return err ? refuse(v->full, v->r, v->out, err) : commit(v->b, v->r, v->req, v->out, &v->denied);
 }
 
 static bool verify_try_complete(kiq_delayed_op_t *op, bool expired)
@@ -124,20 +140,55 @@ static bool verify_try_complete(kiq_delayed_op_t *op, bool expired)
     return true;
 }
 
+/* READ on each topic: the refused ones answered TOPIC_AUTHORIZATION_FAILED
+ * per partition into *denied, the others copied to *allowed. */
+static void split(kiq_broker_t *b, kiq_request_t *r, const kiq_txn_offset_commit_request_t *req,
+                  kiq_txn_offset_commit_request_t *allowed, denied_t *denied)
+{
+    int32_t n = req->topics_n > 0 ? req->topics_n : 0;
+    *allowed = *req;
+    allowed->topics = kiq_arena_calloc(&r->arena, (size_t)n + 1, sizeof *allowed->topics);
+    allowed->topics_n = 0;
+    denied->topics = kiq_arena_calloc(&r->arena, (size_t)n + 1, sizeof *denied->topics);
+    denied->n = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const kiq_txn_offset_commit_request_topics_t *t = &req->topics[i];
+        if (kiq_api_allowed(b, r, KIQ_OP_READ, KIQ_RES_TOPIC, t->name)) {
+            allowed->topics[allowed->topics_n++] = *t;
+            continue;
+        }
+        kiq_txn_offset_commit_response_topics_t *d = &denied->topics[denied->n++];
+        kiq_txn_offset_commit_response_topics_init(d);
+        d->name = t->name;
+        d->partitions_n = t->partitions_n > 0 ? t->partitions_n : 0;
+        d->partitions = kiq_arena_calloc(&r->arena, (size_t)d->partitions_n + 1, sizeof *d->partitions);
+        for (int32_t j = 0; j < d->partitions_n; j++) {
+            kiq_txn_offset_commit_response_topics_partitions_init(&d->partitions[j]);
+            d->partitions[j].partition_index = t->partitions[j].partition_index;
+            d->partitions[j].error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+        }
+    }
+}
+
 int kiq_api_txn_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {
-    const kiq_txn_offset_commit_request_t *req = request;
+    const kiq_txn_offset_commit_request_t *full = request;
     kiq_txn_offset_commit_response_t *out = response;
     /* as Kafka: WRITE on the transactional id, READ on the group, then
-     * READ on the topics (one refused topic refuses the whole commit here,
-     * where Kafka commits the others) */
-    if (!kiq_api_allowed(b, r, KIQ_OP_WRITE, KIQ_RES_TRANSACTIONAL_ID, req->transactional_id))
-        return refuse(req, r, out, KIQ_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
-    if (!kiq_api_allowed(b, r, KIQ_OP_READ, KIQ_RES_GROUP, req->group_id))
-        return refuse(req, r, out, KIQ_ERR_GROUP_AUTHORIZATION_FAILED);
-    for (int32_t i = 0; i < req->topics_n; i++)
-        if (!kiq_api_allowed(b, r, KIQ_OP_READ, KIQ_RES_TOPIC, req->topics[i].name))
-            return refuse(req, r, out, KIQ_ERR_TOPIC_AUTHORIZATION_FAILED);
+     * READ on the topics: the authorized ones are committed, the others
+     * refused; with none authorized nothing is asked of anyone */
+    if (!kiq_api_allowed(b, r, KIQ_OP_WRITE, KIQ_RES_TRANSACTIONAL_ID, full->transactional_id))
+        return refuse(full, r, out, KIQ_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+    if (!kiq_api_allowed(b, r, KIQ_OP_READ, KIQ_RES_GROUP, full->group_id))
+        return refuse(full, r, out, KIQ_ERR_GROUP_AUTHORIZATION_FAILED);
+    kiq_txn_offset_commit_request_t *req = kiq_arena_calloc(&r->arena, 1, sizeof *req);
+    denied_t denied;
+    split(b, r, full, req, &denied);
+    if (denied.n && !req->topics_n) {
+        out->topics = denied.topics;
+        out->topics_n = denied.n;
+        return KIQ_HANDLER_RESPOND;
+    }
     kiq_topic_t *topic = kiq_topics_get(b->topics, KIQ_STR(KIQ_OFFSETS_TOPIC));
     int32_t partition = topic && req->group_id.p
                             ? kiq_coordinator_partition(req->group_id.p, (size_t)req->group_id.len, topic->npartitions)
@@ -145,7 +196,8 @@ int kiq_api_txn_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const vo
     kiq_partition_log_t *log = partition >= 0 ? topic->partitions[partition]->log : NULL;
     bool ongoing = false;
     verify_op_t *v = kiq_arena_calloc(&r->arena, 1, sizeof *v);
-    *v = (verify_op_t){.b = b, .r = r, .req = req, .out = out, .topic = topic, .log = log, .partition = partition};
+    *v = (verify_op_t){.b = b, .r = r, .req = req, .full = full, .denied = denied, .out = out, .topic = topic,
+                       .log = log, .partition = partition};
     if (log && req->producer_id >= 0 && req->transactional_id.p)
         v->guard = kiq_partition_log_txn_guard(log, req->producer_id, req->producer_epoch,
                                                r->header.api_version >= 5, &ongoing);
@@ -153,7 +205,7 @@ int kiq_api_txn_offset_commit_handle(kiq_broker_t *b, kiq_request_t *r, const vo
      * or its transaction already wrote here at this epoch (verified then) */
     if (!v->guard || ongoing) {
         kiq_topic_unref(topic);
-        return commit(b, r, req, out);
+        return commit(b, r, req, out, &denied);
     }
     int16_t err;
     if (ask(v, &err) == 1) return answered(v, err);

@@ -83,6 +83,9 @@ extern const char *const kiq_point_names[KIQ__POINTS];
 #define KIQ_EVENT_FLUSHER 32     /* FLUSHED: by the background flusher (flush.ms) */
 #define KIQ_EVENT_LAGGED 64      /* ISR_SHRUNK: it had not caught up for longer than replica.lag.time.max.ms */
 #define KIQ_EVENT_ARCHIVED 128   /* SHARE_LOCK_EXPIRED, SHARE_ACKNOWLEDGED: the records are archived */
+/* FOLLOWER_FETCHED, RECORDS_FETCHED: answered from the files but over TLS,
+ * so read and encrypted in user space (no kernel TLS to sendfile through) */
+#define KIQ_EVENT_TLS_COPY 256
 
 /* What one point knows; fields it does not know are -1 (numbers) or NULL. */
 typedef struct kiq_event {

@@ -692,6 +692,14 @@ static void isr_text(const kiq_journey_stage_t *s, char *out, size_t n)
 
 static const char *acks_name(int32_t acks) { return acks == -1 ? "all" : acks == 0 ? "0" : "1"; }
 
+/* How a fetch's records went out: sendfile() on a plain socket, read and
+ * encrypted on a TLS one (no kernel TLS here), or copied (an interceptor
+ * or kafkaiq.fetch.sendfile=false). */
+static const char *send_path(int flags)
+{
+    return flags & KIQ_EVENT_SENDFILE ? "sendfile" : flags & KIQ_EVENT_TLS_COPY ? "copy (TLS)" : "copied";
+}
+
 /* When this broker's request of stage i reached point before it (the
  * last such stage), 0 when none: a line's wait is measured from it. */
 static int64_t earlier(const kiq_journey_t *jr, int i, enum kiq_point point)
@@ -748,7 +756,7 @@ void kiq_journey_stage_text(const kiq_journey_t *jr, int i, char *out, size_t n)
         return;
     case KIQ_POINT_FOLLOWER_FETCHED:
         snprintf(out, n, "follower %d fetched it (fetch offset %lld, %s)", s->peer, first,
-                 s->flags & KIQ_EVENT_SENDFILE ? "sendfile" : "copied");
+                 send_path(s->flags));
         return;
     case KIQ_POINT_FOLLOWER_LEO: snprintf(out, n, "follower %d has it: its LEO %lld -> %lld", s->peer, before, after); return;
     case KIQ_POINT_HW_ADVANCED:
@@ -761,7 +769,7 @@ void kiq_journey_stage_text(const kiq_journey_t *jr, int i, char *out, size_t n)
     case KIQ_POINT_SENT: snprintf(out, n, "response sent"); return;
     case KIQ_POINT_RECORDS_FETCHED:
         snprintf(out, n, "consumer \"%s\" at %s fetched it (fetch offset %lld, %s)", s->who, s->where, first,
-                 s->flags & KIQ_EVENT_SENDFILE ? "sendfile" : "copied");
+                 send_path(s->flags));
         return;
     case KIQ_POINT_ANSWERED:
         if (s->extra != 0)
@@ -865,6 +873,7 @@ void kiq_journey_stage_fields(const kiq_journey_t *jr, int i, const kiq_journey_
     for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
         if (wide[i].v >= 0) f->number(f->ctx, wide[i].name, (double)wide[i].v);
     if (s->flags & KIQ_EVENT_SENDFILE) f->boolean(f->ctx, "sendfile", true);
+    if (s->flags & KIQ_EVENT_TLS_COPY) f->boolean(f->ctx, "tls_copy", true);
     if (is_share(s->point)) {
         f->string(f->ctx, "group", s->where);
         if (s->who[0]) f->string(f->ctx, "client_id", s->who);

@@ -340,6 +340,7 @@ static void conn_process_input(conn_t *c)
     r->t.received = kiq_clock_mono_ns();
     bump(&p->requests, 1);
     r->listener = p->cfg.listener;
+    r->tls = p->cfg.tls != NULL;
     snprintf(r->peer, sizeof r->peer, "%s", c->peer);
 
     kiq_rd_t rd;

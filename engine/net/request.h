@@ -83,6 +83,7 @@ typedef struct kiq_request {
     bool close_after; /* drop the connection instead of (or after) answering */
     bool answer_then_close; /* a handler's: the answer goes out, then the connection closes (failed SASL) */
     bool refused;     /* the request queue was full when it came: its connection waited muted */
+    bool tls;         /* came over TLS: a response's file parts are read and encrypted, not sendfile()d */
     /* Set by whoever dispatches it: runs once, first in
      * kiq_request_respond with the response message (client quotas put
      * their throttle time in), or in kiq_request_finish with NULL when the

@@ -1500,6 +1500,111 @@ scenario { name = "ACLs: WriteTxnMarkers needs ClusterAction", api = "WriteTxnMa
     topics = { { name = s.name, partition_indexes = { 0 } } } } } } end },
 } }
 
+-- Offsets per topic: bob may READ the group and the case's topic, not the
+-- "-b" topic (which no binding names, so it is refused whether it exists or
+-- not): what Kafka commits or deletes of the first, the second answered
+-- TOPIC_AUTHORIZATION_FAILED per partition.
+local function bob_reads(extra)
+  return { api = "CreateAcls", ignore = true, body = function(s)
+    local cs = { creation(R_TOPIC, s.name, LITERAL, "User:bob", OP.READ),
+      creation(R_GROUP, s.name, LITERAL, "User:bob", OP.READ) }
+    for _, c in ipairs(extra and extra(s) or {}) do cs[#cs + 1] = c end
+    return { creations = cs }
+  end }
+end
+
+scenario { name = "ACLs: OffsetDelete per topic", api = "OffsetDelete", acl = true, steps = {
+  create(1), find_coordinator(0),
+  bob_reads(function(s) return { creation(R_GROUP, s.name, LITERAL, "User:bob", 6) } end), -- DELETE
+  { api = "OffsetCommit", version = 9, ignore = true, body = function(s) return { group_id = s.name,
+    generation_id_or_member_epoch = -1, member_id = "", topics = { { name = s.name, partitions = {
+      { partition_index = 0, committed_offset = 1 } } } } } end },
+  { api = "OffsetDelete", as = "bob", body = function(s) return { group_id = s.name, topics = {
+    { name = s.name .. "-b", partitions = { { partition_index = 0 } } },
+    { name = s.name, partitions = { { partition_index = 0 } } } } } end },
+  -- alice may not DELETE the group
+  { api = "OffsetDelete", as = "alice", body = function(s) return { group_id = s.name, topics = {
+    { name = s.name, partitions = { { partition_index = 0 } } } } } end },
+} }
+
+scenario { name = "ACLs: OffsetCommit v10 per topic id", api = "OffsetCommit", acl = true, min_version = 10, steps = {
+  create(1), metadata(), find_coordinator(0),
+  { api = "CreateAcls", ignore = true, body = function(s) return { creations = {
+    creation(R_GROUP, s.name, LITERAL, "User:bob", OP.READ) } } end },
+  { api = "OffsetCommit", as = "bob", body = function(s) return { group_id = s.name,
+    generation_id_or_member_epoch = -1, member_id = "", topics = {
+      { topic_id = s.topic_id, partitions = { { partition_index = 0, committed_offset = 1 } } },
+      { topic_id = NO_TOPIC_ID, partitions = { { partition_index = 0, committed_offset = 1 } } } } } end },
+} }
+
+scenario { name = "ACLs: TxnOffsetCommit commits the authorized topics", api = "TxnOffsetCommit", acl = true,
+  max_version = 4, steps = {
+  create(1), txn_producer(), find_coordinator(0),
+  bob_reads(function(s) return { creation(4, s.name, LITERAL, "User:bob", OP.WRITE) } end), -- TRANSACTIONAL_ID
+  { api = "AddOffsetsToTxn", ignore = true, body = function(s) return { transactional_id = s.name,
+    producer_id = s.pid, producer_epoch = s.epoch, group_id = s.name } end },
+  { api = "TxnOffsetCommit", as = "bob", body = function(s) return { transactional_id = s.name, group_id = s.name,
+    producer_id = s.pid, producer_epoch = s.epoch, topics = {
+      { name = s.name .. "-b", partitions = { { partition_index = 0, committed_offset = 3 } } },
+      { name = s.name, partitions = { { partition_index = 0, committed_offset = 9 } } } } } end },
+  -- no topic bob may read: nothing committed, nobody asked
+  { api = "TxnOffsetCommit", as = "bob", body = function(s) return { transactional_id = s.name, group_id = s.name,
+    producer_id = s.pid, producer_epoch = s.epoch, topics = {
+      { name = s.name .. "-b", partitions = { { partition_index = 0, committed_offset = 3 } } } } } end },
+  { api = "EndTxn", body = function(s) return { transactional_id = s.name, producer_id = s.pid,
+    producer_epoch = s.epoch, committed = true } end },
+  { api = "DescribeTransactions", ignore = true, body = function(s) return { transactional_ids = { s.name } } end,
+    ["until"] = function(r) return r.transaction_states[1].transaction_state == "CompleteCommit" end },
+  { api = "OffsetFetch", version = 7, body = function(s) return { group_id = s.name, topics = { { name = s.name,
+    partition_indexes = { 0 } } }, require_stable = true } end },
+} }
+
+scenario { name = "ACLs: a consumer group member must describe its topics", api = "ConsumerGroupHeartbeat",
+  acl = true, steps = {
+  create(1), find_coordinator(0),
+  { api = "CreateAcls", ignore = true, body = function(s) return { creations = {
+    creation(R_GROUP, s.name, LITERAL, "User:bob", OP.READ) } } end },
+  { api = "ConsumerGroupHeartbeat", as = "bob", body = function(s) return cgh(s, 0) end },
+} }
+
+scenario { name = "ACLs: share groups per topic", api = "ShareFetch", acl = true, steps = {
+  create(1), metadata(), find_coordinator(0),
+  bob_reads(function(s) return { creation(R_GROUP, s.name, LITERAL, "User:alice", OP.READ),
+    creation(R_GROUP, s.name, LITERAL, "User:bob", 6) } end), -- DELETE
+  -- alice may not describe the topic she subscribes to
+  { api = "ShareGroupHeartbeat", as = "alice", body = function(s) return { group_id = s.name,
+    member_id = SHARE_MEMBER, member_epoch = 0, subscribed_topic_names = { s.name } } end },
+  { api = "ShareFetch", as = "alice", body = function(s)
+    local b = share_body(s, 0, {})
+    b.max_wait_ms, b.min_bytes, b.max_bytes, b.max_records, b.batch_size = 0, 1, 1048576, 500, 500
+    b.share_acquire_mode, b.is_renew_ack, b.forgotten_topics_data = 0, false, {}
+    return b
+  end },
+  { api = "DescribeShareGroupOffsets", as = "alice", body = function(s) return { groups = { { group_id = s.name,
+    topics = { { topic_name = s.name, partitions = { 0 } } } } } } end },
+  { api = "AlterShareGroupOffsets", as = "bob", body = function(s) return { group_id = s.name, topics = {
+    { topic_name = s.name .. "-b", partitions = { { partition_index = 0, start_offset = 0 } } } } } end },
+  { api = "DeleteShareGroupOffsets", as = "bob", body = function(s) return { group_id = s.name,
+    topics = { { topic_name = s.name .. "-b" } } } end },
+} }
+
+scenario { name = "ACLs: the cluster's admin APIs refused to bob", api = "DescribeClientQuotas", acl = true, steps = {
+  create(1),
+  { api = "DescribeClientQuotas", as = "bob", body = { components = {}, strict = false } },
+  { api = "AlterClientQuotas", as = "bob", body = function(s) return { validate_only = false, entries = {
+    { entity = { { entity_type = "user", entity_name = s.name } },
+      ops = { { key = "producer_byte_rate", value = 1024, remove = false } } } } } end },
+  { api = "ListPartitionReassignments", as = "bob", body = { timeout_ms = 10000 } },
+  { api = "AlterPartitionReassignments", as = "bob", body = function(s) return { timeout_ms = 10000, topics = {
+    { name = s.name, partitions = { { partition_index = 0, replicas = { 1 } } } } } } end },
+  { api = "DescribeQuorum", as = "bob", body = { topics = { { topic_name = "__cluster_metadata",
+    partitions = { { partition_index = 0 } } } } } },
+  { api = "DescribeProducers", as = "bob", body = function(s) return { topics = { { name = s.name,
+    partition_indexes = { 0 } } } } end },
+  { api = "DescribeLogDirs", as = "bob", body = function(s) return { topics = { { topic = s.name,
+    partitions = { 0 } } } } end },
+} }
+
 -- ---------------------------------------------------------------- client quotas
 -- Kept by the controller: KafkaIQ's node is combined, as Kafka's. Kafka
 -- answers entities, their parts and their values in hash-map order: the
