@@ -570,3 +570,34 @@ def test_control_api_token_over_https(tmp_path, certs):
         assert list(res.values())[0].result()["kafkaiq.http.token"].value is None
     finally:
         b.stop()
+
+
+def test_journey_of_a_fetch_over_tls_says_copy(tmp_path, certs):  # noqa: F811 (the fixture)
+    """Over an SSL listener a fetch's records are read and encrypted in user
+    space (no kernel TLS here): its records_fetched stage says "copy (TLS)"
+    and tls_copy, not sendfile, where a plaintext fetch says sendfile."""
+    from test_security import ssl_conf, started
+    b = started(tmp_path, "SSL", ["ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}"])
+    try:
+        conf = ssl_conf(b, certs)
+        p = Producer(dict(conf, acks="all"))
+        p.produce("tls-journey", value=b"encrypted on the way out", partition=0,
+                  headers=[("kafkaiq-trace", b"tls-journey")])
+        assert p.flush(30) == 0
+        c = Consumer(dict(conf, **{"group.id": "tls-journey", "auto.offset.reset": "earliest",
+                                   "client.id": "journey-consumer"}))
+        c.subscribe(["tls-journey"])
+        got, deadline = None, time.monotonic() + 30
+        while got is None and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            got = m if m is not None and not m.error() else None
+        c.close()
+        assert got is not None and got.value() == b"encrypted on the way out"
+        part = wait_until(lambda: (lambda j: j if j and any(s["stage"] == "records_fetched" for s in j["stages"])
+                                   else None)(journey_part(b.http, trace="tls-journey")),
+                          10, "the fetch in the journey")
+        fetched = next(s for s in part["stages"] if s["stage"] == "records_fetched")
+        assert fetched.get("tls_copy") is True and "sendfile" not in fetched, fetched
+        assert "(fetch offset 0, copy (TLS))" in fetched["text"], fetched
+    finally:
+        b.stop()

@@ -6,8 +6,10 @@ with Kafka's errors (topic, group, cluster); the bindings kept across a
 restart (AccessControlEntryRecords in the metadata log); and the
 transaction-abort attack: WriteTxnMarkers from a principal without
 ClusterAction refused with CLUSTER_AUTHORIZATION_FAILED, the victim's
-transaction then committing and its records read; Apache Kafka's
-kafka-acls adding and listing bindings."""
+transaction then committing and its records read; partial topic
+authorization (a KIP-848 consumer of a topic it may not describe, a
+transaction's offsets of a topic it may not read refused while the
+others commit); Apache Kafka's kafka-acls adding and listing bindings."""
 import pathlib
 import struct
 import subprocess
@@ -101,10 +103,10 @@ def produce(b, user, topic, values, **more):
     return errors
 
 
-def consume(b, user, topic, group, want, isolation="read_uncommitted", timeout=30):
+def consume(b, user, topic, group, want, isolation="read_uncommitted", timeout=30, **more):
     """Values read as user in group, or the first error's name."""
     c = Consumer(conf(b, user, **{"group.id": group, "auto.offset.reset": "earliest",
-                                  "isolation.level": isolation, "enable.auto.commit": False}))
+                                  "isolation.level": isolation, "enable.auto.commit": False, **more}))
     c.subscribe([topic])
     got = []
     try:
@@ -331,6 +333,41 @@ def test_write_txn_markers_attack_refused(node):
     victim.commit_transaction(30)
     assert consume(node, "admin", "payments", "check", 3, isolation="read_committed") == \
         [b"pay-0", b"pay-1", b"pay-2"]
+
+
+def test_partial_topic_authorization(node):
+    """bob may read and write "mine", not "theirs": his KIP-848 consumer
+    subscribed to "theirs" is refused TOPIC_AUTHORIZATION_FAILED (Metadata
+    and ConsumerGroupHeartbeat both want DESCRIBE on it); a transaction's offsets of both topics are refused
+    for "theirs" (TxnOffsetCommit answers it per partition), so he aborts,
+    and his next transaction commits the offsets of "mine" alone."""
+    admin = AdminClient(conf(node, "admin"))
+    create_topics(admin, ["mine", "theirs"])
+    for f in admin.create_acls([binding(ResourceType.TOPIC, "mine", "User:bob", AclOperation.ALL),
+                                binding(ResourceType.GROUP, "bob-g", "User:bob", AclOperation.READ),
+                                binding(ResourceType.TRANSACTIONAL_ID, "bob-tx", "User:bob",
+                                        AclOperation.WRITE)]).values():
+        f.result()
+    assert consume(node, "bob", "theirs", "bob-g", 1, timeout=60,
+                   **{"group.protocol": "consumer"}) == "TOPIC_AUTHORIZATION_FAILED"
+    p = Producer(conf(node, "bob", **{"transactional.id": "bob-tx"}))
+    p.init_transactions(30)
+    group = Consumer(conf(node, "bob", **{"group.id": "bob-g"}))
+    try:
+        p.begin_transaction()
+        p.produce("mine", b"m1")
+        with pytest.raises(KafkaException) as e:
+            p.send_offsets_to_transaction([TopicPartition("mine", 0, 5), TopicPartition("theirs", 0, 5)],
+                                          group.consumer_group_metadata(), 30)
+        assert e.value.args[0].name() == "TOPIC_AUTHORIZATION_FAILED", e.value
+        p.abort_transaction(30)
+        p.begin_transaction()
+        p.produce("mine", b"m2")
+        p.send_offsets_to_transaction([TopicPartition("mine", 0, 7)], group.consumer_group_metadata(), 30)
+        p.commit_transaction(30)
+        assert [tp.offset for tp in group.committed([TopicPartition("mine", 0)], 30)] == [7]
+    finally:
+        group.close()
 
 
 KAFKA_LIB = pathlib.Path(__file__).resolve().parents[3] / "build" / "kafka" / "lib"
