@@ -1580,6 +1580,11 @@ scenario { name = "ACLs: share groups per topic", api = "ShareFetch", acl = true
     b.share_acquire_mode, b.is_renew_ack, b.forgotten_topics_data = 0, false, {}
     return b
   end },
+  { api = "ShareAcknowledge", as = "alice", body = function(s)
+    local b = share_body(s, 1, { { first_offset = 0, last_offset = 0, acknowledge_types = { 1 } } })
+    b.is_renew_ack = false
+    return b
+  end },
   { api = "DescribeShareGroupOffsets", as = "alice", body = function(s) return { groups = { { group_id = s.name,
     topics = { { topic_name = s.name, partitions = { 0 } } } } } } end },
   { api = "AlterShareGroupOffsets", as = "bob", body = function(s) return { group_id = s.name, topics = {
