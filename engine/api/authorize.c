@@ -46,6 +46,12 @@ bool kiq_api_cluster_allowed(kiq_broker_t *b, const kiq_request_t *r, int8_t op)
     return kiq_api_allowed(b, r, op, KIQ_RES_CLUSTER, KIQ_STR(KIQ_ACL_CLUSTER_NAME));
 }
 
+bool kiq_api_authorizing(kiq_broker_t *b, const kiq_request_t *r)
+{
+    return r->listener != KIQ_LISTENER_CONTROL &&
+           (b->authorizer || kiq_interceptors_active(&b->interceptors, KIQ_HOOK_AUTHORIZE));
+}
+
 bool kiq_api_topics_describable(kiq_broker_t *b, const kiq_request_t *r, const kiq_str_t *names, int32_t n)
 {
     for (int32_t i = 0; i < n; i++)

@@ -15,6 +15,9 @@ bool kiq_api_allowed(kiq_broker_t *b, const kiq_request_t *r, int8_t op, int8_t 
 /* DESCRIBE on each topic named (a member's subscription): false when one
  * is refused; true for none or n < 0 (null). */
 bool kiq_api_topics_describable(kiq_broker_t *b, const kiq_request_t *r, const kiq_str_t *names, int32_t n);
+/* Whether anyone decides (an authorizer, an "authorize" hook): where none
+ * does, every question is answered yes. */
+bool kiq_api_authorizing(kiq_broker_t *b, const kiq_request_t *r);
 bool kiq_api_cluster_allowed(kiq_broker_t *b, const kiq_request_t *r, int8_t op);
 /* Whether op is allowed on some resource of the type (Kafka's
  * authorizeByResourceType, e.g. WRITE on any topic for an idempotent

@@ -17,6 +17,7 @@
  * endpoint (KIP-951), as Fetch answers. */
 #include <string.h>
 
+#include "api/authorize.h"
 #include "api/share_partitions.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -31,6 +32,8 @@ typedef struct share_fetch_op {
     int32_t cap; /* partitions the response has room for, per topic and topics */
     int64_t copied;
     const bool *denied; /* per request topic: READ refused, kept out of the session */
+    kiq_uuid_t *refused; /* topics of the session READ is refused on now (a binding removed since) */
+    int nrefused;
     kiq_api_leader_nodes_t leaders; /* named in current_leader hints */
 } share_fetch_op_t;
 
@@ -82,6 +85,11 @@ static int acquire_partition(share_fetch_op_t *f, const kiq_api_share_cfg_t *cfg
 {
     part_resp_t *pr = resp_partition(f, &tp->topic, tp->partition);
     if (pr->error_code || pr->acquired_records_n > 0) return 0;
+    for (int i = 0; i < f->nrefused; i++)
+        if (memcmp(f->refused[i].b, tp->topic.b, 16) == 0) {
+            pr->error_code = KIQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+            return 0;
+        }
     kiq_topic_t *topic;
     if ((pr->error_code = kiq_api_share_log(f->b, &tp->topic, tp->partition, &topic)) != 0) {
         if (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER)
@@ -164,6 +172,29 @@ out:
 /* Acquires across the member's session (under the share lock); how many
  * records, or -1 when the session is gone or a partition failed (answer
  * now). */
+/* As Kafka asks at each fetch: READ on each topic already in the member's
+ * session, the session's topics copied under the share lock and asked
+ * outside it; only where someone decides (an authorizer or a hook). */
+static void check_session(share_fetch_op_t *f)
+{
+    kiq_broker_t *b = f->b;
+    const kiq_share_fetch_request_t *req = f->req;
+    if (!kiq_api_authorizing(b, f->r)) return;
+    kiq_share_lock(b->shares);
+    kiq_share_session_t *s = kiq_share_session_find(b->shares, req->group_id.p, req->group_id.len, req->member_id.p,
+                                                    req->member_id.len);
+    int n = s ? s->n : 0;
+    kiq_uuid_t *ids = kiq_arena_calloc(&f->r->arena, (size_t)n + 1, sizeof *ids);
+    for (int i = 0; i < n; i++) ids[i] = s->tps[i].topic;
+    kiq_share_unlock(b->shares);
+    f->refused = kiq_arena_calloc(&f->r->arena, (size_t)n + 1, sizeof *f->refused);
+    for (int i = 0; i < n; i++) {
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++) seen = memcmp(ids[j].b, ids[i].b, 16) == 0;
+        if (!seen && !kiq_api_share_topic_allowed(b, f->r, &ids[i])) f->refused[f->nrefused++] = ids[i];
+    }
+}
+
 static int acquire_all(share_fetch_op_t *f)
 {
     kiq_broker_t *b = f->b;
@@ -285,6 +316,7 @@ int kiq_api_share_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *re
     for (int32_t i = 0; i < req->topics_n; i++)
         any_denied |= denied[i] = !kiq_api_share_topic_allowed(b, r, &req->topics[i].topic_id);
     f->denied = denied;
+    check_session(f);
     kiq_share_lock(b->shares);
     kiq_api_share_cfg_t cfg;
     kiq_api_share_cfg(b, req->group_id, &cfg);

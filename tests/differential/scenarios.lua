@@ -1593,6 +1593,42 @@ scenario { name = "ACLs: share groups per topic", api = "ShareFetch", acl = true
     topics = { { topic_name = s.name .. "-b" } } } end },
 } }
 
+-- A binding removed while bob's share session holds the topic: his next
+-- fetch (naming no topic) is refused it, as Kafka asks at each fetch.
+local function as_bob(step)
+  step.as = "bob"
+  return step
+end
+
+scenario { name = "ACLs: a share session's topic refused once its binding is gone", api = "ShareFetch", acl = true,
+  steps = {
+  create(1), metadata(), find_coordinator(0), bob_reads(),
+  { api = "IncrementalAlterConfigs", ignore = true, body = function(s) return { validate_only = false, resources = {
+    { resource_type = 32, resource_name = s.name, configs = {
+      { name = "share.auto.offset.reset", config_operation = 0, value = "earliest" } } } } } end },
+  { api = "ShareGroupHeartbeat", as = "bob", ignore = true, body = function(s) return { group_id = s.name,
+    member_id = SHARE_MEMBER, member_epoch = 0, subscribed_topic_names = { s.name } } end,
+    save = function(s, r) s.share_epoch = r.member_epoch end },
+  { api = "ShareGroupHeartbeat", as = "bob", ignore = true, body = function(s) return { group_id = s.name,
+    member_id = SHARE_MEMBER, member_epoch = s.share_epoch } end,
+    save = function(s, r) s.share_epoch = r.member_epoch end,
+    ["until"] = function(r) return r.assignment ~= nil and #r.assignment.topic_partitions > 0 end },
+  produce(0, records(2, "share")),
+  as_bob(share_fetch(0, nil, true)),
+  { api = "DeleteAcls", ignore = true, body = function(s) return { filters = {
+    acl_filter(R_TOPIC, s.name, LITERAL, "User:bob", OP.READ, ALLOW) } } end },
+  { api = "ShareFetch", as = "bob", body = function(s)
+    local b = share_body(s, 1, {})
+    b.topics = {}
+    b.max_wait_ms, b.min_bytes, b.max_bytes, b.max_records, b.batch_size = 0, 1, 1048576, 500, 500
+    b.share_acquire_mode, b.is_renew_ack, b.forgotten_topics_data = 0, false, {}
+    return b
+  end, ["until"] = function(r)
+    local t = r.responses and r.responses[1]
+    return t ~= nil and t.partitions[1] ~= nil and t.partitions[1].error_code == 29
+  end },
+} }
+
 scenario { name = "ACLs: the cluster's admin APIs refused to bob", api = "DescribeClientQuotas", acl = true, steps = {
   create(1),
   { api = "DescribeClientQuotas", as = "bob", body = { components = {}, strict = false } },
