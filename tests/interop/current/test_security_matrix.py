@@ -1,0 +1,168 @@
+"""The client matrix of issue 28: each librdkafka-based client produces and
+consumes over SASL_SSL with PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and
+OAUTHBEARER, and over mutual TLS, and is refused a wrong credential with
+the error (a client without a certificate: TLS 1.3's certificate_required
+alert). Clients: the newest confluent-kafka (its bundled librdkafka 2.16)
+in this process, Debian's confluent-kafka 1.7 (librdkafka 2.0.2) through
+/usr/bin/python3, and kcat. One combined node serves the four mechanisms on
+its SASL_SSL listener (alice's SCRAM credentials written with its first
+metadata, its unsecured OAUTHBEARER validator requiring the scope "kafka");
+a second node's one client listener is SSL with ssl.client.auth=required
+(a node has one client listener)."""
+import json
+import pathlib
+import shutil
+import subprocess
+import uuid
+
+import pytest
+
+from conftest import Broker, free_port
+from test_security import TlsBroker, certs, refused, round_trip  # noqa: F401 (certs is a fixture)
+
+from cluster import wait_until
+
+KCAT = shutil.which("kcat")
+DEBIAN_PY = "/usr/bin/python3"
+INTEROP = pathlib.Path(__file__).resolve().parents[1]
+PLAIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
+OAUTH_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+              'unsecuredValidatorRequiredScope="kafka";')
+MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "mTLS"]
+
+# Debian's client runs test_security's round trip and refusal in its own
+# interpreter: argv[1] a JSON list (mode, conf, topic), stdout the refusal's
+# errors as JSON.
+DEBIAN_CLIENT = f"""
+import json, sys
+sys.path.insert(0, {str(INTEROP)!r})
+from test_security import refused, round_trip
+mode, conf, topic = json.loads(sys.argv[1])
+if mode == "round_trip":
+    round_trip(conf, topic, n=20)
+    print("[]")
+else:
+    print(json.dumps(refused(conf)))
+"""
+
+
+class SaslNode(Broker):
+    """A combined broker and controller whose client listener is SASL_SSL
+    with the four mechanisms."""
+
+    def __init__(self, workdir, certs_dir):
+        self.control = free_port()
+        super().__init__(workdir, [
+            "control.plane.listener.name=CONTROLLER",
+            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+            f"listener.name.sasl_ssl.plain.sasl.jaas.config={PLAIN_JAAS}",
+            f"listener.name.sasl_ssl.oauthbearer.sasl.jaas.config={OAUTH_JAAS}",
+            "kafkaiq.add.scram=SCRAM-SHA-256=[name=alice,password=alice-secret];"
+            "SCRAM-SHA-512=[name=alice,password=alice-secret]",
+            "ssl.keystore.type=PEM", f"ssl.keystore.location={certs_dir / 'server-store.pem'}"])
+
+    def command(self):
+        cmd = super().command()
+        cmd[cmd.index(f"listeners=PLAINTEXT://{self.host}:{self.port}")] = \
+            f"listeners=SASL_SSL://{self.host}:{self.port},CONTROLLER://{self.host}:{self.control}"
+        return cmd + ["--override", f"controller.quorum.voters=0@{self.host}:{self.control}"]
+
+
+@pytest.fixture(scope="module")
+def nodes(tmp_path_factory, certs):
+    d = tmp_path_factory.mktemp("matrix")
+    sasl = SaslNode(d / "sasl", certs)
+    mtls = TlsBroker(d / "mtls", "SSL", [
+        "ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}",
+        "ssl.truststore.type=PEM", f"ssl.truststore.location={certs / 'ca.pem'}", "ssl.client.auth=required"])
+    started = []
+    try:
+        for b in (sasl, mtls):
+            b.start()
+            started.append(b)
+        # alice's SCRAM credentials exist once the controller has first been active
+        from confluent_kafka.admin import AdminClient
+        admin = AdminClient(cell_conf({"SCRAM-SHA-512": sasl}, certs, "SCRAM-SHA-512"))
+        wait_until(lambda: admin.list_topics(timeout=2).brokers, 30, "alice signed in with SCRAM")
+        yield {m: mtls if m == "mTLS" else sasl for m in MECHANISMS}
+    finally:
+        for b in started:
+            b.stop()
+
+
+def cell_conf(nodes, certs, mechanism, wrong=False):
+    """librdkafka's configuration for one cell; wrong: a credential the
+    broker refuses (a wrong password, a token without the scope, no
+    client certificate)."""
+    conf = {"bootstrap.servers": nodes[mechanism].bootstrap, "ssl.ca.location": str(certs / "ca.pem")}
+    if mechanism == "mTLS":
+        conf["security.protocol"] = "ssl"
+        if not wrong:
+            conf.update({"ssl.certificate.location": str(certs / "client.pem"),
+                         "ssl.key.location": str(certs / "client.key")})
+        return conf
+    conf.update({"security.protocol": "sasl_ssl", "sasl.mechanism": mechanism})
+    if mechanism == "OAUTHBEARER":
+        conf.update({"enable.sasl.oauthbearer.unsecure.jwt": "true",
+                     "sasl.oauthbearer.config": "principal=alice" + ("" if wrong else " scope=kafka")})
+    else:
+        conf.update({"sasl.username": "alice", "sasl.password": "wrong" if wrong else "alice-secret"})
+    return conf
+
+
+def refusal_seen(mechanism, errors):
+    """Whether a client's errors name the refusal: Kafka's messages for a
+    wrong password or a token without the scope, a failed handshake for a
+    client without a certificate."""
+    text = "\n".join(errors)
+    if mechanism == "PLAIN":
+        return "Authentication failed: Invalid username or password" in text
+    if mechanism.startswith("SCRAM"):
+        return ("Authentication failed during authentication due to invalid credentials with SASL mechanism "
+                f"{mechanism}") in text
+    if mechanism == "OAUTHBEARER":
+        return '"insufficient_scope"' in text
+    return "alert certificate required" in text
+
+
+def debian(mode, conf, topic=""):
+    out = subprocess.run([DEBIAN_PY, "-c", DEBIAN_CLIENT, json.dumps([mode, conf, topic])], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def kcat(conf, *args, data=None):
+    cmd = [KCAT, "-b", conf["bootstrap.servers"]]
+    for k, v in conf.items():
+        if k != "bootstrap.servers":
+            cmd += ["-X", f"{k}={v}"]
+    return subprocess.run(cmd + list(args), input=data, capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_confluent_kafka_current(nodes, certs, mechanism):
+    round_trip(cell_conf(nodes, certs, mechanism), f"matrix-current-{mechanism.lower()}", n=20)
+    errors = refused(cell_conf(nodes, certs, mechanism, wrong=True))
+    assert refusal_seen(mechanism, errors), errors
+    assert nodes[mechanism].alive()
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_confluent_kafka_debian(nodes, certs, mechanism):
+    debian("round_trip", cell_conf(nodes, certs, mechanism), f"matrix-debian-{mechanism.lower()}")
+    errors = debian("refused", cell_conf(nodes, certs, mechanism, wrong=True))
+    assert refusal_seen(mechanism, errors), errors
+
+
+@pytest.mark.skipif(not KCAT, reason="kcat is not installed")
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_kcat(nodes, certs, mechanism):
+    conf, topic = cell_conf(nodes, certs, mechanism), f"matrix-kcat-{mechanism.lower()}"
+    p = kcat(conf, "-t", topic, "-P", data=b"one\ntwo\n")
+    assert p.returncode == 0, p.stderr
+    c = kcat(conf, "-t", topic, "-C", "-e", "-o", "beginning", "-q")
+    assert c.returncode == 0 and c.stdout.split() == [b"one", b"two"], c.stderr
+    bad = kcat(cell_conf(nodes, certs, mechanism, wrong=True), "-L", "-m", "5")
+    assert bad.returncode != 0
+    assert refusal_seen(mechanism, [bad.stderr.decode(errors="replace")]), bad.stderr
