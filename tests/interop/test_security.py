@@ -18,32 +18,16 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from conftest import Broker
+from secure_nodes import make_certs
 
 KCAT = shutil.which("kcat")
-
-
-def openssl(*args, cwd):
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
     """A CA, a server certificate for 127.0.0.1 signed by it (PEM, PEM with
     the key in one file, PKCS12), and a client certificate for alice."""
-    d = tmp_path_factory.mktemp("certs")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-            "-days", "2", "-subj", "/CN=kiq-test-ca", cwd=d)
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    for name, subj, ext in (("server", "/CN=localhost", ["-extfile", "san.ext"]),
-                            ("client", "/C=NL/O=KafkaIQ/OU=test/CN=alice", [])):
-        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                "-subj", subj, cwd=d)
-        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                "-out", f"{name}.pem", "-days", "2", *ext, cwd=d)
-    (d / "server-store.pem").write_text((d / "server.key").read_text() + (d / "server.pem").read_text())
-    openssl("pkcs12", "-export", "-inkey", "server.key", "-in", "server.pem", "-certfile", "ca.pem",
-            "-out", "server.p12", "-passout", "pass:storepw", cwd=d)
-    return d
+    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 class TlsBroker(Broker):

@@ -13,21 +13,15 @@ import json
 import pathlib
 import shutil
 import subprocess
-import uuid
 
 import pytest
 
-from conftest import Broker, free_port
-from test_security import TlsBroker, certs, refused, round_trip  # noqa: F401 (certs is a fixture)
-
-from cluster import wait_until
+from secure_nodes import MtlsNode, SaslNode
+from test_security import certs, refused, round_trip  # noqa: F401 (certs is a fixture)
 
 KCAT = shutil.which("kcat")
 DEBIAN_PY = "/usr/bin/python3"
 INTEROP = pathlib.Path(__file__).resolve().parents[1]
-PLAIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
-OAUTH_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
-              'unsecuredValidatorRequiredScope="kafka";')
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "mTLS"]
 
 # Debian's client runs test_security's round trip and refusal in its own
@@ -46,44 +40,16 @@ else:
 """
 
 
-class SaslNode(Broker):
-    """A combined broker and controller whose client listener is SASL_SSL
-    with the four mechanisms."""
-
-    def __init__(self, workdir, certs_dir):
-        self.control = free_port()
-        super().__init__(workdir, [
-            "control.plane.listener.name=CONTROLLER",
-            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
-            f"listener.name.sasl_ssl.plain.sasl.jaas.config={PLAIN_JAAS}",
-            f"listener.name.sasl_ssl.oauthbearer.sasl.jaas.config={OAUTH_JAAS}",
-            "kafkaiq.add.scram=SCRAM-SHA-256=[name=alice,password=alice-secret];"
-            "SCRAM-SHA-512=[name=alice,password=alice-secret]",
-            "ssl.keystore.type=PEM", f"ssl.keystore.location={certs_dir / 'server-store.pem'}"])
-
-    def command(self):
-        cmd = super().command()
-        cmd[cmd.index(f"listeners=PLAINTEXT://{self.host}:{self.port}")] = \
-            f"listeners=SASL_SSL://{self.host}:{self.port},CONTROLLER://{self.host}:{self.control}"
-        return cmd + ["--override", f"controller.quorum.voters=0@{self.host}:{self.control}"]
-
-
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory, certs):
     d = tmp_path_factory.mktemp("matrix")
     sasl = SaslNode(d / "sasl", certs)
-    mtls = TlsBroker(d / "mtls", "SSL", [
-        "ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}",
-        "ssl.truststore.type=PEM", f"ssl.truststore.location={certs / 'ca.pem'}", "ssl.client.auth=required"])
+    mtls = MtlsNode(d / "mtls", certs)
     started = []
     try:
         for b in (sasl, mtls):
             b.start()
             started.append(b)
-        # alice's SCRAM credentials exist once the controller has first been active
-        from confluent_kafka.admin import AdminClient
-        admin = AdminClient(cell_conf({"SCRAM-SHA-512": sasl}, certs, "SCRAM-SHA-512"))
-        wait_until(lambda: admin.list_topics(timeout=2).brokers, 30, "alice signed in with SCRAM")
         yield {m: mtls if m == "mTLS" else sasl for m in MECHANISMS}
     finally:
         for b in started:
