@@ -8,6 +8,7 @@ import errno
 import os
 import shutil
 import socket
+import ssl
 import struct
 import subprocess
 import time
@@ -125,6 +126,29 @@ def test_mutual_tls_pkcs12(tmp_path, certs):
         admin = AdminClient(ssl_conf(b, certs))
         with pytest.raises(KafkaException):
             admin.list_topics(timeout=3)
+        assert b.alive()
+    finally:
+        b.stop()
+
+
+def test_mutual_tls_session_resumed(tmp_path, certs):
+    """A client verified by its certificate resumes its TLS session (as the
+    JVM does on its second connection), and the resumed connection is
+    served."""
+    b = started(tmp_path, "SSL", ["ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}",
+                                  "ssl.truststore.type=PEM", f"ssl.truststore.location={certs / 'ca.pem'}",
+                                  "ssl.client.auth=required"])
+    try:
+        ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+        ctx.load_cert_chain(str(certs / "client.pem"), str(certs / "client.key"))
+        session = None
+        for attempt in range(2):
+            with ctx.wrap_socket(socket.create_connection((b.host, b.port), timeout=10),
+                                 server_hostname="127.0.0.1", session=session) as s:
+                s.sendall(frame(18, 0, attempt, b""))  # ApiVersions v0; TLS 1.3 tickets come after the handshake
+                assert answer(s)[:2] == b"\x00\x00"
+                assert s.session_reused == (attempt == 1)
+                session = s.session
         assert b.alive()
     finally:
         b.stop()
