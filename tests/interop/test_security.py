@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from conftest import Broker
-from secure_nodes import make_certs
+from secure_nodes import SaslNode, make_certs
 
 KCAT = shutil.which("kcat")
 
@@ -341,6 +341,73 @@ def test_sasl_bad_input(tmp_path, certs):
             assert authenticate(s, b"\x00alice\x00alice-secret") == (0, None)
             s.sendall(frame(3, 1, 3, struct.pack(">i", -1)))
             assert answer(s) is not None
+        assert b.alive()
+    finally:
+        b.stop()
+
+
+def raw_token(s, token):
+    """A SASL token without Kafka headers (after a SaslHandshake v0): the
+    server's token, or None when the connection is closed instead."""
+    s.sendall(struct.pack(">i", len(token)) + token)
+    return answer_raw(s)
+
+
+def answer_raw(s):
+    head = b""
+    while len(head) < 4:
+        more = s.recv(4 - len(head))
+        if not more:
+            return None
+        head += more
+    n, data = struct.unpack(">i", head)[0], b""
+    while len(data) < n:
+        more = s.recv(n - len(data))
+        assert more, "connection closed inside a token"
+        data += more
+    return data
+
+
+def test_sasl_handshake_v0_raw_tokens(tmp_path, certs):
+    """Clients before KIP-152 send SaslHandshake v0, then each token as a
+    frame of its own: PLAIN's answered with an empty one, a wrong password
+    with a closed connection, SCRAM's messages with the server's; kafka-python
+    2.0 (Debian's) signs in so with PLAIN and SCRAM-SHA-256 over SASL_SSL."""
+    b = SaslNode(tmp_path / uuid.uuid4().hex[:8], certs)
+    b.start()
+    try:
+        ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+
+        def v0(mechanism=b"PLAIN"):
+            s = ctx.wrap_socket(socket.create_connection((b.host, b.port), timeout=10), server_hostname="127.0.0.1")
+            s.sendall(frame(17, 0, 1, struct.pack(">h", len(mechanism)) + mechanism))
+            assert struct.unpack(">h", answer(s)[:2])[0] == 0
+            return s
+        with v0() as s:
+            assert raw_token(s, b"\x00alice\x00alice-secret") == b""
+            s.sendall(frame(3, 1, 2, struct.pack(">i", -1)))  # authenticated: Kafka requests again
+            assert answer(s) is not None
+        with v0() as s:
+            assert raw_token(s, b"\x00alice\x00wrong") is None
+        with v0(b"SCRAM-SHA-256") as s:
+            assert raw_token(s, b"n,,n=alice,r=abcdefgh").startswith(b"r=abcdefgh")
+        assert b.alive()
+
+        from kafka import KafkaConsumer, KafkaProducer
+        from kafka.errors import KafkaError
+        for mechanism in ("PLAIN", "SCRAM-SHA-256"):
+            sasl = dict(bootstrap_servers=b.bootstrap, security_protocol="SASL_SSL", ssl_cafile=str(certs / "ca.pem"),
+                        sasl_mechanism=mechanism, sasl_plain_username="alice", sasl_plain_password="alice-secret")
+            topic = f"v0-{mechanism.lower()}"
+            p = KafkaProducer(**sasl)
+            for i in range(5):
+                p.send(topic, f"v{i}".encode()).get(timeout=30)
+            p.close()
+            c = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=10000, **sasl)
+            assert [m.value for m in c][:5] == [f"v{i}".encode() for i in range(5)]
+            c.close()
+            with pytest.raises(KafkaError):
+                KafkaProducer(**dict(sasl, sasl_plain_password="wrong", api_version_auto_timeout_ms=5000))
         assert b.alive()
     finally:
         b.stop()
