@@ -6,6 +6,7 @@ certificates are made here with the openssl command, into the test's
 temporary directory."""
 import errno
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -192,6 +193,42 @@ def test_tls_garbage_closed_cleanly(tmp_path, certs):
             s.close()
         assert b.alive()
         round_trip(ssl_conf(b, certs), "after-garbage", n=10)
+    finally:
+        b.stop()
+
+
+def test_garbage_after_tls_handshake(tmp_path, certs):
+    """After the TLS handshake: bytes that are no TLS record, and a TLS
+    record of bytes that are no Kafka frame, or a SASL request on this
+    SSL listener: each connection closed with the reason logged, the
+    broker serving the next client."""
+    b = started(tmp_path, "SSL", ["ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}"])
+    try:
+        ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+
+        def tls():
+            return ctx.wrap_socket(socket.create_connection((b.host, b.port), timeout=10), server_hostname="127.0.0.1")
+        with tls() as s:
+            os.write(s.fileno(), os.urandom(3000))  # under the TLS layer
+            with pytest.raises((ssl.SSLError, ConnectionResetError)):
+                while s.recv(4096):
+                    pass
+        with tls() as s:
+            s.sendall(b"\x7f\xff\xff\xff" + os.urandom(100))  # a frame size past socket.request.max.bytes
+            assert closed(s)
+        with tls() as s:
+            a = handshake(s)  # SaslHandshake on a listener without SASL
+            assert struct.unpack(">h", a[:2])[0] == 34  # ILLEGAL_SASL_STATE
+            assert closed(s)
+        with tls() as s:
+            code, message = authenticate(s, b"\x00alice\x00x")
+            assert (code, message) == (34, "SaslAuthenticate on a listener without SASL")
+            assert closed(s)
+        log = b.stderr_tail(1 << 20)
+        assert re.search(r"connection 127\.0\.0\.1:\d+: TLS .*; closing", log), log
+        assert "frame size 2147483647 outside" in log, log
+        assert b.alive()
+        round_trip(ssl_conf(b, certs), "after-tls-garbage", n=10)
     finally:
         b.stop()
 
