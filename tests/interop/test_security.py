@@ -286,6 +286,17 @@ def refused(conf):
     return errors
 
 
+def first_errors(conf, bound=30):
+    """The errors a client reports when its credentials are refused, as
+    soon as it reports one (bounded)."""
+    errors = []
+    p = Producer(dict(conf, error_cb=lambda e: errors.append(e.str())))
+    deadline = time.monotonic() + bound
+    while not errors and time.monotonic() < deadline:
+        p.poll(0.1)
+    return errors
+
+
 @pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
 def test_sasl_plain(tmp_path, certs, listener):
     b = sasl_broker(tmp_path, certs, listener)

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from secure_nodes import MtlsNode, SaslNode
-from test_security import certs, refused, round_trip  # noqa: F401 (certs is a fixture)
+from test_security import certs, first_errors, round_trip  # noqa: F401 (certs is a fixture)
 
 KCAT = shutil.which("kcat")
 DEBIAN_PY = "/usr/bin/python3"
@@ -30,13 +30,13 @@ MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "mTLS"]
 DEBIAN_CLIENT = f"""
 import json, sys
 sys.path.insert(0, {str(INTEROP)!r})
-from test_security import refused, round_trip
+from test_security import first_errors, round_trip
 mode, conf, topic = json.loads(sys.argv[1])
 if mode == "round_trip":
     round_trip(conf, topic, n=20)
     print("[]")
 else:
-    print(json.dumps(refused(conf)))
+    print(json.dumps(first_errors(conf)))
 """
 
 
@@ -109,7 +109,7 @@ def kcat(conf, *args, data=None):
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_confluent_kafka_current(nodes, certs, mechanism):
     round_trip(cell_conf(nodes, certs, mechanism), f"matrix-current-{mechanism.lower()}", n=20)
-    errors = refused(cell_conf(nodes, certs, mechanism, wrong=True))
+    errors = first_errors(cell_conf(nodes, certs, mechanism, wrong=True))
     assert refusal_seen(mechanism, errors), errors
     assert nodes[mechanism].alive()
 
