@@ -366,7 +366,9 @@ run_differential
 run_interop
 run_kgo 1
 run_kgo 3
-run_go go/sarama 1 ./...
+# the module's own tests: the Sarama scenario, and franz-go's cells of the
+# security client matrix against the secured nodes KIQ_TEST_SECURITY adds
+run_go go/sarama 1 ./... KIQ_TEST_SECURITY=1
 run_current_py
 run_launcher_pytest
 run_launcher_go

@@ -36,6 +36,7 @@ int kiq_api_sasl_authenticate_handle(kiq_broker_t *b, kiq_request_t *r, const vo
     }
     kiq_request_own(r, token);
     out->auth_bytes = (kiq_bytes_t){token, (int32_t)len};
+    r->sasl_raw_answer = out->auth_bytes;
     if (kiq_sasl_authenticated(r->sasl)) out->session_lifetime_ms = kiq_sasl_session_lifetime_ms(r->sasl);
     if (kiq_sasl_authenticated(r->sasl))
         KIQ_DEBUG("connection %s: authenticated as %s", r->peer, kiq_sasl_principal(r->sasl));

@@ -238,6 +238,7 @@ bool kiq_config_sensitive(enum kiq_config_id id)
     size_t len = strlen(n);
     return (len > 9 && strcmp(n + len - 9, ".password") == 0) || id == KIQ_CFG_SSL_KEYSTORE_KEY ||
            strstr(n, "jaas.config") != NULL || id == KIQ_CFG_ADD_SCRAM || id == KIQ_CFG_HTTP_TOKEN ||
+           id == KIQ_CFG_HTTP_BASIC ||
            id == KIQ_CFG_DELEGATION_TOKEN_SECRET_KEY;
 }
 

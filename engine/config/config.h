@@ -334,6 +334,9 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(HTTP_TOKEN, "kafkaiq.http.token", STRING, "", 0, 0, NULL,                                  \
       "a bearer token the HTTP listener's control API asks for (Authorization: Bearer TOKEN), "  \
       "from any address; empty: no token, loopback clients only")                                 \
+    X(HTTP_BASIC, "kafkaiq.http.basic", STRING, "", 0, 0, NULL,                                  \
+      "USER:PASSWORD the HTTP listener's control API takes as HTTP basic authentication "         \
+      "(Authorization: Basic), besides or instead of kafkaiq.http.token, from any address; empty: none") \
     X(HTTP_SSL_CERTIFICATE_LOCATION, "kafkaiq.http.ssl.certificate.location", STRING, "", 0, 0, NULL, \
       "a PEM certificate (chain) file: the HTTP listener serves HTTPS with it and "              \
       "kafkaiq.http.ssl.key.location's key; empty: plain HTTP")                                   \

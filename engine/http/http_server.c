@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -58,6 +59,9 @@ typedef struct http_listener {
     kiq_metrics_t *metrics; /* the broker's, where its figures are */
     kiq_http_waits_t *waits; /* GET /api/wait's, from start to stop */
     char token[256]; /* kafkaiq.http.token; empty: none. Fixed at attach */
+    /* kafkaiq.http.basic as the Authorization header that carries it
+     * ("Basic " and user:password in base64); empty: none. Fixed at attach */
+    char basic[360];
     char *tls_cert, *tls_key; /* PEM texts for HTTPS, read at attach; NULL: plain HTTP */
 } http_listener_t;
 
@@ -245,28 +249,37 @@ static bool from_loopback(struct MHD_Connection *c)
     return sa->sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
-/* Whether c may use the control API: with a token configured, a request
- * that carries it (from any address; compared in constant time), else a
- * loopback client. Refused: v holds the answer (401 when a token is asked
- * for, 403 for a client not on loopback). */
+/* Whether s is want (a configured credential, non-empty), in constant time. */
+static bool same_secret(const char *s, const char *want)
+{
+    size_t n = strlen(want);
+    return *want && strlen(s) == n && CRYPTO_memcmp(s, want, n) == 0;
+}
+
+/* Whether c may use the control API: with a token or a basic credential
+ * configured, a request that carries one of them (from any address), else
+ * a loopback client. Refused: v holds the answer (401 when a credential is
+ * asked for, 403 for a client not on loopback). */
 static bool authorized(const http_listener_t *h, struct MHD_Connection *c, kiq_http_view_t *v)
 {
-    if (!h->token[0]) {
+    if (!h->token[0] && !h->basic[0]) {
         if (from_loopback(c)) return true;
         kiq_http_error(v, MHD_HTTP_FORBIDDEN, "the control API answers loopback clients only");
         return false;
     }
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    size_t tl = strlen(h->token);
-    if (auth && strncmp(auth, "Bearer ", 7) == 0 && strlen(auth + 7) == tl && CRYPTO_memcmp(auth + 7, h->token, tl) == 0)
+    if (auth && ((strncmp(auth, "Bearer ", 7) == 0 && same_secret(auth + 7, h->token)) || same_secret(auth, h->basic)))
         return true;
-    kiq_http_error(v, MHD_HTTP_UNAUTHORIZED, auth ? "the control API's token is wrong"
-                                                  : "the control API asks for a token (Authorization: Bearer TOKEN)");
+    kiq_http_error(v, MHD_HTTP_UNAUTHORIZED, auth ? (h->basic[0] ? "the control API's credential is wrong"
+                                                                 : "the control API's token is wrong")
+                                                  : !h->basic[0] ? "the control API asks for a token (Authorization: Bearer TOKEN)"
+                                                  : !h->token[0] ? "the control API asks for a user and password (Authorization: Basic)"
+                                                  : "the control API asks for a token (Bearer) or a user and password (Basic)");
     return false;
 }
 
 /* A refusal from authorized(): a 401 names the scheme it asks for. */
-static enum MHD_Result answer_refusal(struct MHD_Connection *c, kiq_http_view_t *v)
+static enum MHD_Result answer_refusal(const http_listener_t *h, struct MHD_Connection *c, kiq_http_view_t *v)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(v->len, v->body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
@@ -275,8 +288,10 @@ static enum MHD_Result answer_refusal(struct MHD_Connection *c, kiq_http_view_t 
     }
     MHD_add_response_header(r, "Content-Type", v->type);
     MHD_add_response_header(r, "Cache-Control", "no-store");
-    if (v->status == MHD_HTTP_UNAUTHORIZED)
+    if (v->status == MHD_HTTP_UNAUTHORIZED && h->token[0])
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"kafkaiq\"");
+    if (v->status == MHD_HTTP_UNAUTHORIZED && h->basic[0])
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"kafkaiq\", charset=\"UTF-8\"");
     enum MHD_Result ok = MHD_queue_response(c, v->status, r);
     MHD_destroy_response(r);
     return ok;
@@ -329,7 +344,7 @@ static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *ur
         return answer_view(c, &v);
     }
     if (wait) {
-        if (!authorized(h, c, &v)) return answer_refusal(c, &v);
+        if (!authorized(h, c, &v)) return answer_refusal(h, c, &v);
         if (!kiq_http_wait_begin(h->waits, c, &up->waiter, &v))
             return MHD_YES; /* suspended until decided */
         return answer_view(c, &v);
@@ -337,7 +352,7 @@ static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *ur
     const kiq_http_asset_t *asset = kiq_http_asset(url);
     if (get && asset) return answer_asset(c, asset);
     if (kiq_http_control_path(url) && !authorized(h, c, &v))
-        return answer_refusal(c, &v);
+        return answer_refusal(h, c, &v);
     if (kiq_http_control_path(url))
         control(b, c, url, method, up, &v);
     else if (!get)
@@ -494,6 +509,18 @@ int kiq_http_attach(kiq_broker_t *b)
         return kiq_error_set("kafkaiq.http.token: at most %zu characters", sizeof h->token - 1);
     }
     snprintf(h->token, sizeof h->token, "%s", token);
+    /* user:password, as a browser or curl -u sends it */
+    const char *basic = kiq_config_str(b->config, KIQ_CFG_HTTP_BASIC);
+    size_t bl = strlen(basic);
+    if (bl && (!strchr(basic, ':') || 6 + 4 * ((bl + 2) / 3) >= sizeof h->basic)) {
+        free(h);
+        return kiq_error_set("kafkaiq.http.basic: USER:PASSWORD expected, at most %zu characters",
+                             (sizeof h->basic - 7) / 4 * 3);
+    }
+    if (bl) {
+        memcpy(h->basic, "Basic ", 6);
+        EVP_EncodeBlock((unsigned char *)h->basic + 6, (const unsigned char *)basic, (int)bl);
+    }
     if (tls_load(h, b->config) != 0) {
         free(h->tls_cert);
         free(h->tls_key);

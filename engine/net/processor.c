@@ -304,6 +304,27 @@ static kiq_request_t *frame_request(conn_t *c, size_t size)
     return r;
 }
 
+/* A raw SASL token (after a SaslHandshake v0) as the SaslAuthenticate v0
+ * request that carries it, so that it is handled as one; its answer goes
+ * out raw (kiq_request_t.sasl_raw). */
+static int as_sasl_authenticate(kiq_request_t *r)
+{
+    enum { HEADER = 2 + 2 + 4 + 2 }; /* api key, version, correlation id, a null client id */
+    uint8_t *frame = malloc(HEADER + 4 + r->frame_len);
+    if (!frame) return -1;
+    kiq_request_own(r, frame);
+    kiq_put_be16(frame, 36);
+    kiq_put_be16(frame + 2, 0);
+    kiq_put_be32(frame + 4, 0);
+    kiq_put_be16(frame + 8, (uint16_t)-1);
+    kiq_put_be32(frame + HEADER, (uint32_t)r->frame_len);
+    memcpy(frame + HEADER + 4, r->frame, r->frame_len);
+    r->frame = frame;
+    r->frame_len = HEADER + 4 + r->frame_len;
+    r->sasl_raw = true;
+    return 0;
+}
+
 /* Frames one request out of the input buffer, if a whole one is there. */
 static void conn_process_input(conn_t *c)
 {
@@ -343,6 +364,11 @@ static void conn_process_input(conn_t *c)
     r->tls = p->cfg.tls != NULL;
     snprintf(r->peer, sizeof r->peer, "%s", c->peer);
 
+    if (c->sasl && kiq_sasl_raw_token_next(c->sasl) && as_sasl_authenticate(r) != 0) {
+        kiq_request_free(r);
+        conn_close(c, "out of memory");
+        return;
+    }
     kiq_rd_t rd;
     kiq_rd_init(&rd, r->frame, r->frame_len);
     if (kiq_request_header_decode(&rd, &r->header) != 0) {

@@ -113,12 +113,37 @@ static void tally_error(void *ctx, int16_t code)
     e->count[e->n++] = 1;
 }
 
+/* A raw SASL token's answer: the server's token with its size, or no
+ * answer and a closed connection when the exchange failed. */
+static void respond_raw(kiq_request_t *r)
+{
+    if (r->answer_then_close) {
+        kiq_request_finish(r, true);
+        return;
+    }
+    kiq_wr_t w;
+    kiq_wr_init(&w);
+    kiq_wr_i32(&w, r->sasl_raw_answer.len);
+    kiq_wr_raw(&w, r->sasl_raw_answer.p, (size_t)r->sasl_raw_answer.len);
+    if (w.err) {
+        kiq_wr_free(&w);
+        kiq_request_finish(r, true);
+        return;
+    }
+    r->response = kiq_wr_steal(&w, &r->response_len);
+    kiq_request_finish(r, false);
+}
+
 void kiq_request_respond(kiq_request_t *r, const void *response)
 {
     before_respond(r, (void *)response);
     if (r->close_after) {
         /* the handler ran; the interceptor wants the answer lost */
         kiq_request_finish(r, true);
+        return;
+    }
+    if (r->sasl_raw) {
+        respond_raw(r);
         return;
     }
     int16_t v = r->header.api_version;

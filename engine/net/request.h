@@ -82,6 +82,12 @@ typedef struct kiq_request {
     size_t response_nparts;
     bool close_after; /* drop the connection instead of (or after) answering */
     bool answer_then_close; /* a handler's: the answer goes out, then the connection closes (failed SASL) */
+    /* a SASL token framed without Kafka headers (after a SaslHandshake v0),
+     * handled as a SaslAuthenticate v0: its answer is the server's token
+     * alone (sasl_raw_answer, set by the handler), a failure closes the
+     * connection without one, as Kafka does */
+    bool sasl_raw;
+    kiq_bytes_t sasl_raw_answer;
     bool refused;     /* the request queue was full when it came: its connection waited muted */
     bool tls;         /* came over TLS: a response's file parts are read and encrypted, not sendfile()d */
     /* Set by whoever dispatches it: runs once, first in

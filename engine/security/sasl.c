@@ -54,6 +54,7 @@ struct kiq_sasl_session {
     enum state state;
     enum mech mech;
     bool reauthenticating; /* a handshake after authentication: principal and mech are the first one's */
+    atomic_bool raw_tokens; /* a v0 handshake: tokens without Kafka headers until authenticated */
     bool mech_changed;     /* ... naming another mechanism: refused at its token */
     char oauth_error[128]; /* the JSON a refused token was answered with */
     bool token_authenticated;  /* by a delegation token (SCRAM tokenauth): it may not ask for tokens */
@@ -261,6 +262,13 @@ bool kiq_sasl_allows(const kiq_sasl_session_t *ss, int16_t api_key, int64_t now_
     if (!atomic_load(&ss->authenticated)) return api_key == API_API_VERSIONS;
     int64_t expires = atomic_load(&ss->expires_ms);
     return !expires || now_ms < expires;
+}
+
+void kiq_sasl_set_raw_tokens(kiq_sasl_session_t *ss) { atomic_store(&ss->raw_tokens, true); }
+
+bool kiq_sasl_raw_token_next(const kiq_sasl_session_t *ss)
+{
+    return atomic_load(&ss->raw_tokens) && !atomic_load(&ss->authenticated);
 }
 
 const char *kiq_sasl_principal(const kiq_sasl_session_t *ss)

@@ -78,6 +78,12 @@ bool kiq_sasl_token_authenticated(const kiq_sasl_session_t *ss);
  * ILLEGAL_SASL_STATE (a second handshake before authenticating). One
  * after authentication begins a re-authentication. */
 int kiq_sasl_handshake(kiq_sasl_session_t *ss, const char *mechanism, size_t len);
+/* After a SaslHandshake v0 (clients before KIP-152): the tokens come as
+ * frames of their own, without Kafka headers, until authenticated. Set by
+ * the handler, read by the processor between requests. */
+void kiq_sasl_set_raw_tokens(kiq_sasl_session_t *ss);
+/* Whether the connection's next frame is such a token. */
+bool kiq_sasl_raw_token_next(const kiq_sasl_session_t *ss);
 /* SaslAuthenticate: one token in; 0 with the answer (malloc'd, possibly
  * empty) in *out, or ILLEGAL_SASL_STATE / SASL_AUTHENTICATION_FAILED with
  * Kafka's message in the error slot. Any failure ends the session. */

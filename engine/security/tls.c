@@ -186,6 +186,15 @@ kiq_tls_t *kiq_tls_new(const kiq_config_t *c)
                  : strcmp(auth, "requested") == 0 ? SSL_VERIFY_PEER
                                                   : SSL_VERIFY_NONE;
     SSL_CTX_set_verify(t->ctx, verify, NULL);
+    /* OpenSSL refuses to resume a session (the JVM resumes its second
+     * connection) where the peer is verified unless the context names its
+     * sessions; a resumed session keeps the client's certificate */
+    static const unsigned char sid_ctx[] = "kafkaiq";
+    if (SSL_CTX_set_session_id_context(t->ctx, sid_ctx, sizeof sid_ctx - 1) != 1) {
+        ssl_failure("TLS session id context");
+        kiq_tls_free(t);
+        return NULL;
+    }
     return t;
 }
 

@@ -6,8 +6,10 @@ certificates are made here with the openssl command, into the test's
 temporary directory."""
 import errno
 import os
+import re
 import shutil
 import socket
+import ssl
 import struct
 import subprocess
 import time
@@ -18,32 +20,16 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from conftest import Broker
+from secure_nodes import SaslNode, make_certs
 
 KCAT = shutil.which("kcat")
-
-
-def openssl(*args, cwd):
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
     """A CA, a server certificate for 127.0.0.1 signed by it (PEM, PEM with
     the key in one file, PKCS12), and a client certificate for alice."""
-    d = tmp_path_factory.mktemp("certs")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-            "-days", "2", "-subj", "/CN=kiq-test-ca", cwd=d)
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    for name, subj, ext in (("server", "/CN=localhost", ["-extfile", "san.ext"]),
-                            ("client", "/C=NL/O=KafkaIQ/OU=test/CN=alice", [])):
-        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                "-subj", subj, cwd=d)
-        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                "-out", f"{name}.pem", "-days", "2", *ext, cwd=d)
-    (d / "server-store.pem").write_text((d / "server.key").read_text() + (d / "server.pem").read_text())
-    openssl("pkcs12", "-export", "-inkey", "server.key", "-in", "server.pem", "-certfile", "ca.pem",
-            "-out", "server.p12", "-passout", "pass:storepw", cwd=d)
-    return d
+    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 class TlsBroker(Broker):
@@ -146,6 +132,29 @@ def test_mutual_tls_pkcs12(tmp_path, certs):
         b.stop()
 
 
+def test_mutual_tls_session_resumed(tmp_path, certs):
+    """A client verified by its certificate resumes its TLS session (as the
+    JVM does on its second connection), and the resumed connection is
+    served."""
+    b = started(tmp_path, "SSL", ["ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}",
+                                  "ssl.truststore.type=PEM", f"ssl.truststore.location={certs / 'ca.pem'}",
+                                  "ssl.client.auth=required"])
+    try:
+        ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+        ctx.load_cert_chain(str(certs / "client.pem"), str(certs / "client.key"))
+        session = None
+        for attempt in range(2):
+            with ctx.wrap_socket(socket.create_connection((b.host, b.port), timeout=10),
+                                 server_hostname="127.0.0.1", session=session) as s:
+                s.sendall(frame(18, 0, attempt, b""))  # ApiVersions v0; TLS 1.3 tickets come after the handshake
+                assert answer(s)[:2] == b"\x00\x00"
+                assert s.session_reused == (attempt == 1)
+                session = s.session
+        assert b.alive()
+    finally:
+        b.stop()
+
+
 def test_principal_mapping_rules(tmp_path, certs):
     mtls = ["ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}",
             "ssl.truststore.type=PEM", f"ssl.truststore.location={certs / 'ca.pem'}", "ssl.client.auth=required",
@@ -184,6 +193,42 @@ def test_tls_garbage_closed_cleanly(tmp_path, certs):
             s.close()
         assert b.alive()
         round_trip(ssl_conf(b, certs), "after-garbage", n=10)
+    finally:
+        b.stop()
+
+
+def test_garbage_after_tls_handshake(tmp_path, certs):
+    """After the TLS handshake: bytes that are no TLS record, and a TLS
+    record of bytes that are no Kafka frame, or a SASL request on this
+    SSL listener: each connection closed with the reason logged, the
+    broker serving the next client."""
+    b = started(tmp_path, "SSL", ["ssl.keystore.type=PEM", f"ssl.keystore.location={certs / 'server-store.pem'}"])
+    try:
+        ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+
+        def tls():
+            return ctx.wrap_socket(socket.create_connection((b.host, b.port), timeout=10), server_hostname="127.0.0.1")
+        with tls() as s:
+            os.write(s.fileno(), os.urandom(3000))  # under the TLS layer
+            with pytest.raises((ssl.SSLError, ConnectionResetError)):
+                while s.recv(4096):
+                    pass
+        with tls() as s:
+            s.sendall(b"\x7f\xff\xff\xff" + os.urandom(100))  # a frame size past socket.request.max.bytes
+            assert closed(s)
+        with tls() as s:
+            a = handshake(s)  # SaslHandshake on a listener without SASL
+            assert struct.unpack(">h", a[:2])[0] == 34  # ILLEGAL_SASL_STATE
+            assert closed(s)
+        with tls() as s:
+            code, message = authenticate(s, b"\x00alice\x00x")
+            assert (code, message) == (34, "SaslAuthenticate on a listener without SASL")
+            assert closed(s)
+        log = b.stderr_tail(1 << 20)
+        assert re.search(r"connection 127\.0\.0\.1:\d+: TLS .*; closing", log), log
+        assert "frame size 2147483647 outside" in log, log
+        assert b.alive()
+        round_trip(ssl_conf(b, certs), "after-tls-garbage", n=10)
     finally:
         b.stop()
 
@@ -238,6 +283,17 @@ def refused(conf):
     deadline = time.monotonic() + 10
     while not errors and time.monotonic() < deadline:
         admin.poll(0.2)  # serves error_cb
+    return errors
+
+
+def first_errors(conf, bound=30):
+    """The errors a client reports when its credentials are refused, as
+    soon as it reports one (bounded)."""
+    errors = []
+    p = Producer(dict(conf, error_cb=lambda e: errors.append(e.str())))
+    deadline = time.monotonic() + bound
+    while not errors and time.monotonic() < deadline:
+        p.poll(0.1)
     return errors
 
 
@@ -333,6 +389,73 @@ def test_sasl_bad_input(tmp_path, certs):
             assert authenticate(s, b"\x00alice\x00alice-secret") == (0, None)
             s.sendall(frame(3, 1, 3, struct.pack(">i", -1)))
             assert answer(s) is not None
+        assert b.alive()
+    finally:
+        b.stop()
+
+
+def raw_token(s, token):
+    """A SASL token without Kafka headers (after a SaslHandshake v0): the
+    server's token, or None when the connection is closed instead."""
+    s.sendall(struct.pack(">i", len(token)) + token)
+    return answer_raw(s)
+
+
+def answer_raw(s):
+    head = b""
+    while len(head) < 4:
+        more = s.recv(4 - len(head))
+        if not more:
+            return None
+        head += more
+    n, data = struct.unpack(">i", head)[0], b""
+    while len(data) < n:
+        more = s.recv(n - len(data))
+        assert more, "connection closed inside a token"
+        data += more
+    return data
+
+
+def test_sasl_handshake_v0_raw_tokens(tmp_path, certs):
+    """Clients before KIP-152 send SaslHandshake v0, then each token as a
+    frame of its own: PLAIN's answered with an empty one, a wrong password
+    with a closed connection, SCRAM's messages with the server's; kafka-python
+    2.0 (Debian's) signs in so with PLAIN and SCRAM-SHA-256 over SASL_SSL."""
+    b = SaslNode(tmp_path / uuid.uuid4().hex[:8], certs)
+    b.start()
+    try:
+        ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+
+        def v0(mechanism=b"PLAIN"):
+            s = ctx.wrap_socket(socket.create_connection((b.host, b.port), timeout=10), server_hostname="127.0.0.1")
+            s.sendall(frame(17, 0, 1, struct.pack(">h", len(mechanism)) + mechanism))
+            assert struct.unpack(">h", answer(s)[:2])[0] == 0
+            return s
+        with v0() as s:
+            assert raw_token(s, b"\x00alice\x00alice-secret") == b""
+            s.sendall(frame(3, 1, 2, struct.pack(">i", -1)))  # authenticated: Kafka requests again
+            assert answer(s) is not None
+        with v0() as s:
+            assert raw_token(s, b"\x00alice\x00wrong") is None
+        with v0(b"SCRAM-SHA-256") as s:
+            assert raw_token(s, b"n,,n=alice,r=abcdefgh").startswith(b"r=abcdefgh")
+        assert b.alive()
+
+        from kafka import KafkaConsumer, KafkaProducer
+        from kafka.errors import KafkaError
+        for mechanism in ("PLAIN", "SCRAM-SHA-256"):
+            sasl = dict(bootstrap_servers=b.bootstrap, security_protocol="SASL_SSL", ssl_cafile=str(certs / "ca.pem"),
+                        sasl_mechanism=mechanism, sasl_plain_username="alice", sasl_plain_password="alice-secret")
+            topic = f"v0-{mechanism.lower()}"
+            p = KafkaProducer(**sasl)
+            for i in range(5):
+                p.send(topic, f"v{i}".encode()).get(timeout=30)
+            p.close()
+            c = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=10000, **sasl)
+            assert [m.value for m in c][:5] == [f"v{i}".encode() for i in range(5)]
+            c.close()
+            with pytest.raises(KafkaError):
+                KafkaProducer(**dict(sasl, sasl_plain_password="wrong", api_version_auto_timeout_ms=5000))
         assert b.alive()
     finally:
         b.stop()

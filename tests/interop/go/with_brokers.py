@@ -13,7 +13,12 @@ stderr when the command fails. With KGO_TEST_SCRAM set (franz-go's
 user:password(:256|512)) a second node is started beside them, a combined
 broker and controller whose listener is SASL_PLAINTEXT with SCRAM, that
 user written with its first metadata (kafkaiq.add.scram), and its address
-is given as KGO_TEST_SCRAM_SEEDS (franz-go's SCRAM tests). The brokers are
+is given as KGO_TEST_SCRAM_SEEDS (franz-go's SCRAM tests). With
+KIQ_TEST_SECURITY=1 the security matrix's two nodes are started too
+(secure_nodes.py: SASL_SSL with PLAIN, SCRAM and OAUTHBEARER for alice; SSL
+requiring a client certificate), their addresses given as
+KIQ_SASL_SSL_BOOTSTRAP and KIQ_MTLS_BOOTSTRAP and the certificates'
+directory as KIQ_CERTS. The brokers are
 then stopped with SIGTERM and must exit 0. Exits with the command's status, or 1 when the broker failed to
 start or stop cleanly.
 """
@@ -30,6 +35,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from cluster import CONTROLLER_ID, free_port_block, metadata, wait_until  # noqa: E402
 from conftest import Broker  # noqa: E402
+from secure_nodes import MtlsNode, SaslNode, make_certs  # noqa: E402
 
 REGISTER_TIMEOUT = 20.0
 
@@ -117,6 +123,10 @@ def main(argv):
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="kiq-go-"))
     brokers = Brokers(workdir, n)
     scram = ScramNode(workdir / "scram", os.environ["KGO_TEST_SCRAM"]) if os.environ.get("KGO_TEST_SCRAM") else None
+    secured = []
+    if os.environ.get("KIQ_TEST_SECURITY"):
+        certs = make_certs(pathlib.Path(tempfile.mkdtemp(prefix="certs-", dir=workdir)))
+        secured = [SaslNode(workdir / "sasl", certs), MtlsNode(workdir / "mtls", certs)]
     proc = None
     status = 1
     try:
@@ -126,6 +136,11 @@ def main(argv):
         if scram:
             scram.start()
             env["KGO_TEST_SCRAM_SEEDS"] = scram.bootstrap
+        for b in secured:
+            b.start()
+        if secured:
+            env.update(KIQ_SASL_SSL_BOOTSTRAP=secured[0].bootstrap, KIQ_MTLS_BOOTSTRAP=secured[1].bootstrap,
+                       KIQ_CERTS=str(certs))
         # its own process group, so that stopping it reaches the test binary
         # `go test` runs too
         proc = subprocess.Popen(command, env=env, start_new_session=True)
@@ -145,7 +160,7 @@ def main(argv):
                 proc.wait()
         if status != 0:
             print(f"with_brokers: the broker's log:\n{brokers.stderr_tail(20000)}", file=sys.stderr)
-        for b in (scram, brokers) if scram else (brokers,):
+        for b in secured + ([scram] if scram else []) + [brokers]:
             try:
                 b.stop()
             except AssertionError as e:
