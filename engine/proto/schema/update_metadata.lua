@@ -80,6 +80,19 @@ return {
         { "server_key", "bytes" },
         { "iterations", "int32" },
     } },
+    -- KafkaIQ's own, tagged: the ACL bindings of the metadata log
+    -- (AccessControlEntryRecord's fields), so every broker authorizes as
+    -- the controllers do. The whole set each time.
+    { "kafkaiq_acls", "[]", v = "6+", tag = 10004, tagged = "6+", fields = {
+        { "id", "uuid" },
+        { "resource_type", "int8" },
+        { "resource_name", "string" },
+        { "pattern_type", "int8" },
+        { "principal", "string" },
+        { "host", "string" },
+        { "operation", "int8" },
+        { "permission_type", "int8" },
+    } },
   },
   response = {
     { "error_code", "int16" },
