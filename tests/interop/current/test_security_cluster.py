@@ -10,7 +10,12 @@ signs in at every broker.
 confluent-kafka produces with acks=all as that user, a partition's leader is killed, and everything
 acknowledged is still read; a transaction's markers reach leaders on other
 brokers. A client that claims a broker's client id without its principal
-is not taken for one: its COMMIT marker is refused. Certificates are made at test time."""
+is not taken for one: its COMMIT marker is refused. Certificates are made at test time.
+
+With StandardAuthorizer on every node: ACL bindings created at a broker
+that hosts no controller (forwarded there) are enforced at every broker
+(pushed with the controller's UpdateMetadata), and a client without
+ClusterAction is refused the controller's APIs on the control plane."""
 import socket
 import ssl
 import struct
@@ -18,7 +23,9 @@ import time
 import uuid
 
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient, NewTopic,
+                                  ResourcePatternType, ResourceType, ScramCredentialInfo, ScramMechanism,
+                                  UserScramCredentialUpsertion)
 
 import kiq_wire as kw
 from cluster import CLUSTER_OVERRIDES, Cluster, wait_until
@@ -34,9 +41,9 @@ class SecureCluster(Cluster):
     """Cluster over SASL_SSL; its state read through confluent-kafka's admin."""
     listener = "SASL_SSL"
 
-    def __init__(self, workdir, certs_dir):
+    def __init__(self, workdir, certs_dir, jaas=JAAS, extra=()):
         self.certs = certs_dir
-        super().__init__(workdir, 3, CLUSTER_OVERRIDES + (
+        super().__init__(workdir, 3, CLUSTER_OVERRIDES + extra + (
             "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512", "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
             f"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={BROKER_JAAS}",
             # the inter-broker user, written with the cluster's first metadata
@@ -45,7 +52,7 @@ class SecureCluster(Cluster):
             # the control plane too: raft, heartbeats, forwarding, the controller's pushes
             "listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL",
             "sasl.mechanism.controller.protocol=PLAIN",
-            f"listener.name.sasl_ssl.plain.sasl.jaas.config={JAAS}", "ssl.keystore.type=PEM",
+            f"listener.name.sasl_ssl.plain.sasl.jaas.config={jaas}", "ssl.keystore.type=PEM",
             f"ssl.keystore.location={certs_dir / 'server-store.pem'}", "ssl.truststore.type=PEM",
             f"ssl.truststore.location={certs_dir / 'ca.pem'}"))
 
@@ -77,6 +84,27 @@ def consume_all(conf, topic, want, isolation="read_uncommitted"):
     finally:
         c.close()
     return got
+
+
+ACL_JAAS = JAAS[:-1] + ' user_admin="admin-secret" user_bob="bob-secret";'
+
+
+class AclCluster(SecureCluster):
+    """SecureCluster with StandardAuthorizer on every node: the nodes' users
+    (broker, controller) and admin are super users."""
+
+    def __init__(self, workdir, certs_dir):
+        super().__init__(workdir, certs_dir, ACL_JAAS, (
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users=User:broker;User:controller;User:admin"))
+
+    def wait_registered(self, timeout=30):
+        admin = AdminClient(self.conf("admin", "admin-secret"))
+        wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == len(self.brokers), timeout,
+                   "all brokers registered")
+
+    def partitions(self, topic):
+        return AdminClient(self.conf("admin", "admin-secret")).list_topics(topic, timeout=5).topics[topic].partitions
 
 
 class SaslConn:
@@ -198,3 +226,68 @@ def test_sasl_ssl_cluster_survives_a_leader(tmp_path, certs):
     finally:
         c.stop()
 
+
+
+def topic_error(conn, topic):
+    """Metadata v1 for topic: its error code."""
+    return kw.parse_metadata_v1(conn.call(3, 1, kw.metadata_v1_body([topic])))["topics"][topic][0]
+
+
+def heartbeat_error(conn):
+    """BrokerHeartbeat v0 (flexible) for broker 1: the top-level error code."""
+    body = struct.pack(">iqq??", 1, 1, 0, False, False) + b"\0"
+    r = kw.Reader(conn.call(63, 0, body, flexible=True))
+    r.int32()  # throttle_time_ms
+    return r.int16()
+
+
+def test_acls_and_control_plane_in_a_cluster(tmp_path, certs):
+    c = AclCluster(tmp_path / "c", certs)
+    c.start()
+    try:
+        ca = certs / "ca.pem"
+        # admin at broker 2, which hosts no controller: the topic and the
+        # binding are forwarded to the controller on broker 0
+        at2 = AdminClient(c.conf("admin", "admin-secret", **{"bootstrap.servers": c[2].bootstrap}))
+        topic = "acl-everywhere"
+        for f in at2.create_topics([NewTopic(topic, 1, 3)]).values():
+            f.result()
+        allow = [AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:alice", "*",
+                            AclOperation.ALL, AclPermissionType.ALLOW),
+                 AclBinding(ResourceType.GROUP, "g-", ResourcePatternType.PREFIXED, "User:alice", "*",
+                            AclOperation.READ, AclPermissionType.ALLOW)]
+        for f in at2.create_acls(allow).values():
+            f.result()
+        everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                      AclPermissionType.ANY)
+        assert sorted(at2.describe_acls(everything).result(), key=str) == sorted(allow, key=str)
+        # alice may describe the topic at every broker once its bindings
+        # arrived there; bob, named by no binding, never
+        for b in c.brokers:
+            alice = SaslConn(b.host, b.port, ca, "alice", "alice-secret", "alice")
+            wait_until(lambda: topic_error(alice, topic) == 0, 20, f"alice allowed at broker {b.id}")
+            bob = SaslConn(b.host, b.port, ca, "bob", "bob-secret", "bob")
+            assert topic_error(bob, topic) == 29  # TOPIC_AUTHORIZATION_FAILED
+        p = Producer(c.conf(acks="all"))
+        p.produce(topic, b"from-alice")
+        assert p.flush(30) == 0, "alice's record undelivered"
+        assert consume_all(c.conf(), topic, 1) == [b"from-alice"]
+
+        # deleted at broker 1 (forwarded too): alice refused at every broker
+        at1 = AdminClient(c.conf("admin", "admin-secret", **{"bootstrap.servers": c[1].bootstrap}))
+        for f in at1.delete_acls([everything]).values():
+            assert sorted(f.result(), key=str) == sorted(allow, key=str)
+        for b in c.brokers:
+            alice = SaslConn(b.host, b.port, ca, "alice", "alice-secret", "alice")
+            wait_until(lambda: topic_error(alice, topic) == 29, 20, f"alice refused at broker {b.id}")
+
+        # the control plane: alice may sign in there but holds no
+        # ClusterAction, so the controller refuses her a heartbeat; the
+        # controller user (a super user) is answered
+        ctl = c[0]
+        alice = SaslConn(ctl.host, ctl.control_port, ca, "alice", "alice-secret", "alice")
+        assert heartbeat_error(alice) == 31  # CLUSTER_AUTHORIZATION_FAILED
+        node = SaslConn(ctl.host, ctl.control_port, ca, "controller", "controller-secret", "controller")
+        assert heartbeat_error(node) != 31
+    finally:
+        c.stop()
