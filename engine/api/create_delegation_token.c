@@ -1,5 +1,6 @@
 /* CreateDelegationToken (KIP-48): a token for the requester (or the owner
- * v3 names) made by this node's controller; see controller.h. Refused
+ * v3 names) made by the active controller (see controller.h), forwarded
+ * there in a cluster. Refused
  * before it, as Kafka's broker answers: the owner and requester named,
  * the timestamps -1; a renewer other than a User is INVALID_PRINCIPAL_TYPE. */
 #include <stdbool.h>
@@ -8,18 +9,30 @@
 #include "api/api.h"
 #include "api/delegation_token_checks.h"
 #include "controller/controller.h"
+#include "server/controller_link.h"
+
+#define TOKEN_WAIT_MS 30000
 
 int kiq_api_create_delegation_token_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {
     const kiq_create_delegation_token_request_t *req = request;
     kiq_create_delegation_token_response_t *out = response;
     const char *principal;
-    int16_t err = kiq_dtoken_request_check(b, r, &principal);
+    int16_t err = kiq_dtoken_request_check(b, r, req->kafkaiq_requester, &principal);
     for (int i = 0; !err && i < req->renewers_n; i++) {
         kiq_str_t t = req->renewers[i].principal_type;
         if (!t.p || t.len != 4 || memcmp(t.p, "User", 4) != 0) err = KIQ_ERR_INVALID_PRINCIPAL_TYPE;
     }
     if (!err) {
+        if (b->cluster) {
+            kiq_create_delegation_token_request_t *to = kiq_arena_alloc(&r->arena, sizeof *to);
+            *to = *req;
+            to->kafkaiq_requester = kiq_request_str(r, principal);
+            void *ctx = kiq_api_park_for_link(b, r, out);
+            kiq_controller_link_whole(b, KIQ_API_CREATE_DELEGATION_TOKEN, to, TOKEN_WAIT_MS, &r->arena, out,
+                                      kiq_api_answer_parked, ctx);
+            return KIQ_HANDLER_PARKED;
+        }
         kiq_controller_create_token(b->controller, principal, req, &r->arena, out);
         return KIQ_HANDLER_RESPOND;
     }

@@ -58,10 +58,11 @@ return {
   -- forwarded by the other brokers to the active controller
   { "DescribeClientQuotas", planes = "both" },
   { "AlterClientQuotas", planes = "both" },
-  { "CreateDelegationToken", planes = "data" },
-  { "RenewDelegationToken", planes = "data" },
-  { "ExpireDelegationToken", planes = "data" },
-  { "DescribeDelegationToken", planes = "data" },
+  -- forwarded by the other brokers to the active controller, naming the client
+  { "CreateDelegationToken", planes = "both" },
+  { "RenewDelegationToken", planes = "both" },
+  { "ExpireDelegationToken", planes = "both" },
+  { "DescribeDelegationToken", planes = "both" },
   -- forwarded by the other brokers to the one hosting the controller
   { "CreateTopics", planes = "both", min = 2 },
   { "DeleteTopics", planes = "both", min = 1 },

@@ -45,6 +45,11 @@ typedef struct mc_topic {
 
 /* One immutable view, built whole by an update and swapped in; all of it
  * lives in its arena. */
+typedef struct mc_token {
+    const char *id, *owner;
+    int64_t expiry_ms;
+} mc_token_t;
+
 typedef struct mc_view {
     kiq_arena_t arena;
     int32_t controller_id;
@@ -54,6 +59,8 @@ typedef struct mc_view {
     mc_topic_t *topics; /* sorted by name */
     kiq_features_t features; /* the finalized levels, as the controller keeps them */
     kiq_scram_store_t scram; /* the SCRAM credentials, as the controller keeps them */
+    int ntokens;
+    mc_token_t *tokens; /* the delegation tokens, in the arena */
 } mc_view_t;
 
 /* lock guards view; wait_mu guards version and orders it after the swap,
@@ -332,6 +339,19 @@ static int build_acls(kiq_acl_store_t *s, const kiq_update_metadata_request_t *r
     return 0;
 }
 
+/* The delegation tokens, those without an id or owner left out. */
+static void build_tokens(mc_view_t *v, const kiq_update_metadata_request_t *req)
+{
+    int n = req->kafkaiq_delegation_tokens_n > 0 ? req->kafkaiq_delegation_tokens_n : 0;
+    v->tokens = kiq_arena_calloc(&v->arena, (size_t)n + 1, sizeof *v->tokens);
+    for (int i = 0; i < n; i++) {
+        const kiq_update_metadata_request_kafkaiq_delegation_tokens_t *e = &req->kafkaiq_delegation_tokens[i];
+        if (!e->token_id.p || !e->owner.p) continue;
+        v->tokens[v->ntokens++] = (mc_token_t){arena_str(&v->arena, e->token_id), arena_str(&v->arena, e->owner),
+                                               e->expiry_timestamp_ms};
+    }
+}
+
 static int update_view(kiq_metadata_cache_t *mc, const kiq_update_metadata_request_t *req, const kiq_acl_store_t *acls)
 {
     mc_view_t *v = view_new();
@@ -347,6 +367,7 @@ static int update_view(kiq_metadata_cache_t *mc, const kiq_update_metadata_reque
     build_configs(v, req);
     build_brokers(v, req);
     build_features(v, req);
+    build_tokens(v, req);
     if (build_scram(v, req) != 0) {
         view_free(v);
         return kiq_error_set("metadata cache: out of memory");
@@ -393,6 +414,22 @@ void kiq_metadata_cache_features(kiq_metadata_cache_t *mc, kiq_features_t *out)
     pthread_rwlock_rdlock(&mc->lock);
     *out = mc->view->features;
     pthread_rwlock_unlock(&mc->lock);
+}
+
+int kiq_metadata_cache_token(kiq_metadata_cache_t *mc, const char *token_id, char *owner, size_t cap,
+                             int64_t *expiry_ms)
+{
+    int rc = -1;
+    pthread_rwlock_rdlock(&mc->lock);
+    for (int i = 0; i < mc->view->ntokens && rc; i++) {
+        const mc_token_t *t = &mc->view->tokens[i];
+        if (strcmp(t->id, token_id) != 0) continue;
+        snprintf(owner, cap, "%s", t->owner);
+        *expiry_ms = t->expiry_ms;
+        rc = 0;
+    }
+    pthread_rwlock_unlock(&mc->lock);
+    return rc;
 }
 
 kiq_acl_snapshot_t *kiq_metadata_cache_acls(kiq_metadata_cache_t *mc) { return kiq_acl_published_get(&mc->acls); }

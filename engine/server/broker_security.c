@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "controller/controller.h"
+#include "controller/delegation_tokens.h"
 #include "controller/metadata_cache.h"
 #include "core/error.h"
 #include "core/say.h"
@@ -77,12 +78,18 @@ static kiq_acl_snapshot_t *acls_now(void *ctx)
     return b->controller ? kiq_controller_acls(b->controller) : kiq_metadata_cache_acls(b->metadata);
 }
 
-/* Handler threads: delegation tokens are the image's too. */
+/* Handler threads: delegation tokens are the image's too, or on a broker
+ * that is no voter as the controller last sent them (the HMAC made here
+ * from delegation.token.secret.key, the same on every node). */
 static int token_lookup(void *ctx, enum kiq_scram_mech m, const char *token_id, kiq_scram_credential_t *out,
                         char *owner, size_t cap, int64_t *expiry_ms)
 {
     kiq_broker_t *b = ctx;
-    return b->controller ? kiq_controller_token_credential(b->controller, m, token_id, out, owner, cap, expiry_ms) : -1;
+    if (b->controller) return kiq_controller_token_credential(b->controller, m, token_id, out, owner, cap, expiry_ms);
+    const char *secret = kiq_config_str(b->config, KIQ_CFG_DELEGATION_TOKEN_SECRET_KEY);
+    return *secret && b->metadata && kiq_metadata_cache_token(b->metadata, token_id, owner, cap, expiry_ms) == 0
+               ? kiq_dtoken_scram_credential(secret, m, token_id, out)
+               : -1;
 }
 
 int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const kiq_listener_t *data,

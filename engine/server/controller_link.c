@@ -494,6 +494,38 @@ static void delete_acls_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *
     kiq_controller_delete_acls(c, req, a, resp);
 }
 
+/* The client a forwarding broker named (NUL-terminated), or none. */
+static const char *requester(kiq_arena_t *a, kiq_str_t s)
+{
+    char *p = kiq_arena_alloc(a, (size_t)(s.p && s.len > 0 ? s.len : 0) + 1);
+    if (s.p && s.len > 0) memcpy(p, s.p, (size_t)s.len);
+    p[s.p && s.len > 0 ? s.len : 0] = 0;
+    return p;
+}
+
+static void create_token_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    const kiq_create_delegation_token_request_t *q = req;
+    kiq_controller_create_token(c, requester(a, q->kafkaiq_requester), q, a, resp);
+}
+
+static void renew_token_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    const kiq_renew_delegation_token_request_t *q = req;
+    kiq_controller_renew_token(c, requester(a, q->kafkaiq_requester), q, resp);
+}
+
+static void expire_token_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    const kiq_expire_delegation_token_request_t *q = req;
+    kiq_controller_expire_token(c, requester(a, q->kafkaiq_requester), q, resp);
+}
+
+static void describe_tokens_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_controller_describe_tokens(c, req, a, resp);
+}
+
 /* Every creation answered with the failure. */
 static void create_acls_failed(const void *request, void *response, kiq_arena_t *a, kiq_str_t why)
 {
@@ -575,6 +607,11 @@ static const whole_t WHOLES[] = {
     WHOLE_ENTRIES(KIQ_API_CREATE_ACLS, kiq_create_acls_response_t, create_acls_here, create_acls_failed),
     WHOLE(KIQ_API_DESCRIBE_ACLS, kiq_describe_acls_response_t, describe_acls_here),
     WHOLE_ENTRIES(KIQ_API_DELETE_ACLS, kiq_delete_acls_response_t, delete_acls_here, delete_acls_failed),
+    WHOLE_NO_MESSAGE(KIQ_API_CREATE_DELEGATION_TOKEN, kiq_create_delegation_token_response_t, create_token_here),
+    WHOLE_NO_MESSAGE(KIQ_API_RENEW_DELEGATION_TOKEN, kiq_renew_delegation_token_response_t, renew_token_here),
+    WHOLE_NO_MESSAGE(KIQ_API_EXPIRE_DELEGATION_TOKEN, kiq_expire_delegation_token_response_t, expire_token_here),
+    WHOLE_NO_MESSAGE(KIQ_API_DESCRIBE_DELEGATION_TOKEN, kiq_describe_delegation_token_response_t,
+                     describe_tokens_here),
 };
 
 static void whole_failed(forward_t *f, int rc)

@@ -93,6 +93,15 @@ return {
         { "operation", "int8" },
         { "permission_type", "int8" },
     } },
+    -- KafkaIQ's own, tagged: the delegation tokens of the metadata log, what
+    -- a broker needs to authenticate SCRAM by token (the HMAC it computes
+    -- from delegation.token.secret.key, the same on every node). The whole
+    -- set each time.
+    { "kafkaiq_delegation_tokens", "[]", v = "6+", tag = 10005, tagged = "6+", fields = {
+        { "token_id", "string" },
+        { "owner", "string" },
+        { "expiry_timestamp_ms", "int64" },
+    } },
   },
   response = {
     { "error_code", "int16" },
