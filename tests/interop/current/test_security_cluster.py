@@ -15,7 +15,13 @@ is not taken for one: its COMMIT marker is refused. Certificates are made at tes
 With StandardAuthorizer on every node: ACL bindings created at a broker
 that hosts no controller (forwarded there) are enforced at every broker
 (pushed with the controller's UpdateMetadata), and a client without
-ClusterAction is refused the controller's APIs on the control plane."""
+ClusterAction is refused the controller's APIs on the control plane; a
+delegation token created at one broker signs in (SCRAM with
+tokenauth) at the others."""
+import base64
+import hashlib
+import hmac
+import os
 import socket
 import ssl
 import struct
@@ -96,7 +102,7 @@ class AclCluster(SecureCluster):
     def __init__(self, workdir, certs_dir):
         super().__init__(workdir, certs_dir, ACL_JAAS, (
             "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "super.users=User:broker;User:controller;User:admin"))
+            "super.users=User:broker;User:controller;User:admin", "delegation.token.secret.key=cluster-secret"))
 
     def wait_registered(self, timeout=30):
         admin = AdminClient(self.conf("admin", "admin-secret"))
@@ -241,6 +247,49 @@ def heartbeat_error(conn):
     return r.int16()
 
 
+def create_token(conn):
+    """CreateDelegationToken v1 for the connection's user: (error, token id, HMAC)."""
+    r = kw.Reader(conn.call(38, 1, struct.pack(">iq", 0, -1)))
+    err = r.int16()
+    r.string(), r.string()  # the owner
+    r.int64(), r.int64(), r.int64()  # issued, expires, max
+    token_id = r.string()
+    return err, token_id, r.take(r.int32())
+
+
+def token_sign_in(host, port, ca, token_id, token_hmac):
+    """SCRAM-SHA-512 as the token (tokenauth=true, its password the HMAC's
+    base64): SaslAuthenticate's error code, and the connection."""
+    conn = SaslConn.__new__(SaslConn)
+    ctx = ssl.create_default_context(cafile=str(ca))
+    conn.sock = ctx.wrap_socket(socket.create_connection((host, port), timeout=10), server_hostname=host)
+    conn.client_id, conn.corr = "token", 0
+    assert kw.Reader(conn.call(17, 1, kw.string("SCRAM-SHA-512"))).int16() == 0
+
+    def step(data):
+        r = kw.Reader(conn.call(36, 1, kw.nbytes(data)))
+        err = r.int16()
+        r.string()
+        n = r.int32()
+        return err, r.take(n) if n > 0 else b""
+
+    nonce = base64.b64encode(os.urandom(18)).decode()
+    first_bare = f"n={token_id},r={nonce},tokenauth=true"
+    err, server_first = step(("n,," + first_bare).encode())
+    if err:
+        return err, conn
+    attrs = dict(kv.split("=", 1) for kv in server_first.decode().split(","))
+    password = base64.b64encode(token_hmac)
+    salted = hashlib.pbkdf2_hmac("sha512", password, base64.b64decode(attrs["s"]), int(attrs["i"]))
+    client_key = hmac.new(salted, b"Client Key", hashlib.sha512).digest()
+    without_proof = f"c=biws,r={attrs['r']}"
+    auth = f"{first_bare},{server_first.decode()},{without_proof}".encode()
+    sig = hmac.new(hashlib.sha512(client_key).digest(), auth, hashlib.sha512).digest()
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, sig))).decode()
+    err, _ = step(f"{without_proof},p={proof}".encode())
+    return err, conn
+
+
 def test_acls_and_control_plane_in_a_cluster(tmp_path, certs):
     c = AclCluster(tmp_path / "c", certs)
     c.start()
@@ -268,6 +317,15 @@ def test_acls_and_control_plane_in_a_cluster(tmp_path, certs):
             wait_until(lambda: topic_error(alice, topic) == 0, 20, f"alice allowed at broker {b.id}")
             bob = SaslConn(b.host, b.port, ca, "bob", "bob-secret", "bob")
             assert topic_error(bob, topic) == 29  # TOPIC_AUTHORIZATION_FAILED
+        # alice's delegation token, made at broker 2 (forwarded to the
+        # controller for her), signs in as her at every broker: those that
+        # host no controller have it from the controller's UpdateMetadata
+        err, token_id, token_hmac = create_token(SaslConn(c[2].host, c[2].port, ca, "alice", "alice-secret", "a"))
+        assert err == 0 and token_id and len(token_hmac) == 64
+        for b in c.brokers:
+            signed = wait_until(lambda: (lambda e, conn: conn if e == 0 else None)(
+                *token_sign_in(b.host, b.port, ca, token_id, token_hmac)), 20, f"the token signed in at broker {b.id}")
+            assert topic_error(signed, topic) == 0  # as alice
         p = Producer(c.conf(acks="all"))
         p.produce(topic, b"from-alice")
         assert p.flush(30) == 0, "alice's record undelivered"
