@@ -180,6 +180,8 @@ void kiq_ctl_build_features(kiq_controller_t *c, kiq_arena_t *a, kiq_update_meta
 /* Under mu: UserScramCredentialRecords for kafkaiq.add.scram's entries
  * into b (the cluster's first metadata; controller_scram.c). */
 void kiq_ctl_add_bootstrap_scram(kiq_controller_t *c, batch_t *b);
+/* Under mu: the client quotas into um (controller_quotas.c). */
+void kiq_ctl_build_quotas(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um);
 /* Under mu: the delegation tokens into um (controller_tokens.c). */
 void kiq_ctl_build_tokens(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um);
 /* Under mu: the ACL bindings into um (controller_acls.c). */

@@ -102,6 +102,17 @@ return {
         { "owner", "string" },
         { "expiry_timestamp_ms", "int64" },
     } },
+    -- KafkaIQ's own, tagged: the client quotas of the metadata log, one
+    -- entry per entity and key (a part's null name: its default), so every
+    -- broker throttles as the controllers' image says. The whole set each time.
+    { "kafkaiq_client_quotas", "[]", v = "6+", tag = 10006, tagged = "6+", fields = {
+        { "has_user", "bool" },
+        { "user", "string", null = "6+" },
+        { "has_client_id", "bool" },
+        { "client_id", "string", null = "6+" },
+        { "key", "string" },
+        { "value", "float64" },
+    } },
   },
   response = {
     { "error_code", "int16" },

@@ -17,7 +17,8 @@ that hosts no controller (forwarded there) are enforced at every broker
 (pushed with the controller's UpdateMetadata), and a client without
 ClusterAction is refused the controller's APIs on the control plane; a
 delegation token created at one broker signs in (SCRAM with
-tokenauth) at the others."""
+tokenauth) at the others; a client quota set at a broker hosting no
+controller throttles alice at another such broker."""
 import base64
 import hashlib
 import hmac
@@ -290,6 +291,24 @@ def token_sign_in(host, port, ca, token_id, token_hmac):
     return err, conn
 
 
+def alter_quota_error(conn, user, key, value):
+    """AlterClientQuotas v0 setting user's quota key: the entry's error code."""
+    entity = kw.array([kw.string("user") + kw.string(user)])
+    ops = kw.array([kw.string(key) + struct.pack(">d?", value, False)])
+    r = kw.Reader(conn.call(49, 0, kw.array([entity + ops]) + b"\0"))
+    r.int32()  # throttle_time_ms
+    assert r.int32() == 1
+    return r.int16()
+
+
+def produce_throttle(conn, topic, partition):
+    """One Produce v3 of 64 KiB, acks=1: (its partition's error, throttle_time_ms)."""
+    batch = kw.record_batch([(None, b"q" * 65536, ())])
+    r = kw.Reader(conn.call(0, 3, kw.produce_v3_body(topic, partition, batch, acks=1)))
+    parts = r.array(lambda r: (r.string(), r.array(lambda r: (r.int32(), r.int16(), r.int64(), r.int64()))))
+    return parts[0][1][0][1], r.int32()
+
+
 def test_acls_and_control_plane_in_a_cluster(tmp_path, certs):
     c = AclCluster(tmp_path / "c", certs)
     c.start()
@@ -330,6 +349,25 @@ def test_acls_and_control_plane_in_a_cluster(tmp_path, certs):
         p.produce(topic, b"from-alice")
         assert p.flush(30) == 0, "alice's record undelivered"
         assert consume_all(c.conf(), topic, 1) == [b"from-alice"]
+
+        # a byte-rate quota for alice set at broker 2 (forwarded) throttles
+        # her at the leader of a partition other than broker 0, which hosts no
+        # controller either: the quotas come with the controller's UpdateMetadata
+        qtopic = "quota-everywhere"
+        for f in at2.create_topics([NewTopic(qtopic, 3, 1)]).values():
+            f.result()
+        alice_topic = AclBinding(ResourceType.TOPIC, qtopic, ResourcePatternType.LITERAL, "User:alice", "*",
+                                 AclOperation.ALL, AclPermissionType.ALLOW)
+        for f in at2.create_acls([alice_topic]).values():
+            f.result()
+        allow.append(alice_topic)
+        admin2 = SaslConn(c[2].host, c[2].port, ca, "admin", "admin-secret", "admin")
+        assert alter_quota_error(admin2, "alice", "producer_byte_rate", 1024.0) == 0
+        led, leader = wait_until(lambda: next(((pid, pm.leader) for pid, pm in c.partitions(qtopic).items()
+                                               if pm.leader > 0), None), 20, "a partition led by broker 1 or 2")
+        alice_q = SaslConn(c[leader].host, c[leader].port, ca, "alice", "alice-secret", "alice-q")
+        wait_until(lambda: (lambda e, t: e == 0 and t > 0)(*produce_throttle(alice_q, qtopic, led)), 30,
+                   f"alice throttled at broker {leader}")
 
         # deleted at broker 1 (forwarded too): alice refused at every broker
         at1 = AdminClient(c.conf("admin", "admin-secret", **{"bootstrap.servers": c[1].bootstrap}))
