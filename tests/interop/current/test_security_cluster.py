@@ -258,6 +258,18 @@ def create_token(conn):
     return err, token_id, r.take(r.int32())
 
 
+def create_token_for(conn, owner):
+    """CreateDelegationToken v3 (flexible) for owner, a User: its error code."""
+    body = kw.compact_string("User") + kw.compact_string(owner) + kw.uvarint(1) + struct.pack(">q", -1) + b"\0"
+    return kw.Reader(conn.call(38, 3, body, flexible=True)).int16()
+
+
+def described_tokens(conn):
+    """DescribeDelegationToken v1 of every owner: (error, how many tokens)."""
+    r = kw.Reader(conn.call(41, 1, struct.pack(">i", -1)))
+    return r.int16(), r.int32()
+
+
 def token_sign_in(host, port, ca, token_id, token_hmac):
     """SCRAM-SHA-512 as the token (tokenauth=true, its password the HMAC's
     base64): SaslAuthenticate's error code, and the connection."""
@@ -341,6 +353,14 @@ def test_acls_and_control_plane_in_a_cluster(tmp_path, certs):
         # host no controller have it from the controller's UpdateMetadata
         err, token_id, token_hmac = create_token(SaslConn(c[2].host, c[2].port, ca, "alice", "alice-secret", "a"))
         assert err == 0 and token_id and len(token_hmac) == 64
+        # KIP-373: bob may not make a token for alice (no CREATE_TOKENS on
+        # User:alice) nor see hers (no DESCRIBE on it, no DESCRIBE_TOKENS on
+        # her); alice sees her own, admin (a super user) every one
+        bob2 = SaslConn(c[2].host, c[2].port, ca, "bob", "bob-secret", "bob")
+        assert create_token_for(bob2, "alice") == 65  # DELEGATION_TOKEN_AUTHORIZATION_FAILED
+        assert described_tokens(SaslConn(c[1].host, c[1].port, ca, "bob", "bob-secret", "bob")) == (0, 0)
+        assert described_tokens(SaslConn(c[1].host, c[1].port, ca, "alice", "alice-secret", "alice")) == (0, 1)
+        assert described_tokens(SaslConn(c[1].host, c[1].port, ca, "admin", "admin-secret", "admin")) == (0, 1)
         for b in c.brokers:
             signed = wait_until(lambda: (lambda e, conn: conn if e == 0 else None)(
                 *token_sign_in(b.host, b.port, ca, token_id, token_hmac)), 20, f"the token signed in at broker {b.id}")
