@@ -1627,7 +1627,7 @@ scenario { name = "Client quotas of the defaults", api = "AlterClientQuotas", co
 -- Only a SASL connection may ask for tokens: on the harness's PLAINTEXT
 -- listener each request is refused (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)
 -- with the other fields as Kafka's broker fills them (the anonymous owner
--- and requester, -1 timestamps). An authenticated reference is not set up.
+-- and requester, -1 timestamps). Signed in, on the acl setup: below.
 scenario { name = "CreateDelegationToken on a PLAINTEXT listener", api = "CreateDelegationToken", steps = {
   { api = "CreateDelegationToken", body = { renewers = { { principal_type = "User", principal_name = "bob" } },
     max_lifetime_ms = -1 } },
