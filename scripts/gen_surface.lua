@@ -65,7 +65,7 @@ for i, row in ipairs(rows) do
   local where = ("%s: row %d"):format(surface_path, i)
   for k in pairs(row) do
     if k ~= 1 and k ~= "planes" and k ~= "min" and k ~= "advertised_min" and k ~= "cluster" and k ~= "group" and
-      k ~= "txn" then
+      k ~= "txn" and k ~= "control" then
       die("%s: unknown field %q", where, k)
     end
   end
@@ -80,7 +80,7 @@ for i, row in ipairs(rows) do
     end
   end
   local l = { key = "KIQ_API_" .. snake(name):upper(), handler = "kiq_api_" .. snake(name) .. "_handle",
-    min = row.min or -1, advertised_min = row.advertised_min or -1, planes = p, cluster = "0", deny = "NULL" }
+    min = row.min or -1, advertised_min = row.advertised_min or -1, planes = p, cluster = "0", control = "0", deny = "NULL" }
   for _, col in ipairs({ { "group", "group_id" }, { "txn", "transactional_id" } }) do
     local op, field = row[col[1]], col[2]
     l[col[1]] = "0"
@@ -97,10 +97,13 @@ for i, row in ipairs(rows) do
       l[col[1] .. "_body"] = ("    return ((const kiq_%s_request_t *)req)->%s;"):format(snake(name), field)
     end
   end
-  if row.cluster ~= nil or row.group ~= nil or row.txn ~= nil then
-    if row.cluster ~= nil and not cluster_ops[row.cluster] then
-      die("%s (%s): cluster must be an operation on the cluster", where, name)
+  if row.cluster ~= nil or row.group ~= nil or row.txn ~= nil or row.control ~= nil then
+    for _, k in ipairs({ "cluster", "control" }) do
+      if row[k] ~= nil and not cluster_ops[row[k]] then
+        die("%s (%s): %s must be an operation on the cluster", where, name, k)
+      end
     end
+    if row.control ~= nil and p == "DATA" then die("%s (%s): control on an API the control plane does not serve", where, name) end
     local top
     for _, f in ipairs(api.response or {}) do
       if f[1] == "error_code" then top = f end
@@ -108,6 +111,7 @@ for i, row in ipairs(rows) do
     if not top then die("%s (%s): an authorization column needs a top-level error_code in the response", where, name) end
     local lo, hi = versions(top.v or "0+")
     l.cluster = row.cluster and ("KIQ_OP_" .. row.cluster) or "0"
+    l.control = row.control and ("KIQ_OP_" .. row.control) or "0"
     l.deny = "deny_" .. snake(name)
     local conds = {}
     if lo > 0 then conds[#conds + 1] = ("v >= %d"):format(lo) end
@@ -143,8 +147,8 @@ for _, l in ipairs(lines) do
 end
 o[#o + 1] = "const kiq_api_row_t kiq_api_rows[] = {"
 for _, l in ipairs(lines) do
-  o[#o + 1] = ("    {%s, %d, %d, %s, %s, %s, %s, %s, %s, %s, %s},"):format(l.key, l.min, l.advertised_min, l.planes,
-    l.handler, l.cluster, l.deny, l.group, l.group_of, l.txn, l.txn_of)
+  o[#o + 1] = ("    {%s, %d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s},"):format(l.key, l.min, l.advertised_min,
+    l.planes, l.handler, l.cluster, l.control, l.deny, l.group, l.group_of, l.txn, l.txn_of)
 end
 o[#o + 1] = "};"
 o[#o + 1] = ("const size_t kiq_api_nrows = %d;"):format(#lines)

@@ -15,7 +15,8 @@
 # --acl (one node) adds a SASL_PLAINTEXT listener with PLAIN users admin,
 # alice and bob (passwords <user>-secret) and StandardAuthorizer, admin and
 # the PLAINTEXT listener's ANONYMOUS super users; it prints
-# KAFKA_SASL=host:port too.
+# KAFKA_SASL=host:port too; delegation.token.secret.key is set, so the
+# delegation token APIs answer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -130,6 +131,7 @@ start() {
                 echo "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin=\"admin-secret\" user_alice=\"alice-secret\" user_bob=\"bob-secret\";"
                 echo "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
                 echo "super.users=User:admin;User:ANONYMOUS"
+                echo "delegation.token.secret.key=differential-secret"
             else
                 echo "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
                 echo "advertised.listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"

@@ -37,6 +37,9 @@ typedef struct kiq_api_row {
     /* the operation on the cluster the whole request needs (0: none, its
      * handler checks what it needs), and how a refusal is answered */
     int8_t cluster_op;
+    /* the operation on the cluster the request needs when it arrives on
+     * the control plane (0: none): the nodes' own traffic there */
+    int8_t control_op;
     void (*deny)(void *resp, int16_t version, int16_t code);
     /* likewise on the request's group and transactional id (0: none) */
     int8_t group_op;

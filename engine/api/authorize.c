@@ -7,11 +7,12 @@
 #include "security/authorizer.h"
 
 /* A Lua authorizer (the "authorize" interceptors) first, then the ACLs;
- * -1: nobody decides (no authorizer, no hook with a say). */
+ * -1: nobody decides (no authorizer, no hook with a say). The control
+ * plane, the nodes' own traffic, is the ACLs' alone: its principals are
+ * the nodes' users (super users, or holding ClusterAction). */
 static int decide(kiq_broker_t *b, const kiq_request_t *r, const kiq_acl_request_t *q, const char **why)
 {
-    if (r->listener == KIQ_LISTENER_CONTROL) return -1;
-    if (kiq_interceptors_active(&b->interceptors, KIQ_HOOK_AUTHORIZE)) {
+    if (r->listener != KIQ_LISTENER_CONTROL && kiq_interceptors_active(&b->interceptors, KIQ_HOOK_AUTHORIZE)) {
         int d = b->interceptors.ops->on_authorize(b->interceptors.ctx, r, q, why);
         if (d >= 0) return d;
     }

@@ -2,11 +2,15 @@
  * (kiq_controller_create_acls), ALTER on the cluster needed. Every
  * creation gets the refusal when there is no authorizer
  * (SECURITY_DISABLED), a creation Kafka cannot build (UNKNOWN_SERVER_ERROR),
- * no permission (CLUSTER_AUTHORIZATION_FAILED) or no controller here
- * (NOT_CONTROLLER, not forwarded yet). */
+ * no permission (CLUSTER_AUTHORIZATION_FAILED); in a cluster forwarded to
+ * the active controller by any broker (NOT_CONTROLLER where it arrived
+ * forwarded at a controller no longer active). */
 #include "api/api.h"
 #include "api/authorize.h"
 #include "controller/controller.h"
+#include "server/controller_link.h"
+
+#define ACLS_WAIT_MS 30000
 
 /* A creation naming ANY (or MATCH) where a binding needs a value: Kafka
  * cannot even build its bindings and fails the whole request with
@@ -29,9 +33,16 @@ int kiq_api_create_acls_handle(kiq_broker_t *b, kiq_request_t *r, const void *re
     int16_t code = !b->authorizer                                  ? KIQ_ERR_SECURITY_DISABLED
                    : unbuildable(req)                              ? KIQ_ERR_UNKNOWN_SERVER_ERROR
                    : !kiq_api_cluster_allowed(b, r, KIQ_OP_ALTER) ? KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED
-                   : !b->controller                                ? KIQ_ERR_NOT_CONTROLLER
-                                                                   : 0;
+                   : b->cluster && r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b)
+                       ? KIQ_ERR_NOT_CONTROLLER
+                       : 0;
     if (!code) {
+        if (b->cluster) {
+            void *ctx = kiq_api_park_for_link(b, r, out);
+            kiq_controller_link_whole(b, KIQ_API_CREATE_ACLS, req, ACLS_WAIT_MS, &r->arena, out, kiq_api_answer_parked,
+                                      ctx);
+            return KIQ_HANDLER_PARKED;
+        }
         kiq_controller_create_acls(b->controller, req, &r->arena, out);
         return KIQ_HANDLER_RESPOND;
     }

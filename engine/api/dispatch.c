@@ -58,7 +58,9 @@ static void run_handler(kiq_broker_t *b, kiq_request_t *r, void *req, void *resp
     kiq_error_clear();
     const kiq_api_row_t *row = kiq_api_row(r->codec->key, r->listener);
     int rc;
-    int16_t denied = row->cluster_op && !kiq_api_cluster_allowed(b, r, row->cluster_op)
+    int16_t denied = (row->cluster_op && !kiq_api_cluster_allowed(b, r, row->cluster_op)) ||
+                             (row->control_op && r->listener == KIQ_LISTENER_CONTROL &&
+                              !kiq_api_cluster_allowed(b, r, row->control_op))
                          ? KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED
                      : row->txn_op && !kiq_api_allowed(b, r, row->txn_op, KIQ_RES_TRANSACTIONAL_ID, row->txn_of(req))
                          ? KIQ_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED

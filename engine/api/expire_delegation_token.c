@@ -1,16 +1,31 @@
 /* ExpireDelegationToken (KIP-48): a token named by its HMAC expires after
- * a period or at once; decided by this node's controller (see controller.h). */
+ * a period or at once; decided by the active controller (see
+ * controller.h), forwarded there in a cluster. */
 #include "api/api.h"
 #include "api/delegation_token_checks.h"
 #include "controller/controller.h"
+#include "server/controller_link.h"
+
+#define TOKEN_WAIT_MS 30000
 
 int kiq_api_expire_delegation_token_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {
+    const kiq_expire_delegation_token_request_t *req = request;
     kiq_expire_delegation_token_response_t *out = response;
     const char *principal;
-    if ((out->error_code = kiq_dtoken_request_check(b, r, &principal)) == 0)
-        kiq_controller_expire_token(b->controller, principal, request, out);
-    else
+    if ((out->error_code = kiq_dtoken_request_check(b, r, req->kafkaiq_requester, &principal)) != 0) {
         out->expiry_timestamp_ms = -1; /* Kafka's error timestamp */
+        return KIQ_HANDLER_RESPOND;
+    }
+    if (b->cluster) {
+        kiq_expire_delegation_token_request_t *to = kiq_arena_alloc(&r->arena, sizeof *to);
+        *to = *req;
+        to->kafkaiq_requester = kiq_request_str(r, principal);
+        void *ctx = kiq_api_park_for_link(b, r, out);
+        kiq_controller_link_whole(b, KIQ_API_EXPIRE_DELEGATION_TOKEN, to, TOKEN_WAIT_MS, &r->arena, out,
+                                  kiq_api_answer_parked, ctx);
+        return KIQ_HANDLER_PARKED;
+    }
+    kiq_controller_expire_token(b->controller, principal, req, out);
     return KIQ_HANDLER_RESPOND;
 }

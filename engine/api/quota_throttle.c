@@ -26,10 +26,6 @@ static const char *user_of(const kiq_request_t *r)
     return strncmp(p, "User:", 5) == 0 ? p + 5 : p;
 }
 
-/* Whether this broker has the quotas to apply: standalone its own, in a
- * cluster those of the controller it hosts. */
-static bool quotas_here(const kiq_broker_t *b) { return !b->cluster || b->controller; }
-
 static double fetched_bytes(const kiq_fetch_response_t *f)
 {
     double n = 0;
@@ -82,7 +78,7 @@ static void throttle(void *ctx, kiq_request_t *r, void *response)
 
 int16_t kiq_api_mutation_quota(kiq_broker_t *b, kiq_request_t *r, int32_t partitions, bool strict)
 {
-    if (!quotas_here(b) || r->listener != KIQ_LISTENER_DATA || partitions <= 0) return 0;
+    if (r->listener != KIQ_LISTENER_DATA || partitions <= 0) return 0;
     char client[256];
     client_of(r, client, sizeof client);
     const char *user = user_of(r);
@@ -101,7 +97,7 @@ void kiq_api_quota_watch(kiq_broker_t *b, kiq_request_t *r)
 {
     /* client requests only, and not the ones that come before a client is known */
     int16_t key = r->header.api_key;
-    if (!quotas_here(b) || r->listener != KIQ_LISTENER_DATA || key == KIQ_API_API_VERSIONS ||
+    if (r->listener != KIQ_LISTENER_DATA || key == KIQ_API_API_VERSIONS ||
         key == KIQ_API_SASL_HANDSHAKE || key == KIQ_API_SASL_AUTHENTICATE)
         return;
     r->before_respond = throttle;

@@ -22,14 +22,17 @@
 -- cluster: the operation on the cluster (Kafka's ACL operation) the whole
 -- request needs when an authorizer is configured, asked before the
 -- handler runs; refused, the top-level error_code is
--- CLUSTER_AUTHORIZATION_FAILED. txn and group: likewise for the request's
+-- CLUSTER_AUTHORIZATION_FAILED. control: likewise, only for a request
+-- arriving on the control plane (the nodes' own traffic: Kafka's
+-- controller asks CLUSTER_ACTION, which brokers and controllers hold as
+-- super users or by a binding). txn and group: likewise for the request's
 -- transactional_id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and group_id
 -- (GROUP_AUTHORIZATION_FAILED), asked in that order. Handlers check the
 -- rest themselves (topics, and whatever is refused per element).
 return {
   { "Produce", planes = "data", advertised_min = 0 },
   -- on the control plane: the controller quorum's Fetch of __cluster_metadata
-  { "Fetch", planes = "both" },
+  { "Fetch", planes = "both", control = "CLUSTER_ACTION" },
   { "ListOffsets", planes = "data" },
   { "Metadata", planes = "both" },
   { "OffsetCommit", planes = "data", min = 2 },
@@ -48,17 +51,18 @@ return {
   -- forwarded by the other brokers to the active controller
   { "DescribeUserScramCredentials", planes = "both" },
   { "AlterUserScramCredentials", planes = "both" },
-  -- ACL bindings, kept by the controller of this node (a combined node)
-  { "DescribeAcls", planes = "data", cluster = "DESCRIBE" },
-  { "CreateAcls", planes = "data" },
-  { "DeleteAcls", planes = "data" },
+  -- ACL bindings, forwarded by the other brokers to the active controller
+  { "DescribeAcls", planes = "both", cluster = "DESCRIBE" },
+  { "CreateAcls", planes = "both" },
+  { "DeleteAcls", planes = "both" },
   -- forwarded by the other brokers to the active controller
   { "DescribeClientQuotas", planes = "both" },
   { "AlterClientQuotas", planes = "both" },
-  { "CreateDelegationToken", planes = "data" },
-  { "RenewDelegationToken", planes = "data" },
-  { "ExpireDelegationToken", planes = "data" },
-  { "DescribeDelegationToken", planes = "data" },
+  -- forwarded by the other brokers to the active controller, naming the client
+  { "CreateDelegationToken", planes = "both" },
+  { "RenewDelegationToken", planes = "both" },
+  { "ExpireDelegationToken", planes = "both" },
+  { "DescribeDelegationToken", planes = "both" },
   -- forwarded by the other brokers to the one hosting the controller
   { "CreateTopics", planes = "both", min = 2 },
   { "DeleteTopics", planes = "both", min = 1 },
@@ -102,27 +106,27 @@ return {
   { "PushTelemetry", planes = "data" },
   { "DescribeTopicPartitions", planes = "data" },
   -- the controller's, on the control plane of the broker hosting it
-  { "BrokerRegistration", planes = "control" },
-  { "BrokerHeartbeat", planes = "control" },
-  { "AllocateProducerIds", planes = "control" },
-  { "AlterPartition", planes = "control" },
-  { "AssignReplicasToDirs", planes = "control" },
+  { "BrokerRegistration", planes = "control", control = "CLUSTER_ACTION" },
+  { "BrokerHeartbeat", planes = "control", control = "CLUSTER_ACTION" },
+  { "AllocateProducerIds", planes = "control", control = "CLUSTER_ACTION" },
+  { "AlterPartition", planes = "control", control = "CLUSTER_ACTION" },
+  { "AssignReplicasToDirs", planes = "control", control = "CLUSTER_ACTION" },
   -- the controller quorum's voters to each other (KRaft)
-  { "Vote", planes = "control" },
-  { "BeginQuorumEpoch", planes = "control" },
-  { "EndQuorumEpoch", planes = "control" },
-  { "FetchSnapshot", planes = "control" },
+  { "Vote", planes = "control", control = "CLUSTER_ACTION" },
+  { "BeginQuorumEpoch", planes = "control", control = "CLUSTER_ACTION" },
+  { "EndQuorumEpoch", planes = "control", control = "CLUSTER_ACTION" },
+  { "FetchSnapshot", planes = "control", control = "CLUSTER_ACTION" },
   { "DescribeQuorum", planes = "both", cluster = "DESCRIBE" },
   -- dynamic voters (KIP-853), answered by the quorum's leader
   { "AddRaftVoter", planes = "both", cluster = "ALTER" },
   { "RemoveRaftVoter", planes = "both", cluster = "ALTER" },
   -- a voter's own new endpoints, to the leader only
-  { "UpdateRaftVoter", planes = "control" },
+  { "UpdateRaftVoter", planes = "control", control = "CLUSTER_ACTION" },
   { "UnregisterBroker", planes = "both", cluster = "ALTER" },
   -- forwarded by the other brokers to the one hosting the controller
   { "UpdateFeatures", planes = "both", cluster = "ALTER" },
   -- the controller's pushes to every broker
-  { "UpdateMetadata", planes = "control" },
-  { "LeaderAndIsr", planes = "control" },
-  { "StopReplica", planes = "control" },
+  { "UpdateMetadata", planes = "control", control = "CLUSTER_ACTION" },
+  { "LeaderAndIsr", planes = "control", control = "CLUSTER_ACTION" },
+  { "StopReplica", planes = "control", control = "CLUSTER_ACTION" },
 }

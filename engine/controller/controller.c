@@ -67,6 +67,7 @@ static int load_snapshot(kiq_controller_t *c)
     }
     kiq_metadata_image_free(old);
     atomic_fetch_add(&c->quotas_version, 1);
+    c->acls_changed = true;
     c->applied = end;
     KIQ_INFO("controller %d: metadata loaded from the snapshot ending at offset %lld: %zu brokers, %zu topics",
              c->node_id, (long long)end, kiq_metadata_image_broker_count(c->image),
@@ -74,18 +75,28 @@ static int load_snapshot(kiq_controller_t *c)
     return 0;
 }
 
+/* Under mu: the bindings republished when the replay changed them. */
+static int publish_acls(kiq_controller_t *c)
+{
+    if (!c->acls_changed) return 0;
+    if (kiq_acl_published_set(&c->acls, kiq_metadata_image_acls(c->image)) != 0) return -1;
+    c->acls_changed = false;
+    return 0;
+}
+
 /* Under mu: the image takes what the quorum committed up to hw. */
 static int catch_up(kiq_controller_t *c, int64_t hw)
 {
     if (load_snapshot(c) != 0) return -1;
-    if (hw <= c->applied) return 0;
-    if (kiq_quorum_replay(c->quorum, c->applied, hw, replay_one, c) != 0) {
-        KIQ_ERROR("controller: the committed metadata log from offset %lld does not apply: %s", (long long)c->applied,
-                  kiq_error_get());
-        return -1;
+    if (hw > c->applied) {
+        if (kiq_quorum_replay(c->quorum, c->applied, hw, replay_one, c) != 0) {
+            KIQ_ERROR("controller: the committed metadata log from offset %lld does not apply: %s",
+                      (long long)c->applied, kiq_error_get());
+            return -1;
+        }
+        c->applied = hw;
     }
-    c->applied = hw;
-    return 0;
+    return publish_acls(c);
 }
 
 int kiq_ctl_commit(kiq_controller_t *c, batch_t *b)
@@ -559,6 +570,7 @@ static int replay_one(void *ctx, int64_t offset, const kiq_metadata_record_t *r)
                              kiq_metadata_record_name(r->type), (long long)offset, kiq_error_get());
     }
     if (r->type == KIQ_MR_CLIENT_QUOTA) atomic_fetch_add(&c->quotas_version, 1);
+    if (r->type == KIQ_MR_ACCESS_CONTROL_ENTRY || r->type == KIQ_MR_REMOVE_ACCESS_CONTROL_ENTRY) c->acls_changed = true;
     return 0;
 }
 
@@ -584,7 +596,7 @@ kiq_controller_t *kiq_controller_new(const kiq_config_t *cfg, int32_t node_id, c
     pthread_mutex_init(&c->mu, NULL);
     kiq_cond_init_monotonic(&c->activated);
     c->image = kiq_metadata_image_new();
-    if (!c->image) {
+    if (!c->image || kiq_acl_published_init(&c->acls) != 0) {
         kiq_controller_free(c);
         return NULL;
     }
@@ -757,6 +769,7 @@ void kiq_controller_free(kiq_controller_t *c)
     retire_free(&r);
     free(c->impaired);
     kiq_metadata_image_free(c->image);
+    kiq_acl_published_destroy(&c->acls);
     pthread_cond_destroy(&c->activated);
     pthread_mutex_destroy(&c->mu);
     free(c);

@@ -37,6 +37,7 @@
 #include "proto/messages.h"
 #include "raft/raft.h"
 #include "security/acl.h"
+#include "security/acl_snapshot.h"
 #include "security/sasl_scram.h"
 
 typedef struct kiq_controller kiq_controller_t;
@@ -258,9 +259,9 @@ int kiq_controller_delete_acls(kiq_controller_t *c, const kiq_delete_acls_reques
 /* DescribeAcls from the image, bindings grouped by resource pattern. Any thread. */
 void kiq_controller_describe_acls(kiq_controller_t *c, const kiq_describe_acls_request_t *req, kiq_arena_t *a,
                                   kiq_describe_acls_response_t *out);
-/* Runs fn on the image's bindings under the controller's lock (the
- * authorizer's reads). Any thread. */
-void kiq_controller_with_acls(kiq_controller_t *c, void (*fn)(const kiq_acl_store_t *s, void *arg), void *arg);
+/* The image's bindings as last published, referenced (release it): the
+ * authorizer's reads, without the controller's lock. Any thread. */
+kiq_acl_snapshot_t *kiq_controller_acls(kiq_controller_t *c);
 /* AlterClientQuotas decided by Kafka's rules (ClientQuotaControlManager):
  * one result per entity, its changes all or none; nothing written when
  * validate_only. Any thread; 0, or the commit's error. */

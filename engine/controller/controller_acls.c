@@ -179,9 +179,24 @@ void kiq_controller_describe_acls(kiq_controller_t *c, const kiq_describe_acls_r
     pthread_mutex_unlock(&c->mu);
 }
 
-void kiq_controller_with_acls(kiq_controller_t *c, void (*fn)(const kiq_acl_store_t *s, void *arg), void *arg)
+void kiq_ctl_build_acls(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um)
 {
-    pthread_mutex_lock(&c->mu);
-    fn(kiq_metadata_image_acls(c->image), arg);
-    pthread_mutex_unlock(&c->mu);
+    const kiq_acl_store_t *s = kiq_metadata_image_acls(c->image);
+    um->kafkaiq_acls = kiq_arena_calloc(a, s->n + 1, sizeof *um->kafkaiq_acls);
+    um->kafkaiq_acls_n = (int32_t)s->n;
+    for (size_t i = 0; i < s->n; i++) {
+        const kiq_acl_t *e = &s->acls[i];
+        kiq_update_metadata_request_kafkaiq_acls_t *o = &um->kafkaiq_acls[i];
+        kiq_update_metadata_request_kafkaiq_acls_init(o);
+        o->id = e->id;
+        o->resource_type = e->resource_type;
+        o->resource_name = kiq_ctl_astr(a, e->resource_name);
+        o->pattern_type = e->pattern_type;
+        o->principal = kiq_ctl_astr(a, e->principal);
+        o->host = kiq_ctl_astr(a, e->host);
+        o->operation = e->operation;
+        o->permission_type = e->permission;
+    }
 }
+
+kiq_acl_snapshot_t *kiq_controller_acls(kiq_controller_t *c) { return kiq_acl_published_get(&c->acls); }

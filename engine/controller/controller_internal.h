@@ -84,7 +84,11 @@ struct kiq_controller {
     /* moves when the image's client quotas may have changed; read without
      * mu by the quota managers, which look the quotas up again then */
     atomic_uint_fast64_t quotas_version;
+    /* the image's ACL bindings as the authorizer reads them, republished
+     * under mu when a replay changed them; read without mu */
+    kiq_acl_published_t acls;
     pthread_mutex_t mu; /* guards everything below */
+    bool acls_changed; /* the replay since the last publication changed the bindings */
     pthread_cond_t activated; /* active became true */
     kiq_metadata_image_t *image;
     int64_t applied;   /* the image holds the committed log up to here (exclusive) */
@@ -176,6 +180,12 @@ void kiq_ctl_build_features(kiq_controller_t *c, kiq_arena_t *a, kiq_update_meta
 /* Under mu: UserScramCredentialRecords for kafkaiq.add.scram's entries
  * into b (the cluster's first metadata; controller_scram.c). */
 void kiq_ctl_add_bootstrap_scram(kiq_controller_t *c, batch_t *b);
+/* Under mu: the client quotas into um (controller_quotas.c). */
+void kiq_ctl_build_quotas(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um);
+/* Under mu: the delegation tokens into um (controller_tokens.c). */
+void kiq_ctl_build_tokens(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um);
+/* Under mu: the ACL bindings into um (controller_acls.c). */
+void kiq_ctl_build_acls(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um);
 /* Under mu: the SCRAM credentials into um (controller_scram.c). */
 void kiq_ctl_build_scram(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um);
 /* Under mu: a round for every broker. */

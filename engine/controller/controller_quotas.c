@@ -56,3 +56,29 @@ int kiq_controller_client_quota(kiq_controller_t *c, const char *user, const cha
     }
     return found;
 }
+
+static kiq_str_t name_or_null(kiq_arena_t *a, const char *s) { return s ? kiq_ctl_astr(a, s) : (kiq_str_t){0}; }
+
+void kiq_ctl_build_quotas(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um)
+{
+    const kiq_client_quota_store_t *s = kiq_metadata_image_quotas(c->image);
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++)
+        for (int k = 0; k < KIQ_QUOTA__COUNT; k++) n += (s->entries[i].set >> k) & 1;
+    um->kafkaiq_client_quotas = kiq_arena_calloc(a, n + 1, sizeof *um->kafkaiq_client_quotas);
+    for (size_t i = 0; i < s->n; i++) {
+        const kiq_client_quota_entry_t *e = &s->entries[i];
+        for (int k = 0; k < KIQ_QUOTA__COUNT; k++) {
+            if (!((e->set >> k) & 1)) continue;
+            kiq_update_metadata_request_kafkaiq_client_quotas_t *o =
+                &um->kafkaiq_client_quotas[um->kafkaiq_client_quotas_n++];
+            kiq_update_metadata_request_kafkaiq_client_quotas_init(o);
+            o->has_user = e->entity.has_user;
+            o->user = name_or_null(a, e->entity.user);
+            o->has_client_id = e->entity.has_client;
+            o->client_id = name_or_null(a, e->entity.client_id);
+            o->key = kiq_ctl_astr(a, kiq_quota_key_names[k]);
+            o->value = e->value[k];
+        }
+    }
+}

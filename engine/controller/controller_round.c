@@ -194,6 +194,9 @@ static uint64_t build_round(void *ctx, int32_t broker, kiq_arena_t *a, kiq_chann
     build_configs(c, broker, a, um);
     kiq_ctl_build_features(c, a, um);
     kiq_ctl_build_scram(c, a, um);
+    kiq_ctl_build_acls(c, a, um);
+    kiq_ctl_build_tokens(c, a, um);
+    kiq_ctl_build_quotas(c, a, um);
     broker_slot_t *s = kiq_ctl_slot_of(c, broker, false);
     if (s) s->building_offset = kiq_metadata_image_offset(c->image);
     out->stop = s && s->nstops > 0;

@@ -7,10 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
-
 #include "controller/controller_internal.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -208,16 +204,20 @@ int kiq_controller_token_credential(kiq_controller_t *c, enum kiq_scram_mech m, 
         *expiry_ms = t->expiry_ms < t->max_ms ? t->expiry_ms : t->max_ms;
     }
     pthread_mutex_unlock(&c->mu);
-    if (!t) return -1;
-    /* the password is the HMAC's base64; a fresh salt each time, Kafka's minimum iterations */
-    uint8_t hmac[KIQ_DTOKEN_HMAC_LEN], salt[32];
-    char password[KIQ_DTOKEN_HMAC_LEN * 2];
-    kiq_dtoken_hmac(secret, token_id, hmac);
-    int n = EVP_EncodeBlock((unsigned char *)password, hmac, KIQ_DTOKEN_HMAC_LEN);
-    int rc = RAND_bytes(salt, sizeof salt) == 1
-                 ? kiq_scram_credential_make(m, password, (size_t)n, salt, sizeof salt, KIQ_SCRAM_MIN_ITERATIONS, out)
-                 : -1;
-    OPENSSL_cleanse(password, sizeof password);
-    OPENSSL_cleanse(hmac, sizeof hmac);
-    return rc;
+    return t ? kiq_dtoken_scram_credential(secret, m, token_id, out) : -1;
+}
+
+void kiq_ctl_build_tokens(kiq_controller_t *c, kiq_arena_t *a, kiq_update_metadata_request_t *um)
+{
+    const kiq_dtoken_store_t *s = kiq_metadata_image_tokens(c->image);
+    um->kafkaiq_delegation_tokens = kiq_arena_calloc(a, s->n + 1, sizeof *um->kafkaiq_delegation_tokens);
+    um->kafkaiq_delegation_tokens_n = (int32_t)s->n;
+    for (size_t i = 0; i < s->n; i++) {
+        const kiq_dtoken_t *t = &s->tokens[i];
+        kiq_update_metadata_request_kafkaiq_delegation_tokens_t *o = &um->kafkaiq_delegation_tokens[i];
+        kiq_update_metadata_request_kafkaiq_delegation_tokens_init(o);
+        o->token_id = kiq_ctl_astr(a, t->id);
+        o->owner = kiq_ctl_astr(a, t->owner);
+        o->expiry_timestamp_ms = t->expiry_ms < t->max_ms ? t->expiry_ms : t->max_ms;
+    }
 }

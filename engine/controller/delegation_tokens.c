@@ -8,6 +8,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
 
 #include "core/error.h"
 
@@ -145,4 +146,20 @@ int kiq_dtoken_may_renew(const kiq_dtoken_t *t, const char *principal)
     for (int i = 0; i < t->nrenewers; i++)
         if (!strcmp(t->renewers[i], principal)) return 1;
     return 0;
+}
+
+int kiq_dtoken_scram_credential(const char *secret, enum kiq_scram_mech m, const char *token_id,
+                                kiq_scram_credential_t *out)
+{
+    /* the password is the HMAC's base64; a fresh salt each time, Kafka's minimum iterations */
+    uint8_t hmac[KIQ_DTOKEN_HMAC_LEN], salt[32];
+    char password[KIQ_DTOKEN_HMAC_LEN * 2];
+    kiq_dtoken_hmac(secret, token_id, hmac);
+    int n = EVP_EncodeBlock((unsigned char *)password, hmac, KIQ_DTOKEN_HMAC_LEN);
+    int rc = RAND_bytes(salt, sizeof salt) == 1
+                 ? kiq_scram_credential_make(m, password, (size_t)n, salt, sizeof salt, KIQ_SCRAM_MIN_ITERATIONS, out)
+                 : -1;
+    OPENSSL_cleanse(password, sizeof password);
+    OPENSSL_cleanse(hmac, sizeof hmac);
+    return rc;
 }

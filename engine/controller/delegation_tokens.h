@@ -11,6 +11,7 @@
 
 #include "core/arena.h"
 #include "proto/messages.h"
+#include "security/sasl_scram.h"
 
 enum { KIQ_DTOKEN_HMAC_LEN = 64 };
 
@@ -44,6 +45,11 @@ void kiq_dtoken_hmac(const char *secret, const char *id, uint8_t out[KIQ_DTOKEN_
 void kiq_dtoken_principal_split(kiq_arena_t *a, const char *principal, kiq_str_t *type, kiq_str_t *name);
 /* The wire's two strings as Type:name */
 void kiq_dtoken_principal_join(char *out, size_t cap, kiq_str_t type, kiq_str_t name);
+/* The SCRAM credential a client signing in with token_id proves (its
+ * password the base64 of the token's HMAC; a fresh salt, Kafka's minimum
+ * iterations): 0, or -1. */
+int kiq_dtoken_scram_credential(const char *secret, enum kiq_scram_mech m, const char *token_id,
+                                kiq_scram_credential_t *out);
 /* principal is owner, requester or a renewer of t */
 int kiq_dtoken_may_renew(const kiq_dtoken_t *t, const char *principal);
 

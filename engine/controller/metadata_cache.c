@@ -45,6 +45,11 @@ typedef struct mc_topic {
 
 /* One immutable view, built whole by an update and swapped in; all of it
  * lives in its arena. */
+typedef struct mc_token {
+    const char *id, *owner;
+    int64_t expiry_ms;
+} mc_token_t;
+
 typedef struct mc_view {
     kiq_arena_t arena;
     int32_t controller_id;
@@ -54,6 +59,8 @@ typedef struct mc_view {
     mc_topic_t *topics; /* sorted by name */
     kiq_features_t features; /* the finalized levels, as the controller keeps them */
     kiq_scram_store_t scram; /* the SCRAM credentials, as the controller keeps them */
+    int ntokens;
+    mc_token_t *tokens; /* the delegation tokens, in the arena */
 } mc_view_t;
 
 /* lock guards view; wait_mu guards version and orders it after the swap,
@@ -66,6 +73,7 @@ struct kiq_metadata_cache {
     pthread_cond_t changed; /* CLOCK_MONOTONIC */
     uint64_t version;
     int32_t controller_epoch; /* the newest controller heard, under lock */
+    kiq_acl_published_t acls; /* the last update's bindings, republished under lock; read without it */
 };
 
 static mc_view_t *view_new(void)
@@ -93,6 +101,7 @@ kiq_metadata_cache_t *kiq_metadata_cache_new(void)
     mc->view = view_new();
     bool ok = mc->view && pthread_rwlock_init(&mc->lock, NULL) == 0;
     ok = ok && pthread_mutex_init(&mc->wait_mu, NULL) == 0;
+    ok = ok && kiq_acl_published_init(&mc->acls) == 0;
     if (ok) kiq_cond_init_monotonic(&mc->changed);
     if (!ok) {
         view_free(mc->view);
@@ -107,6 +116,7 @@ void kiq_metadata_cache_free(kiq_metadata_cache_t *mc)
 {
     if (!mc) return;
     view_free(mc->view);
+    kiq_acl_published_destroy(&mc->acls);
     pthread_rwlock_destroy(&mc->lock);
     pthread_mutex_destroy(&mc->wait_mu);
     pthread_cond_destroy(&mc->changed);
@@ -305,7 +315,44 @@ static int build_scram(mc_view_t *v, const kiq_update_metadata_request_t *req)
     return 0;
 }
 
-int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadata_request_t *req)
+/* The ACL bindings, each checked as a controller checks a creation (a
+ * malformed one left out). -1 when out of memory. */
+static int build_acls(kiq_acl_store_t *s, const kiq_update_metadata_request_t *req)
+{
+    for (int32_t i = 0; i < req->kafkaiq_acls_n; i++) {
+        const kiq_update_metadata_request_kafkaiq_acls_t *e = &req->kafkaiq_acls[i];
+        if (!e->resource_name.p || !e->principal.p || !e->host.p ||
+            kiq_acl_invalid(e->resource_type, e->resource_name, e->pattern_type, e->principal, e->host, e->operation,
+                            e->permission_type))
+            continue;
+        char *name = strndup(e->resource_name.p, (size_t)e->resource_name.len);
+        char *principal = strndup(e->principal.p, (size_t)e->principal.len);
+        char *host = strndup(e->host.p, (size_t)e->host.len);
+        kiq_acl_t a = {e->id, e->resource_type, e->pattern_type, e->operation, e->permission_type, name, principal,
+                       host};
+        int rc = name && principal && host ? kiq_acl_store_add(s, &a) : -1;
+        free(name);
+        free(principal);
+        free(host);
+        if (rc != 0) return -1;
+    }
+    return 0;
+}
+
+/* The delegation tokens, those without an id or owner left out. */
+static void build_tokens(mc_view_t *v, const kiq_update_metadata_request_t *req)
+{
+    int n = req->kafkaiq_delegation_tokens_n > 0 ? req->kafkaiq_delegation_tokens_n : 0;
+    v->tokens = kiq_arena_calloc(&v->arena, (size_t)n + 1, sizeof *v->tokens);
+    for (int i = 0; i < n; i++) {
+        const kiq_update_metadata_request_kafkaiq_delegation_tokens_t *e = &req->kafkaiq_delegation_tokens[i];
+        if (!e->token_id.p || !e->owner.p) continue;
+        v->tokens[v->ntokens++] = (mc_token_t){arena_str(&v->arena, e->token_id), arena_str(&v->arena, e->owner),
+                                               e->expiry_timestamp_ms};
+    }
+}
+
+static int update_view(kiq_metadata_cache_t *mc, const kiq_update_metadata_request_t *req, const kiq_acl_store_t *acls)
 {
     mc_view_t *v = view_new();
     pstate_t *states = NULL;
@@ -320,6 +367,7 @@ int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadat
     build_configs(v, req);
     build_brokers(v, req);
     build_features(v, req);
+    build_tokens(v, req);
     if (build_scram(v, req) != 0) {
         view_free(v);
         return kiq_error_set("metadata cache: out of memory");
@@ -336,6 +384,7 @@ int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadat
     mc->controller_epoch = req->controller_epoch;
     mc_view_t *old = mc->view;
     mc->view = v;
+    int acl_rc = kiq_acl_published_set(&mc->acls, acls);
     pthread_rwlock_unlock(&mc->lock);
     view_free(old);
 
@@ -343,7 +392,19 @@ int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadat
     mc->version++;
     pthread_cond_broadcast(&mc->changed);
     pthread_mutex_unlock(&mc->wait_mu);
-    return 0;
+    return acl_rc == 0 ? 0 : kiq_error_set("metadata cache: out of memory");
+}
+
+int kiq_metadata_cache_update(kiq_metadata_cache_t *mc, const kiq_update_metadata_request_t *req)
+{
+    kiq_acl_store_t acls = {0};
+    if (build_acls(&acls, req) != 0) {
+        kiq_acl_store_clear(&acls);
+        return kiq_error_set("metadata cache: out of memory");
+    }
+    int rc = update_view(mc, req, &acls);
+    kiq_acl_store_clear(&acls);
+    return rc;
 }
 
 /* ---- lookups (under the read lock) ------------------------------------- */
@@ -354,6 +415,24 @@ void kiq_metadata_cache_features(kiq_metadata_cache_t *mc, kiq_features_t *out)
     *out = mc->view->features;
     pthread_rwlock_unlock(&mc->lock);
 }
+
+int kiq_metadata_cache_token(kiq_metadata_cache_t *mc, const char *token_id, char *owner, size_t cap,
+                             int64_t *expiry_ms)
+{
+    int rc = -1;
+    pthread_rwlock_rdlock(&mc->lock);
+    for (int i = 0; i < mc->view->ntokens && rc; i++) {
+        const mc_token_t *t = &mc->view->tokens[i];
+        if (strcmp(t->id, token_id) != 0) continue;
+        snprintf(owner, cap, "%s", t->owner);
+        *expiry_ms = t->expiry_ms;
+        rc = 0;
+    }
+    pthread_rwlock_unlock(&mc->lock);
+    return rc;
+}
+
+kiq_acl_snapshot_t *kiq_metadata_cache_acls(kiq_metadata_cache_t *mc) { return kiq_acl_published_get(&mc->acls); }
 
 int kiq_metadata_cache_scram(kiq_metadata_cache_t *mc, enum kiq_scram_mech m, const char *user,
                              kiq_scram_credential_t *out)

@@ -17,6 +17,7 @@
 #include "controller/metadata_image.h"
 #include "core/arena.h"
 #include "proto/messages.h"
+#include "security/acl_snapshot.h"
 
 typedef struct kiq_metadata_cache kiq_metadata_cache_t;
 
@@ -69,6 +70,13 @@ void kiq_metadata_cache_features(kiq_metadata_cache_t *mc, kiq_features_t *out);
  * has none. */
 int kiq_metadata_cache_scram(kiq_metadata_cache_t *mc, enum kiq_scram_mech m, const char *user,
                              kiq_scram_credential_t *out);
+/* Any thread: the delegation token token_id as the last update carried
+ * it: its owner (Type:name) and when it expires; 0, or -1 when none. */
+int kiq_metadata_cache_token(kiq_metadata_cache_t *mc, const char *token_id, char *owner, size_t cap,
+                             int64_t *expiry_ms);
+/* Any thread: the ACL bindings as the last update carried them (none
+ * before the first), referenced: release it. */
+kiq_acl_snapshot_t *kiq_metadata_cache_acls(kiq_metadata_cache_t *mc);
 /* The controller id of the last update; -1 before the first. */
 int32_t kiq_metadata_cache_controller(kiq_metadata_cache_t *mc);
 

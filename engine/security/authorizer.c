@@ -10,8 +10,8 @@ struct kiq_authorizer {
     char **super_users;
     size_t nsuper;
     bool allow_if_none;
-    kiq_acl_with_fn with;
-    void *with_ctx;
+    kiq_acl_snapshot_fn snapshot;
+    void *snapshot_ctx;
 };
 
 static int add_super(kiq_authorizer_t *a, const char *p, size_t n)
@@ -28,7 +28,7 @@ static int add_super(kiq_authorizer_t *a, const char *p, size_t n)
     return 0;
 }
 
-int kiq_authorizer_new(const kiq_config_t *c, kiq_acl_with_fn with, void *ctx, kiq_authorizer_t **out)
+int kiq_authorizer_new(const kiq_config_t *c, kiq_acl_snapshot_fn snapshot, void *ctx, kiq_authorizer_t **out)
 {
     *out = NULL;
     const char *cls = kiq_config_str(c, KIQ_CFG_AUTHORIZER_CLASS_NAME);
@@ -38,8 +38,8 @@ int kiq_authorizer_new(const kiq_config_t *c, kiq_acl_with_fn with, void *ctx, k
     kiq_authorizer_t *a = calloc(1, sizeof *a);
     if (!a) return kiq_error_set("out of memory");
     a->allow_if_none = kiq_config_bool(c, KIQ_CFG_ALLOW_EVERYONE_IF_NO_ACL_FOUND);
-    a->with = with;
-    a->with_ctx = ctx;
+    a->snapshot = snapshot;
+    a->snapshot_ctx = ctx;
     /* Kafka splits super.users on ';' (principals may hold commas) */
     for (const char *p = kiq_config_str(c, KIQ_CFG_SUPER_USERS); *p;) {
         const char *end = strchr(p, ';');
@@ -69,35 +69,6 @@ bool kiq_authorizer_is_super(const kiq_authorizer_t *a, const char *principal)
     return false;
 }
 
-typedef struct decide {
-    const kiq_authorizer_t *a;
-    const kiq_acl_request_t *q;
-    const int8_t *ops;
-    size_t nops;
-    enum kiq_acl_decision d;
-    bool any;
-    int32_t bits;
-    const char *why;
-} decide_t;
-
-static void decide_one(const kiq_acl_store_t *s, void *arg)
-{
-    decide_t *d = arg;
-    d->d = kiq_acl_authorize(s, d->q, d->a->allow_if_none, &d->why);
-}
-
-static void decide_any(const kiq_acl_store_t *s, void *arg)
-{
-    decide_t *d = arg;
-    d->any = kiq_acl_authorize_any(s, d->q, d->a->allow_if_none);
-}
-
-static void decide_ops(const kiq_acl_store_t *s, void *arg)
-{
-    decide_t *d = arg;
-    d->bits = kiq_acl_operations(s, d->q, d->a->allow_if_none, d->ops, d->nops);
-}
-
 enum kiq_acl_decision kiq_authorizer_authorize(const kiq_authorizer_t *a, const kiq_acl_request_t *q,
                                                const char **reason)
 {
@@ -105,18 +76,21 @@ enum kiq_acl_decision kiq_authorizer_authorize(const kiq_authorizer_t *a, const 
         if (reason) *reason = "a super user";
         return KIQ_ACL_ALLOWED;
     }
-    decide_t d = {.a = a, .q = q, .d = KIQ_ACL_DENIED, .why = "no bindings"};
-    a->with(a->with_ctx, decide_one, &d);
-    if (reason) *reason = d.why;
-    return d.d;
+    const char *why = "no bindings";
+    kiq_acl_snapshot_t *s = a->snapshot(a->snapshot_ctx);
+    enum kiq_acl_decision d = kiq_acl_authorize(&s->store, q, a->allow_if_none, &why);
+    kiq_acl_snapshot_release(s);
+    if (reason) *reason = why;
+    return d;
 }
 
 bool kiq_authorizer_authorize_any(const kiq_authorizer_t *a, const kiq_acl_request_t *q)
 {
     if (kiq_authorizer_is_super(a, q->principal)) return true;
-    decide_t d = {.a = a, .q = q};
-    a->with(a->with_ctx, decide_any, &d);
-    return d.any;
+    kiq_acl_snapshot_t *s = a->snapshot(a->snapshot_ctx);
+    bool any = kiq_acl_authorize_any(&s->store, q, a->allow_if_none);
+    kiq_acl_snapshot_release(s);
+    return any;
 }
 
 int32_t kiq_authorizer_operations(const kiq_authorizer_t *a, const kiq_acl_request_t *q, const int8_t *ops,
@@ -127,7 +101,8 @@ int32_t kiq_authorizer_operations(const kiq_authorizer_t *a, const kiq_acl_reque
         for (size_t i = 0; i < nops; i++) bits |= (int32_t)1 << ops[i];
         return bits;
     }
-    decide_t d = {.a = a, .q = q, .ops = ops, .nops = nops};
-    a->with(a->with_ctx, decide_ops, &d);
-    return d.bits;
+    kiq_acl_snapshot_t *s = a->snapshot(a->snapshot_ctx);
+    int32_t bits = kiq_acl_operations(&s->store, q, a->allow_if_none, ops, nops);
+    kiq_acl_snapshot_release(s);
+    return bits;
 }

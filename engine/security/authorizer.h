@@ -4,8 +4,9 @@
  * an interceptor, is asked before it: api/authorize.c.)
  *
  * Built on the thread building the broker, read-only once it serves; the
- * decisions run on handler threads. The bindings are read through `with`,
- * which holds whatever guards them while fn runs. */
+ * decisions run on handler threads, each over the bindings' current
+ * published snapshot (security/acl_snapshot.h), taken without a lock any
+ * writer holds. */
 #ifndef KIQ_SECURITY_AUTHORIZER_H
 #define KIQ_SECURITY_AUTHORIZER_H
 
@@ -13,11 +14,13 @@
 
 #include "config/config.h"
 #include "security/acl.h"
+#include "security/acl_snapshot.h"
 
 typedef struct kiq_authorizer kiq_authorizer_t;
 
-/* Runs fn on the cluster's bindings under their guard. */
-typedef void (*kiq_acl_with_fn)(void *ctx, void (*fn)(const kiq_acl_store_t *s, void *arg), void *arg);
+/* The cluster's bindings as this node has them now, referenced (the
+ * authorizer releases it). */
+typedef kiq_acl_snapshot_t *(*kiq_acl_snapshot_fn)(void *ctx);
 
 /* The class name Kafka's KRaft brokers use; the only one taken. */
 #define KIQ_STANDARD_AUTHORIZER "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -25,7 +28,7 @@ typedef void (*kiq_acl_with_fn)(void *ctx, void (*fn)(const kiq_acl_store_t *s, 
 /* From authorizer.class.name, super.users, allow.everyone.if.no.acl.found:
  * *out NULL when no authorizer is configured (everything allowed). -1 with
  * the reason for another class name or a super user that is no principal. */
-int kiq_authorizer_new(const kiq_config_t *c, kiq_acl_with_fn with, void *ctx, kiq_authorizer_t **out);
+int kiq_authorizer_new(const kiq_config_t *c, kiq_acl_snapshot_fn snapshot, void *ctx, kiq_authorizer_t **out);
 void kiq_authorizer_free(kiq_authorizer_t *a);
 
 bool kiq_authorizer_is_super(const kiq_authorizer_t *a, const char *principal);

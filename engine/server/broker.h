@@ -159,7 +159,9 @@ struct kiq_broker {
      * own lock. */
     struct kiq_quota_manager *client_quotas;
     /* Standalone: the client quotas (loaded at start, saved at each
-     * change) and their version; quotas_mu guards the store. */
+     * change); a cluster's broker hosting no controller: as the
+     * controller last pushed them. And their version; quotas_mu guards
+     * the store. */
     pthread_mutex_t quotas_mu;
     kiq_client_quota_store_t quota_store;
     atomic_uint_fast64_t quota_version;

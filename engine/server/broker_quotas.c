@@ -13,6 +13,7 @@
 #include "controller/metadata_image.h"
 #include "controller/metadata_record.h"
 #include "core/error.h"
+#include "core/say.h"
 #include "log/file_io.h"
 #include "proto/errors.h"
 #include "server/broker.h"
@@ -181,6 +182,27 @@ void kiq_broker_quotas_describe(kiq_broker_t *b, const kiq_describe_client_quota
     pthread_mutex_unlock(&b->quotas_mu);
 }
 
+void kiq_broker_quotas_pushed(kiq_broker_t *b, const kiq_update_metadata_request_t *req)
+{
+    pthread_mutex_lock(&b->quotas_mu);
+    kiq_client_quota_store_clear(&b->quota_store);
+    for (int32_t i = 0; i < req->kafkaiq_client_quotas_n; i++) {
+        const kiq_update_metadata_request_kafkaiq_client_quotas_t *q = &req->kafkaiq_client_quotas[i];
+        int key = q->key.p ? kiq_quota_key_of(q->key.p, (size_t)q->key.len) : -1;
+        if (key < 0) continue; /* a key this build does not know */
+        char *user = q->user.p ? strndup(q->user.p, (size_t)q->user.len) : NULL;
+        char *client = q->client_id.p ? strndup(q->client_id.p, (size_t)q->client_id.len) : NULL;
+        kiq_quota_entity_t e = {q->has_user, q->has_client_id, user, client};
+        if ((q->user.p && !user) || (q->client_id.p && !client) ||
+            kiq_client_quota_store_set(&b->quota_store, &e, key, q->value, false) != 0)
+            KIQ_WARN_LIMITED("[KafkaIQ broker %d] a pushed client quota left out: out of memory", b->node_id);
+        free(user);
+        free(client);
+    }
+    pthread_mutex_unlock(&b->quotas_mu);
+    atomic_fetch_add(&b->quota_version, 1);
+}
+
 static uint64_t version(void *ctx)
 {
     kiq_broker_t *b = ctx;
@@ -193,7 +215,7 @@ static int lookup(void *ctx, const char *user, const char *client_id, int key, d
 {
     kiq_broker_t *b = ctx;
     if (b->controller) return kiq_controller_client_quota(b->controller, user, client_id, key, bound, by_user, by_client);
-    if (b->cluster) return 0; /* the controller, and the quotas, are elsewhere */
+    /* a standalone broker's own, or a cluster's as the controller pushed them */
     kiq_quota_entity_t match;
     pthread_mutex_lock(&b->quotas_mu);
     int found = kiq_client_quota_resolve(&b->quota_store, user, client_id, key, bound, &match);

@@ -25,6 +25,9 @@ void kiq_broker_quotas_alter(kiq_broker_t *b, const kiq_alter_client_quotas_requ
 /* Standalone DescribeClientQuotas. */
 void kiq_broker_quotas_describe(kiq_broker_t *b, const kiq_describe_client_quotas_request_t *req, kiq_arena_t *a,
                                 kiq_describe_client_quotas_response_t *out);
+/* A cluster's broker hosting no controller: the client quotas the
+ * controller's UpdateMetadata carries replace the ones it had. */
+void kiq_broker_quotas_pushed(kiq_broker_t *b, const kiq_update_metadata_request_t *req);
 /* The source the broker's quota manager looks quotas up in (ctx: b). */
 extern const kiq_quota_source_ops_t kiq_broker_quota_source;
 

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "controller/controller.h"
+#include "controller/delegation_tokens.h"
 #include "controller/metadata_cache.h"
 #include "core/error.h"
 #include "core/say.h"
@@ -68,25 +69,27 @@ static int take_nothing(void *ctx, const char *user, enum kiq_scram_mech m, cons
     return 0;
 }
 
-/* Handler threads: the bindings are the metadata image's, as this node's
- * controller holds it; a node without one has none. */
-static void acls_with(void *ctx, void (*fn)(const kiq_acl_store_t *s, void *arg), void *arg)
+/* Handler threads: the bindings as this node's controller last published
+ * them from its image, or on a broker that is no voter as the controller
+ * last sent them. */
+static kiq_acl_snapshot_t *acls_now(void *ctx)
 {
     kiq_broker_t *b = ctx;
-    if (b->controller) {
-        kiq_controller_with_acls(b->controller, fn, arg);
-        return;
-    }
-    static const kiq_acl_store_t none;
-    fn(&none, arg);
+    return b->controller ? kiq_controller_acls(b->controller) : kiq_metadata_cache_acls(b->metadata);
 }
 
-/* Handler threads: delegation tokens are the image's too. */
+/* Handler threads: delegation tokens are the image's too, or on a broker
+ * that is no voter as the controller last sent them (the HMAC made here
+ * from delegation.token.secret.key, the same on every node). */
 static int token_lookup(void *ctx, enum kiq_scram_mech m, const char *token_id, kiq_scram_credential_t *out,
                         char *owner, size_t cap, int64_t *expiry_ms)
 {
     kiq_broker_t *b = ctx;
-    return b->controller ? kiq_controller_token_credential(b->controller, m, token_id, out, owner, cap, expiry_ms) : -1;
+    if (b->controller) return kiq_controller_token_credential(b->controller, m, token_id, out, owner, cap, expiry_ms);
+    const char *secret = kiq_config_str(b->config, KIQ_CFG_DELEGATION_TOKEN_SECRET_KEY);
+    return *secret && b->metadata && kiq_metadata_cache_token(b->metadata, token_id, owner, cap, expiry_ms) == 0
+               ? kiq_dtoken_scram_credential(secret, m, token_id, out)
+               : -1;
 }
 
 int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const kiq_listener_t *data,
@@ -98,12 +101,7 @@ int kiq_broker_security_setup(kiq_broker_t *b, const kiq_config_t *config, const
         snprintf(why, sizeof why, "%s", kiq_error_get());
         return kiq_error_set("kafkaiq.add.scram: %s", why);
     }
-    if (kiq_authorizer_new(config, acls_with, b, &b->authorizer) != 0) return -1;
-    /* the bindings are this node's controller's; brokers forward to each
-     * other on the unchecked control plane */
-    if (b->authorizer && b->cluster && (b->nvoters != 1 || !b->roles.controller))
-        return kiq_error_set("authorizer.class.name: authorization is served on a standalone broker or a single "
-                             "combined node only");
+    if (kiq_authorizer_new(config, acls_now, b, &b->authorizer) != 0) return -1;
     if (control && control->protocol != KIQ_PLAINTEXT && control_setup(b, config, control) != 0) return -1;
     if (!data) return 0;
     if (inter_broker_check(config, data) != 0) return -1;

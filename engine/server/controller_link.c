@@ -479,6 +479,83 @@ static void alter_quotas_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t 
     kiq_controller_alter_client_quotas(c, req, a, resp);
 }
 
+static void create_acls_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_controller_create_acls(c, req, a, resp);
+}
+
+static void describe_acls_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_controller_describe_acls(c, req, a, resp);
+}
+
+static void delete_acls_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_controller_delete_acls(c, req, a, resp);
+}
+
+/* The client a forwarding broker named (NUL-terminated), or none. */
+static const char *requester(kiq_arena_t *a, kiq_str_t s)
+{
+    char *p = kiq_arena_alloc(a, (size_t)(s.p && s.len > 0 ? s.len : 0) + 1);
+    if (s.p && s.len > 0) memcpy(p, s.p, (size_t)s.len);
+    p[s.p && s.len > 0 ? s.len : 0] = 0;
+    return p;
+}
+
+static void create_token_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    const kiq_create_delegation_token_request_t *q = req;
+    kiq_controller_create_token(c, requester(a, q->kafkaiq_requester), q, a, resp);
+}
+
+static void renew_token_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    const kiq_renew_delegation_token_request_t *q = req;
+    kiq_controller_renew_token(c, requester(a, q->kafkaiq_requester), q, resp);
+}
+
+static void expire_token_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    const kiq_expire_delegation_token_request_t *q = req;
+    kiq_controller_expire_token(c, requester(a, q->kafkaiq_requester), q, resp);
+}
+
+static void describe_tokens_here(kiq_broker_t *b, kiq_controller_t *c, kiq_arena_t *a, const void *req, void *resp)
+{
+    kiq_controller_describe_tokens(c, req, a, resp);
+}
+
+/* Every creation answered with the failure. */
+static void create_acls_failed(const void *request, void *response, kiq_arena_t *a, kiq_str_t why)
+{
+    const kiq_create_acls_request_t *req = request;
+    kiq_create_acls_response_t *out = response;
+    int n = req->creations_n > 0 ? req->creations_n : 0;
+    out->results = kiq_arena_calloc(a, (size_t)n + 1, sizeof *out->results);
+    out->results_n = n;
+    for (int i = 0; i < n; i++) {
+        kiq_create_acls_response_results_init(&out->results[i]);
+        out->results[i].error_code = KIQ_ERR_REQUEST_TIMED_OUT;
+        out->results[i].error_message = why;
+    }
+}
+
+/* Every filter answered with the failure. */
+static void delete_acls_failed(const void *request, void *response, kiq_arena_t *a, kiq_str_t why)
+{
+    const kiq_delete_acls_request_t *req = request;
+    kiq_delete_acls_response_t *out = response;
+    int n = req->filters_n > 0 ? req->filters_n : 0;
+    out->filter_results = kiq_arena_calloc(a, (size_t)n + 1, sizeof *out->filter_results);
+    out->filter_results_n = n;
+    for (int i = 0; i < n; i++) {
+        kiq_delete_acls_response_filter_results_init(&out->filter_results[i]);
+        out->filter_results[i].error_code = KIQ_ERR_REQUEST_TIMED_OUT;
+        out->filter_results[i].error_message = why;
+    }
+}
+
 /* Every entity of the request answered with the failure. */
 static void alter_quotas_failed(const void *request, void *response, kiq_arena_t *a, kiq_str_t why)
 {
@@ -527,6 +604,14 @@ static const whole_t WHOLES[] = {
     WHOLE(KIQ_API_DESCRIBE_CLIENT_QUOTAS, kiq_describe_client_quotas_response_t, describe_quotas_here),
     WHOLE_ENTRIES(KIQ_API_ALTER_CLIENT_QUOTAS, kiq_alter_client_quotas_response_t, alter_quotas_here,
                   alter_quotas_failed),
+    WHOLE_ENTRIES(KIQ_API_CREATE_ACLS, kiq_create_acls_response_t, create_acls_here, create_acls_failed),
+    WHOLE(KIQ_API_DESCRIBE_ACLS, kiq_describe_acls_response_t, describe_acls_here),
+    WHOLE_ENTRIES(KIQ_API_DELETE_ACLS, kiq_delete_acls_response_t, delete_acls_here, delete_acls_failed),
+    WHOLE_NO_MESSAGE(KIQ_API_CREATE_DELEGATION_TOKEN, kiq_create_delegation_token_response_t, create_token_here),
+    WHOLE_NO_MESSAGE(KIQ_API_RENEW_DELEGATION_TOKEN, kiq_renew_delegation_token_response_t, renew_token_here),
+    WHOLE_NO_MESSAGE(KIQ_API_EXPIRE_DELEGATION_TOKEN, kiq_expire_delegation_token_response_t, expire_token_here),
+    WHOLE_NO_MESSAGE(KIQ_API_DESCRIBE_DELEGATION_TOKEN, kiq_describe_delegation_token_response_t,
+                     describe_tokens_here),
 };
 
 static void whole_failed(forward_t *f, int rc)

@@ -122,7 +122,7 @@ local function start_kiq_acl()
     ["plain.sasl.jaas.config"] = 'org.apache.kafka.common.security.plain.PlainLoginModule required '
       .. 'user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";',
     ["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    ["super.users"] = "User:admin;User:ANONYMOUS" })
+    ["super.users"] = "User:admin;User:ANONYMOUS", ["delegation.token.secret.key"] = "differential-secret" })
 end
 
 -- A connection, signed in as user (PLAIN, password <user>-secret) when given.

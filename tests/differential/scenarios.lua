@@ -1773,7 +1773,7 @@ scenario { name = "Client quotas of the defaults", api = "AlterClientQuotas", co
 -- Only a SASL connection may ask for tokens: on the harness's PLAINTEXT
 -- listener each request is refused (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)
 -- with the other fields as Kafka's broker fills them (the anonymous owner
--- and requester, -1 timestamps). An authenticated reference is not set up.
+-- and requester, -1 timestamps). Signed in, on the acl setup: below.
 scenario { name = "CreateDelegationToken on a PLAINTEXT listener", api = "CreateDelegationToken", steps = {
   { api = "CreateDelegationToken", body = { renewers = { { principal_type = "User", principal_name = "bob" } },
     max_lifetime_ms = -1 } },
@@ -1787,6 +1787,19 @@ scenario { name = "ExpireDelegationToken on a PLAINTEXT listener", api = "Expire
 scenario { name = "DescribeDelegationToken on a PLAINTEXT listener", api = "DescribeDelegationToken", steps = {
   { api = "DescribeDelegationToken", body = {} },
   { api = "DescribeDelegationToken", body = { owners = { { principal_type = "User", principal_name = "bob" } } } },
+} }
+
+-- With SASL and StandardAuthorizer (the acl setup, delegation.token.secret.key
+-- set on both): bob may not make a token for alice (KIP-373: CREATE_TOKENS on
+-- User:alice), renewing or expiring an HMAC no token has is
+-- DELEGATION_TOKEN_NOT_FOUND, and bob sees no token (none of his own).
+scenario { name = "ACLs: delegation tokens refused to bob", api = "DescribeDelegationToken", acl = true, steps = {
+  { api = "CreateDelegationToken", as = "bob", version = 3, body = { owner_principal_type = "User",
+    owner_principal_name = "alice", renewers = {}, max_lifetime_ms = -1 } },
+  { api = "RenewDelegationToken", as = "bob", body = { hmac = "not-a-token", renew_period_ms = 1000 } },
+  { api = "ExpireDelegationToken", as = "bob", body = { hmac = "not-a-token", expiry_time_period_ms = -1 } },
+  { api = "DescribeDelegationToken", as = "bob", body = { owners = { { principal_type = "User",
+    principal_name = "bob" } } } },
 } }
 
 return S

@@ -44,8 +44,8 @@ describe("the surface generator", function()
       { PRODUCE, FETCH, 'return { name = "OffsetCommitKey", versions = "0-1", fields = {} }' })
     assert.matches("rc=0", out, 1, true)
     assert.matches("int kiq_api_produce_handle(kiq_broker_t *b, kiq_request_t *r, const void *req, void *resp);", c, 1, true)
-    assert.matches("{KIQ_API_PRODUCE, -1, 0, DATA, kiq_api_produce_handle, 0, NULL, 0, NULL, 0, NULL},", c, 1, true)
-    assert.matches("{KIQ_API_FETCH, 4, -1, BOTH, kiq_api_fetch_handle, 0, NULL, 0, NULL, 0, NULL},", c, 1, true)
+    assert.matches("{KIQ_API_PRODUCE, -1, 0, DATA, kiq_api_produce_handle, 0, 0, NULL, 0, NULL, 0, NULL},", c, 1, true)
+    assert.matches("{KIQ_API_FETCH, 4, -1, BOTH, kiq_api_fetch_handle, 0, 0, NULL, 0, NULL, 0, NULL},", c, 1, true)
     assert.matches("const size_t kiq_api_nrows = 2;", c, 1, true)
   end)
 
@@ -90,7 +90,7 @@ describe("the surface generator", function()
     local out, c = run('return { { "Produce", planes = "data" }, { "EndTxn", planes = "data", cluster = "ALTER", ' ..
       'txn = "WRITE", group = "READ" } }', { PRODUCE, END })
     assert.matches("rc=0", out, 1, true)
-    assert.matches("{KIQ_API_END_TXN, -1, -1, DATA, kiq_api_end_txn_handle, KIQ_OP_ALTER, deny_end_txn, KIQ_OP_READ, " ..
+    assert.matches("{KIQ_API_END_TXN, -1, -1, DATA, kiq_api_end_txn_handle, KIQ_OP_ALTER, 0, deny_end_txn, KIQ_OP_READ, " ..
       "group_of_end_txn, KIQ_OP_WRITE, txn_of_end_txn},", c, 1, true)
     assert.matches("if (v >= 1) ((kiq_end_txn_response_t *)resp)->error_code = code;", c, 1, true)
     assert.matches("return ((const kiq_end_txn_request_t *)req)->transactional_id;", c, 1, true)
@@ -107,6 +107,18 @@ describe("the surface generator", function()
       { PRODUCE, NOGROUP })
     assert.matches("group needs a top-level group_id", out, 1, true)
     assert.matches("rc=1", out, 1, true)
+    -- control: the cluster operation asked only on the control plane, which must serve the API
+    out, c = run('return { { "Produce", planes = "data" }, { "EndTxn", planes = "both", control = "CLUSTER_ACTION" } }',
+      { PRODUCE, END })
+    assert.matches("rc=0", out, 1, true)
+    assert.matches("{KIQ_API_END_TXN, -1, -1, BOTH, kiq_api_end_txn_handle, 0, KIQ_OP_CLUSTER_ACTION, deny_end_txn, 0, " ..
+      "NULL, 0, NULL},", c, 1, true)
+    out = run('return { { "Produce", planes = "data" }, { "EndTxn", planes = "data", control = "CLUSTER_ACTION" } }',
+      { PRODUCE, END })
+    assert.matches("control on an API the control plane does not serve", out, 1, true)
+    out = run('return { { "Produce", planes = "data" }, { "EndTxn", planes = "both", control = "READ" } }',
+      { PRODUCE, END })
+    assert.matches("control must be an operation on the cluster", out, 1, true)
   end)
 
   it("serves every API the engine's schemas declare, but those not served yet", function()

@@ -14,6 +14,7 @@
 #include "controller/metadata_image.h"
 #include "core/arena.h"
 #include "security/acl.h"
+#include "security/acl_snapshot.h"
 #include "security/authorizer.h"
 
 static kiq_acl_t acl(int8_t type, const char *name, int8_t pattern, const char *principal, const char *host, int8_t op,
@@ -188,33 +189,30 @@ static void test_by_resource_type_and_operations(void **state)
     kiq_acl_store_clear(&s);
 }
 
-static const kiq_acl_store_t *the_store;
-static void with_store(void *ctx, void (*fn)(const kiq_acl_store_t *s, void *arg), void *arg)
-{
-    (void)ctx;
-    fn(the_store, arg);
-}
+static kiq_acl_snapshot_t *with_store(void *ctx) { return kiq_acl_published_get(ctx); }
 
 static void test_authorizer(void **state)
 {
     (void)state;
     kiq_config_t *c = kiq_config_new();
     kiq_authorizer_t *a = NULL;
+    kiq_acl_published_t pub;
+    assert_int_equal(kiq_acl_published_init(&pub), 0);
     /* no class name: no authorizer */
-    assert_int_equal(kiq_authorizer_new(c, with_store, NULL, &a), 0);
+    assert_int_equal(kiq_authorizer_new(c, with_store, &pub, &a), 0);
     assert_null(a);
     assert_int_equal(kiq_config_set(c, "authorizer.class.name", "kafka.security.authorizer.AclAuthorizer"), 0);
-    assert_int_equal(kiq_authorizer_new(c, with_store, NULL, &a), -1);
+    assert_int_equal(kiq_authorizer_new(c, with_store, &pub, &a), -1);
     assert_int_equal(kiq_config_set(c, "authorizer.class.name", KIQ_STANDARD_AUTHORIZER), 0);
     assert_int_equal(kiq_config_set(c, "super.users", "User:admin; User:CN=broker,O=x"), 0);
-    assert_int_equal(kiq_authorizer_new(c, with_store, NULL, &a), 0);
+    assert_int_equal(kiq_authorizer_new(c, with_store, &pub, &a), 0);
     assert_non_null(a);
     assert_true(kiq_authorizer_is_super(a, "User:admin"));
     assert_true(kiq_authorizer_is_super(a, "User:CN=broker,O=x"));
     assert_false(kiq_authorizer_is_super(a, "User:alice"));
     kiq_acl_store_t s = {0};
     add(&s, acl(KIQ_RES_TOPIC, "t", KIQ_PAT_LITERAL, "User:*", "*", KIQ_OP_READ, KIQ_PERM_ALLOW));
-    the_store = &s;
+    assert_int_equal(kiq_acl_published_set(&pub, &s), 0);
     kiq_acl_request_t q = {"User:admin", "h", KIQ_OP_CLUSTER_ACTION, KIQ_RES_CLUSTER, KIQ_STR(KIQ_ACL_CLUSTER_NAME)};
     const char *why = NULL;
     assert_int_equal(kiq_authorizer_authorize(a, &q, &why), KIQ_ACL_ALLOWED);
@@ -230,9 +228,44 @@ static void test_authorizer(void **state)
     assert_int_equal(kiq_authorizer_operations(a, &r, ops, 2), (1 << KIQ_OP_READ) | (1 << KIQ_OP_ALTER));
     kiq_authorizer_free(a);
     assert_int_equal(kiq_config_set(c, "super.users", "admin"), 0);
-    assert_int_equal(kiq_authorizer_new(c, with_store, NULL, &a), -1);
+    assert_int_equal(kiq_authorizer_new(c, with_store, &pub, &a), -1);
     kiq_acl_store_clear(&s);
+    kiq_acl_published_destroy(&pub);
     kiq_config_free(c);
+}
+
+/* A snapshot taken stays whole while newer ones are published; each is
+ * freed by its last release (asan/valgrind catch a double free or leak). */
+static void test_acl_snapshot(void **state)
+{
+    (void)state;
+    kiq_acl_published_t pub;
+    assert_int_equal(kiq_acl_published_init(&pub), 0);
+    kiq_acl_snapshot_t *empty = kiq_acl_published_get(&pub);
+    assert_int_equal(empty->store.n, 0);
+    kiq_acl_store_t s = {0};
+    add(&s, acl(KIQ_RES_TOPIC, "t", KIQ_PAT_LITERAL, "User:alice", "*", KIQ_OP_READ, KIQ_PERM_ALLOW));
+    assert_int_equal(kiq_acl_published_set(&pub, &s), 0);
+    /* the publisher's store is copied: changing it later changes no snapshot */
+    add(&s, acl(KIQ_RES_TOPIC, "u", KIQ_PAT_LITERAL, "User:bob", "*", KIQ_OP_READ, KIQ_PERM_ALLOW));
+    kiq_acl_snapshot_t *one = kiq_acl_published_get(&pub);
+    assert_int_equal(one->store.n, 1);
+    assert_string_equal(one->store.acls[0].principal, "User:alice");
+    assert_int_equal(empty->store.n, 0); /* the older one, still held, unchanged */
+    assert_int_equal(kiq_acl_published_set(&pub, &s), 0);
+    kiq_acl_snapshot_t *two = kiq_acl_published_get(&pub);
+    assert_int_equal(two->store.n, 2);
+    assert_ptr_not_equal(one, two);
+    assert_int_equal(atomic_load(&one->refs), 1); /* only this reader holds it now */
+    assert_int_equal(atomic_load(&two->refs), 2); /* the publisher's and this reader's */
+    kiq_acl_request_t q = {"User:bob", "h", KIQ_OP_READ, KIQ_RES_TOPIC, KIQ_STR("u")};
+    assert_int_equal(kiq_acl_authorize(&one->store, &q, false, NULL), KIQ_ACL_DENIED);
+    assert_int_equal(kiq_acl_authorize(&two->store, &q, false, NULL), KIQ_ACL_ALLOWED);
+    kiq_acl_snapshot_release(empty);
+    kiq_acl_snapshot_release(one);
+    kiq_acl_snapshot_release(two);
+    kiq_acl_published_destroy(&pub);
+    kiq_acl_store_clear(&s);
 }
 
 static kiq_metadata_record_t entry_record(uint8_t id, const char *name, int8_t pattern, const char *principal)
@@ -309,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_filters_and_store),
         cmocka_unit_test(test_by_resource_type_and_operations),
         cmocka_unit_test(test_authorizer),
+        cmocka_unit_test(test_acl_snapshot),
         cmocka_unit_test(test_image_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -439,10 +439,63 @@ static void test_scram_credentials(void **state)
     kiq_metadata_cache_free(mc);
 }
 
+/* The ACL bindings and delegation tokens an update carries: a malformed
+ * binding left out, the bindings published as a snapshot that a reader
+ * holding the last one keeps whole after the next update replaced it. */
+static void test_acls_and_tokens(void **state)
+{
+    (void)state;
+    kiq_metadata_cache_t *mc = kiq_metadata_cache_new();
+    kiq_acl_snapshot_t *none = kiq_metadata_cache_acls(mc);
+    assert_int_equal(none->store.n, 0);
+    kiq_acl_snapshot_release(none);
+    builder_t b;
+    builder_init(&b, 0);
+    kiq_update_metadata_request_kafkaiq_acls_t acls[] = {
+        {.resource_type = KIQ_RES_TOPIC, .resource_name = KIQ_STR("t"), .pattern_type = KIQ_PAT_LITERAL,
+         .principal = KIQ_STR("User:alice"), .host = KIQ_STR("*"), .operation = KIQ_OP_READ,
+         .permission_type = KIQ_PERM_ALLOW},
+        /* no such operation: left out */
+        {.resource_type = KIQ_RES_TOPIC, .resource_name = KIQ_STR("t"), .pattern_type = KIQ_PAT_LITERAL,
+         .principal = KIQ_STR("User:bob"), .host = KIQ_STR("*"), .operation = 99, .permission_type = KIQ_PERM_ALLOW},
+    };
+    kiq_update_metadata_request_kafkaiq_delegation_tokens_t tokens[] = {
+        {.token_id = KIQ_STR("tok1"), .owner = KIQ_STR("User:alice"), .expiry_timestamp_ms = 1234},
+        {.token_id = {0}, .owner = KIQ_STR("User:nobody"), .expiry_timestamp_ms = 1},
+    };
+    b.req.kafkaiq_acls = acls;
+    b.req.kafkaiq_acls_n = 2;
+    b.req.kafkaiq_delegation_tokens = tokens;
+    b.req.kafkaiq_delegation_tokens_n = 2;
+    assert_int_equal(kiq_metadata_cache_update(mc, &b.req), 0);
+    kiq_acl_snapshot_t *first = kiq_metadata_cache_acls(mc);
+    assert_int_equal(first->store.n, 1);
+    assert_string_equal(first->store.acls[0].principal, "User:alice");
+    char owner[64];
+    int64_t expiry = 0;
+    assert_int_equal(kiq_metadata_cache_token(mc, "tok1", owner, sizeof owner, &expiry), 0);
+    assert_string_equal(owner, "User:alice");
+    assert_int_equal(expiry, 1234);
+    assert_int_equal(kiq_metadata_cache_token(mc, "tok2", owner, sizeof owner, &expiry), -1);
+    b.req.kafkaiq_acls_n = 0; /* removed since */
+    b.req.kafkaiq_delegation_tokens_n = 0;
+    assert_int_equal(kiq_metadata_cache_update(mc, &b.req), 0);
+    kiq_acl_snapshot_t *second = kiq_metadata_cache_acls(mc);
+    assert_int_equal(second->store.n, 0);
+    assert_int_equal(first->store.n, 1); /* still whole for its reader */
+    assert_string_equal(first->store.acls[0].resource_name, "t");
+    assert_int_equal(kiq_metadata_cache_token(mc, "tok1", owner, sizeof owner, &expiry), -1);
+    kiq_acl_snapshot_release(first);
+    kiq_acl_snapshot_release(second);
+    builder_free(&b);
+    kiq_metadata_cache_free(mc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scram_credentials),
+        cmocka_unit_test(test_acls_and_tokens),
         cmocka_unit_test(test_empty_cache),
         cmocka_unit_test(test_update_and_lookup),
         cmocka_unit_test(test_copies_into_arena),

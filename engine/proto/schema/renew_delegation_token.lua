@@ -7,6 +7,10 @@ return {
   request = {
     { "hmac", "bytes" },
     { "renew_period_ms", "int64" },
+    -- KafkaIQ's own, tagged: the client's principal (Type:name) where a
+    -- broker forwarded the request to the active controller, which acts for
+    -- it; honoured only from a node (ClusterAction on the control plane).
+    { "kafkaiq_requester", "string", v = "2+", null = "2+", default = "null", tag = 10000, tagged = "2+" },
   },
   response = {
     { "error_code", "int16" },

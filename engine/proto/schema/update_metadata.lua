@@ -80,6 +80,39 @@ return {
         { "server_key", "bytes" },
         { "iterations", "int32" },
     } },
+    -- KafkaIQ's own, tagged: the ACL bindings of the metadata log
+    -- (AccessControlEntryRecord's fields), so every broker authorizes as
+    -- the controllers do. The whole set each time.
+    { "kafkaiq_acls", "[]", v = "6+", tag = 10004, tagged = "6+", fields = {
+        { "id", "uuid" },
+        { "resource_type", "int8" },
+        { "resource_name", "string" },
+        { "pattern_type", "int8" },
+        { "principal", "string" },
+        { "host", "string" },
+        { "operation", "int8" },
+        { "permission_type", "int8" },
+    } },
+    -- KafkaIQ's own, tagged: the delegation tokens of the metadata log, what
+    -- a broker needs to authenticate SCRAM by token (the HMAC it computes
+    -- from delegation.token.secret.key, the same on every node). The whole
+    -- set each time.
+    { "kafkaiq_delegation_tokens", "[]", v = "6+", tag = 10005, tagged = "6+", fields = {
+        { "token_id", "string" },
+        { "owner", "string" },
+        { "expiry_timestamp_ms", "int64" },
+    } },
+    -- KafkaIQ's own, tagged: the client quotas of the metadata log, one
+    -- entry per entity and key (a part's null name: its default), so every
+    -- broker throttles as the controllers' image says. The whole set each time.
+    { "kafkaiq_client_quotas", "[]", v = "6+", tag = 10006, tagged = "6+", fields = {
+        { "has_user", "bool" },
+        { "user", "string", null = "6+" },
+        { "has_client_id", "bool" },
+        { "client_id", "string", null = "6+" },
+        { "key", "string" },
+        { "value", "float64" },
+    } },
   },
   response = {
     { "error_code", "int16" },

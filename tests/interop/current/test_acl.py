@@ -41,7 +41,9 @@ class AclNode(Broker):
             "control.plane.listener.name=CONTROLLER", "sasl.enabled.mechanisms=PLAIN",
             f"listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}",
             "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "super.users=User:admin"])
+            # the control plane is PLAINTEXT: the node reaching its own controller
+            # there is ANONYMOUS, which needs ClusterAction as in Kafka
+            "super.users=User:admin;User:ANONYMOUS"])
 
     def command(self):
         cmd = super().command()
