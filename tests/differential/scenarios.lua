@@ -940,9 +940,16 @@ scenario { name = "IncrementalAlterConfigs of a share group's configs", api = "I
       { name = "share.auto.offset.reset", config_operation = 0, value = "sometimes" } } },
     { resource_type = 32, resource_name = s.name .. "-b", configs = {
       { name = "share.no.such.config", config_operation = 0, value = "1" } } } } } end },
+  -- Kafka's broker describes from its metadata image, which may lag the controller's commit a moment
   { api = "DescribeConfigs", body = function(s) return { include_synonyms = false, include_documentation = false,
     resources = { { resource_type = 32, resource_name = s.name, configuration_keys = {
-      "share.auto.offset.reset", "share.record.lock.duration.ms" } } } } end },
+      "share.auto.offset.reset", "share.record.lock.duration.ms" } } } } end,
+    ["until"] = function(r)
+      for _, c in ipairs(r.results[1] and r.results[1].configs or {}) do
+        if c.name == "share.record.lock.duration.ms" then return c.value == "20000" end
+      end
+      return false
+    end },
 } }
 
 -- v10 by topic id: an unknown id beside a known one, and all of a group's
