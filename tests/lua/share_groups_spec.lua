@@ -4,10 +4,13 @@
 -- holding the records, per-offset acknowledge types, an expired lock
 -- making records available again and the delivery limit archiving them,
 -- a closed session's records released, and the group as ShareGroupDescribe
--- and ListGroups show it. In a cluster of three: group configs at the
--- controller, fetches at the leader, share offsets admin answered for
--- every partition by the coordinator, and share state in
--- __share_group_state surviving a leader failover.
+-- and ListGroups show it, FindCoordinator key type 2. In a cluster of
+-- three: group configs at the controller, key type 2 answered with the
+-- leader of the key's __share_group_state partition, fetches at the
+-- leader, share offsets admin answered for every partition by the
+-- coordinator, and share state in __share_group_state surviving a leader
+-- failover. share.isolation.level=read_committed (aborted and open
+-- transactions' records not handed out) and a max_bytes of 0.
 local kiq = require "kafkaiq"
 local core = require "kafkaiq.core"
 local connection = require "kafkaiq.client.connection"
