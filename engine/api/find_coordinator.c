@@ -5,9 +5,11 @@
  * key's partition of that topic, as this broker's metadata shows it; the
  * topic is created through the controller on first use, the request parked
  * until this broker's metadata has it (api/topic_orders.h). v4 asks for
- * several keys at once; v6 knows share groups' key type 2, for the share
- * coordinator brokers ask (there is none here: each partition's leader
- * keeps its share-partitions' state itself, share/share_state.h). */
+ * several keys at once; v6 knows share groups' key type 2
+ * ("group:topicId:partition"): the share coordinator Kafka's brokers and
+ * tools ask for is the leader of the key's __share_group_state partition,
+ * where this broker's partition leaders write the state
+ * (share/share_state.h). */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -16,9 +18,12 @@
 #include "controller/metadata_cache.h"
 #include "core/coordinator_key.h"
 #include "core/error.h"
+#include "core/uuid.h"
 #include "group/group_coordinator.h"
 #include "group/offsets_topic.h"
 #include "server/controller_link.h"
+#include "share/share_state.h"
+#include "api/share_state_topic.h"
 #include "txn/txn_coordinator.h"
 
 enum { KEY_TYPE_GROUP = 0, KEY_TYPE_TRANSACTION = 1, KEY_TYPE_SHARE = 2 };
@@ -50,11 +55,7 @@ static const coordinator_topic_t txn_topic = {KIQ_TXN_TOPIC, KIQ_CFG_TRANSACTION
 
 static int16_t check_key_type(int16_t version, int8_t key_type, kiq_str_t *message)
 {
-    /* share groups (KIP-932) from v6: there is no share coordinator */
-    if (key_type == KEY_TYPE_SHARE && version >= 6) {
-        *message = KIQ_STR("this broker has no share coordinator: partition leaders keep the share state");
-        return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
-    }
+    if (key_type == KEY_TYPE_SHARE && version >= 6) return KIQ_ERR_NONE;
     if (key_type != KEY_TYPE_GROUP && key_type != KEY_TYPE_TRANSACTION) {
         *message = KIQ_STR("unknown key type");
         return KIQ_ERR_INVALID_REQUEST;
@@ -62,10 +63,11 @@ static int16_t check_key_type(int16_t version, int8_t key_type, kiq_str_t *messa
     return KIQ_ERR_NONE;
 }
 
-static int16_t cluster_lookup(kiq_broker_t *b, kiq_request_t *r, const coordinator_topic_t *ct, kiq_str_t key,
-                              coordinator_t *c, kiq_str_t *message)
+/* The leader of key's partition of topic. */
+static int16_t cluster_lookup(kiq_broker_t *b, kiq_request_t *r, const char *topic, kiq_str_t key, coordinator_t *c,
+                              kiq_str_t *message)
 {
-    int32_t n = kiq_metadata_cache_partition_count(b->metadata, ct->name, strlen(ct->name));
+    int32_t n = kiq_metadata_cache_partition_count(b->metadata, topic, strlen(topic));
     if (n <= 0) {
         if (!message->p) *message = kiq_request_str(r, "the coordinator's topic is being created");
         return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
@@ -75,15 +77,56 @@ static int16_t cluster_lookup(kiq_broker_t *b, kiq_request_t *r, const coordinat
     kiq_cached_partition_t p;
     char host[256];
     int port;
-    if (!kiq_metadata_cache_partition(b->metadata, ct->name, strlen(ct->name), partition, &p) || p.leader < 0 ||
+    if (!kiq_metadata_cache_partition(b->metadata, topic, strlen(topic), partition, &p) || p.leader < 0 ||
         !kiq_metadata_cache_broker(b->metadata, p.leader, NULL, host, sizeof host, &port)) {
         char why[96];
-        snprintf(why, sizeof why, "%s-%d has no leader", ct->name, partition);
+        snprintf(why, sizeof why, "%s-%d has no leader", topic, partition);
         *message = kiq_request_str(r, why);
         return KIQ_ERR_COORDINATOR_NOT_AVAILABLE;
     }
     *c = (coordinator_t){p.leader, kiq_request_str(r, host), port};
     return KIQ_ERR_NONE;
+}
+
+/* A share coordinator key as Kafka's SharePartitionKey has it: a group,
+ * a topic id and a partition, joined by ':'. */
+static bool share_key_valid(kiq_str_t key)
+{
+    const char *p = key.p, *end = key.p + (key.len > 0 ? key.len : 0);
+    const char *c1 = p ? memchr(p, ':', (size_t)(end - p)) : NULL;
+    const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+    if (!c1 || c1 == p || !c2 || c2 - c1 - 1 != 22 || c2 + 1 == end || end - c2 - 1 > 10) return false;
+    char id[23];
+    memcpy(id, c1 + 1, 22);
+    id[22] = 0;
+    kiq_uuid_t u;
+    if (kiq_uuid_from_base64(id, &u) != 0) return false;
+    for (const char *q = c2 + 1; q < end; q++)
+        if (*q < '0' || *q > '9') return false;
+    return true;
+}
+
+/* Key type 2: the leader of the key's __share_group_state partition, as
+ * Kafka's share coordinator is (Kafka asks brokers for CLUSTER_ACTION). */
+static int16_t share_lookup(kiq_broker_t *b, kiq_request_t *r, kiq_str_t key, coordinator_t *c, kiq_str_t *message)
+{
+    if (!kiq_api_cluster_allowed(b, r, KIQ_OP_CLUSTER_ACTION)) {
+        *message = KIQ_STR_NULL;
+        return KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    }
+    if (!share_key_valid(key)) {
+        *message = KIQ_STR("a share coordinator key is groupId:topicId:partition");
+        return KIQ_ERR_INVALID_REQUEST;
+    }
+    *message = KIQ_STR_NULL;
+    if (!b->cluster) {
+        *c = (coordinator_t){b->node_id, kiq_request_str(r, b->advertised_host), b->advertised_port};
+        return KIQ_ERR_NONE;
+    }
+    /* the topic comes on a share group's first use; asking makes it come */
+    if (kiq_metadata_cache_partition_count(b->metadata, KIQ_SHARE_STATE_TOPIC, strlen(KIQ_SHARE_STATE_TOPIC)) <= 0)
+        kiq_api_share_state_topic_ensure(b);
+    return cluster_lookup(b, r, KIQ_SHARE_STATE_TOPIC, key, c, message);
 }
 
 /* Each key's coordinator; why: the reason the coordinator's topic could
@@ -93,6 +136,7 @@ static int16_t lookup(kiq_broker_t *b, kiq_request_t *r, int8_t key_type, kiq_st
 {
     int16_t err = check_key_type(r->header.api_version, key_type, message);
     if (err) return err;
+    if (key_type == KEY_TYPE_SHARE) return share_lookup(b, r, key, c, message);
     bool txn = key_type == KEY_TYPE_TRANSACTION;
     if (txn && (!key.p || key.len == 0)) {
         *message = KIQ_STR("a transactional id is required");
@@ -104,7 +148,7 @@ static int16_t lookup(kiq_broker_t *b, kiq_request_t *r, int8_t key_type, kiq_st
         return txn ? KIQ_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED : KIQ_ERR_GROUP_AUTHORIZATION_FAILED;
     }
     *message = why;
-    if (b->cluster) return cluster_lookup(b, r, txn ? &txn_topic : &offsets_topic, key, c, message);
+    if (b->cluster) return cluster_lookup(b, r, txn ? KIQ_TXN_TOPIC : KIQ_OFFSETS_TOPIC, key, c, message);
     err = (int16_t)(txn ? kiq_txn_coordinator_ensure_topic(b->txns) : kiq_group_coordinator_ensure_topic(b->groups));
     if (err) {
         *message = kiq_request_error_message(r);

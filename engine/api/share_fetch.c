@@ -74,7 +74,16 @@ static int32_t be32(const uint8_t *p) { return (int32_t)((uint32_t)p[0] << 24 | 
 
 /* RecordBatch v2: base offset (8), length (4), leader epoch (4), magic
  * (1), crc (4), attributes (2), last offset delta (4), ... */
-enum { BATCH_HEADER = 61, ATTRS_AT = 21, LAST_DELTA_AT = 23, CONTROL_BIT = 0x20 };
+enum { BATCH_HEADER = 61, ATTRS_AT = 21, LAST_DELTA_AT = 23, PRODUCER_ID_AT = 43, TXN_BIT = 0x10, CONTROL_BIT = 0x20 };
+
+/* A transactional batch at base of producer pid that one of the aborted
+ * transactions covers. */
+static bool batch_aborted(const kiq_aborted_t *ab, size_t n, int64_t pid, int64_t base)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ab[i].producer_id == pid && ab[i].first_offset <= base && base <= ab[i].last_offset) return true;
+    return false;
+}
 
 /* v2's ShareAcquireMode: 0 batch-optimized (whole batches), 1 record-limit. */
 enum { ACQUIRE_RECORD_LIMIT = 1 };
@@ -100,13 +109,15 @@ static int acquire_partition(share_fetch_op_t *f, const kiq_api_share_cfg_t *cfg
     kiq_partition_log_t *log = topic->partitions[tp->partition]->log;
     kiq_share_partition_t *sp = kiq_api_share_partition(f->b, cfg, f->req->group_id, topic, tp->partition, now_ms);
     int got = 0;
-    int64_t hw = kiq_partition_log_high_watermark(log);
+    /* read_committed: what is decided, aborted transactions' records archived as Kafka's share-partition does */
+    int64_t hw = cfg->read_committed ? kiq_partition_log_last_stable_offset(log) : kiq_partition_log_high_watermark(log);
     int64_t from = sp ? kiq_share_partition_next(sp) : hw;
     if (!sp) pr->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
-    if (from >= hw || *records_left <= 0) goto out;
+    /* max_bytes 0 hands out nothing; past it, the next partitions wait for the next fetch */
+    if (from >= hw || *records_left <= 0 || *bytes_left <= 0) goto out;
     kiq_wr_t w;
     kiq_wr_init(&w);
-    int32_t limit = *bytes_left > INT32_MAX ? INT32_MAX : (int32_t)(*bytes_left > 0 ? *bytes_left : 1);
+    int32_t limit = *bytes_left > INT32_MAX ? INT32_MAX : (int32_t)*bytes_left;
     int n = kiq_partition_log_read(log, from, limit, hw, &w);
     if (n < 0 || w.err) {
         kiq_wr_free(&w);
@@ -114,6 +125,8 @@ static int acquire_partition(share_fetch_op_t *f, const kiq_api_share_cfg_t *cfg
         KIQ_WARN_LIMITED("share fetch %s-%d at %lld: %s", topic->name, tp->partition, (long long)from, kiq_error_get());
         goto out;
     }
+    kiq_aborted_t *ab = NULL;
+    size_t nab = cfg->read_committed ? kiq_partition_log_aborted(log, from, hw, &f->r->arena, &ab) : 0;
     kiq_share_ranges_t ranges = {0};
     size_t pos = 0, keep = 0;
     int64_t deadline = now_ms + cfg->lock_ms;
@@ -127,7 +140,7 @@ static int acquire_partition(share_fetch_op_t *f, const kiq_api_share_cfg_t *cfg
         if (last >= hw) last = hw - 1;
         int64_t first = base > from ? base : from;
         pos += (size_t)blen + 12;
-        if (attrs & CONTROL_BIT) {
+        if ((attrs & CONTROL_BIT) || ((attrs & TXN_BIT) && batch_aborted(ab, nab, be64(bp + PRODUCER_ID_AT), base))) {
             if (kiq_share_partition_archive(sp, first, last) != 0) break;
             continue;
         }
@@ -205,7 +218,7 @@ static int acquire_all(share_fetch_op_t *f)
                                                     req->member_id.len);
     if (!s) return -1;
     int32_t records_left = req->max_records > 0 ? req->max_records : 500;
-    int64_t bytes_left = req->max_bytes > 0 ? req->max_bytes : INT32_MAX;
+    int64_t bytes_left = req->max_bytes;
     int64_t now_ms = kiq_clock_mono_ns() / 1000000;
     int got = 0;
     bool failed = false;

@@ -20,11 +20,13 @@ void kiq_api_share_cfg(kiq_broker_t *b, kiq_str_t group, kiq_api_share_cfg_t *cf
     const char *lock = own ? own->v[KIQ_GROUP_CFG_LOCK_DURATION_MS] : NULL;
     const char *limit = own ? own->v[KIQ_GROUP_CFG_DELIVERY_COUNT_LIMIT] : NULL;
     const char *reset = own ? own->v[KIQ_GROUP_CFG_AUTO_OFFSET_RESET] : NULL;
+    const char *iso = own ? own->v[KIQ_GROUP_CFG_ISOLATION_LEVEL] : NULL;
     /* a group's values were checked when set */
     cfg->lock_ms = lock ? atoi(lock) : (int32_t)kiq_config_int(b->config, KIQ_CFG_GROUP_SHARE_RECORD_LOCK_DURATION_MS);
     cfg->delivery_limit = limit ? atoi(limit) : (int)kiq_config_int(b->config, KIQ_CFG_GROUP_SHARE_DELIVERY_COUNT_LIMIT);
     cfg->max_locks = (int)kiq_config_int(b->config, KIQ_CFG_GROUP_SHARE_PARTITION_MAX_RECORD_LOCKS);
     cfg->earliest = strcmp(reset ? reset : kiq_config_str(b->config, KIQ_CFG_SHARE_AUTO_OFFSET_RESET), "earliest") == 0;
+    cfg->read_committed = iso && strcmp(iso, "read_committed") == 0;
 }
 
 int16_t kiq_api_share_session(kiq_broker_t *b, kiq_str_t group, kiq_str_t member, int32_t epoch, bool fetch,

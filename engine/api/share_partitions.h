@@ -14,6 +14,7 @@ typedef struct kiq_api_share_cfg {
     int32_t lock_ms;
     int delivery_limit, max_locks;
     bool earliest; /* share.auto.offset.reset */
+    bool read_committed; /* share.isolation.level: up to the last stable offset, aborted records archived */
 } kiq_api_share_cfg_t;
 
 void kiq_api_share_cfg(kiq_broker_t *b, kiq_str_t group, kiq_api_share_cfg_t *cfg);

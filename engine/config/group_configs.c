@@ -55,8 +55,8 @@ int kiq_group_configs_set(kiq_group_configs_t *c, int i, kiq_str_t value)
             if (!int_in(value, 2, 10)) return invalid(i, value, "Value must be in [2, 10]");
             break;
         default:
-            if (!kiq_str_eq(value, "read_uncommitted"))
-                return invalid(i, value, "only read_uncommitted is served (records up to the high watermark)");
+            if (!kiq_str_eq(value, "read_uncommitted") && !kiq_str_eq(value, "read_committed"))
+                return invalid(i, value, "String must be one of: read_committed, read_uncommitted");
             break;
         }
     }

@@ -23,6 +23,13 @@ local placeholder = {
   path = "each broker's own data directory",
 }
 
+-- String fields that carry a topic id among other text: the id (22
+-- base64 characters after a ':') becomes "<topic_id>".
+local embedded_topic_id = {
+  key = "a share coordinator key (FindCoordinator key type 2) is group:topicId:partition",
+}
+local TOPIC_ID_PART = ":" .. ("[%w_%-]"):rep(22) .. "%f[^%w_%-]"
+
 -- Fields left out entirely.
 local drop = {
   error_message = "the wording, and whether a success carries an empty one, is each broker's own; clients act on the code",
@@ -62,6 +69,7 @@ local node_ids = {
 local ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 local function copy(v, field, cluster)
+  if embedded_topic_id[field] and type(v) == "string" then return (v:gsub(TOPIC_ID_PART, ":<topic_id>")) end
   if type(v) ~= "table" then
     if (placeholder[field] or cluster and node_ids[field] and type(v) == "number") and v ~= nil and
         v ~= ZERO_UUID and v ~= -1 and v ~= "" then

@@ -895,6 +895,23 @@ scenario { name = "ShareFetch and ShareAcknowledge: acquire, release, reject, ac
   share_fetch(9),
 } }
 
+-- FindCoordinator key type 2 (KIP-932's share coordinator, v6 on): a
+-- "group:topicId:partition" key's coordinator (the first ask may find the
+-- state topic being created), then keys not of that form.
+scenario { name = "FindCoordinator of a share-partition key", api = "FindCoordinator", steps = {
+  create(1), metadata(),
+  { api = "FindCoordinator", body = function(s)
+    local k = s.name .. ":" .. s.topic_id .. ":0"
+    return { key = k, key_type = 2, coordinator_keys = { k } }
+  end, ["until"] = function(r)
+    local e = r.coordinators and r.coordinators[1] or r
+    return e.error_code ~= 15
+  end },
+  { api = "FindCoordinator", body = function(s)
+    return { key = s.name, key_type = 2, coordinator_keys = { s.name, s.name .. ":x:0", s.name .. ":" .. s.topic_id } }
+  end },
+} }
+
 -- A share group's offsets before any fetch (no state yet), of a group
 -- of none, and their reset refused while the group has a member.
 scenario { name = "DescribeShareGroupOffsets of a new share group and of none", api = "DescribeShareGroupOffsets",
@@ -923,9 +940,16 @@ scenario { name = "IncrementalAlterConfigs of a share group's configs", api = "I
       { name = "share.auto.offset.reset", config_operation = 0, value = "sometimes" } } },
     { resource_type = 32, resource_name = s.name .. "-b", configs = {
       { name = "share.no.such.config", config_operation = 0, value = "1" } } } } } end },
+  -- Kafka's broker describes from its metadata image, which may lag the controller's commit a moment
   { api = "DescribeConfigs", body = function(s) return { include_synonyms = false, include_documentation = false,
     resources = { { resource_type = 32, resource_name = s.name, configuration_keys = {
-      "share.auto.offset.reset", "share.record.lock.duration.ms" } } } } end },
+      "share.auto.offset.reset", "share.record.lock.duration.ms" } } } } end,
+    ["until"] = function(r)
+      for _, c in ipairs(r.results[1] and r.results[1].configs or {}) do
+        if c.name == "share.record.lock.duration.ms" then return c.value == "20000" end
+      end
+      return false
+    end },
 } }
 
 -- v10 by topic id: an unknown id beside a known one, and all of a group's

@@ -294,9 +294,9 @@ describe("Kafka 3.9 APIs on one broker", function()
     end
     assert.are.equal(69, commit("ghost", 9))
     assert.are.equal(22, commit("ghost", 8)) -- ILLEGAL_GENERATION before v9
-    -- FindCoordinator: share groups (key type 2) exist from v6, with no coordinator here
+    -- FindCoordinator: share-partition keys (key type 2) exist from v6; one not group:topicId:partition is refused
     r = assert(c:request(FIND_COORDINATOR, { key_type = 2, coordinator_keys = { "s" } }))
-    assert.are.equal(15, r.coordinators[1].error_code)
+    assert.are.equal(42, r.coordinators[1].error_code)
     r = assert(c:request(FIND_COORDINATOR, { key_type = 2, coordinator_keys = { "s" } }, { version = 5 }))
     assert.are.equal(42, r.coordinators[1].error_code)
   end)

@@ -4,10 +4,13 @@
 -- holding the records, per-offset acknowledge types, an expired lock
 -- making records available again and the delivery limit archiving them,
 -- a closed session's records released, and the group as ShareGroupDescribe
--- and ListGroups show it. In a cluster of three: group configs at the
--- controller, fetches at the leader, share offsets admin answered for
--- every partition by the coordinator, and share state in
--- __share_group_state surviving a leader failover.
+-- and ListGroups show it, FindCoordinator key type 2. In a cluster of
+-- three: group configs at the controller, key type 2 answered with the
+-- leader of the key's __share_group_state partition, fetches at the
+-- leader, share offsets admin answered for every partition by the
+-- coordinator, and share state in __share_group_state surviving a leader
+-- failover. share.isolation.level=read_committed (aborted and open
+-- transactions' records not handed out) and a max_bytes of 0.
 local kiq = require "kafkaiq"
 local core = require "kafkaiq.core"
 local connection = require "kafkaiq.client.connection"
@@ -118,6 +121,16 @@ describe("share groups on one broker", function()
     assert.are.equal("share", l.groups[1].group_type)
   end)
 
+  it("names itself the share coordinator of a well-formed key (FindCoordinator key type 2)", function()
+    local key = "sg:" .. tid .. ":0"
+    local r = assert(c:request(FIND_COORDINATOR, { key_type = 2, coordinator_keys = { key, "sg:nope:0", "sg" } }))
+    assert.are.equal(key, r.coordinators[1].key)
+    assert.are.equal(0, r.coordinators[1].error_code)
+    assert.are.equal(b.port, r.coordinators[1].port)
+    assert.are.equal(INVALID_REQUEST, r.coordinators[2].error_code)
+    assert.are.equal(INVALID_REQUEST, r.coordinators[3].error_code)
+  end)
+
   it("hands each record to one member at a time, acknowledged only by it", function()
     produce({ "a", "b", "c" })
     assert.are.equal(SESSION_NOT_FOUND, fetch("m1", 1).error_code) -- no session yet
@@ -219,6 +232,43 @@ describe("share groups in a cluster of three", function()
     end, 10000, 50), value)
     one:close()
     two:close()
+  end)
+
+  it("answers key type 2 with the leader of the key's __share_group_state partition, on every broker", function()
+    local function conn(b)
+      return assert(connection.open("127.0.0.1", b.port, { client_id = "share-spec", connect_timeout_ms = 5000,
+        request_timeout_ms = 10000 }))
+    end
+    local bit = require "bit"
+    -- Kafka's partition of a coordinator key: abs(Java's String.hashCode) % partitions (ASCII keys here)
+    local function partition_for(key, n)
+      local h = 0
+      for i = 1, #key do h = bit.tobit(h * 31 + key:byte(i)) end
+      return math.abs(h) % n
+    end
+    local cx = { conn(c:broker(0)), conn(c:broker(1)), conn(c:broker(2)) }
+    local tid = assert(cx[1]:request(METADATA, { topics = { { name = "shc" } },
+      allow_auto_topic_creation = false })).topics[1].topic_id
+    local keys = {}
+    for p = 0, 2 do keys[#keys + 1] = "sgk:" .. tid .. ":" .. p end
+    local answers
+    -- the first ask creates the topic through the controller; it is COORDINATOR_NOT_AVAILABLE until then
+    assert.is_true(kiq.wait_for(function()
+      answers = {}
+      for i, x in ipairs(cx) do
+        answers[i] = assert(x:request(FIND_COORDINATOR, { key_type = 2, coordinator_keys = keys })).coordinators
+        for _, e in ipairs(answers[i]) do if e.error_code ~= 0 then return false end end
+      end
+      return true
+    end, 15000, 100))
+    for k, key in ipairs(keys) do
+      local leader = c:partition("__share_group_state", partition_for(key, 3)).leader
+      for i = 1, 3 do
+        assert.are.equal(leader, answers[i][k].node_id, key)
+        assert.are.equal(c:broker(leader).port, answers[i][k].port)
+      end
+    end
+    for _, x in ipairs(cx) do x:close() end
   end)
 
   it("acquires at the partition's leader and names it to a broker asked instead", function()
@@ -380,5 +430,78 @@ describe("share groups in a cluster of three", function()
     end, 10000, "the new leader to serve share fetches"))
     assert.are.same({ { 2, 3, 2 } }, got)
     nc:close()
+  end)
+end)
+
+describe("a share group's isolation level and byte bound", function()
+  it("reads committed records only with share.isolation.level=read_committed, and none with max_bytes 0", function()
+    local client = require "kafkaiq.client"
+    local b = assert(kiq.broker { ["kafkaiq.share.auto.offset.reset"] = "earliest" })
+    local a = assert(b:admin())
+    assert(a:create_topics { { name = "shtx", partitions = 1 } })
+    a:close()
+    local c = assert(connection.open("127.0.0.1", b.port, { client_id = "share-spec", connect_timeout_ms = 5000,
+      request_timeout_ms = 10000 }))
+    local function set_isolation(group, value)
+      local r = assert(c:request(INCREMENTAL_ALTER_CONFIGS, { validate_only = false, resources = {
+        { resource_type = 32, resource_name = group, configs = {
+          { name = "share.isolation.level", config_operation = 0, value = value } } } } }))
+      return r.responses[1].error_code
+    end
+    assert.are.equal(40, set_isolation("rc", "serializable")) -- INVALID_CONFIG
+    assert.are.equal(0, set_isolation("rc", "read_committed"))
+    local tid = assert(c:request(METADATA, { topics = { { name = "shtx" } },
+      allow_auto_topic_creation = false })).topics[1].topic_id
+    local bs = "127.0.0.1:" .. b.port
+    -- offsets 0-1 aborted (marker 2), 3 committed (marker 4), 5 in a transaction still open
+    local p = client.producer { bootstrap = bs, transactional_id = "shtx-p", linger_ms = 0 }
+    assert(p:begin())
+    assert(p:send("shtx", "k", "aborted-1", { partition = 0 }))
+    assert(p:send("shtx", "k", "aborted-2", { partition = 0 }))
+    assert(p:abort())
+    assert(p:begin())
+    assert(p:send("shtx", "k", "committed", { partition = 0 }))
+    assert(p:commit())
+    assert.is_true(kiq.wait_for(function() return b:state().topics.shtx.partitions[0].log_end_offset == 5 end,
+      10000, 20))
+    local open_ = client.producer { bootstrap = bs, transactional_id = "shtx-open", linger_ms = 0 }
+    assert(open_:begin())
+    assert(open_:send("shtx", "k", "open", { partition = 0 }))
+    assert(open_:flush())
+    local epochs = {}
+    local function fetch(group, max_bytes)
+      local e = epochs[group] or 0
+      epochs[group] = e + 1
+      local f = assert(c:request(FETCH, { group_id = group, member_id = "m-" .. group, share_session_epoch = e,
+        max_wait_ms = 0, min_bytes = 1, max_bytes = max_bytes or 1048576, max_records = 500, batch_size = 500,
+        topics = { { topic_id = tid, partitions = { { partition_index = 0, acknowledgement_batches = {} } } } },
+        forgotten_topics_data = {} }))
+      assert.are.equal(0, f.error_code)
+      local out = {}
+      for i, r in ipairs(f.responses[1].partitions[1].acquired_records) do
+        out[i] = { r.first_offset, r.last_offset, r.delivery_count }
+      end
+      return out
+    end
+    for _, g in ipairs { "rc", "ru", "zero" } do
+      assert.are.equal(0, assert(c:request(HEARTBEAT, { group_id = g, member_id = "m-" .. g, member_epoch = 0,
+        subscribed_topic_names = { "shtx" } })).error_code)
+    end
+    -- the committed record alone: the aborted ones and the markers archived, the open one past the last stable offset
+    assert.are.same({ { 3, 3, 1 } }, fetch("rc"))
+    -- read_uncommitted (the default) hands out the data records up to the high watermark
+    local ru = fetch("ru")
+    assert.are.same({ 0, 5 }, { ru[1][1], ru[#ru][2] })
+    -- max_bytes 0: nothing, as Kafka answers it
+    assert.are.same({}, fetch("zero", 0))
+    assert(open_:commit())
+    assert.is_true(kiq.wait_for(function()
+      local got = fetch("rc")
+      return #got == 1 and got[1][1] == 5 and got[1][2] == 5
+    end, 10000, 20))
+    p:close()
+    open_:close()
+    c:close()
+    b:stop()
   end)
 end)

@@ -215,20 +215,23 @@ static void test_group_configs(void **state)
     assert_int_equal(kiq_group_configs_set(&c, KIQ_GROUP_CFG_LOCK_DURATION_MS, KIQ_STR("15000x")), KIQ_ERR_INVALID_CONFIG);
     assert_int_equal(kiq_group_configs_set(&c, KIQ_GROUP_CFG_LOCK_DURATION_MS, KIQ_STR("15000")), 0);
     assert_int_equal(kiq_group_configs_set(&c, KIQ_GROUP_CFG_DELIVERY_COUNT_LIMIT, KIQ_STR("11")), KIQ_ERR_INVALID_CONFIG);
-    assert_int_equal(kiq_group_configs_set(&c, KIQ_GROUP_CFG_ISOLATION_LEVEL, KIQ_STR("read_committed")),
+    assert_int_equal(kiq_group_configs_set(&c, KIQ_GROUP_CFG_ISOLATION_LEVEL, KIQ_STR("serializable")),
                      KIQ_ERR_INVALID_CONFIG);
+    assert_int_equal(kiq_group_configs_set(&c, KIQ_GROUP_CFG_ISOLATION_LEVEL, KIQ_STR("read_committed")), 0);
     assert_int_equal(kiq_share_group_configs_put(m, "g", 1, &c), 0);
     const kiq_group_configs_t *got = kiq_share_group_configs(m, "g", 1);
     assert_non_null(got);
     assert_string_equal(got->v[reset], "earliest");
     assert_string_equal(got->v[KIQ_GROUP_CFG_LOCK_DURATION_MS], "15000");
     assert_null(got->v[KIQ_GROUP_CFG_DELIVERY_COUNT_LIMIT]);
+    assert_string_equal(got->v[KIQ_GROUP_CFG_ISOLATION_LEVEL], "read_committed");
     assert_null(kiq_share_group_configs(m, "h", 1));
     /* every one deleted: the group has none */
     kiq_group_configs_t d;
     assert_int_equal(kiq_group_configs_copy(&d, got), 0);
     assert_int_equal(kiq_group_configs_set(&d, reset, KIQ_STR_NULL), 0);
     assert_int_equal(kiq_group_configs_set(&d, KIQ_GROUP_CFG_LOCK_DURATION_MS, KIQ_STR_NULL), 0);
+    assert_int_equal(kiq_group_configs_set(&d, KIQ_GROUP_CFG_ISOLATION_LEVEL, KIQ_STR_NULL), 0);
     assert_int_equal(kiq_share_group_configs_put(m, "g", 1, &d), 0);
     assert_null(kiq_share_group_configs(m, "g", 1));
     kiq_share_manager_free(m);
