@@ -15,14 +15,13 @@ files (RecordBatch v2 headers: base offset, leader epoch, CRC).
 
 import os
 import pathlib
-import random
 import signal
 import struct
 import subprocess
 import time
 
 import kiq_wire as kw
-from conftest import (BROKER_BIN, CONFIG, READY_TIMEOUT, OwnedProcess, ephemeral_low, free_port, port_bindable,
+from conftest import (BROKER_BIN, CONFIG, READY_TIMEOUT, OwnedProcess, free_port, free_port_block,
                       terminate, wait_port)
 
 API_METADATA = 3
@@ -56,18 +55,6 @@ def free_ports(n):
         if port not in ports:
             ports.append(port)
     return ports
-
-
-def free_port_block(offsets, attempts=200):
-    """A base port such that base + each offset is free (for --brokers N),
-    below the ephemeral range (see free_port)."""
-    rng = random.Random(os.getpid() ^ int(time.time()))
-    top = max(20001, ephemeral_low() - max(offsets))
-    for _ in range(attempts):
-        base = rng.randrange(10000, top)
-        if all(port_bindable(base + o) for o in offsets):
-            return base
-    raise AssertionError(f"no free port block for offsets {offsets}")
 
 
 def wait_until(fn, timeout, what, interval=0.1):

@@ -65,6 +65,17 @@ def ephemeral_low():
 
 
 _port_rng = random.Random(os.getpid() ^ time.time_ns())
+# Ports handed out by this process: one chosen for a node not started yet is
+# still bindable, so only this set keeps a second choice off it.
+_handed_out = set()
+
+
+def _claim(ports):
+    """True, and ports marked handed out, if each is free and unclaimed."""
+    if any(p in _handed_out or not port_bindable(p) for p in ports):
+        return False
+    _handed_out.update(ports)
+    return True
 
 
 def free_port():
@@ -74,11 +85,22 @@ def free_port():
     low = ephemeral_low()
     for _ in range(64):
         port = _port_rng.randrange(10000, max(10001, low))
-        if port_bindable(port):
+        if _claim([port]):
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_port_block(offsets, attempts=200):
+    """A base port such that base + each offset is free and not handed out
+    before (for --brokers N), below the ephemeral range (see free_port)."""
+    top = max(20001, ephemeral_low() - max(offsets))
+    for _ in range(attempts):
+        base = _port_rng.randrange(10000, top)
+        if _claim([base + o for o in offsets]):
+            return base
+    raise AssertionError(f"no free port block for offsets {offsets}")
 
 
 def wait_port(host, port, timeout, proc=None):
