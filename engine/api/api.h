@@ -81,8 +81,6 @@ void kiq_api_finish(kiq_request_t *r, void *resp, int rc);
  * interceptors have their say, run the handler, answer. */
 void kiq_api_handle(kiq_broker_t *b, kiq_request_t *r);
 
-/* KIP-714 client telemetry: there is never a subscription. */
-
 /* Consumer groups and committed offsets (group/group_coordinator.h). */
 
 /* The controller's APIs, served on the control plane of the broker that

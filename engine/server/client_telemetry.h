@@ -1,0 +1,48 @@
+/* The metrics clients push with KIP-714's PushTelemetry, as a broker keeps
+ * them: the newest push of each client instance (decoded OTLP gauges and
+ * sums), for /api/clients, a journey's client, and /metrics as
+ * kafkaiq_client_* series. At most KIQ_TELEMETRY_CLIENTS instances, the
+ * one pushed to longest ago forgotten first. Its own mutex: any thread. */
+#ifndef KIQ_SERVER_CLIENT_TELEMETRY_H
+#define KIQ_SERVER_CLIENT_TELEMETRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/uuid.h"
+#include "core/view.h"
+#include "metrics/registry.h"
+
+#define KIQ_TELEMETRY_CLIENTS 64
+#define KIQ_TELEMETRY_POINTS 512 /* per push; past it the rest are dropped */
+
+typedef struct kiq_client_telemetry kiq_client_telemetry_t;
+
+kiq_client_telemetry_t *kiq_client_telemetry_new(void);
+void kiq_client_telemetry_free(kiq_client_telemetry_t *t);
+
+/* Decodes metrics (OTLP MetricsData, decompressed) and keeps it as
+ * instance id's newest push, from client_id at address, at wall time
+ * now_ms. 0, or -1 with kiq_error_set when it does not decode (what was
+ * kept for the instance stays) or out of memory. */
+int kiq_client_telemetry_push(kiq_client_telemetry_t *t, const kiq_uuid_t *id, const char *client_id,
+                              const char *address, bool terminating, const uint8_t *metrics, size_t len,
+                              int64_t now_ms);
+
+/* The instances kept (of client_id only, unless NULL; of a client id
+ * starting with it when cut), newest push first,
+ * as an array of objects: client_instance_id, client_id, address,
+ * last_push_ms, pushes, terminating, resource {key: value}, and, when
+ * points, metrics [{name, kind, value, attributes {…}}] (else
+ * metric_count). 0, or -1 out of memory. */
+int kiq_client_telemetry_view(kiq_client_telemetry_t *t, const char *client_id, bool cut, bool points,
+                              const kiq_view_t *v);
+
+/* A metrics source (metrics/registry.h) over t: each kept point as
+ * kafkaiq_client_<name> (dots and other characters Prometheus refuses as
+ * '_', "org.apache.kafka." dropped), labelled client_id,
+ * client_instance_id and the point's attributes. */
+void kiq_client_telemetry_metrics(void *t, kiq_metric_out_t *o);
+
+#endif
