@@ -39,18 +39,20 @@ static void request_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
 {
     static const double qs[] = {0.5, 0.75, 0.95, 0.99, 0.999};
     static const char *const qnames[] = {"0.5", "0.75", "0.95", "0.99", "0.999"};
+    int64_t now = kiq_clock_mono_ms();
     for (size_t m = 0; m < sizeof request_times / sizeof request_times[0]; m++) {
         kiq_metric_family(o, request_times[m].name, KIQ_METRIC_SUMMARY, request_times[m].text);
         for (size_t i = 0; i < kiq_api_codec_count; i++) {
             kiq_histogram_t *h = kiq_request_stats_times(&b->stats, kiq_api_codecs[i].key, request_times[m].stage);
             if (!h) continue;
             const char *api = kiq_api_codecs[i].name;
-            uint64_t n = 0;
+            uint64_t in_window;
             for (size_t q = 0; q < sizeof qs / sizeof qs[0]; q++)
-                kiq_metric_sample(o, "", kiq_histogram_quantile_ms(h, qs[q], &n), "request", api, "quantile", qnames[q],
-                                  NULL);
+                kiq_metric_sample(o, "", kiq_histogram_quantile_ms(h, qs[q], now, &in_window), "request", api,
+                                  "quantile", qnames[q], NULL);
+            /* _sum and _count since the start, as Prometheus's rate() wants them */
             int64_t ns[KIQ_STAGE__COUNT];
-            kiq_request_stats_get(&b->stats, kiq_api_codecs[i].key, ns);
+            uint64_t n = kiq_request_stats_get(&b->stats, kiq_api_codecs[i].key, ns);
             kiq_metric_sample(o, "_sum", (double)ns[request_times[m].stage] / 1e6, "request", api, NULL);
             kiq_metric_sample(o, "_count", (double)n, "request", api, NULL);
         }

@@ -148,7 +148,8 @@ static void queues(kiq_broker_t *b, const kiq_view_t *v)
         kiq_histogram_t *h = kiq_request_stats_times(&b->stats, apis[i].key, KIQ_STAGE_QUEUE);
         if (!h) continue;
         uint64_t n = 0;
-        double p50 = kiq_histogram_quantile_ms(h, 0.5, &n), p99 = kiq_histogram_quantile_ms(h, 0.99, &n);
+        int64_t now = kiq_clock_mono_ms();
+        double p50 = kiq_histogram_quantile_ms(h, 0.5, now, &n), p99 = kiq_histogram_quantile_ms(h, 0.99, now, &n);
         v->open(v->ctx, apis[i].name, false);
         v->number(v->ctx, "count", (double)n);
         v->number(v->ctx, "p50_ms", p50);
