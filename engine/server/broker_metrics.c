@@ -100,6 +100,14 @@ static void topic_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
         {"kafka_server_brokertopicmetrics_messagesin_total", "messages produced", offsetof(kiq_topic_count_t, messages_in)},
         {"kafka_server_brokertopicmetrics_bytesin_total", "bytes produced", offsetof(kiq_topic_count_t, bytes_in)},
         {"kafka_server_brokertopicmetrics_bytesout_total", "bytes fetched by consumers", offsetof(kiq_topic_count_t, bytes_out)},
+        {"kafka_server_brokertopicmetrics_totalproducerequests_total", "partitions of produce requests answered",
+         offsetof(kiq_topic_count_t, produce_requests)},
+        {"kafka_server_brokertopicmetrics_failedproducerequests_total",
+         "partitions of produce requests answered with an error", offsetof(kiq_topic_count_t, failed_produce_requests)},
+        {"kafka_server_brokertopicmetrics_totalfetchrequests_total",
+         "partitions of fetch requests (consumers' and followers') answered", offsetof(kiq_topic_count_t, fetch_requests)},
+        {"kafka_server_brokertopicmetrics_failedfetchrequests_total",
+         "partitions of fetch requests answered with an error", offsetof(kiq_topic_count_t, failed_fetch_requests)},
     };
     for (size_t c = 0; c < sizeof counters / sizeof counters[0]; c++) {
         kiq_metric_family(o, counters[c].name, C, counters[c].text);
@@ -112,6 +120,13 @@ static void topic_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
         kiq_metric_sample(o, "", (double)all, NULL);
     }
     free(t);
+    kiq_replication_bytes_t r = kiq_topic_counts_replication(b->topic_counts);
+    kiq_metric_family(o, "kafka_server_brokertopicmetrics_replicationbytesin_total", C,
+                      "bytes this broker appended as a follower, from its leaders");
+    kiq_metric_sample(o, "", (double)r.in, NULL);
+    kiq_metric_family(o, "kafka_server_brokertopicmetrics_replicationbytesout_total", C,
+                      "bytes of records this broker's partitions returned to their followers' fetches");
+    kiq_metric_sample(o, "", (double)r.out, NULL);
 }
 
 /* The effective min.insync.replicas of a topic. */
@@ -199,7 +214,7 @@ static void partition_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
     kiq_metric_family(o, "kafka_server_replicamanager_isrexpands_total", C, "ISR expansions of partitions led here");
     kiq_metric_sample(o, "", (double)expands, NULL);
     kiq_metric_family(o, "kafka_server_replicafetchermanager_maxlag", G, "largest follower lag behind a leader, in offsets");
-    kiq_metric_sample(o, "", (double)(b->replicas ? kiq_replica_manager_max_lag(b->replicas) : 0), "clientid", "Replica",
+    kiq_metric_sample(o, "", (double)(b->replicas ? kiq_replica_manager_max_lag(b->replicas) : 0), "clientId", "Replica",
                       NULL);
 }
 
@@ -225,6 +240,13 @@ static void controller_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
     kiq_metric_family(o, "kafka_controller_controllerstats_uncleanleaderelections_total", C,
                       "leaders elected from outside the ISR");
     kiq_metric_sample(o, "", (double)(ctl ? kiq_controller_unclean_elections(ctl) : 0), NULL);
+    uint64_t records = 0, ops = ctl ? kiq_controller_operations(ctl, &records) : 0;
+    kiq_metric_family(o, "kafka_controller_kafkacontroller_eventqueueoperationsstartedcount", C,
+                      "operations the active controller ran that wrote to the metadata log");
+    kiq_metric_sample(o, "", (double)ops, NULL);
+    kiq_metric_family(o, "kafkaiq_controller_metadata_records_total", C,
+                      "metadata records the active controller wrote");
+    kiq_metric_sample(o, "", (double)records, NULL);
 }
 
 static void thread_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
