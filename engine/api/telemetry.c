@@ -1,4 +1,5 @@
-/* Client telemetry (KIP-714): every client is offered one subscription,
+/* Client telemetry (KIP-714): every client is offered a subscription, that
+ * of the client-metrics resources matching it or else the broker's
  * kafkaiq.telemetry.metrics every kafkaiq.telemetry.push.interval.ms, so
  * the clients that push by default (Java 3.7+, librdkafka 2.5+, franz-go
  * 1.19+) do; their pushes are decoded and kept (server/client_telemetry.h).
@@ -20,23 +21,41 @@
 
 static const int8_t codecs[] = {KIQ_CODEC_ZSTD, KIQ_CODEC_LZ4, KIQ_CODEC_GZIP, KIQ_CODEC_SNAPPY}; /* Kafka's order */
 
-/* Stable for a client instance and the broker's subscription, never 0:
- * a client whose subscription changed is told UNKNOWN_SUBSCRIPTION_ID. */
-static int32_t subscription_of(kiq_broker_t *b, const kiq_uuid_t *id)
+/* What client r's instance id is asked for: the client-metrics resources
+ * whose match takes it (server/client_telemetry.h), else the broker's
+ * kafkaiq.telemetry.metrics every kafkaiq.telemetry.push.interval.ms. */
+typedef struct subscription {
+    char metrics[1024];
+    int32_t interval_ms;
+} subscription_t;
+
+static void subscription_for(kiq_broker_t *b, kiq_request_t *r, const kiq_uuid_t *id, subscription_t *s)
 {
-    const char *metrics = kiq_config_str(b->config, KIQ_CFG_TELEMETRY_METRICS);
-    int32_t interval = (int32_t)kiq_config_int(b->config, KIQ_CFG_TELEMETRY_PUSH_INTERVAL_MS);
+    char instance[32], client_id[256];
+    kiq_uuid_to_base64(id, instance);
+    snprintf(client_id, sizeof client_id, KIQ_STR_FMT, r->header.client_id.p ? r->header.client_id.len : 0,
+             r->header.client_id.p ? r->header.client_id.p : "");
+    const char *colon = strrchr(r->peer, ':');
+    kiq_client_selector_t who = {instance, client_id, "", "", r->host, colon ? colon + 1 : ""};
+    if (kiq_client_telemetry_subscription(b->telemetry, &who, s->metrics, sizeof s->metrics, &s->interval_ms)) return;
+    snprintf(s->metrics, sizeof s->metrics, "%s", kiq_config_str(b->config, KIQ_CFG_TELEMETRY_METRICS));
+    s->interval_ms = (int32_t)kiq_config_int(b->config, KIQ_CFG_TELEMETRY_PUSH_INTERVAL_MS);
+}
+
+/* Stable for a client instance and its subscription, never 0: a client
+ * whose subscription changed is told UNKNOWN_SUBSCRIPTION_ID. */
+static int32_t subscription_id(const kiq_uuid_t *id, const subscription_t *s)
+{
     uint32_t h = kiq_crc32c(0, id->b, sizeof id->b);
-    h = kiq_crc32c(h, (const uint8_t *)metrics, strlen(metrics));
-    h = kiq_crc32c(h, (const uint8_t *)&interval, sizeof interval);
+    h = kiq_crc32c(h, (const uint8_t *)s->metrics, strlen(s->metrics));
+    h = kiq_crc32c(h, (const uint8_t *)&s->interval_ms, sizeof s->interval_ms);
     return (int32_t)(h ? h : 1);
 }
 
-/* kafkaiq.telemetry.metrics as the response's prefixes: "*" is all, which
- * KIP-714 spells as one empty prefix. */
-static void requested_metrics(kiq_broker_t *b, kiq_arena_t *arena, kiq_get_telemetry_subscriptions_response_t *out)
+/* The subscription's prefixes as the response lists them: "*" is all,
+ * which KIP-714 spells as one empty prefix. */
+static void requested_metrics(const char *list, kiq_arena_t *arena, kiq_get_telemetry_subscriptions_response_t *out)
 {
-    const char *list = kiq_config_str(b->config, KIQ_CFG_TELEMETRY_METRICS);
     int n = *list ? 1 : 0;
     for (const char *c = list; *c; c++) n += *c == ',';
     out->requested_metrics = kiq_arena_calloc(arena, (size_t)(n ? n : 1), sizeof *out->requested_metrics);
@@ -65,13 +84,15 @@ int kiq_api_get_telemetry_subscriptions_handle(kiq_broker_t *b, kiq_request_t *r
         out->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
         return KIQ_HANDLER_RESPOND;
     }
-    out->subscription_id = subscription_of(b, &out->client_instance_id);
+    subscription_t sub;
+    subscription_for(b, r, &out->client_instance_id, &sub);
+    out->subscription_id = subscription_id(&out->client_instance_id, &sub);
     out->accepted_compression_types = (int8_t *)codecs;
     out->accepted_compression_types_n = sizeof codecs;
-    out->push_interval_ms = (int32_t)kiq_config_int(b->config, KIQ_CFG_TELEMETRY_PUSH_INTERVAL_MS);
+    out->push_interval_ms = sub.interval_ms;
     out->telemetry_max_bytes = TELEMETRY_MAX_BYTES;
     out->delta_temporality = false;
-    requested_metrics(b, &r->arena, out);
+    requested_metrics(sub.metrics, &r->arena, out);
     return KIQ_HANDLER_RESPOND;
 }
 
@@ -87,9 +108,11 @@ int kiq_api_push_telemetry_handle(kiq_broker_t *b, kiq_request_t *r, const void 
 {
     const kiq_push_telemetry_request_t *req = request;
     kiq_push_telemetry_response_t *out = response;
+    subscription_t sub;
+    if (!kiq_uuid_is_zero(&req->client_instance_id)) subscription_for(b, r, &req->client_instance_id, &sub);
     if (kiq_uuid_is_zero(&req->client_instance_id)) {
         out->error_code = KIQ_ERR_INVALID_REQUEST;
-    } else if (req->subscription_id != subscription_of(b, &req->client_instance_id)) {
+    } else if (req->subscription_id != subscription_id(&req->client_instance_id, &sub)) {
         out->error_code = KIQ_ERR_UNKNOWN_SUBSCRIPTION_ID; /* the client asks for its subscription again */
     } else if (!accepted(req->compression_type)) {
         out->error_code = KIQ_ERR_UNSUPPORTED_COMPRESSION_TYPE;

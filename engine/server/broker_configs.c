@@ -14,6 +14,7 @@
 #include "group/offsets_topic.h"
 #include "log/file_io.h"
 #include "server/broker.h"
+#include "server/client_telemetry.h"
 #include "log/log_retention.h"
 
 #define STORE_DIR ".broker-configs"
@@ -203,9 +204,32 @@ static void apply_groups(kiq_broker_t *b, const kiq_update_metadata_request_t *r
     kiq_share_unlock(b->shares);
 }
 
+/* The client-metrics resources as the controller keeps them, replacing
+ * what was pushed before. */
+static void apply_client_metrics(kiq_broker_t *b, const kiq_update_metadata_request_t *req)
+{
+    kiq_client_telemetry_resources_reset(b->telemetry);
+    for (int32_t i = 0; i < req->kafkaiq_configs_n; i++) {
+        const kiq_update_metadata_request_kafkaiq_configs_t *e = &req->kafkaiq_configs[i];
+        if (e->resource_type != KIQ_CONFIG_RESOURCE_CLIENT_METRICS || !e->value.p || !e->resource_name.p) continue;
+        int k = kiq_client_metrics_config_find(e->name);
+        kiq_client_metrics_configs_t c = {{0}};
+        if (k < 0 || kiq_client_telemetry_resource_get(b->telemetry, e->resource_name, &c) < 0 ||
+            kiq_client_metrics_configs_set(&c, k, e->value) != 0) {
+            KIQ_WARN("broker %d: the controller's client metrics config " KIQ_STR_FMT " is not one this broker takes",
+                     b->node_id, KIQ_STR_ARG(e->name));
+            kiq_client_metrics_configs_clear(&c);
+            continue;
+        }
+        if (kiq_client_telemetry_resource_put(b->telemetry, e->resource_name, &c) != 0)
+            KIQ_ERROR("broker %d: out of memory keeping client metrics configs", b->node_id);
+    }
+}
+
 void kiq_broker_configs_apply_pushed(kiq_broker_t *b, const kiq_update_metadata_request_t *req)
 {
     apply_groups(b, req);
+    apply_client_metrics(b, req);
     kiq_dynamic_configs_t levels[KIQ_CFG_LEVELS] = {{{0}}};
     char self[16];
     snprintf(self, sizeof self, "%d", b->node_id);

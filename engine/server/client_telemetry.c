@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/str_map.h"
 #include "metrics/otlp_metrics.h"
 
 #define RESOURCE_ATTRS 8
@@ -29,12 +30,18 @@ struct kiq_client_telemetry {
     pthread_mutex_t mu; /* guards the rest */
     client_t clients[KIQ_TELEMETRY_CLIENTS];
     int n;
+    kiq_str_map_t *resources; /* name -> kiq_client_metrics_configs_t */
 };
 
 kiq_client_telemetry_t *kiq_client_telemetry_new(void)
 {
     kiq_client_telemetry_t *t = calloc(1, sizeof *t);
-    if (t) pthread_mutex_init(&t->mu, NULL);
+    if (!t) return NULL;
+    pthread_mutex_init(&t->mu, NULL);
+    if (!(t->resources = kiq_str_map_new())) {
+        kiq_client_telemetry_free(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -42,6 +49,8 @@ void kiq_client_telemetry_free(kiq_client_telemetry_t *t)
 {
     if (!t) return;
     for (int i = 0; i < t->n; i++) free(t->clients[i].points);
+    if (t->resources) kiq_client_telemetry_resources_reset(t);
+    kiq_str_map_free(t->resources);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -217,4 +226,105 @@ void kiq_client_telemetry_metrics(void *src, kiq_metric_out_t *o)
         }
     }
     pthread_mutex_unlock(&t->mu);
+}
+
+int kiq_client_telemetry_resource_get(kiq_client_telemetry_t *t, kiq_str_t name, kiq_client_metrics_configs_t *out)
+{
+    pthread_mutex_lock(&t->mu);
+    const kiq_client_metrics_configs_t *c = name.p ? kiq_str_map_get(t->resources, name.p, (size_t)name.len) : NULL;
+    int rc = !c ? 0 : kiq_client_metrics_configs_copy(out, c) == 0 ? 1 : -1;
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+int kiq_client_telemetry_resource_put(kiq_client_telemetry_t *t, kiq_str_t name, kiq_client_metrics_configs_t *cfg)
+{
+    bool empty = true;
+    for (int i = 0; i < KIQ_CM_CFG__COUNT; i++) empty = empty && !cfg->v[i];
+    kiq_client_metrics_configs_t *own = empty ? NULL : malloc(sizeof *own);
+    if (!empty && !own) {
+        kiq_client_metrics_configs_clear(cfg);
+        return kiq_error_set("out of memory");
+    }
+    if (own) *own = *cfg;
+    pthread_mutex_lock(&t->mu);
+    kiq_client_metrics_configs_t *old = kiq_str_map_remove(t->resources, name.p, (size_t)name.len);
+    int rc = own && kiq_str_map_put(t->resources, name.p, (size_t)name.len, own) != 0 ? -1 : 0;
+    pthread_mutex_unlock(&t->mu);
+    if (old) kiq_client_metrics_configs_clear(old);
+    free(old);
+    if (rc != 0) {
+        kiq_client_metrics_configs_clear(own);
+        free(own);
+        return kiq_error_set("out of memory");
+    }
+    return 0;
+}
+
+void kiq_client_telemetry_resources_reset(kiq_client_telemetry_t *t)
+{
+    pthread_mutex_lock(&t->mu);
+    kiq_str_map_t *fresh = kiq_str_map_new(), *old = t->resources;
+    if (fresh) t->resources = fresh;
+    pthread_mutex_unlock(&t->mu);
+    if (!fresh) return; /* kept: the next push replaces them one by one */
+    kiq_str_map_iter_t it;
+    void *v;
+    kiq_str_map_iter_init(&it, old);
+    while (kiq_str_map_next(&it, NULL, NULL, &v)) {
+        kiq_client_metrics_configs_clear(v);
+        free(v);
+    }
+    kiq_str_map_free(old);
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int kiq_client_telemetry_resource_names(kiq_client_telemetry_t *t, void (*fn)(void *ctx, const char *name), void *ctx)
+{
+    pthread_mutex_lock(&t->mu);
+    size_t n = kiq_str_map_count(t->resources);
+    char **names = calloc(n ? n : 1, sizeof *names);
+    kiq_str_map_iter_t it;
+    const void *key;
+    size_t len;
+    size_t got = 0;
+    kiq_str_map_iter_init(&it, t->resources);
+    while (names && kiq_str_map_next(&it, &key, &len, NULL))
+        if ((names[got] = strndup(key, len))) got++;
+    pthread_mutex_unlock(&t->mu);
+    if (!names) return -1;
+    qsort(names, got, sizeof *names, by_name);
+    for (size_t i = 0; i < got; i++) {
+        fn(ctx, names[i]);
+        free(names[i]);
+    }
+    free(names);
+    return got == n ? (int)n : -1;
+}
+
+bool kiq_client_telemetry_subscription(kiq_client_telemetry_t *t, const kiq_client_selector_t *who, char *metrics,
+                                       size_t size, int32_t *interval_ms)
+{
+    bool any = false;
+    size_t used = 0;
+    metrics[0] = '\0';
+    *interval_ms = INT32_MAX;
+    pthread_mutex_lock(&t->mu);
+    kiq_str_map_iter_t it;
+    void *v;
+    kiq_str_map_iter_init(&it, t->resources);
+    while (kiq_str_map_next(&it, NULL, NULL, &v)) {
+        const kiq_client_metrics_configs_t *c = v;
+        if (!kiq_client_metrics_matches(c, who)) continue;
+        any = true;
+        int32_t interval = c->v[KIQ_CM_CFG_INTERVAL_MS] ? (int32_t)atoi(c->v[KIQ_CM_CFG_INTERVAL_MS])
+                                                        : KIQ_CLIENT_METRICS_DEFAULT_INTERVAL_MS;
+        if (interval < *interval_ms) *interval_ms = interval;
+        const char *m = c->v[KIQ_CM_CFG_METRICS];
+        if (m && *m && used + strlen(m) + 2 < size)
+            used += (size_t)snprintf(metrics + used, size - used, "%s%s", used ? "," : "", m);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return any;
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/client_metrics_configs.h"
 #include "core/uuid.h"
 #include "core/view.h"
 #include "metrics/registry.h"
@@ -44,5 +45,24 @@ int kiq_client_telemetry_view(kiq_client_telemetry_t *t, const char *client_id, 
  * '_', "org.apache.kafka." dropped), labelled client_id,
  * client_instance_id and the point's attributes. */
 void kiq_client_telemetry_metrics(void *t, kiq_metric_out_t *o);
+
+/* Client-metrics resources (config/client_metrics_configs.h) as this
+ * broker knows them: a standalone broker's own, a cluster broker's as the
+ * controller last pushed them. */
+/* A copy of resource name's configs into *out: 1, 0 when there is none,
+ * -1 out of memory. */
+int kiq_client_telemetry_resource_get(kiq_client_telemetry_t *t, kiq_str_t name, kiq_client_metrics_configs_t *out);
+/* Makes cfg (taken) resource name's configs; one with none set is removed.
+ * 0, or -1 out of memory (cfg freed). */
+int kiq_client_telemetry_resource_put(kiq_client_telemetry_t *t, kiq_str_t name, kiq_client_metrics_configs_t *cfg);
+/* Forgets every resource (before a push brings them all again). */
+void kiq_client_telemetry_resources_reset(kiq_client_telemetry_t *t);
+/* Each resource's name, sorted, to fn; their number, -1 out of memory. */
+int kiq_client_telemetry_resource_names(kiq_client_telemetry_t *t, void (*fn)(void *ctx, const char *name), void *ctx);
+/* The subscription of the resources whose match takes who: their metrics
+ * prefixes together (comma-separated into metrics, "*" for all) and the
+ * shortest interval. false when none takes it. */
+bool kiq_client_telemetry_subscription(kiq_client_telemetry_t *t, const kiq_client_selector_t *who, char *metrics,
+                                       size_t size, int32_t *interval_ms);
 
 #endif
