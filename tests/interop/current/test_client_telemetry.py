@@ -6,8 +6,9 @@ metrics, compressed as it chose; the push appears in /api/clients, in
 instance id, and beside the journey of a batch it produced. Malformed
 pushes (unknown subscription, undecodable or corrupt payload, a codec not
 offered, too large, no instance id) get Kafka's error codes and the broker
-stays up."""
+stays up; a gzip-compressed one is taken."""
 
+import gzip
 import json
 import struct
 import time
@@ -126,6 +127,7 @@ def test_subscription_and_bad_pushes(node):
         assert subscribe(conn, s["instance"])["subscription"] == s["subscription"]
         inst, sub = s["instance"], s["subscription"]
 
+        assert push(conn, inst, sub, gzip.compress(PAYLOAD), codec=1) == 0  # the codec the client chose
         assert push(conn, inst, sub, PAYLOAD) == 0
         assert push(conn, inst, sub ^ 1, PAYLOAD) == ERR_UNKNOWN_SUBSCRIPTION_ID
         assert push(conn, b"\0" * 16, sub, PAYLOAD) == ERR_INVALID_REQUEST
