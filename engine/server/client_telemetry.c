@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/str_map.h"
 #include "metrics/otlp_metrics.h"
 
 #define RESOURCE_ATTRS 8
@@ -49,8 +48,7 @@ void kiq_client_telemetry_free(kiq_client_telemetry_t *t)
 {
     if (!t) return;
     for (int i = 0; i < t->n; i++) free(t->clients[i].points);
-    if (t->resources) kiq_client_telemetry_resources_reset(t);
-    kiq_str_map_free(t->resources);
+    kiq_client_metrics_map_free(t->resources);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -261,21 +259,26 @@ int kiq_client_telemetry_resource_put(kiq_client_telemetry_t *t, kiq_str_t name,
     return 0;
 }
 
-void kiq_client_telemetry_resources_reset(kiq_client_telemetry_t *t)
+void kiq_client_metrics_map_free(kiq_str_map_t *m)
 {
-    pthread_mutex_lock(&t->mu);
-    kiq_str_map_t *fresh = kiq_str_map_new(), *old = t->resources;
-    if (fresh) t->resources = fresh;
-    pthread_mutex_unlock(&t->mu);
-    if (!fresh) return; /* kept: the next push replaces them one by one */
+    if (!m) return;
     kiq_str_map_iter_t it;
     void *v;
-    kiq_str_map_iter_init(&it, old);
+    kiq_str_map_iter_init(&it, m);
     while (kiq_str_map_next(&it, NULL, NULL, &v)) {
         kiq_client_metrics_configs_clear(v);
         free(v);
     }
-    kiq_str_map_free(old);
+    kiq_str_map_free(m);
+}
+
+void kiq_client_telemetry_resources_replace(kiq_client_telemetry_t *t, kiq_str_map_t *fresh)
+{
+    pthread_mutex_lock(&t->mu);
+    kiq_str_map_t *old = t->resources;
+    t->resources = fresh;
+    pthread_mutex_unlock(&t->mu);
+    kiq_client_metrics_map_free(old);
 }
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }

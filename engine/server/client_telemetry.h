@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "config/client_metrics_configs.h"
+#include "core/str_map.h"
 #include "core/uuid.h"
 #include "core/view.h"
 #include "metrics/registry.h"
@@ -55,8 +56,12 @@ int kiq_client_telemetry_resource_get(kiq_client_telemetry_t *t, kiq_str_t name,
 /* Makes cfg (taken) resource name's configs; one with none set is removed.
  * 0, or -1 out of memory (cfg freed). */
 int kiq_client_telemetry_resource_put(kiq_client_telemetry_t *t, kiq_str_t name, kiq_client_metrics_configs_t *cfg);
-/* Forgets every resource (before a push brings them all again). */
-void kiq_client_telemetry_resources_reset(kiq_client_telemetry_t *t);
+/* Replaces every resource with fresh's (name -> malloc'd
+ * kiq_client_metrics_configs_t; the map and its values taken), at once:
+ * a client asking meanwhile sees the old ones or the new. */
+void kiq_client_telemetry_resources_replace(kiq_client_telemetry_t *t, kiq_str_map_t *fresh);
+/* Frees such a map and its values. */
+void kiq_client_metrics_map_free(kiq_str_map_t *m);
 /* Each resource's name, sorted, to fn; their number, -1 out of memory. */
 int kiq_client_telemetry_resource_names(kiq_client_telemetry_t *t, void (*fn)(void *ctx, const char *name), void *ctx);
 /* The subscription of the resources whose match takes who: their metrics
