@@ -3,8 +3,9 @@
 -- operations refused), described with DescribeConfigs, listed with
 -- ListConfigResources (v0 as ListClientMetricsResources, v1 by type), and
 -- the subscription GetTelemetrySubscriptions offers a client following
--- the resources that match it, else the broker's default. In a cluster the
--- controller keeps them, so every broker offers the same subscription.
+-- the resources that match it, else the broker's default; a push is then
+-- seen in b:clients(). In a cluster the controller keeps them, so every
+-- broker offers the same subscription.
 local kiq = require "kafkaiq"
 local connection = require "kafkaiq.client.connection"
 kiq.log_level("error")
@@ -14,6 +15,16 @@ local GET_TELEMETRY, PUSH_TELEMETRY, LIST_CONFIG_RESOURCES = 71, 72, 74
 local INVALID_CONFIG, INVALID_REQUEST, UNKNOWN_SUBSCRIPTION_ID = 40, 42, 117
 local ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 local SET, DELETE, APPEND = 0, 1, 2
+
+-- OTLP MetricsData: one gauge "m" whose one point is 2.5
+local function otlp_payload()
+  local point = "\33\0\0\0\0\0\0\4\64" -- as_double (field 4, fixed64) 2.5
+  local gauge = "\10" .. string.char(#point) .. point
+  local metric = "\10\1m\42" .. string.char(#gauge) .. gauge
+  local scope = "\18" .. string.char(#metric) .. metric
+  local rm = "\18" .. string.char(#scope) .. scope
+  return "\10" .. string.char(#rm) .. rm
+end
 
 local function open(port, client_id)
   return assert(connection.open("127.0.0.1", port, { client_id = client_id or "spec", connect_timeout_ms = 5000,
@@ -102,7 +113,15 @@ describe("client-metrics resources on a standalone broker", function()
     push = assert(a:request(PUSH_TELEMETRY, { client_instance_id = other.client_instance_id,
       subscription_id = other.subscription_id, compression_type = 0, metrics = "" }))
     assert.are.equal(UNKNOWN_SUBSCRIPTION_ID, push.error_code)
+    push = assert(a:request(PUSH_TELEMETRY, { client_instance_id = r.client_instance_id,
+      subscription_id = r.subscription_id, compression_type = 0, metrics = otlp_payload() }))
+    assert.are.equal(0, push.error_code)
     a:close()
+    local seen = b:clients("app-1")
+    assert.are.equal(1, #seen)
+    assert.are.same({ r.client_instance_id, 2 }, { seen[1].client_instance_id, seen[1].pushes })
+    assert.are.same({ { name = "m", kind = "gauge", value = 2.5, attributes = {} } }, seen[1].metrics)
+    assert.are.same({}, b:clients("nobody"))
   end)
 
   it("forgets a resource whose configs are all deleted", function()
