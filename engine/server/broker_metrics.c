@@ -269,7 +269,7 @@ static void thread_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
     kiq_purgatory_stats(b->purgatory, &ps);
     kiq_metric_family(o, "kafka_server_delayedoperationpurgatory_purgatorysize", G, "operations parked in the purgatory");
     for (int k = 0; k < KIQ_DELAYED__KINDS; k++)
-        kiq_metric_sample(o, "", ps.waiting_by_kind[k], "delayedoperation", kiq_delayed_kind_names[k], NULL);
+        kiq_metric_sample(o, "", ps.waiting_by_kind[k], "delayedOperation", kiq_delayed_kind_names[k], NULL);
 }
 
 /* The client listener's bounds, each named by the setting that bounds it. */

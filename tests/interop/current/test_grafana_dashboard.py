@@ -5,7 +5,7 @@ producer (librdkafka, pushing its KIP-714 telemetry) and a consumer have
 run. And the series jmx_exporter users chart that KafkaIQ lacked move:
 produce and fetch requests per topic and their failures, replication bytes
 in and out, the controller's operations, and labels named as the common
-jmx_exporter configs name them (clientId, not clientid)."""
+jmx_exporter configs name them (clientId, not clientid; delayedOperation)."""
 
 import json
 import pathlib
@@ -135,4 +135,5 @@ def test_dashboard_queries_are_served(cluster):
     assert sum(samples(texts, "kafka_server_brokertopicmetrics_replicationbytesout_total")) > 0
     assert sum(samples(texts, "kafka_controller_kafkacontroller_eventqueueoperationsstartedcount")) > 0
     assert samples(texts, "kafka_server_replicafetchermanager_maxlag", clientId="Replica")
+    assert samples(texts, "kafka_server_delayedoperationpurgatory_purgatorysize", delayedOperation="Produce")
     assert not any("clientid=" in t for t in texts)
