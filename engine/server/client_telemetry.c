@@ -208,6 +208,8 @@ void kiq_client_telemetry_metrics(void *src, kiq_metric_out_t *o)
             char keys[KIQ_OTLP_ATTRS][KIQ_OTLP_NAME + 2];
             prom_name(family, sizeof family, "kafkaiq_client_", p->metric);
             snprintf(help, sizeof help, "%s, as the client pushed it (KIP-714)", p->metric);
+            for (char *h = help; *h; h++) /* a help line ends at a newline, escapes with a backslash */
+                if ((unsigned char)*h < 0x20 || *h == '\\') *h = '_';
             const char *l[2 * (KIQ_OTLP_ATTRS + 2) + 1] = {"client_id", c->client_id, "client_instance_id", id};
             int nl = 4;
             for (int k = 0; k < p->nattrs; k++) {

@@ -205,6 +205,25 @@ static void t_sample(void *ctx, const char *family, const char *suffix, const ki
     t->n += (size_t)snprintf(t->s + t->n, sizeof t->s - t->n, "} %g\n", value);
 }
 
+/* The last family's name and help. */
+typedef struct help {
+    char name[256], help[256];
+} help_t;
+
+static void h_family(void *ctx, const char *name, kiq_metric_type_t type, const char *help)
+{
+    help_t *h = ctx;
+    (void)type;
+    snprintf(h->name, sizeof h->name, "%s", name);
+    snprintf(h->help, sizeof h->help, "%s", help);
+}
+
+static void h_sample(void *ctx, const char *family, const char *suffix, const kiq_metric_label_t *labels, int n,
+                     double value)
+{
+    (void)ctx, (void)family, (void)suffix, (void)labels, (void)n, (void)value;
+}
+
 static void collect(kiq_client_telemetry_t *t, text_t *out)
 {
     kiq_metrics_t *m = kiq_metrics_new();
@@ -281,6 +300,28 @@ static void test_store(void **state)
     assert_string_equal(newest, "app"); /* newest first: "other", then "app" */
     assert_int_equal(count_clients(t, "app", NULL), 1);
     assert_int_equal(count_clients(t, "nobody", NULL), 0);
+    /* a name with a newline and a backslash: one HELP line, one family name */
+    buf_t odd = {0}, point = {0}, gauge = {0}, metric = {0}, scope = {0}, rm = {0};
+    put_double(&point, 4, 1);
+    put_sub(&gauge, 1, &point);
+    put_str(&metric, 1, "evil\n# TYPE x counter\\");
+    put_sub(&metric, 5, &gauge);
+    put_sub(&scope, 2, &metric);
+    put_sub(&rm, 2, &scope);
+    put_sub(&odd, 1, &rm);
+    kiq_client_telemetry_t *t2 = kiq_client_telemetry_new();
+    assert_int_equal(kiq_client_telemetry_push(t2, &a, "app", "127.0.0.1", false, odd.b, odd.n, 5000), 0);
+    kiq_metrics_t *m = kiq_metrics_new();
+    assert_int_equal(kiq_metrics_add(m, kiq_client_telemetry_metrics, t2), 0);
+    help_t h = {0};
+    kiq_metric_sink_t sink = {h_family, h_sample, &h};
+    assert_int_equal(kiq_metrics_collect(m, &sink), 0);
+    assert_string_equal(h.name, "kafkaiq_client_evil___TYPE_x_counter_");
+    assert_null(strchr(h.help, '\n'));
+    assert_null(strchr(h.help, '\\'));
+    kiq_metrics_remove(m, t2);
+    kiq_metrics_free(m);
+    kiq_client_telemetry_free(t2);
     kiq_client_telemetry_free(t);
 }
 
