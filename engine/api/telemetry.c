@@ -29,12 +29,17 @@ typedef struct subscription {
     int32_t interval_ms;
 } subscription_t;
 
+static void client_id_of(const kiq_request_t *r, char *out, size_t size)
+{
+    snprintf(out, size, KIQ_STR_FMT, r->header.client_id.p ? r->header.client_id.len : 0,
+             r->header.client_id.p ? r->header.client_id.p : "");
+}
+
 static void subscription_for(kiq_broker_t *b, kiq_request_t *r, const kiq_uuid_t *id, subscription_t *s)
 {
     char instance[32], client_id[256];
     kiq_uuid_to_base64(id, instance);
-    snprintf(client_id, sizeof client_id, KIQ_STR_FMT, r->header.client_id.p ? r->header.client_id.len : 0,
-             r->header.client_id.p ? r->header.client_id.p : "");
+    client_id_of(r, client_id, sizeof client_id);
     const char *colon = strrchr(r->peer, ':');
     kiq_client_selector_t who = {instance, client_id, "", "", r->host, colon ? colon + 1 : ""};
     if (kiq_client_telemetry_subscription(b->telemetry, &who, s->metrics, sizeof s->metrics, &s->interval_ms)) return;
@@ -86,6 +91,9 @@ int kiq_api_get_telemetry_subscriptions_handle(kiq_broker_t *b, kiq_request_t *r
     }
     subscription_t sub;
     subscription_for(b, r, &out->client_instance_id, &sub);
+    char client_id[128];
+    client_id_of(r, client_id, sizeof client_id);
+    kiq_client_telemetry_asked(b->telemetry, &out->client_instance_id, client_id, r->host, kiq_clock_mono_ms());
     out->subscription_id = subscription_id(&out->client_instance_id, &sub);
     out->accepted_compression_types = (int8_t *)codecs;
     out->accepted_compression_types_n = sizeof codecs;
@@ -114,6 +122,10 @@ int kiq_api_push_telemetry_handle(kiq_broker_t *b, kiq_request_t *r, const void 
         out->error_code = KIQ_ERR_INVALID_REQUEST;
     } else if (req->subscription_id != subscription_id(&req->client_instance_id, &sub)) {
         out->error_code = KIQ_ERR_UNKNOWN_SUBSCRIPTION_ID; /* the client asks for its subscription again */
+    } else if (!req->terminating &&
+               !kiq_client_telemetry_may_push(b->telemetry, &req->client_instance_id, sub.interval_ms,
+                                              kiq_clock_mono_ms())) {
+        out->error_code = KIQ_ERR_THROTTLING_QUOTA_EXCEEDED; /* sooner than its interval */
     } else if (!accepted(req->compression_type)) {
         out->error_code = KIQ_ERR_UNSUPPORTED_COMPRESSION_TYPE;
     } else if (req->metrics.len > TELEMETRY_MAX_BYTES) {
@@ -133,8 +145,7 @@ int kiq_api_push_telemetry_handle(kiq_broker_t *b, kiq_request_t *r, const void 
             len = plain.len;
         }
         char client_id[128];
-        snprintf(client_id, sizeof client_id, KIQ_STR_FMT, r->header.client_id.p ? r->header.client_id.len : 0,
-                 r->header.client_id.p ? r->header.client_id.p : "");
+        client_id_of(r, client_id, sizeof client_id);
         if (kiq_client_telemetry_push(b->telemetry, &req->client_instance_id, client_id, r->host, req->terminating,
                                       p, len, kiq_clock_wall_ms()) != 0)
             out->error_code = KIQ_ERR_INVALID_RECORD; /* what KIP-714 answers a payload it cannot decode */

@@ -16,9 +16,13 @@ typedef struct client {
     kiq_uuid_t id;
     char client_id[128];
     char address[64];
-    int64_t last_push_ms;
+    int64_t last_push_ms; /* wall clock; 0: subscribed, never pushed */
     uint64_t pushes;
     bool terminating;
+    /* monotonic: its last GetTelemetrySubscriptions, its last push taken;
+     * and whether it asked since that push */
+    int64_t asked_mono_ms, taken_mono_ms;
+    bool asked_since;
     kiq_otlp_attr_t resource[RESOURCE_ATTRS];
     int nresource;
     kiq_otlp_point_t *points; /* malloc'd */
@@ -87,6 +91,52 @@ static void on_point(void *ctx, const kiq_otlp_point_t *p)
 
 static void set_str(char *out, size_t size, const char *s) { snprintf(out, size, "%s", s ? s : ""); }
 
+/* Under mu: instance id's entry, made (in place of the one pushed to
+ * longest ago when full) if there is none. */
+static client_t *slot_of(kiq_client_telemetry_t *t, const kiq_uuid_t *id)
+{
+    int i = 0;
+    while (i < t->n && memcmp(&t->clients[i].id, id, sizeof *id) != 0) i++;
+    if (i == t->n && t->n < KIQ_TELEMETRY_CLIENTS) {
+        t->clients[t->n++] = (client_t){.id = *id};
+    } else if (i == t->n) {
+        i = 0;
+        for (int k = 1; k < t->n; k++)
+            if (t->clients[k].last_push_ms < t->clients[i].last_push_ms) i = k;
+        free(t->clients[i].points);
+        t->clients[i] = (client_t){.id = *id};
+    }
+    return &t->clients[i];
+}
+
+void kiq_client_telemetry_asked(kiq_client_telemetry_t *t, const kiq_uuid_t *id, const char *client_id,
+                                const char *address, int64_t now_mono_ms)
+{
+    pthread_mutex_lock(&t->mu);
+    client_t *c = slot_of(t, id);
+    set_str(c->client_id, sizeof c->client_id, client_id);
+    set_str(c->address, sizeof c->address, address);
+    c->asked_mono_ms = now_mono_ms;
+    c->asked_since = true;
+    pthread_mutex_unlock(&t->mu);
+}
+
+bool kiq_client_telemetry_may_push(kiq_client_telemetry_t *t, const kiq_uuid_t *id, int32_t interval_ms,
+                                   int64_t now_mono_ms)
+{
+    pthread_mutex_lock(&t->mu);
+    client_t *c = slot_of(t, id);
+    /* the first push after asking may come early: clients jitter it */
+    int64_t last = c->asked_mono_ms > c->taken_mono_ms ? c->asked_mono_ms : c->taken_mono_ms;
+    bool ok = c->asked_since || now_mono_ms - last >= interval_ms;
+    if (ok) {
+        c->taken_mono_ms = now_mono_ms;
+        c->asked_since = false;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return ok;
+}
+
 int kiq_client_telemetry_push(kiq_client_telemetry_t *t, const kiq_uuid_t *id, const char *client_id,
                               const char *address, bool terminating, const uint8_t *metrics, size_t len,
                               int64_t now_ms)
@@ -98,18 +148,7 @@ int kiq_client_telemetry_push(kiq_client_telemetry_t *t, const kiq_uuid_t *id, c
         return d.oom ? kiq_error_set("out of memory") : -1;
     }
     pthread_mutex_lock(&t->mu);
-    int i = 0;
-    while (i < t->n && memcmp(&t->clients[i].id, id, sizeof *id) != 0) i++;
-    if (i == t->n && t->n < KIQ_TELEMETRY_CLIENTS) {
-        t->clients[t->n++] = (client_t){.id = *id};
-    } else if (i == t->n) { /* full: the one pushed to longest ago goes */
-        i = 0;
-        for (int k = 1; k < t->n; k++)
-            if (t->clients[k].last_push_ms < t->clients[i].last_push_ms) i = k;
-        free(t->clients[i].points);
-        t->clients[i] = (client_t){.id = *id};
-    }
-    client_t *c = &t->clients[i];
+    client_t *c = slot_of(t, id);
     set_str(c->client_id, sizeof c->client_id, client_id);
     set_str(c->address, sizeof c->address, address);
     c->last_push_ms = now_ms;

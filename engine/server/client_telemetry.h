@@ -32,10 +32,22 @@ int kiq_client_telemetry_push(kiq_client_telemetry_t *t, const kiq_uuid_t *id, c
                               const char *address, bool terminating, const uint8_t *metrics, size_t len,
                               int64_t now_ms);
 
+/* Pushes come at most once an interval, as Kafka takes them: instance id
+ * asked for its subscription (GetTelemetrySubscriptions) at now_mono_ms
+ * (kiq_clock_mono_ms), from client_id at address; and whether its push
+ * now may be taken: the first after asking always, else interval_ms after
+ * the later of its asking and its last push taken (which this one then
+ * is). Either makes an entry for an instance not known yet. */
+void kiq_client_telemetry_asked(kiq_client_telemetry_t *t, const kiq_uuid_t *id, const char *client_id,
+                                const char *address, int64_t now_mono_ms);
+bool kiq_client_telemetry_may_push(kiq_client_telemetry_t *t, const kiq_uuid_t *id, int32_t interval_ms,
+                                   int64_t now_mono_ms);
+
 /* The instances kept (of client_id only, unless NULL; of a client id
  * starting with it when cut), newest push first,
  * as an array of objects: client_instance_id, client_id, address,
- * last_push_ms, pushes, terminating, resource {key: value}, and, when
+ * last_push_ms (0: it asked for its subscription, never pushed), pushes,
+ * terminating, resource {key: value}, and, when
  * points, metrics [{name, kind, value, attributes {…}}] (else
  * metric_count). 0, or -1 out of memory. */
 int kiq_client_telemetry_view(kiq_client_telemetry_t *t, const char *client_id, bool cut, bool points,

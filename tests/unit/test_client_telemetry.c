@@ -2,7 +2,8 @@
  * (gauges and sums with double and int points, attributes of every
  * AnyValue kind, a metric whose name comes after its data, unknown fields
  * skipped), malformed payloads refused, the newest push per client
- * instance kept and shown as kafkaiq_client_* series, and the oldest
+ * instance kept and shown as kafkaiq_client_* series, pushes taken at most
+ * once an interval (the first after asking always), and the oldest
  * instance forgotten past KIQ_TELEMETRY_CLIENTS. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -325,6 +326,23 @@ static void test_store(void **state)
     kiq_client_telemetry_free(t);
 }
 
+static void test_push_interval(void **state)
+{
+    (void)state;
+    kiq_client_telemetry_t *t = kiq_client_telemetry_new();
+    kiq_uuid_t id = {{7}}, unknown = {{8}};
+    assert_true(kiq_client_telemetry_may_push(t, &unknown, 1000, 5000)); /* never asked here: taken */
+    kiq_client_telemetry_asked(t, &id, "app", "127.0.0.1", 10000);
+    assert_true(kiq_client_telemetry_may_push(t, &id, 1000, 10000));  /* the first after asking, however soon */
+    assert_false(kiq_client_telemetry_may_push(t, &id, 1000, 10999)); /* within the interval */
+    assert_true(kiq_client_telemetry_may_push(t, &id, 1000, 11000));
+    assert_false(kiq_client_telemetry_may_push(t, &id, 1000, 11500));
+    kiq_client_telemetry_asked(t, &id, "app", "127.0.0.1", 11500);
+    assert_true(kiq_client_telemetry_may_push(t, &id, 1000, 11500)); /* asked again: taken at once */
+    assert_false(kiq_client_telemetry_may_push(t, &id, 1000, 11501));
+    kiq_client_telemetry_free(t);
+}
+
 static void test_oldest_forgotten(void **state)
 {
     (void)state;
@@ -349,6 +367,7 @@ int main(void)
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_store),
+        cmocka_unit_test(test_push_interval),
         cmocka_unit_test(test_oldest_forgotten),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

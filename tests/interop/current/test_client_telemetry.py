@@ -5,8 +5,8 @@ metrics, compressed as it chose; the push appears in /api/clients, in
 /metrics as kafkaiq_client_* series labelled with its client id and
 instance id, and beside the journey of a batch it produced. Malformed
 pushes (unknown subscription, undecodable or corrupt payload, a codec not
-offered, too large, no instance id) get Kafka's error codes and the broker
-stays up; a gzip-compressed one is taken."""
+offered, too large, no instance id, sooner than the interval) get Kafka's
+error codes and the broker stays up; a gzip-compressed one is taken."""
 
 import gzip
 import json
@@ -28,6 +28,7 @@ ERR_UNSUPPORTED_COMPRESSION_TYPE = 76
 ERR_INVALID_RECORD = 87
 ERR_UNKNOWN_SUBSCRIPTION_ID = 117
 ERR_TELEMETRY_TOO_LARGE = 118
+ERR_THROTTLING_QUOTA_EXCEEDED = 89
 WAIT = 30
 
 
@@ -62,7 +63,7 @@ def test_librdkafka_pushes_by_default(node):
 
     deadline = time.monotonic() + WAIT
     clients = []
-    while time.monotonic() < deadline and not clients:
+    while time.monotonic() < deadline and not (clients and clients[0]["pushes"]):
         p.poll(0.2)  # the client pushes from its own threads; polling keeps it serving callbacks
         clients = get_json(node, f"/api/clients?client_id={client_id}")["clients"]
     assert clients, "no push from librdkafka within the bound"
@@ -127,19 +128,25 @@ def test_subscription_and_bad_pushes(node):
         assert subscribe(conn, s["instance"])["subscription"] == s["subscription"]
         inst, sub = s["instance"], s["subscription"]
 
-        assert push(conn, inst, sub, gzip.compress(PAYLOAD), codec=1) == 0  # the codec the client chose
-        assert push(conn, inst, sub, PAYLOAD) == 0
+        def asked_push(payload, **kw):
+            """A push right after asking for the subscription: never too soon."""
+            subscribe(conn, inst)
+            return push(conn, inst, sub, payload, **kw)
+
+        assert asked_push(gzip.compress(PAYLOAD), codec=1) == 0  # the codec the client chose
+        assert push(conn, inst, sub, PAYLOAD) == ERR_THROTTLING_QUOTA_EXCEEDED  # within its 500 ms
+        assert asked_push(PAYLOAD) == 0
         assert push(conn, inst, sub ^ 1, PAYLOAD) == ERR_UNKNOWN_SUBSCRIPTION_ID
         assert push(conn, b"\0" * 16, sub, PAYLOAD) == ERR_INVALID_REQUEST
-        assert push(conn, inst, sub, PAYLOAD[:-3]) == ERR_INVALID_RECORD  # truncated protobuf
-        assert push(conn, inst, sub, b"\x0b") == ERR_INVALID_RECORD  # a wire type protobuf has retired
-        assert push(conn, inst, sub, PAYLOAD, codec=1) == ERR_INVALID_RECORD  # not gzip
-        assert push(conn, inst, sub, PAYLOAD, codec=9) == ERR_UNSUPPORTED_COMPRESSION_TYPE
-        assert push(conn, inst, sub, b"\0" * (s["max_bytes"] + 1)) == ERR_TELEMETRY_TOO_LARGE
+        assert asked_push(PAYLOAD[:-3]) == ERR_INVALID_RECORD  # truncated protobuf
+        assert asked_push(b"\x0b") == ERR_INVALID_RECORD  # a wire type protobuf has retired
+        assert asked_push(PAYLOAD, codec=1) == ERR_INVALID_RECORD  # not gzip
+        assert asked_push(PAYLOAD, codec=9) == ERR_UNSUPPORTED_COMPRESSION_TYPE
+        assert asked_push(b"\0" * (s["max_bytes"] + 1)) == ERR_TELEMETRY_TOO_LARGE
 
         # the last good push is what is shown; the broker still answers
         kept = [c for c in get_json(node, "/api/clients")["clients"] if c["client_id"] == "kiq-interop"]
         assert len(kept) == 1 and kept[0]["metrics"] == [
             {"name": "m", "kind": "gauge", "value": 2.5, "attributes": {}}]
         assert 'kafkaiq_client_m{client_id="kiq-interop"' in get_text(node, "/metrics")
-        assert push(conn, inst, sub, b"", terminating=True) == 0
+        assert push(conn, inst, sub, b"", terminating=True) == 0  # a closing client's, however soon
