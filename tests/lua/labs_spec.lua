@@ -178,6 +178,24 @@ describe("labs", function()
     assert.is_true(f.journey_committed_after_shrink)
   end)
 
+  it("11: why this architecture, each claim measured", function()
+    local f = run_lab("11_why_this_architecture.lua")
+    -- an I/O thread in a slow fsync: another connection read and answered meanwhile
+    assert.is_true(f.slow_fsync_ms >= 300)
+    assert.is_true(f.other_read_during_fsync)
+    assert.is_true(f.other_answered_during_fsync)
+    -- the queue at its bound, the rest muted, all acknowledged
+    assert.are.same({ 2, 2, 8 }, { f.queue_bound, f.queue_deepest, f.queue_acked })
+    assert.is_true(f.queue_waited_muted >= 1, "some request waited muted")
+    -- a thousand waiting fetches, not one thread more, all woken by one append
+    assert.are.same({ 1000, 0, 1000 }, { f.purgatory_waiting, f.threads_added_by_waiting_fetches, f.fetches_answered })
+    assert.are.equal(99, f.appends_contiguous)
+    assert.is_true(f.zero_copy_sendfile_bytes > 0)
+    assert.are.equal(0, f.zero_copy_copied_bytes)
+    assert.are.same({ 20, 0, 2, 6 }, { f.leader_produces, f.follower_produces, f.followers_pulled,
+                                       f.produce_to_follower_error })
+  end)
+
   it("13: who decides? an election, a stale leader fenced, a snapshot fetched", function()
     local f = run_lab("13_who_decides.lua")
     assert.are.equal(3, f.voters)
