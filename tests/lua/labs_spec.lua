@@ -196,6 +196,18 @@ describe("labs", function()
                                        f.produce_to_follower_error })
   end)
 
+  it("18: acks=0, 1 and all on the same stream, the leader killed after the ack", function()
+    local f = run_lab("18_acks_levels.lua")
+    assert.is_true(f.acks_0_no_response)
+    assert.is_true(f.acks_1_answered_before_commit)
+    assert.is_true(f.acks_all_answered_after_commit)
+    -- acks=1: what only the leader had is gone; acks=all: nothing is
+    assert.are.same({ 10, 10 }, { f.acks_1_acknowledged, f.acks_1_lost })
+    assert.are.same({ 10, 0 }, { f.acks_all_acknowledged, f.acks_all_lost })
+    -- acks=0: records the producer counted delivered, not in the log
+    assert.is_true(f.acks_0_lost >= 1 and f.acks_0_lost <= f.acks_0_reported_delivered)
+  end)
+
   it("13: who decides? an election, a stale leader fenced, a snapshot fetched", function()
     local f = run_lab("13_who_decides.lua")
     assert.are.equal(3, f.voters)
