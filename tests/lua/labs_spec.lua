@@ -1,10 +1,11 @@
 -- Every lab in examples/labs/ run as a user runs it (build/kafkaiq run),
 -- with the facts it prints asserted: the figures of the lesson's section,
 -- not just a zero exit.
-local function run_lab(name)
+-- env: more variables, "NAME='value' ..."; stdin is empty, so no lab prompts.
+local function run_lab(name, env)
   local facts_path = os.tmpname()
-  local cmd = ("KAFKAIQ_LAB_FACTS=%s timeout 180 build/kafkaiq run examples/labs/%s 2>&1; echo \"<exit:$?>\"")
-    :format(facts_path, name)
+  local cmd = ("%s KAFKAIQ_LAB_FACTS=%s timeout 180 build/kafkaiq run examples/labs/%s </dev/null 2>&1; echo \"<exit:$?>\"")
+    :format(env or "", facts_path, name)
   local p = assert(io.popen(cmd))
   local out = p:read("*a")
   p:close()
@@ -206,6 +207,20 @@ describe("labs", function()
     assert.are.same({ 10, 0 }, { f.acks_all_acknowledged, f.acks_all_lost })
     -- acks=0: records the producer counted delivered, not in the log
     assert.is_true(f.acks_0_lost >= 1 and f.acks_0_lost <= f.acks_0_reported_delivered)
+  end)
+
+  it("19: the takeaways as a self-check, a learner's answers checked against the live broker", function()
+    -- four right, one wrong (an acks=all record is not acknowledged while an ISR member is away)
+    local f = run_lab("19_self_check.lua", "KAFKAIQ_LAB_ANSWERS='100..104;0-104;B;yes;0 to 110'")
+    assert.are.same({ "100-104", "100-104" }, { f.q1_answer, f.q1_evidence })
+    -- B paused at 105 while the leader and A reach 110: 105..109 invisible
+    assert.are.same({ "0-104", 104, 110 }, { f.q2_answer, f.q2_readable_last, f.q2_leo })
+    assert.are.equal("B", f.q3_answer)
+    assert.are.same({ "no", 7, 111 }, { f.q4_answer, f.q4_error, f.q4_leo }) -- REQUEST_TIMED_OUT, yet appended
+    assert.are.same({ "0-110", 110 }, { f.q5_answer, f.q5_readable_last })
+    assert.are.same({ true, true, true, false, true }, { f.q1_correct, f.q2_correct, f.q3_correct, f.q4_correct,
+                                                         f.q5_correct })
+    assert.are.same({ 4, 5 }, { f.right, f.questions })
   end)
 
   it("13: who decides? an election, a stale leader fenced, a snapshot fetched", function()
