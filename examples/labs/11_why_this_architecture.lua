@@ -16,7 +16,12 @@ local lab = require "kafkaiq.lab"
 local core = require "kafkaiq.core"
 local connection = require "kafkaiq.client.connection"
 local ffi = require "ffi"
-ffi.cdef "int getpid(void);"
+ffi.cdef [[
+int getpid(void);
+typedef struct { unsigned long cur, max; } lab11_rlimit;
+int getrlimit(int resource, lab11_rlimit *r);
+int setrlimit(int resource, const lab11_rlimit *r);
+]]
 
 kiq.log_level("error")
 local L = lab.new(11, "why this architecture")
@@ -43,8 +48,8 @@ local function wait_answer(conn, pending)
 end
 local function ms(a, b) return (b.t_ns - a.t_ns) / 1e6 end
 
-L:step("1. network threads apart from I/O threads: one I/O thread in a 300 ms fsync")
-local fsync_ms = 300
+local fsync_ms = 600
+L:step("1. network threads apart from I/O threads: one I/O thread in a %d ms fsync", fsync_ms)
 local b = assert(kiq.broker{ ["kafkaiq.http.listener"] = "127.0.0.1:0", ["num.io.threads"] = 2,
                              ["num.network.threads"] = 2 })
 L:page(b)
@@ -110,8 +115,22 @@ L:fact("queue_waited_muted", muted)
 L:fact("queue_acked", acked)
 b:stop()
 
-L:step("3. the purgatory: 1000 consumers' fetches waiting for data")
-local waiting_fetches = 1000
+-- each waiting fetch is two descriptors here (client and broker side):
+-- the soft limit raised as far as the hard one allows
+local function room_for_fetches(want)
+  local RLIMIT_NOFILE = 7
+  local r = ffi.new("lab11_rlimit")
+  assert(ffi.C.getrlimit(RLIMIT_NOFILE, r) == 0)
+  local need = want * 2 + 256
+  if tonumber(r.cur) < need then
+    r.cur = math.min(need, tonumber(r.max))
+    ffi.C.setrlimit(RLIMIT_NOFILE, r)
+    ffi.C.getrlimit(RLIMIT_NOFILE, r)
+  end
+  return math.min(want, math.floor((tonumber(r.cur) - 256) / 2))
+end
+local waiting_fetches = room_for_fetches(1000)
+L:step("3. the purgatory: %d consumers' fetches waiting for data", waiting_fetches)
 b = assert(kiq.broker{})
 admin = b:admin()
 assert(admin:create_topics{ { name = "lab11-alerts", partitions = 1 } })
@@ -143,6 +162,7 @@ end
 L:say("%d fetches parked in the purgatory, the broker's threads %d before and %d while they wait: none per fetch",
   parked, threads_before, threads_during)
 L:say("one record produced: all %d answered with it within %d ms, woken by the append", answered, core.now_ms() - t0)
+L:fact("waiting_fetches", waiting_fetches)
 L:fact("purgatory_waiting", parked)
 L:fact("threads_added_by_waiting_fetches", threads_during - threads_before)
 L:fact("fetches_answered", answered)
@@ -190,6 +210,8 @@ end
 p:close()
 assert(c:wait_for_replicas("lab11-payments", 0, 10000))
 local function produces(id) local s = c:broker(id):request_stats().Produce return s and s.count or 0 end
+-- a request is counted once its answer is sent, a moment after the producer may have read it
+kiq.wait_for(function() return produces(info.leader) >= 20 end, 2000)
 local follower_produces, pulled = 0, 0
 local j = c:journey("lab11-payments", 0, 19)
 for _, r in ipairs(info.replicas) do

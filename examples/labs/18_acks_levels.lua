@@ -105,7 +105,6 @@ for _, acks in ipairs { 0, 1, "all" } do
     "answered after its own append")
 end
 L:fact("acks_0_no_response", shapes.acks_0.no_response)
-L:fact("acks_1_answered_before_commit", not shapes.acks_1.no_response and not shapes.acks_1.after_commit)
 L:fact("acks_all_answered_after_commit", shapes.acks_all.after_commit)
 
 L:step("acks=1: the followers cut off (still in the ISR), 10 records acknowledged, leader %d killed", leader)
