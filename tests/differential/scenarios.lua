@@ -1718,9 +1718,13 @@ end
 -- components as { type, match_type, match }; n: the entries to wait for
 -- (Kafka's broker answers from its metadata image, a moment behind its
 -- controller's)
-local function describe_quotas(components, strict, n)
+-- n: the entries to wait for (Kafka's broker image catches up with its
+-- controller); values: and as many values in the first
+local function describe_quotas(components, strict, n, values)
   return { api = "DescribeClientQuotas", pick = quotas_in_order,
-    ["until"] = n and function(r) return r.entries and #r.entries == n end,
+    ["until"] = n and function(r)
+      return r.entries and #r.entries == n and (not values or #(r.entries[1].values or {}) == values)
+    end,
     body = function(s)
       local cs = {}
       for _, c in ipairs(components(s)) do cs[#cs + 1] = { entity_type = c[1], match_type = c[2], match = c[3] } end
@@ -1750,7 +1754,7 @@ scenario { name = "AlterClientQuotas and DescribeClientQuotas", api = "DescribeC
       { "request_percentage", remove = true } }),
   } end),
   alter_quotas(function(s) return { quota({ { "user", s.name } }, { { "consumer_byte_rate", 1 } }) } end, true),
-  describe_quotas(function(s) return { { "user", EXACT, s.name } } end, true, 1),
+  describe_quotas(function(s) return { { "user", EXACT, s.name } } end, true, 1, 1),
   -- refusals, one entity each
   alter_quotas(function(s) return { quota({ { "client-id", s.name .. "-c" } }, { { "producer_byte_rate", 10.5 } }) } end),
   alter_quotas(function(s) return { quota({ { "client-id", s.name .. "-c" } }, { { "bogus_rate", 1 } }) } end),
