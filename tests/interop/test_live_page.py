@@ -93,6 +93,104 @@ def pills(d):
         "return Object.fromEntries([...document.querySelectorAll('#brokers span')].map(s => [s.dataset.broker, s.dataset.up]))")
 
 
+def picture(d):
+    """The diagram: its boxes, the marker's planned path, what it passed."""
+    return d.execute_script("""
+        const s = document.getElementById('picture');
+        return {boxes: [...s.querySelectorAll('[data-box]')].map(g => g.dataset.box),
+                sequence: s.dataset.sequence ? s.dataset.sequence.split(',') : [],
+                stages: s.dataset.stages ? s.dataset.stages.split(',') : [],
+                visited: s.dataset.visited ? s.dataset.visited.split(',') : [], done: s.dataset.done,
+                text: Object.fromEntries([...s.querySelectorAll('[data-box]')].map(g => [g.dataset.box, g.textContent]))}""")
+
+
+def control(d, name):
+    d.find_element("css selector", f'#picture-controls [data-control="{name}"]').click()
+
+
+def waterfall(d):
+    return d.execute_script("return [...document.querySelectorAll('#waterfall .wf-row')].map(r => "
+                            "Object.assign({label: r.querySelector('.wf-label').textContent}, r.dataset))")
+
+
+# where the lesson's picture places a stage (the test's own statement of it)
+BOX = {"received": "network", "enqueued": "queue", "dequeued": "io", "validated": "io", "appended": "log",
+       "committed": "hw", "records_fetched": "fetcher"}
+
+
+def check_marker(d, stages):
+    """The marker went through every box of the diagram, in the order the
+    stages happened: the client's three steps, each stage at its box, the
+    deserializer after the consumer's fetch."""
+    p = picture(d)
+    assert p["done"] == "true" and p["visited"] == p["sequence"], p
+    assert p["stages"][:3] == ["serializer", "partitioner", "batch"], p["stages"]
+    broker_side = [x for x in p["stages"][3:] if x != "deserializer"]
+    assert broker_side == [s["stage"] for s in stages], (broker_side, stages)
+    assert set(p["boxes"]) <= set(p["visited"]), (p["boxes"], p["visited"])
+    path = [b for b in p["visited"] if b != "deserializer"][3:]
+    for s, box in zip(stages, path):
+        want = BOX.get(s["stage"])
+        if s["stage"] in ("follower_fetched", "follower_leo"):
+            want = f"follower-{s['peer']}"
+        elif s["stage"] == "replicated":
+            want = f"follower-{s['broker']}"
+        assert want in (None, box), (s, box)
+    v = p["visited"]
+    assert v.index("deserializer") == v.index("fetcher") + 1, v
+    return p
+
+
+def check_waterfall(d, stages):
+    """A bar per stage, in the journey's order, on one axis from its first
+    stage, each labelled with its broker (and thread when it has one)."""
+    rows = waterfall(d)
+    assert [r["stage"] for r in rows] == [s["stage"] for s in stages], (rows, stages)
+    t0 = stages[0]["t_ns"]
+    for r, s in zip(rows, stages):
+        assert int(r["broker"]) == s["broker"] and r["label"].startswith(f"broker {s['broker']}"), (r, s)
+        assert int(r["endNs"]) == s["t_ns"] - t0 and int(r["startNs"]) <= int(r["endNs"]), (r, s)
+        if "thread" in s:
+            assert f"thread {s['thread']}" in r["label"], (r, s)
+        if s.get("why"):
+            assert s["why"] in d.find_element("css selector", "#waterfall").text
+    return rows
+
+
+def panels_agree(d, leader_http, topic, follower):
+    """The follower's lag and ISR membership, and the largest lag the
+    leader's followers have, the same in the diagram, the cluster's
+    arrows, the leader's machine and the partition table as in the
+    leader's /api/state; the follower's status the same in the pills and
+    the cluster's lanes."""
+    status, body = get(leader_http, "/api/state")
+    assert status == 200, body
+    state = json.loads(body)
+    p = state["topics"][topic]["partitions"]["0"]
+    lag = p["log_end_offset"] - p["followers"][str(follower)]["leo"]
+    in_isr = follower in p["isr"]
+    worst = max((q["log_end_offset"] - f["leo"] for t in state["topics"].values() for q in t["partitions"].values()
+                 if q.get("role") == "leader" for f in q.get("followers", {}).values() if f["leo"] >= 0), default=0)
+    shown = d.execute_script("""
+        const [key, follower, leader] = arguments;
+        const a = document.querySelector(`#cluster .arrow[data-partition="${key}"][data-to="${follower}"]`);
+        const box = document.querySelector(`#picture [data-box="follower-${follower}"]`);
+        const m = document.querySelector(`.machine[data-broker="${leader}"] [data-lag]`);
+        const row = document.querySelector(`#partitions tr[data-role="leader"][data-topic="${key.replace(/-0$/, '')}"]`);
+        const pill = document.querySelector(`#brokers span[data-broker="${follower}"]`);
+        const lane = document.querySelector(`#cluster .lane[data-broker="${follower}"]`);
+        return a && box && m && row && pill && lane && {arrow: Object.assign({}, a.dataset), box: box.textContent,
+          machine: m.dataset.lag, row: row.lastElementChild.textContent, isr: row.dataset.isr,
+          pill: pill.dataset.status, lane: lane.dataset.status}""", f"{topic}-0", follower, state["node_id"])
+    if not shown:
+        return None
+    agree = (shown["arrow"]["lag"] == str(lag) and shown["arrow"]["inIsr"] == str(in_isr).lower() and
+             f"lag {lag}" in shown["box"] and ("in the ISR" if in_isr else "out of the ISR") in shown["box"] and
+             shown["machine"] == str(worst) and f"{follower}: {p['followers'][str(follower)]['leo']} ({lag})" in shown["row"]
+             and shown["isr"] == ",".join(map(str, p["isr"])) and shown["pill"] == shown["lane"])
+    return shown if agree else None
+
+
 def state_of(address, topic):
     """Each hosted replica of topic's partition 0 on that broker, by its JSON."""
     status, body = get(address, "/api/state")
@@ -172,7 +270,30 @@ def test_the_page_draws_the_cluster_and_a_record_on_its_way(tmp_path, browser):
         assert "trace live-page" in title.text and "from 3 brokers" in title.text, title.text
         assert "committed" in browser.find_element("id", "journey-verdict").text
         wait_until(lambda: rows_match(browser, c, topic), 10, "the page's LEO, HW and ISR equal the brokers'")
+
+        def same_journey(check):
+            stages = merged(addresses, topic, 0, 0)[0]
+            try:
+                return check(browser, stages)
+            except AssertionError:
+                return None
+        wait_until(lambda: same_journey(check_marker), 40, "the marker through every box in time order")
+        wait_until(lambda: same_journey(check_waterfall), 10, "the waterfall's bars as /api/journey has them")
         shot(browser, "live-page-journey")
+
+        # replay starts again from the producer; step pauses and moves one box
+        control(browser, "replay")
+        control(browser, "step")
+        sequence = picture(browser)["sequence"]
+        n = len(picture(browser)["visited"])
+        assert 1 <= n < len(sequence), (n, sequence)
+        control(browser, "step")
+        assert picture(browser)["visited"] == sequence[:n + 1], (n, picture(browser)["visited"])
+        control(browser, "slow")
+        assert browser.find_element("css selector", '[data-control="slow"]').get_attribute("aria-pressed") == "true"
+        control(browser, "slow")
+        control(browser, "pause")
+        wait_until(lambda: picture(browser)["done"] == "true", 30, "the replay played to its end")
 
         # a paused follower: the next record waits before the HW, then the
         # follower leaves the ISR and the record is committed without it
@@ -186,6 +307,8 @@ def test_the_page_draws_the_cluster_and_a_record_on_its_way(tmp_path, browser):
         wait_until(lambda: any(r["role"] == "leader" and str(follower.id) not in r["isr"].split(",")
                                for r in page_rows(browser) if r["topic"] == topic), 20,
                    "the paused follower out of the ISR on the page")
+        wait_until(lambda: panels_agree(browser, c[leader].http, topic, follower.id), 10,
+                   "every panel shows the paused follower's lag and ISR as /api/state has them")
         wait_until(lambda: page_path(browser).get("committed") == "done", 10, "the record committed once it left")
         shot(browser, "live-page-isr-shrunk")
         follower.resume()
