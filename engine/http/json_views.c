@@ -11,6 +11,7 @@
 #include "core/say.h"
 #include "http/views.h"
 #include "server/broker_state.h"
+#include "server/recent_events.h"
 #include "journey/journey.h"
 #include "metrics/histogram.h"
 #include "net/acceptor.h"
@@ -128,6 +129,37 @@ void kiq_http_journey(kiq_broker_t *b, const char *topic, const char *partition,
         kiq_http_error(v, 404, "no journey is kept for it on this broker");
     }
     free(jr);
+}
+
+/* ---- recent events ---- */
+
+void kiq_http_events(kiq_broker_t *b, const char *after, kiq_http_view_t *v)
+{
+    int64_t from = 0;
+    if (after && !parse_int(after, 0, INT64_MAX, &from)) {
+        kiq_http_error(v, 400, "after must be a whole number (an event's seq)");
+        return;
+    }
+    kiq_recent_event_t *got = malloc(KIQ_RECENT_EVENTS * sizeof *got);
+    json_t *list = json_array();
+    if (!got || !list) {
+        free(got);
+        json_decref(list);
+        kiq_http_error(v, 500, "out of memory");
+        return;
+    }
+    int n = kiq_recent_events_since(b->recent_events, (uint64_t)from, got, KIQ_RECENT_EVENTS);
+    for (int i = 0; i < n; i++) {
+        const kiq_recent_event_t *e = &got[i];
+        json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:i, s:i, s:i, s:I, s:I}", "seq", (json_int_t)e->seq, "wall_ms",
+                              (json_int_t)e->wall_ms, "kind", kiq_point_names[e->point], "topic", e->topic, "partition",
+                              e->partition, "peer", e->peer, "isr_size", e->isr_size, "follower_leo",
+                              (json_int_t)e->follower_leo, "leader_leo", (json_int_t)e->leader_leo);
+        if (o && e->point == KIQ_POINT_ISR_SHRUNK) json_object_set_new(o, "lagged", json_boolean(e->lagged));
+        if (o) json_array_append_new(list, o);
+    }
+    free(got);
+    kiq_http_take_json(v, 200, json_pack("{s:i, s:o}", "broker", b->node_id, "events", list));
 }
 
 /* ---- state ---- */

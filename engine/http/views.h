@@ -46,6 +46,10 @@ void kiq_http_state(kiq_broker_t *b, kiq_http_view_t *v);
 void kiq_http_journey(kiq_broker_t *b, const char *topic, const char *partition, const char *offset, const char *trace,
                       bool latest, kiq_http_view_t *v);
 
+/* The broker's newest ISR changes (server/recent_events.h) as JSON, those
+ * after seq `after` when given: 400 when it is not a whole number. */
+void kiq_http_events(kiq_broker_t *b, const char *after, kiq_http_view_t *v);
+
 /* The live page's files (http/page/), built into the binary. */
 typedef struct kiq_http_asset {
     const char *path, *type;

@@ -35,6 +35,7 @@
 #include "server/broker_startup.h"
 #include "txn/txn_coordinator.h"
 #include "server/event_counts.h"
+#include "server/recent_events.h"
 #include "server/interceptors.h"
 #include "server/request_stats.h"
 
@@ -246,6 +247,7 @@ struct kiq_broker {
      * b:metrics(); from new to free, its own lock */
     kiq_metrics_t *metrics;
     kiq_journeys_t *journeys;         /* NULL when kafkaiq.journey.enable is off; its own locks */
+    kiq_recent_events_t *recent_events; /* the newest ISR changes, for /api/events; its own lock */
     /* the brokers of this process it belongs to (server/broker_set.h),
      * NULL alone; set by the set's owner before the broker starts */
     struct kiq_broker_set *set;

@@ -317,6 +317,10 @@ def test_the_page_draws_the_cluster_and_a_record_on_its_way(tmp_path, browser):
                    "the follower back in the ISR on the page")
         events = browser.find_element("id", "events").text
         assert "ISR shrank" in events and "ISR expanded" in events, events
+        # a tab opened after them shows them too: the leader keeps its newest ISR changes
+        browser.get(f"http://{page.http}/?brokers={others}")
+        wait_until(lambda: (lambda t: "ISR shrank" in t and "ISR expanded" in t and f"broker {follower.id} fell behind" in t)(
+            browser.find_element("id", "events").text), 10, "the ISR's changes in a tab opened after them")
         # the stuck record's journey: the follower left the ISR, then came back,
         # each with why, as the leader's JSON has it
         wait_until(lambda: {"isr_shrunk", "isr_expanded"} <= set(page_stages(browser)), 15,
@@ -393,6 +397,11 @@ def test_bad_query_parameters_are_reported_not_used(broker, browser):
         assert status == 400 and b"latest takes at most a topic" in body, (q, status, body)
     status, body = get(broker.http, "/api/journey?latest=1")
     assert status == 404, body
+    for q in ("after=x", "after=-1", "after=99999999999999999999"):
+        status, body = get(broker.http, "/api/events?" + q)
+        assert status == 400 and b"after must be a whole number" in body, (q, status, body)
+    status, body = get(broker.http, "/api/events?after=0")
+    assert status == 200 and json.loads(body) == {"broker": 0, "events": []}, body
     assert get(broker.http, "/api/state")[0] == 200
 
 

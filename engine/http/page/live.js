@@ -11,7 +11,7 @@ const ADDRESS = /^[A-Za-z0-9.\-]+:[0-9]{1,5}$/;
 const brokers = new Map(); // address -> {address, id, state, prev, up, since}
 // /api/state's topics are keyed by name, their partitions by index
 const topicsOf = (state) => Object.values(state.topics || {});
-const history = { isr: new Map(), leaders: new Map() };
+const history = { leaders: new Map() };
 const events = [];
 let journeyQuery = { mode: "latest" };
 let notes = [];
@@ -94,16 +94,45 @@ function onJourneyForm(ev) {
 
 // ---- polling
 
-function note(kind, text) {
-  events.unshift({ at: new Date(), kind, text });
+function note(kind, text, at) {
+  events.push({ at: at || new Date(), kind, text });
+  events.sort((x, y) => y.at - x.at);
   if (events.length > EVENTS_KEPT) events.length = EVENTS_KEPT;
+}
+
+// An ISR change as the leader that made it keeps it (/api/events): a tab
+// opened after it still shows it.
+function noteBrokerEvent(b, e) {
+  const key = `${e.topic}-${e.partition}`;
+  if (e.kind === "isr_shrunk") {
+    const why = e.lagged
+      ? `broker ${e.peer} fell behind: ` + (e.follower_leo < 0 ? "it had fetched nothing"
+        : `its LEO ${e.follower_leo}, ${e.leader_leo - e.follower_leo} records behind the leader's ${e.leader_leo}`)
+      : `the controller took broker ${e.peer} out: fenced or shut down`;
+    note("shrink", `${key}: ISR shrank to ${e.isr_size} replicas on leader ${b.id} (${why})`, new Date(e.wall_ms));
+  } else if (e.kind === "isr_expanded") {
+    note("expand", `${key}: ISR expanded to ${e.isr_size} replicas on leader ${b.id} (broker ${e.peer} caught up: its LEO ${
+      e.follower_leo})`, new Date(e.wall_ms));
+  }
+}
+
+async function pollEvents(b) {
+  const r = await getJSON(b.address, "/api/events?after=" + (b.eventSeq || 0));
+  if (r.status !== 200) return;
+  for (const e of r.body.events) {
+    noteBrokerEvent(b, e);
+    b.eventSeq = e.seq;
+  }
 }
 
 async function pollBroker(b) {
   try {
     const [state, peers] = await Promise.all([getJSON(b.address, "/api/state"), getJSON(b.address, "/api/peers")]);
     if (state.status !== 200) throw new Error("HTTP " + state.status);
-    if (b.up === false) note("expand", `broker ${state.body.node_id} is back (${b.address})`);
+    if (b.up === false) {
+      note("expand", `broker ${state.body.node_id} is back (${b.address})`);
+      b.eventSeq = 0; // a restarted broker numbers its events from 1 again
+    }
     b.prev = b.state && b.state.running ? b.state : null;
     b.prevAt = b.at;
     b.state = state.body;
@@ -111,6 +140,7 @@ async function pollBroker(b) {
     b.id = state.body.node_id;
     b.up = true;
     for (const p of peers.body.brokers || []) addBroker(p.http);
+    await pollEvents(b);
   } catch (e) {
     if (b.up !== false) {
       note("shrink", `broker ${b.id ?? "?"} does not answer (${b.address})`);
@@ -135,22 +165,14 @@ async function poll() {
   }
 }
 
-// ISR and leader changes seen between two polls, from each leader's view.
+// Leader changes seen between two polls, from each leader's view (ISR
+// changes come from the brokers: /api/events).
 function noteChanges() {
   for (const b of upBrokers()) {
     for (const t of topicsOf(b.state))
       for (const p of Object.values(t.partitions)) {
         if (p.role !== "leader") continue;
         const key = `${t.name}-${p.partition}`;
-        const isr = p.isr.join(",");
-        const before = history.isr.get(key);
-        if (before !== undefined && before !== isr) {
-          const was = before.split(","), now = p.isr.map(String);
-          const left = was.filter((x) => !now.includes(x)), came = now.filter((x) => !was.includes(x));
-          if (left.length) note("shrink", `${key}: ISR shrank [${before}] \u2192 [${isr}] (broker ${left.join(", ")} fell behind)`);
-          if (came.length) note("expand", `${key}: ISR expanded [${before}] \u2192 [${isr}] (broker ${came.join(", ")} caught up)`);
-        }
-        history.isr.set(key, isr);
         const lead = `${p.leader}@${p.leader_epoch}`;
         const was = history.leaders.get(key);
         if (was !== undefined && was !== lead)
