@@ -366,6 +366,12 @@ static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *ur
     else if (strcmp(url, "/api/journey") == 0)
         kiq_http_journey(b, arg(c, "topic"), arg(c, "partition"), arg(c, "offset"), arg(c, "trace"),
                          arg(c, "latest") != NULL, &v);
+    else if (strcmp(url, "/api/messages") == 0)
+        kiq_http_messages(b, arg(c, "topic"), arg(c, "partition"), arg(c, "offset"), arg(c, "limit"), &v);
+    else if (strcmp(url, "/api/groups") == 0)
+        kiq_http_groups(b, &v);
+    else if (strcmp(url, "/api/configs") == 0)
+        kiq_http_configs(b, arg(c, "topic"), &v);
     else if (strcmp(url, "/api/events") == 0)
         kiq_http_events(b, arg(c, "after"), &v);
     else if (strcmp(url, "/api/peers") == 0)
