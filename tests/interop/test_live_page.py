@@ -217,6 +217,9 @@ def produce(bootstrap, topic, values, acks, trace=None):
     # one batch per call (the page shows the newest journey): a linger no
     # pause between produce() calls outlasts; flush() sends at once
     p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 500})
+    # the partition's leader known first: records produced while it is not
+    # may leave in two batches (the page would follow the second)
+    p.list_topics(topic, timeout=10)
     errors = []
     for i, v in enumerate(values):
         p.produce(topic, value=v, partition=0, headers=[("kafkaiq-trace", trace.encode())] if trace and i == 0 else None,
@@ -536,3 +539,80 @@ def test_the_page_shows_a_consumer_group_reconciling(broker, browser):
                         for m in g[1].values()) else None
     wait_until(settled, 20, "both members at the group epoch owning their targets on the page")
     shot(browser, "live-page-848-stable")
+
+
+def browse_to(d, topic, partition="0", offset="", limit="20"):
+    d.execute_script("""
+        const f = document.getElementById('browse-form');
+        [f.topic.value, f.partition.value, f.offset.value, f.limit.value] = arguments;
+        f.requestSubmit();""", topic, partition, offset, limit)
+
+
+def test_the_page_browses_messages_group_lag_and_configs(broker, browser):
+    """As kafka-ui or AKHQ would show them: a partition's records (key,
+    value, headers, a binary value in base64), a classic group's lag per
+    partition against the high watermark, the topic's configs with their
+    sources; bad parameters answered with a clear error, the broker up."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    topic, group = "live-browse", "live-browse-group"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"retention.ms": "3600000"})])[topic].result(20)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": "lz4"})
+    values = [b"v0", b"v1", b"v2", b"v3", b"\x00\xff"]
+    for i, v in enumerate(values):
+        p.produce(topic, key=f"k{i}".encode(), value=v, partition=0, headers=[("h", f"x{i}".encode())])
+    assert p.flush(30) == 0
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.subscribe([topic])
+    got, deadline = [], time.monotonic() + 30
+    while len(got) < 3 and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m)
+    assert len(got) == 3
+    c.commit(got[-1], asynchronous=False)
+
+    browser.get(f"http://{broker.http}/")
+    browse_to(browser, topic)
+    rows = wait_until(lambda: (lambda r: r if len(r) == 5 else None)(browser.execute_script(
+        "return [...document.querySelectorAll('#messages tr[data-offset]')].map(r => [Number(r.dataset.offset), "
+        "r.dataset.key, r.dataset.value, r.textContent])")), 10, "the topic's five records on the page")
+    assert [r[:3] for r in rows[:4]] == [[i, f"k{i}", f"v{i}"] for i in range(4)], rows
+    assert rows[4][:2] == [4, "k4"] and "base64 AP8=" in rows[4][3] and "h=x4" in rows[4][3], rows[4]
+    # from an offset, at most one
+    browse_to(browser, topic, offset="2", limit="1")
+    wait_until(lambda: browser.execute_script(
+        "return [...document.querySelectorAll('#messages tr[data-offset]')].map(r => r.dataset.offset)") == ["2"], 10,
+               "one record from offset 2")
+
+    def lag_row():
+        return browser.execute_script(
+            "const r = document.querySelector(`#group-lag tr[data-group='${arguments[0]}'][data-topic='${arguments[1]}']`);"
+            "return r && Object.assign({}, r.dataset)", group, topic)
+    row = wait_until(lag_row, 10, "the group's lag on the page")
+    assert (row["offset"], row["hw"], row["lag"]) == ("3", "5", "2"), row
+    status, body = get(broker.http, "/api/groups")
+    g = next(g for g in json.loads(body)["groups"] if g["group_id"] == group)
+    assert g["offsets"] == [{"topic": topic, "partition": 0, "offset": 3, "commit_ts_ms": g["offsets"][0]["commit_ts_ms"]}]
+
+    def config(name):
+        return browser.execute_script(
+            "const r = document.querySelector(`#configs tr[data-config='${arguments[0]}']`);"
+            "return r && [r.dataset.value, r.dataset.source]", name)
+    assert wait_until(lambda: config("retention.ms"), 10, "the topic's configs") == ["3600000", "DYNAMIC_TOPIC_CONFIG"]
+    assert config("cleanup.policy") == ["delete", "DEFAULT_CONFIG"]
+    shot(browser, "live-page-browse")
+    c.close()
+
+    # bad input: the form says what it needs, the JSON answers 400 or 404
+    browse_to(browser, topic, partition="x")
+    assert "a topic, a partition" in browser.find_element("id", "browse-note").text
+    for q, code in (("topic=&partition=0", 400), (f"topic={topic}&partition=abc", 400), (f"topic={topic}", 400),
+                    (f"topic={topic}&partition=0&limit=101", 400), (f"topic={topic}&partition=0&offset=-1", 400),
+                    (f"topic={topic}&partition=7", 404), ("topic=nowhere&partition=0", 404)):
+        status, body = get(broker.http, "/api/messages?" + q)
+        assert status == code and b"error" in body, (q, status, body)
+    assert get(broker.http, "/api/configs?topic=")[0] == 400
+    assert get(broker.http, "/api/configs?topic=nowhere")[0] == 404
+    assert get(broker.http, "/api/state")[0] == 200

@@ -159,7 +159,7 @@ async function poll() {
     snap = snapshot();
     noteChanges();
     render();
-    await showJourney();
+    await Promise.all([showJourney(), pollBrowse()]);
   } finally {
     polling = false;
   }
@@ -451,6 +451,12 @@ function render() {
   document.getElementById("quorum").innerHTML = quorumView();
   document.getElementById("groups").innerHTML = groupsView();
   drawCluster();
+  const names = [...new Set([...snap.parts.values()].map((p) => p.topic))].sort();
+  const list = document.getElementById("topic-names");
+  if (list.dataset.names !== names.join("\n")) {
+    list.dataset.names = names.join("\n");
+    list.innerHTML = names.map((n) => `<option value="${esc(n)}">`).join("");
+  }
   drawPicture(lastJourney);
   document.getElementById("events").innerHTML = events.map((e) =>
     `<li class="${e.kind}">${e.at.toLocaleTimeString()} ${esc(e.text)}</li>`).join("");
@@ -606,5 +612,6 @@ addBroker(location.host);
 document.getElementById("journey-form").addEventListener("submit", onJourneyForm);
 document.getElementById("internal").addEventListener("change", render);
 document.getElementById("picture-controls").addEventListener("click", onControl);
+document.getElementById("browse-form").addEventListener("submit", onBrowseForm);
 poll();
 setInterval(poll, POLL_MS);

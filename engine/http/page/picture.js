@@ -128,10 +128,11 @@ function frame(x, y, w, h, title, cls) {
 function arrow(a, b) {
   const p = layout.get(a), q = layout.get(b);
   if (!p || !q) return "";
-  const sameRow = Math.abs(p.y - q.y) < 5;
-  const [x1, y1, x2, y2] = sameRow ? [p.x + p.w, p.y + p.h / 2, q.x, q.y + q.h / 2]
-    : [p.x + p.w / 2, p.y + p.h, q.x + q.w / 2, q.y];
-  return `<line class="flow" x1="${x1}" y1="${y1}" x2="${x2 - 3}" y2="${y2 - (sameRow ? 0 : 3)}" marker-end="url(#head)"></line>`;
+  if (Math.abs(p.y - q.y) < 5)
+    return `<line class="flow" x1="${p.x + p.w}" y1="${p.y + p.h / 2}" x2="${q.x - 3}" y2="${q.y + q.h / 2}" marker-end="url(#head)"></line>`;
+  // down a row: out of the bottom, along between the rows, into the top
+  const mid = (p.y + p.h + q.y) / 2;
+  return `<path class="flow" d="M ${p.x + p.w / 2} ${p.y + p.h} V ${mid} H ${q.x + q.w / 2} V ${q.y - 3}" marker-end="url(#head)"></path>`;
 }
 
 function stageOf(stages, name, pred) {
@@ -164,14 +165,15 @@ function drawPicture(j) {
     const reqs = rate(leader, (s) => (s.processors || []).reduce((n, p) => n + p.requests, 0));
     const q = st.request_queue;
     const busy = busyOf(leader, (x) => ({ busy: x.io.busy_ns, up: x.io.up_ns * x.io.threads }));
-    const seg = app && app.file ? app.file.split("/").pop() : null;
+    // a segment file is named after its base offset
+    const seg = app && app.file ? Number(app.file.split("/").pop().split(".")[0]) : null;
     g += box("network", 410, 52, 225, 88, "acceptor and processors", [`${st.acceptor.accepted} accepted, ${st.processors.length} processors`,
       `${conns} connections, ${fmtRate(reqs)} requests`]);
     g += box("queue", 645, 52, 225, 88, "request queue", [`depth ${q.depth} of ${q.bound}`, `${q.muted} muted for want of room`],
       q.depth >= q.bound ? "hot" : "");
     g += box("io", 880, 52, 225, 88, "I/O threads", [`${st.io.threads} threads, busy ${pct(busy)}`, `purgatory: ${st.purgatory.waiting} waiting`]);
     g += box("log", 1115, 52, 225, 88, "log manager", part ? [`${part.topic}-${part.partition}: LEO ${part.leo}`,
-      `${part.segments} segments, ${part.size.toLocaleString()} bytes`, seg ? `active: ${seg}` : ""].filter(Boolean)
+      `${part.segments} segments, ${part.size.toLocaleString()} bytes`, seg != null ? `appended to the segment from ${seg}` : ""].filter(Boolean)
       : [`${topicsOf(st).length} topics`]);
   } else {
     for (const [id, x, t] of [["network", 410, "acceptor and processors"], ["queue", 645, "request queue"], ["io", 880, "I/O threads"],
@@ -221,7 +223,7 @@ function paintMarker() {
   marker.style.display = at ? "" : "none";
   if (at) {
     marker.style.transition = `transform ${(STEP_MS * (anim.slow ? SLOW : 1) * 0.8) / 1000}s ease-in-out`;
-    marker.style.transform = `translate(${at.x + at.w - 14}px, ${at.y + 14}px)`;
+    marker.style.transform = `translate(${at.x + at.w - 14}px, ${at.y + at.h - 14}px)`;
   }
   if (!seq.length) now.textContent = "no record to follow yet";
   else if (!cur) now.textContent = "press replay, or step";

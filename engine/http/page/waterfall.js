@@ -27,7 +27,7 @@ function drawWaterfall(j) {
   const rows = ordered(j.stages);
   const t0 = rows[0].t, span = Math.max(1, rows[rows.length - 1].t - t0);
   const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) =>
-    `<span style="left:${f * 100}%">${fmtMs(f * span)}</span>`).join("");
+    `<span style="left:${f * 100}%;transform:translateX(-${f * 100}%)">${fmtMs(f * span)}</span>`).join("");
   el.dataset.count = rows.length;
   el.innerHTML = `<div class="wf-axis"><span class="wf-label"></span><span class="wf-track">${ticks}</span></div>` +
     rows.map(({ s, t }, i) => {
@@ -40,6 +40,6 @@ function drawWaterfall(j) {
         data-start-ns="${from - t0}" data-end-ns="${t - t0}" title="${esc(describe(s))}">
         <span class="wf-label">${esc(label)}</span>
         <span class="wf-track"><i class="b${s.broker % 6}" style="left:${left}%;width:${width}%"></i></span>
-        <span class="wf-dur">+${fmtMs(t - t0)} (${fmtMs(t - from)})</span>${why}</div>`;
+        <span class="wf-dur">+${fmtMs(t - t0)}, took ${fmtMs(t - from)}</span>${why}</div>`;
     }).join("");
 }
