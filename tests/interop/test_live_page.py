@@ -539,6 +539,10 @@ def test_the_page_shows_a_consumer_group_reconciling(broker, browser):
                         for m in g[1].values()) else None
     wait_until(settled, 20, "both members at the group epoch owning their targets on the page")
     shot(browser, "live-page-848-stable")
+    # beside the classic groups, with its lag (none committed yet)
+    wait_until(lambda: browser.execute_script(
+        "const g = document.querySelector(`.lag-group[data-group='${arguments[0]}']`); return g && g.dataset.kind",
+        group) == "848", 10, "the group among those with their lag, as KIP-848")
 
 
 def browse_to(d, topic, partition="0", offset="", limit="20"):
@@ -602,6 +606,7 @@ def test_the_page_browses_messages_group_lag_and_configs(broker, browser):
             "return r && [r.dataset.value, r.dataset.source]", name)
     assert wait_until(lambda: config("retention.ms"), 10, "the topic's configs") == ["3600000", "DYNAMIC_TOPIC_CONFIG"]
     assert config("cleanup.policy") == ["delete", "DEFAULT_CONFIG"]
+    browser.execute_script("document.getElementById('browse-section').scrollIntoView()")
     shot(browser, "live-page-browse")
     c.close()
 

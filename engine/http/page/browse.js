@@ -91,9 +91,10 @@ async function showGroupLag() {
   const groups = new Map();
   for (const r of answers) if (r && r.status === 200) for (const g of r.body.groups) groups.set(g.group_id, { ...g, coordinator: r.body.broker });
   if (!groups.size) {
-    el.innerHTML = `<span class="muted">no consumer group has committed yet</span>`;
+    el.innerHTML = `<span class="muted">no consumer group yet</span>`;
     return;
   }
+  el.className = "";
   el.innerHTML = [...groups.values()].sort((a, b) => a.group_id.localeCompare(b.group_id)).map((g) => {
     const rows = [...g.offsets].sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition).map((o) => {
       const p = snap.parts.get(`${o.topic}-${o.partition}`);
@@ -103,11 +104,16 @@ async function showGroupLag() {
         <td>${o.offset}</td><td>${p ? p.hw : "?"}</td><td class="${lag ? "pending" : ""}">${lag ?? "?"}</td>
         <td>${new Date(o.commit_ts_ms).toLocaleTimeString()}</td></tr>`;
     }).join("");
-    const kind = g.protocol_type === "consumer" ? "classic consumer group" : g.protocol_type || "group";
-    return `<div class="lag-group" data-group="${esc(g.group_id)}" data-state="${esc(g.state || "")}">
+    // a group of the new protocol is one its coordinator's state lists (KIP-848)
+    const g848 = upBrokers().map((b) => (b.state.consumer_groups || []).find((x) => x.group_id === g.group_id)).find(Boolean);
+    const kind = g848 ? "consumer group of the new protocol (KIP-848)"
+      : g.protocol_type === "consumer" ? "classic consumer group" : `${g.protocol_type || "classic"} group`;
+    const members = g848 ? g848.members.map((m) => m.client_id || m.member_id) : g.members.map((m) => m.client_id || m.member_id);
+    const epoch = g848 ? `group epoch ${g848.group_epoch}` : `generation ${g.generation}`;
+    return `<div class="lag-group" data-group="${esc(g.group_id)}" data-state="${esc(g.state || "")}" data-kind="${g848 ? "848" : "classic"}">
       <p><b>${esc(g.group_id)}</b> on coordinator ${g.coordinator}: ${esc(g.state || "")}, ${esc(kind)}${
-        g.protocol ? ` (${esc(g.protocol)})` : ""}, generation ${g.generation}, ${g.members.length} members${
-        g.members.length ? ": " + g.members.map((m) => esc(m.client_id || m.member_id)).join(", ") : ""}</p>
+        g.protocol && !g848 ? ` (${esc(g.protocol)})` : ""}, ${epoch}, ${members.length} members${
+        members.length ? ": " + members.map(esc).join(", ") : ""}</p>
       <table><thead><tr><th>partition</th><th>committed</th><th>high watermark</th><th>lag</th><th>committed at</th></tr></thead>
       <tbody>${rows || `<tr><td colspan="5" class="muted">no offsets committed</td></tr>`}</tbody></table></div>`;
   }).join("");
