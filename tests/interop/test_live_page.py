@@ -191,6 +191,15 @@ def panels_agree(d, leader_http, topic, follower):
     return shown if agree else None
 
 
+def kw_post(address, path):
+    """A control API call with an empty JSON body: (status, body)."""
+    import urllib.request
+    req = urllib.request.Request(f"http://{address}{path}", data=b"{}", method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.status, r.read()
+
+
 def state_of(address, topic):
     """Each hosted replica of topic's partition 0 on that broker, by its JSON."""
     status, body = get(address, "/api/state")
@@ -621,3 +630,54 @@ def test_the_page_browses_messages_group_lag_and_configs(broker, browser):
     assert get(broker.http, "/api/configs?topic=")[0] == 400
     assert get(broker.http, "/api/configs?topic=nowhere")[0] == 404
     assert get(broker.http, "/api/state")[0] == 200
+
+
+def test_a_fenced_broker_that_still_answers_is_shown_fenced_everywhere(tmp_path, browser):
+    """`serve --brokers 3` with broker 2 paused: its HTTP still answers, the
+    controller fences it. Every panel says fenced (the pills, the cluster's
+    lanes, its machine, the controller's table), none says up; the lag of
+    a record it missed, and the ISR without it, the same in every panel as
+    in the leader's /api/state; the ISR change in "As it happens"."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from cluster import OneProcessCluster
+    c = OneProcessCluster(tmp_path / "one", overrides=["broker.session.timeout.ms=3000",
+                                                       "broker.heartbeat.interval.ms=500"])
+    c.start()
+    try:
+        topic = "live-fenced"
+        admin = AdminClient({"bootstrap.servers": c.bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(20)
+
+        def leader():
+            for i, h in enumerate(c.http):
+                p = state_of(h, topic)
+                if p and p["role"] == "leader" and len(p["isr"]) == 3:
+                    return i
+            return None
+        wait_until(lambda: leader() is not None, 20, "a leader with all three in the ISR")
+        lead = leader()
+        paused = max(i for i in range(3) if i != lead)
+        browser.get(f"http://{c.http[lead]}/")
+        wait_until(lambda: set(pills(browser).values()) == {"true"} and len(pills(browser)) == 3, 10, "three brokers up")
+        status, _ = kw_post(c.http[lead], f"/api/brokers/{paused}/pause")
+        assert status == 200
+        produce(c.bootstrap, topic, [b"missed by the paused one"], "1")
+
+        def fenced_everywhere():
+            shown = browser.execute_script("""
+                const q = (s) => document.querySelector(s), id = arguments[0];
+                const pill = q(`#brokers span[data-broker="${id}"]`), lane = q(`#cluster .lane[data-broker="${id}"]`);
+                const m = q(`.machine[data-broker="${id}"]`), row = q(`#controller tr[data-controller-broker="${id}"]`);
+                return pill && lane && m && row && [pill.dataset.status, pill.textContent, lane.dataset.status,
+                  m.dataset.status, row.dataset.fenced]""", paused)
+            return shown if shown and shown[0] == shown[2] == shown[3] == "fenced" and shown[4] == "true" else None
+        shown = wait_until(fenced_everywhere, 20, "the paused broker fenced in every panel")
+        assert "up" not in shown[1], shown
+        wait_until(lambda: panels_agree(browser, c.http[lead], topic, paused), 10,
+                   "the fenced follower's lag and the ISR the same in every panel as in /api/state")
+        assert paused not in state_of(c.http[lead], topic)["isr"]
+        wait_until(lambda: f"the controller took broker {paused} out" in browser.find_element("id", "events").text, 10,
+                   "the ISR change the controller made, in As it happens")
+        shot(browser, "live-page-fenced")
+    finally:
+        c.stop()
