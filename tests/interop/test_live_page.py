@@ -9,7 +9,13 @@ broker shown down and then up again, an acks=0 record with its fsync
 (flush.messages=1) and no response, bad query parameters reported on the
 page, and a KIP-848 consumer group held half way through a rebalance (its
 group epoch, each member's epoch, what it owns against its target, the
-partitions to revoke first). Screenshots go to build/test-artifacts/.
+partitions to revoke first). The lesson's picture: the record's marker
+through every box in the order its stages happened (replay, step, slow
+motion), the waterfall's bars as /api/journey has them (and ordered by wall
+time, with why, when stages carry them), every panel agreeing under a
+paused follower and a fenced broker, the ISR changes a tab opened later
+still shows; a topic's messages, a group's lag and a topic's configs with
+their sources. Screenshots go to build/test-artifacts/.
 """
 
 import json
@@ -681,3 +687,31 @@ def test_a_fenced_broker_that_still_answers_is_shown_fenced_everywhere(tmp_path,
         shot(browser, "live-page-fenced")
     finally:
         c.stop()
+
+
+def test_stages_with_wall_time_and_why_are_ordered_and_explained(broker, browser):
+    """A journey whose stages carry wall-clock time (wall_us) and a reason
+    (why), as brokers on different machines give them: the page orders it
+    by wall time, not by each machine's monotonic clock, and the waterfall
+    says why each wait happened."""
+    browser.get(f"http://{broker.http}/")
+    got = browser.execute_script("""
+        const stages = [
+          {stage: "received", broker: 1, thread: 0, t_ns: 900, wall_us: 1000},
+          {stage: "replicated", broker: 2, t_ns: 5, wall_us: 1003, why: "its next fetch arrived 3 us later"},
+          {stage: "enqueued", broker: 1, t_ns: 901, wall_us: 1001, why: "queued behind 37 requests"},
+          {stage: "committed", broker: 1, t_ns: 909, wall_us: 1004}];
+        const order = ordered(stages).map((x) => x.s.stage);
+        const mixed = ordered([{stage: "a", t_ns: 2, wall_us: 1}, {stage: "b", t_ns: 1}]).map((x) => x.s.stage);
+        drawWaterfall({stages});
+        const rows = [...document.querySelectorAll('#waterfall .wf-row')].map((r) => [r.dataset.stage, r.dataset.endNs,
+          r.textContent.replace(/\\s+/g, " ")]);
+        const path = plan(stages).map((x) => x.box);
+        return {order, mixed, rows, path};""")
+    assert got["order"] == ["received", "enqueued", "replicated", "committed"], got
+    # without wall time on every stage, the monotonic clock decides
+    assert got["mixed"] == ["b", "a"], got
+    assert [r[0] for r in got["rows"]] == got["order"] and [r[1] for r in got["rows"]] == ["0", "1000", "3000", "4000"]
+    assert "why: queued behind 37 requests" in got["rows"][1][2] and "broker 1 · network thread 0" in got["rows"][0][2]
+    assert "why: its next fetch arrived 3 us later" in got["rows"][2][2], got["rows"]
+    assert got["path"] == ["serializer", "partitioner", "batch", "network", "queue", "follower-2", "hw"], got["path"]
