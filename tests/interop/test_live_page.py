@@ -348,6 +348,10 @@ def test_the_page_draws_the_cluster_and_a_record_on_its_way(tmp_path, browser):
         assert any(f"follower {follower.id} is back in the ISR" in t for t in lines), lines
         step = browser.find_element("css selector", f'#journey-path li[data-stage="follower-{follower.id}"]').text
         assert "left the ISR" in step and "back in the ISR" in step, step
+        # the steps in the order they happened (the follower back after the commit without it)
+        times = [float(t[1:-3]) for t in browser.execute_script(
+            "return [...document.querySelectorAll('#journey-path li .t')].map(t => t.textContent)") if t.startswith("+")]
+        assert len(times) >= 8 and times == sorted(times), times
         shot(browser, "live-page-isr-journey")
 
         # a broker killed shows down, and up once restarted

@@ -575,7 +575,9 @@ async function showJourney() {
   title.dataset.partition = h.partition;
   title.dataset.offset = h.first_offset;
   const committed = j.stages.some((s) => s.stage === "committed");
-  const st = steps(j, followers);
+  // in the order they happened; the steps still to come after, as the lesson has them
+  const st = steps(j, followers).map((s, i) => ({ s, i })).sort((a, b) =>
+    (a.s.stage ? a.s.stage.t_ns : Infinity) - (b.s.stage ? b.s.stage.t_ns : Infinity) || a.i - b.i).map((x) => x.s);
   path.innerHTML = st.map((s) => {
     const stuck = !s.stage && leader && !committed && (s.key === "committed" || s.key.startsWith("follower-"));
     return `<li data-stage="${s.key}" class="${s.stage ? "done" : stuck ? "stuck" : ""}" title="${esc(s.text)}">
