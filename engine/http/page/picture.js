@@ -135,6 +135,17 @@ function arrow(a, b) {
   return `<path class="flow" d="M ${p.x + p.w / 2} ${p.y + p.h} V ${mid} H ${q.x + q.w / 2} V ${q.y - 3}" marker-end="url(#head)"></path>`;
 }
 
+// From a's side to b's along a lane at y outside the boxes (above the
+// first row or below the second), labelled: the ways back the lesson draws.
+function around(a, b, y, label, along = 0.5) {
+  const p = layout.get(a), q = layout.get(b);
+  if (!p || !q) return "";
+  const from = y < p.y ? p.y : p.y + p.h, to = y < q.y ? q.y - 3 : q.y + q.h + 3;
+  const x1 = p.x + p.w * along, x2 = q.x + q.w / 2;
+  return `<path class="flow back" d="M ${x1} ${from} V ${y} H ${x2} V ${to}" marker-end="url(#head)"></path>
+    <text class="flowlabel" x="${(x1 + x2) / 2}" y="${y < p.y ? y - 3 : y + 12}" text-anchor="middle">${esc(label)}</text>`;
+}
+
 function stageOf(stages, name, pred) {
   return stages.find((s) => s.stage === name && (!pred || pred(s)));
 }
@@ -198,6 +209,8 @@ function drawPicture(j) {
   let flows = arrow("serializer", "partitioner") + arrow("partitioner", "batch") + arrow("batch", "network") +
     arrow("network", "queue") + arrow("queue", "io") + arrow("io", "log") + arrow("fetcher", "deserializer");
   for (const id of followerIds) flows += arrow("log", `follower-${id}`);
+  flows += around("network", "batch", 14, "the response: acks=1 after the append, acks=all after the commit", 0.9) +
+    around("hw", "fetcher", 322, "consumers read below the high watermark");
   const svg = document.getElementById("picture");
   svg.querySelector("#boxes").innerHTML = flows + g;
   svg.dataset.leader = leader ? leader.id : "";
