@@ -94,7 +94,10 @@ static int record(const kiq_record_t *r, void *ctx)
     v->string(v->ctx, "timestamp_type", kiq_batch_is_log_append_time(r->batch) ? "log_append_time" : "create_time");
     put_bytes(v, "key", r->key.p, r->key.len);
     bool cut = r->value.p && r->value.len > KIQ_MESSAGE_SHOWN;
-    put_bytes(v, "value", r->value.p, cut ? KIQ_MESSAGE_SHOWN : r->value.len);
+    int32_t shown = cut ? KIQ_MESSAGE_SHOWN : r->value.len;
+    /* cut text between characters, so it stays text */
+    while (cut && shown > KIQ_MESSAGE_SHOWN - 4 && (r->value.p[shown] & 0xC0) == 0x80) shown--;
+    put_bytes(v, "value", r->value.p, shown);
     v->number(v->ctx, "value_bytes", r->value.p ? r->value.len : 0);
     if (cut) v->boolean(v->ctx, "truncated", true);
     v->open(v->ctx, "headers", true);

@@ -10,8 +10,9 @@
  *   value? | value_base64?}], producer_id?, transactional?}]
  *
  * Keys and values are text when their bytes are UTF-8 without NULs, else
- * base64; absent when null. A value is cut at KIQ_MESSAGE_SHOWN bytes
- * (truncated true, value_bytes its whole size). Control batches
+ * base64; absent when null. A value is cut to at most KIQ_MESSAGE_SHOWN
+ * bytes, between characters when it is text (truncated true, value_bytes
+ * its whole size). Control batches
  * (transaction markers) are skipped. Any thread. */
 #ifndef KIQ_SERVER_BROKER_MESSAGES_H
 #define KIQ_SERVER_BROKER_MESSAGES_H

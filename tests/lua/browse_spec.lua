@@ -22,23 +22,29 @@ describe("b:messages and b:configs", function()
     local p = client.producer { bootstrap = b.bootstrap }
     for i = 0, 3 do assert(p:send("browse", "k" .. i, "v" .. i, { partition = 0, headers = { { "h", "x" .. i } } })) end
     assert(p:send("browse", "k4", "\0\255", { partition = 0 }))
+    assert(p:send("browse", "k5", ("\195\169"):rep(3000), { partition = 0 }))
     assert(p:flush())
-    assert.truthy(kiq.wait_for(function() return #b:messages("browse", 0).messages == 5 end, 10000))
+    assert.truthy(kiq.wait_for(function() return #b:messages("browse", 0).messages == 6 end, 10000))
 
     local m = b:messages("browse", 0)
-    assert.are.equal(5, m.high_watermark)
-    assert.are.equal(5, m.next_offset)
+    assert.are.equal(6, m.high_watermark)
+    assert.are.equal(6, m.next_offset)
     for i = 0, 3 do
       local r = m.messages[i + 1]
       assert.are.same({ i, "k" .. i, "v" .. i, "h", "x" .. i }, { r.offset, r.key, r.value, r.headers[1].key, r.headers[1].value })
     end
     assert.are.equal("AP8=", m.messages[5].value_base64)
     assert.is_nil(m.messages[5].value)
+    -- a long text value cut between its characters: still text
+    local long = m.messages[6]
+    assert.is_true(long.truncated)
+    assert.are.equal(6000, long.value_bytes)
+    assert.are.equal(("\195\169"):rep(2048), long.value)
     local two = b:messages("browse", 0, 2, 2)
     assert.are.same({ 2, 3 }, { two.messages[1].offset, two.messages[2].offset })
     assert.are.equal(4, two.next_offset)
     local newest = b:messages("browse", 0, nil, 1)
-    assert.are.equal(4, newest.messages[1].offset)
+    assert.are.equal(5, newest.messages[1].offset)
 
     local cfg = {}
     for _, c in ipairs(b:configs("browse").configs) do cfg[c.name] = c end

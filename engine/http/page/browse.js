@@ -57,7 +57,7 @@ async function showMessages() {
     <table><thead><tr><th>offset</th><th>timestamp</th><th>key</th><th>value</th><th>headers</th></tr></thead><tbody>` +
     m.messages.map((x) => `<tr data-offset="${x.offset}" data-key="${esc(x.key ?? "")}" data-value="${esc(x.value ?? "")}">
       <td>${x.offset}</td><td title="${x.timestamp_type}">${new Date(x.timestamp).toISOString()}</td><td>${text(x, "key")}</td>
-      <td>${text(x, "value")}${x.truncated ? ` <span class="muted">(first 4096 of ${x.value_bytes} bytes)</span>` : ""}</td>
+      <td>${text(x, "value")}${x.truncated ? ` <span class="muted">(cut: ${x.value_bytes} bytes in all)</span>` : ""}</td>
       <td>${x.headers.map((h) => `${esc(h.key ?? "?")}=${text(h, "value")}`).join(", ")}</td></tr>`).join("") +
     `</tbody></table>`;
 }
