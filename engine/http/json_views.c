@@ -248,7 +248,8 @@ void kiq_http_events(kiq_broker_t *b, const char *after, kiq_http_view_t *v)
         if (o) json_array_append_new(list, o);
     }
     free(got);
-    kiq_http_take_json(v, 200, json_pack("{s:i, s:o}", "broker", b->node_id, "events", list));
+    kiq_http_take_json(v, 200, json_pack("{s:i, s:I, s:o}", "broker", b->node_id, "newest",
+                                         (json_int_t)kiq_recent_events_newest(b->recent_events), "events", list));
 }
 
 /* ---- state ---- */

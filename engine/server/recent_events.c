@@ -53,6 +53,14 @@ kiq_observer_t kiq_recent_events_observer(kiq_recent_events_t *r)
     return (kiq_observer_t){keep, r, (1u << KIQ_POINT_ISR_SHRUNK) | (1u << KIQ_POINT_ISR_EXPANDED)};
 }
 
+uint64_t kiq_recent_events_newest(kiq_recent_events_t *r)
+{
+    pthread_mutex_lock(&r->mu);
+    uint64_t n = r->next - 1;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
 int kiq_recent_events_since(kiq_recent_events_t *r, uint64_t after, kiq_recent_event_t *out, int max)
 {
     pthread_mutex_lock(&r->mu);

@@ -33,5 +33,8 @@ kiq_observer_t kiq_recent_events_observer(kiq_recent_events_t *r);
 /* The kept events with seq > after, oldest first, at most max into out:
  * how many. */
 int kiq_recent_events_since(kiq_recent_events_t *r, uint64_t after, kiq_recent_event_t *out, int max);
+/* The newest event's seq, 0 when none yet: below what a reader saw, the
+ * broker was made anew (a restart) and numbers from 1 again. */
+uint64_t kiq_recent_events_newest(kiq_recent_events_t *r);
 
 #endif

@@ -423,7 +423,7 @@ def test_bad_query_parameters_are_reported_not_used(broker, browser):
         status, body = get(broker.http, "/api/events?" + q)
         assert status == 400 and b"after must be a whole number" in body, (q, status, body)
     status, body = get(broker.http, "/api/events?after=0")
-    assert status == 200 and json.loads(body) == {"broker": 0, "events": []}, body
+    assert status == 200 and json.loads(body) == {"broker": 0, "newest": 0, "events": []}, body
     assert get(broker.http, "/api/state")[0] == 200
 
 

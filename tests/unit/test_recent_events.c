@@ -31,10 +31,12 @@ static void test_keeps_isr_changes_with_their_figures(void **state)
     kiq_recent_events_t *r = kiq_recent_events_new();
     assert_non_null(r);
     kiq_observer_t o = kiq_recent_events_observer(r);
+    assert_int_equal(kiq_recent_events_newest(r), 0);
     emit(&o, KIQ_POINT_APPENDED, -1, 0);
     emit(&o, KIQ_POINT_ISR_SHRUNK, 2, KIQ_EVENT_LAGGED);
     emit(&o, KIQ_POINT_ISR_EXPANDED, 2, 0);
     kiq_recent_event_t got[KIQ_RECENT_EVENTS];
+    assert_int_equal(kiq_recent_events_newest(r), 2);
     assert_int_equal(kiq_recent_events_since(r, 0, got, KIQ_RECENT_EVENTS), 2);
     assert_int_equal(got[0].seq, 1);
     assert_int_equal(got[0].point, KIQ_POINT_ISR_SHRUNK);

@@ -119,6 +119,8 @@ function noteBrokerEvent(b, e) {
 async function pollEvents(b) {
   const r = await getJSON(b.address, "/api/events?after=" + (b.eventSeq || 0));
   if (r.status !== 200) return;
+  // fewer than it had: the broker restarted between two polls
+  if (r.body.newest < (b.eventSeq || 0)) b.eventSeq = 0;
   for (const e of r.body.events) {
     noteBrokerEvent(b, e);
     b.eventSeq = e.seq;
