@@ -168,6 +168,22 @@ function Broker:purgatory_stats() return self.handle:purgatory_stats() end
 -- attributes = {...} } } } }.
 function Broker:clients(client_id) return self.handle:clients(client_id) end
 
+-- A partition's records as the live page's topic browser shows them
+-- (/api/messages): messages(topic, partition [, offset [, limit]]) ->
+-- { topic, partition, log_start_offset, high_watermark, next_offset,
+-- messages = { { offset, timestamp, timestamp_type, key | key_base64,
+-- value | value_base64, value_bytes, truncated, headers = { { key, value } } } } }
+-- read up to the high watermark (the newest limit, 20, without offset), or
+-- nil, err when the partition is not on this broker.
+function Broker:messages(topic, partition, offset, limit)
+  return self.handle:messages(topic, partition, offset, limit)
+end
+
+-- A topic's configs (or, without one, this broker's), each { name, value,
+-- source, read_only, sensitive } with Kafka's source name, as
+-- /api/configs and DescribeConfigs give them; nil, err for an unknown topic.
+function Broker:configs(topic) return self.handle:configs(topic) end
+
 -- This broker's part of a batch's journey: journey(topic, partition,
 -- offset) or journey{ trace = id } -> { topic, partition, first_offset,
 -- last_offset, trace, stages = { { stage, t_ns, broker, text, ... } },

@@ -23,6 +23,7 @@
 #include "controller/controller.h"
 #include "controller/metadata_cache.h"
 #include "core/error.h"
+#include "server/broker_config_view.h"
 #include "share/share_manager.h"
 
 typedef kiq_describe_configs_response_results_configs_t config_entry_t;
@@ -60,17 +61,6 @@ static void fill_entry(kiq_request_t *r, const kiq_describe_configs_request_t *r
     if (req->include_synonyms) e->synonyms = kiq_arena_calloc(&r->arena, 16, sizeof *e->synonyms);
 }
 
-/* Kafka's broker configs whose default is null: none of their values is
- * a default synonym. */
-static bool null_default(const char *name)
-{
-    static const char *const names[] = {"log.retention.ms", "log.retention.minutes", "log.roll.ms",
-                                        "log.roll.jitter.ms", "log.flush.interval.ms"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strcmp(names[i], name) == 0) return true;
-    return false;
-}
-
 /* A broker config's synonyms, in Kafka's precedence, each level that has a
  * value: this broker's dynamic value, the cluster-wide one, the static
  * one, the default. */
@@ -84,7 +74,8 @@ static void broker_synonyms(kiq_broker_t *b, kiq_request_t *r, config_entry_t *e
     bool is_default;
     v = kiq_config_static_text(b->config, id, &is_default);
     if (!is_default) add_synonym(r, e, name, v, KIQ_CONFIG_SOURCE_STATIC_BROKER);
-    if (!null_default(name)) add_synonym(r, e, name, kiq_config_defs[id].default_value, KIQ_CONFIG_SOURCE_DEFAULT);
+    if (!kiq_broker_config_null_default(name))
+        add_synonym(r, e, name, kiq_config_defs[id].default_value, KIQ_CONFIG_SOURCE_DEFAULT);
 }
 
 /* The topic's dynamic configs into an empty *tc: the controller's on the
@@ -106,21 +97,11 @@ static int16_t topic_configs(kiq_broker_t *b, kiq_request_t *r, kiq_str_t name,
                                                                                               : kiq_error_get());
         return (int16_t)rc;
     }
-    if (b->cluster) {
-        /* from the controller's last push, hosted here or not, as Kafka's
-         * brokers answer from their metadata image */
-        if (name.p && kiq_metadata_cache_topic_configs(b->metadata, name.p, (size_t)name.len, tc) == 0)
-            return KIQ_ERR_NONE;
+    int rc = kiq_broker_topic_configs(b, name.p, name.p ? (size_t)name.len : 0, tc);
+    if (rc == KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION) {
         out->error_message = kiq_request_str(r, "Topic does not exist");
         return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     }
-    kiq_topic_t *topic = kiq_topics_get(b->topics, name);
-    if (!topic) {
-        out->error_message = kiq_request_str(r, "Topic does not exist");
-        return KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-    }
-    int rc = kiq_topic_configs_snapshot(topic, tc);
-    kiq_topic_unref(topic);
     if (rc != 0) {
         out->error_message = kiq_request_error_message(r);
         return KIQ_ERR_UNKNOWN_SERVER_ERROR;
@@ -154,7 +135,7 @@ static void topic_synonyms(kiq_broker_t *b, kiq_request_t *r, config_entry_t *e,
                 v = kiq_config_static_text(b->config, id, &is_default);
                 if (is_default) v = NULL;
                 source = KIQ_CONFIG_SOURCE_STATIC_BROKER;
-            } else if (level == 3 && !null_default(names[k])) {
+            } else if (level == 3 && !kiq_broker_config_null_default(names[k])) {
                 v = id >= 0 ? kiq_config_defs[id].default_value : k == 0 ? kiq_topic_config_defs[i].fixed : NULL;
             }
             if (!v || (!started && k != 0)) continue;
@@ -205,7 +186,7 @@ static void describe_broker(kiq_broker_t *b, kiq_request_t *r, const kiq_describ
         const char *value = kiq_config_str(b->config, i);
         int source = kiq_config_source(b->config, i);
         /* unset, and without a default in Kafka: it tells none */
-        if (source == KIQ_CONFIG_SOURCE_DEFAULT && null_default(d->name)) value = NULL;
+        if (source == KIQ_CONFIG_SOURCE_DEFAULT && kiq_broker_config_null_default(d->name)) value = NULL;
         if (level == KIQ_CFG_LEVEL_CLUSTER) {
             /* the cluster-wide default: what is set there, and only that */
             if (!(value = kiq_config_dynamic_value(b->config, KIQ_CFG_LEVEL_CLUSTER, i))) continue;

@@ -368,6 +368,14 @@ static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *ur
                          arg(c, "latest") != NULL, &v);
     else if (strcmp(url, "/api/clients") == 0)
         kiq_http_clients(b, arg(c, "client_id"), &v);
+    else if (strcmp(url, "/api/messages") == 0)
+        kiq_http_messages(b, arg(c, "topic"), arg(c, "partition"), arg(c, "offset"), arg(c, "limit"), &v);
+    else if (strcmp(url, "/api/groups") == 0)
+        kiq_http_groups(b, &v);
+    else if (strcmp(url, "/api/configs") == 0)
+        kiq_http_configs(b, arg(c, "topic"), &v);
+    else if (strcmp(url, "/api/events") == 0)
+        kiq_http_events(b, arg(c, "after"), &v);
     else if (strcmp(url, "/api/peers") == 0)
         peers_view(b, &v);
     else

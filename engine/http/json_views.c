@@ -8,9 +8,14 @@
 #include "controller/metadata_cache.h"
 #include "core/arena.h"
 #include "core/clock.h"
+#include "core/error.h"
 #include "core/say.h"
 #include "http/views.h"
 #include "server/broker_state.h"
+#include "server/broker_config_view.h"
+#include "server/broker_messages.h"
+#include "server/recent_events.h"
+#include "group/group_coordinator.h"
 #include "journey/journey.h"
 #include "metrics/histogram.h"
 #include "net/acceptor.h"
@@ -129,6 +134,123 @@ void kiq_http_journey(kiq_broker_t *b, const char *topic, const char *partition,
         kiq_http_error(v, 404, "no journey is kept for it on this broker");
     }
     free(jr);
+}
+
+/* ---- a topic's messages, groups, configs ---- */
+
+typedef struct messages_args {
+    kiq_broker_t *b;
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+    int limit;
+} messages_args_t;
+
+static int build_messages(void *arg, const kiq_view_t *view)
+{
+    messages_args_t *a = arg;
+    return kiq_broker_messages_view(a->b, a->topic, a->partition, a->offset, a->limit, view);
+}
+
+void kiq_http_messages(kiq_broker_t *b, const char *topic, const char *partition, const char *offset,
+                       const char *limit, kiq_http_view_t *v)
+{
+    int64_t p = -1, off = -1, n = 20;
+    if (!topic || !*topic || strlen(topic) >= KIQ_RECENT_TOPIC || !parse_int(partition, 0, INT32_MAX, &p) ||
+        (offset && !parse_int(offset, 0, INT64_MAX, &off)) || (limit && !parse_int(limit, 1, KIQ_MESSAGES_MAX, &n))) {
+        kiq_http_error(v, 400, "topic and partition are required; offset and limit (1-100) are whole numbers");
+        return;
+    }
+    messages_args_t a = {b, topic, (int32_t)p, off, (int)n};
+    kiq_error_clear();
+    json_t *j = kiq_http_json_of(build_messages, &a);
+    if (j) kiq_http_take_json(v, 200, j);
+    else kiq_http_error(v, 404, *kiq_error_get() ? kiq_error_get() : "out of memory");
+}
+
+void kiq_http_groups(kiq_broker_t *b, kiq_http_view_t *v)
+{
+    json_t *list = json_array();
+    kiq_arena_t a;
+    kiq_arena_init(&a);
+    kiq_group_info_t *gs = NULL;
+    int n = b->running && b->groups ? kiq_group_coordinator_snapshot(b->groups, &a, &gs) : 0;
+    for (int i = 0; list && i < n; i++) {
+        const kiq_group_info_t *g = &gs[i];
+        json_t *members = json_array(), *offsets = json_array();
+        for (int k = 0; k < g->nmembers; k++) {
+            const kiq_group_info_member_t *m = &g->members[k];
+            json_array_append_new(members, json_pack("{s:s?, s:s?, s:s?}", "member_id", m->id, "client_id", m->client_id,
+                                                     "client_host", m->client_host));
+        }
+        for (int k = 0; k < g->noffsets; k++) {
+            const kiq_group_info_offset_t *o = &g->offsets[k];
+            json_array_append_new(offsets, json_pack("{s:s, s:i, s:I, s:I}", "topic", o->topic, "partition",
+                                                     o->partition, "offset", (json_int_t)o->offset, "commit_ts_ms",
+                                                     (json_int_t)o->commit_ts_ms));
+        }
+        json_array_append_new(list, json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:o}", "group_id", g->id, "state",
+                                              g->state, "protocol_type", g->protocol_type, "protocol", g->protocol,
+                                              "generation", g->generation, "members", members, "offsets", offsets));
+    }
+    kiq_arena_reset(&a);
+    kiq_http_take_json(v, 200, list ? json_pack("{s:i, s:o}", "broker", b->node_id, "groups", list) : NULL);
+}
+
+typedef struct configs_args {
+    kiq_broker_t *b;
+    const char *topic;
+} configs_args_t;
+
+static int build_configs(void *arg, const kiq_view_t *view)
+{
+    configs_args_t *a = arg;
+    return kiq_broker_configs_view(a->b, a->topic, view);
+}
+
+void kiq_http_configs(kiq_broker_t *b, const char *topic, kiq_http_view_t *v)
+{
+    if (topic && (!*topic || strlen(topic) >= KIQ_RECENT_TOPIC)) {
+        kiq_http_error(v, 400, "topic must be 1-249 characters");
+        return;
+    }
+    configs_args_t a = {b, topic};
+    kiq_error_clear();
+    json_t *j = kiq_http_json_of(build_configs, &a);
+    if (j) kiq_http_take_json(v, 200, j);
+    else kiq_http_error(v, 404, *kiq_error_get() ? kiq_error_get() : "out of memory");
+}
+
+/* ---- recent events ---- */
+
+void kiq_http_events(kiq_broker_t *b, const char *after, kiq_http_view_t *v)
+{
+    int64_t from = 0;
+    if (after && !parse_int(after, 0, INT64_MAX, &from)) {
+        kiq_http_error(v, 400, "after must be a whole number (an event's seq)");
+        return;
+    }
+    kiq_recent_event_t *got = malloc(KIQ_RECENT_EVENTS * sizeof *got);
+    json_t *list = json_array();
+    if (!got || !list) {
+        free(got);
+        json_decref(list);
+        kiq_http_error(v, 500, "out of memory");
+        return;
+    }
+    int n = kiq_recent_events_since(b->recent_events, (uint64_t)from, got, KIQ_RECENT_EVENTS);
+    for (int i = 0; i < n; i++) {
+        const kiq_recent_event_t *e = &got[i];
+        json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:i, s:i, s:i, s:I, s:I}", "seq", (json_int_t)e->seq, "wall_ms",
+                              (json_int_t)e->wall_ms, "kind", kiq_point_names[e->point], "topic", e->topic, "partition",
+                              e->partition, "peer", e->peer, "isr_size", e->isr_size, "follower_leo",
+                              (json_int_t)e->follower_leo, "leader_leo", (json_int_t)e->leader_leo);
+        if (o && e->point == KIQ_POINT_ISR_SHRUNK) json_object_set_new(o, "lagged", json_boolean(e->lagged));
+        if (o) json_array_append_new(list, o);
+    }
+    free(got);
+    kiq_http_take_json(v, 200, json_pack("{s:i, s:I, s:o}", "broker", b->node_id, "newest",
+                                         (json_int_t)kiq_recent_events_newest(b->recent_events), "events", list));
 }
 
 /* ---- state ---- */

@@ -52,6 +52,23 @@ void kiq_http_clients(kiq_broker_t *b, const char *client_id, kiq_http_view_t *v
 /* Sets out's "client_telemetry" to the newest push summary of the client
  * that produced journey jr, when one is kept. */
 void kiq_http_journey_client(kiq_broker_t *b, const kiq_journey_t *jr, json_t *out);
+/* The broker's newest ISR changes (server/recent_events.h) as JSON, those
+ * after seq `after` when given: 400 when it is not a whole number. */
+void kiq_http_events(kiq_broker_t *b, const char *after, kiq_http_view_t *v);
+
+/* A partition's records (server/broker_messages.h) from this broker's
+ * replica: topic and partition required, offset (else the newest) and
+ * limit (1-100, default 20) optional; 400 for bad parameters, 404 when the
+ * partition is not here. */
+void kiq_http_messages(kiq_broker_t *b, const char *topic, const char *partition, const char *offset,
+                       const char *limit, kiq_http_view_t *v);
+/* The groups this broker coordinates, classic and KIP-848: state,
+ * protocol, members and committed offsets (lag is the page's, against the
+ * partitions' high watermarks). */
+void kiq_http_groups(kiq_broker_t *b, kiq_http_view_t *v);
+/* A topic's configs with their sources, or this broker's without topic
+ * (server/broker_config_view.h); 404 for an unknown topic. */
+void kiq_http_configs(kiq_broker_t *b, const char *topic, kiq_http_view_t *v);
 
 /* The live page's files (http/page/), built into the binary. */
 typedef struct kiq_http_asset {

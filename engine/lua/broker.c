@@ -20,6 +20,8 @@
 #include "lua/module.h"
 #include "proto/messages.h"
 #include "server/client_telemetry.h"
+#include "server/broker_config_view.h"
+#include "server/broker_messages.h"
 #include "server/broker_state.h"
 #include "server/broker.h"
 
@@ -224,6 +226,42 @@ static int l_broker_state(lua_State *L)
     lua_view_t lv;
     kiq_view_t v = view_on_new_table(L, &lv);
     kiq_broker_state_view(b, -1, &v);
+    return 1;
+}
+
+/* b:messages(topic, partition [, offset [, limit]]): the partition's
+ * records as /api/messages has them (server/broker_messages.h), the newest
+ * limit (20) without offset; nil, err when the partition is not here. */
+static int l_broker_messages(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    const char *topic = luaL_checkstring(L, 2);
+    int32_t partition = (int32_t)luaL_checkinteger(L, 3);
+    int64_t offset = (int64_t)luaL_optnumber(L, 4, -1);
+    lua_Integer limit = luaL_optinteger(L, 5, 20);
+    if (offset < -1 || limit < 1 || limit > KIQ_MESSAGES_MAX) return kiq_lua_fail(L, "offset >= 0, limit 1-100");
+    lua_view_t lv;
+    kiq_view_t v = view_on_new_table(L, &lv);
+    if (kiq_broker_messages_view(b, topic, partition, offset, (int)limit, &v) != 0) {
+        lua_pop(L, 1);
+        return kiq_lua_fail(L, kiq_error_get());
+    }
+    return 1;
+}
+
+/* b:configs([topic]): a topic's configs, or the broker's, each with its
+ * source, as /api/configs has them (server/broker_config_view.h); nil, err
+ * for an unknown topic. */
+static int l_broker_configs(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    const char *topic = luaL_optstring(L, 2, NULL);
+    lua_view_t lv;
+    kiq_view_t v = view_on_new_table(L, &lv);
+    if (kiq_broker_configs_view(b, topic, &v) != 0) {
+        lua_pop(L, 1);
+        return kiq_lua_fail(L, kiq_error_get());
+    }
     return 1;
 }
 
@@ -783,6 +821,7 @@ const luaL_Reg kiq_lua_broker_methods[] = {
         {"startup", l_broker_startup},                            {"metrics", l_broker_metrics},
         {"purgatory_stats", l_broker_purgatory_stats},
         {"journey", l_broker_journey},
+        {"messages", l_broker_messages},                          {"configs", l_broker_configs},
         {"slow_disk", l_broker_slow_disk},
         {"http_port", l_broker_http_port},
         {"intercept", l_broker_intercept},

@@ -144,6 +144,9 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     if (!(b->topic_counts = kiq_topic_counts_new())) goto oom;
     kiq_observer_t topic_counter = kiq_topic_counts_observer(b->topic_counts);
     if (kiq_observers_add(&b->observers, &topic_counter) != 0) goto fail;
+    if (!(b->recent_events = kiq_recent_events_new())) goto oom;
+    kiq_observer_t recent = kiq_recent_events_observer(b->recent_events);
+    if (kiq_observers_add(&b->observers, &recent) != 0) goto fail;
     if (kiq_config_bool(config, KIQ_CFG_JOURNEY_ENABLE)) {
         b->journeys = kiq_journeys_new(b->node_id, (int)kiq_config_int(config, KIQ_CFG_JOURNEY_MAX_BATCHES));
         if (!b->journeys) goto oom;
@@ -995,6 +998,7 @@ void kiq_broker_free(kiq_broker_t *b)
     kiq_metadata_cache_free(b->metadata);
     kiq_journeys_free(b->journeys);
     kiq_topic_counts_free(b->topic_counts);
+    kiq_recent_events_free(b->recent_events);
     kiq_metrics_remove(b->metrics, b);
     kiq_metrics_remove(b->metrics, b->client_quotas);
     kiq_metrics_remove(b->metrics, b->telemetry);

@@ -35,6 +35,7 @@
 #include "server/broker_startup.h"
 #include "txn/txn_coordinator.h"
 #include "server/event_counts.h"
+#include "server/recent_events.h"
 #include "server/interceptors.h"
 #include "server/request_stats.h"
 
@@ -249,6 +250,7 @@ struct kiq_broker {
     /* the metrics clients pushed (KIP-714), newest per client instance;
      * from new to free, its own lock */
     struct kiq_client_telemetry *telemetry;
+    kiq_recent_events_t *recent_events; /* the newest ISR changes, for /api/events; its own lock */
     /* the brokers of this process it belongs to (server/broker_set.h),
      * NULL alone; set by the set's owner before the broker starts */
     struct kiq_broker_set *set;

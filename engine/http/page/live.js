@@ -11,10 +11,12 @@ const ADDRESS = /^[A-Za-z0-9.\-]+:[0-9]{1,5}$/;
 const brokers = new Map(); // address -> {address, id, state, prev, up, since}
 // /api/state's topics are keyed by name, their partitions by index
 const topicsOf = (state) => Object.values(state.topics || {});
-const history = { isr: new Map(), leaders: new Map() };
+const history = { leaders: new Map() };
 const events = [];
 let journeyQuery = { mode: "latest" };
 let notes = [];
+let snap = { status: new Map(), parts: new Map(), controller: null };
+let lastJourney = null;
 
 function esc(v) {
   return String(v).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
@@ -92,16 +94,47 @@ function onJourneyForm(ev) {
 
 // ---- polling
 
-function note(kind, text) {
-  events.unshift({ at: new Date(), kind, text });
+function note(kind, text, at) {
+  events.push({ at: at || new Date(), kind, text });
+  events.sort((x, y) => y.at - x.at);
   if (events.length > EVENTS_KEPT) events.length = EVENTS_KEPT;
+}
+
+// An ISR change as the leader that made it keeps it (/api/events): a tab
+// opened after it still shows it.
+function noteBrokerEvent(b, e) {
+  const key = `${e.topic}-${e.partition}`;
+  if (e.kind === "isr_shrunk") {
+    const why = e.lagged
+      ? `broker ${e.peer} fell behind: ` + (e.follower_leo < 0 ? "it had fetched nothing"
+        : `its LEO ${e.follower_leo}, ${e.leader_leo - e.follower_leo} records behind the leader's ${e.leader_leo}`)
+      : `the controller took broker ${e.peer} out: fenced or shut down`;
+    note("shrink", `${key}: ISR shrank to ${e.isr_size} replicas on leader ${b.id} (${why})`, new Date(e.wall_ms));
+  } else if (e.kind === "isr_expanded") {
+    note("expand", `${key}: ISR expanded to ${e.isr_size} replicas on leader ${b.id} (broker ${e.peer} caught up: its LEO ${
+      e.follower_leo})`, new Date(e.wall_ms));
+  }
+}
+
+async function pollEvents(b) {
+  const r = await getJSON(b.address, "/api/events?after=" + (b.eventSeq || 0));
+  if (r.status !== 200) return;
+  // fewer than it had: the broker restarted between two polls
+  if (r.body.newest < (b.eventSeq || 0)) b.eventSeq = 0;
+  for (const e of r.body.events) {
+    noteBrokerEvent(b, e);
+    b.eventSeq = e.seq;
+  }
 }
 
 async function pollBroker(b) {
   try {
     const [state, peers] = await Promise.all([getJSON(b.address, "/api/state"), getJSON(b.address, "/api/peers")]);
     if (state.status !== 200) throw new Error("HTTP " + state.status);
-    if (b.up === false) note("expand", `broker ${state.body.node_id} is back (${b.address})`);
+    if (b.up === false) {
+      note("expand", `broker ${state.body.node_id} is back (${b.address})`);
+      b.eventSeq = 0; // a restarted broker numbers its events from 1 again
+    }
     b.prev = b.state && b.state.running ? b.state : null;
     b.prevAt = b.at;
     b.state = state.body;
@@ -109,6 +142,7 @@ async function pollBroker(b) {
     b.id = state.body.node_id;
     b.up = true;
     for (const p of peers.body.brokers || []) addBroker(p.http);
+    await pollEvents(b);
   } catch (e) {
     if (b.up !== false) {
       note("shrink", `broker ${b.id ?? "?"} does not answer (${b.address})`);
@@ -124,30 +158,23 @@ async function poll() {
   polling = true;
   try {
     await Promise.all([...brokers.values()].map(pollBroker));
+    snap = snapshot();
     noteChanges();
     render();
-    await showJourney();
+    await Promise.all([showJourney(), pollBrowse()]);
   } finally {
     polling = false;
   }
 }
 
-// ISR and leader changes seen between two polls, from each leader's view.
+// Leader changes seen between two polls, from each leader's view (ISR
+// changes come from the brokers: /api/events).
 function noteChanges() {
   for (const b of upBrokers()) {
     for (const t of topicsOf(b.state))
       for (const p of Object.values(t.partitions)) {
         if (p.role !== "leader") continue;
         const key = `${t.name}-${p.partition}`;
-        const isr = p.isr.join(",");
-        const before = history.isr.get(key);
-        if (before !== undefined && before !== isr) {
-          const was = before.split(","), now = p.isr.map(String);
-          const left = was.filter((x) => !now.includes(x)), came = now.filter((x) => !was.includes(x));
-          if (left.length) note("shrink", `${key}: ISR shrank [${before}] \u2192 [${isr}] (broker ${left.join(", ")} fell behind)`);
-          if (came.length) note("expand", `${key}: ISR expanded [${before}] \u2192 [${isr}] (broker ${came.join(", ")} caught up)`);
-        }
-        history.isr.set(key, isr);
         const lead = `${p.leader}@${p.leader_epoch}`;
         const was = history.leaders.get(key);
         if (was !== undefined && was !== lead)
@@ -159,6 +186,50 @@ function noteChanges() {
 
 function upBrokers() {
   return shown().filter((b) => b.up && b.state);
+}
+
+// One snapshot per poll, which every panel reads: each broker's status
+// (answering, and fenced or not as the controller has it) and each
+// partition's replication as its leader knows it (the highest epoch's, if
+// a deposed leader has not heard yet). Follower lag is the leader's LEO
+// less the follower's as the leader knows it, computed here only.
+function snapshot() {
+  const ctl = upBrokers().find((b) => b.state.controller_view);
+  const fenced = new Map(ctl ? ctl.state.controller_view.brokers.map((x) => [x.id, x.fenced]) : []);
+  const status = new Map();
+  for (const b of shown())
+    if (b.id != null) status.set(b.id, b.up ? (fenced.get(b.id) ? "fenced" : "up") : "down");
+  const parts = new Map();
+  for (const b of upBrokers())
+    for (const t of topicsOf(b.state))
+      for (const p of Object.values(t.partitions)) {
+        if (!p.hosted || p.role !== "leader") continue;
+        const key = `${t.name}-${p.partition}`, was = parts.get(key);
+        if (was && was.epoch >= p.leader_epoch) continue;
+        const followers = (p.replicas || []).filter((r) => r !== b.id).map((id) => {
+          const f = (p.followers || {})[id];
+          const leo = f && f.leo >= 0 ? f.leo : null;
+          return { id, leo, lag: leo == null ? null : Math.max(0, p.log_end_offset - leo), inIsr: p.isr.includes(id) };
+        });
+        parts.set(key, { key, topic: t.name, partition: p.partition, leader: b.id, epoch: p.leader_epoch,
+          leo: p.log_end_offset, hw: p.high_watermark, isr: p.isr, followers, size: p.size, segments: p.segment_count });
+      }
+  return { status, parts, controller: ctl ? ctl.id : null };
+}
+
+// What a broker's replication box says, from the snapshot: the largest lag
+// of the followers it leads, and how far behind it is where it follows.
+function replicationOf(id) {
+  let led = 0, worst = null, behind = null;
+  for (const p of snap.parts.values()) {
+    if (p.leader === id) {
+      led++;
+      for (const f of p.followers) if (f.lag != null && (!worst || f.lag > worst.lag)) worst = { ...f, key: p.key };
+    }
+    const me = p.followers.find((f) => f.id === id);
+    if (me && me.lag != null && (!behind || me.lag > behind.lag)) behind = { ...me, key: p.key };
+  }
+  return { led, worst, behind };
 }
 
 // ---- the machines
@@ -230,12 +301,18 @@ function machine(b) {
   const control = s.control_plane
     ? `<div>control plane: port ${s.control_plane.port}, queue depth ${s.control_plane.depth}, ${s.control_plane.processor.connections} connections</div>`
     : `<div class="muted">no separate control plane listener</div>`;
+  const r = replicationOf(s.node_id);
   const repl = s.isr_changes
-    ? `ISR shrinks ${s.isr_changes.shrinks}, expands ${s.isr_changes.expands}; largest follower lag ${s.isr_changes.max_lag}`
+    ? `ISR shrinks ${s.isr_changes.shrinks}, expands ${s.isr_changes.expands}<div data-lag="${r.worst ? r.worst.lag : 0}">` +
+      (r.worst ? `largest lag of its followers: ${r.worst.lag} (follower ${r.worst.id} of ${esc(r.worst.key)})`
+        : "largest lag of its followers: 0") + `</div><div>` +
+      (r.behind ? `as a follower, at most ${r.behind.lag} records behind (${esc(r.behind.key)})` : "follows no partition") + "</div>"
     : "a single broker: nothing to replicate";
+  const status = snap.status.get(s.node_id) || "up";
   const journeys = s.journeys ? `${s.journeys.kept} journeys kept (${s.journeys.recorded} recorded)` : "journeys off";
-  return `<div class="machine" data-broker="${s.node_id}" data-up="true">
-    <h3>broker ${s.node_id} at ${esc(b.address)} (Kafka port ${s.port})${s.controller === s.node_id ? ", the controller" : ""}</h3>
+  return `<div class="machine ${status}" data-broker="${s.node_id}" data-up="true" data-status="${status}">
+    <h3>broker ${s.node_id} at ${esc(b.address)} (Kafka port ${s.port})${s.controller === s.node_id ? ", the controller" : ""}${
+      status === "fenced" ? ": <b>fenced</b> by the controller" : ""}</h3>
     <div class="lane">
       <div class="box"><h4>network layer</h4><div>acceptor: port ${s.acceptor.port}, ${s.acceptor.accepted} accepted</div>
         ${s.processors.map((p, i) => processorBox(b, p, i)).join("")}</div>
@@ -268,8 +345,9 @@ function partitionRows() {
       `<span class="seg${i === all.length - 1 ? " active" : ""}" title="${g.size} bytes">${g.base_offset}</span>`).join("");
     const more = p.segment_count > p.segments.length ? `${p.segment_count - p.segments.length} older ` : "";
     const pending = p.log_end_offset - p.high_watermark;
-    const followers = p.followers
-      ? Object.entries(p.followers).map(([id, f]) => `${id}: ${f.leo} (${Math.max(0, p.log_end_offset - f.leo)})`).join(", ")
+    const sp = p.role === "leader" ? snap.parts.get(`${t.name}-${p.partition}`) : null;
+    const followers = sp && sp.leader === b.id
+      ? sp.followers.map((f) => `${f.id}: ${f.leo ?? "?"} (${f.lag ?? "?"})`).join(", ")
       : "";
     return `<tr data-topic="${esc(t.name)}" data-partition="${p.partition}" data-broker="${b.id}" data-role="${p.role}"
       data-leo="${p.log_end_offset}" data-hw="${p.high_watermark}" data-isr="${p.isr.join(",")}">
@@ -364,13 +442,24 @@ function shown() {
 
 function render() {
   const all = shown();
-  document.getElementById("brokers").innerHTML = all.map((b) =>
-    `<span class="${b.up ? "up" : "down"}" data-broker="${esc(b.id ?? "?")}" data-up="${!!b.up}">broker ${esc(b.id ?? "?")} ${b.up ? "up" : "down"}</span>`).join("");
+  document.getElementById("brokers").innerHTML = all.map((b) => {
+    const status = snap.status.get(b.id) || "down";
+    return `<span class="${status}" data-broker="${esc(b.id ?? "?")}" data-up="${!!b.up}" data-status="${status}">broker ${
+      esc(b.id ?? "?")} ${status}</span>`;
+  }).join("");
   document.getElementById("machines").innerHTML = all.map(machine).join("");
   document.querySelector("#partitions tbody").innerHTML = partitionRows();
   document.getElementById("controller").innerHTML = controllerView();
   document.getElementById("quorum").innerHTML = quorumView();
   document.getElementById("groups").innerHTML = groupsView();
+  drawCluster();
+  const names = [...new Set([...snap.parts.values()].map((p) => p.topic))].sort();
+  const list = document.getElementById("topic-names");
+  if (list.dataset.names !== names.join("\n")) {
+    list.dataset.names = names.join("\n");
+    list.innerHTML = names.map((n) => `<option value="${esc(n)}">`).join("");
+  }
+  drawPicture(lastJourney);
   document.getElementById("events").innerHTML = events.map((e) =>
     `<li class="${e.kind}">${e.at.toLocaleTimeString()} ${esc(e.text)}</li>`).join("");
   const up = all.filter((b) => b.up).length;
@@ -411,7 +500,7 @@ async function findJourney() {
   const parts = (await Promise.all(up.map((b) => journeyPart(b, q)))).filter(Boolean);
   if (!parts.length) return null;
   const lead = parts.find((p) => p.stages.some((s) => s.stage === "received")) || parts[0];
-  const stages = parts.flatMap((p) => p.stages).sort((a, b) => a.t_ns - b.t_ns);
+  const stages = ordered(parts.flatMap((p) => p.stages)).map((x) => x.s);
   // the leader's part says where the batch stands
   const verdict = (parts.find((p) => p.verdict) || {}).verdict || null;
   return { head: lead, parts, stages, verdict };
@@ -468,6 +557,10 @@ async function showJourney() {
   if (!j) {
     title.textContent = journeyQuery.mode === "latest" ? "no journey yet: produce a record" : "no broker keeps a journey for it";
     path.innerHTML = list.innerHTML = "";
+    lastJourney = null;
+    forgetJourney();
+    drawPicture(null);
+    drawWaterfall(null);
     verdict.textContent = "";
     verdict.className = "";
     return;
@@ -484,7 +577,9 @@ async function showJourney() {
   title.dataset.partition = h.partition;
   title.dataset.offset = h.first_offset;
   const committed = j.stages.some((s) => s.stage === "committed");
-  const st = steps(j, followers);
+  // in the order they happened; the steps still to come after, as the lesson has them
+  const st = steps(j, followers).map((s, i) => ({ s, i })).sort((a, b) =>
+    (a.s.stage ? a.s.stage.t_ns : Infinity) - (b.s.stage ? b.s.stage.t_ns : Infinity) || a.i - b.i).map((x) => x.s);
   path.innerHTML = st.map((s) => {
     const stuck = !s.stage && leader && !committed && (s.key === "committed" || s.key.startsWith("follower-"));
     return `<li data-stage="${s.key}" class="${s.stage ? "done" : stuck ? "stuck" : ""}" title="${esc(s.text)}">
@@ -494,6 +589,10 @@ async function showJourney() {
   verdict.className = j.verdict ? { committed: "whole", stuck: "stuck" }[j.verdict.state] || "" : "";
   verdict.textContent = j.verdict ? j.verdict.text : "";
   const t0 = st.length && st[0].stage ? st[0].stage.t_ns : j.stages[0].t_ns;
+  lastJourney = j;
+  followJourney(`${h.topic}-${h.partition}@${h.first_offset}`, j.stages);
+  drawPicture(j);
+  drawWaterfall(j);
   list.innerHTML = j.stages.map((s) =>
     `<li data-stage="${esc(s.stage)}">${((s.t_ns - t0) / 1e6).toFixed(3).padStart(9)} ms  ${esc(describe(s))}</li>`).join("");
 }
@@ -516,5 +615,7 @@ readQuery();
 addBroker(location.host);
 document.getElementById("journey-form").addEventListener("submit", onJourneyForm);
 document.getElementById("internal").addEventListener("change", render);
+document.getElementById("picture-controls").addEventListener("click", onControl);
+document.getElementById("browse-form").addEventListener("submit", onBrowseForm);
 poll();
 setInterval(poll, POLL_MS);
