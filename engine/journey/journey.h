@@ -36,6 +36,7 @@
 typedef struct kiq_journey_stage {
     enum kiq_point point;
     int64_t t_ns;
+    int64_t wall_ns; /* t_ns on the wall clock (since the epoch): what merges parts from other machines */
     int32_t broker, thread, peer;
     int16_t version, error; /* version: RECEIVED's API version */
     int flags;
@@ -64,11 +65,17 @@ typedef struct kiq_journeys kiq_journeys_t;
  * NULL when out of memory. */
 kiq_journeys_t *kiq_journeys_new(int32_t broker, int max_batches);
 void kiq_journeys_free(kiq_journeys_t *j);
+struct kiq_journal;
+/* Hands the recorder a journal (journey/journal.h), before its events
+ * start: the journeys its ring lets go of are offered to it, lookups that
+ * miss the ring look there, and kiq_journeys_free saves the ring's into it
+ * and closes it. */
+void kiq_journeys_keep(kiq_journeys_t *j, struct kiq_journal *journal);
 /* The observer to register on the broker (the recorder outlives it). */
 kiq_observer_t kiq_journeys_observer(kiq_journeys_t *j);
 
-/* A copy of the journey of the batch holding offset of the partition;
- * false when none is kept. */
+/* A copy of the journey of the batch holding offset of the partition,
+ * from the ring, else the journal; false when none is kept. */
 bool kiq_journeys_find(kiq_journeys_t *j, const char *topic, int32_t partition, int64_t offset, kiq_journey_t *out);
 /* The same for the newest batch that carried a record with the trace
  * header `trace`. */
@@ -81,12 +88,16 @@ typedef struct kiq_journeys_stats {
     uint64_t recorded; /* journeys begun */
     uint64_t kept;     /* journeys in the ring now */
     size_t bytes;      /* the ring's and its indexes' memory, at most (pages are taken as they fill) */
+    bool journal;      /* whether it has one; then: */
+    uint64_t journal_written, journal_dropped; /* journeys written there, lost (its queue full) */
+    int64_t journal_bytes;                     /* its files' size */
 } kiq_journeys_stats_t;
 void kiq_journeys_stats(kiq_journeys_t *j, kiq_journeys_stats_t *out);
 
 /* Walks stage i's fields as JSON and Lua show them: stage (its name),
- * point, t_ns, broker, text (its sentence, kiq_journey_stage_text), then
- * those it knows
+ * point, t_ns, wall_us, broker, text (its sentence,
+ * kiq_journey_stage_text), why (kiq_journey_stage_why, when it says
+ * something), then those it knows
  * (thread, peer, acks, version, error, first_offset, before, after,
  * position, bytes, records, sendfile, fsync_us, flusher, client_id,
  * address or file); an ISR change has peer, follower_leo, lag,
@@ -100,6 +111,11 @@ typedef struct kiq_journey_fields {
 } kiq_journey_fields_t;
 void kiq_journey_stage_fields(const kiq_journey_t *jr, int i, const kiq_journey_fields_t *f);
 
+/* This process's id, the same for all its brokers ("<pid>-<start µs>"):
+ * parts of a journey from one process share a monotonic clock and merge
+ * by t_ns; parts from several merge by wall time (wall_us). */
+const char *kiq_journey_process(void);
+
 /* The stage's name for people and JSON: the point's, except that a high
  * watermark crossing the batch is "committed", a produce answer
  * "acknowledged" ("no_response" for acks=0, which gets none) and a
@@ -109,6 +125,13 @@ const char *kiq_journey_stage_name(const kiq_journey_stage_t *s);
  * with it as `text` (kiq_journey_stage_fields) to the JSON, Lua, the
  * command and the page, which print it as it is. */
 void kiq_journey_stage_text(const kiq_journey_t *jr, int i, char *out, size_t n);
+
+/* Why stage i's wait happened, in words, into out; false (out empty) when
+ * there is nothing to say. The wait is the time since the stage before:
+ * the queue's depth for a dequeue, the muted connection for an enqueue
+ * that found the queue full, the follower the high watermark waited for,
+ * the config that asked for an fsync, the purgatory's hold of a fetch. */
+bool kiq_journey_stage_why(const kiq_journey_t *jr, int i, char *out, size_t n);
 
 /* A partition as the broker asked sees it now, for a verdict. */
 typedef struct kiq_journey_partition {

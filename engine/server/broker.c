@@ -1,6 +1,7 @@
 #include "server/broker.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "share/share_manager.h"
 #include "txn/broker_peers.h"
 #include "core/uuid.h"
+#include "journey/journal.h"
 #include "security/authorizer.h"
 #include "security/sasl.h"
 #include "security/peer_security.h"
@@ -143,6 +145,15 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
     if (kiq_config_bool(config, KIQ_CFG_JOURNEY_ENABLE)) {
         b->journeys = kiq_journeys_new(b->node_id, (int)kiq_config_int(config, KIQ_CFG_JOURNEY_MAX_BATCHES));
         if (!b->journeys) goto oom;
+        int64_t keep_bytes = kiq_config_int(config, KIQ_CFG_JOURNEY_RETENTION_BYTES);
+        if (keep_bytes != 0) {
+            /* hidden from the log manager, which takes a directory for a partition's */
+            char dir[PATH_MAX];
+            snprintf(dir, sizeof dir, "%s/.journeys", b->log_dirs[0].path);
+            kiq_journal_t *journal = kiq_journal_open(dir, kiq_config_int(config, KIQ_CFG_JOURNEY_RETENTION_MS), keep_bytes);
+            if (!journal) goto fail;
+            kiq_journeys_keep(b->journeys, journal);
+        }
         kiq_observer_t recorder = kiq_journeys_observer(b->journeys);
         if (kiq_observers_add(&b->observers, &recorder) != 0) goto fail;
     }

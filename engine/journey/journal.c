@@ -1,0 +1,412 @@
+#include "journey/journal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/say.h"
+#include "core/worker.h"
+#include "record/crc32c.h"
+
+#define QUEUE_CAP 512        /* journeys waiting for the writer (about 2.5 MiB at most) */
+#define WRITER_ROUND_MS 200  /* the writer's pace when nobody pokes it */
+#define MAGIC 0x4A51494Bu    /* "KIQJ" */
+#define HEAD_SIZE offsetof(kiq_journey_t, stages)
+#define SUFFIX ".journal"
+#define MAX_SEGMENTS 100000
+
+/* A record's head on disk; the journey's bytes (HEAD_SIZE and its stages)
+ * follow. The sizes tell another build's layout apart. */
+typedef struct rec_head {
+    uint32_t magic, len, crc;
+    uint16_t head_size, stage_size;
+} rec_head_t;
+
+struct kiq_journal {
+    char dir[PATH_MAX];
+    int64_t retention_ms, retention_bytes; /* -1: no bound */
+    int64_t segment_bytes, segment_ms;     /* when the file written is rolled */
+
+    pthread_mutex_t qmu; /* guards the queue */
+    kiq_journey_t *queue; /* a ring of QUEUE_CAP, head the oldest */
+    size_t head, count;
+
+    pthread_mutex_t wmu; /* guards what follows: the writing */
+    int fd;              /* the segment written, -1 before the first write */
+    int64_t seg_base, seg_size;
+    int64_t bytes;       /* of all the files */
+    int segments;
+    int64_t checked_ms;  /* the retention's last look */
+    kiq_journey_t *scratch; /* the writer's copy of the journey it writes */
+
+    kiq_worker_t *writer;
+    atomic_uint_fast64_t written, dropped;
+};
+
+static size_t journey_len(const kiq_journey_t *jr)
+{
+    int n = jr->nstages < 0 ? 0 : jr->nstages > KIQ_JOURNEY_STAGES ? KIQ_JOURNEY_STAGES : jr->nstages;
+    return HEAD_SIZE + (size_t)n * sizeof(kiq_journey_stage_t);
+}
+
+static void segment_path(const kiq_journal_t *jl, int64_t base, char *out, size_t n)
+{
+    snprintf(out, n, "%s/%020" PRId64 SUFFIX, jl->dir, base);
+}
+
+static int by_base(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The segments' bases, oldest first (malloc'd, *n of them); NULL when
+ * none or the directory cannot be read. */
+static int64_t *list_segments(const kiq_journal_t *jl, int *n)
+{
+    *n = 0;
+    DIR *d = opendir(jl->dir);
+    if (!d) return NULL;
+    int64_t *bases = NULL;
+    int cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && *n < MAX_SEGMENTS) {
+        size_t len = strlen(e->d_name);
+        if (len != 20 + strlen(SUFFIX) || strcmp(e->d_name + 20, SUFFIX) != 0) continue;
+        char *end;
+        long long base = strtoll(e->d_name, &end, 10);
+        if (end != e->d_name + 20 || base < 0) continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            int64_t *more = realloc(bases, (size_t)cap * sizeof *more);
+            if (!more) break;
+            bases = more;
+        }
+        bases[(*n)++] = base;
+    }
+    closedir(d);
+    if (bases) qsort(bases, (size_t)*n, sizeof *bases, by_base);
+    return bases;
+}
+
+static int64_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
+}
+
+/* ---- writing (under wmu) ---- */
+
+/* Deletes the oldest closed segments past the retention: by bytes, and by
+ * age (a segment's newest journey is as old as the next one's base). */
+static void apply_retention(kiq_journal_t *jl, int64_t now_ms)
+{
+    jl->checked_ms = now_ms;
+    int n;
+    int64_t *bases = list_segments(jl, &n);
+    int64_t *sizes = n ? calloc((size_t)n, sizeof *sizes) : NULL;
+    int64_t total = 0;
+    char path[PATH_MAX + 40];
+    for (int i = 0; i < n && sizes; i++) {
+        segment_path(jl, bases[i], path, sizeof path);
+        total += sizes[i] = file_size(path);
+    }
+    int kept = n;
+    for (int i = 0; i + 1 < n && sizes; i++) {
+        if (jl->fd >= 0 && bases[i] == jl->seg_base) break;
+        bool too_big = jl->retention_bytes >= 0 && total > jl->retention_bytes;
+        bool too_old = jl->retention_ms >= 0 && bases[i + 1] < now_ms - jl->retention_ms;
+        if (!too_big && !too_old) break;
+        segment_path(jl, bases[i], path, sizeof path);
+        if (unlink(path) != 0 && errno != ENOENT) {
+            KIQ_WARN("journey journal: cannot delete %s: %s", path, strerror(errno));
+            break;
+        }
+        total -= sizes[i];
+        kept--;
+    }
+    jl->bytes = total;
+    jl->segments = kept;
+    free(sizes);
+    free(bases);
+}
+
+/* A new segment to write, its base the wall clock's ms (past the newest's). */
+static int roll(kiq_journal_t *jl, int64_t now_ms)
+{
+    if (jl->fd >= 0) close(jl->fd);
+    jl->fd = -1;
+    int n;
+    int64_t *bases = list_segments(jl, &n);
+    int64_t base = n && bases[n - 1] >= now_ms ? bases[n - 1] + 1 : now_ms;
+    free(bases);
+    char path[PATH_MAX + 40];
+    segment_path(jl, base, path, sizeof path);
+    jl->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (jl->fd < 0) return kiq_error_errno("cannot create %s", path);
+    jl->seg_base = base;
+    jl->seg_size = 0;
+    jl->segments++;
+    apply_retention(jl, now_ms);
+    return 0;
+}
+
+static int write_record(kiq_journal_t *jl, const kiq_journey_t *jr)
+{
+    int64_t now_ms = kiq_clock_wall_ms();
+    if ((jl->fd < 0 || jl->seg_size >= jl->segment_bytes || now_ms - jl->seg_base >= jl->segment_ms) &&
+        roll(jl, now_ms) != 0)
+        return -1;
+    size_t len = journey_len(jr);
+    rec_head_t h = {MAGIC, (uint32_t)len, kiq_crc32c(0, jr, len), (uint16_t)HEAD_SIZE,
+                    (uint16_t)sizeof(kiq_journey_stage_t)};
+    struct iovec iov[2] = {{&h, sizeof h}, {(void *)jr, len}};
+    ssize_t want = (ssize_t)(sizeof h + len), got = writev(jl->fd, iov, 2);
+    if (got != want) {
+        int err = got < 0 ? errno : ENOSPC;
+        /* a torn record ends the file's reading: the next goes to a new one */
+        close(jl->fd);
+        jl->fd = -1;
+        errno = err;
+        return kiq_error_errno("cannot write the journey journal in %s", jl->dir);
+    }
+    jl->seg_size += want;
+    jl->bytes += want;
+    atomic_fetch_add_explicit(&jl->written, 1, memory_order_relaxed);
+    return 0;
+}
+
+/* Under wmu: writes the queue out, one journey at a time (the queue's
+ * lock is not held over the disk). */
+static void drain(kiq_journal_t *jl)
+{
+    for (;;) {
+        pthread_mutex_lock(&jl->qmu);
+        bool any = jl->count > 0;
+        if (any) {
+            const kiq_journey_t *q = &jl->queue[jl->head];
+            memcpy(jl->scratch, q, journey_len(q));
+            jl->head = (jl->head + 1) % QUEUE_CAP;
+            jl->count--;
+        }
+        pthread_mutex_unlock(&jl->qmu);
+        if (!any) return;
+        if (write_record(jl, jl->scratch) != 0) {
+            atomic_fetch_add_explicit(&jl->dropped, 1, memory_order_relaxed);
+            KIQ_WARN_LIMITED("%s", kiq_error_get());
+        }
+    }
+}
+
+/* The writer's round: the queue out, the retention now and then. */
+static int64_t writer_round(void *ctx)
+{
+    kiq_journal_t *jl = ctx;
+    pthread_mutex_lock(&jl->wmu);
+    drain(jl);
+    int64_t now_ms = kiq_clock_wall_ms();
+    if (now_ms - jl->checked_ms >= 1000) {
+        /* a quiet journal still rolls its aged segment, so it can go */
+        if (jl->fd >= 0 && now_ms - jl->seg_base >= jl->segment_ms) {
+            close(jl->fd);
+            jl->fd = -1;
+        }
+        apply_retention(jl, now_ms);
+    }
+    pthread_mutex_unlock(&jl->wmu);
+    return WRITER_ROUND_MS;
+}
+
+/* ---- the journal ---- */
+
+kiq_journal_t *kiq_journal_open(const char *dir, int64_t retention_ms, int64_t retention_bytes)
+{
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        kiq_error_errno("cannot create the journey journal %s", dir);
+        return NULL;
+    }
+    kiq_journal_t *jl = calloc(1, sizeof *jl);
+    if (!jl || strlen(dir) >= sizeof jl->dir || !(jl->queue = calloc(QUEUE_CAP, sizeof *jl->queue)) ||
+        !(jl->scratch = malloc(sizeof *jl->scratch))) {
+        kiq_error_set(jl && strlen(dir) >= sizeof jl->dir ? "journey journal path too long" : "out of memory");
+        if (jl) {
+            free(jl->queue);
+            free(jl);
+        }
+        return NULL;
+    }
+    strcpy(jl->dir, dir);
+    jl->retention_ms = retention_ms;
+    jl->retention_bytes = retention_bytes;
+    /* a tenth of the retention per file, so deleting one frees a tenth */
+    int64_t sb = retention_bytes > 0 ? retention_bytes / 10 : 64 << 20;
+    jl->segment_bytes = sb < 4096 ? 4096 : sb > (64 << 20) ? (64 << 20) : sb;
+    int64_t sm = retention_ms > 0 ? retention_ms / 10 : 24 * 3600 * 1000;
+    jl->segment_ms = sm < 100 ? 100 : sm > 3600 * 1000 ? 3600 * 1000 : sm;
+    jl->fd = -1;
+    pthread_mutex_init(&jl->qmu, NULL);
+    pthread_mutex_init(&jl->wmu, NULL);
+    atomic_init(&jl->written, 0);
+    atomic_init(&jl->dropped, 0);
+    apply_retention(jl, kiq_clock_wall_ms());
+    kiq_worker_config_t wc = {.name = "journal", .round = writer_round, .ctx = jl, .first_delay_ms = WRITER_ROUND_MS};
+    if (!(jl->writer = kiq_worker_start(&wc))) {
+        kiq_journal_close(jl);
+        return NULL;
+    }
+    return jl;
+}
+
+void kiq_journal_close(kiq_journal_t *jl)
+{
+    if (!jl) return;
+    kiq_worker_stop(jl->writer);
+    pthread_mutex_lock(&jl->wmu);
+    drain(jl);
+    if (jl->fd >= 0) close(jl->fd);
+    pthread_mutex_unlock(&jl->wmu);
+    pthread_mutex_destroy(&jl->qmu);
+    pthread_mutex_destroy(&jl->wmu);
+    free(jl->scratch);
+    free(jl->queue);
+    free(jl);
+}
+
+bool kiq_journal_offer(kiq_journal_t *jl, const kiq_journey_t *jr)
+{
+    pthread_mutex_lock(&jl->qmu);
+    bool room = jl->count < QUEUE_CAP;
+    if (room) {
+        memcpy(&jl->queue[(jl->head + jl->count) % QUEUE_CAP], jr, journey_len(jr));
+        jl->count++;
+    }
+    /* the writer wakes by itself every round; a filling queue hurries it */
+    bool poke = jl->count == QUEUE_CAP / 4;
+    pthread_mutex_unlock(&jl->qmu);
+    if (!room) atomic_fetch_add_explicit(&jl->dropped, 1, memory_order_relaxed);
+    if (poke) kiq_worker_poke(jl->writer);
+    return room;
+}
+
+int kiq_journal_write_now(kiq_journal_t *jl, const kiq_journey_t *jr)
+{
+    pthread_mutex_lock(&jl->wmu);
+    drain(jl);
+    int rc = write_record(jl, jr);
+    pthread_mutex_unlock(&jl->wmu);
+    return rc;
+}
+
+/* ---- finding ---- */
+
+typedef bool (*match_fn)(const kiq_journey_t *jr, const void *want);
+
+typedef struct by_offset {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+} by_offset_t;
+
+static bool match_offset(const kiq_journey_t *jr, const void *want)
+{
+    const by_offset_t *w = want;
+    return jr->partition == w->partition && w->offset >= jr->first_offset && w->offset <= jr->last_offset &&
+           strcmp(jr->topic, w->topic) == 0;
+}
+
+static bool match_trace(const kiq_journey_t *jr, const void *want)
+{
+    uint64_t h = *(const uint64_t *)want;
+    for (int t = 0; t < KIQ_JOURNEY_TRACES && jr->traces[t]; t++)
+        if (jr->traces[t] == h) return true;
+    return false;
+}
+
+/* The newest matching journey of one segment into out (through scratch);
+ * a record that does not check ends the reading. */
+static bool find_in_file(const char *path, match_fn match, const void *want, kiq_journey_t *scratch,
+                         kiq_journey_t *out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    bool found = false;
+    rec_head_t h;
+    while (fread(&h, sizeof h, 1, f) == 1) {
+        if (h.magic != MAGIC || h.head_size != HEAD_SIZE || h.stage_size != sizeof(kiq_journey_stage_t) ||
+            h.len < HEAD_SIZE || h.len > sizeof *scratch || (h.len - HEAD_SIZE) % sizeof(kiq_journey_stage_t))
+            break;
+        if (fread(scratch, h.len, 1, f) != 1 || kiq_crc32c(0, scratch, h.len) != h.crc) break;
+        if (journey_len(scratch) != h.len) break;
+        scratch->topic[KIQ_JOURNEY_TOPIC - 1] = '\0';
+        scratch->trace[KIQ_JOURNEY_TRACE - 1] = '\0';
+        if (match(scratch, want)) {
+            memcpy(out, scratch, h.len);
+            found = true;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static bool find(kiq_journal_t *jl, match_fn match, const void *want, kiq_journey_t *out)
+{
+    /* the queue holds the newest */
+    bool found = false;
+    pthread_mutex_lock(&jl->qmu);
+    for (size_t k = jl->count; k > 0 && !found; k--) {
+        const kiq_journey_t *q = &jl->queue[(jl->head + k - 1) % QUEUE_CAP];
+        if (match(q, want)) {
+            memcpy(out, q, journey_len(q));
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&jl->qmu);
+    if (found) return true;
+    kiq_journey_t *scratch = malloc(sizeof *scratch);
+    int n;
+    int64_t *bases = scratch ? list_segments(jl, &n) : NULL;
+    char path[PATH_MAX + 40];
+    for (int i = (bases ? n : 0) - 1; i >= 0 && !found; i--) {
+        segment_path(jl, bases[i], path, sizeof path);
+        found = find_in_file(path, match, want, scratch, out);
+    }
+    free(bases);
+    free(scratch);
+    return found;
+}
+
+bool kiq_journal_find(kiq_journal_t *jl, const char *topic, int32_t partition, int64_t offset, kiq_journey_t *out)
+{
+    by_offset_t want = {topic, partition, offset};
+    return find(jl, match_offset, &want, out);
+}
+
+bool kiq_journal_find_trace(kiq_journal_t *jl, uint64_t trace, kiq_journey_t *out)
+{
+    return find(jl, match_trace, &trace, out);
+}
+
+void kiq_journal_stats(kiq_journal_t *jl, kiq_journal_stats_t *out)
+{
+    pthread_mutex_lock(&jl->wmu);
+    *out = (kiq_journal_stats_t){
+        .written = atomic_load_explicit(&jl->written, memory_order_relaxed),
+        .dropped = atomic_load_explicit(&jl->dropped, memory_order_relaxed),
+        .bytes = jl->bytes,
+        .segments = jl->segments,
+    };
+    pthread_mutex_unlock(&jl->wmu);
+}
