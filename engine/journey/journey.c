@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/say.h"
 #include "journey/journal.h"
+#include "journey/otlp.h"
 #include "net/request.h"
 #include "record/batch.h"
 
@@ -58,6 +59,8 @@ typedef struct pending {
         kiq_journey_stage_t validated;
         char trace[KIQ_JOURNEY_TRACE];
         uint64_t traces[KIQ_JOURNEY_TRACES];
+        bool otel_linked;
+        uint8_t otel_trace[16], otel_parent[8];
         size_t slot;
         uint64_t gen; /* 0 until its journey exists */
     } batches[PENDING_BATCHES];
@@ -83,6 +86,7 @@ struct kiq_journeys {
     pending_stripe_t pending[STRIPES];
     atomic_uint_fast64_t recorded;
     kiq_journal_t *journal; /* where a reused slot's journey goes; NULL: none. Set before the events start */
+    kiq_otlp_t *otlp;       /* where an answered batch's journey goes; NULL: none. The same */
 };
 
 /* ---- helpers ---- */
@@ -200,38 +204,46 @@ static uint64_t trace_hash(const char *s, size_t len)
     return h ? h : 1;
 }
 
-/* The trace ids the records carry (the first KIQ_JOURNEY_TRACES). */
+/* The trace ids the records carry (the first KIQ_JOURNEY_TRACES), and the
+ * W3C trace context of the first record. */
 typedef struct traces {
     char *first; /* KIQ_JOURNEY_TRACE bytes */
     uint64_t *hashes;
     int n;
+    long records; /* looked at so far */
+    bool *linked;
+    uint8_t *otel_trace, *otel_parent;
 } traces_t;
 
 static int note_trace(const kiq_record_t *rec, void *ctx)
 {
     traces_t *t = ctx;
+    bool first_record = t->records++ == 0, noted = false;
     kiq_record_header_iter_t it;
     kiq_record_header_t h;
     kiq_record_headers_init(&it, rec);
-    while (kiq_record_headers_next(&it, &h) == 1) {
-        if (!kiq_str_eq(h.key, KIQ_JOURNEY_TRACE_HEADER) || !h.value.p) continue;
+    while (kiq_record_headers_next(&it, &h) == 1 && (first_record || !noted)) {
+        if (!h.value.p) continue;
+        if (first_record && kiq_str_eq(h.key, KIQ_JOURNEY_TRACEPARENT_HEADER))
+            *t->linked = kiq_otlp_traceparent((const char *)h.value.p, (size_t)h.value.len, t->otel_trace,
+                                              t->otel_parent);
+        if (noted || t->n == KIQ_JOURNEY_TRACES || !kiq_str_eq(h.key, KIQ_JOURNEY_TRACE_HEADER)) continue;
         if (t->n == 0) copy_text(t->first, KIQ_JOURNEY_TRACE, (const char *)h.value.p, (size_t)h.value.len);
         t->hashes[t->n++] = trace_hash((const char *)h.value.p, (size_t)h.value.len);
-        return t->n == KIQ_JOURNEY_TRACES;
+        noted = true;
     }
-    return 0;
+    return t->n == KIQ_JOURNEY_TRACES;
 }
 
-static void traces_of(const uint8_t *p, size_t len, char *first, uint64_t *hashes)
+static void traces_of(const uint8_t *p, size_t len, traces_t *t)
 {
     kiq_batch_iter_t it;
     const uint8_t *batch;
     size_t blen;
     kiq_batch_header_t h;
     kiq_batch_iter_init(&it, p, len, false);
-    traces_t t = {first, hashes, 0};
-    while (t.n < KIQ_JOURNEY_TRACES && kiq_batch_iter_next(&it, &batch, &blen, &h) == 1)
-        kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, note_trace, &t);
+    while (t->n < KIQ_JOURNEY_TRACES && kiq_batch_iter_next(&it, &batch, &blen, &h) == 1)
+        kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, note_trace, t);
 }
 
 /* ---- the pending requests (under their stripe's lock) ---- */
@@ -320,6 +332,7 @@ static slot_t *new_slot(kiq_journeys_t *j, stripe_t *st, uint32_t th, const kiq_
     /* the stages are written as they come: only the head is cleared */
     s->j.nstages = 0;
     s->j.trace[0] = '\0';
+    s->j.otel_linked = false;
     memset(s->j.traces, 0, sizeof s->j.traces);
     copy_text(s->j.topic, sizeof s->j.topic, e->topic, strlen(e->topic));
     s->j.partition = e->partition;
@@ -361,6 +374,9 @@ static void appended_as_leader(kiq_journeys_t *j, const kiq_event_t *e)
         add_stage(&s->j, &p->batches[b].validated);
         memcpy(s->j.trace, p->batches[b].trace, sizeof s->j.trace);
         memcpy(s->j.traces, p->batches[b].traces, sizeof s->j.traces);
+        s->j.otel_linked = p->batches[b].otel_linked;
+        memcpy(s->j.otel_trace, p->batches[b].otel_trace, sizeof s->j.otel_trace);
+        memcpy(s->j.otel_parent, p->batches[b].otel_parent, sizeof s->j.otel_parent);
         p->batches[b].slot = index;
         p->batches[b].gen = gen;
     }
@@ -489,12 +505,16 @@ static void request_event(kiq_journeys_t *j, const kiq_event_t *e, bool last)
     bool staged = p && !(e->flags & KIQ_EVENT_NO_RESPONSE);
     if (staged && p->nbatches == 0 && p->nearly < EARLY_STAGES) {
         p->early[p->nearly++] = stage;
-    } else if (staged) {
+    } else if (staged || (p && last && j->otlp)) {
         for (int i = 0; i < p->nbatches; i++) {
             if (!p->batches[i].gen) continue;
             slot_t *s = &j->ring[p->batches[i].slot];
             slot_lock(j, s);
-            if (s->gen == p->batches[i].gen) add_stage(&s->j, &stage);
+            if (s->gen == p->batches[i].gen) {
+                if (staged) add_stage(&s->j, &stage);
+                /* answered: its trace goes out (a copy queued for the exporter's thread) */
+                if (last && j->otlp) kiq_otlp_offer(j->otlp, &s->j);
+            }
             slot_unlock(j, s);
         }
     }
@@ -534,8 +554,11 @@ static void on_event(void *ctx, const kiq_event_t *e)
             p->batches[i].gen = 0;
             memset(p->batches[i].traces, 0, sizeof p->batches[i].traces);
             p->batches[i].trace[0] = '\0';
+            p->batches[i].otel_linked = false;
+            traces_t t = {p->batches[i].trace, p->batches[i].traces, 0, 0, &p->batches[i].otel_linked,
+                          p->batches[i].otel_trace, p->batches[i].otel_parent};
             /* validation counted the records with headers: none, no walk */
-            if (e->payload && (e->flags & KIQ_EVENT_HEADERS)) traces_of(e->payload, e->payload_len, p->batches[i].trace, p->batches[i].traces);
+            if (e->payload && (e->flags & KIQ_EVENT_HEADERS)) traces_of(e->payload, e->payload_len, &t);
         }
         pthread_mutex_unlock(&ps->mu);
         return;
@@ -592,6 +615,8 @@ kiq_journeys_t *kiq_journeys_new(int32_t broker, int max_batches)
 
 void kiq_journeys_keep(kiq_journeys_t *j, kiq_journal_t *journal) { j->journal = journal; }
 
+void kiq_journeys_export(kiq_journeys_t *j, kiq_otlp_t *otlp) { j->otlp = otlp; }
+
 /* The ring's journeys into the journal, oldest first, so a restarted
  * broker finds them there. */
 static void save_ring(kiq_journeys_t *j)
@@ -610,6 +635,7 @@ static void save_ring(kiq_journeys_t *j)
 void kiq_journeys_free(kiq_journeys_t *j)
 {
     if (!j) return;
+    kiq_otlp_close(j->otlp);
     if (j->journal) {
         if (j->ring) save_ring(j);
         kiq_journal_close(j->journal);
@@ -696,6 +722,14 @@ void kiq_journeys_stats(kiq_journeys_t *j, kiq_journeys_stats_t *out)
         out->journal_written = js.written;
         out->journal_dropped = js.dropped;
         out->journal_bytes = js.bytes;
+    }
+    if (j->otlp) {
+        kiq_otlp_stats_t os;
+        kiq_otlp_stats(j->otlp, &os);
+        out->otlp = true;
+        out->otlp_exported = os.exported;
+        out->otlp_dropped = os.dropped;
+        out->otlp_failed = os.failed;
     }
 }
 
@@ -918,13 +952,17 @@ static bool commit_why(const kiq_journey_t *jr, int i, char *out, size_t n)
         snprintf(out, n, "no follower to wait for: the ISR is this broker alone");
         return true;
     }
+    /* a follower's fetch that returns the batch says nothing of its log;
+     * its next one, from past the batch, moves its LEO here */
     const kiq_journey_stage_t *fs = &jr->stages[f];
     int fetched = before_at(jr, i, KIQ_POINT_FOLLOWER_FETCHED, fs->peer);
-    const kiq_journey_stage_t *at = fetched >= 0 ? &jr->stages[fetched] : fs;
-    snprintf(out, n, "waited %.3f ms for follower %d, whose next fetch arrived at +%.3f ms after the append "
-             "(fetch offset %lld: its LEO %lld -> %lld)",
-             ms_between(ap->t_ns, s->t_ns), fs->peer, ms_between(ap->t_ns, at->t_ns), (long long)fs->after,
-             (long long)fs->before, (long long)fs->after);
+    int k = snprintf(out, n, "waited %.3f ms for follower %d, whose next fetch arrived at +%.3f ms after the append "
+                     "(fetch offset %lld: its LEO %lld -> %lld)",
+                     ms_between(ap->t_ns, s->t_ns), fs->peer, ms_between(ap->t_ns, fs->t_ns), (long long)fs->after,
+                     (long long)fs->before, (long long)fs->after);
+    if (fetched >= 0 && k > 0 && (size_t)k < n)
+        snprintf(out + k, n - (size_t)k, "; it had taken the batch at +%.3f ms",
+                 ms_between(ap->t_ns, jr->stages[fetched].t_ns));
     return true;
 }
 

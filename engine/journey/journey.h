@@ -30,6 +30,7 @@
 #define KIQ_JOURNEY_TEXT 320 /* a stage's sentence, at most */
 #define KIQ_JOURNEY_PEERS 16 /* ISR members a verdict names */
 /* The record header a producer sets to find its record's journey by id. */
+#define KIQ_JOURNEY_TRACEPARENT_HEADER "traceparent" /* W3C trace context: links the OTLP trace */
 #define KIQ_JOURNEY_TRACE_HEADER "kafkaiq-trace"
 
 /* One stage: the point's event, as much of it as the journey keeps. */
@@ -53,6 +54,8 @@ typedef struct kiq_journey {
     int32_t partition;
     int64_t first_offset, last_offset;
     char trace[KIQ_JOURNEY_TRACE]; /* the first trace id its records carried, "" for none */
+    bool otel_linked;              /* its first record carried a W3C traceparent header: */
+    uint8_t otel_trace[16], otel_parent[8]; /* its trace id and the producer's span id */
     int64_t txn_producer; /* the transactional producer that wrote it; -1 */
     uint64_t traces[KIQ_JOURNEY_TRACES]; /* hashes of the first ones; 0: none */
     int nstages;
@@ -66,6 +69,11 @@ typedef struct kiq_journeys kiq_journeys_t;
 kiq_journeys_t *kiq_journeys_new(int32_t broker, int max_batches);
 void kiq_journeys_free(kiq_journeys_t *j);
 struct kiq_journal;
+struct kiq_otlp;
+/* Hands the recorder an OTLP exporter (journey/otlp.h), before its events
+ * start: each batch led here is offered to it once its produce's answer
+ * went out; kiq_journeys_free closes it. */
+void kiq_journeys_export(kiq_journeys_t *j, struct kiq_otlp *otlp);
 /* Hands the recorder a journal (journey/journal.h), before its events
  * start: the journeys its ring lets go of are offered to it, lookups that
  * miss the ring look there, and kiq_journeys_free saves the ring's into it
@@ -91,6 +99,8 @@ typedef struct kiq_journeys_stats {
     bool journal;      /* whether it has one; then: */
     uint64_t journal_written, journal_dropped; /* journeys written there, lost (its queue full) */
     int64_t journal_bytes;                     /* its files' size */
+    bool otlp;         /* whether it exports; then traces: */
+    uint64_t otlp_exported, otlp_dropped, otlp_failed;
 } kiq_journeys_stats_t;
 void kiq_journeys_stats(kiq_journeys_t *j, kiq_journeys_stats_t *out);
 

@@ -28,6 +28,7 @@
 #include "txn/broker_peers.h"
 #include "core/uuid.h"
 #include "journey/journal.h"
+#include "journey/otlp.h"
 #include "security/authorizer.h"
 #include "security/sasl.h"
 #include "security/peer_security.h"
@@ -153,6 +154,12 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
             kiq_journal_t *journal = kiq_journal_open(dir, kiq_config_int(config, KIQ_CFG_JOURNEY_RETENTION_MS), keep_bytes);
             if (!journal) goto fail;
             kiq_journeys_keep(b->journeys, journal);
+        }
+        const char *endpoint = kiq_config_str(config, KIQ_CFG_OTLP_ENDPOINT);
+        if (endpoint[0]) {
+            kiq_otlp_t *otlp = kiq_otlp_open(endpoint, b->node_id);
+            if (!otlp) goto fail;
+            kiq_journeys_export(b->journeys, otlp);
         }
         kiq_observer_t recorder = kiq_journeys_observer(b->journeys);
         if (kiq_observers_add(&b->observers, &recorder) != 0) goto fail;

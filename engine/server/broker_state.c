@@ -274,6 +274,11 @@ void kiq_broker_state_view(kiq_broker_t *b, int newest_segments, const kiq_view_
             v->number(v->ctx, "journal_dropped", (double)js.journal_dropped);
             v->number(v->ctx, "journal_bytes", (double)js.journal_bytes);
         }
+        if (js.otlp) {
+            v->number(v->ctx, "otlp_exported", (double)js.otlp_exported);
+            v->number(v->ctx, "otlp_dropped", (double)js.otlp_dropped);
+            v->number(v->ctx, "otlp_failed", (double)js.otlp_failed);
+        }
         v->close(v->ctx);
     }
     if (b->groups) kiq_group_coordinator_view(b->groups, v);

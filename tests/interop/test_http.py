@@ -1,7 +1,8 @@
 """The brokers' HTTP listeners with real parts: a record produced by
 confluent-kafka (acks=all) and read by its consumer has a whole journey
 through the JSON of every broker and through `kafkaiq journey --http`, in a
-cluster in one process and in one of three processes; an acks=0 record to a
+cluster in one process and in one of three processes (merged by the wall
+clock, with why each wait happened); an acks=0 record to a
 topic with flush.messages=1 has its fsync timed under flushed and no
 response; a record written while a follower is paused is stuck before the
 high watermark waiting for it, then sees it leave the ISR and come back,
@@ -322,9 +323,14 @@ def test_journey_in_three_processes(tmp_path):
         rc, out, err = wait_until(
             lambda: (lambda r: r if r[0] == 0 and "consumer" in r[1] else None)(
                 run_journey_command(addresses, "--trace", "three-processes")), 10, "the command's journey")
-        assert "from 3 brokers" in out.splitlines()[0], out
-        # the stages, then the leader's verdict
+        # three processes share no monotonic clock: merged by the wall clock
+        assert "from 3 brokers in several processes (wall clock)" in out.splitlines()[0], out
+        # the stages, each with why it waited when the broker says, then the leader's verdict
         lines, verdict = out.splitlines()[1:-1], out.splitlines()[-1]
+        whys = [ln.strip() for ln in lines if ln.lstrip().startswith("why: ")]
+        lines = [ln for ln in lines if not ln.lstrip().startswith("why: ")]
+        assert any(w.startswith("why: queued behind ") for w in whys), out
+        assert any(w.startswith("why: waited ") and " for follower " in w for w in whys), out
         assert verdict == "verdict: committed: below the high watermark, visible to every consumer", out
         assert [ln.split("ms", 1)[0].strip() for ln in lines] == sorted(
             (ln.split("ms", 1)[0].strip() for ln in lines), key=float)

@@ -160,7 +160,9 @@ describe("record journeys in a cluster", function()
     local waited = ("waited %.3f ms for follower %d, whose next fetch arrived at +"):format((hw.t_ns - app.t_ns) / 1e6,
       last_leo.peer)
     assert.are.equal(waited, hw.why:sub(1, #waited))
-    assert.matches("after the append %(fetch offset %d+: its LEO %d+ %-> %d+%)$", hw.why)
+    assert.matches(("whose next fetch arrived at %%+%.3f ms after the append %%(fetch offset %d: its LEO %d %%-> %d%%); "
+      .. "it had taken the batch at %%+%%d+%%.%%d+ ms$"):format((last_leo.t_ns - app.t_ns) / 1e6, last_leo.after,
+      last_leo.before, last_leo.after), hw.why)
     assert.matches("acks=all: held in the purgatory until the high watermark passed it, %d+%.%d+ ms after the append "
       .. "%(waiting for follower " .. last_leo.peer .. "%)", ack.why)
     assert.matches("^queued behind %d+ requests %(depth %d+/500%)$", deq.why)
