@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -25,6 +24,7 @@
 #define WRITER_ROUND_MS 200  /* the writer's pace when nobody pokes it */
 #define MAGIC 0x4A51494Bu    /* "KIQJ" */
 #define HEAD_SIZE offsetof(kiq_journey_t, stages)
+#define WRITE_BUF (256 << 10) /* records gathered for one write */
 #define SUFFIX ".journal"
 #define MAX_SEGMENTS 100000
 
@@ -50,7 +50,9 @@ struct kiq_journal {
     int64_t bytes;       /* of all the files */
     int segments;
     int64_t checked_ms;  /* the retention's last look */
-    kiq_journey_t *scratch; /* the writer's copy of the journey it writes */
+    uint8_t *out;        /* records gathered for one write: WRITE_BUF bytes */
+    size_t nout;
+    uint64_t nrecs;      /* records in it */
 
     kiq_worker_t *writer;
     atomic_uint_fast64_t written, dropped;
@@ -164,51 +166,92 @@ static int roll(kiq_journal_t *jl, int64_t now_ms)
     return 0;
 }
 
-static int write_record(kiq_journal_t *jl, const kiq_journey_t *jr)
+/* Under wmu: the records gathered in the write buffer to the segment, in
+ * one write (a new segment first when the one written is full or old). */
+static int flush_out(kiq_journal_t *jl)
 {
+    if (jl->nout == 0) return 0;
     int64_t now_ms = kiq_clock_wall_ms();
+    size_t n = jl->nout;
+    uint64_t recs = jl->nrecs;
+    jl->nout = 0;
+    jl->nrecs = 0;
     if ((jl->fd < 0 || jl->seg_size >= jl->segment_bytes || now_ms - jl->seg_base >= jl->segment_ms) &&
-        roll(jl, now_ms) != 0)
+        roll(jl, now_ms) != 0) {
+        atomic_fetch_add_explicit(&jl->dropped, recs, memory_order_relaxed);
         return -1;
-    size_t len = journey_len(jr);
-    rec_head_t h = {MAGIC, (uint32_t)len, kiq_crc32c(0, jr, len), (uint16_t)HEAD_SIZE,
-                    (uint16_t)sizeof(kiq_journey_stage_t)};
-    struct iovec iov[2] = {{&h, sizeof h}, {(void *)jr, len}};
-    ssize_t want = (ssize_t)(sizeof h + len), got = writev(jl->fd, iov, 2);
-    if (got != want) {
-        int err = got < 0 ? errno : ENOSPC;
-        /* a torn record ends the file's reading: the next goes to a new one */
-        close(jl->fd);
-        jl->fd = -1;
-        errno = err;
-        return kiq_error_errno("cannot write the journey journal in %s", jl->dir);
     }
-    jl->seg_size += want;
-    jl->bytes += want;
-    atomic_fetch_add_explicit(&jl->written, 1, memory_order_relaxed);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t k = write(jl->fd, jl->out + done, n - done);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            int err = k < 0 ? errno : ENOSPC;
+            /* a torn record ends the file's reading: the next go to a new one */
+            close(jl->fd);
+            jl->fd = -1;
+            jl->seg_size += (int64_t)done;
+            jl->bytes += (int64_t)done;
+            atomic_fetch_add_explicit(&jl->dropped, recs, memory_order_relaxed);
+            errno = err;
+            return kiq_error_errno("cannot write the journey journal in %s", jl->dir);
+        }
+        done += (size_t)k;
+    }
+    jl->seg_size += (int64_t)n;
+    jl->bytes += (int64_t)n;
+    atomic_fetch_add_explicit(&jl->written, recs, memory_order_relaxed);
     return 0;
 }
 
-/* Under wmu: writes the queue out, one journey at a time (the queue's
- * lock is not held over the disk). */
+/* Under wmu: room in the write buffer for a record of len bytes (its
+ * head and journey), flushing what it holds first when needed; where
+ * it goes. NULL when the flush failed. */
+static uint8_t *out_room(kiq_journal_t *jl, size_t len)
+{
+    /* a write fills a segment at most (one record aside), so files stay near their size */
+    size_t cap = (int64_t)WRITE_BUF < jl->segment_bytes ? WRITE_BUF : (size_t)jl->segment_bytes;
+    if (jl->nout > 0 && jl->nout + sizeof(rec_head_t) + len > cap && flush_out(jl) != 0) {
+        KIQ_WARN_LIMITED("%s", kiq_error_get());
+        return NULL;
+    }
+    return jl->out + jl->nout;
+}
+
+/* Under wmu: seals the record copied at at (its journey after the head). */
+static void out_seal(kiq_journal_t *jl, uint8_t *at)
+{
+    rec_head_t h = {MAGIC, 0, 0, (uint16_t)HEAD_SIZE, (uint16_t)sizeof(kiq_journey_stage_t)};
+    const kiq_journey_t *jr = (const kiq_journey_t *)(at + sizeof h);
+    size_t len = journey_len(jr);
+    h.len = (uint32_t)len;
+    h.crc = kiq_crc32c(0, jr, len);
+    memcpy(at, &h, sizeof h);
+    jl->nout += sizeof h + len;
+    jl->nrecs++;
+}
+
+/* Under wmu: writes the queue out, gathered in the write buffer (the
+ * queue's lock is not held over the disk). */
 static void drain(kiq_journal_t *jl)
 {
     for (;;) {
+        /* NULL: the buffer's records were lost (counted), and it is empty now */
+        uint8_t *at = out_room(jl, sizeof(kiq_journey_t));
+        if (!at) continue;
         pthread_mutex_lock(&jl->qmu);
         bool any = jl->count > 0;
         if (any) {
             const kiq_journey_t *q = &jl->queue[jl->head];
-            memcpy(jl->scratch, q, journey_len(q));
+            memcpy(at + sizeof(rec_head_t), q, journey_len(q));
             jl->head = (jl->head + 1) % QUEUE_CAP;
             jl->count--;
         }
         pthread_mutex_unlock(&jl->qmu);
-        if (!any) return;
-        if (write_record(jl, jl->scratch) != 0) {
-            atomic_fetch_add_explicit(&jl->dropped, 1, memory_order_relaxed);
-            KIQ_WARN_LIMITED("%s", kiq_error_get());
-        }
+        if (!any) break;
+        out_seal(jl, at);
     }
+    if (flush_out(jl) != 0) KIQ_WARN_LIMITED("%s", kiq_error_get());
 }
 
 /* The writer's round: the queue out, the retention now and then. */
@@ -240,9 +283,10 @@ kiq_journal_t *kiq_journal_open(const char *dir, int64_t retention_ms, int64_t r
     }
     kiq_journal_t *jl = calloc(1, sizeof *jl);
     if (!jl || strlen(dir) >= sizeof jl->dir || !(jl->queue = calloc(QUEUE_CAP, sizeof *jl->queue)) ||
-        !(jl->scratch = malloc(sizeof *jl->scratch))) {
+        !(jl->out = malloc(WRITE_BUF))) {
         kiq_error_set(jl && strlen(dir) >= sizeof jl->dir ? "journey journal path too long" : "out of memory");
         if (jl) {
+            free(jl->out);
             free(jl->queue);
             free(jl);
         }
@@ -280,7 +324,7 @@ void kiq_journal_close(kiq_journal_t *jl)
     pthread_mutex_unlock(&jl->wmu);
     pthread_mutex_destroy(&jl->qmu);
     pthread_mutex_destroy(&jl->wmu);
-    free(jl->scratch);
+    free(jl->out);
     free(jl->queue);
     free(jl);
 }
@@ -305,7 +349,12 @@ int kiq_journal_write_now(kiq_journal_t *jl, const kiq_journey_t *jr)
 {
     pthread_mutex_lock(&jl->wmu);
     drain(jl);
-    int rc = write_record(jl, jr);
+    uint8_t *at = out_room(jl, journey_len(jr));
+    if (at) {
+        memcpy(at + sizeof(rec_head_t), jr, journey_len(jr));
+        out_seal(jl, at);
+    }
+    int rc = at ? flush_out(jl) : -1;
     pthread_mutex_unlock(&jl->wmu);
     return rc;
 }
