@@ -1,9 +1,9 @@
 #include "journey/otlp.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -105,62 +105,146 @@ static void span_id(uint64_t seed, int k, char out[17])
     hex(b, 8, out);
 }
 
-static json_t *attr(const char *key, json_t *value)
+/* The POST's body as it is written: JSON by hand, for a trace per batch
+ * at thousands a second costs a tree of objects too much. */
+typedef struct out {
+    char *p;
+    size_t n, cap;
+    bool failed; /* out of memory: the body is dropped */
+} out_t;
+
+static void put(out_t *o, const char *s, size_t n)
 {
-    return json_pack("{s:s, s:o}", "key", key, "value", value);
+    if (o->failed) return;
+    if (o->n + n + 1 > o->cap) {
+        size_t cap = o->cap ? o->cap : 64 << 10;
+        while (o->n + n + 1 > cap) cap *= 2;
+        char *p = realloc(o->p, cap);
+        if (!p) {
+            o->failed = true;
+            return;
+        }
+        o->p = p;
+        o->cap = cap;
+    }
+    memcpy(o->p + o->n, s, n);
+    o->n += n;
+    o->p[o->n] = '\0';
 }
 
-static json_t *str_value(const char *s) { return json_pack("{s:s}", "stringValue", s); }
+static void puts_(out_t *o, const char *s) { put(o, s, strlen(s)); }
 
-static json_t *int_value(int64_t v)
+static void putf(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(out_t *o, const char *fmt, ...)
 {
-    char n[24];
-    snprintf(n, sizeof n, "%lld", (long long)v);
-    return json_pack("{s:s}", "intValue", n);
+    char tmp[256]; /* short pieces: numbers and their keys */
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (k > 0) put(o, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
 }
 
-static void attr_number(void *ctx, const char *name, double v)
+/* s as a JSON string, quoted and escaped. */
+static void put_str(out_t *o, const char *s)
 {
-    char key[64];
-    snprintf(key, sizeof key, "kafkaiq.%s", name);
-    json_array_append_new(ctx, attr(key, v == (double)(int64_t)v ? int_value((int64_t)v)
-                                                                 : json_pack("{s:f}", "doubleValue", v)));
+    put(o, "\"", 1);
+    const char *run = s;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        put(o, run, (size_t)(s - run));
+        if (c == '"' || c == '\\') {
+            char esc[2] = {'\\', (char)c};
+            put(o, esc, 2);
+        } else {
+            putf(o, "\\u%04x", c);
+        }
+        run = s + 1;
+    }
+    put(o, run, (size_t)(s - run));
+    put(o, "\"", 1);
 }
 
-static void attr_string(void *ctx, const char *name, const char *v)
+/* A span's attributes as they are written: the separator before the next. */
+typedef struct attrs {
+    out_t *o;
+    bool any;
+} attrs_t;
+
+static void attr_key(attrs_t *a, const char *prefix, const char *key)
 {
-    char key[64];
-    snprintf(key, sizeof key, "kafkaiq.%s", name);
-    json_array_append_new(ctx, attr(key, str_value(v)));
+    puts_(a->o, a->any ? ",{\"key\":\"" : "{\"key\":\"");
+    puts_(a->o, prefix);
+    puts_(a->o, key); /* the engine's names: nothing to escape */
+    puts_(a->o, "\",\"value\":");
+    a->any = true;
 }
 
-static void attr_boolean(void *ctx, const char *name, bool v)
+static void attr_str(attrs_t *a, const char *key, const char *v)
 {
-    char key[64];
-    snprintf(key, sizeof key, "kafkaiq.%s", name);
-    json_array_append_new(ctx, attr(key, json_pack("{s:b}", "boolValue", v)));
+    attr_key(a, "", key);
+    puts_(a->o, "{\"stringValue\":");
+    put_str(a->o, v);
+    puts_(a->o, "}}");
 }
 
-static json_t *nanos(int64_t wall_ns)
+static void attr_int(attrs_t *a, const char *key, int64_t v)
 {
-    char n[24];
-    snprintf(n, sizeof n, "%lld", (long long)wall_ns);
-    return json_string(n);
+    attr_key(a, "", key);
+    putf(a->o, "{\"intValue\":\"%lld\"}}", (long long)v);
 }
 
-static json_t *span(const char *trace, const char *id, const char *parent, const char *name, int kind,
-                    int64_t start, int64_t end, json_t *attrs)
+/* A stage's fields (kiq_journey_stage_fields) as kafkaiq.* attributes. */
+static void field_number(void *ctx, const char *name, double v)
 {
-    json_t *s = json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:o}", "traceId", trace, "spanId", id, "name", name, "kind",
-                          kind, "startTimeUnixNano", nanos(start), "endTimeUnixNano", nanos(end < start ? start : end),
-                          "attributes", attrs);
-    if (s && parent) json_object_set_new(s, "parentSpanId", json_string(parent));
-    return s;
+    attrs_t *a = ctx;
+    attr_key(a, "kafkaiq.", name);
+    if (v == (double)(int64_t)v)
+        putf(a->o, "{\"intValue\":\"%lld\"}}", (long long)v);
+    else
+        putf(a->o, "{\"doubleValue\":%.17g}}", v);
 }
 
-/* The journey's spans appended to spans: the SERVER span of the produce,
- * and a span per stage under it. */
-static void journey_spans(const kiq_journey_t *jr, json_t *spans)
+static void field_string(void *ctx, const char *name, const char *v)
+{
+    attrs_t *a = ctx;
+    attr_key(a, "kafkaiq.", name);
+    puts_(a->o, "{\"stringValue\":");
+    put_str(a->o, v);
+    puts_(a->o, "}}");
+}
+
+static void field_boolean(void *ctx, const char *name, bool v)
+{
+    attrs_t *a = ctx;
+    attr_key(a, "kafkaiq.", name);
+    puts_(a->o, v ? "{\"boolValue\":true}}" : "{\"boolValue\":false}}");
+}
+
+/* A span's head, up to its attributes' list, which the caller fills and
+ * closes with "]}". */
+static void span_open(out_t *o, bool *first, const char *trace, const char *id, const char *parent, const char *name,
+                      int kind, int64_t start, int64_t end)
+{
+    puts_(o, *first ? "{\"traceId\":\"" : ",{\"traceId\":\"");
+    *first = false;
+    puts_(o, trace);
+    puts_(o, "\",\"spanId\":\"");
+    puts_(o, id);
+    if (parent) {
+        puts_(o, "\",\"parentSpanId\":\"");
+        puts_(o, parent);
+    }
+    puts_(o, "\",\"name\":");
+    put_str(o, name);
+    putf(o, ",\"kind\":%d,\"startTimeUnixNano\":\"%lld\"", kind, (long long)start);
+    putf(o, ",\"endTimeUnixNano\":\"%lld\",\"attributes\":[", (long long)(end < start ? start : end));
+}
+
+/* The journey's spans: the SERVER span of the produce, and a span per
+ * stage under it. */
+static void journey_spans(const kiq_journey_t *jr, out_t *o, bool *first)
 {
     if (jr->nstages <= 0) return;
     uint64_t seed = mix(mix((uint64_t)jr->partition) ^ (uint64_t)jr->first_offset);
@@ -177,7 +261,7 @@ static void journey_spans(const kiq_journey_t *jr, json_t *spans)
     hex(tid, 16, trace);
     hex(jr->otel_parent, 8, parent);
     span_id(seed, 0, root);
-    const kiq_journey_stage_t *first = &jr->stages[0], *last = &jr->stages[jr->nstages - 1];
+    const kiq_journey_stage_t *head = &jr->stages[0], *last = &jr->stages[jr->nstages - 1];
     int64_t records = -1;
     const char *client = "";
     for (int i = 0; i < jr->nstages; i++) {
@@ -187,44 +271,47 @@ static void journey_spans(const kiq_journey_t *jr, json_t *spans)
     char partition[16], name[KIQ_JOURNEY_TOPIC + 16];
     snprintf(partition, sizeof partition, "%d", jr->partition);
     snprintf(name, sizeof name, "produce %s", jr->topic);
-    json_t *attrs = json_array();
-    json_array_append_new(attrs, attr("messaging.system", str_value("kafka")));
-    json_array_append_new(attrs, attr("messaging.operation.type", str_value("send")));
-    json_array_append_new(attrs, attr("messaging.operation.name", str_value("produce")));
-    json_array_append_new(attrs, attr("messaging.destination.name", str_value(jr->topic)));
-    json_array_append_new(attrs, attr("messaging.destination.partition.id", str_value(partition)));
-    json_array_append_new(attrs, attr("messaging.kafka.destination.partition", int_value(jr->partition)));
-    json_array_append_new(attrs, attr("messaging.kafka.offset", int_value(jr->first_offset)));
-    if (records > 0) json_array_append_new(attrs, attr("messaging.batch.message_count", int_value(records)));
-    if (client[0]) json_array_append_new(attrs, attr("messaging.client.id", str_value(client)));
-    json_array_append_new(attrs, attr("kafkaiq.last_offset", int_value(jr->last_offset)));
-    json_array_append_new(spans, span(trace, root, jr->otel_linked ? parent : NULL, name, KIND_SERVER, first->wall_ns,
-                                      last->wall_ns, attrs));
+    span_open(o, first, trace, root, jr->otel_linked ? parent : NULL, name, KIND_SERVER, head->wall_ns, last->wall_ns);
+    attrs_t a = {o, false};
+    attr_str(&a, "messaging.system", "kafka");
+    attr_str(&a, "messaging.operation.type", "send");
+    attr_str(&a, "messaging.operation.name", "produce");
+    attr_str(&a, "messaging.destination.name", jr->topic);
+    attr_str(&a, "messaging.destination.partition.id", partition);
+    attr_int(&a, "messaging.kafka.destination.partition", jr->partition);
+    attr_int(&a, "messaging.kafka.offset", jr->first_offset);
+    if (records > 0) attr_int(&a, "messaging.batch.message_count", records);
+    if (client[0]) attr_str(&a, "messaging.client.id", client);
+    attr_int(&a, "kafkaiq.last_offset", jr->last_offset);
+    puts_(o, "]}");
     for (int i = 0; i < jr->nstages; i++) {
         const kiq_journey_stage_t *s = &jr->stages[i];
-        json_t *sa = json_array();
-        kiq_journey_fields_t f = {attr_number, attr_string, attr_boolean, sa};
-        kiq_journey_stage_fields(jr, i, &f);
         span_id(seed, i + 1, id);
         /* a stage's span is its wait: from the stage before to it */
         int64_t start = i > 0 ? jr->stages[i - 1].wall_ns : s->wall_ns;
-        json_array_append_new(spans, span(trace, id, root, kiq_journey_stage_name(s), KIND_INTERNAL, start, s->wall_ns, sa));
+        span_open(o, first, trace, id, root, kiq_journey_stage_name(s), KIND_INTERNAL, start, s->wall_ns);
+        attrs_t sa = {o, false};
+        kiq_journey_fields_t f = {field_number, field_string, field_boolean, &sa};
+        kiq_journey_stage_fields(jr, i, &f);
+        puts_(o, "]}");
     }
 }
 
-static char *traces_json(const kiq_otlp_t *o, const kiq_journey_t *batch, size_t n)
+/* The POST's body for n journeys (malloc'd), NULL when out of memory. */
+static char *traces_json(const kiq_otlp_t *k, const kiq_journey_t *batch, size_t n)
 {
-    json_t *spans = json_array();
-    for (size_t i = 0; i < n; i++) journey_spans(&batch[i], spans);
-    char instance[32];
-    snprintf(instance, sizeof instance, "broker-%d", o->broker);
-    json_t *resource = json_pack("{s:[o, o]}", "attributes", attr("service.name", str_value("kafkaiq")),
-                                 attr("service.instance.id", str_value(instance)));
-    json_t *doc = json_pack("{s:[{s:o, s:[{s:{s:s}, s:o}]}]}", "resourceSpans", "resource", resource, "scopeSpans",
-                            "scope", "name", "kafkaiq.journey", "spans", spans);
-    char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    json_decref(doc);
-    return body;
+    out_t o = {0};
+    puts_(&o, "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":"
+              "{\"stringValue\":\"kafkaiq\"}},{\"key\":\"service.instance.id\",\"value\":{\"stringValue\":");
+    putf(&o, "\"broker-%d\"}}]},\"scopeSpans\":[{\"scope\":{\"name\":\"kafkaiq.journey\"},\"spans\":[", k->broker);
+    bool first = true;
+    for (size_t i = 0; i < n; i++) journey_spans(&batch[i], &o, &first);
+    puts_(&o, "]}]}]}");
+    if (o.failed) {
+        free(o.p);
+        return NULL;
+    }
+    return o.p;
 }
 
 /* ---- the POST ---- */

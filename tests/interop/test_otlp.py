@@ -4,6 +4,7 @@ server). Batches produced by confluent-kafka arrive as one trace each: a
 SERVER span named and tagged by the messaging conventions, and a span per
 stage under it with its text and why; a batch whose first record carries a
 W3C traceparent header is in the producer's trace, the child of its span.
+Strings are escaped (a client id with quotes, a backslash and a tab).
 A receiver that fails or is gone costs the broker nothing but the traces
 (counted); an endpoint it cannot use stops it at start with the reason.
 """
@@ -94,9 +95,9 @@ def otlp_broker(tmp_path, receiver):
     b.stop()
 
 
-def produce_batches(bootstrap, topic, n, traceparent_first=False):
+def produce_batches(bootstrap, topic, n, traceparent_first=False, client_id="otlp-writer"):
     """n batches of one record each (flushed one by one), offsets 0..n-1."""
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "client.id": "otlp-writer"})
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "client.id": client_id})
     errors = []
     for i in range(n):
         headers = [("traceparent", f"00-{TRACE_ID}-{PARENT_ID}-01".encode())] if i == 0 and traceparent_first else None
@@ -146,6 +147,14 @@ def test_one_trace_per_batch_with_spans_and_the_producer_link(otlp_broker, recei
     assert all("parentSpanId" not in by_offset[o] and by_offset[o]["traceId"] != TRACE_ID for o in (1, 2, 3))
     js = state(otlp_broker)["journeys"]
     assert js["otlp_exported"] >= 4 and js["otlp_dropped"] == 0
+
+
+def test_a_client_id_json_must_escape_arrives_whole(otlp_broker, receiver):
+    client_id = 'a "q\\b\tc'
+    produce_batches(otlp_broker.bootstrap, "otlp-escaped", 1, client_id=client_id)
+    root = wait_until(lambda: next((s for s in receiver.spans() if s["kind"] == 2 and
+                                    attrs(s)["messaging.destination.name"] == "otlp-escaped"), None), 15, "its trace")
+    assert attrs(root)["messaging.client.id"] == client_id
 
 
 def test_a_failing_or_gone_receiver_costs_only_the_traces(otlp_broker, receiver):
