@@ -156,6 +156,8 @@ static int roll(kiq_journal_t *jl, int64_t now_ms)
     int64_t base = n && bases[n - 1] >= now_ms ? bases[n - 1] + 1 : now_ms;
     free(bases);
     char path[PATH_MAX + 40];
+    /* made with its first journey: a node that records none (a controller) has none */
+    if (mkdir(jl->dir, 0755) != 0 && errno != EEXIST) return kiq_error_errno("cannot create %s", jl->dir);
     segment_path(jl, base, path, sizeof path);
     jl->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (jl->fd < 0) return kiq_error_errno("cannot create %s", path);
@@ -277,10 +279,6 @@ static int64_t writer_round(void *ctx)
 
 kiq_journal_t *kiq_journal_open(const char *dir, int64_t retention_ms, int64_t retention_bytes)
 {
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        kiq_error_errno("cannot create the journey journal %s", dir);
-        return NULL;
-    }
     kiq_journal_t *jl = calloc(1, sizeof *jl);
     if (!jl || strlen(dir) >= sizeof jl->dir || !(jl->queue = calloc(QUEUE_CAP, sizeof *jl->queue)) ||
         !(jl->out = malloc(WRITE_BUF))) {

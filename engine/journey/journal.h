@@ -24,7 +24,7 @@
 
 typedef struct kiq_journal kiq_journal_t;
 
-/* A journal in directory dir (made if missing) keeping journeys
+/* A journal in directory dir (made with the first journey written) keeping journeys
  * retention_ms (-1: any age) and retention_bytes of files; its writer
  * started. NULL with the reason in the error slot. */
 kiq_journal_t *kiq_journal_open(const char *dir, int64_t retention_ms, int64_t retention_bytes);
