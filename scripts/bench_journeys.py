@@ -11,6 +11,7 @@ rows of one run.
 
   scripts/bench_journeys.py [--rate 5000] [--seconds 10] [--rounds 3]
                             [--bin build/kafkaiq] [--only NAME,...]
+                            [--before OLDER_KAFKAIQ]
 """
 
 import argparse
@@ -104,28 +105,35 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--bin", default=str(ROOT / "build" / "kafkaiq"))
     ap.add_argument("--only", default="")
+    ap.add_argument("--before", help="another kafkaiq (an older build): its journeys off and on join the rotation")
     a = ap.parse_args()
     sink = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
     threading.Thread(target=sink.serve_forever, daemon=True).start()
     configs = [
-        ("off", ["kafkaiq.journey.enable=false"]),
-        ("on", ["kafkaiq.journey.enable=true"]),
-        ("on-no-journal", ["kafkaiq.journey.enable=true", "kafkaiq.journey.retention.bytes=0"]),
-        ("on-otlp", ["kafkaiq.journey.enable=true", f"kafkaiq.otlp.endpoint=http://127.0.0.1:{sink.server_address[1]}"]),
+        ("off", a.bin, ["kafkaiq.journey.enable=false"]),
+        ("on", a.bin, ["kafkaiq.journey.enable=true"]),
+        ("on-no-journal", a.bin, ["kafkaiq.journey.enable=true", "kafkaiq.journey.retention.bytes=0"]),
+        ("on-otlp", a.bin, ["kafkaiq.journey.enable=true",
+                            f"kafkaiq.otlp.endpoint=http://127.0.0.1:{sink.server_address[1]}"]),
     ]
     if a.only:
         configs = [c for c in configs if c[0] in a.only.split(",")]
-    cpu = {name: [] for name, _ in configs}
-    print(f"# {a.bin}: {a.rate} records/s, one a request, {a.seconds} s, {a.rounds} rounds")
+    if a.before:
+        configs += [("before-off", a.before, ["kafkaiq.journey.enable=false"]),
+                    ("before-on", a.before, ["kafkaiq.journey.enable=true"])]
+    cpu = {name: [] for name, _, _ in configs}
+    print(f"# {a.bin}" + (f" and {a.before}" if a.before else "")
+          + f": {a.rate} records/s, one a request, {a.seconds} s, {a.rounds} rounds")
     for r in range(a.rounds):
-        for name, overrides in configs:
-            pct, got = run(a.bin, overrides, a.rate, a.seconds)
+        for name, binary, overrides in configs:
+            pct, got = run(binary, overrides, a.rate, a.seconds)
             cpu[name].append(pct)
             print(f"round {r + 1} {name:14s} broker CPU {pct:6.1f} %  ({got:.0f} records/s)", flush=True)
-    base = statistics.median(cpu[configs[0][0]])
-    for name, _ in configs:
-        m = statistics.median(cpu[name])
-        print(f"median {name:14s} broker CPU {m:6.1f} %  {100.0 * (m - base) / base:+6.1f} % over {configs[0][0]}")
+    for name, _, _ in configs:
+        # each build against its own journeys-off
+        ref = "before-off" if name.startswith("before-") else configs[0][0]
+        m, base = statistics.median(cpu[name]), statistics.median(cpu[ref])
+        print(f"median {name:14s} broker CPU {m:6.1f} %  {100.0 * (m - base) / base:+6.1f} % over {ref}")
     sink.shutdown()
 
 
