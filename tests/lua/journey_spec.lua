@@ -605,7 +605,7 @@ describe("the journey journal", function()
     produce(b, "small", 120)
     assert(kiq.wait_for(function()
       local js = b:state().journeys
-      return js.journal_written == 120 - 16 and js.journal_bytes <= 40000
+      return js.journal_written >= 120 - 16 and js.journal_bytes <= 40000
     end, 10000, "the journal written, and the retention to delete"))
     assert.is_nil(b:journey("small", 0, 0), "the oldest journeys are gone")
     assert.is_truthy(b:journey("small", 0, 100))
