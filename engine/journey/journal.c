@@ -54,9 +54,31 @@ struct kiq_journal {
     size_t nout;
     uint64_t nrecs;      /* records in it */
 
+    /* what each segment holds, so a lookup reads only the files that may
+     * have its journey (a miss reads none); a lookup's, under imu */
+    pthread_mutex_t imu;
+    struct summary *sums;
+    int nsums;
+
     kiq_worker_t *writer;
     atomic_uint_fast64_t written, dropped;
 };
+
+/* One segment's summary: per partition, the offsets its journeys cover;
+ * the trace ids they carry as a Bloom filter. Built from the file as it
+ * grows: indexed is how far it was read. */
+typedef struct span {
+    uint64_t key; /* partition_key() */
+    int64_t lo, hi;
+} span_t;
+
+typedef struct summary {
+    int64_t base, indexed;
+    bool ended; /* a record that did not check: nothing after it is read */
+    int n, cap;
+    span_t *spans;
+    uint64_t bloom[64]; /* 4096 bits, two per trace id */
+} summary_t;
 
 static size_t journey_len(const kiq_journey_t *jr)
 {
@@ -301,6 +323,7 @@ kiq_journal_t *kiq_journal_open(const char *dir, int64_t retention_ms, int64_t r
     jl->fd = -1;
     pthread_mutex_init(&jl->qmu, NULL);
     pthread_mutex_init(&jl->wmu, NULL);
+    pthread_mutex_init(&jl->imu, NULL);
     atomic_init(&jl->written, 0);
     atomic_init(&jl->dropped, 0);
     apply_retention(jl, kiq_clock_wall_ms());
@@ -322,6 +345,9 @@ void kiq_journal_close(kiq_journal_t *jl)
     pthread_mutex_unlock(&jl->wmu);
     pthread_mutex_destroy(&jl->qmu);
     pthread_mutex_destroy(&jl->wmu);
+    pthread_mutex_destroy(&jl->imu);
+    for (int i = 0; i < jl->nsums; i++) free(jl->sums[i].spans);
+    free(jl->sums);
     free(jl->out);
     free(jl->queue);
     free(jl);
@@ -408,6 +434,127 @@ static bool find_in_file(const char *path, match_fn match, const void *want, kiq
     return found;
 }
 
+static uint64_t partition_key(const char *topic, int32_t partition)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (const char *p = topic; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+    return (h ^ (uint32_t)partition) * 1099511628211ULL;
+}
+
+static void bloom_bits(uint64_t trace, unsigned *a, unsigned *b)
+{
+    *a = (unsigned)(trace % 4096);
+    *b = (unsigned)((trace >> 32) % 4096);
+}
+
+/* Under imu: adds journey jr to summary m. */
+static void summarize(summary_t *m, const kiq_journey_t *jr)
+{
+    uint64_t key = partition_key(jr->topic, jr->partition);
+    span_t *sp = NULL;
+    for (int i = 0; i < m->n && !sp; i++)
+        if (m->spans[i].key == key) sp = &m->spans[i];
+    if (!sp && m->n == m->cap) {
+        int cap = m->cap ? m->cap * 2 : 8;
+        span_t *more = realloc(m->spans, (size_t)cap * sizeof *more);
+        if (!more) {
+            m->ended = true; /* out of memory: the file is read whole each time instead */
+            return;
+        }
+        m->spans = more;
+        m->cap = cap;
+    }
+    if (!sp) {
+        sp = &m->spans[m->n++];
+        *sp = (span_t){key, jr->first_offset, jr->last_offset};
+    }
+    if (jr->first_offset < sp->lo) sp->lo = jr->first_offset;
+    if (jr->last_offset > sp->hi) sp->hi = jr->last_offset;
+    for (int t = 0; t < KIQ_JOURNEY_TRACES && jr->traces[t]; t++) {
+        unsigned a, b;
+        bloom_bits(jr->traces[t], &a, &b);
+        m->bloom[a / 64] |= 1ULL << (a % 64);
+        m->bloom[b / 64] |= 1ULL << (b % 64);
+    }
+}
+
+/* Under imu: summary m brought up to the file's end (what is whole of it). */
+static void summary_update(const char *path, summary_t *m, kiq_journey_t *scratch)
+{
+    if (m->ended) return;
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    if (fseeko(f, m->indexed, SEEK_SET) != 0) {
+        fclose(f);
+        return;
+    }
+    rec_head_t h;
+    while (fread(&h, sizeof h, 1, f) == 1) {
+        if (h.magic != MAGIC || h.head_size != HEAD_SIZE || h.stage_size != sizeof(kiq_journey_stage_t) ||
+            h.len < HEAD_SIZE || h.len > sizeof *scratch || (h.len - HEAD_SIZE) % sizeof(kiq_journey_stage_t)) {
+            m->ended = true;
+            break;
+        }
+        if (fread(scratch, h.len, 1, f) != 1) break; /* not all written yet */
+        if (kiq_crc32c(0, scratch, h.len) != h.crc || journey_len(scratch) != h.len) {
+            m->ended = true;
+            break;
+        }
+        scratch->topic[KIQ_JOURNEY_TOPIC - 1] = '\0';
+        summarize(m, scratch);
+        if (m->ended) break;
+        m->indexed += (int64_t)(sizeof h + h.len);
+    }
+    fclose(f);
+}
+
+/* Under imu: the summary of the segment at base, made if new; NULL when
+ * out of memory. */
+static summary_t *summary_of(kiq_journal_t *jl, int64_t base)
+{
+    for (int i = 0; i < jl->nsums; i++)
+        if (jl->sums[i].base == base) return &jl->sums[i];
+    summary_t *more = realloc(jl->sums, (size_t)(jl->nsums + 1) * sizeof *more);
+    if (!more) return NULL;
+    jl->sums = more;
+    summary_t *m = &jl->sums[jl->nsums++];
+    memset(m, 0, sizeof *m);
+    m->base = base;
+    return m;
+}
+
+/* Under imu: drops the summaries of segments no longer there. */
+static void summaries_prune(kiq_journal_t *jl, const int64_t *bases, int n)
+{
+    for (int i = 0; i < jl->nsums;) {
+        bool there = false;
+        for (int k = 0; k < n && !there; k++) there = bases[k] == jl->sums[i].base;
+        if (there) {
+            i++;
+            continue;
+        }
+        free(jl->sums[i].spans);
+        jl->sums[i] = jl->sums[--jl->nsums];
+    }
+}
+
+/* Whether segment m may hold what is wanted (a summary that ended early
+ * cannot say: the file is read). */
+static bool may_hold(const summary_t *m, match_fn match, const void *want)
+{
+    if (m->ended) return true;
+    if (match == match_trace) {
+        unsigned a, b;
+        bloom_bits(*(const uint64_t *)want, &a, &b);
+        return (m->bloom[a / 64] >> (a % 64) & 1) && (m->bloom[b / 64] >> (b % 64) & 1);
+    }
+    const by_offset_t *w = want;
+    uint64_t key = partition_key(w->topic, w->partition);
+    for (int i = 0; i < m->n; i++)
+        if (m->spans[i].key == key && w->offset >= m->spans[i].lo && w->offset <= m->spans[i].hi) return true;
+    return false;
+}
+
 static bool find(kiq_journal_t *jl, match_fn match, const void *want, kiq_journey_t *out)
 {
     /* the queue holds the newest */
@@ -426,10 +573,15 @@ static bool find(kiq_journal_t *jl, match_fn match, const void *want, kiq_journe
     int n;
     int64_t *bases = scratch ? list_segments(jl, &n) : NULL;
     char path[PATH_MAX + 40];
+    pthread_mutex_lock(&jl->imu);
+    summaries_prune(jl, bases, bases ? n : 0);
     for (int i = (bases ? n : 0) - 1; i >= 0 && !found; i--) {
         segment_path(jl, bases[i], path, sizeof path);
-        found = find_in_file(path, match, want, scratch, out);
+        summary_t *m = summary_of(jl, bases[i]);
+        if (m) summary_update(path, m, scratch);
+        if (!m || may_hold(m, match, want)) found = find_in_file(path, match, want, scratch, out);
     }
+    pthread_mutex_unlock(&jl->imu);
     free(bases);
     free(scratch);
     return found;

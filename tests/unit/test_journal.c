@@ -1,5 +1,6 @@
 /* The journey journal on its own: journeys offered and written are found
- * by offset and by trace, newest first, across a reopening; a torn tail
+ * by offset and by trace, newest first, across a reopening and among many
+ * files (each summarized, the summaries kept up with the writes); a torn tail
  * and a foreign file are read past; the retention by bytes deletes the
  * oldest files; a full queue drops and counts. And W3C traceparent values,
  * good and bad, as the OTLP exporter reads them. */
@@ -128,7 +129,7 @@ static void test_retention_bytes_deletes_the_oldest(void **state)
     kiq_journal_t *jl = kiq_journal_open(dir, -1, 40000);
     assert_non_null(jl);
     for (int64_t o = 0; o < 200; o++) {
-        kiq_journey_t *j = journey("r", 0, o, o, 0, KIQ_JOURNEY_STAGES);
+        kiq_journey_t *j = journey("r", o % 2, o, o, 1000 + (uint64_t)o, KIQ_JOURNEY_STAGES);
         assert_int_equal(kiq_journal_write_now(jl, j), 0);
         free(j);
     }
@@ -138,7 +139,20 @@ static void test_retention_bytes_deletes_the_oldest(void **state)
     assert_true(st.segments >= 2);
     kiq_journey_t *out = malloc(sizeof *out);
     assert_false(kiq_journal_find(jl, "r", 0, 0, out));
-    assert_true(kiq_journal_find(jl, "r", 0, 199, out));
+    assert_true(kiq_journal_find(jl, "r", 1, 199, out));
+    /* each file says what it holds: a lookup finds the one it needs among many */
+    assert_true(kiq_journal_find(jl, "r", 0, 196, out));
+    assert_int_equal(out->first_offset, 196);
+    assert_false(kiq_journal_find(jl, "r", 1, 196, out));
+    assert_true(kiq_journal_find_trace(jl, 1000 + 197, out));
+    assert_int_equal(out->first_offset, 197);
+    assert_false(kiq_journal_find_trace(jl, 1000 + 1, out));
+    /* and sees what was written since */
+    kiq_journey_t *j = journey("r", 0, 200, 200, 5, 2);
+    assert_int_equal(kiq_journal_write_now(jl, j), 0);
+    free(j);
+    assert_true(kiq_journal_find(jl, "r", 0, 200, out));
+    assert_true(kiq_journal_find_trace(jl, 5, out));
     kiq_journal_close(jl);
     free(out);
 }
