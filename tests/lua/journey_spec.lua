@@ -637,6 +637,36 @@ describe("the journey journal", function()
   end)
 end)
 
+describe("the journey journal's time retention", function()
+  -- last in this file: the manual clock, once set, is the process's
+  it("deletes a file once the one after it began kafkaiq.journey.retention.ms ago", function()
+    local d = os.tmpname()
+    os.remove(d)
+    assert(os.execute("mkdir -p " .. d) == 0)
+    local b = assert(kiq.broker { ["kafkaiq.clock"] = "manual", ["kafkaiq.journey.max.batches"] = 16,
+      ["log.dirs"] = d, ["kafkaiq.journey.retention.ms"] = 60000 })
+    local function produce(from, to)
+      local p = assert(b:producer { acks = 1 })
+      for i = from, to do
+        p:send("aged", "k", "v" .. i, { partition = 0 })
+        assert(p:flush(10000))
+      end
+      p:close()
+    end
+    produce(0, 39) -- offsets 0..23 go to the journal's first file
+    assert(kiq.wait_for(function() return b:state().journeys.journal_written >= 24 end, 10000, "the first file"))
+    assert(kiq.advance_clock(61000))
+    produce(40, 79) -- a file of their own: the first was older than its tenth of the retention
+    assert(kiq.wait_for(function() return b:state().journeys.journal_written >= 64 end, 10000, "the second file"))
+    assert.is_truthy(b:journey("aged", 0, 0), "the first file kept: its newest journey is not a minute old yet")
+    assert(kiq.advance_clock(61000))
+    assert(kiq.wait_for(function() return b:journey("aged", 0, 0) == nil end, 10000, "the first file deleted"))
+    assert.is_truthy(b:journey("aged", 0, 50), "the newest file stays")
+    b:stop()
+    os.execute("rm -rf " .. d)
+  end)
+end)
+
 describe("merging journeys", function()
   it("orders by t_ns within a process and by wall_us across processes", function()
     -- broker 1's machine's monotonic clock is far ahead of broker 0's: only
