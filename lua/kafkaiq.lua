@@ -161,6 +161,12 @@ function Broker:metrics() return self.handle:metrics() end
 -- the logs found: { clean, recovered_batches, truncated_bytes, phases = {...} }.
 function Broker:startup() return self.handle:startup() end
 function Broker:purgatory_stats() return self.handle:purgatory_stats() end
+-- The metrics clients pushed (KIP-714), the newest push of each client
+-- instance (of client_id only, if given), newest first, as /api/clients:
+-- { { client_instance_id, client_id, address, last_push_ms, pushes,
+-- terminating, resource = {...}, metrics = { { name, kind, value,
+-- attributes = {...} } } } }.
+function Broker:clients(client_id) return self.handle:clients(client_id) end
 
 -- This broker's part of a batch's journey: journey(topic, partition,
 -- offset) or journey{ trace = id } -> { topic, partition, first_offset,

@@ -7,7 +7,6 @@
 #include "api/authorize.h"
 #include "core/error.h"
 #include "server/broker_quotas.h"
-#include "server/controller_link.h"
 
 #define ALTER_WAIT_MS 30000
 
@@ -43,12 +42,8 @@ int kiq_api_alter_client_quotas_handle(kiq_broker_t *b, kiq_request_t *r, const 
      * it (a forward comes on the control plane, which is not asked) */
     if (!kiq_api_cluster_allowed(b, r, KIQ_OP_ALTER_CONFIGS))
         return answer_all(r, req, out, KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.");
-    if (b->cluster && !(r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b))) {
-        void *ctx = kiq_api_park_for_link(b, r, out);
-        kiq_controller_link_whole(b, KIQ_API_ALTER_CLIENT_QUOTAS, request, ALTER_WAIT_MS, &r->arena, out,
-                                  kiq_api_answer_parked, ctx);
-        return KIQ_HANDLER_PARKED;
-    }
+    if (b->cluster && !(r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b)))
+        return kiq_api_to_controller(b, r, KIQ_API_ALTER_CLIENT_QUOTAS, request, ALTER_WAIT_MS, out);
     if (!b->cluster) {
         kiq_broker_quotas_alter(b, req, &r->arena, out);
         return KIQ_HANDLER_RESPOND;

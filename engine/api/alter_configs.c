@@ -7,7 +7,8 @@
  * read-only configs). The rules are controller/config_changes.h's.
  *
  * IncrementalAlterConfigs also sets a group's configs (share groups',
- * config/group_configs.h).
+ * config/group_configs.h) and a client-metrics resource's (KIP-714,
+ * config/client_metrics_configs.h).
  *
  * Standalone, this broker decides and applies at once. In cluster mode the
  * controller decides, whichever broker was asked (forwarded, see
@@ -23,6 +24,7 @@
 #include "controller/controller.h"
 #include "core/error.h"
 #include "server/broker_configs.h"
+#include "server/client_telemetry.h"
 #include "server/controller_link.h"
 #include "share/share_manager.h"
 #include "log/log_retention.h"
@@ -71,6 +73,22 @@ static int change_group(kiq_broker_t *b, const kiq_config_order_t *o, bool valid
     return err;
 }
 
+/* A client-metrics resource's configs (config/client_metrics_configs.h),
+ * kept with the clients' telemetry. */
+static int change_client_metrics(kiq_broker_t *b, const kiq_config_order_t *o, bool validate_only)
+{
+    kiq_str_t name = o->ops ? o->ops->resource_name : KIQ_STR_NULL;
+    kiq_client_metrics_configs_t cfg = {{0}};
+    int err = kiq_client_telemetry_resource_get(b->telemetry, name, &cfg) < 0 ? KIQ_ERR_UNKNOWN_SERVER_ERROR
+                                                                             : kiq_config_change_client_metrics(&cfg, o);
+    if (err || validate_only) {
+        kiq_client_metrics_configs_clear(&cfg);
+        return err;
+    }
+    return kiq_client_telemetry_resource_put(b->telemetry, name, &cfg) == 0 ? KIQ_ERR_NONE
+                                                                           : KIQ_ERR_UNKNOWN_SERVER_ERROR;
+}
+
 /* One resource on a standalone broker, applied unless validate_only.
  * Kafka error code, the reason in the error slot. */
 static int change_here(kiq_broker_t *b, const kiq_config_order_t *o, bool validate_only)
@@ -89,6 +107,7 @@ static int change_here(kiq_broker_t *b, const kiq_config_order_t *o, bool valida
         return err;
     }
     if (type == KIQ_CONFIG_RESOURCE_GROUP) return change_group(b, o, validate_only);
+    if (type == KIQ_CONFIG_RESOURCE_CLIENT_METRICS) return change_client_metrics(b, o, validate_only);
     if (type != KIQ_CONFIG_RESOURCE_TOPIC) {
         kiq_error_set("Unsupported resource type %d", type);
         return KIQ_ERR_INVALID_REQUEST;

@@ -8,7 +8,6 @@
 #include "api/api.h"
 #include "api/authorize.h"
 #include "core/error.h"
-#include "server/controller_link.h"
 
 #define REASSIGN_WAIT_MAX_MS 30000
 
@@ -68,10 +67,7 @@ int kiq_api_alter_partition_reassignments_handle(kiq_broker_t *b, kiq_request_t 
     } else if (b->cluster) {
         int wait =
             req->timeout_ms > 0 && req->timeout_ms < REASSIGN_WAIT_MAX_MS ? req->timeout_ms : REASSIGN_WAIT_MAX_MS;
-        void *ctx = kiq_api_park_for_link(b, r, out);
-        kiq_controller_link_whole(b, KIQ_API_ALTER_PARTITION_REASSIGNMENTS, req, wait, &r->arena, out,
-                                  kiq_api_answer_parked, ctx);
-        return KIQ_HANDLER_PARKED;
+        return kiq_api_to_controller(b, r, KIQ_API_ALTER_PARTITION_REASSIGNMENTS, req, wait, out);
     } else {
         answer_alone(b, r, req, out, 0);
     }

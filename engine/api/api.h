@@ -73,6 +73,10 @@ void kiq_api_handled(kiq_broker_t *b, kiq_request_t *r);
  * callback, which sends response (filled by the link) as r's answer. */
 void *kiq_api_park_for_link(kiq_broker_t *b, kiq_request_t *r, void *response);
 void kiq_api_answer_parked(void *ctx);
+/* A handler's whole request api sent to the active controller, here or
+ * over the controller link (kiq_controller_link_whole), r parked until
+ * out is filled and answered: returns KIQ_HANDLER_PARKED. */
+int kiq_api_to_controller(kiq_broker_t *b, kiq_request_t *r, int16_t api, const void *req, int wait_ms, void *out);
 /* The thread holding r (a parked request's purgatory thread too): does
  * what a handler's return code rc says with r and its response (nothing
  * for KIQ_HANDLER_PARKED). */
@@ -80,8 +84,6 @@ void kiq_api_finish(kiq_request_t *r, void *resp, int rc);
 /* An I/O thread's request (api/dispatch.c): decode, let request
  * interceptors have their say, run the handler, answer. */
 void kiq_api_handle(kiq_broker_t *b, kiq_request_t *r);
-
-/* KIP-714 client telemetry: there is never a subscription. */
 
 /* Consumer groups and committed offsets (group/group_coordinator.h). */
 

@@ -47,6 +47,15 @@ bool kiq_api_cluster_allowed(kiq_broker_t *b, const kiq_request_t *r, int8_t op)
     return kiq_api_allowed(b, r, op, KIQ_RES_CLUSTER, KIQ_STR(KIQ_ACL_CLUSTER_NAME));
 }
 
+int16_t kiq_api_acl_change_refusal(kiq_broker_t *b, const kiq_request_t *r)
+{
+    if (!b->authorizer) return KIQ_ERR_SECURITY_DISABLED;
+    if (!kiq_api_cluster_allowed(b, r, KIQ_OP_ALTER)) return KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    if (b->cluster && r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b))
+        return KIQ_ERR_NOT_CONTROLLER;
+    return 0;
+}
+
 bool kiq_api_authorizing(kiq_broker_t *b, const kiq_request_t *r)
 {
     return r->listener != KIQ_LISTENER_CONTROL &&

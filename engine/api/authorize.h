@@ -19,6 +19,13 @@ bool kiq_api_topics_describable(kiq_broker_t *b, const kiq_request_t *r, const k
  * does, every question is answered yes. */
 bool kiq_api_authorizing(kiq_broker_t *b, const kiq_request_t *r);
 bool kiq_api_cluster_allowed(kiq_broker_t *b, const kiq_request_t *r, int8_t op);
+/* Kafka's answer to an ACL request where no authorizer is configured. */
+#define KIQ_NO_AUTHORIZER_MESSAGE "No Authorizer is configured on the broker"
+/* What refuses a CreateAcls or DeleteAcls before the controller decides:
+ * SECURITY_DISABLED without an authorizer, CLUSTER_AUTHORIZATION_FAILED
+ * without ALTER on the cluster, NOT_CONTROLLER where it arrived forwarded
+ * at a controller no longer active; 0 when none does. */
+int16_t kiq_api_acl_change_refusal(kiq_broker_t *b, const kiq_request_t *r);
 /* Whether op is allowed on some resource of the type (Kafka's
  * authorizeByResourceType, e.g. WRITE on any topic for an idempotent
  * producer). */

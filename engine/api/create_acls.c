@@ -8,7 +8,6 @@
 #include "api/api.h"
 #include "api/authorize.h"
 #include "controller/controller.h"
-#include "server/controller_link.h"
 
 #define ACLS_WAIT_MS 30000
 
@@ -30,19 +29,10 @@ int kiq_api_create_acls_handle(kiq_broker_t *b, kiq_request_t *r, const void *re
 {
     const kiq_create_acls_request_t *req = request;
     kiq_create_acls_response_t *out = response;
-    int16_t code = !b->authorizer                                  ? KIQ_ERR_SECURITY_DISABLED
-                   : unbuildable(req)                              ? KIQ_ERR_UNKNOWN_SERVER_ERROR
-                   : !kiq_api_cluster_allowed(b, r, KIQ_OP_ALTER) ? KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED
-                   : b->cluster && r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b)
-                       ? KIQ_ERR_NOT_CONTROLLER
-                       : 0;
+    int16_t code = kiq_api_acl_change_refusal(b, r);
+    if (code != KIQ_ERR_SECURITY_DISABLED && unbuildable(req)) code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
     if (!code) {
-        if (b->cluster) {
-            void *ctx = kiq_api_park_for_link(b, r, out);
-            kiq_controller_link_whole(b, KIQ_API_CREATE_ACLS, req, ACLS_WAIT_MS, &r->arena, out, kiq_api_answer_parked,
-                                      ctx);
-            return KIQ_HANDLER_PARKED;
-        }
+        if (b->cluster) return kiq_api_to_controller(b, r, KIQ_API_CREATE_ACLS, req, ACLS_WAIT_MS, out);
         kiq_controller_create_acls(b->controller, req, &r->arena, out);
         return KIQ_HANDLER_RESPOND;
     }
@@ -53,7 +43,7 @@ int kiq_api_create_acls_handle(kiq_broker_t *b, kiq_request_t *r, const void *re
         kiq_create_acls_response_results_init(&out->results[i]);
         out->results[i].error_code = code;
         if (code == KIQ_ERR_SECURITY_DISABLED)
-            out->results[i].error_message = kiq_request_str(r, "No Authorizer is configured on the broker");
+            out->results[i].error_message = kiq_request_str(r, KIQ_NO_AUTHORIZER_MESSAGE);
     }
     return KIQ_HANDLER_RESPOND;
 }

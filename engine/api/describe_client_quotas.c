@@ -5,7 +5,6 @@
 #include "api/authorize.h"
 #include "core/error.h"
 #include "server/broker_quotas.h"
-#include "server/controller_link.h"
 
 #define DESCRIBE_WAIT_MS 30000
 
@@ -21,12 +20,8 @@ int kiq_api_describe_client_quotas_handle(kiq_broker_t *b, kiq_request_t *r, con
         out->entries_n = -1;
         return KIQ_HANDLER_RESPOND;
     }
-    if (b->cluster && !(r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b))) {
-        void *ctx = kiq_api_park_for_link(b, r, out);
-        kiq_controller_link_whole(b, KIQ_API_DESCRIBE_CLIENT_QUOTAS, request, DESCRIBE_WAIT_MS, &r->arena, out,
-                                  kiq_api_answer_parked, ctx);
-        return KIQ_HANDLER_PARKED;
-    }
+    if (b->cluster && !(r->listener == KIQ_LISTENER_CONTROL && !kiq_broker_active_controller(b)))
+        return kiq_api_to_controller(b, r, KIQ_API_DESCRIBE_CLIENT_QUOTAS, request, DESCRIBE_WAIT_MS, out);
     if (!b->cluster) {
         kiq_broker_quotas_describe(b, request, &r->arena, out);
         return KIQ_HANDLER_RESPOND;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "server/client_telemetry.h"
 #include "api/authorize.h"
 #include "config/topic_config.h"
 #include "controller/controller.h"
@@ -254,6 +255,34 @@ static void describe_group(kiq_broker_t *b, kiq_request_t *r, const kiq_describe
     kiq_share_unlock(b->shares);
 }
 
+/* A client-metrics resource's configs (KIP-714): its own, the others at
+ * their defaults, as Kafka describes one. */
+static void describe_client_metrics(kiq_broker_t *b, kiq_request_t *r, const kiq_describe_configs_request_t *req,
+                                    const kiq_describe_configs_request_resources_t *res,
+                                    kiq_describe_configs_response_results_t *out)
+{
+    char interval[16];
+    snprintf(interval, sizeof interval, "%d", KIQ_CLIENT_METRICS_DEFAULT_INTERVAL_MS);
+    const char *dflt[KIQ_CM_CFG__COUNT] = {[KIQ_CM_CFG_INTERVAL_MS] = interval, [KIQ_CM_CFG_MATCH] = "",
+                                           [KIQ_CM_CFG_METRICS] = ""};
+    static const int8_t types[KIQ_CM_CFG__COUNT] = {3, 7, 7}; /* INT, LIST */
+    kiq_client_metrics_configs_t own = {{0}};
+    if (kiq_client_telemetry_resource_get(b->telemetry, res->resource_name, &own) < 0) {
+        out->error_code = KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        return;
+    }
+    out->configs = kiq_arena_calloc(&r->arena, KIQ_CM_CFG__COUNT, sizeof *out->configs);
+    for (int i = 0; i < KIQ_CM_CFG__COUNT; i++) {
+        if (!wanted(res, kiq_client_metrics_config_names[i])) continue;
+        const char *v = own.v[i] ? own.v[i] : dflt[i];
+        int8_t source = own.v[i] ? KIQ_CONFIG_SOURCE_CLIENT_METRICS : KIQ_CONFIG_SOURCE_DEFAULT;
+        config_entry_t *e = &out->configs[out->configs_n++];
+        fill_entry(r, req, e, kiq_client_metrics_config_names[i], v, source, types[i], false, NULL);
+        if (req->include_synonyms) add_synonym(r, e, kiq_client_metrics_config_names[i], v, source);
+    }
+    kiq_client_metrics_configs_clear(&own);
+}
+
 int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
                                     void *response)
 {
@@ -276,7 +305,9 @@ int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const voi
             : res->resource_type == KIQ_CONFIG_RESOURCE_GROUP
                 ? (kiq_api_allowed(b, r, KIQ_OP_DESCRIBE_CONFIGS, KIQ_RES_GROUP, res->resource_name)
                        ? 0 : KIQ_ERR_GROUP_AUTHORIZATION_FAILED)
-            : res->resource_type == KIQ_CONFIG_RESOURCE_BROKER && !kiq_api_cluster_allowed(b, r, KIQ_OP_DESCRIBE_CONFIGS)
+            : (res->resource_type == KIQ_CONFIG_RESOURCE_BROKER ||
+               res->resource_type == KIQ_CONFIG_RESOURCE_CLIENT_METRICS) &&
+                      !kiq_api_cluster_allowed(b, r, KIQ_OP_DESCRIBE_CONFIGS)
                 ? KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED
                 : 0;
         if (refused)
@@ -287,6 +318,8 @@ int kiq_api_describe_configs_handle(kiq_broker_t *b, kiq_request_t *r, const voi
             describe_broker(b, r, req, res, o);
         else if (res->resource_type == KIQ_CONFIG_RESOURCE_GROUP)
             describe_group(b, r, req, res, o);
+        else if (res->resource_type == KIQ_CONFIG_RESOURCE_CLIENT_METRICS)
+            describe_client_metrics(b, r, req, res, o);
         else {
             o->error_code = KIQ_ERR_INVALID_REQUEST;
             o->error_message = kiq_request_str(r, "Unsupported resource type");

@@ -5,7 +5,6 @@
  * Kafka's brokers do for --bootstrap-server. */
 #include "api/api.h"
 #include "controller/quorum.h"
-#include "server/controller_link.h"
 
 #define DESCRIBE_WAIT_MS 10000
 
@@ -14,10 +13,7 @@ int kiq_api_describe_quorum_handle(kiq_broker_t *b, kiq_request_t *r, const void
     if (r->listener == KIQ_LISTENER_CONTROL && b->quorum) {
         kiq_quorum_describe(b->quorum, req, &r->arena, resp);
     } else if (r->listener != KIQ_LISTENER_CONTROL && b->cluster) {
-        void *ctx = kiq_api_park_for_link(b, r, resp);
-        kiq_controller_link_whole(b, KIQ_API_DESCRIBE_QUORUM, req, DESCRIBE_WAIT_MS, &r->arena, resp,
-                                  kiq_api_answer_parked, ctx);
-        return KIQ_HANDLER_PARKED;
+        return kiq_api_to_controller(b, r, KIQ_API_DESCRIBE_QUORUM, req, DESCRIBE_WAIT_MS, resp);
     } else {
         ((kiq_describe_quorum_response_t *)resp)->error_code = KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
     }

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "server/controller_link.h"
 
 typedef struct parked {
     kiq_request_t *r;
@@ -28,6 +29,13 @@ void kiq_api_answer_parked(void *ctx)
 {
     parked_t *p = ctx;
     kiq_request_respond(p->r, p->response);
+}
+
+int kiq_api_to_controller(kiq_broker_t *b, kiq_request_t *r, int16_t api, const void *req, int wait_ms, void *out)
+{
+    void *ctx = kiq_api_park_for_link(b, r, out);
+    kiq_controller_link_whole(b, api, req, wait_ms, &r->arena, out, kiq_api_answer_parked, ctx);
+    return KIQ_HANDLER_PARKED;
 }
 
 void kiq_api_handled(kiq_broker_t *b, kiq_request_t *r)

@@ -272,9 +272,9 @@ typedef struct fetch_reading {
 
 /* Partition p of topic (NULL: missing, why; elsewhere its name for the
  * leader hint), read into pr. */
-static void read_partition(fetch_reading_t *fr, kiq_topic_t *topic, kiq_str_t name, kiq_str_t elsewhere,
-                           int16_t missing, const kiq_fetch_request_topics_partitions_t *p,
-                           kiq_fetch_response_responses_partitions_t *pr)
+static void read_partition_here(fetch_reading_t *fr, kiq_topic_t *topic, kiq_str_t name, kiq_str_t elsewhere,
+                                int16_t missing, const kiq_fetch_request_topics_partitions_t *p,
+                                kiq_fetch_response_responses_partitions_t *pr)
 {
     kiq_broker_t *b = fr->b;
     kiq_request_t *r = fr->r;
@@ -373,6 +373,16 @@ static void read_partition(fetch_reading_t *fr, kiq_topic_t *topic, kiq_str_t na
                                   memory_order_relaxed);
         fetched(b, r, fr->req, topic, p, follower ? replica : -1, hw, n, res->zero_copy, !first);
     }
+}
+
+/* read_partition_here, each partition of a request counted once, per
+ * topic hosted here (Kafka's Total/FailedFetchRequestsPerSec). */
+static void read_partition(fetch_reading_t *fr, kiq_topic_t *topic, kiq_str_t name, kiq_str_t elsewhere,
+                           int16_t missing, const kiq_fetch_request_topics_partitions_t *p,
+                           kiq_fetch_response_responses_partitions_t *pr)
+{
+    read_partition_here(fr, topic, name, elsewhere, missing, p, pr);
+    if (topic && fr->first) kiq_topic_counts_request(fr->b->topic_counts, topic->name, true, pr->error_code != 0);
 }
 
 static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req,

@@ -3,7 +3,6 @@
  * there. A standalone broker never reassigns: an empty list. */
 #include "api/api.h"
 #include "core/error.h"
-#include "server/controller_link.h"
 
 #define LIST_WAIT_MAX_MS 30000
 
@@ -19,10 +18,7 @@ int kiq_api_list_partition_reassignments_handle(kiq_broker_t *b, kiq_request_t *
         out->error_message = kiq_request_error_message(r);
     } else if (b->cluster) {
         int wait = req->timeout_ms > 0 && req->timeout_ms < LIST_WAIT_MAX_MS ? req->timeout_ms : LIST_WAIT_MAX_MS;
-        void *ctx = kiq_api_park_for_link(b, r, out);
-        kiq_controller_link_whole(b, KIQ_API_LIST_PARTITION_REASSIGNMENTS, req, wait, &r->arena, out,
-                                  kiq_api_answer_parked, ctx);
-        return KIQ_HANDLER_PARKED;
+        return kiq_api_to_controller(b, r, KIQ_API_LIST_PARTITION_REASSIGNMENTS, req, wait, out);
     }
     return KIQ_HANDLER_RESPOND;
 }

@@ -566,10 +566,12 @@ static void produce_release(produce_wait_t *waits, int n)
     for (int i = 0; i < n; i++) kiq_topic_unref(waits[i].topic);
 }
 
-/* ANSWERED for each partition of the response, now final. */
+/* Each partition of the response, now final, counted per topic (not
+ * those of a topic unknown here: any name a client sends would become a
+ * series) and announced as ANSWERED. */
 static void answered(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_response_t *out, int16_t acks)
 {
-    if (!kiq_observers_want(&b->observers, KIQ_POINT_ANSWERED)) return;
+    bool announce = kiq_observers_want(&b->observers, KIQ_POINT_ANSWERED);
     for (int32_t i = 0; i < out->responses_n; i++) {
         const kiq_produce_response_responses_t *tr = &out->responses[i];
         char topic[256];
@@ -577,6 +579,12 @@ static void answered(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_respon
         memcpy(topic, tr->name.p, (size_t)tr->name.len);
         topic[tr->name.len] = '\0';
         for (int32_t j = 0; j < tr->partition_responses_n; j++) {
+            int16_t err = tr->partition_responses[j].error_code;
+            if (err != KIQ_ERR_UNKNOWN_TOPIC_OR_PARTITION && err != KIQ_ERR_TOPIC_AUTHORIZATION_FAILED &&
+                err != KIQ_ERR_INVALID_TOPIC_EXCEPTION)
+                kiq_topic_counts_request(b->topic_counts, topic, false, err != 0);
+        }
+        for (int32_t j = 0; announce && j < tr->partition_responses_n; j++) {
             kiq_event_t e = kiq_event(KIQ_POINT_ANSWERED, b->node_id);
             e.request = r;
             e.topic = topic;

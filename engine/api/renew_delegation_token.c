@@ -4,7 +4,6 @@
 #include "api/api.h"
 #include "api/delegation_token_checks.h"
 #include "controller/controller.h"
-#include "server/controller_link.h"
 
 #define TOKEN_WAIT_MS 30000
 
@@ -21,10 +20,7 @@ int kiq_api_renew_delegation_token_handle(kiq_broker_t *b, kiq_request_t *r, con
         kiq_renew_delegation_token_request_t *to = kiq_arena_alloc(&r->arena, sizeof *to);
         *to = *req;
         to->kafkaiq_requester = kiq_request_str(r, principal);
-        void *ctx = kiq_api_park_for_link(b, r, out);
-        kiq_controller_link_whole(b, KIQ_API_RENEW_DELEGATION_TOKEN, to, TOKEN_WAIT_MS, &r->arena, out,
-                                  kiq_api_answer_parked, ctx);
-        return KIQ_HANDLER_PARKED;
+        return kiq_api_to_controller(b, r, KIQ_API_RENEW_DELEGATION_TOKEN, to, TOKEN_WAIT_MS, out);
     }
     kiq_controller_renew_token(b->controller, principal, req, out);
     return KIQ_HANDLER_RESPOND;

@@ -104,6 +104,7 @@ return {
   { "DeleteShareGroupOffsets", planes = "data", group = "DELETE" },
   { "GetTelemetrySubscriptions", planes = "data" },
   { "PushTelemetry", planes = "data" },
+  { "ListConfigResources", planes = "data" },
   { "DescribeTopicPartitions", planes = "data" },
   -- the controller's, on the control plane of the broker hosting it
   { "BrokerRegistration", planes = "control", control = "CLUSTER_ACTION" },

@@ -3,7 +3,6 @@
  * broker has no registrations: BROKER_ID_NOT_REGISTERED. */
 #include "api/api.h"
 #include "core/error.h"
-#include "server/controller_link.h"
 
 #define UNREGISTER_WAIT_MS 30000
 
@@ -16,10 +15,7 @@ int kiq_api_unregister_broker_handle(kiq_broker_t *b, kiq_request_t *r, const vo
         kiq_error_set("broker %d is not the active controller", b->node_id);
         out->error_code = KIQ_ERR_NOT_CONTROLLER;
     } else if (b->cluster) {
-        void *ctx = kiq_api_park_for_link(b, r, out);
-        kiq_controller_link_whole(b, KIQ_API_UNREGISTER_BROKER, req, UNREGISTER_WAIT_MS, &r->arena, out,
-                                  kiq_api_answer_parked, ctx);
-        return KIQ_HANDLER_PARKED;
+        return kiq_api_to_controller(b, r, KIQ_API_UNREGISTER_BROKER, req, UNREGISTER_WAIT_MS, out);
     } else {
         kiq_error_set("broker %d is not registered: a standalone broker has no controller", req->broker_id);
         out->error_code = KIQ_ERR_BROKER_ID_NOT_REGISTERED;

@@ -327,6 +327,11 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       INT64_MAX, NULL, "Lua instructions one interceptor call may run before it is stopped")  \
     X(FETCH_SENDFILE, "kafkaiq.fetch.sendfile", BOOL, "true", 0, 0, NULL,                        \
       "send fetched records with sendfile() from the segment files unless a fetch interceptor needs them") \
+    X(TELEMETRY_METRICS, "kafkaiq.telemetry.metrics", STRING, "*", 0, 0, NULL,                   \
+      "the client metrics every client is asked to push (KIP-714): name prefixes, comma-separated; " \
+      "*: all; empty: none (clients push nothing)")                                                \
+    X(TELEMETRY_PUSH_INTERVAL_MS, "kafkaiq.telemetry.push.interval.ms", INT, "60000", 100, 3600000, NULL, \
+      "how often clients push the metrics kafkaiq.telemetry.metrics asks for") \
     X(HTTP_LISTENER, "kafkaiq.http.listener", STRING, "", 0, 0, NULL,                            \
       "host:port of the broker's HTTP listener (metrics, journeys, state); empty: none; port 0: a free one") \
     X(CLOCK, "kafkaiq.clock", STRING, "system", 0, 0, "system,manual",                            \
@@ -388,6 +393,7 @@ enum kiq_config_source {
     KIQ_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER = 3,
     KIQ_CONFIG_SOURCE_STATIC_BROKER = 4,
     KIQ_CONFIG_SOURCE_DEFAULT = 5,
+    KIQ_CONFIG_SOURCE_CLIENT_METRICS = 7,
     KIQ_CONFIG_SOURCE_GROUP = 8,
 };
 

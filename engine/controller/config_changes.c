@@ -202,3 +202,35 @@ int kiq_config_change_group(kiq_group_configs_t *cfg, const kiq_config_order_t *
     }
     return KIQ_ERR_NONE;
 }
+
+int kiq_config_change_client_metrics(kiq_client_metrics_configs_t *cfg, const kiq_config_order_t *o)
+{
+    if (!o->ops) {
+        kiq_error_set("AlterConfigs does not change client metrics configs: IncrementalAlterConfigs does");
+        return KIQ_ERR_INVALID_REQUEST;
+    }
+    kiq_str_t name = o->ops->resource_name;
+    if (!name.p || name.len <= 0) {
+        kiq_error_set("Client metrics resource name must not be empty");
+        return KIQ_ERR_INVALID_REQUEST;
+    }
+    for (int32_t i = 0; i < o->ops->configs_n; i++) {
+        const kiq_incremental_alter_configs_request_resources_configs_t *c = &o->ops->configs[i];
+        int k = kiq_client_metrics_config_find(c->name);
+        if (k < 0) {
+            kiq_error_set("Unknown client metrics config name: " KIQ_STR_FMT, KIQ_STR_ARG(c->name));
+            return KIQ_ERR_INVALID_CONFIG;
+        }
+        if (c->config_operation == 0 && !c->value.p) {
+            kiq_error_set("Null value not supported for: " KIQ_STR_FMT, KIQ_STR_ARG(c->name));
+            return KIQ_ERR_INVALID_REQUEST;
+        }
+        if (c->config_operation != 0 && c->config_operation != 1) {
+            kiq_error_set("A client metrics config is set or deleted, not appended to or subtracted from");
+            return KIQ_ERR_INVALID_REQUEST;
+        }
+        int err = kiq_client_metrics_configs_set(cfg, k, c->config_operation == 0 ? c->value : KIQ_STR_NULL);
+        if (err) return err < 0 ? KIQ_ERR_UNKNOWN_SERVER_ERROR : err;
+    }
+    return KIQ_ERR_NONE;
+}

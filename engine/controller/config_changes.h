@@ -9,6 +9,7 @@
 #define KIQ_CONTROLLER_CONFIG_CHANGES_H
 
 #include "config/config.h"
+#include "config/client_metrics_configs.h"
 #include "config/group_configs.h"
 #include "config/dynamic_configs.h"
 #include "config/topic_config.h"
@@ -59,5 +60,8 @@ int kiq_config_change_broker(kiq_dynamic_configs_t *cfg, const kiq_config_t *bas
  * SET and DELETE only, all or nothing; AlterConfigs does not change them
  * (INVALID_REQUEST), nor does an empty group id. */
 int kiq_config_change_group(kiq_group_configs_t *cfg, const kiq_config_order_t *o);
+/* A client-metrics resource's configs (config/client_metrics_configs.h):
+ * the same rules as a group's. */
+int kiq_config_change_client_metrics(kiq_client_metrics_configs_t *cfg, const kiq_config_order_t *o);
 
 #endif

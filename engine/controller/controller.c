@@ -102,6 +102,8 @@ static int catch_up(kiq_controller_t *c, int64_t hw)
 int kiq_ctl_commit(kiq_controller_t *c, batch_t *b)
 {
     if (b->n == 0) return 0;
+    atomic_fetch_add_explicit(&c->operations, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->records, (uint64_t)b->n, memory_order_relaxed);
     int64_t last;
     int rc = c->active ? kiq_quorum_write(c->quorum, b->r, b->n, c->write_timeout_ms, &last) : KIQ_ERR_NOT_CONTROLLER;
     b->n = 0;
@@ -817,4 +819,10 @@ void kiq_controller_describe(kiq_controller_t *c, kiq_arena_t *arena, kiq_contro
 uint64_t kiq_controller_unclean_elections(kiq_controller_t *c)
 {
     return atomic_load_explicit(&c->unclean_elections, memory_order_relaxed);
+}
+
+uint64_t kiq_controller_operations(kiq_controller_t *c, uint64_t *records)
+{
+    *records = atomic_load_explicit(&c->records, memory_order_relaxed);
+    return atomic_load_explicit(&c->operations, memory_order_relaxed);
 }

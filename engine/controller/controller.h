@@ -306,5 +306,9 @@ typedef struct kiq_controller_info {
 void kiq_controller_describe(kiq_controller_t *c, kiq_arena_t *arena, kiq_controller_info_t *out);
 /* Any thread: leaders elected from outside the ISR so far. */
 uint64_t kiq_controller_unclean_elections(kiq_controller_t *c);
+/* Any thread: operations that wrote to the metadata log so far (Kafka's
+ * event queue counts every operation it starts, reads too); *records gets
+ * the records they wrote. */
+uint64_t kiq_controller_operations(kiq_controller_t *c, uint64_t *records);
 
 #endif

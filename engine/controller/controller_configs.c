@@ -20,6 +20,7 @@ static void config_records(batch_t *b, int8_t type, const char *resource, char *
 static const char *topic_config_name(int i) { return kiq_topic_config_defs[i].name; }
 static const char *broker_config_name(int i) { return kiq_config_defs[i].name; }
 static const char *group_config_name(int i) { return kiq_group_config_names[i]; }
+static const char *client_metrics_config_name(int i) { return kiq_client_metrics_config_names[i]; }
 
 /* Under mu: the resource's configs in the image, n of them named by
  * name_of: before points into the image, after gets copies to edit. -1
@@ -74,6 +75,18 @@ static int16_t change_configs(kiq_controller_t *c, batch_t *b, const kiq_config_
         err = (int16_t)kiq_config_change_group(&after, e);
         if (!err) config_records(b, type, resource, before.v, after.v, KIQ_GROUP_CFG__COUNT, group_config_name);
         kiq_group_configs_clear(&after);
+        return err;
+    }
+    if (type == KIQ_CONFIG_RESOURCE_CLIENT_METRICS) {
+        kiq_client_metrics_configs_t before = {{0}}, after = {{0}};
+        if (image_configs(c, type, resource, before.v, after.v, KIQ_CM_CFG__COUNT, client_metrics_config_name) != 0) {
+            kiq_client_metrics_configs_clear(&after);
+            return KIQ_ERR_UNKNOWN_SERVER_ERROR;
+        }
+        err = (int16_t)kiq_config_change_client_metrics(&after, e);
+        if (!err)
+            config_records(b, type, resource, before.v, after.v, KIQ_CM_CFG__COUNT, client_metrics_config_name);
+        kiq_client_metrics_configs_clear(&after);
         return err;
     }
     if (type != KIQ_CONFIG_RESOURCE_BROKER) {

@@ -79,6 +79,9 @@ struct kiq_controller {
     int32_t default_partitions;
     int16_t default_replication_factor;
     atomic_uint_fast64_t unclean_elections; /* leaders elected from outside the ISR, for metrics */
+    /* operations that wrote to the metadata log, and the records they
+     * wrote (attempts: a write that failed counts too), for metrics */
+    atomic_uint_fast64_t operations, records;
     struct kiq_quorum *quorum; /* the hosting broker's, outlives the controller */
     int64_t write_timeout_ms;  /* a write waits this long for a majority */
     /* moves when the image's client quotas may have changed; read without

@@ -366,6 +366,8 @@ static enum MHD_Result route(void *cls, struct MHD_Connection *c, const char *ur
     else if (strcmp(url, "/api/journey") == 0)
         kiq_http_journey(b, arg(c, "topic"), arg(c, "partition"), arg(c, "offset"), arg(c, "trace"),
                          arg(c, "latest") != NULL, &v);
+    else if (strcmp(url, "/api/clients") == 0)
+        kiq_http_clients(b, arg(c, "client_id"), &v);
     else if (strcmp(url, "/api/peers") == 0)
         peers_view(b, &v);
     else

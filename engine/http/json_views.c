@@ -124,6 +124,7 @@ void kiq_http_journey(kiq_broker_t *b, const char *topic, const char *partition,
     if (found) {
         json_t *j = journey_json(b, jr);
         if (j) json_object_set_new(j, "broker", json_integer(b->node_id));
+        if (j) kiq_http_journey_client(b, jr, j);
         kiq_http_take_json(v, 200, j);
     } else {
         kiq_http_error(v, 404, "no journey is kept for it on this broker");

@@ -46,6 +46,13 @@ void kiq_http_state(kiq_broker_t *b, kiq_http_view_t *v);
 void kiq_http_journey(kiq_broker_t *b, const char *topic, const char *partition, const char *offset, const char *trace,
                       bool latest, kiq_http_view_t *v);
 
+/* /api/clients (http/clients_view.c): what clients pushed (KIP-714), of
+ * client_id only unless NULL or empty. */
+void kiq_http_clients(kiq_broker_t *b, const char *client_id, kiq_http_view_t *v);
+/* Sets out's "client_telemetry" to the newest push summary of the client
+ * that produced journey jr, when one is kept. */
+void kiq_http_journey_client(kiq_broker_t *b, const kiq_journey_t *jr, json_t *out);
+
 /* The live page's files (http/page/), built into the binary. */
 typedef struct kiq_http_asset {
     const char *path, *type;

@@ -19,6 +19,7 @@
 #include "lua/hooks.h"
 #include "lua/module.h"
 #include "proto/messages.h"
+#include "server/client_telemetry.h"
 #include "server/broker_state.h"
 #include "server/broker.h"
 
@@ -751,6 +752,24 @@ static int l_broker_faults(lua_State *L)
     return 1;
 }
 
+/* b:clients([client_id]) -> { { client_instance_id, client_id, address,
+ *   last_push_ms, pushes, terminating, resource = {...}, metrics = { { name,
+ *   kind, value, attributes = {...} } } }, ... }: the metrics clients pushed
+ * (KIP-714), newest push first, as /api/clients shows them. */
+static int l_broker_clients(lua_State *L)
+{
+    kiq_broker_t *b = check_broker(L);
+    const char *client_id = luaL_optstring(L, 2, NULL);
+    lua_view_t lv;
+    kiq_view_t v = view_on_new_table(L, &lv);
+    v.open(v.ctx, "clients", true);
+    int rc = kiq_client_telemetry_view(b->telemetry, client_id, false, true, &v);
+    v.close(v.ctx);
+    if (rc != 0) return kiq_lua_fail(L, "out of memory");
+    lua_getfield(L, -1, "clients");
+    return 1;
+}
+
 const luaL_Reg kiq_lua_broker_methods[] = {
         {"start", l_broker_start},     {"stop", l_broker_stop},   {"kill", l_broker_kill},
         {"running", l_broker_running}, {"port", l_broker_port},   {"state", l_broker_state},
@@ -770,5 +789,6 @@ const luaL_Reg kiq_lua_broker_methods[] = {
         {"intercept", l_broker_intercept},
         {"remove_intercept", l_broker_remove_intercept},          {"intercepts", l_broker_intercepts},
         {"fault", l_broker_fault}, {"remove_fault", l_broker_remove_fault}, {"faults", l_broker_faults},
+        {"clients", l_broker_clients},
         {NULL, NULL},
 };

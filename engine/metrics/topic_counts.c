@@ -9,6 +9,7 @@
 struct kiq_topic_counts {
     pthread_mutex_t mu;    /* guards topics */
     kiq_str_map_t *topics; /* name -> kiq_topic_count_t */
+    kiq_replication_bytes_t replication;
 };
 
 kiq_topic_counts_t *kiq_topic_counts_new(void)
@@ -55,21 +56,52 @@ static kiq_topic_count_t *of(kiq_topic_counts_t *c, const char *topic)
 static void on_event(void *ctx, const kiq_event_t *e)
 {
     kiq_topic_counts_t *c = ctx;
+    uint64_t bytes = e->bytes > 0 ? (uint64_t)e->bytes : 0;
     if (!e->topic) return;
     pthread_mutex_lock(&c->mu);
-    kiq_topic_count_t *t = of(c, e->topic);
-    if (t && e->point == KIQ_POINT_VALIDATED) {
-        t->messages_in += e->records > 0 ? (uint64_t)e->records : 0;
-        t->bytes_in += e->bytes > 0 ? (uint64_t)e->bytes : 0;
-    } else if (t) {
-        t->bytes_out += e->bytes > 0 ? (uint64_t)e->bytes : 0;
+    if (e->point == KIQ_POINT_APPENDED) {
+        if (e->flags & KIQ_EVENT_FOLLOWER) c->replication.in += bytes;
+    } else if (e->point == KIQ_POINT_FOLLOWER_FETCHED) {
+        c->replication.out += bytes;
+    } else {
+        kiq_topic_count_t *t = of(c, e->topic);
+        if (t && e->point == KIQ_POINT_VALIDATED) {
+            t->messages_in += e->records > 0 ? (uint64_t)e->records : 0;
+            t->bytes_in += bytes;
+        } else if (t) {
+            t->bytes_out += bytes;
+        }
     }
     pthread_mutex_unlock(&c->mu);
 }
 
 kiq_observer_t kiq_topic_counts_observer(kiq_topic_counts_t *c)
 {
-    return (kiq_observer_t){on_event, c, 1u << KIQ_POINT_VALIDATED | 1u << KIQ_POINT_RECORDS_FETCHED};
+    return (kiq_observer_t){on_event, c,
+                            1u << KIQ_POINT_VALIDATED | 1u << KIQ_POINT_RECORDS_FETCHED | 1u << KIQ_POINT_APPENDED |
+                                1u << KIQ_POINT_FOLLOWER_FETCHED};
+}
+
+void kiq_topic_counts_request(kiq_topic_counts_t *c, const char *topic, bool fetch, bool failed)
+{
+    pthread_mutex_lock(&c->mu);
+    kiq_topic_count_t *t = of(c, topic);
+    if (t && fetch) {
+        t->fetch_requests++;
+        t->failed_fetch_requests += failed;
+    } else if (t) {
+        t->produce_requests++;
+        t->failed_produce_requests += failed;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+kiq_replication_bytes_t kiq_topic_counts_replication(kiq_topic_counts_t *c)
+{
+    pthread_mutex_lock(&c->mu);
+    kiq_replication_bytes_t r = c->replication;
+    pthread_mutex_unlock(&c->mu);
+    return r;
 }
 
 static int by_topic(const void *a, const void *b)

@@ -19,6 +19,7 @@
 #include "net/peer_channel.h"
 #include "server/broker_lifecycle.h"
 #include "server/broker_metrics.h"
+#include "server/client_telemetry.h"
 #include "server/controller_link.h"
 #include "server/broker_quotas.h"
 #include "server/quota_manager.h"
@@ -139,6 +140,9 @@ kiq_broker_t *kiq_broker_create(const kiq_config_t *config, const kiq_broker_sur
                                                    kiq_config_int(config, KIQ_CFG_QUOTA_WINDOW_SIZE_SECONDS) * 1000,
                                                    &kiq_broker_quota_source, b)) ||
         kiq_metrics_add(b->metrics, kiq_quota_metrics, b->client_quotas) != 0)
+        goto oom;
+    if (!(b->telemetry = kiq_client_telemetry_new()) ||
+        kiq_metrics_add(b->metrics, kiq_client_telemetry_metrics, b->telemetry) != 0)
         goto oom;
     if (!(b->topic_counts = kiq_topic_counts_new())) goto oom;
     kiq_observer_t topic_counter = kiq_topic_counts_observer(b->topic_counts);
@@ -1011,6 +1015,8 @@ void kiq_broker_free(kiq_broker_t *b)
     kiq_topic_counts_free(b->topic_counts);
     kiq_metrics_remove(b->metrics, b);
     kiq_metrics_remove(b->metrics, b->client_quotas);
+    kiq_metrics_remove(b->metrics, b->telemetry);
+    kiq_client_telemetry_free(b->telemetry);
     kiq_quota_manager_free(b->client_quotas);
     kiq_metrics_free(b->metrics);
     kiq_request_stats_clear(&b->stats);

@@ -246,6 +246,9 @@ struct kiq_broker {
      * b:metrics(); from new to free, its own lock */
     kiq_metrics_t *metrics;
     kiq_journeys_t *journeys;         /* NULL when kafkaiq.journey.enable is off; its own locks */
+    /* the metrics clients pushed (KIP-714), newest per client instance;
+     * from new to free, its own lock */
+    struct kiq_client_telemetry *telemetry;
     /* the brokers of this process it belongs to (server/broker_set.h),
      * NULL alone; set by the set's owner before the broker starts */
     struct kiq_broker_set *set;

@@ -9,11 +9,13 @@
 
 #include "config/topic_config.h"
 #include "core/error.h"
+#include "core/str_map.h"
 #include "share/share_manager.h"
 #include "core/say.h"
 #include "group/offsets_topic.h"
 #include "log/file_io.h"
 #include "server/broker.h"
+#include "server/client_telemetry.h"
 #include "log/log_retention.h"
 
 #define STORE_DIR ".broker-configs"
@@ -203,9 +205,36 @@ static void apply_groups(kiq_broker_t *b, const kiq_update_metadata_request_t *r
     kiq_share_unlock(b->shares);
 }
 
+/* The client-metrics resources as the controller keeps them, replacing
+ * what was pushed before all at once. */
+static void apply_client_metrics(kiq_broker_t *b, const kiq_update_metadata_request_t *req)
+{
+    kiq_str_map_t *fresh = kiq_str_map_new();
+    for (int32_t i = 0; fresh && i < req->kafkaiq_configs_n; i++) {
+        const kiq_update_metadata_request_kafkaiq_configs_t *e = &req->kafkaiq_configs[i];
+        if (e->resource_type != KIQ_CONFIG_RESOURCE_CLIENT_METRICS || !e->value.p || !e->resource_name.p) continue;
+        kiq_client_metrics_configs_t *c = kiq_str_map_get(fresh, e->resource_name.p, (size_t)e->resource_name.len);
+        if (!c && (c = calloc(1, sizeof *c)) &&
+            kiq_str_map_put(fresh, e->resource_name.p, (size_t)e->resource_name.len, c) != 0) {
+            free(c);
+            c = NULL;
+        }
+        int k = kiq_client_metrics_config_find(e->name);
+        if (!c) {
+            KIQ_ERROR("broker %d: out of memory keeping client metrics configs", b->node_id);
+        } else if (k < 0 || kiq_client_metrics_configs_set(c, k, e->value) != 0) {
+            KIQ_WARN("broker %d: the controller's client metrics config " KIQ_STR_FMT " is not one this broker takes",
+                     b->node_id, KIQ_STR_ARG(e->name));
+        }
+    }
+    if (fresh) kiq_client_telemetry_resources_replace(b->telemetry, fresh);
+    else KIQ_ERROR("broker %d: out of memory keeping client metrics configs", b->node_id);
+}
+
 void kiq_broker_configs_apply_pushed(kiq_broker_t *b, const kiq_update_metadata_request_t *req)
 {
     apply_groups(b, req);
+    apply_client_metrics(b, req);
     kiq_dynamic_configs_t levels[KIQ_CFG_LEVELS] = {{{0}}};
     char self[16];
     snprintf(self, sizeof self, "%d", b->node_id);

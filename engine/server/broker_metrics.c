@@ -39,18 +39,20 @@ static void request_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
 {
     static const double qs[] = {0.5, 0.75, 0.95, 0.99, 0.999};
     static const char *const qnames[] = {"0.5", "0.75", "0.95", "0.99", "0.999"};
+    int64_t now = kiq_clock_mono_ms();
     for (size_t m = 0; m < sizeof request_times / sizeof request_times[0]; m++) {
         kiq_metric_family(o, request_times[m].name, KIQ_METRIC_SUMMARY, request_times[m].text);
         for (size_t i = 0; i < kiq_api_codec_count; i++) {
             kiq_histogram_t *h = kiq_request_stats_times(&b->stats, kiq_api_codecs[i].key, request_times[m].stage);
             if (!h) continue;
             const char *api = kiq_api_codecs[i].name;
-            uint64_t n = 0;
+            uint64_t in_window;
             for (size_t q = 0; q < sizeof qs / sizeof qs[0]; q++)
-                kiq_metric_sample(o, "", kiq_histogram_quantile_ms(h, qs[q], &n), "request", api, "quantile", qnames[q],
-                                  NULL);
+                kiq_metric_sample(o, "", kiq_histogram_quantile_ms(h, qs[q], now, &in_window), "request", api,
+                                  "quantile", qnames[q], NULL);
+            /* _sum and _count since the start, as Prometheus's rate() wants them */
             int64_t ns[KIQ_STAGE__COUNT];
-            kiq_request_stats_get(&b->stats, kiq_api_codecs[i].key, ns);
+            uint64_t n = kiq_request_stats_get(&b->stats, kiq_api_codecs[i].key, ns);
             kiq_metric_sample(o, "_sum", (double)ns[request_times[m].stage] / 1e6, "request", api, NULL);
             kiq_metric_sample(o, "_count", (double)n, "request", api, NULL);
         }
@@ -98,6 +100,14 @@ static void topic_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
         {"kafka_server_brokertopicmetrics_messagesin_total", "messages produced", offsetof(kiq_topic_count_t, messages_in)},
         {"kafka_server_brokertopicmetrics_bytesin_total", "bytes produced", offsetof(kiq_topic_count_t, bytes_in)},
         {"kafka_server_brokertopicmetrics_bytesout_total", "bytes fetched by consumers", offsetof(kiq_topic_count_t, bytes_out)},
+        {"kafka_server_brokertopicmetrics_totalproducerequests_total", "partitions of produce requests answered",
+         offsetof(kiq_topic_count_t, produce_requests)},
+        {"kafka_server_brokertopicmetrics_failedproducerequests_total",
+         "partitions of produce requests answered with an error", offsetof(kiq_topic_count_t, failed_produce_requests)},
+        {"kafka_server_brokertopicmetrics_totalfetchrequests_total",
+         "partitions of fetch requests (consumers' and followers') answered", offsetof(kiq_topic_count_t, fetch_requests)},
+        {"kafka_server_brokertopicmetrics_failedfetchrequests_total",
+         "partitions of fetch requests answered with an error", offsetof(kiq_topic_count_t, failed_fetch_requests)},
     };
     for (size_t c = 0; c < sizeof counters / sizeof counters[0]; c++) {
         kiq_metric_family(o, counters[c].name, C, counters[c].text);
@@ -110,6 +120,13 @@ static void topic_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
         kiq_metric_sample(o, "", (double)all, NULL);
     }
     free(t);
+    kiq_replication_bytes_t r = kiq_topic_counts_replication(b->topic_counts);
+    kiq_metric_family(o, "kafka_server_brokertopicmetrics_replicationbytesin_total", C,
+                      "bytes this broker appended as a follower, from its leaders");
+    kiq_metric_sample(o, "", (double)r.in, NULL);
+    kiq_metric_family(o, "kafka_server_brokertopicmetrics_replicationbytesout_total", C,
+                      "bytes of records this broker's partitions returned to their followers' fetches");
+    kiq_metric_sample(o, "", (double)r.out, NULL);
 }
 
 /* The effective min.insync.replicas of a topic. */
@@ -197,7 +214,7 @@ static void partition_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
     kiq_metric_family(o, "kafka_server_replicamanager_isrexpands_total", C, "ISR expansions of partitions led here");
     kiq_metric_sample(o, "", (double)expands, NULL);
     kiq_metric_family(o, "kafka_server_replicafetchermanager_maxlag", G, "largest follower lag behind a leader, in offsets");
-    kiq_metric_sample(o, "", (double)(b->replicas ? kiq_replica_manager_max_lag(b->replicas) : 0), "clientid", "Replica",
+    kiq_metric_sample(o, "", (double)(b->replicas ? kiq_replica_manager_max_lag(b->replicas) : 0), "clientId", "Replica",
                       NULL);
 }
 
@@ -223,6 +240,13 @@ static void controller_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
     kiq_metric_family(o, "kafka_controller_controllerstats_uncleanleaderelections_total", C,
                       "leaders elected from outside the ISR");
     kiq_metric_sample(o, "", (double)(ctl ? kiq_controller_unclean_elections(ctl) : 0), NULL);
+    uint64_t records = 0, ops = ctl ? kiq_controller_operations(ctl, &records) : 0;
+    kiq_metric_family(o, "kafka_controller_kafkacontroller_eventqueueoperationsstartedcount", C,
+                      "operations the active controller ran that wrote to the metadata log");
+    kiq_metric_sample(o, "", (double)ops, NULL);
+    kiq_metric_family(o, "kafkaiq_controller_metadata_records_total", C,
+                      "metadata records the active controller wrote");
+    kiq_metric_sample(o, "", (double)records, NULL);
 }
 
 static void thread_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
@@ -245,7 +269,7 @@ static void thread_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
     kiq_purgatory_stats(b->purgatory, &ps);
     kiq_metric_family(o, "kafka_server_delayedoperationpurgatory_purgatorysize", G, "operations parked in the purgatory");
     for (int k = 0; k < KIQ_DELAYED__KINDS; k++)
-        kiq_metric_sample(o, "", ps.waiting_by_kind[k], "delayedoperation", kiq_delayed_kind_names[k], NULL);
+        kiq_metric_sample(o, "", ps.waiting_by_kind[k], "delayedOperation", kiq_delayed_kind_names[k], NULL);
 }
 
 /* The client listener's bounds, each named by the setting that bounds it. */

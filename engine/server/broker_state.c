@@ -147,10 +147,13 @@ static void queues(kiq_broker_t *b, const kiq_view_t *v)
     for (size_t i = 0; i < sizeof apis / sizeof apis[0]; i++) {
         kiq_histogram_t *h = kiq_request_stats_times(&b->stats, apis[i].key, KIQ_STAGE_QUEUE);
         if (!h) continue;
-        uint64_t n = 0;
-        double p50 = kiq_histogram_quantile_ms(h, 0.5, &n), p99 = kiq_histogram_quantile_ms(h, 0.99, &n);
+        uint64_t in_window = 0;
+        int64_t now = kiq_clock_mono_ms(), ns[KIQ_STAGE__COUNT];
+        double p50 = kiq_histogram_quantile_ms(h, 0.5, now, &in_window),
+               p99 = kiq_histogram_quantile_ms(h, 0.99, now, &in_window);
         v->open(v->ctx, apis[i].name, false);
-        v->number(v->ctx, "count", (double)n);
+        /* served since the start; the quantiles speak of the last minute */
+        v->number(v->ctx, "count", (double)kiq_request_stats_get(&b->stats, apis[i].key, ns));
         v->number(v->ctx, "p50_ms", p50);
         v->number(v->ctx, "p99_ms", p99);
         v->close(v->ctx);

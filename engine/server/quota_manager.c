@@ -229,7 +229,7 @@ void kiq_quota_metrics(void *src, kiq_metric_out_t *o)
                     double n = kiq_rate_measure(&s->throttle_n, now_ms);
                     value = n > 0 ? kiq_rate_measure(&s->throttle_sum, now_ms) / n : 0;
                 }
-                kiq_metric_sample(o, "", value, "user", s->user, "client_id", s->client, NULL);
+                kiq_metric_sample(o, "", value, "user", s->user, "clientId", s->client, NULL);
             }
         }
     }

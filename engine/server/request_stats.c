@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
+
 const char *const kiq_request_stage_names[KIQ_STAGE__COUNT] = {
     "queue", "local", "remote", "response_queue", "send", "total",
 };
@@ -52,7 +54,8 @@ void kiq_request_stats_record(kiq_request_stats_t *s, const kiq_request_t *r)
     record_errors(s, key, &r->errors);
     kiq_histogram_t *h = lazy_table((_Atomic(void *) *)&s->times[key], KIQ_STAGE__COUNT, sizeof *h);
     if (!h) return; /* percentiles go without this one */
-    for (int i = 0; i < KIQ_STAGE__COUNT; i++) kiq_histogram_record_ns(&h[i], stage[i]);
+    int64_t now = kiq_clock_mono_ms();
+    for (int i = 0; i < KIQ_STAGE__COUNT; i++) kiq_histogram_record_ns(&h[i], stage[i], now);
 }
 
 uint64_t kiq_request_stats_version(kiq_request_stats_t *s, int16_t api_key, int16_t version)

@@ -1151,6 +1151,12 @@ scenario { name = "PushTelemetry for an unknown subscription", api = "PushTeleme
     terminating = false, compression_type = 0, metrics = "" } },
 } }
 
+-- KIP-714's client-metrics resources: none on a fresh cluster, so both
+-- list none (v0 as ListClientMetricsResources, v1 asking for that type).
+scenario { name = "ListConfigResources of client metrics, none made", api = "ListConfigResources", steps = {
+  { api = "ListConfigResources", body = { resource_types = { 16 } } },
+} }
+
 scenario { name = "ApiVersions", api = "ApiVersions", steps = {
   { api = "ApiVersions", body = { client_software_name = "differential", client_software_version = "1" } },
 } }

@@ -1,10 +1,11 @@
 -- Every lab in examples/labs/ run as a user runs it (build/kafkaiq run),
 -- with the facts it prints asserted: the figures of the lesson's section,
 -- not just a zero exit.
-local function run_lab(name)
+-- env: more variables, "NAME='value' ..."; stdin is empty, so no lab prompts.
+local function run_lab(name, env)
   local facts_path = os.tmpname()
-  local cmd = ("KAFKAIQ_LAB_FACTS=%s timeout 180 build/kafkaiq run examples/labs/%s 2>&1; echo \"<exit:$?>\"")
-    :format(facts_path, name)
+  local cmd = ("%s KAFKAIQ_LAB_FACTS=%s timeout 180 build/kafkaiq run examples/labs/%s </dev/null 2>&1; echo \"<exit:$?>\"")
+    :format(env or "", facts_path, name)
   local p = assert(io.popen(cmd))
   local out = p:read("*a")
   p:close()
@@ -176,6 +177,66 @@ describe("labs", function()
     assert.are.equal(f.lagging_follower, f.journey_isr_expanded_follower)
     assert.is_true(f.journey_isr_shrunk_after_ms > 1500)
     assert.is_true(f.journey_committed_after_shrink)
+  end)
+
+  it("11: why this architecture, each claim measured", function()
+    local f = run_lab("11_why_this_architecture.lua")
+    -- an I/O thread in a slow fsync: another connection read and answered meanwhile
+    assert.is_true(f.slow_fsync_ms >= 600)
+    assert.is_true(f.other_read_during_fsync)
+    assert.is_true(f.other_answered_during_fsync)
+    -- the queue at its bound, the rest muted, all acknowledged
+    assert.are.same({ 2, 2, 8 }, { f.queue_bound, f.queue_deepest, f.queue_acked })
+    assert.is_true(f.queue_waited_muted >= 1, "some request waited muted")
+    -- a thousand waiting fetches (fewer only where descriptors are short), not one thread more, all woken by one append
+    assert.is_true(f.waiting_fetches >= 250)
+    assert.are.same({ f.waiting_fetches, 0, f.waiting_fetches },
+      { f.purgatory_waiting, f.threads_added_by_waiting_fetches, f.fetches_answered })
+    assert.are.equal(99, f.appends_contiguous)
+    assert.is_true(f.zero_copy_sendfile_bytes > 0)
+    assert.are.equal(0, f.zero_copy_copied_bytes)
+    assert.are.same({ 20, 0, 2, 6 }, { f.leader_produces, f.follower_produces, f.followers_pulled,
+                                       f.produce_to_follower_error })
+  end)
+
+  it("18: acks=0, 1 and all on the same stream, the leader killed after the ack", function()
+    local f = run_lab("18_acks_levels.lua")
+    assert.is_true(f.acks_0_no_response)
+    assert.is_true(f.acks_all_answered_after_commit)
+    -- acks=1: what only the leader had is gone; acks=all: nothing is
+    assert.are.same({ 10, 10 }, { f.acks_1_acknowledged, f.acks_1_lost })
+    assert.are.same({ 10, 0 }, { f.acks_all_acknowledged, f.acks_all_lost })
+    -- acks=0: records the producer counted delivered, not in the log
+    assert.is_true(f.acks_0_lost >= 1 and f.acks_0_lost <= f.acks_0_reported_delivered)
+  end)
+
+  it("19: the takeaways as a self-check, a learner's answers checked against the live broker", function()
+    -- four right, one wrong (an acks=all record is not acknowledged while an ISR member is away)
+    local f = run_lab("19_self_check.lua", "KAFKAIQ_LAB_ANSWERS='100..104;0-104;B;yes;0 to 110'")
+    assert.are.same({ "100-104", "100-104" }, { f.q1_answer, f.q1_evidence })
+    -- B paused at 105 while the leader and A reach 110: 105..109 invisible
+    assert.are.same({ "0-104", 104, 110 }, { f.q2_answer, f.q2_readable_last, f.q2_leo })
+    assert.are.equal("B", f.q3_answer)
+    assert.are.same({ "no", 7, 111 }, { f.q4_answer, f.q4_error, f.q4_leo }) -- REQUEST_TIMED_OUT, yet appended
+    assert.are.same({ "0-110", 110 }, { f.q5_answer, f.q5_readable_last })
+    assert.are.same({ true, true, true, false, true }, { f.q1_correct, f.q2_correct, f.q3_correct, f.q4_correct,
+                                                         f.q5_correct })
+    assert.are.same({ 4, 5 }, { f.right, f.questions })
+  end)
+
+  it("20: the checklist as a live tour", function()
+    local f = run_lab("20_checklist_tour.lua")
+    assert.is_true(f.listeners_distinct)
+    assert.are.same({ 3, 8, 100 }, { f.network_threads, f.io_threads, f.queue_bound })
+    -- every segment a .log, an .index and a .timeindex; retention deleted the oldest
+    assert.is_true(f.segments >= 2)
+    assert.are.same({ f.segments, f.segments, f.segments }, { f.log_files, f.index_files, f.timeindex_files })
+    assert.are.same({ 3, true }, { f.isr, f.hw_is_leo })
+    assert.are.same({ 3, 3, true }, { f.voters, f.live_brokers, f.controller_agrees })
+    assert.are.equal(2, f.min_insync)
+    assert.is_true(f.log_start > 0)
+    assert.is_true(f.first_segment_is_log_start)
+    assert.is_true(f.size_within_retention)
   end)
 
   it("13: who decides? an election, a stale leader fenced, a snapshot fetched", function()

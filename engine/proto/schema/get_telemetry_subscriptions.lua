@@ -1,6 +1,6 @@
 -- GetTelemetrySubscriptions (71): a client asks which of its metrics the
--- broker wants pushed (KIP-714). Answered with no subscription, so Java
--- 3.7+ clients push nothing and log nothing.
+-- broker wants pushed (KIP-714): kafkaiq.telemetry.metrics, every
+-- kafkaiq.telemetry.push.interval.ms (api/telemetry.c).
 
 return {
   key = 71, name = "GetTelemetrySubscriptions",
@@ -18,6 +18,6 @@ return {
     { "push_interval_ms", "int32" },
     { "telemetry_max_bytes", "int32" },
     { "delta_temporality", "bool" },
-    { "requested_metrics", "[]string" }, -- empty: none subscribed
+    { "requested_metrics", "[]string" }, -- name prefixes; empty: none, [""]: all
   },
 }

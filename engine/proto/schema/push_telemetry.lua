@@ -1,6 +1,5 @@
 -- PushTelemetry (72): a client's metrics, pushed as its subscription asked
--- (KIP-714). There is never a subscription here, so a push is answered as
--- Kafka answers one for an unknown subscription.
+-- (KIP-714), kept by the broker (server/client_telemetry.h).
 
 return {
   key = 72, name = "PushTelemetry",

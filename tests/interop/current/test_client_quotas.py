@@ -164,7 +164,7 @@ def test_byte_rate_quotas(standalone):
 
     # the broker measures the client under its Kafka name
     text = urllib.request.urlopen(f"http://{node.http}/metrics", timeout=10).read().decode()
-    assert 'kafka_server_produce_byte_rate{user="",client_id="quota-producer"}' in text
+    assert 'kafka_server_produce_byte_rate{user="",clientId="quota-producer"}' in text
 
     stats.clear()
     points.clear()
