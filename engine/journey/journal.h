@@ -1,7 +1,7 @@
 /* The journey journal: journeys that outlive the ring. A bounded on-disk
  * log beside the recorder's ring (kafkaiq.journey.retention.ms / .bytes)
- * holding the journeys the ring let go of, and at a broker's stop the ones
- * it still had, so a batch produced long ago, or before a restart, can
+ * holding the journeys the ring let go of, and at a broker's clean stop
+ * the ones it still had, so a batch produced long ago, or before a restart, can
  * still be explained.
  *
  * Files: <dir>/<20-digit wall ms of its first write>.journal, each a run

@@ -632,14 +632,19 @@ static void save_ring(kiq_journeys_t *j)
     }
 }
 
+void kiq_journeys_let_go(kiq_journeys_t *j, bool save)
+{
+    kiq_otlp_close(j->otlp);
+    j->otlp = NULL;
+    if (j->journal && save && j->ring) save_ring(j);
+    kiq_journal_close(j->journal);
+    j->journal = NULL;
+}
+
 void kiq_journeys_free(kiq_journeys_t *j)
 {
     if (!j) return;
-    kiq_otlp_close(j->otlp);
-    if (j->journal) {
-        if (j->ring) save_ring(j);
-        kiq_journal_close(j->journal);
-    }
+    kiq_journeys_let_go(j, true);
     for (int i = 0; i < STRIPES; i++) {
         free(j->stripes[i].refs);
         pthread_mutex_destroy(&j->stripes[i].mu);

@@ -70,15 +70,17 @@ kiq_journeys_t *kiq_journeys_new(int32_t broker, int max_batches);
 void kiq_journeys_free(kiq_journeys_t *j);
 struct kiq_journal;
 struct kiq_otlp;
-/* Hands the recorder an OTLP exporter (journey/otlp.h), before its events
- * start: each batch led here is offered to it once its produce's answer
- * went out; kiq_journeys_free closes it. */
+/* Hands the recorder an OTLP exporter (journey/otlp.h): each batch led here
+ * is offered to it once its produce's answer went out. */
 void kiq_journeys_export(kiq_journeys_t *j, struct kiq_otlp *otlp);
-/* Hands the recorder a journal (journey/journal.h), before its events
- * start: the journeys its ring lets go of are offered to it, lookups that
- * miss the ring look there, and kiq_journeys_free saves the ring's into it
- * and closes it. */
+/* Hands the recorder a journal (journey/journal.h): the journeys its ring
+ * lets go of are offered to it, and lookups that miss the ring look there. */
 void kiq_journeys_keep(kiq_journeys_t *j, struct kiq_journal *journal);
+/* Closes the journal and the exporter it was handed, first saving the
+ * ring's journeys into the journal when save. The three only while no
+ * event is emitted and no lookup runs (a broker's start and stop);
+ * kiq_journeys_free lets go too, saving. */
+void kiq_journeys_let_go(kiq_journeys_t *j, bool save);
 /* The observer to register on the broker (the recorder outlives it). */
 kiq_observer_t kiq_journeys_observer(kiq_journeys_t *j);
 

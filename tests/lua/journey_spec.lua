@@ -598,6 +598,22 @@ describe("the journey journal", function()
     os.execute("rm -rf " .. dir)
   end)
 
+  it("keeps what the ring let go of through a kill, but not the ring (a crash saves nothing)", function()
+    local dir = tmpdir()
+    local b = assert(kiq.broker { ["kafkaiq.journey.max.batches"] = 16, ["log.dirs"] = dir })
+    produce(b, "killed", 20)
+    assert(kiq.wait_for(function() return b:state().journeys.journal_written >= 4 end, 10000, "the evicted written"))
+    b:kill()
+    b = nil
+    collectgarbage()
+    collectgarbage()
+    local again = assert(kiq.broker { ["kafkaiq.journey.max.batches"] = 16, ["log.dirs"] = dir })
+    assert.are.equal(3, assert(again:journey("killed", 0, 3)).first_offset)
+    assert.is_nil(again:journey("killed", 0, 19))
+    again:stop()
+    os.execute("rm -rf " .. dir)
+  end)
+
   it("deletes its oldest files past kafkaiq.journey.retention.bytes, and skips a damaged one", function()
     local dir = tmpdir()
     local b = assert(kiq.broker { ["kafkaiq.journey.max.batches"] = 16, ["log.dirs"] = dir,
