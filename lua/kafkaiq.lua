@@ -254,7 +254,9 @@ end
 
 -- The parts of one batch's journey from several brokers, merged: the
 -- batch's offsets from the part that has them first (the leader's), every
--- stage in time order (one machine's monotonic clock), the leader's verdict.
+-- stage in time order (t_ns, one machine's monotonic clock, when the parts
+-- come from one process; wall_us when from several: merged_by says which),
+-- the leader's verdict.
 function kiq.merge_journeys(parts)
   local out
   for _, p in ipairs(parts) do
@@ -271,7 +273,18 @@ function kiq.merge_journeys(parts)
     end
   end
   if not out then return nil, "no journey kept for it" end
-  table.sort(out.stages, function(a, b) return a.t_ns < b.t_ns end)
+  -- one process's parts share its monotonic clock; parts from several
+  -- processes (brokers on other machines) only share the wall clock
+  local process, several = nil, false
+  for _, p in ipairs(parts) do
+    if p then
+      several = several or (process ~= nil and p.process ~= process)
+      process = process or p.process
+    end
+  end
+  local key = several and "wall_us" or "t_ns"
+  out.merged_by = key
+  table.sort(out.stages, function(a, b) return a[key] < b[key] end)
   return out
 end
 

@@ -206,9 +206,11 @@ static bool fetch_diverges(kiq_partition_log_t *log, const kiq_fetch_request_top
 }
 
 /* Announces records a fetch returns: FOLLOWER_FETCHED for follower
- * `replica`, RECORDS_FETCHED for a consumer (replica -1). */
-static void fetched(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic, const kiq_fetch_request_topics_partitions_t *p,
-                    int32_t replica, int64_t hw, int64_t bytes, bool zero_copy)
+ * `replica`, RECORDS_FETCHED for a consumer (replica -1); held: it was
+ * parked in the purgatory before (a consumer's says what for). */
+static void fetched(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_request_t *req, kiq_topic_t *topic,
+                    const kiq_fetch_request_topics_partitions_t *p, int32_t replica, int64_t hw, int64_t bytes,
+                    bool zero_copy, bool held)
 {
     enum kiq_point point = replica >= 0 ? KIQ_POINT_FOLLOWER_FETCHED : KIQ_POINT_RECORDS_FETCHED;
     if (!kiq_observers_want(&b->observers, point)) return;
@@ -221,6 +223,13 @@ static void fetched(kiq_broker_t *b, kiq_request_t *r, kiq_topic_t *topic, const
     if (replica < 0) e.last_offset = hw;
     e.bytes = bytes;
     e.flags = !zero_copy ? 0 : r->tls ? KIQ_EVENT_TLS_COPY : KIQ_EVENT_SENDFILE;
+    if (held && replica < 0) {
+        /* its wait in the purgatory began when the handler parked it */
+        e.flags |= KIQ_EVENT_HELD;
+        e.before = req->min_bytes;
+        e.extra = req->max_wait_ms;
+        e.after = r->t.handled > 0 ? (e.t_ns - r->t.handled) / 1000 : -1;
+    }
     kiq_observers_emit(&b->observers, &e);
 }
 
@@ -253,6 +262,7 @@ static void fetch_aborted(kiq_request_t *r, kiq_partition_log_t *log, int64_t fr
 typedef struct fetch_reading {
     kiq_broker_t *b;
     kiq_request_t *r;
+    const kiq_fetch_request_t *req;
     int32_t replica; /* the follower fetching, -1 for a consumer */
     bool follower, committed, first;
     fetch_result_t *res;
@@ -361,7 +371,7 @@ static void read_partition_here(fetch_reading_t *fr, kiq_topic_t *topic, kiq_str
     if (n > 0) {
         atomic_fetch_add_explicit(res->zero_copy ? &b->fetch_bytes_sendfile : &b->fetch_bytes_copied, n,
                                   memory_order_relaxed);
-        fetched(b, r, topic, p, follower ? replica : -1, hw, n, res->zero_copy);
+        fetched(b, r, fr->req, topic, p, follower ? replica : -1, hw, n, res->zero_copy, !first);
     }
 }
 
@@ -382,6 +392,7 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
     fetch_reading_t fr = {
         .b = b,
         .r = r,
+        .req = req,
         .replica = replica,
         .follower = replica >= 0,
         .committed = replica < 0 && read_committed(r, req),

@@ -1,7 +1,9 @@
 /* `kafkaiq journey --http HOST:PORT[,HOST:PORT...] TOPIC PARTITION OFFSET`
  * (or `--trace ID` instead of the three): asks each broker's HTTP listener
  * for its part of the batch's journey (/api/journey), merges the parts by
- * time and prints one line per stage, with milliseconds from its receipt,
+ * time (the monotonic clock when they come from one process, the wall
+ * clock when from several) and prints one line per stage, with
+ * milliseconds from its receipt and why it waited when the broker says,
  * the way the seed draws a record's path, then the leader's verdict (stuck
  * before the high watermark, and for whom, or committed). Exit 0 when a
  * journey was found, 1 when none was, 2 for bad arguments. */
@@ -128,9 +130,13 @@ static const char *str(const json_t *s, const char *k)
 }
 static bool has(const json_t *s, const char *k) { return json_object_get(s, k) != NULL; }
 
+/* The clock the stages are merged by: t_ns when the parts come from one
+ * process (one monotonic clock), wall_us when from several. */
+static const char *time_key = "t_ns";
+
 static int by_time(const void *a, const void *b)
 {
-    json_int_t x = num(*(json_t *const *)a, "t_ns"), y = num(*(json_t *const *)b, "t_ns");
+    json_int_t x = num(*(json_t *const *)a, time_key), y = num(*(json_t *const *)b, time_key);
     return (x > y) - (x < y);
 }
 
@@ -180,10 +186,13 @@ int kiq_cmd_journey(int argc, char **argv)
     json_t *parts[MAX_BROKERS], *head = NULL, *verdict = NULL;
     size_t nstages = 0;
     int nparts = 0;
+    const char *process = NULL;
     for (int i = 0; i < naddr; i++) {
         json_t *p = part_of(addresses[i], query);
         if (!p) continue;
         parts[nparts++] = p;
+        if (process && strcmp(process, str(p, "process")) != 0) time_key = "wall_us";
+        process = str(p, "process");
         nstages += json_array_size(json_object_get(p, "stages"));
         json_t *first = json_array_get(json_object_get(p, "stages"), 0);
         if (!head || (first && !strcmp(str(first, "stage"), "received"))) head = p;
@@ -205,11 +214,15 @@ int kiq_cmd_journey(int argc, char **argv)
     printf("journey of %s-%lld, offsets %lld..%lld", str(head, "topic"), (long long)num(head, "partition"),
            (long long)num(head, "first_offset"), (long long)num(head, "last_offset"));
     if (has(head, "trace")) printf(" (trace %s)", str(head, "trace"));
-    printf(", from %d broker%s\n", nparts, nparts == 1 ? "" : "s");
-    json_int_t t0 = k ? num(stages[0], "t_ns") : 0;
-    /* each stage comes worded by its broker (its text) */
-    for (size_t i = 0; i < k; i++)
-        printf("%+9.3f ms  %s\n", (double)(num(stages[i], "t_ns") - t0) / 1e6, str(stages[i], "text"));
+    bool wall = strcmp(time_key, "wall_us") == 0;
+    printf(", from %d broker%s%s\n", nparts, nparts == 1 ? "" : "s", wall ? " in several processes (wall clock)" : "");
+    json_int_t t0 = k ? num(stages[0], time_key) : 0;
+    /* each stage comes worded by its broker (its text), and why it waited */
+    for (size_t i = 0; i < k; i++) {
+        double ms = (double)(num(stages[i], time_key) - t0) / (wall ? 1e3 : 1e6);
+        printf("%+9.3f ms  %s\n", ms, str(stages[i], "text"));
+        if (has(stages[i], "why")) printf("%12s why: %s\n", "", str(stages[i], "why"));
+    }
     if (verdict) printf("verdict: %s\n", str(verdict, "text"));
     free(stages);
     for (int i = 0; i < nparts; i++) json_decref(parts[i]);

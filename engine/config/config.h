@@ -352,7 +352,15 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
     X(JOURNEY_ENABLE, "kafkaiq.journey.enable", BOOL, "true", 0, 0, NULL,                        \
       "record every produced batch's journey through the broker")                              \
     X(JOURNEY_MAX_BATCHES, "kafkaiq.journey.max.batches", INT, "4000", 16, 10000000, NULL,       \
-      "journeys kept, the oldest overwritten (the default is about 16 MiB)")
+      "journeys kept, the oldest overwritten (the default is about 16 MiB)")                     \
+    X(JOURNEY_RETENTION_MS, "kafkaiq.journey.retention.ms", LONG, "604800000", -1, INT64_MAX, NULL, \
+      "how long the journey journal (<first log dir>/.journeys) keeps the journeys the ring let go of " \
+      "(as log.retention.hours=168); -1: no time limit")                                           \
+    X(JOURNEY_RETENTION_BYTES, "kafkaiq.journey.retention.bytes", LONG, "268435456", -1, INT64_MAX, NULL, \
+      "the journey journal's size at most, its oldest files deleted first; 0: no journal, -1: no size limit") \
+    X(OTLP_ENDPOINT, "kafkaiq.otlp.endpoint", STRING, "", 0, 0, NULL,                              \
+      "an OpenTelemetry collector's OTLP/HTTP address (http://HOST:PORT[/PATH]): each produced batch's " \
+      "journey is POSTed to <it>/v1/traces as a trace (JSON); empty: none")
 
 enum kiq_config_id {
 #define KIQ_CFG_ENUM(id, ...) KIQ_CFG_##id,

@@ -32,7 +32,7 @@ enum kiq_point {
     KIQ_POINT_FLUSHED,         /* fsynced up to after (the recovery point), before = where it was,
                                 * extra = how long the fsync took (µs), t_ns = when it ended; flags
                                 * KIQ_EVENT_FLUSHER when the background flusher did it (flush.ms), none
-                                * after an append (flush.messages) */
+                                * after an append (flush.messages, then in records) */
     KIQ_POINT_FOLLOWER_FETCHED, /* a follower's fetch returned records: peer = its id,
                                 * first_offset = the fetch offset, bytes, flags */
     KIQ_POINT_FOLLOWER_LEO,    /* what the leader knows of follower `peer`'s LEO moved before -> after */
@@ -42,7 +42,9 @@ enum kiq_point {
                                 * closed on it) */
     KIQ_POINT_SENT,            /* its response's last byte written (KIQ_EVENT_NO_RESPONSE: none was) */
     KIQ_POINT_RECORDS_FETCHED, /* a consumer fetch returned records: first_offset = the fetch offset,
-                                * last_offset = the high watermark, bytes, flags = KIQ_EVENT_SENDFILE */
+                                * last_offset = the high watermark, bytes, flags = KIQ_EVENT_SENDFILE;
+                                * KIQ_EVENT_HELD when it waited in the purgatory first: before = its
+                                * min_bytes, extra = its max_wait_ms, after = how long it waited (µs) */
     KIQ_POINT_ANSWERED,        /* one partition of a produce answered: first_offset = its base offset,
                                 * error, extra = acks */
     KIQ_POINT_TXN_MARKER,      /* a transaction's COMMIT (extra 1) or ABORT (0) marker appended by its
@@ -86,6 +88,7 @@ extern const char *const kiq_point_names[KIQ__POINTS];
 /* FOLLOWER_FETCHED, RECORDS_FETCHED: answered from the files but over TLS,
  * so read and encrypted in user space (no kernel TLS to sendfile through) */
 #define KIQ_EVENT_TLS_COPY 256
+#define KIQ_EVENT_HELD 512 /* RECORDS_FETCHED: the fetch was parked for min_bytes / max_wait_ms */
 
 /* What one point knows; fields it does not know are -1 (numbers) or NULL. */
 typedef struct kiq_event {

@@ -78,6 +78,7 @@ static json_t *journey_json(kiq_broker_t *b, const kiq_journey_t *jr)
                           "first_offset", (json_int_t)jr->first_offset, "last_offset", (json_int_t)jr->last_offset,
                           "stages", stages);
     if (j && jr->trace[0]) json_object_set_new(j, "trace", json_string(jr->trace));
+    if (j) json_object_set_new(j, "process", json_string(kiq_journey_process()));
     kiq_journey_verdict_t *v = j ? malloc(sizeof *v) : NULL;
     if (v && kiq_broker_journey_verdict(b, jr, v)) json_object_set_new(j, "verdict", verdict_json(v));
     free(v);

@@ -5,7 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/say.h"
+#include "journey/journal.h"
+#include "journey/otlp.h"
 #include "net/request.h"
 #include "record/batch.h"
 
@@ -53,6 +59,8 @@ typedef struct pending {
         kiq_journey_stage_t validated;
         char trace[KIQ_JOURNEY_TRACE];
         uint64_t traces[KIQ_JOURNEY_TRACES];
+        bool otel_linked;
+        uint8_t otel_trace[16], otel_parent[8];
         size_t slot;
         uint64_t gen; /* 0 until its journey exists */
     } batches[PENDING_BATCHES];
@@ -77,6 +85,8 @@ struct kiq_journeys {
     stripe_t stripes[STRIPES];
     pending_stripe_t pending[STRIPES];
     atomic_uint_fast64_t recorded;
+    kiq_journal_t *journal; /* where a reused slot's journey goes; NULL: none. Set before the events start */
+    kiq_otlp_t *otlp;       /* where an answered batch's journey goes; NULL: none. The same */
 };
 
 /* ---- helpers ---- */
@@ -123,11 +133,22 @@ static int count_shares(const kiq_journey_t *jr)
     return n;
 }
 
+/* Monotonic t_ns on the wall clock, as both clocks stand now (the engine's
+ * clocks, moved ahead together when a test advances them). */
+static int64_t wall_of(int64_t t_ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t real = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + kiq_clock_ahead();
+    return real - (kiq_clock_mono_ns() - t_ns);
+}
+
 static kiq_journey_stage_t stage_of(const kiq_event_t *e)
 {
     kiq_journey_stage_t s = {
         .point = e->point,
         .t_ns = e->t_ns,
+        .wall_ns = wall_of(e->t_ns),
         .broker = e->broker,
         .thread = e->thread,
         .peer = e->peer,
@@ -183,38 +204,46 @@ static uint64_t trace_hash(const char *s, size_t len)
     return h ? h : 1;
 }
 
-/* The trace ids the records carry (the first KIQ_JOURNEY_TRACES). */
+/* The trace ids the records carry (the first KIQ_JOURNEY_TRACES), and the
+ * W3C trace context of the first record. */
 typedef struct traces {
     char *first; /* KIQ_JOURNEY_TRACE bytes */
     uint64_t *hashes;
     int n;
+    long records; /* looked at so far */
+    bool *linked;
+    uint8_t *otel_trace, *otel_parent;
 } traces_t;
 
 static int note_trace(const kiq_record_t *rec, void *ctx)
 {
     traces_t *t = ctx;
+    bool first_record = t->records++ == 0, noted = false;
     kiq_record_header_iter_t it;
     kiq_record_header_t h;
     kiq_record_headers_init(&it, rec);
-    while (kiq_record_headers_next(&it, &h) == 1) {
-        if (!kiq_str_eq(h.key, KIQ_JOURNEY_TRACE_HEADER) || !h.value.p) continue;
+    while (kiq_record_headers_next(&it, &h) == 1 && (first_record || !noted)) {
+        if (!h.value.p) continue;
+        if (first_record && kiq_str_eq(h.key, KIQ_JOURNEY_TRACEPARENT_HEADER))
+            *t->linked = kiq_otlp_traceparent((const char *)h.value.p, (size_t)h.value.len, t->otel_trace,
+                                              t->otel_parent);
+        if (noted || t->n == KIQ_JOURNEY_TRACES || !kiq_str_eq(h.key, KIQ_JOURNEY_TRACE_HEADER)) continue;
         if (t->n == 0) copy_text(t->first, KIQ_JOURNEY_TRACE, (const char *)h.value.p, (size_t)h.value.len);
         t->hashes[t->n++] = trace_hash((const char *)h.value.p, (size_t)h.value.len);
-        return t->n == KIQ_JOURNEY_TRACES;
+        noted = true;
     }
-    return 0;
+    return t->n == KIQ_JOURNEY_TRACES;
 }
 
-static void traces_of(const uint8_t *p, size_t len, char *first, uint64_t *hashes)
+static void traces_of(const uint8_t *p, size_t len, traces_t *t)
 {
     kiq_batch_iter_t it;
     const uint8_t *batch;
     size_t blen;
     kiq_batch_header_t h;
     kiq_batch_iter_init(&it, p, len, false);
-    traces_t t = {first, hashes, 0};
-    while (t.n < KIQ_JOURNEY_TRACES && kiq_batch_iter_next(&it, &batch, &blen, &h) == 1)
-        kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, note_trace, &t);
+    while (t->n < KIQ_JOURNEY_TRACES && kiq_batch_iter_next(&it, &batch, &blen, &h) == 1)
+        kiq_batch_foreach_record(batch, blen, KIQ_BATCH_MAX_DECOMPRESSED, note_trace, t);
 }
 
 /* ---- the pending requests (under their stripe's lock) ---- */
@@ -296,10 +325,14 @@ static slot_t *new_slot(kiq_journeys_t *j, stripe_t *st, uint32_t th, const kiq_
     *gen = c + 1;
     slot_t *s = &j->ring[*index];
     slot_lock(j, s);
+    /* the journey the slot held lives on in the journal (a copy queued for
+     * its writer; this thread never waits for the disk) */
+    if (s->gen && j->journal) kiq_journal_offer(j->journal, &s->j);
     s->gen = *gen;
     /* the stages are written as they come: only the head is cleared */
     s->j.nstages = 0;
     s->j.trace[0] = '\0';
+    s->j.otel_linked = false;
     memset(s->j.traces, 0, sizeof s->j.traces);
     copy_text(s->j.topic, sizeof s->j.topic, e->topic, strlen(e->topic));
     s->j.partition = e->partition;
@@ -341,6 +374,9 @@ static void appended_as_leader(kiq_journeys_t *j, const kiq_event_t *e)
         add_stage(&s->j, &p->batches[b].validated);
         memcpy(s->j.trace, p->batches[b].trace, sizeof s->j.trace);
         memcpy(s->j.traces, p->batches[b].traces, sizeof s->j.traces);
+        s->j.otel_linked = p->batches[b].otel_linked;
+        memcpy(s->j.otel_trace, p->batches[b].otel_trace, sizeof s->j.otel_trace);
+        memcpy(s->j.otel_parent, p->batches[b].otel_parent, sizeof s->j.otel_parent);
         p->batches[b].slot = index;
         p->batches[b].gen = gen;
     }
@@ -469,12 +505,16 @@ static void request_event(kiq_journeys_t *j, const kiq_event_t *e, bool last)
     bool staged = p && !(e->flags & KIQ_EVENT_NO_RESPONSE);
     if (staged && p->nbatches == 0 && p->nearly < EARLY_STAGES) {
         p->early[p->nearly++] = stage;
-    } else if (staged) {
+    } else if (staged || (p && last && j->otlp)) {
         for (int i = 0; i < p->nbatches; i++) {
             if (!p->batches[i].gen) continue;
             slot_t *s = &j->ring[p->batches[i].slot];
             slot_lock(j, s);
-            if (s->gen == p->batches[i].gen) add_stage(&s->j, &stage);
+            if (s->gen == p->batches[i].gen) {
+                if (staged) add_stage(&s->j, &stage);
+                /* answered: its trace goes out (a copy queued for the exporter's thread) */
+                if (last && j->otlp) kiq_otlp_offer(j->otlp, &s->j);
+            }
             slot_unlock(j, s);
         }
     }
@@ -514,8 +554,11 @@ static void on_event(void *ctx, const kiq_event_t *e)
             p->batches[i].gen = 0;
             memset(p->batches[i].traces, 0, sizeof p->batches[i].traces);
             p->batches[i].trace[0] = '\0';
+            p->batches[i].otel_linked = false;
+            traces_t t = {p->batches[i].trace, p->batches[i].traces, 0, 0, &p->batches[i].otel_linked,
+                          p->batches[i].otel_trace, p->batches[i].otel_parent};
             /* validation counted the records with headers: none, no walk */
-            if (e->payload && (e->flags & KIQ_EVENT_HEADERS)) traces_of(e->payload, e->payload_len, p->batches[i].trace, p->batches[i].traces);
+            if (e->payload && (e->flags & KIQ_EVENT_HEADERS)) traces_of(e->payload, e->payload_len, &t);
         }
         pthread_mutex_unlock(&ps->mu);
         return;
@@ -570,9 +613,38 @@ kiq_journeys_t *kiq_journeys_new(int32_t broker, int max_batches)
     return j;
 }
 
+void kiq_journeys_keep(kiq_journeys_t *j, kiq_journal_t *journal) { j->journal = journal; }
+
+void kiq_journeys_export(kiq_journeys_t *j, kiq_otlp_t *otlp) { j->otlp = otlp; }
+
+/* The ring's journeys into the journal, oldest first, so a restarted
+ * broker finds them there. */
+static void save_ring(kiq_journeys_t *j)
+{
+    uint64_t claimed = atomic_load_explicit(&j->claimed, memory_order_relaxed);
+    uint64_t from = claimed > j->n ? claimed - j->n : 0;
+    for (uint64_t c = from; c < claimed; c++) {
+        slot_t *s = &j->ring[c % j->n];
+        if (s->gen == c + 1 && kiq_journal_write_now(j->journal, &s->j) != 0) {
+            KIQ_WARN("journeys not all saved: %s", kiq_error_get());
+            return;
+        }
+    }
+}
+
+void kiq_journeys_let_go(kiq_journeys_t *j, bool save)
+{
+    kiq_otlp_close(j->otlp);
+    j->otlp = NULL;
+    if (j->journal && save && j->ring) save_ring(j);
+    kiq_journal_close(j->journal);
+    j->journal = NULL;
+}
+
 void kiq_journeys_free(kiq_journeys_t *j)
 {
     if (!j) return;
+    kiq_journeys_let_go(j, true);
     for (int i = 0; i < STRIPES; i++) {
         free(j->stripes[i].refs);
         pthread_mutex_destroy(&j->stripes[i].mu);
@@ -597,7 +669,7 @@ bool kiq_journeys_find(kiq_journeys_t *j, const char *topic, int32_t partition, 
     pthread_mutex_lock(&st->mu);
     slot_t *s = find_slot(j, st, th, topic, partition, offset);
     pthread_mutex_unlock(&st->mu);
-    if (!s) return false;
+    if (!s) return j->journal && kiq_journal_find(j->journal, topic, partition, offset, out);
     *out = s->j;
     slot_unlock(j, s);
     return true;
@@ -636,6 +708,7 @@ bool kiq_journeys_find_trace(kiq_journeys_t *j, const char *trace, kiq_journey_t
         }
         slot_unlock(j, s);
     }
+    if (!found && j->journal) found = kiq_journal_find_trace(j->journal, want, out);
     return found;
 }
 
@@ -646,7 +719,40 @@ void kiq_journeys_stats(kiq_journeys_t *j, kiq_journeys_stats_t *out)
         .recorded = atomic_load_explicit(&j->recorded, memory_order_relaxed),
         .kept = claimed < j->n ? claimed : j->n,
         .bytes = j->n * (sizeof *j->ring + STRIPES * sizeof(ref_t)),
+        .journal = j->journal != NULL,
     };
+    if (j->journal) {
+        kiq_journal_stats_t js;
+        kiq_journal_stats(j->journal, &js);
+        out->journal_written = js.written;
+        out->journal_dropped = js.dropped;
+        out->journal_bytes = js.bytes;
+    }
+    if (j->otlp) {
+        kiq_otlp_stats_t os;
+        kiq_otlp_stats(j->otlp, &os);
+        out->otlp = true;
+        out->otlp_exported = os.exported;
+        out->otlp_dropped = os.dropped;
+        out->otlp_failed = os.failed;
+    }
+}
+
+static char process_id[48];
+static pthread_once_t process_once = PTHREAD_ONCE_INIT;
+
+static void process_init(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(process_id, sizeof process_id, "%ld-%lld", (long)getpid(),
+             (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+}
+
+const char *kiq_journey_process(void)
+{
+    pthread_once(&process_once, process_init);
+    return process_id;
 }
 
 const char *kiq_journey_stage_name(const kiq_journey_stage_t *s)
@@ -821,6 +927,103 @@ void kiq_journey_stage_text(const kiq_journey_t *jr, int i, char *out, size_t n)
     }
 }
 
+/* The index of the last stage before i at point (of this broker; a
+ * follower's only when peer >= 0 and it is that one's), -1 when none. */
+static int before_at(const kiq_journey_t *jr, int i, enum kiq_point point, int32_t peer)
+{
+    for (int k = i - 1; k >= 0; k--) {
+        const kiq_journey_stage_t *s = &jr->stages[k];
+        if (s->point == point && s->broker == jr->stages[i].broker && (peer < 0 || s->peer == peer)) return k;
+    }
+    return -1;
+}
+
+static double ms_between(int64_t from, int64_t to) { return (double)(to - from) / 1e6; }
+
+/* The follower the high watermark waited for last before stage i (its
+ * FOLLOWER_LEO stage's index), -1 when none. */
+static int waited_for(const kiq_journey_t *jr, int i) { return before_at(jr, i, KIQ_POINT_FOLLOWER_LEO, -1); }
+
+/* The commit stage's why: which follower's fetch let the high watermark
+ * pass the batch, and when it came. */
+static bool commit_why(const kiq_journey_t *jr, int i, char *out, size_t n)
+{
+    const kiq_journey_stage_t *s = &jr->stages[i];
+    int a = before_at(jr, i, KIQ_POINT_APPENDED, -1), f = waited_for(jr, i);
+    if (a < 0) return false;
+    const kiq_journey_stage_t *ap = &jr->stages[a];
+    if (f < 0) {
+        if (s->records != 1) return false;
+        snprintf(out, n, "no follower to wait for: the ISR is this broker alone");
+        return true;
+    }
+    /* a follower's fetch that returns the batch says nothing of its log;
+     * its next one, from past the batch, moves its LEO here */
+    const kiq_journey_stage_t *fs = &jr->stages[f];
+    int fetched = before_at(jr, i, KIQ_POINT_FOLLOWER_FETCHED, fs->peer);
+    int k = snprintf(out, n, "waited %.3f ms for follower %d, whose next fetch arrived at +%.3f ms after the append "
+                     "(fetch offset %lld: its LEO %lld -> %lld)",
+                     ms_between(ap->t_ns, s->t_ns), fs->peer, ms_between(ap->t_ns, fs->t_ns), (long long)fs->after,
+                     (long long)fs->before, (long long)fs->after);
+    if (fetched >= 0 && k > 0 && (size_t)k < n)
+        snprintf(out + k, n - (size_t)k, "; it had taken the batch at +%.3f ms",
+                 ms_between(ap->t_ns, jr->stages[fetched].t_ns));
+    return true;
+}
+
+bool kiq_journey_stage_why(const kiq_journey_t *jr, int i, char *out, size_t n)
+{
+    const kiq_journey_stage_t *s = &jr->stages[i];
+    out[0] = '\0';
+    switch (s->point) {
+    case KIQ_POINT_ENQUEUED: {
+        if (!(s->flags & KIQ_EVENT_MUTED)) return false;
+        int r = before_at(jr, i, KIQ_POINT_RECEIVED, -1);
+        snprintf(out, n, "muted: request queue full (depth %lld/%lld); its connection read nothing for %.3f ms",
+                 (long long)s->before, (long long)s->after, r >= 0 ? ms_between(jr->stages[r].t_ns, s->t_ns) : 0.0);
+        return true;
+    }
+    case KIQ_POINT_DEQUEUED: {
+        int e = before_at(jr, i, KIQ_POINT_ENQUEUED, -1);
+        if (e < 0) return false;
+        const kiq_journey_stage_t *q = &jr->stages[e];
+        if (q->after > 0)
+            snprintf(out, n, "queued behind %lld requests (depth %lld/%lld)", (long long)q->before,
+                     (long long)q->before + 1, (long long)q->after);
+        else
+            snprintf(out, n, "queued behind %lld requests (depth %lld, the control plane's queue)",
+                     (long long)q->before, (long long)q->before + 1);
+        return true;
+    }
+    case KIQ_POINT_FLUSHED:
+        if (s->flags & KIQ_EVENT_FLUSHER)
+            snprintf(out, n, "fsync because flush.ms passed since the oldest unflushed write (the log flusher)");
+        else if (s->records > 0)
+            snprintf(out, n, "fsync because flush.messages=%lld", (long long)s->records);
+        else
+            return false;
+        return true;
+    case KIQ_POINT_HW_ADVANCED: return commit_why(jr, i, out, n);
+    case KIQ_POINT_ANSWERED: {
+        if (s->extra != -1) return false;
+        int c = before_at(jr, i, KIQ_POINT_HW_ADVANCED, -1), a = before_at(jr, i, KIQ_POINT_APPENDED, -1);
+        if (c < 0 || a < 0) return false;
+        int f = waited_for(jr, c);
+        int k = snprintf(out, n, "acks=all: held in the purgatory until the high watermark passed it, %.3f ms after "
+                         "the append", ms_between(jr->stages[a].t_ns, jr->stages[c].t_ns));
+        if (f >= 0 && k > 0 && (size_t)k < n)
+            snprintf(out + k, n - (size_t)k, " (waiting for follower %d)", jr->stages[f].peer);
+        return true;
+    }
+    case KIQ_POINT_RECORDS_FETCHED:
+        if (!(s->flags & KIQ_EVENT_HELD)) return false;
+        snprintf(out, n, "held %.3f ms for fetch.min.bytes=%lld/fetch.max.wait.ms=%d until records came",
+                 s->after >= 0 ? (double)s->after / 1e3 : 0.0, (long long)s->before, s->extra);
+        return true;
+    default: return false;
+    }
+}
+
 /* An ISR change's fields by their meaning (the event's are shared). */
 static void isr_stage_fields(const kiq_journey_stage_t *s, const kiq_journey_fields_t *f)
 {
@@ -842,10 +1045,12 @@ void kiq_journey_stage_fields(const kiq_journey_t *jr, int i, const kiq_journey_
     f->string(f->ctx, "stage", kiq_journey_stage_name(s));
     f->string(f->ctx, "point", kiq_point_names[s->point]);
     f->number(f->ctx, "t_ns", (double)s->t_ns);
+    f->number(f->ctx, "wall_us", (double)(s->wall_ns / 1000));
     f->number(f->ctx, "broker", s->broker);
     char text[KIQ_JOURNEY_TEXT];
     kiq_journey_stage_text(jr, i, text, sizeof text);
     f->string(f->ctx, "text", text);
+    if (kiq_journey_stage_why(jr, i, text, sizeof text)) f->string(f->ctx, "why", text);
     if (s->point == KIQ_POINT_ISR_SHRUNK || s->point == KIQ_POINT_ISR_EXPANDED) {
         isr_stage_fields(s, f);
         return;
@@ -870,8 +1075,16 @@ void kiq_journey_stage_fields(const kiq_journey_t *jr, int i, const kiq_journey_
         {"first_offset", s->first_offset}, {"before", s->before}, {"after", s->after},
         {"position", s->position},         {"bytes", s->bytes},   {"records", s->records},
     };
-    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+    /* a flush's records field holds the flush.messages that asked for it */
+    size_t nwide = sizeof wide / sizeof wide[0] - (s->point == KIQ_POINT_FLUSHED);
+    for (size_t i = 0; i < nwide; i++)
         if (wide[i].v >= 0) f->number(f->ctx, wide[i].name, (double)wide[i].v);
+    if (s->point == KIQ_POINT_FLUSHED && s->records > 0) f->number(f->ctx, "flush_messages", (double)s->records);
+    if (s->flags & KIQ_EVENT_HELD) {
+        f->number(f->ctx, "min_bytes", (double)s->before);
+        f->number(f->ctx, "max_wait_ms", s->extra);
+        if (s->after >= 0) f->number(f->ctx, "held_us", (double)s->after);
+    }
     if (s->flags & KIQ_EVENT_SENDFILE) f->boolean(f->ctx, "sendfile", true);
     if (s->flags & KIQ_EVENT_TLS_COPY) f->boolean(f->ctx, "tls_copy", true);
     if (is_share(s->point)) {

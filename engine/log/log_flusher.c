@@ -56,6 +56,7 @@ void kiq_log_flush_announce(const kiq_observers_t *observers, int32_t broker, co
     int64_t us = (f->ended_ns - f->started_ns) / 1000;
     e.extra = us > INT32_MAX ? INT32_MAX : (int32_t)us;
     e.flags = flags;
+    e.records = f->messages;
     kiq_observers_emit(observers, &e);
 }
 

@@ -383,7 +383,7 @@ int64_t kiq_partition_log_now_ms(void) { return kiq_clock_mono_ms(); }
 
 int kiq_pl_flush_locked(kiq_partition_log_t *l, kiq_log_flush_t *done)
 {
-    kiq_log_flush_t f = {l->recovery_point, kiq_pl_active(l)->next_offset, kiq_clock_mono_ns(), 0};
+    kiq_log_flush_t f = {l->recovery_point, kiq_pl_active(l)->next_offset, kiq_clock_mono_ns(), 0, -1};
     if (kiq_segment_sync(kiq_pl_active(l)) < 0) return -1;
     f.ended_ns = kiq_clock_mono_ns();
     if (done) *done = f;
@@ -499,7 +499,9 @@ static int count_unflushed(kiq_partition_log_t *l, int64_t messages, kiq_log_app
     l->unflushed += messages;
     if (l->unflushed < l->flush_messages) return 0;
     res->flushed = true;
-    return kiq_pl_flush_locked(l, &res->flush);
+    int rc = kiq_pl_flush_locked(l, &res->flush);
+    res->flush.messages = l->flush_messages;
+    return rc;
 }
 
 /* What an append reports before it did anything. */

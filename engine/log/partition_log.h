@@ -125,10 +125,13 @@ int kiq_partition_log_append(kiq_partition_log_t *l, uint8_t *batches, size_t le
                              int64_t *base_offset_out, int64_t *last_offset_out);
 
 /* One fsync of a log: the recovery point moved from -> to, the fsync
- * began and ended at these monotonic times. A value. */
+ * began and ended at these monotonic times; messages: the flush.messages
+ * that asked for it after an append (-1: the flusher's, for flush.ms). A
+ * value. */
 typedef struct kiq_log_flush {
     int64_t from, to;
     int64_t started_ns, ended_ns;
+    int64_t messages;
 } kiq_log_flush_t;
 
 /* What kiq_partition_log_append_checked did; a value owned by the caller. */

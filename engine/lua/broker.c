@@ -558,7 +558,7 @@ static void push_verdict(lua_State *L, const kiq_journey_verdict_t *v)
 }
 
 /* A journey as a Lua table: topic, partition, first_offset, last_offset,
- * trace, stages = { { stage, point, t_ns, broker, ... } } (numbers it does
+ * trace, process (kiq_journey_process), stages = { { stage, point, t_ns, broker, ... } } (numbers it does
  * not know are left out), and on the leader's part the verdict. */
 static void push_journey(lua_State *L, kiq_broker_t *b, const kiq_journey_t *jr)
 {
@@ -568,6 +568,7 @@ static void push_journey(lua_State *L, kiq_broker_t *b, const kiq_journey_t *jr)
     kiq_lua_set_num(L, "first_offset", (double)jr->first_offset);
     kiq_lua_set_num(L, "last_offset", (double)jr->last_offset);
     if (jr->trace[0]) kiq_lua_set_str(L, "trace", jr->trace);
+    kiq_lua_set_str(L, "process", kiq_journey_process());
     lua_createtable(L, jr->nstages, 0);
     kiq_journey_fields_t f = {set_number, set_string, set_boolean, L};
     for (int i = 0; i < jr->nstages; i++) {

@@ -1,6 +1,7 @@
 #include "server/broker.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,8 @@
 #include "share/share_manager.h"
 #include "txn/broker_peers.h"
 #include "core/uuid.h"
+#include "journey/journal.h"
+#include "journey/otlp.h"
 #include "security/authorizer.h"
 #include "security/sasl.h"
 #include "security/peer_security.h"
@@ -449,6 +452,37 @@ static int start_log_tasks(kiq_broker_t *b)
     b->scrubber = kiq_log_scrubber_new(b->topics, scrub_ms);
     if (!b->scrubber && scrub_ms > 0) return -1;
     return 0;
+}
+
+/* journeys: the recorder's journal and OTLP exporter, each with its
+ * thread, while the broker runs (the ring itself lives as long as the
+ * broker, so a stopped one still answers from it) */
+static int start_journeys(kiq_broker_t *b)
+{
+    if (!b->journeys) return 0;
+    int64_t keep_bytes = kiq_config_int(b->config, KIQ_CFG_JOURNEY_RETENTION_BYTES);
+    if (keep_bytes != 0) {
+        /* hidden from the log manager, which takes a directory for a partition's */
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/.journeys", b->log_dirs[0].path);
+        kiq_journal_t *journal = kiq_journal_open(dir, kiq_config_int(b->config, KIQ_CFG_JOURNEY_RETENTION_MS), keep_bytes);
+        if (!journal) return -1;
+        kiq_journeys_keep(b->journeys, journal);
+    }
+    const char *endpoint = kiq_config_str(b->config, KIQ_CFG_OTLP_ENDPOINT);
+    if (endpoint[0]) {
+        kiq_otlp_t *otlp = kiq_otlp_open(endpoint, b->node_id);
+        if (!otlp) return -1;
+        kiq_journeys_export(b->journeys, otlp);
+    }
+    return 0;
+}
+
+/* After every thread that records has stopped: a clean stop saves the
+ * ring's journeys in the journal (a kill, like a crash, does not). */
+static void stop_journeys(kiq_broker_t *b)
+{
+    if (b->journeys) kiq_journeys_let_go(b->journeys, b->stopping_clean);
 }
 
 static void stop_log_tasks(kiq_broker_t *b)
@@ -887,6 +921,7 @@ typedef struct broker_row {
 static const broker_row_t rows[] = {
     {"configs", start_configs, NULL, NULL, KIQ_STARTUP_CONFIG},
     {"logs", start_logs, NULL, release_logs, KIQ__STARTUP_PHASES},
+    {"journeys", start_journeys, stop_journeys, NULL, KIQ__STARTUP_PHASES},
     {"log tasks", start_log_tasks, stop_log_tasks, NULL, KIQ__STARTUP_PHASES},
     {"coordinators", start_coordinators, stop_coordinators, release_coordinators, KIQ__STARTUP_PHASES},
     {"replicas", start_replicas, NULL, release_replicas, KIQ__STARTUP_PHASES},

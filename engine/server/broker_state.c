@@ -272,6 +272,16 @@ void kiq_broker_state_view(kiq_broker_t *b, int newest_segments, const kiq_view_
         v->number(v->ctx, "kept", (double)js.kept);
         v->number(v->ctx, "recorded", (double)js.recorded);
         v->number(v->ctx, "bytes", (double)js.bytes);
+        if (js.journal) {
+            v->number(v->ctx, "journal_written", (double)js.journal_written);
+            v->number(v->ctx, "journal_dropped", (double)js.journal_dropped);
+            v->number(v->ctx, "journal_bytes", (double)js.journal_bytes);
+        }
+        if (js.otlp) {
+            v->number(v->ctx, "otlp_exported", (double)js.otlp_exported);
+            v->number(v->ctx, "otlp_dropped", (double)js.otlp_dropped);
+            v->number(v->ctx, "otlp_failed", (double)js.otlp_failed);
+        }
         v->close(v->ctx);
     }
     if (b->groups) kiq_group_coordinator_view(b->groups, v);

@@ -1,7 +1,9 @@
 """The brokers' HTTP listeners with real parts: a record produced by
 confluent-kafka (acks=all) and read by its consumer has a whole journey
 through the JSON of every broker and through `kafkaiq journey --http`, in a
-cluster in one process and in one of three processes; an acks=0 record to a
+cluster in one process and in one of three processes (merged by the wall
+clock, with why each wait happened); a batch whose ring slot was reused,
+then whose broker restarted, is still explained from the journey journal; an acks=0 record to a
 topic with flush.messages=1 has its fsync timed under flushed and no
 response; a record written while a follower is paused is stuck before the
 high watermark waiting for it, then sees it leave the ISR and come back,
@@ -30,7 +32,7 @@ from confluent_kafka.admin import AdminClient
 
 import kiq_clients as kc
 from cluster import CLUSTER_OVERRIDES, CONTROLLER_ID, Cluster, wait_until
-from conftest import BROKER_BIN, EXTERNAL, free_port
+from conftest import BROKER_BIN, EXTERNAL, Broker, free_port
 from test_security import certs  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.skipif(EXTERNAL is not None, reason="needs kafkaiq's own HTTP listeners")
@@ -269,6 +271,35 @@ def test_journey_of_a_follower_out_of_the_isr_and_back(tmp_path):
         c.stop()
 
 
+def test_a_journey_outlives_its_ring_slot_and_a_restart(tmp_path):
+    b = Broker(tmp_path, ["kafkaiq.journey.max.batches=16"])
+    b.start()
+    try:
+        topic = "lasting"
+        p = Producer({"bootstrap.servers": b.bootstrap, "acks": "1", "linger.ms": 0})
+        for i in range(30):
+            p.produce(topic, value=f"v{i}".encode(), partition=0,
+                      headers=[("kafkaiq-trace", b"lasting-0")] if i == 0 else None)
+            assert p.flush(30) == 0
+        # offset 0's ring slot went to a newer batch: the journal explains it
+        first = wait_until(lambda: journey_part(b.http, topic=topic, partition=0, offset=0), 10, "offset 0's journey")
+        assert (first["first_offset"], first["trace"]) == (0, "lasting-0")
+        assert [s["stage"] for s in first["stages"]][:5] == ["received", "enqueued", "dequeued", "validated", "appended"]
+        assert all(s["wall_us"] > 1_600_000_000 * 10**6 for s in first["stages"])
+        b.restart()  # SIGTERM: the broker saves its ring on the way out
+        for offset in (0, 20, 29):
+            part = journey_part(b.http, topic=topic, partition=0, offset=offset)
+            assert part and part["first_offset"] == offset, (offset, part)
+        rc, out, err = run_journey_command([b.http], "--trace", "lasting-0")
+        assert rc == 0, err
+        assert out.startswith(f"journey of {topic}-0, offsets 0..0 (trace lasting-0), from 1 broker\n"), out
+        assert "why: queued behind " in out, out
+        rc, _, err = run_journey_command([b.http], topic, "0", "30")
+        assert rc == 1 and "no broker keeps a journey" in err, err
+    finally:
+        b.stop()
+
+
 def test_peers_and_state_of_a_one_process_cluster(three):
     """Each broker's page finds the others of its process through
     /api/peers, and /api/state has what the page draws."""
@@ -322,9 +353,14 @@ def test_journey_in_three_processes(tmp_path):
         rc, out, err = wait_until(
             lambda: (lambda r: r if r[0] == 0 and "consumer" in r[1] else None)(
                 run_journey_command(addresses, "--trace", "three-processes")), 10, "the command's journey")
-        assert "from 3 brokers" in out.splitlines()[0], out
-        # the stages, then the leader's verdict
+        # three processes share no monotonic clock: merged by the wall clock
+        assert "from 3 brokers in several processes (wall clock)" in out.splitlines()[0], out
+        # the stages, each with why it waited when the broker says, then the leader's verdict
         lines, verdict = out.splitlines()[1:-1], out.splitlines()[-1]
+        whys = [ln.strip() for ln in lines if ln.lstrip().startswith("why: ")]
+        lines = [ln for ln in lines if not ln.lstrip().startswith("why: ")]
+        assert any(w.startswith("why: queued behind ") for w in whys), out
+        assert any(w.startswith("why: waited ") and " for follower " in w for w in whys), out
         assert verdict == "verdict: committed: below the high watermark, visible to every consumer", out
         assert [ln.split("ms", 1)[0].strip() for ln in lines] == sorted(
             (ln.split("ms", 1)[0].strip() for ln in lines), key=float)

@@ -61,8 +61,8 @@ describe("kiq.broker", function()
       assert.is_true(svc.ms >= last)
       last = svc.ms
     end
-    assert.are.same({ "configs", "logs", "log tasks", "coordinators", "replicas", "requests", "control listener",
-                      "controller", "control plane", "lifecycle", "replication", "ready" }, names)
+    assert.are.same({ "configs", "logs", "journeys", "log tasks", "coordinators", "replicas", "requests",
+                      "control listener", "controller", "control plane", "lifecycle", "replication", "ready" }, names)
     assert.are.equal("listeners", s.phases[3].phase)
     assert.are.equal(b.port, s.phases[3].detail)
     local st = b:state().startup

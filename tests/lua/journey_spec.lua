@@ -153,6 +153,28 @@ describe("record journeys in a cluster", function()
     for _, s in ipairs(stages_named(j, "follower_leo")) do assert.is_true(s.t_ns <= hw.t_ns) end
     local ack = stages_named(j, "acknowledged")[1]
     assert.are.same({ 0, -1 }, { ack.error, ack.acks })
+    -- why the commit waited: for the follower whose fetch brought the high
+    -- watermark past the batch, the last of them to have it
+    local leos = stages_named(j, "follower_leo")
+    local last_leo = leos[#leos]
+    local waited = ("waited %.3f ms for follower %d, whose next fetch arrived at +"):format((hw.t_ns - app.t_ns) / 1e6,
+      last_leo.peer)
+    assert.are.equal(waited, hw.why:sub(1, #waited))
+    assert.matches(("whose next fetch arrived at %%+%.3f ms after the append %%(fetch offset %d: its LEO %d %%-> %d%%); "
+      .. "it had taken the batch at %%+%%d+%%.%%d+ ms$"):format((last_leo.t_ns - app.t_ns) / 1e6, last_leo.after,
+      last_leo.before, last_leo.after), hw.why)
+    assert.matches("acks=all: held in the purgatory until the high watermark passed it, %d+%.%d+ ms after the append "
+      .. "%(waiting for follower " .. last_leo.peer .. "%)", ack.why)
+    assert.matches("^queued behind %d+ requests %(depth %d+/500%)$", deq.why)
+    -- every stage has its wall-clock time, in the same order as its monotonic one
+    for i = 2, #j.stages do
+      local a, b = j.stages[i - 1], j.stages[i]
+      assert.is_true(b.wall_us - a.wall_us >= (b.t_ns - a.t_ns) / 1e3 - 1000, "wall_us follows t_ns")
+    end
+    assert.is_true(math.abs(j.stages[1].wall_us / 1e6 - os.time()) < 60, "wall_us is µs since the epoch")
+    assert.are.equal("t_ns", j.merged_by) -- one process: one monotonic clock
+    -- stages with nothing to explain say nothing
+    assert.is_nil(validated.why)
     assert.are.equal("journey-reader", stages_named(j, "records_fetched")[1].client_id)
     -- the same by offset, from the leader alone, which says where it stands
     local part = assert(c:broker(leader):journey("jr", 0, 1))
@@ -228,6 +250,8 @@ describe("record journeys in a cluster", function()
       assert.are.equal(1, fl.after)
       assert.is_true(fl.t_ns - app.t_ns >= fl.fsync_us * 1000, "broker " .. fl.broker .. ": appended after its fsync")
       assert.matches("^broker " .. fl.broker .. " fsynced the log up to offset 1 after the append", fl.text)
+      assert.are.equal("fsync because flush.messages=1", fl.why)
+      assert.are.equal(1, fl.flush_messages)
     end
   end)
 
@@ -370,6 +394,7 @@ describe("fsyncs in a journey", function()
     assert.is_true(fl.fsync_us >= 30000, "the fsync took " .. fl.fsync_us .. " µs")
     assert.is_true(fl.t_ns - app.t_ns >= fl.fsync_us * 1000)
     assert.matches("%(the log flusher, flush.ms%)", fl.text)
+    assert.are.equal("fsync because flush.ms passed since the oldest unflushed write (the log flusher)", fl.why)
     b:stop()
   end)
 end)
@@ -403,7 +428,8 @@ end)
 
 describe("the journey ring", function()
   it("keeps the newest kafkaiq.journey.max.batches batches, all of one partition if it has them all", function()
-    local b = assert(kiq.broker { ["kafkaiq.journey.max.batches"] = 20 })
+    -- the ring alone: no journal behind it
+    local b = assert(kiq.broker { ["kafkaiq.journey.max.batches"] = 20, ["kafkaiq.journey.retention.bytes"] = 0 })
     local p = assert(b:producer { acks = 1 })
     for i = 1, 30 do
       p:send("ring", "k", "v" .. i, { partition = 0 })
@@ -468,11 +494,211 @@ describe("a journey through a full request queue", function()
         waited = waited + 1
         -- its wait shows between receipt and the queue
         assert.is_true(enq.t_ns > stages_named(j, "received")[1].t_ns)
+        assert.matches("^muted: request queue full %(depth %d+/1%); its connection read nothing for %d+%.%d+ ms$",
+          enq.why)
+      else
+        assert.is_nil(enq.why)
       end
+      assert.are.equal(("queued behind %d requests (depth %d/1)"):format(enq.before, enq.before + 1),
+        stages_named(j, "dequeued")[1].why)
       saw_muted = saw_muted or enq.muted > 0
     end
     assert.is_true(waited >= 1, "some request waited muted for room")
     assert.is_true(saw_muted or waited >= 2, "the muted connections counted")
     b:stop()
+  end)
+end)
+
+describe("a consumer's fetch held in the purgatory", function()
+  it("says it waited for fetch.min.bytes / fetch.max.wait.ms", function()
+    local connection = require "kafkaiq.client.connection"
+    local b = assert(kiq.broker {})
+    local a = assert(b:admin())
+    local created = assert(a:create_topics { { name = "held", partitions = 1 } })
+    a:close()
+    -- the consumer's fetch comes first, and waits in the purgatory for the batch
+    local conn = assert(connection.open(b.host, b.port, { client_id = "held-reader", request_timeout_ms = 30000 }))
+    local pending = assert(conn:send_request(1, { replica_id = -1, max_wait_ms = 5000, min_bytes = 1,
+      max_bytes = 1048576, isolation_level = 0, session_id = 0, session_epoch = -1, rack_id = "",
+      forgotten_topics_data = {}, topics = { { topic = "held", topic_id = created[1].topic_id, partitions = {
+        { partition = 0, fetch_offset = 0, partition_max_bytes = 1048576 } } } } }))
+    assert.is_false(conn:collect(pending, 200))
+    local p = assert(b:producer { acks = 1 })
+    p:send("held", "k", "v", { partition = 0, headers = { kiq.trace_header("held-1") } })
+    assert(p:flush(10000))
+    p:close()
+    local resp
+    assert(kiq.wait_for(function()
+      resp = conn:collect(pending, 100)
+      return resp
+    end, 10000, "the held fetch's answer"))
+    conn:close()
+    local fetched
+    assert(kiq.wait_for(function()
+      local j = assert(b:journey { trace = "held-1" })
+      fetched = stages_named(j, "records_fetched")[1]
+      return fetched
+    end, 10000, "the consumer's fetch in the journey"))
+    assert.are.same({ 1, 5000 }, { fetched.min_bytes, fetched.max_wait_ms })
+    assert.is_true(fetched.held_us > 0)
+    assert.are.equal(("held %.3f ms for fetch.min.bytes=1/fetch.max.wait.ms=5000 until records came"):format(
+      fetched.held_us / 1e3), fetched.why)
+    b:stop()
+  end)
+end)
+
+describe("the journey journal", function()
+  local function tmpdir()
+    local d = os.tmpname()
+    os.remove(d)
+    assert(os.execute("mkdir -p " .. d) == 0)
+    return d
+  end
+
+  local function produce(b, topic, n)
+    local p = assert(b:producer { acks = 1 })
+    for i = 1, n do
+      p:send(topic, "k", "v" .. i, { partition = 0, headers = { kiq.trace_header(topic .. "-" .. i) } })
+      assert(p:flush(10000)) -- a batch each
+    end
+    p:close()
+  end
+
+  it("keeps a journey after its ring slot was reused, and across a restart", function()
+    local dir = tmpdir()
+    local b = assert(kiq.broker { ["kafkaiq.journey.max.batches"] = 16, ["log.dirs"] = dir })
+    produce(b, "kept", 40)
+    -- offset 0's slot went to a newer batch long ago: the journal has it
+    local j = assert(b:journey("kept", 0, 0))
+    assert.are.same({ 0, 0 }, { j.first_offset, j.last_offset })
+    assert.are.equal("kept-1", j.trace)
+    local names = stage_names(j)
+    assert.are.same({ "received", "enqueued", "dequeued", "validated", "appended" }, { unpack(names, 1, 5) })
+    assert.is_truthy(index_of(names, "sent"))
+    assert.are.equal("kept-2", assert(b:journey { trace = "kept-2" }).trace)
+    assert.is_true(assert(b:journey { trace = "kept-2" }).stages[1].wall_us > 0)
+    local state = b:state().journeys
+    assert.is_true(state.journal_written + 512 >= 40 - 16)
+    assert.are.equal(0, state.journal_dropped)
+    -- stopped and freed, the broker saves its ring; a new one on the same
+    -- directory finds every journey, the newest from that ring
+    b:stop()
+    b = nil
+    collectgarbage()
+    collectgarbage()
+    local again = assert(kiq.broker { ["kafkaiq.journey.max.batches"] = 16, ["log.dirs"] = dir })
+    for _, offset in ipairs { 0, 17, 39 } do
+      local k = assert(again:journey("kept", 0, offset), "offset " .. offset .. " after the restart")
+      assert.are.equal(offset, k.first_offset)
+      assert.are.equal("sent", k.stages[#k.stages].stage)
+    end
+    assert.are.equal("kept-40", assert(again:journey { trace = "kept-40" }).trace)
+    assert.is_nil(again:journey("kept", 0, 40))
+    again:stop()
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("keeps what the ring let go of through a kill, but not the ring (a crash saves nothing)", function()
+    local dir = tmpdir()
+    local b = assert(kiq.broker { ["kafkaiq.journey.max.batches"] = 16, ["log.dirs"] = dir })
+    produce(b, "killed", 20)
+    assert(kiq.wait_for(function() return b:state().journeys.journal_written >= 4 end, 10000, "the evicted written"))
+    b:kill()
+    b = nil
+    collectgarbage()
+    collectgarbage()
+    local again = assert(kiq.broker { ["kafkaiq.journey.max.batches"] = 16, ["log.dirs"] = dir })
+    assert.are.equal(3, assert(again:journey("killed", 0, 3)).first_offset)
+    assert.is_nil(again:journey("killed", 0, 19))
+    again:stop()
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("deletes its oldest files past kafkaiq.journey.retention.bytes, and skips a damaged one", function()
+    local dir = tmpdir()
+    local b = assert(kiq.broker { ["kafkaiq.journey.max.batches"] = 16, ["log.dirs"] = dir,
+      ["kafkaiq.journey.retention.bytes"] = 40000 })
+    produce(b, "small", 120)
+    assert(kiq.wait_for(function()
+      local js = b:state().journeys
+      return js.journal_written >= 120 - 16 and js.journal_bytes <= 40000
+    end, 10000, "the journal written, and the retention to delete"))
+    assert.is_nil(b:journey("small", 0, 0), "the oldest journeys are gone")
+    assert.is_truthy(b:journey("small", 0, 100))
+    b:stop()
+    b = nil
+    collectgarbage()
+    collectgarbage()
+    -- a file of garbage among the journal's: read past, never a crash
+    local f = assert(io.open(dir .. "/.journeys/00000000000000000001.journal", "wb"))
+    f:write(("\255"):rep(5000))
+    f:close()
+    local again = assert(kiq.broker { ["kafkaiq.journey.max.batches"] = 16, ["log.dirs"] = dir })
+    assert.is_truthy(again:journey("small", 0, 110))
+    assert.is_nil(again:journey("small", 0, 500))
+    again:stop()
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("is off with kafkaiq.journey.retention.bytes=0", function()
+    local dir = tmpdir()
+    local b = assert(kiq.broker { ["kafkaiq.journey.max.batches"] = 16, ["log.dirs"] = dir,
+      ["kafkaiq.journey.retention.bytes"] = 0 })
+    produce(b, "nojournal", 20)
+    assert.is_nil(b:journey("nojournal", 0, 0))
+    assert.is_nil(b:state().journeys.journal_written)
+    b:stop()
+    assert.is_nil(io.open(dir .. "/.journeys"))
+    os.execute("rm -rf " .. dir)
+  end)
+end)
+
+describe("the journey journal's time retention", function()
+  -- last in this file: the manual clock, once set, is the process's
+  it("deletes a file once the one after it began kafkaiq.journey.retention.ms ago", function()
+    local d = os.tmpname()
+    os.remove(d)
+    assert(os.execute("mkdir -p " .. d) == 0)
+    local b = assert(kiq.broker { ["kafkaiq.clock"] = "manual", ["kafkaiq.journey.max.batches"] = 16,
+      ["log.dirs"] = d, ["kafkaiq.journey.retention.ms"] = 60000 })
+    local function produce(from, to)
+      local p = assert(b:producer { acks = 1 })
+      for i = from, to do
+        p:send("aged", "k", "v" .. i, { partition = 0 })
+        assert(p:flush(10000))
+      end
+      p:close()
+    end
+    produce(0, 39) -- offsets 0..23 go to the journal's first file
+    assert(kiq.wait_for(function() return b:state().journeys.journal_written >= 24 end, 10000, "the first file"))
+    assert(kiq.advance_clock(61000))
+    produce(40, 79) -- a file of their own: the first was older than its tenth of the retention
+    assert(kiq.wait_for(function() return b:state().journeys.journal_written >= 64 end, 10000, "the second file"))
+    assert.is_truthy(b:journey("aged", 0, 0), "the first file kept: its newest journey is not a minute old yet")
+    assert(kiq.advance_clock(61000))
+    assert(kiq.wait_for(function() return b:journey("aged", 0, 0) == nil end, 10000, "the first file deleted"))
+    assert.is_truthy(b:journey("aged", 0, 50), "the newest file stays")
+    b:stop()
+    os.execute("rm -rf " .. d)
+  end)
+end)
+
+describe("merging journeys", function()
+  it("orders by t_ns within a process and by wall_us across processes", function()
+    -- broker 1's machine's monotonic clock is far ahead of broker 0's: only
+    -- the wall clock orders their stages
+    local leader = { process = "10-1", topic = "t", partition = 0, first_offset = 5, last_offset = 5, stages = {
+      { stage = "received", t_ns = 1000, wall_us = 1000000 },
+      { stage = "appended", t_ns = 2000000, wall_us = 1002000 },
+      { stage = "committed", t_ns = 9000000, wall_us = 1009000 } } }
+    local follower = { process = "20-2", topic = "t", partition = 0, first_offset = 5, last_offset = 5, stages = {
+      { stage = "replicated", t_ns = 500, wall_us = 1005000 } } }
+    local m = assert(kiq.merge_journeys { follower, leader })
+    assert.are.equal("wall_us", m.merged_by)
+    assert.are.same({ "received", "appended", "replicated", "committed" }, stage_names(m))
+    follower.process = "10-1"
+    m = assert(kiq.merge_journeys { follower, leader })
+    assert.are.equal("t_ns", m.merged_by)
+    assert.are.same({ "replicated", "received", "appended", "committed" }, stage_names(m))
   end)
 end)
