@@ -61,6 +61,9 @@ def merged(addresses, topic, partition, offset):
 
 def produce_traced(bootstrap, topic, trace, n=3, compression="none"):
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "compression.type": compression})
+    # the partition's leader known first: records produced while it is not
+    # may leave in two batches (the journey would cover only the first)
+    p.list_topics(topic, timeout=10)
     errors = []
     for i in range(n):
         p.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0,
