@@ -53,7 +53,8 @@ function M.describe(s)
   return s.text or s.stage
 end
 
--- Prints a journey, +ms from its receipt, and the leader's verdict.
+-- Prints a journey, +ms from its receipt (each wait's why under its stage,
+-- as `kafkaiq journey` does), and the leader's verdict.
 function Lab:journey(j)
   local t0 = j.stages[1] and j.stages[1].t_ns or 0
   for _, s in ipairs(j.stages) do
@@ -61,6 +62,7 @@ function Lab:journey(j)
   end
   for _, s in ipairs(j.stages) do
     self:say("  %+9.3f ms  %s", (s.t_ns - t0) / 1e6, M.describe(s))
+    if s.why then self:say("                why: %s", s.why) end
   end
   if j.verdict then self:say("  verdict: %s", j.verdict.text) end
 end
