@@ -746,7 +746,7 @@ bool kiq_controller_wait_active(kiq_controller_t *c, int64_t timeout_ms)
 {
     pthread_mutex_lock(&c->mu);
     int64_t deadline = kiq_clock_system_mono_ns() + timeout_ms * 1000000;
-    while (!c->active && !c->stopping && kiq_cond_wait_until(&c->activated, &c->mu, deadline))
+    while (!c->active && !c->stopping && kiq_cond_wait_until_system(&c->activated, &c->mu, deadline))
         ;
     bool active = c->active;
     pthread_mutex_unlock(&c->mu);

@@ -599,7 +599,7 @@ int kiq_quorum_write(kiq_quorum_t *q, const kiq_metadata_record_t *records, size
     } else {
         int64_t end = at + (int64_t)n, deadline = kiq_clock_system_mono_ns() + timeout_ms * 1000000;
         while (q->hw < end && !q->stopping && q->role == KIQ_RAFT_LEADER && q->epoch == epoch &&
-               kiq_cond_wait_until(&q->moved, &q->mu, deadline))
+               kiq_cond_wait_until_system(&q->moved, &q->mu, deadline))
             ;
         if (q->hw >= end) {
             *last_offset = end - 1;

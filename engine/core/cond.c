@@ -34,6 +34,12 @@ bool kiq_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *mu, int64_t deadlin
     return sliced && kiq_clock_mono_ns() < deadline_ns; /* a slice ended: looked, not timed out */
 }
 
+bool kiq_cond_wait_until_system(pthread_cond_t *c, pthread_mutex_t *mu, int64_t deadline_ns)
+{
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000), (long)(deadline_ns % 1000000000)};
+    return pthread_cond_timedwait(c, mu, &ts) != ETIMEDOUT;
+}
+
 bool kiq_cond_wait_ms(pthread_cond_t *c, pthread_mutex_t *mu, int64_t ms)
 {
     if (ms < 0) return pthread_cond_wait(c, mu) == 0;
