@@ -171,22 +171,31 @@ int kiq_config_change_broker(kiq_dynamic_configs_t *cfg, const kiq_config_t *bas
     return err;
 }
 
-int kiq_config_change_group(kiq_group_configs_t *cfg, const kiq_config_order_t *o)
+/* A resource whose configs IncrementalAlterConfigs only sets or deletes,
+ * one by one (groups, client-metrics resources), and Kafka's words for it. */
+typedef struct set_only {
+    const char *what;       /* "group", "client metrics" */
+    const char *empty_name; /* the refusal of an empty resource name */
+    int (*find)(kiq_str_t name);
+    int (*set)(void *cfg, int i, kiq_str_t value);
+} set_only_t;
+
+static int change_set_only(const set_only_t *kind, void *cfg, const kiq_config_order_t *o)
 {
     if (!o->ops) {
-        kiq_error_set("AlterConfigs does not change group configs: IncrementalAlterConfigs does");
+        kiq_error_set("AlterConfigs does not change %s configs: IncrementalAlterConfigs does", kind->what);
         return KIQ_ERR_INVALID_REQUEST;
     }
-    kiq_str_t group = o->ops->resource_name;
-    if (!group.p || group.len <= 0) {
-        kiq_error_set("Group id must not be empty");
+    kiq_str_t name = o->ops->resource_name;
+    if (!name.p || name.len <= 0) {
+        kiq_error_set("%s", kind->empty_name);
         return KIQ_ERR_INVALID_REQUEST;
     }
     for (int32_t i = 0; i < o->ops->configs_n; i++) {
         const kiq_incremental_alter_configs_request_resources_configs_t *c = &o->ops->configs[i];
-        int k = kiq_group_config_find(c->name);
+        int k = kind->find(c->name);
         if (k < 0) {
-            kiq_error_set("Unknown group config name: " KIQ_STR_FMT, KIQ_STR_ARG(c->name));
+            kiq_error_set("Unknown %s config name: " KIQ_STR_FMT, kind->what, KIQ_STR_ARG(c->name));
             return KIQ_ERR_INVALID_CONFIG;
         }
         if (c->config_operation == 0 && !c->value.p) {
@@ -194,43 +203,31 @@ int kiq_config_change_group(kiq_group_configs_t *cfg, const kiq_config_order_t *
             return KIQ_ERR_INVALID_REQUEST;
         }
         if (c->config_operation != 0 && c->config_operation != 1) {
-            kiq_error_set("A group config is set or deleted, not appended to or subtracted from");
+            kiq_error_set("A %s config is set or deleted, not appended to or subtracted from", kind->what);
             return KIQ_ERR_INVALID_REQUEST;
         }
-        int err = kiq_group_configs_set(cfg, k, c->config_operation == 0 ? c->value : KIQ_STR_NULL);
+        int err = kind->set(cfg, k, c->config_operation == 0 ? c->value : KIQ_STR_NULL);
         if (err) return err < 0 ? KIQ_ERR_UNKNOWN_SERVER_ERROR : err;
     }
     return KIQ_ERR_NONE;
 }
 
+static int set_group(void *cfg, int i, kiq_str_t value) { return kiq_group_configs_set(cfg, i, value); }
+
+static int set_client_metrics(void *cfg, int i, kiq_str_t value)
+{
+    return kiq_client_metrics_configs_set(cfg, i, value);
+}
+
+int kiq_config_change_group(kiq_group_configs_t *cfg, const kiq_config_order_t *o)
+{
+    static const set_only_t kind = {"group", "Group id must not be empty", kiq_group_config_find, set_group};
+    return change_set_only(&kind, cfg, o);
+}
+
 int kiq_config_change_client_metrics(kiq_client_metrics_configs_t *cfg, const kiq_config_order_t *o)
 {
-    if (!o->ops) {
-        kiq_error_set("AlterConfigs does not change client metrics configs: IncrementalAlterConfigs does");
-        return KIQ_ERR_INVALID_REQUEST;
-    }
-    kiq_str_t name = o->ops->resource_name;
-    if (!name.p || name.len <= 0) {
-        kiq_error_set("Client metrics resource name must not be empty");
-        return KIQ_ERR_INVALID_REQUEST;
-    }
-    for (int32_t i = 0; i < o->ops->configs_n; i++) {
-        const kiq_incremental_alter_configs_request_resources_configs_t *c = &o->ops->configs[i];
-        int k = kiq_client_metrics_config_find(c->name);
-        if (k < 0) {
-            kiq_error_set("Unknown client metrics config name: " KIQ_STR_FMT, KIQ_STR_ARG(c->name));
-            return KIQ_ERR_INVALID_CONFIG;
-        }
-        if (c->config_operation == 0 && !c->value.p) {
-            kiq_error_set("Null value not supported for: " KIQ_STR_FMT, KIQ_STR_ARG(c->name));
-            return KIQ_ERR_INVALID_REQUEST;
-        }
-        if (c->config_operation != 0 && c->config_operation != 1) {
-            kiq_error_set("A client metrics config is set or deleted, not appended to or subtracted from");
-            return KIQ_ERR_INVALID_REQUEST;
-        }
-        int err = kiq_client_metrics_configs_set(cfg, k, c->config_operation == 0 ? c->value : KIQ_STR_NULL);
-        if (err) return err < 0 ? KIQ_ERR_UNKNOWN_SERVER_ERROR : err;
-    }
-    return KIQ_ERR_NONE;
+    static const set_only_t kind = {"client metrics", "Client metrics resource name must not be empty",
+                                    kiq_client_metrics_config_find, set_client_metrics};
+    return change_set_only(&kind, cfg, o);
 }
