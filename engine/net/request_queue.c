@@ -75,12 +75,14 @@ bool kiq_request_queue_try_push(kiq_request_queue_t *q, kiq_request_t *r)
             if (r->refused) e.flags |= KIQ_EVENT_MUTED;
             kiq_observers_emit(q->observers, &e);
         }
-        pthread_cond_signal(&q->nonempty);
     } else if (!q->closed && !r->refused) {
         r->refused = true;
         q->muted++;
     }
     pthread_mutex_unlock(&q->lock);
+    /* after the unlock: an I/O thread woken under it would only block on
+     * the lock again (a second futex round trip per request) */
+    if (ok) pthread_cond_signal(&q->nonempty);
     return ok;
 }
 

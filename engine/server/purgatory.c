@@ -335,8 +335,9 @@ void kiq_purgatory_park(kiq_purgatory_t *p, kiq_delayed_op_t *op)
     p->stats.parked++;
     p->stats.waiting++;
     p->stats.waiting_by_kind[op->kind]++;
-    pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->lock);
+    /* after the unlock, so the woken thread does not block on it at once */
+    pthread_cond_signal(&p->cond);
 }
 
 void kiq_purgatory_notify(kiq_purgatory_t *p, uint64_t key)
@@ -362,9 +363,9 @@ void kiq_purgatory_notify(kiq_purgatory_t *p, uint64_t key)
             else
                 p->pending_all = true; /* out of memory: try everyone */
         }
-        pthread_cond_signal(&p->cond);
     }
     pthread_mutex_unlock(&p->lock);
+    if (watched) pthread_cond_signal(&p->cond);
 }
 
 void kiq_purgatory_notify_all(kiq_purgatory_t *p)
