@@ -307,8 +307,11 @@ static void read_partition(fetch_reading_t *fr, kiq_topic_t *topic, kiq_str_t na
         kiq_partition_replica_follower_fetched(part->replica, log, replica, p->fetch_offset,
                                                kiq_clock_mono_ns() / 1000000, &moved, &expand);
         /* records a follower's fetch committed: acks=all produces
-         * and consumers waiting on the partition may finish */
-        if (moved) kiq_topics_notify_append(b->topics, topic->name, p->partition);
+         * and consumers waiting on the partition may finish, tried in
+         * this thread (no lock held here; within a purgatory round the
+         * purgatory thread's next round tries them) */
+        if (moved)
+            kiq_purgatory_notify_here(b->purgatory, kiq_purgatory_key(topic->name, strlen(topic->name), p->partition));
         if (expand && b->replicas)
             kiq_replica_manager_queue_isr_expand(b->replicas, topic, p->partition, replica);
     }
