@@ -610,6 +610,7 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
     f->req = req;
     f->resp = out;
     kiq_api_handled(b, r); /* r is the purgatory's from the park on */
-    kiq_purgatory_park(b->purgatory, &f->op);
+    /* no lock held here: parked without waking the purgatory thread */
+    kiq_purgatory_park_here(b->purgatory, &f->op);
     return KIQ_HANDLER_PARKED;
 }

@@ -45,6 +45,9 @@ struct kiq_purgatory {
      * other round starts */
     bool trying;
     bool held_off; /* the thread waits for a notifier's round to end */
+    /* when the thread, asleep, wakes by itself (INT64_MAX: not before a
+     * signal; 0: it is awake and looks at the heap before it sleeps) */
+    int64_t sleep_until;
     bool stopping, started;
     kiq_purgatory_stats_t stats;
     pthread_t thread;
@@ -257,10 +260,14 @@ static void *purgatory_main(void *arg)
     for (;;) {
         while (idle(p)) {
             p->held_off = p->trying;
-            if (p->nheap == 0 || p->trying)
+            if (p->nheap == 0 || p->trying) {
+                p->sleep_until = INT64_MAX;
                 pthread_cond_wait(&p->cond, &p->lock);
-            else
-                kiq_cond_wait_until(&p->cond, &p->lock, p->heap[0]->deadline_ns);
+            } else {
+                p->sleep_until = p->heap[0]->deadline_ns;
+                kiq_cond_wait_until(&p->cond, &p->lock, p->sleep_until);
+            }
+            p->sleep_until = 0;
         }
         bool stopping = p->stopping;
         size_t n = collect(p, &c, &cap);
@@ -377,6 +384,47 @@ static bool note_pending(kiq_purgatory_t *p, uint64_t key)
         }
     }
     return watched;
+}
+
+void kiq_purgatory_park_here(kiq_purgatory_t *p, kiq_delayed_op_t *op)
+{
+    watch_t *watches = op->nkeys > 0 ? malloc((size_t)op->nkeys * sizeof *watches) : NULL;
+    pthread_mutex_lock(&p->lock);
+    if (p->trying || p->stopping || (op->nkeys > 0 && !watches)) {
+        pthread_mutex_unlock(&p->lock);
+        free(watches);
+        kiq_purgatory_park(p, op);
+        return;
+    }
+    /* its first try here, as a round of one: what is notified meanwhile
+     * waits as pending for the thread's round, which finds it watching */
+    p->trying = true;
+    p->stats.parked++;
+    p->stats.tried++;
+    pthread_mutex_unlock(&p->lock);
+    bool done = op->try_complete(op, false); /* done: op's memory is gone */
+    pthread_mutex_lock(&p->lock);
+    p->trying = false;
+    bool wake = p->held_off;
+    p->held_off = false;
+    if (!done) {
+        op->round = 0;
+        if (relink(p, op, watches) != 0) {
+            pthread_mutex_unlock(&p->lock);
+            free(watches);
+            op->try_complete(op, true);
+            if (wake) pthread_cond_signal(&p->cond);
+            return;
+        }
+        watches = NULL;
+        p->stats.waiting++;
+        p->stats.waiting_by_kind[op->kind]++;
+        /* the thread is woken only if it would sleep past this deadline */
+        wake |= op->deadline_ns < p->sleep_until;
+    }
+    pthread_mutex_unlock(&p->lock);
+    free(watches);
+    if (wake) pthread_cond_signal(&p->cond);
 }
 
 void kiq_purgatory_notify(kiq_purgatory_t *p, uint64_t key)

@@ -3,7 +3,8 @@
  * as expired in deadline order, an operation with no keys waits for its
  * deadline alone, one that finishes leaves for good, stop completes
  * what is parked, and notify_here tries a key's watchers in the calling
- * thread, leaving those parked since the thread's last round to it.
+ * thread, leaving those parked since the thread's last round to it, and
+ * park_here makes the first try in the caller and still expires on time.
  * Waits are bounded polls on the purgatory's counters. */
 #include <pthread.h>
 #include <setjmp.h>
@@ -223,6 +224,47 @@ static void test_notify_here_tries_in_the_caller(void **state)
     kiq_purgatory_free(p);
 }
 
+static void test_park_here_tries_in_the_caller(void **state)
+{
+    (void)state;
+    kiq_purgatory_t *p = kiq_purgatory_new();
+    assert_int_equal(kiq_purgatory_start(p), 0);
+    /* ready: finished before the call returns, never waiting */
+    test_op_t a;
+    init_op(&a, "ph", 0, 60000);
+    atomic_store(&a.ready, true);
+    kiq_purgatory_park_here(p, &a.op);
+    assert_int_equal(atomic_load(&a.finished), 1);
+    assert_true(pthread_equal(a.by, pthread_self()));
+    assert_int_equal(waiting(p), 0);
+    /* not ready: tried once here, then watching its key */
+    test_op_t b;
+    init_op(&b, "ph", 1, 60000);
+    kiq_purgatory_park_here(p, &b.op);
+    assert_int_equal(atomic_load(&b.tries), 1);
+    assert_int_equal(waiting(p), 1);
+    atomic_store(&b.ready, true);
+    kiq_purgatory_notify(p, kiq_purgatory_key("ph", 2, 1));
+    WAIT_FOR(atomic_load(&b.finished) == 1);
+    WAIT_FOR(waiting(p) == 0);
+    /* the thread, asleep with nothing parked, still wakes for the deadline */
+    test_op_t c;
+    init_op(&c, "ph", 2, 20);
+    kiq_purgatory_park_here(p, &c.op);
+    WAIT_FOR(atomic_load(&c.finished) == 2);
+    /* an earlier deadline than the one the thread sleeps until */
+    test_op_t late, soon;
+    init_op(&late, "ph", 3, 60000);
+    kiq_purgatory_park_here(p, &late.op);
+    init_op(&soon, "ph", 4, 20);
+    kiq_purgatory_park_here(p, &soon.op);
+    WAIT_FOR(atomic_load(&soon.finished) == 2);
+    assert_int_equal(atomic_load(&late.finished), 0);
+    kiq_purgatory_stop(p);
+    assert_int_equal(atomic_load(&late.finished), 2);
+    kiq_purgatory_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_deadlines_expire_in_order),
         cmocka_unit_test(test_stop_completes_what_is_parked),
         cmocka_unit_test(test_notify_here_tries_in_the_caller),
+        cmocka_unit_test(test_park_here_tries_in_the_caller),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
