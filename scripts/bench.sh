@@ -157,6 +157,28 @@ free_port() {
     /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# free_ports N: the first of N consecutive free ports, below the kernel's
+# ephemeral range (where clients' ports would come to sit on port + i).
+free_ports() {
+    /usr/bin/python3 -c '
+import random, socket, sys
+n = int(sys.argv[1])
+while True:
+    base, held = random.randint(20000, 32000 - n), []
+    try:
+        for i in range(n):
+            s = socket.socket()
+            held.append(s)
+            s.bind(("127.0.0.1", base + i))
+        print(base)
+        break
+    except OSError:
+        pass
+    finally:
+        for s in held:
+            s.close()' "$1"
+}
+
 # wait_port HOST PORT PID: polls connect() until it succeeds, the process dies,
 # or READY_TIMEOUT passes.
 wait_port() {
@@ -245,8 +267,14 @@ bench_kafkaiq() {
     shift 2
     data=$(mktemp -d)
     tmpdirs+=("$data")
-    port=$(free_port)
-    http=$(free_port)
+    # with --brokers N, broker i listens on port + i and http + i
+    local nodes=1 prev=""
+    for a in "$@"; do
+        [[ $prev == --brokers ]] && nodes=$a
+        prev=$a
+    done
+    port=$(free_ports "$nodes")
+    http=$(free_ports "$nodes")
     "$kiq_bin" serve config/server.properties \
         --override "listeners=$listener_proto://127.0.0.1:$port" --override "log.dirs=$data/data" \
         --override kafkaiq.log.level=warn --override "kafkaiq.http.listener=127.0.0.1:$http" \
