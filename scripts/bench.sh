@@ -60,6 +60,23 @@
 # Other options go to kiq_bench: --count-small N (100 B messages, default
 # 1000000), --count-large N (1 KiB, default 300000), --acks 0|1|all (default 1),
 # --partitions N (default 3), --topic NAME, --no-consume (produce only).
+#
+#   --rate N [--seconds S] [--size B]     instead of the throughput rows, N
+#                                         one-record requests/s (linger 0, one
+#                                         in flight) for S seconds (default
+#                                         10; after a 1 s warm-up row), read
+#                                         back at once by a consumer: p50/p99
+#                                         end-to-end ms and, for each broker
+#                                         started here, its CPU µs per record
+#                                         (produce and the consumer's fetches);
+#                                         combines with --journeys, --peer,
+#                                         --against and --replicated, whose
+#                                         summaries then add the medians
+#   --producers LIST                      instead of the throughput rows, for
+#                                         each count in LIST (say 1,4,8) that
+#                                         many producers at once, 1 KiB, at
+#                                         acks=1 then acks=all (8 partitions
+#                                         unless --partitions)
 # The mock cluster keeps data in memory only (the last 5 MiB per partition) and
 # ignores acks: compare its produce figures at acks=1 and read its consume
 # figures as "of what it kept".
@@ -87,11 +104,14 @@ kafka=0
 tls=0
 listener_proto=PLAINTEXT # the listener bench_kafkaiq starts
 rounds=1
+rate=0
+producers=0
+partitions_set=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
     --bootstrap) bootstrap=$2; shift 2 ;;
     --peer) peer=1; shift ;;
-    --partitions) partitions=$2; shift 2 ;;
+    --partitions) partitions=$2; partitions_set=1; shift 2 ;;
     --topic) topic=$2; shift 2 ;;
     --broker-override) broker_overrides+=(--override "$2"); shift 2 ;;
     --journeys) journeys=1; shift ;;
@@ -100,16 +120,23 @@ while [[ $# -gt 0 ]]; do
     --rounds) rounds=$2; shift 2 ;;
     --count-small | --count-large | --acks) pass+=("$1" "$2"); shift 2 ;;
     --no-consume) pass+=("$1"); shift ;;
+    --rate) rate=1; pass+=("$1" "$2"); shift 2 ;;
+    --seconds | --size) pass+=("$1" "$2"); shift 2 ;;
+    --producers) producers=1; pass+=("$1" "$2"); shift 2 ;;
     --kafka) kafka=1; shift ;;
     --tls) tls=1; shift ;;
-    -h | --help) sed -n '2,63p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,79p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
 
+if ((producers && !partitions_set)); then
+    partitions=8
+fi
+
 mkdir -p "$BENCH_DIR"
 if [[ ! -x $BENCH_BIN || scripts/bench/kiq_bench.c -nt $BENCH_BIN ]]; then
-    gcc -std=c11 -O2 -Wall -Wextra -o "$BENCH_BIN" scripts/bench/kiq_bench.c -lrdkafka
+    gcc -std=c11 -O2 -Wall -Wextra -pthread -o "$BENCH_BIN" scripts/bench/kiq_bench.c -lrdkafka
 fi
 
 pids=()
@@ -128,6 +155,28 @@ trap cleanup EXIT
 
 free_port() {
     /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# free_ports N: the first of N consecutive free ports, below the kernel's
+# ephemeral range (where clients' ports would come to sit on port + i).
+free_ports() {
+    /usr/bin/python3 -c '
+import random, socket, sys
+n = int(sys.argv[1])
+while True:
+    base, held = random.randint(20000, 32000 - n), []
+    try:
+        for i in range(n):
+            s = socket.socket()
+            held.append(s)
+            s.bind(("127.0.0.1", base + i))
+        print(base)
+        break
+    except OSError:
+        pass
+    finally:
+        for s in held:
+            s.close()' "$1"
 }
 
 # wait_port HOST PORT PID: polls connect() until it succeeds, the process dies,
@@ -166,7 +215,8 @@ cpu_ticks() {
 }
 
 # with_cpu PID...: copies kiq_bench's rows, adding the brokers' CPU seconds
-# spent since the previous row (kiq_bench flushes each row as its phase ends).
+# spent since the previous row (kiq_bench flushes each row as its phase ends);
+# after a fixed-rate row, a comment with the CPU µs per record.
 with_cpu() {
     local hz mark now line
     hz=$(getconf CLK_TCK)
@@ -178,7 +228,13 @@ with_cpu() {
             printf '%s %9s\n' "$line" "cpu s"
         else
             now=$(cpu_ticks "$@")
-            awk -v l="$line" -v t=$((now - mark)) -v hz="$hz" 'BEGIN { printf "%s %9.2f\n", l, t / hz }'
+            awk -v l="$line" -v t=$((now - mark)) -v hz="$hz" 'BEGIN {
+                printf "%s %9.2f\n", l, t / hz
+                split(l, f)
+                if (f[3] == "rate" && f[4] > 0)
+                    printf "# %s: broker CPU %.1f us per record, %.2f cores busy\n", f[1],
+                        t / hz * 1e6 / f[4], t / hz / f[5]
+            }'
             mark=$now
         fi
     done
@@ -211,8 +267,14 @@ bench_kafkaiq() {
     shift 2
     data=$(mktemp -d)
     tmpdirs+=("$data")
-    port=$(free_port)
-    http=$(free_port)
+    # with --brokers N, broker i listens on port + i and http + i
+    local nodes=1 prev=""
+    for a in "$@"; do
+        [[ $prev == --brokers ]] && nodes=$a
+        prev=$a
+    done
+    port=$(free_ports "$nodes")
+    http=$(free_ports "$nodes")
     "$kiq_bin" serve config/server.properties \
         --override "listeners=$listener_proto://127.0.0.1:$port" --override "log.dirs=$data/data" \
         --override kafkaiq.log.level=warn --override "kafkaiq.http.listener=127.0.0.1:$http" \
@@ -258,7 +320,7 @@ bench_kafkaiq() {
 # seconds over the rounds, and each target's difference from the first one.
 summary() {
     awk '$1 !~ /^#/ && $1 != "target" && NF >= 8 {
-            k = $2 " " $3; i = ++n[$1, k]; rate[$1, k, i] = $6; cpu[$1, k, i] = $8
+            k = $2 " " $3; i = ++n[$1, k]; rate[$1, k, i] = $6; cpu[$1, k, i] = $NF
             if (!(k in seenk)) { seenk[k] = 1; keys[++nk] = k }
             if (!($1 in seent)) { seent[$1] = 1; targets[++nt] = $1 }
         }
@@ -281,6 +343,30 @@ summary() {
                         (t > 1 ? diff(r, r0) : ""), c, (t > 1 ? diff(c, c0) : "")
                 }
             }
+        }' "$1"
+}
+
+# rate_summary FILE: per target, the medians over the rounds of the
+# fixed-rate rows' broker CPU µs per record and end-to-end p50 and p99.
+rate_summary() {
+    awk '$1 !~ /^#/ && $3 == "rate" && $4 > 0 {
+            i = ++n[$1]; us[$1, i] = $NF * 1e6 / $4; p50[$1, i] = $8; p99[$1, i] = $9
+            if (!($1 in seen)) { seen[$1] = 1; targets[++nt] = $1 }
+        }
+        function median(v, t,   m, i, j, a, x) {
+            m = n[t]
+            for (i = 1; i <= m; i++) a[i] = v[t, i]
+            for (i = 2; i <= m; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+                x = a[j]; a[j] = a[j - 1]; a[j - 1] = x
+            }
+            return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+        }
+        END {
+            if (nt == 0) exit
+            printf "# fixed rate, medians:  %-16s %12s %9s %9s\n", "target", "cpu us/rec", "p50 ms", "p99 ms"
+            for (t = 1; t <= nt; t++)
+                printf "# %-21s %-16s %12.1f %9.3f %9.3f\n", "", targets[t], median(us, targets[t]),
+                    median(p50, targets[t]), median(p99, targets[t])
         }' "$1"
 }
 
@@ -405,6 +491,7 @@ elif [[ $peer -eq 1 ]]; then
     echo "# loopback: ${lb2:-?} GB/s (after the rounds)"
     compare "$rows/all" "$(awk -v a="${lb:-0}" -v b="${lb2:-0}" 'BEGIN { print (a > b ? a : b) }')" \
         kafkaiq mock-peer
+    rate_summary "$rows/all"
 elif [[ $kafka -eq 1 ]]; then
     [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
     scripts/kafka.sh fetch
@@ -470,6 +557,7 @@ elif [[ $replicated -eq 1 ]]; then
             bench_kafkaiq before 0 --brokers 3 "${broker_overrides[@]}" | tee -a "$rows/all"
         done
         summary "$rows/all"
+        rate_summary "$rows/all"
     else
         for ((r = 1; r <= rounds; r++)); do
             bench_extra=(--acks 1 --replication-factor 1)
@@ -478,6 +566,7 @@ elif [[ $replicated -eq 1 ]]; then
             bench_kafkaiq rf3-acksall 0 --brokers 3 "${broker_overrides[@]}" | tee -a "$rows/all"
         done
         compare "$rows/all" 0 rf3-acksall rf1-acks1
+        rate_summary "$rows/all"
     fi
 else
     [[ -x build/kafkaiq ]] || { echo "bench.sh: build/kafkaiq missing: run make" >&2; exit 1; }
@@ -496,6 +585,7 @@ else
             cat "$rows/one"
         done
         summary "$rows/all"
+        rate_summary "$rows/all"
     elif [[ $journeys -eq 1 ]]; then
         rows=$(mktemp -d)
         tmpdirs+=("$rows")
@@ -513,6 +603,7 @@ else
             cat "$rows/one"
         done
         summary "$rows/all"
+        rate_summary "$rows/all"
     else
         bench_kafkaiq kafkaiq 0 "${broker_overrides[@]}"
     fi

@@ -26,7 +26,7 @@ bin=${KIQ_BIN:-build/kafkaiq}
 bench=build/bench/kiq_bench
 mkdir -p build/bench
 if [[ ! -x $bench || scripts/bench/kiq_bench.c -nt $bench ]]; then
-    gcc -std=c11 -O2 -Wall -Wextra -o "$bench" scripts/bench/kiq_bench.c -lrdkafka
+    gcc -std=c11 -O2 -Wall -Wextra -pthread -o "$bench" scripts/bench/kiq_bench.c -lrdkafka
 fi
 work=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; [[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT

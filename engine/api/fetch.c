@@ -317,8 +317,11 @@ static void read_partition_here(fetch_reading_t *fr, kiq_topic_t *topic, kiq_str
         kiq_partition_replica_follower_fetched(part->replica, log, replica, p->fetch_offset,
                                                kiq_clock_mono_ns() / 1000000, &moved, &expand);
         /* records a follower's fetch committed: acks=all produces
-         * and consumers waiting on the partition may finish */
-        if (moved) kiq_topics_notify_append(b->topics, topic->name, p->partition);
+         * and consumers waiting on the partition may finish, tried in
+         * this thread (no lock held here; within a purgatory round the
+         * purgatory thread's next round tries them) */
+        if (moved)
+            kiq_purgatory_notify_here(b->purgatory, kiq_purgatory_key(topic->name, strlen(topic->name), p->partition));
         if (expand && b->replicas)
             kiq_replica_manager_queue_isr_expand(b->replicas, topic, p->partition, replica);
     }
@@ -628,6 +631,7 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
     f->req = req;
     f->resp = out;
     kiq_api_handled(b, r); /* r is the purgatory's from the park on */
-    kiq_purgatory_park(b->purgatory, &f->op);
+    /* no lock held here: parked without waking the purgatory thread */
+    kiq_purgatory_park_here(b->purgatory, &f->op);
     return KIQ_HANDLER_PARKED;
 }

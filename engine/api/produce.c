@@ -665,8 +665,11 @@ static int produce_all(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_requ
                 if (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER && r->header.api_version >= 10)
                     kiq_api_leader_hint(b, r, td->name, pr->index, &pr->current_leader.leader_id,
                                         &pr->current_leader.leader_epoch, &leaders);
-                /* waiting followers and (alone in the ISR: committed) consumers */
-                if (pr->error_code == KIQ_ERR_NONE) kiq_topics_notify_append(b->topics, topic->name, pr->index);
+                /* waiting followers and (alone in the ISR: committed) consumers,
+                 * tried in this thread (no lock held here): one wake-up fewer */
+                if (pr->error_code == KIQ_ERR_NONE)
+                    kiq_purgatory_notify_here(b->purgatory,
+                                              kiq_purgatory_key(topic->name, strlen(topic->name), pr->index));
                 if (waits && pr->error_code == KIQ_ERR_NONE && required >= 0) {
                     atomic_fetch_add(&topic->refs, 1);
                     waits[nwaits++] = (produce_wait_t){topic, index, required, epoch, pr, false};

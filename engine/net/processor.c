@@ -458,14 +458,19 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
             if (rc == 0) break; /* starved: what is in may still frame */
         }
         bool other = false;
-        ssize_t n = c->tls ? kiq_tls_read(c->tls, c->in + c->in_len, c->in_cap - c->in_len, &other)
-                           : read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+        size_t room = c->in_cap - c->in_len;
+        ssize_t n = c->tls ? kiq_tls_read(c->tls, c->in + c->in_len, room, &other)
+                           : read(c->fd, c->in + c->in_len, room);
         if (n > 0) {
             read_some = true;
             bump(&c->p->bytes_in, (uint64_t)n);
             c->last_active_ns = kiq_clock_mono_ns();
             if (c->in_len == 0) c->partial_since_ns = c->last_active_ns;
             c->in_len += (size_t)n;
+            /* a short plaintext read emptied the socket: the read that
+             * would only say EAGAIN is saved (the watcher, level-triggered,
+             * reports whatever comes next, an end of stream included) */
+            if (!c->tls && (size_t)n < room) break;
             continue;
         }
         if (n == 0) {

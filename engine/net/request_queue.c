@@ -1,6 +1,7 @@
 #include "net/request_queue.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 
 #include "core/clock.h"
@@ -9,8 +10,13 @@
 enum { MAX_SPACE_WATCHERS = 64 };
 
 struct kiq_request_queue {
-    pthread_mutex_t lock; /* guards everything below */
-    pthread_cond_t nonempty;
+    pthread_mutex_t lock; /* guards everything below but wake */
+    /* Blocked pops wait on this semaphore rather than a condition variable:
+     * a condition variable's wait takes the lock back marked contended, so
+     * its unlock is one more futex call per request. A push posts once per
+     * pop it counted idle, after the unlock. */
+    sem_t wake;
+    size_t idle; /* pops about to wait or waiting on wake, not yet posted */
     kiq_request_t **ring;
     size_t capacity, head, count;
     size_t muted; /* requests refused for want of room and not in yet: their connections wait muted */
@@ -32,7 +38,12 @@ kiq_request_queue_t *kiq_request_queue_new(size_t capacity)
     }
     q->capacity = capacity;
     pthread_mutex_init(&q->lock, NULL);
-    pthread_cond_init(&q->nonempty, NULL);
+    if (sem_init(&q->wake, 0, 0) != 0) {
+        pthread_mutex_destroy(&q->lock);
+        free(q->ring);
+        free(q);
+        return NULL;
+    }
     return q;
 }
 
@@ -42,7 +53,7 @@ void kiq_request_queue_free(kiq_request_queue_t *q)
     for (size_t i = 0; i < q->count; i++)
         kiq_request_free(q->ring[(q->head + i) % q->capacity]);
     pthread_mutex_destroy(&q->lock);
-    pthread_cond_destroy(&q->nonempty);
+    sem_destroy(&q->wake);
     free(q->ring);
     free(q);
 }
@@ -60,6 +71,7 @@ bool kiq_request_queue_try_push(kiq_request_queue_t *q, kiq_request_t *r)
 {
     pthread_mutex_lock(&q->lock);
     bool ok = !q->closed && q->count < q->capacity;
+    bool post = false;
     if (ok) {
         r->t.enqueued = kiq_clock_mono_ns();
         q->ring[(q->head + q->count) % q->capacity] = r;
@@ -75,12 +87,18 @@ bool kiq_request_queue_try_push(kiq_request_queue_t *q, kiq_request_t *r)
             if (r->refused) e.flags |= KIQ_EVENT_MUTED;
             kiq_observers_emit(q->observers, &e);
         }
-        pthread_cond_signal(&q->nonempty);
+        if (q->idle > 0) {
+            q->idle--;
+            post = true;
+        }
     } else if (!q->closed && !r->refused) {
         r->refused = true;
         q->muted++;
     }
     pthread_mutex_unlock(&q->lock);
+    /* after the unlock: an I/O thread woken under it would only block on
+     * the lock again (a second futex round trip per request) */
+    if (post) sem_post(&q->wake);
     return ok;
 }
 
@@ -101,7 +119,14 @@ void kiq_request_queue_set_observers(kiq_request_queue_t *q, const kiq_observers
 kiq_request_t *kiq_request_queue_pop(kiq_request_queue_t *q)
 {
     pthread_mutex_lock(&q->lock);
-    while (q->count == 0 && !q->closed) pthread_cond_wait(&q->nonempty, &q->lock);
+    while (q->count == 0 && !q->closed) {
+        q->idle++;
+        pthread_mutex_unlock(&q->lock);
+        /* a post may come before the wait: the semaphore keeps it; a
+         * request another pop took first sends this one round again */
+        while (sem_wait(&q->wake) != 0) continue; /* EINTR */
+        pthread_mutex_lock(&q->lock);
+    }
     kiq_request_t *r = NULL;
     bool was_full = q->count == q->capacity;
     if (q->count > 0) {
@@ -120,8 +145,10 @@ void kiq_request_queue_close(kiq_request_queue_t *q)
 {
     pthread_mutex_lock(&q->lock);
     q->closed = true;
-    pthread_cond_broadcast(&q->nonempty);
+    size_t waiting = q->idle;
+    q->idle = 0;
     pthread_mutex_unlock(&q->lock);
+    for (size_t i = 0; i < waiting; i++) sem_post(&q->wake);
 }
 
 size_t kiq_request_queue_depth(kiq_request_queue_t *q)

@@ -39,9 +39,15 @@ struct kiq_purgatory {
     bool pending_all;
     kiq_delayed_op_t *fresh; /* parked since the last round */
     uint64_t round;
-    /* the thread is trying a round's operations (out of the watch lists):
-     * every notified key is kept for the next round, watched or not */
+    /* a round's operations are being tried (out of the watch lists), by
+     * the thread or by a notifier (kiq_purgatory_notify_here): every
+     * notified key is kept for the next round, watched or not, and no
+     * other round starts */
     bool trying;
+    bool held_off; /* the thread waits for a notifier's round to end */
+    /* when the thread, asleep, wakes by itself (INT64_MAX: not before a
+     * signal; 0: it is awake and looks at the heap before it sleeps) */
+    int64_t sleep_until;
     bool stopping, started;
     kiq_purgatory_stats_t stats;
     pthread_t thread;
@@ -213,8 +219,35 @@ static size_t collect(kiq_purgatory_t *p, candidate_t **c, size_t *cap)
 
 static bool idle(const kiq_purgatory_t *p)
 {
-    return !p->stopping && !p->fresh && !p->pending_all && p->npending == 0 &&
-           (p->nheap == 0 || p->heap[0]->deadline_ns > kiq_clock_mono_ns());
+    return p->trying || (!p->stopping && !p->fresh && !p->pending_all && p->npending == 0 &&
+                         (p->nheap == 0 || p->heap[0]->deadline_ns > kiq_clock_mono_ns()));
+}
+
+/* Under lock, after a round's n tries (done finished, expired of them at
+ * their deadline), made with the lock released: the counts, and the
+ * operations not finished watch again. */
+static void end_round(kiq_purgatory_t *p, candidate_t *c, size_t n, size_t done, size_t expired)
+{
+    p->trying = false;
+    p->stats.tried += n;
+    p->stats.expired += expired;
+    p->stats.waiting -= (int)done;
+    for (size_t i = 0; i < n; i++) {
+        if (!c[i].op) {
+            p->stats.waiting_by_kind[c[i].kind]--;
+            free(c[i].watches);
+            continue;
+        }
+        if (relink(p, c[i].op, c[i].watches) != 0) {
+            /* out of memory: answer it now rather than lose it */
+            pthread_mutex_unlock(&p->lock);
+            c[i].op->try_complete(c[i].op, true);
+            pthread_mutex_lock(&p->lock);
+            free(c[i].watches);
+            p->stats.waiting--;
+            p->stats.waiting_by_kind[c[i].kind]--;
+        }
+    }
 }
 
 static void *purgatory_main(void *arg)
@@ -226,10 +259,15 @@ static void *purgatory_main(void *arg)
     pthread_mutex_lock(&p->lock);
     for (;;) {
         while (idle(p)) {
-            if (p->nheap == 0)
+            p->held_off = p->trying;
+            if (p->nheap == 0 || p->trying) {
+                p->sleep_until = INT64_MAX;
                 pthread_cond_wait(&p->cond, &p->lock);
-            else
-                kiq_cond_wait_until(&p->cond, &p->lock, p->heap[0]->deadline_ns);
+            } else {
+                p->sleep_until = p->heap[0]->deadline_ns;
+                kiq_cond_wait_until(&p->cond, &p->lock, p->sleep_until);
+            }
+            p->sleep_until = 0;
         }
         bool stopping = p->stopping;
         size_t n = collect(p, &c, &cap);
@@ -245,26 +283,7 @@ static void *purgatory_main(void *arg)
             }
         }
         pthread_mutex_lock(&p->lock);
-        p->trying = false;
-        p->stats.tried += n;
-        p->stats.expired += expired;
-        p->stats.waiting -= (int)done;
-        for (size_t i = 0; i < n; i++) {
-            if (!c[i].op) {
-                p->stats.waiting_by_kind[c[i].kind]--;
-                free(c[i].watches);
-                continue;
-            }
-            if (relink(p, c[i].op, c[i].watches) != 0) {
-                /* out of memory: answer it now rather than lose it */
-                pthread_mutex_unlock(&p->lock);
-                c[i].op->try_complete(c[i].op, true);
-                pthread_mutex_lock(&p->lock);
-                free(c[i].watches);
-                p->stats.waiting--;
-                p->stats.waiting_by_kind[c[i].kind]--;
-            }
-        }
+        end_round(p, c, n, done, expired);
         if (stopping && p->stats.waiting == 0) break;
     }
     pthread_mutex_unlock(&p->lock);
@@ -335,14 +354,15 @@ void kiq_purgatory_park(kiq_purgatory_t *p, kiq_delayed_op_t *op)
     p->stats.parked++;
     p->stats.waiting++;
     p->stats.waiting_by_kind[op->kind]++;
-    pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->lock);
+    /* after the unlock, so the woken thread does not block on it at once */
+    pthread_cond_signal(&p->cond);
 }
 
-void kiq_purgatory_notify(kiq_purgatory_t *p, uint64_t key)
+/* Under lock: key waits for the thread's next round; whether the thread
+ * must be woken for it. */
+static bool note_pending(kiq_purgatory_t *p, uint64_t key)
 {
-    pthread_mutex_lock(&p->lock);
-    p->stats.notified++;
     bool watched = p->trying;
     for (watch_t *w = p->buckets[bucket_of(key)]; w && !watched; w = w->next) watched = w->key == key;
     if (watched && !p->pending_all) {
@@ -362,9 +382,112 @@ void kiq_purgatory_notify(kiq_purgatory_t *p, uint64_t key)
             else
                 p->pending_all = true; /* out of memory: try everyone */
         }
-        pthread_cond_signal(&p->cond);
+    }
+    return watched;
+}
+
+void kiq_purgatory_park_here(kiq_purgatory_t *p, kiq_delayed_op_t *op)
+{
+    watch_t *watches = op->nkeys > 0 ? malloc((size_t)op->nkeys * sizeof *watches) : NULL;
+    pthread_mutex_lock(&p->lock);
+    if (p->trying || p->stopping || (op->nkeys > 0 && !watches)) {
+        pthread_mutex_unlock(&p->lock);
+        free(watches);
+        kiq_purgatory_park(p, op);
+        return;
+    }
+    /* its first try here, as a round of one: what is notified meanwhile
+     * waits as pending for the thread's round, which finds it watching */
+    p->trying = true;
+    p->stats.parked++;
+    p->stats.tried++;
+    pthread_mutex_unlock(&p->lock);
+    bool done = op->try_complete(op, false); /* done: op's memory is gone */
+    pthread_mutex_lock(&p->lock);
+    p->trying = false;
+    bool wake = p->held_off;
+    p->held_off = false;
+    if (!done) {
+        op->round = 0;
+        if (relink(p, op, watches) != 0) {
+            pthread_mutex_unlock(&p->lock);
+            free(watches);
+            op->try_complete(op, true);
+            if (wake) pthread_cond_signal(&p->cond);
+            return;
+        }
+        watches = NULL;
+        p->stats.waiting++;
+        p->stats.waiting_by_kind[op->kind]++;
+        /* the thread is woken only if it would sleep past this deadline */
+        wake |= op->deadline_ns < p->sleep_until;
     }
     pthread_mutex_unlock(&p->lock);
+    free(watches);
+    if (wake) pthread_cond_signal(&p->cond);
+}
+
+void kiq_purgatory_notify(kiq_purgatory_t *p, uint64_t key)
+{
+    pthread_mutex_lock(&p->lock);
+    p->stats.notified++;
+    bool watched = note_pending(p, key);
+    pthread_mutex_unlock(&p->lock);
+    if (watched) pthread_cond_signal(&p->cond);
+}
+
+/* The most waiters of one key a notifier tries itself; more go to the thread. */
+enum { HERE_MAX = 16 };
+
+void kiq_purgatory_notify_here(kiq_purgatory_t *p, uint64_t key)
+{
+    candidate_t c[HERE_MAX];
+    size_t n = 0;
+    bool many = false;
+    pthread_mutex_lock(&p->lock);
+    p->stats.notified++;
+    if (!p->trying && !p->stopping) {
+        p->round++;
+        /* parked since the thread's last round: its next round, which
+         * comes after this notify, tries them (they stay on p->fresh) */
+        for (kiq_delayed_op_t *op = p->fresh; op; op = op->next_fresh) op->round = p->round;
+        for (watch_t *w = p->buckets[bucket_of(key)]; w && !many; w = w->next) {
+            if (w->key != key || w->op->round == p->round) continue;
+            if (n == HERE_MAX) {
+                many = true;
+                break;
+            }
+            w->op->round = p->round;
+            c[n++] = (candidate_t){w->op, w->op->watches, w->op->nkeys, w->op->kind, false};
+        }
+    }
+    if (p->trying || p->stopping || many) {
+        bool watched = note_pending(p, key);
+        pthread_mutex_unlock(&p->lock);
+        if (watched) pthread_cond_signal(&p->cond);
+        return;
+    }
+    if (n == 0) {
+        pthread_mutex_unlock(&p->lock);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) unlink_op(p, c[i].op);
+    p->trying = true;
+    pthread_mutex_unlock(&p->lock);
+    size_t done = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].op->try_complete(c[i].op, false)) {
+            c[i].op = NULL; /* its memory went with its request */
+            done++;
+        }
+    }
+    pthread_mutex_lock(&p->lock);
+    end_round(p, c, n, done, 0);
+    /* the thread waited for this round (what came meanwhile is its own) */
+    bool wake = p->held_off;
+    p->held_off = false;
+    pthread_mutex_unlock(&p->lock);
+    if (wake) pthread_cond_signal(&p->cond);
 }
 
 void kiq_purgatory_notify_all(kiq_purgatory_t *p)

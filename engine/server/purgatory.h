@@ -73,8 +73,18 @@ void kiq_purgatory_free(kiq_purgatory_t *p);
 /* Any thread. The operation is tried once soon (what it waits for may have
  * happened between the handler's look and the park), then on its keys. */
 void kiq_purgatory_park(kiq_purgatory_t *p, kiq_delayed_op_t *op);
+/* The same from a thread that holds no lock (a handler about to return):
+ * the first try is made in this thread, and the purgatory thread is woken
+ * only when the deadline comes before it would wake anyway (it is given
+ * the operation to try when a round is under way). */
+void kiq_purgatory_park_here(kiq_purgatory_t *p, kiq_delayed_op_t *op);
 /* Any thread: what waiters of key wait for may have happened. */
 void kiq_purgatory_notify(kiq_purgatory_t *p, uint64_t key);
+/* The same from a thread that holds no lock (an I/O thread once its
+ * handler's work is done): the key's waiters are tried in this thread,
+ * which saves waking the purgatory thread for them; while another round
+ * is under way, or with many waiters, they are left to the thread. */
+void kiq_purgatory_notify_here(kiq_purgatory_t *p, uint64_t key);
 /* Any thread: something every parked operation may care about changed
  * (roles moved, topics went away). */
 void kiq_purgatory_notify_all(kiq_purgatory_t *p);

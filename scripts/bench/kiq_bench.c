@@ -14,14 +14,28 @@
  * batch (librdkafka's batch.num.messages, default 100000): 1 makes a batch
  * per record, as a broker keeping per-batch state sees its worst case.
  *
+ * --rate N instead sends N records/s for --seconds S (after a second of
+ * warm-up, printed as its own row), each in a request of its own (linger.ms
+ * 0, one record per batch, one request in flight), while an assign()ed
+ * consumer in another thread reads them back; each record carries its send
+ * time (CLOCK_MONOTONIC, one host), so the row adds the end-to-end latency's
+ * p50 and p99 in ms, producer send to consumer receipt.
+ *
+ * --producers LIST (say 1,4,8) instead runs, for each count in the list and
+ * for acks=1 then acks=all, that many producer threads at once (a client
+ * each), each producing --count-large 1 KiB records; the row is the sum.
+ *
  * usage: kiq_bench --bootstrap HOST:PORT [--topic NAME] [--partitions N]
  *                  [--replication-factor N] [--count-small N] [--count-large N] [--acks 0|1|all]
  *                  [--batch-messages N] [--label NAME] [--no-header]
+ *                  [--rate N [--seconds S] [--size B]] [--producers LIST]
  */
 #define _GNU_SOURCE
 #include <librdkafka/rdkafka.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +60,10 @@ struct bench_opts {
     int no_consume; /* produce only: for profiles of the produce path */
     const char *extra[16]; /* -X KEY=VALUE: more client configs (say security.protocol=ssl) */
     int nextra;
+    long rate; /* records/s of the fixed-rate run; 0: the throughput runs */
+    long seconds;
+    long size; /* record size of the fixed-rate run */
+    const char *producers; /* comma-separated producer counts of the scaling run */
 };
 
 /* Result of one phase. */
@@ -124,12 +142,13 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     }
 }
 
-static rd_kafka_t *producer_new(const struct bench_opts *o, struct phase_result *r)
+/* The throughput producer's settings; linger is the fixed-rate run's 0 or 5 ms. */
+static rd_kafka_conf_t *producer_conf(const struct bench_opts *o, struct phase_result *r, const char *linger)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     conf_set(conf, "bootstrap.servers", o->bootstrap);
     conf_set(conf, "acks", o->acks);
-    conf_set(conf, "linger.ms", "5");
+    conf_set(conf, "linger.ms", linger);
     conf_set(conf, "batch.size", "1048576");
     conf_set(conf, "batch.num.messages", o->batch_messages);
     conf_set(conf, "compression.type", "none");
@@ -139,7 +158,12 @@ static rd_kafka_t *producer_new(const struct bench_opts *o, struct phase_result 
     conf_extra(conf, o);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_opaque(conf, r);
-    return client_new(RD_KAFKA_PRODUCER, conf);
+    return conf;
+}
+
+static rd_kafka_t *producer_new(const struct bench_opts *o, struct phase_result *r)
+{
+    return client_new(RD_KAFKA_PRODUCER, producer_conf(o, r, "5"));
 }
 
 /* Creates the topic; an existing topic, or a server that cannot create topics
@@ -280,8 +304,8 @@ static struct phase_result produce_phase(const struct bench_opts *o, rd_kafka_t 
     return r;
 }
 
-static struct phase_result consume_phase(const struct bench_opts *o, int nparts,
-                                         const int64_t *from, const int64_t *to)
+/* An assign()ed consumer's settings; wait_ms is how long a fetch may wait. */
+static rd_kafka_conf_t *consumer_conf(const struct bench_opts *o, const char *wait_ms)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     conf_set(conf, "bootstrap.servers", o->bootstrap);
@@ -291,10 +315,16 @@ static struct phase_result consume_phase(const struct bench_opts *o, int nparts,
     conf_set(conf, "enable.partition.eof", "false");
     conf_set(conf, "fetch.max.bytes", "52428800");
     conf_set(conf, "max.partition.fetch.bytes", "10485760");
-    conf_set(conf, "fetch.wait.max.ms", "100");
+    conf_set(conf, "fetch.wait.max.ms", wait_ms);
     conf_extra(conf, o);
     conf_set(conf, "queued.min.messages", "1000000");
-    rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER, conf);
+    return conf;
+}
+
+static struct phase_result consume_phase(const struct bench_opts *o, int nparts,
+                                         const int64_t *from, const int64_t *to)
+{
+    rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER, consumer_conf(o, "100"));
     rd_kafka_poll_set_consumer(rk);
 
     rd_kafka_topic_partition_list_t *tpl = rd_kafka_topic_partition_list_new(nparts);
@@ -384,6 +414,215 @@ static void run_size(const struct bench_opts *o, rd_kafka_t *prod, struct phase_
     print_row(o, size, "consume", &cr, held);
 }
 
+/* The fixed-rate run's state shared by the producing thread (main) and the
+ * consumer thread; the fields are atomics or written before the thread starts. */
+struct rate_run {
+    rd_kafka_t *consumer;
+    atomic_int stop;
+    atomic_int phase;        /* records of another phase (a late warm-up one) are not counted */
+    atomic_long received;    /* records of the current phase read back */
+    int64_t *lat_ns;         /* latencies of the current phase; consumer thread writes, main reads after */
+    long cap;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A record's first 12 bytes: its send time (ns) and its phase. */
+#define RATE_STAMP 12
+
+static void *rate_consumer(void *arg)
+{
+    struct rate_run *rr = arg;
+    while (!atomic_load(&rr->stop)) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rr->consumer, 50);
+        if (!m)
+            continue;
+        if (!m->err && m->len >= RATE_STAMP) {
+            int64_t sent;
+            int32_t phase;
+            memcpy(&sent, m->payload, sizeof sent);
+            memcpy(&phase, (const char *)m->payload + sizeof sent, sizeof phase);
+            if (phase == atomic_load(&rr->phase)) {
+                long i = atomic_load(&rr->received);
+                if (i < rr->cap)
+                    rr->lat_ns[i] = now_ns() - sent;
+                atomic_store(&rr->received, i + 1);
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+    return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sends rate * seconds records paced on an absolute schedule, waits until
+ * the consumer has read them back, and prints the row with p50/p99. */
+static void rate_phase(const struct bench_opts *o, rd_kafka_t *prod, struct phase_result *dr,
+                       struct rate_run *rr, int phase, const char *name, long seconds)
+{
+    long count = o->rate * seconds;
+    size_t size = (size_t)o->size;
+    char *payload = calloc(1, size);
+    if (!payload)
+        die("out of memory");
+    memset(dr, 0, sizeof *dr);
+    atomic_store(&rr->phase, phase);
+    atomic_store(&rr->received, 0);
+    int64_t start = now_ns();
+    for (long i = 0; i < count; i++) {
+        int64_t due = start + (int64_t)((double)i * 1e9 / (double)o->rate);
+        struct timespec ts = { due / 1000000000, due % 1000000000 };
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL))
+            ;
+        int64_t sent = now_ns();
+        int32_t ph = phase;
+        memcpy(payload, &sent, sizeof sent);
+        memcpy(payload + sizeof sent, &ph, sizeof ph);
+        rd_kafka_resp_err_t e = rd_kafka_producev(
+            prod, RD_KAFKA_V_TOPIC(o->topic), RD_KAFKA_V_VALUE(payload, size),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        if (e)
+            die("produce: %s", rd_kafka_err2str(e));
+        rd_kafka_poll(prod, 0);
+    }
+    rd_kafka_flush(prod, OP_TIMEOUT_MS);
+    double deadline = now_s() + STALL_LIMIT_S;
+    while (atomic_load(&rr->received) < dr->msgs && now_s() < deadline)
+        sleep_ms(1);
+    struct phase_result r = { .msgs = atomic_load(&rr->received), .errors = dr->errors };
+    r.bytes = (long long)r.msgs * (long long)size;
+    r.seconds = (now_ns() - start) / 1e9;
+    if (r.msgs < dr->msgs)
+        fprintf(stderr, "kiq_bench: %s: read back %ld of %ld delivered records\n", name, r.msgs, dr->msgs);
+    long n = r.msgs < rr->cap ? r.msgs : rr->cap;
+    double p50 = 0, p99 = 0;
+    if (n > 0) {
+        qsort(rr->lat_ns, (size_t)n, sizeof rr->lat_ns[0], cmp_i64);
+        p50 = rr->lat_ns[(n - 1) / 2] / 1e6;
+        p99 = rr->lat_ns[(n - 1) * 99 / 100] / 1e6;
+    }
+    double s = r.seconds > 0 ? r.seconds : 1e-9;
+    printf("%-12s %6zu %-8s %10ld %9.2f %12.0f %9.1f %8.3f %8.3f", o->label, size, name, r.msgs,
+           r.seconds, r.msgs / s, r.bytes / s / 1e6, p50, p99);
+    if (r.msgs != count)
+        printf("   (of %ld)", count);
+    if (r.errors)
+        printf("   %ld errors", r.errors);
+    putchar('\n');
+    fflush(stdout);
+    free(payload);
+}
+
+static void run_rate(const struct bench_opts *o, int nparts)
+{
+    struct phase_result dr;
+    rd_kafka_conf_t *conf = producer_conf(o, &dr, "0");
+    conf_set(conf, "batch.num.messages", "1");
+    conf_set(conf, "max.in.flight.requests.per.connection", "1");
+    rd_kafka_t *prod = client_new(RD_KAFKA_PRODUCER, conf);
+
+    struct rate_run rr = { .cap = o->rate * (o->seconds > 1 ? o->seconds : 1) };
+    rr.lat_ns = malloc((size_t)rr.cap * sizeof rr.lat_ns[0]);
+    if (!rr.lat_ns)
+        die("out of memory");
+    int64_t lo[MAX_PARTITIONS], hi[MAX_PARTITIONS];
+    watermarks(prod, o->topic, nparts, lo, hi);
+    rr.consumer = client_new(RD_KAFKA_CONSUMER, consumer_conf(o, "500"));
+    rd_kafka_poll_set_consumer(rr.consumer);
+    rd_kafka_topic_partition_list_t *tpl = rd_kafka_topic_partition_list_new(nparts);
+    for (int p = 0; p < nparts; p++)
+        rd_kafka_topic_partition_list_add(tpl, o->topic, p)->offset = hi[p];
+    rd_kafka_resp_err_t e = rd_kafka_assign(rr.consumer, tpl);
+    if (e)
+        die("assign: %s", rd_kafka_err2str(e));
+    rd_kafka_topic_partition_list_destroy(tpl);
+    pthread_t t;
+    if (pthread_create(&t, NULL, rate_consumer, &rr))
+        die("pthread_create failed");
+
+    rate_phase(o, prod, &dr, &rr, 1, "warmup", 1);
+    rate_phase(o, prod, &dr, &rr, 2, "rate", o->seconds);
+
+    atomic_store(&rr.stop, 1);
+    pthread_join(t, NULL);
+    rd_kafka_consumer_close(rr.consumer);
+    rd_kafka_destroy(rr.consumer);
+    rd_kafka_destroy(prod);
+    free(rr.lat_ns);
+}
+
+/* One producer thread of the scaling run: its own client, started together. */
+struct scale_worker {
+    const struct bench_opts *o;
+    pthread_barrier_t *ready;
+    rd_kafka_t *prod;
+    struct phase_result dr, result;
+};
+
+static void *scale_produce(void *arg)
+{
+    struct scale_worker *w = arg;
+    pthread_barrier_wait(w->ready);
+    w->result = produce_phase(w->o, w->prod, &w->dr, w->o->count_large, 1024);
+    return NULL;
+}
+
+static void run_scaling(const struct bench_opts *o)
+{
+    static const char *const acks[] = { "1", "all" };
+    const char *p = o->producers;
+    while (*p) {
+        char *end;
+        long n = strtol(p, &end, 10);
+        if (end == p || n < 1 || n > 64 || (*end && *end != ','))
+            die("--producers wants counts from 1 to 64 separated by commas, not '%s'", o->producers);
+        p = *end ? end + 1 : end;
+        for (size_t a = 0; a < sizeof acks / sizeof acks[0]; a++) {
+            struct bench_opts wo = *o;
+            wo.acks = acks[a];
+            struct scale_worker w[64];
+            pthread_t t[64];
+            pthread_barrier_t ready;
+            pthread_barrier_init(&ready, NULL, (unsigned)n + 1);
+            for (long i = 0; i < n; i++) {
+                w[i] = (struct scale_worker){ .o = &wo, .ready = &ready };
+                w[i].prod = producer_new(&wo, &w[i].dr);
+                /* connected and knowing the leaders before the clock starts */
+                topic_partitions(w[i].prod, o->topic);
+                if (pthread_create(&t[i], NULL, scale_produce, &w[i]))
+                    die("pthread_create failed");
+            }
+            double start = now_s();
+            pthread_barrier_wait(&ready);
+            struct phase_result sum = { 0 };
+            for (long i = 0; i < n; i++) {
+                pthread_join(t[i], NULL);
+                sum.msgs += w[i].result.msgs;
+                sum.bytes += w[i].result.bytes;
+                sum.errors += w[i].result.errors;
+            }
+            sum.seconds = now_s() - start;
+            char phase[32];
+            snprintf(phase, sizeof phase, "x%ld-acks%s", n, acks[a]);
+            wo.label = o->label;
+            print_row(&wo, 1024, phase, &sum, n * o->count_large);
+            for (long i = 0; i < n; i++)
+                rd_kafka_destroy(w[i].prod);
+            pthread_barrier_destroy(&ready);
+        }
+    }
+}
+
 static long parse_count(const char *s, const char *opt, long least)
 {
     char *end;
@@ -398,7 +637,7 @@ static void usage(void)
     fputs("usage: kiq_bench --bootstrap HOST:PORT [--topic NAME] [--partitions N] [--replication-factor N]\n"
           "                 [--count-small N] [--count-large N] [--acks 0|1|all]\n"
           "                 [--batch-messages N] [--label NAME] [--no-header] [--no-consume]\n"
-          "                 [-X KEY=VALUE]...\n",
+          "                 [--rate N [--seconds S] [--size B]] [--producers LIST] [-X KEY=VALUE]...\n",
           stderr);
     exit(2);
 }
@@ -415,6 +654,8 @@ int main(int argc, char **argv)
         .count_large = 300000,
         .batch_messages = "100000",
         .header = 1,
+        .seconds = 10,
+        .size = 100,
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -446,6 +687,14 @@ int main(int argc, char **argv)
             parse_count(v, a, 1);
             o.batch_messages = v;
         }
+        else if (!strcmp(a, "--rate"))
+            o.rate = parse_count(v, a, 1);
+        else if (!strcmp(a, "--seconds"))
+            o.seconds = parse_count(v, a, 1);
+        else if (!strcmp(a, "--size"))
+            o.size = parse_count(v, a, RATE_STAMP);
+        else if (!strcmp(a, "--producers"))
+            o.producers = v;
         else if (!strcmp(a, "--acks"))
             o.acks = v;
         else if (!strcmp(a, "--label"))
@@ -469,12 +718,29 @@ int main(int argc, char **argv)
         topic_create(prod, &o);
     int nparts = topic_partitions(prod, o.topic);
 
+    if (o.rate) {
+        if (o.header) {
+            printf("# topic %s, %d partitions, acks=%s, %ld records/s of %ld B for %ld s, one record a "
+                   "request, linger.ms=0, one in flight; p50/p99 ms = producer send to consumer receipt\n",
+                   o.topic, nparts, o.acks, o.rate, o.size, o.seconds);
+            printf("%-12s %6s %-8s %10s %9s %12s %9s %8s %8s\n", "target", "bytes", "phase", "messages",
+                   "seconds", "msg/s", "MB/s", "p50 ms", "p99 ms");
+        }
+        run_rate(&o, nparts);
+        rd_kafka_destroy(prod);
+        return 0;
+    }
     if (o.header) {
         printf("# topic %s, %d partitions, acks=%s, linger.ms=5, batch.size=1MiB, "
                "batch.num.messages=%s, compression none; MB = 10^6 payload bytes\n",
-               o.topic, nparts, o.acks, o.batch_messages);
+               o.topic, nparts, o.producers ? "1 then all" : o.acks, o.batch_messages);
         printf("%-12s %6s %-8s %10s %9s %12s %9s\n", "target", "bytes", "phase", "messages",
                "seconds", "msg/s", "MB/s");
+    }
+    if (o.producers) {
+        run_scaling(&o);
+        rd_kafka_destroy(prod);
+        return 0;
     }
     if (o.count_small)
         run_size(&o, prod, &dr, nparts, o.count_small, 100);

@@ -1,8 +1,11 @@
 /* The purgatory keyed by what operations wait for: a notified key tries
  * only its watchers, notify_all everyone, deadlines complete operations
  * as expired in deadline order, an operation with no keys waits for its
- * deadline alone, one that finishes leaves for good, and stop completes
- * what is parked. Waits are bounded polls on the purgatory's counters. */
+ * deadline alone, one that finishes leaves for good, stop completes
+ * what is parked, and notify_here tries a key's watchers in the calling
+ * thread, leaving those parked since the thread's last round to it, and
+ * park_here makes the first try in the caller and still expires on time.
+ * Waits are bounded polls on the purgatory's counters. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdatomic.h>
@@ -28,6 +31,7 @@ typedef struct test_op {
     atomic_bool ready;
     atomic_int finished; /* 1 done, 2 done expired */
     int order;           /* when it finished, among all */
+    pthread_t by;        /* the thread of its last try */
 } test_op_t;
 
 static atomic_int finish_seq;
@@ -35,6 +39,7 @@ static atomic_int finish_seq;
 static bool try_complete(kiq_delayed_op_t *op, bool expired)
 {
     test_op_t *t = (test_op_t *)op;
+    t->by = pthread_self();
     atomic_fetch_add(&t->tries, 1);
     if (!expired && !atomic_load(&t->ready)) return false;
     t->order = atomic_fetch_add(&finish_seq, 1);
@@ -180,6 +185,86 @@ static void test_stop_completes_what_is_parked(void **state)
     kiq_purgatory_free(p);
 }
 
+static void test_notify_here_tries_in_the_caller(void **state)
+{
+    (void)state;
+    kiq_purgatory_t *p = kiq_purgatory_new();
+    assert_int_equal(kiq_purgatory_start(p), 0);
+    test_op_t a;
+    init_op(&a, "h", 0, 60000);
+    kiq_purgatory_park(p, &a.op);
+    WAIT_FOR(tried(p) == 1); /* its first try, by the thread */
+    assert_false(pthread_equal(a.by, pthread_self()));
+    /* not ready: tried here, and watching again */
+    kiq_purgatory_notify_here(p, kiq_purgatory_key("h", 1, 0));
+    assert_int_equal(atomic_load(&a.tries), 2);
+    assert_true(pthread_equal(a.by, pthread_self()));
+    assert_int_equal(waiting(p), 1);
+    /* another key's notify tries nothing */
+    kiq_purgatory_notify_here(p, kiq_purgatory_key("h", 1, 1));
+    assert_int_equal(atomic_load(&a.tries), 2);
+    /* ready: finished before the call returns */
+    atomic_store(&a.ready, true);
+    kiq_purgatory_notify_here(p, kiq_purgatory_key("h", 1, 0));
+    assert_int_equal(atomic_load(&a.finished), 1);
+    assert_int_equal(waiting(p), 0);
+    assert_int_equal(tried(p), 3);
+
+    /* notified right after the park, whoever tries it finishes it once */
+    enum { N = 200 };
+    static test_op_t ops[N];
+    for (int i = 0; i < N; i++) {
+        init_op(&ops[i], "race", i % 3, 60000);
+        kiq_purgatory_park(p, &ops[i].op);
+        atomic_store(&ops[i].ready, true);
+        kiq_purgatory_notify_here(p, ops[i].key);
+    }
+    WAIT_FOR(waiting(p) == 0);
+    for (int i = 0; i < N; i++) assert_int_equal(atomic_load(&ops[i].finished), 1);
+    kiq_purgatory_free(p);
+}
+
+static void test_park_here_tries_in_the_caller(void **state)
+{
+    (void)state;
+    kiq_purgatory_t *p = kiq_purgatory_new();
+    assert_int_equal(kiq_purgatory_start(p), 0);
+    /* ready: finished before the call returns, never waiting */
+    test_op_t a;
+    init_op(&a, "ph", 0, 60000);
+    atomic_store(&a.ready, true);
+    kiq_purgatory_park_here(p, &a.op);
+    assert_int_equal(atomic_load(&a.finished), 1);
+    assert_true(pthread_equal(a.by, pthread_self()));
+    assert_int_equal(waiting(p), 0);
+    /* not ready: tried once here, then watching its key */
+    test_op_t b;
+    init_op(&b, "ph", 1, 60000);
+    kiq_purgatory_park_here(p, &b.op);
+    assert_int_equal(atomic_load(&b.tries), 1);
+    assert_int_equal(waiting(p), 1);
+    atomic_store(&b.ready, true);
+    kiq_purgatory_notify(p, kiq_purgatory_key("ph", 2, 1));
+    WAIT_FOR(atomic_load(&b.finished) == 1);
+    WAIT_FOR(waiting(p) == 0);
+    /* the thread, asleep with nothing parked, still wakes for the deadline */
+    test_op_t c;
+    init_op(&c, "ph", 2, 20);
+    kiq_purgatory_park_here(p, &c.op);
+    WAIT_FOR(atomic_load(&c.finished) == 2);
+    /* an earlier deadline than the one the thread sleeps until */
+    test_op_t late, soon;
+    init_op(&late, "ph", 3, 60000);
+    kiq_purgatory_park_here(p, &late.op);
+    init_op(&soon, "ph", 4, 20);
+    kiq_purgatory_park_here(p, &soon.op);
+    WAIT_FOR(atomic_load(&soon.finished) == 2);
+    assert_int_equal(atomic_load(&late.finished), 0);
+    kiq_purgatory_stop(p);
+    assert_int_equal(atomic_load(&late.finished), 2);
+    kiq_purgatory_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +272,8 @@ int main(void)
         cmocka_unit_test(test_notify_all_tries_everyone),
         cmocka_unit_test(test_deadlines_expire_in_order),
         cmocka_unit_test(test_stop_completes_what_is_parked),
+        cmocka_unit_test(test_notify_here_tries_in_the_caller),
+        cmocka_unit_test(test_park_here_tries_in_the_caller),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
