@@ -18,12 +18,13 @@ CORPUS=tests/corpus
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=c11 -D_GNU_SOURCE -O1 -g -Iengine -I$LIB/gen -I/usr/include/luajit-2.1"
 LIBS="-lev -llz4 -lzstd -lz -lsnappy -lmicrohttpd -ljansson -lpcre2-8 -lcjose -lssl -lcrypto -lpthread -lm -lluajit-5.1 -ldl"
-TARGETS=(request batch data lua sasl)
+TARGETS=(request batch data lua sasl otlp)
 
 seeds_of() { # TARGET -> the read-only seed dirs it starts from
     case $1 in
     request | lua) echo "$OUT/seeds/request $CORPUS" ;;
     sasl) echo "tests/fuzz/sasl_seeds" ;;
+    otlp) echo "tests/fuzz/otlp_seeds" ;;
     *) echo "$OUT/seeds/$1" ;;
     esac
 }
