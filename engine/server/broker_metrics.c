@@ -340,6 +340,22 @@ static void own_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
     kiq_metric_sample(o, "", (double)js.recorded, NULL);
     kiq_metric_family(o, "kafkaiq_journeys_bytes", G, "memory the journey ring and its indexes take at most");
     kiq_metric_sample(o, "", (double)js.bytes, NULL);
+    if (js.journal) {
+        kiq_metric_family(o, "kafkaiq_journeys_journal_written_total", C, "journeys written to the on-disk journal");
+        kiq_metric_sample(o, "", (double)js.journal_written, NULL);
+        kiq_metric_family(o, "kafkaiq_journeys_journal_dropped_total", C,
+                          "journeys the ring let go of that the journal's full queue lost");
+        kiq_metric_sample(o, "", (double)js.journal_dropped, NULL);
+        kiq_metric_family(o, "kafkaiq_journeys_journal_bytes", G, "the journal's files' size");
+        kiq_metric_sample(o, "", (double)js.journal_bytes, NULL);
+    }
+    if (js.otlp) {
+        kiq_metric_family(o, "kafkaiq_otlp_traces_total", C,
+                          "journeys sent as OTLP traces, by outcome (exported, dropped: queue full, failed: POST)");
+        kiq_metric_sample(o, "", (double)js.otlp_exported, "outcome", "exported", NULL);
+        kiq_metric_sample(o, "", (double)js.otlp_dropped, "outcome", "dropped", NULL);
+        kiq_metric_sample(o, "", (double)js.otlp_failed, "outcome", "failed", NULL);
+    }
     kiq_metric_family(o, "kafkaiq_events_total", C, "observer points passed");
     for (int p = 0; p < KIQ__POINTS; p++)
         kiq_metric_sample(o, "", (double)kiq_event_counts_get(&b->event_counts, (enum kiq_point)p), "point",

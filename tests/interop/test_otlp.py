@@ -147,6 +147,12 @@ def test_one_trace_per_batch_with_spans_and_the_producer_link(otlp_broker, recei
     assert all("parentSpanId" not in by_offset[o] and by_offset[o]["traceId"] != TRACE_ID for o in (1, 2, 3))
     js = state(otlp_broker)["journeys"]
     assert js["otlp_exported"] >= 4 and js["otlp_dropped"] == 0
+    # the same counts in /metrics, beside the journal's
+    with urllib.request.urlopen(f"http://{otlp_broker.http}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    exported = [ln for ln in text.splitlines() if ln.startswith('kafkaiq_otlp_traces_total{outcome="exported"}')]
+    assert len(exported) == 1 and float(exported[0].split()[-1]) >= 4, exported
+    assert "kafkaiq_journeys_journal_written_total" in text
 
 
 def test_a_client_id_json_must_escape_arrives_whole(otlp_broker, receiver):
