@@ -147,15 +147,27 @@ def check_marker(d, stages):
     return p
 
 
-def check_waterfall(d, stages):
+def page_journey(addresses, topic, partition, offset):
+    """The journey's stages in the page's order and whether by wall time:
+    as the brokers merge parts, by wall time when they come from several
+    processes (each broker of a Cluster is one), else by the monotonic
+    clock."""
+    stages, parts = merged(addresses, topic, partition, offset)
+    if len({p["process"] for p in parts}) > 1:
+        return sorted((s for p in parts for s in p["stages"]), key=lambda s: s["wall_us"]), True
+    return stages, False
+
+
+def check_waterfall(d, stages, by_wall):
     """A bar per stage, in the journey's order, on one axis from its first
     stage, each labelled with its broker (and thread when it has one)."""
     rows = waterfall(d)
     assert [r["stage"] for r in rows] == [s["stage"] for s in stages], (rows, stages)
-    t0 = stages[0]["t_ns"]
+    at = (lambda s: s["wall_us"] * 1000) if by_wall else (lambda s: s["t_ns"])
+    t0 = at(stages[0])
     for r, s in zip(rows, stages):
         assert int(r["broker"]) == s["broker"] and r["label"].startswith(f"broker {s['broker']}"), (r, s)
-        assert int(r["endNs"]) == s["t_ns"] - t0 and int(r["startNs"]) <= int(r["endNs"]), (r, s)
+        assert int(r["endNs"]) == at(s) - t0 and int(r["startNs"]) <= int(r["endNs"]), (r, s)
         if "thread" in s:
             assert f"thread {s['thread']}" in r["label"], (r, s)
         if s.get("why"):
@@ -276,7 +288,7 @@ def test_the_page_draws_the_cluster_and_a_record_on_its_way(tmp_path, browser):
             merged(addresses, topic, 0, 0)), 10, "the journey with its consumer")
         # the journey may still grow (a later fetch, a follower's event): the
         # page against what the brokers have at that moment
-        wait_until(lambda: page_stages(browser) == [s["stage"] for s in merged(addresses, topic, 0, 0)[0]], 40,
+        wait_until(lambda: page_stages(browser) == [s["stage"] for s in page_journey(addresses, topic, 0, 0)[0]], 40,
                    "the page lists the journey's stages in order")
         path = page_path(browser)
         followers = [b.id for b in c.brokers if b.id != leader]
@@ -290,12 +302,13 @@ def test_the_page_draws_the_cluster_and_a_record_on_its_way(tmp_path, browser):
         wait_until(lambda: rows_match(browser, c, topic), 10, "the page's LEO, HW and ISR equal the brokers'")
 
         def same_journey(check):
-            stages = merged(addresses, topic, 0, 0)[0]
+            stages, by_wall = page_journey(addresses, topic, 0, 0)
             try:
-                return check(browser, stages)
+                return check(browser, stages, by_wall)
             except AssertionError:
                 return None
-        wait_until(lambda: same_journey(check_marker), 40, "the marker through every box in time order")
+        wait_until(lambda: same_journey(lambda d, stages, _: check_marker(d, stages)), 40,
+                   "the marker through every box in time order")
         wait_until(lambda: same_journey(check_waterfall), 10, "the waterfall's bars as /api/journey has them")
         shot(browser, "live-page-journey")
 
@@ -695,9 +708,10 @@ def test_a_fenced_broker_that_still_answers_is_shown_fenced_everywhere(tmp_path,
 
 def test_stages_with_wall_time_and_why_are_ordered_and_explained(broker, browser):
     """A journey whose stages carry wall-clock time (wall_us) and a reason
-    (why), as brokers on different machines give them: the page orders it
-    by wall time, not by each machine's monotonic clock, and the waterfall
-    says why each wait happened."""
+    (why), from brokers in several processes (perhaps machines): the page
+    orders it by wall time, not by each machine's monotonic clock, and the
+    waterfall says why each wait happened. From one process, by the
+    monotonic clock its brokers share."""
     browser.get(f"http://{broker.http}/")
     got = browser.execute_script("""
         const stages = [
@@ -705,16 +719,18 @@ def test_stages_with_wall_time_and_why_are_ordered_and_explained(broker, browser
           {stage: "replicated", broker: 2, t_ns: 5, wall_us: 1003, why: "its next fetch arrived 3 us later"},
           {stage: "enqueued", broker: 1, t_ns: 901, wall_us: 1001, why: "queued behind 37 requests"},
           {stage: "committed", broker: 1, t_ns: 909, wall_us: 1004}];
-        const order = ordered(stages).map((x) => x.s.stage);
-        const mixed = ordered([{stage: "a", t_ns: 2, wall_us: 1}, {stage: "b", t_ns: 1}]).map((x) => x.s.stage);
-        drawWaterfall({stages});
+        const order = ordered(stages, true).map((x) => x.s.stage);
+        const mixed = ordered([{stage: "a", t_ns: 2, wall_us: 1}, {stage: "b", t_ns: 1}], true).map((x) => x.s.stage);
+        const oneProcess = ordered(stages, false).map((x) => x.s.stage);
+        drawWaterfall({stages, byWall: true});
         const rows = [...document.querySelectorAll('#waterfall .wf-row')].map((r) => [r.dataset.stage, r.dataset.endNs,
           r.textContent.replace(/\\s+/g, " ")]);
-        const path = plan(stages).map((x) => x.box);
-        return {order, mixed, rows, path};""")
+        const path = plan(stages, true).map((x) => x.box);
+        return {order, mixed, oneProcess, rows, path};""")
     assert got["order"] == ["received", "enqueued", "replicated", "committed"], got
     # without wall time on every stage, the monotonic clock decides
     assert got["mixed"] == ["b", "a"], got
+    assert got["oneProcess"] == ["replicated", "received", "enqueued", "committed"], got
     assert [r[0] for r in got["rows"]] == got["order"] and [r[1] for r in got["rows"]] == ["0", "1000", "3000", "4000"]
     assert "why: queued behind 37 requests" in got["rows"][1][2] and "broker 1 · network thread 0" in got["rows"][0][2]
     assert "why: its next fetch arrived 3 us later" in got["rows"][2][2], got["rows"]

@@ -500,10 +500,11 @@ async function findJourney() {
   const parts = (await Promise.all(up.map((b) => journeyPart(b, q)))).filter(Boolean);
   if (!parts.length) return null;
   const lead = parts.find((p) => p.stages.some((s) => s.stage === "received")) || parts[0];
-  const stages = ordered(parts.flatMap((p) => p.stages)).map((x) => x.s);
+  const byWall = new Set(parts.map((p) => p.process)).size > 1;
+  const stages = ordered(parts.flatMap((p) => p.stages), byWall).map((x) => x.s);
   // the leader's part says where the batch stands
   const verdict = (parts.find((p) => p.verdict) || {}).verdict || null;
-  return { head: lead, parts, stages, verdict };
+  return { head: lead, parts, stages, verdict, byWall };
 }
 
 // A stage's line: the broker words every stage (s.text), once for the
@@ -590,7 +591,7 @@ async function showJourney() {
   verdict.textContent = j.verdict ? j.verdict.text : "";
   const t0 = st.length && st[0].stage ? st[0].stage.t_ns : j.stages[0].t_ns;
   lastJourney = j;
-  followJourney(`${h.topic}-${h.partition}@${h.first_offset}`, j.stages);
+  followJourney(`${h.topic}-${h.partition}@${h.first_offset}`, j.stages, j.byWall);
   drawPicture(j);
   drawWaterfall(j);
   list.innerHTML = j.stages.map((s) =>

@@ -27,19 +27,22 @@ function boxOf(s) {
 }
 
 // A journey's stages in the order they happened: by wall-clock time when
-// every stage has one (brokers on different machines), else by the
-// monotonic clock all brokers of one machine share.
-function ordered(stages) {
-  const wall = stages.length > 0 && stages.every((s) => s.wall_us != null);
-  const at = wall ? (s) => s.wall_us * 1000 : (s) => s.t_ns;
+// its parts come from several processes (byWall: brokers perhaps on
+// different machines) and every stage has one, else by the monotonic clock
+// the brokers of one process share (as the brokers merge them).
+function ordered(stages, byWall) {
+  const wall = byWall && stages.length > 0 && stages.every((s) => s.wall_us != null);
+  // from the first, so that nanoseconds stay exact in a double
+  const base = wall ? Math.min(...stages.map((s) => s.wall_us)) : 0;
+  const at = wall ? (s) => (s.wall_us - base) * 1000 : (s) => s.t_ns;
   return stages.map((s) => ({ s, t: at(s) })).sort((a, b) => a.t - b.t);
 }
 
 // The marker's path: the client's own steps (untimed by the broker: before
 // the first stage, and the deserializer after the consumer's fetch), then
 // every stage at its box.
-function plan(stages) {
-  const seq = ordered(stages).map(({ s, t }) => ({ box: boxOf(s), stage: s.stage, t, s }));
+function plan(stages, byWall) {
+  const seq = ordered(stages, byWall).map(({ s, t }) => ({ box: boxOf(s), stage: s.stage, t, s }));
   if (!seq.length) return seq;
   const t0 = seq[0].t;
   const client = (box, t, text) => ({ box, stage: box, t, s: null, text });
@@ -71,8 +74,8 @@ function schedule() {
 }
 
 // A new journey replays from its start; the same one, grown, goes on.
-function followJourney(key, stages) {
-  const seq = plan(stages);
+function followJourney(key, stages, byWall) {
+  const seq = plan(stages, byWall);
   if (key !== anim.key) {
     anim.key = key;
     anim.i = 0;

@@ -24,7 +24,7 @@ function drawWaterfall(j) {
     el.dataset.count = 0;
     return;
   }
-  const rows = ordered(j.stages);
+  const rows = ordered(j.stages, j.byWall);
   const t0 = rows[0].t, span = Math.max(1, rows[rows.length - 1].t - t0);
   const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) =>
     `<span style="left:${f * 100}%;transform:translateX(-${f * 100}%)">${fmtMs(f * span)}</span>`).join("");
