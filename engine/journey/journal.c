@@ -23,13 +23,12 @@
 #define QUEUE_CAP 512        /* journeys waiting for the writer (about 2.5 MiB at most) */
 #define WRITER_ROUND_MS 200  /* the writer's pace when nobody pokes it */
 #define MAGIC 0x4A51494Bu    /* "KIQJ" */
-#define HEAD_SIZE offsetof(kiq_journey_t, stages)
 #define WRITE_BUF (256 << 10) /* records gathered for one write */
 #define SUFFIX ".journal"
 #define MAX_SEGMENTS 100000
 
-/* A record's head on disk; the journey's bytes (HEAD_SIZE and its stages)
- * follow. The sizes tell another build's layout apart. */
+/* A record's head on disk; the journey's bytes (its head and stages,
+ * kiq_journey_size) follow. The sizes tell another build's layout apart. */
 typedef struct rec_head {
     uint32_t magic, len, crc;
     uint16_t head_size, stage_size;
@@ -79,12 +78,6 @@ typedef struct summary {
     span_t *spans;
     uint64_t bloom[64]; /* 4096 bits, two per trace id */
 } summary_t;
-
-static size_t journey_len(const kiq_journey_t *jr)
-{
-    int n = jr->nstages < 0 ? 0 : jr->nstages > KIQ_JOURNEY_STAGES ? KIQ_JOURNEY_STAGES : jr->nstages;
-    return HEAD_SIZE + (size_t)n * sizeof(kiq_journey_stage_t);
-}
 
 static void segment_path(const kiq_journal_t *jl, int64_t base, char *out, size_t n)
 {
@@ -245,9 +238,9 @@ static uint8_t *out_room(kiq_journal_t *jl, size_t len)
 /* Under wmu: seals the record copied at at (its journey after the head). */
 static void out_seal(kiq_journal_t *jl, uint8_t *at)
 {
-    rec_head_t h = {MAGIC, 0, 0, (uint16_t)HEAD_SIZE, (uint16_t)sizeof(kiq_journey_stage_t)};
+    rec_head_t h = {MAGIC, 0, 0, (uint16_t)KIQ_JOURNEY_HEAD_SIZE, (uint16_t)sizeof(kiq_journey_stage_t)};
     const kiq_journey_t *jr = (const kiq_journey_t *)(at + sizeof h);
-    size_t len = journey_len(jr);
+    size_t len = kiq_journey_size(jr);
     h.len = (uint32_t)len;
     h.crc = kiq_crc32c(0, jr, len);
     memcpy(at, &h, sizeof h);
@@ -267,7 +260,7 @@ static void drain(kiq_journal_t *jl)
         bool any = jl->count > 0;
         if (any) {
             const kiq_journey_t *q = &jl->queue[jl->head];
-            memcpy(at + sizeof(rec_head_t), q, journey_len(q));
+            memcpy(at + sizeof(rec_head_t), q, kiq_journey_size(q));
             jl->head = (jl->head + 1) % QUEUE_CAP;
             jl->count--;
         }
@@ -358,7 +351,7 @@ bool kiq_journal_offer(kiq_journal_t *jl, const kiq_journey_t *jr)
     pthread_mutex_lock(&jl->qmu);
     bool room = jl->count < QUEUE_CAP;
     if (room) {
-        memcpy(&jl->queue[(jl->head + jl->count) % QUEUE_CAP], jr, journey_len(jr));
+        memcpy(&jl->queue[(jl->head + jl->count) % QUEUE_CAP], jr, kiq_journey_size(jr));
         jl->count++;
     }
     /* the writer wakes by itself every round; a filling queue hurries it */
@@ -373,9 +366,9 @@ int kiq_journal_write_now(kiq_journal_t *jl, const kiq_journey_t *jr)
 {
     pthread_mutex_lock(&jl->wmu);
     drain(jl);
-    uint8_t *at = out_room(jl, journey_len(jr));
+    uint8_t *at = out_room(jl, kiq_journey_size(jr));
     if (at) {
-        memcpy(at + sizeof(rec_head_t), jr, journey_len(jr));
+        memcpy(at + sizeof(rec_head_t), jr, kiq_journey_size(jr));
         out_seal(jl, at);
     }
     int rc = at ? flush_out(jl) : -1;
@@ -408,6 +401,24 @@ static bool match_trace(const kiq_journey_t *jr, const void *want)
     return false;
 }
 
+/* The next record of f into scratch (its strings ended): its length; 0 at
+ * the file's end or a record not written whole yet; -1 at one that does not
+ * check (damaged, or not a journal's). */
+static long read_record(FILE *f, kiq_journey_t *scratch)
+{
+    rec_head_t h;
+    if (fread(&h, sizeof h, 1, f) != 1) return 0;
+    const size_t head = KIQ_JOURNEY_HEAD_SIZE, stage = sizeof(kiq_journey_stage_t);
+    if (h.magic != MAGIC || h.head_size != head || h.stage_size != stage || h.len < head || h.len > sizeof *scratch ||
+        (h.len - head) % stage)
+        return -1;
+    if (fread(scratch, h.len, 1, f) != 1) return 0;
+    if (kiq_crc32c(0, scratch, h.len) != h.crc || kiq_journey_size(scratch) != h.len) return -1;
+    scratch->topic[KIQ_JOURNEY_TOPIC - 1] = '\0';
+    scratch->trace[KIQ_JOURNEY_TRACE - 1] = '\0';
+    return (long)h.len;
+}
+
 /* The newest matching journey of one segment into out (through scratch);
  * a record that does not check ends the reading. */
 static bool find_in_file(const char *path, match_fn match, const void *want, kiq_journey_t *scratch,
@@ -416,17 +427,10 @@ static bool find_in_file(const char *path, match_fn match, const void *want, kiq
     FILE *f = fopen(path, "rb");
     if (!f) return false;
     bool found = false;
-    rec_head_t h;
-    while (fread(&h, sizeof h, 1, f) == 1) {
-        if (h.magic != MAGIC || h.head_size != HEAD_SIZE || h.stage_size != sizeof(kiq_journey_stage_t) ||
-            h.len < HEAD_SIZE || h.len > sizeof *scratch || (h.len - HEAD_SIZE) % sizeof(kiq_journey_stage_t))
-            break;
-        if (fread(scratch, h.len, 1, f) != 1 || kiq_crc32c(0, scratch, h.len) != h.crc) break;
-        if (journey_len(scratch) != h.len) break;
-        scratch->topic[KIQ_JOURNEY_TOPIC - 1] = '\0';
-        scratch->trace[KIQ_JOURNEY_TRACE - 1] = '\0';
+    long len;
+    while ((len = read_record(f, scratch)) > 0) {
         if (match(scratch, want)) {
-            memcpy(out, scratch, h.len);
+            memcpy(out, scratch, (size_t)len);
             found = true;
         }
     }
@@ -488,23 +492,13 @@ static void summary_update(const char *path, summary_t *m, kiq_journey_t *scratc
         fclose(f);
         return;
     }
-    rec_head_t h;
-    while (fread(&h, sizeof h, 1, f) == 1) {
-        if (h.magic != MAGIC || h.head_size != HEAD_SIZE || h.stage_size != sizeof(kiq_journey_stage_t) ||
-            h.len < HEAD_SIZE || h.len > sizeof *scratch || (h.len - HEAD_SIZE) % sizeof(kiq_journey_stage_t)) {
-            m->ended = true;
-            break;
-        }
-        if (fread(scratch, h.len, 1, f) != 1) break; /* not all written yet */
-        if (kiq_crc32c(0, scratch, h.len) != h.crc || journey_len(scratch) != h.len) {
-            m->ended = true;
-            break;
-        }
-        scratch->topic[KIQ_JOURNEY_TOPIC - 1] = '\0';
+    long len;
+    while ((len = read_record(f, scratch)) > 0) {
         summarize(m, scratch);
         if (m->ended) break;
-        m->indexed += (int64_t)(sizeof h + h.len);
+        m->indexed += (int64_t)(sizeof(rec_head_t) + (size_t)len);
     }
+    if (len < 0) m->ended = true;
     fclose(f);
 }
 
@@ -563,7 +557,7 @@ static bool find(kiq_journal_t *jl, match_fn match, const void *want, kiq_journe
     for (size_t k = jl->count; k > 0 && !found; k--) {
         const kiq_journey_t *q = &jl->queue[(jl->head + k - 1) % QUEUE_CAP];
         if (match(q, want)) {
-            memcpy(out, q, journey_len(q));
+            memcpy(out, q, kiq_journey_size(q));
             found = true;
         }
     }

@@ -62,6 +62,15 @@ typedef struct kiq_journey {
     kiq_journey_stage_t stages[KIQ_JOURNEY_STAGES]; /* in the order they happened here */
 } kiq_journey_t;
 
+/* The bytes of jr in use: its head and the stages it has (what a copy of
+ * it, the journal's records and the exporter's queue take). */
+#define KIQ_JOURNEY_HEAD_SIZE offsetof(kiq_journey_t, stages)
+static inline size_t kiq_journey_size(const kiq_journey_t *jr)
+{
+    int n = jr->nstages < 0 ? 0 : jr->nstages > KIQ_JOURNEY_STAGES ? KIQ_JOURNEY_STAGES : jr->nstages;
+    return KIQ_JOURNEY_HEAD_SIZE + (size_t)n * sizeof(kiq_journey_stage_t);
+}
+
 typedef struct kiq_journeys kiq_journeys_t;
 
 /* A recorder keeping the newest max_batches journeys of broker `broker`;

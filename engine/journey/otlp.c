@@ -21,7 +21,6 @@
 #define POST_MAX 64        /* traces in one POST */
 #define SENDER_ROUND_MS 200
 #define IO_TIMEOUT_S 2     /* connect, send and answer each; the sender alone waits */
-#define HEAD_SIZE offsetof(kiq_journey_t, stages)
 
 /* OTLP's span kinds (opentelemetry-proto trace.proto). */
 enum { KIND_INTERNAL = 1, KIND_SERVER = 2 };
@@ -36,12 +35,6 @@ struct kiq_otlp {
     kiq_worker_t *sender;
     atomic_uint_fast64_t exported, dropped, failed;
 };
-
-static size_t journey_len(const kiq_journey_t *jr)
-{
-    int n = jr->nstages < 0 ? 0 : jr->nstages > KIQ_JOURNEY_STAGES ? KIQ_JOURNEY_STAGES : jr->nstages;
-    return HEAD_SIZE + (size_t)n * sizeof(kiq_journey_stage_t);
-}
 
 static int hex_digit(char c)
 {
@@ -386,7 +379,7 @@ static bool send_queue(kiq_otlp_t *o)
         pthread_mutex_lock(&o->mu);
         while (n < POST_MAX && o->count > 0) {
             const kiq_journey_t *q = &o->queue[o->head];
-            memcpy(&o->batch[n++], q, journey_len(q));
+            memcpy(&o->batch[n++], q, kiq_journey_size(q));
             o->head = (o->head + 1) % QUEUE_CAP;
             o->count--;
         }
@@ -490,7 +483,7 @@ bool kiq_otlp_offer(kiq_otlp_t *o, const kiq_journey_t *jr)
     pthread_mutex_lock(&o->mu);
     bool room = o->count < QUEUE_CAP;
     if (room) {
-        memcpy(&o->queue[(o->head + o->count) % QUEUE_CAP], jr, journey_len(jr));
+        memcpy(&o->queue[(o->head + o->count) % QUEUE_CAP], jr, kiq_journey_size(jr));
         o->count++;
     }
     bool poke = o->count == QUEUE_CAP / 4;
