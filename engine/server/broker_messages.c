@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "core/error.h"
 #include "log/partition_log.h"
 #include "log/topics.h"
@@ -39,19 +41,12 @@ static bool is_text(const uint8_t *p, size_t n)
     return true;
 }
 
+/* p[0..n) in base64 (OpenSSL's, as SCRAM's), NUL-ended; NULL when out of
+ * memory. */
 static char *base64(const uint8_t *p, size_t n)
 {
-    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = malloc(4 * ((n + 2) / 3) + 1), *o = out;
-    if (!out) return NULL;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-        *o++ = abc[v >> 18 & 63];
-        *o++ = abc[v >> 12 & 63];
-        *o++ = i + 1 < n ? abc[v >> 6 & 63] : '=';
-        *o++ = i + 2 < n ? abc[v & 63] : '=';
-    }
-    *o = '\0';
+    char *out = malloc(4 * ((n + 2) / 3) + 1);
+    if (out) EVP_EncodeBlock((unsigned char *)out, p, (int)n);
     return out;
 }
 
