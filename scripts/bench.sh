@@ -12,7 +12,7 @@
 #                                         same run (iperf3) and each one's CPU
 #                                         seconds per GB
 #   scripts/bench.sh --replicated [--rounds N]  N rounds alternating one
-#                                         broker with an RF 1 topic at acks=1
+#                                         broker with an RF 1 topic at acks=all
 #                                         and serve --brokers 3 (one process)
 #                                         with an RF 3 topic at acks=all, and
 #                                         per workload and round both msg/s,
@@ -560,12 +560,12 @@ elif [[ $replicated -eq 1 ]]; then
         rate_summary "$rows/all"
     else
         for ((r = 1; r <= rounds; r++)); do
-            bench_extra=(--acks 1 --replication-factor 1)
-            bench_kafkaiq rf1-acks1 0 "${broker_overrides[@]}" | tee -a "$rows/all"
+            bench_extra=(--acks all --replication-factor 1)
+            bench_kafkaiq rf1-acksall 0 "${broker_overrides[@]}" | tee -a "$rows/all"
             bench_extra=(--acks all --replication-factor 3)
             bench_kafkaiq rf3-acksall 0 --brokers 3 "${broker_overrides[@]}" | tee -a "$rows/all"
         done
-        compare "$rows/all" 0 rf3-acksall rf1-acks1
+        compare "$rows/all" 0 rf3-acksall rf1-acksall
         rate_summary "$rows/all"
     fi
 else

@@ -1,22 +1,33 @@
 #include "metrics/topic_counts.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/str_map.h"
 
+/* One topic's counters: added to by any thread without a lock, since
+ * every produce and fetch of every partition counts here. */
+typedef struct counted {
+    char topic[250];
+    atomic_uint_fast64_t messages_in, bytes_in, bytes_out;
+    atomic_uint_fast64_t produce_requests, failed_produce_requests, fetch_requests, failed_fetch_requests;
+} counted_t;
+
 struct kiq_topic_counts {
-    pthread_mutex_t mu;    /* guards topics */
-    kiq_str_map_t *topics; /* name -> kiq_topic_count_t */
-    kiq_replication_bytes_t replication;
+    /* guards the table, not the counters: read-locked to find a topic
+     * (threads do not wait on each other), write-locked to add one */
+    pthread_rwlock_t lock;
+    kiq_str_map_t *topics; /* name -> counted_t */
+    atomic_uint_fast64_t replication_in, replication_out;
 };
 
 kiq_topic_counts_t *kiq_topic_counts_new(void)
 {
     kiq_topic_counts_t *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    pthread_mutex_init(&c->mu, NULL);
+    pthread_rwlock_init(&c->lock, NULL);
     if (!(c->topics = kiq_str_map_new())) {
         kiq_topic_counts_free(c);
         return NULL;
@@ -34,45 +45,52 @@ void kiq_topic_counts_free(kiq_topic_counts_t *c)
         while (kiq_str_map_next(&it, NULL, NULL, &v)) free(v);
         kiq_str_map_free(c->topics);
     }
-    pthread_mutex_destroy(&c->mu);
+    pthread_rwlock_destroy(&c->lock);
     free(c);
 }
 
-/* Under mu: the topic's counts, made on first use (NULL: out of memory). */
-static kiq_topic_count_t *of(kiq_topic_counts_t *c, const char *topic)
+/* The topic's counters, made on first use (NULL: out of memory, or a
+ * name longer than Kafka allows). */
+static counted_t *of(kiq_topic_counts_t *c, const char *topic)
 {
     size_t len = strlen(topic);
-    kiq_topic_count_t *t = kiq_str_map_get(c->topics, topic, len);
+    pthread_rwlock_rdlock(&c->lock);
+    counted_t *t = kiq_str_map_get(c->topics, topic, len);
+    pthread_rwlock_unlock(&c->lock);
     if (t || len >= sizeof t->topic) return t;
-    if (!(t = calloc(1, sizeof *t))) return NULL;
-    memcpy(t->topic, topic, len + 1);
-    if (kiq_str_map_put(c->topics, t->topic, len, t) != 0) {
-        free(t);
-        return NULL;
+    pthread_rwlock_wrlock(&c->lock);
+    /* another thread may have added it between the two locks */
+    if (!(t = kiq_str_map_get(c->topics, topic, len)) && (t = calloc(1, sizeof *t))) {
+        memcpy(t->topic, topic, len + 1);
+        if (kiq_str_map_put(c->topics, t->topic, len, t) != 0) {
+            free(t);
+            t = NULL;
+        }
     }
+    pthread_rwlock_unlock(&c->lock);
     return t;
 }
+
+static void add(atomic_uint_fast64_t *v, uint64_t n) { atomic_fetch_add_explicit(v, n, memory_order_relaxed); }
 
 static void on_event(void *ctx, const kiq_event_t *e)
 {
     kiq_topic_counts_t *c = ctx;
     uint64_t bytes = e->bytes > 0 ? (uint64_t)e->bytes : 0;
     if (!e->topic) return;
-    pthread_mutex_lock(&c->mu);
     if (e->point == KIQ_POINT_APPENDED) {
-        if (e->flags & KIQ_EVENT_FOLLOWER) c->replication.in += bytes;
+        if (e->flags & KIQ_EVENT_FOLLOWER) add(&c->replication_in, bytes);
     } else if (e->point == KIQ_POINT_FOLLOWER_FETCHED) {
-        c->replication.out += bytes;
+        add(&c->replication_out, bytes);
     } else {
-        kiq_topic_count_t *t = of(c, e->topic);
+        counted_t *t = of(c, e->topic);
         if (t && e->point == KIQ_POINT_VALIDATED) {
-            t->messages_in += e->records > 0 ? (uint64_t)e->records : 0;
-            t->bytes_in += bytes;
+            add(&t->messages_in, e->records > 0 ? (uint64_t)e->records : 0);
+            add(&t->bytes_in, bytes);
         } else if (t) {
-            t->bytes_out += bytes;
+            add(&t->bytes_out, bytes);
         }
     }
-    pthread_mutex_unlock(&c->mu);
 }
 
 kiq_observer_t kiq_topic_counts_observer(kiq_topic_counts_t *c)
@@ -84,24 +102,20 @@ kiq_observer_t kiq_topic_counts_observer(kiq_topic_counts_t *c)
 
 void kiq_topic_counts_request(kiq_topic_counts_t *c, const char *topic, bool fetch, bool failed)
 {
-    pthread_mutex_lock(&c->mu);
-    kiq_topic_count_t *t = of(c, topic);
+    counted_t *t = of(c, topic);
     if (t && fetch) {
-        t->fetch_requests++;
-        t->failed_fetch_requests += failed;
+        add(&t->fetch_requests, 1);
+        if (failed) add(&t->failed_fetch_requests, 1);
     } else if (t) {
-        t->produce_requests++;
-        t->failed_produce_requests += failed;
+        add(&t->produce_requests, 1);
+        if (failed) add(&t->failed_produce_requests, 1);
     }
-    pthread_mutex_unlock(&c->mu);
 }
 
 kiq_replication_bytes_t kiq_topic_counts_replication(kiq_topic_counts_t *c)
 {
-    pthread_mutex_lock(&c->mu);
-    kiq_replication_bytes_t r = c->replication;
-    pthread_mutex_unlock(&c->mu);
-    return r;
+    return (kiq_replication_bytes_t){atomic_load_explicit(&c->replication_in, memory_order_relaxed),
+                                     atomic_load_explicit(&c->replication_out, memory_order_relaxed)};
 }
 
 static int by_topic(const void *a, const void *b)
@@ -109,21 +123,34 @@ static int by_topic(const void *a, const void *b)
     return strcmp(((const kiq_topic_count_t *)a)->topic, ((const kiq_topic_count_t *)b)->topic);
 }
 
+static uint64_t get(const atomic_uint_fast64_t *v) { return atomic_load_explicit(v, memory_order_relaxed); }
+
 int kiq_topic_counts_snapshot(kiq_topic_counts_t *c, kiq_topic_count_t **out)
 {
-    pthread_mutex_lock(&c->mu);
+    pthread_rwlock_rdlock(&c->lock);
     size_t n = kiq_str_map_count(c->topics);
     *out = malloc((n ? n : 1) * sizeof **out);
     if (!*out) {
-        pthread_mutex_unlock(&c->mu);
+        pthread_rwlock_unlock(&c->lock);
         return -1;
     }
     kiq_str_map_iter_t it;
     void *v;
     size_t i = 0;
     kiq_str_map_iter_init(&it, c->topics);
-    while (kiq_str_map_next(&it, NULL, NULL, &v)) (*out)[i++] = *(kiq_topic_count_t *)v;
-    pthread_mutex_unlock(&c->mu);
+    while (kiq_str_map_next(&it, NULL, NULL, &v)) {
+        const counted_t *t = v;
+        kiq_topic_count_t *o = &(*out)[i++];
+        memcpy(o->topic, t->topic, sizeof o->topic);
+        o->messages_in = get(&t->messages_in);
+        o->bytes_in = get(&t->bytes_in);
+        o->bytes_out = get(&t->bytes_out);
+        o->produce_requests = get(&t->produce_requests);
+        o->failed_produce_requests = get(&t->failed_produce_requests);
+        o->fetch_requests = get(&t->fetch_requests);
+        o->failed_fetch_requests = get(&t->failed_fetch_requests);
+    }
+    pthread_rwlock_unlock(&c->lock);
     qsort(*out, n, sizeof **out, by_topic);
     return (int)n;
 }

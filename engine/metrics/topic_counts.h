@@ -4,8 +4,9 @@
  * (a follower's APPENDED) and out (FOLLOWER_FETCHED). Produce and fetch
  * handlers count the partitions they answer, and those they answer with an
  * error, themselves (kiq_topic_counts_request). An observer
- * (core/observer.h); a mutex guards the topic table (one lookup per event)
- * and the totals. Any thread. */
+ * (core/observer.h); a read-write lock guards the topic table (read-locked
+ * for the lookup of each event), the counters themselves are atomic, so
+ * threads counting at once never wait on each other. Any thread. */
 #ifndef KIQ_METRICS_TOPIC_COUNTS_H
 #define KIQ_METRICS_TOPIC_COUNTS_H
 
