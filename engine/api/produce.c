@@ -200,9 +200,7 @@ static decompressed_limit_t max_decompressed(kiq_broker_t *b, kiq_topic_t *topic
 {
     decompressed_limit_t l = {(size_t)kiq_config_int(b->config, KIQ_CFG_MAX_DECOMPRESSED_BATCH_BYTES),
                               "kafkaiq.max.decompressed.batch.bytes"};
-    pthread_mutex_lock(&topic->config_mu);
-    int64_t t = kiq_topic_configs_int(&topic->configs, KIQ_TCFG_MAX_DECOMPRESSED_MESSAGE_BYTES, INT64_MAX);
-    pthread_mutex_unlock(&topic->config_mu);
+    int64_t t = atomic_load(&topic->max_decompressed_message_bytes);
     if (t > 0 && (uint64_t)t < l.bytes) l = (decompressed_limit_t){(size_t)t, "max.decompressed.message.bytes"};
     return l;
 }
@@ -210,11 +208,8 @@ static decompressed_limit_t max_decompressed(kiq_broker_t *b, kiq_topic_t *topic
 /* The topic's min.insync.replicas, else the broker's. */
 static int64_t min_insync(kiq_broker_t *b, kiq_topic_t *topic)
 {
-    int64_t dflt = kiq_config_int(b->config, KIQ_CFG_MIN_INSYNC_REPLICAS);
-    pthread_mutex_lock(&topic->config_mu);
-    int64_t v = kiq_topic_configs_int(&topic->configs, KIQ_TCFG_MIN_INSYNC_REPLICAS, dflt);
-    pthread_mutex_unlock(&topic->config_mu);
-    return v;
+    int64_t v = atomic_load(&topic->min_insync_replicas);
+    return v >= 0 ? v : kiq_config_int(b->config, KIQ_CFG_MIN_INSYNC_REPLICAS);
 }
 
 /* The topic's message.timestamp.type, else the broker's. */

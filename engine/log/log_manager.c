@@ -136,6 +136,9 @@ void kiq_lm_apply_hot_configs(kiq_topic_t *topic)
     atomic_store(&topic->timestamp_before_max_ms,
                  kiq_topic_configs_int(c, KIQ_TCFG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS, -1));
     atomic_store(&topic->timestamp_after_max_ms, kiq_topic_configs_int(c, KIQ_TCFG_MESSAGE_TIMESTAMP_AFTER_MAX_MS, -1));
+    atomic_store(&topic->min_insync_replicas, kiq_topic_configs_int(c, KIQ_TCFG_MIN_INSYNC_REPLICAS, -1));
+    atomic_store(&topic->max_decompressed_message_bytes,
+                 kiq_topic_configs_int(c, KIQ_TCFG_MAX_DECOMPRESSED_MESSAGE_BYTES, -1));
 }
 
 /* At open: where recovery of a partition starts; 0 (scan everything, as

@@ -127,6 +127,8 @@ kiq_topic_t *kiq_lm_topic_alloc(const kiq_topics_t *t, const char *name, int32_t
     atomic_init(&topic->log_append_time, -1);
     atomic_init(&topic->timestamp_before_max_ms, -1);
     atomic_init(&topic->timestamp_after_max_ms, -1);
+    atomic_init(&topic->min_insync_replicas, -1);
+    atomic_init(&topic->max_decompressed_message_bytes, -1);
     topic->states = t->states;
     return topic;
 }

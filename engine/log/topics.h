@@ -102,6 +102,10 @@ struct kiq_topic {
     atomic_int log_append_time; /* 1 LogAppendTime, 0 CreateTime */
     /* message.timestamp.before.max.ms and after.max.ms */
     atomic_llong timestamp_before_max_ms, timestamp_after_max_ms;
+    /* min.insync.replicas (an acks=all produce reads it twice) and
+     * max.decompressed.message.bytes: a lock here would be one every
+     * producer to the topic takes per batch */
+    atomic_llong min_insync_replicas, max_decompressed_message_bytes;
     /* The registry's, for the partitions' states when the topic goes
      * (maybe after the registry). */
     struct kiq_partition_state_ops states;
