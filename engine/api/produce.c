@@ -618,6 +618,8 @@ static int produce_all(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_requ
         total += req->topic_data[i].partition_data_n > 0 ? req->topic_data[i].partition_data_n : 0;
     produce_wait_t *waits =
         req->acks == -1 ? kiq_arena_calloc(&r->arena, (size_t)(total ? total : 1), sizeof *waits) : NULL;
+    uint64_t *appended = kiq_arena_calloc(&r->arena, (size_t)(total ? total : 1), sizeof *appended);
+    int nappended = 0;
 
     out->responses_n = req->topic_data_n;
     out->responses = kiq_arena_calloc(&r->arena, (size_t)(req->topic_data_n > 0 ? req->topic_data_n : 0),
@@ -660,11 +662,8 @@ static int produce_all(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_requ
                 if (pr->error_code == KIQ_ERR_NOT_LEADER_OR_FOLLOWER && r->header.api_version >= 10)
                     kiq_api_leader_hint(b, r, td->name, pr->index, &pr->current_leader.leader_id,
                                         &pr->current_leader.leader_epoch, &leaders);
-                /* waiting followers and (alone in the ISR: committed) consumers,
-                 * tried in this thread (no lock held here): one wake-up fewer */
-                if (pr->error_code == KIQ_ERR_NONE)
-                    kiq_purgatory_notify_here(b->purgatory,
-                                              kiq_purgatory_key(topic->name, strlen(topic->name), pr->index));
+                if (pr->error_code == KIQ_ERR_NONE && appended)
+                    appended[nappended++] = kiq_purgatory_key(topic->name, strlen(topic->name), pr->index);
                 if (waits && pr->error_code == KIQ_ERR_NONE && required >= 0) {
                     atomic_fetch_add(&topic->refs, 1);
                     waits[nwaits++] = (produce_wait_t){topic, index, required, epoch, pr, false};
@@ -674,6 +673,11 @@ static int produce_all(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_requ
         }
         kiq_topic_unref(topic);
     }
+    /* Waiting followers and (alone in the ISR: committed) consumers, tried
+     * in this thread (no lock held here: one wake-up fewer), once every
+     * partition of the request is in: a fetch of several of them then
+     * takes them all in one answer rather than the first alone. */
+    for (int i = 0; i < nappended; i++) kiq_purgatory_notify_here(b->purgatory, appended[i]);
     out->node_endpoints_n = leaders.n;
     out->node_endpoints = kiq_arena_calloc(&r->arena, (size_t)(leaders.n ? leaders.n : 1), sizeof *out->node_endpoints);
     for (int i = 0; i < leaders.n; i++) {

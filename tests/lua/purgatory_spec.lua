@@ -85,4 +85,40 @@ describe("the purgatory", function()
     end
     polls[2][1]:close()
   end)
+
+  it("completes a fetch of several partitions once a produce has appended to all of them", function()
+    local a = assert(kiq.admin { bootstrap = b.bootstrap })
+    assert(a:create_topics { { name = "pg-all", partitions = 4 } })
+    a:close()
+    local c = open(b)
+    local md = assert(c:request(METADATA, { topics = { { name = "pg-all" } } }))
+    local parts = {}
+    for p = 1, 3 do
+      parts[p] = { partition = p, fetch_offset = 0, partition_max_bytes = 1048576, log_start_offset = -1,
+        current_leader_epoch = -1, last_fetched_epoch = -1 }
+    end
+    local parked = b:purgatory_stats().parked
+    local pending = assert(c:send_request(FETCH, { replica_id = -1, max_wait_ms = 30000, min_bytes = 1,
+      max_bytes = 1048576, isolation_level = 0, topics = { { topic = "pg-all", topic_id = md.topics[1].topic_id,
+        partitions = parts } } }))
+    assert(kiq.wait_for(function() return b:purgatory_stats().parked > parked end, 5000, "the fetch to park"))
+    -- one produce request to partitions 1, 2 and 3
+    local batch = assert(core.build_batch { records = { { key = "k", value = "all-three" } } })
+    local data = {}
+    for p = 1, 3 do data[p] = { index = p, records = batch } end
+    local pc = open(b)
+    local r = assert(pc:request(PRODUCE, { acks = 1, timeout_ms = 5000, topic_data = {
+      { name = "pg-all", partition_data = data } } }))
+    pc:close()
+    for p = 1, 3 do assert.are.equal(0, r.responses[1].partition_responses[p].error_code) end
+    -- the one answer holds each partition's new batch, not the first's alone
+    local resp = assert(c:collect(pending, 10000))
+    c:close()
+    local got = {}
+    for _, fp in ipairs(resp.responses[1].partitions) do
+      assert.are.equal(0, fp.error_code)
+      got[fp.partition_index] = fp.records and #fp.records or 0
+    end
+    for p = 1, 3 do assert.is_true((got[p] or 0) >= #batch, "partition " .. p .. ": " .. tostring(got[p])) end
+  end)
 end)
