@@ -268,6 +268,8 @@ typedef struct fetch_reading {
     fetch_result_t *res;
     kiq_api_leader_nodes_t leaders; /* named in the answer's node_endpoints */
     int64_t budget, total, copied;  /* the request's max_bytes, what is returned, what of it is copied */
+    uint64_t *moved; /* a follower's: the keys of partitions whose high watermark it moved */
+    int nmoved;
 } fetch_reading_t;
 
 /* Partition p of topic (NULL: missing, why; elsewhere its name for the
@@ -316,12 +318,8 @@ static void read_partition_here(fetch_reading_t *fr, kiq_topic_t *topic, kiq_str
         bool moved, expand;
         kiq_partition_replica_follower_fetched(part->replica, log, replica, p->fetch_offset,
                                                kiq_clock_mono_ns() / 1000000, &moved, &expand);
-        /* records a follower's fetch committed: acks=all produces
-         * and consumers waiting on the partition may finish, tried in
-         * this thread (no lock held here; within a purgatory round the
-         * purgatory thread's next round tries them) */
-        if (moved)
-            kiq_purgatory_notify_here(b->purgatory, kiq_purgatory_key(topic->name, strlen(topic->name), p->partition));
+        if (moved && fr->moved)
+            fr->moved[fr->nmoved++] = kiq_purgatory_key(topic->name, strlen(topic->name), p->partition);
         if (expand && b->replicas)
             kiq_replica_manager_queue_isr_expand(b->replicas, topic, p->partition, replica);
     }
@@ -403,6 +401,11 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
         .res = res,
         .budget = req->max_bytes > 0 ? req->max_bytes : INT32_MAX,
     };
+    if (fr.follower && first) {
+        int32_t n = 0;
+        for (int32_t i = 0; i < req->topics_n; i++) n += req->topics[i].partitions_n > 0 ? req->topics[i].partitions_n : 0;
+        fr.moved = kiq_arena_calloc(&r->arena, (size_t)(n ? n : 1), sizeof *fr.moved);
+    }
     *res = (fetch_result_t){
         .zero_copy = kiq_config_bool(b->config, KIQ_CFG_FETCH_SENDFILE) &&
                      !kiq_interceptors_active(&b->interceptors, KIQ_HOOK_FETCH),
@@ -438,6 +441,12 @@ static void fetch_read(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reques
             read_partition(&fr, topic, tr->topic, elsewhere, missing, &t->partitions[j], &tr->partitions[j]);
         kiq_topic_unref(topic);
     }
+    /* Records the follower's fetch committed: acks=all produces and
+     * consumers waiting on those partitions may finish, tried in this
+     * thread (no lock held here; within a purgatory round the purgatory
+     * thread's next round tries them), once all its partitions are read: a
+     * produce waiting on several of them is tried once, not once each. */
+    for (int i = 0; i < fr.nmoved; i++) kiq_purgatory_notify_here(b->purgatory, fr.moved[i]);
     kiq_api_leader_nodes_t *leaders = &fr.leaders;
     out->node_endpoints_n = leaders->n;
     out->node_endpoints = kiq_arena_calloc(&r->arena, (size_t)(leaders->n ? leaders->n : 1), sizeof *out->node_endpoints);

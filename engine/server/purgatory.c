@@ -1,6 +1,7 @@
 #include "server/purgatory.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,8 +50,17 @@ struct kiq_purgatory {
      * signal; 0: it is awake and looks at the heap before it sleeps) */
     int64_t sleep_until;
     bool stopping, started;
-    kiq_purgatory_stats_t stats;
+    kiq_purgatory_stats_t stats; /* but notified, counted apart */
     pthread_t thread;
+    /* Not under the lock: per bucket, the keys there of operations parked
+     * and not finished (in the watch lists or out for a try). A notifier
+     * that finds its key's bucket at 0 returns without the lock, so an
+     * append that nobody waits for (the common case under many producers)
+     * costs no lock all I/O threads share. Safe because every operation is
+     * tried once after it is counted here: a notifier that read 0 made its
+     * change before that try could look. */
+    atomic_int watchers[NBUCKETS];
+    atomic_uint_fast64_t notified;
 };
 
 const char *const kiq_delayed_kind_names[KIQ_DELAYED__KINDS] = {"Fetch", "Produce", "OffsetCommit", "Interceptor"};
@@ -77,6 +87,28 @@ uint64_t kiq_purgatory_producer_ids_key(void)
 }
 
 static size_t bucket_of(uint64_t key) { return (size_t)(key ^ key >> 29) % NBUCKETS; }
+
+/* An operation's keys start (delta 1) or stop (-1) being waited for. */
+static void count_watchers(kiq_purgatory_t *p, const watch_t *watches, int n, int delta)
+{
+    for (int i = 0; i < n; i++) atomic_fetch_add(&p->watchers[bucket_of(watches[i].key)], delta);
+}
+
+/* Whether an operation may wait for key: false means none does, and none
+ * parked from now on can miss the change made before this call. */
+static bool maybe_watched(kiq_purgatory_t *p, uint64_t key)
+{
+    atomic_fetch_add_explicit(&p->notified, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    return atomic_load(&p->watchers[bucket_of(key)]) != 0;
+}
+
+/* Fills the watches' keys, counted as waited for, before op's first try. */
+static void start_watching(kiq_purgatory_t *p, kiq_delayed_op_t *op, watch_t *watches)
+{
+    for (int i = 0; i < op->nkeys; i++) watches[i].key = op->keys[i];
+    count_watchers(p, watches, op->nkeys, 1);
+}
 
 /* ---- the deadline heap (under lock) ---- */
 
@@ -235,6 +267,7 @@ static void end_round(kiq_purgatory_t *p, candidate_t *c, size_t n, size_t done,
     for (size_t i = 0; i < n; i++) {
         if (!c[i].op) {
             p->stats.waiting_by_kind[c[i].kind]--;
+            count_watchers(p, c[i].watches, c[i].nkeys, -1);
             free(c[i].watches);
             continue;
         }
@@ -243,6 +276,7 @@ static void end_round(kiq_purgatory_t *p, candidate_t *c, size_t n, size_t done,
             pthread_mutex_unlock(&p->lock);
             c[i].op->try_complete(c[i].op, true);
             pthread_mutex_lock(&p->lock);
+            count_watchers(p, c[i].watches, c[i].nkeys, -1);
             free(c[i].watches);
             p->stats.waiting--;
             p->stats.waiting_by_kind[c[i].kind]--;
@@ -349,6 +383,8 @@ void kiq_purgatory_park(kiq_purgatory_t *p, kiq_delayed_op_t *op)
         op->try_complete(op, true);
         return;
     }
+    /* linked with its keys: counted before the thread's first try */
+    count_watchers(p, watches, op->nkeys, 1);
     op->next_fresh = p->fresh;
     p->fresh = op;
     p->stats.parked++;
@@ -401,15 +437,19 @@ void kiq_purgatory_park_here(kiq_purgatory_t *p, kiq_delayed_op_t *op)
     p->trying = true;
     p->stats.parked++;
     p->stats.tried++;
+    start_watching(p, op, watches);
+    int nkeys = op->nkeys;
     pthread_mutex_unlock(&p->lock);
     bool done = op->try_complete(op, false); /* done: op's memory is gone */
     pthread_mutex_lock(&p->lock);
     p->trying = false;
     bool wake = p->held_off;
     p->held_off = false;
+    if (done) count_watchers(p, watches, nkeys, -1);
     if (!done) {
         op->round = 0;
         if (relink(p, op, watches) != 0) {
+            count_watchers(p, watches, nkeys, -1);
             pthread_mutex_unlock(&p->lock);
             free(watches);
             op->try_complete(op, true);
@@ -429,8 +469,8 @@ void kiq_purgatory_park_here(kiq_purgatory_t *p, kiq_delayed_op_t *op)
 
 void kiq_purgatory_notify(kiq_purgatory_t *p, uint64_t key)
 {
+    if (!maybe_watched(p, key)) return;
     pthread_mutex_lock(&p->lock);
-    p->stats.notified++;
     bool watched = note_pending(p, key);
     pthread_mutex_unlock(&p->lock);
     if (watched) pthread_cond_signal(&p->cond);
@@ -444,8 +484,8 @@ void kiq_purgatory_notify_here(kiq_purgatory_t *p, uint64_t key)
     candidate_t c[HERE_MAX];
     size_t n = 0;
     bool many = false;
+    if (!maybe_watched(p, key)) return;
     pthread_mutex_lock(&p->lock);
-    p->stats.notified++;
     if (!p->trying && !p->stopping) {
         p->round++;
         /* parked since the thread's last round: its next round, which
@@ -505,4 +545,5 @@ void kiq_purgatory_stats(kiq_purgatory_t *p, kiq_purgatory_stats_t *out)
     pthread_mutex_lock(&p->lock);
     *out = p->stats;
     pthread_mutex_unlock(&p->lock);
+    out->notified = atomic_load_explicit(&p->notified, memory_order_relaxed);
 }
