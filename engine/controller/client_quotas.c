@@ -107,3 +107,10 @@ int kiq_client_quota_resolve(const kiq_client_quota_store_t *s, const char *user
     }
     return 0;
 }
+
+bool kiq_client_quota_store_sets(const kiq_client_quota_store_t *s, int key)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->entries[i].set & (1u << key)) return true;
+    return false;
+}

@@ -56,5 +56,7 @@ const kiq_client_quota_entry_t *kiq_client_quota_store_find(const kiq_client_quo
  * came from; 0 when none applies. */
 int kiq_client_quota_resolve(const kiq_client_quota_store_t *s, const char *user, const char *client_id, int key,
                              double *bound, kiq_quota_entity_t *match);
+/* Whether any entity has a quota for key. */
+bool kiq_client_quota_store_sets(const kiq_client_quota_store_t *s, int key);
 
 #endif

@@ -278,6 +278,8 @@ uint64_t kiq_controller_quotas_version(kiq_controller_t *c);
  * none. Any thread. */
 int kiq_controller_client_quota(kiq_controller_t *c, const char *user, const char *client_id, int key,
                                 double *bound, bool *by_user, bool *by_client);
+/* Whether any entity has a quota for key. Any thread. */
+bool kiq_controller_quotas_set(kiq_controller_t *c, int key);
 /* A copy of the cluster as the controller sees it, for Lua and tests. */
 typedef struct kiq_controller_partition_info {
     int32_t leader, leader_epoch, partition_epoch;

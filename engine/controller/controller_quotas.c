@@ -43,6 +43,14 @@ void kiq_controller_describe_client_quotas(kiq_controller_t *c, const kiq_descri
 
 uint64_t kiq_controller_quotas_version(kiq_controller_t *c) { return atomic_load(&c->quotas_version); }
 
+bool kiq_controller_quotas_set(kiq_controller_t *c, int key)
+{
+    pthread_mutex_lock(&c->mu);
+    bool any = kiq_client_quota_store_sets(kiq_metadata_image_quotas(c->image), key);
+    pthread_mutex_unlock(&c->mu);
+    return any;
+}
+
 int kiq_controller_client_quota(kiq_controller_t *c, const char *user, const char *client_id, int key,
                                 double *bound, bool *by_user, bool *by_client)
 {

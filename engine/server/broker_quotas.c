@@ -227,4 +227,14 @@ static int lookup(void *ctx, const char *user, const char *client_id, int key, d
     return found;
 }
 
-const kiq_quota_source_ops_t kiq_broker_quota_source = {version, lookup};
+static bool sets(void *ctx, int key)
+{
+    kiq_broker_t *b = ctx;
+    if (b->controller) return kiq_controller_quotas_set(b->controller, key);
+    pthread_mutex_lock(&b->quotas_mu);
+    bool any = kiq_client_quota_store_sets(&b->quota_store, key);
+    pthread_mutex_unlock(&b->quotas_mu);
+    return any;
+}
+
+const kiq_quota_source_ops_t kiq_broker_quota_source = {version, lookup, sets};

@@ -2,6 +2,7 @@
 #include "server/quota_manager.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,13 @@ struct kiq_quota_manager {
     kiq_str_map_t *resolved[KIQ_QUOTA__COUNT];
     /* per key: "tag user\0tag client" -> sensor; kept across changes (rates go on) */
     kiq_str_map_t *sensors[KIQ_QUOTA__COUNT];
+    /* Not under mu, read first by every recording: per key, the source's
+     * version + 1 it was last checked at, shifted left by one, with bit 0
+     * whether any client had a quota for the key then (0: not checked).
+     * A recording for a key nobody has a quota for has nothing to
+     * measure, and the lock and the lookup would be all producers' and
+     * consumers' to share. */
+    atomic_uint_fast64_t checked[KIQ_QUOTA__COUNT];
 };
 
 static sensor_t no_quota;
@@ -145,10 +153,25 @@ static void note_throttle(sensor_t *s, int64_t ms, int64_t now_ms)
     kiq_rate_record(&s->throttle_n, 1, now_ms);
 }
 
+/* Whether any client may have a quota for key, checked with the source
+ * once per version. */
+static bool any_quota(kiq_quota_manager_t *qm, int key)
+{
+    if (!qm->source->sets) return true;
+    uint64_t version = qm->source->version(qm->source_ctx);
+    uint64_t seen = atomic_load_explicit(&qm->checked[key], memory_order_relaxed);
+    if (seen >> 1 == version + 1) return seen & 1;
+    /* asked after the version was read: a quota set meanwhile moved it */
+    bool any = qm->source->sets(qm->source_ctx, key);
+    atomic_store_explicit(&qm->checked[key], (version + 1) << 1 | any, memory_order_relaxed);
+    return any;
+}
+
 int64_t kiq_quota_record(kiq_quota_manager_t *qm, int key, const char *user, const char *client_id, double value,
                          int64_t max_ms, int64_t now_ms)
 {
     if (!qm || key < 0 || key >= KIQ_QUOTA__COUNT) return 0;
+    if (!any_quota(qm, key)) return 0;
     pthread_mutex_lock(&qm->mu);
     sensor_t *s = sensor_for(qm, key, user, client_id, now_ms);
     int64_t ms = 0;

@@ -9,7 +9,8 @@
  * The quotas come from a source (the controller's image, or a standalone
  * broker's own store: server/broker_quotas.h), looked up again when its
  * version moves; a client without any quota costs a lock and a map
- * lookup. Any thread; mu guards the manager. */
+ * lookup, and while no client has a quota for a key, a recording for it
+ * costs no lock at all. Any thread; mu guards the manager. */
 #ifndef KIQ_SERVER_QUOTA_MANAGER_H
 #define KIQ_SERVER_QUOTA_MANAGER_H
 
@@ -30,6 +31,8 @@ typedef struct kiq_quota_source_ops {
      * 0 when none */
     int (*lookup)(void *ctx, const char *user, const char *client_id, int key, double *bound, bool *by_user,
                   bool *by_client);
+    /* whether any client has a quota for key (NULL: always looked up) */
+    bool (*sets)(void *ctx, int key);
 } kiq_quota_source_ops_t;
 
 kiq_quota_manager_t *kiq_quota_manager_new(int samples, int64_t window_ms, const kiq_quota_source_ops_t *source,
