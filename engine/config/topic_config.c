@@ -609,6 +609,13 @@ bool kiq_topic_config_policy_has(const kiq_config_t *c, const kiq_topic_configs_
     return v && list_has(v, policy, (int)strlen(policy));
 }
 
+bool kiq_topic_config_default_has(const kiq_config_t *c, int i, const char *item)
+{
+    const kiq_topic_config_def_t *d = &kiq_topic_config_defs[i];
+    const char *v = d->broker_config >= 0 ? kiq_config_str(c, d->broker_config) : d->fixed;
+    return v && list_has(v, item, (int)strlen(item));
+}
+
 int64_t kiq_topic_configs_int(const kiq_topic_configs_t *c, int i, int64_t dflt)
 {
     if (!c->value[i]) return dflt;

@@ -142,6 +142,9 @@ int kiq_topic_configs_subtract(kiq_topic_configs_t *c, int i, const char *curren
 /* Whether the effective cleanup.policy of a topic with these dynamic
  * configs (NULL: none) lists policy ("compact" or "delete"). */
 bool kiq_topic_config_policy_has(const kiq_config_t *c, const kiq_topic_configs_t *tc, const char *policy);
+/* Whether the broker's value for list config i (what a topic without its
+ * own takes) names item; lock free, for the request path. */
+bool kiq_topic_config_default_has(const kiq_config_t *c, int i, const char *item);
 /* Config i as an integer, or dflt when not set. */
 int64_t kiq_topic_configs_int(const kiq_topic_configs_t *c, int i, int64_t dflt);
 

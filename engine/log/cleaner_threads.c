@@ -37,11 +37,9 @@ static int64_t effective_int(const kiq_config_t *config, const kiq_topic_configs
 
 bool kiq_log_cleaner_topic_compacted(kiq_topic_t *topic, const kiq_config_t *config)
 {
-    kiq_topic_configs_t tc = {0};
-    bool have = kiq_topic_configs_snapshot(topic, &tc) == 0;
-    bool yes = kiq_topic_config_policy_has(config, have ? &tc : NULL, "compact");
-    kiq_topic_configs_clear(&tc);
-    return yes;
+    /* every produce asks: the topic's hot value, else the broker's */
+    int v = atomic_load(&topic->compacted);
+    return v >= 0 ? v == 1 : kiq_topic_config_default_has(config, KIQ_TCFG_CLEANUP_POLICY, "compact");
 }
 
 int kiq_log_cleaner_run(kiq_topics_t *topics, const kiq_config_t *config, int64_t now_ms, int share, int nshares)

@@ -137,6 +137,8 @@ void kiq_lm_apply_hot_configs(kiq_topic_t *topic)
                  kiq_topic_configs_int(c, KIQ_TCFG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS, -1));
     atomic_store(&topic->timestamp_after_max_ms, kiq_topic_configs_int(c, KIQ_TCFG_MESSAGE_TIMESTAMP_AFTER_MAX_MS, -1));
     atomic_store(&topic->min_insync_replicas, kiq_topic_configs_int(c, KIQ_TCFG_MIN_INSYNC_REPLICAS, -1));
+    atomic_store(&topic->compacted,
+                 c->value[KIQ_TCFG_CLEANUP_POLICY] ? kiq_topic_config_policy_has(NULL, c, "compact") : -1);
     atomic_store(&topic->max_decompressed_message_bytes,
                  kiq_topic_configs_int(c, KIQ_TCFG_MAX_DECOMPRESSED_MESSAGE_BYTES, -1));
 }

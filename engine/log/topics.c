@@ -129,6 +129,7 @@ kiq_topic_t *kiq_lm_topic_alloc(const kiq_topics_t *t, const char *name, int32_t
     atomic_init(&topic->timestamp_after_max_ms, -1);
     atomic_init(&topic->min_insync_replicas, -1);
     atomic_init(&topic->max_decompressed_message_bytes, -1);
+    atomic_init(&topic->compacted, -1);
     topic->states = t->states;
     return topic;
 }

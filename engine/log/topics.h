@@ -106,6 +106,9 @@ struct kiq_topic {
      * max.decompressed.message.bytes: a lock here would be one every
      * producer to the topic takes per batch */
     atomic_llong min_insync_replicas, max_decompressed_message_bytes;
+    /* cleanup.policy names compact (keyless records refused): 1 or 0, -1
+     * when the broker's log.cleanup.policy applies */
+    atomic_int compacted;
     /* The registry's, for the partitions' states when the topic goes
      * (maybe after the registry). */
     struct kiq_partition_state_ops states;
