@@ -16,17 +16,30 @@ typedef struct counted {
 } counted_t;
 
 struct kiq_topic_counts {
+    uint64_t id; /* this table's, never reused: the threads' caches name it */
     /* guards the table, not the counters: read-locked to find a topic
-     * (threads do not wait on each other), write-locked to add one */
+     * the thread's cache does not hold, write-locked to add one */
     pthread_rwlock_t lock;
     kiq_str_map_t *topics; /* name -> counted_t */
     atomic_uint_fast64_t replication_in, replication_out;
 };
 
+/* Each thread's last topics looked up, by a hash of the name: found again
+ * without the table's lock, whose reader count every I/O thread would
+ * otherwise write at each produced and fetched partition. An entry holds
+ * its table's id, so one left by a table since freed is never followed. */
+enum { CACHED = 16 };
+static _Atomic uint64_t next_id = 1;
+static _Thread_local struct {
+    uint64_t table;
+    counted_t *t;
+} cache[CACHED];
+
 kiq_topic_counts_t *kiq_topic_counts_new(void)
 {
     kiq_topic_counts_t *c = calloc(1, sizeof *c);
     if (!c) return NULL;
+    c->id = atomic_fetch_add(&next_id, 1);
     pthread_rwlock_init(&c->lock, NULL);
     if (!(c->topics = kiq_str_map_new())) {
         kiq_topic_counts_free(c);
@@ -49,11 +62,10 @@ void kiq_topic_counts_free(kiq_topic_counts_t *c)
     free(c);
 }
 
-/* The topic's counters, made on first use (NULL: out of memory, or a
- * name longer than Kafka allows). */
-static counted_t *of(kiq_topic_counts_t *c, const char *topic)
+/* The topic's counters from the table, made on first use (NULL: out of
+ * memory, or a name longer than Kafka allows). */
+static counted_t *lookup(kiq_topic_counts_t *c, const char *topic, size_t len)
 {
-    size_t len = strlen(topic);
     pthread_rwlock_rdlock(&c->lock);
     counted_t *t = kiq_str_map_get(c->topics, topic, len);
     pthread_rwlock_unlock(&c->lock);
@@ -68,6 +80,22 @@ static counted_t *of(kiq_topic_counts_t *c, const char *topic)
         }
     }
     pthread_rwlock_unlock(&c->lock);
+    return t;
+}
+
+/* The topic's counters: from the thread's cache, else the table. */
+static counted_t *of(kiq_topic_counts_t *c, const char *topic)
+{
+    size_t len = strlen(topic);
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)topic[i]) * 16777619u;
+    size_t slot = h % CACHED;
+    if (cache[slot].table == c->id && strcmp(cache[slot].t->topic, topic) == 0) return cache[slot].t;
+    counted_t *t = lookup(c, topic, len);
+    if (t) {
+        cache[slot].table = c->id;
+        cache[slot].t = t;
+    }
     return t;
 }
 

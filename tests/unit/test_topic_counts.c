@@ -1,6 +1,8 @@
 /* Kafka's per-topic counters (metrics/topic_counts.h): events and request
  * counts from many threads at once, on topics they make as they go, add up
- * exactly (the counters are lock-free, the table read-locked); follower
+ * exactly (the counters are lock-free, the table read-locked, each
+ * thread's last topics cached); a table made after one is freed starts
+ * from nothing (a thread's cache of the old one is not followed); follower
  * appends and fetches count as replication bytes only. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,11 +104,28 @@ static void test_follower_appends_are_not_produced_bytes(void **state)
     kiq_topic_counts_free(c);
 }
 
+static void test_a_new_table_does_not_use_a_freed_ones_cache(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 3; round++) {
+        kiq_topic_counts_t *c = kiq_topic_counts_new();
+        assert_non_null(c);
+        kiq_topic_counts_request(c, "again", false, false);
+        kiq_topic_counts_request(c, "again", false, false);
+        kiq_topic_count_t *t;
+        assert_int_equal(kiq_topic_counts_snapshot(c, &t), 1);
+        assert_int_equal(t[0].produce_requests, 2);
+        free(t);
+        kiq_topic_counts_free(c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts_from_many_threads_add_up),
         cmocka_unit_test(test_follower_appends_are_not_produced_bytes),
+        cmocka_unit_test(test_a_new_table_does_not_use_a_freed_ones_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
