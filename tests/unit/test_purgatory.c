@@ -4,9 +4,13 @@
  * deadline alone, one that finishes leaves for good, stop completes
  * what is parked, and notify_here tries a key's watchers in the calling
  * thread, leaving those parked since the thread's last round to it, and
- * park_here makes the first try in the caller and still expires on time.
- * Waits are bounded polls on the purgatory's counters. */
+ * park_here makes the first try in the caller and still expires on time;
+ * and with threads parking and notifying at once no notify is lost (a
+ * notifier that finds no waiter skips the lock). Waits are bounded polls
+ * on the purgatory's counters. */
 #include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -265,6 +269,112 @@ static void test_park_here_tries_in_the_caller(void **state)
     kiq_purgatory_free(p);
 }
 
+/* The stress test: one operation parked at a time per parker, on a key of
+ * its own, which its notifier moves once, at a random moment around the
+ * park: most buckets are empty, so a notifier often takes the lock-free
+ * path just as the operation parks. The one notify must finish it. */
+enum { STRESS_OPS = 3000 };
+static atomic_uint_fast64_t stress_version[2 * STRESS_OPS];
+
+typedef struct stress_op {
+    kiq_delayed_op_t op;
+    uint64_t key;
+    int k;
+    uint64_t seen; /* its key's version before it parked */
+    atomic_int finished; /* 1 done, 2 expired */
+} stress_op_t;
+
+static bool stress_try(kiq_delayed_op_t *op, bool expired)
+{
+    stress_op_t *s = (stress_op_t *)op;
+    if (!expired && atomic_load(&stress_version[s->k]) == s->seen) return false;
+    atomic_store(&s->finished, expired ? 2 : 1);
+    return true;
+}
+
+typedef struct stress_ctx {
+    kiq_purgatory_t *p;
+    stress_op_t *ops;
+    int first;          /* its ops' first key */
+    atomic_int current; /* the key being parked on, -1 before the first */
+    atomic_bool parking;
+    int lost;           /* operations not finished by their one notify */
+} stress_ctx_t;
+
+static uint64_t stress_key(int k) { return kiq_purgatory_key("stress", 6, k); }
+
+static void *stress_parker(void *arg)
+{
+    stress_ctx_t *c = arg;
+    for (int i = 0; i < STRESS_OPS; i++) {
+        stress_op_t *s = &c->ops[i];
+        s->k = c->first + i;
+        s->key = stress_key(s->k);
+        s->seen = atomic_load(&stress_version[s->k]);
+        s->op.deadline_ns = kiq_clock_mono_ns() + (int64_t)600 * 1000000000;
+        s->op.try_complete = stress_try;
+        s->op.keys = &s->key;
+        s->op.nkeys = 1;
+        atomic_store(&c->current, s->k);
+        if (i % 2)
+            kiq_purgatory_park_here(c->p, &s->op);
+        else
+            kiq_purgatory_park(c->p, &s->op);
+        int64_t until = kiq_clock_mono_ns() + (int64_t)WAIT_MS * 1000000;
+        while (atomic_load(&s->finished) != 1 && kiq_clock_mono_ns() < until) sched_yield();
+        c->lost += atomic_load(&s->finished) != 1;
+    }
+    atomic_store(&c->parking, false);
+    return NULL;
+}
+
+static void *stress_notifier(void *arg)
+{
+    stress_ctx_t *c = arg;
+    unsigned seed = (unsigned)c->first + 1;
+    int last = -1;
+    for (int i = 0; atomic_load(&c->parking); i++) {
+        int k = atomic_load(&c->current);
+        if (k < 0 || k == last) continue;
+        /* somewhere before, during or after the park */
+        for (volatile int spin = rand_r(&seed) % 3000; spin > 0; spin--) {}
+        atomic_fetch_add(&stress_version[k], 1);
+        if (i % 2)
+            kiq_purgatory_notify_here(c->p, stress_key(k));
+        else
+            kiq_purgatory_notify(c->p, stress_key(k));
+        last = k;
+    }
+    return NULL;
+}
+
+static void test_no_notify_is_lost_under_races(void **state)
+{
+    (void)state;
+    kiq_purgatory_t *p = kiq_purgatory_new();
+    assert_int_equal(kiq_purgatory_start(p), 0);
+    static stress_op_t ops[2][STRESS_OPS];
+    memset(ops, 0, sizeof ops);
+    static stress_ctx_t c[2];
+    pthread_t pt[2], nt[2];
+    for (int t = 0; t < 2; t++) {
+        c[t].p = p;
+        c[t].ops = ops[t];
+        c[t].first = t * STRESS_OPS;
+        c[t].lost = 0;
+        atomic_init(&c[t].current, -1);
+        atomic_init(&c[t].parking, true);
+        assert_int_equal(pthread_create(&nt[t], NULL, stress_notifier, &c[t]), 0);
+        assert_int_equal(pthread_create(&pt[t], NULL, stress_parker, &c[t]), 0);
+    }
+    for (int t = 0; t < 2; t++) {
+        pthread_join(pt[t], NULL);
+        pthread_join(nt[t], NULL);
+    }
+    assert_int_equal(c[0].lost + c[1].lost, 0);
+    kiq_purgatory_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_stop_completes_what_is_parked),
         cmocka_unit_test(test_notify_here_tries_in_the_caller),
         cmocka_unit_test(test_park_here_tries_in_the_caller),
+        cmocka_unit_test(test_no_notify_is_lost_under_races),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
