@@ -31,6 +31,17 @@
  * to READ_CHUNK are small to the pool: they may use its reserve. */
 enum { MIN_READ = 512, READ_CHUNK = 65536 };
 
+/* What a processor keeps of a request it sent the answer of, for the
+ * next: the request with its arena's chunk, and its input buffer when it
+ * took one no larger than SPARE_INPUT. A small request then costs no
+ * allocation; the spares are outside the memory pool, as freed memory is. */
+enum { SPARE_REQUESTS = 8, SPARE_INPUTS = 8, SPARE_INPUT = 16384 };
+
+typedef struct spare_input {
+    uint8_t *buf;
+    size_t cap;
+} spare_input_t;
+
 /* Owned by the processor thread. */
 typedef struct conn {
     uint64_t id;
@@ -96,6 +107,10 @@ struct kiq_processor {
     uint64_t next_id;
     conn_t *waiting; /* connections whose request waits for queue space */
     conn_t *starved; /* connections left unread for want of pool memory */
+    kiq_request_t *spare_requests; /* cleared, linked by next */
+    int nspare_requests;
+    spare_input_t spare_inputs[SPARE_INPUTS];
+    int nspare_inputs;
     ev_timer tick;   /* idle and read timeouts; retries the starved */
     atomic_int nconns;
     /* Time the loop spent waiting for events (Kafka's network processor
@@ -128,6 +143,54 @@ static conn_t *conn_find(kiq_processor_t *p, uint64_t id)
     for (conn_t *c = p->table[id % p->table_size]; c; c = c->hnext)
         if (c->id == id) return c;
     return NULL;
+}
+
+/* Processor thread: a request for the frame, a spare one if any. */
+static kiq_request_t *request_new(kiq_processor_t *p, uint64_t conn_id, uint8_t *frame, size_t len)
+{
+    kiq_request_t *r = p->spare_requests;
+    if (!r) return kiq_request_new(p, conn_id, frame, len);
+    p->spare_requests = r->next;
+    p->nspare_requests--;
+    return kiq_request_reuse(r, p, conn_id, frame, len);
+}
+
+/* Keeps a small input buffer for the next read: 0, or -1 when there is no
+ * room for it (the caller frees it). */
+static int spare_input_put(kiq_processor_t *p, uint8_t *buf, size_t cap)
+{
+    if (!buf || cap < MIN_READ || cap > SPARE_INPUT || p->nspare_inputs == SPARE_INPUTS) return -1;
+    p->spare_inputs[p->nspare_inputs++] = (spare_input_t){buf, cap};
+    return 0;
+}
+
+/* The smallest spare input buffer of at least cap bytes, taken; NULL: none. */
+static uint8_t *spare_input_take(kiq_processor_t *p, size_t *cap)
+{
+    int best = -1;
+    for (int i = 0; i < p->nspare_inputs; i++)
+        if (p->spare_inputs[i].cap >= *cap && (best < 0 || p->spare_inputs[i].cap < p->spare_inputs[best].cap))
+            best = i;
+    if (best < 0) return NULL;
+    spare_input_t s = p->spare_inputs[best];
+    p->spare_inputs[best] = p->spare_inputs[--p->nspare_inputs];
+    *cap = s.cap;
+    return s.buf;
+}
+
+/* Processor thread, once the request's answer is out: what it held is
+ * released, and the request and its input buffer kept if there is room. */
+static void request_done(kiq_processor_t *p, kiq_request_t *r)
+{
+    if (spare_input_put(p, r->frame_mem, r->frame_cap) == 0) r->frame_mem = NULL;
+    if (p->nspare_requests == SPARE_REQUESTS) {
+        kiq_request_free(r);
+        return;
+    }
+    kiq_request_clear(r);
+    r->next = p->spare_requests;
+    p->spare_requests = r;
+    p->nspare_requests++;
 }
 
 static void conn_close(conn_t *c, const char *why)
@@ -209,7 +272,7 @@ static void conn_starve(conn_t *c)
 static void conn_drop_empty_input(conn_t *c)
 {
     if (c->in_len || !c->in) return;
-    free(c->in);
+    if (spare_input_put(c->p, c->in, c->in_cap) != 0) free(c->in);
     c->in = NULL;
     if (c->p->cfg.pool) kiq_memory_pool_release(c->p->cfg.pool, c->in_cap);
     c->in_cap = 0;
@@ -221,11 +284,15 @@ static void conn_drop_empty_input(conn_t *c)
 static int conn_resize_input(conn_t *c, size_t cap)
 {
     kiq_memory_pool_t *pool = c->p->cfg.pool;
+    size_t spare_cap = cap;
+    uint8_t *spare = c->in ? NULL : spare_input_take(c->p, &spare_cap);
+    if (spare) cap = spare_cap;
     if (cap > c->in_cap && pool && !kiq_memory_pool_reserve(pool, cap - c->in_cap, cap <= READ_CHUNK)) {
+        if (spare && spare_input_put(c->p, spare, cap) != 0) free(spare);
         conn_starve(c);
         return 0;
     }
-    uint8_t *n = realloc(c->in, cap);
+    uint8_t *n = spare ? spare : realloc(c->in, cap);
     if (!n) {
         if (cap > c->in_cap && pool) kiq_memory_pool_release(pool, cap - c->in_cap);
         if (cap < c->in_cap) return 1; /* keeping the larger one is fine */
@@ -271,12 +338,13 @@ static kiq_request_t *frame_request(conn_t *c, size_t size)
     kiq_request_t *r;
     if (rest == 0 || (size >= READ_CHUNK && rest <= READ_CHUNK)) {
         uint8_t *next = NULL;
-        if ((rest && !(next = malloc(rest))) || !(r = kiq_request_new(c->p, c->id, c->in + 4, size))) {
+        if ((rest && !(next = malloc(rest))) || !(r = request_new(c->p, c->id, c->in + 4, size))) {
             free(next);
             return NULL;
         }
         if (rest) memcpy(next, c->in + need, rest);
         r->frame_mem = c->in;
+        r->frame_cap = c->in_cap;
         if (pool) {
             r->pool = pool;
             r->pooled = c->in_cap;
@@ -288,7 +356,7 @@ static kiq_request_t *frame_request(conn_t *c, size_t size)
         return r;
     }
     uint8_t *frame = malloc(size ? size : 1);
-    if (!frame || !(r = kiq_request_new(c->p, c->id, frame, size))) {
+    if (!frame || !(r = request_new(c->p, c->id, frame, size))) {
         free(frame);
         return NULL;
     }
@@ -513,7 +581,7 @@ static void conn_finish_write(conn_t *c)
     if (c->p->cfg.done) c->p->cfg.done(c->p->cfg.admit_ctx, c->out_req);
     bool close_after = c->out_req->close_after;
     int64_t throttle_ms = c->out_req->throttle_ms;
-    kiq_request_free(c->out_req);
+    request_done(c->p, c->out_req);
     c->out_req = NULL;
     c->out = NULL;
     c->parts = NULL;
@@ -932,6 +1000,12 @@ void kiq_processor_free(kiq_processor_t *p)
         p->done_head = r->next;
         kiq_request_free(r);
     }
+    while (p->spare_requests) {
+        kiq_request_t *r = p->spare_requests;
+        p->spare_requests = r->next;
+        kiq_request_free(r);
+    }
+    for (int i = 0; i < p->nspare_inputs; i++) free(p->spare_inputs[i].buf);
     if (p->loop) ev_loop_destroy(p->loop);
     free(p->tls_buf);
     pthread_mutex_destroy(&p->inbox_lock);
