@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "core/text.h"
 #include "net/connection_quotas.h"
 #include "net/memory_pool.h"
 #include "security/sasl.h"
@@ -430,7 +431,7 @@ static void conn_process_input(conn_t *c)
     bump(&p->requests, 1);
     r->listener = p->cfg.listener;
     r->tls = p->cfg.tls != NULL;
-    snprintf(r->peer, sizeof r->peer, "%s", c->peer);
+    kiq_text_copy_cstr(r->peer, sizeof r->peer, c->peer);
 
     if (c->sasl && kiq_sasl_raw_token_next(c->sasl) && as_sasl_authenticate(r) != 0) {
         kiq_request_free(r);
@@ -466,8 +467,8 @@ static void conn_process_input(conn_t *c)
         r->sasl = kiq_sasl_session_ref(c->sasl);
     }
     const char *who = c->sasl ? kiq_sasl_principal(c->sasl) : c->tls ? kiq_tls_principal(c->tls) : NULL;
-    snprintf(r->principal, sizeof r->principal, "%s", who ? who : "User:ANONYMOUS");
-    snprintf(r->host, sizeof r->host, "%s", c->ip);
+    kiq_text_copy_cstr(r->principal, sizeof r->principal, who ? who : "User:ANONYMOUS");
+    kiq_text_copy_cstr(r->host, sizeof r->host, c->ip);
     if (kiq_observers_want(p->cfg.observers, KIQ_POINT_RECEIVED)) {
         kiq_event_t e = kiq_event(KIQ_POINT_RECEIVED, p->cfg.broker);
         e.request = r;
