@@ -489,6 +489,10 @@ static void conn_process_input(conn_t *c)
  * tried whatever the socket holds, to see an end of stream. */
 static size_t input_want(conn_t *c, bool read_some)
 {
+    /* a new request's first bytes go into a spare buffer as they are,
+     * without asking the socket how many there are (a small request is
+     * then read whole; a larger one asks when it fills the buffer) */
+    if (!c->in && !read_some && c->p->nspare_inputs > 0) return MIN_READ;
     size_t need = READ_CHUNK; /* until the frame's size is known */
     if (c->in_len >= 4) {
         int32_t size = (int32_t)kiq_be32(c->in);
