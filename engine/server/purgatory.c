@@ -11,7 +11,12 @@
 
 #define NBUCKETS 1024
 
-typedef struct kiq_watch watch_t;
+/* One key an operation watches: a link in that key's bucket. */
+typedef struct kiq_watch {
+    kiq_delayed_op_t *op;
+    uint64_t key;
+    struct kiq_watch *next;
+} watch_t;
 
 /* A candidate taken out for a try; its watches kept apart, as a finished
  * operation's memory is gone once its try returns. */
@@ -131,22 +136,6 @@ static void heap_remove(kiq_purgatory_t *p, kiq_delayed_op_t *op)
 
 /* ---- watching (under lock) ---- */
 
-/* The watches an operation parks with: its own one_watch for one key (most
- * wait for one partition: no allocation), heap memory for more; NULL when
- * out of memory or it has none. */
-static watch_t *watches_new(kiq_delayed_op_t *op)
-{
-    if (op->nkeys == 1) return &op->one_watch;
-    return op->nkeys > 0 ? malloc((size_t)op->nkeys * sizeof(watch_t)) : NULL;
-}
-
-/* Frees what watches_new gave an operation of nkeys keys (whose memory
- * may be gone by then). */
-static void watches_free(watch_t *watches, int nkeys)
-{
-    if (nkeys > 1) free(watches);
-}
-
 static void link_op(kiq_purgatory_t *p, kiq_delayed_op_t *op, watch_t *watches)
 {
     op->watches = watches;
@@ -246,7 +235,7 @@ static void end_round(kiq_purgatory_t *p, candidate_t *c, size_t n, size_t done,
     for (size_t i = 0; i < n; i++) {
         if (!c[i].op) {
             p->stats.waiting_by_kind[c[i].kind]--;
-            watches_free(c[i].watches, c[i].nkeys);
+            free(c[i].watches);
             continue;
         }
         if (relink(p, c[i].op, c[i].watches) != 0) {
@@ -254,7 +243,7 @@ static void end_round(kiq_purgatory_t *p, candidate_t *c, size_t n, size_t done,
             pthread_mutex_unlock(&p->lock);
             c[i].op->try_complete(c[i].op, true);
             pthread_mutex_lock(&p->lock);
-            watches_free(c[i].watches, c[i].nkeys);
+            free(c[i].watches);
             p->stats.waiting--;
             p->stats.waiting_by_kind[c[i].kind]--;
         }
@@ -343,21 +332,20 @@ void kiq_purgatory_free(kiq_purgatory_t *p)
 
 void kiq_purgatory_park(kiq_purgatory_t *p, kiq_delayed_op_t *op)
 {
-    int nkeys = op->nkeys;
-    watch_t *watches = watches_new(op);
+    watch_t *watches = op->nkeys > 0 ? malloc((size_t)op->nkeys * sizeof *watches) : NULL;
     pthread_mutex_lock(&p->lock);
     /* once stopping, the thread may already have drained everything; out
      * of memory, the operation cannot wait: either way it finishes now */
-    if (p->stopping || (nkeys > 0 && !watches)) {
+    if (p->stopping || (op->nkeys > 0 && !watches)) {
         pthread_mutex_unlock(&p->lock);
-        watches_free(watches, nkeys);
+        free(watches);
         op->try_complete(op, true);
         return;
     }
     op->round = 0;
     if (relink(p, op, watches) != 0) {
         pthread_mutex_unlock(&p->lock);
-        watches_free(watches, nkeys);
+        free(watches);
         op->try_complete(op, true);
         return;
     }
@@ -400,12 +388,11 @@ static bool note_pending(kiq_purgatory_t *p, uint64_t key)
 
 void kiq_purgatory_park_here(kiq_purgatory_t *p, kiq_delayed_op_t *op)
 {
-    int nkeys = op->nkeys;
-    watch_t *watches = watches_new(op);
+    watch_t *watches = op->nkeys > 0 ? malloc((size_t)op->nkeys * sizeof *watches) : NULL;
     pthread_mutex_lock(&p->lock);
-    if (p->trying || p->stopping || (nkeys > 0 && !watches)) {
+    if (p->trying || p->stopping || (op->nkeys > 0 && !watches)) {
         pthread_mutex_unlock(&p->lock);
-        watches_free(watches, nkeys);
+        free(watches);
         kiq_purgatory_park(p, op);
         return;
     }
@@ -424,7 +411,7 @@ void kiq_purgatory_park_here(kiq_purgatory_t *p, kiq_delayed_op_t *op)
         op->round = 0;
         if (relink(p, op, watches) != 0) {
             pthread_mutex_unlock(&p->lock);
-            watches_free(watches, nkeys);
+            free(watches);
             op->try_complete(op, true);
             if (wake) pthread_cond_signal(&p->cond);
             return;
@@ -436,7 +423,7 @@ void kiq_purgatory_park_here(kiq_purgatory_t *p, kiq_delayed_op_t *op)
         wake |= op->deadline_ns < p->sleep_until;
     }
     pthread_mutex_unlock(&p->lock);
-    watches_free(watches, nkeys);
+    free(watches);
     if (wake) pthread_cond_signal(&p->cond);
 }
 

@@ -28,14 +28,6 @@ typedef bool (*kiq_delayed_fn)(kiq_delayed_op_t *op, bool expired);
 enum kiq_delayed_kind { KIQ_DELAYED_FETCH, KIQ_DELAYED_PRODUCE, KIQ_DELAYED_COMMIT, KIQ_DELAYED_REQUEST, KIQ_DELAYED__KINDS };
 extern const char *const kiq_delayed_kind_names[KIQ_DELAYED__KINDS];
 
-/* One key an operation watches: a link in that key's bucket (the
- * purgatory's). */
-struct kiq_watch {
-    kiq_delayed_op_t *op;
-    uint64_t key;
-    struct kiq_watch *next;
-};
-
 struct kiq_delayed_op {
     enum kiq_delayed_kind kind;
     int64_t deadline_ns; /* monotonic */
@@ -45,7 +37,6 @@ struct kiq_delayed_op {
     /* the purgatory's, from park on */
     size_t heap_index;
     struct kiq_watch *watches;
-    struct kiq_watch one_watch; /* an operation of one key watches with this, in its own memory */
     uint64_t round;
     kiq_delayed_op_t *next_fresh;
 };
