@@ -205,6 +205,7 @@ void kiq_request_respond(kiq_request_t *r, const void *response)
     kiq_wr_patch_i32(&w, 0, (int32_t)size);
     r->parts_in_arena = kiq_wr_parts_lent(&w);
     r->response_parts = kiq_wr_steal_parts(&w, &r->response_nparts);
+    if (!r->response_nparts) r->response_parts = NULL; /* the lent room, unused */
     r->response_in_arena = kiq_wr_lent(&w);
     r->response = kiq_wr_steal(&w, &r->response_len);
     kiq_request_finish(r, r->answer_then_close);
