@@ -9,12 +9,12 @@
  * controller_mutation_rate (KIP-599) as their handlers ask
  * (kiq_api_mutation_quota), their throttle answered in CreateTopics,
  * CreatePartitions and DeleteTopics. */
-#include <stdio.h>
 #include <string.h>
 
 #include "api/api.h"
 #include "api/quota_throttle.h"
 #include "core/clock.h"
+#include "core/text.h"
 #include "security/sasl.h"
 #include "server/quota_manager.h"
 
@@ -42,7 +42,7 @@ static double fetched_bytes(const kiq_fetch_response_t *f)
 static void client_of(const kiq_request_t *r, char *client, size_t cap)
 {
     kiq_str_t id = r->header.client_id;
-    snprintf(client, cap, "%.*s", id.p ? (int)id.len : 0, id.p ? id.p : "");
+    kiq_text_copy(client, cap, id.p ? id.p : "", id.p && id.len > 0 ? (size_t)id.len : 0);
 }
 
 static void throttle(void *ctx, kiq_request_t *r, void *response)

@@ -19,7 +19,7 @@ void kiq_arena_init(kiq_arena_t *a)
     a->total = 0;
 }
 
-void *kiq_arena_alloc(kiq_arena_t *a, size_t size)
+void *kiq_arena_alloc_raw(kiq_arena_t *a, size_t size)
 {
     size = (size + 15) & ~(size_t)15;
     kiq_arena_chunk_t *c = a->head;
@@ -38,7 +38,13 @@ void *kiq_arena_alloc(kiq_arena_t *a, size_t size)
     void *p = c->data + c->used;
     c->used += size;
     a->total += size;
-    memset(p, 0, size);
+    return p;
+}
+
+void *kiq_arena_alloc(kiq_arena_t *a, size_t size)
+{
+    void *p = kiq_arena_alloc_raw(a, size);
+    memset(p, 0, (size + 15) & ~(size_t)15);
     return p;
 }
 
@@ -64,5 +70,24 @@ void kiq_arena_reset(kiq_arena_t *a)
         c = next;
     }
     a->head = NULL;
+    a->total = 0;
+}
+
+void kiq_arena_clear(kiq_arena_t *a)
+{
+    kiq_arena_chunk_t *keep = NULL, *c = a->head;
+    while (c) {
+        kiq_arena_chunk_t *next = c->next;
+        if (!keep && c->cap == ARENA_CHUNK)
+            keep = c;
+        else
+            free(c);
+        c = next;
+    }
+    if (keep) {
+        keep->used = 0;
+        keep->next = NULL;
+    }
+    a->head = keep;
     a->total = 0;
 }

@@ -18,7 +18,14 @@ void kiq_arena_init(kiq_arena_t *a);
  * that cannot recover (a request arena is small and bounded by the frame). */
 void *kiq_arena_alloc(kiq_arena_t *a, size_t size);
 void *kiq_arena_calloc(kiq_arena_t *a, size_t n, size_t size);
+/* Like kiq_arena_alloc, not zeroed: for what is written before it is read
+ * (an encoding buffer). */
+void *kiq_arena_alloc_raw(kiq_arena_t *a, size_t size);
 char *kiq_arena_strndup(kiq_arena_t *a, const char *s, size_t n);
 void kiq_arena_reset(kiq_arena_t *a);
+/* Empty again, like kiq_arena_reset, but keeps one chunk of the usual size
+ * for the next use: an arena used over and over allocates nothing while
+ * what it holds fits in that chunk. */
+void kiq_arena_clear(kiq_arena_t *a);
 
 #endif

@@ -525,7 +525,12 @@ static int appended(kiq_partition_log_t *l, int32_t leader_epoch, int64_t first,
     res->last_offset = last;
     res->written_ns = kiq_clock_mono_ns();
     /* told before the fsync: the append's time is not the fsync's */
-    if (watch) watch->appended(watch->ctx, res);
+    if (watch) {
+        const kiq_segment_t *seg = kiq_pl_active(l);
+        res->segment_path = seg->base_offset == res->segment_base ? seg->path : NULL;
+        watch->appended(watch->ctx, res);
+        res->segment_path = NULL;
+    }
     return count_unflushed(l, last - first + 1, res);
 }
 

@@ -147,6 +147,9 @@ typedef struct kiq_log_append_result {
     /* Where the bytes went: the segment (its base offset) and the byte
      * position in it; -1 for a duplicate. */
     int64_t segment_base, position;
+    /* That segment's .log file, for the append watch only (the log's mutex
+     * held): NULL before and after it. */
+    const char *segment_path;
     /* When the batches were in the segment (monotonic; before any fsync). */
     int64_t written_ns;
     /* flush.messages had the append fsynced: flush says how. */

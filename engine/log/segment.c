@@ -227,6 +227,14 @@ static void segment_account(kiq_segment_t *seg, const kiq_batch_loc_t *loc)
     }
     seg->bytes_since_index += loc->size;
     seg->next_offset = loc->last_offset + 1;
+    seg->last = *loc;
+}
+
+/* The last batch, if it is known and still ends the segment. */
+static const kiq_batch_loc_t *last_batch(const kiq_segment_t *seg)
+{
+    const kiq_batch_loc_t *l = &seg->last;
+    return l->size && l->position + l->size == seg->size ? l : NULL;
 }
 
 bool kiq_segment_index_full(const kiq_segment_t *seg)
@@ -294,6 +302,7 @@ static int segment_scan(kiq_segment_t *seg, const kiq_offset_entry_t *anchor, ki
     }
     seg->bytes_since_index = 0;
     seg->next_offset = seg->base_offset;
+    seg->last = (kiq_batch_loc_t){0};
 
     char why[256] = "";
     int64_t n = 0;
@@ -437,6 +446,8 @@ int kiq_segment_walk(kiq_segment_t *seg, uint64_t position, int (*cb)(const kiq_
 int kiq_segment_walk_to(kiq_segment_t *seg, uint64_t position, uint64_t end,
                         int (*cb)(const kiq_batch_loc_t *loc, void *ctx), void *ctx)
 {
+    const kiq_batch_loc_t *last = last_batch(seg);
+    if (last && position == last->position && end >= seg->size) return cb(last, ctx); /* no read */
     uint8_t buf[LOOKUP_BUF];
     scan_t s = {.fd = seg->fd, .end = end < seg->size ? end : seg->size, .buf = buf, .cap = sizeof buf};
     char why[256];
@@ -477,6 +488,12 @@ static int reaches_time(const kiq_batch_loc_t *loc, void *ctx)
 int kiq_segment_find(kiq_segment_t *seg, int64_t offset, kiq_batch_loc_t *out)
 {
     if (offset >= seg->next_offset) return 0;
+    const kiq_batch_loc_t *last = last_batch(seg);
+    if (last && offset >= last->base_offset) {
+        /* at the tail: the batch holding it is the last one */
+        *out = *last;
+        return 1;
+    }
     kiq_offset_entry_t e;
     kiq_offset_index_lookup(&seg->oix, offset, &e);
     search_t s = {offset, out};

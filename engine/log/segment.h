@@ -59,6 +59,10 @@ typedef struct kiq_segment {
     int64_t max_timestamp;
     int64_t offset_of_max_timestamp;
     uint64_t bytes_since_index;
+    /* The last batch appended or scanned, ending at size (size 0: not
+     * known): a consumer or follower at the tail asks for it, found
+     * without reading the file. */
+    kiq_batch_loc_t last;
     int32_t index_interval;
     kiq_offset_index_t oix;
     kiq_time_index_t tix;

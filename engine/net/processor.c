@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "core/text.h"
 #include "net/connection_quotas.h"
 #include "net/memory_pool.h"
 #include "security/sasl.h"
@@ -30,6 +31,17 @@
  * up to the whole frame, which a large request takes with it. Buffers of up
  * to READ_CHUNK are small to the pool: they may use its reserve. */
 enum { MIN_READ = 512, READ_CHUNK = 65536 };
+
+/* What a processor keeps of a request it sent the answer of, for the
+ * next: the request with its arena's chunk, and its input buffer when it
+ * took one no larger than SPARE_INPUT. A small request then costs no
+ * allocation; the spares are outside the memory pool, as freed memory is. */
+enum { SPARE_REQUESTS = 8, SPARE_INPUTS = 8, SPARE_INPUT = 16384 };
+
+typedef struct spare_input {
+    uint8_t *buf;
+    size_t cap;
+} spare_input_t;
 
 /* Owned by the processor thread. */
 typedef struct conn {
@@ -96,6 +108,10 @@ struct kiq_processor {
     uint64_t next_id;
     conn_t *waiting; /* connections whose request waits for queue space */
     conn_t *starved; /* connections left unread for want of pool memory */
+    kiq_request_t *spare_requests; /* cleared, linked by next */
+    int nspare_requests;
+    spare_input_t spare_inputs[SPARE_INPUTS];
+    int nspare_inputs;
     ev_timer tick;   /* idle and read timeouts; retries the starved */
     atomic_int nconns;
     /* Time the loop spent waiting for events (Kafka's network processor
@@ -128,6 +144,54 @@ static conn_t *conn_find(kiq_processor_t *p, uint64_t id)
     for (conn_t *c = p->table[id % p->table_size]; c; c = c->hnext)
         if (c->id == id) return c;
     return NULL;
+}
+
+/* Processor thread: a request for the frame, a spare one if any. */
+static kiq_request_t *request_new(kiq_processor_t *p, uint64_t conn_id, uint8_t *frame, size_t len)
+{
+    kiq_request_t *r = p->spare_requests;
+    if (!r) return kiq_request_new(p, conn_id, frame, len);
+    p->spare_requests = r->next;
+    p->nspare_requests--;
+    return kiq_request_reuse(r, p, conn_id, frame, len);
+}
+
+/* Keeps a small input buffer for the next read: 0, or -1 when there is no
+ * room for it (the caller frees it). */
+static int spare_input_put(kiq_processor_t *p, uint8_t *buf, size_t cap)
+{
+    if (!buf || cap < MIN_READ || cap > SPARE_INPUT || p->nspare_inputs == SPARE_INPUTS) return -1;
+    p->spare_inputs[p->nspare_inputs++] = (spare_input_t){buf, cap};
+    return 0;
+}
+
+/* The smallest spare input buffer of at least cap bytes, taken; NULL: none. */
+static uint8_t *spare_input_take(kiq_processor_t *p, size_t *cap)
+{
+    int best = -1;
+    for (int i = 0; i < p->nspare_inputs; i++)
+        if (p->spare_inputs[i].cap >= *cap && (best < 0 || p->spare_inputs[i].cap < p->spare_inputs[best].cap))
+            best = i;
+    if (best < 0) return NULL;
+    spare_input_t s = p->spare_inputs[best];
+    p->spare_inputs[best] = p->spare_inputs[--p->nspare_inputs];
+    *cap = s.cap;
+    return s.buf;
+}
+
+/* Processor thread, once the request's answer is out: what it held is
+ * released, and the request and its input buffer kept if there is room. */
+static void request_done(kiq_processor_t *p, kiq_request_t *r)
+{
+    if (spare_input_put(p, r->frame_mem, r->frame_cap) == 0) r->frame_mem = NULL;
+    if (p->nspare_requests == SPARE_REQUESTS) {
+        kiq_request_free(r);
+        return;
+    }
+    kiq_request_clear(r);
+    r->next = p->spare_requests;
+    p->spare_requests = r;
+    p->nspare_requests++;
 }
 
 static void conn_close(conn_t *c, const char *why)
@@ -209,7 +273,7 @@ static void conn_starve(conn_t *c)
 static void conn_drop_empty_input(conn_t *c)
 {
     if (c->in_len || !c->in) return;
-    free(c->in);
+    if (spare_input_put(c->p, c->in, c->in_cap) != 0) free(c->in);
     c->in = NULL;
     if (c->p->cfg.pool) kiq_memory_pool_release(c->p->cfg.pool, c->in_cap);
     c->in_cap = 0;
@@ -221,11 +285,15 @@ static void conn_drop_empty_input(conn_t *c)
 static int conn_resize_input(conn_t *c, size_t cap)
 {
     kiq_memory_pool_t *pool = c->p->cfg.pool;
+    size_t spare_cap = cap;
+    uint8_t *spare = c->in ? NULL : spare_input_take(c->p, &spare_cap);
+    if (spare) cap = spare_cap;
     if (cap > c->in_cap && pool && !kiq_memory_pool_reserve(pool, cap - c->in_cap, cap <= READ_CHUNK)) {
+        if (spare && spare_input_put(c->p, spare, cap) != 0) free(spare);
         conn_starve(c);
         return 0;
     }
-    uint8_t *n = realloc(c->in, cap);
+    uint8_t *n = spare ? spare : realloc(c->in, cap);
     if (!n) {
         if (cap > c->in_cap && pool) kiq_memory_pool_release(pool, cap - c->in_cap);
         if (cap < c->in_cap) return 1; /* keeping the larger one is fine */
@@ -271,12 +339,13 @@ static kiq_request_t *frame_request(conn_t *c, size_t size)
     kiq_request_t *r;
     if (rest == 0 || (size >= READ_CHUNK && rest <= READ_CHUNK)) {
         uint8_t *next = NULL;
-        if ((rest && !(next = malloc(rest))) || !(r = kiq_request_new(c->p, c->id, c->in + 4, size))) {
+        if ((rest && !(next = malloc(rest))) || !(r = request_new(c->p, c->id, c->in + 4, size))) {
             free(next);
             return NULL;
         }
         if (rest) memcpy(next, c->in + need, rest);
         r->frame_mem = c->in;
+        r->frame_cap = c->in_cap;
         if (pool) {
             r->pool = pool;
             r->pooled = c->in_cap;
@@ -288,7 +357,7 @@ static kiq_request_t *frame_request(conn_t *c, size_t size)
         return r;
     }
     uint8_t *frame = malloc(size ? size : 1);
-    if (!frame || !(r = kiq_request_new(c->p, c->id, frame, size))) {
+    if (!frame || !(r = request_new(c->p, c->id, frame, size))) {
         free(frame);
         return NULL;
     }
@@ -362,7 +431,7 @@ static void conn_process_input(conn_t *c)
     bump(&p->requests, 1);
     r->listener = p->cfg.listener;
     r->tls = p->cfg.tls != NULL;
-    snprintf(r->peer, sizeof r->peer, "%s", c->peer);
+    kiq_text_copy_cstr(r->peer, sizeof r->peer, c->peer);
 
     if (c->sasl && kiq_sasl_raw_token_next(c->sasl) && as_sasl_authenticate(r) != 0) {
         kiq_request_free(r);
@@ -398,8 +467,8 @@ static void conn_process_input(conn_t *c)
         r->sasl = kiq_sasl_session_ref(c->sasl);
     }
     const char *who = c->sasl ? kiq_sasl_principal(c->sasl) : c->tls ? kiq_tls_principal(c->tls) : NULL;
-    snprintf(r->principal, sizeof r->principal, "%s", who ? who : "User:ANONYMOUS");
-    snprintf(r->host, sizeof r->host, "%s", c->ip);
+    kiq_text_copy_cstr(r->principal, sizeof r->principal, who ? who : "User:ANONYMOUS");
+    kiq_text_copy_cstr(r->host, sizeof r->host, c->ip);
     if (kiq_observers_want(p->cfg.observers, KIQ_POINT_RECEIVED)) {
         kiq_event_t e = kiq_event(KIQ_POINT_RECEIVED, p->cfg.broker);
         e.request = r;
@@ -420,6 +489,10 @@ static void conn_process_input(conn_t *c)
  * tried whatever the socket holds, to see an end of stream. */
 static size_t input_want(conn_t *c, bool read_some)
 {
+    /* a new request's first bytes go into a spare buffer as they are,
+     * without asking the socket how many there are (a small request is
+     * then read whole; a larger one asks when it fills the buffer) */
+    if (!c->in && !read_some && c->p->nspare_inputs > 0) return MIN_READ;
     size_t need = READ_CHUNK; /* until the frame's size is known */
     if (c->in_len >= 4) {
         int32_t size = (int32_t)kiq_be32(c->in);
@@ -513,7 +586,7 @@ static void conn_finish_write(conn_t *c)
     if (c->p->cfg.done) c->p->cfg.done(c->p->cfg.admit_ctx, c->out_req);
     bool close_after = c->out_req->close_after;
     int64_t throttle_ms = c->out_req->throttle_ms;
-    kiq_request_free(c->out_req);
+    request_done(c->p, c->out_req);
     c->out_req = NULL;
     c->out = NULL;
     c->parts = NULL;
@@ -932,6 +1005,12 @@ void kiq_processor_free(kiq_processor_t *p)
         p->done_head = r->next;
         kiq_request_free(r);
     }
+    while (p->spare_requests) {
+        kiq_request_t *r = p->spare_requests;
+        p->spare_requests = r->next;
+        kiq_request_free(r);
+    }
+    for (int i = 0; i < p->nspare_inputs; i++) free(p->spare_inputs[i].buf);
     if (p->loop) ev_loop_destroy(p->loop);
     free(p->tls_buf);
     pthread_mutex_destroy(&p->inbox_lock);

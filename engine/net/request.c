@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -11,18 +12,28 @@
 #include "net/processor.h"
 #include "proto/writer.h"
 
-kiq_request_t *kiq_request_new(struct kiq_processor *p, uint64_t conn_id, uint8_t *frame,
-                               size_t len)
+kiq_request_t *kiq_request_reuse(kiq_request_t *r, struct kiq_processor *p, uint64_t conn_id, uint8_t *frame,
+                                 size_t len)
 {
-    kiq_request_t *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
+    kiq_arena_t arena = r->arena;
+    memset(r, 0, sizeof *r);
+    r->arena = arena;
     r->processor = p;
     r->conn_id = conn_id;
     r->frame = frame;
     r->frame_len = len;
     r->frame_mem = frame;
-    kiq_arena_init(&r->arena);
+    r->frame_cap = len;
     return r;
+}
+
+kiq_request_t *kiq_request_new(struct kiq_processor *p, uint64_t conn_id, uint8_t *frame,
+                               size_t len)
+{
+    kiq_request_t *r = malloc(sizeof *r);
+    if (!r) return NULL;
+    kiq_arena_init(&r->arena);
+    return kiq_request_reuse(r, p, conn_id, frame, len);
 }
 
 typedef struct kiq_owned {
@@ -42,16 +53,28 @@ void kiq_request_defer(kiq_request_t *r, void (*fn)(void *), void *arg)
 
 void kiq_request_own(kiq_request_t *r, void *buf) { kiq_request_defer(r, free, buf); }
 
+void kiq_request_clear(kiq_request_t *r)
+{
+    for (kiq_owned_t *o = r->owned; o; o = o->next) o->fn(o->arg);
+    r->owned = NULL;
+    kiq_arena_clear(&r->arena);
+    free(r->frame_mem);
+    r->frame_mem = NULL;
+    if (r->pool) kiq_memory_pool_release(r->pool, r->pooled);
+    r->pool = NULL;
+    if (!r->response_in_arena) free(r->response);
+    if (!r->parts_in_arena) free(r->response_parts);
+    r->response = NULL;
+    r->response_parts = NULL;
+    kiq_sasl_session_unref(r->sasl);
+    r->sasl = NULL;
+}
+
 void kiq_request_free(kiq_request_t *r)
 {
     if (!r) return;
-    for (kiq_owned_t *o = r->owned; o; o = o->next) o->fn(o->arg);
+    kiq_request_clear(r);
     kiq_arena_reset(&r->arena);
-    free(r->frame_mem);
-    if (r->pool) kiq_memory_pool_release(r->pool, r->pooled);
-    free(r->response);
-    free(r->response_parts);
-    kiq_sasl_session_unref(r->sasl);
     free(r);
 }
 
@@ -134,6 +157,11 @@ static void respond_raw(kiq_request_t *r)
     kiq_request_finish(r, false);
 }
 
+/* A response's first room in the arena: most answers fit (a produce's,
+ * a fetch's from files); and its file parts (one per log slice of a
+ * partition, KIQ_LOG_MAX_SLICES at most, usually one). */
+enum { RESPONSE_ROOM = 1024, RESPONSE_PARTS = 8 };
+
 void kiq_request_respond(kiq_request_t *r, const void *response)
 {
     before_respond(r, (void *)response);
@@ -149,10 +177,13 @@ void kiq_request_respond(kiq_request_t *r, const void *response)
     int16_t v = r->header.api_version;
     /* ApiVersions answers an unsupported version as v0 (PROTOCOL.md) */
     if (r->header.api_key == KIQ_API_API_VERSIONS && (v < r->codec->min_version || v > r->codec->max_version)) v = 0;
+    /* encoded in the arena, sized once: a handler's hint (a copied fetch's
+     * records), else room for a small response; one that outgrows it
+     * moves to the heap */
+    size_t room = r->response_size_hint ? r->response_size_hint : RESPONSE_ROOM;
     kiq_wr_t w;
-    kiq_wr_init(&w);
-    /* one allocation for large responses instead of doubling copies */
-    if (r->response_size_hint && kiq_wr_reserve(&w, r->response_size_hint)) w.len = 0;
+    kiq_wr_init_lent(&w, kiq_arena_alloc_raw(&r->arena, room), room,
+                     kiq_arena_alloc_raw(&r->arena, RESPONSE_PARTS * sizeof(kiq_file_part_t)), RESPONSE_PARTS);
     kiq_wr_i32(&w, 0);
     kiq_response_header_encode(&w, r->header.api_key, v, r->header.correlation_id);
     r->codec->response_encode(&w, v, response);
@@ -172,7 +203,10 @@ void kiq_request_respond(kiq_request_t *r, const void *response)
         return;
     }
     kiq_wr_patch_i32(&w, 0, (int32_t)size);
+    r->parts_in_arena = kiq_wr_parts_lent(&w);
     r->response_parts = kiq_wr_steal_parts(&w, &r->response_nparts);
+    if (!r->response_nparts) r->response_parts = NULL; /* the lent room, unused */
+    r->response_in_arena = kiq_wr_lent(&w);
     r->response = kiq_wr_steal(&w, &r->response_len);
     kiq_request_finish(r, r->answer_then_close);
 }

@@ -60,6 +60,7 @@ typedef struct kiq_request {
     uint8_t *frame; /* request bytes without the size prefix */
     size_t frame_len;
     void *frame_mem; /* what is freed with the request: frame, or the input buffer it lies in */
+    size_t frame_cap; /* frame_mem's size */
     /* queued.max.request.bytes: the frame's bytes in the pool (NULL: none),
      * given back when the request is freed */
     struct kiq_memory_pool *pool;
@@ -80,6 +81,9 @@ typedef struct kiq_request {
     size_t response_len;
     kiq_file_part_t *response_parts; /* NULL when the frame is all bytes */
     size_t response_nparts;
+    /* response, response_parts lie in the arena (encoded there when they
+     * fit), not on the heap */
+    bool response_in_arena, parts_in_arena;
     bool close_after; /* drop the connection instead of (or after) answering */
     bool answer_then_close; /* a handler's: the answer goes out, then the connection closes (failed SASL) */
     /* a SASL token framed without Kafka headers (after a SaslHandshake v0),
@@ -109,6 +113,14 @@ typedef struct kiq_request {
 kiq_request_t *kiq_request_new(struct kiq_processor *p, uint64_t conn_id, uint8_t *frame,
                                size_t len);
 void kiq_request_free(kiq_request_t *r);
+/* Releases what the request holds, as kiq_request_free does, but keeps
+ * the request and one chunk of its arena for kiq_request_reuse (a
+ * processor keeps a few: a request then costs no allocation). */
+void kiq_request_clear(kiq_request_t *r);
+/* A request cleared with kiq_request_clear, made new as kiq_request_new
+ * makes one. */
+kiq_request_t *kiq_request_reuse(kiq_request_t *r, struct kiq_processor *p, uint64_t conn_id, uint8_t *frame,
+                                 size_t len);
 /* The request takes a malloc'd buffer and frees it with itself. Called by
  * the thread holding the request. */
 void kiq_request_own(kiq_request_t *r, void *buf);

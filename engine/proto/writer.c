@@ -10,12 +10,28 @@ void kiq_wr_init(kiq_wr_t *w)
     w->parts = NULL;
     w->nparts = w->parts_cap = 0;
     w->file_bytes = 0;
+    w->lent = NULL;
+    w->lent_parts = NULL;
+}
+
+void kiq_wr_init_lent(kiq_wr_t *w, uint8_t *buf, size_t cap, kiq_file_part_t *parts, size_t parts_cap)
+{
+    kiq_wr_init(w);
+    w->buf = w->lent = buf;
+    w->cap = buf ? cap : 0;
+    w->parts = w->lent_parts = parts;
+    w->parts_cap = parts ? parts_cap : 0;
+}
+
+static void free_parts(kiq_wr_t *w)
+{
+    if (!kiq_wr_parts_lent(w)) free(w->parts);
 }
 
 void kiq_wr_free(kiq_wr_t *w)
 {
-    free(w->buf);
-    free(w->parts);
+    if (!kiq_wr_lent(w)) free(w->buf);
+    free_parts(w);
     kiq_wr_init(w);
 }
 
@@ -23,16 +39,26 @@ uint8_t *kiq_wr_steal(kiq_wr_t *w, size_t *len)
 {
     uint8_t *b = w->buf;
     *len = w->len;
-    free(w->parts);
+    free_parts(w);
     kiq_wr_init(w);
     return b;
+}
+
+/* Grows lent or heap storage to cap elements of size each: the lent one
+ * is copied to the heap (its first n in use), never realloc'd. */
+static void *grow(void *old, const void *lent, size_t n, size_t cap, size_t size)
+{
+    if (!old || old != lent) return realloc(old, cap * size);
+    void *m = malloc(cap * size);
+    if (m) memcpy(m, old, n * size);
+    return m;
 }
 
 kiq_file_part_t *kiq_wr_steal_parts(kiq_wr_t *w, size_t *n)
 {
     kiq_file_part_t *p = w->parts;
     *n = w->nparts;
-    w->parts = NULL;
+    w->parts = w->lent_parts = NULL;
     w->nparts = w->parts_cap = 0;
     w->file_bytes = 0;
     return p;
@@ -43,7 +69,7 @@ void kiq_wr_file(kiq_wr_t *w, kiq_file_range_t range)
     if (w->err || range.length == 0) return;
     if (w->nparts == w->parts_cap) {
         size_t cap = w->parts_cap ? w->parts_cap * 2 : 8;
-        kiq_file_part_t *p = realloc(w->parts, cap * sizeof *p);
+        kiq_file_part_t *p = grow(w->parts, w->lent_parts, w->nparts, cap, sizeof *p);
         if (!p) {
             w->err = true;
             return;
@@ -63,7 +89,7 @@ uint8_t *kiq_wr_reserve(kiq_wr_t *w, size_t n)
     if (w->cap - w->len < n) {
         size_t cap = w->cap ? w->cap : 256;
         while (cap - w->len < n) cap *= 2;
-        uint8_t *b = realloc(w->buf, cap);
+        uint8_t *b = grow(w->buf, w->lent, w->len, cap, 1);
         if (!b) {
             w->err = true;
             return NULL;

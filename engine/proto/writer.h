@@ -40,14 +40,28 @@ typedef struct kiq_wr {
     kiq_file_part_t *parts; /* in buffer order */
     size_t nparts, parts_cap;
     uint64_t file_bytes; /* sum of the parts' lengths */
+    /* storage lent by kiq_wr_init_lent (a request's arena): never freed
+     * or realloc'd; outgrowing it moves the bytes to the heap */
+    uint8_t *lent;
+    kiq_file_part_t *lent_parts;
 } kiq_wr_t;
 
 void kiq_wr_init(kiq_wr_t *w);
+/* A writer that starts in cap bytes and parts_cap file parts its owner
+ * keeps (either may be NULL with 0): no allocation while they suffice.
+ * What it steals is then the lent storage or heap memory: see
+ * kiq_wr_lent / kiq_wr_parts_lent. */
+void kiq_wr_init_lent(kiq_wr_t *w, uint8_t *buf, size_t cap, kiq_file_part_t *parts, size_t parts_cap);
+/* Whether the buffer (the parts) is still the lent storage, not heap memory. */
+static inline bool kiq_wr_lent(const kiq_wr_t *w) { return w->buf && w->buf == w->lent; }
+static inline bool kiq_wr_parts_lent(const kiq_wr_t *w) { return w->parts && w->parts == w->lent_parts; }
 void kiq_wr_free(kiq_wr_t *w);
-/* Gives the buffer away (caller frees it) and resets the writer; file parts
- * not taken with kiq_wr_steal_parts before are dropped. */
+/* Gives the buffer away (caller frees it unless kiq_wr_lent said it was
+ * lent) and resets the writer; file parts not taken with
+ * kiq_wr_steal_parts before are dropped. */
 uint8_t *kiq_wr_steal(kiq_wr_t *w, size_t *len);
-/* Gives the file parts away (caller frees the array; NULL when none). */
+/* Gives the file parts away (caller frees the array unless
+ * kiq_wr_parts_lent said it was lent; NULL when none). */
 kiq_file_part_t *kiq_wr_steal_parts(kiq_wr_t *w, size_t *n);
 /* Bytes of the frame so far: the buffer and the file parts. */
 static inline uint64_t kiq_wr_size(const kiq_wr_t *w) { return w->len + w->file_bytes; }

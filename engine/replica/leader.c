@@ -39,7 +39,11 @@ static void announce_appended(void *ctx, const kiq_log_append_result_t *res)
     e.last_offset = res->last_offset;
     e.before = res->base_offset;
     e.after = res->last_offset + 1;
-    if (kiq_log_segment_path(file, sizeof file, kiq_partition_log_dir(a->log), res->segment_base, KIQ_LOG_SUFFIX) == 0)
+    /* the segment's own path when the log gives it: no formatting per append */
+    if (res->segment_path)
+        e.file = res->segment_path;
+    else if (kiq_log_segment_path(file, sizeof file, kiq_partition_log_dir(a->log), res->segment_base,
+                                  KIQ_LOG_SUFFIX) == 0)
         e.file = file;
     e.position = res->position;
     e.bytes = (int64_t)a->len;

@@ -1,7 +1,7 @@
 /* One log segment on real files: appending and finding batches through the
  * sparse index, reading bytes back, reopening, recovery from a torn tail
- * and from a corrupt CRC, rebuilding a damaged index, truncation, and the
- * timestamp search. Batches come from the record batch builder. */
+ * and from a corrupt CRC, rebuilding a damaged index, truncation, the
+ * tail found without reading the file, and the timestamp search. Batches come from the record batch builder. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -451,6 +451,70 @@ static void test_truncate_to(void **state)
     kiq_segment_close(seg);
 }
 
+/* A walk's batches, in order. */
+typedef struct seen {
+    kiq_batch_loc_t loc[MAX_BATCHES];
+    int n;
+} seen_t;
+
+static int see(const kiq_batch_loc_t *loc, void *ctx)
+{
+    seen_t *s = ctx;
+    if (s->n < MAX_BATCHES) s->loc[s->n++] = *loc;
+    return 0;
+}
+
+/* A reader at the tail (a consumer or follower waiting for the next batch)
+ * asks for the last batch appended: found from what the append noted, not
+ * from the file, and never stale after a truncation. */
+static void test_tail_found_without_reading(void **state)
+{
+    fixture_t *f = *state;
+    kiq_segment_t *seg = kiq_segment_create(f->ld->dir, BASE, &f->ld->cfg);
+    assert_non_null(seg);
+    append_batches(f, seg, 8, 1000);
+    /* the last batch's base offset altered on disk: a lookup that read the
+     * file would see it (the header is not covered by the CRC) */
+    char path[4096];
+    seg_path(f, KIQ_LOG_SUFFIX, path, sizeof path);
+    flip_byte(path, (off_t)f->pos[7] + 7);
+    for (int64_t o = f->first[7]; o < f->first[7] + 3; o++) {
+        kiq_batch_loc_t loc;
+        assert_int_equal(kiq_segment_find(seg, o, &loc), 1);
+        assert_int_equal(loc.position, f->pos[7]);
+        assert_int_equal(loc.size, f->pos[8] - f->pos[7]);
+        assert_int_equal(loc.base_offset, f->first[7]);
+        assert_int_equal(loc.last_offset, f->first[7] + 2);
+    }
+    seen_t s = {.n = 0};
+    assert_int_equal(kiq_segment_walk(seg, f->pos[7], see, &s), 0);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.loc[0].base_offset, f->first[7]);
+    flip_byte(path, (off_t)f->pos[7] + 7);
+    /* earlier batches are still found through the index and the file */
+    kiq_batch_loc_t loc;
+    assert_int_equal(kiq_segment_find(seg, f->first[6] + 1, &loc), 1);
+    assert_int_equal(loc.position, f->pos[6]);
+    s.n = 0;
+    assert_int_equal(kiq_segment_walk(seg, f->pos[5], see, &s), 0);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.loc[2].position, f->pos[7]);
+    /* past the end: nothing */
+    assert_int_equal(kiq_segment_find(seg, f->first[7] + 3, &loc), 0);
+
+    /* cut inside batch 7 then appended again: the new tail, not the old */
+    assert_int_equal(kiq_segment_truncate_to(seg, f->first[7]), 0);
+    f->n = 7;
+    f->all.len = f->pos[7];
+    assert_int_equal(kiq_segment_find(seg, f->first[6] + 2, &loc), 1);
+    assert_int_equal(loc.position, f->pos[6]);
+    append_batches(f, seg, 1, 9000);
+    assert_int_equal(kiq_segment_find(seg, f->first[7], &loc), 1);
+    assert_int_equal(loc.position, f->pos[7]);
+    assert_int_equal(loc.max_timestamp, 9000 + 7 * 10 + 2);
+    kiq_segment_close(seg);
+}
+
 static void test_find_time(void **state)
 {
     fixture_t *f = *state;
@@ -523,6 +587,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_crc_in_the_middle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_index_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_to, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tail_found_without_reading, setup, teardown),
         cmocka_unit_test_setup_teardown(test_find_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_keeps_references_readable, setup, teardown),
     };

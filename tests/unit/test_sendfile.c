@@ -3,7 +3,8 @@
  * bytes in, through the generated Fetch encoder too; and a processor sends
  * such a frame over a real socket with send() + sendfile(), through partial
  * writes, releasing what the request holds once it is done or its
- * connection is gone. */
+ * connection is gone, and keeping the request for the next; a writer lent
+ * storage moves to the heap only when it outgrows it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -322,6 +323,83 @@ static void test_processor_sends_file_parts(void **state)
     close(fd);
 }
 
+/* A processor keeps a request it answered for the next one: the same
+ * memory comes back cleared (what it held released, its arena empty), with
+ * the new frame. */
+static void test_processor_reuses_requests(void **state)
+{
+    enum { SIZE = 4096 };
+    uint8_t *data;
+    int fd = pattern_file(SIZE, &data);
+    harness_t h;
+    harness_start(&h);
+    kiq_request_t *first = NULL;
+    for (int round = 0; round < 3; round++) {
+        kiq_request_t *r = harness_request(&h);
+        if (first)
+            assert_ptr_equal(r, first);
+        else
+            first = r;
+        assert_null(r->owned);
+        assert_null(r->response);
+        assert_null(r->response_parts);
+        assert_int_equal(r->arena.total, 0);
+        assert_int_equal(r->errors.n, 0);
+        r->errors.n = 1;
+        assert_non_null(kiq_arena_alloc(&r->arena, 100));
+        size_t len;
+        uint8_t *want = harness_respond(&h, r, fd, (uint32_t)round, 100, data, &len);
+        uint8_t *got = malloc(len);
+        assert_non_null(got);
+        assert_int_equal(read_upto(h.client, got, len), len);
+        assert_memory_equal(got, want, len);
+        wait_released(&h);
+        free(got);
+        free(want);
+    }
+    harness_stop(&h);
+    free(data);
+    close(fd);
+}
+
+/* A writer lent storage (a request's arena) writes there while it fits,
+ * then moves bytes and file parts to the heap, leaving the lent storage as
+ * it was. */
+static void test_writer_lent_storage(void **state)
+{
+    uint8_t room[16];
+    kiq_file_part_t parts[2];
+    kiq_wr_t w;
+    kiq_wr_init_lent(&w, room, sizeof room, parts, 2);
+    kiq_wr_raw(&w, "0123456789", 10);
+    kiq_wr_file(&w, (kiq_file_range_t){3, 0, 5});
+    kiq_wr_file(&w, (kiq_file_range_t){3, 5, 5});
+    assert_true(kiq_wr_lent(&w));
+    assert_true(kiq_wr_parts_lent(&w));
+    assert_ptr_equal(w.buf, room);
+    kiq_wr_file(&w, (kiq_file_range_t){3, 10, 5});
+    assert_false(kiq_wr_parts_lent(&w));
+    assert_int_equal(w.nparts, 3);
+    assert_int_equal(w.parts[1].range.offset, 5);
+    kiq_wr_raw(&w, "abcdefghij", 10);
+    assert_false(kiq_wr_lent(&w));
+    assert_false(w.err);
+    assert_memory_equal(room, "0123456789", 10);
+    size_t n;
+    kiq_file_part_t *p = kiq_wr_steal_parts(&w, &n);
+    size_t len;
+    uint8_t *b = kiq_wr_steal(&w, &len);
+    assert_int_equal(len, 20);
+    assert_memory_equal(b, "0123456789abcdefghij", 20);
+    assert_int_equal(n, 3);
+    free(p);
+    free(b);
+    /* a lent writer freed frees nothing of the lender's */
+    kiq_wr_init_lent(&w, room, sizeof room, parts, 2);
+    kiq_wr_raw(&w, "x", 1);
+    kiq_wr_free(&w);
+}
+
 static void test_processor_client_disconnects(void **state)
 {
     enum { SIZE = 4 << 20 };
@@ -400,6 +478,8 @@ int main(void)
         cmocka_unit_test(test_records_too_large),
         cmocka_unit_test(test_fetch_response_encoder),
         cmocka_unit_test(test_processor_sends_file_parts),
+        cmocka_unit_test(test_processor_reuses_requests),
+        cmocka_unit_test(test_writer_lent_storage),
         cmocka_unit_test(test_processor_client_disconnects),
         cmocka_unit_test(test_processor_truncated_file_closes),
         cmocka_unit_test(test_defer_runs_most_recent_first),
