@@ -562,26 +562,34 @@ static void partition_event(kiq_journeys_t *j, const kiq_event_t *e)
     size_t look = low >= 0 || e->point == KIQ_POINT_TXN_MARKER || j->n < RECENT ? j->n : RECENT;
     uint64_t key = ref_key(th, e->partition);
     pthread_mutex_lock(&st->mu);
-    /* newest first: from the one before next, down and around */
-    size_t i = st->next;
-    for (size_t k = 0; k < look; k++) {
-        i = (i ? i : j->n) - 1;
-        const ref_t *r = &st->refs[i];
-        if (!r->gen) break;
-        if (r->key != key) continue;
-        if (r->last_offset < low) break;
-        if (r->first_offset < w.first_lo || r->first_offset > w.first_hi || r->last_offset < w.last_lo ||
-            r->last_offset > w.last_hi)
-            continue;
-        slot_t *s = lock_ref(j, r, e->topic);
-        if (!s) continue;
-        if (concerns(&s->j, e)) {
-            if (!made) stage_of(e, &stage);
-            made = true;
-            add_stage(&s->j, &stage);
+    /* newest first: from the one before next down to the first, then from
+     * the last down (two runs, no wrap to test at each step) */
+    const ref_t *runs[2][2] = {{st->refs + st->next, st->refs}, {st->refs + j->n, st->refs + st->next}};
+    for (int run = 0; run < 2 && look > 0; run++) {
+        const ref_t *r = runs[run][0], *end = runs[run][1];
+        if ((size_t)(r - end) > look) end = r - look;
+        look -= (size_t)(r - end);
+        while (r > end) {
+            r--;
+            if (!r->gen) goto done;
+            if (r->key != key) continue;
+            /* out of the window (which starts at low or above): one below low ends the look */
+            if (r->first_offset < w.first_lo || r->first_offset > w.first_hi || r->last_offset < w.last_lo ||
+                r->last_offset > w.last_hi) {
+                if (r->last_offset < low) goto done;
+                continue;
+            }
+            slot_t *s = lock_ref(j, r, e->topic);
+            if (!s) continue;
+            if (concerns(&s->j, e)) {
+                if (!made) stage_of(e, &stage);
+                made = true;
+                add_stage(&s->j, &stage);
+            }
+            slot_unlock(j, s);
         }
-        slot_unlock(j, s);
     }
+done:
     pthread_mutex_unlock(&st->mu);
 }
 
