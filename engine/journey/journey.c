@@ -512,7 +512,7 @@ static window_t window_of(const kiq_event_t *e)
     switch (e->point) {
     case KIQ_POINT_FOLLOWER_FETCHED:
         w.last_lo = e->first_offset;
-        w.first_hi = e->first_offset + 1000000;
+        w.first_hi = e->first_offset > INT64_MAX - 1000000 ? INT64_MAX : e->first_offset + 1000000;
         break;
     case KIQ_POINT_FOLLOWER_LEO:
     case KIQ_POINT_HW_ADVANCED:
