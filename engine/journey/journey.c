@@ -143,8 +143,8 @@ static int count_shares(const kiq_journey_t *jr)
 
 /* The wall clock's lead over the monotonic one as this thread last read
  * both, and the t_ns it read them at (INT64_MIN: never). Read again every
- * WALL_REREAD_NS: two clock reads a stage cost more than the rest of it,
- * and the lead moves by microseconds a second at most (a slewing NTP). */
+ * WALL_REREAD_NS, not at each stage: it moves by microseconds a second at
+ * most (a slewing NTP), and two clock reads per stage added up. */
 #define WALL_REREAD_NS 10000000
 static _Thread_local int64_t wall_lead, wall_read_at = INT64_MIN;
 
