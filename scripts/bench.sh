@@ -53,6 +53,9 @@
 #                                         journeys off, then on, N times
 #                                         alternating, and each phase's median
 #                                         msg/s with the difference
+#   scripts/bench.sh --against BIN --journeys  both builds, journeys off
+#                                         and on each (this-off, this-on,
+#                                         before-off, before-on), alternating
 #
 # For the kafkaiq it starts, each row also shows the broker's CPU seconds
 # (user + system, from /proc) spent since the previous row: the produce
@@ -125,7 +128,7 @@ while [[ $# -gt 0 ]]; do
     --producers) producers=1; pass+=("$1" "$2"); shift 2 ;;
     --kafka) kafka=1; shift ;;
     --tls) tls=1; shift ;;
-    -h | --help) sed -n '2,79p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,85p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -574,15 +577,19 @@ else
         [[ -x $against ]] || { echo "bench.sh: $against is not an executable" >&2; exit 1; }
         rows=$(mktemp -d)
         tmpdirs+=("$rows")
+        # with --journeys each of the two off then on: this-off, this-on, before-off, before-on
+        runs=(this:build/kafkaiq: before:$against:)
+        ((journeys == 0)) || runs=(this-off:build/kafkaiq:false this-on:build/kafkaiq:true
+            before-off:$against:false before-on:$against:true)
         for ((r = 1; r <= rounds; r++)); do
-            kiq_bin=build/kafkaiq
-            bench_kafkaiq this 0 "${broker_overrides[@]}" >"$rows/one"
-            cat "$rows/one" >>"$rows/all"
-            cat "$rows/one"
-            kiq_bin=$against
-            bench_kafkaiq before 0 "${broker_overrides[@]}" >"$rows/one"
-            cat "$rows/one" >>"$rows/all"
-            cat "$rows/one"
+            for run in "${runs[@]}"; do
+                IFS=: read -r label kiq_bin enable <<<"$run"
+                extra=()
+                [[ -z $enable ]] || extra=(--override "kafkaiq.journey.enable=$enable")
+                bench_kafkaiq "$label" 0 "${broker_overrides[@]}" "${extra[@]}" >"$rows/one"
+                cat "$rows/one" >>"$rows/all"
+                cat "$rows/one"
+            done
         done
         summary "$rows/all"
         rate_summary "$rows/all"

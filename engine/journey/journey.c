@@ -33,9 +33,9 @@ typedef struct slot {
  * copied when it began (a journey's partition and offsets never change). */
 typedef struct ref {
     uint64_t gen; /* the slot's journey this is, if the slot still holds it */
-    uint32_t slot, topic_hash;
-    int32_t partition;
+    uint64_t key; /* its topic's hash and partition, ref_key() */
     int64_t first_offset, last_offset;
+    uint32_t slot;
 } ref_t;
 
 /* The index of the journeys of the partitions that hash to the stripe,
@@ -49,8 +49,7 @@ typedef struct stripe {
 /* A produce request between its receipt and its answer: its first
  * stages, the partitions validated and the journeys made of them. */
 typedef struct pending {
-    const void *request; /* NULL: free */
-    uint64_t seq;        /* when it came: the oldest is reused when full */
+    uint64_t seq; /* when it came: the oldest is reused when full */
     kiq_journey_stage_t early[EARLY_STAGES];
     int nearly;
     struct {
@@ -68,7 +67,10 @@ typedef struct pending {
 } pending_t;
 
 typedef struct pending_stripe {
-    pthread_mutex_t mu; /* guards the slots */
+    pthread_mutex_t mu; /* guards the slots and their requests */
+    /* slot i's request (NULL: free), apart from the slots so that finding
+     * one reads a few cache lines, not a line per slot */
+    const void *requests[PENDING_SLOTS];
     pending_t slots[PENDING_SLOTS];
     uint64_t seq;
 } pending_stripe_t;
@@ -103,6 +105,12 @@ static stripe_t *stripe_of(kiq_journeys_t *j, uint32_t topic_hash, int32_t parti
     return &j->stripes[((topic_hash ^ (uint32_t)partition) * 16777619u) % STRIPES];
 }
 
+/* A partition as its refs name it: one comparison while a stripe is scanned. */
+static uint64_t ref_key(uint32_t topic_hash, int32_t partition)
+{
+    return (uint64_t)topic_hash << 32 | (uint32_t)partition;
+}
+
 static pending_stripe_t *pending_of(kiq_journeys_t *j, const void *request)
 {
     uintptr_t p = (uintptr_t)request;
@@ -133,60 +141,78 @@ static int count_shares(const kiq_journey_t *jr)
     return n;
 }
 
-/* Monotonic t_ns on the wall clock, as both clocks stand now (the engine's
- * clocks, moved ahead together when a test advances them). */
+/* The wall clock's lead over the monotonic one as this thread last read
+ * both, and the t_ns it read them at (INT64_MIN: never). Read again every
+ * WALL_REREAD_NS, not at each stage: it moves by microseconds a second at
+ * most (a slewing NTP), and two clock reads per stage added up. */
+#define WALL_REREAD_NS 10000000
+static _Thread_local int64_t wall_lead, wall_read_at = INT64_MIN;
+
+/* Monotonic t_ns on the wall clock, as both clocks stand (the engine's
+ * clocks move ahead together when a test advances them: the lead stays). */
 static int64_t wall_of(int64_t t_ns)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t real = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + kiq_clock_ahead();
-    return real - (kiq_clock_mono_ns() - t_ns);
+    if (wall_read_at == INT64_MIN || t_ns - wall_read_at >= WALL_REREAD_NS) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        wall_lead = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - kiq_clock_system_mono_ns();
+        wall_read_at = t_ns;
+    }
+    return t_ns + wall_lead;
 }
 
-static kiq_journey_stage_t stage_of(const kiq_event_t *e)
+/* The stage event e makes, written into s where it is kept (no copy of
+ * a stage made aside; all its bytes set, the journal writes them all). */
+static void stage_of(const kiq_event_t *e, kiq_journey_stage_t *s)
 {
-    kiq_journey_stage_t s = {
-        .point = e->point,
-        .t_ns = e->t_ns,
-        .wall_ns = wall_of(e->t_ns),
-        .broker = e->broker,
-        .thread = e->thread,
-        .peer = e->peer,
-        .version = -1,
-        .error = e->error,
-        .flags = e->flags,
-        .first_offset = e->first_offset,
-        .before = e->before,
-        .after = e->after,
-        .position = e->position,
-        .bytes = e->bytes,
-        .records = e->records,
-        .extra = e->extra,
-        .last_offset = e->last_offset,
-    };
+    memset(s, 0, sizeof *s);
+    s->point = e->point;
+    s->t_ns = e->t_ns;
+    s->wall_ns = wall_of(e->t_ns);
+    s->broker = e->broker;
+    s->thread = e->thread;
+    s->peer = e->peer;
+    s->version = -1;
+    s->error = e->error;
+    s->flags = e->flags;
+    s->first_offset = e->first_offset;
+    s->before = e->before;
+    s->after = e->after;
+    s->position = e->position;
+    s->bytes = e->bytes;
+    s->records = e->records;
+    s->extra = e->extra;
+    s->last_offset = e->last_offset;
     if (e->file && is_share(e->point)) {
-        copy_text(s.where, sizeof s.where, e->file, strlen(e->file));
+        copy_text(s->where, sizeof s->where, e->file, strlen(e->file));
     } else if (e->file) {
         const char *base = strrchr(e->file, '/');
         base = base ? base + 1 : e->file;
-        copy_text(s.where, sizeof s.where, base, strlen(base));
+        copy_text(s->where, sizeof s->where, base, strlen(base));
     }
     if (e->request) {
         const kiq_request_t *r = e->request;
         if (is_share(e->point)) {
-            copy_text(s.who, sizeof s.who, r->header.client_id.p, r->header.client_id.p ? (size_t)r->header.client_id.len : 0);
+            copy_text(s->who, sizeof s->who, r->header.client_id.p,
+                      r->header.client_id.p ? (size_t)r->header.client_id.len : 0);
         } else if (e->point == KIQ_POINT_RECEIVED || e->point == KIQ_POINT_RECORDS_FETCHED) {
-            copy_text(s.who, sizeof s.who, r->header.client_id.p, r->header.client_id.p ? (size_t)r->header.client_id.len : 0);
-            copy_text(s.where, sizeof s.where, r->peer, strlen(r->peer));
-            s.version = r->header.api_version;
+            copy_text(s->who, sizeof s->who, r->header.client_id.p,
+                      r->header.client_id.p ? (size_t)r->header.client_id.len : 0);
+            copy_text(s->where, sizeof s->where, r->peer, strlen(r->peer));
+            s->version = r->header.api_version;
         }
     }
-    return s;
 }
 
 static void add_stage(kiq_journey_t *jr, const kiq_journey_stage_t *s)
 {
     if (jr->nstages < KIQ_JOURNEY_STAGES) jr->stages[jr->nstages++] = *s;
+}
+
+/* Adds the stage e makes, stamped in place. */
+static void add_event(kiq_journey_t *jr, const kiq_event_t *e)
+{
+    if (jr->nstages < KIQ_JOURNEY_STAGES) stage_of(e, &jr->stages[jr->nstages++]);
 }
 
 static int count_stages(const kiq_journey_t *jr, enum kiq_point point, int32_t peer)
@@ -251,23 +277,29 @@ static void traces_of(const uint8_t *p, size_t len, traces_t *t)
 static pending_t *pending_find(pending_stripe_t *ps, const void *request)
 {
     for (int i = 0; i < PENDING_SLOTS; i++)
-        if (ps->slots[i].request == request) return &ps->slots[i];
+        if (ps->requests[i] == request) return &ps->slots[i];
     return NULL;
 }
 
 static pending_t *pending_take(pending_stripe_t *ps, const void *request)
 {
-    pending_t *free_slot = NULL, *oldest = &ps->slots[0];
-    for (int i = 0; i < PENDING_SLOTS && !free_slot; i++) {
-        if (!ps->slots[i].request) free_slot = &ps->slots[i];
-        else if (ps->slots[i].seq < oldest->seq) oldest = &ps->slots[i];
+    int take = -1;
+    for (int i = 0; i < PENDING_SLOTS && take < 0; i++)
+        if (!ps->requests[i]) take = i;
+    if (take < 0) {
+        /* none free: the oldest, one never answered (acks=0), goes */
+        take = 0;
+        for (int i = 1; i < PENDING_SLOTS; i++)
+            if (ps->slots[i].seq < ps->slots[take].seq) take = i;
     }
-    pending_t *p = free_slot ? free_slot : oldest; /* one never answered (acks=0) goes first */
+    pending_t *p = &ps->slots[take];
     p->nearly = p->nbatches = 0;
-    p->request = request;
+    ps->requests[take] = request;
     p->seq = ++ps->seq;
     return p;
 }
+
+static void pending_done(pending_stripe_t *ps, const pending_t *p) { ps->requests[p - ps->slots] = NULL; }
 
 /* ---- the ring and its index ---- */
 
@@ -307,7 +339,7 @@ static slot_t *find_slot(kiq_journeys_t *j, stripe_t *st, uint32_t th, const cha
     for (size_t k = 0; k < j->n; k++) {
         const ref_t *r = ref_at(j, st, k);
         if (!r->gen) break;
-        if (r->partition != partition || r->topic_hash != th || offset < r->first_offset || offset > r->last_offset)
+        if (r->key != ref_key(th, partition) || offset < r->first_offset || offset > r->last_offset)
             continue;
         slot_t *s = lock_ref(j, r, topic);
         if (s) return s;
@@ -339,7 +371,7 @@ static slot_t *new_slot(kiq_journeys_t *j, stripe_t *st, uint32_t th, const kiq_
     s->j.first_offset = e->first_offset;
     s->j.last_offset = e->last_offset;
     s->j.txn_producer = e->producer_id;
-    st->refs[st->next] = (ref_t){*gen, (uint32_t)*index, th, e->partition, e->first_offset, e->last_offset};
+    st->refs[st->next] = (ref_t){*gen, ref_key(th, e->partition), e->first_offset, e->last_offset, (uint32_t)*index};
     st->next = (st->next + 1) % j->n;
     return s;
 }
@@ -380,8 +412,7 @@ static void appended_as_leader(kiq_journeys_t *j, const kiq_event_t *e)
         p->batches[b].slot = index;
         p->batches[b].gen = gen;
     }
-    kiq_journey_stage_t stage = stage_of(e);
-    add_stage(&s->j, &stage);
+    add_event(&s->j, e);
     slot_unlock(j, s);
     pthread_mutex_unlock(&ps->mu);
 }
@@ -392,8 +423,7 @@ static void appended_as_follower(kiq_journeys_t *j, const kiq_event_t *e)
     size_t index;
     uint64_t gen;
     slot_t *s = begin_journey(j, e, &index, &gen);
-    kiq_journey_stage_t stage = stage_of(e);
-    add_stage(&s->j, &stage);
+    add_event(&s->j, e);
     slot_unlock(j, s);
 }
 
@@ -468,29 +498,98 @@ static int64_t reaches_back_to(const kiq_event_t *e)
     }
 }
 
+/* The offsets a journey's batch must have for the event to concern it
+ * (what concerns() asks of them), first_offset and last_offset each in
+ * [lo, hi]: the journeys out of it are passed over without taking their
+ * slot's lock. */
+typedef struct window {
+    int64_t first_lo, first_hi, last_lo, last_hi;
+} window_t;
+
+static window_t window_of(const kiq_event_t *e)
+{
+    window_t w = {INT64_MIN, INT64_MAX, INT64_MIN, INT64_MAX};
+    switch (e->point) {
+    case KIQ_POINT_FOLLOWER_FETCHED:
+        w.last_lo = e->first_offset;
+        w.first_hi = e->first_offset > INT64_MAX - 1000000 ? INT64_MAX : e->first_offset + 1000000;
+        break;
+    case KIQ_POINT_FOLLOWER_LEO:
+    case KIQ_POINT_HW_ADVANCED:
+    case KIQ_POINT_FLUSHED:
+        w.last_lo = e->before;
+        w.last_hi = e->after - 1;
+        break;
+    case KIQ_POINT_ISR_SHRUNK:
+    case KIQ_POINT_ISR_EXPANDED:
+        w.last_lo = e->before;
+        w.first_hi = e->after - 1;
+        break;
+    case KIQ_POINT_RECORDS_FETCHED:
+        w.last_lo = e->first_offset;
+        w.first_hi = e->last_offset - 1;
+        break;
+    case KIQ_POINT_ANSWERED: w.first_lo = w.first_hi = e->first_offset; break;
+    case KIQ_POINT_SHARE_ACQUIRED:
+    case KIQ_POINT_SHARE_ACKNOWLEDGED:
+    case KIQ_POINT_SHARE_LOCK_EXPIRED:
+        w.last_lo = e->first_offset;
+        w.first_hi = e->last_offset;
+        break;
+    case KIQ_POINT_TXN_MARKER:
+        if (e->before < 0) return (window_t){INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN};
+        w.first_lo = e->before;
+        w.last_hi = e->after - 1;
+        break;
+    default: return (window_t){INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN};
+    }
+    return w;
+}
+
 /* A partition's event: a stage of each kept journey it concerns. */
 static void partition_event(kiq_journeys_t *j, const kiq_event_t *e)
 {
     uint32_t th = hash_topic(e->topic);
     stripe_t *st = stripe_of(j, th, e->partition);
-    kiq_journey_stage_t stage = stage_of(e);
+    window_t w = window_of(e);
+    kiq_journey_stage_t stage;
+    bool made = false;
     /* follower fetches and answers concern the newest batches; the events
      * that cover a range look down to its first batch (a partition's
      * journeys are kept in offset order), and a marker ends a transaction
      * that may have begun long before */
     int64_t low = reaches_back_to(e);
     size_t look = low >= 0 || e->point == KIQ_POINT_TXN_MARKER || j->n < RECENT ? j->n : RECENT;
+    uint64_t key = ref_key(th, e->partition);
     pthread_mutex_lock(&st->mu);
-    for (size_t k = 0; k < look; k++) {
-        const ref_t *r = ref_at(j, st, k);
-        if (!r->gen) break;
-        if (r->partition != e->partition || r->topic_hash != th) continue;
-        if (r->last_offset < low) break;
-        slot_t *s = lock_ref(j, r, e->topic);
-        if (!s) continue;
-        if (concerns(&s->j, e)) add_stage(&s->j, &stage);
-        slot_unlock(j, s);
+    /* newest first: from the one before next down to the first, then from
+     * the last down (two runs, no wrap to test at each step) */
+    const ref_t *runs[2][2] = {{st->refs + st->next, st->refs}, {st->refs + j->n, st->refs + st->next}};
+    for (int run = 0; run < 2 && look > 0; run++) {
+        const ref_t *r = runs[run][0], *end = runs[run][1];
+        if ((size_t)(r - end) > look) end = r - look;
+        look -= (size_t)(r - end);
+        while (r > end) {
+            r--;
+            if (!r->gen) goto done;
+            if (r->key != key) continue;
+            /* out of the window (which starts at low or above): one below low ends the look */
+            if (r->first_offset < w.first_lo || r->first_offset > w.first_hi || r->last_offset < w.last_lo ||
+                r->last_offset > w.last_hi) {
+                if (r->last_offset < low) goto done;
+                continue;
+            }
+            slot_t *s = lock_ref(j, r, e->topic);
+            if (!s) continue;
+            if (concerns(&s->j, e)) {
+                if (!made) stage_of(e, &stage);
+                made = true;
+                add_stage(&s->j, &stage);
+            }
+            slot_unlock(j, s);
+        }
     }
+done:
     pthread_mutex_unlock(&st->mu);
 }
 
@@ -499,7 +598,8 @@ static void partition_event(kiq_journeys_t *j, const kiq_event_t *e)
 static void request_event(kiq_journeys_t *j, const kiq_event_t *e, bool last)
 {
     pending_stripe_t *ps = pending_of(j, e->request);
-    kiq_journey_stage_t stage = stage_of(e);
+    kiq_journey_stage_t stage;
+    stage_of(e, &stage);
     pthread_mutex_lock(&ps->mu);
     pending_t *p = pending_find(ps, e->request);
     bool staged = p && !(e->flags & KIQ_EVENT_NO_RESPONSE);
@@ -518,8 +618,16 @@ static void request_event(kiq_journeys_t *j, const kiq_event_t *e, bool last)
             slot_unlock(j, s);
         }
     }
-    if (p && last) p->request = NULL;
+    if (p && last) pending_done(ps, p);
     pthread_mutex_unlock(&ps->mu);
+}
+
+/* Whether the event is about a produce request (the only ones whose
+ * stages a journey keeps). */
+static bool of_produce(const kiq_event_t *e)
+{
+    const kiq_request_t *r = e->request;
+    return r && r->header.api_key == 0;
 }
 
 static void on_event(void *ctx, const kiq_event_t *e)
@@ -527,21 +635,24 @@ static void on_event(void *ctx, const kiq_event_t *e)
     kiq_journeys_t *j = ctx;
     switch (e->point) {
     case KIQ_POINT_RECEIVED: {
+        if (!of_produce(e)) return;
         const kiq_request_t *r = e->request;
-        if (!r || r->header.api_key != 0) return; /* Produce only */
         pending_stripe_t *ps = pending_of(j, r);
-        kiq_journey_stage_t stage = stage_of(e);
         pthread_mutex_lock(&ps->mu);
         pending_t *p = pending_take(ps, r);
-        p->early[p->nearly++] = stage;
+        stage_of(e, &p->early[p->nearly++]);
         pthread_mutex_unlock(&ps->mu);
         return;
     }
     case KIQ_POINT_ENQUEUED:
     case KIQ_POINT_DEQUEUED:
     case KIQ_POINT_HANDLED:
-    case KIQ_POINT_RESPONSE_QUEUED: request_event(j, e, false); return;
-    case KIQ_POINT_SENT: request_event(j, e, true); return;
+    case KIQ_POINT_RESPONSE_QUEUED:
+        if (of_produce(e)) request_event(j, e, false);
+        return;
+    case KIQ_POINT_SENT:
+        if (of_produce(e)) request_event(j, e, true);
+        return;
     case KIQ_POINT_VALIDATED: {
         pending_stripe_t *ps = pending_of(j, e->request);
         pthread_mutex_lock(&ps->mu);
@@ -550,7 +661,7 @@ static void on_event(void *ctx, const kiq_event_t *e)
             int i = p->nbatches++;
             p->batches[i].topic = e->topic;
             p->batches[i].partition = e->partition;
-            p->batches[i].validated = stage_of(e);
+            stage_of(e, &p->batches[i].validated);
             p->batches[i].gen = 0;
             memset(p->batches[i].traces, 0, sizeof p->batches[i].traces);
             p->batches[i].trace[0] = '\0';

@@ -551,6 +551,27 @@ static void test_find_time(void **state)
     kiq_segment_close(seg);
 }
 
+/* A segment's path: the directory, the base offset in 20 digits, the
+ * suffix; a negative base or a buffer without room for it all is refused. */
+static void test_segment_path(void **state)
+{
+    (void)state;
+    char buf[64];
+    assert_int_equal(kiq_log_segment_path(buf, sizeof buf, "d/t-0", 42, ".log"), 0);
+    assert_string_equal(buf, "d/t-0/00000000000000000042.log");
+    assert_int_equal(kiq_log_segment_path(buf, sizeof buf, "x", INT64_MAX, ".index"), 0);
+    assert_string_equal(buf, "x/09223372036854775807.index");
+    assert_int_equal(kiq_log_segment_path(buf, sizeof buf, "x", 0, ""), 0);
+    assert_string_equal(buf, "x/00000000000000000000");
+    assert_int_equal(kiq_log_segment_path(buf, sizeof buf, "x", -1, ".log"), -1);
+    /* "x/" + 20 digits + ".log" is 26 bytes: 27 with its NUL fit, 26 do not */
+    assert_int_equal(kiq_log_segment_path(buf, 27, "x", 7, ".log"), 0);
+    assert_string_equal(buf, "x/00000000000000000007.log");
+    memset(buf, '#', sizeof buf);
+    assert_int_equal(kiq_log_segment_path(buf, 26, "x", 7, ".log"), -1);
+    assert_int_equal(buf[0], '#'); /* nothing written */
+}
+
 static void test_delete_keeps_references_readable(void **state)
 {
     fixture_t *f = *state;
@@ -590,6 +611,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tail_found_without_reading, setup, teardown),
         cmocka_unit_test_setup_teardown(test_find_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_keeps_references_readable, setup, teardown),
+        cmocka_unit_test(test_segment_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
