@@ -56,8 +56,14 @@ local before = #threads()
 local b = assert(kiq.broker{ ["kafkaiq.http.listener"] = "127.0.0.1:0", ["num.network.threads"] = 3,
                              ["num.io.threads"] = 8 })
 L:page(b)
-local names = threads()
-local by, count = sort(names)
+-- a thread names itself once it runs: read until every one has
+local names, by, count
+assert(kiq.wait_for(function()
+  names = threads()
+  by, count = sort(names)
+  return (count.acceptor or 0) >= 1 and (count.processor or 0) >= 3 and (count.io or 0) >= 8 and
+    (count.purgatory or 0) >= 1
+end, 10000, "the broker's threads to name themselves"))
 L:step("one broker, num.network.threads=3, num.io.threads=8: %d threads more than the bare process",
   #names - before)
 for _, s in ipairs(subsystems) do
