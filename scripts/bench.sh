@@ -85,9 +85,10 @@
 # figures as "of what it kept".
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench/common.sh
 
 BENCH_DIR=build/bench
-BENCH_BIN=$BENCH_DIR/kiq_bench
+BENCH_BIN=$KIQ_BENCH
 MOCK_SRC=tests/interop/mock_peer.c
 MOCK_BIN=$BENCH_DIR/mock_peer
 READY_TIMEOUT=10
@@ -137,10 +138,7 @@ if ((producers && !partitions_set)); then
     partitions=8
 fi
 
-mkdir -p "$BENCH_DIR"
-if [[ ! -x $BENCH_BIN || scripts/bench/kiq_bench.c -nt $BENCH_BIN ]]; then
-    gcc -std=c11 -O2 -Wall -Wextra -pthread -o "$BENCH_BIN" scripts/bench/kiq_bench.c -lrdkafka
-fi
+kiq_bench_build
 
 pids=()
 tmpdirs=()
@@ -155,10 +153,6 @@ cleanup() {
     done
 }
 trap cleanup EXIT
-
-free_port() {
-    /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # free_ports N: the first of N consecutive free ports, below the kernel's
 # ephemeral range (where clients' ports would come to sit on port + i).
@@ -182,19 +176,6 @@ while True:
             s.close()' "$1"
 }
 
-# wait_port HOST PORT PID: polls connect() until it succeeds, the process dies,
-# or READY_TIMEOUT passes.
-wait_port() {
-    local deadline=$((SECONDS + READY_TIMEOUT))
-    while ((SECONDS < deadline)); do
-        kill -0 "$3" 2>/dev/null || return 1
-        if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then
-            return 0
-        fi
-        sleep 0.05
-    done
-    return 1
-}
 
 header=()
 bench_extra=() # kiq_bench options of the run at hand (they win over pass's)
@@ -284,7 +265,7 @@ bench_kafkaiq() {
         "$@" >"$data/broker.stdout" 2>"$data/broker.stderr" &
     kiq_pid=$!
     pids+=("$kiq_pid")
-    if ! wait_port 127.0.0.1 "$port" "$kiq_pid"; then
+    if ! wait_port 127.0.0.1 "$port" "$kiq_pid" "$READY_TIMEOUT"; then
         echo "bench.sh: kafkaiq not ready on port $port" >&2
         cat "$data/broker.stderr" >&2
         exit 1
@@ -382,7 +363,7 @@ loopback_gbs() {
     # not -1 (one test): wait_port's probe would be that test
     iperf3 -s -B 127.0.0.1 -p "$port" >/dev/null 2>&1 &
     pid=$!
-    if wait_port 127.0.0.1 "$port" "$pid"; then
+    if wait_port 127.0.0.1 "$port" "$pid" "$READY_TIMEOUT"; then
         iperf3 -c 127.0.0.1 -p "$port" -t 3 -J 2>/dev/null | /usr/bin/python3 -c '
 import json, sys
 end = json.load(sys.stdin).get("end", {})
@@ -519,7 +500,7 @@ elif [[ $kafka -eq 1 ]]; then
     build/kafkaiq serve config/server.properties --override "listeners=PLAINTEXT://127.0.0.1:$port" \
         --override "log.dirs=$data/data" --override kafkaiq.log.level=warn >/dev/null 2>&1 &
     pids+=($!)
-    wait_port 127.0.0.1 "$port" "$!" || { echo "bench.sh: kafkaiq not ready" >&2; exit 1; }
+    wait_port 127.0.0.1 "$port" "$!" "$READY_TIMEOUT" || { echo "bench.sh: kafkaiq not ready" >&2; exit 1; }
     kafka_tools kafkaiq "127.0.0.1:$port"
     kill -TERM "${pids[@]}"
     wait "${pids[@]}" || true

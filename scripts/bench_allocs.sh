@@ -33,16 +33,13 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 bin=${KIQ_BIN:-build/kafkaiq}
-bench=build/bench/kiq_bench
-mkdir -p build/bench
-if [[ ! -x $bench || scripts/bench/kiq_bench.c -nt $bench ]]; then
-    gcc -std=c11 -O2 -Wall -Wextra -pthread -o "$bench" scripts/bench/kiq_bench.c -lrdkafka
-fi
+. scripts/bench/common.sh
+kiq_bench_build
+bench=$KIQ_BENCH
 work=$(mktemp -d)
 pid=""
 spid=""
 trap 'kill $spid $pid 2>/dev/null || true; [[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
-free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=$(free_port)
 http=$(free_port)
 tool=(valgrind --tool=callgrind --separate-callers="$context" --callgrind-out-file="$work/callgrind.out")
@@ -51,11 +48,7 @@ tool=(valgrind --tool=callgrind --separate-callers="$context" --callgrind-out-fi
     --override "log.dirs=$work/data" --override kafkaiq.log.level=warn \
     --override "kafkaiq.http.listener=127.0.0.1:$http" --override kafkaiq.journey.enable=false 2>"$work/stderr" &
 pid=$!
-deadline=$((SECONDS + 60))
-until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-    ((SECONDS < deadline)) && kill -0 "$pid" 2>/dev/null || { cat "$work/stderr" >&2; exit 1; }
-    sleep 0.2
-done
+wait_port 127.0.0.1 "$port" "$pid" || { cat "$work/stderr" >&2; exit 1; }
 # the topic and the broker's first requests before the count starts
 "$bench" --bootstrap "127.0.0.1:$port" --topic ca --partitions 1 --rate "$rate" --seconds 1 \
     --size 100 --label warmup >/dev/null

@@ -31,23 +31,17 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 bin=${KIQ_BIN:-build/kafkaiq}
-bench=build/bench/kiq_bench
-mkdir -p build/bench
-if [[ ! -x $bench || scripts/bench/kiq_bench.c -nt $bench ]]; then
-    gcc -std=c11 -O2 -Wall -Wextra -pthread -o "$bench" scripts/bench/kiq_bench.c -lrdkafka
-fi
+. scripts/bench/common.sh
+kiq_bench_build
+bench=$KIQ_BENCH
 work=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; [[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
-port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
     "$bin" serve config/server.properties --override "listeners=PLAINTEXT://127.0.0.1:$port" \
     --override "log.dirs=$work/data" --override kafkaiq.log.level=warn "${overrides[@]}" 2>"$work/stderr" &
 pid=$!
-deadline=$((SECONDS + 60))
-until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-    ((SECONDS < deadline)) && kill -0 "$pid" 2>/dev/null || { cat "$work/stderr" >&2; exit 1; }
-    sleep 0.2
-done
+wait_port 127.0.0.1 "$port" "$pid" || { cat "$work/stderr" >&2; exit 1; }
 # the topic and the client's first requests before the count starts
 "$bench" --bootstrap "127.0.0.1:$port" --topic cg --partitions 3 --count-small 0 --count-large 1000 \
     --no-consume --label warmup >/dev/null

@@ -29,11 +29,9 @@ while [[ $# -gt 0 ]]; do
     *) echo "bench_locks.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-bench=build/bench/kiq_bench
-mkdir -p build/bench
-if [[ ! -x $bench || scripts/bench/kiq_bench.c -nt $bench ]]; then
-    gcc -std=c11 -O2 -Wall -Wextra -pthread -o "$bench" scripts/bench/kiq_bench.c -lrdkafka
-fi
+. scripts/bench/common.sh
+kiq_bench_build
+bench=$KIQ_BENCH
 libc=$(ldd build/kafkaiq | awk '/libc\.so/ { print $3 }')
 work=$(mktemp -d)
 pid=""
@@ -54,17 +52,13 @@ done
 # count LABEL BIN: one broker, a warm-up second, then the counted run.
 count() {
     local label=$1 bin=$2 port
-    port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    port=$(free_port)
     rm -rf "$work/data"
     "$bin" serve config/server.properties --override "listeners=PLAINTEXT://127.0.0.1:$port" \
         --override "log.dirs=$work/data" --override kafkaiq.log.level=warn \
         --override kafkaiq.http.listener= "${overrides[@]}" 2>"$work/stderr" >/dev/null &
     pid=$!
-    local deadline=$((SECONDS + 30))
-    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-        ((SECONDS < deadline)) && kill -0 "$pid" 2>/dev/null || { cat "$work/stderr" >&2; exit 1; }
-        sleep 0.05
-    done
+    wait_port 127.0.0.1 "$port" "$pid" 30 || { cat "$work/stderr" >&2; exit 1; }
     "$bench" --bootstrap "127.0.0.1:$port" --topic warm --rate "$rate" --seconds 1 >/dev/null 2>&1
     perf record -q -e 'probe_kiqlocks:*' --call-graph dwarf,2048 -p "$pid" -o "$work/$label.data" \
         -- sleep $((seconds + 2)) >/dev/null 2>&1 &
