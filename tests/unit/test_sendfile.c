@@ -299,6 +299,22 @@ static void wait_released(harness_t *h)
     assert_int_equal(read(h->released[0], &c, 1), 1);
 }
 
+/* Answers r with harness_respond and checks the client reads it whole, and
+ * that the request is released after. */
+static void respond_and_read(harness_t *h, kiq_request_t *r, int fd, uint32_t offset, uint32_t length,
+                             const uint8_t *data)
+{
+    size_t len;
+    uint8_t *want = harness_respond(h, r, fd, offset, length, data, &len);
+    uint8_t *got = malloc(len);
+    assert_non_null(got);
+    assert_int_equal(read_upto(h->client, got, len), len);
+    assert_memory_equal(got, want, len);
+    wait_released(h);
+    free(got);
+    free(want);
+}
+
 static void test_processor_sends_file_parts(void **state)
 {
     enum { SIZE = 4 << 20 };
@@ -307,16 +323,7 @@ static void test_processor_sends_file_parts(void **state)
     harness_t h;
     harness_start(&h);
     for (int round = 0; round < 2; round++) { /* the connection serves on after a file frame */
-        kiq_request_t *r = harness_request(&h);
-        size_t len;
-        uint8_t *want = harness_respond(&h, r, fd, 1000 + (uint32_t)round, SIZE - 3000, data, &len);
-        uint8_t *got = malloc(len);
-        assert_non_null(got);
-        assert_int_equal(read_upto(h.client, got, len), len);
-        assert_memory_equal(got, want, len);
-        wait_released(&h);
-        free(got);
-        free(want);
+        respond_and_read(&h, harness_request(&h), fd, 1000 + (uint32_t)round, SIZE - 3000, data);
     }
     harness_stop(&h);
     free(data);
@@ -347,15 +354,7 @@ static void test_processor_reuses_requests(void **state)
         assert_int_equal(r->errors.n, 0);
         r->errors.n = 1;
         assert_non_null(kiq_arena_alloc(&r->arena, 100));
-        size_t len;
-        uint8_t *want = harness_respond(&h, r, fd, (uint32_t)round, 100, data, &len);
-        uint8_t *got = malloc(len);
-        assert_non_null(got);
-        assert_int_equal(read_upto(h.client, got, len), len);
-        assert_memory_equal(got, want, len);
-        wait_released(&h);
-        free(got);
-        free(want);
+        respond_and_read(&h, r, fd, (uint32_t)round, 100, data);
     }
     harness_stop(&h);
     free(data);
