@@ -4,10 +4,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "core/say.h"
@@ -125,6 +127,32 @@ static int assign(kiq_config_t *c, int id, const char *text, bool explicit)
     return 0;
 }
 
+/* The cores this process may run on (its affinity, as taskset or a
+ * container's cpuset leave it). */
+static int usable_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* num.network.threads and num.io.threads by default follow the cores, as
+ * Kafka's fixed 3 and 8 do not: one processor per core (2 to 8) and two
+ * I/O threads per core (4 to 16). Too few threads for the cores made a
+ * 16-core machine's throughput fall as producers were added. */
+static int size_threads(kiq_config_t *c)
+{
+    int cores = usable_cores();
+    char text[16];
+    snprintf(text, sizeof text, "%d", clamp(cores, 2, 8));
+    if (assign(c, KIQ_CFG_NUM_NETWORK_THREADS, text, false) != 0) return -1;
+    snprintf(text, sizeof text, "%d", clamp(2 * cores, 4, 16));
+    return assign(c, KIQ_CFG_NUM_IO_THREADS, text, false);
+}
+
 kiq_config_t *kiq_config_new(void)
 {
     kiq_config_t *c = calloc(1, sizeof *c);
@@ -135,6 +163,10 @@ kiq_config_t *kiq_config_new(void)
             kiq_config_free(c);
             return NULL;
         }
+    }
+    if (size_threads(c) != 0) {
+        kiq_config_free(c);
+        return NULL;
     }
     return c;
 }

@@ -160,8 +160,9 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       NULL, "elect a replica outside the ISR when no ISR member is alive (may lose data)")      \
     X(LOG_DIRS, "log.dirs", STRING, "data", 0, 0, NULL, "the data directory")                  \
     X(NUM_NETWORK_THREADS, "num.network.threads", INT, "2", 1, 64, NULL,                        \
-      "processor threads, each with its own event loop")                                        \
-    X(NUM_IO_THREADS, "num.io.threads", INT, "4", 1, 256, NULL, "request handler threads")     \
+      "processor threads, each with its own event loop (default: one per core, 2 to 8)")       \
+    X(NUM_IO_THREADS, "num.io.threads", INT, "4", 1, 256, NULL,                                 \
+      "request handler threads (default: two per core, 4 to 16)")                               \
     X(QUEUED_MAX_REQUESTS, "queued.max.requests", INT, "500", 1, 1000000, NULL,                 \
       "request queue bound; a full queue mutes socket reads")                                   \
     X(SOCKET_REQUEST_MAX_BYTES, "socket.request.max.bytes", INT, "104857600", 64, INT32_MAX,    \

@@ -1,5 +1,6 @@
 /* Broker configuration: Kafka names, properties files, overrides, and bad
  * values refused by name. */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +28,29 @@ static void test_defaults(void **state)
     kiq_config_text(c, KIQ_CFG_NUM_PARTITIONS, &is_default);
     assert_true(is_default);
     assert_int_equal(kiq_config_validate(c), 0);
+    kiq_config_free(c);
+}
+
+/* The thread counts follow the cores this process may run on, as
+ * defaults (an explicit value wins). */
+static void test_thread_counts_follow_the_cores(void **state)
+{
+    (void)state;
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+    int cores = CPU_COUNT(&set);
+    int net = cores < 2 ? 2 : cores > 8 ? 8 : cores, io = 2 * cores < 4 ? 4 : 2 * cores > 16 ? 16 : 2 * cores;
+    kiq_config_t *c = kiq_config_new();
+    assert_non_null(c);
+    assert_int_equal(kiq_config_int(c, KIQ_CFG_NUM_NETWORK_THREADS), net);
+    assert_int_equal(kiq_config_int(c, KIQ_CFG_NUM_IO_THREADS), io);
+    bool is_default;
+    kiq_config_text(c, KIQ_CFG_NUM_IO_THREADS, &is_default);
+    assert_true(is_default);
+    assert_int_equal(kiq_config_set(c, "num.io.threads", "3"), 0);
+    assert_int_equal(kiq_config_int(c, KIQ_CFG_NUM_IO_THREADS), 3);
+    kiq_config_text(c, KIQ_CFG_NUM_IO_THREADS, &is_default);
+    assert_false(is_default);
     kiq_config_free(c);
 }
 
@@ -147,6 +171,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_thread_counts_follow_the_cores),
         cmocka_unit_test(test_bad_values_named),
         cmocka_unit_test(test_listener_protocols),
         cmocka_unit_test(test_file_and_overrides),
