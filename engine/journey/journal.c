@@ -20,21 +20,15 @@
 #include "core/worker.h"
 #include "record/crc32c.h"
 
-#include <lz4.h>
-
 #define QUEUE_CAP 512        /* journeys waiting for the writer (about 2.5 MiB at most) */
 #define WRITER_ROUND_MS 200  /* the writer's pace when nobody pokes it */
-#define MAGIC 0x4A51494Bu    /* "KIQJ": the journey as it is in memory */
-#define ZMAGIC 0x5A51494Bu   /* "KIQZ": LZ4-compressed (a journey is mostly zeros) */
-#define ZBOUND LZ4_COMPRESSBOUND(sizeof(kiq_journey_t))
+#define MAGIC 0x4A51494Bu    /* "KIQJ" */
 #define WRITE_BUF (256 << 10) /* records gathered for one write */
 #define SUFFIX ".journal"
 #define MAX_SEGMENTS 100000
 
-/* A record's head on disk; len bytes follow: the journey's (its head and
- * stages, kiq_journey_size), LZ4-compressed under ZMAGIC, about a sixth of
- * the page cache and disk a plain one takes; crc covers them as stored.
- * The sizes tell another build's layout apart. */
+/* A record's head on disk; the journey's bytes (its head and stages,
+ * kiq_journey_size) follow. The sizes tell another build's layout apart. */
 typedef struct rec_head {
     uint32_t magic, len, crc;
     uint16_t head_size, stage_size;
@@ -56,7 +50,6 @@ struct kiq_journal {
     int segments;
     int64_t checked_ms;  /* the retention's last look */
     uint8_t *out;        /* records gathered for one write: WRITE_BUF bytes */
-    kiq_journey_t *plain; /* the journey being compressed, out of the queue */
     size_t nout;
     uint64_t nrecs;      /* records in it */
 
@@ -242,22 +235,14 @@ static uint8_t *out_room(kiq_journal_t *jl, size_t len)
     return jl->out + jl->nout;
 }
 
-/* Under wmu: jr as a record at at (room out_room gave for ZBOUND):
- * compressed, or plain when that does not make it smaller. */
-static void out_put(kiq_journal_t *jl, uint8_t *at, const kiq_journey_t *jr)
+/* Under wmu: seals the record copied at at (its journey after the head). */
+static void out_seal(kiq_journal_t *jl, uint8_t *at)
 {
     rec_head_t h = {MAGIC, 0, 0, (uint16_t)KIQ_JOURNEY_HEAD_SIZE, (uint16_t)sizeof(kiq_journey_stage_t)};
-    uint8_t *body = at + sizeof h;
+    const kiq_journey_t *jr = (const kiq_journey_t *)(at + sizeof h);
     size_t len = kiq_journey_size(jr);
-    int z = LZ4_compress_default((const char *)jr, (char *)body, (int)len, ZBOUND);
-    if (z > 0 && (size_t)z < len) {
-        h.magic = ZMAGIC;
-        len = (size_t)z;
-    } else {
-        memcpy(body, jr, len);
-    }
     h.len = (uint32_t)len;
-    h.crc = kiq_crc32c(0, body, len);
+    h.crc = kiq_crc32c(0, jr, len);
     memcpy(at, &h, sizeof h);
     jl->nout += sizeof h + len;
     jl->nrecs++;
@@ -269,20 +254,19 @@ static void drain(kiq_journal_t *jl)
 {
     for (;;) {
         /* NULL: the buffer's records were lost (counted), and it is empty now */
-        uint8_t *at = out_room(jl, ZBOUND);
+        uint8_t *at = out_room(jl, sizeof(kiq_journey_t));
         if (!at) continue;
         pthread_mutex_lock(&jl->qmu);
         bool any = jl->count > 0;
         if (any) {
-            /* copied out, so offers do not wait on the compression */
             const kiq_journey_t *q = &jl->queue[jl->head];
-            memcpy(jl->plain, q, kiq_journey_size(q));
+            memcpy(at + sizeof(rec_head_t), q, kiq_journey_size(q));
             jl->head = (jl->head + 1) % QUEUE_CAP;
             jl->count--;
         }
         pthread_mutex_unlock(&jl->qmu);
         if (!any) break;
-        out_put(jl, at, jl->plain);
+        out_seal(jl, at);
     }
     if (flush_out(jl) != 0) KIQ_WARN_LIMITED("%s", kiq_error_get());
 }
@@ -312,10 +296,9 @@ kiq_journal_t *kiq_journal_open(const char *dir, int64_t retention_ms, int64_t r
 {
     kiq_journal_t *jl = calloc(1, sizeof *jl);
     if (!jl || strlen(dir) >= sizeof jl->dir || !(jl->queue = calloc(QUEUE_CAP, sizeof *jl->queue)) ||
-        !(jl->out = malloc(WRITE_BUF)) || !(jl->plain = malloc(sizeof *jl->plain))) {
+        !(jl->out = malloc(WRITE_BUF))) {
         kiq_error_set(jl && strlen(dir) >= sizeof jl->dir ? "journey journal path too long" : "out of memory");
         if (jl) {
-            free(jl->plain);
             free(jl->out);
             free(jl->queue);
             free(jl);
@@ -359,7 +342,6 @@ void kiq_journal_close(kiq_journal_t *jl)
     for (int i = 0; i < jl->nsums; i++) free(jl->sums[i].spans);
     free(jl->sums);
     free(jl->out);
-    free(jl->plain);
     free(jl->queue);
     free(jl);
 }
@@ -384,8 +366,11 @@ int kiq_journal_write_now(kiq_journal_t *jl, const kiq_journey_t *jr)
 {
     pthread_mutex_lock(&jl->wmu);
     drain(jl);
-    uint8_t *at = out_room(jl, ZBOUND);
-    if (at) out_put(jl, at, jr);
+    uint8_t *at = out_room(jl, kiq_journey_size(jr));
+    if (at) {
+        memcpy(at + sizeof(rec_head_t), jr, kiq_journey_size(jr));
+        out_seal(jl, at);
+    }
     int rc = at ? flush_out(jl) : -1;
     pthread_mutex_unlock(&jl->wmu);
     return rc;
@@ -416,31 +401,19 @@ static bool match_trace(const kiq_journey_t *jr, const void *want)
     return false;
 }
 
-/* The next record of f into scratch (its strings ended): its length in the
- * file, after its head; 0 at the file's end or a record not written whole
- * yet; -1 at one that does not check (damaged, or not a journal's). */
+/* The next record of f into scratch (its strings ended): its length; 0 at
+ * the file's end or a record not written whole yet; -1 at one that does not
+ * check (damaged, or not a journal's). */
 static long read_record(FILE *f, kiq_journey_t *scratch)
 {
-    static _Thread_local char packed[ZBOUND];
     rec_head_t h;
     if (fread(&h, sizeof h, 1, f) != 1) return 0;
     const size_t head = KIQ_JOURNEY_HEAD_SIZE, stage = sizeof(kiq_journey_stage_t);
-    if (h.head_size != head || h.stage_size != stage) return -1;
-    size_t plain;
-    if (h.magic == ZMAGIC) {
-        if (h.len == 0 || h.len > sizeof packed) return -1;
-        if (fread(packed, h.len, 1, f) != 1) return 0;
-        if (kiq_crc32c(0, packed, h.len) != h.crc) return -1;
-        int n = LZ4_decompress_safe(packed, (char *)scratch, (int)h.len, (int)sizeof *scratch);
-        if (n < 0) return -1;
-        plain = (size_t)n;
-    } else {
-        if (h.magic != MAGIC || h.len > sizeof *scratch) return -1;
-        if (fread(scratch, h.len, 1, f) != 1) return 0;
-        if (kiq_crc32c(0, scratch, h.len) != h.crc) return -1;
-        plain = h.len;
-    }
-    if (plain < head || (plain - head) % stage || kiq_journey_size(scratch) != plain) return -1;
+    if (h.magic != MAGIC || h.head_size != head || h.stage_size != stage || h.len < head || h.len > sizeof *scratch ||
+        (h.len - head) % stage)
+        return -1;
+    if (fread(scratch, h.len, 1, f) != 1) return 0;
+    if (kiq_crc32c(0, scratch, h.len) != h.crc || kiq_journey_size(scratch) != h.len) return -1;
     scratch->topic[KIQ_JOURNEY_TOPIC - 1] = '\0';
     scratch->trace[KIQ_JOURNEY_TRACE - 1] = '\0';
     return (long)h.len;
@@ -454,9 +427,10 @@ static bool find_in_file(const char *path, match_fn match, const void *want, kiq
     FILE *f = fopen(path, "rb");
     if (!f) return false;
     bool found = false;
-    while (read_record(f, scratch) > 0) {
+    long len;
+    while ((len = read_record(f, scratch)) > 0) {
         if (match(scratch, want)) {
-            memcpy(out, scratch, kiq_journey_size(scratch));
+            memcpy(out, scratch, (size_t)len);
             found = true;
         }
     }

@@ -2,9 +2,7 @@
  * by offset and by trace, newest first, across a reopening and among many
  * files (each summarized, the summaries kept up with the writes); a torn tail
  * and a foreign file are read past; the retention by bytes deletes the
- * oldest files; a full queue drops and counts; journeys are stored
- * compressed, one that does not compress plain, and both read back whole.
- * And W3C traceparent values,
+ * oldest files; a full queue drops and counts. And W3C traceparent values,
  * good and bad, as the OTLP exporter reads them. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -124,45 +122,6 @@ static void test_damaged_files_are_read_past(void **state)
     free(out);
 }
 
-static void test_journeys_are_stored_compressed_or_plain(void **state)
-{
-    (void)state;
-    kiq_journal_t *jl = kiq_journal_open(dir, -1, -1);
-    assert_non_null(jl);
-    kiq_journey_t *out = malloc(sizeof *out);
-    size_t plain = 0;
-    for (int64_t o = 0; o < 50; o++) {
-        kiq_journey_t *j = journey("z", 0, o, o, 500 + (uint64_t)o, 10);
-        plain += kiq_journey_size(j);
-        assert_int_equal(kiq_journal_write_now(jl, j), 0);
-        assert_true(kiq_journal_find(jl, "z", 0, o, out));
-        assert_memory_equal(out, j, kiq_journey_size(j));
-        free(j);
-    }
-    kiq_journal_stats_t st;
-    kiq_journal_stats(jl, &st);
-    /* mostly zeros: a fifth of the plain bytes at most, heads included */
-    assert_true((size_t)st.bytes * 5 < plain);
-    /* random bytes (but what finding it reads) do not compress: stored as they are */
-    kiq_journey_t *j = malloc(sizeof *j);
-    unsigned seed = 1;
-    for (size_t i = 0; i < sizeof *j; i++) ((uint8_t *)j)[i] = (uint8_t)rand_r(&seed);
-    memcpy(j->topic, "r", 2);
-    j->topic[KIQ_JOURNEY_TOPIC - 1] = j->trace[KIQ_JOURNEY_TRACE - 1] = '\0'; /* as a reader ends them */
-    j->partition = 0;
-    j->first_offset = j->last_offset = 100;
-    j->nstages = KIQ_JOURNEY_STAGES;
-    int64_t before = st.bytes;
-    assert_int_equal(kiq_journal_write_now(jl, j), 0);
-    kiq_journal_stats(jl, &st);
-    assert_true((size_t)(st.bytes - before) > kiq_journey_size(j));
-    assert_true(kiq_journal_find(jl, "r", 0, 100, out));
-    assert_memory_equal(out, j, kiq_journey_size(j));
-    free(j);
-    kiq_journal_close(jl);
-    free(out);
-}
-
 static void test_retention_bytes_deletes_the_oldest(void **state)
 {
     (void)state;
@@ -244,7 +203,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_written_journeys_are_found_after_reopening, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_damaged_files_are_read_past, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_journeys_are_stored_compressed_or_plain, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_retention_bytes_deletes_the_oldest, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_a_full_queue_drops_and_counts, make_dir, remove_dir),
         cmocka_unit_test(test_traceparent),
