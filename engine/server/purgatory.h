@@ -5,11 +5,16 @@
  * (partitions, by kiq_purgatory_key); an append or a high watermark move
  * notifies its partition's key, and only the operations watching that key
  * are tried again. Each is also completed, as expired, at its deadline
- * (a heap of deadlines). Trying runs on the purgatory's own thread.
+ * (a heap of deadlines). Trying runs on the purgatory's own thread, or in
+ * the thread that notifies (kiq_purgatory_notify_here) or parks
+ * (kiq_purgatory_park_here), as Kafka's checkAndComplete runs in the
+ * thread whose event completes the operation.
  *
- * The purgatory's mutex guards its watch lists, heap and pending keys; an
- * operation belongs to the purgatory from park until its try_complete
- * returns true (it then answered and freed itself). */
+ * The purgatory's mutex guards its watch lists, heap and pending keys; a
+ * count per bucket of the keys parked operations wait for, kept in
+ * atomics, lets a notifier that finds none skip the mutex. An operation
+ * belongs to the purgatory from park until its try_complete returns true
+ * (it then answered and freed itself). */
 #ifndef KIQ_SERVER_PURGATORY_H
 #define KIQ_SERVER_PURGATORY_H
 
