@@ -16,6 +16,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/say.h"
 #include "core/worker.h"
 #include "record/crc32c.h"
@@ -440,9 +441,7 @@ static bool find_in_file(const char *path, match_fn match, const void *want, kiq
 
 static uint64_t partition_key(const char *topic, int32_t partition)
 {
-    uint64_t h = 14695981039346656037ULL;
-    for (const char *p = topic; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ULL;
-    return (h ^ (uint32_t)partition) * 1099511628211ULL;
+    return kiq_hash_partition(topic, strlen(topic), partition);
 }
 
 static void bloom_bits(uint64_t trace, unsigned *a, unsigned *b)

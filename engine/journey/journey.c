@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/say.h"
 #include "journey/journal.h"
 #include "journey/otlp.h"
@@ -225,8 +226,7 @@ static int count_stages(const kiq_journey_t *jr, enum kiq_point point, int32_t p
 
 static uint64_t trace_hash(const char *s, size_t len)
 {
-    uint64_t h = 14695981039346656037ULL;
-    for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ULL;
+    uint64_t h = kiq_hash(s, len);
     return h ? h : 1;
 }
 

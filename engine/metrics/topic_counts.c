@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "core/str_map.h"
 
 /* One topic's counters: added to by any thread without a lock, since
@@ -87,9 +88,7 @@ static counted_t *lookup(kiq_topic_counts_t *c, const char *topic, size_t len)
 static counted_t *of(kiq_topic_counts_t *c, const char *topic)
 {
     size_t len = strlen(topic);
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)topic[i]) * 16777619u;
-    size_t slot = h % CACHED;
+    size_t slot = kiq_hash(topic, len) % CACHED;
     if (cache[slot].table == c->id && strcmp(cache[slot].t->topic, topic) == 0) return cache[slot].t;
     counted_t *t = lookup(c, topic, len);
     if (t) {

@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/cond.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/say.h"
 
 #define NBUCKETS 1024
@@ -67,9 +68,7 @@ const char *const kiq_delayed_kind_names[KIQ_DELAYED__KINDS] = {"Fetch", "Produc
 
 uint64_t kiq_purgatory_key(const char *topic, size_t len, int32_t partition)
 {
-    uint64_t h = 14695981039346656037ULL; /* FNV-1a */
-    for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)topic[i]) * 1099511628211ULL;
-    return (h ^ (uint32_t)partition) * 1099511628211ULL;
+    return kiq_hash_partition(topic, len, partition);
 }
 
 /* The metadata keys: the topic's partition 0 is the quorum's log, -1
