@@ -707,7 +707,9 @@ static int produce_all(kiq_broker_t *b, kiq_request_t *r, const kiq_produce_requ
         op->waits = waits;
         op->nwaits = nwaits;
         kiq_api_handled(b, r); /* r is the purgatory's from the park on */
-        kiq_purgatory_park(b->purgatory, &op->op);
+        /* no lock held here: its first try runs in this thread, without
+         * waking the purgatory's for it */
+        kiq_purgatory_park_here(b->purgatory, &op->op);
         return KIQ_HANDLER_PARKED;
     }
     answered(b, r, out, req->acks);

@@ -167,6 +167,10 @@ static int read_response(kiq_client_conn_t *c, const kiq_api_codec_t *codec, int
                          int64_t deadline, kiq_arena_t *arena, kiq_rd_t *r)
 {
     uint8_t size_be[4];
+    /* the answer is rarely there the moment the request is sent: waiting
+     * first saves a recv that would only say EAGAIN (a TLS session may
+     * hold decrypted bytes the socket does not show) */
+    if (!c->tls && wait_fd(c, POLLIN, deadline, "waiting for the response") != 0) return -1;
     if (read_exact(c, size_be, sizeof size_be, deadline) != 0) return -1;
     int32_t size = (int32_t)kiq_be32(size_be);
     if (size < 4 || size > KIQ_CLIENT_MAX_FRAME)

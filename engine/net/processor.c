@@ -236,6 +236,9 @@ static void conn_close(conn_t *c, const char *why)
 
 static void conn_process_input(conn_t *c);
 
+/* A request is being served, answered or throttled: nothing more is read. */
+static bool conn_busy(const conn_t *c) { return c->inflight || c->out || c->throttled; }
+
 /* Watches for input; bytes a TLS session already decrypted show no
  * readiness on the socket, so the callback is made to run for them. */
 static void conn_arm_read(conn_t *c)
@@ -398,7 +401,7 @@ static int as_sasl_authenticate(kiq_request_t *r)
 static void conn_process_input(conn_t *c)
 {
     kiq_processor_t *p = c->p;
-    if (c->inflight || c->out || c->throttled) return;
+    if (conn_busy(c)) return;
     if (c->in_len < 4) {
         conn_wait_input(c);
         return;
@@ -476,8 +479,12 @@ static void conn_process_input(conn_t *c)
         e.bytes = size;
         kiq_observers_emit(p->cfg.observers, &e);
     }
-    /* One request in flight per connection: stop reading until it is done. */
-    ev_io_stop(p->loop, &c->rio);
+    /* One request in flight per connection: nothing more is read until it
+     * is done. The read watcher stays armed: a client that waits for its
+     * answer sends nothing meanwhile, and stopping and starting the
+     * watcher would cost an epoll_ctl per request (libev's lazy removal
+     * makes the restart an ADD that fails with EEXIST). Input that does
+     * come meanwhile mutes the connection in conn_read_cb. */
     c->inflight = r;
     conn_enqueue(c);
 }
@@ -519,6 +526,12 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         c->write_wants_read = false;
         ev_io_stop(loop, &c->rio);
         conn_flush(c);
+        return;
+    }
+    if (conn_busy(c)) {
+        /* input (or an end of stream) behind the request being served:
+         * muted now, read once the answer is out (conn_process_input) */
+        ev_io_stop(loop, &c->rio);
         return;
     }
     bool read_some = false;
@@ -567,7 +580,6 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         return;
     }
     conn_drop_empty_input(c);
-    ev_io_stop(loop, &c->rio);
     conn_process_input(c);
 }
 
@@ -791,7 +803,7 @@ static void retry_starved(kiq_processor_t *p)
         conn_t *c = list;
         list = c->next_starved;
         c->starved = false;
-        if (!c->inflight && !c->out && !c->throttled) conn_arm_read(c);
+        if (!conn_busy(c)) conn_arm_read(c);
     }
 }
 

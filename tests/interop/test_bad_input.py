@@ -101,6 +101,31 @@ def test_frame_shorter_than_header(broker, body):
     assert_serves(broker)
 
 
+def test_pipelined_requests_answered_in_order(broker):
+    """Requests sent back to back, many in one write and then one at a time
+    while the first is still being served: each is answered once, in order
+    (the connection reads on only when an answer is out)."""
+    with w.Conn(broker.host, broker.port) as c:
+        frames = b""
+        for _ in range(50):
+            c.corr += 1
+            frames += w.frame(w.request_header(w.API_METADATA, 1, c.corr) + w.metadata_v1_body())
+        c.send_raw(frames)
+        first = c.request(w.API_API_VERSIONS, 0, b"")
+        for corr in range(1, 51):
+            md = w.parse_metadata_v1(c.response(corr))
+            assert any(port == broker.port for _, _, port, _ in md["brokers"])
+        err, _ = w.parse_api_versions_v0(c.response(first))
+        assert err == w.ERR_NONE
+        # a request, then the end of the stream: still answered, then closed
+        last = c.request(w.API_API_VERSIONS, 0, b"")
+        c.sock.shutdown(socket.SHUT_WR)
+        err, _ = w.parse_api_versions_v0(c.response(last))
+        assert err == w.ERR_NONE
+        assert_closed(c, "the end of the stream")
+    assert_serves(broker)
+
+
 def test_unknown_api_key(broker):
     with w.Conn(broker.host, broker.port) as c:
         c.request(9999, 0, b"")
