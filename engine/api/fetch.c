@@ -1,8 +1,9 @@
 /* Fetch: whole batches from each partition's log up to the high watermark,
  * sized by partition_max_bytes and max_bytes (at least one batch always goes
  * out). With nothing to return and max_wait_ms > 0 the request waits in the
- * purgatory until data is appended or the wait ends. Fetch sessions are
- * declined (session id 0): every fetch is a full fetch, which Kafka allows.
+ * purgatory until data is appended or the wait ends. Incremental fetch
+ * sessions (KIP-227, server/fetch_sessions.h): an incremental fetch reads
+ * every partition of its session, and its answer keeps those with news.
  * Fetch interceptors see each partition's answer once, just before it is
  * sent (on the I/O thread, or on the purgatory thread after a wait).
  *
@@ -69,6 +70,7 @@ typedef struct fetch_op {
     kiq_request_t *r;
     const kiq_fetch_request_t *req;
     kiq_fetch_response_t *resp;
+    kiq_fetch_session_ticket_t session;
 } fetch_op_t;
 
 static void fetch_files_release(void *arg) { kiq_log_slices_release(&((fetch_files_t *)arg)->sl); }
@@ -323,15 +325,17 @@ static void read_partition_here(fetch_reading_t *fr, kiq_topic_t *topic, kiq_str
         if (expand && b->replicas)
             kiq_replica_manager_queue_isr_expand(b->replicas, topic, p->partition, replica);
     }
-    int64_t hw = kiq_partition_log_high_watermark(log);
-    int64_t lso = kiq_partition_log_last_stable_offset(log);
+    kiq_log_positions_t pos;
+    kiq_partition_log_positions(log, &pos);
+    int64_t hw = pos.high_watermark;
+    int64_t lso = pos.last_stable_offset;
     pr->high_watermark = hw;
     pr->last_stable_offset = lso;
-    pr->log_start_offset = kiq_partition_log_start_offset(log);
+    pr->log_start_offset = pos.start_offset;
     if (diverged) return;
     /* followers copy everything; consumers see what is committed,
      * read_committed ones only what no open transaction holds */
-    int64_t upto = follower ? kiq_partition_log_end_offset(log) : committed ? lso : hw;
+    int64_t upto = follower ? pos.end_offset : committed ? lso : hw;
     /* Past the first batch returned, respect the request's max_bytes. */
     int32_t limit = p->partition_max_bytes;
     if (fr->total > 0 && fr->budget - fr->total < limit) limit = (int32_t)(fr->budget - fr->total);
@@ -485,9 +489,12 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_request_t *r, const kiq_fetch
                 ready = true;
                 break;
             }
-            int64_t upto = replica >= 0          ? kiq_partition_log_end_offset(log)
-                           : read_committed(r, req) ? kiq_partition_log_last_stable_offset(log)
-                                                   : kiq_partition_log_high_watermark(log);
+            kiq_log_positions_t pos;
+            kiq_partition_log_positions(log, &pos);
+            int64_t upto = replica >= 0 ? pos.end_offset : read_committed(r, req) ? pos.last_stable_offset : pos.high_watermark;
+            /* caught up: nothing to locate (the usual case of a waiting fetch's other partitions) */
+            if (p->fetch_offset == upto && p->fetch_offset >= pos.start_offset && p->fetch_offset <= pos.end_offset)
+                continue;
             kiq_log_slices_t sl;
             int64_t n = kiq_partition_log_locate(log, p->fetch_offset, p->partition_max_bytes, upto, &sl);
             if (n < 0) { /* out of range, corrupt or failed: the answer says so */
@@ -559,6 +566,7 @@ static bool fetch_try_complete(kiq_delayed_op_t *op, bool expired)
     fetch_result_t res;
     fetch_read(f->b, f->r, f->req, f->resp, &res, false);
     fetch_intercept(f->b, f->r, f->req, f->resp, &res);
+    kiq_fetch_sessions_answer(f->b->fetch_sessions, &f->session, f->resp);
     f->r->t.completed = kiq_clock_mono_ns();
     kiq_request_respond(f->r, f->resp); /* frees f with the request's arena */
     return true;
@@ -606,12 +614,26 @@ static int quorum_fetch(kiq_broker_t *b, kiq_request_t *r, const kiq_fetch_reque
 
 int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request, void *response)
 {
-    const kiq_fetch_request_t *req = request;
+    const kiq_fetch_request_t *asked = request;
     kiq_fetch_response_t *out = response;
-    if (r->listener == KIQ_LISTENER_CONTROL) return quorum_fetch(b, r, req, out);
+    if (r->listener == KIQ_LISTENER_CONTROL) return quorum_fetch(b, r, asked, out);
     /* a follower's fetch needs ClusterAction on the cluster */
-    if (fetch_replica(r, req) >= 0 && !kiq_api_cluster_allowed(b, r, KIQ_OP_CLUSTER_ACTION)) {
+    if (fetch_replica(r, asked) >= 0 && !kiq_api_cluster_allowed(b, r, KIQ_OP_CLUSTER_ACTION)) {
         out->error_code = KIQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        return KIQ_HANDLER_RESPOND;
+    }
+    /* from here on req is what is read: for an incremental fetch, its session's partitions */
+    const kiq_fetch_request_t *req;
+    kiq_fetch_session_ticket_t session;
+    kiq_fetch_session_limits_t limits = {
+        .slots = (int)kiq_config_int(b->config, KIQ_CFG_MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS),
+        .eviction_ms = kiq_config_int(b->config, KIQ_CFG_MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS),
+        .now_ms = kiq_clock_mono_ms(),
+    };
+    int16_t session_err = kiq_fetch_sessions_begin(b->fetch_sessions, r->header.api_version, fetch_replica(r, asked) >= 0,
+                                                   &limits, asked, &r->arena, &req, &session);
+    if (session_err) {
+        out->error_code = session_err;
         return KIQ_HANDLER_RESPOND;
     }
     fetch_result_t res;
@@ -627,6 +649,7 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
             respond = out->responses[i].partitions[j].error_code != 0;
     if (respond) {
         fetch_intercept(b, r, req, out, &res);
+        kiq_fetch_sessions_answer(b->fetch_sessions, &session, out);
         return KIQ_HANDLER_RESPOND;
     }
     fetch_release_held(&res);
@@ -639,6 +662,7 @@ int kiq_api_fetch_handle(kiq_broker_t *b, kiq_request_t *r, const void *request,
     f->r = r;
     f->req = req;
     f->resp = out;
+    f->session = session;
     kiq_api_handled(b, r); /* r is the purgatory's from the park on */
     /* no lock held here: parked without waking the purgatory thread */
     kiq_purgatory_park_here(b->purgatory, &f->op);

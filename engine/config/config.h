@@ -152,6 +152,11 @@ enum kiq_config_type { KIQ_CFG_INT, KIQ_CFG_LONG, KIQ_CFG_BOOL, KIQ_CFG_STRING }
       "how long a follower's fetch may wait at the leader for data")                           \
     X(REPLICA_FETCH_MAX_BYTES, "replica.fetch.max.bytes", INT, "1048576", 0, INT32_MAX, NULL,   \
       "bytes a follower asks for per partition")                                                \
+    X(MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS, "max.incremental.fetch.session.cache.slots", INT, \
+      "1000", 0, INT32_MAX, NULL, "incremental fetch sessions (KIP-227) a broker holds at most; 0: none") \
+    X(MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS, "min.incremental.fetch.session.eviction.ms", INT, \
+      "120000", 0, INT32_MAX, NULL,                                                              \
+      "a fetch session idle this long may be evicted for a new one when the cache is full")     \
     X(AUTO_LEADER_REBALANCE_ENABLE, "auto.leader.rebalance.enable", BOOL, "true", 0, 0, NULL,    \
       "move leaderships back to each partition's preferred (first) replica when it is in the ISR") \
     X(LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS, "leader.imbalance.check.interval.seconds", LONG,  \

@@ -327,6 +327,13 @@ void kiq_partition_log_set_high_watermark(kiq_partition_log_t *l, int64_t hw);
 
 int64_t kiq_partition_log_start_offset(kiq_partition_log_t *l);
 int64_t kiq_partition_log_end_offset(kiq_partition_log_t *l);
+/* The offsets a fetch reads, taken together under one lock (a fetch of
+ * many partitions asks them of each, every time). */
+typedef struct kiq_log_positions {
+    int64_t start_offset, end_offset, high_watermark, last_stable_offset;
+    int32_t last_batch_epoch; /* as kiq_partition_log_last_batch_epoch */
+} kiq_log_positions_t;
+void kiq_partition_log_positions(kiq_partition_log_t *l, kiq_log_positions_t *out);
 /* Fills up to max entries (oldest first) and returns the number of segments. */
 int kiq_partition_log_segments(kiq_partition_log_t *l, kiq_log_segment_info_t *out, int max);
 /* The bytes of all its segments (DescribeLogDirs' partition_size). */

@@ -133,6 +133,18 @@ int64_t kiq_partition_log_end_offset(kiq_partition_log_t *l)
     return v;
 }
 
+void kiq_partition_log_positions(kiq_partition_log_t *l, kiq_log_positions_t *out)
+{
+    pthread_mutex_lock(&l->mu);
+    out->start_offset = l->start_offset;
+    out->end_offset = kiq_pl_active(l)->next_offset;
+    out->high_watermark = l->high_watermark;
+    out->last_stable_offset = l->first_unstable >= 0 && l->first_unstable < l->high_watermark ? l->first_unstable
+                                                                                              : l->high_watermark;
+    out->last_batch_epoch = l->last_epoch;
+    pthread_mutex_unlock(&l->mu);
+}
+
 int kiq_partition_log_segments(kiq_partition_log_t *l, kiq_log_segment_info_t *out, int max)
 {
     pthread_mutex_lock(&l->mu);

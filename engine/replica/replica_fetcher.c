@@ -33,6 +33,15 @@ typedef struct followed {
     int32_t partition;
 } followed_t;
 
+/* A partition as the fetch session last heard of it. */
+typedef struct sent {
+    kiq_uuid_t topic_id;
+    char *topic;
+    int32_t partition;
+    kiq_fetch_request_topics_partitions_t asked;
+    int64_t lag; /* behind the leader's high watermark in the last answer that named it */
+} sent_t;
+
 struct kiq_replica_fetcher {
     kiq_replica_fetcher_config_t cfg;
     char host[256];
@@ -53,6 +62,14 @@ struct kiq_replica_fetcher {
      * the last answer (Kafka's MaxLag); written by the thread. */
     atomic_int_fast64_t max_lag;
     int backoff_ms; /* the last wait after a failed round, 0 after a good one; the thread's */
+    /* The incremental fetch session with the leader (KIP-227), the
+     * thread's: a Fetch names only the partitions whose position changed
+     * since the session last heard of them, and its answer only those with
+     * news. Epoch 0: the next fetch is full (closing session_id, if any,
+     * and opening another). */
+    int32_t session_id, session_epoch;
+    sent_t *sent;
+    int nsent;
 };
 
 /* The length of the whole batches at the start of records: a leader may
@@ -200,6 +217,79 @@ static bool names_topic(int16_t v, const kiq_fetch_response_responses_t *tr, con
     return tr->topic.len == (int32_t)strlen(topic->name) && memcmp(tr->topic.p, topic->name, (size_t)tr->topic.len) == 0;
 }
 
+static void forget_sent(kiq_replica_fetcher_t *f)
+{
+    for (int i = 0; i < f->nsent; i++) free(f->sent[i].topic);
+    free(f->sent);
+    f->sent = NULL;
+    f->nsent = 0;
+}
+
+/* The next fetch is full: it closes the session (keep) or, after the
+ * leader lost it, opens another alone. */
+static void session_restart(kiq_replica_fetcher_t *f, bool keep)
+{
+    if (!keep) f->session_id = 0;
+    f->session_epoch = 0;
+    forget_sent(f);
+}
+
+static bool is_sent(const sent_t *s, const kiq_topic_t *topic, int32_t partition)
+{
+    return s->partition == partition && memcmp(s->topic_id.b, topic->id.b, sizeof s->topic_id.b) == 0 &&
+           strcmp(s->topic, topic->name) == 0;
+}
+
+/* Where the session has the partition, looked for at hint first (the
+ * partitions come in the same order round after round); -1: not there. */
+static int find_sent(const kiq_replica_fetcher_t *f, int hint, const kiq_topic_t *topic, int32_t partition)
+{
+    if (hint < f->nsent && is_sent(&f->sent[hint], topic, partition)) return hint;
+    for (int i = 0; i < f->nsent; i++)
+        if (is_sent(&f->sent[i], topic, partition)) return i;
+    return -1;
+}
+
+static bool same_ask(const kiq_fetch_request_topics_partitions_t *a, const kiq_fetch_request_topics_partitions_t *b)
+{
+    return a->fetch_offset == b->fetch_offset && a->last_fetched_epoch == b->last_fetched_epoch &&
+           a->log_start_offset == b->log_start_offset && a->current_leader_epoch == b->current_leader_epoch &&
+           a->partition_max_bytes == b->partition_max_bytes;
+}
+
+/* After an answer the session took: it now knows the partitions as they
+ * were asked (the sent list is kept when the same partitions were asked,
+ * rebuilt when they changed); each one's lag, from this answer when it
+ * named it. -1 when out of memory. */
+static int remember_sent(kiq_replica_fetcher_t *f, const followed_t *asked, const kiq_fetch_request_topics_t *topics,
+                         const int64_t *lags, int nasked)
+{
+    bool same = f->nsent == nasked;
+    for (int k = 0; k < nasked && same; k++) same = is_sent(&f->sent[k], asked[k].topic, asked[k].partition);
+    if (!same) {
+        sent_t *next = calloc((size_t)(nasked ? nasked : 1), sizeof *next);
+        if (!next) return -1;
+        for (int k = 0; k < nasked; k++) {
+            int at = find_sent(f, k, asked[k].topic, asked[k].partition);
+            next[k] = (sent_t){.topic_id = asked[k].topic->id, .partition = asked[k].partition,
+                               .lag = at >= 0 ? f->sent[at].lag : 0};
+            if (!(next[k].topic = strdup(asked[k].topic->name))) {
+                for (int j = 0; j < k; j++) free(next[j].topic);
+                free(next);
+                return -1;
+            }
+        }
+        forget_sent(f);
+        f->sent = next;
+        f->nsent = nasked;
+    }
+    for (int k = 0; k < nasked; k++) {
+        f->sent[k].asked = topics[k].partitions[0];
+        if (lags[k] != INT64_MIN) f->sent[k].lag = lags[k];
+    }
+    return 0;
+}
+
 /* Asks for the partitions still followed from this leader with a log here
  * (a LeaderAndIsr or StopReplica may be moving them right now). Returns
  * how many got a usable answer: none means back off, so a leader that does
@@ -223,14 +313,13 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
     req.max_wait_ms = f->cfg.max_wait_ms;
     req.min_bytes = 1;
     req.max_bytes = INT32_MAX;
-    req.session_id = 0;
-    req.session_epoch = -1;
-    req.topics = kiq_arena_calloc(&a, (size_t)n, sizeof *req.topics);
+    /* one topic entry per partition: simple, and the leader accepts it */
+    kiq_fetch_request_topics_t *all = kiq_arena_calloc(&a, (size_t)n, sizeof *all);
     int32_t *epochs = kiq_arena_calloc(&a, (size_t)n, sizeof *epochs);
     kiq_partition_t **parts = kiq_arena_calloc(&a, (size_t)n, sizeof *parts);
     followed_t *asked = kiq_arena_calloc(&a, (size_t)n, sizeof *asked);
+    int64_t *lags = kiq_arena_calloc(&a, (size_t)n, sizeof *lags);
     int nasked = 0;
-    /* one topic entry per partition: simple, and the leader accepts it */
     for (int i = 0; i < n; i++) {
         kiq_partition_t *p = ps[i].topic->partitions[ps[i].partition];
         kiq_partition_log_t *log = p->log;
@@ -242,7 +331,8 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
         asked[k] = ps[i];
         parts[k] = p;
         epochs[k] = v.leader_epoch;
-        kiq_fetch_request_topics_t *t = &req.topics[req.topics_n++];
+        lags[k] = INT64_MIN;
+        kiq_fetch_request_topics_t *t = &all[k];
         kiq_fetch_request_topics_init(t);
         t->topic = KIQ_STR(ps[i].topic->name);
         t->topic_id = ps[i].topic->id;
@@ -252,9 +342,11 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
         kiq_fetch_request_topics_partitions_init(fp);
         fp->partition = ps[i].partition;
         fp->current_leader_epoch = epochs[k];
-        fp->fetch_offset = kiq_partition_log_end_offset(log);
-        fp->last_fetched_epoch = kiq_partition_log_last_batch_epoch(log);
-        fp->log_start_offset = kiq_partition_log_start_offset(log);
+        kiq_log_positions_t pos;
+        kiq_partition_log_positions(log, &pos);
+        fp->fetch_offset = pos.end_offset;
+        fp->last_fetched_epoch = pos.last_batch_epoch;
+        fp->log_start_offset = pos.start_offset;
         fp->partition_max_bytes = f->cfg.max_bytes;
     }
     if (nasked == 0) {
@@ -264,14 +356,52 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
     /* a topic without an id (as librdkafka does): by name, then */
     for (int k = 0; k < nasked && v > 12; k++)
         if (kiq_uuid_is_zero(&asked[k].topic->id)) v = 12;
+    /* The session: a full fetch names every partition; an incremental one
+     * those the session has not heard of as they are now, and forgets
+     * those no longer asked for. */
+    bool incremental = f->session_id != 0 && f->session_epoch > 0;
+    req.session_id = f->session_id;
+    req.session_epoch = f->session_epoch;
+    req.topics = kiq_arena_calloc(&a, (size_t)nasked, sizeof *req.topics);
+    for (int k = 0; k < nasked; k++) {
+        int at = incremental ? find_sent(f, k, asked[k].topic, asked[k].partition) : -1;
+        if (at < 0 || !same_ask(&f->sent[at].asked, &all[k].partitions[0])) req.topics[req.topics_n++] = all[k];
+    }
+    if (incremental) {
+        req.forgotten_topics_data = kiq_arena_calloc(&a, (size_t)(f->nsent ? f->nsent : 1), sizeof *req.forgotten_topics_data);
+        for (int i = 0; i < f->nsent; i++) {
+            const sent_t *sp = &f->sent[i];
+            bool still = i < nasked && is_sent(sp, asked[i].topic, asked[i].partition);
+            for (int k = 0; k < nasked && !still; k++) still = is_sent(sp, asked[k].topic, asked[k].partition);
+            if (still) continue;
+            kiq_fetch_request_forgotten_topics_data_t *fg = &req.forgotten_topics_data[req.forgotten_topics_data_n++];
+            kiq_fetch_request_forgotten_topics_data_init(fg);
+            fg->topic = KIQ_STR(sp->topic);
+            fg->topic_id = sp->topic_id;
+            fg->partitions_n = 1;
+            fg->partitions = kiq_arena_calloc(&a, 1, sizeof *fg->partitions);
+            fg->partitions[0] = sp->partition;
+        }
+    }
     kiq_fetch_response_t resp;
     kiq_fetch_response_init(&resp);
     int answered = 0;
-    int64_t max_lag = 0;
     if (kiq_peer_channel_request(f->line, KIQ_API_FETCH, v, &req, &a, &resp, f->cfg.max_wait_ms + REQUEST_TIMEOUT_MS) !=
         0) {
         KIQ_DEBUG("replica fetcher for broker %d: %s", f->cfg.leader, kiq_error_get());
+        /* the leader may or may not have taken it: close the session, open another */
+        session_restart(f, true);
+    } else if (resp.error_code) {
+        KIQ_DEBUG("replica fetcher for broker %d: fetch session %d epoch %d: error %d", f->cfg.leader, req.session_id,
+                  req.session_epoch, resp.error_code);
+        bool lost = resp.error_code == KIQ_ERR_FETCH_SESSION_ID_NOT_FOUND ||
+                    resp.error_code == KIQ_ERR_INVALID_FETCH_SESSION_EPOCH ||
+                    resp.error_code == KIQ_ERR_FETCH_SESSION_TOPIC_ID_ERROR;
+        session_restart(f, !lost);
+        /* the session is gone, not the leader: a full fetch at once */
+        answered = lost;
     } else {
+        int failed = 0;
         pthread_mutex_lock(&f->apply_mu);
         for (int32_t i = 0; i < resp.responses_n; i++) {
             const kiq_fetch_response_responses_t *tr = &resp.responses[i];
@@ -279,15 +409,32 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
                 const kiq_fetch_response_responses_partitions_t *pr = &tr->partitions[j];
                 for (int k = 0; k < nasked; k++)
                     if (pr->partition_index == asked[k].partition && names_topic(v, tr, asked[k].topic)) {
-                        if (listed(f, asked[k].topic, asked[k].partition)) answered += apply(f, parts[k], epochs[k], pr);
+                        if (listed(f, asked[k].topic, asked[k].partition)) {
+                            bool ok = apply(f, parts[k], epochs[k], pr);
+                            answered += ok;
+                            failed += !ok;
+                        }
                         kiq_partition_log_t *log = parts[k]->log;
-                        int64_t lag = log ? pr->high_watermark - kiq_partition_log_end_offset(log) : 0;
-                        if (lag > max_lag) max_lag = lag;
+                        lags[k] = log ? pr->high_watermark - kiq_partition_log_end_offset(log) : 0;
                         break;
                     }
             }
         }
         pthread_mutex_unlock(&f->apply_mu);
+        /* what an incremental answer leaves out had nothing new: answered too */
+        if (incremental) answered = nasked - failed;
+        if (incremental) {
+            f->session_epoch = f->session_epoch == INT32_MAX ? 1 : f->session_epoch + 1;
+        } else {
+            f->session_id = resp.session_id;
+            f->session_epoch = resp.session_id != 0 ? 1 : 0;
+        }
+        if (f->session_epoch > 0 && remember_sent(f, asked, all, lags, nasked) != 0) session_restart(f, true);
+        int64_t max_lag = 0;
+        for (int k = 0; k < nasked; k++)
+            if (lags[k] > max_lag) max_lag = lags[k];
+        for (int i = 0; i < f->nsent; i++)
+            if (f->sent[i].lag > max_lag) max_lag = f->sent[i].lag;
         atomic_store_explicit(&f->max_lag, max_lag, memory_order_relaxed);
     }
     kiq_arena_reset(&a);
@@ -363,6 +510,7 @@ void kiq_replica_fetcher_free(kiq_replica_fetcher_t *f)
     kiq_peer_channel_stop(f->line); /* the fetch in flight ends, no new one starts */
     kiq_worker_stop(f->worker);
     kiq_peer_channel_free(f->line);
+    forget_sent(f);
     for (int i = 0; i < f->nparts; i++) kiq_topic_unref(f->parts[i].topic);
     free(f->parts);
     pthread_mutex_destroy(&f->mu);

@@ -572,8 +572,9 @@ static void release_replicas(kiq_broker_t *b)
 static int start_requests(kiq_broker_t *b)
 {
     b->purgatory = kiq_purgatory_new();
+    b->fetch_sessions = kiq_fetch_sessions_new();
     b->queue = kiq_request_queue_new((size_t)kiq_config_int(b->config, KIQ_CFG_QUEUED_MAX_REQUESTS));
-    if (!b->purgatory || !b->queue) return kiq_error_set("out of memory");
+    if (!b->purgatory || !b->fetch_sessions || !b->queue) return kiq_error_set("out of memory");
     kiq_request_queue_set_observers(b->queue, &b->observers, b->node_id);
     kiq_topics_set_append_listener(b->topics, wake_waiters, b->purgatory);
     b->nprocessors = b->roles.broker ? (int)kiq_config_int(b->config, KIQ_CFG_NUM_NETWORK_THREADS) : 0;
@@ -668,6 +669,8 @@ static void release_requests(kiq_broker_t *b)
     b->queue = NULL;
     kiq_purgatory_free(b->purgatory);
     b->purgatory = NULL;
+    kiq_fetch_sessions_free(b->fetch_sessions);
+    b->fetch_sessions = NULL;
     kiq_peer_channel_free(b->controller_channel);
     b->controller_channel = NULL;
     kiq_broker_peers_free(b->share_peers);

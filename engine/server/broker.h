@@ -29,6 +29,7 @@
 #include "replica/partition_replica.h"
 #include "server/producer_ids.h"
 #include "server/purgatory.h"
+#include "server/fetch_sessions.h"
 #include "journey/journey.h"
 #include "metrics/registry.h"
 #include "metrics/topic_counts.h"
@@ -229,6 +230,7 @@ struct kiq_broker {
     int64_t io_started_ns;
     int nio_threads;
     kiq_purgatory_t *purgatory;
+    kiq_fetch_sessions_t *fetch_sessions; /* incremental fetch sessions (KIP-227), as the purgatory; own lock */
     /* Consumer groups and committed offsets: from start to shutdown; own lock. */
     kiq_group_coordinator_t *groups;
     /* Share groups' share-partitions and sessions led here (KIP-932): from

@@ -270,6 +270,17 @@ static void thread_metrics(kiq_broker_t *b, kiq_metric_out_t *o)
     kiq_metric_family(o, "kafka_server_delayedoperationpurgatory_purgatorysize", G, "operations parked in the purgatory");
     for (int k = 0; k < KIQ_DELAYED__KINDS; k++)
         kiq_metric_sample(o, "", ps.waiting_by_kind[k], "delayedOperation", kiq_delayed_kind_names[k], NULL);
+    kiq_fetch_sessions_stats_t fs;
+    kiq_fetch_sessions_stats(b->fetch_sessions, &fs);
+    kiq_metric_family(o, "kafka_server_fetchsessioncache_numincrementalfetchsessions", G,
+                      "incremental fetch sessions held (KIP-227)");
+    kiq_metric_sample(o, "", fs.sessions, NULL);
+    kiq_metric_family(o, "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached", G,
+                      "partitions the incremental fetch sessions hold");
+    kiq_metric_sample(o, "", (double)fs.partitions, NULL);
+    kiq_metric_family(o, "kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total", C,
+                      "incremental fetch sessions evicted to make room for new ones");
+    kiq_metric_sample(o, "", (double)fs.evictions, NULL);
 }
 
 /* The client listener's bounds, each named by the setting that bounds it. */

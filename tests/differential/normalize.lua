@@ -23,6 +23,12 @@ local placeholder = {
   path = "each broker's own data directory",
 }
 
+-- Fields each broker makes up where 0 means none: 0 is kept, any other value
+-- becomes "<...>".
+local nonzero_placeholder = {
+  session_id = "a fetch session's id, random at each broker (0: no session)",
+}
+
 -- String fields that carry a topic id among other text: the id (22
 -- base64 characters after a ':') becomes "<topic_id>".
 local embedded_topic_id = {
@@ -71,6 +77,7 @@ local ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 local function copy(v, field, cluster)
   if embedded_topic_id[field] and type(v) == "string" then return (v:gsub(TOPIC_ID_PART, ":<topic_id>")) end
   if type(v) ~= "table" then
+    if nonzero_placeholder[field] and type(v) == "number" and v ~= 0 then return "<" .. field .. ">" end
     if (placeholder[field] or cluster and node_ids[field] and type(v) == "number") and v ~= nil and
         v ~= ZERO_UUID and v ~= -1 and v ~= "" then
       return "<" .. field .. ">"

@@ -225,6 +225,43 @@ scenario { name = "Fetch read_committed: a read, past the end, an unknown partit
   fetch(0, 0, nil, 1), fetch(0, 99, nil, 1), fetch(6, 0, nil, 1),
 } }
 
+-- An incremental fetch session (KIP-227): opened by a full fetch at epoch 0,
+-- then fetches naming only what changed, answered with partitions that
+-- have news; a wrong epoch, an unknown session, epoch -1 closing it.
+local function session_fetch(epoch, parts, forgotten, id)
+  return {
+    api = "Fetch",
+    body = function(s)
+      local ps = {}
+      for _, p in ipairs(parts) do
+        ps[#ps + 1] = { partition = p[1], fetch_offset = p[2], partition_max_bytes = 1048576 }
+      end
+      return { replica_id = -1, max_wait_ms = 0, min_bytes = 0, max_bytes = 1048576, isolation_level = 0,
+        session_id = id and id(s) or epoch == 0 and 0 or s.session_id, session_epoch = epoch,
+        topics = #ps > 0 and { { topic = topic(s), topic_id = s.topic_id, partitions = ps } } or {},
+        forgotten_topics_data = forgotten and { { topic = topic(s), topic_id = s.topic_id, partitions = forgotten } }
+          or {} }
+    end,
+    save = epoch == 0 and function(s, r) s.session_id = r.session_id end or nil,
+  }
+end
+
+scenario { name = "Fetch sessions: full, incremental, refused, closed", api = "Fetch", min_version = 7, steps = {
+  create(2), metadata(false), produce(0, plain),
+  session_fetch(0, { { 0, 0 }, { 1, 0 } }),
+  session_fetch(1, {}),
+  produce(1, records(2, "late")),
+  session_fetch(2, {}),
+  session_fetch(3, { { 0, 5 }, { 1, 2 } }),
+  session_fetch(4, {}, { 1 }),
+  produce(1, records(1, "forgotten")),
+  session_fetch(5, {}),
+  session_fetch(5, {}),
+  session_fetch(6, {}, nil, function(s) return s.session_id + 1 end),
+  session_fetch(-1, { { 0, 0 } }),
+  session_fetch(7, {}),
+} }
+
 scenario { name = "Produce refusals", api = "Produce", steps = {
   create(2, { { name = "max.message.bytes", value = "100" } }),
   produce(5, plain),
