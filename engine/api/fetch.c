@@ -175,13 +175,10 @@ static int16_t fetch_check(int16_t version, int32_t replica, kiq_partition_t *pa
     if (kiq_partition_log_offline(log)) return KIQ_ERR_KAFKA_STORAGE_ERROR;
     if (replica >= 0)
         return kiq_partition_replica_check_follower_fetch(part->replica, replica, p->current_leader_epoch);
-    /* from v11 (KIP-392) a follower serves consumers too, as Kafka's does */
-    int16_t err = version >= 11 ? kiq_partition_replica_check_replica(part->replica, p->current_leader_epoch)
-                                : kiq_partition_replica_check_leader(part->replica, p->current_leader_epoch);
-    if (err || kiq_partition_replica_role(part->replica) != KIQ_REPLICA_LEADER) return err;
-    /* a new leader not yet sure what was committed: retry soon rather than
-     * see the high watermark go back (clients refresh and back off) */
-    return kiq_partition_replica_hw_known(part->replica, log) ? KIQ_ERR_NONE : KIQ_ERR_OFFSET_NOT_AVAILABLE;
+    /* from v11 (KIP-392) a follower serves consumers too, as Kafka's does;
+     * a new leader not yet sure what was committed answers "retry soon"
+     * rather than let the high watermark go back (clients refresh and back off) */
+    return kiq_partition_replica_check_consumer_fetch(part->replica, log, version >= 11, p->current_leader_epoch);
 }
 
 /* A follower's last fetched epoch that the leader's log does not have up
@@ -205,6 +202,13 @@ static bool fetch_diverges(kiq_partition_log_t *log, const kiq_fetch_request_top
     pr->diverging_epoch.epoch = epoch;
     pr->diverging_epoch.end_offset = end;
     return true;
+}
+
+/* A fetch at the log end, all it may read: nothing to locate (the usual
+ * case of a fetch's other partitions, and of a waiting fetch's). */
+static bool caught_up(const kiq_log_positions_t *pos, int64_t fetch_offset, int64_t upto)
+{
+    return fetch_offset == upto && upto == pos->end_offset && fetch_offset >= pos->start_offset;
 }
 
 /* Announces records a fetch returns: FOLLOWER_FETCHED for follower
@@ -343,7 +347,8 @@ static void read_partition_here(fetch_reading_t *fr, kiq_topic_t *topic, kiq_str
     /* Only the first data returned may exceed the limits (so a batch
      * bigger than them is never stuck); later ones must fit. */
     bool later = fr->total > 0;
-    int64_t n = res->zero_copy
+    int64_t n = caught_up(&pos, p->fetch_offset, upto) ? 0
+                : res->zero_copy
                     ? fetch_locate(r, log, p->fetch_offset, limit, upto, later, pr, res)
                     : fetch_copy(r, log, p->fetch_offset, limit, upto, later, pr);
     if (n < 0) {
@@ -492,9 +497,7 @@ static bool fetch_ready(kiq_broker_t *b, const kiq_request_t *r, const kiq_fetch
             kiq_log_positions_t pos;
             kiq_partition_log_positions(log, &pos);
             int64_t upto = replica >= 0 ? pos.end_offset : read_committed(r, req) ? pos.last_stable_offset : pos.high_watermark;
-            /* caught up: nothing to locate (the usual case of a waiting fetch's other partitions) */
-            if (p->fetch_offset == upto && p->fetch_offset >= pos.start_offset && p->fetch_offset <= pos.end_offset)
-                continue;
+            if (caught_up(&pos, p->fetch_offset, upto)) continue;
             kiq_log_slices_t sl;
             int64_t n = kiq_partition_log_locate(log, p->fetch_offset, p->partition_max_bytes, upto, &sl);
             if (n < 0) { /* out of range, corrupt or failed: the answer says so */

@@ -231,14 +231,16 @@ int16_t kiq_partition_replica_check_leader(kiq_partition_replica_t *r, int32_t c
     return err;
 }
 
-int16_t kiq_partition_replica_check_replica(kiq_partition_replica_t *r, int32_t current_leader_epoch)
+int16_t kiq_partition_replica_check_consumer_fetch(kiq_partition_replica_t *r, kiq_partition_log_t *log,
+                                                   bool any_replica, int32_t current_leader_epoch)
 {
     pthread_mutex_lock(&r->mu);
-    int16_t err = r->v.role != KIQ_REPLICA_LEADER && r->v.role != KIQ_REPLICA_FOLLOWER
-                      ? KIQ_ERR_NOT_LEADER_OR_FOLLOWER
-                      : epoch_check(&r->v, current_leader_epoch);
+    bool serves = r->v.role == KIQ_REPLICA_LEADER || (any_replica && r->v.role == KIQ_REPLICA_FOLLOWER);
+    int16_t err = serves ? epoch_check(&r->v, current_leader_epoch) : KIQ_ERR_NOT_LEADER_OR_FOLLOWER;
+    int64_t start = !err && r->v.role == KIQ_REPLICA_LEADER ? r->v.epoch_start_offset : -1;
     pthread_mutex_unlock(&r->mu);
-    return err;
+    if (err) return err;
+    return start < 0 || kiq_partition_log_high_watermark(log) >= start ? KIQ_ERR_NONE : KIQ_ERR_OFFSET_NOT_AVAILABLE;
 }
 
 int16_t kiq_partition_replica_check_follower_fetch(kiq_partition_replica_t *r, int32_t replica,

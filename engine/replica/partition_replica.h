@@ -108,10 +108,13 @@ void kiq_partition_replica_stop(kiq_partition_replica_t *r);
  * current_leader_epoch (-1: none given) FENCED_LEADER_EPOCH when it is
  * older than ours and UNKNOWN_LEADER_EPOCH when newer. */
 int16_t kiq_partition_replica_check_leader(kiq_partition_replica_t *r, int32_t current_leader_epoch);
-/* For a consumer fetch v11+ (KIP-392): a follower serves it too (up to its
- * high watermark), so NOT_LEADER_OR_FOLLOWER only when this broker is
- * neither; the epoch is checked as for the leader. */
-int16_t kiq_partition_replica_check_replica(kiq_partition_replica_t *r, int32_t current_leader_epoch);
+/* For a consumer fetch, in one look: as check_leader, or from v11
+ * (KIP-392, any_replica) a follower serves it too (up to its high
+ * watermark), so NOT_LEADER_OR_FOLLOWER only when this broker is neither;
+ * then, at a leader whose high watermark in log has not reached where its
+ * term started, OFFSET_NOT_AVAILABLE (see hw_known). */
+int16_t kiq_partition_replica_check_consumer_fetch(kiq_partition_replica_t *r, kiq_partition_log_t *log,
+                                                   bool any_replica, int32_t current_leader_epoch);
 /* The same for a fetch from follower `replica`: it must be in the replica set. */
 int16_t kiq_partition_replica_check_follower_fetch(kiq_partition_replica_t *r, int32_t replica,
                                                    int32_t current_leader_epoch);

@@ -287,7 +287,8 @@ int16_t kiq_fetch_sessions_begin(kiq_fetch_sessions_t *s, int16_t version, bool 
 {
     *read = req;
     *t = (kiq_fetch_session_ticket_t){.by_id = version >= 13};
-    if (version < 7) return KIQ_ERR_NONE;
+    /* sessionless and naming none (librdkafka, kafkajs): nothing to look up */
+    if (version < 7 || (req->session_epoch < 0 && req->session_id == 0)) return KIQ_ERR_NONE;
     int16_t err = KIQ_ERR_NONE;
     pthread_mutex_lock(&s->lock);
     if (req->session_epoch <= 0) {
