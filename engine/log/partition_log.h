@@ -332,6 +332,7 @@ int64_t kiq_partition_log_end_offset(kiq_partition_log_t *l);
 typedef struct kiq_log_positions {
     int64_t start_offset, end_offset, high_watermark, last_stable_offset;
     int32_t last_batch_epoch; /* as kiq_partition_log_last_batch_epoch */
+    bool damaged;             /* a range is marked not to be served (kiq_partition_log_damaged) */
 } kiq_log_positions_t;
 void kiq_partition_log_positions(kiq_partition_log_t *l, kiq_log_positions_t *out);
 /* Fills up to max entries (oldest first) and returns the number of segments. */

@@ -295,6 +295,15 @@ kiq_replica_role_t kiq_partition_replica_role(kiq_partition_replica_t *r)
     return role;
 }
 
+bool kiq_partition_replica_follows(kiq_partition_replica_t *r, int32_t leader, int32_t *leader_epoch)
+{
+    pthread_mutex_lock(&r->mu);
+    bool follows = r->v.role == KIQ_REPLICA_FOLLOWER && r->v.leader == leader;
+    *leader_epoch = r->v.leader_epoch;
+    pthread_mutex_unlock(&r->mu);
+    return follows;
+}
+
 void kiq_partition_replica_view(kiq_partition_replica_t *r, kiq_replica_view_t *out)
 {
     pthread_mutex_lock(&r->mu);

@@ -128,6 +128,10 @@ int32_t kiq_partition_replica_leader_epoch(kiq_partition_replica_t *r);
 /* The leader and its epoch as this replica last learnt them (LeaderAndIsr). */
 void kiq_partition_replica_leader(kiq_partition_replica_t *r, int32_t *leader, int32_t *leader_epoch);
 kiq_replica_role_t kiq_partition_replica_role(kiq_partition_replica_t *r);
+/* Whether this replica follows `leader` now, and in which epoch: what a
+ * replica fetcher asks of each partition every round, without copying
+ * the whole view. */
+bool kiq_partition_replica_follows(kiq_partition_replica_t *r, int32_t leader, int32_t *leader_epoch);
 void kiq_partition_replica_view(kiq_partition_replica_t *r, kiq_replica_view_t *out);
 
 /* Leader: moves the log's high watermark up to the lowest log end offset

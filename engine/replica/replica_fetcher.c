@@ -135,11 +135,9 @@ static bool apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch
     kiq_partition_replica_t *rep = part->replica;
     kiq_partition_log_t *log = part->log;
     const char *topic = part->topic->name;
-    kiq_replica_view_t v;
-    kiq_partition_replica_view(rep, &v);
+    int32_t epoch;
     /* the controller moved the partition meanwhile: this answer is stale */
-    if (!log || v.role != KIQ_REPLICA_FOLLOWER || v.leader != f->cfg.leader || v.leader_epoch != epoch_asked)
-        return false;
+    if (!log || !kiq_partition_replica_follows(rep, f->cfg.leader, &epoch) || epoch != epoch_asked) return false;
     if (pr->error_code) {
         KIQ_DEBUG("fetch of %s-%d from broker %d: error %d", topic, part->index, f->cfg.leader, pr->error_code);
         return false;
@@ -176,26 +174,30 @@ static bool apply(kiq_replica_fetcher_t *f, kiq_partition_t *part, int32_t epoch
     return true;
 }
 
-/* Snapshot of the list with references, so no lock is held over the fetch. */
 /* A damaged log (the scrubber's mark) is fetched again from the leader
  * from the damaged segment on, once the controller has taken this replica
  * out of the ISR (its broker reported it impaired): until then a leader
  * election could still count on what is there. Here, in the thread that
- * appends, so no answer to an earlier fetch lands past the cut. */
-static void refetch_damaged(kiq_replica_fetcher_t *f, const kiq_topic_t *topic, int32_t partition,
-                            kiq_partition_log_t *log, const kiq_replica_view_t *v)
+ * appends, so no answer to an earlier fetch lands past the cut. True when
+ * the log was cut. */
+static bool refetch_damaged(kiq_replica_fetcher_t *f, const kiq_topic_t *topic, int32_t partition,
+                            kiq_partition_replica_t *rep, kiq_partition_log_t *log)
 {
     int64_t from = kiq_partition_log_damaged(log, NULL, 0);
-    if (from < 0) return;
-    for (int i = 0; i < v->nisr; i++)
-        if (v->isr[i] == f->cfg.self) return;
+    if (from < 0) return false;
+    kiq_replica_view_t v;
+    kiq_partition_replica_view(rep, &v);
+    for (int i = 0; i < v.nisr; i++)
+        if (v.isr[i] == f->cfg.self) return false;
     if (from < kiq_partition_log_start_offset(log)) from = kiq_partition_log_start_offset(log);
     KIQ_WARN("%s-%d: fetching the damaged range from offset %lld again from leader %d", topic->name, partition,
              (long long)from, f->cfg.leader);
     if (kiq_partition_log_truncate_to(log, from) != 0)
         KIQ_ERROR("%s-%d: cannot truncate the damaged range: %s", topic->name, partition, kiq_error_get());
+    return true;
 }
 
+/* Snapshot of the list with references, so no lock is held over the fetch. */
 static int snapshot(kiq_replica_fetcher_t *f, followed_t **out)
 {
     pthread_mutex_lock(&f->mu);
@@ -323,14 +325,16 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
     for (int i = 0; i < n; i++) {
         kiq_partition_t *p = ps[i].topic->partitions[ps[i].partition];
         kiq_partition_log_t *log = p->log;
-        kiq_replica_view_t v;
-        kiq_partition_replica_view(p->replica, &v);
-        if (!log || v.role != KIQ_REPLICA_FOLLOWER || v.leader != f->cfg.leader) continue;
-        refetch_damaged(f, ps[i].topic, ps[i].partition, log, &v);
+        int32_t epoch;
+        if (!log || !kiq_partition_replica_follows(p->replica, f->cfg.leader, &epoch)) continue;
+        kiq_log_positions_t pos;
+        kiq_partition_log_positions(log, &pos);
+        if (pos.damaged && refetch_damaged(f, ps[i].topic, ps[i].partition, p->replica, log))
+            kiq_partition_log_positions(log, &pos);
         int k = nasked++;
         asked[k] = ps[i];
         parts[k] = p;
-        epochs[k] = v.leader_epoch;
+        epochs[k] = epoch;
         lags[k] = INT64_MIN;
         kiq_fetch_request_topics_t *t = &all[k];
         kiq_fetch_request_topics_init(t);
@@ -342,8 +346,6 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
         kiq_fetch_request_topics_partitions_init(fp);
         fp->partition = ps[i].partition;
         fp->current_leader_epoch = epochs[k];
-        kiq_log_positions_t pos;
-        kiq_partition_log_positions(log, &pos);
         fp->fetch_offset = pos.end_offset;
         fp->last_fetched_epoch = pos.last_batch_epoch;
         fp->log_start_offset = pos.start_offset;
