@@ -236,10 +236,12 @@ static void session_restart(kiq_replica_fetcher_t *f, bool keep)
     forget_sent(f);
 }
 
+/* The same partition: by topic id, random and never reused; by name
+ * too for a topic without one. */
 static bool is_sent(const sent_t *s, const kiq_topic_t *topic, int32_t partition)
 {
     return s->partition == partition && memcmp(s->topic_id.b, topic->id.b, sizeof s->topic_id.b) == 0 &&
-           strcmp(s->topic, topic->name) == 0;
+           (!kiq_uuid_is_zero(&topic->id) || strcmp(s->topic, topic->name) == 0);
 }
 
 /* Where the session has the partition, looked for at hint first (the
