@@ -427,7 +427,9 @@ static int fetch_once(kiq_replica_fetcher_t *f, followed_t *ps, int n)
         pthread_mutex_unlock(&f->apply_mu);
         /* what an incremental answer leaves out had nothing new: answered too */
         if (incremental) answered = nasked - failed;
-        if (incremental) {
+        if (incremental && resp.session_id != f->session_id) {
+            session_restart(f, false); /* the leader closed it (answered sessionless) */
+        } else if (incremental) {
             f->session_epoch = f->session_epoch == INT32_MAX ? 1 : f->session_epoch + 1;
         } else {
             f->session_id = resp.session_id;
