@@ -193,6 +193,10 @@ function Cluster:leader(topic, partition, auto_create)
     local code = p.error and p.error ~= 0 and p.error or 5
     err = errors.format(("partition %s[%s]"):format(topic, tostring(partition)), code)
   end
+  -- not kept: with no retries left here, the next lookup must ask again
+  -- (a producer without retries would otherwise fail on the stale answer
+  -- for as long as it runs)
+  self:invalidate(topic)
   return nil, err
 end
 
