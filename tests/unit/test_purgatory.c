@@ -333,7 +333,8 @@ static void *stress_notifier(void *arg)
     stress_ctx_t *c = arg;
     unsigned seed = (unsigned)c->first + 1;
     int last = -1;
-    for (int i = 0; atomic_load(&c->parking); i++) {
+    /* counts notifies, not polls: the polling can outrun an int under ASan */
+    for (unsigned i = 0; atomic_load(&c->parking);) {
         int k = atomic_load(&c->current);
         if (k < 0 || k == last) continue;
         /* somewhere before, during or after the park */
@@ -344,6 +345,7 @@ static void *stress_notifier(void *arg)
         else
             kiq_purgatory_notify(c->p, stress_key(k));
         last = k;
+        i++;
     }
     return NULL;
 }
