@@ -27,6 +27,7 @@ typedef struct session {
     bool follower, by_id;
     int64_t last_used_ms;
     cached_part_t *parts;
+    cached_part_t *spare; /* cap parts: where an answer's reordering is built */
     int n, cap;
     int32_t *index; /* open addressing over parts by hash: slot -> part + 1; 0 empty */
     int index_cap;
@@ -55,6 +56,7 @@ static void session_free(session_t *x)
 {
     for (int i = 0; i < x->n; i++) free(x->parts[i].topic);
     free(x->parts);
+    free(x->spare);
     free(x->index);
     free(x);
 }
@@ -194,6 +196,9 @@ static int put_part(kiq_fetch_sessions_t *s, session_t *x, const kiq_fetch_reque
         cached_part_t *parts = realloc(x->parts, (size_t)cap * sizeof *parts);
         if (!parts) return -1;
         x->parts = parts;
+        cached_part_t *spare = realloc(x->spare, (size_t)cap * sizeof *spare);
+        if (!spare) return -1;
+        x->spare = spare;
         x->cap = cap;
     }
     cached_part_t *c = &x->parts[x->n];
@@ -369,25 +374,20 @@ static bool news(cached_part_t *c, const kiq_fetch_response_responses_partitions
     return must;
 }
 
-/* Partitions that returned records go to the end, in their order. */
+/* Partitions that returned records go to the end, in their order. Built
+ * in the session's spare array, which then becomes its parts: nothing is
+ * allocated, and the index keeps its size (reindex cannot fail). */
 static void rotate(session_t *x)
 {
     int moved = 0;
     for (int i = 0; i < x->n; i++) moved += x->parts[i].had_records;
     if (moved == 0 || moved == x->n) return;
-    cached_part_t *tmp = malloc((size_t)x->n * sizeof *tmp);
-    if (!tmp) return;
-    int k = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < x->n; i++)
-            if (x->parts[i].had_records == (pass == 1)) tmp[k++] = x->parts[i];
-    memcpy(x->parts, tmp, (size_t)x->n * sizeof *tmp);
-    free(tmp);
-    if (reindex(x) != 0) {
-        free(x->index);
-        x->index = NULL;
-        x->index_cap = 0;
-    }
+    int front = 0, back = x->n - moved;
+    for (int i = 0; i < x->n; i++) x->spare[x->parts[i].had_records ? back++ : front++] = x->parts[i];
+    cached_part_t *was = x->parts;
+    x->parts = x->spare;
+    x->spare = was;
+    reindex(x);
 }
 
 void kiq_fetch_sessions_answer(kiq_fetch_sessions_t *s, const kiq_fetch_session_ticket_t *t,
