@@ -929,8 +929,7 @@ out:
 int64_t kiq_partition_log_last_stable_offset(kiq_partition_log_t *l)
 {
     pthread_mutex_lock(&l->mu);
-    int64_t lso = l->high_watermark;
-    if (l->first_unstable >= 0 && l->first_unstable < lso) lso = l->first_unstable;
+    int64_t lso = kiq_pl_lso(l);
     pthread_mutex_unlock(&l->mu);
     return lso;
 }

@@ -86,6 +86,13 @@ struct kiq_partition_log {
 
 static inline kiq_segment_t *kiq_pl_active(const kiq_partition_log_t *l) { return l->segs[l->nsegs - 1]; }
 
+/* The last stable offset: the high watermark, or the first offset of the
+ * earliest open transaction below it. */
+static inline int64_t kiq_pl_lso(const kiq_partition_log_t *l)
+{
+    return l->first_unstable >= 0 && l->first_unstable < l->high_watermark ? l->first_unstable : l->high_watermark;
+}
+
 /* The helpers they share, each called under the log's mutex. */
 
 /* The last segment whose base offset is <= offset (the first if none). */

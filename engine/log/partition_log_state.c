@@ -139,8 +139,7 @@ void kiq_partition_log_positions(kiq_partition_log_t *l, kiq_log_positions_t *ou
     out->start_offset = l->start_offset;
     out->end_offset = kiq_pl_active(l)->next_offset;
     out->high_watermark = l->high_watermark;
-    out->last_stable_offset = l->first_unstable >= 0 && l->first_unstable < l->high_watermark ? l->first_unstable
-                                                                                              : l->high_watermark;
+    out->last_stable_offset = kiq_pl_lso(l);
     out->last_batch_epoch = l->last_epoch;
     out->damaged = l->damaged.n > 0;
     pthread_mutex_unlock(&l->mu);

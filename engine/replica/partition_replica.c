@@ -231,6 +231,13 @@ int16_t kiq_partition_replica_check_leader(kiq_partition_replica_t *r, int32_t c
     return err;
 }
 
+/* Whether a leader's high watermark is known: it has reached the offset
+ * the leader's term started at (epoch_start < 0: not a leader, known). */
+static bool hw_reaches(kiq_partition_log_t *log, int64_t epoch_start)
+{
+    return epoch_start < 0 || kiq_partition_log_high_watermark(log) >= epoch_start;
+}
+
 int16_t kiq_partition_replica_check_consumer_fetch(kiq_partition_replica_t *r, kiq_partition_log_t *log,
                                                    bool any_replica, int32_t current_leader_epoch)
 {
@@ -240,7 +247,7 @@ int16_t kiq_partition_replica_check_consumer_fetch(kiq_partition_replica_t *r, k
     int64_t start = !err && r->v.role == KIQ_REPLICA_LEADER ? r->v.epoch_start_offset : -1;
     pthread_mutex_unlock(&r->mu);
     if (err) return err;
-    return start < 0 || kiq_partition_log_high_watermark(log) >= start ? KIQ_ERR_NONE : KIQ_ERR_OFFSET_NOT_AVAILABLE;
+    return hw_reaches(log, start) ? KIQ_ERR_NONE : KIQ_ERR_OFFSET_NOT_AVAILABLE;
 }
 
 int16_t kiq_partition_replica_check_follower_fetch(kiq_partition_replica_t *r, int32_t replica,
@@ -268,7 +275,7 @@ bool kiq_partition_replica_hw_known(kiq_partition_replica_t *r, kiq_partition_lo
     pthread_mutex_lock(&r->mu);
     int64_t start = r->v.role == KIQ_REPLICA_LEADER ? r->v.epoch_start_offset : -1;
     pthread_mutex_unlock(&r->mu);
-    return start < 0 || kiq_partition_log_high_watermark(log) >= start;
+    return hw_reaches(log, start);
 }
 
 int32_t kiq_partition_replica_leader_epoch(kiq_partition_replica_t *r)
