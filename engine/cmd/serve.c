@@ -134,6 +134,7 @@ static kiq_config_t *cluster_member(const kiq_config_t *base, int i, layout_t l,
     snprintf(v, sizeof v, "%d", l.brokers < 3 ? l.brokers : 3);
     rc |= set_default(c, KIQ_CFG_DEFAULT_REPLICATION_FACTOR, v);
     rc |= set_default(c, KIQ_CFG_OFFSETS_TOPIC_REPLICATION_FACTOR, v);
+    rc |= kiq_config_share_cores(c, l.brokers);
     if (rc != 0 || kiq_config_validate(c) != 0) {
         kiq_config_free(c);
         return NULL;

@@ -142,15 +142,25 @@ static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; 
 /* num.network.threads and num.io.threads by default follow the cores, as
  * Kafka's fixed 3 and 8 do not: one processor per core (2 to 8) and two
  * I/O threads per core (4 to 16). Too few threads for the cores made a
- * 16-core machine's throughput fall as producers were added. */
-static int size_threads(kiq_config_t *c)
+ * 16-core machine's throughput fall as producers were added. Brokers that
+ * share the process share its cores: each is sized from its share (at
+ * least 1 processor and 2 I/O threads), as more threads than cores only
+ * add hand-offs between them. A value the user set stays. */
+int kiq_config_share_cores(kiq_config_t *c, int brokers)
 {
+    if (brokers < 1) brokers = 1;
     int cores = usable_cores();
+    int lo = brokers > 1 ? 1 : 2;
     char text[16];
-    snprintf(text, sizeof text, "%d", clamp(cores, 2, 8));
-    if (assign(c, KIQ_CFG_NUM_NETWORK_THREADS, text, false) != 0) return -1;
-    snprintf(text, sizeof text, "%d", clamp(2 * cores, 4, 16));
-    return assign(c, KIQ_CFG_NUM_IO_THREADS, text, false);
+    if (!c->v[KIQ_CFG_NUM_NETWORK_THREADS].set) {
+        snprintf(text, sizeof text, "%d", clamp(cores / brokers, lo, 8));
+        if (assign(c, KIQ_CFG_NUM_NETWORK_THREADS, text, false) != 0) return -1;
+    }
+    if (!c->v[KIQ_CFG_NUM_IO_THREADS].set) {
+        snprintf(text, sizeof text, "%d", clamp(2 * cores / brokers, 2 * lo, 16));
+        if (assign(c, KIQ_CFG_NUM_IO_THREADS, text, false) != 0) return -1;
+    }
+    return 0;
 }
 
 kiq_config_t *kiq_config_new(void)
@@ -164,7 +174,7 @@ kiq_config_t *kiq_config_new(void)
             return NULL;
         }
     }
-    if (size_threads(c) != 0) {
+    if (kiq_config_share_cores(c, 1) != 0) {
         kiq_config_free(c);
         return NULL;
     }

@@ -431,6 +431,10 @@ const char *kiq_config_static_text(const kiq_config_t *c, enum kiq_config_id id,
 
 kiq_config_t *kiq_config_new(void);
 void kiq_config_free(kiq_config_t *c);
+/* Sizes num.network.threads and num.io.threads, where the user left them
+ * out, for one of `brokers` brokers sharing this process's cores (new
+ * configs are sized for one). 0, or -1 with the reason. */
+int kiq_config_share_cores(kiq_config_t *c, int brokers);
 /* Sets one value by Kafka name, checking it; -1 with the reason (naming the
  * key) for a bad value. An unknown name is accepted with a warning, as Kafka
  * does, and kept for DescribeConfigs. */

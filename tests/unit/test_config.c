@@ -51,6 +51,21 @@ static void test_thread_counts_follow_the_cores(void **state)
     assert_int_equal(kiq_config_int(c, KIQ_CFG_NUM_IO_THREADS), 3);
     kiq_config_text(c, KIQ_CFG_NUM_IO_THREADS, &is_default);
     assert_false(is_default);
+    /* one of three brokers in the process: its share of the cores; the
+     * I/O thread count the user set stays */
+    assert_int_equal(kiq_config_share_cores(c, 3), 0);
+    int share = cores / 3 < 1 ? 1 : cores / 3 > 8 ? 8 : cores / 3;
+    assert_int_equal(kiq_config_int(c, KIQ_CFG_NUM_NETWORK_THREADS), share);
+    kiq_config_text(c, KIQ_CFG_NUM_NETWORK_THREADS, &is_default);
+    assert_true(is_default);
+    assert_int_equal(kiq_config_int(c, KIQ_CFG_NUM_IO_THREADS), 3);
+    /* a copy keeps the shared size, and sized for one again it is the whole */
+    kiq_config_t *copy = kiq_config_copy(c);
+    assert_non_null(copy);
+    assert_int_equal(kiq_config_int(copy, KIQ_CFG_NUM_NETWORK_THREADS), share);
+    assert_int_equal(kiq_config_share_cores(copy, 1), 0);
+    assert_int_equal(kiq_config_int(copy, KIQ_CFG_NUM_NETWORK_THREADS), net);
+    kiq_config_free(copy);
     kiq_config_free(c);
 }
 
