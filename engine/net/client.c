@@ -30,6 +30,9 @@
 
 /* Broker ranges kept for api keys below this; Kafka's keys stay far below. */
 enum { KEY_SLOTS = 256 };
+/* Bytes a plaintext read takes in at once: a small response's size prefix
+ * and frame come in one recv. */
+enum { READ_AHEAD = 16384 };
 
 /* Owned by the thread that connected it; only `shut` and the fd's
  * shutdown() are touched by others (kiq_client_shutdown). */
@@ -42,6 +45,8 @@ struct kiq_client_conn {
     char *client_id;         /* NULL: sent as a null string */
     int32_t correlation;     /* of the last request sent */
     int16_t broker_min[KEY_SLOTS], broker_max[KEY_SLOTS]; /* -1: not offered */
+    uint8_t ahead[READ_AHEAD]; /* plaintext bytes received and not yet read */
+    size_t ahead_at, ahead_len;
 };
 
 /* -1: no deadline */
@@ -111,6 +116,12 @@ static int write_all(kiq_client_conn_t *c, const uint8_t *p, size_t n, int64_t d
 
 static int read_exact(kiq_client_conn_t *c, uint8_t *p, size_t n, int64_t deadline)
 {
+    size_t have = c->ahead_len < n ? c->ahead_len : n;
+    memcpy(p, c->ahead + c->ahead_at, have);
+    c->ahead_at += have;
+    c->ahead_len -= have;
+    p += have;
+    n -= have;
     while (n > 0) {
         if (atomic_load(&c->shut)) return kiq_error_set("shut down while waiting for the response");
         bool other = false; /* TLS: the socket must be writable first */
@@ -170,7 +181,15 @@ static int read_response(kiq_client_conn_t *c, const kiq_api_codec_t *codec, int
     /* the answer is rarely there the moment the request is sent: waiting
      * first saves a recv that would only say EAGAIN (a TLS session may
      * hold decrypted bytes the socket does not show) */
-    if (!c->tls && wait_fd(c, POLLIN, deadline, "waiting for the response") != 0) return -1;
+    if (!c->tls && c->ahead_len == 0) {
+        if (wait_fd(c, POLLIN, deadline, "waiting for the response") != 0) return -1;
+        ssize_t k = recv(c->fd, c->ahead, sizeof c->ahead, 0);
+        if (k == 0) return io_failed(c, "waiting for the response", true);
+        if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return io_failed(c, "waiting for the response", false);
+        c->ahead_at = 0;
+        c->ahead_len = k > 0 ? (size_t)k : 0;
+    }
     if (read_exact(c, size_be, sizeof size_be, deadline) != 0) return -1;
     int32_t size = (int32_t)kiq_be32(size_be);
     if (size < 4 || size > KIQ_CLIENT_MAX_FRAME)
