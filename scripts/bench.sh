@@ -77,8 +77,10 @@
 #                                         summaries then add the medians
 #   --producers LIST                      instead of the throughput rows, for
 #                                         each count in LIST (say 1,4,8) that
-#                                         many producers at once, 1 KiB, at
-#                                         acks=1 then acks=all (8 partitions
+#                                         many producers at once, at acks=1
+#                                         then acks=all, together producing
+#                                         --count-large 1 KiB records (every
+#                                         row the same bytes; 8 partitions
 #                                         unless --partitions)
 # The mock cluster keeps data in memory only (the last 5 MiB per partition) and
 # ignores acks: compare its produce figures at acks=1 and read its consume

@@ -23,7 +23,11 @@
  *
  * --producers LIST (say 1,4,8) instead runs, for each count in the list and
  * for acks=1 then acks=all, that many producer threads at once (a client
- * each), each producing --count-large 1 KiB records; the row is the sum.
+ * each), together producing --count-large 1 KiB records (shared out
+ * evenly); the row is the sum. Every row moves the same bytes, so rows
+ * differ by the producers alone: on a VM whose page cache slows past a
+ * few hundred MB, a row per producer count grew with the count and its
+ * throughput fell for the volume, not the producers.
  *
  * usage: kiq_bench --bootstrap HOST:PORT [--topic NAME] [--partitions N]
  *                  [--replication-factor N] [--count-small N] [--count-large N] [--acks 0|1|all]
@@ -566,6 +570,7 @@ struct scale_worker {
     const struct bench_opts *o;
     pthread_barrier_t *ready;
     rd_kafka_t *prod;
+    long count; /* its share of the records */
     struct phase_result dr, result;
 };
 
@@ -573,7 +578,7 @@ static void *scale_produce(void *arg)
 {
     struct scale_worker *w = arg;
     pthread_barrier_wait(w->ready);
-    w->result = produce_phase(w->o, w->prod, &w->dr, w->o->count_large, 1024);
+    w->result = produce_phase(w->o, w->prod, &w->dr, w->count, 1024);
     return NULL;
 }
 
@@ -595,7 +600,8 @@ static void run_scaling(const struct bench_opts *o)
             pthread_barrier_t ready;
             pthread_barrier_init(&ready, NULL, (unsigned)n + 1);
             for (long i = 0; i < n; i++) {
-                w[i] = (struct scale_worker){ .o = &wo, .ready = &ready };
+                w[i] = (struct scale_worker){ .o = &wo, .ready = &ready,
+                                              .count = o->count_large / n + (i < o->count_large % n) };
                 w[i].prod = producer_new(&wo, &w[i].dr);
                 /* connected and knowing the leaders before the clock starts */
                 topic_partitions(w[i].prod, o->topic);
@@ -615,7 +621,7 @@ static void run_scaling(const struct bench_opts *o)
             char phase[32];
             snprintf(phase, sizeof phase, "x%ld-acks%s", n, acks[a]);
             wo.label = o->label;
-            print_row(&wo, 1024, phase, &sum, n * o->count_large);
+            print_row(&wo, 1024, phase, &sum, o->count_large);
             for (long i = 0; i < n; i++)
                 rd_kafka_destroy(w[i].prod);
             pthread_barrier_destroy(&ready);
