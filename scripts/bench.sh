@@ -187,39 +187,44 @@ run_bench() { # LABEL BOOTSTRAP
     header=(--no-header)
 }
 
-# cpu_ticks PID...: user + system time of the processes, in clock ticks.
-# The command name (field 2) may hold spaces, so fields are counted after ')'.
-cpu_ticks() {
-    local stat f pid sum=0
+# cpu_ns PID...: the processes' CPU time (user + system), in ns. A live
+# thread's comes from its schedstat (ns); /proc's tick counts (10 ms) made a
+# phase of half a second read 5 ticks, give or take one. What exited
+# threads spent is the process's ticks less its live threads' ticks. The
+# command name (field 2 of stat) may hold spaces: fields count after ')'.
+cpu_ns() {
+    local pid hz
+    hz=$(getconf CLK_TCK)
     for pid in "$@"; do
-        stat=$(<"/proc/$pid/stat")
-        stat=${stat##*) }
-        read -r -a f <<<"$stat"
-        sum=$((sum + f[11] + f[12]))
-    done
-    echo "$sum"
+        {
+            cat "/proc/$pid/task/"*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "live_ns %.0f\n", s }'
+            cat "/proc/$pid/task/"*/stat 2>/dev/null | awk '{ sub(/.*\) /, ""); t += $12 + $13 } END { printf "live_ticks %d\n", t }'
+            awk '{ sub(/.*\) /, ""); printf "all_ticks %d\n", $12 + $13 }' "/proc/$pid/stat"
+        } | awk -v hz="$hz" '{ v[$1] = $2 } END {
+            dead = v["all_ticks"] - v["live_ticks"]
+            printf "%.0f\n", v["live_ns"] + (dead > 0 ? dead * 1e9 / hz : 0) }'
+    done | awk '{ s += $1 } END { printf "%.0f\n", s }'
 }
 
 # with_cpu PID...: copies kiq_bench's rows, adding the brokers' CPU seconds
 # spent since the previous row (kiq_bench flushes each row as its phase ends);
 # after a fixed-rate row, a comment with the CPU µs per record.
 with_cpu() {
-    local hz mark now line
-    hz=$(getconf CLK_TCK)
-    mark=$(cpu_ticks "$@")
+    local mark now line
+    mark=$(cpu_ns "$@")
     while IFS= read -r line; do
         if [[ $line == '#'* ]]; then
             echo "$line; cpu s = broker user+system CPU seconds of the phase"
         elif [[ $line == target* ]]; then
             printf '%s %9s\n' "$line" "cpu s"
         else
-            now=$(cpu_ticks "$@")
-            awk -v l="$line" -v t=$((now - mark)) -v hz="$hz" 'BEGIN {
-                printf "%s %9.2f\n", l, t / hz
+            now=$(cpu_ns "$@")
+            awk -v l="$line" -v t="$((now - mark))" 'BEGIN {
+                printf "%s %9.3f\n", l, t / 1e9
                 split(l, f)
                 if (f[3] == "rate" && f[4] > 0)
                     printf "# %s: broker CPU %.1f us per record, %.2f cores busy\n", f[1],
-                        t / hz * 1e6 / f[4], t / hz / f[5]
+                        t / 1e3 / f[4], t / 1e9 / f[5]
             }'
             mark=$now
         fi
