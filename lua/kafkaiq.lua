@@ -52,13 +52,16 @@ local Broker = {}
 Broker.__index = Broker
 
 local broker_opts = { dir = true, host = true, port = true, id = true, start = true, control_port = true,
-  controller_only = true }
+  controller_only = true, share_cores = true }
 
 -- kiq.broker{ dir=, host="127.0.0.1", port=0, id=0, start=true, control_port=nil,
---   ["kafka.name"]=value, ... }
+--   share_cores=1, ["kafka.name"]=value, ... }
 -- control_port (0: any free one) adds a control-plane listener (CONTROLLER)
 -- for the controller's requests; controller_only = true makes a
 -- controller-only node (process.roles=controller: that listener alone).
+-- share_cores = n sizes num.network.threads and num.io.threads, where left
+-- out, for one of n brokers sharing this process's cores (as serve
+-- --brokers n does).
 -- Starts an in-process broker (unless start=false). Returns the broker, or
 -- nil, err for a bad config value, a taken port or an unusable directory.
 function kiq.broker(opts)
@@ -83,7 +86,7 @@ function kiq.broker(opts)
   for k, v in pairs(opts) do
     if k:find("%.") then cfg[k] = v end
   end
-  local handle, err = core.broker_new(cfg)
+  local handle, err = core.broker_new(cfg, opts.share_cores)
   if not handle then return nil, err end
   local self = setmetatable({ handle = handle, dir = dir, host = host }, Broker)
   if opts.start ~= false then

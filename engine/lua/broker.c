@@ -40,10 +40,13 @@ kiq_broker_t *kiq_lua_check_broker(lua_State *L)
 
 #define check_broker kiq_lua_check_broker
 
-/* core.broker_new{ [kafka name] = value, ... } -> broker | nil, err */
+/* core.broker_new({ [kafka name] = value, ... } [, sharing]) -> broker |
+ * nil, err. sharing: how many brokers share the process's cores (its
+ * thread counts are sized for its share where the config leaves them out). */
 int kiq_lua_broker_new(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
+    int sharing = (int)luaL_optinteger(L, 2, 1);
     kiq_config_t *cfg = kiq_config_new();
     if (!cfg) return kiq_lua_fail(L, "out of memory");
     lua_pushnil(L);
@@ -74,6 +77,10 @@ int kiq_lua_broker_new(lua_State *L)
             return kiq_lua_fail(L, kiq_error_get());
         }
         lua_pop(L, 1);
+    }
+    if (kiq_config_share_cores(cfg, sharing) != 0) {
+        kiq_config_free(cfg);
+        return kiq_lua_fail(L, kiq_error_get());
     }
     kiq_broker_t *b = kiq_broker_new(cfg);
     kiq_config_free(cfg);

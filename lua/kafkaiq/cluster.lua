@@ -63,6 +63,7 @@ function M.new(kiq, opts)
     end
     if cfg.dir then os.execute("mkdir -p '" .. cfg.dir .. "'") end
     cfg.start = false
+    cfg.share_cores = n
     local b, err = kiq.broker(cfg)
     if not b then
       self:stop()

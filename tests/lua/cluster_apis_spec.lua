@@ -66,6 +66,18 @@ describe("cluster APIs", function()
     if c then c:stop() end
   end)
 
+  it("sizes each broker's threads for its share of the process's cores", function()
+    local f = assert(io.popen("nproc"))
+    local cores = tonumber(f:read("*l"))
+    f:close()
+    local share = math.max(1, math.min(8, math.floor(cores / 3)))
+    for id = 0, 2 do
+      local s = c:broker(id):state()
+      assert.are.equal(share, #s.processors)
+      assert.are.equal(math.max(2, math.min(16, math.floor(2 * cores / 3))), s.io.threads)
+    end
+  end)
+
   it("adds partitions through the controller, placed as Kafka places them", function()
     create(c, "cg", 2)
     -- asked of a broker that does not host the controller: forwarded
