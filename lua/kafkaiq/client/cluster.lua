@@ -178,10 +178,7 @@ end
 function Cluster:leader(topic, partition, auto_create)
   local err
   for attempt = 0, self.cfg.retries do
-    if attempt > 0 then
-      core.sleep_ms(self.cfg.retry_backoff_ms)
-      self:invalidate(topic)
-    end
+    if attempt > 0 then core.sleep_ms(self.cfg.retry_backoff_ms) end
     local t
     t, err = self:topic(topic, auto_create)
     if not t then return nil, err end
@@ -192,11 +189,10 @@ function Cluster:leader(topic, partition, auto_create)
     if p.leader >= 0 then return p.leader end
     local code = p.error and p.error ~= 0 and p.error or 5
     err = errors.format(("partition %s[%s]"):format(topic, tostring(partition)), code)
+    -- a leaderless answer is not kept: the next lookup, this loop's retry
+    -- or a later call (a producer without retries), asks again
+    self:invalidate(topic)
   end
-  -- not kept: with no retries left here, the next lookup must ask again
-  -- (a producer without retries would otherwise fail on the stale answer
-  -- for as long as it runs)
-  self:invalidate(topic)
   return nil, err
 end
 
