@@ -34,6 +34,7 @@ int kiq_api_update_metadata_handle(kiq_broker_t *b, kiq_request_t *r, const void
     if (!b->controller) kiq_broker_quotas_pushed(b, req);
     if (b->replicas) kiq_replica_manager_drop_strays(b->replicas);
     kiq_broker_startup_from_controller(&b->startup, KIQ_STARTUP_METADATA, req->live_brokers_n);
+    kiq_broker_metadata_applied(b);
     kiq_purgatory_notify(b->purgatory, kiq_purgatory_metadata_key());
     out->error_code = KIQ_ERR_NONE;
     return KIQ_HANDLER_RESPOND;

@@ -32,6 +32,8 @@ struct kiq_acceptor {
     ev_io accept_io;
     ev_timer resume; /* restarts accepting after an accept error */
     ev_async stop_async;
+    ev_async open_async;
+    atomic_bool held; /* set before the start; cleared once, by whoever opens */
     pthread_t thread;
     bool started;
     kiq_processor_t **processors;
@@ -131,6 +133,12 @@ static void resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void stop_cb(struct ev_loop *loop, ev_async *w, int revents) { ev_break(loop, EVBREAK_ALL); }
 
+static void open_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+    kiq_acceptor_t *a = w->data;
+    if (!ev_is_active(&a->resume)) ev_io_start(loop, &a->accept_io);
+}
+
 kiq_acceptor_t *kiq_acceptor_new(const char *host, int port, kiq_processor_t **processors, int nprocessors,
                                  kiq_connection_quotas_t *quotas)
 {
@@ -187,6 +195,9 @@ kiq_acceptor_t *kiq_acceptor_new(const char *host, int port, kiq_processor_t **p
     a->resume.data = a;
     ev_async_init(&a->stop_async, stop_cb);
     ev_async_start(a->loop, &a->stop_async);
+    ev_async_init(&a->open_async, open_cb);
+    a->open_async.data = a;
+    ev_async_start(a->loop, &a->open_async);
     return a;
 }
 
@@ -208,6 +219,19 @@ static void *acceptor_main(void *arg)
     kiq_say_thread_name("acceptor");
     ev_run(a->loop, 0);
     return NULL;
+}
+
+void kiq_acceptor_hold(kiq_acceptor_t *a)
+{
+    atomic_store(&a->held, true);
+    ev_io_stop(a->loop, &a->accept_io);
+}
+
+bool kiq_acceptor_open(kiq_acceptor_t *a)
+{
+    if (!atomic_exchange(&a->held, false)) return false;
+    ev_async_send(a->loop, &a->open_async);
+    return true;
 }
 
 int kiq_acceptor_start(kiq_acceptor_t *a)

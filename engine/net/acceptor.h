@@ -20,7 +20,14 @@ int kiq_acceptor_port(const kiq_acceptor_t *a);
 /* Any thread: connections accepted so far; closed at the fd limit. */
 uint64_t kiq_acceptor_accepted(kiq_acceptor_t *a);
 uint64_t kiq_acceptor_refused_fd_limit(kiq_acceptor_t *a);
+/* Before the start: the socket listens, so connections wait in the
+ * backlog, but none is accepted until kiq_acceptor_open (a Kafka broker
+ * opens its client listeners once it has caught up with the metadata). */
+void kiq_acceptor_hold(kiq_acceptor_t *a);
 int kiq_acceptor_start(kiq_acceptor_t *a);
+/* Any thread, once started: accept from now on. True if this call
+ * opened it; false if it was not held, or opened already. */
+bool kiq_acceptor_open(kiq_acceptor_t *a);
 /* Any thread: stop accepting and join the thread. */
 void kiq_acceptor_stop(kiq_acceptor_t *a);
 void kiq_acceptor_free(kiq_acceptor_t *a);

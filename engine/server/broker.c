@@ -642,7 +642,21 @@ static int start_requests(kiq_broker_t *b)
     }
     for (int i = 0; i < b->nprocessors; i++)
         if (kiq_processor_start(b->processors[i]) != 0) return -1;
-    return b->acceptor ? kiq_acceptor_start(b->acceptor) : 0;
+    if (!b->acceptor) return 0;
+    /* As Kafka's broker, no client is taken before the controller's
+     * metadata is here: an answer from an empty cache would tell one that
+     * its topic is missing, or refuse it. The controller's own requests
+     * come on the control plane; without one they come here, so nothing
+     * can be held. */
+    if (b->cluster && b->has_control_plane) kiq_acceptor_hold(b->acceptor);
+    return kiq_acceptor_start(b->acceptor);
+}
+
+void kiq_broker_metadata_applied(kiq_broker_t *b)
+{
+    if (b->has_control_plane && b->acceptor && kiq_acceptor_open(b->acceptor))
+        KIQ_INFO("[KafkaIQ broker %d] the controller's metadata is here: taking clients on port %d", b->node_id,
+                 b->bound_port);
 }
 
 /* Stop taking work, answer what is parked (what the channel holds first:

@@ -333,6 +333,9 @@ void kiq_broker_follow_controller(kiq_broker_t *b);
 /* The control plane's, on an UpdateMetadata taken: voter `id` sent it, so
  * it is where the active controller was last found. */
 void kiq_broker_controller_seen(kiq_broker_t *b, int32_t id);
+/* The control plane's, on an UpdateMetadata applied: the client listener,
+ * held since the start, takes connections. */
+void kiq_broker_metadata_applied(kiq_broker_t *b);
 /* A call to controller `id` found no active controller there (gone, or
  * not leading): look at the next voter, as an observer does. Any thread. */
 void kiq_broker_controller_not_there(kiq_broker_t *b, int32_t id);

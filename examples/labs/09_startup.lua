@@ -2,8 +2,9 @@
 -- opens its logs (recovering them when the last stop was not clean: each
 -- segment after the recovery point rescanned, torn bytes cut), starts its
 -- listeners and threads, registers with the controller, receives the
--- cluster's metadata and its partitions (LeaderAndIsr), and only then is
--- unfenced: ready for clients. This lab restarts one broker of three
+-- cluster's metadata (only now does it take clients' connections, which
+-- wait in the backlog until then, as Kafka's do) and its partitions
+-- (LeaderAndIsr), and only then is unfenced: ready for clients. This lab restarts one broker of three
 -- cleanly, then after a crash, and prints each phase with its time.
 --
 --   build/kafkaiq run examples/labs/09_startup.lua
@@ -26,9 +27,9 @@ for p = 0, 5 do assert(c:wait_for_replicas(topic, p, 10000)) end
 local words = {
   config = "configuration read",
   logs = "logs opened",
-  listeners = "listeners and threads up",
+  listeners = "listeners bound, threads up, clients held in the backlog",
   registered = "registered with the controller",
-  metadata = "the cluster's metadata received",
+  metadata = "the cluster's metadata received, clients taken",
   replication = "its partitions received (LeaderAndIsr): fetchers started",
   ready = "unfenced: ready for clients",
 }

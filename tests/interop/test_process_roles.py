@@ -11,6 +11,10 @@ brokers.
 - One process per node: a controller-only `serve` (listeners with
   CONTROLLER alone) and two brokers with process.roles=broker. The
   controller keeps the metadata log and no partition.
+- A broker started before its controller listens but takes no client
+  until the controller's metadata is there, as Kafka's: a Metadata request
+  sent then is answered afterwards, from that metadata, not from an empty
+  cache (which told a client its topic was missing, or refused it).
 - Wrong roles are refused with the reason: an unknown role, a controller
   that is not a voter, a voter that is no controller.
 """
@@ -20,7 +24,8 @@ import subprocess
 import urllib.request
 
 import kiq_clients as kc
-from cluster import HOST, Cluster, metadata, wait_until
+import kiq_wire as kw
+from cluster import API_METADATA, HOST, Cluster, metadata, metadata_v7_body, parse_metadata_v7, wait_until
 from conftest import BROKER_BIN, CONFIG, READY_TIMEOUT
 from test_controller_quorum import metadata_quorum, status_of
 
@@ -130,6 +135,24 @@ def test_a_controller_process_and_broker_processes(tmp_path):
         held = sorted(p.name for p in controller.data_dir.iterdir() if p.is_dir())
         assert held == ["__cluster_metadata-0"], held  # the metadata log and no partition
         assert (c.brokers[0].data_dir / "split-0").is_dir()
+    finally:
+        c.stop()
+
+
+def test_a_broker_takes_clients_once_the_controller_metadata_is_there(tmp_path):
+    c = Cluster(tmp_path, n=1, controllers=1)
+    broker, controller = c.brokers[0], c.controllers[0]
+    try:
+        c.start()
+        c.create_topic("kept", 1, rf=1)
+        c.stop()
+        broker.start()  # before its controller: the port listens, the connection waits in the backlog
+        with kw.Conn(HOST, broker.port, timeout=READY_TIMEOUT) as conn:
+            corr = conn.request(API_METADATA, 7, metadata_v7_body(["kept"]))
+            controller.start()
+            md = parse_metadata_v7(conn.response(corr))
+        kept = md["topics"]["kept"]
+        assert kept["error"] == 0 and list(kept["partitions"]) == [0], md
     finally:
         c.stop()
 
