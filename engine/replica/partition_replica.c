@@ -467,6 +467,8 @@ void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, kiq_partition_log
 {
     kiq_event_t events[2 * KIQ_MAX_REPLICAS];
     int n = 0;
+    hw_move_t m;
+    bool moved = false;
     pthread_mutex_lock(&r->mu);
     kiq_replica_view_t *v = &r->v;
     if (leader_epoch == v->leader_epoch && partition_epoch >= v->partition_epoch) {
@@ -475,7 +477,11 @@ void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, kiq_partition_log
         v->partition_epoch = partition_epoch;
         v->nisr = copy_ids(v->isr, isr, nisr);
         n = isr_changes(r, log, was, nwas, now_ms, lag_ms, events);
+        /* a smaller ISR may let the high watermark move: with the ISR, so
+         * nobody sees the new ISR beside the old high watermark */
+        moved = log && advance_locked(r, log, &m);
     }
     pthread_mutex_unlock(&r->mu);
     emit_all(r, events, n);
+    if (moved) emit_hw(r, &m);
 }

@@ -158,7 +158,8 @@ void kiq_partition_replica_end_isr_change(kiq_partition_replica_t *r);
  * it is for our current leader epoch. Each follower it takes out or puts
  * back is announced (ISR_SHRUNK, ISR_EXPANDED) with what the leader knew
  * of it at now_ms (lagged: not caught up for lag_ms, Kafka's
- * replica.lag.time.max.ms) and where log's high watermark and end were. */
+ * replica.lag.time.max.ms) and where log's high watermark and end were.
+ * The high watermark moves in the same step where the ISR lets it. */
 void kiq_partition_replica_set_isr(kiq_partition_replica_t *r, kiq_partition_log_t *log, int32_t leader_epoch,
                                    int32_t partition_epoch, const int32_t *isr, int nisr, int64_t now_ms,
                                    int64_t lag_ms);

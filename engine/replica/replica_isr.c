@@ -155,10 +155,7 @@ static void alter(kiq_replica_manager_t *rm, isr_change_t *cs, int n)
     for (int i = 0; i < n; i++) {
         kiq_partition_t *part = cs[i].topic->partitions[cs[i].partition];
         kiq_partition_replica_end_isr_change(part->replica);
-        /* a smaller ISR may let the high watermark move */
-        kiq_partition_log_t *log = part->log;
-        if (log) kiq_partition_replica_advance_hw(part->replica, log);
-        kiq_topics_notify_append(b->topics, cs[i].topic->name, cs[i].partition);
+        kiq_topics_notify_append(b->topics, cs[i].topic->name, cs[i].partition); /* the HW may have moved */
     }
     kiq_arena_reset(&a);
 }

@@ -220,8 +220,9 @@ static void test_isr_change_and_expand(void **state)
     assert_int_equal(seen.e[0].records, 2);
     assert_int_equal(seen.e[0].extra, 1250);
     assert_int_equal(seen.e[0].flags, KIQ_EVENT_LAGGED);
-    assert_true(kiq_partition_replica_advance_hw(&f->rep, f->log));
+    /* the high watermark moved with the ISR: nothing is left to move */
     assert_int_equal(hw(f), leo);
+    assert_false(kiq_partition_replica_advance_hw(&f->rep, f->log));
 
     bool expand;
     fetched(f, 3, 3, 1300, &expand);
