@@ -278,14 +278,16 @@ local function node_conn(side, id)
 end
 
 -- Sends a step's request on one side: the decoded response, or nil, err.
--- A step with `until` is repeated (bounded) until until(resp) is true; one
--- with `to` goes to the node to(saved) names.
+-- A step with `until` is repeated (bounded) until until(resp) is true,
+-- its body made again each time (until may have saved what the next one
+-- needs, a session's next epoch); one with `to` goes to the node to(saved)
+-- names.
 local function send(side, step, version)
-  local body = type(step.body) == "function" and step.body(side.saved, side) or step.body or {}
   local key = codec[step.api].key
   local conn = step.to and node_conn(side, step.to(side.saved)) or step.as and user_conn(side, step.as) or side.conn
   local deadline = core.now_ms() + (step.wait_ms or 10000)
   while true do
+    local body = type(step.body) == "function" and step.body(side.saved, side) or step.body or {}
     local resp, err = conn:request(key, body, { version = version, timeout_ms = step.timeout_ms })
     if not resp then
       conn:close()

@@ -884,9 +884,12 @@ scenario { name = "ShareGroupHeartbeat: join, describe, fenced, leave", api = "S
 -- acquires a batch of three, releases its first record and accepts the
 -- rest; the release comes again at delivery count 2 and is rejected; an
 -- acknowledgement of a record already done changes nothing; a session
--- epoch out of turn is refused.
+-- epoch out of turn is refused. An epoch is counted from the session's
+-- start: a fetch repeated until it acquires takes the next epoch each time
+-- one was taken (s.share_extra of them), as a share consumer's would.
 local function share_body(s, epoch, acks)
-  return { group_id = s.name, member_id = SHARE_MEMBER, share_session_epoch = epoch,
+  return { group_id = s.name, member_id = SHARE_MEMBER,
+    share_session_epoch = epoch > 0 and epoch + (s.share_extra or 0) or epoch,
     topics = { { topic_id = s.topic_id, partitions = { { partition_index = 0, acknowledgement_batches = acks } } } } }
 end
 
@@ -896,9 +899,11 @@ local function share_fetch(epoch, acks, acquired)
     b.max_wait_ms, b.min_bytes, b.max_bytes, b.max_records, b.batch_size = 1000, 1, 1048576, 500, 500
     b.share_acquire_mode, b.is_renew_ack, b.forgotten_topics_data = 0, false, {}
     return b
-  end, ["until"] = acquired and function(r)
+  end, ["until"] = acquired and function(r, s)
     local t = r.responses[1]
-    return t ~= nil and #t.partitions[1].acquired_records > 0
+    if t ~= nil and #t.partitions[1].acquired_records > 0 then return true end
+    if epoch > 0 and r.error_code == 0 then s.share_extra = (s.share_extra or 0) + 1 end
+    return false
   end or nil }
 end
 
