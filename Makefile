@@ -6,7 +6,7 @@ CFLAGS  ?= -O2 -g
 # Flags the build needs whatever CFLAGS a caller (luarocks, CI) passes.
 KIQ_CFLAGS := -std=c11 -fPIC -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration -Werror=incompatible-pointer-types \
            -pthread -Iengine -I$(BUILD)/gen -I/usr/include/luajit-2.1 -MMD -MP
-ENGINE_LIBS := -lev -llz4 -lzstd -lz -lsnappy -lmicrohttpd -ljansson -lpcre2-8 -lcjose -lssl -lcrypto -lpthread -lm
+ENGINE_LIBS := -lev -llz4 -lzstd -lz -lsnappy -lmicrohttpd -ljansson -lpcre2-8 -lcjose -lisal -lssl -lcrypto -lpthread -lm
 LDLIBS  := $(ENGINE_LIBS) -lluajit-5.1 -ldl
 LUAJIT  ?= luajit
 

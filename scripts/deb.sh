@@ -43,7 +43,7 @@ depends=$(cd "$work" && dpkg-shlibdeps -O --warnings=0 "${bin#"$work"/}" "${so#"
     sed -n 's/^shlibs:Depends=//p') || true
 if [[ -z $depends ]]; then
     echo "deb.sh: dpkg-shlibdeps failed; using the libraries build/kafkaiq links (Debian 12's names)" >&2
-    depends="libc6, libev4, libjansson4, libluajit-5.1-2 | libluajit2-5.1-2, liblz4-1, libmicrohttpd12, libcjose0, libpcre2-8-0, libsnappy1v5, libssl3, libzstd1, zlib1g"
+    depends="libc6, libev4, libjansson4, libluajit-5.1-2 | libluajit2-5.1-2, liblz4-1, libmicrohttpd12, libcjose0, libisal2, libpcre2-8-0, libsnappy1v5, libssl3, libzstd1, zlib1g"
 fi
 
 size_kb=$(du -sk "$root" | cut -f1)

@@ -16,6 +16,8 @@ PACKAGES=(
     libssl-dev openssl
     # OAUTHBEARER tokens signed by a JWKS's keys (JOSE on OpenSSL and jansson)
     libcjose-dev
+    # the CRC-32C of record batches (Intel's ISA-L)
+    libisal-dev
     # unit and Lua tests; clang with libFuzzer for the fuzz targets
     libcmocka-dev lua-busted luarocks clang libclang-rt-14-dev
     # prlimit for the open-files test

@@ -17,7 +17,7 @@ LIB=build/fuzzlib
 CORPUS=tests/corpus
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=c11 -D_GNU_SOURCE -O1 -g -Iengine -I$LIB/gen -I/usr/include/luajit-2.1"
-LIBS="-lev -llz4 -lzstd -lz -lsnappy -lmicrohttpd -ljansson -lpcre2-8 -lcjose -lssl -lcrypto -lpthread -lm -lluajit-5.1 -ldl"
+LIBS="-lev -llz4 -lzstd -lz -lsnappy -lmicrohttpd -ljansson -lpcre2-8 -lcjose -lisal -lssl -lcrypto -lpthread -lm -lluajit-5.1 -ldl"
 TARGETS=(request batch data lua sasl otlp)
 
 seeds_of() { # TARGET -> the read-only seed dirs it starts from

@@ -7,11 +7,7 @@
 #include <stdint.h>
 
 /* Extends `crc` (0 to start) over buf[0..len); chaining calls over pieces
- * gives the CRC of the whole. Uses the SSE4.2 crc32 instruction when the CPU
- * has it, else tables. */
+ * gives the CRC of the whole. */
 uint32_t kiq_crc32c(uint32_t crc, const void *buf, size_t len);
-/* The table-driven path only, same result; exposed so tests can compare the
- * two paths on a machine that has SSE4.2. */
-uint32_t kiq_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 
 #endif
