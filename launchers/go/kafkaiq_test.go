@@ -88,12 +88,17 @@ func create(t *testing.T, cl *kgo.Client, topic string, partitions int32, rf int
 // produce sends values to partition 0 of topic (or the partitioner's
 // choice with more partitions) and returns the first error.
 func produce(cl *kgo.Client, topic string, values ...string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
 	recs := make([]*kgo.Record, len(values))
 	for i, v := range values {
 		recs[i] = &kgo.Record{Topic: topic, Value: []byte(v)}
 	}
+	return produceRecords(cl, recs...)
+}
+
+// produceRecords sends recs and returns the first error.
+func produceRecords(cl *kgo.Client, recs ...*kgo.Record) error {
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
 	return cl.ProduceSync(ctx, recs...).FirstErr()
 }
 
@@ -259,9 +264,7 @@ func TestAClusterOfThreeReplicatesAcksAll(t *testing.T) {
 		values = append(values, fmt.Sprintf("r%02d", i))
 		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: []byte(values[i])})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := produceRecords(cl, recs...); err != nil {
 		t.Fatal(err)
 	}
 	if got := consume(t, k.Bootstrap, topic, 30); !slices.Equal(got, values) {
